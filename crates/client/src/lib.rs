@@ -1,0 +1,1 @@
+//! redline: a Redis client built for throughput and dependable failure handling.

@@ -1,0 +1,1 @@
+//! The Redis command table: name, arity, flags and key positions of every command.

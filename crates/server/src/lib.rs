@@ -1,0 +1,1 @@
+//! redline-server: a Redis-compatible server that uses every core.

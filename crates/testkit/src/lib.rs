@@ -1,0 +1,1 @@
+//! Real servers for tests: redis-server (standalone, TLS, cluster) and redline-server.
