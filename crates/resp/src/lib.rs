@@ -17,6 +17,7 @@
 
 pub mod command;
 pub mod encode;
+pub mod slot;
 mod error;
 mod frame;
 mod limits;

@@ -1,0 +1,90 @@
+//! Redis Cluster key slots: CRC16-XMODEM of the key's hash tag (or of the whole key),
+//! modulo 16384.
+//!
+//! Shared by the cluster client (routing) and the server (keyspace sharding and cluster
+//! mode), so both agree on where a key lives.
+
+/// Number of hash slots in a Redis Cluster.
+pub const SLOTS: u16 = 16384;
+
+/// The slot of `key`, as `CLUSTER KEYSLOT` computes it.
+///
+/// Redis's hash-tag rule: if the key has a `{`, and a `}` after it with at least one byte
+/// between them, only the bytes between the first `{` and the first `}` after it are hashed.
+///
+/// ```
+/// use redline_resp::slot::key_slot;
+///
+/// assert_eq!(key_slot(b"foo"), 12182);
+/// assert_eq!(key_slot(b"user:{42}:name"), key_slot(b"42"));
+/// assert_eq!(key_slot(b"{}x"), key_slot(b"{}x")); // empty tag: whole key hashed
+/// ```
+pub fn key_slot(key: &[u8]) -> u16 {
+    crc16(hash_tag(key)) & (SLOTS - 1)
+}
+
+/// The part of `key` that is hashed: the hash tag if there is a non-empty one, else the key.
+pub fn hash_tag(key: &[u8]) -> &[u8] {
+    if let Some(open) = key.iter().position(|&b| b == b'{') {
+        let rest = &key[open + 1..];
+        if let Some(close) = rest.iter().position(|&b| b == b'}') {
+            if close > 0 {
+                return &rest[..close];
+            }
+        }
+    }
+    key
+}
+
+/// CRC16-XMODEM (polynomial 0x1021, initial value 0), the checksum Redis Cluster uses.
+pub fn crc16(data: &[u8]) -> u16 {
+    data.iter().fold(0u16, |crc, &byte| {
+        (crc << 8) ^ CRC16_TABLE[usize::from((crc >> 8) as u8 ^ byte)]
+    })
+}
+
+/// Byte-at-a-time lookup table for [`crc16`], computed at compile time.
+const CRC16_TABLE: [u16; 256] = {
+    let mut table = [0u16; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut crc = (i as u16) << 8;
+        let mut bit = 0;
+        while bit < 8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+            bit += 1;
+        }
+        table[i] = crc;
+        i += 1;
+    }
+    table
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc16_check_value() {
+        // The standard check value of CRC-16/XMODEM.
+        assert_eq!(crc16(b"123456789"), 0x31c3);
+    }
+
+    #[test]
+    fn hash_tags_follow_redis_rule() {
+        assert_eq!(hash_tag(b"user:{42}"), b"42");
+        assert_eq!(hash_tag(b"a{b}c{d}"), b"b");
+        assert_eq!(hash_tag(b"{}x"), b"{}x");
+        assert_eq!(hash_tag(b"{a"), b"{a");
+        assert_eq!(hash_tag(b"x{}{y}"), b"x{}{y}");
+        assert_eq!(hash_tag(b"{{a}}"), b"{a");
+        assert_eq!(hash_tag(b""), b"");
+    }
+
+    #[test]
+    fn known_slots() {
+        assert_eq!(key_slot(b"foo"), 12182);
+        assert_eq!(key_slot(b"bar"), 5061);
+        assert_eq!(key_slot(b""), 0);
+    }
+}
