@@ -1,1 +1,84 @@
-//! The Redis command table: name, arity, flags and key positions of every command.
+//! The Redis command table: name, arity, flags, ACL categories and key positions of every
+//! command and subcommand of Redis 7.0, as static data generated from a real server
+//! (`table.rs`, see `crates/resp/tools/gen_command_table.py`).
+//!
+//! One table serves both sides: the client routes by key (cluster slots) and picks
+//! connections by flag (blocking, pub/sub); the server dispatches, checks arity and answers
+//! `COMMAND COUNT`/`LIST`/`INFO`/`GETKEYS` from it.
+//!
+//! - [`lookup`], [`lookup_subcommand`], [`resolve`]: name to [`CommandSpec`], case-insensitive,
+//!   no allocation.
+//! - [`keys`], [`keys_into`], [`keys_and_flags`]: the key arguments of a command, exactly as
+//!   `COMMAND GETKEYS` finds them.
+//! - [`COMMANDS`], [`all`]: the whole table, for `COMMAND COUNT`, `COMMAND LIST` and
+//!   `COMMAND INFO` without arguments.
+//!
+//! ```
+//! use redline_resp::command;
+//!
+//! let args = ["ZUNIONSTORE", "out", "2", "a", "b"];
+//! let spec = command::resolve(&args).unwrap();
+//! assert!(spec.is_write());
+//! assert_eq!(command::keys(&args), Ok(vec![1, 3, 4]));
+//! ```
+
+mod flags;
+mod keys;
+mod lookup;
+mod spec;
+mod table;
+
+pub use flags::{AclCategories, CommandFlags, KeySpecFlags};
+pub use keys::{keys, keys_and_flags, keys_into, shard_channels, KeysError};
+pub use lookup::{all, lookup, lookup_subcommand, resolve, COMMANDS};
+pub use spec::{BeginSearch, CommandDocs, CommandSpec, FindKeys, GetKeysProc, KeySpec};
+pub use table::REDIS_VERSION;
+
+/// True when `spec` may modify the keyspace (the `write` flag): the server refuses it on a
+/// read-only replica and under `maxmemory` with `denyoom`, the client never retries it
+/// blindly or sends it to a replica.
+///
+/// ```
+/// use redline_resp::command::{is_write, lookup};
+///
+/// assert!(is_write(lookup(b"SET").unwrap()));
+/// assert!(!is_write(lookup(b"GET").unwrap()));
+/// ```
+pub const fn is_write(spec: &CommandSpec) -> bool {
+    spec.is_write()
+}
+
+/// True when `spec` never modifies the keyspace (the `readonly` flag), so a cluster client
+/// may send it to a replica.
+///
+/// ```
+/// use redline_resp::command::{is_readonly, lookup};
+///
+/// assert!(is_readonly(lookup(b"GET").unwrap()));
+/// assert!(!is_readonly(lookup(b"PING").unwrap()));
+/// ```
+pub const fn is_readonly(spec: &CommandSpec) -> bool {
+    spec.is_readonly()
+}
+
+/// True when `spec` may block its connection (`BLPOP`, `XREAD`, `WAIT`...): a multiplexing
+/// client sends it on a dedicated connection.
+///
+/// ```
+/// use redline_resp::command::{is_blocking, lookup};
+///
+/// assert!(is_blocking(lookup(b"BLPOP").unwrap()));
+/// assert!(!is_blocking(lookup(b"LPOP").unwrap()));
+/// ```
+pub const fn is_blocking(spec: &CommandSpec) -> bool {
+    spec.is_blocking()
+}
+
+/// `COMMAND COUNT`: the number of top-level commands.
+///
+/// ```
+/// assert_eq!(redline_resp::command::count(), 240);
+/// ```
+pub fn count() -> usize {
+    COMMANDS.len()
+}
