@@ -66,3 +66,52 @@ pub enum Frame {
     /// `>3\r\n...`: RESP3 out-of-band push (pub/sub messages, client tracking).
     Push(Vec<Frame>),
 }
+
+/// Structural equality; doubles compare with `==` except that two NaNs are equal, so a
+/// parsed `,nan` equals `Frame::Double(f64::NAN)` (tests compare frames this way).
+///
+/// ```
+/// use redline_resp::Frame;
+///
+/// assert_eq!(Frame::Double(f64::NAN), Frame::Double(f64::NAN));
+/// assert_ne!(Frame::Double(0.5), Frame::Double(1.5));
+/// ```
+impl PartialEq for Frame {
+    fn eq(&self, other: &Self) -> bool {
+        use Frame::*;
+        match (self, other) {
+            (Simple(a), Simple(b))
+            | (Error(a), Error(b))
+            | (Bulk(a), Bulk(b))
+            | (BigNumber(a), BigNumber(b))
+            | (BulkError(a), BulkError(b)) => a == b,
+            (Integer(a), Integer(b)) => a == b,
+            (Array(a), Array(b)) | (Set(a), Set(b)) | (Push(a), Push(b)) => a == b,
+            (NullBulk, NullBulk) | (NullArray, NullArray) | (Null, Null) => true,
+            (Map(a), Map(b)) => a == b,
+            (Double(a), Double(b)) => a == b || (a.is_nan() && b.is_nan()),
+            (Boolean(a), Boolean(b)) => a == b,
+            (
+                Verbatim {
+                    format: fa,
+                    text: ta,
+                },
+                Verbatim {
+                    format: fb,
+                    text: tb,
+                },
+            ) => fa == fb && ta == tb,
+            (
+                Attribute {
+                    attrs: aa,
+                    value: va,
+                },
+                Attribute {
+                    attrs: ab,
+                    value: vb,
+                },
+            ) => aa == ab && va == vb,
+            _ => false,
+        }
+    }
+}

@@ -17,14 +17,16 @@
 
 pub mod command;
 pub mod encode;
-pub mod slot;
 mod error;
 mod frame;
 mod limits;
+mod parse;
+pub mod slot;
 
 pub use error::ProtocolError;
 pub use frame::Frame;
 pub use limits::Limits;
+pub use parse::{parse, parse_with, Decoder, RequestDecoder};
 
 /// The protocol version a connection speaks; it decides how nulls, maps, sets, doubles
 /// and pushes are written.

@@ -1,0 +1,226 @@
+//! The server's request decoder: multibulk commands (`*3\r\n$3\r\nSET\r\n...`) and inline
+//! commands (`SET a "b c"\n`), accepted and rejected exactly as Redis's
+//! `processMultibulkBuffer` and `processInlineBuffer` do, with the same error texts.
+//!
+//! It is resumable: a large MSET arriving in many reads is parsed once, argument by
+//! argument, each argument split off the read buffer without copying.
+
+use bytes::{Buf, Bytes, BytesMut};
+
+use crate::parse::{inline, number};
+use crate::{Limits, ProtocolError};
+
+/// Decodes client requests into argument vectors, keeping its place between calls.
+///
+/// Like Redis: a request starting with `*` is a multibulk of bulk strings; anything else
+/// is an inline line, split with `redis-cli` quoting. Empty lines, `*0` and negative
+/// counts are skipped. Like [`crate::Decoder`], it consumes what it has read even when it
+/// returns `Ok(None)`. After an error, reply `-ERR <error>` and close the connection.
+///
+/// ```
+/// use bytes::BytesMut;
+/// use redline_resp::RequestDecoder;
+///
+/// let mut decoder = RequestDecoder::default();
+/// let mut buf = BytesMut::from(&b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n\r\nSET a \"b c\"\r\n"[..]);
+/// assert_eq!(decoder.decode(&mut buf).unwrap().unwrap(), ["GET", "k"]);
+/// assert_eq!(decoder.decode(&mut buf).unwrap().unwrap(), ["SET", "a", "b c"]);
+/// assert_eq!(decoder.decode(&mut buf).unwrap(), None);
+/// ```
+#[derive(Debug, Default)]
+pub struct RequestDecoder {
+    limits: Limits,
+    /// Arguments of the multibulk being read.
+    args: Vec<Bytes>,
+    /// Bulks still expected by that multibulk; 0 between commands.
+    remaining: usize,
+    /// The length of the next bulk once its `$<len>` line has been read.
+    bulk_len: Option<usize>,
+}
+
+/// Arguments preallocated for a multibulk, whatever count it claims: Redis's own cap.
+const MAX_PREALLOCATED_ARGS: usize = 1024;
+
+impl RequestDecoder {
+    /// A decoder enforcing `limits` (`max_array_len`, `max_bulk_len`, `max_inline_len`;
+    /// requests have no nesting).
+    pub fn new(limits: Limits) -> Self {
+        RequestDecoder {
+            limits,
+            args: Vec::new(),
+            remaining: 0,
+            bulk_len: None,
+        }
+    }
+
+    /// Reads the next command from `buf`: its arguments, never empty. `Ok(None)` means
+    /// `buf` holds no more whole commands (call again after the next read).
+    pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        while self.remaining == 0 {
+            let Some(&first) = buf.first() else {
+                return Ok(None);
+            };
+            if first != b'*' {
+                match self.inline(buf)? {
+                    Some(args) if args.is_empty() => continue,
+                    found => return Ok(found),
+                }
+            }
+            if !self.multibulk_header(buf)? {
+                return Ok(None);
+            }
+        }
+        while self.remaining > 0 {
+            let len = match self.bulk_len {
+                Some(len) => len,
+                None => match self.bulk_header(buf)? {
+                    Some(len) => len,
+                    None => return Ok(None),
+                },
+            };
+            // The two bytes after the payload are skipped unchecked, as Redis does.
+            let Some(used) = len.checked_add(2).filter(|&used| used <= buf.len()) else {
+                return Ok(None);
+            };
+            let mut arg = buf.split_to(used).freeze();
+            arg.truncate(len);
+            self.args.push(arg);
+            self.bulk_len = None;
+            self.remaining -= 1;
+        }
+        Ok(Some(std::mem::take(&mut self.args)))
+    }
+
+    /// Reads `*<count>\r\n`. Returns false if the line is incomplete; a count of zero or
+    /// less is consumed and leaves `remaining` at 0 (the caller moves on).
+    fn multibulk_header(&mut self, buf: &mut BytesMut) -> Result<bool, ProtocolError> {
+        let Some(cr) = find_cr(
+            buf,
+            self.limits.max_inline_len,
+            ProtocolError::TooBigMbulkCount,
+        )?
+        else {
+            return Ok(false);
+        };
+        let count = match number::parse_i64(&buf[1..cr]) {
+            Some(count)
+                if count <= i64::try_from(self.limits.max_array_len).unwrap_or(i64::MAX) =>
+            {
+                count
+            }
+            _ => return Err(ProtocolError::InvalidMultibulkLength),
+        };
+        // Like Redis, the byte after CR is taken to be LF without looking.
+        buf.advance(cr + 2);
+        if let Ok(count) = usize::try_from(count) {
+            self.remaining = count;
+            self.args = Vec::with_capacity(count.min(MAX_PREALLOCATED_ARGS));
+        }
+        Ok(true)
+    }
+
+    /// Reads `$<len>\r\n` and remembers the length; `None` if the line is incomplete.
+    fn bulk_header(&mut self, buf: &mut BytesMut) -> Result<Option<usize>, ProtocolError> {
+        let Some(cr) = find_cr(
+            buf,
+            self.limits.max_inline_len,
+            ProtocolError::TooBigBulkCount,
+        )?
+        else {
+            return Ok(None);
+        };
+        if buf[0] != b'$' {
+            return Err(ProtocolError::ExpectedDollar(buf[0]));
+        }
+        let len = number::parse_i64(&buf[1..cr])
+            .and_then(|len| usize::try_from(len).ok())
+            .filter(|&len| len <= self.limits.max_bulk_len)
+            .ok_or(ProtocolError::InvalidBulkLength)?;
+        buf.advance(cr + 2);
+        self.bulk_len = Some(len);
+        Ok(Some(len))
+    }
+
+    /// Reads one inline line (ending in LF, CRLF accepted) and splits it; an empty result
+    /// is a blank line the caller skips. `None` if the line is incomplete.
+    fn inline(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        let max = self.limits.max_inline_len;
+        let window = max.saturating_add(1).min(buf.len());
+        let Some(lf) = memchr::memchr(b'\n', &buf[..window]) else {
+            return if buf.len() > max {
+                Err(ProtocolError::TooBigInlineRequest)
+            } else {
+                Ok(None)
+            };
+        };
+        let end = if lf > 0 && buf[lf - 1] == b'\r' {
+            lf - 1
+        } else {
+            lf
+        };
+        let args = inline::split_args(&buf[..end]).ok_or(ProtocolError::UnbalancedQuotes)?;
+        buf.advance(lf + 1);
+        Ok(Some(args))
+    }
+}
+
+/// Finds the CR ending a `*`/`$` header line, as Redis does: the first CR, with one more
+/// byte (taken as LF) already received. Only the first `max + 1` bytes are searched, so a
+/// line too long is `too_long` however the stream was chunked.
+fn find_cr(
+    buf: &[u8],
+    max: usize,
+    too_long: ProtocolError,
+) -> Result<Option<usize>, ProtocolError> {
+    let window = max.saturating_add(1).min(buf.len());
+    match memchr::memchr(b'\r', &buf[..window]) {
+        Some(cr) if cr + 1 < buf.len() => Ok(Some(cr)),
+        Some(_) => Ok(None),
+        None if buf.len() > max => Err(too_long),
+        None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_all(input: &[u8]) -> Result<Vec<Vec<Bytes>>, ProtocolError> {
+        let mut decoder = RequestDecoder::default();
+        let mut buf = BytesMut::from(input);
+        let mut commands = Vec::new();
+        while let Some(args) = decoder.decode(&mut buf)? {
+            commands.push(args);
+        }
+        Ok(commands)
+    }
+
+    #[test]
+    fn multibulk_and_inline_pipeline() {
+        let commands = decode_all(
+            b"*1\r\n$4\r\nPING\r\nECHO hi\n\r\n*0\r\n*-7\r\n*2\r\n$3\r\nGET\r\n$0\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!(
+            commands,
+            vec![vec!["PING"], vec!["ECHO", "hi"], vec!["GET", ""]]
+        );
+    }
+
+    #[test]
+    fn hostile_count_does_not_preallocate() {
+        let mut decoder = RequestDecoder::default();
+        let mut buf = BytesMut::from(&b"*2147483647\r\n"[..]);
+        assert_eq!(decoder.decode(&mut buf), Ok(None));
+        assert!(decoder.args.capacity() <= MAX_PREALLOCATED_ARGS);
+        assert_eq!(decoder.remaining, 2_147_483_647);
+    }
+
+    #[test]
+    fn argument_shares_the_read_buffer() {
+        let mut buf = BytesMut::from(&b"*1\r\n$5\r\nhello\r\n"[..]);
+        let start = buf.as_ptr() as usize;
+        let args = RequestDecoder::default().decode(&mut buf).unwrap().unwrap();
+        assert_eq!(args[0].as_ptr() as usize, start + 8);
+    }
+}
