@@ -1,0 +1,195 @@
+//! A `redline-server` process for one test, with the same lifecycle as `RedisServer`.
+//!
+//! The binary is `$REDLINE_SERVER_BIN` when set, else `redline-server` in the cargo target
+//! directory the running test binary was built into (`target/<profile>/`). Build it first
+//! (`cargo build -p redline-server`); `cargo test --workspace` builds it as part of the
+//! workspace.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::control::Reply;
+use crate::error::{Error, Result};
+use crate::process::{ServerProcess, Spec};
+use crate::redis::STARTUP_TIMEOUT;
+
+const MISSING_REDLINE: &str =
+    "build it with `cargo build -p redline-server`, or set REDLINE_SERVER_BIN";
+
+/// A `redline-server` on a free loopback port, started with `--port <port> --bind
+/// 127.0.0.1` plus any extra arguments; SIGKILLed and its directory removed when dropped.
+///
+/// ```no_run
+/// use redline_testkit::{RedlineServer, Reply};
+///
+/// let server = RedlineServer::start()?;
+/// assert_eq!(server.cmd(&["PING"])?, Reply::Simple("PONG".into()));
+/// # Ok::<(), redline_testkit::Error>(())
+/// ```
+pub struct RedlineServer {
+    process: ServerProcess,
+}
+
+impl std::fmt::Debug for RedlineServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedlineServer")
+            .field("addr", &self.addr())
+            .finish()
+    }
+}
+
+/// Options for [`RedlineServer`]; see [`RedlineServer::builder`].
+#[derive(Debug, Clone)]
+pub struct RedlineServerBuilder {
+    args: Vec<String>,
+    password: Option<String>,
+    startup_timeout: Duration,
+}
+
+impl RedlineServerBuilder {
+    /// Adds raw arguments after the kit's `--port` and `--bind`.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Passes `--requirepass <password>` and authenticates the kit's own checks.
+    pub fn password(mut self, password: impl Into<String>) -> Self {
+        let password = password.into();
+        self.args.push("--requirepass".into());
+        self.args.push(password.clone());
+        self.password = Some(password);
+        self
+    }
+
+    /// How long the server may take to answer `PING` (default 20 s).
+    pub fn startup_timeout(mut self, timeout: Duration) -> Self {
+        self.startup_timeout = timeout;
+        self
+    }
+
+    /// Starts the server and waits until it answers `PING`.
+    pub fn start(self) -> Result<RedlineServer> {
+        let extra = self.args;
+        let spec = Spec {
+            program: redline_server_bin()?,
+            name: "redline-server",
+            args: Arc::new(move |port, _dir| {
+                let mut args = vec![
+                    "--port".to_string(),
+                    port.to_string(),
+                    "--bind".into(),
+                    "127.0.0.1".into(),
+                ];
+                args.extend(extra.iter().cloned());
+                args
+            }),
+            with_bus: false,
+            tls: None,
+            password: self.password,
+            // INFO's process_id may not exist yet in redline-server.
+            check_pid: false,
+            startup_timeout: self.startup_timeout,
+            missing_hint: MISSING_REDLINE,
+        };
+        Ok(RedlineServer {
+            process: ServerProcess::start(spec)?,
+        })
+    }
+}
+
+impl RedlineServer {
+    /// Starts a `redline-server` with the defaults.
+    pub fn start() -> Result<Self> {
+        Self::builder().start()
+    }
+
+    /// Options: extra arguments, password.
+    pub fn builder() -> RedlineServerBuilder {
+        RedlineServerBuilder {
+            args: Vec::new(),
+            password: None,
+            startup_timeout: STARTUP_TIMEOUT,
+        }
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.process.port()
+    }
+
+    /// `127.0.0.1:<port>`.
+    pub fn addr(&self) -> SocketAddr {
+        self.process.addr()
+    }
+
+    /// `redis://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        crate::redis::url(false, None, self.addr())
+    }
+
+    /// The process id, or `None` after [`kill`](Self::kill).
+    pub fn pid(&self) -> Option<u32> {
+        self.process.pid()
+    }
+
+    /// The server's private working directory (its current directory).
+    pub fn dir(&self) -> &Path {
+        self.process.dir()
+    }
+
+    /// Whether the process is still alive.
+    pub fn is_running(&mut self) -> bool {
+        self.process.is_running()
+    }
+
+    /// SIGKILLs the server and reaps it; the port stays reserved for a restart.
+    pub fn kill(&mut self) {
+        self.process.kill();
+    }
+
+    /// Starts the server again on the same port and waits until it answers.
+    pub fn restart(&mut self) -> Result<()> {
+        self.process.restart()
+    }
+
+    /// Sends one command on a fresh control connection.
+    pub fn cmd(&self, args: &[&str]) -> Result<Reply> {
+        self.process.cmd(args)
+    }
+
+    /// The last lines of the server's output.
+    pub fn log_tail(&self) -> String {
+        self.process.log_tail()
+    }
+}
+
+/// `$REDLINE_SERVER_BIN`, else `<target>/<profile>/redline-server` next to the running
+/// test binary (which lives in `<target>/<profile>/deps/` or `<target>/<profile>/examples/`).
+pub fn redline_server_bin() -> Result<PathBuf> {
+    if let Some(bin) = std::env::var_os("REDLINE_SERVER_BIN") {
+        return Ok(PathBuf::from(bin));
+    }
+    let exe = std::env::current_exe().map_err(|e| Error::io("locate the running executable", e))?;
+    let candidates = exe
+        .ancestors()
+        .skip(1)
+        .take(3)
+        .map(|dir| dir.join("redline-server"))
+        .collect::<Vec<_>>();
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .ok_or_else(|| {
+            Error::NotFound(format!(
+                "redline-server not found (looked in {candidates:?}): {MISSING_REDLINE}"
+            ))
+        })
+}
