@@ -1,0 +1,563 @@
+//! Everything a [`Client`](crate::Client) can be told, and `redis://` / `rediss://` URLs.
+//!
+//! A URL covers the common settings; [`Config`] covers all of them. Both are validated
+//! before any connection is made, so a typo is an error at startup, not at the first command.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use redline_resp::{Frame, Limits, Protocol};
+
+use crate::error::{Error, UrlError};
+
+/// Connection settings for one server.
+///
+/// Fields are public; start from [`Config::default`] (127.0.0.1:6379, RESP3) or
+/// [`Config::from_url`] and change what you need.
+///
+/// ```
+/// use std::time::Duration;
+/// use redline::{Config, FullQueue};
+///
+/// let mut cfg = Config::from_url("redis://alice:secret@cache.internal:6380/2?protocol=3&timeout=250ms")?;
+/// cfg.pool_size = 2;
+/// cfg.on_full = FullQueue::Error;
+/// assert_eq!(cfg.db, 2);
+/// assert_eq!(cfg.command_timeout, Some(Duration::from_millis(250)));
+/// # Ok::<(), redline::Error>(())
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// Host name or IP address to dial.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// ACL user name; `None` authenticates as `default` when a password is set.
+    pub username: Option<String>,
+    /// Password (`requirepass` or the ACL user's).
+    pub password: Option<String>,
+    /// Database selected after connecting (`SELECT`), 0 by default.
+    pub db: u32,
+    /// Protocol to ask for. RESP3 (the default) falls back to RESP2 on servers without `HELLO`.
+    pub protocol: Protocol,
+    /// Sent as `CLIENT SETNAME` (within `HELLO`), visible in `CLIENT LIST`.
+    pub client_name: Option<String>,
+    /// TLS settings; `Some` for `rediss://`.
+    pub tls: Option<TlsConfig>,
+    /// Limit for TCP connect, TLS and the handshake together. Default 5 s.
+    pub connect_timeout: Duration,
+    /// Limit for one command's reply, measured by the caller. `None` waits forever
+    /// (not recommended). Default 5 s.
+    pub command_timeout: Option<Duration>,
+    /// Multiplexed connections to the server, used round-robin. Default 1: one connection
+    /// already pipelines everything; more help only when one connection's socket or the
+    /// server's thread for it is the bottleneck.
+    pub pool_size: usize,
+    /// Commands that may wait in each connection's queue before [`Config::on_full`]
+    /// applies. Default 8192.
+    pub queue_bound: usize,
+    /// What a caller does when the queue is full. Default [`FullQueue::Wait`].
+    pub on_full: FullQueue,
+    /// Delays between reconnect attempts.
+    pub backoff: Backoff,
+    /// Parser limits applied to replies.
+    pub limits: Limits,
+    /// Receives RESP3 push frames (client-side caching invalidations, ...) that arrive
+    /// on the multiplexed connections. Without a handler they are dropped.
+    pub push_handler: Option<PushHandler>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            host: "127.0.0.1".to_owned(),
+            port: 6379,
+            username: None,
+            password: None,
+            db: 0,
+            protocol: Protocol::Resp3,
+            client_name: None,
+            tls: None,
+            connect_timeout: Duration::from_secs(5),
+            command_timeout: Some(Duration::from_secs(5)),
+            pool_size: 1,
+            queue_bound: 8192,
+            on_full: FullQueue::Wait,
+            backoff: Backoff::default(),
+            limits: Limits::default(),
+            push_handler: None,
+        }
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("db", &self.db)
+            .field("protocol", &self.protocol)
+            .field("client_name", &self.client_name)
+            .field("tls", &self.tls)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("command_timeout", &self.command_timeout)
+            .field("pool_size", &self.pool_size)
+            .field("queue_bound", &self.queue_bound)
+            .field("on_full", &self.on_full)
+            .field("backoff", &self.backoff)
+            .field("limits", &self.limits)
+            .field("push_handler", &self.push_handler.is_some())
+            .finish()
+    }
+}
+
+/// What a caller does when a connection's command queue is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FullQueue {
+    /// Wait for room (within the command timeout).
+    #[default]
+    Wait,
+    /// Fail at once with [`Error::Backpressure`].
+    Error,
+}
+
+/// Capped exponential backoff with full jitter between reconnect attempts.
+///
+/// The first reconnect after a loss is immediate; each failed attempt doubles the delay
+/// before the next, up to `max`, and each delay is drawn uniformly from `[0, delay]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// Delay after the first failed attempt.
+    pub base: Duration,
+    /// Largest delay.
+    pub max: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            base: Duration::from_millis(25),
+            max: Duration::from_secs(2),
+        }
+    }
+}
+
+impl Backoff {
+    /// The jittered delay before attempt `failures + 1`, after `failures` failed attempts.
+    pub fn delay(&self, failures: u32) -> Duration {
+        if failures == 0 {
+            return Duration::ZERO;
+        }
+        let exp = failures.saturating_sub(1).min(20);
+        let ceiling = self.base.saturating_mul(1u32 << exp).min(self.max);
+        let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
+        Duration::from_nanos(fastrand::u64(0..=nanos))
+    }
+}
+
+/// TLS settings.
+///
+/// ```
+/// use redline::{CaCerts, Config, TlsConfig};
+///
+/// let mut cfg = Config::default();
+/// let mut tls = TlsConfig::default();
+/// tls.ca = Some(CaCerts::File("/etc/redis/ca.crt".into()));
+/// tls.server_name = Some("redis.internal".to_owned()); // certificate name, dialled address stays host
+/// cfg.tls = Some(tls);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TlsConfig {
+    /// Trusted CAs; `None` trusts the public web PKI roots.
+    pub ca: Option<CaCerts>,
+    /// Client certificate for mutual TLS.
+    pub client_cert: Option<ClientCert>,
+    /// Name to send as SNI and to verify the certificate against; defaults to the host.
+    /// Set it when dialling an IP address or a tunnel whose certificate names another host.
+    pub server_name: Option<String>,
+    /// Accept any certificate. For tests only: it removes the protection TLS gives.
+    pub insecure: bool,
+}
+
+/// Where trusted CA certificates come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaCerts {
+    /// A PEM file with one or more certificates.
+    File(PathBuf),
+    /// PEM text with one or more certificates.
+    Pem(Vec<u8>),
+}
+
+/// A client certificate chain and its private key, both PEM.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientCert {
+    /// Certificate chain, leaf first.
+    pub cert_pem: Vec<u8>,
+    /// PKCS#8, PKCS#1 or SEC1 private key.
+    pub key_pem: Vec<u8>,
+}
+
+impl fmt::Debug for ClientCert {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientCert")
+            .field("cert_pem", &format_args!("{} bytes", self.cert_pem.len()))
+            .field("key_pem", &"<redacted>")
+            .finish()
+    }
+}
+
+/// A callback for RESP3 push frames, called on the connection task: keep it short
+/// (e.g. send into a channel).
+///
+/// ```
+/// use redline::{Config, PushHandler};
+///
+/// let (tx, _rx) = std::sync::mpsc::channel();
+/// let mut cfg = Config::default();
+/// cfg.push_handler = Some(PushHandler::new(move |frame| {
+///     let _ = tx.send(frame);
+/// }));
+/// ```
+#[derive(Clone)]
+pub struct PushHandler(Arc<dyn Fn(Frame) + Send + Sync>);
+
+impl PushHandler {
+    /// Wraps a callback.
+    pub fn new(f: impl Fn(Frame) + Send + Sync + 'static) -> Self {
+        PushHandler(Arc::new(f))
+    }
+
+    pub(crate) fn call(&self, frame: Frame) {
+        (self.0)(frame)
+    }
+}
+
+impl fmt::Debug for PushHandler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PushHandler")
+    }
+}
+
+impl Config {
+    /// Parses `redis://[user[:password]@]host[:port][/db][?option=value&...]`, or
+    /// `rediss://` for TLS.
+    ///
+    /// Options: `protocol` (2 or 3), `client_name`, `db`, `connect_timeout`,
+    /// `timeout` (command timeout; `0` or `none` disables it), `pool_size`,
+    /// `queue_bound`, `on_full` (`wait` or `error`), and for TLS `ca_file`, `sni`
+    /// (certificate name when it differs from the host) and `insecure` (`true` skips
+    /// certificate checks; tests only). Durations take `ms`, `s` or `m` suffixes; a bare
+    /// number is seconds. Unknown options are errors.
+    ///
+    /// ```
+    /// use redline::Config;
+    ///
+    /// let cfg = Config::from_url("rediss://[::1]:6380?sni=redis.test&insecure=true")?;
+    /// assert_eq!(cfg.host, "::1");
+    /// assert_eq!(cfg.tls.unwrap().server_name.as_deref(), Some("redis.test"));
+    /// # Ok::<(), redline::Error>(())
+    /// ```
+    pub fn from_url(url: &str) -> Result<Config, Error> {
+        Ok(parse_url(url)?)
+    }
+
+    /// `host:port`, as used in error messages and for dialling.
+    pub fn addr(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        if self.pool_size == 0 {
+            return Err(Error::Config("pool_size must be at least 1"));
+        }
+        if self.queue_bound == 0 {
+            return Err(Error::Config("queue_bound must be at least 1"));
+        }
+        if self.host.is_empty() {
+            return Err(Error::Config("host is empty"));
+        }
+        if self.backoff.base > self.backoff.max {
+            return Err(Error::Config("backoff.base exceeds backoff.max"));
+        }
+        Ok(())
+    }
+}
+
+fn parse_url(url: &str) -> Result<Config, UrlError> {
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| UrlError::Scheme(Arc::from("")))?;
+    let mut cfg = Config::default();
+    match scheme.to_ascii_lowercase().as_str() {
+        "redis" => {}
+        "rediss" => cfg.tls = Some(TlsConfig::default()),
+        other => return Err(UrlError::Scheme(Arc::from(other))),
+    }
+
+    let (rest, query) = match rest.split_once('?') {
+        Some((r, q)) => (r, Some(q)),
+        None => (rest, None),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    // The last '@' separates credentials: passwords may contain '@' unescaped.
+    let host_port = match authority.rsplit_once('@') {
+        Some((userinfo, host_port)) => {
+            let (user, pass) = match userinfo.split_once(':') {
+                Some((u, p)) => (u, Some(p)),
+                None => (userinfo, None),
+            };
+            if !user.is_empty() {
+                cfg.username = Some(percent_decode(user, "user name")?);
+            }
+            if let Some(p) = pass {
+                cfg.password = Some(percent_decode(p, "password")?);
+            }
+            host_port
+        }
+        None => authority,
+    };
+    let (host, port) = split_host_port(host_port)?;
+    if host.is_empty() {
+        return Err(UrlError::MissingHost);
+    }
+    cfg.host = host.to_owned();
+    if let Some(port) = port {
+        cfg.port = port;
+    }
+
+    let db = path.trim_start_matches('/');
+    if !db.is_empty() {
+        cfg.db = db.parse().map_err(|_| UrlError::Database(Arc::from(db)))?;
+    }
+
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let value = percent_decode(value, "query")?;
+        apply_option(&mut cfg, key, &value)?;
+    }
+    Ok(cfg)
+}
+
+fn split_host_port(s: &str) -> Result<(&str, Option<u16>), UrlError> {
+    let parse_port = |p: &str| {
+        p.parse::<u16>()
+            .ok()
+            .filter(|&n| n != 0)
+            .ok_or_else(|| UrlError::Port(Arc::from(p)))
+    };
+    if let Some(v6) = s.strip_prefix('[') {
+        let (host, after) = v6.split_once(']').ok_or(UrlError::MissingHost)?;
+        return match after.strip_prefix(':') {
+            Some(p) => Ok((host, Some(parse_port(p)?))),
+            None if after.is_empty() => Ok((host, None)),
+            None => Err(UrlError::Port(Arc::from(after))),
+        };
+    }
+    match s.rsplit_once(':') {
+        Some((host, p)) => Ok((host, Some(parse_port(p)?))),
+        None => Ok((s, None)),
+    }
+}
+
+fn apply_option(cfg: &mut Config, key: &str, value: &str) -> Result<(), UrlError> {
+    let bad = |option: &'static str| UrlError::OptionValue {
+        option,
+        value: Arc::from(value),
+    };
+    match key {
+        "protocol" | "resp" => {
+            cfg.protocol = match value {
+                "2" | "resp2" => Protocol::Resp2,
+                "3" | "resp3" => Protocol::Resp3,
+                _ => return Err(bad("protocol")),
+            }
+        }
+        "client_name" | "name" => cfg.client_name = Some(value.to_owned()),
+        "db" => cfg.db = value.parse().map_err(|_| bad("db"))?,
+        "connect_timeout" | "dial_timeout" => {
+            cfg.connect_timeout = parse_duration(value)
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| bad("connect_timeout"))?
+        }
+        "timeout" | "command_timeout" => {
+            cfg.command_timeout = match value {
+                "none" | "off" => None,
+                v => {
+                    let d = parse_duration(v).ok_or_else(|| bad("timeout"))?;
+                    (!d.is_zero()).then_some(d)
+                }
+            }
+        }
+        "pool_size" => {
+            cfg.pool_size = value
+                .parse()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| bad("pool_size"))?
+        }
+        "queue_bound" => {
+            cfg.queue_bound = value
+                .parse()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| bad("queue_bound"))?
+        }
+        "on_full" => {
+            cfg.on_full = match value {
+                "wait" => FullQueue::Wait,
+                "error" => FullQueue::Error,
+                _ => return Err(bad("on_full")),
+            }
+        }
+        "ca_file" | "sni" | "insecure" => {
+            let tls = cfg
+                .tls
+                .as_mut()
+                .ok_or_else(|| bad("TLS options need rediss://"))?;
+            match key {
+                "ca_file" => tls.ca = Some(CaCerts::File(PathBuf::from(value))),
+                "sni" => tls.server_name = Some(value.to_owned()),
+                _ => {
+                    tls.insecure = match value {
+                        "true" | "1" | "yes" => true,
+                        "false" | "0" | "no" => false,
+                        _ => return Err(bad("insecure")),
+                    }
+                }
+            }
+        }
+        other => return Err(UrlError::UnknownOption(Arc::from(other))),
+    }
+    Ok(())
+}
+
+/// `250ms`, `5s`, `1m`, or a bare number of seconds (fractions allowed).
+fn parse_duration(s: &str) -> Option<Duration> {
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (s, 1.0)
+    };
+    let secs = num.parse::<f64>().ok()? * scale;
+    Duration::try_from_secs_f64(secs).ok()
+}
+
+fn percent_decode(s: &str, what: &'static str) -> Result<String, UrlError> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3).ok_or(UrlError::Encoding(what))?;
+            let hex = std::str::from_utf8(hex).map_err(|_| UrlError::Encoding(what))?;
+            out.push(u8::from_str_radix(hex, 16).map_err(|_| UrlError::Encoding(what))?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| UrlError::Encoding(what))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_url() {
+        let cfg = Config::from_url(
+            "redis://alice:p%40ss:w@db.example:6390/3?protocol=2&client_name=api&timeout=250ms\
+             &connect_timeout=2s&pool_size=4&queue_bound=100&on_full=error",
+        )
+        .unwrap();
+        assert_eq!(cfg.host, "db.example");
+        assert_eq!(cfg.port, 6390);
+        assert_eq!(cfg.username.as_deref(), Some("alice"));
+        assert_eq!(cfg.password.as_deref(), Some("p@ss:w"));
+        assert_eq!(cfg.db, 3);
+        assert_eq!(cfg.protocol, Protocol::Resp2);
+        assert_eq!(cfg.client_name.as_deref(), Some("api"));
+        assert_eq!(cfg.command_timeout, Some(Duration::from_millis(250)));
+        assert_eq!(cfg.connect_timeout, Duration::from_secs(2));
+        assert_eq!(cfg.pool_size, 4);
+        assert_eq!(cfg.queue_bound, 100);
+        assert_eq!(cfg.on_full, FullQueue::Error);
+        assert!(cfg.tls.is_none());
+        assert!(!format!("{cfg:?}").contains("p@ss"));
+    }
+
+    #[test]
+    fn defaults_and_variants() {
+        let cfg = Config::from_url("redis://localhost").unwrap();
+        assert_eq!(
+            (cfg.host.as_str(), cfg.port, cfg.db),
+            ("localhost", 6379, 0)
+        );
+        assert_eq!(cfg.protocol, Protocol::Resp3);
+        let cfg = Config::from_url("redis://:secret@h:1/").unwrap();
+        assert_eq!(cfg.username, None);
+        assert_eq!(cfg.password.as_deref(), Some("secret"));
+        let cfg = Config::from_url("rediss://[::1]:7000/1?sni=x.test&insecure=1&ca_file=/ca.pem")
+            .unwrap();
+        assert_eq!(cfg.host, "::1");
+        assert_eq!(cfg.addr(), "[::1]:7000");
+        let tls = cfg.tls.unwrap();
+        assert!(tls.insecure);
+        assert_eq!(tls.server_name.as_deref(), Some("x.test"));
+        assert_eq!(tls.ca, Some(CaCerts::File("/ca.pem".into())));
+        let cfg = Config::from_url("redis://h?timeout=0").unwrap();
+        assert_eq!(cfg.command_timeout, None);
+        let cfg = Config::from_url("redis://h?timeout=1.5").unwrap();
+        assert_eq!(cfg.command_timeout, Some(Duration::from_millis(1500)));
+    }
+
+    #[test]
+    fn rejects_bad_urls() {
+        for (url, want) in [
+            ("http://h", "scheme"),
+            ("h:6379", "scheme"),
+            ("redis://", "missing host"),
+            ("redis://h:0", "port"),
+            ("redis://h:99999", "port"),
+            ("redis://h/x", "database"),
+            ("redis://h?nope=1", "unknown option"),
+            ("redis://h?protocol=4", "protocol"),
+            ("redis://h?sni=x", "TLS options"),
+            ("redis://%zz@h", "percent"),
+        ] {
+            let err = Config::from_url(url).unwrap_err().to_string();
+            assert!(err.contains(want), "{url}: {err}");
+        }
+    }
+
+    #[test]
+    fn backoff_is_capped_and_jittered() {
+        let b = Backoff {
+            base: Duration::from_millis(10),
+            max: Duration::from_millis(100),
+        };
+        assert_eq!(b.delay(0), Duration::ZERO);
+        for failures in 1..40 {
+            assert!(b.delay(failures) <= Duration::from_millis(100));
+        }
+        assert!(b.delay(1) <= Duration::from_millis(10));
+    }
+}
