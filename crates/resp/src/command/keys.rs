@@ -23,6 +23,9 @@ pub enum KeysError {
     /// No arguments, an unknown command, or an unknown subcommand of a container.
     #[error("Invalid command specified")]
     UnknownCommand,
+    /// The command takes no keys at all (only [`getkeys`] reports this).
+    #[error("The command has no key arguments")]
+    NoKeyArguments,
     /// The argument count does not match the command's arity.
     #[error("Invalid number of arguments specified for command")]
     WrongArity,
@@ -58,6 +61,30 @@ pub fn keys<A: AsRef<[u8]>>(args: &[A]) -> Result<Vec<usize>, KeysError> {
     Ok(out)
 }
 
+/// `COMMAND GETKEYS` itself: [`keys`], except that a command without key arguments is an
+/// error ([`KeysError::NoKeyArguments`], checked before the arity, as Redis does). A server
+/// answers `COMMAND GETKEYS` with this and `-ERR <Display>` on error.
+///
+/// ```
+/// use redline_resp::command::{getkeys, KeysError};
+///
+/// assert_eq!(getkeys(&["GET", "k"]), Ok(vec![1]));
+/// assert_eq!(getkeys(&["PING"]), Err(KeysError::NoKeyArguments));
+/// assert_eq!(
+///     getkeys(&["GET"]).unwrap_err().to_string(),
+///     "Invalid number of arguments specified for command"
+/// );
+/// ```
+pub fn getkeys<A: AsRef<[u8]>>(args: &[A]) -> Result<Vec<usize>, KeysError> {
+    let spec = resolve(args).ok_or(KeysError::UnknownCommand)?;
+    if !spec.has_keys() {
+        return Err(KeysError::NoKeyArguments);
+    }
+    let mut out = Vec::new();
+    keys_into(spec, args, &mut out)?;
+    Ok(out)
+}
+
 /// [`keys`] for an already resolved `spec`, appending to `out` so a caller can reuse one
 /// buffer for every command (no allocation once it has grown). On error `out` is left as
 /// it was.
@@ -78,7 +105,7 @@ pub fn keys_into<A: AsRef<[u8]>>(
     find(spec, args, &mut Positions(out))
 }
 
-/// [`keys`] with the access flags Redis reports for each key (`COMMAND GETKEYSANDFLAGS`).
+/// [`getkeys`] with the access flags Redis reports for each key: `COMMAND GETKEYSANDFLAGS`.
 ///
 /// Flags come from the matching key spec, or from the key finder when Redis uses one; some
 /// finders report no flags (an empty set), as Redis does.
@@ -91,6 +118,9 @@ pub fn keys_into<A: AsRef<[u8]>>(
 /// ```
 pub fn keys_and_flags<A: AsRef<[u8]>>(args: &[A]) -> Result<Vec<(usize, KeySpecFlags)>, KeysError> {
     let spec = resolve(args).ok_or(KeysError::UnknownCommand)?;
+    if !spec.has_keys() {
+        return Err(KeysError::NoKeyArguments);
+    }
     let mut out = Vec::new();
     find(spec, args, &mut out)?;
     Ok(out)

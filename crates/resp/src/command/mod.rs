@@ -8,8 +8,9 @@
 //!
 //! - [`lookup`], [`lookup_subcommand`], [`resolve`]: name to [`CommandSpec`], case-insensitive,
 //!   no allocation.
-//! - [`keys`], [`keys_into`], [`keys_and_flags`]: the key arguments of a command, exactly as
-//!   `COMMAND GETKEYS` finds them.
+//! - [`keys`], [`keys_into`]: the key arguments of a command, exactly as `COMMAND GETKEYS`
+//!   finds them (for routing); [`getkeys`], [`keys_and_flags`]: `COMMAND GETKEYS` and
+//!   `GETKEYSANDFLAGS` replies, errors included; [`shard_channels`] for sharded pub/sub.
 //! - [`COMMANDS`], [`all`]: the whole table, for `COMMAND COUNT`, `COMMAND LIST` and
 //!   `COMMAND INFO` without arguments.
 //!
@@ -29,7 +30,7 @@ mod spec;
 mod table;
 
 pub use flags::{AclCategories, CommandFlags, KeySpecFlags};
-pub use keys::{keys, keys_and_flags, keys_into, shard_channels, KeysError};
+pub use keys::{getkeys, keys, keys_and_flags, keys_into, shard_channels, KeysError};
 pub use lookup::{all, lookup, lookup_subcommand, resolve, COMMANDS};
 pub use spec::{BeginSearch, CommandDocs, CommandSpec, FindKeys, GetKeysProc, KeySpec};
 pub use table::REDIS_VERSION;
