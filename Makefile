@@ -1,0 +1,57 @@
+# The commands the README names. `make test` is what CI runs (.ci/run).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+CARGO ?= cargo
+# Root installs directly (CI); anyone else goes through sudo.
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
+
+.PHONY: help deps run test bench fmt lint
+
+help:
+	@echo "make run    build in release and run the demo (real redis-server, RESP round trips)"
+	@echo "make test   install missing tools, then fmt check, clippy -D warnings, all tests"
+	@echo "make bench  criterion benchmarks of the RESP codec"
+	@echo "make fmt    format the code"
+	@echo "make lint   fmt check and clippy -D warnings"
+	@echo "make deps   install redis-server and redis-tools with apt-get if missing"
+
+# Tests start their own redis-server processes on free ports, so the service the Debian
+# package starts on 6379 is stopped and disabled right after installing it.
+deps:
+	@missing=""; \
+	for tool in redis-server redis-cli redis-benchmark; do \
+	  command -v "$$tool" >/dev/null || missing="$$missing $$tool"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: missing$$missing; installing redis-server and redis-tools with apt-get"; \
+	  $(APT) update -q; \
+	  $(APT) install -y -q --no-install-recommends redis-server redis-tools; \
+	  if [ -d /run/systemd/system ]; then \
+	    $(SUDO) systemctl disable --now redis-server >/dev/null 2>&1 || true; \
+	  elif [ -x /etc/init.d/redis-server ]; then \
+	    $(SUDO) /etc/init.d/redis-server stop >/dev/null 2>&1 || true; \
+	    $(SUDO) update-rc.d redis-server disable >/dev/null 2>&1 || true; \
+	  fi; \
+	fi; \
+	for tool in redis-server redis-cli redis-benchmark; do \
+	  command -v "$$tool" >/dev/null || { echo "deps: $$tool still missing" >&2; exit 1; }; \
+	done; \
+	echo "deps: $$(redis-server --version | cut -d' ' -f1-3)"
+
+run: deps
+	$(CARGO) run --release -p redline-resp --example roundtrip
+
+test: deps lint
+	$(CARGO) test --workspace
+
+bench:
+	$(CARGO) bench -p redline-resp
+
+fmt:
+	$(CARGO) fmt --all
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
