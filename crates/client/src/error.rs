@@ -60,6 +60,13 @@ pub enum Error {
     /// The server sent bytes that are not valid RESP; the connection is dropped.
     #[error("protocol error: {0}")]
     Protocol(#[from] ProtocolError),
+    /// The server sent a reply when no command was waiting for one: the connection is out
+    /// of step and is dropped.
+    #[error("unexpected reply from {addr} with no command pending")]
+    UnexpectedReply {
+        /// The server address.
+        addr: Arc<str>,
+    },
     /// An error reply (`-ERR ...`, `-WRONGTYPE ...`, `!...`).
     #[error("{kind}{}{message}", sep(.message))]
     Server {
@@ -110,6 +117,9 @@ pub enum Error {
         /// The command name as given.
         command: Arc<str>,
     },
+    /// A command with no arguments at all.
+    #[error("empty command")]
+    EmptyCommand,
     /// The client's connection task has stopped (the client was dropped or shut down).
     #[error("client is closed")]
     Closed,
@@ -141,6 +151,7 @@ impl Error {
                 | Error::ConnectionClosed { .. }
                 | Error::ConnectTimeout { .. }
                 | Error::Protocol(_)
+                | Error::UnexpectedReply { .. }
                 | Error::Closed
         )
     }

@@ -1,9 +1,47 @@
 //! redline: a Redis client built for throughput and dependable failure handling.
+//!
+//! ```no_run
+//! # async fn demo() -> redline::Result<()> {
+//! let client = redline::Client::connect("redis://127.0.0.1:6379").await?;
+//! client.set("greeting", "hello").await?;
+//! assert_eq!(client.get("greeting").await?.as_deref(), Some(&b"hello"[..]));
+//! # Ok(()) }
+//! ```
+//!
+//! # How it works
+//!
+//! Every [`Client`] holds a small pool of *multiplexed* connections (one by default).
+//! Callers on any number of tasks encode their command, queue it, and await the reply;
+//! one task per connection writes whatever is queued in one write and hands replies back
+//! in order. A lost connection fails every waiting command with a typed [`Error`] at once
+//! and is re-established on the next command, with capped, jittered backoff. Nothing is
+//! re-sent behind the caller's back.
+//!
+//! The path of one `GET`:
+//! `Client::get` → `Cmd::new("GET").arg(key)` (encode, one allocation) →
+//! `Client::query_with` → `Pool::pick` → `Multiplexer::send` (oneshot + bounded queue) →
+//! connection task `Driver::poll_intake` (copy into the output buffer) →
+//! `Driver::poll_write` (one write for the batch) → `Driver::poll_read` →
+//! `Decoder::decode` → `Driver::dispatch` (complete the oldest slot) →
+//! back in the caller: `FromReply::from_reply`.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod client;
+mod cmd;
+mod commands;
 mod config;
 mod error;
+mod mux;
+mod net;
+mod pipeline;
+mod pool;
+mod reply;
 
+pub use client::Client;
+pub use cmd::{Cmd, ToArg};
+pub use commands::{ExpireCondition, Expiry, SetCondition, SetOptions, ZAddOptions};
 pub use config::{Backoff, CaCerts, ClientCert, Config, FullQueue, PushHandler, TlsConfig};
 pub use error::{Error, IoOp, Result, ServerErrorKind, TlsError, UrlError};
+pub use pipeline::Pipeline;
 pub use redline_resp::{Frame, Protocol};
+pub use reply::FromReply;

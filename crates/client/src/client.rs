@@ -1,0 +1,135 @@
+//! [`Client`]: the handle applications hold. Cheap to clone; every clone shares the same
+//! connections.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use redline_resp::Frame;
+
+use crate::cmd::{Cmd, Restriction, ToArg};
+use crate::config::Config;
+use crate::error::Error;
+use crate::net::Endpoint;
+use crate::pipeline::Pipeline;
+use crate::pool::Pool;
+use crate::reply::FromReply;
+
+/// A client for one Redis server.
+///
+/// Commands from any number of tasks share the pool's multiplexed connections and are
+/// pipelined automatically. Cloning is cheap (an `Arc`).
+///
+/// ```no_run
+/// # async fn demo() -> redline::Result<()> {
+/// use redline::Client;
+///
+/// let client = Client::connect("redis://127.0.0.1:6379").await?;
+/// client.set("greeting", "hello").await?;
+/// let value: Option<String> = client.query(redline::Cmd::new("GET").arg("greeting")).await?;
+/// assert_eq!(value.as_deref(), Some("hello"));
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    pool: Pool,
+}
+
+impl Client {
+    /// Connects with a `redis://` or `rediss://` URL (see [`Config::from_url`]).
+    pub async fn connect(url: &str) -> Result<Client, Error> {
+        Client::from_config(Config::from_url(url)?).await
+    }
+
+    /// Connects with a full configuration. The pool's connections are opened (and
+    /// authenticated) before this returns; later losses reconnect on demand.
+    pub async fn from_config(cfg: Config) -> Result<Client, Error> {
+        let endpoint = Arc::new(Endpoint::new(&cfg)?);
+        let pool = Pool::connect(endpoint, &cfg).await?;
+        Ok(Client {
+            inner: Arc::new(Inner { pool }),
+        })
+    }
+
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.inner.pool
+    }
+
+    /// Sends any command, given as its arguments, and returns the reply as sent. An error
+    /// reply is `Err(Error::Server { .. })`.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let reply = client.cmd(["OBJECT", "ENCODING", "mykey"]).await?;
+    /// println!("{reply:?}");
+    /// # Ok(()) }
+    /// ```
+    pub fn cmd<I>(&self, args: I) -> impl Future<Output = Result<Frame, Error>> + Send + '_
+    where
+        I: IntoIterator,
+        I::Item: ToArg,
+    {
+        let cmd = Cmd::from_args(args).ok_or(Error::EmptyCommand);
+        let prepared = cmd.and_then(prepare);
+        self.send_prepared(prepared, <Frame as FromReply>::from_reply)
+    }
+
+    /// Sends a command built with [`Cmd`] and converts the reply to `T`.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// use redline::Cmd;
+    ///
+    /// let n: i64 = client.query(Cmd::new("INCRBY").arg("visits").arg(5)).await?;
+    /// # let _ = n;
+    /// # Ok(()) }
+    /// ```
+    pub fn query<'a, T: FromReply + 'a>(
+        &'a self,
+        cmd: Cmd,
+    ) -> impl Future<Output = Result<T, Error>> + Send + 'a {
+        self.send_prepared(prepare(cmd), T::from_reply)
+    }
+
+    /// Like [`query`](Self::query) with a custom conversion (used by typed commands whose
+    /// reply shape differs between RESP2 and RESP3).
+    pub(crate) fn query_with<'a, T: 'a>(
+        &'a self,
+        cmd: Cmd,
+        convert: fn(Frame) -> Result<T, Error>,
+    ) -> impl Future<Output = Result<T, Error>> + Send + 'a {
+        self.send_prepared(prepare(cmd), convert)
+    }
+
+    /// The hot path: one encoded command to the next multiplexer and back.
+    async fn send_prepared<T>(
+        &self,
+        prepared: Result<Bytes, Error>,
+        convert: fn(Frame) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let frame = self.pool().pick().send(prepared?).await?;
+        convert(frame)
+    }
+
+    /// Starts an explicit pipeline on this client.
+    pub fn pipeline(&self) -> Pipeline {
+        Pipeline::new(self.clone())
+    }
+}
+
+/// Finishes a command for a shared connection, refusing those that would take it over.
+fn prepare(cmd: Cmd) -> Result<Bytes, Error> {
+    match cmd.restriction() {
+        Restriction::None | Restriction::ClientSubcommand => Ok(cmd.into_bytes()),
+        Restriction::Dedicated(name) | Restriction::PipelineOnly(name) => {
+            Err(Error::NotMultiplexable {
+                command: name.into(),
+            })
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! Building commands: [`Cmd`] encodes arguments straight into the bytes that will be
+//! written to the socket, and [`ToArg`] says how a Rust value becomes one argument.
+//!
+//! A command is encoded once, by its caller, into a single allocation: the array header
+//! (`*<argc>`) is unknown until the last argument, so `Cmd` leaves room for it in front
+//! and fills it in when the command is finished, instead of encoding twice or copying.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use redline_resp::encode;
+
+/// Room for `*` + up to 20 digits + CRLF in front of the arguments.
+const HEADER_ROOM: usize = 24;
+
+/// A command being built: name, then arguments.
+///
+/// ```
+/// use redline::Cmd;
+///
+/// let cmd = Cmd::new("SET").arg("counter").arg(42).arg("EX").arg(60);
+/// assert_eq!(cmd.argc(), 5);
+/// assert_eq!(
+///     &cmd.to_bytes()[..],
+///     b"*5\r\n$3\r\nSET\r\n$7\r\ncounter\r\n$2\r\n42\r\n$2\r\nEX\r\n$2\r\n60\r\n"
+/// );
+/// ```
+#[derive(Debug, Clone)]
+pub struct Cmd {
+    buf: BytesMut,
+    argc: usize,
+    restriction: Restriction,
+}
+
+/// Whether a command may share a multiplexed connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Restriction {
+    /// Safe to interleave with other callers' commands.
+    None,
+    /// Only inside one pipeline sent as a unit (MULTI/EXEC/DISCARD).
+    PipelineOnly(&'static str),
+    /// Never on a shared connection: it blocks or changes the connection's state.
+    Dedicated(&'static str),
+    /// `CLIENT`: depends on the subcommand (REPLY must be refused).
+    ClientSubcommand,
+}
+
+impl Cmd {
+    /// Starts a command with its name (or any first argument).
+    pub fn new(name: impl ToArg) -> Cmd {
+        let mut buf = BytesMut::with_capacity(64);
+        buf.put_bytes(0, HEADER_ROOM);
+        let start = buf.len();
+        name.write_arg(&mut buf);
+        let restriction = restriction_of(&buf[start..]);
+        Cmd {
+            buf,
+            argc: 1,
+            restriction,
+        }
+    }
+
+    /// Builds a command from a list of arguments, the first being the name.
+    ///
+    /// Returns `None` for an empty list.
+    pub fn from_args<I>(args: I) -> Option<Cmd>
+    where
+        I: IntoIterator,
+        I::Item: ToArg,
+    {
+        let mut args = args.into_iter();
+        let mut cmd = Cmd::new(args.next()?);
+        for arg in args {
+            cmd.push_arg(arg);
+        }
+        Some(cmd)
+    }
+
+    /// Appends one argument.
+    #[must_use]
+    pub fn arg(mut self, arg: impl ToArg) -> Cmd {
+        self.push_arg(arg);
+        self
+    }
+
+    /// Appends every argument of an iterator.
+    #[must_use]
+    pub fn args<I>(mut self, args: I) -> Cmd
+    where
+        I: IntoIterator,
+        I::Item: ToArg,
+    {
+        for arg in args {
+            self.push_arg(arg);
+        }
+        self
+    }
+
+    /// Appends one argument in place.
+    pub fn push_arg(&mut self, arg: impl ToArg) {
+        let start = self.buf.len();
+        arg.write_arg(&mut self.buf);
+        if self.argc == 1 && self.restriction == Restriction::ClientSubcommand {
+            self.restriction = client_subcommand_restriction(&self.buf[start..]);
+        }
+        self.argc += 1;
+    }
+
+    /// Number of arguments, the name included.
+    pub fn argc(&self) -> usize {
+        self.argc
+    }
+
+    /// The encoded command (a copy; the client itself encodes without copying).
+    pub fn to_bytes(&self) -> Bytes {
+        self.clone().into_bytes()
+    }
+
+    /// Finishes the command: writes the header into the room left for it and hands the
+    /// bytes over without copying.
+    pub(crate) fn into_bytes(mut self) -> Bytes {
+        let mut digits = itoa::Buffer::new();
+        let count = digits.format(self.argc).as_bytes();
+        let header_len = count.len() + 3;
+        let start = HEADER_ROOM - header_len;
+        let header = &mut self.buf[start..HEADER_ROOM];
+        header[0] = b'*';
+        header[1..1 + count.len()].copy_from_slice(count);
+        header[1 + count.len()..].copy_from_slice(b"\r\n");
+        self.buf.advance(start);
+        self.buf.freeze()
+    }
+
+    pub(crate) fn restriction(&self) -> Restriction {
+        self.restriction
+    }
+}
+
+/// Commands that would block the shared connection or change its state for everyone.
+fn restriction_of(name_bulk: &[u8]) -> Restriction {
+    let name = bulk_payload(name_bulk);
+    const DEDICATED: &[&str] = &[
+        "SUBSCRIBE",
+        "PSUBSCRIBE",
+        "SSUBSCRIBE",
+        "UNSUBSCRIBE",
+        "PUNSUBSCRIBE",
+        "SUNSUBSCRIBE",
+        "MONITOR",
+        "BLPOP",
+        "BRPOP",
+        "BLMOVE",
+        "BRPOPLPUSH",
+        "BLMPOP",
+        "BZPOPMIN",
+        "BZPOPMAX",
+        "BZMPOP",
+        "WAIT",
+        "WAITAOF",
+        "WATCH",
+        "UNWATCH",
+        "SELECT",
+        "HELLO",
+        "AUTH",
+        "RESET",
+        "QUIT",
+        "SYNC",
+        "PSYNC",
+    ];
+    const PIPELINE_ONLY: &[&str] = &["MULTI", "EXEC", "DISCARD"];
+    if name.len() > 12 {
+        return Restriction::None;
+    }
+    if name.eq_ignore_ascii_case(b"CLIENT") {
+        return Restriction::ClientSubcommand;
+    }
+    if let Some(n) = DEDICATED
+        .iter()
+        .find(|n| n.as_bytes().eq_ignore_ascii_case(name))
+    {
+        return Restriction::Dedicated(n);
+    }
+    if let Some(n) = PIPELINE_ONLY
+        .iter()
+        .find(|n| n.as_bytes().eq_ignore_ascii_case(name))
+    {
+        return Restriction::PipelineOnly(n);
+    }
+    Restriction::None
+}
+
+fn client_subcommand_restriction(sub_bulk: &[u8]) -> Restriction {
+    let sub = bulk_payload(sub_bulk);
+    // CLIENT REPLY OFF/SKIP would silence replies other callers are waiting for.
+    if sub.eq_ignore_ascii_case(b"REPLY") {
+        Restriction::Dedicated("CLIENT REPLY")
+    } else {
+        Restriction::None
+    }
+}
+
+/// The payload of one encoded bulk (`$<n>\r\n<payload>\r\n`).
+fn bulk_payload(bulk: &[u8]) -> &[u8] {
+    let Some(nl) = bulk.iter().position(|&b| b == b'\n') else {
+        return &[];
+    };
+    let end = bulk.len().saturating_sub(2);
+    bulk.get(nl + 1..end).unwrap_or(&[])
+}
+
+/// A value that can be one command argument. Arguments are binary-safe; numbers are sent
+/// as their decimal text, as Redis expects.
+pub trait ToArg {
+    /// Writes the argument as a RESP bulk string.
+    fn write_arg(&self, out: &mut BytesMut);
+}
+
+impl<T: ToArg + ?Sized> ToArg for &T {
+    fn write_arg(&self, out: &mut BytesMut) {
+        (**self).write_arg(out)
+    }
+}
+
+macro_rules! bytes_arg {
+    ($($ty:ty),*) => {$(
+        impl ToArg for $ty {
+            #[inline]
+            fn write_arg(&self, out: &mut BytesMut) {
+                encode::write_bulk(out, AsRef::<[u8]>::as_ref(self));
+            }
+        }
+    )*};
+}
+bytes_arg!(str, String, [u8], Vec<u8>, Bytes, BytesMut);
+
+impl<const N: usize> ToArg for [u8; N] {
+    fn write_arg(&self, out: &mut BytesMut) {
+        encode::write_bulk(out, self);
+    }
+}
+
+macro_rules! int_arg {
+    ($($ty:ty),*) => {$(
+        impl ToArg for $ty {
+            #[inline]
+            fn write_arg(&self, out: &mut BytesMut) {
+                let mut digits = itoa::Buffer::new();
+                encode::write_bulk(out, digits.format(*self).as_bytes());
+            }
+        }
+    )*};
+}
+int_arg!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize);
+
+impl ToArg for f64 {
+    fn write_arg(&self, out: &mut BytesMut) {
+        // Redis parses `inf`, `-inf` and the shortest round-trip decimal Rust prints.
+        if self.is_infinite() {
+            encode::write_bulk(out, if *self > 0.0 { b"+inf" } else { b"-inf" });
+        } else {
+            encode::write_bulk(out, self.to_string().as_bytes());
+        }
+    }
+}
+
+impl ToArg for f32 {
+    fn write_arg(&self, out: &mut BytesMut) {
+        f64::from(*self).write_arg(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_is_filled_in_place() {
+        let cmd = Cmd::new("GET").arg("k");
+        assert_eq!(&cmd.into_bytes()[..], b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n");
+        let mut cmd = Cmd::new("RPUSH");
+        for i in 0..1000 {
+            cmd.push_arg(i);
+        }
+        let bytes = cmd.into_bytes();
+        assert!(bytes.starts_with(b"*1001\r\n$5\r\nRPUSH\r\n$1\r\n0\r\n"));
+    }
+
+    #[test]
+    fn argument_kinds() {
+        let cmd = Cmd::new("X")
+            .arg(-5i64)
+            .arg(1.5f64)
+            .arg(f64::NEG_INFINITY)
+            .arg(b"\0\r\n".as_slice())
+            .arg(Bytes::from_static(b"b"))
+            .arg(String::from("s"))
+            .arg([1u8, 2]);
+        assert_eq!(
+            &cmd.into_bytes()[..],
+            b"*8\r\n$1\r\nX\r\n$2\r\n-5\r\n$3\r\n1.5\r\n$4\r\n-inf\r\n$3\r\n\0\r\n\r\n$1\r\nb\r\n$1\r\ns\r\n$2\r\n\x01\x02\r\n"
+        );
+    }
+
+    #[test]
+    fn restrictions() {
+        assert_eq!(Cmd::new("get").restriction(), Restriction::None);
+        assert_eq!(
+            Cmd::new("blpop").arg("k").restriction(),
+            Restriction::Dedicated("BLPOP")
+        );
+        assert_eq!(
+            Cmd::new("multi").restriction(),
+            Restriction::PipelineOnly("MULTI")
+        );
+        assert_eq!(
+            Cmd::new("CLIENT").arg("reply").arg("off").restriction(),
+            Restriction::Dedicated("CLIENT REPLY")
+        );
+        assert_eq!(
+            Cmd::new("CLIENT").arg("SETNAME").arg("x").restriction(),
+            Restriction::None
+        );
+        assert!(Cmd::from_args(Vec::<&str>::new()).is_none());
+    }
+}

@@ -1,0 +1,50 @@
+//! Typed commands, one file per family. Each command is written once, as the [`Cmd`] it
+//! sends and the type its reply converts to; the `commands!` macro turns it into a method
+//! on [`Client`](crate::Client) (which sends it and converts the reply) and on
+//! [`Pipeline`](crate::Pipeline) (which queues it).
+//!
+//! [`Cmd`]: crate::Cmd
+
+mod hashes;
+mod keys;
+mod lists;
+mod server;
+mod sets;
+mod strings;
+mod zsets;
+
+pub use keys::ExpireCondition;
+pub use strings::{Expiry, SetCondition, SetOptions};
+pub use zsets::ZAddOptions;
+
+/// Defines typed commands on `Client` and `Pipeline`.
+///
+/// `fn name(args) -> ReplyType [as convert_fn] { cmd_expression }`
+macro_rules! commands {
+    (@convert [$ret:ty]) => { <$ret as $crate::FromReply>::from_reply };
+    (@convert [$ret:ty] $convert:path) => { $convert };
+    ($(
+        $(#[$meta:meta])*
+        fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $(as $convert:path)? $body:block
+    )*) => {
+        impl $crate::Client {
+            $(
+                $(#[$meta])*
+                pub fn $name(&self, $($arg: $ty),*)
+                    -> impl ::std::future::Future<Output = $crate::Result<$ret>> + Send + '_
+                {
+                    self.query_with($body, commands!(@convert [$ret] $($convert)?))
+                }
+            )*
+        }
+        impl $crate::Pipeline {
+            $(
+                $(#[$meta])*
+                pub fn $name(&mut self, $($arg: $ty),*) -> &mut Self {
+                    self.add($body)
+                }
+            )*
+        }
+    };
+}
+pub(crate) use commands;

@@ -1,0 +1,145 @@
+//! Connections: TCP or TLS streams, opened with a timeout and handed over ready for
+//! commands (handshake done).
+//!
+//! [`connect`] is the only way in: dial (TCP_NODELAY), start TLS if configured, run the
+//! [`handshake`], all within the connect timeout. The returned [`Connection`] carries the
+//! read buffer and decoder along with the stream, so bytes that arrived behind the
+//! handshake replies are not lost when the multiplexer takes over.
+
+mod handshake;
+mod stream;
+pub(crate) mod tls;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use redline_resp::{Decoder, Frame, Limits, Protocol};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::config::Config;
+use crate::error::{Error, IoOp};
+
+pub(crate) use stream::Stream;
+
+/// How many bytes a read asks the socket for at least; large enough that a burst of
+/// pipelined replies comes in a few reads.
+pub(crate) const READ_CHUNK: usize = 64 * 1024;
+
+/// Everything needed to open (and reopen) a connection to one server, prepared once.
+#[derive(Debug)]
+pub(crate) struct Endpoint {
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    /// `host:port`, shared into every error about this server.
+    pub(crate) addr: Arc<str>,
+    pub(crate) tls: Option<tls::TlsSetup>,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) limits: Limits,
+    pub(crate) handshake: handshake::Handshake,
+}
+
+impl Endpoint {
+    /// Validates TLS material and prepares the handshake; fails early on bad settings.
+    pub(crate) fn new(cfg: &Config) -> Result<Endpoint, Error> {
+        cfg.validate()?;
+        let tls = cfg
+            .tls
+            .as_ref()
+            .map(|t| tls::setup(t, &cfg.host))
+            .transpose()?;
+        Ok(Endpoint {
+            host: cfg.host.clone(),
+            port: cfg.port,
+            addr: Arc::from(cfg.addr()),
+            tls,
+            connect_timeout: cfg.connect_timeout,
+            limits: cfg.limits,
+            handshake: handshake::Handshake::from_config(cfg),
+        })
+    }
+}
+
+/// An open, authenticated connection.
+pub(crate) struct Connection {
+    pub(crate) stream: Stream,
+    /// Bytes read but not yet decoded.
+    pub(crate) rbuf: BytesMut,
+    pub(crate) decoder: Decoder,
+    /// What the server agreed to speak.
+    pub(crate) protocol: Protocol,
+}
+
+/// Dials, starts TLS and runs the handshake within the connect timeout.
+pub(crate) async fn connect(ep: &Endpoint) -> Result<Connection, Error> {
+    match tokio::time::timeout(ep.connect_timeout, connect_inner(ep)).await {
+        Ok(result) => result,
+        Err(_) => Err(Error::ConnectTimeout {
+            addr: ep.addr.clone(),
+            timeout: ep.connect_timeout,
+        }),
+    }
+}
+
+async fn connect_inner(ep: &Endpoint) -> Result<Connection, Error> {
+    let tcp = TcpStream::connect((ep.host.as_str(), ep.port))
+        .await
+        .map_err(|e| Error::io(IoOp::Connect, &ep.addr, e))?;
+    // Commands are small and latency-bound; the multiplexer already batches writes.
+    tcp.set_nodelay(true)
+        .map_err(|e| Error::io(IoOp::Connect, &ep.addr, e))?;
+    let stream = match &ep.tls {
+        None => Stream::Tcp(tcp),
+        Some(tls) => {
+            let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
+            let tls_stream = connector
+                .connect(tls.server_name.clone(), tcp)
+                .await
+                .map_err(|e| Error::io(IoOp::TlsHandshake, &ep.addr, e))?;
+            Stream::Tls(Box::new(tls_stream))
+        }
+    };
+    let mut conn = Connection {
+        stream,
+        rbuf: BytesMut::with_capacity(READ_CHUNK),
+        decoder: Decoder::new(ep.limits),
+        protocol: Protocol::Resp2,
+    };
+    conn.protocol = ep.handshake.run(&mut conn, &ep.addr).await?;
+    Ok(conn)
+}
+
+impl Connection {
+    /// Writes `bytes` completely (handshake only; the multiplexer has its own write loop).
+    pub(crate) async fn write_all(&mut self, bytes: &[u8], addr: &Arc<str>) -> Result<(), Error> {
+        self.stream
+            .write_all(bytes)
+            .await
+            .map_err(|e| Error::io(IoOp::Write, addr, e))?;
+        self.stream
+            .flush()
+            .await
+            .map_err(|e| Error::io(IoOp::Write, addr, e))
+    }
+
+    /// Reads the next reply, skipping push frames (handshake only).
+    pub(crate) async fn read_reply(&mut self, addr: &Arc<str>) -> Result<Frame, Error> {
+        loop {
+            while let Some(frame) = self.decoder.decode(&mut self.rbuf)? {
+                if !matches!(frame, Frame::Push(_)) {
+                    return Ok(frame);
+                }
+            }
+            self.rbuf.reserve(READ_CHUNK);
+            let n = self
+                .stream
+                .read_buf(&mut self.rbuf)
+                .await
+                .map_err(|e| Error::io(IoOp::Read, addr, e))?;
+            if n == 0 {
+                return Err(Error::ConnectionClosed { addr: addr.clone() });
+            }
+        }
+    }
+}
