@@ -159,6 +159,10 @@ impl RedisClusterBuilder {
                 args.push(dir.join("nodes.conf").display().to_string());
                 args.push("--cluster-node-timeout".into());
                 args.push(timeout_ms.clone());
+                // Redis 7.0 leaves a replica out of CLUSTER SLOTS while its replication
+                // offset is 0, which lasts until the master's first replication PING
+                // (every 10 s by default); every second keeps start-up and rejoins quick.
+                args.extend(["--repl-ping-replica-period", "1"].map(String::from));
                 if certs.is_some() {
                     args.extend(
                         ["--tls-cluster", "yes", "--tls-replication", "yes"].map(String::from),

@@ -28,7 +28,8 @@ pub(crate) fn redis_cli_bin() -> PathBuf {
     std::env::var_os("REDIS_CLI_BIN").map_or_else(|| "redis-cli".into(), PathBuf::from)
 }
 
-/// Arguments every test `redis-server` gets: loopback only, no persistence, its own dir.
+/// Arguments every test `redis-server` gets: loopback only, no persistence, its own dir,
+/// no delay before a replica's first sync.
 pub(crate) fn base_args(port: u16, dir: &Path, tls: Option<&TlsCerts>) -> Vec<String> {
     let mut args: Vec<String> = match tls {
         None => vec!["--port".into(), port.to_string()],
@@ -53,6 +54,10 @@ pub(crate) fn base_args(port: u16, dir: &Path, tls: Option<&TlsCerts>) -> Vec<St
             "no",
             "--daemonize",
             "no",
+            // A replica would otherwise wait 5 s for company before its first full sync,
+            // which is most of a cluster's start-up and of every rejoin after a restart.
+            "--repl-diskless-sync-delay",
+            "0",
             "--dir",
         ]
         .map(String::from),
