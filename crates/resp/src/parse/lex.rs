@@ -8,6 +8,7 @@
 
 use std::ops::Range;
 
+use crate::parse::find::find_byte;
 use crate::parse::number::{self, Length};
 use crate::{Limits, ProtocolError};
 
@@ -172,7 +173,7 @@ fn lex_payload(
 /// that is too long is an error whether or not its end has arrived.
 fn find_crlf(buf: &[u8], max_line: usize) -> Result<Option<usize>, ProtocolError> {
     let window = max_line.saturating_add(3).min(buf.len());
-    match memchr::memchr(b'\n', &buf[..window]) {
+    match find_byte(b'\n', &buf[..window]) {
         // buf[0] is a type byte, so a newline is at index 1 or later.
         Some(lf) if lf >= 2 && buf[lf - 1] == b'\r' => Ok(Some(lf - 1)),
         Some(_) => Err(ProtocolError::MissingCrlf),

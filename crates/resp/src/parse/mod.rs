@@ -5,6 +5,7 @@
 //! never allocate from a count they have not checked, and never panic on any input.
 
 mod decoder;
+mod find;
 mod inline;
 mod lex;
 mod number;

@@ -7,6 +7,7 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 
+use crate::parse::find::find_byte;
 use crate::parse::{inline, number};
 use crate::{Limits, ProtocolError};
 
@@ -146,7 +147,7 @@ impl RequestDecoder {
     fn inline(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
         let max = self.limits.max_inline_len;
         let window = max.saturating_add(1).min(buf.len());
-        let Some(lf) = memchr::memchr(b'\n', &buf[..window]) else {
+        let Some(lf) = find_byte(b'\n', &buf[..window]) else {
             return if buf.len() > max {
                 Err(ProtocolError::TooBigInlineRequest)
             } else {
@@ -173,7 +174,7 @@ fn find_cr(
     too_long: ProtocolError,
 ) -> Result<Option<usize>, ProtocolError> {
     let window = max.saturating_add(1).min(buf.len());
-    match memchr::memchr(b'\r', &buf[..window]) {
+    match find_byte(b'\r', &buf[..window]) {
         Some(cr) if cr + 1 < buf.len() => Ok(Some(cr)),
         Some(_) => Ok(None),
         None if buf.len() > max => Err(too_long),
