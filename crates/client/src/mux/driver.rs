@@ -85,9 +85,10 @@ impl<'a> Driver<'a> {
     fn poll_run(&mut self, cx: &mut Context<'_>, rx: &mut mpsc::Receiver<Request>) -> Poll<Stop> {
         loop {
             let took = self.poll_intake(cx, rx);
-            if let Err(e) = self.poll_write(cx) {
-                return Poll::Ready(Stop::Failed(e));
-            }
+            let wrote = match self.poll_write(cx) {
+                Ok(wrote) => wrote,
+                Err(e) => return Poll::Ready(Stop::Failed(e)),
+            };
             let read = match self.poll_read(cx) {
                 Ok(read) => read,
                 Err(e) => return Poll::Ready(Stop::Failed(e)),
@@ -95,8 +96,11 @@ impl<'a> Driver<'a> {
             if self.queue_closed && self.pending.is_empty() && self.wbuf.is_empty() {
                 return Poll::Ready(Stop::Closed);
             }
-            if !took && !read {
-                // Every source returned Pending and registered this task's waker.
+            if !took && !wrote && !read {
+                // Every source returned Pending and registered this task's waker (or,
+                // for intake, was skipped because the write side is full and will wake
+                // us). A write that made progress loops again: intake may have been
+                // skipped at the high-water mark and must now poll the queue.
                 return Poll::Pending;
             }
         }
@@ -129,9 +133,10 @@ impl<'a> Driver<'a> {
     }
 
     /// Writes as much of the output buffer as the socket takes, then flushes (TLS keeps
-    /// records buffered until flushed).
-    fn poll_write(&mut self, cx: &mut Context<'_>) -> Result<(), Error> {
+    /// records buffered until flushed). Returns whether bytes were written.
+    fn poll_write(&mut self, cx: &mut Context<'_>) -> Result<bool, Error> {
         let stream = &mut self.conn.stream;
+        let mut wrote = false;
         while !self.wbuf.is_empty() {
             match Pin::new(&mut *stream).poll_write(cx, &self.wbuf) {
                 Poll::Ready(Ok(0)) => {
@@ -140,9 +145,10 @@ impl<'a> Driver<'a> {
                 Poll::Ready(Ok(n)) => {
                     self.wbuf.advance(n);
                     self.needs_flush = true;
+                    wrote = true;
                 }
                 Poll::Ready(Err(e)) => return Err(self.io_error(IoOp::Write, e)),
-                Poll::Pending => return Ok(()),
+                Poll::Pending => return Ok(wrote),
             }
         }
         if self.needs_flush {
@@ -152,7 +158,7 @@ impl<'a> Driver<'a> {
                 Poll::Pending => {}
             }
         }
-        Ok(())
+        Ok(wrote)
     }
 
     /// Reads once and dispatches every complete frame. Returns whether bytes were read.
