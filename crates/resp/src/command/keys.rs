@@ -52,7 +52,7 @@ pub enum KeysError {
 /// assert_eq!(keys(&["PING"]), Ok(vec![]));
 /// assert_eq!(keys(&["GET"]), Err(KeysError::WrongArity));
 /// assert_eq!(keys(&["NOPE", "k"]), Err(KeysError::UnknownCommand));
-/// assert_eq!(keys(&["EVAL", "s", "5", "k"]), Err(KeysError::InvalidArguments));
+/// assert_eq!(keys(&["ZUNION", "5", "k"]), Err(KeysError::InvalidArguments));
 /// ```
 pub fn keys<A: AsRef<[u8]>>(args: &[A]) -> Result<Vec<usize>, KeysError> {
     let spec = resolve(args).ok_or(KeysError::UnknownCommand)?;

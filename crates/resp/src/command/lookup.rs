@@ -1,10 +1,11 @@
 //! Finding a command's entry by name, on the hot path of every request in client and server.
 //!
-//! Top-level names go through an open-addressing hash index built at compile time from the
-//! generated table: the name is lower-cased into a stack buffer and hashed (FNV-1a) in the
-//! same pass, then one or two slots are probed, each with one length-and-bytes comparison.
-//! No allocation, no locking, no lazy initialisation. Subcommands (at most a few dozen per
-//! parent) are found by binary search over the parent's sorted list.
+//! Two open-addressing hash indexes are built at compile time from the generated table: one
+//! for top-level names, one for subcommands keyed by (parent, name). A name of up to 31
+//! bytes becomes a [`Key`] of four words loaded straight from the argument (no copy through a
+//! stack buffer), lower-cased eight bytes at a time, its length in the last byte; one
+//! multiplication hashes it and four word comparisons check the slot. No allocation, no
+//! locking, no lazy initialisation, usually a single probe.
 
 use super::spec::CommandSpec;
 use super::table::TABLE;
@@ -12,58 +13,210 @@ use super::table::TABLE;
 /// Every top-level command, sorted by name. Its length is `COMMAND COUNT`.
 pub static COMMANDS: &[CommandSpec] = TABLE;
 
-/// Longer names cannot be commands (the longest is well under this); checked below.
-const MAX_NAME: usize = 32;
-/// Power of two, over four times the number of commands, so probe chains stay short.
-const SLOTS: usize = 1024;
-const MASK: usize = SLOTS - 1;
+/// A name as the indexes store it: little-endian words of the zero-padded, lower-cased
+/// bytes, with the length in the top byte of the last word.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Key([u64; 4]);
 
-/// Slot -> 1 + index in [`COMMANDS`]; 0 marks an empty slot.
-static INDEX: [u16; SLOTS] = build_index();
+/// Longest name a key holds; every command name is shorter (checked at compile time).
+const MAX_NAME: usize = 31;
 
-const _: () = assert!(TABLE.len() * 4 <= SLOTS && TABLE.len() < u16::MAX as usize);
-const _: () = assert!(names_fit(TABLE, 0));
+impl Key {
+    const EMPTY: Key = Key([0; 4]);
 
-const fn names_fit(specs: &[CommandSpec], prefix: usize) -> bool {
-    let mut i = 0;
-    while i < specs.len() {
-        let spec = &specs[i];
-        if spec.name.len() - prefix > MAX_NAME || !names_fit(spec.subcommands, spec.name.len() + 1)
-        {
-            return false;
+    /// The key of `name` at compile time; `None` when longer than [`MAX_NAME`].
+    const fn new(name: &[u8]) -> Option<Key> {
+        if name.len() > MAX_NAME {
+            return None;
         }
-        i += 1;
+        let mut words = [0u64; 4];
+        let mut i = 0;
+        while i < name.len() {
+            words[i / 8] |= (name[i] as u64) << (8 * (i % 8));
+            i += 1;
+        }
+        words[3] |= (name.len() as u64) << 56;
+        Some(Key([
+            lower_word(words[0]),
+            lower_word(words[1]),
+            lower_word(words[2]),
+            lower_word(words[3]),
+        ]))
     }
-    true
+
+    /// [`Key::new`] for the hot path: each word is loaded straight from `name` into a
+    /// register (a stack buffer would cost a store-forwarding stall on every lookup).
+    #[inline(always)]
+    fn load(name: &[u8]) -> Option<Key> {
+        if name.len() > MAX_NAME {
+            return None;
+        }
+        let len = (name.len() as u64) << 56;
+        Some(Key([
+            lower_word(word_at(name, 0)),
+            lower_word(word_at(name, 8)),
+            lower_word(word_at(name, 16)),
+            lower_word(word_at(name, 24) | len),
+        ]))
+    }
+
+    /// Hash of a (parent, name) pair mapped to `bits` bits (its top bits).
+    const fn slot(parent: &Key, name: &Key, bits: u32) -> usize {
+        let [a, b, c, d] = name.0;
+        let [e, f, g, h] = parent.0;
+        let x = a
+            ^ b.rotate_left(19)
+            ^ c.rotate_left(38)
+            ^ d
+            ^ e.rotate_left(7)
+            ^ f.rotate_left(29)
+            ^ g.rotate_left(45)
+            ^ h.rotate_left(13);
+        (x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
+    }
 }
 
-const FNV_OFFSET: u32 = 0x811c_9dc5;
-const FNV_PRIME: u32 = 0x0100_0193;
-
-const fn slot_of(hash: u32) -> usize {
-    ((hash ^ (hash >> 16)) as usize) & MASK
+/// The eight bytes of `name` from `at` as a little-endian word, zero-padded past the end.
+#[inline(always)]
+fn word_at(name: &[u8], at: usize) -> u64 {
+    let Some(tail) = name.get(at..) else { return 0 };
+    let n = tail.len();
+    let u64_at = |at: usize| {
+        let bytes = tail.get(at..at + 8).and_then(|b| b.try_into().ok());
+        u64::from_le_bytes(bytes.unwrap_or_default())
+    };
+    let u32_at = |at: usize| {
+        let bytes = tail.get(at..at + 4).and_then(|b| b.try_into().ok());
+        u64::from(u32::from_le_bytes(bytes.unwrap_or_default()))
+    };
+    let byte_at = |at: usize| tail.get(at).map_or(0, |&b| u64::from(b));
+    match n {
+        0 => 0,
+        8.. => u64_at(0),
+        // Two overlapping loads; the shared bytes are equal, so OR joins them.
+        4..=7 => u32_at(0) | (u32_at(n - 4) << (8 * (n - 4))),
+        _ => byte_at(0) | (byte_at(n / 2) << (8 * (n / 2))) | (byte_at(n - 1) << (8 * (n - 1))),
+    }
 }
 
-const fn build_index() -> [u16; SLOTS] {
-    let mut index = [0u16; SLOTS];
+/// ASCII lower case of eight bytes at once; bytes outside `A..=Z` are unchanged.
+const fn lower_word(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let low7 = w & !HIGH;
+    // High bit of each byte: set when the byte's low 7 bits are >= 'A', resp. > 'Z'.
+    let at_least_a = low7.wrapping_add(ONES * (0x80 - b'A' as u64));
+    let above_z = low7.wrapping_add(ONES * (0x80 - b'Z' as u64 - 1));
+    let upper = at_least_a & !above_z & !w & HIGH;
+    w | (upper >> 2)
+}
+
+/// One indexed name: its key and where its entry is.
+#[derive(Clone, Copy)]
+struct Entry {
+    key: Key,
+    /// Index in [`COMMANDS`] of the command, or of the parent for a subcommand.
+    top: u16,
+    /// Index in the parent's subcommands; unused for a top-level command.
+    sub: u16,
+}
+
+/// An open-addressing index of `N` names in `SLOTS` slots (a power of two, at least twice
+/// `N` so probe chains stay short).
+struct Index<const SLOTS: usize, const N: usize> {
+    /// Slot -> 1 + entry; 0 marks an empty slot.
+    slots: [u16; SLOTS],
+    entries: [Entry; N],
+}
+
+impl<const SLOTS: usize, const N: usize> Index<SLOTS, N> {
+    const BITS: u32 = SLOTS.trailing_zeros();
+
+    /// Indexes the top-level names (`subcommands == false`) or the subcommand names.
+    const fn build(subcommands: bool) -> Self {
+        assert!(SLOTS.is_power_of_two() && N * 2 <= SLOTS && N < u16::MAX as usize);
+        let empty = Entry {
+            key: Key::EMPTY,
+            top: 0,
+            sub: 0,
+        };
+        let mut index = Index {
+            slots: [0; SLOTS],
+            entries: [empty; N],
+        };
+        let mut n = 0;
+        let mut top = 0;
+        while top < TABLE.len() {
+            let spec = &TABLE[top];
+            let parent = key_of(spec.name.as_bytes());
+            if !subcommands {
+                index.insert(n, &Key::EMPTY, parent, top, 0);
+                n += 1;
+            } else {
+                let mut sub = 0;
+                while sub < spec.subcommands.len() {
+                    let full = spec.subcommands[sub].name.as_bytes();
+                    let (_, name) = full.split_at(spec.name.len() + 1);
+                    index.insert(n, &parent, key_of(name), top, sub);
+                    n += 1;
+                    sub += 1;
+                }
+            }
+            top += 1;
+        }
+        assert!(n == N, "index size does not match the table");
+        index
+    }
+
+    const fn insert(&mut self, entry: usize, parent: &Key, key: Key, top: usize, sub: usize) {
+        let mut slot = Key::slot(parent, &key, Self::BITS);
+        while self.slots[slot] != 0 {
+            slot = (slot + 1) & (SLOTS - 1);
+        }
+        self.slots[slot] = entry as u16 + 1;
+        self.entries[entry] = Entry {
+            key,
+            top: top as u16,
+            sub: sub as u16,
+        };
+    }
+
+    /// The entries whose name is `key` under `parent`, in probe order (several for a
+    /// subcommand name shared by many parents only if their hashes collide).
+    #[inline(always)]
+    fn probe<'a>(&'a self, parent: &Key, key: &'a Key) -> impl Iterator<Item = &'a Entry> + 'a {
+        let mut slot = Key::slot(parent, key, Self::BITS);
+        // Ends: the index is at most half full, so an empty slot is always reached.
+        std::iter::from_fn(move || loop {
+            let entry = usize::from(*self.slots.get(slot)?).checked_sub(1)?;
+            slot = (slot + 1) & (SLOTS - 1);
+            let entry = self.entries.get(entry)?;
+            if entry.key == *key {
+                return Some(entry);
+            }
+        })
+    }
+}
+
+const fn key_of(name: &[u8]) -> Key {
+    match Key::new(name) {
+        Some(key) => key,
+        None => panic!("command name longer than MAX_NAME"),
+    }
+}
+
+const fn count_subcommands() -> usize {
+    let mut n = 0;
     let mut i = 0;
     while i < TABLE.len() {
-        let name = TABLE[i].name.as_bytes();
-        let mut hash = FNV_OFFSET;
-        let mut j = 0;
-        while j < name.len() {
-            hash = (hash ^ name[j] as u32).wrapping_mul(FNV_PRIME);
-            j += 1;
-        }
-        let mut slot = slot_of(hash);
-        while index[slot] != 0 {
-            slot = (slot + 1) & MASK;
-        }
-        index[slot] = (i + 1) as u16;
+        n += TABLE[i].subcommands.len();
         i += 1;
     }
-    index
+    n
 }
+
+static TOP_LEVEL: Index<1024, { TABLE.len() }> = Index::build(false);
+static SUBCOMMANDS: Index<512, { count_subcommands() }> = Index::build(true);
 
 /// Finds a top-level command by name, ignoring ASCII case, without allocating.
 ///
@@ -74,30 +227,17 @@ const fn build_index() -> [u16; SLOTS] {
 /// use redline_resp::command;
 ///
 /// assert_eq!(command::lookup(b"gEt").unwrap().name, "get");
-/// assert_eq!(command::lookup(b"CLIENT").unwrap().subcommands.len(), 21);
+/// assert!(command::lookup(b"CLIENT").unwrap().has_subcommands());
 /// assert!(command::lookup(b"NOPE").is_none());
 /// ```
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    if name.len() > MAX_NAME {
-        return None;
-    }
-    let mut buf = [0u8; MAX_NAME];
-    let mut hash = FNV_OFFSET;
-    for (dst, &byte) in buf.iter_mut().zip(name) {
-        let lower = byte.to_ascii_lowercase();
-        *dst = lower;
-        hash = (hash ^ lower as u32).wrapping_mul(FNV_PRIME);
-    }
-    let lower = &buf[..name.len()];
-    let mut slot = slot_of(hash);
-    // Terminates: the index is at most a quarter full, so an empty slot is always reached.
-    loop {
-        let spec = COMMANDS.get(usize::from(INDEX[slot]).checked_sub(1)?)?;
-        if spec.name.as_bytes() == lower {
-            return Some(spec);
-        }
-        slot = (slot + 1) & MASK;
-    }
+    lookup_key(&Key::load(name)?)
+}
+
+#[inline(always)]
+fn lookup_key(key: &Key) -> Option<&'static CommandSpec> {
+    let entry = TOP_LEVEL.probe(&Key::EMPTY, key).next()?;
+    COMMANDS.get(usize::from(entry.top))
 }
 
 /// Finds the subcommand `sub` of `parent` (`SETNAME` of `CLIENT`), ignoring ASCII case.
@@ -112,21 +252,34 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
 /// assert!(command::lookup_subcommand(config, b"nope").is_none());
 /// ```
 pub fn lookup_subcommand(parent: &'static CommandSpec, sub: &[u8]) -> Option<&'static CommandSpec> {
-    if parent.subcommands.is_empty() || sub.len() > MAX_NAME {
+    if parent.subcommands.is_empty() {
         return None;
     }
-    let mut buf = [0u8; MAX_NAME];
-    for (dst, &byte) in buf.iter_mut().zip(sub) {
-        *dst = byte.to_ascii_lowercase();
-    }
-    let lower = &buf[..sub.len()];
-    // Subcommand names are `parent|sub`: compare the part after the bar.
-    let skip = parent.name.len() + 1;
-    let found = parent.subcommands.binary_search_by(|candidate| {
-        let name = candidate.name.as_bytes();
-        name.get(skip..).unwrap_or(name).cmp(lower)
-    });
-    found.ok().and_then(|i| parent.subcommands.get(i))
+    subcommand_key(parent, &Key::load(parent.name.as_bytes())?, sub)
+}
+
+/// [`lookup_subcommand`] with the parent's key already computed.
+#[inline(always)]
+fn subcommand_key(
+    parent: &'static CommandSpec,
+    parent_key: &Key,
+    sub: &[u8],
+) -> Option<&'static CommandSpec> {
+    let key = Key::load(sub)?;
+    // Another parent's subcommand could share the slot chain; the pointer test is the fast
+    // path (the parent came from this table), the name test the rule.
+    let is_parent = |top: u16| {
+        COMMANDS
+            .get(usize::from(top))
+            .is_some_and(|c| std::ptr::eq(c, parent) || c.name == parent.name)
+    };
+    let entry = SUBCOMMANDS
+        .probe(parent_key, &key)
+        .find(|entry| is_parent(entry.top))?;
+    COMMANDS
+        .get(usize::from(entry.top))?
+        .subcommands
+        .get(usize::from(entry.sub))
 }
 
 /// Finds the entry that runs `args` (`args[0]` is the command name), as Redis does: the
@@ -144,9 +297,11 @@ pub fn lookup_subcommand(parent: &'static CommandSpec, sub: &[u8]) -> Option<&'s
 /// assert!(command::resolve(&["CONFIG", "nope"]).is_none());
 /// ```
 pub fn resolve<A: AsRef<[u8]>>(args: &[A]) -> Option<&'static CommandSpec> {
-    let spec = lookup(args.first()?.as_ref())?;
+    // The key of args[0] is the parent's key too: it is lower-cased.
+    let key = Key::load(args.first()?.as_ref())?;
+    let spec = lookup_key(&key)?;
     match args.get(1) {
-        Some(sub) if spec.has_subcommands() => lookup_subcommand(spec, sub.as_ref()),
+        Some(sub) if spec.has_subcommands() => subcommand_key(spec, &key, sub.as_ref()),
         _ => Some(spec),
     }
 }
@@ -215,6 +370,37 @@ mod tests {
         assert!(lookup_subcommand(lookup(b"get").unwrap(), b"x").is_none());
         assert!(resolve::<&[u8]>(&[]).is_none());
         assert!(resolve(&["client", "nope"]).is_none());
+    }
+
+    #[test]
+    fn const_and_runtime_keys_agree() {
+        let samples: Vec<Vec<u8>> = (0..=MAX_NAME)
+            .map(|len| (0..len).map(|i| b"aZ_|-09\x80\xff"[i % 9]).collect())
+            .chain(all().map(|spec| spec.name.to_ascii_uppercase().into_bytes()))
+            .collect();
+        for name in &samples {
+            assert!(Key::new(name) == Key::load(name), "{name:?}");
+            let lower = name.to_ascii_lowercase();
+            assert!(Key::load(name) == Key::new(&lower), "{name:?}");
+        }
+        assert!(Key::load(&[b'x'; 32]).is_none() && Key::new(&[b'x'; 32]).is_none());
+        // The length is part of the key: trailing NULs do not alias a shorter name.
+        assert!(Key::load(b"get\0") != Key::load(b"get"));
+    }
+
+    #[test]
+    fn lower_word_is_ascii_lowercase_for_every_byte() {
+        for byte in 0..=255u8 {
+            for at in 0..8 {
+                let mut bytes = [b'Q', 0x80, b'z', b'@', b'[', 0xC1, b'A', b'Z'];
+                bytes[at] = byte;
+                let expected = bytes.map(|b| b.to_ascii_lowercase());
+                assert_eq!(
+                    lower_word(u64::from_le_bytes(bytes)).to_le_bytes(),
+                    expected
+                );
+            }
+        }
     }
 
     #[test]
