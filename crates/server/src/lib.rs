@@ -1,1 +1,37 @@
 //! redline-server: a Redis-compatible server that uses every core.
+//!
+//! Same protocol (RESP2, RESP3, inline), same commands and the same replies as Redis 7.0,
+//! served by a tokio multi-thread runtime where each connection task executes its own
+//! commands against a keyspace sharded by hash slot under short locks.
+//!
+//! - [`config`]: redis.conf-style configuration and `CONFIG GET/SET`.
+//! - [`net`]: listener and the per-connection read → execute → write loop.
+//! - [`cmd`]: command dispatch through the shared command table, one file per family.
+//! - [`store`]: databases, shards, values, expiry.
+//!
+//! Embedding (what `redline bench` does):
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use redline_server::{Config, Server};
+//!
+//! let server = Server::bind(Config { port: 0, ..Config::default() }).await?;
+//! let address = server.local_addr();
+//! let stop = server.shutdown_handle();
+//! tokio::spawn(server.run());
+//! // ... talk to `address` ...
+//! stop.shutdown();
+//! # Ok(()) }
+//! ```
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod cmd;
+pub mod config;
+pub mod log;
+pub mod net;
+mod server;
+pub mod shared;
+pub mod store;
+
+pub use config::{Config, ConfigError};
+pub use server::{Server, ShutdownHandle};

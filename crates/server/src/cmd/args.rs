@@ -1,0 +1,28 @@
+//! Reading arguments the way Redis does: strict integers (`string2ll`: no `+`, no
+//! leading zeros, no spaces), floats like `strtod`, case-insensitive option names.
+
+use super::float::parse_f64;
+use super::reply::{CmdError, NOT_FLOAT, NOT_INTEGER};
+use crate::store::canonical_int;
+
+/// A strict 64-bit integer, else "value is not an integer or out of range".
+#[inline]
+pub fn int(arg: &[u8]) -> Result<i64, CmdError> {
+    canonical_int(arg).ok_or(NOT_INTEGER)
+}
+
+/// A float, else "value is not a valid float".
+pub fn float(arg: &[u8]) -> Result<f64, CmdError> {
+    parse_f64(arg).ok_or(NOT_FLOAT)
+}
+
+/// Whether `arg` spells `word`, ignoring ASCII case.
+#[inline]
+pub fn is(arg: &[u8], word: &str) -> bool {
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+/// The argument as (lossy) text, for error messages.
+pub fn text(arg: &[u8]) -> String {
+    String::from_utf8_lossy(arg).into_owned()
+}

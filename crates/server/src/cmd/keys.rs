@@ -1,0 +1,452 @@
+//! Keyspace commands (Redis's `db.c` and `expire.c`): DEL UNLINK EXISTS TOUCH TYPE KEYS
+//! SCAN RANDOMKEY RENAME RENAMENX EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME
+//! PEXPIRETIME PERSIST.
+
+use bytes::Bytes;
+use redline_resp::encode;
+
+use super::args::{int, is};
+use super::reply::{ok, CmdError, CmdResult, NO_SUCH_KEY, SYNTAX};
+use super::{Ctx, Handler};
+use crate::store::{now_ms, Entry};
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("del", del),
+    ("unlink", del),
+    ("exists", exists),
+    ("touch", exists),
+    ("type", type_of),
+    ("keys", keys),
+    ("scan", scan),
+    ("randomkey", randomkey),
+    ("rename", rename),
+    ("renamenx", renamenx),
+    ("expire", expire),
+    ("pexpire", pexpire),
+    ("expireat", expireat),
+    ("pexpireat", pexpireat),
+    ("ttl", ttl),
+    ("pttl", pttl),
+    ("expiretime", expiretime),
+    ("pexpiretime", pexpiretime),
+    ("persist", persist),
+];
+
+/// Redis's glob (`stringmatchlen`): `*`, `?`, `[abc]`, `[^a]`, `[a-z]`, `\` escapes.
+pub fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
+    let eq = |a: u8, b: u8| {
+        if nocase {
+            a.eq_ignore_ascii_case(&b)
+        } else {
+            a == b
+        }
+    };
+    let (mut p, mut s) = (0, 0);
+    // Backtracking point for the last `*`: (pattern index after it, string index).
+    let mut star: Option<(usize, usize)> = None;
+    while s < string.len() {
+        let mut matched = false;
+        let mut next_p = p;
+        if p < pattern.len() {
+            match pattern[p] {
+                b'*' => {
+                    while p < pattern.len() && pattern[p] == b'*' {
+                        p += 1;
+                    }
+                    if p == pattern.len() {
+                        return true;
+                    }
+                    star = Some((p, s));
+                    continue;
+                }
+                b'?' => {
+                    matched = true;
+                    next_p = p + 1;
+                }
+                b'[' => {
+                    let mut i = p + 1;
+                    let not = i < pattern.len() && pattern[i] == b'^';
+                    if not {
+                        i += 1;
+                    }
+                    let mut hit = false;
+                    loop {
+                        if i >= pattern.len() {
+                            // Unterminated class: Redis treats the end as the close.
+                            i = pattern.len() - 1;
+                            break;
+                        }
+                        if pattern[i] == b'\\' && i + 2 < pattern.len() {
+                            i += 1;
+                            hit |= eq(pattern[i], string[s]);
+                        } else if pattern[i] == b']' {
+                            break;
+                        } else if i + 2 < pattern.len() && pattern[i + 1] == b'-' {
+                            let (mut lo, mut hi) = (pattern[i], pattern[i + 2]);
+                            if lo > hi {
+                                std::mem::swap(&mut lo, &mut hi);
+                            }
+                            let c = string[s];
+                            hit |= if nocase {
+                                let c = c.to_ascii_lowercase();
+                                c >= lo.to_ascii_lowercase() && c <= hi.to_ascii_lowercase()
+                            } else {
+                                c >= lo && c <= hi
+                            };
+                            i += 2;
+                        } else {
+                            hit |= eq(pattern[i], string[s]);
+                        }
+                        i += 1;
+                    }
+                    matched = hit != not;
+                    next_p = i + 1;
+                }
+                b'\\' if p + 1 < pattern.len() => {
+                    matched = eq(pattern[p + 1], string[s]);
+                    next_p = p + 2;
+                }
+                c => {
+                    matched = eq(c, string[s]);
+                    next_p = p + 1;
+                }
+            }
+        }
+        if matched {
+            p = next_p;
+            s += 1;
+        } else if let Some((star_p, star_s)) = star {
+            p = star_p;
+            s = star_s + 1;
+            star = Some((star_p, star_s + 1));
+        } else {
+            return false;
+        }
+    }
+    pattern[p..].iter().all(|&c| c == b'*')
+}
+
+fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let keys = &args[1..];
+    let mut locked = ctx.db().lock_keys(keys.iter().map(|k| &k[..]));
+    let removed = keys
+        .iter()
+        .filter(|k| locked.shard(k).remove(k).is_some())
+        .count();
+    encode::write_integer(ctx.out, removed as i64);
+    Ok(())
+}
+
+/// EXISTS and TOUCH: how many of the keys exist (repeats count again).
+fn exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let keys = &args[1..];
+    let mut locked = ctx.db().lock_keys(keys.iter().map(|k| &k[..]));
+    let found = keys.iter().filter(|k| locked.shard(k).contains(k)).count();
+    encode::write_integer(ctx.out, found as i64);
+    Ok(())
+}
+
+fn type_of(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let name = shard.get(key).map_or("none", |e| e.value.type_name());
+    encode::write_simple(ctx.out, name.as_bytes());
+    Ok(())
+}
+
+fn keys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let pattern = &args[1];
+    let all = pattern.iter().all(|&c| c == b'*');
+    let db = ctx.db();
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    for i in 0..db.shard_count() {
+        db.lock_index(i).for_each_live(|key, _| {
+            if all || glob_match(pattern, key, false) {
+                found.push(key.to_vec());
+            }
+        });
+    }
+    encode::write_array_len(ctx.out, found.len());
+    for key in found {
+        encode::write_bulk(ctx.out, &key);
+    }
+    Ok(())
+}
+
+/// SCAN's cursor: `shard + shards * position`, where position 0 starts the shard from
+/// its end and position p resumes below index p (see `Shard::scan`).
+fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let cursor: u64 = std::str::from_utf8(&args[1])
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .ok_or(CmdError::Static("ERR invalid cursor"))?;
+    let mut count = 10usize;
+    let mut pattern: Option<&[u8]> = None;
+    let mut type_filter: Option<&[u8]> = None;
+    let mut j = 2;
+    while j < args.len() {
+        let has_next = j + 1 < args.len();
+        if is(&args[j], "count") && has_next {
+            let n = int(&args[j + 1])?;
+            if n < 1 {
+                return Err(SYNTAX);
+            }
+            count = n as usize;
+        } else if is(&args[j], "match") && has_next {
+            pattern = Some(&args[j + 1]);
+        } else if is(&args[j], "type") && has_next {
+            type_filter = Some(&args[j + 1]);
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 2;
+    }
+    let db = ctx.db();
+    let shards = db.shard_count() as u64;
+    let mut shard = (cursor % shards) as usize;
+    let mut position = cursor / shards;
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    let mut budget = count;
+    let next_cursor = loop {
+        let mut visited = 0;
+        let keep = |key: &[u8], entry: &Entry| {
+            pattern.is_none_or(|p| glob_match(p, key, false))
+                && type_filter
+                    .is_none_or(|t| t.eq_ignore_ascii_case(entry.value.type_name().as_bytes()))
+        };
+        let start = (position > 0).then_some(position as usize);
+        let next = db.lock_index(shard).scan(start, budget, |key, entry| {
+            visited += 1;
+            if keep(key, entry) {
+                found.push(key.to_vec());
+            }
+        });
+        budget = budget.saturating_sub(visited.max(1));
+        if next > 0 {
+            position = next as u64;
+            if budget == 0 {
+                break shard as u64 + shards * position;
+            }
+            continue;
+        }
+        shard += 1;
+        position = 0;
+        if shard as u64 >= shards {
+            break 0;
+        }
+        if budget == 0 {
+            break shard as u64;
+        }
+    };
+    encode::write_array_len(ctx.out, 2);
+    encode::write_bulk(ctx.out, next_cursor.to_string().as_bytes());
+    encode::write_array_len(ctx.out, found.len());
+    for key in found {
+        encode::write_bulk(ctx.out, &key);
+    }
+    Ok(())
+}
+
+fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let db = ctx.db();
+    let shards = db.shard_count();
+    let start = fastrand::usize(..shards);
+    for i in 0..shards {
+        if let Some(key) = db.lock_index(start + i).random_key() {
+            encode::write_bulk(ctx.out, &key);
+            return Ok(());
+        }
+    }
+    encode::write_null_bulk(ctx.out, ctx.client.protocol);
+    Ok(())
+}
+
+/// RENAME and RENAMENX; returns whether the rename happened.
+fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<bool, CmdError> {
+    let (from, to) = (&args[1][..], &args[2][..]);
+    let mut locked = ctx.db().lock_keys([from, to]);
+    if !locked.shard(from).contains(from) {
+        return Err(NO_SUCH_KEY);
+    }
+    if from == to {
+        return Ok(!nx);
+    }
+    if nx && locked.shard(to).contains(to) {
+        return Ok(false);
+    }
+    if let Some(entry) = locked.shard(from).remove(from) {
+        locked.shard(to).insert(to, entry.value, entry.expires_at);
+    }
+    Ok(true)
+}
+
+fn rename(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    rename_generic(ctx, args, false)?;
+    ok(ctx.out);
+    Ok(())
+}
+
+fn renamenx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let done = rename_generic(ctx, args, true)?;
+    encode::write_integer(ctx.out, i64::from(done));
+    Ok(())
+}
+
+/// The EXPIRE family, as Redis's `expireGenericCommand`.
+fn expire_generic(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    seconds: bool,
+    relative: bool,
+    name: &str,
+) -> CmdResult {
+    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+    for option in &args[3..] {
+        if is(option, "nx") {
+            nx = true;
+        } else if is(option, "xx") {
+            xx = true;
+        } else if is(option, "gt") {
+            gt = true;
+        } else if is(option, "lt") {
+            lt = true;
+        } else {
+            return Err(CmdError::Owned(format!(
+                "ERR Unsupported option {}",
+                super::reply::clip(option, 128)
+            )));
+        }
+    }
+    if nx && (xx || gt || lt) {
+        return Err(CmdError::Static(
+            "ERR NX and XX, GT or LT options at the same time are not compatible",
+        ));
+    }
+    if gt && lt {
+        return Err(CmdError::Static(
+            "ERR GT and LT options at the same time are not compatible",
+        ));
+    }
+    let invalid = || CmdError::Owned(format!("ERR invalid expire time in '{name}' command"));
+    let mut when = int(&args[2])?;
+    if seconds {
+        when = when.checked_mul(1000).ok_or_else(invalid)?;
+    }
+    let now = now_ms() as i64;
+    if relative {
+        when = when.checked_add(now).ok_or_else(invalid)?;
+    }
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let Some(entry) = shard.get(key) else {
+        encode::write_integer(ctx.out, 0);
+        return Ok(());
+    };
+    let current = (entry.expires_at != 0).then_some(entry.expires_at as i64);
+    let refused = (nx && current.is_some())
+        || (xx && current.is_none())
+        || (gt && current.is_none_or(|c| when <= c))
+        || (lt && current.is_some_and(|c| when >= c));
+    if refused {
+        encode::write_integer(ctx.out, 0);
+        return Ok(());
+    }
+    if when <= now {
+        shard.remove(key);
+    } else {
+        shard.set_expires(key, when as u64);
+    }
+    encode::write_integer(ctx.out, 1);
+    Ok(())
+}
+
+fn expire(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    expire_generic(ctx, args, true, true, "expire")
+}
+
+fn pexpire(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    expire_generic(ctx, args, false, true, "pexpire")
+}
+
+fn expireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    expire_generic(ctx, args, true, false, "expireat")
+}
+
+fn pexpireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    expire_generic(ctx, args, false, false, "pexpireat")
+}
+
+/// TTL, PTTL, EXPIRETIME, PEXPIRETIME: -2 missing, -1 no TTL.
+fn ttl_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ms: bool, absolute: bool) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let reply = match shard.get(key) {
+        None => -2,
+        Some(entry) if entry.expires_at == 0 => -1,
+        Some(entry) => {
+            let at = entry.expires_at as i64;
+            let ttl = if absolute {
+                at
+            } else {
+                (at - now_ms() as i64).max(0)
+            };
+            if ms {
+                ttl
+            } else {
+                (ttl + 500) / 1000
+            }
+        }
+    };
+    encode::write_integer(ctx.out, reply);
+    Ok(())
+}
+
+fn ttl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    ttl_generic(ctx, args, false, false)
+}
+
+fn pttl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    ttl_generic(ctx, args, true, false)
+}
+
+fn expiretime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    ttl_generic(ctx, args, false, true)
+}
+
+fn pexpiretime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    ttl_generic(ctx, args, true, true)
+}
+
+fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let had = shard.get(key).is_some_and(|e| e.expires_at != 0);
+    if had {
+        shard.set_expires(key, 0);
+    }
+    encode::write_integer(ctx.out, i64::from(had));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob_match;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match(b"*", b"anything", false));
+        assert!(glob_match(b"h?llo", b"hello", false));
+        assert!(glob_match(b"h*llo", b"heeeello", false));
+        assert!(glob_match(b"h[ae]llo", b"hallo", false));
+        assert!(!glob_match(b"h[^e]llo", b"hello", false));
+        assert!(glob_match(b"h[a-b]llo", b"hbllo", false));
+        assert!(glob_match(b"a\\*b", b"a*b", false));
+        assert!(!glob_match(b"a\\*b", b"axb", false));
+        assert!(glob_match(b"*max*", b"maxclients", true));
+        assert!(glob_match(b"HZ", b"hz", true));
+        assert!(!glob_match(b"abc", b"ab", false));
+        assert!(glob_match(b"ab*", b"ab", false));
+        assert!(!glob_match(b"", b"a", false));
+    }
+}

@@ -1,0 +1,6 @@
+//! lists commands.
+
+use super::Handler;
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[];

@@ -1,0 +1,138 @@
+//! Errors commands answer with, in Redis 7.0's exact words, and small reply helpers.
+//!
+//! A handler returns `Err` only before it has written anything, so the dispatcher can
+//! write the error as the whole reply.
+
+use bytes::BytesMut;
+use redline_resp::{encode, Protocol};
+
+/// An error reply (the text after `-`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CmdError {
+    /// A fixed message.
+    Static(&'static str),
+    /// A message with details.
+    Owned(String),
+}
+
+/// What a handler returns.
+pub type CmdResult = Result<(), CmdError>;
+
+impl CmdError {
+    /// The error line without the leading `-`.
+    pub fn text(&self) -> &str {
+        match self {
+            CmdError::Static(s) => s,
+            CmdError::Owned(s) => s,
+        }
+    }
+}
+
+/// `WRONGTYPE`.
+pub const WRONG_TYPE: CmdError =
+    CmdError::Static("WRONGTYPE Operation against a key holding the wrong kind of value");
+/// An argument that should be an integer.
+pub const NOT_INTEGER: CmdError = CmdError::Static("ERR value is not an integer or out of range");
+/// An argument that should be a float.
+pub const NOT_FLOAT: CmdError = CmdError::Static("ERR value is not a valid float");
+/// Unknown or misplaced options.
+pub const SYNTAX: CmdError = CmdError::Static("ERR syntax error");
+/// INCR family overflow.
+pub const OVERFLOW: CmdError = CmdError::Static("ERR increment or decrement would overflow");
+/// SELECT / MOVE / SWAPDB index.
+pub const DB_INDEX: CmdError = CmdError::Static("ERR DB index is out of range");
+/// RENAME of a missing key and the like.
+pub const NO_SUCH_KEY: CmdError = CmdError::Static("ERR no such key");
+/// Index errors (LSET, LINDEX...).
+pub const INDEX_OUT_OF_RANGE: CmdError = CmdError::Static("ERR index out of range");
+/// Strings that would exceed proto-max-bulk-len.
+pub const STRING_TOO_LONG: CmdError =
+    CmdError::Static("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+/// Commands refused before AUTH.
+pub const NOAUTH: CmdError = CmdError::Static("NOAUTH Authentication required.");
+/// A wrong password.
+pub const WRONGPASS: CmdError =
+    CmdError::Static("WRONGPASS invalid username-password pair or user is disabled.");
+/// A negative count where only positive ones make sense.
+pub const MUST_BE_POSITIVE: CmdError =
+    CmdError::Static("ERR value is out of range, must be positive");
+
+/// `ERR wrong number of arguments for '<name>' command`.
+pub fn wrong_arity(name: &str) -> CmdError {
+    CmdError::Owned(format!(
+        "ERR wrong number of arguments for '{name}' command"
+    ))
+}
+
+/// `ERR unknown subcommand '<sub>'. Try <PARENT> HELP.`
+pub fn unknown_subcommand(parent: &str, sub: &[u8]) -> CmdError {
+    CmdError::Owned(format!(
+        "ERR unknown subcommand '{}'. Try {} HELP.",
+        clip(sub, 128),
+        parent.to_ascii_uppercase()
+    ))
+}
+
+/// `ERR unknown command '<name>', with args beginning with: '<a>' '<b>' ` as Redis
+/// builds it: each argument quoted and followed by a space, while the list is under 128
+/// characters, the last one clipped to fit.
+pub fn unknown_command<A: AsRef<[u8]>>(args: &[A]) -> CmdError {
+    let name = args.first().map_or(&b""[..], |a| a.as_ref());
+    let mut list = String::new();
+    for arg in args.iter().skip(1) {
+        if list.len() >= 128 {
+            break;
+        }
+        let room = 128 - list.len();
+        list.push('\'');
+        list.push_str(&clip(arg.as_ref(), room));
+        list.push_str("' ");
+    }
+    CmdError::Owned(format!(
+        "ERR unknown command '{}', with args beginning with: {}",
+        clip(name, 128),
+        list
+    ))
+}
+
+/// At most `max` bytes of `bytes` as text, with CR and LF made spaces (an error line may
+/// not contain them; Redis does the same).
+pub fn clip(bytes: &[u8], max: usize) -> String {
+    let cut = &bytes[..bytes.len().min(max)];
+    String::from_utf8_lossy(cut)
+        .chars()
+        .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
+        .collect()
+}
+
+/// `+OK`.
+#[inline]
+pub fn ok(out: &mut BytesMut) {
+    out.extend_from_slice(b"+OK\r\n");
+}
+
+/// Writes a double as Redis 7.0 does (`%.17g`): a bulk in RESP2, a double in RESP3.
+pub fn double(out: &mut BytesMut, proto: Protocol, value: f64) {
+    let text = super::float::fmt_g17(value);
+    encode::write_double_text_reply(out, proto, text.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_command_text() {
+        let long = "x".repeat(140);
+        let e = unknown_command(&["foo", "a", "b\nc", long.as_str()]);
+        let expected = format!(
+            "ERR unknown command 'foo', with args beginning with: 'a' 'b c' '{}' ",
+            "x".repeat(118)
+        );
+        assert_eq!(e.text(), expected);
+        assert_eq!(
+            unknown_command(&["foo"]).text(),
+            "ERR unknown command 'foo', with args beginning with: "
+        );
+    }
+}

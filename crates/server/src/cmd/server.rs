@@ -1,0 +1,706 @@
+//! Connection and server commands: PING ECHO SELECT SWAPDB QUIT RESET HELLO AUTH DBSIZE
+//! FLUSHDB FLUSHALL COMMAND INFO TIME CLIENT CONFIG SHUTDOWN.
+
+use std::sync::atomic::Ordering;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::{BufMut, Bytes};
+use redline_resp::command::{self, BeginSearch, CommandSpec, FindKeys, KeysError};
+use redline_resp::{encode, Protocol};
+
+use super::args::{int, is};
+use super::reply::{self, ok, CmdError, CmdResult, DB_INDEX, NOT_INTEGER, SYNTAX, WRONGPASS};
+use super::{Ctx, Handler};
+use crate::config::SetError;
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("ping", ping),
+    ("echo", echo),
+    ("select", select),
+    ("swapdb", swapdb),
+    ("quit", quit),
+    ("reset", reset),
+    ("hello", hello),
+    ("auth", auth),
+    ("dbsize", dbsize),
+    ("flushdb", flushdb),
+    ("flushall", flushall),
+    ("time", time),
+    ("info", info),
+    ("shutdown", shutdown),
+    ("command", command_all),
+    ("command|count", command_count),
+    ("command|list", command_list),
+    ("command|info", command_info),
+    ("command|docs", command_docs),
+    ("command|getkeys", command_getkeys),
+    ("client|id", client_id),
+    ("client|setname", client_setname),
+    ("client|getname", client_getname),
+    ("client|kill", client_kill),
+    ("config|get", config_get),
+    ("config|set", config_set),
+    ("config|resetstat", config_resetstat),
+];
+
+/// The version clients see: the Redis whose behaviour we reproduce.
+pub const REDIS_VERSION: &str = "7.0.15";
+
+fn ping(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    match args.len() {
+        1 => ctx.out.put_slice(b"+PONG\r\n"),
+        2 => encode::write_bulk(ctx.out, &args[1]),
+        _ => return Err(reply::wrong_arity("ping")),
+    }
+    Ok(())
+}
+
+fn echo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    encode::write_bulk(ctx.out, &args[1]);
+    Ok(())
+}
+
+fn db_index(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, CmdError> {
+    let n = int(arg)?;
+    if n < 0 || n as usize >= ctx.shared.store.db_count() {
+        return Err(DB_INDEX);
+    }
+    Ok(n as usize)
+}
+
+fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    // Redis parses SELECT's index as an int (not long long): out of int range is NOT_INTEGER.
+    let n = int(&args[1])?;
+    if i32::try_from(n).is_err() {
+        return Err(NOT_INTEGER);
+    }
+    ctx.client.db = db_index(ctx, &args[1])?;
+    ok(ctx.out);
+    Ok(())
+}
+
+fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let parse = |ctx: &Ctx<'_>, arg: &[u8]| -> Result<usize, CmdError> {
+        let n = int(arg).map_err(|_| CmdError::Static("ERR invalid first DB index"))?;
+        if n < 0 || n as usize >= ctx.shared.store.db_count() {
+            return Err(DB_INDEX);
+        }
+        Ok(n as usize)
+    };
+    let a = parse(ctx, &args[1])?;
+    let b = parse(ctx, &args[2]).map_err(|e| match e {
+        CmdError::Static("ERR invalid first DB index") => {
+            CmdError::Static("ERR invalid second DB index")
+        }
+        other => other,
+    })?;
+    ctx.shared.store.swap_dbs(a, b);
+    ok(ctx.out);
+    Ok(())
+}
+
+fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    ok(ctx.out);
+    ctx.client.close_after_reply = true;
+    Ok(())
+}
+
+fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    ctx.client.db = 0;
+    ctx.client.protocol = Protocol::Resp2;
+    ctx.client.name = None;
+    ctx.client.authenticated = ctx.shared.config.read().requirepass.is_empty();
+    ctx.out.put_slice(b"+RESET\r\n");
+    Ok(())
+}
+
+/// Checks a password for the default user (the only user until ACLs land).
+fn password_ok(ctx: &Ctx<'_>, user: &[u8], password: &[u8]) -> bool {
+    let config = ctx.shared.config.read();
+    user == b"default" && (config.requirepass.is_empty() || config.requirepass == password)
+}
+
+fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (user, password) = match args.len() {
+        2 => {
+            if ctx.shared.config.read().requirepass.is_empty() {
+                return Err(CmdError::Static("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"));
+            }
+            (&b"default"[..], &args[1][..])
+        }
+        3 => (&args[1][..], &args[2][..]),
+        _ => return Err(SYNTAX),
+    };
+    if !password_ok(ctx, user, password) {
+        return Err(WRONGPASS);
+    }
+    ctx.client.authenticated = true;
+    ok(ctx.out);
+    Ok(())
+}
+
+fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut protocol = ctx.client.protocol;
+    let mut i = 1;
+    if let Some(version) = args.get(1) {
+        let v = int(version).map_err(|_| {
+            CmdError::Static("ERR Protocol version is not an integer or out of range")
+        })?;
+        protocol = match v {
+            2 => Protocol::Resp2,
+            3 => Protocol::Resp3,
+            _ => return Err(CmdError::Static("NOPROTO unsupported protocol version")),
+        };
+        i = 2;
+    }
+    let mut credentials = None;
+    let mut name = None;
+    while i < args.len() {
+        let more = args.len() - i - 1;
+        if is(&args[i], "auth") && more >= 2 {
+            credentials = Some((args[i + 1].clone(), args[i + 2].clone()));
+            i += 3;
+        } else if is(&args[i], "setname") && more >= 1 {
+            name = Some(args[i + 1].clone());
+            i += 2;
+        } else {
+            return Err(CmdError::Owned(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                reply::clip(&args[i], 128)
+            )));
+        }
+    }
+    if let Some((user, password)) = &credentials {
+        if !password_ok(ctx, user, password) {
+            return Err(WRONGPASS);
+        }
+        ctx.client.authenticated = true;
+    }
+    if !ctx.client.authenticated {
+        return Err(CmdError::Static(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+        ));
+    }
+    if let Some(name) = name {
+        validate_client_name(&name)?;
+        ctx.client.name = (!name.is_empty()).then(|| name.to_vec());
+    }
+    ctx.client.protocol = protocol;
+    let out = &mut *ctx.out;
+    encode::write_map_len(out, protocol, 7);
+    encode::write_bulk(out, b"server");
+    encode::write_bulk(out, b"redis");
+    encode::write_bulk(out, b"version");
+    encode::write_bulk(out, REDIS_VERSION.as_bytes());
+    encode::write_bulk(out, b"proto");
+    encode::write_integer(out, if protocol == Protocol::Resp3 { 3 } else { 2 });
+    encode::write_bulk(out, b"id");
+    encode::write_integer(out, ctx.client.id as i64);
+    encode::write_bulk(out, b"mode");
+    encode::write_bulk(out, b"standalone");
+    encode::write_bulk(out, b"role");
+    encode::write_bulk(out, b"master");
+    encode::write_bulk(out, b"modules");
+    encode::write_array_len(out, 0);
+    Ok(())
+}
+
+fn dbsize(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    encode::write_integer(ctx.out, ctx.db().len() as i64);
+    Ok(())
+}
+
+fn flush_mode(args: &[Bytes]) -> CmdResult {
+    match args.get(1) {
+        None => Ok(()),
+        Some(a) if args.len() == 2 && (is(a, "async") || is(a, "sync")) => Ok(()),
+        Some(_) => Err(SYNTAX),
+    }
+}
+
+fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    flush_mode(args)?;
+    ctx.db().clear();
+    ok(ctx.out);
+    Ok(())
+}
+
+fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    flush_mode(args)?;
+    for db in ctx.shared.store.dbs() {
+        db.clear();
+    }
+    ok(ctx.out);
+    Ok(())
+}
+
+fn time(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    encode::write_array_len(ctx.out, 2);
+    encode::write_bulk(ctx.out, now.as_secs().to_string().as_bytes());
+    encode::write_bulk(ctx.out, now.subsec_micros().to_string().as_bytes());
+    Ok(())
+}
+
+fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    for arg in &args[1..] {
+        if !["nosave", "save", "now", "force", "abort"]
+            .iter()
+            .any(|w| is(arg, w))
+        {
+            return Err(SYNTAX);
+        }
+        if is(arg, "abort") {
+            return Err(CmdError::Static("ERR No shutdown in progress."));
+        }
+    }
+    tracing::warn!("User requested shutdown...");
+    ctx.shared.request_shutdown();
+    // Like Redis: no reply, the connection just closes.
+    ctx.client.close_after_reply = true;
+    Ok(())
+}
+
+fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let shared = ctx.shared;
+    let wanted: Vec<String> = args[1..]
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+        .collect();
+    let all = wanted.is_empty()
+        || wanted
+            .iter()
+            .any(|w| w == "all" || w == "everything" || w == "default");
+    let want = |section: &str| all || wanted.iter().any(|w| w == section);
+    let mut text = String::new();
+    use std::fmt::Write as _;
+    if want("server") {
+        let uptime = shared.started.elapsed().as_secs();
+        let config = shared.config.read();
+        let _ = write!(
+            text,
+            "# Server\r\nredis_version:{REDIS_VERSION}\r\nredline_version:{}\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nio_threads_active:{}\r\n\r\n",
+            env!("CARGO_PKG_VERSION"),
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+            std::process::id(),
+            shared.run_id,
+            shared.port,
+            SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_micros(),
+            uptime / 86400,
+            config.hz,
+            config.hz,
+            config.effective_workers(),
+        );
+    }
+    if want("clients") {
+        let _ = write!(
+            text,
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n\r\n",
+            shared.clients.len(),
+            shared.config.read().maxclients
+        );
+    }
+    if want("memory") {
+        let _ = write!(
+            text,
+            "# Memory\r\nused_memory:{}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n\r\n",
+            approximate_memory(ctx)
+        );
+    }
+    if want("stats") {
+        let expiry = shared.store.expiry_stats();
+        let _ = write!(
+            text,
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpire_sampled_keys:{}\r\n\r\n",
+            shared.stats.connections_received.load(Ordering::Relaxed),
+            shared.stats.commands_processed.load(Ordering::Relaxed)
+                + ctx.client.commands_since_flush,
+            shared.stats.rejected_connections.load(Ordering::Relaxed),
+            expiry.expired,
+            expiry.sampled,
+        );
+    }
+    if want("keyspace") {
+        text.push_str("# Keyspace\r\n");
+        for (i, db) in shared.store.dbs().iter().enumerate() {
+            let keys = db.len();
+            if keys > 0 {
+                let _ = write!(
+                    text,
+                    "db{i}:keys={keys},expires={},avg_ttl=0\r\n",
+                    db.ttl_len()
+                );
+            }
+        }
+        text.push_str("\r\n");
+    }
+    // Redis ends the last section without the blank line.
+    let body = text.strip_suffix("\r\n").unwrap_or(&text);
+    match ctx.client.protocol {
+        Protocol::Resp2 => encode::write_bulk(ctx.out, body.as_bytes()),
+        Protocol::Resp3 => {
+            encode::write_len(ctx.out, b'=', body.len() + 4);
+            ctx.out.put_slice(b"txt:");
+            ctx.out.put_slice(body.as_bytes());
+            ctx.out.put_slice(b"\r\n");
+        }
+    }
+    Ok(())
+}
+
+fn approximate_memory(ctx: &Ctx<'_>) -> usize {
+    ctx.shared
+        .store
+        .dbs()
+        .iter()
+        .map(|db| {
+            (0..db.shard_count())
+                .map(|i| db.lock_index(i).keys_heap_size())
+                .sum::<usize>()
+        })
+        .sum()
+}
+
+// ---- COMMAND ----
+
+fn command_all(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    encode::write_array_len(ctx.out, command::COMMANDS.len());
+    for spec in command::COMMANDS {
+        write_command_info(ctx.out, ctx.client.protocol, spec);
+    }
+    Ok(())
+}
+
+fn command_count(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    encode::write_integer(ctx.out, command::COMMANDS.len() as i64);
+    Ok(())
+}
+
+fn command_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() != 2 {
+        // FILTERBY is not implemented yet.
+        return Err(SYNTAX);
+    }
+    let names: Vec<&str> = command::all().map(|c| c.name).collect();
+    encode::write_array_len(ctx.out, names.len());
+    for name in names {
+        encode::write_bulk(ctx.out, name.as_bytes());
+    }
+    Ok(())
+}
+
+fn command_info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() == 2 {
+        return command_all(ctx, args);
+    }
+    encode::write_array_len(ctx.out, args.len() - 2);
+    for name in &args[2..] {
+        match find_command(name) {
+            Some(spec) => write_command_info(ctx.out, ctx.client.protocol, spec),
+            None => encode::write_null_array(ctx.out, ctx.client.protocol),
+        }
+    }
+    Ok(())
+}
+
+/// A command by name, subcommands as `parent|sub`.
+fn find_command(name: &[u8]) -> Option<&'static CommandSpec> {
+    match name.iter().position(|&c| c == b'|') {
+        Some(bar) => command::lookup_subcommand(command::lookup(&name[..bar])?, &name[bar + 1..]),
+        None => command::lookup(name),
+    }
+}
+
+fn write_status_set<'a>(
+    out: &mut bytes::BytesMut,
+    proto: Protocol,
+    items: impl Iterator<Item = &'a str>,
+    prefix: &str,
+) {
+    let items: Vec<&str> = items.collect();
+    encode::write_set_len(out, proto, items.len());
+    for item in items {
+        let mut line = String::with_capacity(prefix.len() + item.len());
+        line.push_str(prefix);
+        line.push_str(item);
+        encode::write_simple(out, line.as_bytes());
+    }
+}
+
+fn write_command_info(out: &mut bytes::BytesMut, proto: Protocol, spec: &CommandSpec) {
+    encode::write_array_len(out, 10);
+    encode::write_bulk(out, spec.name.as_bytes());
+    encode::write_integer(out, i64::from(spec.arity));
+    write_status_set(out, proto, spec.flags.names(), "");
+    encode::write_integer(out, i64::from(spec.first_key));
+    encode::write_integer(out, i64::from(spec.last_key));
+    encode::write_integer(out, i64::from(spec.key_step));
+    write_status_set(out, proto, spec.acl_categories.names(), "@");
+    write_status_set(out, proto, spec.tips.iter().copied(), "");
+    encode::write_array_len(out, spec.key_specs.len());
+    for key_spec in spec.key_specs {
+        let has_notes = !key_spec.notes.is_empty();
+        encode::write_map_len(out, proto, 3 + usize::from(has_notes));
+        if has_notes {
+            encode::write_bulk(out, b"notes");
+            encode::write_bulk(out, key_spec.notes.as_bytes());
+        }
+        encode::write_bulk(out, b"flags");
+        write_status_set(out, proto, key_spec.flags.names(), "");
+        encode::write_bulk(out, b"begin_search");
+        encode::write_map_len(out, proto, 2);
+        encode::write_bulk(out, b"type");
+        match key_spec.begin_search {
+            BeginSearch::Index(index) => {
+                encode::write_bulk(out, b"index");
+                encode::write_bulk(out, b"spec");
+                encode::write_map_len(out, proto, 1);
+                encode::write_bulk(out, b"index");
+                encode::write_integer(out, i64::from(index));
+            }
+            BeginSearch::Keyword {
+                keyword,
+                start_from,
+            } => {
+                encode::write_bulk(out, b"keyword");
+                encode::write_bulk(out, b"spec");
+                encode::write_map_len(out, proto, 2);
+                encode::write_bulk(out, b"keyword");
+                encode::write_bulk(out, keyword.as_bytes());
+                encode::write_bulk(out, b"startfrom");
+                encode::write_integer(out, i64::from(start_from));
+            }
+            BeginSearch::Unknown => {
+                encode::write_bulk(out, b"unknown");
+                encode::write_bulk(out, b"spec");
+                encode::write_map_len(out, proto, 0);
+            }
+        }
+        encode::write_bulk(out, b"find_keys");
+        encode::write_map_len(out, proto, 2);
+        encode::write_bulk(out, b"type");
+        match key_spec.find_keys {
+            FindKeys::Range {
+                last_key,
+                key_step,
+                limit,
+            } => {
+                encode::write_bulk(out, b"range");
+                encode::write_bulk(out, b"spec");
+                encode::write_map_len(out, proto, 3);
+                encode::write_bulk(out, b"lastkey");
+                encode::write_integer(out, i64::from(last_key));
+                encode::write_bulk(out, b"keystep");
+                encode::write_integer(out, i64::from(key_step));
+                encode::write_bulk(out, b"limit");
+                encode::write_integer(out, i64::from(limit));
+            }
+            FindKeys::Keynum {
+                keynum_index,
+                first_key,
+                key_step,
+            } => {
+                encode::write_bulk(out, b"keynum");
+                encode::write_bulk(out, b"spec");
+                encode::write_map_len(out, proto, 3);
+                encode::write_bulk(out, b"keynumidx");
+                encode::write_integer(out, i64::from(keynum_index));
+                encode::write_bulk(out, b"firstkey");
+                encode::write_integer(out, i64::from(first_key));
+                encode::write_bulk(out, b"keystep");
+                encode::write_integer(out, i64::from(key_step));
+            }
+            FindKeys::Unknown => {
+                encode::write_bulk(out, b"unknown");
+                encode::write_bulk(out, b"spec");
+                encode::write_map_len(out, proto, 0);
+            }
+        }
+    }
+    encode::write_array_len(out, spec.subcommands.len());
+    for sub in spec.subcommands {
+        write_command_info(out, proto, sub);
+    }
+}
+
+fn command_docs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let specs: Vec<&'static CommandSpec> = if args.len() == 2 {
+        command::COMMANDS.iter().collect()
+    } else {
+        args[2..].iter().filter_map(|n| find_command(n)).collect()
+    };
+    let proto = ctx.client.protocol;
+    encode::write_map_len(ctx.out, proto, specs.len());
+    for spec in specs {
+        encode::write_bulk(ctx.out, spec.name.as_bytes());
+        encode::write_map_len(ctx.out, proto, 4);
+        for (field, value) in [
+            ("summary", spec.docs.summary),
+            ("since", spec.docs.since),
+            ("group", spec.docs.group),
+            ("complexity", spec.docs.complexity),
+        ] {
+            encode::write_bulk(ctx.out, field.as_bytes());
+            encode::write_bulk(ctx.out, value.as_bytes());
+        }
+    }
+    Ok(())
+}
+
+fn command_getkeys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let command_args = &args[2..];
+    let keys = command::getkeys(command_args).map_err(|e| {
+        CmdError::Owned(match e {
+            KeysError::UnknownCommand => "ERR Invalid command specified".to_string(),
+            other => format!("ERR {other}"),
+        })
+    })?;
+    encode::write_array_len(ctx.out, keys.len());
+    for index in keys {
+        encode::write_bulk(
+            ctx.out,
+            command_args.get(index).map_or(&b""[..], |a| &a[..]),
+        );
+    }
+    Ok(())
+}
+
+// ---- CLIENT ----
+
+fn client_id(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    encode::write_integer(ctx.out, ctx.client.id as i64);
+    Ok(())
+}
+
+fn validate_client_name(name: &[u8]) -> CmdResult {
+    if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err(CmdError::Static(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    Ok(())
+}
+
+fn client_setname(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    validate_client_name(&args[2])?;
+    ctx.client.name = (!args[2].is_empty()).then(|| args[2].to_vec());
+    ok(ctx.out);
+    Ok(())
+}
+
+fn client_getname(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    match &ctx.client.name {
+        Some(name) => encode::write_bulk(ctx.out, name),
+        None => encode::write_null_bulk(ctx.out, ctx.client.protocol),
+    }
+    Ok(())
+}
+
+/// `CLIENT SETINFO LIB-NAME|LIB-VER value` (Redis 7.2; 7.0 lacks it, but clients send
+/// it during their handshake).
+pub fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() != 4 {
+        return Err(reply::wrong_arity("client|setinfo"));
+    }
+    let value = &args[3];
+    if value.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err(CmdError::Owned(format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            reply::clip(&args[2], 128)
+        )));
+    }
+    if is(&args[2], "lib-name") {
+        ctx.client.lib_name = Some(value.to_vec());
+    } else if is(&args[2], "lib-ver") {
+        ctx.client.lib_ver = Some(value.to_vec());
+    } else {
+        return Err(CmdError::Owned(format!(
+            "ERR Unrecognized option '{}'",
+            reply::clip(&args[2], 128)
+        )));
+    }
+    ok(ctx.out);
+    Ok(())
+}
+
+fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    // The filter form `CLIENT KILL ID n` only, for now.
+    if args.len() == 4 && is(&args[2], "id") {
+        let id = int(&args[3])?;
+        let killed = if id as u64 == ctx.client.id {
+            ctx.client.close_after_reply = true;
+            true
+        } else {
+            id > 0 && ctx.shared.clients.kill(id as u64)
+        };
+        encode::write_integer(ctx.out, i64::from(killed));
+        return Ok(());
+    }
+    Err(SYNTAX)
+}
+
+// ---- CONFIG ----
+
+/// Redis's glob matching, also used by KEYS and SCAN MATCH.
+pub use crate::cmd::keys::glob_match;
+
+fn config_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let config = ctx.shared.config.read().clone();
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for pattern in &args[2..] {
+        let lower = pattern.to_ascii_lowercase();
+        for name in crate::config::DIRECTIVES {
+            if glob_match(&lower, name.as_bytes(), true) && !pairs.iter().any(|(n, _)| n == name) {
+                if let Some(value) = config.get(name) {
+                    pairs.push((name.to_string(), value));
+                }
+            }
+        }
+    }
+    encode::write_map_len(ctx.out, ctx.client.protocol, pairs.len());
+    for (name, value) in pairs {
+        encode::write_bulk(ctx.out, name.as_bytes());
+        encode::write_bulk(ctx.out, value.as_bytes());
+    }
+    Ok(())
+}
+
+fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() % 2 != 0 {
+        return Err(reply::wrong_arity("config|set"));
+    }
+    let mut config = ctx.shared.config.read().clone();
+    for pair in args[2..].chunks(2) {
+        let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
+        config
+            .set(&name, &[pair[1].to_vec()], false)
+            .map_err(|e| match e {
+                SetError::Unknown | SetError::Arity => CmdError::Owned(format!(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
+                    reply::clip(&pair[0], 128)
+                )),
+                SetError::Immutable => CmdError::Owned(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
+                )),
+                SetError::Invalid(message) => CmdError::Owned(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - {message}"
+                )),
+            })?;
+    }
+    ctx.shared.update_config(config);
+    ok(ctx.out);
+    Ok(())
+}
+
+fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let stats = &ctx.shared.stats;
+    stats.commands_processed.store(0, Ordering::Relaxed);
+    stats.connections_received.store(0, Ordering::Relaxed);
+    stats.rejected_connections.store(0, Ordering::Relaxed);
+    ok(ctx.out);
+    Ok(())
+}

@@ -1,0 +1,6 @@
+//! sets commands.
+
+use super::Handler;
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[];

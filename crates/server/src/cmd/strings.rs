@@ -1,0 +1,493 @@
+//! String commands (Redis's `t_string.c`): GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX
+//! MGET MSET MSETNX APPEND STRLEN GETRANGE SETRANGE INCR DECR INCRBY DECRBY INCRBYFLOAT.
+
+use bytes::Bytes;
+use redline_resp::encode;
+
+use super::args::{int, is};
+use super::float::{fmt_g, parse_f64};
+use super::reply::{
+    ok, CmdError, CmdResult, NOT_FLOAT, OVERFLOW, STRING_TOO_LONG, SYNTAX, WRONG_TYPE,
+};
+use super::{Ctx, Handler};
+use crate::store::{now_ms, Entry, Value};
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("get", get),
+    ("set", set),
+    ("setnx", setnx),
+    ("setex", setex),
+    ("psetex", psetex),
+    ("getset", getset),
+    ("getdel", getdel),
+    ("getex", getex),
+    ("mget", mget),
+    ("mset", mset),
+    ("msetnx", msetnx),
+    ("append", append),
+    ("strlen", strlen),
+    ("getrange", getrange),
+    ("substr", getrange),
+    ("setrange", setrange),
+    ("incr", incr),
+    ("decr", decr),
+    ("incrby", incrby),
+    ("decrby", decrby),
+    ("incrbyfloat", incrbyfloat),
+];
+
+/// Writes a string entry as a bulk (or WRONGTYPE), straight from the locked entry.
+#[inline]
+fn write_string(out: &mut bytes::BytesMut, entry: &Entry) -> CmdResult {
+    match &entry.value {
+        Value::Str(s) => encode::write_bulk(out, s),
+        Value::Int(n) => {
+            let mut digits = itoa::Buffer::new();
+            encode::write_bulk(out, digits.format(*n).as_bytes());
+        }
+        _ => return Err(WRONG_TYPE),
+    }
+    Ok(())
+}
+
+/// GET key: the hot path. One shard lock, the reply encoded from the entry in place.
+pub fn get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    match shard.get(key) {
+        Some(entry) => write_string(ctx.out, entry),
+        None => {
+            encode::write_null_bulk(ctx.out, ctx.client.protocol);
+            Ok(())
+        }
+    }
+}
+
+/// Expiry options shared by SET and GETEX.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ExpireUnit {
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+}
+
+/// Turns an expire argument into an absolute deadline, as `getExpireMillisecondsOrReply`.
+fn deadline(arg: &[u8], unit: ExpireUnit, command: &str) -> Result<u64, CmdError> {
+    let invalid = || CmdError::Owned(format!("ERR invalid expire time in '{command}' command"));
+    let mut ms = int(arg)?;
+    let seconds = matches!(unit, ExpireUnit::Ex | ExpireUnit::ExAt);
+    if ms <= 0 || (seconds && ms > i64::MAX / 1000) {
+        return Err(invalid());
+    }
+    if seconds {
+        ms *= 1000;
+    }
+    if matches!(unit, ExpireUnit::Ex | ExpireUnit::Px) {
+        ms = ms.checked_add(now_ms() as i64).ok_or_else(invalid)?;
+    }
+    Ok(ms as u64)
+}
+
+#[derive(Default)]
+struct SetOptions {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keepttl: bool,
+    persist: bool,
+    expire: Option<(ExpireUnit, usize)>,
+}
+
+/// Parses SET/GETEX options as `parseExtendedStringArgumentsOrReply`, same conflicts.
+fn parse_set_options(args: &[Bytes], from: usize, is_set: bool) -> Result<SetOptions, CmdError> {
+    let mut o = SetOptions::default();
+    let mut j = from;
+    while j < args.len() {
+        let a = &args[j];
+        let has_next = j + 1 < args.len();
+        let timed = |o: &SetOptions, unit: ExpireUnit| {
+            !o.keepttl && !o.persist && o.expire.is_none_or(|(u, _)| u == unit) && has_next
+        };
+        if is_set && is(a, "nx") && !o.xx {
+            o.nx = true;
+        } else if is_set && is(a, "xx") && !o.nx {
+            o.xx = true;
+        } else if is_set && is(a, "get") {
+            o.get = true;
+        } else if is_set && is(a, "keepttl") && !o.persist && o.expire.is_none() {
+            o.keepttl = true;
+        } else if !is_set && is(a, "persist") && o.expire.is_none() && !o.keepttl {
+            o.persist = true;
+        } else if let Some(unit) = [
+            ("ex", ExpireUnit::Ex),
+            ("px", ExpireUnit::Px),
+            ("exat", ExpireUnit::ExAt),
+            ("pxat", ExpireUnit::PxAt),
+        ]
+        .iter()
+        .find(|(w, _)| is(a, w))
+        .map(|(_, u)| *u)
+        .filter(|u| timed(&o, *u))
+        {
+            o.expire = Some((unit, j + 1));
+            j += 1;
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 1;
+    }
+    Ok(o)
+}
+
+fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let o = parse_set_options(args, 3, true)?;
+    let expires_at = match o.expire {
+        Some((unit, at)) => deadline(&args[at], unit, "set")?,
+        None => 0,
+    };
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let existing = shard.get(key);
+    if o.get {
+        match &existing {
+            Some(entry) if !entry.value.is_string() => return Err(WRONG_TYPE),
+            Some(entry) => write_string(ctx.out, entry)?,
+            None => encode::write_null_bulk(ctx.out, ctx.client.protocol),
+        }
+    }
+    let found = existing.is_some();
+    if (o.nx && found) || (o.xx && !found) {
+        if !o.get {
+            encode::write_null_bulk(ctx.out, ctx.client.protocol);
+        }
+        return Ok(());
+    }
+    let value = Value::string(&args[2]);
+    match (o.keepttl, shard.get(key)) {
+        (true, Some(entry)) => entry.value = value,
+        _ => shard.insert(key, value, expires_at),
+    }
+    if !o.get {
+        ok(ctx.out);
+    }
+    Ok(())
+}
+
+fn setnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let created = !shard.contains(key);
+    if created {
+        shard.insert(key, Value::string(&args[2]), 0);
+    }
+    encode::write_integer(ctx.out, i64::from(created));
+    Ok(())
+}
+
+fn setex_generic(ctx: &mut Ctx<'_>, args: &[Bytes], unit: ExpireUnit, name: &str) -> CmdResult {
+    let expires_at = deadline(&args[2], unit, name)?;
+    let key = &args[1];
+    ctx.db()
+        .lock(key)
+        .insert(key, Value::string(&args[3]), expires_at);
+    ok(ctx.out);
+    Ok(())
+}
+
+fn setex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    setex_generic(ctx, args, ExpireUnit::Ex, "setex")
+}
+
+fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    setex_generic(ctx, args, ExpireUnit::Px, "psetex")
+}
+
+fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    match shard.get(key) {
+        Some(entry) => write_string(ctx.out, entry)?,
+        None => encode::write_null_bulk(ctx.out, ctx.client.protocol),
+    }
+    shard.insert(key, Value::string(&args[2]), 0);
+    Ok(())
+}
+
+fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    match shard.get(key) {
+        Some(entry) => {
+            write_string(ctx.out, entry)?;
+            shard.remove(key);
+        }
+        None => encode::write_null_bulk(ctx.out, ctx.client.protocol),
+    }
+    Ok(())
+}
+
+fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let o = parse_set_options(args, 2, false)?;
+    let expires_at = match o.expire {
+        Some((unit, at)) => Some(deadline(&args[at], unit, "getex")?),
+        None => None,
+    };
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let Some(entry) = shard.get(key) else {
+        encode::write_null_bulk(ctx.out, ctx.client.protocol);
+        return Ok(());
+    };
+    write_string(ctx.out, entry)?;
+    if let Some(at) = expires_at {
+        if at <= now_ms() {
+            shard.remove(key);
+        } else {
+            shard.set_expires(key, at);
+        }
+    } else if o.persist {
+        shard.set_expires(key, 0);
+    }
+    Ok(())
+}
+
+fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let keys = &args[1..];
+    let mut locked = ctx.db().lock_keys(keys.iter().map(|k| &k[..]));
+    encode::write_array_len(ctx.out, keys.len());
+    for key in keys {
+        match locked.shard(key).get(key) {
+            Some(entry) if entry.value.is_string() => write_string(ctx.out, entry)?,
+            _ => encode::write_null_bulk(ctx.out, ctx.client.protocol),
+        }
+    }
+    Ok(())
+}
+
+fn mset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool, name: &str) -> Result<bool, CmdError> {
+    if args.len() % 2 == 0 {
+        return Err(super::reply::wrong_arity(name));
+    }
+    let pairs = &args[1..];
+    let mut locked = ctx.db().lock_keys(pairs.iter().step_by(2).map(|k| &k[..]));
+    if nx && pairs.chunks(2).any(|p| locked.shard(&p[0]).contains(&p[0])) {
+        return Ok(false);
+    }
+    for pair in pairs.chunks(2) {
+        locked
+            .shard(&pair[0])
+            .insert(&pair[0], Value::string(&pair[1]), 0);
+    }
+    Ok(true)
+}
+
+fn mset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    mset_generic(ctx, args, false, "mset")?;
+    ok(ctx.out);
+    Ok(())
+}
+
+fn msetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let done = mset_generic(ctx, args, true, "msetnx")?;
+    encode::write_integer(ctx.out, i64::from(done));
+    Ok(())
+}
+
+fn max_len(ctx: &Ctx<'_>) -> u64 {
+    ctx.shared.config.read().proto_max_bulk_len
+}
+
+fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let limit = max_len(ctx);
+    let mut shard = ctx.db().lock(key);
+    let new_len = match shard.get(key) {
+        None => {
+            shard.insert(key, Value::string(&args[2]), 0);
+            args[2].len()
+        }
+        Some(entry) => {
+            let mut bytes = entry.value.to_vec().ok_or(WRONG_TYPE)?;
+            if (bytes.len() + args[2].len()) as u64 > limit {
+                return Err(STRING_TOO_LONG);
+            }
+            bytes.extend_from_slice(&args[2]);
+            let len = bytes.len();
+            entry.value = Value::string(&bytes);
+            len
+        }
+    };
+    encode::write_integer(ctx.out, new_len as i64);
+    Ok(())
+}
+
+fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let len = match shard.get(key) {
+        None => 0,
+        Some(entry) => entry.value.str_len().ok_or(WRONG_TYPE)?,
+    };
+    encode::write_integer(ctx.out, len as i64);
+    Ok(())
+}
+
+fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut start = int(&args[2])?;
+    let mut end = int(&args[3])?;
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let Some(entry) = shard.get(key) else {
+        encode::write_bulk(ctx.out, b"");
+        return Ok(());
+    };
+    let out = &mut *ctx.out;
+    entry
+        .value
+        .with_str(|s| {
+            let len = s.len() as i64;
+            if start < 0 && end < 0 && start > end {
+                encode::write_bulk(out, b"");
+                return;
+            }
+            if start < 0 {
+                start += len;
+            }
+            if end < 0 {
+                end += len;
+            }
+            start = start.max(0);
+            end = end.max(0);
+            if end >= len {
+                end = len - 1;
+            }
+            if start > end || len == 0 {
+                encode::write_bulk(out, b"");
+            } else {
+                encode::write_bulk(out, &s[start as usize..=end as usize]);
+            }
+        })
+        .ok_or(WRONG_TYPE)
+}
+
+fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let offset = int(&args[2])?;
+    if offset < 0 {
+        return Err(CmdError::Static("ERR offset is out of range"));
+    }
+    let value = &args[3];
+    let limit = max_len(ctx);
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let mut bytes = match shard.get(key) {
+        None => {
+            if value.is_empty() {
+                encode::write_integer(ctx.out, 0);
+                return Ok(());
+            }
+            Vec::new()
+        }
+        Some(entry) => {
+            let bytes = entry.value.to_vec().ok_or(WRONG_TYPE)?;
+            if value.is_empty() {
+                encode::write_integer(ctx.out, bytes.len() as i64);
+                return Ok(());
+            }
+            bytes
+        }
+    };
+    if offset as u64 + value.len() as u64 > limit {
+        return Err(STRING_TOO_LONG);
+    }
+    let offset = offset as usize;
+    if bytes.len() < offset + value.len() {
+        bytes.resize(offset + value.len(), 0);
+    }
+    bytes[offset..offset + value.len()].copy_from_slice(value);
+    let len = bytes.len();
+    match shard.get(key) {
+        Some(entry) => entry.value = Value::string(&bytes),
+        None => shard.insert(key, Value::string(&bytes), 0),
+    }
+    encode::write_integer(ctx.out, len as i64);
+    Ok(())
+}
+
+fn incr_generic(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> CmdResult {
+    let mut shard = ctx.db().lock(key);
+    let entry = shard.get_or_insert_with(key, || Value::Int(0));
+    let current = match &entry.value {
+        Value::Int(n) => *n,
+        Value::Str(_) => return Err(super::reply::NOT_INTEGER),
+        _ => return Err(WRONG_TYPE),
+    };
+    let next = current.checked_add(delta).ok_or(OVERFLOW)?;
+    entry.value = Value::Int(next);
+    encode::write_integer(ctx.out, next);
+    Ok(())
+}
+
+fn incr(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    incr_generic(ctx, &args[1], 1)
+}
+
+fn decr(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    incr_generic(ctx, &args[1], -1)
+}
+
+fn incrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let delta = int(&args[2])?;
+    incr_generic(ctx, &args[1], delta)
+}
+
+fn decrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let delta = int(&args[2])?;
+    let delta = delta
+        .checked_neg()
+        .ok_or(CmdError::Static("ERR decrement would overflow"))?;
+    incr_generic(ctx, &args[1], delta)
+}
+
+/// Formats an INCRBYFLOAT result. Redis uses `long double` and `%.17Lf` with trailing
+/// zeros trimmed; in `f64` the 17 significant digits carry binary noise, so we print
+/// the shortest text that round-trips (equal to Redis's for ordinary decimal values).
+pub fn fmt_incr_float(value: f64) -> String {
+    if value == value.trunc() && value.abs() < 1e17 {
+        return format!("{value:.0}");
+    }
+    let shortest = format!("{value}");
+    if shortest.contains('e') {
+        fmt_g(value, 17)
+    } else {
+        shortest
+    }
+}
+
+fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let delta = parse_f64(&args[2]).ok_or(NOT_FLOAT)?;
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let current = match shard.get(key) {
+        None => 0.0,
+        Some(entry) => match &entry.value {
+            Value::Int(n) => *n as f64,
+            Value::Str(s) => parse_f64(s).ok_or(NOT_FLOAT)?,
+            _ => return Err(WRONG_TYPE),
+        },
+    };
+    let next = current + delta;
+    if !next.is_finite() {
+        return Err(CmdError::Static(
+            "ERR increment would produce NaN or Infinity",
+        ));
+    }
+    let text = fmt_incr_float(next);
+    match shard.get(key) {
+        Some(entry) => entry.value = Value::string(text.as_bytes()),
+        None => shard.insert(key, Value::string(text.as_bytes()), 0),
+    }
+    encode::write_bulk(ctx.out, text.as_bytes());
+    Ok(())
+}

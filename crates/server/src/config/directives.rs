@@ -1,0 +1,329 @@
+//! The directive table: how each directive is parsed, validated, printed, and whether it
+//! may change while the server runs. Used by the config file, the command line and
+//! `CONFIG GET/SET`, so the three always agree.
+
+use super::{Config, LogLevel, OutputBufferLimit};
+
+/// Every directive `CONFIG GET` knows, in a stable order.
+pub const DIRECTIVES: &[&str] = &[
+    "port",
+    "bind",
+    "requirepass",
+    "maxclients",
+    "timeout",
+    "databases",
+    "proto-max-bulk-len",
+    "client-query-buffer-limit",
+    "client-output-buffer-limit",
+    "hz",
+    "loglevel",
+    "logfile",
+    "protected-mode",
+    "io-threads",
+    "shards",
+    "save",
+    "appendonly",
+    "daemonize",
+];
+
+/// Why a directive could not be set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetError {
+    /// No such directive.
+    Unknown,
+    /// The directive takes a different number of values.
+    Arity,
+    /// The value is rejected; the text is redis-server's.
+    Invalid(String),
+    /// The directive cannot change while running.
+    Immutable,
+}
+
+fn invalid(message: &str) -> SetError {
+    SetError::Invalid(message.to_string())
+}
+
+fn one(values: &[Vec<u8>]) -> Result<&str, SetError> {
+    match values {
+        [v] => std::str::from_utf8(v).map_err(|_| invalid("argument must be valid UTF-8")),
+        _ => Err(SetError::Arity),
+    }
+}
+
+fn int(values: &[Vec<u8>], min: i64, max: i64) -> Result<i64, SetError> {
+    let text = one(values)?;
+    let n: i64 = text
+        .parse()
+        .map_err(|_| invalid("argument couldn't be parsed into an integer"))?;
+    range(n, min, max)
+}
+
+fn range(n: i64, min: i64, max: i64) -> Result<i64, SetError> {
+    if n < min || n > max {
+        return Err(SetError::Invalid(format!(
+            "argument must be between {min} and {max} inclusive"
+        )));
+    }
+    Ok(n)
+}
+
+/// Parses Redis's memory values: `1024`, `1k` (1000), `1kb` (1024), `m`, `mb`, `g`, `gb`.
+pub fn parse_memory(text: &str) -> Option<i64> {
+    let lower = text.to_ascii_lowercase();
+    let split = lower
+        .find(|c: char| c.is_ascii_alphabetic())
+        .unwrap_or(lower.len());
+    let (digits, unit) = lower.split_at(split);
+    let mul: i64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    digits.parse::<i64>().ok()?.checked_mul(mul)
+}
+
+fn memory(values: &[Vec<u8>], min: i64, max: i64) -> Result<i64, SetError> {
+    let n = parse_memory(one(values)?).ok_or_else(|| invalid("argument must be a memory value"))?;
+    range(n, min, max)
+}
+
+fn yes_no(values: &[Vec<u8>]) -> Result<bool, SetError> {
+    match one(values)?.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err(invalid("argument must be 'yes' or 'no'")),
+    }
+}
+
+fn yes_no_text(b: bool) -> String {
+    if b { "yes" } else { "no" }.to_string()
+}
+
+fn output_limits(values: &[Vec<u8>]) -> Result<[OutputBufferLimit; 3], SetError> {
+    // Both forms: one quoted string with groups of four, or the four words directly.
+    let joined = values
+        .iter()
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let words: Vec<&str> = joined.split_whitespace().collect();
+    let wrong = || invalid("Wrong number of arguments in buffer limit configuration.");
+    if words.is_empty() || words.len() % 4 != 0 {
+        return Err(wrong());
+    }
+    let mut limits = Config::default().client_output_buffer_limit;
+    for group in words.chunks(4) {
+        let class = match group[0].to_ascii_lowercase().as_str() {
+            "normal" => 0,
+            "slave" | "replica" => 1,
+            "pubsub" => 2,
+            _ => {
+                return Err(invalid(
+                    "Invalid client class specified in buffer limit configuration.",
+                ))
+            }
+        };
+        let bad = || {
+            invalid("Error in hard, soft or soft_seconds setting in buffer limit configuration.")
+        };
+        let hard = parse_memory(group[1]).filter(|n| *n >= 0).ok_or_else(bad)?;
+        let soft = parse_memory(group[2]).filter(|n| *n >= 0).ok_or_else(bad)?;
+        let secs = group[3]
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .ok_or_else(bad)?;
+        limits[class] = OutputBufferLimit {
+            hard: hard as u64,
+            soft: soft as u64,
+            soft_seconds: secs as u64,
+        };
+    }
+    Ok(limits)
+}
+
+impl Config {
+    /// Sets one directive from its values. `startup` is false for `CONFIG SET`, which may
+    /// not change the directives that need a restart.
+    pub fn set(&mut self, name: &str, values: &[Vec<u8>], startup: bool) -> Result<(), SetError> {
+        let name = name.to_ascii_lowercase();
+        let immutable = matches!(
+            name.as_str(),
+            "port" | "bind" | "databases" | "logfile" | "io-threads" | "shards" | "daemonize"
+        );
+        if !DIRECTIVES.contains(&name.as_str()) {
+            return Err(SetError::Unknown);
+        }
+        if immutable && !startup {
+            return Err(SetError::Immutable);
+        }
+        match name.as_str() {
+            "port" => self.port = int(values, 0, 65535)? as u16,
+            "bind" => {
+                if values.is_empty() {
+                    return Err(SetError::Arity);
+                }
+                self.bind = values
+                    .iter()
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+                    .collect();
+            }
+            "requirepass" => {
+                if values.len() != 1 {
+                    return Err(SetError::Arity);
+                }
+                self.requirepass = values[0].clone();
+            }
+            "maxclients" => self.maxclients = int(values, 1, u32::MAX as i64)? as u64,
+            "timeout" => self.timeout = int(values, 0, i32::MAX as i64)? as u64,
+            "databases" => self.databases = int(values, 1, i32::MAX as i64)? as usize,
+            "proto-max-bulk-len" => {
+                self.proto_max_bulk_len = memory(values, 1024 * 1024, i64::MAX)? as u64
+            }
+            "client-query-buffer-limit" => {
+                self.client_query_buffer_limit = memory(values, 1024 * 1024, i64::MAX)? as u64
+            }
+            "client-output-buffer-limit" => {
+                self.client_output_buffer_limit = output_limits(values)?
+            }
+            // Redis accepts any non-negative hz and clamps it.
+            "hz" => self.hz = int(values, 0, i32::MAX as i64)?.clamp(1, 500) as u32,
+            "loglevel" => {
+                self.loglevel = match one(values)?.to_ascii_lowercase().as_str() {
+                    "debug" => LogLevel::Debug,
+                    "verbose" => LogLevel::Verbose,
+                    "notice" => LogLevel::Notice,
+                    "warning" => LogLevel::Warning,
+                    _ => return Err(invalid(
+                        "argument(s) must be one of the following: debug, verbose, notice, warning",
+                    )),
+                }
+            }
+            "logfile" => self.logfile = one(values)?.to_string(),
+            "protected-mode" => self.protected_mode = yes_no(values)?,
+            "io-threads" => self.worker_threads = int(values, 1, 128)? as usize,
+            "shards" => {
+                let n = int(values, 1, 16384)?;
+                if (n as u64).count_ones() != 1 {
+                    return Err(invalid("argument must be a power of two"));
+                }
+                self.shards = n as usize;
+            }
+            "save" => {
+                self.save = values
+                    .iter()
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }
+            "appendonly" => {
+                if yes_no(values)? {
+                    return Err(invalid("appendonly yes is not supported yet"));
+                }
+                self.appendonly = false;
+            }
+            "daemonize" => {
+                if yes_no(values)? {
+                    return Err(invalid("daemonize yes is not supported"));
+                }
+            }
+            _ => return Err(SetError::Unknown),
+        }
+        Ok(())
+    }
+
+    /// The value `CONFIG GET` shows for a directive.
+    pub fn get(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "port" => self.port.to_string(),
+            "bind" => self.bind.join(" "),
+            "requirepass" => String::from_utf8_lossy(&self.requirepass).into_owned(),
+            "maxclients" => self.maxclients.to_string(),
+            "timeout" => self.timeout.to_string(),
+            "databases" => self.databases.to_string(),
+            "proto-max-bulk-len" => self.proto_max_bulk_len.to_string(),
+            "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
+            "client-output-buffer-limit" => {
+                let names = ["normal", "slave", "pubsub"];
+                names
+                    .iter()
+                    .zip(self.client_output_buffer_limit.iter())
+                    .map(|(n, l)| format!("{n} {} {} {}", l.hard, l.soft, l.soft_seconds))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }
+            "hz" => self.hz.to_string(),
+            "loglevel" => self.loglevel.as_str().to_string(),
+            "logfile" => self.logfile.clone(),
+            "protected-mode" => yes_no_text(self.protected_mode),
+            "io-threads" => self.effective_workers().to_string(),
+            "shards" => self.effective_shards().to_string(),
+            "save" => self.save.clone(),
+            "appendonly" => yes_no_text(self.appendonly),
+            "daemonize" => "no".to_string(),
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_units() {
+        assert_eq!(parse_memory("1k"), Some(1000));
+        assert_eq!(parse_memory("1KB"), Some(1024));
+        assert_eq!(parse_memory("2gb"), Some(2 << 30));
+        assert_eq!(parse_memory("abc"), None);
+        assert_eq!(parse_memory("1xb"), None);
+    }
+
+    #[test]
+    fn output_buffer_limits_round_trip() {
+        let mut c = Config::default();
+        let before = c.get("client-output-buffer-limit").unwrap();
+        assert_eq!(
+            before,
+            "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+        );
+        c.set(
+            "client-output-buffer-limit",
+            &[b"normal 1mb 2mb 60".to_vec()],
+            false,
+        )
+        .unwrap();
+        assert!(c
+            .get("client-output-buffer-limit")
+            .unwrap()
+            .starts_with("normal 1048576 2097152 60"));
+        assert_eq!(
+            c.set(
+                "client-output-buffer-limit",
+                &[b"normal 0 0".to_vec()],
+                false
+            ),
+            Err(invalid(
+                "Wrong number of arguments in buffer limit configuration."
+            ))
+        );
+    }
+
+    #[test]
+    fn immutable_at_run_time() {
+        let mut c = Config::default();
+        assert_eq!(
+            c.set("databases", &[b"3".to_vec()], false),
+            Err(SetError::Immutable)
+        );
+        assert_eq!(
+            c.set("nope", &[b"3".to_vec()], false),
+            Err(SetError::Unknown)
+        );
+    }
+}

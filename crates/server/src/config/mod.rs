@@ -1,0 +1,307 @@
+//! Server configuration: a `redis.conf`-style file plus `--directive value` arguments,
+//! parsed and validated the way redis-server does it, with the same error texts, and the
+//! same directives readable and writable at run time through `CONFIG GET/SET`.
+//!
+//! ```
+//! use redline_server::Config;
+//!
+//! let config = Config::from_args(["--port", "0", "--hz", "20"]).unwrap();
+//! assert_eq!(config.port, 0);
+//! assert_eq!(config.hz, 20);
+//! assert_eq!(config.bind, ["127.0.0.1"]);
+//! ```
+
+mod args;
+mod directives;
+
+use std::fmt;
+use std::path::Path;
+
+pub use args::{repr, split_args};
+pub use directives::{SetError, DIRECTIVES};
+
+/// How much redis-server logs; `notice` is the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// Everything.
+    Debug,
+    /// Much information, useful while developing.
+    Verbose,
+    /// Moderately verbose, for production.
+    Notice,
+    /// Only important messages.
+    Warning,
+}
+
+impl LogLevel {
+    /// The directive's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Verbose => "verbose",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+        }
+    }
+}
+
+/// One class of `client-output-buffer-limit`: hard limit, soft limit, soft seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputBufferLimit {
+    /// Bytes after which the client is closed at once (0 = none).
+    pub hard: u64,
+    /// Bytes which, held for `soft_seconds`, close the client (0 = none).
+    pub soft: u64,
+    /// How long the soft limit may be exceeded.
+    pub soft_seconds: u64,
+}
+
+/// Everything the server reads from its configuration. Defaults are redis-server's, except
+/// `bind` (loopback only) and `worker_threads`/`shards` (ours).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// TCP port; 0 picks a free one (see [`crate::Server::local_addr`]).
+    pub port: u16,
+    /// Addresses to listen on. Default `127.0.0.1`.
+    pub bind: Vec<String>,
+    /// Password of the default user; empty means none.
+    pub requirepass: Vec<u8>,
+    /// Most simultaneous clients.
+    pub maxclients: u64,
+    /// Close a client idle this many seconds (0 = never).
+    pub timeout: u64,
+    /// Number of logical databases (`SELECT 0..databases-1`).
+    pub databases: usize,
+    /// Largest bulk string accepted in a request.
+    pub proto_max_bulk_len: u64,
+    /// Largest unparsed query buffer of one client before it is closed.
+    pub client_query_buffer_limit: u64,
+    /// Output buffer limits for normal, replica and pub/sub clients, in that order.
+    pub client_output_buffer_limit: [OutputBufferLimit; 3],
+    /// Background task frequency (active expiry cycles per second), clamped to 1..=500.
+    pub hz: u32,
+    /// Log verbosity.
+    pub loglevel: LogLevel,
+    /// Log file; empty means standard output.
+    pub logfile: String,
+    /// Refuse non-loopback clients when no password is set.
+    pub protected_mode: bool,
+    /// Tokio worker threads (`io-threads`); 0 means one per core.
+    pub worker_threads: usize,
+    /// Keyspace shards per database, a power of two; 0 picks a default from the workers.
+    pub shards: usize,
+    /// RDB save points, kept for `CONFIG GET save` (persistence is not implemented yet).
+    pub save: String,
+    /// AOF switch, kept for `CONFIG GET appendonly`; only `no` is accepted for now.
+    pub appendonly: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            port: 6379,
+            bind: vec!["127.0.0.1".to_string()],
+            requirepass: Vec::new(),
+            maxclients: 10_000,
+            timeout: 0,
+            databases: 16,
+            proto_max_bulk_len: 512 * 1024 * 1024,
+            client_query_buffer_limit: 1024 * 1024 * 1024,
+            client_output_buffer_limit: [
+                OutputBufferLimit {
+                    hard: 0,
+                    soft: 0,
+                    soft_seconds: 0,
+                },
+                OutputBufferLimit {
+                    hard: 256 << 20,
+                    soft: 64 << 20,
+                    soft_seconds: 60,
+                },
+                OutputBufferLimit {
+                    hard: 32 << 20,
+                    soft: 8 << 20,
+                    soft_seconds: 60,
+                },
+            ],
+            hz: 10,
+            loglevel: LogLevel::Notice,
+            logfile: String::new(),
+            protected_mode: true,
+            worker_threads: 0,
+            shards: 0,
+            save: String::new(),
+            appendonly: false,
+        }
+    }
+}
+
+/// A configuration that cannot be loaded. `Display` is redis-server's fatal message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A bad line: unknown directive, wrong argument count, or an invalid value.
+    #[error(
+        "\n*** FATAL CONFIG FILE ERROR (redline-server {version}) ***\nReading the configuration file, at line {line_no}\n>>> '{line}'\n{message}",
+        version = env!("CARGO_PKG_VERSION")
+    )]
+    Line {
+        /// 1-based line number in the combined text (file, then arguments).
+        line_no: usize,
+        /// The offending line as written.
+        line: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The configuration file cannot be read.
+    #[error("Fatal error, can't open config file '{path}': {reason}")]
+    Open {
+        /// The path given.
+        path: String,
+        /// The operating system's reason.
+        reason: String,
+    },
+}
+
+impl Config {
+    /// Parses redis-server style arguments (without the program name): an optional
+    /// configuration file first, then `--directive value...` pairs, which win over it.
+    pub fn from_args<I, S>(args: I) -> Result<Config, ConfigError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let args: Vec<String> = args.into_iter().map(|a| a.as_ref().to_string()).collect();
+        let mut text = String::new();
+        let mut rest = &args[..];
+        if let Some(first) = args.first() {
+            if !first.starts_with("--") {
+                text =
+                    std::fs::read_to_string(Path::new(first)).map_err(|e| ConfigError::Open {
+                        path: first.clone(),
+                        reason: e.to_string(),
+                    })?;
+                rest = &args[1..];
+            }
+        }
+        // Like redis-server: each `--name` starts a line, the values follow it quoted.
+        let mut options = String::new();
+        for arg in rest {
+            if let Some(name) = arg.strip_prefix("--") {
+                if !options.is_empty() {
+                    options.push('\n');
+                }
+                options.push_str(name);
+            } else {
+                options.push(' ');
+                options.push_str(&repr(arg.as_bytes()));
+            }
+        }
+        text.push('\n');
+        text.push_str(&options);
+        Config::from_text(&text)
+    }
+
+    /// Parses the text of a configuration file.
+    pub fn from_text(text: &str) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        for (index, raw) in text.split('\n').enumerate() {
+            let line = raw.trim_matches(|c: char| c == ' ' || c == '\t' || c == '\r');
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let fail = |message: String| ConfigError::Line {
+                line_no: index + 1,
+                line: line.to_string(),
+                message,
+            };
+            let Some(words) = split_args(line.as_bytes()) else {
+                return Err(fail("Unbalanced quotes in configuration line".into()));
+            };
+            let Some((name, values)) = words.split_first() else {
+                continue;
+            };
+            let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+            config.set(&name, values, true).map_err(|e| {
+                fail(match e {
+                    SetError::Unknown => "Bad directive or wrong number of arguments".into(),
+                    SetError::Arity => "wrong number of arguments".into(),
+                    SetError::Invalid(m) => m,
+                    SetError::Immutable => "can't set immutable config".into(),
+                })
+            })?;
+        }
+        Ok(config)
+    }
+
+    /// The worker thread count in effect: the configured one, or one per core.
+    pub fn effective_workers(&self) -> usize {
+        if self.worker_threads > 0 {
+            self.worker_threads
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        }
+    }
+
+    /// The shard count per database in effect: the configured one, or eight per worker
+    /// rounded up to a power of two, so two connections rarely want the same lock.
+    pub fn effective_shards(&self) -> usize {
+        if self.shards > 0 {
+            self.shards
+        } else {
+            (self.effective_workers() * 8).next_power_of_two().min(1024)
+        }
+    }
+}
+
+impl fmt::Display for LogLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_args() {
+        let c = Config::from_args(["--port", "7000", "--bind", "127.0.0.1", "::1"]).unwrap();
+        assert_eq!(c.port, 7000);
+        assert_eq!(c.bind, ["127.0.0.1", "::1"]);
+        assert_eq!(c.databases, 16);
+        let c =
+            Config::from_args(["--proto-max-bulk-len", "2mb", "--protected-mode", "no"]).unwrap();
+        assert_eq!(c.proto_max_bulk_len, 2 * 1024 * 1024);
+        assert!(!c.protected_mode);
+    }
+
+    #[test]
+    fn fatal_errors_match_redis() {
+        let e = Config::from_args(["--port", "70000"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "at line 2\n>>> 'port \"70000\"'\nargument must be between 0 and 65535 inclusive"
+            ),
+            "{e}"
+        );
+        let e = Config::from_text("foo bar").unwrap_err().to_string();
+        assert!(e.contains("at line 1\n>>> 'foo bar'\nBad directive or wrong number of arguments"));
+        let e = Config::from_args(["--port"]).unwrap_err().to_string();
+        assert!(e.ends_with(">>> 'port'\nwrong number of arguments"), "{e}");
+        let e = Config::from_args(["--hz", "abc"]).unwrap_err().to_string();
+        assert!(e.ends_with("argument couldn't be parsed into an integer"));
+        let e = Config::from_text("hz 5 # c").unwrap_err().to_string();
+        assert!(e.ends_with("wrong number of arguments"));
+    }
+
+    #[test]
+    fn file_comments_and_blank_lines() {
+        let c =
+            Config::from_text("# comment\n\n  port   0  \nhz 1000\nloglevel warning\n").unwrap();
+        assert_eq!(c.port, 0);
+        assert_eq!(c.hz, 500);
+        assert_eq!(c.loglevel, LogLevel::Warning);
+    }
+}

@@ -1,0 +1,117 @@
+//! Logging in redis-server's format: `pid:M 22 Nov 2026 07:53:50.798 * message`, with
+//! Redis's level marks (`.` debug, `-` verbose, `*` notice, `#` warning), to standard
+//! output or the configured `logfile`.
+
+use std::fmt;
+use std::fs::OpenOptions;
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::config::{Config, LogLevel};
+
+/// Formats events like redis-server's log lines.
+pub struct RedisFormat;
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+/// Civil date from days since the epoch (Howard Hinnant's algorithm).
+fn civil(days: i64) -> (i64, usize, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, (month - 1) as usize, day)
+}
+
+impl<S, N> FormatEvent<S, N> for RedisFormat
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let secs = now.as_secs() as i64;
+        let (year, month, day) = civil(secs.div_euclid(86_400));
+        let in_day = secs.rem_euclid(86_400);
+        let mark = match *event.metadata().level() {
+            Level::TRACE => '.',
+            Level::DEBUG => '-',
+            Level::INFO => '*',
+            _ => '#',
+        };
+        write!(
+            writer,
+            "{}:M {:02} {} {} {:02}:{:02}:{:02}.{:03} {} ",
+            std::process::id(),
+            day,
+            MONTHS[month],
+            year,
+            in_day / 3600,
+            in_day % 3600 / 60,
+            in_day % 60,
+            now.subsec_millis(),
+            mark
+        )?;
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
+    }
+}
+
+/// The tracing level that shows what `loglevel` shows.
+pub fn level_of(level: LogLevel) -> Level {
+    match level {
+        LogLevel::Debug => Level::TRACE,
+        LogLevel::Verbose => Level::DEBUG,
+        LogLevel::Notice => Level::INFO,
+        LogLevel::Warning => Level::WARN,
+    }
+}
+
+/// Installs the global logger for the binary. Embedders keep their own subscriber.
+pub fn init(config: &Config) -> std::io::Result<()> {
+    let builder = tracing_subscriber::fmt()
+        .with_max_level(level_of(config.loglevel))
+        .event_format(RedisFormat);
+    let result = if config.logfile.is_empty() {
+        builder.with_writer(std::io::stdout).try_init()
+    } else {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&config.logfile)?;
+        builder.with_writer(Mutex::new(file)).try_init()
+    };
+    // Already installed (tests): keep the existing one.
+    let _ = result;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::civil;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil(0), (1970, 0, 1));
+        assert_eq!(civil(20_414), (2025, 10, 22));
+    }
+}

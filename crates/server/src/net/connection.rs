@@ -1,0 +1,212 @@
+//! One client connection: read what is available, run every complete command in order,
+//! encode all the replies into one buffer, write it once, repeat.
+//!
+//! The path of a GET: [`serve`] → [`Connection::run`] (socket read into `input`) →
+//! [`Connection::process_input`] (`RequestDecoder::decode` splits the arguments off
+//! `input` without copying) → [`crate::cmd::execute`] (command table lookup, arity, auth)
+//! → `cmd::strings::get` (locks one shard, encodes the value from the locked entry into
+//! `output`) → [`Connection::flush`] (one `write_all`).
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use redline_resp::{encode, Limits, RequestDecoder};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::client::ClientState;
+use super::registry::Registration;
+use crate::cmd::{self, Ctx};
+use crate::shared::Shared;
+
+/// Bytes asked of each read (Redis's `PROTO_IOBUF_LEN`).
+const READ_CHUNK: usize = 16 * 1024;
+
+/// Write out a batch's replies early once they reach this size, so a long pipeline of
+/// large replies does not pile up in memory.
+const FLUSH_AT: usize = 64 * 1024;
+
+/// Buffers bigger than this are released once empty, so one huge request or reply does
+/// not pin its memory for the life of the connection.
+const KEEP_CAPACITY: usize = 1024 * 1024;
+
+/// Limits cached from the configuration, refreshed when CONFIG SET bumps its generation.
+struct CachedLimits {
+    generation: u64,
+    query_buffer_limit: usize,
+    timeout: Option<Duration>,
+}
+
+/// What [`Connection::process_input`] stopped for.
+enum Progress {
+    /// No complete command left in the input.
+    Drained,
+    /// The output buffer is large: write it, then continue.
+    OutputFull,
+}
+
+/// A connection being served.
+pub struct Connection<'a> {
+    shared: &'a Shared,
+    stream: TcpStream,
+    input: BytesMut,
+    output: BytesMut,
+    decoder: RequestDecoder,
+    client: ClientState,
+    limits: CachedLimits,
+}
+
+/// Serves one accepted connection until it closes, is killed, or the server stops.
+pub async fn serve(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr, id: u64) {
+    let _registration = Registration {
+        clients: &shared.clients,
+        id,
+    };
+    // Replies go out as soon as they are written; batching is done by the loop itself.
+    let _ = stream.set_nodelay(true);
+    let (authenticated, limits) = {
+        let config = shared.config.read();
+        (
+            config.requirepass.is_empty(),
+            Limits {
+                max_bulk_len: usize::try_from(config.proto_max_bulk_len).unwrap_or(usize::MAX),
+                ..Limits::default()
+            },
+        )
+    };
+    let mut connection = Connection {
+        shared: &shared,
+        stream,
+        input: BytesMut::with_capacity(READ_CHUNK),
+        output: BytesMut::with_capacity(READ_CHUNK),
+        decoder: RequestDecoder::new(limits),
+        client: ClientState::new(id, peer, authenticated),
+        limits: CachedLimits {
+            generation: u64::MAX,
+            query_buffer_limit: usize::MAX,
+            timeout: None,
+        },
+    };
+    if let Err(e) = connection.run().await {
+        tracing::debug!("Client id={id} addr={peer} closed: {e}");
+    }
+    connection.flush_counters();
+}
+
+impl Connection<'_> {
+    /// The read → execute → write loop.
+    pub async fn run(&mut self) -> io::Result<()> {
+        loop {
+            self.refresh_limits();
+            if self.input.capacity() - self.input.len() < READ_CHUNK {
+                // Grow geometrically while a large argument is arriving.
+                self.input.reserve(READ_CHUNK.max(self.input.len()));
+            }
+            let read = self.stream.read_buf(&mut self.input);
+            let n = match self.limits.timeout {
+                None => read.await?,
+                Some(idle) => match tokio::time::timeout(idle, read).await {
+                    Ok(result) => result?,
+                    Err(_) => return Ok(()),
+                },
+            };
+            if n == 0 {
+                return Ok(());
+            }
+            while let Progress::OutputFull = self.process_input() {
+                self.flush().await?;
+            }
+            self.flush().await?;
+            if self.client.close_after_reply {
+                return Ok(());
+            }
+            if self.input.len() > self.limits.query_buffer_limit {
+                tracing::warn!(
+                    "Closing client that reached max query buffer length: id={} addr={}",
+                    self.client.id,
+                    self.client.peer
+                );
+                return Ok(());
+            }
+            if self.input.is_empty() && self.input.capacity() > KEEP_CAPACITY {
+                self.input = BytesMut::with_capacity(READ_CHUNK);
+            }
+            self.flush_counters();
+        }
+    }
+
+    /// Runs every complete command in the input, appending replies to the output.
+    fn process_input(&mut self) -> Progress {
+        while !self.client.close_after_reply {
+            match self.decoder.decode(&mut self.input) {
+                Ok(Some(args)) => {
+                    let mut ctx = Ctx {
+                        shared: self.shared,
+                        client: &mut self.client,
+                        out: &mut self.output,
+                    };
+                    cmd::execute(&mut ctx, &args);
+                    self.client.commands_since_flush += 1;
+                    if self.output.len() >= FLUSH_AT {
+                        return Progress::OutputFull;
+                    }
+                }
+                Ok(None) => return Progress::Drained,
+                Err(e) => {
+                    // Redis answers a protocol error and closes the connection.
+                    let text = format!("ERR {e}");
+                    encode::write_error(&mut self.output, text.as_bytes());
+                    tracing::debug!(
+                        "Protocol error ({e}) from client: id={} addr={}",
+                        self.client.id,
+                        self.client.peer
+                    );
+                    self.client.close_after_reply = true;
+                }
+            }
+        }
+        Progress::Drained
+    }
+
+    /// Writes everything pending in one call.
+    async fn flush(&mut self) -> io::Result<()> {
+        if !self.output.is_empty() {
+            self.stream.write_all(&self.output).await?;
+            self.output.clear();
+            if self.output.capacity() > KEEP_CAPACITY {
+                self.output = BytesMut::with_capacity(READ_CHUNK);
+            }
+        }
+        Ok(())
+    }
+
+    fn refresh_limits(&mut self) {
+        let generation = self.shared.config_generation.load(Ordering::Acquire);
+        if generation == self.limits.generation {
+            return;
+        }
+        let config = self.shared.config.read();
+        self.limits = CachedLimits {
+            generation,
+            query_buffer_limit: usize::try_from(config.client_query_buffer_limit)
+                .unwrap_or(usize::MAX),
+            timeout: (config.timeout > 0).then(|| Duration::from_secs(config.timeout)),
+        };
+    }
+
+    /// Adds this connection's command count to the server's, once per batch: a shared
+    /// counter bumped per command would bounce its cache line between cores.
+    fn flush_counters(&mut self) {
+        if self.client.commands_since_flush > 0 {
+            self.shared
+                .stats
+                .commands_processed
+                .fetch_add(self.client.commands_since_flush, Ordering::Relaxed);
+            self.client.commands_since_flush = 0;
+        }
+    }
+}

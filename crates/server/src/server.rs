@@ -1,0 +1,148 @@
+//! The library entry point: bind a [`Server`] from a [`Config`], then `run` it until
+//! SHUTDOWN or [`ShutdownHandle::shutdown`]. `redline bench` embeds it this way on a free
+//! loopback port; the `redline-server` binary wraps it with a runtime and signals.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+use crate::config::Config;
+use crate::net::listener;
+use crate::shared::Shared;
+use crate::store::expiry;
+
+/// A bound, not yet running server.
+///
+/// ```no_run
+/// # async fn demo() -> std::io::Result<()> {
+/// use redline_server::{Config, Server};
+///
+/// let config = Config { port: 0, ..Config::default() };
+/// let server = Server::bind(config).await?;
+/// println!("listening on {}", server.local_addr());
+/// let stop = server.shutdown_handle();
+/// let running = tokio::spawn(server.run());
+/// stop.shutdown();
+/// running.await.ok();
+/// # Ok(()) }
+/// ```
+pub struct Server {
+    listeners: Vec<TcpListener>,
+    shared: Arc<Shared>,
+}
+
+/// Stops a running server from anywhere; cheap to clone.
+#[derive(Clone)]
+pub struct ShutdownHandle {
+    shared: Arc<Shared>,
+}
+
+impl ShutdownHandle {
+    /// Stops accepting, closes every connection, and makes [`Server::run`] return.
+    pub fn shutdown(&self) {
+        self.shared.request_shutdown();
+    }
+}
+
+impl Server {
+    /// Binds every `bind` address on `port` (0 = a free port, the same one for all).
+    pub async fn bind(config: Config) -> io::Result<Server> {
+        let mut listeners = Vec::new();
+        let mut port = config.port;
+        for address in &config.bind {
+            // Redis's "-" prefix marks an optional address; "*" is every IPv4 address.
+            let (optional, host) = match address.strip_prefix('-') {
+                Some(rest) => (true, rest),
+                None => (false, address.as_str()),
+            };
+            let host = match host {
+                "*" => "0.0.0.0",
+                "::*" => "::",
+                other => other,
+            };
+            let target = if host.contains(':') {
+                format!("[{host}]:{port}")
+            } else {
+                format!("{host}:{port}")
+            };
+            match TcpListener::bind(&target).await {
+                Ok(listener) => {
+                    port = listener.local_addr()?.port();
+                    listeners.push(listener);
+                }
+                Err(e) if optional => {
+                    tracing::warn!("Could not create server TCP listening socket {target}: {e}");
+                }
+                Err(e) => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("Could not create server TCP listening socket {target}: {e}"),
+                    ))
+                }
+            }
+        }
+        if listeners.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "Configured to not listen anywhere, exiting.",
+            ));
+        }
+        let shared = Arc::new(Shared::new(config, port));
+        Ok(Server { listeners, shared })
+    }
+
+    /// The first bound address (its port is the real one when `port` was 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listeners
+            .first()
+            .and_then(|l| l.local_addr().ok())
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], self.shared.port)))
+    }
+
+    /// A handle that stops the server.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// The shared state, for tests and embedders that inspect counters.
+    pub fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
+
+    /// Serves until shutdown; then every connection is closed and the expiry thread
+    /// stopped before it returns.
+    pub async fn run(self) -> io::Result<()> {
+        let Server { listeners, shared } = self;
+        let (stop_expiry, stop_rx) = std::sync::mpsc::channel::<()>();
+        let expiry_thread = {
+            let store = shared.store.clone();
+            let hz = shared.hz.clone();
+            std::thread::Builder::new()
+                .name("redline-expiry".into())
+                .spawn(move || expiry::run(store, hz, stop_rx))?
+        };
+        tracing::info!("Ready to accept connections tcp");
+        let mut accepting = Vec::new();
+        for listener in listeners {
+            accepting.push(tokio::spawn(listener::accept_loop(
+                listener,
+                shared.clone(),
+            )));
+        }
+        let mut stop = shared.shutdown.subscribe();
+        // Already requested (e.g. SHUTDOWN raced with start) or requested later.
+        let _ = stop.wait_for(|s| *s).await;
+        for task in &accepting {
+            task.abort();
+        }
+        shared.clients.kill_all();
+        drop(stop_expiry);
+        let _ = tokio::task::spawn_blocking(move || expiry_thread.join()).await;
+        tracing::warn!("redline-server is now ready to exit, bye bye...");
+        Ok(())
+    }
+}

@@ -1,0 +1,88 @@
+//! State every connection task shares: the keyspace, the live configuration, the client
+//! table, counters and the shutdown signal. Hot-path fields are plain or atomic; the
+//! configuration is behind a lock that commands only take on CONFIG and at connect.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use parking_lot::RwLock;
+use tokio::sync::watch;
+
+use crate::config::Config;
+use crate::net::registry::Clients;
+use crate::store::Store;
+
+/// Server-wide counters for INFO.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Connections accepted.
+    pub connections_received: AtomicU64,
+    /// Connections refused (maxclients).
+    pub rejected_connections: AtomicU64,
+    /// Commands run; connections add theirs once per batch, not per command.
+    pub commands_processed: AtomicU64,
+}
+
+/// Shared server state.
+#[derive(Debug)]
+pub struct Shared {
+    /// The keyspace.
+    pub store: Arc<Store>,
+    /// The configuration as it is now (CONFIG SET changes it).
+    pub config: RwLock<Config>,
+    /// Bumped on every CONFIG SET, so connections refresh their cached limits cheaply.
+    pub config_generation: AtomicU64,
+    /// `hz`, read by the expiry thread each cycle.
+    pub hz: Arc<AtomicU32>,
+    /// Connected clients.
+    pub clients: Clients,
+    /// Counters.
+    pub stats: Stats,
+    /// Set to true to stop the server.
+    pub shutdown: watch::Sender<bool>,
+    /// When the server started.
+    pub started: Instant,
+    /// Wall clock at start, for INFO.
+    pub started_at: SystemTime,
+    /// 40 hex characters identifying this run (INFO run_id).
+    pub run_id: String,
+    /// The TCP port actually bound.
+    pub port: u16,
+}
+
+impl Shared {
+    /// Fresh state for `config`, listening on `port`.
+    pub fn new(config: Config, port: u16) -> Shared {
+        let store = Arc::new(Store::new(config.databases, config.effective_shards()));
+        let hz = Arc::new(AtomicU32::new(config.hz));
+        let run_id = (0..40)
+            .map(|_| char::from(b"0123456789abcdef"[fastrand::usize(..16)]))
+            .collect();
+        Shared {
+            store,
+            hz,
+            config: RwLock::new(config),
+            config_generation: AtomicU64::new(0),
+            clients: Clients::default(),
+            stats: Stats::default(),
+            shutdown: watch::channel(false).0,
+            started: Instant::now(),
+            started_at: SystemTime::now(),
+            run_id,
+            port,
+        }
+    }
+
+    /// Asks the server to stop: listeners close, connections end.
+    pub fn request_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+
+    /// Replaces the configuration (CONFIG SET) and tells connections to refresh.
+    pub fn update_config(&self, config: Config) {
+        self.hz.store(config.hz, Ordering::Relaxed);
+        *self.config.write() = config;
+        self.config_generation.fetch_add(1, Ordering::Release);
+    }
+}

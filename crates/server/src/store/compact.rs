@@ -1,0 +1,151 @@
+//! `CompactBytes`: binary-safe bytes stored inline when short, boxed otherwise. Keys and
+//! small values are mostly short, so most entries cost no allocation of their own.
+//!
+//! It hashes and compares exactly like `[u8]`, so maps keyed by it are looked up with a
+//! plain `&[u8]` (no copy of the request's key to probe the map).
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::Deref;
+
+/// Bytes up to this length live inside the value itself: 24 bytes in all with the tag.
+pub const INLINE_CAPACITY: usize = 22;
+
+/// Owned bytes, inline up to [`INLINE_CAPACITY`], on the heap beyond.
+#[derive(Clone)]
+pub enum CompactBytes {
+    /// Short bytes kept in place.
+    Inline {
+        /// How many of `data` are used.
+        len: u8,
+        /// The bytes, zero-padded.
+        data: [u8; INLINE_CAPACITY],
+    },
+    /// Longer bytes in one exact-size allocation.
+    Heap(Box<[u8]>),
+}
+
+impl CompactBytes {
+    /// Copies `bytes`; no allocation when they fit inline.
+    pub fn new(bytes: &[u8]) -> Self {
+        if bytes.len() <= INLINE_CAPACITY {
+            let mut data = [0u8; INLINE_CAPACITY];
+            data[..bytes.len()].copy_from_slice(bytes);
+            CompactBytes::Inline {
+                len: bytes.len() as u8,
+                data,
+            }
+        } else {
+            CompactBytes::Heap(bytes.into())
+        }
+    }
+
+    /// Takes ownership of a vector (no copy when it goes to the heap).
+    pub fn from_vec(bytes: Vec<u8>) -> Self {
+        if bytes.len() <= INLINE_CAPACITY {
+            Self::new(&bytes)
+        } else {
+            CompactBytes::Heap(bytes.into_boxed_slice())
+        }
+    }
+
+    /// The bytes.
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            CompactBytes::Inline { len, data } => &data[..*len as usize],
+            CompactBytes::Heap(b) => b,
+        }
+    }
+
+    /// Heap bytes owned beyond the value itself, for memory accounting.
+    pub fn heap_size(&self) -> usize {
+        match self {
+            CompactBytes::Inline { .. } => 0,
+            CompactBytes::Heap(b) => b.len(),
+        }
+    }
+}
+
+impl Deref for CompactBytes {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl Borrow<[u8]> for CompactBytes {
+    #[inline]
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl Hash for CompactBytes {
+    // Must hash exactly as `[u8]` does, for `Borrow<[u8]>` lookups.
+    #[inline]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state)
+    }
+}
+
+impl PartialEq for CompactBytes {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for CompactBytes {}
+
+impl PartialOrd for CompactBytes {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for CompactBytes {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+impl fmt::Debug for CompactBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self.as_bytes()))
+    }
+}
+
+impl From<&[u8]> for CompactBytes {
+    fn from(bytes: &[u8]) -> Self {
+        Self::new(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn inline_and_heap() {
+        assert_eq!(std::mem::size_of::<CompactBytes>(), 24);
+        let short = CompactBytes::new(b"abc");
+        assert!(matches!(short, CompactBytes::Inline { .. }));
+        let long = CompactBytes::new(&[7u8; 100]);
+        assert!(matches!(long, CompactBytes::Heap(_)));
+        assert_eq!(&*long, &[7u8; 100][..]);
+        assert_eq!(CompactBytes::new(b""), CompactBytes::from_vec(Vec::new()));
+    }
+
+    #[test]
+    fn map_lookup_by_slice() {
+        let mut m = HashMap::new();
+        m.insert(CompactBytes::new(b"key"), 1);
+        m.insert(CompactBytes::new(&[b'x'; 40]), 2);
+        assert_eq!(m.get(&b"key"[..]), Some(&1));
+        assert_eq!(m.get(&[b'x'; 40][..]), Some(&2));
+    }
+}

@@ -1,0 +1,106 @@
+//! Active expiry: Redis's `activeExpireCycle`. Every `1000 / hz` ms a background thread
+//! visits the shards round-robin; in each it samples 20 keys that have a TTL, removes the
+//! expired ones, and samples again while more than a quarter were expired, until the
+//! cycle's time budget (25% of the period, as Redis) runs out. Work per cycle is bounded
+//! by the budget, never by the number of keys; commands never pay for it.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{now_ms, Store};
+
+/// Keys sampled per round (Redis's `ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP`).
+pub const SAMPLES_PER_ROUND: usize = 20;
+
+/// A round is repeated while more than this percentage of its sample was expired.
+pub const REPEAT_ABOVE_PERCENT: usize = 25;
+
+/// Where the next cycle resumes, so a budget cut does not always favour the first shards.
+#[derive(Debug, Default)]
+pub struct Cursor {
+    next: usize,
+}
+
+/// Runs one cycle within `budget`; returns how many keys it expired.
+pub fn run_cycle(store: &Store, cursor: &mut Cursor, budget: Duration) -> usize {
+    let start = Instant::now();
+    let per_db = store.db(0).shard_count();
+    let total = per_db * store.db_count();
+    let mut expired = 0;
+    for _ in 0..total {
+        let position = cursor.next % total;
+        cursor.next = (position + 1) % total;
+        let db = store.db(position / per_db);
+        loop {
+            let result = {
+                let mut shard = db.lock_index(position % per_db);
+                if shard.ttl_len() == 0 {
+                    break;
+                }
+                shard.expire_sample(SAMPLES_PER_ROUND, now_ms())
+            };
+            expired += result.expired;
+            if start.elapsed() >= budget {
+                return expired;
+            }
+            if result.sampled == 0 || result.expired * 100 <= result.sampled * REPEAT_ABOVE_PERCENT
+            {
+                break;
+            }
+        }
+    }
+    expired
+}
+
+/// The background loop: a cycle every `1000 / hz` ms until `stop` fires or is dropped.
+/// `hz` is read each time, so `CONFIG SET hz` applies at once.
+pub fn run(store: Arc<Store>, hz: Arc<AtomicU32>, stop: Receiver<()>) {
+    let mut cursor = Cursor::default();
+    loop {
+        let hz = hz.load(Ordering::Relaxed).clamp(1, 500);
+        let period = Duration::from_micros(1_000_000 / u64::from(hz));
+        match stop.recv_timeout(period) {
+            Err(RecvTimeoutError::Timeout) => {}
+            _ => return,
+        }
+        run_cycle(&store, &mut cursor, period / 4);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Value;
+
+    #[test]
+    fn cycle_reclaims_without_access() {
+        let store = Store::new(2, 4);
+        for i in 0..1000u32 {
+            let key = i.to_string();
+            store
+                .db(i as usize % 2)
+                .lock(key.as_bytes())
+                .insert(key.as_bytes(), Value::Int(1), 1);
+        }
+        for i in 0..10u32 {
+            let key = format!("keep{i}");
+            store
+                .db(0)
+                .lock(key.as_bytes())
+                .insert(key.as_bytes(), Value::Int(1), u64::MAX);
+        }
+        let mut cursor = Cursor::default();
+        let mut expired = 0;
+        for _ in 0..1000 {
+            expired += run_cycle(&store, &mut cursor, Duration::from_secs(1));
+            if expired == 1000 {
+                break;
+            }
+        }
+        assert_eq!(expired, 1000);
+        assert_eq!(store.db(0).len() + store.db(1).len(), 10);
+        assert!(store.expiry_stats().sampled >= 1000);
+    }
+}

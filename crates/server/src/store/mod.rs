@@ -1,0 +1,228 @@
+//! The keyspace: `databases` databases, each split into a power-of-two number of shards
+//! by hash slot (`key_slot(key) & (shards - 1)`), each shard a plain map behind its own
+//! short mutex.
+//!
+//! A connection task locks the one shard a command needs, runs the command against it and
+//! encodes the reply from the borrowed entry, then unlocks: no channel, no task hop, no
+//! copy of the value. Commands over several keys lock all their shards in ascending
+//! order ([`Db::lock_keys`]), which makes them atomic and cannot deadlock. Because the
+//! shard is chosen by hash slot, keys sharing a hash tag share a shard, and cluster mode
+//! can hand over whole slots.
+
+mod compact;
+pub mod expiry;
+mod shard;
+mod value;
+mod zset;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use parking_lot::{Mutex, MutexGuard};
+use redline_resp::slot::key_slot;
+
+pub use compact::{CompactBytes, INLINE_CAPACITY};
+pub use shard::{SampleResult, Shard};
+pub use value::{canonical_int, Entry, HashValue, Hasher, ListValue, SetValue, Value};
+pub use zset::{Score, ZSet};
+
+/// Milliseconds since the Unix epoch: the clock of every deadline.
+#[inline]
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A shard on its own cache lines, so two cores locking neighbouring shards do not
+/// fight over one line.
+#[repr(align(128))]
+#[derive(Debug, Default)]
+struct ShardSlot(Mutex<Shard>);
+
+/// One logical database (`SELECT n`).
+#[derive(Debug)]
+pub struct Db {
+    shards: Box<[ShardSlot]>,
+    mask: usize,
+}
+
+/// The shards locked by a multi-key command, in ascending shard order.
+pub struct Locked<'a> {
+    guards: Vec<(usize, MutexGuard<'a, Shard>)>,
+    mask: usize,
+}
+
+impl Locked<'_> {
+    /// The locked shard that holds `key`. The key must be one the lock was taken for;
+    /// any other key falls back to the first locked shard rather than panicking.
+    pub fn shard(&mut self, key: &[u8]) -> &mut Shard {
+        let index = key_slot(key) as usize & self.mask;
+        let pos = self
+            .guards
+            .binary_search_by_key(&index, |(i, _)| *i)
+            .unwrap_or(0);
+        &mut self.guards[pos].1
+    }
+}
+
+impl Db {
+    fn new(shards: usize) -> Db {
+        let shards = shards.max(1).next_power_of_two();
+        Db {
+            shards: (0..shards).map(|_| ShardSlot::default()).collect(),
+            mask: shards - 1,
+        }
+    }
+
+    /// Which shard holds `key`.
+    #[inline]
+    pub fn shard_index(&self, key: &[u8]) -> usize {
+        key_slot(key) as usize & self.mask
+    }
+
+    /// Number of shards.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Locks the shard of `key`.
+    #[inline]
+    pub fn lock(&self, key: &[u8]) -> MutexGuard<'_, Shard> {
+        self.shards[self.shard_index(key)].0.lock()
+    }
+
+    /// Locks shard number `index` (modulo the count).
+    pub fn lock_index(&self, index: usize) -> MutexGuard<'_, Shard> {
+        self.shards[index & self.mask].0.lock()
+    }
+
+    /// Locks the shards of all `keys`, each once, in ascending order.
+    pub fn lock_keys<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> Locked<'_> {
+        let mut indexes: Vec<usize> = keys.into_iter().map(|k| self.shard_index(k)).collect();
+        indexes.sort_unstable();
+        indexes.dedup();
+        Locked {
+            guards: indexes
+                .into_iter()
+                .map(|i| (i, self.shards[i].0.lock()))
+                .collect(),
+            mask: self.mask,
+        }
+    }
+
+    /// Locks every shard, in order (FLUSHDB, SWAPDB).
+    pub fn lock_all(&self) -> Vec<MutexGuard<'_, Shard>> {
+        self.shards.iter().map(|s| s.0.lock()).collect()
+    }
+
+    /// Number of keys (DBSIZE), expired-but-unreclaimed included, as in Redis.
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.0.lock().len()).sum()
+    }
+
+    /// Whether the database holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of keys with a TTL.
+    pub fn ttl_len(&self) -> usize {
+        self.shards.iter().map(|s| s.0.lock().ttl_len()).sum()
+    }
+
+    /// Removes every key.
+    pub fn clear(&self) {
+        for mut shard in self.lock_all() {
+            shard.clear();
+        }
+    }
+}
+
+/// Expiry counters summed over every shard.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExpiryStats {
+    /// Keys removed because they expired, lazily or actively.
+    pub expired: u64,
+    /// TTL keys the active cycle looked at.
+    pub sampled: u64,
+}
+
+/// Every database.
+#[derive(Debug)]
+pub struct Store {
+    dbs: Box<[Db]>,
+}
+
+impl Store {
+    /// `databases` databases of `shards` shards each (rounded up to a power of two).
+    pub fn new(databases: usize, shards: usize) -> Store {
+        Store {
+            dbs: (0..databases.max(1)).map(|_| Db::new(shards)).collect(),
+        }
+    }
+
+    /// Database `index`; callers validate the index at SELECT time.
+    #[inline]
+    pub fn db(&self, index: usize) -> &Db {
+        &self.dbs[index.min(self.dbs.len() - 1)]
+    }
+
+    /// Number of databases.
+    pub fn db_count(&self) -> usize {
+        self.dbs.len()
+    }
+
+    /// All databases.
+    pub fn dbs(&self) -> &[Db] {
+        &self.dbs
+    }
+
+    /// Expiry counters over every database.
+    pub fn expiry_stats(&self) -> ExpiryStats {
+        let mut stats = ExpiryStats::default();
+        for db in self.dbs.iter() {
+            for slot in db.shards.iter() {
+                let shard = slot.0.lock();
+                stats.expired += shard.expired;
+                stats.sampled += shard.sampled;
+            }
+        }
+        stats
+    }
+
+    /// Exchanges two databases atomically: all shards of both are locked in one global
+    /// order (lower database first) before any is touched.
+    pub fn swap_dbs(&self, a: usize, b: usize) {
+        if a == b || a >= self.dbs.len() || b >= self.dbs.len() {
+            return;
+        }
+        let (lo, hi) = (a.min(b), a.max(b));
+        let mut first = self.dbs[lo].lock_all();
+        let mut second = self.dbs[hi].lock_all();
+        for (x, y) in first.iter_mut().zip(second.iter_mut()) {
+            x.swap(y);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_tags_share_a_shard_and_multi_locks_work() {
+        let store = Store::new(2, 16);
+        let db = store.db(0);
+        assert_eq!(db.shard_index(b"{user}a"), db.shard_index(b"{user}b"));
+        let keys: [&[u8]; 3] = [b"a", b"b", b"c"];
+        let mut locked = db.lock_keys(keys);
+        for k in keys {
+            locked.shard(k).insert(k, Value::Int(1), 0);
+        }
+        drop(locked);
+        assert_eq!(db.len(), 3);
+        store.swap_dbs(0, 1);
+        assert_eq!(store.db(0).len(), 0);
+        assert_eq!(store.db(1).len(), 3);
+    }
+}

@@ -1,0 +1,309 @@
+//! One shard of one database: the keys whose hash slot maps here, the subset of them
+//! that carry a TTL, and the expiry counters. A shard is only ever touched under its
+//! lock (see [`super::Db`]), so nothing in here is synchronised.
+//!
+//! Expiry bookkeeping lives here so no command can forget it: every insert, overwrite,
+//! removal and TTL change keeps `ttl_keys` equal to the keys whose `expires_at != 0`.
+
+use indexmap::{IndexMap, IndexSet};
+
+use super::compact::CompactBytes;
+use super::now_ms;
+use super::value::{Entry, Hasher, Value};
+
+/// Keys of one shard.
+#[derive(Debug, Default)]
+pub struct Shard {
+    /// Key → entry. An `IndexMap` so random keys and scan cursors are O(1) and stable.
+    map: IndexMap<CompactBytes, Entry, Hasher>,
+    /// Keys with a TTL, indexable so the active cycle samples them in O(1).
+    ttl_keys: IndexSet<CompactBytes, Hasher>,
+    /// Keys removed because they expired (lazily or by the active cycle).
+    pub expired: u64,
+    /// TTL keys the active cycle has looked at.
+    pub sampled: u64,
+}
+
+/// What one active-expiry round did in a shard.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SampleResult {
+    /// Keys looked at.
+    pub sampled: usize,
+    /// Keys found expired and removed.
+    pub expired: usize,
+}
+
+impl Shard {
+    /// Number of keys, including expired ones not reclaimed yet (as Redis's DBSIZE).
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether the shard holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Number of keys with a TTL.
+    pub fn ttl_len(&self) -> usize {
+        self.ttl_keys.len()
+    }
+
+    /// Index of the live entry of `key`; an expired one is removed first (lazy expiry).
+    #[inline]
+    fn live_index(&mut self, key: &[u8]) -> Option<usize> {
+        let index = self.map.get_index_of(key)?;
+        let expires_at = self.map.get_index(index).map_or(0, |(_, e)| e.expires_at);
+        if expires_at != 0 && expires_at <= now_ms() {
+            self.remove_index(index);
+            self.expired += 1;
+            return None;
+        }
+        Some(index)
+    }
+
+    /// The live entry of `key`.
+    #[inline]
+    pub fn get(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let index = self.live_index(key)?;
+        self.map.get_index_mut(index).map(|(_, e)| e)
+    }
+
+    /// Whether `key` exists (and is not expired).
+    pub fn contains(&mut self, key: &[u8]) -> bool {
+        self.live_index(key).is_some()
+    }
+
+    /// Stores `value` under `key` with deadline `expires_at` (0 = none), replacing any
+    /// previous value and TTL.
+    pub fn insert(&mut self, key: &[u8], value: Value, expires_at: u64) {
+        match self.map.get_index_of(key) {
+            Some(index) => {
+                if let Some((_, entry)) = self.map.get_index_mut(index) {
+                    let had_ttl = entry.expires_at != 0;
+                    entry.value = value;
+                    entry.expires_at = expires_at;
+                    self.track_ttl(key, had_ttl, expires_at != 0);
+                }
+            }
+            None => {
+                self.map
+                    .insert(CompactBytes::new(key), Entry { value, expires_at });
+                self.track_ttl(key, false, expires_at != 0);
+            }
+        }
+    }
+
+    /// The entry of `key`, created with `make()` when missing (or expired).
+    pub fn get_or_insert_with(&mut self, key: &[u8], make: impl FnOnce() -> Value) -> &mut Entry {
+        let index = match self.live_index(key) {
+            Some(index) => index,
+            None => {
+                let (index, _) = self.map.insert_full(
+                    CompactBytes::new(key),
+                    Entry {
+                        value: make(),
+                        expires_at: 0,
+                    },
+                );
+                index
+            }
+        };
+        // The index was just found or inserted, so it is in range.
+        &mut self.map[index]
+    }
+
+    /// Sets (or with 0 clears) the deadline of an existing key; false when it is missing.
+    pub fn set_expires(&mut self, key: &[u8], expires_at: u64) -> bool {
+        let Some(index) = self.live_index(key) else {
+            return false;
+        };
+        let entry = &mut self.map[index];
+        let had_ttl = entry.expires_at != 0;
+        entry.expires_at = expires_at;
+        self.track_ttl(key, had_ttl, expires_at != 0);
+        true
+    }
+
+    fn track_ttl(&mut self, key: &[u8], had: bool, has: bool) {
+        match (had, has) {
+            (false, true) => {
+                self.ttl_keys.insert(CompactBytes::new(key));
+            }
+            (true, false) => {
+                self.ttl_keys.swap_remove(key);
+            }
+            _ => {}
+        }
+    }
+
+    /// Removes `key`, returning its entry if it was live.
+    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        let index = self.live_index(key)?;
+        self.remove_index(index)
+    }
+
+    fn remove_index(&mut self, index: usize) -> Option<Entry> {
+        let (key, entry) = self.map.swap_remove_index(index)?;
+        if entry.expires_at != 0 {
+            self.ttl_keys.swap_remove(key.as_bytes());
+        }
+        Some(entry)
+    }
+
+    /// Removes every key.
+    pub fn clear(&mut self) {
+        self.map = IndexMap::default();
+        self.ttl_keys = IndexSet::default();
+    }
+
+    /// Exchanges the contents of two shards (SWAPDB).
+    pub fn swap(&mut self, other: &mut Shard) {
+        std::mem::swap(&mut self.map, &mut other.map);
+        std::mem::swap(&mut self.ttl_keys, &mut other.ttl_keys);
+    }
+
+    /// A random live key (expired ones met on the way are reclaimed).
+    pub fn random_key(&mut self) -> Option<CompactBytes> {
+        while !self.map.is_empty() {
+            let index = fastrand::usize(..self.map.len());
+            let (key, entry) = self.map.get_index(index)?;
+            if entry.expires_at != 0 && entry.expires_at <= now_ms() {
+                self.remove_index(index);
+                self.expired += 1;
+                continue;
+            }
+            return Some(key.clone());
+        }
+        None
+    }
+
+    /// Calls `f` for entries at indexes below `cursor` going down, at most `count` of
+    /// them, and returns the next cursor (0 = done). Walking down from the end keeps
+    /// Redis's SCAN guarantee: a removal moves the last (already visited) entry into the
+    /// hole, so no entry present throughout is ever skipped, at worst repeated.
+    /// `cursor == None` starts from the current end.
+    pub fn scan(
+        &mut self,
+        cursor: Option<usize>,
+        count: usize,
+        mut f: impl FnMut(&CompactBytes, &Entry),
+    ) -> usize {
+        let now = now_ms();
+        let mut pos = cursor.unwrap_or(usize::MAX).min(self.map.len());
+        let mut visited = 0;
+        while pos > 0 && visited < count {
+            pos -= 1;
+            visited += 1;
+            if let Some((key, entry)) = self.map.get_index(pos) {
+                if entry.expires_at != 0 && entry.expires_at <= now {
+                    continue;
+                }
+                f(key, entry);
+            }
+        }
+        pos
+    }
+
+    /// Every live key (KEYS).
+    pub fn for_each_live(&self, mut f: impl FnMut(&CompactBytes, &Entry)) {
+        let now = now_ms();
+        for (key, entry) in &self.map {
+            if entry.expires_at == 0 || entry.expires_at > now {
+                f(key, entry);
+            }
+        }
+    }
+
+    /// One round of Redis's active expiry: look at up to `samples` random keys with a TTL
+    /// and remove the expired ones. Cost is O(samples) whatever the shard holds.
+    pub fn expire_sample(&mut self, samples: usize, now: u64) -> SampleResult {
+        let mut result = SampleResult::default();
+        for _ in 0..samples {
+            if self.ttl_keys.is_empty() {
+                break;
+            }
+            let pick = fastrand::usize(..self.ttl_keys.len());
+            result.sampled += 1;
+            let Some(key) = self.ttl_keys.get_index(pick) else {
+                break;
+            };
+            let Some(index) = self.map.get_index_of(key.as_bytes()) else {
+                // Cannot happen while the invariant holds; repair rather than loop.
+                self.ttl_keys.swap_remove_index(pick);
+                continue;
+            };
+            let expires_at = self.map.get_index(index).map_or(0, |(_, e)| e.expires_at);
+            if expires_at != 0 && expires_at <= now {
+                self.remove_index(index);
+                result.expired += 1;
+            }
+        }
+        self.sampled += result.sampled as u64;
+        self.expired += result.expired as u64;
+        result
+    }
+
+    /// Approximate bytes held by this shard's keys and values.
+    pub fn keys_heap_size(&self) -> usize {
+        self.map.capacity() * (std::mem::size_of::<(CompactBytes, Entry)>() + 16)
+            + self.map.keys().map(|k| k.heap_size()).sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttl_index_follows_entries() {
+        let mut s = Shard::default();
+        s.insert(b"a", Value::Int(1), u64::MAX);
+        s.insert(b"b", Value::Int(2), 0);
+        assert_eq!(s.ttl_len(), 1);
+        s.insert(b"a", Value::Int(3), 0);
+        assert_eq!(s.ttl_len(), 0);
+        assert!(s.set_expires(b"b", u64::MAX));
+        assert_eq!(s.ttl_len(), 1);
+        s.remove(b"b");
+        assert_eq!(s.ttl_len(), 0);
+        assert!(!s.set_expires(b"zz", 5));
+    }
+
+    #[test]
+    fn lazy_and_active_expiry() {
+        let mut s = Shard::default();
+        s.insert(b"gone", Value::Int(1), 1);
+        assert!(s.get(b"gone").is_none());
+        assert_eq!(s.len(), 0);
+        for i in 0..100u32 {
+            s.insert(&i.to_be_bytes(), Value::Int(1), 1);
+        }
+        let mut total = 0;
+        while s.ttl_len() > 0 {
+            total += s.expire_sample(20, now_ms()).expired;
+        }
+        assert_eq!(total, 100);
+        assert_eq!(s.len(), 0);
+    }
+
+    #[test]
+    fn scan_visits_everything_once_without_changes() {
+        let mut s = Shard::default();
+        for i in 0..50u32 {
+            s.insert(&i.to_be_bytes(), Value::Int(1), 0);
+        }
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        loop {
+            let next = s.scan(cursor, 7, |k, _| seen.push(k.clone()));
+            if next == 0 {
+                break;
+            }
+            cursor = Some(next);
+        }
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), 50);
+    }
+}

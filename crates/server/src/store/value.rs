@@ -1,0 +1,132 @@
+//! What a key holds. Strings are int-encoded when Redis would (canonical decimal `i64`),
+//! otherwise compact bytes; collections are boxed so an entry stays small whatever its
+//! type.
+//!
+//! Hashes and sets are `IndexMap`s: insertion order matches Redis's small (listpack)
+//! encodings, and index access gives O(1) random members and stable scan cursors.
+
+use std::collections::VecDeque;
+
+use indexmap::{IndexMap, IndexSet};
+
+use super::compact::CompactBytes;
+use super::zset::ZSet;
+
+/// The hasher of every map in the store: fast, and seeded per process so clients cannot
+/// aim collisions.
+pub type Hasher = foldhash::fast::RandomState;
+
+/// Hash field → value.
+pub type HashValue = IndexMap<CompactBytes, CompactBytes, Hasher>;
+/// Set members.
+pub type SetValue = IndexSet<CompactBytes, Hasher>;
+/// List elements, head first.
+pub type ListValue = VecDeque<CompactBytes>;
+
+/// A stored value.
+#[derive(Debug, Clone)]
+pub enum Value {
+    /// A string whose text is the canonical decimal form of this integer.
+    Int(i64),
+    /// Any other string.
+    Str(CompactBytes),
+    /// A list.
+    List(Box<ListValue>),
+    /// A hash.
+    Hash(Box<HashValue>),
+    /// A set.
+    Set(Box<SetValue>),
+    /// A sorted set.
+    ZSet(Box<ZSet>),
+}
+
+/// A key's value and its deadline.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The value.
+    pub value: Value,
+    /// Expiry deadline in Unix milliseconds; 0 = no expiry.
+    pub expires_at: u64,
+}
+
+/// The value's integer if `bytes` is the canonical text of an `i64` (what Redis
+/// int-encodes: no sign `+`, no leading zeros, no spaces, at most 20 characters).
+pub fn canonical_int(bytes: &[u8]) -> Option<i64> {
+    if bytes.is_empty() || bytes.len() > 20 {
+        return None;
+    }
+    let n: i64 = std::str::from_utf8(bytes).ok()?.parse().ok()?;
+    let mut digits = itoa::Buffer::new();
+    (digits.format(n).as_bytes() == bytes).then_some(n)
+}
+
+impl Value {
+    /// A string value from bytes, int-encoded when possible.
+    pub fn string(bytes: &[u8]) -> Value {
+        match canonical_int(bytes) {
+            Some(n) => Value::Int(n),
+            None => Value::Str(CompactBytes::new(bytes)),
+        }
+    }
+
+    /// The name `TYPE` reports.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Int(_) | Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
+        }
+    }
+
+    /// Whether this is a string (either encoding).
+    pub fn is_string(&self) -> bool {
+        matches!(self, Value::Int(_) | Value::Str(_))
+    }
+
+    /// Calls `f` with the string's bytes (formatting an int on the stack, no allocation);
+    /// `None` for non-strings.
+    pub fn with_str<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        match self {
+            Value::Int(n) => {
+                let mut digits = itoa::Buffer::new();
+                Some(f(digits.format(*n).as_bytes()))
+            }
+            Value::Str(s) => Some(f(s.as_bytes())),
+            _ => None,
+        }
+    }
+
+    /// The string's bytes as a fresh vector (for read-modify-write commands).
+    pub fn to_vec(&self) -> Option<Vec<u8>> {
+        self.with_str(|b| b.to_vec())
+    }
+
+    /// Length of a string value (`STRLEN`).
+    pub fn str_len(&self) -> Option<usize> {
+        self.with_str(|b| b.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn int_encoding_is_canonical_only() {
+        assert_eq!(canonical_int(b"123"), Some(123));
+        assert_eq!(canonical_int(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(canonical_int(b"0123"), None);
+        assert_eq!(canonical_int(b"+1"), None);
+        assert_eq!(canonical_int(b"-0"), None);
+        assert_eq!(canonical_int(b" 1"), None);
+        assert_eq!(canonical_int(b"9223372036854775808"), None);
+    }
+
+    #[test]
+    fn small_entries() {
+        assert_eq!(std::mem::size_of::<Value>(), 24);
+        assert_eq!(std::mem::size_of::<Entry>(), 32);
+    }
+}

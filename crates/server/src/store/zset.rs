@@ -1,0 +1,85 @@
+//! Sorted sets: member → score for lookups, plus the members ordered by (score, member)
+//! for ranges. Ranks walk the ordered set (O(rank)); an order-statistic tree would make
+//! them O(log n) and is the planned replacement.
+
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+
+use indexmap::IndexMap;
+
+use super::compact::CompactBytes;
+use super::value::Hasher;
+
+/// A score with the total order Redis uses (scores are never NaN).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Score(pub f64);
+
+impl Eq for Score {}
+
+impl PartialOrd for Score {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Score {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// A sorted set.
+#[derive(Debug, Clone, Default)]
+pub struct ZSet {
+    scores: IndexMap<CompactBytes, f64, Hasher>,
+    order: BTreeSet<(Score, CompactBytes)>,
+}
+
+impl ZSet {
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        self.scores.len()
+    }
+
+    /// Whether there are no members.
+    pub fn is_empty(&self) -> bool {
+        self.scores.is_empty()
+    }
+
+    /// The member's score.
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        self.scores.get(member).copied()
+    }
+
+    /// Adds or updates a member; returns the previous score.
+    pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
+        // -0.0 and 0.0 are the same score to Redis; keep one spelling so ordering agrees.
+        let score = if score == 0.0 { 0.0 } else { score };
+        let key = CompactBytes::new(member);
+        let old = self.scores.insert(key.clone(), score);
+        if let Some(old) = old {
+            self.order.remove(&(Score(old), key.clone()));
+        }
+        self.order.insert((Score(score), key));
+        old
+    }
+
+    /// Removes a member; returns its score.
+    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        let (key, score) = self.scores.swap_remove_entry(member)?;
+        self.order.remove(&(Score(score), key));
+        Some(score)
+    }
+
+    /// Members in ascending (score, member) order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
+        self.order.iter().map(|(s, m)| (m.as_bytes(), s.0))
+    }
+
+    /// 0-based rank of a member in ascending order.
+    pub fn rank(&self, member: &[u8]) -> Option<usize> {
+        let score = self.score(member)?;
+        let key = CompactBytes::new(member);
+        Some(self.order.range(..(Score(score), key)).count())
+    }
+}
