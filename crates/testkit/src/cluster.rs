@@ -66,6 +66,7 @@ pub struct RedisCluster {
     nodes: Vec<ServerProcess>,
     ids: Vec<String>,
     tls: Option<TlsCerts>,
+    password: Option<String>,
     /// For each node killed while it was a master: one slot it served, to find its successor.
     killed_slot: Vec<Option<u16>>,
 }
@@ -117,6 +118,12 @@ impl RedisClusterBuilder {
         self
     }
 
+    /// Requires this password on every node (`--requirepass`, and `--masterauth` so
+    /// replicas can sync); the kit authenticates its own checks.
+    pub fn password(self, password: impl Into<String>) -> Self {
+        self.arg("--requirepass", password)
+    }
+
     /// Adds one `redis-server` option with its value to every node.
     pub fn arg(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.args.push(name.into());
@@ -146,7 +153,11 @@ impl RedisClusterBuilder {
             .map(|c| TlsClient::new(c.ca_cert_der()))
             .transpose()?;
         let certs = self.tls.clone();
-        let extra = self.args.clone();
+        let mut extra = self.args.clone();
+        if let Some(pw) = &password {
+            // Replicas authenticate to their master with the same password.
+            extra.extend(["--masterauth".to_string(), pw.clone()]);
+        }
         let timeout_ms = self.node_timeout.as_millis().max(1).to_string();
         let spec = Spec {
             program: redis_server_bin(),
@@ -191,6 +202,7 @@ impl RedisClusterBuilder {
             nodes,
             ids,
             tls: self.tls,
+            password: password.clone(),
         };
         cluster.create(self.replicas_per_master, password.as_deref())?;
         cluster.wait_healthy(
@@ -259,11 +271,17 @@ impl RedisCluster {
         self.tls.as_ref()
     }
 
-    /// `redis://127.0.0.1:<port>` (or `rediss://`) of every node.
+    /// The password every node requires, if any.
+    pub fn password(&self) -> Option<&str> {
+        self.password.as_deref()
+    }
+
+    /// `redis://127.0.0.1:<port>` (or `rediss://`, with `:<password>@` when set) of every
+    /// node.
     pub fn urls(&self) -> Vec<String> {
         self.nodes
             .iter()
-            .map(|n| redis::url(self.tls.is_some(), None, n.addr()))
+            .map(|n| redis::url(self.tls.is_some(), self.password.as_deref(), n.addr()))
             .collect()
     }
 
@@ -277,13 +295,13 @@ impl RedisCluster {
         self.node(node)?.cmd(args)
     }
 
-    /// A `redis-cli` command pointed at node `node` (TLS files included; add `-c` to follow
-    /// redirections).
+    /// A `redis-cli` command pointed at node `node` (TLS files and password included; add
+    /// `-c` to follow redirections).
     pub fn cli(&self, node: usize) -> Result<Command> {
         Ok(cli_command(
             self.node(node)?.addr(),
             self.tls.as_ref(),
-            None,
+            self.password.as_deref(),
         ))
     }
 
