@@ -1,7 +1,8 @@
 //! The reply parsers on real redis-server 7.0 output: every RESP3 type (`DEBUG PROTOCOL`
 //! emits each one) and its RESP2 fallback, read through the `Decoder` as the reads arrive
 //! and through `parse` on the whole byte stream.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+// 3.141 is what Redis sends, not an approximation of pi.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::approx_constant)]
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
