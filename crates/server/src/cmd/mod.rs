@@ -103,7 +103,7 @@ pub fn handler_of(spec: &'static CommandSpec) -> Option<Handler> {
 /// Runs one command and writes its reply.
 pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) {
     if let Err(e) = dispatch(ctx, args) {
-        encode::write_error(ctx.out, e.text().as_bytes());
+        encode::write_error(ctx.out, e.text());
     }
 }
 

@@ -13,6 +13,8 @@ pub enum CmdError {
     Static(&'static str),
     /// A message with details.
     Owned(String),
+    /// A message quoting client bytes as they are (not necessarily UTF-8).
+    Bytes(Vec<u8>),
 }
 
 /// What a handler returns.
@@ -20,10 +22,11 @@ pub type CmdResult = Result<(), CmdError>;
 
 impl CmdError {
     /// The error line without the leading `-`.
-    pub fn text(&self) -> &str {
+    pub fn text(&self) -> &[u8] {
         match self {
-            CmdError::Static(s) => s,
-            CmdError::Owned(s) => s,
+            CmdError::Static(s) => s.as_bytes(),
+            CmdError::Owned(s) => s.as_bytes(),
+            CmdError::Bytes(b) => b,
         }
     }
 }
@@ -66,11 +69,10 @@ pub fn wrong_arity(name: &str) -> CmdError {
 
 /// `ERR unknown subcommand '<sub>'. Try <PARENT> HELP.`
 pub fn unknown_subcommand(parent: &str, sub: &[u8]) -> CmdError {
-    CmdError::Owned(format!(
-        "ERR unknown subcommand '{}'. Try {} HELP.",
-        clip(sub, 128),
-        parent.to_ascii_uppercase()
-    ))
+    let mut text = b"ERR unknown subcommand '".to_vec();
+    text.extend_from_slice(&clip_bytes(sub, 128));
+    text.extend_from_slice(format!("'. Try {} HELP.", parent.to_ascii_uppercase()).as_bytes());
+    CmdError::Bytes(text)
 }
 
 /// `ERR unknown command '<name>', with args beginning with: '<a>' '<b>' ` as Redis
@@ -78,21 +80,32 @@ pub fn unknown_subcommand(parent: &str, sub: &[u8]) -> CmdError {
 /// characters, the last one clipped to fit.
 pub fn unknown_command<A: AsRef<[u8]>>(args: &[A]) -> CmdError {
     let name = args.first().map_or(&b""[..], |a| a.as_ref());
-    let mut list = String::new();
+    let mut list = Vec::new();
     for arg in args.iter().skip(1) {
         if list.len() >= 128 {
             break;
         }
         let room = 128 - list.len();
-        list.push('\'');
-        list.push_str(&clip(arg.as_ref(), room));
-        list.push_str("' ");
+        list.push(b'\'');
+        list.extend_from_slice(&clip_bytes(arg.as_ref(), room));
+        list.extend_from_slice(b"' ");
     }
-    CmdError::Owned(format!(
-        "ERR unknown command '{}', with args beginning with: {}",
-        clip(name, 128),
-        list
-    ))
+    let mut text = b"ERR unknown command '".to_vec();
+    text.extend_from_slice(&clip_bytes(name, 128));
+    text.extend_from_slice(b"', with args beginning with: ");
+    text.extend_from_slice(&list);
+    CmdError::Bytes(text)
+}
+
+/// What C's `%.*s` prints of client bytes in an error: up to the first NUL, at most `max`
+/// bytes, CR and LF made spaces (an error line may not contain them).
+pub fn clip_bytes(bytes: &[u8], max: usize) -> Vec<u8> {
+    bytes
+        .iter()
+        .take_while(|&&c| c != 0)
+        .take(max)
+        .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
+        .collect()
 }
 
 /// At most `max` bytes of `bytes` as text, with CR and LF made spaces (an error line may
@@ -129,10 +142,10 @@ mod tests {
             "ERR unknown command 'foo', with args beginning with: 'a' 'b c' '{}' ",
             "x".repeat(118)
         );
-        assert_eq!(e.text(), expected);
+        assert_eq!(e.text(), expected.as_bytes());
         assert_eq!(
             unknown_command(&["foo"]).text(),
-            "ERR unknown command 'foo', with args beginning with: "
+            b"ERR unknown command 'foo', with args beginning with: "
         );
     }
 }

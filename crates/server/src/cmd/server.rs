@@ -9,7 +9,7 @@ use redline_resp::command::{self, BeginSearch, CommandSpec, FindKeys, KeysError}
 use redline_resp::{encode, Protocol};
 
 use super::args::{int, is};
-use super::reply::{self, ok, CmdError, CmdResult, DB_INDEX, NOT_INTEGER, SYNTAX, WRONGPASS};
+use super::reply::{self, ok, CmdError, CmdResult, DB_INDEX, SYNTAX, WRONGPASS};
 use super::{Ctx, Handler};
 use crate::config::SetError;
 
@@ -70,10 +70,12 @@ fn db_index(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, CmdError> {
 }
 
 fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    // Redis parses SELECT's index as an int (not long long): out of int range is NOT_INTEGER.
+    // Redis reads SELECT's index as a C int, with its own range error.
     let n = int(&args[1])?;
     if i32::try_from(n).is_err() {
-        return Err(NOT_INTEGER);
+        return Err(CmdError::Static(
+            "ERR value is out of range, value must between -2147483648 and 2147483647",
+        ));
     }
     ctx.client.db = db_index(ctx, &args[1])?;
     ok(ctx.out);
@@ -401,7 +403,7 @@ fn command_info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     for name in &args[2..] {
         match find_command(name) {
             Some(spec) => write_command_info(ctx.out, ctx.client.protocol, spec),
-            None => encode::write_null_array(ctx.out, ctx.client.protocol),
+            None => encode::write_null_bulk(ctx.out, ctx.client.protocol),
         }
     }
     Ok(())
@@ -440,8 +442,12 @@ fn write_command_info(out: &mut bytes::BytesMut, proto: Protocol, spec: &Command
     encode::write_integer(out, i64::from(spec.last_key));
     encode::write_integer(out, i64::from(spec.key_step));
     write_status_set(out, proto, spec.acl_categories.names(), "@");
-    write_status_set(out, proto, spec.tips.iter().copied(), "");
-    encode::write_array_len(out, spec.key_specs.len());
+    // Tips are bulk strings, unlike the flags.
+    encode::write_set_len(out, proto, spec.tips.len());
+    for tip in spec.tips {
+        encode::write_bulk(out, tip.as_bytes());
+    }
+    encode::write_set_len(out, proto, spec.key_specs.len());
     for key_spec in spec.key_specs {
         let has_notes = !key_spec.notes.is_empty();
         encode::write_map_len(out, proto, 3 + usize::from(has_notes));
@@ -521,7 +527,12 @@ fn write_command_info(out: &mut bytes::BytesMut, proto: Protocol, spec: &Command
             }
         }
     }
-    encode::write_array_len(out, spec.subcommands.len());
+    // Redis sends "no subcommands" as an empty set, and a list of them as an array.
+    if spec.subcommands.is_empty() {
+        encode::write_set_len(out, proto, 0);
+    } else {
+        encode::write_array_len(out, spec.subcommands.len());
+    }
     for sub in spec.subcommands {
         write_command_info(out, proto, sub);
     }

@@ -230,15 +230,19 @@ fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let o = parse_set_options(args, 2, false)?;
-    let expires_at = match o.expire {
-        Some((unit, at)) => Some(deadline(&args[at], unit, "getex")?),
-        None => None,
-    };
     let key = &args[1];
     let mut shard = ctx.db().lock(key);
     let Some(entry) = shard.get(key) else {
         encode::write_null_bulk(ctx.out, ctx.client.protocol);
         return Ok(());
+    };
+    if !entry.value.is_string() {
+        return Err(WRONG_TYPE);
+    }
+    // Redis validates the expire time only once it knows the key is a string.
+    let expires_at = match o.expire {
+        Some((unit, at)) => Some(deadline(&args[at], unit, "getex")?),
+        None => None,
     };
     write_string(ctx.out, entry)?;
     if let Some(at) = expires_at {

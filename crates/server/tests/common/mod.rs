@@ -1,0 +1,132 @@
+//! Test helpers: an in-process redline-server on a free loopback port, and a raw RESP
+//! connection (our encoder and parser over a blocking socket) to talk to any server.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use redline_resp::{encode, parse, Frame};
+use redline_server::shared::Shared;
+use redline_server::{Config, Server, ShutdownHandle};
+
+/// A redline-server running on its own runtime thread; stopped when dropped.
+pub struct Redline {
+    pub addr: SocketAddr,
+    pub shared: Arc<Shared>,
+    stop: ShutdownHandle,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Redline {
+    pub fn start() -> Redline {
+        Self::start_with(&[])
+    }
+
+    /// Starts with extra `--directive value` arguments.
+    pub fn start_with(args: &[&str]) -> Redline {
+        let mut all = vec!["--port", "0"];
+        all.extend_from_slice(args);
+        let config = Config::from_args(all).expect("config");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let server = Server::bind(config).await.unwrap();
+                tx.send((
+                    server.local_addr(),
+                    server.shared(),
+                    server.shutdown_handle(),
+                ))
+                .unwrap();
+                server.run().await.unwrap();
+            });
+        });
+        let (addr, shared, stop) = rx.recv().unwrap();
+        Redline {
+            addr,
+            shared,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Redline {
+    fn drop(&mut self) {
+        self.stop.shutdown();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A blocking RESP connection.
+pub struct Conn {
+    stream: TcpStream,
+    buf: BytesMut,
+}
+
+impl Conn {
+    pub fn connect(addr: SocketAddr) -> Conn {
+        let stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        stream.set_nodelay(true).unwrap();
+        Conn {
+            stream,
+            buf: BytesMut::new(),
+        }
+    }
+
+    /// Sends raw bytes.
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).unwrap();
+    }
+
+    /// Sends one command (without reading).
+    pub fn send<A: AsRef<[u8]>>(&mut self, args: &[A]) {
+        let mut out = BytesMut::new();
+        encode::command(&mut out, args.iter().map(|a| a.as_ref()));
+        self.send_raw(&out);
+    }
+
+    /// Reads one reply; `None` when the server closed the connection.
+    pub fn read(&mut self) -> Option<Frame> {
+        loop {
+            if let Some(frame) = parse(&mut self.buf).expect("valid RESP from server") {
+                return Some(frame);
+            }
+            let mut chunk = [0u8; 16384];
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return None,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return None,
+                Err(e) => panic!("read: {e}"),
+            }
+        }
+    }
+
+    /// Sends a command and reads its reply.
+    pub fn cmd<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Frame {
+        self.send(args);
+        self.read().expect("a reply")
+    }
+
+    /// True when the server has closed the connection (reads EOF).
+    pub fn is_closed(&mut self) -> bool {
+        self.read().is_none()
+    }
+}
+
+/// A reply as comparable text.
+pub fn show(frame: &Frame) -> String {
+    format!("{frame:?}")
+}

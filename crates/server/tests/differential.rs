@@ -1,0 +1,547 @@
+//! Differential test: the same generated command sequences go to a real redis-server
+//! 7.0 and to redline-server over raw TCP; every reply must be identical.
+//!
+//! Sequences cover what redline-server implements: connection/server commands, strings,
+//! keys and expiry options, with binary keys and values, wrong types, wrong arity,
+//! unknown commands, out-of-range numbers and malformed options. Each sequence runs in
+//! one of three modes: request/reply, pipelined (all commands sent in one write, then
+//! all replies read), or RESP3 (after HELLO 3). Each ends by comparing the whole
+//! keyspace of databases 0 and 1 (KEYS, TYPE, GET).
+//!
+//! Normalisation, only where the answer is inherently not deterministic:
+//! - `KEYS` replies are sorted (hash-table order).
+//! - `HELLO` replies are not compared (they carry the connection id).
+//! - positive `PTTL`/`PEXPIRETIME`/`EXPIRETIME` replies become `positive` (the two
+//!   servers set the deadline a few milliseconds apart).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{show, Conn, Redline};
+use redline_resp::Frame;
+use redline_testkit::RedisServer;
+
+const KEYS: &[&[u8]] = &[
+    b"k1",
+    b"k2",
+    b"k3",
+    b"{t}x",
+    b"{t}y",
+    b"\x00bin\xff\r\n",
+    b"",
+    b"a-key-long-enough-to-live-on-the-heap-0123456789",
+];
+
+const VALUES: &[&[u8]] = &[
+    b"",
+    b"v",
+    b"0",
+    b"1",
+    b"-1",
+    b"123",
+    b"01",
+    b"+5",
+    b" 7",
+    b"1.5",
+    b"-0",
+    b"9223372036854775807",
+    b"-9223372036854775808",
+    b"9223372036854775808",
+    b"abc def",
+    b"\x00\xff\r\n*1\r\n",
+    b"a value long enough to be stored on the heap, not inline",
+];
+
+const INTS: &[&[u8]] = &[
+    b"0",
+    b"1",
+    b"-1",
+    b"2",
+    b"10",
+    b"100",
+    b"-100",
+    b"01",
+    b"+1",
+    b" 1",
+    b"abc",
+    b"",
+    b"1.5",
+    b"9223372036854775807",
+    b"-9223372036854775808",
+    b"9223372036854775808",
+];
+
+const FLOATS: &[&[u8]] = &[
+    b"0", b"1", b"1.5", b"-2.25", b"1e3", b"10", b"-1", b"abc", b"", b"inf", b"-inf", b"nan",
+    b" 1", b"3.0",
+];
+
+/// Relative expire amounts (seconds or ms).
+const TTLS: &[&[u8]] = &[
+    b"100",
+    b"1000",
+    b"100000",
+    b"0",
+    b"-1",
+    b"abc",
+    b"9223372036854775807",
+    b"01",
+];
+
+/// Absolute deadlines: far future, past, and invalid.
+const SECS_AT: &[&[u8]] = &[b"4102444800", b"4102444900", b"1", b"0", b"-5", b"x"];
+const MS_AT: &[&[u8]] = &[b"4102444800000", b"4102444900000", b"1", b"0", b"x"];
+
+struct Gen {
+    rng: fastrand::Rng,
+}
+
+impl Gen {
+    fn pick(&mut self, from: &[&[u8]]) -> Vec<u8> {
+        from[self.rng.usize(..from.len())].to_vec()
+    }
+    fn key(&mut self) -> Vec<u8> {
+        self.pick(KEYS)
+    }
+    fn value(&mut self) -> Vec<u8> {
+        self.pick(VALUES)
+    }
+    fn int(&mut self) -> Vec<u8> {
+        self.pick(INTS)
+    }
+    fn chance(&mut self, percent: u32) -> bool {
+        self.rng.u32(..100) < percent
+    }
+    fn keys(&mut self, at_least: usize) -> Vec<Vec<u8>> {
+        let n = at_least + self.rng.usize(..3);
+        (0..n).map(|_| self.key()).collect()
+    }
+
+    fn set_options(&mut self, getex: bool) -> Vec<Vec<u8>> {
+        let mut options = Vec::new();
+        let count = self.rng.usize(..3);
+        for _ in 0..count {
+            let word: &str = if getex {
+                ["EX", "PX", "EXAT", "PXAT", "PERSIST", "ex", "NX"][self.rng.usize(..7)]
+            } else {
+                [
+                    "NX", "XX", "GET", "KEEPTTL", "EX", "PX", "EXAT", "PXAT", "px", "get",
+                ][self.rng.usize(..10)]
+            };
+            options.push(word.as_bytes().to_vec());
+            match word.to_ascii_uppercase().as_str() {
+                "EX" | "PX" => options.push(self.pick(TTLS)),
+                "EXAT" => options.push(self.pick(SECS_AT)),
+                "PXAT" => options.push(self.pick(MS_AT)),
+                _ => {}
+            }
+        }
+        options
+    }
+
+    fn expire_flags(&mut self) -> Vec<Vec<u8>> {
+        let mut flags = Vec::new();
+        for _ in 0..self.rng.usize(..3) {
+            flags.push(
+                ["NX", "XX", "GT", "LT", "gt", "BAD"][self.rng.usize(..6)]
+                    .as_bytes()
+                    .to_vec(),
+            );
+        }
+        flags
+    }
+
+    fn command(&mut self) -> Vec<Vec<u8>> {
+        let w = |s: &str| s.as_bytes().to_vec();
+        let mut c: Vec<Vec<u8>> = match self.rng.usize(..44) {
+            0..=2 => vec![w("GET"), self.key()],
+            3..=6 => {
+                let mut c = vec![w("SET"), self.key(), self.value()];
+                c.extend(self.set_options(false));
+                c
+            }
+            7 => vec![w("SETNX"), self.key(), self.value()],
+            8 => vec![w("SETEX"), self.key(), self.pick(TTLS), self.value()],
+            9 => vec![w("PSETEX"), self.key(), self.pick(TTLS), self.value()],
+            10 => vec![w("GETSET"), self.key(), self.value()],
+            11 => vec![w("GETDEL"), self.key()],
+            12 => {
+                let mut c = vec![w("GETEX"), self.key()];
+                c.extend(self.set_options(true));
+                c
+            }
+            13 => {
+                let mut c = vec![w("MGET")];
+                c.extend(self.keys(1));
+                c
+            }
+            14 | 15 => {
+                let mut c = vec![w(if self.chance(50) { "MSET" } else { "MSETNX" })];
+                for k in self.keys(1) {
+                    c.push(k);
+                    c.push(self.value());
+                }
+                c
+            }
+            16 => vec![w("APPEND"), self.key(), self.value()],
+            17 => vec![w("STRLEN"), self.key()],
+            18 => vec![w("GETRANGE"), self.key(), self.int(), self.int()],
+            19 => vec![
+                w("SETRANGE"),
+                self.key(),
+                self.pick(&[b"0", b"2", b"5", b"-1", b"x", b"30"]),
+                self.value(),
+            ],
+            20 => vec![w("INCR"), self.key()],
+            21 => vec![w("DECR"), self.key()],
+            22 => vec![w("INCRBY"), self.key(), self.int()],
+            23 => vec![w("DECRBY"), self.key(), self.int()],
+            24 => vec![w("INCRBYFLOAT"), self.key(), self.pick(FLOATS)],
+            25 => {
+                let mut c = vec![w(["DEL", "UNLINK", "EXISTS", "TOUCH"][self.rng.usize(..4)])];
+                c.extend(self.keys(1));
+                c
+            }
+            26 => vec![w("TYPE"), self.key()],
+            27 => vec![
+                w(if self.chance(50) {
+                    "RENAME"
+                } else {
+                    "RENAMENX"
+                }),
+                self.key(),
+                self.key(),
+            ],
+            28 | 29 => {
+                let (name, amount) = match self.rng.usize(..4) {
+                    0 => ("EXPIRE", self.pick(TTLS)),
+                    1 => ("PEXPIRE", self.pick(TTLS)),
+                    2 => ("EXPIREAT", self.pick(SECS_AT)),
+                    _ => ("PEXPIREAT", self.pick(MS_AT)),
+                };
+                let mut c = vec![w(name), self.key(), amount];
+                c.extend(self.expire_flags());
+                c
+            }
+            30 => vec![
+                w(["TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME"][self.rng.usize(..4)]),
+                self.key(),
+            ],
+            31 => vec![w("PERSIST"), self.key()],
+            32 => vec![w("PING"), self.value()],
+            33 => vec![w("ECHO"), self.value()],
+            34 => vec![w("DBSIZE")],
+            35 => vec![
+                w("SELECT"),
+                self.pick(&[b"0", b"1", b"1", b"0", b"16", b"-1", b"x", b"99999999999"]),
+            ],
+            36 => vec![w("NOSUCHCOMMAND"), self.value(), self.value()],
+            37 => vec![w("CONFIG"), w("NOSUCH")],
+            38 => vec![w("EXISTS"), self.key()],
+            39 => vec![
+                w("SWAPDB"),
+                self.pick(&[b"0", b"1", b"x"]),
+                self.pick(&[b"1", b"0", b"16"]),
+            ],
+            40 => vec![w("TIME")]
+                .into_iter()
+                .take(0)
+                .chain([w("PING")])
+                .collect(),
+            41 => vec![
+                w("COMMAND"),
+                w("GETKEYS"),
+                w("MSET"),
+                self.key(),
+                self.value(),
+            ],
+            42 => vec![
+                w("CLIENT"),
+                w("SETNAME"),
+                self.pick(&[b"name", b"bad name", b""]),
+            ],
+            _ => vec![w("COMMAND"), w("COUNT")],
+        };
+        // Wrong arity now and then: drop the arguments or add a stray one.
+        if self.chance(4) {
+            c.truncate(1);
+        } else if self.chance(3) {
+            c.push(b"extra".to_vec());
+        }
+        c
+    }
+}
+
+/// COMMAND / COMMAND INFO entries list subcommands in hash-table order: sort them.
+fn sort_subcommands(frame: &Frame) -> String {
+    match frame {
+        Frame::Array(entries) => entries
+            .iter()
+            .map(|entry| match entry {
+                Frame::Array(fields) if fields.len() == 10 => {
+                    let mut shown: Vec<String> = match &fields[9] {
+                        Frame::Array(subs) => subs.iter().map(sort_subcommands_entry).collect(),
+                        other => vec![show(other)],
+                    };
+                    shown.sort();
+                    format!("{:?} subs {}", &fields[..9], shown.join(","))
+                }
+                other => show(other),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => show(other),
+    }
+}
+
+fn sort_subcommands_entry(entry: &Frame) -> String {
+    sort_subcommands(&Frame::Array(vec![entry.clone()]))
+}
+
+fn normalise(command: &[Vec<u8>], reply: Frame) -> String {
+    let name = String::from_utf8_lossy(&command[0]).to_ascii_uppercase();
+    let sub = command
+        .get(1)
+        .map(|s| String::from_utf8_lossy(s).to_ascii_uppercase())
+        .unwrap_or_default();
+    if name == "COMMAND" && (command.len() == 1 || sub == "INFO") {
+        let text = sort_subcommands(&reply);
+        if command.len() > 1 {
+            return text;
+        }
+        // The full table: Redis lists the commands in hash-table order too.
+        let mut lines: Vec<&str> = text.split('\n').collect();
+        lines.sort();
+        return lines.join("\n");
+    }
+    match (name.as_str(), &reply) {
+        ("KEYS", Frame::Array(items)) => {
+            let mut shown: Vec<String> = items.iter().map(show).collect();
+            shown.sort();
+            shown.join(",")
+        }
+        ("PTTL" | "PEXPIRETIME" | "EXPIRETIME", Frame::Integer(n)) if *n > 0 => "positive".into(),
+        _ => show(&reply),
+    }
+}
+
+struct Pair {
+    redis: Conn,
+    redline: Conn,
+}
+
+/// Runs commands on both servers and returns the first mismatch, if any.
+fn run_sequence(pair: &mut Pair, commands: &[Vec<Vec<u8>>], pipelined: bool) -> Option<String> {
+    let mut replies: Vec<(String, String)> = Vec::new();
+    if pipelined {
+        for c in commands {
+            pair.redis.send(c);
+            pair.redline.send(c);
+        }
+        for c in commands {
+            let a = pair.redis.read().expect("redis reply");
+            let b = pair.redline.read().expect("redline reply");
+            replies.push((normalise(c, a), normalise(c, b)));
+        }
+    } else {
+        for c in commands {
+            let a = pair.redis.cmd(c);
+            let b = pair.redline.cmd(c);
+            replies.push((normalise(c, a), normalise(c, b)));
+        }
+    }
+    for (c, (a, b)) in commands.iter().zip(replies) {
+        if a != b {
+            let shown: Vec<String> = c
+                .iter()
+                .map(|x| format!("{:?}", String::from_utf8_lossy(x)))
+                .collect();
+            let clip = |t: &str| t.chars().take(300).collect::<String>();
+            return Some(format!(
+                "command {}\n  redis:   {}\n  redline: {}",
+                shown.join(" "),
+                clip(&a),
+                clip(&b)
+            ));
+        }
+    }
+    None
+}
+
+/// Commands that dump the keyspace of databases 0 and 1.
+fn keyspace_dump(pair: &mut Pair) -> Vec<Vec<Vec<u8>>> {
+    let mut commands = Vec::new();
+    for db in [b"0", b"1"] {
+        commands.push(vec![b"SELECT".to_vec(), db.to_vec()]);
+        commands.push(vec![b"KEYS".to_vec(), b"*".to_vec()]);
+        commands.push(vec![b"DBSIZE".to_vec()]);
+        for key in KEYS {
+            commands.push(vec![b"TYPE".to_vec(), key.to_vec()]);
+            commands.push(vec![b"GET".to_vec(), key.to_vec()]);
+            commands.push(vec![b"TTL".to_vec(), key.to_vec()]);
+        }
+    }
+    let _ = pair;
+    commands
+}
+
+#[test]
+fn same_replies_as_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let sequences = 300;
+    let mut failures = Vec::new();
+    let mut total = 0;
+    for seed in 0..sequences {
+        let mut gen = Gen {
+            rng: fastrand::Rng::with_seed(seed),
+        };
+        let mode = seed % 3;
+        // Fresh connections per sequence: RESP3 and SELECT must not leak across.
+        let mut pair = Pair {
+            redis: Conn::connect(redis.addr()),
+            redline: Conn::connect(redline.addr),
+        };
+        pair.redis.cmd(&["FLUSHALL"]);
+        pair.redline.cmd(&["FLUSHALL"]);
+        if mode == 2 {
+            pair.redis.cmd(&["HELLO", "3"]);
+            pair.redline.cmd(&["HELLO", "3"]);
+        }
+        let mut commands: Vec<Vec<Vec<u8>>> = (0..30).map(|_| gen.command()).collect();
+        commands.extend(keyspace_dump(&mut pair));
+        total += commands.len();
+        if let Some(mismatch) = run_sequence(&mut pair, &commands, mode == 1) {
+            failures.push(format!("seed {seed} (mode {mode}): {mismatch}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {sequences} sequences differ ({total} commands); first ones:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(8)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// Replies that are fixed, checked one by one (errors word for word).
+#[test]
+fn fixed_cases_match_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let mut a = Conn::connect(redis.addr());
+    let mut b = Conn::connect(redline.addr);
+    let cases: &[&[&str]] = &[
+        &["PING"],
+        &["PING", "a", "b"],
+        &["ECHO"],
+        &["GET"],
+        &["get", "a", "b"],
+        &["CONFIG"],
+        &["CONFIG", "foo"],
+        &["CLIENT", "foo"],
+        &["COMMAND", "foo"],
+        &["CLIENT", "SETNAME"],
+        &["CLIENT", "SETNAME", "a b"],
+        &["CLIENT", "GETNAME"],
+        &["CLIENT", "SETNAME", "me"],
+        &["CLIENT", "GETNAME"],
+        &["AUTH", "x"],
+        &["HELLO", "4"],
+        &["HELLO", "x"],
+        &["HELLO", "3", "AUTH"],
+        &["HELLO", "2", "SETNAME"],
+        &["SELECT", "99"],
+        &["SELECT", "x"],
+        &["SET", "k", "v", "EX", "0"],
+        &["SET", "k", "v", "NX", "XX"],
+        &["SET", "k", "v", "EX", "1", "PX", "1"],
+        &["SET", "k", "v", "KEEPTTL", "EX", "5"],
+        &["SET", "k", "v", "EX"],
+        &["SET", "k", "v", "GET"],
+        &["SET", "k", "v2", "GET"],
+        &["INCR", "k"],
+        &["SET", "n", "9223372036854775807"],
+        &["INCR", "n"],
+        &["DECRBY", "n", "-9223372036854775808"],
+        &["INCRBYFLOAT", "n", "1"],
+        &["SET", "f", "1"],
+        &["INCRBYFLOAT", "f", "abc"],
+        &["INCRBYFLOAT", "f", "inf"],
+        &["INCRBYFLOAT", "f", "0.5"],
+        &["INCRBYFLOAT", "f", "2"],
+        &["EXPIRE", "k", "1", "NX", "XX"],
+        &["EXPIRE", "k", "1", "GT", "LT"],
+        &["EXPIRE", "k", "1", "FOO"],
+        &["EXPIRE", "k", "9223372036854775807"],
+        &["PEXPIRE", "k", "9223372036854775807"],
+        &["GETEX", "k", "EX", "1", "PX", "2"],
+        &["GETEX", "k", "PERSIST", "EX", "1"],
+        &["GETRANGE", "k", "a", "b"],
+        &["SETRANGE", "k", "-1", "x"],
+        &["SETRANGE", "k", "536870912", "x"],
+        &["APPEND", "k", "zz"],
+        &["GETRANGE", "k", "0", "-1"],
+        &["GETRANGE", "k", "-100", "100"],
+        &["MSET", "a"],
+        &["MSET", "a", "1", "b"],
+        &["RENAME", "nosuch", "x"],
+        &["RENAME", "k", "k"],
+        &["RENAMENX", "k", "k"],
+        &["TYPE", "nosuch"],
+        &["TTL", "nosuch"],
+        &["TTL", "k"],
+        &["PERSIST", "k"],
+        &["SCAN", "x"],
+        &["SCAN", "0", "COUNT", "0"],
+        &["SCAN", "0", "FOO", "bar"],
+        &["SWAPDB", "0", "x"],
+        &["SWAPDB", "x", "0"],
+        &["SWAPDB", "0", "99"],
+        &["FLUSHDB", "x"],
+        &["FLUSHALL", "ASYNC"],
+        &["DBSIZE"],
+        &["COMMAND", "GETKEYS", "GET"],
+        &["COMMAND", "GETKEYS", "PING"],
+        &["COMMAND", "GETKEYS", "NOSUCH", "x"],
+        &["COMMAND", "INFO", "get", "nosuch", "client|setname"],
+        &[
+            "COMMAND",
+            "INFO",
+            "zunionstore",
+            "xread",
+            "set",
+            "eval",
+            "sort",
+        ],
+        &["CONFIG", "SET", "foo", "1"],
+        &["CONFIG", "SET", "hz"],
+        &["CONFIG", "SET", "timeout", "-1"],
+        &["CONFIG", "SET", "databases", "3"],
+        &["CONFIG", "SET", "loglevel", "x"],
+        &["CONFIG", "SET", "proto-max-bulk-len", "1"],
+        &["CONFIG", "SET", "protected-mode", "maybe"],
+        &["CONFIG", "GET", "timeout"],
+        &["CONFIG", "GET", "maxclients"],
+        &["QUIT"],
+    ];
+    let mut mismatches = Vec::new();
+    for case in cases {
+        let owned: Vec<Vec<u8>> = case.iter().map(|s| s.as_bytes().to_vec()).collect();
+        let x = normalise(&owned, a.cmd(case));
+        let y = normalise(&owned, b.cmd(case));
+        if x != y {
+            mismatches.push(format!(
+                "{case:?}\n  redis:   {}\n  redline: {}",
+                &x[..x.len().min(300)],
+                &y[..y.len().min(300)]
+            ));
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    assert!(a.is_closed() && b.is_closed(), "QUIT closes");
+}
