@@ -61,6 +61,9 @@ impl Aggregate {
     }
 }
 
+/// Every RESP2 and RESP3 type byte (streamed RESP3 types apart).
+const TYPE_BYTES: &[u8] = b"+-:$*_,#(=!%~>|";
+
 /// Reads one element at the front of `buf`. `Ok(None)` means more bytes are needed;
 /// `Ok(Some((token, used)))` gives the element and how many bytes it spans.
 pub(crate) fn lex(buf: &[u8], limits: &Limits) -> Result<Option<(Token, usize)>, ProtocolError> {
@@ -68,23 +71,7 @@ pub(crate) fn lex(buf: &[u8], limits: &Limits) -> Result<Option<(Token, usize)>,
         return Ok(None);
     };
     // An unknown type byte is an error at once, not after waiting for a line.
-    if !matches!(
-        kind,
-        b'+' | b'-'
-            | b':'
-            | b'$'
-            | b'*'
-            | b'_'
-            | b','
-            | b'#'
-            | b'('
-            | b'='
-            | b'!'
-            | b'%'
-            | b'~'
-            | b'>'
-            | b'|'
-    ) {
+    if !TYPE_BYTES.contains(&kind) {
         return Err(ProtocolError::InvalidTypeByte(kind));
     }
     let Some(cr) = find_crlf(buf, limits.max_inline_len)? else {

@@ -3,6 +3,9 @@
 //!
 //! All three never copy a bulk payload (it becomes a `Bytes` view of the read buffer),
 //! never allocate from a count they have not checked, and never panic on any input.
+//!
+//! RESP3's streamed strings and aggregates (`$?`, `*?`, `;`, `.`) are not accepted: Redis
+//! never sends them.
 
 mod decoder;
 mod find;
