@@ -91,6 +91,11 @@ impl Conn {
         self.stream.write_all(bytes).unwrap();
     }
 
+    /// Sends raw bytes, reporting failures (a closed connection) instead of panicking.
+    pub fn try_send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes)
+    }
+
     /// Sends one command (without reading).
     pub fn send<A: AsRef<[u8]>>(&mut self, args: &[A]) {
         let mut out = BytesMut::new();

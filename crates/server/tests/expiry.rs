@@ -1,0 +1,101 @@
+//! Expiry: the active cycle reclaims keys nobody touches (DBSIZE falls), and ordinary
+//! commands never pay for keys with a TTL (the expiry counters only move with cycles).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Conn, Redline};
+use redline_resp::Frame;
+
+fn int(frame: Frame) -> i64 {
+    match frame {
+        Frame::Integer(n) => n,
+        other => panic!("expected an integer, got {other:?}"),
+    }
+}
+
+#[test]
+fn active_cycle_reclaims_keys_without_access() {
+    let redline = Redline::start_with(&["--hz", "100"]);
+    let mut conn = Conn::connect(redline.addr);
+    let before = redline.shared.store.expiry_stats();
+    for i in 0..2000 {
+        conn.send(&["SET", &format!("temp:{i}"), "v", "PX", "30"]);
+    }
+    for i in 0..10 {
+        conn.send(&["SET", &format!("keep:{i}"), "v"]);
+    }
+    for _ in 0..2010 {
+        conn.read().unwrap();
+    }
+    // Only DBSIZE from here on: no expiring key is ever read.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let size = int(conn.cmd(&["DBSIZE"]));
+        if size == 10 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "DBSIZE stuck at {size}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let after = redline.shared.store.expiry_stats();
+    assert!(
+        after.expired - before.expired >= 2000,
+        "{before:?} -> {after:?}"
+    );
+    assert!(after.sampled >= after.expired);
+    assert_eq!(int(conn.cmd(&["EXISTS", "keep:0", "keep:9"])), 2);
+}
+
+#[test]
+fn commands_do_not_scan_ttl_keys() {
+    let redline = Redline::start_with(&["--hz", "1", "--shards", "16"]);
+    let mut conn = Conn::connect(redline.addr);
+    // 20,000 keys with a distant TTL: nothing expires during the test.
+    for chunk in 0..20 {
+        for i in 0..1000 {
+            conn.send(&["SET", &format!("ttl:{chunk}:{i}"), "v", "EX", "100000"]);
+        }
+        for _ in 0..1000 {
+            conn.read().unwrap();
+        }
+    }
+    let start = Instant::now();
+    let before = redline.shared.store.expiry_stats();
+    for _ in 0..20 {
+        for _ in 0..500 {
+            conn.send(&["INCR", "counter"]);
+        }
+        for _ in 0..500 {
+            conn.read().unwrap();
+        }
+    }
+    let after = redline.shared.store.expiry_stats();
+    // Each active cycle samples at most 20 keys per shard when none expire; at hz 1 at
+    // most a couple of cycles ran. 10,000 INCRs added nothing of their own.
+    let cycles = start.elapsed().as_secs() + 2;
+    let bound = 20 * 16 * cycles;
+    assert!(
+        after.sampled - before.sampled <= bound,
+        "sampled {} > {bound}",
+        after.sampled - before.sampled
+    );
+    assert_eq!(after.expired, before.expired);
+    assert_eq!(int(conn.cmd(&["GET", "counter"]).into_int()), 10_000);
+}
+
+trait IntoInt {
+    fn into_int(self) -> Frame;
+}
+
+impl IntoInt for Frame {
+    /// GET returns the counter as a bulk string; turn it into an integer frame.
+    fn into_int(self) -> Frame {
+        match self {
+            Frame::Bulk(b) => Frame::Integer(String::from_utf8_lossy(&b).parse().unwrap()),
+            other => other,
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! Hostile input: each case gets Redis's own reply (compared with a real redis-server)
+//! and the connection closed, while the server keeps serving everyone else.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{show, Conn, Redline};
+use redline_testkit::RedisServer;
+
+/// Sends `bytes` on a fresh connection; returns the replies up to the close, and whether
+/// the server closed the connection.
+fn attack(addr: std::net::SocketAddr, bytes: &[u8]) -> (Vec<String>, bool) {
+    let mut conn = Conn::connect(addr);
+    conn.send_raw(bytes);
+    let mut replies = Vec::new();
+    loop {
+        match conn.read() {
+            Some(frame) => replies.push(show(&frame)),
+            None => return (replies, true),
+        }
+    }
+}
+
+fn ping(addr: std::net::SocketAddr) -> String {
+    show(&Conn::connect(addr).cmd(&["PING"]))
+}
+
+#[test]
+fn protocol_errors_match_redis_and_close() {
+    let redis = RedisServer::builder()
+        .arg("--proto-max-bulk-len", "1mb")
+        .start()
+        .expect("redis-server");
+    let redline = Redline::start_with(&["--proto-max-bulk-len", "1mb"]);
+    let long_inline = vec![b'a'; 70 * 1024];
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "absurd multibulk count",
+            b"*9000000000000000000\r\n".to_vec(),
+        ),
+        ("negative bulk length", b"*1\r\n$-5\r\n".to_vec()),
+        (
+            "bulk over proto-max-bulk-len",
+            b"*1\r\n$2000000\r\n".to_vec(),
+        ),
+        ("bulk length not a number", b"*1\r\n$abc\r\n".to_vec()),
+        ("missing $", b"*1\r\n+PING\r\n".to_vec()),
+        ("unbalanced quotes inline", b"SET \"a b\r\n".to_vec()),
+        ("inline line too long", long_inline),
+        (
+            "pipeline then garbage",
+            b"PING\r\n*1\r\n$4\r\nPING\r\n*x\r\n".to_vec(),
+        ),
+    ];
+    for (name, bytes) in cases {
+        let (a, a_closed) = attack(redis.addr(), &bytes);
+        let (b, b_closed) = attack(redline.addr, &bytes);
+        assert_eq!(a, b, "{name}");
+        assert!(a_closed && b_closed, "{name}: connection closed");
+        assert_eq!(
+            ping(redline.addr),
+            "Simple(b\"PONG\")",
+            "{name}: server still serves"
+        );
+    }
+}
+
+#[test]
+fn query_buffer_limit_closes_only_that_client() {
+    let redline = Redline::start_with(&["--client-query-buffer-limit", "1mb"]);
+    let mut bystander = Conn::connect(redline.addr);
+    assert_eq!(show(&bystander.cmd(&["SET", "k", "v"])), "Simple(b\"OK\")");
+    // A 100 MB argument announced, 2 MB sent: more than the query buffer may hold.
+    let mut conn = Conn::connect(redline.addr);
+    conn.send_raw(b"*2\r\n$3\r\nGET\r\n$100000000\r\n");
+    let chunk = vec![b'x'; 64 * 1024];
+    let mut closed = false;
+    for _ in 0..32 {
+        if std::io::Write::write_all(&mut ConnWriter(&mut conn), &chunk).is_err() {
+            closed = true;
+            break;
+        }
+    }
+    closed = closed || conn.is_closed();
+    assert!(closed, "over-limit client closed");
+    assert_eq!(show(&bystander.cmd(&["GET", "k"])), "Bulk(b\"v\")");
+}
+
+/// Lets the test write raw bytes and see a reset as an error.
+struct ConnWriter<'a>(&'a mut Conn);
+
+impl std::io::Write for ConnWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.try_send_raw(buf).map(|_| buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn maxclients_refuses_with_redis_error() {
+    let redline = Redline::start_with(&["--maxclients", "2"]);
+    let _a = Conn::connect(redline.addr);
+    let mut b = Conn::connect(redline.addr);
+    b.cmd(&["PING"]);
+    let (replies, closed) = attack(redline.addr, b"PING\r\n");
+    assert_eq!(replies, ["Error(b\"ERR max number of clients reached\")"]);
+    assert!(closed);
+}
+
+#[test]
+fn requirepass_and_auth() {
+    let redis = RedisServer::builder()
+        .arg("--requirepass", "secret")
+        .start()
+        .expect("redis-server");
+    let redline = Redline::start_with(&["--requirepass", "secret"]);
+    let cases: &[&[&str]] = &[
+        &["GET", "k"],
+        &["NOSUCH"],
+        &["GET"],
+        &["HELLO", "3"],
+        &["AUTH", "wrong"],
+        &["AUTH", "default", "wrong"],
+        &["AUTH", "nobody", "secret"],
+        &["GET", "k"],
+        &["AUTH", "secret"],
+        &["GET", "k"],
+        &["AUTH", "default", "secret"],
+    ];
+    let mut a = Conn::connect(redis.addr());
+    let mut b = Conn::connect(redline.addr);
+    for case in cases {
+        assert_eq!(show(&a.cmd(case)), show(&b.cmd(case)), "{case:?}");
+    }
+    let mut a = Conn::connect(redis.addr());
+    let mut b = Conn::connect(redline.addr);
+    let hello = ["HELLO", "2", "AUTH", "default", "secret", "SETNAME", "x"];
+    let (x, y) = (a.cmd(&hello), b.cmd(&hello));
+    assert!(
+        matches!(x, redline_resp::Frame::Array(_)) && matches!(y, redline_resp::Frame::Array(_))
+    );
+    assert_eq!(
+        show(&a.cmd(&["CLIENT", "GETNAME"])),
+        show(&b.cmd(&["CLIENT", "GETNAME"]))
+    );
+}
