@@ -153,6 +153,9 @@ impl Gen {
 
     fn command(&mut self) -> Vec<Vec<u8>> {
         let w = |s: &str| s.as_bytes().to_vec();
+        if self.chance(45) {
+            return self.collection_command();
+        }
         let mut c: Vec<Vec<u8>> = match self.rng.usize(..44) {
             0..=2 => vec![w("GET"), self.key()],
             3..=6 => {
@@ -298,6 +301,166 @@ fn sort_subcommands_entry(entry: &Frame) -> String {
     sort_subcommands(&Frame::Array(vec![entry.clone()]))
 }
 
+impl Gen {
+    fn member(&mut self) -> Vec<u8> {
+        self.pick(&[b"a", b"b", b"c", b"1", b"2", b"10", b"", b"\x00\xff"])
+    }
+
+    fn members(&mut self, at_least: usize) -> Vec<Vec<u8>> {
+        let n = at_least + self.rng.usize(..3);
+        (0..n).map(|_| self.member()).collect()
+    }
+
+    fn side(&mut self) -> Vec<u8> {
+        self.pick(&[b"LEFT", b"RIGHT", b"left", b"up"])
+    }
+
+    /// Lists, hashes and sets.
+    fn collection_command(&mut self) -> Vec<Vec<u8>> {
+        let w = |s: &str| s.as_bytes().to_vec();
+        let small: &[&[u8]] = &[
+            b"0", b"1", b"2", b"-1", b"-2", b"3", b"10", b"-100", b"x", b"01",
+        ];
+        let mut c: Vec<Vec<u8>> = match self.rng.usize(..40) {
+            0..=3 => {
+                let mut c = vec![
+                    w(["LPUSH", "RPUSH", "LPUSHX", "RPUSHX"][self.rng.usize(..4)]),
+                    self.key(),
+                ];
+                c.extend(self.members(1));
+                c
+            }
+            4 => {
+                let mut c = vec![w(["LPOP", "RPOP"][self.rng.usize(..2)]), self.key()];
+                if self.chance(50) {
+                    c.push(self.pick(small));
+                }
+                c
+            }
+            5 => vec![w("LLEN"), self.key()],
+            6 => vec![w("LINDEX"), self.key(), self.pick(small)],
+            7 => vec![w("LSET"), self.key(), self.pick(small), self.member()],
+            8 | 9 => vec![w("LRANGE"), self.key(), self.pick(small), self.pick(small)],
+            10 => vec![w("LTRIM"), self.key(), self.pick(small), self.pick(small)],
+            11 => vec![w("LREM"), self.key(), self.pick(small), self.member()],
+            12 => vec![
+                w("LINSERT"),
+                self.key(),
+                self.pick(&[b"BEFORE", b"after", b"middle"]),
+                self.member(),
+                self.member(),
+            ],
+            13 => {
+                let mut c = vec![w("LPOS"), self.key(), self.member()];
+                for _ in 0..self.rng.usize(..3) {
+                    c.push(self.pick(&[b"RANK", b"COUNT", b"MAXLEN", b"rank", b"BAD"]));
+                    c.push(self.pick(small));
+                }
+                c
+            }
+            14 => vec![w("LMOVE"), self.key(), self.key(), self.side(), self.side()],
+            15 => vec![w("RPOPLPUSH"), self.key(), self.key()],
+            16 => {
+                let mut c = vec![w("LMPOP"), self.pick(&[b"1", b"2", b"0", b"x", b"5"])];
+                c.extend(self.keys(1));
+                c.push(self.side());
+                if self.chance(50) {
+                    c.push(w("COUNT"));
+                    c.push(self.pick(small));
+                }
+                c
+            }
+            17..=19 => {
+                let mut c = vec![
+                    w(["HSET", "HMSET", "HSET"][self.rng.usize(..3)]),
+                    self.key(),
+                ];
+                for _ in 0..1 + self.rng.usize(..3) {
+                    c.push(self.member());
+                    c.push(self.value());
+                }
+                c
+            }
+            20 => vec![w("HSETNX"), self.key(), self.member(), self.value()],
+            21 => vec![w("HGET"), self.key(), self.member()],
+            22 => {
+                let mut c = vec![w(["HMGET", "HDEL"][self.rng.usize(..2)]), self.key()];
+                c.extend(self.members(1));
+                c
+            }
+            23 => vec![
+                w(["HEXISTS", "HSTRLEN"][self.rng.usize(..2)]),
+                self.key(),
+                self.member(),
+            ],
+            24 => vec![
+                w(["HLEN", "HKEYS", "HVALS", "HGETALL"][self.rng.usize(..4)]),
+                self.key(),
+            ],
+            25 => vec![w("HINCRBY"), self.key(), self.member(), self.int()],
+            26 => vec![
+                w("HINCRBYFLOAT"),
+                self.key(),
+                self.member(),
+                self.pick(&[b"1", b"2.5", b"-1", b"x", b"inf"]),
+            ],
+            27 => vec![w("HSCAN"), self.key(), self.pick(&[b"0", b"x"])],
+            28..=30 => {
+                let mut c = vec![w(["SADD", "SREM", "SADD"][self.rng.usize(..3)]), self.key()];
+                c.extend(self.members(1));
+                c
+            }
+            31 => vec![w(["SMEMBERS", "SCARD"][self.rng.usize(..2)]), self.key()],
+            32 => vec![w("SISMEMBER"), self.key(), self.member()],
+            33 => {
+                let mut c = vec![w("SMISMEMBER"), self.key()];
+                c.extend(self.members(1));
+                c
+            }
+            34 => vec![w("SMOVE"), self.key(), self.key(), self.member()],
+            35 | 36 => {
+                let mut c = vec![w([
+                    "SINTER",
+                    "SUNION",
+                    "SDIFF",
+                    "SINTERSTORE",
+                    "SUNIONSTORE",
+                    "SDIFFSTORE",
+                ][self.rng.usize(..6)])];
+                c.extend(self.keys(1));
+                c
+            }
+            37 => {
+                let mut c = vec![w("SINTERCARD"), self.pick(&[b"1", b"2", b"0", b"9", b"x"])];
+                c.extend(self.keys(1));
+                if self.chance(50) {
+                    c.push(w("LIMIT"));
+                    c.push(self.pick(small));
+                }
+                c
+            }
+            // Only forms whose reply does not depend on chance.
+            38 => vec![
+                w(["SPOP", "SRANDMEMBER"][self.rng.usize(..2)]),
+                self.key(),
+                self.pick(&[b"-1", b"x", b"0"]),
+            ],
+            _ => vec![
+                w("HRANDFIELD"),
+                self.key(),
+                self.pick(&[b"0", b"x"]),
+                self.pick(&[b"WITHVALUES", b"bad"]),
+            ],
+        };
+        if self.chance(4) {
+            c.truncate(1);
+        } else if self.chance(2) {
+            c.push(b"extra".to_vec());
+        }
+        c
+    }
+}
+
 fn normalise(command: &[Vec<u8>], reply: Frame) -> String {
     let name = String::from_utf8_lossy(&command[0]).to_ascii_uppercase();
     let sub = command
@@ -315,7 +478,10 @@ fn normalise(command: &[Vec<u8>], reply: Frame) -> String {
         return lines.join("\n");
     }
     match (name.as_str(), &reply) {
-        ("KEYS", Frame::Array(items)) => {
+        (
+            "KEYS" | "SMEMBERS" | "SINTER" | "SUNION" | "SDIFF",
+            Frame::Array(items) | Frame::Set(items),
+        ) => {
             let mut shown: Vec<String> = items.iter().map(show).collect();
             shown.sort();
             shown.join(",")
@@ -356,7 +522,7 @@ fn run_sequence(pair: &mut Pair, commands: &[Vec<Vec<u8>>], pipelined: bool) -> 
                 .iter()
                 .map(|x| format!("{:?}", String::from_utf8_lossy(x)))
                 .collect();
-            let clip = |t: &str| t.chars().take(300).collect::<String>();
+            let clip = |t: &str| t.chars().take(200).collect::<String>();
             return Some(format!(
                 "command {}\n  redis:   {}\n  redline: {}",
                 shown.join(" "),
@@ -379,6 +545,14 @@ fn keyspace_dump(pair: &mut Pair) -> Vec<Vec<Vec<u8>>> {
             commands.push(vec![b"TYPE".to_vec(), key.to_vec()]);
             commands.push(vec![b"GET".to_vec(), key.to_vec()]);
             commands.push(vec![b"TTL".to_vec(), key.to_vec()]);
+            commands.push(vec![
+                b"LRANGE".to_vec(),
+                key.to_vec(),
+                b"0".to_vec(),
+                b"-1".to_vec(),
+            ]);
+            commands.push(vec![b"HGETALL".to_vec(), key.to_vec()]);
+            commands.push(vec![b"SMEMBERS".to_vec(), key.to_vec()]);
         }
     }
     let _ = pair;

@@ -1,6 +1,421 @@
-//! hashes commands.
+//! Hash commands (Redis's `t_hash.c`): HSET HSETNX HMSET HGET HMGET HDEL HEXISTS HLEN
+//! HKEYS HVALS HGETALL HINCRBY HINCRBYFLOAT HSTRLEN HRANDFIELD HSCAN.
+//!
+//! Fields keep insertion order and deletes keep the others in place, which is what
+//! Redis's small (listpack) hashes do, so small hashes list in the same order as Redis.
 
-use super::Handler;
+use bytes::Bytes;
+use redline_resp::encode;
+
+use super::args::{int, is};
+use super::float::parse_f64;
+use super::reply::{ok, wrong_arity, CmdError, CmdResult, NOT_FLOAT, OVERFLOW, SYNTAX, WRONG_TYPE};
+use super::strings::fmt_incr_float;
+use super::{Ctx, Handler};
+use crate::store::{canonical_int, CompactBytes, HashValue, Shard, Value};
 
 /// This family's handlers.
-pub const COMMANDS: &[(&str, Handler)] = &[];
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("hset", hset),
+    ("hmset", hmset),
+    ("hsetnx", hsetnx),
+    ("hget", hget),
+    ("hmget", hmget),
+    ("hdel", hdel),
+    ("hexists", hexists),
+    ("hlen", hlen),
+    ("hkeys", hkeys),
+    ("hvals", hvals),
+    ("hgetall", hgetall),
+    ("hincrby", hincrby),
+    ("hincrbyfloat", hincrbyfloat),
+    ("hstrlen", hstrlen),
+    ("hrandfield", hrandfield),
+    ("hscan", hscan),
+];
+
+/// The hash at `key`: `Ok(None)` when missing, WRONGTYPE when not a hash.
+fn hash<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<Option<&'s mut HashValue>, CmdError> {
+    match shard.get(key) {
+        None => Ok(None),
+        Some(entry) => match &mut entry.value {
+            Value::Hash(h) => Ok(Some(h)),
+            _ => Err(WRONG_TYPE),
+        },
+    }
+}
+
+/// The hash at `key`, created empty when missing.
+fn hash_or_new<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<&'s mut HashValue, CmdError> {
+    hash(shard, key)?;
+    match &mut shard
+        .get_or_insert_with(key, || Value::Hash(Box::default()))
+        .value
+    {
+        Value::Hash(h) => Ok(h),
+        _ => Err(WRONG_TYPE),
+    }
+}
+
+fn set_fields(ctx: &mut Ctx<'_>, args: &[Bytes], name: &str) -> Result<usize, CmdError> {
+    if args.len() % 2 != 0 {
+        return Err(wrong_arity(name));
+    }
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let h = hash_or_new(&mut shard, key)?;
+    let mut created = 0;
+    for pair in args[2..].chunks(2) {
+        if h.insert(CompactBytes::new(&pair[0]), CompactBytes::new(&pair[1]))
+            .is_none()
+        {
+            created += 1;
+        }
+    }
+    Ok(created)
+}
+
+fn hset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let created = set_fields(ctx, args, "hset")?;
+    encode::write_integer(ctx.out, created as i64);
+    Ok(())
+}
+
+fn hmset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    set_fields(ctx, args, "hmset")?;
+    ok(ctx.out);
+    Ok(())
+}
+
+fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let h = hash_or_new(&mut shard, key)?;
+    let created = !h.contains_key(&args[2][..]);
+    if created {
+        h.insert(CompactBytes::new(&args[2]), CompactBytes::new(&args[3]));
+    }
+    encode::write_integer(ctx.out, i64::from(created));
+    Ok(())
+}
+
+fn hget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let proto = ctx.proto();
+    let mut shard = ctx.db().lock(key);
+    match hash(&mut shard, key)?.and_then(|h| h.get(&args[2][..])) {
+        Some(v) => encode::write_bulk(ctx.out, v),
+        None => encode::write_null_bulk(ctx.out, proto),
+    }
+    Ok(())
+}
+
+fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let proto = ctx.proto();
+    let mut shard = ctx.db().lock(key);
+    let h = hash(&mut shard, key)?;
+    encode::write_array_len(ctx.out, args.len() - 2);
+    for field in &args[2..] {
+        match h.as_ref().and_then(|h| h.get(&field[..])) {
+            Some(v) => encode::write_bulk(ctx.out, v),
+            None => encode::write_null_bulk(ctx.out, proto),
+        }
+    }
+    Ok(())
+}
+
+fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let mut removed = 0;
+    let mut now_empty = false;
+    if let Some(h) = hash(&mut shard, key)? {
+        for field in &args[2..] {
+            // Keep the order of the others, as a listpack does.
+            if h.shift_remove(&field[..]).is_some() {
+                removed += 1;
+            }
+        }
+        now_empty = h.is_empty();
+    }
+    if now_empty {
+        shard.remove(key);
+    }
+    encode::write_integer(ctx.out, removed);
+    Ok(())
+}
+
+fn hexists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let found = hash(&mut shard, key)?.is_some_and(|h| h.contains_key(&args[2][..]));
+    encode::write_integer(ctx.out, i64::from(found));
+    Ok(())
+}
+
+fn hlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let len = hash(&mut shard, key)?.map_or(0, |h| h.len());
+    encode::write_integer(ctx.out, len as i64);
+    Ok(())
+}
+
+fn hstrlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let len = hash(&mut shard, key)?
+        .and_then(|h| h.get(&args[2][..]))
+        .map_or(0, |v| v.len());
+    encode::write_integer(ctx.out, len as i64);
+    Ok(())
+}
+
+/// HKEYS (fields), HVALS (values), HGETALL (both, a map in RESP3).
+fn list_hash(ctx: &mut Ctx<'_>, args: &[Bytes], fields: bool, values: bool) -> CmdResult {
+    let key = &args[1];
+    let proto = ctx.proto();
+    let mut shard = ctx.db().lock(key);
+    let h = hash(&mut shard, key)?;
+    let len = h.as_ref().map_or(0, |h| h.len());
+    if fields && values {
+        encode::write_map_len(ctx.out, proto, len);
+    } else {
+        encode::write_array_len(ctx.out, len);
+    }
+    if let Some(h) = h {
+        for (f, v) in h.iter() {
+            if fields {
+                encode::write_bulk(ctx.out, f);
+            }
+            if values {
+                encode::write_bulk(ctx.out, v);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn hkeys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    list_hash(ctx, args, true, false)
+}
+
+fn hvals(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    list_hash(ctx, args, false, true)
+}
+
+fn hgetall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    list_hash(ctx, args, true, true)
+}
+
+fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let delta = int(&args[3])?;
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let h = hash_or_new(&mut shard, key)?;
+    let current = match h.get(&args[2][..]) {
+        Some(v) => canonical_int(v).ok_or(CmdError::Static("ERR hash value is not an integer"))?,
+        None => 0,
+    };
+    let next = current.checked_add(delta).ok_or(OVERFLOW);
+    let next = match next {
+        Ok(n) => n,
+        Err(e) => {
+            drop_if_empty(&mut shard, key);
+            return Err(e);
+        }
+    };
+    let mut digits = itoa::Buffer::new();
+    if let Some(h) = hash(&mut shard, key)? {
+        h.insert(
+            CompactBytes::new(&args[2]),
+            CompactBytes::new(digits.format(next).as_bytes()),
+        );
+    }
+    encode::write_integer(ctx.out, next);
+    Ok(())
+}
+
+/// Removes a hash left empty by a failed increment (it was created for it).
+fn drop_if_empty(shard: &mut Shard, key: &[u8]) {
+    if matches!(hash(shard, key), Ok(Some(h)) if h.is_empty()) {
+        shard.remove(key);
+    }
+}
+
+fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let delta = parse_f64(&args[3]).ok_or(NOT_FLOAT)?;
+    if !delta.is_finite() {
+        return Err(CmdError::Static("ERR value is NaN or Infinity"));
+    }
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let h = hash_or_new(&mut shard, key)?;
+    let current = match h.get(&args[2][..]) {
+        Some(v) => parse_f64(v).ok_or(CmdError::Static("ERR hash value is not a float")),
+        None => Ok(0.0),
+    };
+    let next = current.map(|c| c + delta).and_then(|n| {
+        if n.is_finite() {
+            Ok(n)
+        } else {
+            Err(CmdError::Static(
+                "ERR increment would produce NaN or Infinity",
+            ))
+        }
+    });
+    let next = match next {
+        Ok(n) => n,
+        Err(e) => {
+            drop_if_empty(&mut shard, key);
+            return Err(e);
+        }
+    };
+    let text = fmt_incr_float(next);
+    if let Some(h) = hash(&mut shard, key)? {
+        h.insert(
+            CompactBytes::new(&args[2]),
+            CompactBytes::new(text.as_bytes()),
+        );
+    }
+    encode::write_bulk(ctx.out, text.as_bytes());
+    Ok(())
+}
+
+fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let count = match args.get(2) {
+        Some(a) => Some(int(a)?),
+        None => None,
+    };
+    let with_values = match args.get(3) {
+        Some(a) if args.len() == 4 && is(a, "withvalues") => true,
+        None => false,
+        _ => return Err(SYNTAX),
+    };
+    let key = &args[1];
+    let proto = ctx.proto();
+    let mut shard = ctx.db().lock(key);
+    let Some(h) = hash(&mut shard, key)? else {
+        match count {
+            Some(_) => encode::write_array_len(ctx.out, 0),
+            None => encode::write_null_bulk(ctx.out, proto),
+        }
+        return Ok(());
+    };
+    let Some(count) = count else {
+        if let Some((f, _)) = h.get_index(fastrand::usize(..h.len())) {
+            encode::write_bulk(ctx.out, f);
+        }
+        return Ok(());
+    };
+    // Positive: distinct fields; negative: repeats allowed.
+    let picks: Vec<usize> = if count >= 0 {
+        let mut all: Vec<usize> = (0..h.len()).collect();
+        fastrand::shuffle(&mut all);
+        all.truncate(count as usize);
+        all
+    } else {
+        (0..count.unsigned_abs().min(1 << 24))
+            .map(|_| fastrand::usize(..h.len()))
+            .collect()
+    };
+    if with_values && proto == redline_resp::Protocol::Resp3 {
+        encode::write_array_len(ctx.out, picks.len());
+    } else {
+        encode::write_array_len(ctx.out, picks.len() * if with_values { 2 } else { 1 });
+    }
+    for i in picks {
+        if let Some((f, v)) = h.get_index(i) {
+            if with_values && proto == redline_resp::Protocol::Resp3 {
+                encode::write_array_len(ctx.out, 2);
+            }
+            encode::write_bulk(ctx.out, f);
+            if with_values {
+                encode::write_bulk(ctx.out, v);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Up to this many entries a collection is scanned in one call (Redis's listpack size).
+pub const SMALL: usize = 128;
+
+/// Parses `cursor [MATCH p] [COUNT n]` for HSCAN/SSCAN/ZSCAN.
+pub fn scan_args(args: &[Bytes]) -> Result<(u64, Option<&[u8]>, usize), CmdError> {
+    let cursor: u64 = std::str::from_utf8(&args[2])
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .ok_or(CmdError::Static("ERR invalid cursor"))?;
+    let mut count = 10;
+    let mut pattern = None;
+    let mut j = 3;
+    while j < args.len() {
+        if j + 1 >= args.len() {
+            return Err(SYNTAX);
+        }
+        if is(&args[j], "count") {
+            let n = int(&args[j + 1])?;
+            if n < 1 {
+                return Err(SYNTAX);
+            }
+            count = n as usize;
+        } else if is(&args[j], "match") {
+            pattern = Some(&args[j + 1][..]);
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 2;
+    }
+    Ok((cursor, pattern, count))
+}
+
+/// Walks indexes `[0, cursor)` downward (cursor 0 = start at the end), like the
+/// keyspace SCAN, and returns the next cursor (0 when done).
+pub fn scan_positions(len: usize, cursor: u64, count: usize) -> (std::ops::Range<usize>, u64) {
+    let top = if cursor == 0 {
+        len
+    } else {
+        (cursor as usize).min(len)
+    };
+    let bottom = top.saturating_sub(count);
+    (bottom..top, bottom as u64)
+}
+
+fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (cursor, pattern, count) = scan_args(args)?;
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let Some(h) = hash(&mut shard, key)? else {
+        encode::write_array_len(ctx.out, 2);
+        encode::write_bulk(ctx.out, b"0");
+        encode::write_array_len(ctx.out, 0);
+        return Ok(());
+    };
+    // Small hashes come back whole, in order, as Redis's listpack ones do.
+    let (range, next) = if h.len() <= SMALL {
+        (0..h.len(), 0)
+    } else {
+        scan_positions(h.len(), cursor, count)
+    };
+    let small = h.len() <= SMALL;
+    let ordered: Vec<usize> = if small {
+        range.collect()
+    } else {
+        range.rev().collect()
+    };
+    let items: Vec<(&CompactBytes, &CompactBytes)> = ordered
+        .into_iter()
+        .filter_map(|i| h.get_index(i))
+        .filter(|(f, _)| pattern.is_none_or(|p| super::keys::glob_match(p, f, false)))
+        .collect();
+    encode::write_array_len(ctx.out, 2);
+    encode::write_bulk(ctx.out, next.to_string().as_bytes());
+    encode::write_array_len(ctx.out, items.len() * 2);
+    for (f, v) in items {
+        encode::write_bulk(ctx.out, f);
+        encode::write_bulk(ctx.out, v);
+    }
+    Ok(())
+}

@@ -1,6 +1,519 @@
-//! lists commands.
+//! List commands (Redis's `t_list.c`), non-blocking forms: LPUSH RPUSH LPUSHX RPUSHX
+//! LPOP RPOP LLEN LINDEX LSET LRANGE LTRIM LREM LINSERT LPOS LMOVE RPOPLPUSH LMPOP.
+//! A list that becomes empty is deleted, as in Redis.
 
-use super::Handler;
+use bytes::Bytes;
+use redline_resp::encode;
+
+use super::args::{int, is};
+use super::reply::{ok, CmdError, CmdResult, INDEX_OUT_OF_RANGE, NO_SUCH_KEY, SYNTAX, WRONG_TYPE};
+use super::{Ctx, Handler};
+use crate::store::{CompactBytes, ListValue, Shard, Value};
 
 /// This family's handlers.
-pub const COMMANDS: &[(&str, Handler)] = &[];
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("lpush", lpush),
+    ("rpush", rpush),
+    ("lpushx", lpushx),
+    ("rpushx", rpushx),
+    ("lpop", lpop),
+    ("rpop", rpop),
+    ("llen", llen),
+    ("lindex", lindex),
+    ("lset", lset),
+    ("lrange", lrange),
+    ("ltrim", ltrim),
+    ("lrem", lrem),
+    ("linsert", linsert),
+    ("lpos", lpos),
+    ("lmove", lmove),
+    ("rpoplpush", rpoplpush),
+    ("lmpop", lmpop),
+];
+
+/// The list at `key`: `Ok(None)` when missing, WRONGTYPE when not a list.
+fn list<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<Option<&'s mut ListValue>, CmdError> {
+    match shard.get(key) {
+        None => Ok(None),
+        Some(entry) => match &mut entry.value {
+            Value::List(list) => Ok(Some(list)),
+            _ => Err(WRONG_TYPE),
+        },
+    }
+}
+
+/// Deletes `key` if its list is now empty.
+fn drop_if_empty(shard: &mut Shard, key: &[u8]) {
+    if matches!(list(shard, key), Ok(Some(l)) if l.is_empty()) {
+        shard.remove(key);
+    }
+}
+
+fn push(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool, only_existing: bool) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let exists = list(&mut shard, key)?.is_some();
+    if !exists && only_existing {
+        encode::write_integer(ctx.out, 0);
+        return Ok(());
+    }
+    let entry = shard.get_or_insert_with(key, || Value::List(Box::default()));
+    let Value::List(list) = &mut entry.value else {
+        return Err(WRONG_TYPE);
+    };
+    for element in &args[2..] {
+        let element = CompactBytes::new(element);
+        if left {
+            list.push_front(element);
+        } else {
+            list.push_back(element);
+        }
+    }
+    encode::write_integer(ctx.out, list.len() as i64);
+    Ok(())
+}
+
+fn lpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    push(ctx, args, true, false)
+}
+
+fn rpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    push(ctx, args, false, false)
+}
+
+fn lpushx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    push(ctx, args, true, true)
+}
+
+fn rpushx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    push(ctx, args, false, true)
+}
+
+/// A count Redis reads with `getPositiveLongFromObjectOrReply`.
+fn positive(arg: &[u8], message: &'static str) -> Result<i64, CmdError> {
+    match crate::store::canonical_int(arg) {
+        Some(n) if n >= 0 => Ok(n),
+        _ => Err(CmdError::Static(message)),
+    }
+}
+
+fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
+    if args.len() > 3 {
+        return Err(super::reply::wrong_arity(if left {
+            "lpop"
+        } else {
+            "rpop"
+        }));
+    }
+    let count = match args.get(2) {
+        Some(arg) => Some(positive(
+            arg,
+            "ERR value is out of range, must be positive",
+        )?),
+        None => None,
+    };
+    let key = &args[1];
+    let proto = ctx.proto();
+    let mut shard = ctx.db().lock(key);
+    let Some(list) = list(&mut shard, key)? else {
+        match count {
+            Some(_) => encode::write_null_array(ctx.out, proto),
+            None => encode::write_null_bulk(ctx.out, proto),
+        }
+        return Ok(());
+    };
+    match count {
+        None => {
+            let element = if left {
+                list.pop_front()
+            } else {
+                list.pop_back()
+            };
+            match element {
+                Some(e) => encode::write_bulk(ctx.out, &e),
+                None => encode::write_null_bulk(ctx.out, proto),
+            }
+        }
+        Some(count) => {
+            let n = (count as usize).min(list.len());
+            encode::write_array_len(ctx.out, n);
+            for _ in 0..n {
+                let element = if left {
+                    list.pop_front()
+                } else {
+                    list.pop_back()
+                };
+                if let Some(e) = element {
+                    encode::write_bulk(ctx.out, &e);
+                }
+            }
+        }
+    }
+    drop_if_empty(&mut shard, key);
+    Ok(())
+}
+
+fn lpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    pop(ctx, args, true)
+}
+
+fn rpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    pop(ctx, args, false)
+}
+
+fn llen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let len = list(&mut shard, key)?.map_or(0, |l| l.len());
+    encode::write_integer(ctx.out, len as i64);
+    Ok(())
+}
+
+/// A Redis list index (negative from the tail) as a position, if in range.
+fn position(index: i64, len: usize) -> Option<usize> {
+    let index = if index < 0 { index + len as i64 } else { index };
+    (0..len as i64).contains(&index).then_some(index as usize)
+}
+
+fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let proto = ctx.proto();
+    let mut shard = ctx.db().lock(key);
+    // Redis looks the key up before it reads the index.
+    let Some(list) = list(&mut shard, key)? else {
+        encode::write_null_bulk(ctx.out, proto);
+        return Ok(());
+    };
+    let index = int(&args[2])?;
+    match position(index, list.len()).and_then(|p| list.get(p)) {
+        Some(element) => encode::write_bulk(ctx.out, element),
+        None => encode::write_null_bulk(ctx.out, proto),
+    }
+    Ok(())
+}
+
+fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let list = list(&mut shard, key)?.ok_or(NO_SUCH_KEY)?;
+    let index = int(&args[2])?;
+    let p = position(index, list.len()).ok_or(INDEX_OUT_OF_RANGE)?;
+    list[p] = CompactBytes::new(&args[3]);
+    ok(ctx.out);
+    Ok(())
+}
+
+/// Redis's start/stop clamping for LRANGE: `None` for an empty range.
+fn range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let mut start = if start < 0 { len + start } else { start };
+    let mut end = if end < 0 { len + end } else { end };
+    start = start.max(0);
+    if start > end || start >= len {
+        return None;
+    }
+    end = end.min(len - 1);
+    Some((start as usize, end as usize))
+}
+
+fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let start = int(&args[2])?;
+    let end = int(&args[3])?;
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let Some(list) = list(&mut shard, key)? else {
+        encode::write_array_len(ctx.out, 0);
+        return Ok(());
+    };
+    match range(start, end, list.len()) {
+        None => encode::write_array_len(ctx.out, 0),
+        Some((from, to)) => {
+            encode::write_array_len(ctx.out, to - from + 1);
+            for element in list.range(from..=to) {
+                encode::write_bulk(ctx.out, element);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let start = int(&args[2])?;
+    let end = int(&args[3])?;
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    if let Some(list) = list(&mut shard, key)? {
+        match range(start, end, list.len()) {
+            None => list.clear(),
+            Some((from, to)) => {
+                list.truncate(to + 1);
+                list.drain(..from);
+            }
+        }
+    }
+    drop_if_empty(&mut shard, key);
+    ok(ctx.out);
+    Ok(())
+}
+
+fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let count = int(&args[2])?;
+    let key = &args[1];
+    let target = &args[3][..];
+    let mut shard = ctx.db().lock(key);
+    let Some(list) = list(&mut shard, key)? else {
+        encode::write_integer(ctx.out, 0);
+        return Ok(());
+    };
+    let limit = if count == 0 {
+        usize::MAX
+    } else {
+        count.unsigned_abs() as usize
+    };
+    let mut removed = 0;
+    if count >= 0 {
+        let mut i = 0;
+        while i < list.len() && removed < limit {
+            if list[i].as_bytes() == target {
+                list.remove(i);
+                removed += 1;
+            } else {
+                i += 1;
+            }
+        }
+    } else {
+        let mut i = list.len();
+        while i > 0 && removed < limit {
+            i -= 1;
+            if list[i].as_bytes() == target {
+                list.remove(i);
+                removed += 1;
+            }
+        }
+    }
+    drop_if_empty(&mut shard, key);
+    encode::write_integer(ctx.out, removed as i64);
+    Ok(())
+}
+
+fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let after = if is(&args[2], "after") {
+        true
+    } else if is(&args[2], "before") {
+        false
+    } else {
+        return Err(SYNTAX);
+    };
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let Some(list) = list(&mut shard, key)? else {
+        encode::write_integer(ctx.out, 0);
+        return Ok(());
+    };
+    let reply = match list.iter().position(|e| e.as_bytes() == &args[3][..]) {
+        Some(p) => {
+            list.insert(if after { p + 1 } else { p }, CompactBytes::new(&args[4]));
+            list.len() as i64
+        }
+        None => -1,
+    };
+    encode::write_integer(ctx.out, reply);
+    Ok(())
+}
+
+fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut rank: i64 = 1;
+    let mut count: Option<i64> = None;
+    let mut maxlen: i64 = 0;
+    let mut j = 3;
+    while j < args.len() {
+        if j + 1 >= args.len() {
+            return Err(SYNTAX);
+        }
+        let value = &args[j + 1];
+        if is(&args[j], "rank") {
+            rank = int(value)?;
+            if rank == 0 {
+                return Err(CmdError::Static("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list"));
+            }
+        } else if is(&args[j], "count") {
+            count = Some(positive(value, "ERR COUNT can't be negative")?);
+        } else if is(&args[j], "maxlen") {
+            maxlen = positive(value, "ERR MAXLEN can't be negative")?;
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 2;
+    }
+    let key = &args[1];
+    let target = &args[2][..];
+    let proto = ctx.proto();
+    let mut shard = ctx.db().lock(key);
+    let Some(list) = list(&mut shard, key)? else {
+        match count {
+            Some(_) => encode::write_array_len(ctx.out, 0),
+            None => encode::write_null_bulk(ctx.out, proto),
+        }
+        return Ok(());
+    };
+    let len = list.len();
+    let from_tail = rank < 0;
+    let mut skip = rank.unsigned_abs() - 1;
+    let want = match count {
+        Some(0) => usize::MAX,
+        Some(n) => n as usize,
+        None => 1,
+    };
+    let limit = if maxlen == 0 {
+        len
+    } else {
+        (maxlen as usize).min(len)
+    };
+    let mut found = Vec::new();
+    for step in 0..limit {
+        let index = if from_tail { len - 1 - step } else { step };
+        if list[index].as_bytes() == target {
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            found.push(index);
+            if found.len() >= want {
+                break;
+            }
+        }
+    }
+    match count {
+        Some(_) => {
+            encode::write_array_len(ctx.out, found.len());
+            for index in found {
+                encode::write_integer(ctx.out, index as i64);
+            }
+        }
+        None => match found.first() {
+            Some(index) => encode::write_integer(ctx.out, *index as i64),
+            None => encode::write_null_bulk(ctx.out, proto),
+        },
+    }
+    Ok(())
+}
+
+/// LEFT or RIGHT.
+fn side(arg: &[u8]) -> Result<bool, CmdError> {
+    if is(arg, "left") {
+        Ok(true)
+    } else if is(arg, "right") {
+        Ok(false)
+    } else {
+        Err(SYNTAX)
+    }
+}
+
+fn move_generic(
+    ctx: &mut Ctx<'_>,
+    src: &[u8],
+    dst: &[u8],
+    from_left: bool,
+    to_left: bool,
+) -> CmdResult {
+    let proto = ctx.proto();
+    let mut locked = ctx.db().lock_keys([src, dst]);
+    if list(locked.shard(src), src)?.is_none() {
+        encode::write_null_bulk(ctx.out, proto);
+        return Ok(());
+    }
+    list(locked.shard(dst), dst)?;
+    let element = match list(locked.shard(src), src)? {
+        Some(l) => {
+            if from_left {
+                l.pop_front()
+            } else {
+                l.pop_back()
+            }
+        }
+        None => None,
+    };
+    let Some(element) = element else {
+        encode::write_null_bulk(ctx.out, proto);
+        return Ok(());
+    };
+    encode::write_bulk(ctx.out, &element);
+    let entry = locked
+        .shard(dst)
+        .get_or_insert_with(dst, || Value::List(Box::default()));
+    if let Value::List(l) = &mut entry.value {
+        if to_left {
+            l.push_front(element);
+        } else {
+            l.push_back(element);
+        }
+    }
+    drop_if_empty(locked.shard(src), src);
+    Ok(())
+}
+
+fn lmove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let from_left = side(&args[3])?;
+    let to_left = side(&args[4])?;
+    move_generic(ctx, &args[1], &args[2], from_left, to_left)
+}
+
+fn rpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    move_generic(ctx, &args[1], &args[2], false, true)
+}
+
+fn lmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let numkeys = match crate::store::canonical_int(&args[1]) {
+        Some(n) if n > 0 => n as usize,
+        _ => return Err(CmdError::Static("ERR numkeys should be greater than 0")),
+    };
+    let where_index = 1 + numkeys + 1;
+    if where_index >= args.len() {
+        return Err(SYNTAX);
+    }
+    let left = side(&args[where_index])?;
+    let mut count: Option<usize> = None;
+    let mut j = where_index + 1;
+    while j < args.len() {
+        if is(&args[j], "count") && j + 1 < args.len() && count.is_none() {
+            match crate::store::canonical_int(&args[j + 1]) {
+                Some(n) if n > 0 => count = Some(n as usize),
+                _ => return Err(CmdError::Static("ERR count should be greater than 0")),
+            }
+            j += 2;
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    let count = count.unwrap_or(1);
+    let keys = &args[2..2 + numkeys];
+    let proto = ctx.proto();
+    let mut locked = ctx.db().lock_keys(keys.iter().map(|k| &k[..]));
+    for key in keys {
+        let shard = locked.shard(key);
+        let Some(list) = list(shard, key)? else {
+            continue;
+        };
+        if list.is_empty() {
+            continue;
+        }
+        let n = count.min(list.len());
+        encode::write_array_len(ctx.out, 2);
+        encode::write_bulk(ctx.out, key);
+        encode::write_array_len(ctx.out, n);
+        for _ in 0..n {
+            let element = if left {
+                list.pop_front()
+            } else {
+                list.pop_back()
+            };
+            if let Some(e) = element {
+                encode::write_bulk(ctx.out, &e);
+            }
+        }
+        drop_if_empty(shard, key);
+        return Ok(());
+    }
+    encode::write_null_array(ctx.out, proto);
+    Ok(())
+}

@@ -1,6 +1,414 @@
-//! sets commands.
+//! Set commands (Redis's `t_set.c`): SADD SREM SMEMBERS SISMEMBER SMISMEMBER SCARD SPOP
+//! SRANDMEMBER SMOVE SINTER SINTERCARD SINTERSTORE SUNION SUNIONSTORE SDIFF SDIFFSTORE
+//! SSCAN. Replies are sets in RESP3.
 
-use super::Handler;
+use bytes::Bytes;
+use redline_resp::{encode, Protocol};
+
+use super::args::{int, is};
+use super::hashes::{scan_args, scan_positions};
+use super::reply::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
+use super::{Ctx, Handler};
+use crate::store::{canonical_int, CompactBytes, SetValue, Shard, Value};
 
 /// This family's handlers.
-pub const COMMANDS: &[(&str, Handler)] = &[];
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("sadd", sadd),
+    ("srem", srem),
+    ("smembers", smembers),
+    ("sismember", sismember),
+    ("smismember", smismember),
+    ("scard", scard),
+    ("spop", spop),
+    ("srandmember", srandmember),
+    ("smove", smove),
+    ("sinter", sinter),
+    ("sintercard", sintercard),
+    ("sinterstore", sinterstore),
+    ("sunion", sunion),
+    ("sunionstore", sunionstore),
+    ("sdiff", sdiff),
+    ("sdiffstore", sdiffstore),
+    ("sscan", sscan),
+];
+
+/// The set at `key`: `Ok(None)` when missing, WRONGTYPE when not a set.
+fn set<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<Option<&'s mut SetValue>, CmdError> {
+    match shard.get(key) {
+        None => Ok(None),
+        Some(entry) => match &mut entry.value {
+            Value::Set(s) => Ok(Some(s)),
+            _ => Err(WRONG_TYPE),
+        },
+    }
+}
+
+fn drop_if_empty(shard: &mut Shard, key: &[u8]) {
+    if matches!(set(shard, key), Ok(Some(s)) if s.is_empty()) {
+        shard.remove(key);
+    }
+}
+
+fn write_members<'a>(
+    out: &mut bytes::BytesMut,
+    proto: Protocol,
+    members: impl ExactSizeIterator<Item = &'a CompactBytes>,
+) {
+    encode::write_set_len(out, proto, members.len());
+    for m in members {
+        encode::write_bulk(out, m);
+    }
+}
+
+fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    set(&mut shard, key)?;
+    let entry = shard.get_or_insert_with(key, || Value::Set(Box::default()));
+    let Value::Set(s) = &mut entry.value else {
+        return Err(WRONG_TYPE);
+    };
+    let added = args[2..]
+        .iter()
+        .filter(|m| s.insert(CompactBytes::new(m)))
+        .count();
+    encode::write_integer(ctx.out, added as i64);
+    Ok(())
+}
+
+fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let removed = match set(&mut shard, key)? {
+        Some(s) => args[2..].iter().filter(|m| s.swap_remove(&m[..])).count(),
+        None => 0,
+    };
+    drop_if_empty(&mut shard, key);
+    encode::write_integer(ctx.out, removed as i64);
+    Ok(())
+}
+
+fn smembers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let proto = ctx.proto();
+    let mut shard = ctx.db().lock(key);
+    match set(&mut shard, key)? {
+        Some(s) => write_members(ctx.out, proto, s.iter()),
+        None => encode::write_set_len(ctx.out, proto, 0),
+    }
+    Ok(())
+}
+
+fn sismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let found = set(&mut shard, key)?.is_some_and(|s| s.contains(&args[2][..]));
+    encode::write_integer(ctx.out, i64::from(found));
+    Ok(())
+}
+
+fn smismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let s = set(&mut shard, key)?;
+    encode::write_array_len(ctx.out, args.len() - 2);
+    for m in &args[2..] {
+        let found = s.as_ref().is_some_and(|s| s.contains(&m[..]));
+        encode::write_integer(ctx.out, i64::from(found));
+    }
+    Ok(())
+}
+
+fn scard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let len = set(&mut shard, key)?.map_or(0, |s| s.len());
+    encode::write_integer(ctx.out, len as i64);
+    Ok(())
+}
+
+fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() > 3 {
+        return Err(SYNTAX);
+    }
+    let count = match args.get(2) {
+        Some(a) => match canonical_int(a) {
+            Some(n) if n >= 0 => Some(n as usize),
+            _ => {
+                return Err(CmdError::Static(
+                    "ERR value is out of range, must be positive",
+                ))
+            }
+        },
+        None => None,
+    };
+    let key = &args[1];
+    let proto = ctx.proto();
+    let mut shard = ctx.db().lock(key);
+    let Some(s) = set(&mut shard, key)? else {
+        match count {
+            Some(_) => encode::write_set_len(ctx.out, proto, 0),
+            None => encode::write_null_bulk(ctx.out, proto),
+        }
+        return Ok(());
+    };
+    match count {
+        None => {
+            let i = fastrand::usize(..s.len());
+            if let Some(m) = s.swap_remove_index(i) {
+                encode::write_bulk(ctx.out, &m);
+            }
+        }
+        Some(n) => {
+            let n = n.min(s.len());
+            encode::write_set_len(ctx.out, proto, n);
+            for _ in 0..n {
+                let i = fastrand::usize(..s.len());
+                if let Some(m) = s.swap_remove_index(i) {
+                    encode::write_bulk(ctx.out, &m);
+                }
+            }
+        }
+    }
+    drop_if_empty(&mut shard, key);
+    Ok(())
+}
+
+fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() > 3 {
+        return Err(SYNTAX);
+    }
+    let count = match args.get(2) {
+        Some(a) => Some(int(a)?),
+        None => None,
+    };
+    let key = &args[1];
+    let proto = ctx.proto();
+    let mut shard = ctx.db().lock(key);
+    let Some(s) = set(&mut shard, key)? else {
+        match count {
+            Some(_) => encode::write_array_len(ctx.out, 0),
+            None => encode::write_null_bulk(ctx.out, proto),
+        }
+        return Ok(());
+    };
+    match count {
+        None => {
+            if let Some(m) = s.get_index(fastrand::usize(..s.len())) {
+                encode::write_bulk(ctx.out, m);
+            }
+        }
+        Some(n) if n >= 0 => {
+            let mut all: Vec<usize> = (0..s.len()).collect();
+            fastrand::shuffle(&mut all);
+            all.truncate(n as usize);
+            encode::write_array_len(ctx.out, all.len());
+            for i in all {
+                if let Some(m) = s.get_index(i) {
+                    encode::write_bulk(ctx.out, m);
+                }
+            }
+        }
+        Some(n) => {
+            let n = n.unsigned_abs().min(1 << 24) as usize;
+            encode::write_array_len(ctx.out, n);
+            for _ in 0..n {
+                if let Some(m) = s.get_index(fastrand::usize(..s.len())) {
+                    encode::write_bulk(ctx.out, m);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (src, dst, member) = (&args[1][..], &args[2][..], &args[3][..]);
+    let mut locked = ctx.db().lock_keys([src, dst]);
+    let Some(from) = set(locked.shard(src), src)? else {
+        encode::write_integer(ctx.out, 0);
+        return Ok(());
+    };
+    let present = from.contains(member);
+    set(locked.shard(dst), dst)?;
+    if !present {
+        encode::write_integer(ctx.out, 0);
+        return Ok(());
+    }
+    if src != dst {
+        if let Some(from) = set(locked.shard(src), src)? {
+            from.swap_remove(member);
+        }
+        drop_if_empty(locked.shard(src), src);
+        let entry = locked
+            .shard(dst)
+            .get_or_insert_with(dst, || Value::Set(Box::default()));
+        if let Value::Set(to) = &mut entry.value {
+            to.insert(CompactBytes::new(member));
+        }
+    }
+    encode::write_integer(ctx.out, 1);
+    Ok(())
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Inter,
+    Union,
+    Diff,
+}
+
+/// Computes an intersection, union or difference of the sets at `keys` (missing keys
+/// are empty sets; any other type is WRONGTYPE), with every shard locked at once.
+fn combine(
+    ctx: &Ctx<'_>,
+    keys: &[Bytes],
+    op: Op,
+    extra_lock: Option<&[u8]>,
+) -> Result<SetValue, CmdError> {
+    let all = keys.iter().map(|k| &k[..]).chain(extra_lock);
+    let mut locked = ctx.db().lock_keys(all);
+    let mut sets: Vec<Option<SetValue>> = Vec::with_capacity(keys.len());
+    for key in keys {
+        sets.push(set(locked.shard(key), key)?.map(|s| s.clone()));
+    }
+    let mut result = SetValue::default();
+    match op {
+        Op::Union => {
+            for s in sets.iter().flatten() {
+                result.extend(s.iter().cloned());
+            }
+        }
+        Op::Inter => {
+            if sets.iter().any(|s| s.is_none()) {
+                return Ok(result);
+            }
+            let mut sets: Vec<SetValue> = sets.into_iter().flatten().collect();
+            sets.sort_by_key(|s| s.len());
+            if let Some((first, rest)) = sets.split_first() {
+                result = first
+                    .iter()
+                    .filter(|m| rest.iter().all(|s| s.contains(m.as_bytes())))
+                    .cloned()
+                    .collect();
+            }
+        }
+        Op::Diff => {
+            if let Some(Some(first)) = sets.first() {
+                result = first
+                    .iter()
+                    .filter(|m| {
+                        sets[1..]
+                            .iter()
+                            .flatten()
+                            .all(|s| !s.contains(m.as_bytes()))
+                    })
+                    .cloned()
+                    .collect();
+            }
+        }
+    }
+    Ok(result)
+}
+
+fn reply_set(ctx: &mut Ctx<'_>, args: &[Bytes], op: Op) -> CmdResult {
+    let result = combine(ctx, &args[1..], op, None)?;
+    write_members(ctx.out, ctx.client.protocol, result.iter());
+    Ok(())
+}
+
+fn store_set(ctx: &mut Ctx<'_>, args: &[Bytes], op: Op) -> CmdResult {
+    let dst = &args[1];
+    let result = combine(ctx, &args[2..], op, Some(dst))?;
+    let len = result.len();
+    let mut shard = ctx.db().lock(dst);
+    if result.is_empty() {
+        shard.remove(dst);
+    } else {
+        shard.insert(dst, Value::Set(Box::new(result)), 0);
+    }
+    encode::write_integer(ctx.out, len as i64);
+    Ok(())
+}
+
+fn sinter(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    reply_set(ctx, args, Op::Inter)
+}
+
+fn sunion(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    reply_set(ctx, args, Op::Union)
+}
+
+fn sdiff(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    reply_set(ctx, args, Op::Diff)
+}
+
+fn sinterstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    store_set(ctx, args, Op::Inter)
+}
+
+fn sunionstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    store_set(ctx, args, Op::Union)
+}
+
+fn sdiffstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    store_set(ctx, args, Op::Diff)
+}
+
+fn sintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let numkeys = match canonical_int(&args[1]) {
+        Some(n) if n > 0 => n as usize,
+        _ => return Err(CmdError::Static("ERR numkeys should be greater than 0")),
+    };
+    if numkeys > args.len() - 2 {
+        return Err(CmdError::Static(
+            "ERR Number of keys can't be greater than number of args",
+        ));
+    }
+    let mut limit = 0usize;
+    let mut j = 2 + numkeys;
+    while j < args.len() {
+        if is(&args[j], "limit") && j + 1 < args.len() {
+            match canonical_int(&args[j + 1]) {
+                Some(n) if n >= 0 => limit = n as usize,
+                _ => return Err(CmdError::Static("ERR LIMIT can't be negative")),
+            }
+            j += 2;
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    let result = combine(ctx, &args[2..2 + numkeys], Op::Inter, None)?;
+    let n = if limit == 0 {
+        result.len()
+    } else {
+        result.len().min(limit)
+    };
+    encode::write_integer(ctx.out, n as i64);
+    Ok(())
+}
+
+fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (cursor, pattern, count) = scan_args(args)?;
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let Some(s) = set(&mut shard, key)? else {
+        encode::write_array_len(ctx.out, 2);
+        encode::write_bulk(ctx.out, b"0");
+        encode::write_array_len(ctx.out, 0);
+        return Ok(());
+    };
+    let (range, next) = scan_positions(s.len(), cursor, count);
+    let items: Vec<&CompactBytes> = range
+        .rev()
+        .filter_map(|i| s.get_index(i))
+        .filter(|m| pattern.is_none_or(|p| super::keys::glob_match(p, m, false)))
+        .collect();
+    encode::write_array_len(ctx.out, 2);
+    encode::write_bulk(ctx.out, next.to_string().as_bytes());
+    encode::write_array_len(ctx.out, items.len());
+    for m in items {
+        encode::write_bulk(ctx.out, m);
+    }
+    Ok(())
+}

@@ -470,9 +470,9 @@ pub fn fmt_incr_float(value: f64) -> String {
 }
 
 fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let delta = parse_f64(&args[2]).ok_or(NOT_FLOAT)?;
     let key = &args[1];
     let mut shard = ctx.db().lock(key);
+    // Redis checks the type and the current value before the increment.
     let current = match shard.get(key) {
         None => 0.0,
         Some(entry) => match &entry.value {
@@ -481,6 +481,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             _ => return Err(WRONG_TYPE),
         },
     };
+    let delta = parse_f64(&args[2]).ok_or(NOT_FLOAT)?;
     let next = current + delta;
     if !next.is_finite() {
         return Err(CmdError::Static(
