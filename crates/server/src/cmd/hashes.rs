@@ -8,9 +8,8 @@ use bytes::Bytes;
 use redline_resp::encode;
 
 use super::args::{int, is};
-use super::float::parse_f64;
+use super::long_double::{incr_by_float, IncrFloatError, LongDouble, Parsed};
 use super::reply::{ok, wrong_arity, CmdError, CmdResult, NOT_FLOAT, OVERFLOW, SYNTAX, WRONG_TYPE};
-use super::strings::fmt_incr_float;
 use super::{Ctx, Handler};
 use crate::store::{canonical_int, CompactBytes, HashValue, Shard, Value};
 
@@ -245,34 +244,29 @@ fn drop_if_empty(shard: &mut Shard, key: &[u8]) {
 }
 
 fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let delta = parse_f64(&args[3]).ok_or(NOT_FLOAT)?;
-    if !delta.is_finite() {
-        return Err(CmdError::Static("ERR value is NaN or Infinity"));
+    // Redis validates the increment first, then the type, then the stored field.
+    match LongDouble::parse(&args[3]) {
+        None => return Err(NOT_FLOAT),
+        Some(Parsed::Infinite(_)) => return Err(CmdError::Static("ERR value is NaN or Infinity")),
+        Some(Parsed::Finite(_)) => {}
     }
     let key = &args[1];
     let mut shard = ctx.db().lock(key);
     let h = hash_or_new(&mut shard, key)?;
-    let current = match h.get(&args[2][..]) {
-        Some(v) => parse_f64(v).ok_or(CmdError::Static("ERR hash value is not a float")),
-        None => Ok(0.0),
-    };
-    let next = current.map(|c| c + delta).and_then(|n| {
-        if n.is_finite() {
-            Ok(n)
-        } else {
-            Err(CmdError::Static(
-                "ERR increment would produce NaN or Infinity",
-            ))
+    let current = h.get(&args[2][..]).map_or(b"0".to_vec(), |v| v.to_vec());
+    let result = incr_by_float(&current, &args[3]).map_err(|e| match e {
+        IncrFloatError::NotFloat => CmdError::Static("ERR hash value is not a float"),
+        IncrFloatError::NanOrInfinity => {
+            CmdError::Static("ERR increment would produce NaN or Infinity")
         }
     });
-    let next = match next {
-        Ok(n) => n,
+    let text = match result {
+        Ok(text) => text,
         Err(e) => {
             drop_if_empty(&mut shard, key);
             return Err(e);
         }
     };
-    let text = fmt_incr_float(next);
     if let Some(h) = hash(&mut shard, key)? {
         h.insert(
             CompactBytes::new(&args[2]),

@@ -12,6 +12,7 @@ pub mod float;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod long_double;
 pub mod reply;
 pub mod server;
 pub mod sets;

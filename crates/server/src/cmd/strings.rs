@@ -5,7 +5,7 @@ use bytes::Bytes;
 use redline_resp::encode;
 
 use super::args::{int, is};
-use super::float::{fmt_g, parse_f64};
+use super::long_double::{incr_by_float, IncrFloatError};
 use super::reply::{
     ok, CmdError, CmdResult, NOT_FLOAT, OVERFLOW, STRING_TOO_LONG, SYNTAX, WRONG_TYPE,
 };
@@ -454,41 +454,20 @@ fn decrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     incr_generic(ctx, &args[1], delta)
 }
 
-/// Formats an INCRBYFLOAT result. Redis uses `long double` and `%.17Lf` with trailing
-/// zeros trimmed; in `f64` the 17 significant digits carry binary noise, so we print
-/// the shortest text that round-trips (equal to Redis's for ordinary decimal values).
-pub fn fmt_incr_float(value: f64) -> String {
-    if value == value.trunc() && value.abs() < 1e17 {
-        return format!("{value:.0}");
-    }
-    let shortest = format!("{value}");
-    if shortest.contains('e') {
-        fmt_g(value, 17)
-    } else {
-        shortest
-    }
-}
-
 fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.db().lock(key);
-    // Redis checks the type and the current value before the increment.
+    // Redis checks the type, then the current value, then the increment.
     let current = match shard.get(key) {
-        None => 0.0,
-        Some(entry) => match &entry.value {
-            Value::Int(n) => *n as f64,
-            Value::Str(s) => parse_f64(s).ok_or(NOT_FLOAT)?,
-            _ => return Err(WRONG_TYPE),
-        },
+        None => b"0".to_vec(),
+        Some(entry) => entry.value.to_vec().ok_or(WRONG_TYPE)?,
     };
-    let delta = parse_f64(&args[2]).ok_or(NOT_FLOAT)?;
-    let next = current + delta;
-    if !next.is_finite() {
-        return Err(CmdError::Static(
-            "ERR increment would produce NaN or Infinity",
-        ));
-    }
-    let text = fmt_incr_float(next);
+    let text = incr_by_float(&current, &args[2]).map_err(|e| match e {
+        IncrFloatError::NotFloat => NOT_FLOAT,
+        IncrFloatError::NanOrInfinity => {
+            CmdError::Static("ERR increment would produce NaN or Infinity")
+        }
+    })?;
     match shard.get(key) {
         Some(entry) => entry.value = Value::string(text.as_bytes()),
         None => shard.insert(key, Value::string(text.as_bytes()), 0),
