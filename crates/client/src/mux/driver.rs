@@ -53,6 +53,12 @@ pub(crate) struct Driver<'a> {
     push: Option<&'a PushHandler>,
     wbuf: BytesMut,
     needs_flush: bool,
+    /// Whether the task already yielded once since its last write (see `poll_run`).
+    yielded: bool,
+    /// Requests taken from the queue since the last write.
+    taken: usize,
+    /// Reply slots completed (callers woken) since the last write.
+    completed: usize,
     pending: VecDeque<Pending>,
     queue_closed: bool,
 }
@@ -65,6 +71,9 @@ impl<'a> Driver<'a> {
             push,
             wbuf: BytesMut::with_capacity(16 * 1024),
             needs_flush: false,
+            yielded: false,
+            taken: 0,
+            completed: 0,
             pending: VecDeque::with_capacity(1024),
             queue_closed: false,
         }
@@ -85,6 +94,16 @@ impl<'a> Driver<'a> {
     fn poll_run(&mut self, cx: &mut Context<'_>, rx: &mut mpsc::Receiver<Request>) -> Poll<Stop> {
         loop {
             let took = self.poll_intake(cx, rx);
+            if took && !self.yielded && self.taken < self.completed {
+                // Replies since our last write woke more callers than have queued their
+                // next command yet: yield once so those already runnable can enqueue,
+                // and send one larger write instead of many small ones. Waking ourselves
+                // puts this task at the back of the run queue. A lone caller never
+                // triggers this (one reply, one command), so it pays no extra hop.
+                self.yielded = true;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
             let wrote = match self.poll_write(cx) {
                 Ok(wrote) => wrote,
                 Err(e) => return Poll::Ready(Stop::Failed(e)),
@@ -114,6 +133,7 @@ impl<'a> Driver<'a> {
         }
         self.wbuf.extend_from_slice(&req.bytes);
         self.pending.push_back(req.slot.into_pending());
+        self.taken += 1;
     }
 
     /// Moves queued requests into the output buffer. Returns whether any was taken.
@@ -145,6 +165,9 @@ impl<'a> Driver<'a> {
                 Poll::Ready(Ok(n)) => {
                     self.wbuf.advance(n);
                     self.needs_flush = true;
+                    self.yielded = false;
+                    self.taken = 0;
+                    self.completed = 0;
                     wrote = true;
                 }
                 Poll::Ready(Err(e)) => return Err(self.io_error(IoOp::Write, e)),
@@ -204,6 +227,7 @@ impl<'a> Driver<'a> {
                     // A caller that timed out has dropped its receiver: the reply is
                     // discarded here, in order, and the pipe stays in step.
                     let _ = tx.send(Ok(frame));
+                    self.completed += 1;
                 }
             }
             Some(Pending::Many(many)) => {
@@ -213,6 +237,7 @@ impl<'a> Driver<'a> {
                     if let Some(Pending::Many(many)) = self.pending.pop_front() {
                         let ManyPending { frames, tx, .. } = *many;
                         let _ = tx.send(Ok(frames));
+                        self.completed += 1;
                     }
                 }
             }
