@@ -153,6 +153,9 @@ impl Gen {
 
     fn command(&mut self) -> Vec<Vec<u8>> {
         let w = |s: &str| s.as_bytes().to_vec();
+        if self.chance(20) {
+            return self.zset_command();
+        }
         if self.chance(45) {
             return self.collection_command();
         }
@@ -302,6 +305,170 @@ fn sort_subcommands_entry(entry: &Frame) -> String {
 }
 
 impl Gen {
+    fn score(&mut self) -> Vec<u8> {
+        self.pick(&[
+            b"0", b"1", b"1.5", b"-2", b"1.1", b"0.1", b"1e3", b"inf", b"-inf", b"+inf", b"x",
+            b"nan", b"3",
+        ])
+    }
+
+    fn score_bound(&mut self) -> Vec<u8> {
+        self.pick(&[
+            b"-inf", b"+inf", b"0", b"(1", b"1.5", b"(0", b"2", b"x", b"((1", b"-1",
+        ])
+    }
+
+    fn lex_bound(&mut self) -> Vec<u8> {
+        self.pick(&[b"-", b"+", b"[a", b"(a", b"[b", b"(c", b"[", b"a", b"[10"])
+    }
+
+    /// Sorted sets; lex ranges only on a key whose scores are all 0 (Redis leaves mixed
+    /// scores undefined for them).
+    fn zset_command(&mut self) -> Vec<Vec<u8>> {
+        let w = |s: &str| s.as_bytes().to_vec();
+        let small: &[&[u8]] = &[b"0", b"1", b"2", b"-1", b"-2", b"10", b"x", b"-100"];
+        let mut c: Vec<Vec<u8>> = match self.rng.usize(..22) {
+            0..=3 => {
+                let mut c = vec![w("ZADD"), self.key()];
+                for _ in 0..self.rng.usize(..3) {
+                    c.push(self.pick(&[b"NX", b"XX", b"GT", b"LT", b"CH", b"INCR", b"ch"]));
+                }
+                for _ in 0..1 + self.rng.usize(..2) {
+                    c.push(self.score());
+                    c.push(self.member());
+                }
+                c
+            }
+            4 => vec![w("ZINCRBY"), self.key(), self.score(), self.member()],
+            5 => {
+                let mut c = vec![w("ZREM"), self.key()];
+                c.extend(self.members(1));
+                c
+            }
+            6 => vec![w("ZCARD"), self.key()],
+            7 => vec![
+                w(["ZSCORE", "ZRANK", "ZREVRANK"][self.rng.usize(..3)]),
+                self.key(),
+                self.member(),
+            ],
+            8 => {
+                let mut c = vec![w("ZMSCORE"), self.key()];
+                c.extend(self.members(1));
+                c
+            }
+            9 => vec![
+                w("ZCOUNT"),
+                self.key(),
+                self.score_bound(),
+                self.score_bound(),
+            ],
+            10 | 11 => {
+                let mut c = vec![w("ZRANGE"), self.key()];
+                let by = self.rng.usize(..3);
+                match by {
+                    0 => {
+                        c.push(self.pick(small));
+                        c.push(self.pick(small));
+                    }
+                    _ => {
+                        c.push(self.score_bound());
+                        c.push(self.score_bound());
+                        c.push(w("BYSCORE"));
+                    }
+                }
+                for _ in 0..self.rng.usize(..3) {
+                    match self.rng.usize(..4) {
+                        0 => c.push(w("REV")),
+                        1 => c.push(w("WITHSCORES")),
+                        2 => {
+                            c.push(w("LIMIT"));
+                            c.push(self.pick(small));
+                            c.push(self.pick(small));
+                        }
+                        _ => c.push(w("BYLEX")),
+                    }
+                }
+                c
+            }
+            12 => vec![
+                w("ZREVRANGE"),
+                self.key(),
+                self.pick(small),
+                self.pick(small),
+                w("WITHSCORES"),
+            ],
+            13 | 14 => {
+                let mut c = vec![
+                    w(["ZRANGEBYSCORE", "ZREVRANGEBYSCORE"][self.rng.usize(..2)]),
+                    self.key(),
+                    self.score_bound(),
+                    self.score_bound(),
+                ];
+                if self.chance(50) {
+                    c.push(w("WITHSCORES"));
+                }
+                if self.chance(30) {
+                    c.push(w("LIMIT"));
+                    c.push(self.pick(small));
+                    c.push(self.pick(small));
+                }
+                c
+            }
+            15 => vec![w("ZADD"), w("zlex"), w("0"), self.member()],
+            16 => {
+                let mut c = vec![
+                    w([
+                        "ZRANGEBYLEX",
+                        "ZREVRANGEBYLEX",
+                        "ZLEXCOUNT",
+                        "ZREMRANGEBYLEX",
+                    ][self.rng.usize(..4)]),
+                    w("zlex"),
+                    self.lex_bound(),
+                    self.lex_bound(),
+                ];
+                if c[0] != b"ZLEXCOUNT" && c[0] != b"ZREMRANGEBYLEX" && self.chance(30) {
+                    c.push(w("LIMIT"));
+                    c.push(self.pick(small));
+                    c.push(self.pick(small));
+                }
+                c
+            }
+            17 => vec![
+                w("ZRANGE"),
+                w("zlex"),
+                self.lex_bound(),
+                self.lex_bound(),
+                w("BYLEX"),
+            ],
+            18 => vec![
+                w("ZREMRANGEBYRANK"),
+                self.key(),
+                self.pick(small),
+                self.pick(small),
+            ],
+            19 => vec![
+                w("ZREMRANGEBYSCORE"),
+                self.key(),
+                self.score_bound(),
+                self.score_bound(),
+            ],
+            _ => {
+                let mut c = vec![w(["ZPOPMIN", "ZPOPMAX"][self.rng.usize(..2)]), self.key()];
+                if self.chance(50) {
+                    c.push(self.pick(small));
+                }
+                c
+            }
+        };
+        if self.chance(4) {
+            c.truncate(1);
+        } else if self.chance(2) {
+            c.push(b"extra".to_vec());
+        }
+        c
+    }
+
     fn member(&mut self) -> Vec<u8> {
         self.pick(&[b"a", b"b", b"c", b"1", b"2", b"10", b"", b"\x00\xff"])
     }
@@ -553,6 +720,13 @@ fn keyspace_dump(pair: &mut Pair) -> Vec<Vec<Vec<u8>>> {
             ]);
             commands.push(vec![b"HGETALL".to_vec(), key.to_vec()]);
             commands.push(vec![b"SMEMBERS".to_vec(), key.to_vec()]);
+            commands.push(vec![
+                b"ZRANGE".to_vec(),
+                key.to_vec(),
+                b"0".to_vec(),
+                b"-1".to_vec(),
+                b"WITHSCORES".to_vec(),
+            ]);
         }
     }
     let _ = pair;
@@ -563,7 +737,7 @@ fn keyspace_dump(pair: &mut Pair) -> Vec<Vec<Vec<u8>>> {
 fn same_replies_as_redis() {
     let redis = RedisServer::start().expect("redis-server");
     let redline = Redline::start();
-    let sequences = 300;
+    let sequences = 500;
     let mut failures = Vec::new();
     let mut total = 0;
     for seed in 0..sequences {

@@ -333,15 +333,28 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// `["0", []]`.
+pub fn write_empty_scan(out: &mut bytes::BytesMut) {
+    encode::write_array_len(out, 2);
+    encode::write_bulk(out, b"0");
+    encode::write_array_len(out, 0);
+}
+
 /// Up to this many entries a collection is scanned in one call (Redis's listpack size).
 pub const SMALL: usize = 128;
 
 /// Parses `cursor [MATCH p] [COUNT n]` for HSCAN/SSCAN/ZSCAN.
-pub fn scan_args(args: &[Bytes]) -> Result<(u64, Option<&[u8]>, usize), CmdError> {
-    let cursor: u64 = std::str::from_utf8(&args[2])
+/// Redis reads the cursor first, then looks the key up, and only then the options
+/// ([`scan_options`]): a missing key answers an empty scan whatever the options.
+pub fn scan_cursor(args: &[Bytes]) -> Result<u64, CmdError> {
+    std::str::from_utf8(&args[2])
         .ok()
         .and_then(|t| t.parse().ok())
-        .ok_or(CmdError::Static("ERR invalid cursor"))?;
+        .ok_or(CmdError::Static("ERR invalid cursor"))
+}
+
+/// Parses `[MATCH p] [COUNT n]` after the cursor.
+pub fn scan_options(args: &[Bytes]) -> Result<(Option<&[u8]>, usize), CmdError> {
     let mut count = 10;
     let mut pattern = None;
     let mut j = 3;
@@ -362,7 +375,7 @@ pub fn scan_args(args: &[Bytes]) -> Result<(u64, Option<&[u8]>, usize), CmdError
         }
         j += 2;
     }
-    Ok((cursor, pattern, count))
+    Ok((pattern, count))
 }
 
 /// Walks indexes `[0, cursor)` downward (cursor 0 = start at the end), like the
@@ -378,15 +391,14 @@ pub fn scan_positions(len: usize, cursor: u64, count: usize) -> (std::ops::Range
 }
 
 fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let (cursor, pattern, count) = scan_args(args)?;
+    let cursor = scan_cursor(args)?;
     let key = &args[1];
     let mut shard = ctx.db().lock(key);
     let Some(h) = hash(&mut shard, key)? else {
-        encode::write_array_len(ctx.out, 2);
-        encode::write_bulk(ctx.out, b"0");
-        encode::write_array_len(ctx.out, 0);
+        write_empty_scan(ctx.out);
         return Ok(());
     };
+    let (pattern, count) = scan_options(args)?;
     // Small hashes come back whole, in order, as Redis's listpack ones do.
     let (range, next) = if h.len() <= SMALL {
         (0..h.len(), 0)

@@ -17,6 +17,7 @@ pub mod reply;
 pub mod server;
 pub mod sets;
 pub mod strings;
+pub mod zsets;
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -67,6 +68,7 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(lists::COMMANDS);
     all.extend_from_slice(hashes::COMMANDS);
     all.extend_from_slice(sets::COMMANDS);
+    all.extend_from_slice(zsets::COMMANDS);
     all
 }
 

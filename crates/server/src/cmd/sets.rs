@@ -6,7 +6,7 @@ use bytes::Bytes;
 use redline_resp::{encode, Protocol};
 
 use super::args::{int, is};
-use super::hashes::{scan_args, scan_positions};
+use super::hashes::{scan_cursor, scan_options, scan_positions, write_empty_scan};
 use super::reply::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
 use crate::store::{canonical_int, CompactBytes, SetValue, Shard, Value};
@@ -389,15 +389,14 @@ fn sintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let (cursor, pattern, count) = scan_args(args)?;
+    let cursor = scan_cursor(args)?;
     let key = &args[1];
     let mut shard = ctx.db().lock(key);
     let Some(s) = set(&mut shard, key)? else {
-        encode::write_array_len(ctx.out, 2);
-        encode::write_bulk(ctx.out, b"0");
-        encode::write_array_len(ctx.out, 0);
+        write_empty_scan(ctx.out);
         return Ok(());
     };
+    let (pattern, count) = scan_options(args)?;
     let (range, next) = scan_positions(s.len(), cursor, count);
     let items: Vec<&CompactBytes> = range
         .rev()

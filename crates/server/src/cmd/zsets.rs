@@ -1,0 +1,674 @@
+//! Sorted set commands (Redis's `t_zset.c`), the core set: ZADD (NX XX GT LT CH INCR)
+//! ZINCRBY ZREM ZCARD ZSCORE ZMSCORE ZRANK ZREVRANK ZCOUNT ZLEXCOUNT ZRANGE (BYSCORE
+//! BYLEX REV LIMIT WITHSCORES) ZREVRANGE ZRANGEBYSCORE ZREVRANGEBYSCORE ZRANGEBYLEX
+//! ZREVRANGEBYLEX ZREMRANGEBYRANK ZREMRANGEBYSCORE ZREMRANGEBYLEX ZPOPMIN ZPOPMAX.
+//! Scores print as Redis 7.0 does (`%.17g`).
+
+use bytes::Bytes;
+use redline_resp::{encode, Protocol};
+
+use super::args::{int, is};
+use super::float::parse_f64;
+use super::reply::{double, CmdError, CmdResult, NOT_FLOAT, SYNTAX, WRONG_TYPE};
+use super::{Ctx, Handler};
+use crate::store::{canonical_int, Shard, Value, ZSet};
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("zadd", zadd),
+    ("zincrby", zincrby),
+    ("zrem", zrem),
+    ("zcard", zcard),
+    ("zscore", zscore),
+    ("zmscore", zmscore),
+    ("zrank", zrank),
+    ("zrevrank", zrevrank),
+    ("zcount", zcount),
+    ("zlexcount", zlexcount),
+    ("zrange", zrange),
+    ("zrevrange", zrevrange),
+    ("zrangebyscore", zrangebyscore),
+    ("zrevrangebyscore", zrevrangebyscore),
+    ("zrangebylex", zrangebylex),
+    ("zrevrangebylex", zrevrangebylex),
+    ("zremrangebyrank", zremrangebyrank),
+    ("zremrangebyscore", zremrangebyscore),
+    ("zremrangebylex", zremrangebylex),
+    ("zpopmin", zpopmin),
+    ("zpopmax", zpopmax),
+];
+
+fn zset<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<Option<&'s mut ZSet>, CmdError> {
+    match shard.get(key) {
+        None => Ok(None),
+        Some(entry) => match &mut entry.value {
+            Value::ZSet(z) => Ok(Some(z)),
+            _ => Err(WRONG_TYPE),
+        },
+    }
+}
+
+fn drop_if_empty(shard: &mut Shard, key: &[u8]) {
+    if matches!(zset(shard, key), Ok(Some(z)) if z.is_empty()) {
+        shard.remove(key);
+    }
+}
+
+// ---- ZADD / ZINCRBY ----
+
+#[derive(Default)]
+struct AddFlags {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+    ch: bool,
+    incr: bool,
+}
+
+fn zadd_generic(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    mut flags: AddFlags,
+    score_at: usize,
+) -> CmdResult {
+    let mut scoreidx = score_at;
+    while scoreidx < args.len() {
+        let a = &args[scoreidx];
+        if is(a, "nx") {
+            flags.nx = true;
+        } else if is(a, "xx") {
+            flags.xx = true;
+        } else if is(a, "ch") {
+            flags.ch = true;
+        } else if is(a, "incr") {
+            flags.incr = true;
+        } else if is(a, "gt") {
+            flags.gt = true;
+        } else if is(a, "lt") {
+            flags.lt = true;
+        } else {
+            break;
+        }
+        scoreidx += 1;
+    }
+    let elements = args.len() - scoreidx;
+    if elements % 2 != 0 || elements == 0 {
+        return Err(SYNTAX);
+    }
+    let elements = elements / 2;
+    if flags.nx && flags.xx {
+        return Err(CmdError::Static(
+            "ERR XX and NX options at the same time are not compatible",
+        ));
+    }
+    if (flags.gt && flags.nx) || (flags.lt && flags.nx) || (flags.gt && flags.lt) {
+        return Err(CmdError::Static(
+            "ERR GT, LT, and/or NX options at the same time are not compatible",
+        ));
+    }
+    if flags.incr && elements > 1 {
+        return Err(CmdError::Static(
+            "ERR INCR option supports a single increment-element pair",
+        ));
+    }
+    let mut scores = Vec::with_capacity(elements);
+    for j in 0..elements {
+        scores.push(parse_f64(&args[scoreidx + j * 2]).ok_or(NOT_FLOAT)?);
+    }
+    let key = &args[1];
+    let proto = ctx.proto();
+    let mut shard = ctx.db().lock(key);
+    let exists = zset(&mut shard, key)?.is_some();
+    let (mut added, mut updated, mut processed) = (0, 0, 0);
+    let mut last_score = 0.0;
+    if exists || !flags.xx {
+        let entry = shard.get_or_insert_with(key, || Value::ZSet(Box::default()));
+        let Value::ZSet(z) = &mut entry.value else {
+            return Err(WRONG_TYPE);
+        };
+        for (j, &score) in scores.iter().enumerate() {
+            let member = &args[scoreidx + j * 2 + 1];
+            match z.score(member) {
+                Some(current) => {
+                    if flags.nx {
+                        continue;
+                    }
+                    let mut new = score;
+                    if flags.incr {
+                        new += current;
+                        if new.is_nan() {
+                            return Err(CmdError::Static(
+                                "ERR resulting score is not a number (NaN)",
+                            ));
+                        }
+                    }
+                    if (flags.lt && new >= current) || (flags.gt && new <= current) {
+                        continue;
+                    }
+                    last_score = new;
+                    processed += 1;
+                    if new != current {
+                        z.insert(member, new);
+                        updated += 1;
+                    }
+                }
+                None => {
+                    if flags.xx {
+                        continue;
+                    }
+                    z.insert(member, score);
+                    last_score = score;
+                    added += 1;
+                    processed += 1;
+                }
+            }
+        }
+    }
+    drop_if_empty(&mut shard, key);
+    if flags.incr {
+        if processed > 0 {
+            double(ctx.out, proto, last_score);
+        } else {
+            encode::write_null_bulk(ctx.out, proto);
+        }
+    } else {
+        encode::write_integer(ctx.out, if flags.ch { added + updated } else { added });
+    }
+    Ok(())
+}
+
+fn zadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    zadd_generic(ctx, args, AddFlags::default(), 2)
+}
+
+fn zincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    zadd_generic(
+        ctx,
+        args,
+        AddFlags {
+            incr: true,
+            ..AddFlags::default()
+        },
+        2,
+    )
+}
+
+// ---- lookups ----
+
+fn zrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let removed = match zset(&mut shard, key)? {
+        Some(z) => args[2..].iter().filter(|m| z.remove(m).is_some()).count(),
+        None => 0,
+    };
+    drop_if_empty(&mut shard, key);
+    encode::write_integer(ctx.out, removed as i64);
+    Ok(())
+}
+
+fn zcard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let len = zset(&mut shard, key)?.map_or(0, |z| z.len());
+    encode::write_integer(ctx.out, len as i64);
+    Ok(())
+}
+
+fn zscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let proto = ctx.proto();
+    let mut shard = ctx.db().lock(key);
+    match zset(&mut shard, key)?.and_then(|z| z.score(&args[2])) {
+        Some(score) => double(ctx.out, proto, score),
+        None => encode::write_null_bulk(ctx.out, proto),
+    }
+    Ok(())
+}
+
+fn zmscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let proto = ctx.proto();
+    let mut shard = ctx.db().lock(key);
+    let z = zset(&mut shard, key)?;
+    encode::write_array_len(ctx.out, args.len() - 2);
+    for m in &args[2..] {
+        match z.as_ref().and_then(|z| z.score(m)) {
+            Some(score) => double(ctx.out, proto, score),
+            None => encode::write_null_bulk(ctx.out, proto),
+        }
+    }
+    Ok(())
+}
+
+fn rank_generic(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> CmdResult {
+    let key = &args[1];
+    let proto = ctx.proto();
+    let mut shard = ctx.db().lock(key);
+    let rank = zset(&mut shard, key)?.and_then(|z| {
+        z.rank(&args[2])
+            .map(|r| if rev { z.len() - 1 - r } else { r })
+    });
+    match rank {
+        Some(r) => encode::write_integer(ctx.out, r as i64),
+        None => encode::write_null_bulk(ctx.out, proto),
+    }
+    Ok(())
+}
+
+fn zrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    rank_generic(ctx, args, false)
+}
+
+fn zrevrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    rank_generic(ctx, args, true)
+}
+
+// ---- ranges ----
+
+/// A score bound: value and whether it is exclusive (`(`).
+#[derive(Clone, Copy)]
+struct ScoreBound {
+    value: f64,
+    exclusive: bool,
+}
+
+fn parse_score_bound(arg: &[u8]) -> Option<ScoreBound> {
+    let (exclusive, text) = match arg.first() {
+        Some(b'(') => (true, &arg[1..]),
+        _ => (false, arg),
+    };
+    let value = parse_f64(text)?;
+    Some(ScoreBound { value, exclusive })
+}
+
+fn score_range(min: &[u8], max: &[u8]) -> Result<(ScoreBound, ScoreBound), CmdError> {
+    match (parse_score_bound(min), parse_score_bound(max)) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => Err(CmdError::Static("ERR min or max is not a float")),
+    }
+}
+
+fn above_min(score: f64, min: ScoreBound) -> bool {
+    if min.exclusive {
+        score > min.value
+    } else {
+        score >= min.value
+    }
+}
+
+fn below_max(score: f64, max: ScoreBound) -> bool {
+    if max.exclusive {
+        score < max.value
+    } else {
+        score <= max.value
+    }
+}
+
+/// A lex bound: `-`, `+`, `[x` or `(x`.
+#[derive(Clone)]
+enum LexBound {
+    Min,
+    Max,
+    Inclusive(Vec<u8>),
+    Exclusive(Vec<u8>),
+}
+
+fn parse_lex_bound(arg: &[u8]) -> Option<LexBound> {
+    match arg.first()? {
+        b'-' if arg.len() == 1 => Some(LexBound::Min),
+        b'+' if arg.len() == 1 => Some(LexBound::Max),
+        b'[' => Some(LexBound::Inclusive(arg[1..].to_vec())),
+        b'(' => Some(LexBound::Exclusive(arg[1..].to_vec())),
+        _ => None,
+    }
+}
+
+fn lex_range(min: &[u8], max: &[u8]) -> Result<(LexBound, LexBound), CmdError> {
+    match (parse_lex_bound(min), parse_lex_bound(max)) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => Err(CmdError::Static(
+            "ERR min or max not valid string range item",
+        )),
+    }
+}
+
+fn lex_above_min(member: &[u8], min: &LexBound) -> bool {
+    match min {
+        LexBound::Min => true,
+        LexBound::Max => false,
+        LexBound::Inclusive(v) => member >= &v[..],
+        LexBound::Exclusive(v) => member > &v[..],
+    }
+}
+
+fn lex_below_max(member: &[u8], max: &LexBound) -> bool {
+    match max {
+        LexBound::Min => false,
+        LexBound::Max => true,
+        LexBound::Inclusive(v) => member <= &v[..],
+        LexBound::Exclusive(v) => member < &v[..],
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RangeType {
+    Auto,
+    Rank,
+    Score,
+    Lex,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Auto,
+    Forward,
+    Reverse,
+}
+
+/// Members and scores a range selects, in reply order.
+fn select(
+    z: &ZSet,
+    kind: RangeType,
+    reverse: bool,
+    args: (&[u8], &[u8]),
+    limit: Option<(i64, i64)>,
+) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
+    let ordered: Box<dyn Iterator<Item = (&[u8], f64)>> = if reverse {
+        Box::new(z.iter().rev())
+    } else {
+        Box::new(z.iter())
+    };
+    let picked: Vec<(Vec<u8>, f64)> = match kind {
+        RangeType::Rank | RangeType::Auto => {
+            let (start, end) = (int(args.0)?, int(args.1)?);
+            let len = z.len() as i64;
+            let mut start = if start < 0 { len + start } else { start };
+            let mut end = if end < 0 { len + end } else { end };
+            start = start.max(0);
+            if start > end || start >= len {
+                return Ok(Vec::new());
+            }
+            end = end.min(len - 1);
+            ordered
+                .skip(start as usize)
+                .take((end - start + 1) as usize)
+                .map(|(m, s)| (m.to_vec(), s))
+                .collect()
+        }
+        RangeType::Score => {
+            let (min, max) = score_range(args.0, args.1)?;
+            ordered
+                .filter(|(_, s)| above_min(*s, min) && below_max(*s, max))
+                .map(|(m, s)| (m.to_vec(), s))
+                .collect()
+        }
+        RangeType::Lex => {
+            let (min, max) = lex_range(args.0, args.1)?;
+            ordered
+                .filter(|(m, _)| lex_above_min(m, &min) && lex_below_max(m, &max))
+                .map(|(m, s)| (m.to_vec(), s))
+                .collect()
+        }
+    };
+    Ok(match limit {
+        None => picked,
+        Some((offset, _)) if offset < 0 => Vec::new(),
+        Some((offset, count)) => {
+            let it = picked.into_iter().skip(offset as usize);
+            if count < 0 {
+                it.collect()
+            } else {
+                it.take(count as usize).collect()
+            }
+        }
+    })
+}
+
+fn write_range(out: &mut bytes::BytesMut, proto: Protocol, items: &[(Vec<u8>, f64)], scores: bool) {
+    if scores && proto == Protocol::Resp3 {
+        encode::write_array_len(out, items.len());
+        for (m, s) in items {
+            encode::write_array_len(out, 2);
+            encode::write_bulk(out, m);
+            double(out, proto, *s);
+        }
+    } else {
+        encode::write_array_len(out, items.len() * if scores { 2 } else { 1 });
+        for (m, s) in items {
+            encode::write_bulk(out, m);
+            if scores {
+                double(out, proto, *s);
+            }
+        }
+    }
+}
+
+/// Redis's `zrangeGenericCommand`: the options after `key min max`, conflicts, parsing
+/// of the range, then the lookup.
+fn zrange_generic(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    mut kind: RangeType,
+    mut direction: Direction,
+) -> CmdResult {
+    let mut withscores = false;
+    let mut limit: Option<(i64, i64)> = None;
+    let mut j = 4;
+    while j < args.len() {
+        let left = args.len() - j - 1;
+        let a = &args[j];
+        if is(a, "withscores") {
+            withscores = true;
+        } else if is(a, "limit") && left >= 2 {
+            limit = Some((int(&args[j + 1])?, int(&args[j + 2])?));
+            j += 2;
+        } else if direction == Direction::Auto && is(a, "rev") {
+            direction = Direction::Reverse;
+        } else if kind == RangeType::Auto && is(a, "bylex") {
+            kind = RangeType::Lex;
+        } else if kind == RangeType::Auto && is(a, "byscore") {
+            kind = RangeType::Score;
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 1;
+    }
+    if direction == Direction::Auto {
+        direction = Direction::Forward;
+    }
+    if kind == RangeType::Auto {
+        kind = RangeType::Rank;
+    }
+    if limit.is_some() && kind == RangeType::Rank {
+        return Err(CmdError::Static(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+        ));
+    }
+    if withscores && kind == RangeType::Lex {
+        return Err(CmdError::Static(
+            "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
+        ));
+    }
+    let reverse = direction == Direction::Reverse;
+    let (mut lo, mut hi) = (&args[2][..], &args[3][..]);
+    if reverse && kind != RangeType::Rank {
+        std::mem::swap(&mut lo, &mut hi);
+    }
+    // Validate the range before looking at the key, as Redis does.
+    match kind {
+        RangeType::Score => {
+            score_range(lo, hi)?;
+        }
+        RangeType::Lex => {
+            lex_range(lo, hi)?;
+        }
+        _ => {
+            int(lo)?;
+            int(hi)?;
+        }
+    }
+    let key = &args[1];
+    let proto = ctx.proto();
+    let mut shard = ctx.db().lock(key);
+    let Some(z) = zset(&mut shard, key)? else {
+        encode::write_array_len(ctx.out, 0);
+        return Ok(());
+    };
+    // For reversed score/lex ranges the bounds were given max first; select() walks
+    // in reverse and filters with (min, max).
+    let items = select(z, kind, reverse, (lo, hi), limit)?;
+    write_range(ctx.out, proto, &items, withscores);
+    Ok(())
+}
+
+fn zrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    zrange_generic(ctx, args, RangeType::Auto, Direction::Auto)
+}
+
+fn zrevrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    zrange_generic(ctx, args, RangeType::Rank, Direction::Reverse)
+}
+
+fn zrangebyscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    zrange_generic(ctx, args, RangeType::Score, Direction::Forward)
+}
+
+fn zrevrangebyscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    zrange_generic(ctx, args, RangeType::Score, Direction::Reverse)
+}
+
+fn zrangebylex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    zrange_generic(ctx, args, RangeType::Lex, Direction::Forward)
+}
+
+fn zrevrangebylex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    zrange_generic(ctx, args, RangeType::Lex, Direction::Reverse)
+}
+
+fn zcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (min, max) = score_range(&args[2], &args[3])?;
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let n = zset(&mut shard, key)?.map_or(0, |z| {
+        z.iter()
+            .filter(|(_, s)| above_min(*s, min) && below_max(*s, max))
+            .count()
+    });
+    encode::write_integer(ctx.out, n as i64);
+    Ok(())
+}
+
+fn zlexcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (min, max) = lex_range(&args[2], &args[3])?;
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let n = zset(&mut shard, key)?.map_or(0, |z| {
+        z.iter()
+            .filter(|(m, _)| lex_above_min(m, &min) && lex_below_max(m, &max))
+            .count()
+    });
+    encode::write_integer(ctx.out, n as i64);
+    Ok(())
+}
+
+fn zremrange(ctx: &mut Ctx<'_>, args: &[Bytes], kind: RangeType) -> CmdResult {
+    match kind {
+        RangeType::Score => {
+            score_range(&args[2], &args[3])?;
+        }
+        RangeType::Lex => {
+            lex_range(&args[2], &args[3])?;
+        }
+        _ => {
+            int(&args[2])?;
+            int(&args[3])?;
+        }
+    }
+    let key = &args[1];
+    let mut shard = ctx.db().lock(key);
+    let removed = match zset(&mut shard, key)? {
+        None => 0,
+        Some(z) => {
+            let victims = select(z, kind, false, (&args[2], &args[3]), None)?;
+            for (m, _) in &victims {
+                z.remove(m);
+            }
+            victims.len()
+        }
+    };
+    drop_if_empty(&mut shard, key);
+    encode::write_integer(ctx.out, removed as i64);
+    Ok(())
+}
+
+fn zremrangebyrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    zremrange(ctx, args, RangeType::Rank)
+}
+
+fn zremrangebyscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    zremrange(ctx, args, RangeType::Score)
+}
+
+fn zremrangebylex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    zremrange(ctx, args, RangeType::Lex)
+}
+
+fn zpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> CmdResult {
+    if args.len() > 3 {
+        return Err(SYNTAX);
+    }
+    let count = match args.get(2) {
+        Some(a) => match canonical_int(a) {
+            Some(n) if n >= 0 => Some(n as usize),
+            _ => {
+                return Err(CmdError::Static(
+                    "ERR value is out of range, must be positive",
+                ))
+            }
+        },
+        None => None,
+    };
+    let key = &args[1];
+    let proto = ctx.proto();
+    let mut shard = ctx.db().lock(key);
+    let Some(z) = zset(&mut shard, key)? else {
+        encode::write_array_len(ctx.out, 0);
+        return Ok(());
+    };
+    let n = count.unwrap_or(1).min(z.len());
+    let mut popped = Vec::with_capacity(n);
+    for _ in 0..n {
+        let next = if max {
+            z.iter().next_back()
+        } else {
+            z.iter().next()
+        };
+        let Some((m, s)) = next.map(|(m, s)| (m.to_vec(), s)) else {
+            break;
+        };
+        z.remove(&m);
+        popped.push((m, s));
+    }
+    drop_if_empty(&mut shard, key);
+    if count.is_none() {
+        // One pair, flat in both protocols.
+        encode::write_array_len(ctx.out, popped.len() * 2);
+        for (m, s) in &popped {
+            encode::write_bulk(ctx.out, m);
+            double(ctx.out, proto, *s);
+        }
+    } else {
+        write_range(ctx.out, proto, &popped, true);
+    }
+    Ok(())
+}
+
+fn zpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    zpop(ctx, args, false)
+}
+
+fn zpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    zpop(ctx, args, true)
+}
