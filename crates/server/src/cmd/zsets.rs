@@ -102,7 +102,7 @@ fn zadd_generic(
             "ERR XX and NX options at the same time are not compatible",
         ));
     }
-    if (flags.gt && flags.nx) || (flags.lt && flags.nx) || (flags.gt && flags.lt) {
+    if (flags.nx && (flags.gt || flags.lt)) || (flags.gt && flags.lt) {
         return Err(CmdError::Static(
             "ERR GT, LT, and/or NX options at the same time are not compatible",
         ));
