@@ -49,8 +49,10 @@ pub struct Config {
     pub tls: Option<TlsConfig>,
     /// Limit for TCP connect, TLS and the handshake together. Default 5 s.
     pub connect_timeout: Duration,
-    /// Limit for one command's reply, measured by the caller. `None` waits forever
-    /// (not recommended). Default 5 s.
+    /// Limit for one command's reply, from the moment it is issued (queue wait
+    /// included). The caller then gets [`Error::Timeout`]; the command may or may not
+    /// have run. While a connection is being (re)established, queued commands wait at
+    /// most the connect timeout. `None` waits forever (not recommended). Default 5 s.
     pub command_timeout: Option<Duration>,
     /// Multiplexed connections to the server, used round-robin. Default 1: one connection
     /// already pipelines everything; more help only when one connection's socket or the

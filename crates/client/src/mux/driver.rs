@@ -12,11 +12,17 @@
 //!    consume a slot, so server-initiated messages cannot shift replies onto the wrong
 //!    callers.
 //!
+//! 4. **timer** — one timer per connection enforces every command's deadline: when it
+//!    fires, expired slots at the front of the FIFO are answered with a timeout and left
+//!    as tombstones that swallow their late replies. It is re-armed lazily (only when it
+//!    fires, or when the FIFO was empty), so under load it costs one timer update per
+//!    timeout period instead of a timer registration per command.
+//!
 //! Reads and writes are polled from the same task, so a server that stops reading until
 //! its replies are read (a full socket buffer in both directions) cannot deadlock us.
 
 use std::collections::VecDeque;
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -26,8 +32,9 @@ use bytes::{Buf, BytesMut};
 use redline_resp::Frame;
 use tokio::io::AsyncWrite;
 use tokio::sync::mpsc;
+use tokio::time::{Instant, Sleep};
 
-use super::request::{ManyPending, Pending, Request};
+use super::request::{ManyPending, Pending, Reply, Request};
 use crate::config::PushHandler;
 use crate::error::{Error, IoOp};
 use crate::net::{Connection, READ_CHUNK};
@@ -59,7 +66,16 @@ pub(crate) struct Driver<'a> {
     taken: usize,
     /// Reply slots completed (callers woken) since the last write.
     completed: usize,
+    /// Sent requests awaiting replies, oldest first.
     pending: VecDeque<Pending>,
+    /// How many slots at the front of `pending` are timed-out tombstones. Deadlines are
+    /// in queue order, so tombstones always form a prefix.
+    expired_prefix: usize,
+    /// One request taken from the queue while the output buffer is full, so its deadline
+    /// is known and enforced although it cannot be written yet.
+    staged: Option<Request>,
+    timer: Pin<Box<Sleep>>,
+    timer_armed: bool,
     queue_closed: bool,
 }
 
@@ -75,6 +91,10 @@ impl<'a> Driver<'a> {
             taken: 0,
             completed: 0,
             pending: VecDeque::with_capacity(1024),
+            expired_prefix: 0,
+            staged: None,
+            timer: Box::pin(tokio::time::sleep_until(Instant::now())),
+            timer_armed: false,
             queue_closed: false,
         }
     }
@@ -84,10 +104,14 @@ impl<'a> Driver<'a> {
         poll_fn(|cx| self.poll_run(cx, rx)).await
     }
 
-    /// Fails every slot that was sent but not answered.
-    pub(crate) fn fail_pending(&mut self, err: &Error) {
+    /// Fails every request the driver holds: sent but unanswered, or staged.
+    pub(crate) fn fail_all(&mut self, err: &Error) {
         for slot in self.pending.drain(..) {
             slot.fail(err.clone());
+        }
+        self.expired_prefix = 0;
+        if let Some(req) = self.staged.take() {
+            req.fail(err.clone());
         }
     }
 
@@ -112,6 +136,7 @@ impl<'a> Driver<'a> {
                 Ok(read) => read,
                 Err(e) => return Poll::Ready(Stop::Failed(e)),
             };
+            self.poll_timer(cx, rx);
             if self.queue_closed && self.pending.is_empty() && self.wbuf.is_empty() {
                 return Poll::Ready(Stop::Closed);
             }
@@ -125,28 +150,61 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// Queues one request's bytes for writing and its slot for replies.
+    /// Queues one request's bytes for writing and its slot for replies; a request whose
+    /// caller is gone or whose deadline passed is answered without being sent.
     #[inline]
-    pub(crate) fn accept(&mut self, req: Request) {
+    pub(crate) fn accept(&mut self, req: Request, now: Instant) {
         if req.is_abandoned() {
             return;
         }
+        if req.expired(now) {
+            req.time_out();
+            return;
+        }
         self.wbuf.extend_from_slice(&req.bytes);
-        self.pending.push_back(req.slot.into_pending());
+        self.pending.push_back(req.into_pending());
         self.taken += 1;
     }
 
     /// Moves queued requests into the output buffer. Returns whether any was taken.
     fn poll_intake(&mut self, cx: &mut Context<'_>, rx: &mut mpsc::Receiver<Request>) -> bool {
+        let now = Instant::now();
         let mut took = false;
+        if self.wbuf.len() < WRITE_HIGH_WATER {
+            if let Some(req) = self.staged.take() {
+                took = true;
+                self.accept(req, now);
+            }
+        }
         while !self.queue_closed && self.wbuf.len() < WRITE_HIGH_WATER {
             match rx.poll_recv(cx) {
                 Poll::Ready(Some(req)) => {
                     took = true;
-                    self.accept(req);
+                    self.accept(req, now);
                 }
                 Poll::Ready(None) => self.queue_closed = true,
                 Poll::Pending => break,
+            }
+        }
+        if self.wbuf.len() >= WRITE_HIGH_WATER && self.staged.is_none() && !self.queue_closed {
+            // The socket is not keeping up. Take one request anyway, without sending it,
+            // so the timer knows the next queued deadline: callers behind a stalled
+            // server still time out on time.
+            while let Poll::Ready(next) = rx.poll_recv(cx) {
+                match next {
+                    Some(req) if req.expired(now) => req.time_out(),
+                    Some(req) => {
+                        self.staged = Some(req);
+                        if !self.timer_armed {
+                            self.arm_timer();
+                        }
+                        break;
+                    }
+                    None => {
+                        self.queue_closed = true;
+                        break;
+                    }
+                }
             }
         }
         took
@@ -221,33 +279,97 @@ impl<'a> Driver<'a> {
             }
             return Ok(());
         }
-        match self.pending.front_mut() {
-            Some(Pending::One(_)) => {
-                if let Some(Pending::One(tx)) = self.pending.pop_front() {
-                    // A caller that timed out has dropped its receiver: the reply is
-                    // discarded here, in order, and the pipe stays in step.
+        let Some(front) = self.pending.front_mut() else {
+            return Err(Error::UnexpectedReply {
+                addr: self.addr.clone(),
+            });
+        };
+        match &mut front.reply {
+            Reply::One(_) => {
+                if let Some(Pending {
+                    reply: Reply::One(tx),
+                    ..
+                }) = self.pending.pop_front()
+                {
+                    // A caller whose future was dropped is simply not told.
                     let _ = tx.send(Ok(frame));
                     self.completed += 1;
                 }
             }
-            Some(Pending::Many(many)) => {
+            Reply::Many(many) => {
                 many.frames.push(frame);
                 many.remaining -= 1;
                 if many.remaining == 0 {
-                    if let Some(Pending::Many(many)) = self.pending.pop_front() {
+                    if let Some(Pending {
+                        reply: Reply::Many(many),
+                        ..
+                    }) = self.pending.pop_front()
+                    {
                         let ManyPending { frames, tx, .. } = *many;
                         let _ = tx.send(Ok(frames));
                         self.completed += 1;
                     }
                 }
             }
-            None => {
-                return Err(Error::UnexpectedReply {
-                    addr: self.addr.clone(),
-                })
+            Reply::Expired { remaining } => {
+                // The caller already got its timeout; the late reply keeps the pipe in step.
+                *remaining -= 1;
+                if *remaining == 0 {
+                    self.pending.pop_front();
+                    self.expired_prefix = self.expired_prefix.saturating_sub(1);
+                }
             }
         }
         Ok(())
+    }
+
+    /// Arms the timer for the earliest deadline still to enforce, if any.
+    fn arm_timer(&mut self) {
+        let next = match self.pending.get(self.expired_prefix) {
+            Some(p) => p.deadline,
+            None => self.staged.as_ref().and_then(|r| r.deadline),
+        };
+        if let Some(deadline) = next {
+            self.timer.as_mut().reset(deadline.at);
+            self.timer_armed = true;
+        }
+    }
+
+    /// Expires what is due when the timer fires, then re-arms it for the next deadline.
+    fn poll_timer(&mut self, cx: &mut Context<'_>, rx: &mut mpsc::Receiver<Request>) {
+        loop {
+            if !self.timer_armed {
+                self.arm_timer();
+                if !self.timer_armed {
+                    return;
+                }
+            }
+            if self.timer.as_mut().poll(cx).is_pending() {
+                return;
+            }
+            self.timer_armed = false;
+            self.expire_due(Instant::now(), rx);
+        }
+    }
+
+    /// Times out every slot and staged request whose deadline is at or before `now`.
+    fn expire_due(&mut self, now: Instant, rx: &mut mpsc::Receiver<Request>) {
+        while let Some(p) = self.pending.get_mut(self.expired_prefix) {
+            match p.deadline {
+                Some(d) if d.at <= now => {
+                    p.expire();
+                    self.expired_prefix += 1;
+                }
+                _ => break,
+            }
+        }
+        while self.staged.as_ref().is_some_and(|r| r.expired(now)) {
+            if let Some(req) = self.staged.take() {
+                req.time_out();
+            }
+            // Still at the high-water mark: look at the next queued request.
+            self.staged = rx.try_recv().ok();
+        }
     }
 
     fn io_error(&self, op: IoOp, e: io::Error) -> Error {

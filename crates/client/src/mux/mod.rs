@@ -9,8 +9,10 @@
 //! 2. the connection task ([`supervisor::run`] → [`driver::Driver`]) takes every queued
 //!    request, writes them in one write, decodes replies and completes oneshots in FIFO
 //!    order;
-//! 3. the caller awaits its oneshot under the command timeout. A caller that times out
-//!    just drops its receiver; its reply is still consumed in order when it arrives.
+//! 3. the caller awaits its oneshot. The request carries its deadline and the connection
+//!    task answers it with [`Error::Timeout`] when it passes (one timer per connection,
+//!    not one per command: measured 10-15% of throughput); the late reply is still
+//!    consumed in order when it arrives.
 //!
 //! The supervisor owns the queue's receiver for the multiplexer's whole life, across
 //! connections: reconnecting is its job alone, so it is single-flight without any lock,
@@ -30,7 +32,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::config::{Config, FullQueue};
 use crate::error::Error;
 use crate::net::{Connection, Endpoint};
-use request::{Request, Slot};
+use request::{Deadline, Request, Slot};
 
 /// A handle to one multiplexed connection. Cloning shares the connection.
 #[derive(Clone, Debug)]
@@ -68,15 +70,14 @@ impl Multiplexer {
     /// Sends one encoded command and returns its reply frame (error replies included).
     pub(crate) async fn send(&self, bytes: Bytes) -> Result<Frame, Error> {
         let (tx, rx) = oneshot::channel();
-        let request = Request {
+        self.enqueue(Request {
             bytes,
             slot: Slot::One(tx),
-        };
-        self.with_timeout(async {
-            self.enqueue(request).await?;
-            rx.await.map_err(|_| Error::Closed)?
+            deadline: self.timeout.map(Deadline::after),
         })
-        .await
+        .await?;
+        // No timer here: the connection task enforces the deadline and always answers.
+        rx.await.map_err(|_| Error::Closed)?
     }
 
     /// Sends `count` encoded commands as one unit (they go out in one write, back to back)
@@ -86,36 +87,31 @@ impl Multiplexer {
             return Ok(Vec::new());
         }
         let (tx, rx) = oneshot::channel();
-        let request = Request {
+        self.enqueue(Request {
             bytes,
             slot: Slot::Many { count, tx },
-        };
-        self.with_timeout(async {
-            self.enqueue(request).await?;
-            rx.await.map_err(|_| Error::Closed)?
+            deadline: self.timeout.map(Deadline::after),
         })
-        .await
+        .await?;
+        rx.await.map_err(|_| Error::Closed)?
     }
 
     async fn enqueue(&self, request: Request) -> Result<(), Error> {
-        match self.on_full {
-            FullQueue::Wait => self.tx.send(request).await.map_err(|_| Error::Closed),
-            FullQueue::Error => self.tx.try_send(request).map_err(|e| match e {
-                mpsc::error::TrySendError::Full(_) => Error::Backpressure { bound: self.bound },
-                mpsc::error::TrySendError::Closed(_) => Error::Closed,
-            }),
-        }
-    }
-
-    async fn with_timeout<T>(
-        &self,
-        fut: impl std::future::Future<Output = Result<T, Error>>,
-    ) -> Result<T, Error> {
-        match self.timeout {
-            Some(limit) => tokio::time::timeout(limit, fut)
-                .await
-                .unwrap_or(Err(Error::Timeout(limit))),
-            None => fut.await,
+        let request = match self.tx.try_send(request) {
+            Ok(()) => return Ok(()),
+            Err(mpsc::error::TrySendError::Closed(_)) => return Err(Error::Closed),
+            Err(mpsc::error::TrySendError::Full(request)) => request,
+        };
+        // Slow path: the queue is full.
+        match (self.on_full, request.deadline) {
+            (FullQueue::Error, _) => Err(Error::Backpressure { bound: self.bound }),
+            (FullQueue::Wait, None) => self.tx.send(request).await.map_err(|_| Error::Closed),
+            (FullQueue::Wait, Some(deadline)) => {
+                match tokio::time::timeout_at(deadline.at, self.tx.send(request)).await {
+                    Ok(sent) => sent.map_err(|_| Error::Closed),
+                    Err(_) => Err(Error::Timeout(deadline.timeout)),
+                }
+            }
         }
     }
 }

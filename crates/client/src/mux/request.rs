@@ -1,13 +1,18 @@
 //! What travels through a multiplexer's queue, and what waits for replies.
 //!
 //! A [`Request`] is one queue entry: the caller's already-encoded command bytes (one
-//! command, or a whole pipeline) and where its reply goes. The connection task turns it
-//! into a [`Pending`] slot at the back of its FIFO when it copies the bytes out; replies
-//! complete slots from the front.
+//! command, or a whole pipeline), where its reply goes, and its deadline. The connection
+//! task turns it into a [`Pending`] slot at the back of its FIFO when it copies the bytes
+//! out; replies complete slots from the front. A slot whose deadline passes is answered
+//! with [`Error::Timeout`] at once and stays in the FIFO as a tombstone until its late
+//! replies arrive and are discarded, so the pipe stays in step.
+
+use std::time::Duration;
 
 use bytes::Bytes;
 use redline_resp::Frame;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use crate::error::Error;
 
@@ -21,6 +26,24 @@ pub(crate) struct Request {
     /// Encoded RESP: exactly as many commands as the slot expects replies.
     pub(crate) bytes: Bytes,
     pub(crate) slot: Slot,
+    /// When the caller stops waiting, with the timeout that set it.
+    pub(crate) deadline: Option<Deadline>,
+}
+
+/// A point in time after which a command's caller gets [`Error::Timeout`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadline {
+    pub(crate) at: Instant,
+    pub(crate) timeout: Duration,
+}
+
+impl Deadline {
+    pub(crate) fn after(timeout: Duration) -> Deadline {
+        Deadline {
+            at: Instant::now() + timeout,
+            timeout,
+        }
+    }
 }
 
 /// Where the replies of a request go.
@@ -32,8 +55,8 @@ pub(crate) enum Slot {
 }
 
 impl Request {
-    /// The caller stopped waiting (timed out or was cancelled) before the command was
-    /// sent: skipping it is safe, it never reached the server.
+    /// The caller stopped waiting (its future was dropped) before the command was sent:
+    /// skipping it is safe, it never reached the server.
     pub(crate) fn is_abandoned(&self) -> bool {
         match &self.slot {
             Slot::One(tx) => tx.is_closed(),
@@ -41,30 +64,52 @@ impl Request {
         }
     }
 
+    /// True when the deadline has passed at `now`.
+    pub(crate) fn expired(&self, now: Instant) -> bool {
+        self.deadline.is_some_and(|d| d.at <= now)
+    }
+
     /// Fails the request without sending it.
     pub(crate) fn fail(self, err: Error) {
-        self.slot.into_pending().fail(err);
+        self.into_pending().fail(err);
     }
-}
 
-impl Slot {
+    /// Fails the request with a timeout, without sending it.
+    pub(crate) fn time_out(self) {
+        let timeout = self.deadline.map(|d| d.timeout).unwrap_or_default();
+        self.fail(Error::Timeout(timeout));
+    }
+
     pub(crate) fn into_pending(self) -> Pending {
-        match self {
-            Slot::One(tx) => Pending::One(tx),
-            Slot::Many { count, tx } => Pending::Many(Box::new(ManyPending {
+        let reply = match self.slot {
+            Slot::One(tx) => Reply::One(tx),
+            Slot::Many { count, tx } => Reply::Many(Box::new(ManyPending {
                 remaining: count,
                 frames: Vec::with_capacity(count),
                 tx,
             })),
+        };
+        Pending {
+            reply,
+            deadline: self.deadline,
         }
     }
 }
 
 /// A request whose bytes were handed to the socket and whose replies are awaited.
-pub(crate) enum Pending {
+pub(crate) struct Pending {
+    pub(crate) reply: Reply,
+    pub(crate) deadline: Option<Deadline>,
+}
+
+pub(crate) enum Reply {
     One(OneReply),
-    // Boxed so the common single-command slot stays one pointer wide in the FIFO.
+    // Boxed so the common single-command slot stays small in the FIFO.
     Many(Box<ManyPending>),
+    /// The caller was already told it timed out; `remaining` late replies are discarded.
+    Expired {
+        remaining: usize,
+    },
 }
 
 pub(crate) struct ManyPending {
@@ -75,15 +120,34 @@ pub(crate) struct ManyPending {
 }
 
 impl Pending {
+    /// Answers the caller with a timeout and leaves a tombstone that still consumes the
+    /// replies in order. Returns false if it already was one.
+    pub(crate) fn expire(&mut self) -> bool {
+        let remaining = match &self.reply {
+            Reply::One(_) => 1,
+            Reply::Many(many) => many.remaining,
+            Reply::Expired { .. } => return false,
+        };
+        let reply = std::mem::replace(&mut self.reply, Reply::Expired { remaining });
+        let timeout = self.deadline.map(|d| d.timeout).unwrap_or_default();
+        Pending {
+            reply,
+            deadline: None,
+        }
+        .fail(Error::Timeout(timeout));
+        true
+    }
+
     /// Fails the slot; a caller that stopped waiting is simply not told.
     pub(crate) fn fail(self, err: Error) {
-        match self {
-            Pending::One(tx) => {
+        match self.reply {
+            Reply::One(tx) => {
                 let _ = tx.send(Err(err));
             }
-            Pending::Many(many) => {
+            Reply::Many(many) => {
                 let _ = many.tx.send(Err(err));
             }
+            Reply::Expired { .. } => {}
         }
     }
 }

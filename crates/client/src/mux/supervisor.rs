@@ -4,10 +4,12 @@
 //! - **connected**: the [`Driver`] runs until the connection fails or every handle is gone;
 //! - **failed**: every pending slot and every request still queued gets the same typed
 //!   error at once; nothing is re-sent, because the server may have executed it;
-//! - **idle**: wait for the next request; it triggers the reconnect. The first attempt
-//!   after a loss is immediate; after failed attempts the next one waits a capped,
-//!   jittered exponential delay while new requests gather in the bounded queue (their
-//!   callers' timeouts still apply). A failed attempt fails what was queued.
+//! - **idle**: wait for the next request; it triggers the reconnect (requests queued
+//!   behind it wait at most the connect timeout). The first attempt after a loss is
+//!   immediate; after a failed attempt, the next may start only after a capped, jittered
+//!   exponential delay, and requests arriving before then fail at once with the last
+//!   connection error (fast failure instead of callers piling up behind a dead server).
+//!   A failed attempt fails everything queued.
 
 use std::sync::Arc;
 
@@ -29,41 +31,41 @@ pub(crate) async fn run(
 ) {
     let addr = endpoint.addr.clone();
     let mut failures: u32 = 0;
-    let mut next_attempt: Option<Instant> = None;
+    // After a failed attempt: no new attempt before this instant; requests arriving
+    // meanwhile fail at once with the error that ended the last attempt.
+    let mut backoff_until: Option<(Instant, Error)> = None;
     loop {
-        let conn = match initial.take() {
-            Some(conn) => conn,
+        let (conn, first) = match initial.take() {
+            Some(conn) => (conn, None),
             None => {
                 // Idle: no connection until someone needs one.
                 let Some(first) = rx.recv().await else {
                     return;
                 };
-                if let Some(at) = next_attempt {
-                    tokio::time::sleep_until(at).await;
+                if let Some((until, err)) = &backoff_until {
+                    if Instant::now() < *until {
+                        first.fail(err.clone());
+                        continue;
+                    }
                 }
                 match net::connect(&endpoint).await {
                     Ok(conn) => {
                         failures = 0;
-                        next_attempt = None;
-                        // Put the trigger back in front: it is sent first.
-                        match drive(conn, &addr, push.as_ref(), &mut rx, Some(first)).await {
-                            Some(err) => fail_queued(&mut rx, &err),
-                            None => return,
-                        }
-                        continue;
+                        backoff_until = None;
+                        (conn, Some(first))
                     }
                     Err(err) => {
                         failures = failures.saturating_add(1);
-                        next_attempt = Some(Instant::now() + backoff.delay(failures));
                         tracing::debug!(%addr, error = %err, failures, "reconnect failed");
                         first.fail(err.clone());
                         fail_queued(&mut rx, &err);
+                        backoff_until = Some((Instant::now() + backoff.delay(failures), err));
                         continue;
                     }
                 }
             }
         };
-        match drive(conn, &addr, push.as_ref(), &mut rx, None).await {
+        match drive(conn, &addr, push.as_ref(), &mut rx, first).await {
             Some(err) => fail_queued(&mut rx, &err),
             None => return,
         }
@@ -71,7 +73,7 @@ pub(crate) async fn run(
 }
 
 /// Drives one connection to its end. Returns the error that ended it, after failing
-/// every pending slot with it, or `None` when the multiplexer was dropped.
+/// every request the driver held with it, or `None` when the multiplexer was dropped.
 async fn drive(
     conn: Connection,
     addr: &Arc<str>,
@@ -81,13 +83,13 @@ async fn drive(
 ) -> Option<Error> {
     let mut driver = Driver::new(conn, addr, push);
     if let Some(first) = first {
-        driver.accept(first);
+        driver.accept(first, Instant::now());
     }
     match driver.run(rx).await {
         Stop::Closed => None,
         Stop::Failed(err) => {
             tracing::debug!(%addr, error = %err, "connection lost");
-            driver.fail_pending(&err);
+            driver.fail_all(&err);
             Some(err)
         }
     }
