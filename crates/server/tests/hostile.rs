@@ -146,3 +146,13 @@ fn requirepass_and_auth() {
         show(&b.cmd(&["CLIENT", "GETNAME"]))
     );
 }
+
+#[test]
+fn idle_clients_are_closed_after_timeout() {
+    let redline = Redline::start_with(&["--timeout", "1"]);
+    let mut idle = Conn::connect(redline.addr);
+    assert_eq!(show(&idle.cmd(&["PING"])), "Simple(b\"PONG\")");
+    // Not a timing assertion: only that an idle client is eventually closed.
+    assert!(idle.is_closed());
+    assert_eq!(ping(redline.addr), "Simple(b\"PONG\")");
+}
