@@ -46,7 +46,8 @@ pub(crate) enum Restriction {
 impl Cmd {
     /// Starts a command with its name (or any first argument).
     pub fn new(name: impl ToArg) -> Cmd {
-        let mut buf = BytesMut::with_capacity(64);
+        // Fits a typical command (e.g. SET with a ~80-byte value) without regrowing.
+        let mut buf = BytesMut::with_capacity(128);
         buf.put_bytes(0, HEADER_ROOM);
         let start = buf.len();
         name.write_arg(&mut buf);

@@ -266,3 +266,43 @@ async fn tracking_pushes_do_not_desynchronise_replies() {
     assert!(seen > 0, "no invalidation pushes were received");
     eprintln!("{seen} invalidation pushes interleaved with replies");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_server_times_out_sent_and_queued_commands() {
+    let server = debug_server();
+    let mut cfg = Config::from_url(&server.url()).unwrap();
+    cfg.command_timeout = Some(Duration::from_millis(500));
+    cfg.queue_bound = 8;
+    let client = Client::from_config(cfg).await.unwrap();
+    let sleeper = stall(&server, "20");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Enough bytes to fill the socket and the output buffer, so later commands are still
+    // in the queue (or waiting for room in it) when their deadline passes.
+    let value = Bytes::from(vec![b'x'; 1 << 20]);
+    let started = Instant::now();
+    let mut calls = Vec::new();
+    for i in 0..48 {
+        let client = client.clone();
+        let value = value.clone();
+        calls.push(tokio::spawn(async move {
+            if i % 2 == 0 {
+                client.set(format!("big{i}"), &value).await
+            } else {
+                client.get("k").await.map(drop)
+            }
+        }));
+    }
+    for c in calls {
+        // A generous guard against a hang; the expected time is the 500 ms timeout.
+        let result = tokio::time::timeout(Duration::from_secs(15), c)
+            .await
+            .expect("a call outlived its deadline by far")
+            .unwrap();
+        assert!(matches!(result, Err(Error::Timeout(_))), "{result:?}");
+    }
+    eprintln!(
+        "48 calls behind a stalled server all timed out after {:?}",
+        started.elapsed()
+    );
+    drop(sleeper);
+}
