@@ -54,11 +54,19 @@ fn start(port: u16) -> (std::process::Child, BufReader<std::process::ChildStdout
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let Some(stdout) = child.stdout.take() else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("no stdout");
+    };
+    let mut out = BufReader::new(stdout);
     let mut line = String::new();
     loop {
         line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "exited before ready");
+        if out.read_line(&mut line).unwrap_or(0) == 0 {
+            let _ = child.wait();
+            panic!("exited before ready");
+        }
         if line.contains("Ready to accept connections") {
             return (child, out);
         }
