@@ -148,7 +148,15 @@ fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         None => 0,
     };
     let key = &args[1];
+    let value = Value::string(&args[2]);
     let mut shard = ctx.db().lock(key);
+    // The common case, a plain overwrite: one map lookup.
+    if !(o.get || o.nx || o.xx || o.keepttl) {
+        shard.insert(key, value, expires_at);
+        drop(shard);
+        ok(ctx.out);
+        return Ok(());
+    }
     let existing = shard.get(key);
     if o.get {
         match &existing {
@@ -164,7 +172,6 @@ fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         return Ok(());
     }
-    let value = Value::string(&args[2]);
     match (o.keepttl, shard.get(key)) {
         (true, Some(entry)) => entry.value = value,
         _ => shard.insert(key, value, expires_at),
