@@ -17,13 +17,19 @@
 //! and is re-established on the next command, with capped, jittered backoff. Nothing is
 //! re-sent behind the caller's back.
 //!
-//! The path of one `GET`:
-//! `Client::get` → `Cmd::new("GET").arg(key)` (encode, one allocation) →
-//! `Client::query_with` → `Pool::pick` → `Multiplexer::send` (oneshot + bounded queue) →
-//! connection task `Driver::poll_intake` (copy into the output buffer) →
-//! `Driver::poll_write` (one write for the batch) → `Driver::poll_read` →
-//! `Decoder::decode` → `Driver::dispatch` (complete the oldest slot) →
-//! back in the caller: `FromReply::from_reply`.
+//! The path of one `GET`, caller side:
+//! `Client::get` → `Cmd::new("GET").arg(key)` (encoded once, one allocation) →
+//! `Client::query_with` → `Pool::pick` → `Multiplexer::send` (oneshot + deadline,
+//! `try_send` into the bounded queue) → awaits the oneshot.
+//! Connection task (`mux::supervisor::run` → `Driver::poll_run`):
+//! `Driver::poll_intake` (copy the bytes into the output buffer, slot to the FIFO) →
+//! `Driver::poll_write` (one write for the whole batch) → `Driver::poll_read`
+//! (`poll_read_buf` + `Decoder::decode`) → `Driver::dispatch` (completes the oldest slot)
+//! → back in the caller: `FromReply::from_reply`.
+//!
+//! Commands that would take a shared connection over (blocking pops, SUBSCRIBE, WATCH,
+//! SELECT, CLIENT REPLY, MULTI outside a pipeline...) are refused with
+//! [`Error::NotMultiplexable`] instead of stalling or corrupting other callers' traffic.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod client;

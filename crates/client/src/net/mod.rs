@@ -27,6 +27,10 @@ pub(crate) use stream::Stream;
 /// pipelined replies comes in a few reads.
 pub(crate) const READ_CHUNK: usize = 64 * 1024;
 
+/// Idle time before the first keepalive probe, and the time between probes.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+
 /// Everything needed to open (and reopen) a connection to one server, prepared once.
 #[derive(Debug)]
 pub(crate) struct Endpoint {
@@ -89,6 +93,15 @@ async fn connect_inner(ep: &Endpoint) -> Result<Connection, Error> {
     // Commands are small and latency-bound; the multiplexer already batches writes.
     tcp.set_nodelay(true)
         .map_err(|e| Error::io(IoOp::Connect, &ep.addr, e))?;
+    // A peer that vanished without a FIN or RST (host down, network cut) is detected by
+    // keepalive probes even when no command is waiting. Best effort: not every platform
+    // supports every knob.
+    let keepalive = socket2::TcpKeepalive::new()
+        .with_time(KEEPALIVE_IDLE)
+        .with_interval(KEEPALIVE_INTERVAL);
+    if let Err(e) = socket2::SockRef::from(&tcp).set_tcp_keepalive(&keepalive) {
+        tracing::debug!(addr = %ep.addr, error = %e, "TCP keepalive not set");
+    }
     let stream = match &ep.tls {
         None => Stream::Tcp(tcp),
         Some(tls) => {
