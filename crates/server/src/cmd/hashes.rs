@@ -61,7 +61,7 @@ fn set_fields(ctx: &mut Ctx<'_>, args: &[Bytes], name: &str) -> Result<usize, Cm
         return Err(wrong_arity(name));
     }
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let h = hash_or_new(&mut shard, key)?;
     let mut created = 0;
     for pair in args[2..].chunks(2) {
@@ -88,7 +88,7 @@ fn hmset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let h = hash_or_new(&mut shard, key)?;
     let created = !h.contains_key(&args[2][..]);
     if created {
@@ -101,7 +101,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn hget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let proto = ctx.proto();
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     match hash(&mut shard, key)?.and_then(|h| h.get(&args[2][..])) {
         Some(v) => encode::write_bulk(ctx.out, v),
         None => encode::write_null_bulk(ctx.out, proto),
@@ -112,7 +112,7 @@ fn hget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let proto = ctx.proto();
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let h = hash(&mut shard, key)?;
     encode::write_array_len(ctx.out, args.len() - 2);
     for field in &args[2..] {
@@ -126,7 +126,7 @@ fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let mut removed = 0;
     let mut now_empty = false;
     if let Some(h) = hash(&mut shard, key)? {
@@ -147,7 +147,7 @@ fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn hexists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let found = hash(&mut shard, key)?.is_some_and(|h| h.contains_key(&args[2][..]));
     encode::write_integer(ctx.out, i64::from(found));
     Ok(())
@@ -155,7 +155,7 @@ fn hexists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn hlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let len = hash(&mut shard, key)?.map_or(0, |h| h.len());
     encode::write_integer(ctx.out, len as i64);
     Ok(())
@@ -163,7 +163,7 @@ fn hlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn hstrlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let len = hash(&mut shard, key)?
         .and_then(|h| h.get(&args[2][..]))
         .map_or(0, |v| v.len());
@@ -175,7 +175,7 @@ fn hstrlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn list_hash(ctx: &mut Ctx<'_>, args: &[Bytes], fields: bool, values: bool) -> CmdResult {
     let key = &args[1];
     let proto = ctx.proto();
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let h = hash(&mut shard, key)?;
     let len = h.as_ref().map_or(0, |h| h.len());
     if fields && values {
@@ -211,7 +211,7 @@ fn hgetall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let delta = int(&args[3])?;
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let h = hash_or_new(&mut shard, key)?;
     let current = match h.get(&args[2][..]) {
         Some(v) => canonical_int(v).ok_or(CmdError::Static("ERR hash value is not an integer"))?,
@@ -251,7 +251,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         Some(Parsed::Finite(_)) => {}
     }
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let h = hash_or_new(&mut shard, key)?;
     let current = h.get(&args[2][..]).map_or(b"0".to_vec(), |v| v.to_vec());
     let result = incr_by_float(&current, &args[3]).map_err(|e| match e {
@@ -289,7 +289,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let key = &args[1];
     let proto = ctx.proto();
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let Some(h) = hash(&mut shard, key)? else {
         match count {
             Some(_) => encode::write_array_len(ctx.out, 0),
@@ -393,7 +393,7 @@ pub fn scan_positions(len: usize, cursor: u64, count: usize) -> (std::ops::Range
 fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let cursor = scan_cursor(args)?;
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let Some(h) = hash(&mut shard, key)? else {
         write_empty_scan(ctx.out);
         return Ok(());

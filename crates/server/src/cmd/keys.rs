@@ -129,7 +129,7 @@ pub fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
 
 fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let keys = &args[1..];
-    let mut locked = ctx.db().lock_keys(keys.iter().map(|k| &k[..]));
+    let mut locked = ctx.lock_keys(keys.iter().map(|k| &k[..]));
     let removed = keys
         .iter()
         .filter(|k| locked.shard(k).remove(k).is_some())
@@ -141,7 +141,7 @@ fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// EXISTS and TOUCH: how many of the keys exist (repeats count again).
 fn exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let keys = &args[1..];
-    let mut locked = ctx.db().lock_keys(keys.iter().map(|k| &k[..]));
+    let mut locked = ctx.lock_keys(keys.iter().map(|k| &k[..]));
     let found = keys.iter().filter(|k| locked.shard(k).contains(k)).count();
     encode::write_integer(ctx.out, found as i64);
     Ok(())
@@ -149,7 +149,7 @@ fn exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn type_of(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let name = shard.get(key).map_or("none", |e| e.value.type_name());
     encode::write_simple(ctx.out, name.as_bytes());
     Ok(())
@@ -265,7 +265,7 @@ fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 /// RENAME and RENAMENX; returns whether the rename happened.
 fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<bool, CmdError> {
     let (from, to) = (&args[1][..], &args[2][..]);
-    let mut locked = ctx.db().lock_keys([from, to]);
+    let mut locked = ctx.lock_keys([from, to]);
     if !locked.shard(from).contains(from) {
         return Err(NO_SUCH_KEY);
     }
@@ -338,7 +338,7 @@ fn expire_generic(
         when = when.checked_add(now).ok_or_else(invalid)?;
     }
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let Some(entry) = shard.get(key) else {
         encode::write_integer(ctx.out, 0);
         return Ok(());
@@ -380,7 +380,7 @@ fn pexpireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// TTL, PTTL, EXPIRETIME, PEXPIRETIME: -2 missing, -1 no TTL.
 fn ttl_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ms: bool, absolute: bool) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let reply = match shard.get(key) {
         None => -2,
         Some(entry) if entry.expires_at == 0 => -1,
@@ -420,7 +420,7 @@ fn pexpiretime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let had = shard.get(key).is_some_and(|e| e.expires_at != 0);
     if had {
         shard.set_expires(key, 0);

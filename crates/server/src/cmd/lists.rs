@@ -51,7 +51,7 @@ fn drop_if_empty(shard: &mut Shard, key: &[u8]) {
 
 fn push(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool, only_existing: bool) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let exists = list(&mut shard, key)?.is_some();
     if !exists && only_existing {
         encode::write_integer(ctx.out, 0);
@@ -114,7 +114,7 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
     };
     let key = &args[1];
     let proto = ctx.proto();
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let Some(list) = list(&mut shard, key)? else {
         match count {
             Some(_) => encode::write_null_array(ctx.out, proto),
@@ -163,7 +163,7 @@ fn rpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn llen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let len = list(&mut shard, key)?.map_or(0, |l| l.len());
     encode::write_integer(ctx.out, len as i64);
     Ok(())
@@ -178,7 +178,7 @@ fn position(index: i64, len: usize) -> Option<usize> {
 fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let proto = ctx.proto();
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     // Redis looks the key up before it reads the index.
     let Some(list) = list(&mut shard, key)? else {
         encode::write_null_bulk(ctx.out, proto);
@@ -194,7 +194,7 @@ fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let list = list(&mut shard, key)?.ok_or(NO_SUCH_KEY)?;
     let index = int(&args[2])?;
     let p = position(index, list.len()).ok_or(INDEX_OUT_OF_RANGE)?;
@@ -220,7 +220,7 @@ fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let start = int(&args[2])?;
     let end = int(&args[3])?;
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let Some(list) = list(&mut shard, key)? else {
         encode::write_array_len(ctx.out, 0);
         return Ok(());
@@ -241,7 +241,7 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let start = int(&args[2])?;
     let end = int(&args[3])?;
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     if let Some(list) = list(&mut shard, key)? {
         match range(start, end, list.len()) {
             None => list.clear(),
@@ -260,7 +260,7 @@ fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let count = int(&args[2])?;
     let key = &args[1];
     let target = &args[3][..];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let Some(list) = list(&mut shard, key)? else {
         encode::write_integer(ctx.out, 0);
         return Ok(());
@@ -305,7 +305,7 @@ fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(SYNTAX);
     };
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let Some(list) = list(&mut shard, key)? else {
         encode::write_integer(ctx.out, 0);
         return Ok(());
@@ -348,7 +348,7 @@ fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let target = &args[2][..];
     let proto = ctx.proto();
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let Some(list) = list(&mut shard, key)? else {
         match count {
             Some(_) => encode::write_array_len(ctx.out, 0),
@@ -417,7 +417,7 @@ fn move_generic(
     to_left: bool,
 ) -> CmdResult {
     let proto = ctx.proto();
-    let mut locked = ctx.db().lock_keys([src, dst]);
+    let mut locked = ctx.lock_keys([src, dst]);
     if list(locked.shard(src), src)?.is_none() {
         encode::write_null_bulk(ctx.out, proto);
         return Ok(());
@@ -488,7 +488,7 @@ fn lmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let count = count.unwrap_or(1);
     let keys = &args[2..2 + numkeys];
     let proto = ctx.proto();
-    let mut locked = ctx.db().lock_keys(keys.iter().map(|k| &k[..]));
+    let mut locked = ctx.lock_keys(keys.iter().map(|k| &k[..]));
     for key in keys {
         let shard = locked.shard(key);
         let Some(list) = list(shard, key)? else {

@@ -28,7 +28,8 @@ use redline_resp::{encode, Protocol};
 
 use crate::net::client::ClientState;
 use crate::shared::Shared;
-use crate::store::Db;
+use crate::store::{Db, Locked, Shard};
+use parking_lot::MutexGuard;
 pub use reply::{CmdError, CmdResult};
 
 /// What a handler can reach: the server, its own connection's state, and the output.
@@ -47,6 +48,19 @@ impl<'a> Ctx<'a> {
     #[inline]
     pub fn db(&self) -> &'a Db {
         self.shared.store.db(self.client.db)
+    }
+
+    /// Locks the shard of `key` in the selected database. Commands lock through the
+    /// context, never `Db` directly, so MULTI/EXEC can later hand them the shards it
+    /// already holds (see the module notes) without touching any command.
+    #[inline]
+    pub fn lock(&self, key: &[u8]) -> MutexGuard<'a, Shard> {
+        self.db().lock(key)
+    }
+
+    /// Locks the shards of several keys in ascending order (multi-key commands).
+    pub fn lock_keys<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> Locked<'a> {
+        self.db().lock_keys(keys)
     }
 
     /// The connection's protocol.

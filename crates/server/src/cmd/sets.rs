@@ -62,7 +62,7 @@ fn write_members<'a>(
 
 fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     set(&mut shard, key)?;
     let entry = shard.get_or_insert_with(key, || Value::Set(Box::default()));
     let Value::Set(s) = &mut entry.value else {
@@ -78,7 +78,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let removed = match set(&mut shard, key)? {
         Some(s) => args[2..].iter().filter(|m| s.swap_remove(&m[..])).count(),
         None => 0,
@@ -91,7 +91,7 @@ fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn smembers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let proto = ctx.proto();
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     match set(&mut shard, key)? {
         Some(s) => write_members(ctx.out, proto, s.iter()),
         None => encode::write_set_len(ctx.out, proto, 0),
@@ -101,7 +101,7 @@ fn smembers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn sismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let found = set(&mut shard, key)?.is_some_and(|s| s.contains(&args[2][..]));
     encode::write_integer(ctx.out, i64::from(found));
     Ok(())
@@ -109,7 +109,7 @@ fn sismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn smismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let s = set(&mut shard, key)?;
     encode::write_array_len(ctx.out, args.len() - 2);
     for m in &args[2..] {
@@ -121,7 +121,7 @@ fn smismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn scard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let len = set(&mut shard, key)?.map_or(0, |s| s.len());
     encode::write_integer(ctx.out, len as i64);
     Ok(())
@@ -144,7 +144,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let key = &args[1];
     let proto = ctx.proto();
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let Some(s) = set(&mut shard, key)? else {
         match count {
             Some(_) => encode::write_set_len(ctx.out, proto, 0),
@@ -184,7 +184,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let key = &args[1];
     let proto = ctx.proto();
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let Some(s) = set(&mut shard, key)? else {
         match count {
             Some(_) => encode::write_array_len(ctx.out, 0),
@@ -224,7 +224,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (src, dst, member) = (&args[1][..], &args[2][..], &args[3][..]);
-    let mut locked = ctx.db().lock_keys([src, dst]);
+    let mut locked = ctx.lock_keys([src, dst]);
     let Some(from) = set(locked.shard(src), src)? else {
         encode::write_integer(ctx.out, 0);
         return Ok(());
@@ -267,7 +267,7 @@ fn combine(
     extra_lock: Option<&[u8]>,
 ) -> Result<SetValue, CmdError> {
     let all = keys.iter().map(|k| &k[..]).chain(extra_lock);
-    let mut locked = ctx.db().lock_keys(all);
+    let mut locked = ctx.lock_keys(all);
     let mut sets: Vec<Option<SetValue>> = Vec::with_capacity(keys.len());
     for key in keys {
         sets.push(set(locked.shard(key), key)?.map(|s| s.clone()));
@@ -321,7 +321,7 @@ fn store_set(ctx: &mut Ctx<'_>, args: &[Bytes], op: Op) -> CmdResult {
     let dst = &args[1];
     let result = combine(ctx, &args[2..], op, Some(dst))?;
     let len = result.len();
-    let mut shard = ctx.db().lock(dst);
+    let mut shard = ctx.lock(dst);
     if result.is_empty() {
         shard.remove(dst);
     } else {
@@ -391,7 +391,7 @@ fn sintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let cursor = scan_cursor(args)?;
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let Some(s) = set(&mut shard, key)? else {
         write_empty_scan(ctx.out);
         return Ok(());

@@ -54,7 +54,7 @@ fn write_string(out: &mut bytes::BytesMut, entry: &Entry) -> CmdResult {
 /// GET key: the hot path. One shard lock, the reply encoded from the entry in place.
 pub fn get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     match shard.get(key) {
         Some(entry) => write_string(ctx.out, entry),
         None => {
@@ -149,7 +149,7 @@ fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let key = &args[1];
     let value = Value::string(&args[2]);
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     // The common case, a plain overwrite: one map lookup.
     if !(o.get || o.nx || o.xx || o.keepttl) {
         shard.insert(key, value, expires_at);
@@ -184,7 +184,7 @@ fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn setnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let created = !shard.contains(key);
     if created {
         shard.insert(key, Value::string(&args[2]), 0);
@@ -213,7 +213,7 @@ fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     match shard.get(key) {
         Some(entry) => write_string(ctx.out, entry)?,
         None => encode::write_null_bulk(ctx.out, ctx.client.protocol),
@@ -224,7 +224,7 @@ fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     match shard.get(key) {
         Some(entry) => {
             write_string(ctx.out, entry)?;
@@ -238,7 +238,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let o = parse_set_options(args, 2, false)?;
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let Some(entry) = shard.get(key) else {
         encode::write_null_bulk(ctx.out, ctx.client.protocol);
         return Ok(());
@@ -266,7 +266,7 @@ fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let keys = &args[1..];
-    let mut locked = ctx.db().lock_keys(keys.iter().map(|k| &k[..]));
+    let mut locked = ctx.lock_keys(keys.iter().map(|k| &k[..]));
     encode::write_array_len(ctx.out, keys.len());
     for key in keys {
         match locked.shard(key).get(key) {
@@ -282,7 +282,7 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool, name: &str) -> Resu
         return Err(super::reply::wrong_arity(name));
     }
     let pairs = &args[1..];
-    let mut locked = ctx.db().lock_keys(pairs.iter().step_by(2).map(|k| &k[..]));
+    let mut locked = ctx.lock_keys(pairs.iter().step_by(2).map(|k| &k[..]));
     if nx && pairs.chunks(2).any(|p| locked.shard(&p[0]).contains(&p[0])) {
         return Ok(false);
     }
@@ -313,7 +313,7 @@ fn max_len(ctx: &Ctx<'_>) -> u64 {
 fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let limit = max_len(ctx);
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let new_len = match shard.get(key) {
         None => {
             shard.insert(key, Value::string(&args[2]), 0);
@@ -336,7 +336,7 @@ fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let len = match shard.get(key) {
         None => 0,
         Some(entry) => entry.value.str_len().ok_or(WRONG_TYPE)?,
@@ -349,7 +349,7 @@ fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut start = int(&args[2])?;
     let mut end = int(&args[3])?;
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let Some(entry) = shard.get(key) else {
         encode::write_bulk(ctx.out, b"");
         return Ok(());
@@ -391,7 +391,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let value = &args[3];
     let limit = max_len(ctx);
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let mut bytes = match shard.get(key) {
         None => {
             if value.is_empty() {
@@ -427,7 +427,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn incr_generic(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> CmdResult {
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let entry = shard.get_or_insert_with(key, || Value::Int(0));
     let current = match &entry.value {
         Value::Int(n) => *n,
@@ -463,7 +463,7 @@ fn decrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     // Redis checks the type, then the current value, then the increment.
     let current = match shard.get(key) {
         None => b"0".to_vec(),

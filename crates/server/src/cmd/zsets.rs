@@ -118,7 +118,7 @@ fn zadd_generic(
     }
     let key = &args[1];
     let proto = ctx.proto();
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let exists = zset(&mut shard, key)?.is_some();
     let (mut added, mut updated, mut processed) = (0, 0, 0);
     let mut last_score = 0.0;
@@ -198,7 +198,7 @@ fn zincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn zrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let removed = match zset(&mut shard, key)? {
         Some(z) => args[2..].iter().filter(|m| z.remove(m).is_some()).count(),
         None => 0,
@@ -210,7 +210,7 @@ fn zrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn zcard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let len = zset(&mut shard, key)?.map_or(0, |z| z.len());
     encode::write_integer(ctx.out, len as i64);
     Ok(())
@@ -219,7 +219,7 @@ fn zcard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn zscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let proto = ctx.proto();
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     match zset(&mut shard, key)?.and_then(|z| z.score(&args[2])) {
         Some(score) => double(ctx.out, proto, score),
         None => encode::write_null_bulk(ctx.out, proto),
@@ -230,7 +230,7 @@ fn zscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn zmscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let proto = ctx.proto();
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let z = zset(&mut shard, key)?;
     encode::write_array_len(ctx.out, args.len() - 2);
     for m in &args[2..] {
@@ -245,7 +245,7 @@ fn zmscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn rank_generic(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> CmdResult {
     let key = &args[1];
     let proto = ctx.proto();
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let rank = zset(&mut shard, key)?.and_then(|z| {
         z.rank(&args[2])
             .map(|r| if rev { z.len() - 1 - r } else { r })
@@ -511,7 +511,7 @@ fn zrange_generic(
     }
     let key = &args[1];
     let proto = ctx.proto();
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let Some(z) = zset(&mut shard, key)? else {
         encode::write_array_len(ctx.out, 0);
         return Ok(());
@@ -550,7 +550,7 @@ fn zrevrangebylex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn zcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (min, max) = score_range(&args[2], &args[3])?;
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let n = zset(&mut shard, key)?.map_or(0, |z| {
         z.iter()
             .filter(|(_, s)| above_min(*s, min) && below_max(*s, max))
@@ -563,7 +563,7 @@ fn zcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn zlexcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (min, max) = lex_range(&args[2], &args[3])?;
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let n = zset(&mut shard, key)?.map_or(0, |z| {
         z.iter()
             .filter(|(m, _)| lex_above_min(m, &min) && lex_below_max(m, &max))
@@ -587,7 +587,7 @@ fn zremrange(ctx: &mut Ctx<'_>, args: &[Bytes], kind: RangeType) -> CmdResult {
         }
     }
     let key = &args[1];
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let removed = match zset(&mut shard, key)? {
         None => 0,
         Some(z) => {
@@ -632,7 +632,7 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> CmdResult {
     };
     let key = &args[1];
     let proto = ctx.proto();
-    let mut shard = ctx.db().lock(key);
+    let mut shard = ctx.lock(key);
     let Some(z) = zset(&mut shard, key)? else {
         encode::write_array_len(ctx.out, 0);
         return Ok(());
