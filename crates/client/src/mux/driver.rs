@@ -136,11 +136,11 @@ impl<'a> Driver<'a> {
                 Ok(read) => read,
                 Err(e) => return Poll::Ready(Stop::Failed(e)),
             };
-            self.poll_timer(cx, rx);
+            let fired = self.poll_timer(cx);
             if self.queue_closed && self.pending.is_empty() && self.wbuf.is_empty() {
                 return Poll::Ready(Stop::Closed);
             }
-            if !took && !wrote && !read {
+            if !took && !wrote && !read && !fired {
                 // Every source returned Pending and registered this task's waker (or,
                 // for intake, was skipped because the write side is full and will wake
                 // us). A write that made progress loops again: intake may have been
@@ -336,24 +336,28 @@ impl<'a> Driver<'a> {
     }
 
     /// Expires what is due when the timer fires, then re-arms it for the next deadline.
-    fn poll_timer(&mut self, cx: &mut Context<'_>, rx: &mut mpsc::Receiver<Request>) {
+    /// Returns whether it fired: the caller loops again, so intake looks at the queue
+    /// (and registers for it) if the staged request was just timed out.
+    fn poll_timer(&mut self, cx: &mut Context<'_>) -> bool {
+        let mut fired = false;
         loop {
             if !self.timer_armed {
                 self.arm_timer();
                 if !self.timer_armed {
-                    return;
+                    return fired;
                 }
             }
             if self.timer.as_mut().poll(cx).is_pending() {
-                return;
+                return fired;
             }
+            fired = true;
             self.timer_armed = false;
-            self.expire_due(Instant::now(), rx);
+            self.expire_due(Instant::now());
         }
     }
 
-    /// Times out every slot and staged request whose deadline is at or before `now`.
-    fn expire_due(&mut self, now: Instant, rx: &mut mpsc::Receiver<Request>) {
+    /// Times out every slot, and the staged request, whose deadline is at or before `now`.
+    fn expire_due(&mut self, now: Instant) {
         while let Some(p) = self.pending.get_mut(self.expired_prefix) {
             match p.deadline {
                 Some(d) if d.at <= now => {
@@ -363,12 +367,10 @@ impl<'a> Driver<'a> {
                 _ => break,
             }
         }
-        while self.staged.as_ref().is_some_and(|r| r.expired(now)) {
+        if self.staged.as_ref().is_some_and(|r| r.expired(now)) {
             if let Some(req) = self.staged.take() {
                 req.time_out();
             }
-            // Still at the high-water mark: look at the next queued request.
-            self.staged = rx.try_recv().ok();
         }
     }
 
