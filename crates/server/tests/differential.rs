@@ -4,12 +4,15 @@
 //! Sequences cover what redline-server implements: connection/server commands, strings,
 //! keys and expiry options, with binary keys and values, wrong types, wrong arity,
 //! unknown commands, out-of-range numbers and malformed options. Each sequence runs in
-//! one of three modes: request/reply, pipelined (all commands sent in one write, then
-//! all replies read), or RESP3 (after HELLO 3). Each ends by comparing the whole
+//! one of four modes: request/reply, pipelined (all commands sent in one write, then
+//! all replies read), RESP3 (after HELLO 3), or inline commands (`SET k v`) wherever the
+//! arguments are plain words. Each ends by comparing the whole
 //! keyspace of databases 0 and 1 (KEYS, TYPE, GET).
 //!
 //! Normalisation, only where the answer is inherently not deterministic:
-//! - `KEYS` replies are sorted (hash-table order).
+//! - `KEYS`, `SMEMBERS`, `SINTER`, `SUNION`, `SDIFF` and `COMMAND LIST` replies are
+//!   sorted, and the entries of `COMMAND`/`COMMAND INFO` and their subcommands too
+//!   (hash-table order).
 //! - `HELLO` replies are not compared (they carry the connection id).
 //! - positive `PTTL`/`PEXPIRETIME`/`EXPIRETIME` replies become `positive` (the two
 //!   servers set the deadline a few milliseconds apart).
@@ -159,7 +162,7 @@ impl Gen {
         if self.chance(45) {
             return self.collection_command();
         }
-        let mut c: Vec<Vec<u8>> = match self.rng.usize(..44) {
+        let mut c: Vec<Vec<u8>> = match self.rng.usize(..45) {
             0..=2 => vec![w("GET"), self.key()],
             3..=6 => {
                 let mut c = vec![w("SET"), self.key(), self.value()];
@@ -249,11 +252,12 @@ impl Gen {
                 self.pick(&[b"0", b"1", b"x"]),
                 self.pick(&[b"1", b"0", b"16"]),
             ],
-            40 => vec![w("TIME")]
-                .into_iter()
-                .take(0)
-                .chain([w("PING")])
-                .collect(),
+            40 => vec![
+                w("KEYS"),
+                self.pick(&[
+                    b"*", b"k*", b"{t}?", b"[a-k]*", b"*[^0-9]", b"\\*", b"", b"a-key*",
+                ]),
+            ],
             41 => vec![
                 w("COMMAND"),
                 w("GETKEYS"),
@@ -266,6 +270,7 @@ impl Gen {
                 w("SETNAME"),
                 self.pick(&[b"name", b"bad name", b""]),
             ],
+            43 => vec![w("COMMAND"), w("LIST")],
             _ => vec![w("COMMAND"), w("COUNT")],
         };
         // Wrong arity now and then: drop the arguments or add a stray one.
@@ -607,11 +612,10 @@ impl Gen {
                 c
             }
             // Only forms whose reply does not depend on chance.
-            38 => vec![
-                w(["SPOP", "SRANDMEMBER"][self.rng.usize(..2)]),
-                self.key(),
-                self.pick(&[b"-1", b"x", b"0"]),
-            ],
+            38 => match self.rng.usize(..2) {
+                0 => vec![w("SPOP"), self.key(), self.pick(&[b"-1", b"x", b"0"])],
+                _ => vec![w("SRANDMEMBER"), self.key(), self.pick(&[b"x", b"0"])],
+            },
             _ => vec![
                 w("HRANDFIELD"),
                 self.key(),
@@ -648,7 +652,8 @@ fn normalise(command: &[Vec<u8>], reply: Frame) -> String {
         (
             "KEYS" | "SMEMBERS" | "SINTER" | "SUNION" | "SDIFF",
             Frame::Array(items) | Frame::Set(items),
-        ) => {
+        )
+        | ("COMMAND", Frame::Array(items)) => {
             let mut shown: Vec<String> = items.iter().map(show).collect();
             shown.sort();
             shown.join(",")
@@ -664,9 +669,41 @@ struct Pair {
 }
 
 /// Runs commands on both servers and returns the first mismatch, if any.
-fn run_sequence(pair: &mut Pair, commands: &[Vec<Vec<u8>>], pipelined: bool) -> Option<String> {
+/// The inline form of a command (`SET k v\r\n`) when every argument is a plain word.
+fn inline(command: &[Vec<u8>]) -> Option<Vec<u8>> {
+    let plain = |a: &Vec<u8>| {
+        !a.is_empty()
+            && a.iter()
+                .all(|c| c.is_ascii_graphic() && !b"\"'\\".contains(c))
+    };
+    if !command.iter().all(plain) {
+        return None;
+    }
+    let mut line = command.join(&b' ');
+    line.extend_from_slice(b"\r\n");
+    Some(line)
+}
+
+fn run_sequence(pair: &mut Pair, commands: &[Vec<Vec<u8>>], mode: u64) -> Option<String> {
+    let pipelined = mode == 1;
     let mut replies: Vec<(String, String)> = Vec::new();
-    if pipelined {
+    if mode == 3 {
+        for c in commands {
+            match inline(c) {
+                Some(line) => {
+                    pair.redis.send_raw(&line);
+                    pair.redline.send_raw(&line);
+                }
+                None => {
+                    pair.redis.send(c);
+                    pair.redline.send(c);
+                }
+            }
+            let a = pair.redis.read().expect("redis reply");
+            let b = pair.redline.read().expect("redline reply");
+            replies.push((normalise(c, a), normalise(c, b)));
+        }
+    } else if pipelined {
         for c in commands {
             pair.redis.send(c);
             pair.redline.send(c);
@@ -744,7 +781,8 @@ fn same_replies_as_redis() {
         let mut gen = Gen {
             rng: fastrand::Rng::with_seed(seed),
         };
-        let mode = seed % 3;
+        // 0 request/reply, 1 pipelined, 2 RESP3, 3 inline commands where possible.
+        let mode = seed % 4;
         // Fresh connections per sequence: RESP3 and SELECT must not leak across.
         let mut pair = Pair {
             redis: Conn::connect(redis.addr()),
@@ -759,7 +797,7 @@ fn same_replies_as_redis() {
         let mut commands: Vec<Vec<Vec<u8>>> = (0..30).map(|_| gen.command()).collect();
         commands.extend(keyspace_dump(&mut pair));
         total += commands.len();
-        if let Some(mismatch) = run_sequence(&mut pair, &commands, mode == 1) {
+        if let Some(mismatch) = run_sequence(&mut pair, &commands, mode) {
             failures.push(format!("seed {seed} (mode {mode}): {mismatch}"));
         }
     }
@@ -774,6 +812,58 @@ fn same_replies_as_redis() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+}
+
+/// A full SCAN walk returns every key (at least once), with MATCH and TYPE filters, as
+/// Redis's; and small-COUNT walks finish.
+#[test]
+fn scan_walks_the_whole_keyspace() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    for addr in [redis.addr(), redline.addr] {
+        let mut c = Conn::connect(addr);
+        for i in 0..300 {
+            c.send(&["SET", &format!("s:{i}"), "v"]);
+            c.send(&["RPUSH", &format!("l:{i}"), "v"]);
+        }
+        for _ in 0..600 {
+            c.read().unwrap();
+        }
+    }
+    let walk = |addr, extra: &[&str]| -> Vec<String> {
+        let mut c = Conn::connect(addr);
+        let mut cursor = "0".to_string();
+        let mut seen = std::collections::BTreeSet::new();
+        loop {
+            let mut args = vec!["SCAN", cursor.as_str()];
+            args.extend_from_slice(extra);
+            let reply = c.cmd(&args);
+            let Frame::Array(parts) = reply else {
+                panic!("{reply:?}")
+            };
+            let (Frame::Bulk(next), Frame::Array(keys)) = (&parts[0], &parts[1]) else {
+                panic!("{parts:?}")
+            };
+            for k in keys {
+                seen.insert(show(k));
+            }
+            cursor = String::from_utf8_lossy(next).into_owned();
+            if cursor == "0" {
+                return seen.into_iter().collect();
+            }
+        }
+    };
+    for extra in [
+        &[][..],
+        &["COUNT", "3"],
+        &["MATCH", "s:1*"],
+        &["TYPE", "list"],
+        &["MATCH", "l:2?", "TYPE", "list", "COUNT", "7"],
+    ] {
+        let a = walk(redis.addr(), extra);
+        let b = walk(redline.addr, extra);
+        assert_eq!(a, b, "{extra:?}");
+    }
 }
 
 /// Replies that are fixed, checked one by one (errors word for word).

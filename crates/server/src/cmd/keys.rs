@@ -157,7 +157,7 @@ fn type_of(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn keys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let pattern = &args[1];
-    let all = pattern.iter().all(|&c| c == b'*');
+    let all = &pattern[..] == b"*";
     let db = ctx.db();
     let mut found: Vec<Vec<u8>> = Vec::new();
     for i in 0..db.shard_count() {

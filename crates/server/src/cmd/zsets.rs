@@ -481,7 +481,8 @@ fn zrange_generic(
     if kind == RangeType::Auto {
         kind = RangeType::Rank;
     }
-    if limit.is_some() && kind == RangeType::Rank {
+    // Redis tests the count only: `LIMIT n -1` means "no limit" and passes.
+    if limit.is_some_and(|(_, count)| count != -1) && kind == RangeType::Rank {
         return Err(CmdError::Static(
             "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
         ));
