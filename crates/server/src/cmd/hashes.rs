@@ -71,6 +71,7 @@ fn set_fields(ctx: &mut Ctx<'_>, args: &[Bytes], name: &str) -> Result<usize, Cm
             created += 1;
         }
     }
+    shard.touch(key);
     Ok(created)
 }
 
@@ -93,6 +94,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let created = !h.contains_key(&args[2][..]);
     if created {
         h.insert(CompactBytes::new(&args[2]), CompactBytes::new(&args[3]));
+        shard.touch(key);
     }
     encode::write_integer(ctx.out, i64::from(created));
     Ok(())
@@ -137,6 +139,9 @@ fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             }
         }
         now_empty = h.is_empty();
+    }
+    if removed > 0 {
+        shard.touch(key);
     }
     if now_empty {
         shard.remove(key);
@@ -232,6 +237,7 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             CompactBytes::new(digits.format(next).as_bytes()),
         );
     }
+    shard.touch(key);
     encode::write_integer(ctx.out, next);
     Ok(())
 }
@@ -273,6 +279,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             CompactBytes::new(text.as_bytes()),
         );
     }
+    shard.touch(key);
     encode::write_bulk(ctx.out, text.as_bytes());
     Ok(())
 }

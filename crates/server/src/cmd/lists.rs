@@ -69,7 +69,9 @@ fn push(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool, only_existing: bool) -> C
             list.push_back(element);
         }
     }
-    encode::write_integer(ctx.out, list.len() as i64);
+    let len = list.len();
+    shard.touch(key);
+    encode::write_integer(ctx.out, len as i64);
     Ok(())
 }
 
@@ -122,6 +124,7 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
         }
         return Ok(());
     };
+    let changed = count != Some(0);
     match count {
         None => {
             let element = if left {
@@ -148,6 +151,9 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
                 }
             }
         }
+    }
+    if changed {
+        shard.touch(key);
     }
     drop_if_empty(&mut shard, key);
     Ok(())
@@ -199,6 +205,7 @@ fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let index = int(&args[2])?;
     let p = position(index, list.len()).ok_or(INDEX_OUT_OF_RANGE)?;
     list[p] = CompactBytes::new(&args[3]);
+    shard.touch(key);
     ok(ctx.out);
     Ok(())
 }
@@ -250,6 +257,7 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 list.drain(..from);
             }
         }
+        shard.touch(key);
     }
     drop_if_empty(&mut shard, key);
     ok(ctx.out);
@@ -291,6 +299,9 @@ fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             }
         }
     }
+    if removed > 0 {
+        shard.touch(key);
+    }
     drop_if_empty(&mut shard, key);
     encode::write_integer(ctx.out, removed as i64);
     Ok(())
@@ -317,6 +328,9 @@ fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         None => -1,
     };
+    if reply > 0 {
+        shard.touch(key);
+    }
     encode::write_integer(ctx.out, reply);
     Ok(())
 }
@@ -448,6 +462,8 @@ fn move_generic(
             l.push_back(element);
         }
     }
+    locked.shard(src).touch(src);
+    locked.shard(dst).touch(dst);
     drop_if_empty(locked.shard(src), src);
     Ok(())
 }
@@ -511,6 +527,7 @@ fn lmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 encode::write_bulk(ctx.out, &e);
             }
         }
+        shard.touch(key);
         drop_if_empty(shard, key);
         return Ok(());
     }

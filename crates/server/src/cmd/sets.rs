@@ -72,6 +72,9 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         .iter()
         .filter(|m| s.insert(CompactBytes::new(m)))
         .count();
+    if added > 0 {
+        shard.touch(key);
+    }
     encode::write_integer(ctx.out, added as i64);
     Ok(())
 }
@@ -83,6 +86,9 @@ fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         Some(s) => args[2..].iter().filter(|m| s.swap_remove(&m[..])).count(),
         None => 0,
     };
+    if removed > 0 {
+        shard.touch(key);
+    }
     drop_if_empty(&mut shard, key);
     encode::write_integer(ctx.out, removed as i64);
     Ok(())
@@ -170,6 +176,9 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             }
         }
     }
+    if count != Some(0) {
+        shard.touch(key);
+    }
     drop_if_empty(&mut shard, key);
     Ok(())
 }
@@ -246,6 +255,8 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         if let Value::Set(to) = &mut entry.value {
             to.insert(CompactBytes::new(member));
         }
+        locked.shard(src).touch(src);
+        locked.shard(dst).touch(dst);
     }
     encode::write_integer(ctx.out, 1);
     Ok(())

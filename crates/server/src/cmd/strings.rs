@@ -173,7 +173,10 @@ fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     }
     match (o.keepttl, shard.get(key)) {
-        (true, Some(entry)) => entry.value = value,
+        (true, Some(entry)) => {
+            entry.value = value;
+            shard.touch(key);
+        }
         _ => shard.insert(key, value, expires_at),
     }
     if !o.get {
@@ -330,6 +333,7 @@ fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             len
         }
     };
+    shard.touch(key);
     encode::write_integer(ctx.out, new_len as i64);
     Ok(())
 }
@@ -422,6 +426,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         Some(entry) => entry.value = Value::string(&bytes),
         None => shard.insert(key, Value::string(&bytes), 0),
     }
+    shard.touch(key);
     encode::write_integer(ctx.out, len as i64);
     Ok(())
 }
@@ -436,6 +441,7 @@ fn incr_generic(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> CmdResult {
     };
     let next = current.checked_add(delta).ok_or(OVERFLOW)?;
     entry.value = Value::Int(next);
+    shard.touch(key);
     encode::write_integer(ctx.out, next);
     Ok(())
 }
@@ -479,6 +485,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         Some(entry) => entry.value = Value::string(text.as_bytes()),
         None => shard.insert(key, Value::string(text.as_bytes()), 0),
     }
+    shard.touch(key);
     encode::write_bulk(ctx.out, text.as_bytes());
     Ok(())
 }

@@ -165,6 +165,9 @@ fn zadd_generic(
             }
         }
     }
+    if added + updated > 0 {
+        shard.touch(key);
+    }
     drop_if_empty(&mut shard, key);
     if flags.incr {
         if processed > 0 {
@@ -203,6 +206,9 @@ fn zrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         Some(z) => args[2..].iter().filter(|m| z.remove(m).is_some()).count(),
         None => 0,
     };
+    if removed > 0 {
+        shard.touch(key);
+    }
     drop_if_empty(&mut shard, key);
     encode::write_integer(ctx.out, removed as i64);
     Ok(())
@@ -599,6 +605,9 @@ fn zremrange(ctx: &mut Ctx<'_>, args: &[Bytes], kind: RangeType) -> CmdResult {
             victims.len()
         }
     };
+    if removed > 0 {
+        shard.touch(key);
+    }
     drop_if_empty(&mut shard, key);
     encode::write_integer(ctx.out, removed as i64);
     Ok(())
@@ -651,6 +660,9 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> CmdResult {
         };
         z.remove(&m);
         popped.push((m, s));
+    }
+    if !popped.is_empty() {
+        shard.touch(key);
     }
     drop_if_empty(&mut shard, key);
     if count.is_none() {

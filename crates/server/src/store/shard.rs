@@ -5,6 +5,8 @@
 //! Expiry bookkeeping lives here so no command can forget it: every insert, overwrite,
 //! removal and TTL change keeps `ttl_keys` equal to the keys whose `expires_at != 0`.
 
+use std::collections::HashMap;
+
 use indexmap::{IndexMap, IndexSet};
 
 use super::compact::CompactBytes;
@@ -22,6 +24,16 @@ pub struct Shard {
     pub expired: u64,
     /// TTL keys the active cycle has looked at.
     pub sampled: u64,
+    /// Keys some client WATCHes, with a version bumped on every change: empty (one
+    /// branch per write) unless a transaction watches a key of this shard.
+    watched: HashMap<CompactBytes, WatchState, Hasher>,
+}
+
+/// Change counter of a watched key.
+#[derive(Debug, Clone, Copy, Default)]
+struct WatchState {
+    version: u64,
+    watchers: u32,
 }
 
 /// What one active-expiry round did in a shard.
@@ -77,6 +89,7 @@ impl Shard {
     /// Stores `value` under `key` with deadline `expires_at` (0 = none), replacing any
     /// previous value and TTL.
     pub fn insert(&mut self, key: &[u8], value: Value, expires_at: u64) {
+        self.touch(key);
         match self.map.get_index_of(key) {
             Some(index) => {
                 if let Some((_, entry)) = self.map.get_index_mut(index) {
@@ -99,6 +112,7 @@ impl Shard {
         let index = match self.live_index(key) {
             Some(index) => index,
             None => {
+                self.touch(key);
                 let (index, _) = self.map.insert_full(
                     CompactBytes::new(key),
                     Entry {
@@ -118,6 +132,7 @@ impl Shard {
         let Some(index) = self.live_index(key) else {
             return false;
         };
+        self.touch(key);
         let entry = &mut self.map[index];
         let had_ttl = entry.expires_at != 0;
         entry.expires_at = expires_at;
@@ -145,6 +160,7 @@ impl Shard {
 
     fn remove_index(&mut self, index: usize) -> Option<Entry> {
         let (key, entry) = self.map.swap_remove_index(index)?;
+        self.touch(&key);
         if entry.expires_at != 0 {
             self.ttl_keys.swap_remove(key.as_bytes());
         }
@@ -155,12 +171,61 @@ impl Shard {
     pub fn clear(&mut self) {
         self.map = IndexMap::default();
         self.ttl_keys = IndexSet::default();
+        self.touch_all();
     }
 
     /// Exchanges the contents of two shards (SWAPDB).
     pub fn swap(&mut self, other: &mut Shard) {
         std::mem::swap(&mut self.map, &mut other.map);
         std::mem::swap(&mut self.ttl_keys, &mut other.ttl_keys);
+        self.touch_all();
+        other.touch_all();
+    }
+
+    /// Records that `key` changed, for WATCH. Every write path calls it: the shard's own
+    /// insert/remove/expire methods, and commands that modify a value in place.
+    #[inline]
+    pub fn touch(&mut self, key: &[u8]) {
+        if !self.watched.is_empty() {
+            if let Some(state) = self.watched.get_mut(key) {
+                state.version += 1;
+            }
+        }
+    }
+
+    fn touch_all(&mut self) {
+        for state in self.watched.values_mut() {
+            state.version += 1;
+        }
+    }
+
+    /// Starts watching `key`; returns its current version.
+    pub fn watch(&mut self, key: &[u8]) -> u64 {
+        let state = self.watched.entry(CompactBytes::new(key)).or_default();
+        state.watchers += 1;
+        state.version
+    }
+
+    /// Stops one watcher of `key`.
+    pub fn unwatch(&mut self, key: &[u8]) {
+        if let Some(state) = self.watched.get_mut(key) {
+            state.watchers = state.watchers.saturating_sub(1);
+            if state.watchers == 0 {
+                self.watched.remove(key);
+            }
+        }
+    }
+
+    /// The version of a watched key (0 if nobody watches it).
+    pub fn watch_version(&self, key: &[u8]) -> u64 {
+        self.watched.get(key).map_or(0, |s| s.version)
+    }
+
+    /// Whether `key` exists but its deadline has passed (not yet reclaimed).
+    pub fn is_logically_expired(&self, key: &[u8]) -> bool {
+        self.map
+            .get(key)
+            .is_some_and(|e| e.expires_at != 0 && e.expires_at <= now_ms())
     }
 
     /// A random live key (expired ones met on the way are reclaimed).
@@ -268,6 +333,23 @@ mod tests {
         s.remove(b"b");
         assert_eq!(s.ttl_len(), 0);
         assert!(!s.set_expires(b"zz", 5));
+    }
+
+    #[test]
+    fn watch_versions_move_on_every_write() {
+        let mut s = Shard::default();
+        let v0 = s.watch(b"k");
+        s.insert(b"k", Value::Int(1), 0);
+        let v1 = s.watch_version(b"k");
+        assert!(v1 > v0);
+        s.set_expires(b"k", 1);
+        assert!(s.get(b"k").is_none(), "lazily expired");
+        let v2 = s.watch_version(b"k");
+        assert!(v2 > v1 + 1, "expire and the lazy deletion both count");
+        s.clear();
+        assert!(s.watch_version(b"k") > v2);
+        s.unwatch(b"k");
+        assert_eq!(s.watch_version(b"k"), 0);
     }
 
     #[test]
