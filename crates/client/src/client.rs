@@ -3,12 +3,14 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use redline_resp::Frame;
 
 use crate::cmd::{Cmd, Restriction, ToArg};
 use crate::config::Config;
+use crate::dedicated::{DedicatedConnection, DedicatedPool};
 use crate::error::Error;
 use crate::net::Endpoint;
 use crate::pipeline::Pipeline;
@@ -38,6 +40,8 @@ pub struct Client {
 #[derive(Debug)]
 struct Inner {
     pool: Pool,
+    dedicated: Arc<DedicatedPool>,
+    command_timeout: Option<Duration>,
 }
 
 impl Client {
@@ -50,9 +54,13 @@ impl Client {
     /// authenticated) before this returns; later losses reconnect on demand.
     pub async fn from_config(cfg: Config) -> Result<Client, Error> {
         let endpoint = Arc::new(Endpoint::new(&cfg)?);
-        let pool = Pool::connect(endpoint, &cfg).await?;
+        let pool = Pool::connect(endpoint.clone(), &cfg).await?;
         Ok(Client {
-            inner: Arc::new(Inner { pool }),
+            inner: Arc::new(Inner {
+                pool,
+                dedicated: DedicatedPool::new(endpoint, cfg.command_timeout),
+                command_timeout: cfg.command_timeout,
+            }),
         })
     }
 
@@ -114,6 +122,33 @@ impl Client {
     ) -> Result<T, Error> {
         let frame = self.pool().pick().send(prepared?).await?;
         convert(frame)
+    }
+
+    /// Leases a connection of its own, for commands that must not share the multiplexed
+    /// one. It returns to a small idle list when dropped, if its state is known to be
+    /// clean (no command cancelled or timed out mid-flight, no SELECT, no open WATCH or
+    /// MULTI).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// use redline::Cmd;
+    ///
+    /// let mut conn = client.dedicated().await?;
+    /// let info: String = conn.query(Cmd::new("CLIENT").arg("INFO")).await?;
+    /// # let _ = info;
+    /// # Ok(()) }
+    /// ```
+    pub async fn dedicated(&self) -> Result<DedicatedConnection, Error> {
+        self.inner.dedicated.lease().await
+    }
+
+    /// How long a blocking command may wait in total: its own timeout (0 = forever) plus
+    /// the command timeout as a margin for the round trip.
+    pub(crate) fn blocking_limit(&self, block: Duration) -> Option<Duration> {
+        if block.is_zero() {
+            return None;
+        }
+        Some(block + self.inner.command_timeout.unwrap_or(Duration::from_secs(5)))
     }
 
     /// Starts an explicit pipeline on this client.

@@ -5,6 +5,7 @@
 //!
 //! [`Cmd`]: crate::Cmd
 
+mod blocking;
 mod hashes;
 mod keys;
 mod lists;

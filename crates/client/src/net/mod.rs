@@ -123,6 +123,16 @@ async fn connect_inner(ep: &Endpoint) -> Result<Connection, Error> {
     Ok(conn)
 }
 
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("protocol", &self.protocol)
+            .field("tls", &matches!(self.stream, Stream::Tls(_)))
+            .field("buffered", &self.rbuf.len())
+            .finish()
+    }
+}
+
 impl Connection {
     /// Writes `bytes` completely (handshake only; the multiplexer has its own write loop).
     pub(crate) async fn write_all(&mut self, bytes: &[u8], addr: &Arc<str>) -> Result<(), Error> {

@@ -1,0 +1,161 @@
+//! Dedicated connections: one caller, one connection, for commands that must not share
+//! the multiplexed pipe (blocking pops, and later WATCH/MULTI/EXEC).
+//!
+//! A [`DedicatedConnection`] is leased from a small per-client idle list and goes back to
+//! it when dropped, but only in a known-good state: a lease whose command timed out, was
+//! cancelled mid-flight, failed on the socket, or ran a state-changing command is closed
+//! instead, so the next lease never inherits a half-read reply or a changed database.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redline_resp::Frame;
+
+use crate::cmd::{Cmd, Restriction};
+use crate::error::Error;
+use crate::net::{self, Connection, Endpoint};
+use crate::reply::FromReply;
+
+/// Idle dedicated connections kept per client; more are closed when returned.
+const MAX_IDLE: usize = 4;
+
+/// The idle list shared by a client's leases.
+#[derive(Debug)]
+pub(crate) struct DedicatedPool {
+    endpoint: Arc<Endpoint>,
+    idle: Mutex<Vec<Connection>>,
+    command_timeout: Option<Duration>,
+}
+
+impl DedicatedPool {
+    pub(crate) fn new(endpoint: Arc<Endpoint>, command_timeout: Option<Duration>) -> Arc<Self> {
+        Arc::new(DedicatedPool {
+            endpoint,
+            idle: Mutex::new(Vec::new()),
+            command_timeout,
+        })
+    }
+
+    /// An idle connection, or a new one.
+    pub(crate) async fn lease(self: &Arc<Self>) -> Result<DedicatedConnection, Error> {
+        let reused = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+        let conn = match reused {
+            Some(conn) => conn,
+            None => net::connect(&self.endpoint).await?,
+        };
+        Ok(DedicatedConnection {
+            conn: Some(conn),
+            pool: self.clone(),
+            reusable: true,
+            in_transaction: false,
+        })
+    }
+
+    fn give_back(&self, conn: Connection) {
+        if let Ok(mut idle) = self.idle.lock() {
+            if idle.len() < MAX_IDLE {
+                idle.push(conn);
+            }
+        }
+    }
+}
+
+/// A connection used by one caller at a time.
+///
+/// Get one with [`Client::dedicated`](crate::Client::dedicated). Commands run one after
+/// another, each with the client's command timeout unless given its own.
+#[derive(Debug)]
+pub struct DedicatedConnection {
+    /// `None` once the connection was found unusable.
+    conn: Option<Connection>,
+    pool: Arc<DedicatedPool>,
+    /// False after a command that changes connection state for good.
+    reusable: bool,
+    /// WATCH or MULTI without the EXEC/DISCARD/UNWATCH that ends it: the next lease
+    /// must not inherit a transaction in progress.
+    in_transaction: bool,
+}
+
+impl DedicatedConnection {
+    /// Sends any command and converts its reply, waiting at most the client's command
+    /// timeout.
+    pub async fn query<T: FromReply>(&mut self, cmd: Cmd) -> Result<T, Error> {
+        let timeout = self.pool.command_timeout;
+        self.query_within(cmd, timeout).await
+    }
+
+    /// Sends any command and converts its reply, waiting at most `timeout` (`None`: no
+    /// limit). On timeout the connection is closed, since its state is unknown.
+    pub async fn query_within<T: FromReply>(
+        &mut self,
+        cmd: Cmd,
+        timeout: Option<Duration>,
+    ) -> Result<T, Error> {
+        match cmd.restriction() {
+            Restriction::Dedicated(name)
+                if matches!(
+                    name,
+                    "SUBSCRIBE"
+                        | "PSUBSCRIBE"
+                        | "SSUBSCRIBE"
+                        | "UNSUBSCRIBE"
+                        | "PUNSUBSCRIBE"
+                        | "SUNSUBSCRIBE"
+                        | "MONITOR"
+                        | "SYNC"
+                        | "PSYNC"
+                ) =>
+            {
+                return Err(Error::NotMultiplexable {
+                    command: name.into(),
+                })
+            }
+            // Connection state the next lease must not inherit.
+            Restriction::Dedicated(
+                "SELECT" | "HELLO" | "AUTH" | "RESET" | "QUIT" | "CLIENT REPLY",
+            ) => self.reusable = false,
+            Restriction::Dedicated("WATCH") | Restriction::PipelineOnly("MULTI") => {
+                self.in_transaction = true
+            }
+            Restriction::Dedicated("UNWATCH") | Restriction::PipelineOnly("EXEC" | "DISCARD") => {
+                self.in_transaction = false
+            }
+            _ => {}
+        }
+        let frame = match timeout {
+            Some(limit) => match tokio::time::timeout(limit, self.round_trip(cmd)).await {
+                Ok(result) => result?,
+                Err(_) => {
+                    self.conn = None;
+                    return Err(Error::Timeout(limit));
+                }
+            },
+            None => self.round_trip(cmd).await?,
+        };
+        T::from_reply(frame)
+    }
+
+    /// One command, one reply. The connection is taken out while the command is in
+    /// flight, so a cancelled or failed round trip leaves nothing to reuse.
+    async fn round_trip(&mut self, cmd: Cmd) -> Result<Frame, Error> {
+        let mut conn = match self.conn.take() {
+            Some(conn) => conn,
+            None => net::connect(&self.pool.endpoint).await?,
+        };
+        let addr = &self.pool.endpoint.addr;
+        conn.write_all(&cmd.into_bytes(), addr).await?;
+        let frame = conn.read_reply(addr).await?;
+        self.conn = Some(conn);
+        Ok(frame)
+    }
+}
+
+impl Drop for DedicatedConnection {
+    fn drop(&mut self) {
+        if self.reusable && !self.in_transaction {
+            if let Some(conn) = self.conn.take() {
+                self.pool.give_back(conn);
+            }
+        }
+    }
+}
