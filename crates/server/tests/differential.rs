@@ -156,6 +156,9 @@ impl Gen {
 
     fn command(&mut self) -> Vec<Vec<u8>> {
         let w = |s: &str| s.as_bytes().to_vec();
+        if self.chance(6) {
+            return self.tx_command();
+        }
         if self.chance(20) {
             return self.zset_command();
         }
@@ -239,7 +242,9 @@ impl Gen {
             31 => vec![w("PERSIST"), self.key()],
             32 => vec![w("PING"), self.value()],
             33 => vec![w("ECHO"), self.value()],
-            34 => vec![w("DBSIZE")],
+            // DBSIZE counts expired keys not yet reclaimed, which depends on when each
+            // server's active cycle ran: the dump runs it after touching every key.
+            34 => vec![w("ECHO"), w("dbsize")],
             35 => vec![
                 w("SELECT"),
                 self.pick(&[b"0", b"1", b"1", b"0", b"16", b"-1", b"x", b"99999999999"]),
@@ -474,6 +479,23 @@ impl Gen {
         c
     }
 
+    /// MULTI/EXEC/DISCARD/WATCH/UNWATCH: queued commands, EXECABORT after a refused
+    /// command, WATCH broken by the client's own writes, nesting errors.
+    fn tx_command(&mut self) -> Vec<Vec<u8>> {
+        let w = |s: &str| s.as_bytes().to_vec();
+        match self.rng.usize(..8) {
+            0..=2 => vec![w("MULTI")],
+            3 | 4 => vec![w("EXEC")],
+            5 => vec![w("DISCARD")],
+            6 => {
+                let mut c = vec![w("WATCH")];
+                c.extend(self.keys(1));
+                c
+            }
+            _ => vec![w("UNWATCH")],
+        }
+    }
+
     fn member(&mut self) -> Vec<u8> {
         self.pick(&[b"a", b"b", b"c", b"1", b"2", b"10", b"", b"\x00\xff"])
     }
@@ -685,11 +707,20 @@ fn inline(command: &[Vec<u8>]) -> Option<Vec<u8>> {
 }
 
 fn run_sequence(pair: &mut Pair, commands: &[Vec<Vec<u8>>], mode: u64) -> Option<String> {
-    let pipelined = mode == 1;
-    let mut replies: Vec<(String, String)> = Vec::new();
-    if mode == 3 {
+    let mut raw: Vec<(Frame, Frame)> = Vec::new();
+    if mode == 1 {
         for c in commands {
-            match inline(c) {
+            pair.redis.send(c);
+            pair.redline.send(c);
+        }
+        for _ in commands {
+            let a = pair.redis.read().expect("redis reply");
+            let b = pair.redline.read().expect("redline reply");
+            raw.push((a, b));
+        }
+    } else {
+        for c in commands {
+            match inline(c).filter(|_| mode == 3) {
                 Some(line) => {
                     pair.redis.send_raw(&line);
                     pair.redline.send_raw(&line);
@@ -701,37 +732,53 @@ fn run_sequence(pair: &mut Pair, commands: &[Vec<Vec<u8>>], mode: u64) -> Option
             }
             let a = pair.redis.read().expect("redis reply");
             let b = pair.redline.read().expect("redline reply");
-            replies.push((normalise(c, a), normalise(c, b)));
-        }
-    } else if pipelined {
-        for c in commands {
-            pair.redis.send(c);
-            pair.redline.send(c);
-        }
-        for c in commands {
-            let a = pair.redis.read().expect("redis reply");
-            let b = pair.redline.read().expect("redline reply");
-            replies.push((normalise(c, a), normalise(c, b)));
-        }
-    } else {
-        for c in commands {
-            let a = pair.redis.cmd(c);
-            let b = pair.redline.cmd(c);
-            replies.push((normalise(c, a), normalise(c, b)));
+            raw.push((a, b));
         }
     }
-    for (c, (a, b)) in commands.iter().zip(replies) {
-        if a != b {
+    // Follow MULTI/EXEC by Redis's replies, so each EXEC element is normalised as the
+    // command that produced it.
+    let mut queue: Option<Vec<&Vec<Vec<u8>>>> = None;
+    for (c, (a, b)) in commands.iter().zip(raw) {
+        let name = String::from_utf8_lossy(&c[0]).to_ascii_uppercase();
+        let (x, y) = match (&a, &b, queue.as_ref()) {
+            (Frame::Array(xs), Frame::Array(ys), Some(q))
+                if name == "EXEC" && xs.len() == q.len() && ys.len() == q.len() =>
+            {
+                let xs: Vec<String> = q
+                    .iter()
+                    .zip(xs)
+                    .map(|(c, f)| normalise(c, f.clone()))
+                    .collect();
+                let ys: Vec<String> = q
+                    .iter()
+                    .zip(ys)
+                    .map(|(c, f)| normalise(c, f.clone()))
+                    .collect();
+                (xs.join("\n"), ys.join("\n"))
+            }
+            _ => (normalise(c, a.clone()), normalise(c, b.clone())),
+        };
+        match (&a, name.as_str()) {
+            (Frame::Simple(s), "MULTI") if &s[..] == b"OK" => queue = Some(Vec::new()),
+            (Frame::Simple(s), _) if &s[..] == b"QUEUED" => {
+                if let Some(q) = queue.as_mut() {
+                    q.push(c);
+                }
+            }
+            (_, "EXEC" | "DISCARD" | "RESET") => queue = None,
+            _ => {}
+        }
+        if x != y {
             let shown: Vec<String> = c
                 .iter()
                 .map(|x| format!("{:?}", String::from_utf8_lossy(x)))
                 .collect();
-            let clip = |t: &str| t.chars().take(200).collect::<String>();
+            let clip = |t: &str| t.chars().take(300).collect::<String>();
             return Some(format!(
                 "command {}\n  redis:   {}\n  redline: {}",
                 shown.join(" "),
-                clip(&a),
-                clip(&b)
+                clip(&x),
+                clip(&y)
             ));
         }
     }
@@ -744,6 +791,10 @@ fn keyspace_dump(pair: &mut Pair) -> Vec<Vec<Vec<u8>>> {
     for db in [b"0", b"1"] {
         commands.push(vec![b"SELECT".to_vec(), db.to_vec()]);
         commands.push(vec![b"KEYS".to_vec(), b"*".to_vec()]);
+        // Reading every key reclaims the expired ones on both servers first.
+        let mut touch = vec![b"EXISTS".to_vec(), b"zlex".to_vec()];
+        touch.extend(KEYS.iter().map(|k| k.to_vec()));
+        commands.push(touch);
         commands.push(vec![b"DBSIZE".to_vec()]);
         for key in KEYS {
             commands.push(vec![b"TYPE".to_vec(), key.to_vec()]);
@@ -775,9 +826,13 @@ fn same_replies_as_redis() {
     let redis = RedisServer::start().expect("redis-server");
     let redline = Redline::start();
     let sequences = 500;
+    let only: Option<u64> = std::env::var("DIFF_SEED").ok().and_then(|s| s.parse().ok());
     let mut failures = Vec::new();
     let mut total = 0;
     for seed in 0..sequences {
+        if only.is_some_and(|o| o != seed) {
+            continue;
+        }
         let mut gen = Gen {
             rng: fastrand::Rng::with_seed(seed),
         };
@@ -795,8 +850,19 @@ fn same_replies_as_redis() {
             pair.redline.cmd(&["HELLO", "3"]);
         }
         let mut commands: Vec<Vec<Vec<u8>>> = (0..30).map(|_| gen.command()).collect();
+        // Close any transaction left open, so the dump runs outside it.
+        commands.push(vec![b"DISCARD".to_vec()]);
         commands.extend(keyspace_dump(&mut pair));
         total += commands.len();
+        if only.is_some() {
+            for c in &commands {
+                let shown: Vec<String> = c
+                    .iter()
+                    .map(|x| format!("{:?}", String::from_utf8_lossy(x)))
+                    .collect();
+                eprintln!("{}", shown.join(" "));
+            }
+        }
         if let Some(mismatch) = run_sequence(&mut pair, &commands, mode) {
             failures.push(format!("seed {seed} (mode {mode}): {mismatch}"));
         }
@@ -863,6 +929,127 @@ fn scan_walks_the_whole_keyspace() {
         let a = walk(redis.addr(), extra);
         let b = walk(redline.addr, extra);
         assert_eq!(a, b, "{extra:?}");
+    }
+}
+
+/// WATCH sees writes from other connections (any type, expiry, FLUSHALL, SWAPDB) and
+/// EXEC runs the queue atomically, like Redis.
+#[test]
+fn watch_and_exec_across_connections() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let scenarios: &[&[(u8, &[&str])]] = &[
+        // Untouched: EXEC runs.
+        &[
+            (0, &["WATCH", "k"]),
+            (0, &["MULTI"]),
+            (0, &["SET", "k", "1"]),
+            (0, &["EXEC"]),
+        ],
+        // Written by another client: EXEC answers null.
+        &[
+            (0, &["WATCH", "k"]),
+            (1, &["SET", "k", "2"]),
+            (0, &["MULTI"]),
+            (0, &["INCR", "k"]),
+            (0, &["EXEC"]),
+            (0, &["GET", "k"]),
+        ],
+        // A write of another type, and a delete.
+        &[
+            (0, &["WATCH", "l"]),
+            (1, &["LPUSH", "l", "x"]),
+            (0, &["MULTI"]),
+            (0, &["LLEN", "l"]),
+            (0, &["EXEC"]),
+        ],
+        &[
+            (1, &["SET", "d", "1"]),
+            (0, &["WATCH", "d"]),
+            (1, &["DEL", "d"]),
+            (0, &["MULTI"]),
+            (0, &["PING"]),
+            (0, &["EXEC"]),
+        ],
+        // Deleting a missing key is no write.
+        &[
+            (0, &["WATCH", "nokey"]),
+            (1, &["DEL", "nokey"]),
+            (0, &["MULTI"]),
+            (0, &["PING"]),
+            (0, &["EXEC"]),
+        ],
+        // FLUSHALL and SWAPDB touch everything.
+        &[
+            (1, &["SET", "f", "1"]),
+            (0, &["WATCH", "f"]),
+            (1, &["FLUSHALL"]),
+            (0, &["MULTI"]),
+            (0, &["PING"]),
+            (0, &["EXEC"]),
+        ],
+        &[
+            (1, &["SET", "s", "1"]),
+            (0, &["WATCH", "s"]),
+            (1, &["SWAPDB", "0", "1"]),
+            (0, &["MULTI"]),
+            (0, &["PING"]),
+            (0, &["EXEC"]),
+            (1, &["SWAPDB", "0", "1"]),
+        ],
+        // UNWATCH forgets; EXEC and DISCARD unwatch.
+        &[
+            (0, &["WATCH", "u"]),
+            (0, &["UNWATCH"]),
+            (1, &["SET", "u", "1"]),
+            (0, &["MULTI"]),
+            (0, &["GET", "u"]),
+            (0, &["EXEC"]),
+        ],
+        &[
+            (0, &["WATCH", "v"]),
+            (0, &["MULTI"]),
+            (0, &["DISCARD"]),
+            (1, &["SET", "v", "1"]),
+            (0, &["MULTI"]),
+            (0, &["GET", "v"]),
+            (0, &["EXEC"]),
+        ],
+        // Queued commands run together, including errors at run time and SELECT.
+        &[
+            (0, &["MULTI"]),
+            (0, &["SET", "a", "1"]),
+            (0, &["LPUSH", "a", "x"]),
+            (0, &["SELECT", "1"]),
+            (0, &["SET", "a", "2"]),
+            (0, &["DBSIZE"]),
+            (0, &["SELECT", "0"]),
+            (0, &["KEYS", "a"]),
+            (0, &["FLUSHDB"]),
+            (0, &["EXEC"]),
+            (1, &["GET", "a"]),
+        ],
+        &[
+            (0, &["MULTI"]),
+            (0, &["SWAPDB", "0", "1"]),
+            (0, &["INFO", "nosuchsection"]),
+            (0, &["RANDOMKEY"]),
+            (0, &["SCAN", "0"]),
+            (0, &["EXEC"]),
+        ],
+    ];
+    for (n, scenario) in scenarios.iter().enumerate() {
+        let mut results = Vec::new();
+        for addr in [redis.addr(), redline.addr] {
+            let mut conns = [Conn::connect(addr), Conn::connect(addr)];
+            conns[0].cmd(&["FLUSHALL"]);
+            let mut replies = Vec::new();
+            for (who, command) in scenario.iter() {
+                replies.push(show(&conns[*who as usize].cmd(command)));
+            }
+            results.push(replies);
+        }
+        assert_eq!(results[0], results[1], "scenario {n}");
     }
 }
 

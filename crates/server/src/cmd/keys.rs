@@ -161,7 +161,7 @@ fn keys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let db = ctx.db();
     let mut found: Vec<Vec<u8>> = Vec::new();
     for i in 0..db.shard_count() {
-        db.lock_index(i).for_each_live(|key, _| {
+        ctx.lock_index(i).for_each_live(|key, _| {
             if all || glob_match(pattern, key, false) {
                 found.push(key.to_vec());
             }
@@ -216,13 +216,14 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                     .is_none_or(|t| t.eq_ignore_ascii_case(entry.value.type_name().as_bytes()))
         };
         let start = (position > 0).then_some(position as usize);
-        let next = db.lock_index(shard).scan(start, budget, |key, entry| {
+        let next = ctx.lock_index(shard).scan(start, budget, |key, entry| {
             visited += 1;
             if keep(key, entry) {
                 found.push(key.to_vec());
             }
         });
-        budget = budget.saturating_sub(visited.max(1));
+        // Empty shards cost nothing, so an empty keyspace answers cursor 0 at once.
+        budget = budget.saturating_sub(visited);
         if next > 0 {
             position = next as u64;
             if budget == 0 {
@@ -253,7 +254,7 @@ fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let shards = db.shard_count();
     let start = fastrand::usize(..shards);
     for i in 0..shards {
-        if let Some(key) = db.lock_index(start + i).random_key() {
+        if let Some(key) = ctx.lock_index((start + i) % shards).random_key() {
             encode::write_bulk(ctx.out, &key);
             return Ok(());
         }

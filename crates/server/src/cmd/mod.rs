@@ -8,6 +8,7 @@
 //! `Err` only before writing anything, and the dispatcher writes that error.
 
 pub mod args;
+mod ctx;
 pub mod float;
 pub mod hashes;
 pub mod keys;
@@ -17,58 +18,18 @@ pub mod reply;
 pub mod server;
 pub mod sets;
 pub mod strings;
+pub mod tx;
 pub mod zsets;
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use redline_resp::command::{self, CommandFlags, CommandSpec};
-use redline_resp::{encode, Protocol};
+use redline_resp::encode;
 
-use crate::net::client::ClientState;
-use crate::shared::Shared;
-use crate::store::{Db, Locked, Shard};
-use parking_lot::MutexGuard;
+pub use ctx::{Ctx, KeysRef, ShardRef};
 pub use reply::{CmdError, CmdResult};
-
-/// What a handler can reach: the server, its own connection's state, and the output.
-pub struct Ctx<'a> {
-    /// Server-wide state.
-    pub shared: &'a Shared,
-    /// The calling connection.
-    pub client: &'a mut ClientState,
-    /// Where replies go.
-    pub out: &'a mut BytesMut,
-}
-
-impl<'a> Ctx<'a> {
-    /// The selected database (borrowed from the server, not from `self`, so a shard can
-    /// stay locked while the reply is written to `out`).
-    #[inline]
-    pub fn db(&self) -> &'a Db {
-        self.shared.store.db(self.client.db)
-    }
-
-    /// Locks the shard of `key` in the selected database. Commands lock through the
-    /// context, never `Db` directly, so MULTI/EXEC can later hand them the shards it
-    /// already holds (see the module notes) without touching any command.
-    #[inline]
-    pub fn lock(&self, key: &[u8]) -> MutexGuard<'a, Shard> {
-        self.db().lock(key)
-    }
-
-    /// Locks the shards of several keys in ascending order (multi-key commands).
-    pub fn lock_keys<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> Locked<'a> {
-        self.db().lock_keys(keys)
-    }
-
-    /// The connection's protocol.
-    #[inline]
-    pub fn proto(&self) -> Protocol {
-        self.client.protocol
-    }
-}
 
 /// A command implementation: `args[0]` is the command name.
 pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> CmdResult;
@@ -83,6 +44,7 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(hashes::COMMANDS);
     all.extend_from_slice(sets::COMMANDS);
     all.extend_from_slice(zsets::COMMANDS);
+    all.extend_from_slice(tx::COMMANDS);
     all
 }
 
@@ -130,8 +92,9 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     };
     let Some(mut spec) = command::lookup(name) else {
-        return Err(reply::unknown_command(args));
+        return reject(ctx, reply::unknown_command(args));
     };
+    let top = spec.name;
     if spec.has_subcommands() && args.len() >= 2 {
         spec = match command::lookup_subcommand(spec, &args[1]) {
             Some(sub) => sub,
@@ -139,19 +102,35 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             None if spec.name == "client" && args::is(&args[1], "setinfo") => {
                 return server::client_setinfo(ctx, args)
             }
-            None => return Err(reply::unknown_subcommand(spec.name, &args[1])),
+            None => return reject(ctx, reply::unknown_subcommand(spec.name, &args[1])),
         };
     }
     if !spec.arity_ok(args.len()) {
-        return Err(reply::wrong_arity(spec.name));
+        return reject(ctx, reply::wrong_arity(spec.name));
     }
     if !ctx.client.authenticated && !spec.flags.contains(CommandFlags::NO_AUTH) {
-        return Err(reply::NOAUTH);
+        return reject(ctx, reply::NOAUTH);
     }
-    match handler_of(spec) {
-        Some(handler) => handler(ctx, args),
-        None => Err(reply::unknown_command(args)),
+    let Some(handler) = handler_of(spec) else {
+        return reject(ctx, reply::unknown_command(args));
+    };
+    if let Some(queue) = ctx.client.multi.as_mut() {
+        if !tx::runs_inside_multi(top) {
+            queue.push(args.to_vec());
+            ctx.out.extend_from_slice(b"+QUEUED\r\n");
+            return Ok(());
+        }
     }
+    handler(ctx, args)
+}
+
+/// A command refused before it runs; inside MULTI that also dooms the transaction
+/// (EXEC will answer EXECABORT), as in Redis.
+fn reject(ctx: &mut Ctx<'_>, error: CmdError) -> CmdResult {
+    if ctx.client.multi.is_some() {
+        ctx.client.multi_failed = true;
+    }
+    Err(error)
 }
 
 /// Names of implemented commands (tests, COMMAND DOCS).

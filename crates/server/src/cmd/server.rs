@@ -97,7 +97,7 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         other => other,
     })?;
-    ctx.shared.store.swap_dbs(a, b);
+    ctx.swap_dbs(a, b);
     ok(ctx.out);
     Ok(())
 }
@@ -113,6 +113,9 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     ctx.client.protocol = Protocol::Resp2;
     ctx.client.name = None;
     ctx.client.authenticated = ctx.shared.config.read().requirepass.is_empty();
+    ctx.client.multi = None;
+    ctx.client.multi_failed = false;
+    super::tx::unwatch_all(ctx.shared, ctx.client);
     ctx.out.put_slice(b"+RESET\r\n");
     Ok(())
 }
@@ -209,7 +212,10 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn dbsize(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    encode::write_integer(ctx.out, ctx.db().len() as i64);
+    let len: usize = (0..ctx.db().shard_count())
+        .map(|i| ctx.lock_index(i).len())
+        .sum();
+    encode::write_integer(ctx.out, len as i64);
     Ok(())
 }
 
@@ -223,18 +229,33 @@ fn flush_mode(args: &[Bytes]) -> CmdResult {
 
 fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     flush_mode(args)?;
-    ctx.db().clear();
+    clear_db(ctx, ctx.client.db);
     ok(ctx.out);
     Ok(())
 }
 
 fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     flush_mode(args)?;
-    for db in ctx.shared.store.dbs() {
-        db.clear();
+    for db in 0..ctx.shared.store.db_count() {
+        clear_db(ctx, db);
     }
     ok(ctx.out);
     Ok(())
+}
+
+/// Empties database `db`, shard by shard (each shard under its own lock, or the ones
+/// EXEC holds).
+fn clear_db(ctx: &Ctx<'_>, db: usize) {
+    for i in 0..ctx.shared.store.db(db).shard_count() {
+        ctx.lock_in(db, i).clear();
+    }
+}
+
+/// Sums `f` over every shard of database `db`.
+fn sum_shards(ctx: &Ctx<'_>, db: usize, f: impl Fn(&crate::store::Shard) -> u64) -> u64 {
+    (0..ctx.shared.store.db(db).shard_count())
+        .map(|i| f(&ctx.lock_in(db, i)))
+        .sum()
 }
 
 fn time(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
@@ -314,7 +335,9 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         );
     }
     if want("stats") {
-        let expiry = shared.store.expiry_stats();
+        let dbs = shared.store.db_count();
+        let expired: u64 = (0..dbs).map(|d| sum_shards(ctx, d, |s| s.expired)).sum();
+        let sampled: u64 = (0..dbs).map(|d| sum_shards(ctx, d, |s| s.sampled)).sum();
         let _ = write!(
             text,
             "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpire_sampled_keys:{}\r\n\r\n",
@@ -322,19 +345,19 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             shared.stats.commands_processed.load(Ordering::Relaxed)
                 + ctx.client.commands_since_flush,
             shared.stats.rejected_connections.load(Ordering::Relaxed),
-            expiry.expired,
-            expiry.sampled,
+            expired,
+            sampled,
         );
     }
     if want("keyspace") {
         text.push_str("# Keyspace\r\n");
-        for (i, db) in shared.store.dbs().iter().enumerate() {
-            let keys = db.len();
+        for i in 0..shared.store.db_count() {
+            let keys = sum_shards(ctx, i, |s| s.len() as u64);
             if keys > 0 {
                 let _ = write!(
                     text,
                     "db{i}:keys={keys},expires={},avg_ttl=0\r\n",
-                    db.ttl_len()
+                    sum_shards(ctx, i, |s| s.ttl_len() as u64)
                 );
             }
         }
@@ -355,15 +378,8 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn approximate_memory(ctx: &Ctx<'_>) -> usize {
-    ctx.shared
-        .store
-        .dbs()
-        .iter()
-        .map(|db| {
-            (0..db.shard_count())
-                .map(|i| db.lock_index(i).keys_heap_size())
-                .sum::<usize>()
-        })
+    (0..ctx.shared.store.db_count())
+        .map(|d| sum_shards(ctx, d, |s| s.keys_heap_size() as u64) as usize)
         .sum()
 }
 

@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use bytes::Bytes;
 use redline_resp::Protocol;
 
 /// Per-connection state, owned by the connection task (no locking).
@@ -31,6 +32,25 @@ pub struct ClientState {
     pub close_after_reply: bool,
     /// Commands run since the last flush of the counters to the server's stats.
     pub commands_since_flush: u64,
+    /// Commands queued since MULTI; `None` outside a transaction.
+    pub multi: Option<Vec<Vec<Bytes>>>,
+    /// A command was refused while queueing: EXEC will answer EXECABORT.
+    pub multi_failed: bool,
+    /// Keys under WATCH, with their versions at WATCH time.
+    pub watched: Vec<WatchedKey>,
+}
+
+/// One WATCHed key.
+#[derive(Debug, Clone)]
+pub struct WatchedKey {
+    /// Database of the key.
+    pub db: usize,
+    /// The key.
+    pub key: Vec<u8>,
+    /// The shard's version of the key when WATCH ran.
+    pub version: u64,
+    /// The key was already expired (not yet reclaimed) when WATCH ran.
+    pub expired_at_watch: bool,
 }
 
 impl ClientState {
@@ -48,6 +68,9 @@ impl ClientState {
             created: Instant::now(),
             close_after_reply: false,
             commands_since_flush: 0,
+            multi: None,
+            multi_failed: false,
+            watched: Vec::new(),
         }
     }
 }

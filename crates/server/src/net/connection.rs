@@ -97,6 +97,14 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr, id:
     connection.flush_counters();
 }
 
+impl Drop for Connection<'_> {
+    /// Releases the client's WATCHes however the connection ends (closed, killed,
+    /// server shutdown), so shards do not keep versions for clients that are gone.
+    fn drop(&mut self) {
+        cmd::tx::unwatch_all(self.shared, &mut self.client);
+    }
+}
+
 impl Connection<'_> {
     /// The read → execute → write loop.
     pub async fn run(&mut self) -> io::Result<()> {
@@ -144,11 +152,7 @@ impl Connection<'_> {
         while !self.client.close_after_reply {
             match self.decoder.decode(&mut self.input) {
                 Ok(Some(args)) => {
-                    let mut ctx = Ctx {
-                        shared: self.shared,
-                        client: &mut self.client,
-                        out: &mut self.output,
-                    };
+                    let mut ctx = Ctx::new(self.shared, &mut self.client, &mut self.output);
                     cmd::execute(&mut ctx, &args);
                     self.client.commands_since_flush += 1;
                     if self.output.len() >= FLUSH_AT {

@@ -11,6 +11,7 @@
 
 mod compact;
 pub mod expiry;
+mod held;
 mod shard;
 mod value;
 mod zset;
@@ -21,6 +22,7 @@ use parking_lot::{Mutex, MutexGuard};
 use redline_resp::slot::key_slot;
 
 pub use compact::{CompactBytes, INLINE_CAPACITY};
+pub use held::{Held, HeldShards, ShardMap};
 pub use shard::{SampleResult, Shard};
 pub use value::{canonical_int, Entry, HashValue, Hasher, ListValue, SetValue, Value};
 pub use zset::{Score, ZSet};

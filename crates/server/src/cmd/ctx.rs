@@ -1,0 +1,151 @@
+//! The context a command runs in, and the only way commands reach shards.
+//!
+//! Outside a transaction `lock`/`lock_keys`/`lock_index` lock shards for the length of
+//! the command. Inside EXEC the transaction already holds them ([`Held`]) and these
+//! calls borrow from it instead, so the same command code runs in both cases and a
+//! queued command can never deadlock against its own transaction.
+
+use std::cell::RefMut;
+use std::ops::{Deref, DerefMut};
+
+use bytes::BytesMut;
+use parking_lot::MutexGuard;
+use redline_resp::Protocol;
+
+use crate::net::client::ClientState;
+use crate::shared::Shared;
+use crate::store::{Db, HeldShards, Locked, Shard, ShardMap};
+
+/// What a handler can reach: the server, its own connection's state, and the output.
+pub struct Ctx<'a> {
+    /// Server-wide state.
+    pub shared: &'a Shared,
+    /// The calling connection.
+    pub client: &'a mut ClientState,
+    /// Where replies go.
+    pub out: &'a mut BytesMut,
+    /// The shards EXEC holds while it runs the queued commands; `None` otherwise.
+    pub held: Option<&'a (dyn HeldShards + 'a)>,
+}
+
+/// One shard, locked for this command or borrowed from the running transaction.
+pub enum ShardRef<'a> {
+    /// Locked now; unlocked when dropped.
+    Owned(MutexGuard<'a, Shard>),
+    /// Held by EXEC.
+    Held(RefMut<'a, Shard>),
+}
+
+impl Deref for ShardRef<'_> {
+    type Target = Shard;
+    #[inline]
+    fn deref(&self) -> &Shard {
+        match self {
+            ShardRef::Owned(g) => g,
+            ShardRef::Held(g) => g,
+        }
+    }
+}
+
+impl DerefMut for ShardRef<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Shard {
+        match self {
+            ShardRef::Owned(g) => g,
+            ShardRef::Held(g) => g,
+        }
+    }
+}
+
+/// The shards of a multi-key command.
+pub enum KeysRef<'a> {
+    /// Locked now, in ascending order.
+    Owned(Locked<'a>),
+    /// Held by EXEC.
+    Held {
+        /// The transaction's shards.
+        held: RefMut<'a, dyn ShardMap + 'a>,
+        /// The database the command runs in.
+        db: &'a Db,
+        /// Its index.
+        index: usize,
+    },
+}
+
+impl KeysRef<'_> {
+    /// The shard that holds `key`.
+    pub fn shard(&mut self, key: &[u8]) -> &mut Shard {
+        match self {
+            KeysRef::Owned(locked) => locked.shard(key),
+            KeysRef::Held { held, db, index } => {
+                let shard = db.shard_index(key);
+                held.shard(*index, shard)
+            }
+        }
+    }
+}
+
+impl<'a> Ctx<'a> {
+    /// A context for one command outside a transaction.
+    pub fn new(shared: &'a Shared, client: &'a mut ClientState, out: &'a mut BytesMut) -> Self {
+        Ctx {
+            shared,
+            client,
+            out,
+            held: None,
+        }
+    }
+
+    /// The selected database (borrowed from the server, not from `self`, so a shard can
+    /// stay locked while the reply is written to `out`).
+    #[inline]
+    pub fn db(&self) -> &'a Db {
+        self.shared.store.db(self.client.db)
+    }
+
+    /// The shard of `key` in the selected database.
+    #[inline]
+    pub fn lock(&self, key: &[u8]) -> ShardRef<'a> {
+        let db = self.db();
+        self.lock_in(self.client.db, db.shard_index(key))
+    }
+
+    /// Shard number `index` of the selected database (whole-keyspace commands).
+    pub fn lock_index(&self, index: usize) -> ShardRef<'a> {
+        self.lock_in(self.client.db, index)
+    }
+
+    /// Shard number `index` of database `db`.
+    pub fn lock_in(&self, db: usize, index: usize) -> ShardRef<'a> {
+        match self.held {
+            None => ShardRef::Owned(self.shared.store.db(db).lock_index(index)),
+            Some(held) => ShardRef::Held(RefMut::map(held.borrow_map(), |h| h.shard(db, index))),
+        }
+    }
+
+    /// The shards of several keys, locked in ascending order (multi-key commands).
+    pub fn lock_keys<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> KeysRef<'a> {
+        match self.held {
+            None => KeysRef::Owned(self.db().lock_keys(keys)),
+            Some(held) => KeysRef::Held {
+                held: held.borrow_map(),
+                db: self.db(),
+                index: self.client.db,
+            },
+        }
+    }
+
+    /// Exchanges two databases (SWAPDB), atomically in both modes.
+    pub fn swap_dbs(&self, a: usize, b: usize) {
+        match self.held {
+            None => self.shared.store.swap_dbs(a, b),
+            Some(held) => held.borrow_map().swap(a, b),
+        }
+    }
+
+    /// The connection's protocol.
+    #[inline]
+    pub fn proto(&self) -> Protocol {
+        self.client.protocol
+    }
+}

@@ -1,0 +1,101 @@
+//! Shards held for the length of a transaction: MULTI/EXEC locks every shard of every
+//! database it may touch, in one global order (database, then shard), before the first
+//! queued command runs, and releases them after the last; the queued commands borrow
+//! their shards from here instead of locking. That makes EXEC atomic and isolated
+//! without a global lock on the ordinary path.
+//!
+//! For now EXEC holds every shard (simple and always right); holding only the shards of
+//! the queued commands' keys, when they are all known, is the planned refinement.
+
+use std::cell::{RefCell, RefMut};
+
+use parking_lot::MutexGuard;
+
+use super::{Shard, Store};
+
+/// Access to held shards, with the guards' lifetime hidden behind a trait object: a
+/// context borrowing the transaction for a short time cannot name the (longer)
+/// lifetime of the locks themselves.
+pub trait ShardMap {
+    /// Shard `index` of database `db`.
+    fn shard(&mut self, db: usize, index: usize) -> &mut Shard;
+    /// SWAPDB on held shards.
+    fn swap(&mut self, a: usize, b: usize);
+}
+
+/// A transaction's shards, shared by the commands it runs one after another.
+pub trait HeldShards {
+    /// Borrows the held shards (one command at a time).
+    fn borrow_map(&self) -> RefMut<'_, dyn ShardMap + '_>;
+}
+
+impl ShardMap for Held<'_> {
+    fn shard(&mut self, db: usize, index: usize) -> &mut Shard {
+        self.get_or_first(db, index)
+    }
+    fn swap(&mut self, a: usize, b: usize) {
+        self.swap_dbs(a, b)
+    }
+}
+
+impl HeldShards for RefCell<Held<'_>> {
+    fn borrow_map(&self) -> RefMut<'_, dyn ShardMap + '_> {
+        RefMut::map(self.borrow_mut(), |h| h as &mut dyn ShardMap)
+    }
+}
+
+/// Locked shards, sorted by (database, shard).
+pub struct Held<'a> {
+    guards: Vec<((usize, usize), MutexGuard<'a, Shard>)>,
+}
+
+impl<'a> Held<'a> {
+    /// Locks every shard of every database, in order.
+    pub fn all(store: &'a Store) -> Held<'a> {
+        let mut guards = Vec::new();
+        for (d, db) in store.dbs().iter().enumerate() {
+            for i in 0..db.shard_count() {
+                guards.push(((d, i), db.lock_index(i)));
+            }
+        }
+        Held { guards }
+    }
+
+    /// Shard `index` of database `db`, if held.
+    pub fn get(&mut self, db: usize, index: usize) -> Option<&mut Shard> {
+        let pos = self
+            .guards
+            .binary_search_by_key(&(db, index), |(k, _)| *k)
+            .ok()?;
+        Some(&mut *self.guards[pos].1)
+    }
+
+    /// Shard `index` of database `db`. EXEC holds every shard, so the shard is always
+    /// there; should a plan ever miss one, the first held shard is returned rather
+    /// than panicking (and the miss shows up as wrong data in tests, not a crash).
+    pub fn get_or_first(&mut self, db: usize, index: usize) -> &mut Shard {
+        let pos = self
+            .guards
+            .binary_search_by_key(&(db, index), |(k, _)| *k)
+            .unwrap_or(0);
+        &mut self.guards[pos].1
+    }
+
+    /// Exchanges the contents of databases `a` and `b` (SWAPDB inside EXEC).
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        if a == b {
+            return;
+        }
+        let (lo, hi) = (a.min(b), a.max(b));
+        let split = self.guards.partition_point(|((d, _), _)| *d < hi);
+        let (low, high) = self.guards.split_at_mut(split);
+        for ((d, i), x) in low.iter_mut() {
+            if *d != lo {
+                continue;
+            }
+            if let Some((_, y)) = high.iter_mut().find(|((e, j), _)| *e == hi && j == i) {
+                x.swap(y);
+            }
+        }
+    }
+}
