@@ -160,7 +160,9 @@ impl Client {
 /// Finishes a command for a shared connection, refusing those that would take it over.
 fn prepare(cmd: Cmd) -> Result<Bytes, Error> {
     match cmd.restriction() {
-        Restriction::None | Restriction::ClientSubcommand => Ok(cmd.into_bytes()),
+        Restriction::None | Restriction::ClientSubcommand | Restriction::StreamRead => {
+            Ok(cmd.into_bytes())
+        }
         Restriction::Dedicated(name) | Restriction::PipelineOnly(name) => {
             Err(Error::NotMultiplexable {
                 command: name.into(),

@@ -41,6 +41,8 @@ pub(crate) enum Restriction {
     Dedicated(&'static str),
     /// `CLIENT`: depends on the subcommand (REPLY must be refused).
     ClientSubcommand,
+    /// `XREAD`/`XREADGROUP` before `STREAMS`: refused if a `BLOCK` option appears.
+    StreamRead,
 }
 
 impl Cmd {
@@ -99,8 +101,20 @@ impl Cmd {
     pub fn push_arg(&mut self, arg: impl ToArg) {
         let start = self.buf.len();
         arg.write_arg(&mut self.buf);
-        if self.argc == 1 && self.restriction == Restriction::ClientSubcommand {
-            self.restriction = client_subcommand_restriction(&self.buf[start..]);
+        match self.restriction {
+            Restriction::ClientSubcommand if self.argc == 1 => {
+                self.restriction = client_subcommand_restriction(&self.buf[start..]);
+            }
+            Restriction::StreamRead => {
+                let arg = bulk_payload(&self.buf[start..]);
+                if arg.eq_ignore_ascii_case(b"BLOCK") {
+                    self.restriction = Restriction::Dedicated("XREAD BLOCK");
+                } else if arg.eq_ignore_ascii_case(b"STREAMS") {
+                    // Keys and ids follow; a key named BLOCK is just a key.
+                    self.restriction = Restriction::None;
+                }
+            }
+            _ => {}
         }
         self.argc += 1;
     }
@@ -132,6 +146,37 @@ impl Cmd {
 
     pub(crate) fn restriction(&self) -> Restriction {
         self.restriction
+    }
+
+    /// Appends arguments encoded earlier (so a command retried in another form, like
+    /// EVALSHA then EVAL, encodes its shared tail once).
+    pub(crate) fn append_encoded(mut self, args: &EncodedArgs) -> Cmd {
+        self.buf.extend_from_slice(&args.buf);
+        self.argc += args.count;
+        self
+    }
+}
+
+/// Arguments encoded without a command around them.
+#[derive(Debug, Default)]
+pub(crate) struct EncodedArgs {
+    buf: BytesMut,
+    count: usize,
+}
+
+impl EncodedArgs {
+    pub(crate) fn push(&mut self, arg: impl ToArg) {
+        arg.write_arg(&mut self.buf);
+        self.count += 1;
+    }
+
+    pub(crate) fn extend(&mut self, other: &EncodedArgs) {
+        self.buf.extend_from_slice(&other.buf);
+        self.count += other.count;
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.count
     }
 }
 
@@ -172,6 +217,9 @@ fn restriction_of(name_bulk: &[u8]) -> Restriction {
     }
     if name.eq_ignore_ascii_case(b"CLIENT") {
         return Restriction::ClientSubcommand;
+    }
+    if name.eq_ignore_ascii_case(b"XREAD") || name.eq_ignore_ascii_case(b"XREADGROUP") {
+        return Restriction::StreamRead;
     }
     if let Some(n) = DEDICATED
         .iter()
@@ -320,5 +368,17 @@ mod tests {
             Restriction::None
         );
         assert!(Cmd::from_args(Vec::<&str>::new()).is_none());
+        assert_eq!(
+            Cmd::from_args(["XREAD", "COUNT", "1", "block", "0", "STREAMS", "s", "$"])
+                .unwrap()
+                .restriction(),
+            Restriction::Dedicated("XREAD BLOCK")
+        );
+        assert_eq!(
+            Cmd::from_args(["XREAD", "STREAMS", "BLOCK", "0"])
+                .unwrap()
+                .restriction(),
+            Restriction::None
+        );
     }
 }

@@ -46,7 +46,10 @@ mod reply;
 
 pub use client::Client;
 pub use cmd::{Cmd, ToArg};
-pub use commands::{ExpireCondition, Expiry, SetCondition, SetOptions, ZAddOptions};
+pub use commands::{
+    ExpireCondition, Expiry, GeoMatch, GeoSearch, GeoUnit, Script, SetCondition, SetOptions,
+    StreamEntry, ZAddOptions,
+};
 pub use config::{Backoff, CaCerts, ClientCert, Config, FullQueue, PushHandler, TlsConfig};
 pub use dedicated::DedicatedConnection;
 pub use error::{Error, IoOp, Result, ServerErrorKind, TlsError, UrlError};

@@ -6,15 +6,21 @@
 //! [`Cmd`]: crate::Cmd
 
 mod blocking;
+mod geo;
 mod hashes;
 mod keys;
 mod lists;
+mod scripting;
 mod server;
 mod sets;
+mod streams;
 mod strings;
 mod zsets;
 
+pub use geo::{GeoMatch, GeoSearch, GeoUnit};
 pub use keys::ExpireCondition;
+pub use scripting::Script;
+pub use streams::StreamEntry;
 pub use strings::{Expiry, SetCondition, SetOptions};
 pub use zsets::ZAddOptions;
 

@@ -1,0 +1,145 @@
+//! Streams basics: XADD, XRANGE, XREVRANGE, XREAD (and XREAD BLOCK on a dedicated
+//! connection), XLEN, XDEL, XTRIM.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use redline_resp::Frame;
+
+use super::commands;
+use crate::client::Client;
+use crate::cmd::{Cmd, EncodedArgs, ToArg};
+use crate::error::Error;
+use crate::reply::{check, pairs, FromReply};
+
+/// One stream entry: its id and its field/value pairs in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamEntry {
+    /// `<millis>-<seq>`.
+    pub id: String,
+    /// Field/value pairs as added.
+    pub fields: Vec<(Bytes, Bytes)>,
+}
+
+impl FromReply for StreamEntry {
+    fn from_reply(frame: Frame) -> Result<Self, Error> {
+        let (id, fields): (String, Frame) = FromReply::from_reply(frame)?;
+        Ok(StreamEntry {
+            id,
+            // A deleted entry (XAUTOCLAIM, XPENDING races) has nil fields.
+            fields: pairs(fields)?,
+        })
+    }
+}
+
+/// The entries XREAD returned, per stream: a RESP2 array of `[key, entries]` or a RESP3
+/// map; nil (nothing new) is empty.
+fn read_reply(frame: Frame) -> Result<Vec<(Bytes, Vec<StreamEntry>)>, Error> {
+    match check(frame)? {
+        Frame::Null | Frame::NullArray | Frame::NullBulk => Ok(Vec::new()),
+        other => pairs(other),
+    }
+}
+
+/// `COUNT n STREAMS key... id...`.
+fn read_args(
+    mut cmd: Cmd,
+    streams: impl IntoIterator<Item = (impl ToArg, impl ToArg)>,
+    count: Option<u64>,
+) -> Cmd {
+    if let Some(count) = count {
+        cmd = cmd.arg("COUNT").arg(count);
+    }
+    let (mut keys, mut ids) = (EncodedArgs::default(), EncodedArgs::default());
+    for (key, id) in streams {
+        keys.push(key);
+        ids.push(id);
+    }
+    cmd.arg("STREAMS")
+        .append_encoded(&keys)
+        .append_encoded(&ids)
+}
+
+fn add_fields(mut cmd: Cmd, fields: impl IntoIterator<Item = (impl ToArg, impl ToArg)>) -> Cmd {
+    for (f, v) in fields {
+        cmd.push_arg(f);
+        cmd.push_arg(v);
+    }
+    cmd
+}
+
+commands! {
+    /// `XADD key id field value...`: the entry's id (`"*"` lets the server choose it).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let id = client.xadd("events", "*", [("type", "login"), ("user", "42")]).await?;
+    /// # let _ = id;
+    /// # Ok(()) }
+    /// ```
+    fn xadd(key: impl ToArg, id: impl ToArg, fields: impl IntoIterator<Item = (impl ToArg, impl ToArg)>) -> String {
+        add_fields(Cmd::new("XADD").arg(key).arg(id), fields)
+    }
+
+    /// `XADD key MAXLEN ~ max_len id field value...`: adds, trimming the stream to about
+    /// `max_len` entries.
+    fn xadd_capped(key: impl ToArg, max_len: u64, id: impl ToArg, fields: impl IntoIterator<Item = (impl ToArg, impl ToArg)>) -> String {
+        add_fields(Cmd::new("XADD").arg(key).arg("MAXLEN").arg("~").arg(max_len).arg(id), fields)
+    }
+
+    /// `XRANGE key start end` (`"-"` and `"+"` for the ends).
+    fn xrange(key: impl ToArg, start: impl ToArg, end: impl ToArg) -> Vec<StreamEntry> {
+        Cmd::new("XRANGE").arg(key).arg(start).arg(end)
+    }
+
+    /// `XRANGE key start end COUNT count`.
+    fn xrange_count(key: impl ToArg, start: impl ToArg, end: impl ToArg, count: u64) -> Vec<StreamEntry> {
+        Cmd::new("XRANGE").arg(key).arg(start).arg(end).arg("COUNT").arg(count)
+    }
+
+    /// `XREVRANGE key end start`: newest first.
+    fn xrevrange(key: impl ToArg, end: impl ToArg, start: impl ToArg) -> Vec<StreamEntry> {
+        Cmd::new("XREVRANGE").arg(key).arg(end).arg(start)
+    }
+
+    /// `XLEN key`.
+    fn xlen(key: impl ToArg) -> u64 { Cmd::new("XLEN").arg(key) }
+
+    /// `XDEL key id...`: how many entries were deleted.
+    fn xdel(key: impl ToArg, ids: impl IntoIterator<Item = impl ToArg>) -> u64 {
+        Cmd::new("XDEL").arg(key).args(ids)
+    }
+
+    /// `XTRIM key MAXLEN max_len`: how many entries were removed.
+    fn xtrim(key: impl ToArg, max_len: u64) -> u64 {
+        Cmd::new("XTRIM").arg(key).arg("MAXLEN").arg(max_len)
+    }
+
+    /// `XREAD [COUNT count] STREAMS key... id...` without blocking: entries after each
+    /// id, per stream (streams with nothing new are left out).
+    fn xread(streams: impl IntoIterator<Item = (impl ToArg, impl ToArg)>, count: Option<u64>) -> Vec<(Bytes, Vec<StreamEntry>)> as read_reply {
+        read_args(Cmd::new("XREAD"), streams, count)
+    }
+}
+
+impl Client {
+    /// `XREAD [COUNT count] BLOCK millis STREAMS key... id...` on a dedicated connection:
+    /// waits up to `block` (zero waits forever) for entries after each id (`"$"`: only
+    /// new ones). Empty on timeout.
+    pub async fn xread_block(
+        &self,
+        streams: impl IntoIterator<Item = (impl ToArg, impl ToArg)>,
+        count: Option<u64>,
+        block: Duration,
+    ) -> Result<Vec<(Bytes, Vec<StreamEntry>)>, Error> {
+        let millis = u64::try_from(block.as_millis()).unwrap_or(u64::MAX);
+        let mut cmd = Cmd::new("XREAD");
+        if let Some(count) = count {
+            cmd = cmd.arg("COUNT").arg(count);
+        }
+        let cmd = read_args(cmd.arg("BLOCK").arg(millis), streams, None);
+        let mut conn = self.dedicated().await?;
+        let frame: Frame = conn.query_within(cmd, self.blocking_limit(block)).await?;
+        read_reply(frame)
+    }
+}
