@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use redline_resp::Frame;
 
-use crate::cmd::{Cmd, Restriction};
+use crate::cmd::{Cmd, Restriction, ToArg};
 use crate::error::Error;
 use crate::net::{self, Connection, Endpoint};
+use crate::pipeline::{self, Pipeline};
 use crate::reply::FromReply;
 
 /// Idle dedicated connections kept per client; more are closed when returned.
@@ -133,6 +134,80 @@ impl DedicatedConnection {
             None => self.round_trip(cmd).await?,
         };
         T::from_reply(frame)
+    }
+
+    /// `WATCH key...`: EXEC of a later [atomic](crate::Pipeline::atomic) pipeline run on
+    /// this connection returns [`Error::TransactionAborted`] if any of the keys changed.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// use redline::{Cmd, Error};
+    ///
+    /// let mut conn = client.dedicated().await?;
+    /// loop {
+    ///     conn.watch(["stock"]).await?;
+    ///     let stock: i64 = conn.query(Cmd::new("GET").arg("stock")).await?;
+    ///     let mut tx = client.pipeline();
+    ///     tx.atomic().set("stock", stock - 1).incr("sold");
+    ///     match conn.run::<((), i64)>(&mut tx).await {
+    ///         Ok(_) => break,
+    ///         Err(Error::TransactionAborted) => continue, // someone else changed it: retry
+    ///         Err(e) => return Err(e),
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn watch(&mut self, keys: impl IntoIterator<Item = impl ToArg>) -> Result<(), Error> {
+        self.query(Cmd::new("WATCH").args(keys)).await
+    }
+
+    /// Runs a pipeline (or transaction) on this connection and converts the replies,
+    /// as [`Pipeline::query`](crate::Pipeline::query) does.
+    pub async fn run<T: FromReply>(&mut self, pipeline: &mut Pipeline) -> Result<T, Error> {
+        let frames = self.run_frames(pipeline).await?;
+        T::from_reply(Frame::Array(frames))
+    }
+
+    /// Runs a pipeline (or transaction) on this connection and returns the replies as
+    /// sent.
+    pub async fn run_frames(&mut self, pipeline: &mut Pipeline) -> Result<Vec<Frame>, Error> {
+        let encoded = pipeline.take()?;
+        if encoded.count == 0 {
+            return Ok(Vec::new());
+        }
+        let timeout = self.pool.command_timeout;
+        let exchange = self.exchange(&encoded.bytes, encoded.count);
+        let frames = match timeout {
+            Some(limit) => match tokio::time::timeout(limit, exchange).await {
+                Ok(result) => result?,
+                Err(_) => {
+                    self.conn = None;
+                    return Err(Error::Timeout(limit));
+                }
+            },
+            None => exchange.await?,
+        };
+        if encoded.atomic {
+            // EXEC (or its failure) ends any WATCH.
+            self.in_transaction = false;
+        }
+        pipeline::finish(frames, encoded.atomic)
+    }
+
+    /// Writes `bytes` and reads `count` replies.
+    async fn exchange(&mut self, bytes: &[u8], count: usize) -> Result<Vec<Frame>, Error> {
+        let mut conn = match self.conn.take() {
+            Some(conn) => conn,
+            None => net::connect(&self.pool.endpoint).await?,
+        };
+        let addr = &self.pool.endpoint.addr;
+        conn.write_all(bytes, addr).await?;
+        let mut frames = Vec::with_capacity(count);
+        for _ in 0..count {
+            frames.push(conn.read_reply(addr).await?);
+        }
+        self.conn = Some(conn);
+        Ok(frames)
     }
 
     /// One command, one reply. The connection is taken out while the command is in

@@ -36,6 +36,15 @@ pub struct Pipeline {
     buf: BytesMut,
     count: usize,
     invalid: Option<Error>,
+    atomic: bool,
+}
+
+/// A pipeline taken apart for sending: bytes, reply count, and whether it is wrapped in
+/// MULTI/EXEC.
+pub(crate) struct Encoded {
+    pub(crate) bytes: bytes::Bytes,
+    pub(crate) count: usize,
+    pub(crate) atomic: bool,
 }
 
 impl Pipeline {
@@ -45,7 +54,32 @@ impl Pipeline {
             buf: BytesMut::new(),
             count: 0,
             invalid: None,
+            atomic: false,
         }
+    }
+
+    /// Makes the pipeline a transaction: it is sent as `MULTI`, the commands, `EXEC`, and
+    /// the replies are those of the commands as EXEC returns them. Redis runs them with
+    /// nothing from other connections in between. If EXEC returns nil (a key watched on
+    /// a [`DedicatedConnection`](crate::DedicatedConnection) changed), the result is
+    /// [`Error::TransactionAborted`]; if a command was refused while queuing, EXEC's
+    /// `EXECABORT` error.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let (balance, _): (i64, i64) = client
+    ///     .pipeline()
+    ///     .atomic()
+    ///     .decr_by("account:a", 10)
+    ///     .incr_by("account:b", 10)
+    ///     .query()
+    ///     .await?;
+    /// # let _ = balance;
+    /// # Ok(()) }
+    /// ```
+    pub fn atomic(&mut self) -> &mut Self {
+        self.atomic = true;
+        self
     }
 
     /// Queues any command. `MULTI`/`EXEC` are allowed here (the unit keeps them
@@ -96,6 +130,33 @@ impl Pipeline {
         self.buf.clear();
         self.count = 0;
         self.invalid = None;
+        self.atomic = false;
+    }
+
+    /// Takes the queued commands out for sending (the pipeline is empty afterwards).
+    pub(crate) fn take(&mut self) -> Result<Encoded, Error> {
+        let count = std::mem::take(&mut self.count);
+        let atomic = std::mem::take(&mut self.atomic);
+        let body = self.buf.split();
+        if let Some(err) = self.invalid.take() {
+            return Err(err);
+        }
+        if !atomic || count == 0 {
+            return Ok(Encoded {
+                bytes: body.freeze(),
+                count,
+                atomic: false,
+            });
+        }
+        let mut bytes = BytesMut::with_capacity(body.len() + 32);
+        bytes.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n");
+        bytes.extend_from_slice(&body);
+        bytes.extend_from_slice(b"*1\r\n$4\r\nEXEC\r\n");
+        Ok(Encoded {
+            bytes: bytes.freeze(),
+            count: count + 2,
+            atomic: true,
+        })
     }
 
     /// Sends the queued commands and converts the replies, as one array, to `T`: a tuple
@@ -109,11 +170,30 @@ impl Pipeline {
     /// Sends the queued commands and returns every reply as sent, error replies included
     /// as [`Frame::Error`], so one failing command does not hide the others' results.
     pub async fn query_frames(&mut self) -> Result<Vec<Frame>, Error> {
-        let count = std::mem::take(&mut self.count);
-        let bytes = self.buf.split().freeze();
-        if let Some(err) = self.invalid.take() {
-            return Err(err);
-        }
-        self.client.pool().pick().send_many(bytes, count).await
+        let encoded = self.take()?;
+        let frames = self
+            .client
+            .pool()
+            .pick()
+            .send_many(encoded.bytes, encoded.count)
+            .await?;
+        finish(frames, encoded.atomic)
+    }
+}
+
+/// For a transaction, replaces `[OK, QUEUED..., EXEC reply]` with EXEC's replies.
+pub(crate) fn finish(mut frames: Vec<Frame>, atomic: bool) -> Result<Vec<Frame>, Error> {
+    if !atomic {
+        return Ok(frames);
+    }
+    match frames.pop() {
+        Some(Frame::Array(replies)) => Ok(replies),
+        Some(Frame::Null | Frame::NullArray) => Err(Error::TransactionAborted),
+        Some(Frame::Error(e) | Frame::BulkError(e)) => Err(Error::from_server_reply(&e)),
+        Some(other) => Err(Error::type_mismatch(
+            "EXEC reply",
+            crate::error::describe(&other),
+        )),
+        None => Ok(frames),
     }
 }

@@ -1,6 +1,6 @@
-//! Blocking pops on dedicated connections, against a real redis-server: they do not hold
+//! Dedicated connections against a real redis-server: blocking pops do not hold
 //! up the shared connection, honour their timeout, and leased connections are reused
-//! only when their state is clean.
+//! only when their state is clean; transactions (atomic pipelines, WATCH).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -184,4 +184,74 @@ async fn watch_multi_exec_on_a_dedicated_connection() {
     let exec: Option<Vec<i64>> = conn.query(Cmd::new("EXEC")).await.unwrap();
     assert_eq!(exec, None);
     assert_eq!(client.get("balance").await.unwrap(), Some(b("100")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn atomic_pipelines_and_watch() {
+    let server = RedisServer::start().unwrap();
+    let client = Client::connect(&server.url()).await.unwrap();
+    client.set("a", 100).await.unwrap();
+
+    // MULTI/EXEC on the shared connection: replies are EXEC's.
+    let (a, b2): (i64, i64) = client
+        .pipeline()
+        .atomic()
+        .decr_by("a", 10)
+        .incr_by("b", 10)
+        .query()
+        .await
+        .unwrap();
+    assert_eq!((a, b2), (90, 10));
+
+    // A command refused while queuing aborts the whole transaction.
+    let err = client
+        .pipeline()
+        .atomic()
+        .incr("a")
+        .cmd(["GET"]) // wrong arity
+        .query::<Vec<redline::Frame>>()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Server {
+                kind: redline::ServerErrorKind::ExecAbort,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(client.get("a").await.unwrap(), Some(b("90")));
+
+    // WATCH on a dedicated connection; a concurrent write aborts, typed.
+    let mut conn = client.dedicated().await.unwrap();
+    conn.watch(["a"]).await.unwrap();
+    let seen: i64 = conn.query(Cmd::new("GET").arg("a")).await.unwrap();
+    client.set("a", 0).await.unwrap();
+    let mut tx = client.pipeline();
+    tx.atomic().set("a", seen - 1);
+    let err = conn.run::<((),)>(&mut tx).await.unwrap_err();
+    assert!(matches!(err, Error::TransactionAborted), "{err:?}");
+    assert_eq!(client.get("a").await.unwrap(), Some(b("0")));
+
+    // Retry loop as documented: succeeds when nothing interferes.
+    loop {
+        conn.watch(["a"]).await.unwrap();
+        let seen: i64 = conn.query(Cmd::new("GET").arg("a")).await.unwrap();
+        let mut tx = client.pipeline();
+        tx.atomic().set("a", seen + 5).get("a");
+        match conn.run::<((), i64)>(&mut tx).await {
+            Ok((_, now)) => {
+                assert_eq!(now, 5);
+                break;
+            }
+            Err(Error::TransactionAborted) => continue,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    // Plain pipelines run on a dedicated connection too.
+    let mut p = client.pipeline();
+    p.incr("n").incr("n");
+    assert_eq!(conn.run::<Vec<i64>>(&mut p).await.unwrap(), vec![1, 2]);
 }
