@@ -9,12 +9,13 @@ use bytes::Bytes;
 use redline_resp::Frame;
 
 use crate::cmd::{Cmd, Restriction, ToArg};
-use crate::config::Config;
+use crate::config::{Backoff, Config};
 use crate::dedicated::{DedicatedConnection, DedicatedPool};
 use crate::error::Error;
 use crate::net::Endpoint;
 use crate::pipeline::Pipeline;
 use crate::pool::Pool;
+use crate::pubsub::Subscriber;
 use crate::reply::FromReply;
 
 /// A client for one Redis server.
@@ -41,6 +42,8 @@ pub struct Client {
 struct Inner {
     pool: Pool,
     dedicated: Arc<DedicatedPool>,
+    endpoint: Arc<Endpoint>,
+    backoff: Backoff,
     command_timeout: Option<Duration>,
 }
 
@@ -58,7 +61,9 @@ impl Client {
         Ok(Client {
             inner: Arc::new(Inner {
                 pool,
-                dedicated: DedicatedPool::new(endpoint, cfg.command_timeout),
+                dedicated: DedicatedPool::new(endpoint.clone(), cfg.command_timeout),
+                endpoint,
+                backoff: cfg.backoff,
                 command_timeout: cfg.command_timeout,
             }),
         })
@@ -140,6 +145,29 @@ impl Client {
     /// ```
     pub async fn dedicated(&self) -> Result<DedicatedConnection, Error> {
         self.inner.dedicated.lease().await
+    }
+
+    /// Opens a pub/sub connection. It resubscribes by itself after a reconnect; see
+    /// [`Subscriber`].
+    pub async fn subscriber(&self) -> Result<Subscriber, Error> {
+        Subscriber::connect(
+            self.inner.endpoint.clone(),
+            self.inner.backoff,
+            self.inner.command_timeout,
+        )
+        .await
+    }
+
+    /// `PUBLISH channel message`: how many subscribers received it.
+    pub async fn publish(&self, channel: impl ToArg, message: impl ToArg) -> Result<u64, Error> {
+        self.query(Cmd::new("PUBLISH").arg(channel).arg(message))
+            .await
+    }
+
+    /// `SPUBLISH shardchannel message` (Redis 7): how many subscribers received it.
+    pub async fn spublish(&self, channel: impl ToArg, message: impl ToArg) -> Result<u64, Error> {
+        self.query(Cmd::new("SPUBLISH").arg(channel).arg(message))
+            .await
     }
 
     /// How long a blocking command may wait in total: its own timeout (0 = forever) plus

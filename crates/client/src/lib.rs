@@ -42,6 +42,7 @@ mod mux;
 mod net;
 mod pipeline;
 mod pool;
+mod pubsub;
 mod reply;
 
 pub use client::Client;
@@ -54,5 +55,6 @@ pub use config::{Backoff, CaCerts, ClientCert, Config, FullQueue, PushHandler, T
 pub use dedicated::DedicatedConnection;
 pub use error::{Error, IoOp, Result, ServerErrorKind, TlsError, UrlError};
 pub use pipeline::Pipeline;
+pub use pubsub::{Message, Subscriber};
 pub use redline_resp::{Frame, Protocol};
 pub use reply::FromReply;

@@ -146,13 +146,21 @@ impl Connection {
             .map_err(|e| Error::io(IoOp::Write, addr, e))
     }
 
-    /// Reads the next reply, skipping push frames (handshake only).
+    /// Reads the next reply, skipping push frames (handshake and dedicated connections).
     pub(crate) async fn read_reply(&mut self, addr: &Arc<str>) -> Result<Frame, Error> {
         loop {
-            while let Some(frame) = self.decoder.decode(&mut self.rbuf)? {
-                if !matches!(frame, Frame::Push(_)) {
-                    return Ok(frame);
-                }
+            let frame = self.read_frame(addr).await?;
+            if !matches!(frame, Frame::Push(_)) {
+                return Ok(frame);
+            }
+        }
+    }
+
+    /// Reads the next frame of any kind. Cancel-safe: bytes read stay buffered.
+    pub(crate) async fn read_frame(&mut self, addr: &Arc<str>) -> Result<Frame, Error> {
+        loop {
+            if let Some(frame) = self.decoder.decode(&mut self.rbuf)? {
+                return Ok(frame);
             }
             self.rbuf.reserve(READ_CHUNK);
             let n = self
