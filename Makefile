@@ -7,7 +7,7 @@ CARGO ?= cargo
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: help deps run test bench fmt lint
+.PHONY: help deps run test bench fmt lint fuzz fuzz-deps
 
 help:
 	@echo "make run    build in release and run the demo (real redis-server, RESP round trips)"
@@ -16,6 +16,7 @@ help:
 	@echo "make fmt    format the code"
 	@echo "make lint   fmt check and clippy -D warnings"
 	@echo "make deps   install redis-server and redis-tools with apt-get if missing"
+	@echo "make fuzz   run every cargo-fuzz target for FUZZ_SECONDS (default 60) each, on nightly"
 
 # Tests start their own redis-server processes on free ports, so the service the Debian
 # package starts on 6379 is stopped and disabled right after installing it.
@@ -55,3 +56,25 @@ fmt:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# Fuzzing needs the nightly toolchain (rustup) and cargo-fuzz; both are installed when missing.
+# Each entry is <fuzz workspace dir>:<target>; a crate's fuzz/ folder is its own workspace.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= crates/resp/fuzz:parse crates/resp/fuzz:decoder crates/resp/fuzz:request
+
+fuzz-deps:
+	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+
+fuzz: fuzz-deps
+	@for entry in $(FUZZ_TARGETS); do \
+	  dir=$${entry%%:*}; target=$${entry##*:}; \
+	  dict=""; for d in $$dir/*.dict; do [ -f "$$d" ] && dict="-dict=$$(basename $$d)"; done; \
+	  log=$$(mktemp); \
+	  echo "fuzz: $$dir $$target for $(FUZZ_SECONDS)s"; \
+	  if (cd $$dir && $(CARGO) +nightly fuzz run $$target -- $$dict -max_total_time=$(FUZZ_SECONDS)) >"$$log" 2>&1; then \
+	    grep -E '^Done [0-9]+ runs' "$$log" || tail -n 3 "$$log"; rm -f "$$log"; \
+	  else \
+	    tail -n 40 "$$log"; echo "fuzz: $$target failed (log: $$log)" >&2; exit 1; \
+	  fi; \
+	done
