@@ -43,6 +43,7 @@ mod net;
 mod pipeline;
 mod pool;
 mod pubsub;
+mod raw;
 mod reply;
 
 pub use client::Client;
@@ -56,5 +57,6 @@ pub use dedicated::DedicatedConnection;
 pub use error::{Error, IoOp, Result, ServerErrorKind, TlsError, UrlError};
 pub use pipeline::Pipeline;
 pub use pubsub::{Message, Subscriber};
+pub use raw::{RawConnection, RawConnector};
 pub use redline_resp::{Frame, Protocol};
 pub use reply::FromReply;
