@@ -10,8 +10,17 @@
 
 use bytes::Bytes;
 
-/// The arguments of `line`, or `None` for unbalanced quotes.
-pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
+/// The arguments of `line`, or `None` for unbalanced quotes (redis-cli's
+/// "Invalid argument(s)").
+///
+/// ```
+/// use redline_resp::split_args;
+///
+/// let args = split_args(br#"SET k "a b" 'it\'s'"#).unwrap();
+/// assert_eq!(args, ["SET", "k", "a b", "it's"]);
+/// assert_eq!(split_args(b"GET \"unclosed"), None);
+/// ```
+pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
     let line = match memchr::memchr(0, line) {
         Some(nul) => &line[..nul],
         None => line,

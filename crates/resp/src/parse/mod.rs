@@ -17,6 +17,7 @@ mod request;
 use bytes::BytesMut;
 
 pub use decoder::Decoder;
+pub use inline::split_args;
 pub use request::RequestDecoder;
 
 use crate::{Frame, Limits, ProtocolError};
