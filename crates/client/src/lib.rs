@@ -33,6 +33,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod client;
+mod cluster;
 mod cmd;
 mod commands;
 mod config;
@@ -47,6 +48,9 @@ mod raw;
 mod reply;
 
 pub use client::Client;
+pub use cluster::{
+    ClusterClient, ClusterConfig, ClusterMetrics, ClusterPipeline, ClusterSubscriber, ReadFrom,
+};
 pub use cmd::{Cmd, ToArg};
 pub use commands::{
     ExpireCondition, Expiry, GeoMatch, GeoSearch, GeoUnit, Script, SetCondition, SetOptions,

@@ -24,7 +24,7 @@ pub use streams::StreamEntry;
 pub use strings::{Expiry, SetCondition, SetOptions};
 pub use zsets::ZAddOptions;
 
-/// Defines typed commands on `Client` and `Pipeline`.
+/// Defines typed commands on `Client` and `Pipeline` (and their cluster twins).
 ///
 /// `fn name(args) -> ReplyType [as convert_fn] { cmd_expression }`
 macro_rules! commands {
@@ -45,6 +45,25 @@ macro_rules! commands {
             )*
         }
         impl $crate::Pipeline {
+            $(
+                $(#[$meta])*
+                pub fn $name(&mut self, $($arg: $ty),*) -> &mut Self {
+                    self.add($body)
+                }
+            )*
+        }
+        // The same commands on a cluster: routed by key slot (see `cluster/`).
+        impl $crate::ClusterClient {
+            $(
+                $(#[$meta])*
+                pub fn $name(&self, $($arg: $ty),*)
+                    -> impl ::std::future::Future<Output = $crate::Result<$ret>> + Send + '_
+                {
+                    self.query_with($body, commands!(@convert [$ret] $($convert)?))
+                }
+            )*
+        }
+        impl $crate::ClusterPipeline {
             $(
                 $(#[$meta])*
                 pub fn $name(&mut self, $($arg: $ty),*) -> &mut Self {

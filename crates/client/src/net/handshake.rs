@@ -26,6 +26,8 @@ pub(crate) struct Handshake {
     /// `CLIENT SETINFO` x2 and `SELECT` if db != 0.
     post: Bytes,
     select: bool,
+    /// `READONLY` last (cluster replica reads): set by [`Handshake::readonly`].
+    readonly: bool,
 }
 
 impl Handshake {
@@ -74,7 +76,17 @@ impl Handshake {
             legacy_count,
             post: post.freeze(),
             select,
+            readonly: false,
         }
+    }
+
+    /// Adds `READONLY` to the handshake, so every (re)connection may serve reads from a
+    /// cluster replica.
+    pub(crate) fn readonly(&mut self) {
+        let mut post = BytesMut::from(&self.post[..]);
+        encode::command(&mut post, ["READONLY"]);
+        self.post = post.freeze();
+        self.readonly = true;
     }
 
     /// Runs the handshake and returns the protocol the connection speaks.
@@ -113,6 +125,11 @@ impl Handshake {
         conn.read_reply(addr).await?;
         conn.read_reply(addr).await?;
         if self.select {
+            if let Frame::Error(e) | Frame::BulkError(e) = conn.read_reply(addr).await? {
+                return Err(Error::from_server_reply(&e));
+            }
+        }
+        if self.readonly {
             if let Frame::Error(e) | Frame::BulkError(e) = conn.read_reply(addr).await? {
                 return Err(Error::from_server_reply(&e));
             }

@@ -1,0 +1,127 @@
+//! Many single-slot commands at once: grouped by the node that serves each slot, one
+//! queue entry (one write) per node, nodes in parallel, replies back in input order.
+//! Replies that are redirects (or connection failures that are safe to retry) are then
+//! re-sent one by one through the single-command path, which follows them. Used by
+//! cluster pipelines and by split multi-key commands.
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use redline_resp::Frame;
+
+use crate::error::Error;
+
+use super::client::Shared;
+use super::exec::{known_unsent, send_to_slot, SlotCommand};
+use super::join::join_all;
+use super::metrics::bump;
+use super::node::Node;
+use super::redirect::{classify, Redirect};
+
+/// Sends every command and returns each one's final reply, in order.
+pub(crate) async fn run(
+    shared: &Shared,
+    items: Vec<(Bytes, SlotCommand)>,
+) -> Vec<Result<Frame, Error>> {
+    // Group by node under one snapshot of the table.
+    let mut groups: Vec<(Arc<Node>, bool, Vec<usize>)> = Vec::new();
+    let mut unrouted = Vec::new();
+    {
+        let table = shared.table.load();
+        for (i, (_, cmd)) in items.iter().enumerate() {
+            let replica = if cmd.replica && cmd.readonly {
+                table.replica(cmd.slot)
+            } else {
+                None
+            };
+            let (node, is_replica) = match replica {
+                Some(n) => (n, true),
+                None => match table.master(cmd.slot) {
+                    Some(n) => (n, false),
+                    None => {
+                        unrouted.push(i);
+                        continue;
+                    }
+                },
+            };
+            match groups
+                .iter_mut()
+                .find(|(n, r, _)| n.addr == node.addr && *r == is_replica)
+            {
+                Some((_, _, members)) => members.push(i),
+                None => groups.push((node.clone(), is_replica, vec![i])),
+            }
+        }
+    }
+    let sent = join_all(groups.iter().map(|(node, replica, members)| {
+        let mut buf = BytesMut::with_capacity(members.iter().map(|&i| items[i].0.len()).sum());
+        for &i in members {
+            buf.extend_from_slice(&items[i].0);
+        }
+        let bytes = buf.freeze();
+        async move {
+            if *replica {
+                bump(&shared.metrics.replica_reads);
+                node.pick_readonly().send_many(bytes, members.len()).await
+            } else {
+                node.pick().send_many(bytes, members.len()).await
+            }
+        }
+    }))
+    .await;
+
+    let mut results: Vec<Option<Result<Frame, Error>>> = items.iter().map(|_| None).collect();
+    let mut again: Vec<usize> = unrouted;
+    for ((_, _, members), outcome) in groups.iter().zip(sent) {
+        match outcome {
+            Ok(frames) => {
+                for (&i, frame) in members.iter().zip(frames) {
+                    match classify(&frame) {
+                        None => results[i] = Some(Ok(frame)),
+                        Some(redirect) => {
+                            if let Redirect::Moved { slot, host, port } = &redirect {
+                                // Patch now so the re-sends (and everyone else) go right.
+                                if let (false, Ok(node)) =
+                                    (host.is_empty(), shared.registry.get(host, *port))
+                                {
+                                    bump(&shared.metrics.moved);
+                                    shared.patch(*slot, &node);
+                                    shared.request_refresh();
+                                }
+                            }
+                            again.push(i);
+                        }
+                    }
+                }
+            }
+            Err(err) => {
+                let safe =
+                    err.is_connection_error() && (shared.cfg.retry_writes || known_unsent(&err));
+                if err.is_connection_error() {
+                    shared.request_refresh();
+                }
+                for &i in members {
+                    if safe || (err.is_connection_error() && items[i].1.readonly) {
+                        again.push(i);
+                    } else {
+                        results[i] = Some(Err(err.clone()));
+                    }
+                }
+            }
+        }
+    }
+    again.sort_unstable();
+    let resent = join_all(
+        again
+            .iter()
+            .map(|&i| send_to_slot(shared, items[i].0.clone(), items[i].1)),
+    )
+    .await;
+    for (&i, result) in again.iter().zip(resent) {
+        results[i] = Some(result);
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or(Err(Error::Closed)))
+        .collect()
+}

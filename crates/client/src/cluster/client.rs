@@ -1,0 +1,387 @@
+//! [`ClusterClient`]: one handle to a whole Redis Cluster.
+//!
+//! The path of one `GET` on a cluster: `ClusterClient::get` → `Cmd` (encoded once) →
+//! [`route`](super::route::route) (command table: key positions → slot) →
+//! [`send_to_slot`](super::exec::send_to_slot): one atomic load of the current
+//! [`SlotTable`], the slot's master, its next multiplexer → the standalone client's
+//! `Multiplexer::send`. Redirects and retries happen there too; nothing on this path
+//! takes a lock.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use redline_resp::Frame;
+use tokio::sync::Notify;
+
+use crate::cmd::{Cmd, Restriction, ToArg};
+use crate::error::{Error, ServerErrorKind};
+use crate::reply::FromReply;
+
+use super::config::{ClusterConfig, ReadFrom};
+use super::exec::{send_to_slot, SlotCommand};
+use super::fanout::{self, Nodes};
+use super::metrics::{bump, ClusterMetrics, Metrics};
+use super::node::{Node, Registry};
+use super::pipeline::ClusterPipeline;
+use super::refresh;
+use super::route::{route, Fanout, Route, Target};
+use super::split;
+use super::table::SlotTable;
+
+/// A client for a Redis Cluster: commands go to the node that owns their keys' slot,
+/// multi-key commands are split by slot, and redirects, failovers and resharding are
+/// followed without the caller noticing. Cheap to clone (an `Arc`).
+///
+/// Typed commands are the same as on [`Client`](crate::Client).
+///
+/// ```no_run
+/// # async fn demo() -> redline::Result<()> {
+/// use redline::ClusterClient;
+///
+/// let cluster = ClusterClient::connect(["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"]).await?;
+/// cluster.set("user:{42}:name", "Ada").await?;
+/// cluster.mset([("a", "1"), ("b", "2")]).await?; // different slots: split, sent in parallel
+/// let values = cluster.mget(["a", "b", "user:{42}:name"]).await?;
+/// assert_eq!(values.len(), 3);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct ClusterClient {
+    inner: Arc<Shared>,
+}
+
+/// State shared by every clone and by the refresh task.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// The routing snapshot; replaced whole, read without a lock.
+    pub(crate) table: ArcSwap<SlotTable>,
+    pub(crate) registry: Registry,
+    pub(crate) cfg: ClusterConfig,
+    pub(crate) metrics: Metrics,
+    /// Wakes the refresh task (a stored permit coalesces many requests into one refresh).
+    pub(crate) refresh: Arc<Notify>,
+    /// Unknown (module) commands a node said have no keys.
+    keyless_unknown: Mutex<HashSet<Vec<u8>>>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // Lets the refresh task see that the client is gone.
+        self.refresh.notify_one();
+    }
+}
+
+impl Shared {
+    /// Asks the refresh task for a topology refresh (coalesced and rate-limited there).
+    #[inline]
+    pub(crate) fn request_refresh(&self) {
+        self.refresh.notify_one();
+    }
+
+    /// `MOVED`: points `slot` at `node` at once.
+    pub(crate) fn patch(&self, slot: u16, node: &Arc<Node>) {
+        self.table.rcu(|table| {
+            if table.serves(slot, &node.addr) {
+                Arc::clone(table)
+            } else {
+                Arc::new(table.with_moved(slot, node))
+            }
+        });
+    }
+}
+
+impl ClusterClient {
+    /// Connects with seed URLs (`redis://` or `rediss://`); options, credentials and TLS
+    /// settings come from the first. The first seed that answers gives the topology.
+    pub async fn connect<I>(urls: I) -> Result<ClusterClient, Error>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+    {
+        ClusterClient::from_config(ClusterConfig::from_urls(urls)?).await
+    }
+
+    /// Connects with a full configuration: asks the seeds in order for the topology
+    /// (`CLUSTER SHARDS`, or `CLUSTER SLOTS` on older servers) and starts the refresh task.
+    pub async fn from_config(cfg: ClusterConfig) -> Result<ClusterClient, Error> {
+        cfg.validate()?;
+        let shared = Arc::new(Shared {
+            table: ArcSwap::from_pointee(SlotTable::empty()),
+            registry: Registry::new(cfg.node.clone()),
+            cfg,
+            metrics: Metrics::default(),
+            refresh: Arc::new(Notify::new()),
+            keyless_unknown: Mutex::new(HashSet::new()),
+        });
+        refresh::initial(&shared).await?;
+        refresh::spawn(&shared);
+        Ok(ClusterClient { inner: shared })
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.inner
+    }
+
+    /// Counters of redirects, retries and refreshes so far.
+    pub fn metrics(&self) -> ClusterMetrics {
+        self.inner.metrics.snapshot()
+    }
+
+    /// Refreshes the topology now and waits for it (normally automatic).
+    pub async fn refresh(&self) -> Result<(), Error> {
+        refresh::refresh_now(&self.inner).await
+    }
+
+    /// The addresses (`host:port`) of the masters currently serving slots.
+    pub fn masters(&self) -> Vec<String> {
+        self.inner
+            .table
+            .load()
+            .masters()
+            .iter()
+            .map(|n| n.addr.to_string())
+            .collect()
+    }
+
+    /// Sends any command, given as its arguments; routed by its keys.
+    ///
+    /// ```no_run
+    /// # async fn demo(cluster: redline::ClusterClient) -> redline::Result<()> {
+    /// let reply = cluster.cmd(["OBJECT", "ENCODING", "mykey"]).await?;
+    /// # let _ = reply;
+    /// # Ok(()) }
+    /// ```
+    pub fn cmd<I>(&self, args: I) -> impl Future<Output = Result<Frame, Error>> + Send + '_
+    where
+        I: IntoIterator,
+        I::Item: ToArg,
+    {
+        let cmd = Cmd::from_args(args).ok_or(Error::EmptyCommand);
+        let prepared = cmd.and_then(prepare);
+        async move {
+            let bytes = prepared?;
+            <Frame as FromReply>::from_reply(self.execute(bytes, self.inner.cfg.read_from).await?)
+        }
+    }
+
+    /// Sends a command built with [`Cmd`] and converts the reply to `T`.
+    ///
+    /// ```no_run
+    /// # async fn demo(cluster: redline::ClusterClient) -> redline::Result<()> {
+    /// use redline::Cmd;
+    ///
+    /// let n: i64 = cluster.query(Cmd::new("INCRBY").arg("visits").arg(5)).await?;
+    /// # let _ = n;
+    /// # Ok(()) }
+    /// ```
+    pub fn query<'a, T: FromReply + 'a>(
+        &'a self,
+        cmd: Cmd,
+    ) -> impl Future<Output = Result<T, Error>> + Send + 'a {
+        self.query_with(cmd, T::from_reply)
+    }
+
+    /// Like [`query`](Self::query), choosing per command whether a read may be served by
+    /// a replica.
+    ///
+    /// ```no_run
+    /// # async fn demo(cluster: redline::ClusterClient) -> redline::Result<()> {
+    /// use redline::{Cmd, ReadFrom};
+    ///
+    /// let v: Option<String> = cluster.query_from(Cmd::new("GET").arg("k"), ReadFrom::Replica).await?;
+    /// # let _ = v;
+    /// # Ok(()) }
+    /// ```
+    pub async fn query_from<T: FromReply>(
+        &self,
+        cmd: Cmd,
+        read_from: ReadFrom,
+    ) -> Result<T, Error> {
+        let bytes = prepare(cmd)?;
+        T::from_reply(self.execute(bytes, read_from).await?)
+    }
+
+    /// The typed commands' entry point.
+    pub(crate) fn query_with<'a, T: 'a>(
+        &'a self,
+        cmd: Cmd,
+        convert: fn(Frame) -> Result<T, Error>,
+    ) -> impl Future<Output = Result<T, Error>> + Send + 'a {
+        let prepared = prepare(cmd);
+        async move { convert(self.execute(prepared?, self.inner.cfg.read_from).await?) }
+    }
+
+    /// Routes and sends one encoded command; the reply frame as the cluster gave it
+    /// (after redirects), merged for split and fanned-out commands.
+    pub(crate) async fn execute(&self, bytes: Bytes, read_from: ReadFrom) -> Result<Frame, Error> {
+        let route = route(&bytes);
+        self.execute_routed(bytes, route, read_from).await
+    }
+
+    pub(crate) async fn execute_routed(
+        &self,
+        bytes: Bytes,
+        route: Route,
+        read_from: ReadFrom,
+    ) -> Result<Frame, Error> {
+        let shared = &*self.inner;
+        match route.target {
+            Target::Slot(slot) => {
+                let cmd = SlotCommand {
+                    slot,
+                    readonly: route.readonly,
+                    replica: read_from == ReadFrom::Replica,
+                };
+                send_to_slot(shared, bytes, cmd).await
+            }
+            Target::Keyless(Fanout::Any) => fanout::any(shared, bytes, route.readonly).await,
+            Target::Keyless(Fanout::Masters(policy)) => {
+                fanout::combined(shared, bytes, Nodes::Masters, policy).await
+            }
+            Target::Keyless(Fanout::AllNodes(policy)) => {
+                fanout::combined(shared, bytes, Nodes::All, policy).await
+            }
+            Target::Split(kind) => {
+                bump(&shared.metrics.splits);
+                split::run(self, &bytes, kind, route.readonly, read_from).await
+            }
+            Target::CrossSlot => Err(cross_slot()),
+            Target::Unknown => self.execute_unknown(bytes, route.readonly).await,
+        }
+    }
+
+    /// A command missing from the table (a module's): `COMMAND GETKEYS` on a node finds
+    /// its keys. Commands a node says are keyless are remembered.
+    async fn execute_unknown(&self, bytes: Bytes, readonly: bool) -> Result<Frame, Error> {
+        let shared = &*self.inner;
+        let Some(args) = super::args::Args::new(&bytes) else {
+            return Err(Error::EmptyCommand);
+        };
+        let args: Vec<&[u8]> = args.collect();
+        let name = args
+            .first()
+            .map(|n| n.to_ascii_lowercase())
+            .unwrap_or_default();
+        let known_keyless = shared
+            .keyless_unknown
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&name);
+        if !known_keyless {
+            let getkeys = Cmd::new("COMMAND").arg("GETKEYS").args(args.iter());
+            match fanout::any(shared, getkeys.into_bytes(), true).await? {
+                Frame::Array(keys) => {
+                    let mut slot = None;
+                    for key in &keys {
+                        if let Frame::Bulk(k) = key {
+                            let s = redline_resp::slot::key_slot(k);
+                            if slot.is_some_and(|prev| prev != s) {
+                                return Err(cross_slot());
+                            }
+                            slot = Some(s);
+                        }
+                    }
+                    if let Some(slot) = slot {
+                        let cmd = SlotCommand {
+                            slot,
+                            readonly,
+                            replica: false,
+                        };
+                        return send_to_slot(shared, bytes, cmd).await;
+                    }
+                }
+                Frame::Error(e) | Frame::BulkError(e)
+                    if String::from_utf8_lossy(&e).contains("no key arguments") =>
+                {
+                    shared
+                        .keyless_unknown
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(name);
+                }
+                // Unknown to the server too: let a node answer with its own error.
+                _ => {}
+            }
+        }
+        fanout::any(shared, bytes, readonly).await
+    }
+
+    /// Starts a cluster pipeline: commands grouped per node, sent in parallel, replies in
+    /// the order queued.
+    pub fn pipeline(&self) -> ClusterPipeline {
+        ClusterPipeline::new(self.clone())
+    }
+
+    /// Runs a command on every master and returns each node's reply, keyed by address.
+    ///
+    /// ```no_run
+    /// # async fn demo(cluster: redline::ClusterClient) -> redline::Result<()> {
+    /// use redline::Cmd;
+    ///
+    /// for (node, reply) in cluster.on_masters(Cmd::new("INFO").arg("memory")).await? {
+    ///     println!("{node}: {reply:?}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn on_masters(&self, cmd: Cmd) -> Result<Vec<(String, Frame)>, Error> {
+        fanout::each(&self.inner, prepare(cmd)?, Nodes::Masters).await
+    }
+
+    /// Runs a command on every node, replicas included (over connections that sent
+    /// `READONLY`), and returns each node's reply.
+    pub async fn on_all_nodes(&self, cmd: Cmd) -> Result<Vec<(String, Frame)>, Error> {
+        fanout::each(&self.inner, prepare(cmd)?, Nodes::All).await
+    }
+
+    /// Runs a command on the node at `addr` (`host:port`, as [`masters`](Self::masters)
+    /// lists them); the node need not be in the current topology.
+    pub async fn on_node<T: FromReply>(&self, addr: &str, cmd: Cmd) -> Result<T, Error> {
+        let (host, port) = addr
+            .rsplit_once(':')
+            .and_then(|(h, p)| {
+                Some((
+                    h.trim_start_matches('[').trim_end_matches(']'),
+                    p.parse().ok()?,
+                ))
+            })
+            .ok_or(Error::Config("node address must be host:port"))?;
+        let node = self.inner.registry.get(host, port)?;
+        T::from_reply(node.pick().send(prepare(cmd)?).await?)
+    }
+
+    /// Runs a command on one master picked at random.
+    pub async fn on_random<T: FromReply>(&self, cmd: Cmd) -> Result<T, Error> {
+        T::from_reply(fanout::any(&self.inner, prepare(cmd)?, false).await?)
+    }
+
+    /// `KEYS pattern` on every master, results concatenated. Blocks each master while it
+    /// scans; prefer `SCAN` on large datasets.
+    pub async fn keys_everywhere(&self, pattern: impl ToArg) -> Result<Vec<Bytes>, Error> {
+        self.query(Cmd::new("KEYS").arg(pattern)).await
+    }
+}
+
+/// Refuses commands that would take a shared connection over, as the standalone client.
+pub(crate) fn prepare(cmd: Cmd) -> Result<Bytes, Error> {
+    match cmd.restriction() {
+        Restriction::None | Restriction::ClientSubcommand | Restriction::StreamRead => {
+            Ok(cmd.into_bytes())
+        }
+        Restriction::Dedicated(name) | Restriction::PipelineOnly(name) => {
+            Err(Error::NotMultiplexable {
+                command: name.into(),
+            })
+        }
+    }
+}
+
+/// Redis's own error for keys in different slots.
+pub(crate) fn cross_slot() -> Error {
+    Error::Server {
+        kind: ServerErrorKind::CrossSlot,
+        message: Arc::from("Keys in request don't hash to the same slot"),
+    }
+}

@@ -1,0 +1,45 @@
+//! Redis Cluster: [`ClusterClient`] routes every command to the node that owns its keys'
+//! hash slot, and keeps doing so through resharding and failover.
+//!
+//! One concept per file:
+//! - `args`: reading arguments back out of an encoded command;
+//! - `route`: command table → key positions → slot, or a keyless fan-out;
+//! - `layout`: parsing `CLUSTER SHARDS` / `CLUSTER SLOTS`;
+//! - `table`: the immutable slot → shard → node snapshot (swapped atomically);
+//! - `node`: per-node connection pools (the standalone multiplexers) and the registry;
+//! - `refresh`: the single-flight, rate-limited, periodic topology refresh task;
+//! - `redirect`: classifying `MOVED`/`ASK`/`TRYAGAIN`/`CLUSTERDOWN`/`LOADING`;
+//! - `exec`: one command to its slot, following redirects and retrying within budget;
+//! - `batch`: many single-slot commands grouped per node (pipelines, splits);
+//! - `split`: MGET/MSET/DEL/UNLINK/EXISTS/TOUCH across slots;
+//! - `fanout`: keyless commands on one/all masters/all nodes, replies combined;
+//! - `pipeline`: [`ClusterPipeline`];
+//! - `pubsub`: sharded pub/sub routed to slot owners;
+//! - `metrics`: counters ([`ClusterMetrics`]).
+//!
+//! The hash slot itself (CRC16-XMODEM and Redis's hash-tag rule) lives in
+//! `redline_resp::slot`, shared with the server.
+
+mod args;
+mod batch;
+mod client;
+mod config;
+mod exec;
+mod fanout;
+mod join;
+mod layout;
+mod metrics;
+mod node;
+mod pipeline;
+mod pubsub;
+mod redirect;
+mod refresh;
+mod route;
+mod split;
+mod table;
+
+pub use client::ClusterClient;
+pub use config::{ClusterConfig, ReadFrom};
+pub use metrics::ClusterMetrics;
+pub use pipeline::ClusterPipeline;
+pub use pubsub::ClusterSubscriber;

@@ -1,0 +1,154 @@
+//! Pipelines on a cluster: commands queued in order, routed one by one, grouped per node
+//! (one write per node, nodes in parallel), replies returned in the queued order.
+//! Redirects are followed per command; multi-key commands across slots are split as on
+//! [`ClusterClient`].
+
+use bytes::Bytes;
+use redline_resp::Frame;
+
+use crate::cmd::{Cmd, ToArg};
+use crate::error::Error;
+use crate::reply::FromReply;
+
+use super::batch;
+use super::client::{prepare, ClusterClient};
+use super::config::ReadFrom;
+use super::exec::SlotCommand;
+use super::join::join_all;
+use super::route::{route, Route, Target};
+
+/// Commands collected to be sent together on a cluster.
+///
+/// Unlike a standalone [`Pipeline`](crate::Pipeline), the commands of a cluster pipeline
+/// may go to several nodes, so they are not one unit: each runs independently, in order
+/// per node. Typed methods are the same as on [`ClusterClient`] but queue.
+///
+/// ```no_run
+/// # async fn demo(cluster: redline::ClusterClient) -> redline::Result<()> {
+/// let (_, _, a, b): ((), (), Option<String>, Option<String>) = cluster
+///     .pipeline()
+///     .set("a", "1")
+///     .set("b", "2")
+///     .get("a")
+///     .get("b")
+///     .query()
+///     .await?;
+/// assert_eq!((a.as_deref(), b.as_deref()), (Some("1"), Some("2")));
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct ClusterPipeline {
+    client: ClusterClient,
+    commands: Vec<(Bytes, Route)>,
+    invalid: Option<Error>,
+}
+
+impl ClusterPipeline {
+    pub(crate) fn new(client: ClusterClient) -> ClusterPipeline {
+        ClusterPipeline {
+            client,
+            commands: Vec::new(),
+            invalid: None,
+        }
+    }
+
+    /// Queues any command.
+    pub fn add(&mut self, cmd: Cmd) -> &mut Self {
+        match prepare(cmd) {
+            Ok(bytes) => {
+                let r = route(&bytes);
+                self.commands.push((bytes, r));
+            }
+            Err(err) => {
+                self.invalid.get_or_insert(err);
+            }
+        }
+        self
+    }
+
+    /// Queues a command given as a list of arguments.
+    pub fn cmd<I>(&mut self, args: I) -> &mut Self
+    where
+        I: IntoIterator,
+        I::Item: ToArg,
+    {
+        match Cmd::from_args(args) {
+            Some(cmd) => self.add(cmd),
+            None => {
+                self.invalid.get_or_insert(Error::EmptyCommand);
+                self
+            }
+        }
+    }
+
+    /// Number of queued commands.
+    pub fn len(&self) -> usize {
+        self.commands.len()
+    }
+
+    /// True when nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.commands.is_empty()
+    }
+
+    /// Sends the queued commands and converts the replies, as one array, to `T` (a tuple
+    /// or a `Vec`). The first error reply becomes `Err`. The pipeline is empty afterwards.
+    pub async fn query<T: FromReply>(&mut self) -> Result<T, Error> {
+        let frames = self.query_frames().await?;
+        T::from_reply(Frame::Array(frames))
+    }
+
+    /// Sends the queued commands and returns every reply, error replies included as
+    /// frames. A connection error that could not be retried safely is `Err`.
+    pub async fn query_frames(&mut self) -> Result<Vec<Frame>, Error> {
+        let commands = std::mem::take(&mut self.commands);
+        if let Some(err) = self.invalid.take() {
+            return Err(err);
+        }
+        let read_from = self.client.shared().cfg.read_from;
+        let mut slotted = Vec::new();
+        let mut slotted_at = Vec::new();
+        let mut others = Vec::new();
+        for (i, (bytes, r)) in commands.into_iter().enumerate() {
+            match r.target {
+                Target::Slot(slot) => {
+                    slotted_at.push(i);
+                    slotted.push((
+                        bytes,
+                        SlotCommand {
+                            slot,
+                            readonly: r.readonly,
+                            replica: read_from == ReadFrom::Replica,
+                        },
+                    ));
+                }
+                _ => others.push((i, bytes, r)),
+            }
+        }
+        let total = slotted.len() + others.len();
+        let client = &self.client;
+        let (slotted_replies, other_replies) = tokio::join!(
+            batch::run(client.shared(), slotted),
+            join_all(others.iter().map(|(_, bytes, r)| client.execute_routed(
+                bytes.clone(),
+                *r,
+                read_from
+            )))
+        );
+        let mut out: Vec<Option<Frame>> = (0..total).map(|_| None).collect();
+        for (i, reply) in slotted_at.into_iter().zip(slotted_replies) {
+            out[i] = Some(reply?);
+        }
+        for ((i, _, _), reply) in others.iter().zip(other_replies) {
+            out[*i] = Some(match reply {
+                Ok(frame) => frame,
+                // Refused before sending (CROSSSLOT): that command's reply, as Redis would.
+                Err(Error::Server { kind, message }) => {
+                    Frame::Error(Bytes::from(format!("{} {}", kind.as_str(), message)))
+                }
+                Err(err) => return Err(err),
+            });
+        }
+        Ok(out.into_iter().map(|f| f.unwrap_or(Frame::Null)).collect())
+    }
+}

@@ -1,0 +1,309 @@
+//! Where a command goes: the slot of its keys, found from the command table's key
+//! positions (never "the first argument"), or a fan-out for keyless commands whose Redis
+//! request policy says so.
+//!
+//! Fast path: a command whose keys sit at fixed positions (`first`/`last`/`step`, no
+//! `movablekeys`) is routed by reading just those arguments. Commands with movable keys
+//! (`EVAL` numkeys, `XREAD ... STREAMS`, `ZUNIONSTORE` numkeys, `MIGRATE`, `SORT`...) go
+//! through Redis's own key-spec rules (`redline_resp::command::keys_into`).
+
+use redline_resp::command::{self, CommandFlags, CommandSpec};
+use redline_resp::slot::key_slot;
+
+use super::args::Args;
+
+/// How the replies of a fanned-out command are combined (Redis's `response_policy` tips).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Policy {
+    /// Sum of the integer replies (`DBSIZE`, `DEL` over slots).
+    Sum,
+    /// Smallest integer reply.
+    Min,
+    /// Largest integer reply.
+    Max,
+    /// Element-wise AND of arrays of 0/1 (`SCRIPT EXISTS`).
+    And,
+    /// Element-wise OR of arrays of 0/1.
+    Or,
+    /// Every node must succeed; the first reply is returned (`FLUSHALL`, `SCRIPT LOAD`).
+    AllSucceeded,
+    /// One success is enough (`SCRIPT KILL`).
+    OneSucceeded,
+    /// Arrays concatenated (`KEYS`).
+    Concat,
+}
+
+/// Which nodes a keyless command runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fanout {
+    /// Any one node (a master).
+    Any,
+    /// Every master, replies combined.
+    Masters(Policy),
+    /// Every node, replicas included, replies combined.
+    AllNodes(Policy),
+}
+
+/// A multi-key command the client splits by slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Split {
+    /// `MGET`: values in the caller's key order.
+    Mget,
+    /// `MSET`: key/value pairs; OK when every part is OK.
+    Mset,
+    /// `DEL`, `UNLINK`, `EXISTS`, `TOUCH`: integer replies summed.
+    Count,
+}
+
+impl Split {
+    /// Arguments per key (MSET takes key and value).
+    pub(crate) fn step(self) -> usize {
+        match self {
+            Split::Mset => 2,
+            Split::Mget | Split::Count => 1,
+        }
+    }
+}
+
+/// The router's decision for one command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// Every key is in this slot.
+    Slot(u16),
+    /// No keys.
+    Keyless(Fanout),
+    /// Keys in several slots of a command the client splits.
+    Split(Split),
+    /// Keys in several slots of a command that cannot be split.
+    CrossSlot,
+    /// The command is not in the table (a module's): ask a node with `COMMAND GETKEYS`.
+    Unknown,
+}
+
+/// Routing decision plus what the command table says about retrying it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Route {
+    pub(crate) target: Target,
+    /// Read-only: may be served by a replica and re-sent after a connection error.
+    pub(crate) readonly: bool,
+}
+
+impl Route {
+    const UNKNOWN: Route = Route {
+        target: Target::Unknown,
+        readonly: false,
+    };
+}
+
+/// Routes one encoded command.
+pub(crate) fn route(bytes: &[u8]) -> Route {
+    let Some(mut args) = Args::new(bytes) else {
+        return Route::UNKNOWN;
+    };
+    let argc = args.remaining();
+    let Some(name) = args.next() else {
+        return Route::UNKNOWN;
+    };
+    let Some(mut spec) = command::lookup(name) else {
+        return Route::UNKNOWN;
+    };
+    if spec.has_subcommands() {
+        if let Some(sub) = args.clone().next() {
+            match command::lookup_subcommand(spec, sub) {
+                Some(s) => spec = s,
+                None => return Route::UNKNOWN,
+            }
+        }
+    }
+    let readonly = spec.is_readonly();
+    let target = if !spec.flags.contains(CommandFlags::MOVABLE_KEYS) && spec.first_key > 0 {
+        fixed_keys(spec, bytes, argc)
+    } else if spec.has_keys() || !spec.key_specs.is_empty() {
+        movable_keys(spec, bytes)
+    } else {
+        Target::Keyless(fanout(spec))
+    };
+    Route { target, readonly }
+}
+
+/// Keys at `first_key..=last_key` by `key_step`.
+fn fixed_keys(spec: &CommandSpec, bytes: &[u8], argc: usize) -> Target {
+    let first = spec.first_key as usize;
+    let last = if spec.last_key < 0 {
+        match argc.checked_sub(spec.last_key.unsigned_abs() as usize) {
+            Some(last) => last,
+            None => return Target::Keyless(Fanout::Any),
+        }
+    } else {
+        (spec.last_key as usize).min(argc.saturating_sub(1))
+    };
+    let step = (spec.key_step.max(1)) as usize;
+    let Some(args) = Args::new(bytes) else {
+        return Target::Unknown;
+    };
+    let mut slot = None;
+    for (i, arg) in args.enumerate().take(last + 1).skip(first) {
+        if (i - first) % step != 0 {
+            continue;
+        }
+        let s = key_slot(arg);
+        match slot {
+            None => slot = Some(s),
+            Some(prev) if prev == s => {}
+            Some(_) => return cross_slot(spec),
+        }
+    }
+    match slot {
+        Some(s) => Target::Slot(s),
+        None => Target::Keyless(fanout(spec)),
+    }
+}
+
+/// Keys found by Redis's key-spec rules on the whole argument list.
+fn movable_keys(spec: &CommandSpec, bytes: &[u8]) -> Target {
+    let Some(args) = Args::new(bytes) else {
+        return Target::Unknown;
+    };
+    let args: Vec<&[u8]> = args.collect();
+    let mut positions = Vec::new();
+    // Arguments Redis would refuse: let a node answer with its own error.
+    if command::keys_into(spec, &args, &mut positions).is_err() {
+        return Target::Keyless(Fanout::Any);
+    }
+    let mut slot = None;
+    for &i in &positions {
+        let Some(arg) = args.get(i) else { continue };
+        let s = key_slot(arg);
+        match slot {
+            None => slot = Some(s),
+            Some(prev) if prev == s => {}
+            Some(_) => return cross_slot(spec),
+        }
+    }
+    match slot {
+        Some(s) => Target::Slot(s),
+        None => Target::Keyless(Fanout::Any),
+    }
+}
+
+fn cross_slot(spec: &CommandSpec) -> Target {
+    match spec.name {
+        "mget" => Target::Split(Split::Mget),
+        "mset" => Target::Split(Split::Mset),
+        "del" | "unlink" | "exists" | "touch" => Target::Split(Split::Count),
+        _ => Target::CrossSlot,
+    }
+}
+
+/// The fan-out Redis's tips ask for. Only explicit aggregations fan out automatically;
+/// `PING`, `INFO`, `RANDOMKEY`, `SLOWLOG GET` and other "special" ones go to one node
+/// (the fan-out API runs them everywhere on request).
+fn fanout(spec: &CommandSpec) -> Fanout {
+    if spec.name == "ping" {
+        return Fanout::Any;
+    }
+    let mut all_nodes = false;
+    let mut shards = false;
+    let mut policy = None;
+    for tip in spec.tips {
+        match *tip {
+            "request_policy:all_nodes" => all_nodes = true,
+            "request_policy:all_shards" => shards = true,
+            "response_policy:agg_sum" => policy = Some(Policy::Sum),
+            "response_policy:agg_min" => policy = Some(Policy::Min),
+            "response_policy:agg_max" => policy = Some(Policy::Max),
+            "response_policy:agg_logical_and" => policy = Some(Policy::And),
+            "response_policy:agg_logical_or" => policy = Some(Policy::Or),
+            "response_policy:all_succeeded" => policy = Some(Policy::AllSucceeded),
+            "response_policy:one_succeeded" => policy = Some(Policy::OneSucceeded),
+            "nondeterministic_output_order" => {
+                policy.get_or_insert(Policy::Concat);
+            }
+            _ => {}
+        }
+    }
+    match (policy, all_nodes, shards) {
+        (Some(p), true, _) => Fanout::AllNodes(p),
+        (Some(p), false, true) => Fanout::Masters(p),
+        _ => Fanout::Any,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Cmd;
+
+    fn target(args: &[&str]) -> Target {
+        route(&Cmd::from_args(args).unwrap().into_bytes()).target
+    }
+
+    #[test]
+    fn keys_by_position() {
+        let s = key_slot(b"k");
+        assert_eq!(target(&["GET", "k"]), Target::Slot(s));
+        assert_eq!(target(&["SET", "k", "v", "EX", "5"]), Target::Slot(s));
+        assert_eq!(target(&["OBJECT", "ENCODING", "k"]), Target::Slot(s));
+        assert_eq!(target(&["MEMORY", "USAGE", "k"]), Target::Slot(s));
+        assert_eq!(
+            target(&["EVAL", "return 1", "1", "k", "x"]),
+            Target::Slot(s)
+        );
+        assert_eq!(
+            target(&["EVAL", "return 1", "0", "k"]),
+            Target::Keyless(Fanout::Any)
+        );
+        assert_eq!(
+            target(&["XREAD", "COUNT", "1", "STREAMS", "k", "0"]),
+            Target::Slot(s)
+        );
+        assert_eq!(
+            target(&["ZUNIONSTORE", "{k}d", "2", "{k}a", "{k}b"]),
+            Target::Slot(key_slot(b"k"))
+        );
+        assert_eq!(
+            target(&["MIGRATE", "h", "1", "", "0", "5", "KEYS", "k"]),
+            Target::Slot(s)
+        );
+        assert_eq!(target(&["SPUBLISH", "k", "m"]), Target::Slot(s));
+    }
+
+    #[test]
+    fn multi_key() {
+        assert_eq!(
+            target(&["MGET", "{a}1", "{a}2"]),
+            Target::Slot(key_slot(b"a"))
+        );
+        assert_eq!(target(&["MGET", "a", "b"]), Target::Split(Split::Mget));
+        assert_eq!(
+            target(&["MSET", "a", "b", "c", "d"]),
+            Target::Split(Split::Mset)
+        );
+        // Values are not keys: "b" in another slot than "a" does not matter.
+        assert_eq!(target(&["MSET", "a", "b"]), Target::Slot(key_slot(b"a")));
+        assert_eq!(target(&["DEL", "a", "b"]), Target::Split(Split::Count));
+        assert_eq!(target(&["SUNIONSTORE", "a", "b"]), Target::CrossSlot);
+        assert_eq!(target(&["RENAME", "a", "b"]), Target::CrossSlot);
+    }
+
+    #[test]
+    fn keyless() {
+        assert_eq!(target(&["PING"]), Target::Keyless(Fanout::Any));
+        assert_eq!(
+            target(&["DBSIZE"]),
+            Target::Keyless(Fanout::Masters(Policy::Sum))
+        );
+        assert_eq!(
+            target(&["KEYS", "*"]),
+            Target::Keyless(Fanout::Masters(Policy::Concat))
+        );
+        assert_eq!(
+            target(&["SCRIPT", "LOAD", "return 1"]),
+            Target::Keyless(Fanout::AllNodes(Policy::AllSucceeded))
+        );
+        assert_eq!(target(&["INFO"]), Target::Keyless(Fanout::Any));
+        assert_eq!(target(&["NOSUCHCMD", "x"]), Target::Unknown);
+        assert!(route(&Cmd::new("GET").arg("k").into_bytes()).readonly);
+        assert!(!route(&Cmd::new("SET").arg("k").arg("v").into_bytes()).readonly);
+    }
+}
