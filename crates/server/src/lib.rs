@@ -8,6 +8,7 @@
 //! - [`net`]: listener and the per-connection read → execute → write loop.
 //! - [`cmd`]: command dispatch through the shared command table, one file per family.
 //! - [`store`]: databases, shards, values, expiry.
+//! - [`blocking`]: clients blocked on keys; [`pubsub`]: channel subscriptions.
 //!
 //! Embedding (what `redline bench` does):
 //!
@@ -25,10 +26,12 @@
 //! ```
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod blocking;
 pub mod cmd;
 pub mod config;
 pub mod log;
 pub mod net;
+pub mod pubsub;
 mod server;
 pub mod shared;
 pub mod store;

@@ -9,8 +9,10 @@ use std::time::{Instant, SystemTime};
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
+use crate::blocking::Blocking;
 use crate::config::Config;
 use crate::net::registry::Clients;
+use crate::pubsub::PubSub;
 use crate::store::Store;
 
 /// Server-wide counters for INFO.
@@ -37,6 +39,10 @@ pub struct Shared {
     pub hz: Arc<AtomicU32>,
     /// Connected clients.
     pub clients: Clients,
+    /// Clients blocked on keys.
+    pub blocking: Blocking,
+    /// Pub/sub subscriptions.
+    pub pubsub: PubSub,
     /// Counters.
     pub stats: Stats,
     /// Set to true to stop the server.
@@ -65,6 +71,8 @@ impl Shared {
             config: RwLock::new(config),
             config_generation: AtomicU64::new(0),
             clients: Clients::default(),
+            blocking: Blocking::default(),
+            pubsub: PubSub::default(),
             stats: Stats::default(),
             shutdown: watch::channel(false).0,
             started: Instant::now(),

@@ -32,7 +32,10 @@ pub const COMMANDS: &[(&str, Handler)] = &[
 ];
 
 /// The list at `key`: `Ok(None)` when missing, WRONGTYPE when not a list.
-fn list<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<Option<&'s mut ListValue>, CmdError> {
+pub(crate) fn list<'s>(
+    shard: &'s mut Shard,
+    key: &[u8],
+) -> Result<Option<&'s mut ListValue>, CmdError> {
     match shard.get(key) {
         None => Ok(None),
         Some(entry) => match &mut entry.value {
@@ -43,7 +46,7 @@ fn list<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<Option<&'s mut ListValue
 }
 
 /// Deletes `key` if its list is now empty.
-fn drop_if_empty(shard: &mut Shard, key: &[u8]) {
+pub(crate) fn drop_if_empty(shard: &mut Shard, key: &[u8]) {
     if matches!(list(shard, key), Ok(Some(l)) if l.is_empty()) {
         shard.remove(key);
     }
@@ -413,7 +416,7 @@ fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 /// LEFT or RIGHT.
-fn side(arg: &[u8]) -> Result<bool, CmdError> {
+pub(crate) fn side(arg: &[u8]) -> Result<bool, CmdError> {
     if is(arg, "left") {
         Ok(true)
     } else if is(arg, "right") {

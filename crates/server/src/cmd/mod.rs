@@ -8,12 +8,14 @@
 //! `Err` only before writing anything, and the dispatcher writes that error.
 
 pub mod args;
+pub mod blocking;
 mod ctx;
 pub mod float;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
 pub mod long_double;
+pub mod pubsub;
 pub mod reply;
 pub mod server;
 pub mod sets;
@@ -26,7 +28,7 @@ use std::sync::LazyLock;
 
 use bytes::Bytes;
 use redline_resp::command::{self, CommandFlags, CommandSpec};
-use redline_resp::encode;
+use redline_resp::{encode, Protocol};
 
 pub use ctx::{Ctx, KeysRef, ShardRef};
 pub use reply::{CmdError, CmdResult};
@@ -45,6 +47,8 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(sets::COMMANDS);
     all.extend_from_slice(zsets::COMMANDS);
     all.extend_from_slice(tx::COMMANDS);
+    all.extend_from_slice(blocking::COMMANDS);
+    all.extend_from_slice(pubsub::COMMANDS);
     all
 }
 
@@ -114,6 +118,13 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(handler) = handler_of(spec) else {
         return reject(ctx, reply::unknown_command(args));
     };
+    if ctx.client.protocol == Protocol::Resp2
+        && ctx.held.is_none()
+        && ctx.client.in_pubsub()
+        && !pubsub::allowed_in_pubsub(spec.name)
+    {
+        return reject(ctx, CmdError::Owned(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", spec.name)));
+    }
     if let Some(queue) = ctx.client.multi.as_mut() {
         if !tx::runs_inside_multi(top) {
             queue.push(args.to_vec());
@@ -121,7 +132,32 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Ok(());
         }
     }
-    handler(ctx, args)
+    let result = handler(ctx, args);
+    if ctx.shared.blocking.any() && spec.is_write() {
+        note_written_keys(ctx, spec, args);
+    }
+    result
+}
+
+/// Records the keys a write command touched, for clients blocked on them (Redis's
+/// `signalKeyAsReady`); commands that move keys across databases make every waiter
+/// look again.
+fn note_written_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {
+    if matches!(
+        spec.name,
+        "swapdb" | "move" | "copy" | "flushall" | "flushdb"
+    ) {
+        ctx.client.ready_all = true;
+        return;
+    }
+    if let Ok(indexes) = command::keys(args) {
+        let db = ctx.client.db;
+        for i in indexes {
+            if let Some(key) = args.get(i) {
+                ctx.client.ready.push((db, key.clone()));
+            }
+        }
+    }
 }
 
 /// A command refused before it runs; inside MULTI that also dooms the transaction

@@ -48,6 +48,13 @@ pub const COMMANDS: &[(&str, Handler)] = &[
 pub const REDIS_VERSION: &str = "7.0.15";
 
 fn ping(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if ctx.client.protocol == Protocol::Resp2 && ctx.client.in_pubsub() && args.len() <= 2 {
+        // In pub/sub mode RESP2 has no room for a plain reply: a two-element array.
+        encode::write_array_len(ctx.out, 2);
+        encode::write_bulk(ctx.out, b"pong");
+        encode::write_bulk(ctx.out, args.get(1).map_or(&b""[..], |a| &a[..]));
+        return Ok(());
+    }
     match args.len() {
         1 => ctx.out.put_slice(b"+PONG\r\n"),
         2 => encode::write_bulk(ctx.out, &args[1]),
@@ -116,6 +123,8 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     ctx.client.multi = None;
     ctx.client.multi_failed = false;
     super::tx::unwatch_all(ctx.shared, ctx.client);
+    super::pubsub::unsubscribe_all(ctx.shared, ctx.client);
+    ctx.client.mailbox.set_protocol(Protocol::Resp2);
     ctx.out.put_slice(b"+RESET\r\n");
     Ok(())
 }
@@ -192,6 +201,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ctx.client.name = (!name.is_empty()).then(|| name.to_vec());
     }
     ctx.client.protocol = protocol;
+    ctx.client.mailbox.set_protocol(protocol);
     let out = &mut *ctx.out;
     encode::write_map_len(out, protocol, 7);
     encode::write_bulk(out, b"server");
@@ -322,9 +332,10 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if want("clients") {
         let _ = write!(
             text,
-            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n\r\n",
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n\r\n",
             shared.clients.len(),
-            shared.config.read().maxclients
+            shared.config.read().maxclients,
+            shared.blocking.count()
         );
     }
     if want("memory") {
@@ -340,13 +351,15 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let sampled: u64 = (0..dbs).map(|d| sum_shards(ctx, d, |s| s.sampled)).sum();
         let _ = write!(
             text,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpire_sampled_keys:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpire_sampled_keys:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n\r\n",
             shared.stats.connections_received.load(Ordering::Relaxed),
             shared.stats.commands_processed.load(Ordering::Relaxed)
                 + ctx.client.commands_since_flush,
             shared.stats.rejected_connections.load(Ordering::Relaxed),
             expired,
             sampled,
+            shared.pubsub.active(crate::pubsub::Kind::Channel, None).len(),
+            shared.pubsub.pattern_count(),
         );
     }
     if want("keyspace") {

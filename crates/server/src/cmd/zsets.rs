@@ -36,9 +36,10 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("zremrangebylex", zremrangebylex),
     ("zpopmin", zpopmin),
     ("zpopmax", zpopmax),
+    ("zmpop", zmpop),
 ];
 
-fn zset<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<Option<&'s mut ZSet>, CmdError> {
+pub(crate) fn zset<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<Option<&'s mut ZSet>, CmdError> {
     match shard.get(key) {
         None => Ok(None),
         Some(entry) => match &mut entry.value {
@@ -48,7 +49,7 @@ fn zset<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<Option<&'s mut ZSet>, Cm
     }
 }
 
-fn drop_if_empty(shard: &mut Shard, key: &[u8]) {
+pub(crate) fn drop_if_empty(shard: &mut Shard, key: &[u8]) {
     if matches!(zset(shard, key), Ok(Some(z)) if z.is_empty()) {
         shard.remove(key);
     }
@@ -432,7 +433,12 @@ fn select(
     })
 }
 
-fn write_range(out: &mut bytes::BytesMut, proto: Protocol, items: &[(Vec<u8>, f64)], scores: bool) {
+pub(crate) fn write_range(
+    out: &mut bytes::BytesMut,
+    proto: Protocol,
+    items: &[(Vec<u8>, f64)],
+    scores: bool,
+) {
     if scores && proto == Protocol::Resp3 {
         encode::write_array_len(out, items.len());
         for (m, s) in items {
@@ -684,4 +690,13 @@ fn zpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn zpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     zpop(ctx, args, true)
+}
+
+fn zmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let parsed = super::blocking::parse_mpop(args, 1, true)?;
+    let op = crate::blocking::BlockOp::ZMPop {
+        max: !parsed.head,
+        count: parsed.count,
+    };
+    super::blocking::pop_first(ctx, &args[parsed.first..parsed.first + parsed.numkeys], &op)
 }

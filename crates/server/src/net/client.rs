@@ -2,10 +2,15 @@
 //! name, authentication, and the flags commands set for the connection loop.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
+use indexmap::IndexSet;
 use redline_resp::Protocol;
+
+use super::mailbox::Mailbox;
+use crate::blocking::Waiter;
 
 /// Per-connection state, owned by the connection task (no locking).
 #[derive(Debug)]
@@ -38,6 +43,29 @@ pub struct ClientState {
     pub multi_failed: bool,
     /// Keys under WATCH, with their versions at WATCH time.
     pub watched: Vec<WatchedKey>,
+    /// Where other connections leave pub/sub messages and served blocking replies.
+    pub mailbox: Arc<Mailbox>,
+    /// Set by a blocking command that found nothing: the loop waits before going on.
+    pub blocked: Option<Blocked>,
+    /// Keys written since the last check, while some client is blocked (db, key).
+    pub ready: Vec<(usize, Bytes)>,
+    /// A command moved whole databases or keys between them: check every waiter.
+    pub ready_all: bool,
+    /// SUBSCRIBE channels, in subscription order.
+    pub channels: IndexSet<Bytes>,
+    /// PSUBSCRIBE patterns.
+    pub patterns: IndexSet<Bytes>,
+    /// SSUBSCRIBE shard channels.
+    pub shard_channels: IndexSet<Bytes>,
+}
+
+/// A blocking command waiting for its keys.
+#[derive(Debug)]
+pub struct Blocked {
+    /// The registration.
+    pub waiter: Arc<Waiter>,
+    /// When it times out; `None` waits forever.
+    pub deadline: Option<tokio::time::Instant>,
 }
 
 /// One WATCHed key.
@@ -71,6 +99,23 @@ impl ClientState {
             multi: None,
             multi_failed: false,
             watched: Vec::new(),
+            mailbox: Arc::default(),
+            blocked: None,
+            ready: Vec::new(),
+            ready_all: false,
+            channels: IndexSet::new(),
+            patterns: IndexSet::new(),
+            shard_channels: IndexSet::new(),
         }
+    }
+
+    /// Channels plus patterns (the count SUBSCRIBE and PSUBSCRIBE report).
+    pub fn subscription_count(&self) -> usize {
+        self.channels.len() + self.patterns.len()
+    }
+
+    /// Whether the client is in pub/sub mode (any subscription of any kind).
+    pub fn in_pubsub(&self) -> bool {
+        self.subscription_count() + self.shard_channels.len() > 0
     }
 }

@@ -47,6 +47,8 @@ enum Progress {
     Drained,
     /// The output buffer is large: write it, then continue.
     OutputFull,
+    /// A blocking command is waiting: write what is pending, then wait for it.
+    Blocked,
 }
 
 /// A connection being served.
@@ -98,10 +100,14 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr, id:
 }
 
 impl Drop for Connection<'_> {
-    /// Releases the client's WATCHes however the connection ends (closed, killed,
+    /// Releases the client's WATCHes, blocking registration and subscriptions however the connection ends (closed, killed,
     /// server shutdown), so shards do not keep versions for clients that are gone.
     fn drop(&mut self) {
         cmd::tx::unwatch_all(self.shared, &mut self.client);
+        if let Some(blocked) = self.client.blocked.take() {
+            cmd::blocking::cancel(self.shared, &blocked.waiter);
+        }
+        cmd::pubsub::unsubscribe_all(self.shared, &mut self.client);
     }
 }
 
@@ -109,24 +115,17 @@ impl Connection<'_> {
     /// The read → execute → write loop.
     pub async fn run(&mut self) -> io::Result<()> {
         loop {
-            self.refresh_limits();
-            if self.input.capacity() - self.input.len() < READ_CHUNK {
-                // Grow geometrically while a large argument is arriving.
-                self.input.reserve(READ_CHUNK.max(self.input.len()));
-            }
-            let read = self.stream.read_buf(&mut self.input);
-            let n = match self.limits.timeout {
-                None => read.await?,
-                Some(idle) => match tokio::time::timeout(idle, read).await {
-                    Ok(result) => result?,
-                    Err(_) => return Ok(()),
-                },
-            };
-            if n == 0 {
-                return Ok(());
-            }
-            while let Progress::OutputFull = self.process_input() {
-                self.flush().await?;
+            loop {
+                match self.process_input() {
+                    Progress::Drained => break,
+                    Progress::OutputFull => self.flush().await?,
+                    Progress::Blocked => {
+                        self.flush().await?;
+                        if !self.wait_unblocked().await? {
+                            return Ok(());
+                        }
+                    }
+                }
             }
             self.flush().await?;
             if self.client.close_after_reply {
@@ -144,7 +143,96 @@ impl Connection<'_> {
                 self.input = BytesMut::with_capacity(READ_CHUNK);
             }
             self.flush_counters();
+            self.refresh_limits();
+            self.reserve_input();
+            if self.client.in_pubsub() {
+                if !self.read_or_message().await? {
+                    return Ok(());
+                }
+                continue;
+            }
+            let read = self.stream.read_buf(&mut self.input);
+            let n = match self.limits.timeout {
+                None => read.await?,
+                Some(idle) => match tokio::time::timeout(idle, read).await {
+                    Ok(result) => result?,
+                    Err(_) => return Ok(()),
+                },
+            };
+            if n == 0 {
+                return Ok(());
+            }
         }
+    }
+
+    fn reserve_input(&mut self) {
+        if self.input.capacity() - self.input.len() < READ_CHUNK {
+            // Grow geometrically while a large argument is arriving.
+            self.input.reserve(READ_CHUNK.max(self.input.len()));
+        }
+    }
+
+    /// A subscriber waits for input and for messages at once (no idle timeout, as in
+    /// Redis). Returns false when the peer closed.
+    async fn read_or_message(&mut self) -> io::Result<bool> {
+        let mailbox = self.client.mailbox.clone();
+        loop {
+            tokio::select! {
+                biased;
+                _ = mailbox.wait() => {
+                    mailbox.drain_into(&mut self.output);
+                    self.flush().await?;
+                }
+                read = self.stream.read_buf(&mut self.input) => return Ok(read? > 0),
+            }
+        }
+    }
+
+    /// Waits until the blocked command is served or times out, keeping the socket read
+    /// (pipelined commands wait in the input; a close ends the wait). Returns false when
+    /// the connection should close.
+    async fn wait_unblocked(&mut self) -> io::Result<bool> {
+        let Some((waiter, deadline)) = self
+            .client
+            .blocked
+            .as_ref()
+            .map(|b| (b.waiter.clone(), b.deadline))
+        else {
+            return Ok(true);
+        };
+        let mailbox = self.client.mailbox.clone();
+        loop {
+            let expiry = async {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                _ = mailbox.wait() => {
+                    mailbox.drain_into(&mut self.output);
+                    if waiter.is_served() {
+                        break;
+                    }
+                    self.flush().await?;
+                }
+                _ = expiry => {
+                    if cmd::blocking::time_out(self.shared, &waiter, &mut self.output) {
+                        break;
+                    }
+                    // Served meanwhile: the reply is in the mailbox, picked up next turn.
+                }
+                read = self.stream.read_buf(&mut self.input) => {
+                    if read? == 0 || self.input.len() > self.limits.query_buffer_limit {
+                        return Ok(false);
+                    }
+                    self.reserve_input();
+                }
+            }
+        }
+        self.client.blocked = None;
+        Ok(true)
     }
 
     /// Runs every complete command in the input, appending replies to the output.
@@ -155,6 +243,13 @@ impl Connection<'_> {
                     let mut ctx = Ctx::new(self.shared, &mut self.client, &mut self.output);
                     cmd::execute(&mut ctx, &args);
                     self.client.commands_since_flush += 1;
+                    if !self.client.ready.is_empty() || self.client.ready_all {
+                        let all = std::mem::take(&mut self.client.ready_all);
+                        cmd::blocking::serve_ready(self.shared, &mut self.client.ready, all);
+                    }
+                    if self.client.blocked.is_some() {
+                        return Progress::Blocked;
+                    }
                     if self.output.len() >= FLUSH_AT {
                         return Progress::OutputFull;
                     }

@@ -1,0 +1,208 @@
+//! Clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN, ...): who waits for which key, in
+//! arrival order.
+//!
+//! Redis's model, kept exactly: a blocked client is served by the connection whose
+//! write made its key ready, right after that write's command, so elements go to waiters
+//! strictly first-come first-served and nobody can steal an element in between. The
+//! serving code lives in `cmd::blocking`; this file is only the table.
+//!
+//! Lock order: this registry, then shards. A blocking command takes the registry before
+//! it looks at its keys, so a push either happens before the look (the command finds the
+//! element) or after the registration (the push signals the key). Pushes themselves never
+//! take the registry: they record ready keys in their own connection state.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::{Mutex, MutexGuard};
+use redline_resp::Protocol;
+
+use crate::net::mailbox::Mailbox;
+
+/// What a blocked command does once one of its keys is ready.
+#[derive(Debug, Clone)]
+pub enum BlockOp {
+    /// BLPOP / BRPOP: `[key, element]`.
+    Pop {
+        /// From the head.
+        left: bool,
+    },
+    /// BLMOVE / BRPOPLPUSH: the moved element.
+    Move {
+        /// Destination list.
+        dst: Bytes,
+        /// Pop from the head.
+        from_left: bool,
+        /// Push to the head.
+        to_left: bool,
+    },
+    /// BLMPOP: `[key, [elements]]`.
+    MPop {
+        /// From the head.
+        left: bool,
+        /// At most this many.
+        count: usize,
+    },
+    /// BZPOPMIN / BZPOPMAX: `[key, member, score]`.
+    ZPop {
+        /// Highest scores first.
+        max: bool,
+    },
+    /// BZMPOP: `[key, [[member, score], ...]]`.
+    ZMPop {
+        /// Highest scores first.
+        max: bool,
+        /// At most this many.
+        count: usize,
+    },
+}
+
+impl BlockOp {
+    /// Whether the op waits for a sorted set (else a list).
+    pub fn wants_zset(&self) -> bool {
+        matches!(self, BlockOp::ZPop { .. } | BlockOp::ZMPop { .. })
+    }
+}
+
+/// One blocked client.
+#[derive(Debug)]
+pub struct Waiter {
+    /// The client's id.
+    pub client_id: u64,
+    /// Database of the keys.
+    pub db: usize,
+    /// Keys it waits on, in the command's order.
+    pub keys: Vec<Bytes>,
+    /// What to do when served.
+    pub op: BlockOp,
+    /// The client's protocol when it blocked.
+    pub proto: Protocol,
+    /// Where the reply goes.
+    pub mailbox: Arc<Mailbox>,
+    /// Set (under the registry lock) once the reply is in the mailbox.
+    pub served: AtomicBool,
+}
+
+impl Waiter {
+    /// Whether the reply has been delivered.
+    pub fn is_served(&self) -> bool {
+        self.served.load(Ordering::Acquire)
+    }
+}
+
+/// The table itself, reached through [`Blocking::lock`].
+#[derive(Debug, Default)]
+pub struct Registry {
+    by_key: HashMap<(usize, Bytes), VecDeque<Arc<Waiter>>>,
+}
+
+impl Registry {
+    /// The first waiter for `key` of `db`.
+    pub fn first(&self, db: usize, key: &Bytes) -> Option<Arc<Waiter>> {
+        self.by_key.get(&(db, key.clone()))?.front().cloned()
+    }
+
+    /// Every key someone waits on.
+    pub fn keys(&self) -> Vec<(usize, Bytes)> {
+        self.by_key.keys().cloned().collect()
+    }
+
+    fn add(&mut self, waiter: &Arc<Waiter>) {
+        for key in &waiter.keys {
+            let queue = self.by_key.entry((waiter.db, key.clone())).or_default();
+            // BLPOP k k: wait once per key.
+            if !queue.iter().any(|w| Arc::ptr_eq(w, waiter)) {
+                queue.push_back(waiter.clone());
+            }
+        }
+    }
+
+    /// Removes `waiter` from every queue; false if it was not there.
+    fn remove(&mut self, waiter: &Arc<Waiter>) -> bool {
+        let mut found = false;
+        for key in &waiter.keys {
+            let slot = (waiter.db, key.clone());
+            if let Some(queue) = self.by_key.get_mut(&slot) {
+                let before = queue.len();
+                queue.retain(|w| !Arc::ptr_eq(w, waiter));
+                found |= queue.len() != before;
+                if queue.is_empty() {
+                    self.by_key.remove(&slot);
+                }
+            }
+        }
+        found
+    }
+}
+
+/// Blocked clients, server-wide.
+#[derive(Debug, Default)]
+pub struct Blocking {
+    registry: Mutex<Registry>,
+    blocked: AtomicUsize,
+}
+
+/// The locked registry, with the counter it keeps in step.
+pub struct RegistryGuard<'a> {
+    guard: MutexGuard<'a, Registry>,
+    blocked: &'a AtomicUsize,
+}
+
+impl std::ops::Deref for RegistryGuard<'_> {
+    type Target = Registry;
+    fn deref(&self) -> &Registry {
+        &self.guard
+    }
+}
+
+impl RegistryGuard<'_> {
+    /// Registers a blocked client.
+    pub fn block(&mut self, waiter: &Arc<Waiter>) {
+        self.guard.add(waiter);
+        self.blocked.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Delivers `reply` to `waiter` and forgets it.
+    pub fn serve(&mut self, waiter: &Arc<Waiter>, reply: &[u8]) {
+        if self.guard.remove(waiter) {
+            self.blocked.fetch_sub(1, Ordering::Relaxed);
+        }
+        waiter.served.store(true, Ordering::Release);
+        waiter.mailbox.deliver(reply);
+    }
+
+    /// Forgets `waiter` without a reply (timeout, disconnect). Returns false when it was
+    /// served meanwhile (its reply is in its mailbox).
+    pub fn cancel(&mut self, waiter: &Arc<Waiter>) -> bool {
+        if waiter.is_served() {
+            return false;
+        }
+        if self.guard.remove(waiter) {
+            self.blocked.fetch_sub(1, Ordering::Relaxed);
+        }
+        true
+    }
+}
+
+impl Blocking {
+    /// Locks the registry (before any shard).
+    pub fn lock(&self) -> RegistryGuard<'_> {
+        RegistryGuard {
+            guard: self.registry.lock(),
+            blocked: &self.blocked,
+        }
+    }
+
+    /// Whether any client is blocked: one relaxed load, checked after each write command.
+    #[inline]
+    pub fn any(&self) -> bool {
+        self.blocked.load(Ordering::Relaxed) > 0
+    }
+
+    /// Number of blocked clients (INFO `blocked_clients`).
+    pub fn count(&self) -> usize {
+        self.blocked.load(Ordering::Relaxed)
+    }
+}

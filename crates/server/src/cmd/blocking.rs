@@ -1,0 +1,518 @@
+//! Blocking pops (Redis's `blocked.c` with the list and sorted-set parts of `t_list.c` and
+//! `t_zset.c`): BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP, plus the
+//! shared pop code ZMPOP uses.
+//!
+//! A blocking command first tries to serve itself, exactly like its non-blocking twin.
+//! When every key is empty it registers a [`Waiter`] (under the registry lock, taken
+//! before the shards, so no push can slip between the look and the registration) and the
+//! connection loop waits for its mailbox or its deadline. Inside MULTI/EXEC it never
+//! blocks: it answers the timeout reply at once, as Redis does.
+//!
+//! Serving happens in the writer's connection: after each top-level command that wrote
+//! keys somebody waits on, [`serve_ready`] hands elements to the waiters of each ready key
+//! in arrival order, encoding each reply in the waiter's protocol into its mailbox.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use redline_resp::{encode, Protocol};
+
+use super::args::is;
+use super::lists::{self, side};
+use super::reply::{double, CmdError, CmdResult, SYNTAX, WRONG_TYPE};
+use super::zsets;
+use super::{Ctx, Handler, KeysRef};
+use crate::blocking::{BlockOp, Waiter};
+use crate::net::client::Blocked;
+use crate::shared::Shared;
+use crate::store::{Locked, Shard, Value};
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("blpop", blpop),
+    ("brpop", brpop),
+    ("blmove", blmove),
+    ("brpoplpush", brpoplpush),
+    ("blmpop", blmpop),
+    ("bzpopmin", bzpopmin),
+    ("bzpopmax", bzpopmax),
+    ("bzmpop", bzmpop),
+];
+
+/// The shards of the keys a pop touches, however they are locked.
+pub trait KeyShards {
+    /// The (locked) shard of `key`.
+    fn shard_of(&mut self, key: &[u8]) -> &mut Shard;
+}
+
+impl KeyShards for Locked<'_> {
+    fn shard_of(&mut self, key: &[u8]) -> &mut Shard {
+        self.shard(key)
+    }
+}
+
+impl KeyShards for KeysRef<'_> {
+    fn shard_of(&mut self, key: &[u8]) -> &mut Shard {
+        self.shard(key)
+    }
+}
+
+/// What trying a pop on one key gave.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The reply is written.
+    Served,
+    /// Nothing to pop (missing or empty).
+    Empty,
+}
+
+/// Tries `op` on `key`, writing the reply to `out` on success. WRONGTYPE when the key
+/// holds another type (or, for a move, when the destination does).
+pub fn try_pop(
+    op: &BlockOp,
+    shards: &mut dyn KeyShards,
+    key: &[u8],
+    proto: Protocol,
+    out: &mut BytesMut,
+) -> Result<Outcome, CmdError> {
+    match op {
+        BlockOp::Pop { left } | BlockOp::MPop { left, .. } => {
+            let count = match op {
+                BlockOp::MPop { count, .. } => Some(*count),
+                _ => None,
+            };
+            let shard = shards.shard_of(key);
+            let Some(list) = lists::list(shard, key)? else {
+                return Ok(Outcome::Empty);
+            };
+            if list.is_empty() {
+                return Ok(Outcome::Empty);
+            }
+            let n = count.unwrap_or(1).min(list.len());
+            encode::write_array_len(out, 2);
+            encode::write_bulk(out, key);
+            if count.is_some() {
+                encode::write_array_len(out, n);
+            }
+            for _ in 0..n {
+                let element = if *left {
+                    list.pop_front()
+                } else {
+                    list.pop_back()
+                };
+                if let Some(e) = element {
+                    encode::write_bulk(out, &e);
+                }
+            }
+            shard.touch(key);
+            lists::drop_if_empty(shard, key);
+            Ok(Outcome::Served)
+        }
+        BlockOp::Move {
+            dst,
+            from_left,
+            to_left,
+        } => {
+            match lists::list(shards.shard_of(key), key)? {
+                Some(l) if !l.is_empty() => {}
+                _ => return Ok(Outcome::Empty),
+            }
+            lists::list(shards.shard_of(dst), dst)?;
+            let src = shards.shard_of(key);
+            let element = match lists::list(src, key)? {
+                Some(l) if *from_left => l.pop_front(),
+                Some(l) => l.pop_back(),
+                None => None,
+            };
+            let Some(element) = element else {
+                return Ok(Outcome::Empty);
+            };
+            src.touch(key);
+            lists::drop_if_empty(src, key);
+            encode::write_bulk(out, &element);
+            let dst_shard = shards.shard_of(dst);
+            let entry = dst_shard.get_or_insert_with(dst, || Value::List(Box::default()));
+            if let Value::List(l) = &mut entry.value {
+                if *to_left {
+                    l.push_front(element);
+                } else {
+                    l.push_back(element);
+                }
+            }
+            dst_shard.touch(dst);
+            Ok(Outcome::Served)
+        }
+        BlockOp::ZPop { max } | BlockOp::ZMPop { max, .. } => {
+            let count = match op {
+                BlockOp::ZMPop { count, .. } => Some(*count),
+                _ => None,
+            };
+            let shard = shards.shard_of(key);
+            let Some(z) = zsets::zset(shard, key)? else {
+                return Ok(Outcome::Empty);
+            };
+            if z.is_empty() {
+                return Ok(Outcome::Empty);
+            }
+            let n = count.unwrap_or(1).min(z.len());
+            let mut popped = Vec::with_capacity(n);
+            for _ in 0..n {
+                let next = if *max {
+                    z.iter().next_back()
+                } else {
+                    z.iter().next()
+                };
+                let Some((m, s)) = next.map(|(m, s)| (m.to_vec(), s)) else {
+                    break;
+                };
+                z.remove(&m);
+                popped.push((m, s));
+            }
+            shard.touch(key);
+            zsets::drop_if_empty(shard, key);
+            match count {
+                None => {
+                    encode::write_array_len(out, 3);
+                    encode::write_bulk(out, key);
+                    for (m, s) in &popped {
+                        encode::write_bulk(out, m);
+                        double(out, proto, *s);
+                    }
+                }
+                Some(_) => {
+                    encode::write_array_len(out, 2);
+                    encode::write_bulk(out, key);
+                    encode::write_array_len(out, popped.len());
+                    for (m, s) in &popped {
+                        encode::write_array_len(out, 2);
+                        encode::write_bulk(out, m);
+                        double(out, proto, *s);
+                    }
+                }
+            }
+            Ok(Outcome::Served)
+        }
+    }
+}
+
+/// The reply of a blocking command that timed out (or could not block): Redis answers a
+/// null array for all of them, except BLMOVE/BRPOPLPUSH inside MULTI (a null bulk).
+fn write_timeout(out: &mut BytesMut, proto: Protocol) {
+    encode::write_null_array(out, proto);
+}
+
+/// Redis's `getTimeoutFromObjectOrReply` in seconds: `None` blocks forever.
+pub fn parse_timeout(arg: &[u8]) -> Result<Option<Duration>, CmdError> {
+    let seconds = super::float::parse_f64(arg).ok_or(CmdError::Static(
+        "ERR timeout is not a float or out of range",
+    ))?;
+    // C converts seconds * 1000 to a long long: truncation, and an out-of-range value
+    // (infinities included) becomes LLONG_MIN on x86, which is "negative".
+    let ms = seconds * 1000.0;
+    if !(ms > -9.3e18 && ms < 9.2e18) || ms <= -1.0 {
+        return Err(CmdError::Static("ERR timeout is negative"));
+    }
+    let ms = ms as i64;
+    if ms < 0 {
+        return Err(CmdError::Static("ERR timeout is negative"));
+    }
+    Ok((ms > 0).then(|| Duration::from_millis(ms as u64)))
+}
+
+/// Parsed `numkeys key... LEFT|RIGHT|MIN|MAX [COUNT n]` (LMPOP family).
+pub struct MPopArgs {
+    /// Index of the first key.
+    pub first: usize,
+    /// Number of keys.
+    pub numkeys: usize,
+    /// LEFT / MIN.
+    pub head: bool,
+    /// COUNT.
+    pub count: usize,
+}
+
+/// Parses the arguments from `numkeys_index` on, as `lmpopGenericCommand` and
+/// `zmpopGenericCommand` do.
+pub fn parse_mpop(args: &[Bytes], numkeys_index: usize, zset: bool) -> Result<MPopArgs, CmdError> {
+    let numkeys = match crate::store::canonical_int(&args[numkeys_index]) {
+        Some(n) if n > 0 => n as usize,
+        _ => return Err(CmdError::Static("ERR numkeys should be greater than 0")),
+    };
+    let where_index = numkeys_index.saturating_add(numkeys).saturating_add(1);
+    if where_index >= args.len() {
+        return Err(SYNTAX);
+    }
+    let head = if zset {
+        let w = &args[where_index];
+        if is(w, "min") {
+            true
+        } else if is(w, "max") {
+            false
+        } else {
+            return Err(SYNTAX);
+        }
+    } else {
+        side(&args[where_index])?
+    };
+    let mut count = None;
+    let mut j = where_index + 1;
+    while j < args.len() {
+        if count.is_none() && is(&args[j], "count") && j + 1 < args.len() {
+            match crate::store::canonical_int(&args[j + 1]) {
+                Some(n) if n > 0 => count = Some(n as usize),
+                _ => return Err(CmdError::Static("ERR count should be greater than 0")),
+            }
+            j += 2;
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    Ok(MPopArgs {
+        first: numkeys_index + 1,
+        numkeys,
+        head,
+        count: count.unwrap_or(1),
+    })
+}
+
+/// Non-blocking pop over several keys (LMPOP-style, ZMPOP): the first non-empty key is
+/// served, else a null array.
+pub fn pop_first(ctx: &mut Ctx<'_>, keys: &[Bytes], op: &BlockOp) -> CmdResult {
+    let proto = ctx.proto();
+    let mut all: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+    if let BlockOp::Move { dst, .. } = op {
+        all.push(dst);
+    }
+    let mut locked = ctx.lock_keys(all);
+    for key in keys {
+        if try_pop(op, &mut locked, key, proto, ctx.out)? == Outcome::Served {
+            return Ok(());
+        }
+    }
+    write_timeout(ctx.out, proto);
+    Ok(())
+}
+
+/// The blocking path: serve now, or answer at once inside a transaction, or block.
+fn block_on(
+    ctx: &mut Ctx<'_>,
+    keys: &[Bytes],
+    op: BlockOp,
+    timeout: Option<Duration>,
+) -> CmdResult {
+    let proto = ctx.proto();
+    let mut all: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+    if let BlockOp::Move { dst, .. } = &op {
+        all.push(dst);
+    }
+    if ctx.held.is_some() {
+        // Inside EXEC: the shards are the transaction's, and blocking is not allowed.
+        let mut locked = ctx.lock_keys(all);
+        for key in keys {
+            if try_pop(&op, &mut locked, key, proto, ctx.out)? == Outcome::Served {
+                return Ok(());
+            }
+        }
+        match op {
+            BlockOp::Move { .. } => encode::write_null_bulk(ctx.out, proto),
+            _ => write_timeout(ctx.out, proto),
+        }
+        return Ok(());
+    }
+    let shared = ctx.shared;
+    let mut registry = shared.blocking.lock();
+    {
+        let mut locked = ctx.lock_keys(all);
+        for key in keys {
+            let outcome = match &op {
+                // BLMOVE blocks on a missing source whatever the destination holds.
+                BlockOp::Move { .. } => match lists::list(locked.shard(key), key)? {
+                    Some(l) if !l.is_empty() => try_pop(&op, &mut locked, key, proto, ctx.out)?,
+                    _ => Outcome::Empty,
+                },
+                _ => try_pop(&op, &mut locked, key, proto, ctx.out)?,
+            };
+            if outcome == Outcome::Served {
+                return Ok(());
+            }
+        }
+    }
+    let waiter = Arc::new(Waiter {
+        client_id: ctx.client.id,
+        db: ctx.client.db,
+        keys: keys.to_vec(),
+        op,
+        proto,
+        mailbox: ctx.client.mailbox.clone(),
+        served: Default::default(),
+    });
+    registry.block(&waiter);
+    ctx.client.blocked = Some(Blocked {
+        waiter,
+        deadline: timeout.map(|t| tokio::time::Instant::now() + t),
+    });
+    Ok(())
+}
+
+fn bpop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
+    let timeout = parse_timeout(&args[args.len() - 1])?;
+    block_on(
+        ctx,
+        &args[1..args.len() - 1],
+        BlockOp::Pop { left },
+        timeout,
+    )
+}
+
+fn blpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    bpop(ctx, args, true)
+}
+
+fn brpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    bpop(ctx, args, false)
+}
+
+fn blmove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let from_left = side(&args[3])?;
+    let to_left = side(&args[4])?;
+    let timeout = parse_timeout(&args[5])?;
+    let op = BlockOp::Move {
+        dst: args[2].clone(),
+        from_left,
+        to_left,
+    };
+    block_on(ctx, &args[1..2], op, timeout)
+}
+
+fn brpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let timeout = parse_timeout(&args[3])?;
+    let op = BlockOp::Move {
+        dst: args[2].clone(),
+        from_left: false,
+        to_left: true,
+    };
+    block_on(ctx, &args[1..2], op, timeout)
+}
+
+fn blmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let parsed = parse_mpop(args, 2, false)?;
+    let timeout = parse_timeout(&args[1])?;
+    let op = BlockOp::MPop {
+        left: parsed.head,
+        count: parsed.count,
+    };
+    block_on(
+        ctx,
+        &args[parsed.first..parsed.first + parsed.numkeys],
+        op,
+        timeout,
+    )
+}
+
+fn bzpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> CmdResult {
+    let timeout = parse_timeout(&args[args.len() - 1])?;
+    block_on(
+        ctx,
+        &args[1..args.len() - 1],
+        BlockOp::ZPop { max },
+        timeout,
+    )
+}
+
+fn bzpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    bzpop(ctx, args, false)
+}
+
+fn bzpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    bzpop(ctx, args, true)
+}
+
+fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let timeout = parse_timeout(&args[1])?;
+    let parsed = parse_mpop(args, 2, true)?;
+    let op = BlockOp::ZMPop {
+        max: !parsed.head,
+        count: parsed.count,
+    };
+    block_on(
+        ctx,
+        &args[parsed.first..parsed.first + parsed.numkeys],
+        op,
+        timeout,
+    )
+}
+
+/// Serves clients blocked on the keys `ready` (and on every key when `all`, after
+/// SWAPDB/MOVE and the like), oldest waiter first, until each key runs dry.
+pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) {
+    let mut registry = shared.blocking.lock();
+    let mut queue: std::collections::VecDeque<(usize, Bytes)> = ready.drain(..).collect();
+    if all {
+        queue.extend(registry.keys());
+    }
+    let mut reply = BytesMut::new();
+    while let Some((db, key)) = queue.pop_front() {
+        while let Some(waiter) = registry.first(db, &key) {
+            let mut keys: Vec<&[u8]> = vec![&key];
+            if let BlockOp::Move { dst, .. } = &waiter.op {
+                keys.push(dst);
+            }
+            let mut locked = shared.store.db(db).lock_keys(keys);
+            reply.clear();
+            let outcome = match &waiter.op {
+                BlockOp::Move { dst, .. } => {
+                    // Redis serves only a source of the right type; a wrong destination
+                    // ends the wait with WRONGTYPE.
+                    match lists::list(locked.shard(&key), &key) {
+                        Ok(Some(l)) if !l.is_empty() => {
+                            if lists::list(locked.shard(dst), dst).is_ok() {
+                                try_pop(&waiter.op, &mut locked, &key, waiter.proto, &mut reply)
+                            } else {
+                                Err(WRONG_TYPE)
+                            }
+                        }
+                        _ => Ok(Outcome::Empty),
+                    }
+                }
+                op => match try_pop(op, &mut locked, &key, waiter.proto, &mut reply) {
+                    // A key of another type does not serve, and does not fail, a waiter.
+                    Err(_) => Ok(Outcome::Empty),
+                    other => other,
+                },
+            };
+            drop(locked);
+            match outcome {
+                Ok(Outcome::Empty) => break,
+                Ok(Outcome::Served) => {
+                    registry.serve(&waiter, &reply);
+                    if let BlockOp::Move { dst, .. } = &waiter.op {
+                        queue.push_back((db, dst.clone()));
+                    }
+                }
+                Err(e) => {
+                    reply.clear();
+                    encode::write_error(&mut reply, e.text());
+                    registry.serve(&waiter, &reply);
+                }
+            }
+        }
+    }
+}
+
+/// Ends a wait that timed out (writing the timeout reply to `out`), unless the waiter
+/// was served meanwhile; returns whether it timed out.
+pub fn time_out(shared: &Shared, waiter: &Arc<Waiter>, out: &mut BytesMut) -> bool {
+    let mut registry = shared.blocking.lock();
+    if registry.cancel(waiter) {
+        write_timeout(out, waiter.proto);
+        true
+    } else {
+        false
+    }
+}
+
+/// Forgets a waiter whose client went away.
+pub fn cancel(shared: &Shared, waiter: &Arc<Waiter>) {
+    shared.blocking.lock().cancel(waiter);
+}

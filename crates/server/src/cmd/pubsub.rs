@@ -1,0 +1,245 @@
+//! Pub/sub commands (Redis's `pubsub.c`): SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE
+//! SSUBSCRIBE SUNSUBSCRIBE PUBLISH SPUBLISH PUBSUB.
+//!
+//! Subscriptions live in the server-wide [`crate::pubsub::PubSub`] table and in the
+//! client's own sets (for the counts in the confirmations and for cleanup). Messages
+//! reach subscribers through their mailbox, so PUBLISH never waits for a slow reader;
+//! readers past `client-output-buffer-limit pubsub` are disconnected.
+
+use bytes::Bytes;
+use redline_resp::encode;
+
+use super::reply::{unknown_subcommand, CmdResult};
+use super::{Ctx, Handler};
+use crate::net::client::ClientState;
+use crate::pubsub::Kind;
+use crate::shared::Shared;
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("subscribe", subscribe),
+    ("unsubscribe", unsubscribe),
+    ("psubscribe", psubscribe),
+    ("punsubscribe", punsubscribe),
+    ("ssubscribe", ssubscribe),
+    ("sunsubscribe", sunsubscribe),
+    ("publish", publish),
+    ("spublish", spublish),
+    ("pubsub|channels", pubsub_channels),
+    ("pubsub|numsub", pubsub_numsub),
+    ("pubsub|numpat", pubsub_numpat),
+    ("pubsub|shardchannels", pubsub_shardchannels),
+    ("pubsub|shardnumsub", pubsub_shardnumsub),
+    ("pubsub|help", pubsub_help),
+];
+
+/// Commands a RESP2 client in pub/sub mode may still run.
+pub fn allowed_in_pubsub(name: &str) -> bool {
+    matches!(
+        name,
+        "ping"
+            | "subscribe"
+            | "ssubscribe"
+            | "unsubscribe"
+            | "sunsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
+            | "quit"
+            | "reset"
+    )
+}
+
+fn words(kind: Kind) -> (&'static [u8], &'static [u8]) {
+    match kind {
+        Kind::Channel => (b"subscribe", b"unsubscribe"),
+        Kind::Pattern => (b"psubscribe", b"punsubscribe"),
+        Kind::Shard => (b"ssubscribe", b"sunsubscribe"),
+    }
+}
+
+fn set_of(client: &mut ClientState, kind: Kind) -> &mut indexmap::IndexSet<Bytes> {
+    match kind {
+        Kind::Channel => &mut client.channels,
+        Kind::Pattern => &mut client.patterns,
+        Kind::Shard => &mut client.shard_channels,
+    }
+}
+
+/// The count a confirmation reports: channels + patterns, or shard channels alone.
+fn count(client: &ClientState, kind: Kind) -> i64 {
+    match kind {
+        Kind::Shard => client.shard_channels.len() as i64,
+        _ => client.subscription_count() as i64,
+    }
+}
+
+fn confirm(ctx: &mut Ctx<'_>, word: &[u8], name: Option<&[u8]>, n: i64) {
+    let proto = ctx.proto();
+    encode::write_push_len(ctx.out, proto, 3);
+    encode::write_bulk(ctx.out, word);
+    match name {
+        Some(name) => encode::write_bulk(ctx.out, name),
+        None => encode::write_null_bulk(ctx.out, proto),
+    }
+    encode::write_integer(ctx.out, n);
+}
+
+fn subscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult {
+    ctx.client.mailbox.set_protocol(ctx.client.protocol);
+    for name in &args[1..] {
+        if set_of(ctx.client, kind).insert(name.clone()) {
+            ctx.shared
+                .pubsub
+                .subscribe(kind, name, ctx.client.id, &ctx.client.mailbox);
+        }
+        let n = count(ctx.client, kind);
+        confirm(ctx, words(kind).0, Some(name), n);
+    }
+    Ok(())
+}
+
+fn unsubscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult {
+    let word = words(kind).1;
+    let names: Vec<Bytes> = if args.len() > 1 {
+        args[1..].to_vec()
+    } else {
+        set_of(ctx.client, kind).iter().cloned().collect()
+    };
+    if names.is_empty() {
+        let n = count(ctx.client, kind);
+        confirm(ctx, word, None, n);
+        return Ok(());
+    }
+    for name in names {
+        if set_of(ctx.client, kind).shift_remove(&name) {
+            ctx.shared.pubsub.unsubscribe(kind, &name, ctx.client.id);
+        }
+        let n = count(ctx.client, kind);
+        confirm(ctx, word, Some(&name), n);
+    }
+    Ok(())
+}
+
+/// Drops every subscription of a client (RESET, disconnect), without replies.
+pub fn unsubscribe_all(shared: &Shared, client: &mut ClientState) {
+    for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
+        for name in std::mem::take(set_of(client, kind)) {
+            shared.pubsub.unsubscribe(kind, &name, client.id);
+        }
+    }
+}
+
+fn subscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    subscribe_generic(ctx, args, Kind::Channel)
+}
+
+fn psubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    subscribe_generic(ctx, args, Kind::Pattern)
+}
+
+fn ssubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    subscribe_generic(ctx, args, Kind::Shard)
+}
+
+fn unsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    unsubscribe_generic(ctx, args, Kind::Channel)
+}
+
+fn punsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    unsubscribe_generic(ctx, args, Kind::Pattern)
+}
+
+fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    unsubscribe_generic(ctx, args, Kind::Shard)
+}
+
+fn publish_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult {
+    let limit = ctx.shared.config.read().client_output_buffer_limit[2];
+    let published =
+        ctx.shared
+            .pubsub
+            .publish(kind, &args[1], &args[2], &limit, ctx.client.id, ctx.out);
+    for id in published.overflowed {
+        tracing::warn!(
+            "Client id={id} scheduled to be closed ASAP for overcoming of output buffer limits."
+        );
+        ctx.shared.clients.kill(id);
+    }
+    encode::write_integer(ctx.out, published.receivers);
+    Ok(())
+}
+
+fn publish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    publish_generic(ctx, args, Kind::Channel)
+}
+
+fn spublish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    publish_generic(ctx, args, Kind::Shard)
+}
+
+fn channels_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult {
+    if args.len() > 3 {
+        return Err(unknown_subcommand("pubsub", &args[1]));
+    }
+    let list = ctx.shared.pubsub.active(kind, args.get(2).map(|p| &p[..]));
+    encode::write_array_len(ctx.out, list.len());
+    for c in list {
+        encode::write_bulk(ctx.out, &c);
+    }
+    Ok(())
+}
+
+fn numsub_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult {
+    let names = &args[2..];
+    encode::write_array_len(ctx.out, names.len() * 2);
+    for name in names {
+        encode::write_bulk(ctx.out, name);
+        encode::write_integer(ctx.out, ctx.shared.pubsub.listeners(kind, name) as i64);
+    }
+    Ok(())
+}
+
+fn pubsub_channels(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    channels_generic(ctx, args, Kind::Channel)
+}
+
+fn pubsub_shardchannels(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    channels_generic(ctx, args, Kind::Shard)
+}
+
+fn pubsub_numsub(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    numsub_generic(ctx, args, Kind::Channel)
+}
+
+fn pubsub_shardnumsub(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    numsub_generic(ctx, args, Kind::Shard)
+}
+
+fn pubsub_numpat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    encode::write_integer(ctx.out, ctx.shared.pubsub.pattern_count() as i64);
+    Ok(())
+}
+
+fn pubsub_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    const LINES: &[&str] = &[
+        "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CHANNELS [<pattern>]",
+        "    Return the currently active channels matching a <pattern> (default: '*').",
+        "NUMPAT",
+        "    Return number of subscriptions to patterns.",
+        "NUMSUB [<channel> ...]",
+        "    Return the number of subscribers for the specified channels, excluding",
+        "    pattern subscriptions(default: no channels).",
+        "SHARDCHANNELS [<pattern>]",
+        "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+        "SHARDNUMSUB [<shardchannel> ...]",
+        "    Return the number of subscribers for the specified shard level channel(s)",
+        "HELP",
+        "    Prints this help.",
+    ];
+    encode::write_array_len(ctx.out, LINES.len());
+    for line in LINES {
+        encode::write_simple(ctx.out, line.as_bytes());
+    }
+    Ok(())
+}

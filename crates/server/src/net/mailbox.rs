@@ -1,0 +1,127 @@
+//! Bytes other connections hand to this one: pub/sub messages, and the reply to a
+//! blocking command that another connection's push served. The owner drains it into its
+//! output buffer between reads; writers only append under a short lock and wake it.
+//!
+//! The mailbox is where Redis's output-buffer limits for pub/sub clients apply: a
+//! subscriber that does not read lets its mailbox grow, and past the hard limit (or past
+//! the soft limit for longer than allowed) the writer reports it so the client can be
+//! disconnected. Memory per slow subscriber is therefore bounded.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use bytes::BytesMut;
+use parking_lot::Mutex;
+use redline_resp::Protocol;
+use tokio::sync::Notify;
+
+use crate::config::OutputBufferLimit;
+
+/// A connection's inbox.
+#[derive(Debug, Default)]
+pub struct Mailbox {
+    state: Mutex<State>,
+    notify: Notify,
+    resp3: AtomicBool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    pending: BytesMut,
+    /// Since when the pending bytes are over the soft limit.
+    soft_since: Option<Instant>,
+    /// Over a limit: nothing more is accepted, the owner is being disconnected.
+    overflowed: bool,
+}
+
+impl Mailbox {
+    /// Appends `bytes` and wakes the owner. Returns false when the mailbox is over
+    /// `limit` (the caller then disconnects the owner); the bytes are then dropped.
+    pub fn push(&self, bytes: &[u8], limit: &OutputBufferLimit) -> bool {
+        let mut state = self.state.lock();
+        if state.overflowed {
+            return false;
+        }
+        state.pending.extend_from_slice(bytes);
+        let len = state.pending.len() as u64;
+        let mut over = limit.hard > 0 && len > limit.hard;
+        if limit.soft > 0 && len > limit.soft {
+            let since = *state.soft_since.get_or_insert_with(Instant::now);
+            if since.elapsed().as_secs() > limit.soft_seconds {
+                over = true;
+            }
+        } else {
+            state.soft_since = None;
+        }
+        if over {
+            state.overflowed = true;
+            state.pending = BytesMut::new();
+            return false;
+        }
+        drop(state);
+        self.notify.notify_one();
+        true
+    }
+
+    /// Appends a reply that must be delivered whatever the limits (a served blocking
+    /// command), and wakes the owner.
+    pub fn deliver(&self, bytes: &[u8]) {
+        self.state.lock().pending.extend_from_slice(bytes);
+        self.notify.notify_one();
+    }
+
+    /// Moves everything pending to `out`.
+    pub fn drain_into(&self, out: &mut BytesMut) {
+        let mut state = self.state.lock();
+        if !state.pending.is_empty() {
+            out.extend_from_slice(&state.pending);
+            state.pending.clear();
+            if state.pending.capacity() > 1 << 20 {
+                state.pending = BytesMut::new();
+            }
+        }
+        state.soft_since = None;
+    }
+
+    /// Waits until something is pushed (returns at once if something was pushed since the
+    /// last wait).
+    pub async fn wait(&self) {
+        self.notify.notified().await
+    }
+
+    /// The protocol messages for the owner are encoded in.
+    pub fn protocol(&self) -> Protocol {
+        if self.resp3.load(Ordering::Relaxed) {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        }
+    }
+
+    /// Records the owner's protocol (after HELLO / RESET).
+    pub fn set_protocol(&self, protocol: Protocol) {
+        self.resp3
+            .store(protocol == Protocol::Resp3, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hard_limit_drops_and_reports() {
+        let m = Mailbox::default();
+        let limit = OutputBufferLimit {
+            hard: 10,
+            soft: 0,
+            soft_seconds: 0,
+        };
+        assert!(m.push(b"12345", &limit));
+        assert!(!m.push(b"1234567", &limit));
+        assert!(!m.push(b"1", &limit));
+        let mut out = BytesMut::new();
+        m.drain_into(&mut out);
+        assert!(out.is_empty());
+    }
+}

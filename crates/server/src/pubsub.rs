@@ -1,0 +1,193 @@
+//! Pub/sub channels, patterns and shard channels: who listens to what.
+//!
+//! PUBLISH encodes each message once per protocol and appends it to every listener's
+//! [`Mailbox`]; listeners' connection tasks write it out. A listener whose mailbox passes
+//! the `client-output-buffer-limit pubsub` limits is reported back so the publisher can
+//! disconnect it, which keeps memory bounded however slow a subscriber is.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use parking_lot::RwLock;
+use redline_resp::{encode, Protocol};
+
+use crate::cmd::keys::glob_match;
+use crate::config::OutputBufferLimit;
+use crate::net::mailbox::Mailbox;
+
+/// Which namespace a subscription lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// SUBSCRIBE.
+    Channel,
+    /// PSUBSCRIBE.
+    Pattern,
+    /// SSUBSCRIBE.
+    Shard,
+}
+
+/// One listener of a channel or pattern.
+#[derive(Debug, Clone)]
+struct Listener {
+    id: u64,
+    mailbox: Arc<Mailbox>,
+}
+
+type Table = HashMap<Bytes, Vec<Listener>>;
+
+/// Every subscription on the server.
+#[derive(Debug, Default)]
+pub struct PubSub {
+    channels: RwLock<Table>,
+    patterns: RwLock<Table>,
+    shard_channels: RwLock<Table>,
+}
+
+/// What a publish did.
+#[derive(Debug, Default)]
+pub struct Published {
+    /// Listeners that got the message (PUBLISH's reply).
+    pub receivers: i64,
+    /// Listeners over their output-buffer limit, to disconnect.
+    pub overflowed: Vec<u64>,
+}
+
+/// A message encoded lazily, once per protocol.
+struct Encoded {
+    forms: [Option<BytesMut>; 2],
+}
+
+impl Encoded {
+    fn get(&mut self, proto: Protocol, parts: &[&[u8]]) -> &[u8] {
+        let slot = &mut self.forms[usize::from(proto == Protocol::Resp3)];
+        slot.get_or_insert_with(|| {
+            let mut out = BytesMut::new();
+            encode::write_push_len(&mut out, proto, parts.len());
+            for p in parts {
+                encode::write_bulk(&mut out, p);
+            }
+            out
+        })
+    }
+}
+
+impl PubSub {
+    fn table(&self, kind: Kind) -> &RwLock<Table> {
+        match kind {
+            Kind::Channel => &self.channels,
+            Kind::Pattern => &self.patterns,
+            Kind::Shard => &self.shard_channels,
+        }
+    }
+
+    /// Adds client `id` as a listener of `name`.
+    pub fn subscribe(&self, kind: Kind, name: &Bytes, id: u64, mailbox: &Arc<Mailbox>) {
+        let mut table = self.table(kind).write();
+        let listeners = table.entry(name.clone()).or_default();
+        if !listeners.iter().any(|l| l.id == id) {
+            listeners.push(Listener {
+                id,
+                mailbox: mailbox.clone(),
+            });
+        }
+    }
+
+    /// Removes client `id` from `name`.
+    pub fn unsubscribe(&self, kind: Kind, name: &[u8], id: u64) {
+        let mut table = self.table(kind).write();
+        if let Some(listeners) = table.get_mut(name) {
+            listeners.retain(|l| l.id != id);
+            if listeners.is_empty() {
+                table.remove(name);
+            }
+        }
+    }
+
+    /// Sends `message` to the listeners of `channel` (and, unless `kind` is
+    /// [`Kind::Shard`], of every matching pattern).
+    ///
+    /// A listener that is the publishing client itself (`me`) gets the message straight
+    /// into `own_output`, ahead of PUBLISH's own reply, exactly where Redis puts it.
+    pub fn publish(
+        &self,
+        kind: Kind,
+        channel: &[u8],
+        message: &[u8],
+        limit: &OutputBufferLimit,
+        me: u64,
+        own_output: &mut BytesMut,
+    ) -> Published {
+        let mut result = Published::default();
+        let word: &[u8] = if kind == Kind::Shard {
+            b"smessage"
+        } else {
+            b"message"
+        };
+        let mut direct = Encoded {
+            forms: [None, None],
+        };
+        if let Some(listeners) = self.table(kind).read().get(channel) {
+            for l in listeners {
+                let bytes = direct.get(l.mailbox.protocol(), &[word, channel, message]);
+                deliver(l, bytes, limit, &mut result, me, own_output);
+            }
+        }
+        if kind == Kind::Channel {
+            for (pattern, listeners) in self.patterns.read().iter() {
+                if !glob_match(pattern, channel, false) {
+                    continue;
+                }
+                let mut form = Encoded {
+                    forms: [None, None],
+                };
+                for l in listeners {
+                    let parts: [&[u8]; 4] = [b"pmessage", pattern, channel, message];
+                    let bytes = form.get(l.mailbox.protocol(), &parts);
+                    deliver(l, bytes, limit, &mut result, me, own_output);
+                }
+            }
+        }
+        result
+    }
+
+    /// Channels (or shard channels) with at least one listener, matching `pattern`.
+    pub fn active(&self, kind: Kind, pattern: Option<&[u8]>) -> Vec<Bytes> {
+        self.table(kind)
+            .read()
+            .keys()
+            .filter(|c| pattern.is_none_or(|p| glob_match(p, c, false)))
+            .cloned()
+            .collect()
+    }
+
+    /// Listeners of `name`.
+    pub fn listeners(&self, kind: Kind, name: &[u8]) -> usize {
+        self.table(kind).read().get(name).map_or(0, |l| l.len())
+    }
+
+    /// Number of distinct patterns listened to (PUBSUB NUMPAT).
+    pub fn pattern_count(&self) -> usize {
+        self.patterns.read().len()
+    }
+}
+
+fn deliver(
+    l: &Listener,
+    bytes: &[u8],
+    limit: &OutputBufferLimit,
+    result: &mut Published,
+    me: u64,
+    own_output: &mut BytesMut,
+) {
+    if l.id == me {
+        own_output.extend_from_slice(bytes);
+        result.receivers += 1;
+    } else if l.mailbox.push(bytes, limit) {
+        result.receivers += 1;
+    } else {
+        result.overflowed.push(l.id);
+        // Redis counts the receiver even when the message closes its connection.
+        result.receivers += 1;
+    }
+}

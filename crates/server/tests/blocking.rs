@@ -1,0 +1,278 @@
+//! Blocking pops, against redis-server 7.0 and redline-server side by side: FIFO
+//! wake-ups of 100 clients, timeouts, serving by pushes from other connections and by
+//! MULTI/EXEC, and every blocking command's replies in both protocols.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use common::{show, Conn, Redline};
+use redline_resp::Frame;
+use redline_testkit::RedisServer;
+
+/// Waits until the server reports `n` blocked clients (so the next push is ordered
+/// after the registrations, on both servers).
+fn wait_blocked(addr: SocketAddr, n: usize) {
+    let mut c = Conn::connect(addr);
+    let want = format!("blocked_clients:{n}\r\n");
+    for _ in 0..1000 {
+        if let Frame::Bulk(b) = c.cmd(&["INFO", "clients"]) {
+            if String::from_utf8_lossy(&b).contains(&want) {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("never saw {n} blocked clients at {addr}");
+}
+
+/// 100 clients block on one list in a known order; pushes wake them first come, first
+/// served, whether the elements come one per command or many in one.
+fn fifo(addr: SocketAddr) -> Vec<String> {
+    let mut waiters: Vec<Conn> = Vec::new();
+    for i in 0..100 {
+        let mut c = Conn::connect(addr);
+        c.send(&["BLPOP", "fifo", "0"]);
+        wait_blocked(addr, i + 1);
+        waiters.push(c);
+    }
+    let mut pusher = Conn::connect(addr);
+    for i in 0..30 {
+        pusher.cmd(&["RPUSH", "fifo", &format!("e{i}")]);
+    }
+    let rest: Vec<String> = (30..100).map(|i| format!("e{i}")).collect();
+    let mut push = vec!["RPUSH".to_string(), "fifo".to_string()];
+    push.extend(rest);
+    pusher.cmd(&push);
+    waiters
+        .iter_mut()
+        .map(|c| show(&c.read().unwrap()))
+        .collect()
+}
+
+#[test]
+fn hundred_clients_wake_in_fifo_order() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let expected: Vec<String> = (0..100)
+        .map(|i| {
+            show(&Frame::Array(vec![
+                Frame::Bulk("fifo".into()),
+                Frame::Bulk(format!("e{i}").into()),
+            ]))
+        })
+        .collect();
+    assert_eq!(fifo(redis.addr()), expected, "redis itself");
+    assert_eq!(fifo(redline.addr), expected);
+    assert_eq!(redline.shared.blocking.count(), 0);
+}
+
+#[test]
+fn timeout_answers_nil_not_before_the_deadline() {
+    let redline = Redline::start();
+    let mut c = Conn::connect(redline.addr);
+    for (command, timeout) in [("BLPOP", "0.3"), ("BZPOPMIN", "0.2"), ("BLMOVE", "0.25")] {
+        let started = Instant::now();
+        let reply = match command {
+            "BLMOVE" => c.cmd(&[command, "nokey", "dst", "LEFT", "RIGHT", timeout]),
+            _ => c.cmd(&[command, "nokey", timeout]),
+        };
+        let waited = started.elapsed();
+        assert_eq!(reply, Frame::NullArray, "{command}");
+        let deadline = Duration::from_secs_f64(timeout.parse().unwrap());
+        assert!(waited >= deadline, "{command} answered after {waited:?}");
+        // The acceptance bound; generous for a loaded machine, never tight.
+        assert!(
+            waited < deadline + Duration::from_millis(500),
+            "{command} answered after {waited:?}"
+        );
+    }
+    assert_eq!(redline.shared.blocking.count(), 0);
+}
+
+/// A step of a multi-connection scenario.
+enum Step {
+    /// Send and read the reply.
+    Cmd(usize, &'static [&'static str]),
+    /// Send only (the command blocks); then wait until `n` clients are blocked.
+    Block(usize, &'static [&'static str], usize),
+    /// Read the reply of an earlier `Block`.
+    Read(usize),
+}
+use Step::{Block, Cmd, Read};
+
+fn run(addr: SocketAddr, steps: &[Step], resp3: bool) -> Vec<String> {
+    let mut conns: Vec<Conn> = (0..3).map(|_| Conn::connect(addr)).collect();
+    conns[0].cmd(&["FLUSHALL"]);
+    if resp3 {
+        for c in conns.iter_mut() {
+            c.cmd(&["HELLO", "3"]);
+        }
+    }
+    let mut out = Vec::new();
+    for step in steps {
+        match step {
+            Cmd(who, args) => out.push(show(&conns[*who].cmd(args))),
+            Block(who, args, n) => {
+                conns[*who].send(args);
+                wait_blocked(addr, *n);
+            }
+            Read(who) => out.push(show(&conns[*who].read().unwrap())),
+        }
+    }
+    out
+}
+
+#[test]
+fn blocking_scenarios_match_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let scenarios: &[&[Step]] = &[
+        // Served at once when there is data; key order decides.
+        &[
+            Cmd(0, &["RPUSH", "b", "1", "2"]),
+            Cmd(0, &["BLPOP", "a", "b", "0"]),
+            Cmd(0, &["BRPOP", "a", "b", "0"]),
+            Cmd(0, &["LLEN", "b"]),
+        ],
+        // Woken by a push from another connection; the second key serves too.
+        &[
+            Block(0, &["BLPOP", "x", "y", "0"], 1),
+            Cmd(1, &["LPUSH", "y", "v1", "v2"]),
+            Read(0),
+            Cmd(1, &["LRANGE", "y", "0", "-1"]),
+        ],
+        // A pipeline-like sequence: LPUSH then LPOP from the pusher: the waiter wins.
+        &[
+            Block(0, &["BRPOP", "q", "0"], 1),
+            Cmd(1, &["RPUSH", "q", "only"]),
+            Cmd(1, &["LPOP", "q"]),
+            Read(0),
+        ],
+        // Woken by MULTI/EXEC, after the whole transaction.
+        &[
+            Block(0, &["BLPOP", "t", "0"], 1),
+            Cmd(1, &["MULTI"]),
+            Cmd(1, &["RPUSH", "t", "a"]),
+            Cmd(1, &["RPUSH", "t", "b"]),
+            Cmd(1, &["LPOP", "t"]),
+            Cmd(1, &["EXEC"]),
+            Read(0),
+            Cmd(1, &["LRANGE", "t", "0", "-1"]),
+        ],
+        // Blocking commands inside MULTI never block.
+        &[
+            Cmd(0, &["MULTI"]),
+            Cmd(0, &["BLPOP", "none", "0"]),
+            Cmd(0, &["BLMOVE", "none", "d", "LEFT", "LEFT", "0"]),
+            Cmd(0, &["BRPOPLPUSH", "none", "d", "0"]),
+            Cmd(0, &["BZPOPMIN", "none", "0"]),
+            Cmd(0, &["BLMPOP", "0", "1", "none", "LEFT"]),
+            Cmd(0, &["BZMPOP", "0", "1", "none", "MIN"]),
+            Cmd(0, &["EXEC"]),
+        ],
+        // BLMOVE chains: the moved element wakes a waiter of the destination.
+        &[
+            Block(0, &["BLMOVE", "src", "dst", "RIGHT", "LEFT", "0"], 1),
+            Block(1, &["BLPOP", "dst", "0"], 2),
+            Cmd(2, &["RPUSH", "src", "m1", "m2"]),
+            Read(0),
+            Read(1),
+            Cmd(2, &["LRANGE", "src", "0", "-1"]),
+            Cmd(2, &["EXISTS", "dst"]),
+        ],
+        &[
+            Block(0, &["BRPOPLPUSH", "s2", "d2", "0"], 1),
+            Cmd(1, &["LPUSH", "s2", "z"]),
+            Read(0),
+            Cmd(1, &["LRANGE", "d2", "0", "-1"]),
+        ],
+        // BLMPOP with COUNT, both sides.
+        &[
+            Block(
+                0,
+                &["BLMPOP", "0", "2", "m1", "m2", "RIGHT", "COUNT", "2"],
+                1,
+            ),
+            Cmd(1, &["RPUSH", "m2", "a", "b", "c"]),
+            Read(0),
+            Cmd(1, &["BLMPOP", "0", "2", "m1", "m2", "LEFT", "COUNT", "5"]),
+        ],
+        // Sorted sets.
+        &[
+            Block(0, &["BZPOPMIN", "z1", "z2", "0"], 1),
+            Cmd(1, &["ZADD", "z2", "2", "b", "1", "a", "3", "c"]),
+            Read(0),
+            Cmd(1, &["BZPOPMAX", "z2", "0"]),
+            Block(0, &["BZMPOP", "0", "1", "z3", "MAX", "COUNT", "2"], 1),
+            Cmd(1, &["ZADD", "z3", "1.5", "x", "2.5", "y", "-1", "w"]),
+            Read(0),
+            Cmd(1, &["ZRANGE", "z3", "0", "-1", "WITHSCORES"]),
+        ],
+        // Wrong types: errors at once; a waiter ignores a key of another type.
+        &[
+            Cmd(0, &["SET", "s", "x"]),
+            Cmd(0, &["BLPOP", "s", "0"]),
+            Cmd(0, &["BZPOPMIN", "s", "0"]),
+            Cmd(0, &["BLMOVE", "s", "d", "LEFT", "LEFT", "0"]),
+            Cmd(0, &["RPUSH", "l", "1"]),
+            Cmd(0, &["BLMOVE", "l", "s", "LEFT", "LEFT", "0"]),
+            Block(0, &["BLPOP", "w", "0"], 1),
+            Cmd(1, &["SET", "w", "str"]),
+            Cmd(1, &["DEL", "w"]),
+            Cmd(1, &["RPUSH", "w", "ok"]),
+            Read(0),
+        ],
+        // Timeouts and bad timeouts.
+        &[
+            Cmd(0, &["BLPOP", "none", "0.01"]),
+            Cmd(0, &["BLMOVE", "none", "d", "LEFT", "LEFT", "0.01"]),
+            Cmd(0, &["BRPOPLPUSH", "none", "d", "0.01"]),
+            Cmd(0, &["BZPOPMAX", "none", "0.01"]),
+            Cmd(0, &["BLMPOP", "0.01", "1", "none", "LEFT"]),
+            Cmd(0, &["BZMPOP", "0.01", "1", "none", "MIN", "COUNT", "3"]),
+            Cmd(0, &["BLPOP", "none", "-1"]),
+            Cmd(0, &["BLPOP", "none", "abc"]),
+            Cmd(0, &["BLPOP", "none", ""]),
+            Cmd(0, &["BLPOP", "none", "inf"]),
+            Cmd(0, &["BLPOP", "none", "1e30"]),
+            Cmd(0, &["BLMOVE", "none", "d", "UP", "LEFT", "x"]),
+            Cmd(0, &["BLMPOP", "x", "1", "none", "LEFT"]),
+            Cmd(0, &["BLMPOP", "0", "0", "none", "LEFT"]),
+            Cmd(0, &["BLMPOP", "0", "5", "none", "LEFT"]),
+            Cmd(0, &["BLMPOP", "0", "1", "none", "UP"]),
+            Cmd(0, &["BLMPOP", "0", "1", "none", "LEFT", "COUNT", "0"]),
+            Cmd(0, &["BLMPOP", "0", "1", "none", "LEFT", "COUNT"]),
+            Cmd(0, &["BZMPOP", "0", "1", "none", "LEFT"]),
+            Cmd(0, &["BZMPOP", "x", "1", "none", "MIN"]),
+            Cmd(0, &["ZMPOP", "1", "none", "MIN"]),
+            Cmd(0, &["ZADD", "zz", "1", "a", "2", "b"]),
+            Cmd(0, &["ZMPOP", "1", "zz", "MAX", "COUNT", "10"]),
+            Cmd(0, &["ZMPOP", "0", "zz", "MAX"]),
+            Cmd(0, &["BLPOP", "none"]),
+        ],
+    ];
+    for (n, steps) in scenarios.iter().enumerate() {
+        for resp3 in [false, true] {
+            let a = run(redis.addr(), steps, resp3);
+            let b = run(redline.addr, steps, resp3);
+            assert_eq!(a, b, "scenario {n} (resp3: {resp3})");
+        }
+    }
+}
+
+/// A blocked client that disconnects is forgotten; the next push stays in the list.
+#[test]
+fn disconnected_waiters_are_dropped() {
+    let redline = Redline::start();
+    let mut c = Conn::connect(redline.addr);
+    c.send(&["BLPOP", "gone", "0"]);
+    wait_blocked(redline.addr, 1);
+    drop(c);
+    wait_blocked(redline.addr, 0);
+    let mut p = Conn::connect(redline.addr);
+    assert_eq!(p.cmd(&["RPUSH", "gone", "x"]), Frame::Integer(1));
+    assert_eq!(p.cmd(&["LLEN", "gone"]), Frame::Integer(1));
+}

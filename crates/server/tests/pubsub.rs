@@ -1,0 +1,155 @@
+//! Pub/sub against redis-server 7.0 and redline-server side by side: confirmations,
+//! messages, patterns, shard channels, PUBSUB introspection, the RESP2 subscribed
+//! context and RESP3 pushes; and a subscriber that never reads is disconnected at its
+//! output-buffer limit instead of growing the server's memory.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use common::{show, Conn, Redline};
+use redline_resp::Frame;
+use redline_testkit::RedisServer;
+
+/// A step: who, what, and how many replies to read afterwards.
+type Step = (usize, &'static [&'static str], usize);
+
+fn run(addr: SocketAddr, steps: &[Step], resp3: bool) -> Vec<String> {
+    let mut conns: Vec<Conn> = (0..3).map(|_| Conn::connect(addr)).collect();
+    conns[0].cmd(&["FLUSHALL"]);
+    if resp3 {
+        for c in conns.iter_mut() {
+            c.cmd(&["HELLO", "3"]);
+        }
+    }
+    let mut out = Vec::new();
+    for (who, args, replies) in steps {
+        if !args.is_empty() {
+            conns[*who].send(args);
+        }
+        for _ in 0..*replies {
+            out.push(format!("{who}: {}", show(&conns[*who].read().unwrap())));
+        }
+    }
+    out
+}
+
+#[test]
+fn pubsub_scenarios_match_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let scenarios: &[&[Step]] = &[
+        &[
+            (0, &["SUBSCRIBE", "news", "sport"], 2),
+            (1, &["PUBLISH", "news", "hello"], 1),
+            (0, &[], 1),
+            (1, &["PUBLISH", "nobody", "x"], 1),
+            (0, &["PING"], 1),
+            (0, &["PING", "arg"], 1),
+            (0, &["GET", "k"], 1),
+            (0, &["ECHO", "x"], 1),
+            (1, &["PUBSUB", "NUMSUB", "news", "sport", "none"], 1),
+            (1, &["PUBSUB", "NUMPAT"], 1),
+            (0, &["UNSUBSCRIBE", "news"], 1),
+            (0, &["UNSUBSCRIBE", "never"], 1),
+            (0, &["UNSUBSCRIBE"], 1),
+            (0, &["UNSUBSCRIBE"], 1),
+            (0, &["GET", "k"], 1),
+        ],
+        &[
+            (0, &["PSUBSCRIBE", "n*", "h?llo"], 2),
+            (2, &["SUBSCRIBE", "news"], 1),
+            (1, &["PUBLISH", "news", "m1"], 1),
+            (0, &[], 1),
+            (2, &[], 1),
+            (1, &["PUBLISH", "hello", "m2"], 1),
+            (0, &[], 1),
+            (1, &["PUBSUB", "NUMPAT"], 1),
+            (1, &["PUBSUB", "CHANNELS"], 1),
+            (1, &["PUBSUB", "CHANNELS", "x*"], 1),
+            (0, &["PUNSUBSCRIBE", "n*"], 1),
+            (0, &["PUNSUBSCRIBE"], 1),
+            (0, &["PUNSUBSCRIBE"], 1),
+        ],
+        &[
+            (0, &["SSUBSCRIBE", "sc"], 1),
+            (0, &["SUBSCRIBE", "c"], 1),
+            (1, &["SPUBLISH", "sc", "shard-msg"], 1),
+            (0, &[], 1),
+            (1, &["PUBLISH", "sc", "not-shard"], 1),
+            (1, &["PUBSUB", "SHARDCHANNELS"], 1),
+            (1, &["PUBSUB", "SHARDNUMSUB", "sc", "x"], 1),
+            (0, &["SUNSUBSCRIBE", "sc"], 1),
+            (0, &["SUNSUBSCRIBE"], 1),
+            (0, &["UNSUBSCRIBE", "c"], 1),
+            (0, &["RESET"], 1),
+            (0, &["GET", "k"], 1),
+        ],
+        &[
+            (0, &["SUBSCRIBE", "a"], 1),
+            (0, &["RESET"], 1),
+            (1, &["PUBLISH", "a", "gone"], 1),
+            (0, &["PING"], 1),
+            (1, &["PUBSUB", "NUMSUB", "a"], 1),
+            (1, &["MULTI"], 1),
+            (1, &["SUBSCRIBE", "m"], 1),
+            (1, &["PUBLISH", "m", "x"], 1),
+            (1, &["EXEC"], 1),
+            (2, &["PUBLISH", "m", "after"], 1),
+            (1, &[], 1),
+            (1, &["PUBSUB", "FOO"], 1),
+            (1, &["PUBLISH", "m"], 1),
+        ],
+    ];
+    for (n, steps) in scenarios.iter().enumerate() {
+        for resp3 in [false, true] {
+            let a = run(redis.addr(), steps, resp3);
+            let b = run(redline.addr, steps, resp3);
+            assert_eq!(a, b, "scenario {n} (resp3: {resp3})");
+        }
+    }
+}
+
+/// A subscriber that never reads is disconnected once its pending output passes the
+/// pubsub hard limit, on both servers, and the publisher carries on.
+#[test]
+fn slow_subscriber_hits_the_output_buffer_limit() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    for addr in [redis.addr(), redline.addr] {
+        let mut admin = Conn::connect(addr);
+        let r = admin.cmd(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "pubsub 262144 0 0",
+        ]);
+        assert_eq!(show(&r), show(&Frame::Simple("OK".into())));
+        let mut slow = Conn::connect(addr);
+        slow.cmd(&["SUBSCRIBE", "firehose"]);
+        // Shrink the socket buffers' share by sending far more than kernel buffers hold.
+        let payload = "x".repeat(64 * 1024);
+        let mut publisher = Conn::connect(addr);
+        let mut disconnected = false;
+        for _ in 0..2000 {
+            publisher.cmd(&["PUBLISH", "firehose", &payload]);
+            if let Frame::Array(v) = publisher.cmd(&["PUBSUB", "NUMSUB", "firehose"]) {
+                if v.get(1) == Some(&Frame::Integer(0)) {
+                    disconnected = true;
+                    break;
+                }
+            }
+        }
+        assert!(disconnected, "slow subscriber still connected at {addr}");
+        // Whatever it had received, the connection ends.
+        std::thread::sleep(Duration::from_millis(50));
+        let mut drained = 0;
+        while slow.read().is_some() {
+            drained += 1;
+            assert!(drained < 100_000);
+        }
+        assert_eq!(publisher.cmd(&["PING"]), Frame::Simple("PONG".into()));
+    }
+}
