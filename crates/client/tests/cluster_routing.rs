@@ -1,0 +1,335 @@
+//! The cluster client against a real 6-node Redis 7.0 cluster (3 masters, 3 replicas):
+//! hash slots agree with `CLUSTER KEYSLOT`, keys over every slot read back, multi-key
+//! commands split across slots give what one server gives, fan-out helpers combine
+//! replies, pipelines route per command, seeds may be dead, replicas serve reads.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use redline::{Client, ClusterClient, ClusterConfig, Cmd, Error, Frame, ReadFrom, ServerErrorKind};
+use redline_resp::slot::key_slot;
+use redline_testkit::{RedisCluster, RedisServer};
+
+async fn start_cluster() -> RedisCluster {
+    tokio::task::spawn_blocking(RedisCluster::start)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+fn cluster_config(cluster: &RedisCluster) -> ClusterConfig {
+    let mut cfg = ClusterConfig::from_urls(cluster.urls()).unwrap();
+    cfg.node.command_timeout = Some(Duration::from_secs(10));
+    cfg
+}
+
+/// 100,000 keys: tag edge cases, plain text, binary.
+fn generated_keys() -> Vec<Vec<u8>> {
+    let mut keys: Vec<Vec<u8>> = [
+        &b""[..],
+        b"{}",
+        b"{}a",
+        b"a{}",
+        b"{a",
+        b"a}",
+        b"}a{",
+        b"a{b}c{d}",
+        b"{a}{b}",
+        b"{{a}}",
+        b"{}{a}",
+        b"user:{42}:name",
+        b"\x00\xff{\x01}",
+        b"{\xff\xfe}",
+    ]
+    .iter()
+    .map(|k| k.to_vec())
+    .collect();
+    let mut rng = fastrand::Rng::with_seed(7);
+    let alphabet = b"ab{}:x";
+    while keys.len() < 100_000 {
+        let len = rng.usize(0..24);
+        let key: Vec<u8> = match keys.len() % 3 {
+            0 => (0..len).map(|_| rng.u8(..)).collect(),
+            1 => (0..len)
+                .map(|_| alphabet[rng.usize(..alphabet.len())])
+                .collect(),
+            _ => format!("key:{}", rng.u64(..)).into_bytes(),
+        };
+        keys.push(key);
+    }
+    keys
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slots_routing_and_multikey_commands() {
+    let cluster = start_cluster().await;
+    let client = ClusterClient::from_config(cluster_config(&cluster))
+        .await
+        .unwrap();
+
+    // 1. CLUSTER KEYSLOT agreement, pipelined to one node in chunks.
+    let node = Client::connect(&cluster.urls()[0]).await.unwrap();
+    let keys = generated_keys();
+    for chunk in keys.chunks(10_000) {
+        let mut pipe = node.pipeline();
+        for key in chunk {
+            pipe.add(Cmd::new("CLUSTER").arg("KEYSLOT").arg(key.as_slice()));
+        }
+        let slots: Vec<u16> = pipe.query().await.unwrap();
+        for (key, slot) in chunk.iter().zip(slots) {
+            assert_eq!(key_slot(key), slot, "key {key:?}");
+        }
+    }
+
+    // 2. One key in every slot: written and read back through the router, in parallel
+    // pipelines, and each lands on its slot's owner (no MOVED was needed).
+    let mut per_slot: Vec<Option<String>> = vec![None; 16384];
+    let mut found = 0;
+    let mut n = 0u64;
+    while found < 16384 {
+        let key = format!("slot-key:{n}");
+        let slot = usize::from(key_slot(key.as_bytes()));
+        if per_slot[slot].is_none() {
+            per_slot[slot] = Some(key);
+            found += 1;
+        }
+        n += 1;
+    }
+    let per_slot: Vec<String> = per_slot.into_iter().map(Option::unwrap).collect();
+    for chunk in per_slot.chunks(4096) {
+        let mut pipe = client.pipeline();
+        for key in chunk {
+            pipe.set(key.as_str(), format!("v-{key}"));
+        }
+        let _: Vec<()> = pipe.query().await.unwrap();
+    }
+    let mut reads = tokio::task::JoinSet::new();
+    for key in per_slot.iter().step_by(7).cloned() {
+        let client = client.clone();
+        reads.spawn(async move { (client.get(key.as_str()).await.unwrap(), key) });
+    }
+    while let Some(read) = reads.join_next().await {
+        let (value, key) = read.unwrap();
+        assert_eq!(value.as_deref(), Some(format!("v-{key}").as_bytes()));
+    }
+    let mut pipe = client.pipeline();
+    for key in &per_slot {
+        pipe.get(key.as_str());
+    }
+    let values: Vec<Option<String>> = pipe.query().await.unwrap();
+    for (key, value) in per_slot.iter().zip(values) {
+        assert_eq!(value, Some(format!("v-{key}")));
+    }
+    assert_eq!(client.metrics().moved, 0);
+    assert_eq!(client.dbsize().await.unwrap(), 16384);
+    let everywhere = client.keys_everywhere("slot-key:*").await.unwrap();
+    assert_eq!(everywhere.len(), 16384);
+    let per_node = client.on_masters(Cmd::new("DBSIZE")).await.unwrap();
+    assert_eq!(per_node.len(), 3);
+    assert!(per_node
+        .iter()
+        .all(|(_, n)| matches!(n, Frame::Integer(n) if *n > 5000)));
+
+    // 3. Multi-key commands over 1,000 keys in many slots equal one server's answers.
+    let single = tokio::task::spawn_blocking(RedisServer::start)
+        .await
+        .unwrap()
+        .unwrap();
+    let one = Client::connect(&single.url()).await.unwrap();
+    let mk: Vec<String> = (0..1000).map(|i| format!("mk:{i}")).collect();
+    let pairs: Vec<(String, String)> = mk
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 3 != 0)
+        .map(|(i, k)| (k.clone(), format!("value-{i}")))
+        .collect();
+    let mut asked: Vec<String> = mk.clone();
+    asked.push("mk:5".into()); // repeated key
+    asked.push("mk:missing".into());
+    client.mset(pairs.iter().cloned()).await.unwrap();
+    one.mset(pairs.iter().cloned()).await.unwrap();
+    assert_eq!(
+        client.mget(asked.iter()).await.unwrap(),
+        one.mget(asked.iter()).await.unwrap()
+    );
+    assert_eq!(
+        client.exists(asked.iter()).await.unwrap(),
+        one.exists(asked.iter()).await.unwrap()
+    );
+    assert_eq!(
+        client.touch(asked.iter()).await.unwrap(),
+        one.touch(asked.iter()).await.unwrap()
+    );
+    let half = &asked[..500];
+    assert_eq!(
+        client.del(half.iter()).await.unwrap(),
+        one.del(half.iter()).await.unwrap()
+    );
+    assert_eq!(
+        client.unlink(asked.iter()).await.unwrap(),
+        one.unlink(asked.iter()).await.unwrap()
+    );
+    assert_eq!(
+        client.mget(asked.iter()).await.unwrap(),
+        one.mget(asked.iter()).await.unwrap()
+    );
+    assert!(client.metrics().splits > 0);
+
+    // 4. Other multi-key commands across slots: Redis's own CROSSSLOT, typed.
+    let err = client
+        .cmd(["SUNIONSTORE", "a", "b", "c"])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Server {
+                kind: ServerErrorKind::CrossSlot,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    // Same slot (hash tags) is fine; keys found past the first argument route right.
+    client.sadd("{s}a", ["x"]).await.unwrap();
+    client.sadd("{s}b", ["y"]).await.unwrap();
+    let n: i64 = client
+        .query(Cmd::new("SUNIONSTORE").arg("{s}c").arg("{s}a").arg("{s}b"))
+        .await
+        .unwrap();
+    assert_eq!(n, 2);
+    let v: i64 = client
+        .query(
+            Cmd::new("EVAL")
+                .arg("return redis.call('SCARD', KEYS[1])")
+                .arg(1)
+                .arg("{s}c"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(v, 2);
+
+    // 5. A pipeline mixing slots, keyless and split commands, in order.
+    let mut pipe = client.pipeline();
+    pipe.set("p:1", "a")
+        .set("p:2", "b")
+        .cmd(["PING"])
+        .mget(["p:1", "p:2", "p:3"])
+        .cmd(["SUNIONSTORE", "x", "y", "z"])
+        .del(["p:1", "p:2"]);
+    let frames = pipe.query_frames().await.unwrap();
+    assert_eq!(frames.len(), 6);
+    assert_eq!(
+        frames[3],
+        Frame::Array(vec![
+            Frame::Bulk(Bytes::from_static(b"a")),
+            Frame::Bulk(Bytes::from_static(b"b")),
+            Frame::Null
+        ])
+    );
+    assert!(matches!(&frames[4], Frame::Error(e) if e.starts_with(b"CROSSSLOT")));
+    assert_eq!(frames[5], Frame::Integer(2));
+
+    // 6. Fan-out with a response policy: FLUSHALL must reach every master.
+    client.flushall().await.unwrap();
+    assert_eq!(client.dbsize().await.unwrap(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seeds_and_replica_reads() {
+    let mut cluster = start_cluster().await;
+    // A dead first seed: a port nothing listens on.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_port = dead.local_addr().unwrap().port();
+    drop(dead);
+    let replicas = cluster.replicas().unwrap();
+    let seed = replicas[0];
+    let mut cfg = ClusterConfig::from_urls([
+        format!("redis://127.0.0.1:{dead_port}"),
+        format!("redis://{}", cluster.addr(seed)),
+    ])
+    .unwrap();
+    cfg.node.command_timeout = Some(Duration::from_secs(10));
+    cfg.refresh_interval = Some(Duration::from_millis(200));
+    let client = ClusterClient::from_config(cfg.clone()).await.unwrap();
+    for i in 0..100 {
+        client.set(format!("seed:{i}"), i).await.unwrap();
+    }
+    // The seed that answered leaves the cluster; the client no longer needs it.
+    cluster.kill(seed).unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    client.refresh().await.unwrap();
+    for i in 0..100 {
+        let v: Option<i64> = client
+            .query(Cmd::new("GET").arg(format!("seed:{i}")))
+            .await
+            .unwrap();
+        assert_eq!(v, Some(i));
+    }
+    cluster.restart(seed).unwrap();
+    let cluster = tokio::task::spawn_blocking(move || {
+        cluster.wait_until_healthy(Duration::from_secs(30)).unwrap();
+        cluster
+    })
+    .await
+    .unwrap();
+
+    // Read from replicas: GETs land on replicas (INFO commandstats), never on masters.
+    let mut cfg = cluster_config(&cluster);
+    cfg.read_from = ReadFrom::Replica;
+    let reader = ClusterClient::from_config(cfg).await.unwrap();
+    for (node, _) in reader
+        .on_all_nodes(Cmd::new("CONFIG").arg("RESETSTAT"))
+        .await
+        .unwrap()
+    {
+        let _ = node;
+    }
+    for i in 0..300 {
+        let key = format!("seed:{}", i % 100);
+        let _: Option<i64> = reader.query(Cmd::new("GET").arg(key)).await.unwrap();
+    }
+    let stats = reader
+        .on_all_nodes(Cmd::new("INFO").arg("commandstats"))
+        .await
+        .unwrap();
+    let masters = reader.masters();
+    let mut replica_gets = 0;
+    for (addr, info) in &stats {
+        let text = match info {
+            Frame::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+            Frame::Verbatim { text, .. } => String::from_utf8_lossy(text).into_owned(),
+            other => panic!("{other:?}"),
+        };
+        let gets = get_calls(&text);
+        if masters.contains(addr) {
+            assert_eq!(gets, 0, "master {addr} served GETs:\n{text}");
+        } else {
+            replica_gets += gets;
+        }
+    }
+    assert_eq!(replica_gets, 300);
+    assert!(reader.metrics().replica_reads >= 300);
+    // Per command: a client reading from masters can still ask a replica.
+    let v: Option<i64> = client
+        .query_from(Cmd::new("GET").arg("seed:1"), ReadFrom::Replica)
+        .await
+        .unwrap();
+    assert_eq!(v, Some(1));
+}
+
+/// `calls=` of `cmdstat_get` in `INFO commandstats`.
+fn get_calls(info: &str) -> u64 {
+    let fields: HashMap<&str, &str> = info
+        .lines()
+        .filter_map(|l| l.strip_prefix("cmdstat_get:"))
+        .flat_map(|l| l.split(','))
+        .filter_map(|kv| kv.split_once('='))
+        .collect();
+    fields
+        .get("calls")
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
