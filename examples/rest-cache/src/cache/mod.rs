@@ -74,9 +74,6 @@ pub enum CacheError {
     /// From redis-rs.
     #[error("redis-rs: {0}")]
     RedisRs(#[from] ::redis::RedisError),
-    /// The backend cannot run in the mode asked for.
-    #[error("{0}")]
-    Unsupported(&'static str),
 }
 
 /// The three commands cache-aside needs.

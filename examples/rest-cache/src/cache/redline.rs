@@ -1,4 +1,5 @@
-//! The redline backend: one `redline::Client` (a single auto-pipelined connection).
+//! The redline backend: one `redline::Client` (a single auto-pipelined connection), or
+//! `redline::ClusterClient` (one such connection per node) under `REDIS_CLUSTER=1`.
 
 use std::time::Duration;
 
@@ -16,37 +17,54 @@ use super::{urls, Cache, CacheError};
 /// # Ok(()) }
 /// ```
 pub struct RedlineCache {
-    client: redline::Client,
+    client: Conn,
+}
+
+enum Conn {
+    Standalone(redline::Client),
+    Cluster(redline::ClusterClient),
 }
 
 impl RedlineCache {
     /// Connects; `cluster` asks for the cluster client.
     pub async fn connect(url: &str, cluster: bool, timeout: Duration) -> Result<Self, CacheError> {
-        if cluster {
-            return Err(CacheError::Unsupported(
-                "REDIS_CLUSTER=1 with CACHE_BACKEND=redline needs redline's cluster client",
-            ));
-        }
-        let first = urls(url).into_iter().next().unwrap_or_default();
-        let mut config = redline::Config::from_url(&first)?;
-        config.command_timeout = Some(timeout);
-        config.connect_timeout = timeout;
-        let client = redline::Client::from_config(config).await?;
+        let nodes = urls(url);
+        let client = if cluster {
+            let mut config = redline::ClusterConfig::from_urls(nodes.iter().map(String::as_str))?;
+            config.node.command_timeout = Some(timeout);
+            config.node.connect_timeout = timeout;
+            Conn::Cluster(redline::ClusterClient::from_config(config).await?)
+        } else {
+            let first = nodes.into_iter().next().unwrap_or_default();
+            let mut config = redline::Config::from_url(&first)?;
+            config.command_timeout = Some(timeout);
+            config.connect_timeout = timeout;
+            Conn::Standalone(redline::Client::from_config(config).await?)
+        };
         Ok(RedlineCache { client })
     }
 }
 
 impl Cache for RedlineCache {
     async fn get(&self, key: &str) -> Result<Option<Bytes>, CacheError> {
-        Ok(self.client.get(key).await?)
+        Ok(match &self.client {
+            Conn::Standalone(c) => c.get(key).await?,
+            Conn::Cluster(c) => c.get(key).await?,
+        })
     }
 
     async fn set_ex(&self, key: &str, value: Bytes, ttl_secs: u64) -> Result<(), CacheError> {
-        Ok(self.client.set_ex(key, value, ttl_secs).await?)
+        Ok(match &self.client {
+            Conn::Standalone(c) => c.set_ex(key, value, ttl_secs).await?,
+            Conn::Cluster(c) => c.set_ex(key, value, ttl_secs).await?,
+        })
     }
 
     async fn del(&self, key: &str) -> Result<(), CacheError> {
-        self.client.del([key]).await?;
+        match &self.client {
+            Conn::Standalone(c) => c.del([key]).await?,
+            Conn::Cluster(c) => c.del([key]).await?,
+        };
         Ok(())
     }
 }
