@@ -54,10 +54,11 @@ impl Cache for RedlineCache {
     }
 
     async fn set_ex(&self, key: &str, value: Bytes, ttl_secs: u64) -> Result<(), CacheError> {
-        Ok(match &self.client {
+        match &self.client {
             Conn::Standalone(c) => c.set_ex(key, value, ttl_secs).await?,
             Conn::Cluster(c) => c.set_ex(key, value, ttl_secs).await?,
-        })
+        }
+        Ok(())
     }
 
     async fn del(&self, key: &str) -> Result<(), CacheError> {
