@@ -13,6 +13,7 @@ mod cli;
 mod conn;
 mod fill;
 mod server;
+mod tunnel;
 
 /// A Redis toolkit: interactive shell, bulk loader, benchmark, TLS tunnel and server.
 #[derive(Parser, Debug)]
@@ -32,6 +33,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run redline-server in the foreground (redis-server style arguments).
     Server(server::ServerArgs),
+    /// TLS-terminating proxy for a Redis server or cluster (standalone, smart, pinned).
+    Tunnel(tunnel::TunnelArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,5 +44,6 @@ fn main() -> ExitCode {
         Command::Fill(args) => fill::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Server(args) => server::run(args),
+        Command::Tunnel(args) => tunnel::run(args),
     }
 }

@@ -1,0 +1,336 @@
+//! Where RESP frames end, without building them: the relay forwards the original bytes and
+//! only needs boundaries (to pair each reply with its command) and a frame's first byte.
+//!
+//! The scanner is resumable: it keeps its place inside a frame between reads, so a frame
+//! arriving in a thousand pieces is scanned once, and an 8 MB bulk costs one length check
+//! per read, not a rescan. Headers follow the same grammar and limits as
+//! `redline_resp`'s parser (tests check both agree); nothing is allocated per frame.
+
+use thiserror::Error;
+
+/// Largest bulk accepted: Redis's `proto-max-bulk-len` default.
+const MAX_BULK: i64 = 512 * 1024 * 1024;
+/// Deepest nesting accepted (as `redline_resp::Limits::DEFAULT`).
+const MAX_DEPTH: usize = 128;
+/// Longest header or inline line: Redis's `PROTO_INLINE_MAX_SIZE`.
+const MAX_LINE: usize = 64 * 1024;
+
+/// The bytes are not RESP; the relay stops interpreting this connection.
+#[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ScanError {
+    /// A type byte RESP does not define (or a non-bulk inside a request).
+    #[error("unexpected byte {0:#04x} at the start of a RESP element")]
+    Type(u8),
+    /// A line without CRLF, a bad number, or a line beyond 64 KiB.
+    #[error("malformed RESP line")]
+    Line,
+    /// A length beyond the limits, or a bulk not followed by CRLF.
+    #[error("invalid RESP length")]
+    Length,
+    /// Aggregates nested deeper than 128.
+    #[error("RESP nesting too deep")]
+    Depth,
+}
+
+/// Which side of the protocol is scanned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// Client requests: multibulks of bulk strings, or inline lines ending in `\n`.
+    Request,
+    /// Server replies: any RESP2/RESP3 frame.
+    Reply,
+}
+
+/// Resumable boundary finder for one direction of one connection.
+#[derive(Debug)]
+pub(crate) struct Scanner {
+    side: Side,
+    /// Bytes of the current frame already scanned.
+    pos: usize,
+    /// Inside a bulk payload: the offset just past its CRLF.
+    payload_end: Option<usize>,
+    /// Children still expected by each open aggregate, innermost last.
+    open: Vec<u64>,
+}
+
+impl Scanner {
+    pub(crate) fn new(side: Side) -> Self {
+        Scanner {
+            side,
+            pos: 0,
+            payload_end: None,
+            open: Vec::new(),
+        }
+    }
+
+    /// `buf` starts at the current frame's first byte and holds everything received since
+    /// (it only grows between calls until a frame is reported). Returns the frame's length
+    /// once it is complete, and then starts over for the frame after it.
+    pub(crate) fn next(&mut self, buf: &[u8]) -> Result<Option<usize>, ScanError> {
+        loop {
+            if let Some(end) = self.payload_end {
+                if buf.len() < end {
+                    return Ok(None);
+                }
+                if &buf[end - 2..end] != b"\r\n" {
+                    return Err(ScanError::Length);
+                }
+                self.payload_end = None;
+                self.pos = end;
+                if let Some(len) = self.element_done() {
+                    return Ok(Some(len));
+                }
+                continue;
+            }
+            let Some(&kind) = buf.get(self.pos) else {
+                return Ok(None);
+            };
+            if self.side == Side::Request && self.open.is_empty() && kind != b'*' {
+                return inline_len(buf);
+            }
+            if self.side == Side::Request && !self.open.is_empty() && kind != b'$' {
+                return Err(ScanError::Type(kind));
+            }
+            let Some((line, next)) = line(buf, self.pos)? else {
+                return Ok(None);
+            };
+            match kind {
+                b'+' | b'-' | b':' | b',' | b'#' | b'_' | b'(' => self.pos = next,
+                b'$' | b'!' | b'=' => {
+                    let n = number(line)?;
+                    self.pos = next;
+                    if n >= 0 {
+                        if n > MAX_BULK {
+                            return Err(ScanError::Length);
+                        }
+                        // n <= 512 MiB, so this fits any usize we run on.
+                        self.payload_end = Some(next + n as usize + 2);
+                        continue;
+                    }
+                    if n != -1 {
+                        return Err(ScanError::Length);
+                    }
+                }
+                b'*' | b'~' | b'>' | b'%' | b'|' => {
+                    let n = number(line)?;
+                    self.pos = next;
+                    let children = match (kind, n) {
+                        (_, n) if n < -1 => return Err(ScanError::Length),
+                        // Requests: `*0` and `*-1` are complete, empty commands (Redis
+                        // skips them); replies: empty or null aggregates.
+                        (_, -1 | 0) => 0,
+                        (b'%', n) => n.checked_mul(2).ok_or(ScanError::Length)?,
+                        // An attribute's pairs, then the value it annotates.
+                        (b'|', n) => n
+                            .checked_mul(2)
+                            .and_then(|c| c.checked_add(1))
+                            .ok_or(ScanError::Length)?,
+                        (_, n) => n,
+                    };
+                    if children > 0 {
+                        if self.open.len() >= MAX_DEPTH {
+                            return Err(ScanError::Depth);
+                        }
+                        // children > 0 was just checked, so the cast is lossless.
+                        self.open.push(children as u64);
+                        continue;
+                    }
+                }
+                other => return Err(ScanError::Type(other)),
+            }
+            if let Some(len) = self.element_done() {
+                return Ok(Some(len));
+            }
+        }
+    }
+
+    /// One element ended at `self.pos`: close every aggregate it completes; when none is
+    /// left open the frame is complete and the scanner resets for the next one.
+    fn element_done(&mut self) -> Option<usize> {
+        loop {
+            let Some(top) = self.open.last_mut() else {
+                let len = self.pos;
+                self.pos = 0;
+                return Some(len);
+            };
+            *top -= 1;
+            if *top > 0 {
+                return None;
+            }
+            self.open.pop();
+        }
+    }
+}
+
+/// An inline request: everything up to and including `\n`.
+fn inline_len(buf: &[u8]) -> Result<Option<usize>, ScanError> {
+    match memchr(b'\n', buf) {
+        Some(i) => Ok(Some(i + 1)),
+        None if buf.len() > MAX_LINE => Err(ScanError::Line),
+        None => Ok(None),
+    }
+}
+
+/// The header line starting at `start` (type byte excluded, CRLF excluded) and the offset
+/// after its CRLF; `None` while the line is incomplete.
+fn line(buf: &[u8], start: usize) -> Result<Option<(&[u8], usize)>, ScanError> {
+    let rest = &buf[start + 1..];
+    match memchr(b'\n', rest) {
+        Some(i) if i > 0 && rest[i - 1] == b'\r' => Ok(Some((&rest[..i - 1], start + 1 + i + 1))),
+        Some(_) => Err(ScanError::Line),
+        None if rest.len() > MAX_LINE => Err(ScanError::Line),
+        None => Ok(None),
+    }
+}
+
+fn number(line: &[u8]) -> Result<i64, ScanError> {
+    std::str::from_utf8(line)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or(ScanError::Line)
+}
+
+fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
+    haystack.iter().position(|&b| b == needle)
+}
+
+/// The command name and first argument of a complete request frame, as sent (not
+/// case-folded); `None` for an empty command (`*0`, blank inline line).
+pub(crate) fn command_words(frame: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
+    if frame.first() == Some(&b'*') {
+        let (count, mut pos) = line(frame, 0).ok()??;
+        let count = number(count).ok()?;
+        let mut words = [None, None];
+        for word in words.iter_mut().take(usize::try_from(count).ok()?) {
+            let (len, next) = line(frame, pos).ok()??;
+            let len = usize::try_from(number(len).ok()?).ok()?;
+            *word = frame.get(next..next + len);
+            pos = next + len + 2;
+        }
+        return Some((words[0]?, words[1]));
+    }
+    let mut words = frame
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|w| !w.is_empty());
+    let name = words.next()?;
+    Some((name, words.next()))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use bytes::BytesMut;
+
+    /// Frames of every type, as redis-server sends them.
+    const REPLIES: &[&[u8]] = &[
+        b"+OK\r\n",
+        b"-ERR unknown command\r\n",
+        b":-42\r\n",
+        b"$5\r\nhello\r\n",
+        b"$0\r\n\r\n",
+        b"$-1\r\n",
+        b"*-1\r\n",
+        b"*0\r\n",
+        b"*3\r\n$1\r\na\r\n*2\r\n:1\r\n$-1\r\n+x\r\n",
+        b"%2\r\n+a\r\n:1\r\n+b\r\n*1\r\n_\r\n",
+        b"~2\r\n,3.5\r\n#t\r\n",
+        b">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$3\r\n\r\n\n\r\n",
+        b"|1\r\n+ttl\r\n:3\r\n$1\r\nv\r\n",
+        b"=15\r\ntxt:Some string\r\n",
+        b"!21\r\nSYNTAX invalid syntax\r\n",
+        b"(3492890328409238509324850943850943825024385\r\n",
+        b"$11\r\n*1\r\n$1\r\nx\r\n\r\n",
+    ];
+
+    fn scan_all(side: Side, input: &[u8], step: usize) -> Vec<usize> {
+        let mut scanner = Scanner::new(side);
+        let mut out = Vec::new();
+        let mut start = 0;
+        let mut end = 0;
+        while end < input.len() {
+            end = (end + step).min(input.len());
+            while let Some(len) = scanner.next(&input[start..end]).unwrap() {
+                out.push(len);
+                start += len;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn agrees_with_the_parser_at_every_split() {
+        let all: Vec<u8> = REPLIES.concat();
+        let want: Vec<usize> = REPLIES.iter().map(|r| r.len()).collect();
+        for step in 1..=all.len() {
+            assert_eq!(scan_all(Side::Reply, &all, step), want, "step {step}");
+        }
+        // The parser consumes exactly the same bytes for each frame.
+        let mut buf = BytesMut::from(&all[..]);
+        for len in want {
+            let before = buf.len();
+            redline_resp::parse(&mut buf).unwrap().unwrap();
+            assert_eq!(before - buf.len(), len);
+        }
+    }
+
+    #[test]
+    fn requests_multibulk_inline_and_empty() {
+        let input: &[u8] =
+            b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n\r\n*0\r\ncluster nodes\n*1\r\n$4\r\nPING\r\n";
+        for step in 1..=input.len() {
+            assert_eq!(
+                scan_all(Side::Request, input, step),
+                vec![20, 6, 2, 4, 14, 14],
+                "step {step}"
+            );
+        }
+    }
+
+    #[test]
+    fn rejects_garbage_and_hostile_lengths() {
+        for bad in [
+            &b"?x\r\n"[..],
+            b"$9999999999\r\n",
+            b"*9223372036854775807\r\n",
+            b"%9223372036854775807\r\n",
+            b"$3\r\nabcXY",
+            b"*1\r\n+no\r\n",
+            b"+x\n",
+        ] {
+            let mut scanner = Scanner::new(Side::Reply);
+            let mut result = Ok(None);
+            for _ in 0..3 {
+                result = scanner.next(bad);
+                if result.is_err() {
+                    break;
+                }
+            }
+            if bad.starts_with(b"*9") {
+                // Valid count, not a memory hazard: nothing is allocated per child.
+                assert_eq!(result, Ok(None));
+            } else if bad.starts_with(b"*1") {
+                assert!(Scanner::new(Side::Request).next(bad).is_err());
+            } else {
+                assert!(result.is_err(), "{bad:?}");
+            }
+        }
+        let deep = b"*1\r\n".repeat(200);
+        assert_eq!(Scanner::new(Side::Reply).next(&deep), Err(ScanError::Depth));
+    }
+
+    #[test]
+    fn command_words_of_both_forms() {
+        let (name, sub) =
+            command_words(b"*3\r\n$7\r\nCLUSTER\r\n$5\r\nNODES\r\n$1\r\nx\r\n").unwrap();
+        assert_eq!((name, sub), (&b"CLUSTER"[..], Some(&b"NODES"[..])));
+        let (name, sub) = command_words(b"*1\r\n$4\r\nPING\r\n").unwrap();
+        assert_eq!((name, sub), (&b"PING"[..], None));
+        assert_eq!(
+            command_words(b"cluster  slots\r\n").unwrap(),
+            (&b"cluster"[..], Some(&b"slots"[..]))
+        );
+        assert_eq!(command_words(b"*0\r\n"), None);
+        assert_eq!(command_words(b"\r\n"), None);
+    }
+}
