@@ -1,22 +1,313 @@
-//! `redline bench`: redis-benchmark's flags, measured through the redline client.
+//! `redline bench`: redis-benchmark's flags, measured through the redline client (so it
+//! measures the library), with HDR latency percentiles, live progress on a terminal, a
+//! summary table and `--json`.
+//!
+//! With no `-h`, `-p` or `-u` it starts an embedded redline-server on a free loopback
+//! port ([`embedded`]) and benchmarks that, so it works on a fresh machine.
 
+mod embedded;
+mod report;
+mod runner;
+mod target;
+mod workload;
+
+use std::io::{IsTerminal, Write};
+use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 
+use bytes::Bytes;
 use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use redline::Client;
 
 use crate::conn::ConnArgs;
+use report::Row;
+use runner::{Live, Plan};
+use target::Target;
+use workload::Test;
 
-/// Flags of `redline bench`.
+/// Flags of `redline bench` (redis-benchmark's names where they overlap).
 #[derive(Args, Debug)]
 #[command(disable_help_flag = true)]
 pub(crate) struct BenchArgs {
     #[command(flatten)]
     pub(crate) conn: ConnArgs,
+    /// Number of parallel connections (clients) [default: 50].
+    #[arg(short = 'c', value_name = "CLIENTS", default_value_t = 50)]
+    pub(crate) clients: usize,
+    /// Total number of requests [default: 100000].
+    #[arg(short = 'n', value_name = "REQUESTS", default_value_t = 100_000)]
+    pub(crate) requests: u64,
+    /// Run each test for this many seconds instead of -n requests.
+    #[arg(long = "duration", value_name = "SECONDS")]
+    pub(crate) duration: Option<f64>,
+    /// Pipeline <numreq> requests [default: 1; with neither -P nor -t, 1 and 16].
+    #[arg(short = 'P', value_name = "NUMREQ")]
+    pub(crate) pipeline: Option<usize>,
+    /// Data size of SET/GET value in bytes [default: 3].
+    #[arg(short = 'd', value_name = "SIZE", default_value_t = 3)]
+    pub(crate) data_size: usize,
+    /// Use random keys for SET/GET/INCR, random values for SADD... in [0, keyspacelen).
+    #[arg(short = 'r', value_name = "KEYSPACELEN")]
+    pub(crate) keyspace: Option<u64>,
+    /// Only run the comma separated list of tests (`-t all` for every test) [default: ping,set,get,mixed].
+    #[arg(short = 't', value_name = "TESTS")]
+    pub(crate) tests: Option<String>,
+    /// Quiet. Just show query/sec values.
+    #[arg(short = 'q')]
+    pub(crate) quiet: bool,
+    /// One JSON object per test on stdout, nothing else.
+    #[arg(long = "json")]
+    pub(crate) json: bool,
+    /// Multiplexed connections per node (the client's pool size).
+    #[arg(long = "mux", value_name = "N", default_value_t = 1)]
+    pub(crate) mux: usize,
+    /// The target is a Redis Cluster (use the cluster client).
+    #[arg(long = "cluster")]
+    pub(crate) cluster: bool,
+    /// SELECT the specified db number [default: 0].
+    #[arg(long = "dbnum", value_name = "DB")]
+    pub(crate) db: Option<u32>,
+    /// A custom command to benchmark, e.g. `SET k:__rand_int__ v` (one quoted argument or many).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub(crate) command: Vec<String>,
 }
 
 /// Runs `redline bench`.
 pub(crate) fn run(args: BenchArgs) -> ExitCode {
-    let _ = args.conn.names_server();
-    eprintln!("redline bench: not implemented yet");
-    ExitCode::from(1)
+    // The embedded server gets its own runtime, started before ours.
+    let embedded = if args.conn.names_server() || args.cluster {
+        None
+    } else {
+        match embedded::Embedded::start() {
+            Ok(server) => Some(server),
+            Err(e) => {
+                eprintln!("Could not start the embedded redline-server: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    };
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Could not start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(bench(args, embedded.as_ref().map(|e| e.addr())));
+    drop(runtime);
+    drop(embedded);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Why the benchmark could not run at all (errors during it are counted, not fatal).
+#[derive(Debug, thiserror::Error)]
+enum BenchError {
+    #[error(transparent)]
+    Flags(#[from] crate::conn::ConnError),
+    #[error("Unknown test '{0}' (known: {known}, all)", known = workload::ALL.join(","))]
+    UnknownTest(String),
+    #[error("Invalid custom command: unbalanced quotes")]
+    BadCommand,
+    #[error("Invalid option: {0}")]
+    Invalid(&'static str),
+    #[error("Could not connect to Redis at {addr}: {source}")]
+    Connect {
+        addr: String,
+        source: redline::Error,
+    },
+    #[error("--cluster needs the cluster client, which this build does not have yet")]
+    NoCluster,
+}
+
+async fn bench(args: BenchArgs, embedded: Option<SocketAddr>) -> Result<(), BenchError> {
+    if args.clients == 0 {
+        return Err(BenchError::Invalid("-c must be at least 1"));
+    }
+    if args.mux == 0 {
+        return Err(BenchError::Invalid("--mux must be at least 1"));
+    }
+    if args.pipeline == Some(0) {
+        return Err(BenchError::Invalid("-P must be at least 1"));
+    }
+    if matches!(args.duration, Some(d) if !(d > 0.0 && d.is_finite())) {
+        return Err(BenchError::Invalid(
+            "--duration must be a positive number of seconds",
+        ));
+    }
+    let tests = select_tests(&args)?;
+    let pipelines: Vec<usize> = match args.pipeline {
+        Some(p) => vec![p],
+        None if args.tests.is_none() && args.command.is_empty() => vec![1, 16],
+        None => vec![1],
+    };
+
+    let mut cfg = args.conn.config()?;
+    if let Some(addr) = embedded {
+        cfg.host = addr.ip().to_string();
+        cfg.port = addr.port();
+        if !args.json {
+            eprintln!("Benchmarking an embedded redline-server on {addr}");
+        }
+    } else if args.cluster && !args.conn.names_server() {
+        return Err(BenchError::Invalid(
+            "--cluster needs -h/-p or -u naming a cluster node",
+        ));
+    }
+    if let Some(db) = args.db {
+        cfg.db = db;
+    }
+    cfg.pool_size = args.mux;
+    cfg.command_timeout = Some(Duration::from_secs(2));
+    cfg.queue_bound = cfg
+        .queue_bound
+        .max(args.clients * pipelines.iter().copied().max().unwrap_or(1) * 2);
+    let addr = cfg.addr();
+    let target = if args.cluster {
+        return Err(BenchError::NoCluster);
+    } else {
+        Target::Single(
+            Client::from_config(cfg)
+                .await
+                .map_err(|source| BenchError::Connect { addr, source })?,
+        )
+    };
+
+    let data = Bytes::from(vec![b'x'; args.data_size]);
+    let mut rows = Vec::new();
+    for &pipeline in &pipelines {
+        for test in &tests {
+            let plan = Plan {
+                clients: args.clients,
+                requests: args.requests,
+                duration: args.duration.map(Duration::from_secs_f64),
+                pipeline,
+                data: data.clone(),
+                keyspace: args.keyspace,
+            };
+            let live = Arc::new(Live::default());
+            let progress = progress(&args, test, &plan, live.clone());
+            let outcome = runner::run(test, &target, &plan, live).await;
+            progress.abort();
+            let row = Row {
+                test: test.clone(),
+                clients: args.clients,
+                pipeline,
+                data_size: args.data_size,
+                outcome,
+            };
+            emit(&args, &row);
+            rows.push(row);
+        }
+    }
+    if !args.json && !args.quiet {
+        println!("{}", report::table(&rows));
+    }
+    drop(target);
+    Ok(())
+}
+
+fn select_tests(args: &BenchArgs) -> Result<Vec<Test>, BenchError> {
+    if !args.command.is_empty() {
+        let argv: Vec<Bytes> = if args.command.len() == 1 {
+            redline_resp::split_args(args.command[0].as_bytes()).ok_or(BenchError::BadCommand)?
+        } else {
+            args.command
+                .iter()
+                .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+                .collect()
+        };
+        if argv.is_empty() {
+            return Err(BenchError::BadCommand);
+        }
+        return Ok(vec![Test::custom(argv)]);
+    }
+    let ids: Vec<&str> = match &args.tests {
+        Some(list) if list.trim().eq_ignore_ascii_case("all") => workload::ALL.to_vec(),
+        Some(list) => list.split(',').filter(|t| !t.trim().is_empty()).collect(),
+        None => workload::STANDARD.to_vec(),
+    };
+    ids.into_iter()
+        .map(|id| Test::named(id).ok_or_else(|| BenchError::UnknownTest(id.to_owned())))
+        .collect()
+}
+
+/// Prints one finished test as the flags ask.
+fn emit(args: &BenchArgs, row: &Row) {
+    let mut stdout = std::io::stdout().lock();
+    let text = if args.json {
+        format!("{}\n", row.json())
+    } else if args.quiet {
+        format!("{}\n{}", row.quiet_line(), row.problems())
+    } else {
+        format!("{}\n", row.block(args.mux))
+    };
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+/// Live progress on stderr while a test runs (only on a terminal, never with --json).
+fn progress(
+    args: &BenchArgs,
+    test: &Test,
+    plan: &Plan,
+    live: Arc<Live>,
+) -> tokio::task::JoinHandle<()> {
+    let visible = !args.json && std::io::stderr().is_terminal();
+    let title = if plan.pipeline > 1 {
+        format!("{} (P={})", test.title, plan.pipeline)
+    } else {
+        test.title.clone()
+    };
+    let duration = plan.duration;
+    tokio::spawn(async move {
+        if !visible {
+            return;
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        let start = std::time::Instant::now();
+        let mut last = 0u64;
+        let mut interval = tokio::time::interval(Duration::from_millis(250));
+        loop {
+            interval.tick().await;
+            let done = live.done.load(Ordering::Relaxed);
+            let errors = live.errors.load(Ordering::Relaxed);
+            let rps = (done - last.min(done)) as f64 * 4.0;
+            last = done;
+            let overall = done as f64 / start.elapsed().as_secs_f64().max(1e-9);
+            let left = match duration {
+                Some(d) => format!(
+                    " {:.0}s left",
+                    d.saturating_sub(start.elapsed()).as_secs_f64()
+                ),
+                None => String::new(),
+            };
+            bar.set_message(format!(
+                "{title}: rps={rps:.0} (overall: {overall:.0}) done={done} errors={errors}{left}"
+            ));
+            bar.tick();
+        }
+    })
 }

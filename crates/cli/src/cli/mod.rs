@@ -1,10 +1,25 @@
-//! `redline cli`: redis-cli's one-shot mode, REPL and pipe mode.
+//! `redline cli`: redis-cli's one-shot mode, interactive REPL and pipe mode.
+//!
+//! - `redline cli [flags] CMD ARGS...` runs one command and prints its reply the way
+//!   redis-cli does: the terminal form on a terminal, the raw form otherwise (`--raw` /
+//!   `--no-raw` force one). Exit code 1 when the server cannot be reached; an error reply
+//!   still exits 0, as redis-cli 7.0 does.
+//! - Without a command, on a terminal: a REPL ([`repl`]) with history.
+//! - Without a command, from a pipe: one command per input line, split with redis-cli's
+//!   quoting rules.
 
+mod format;
+mod history;
+mod repl;
+mod session;
+
+use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::Args;
 
 use crate::conn::ConnArgs;
+use session::Session;
 
 /// Flags of `redline cli`.
 #[derive(Args, Debug)]
@@ -15,16 +30,128 @@ pub(crate) struct CliArgs {
     /// Database number.
     #[arg(short = 'n', value_name = "DB")]
     pub(crate) db: Option<u32>,
+    /// Enable cluster mode (follow -ASK and -MOVED redirections).
+    #[arg(short = 'c')]
+    pub(crate) cluster: bool,
+    /// Use raw formatting for replies (default when STDOUT is not a tty).
+    #[arg(long = "raw")]
+    pub(crate) raw: bool,
+    /// Force formatted output even when STDOUT is not a tty.
+    #[arg(long = "no-raw")]
+    pub(crate) no_raw: bool,
     /// The command to run once; without it, a REPL (terminal) or one command per line (pipe).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub(crate) command: Vec<String>,
 }
 
+/// How replies are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// redis-cli's terminal form.
+    Standard,
+    /// redis-cli's `--raw` form.
+    Raw,
+}
+
+impl Output {
+    /// Renders one reply (or error) with the trailing newline redis-cli prints.
+    pub(crate) fn render(self, reply: &redline::Frame) -> Vec<u8> {
+        let mut out = Vec::new();
+        match self {
+            Output::Standard => format::tty(reply, "", &mut out),
+            Output::Raw => {
+                format::raw(reply, &mut out);
+                out.push(b'\n');
+            }
+        }
+        out
+    }
+}
+
 /// Runs `redline cli`.
 pub(crate) fn run(args: CliArgs) -> ExitCode {
-    if let Err(e) = args.conn.config() {
-        eprintln!("{e}");
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Could not start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(run_async(args))
+}
+
+async fn run_async(args: CliArgs) -> ExitCode {
+    let stdout_tty = std::io::stdout().is_terminal();
+    let output = if args.raw || (!stdout_tty && !args.no_raw) {
+        Output::Raw
+    } else {
+        Output::Standard
+    };
+    let mut session = match Session::connect(&args).await {
+        Ok(session) => session,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    };
+    if !args.command.is_empty() {
+        let argv: Vec<bytes::Bytes> = args
+            .command
+            .iter()
+            .map(|a| bytes::Bytes::copy_from_slice(a.as_bytes()))
+            .collect();
+        return match session.run(argv).await {
+            Ok(reply) => print(output.render(&reply)),
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(1)
+            }
+        };
     }
-    eprintln!("redline cli: not implemented yet");
-    ExitCode::from(1)
+    if std::io::stdin().is_terminal() {
+        return repl::run(session, output).await;
+    }
+    pipe(session, output).await
+}
+
+/// One command per line of stdin; stops at the end of input or a lost connection.
+async fn pipe(mut session: Session, output: Output) -> ExitCode {
+    let stdin = std::io::stdin();
+    for line in stdin.lock().split(b'\n') {
+        let line = match line {
+            Ok(line) => line,
+            Err(e) => {
+                eprintln!("Error reading stdin: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        match redline_resp::split_args(&line) {
+            None => eprintln!("Invalid argument(s)"),
+            Some(argv) if argv.is_empty() => {}
+            Some(argv) => match session.run(argv).await {
+                Ok(reply) => {
+                    if print(output.render(&reply)) != ExitCode::SUCCESS {
+                        return ExitCode::from(1);
+                    }
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(1);
+                }
+            },
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Writes to stdout; a closed pipe (`| head`) ends quietly.
+fn print(bytes: Vec<u8>) -> ExitCode {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(&bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(1),
+    }
 }

@@ -1,0 +1,136 @@
+//! The cli's connection: one dedicated connection, so that every command redis-cli
+//! accepts (SELECT, MULTI, blocking pops with no timeout...) runs as typed.
+
+use std::fmt;
+
+use bytes::Bytes;
+use redline::{Client, Cmd, DedicatedConnection, Error, Frame};
+
+use super::CliArgs;
+
+/// A connected cli session.
+pub(crate) struct Session {
+    /// Kept so the dedicated connection's pool lives as long as the session.
+    _client: Client,
+    conn: DedicatedConnection,
+    /// `host:port`, for the prompt and messages.
+    addr: String,
+    /// The selected database, shown in the prompt as redis-cli does.
+    db: u32,
+}
+
+/// Failures that end the session (not error replies: those are printed as replies).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SessionError {
+    /// Bad flags.
+    #[error(transparent)]
+    Flags(#[from] crate::conn::ConnError),
+    /// The server could not be reached or refused the handshake.
+    #[error("Could not connect to Redis at {addr}: {reason}")]
+    Connect {
+        /// `host:port`.
+        addr: String,
+        /// Why, in words close to redis-cli's.
+        reason: Reason,
+    },
+    /// The connection broke during a command.
+    #[error("Error: {0}")]
+    Lost(Reason),
+}
+
+/// A client error worded as redis-cli words it (no "(os error 111)").
+#[derive(Debug)]
+pub(crate) struct Reason(Error);
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Error::Io { source, .. } => {
+                let text = source.to_string();
+                let text = match text.find(" (os error") {
+                    Some(cut) => &text[..cut],
+                    None => &text,
+                };
+                f.write_str(text)
+            }
+            Error::Auth { kind, message } => write!(f, "{kind} {message}"),
+            other => write!(f, "{other}"),
+        }
+    }
+}
+
+impl Session {
+    /// Connects as the flags say. The command timeout is off: a blocking command typed
+    /// in the cli waits as long as it asks to.
+    pub(crate) async fn connect(args: &CliArgs) -> Result<Session, SessionError> {
+        let mut cfg = args.conn.config()?;
+        if let Some(db) = args.db {
+            cfg.db = db;
+        }
+        cfg.command_timeout = None;
+        let addr = cfg.addr();
+        let db = cfg.db;
+        let fail = |e: Error| SessionError::Connect {
+            addr: addr.clone(),
+            reason: Reason(e),
+        };
+        let client = Client::from_config(cfg).await.map_err(fail)?;
+        let conn = client.dedicated().await.map_err(fail)?;
+        Ok(Session {
+            _client: client,
+            conn,
+            addr,
+            db,
+        })
+    }
+
+    /// `host:port` or `host:port[db]`, as in redis-cli's prompt.
+    pub(crate) fn prompt(&self) -> String {
+        if self.db == 0 {
+            format!("{}> ", self.addr)
+        } else {
+            format!("{}[{}]> ", self.addr, self.db)
+        }
+    }
+
+    /// Runs one command. Error replies come back as `Ok(Frame::Error)` so they print
+    /// like any reply; only a lost connection is `Err`.
+    pub(crate) async fn run(&mut self, argv: Vec<Bytes>) -> Result<Frame, SessionError> {
+        let select = match argv.first() {
+            Some(name) if name.eq_ignore_ascii_case(b"SELECT") => argv
+                .get(1)
+                .and_then(|db| std::str::from_utf8(db).ok())
+                .and_then(|db| db.parse::<u32>().ok()),
+            _ => None,
+        };
+        let Some(cmd) = Cmd::from_args(argv) else {
+            return Ok(Frame::Error(Bytes::from_static(b"ERR empty command")));
+        };
+        match self.conn.query::<Frame>(cmd).await {
+            Ok(frame) => {
+                if let Some(db) = select {
+                    self.db = db;
+                }
+                Ok(frame)
+            }
+            Err(e @ (Error::Server { .. } | Error::Auth { .. })) => {
+                let text = match &e {
+                    Error::Server { kind, message } | Error::Auth { kind, message }
+                        if message.is_empty() =>
+                    {
+                        kind.to_string()
+                    }
+                    Error::Server { kind, message } | Error::Auth { kind, message } => {
+                        format!("{kind} {message}")
+                    }
+                    _ => e.to_string(),
+                };
+                Ok(Frame::Error(Bytes::from(text)))
+            }
+            Err(e @ Error::NotMultiplexable { .. }) => {
+                Ok(Frame::Error(Bytes::from(format!("ERR redline cli: {e}"))))
+            }
+            Err(e) => Err(SessionError::Lost(Reason(e))),
+        }
+    }
+}
