@@ -7,12 +7,15 @@ CARGO ?= cargo
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: help deps run test bench fmt lint fuzz fuzz-deps
+.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps
 
 help:
 	@echo "make run    build in release and run the demo (real redis-server, RESP round trips)"
 	@echo "make test   install missing tools, then fmt check, clippy -D warnings, all tests"
-	@echo "make bench  criterion benchmarks of the RESP codec"
+	@echo "make bench  every comparison (clients, REST service, server, fill) + codec; writes bench/REPORT.md"
+	@echo "            QUICK=1 for the short plan (< 15 min after the release build)"
+	@echo "make bench-codec  criterion benchmarks of the RESP codec only"
+	@echo "make bench-deps   install wrk (apt-get), redis tools and the Go harness's modules"
 	@echo "make fmt    format the code"
 	@echo "make lint   fmt check and clippy -D warnings"
 	@echo "make deps   install redis-server and redis-tools with apt-get if missing"
@@ -47,8 +50,28 @@ run: deps
 test: deps lint
 	$(CARGO) test --workspace
 
-bench:
+# Peer comparisons: bench/scripts/bench.py builds the release binaries and bench/go, runs
+# the sections with alternating rounds, writes bench/results/<date>-<section>.json and
+# regenerates bench/REPORT.md. The criterion codec bench runs after it (QUICK skips it).
+QUICK ?=
+bench: bench-deps
+	python3 bench/scripts/bench.py $(if $(filter 1 yes true,$(QUICK)),--quick)
+	$(if $(filter 1 yes true,$(QUICK)),@echo "bench: QUICK=1 skips the codec bench (make bench-codec)",$(MAKE) bench-codec)
+
+bench-codec:
 	$(CARGO) bench -p redline-resp
+
+# wrk from Debian (like `deps` does for redis), then the Go modules of bench/go.
+bench-deps: deps
+	@if ! command -v wrk >/dev/null; then \
+	  echo "bench-deps: installing wrk with apt-get"; \
+	  $(APT) update -q; \
+	  $(APT) install -y -q --no-install-recommends wrk; \
+	fi; \
+	command -v wrk >/dev/null || { echo "bench-deps: wrk still missing" >&2; exit 1; }; \
+	command -v go >/dev/null || { echo "bench-deps: go is required for bench/go" >&2; exit 1; }; \
+	(cd bench/go && go mod download); \
+	echo "bench-deps: $$(wrk -v 2>&1 | head -n1 | cut -d' ' -f1-2), $$(go version | cut -d' ' -f3)"
 
 fmt:
 	$(CARGO) fmt --all

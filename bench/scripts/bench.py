@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""`make bench` driver: builds the release binaries and the Go harness, runs the sections
+(clients, rest, server, fill), writes bench/results/<date>-<section>[-quick].json, and
+regenerates bench/REPORT.md from the newest result of every section.
+
+    python3 bench/scripts/bench.py [--quick] [--only clients,rest,server,fill] [--no-build]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import clients  # noqa: E402
+import fill  # noqa: E402
+import machine  # noqa: E402
+import report  # noqa: E402
+import rest  # noqa: E402
+import server  # noqa: E402
+from common import log  # noqa: E402
+from procs import ROOT  # noqa: E402
+
+SECTIONS = {"clients": clients.run, "rest": rest.run, "server": server.run, "fill": fill.run}
+RESULTS = os.path.join(ROOT, "bench", "results")
+
+
+def build():
+    log("build: cargo build --release (rest-cache, redline-server, bench-clients, redline)")
+    cargo = os.environ.get("CARGO", "cargo")
+    for pkgs in (["-p", "rest-cache", "-p", "redline-server", "-p", "redline-bench-clients"],
+                 ["-p", "redline-cli"]):
+        out = subprocess.run([cargo, "build", "--release", *pkgs], cwd=ROOT)
+        if out.returncode != 0 and "redline-cli" not in pkgs:
+            sys.exit("build failed")
+        if out.returncode != 0:
+            log("build: redline-cli failed to build; the fill comparison will be skipped")
+    log("build: go build bench/go")
+    os.makedirs(os.path.join(ROOT, "target", "bench-go"), exist_ok=True)
+    out = subprocess.run(["go", "build", "-o", os.path.join(ROOT, "target", "bench-go", "bench-go"),
+                          "."], cwd=os.path.join(ROOT, "bench", "go"))
+    if out.returncode != 0:
+        sys.exit("go build failed")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="the QUICK=1 plan (< 15 min)")
+    ap.add_argument("--only", default=",".join(SECTIONS), help="comma list of sections")
+    ap.add_argument("--no-build", action="store_true", help="use the binaries already built")
+    args = ap.parse_args()
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    for s in only:
+        if s not in SECTIONS:
+            sys.exit(f"unknown section {s!r} (choose from {', '.join(SECTIONS)})")
+    if not args.no_build:
+        build()
+    os.makedirs(RESULTS, exist_ok=True)
+    date = time.strftime("%Y-%m-%d")
+    started = time.time()
+    for name in only:
+        log(f"section {name}{' (quick)' if args.quick else ''}")
+        t0 = time.time()
+        info = machine.describe()
+        result = SECTIONS[name](args.quick)
+        result.update({"section": name, "quick": args.quick,
+                       "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0)),
+                       "seconds": round(time.time() - t0, 1), "machine": info})
+        result["machine"]["loadavg_end"] = os.getloadavg()[0]
+        path = os.path.join(RESULTS, f"{date}-{name}{'-quick' if args.quick else ''}.json")
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1)
+            f.write("\n")
+        log(f"section {name}: {result['seconds']}s -> {os.path.relpath(path, ROOT)}")
+    report.write()
+    log(f"done in {time.time() - started:.0f}s; bench/REPORT.md regenerated")
+
+
+if __name__ == "__main__":
+    main()

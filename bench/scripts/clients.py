@@ -1,0 +1,94 @@
+"""Client comparison: redline vs redis-rs vs fred (bench/clients' harness) and rueidis vs
+go-redis (bench/go), one workload, standalone and on a 3-master cluster. Each run is its
+own process; clients alternate in rotation within every (mode, op, callers) cell."""
+
+import subprocess
+
+from common import json_line, log, rotation
+from procs import GO_BIN, RELEASE, Procs, flushall
+
+RUST_BIN = f"{RELEASE}/bench-clients"
+GO_CLIENTS = ["rueidis", "go-redis"]
+
+
+def rust_clients(cluster):
+    """Names bench-clients registers for the mode (its --list)."""
+    out = subprocess.run([RUST_BIN, "--list"], capture_output=True, text=True, timeout=30)
+    want = "cluster" if cluster else "standalone"
+    names = []
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[1] == want:
+            names.append(parts[0])
+    return names
+
+
+def plan(quick):
+    if quick:
+        return {
+            "rounds": 2, "duration_secs": 1.0, "warmup_secs": 0.5, "value_size": 64,
+            "keys": 10000,
+            "standalone": {"ops": ["get", "mixed"], "callers": [1, 16, 64, 256]},
+            "cluster": {"ops": ["get"], "callers": [64, 256]},
+            "extra_rust": [],
+        }
+    return {
+        "rounds": 3, "duration_secs": 5.0, "warmup_secs": 1.0, "value_size": 64,
+        "keys": 10000,
+        "standalone": {"ops": ["get", "set", "mixed"], "callers": [1, 16, 64, 256]},
+        "cluster": {"ops": ["get", "set", "mixed"], "callers": [1, 16, 64, 256]},
+        "extra_rust": ["redis-rs-manager"],
+    }
+
+
+def one_run(client, url, cluster, op, callers, p):
+    flags = ["--url", url, "--op", op, "--callers", str(callers),
+             "--duration-secs", str(p["duration_secs"]), "--warmup-secs", str(p["warmup_secs"]),
+             "--value-size", str(p["value_size"]), "--keys", str(p["keys"])]
+    if cluster:
+        flags.append("--cluster")
+    binary = GO_BIN if client in GO_CLIENTS else RUST_BIN
+    timeout = 60 + 4 * (p["duration_secs"] + p["warmup_secs"])
+    return json_line([binary, "--client", client, *flags], timeout)
+
+
+def run(quick):
+    p = plan(quick)
+    runs, notes = [], []
+    procs = Procs()
+    try:
+        for mode in ("standalone", "cluster"):
+            cluster = mode == "cluster"
+            rust = [c for c in ["redline", "redis-rs", "fred", *p["extra_rust"]]
+                    if c in rust_clients(cluster)]
+            if "redline" not in rust:
+                notes.append(f"{mode}: bench-clients has no redline client for this mode; "
+                             "redline is missing from this comparison")
+            clients = rust + GO_CLIENTS
+            if cluster:
+                ports = procs.cluster(3)
+                url = f"redis://127.0.0.1:{ports[0]}"
+            else:
+                _, port = procs.redis()
+                ports = [port]
+                url = f"redis://127.0.0.1:{port}"
+            for op in p[mode]["ops"]:
+                for callers in p[mode]["callers"]:
+                    for r in range(p["rounds"]):
+                        for client in rotation(clients, r):
+                            flushall(ports)
+                            try:
+                                res = one_run(client, url, cluster, op, callers, p)
+                            except Exception as e:  # one failed run must not sink the section
+                                log(f"clients: {client} {mode} {op} x{callers}: {e}")
+                                notes.append(f"{client} {mode} {op} x{callers} round {r}: {e}")
+                                continue
+                            res.update({"mode": mode, "round": r})
+                            runs.append(res)
+                            log(f"clients {mode} {op} x{callers} r{r} {client}: "
+                                f"{res['ops_per_sec']:.0f} ops/s p99 {res['p99_us']} us")
+    finally:
+        procs.close()
+    flags = {k: v for k, v in p.items()}
+    flags["server"] = "redis-server 7.0, no persistence, loopback"
+    return {"flags": flags, "runs": runs, "notes": notes}

@@ -1,0 +1,161 @@
+"""Processes the benchmarks start and always stop: redis-server (standalone and a
+3-master cluster), redline-server, the rest-cache service. Loopback only, free ports,
+private temporary directories; everything started here is killed by `Procs.close()`."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RELEASE = os.path.join(ROOT, "target", "release")
+GO_BIN = os.path.join(ROOT, "target", "bench-go", "bench-go")
+
+
+def free_port():
+    """A port nobody listens on right now (the usual bind-to-0 trick)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, timeout=20.0, proc=None):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process on port {port} exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port} after {timeout}s")
+
+
+def cli(port, *args, check=True):
+    """redis-cli against 127.0.0.1:port; stdout as text."""
+    out = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port), *map(str, args)],
+                         capture_output=True, text=True, timeout=120)
+    if check and out.returncode != 0:
+        raise RuntimeError(f"redis-cli {args}: {out.stderr.strip()}")
+    return out.stdout.strip()
+
+
+def wait_ping(port, timeout=20.0, proc=None):
+    wait_port(port, timeout, proc)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cli(port, "PING", check=False) == "PONG":
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"port {port} never answered PING")
+
+
+def info_field(port, section, field):
+    for line in cli(port, "INFO", section).splitlines():
+        if line.startswith(field + ":"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+class Procs:
+    """Owns every process and directory a benchmark section starts."""
+
+    def __init__(self):
+        self.procs = []
+        self.dirs = []
+
+    def tmpdir(self, prefix):
+        d = tempfile.mkdtemp(prefix=f"redline-bench-{prefix}-")
+        self.dirs.append(d)
+        return d
+
+    def spawn(self, argv, log_path, env=None, cwd=None):
+        log = open(log_path, "wb")
+        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                             start_new_session=True)
+        log.close()
+        self.procs.append(p)
+        return p
+
+    def stop(self, p, sig=signal.SIGTERM, timeout=10.0):
+        if p.poll() is None:
+            try:
+                p.send_signal(sig)
+                p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        if p in self.procs:
+            self.procs.remove(p)
+
+    def close(self):
+        for p in list(self.procs):
+            self.stop(p, signal.SIGKILL)
+        for d in self.dirs:
+            shutil.rmtree(d, ignore_errors=True)
+        self.dirs.clear()
+
+    # --- servers ---------------------------------------------------------------
+
+    def redis(self, extra=()):
+        """A plain redis-server 7.0 with no persistence; returns (proc, port)."""
+        port = free_port()
+        d = self.tmpdir("redis")
+        p = self.spawn(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                        "--save", "", "--appendonly", "no", "--dir", d, *extra],
+                       os.path.join(d, "log"))
+        wait_ping(port, proc=p)
+        return p, port
+
+    def redline_server(self, extra=()):
+        port = free_port()
+        d = self.tmpdir("redline")
+        p = self.spawn([os.path.join(RELEASE, "redline-server"), "--port", str(port),
+                        "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", *extra],
+                       os.path.join(d, "log"), cwd=d)
+        wait_ping(port, proc=p)
+        return p, port
+
+    def cluster(self, masters=3):
+        """A Redis Cluster of `masters` masters, no replicas; returns the ports."""
+        ports = []
+        for _ in range(masters):
+            port = free_port()
+            d = self.tmpdir("cluster")
+            p = self.spawn(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                            "--save", "", "--appendonly", "no", "--dir", d,
+                            "--cluster-enabled", "yes", "--cluster-config-file",
+                            os.path.join(d, "nodes.conf"), "--cluster-node-timeout", "5000"],
+                           os.path.join(d, "log"))
+            wait_ping(port, proc=p)
+            ports.append(port)
+        out = subprocess.run(["redis-cli", "--cluster", "create",
+                              *[f"127.0.0.1:{p}" for p in ports],
+                              "--cluster-replicas", "0", "--cluster-yes"],
+                             capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            raise RuntimeError(f"cluster create failed: {out.stdout}{out.stderr}")
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            infos = [cli(p, "CLUSTER", "INFO", check=False) for p in ports]
+            if all("cluster_state:ok" in i and "cluster_slots_ok:16384" in i for i in infos):
+                return ports
+            time.sleep(0.1)
+        raise RuntimeError("cluster never reached cluster_state:ok")
+
+
+def flushall(ports):
+    for port in ports:
+        cli(port, "FLUSHALL")

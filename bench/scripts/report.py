@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""Regenerates bench/REPORT.md from the newest bench/results/*.json of every section:
+medians of the alternating rounds, ratios, and a plain-language summary. Runs on its own
+too: `python3 bench/scripts/report.py`."""
+
+import glob
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from procs import ROOT  # noqa: E402
+
+RESULTS = os.path.join(ROOT, "bench", "results")
+REPORT = os.path.join(ROOT, "bench", "REPORT.md")
+RUST_PEERS = ["redis-rs", "redis-rs-manager", "fred"]
+GO_PEERS = ["rueidis", "go-redis"]
+
+
+def latest():
+    newest = {}
+    for path in glob.glob(os.path.join(RESULTS, "*.json")):
+        try:
+            data = json.load(open(path))
+        except (OSError, json.JSONDecodeError):
+            continue
+        s = data.get("section")
+        if s and (s not in newest or data.get("started", "") > newest[s][1].get("started", "")):
+            newest[s] = (os.path.relpath(path, ROOT), data)
+    return newest
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def fmt_n(x):
+    if x is None:
+        return "–"
+    if x >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.1f}"
+
+
+def fmt_r(x):
+    return "–" if x is None else f"{x:.2f}x"
+
+
+def ratio(a, b):
+    return a / b if a and b else None
+
+
+class Verdicts:
+    """Collects every redline ratio for the summary (higher = better for redline)."""
+
+    def __init__(self):
+        self.items = []
+
+    def add(self, what, r):
+        if r is not None:
+            self.items.append((what, r))
+
+    def lines(self):
+        lead = [f"{w} ({r:.2f}x)" for w, r in self.items if r >= 1.05]
+        even = [f"{w} ({r:.2f}x)" for w, r in self.items if 0.95 <= r < 1.05]
+        trail = [f"{w} ({r:.2f}x)" for w, r in self.items if r < 0.95]
+        out = []
+        if lead:
+            out.append("- **redline leads** (≥ 1.05x): " + "; ".join(lead) + ".")
+        if even:
+            out.append("- **about even** (0.95–1.05x, within this machine's noise): " +
+                       "; ".join(even) + ".")
+        if trail:
+            out.append("- **redline trails** (< 0.95x): " + "; ".join(trail) + ".")
+        return out
+
+
+# --- sections ---------------------------------------------------------------------------
+
+def clients_section(src, data, v, goals):
+    out = [f"## 1. Client comparison (`{src}`)", ""]
+    f = data["flags"]
+    out.append(f"Same workload through every client (bench/clients for Rust, bench/go for Go): "
+               f"{f['keys']} preloaded keys, {f['value_size']} B values, mixed = 80% GET / 20% "
+               f"SET, {f['duration_secs']} s measured after {f['warmup_secs']} s warm-up, "
+               f"{f['rounds']} rounds in rotation, one process per run, server "
+               f"{f.get('server', 'redis-server')}. Cells: median ops/s (median p99 µs). "
+               "Ratios: redline's median ops/s over the peer's.")
+    out.append("")
+    runs = data["runs"]
+    clients = []
+    for r in runs:
+        if r["client"] not in clients:
+            clients.append(r["client"])
+    order = [c for c in ["redline", *RUST_PEERS, *GO_PEERS] if c in clients]
+    for mode in ("standalone", "cluster"):
+        cells = sorted({(r["op"], r["callers"]) for r in runs if r["mode"] == mode},
+                       key=lambda c: (["get", "set", "mixed"].index(c[0]), c[1]))
+        if not cells:
+            continue
+        out.append(f"**{mode}**")
+        out.append("")
+        out.append("| op | callers | " + " | ".join(order) +
+                   " | redline ÷ best Rust peer | redline ÷ rueidis | redline ÷ go-redis |")
+        out.append("|---|---:|" + "---:|" * len(order) + "---:|---:|---:|")
+        for op, callers in cells:
+            stats = {}
+            for c in order:
+                rs = [r for r in runs if r["mode"] == mode and r["op"] == op and
+                      r["callers"] == callers and r["client"] == c]
+                if rs:
+                    stats[c] = (med([r["ops_per_sec"] for r in rs]), med([r["p99_us"] for r in rs]))
+            red = stats.get("redline", (None, None))[0]
+            rust_best = max((stats[c][0] for c in RUST_PEERS if c in stats and stats[c][0]),
+                            default=None)
+            r_rust = ratio(red, rust_best)
+            r_rue = ratio(red, stats.get("rueidis", (None,))[0])
+            r_go = ratio(red, stats.get("go-redis", (None,))[0])
+            row = [op, str(callers)] + [
+                f"{fmt_n(stats[c][0])} ({fmt_n(stats[c][1])})" if c in stats else "–"
+                for c in order] + [fmt_r(r_rust), fmt_r(r_rue), fmt_r(r_go)]
+            out.append("| " + " | ".join(row) + " |")
+            v.add(f"{mode} {op} ×{callers} vs best Rust peer", r_rust)
+            if callers >= 64:
+                goals.append((f"client {mode} {op} ×{callers}: redline ≥ 1.5x best Rust peer",
+                              r_rust, 1.5))
+                goals.append((f"client {mode} {op} ×{callers}: redline within 10% of rueidis",
+                              r_rue, 0.9))
+                v.add(f"{mode} {op} ×{callers} vs rueidis", r_rue)
+        out.append("")
+    return out
+
+
+def rest_section(src, data, v, goals):
+    f = data["flags"]
+    out = [f"## 2. REST cache-aside service (`{src}`)", ""]
+    out.append(f"examples/rest-cache, identical app, three cache backends. Load: `{f['wrk']}`; "
+               f"{f['rounds']} rounds, backends in rotation; before every run the database is "
+               f"a fresh file seeded with the same 10,000 users and Redis is flushed. "
+               f"Service: {f['service']}. Cells: median requests/s, then median latency "
+               "p50 / p97.5 / p99 / p99.9 in ms. Ratio: redline over the best peer backend.")
+    out.append("")
+    runs = data["runs"]
+    backends = [b for b in ["redline", "fred", "redis-rs"] if any(r["backend"] == b for r in runs)]
+    for mode in ("standalone", "cluster"):
+        scen = [s for s in ["get_single", "get_list", "post", "mixed"]
+                if any(r["mode"] == mode and r["scenario"] == s for r in runs)]
+        if not scen:
+            continue
+        out.append(f"**{mode}**")
+        out.append("")
+        out.append("| scenario | " + " | ".join(backends) + " | redline ÷ best peer | non-2xx (all runs) |")
+        out.append("|---|" + "---|" * len(backends) + "---:|---:|")
+        for s in scen:
+            stats = {}
+            non2xx = 0
+            for b in backends:
+                rs = [r for r in runs if r["mode"] == mode and r["scenario"] == s and r["backend"] == b]
+                if not rs:
+                    continue
+                lat = {q: med([r["latency_us"][q] for r in rs]) / 1000
+                       for q in ("p50", "p97_5", "p99", "p99_9")}
+                stats[b] = (med([r["rps"] for r in rs]), lat)
+                non2xx += sum(r["errors"]["status"] for r in rs)
+            best_peer = max((stats[b][0] for b in backends if b != "redline" and b in stats),
+                            default=None)
+            r_peer = ratio(stats.get("redline", (None,))[0], best_peer)
+            cells = []
+            for b in backends:
+                if b not in stats:
+                    cells.append("–")
+                    continue
+                rps, lat = stats[b]
+                cells.append(f"{fmt_n(rps)} ({lat['p50']:.2f} / {lat['p97_5']:.2f} / "
+                             f"{lat['p99']:.2f} / {lat['p99_9']:.2f})")
+            out.append(f"| {s} | " + " | ".join(cells) + f" | {fmt_r(r_peer)} | {non2xx} |")
+            v.add(f"REST {mode} {s}", r_peer)
+            goals.append((f"REST {mode} {s}: redline ≥ 1.0x best peer", r_peer, 1.0))
+        out.append("")
+    out.append("Non-2xx in `mixed` are expected: random DELETEs make later GET/PUT/DELETE of "
+               "those ids answer 404. In `get_list` and `post` they would be failures.")
+    out.append("")
+    return out
+
+
+def server_section(src, data, v):
+    f = data["flags"]
+    out = [f"## 3. Server comparison (`{src}`)", ""]
+    out.append(f"redline-server vs redis-server with `redis-benchmark {f['redis-benchmark']}`, "
+               f"{f['rounds']} rounds, servers in rotation ({f['servers']}). Cells: median "
+               "requests/s (median p50 ms). Ratio: redline-server over redis-server.")
+    out.append("")
+    runs = data["runs"]
+    out.append("| test | -P | redline-server | redis-server | ratio |")
+    out.append("|---|---:|---:|---:|---:|")
+    for pipeline in (1, 16):
+        for t in ["SET", "GET", "INCR", "LPUSH", "ZADD"]:
+            st = {}
+            for s in ("redline-server", "redis-server"):
+                rs = [r for r in runs if r["pipeline"] == pipeline and r["test"] == t and r["server"] == s]
+                if rs:
+                    st[s] = (med([r["rps"] for r in rs]), med([r["p50_ms"] for r in rs]))
+            if not st:
+                continue
+            rr = ratio(st.get("redline-server", (None,))[0], st.get("redis-server", (None,))[0])
+            cell = lambda s: f"{fmt_n(st[s][0])} ({st[s][1]:.3f})" if s in st else "–"  # noqa: E731
+            out.append(f"| {t} | {pipeline} | {cell('redline-server')} | {cell('redis-server')} | {fmt_r(rr)} |")
+            v.add(f"server {t} -P {pipeline}", rr)
+    out.append("")
+    mem = {m["server"]: m for m in data.get("memory", [])}
+    if mem:
+        out.append(f"Bytes per key ({f['memory']}):")
+        out.append("")
+        out.append("| server | keys | used_memory Δ / key | RSS Δ / key |")
+        out.append("|---|---:|---:|---:|")
+        for s in ("redline-server", "redis-server"):
+            if s in mem:
+                m = mem[s]
+                out.append(f"| {s} | {m['keys']:,} | {m['used_memory_per_key']:.1f} B | {m['rss_per_key']:.1f} B |")
+        if len(mem) == 2:
+            r_used = ratio(mem["redline-server"]["used_memory_per_key"], mem["redis-server"]["used_memory_per_key"])
+            r_rss = ratio(mem["redline-server"]["rss_per_key"], mem["redis-server"]["rss_per_key"])
+            out.append("")
+            out.append(f"redline-server ÷ redis-server bytes per key (lower is better): "
+                       f"used_memory {fmt_r(r_used)}, RSS {fmt_r(r_rss)}. redline-server's "
+                       "used_memory is its own estimate, not allocator statistics, so RSS is "
+                       "the like-for-like figure.")
+            if r_rss:
+                v.add("bytes per key (RSS, inverted: redis ÷ redline)", 1 / r_rss)
+        out.append("")
+    return out
+
+
+def fill_section(src, data, v):
+    out = [f"## 4. Fill comparison (`{src}`)", ""]
+    if data.get("skipped") or not data["runs"]:
+        out.append("Skipped in this run: " + "; ".join(data.get("notes", [])) + ".")
+        out.append("")
+        return out
+    f = data["flags"]
+    out.append(f"{f['keys']:,} keys ({f['key_size']} B names, {f['value_size']} B values) into "
+               f"{f['target']}; {f['rounds']} rounds alternating. `{f['redline fill']}` vs "
+               f"`redis-cli --pipe` ({f['redis-cli --pipe']}). Wall time of each command.")
+    out.append("")
+    out.append("| tool | median s | median keys/s |")
+    out.append("|---|---:|---:|")
+    st = {}
+    for t in ("redline fill", "redis-cli --pipe"):
+        rs = [r for r in data["runs"] if r["tool"] == t]
+        if rs:
+            st[t] = (med([r["seconds"] for r in rs]), med([r["keys_per_sec"] for r in rs]))
+            out.append(f"| {t} | {st[t][0]:.2f} | {fmt_n(st[t][1])} |")
+    if len(st) == 2:
+        rr = ratio(st["redline fill"][1], st["redis-cli --pipe"][1])
+        out.append("")
+        out.append(f"redline fill ÷ redis-cli --pipe (keys/s): {fmt_r(rr)}.")
+        v.add("fill keys/s vs redis-cli --pipe", rr)
+    out.append("")
+    return out
+
+
+def write():
+    newest = latest()
+    v, goals = Verdicts(), []
+    body = []
+    machine, quick, started = None, None, []
+    for name, fn in (("clients", clients_section), ("rest", rest_section)):
+        if name in newest:
+            src, data = newest[name]
+            body += fn(src, data, v, goals)
+    for name, fn in (("server", server_section), ("fill", fill_section)):
+        if name in newest:
+            src, data = newest[name]
+            body += fn(src, data, v)
+    notes = []
+    for name, (src, data) in newest.items():
+        machine = machine or data.get("machine")
+        quick = data.get("quick") if quick is None else quick
+        started.append((name, data.get("started"), data.get("seconds"),
+                        data["machine"].get("loadavg_start"), data["machine"].get("loadavg_end")))
+        notes += [f"{name}: {n}" for n in data.get("notes", [])]
+
+    head = ["# redline benchmark report", "",
+            "Generated by `make bench` (`bench/scripts/bench.py`, then `report.py`) from the "
+            "newest `bench/results/*.json` of each section. Do not edit by hand.", ""]
+    if not newest:
+        head.append("No results yet: run `make bench` (or `make bench QUICK=1`).")
+        open(REPORT, "w").write("\n".join(head) + "\n")
+        return
+    m = machine or {}
+    vers = m.get("versions", {})
+    head += ["## Machine and versions", "",
+             f"- {m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('memory', '?')}, "
+             f"Linux {m.get('kernel', '?')}. **Shared and noisy**: about seven agents build and "
+             "test on these two cores at the same time, and client, server and load generator "
+             "share them too. Single runs are noise; read medians of alternating runs, and "
+             "treat differences under ~10% as a tie.",
+             f"- Mode: {'QUICK=1 (short runs, 2 rounds: indicative only)' if quick else 'full'}.",
+             "- Sections: " + "; ".join(
+                 f"{n} started {s} ({sec} s, load average {a:.1f} → {b:.1f})"
+                 for n, s, sec, a, b in started if a is not None and b is not None) + ".",
+             f"- Build: {m.get('profile', '')}; git {vers.get('git', '?')}.",
+             "- Versions: " + ", ".join(f"{k} {val}" for k, val in vers.items()
+                                        if k != "git" and val) + ".",
+             ""]
+    summary = ["## Summary", ""]
+    summary += v.lines() or ["- No comparisons in these results."]
+    if goals:
+        met = [g for g in goals if g[1] is not None and g[1] >= g[2]]
+        missed = [g for g in goals if g[1] is not None and g[1] < g[2]]
+        summary.append("")
+        summary.append(f"Issue 8 goals: {len(met)} of {len(met) + len(missed)} cells met.")
+        if missed:
+            summary.append("Missed: " + "; ".join(f"{g[0]} ({g[1]:.2f}x)" for g in missed) + ".")
+    summary.append("")
+    tail = []
+    if notes:
+        tail = ["## Notes from the run", ""] + [f"- {n}" for n in notes] + [""]
+    tail += ["## Reproduce", "",
+             "```sh", "make bench-deps          # wrk, redis tools, Go modules",
+             "make bench QUICK=1       # ~15 min on 2 cores (after the release build)",
+             "make bench               # full plan: longer runs, 3 rounds, every op and cell",
+             "python3 bench/scripts/bench.py --quick --only rest --no-build   # one section",
+             "```", ""]
+    with open(REPORT, "w") as f:
+        f.write("\n".join(head + summary + body + tail))
+
+
+if __name__ == "__main__":
+    write()
+    print(os.path.relpath(REPORT, ROOT))
