@@ -21,7 +21,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use redline::Client;
+use redline::{Client, ClusterClient, ClusterConfig};
 
 use crate::conn::ConnArgs;
 use report::Row;
@@ -134,8 +134,6 @@ enum BenchError {
         addr: String,
         source: redline::Error,
     },
-    #[error("--cluster needs the cluster client, which this build does not have yet")]
-    NoCluster,
 }
 
 async fn bench(args: BenchArgs, embedded: Option<SocketAddr>) -> Result<(), BenchError> {
@@ -182,7 +180,14 @@ async fn bench(args: BenchArgs, embedded: Option<SocketAddr>) -> Result<(), Benc
         .max(args.clients * pipelines.iter().copied().max().unwrap_or(1) * 2);
     let addr = cfg.addr();
     let target = if args.cluster {
-        return Err(BenchError::NoCluster);
+        let mut cluster = ClusterConfig::default();
+        cluster.seeds = vec![(cfg.host.clone(), cfg.port)];
+        cluster.node = cfg;
+        Target::Cluster(
+            ClusterClient::from_config(cluster)
+                .await
+                .map_err(|source| BenchError::Connect { addr, source })?,
+        )
     } else {
         Target::Single(
             Client::from_config(cfg)

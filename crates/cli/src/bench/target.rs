@@ -1,13 +1,15 @@
 //! What the benchmark talks to: the redline client for one server (and, with
 //! `--cluster`, the cluster client). One command or one pipeline at a time per worker.
 
-use redline::{Client, Cmd, Error, Frame};
+use redline::{Client, ClusterClient, Cmd, Error, Frame};
 
 /// A connected benchmark target. Cheap to clone (the clients are handles).
 #[derive(Clone, Debug)]
 pub(crate) enum Target {
     /// One server through [`Client`]'s multiplexed pool.
     Single(Client),
+    /// A cluster through [`ClusterClient`] (`--cluster`).
+    Cluster(ClusterClient),
 }
 
 impl Target {
@@ -15,6 +17,7 @@ impl Target {
     pub(crate) async fn one(&self, cmd: Cmd) -> Result<Frame, Error> {
         match self {
             Target::Single(client) => client.query::<Frame>(cmd).await,
+            Target::Cluster(cluster) => cluster.query::<Frame>(cmd).await,
         }
     }
 
@@ -23,6 +26,13 @@ impl Target {
         match self {
             Target::Single(client) => {
                 let mut pipeline = client.pipeline();
+                for cmd in cmds {
+                    pipeline.add(cmd);
+                }
+                pipeline.query_frames().await
+            }
+            Target::Cluster(cluster) => {
+                let mut pipeline = cluster.pipeline();
                 for cmd in cmds {
                     pipeline.add(cmd);
                 }

@@ -94,9 +94,25 @@ fn aggregate(agg: Aggregate<'_>, prefix: &str, out: &mut Vec<u8>) {
                 // The key's newline gives way to the arrow.
                 out.pop();
                 out.extend_from_slice(b" => ");
+                // redis-cli 7.0 starts a value with more than one element on its own
+                // line, every element indented (the first too).
+                if aggregate_len(value) > 1 {
+                    out.push(b'\n');
+                    out.extend_from_slice(nested.as_bytes());
+                }
                 tty(value, &nested, out);
             }
         }
+    }
+}
+
+/// Elements of an aggregate (pairs for a map); 0 for anything else.
+fn aggregate_len(frame: &Frame) -> usize {
+    match frame {
+        Frame::Array(items) | Frame::Set(items) | Frame::Push(items) => items.len(),
+        Frame::Map(pairs) => pairs.len(),
+        Frame::Attribute { value, .. } => aggregate_len(value),
+        _ => 0,
     }
 }
 

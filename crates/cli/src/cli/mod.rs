@@ -129,7 +129,11 @@ async fn pipe(mut session: Session, output: Output) -> ExitCode {
             }
         };
         match redline_resp::split_args(&line) {
-            None => eprintln!("Invalid argument(s)"),
+            None => {
+                if print(b"Invalid argument(s)\n".to_vec()) != ExitCode::SUCCESS {
+                    return ExitCode::from(1);
+                }
+            }
             Some(argv) if argv.is_empty() => {}
             Some(argv) => match session.run(argv).await {
                 Ok(reply) => {

@@ -4,19 +4,25 @@
 use std::fmt;
 
 use bytes::Bytes;
-use redline::{Client, Cmd, DedicatedConnection, Error, Frame};
+use redline::{Client, ClusterClient, ClusterConfig, Cmd, DedicatedConnection, Error, Frame};
 
 use super::CliArgs;
 
 /// A connected cli session.
 pub(crate) struct Session {
-    /// Kept so the dedicated connection's pool lives as long as the session.
-    _client: Client,
-    conn: DedicatedConnection,
+    conn: Conn,
     /// `host:port`, for the prompt and messages.
     addr: String,
     /// The selected database, shown in the prompt as redis-cli does.
     db: u32,
+}
+
+/// Where commands go.
+enum Conn {
+    /// One server: a dedicated connection (it reconnects by itself after a loss).
+    Single(DedicatedConnection),
+    /// `-c`: the cluster client, which follows MOVED/ASK itself.
+    Cluster(ClusterClient),
 }
 
 /// Failures that end the session (not error replies: those are printed as replies).
@@ -74,14 +80,17 @@ impl Session {
             addr: addr.clone(),
             reason: Reason(e),
         };
-        let client = Client::from_config(cfg).await.map_err(fail)?;
-        let conn = client.dedicated().await.map_err(fail)?;
-        Ok(Session {
-            _client: client,
-            conn,
-            addr,
-            db,
-        })
+        let conn = if args.cluster {
+            let mut cluster = ClusterConfig::default();
+            cluster.seeds = vec![(cfg.host.clone(), cfg.port)];
+            cluster.node = cfg;
+            Conn::Cluster(ClusterClient::from_config(cluster).await.map_err(fail)?)
+        } else {
+            let client = Client::from_config(cfg).await.map_err(fail)?;
+            let conn = client.dedicated().await.map_err(fail)?;
+            Conn::Single(conn)
+        };
+        Ok(Session { conn, addr, db })
     }
 
     /// `host:port` or `host:port[db]`, as in redis-cli's prompt.
@@ -106,7 +115,11 @@ impl Session {
         let Some(cmd) = Cmd::from_args(argv) else {
             return Ok(Frame::Error(Bytes::from_static(b"ERR empty command")));
         };
-        match self.conn.query::<Frame>(cmd).await {
+        let result = match &mut self.conn {
+            Conn::Single(conn) => conn.query::<Frame>(cmd).await,
+            Conn::Cluster(cluster) => cluster.query::<Frame>(cmd).await,
+        };
+        match result {
             Ok(frame) => {
                 if let Some(db) = select {
                     self.db = db;
