@@ -45,6 +45,7 @@ struct Inner {
     endpoint: Arc<Endpoint>,
     backoff: Backoff,
     command_timeout: Option<Duration>,
+    retries: u32,
 }
 
 impl Client {
@@ -65,6 +66,7 @@ impl Client {
                 endpoint,
                 backoff: cfg.backoff,
                 command_timeout: cfg.command_timeout,
+                retries: cfg.retries,
             }),
         })
     }
@@ -75,6 +77,12 @@ impl Client {
 
     /// Sends any command, given as its arguments, and returns the reply as sent. An error
     /// reply is `Err(Error::Server { .. })`.
+    ///
+    /// Blocking commands (BLPOP, XREAD BLOCK, WAIT... as Redis's command table flags them)
+    /// run on a [dedicated connection](Self::dedicated) with their own timeout plus the
+    /// command timeout, so they never hold up other callers. Commands that would change
+    /// the shared connection for everyone (SUBSCRIBE, SELECT, WATCH, CLIENT REPLY, MULTI
+    /// outside a pipeline...) are refused with [`Error::NotMultiplexable`].
     ///
     /// ```no_run
     /// # async fn demo(client: redline::Client) -> redline::Result<()> {
@@ -88,8 +96,7 @@ impl Client {
         I::Item: ToArg,
     {
         let cmd = Cmd::from_args(args).ok_or(Error::EmptyCommand);
-        let prepared = cmd.and_then(prepare);
-        self.send_prepared(prepared, <Frame as FromReply>::from_reply)
+        self.send_routed(cmd.and_then(route), <Frame as FromReply>::from_reply)
     }
 
     /// Sends a command built with [`Cmd`] and converts the reply to `T`.
@@ -106,7 +113,7 @@ impl Client {
         &'a self,
         cmd: Cmd,
     ) -> impl Future<Output = Result<T, Error>> + Send + 'a {
-        self.send_prepared(prepare(cmd), T::from_reply)
+        self.send_routed(route(cmd), T::from_reply)
     }
 
     /// Like [`query`](Self::query) with a custom conversion (used by typed commands whose
@@ -116,17 +123,48 @@ impl Client {
         cmd: Cmd,
         convert: fn(Frame) -> Result<T, Error>,
     ) -> impl Future<Output = Result<T, Error>> + Send + 'a {
-        self.send_prepared(prepare(cmd), convert)
+        self.send_routed(route(cmd), convert)
     }
 
     /// The hot path: one encoded command to the next multiplexer and back.
-    async fn send_prepared<T>(
+    async fn send_routed<T>(
         &self,
-        prepared: Result<Bytes, Error>,
+        route: Result<Route, Error>,
         convert: fn(Frame) -> Result<T, Error>,
     ) -> Result<T, Error> {
-        let frame = self.pool().pick().send(prepared?).await?;
+        let frame = match route? {
+            Route::Shared { bytes, readonly } if !readonly || self.inner.retries == 0 => {
+                self.pool().pick().send(bytes).await?
+            }
+            Route::Shared { bytes, .. } => self.send_retrying(bytes).await?,
+            // Boxed: the rare path must not grow every command's future.
+            Route::Blocking { cmd, block } => Box::pin(self.send_blocking(cmd, block)).await?,
+        };
         convert(frame)
+    }
+
+    /// A read-only command, sent again after connection errors, at most `retries` times.
+    /// Re-sending cannot change data; it may read a newer value than the first attempt
+    /// would have.
+    async fn send_retrying(&self, bytes: Bytes) -> Result<Frame, Error> {
+        let mut left = self.inner.retries;
+        loop {
+            match self.pool().pick().send(bytes.clone()).await {
+                Err(e) if left > 0 && e.is_connection_error() && !matches!(e, Error::Closed) => {
+                    left -= 1;
+                    tracing::debug!(error = %e, left, "retrying a read-only command");
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// A blocking command on a leased connection, bounded by its own timeout plus the
+    /// command timeout (unbounded when it blocks forever).
+    async fn send_blocking(&self, cmd: Cmd, block: Option<Duration>) -> Result<Frame, Error> {
+        let mut conn = self.dedicated().await?;
+        let limit = self.blocking_limit(block.unwrap_or(Duration::ZERO));
+        conn.query_within(cmd, limit).await
     }
 
     /// Leases a connection of its own, for commands that must not share the multiplexed
@@ -185,16 +223,30 @@ impl Client {
     }
 }
 
-/// Finishes a command for a shared connection, refusing those that would take it over.
-fn prepare(cmd: Cmd) -> Result<Bytes, Error> {
+/// Where a command goes.
+enum Route {
+    /// The multiplexed connection, already encoded.
+    Shared { bytes: Bytes, readonly: bool },
+    /// A dedicated connection, for a command that blocks (for `block`, `None`: forever).
+    Blocking { cmd: Cmd, block: Option<Duration> },
+}
+
+/// Picks the connection for a command, refusing those that would take a shared
+/// connection over.
+fn route(cmd: Cmd) -> Result<Route, Error> {
     match cmd.restriction() {
         Restriction::None | Restriction::ClientSubcommand | Restriction::StreamRead => {
-            Ok(cmd.into_bytes())
-        }
-        Restriction::Dedicated(name) | Restriction::PipelineOnly(name) => {
-            Err(Error::NotMultiplexable {
-                command: name.into(),
+            Ok(Route::Shared {
+                readonly: cmd.is_readonly(),
+                bytes: cmd.into_bytes(),
             })
+        }
+        Restriction::Dedicated(_) if cmd.is_blocking() => Ok(Route::Blocking {
+            block: cmd.block_time(),
+            cmd,
+        }),
+        Restriction::Dedicated(name) | Restriction::PipelineOnly(name) => {
+            Err(crate::error::not_multiplexable(name))
         }
     }
 }

@@ -5,7 +5,10 @@
 //! (`*<argc>`) is unknown until the last argument, so `Cmd` leaves room for it in front
 //! and fills it in when the command is finished, instead of encoding twice or copying.
 
+use std::time::Duration;
+
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use redline_resp::command::{self, AclCategories, CommandFlags};
 use redline_resp::encode;
 
 /// Room for `*` + up to 20 digits + CRLF in front of the arguments.
@@ -27,7 +30,7 @@ const HEADER_ROOM: usize = 24;
 pub struct Cmd {
     buf: BytesMut,
     argc: usize,
-    restriction: Restriction,
+    traits: Traits,
 }
 
 /// Whether a command may share a multiplexed connection.
@@ -53,11 +56,11 @@ impl Cmd {
         buf.put_bytes(0, HEADER_ROOM);
         let start = buf.len();
         name.write_arg(&mut buf);
-        let restriction = restriction_of(&buf[start..]);
+        let traits = traits_of(&buf[start..]);
         Cmd {
             buf,
             argc: 1,
-            restriction,
+            traits,
         }
     }
 
@@ -101,17 +104,18 @@ impl Cmd {
     pub fn push_arg(&mut self, arg: impl ToArg) {
         let start = self.buf.len();
         arg.write_arg(&mut self.buf);
-        match self.restriction {
+        match self.traits.restriction {
             Restriction::ClientSubcommand if self.argc == 1 => {
-                self.restriction = client_subcommand_restriction(&self.buf[start..]);
+                self.traits.restriction = client_subcommand_restriction(&self.buf[start..]);
             }
             Restriction::StreamRead => {
                 let arg = bulk_payload(&self.buf[start..]);
                 if arg.eq_ignore_ascii_case(b"BLOCK") {
-                    self.restriction = Restriction::Dedicated("XREAD BLOCK");
+                    self.traits.restriction = Restriction::Dedicated("xread block");
+                    self.traits.blocking = true;
                 } else if arg.eq_ignore_ascii_case(b"STREAMS") {
                     // Keys and ids follow; a key named BLOCK is just a key.
-                    self.restriction = Restriction::None;
+                    self.traits.restriction = Restriction::None;
                 }
             }
             _ => {}
@@ -145,7 +149,42 @@ impl Cmd {
     }
 
     pub(crate) fn restriction(&self) -> Restriction {
-        self.restriction
+        self.traits.restriction
+    }
+
+    /// `readonly` in the command table (safe to re-send after a connection error).
+    pub(crate) fn is_readonly(&self) -> bool {
+        self.traits.readonly
+    }
+
+    /// It may block its connection (BLPOP, XREAD BLOCK, WAIT...).
+    pub(crate) fn is_blocking(&self) -> bool {
+        self.traits.blocking
+    }
+
+    /// For a blocking command, how long it may block as its arguments say: `None` for
+    /// "forever" (a zero timeout) or when the position of the timeout is unknown.
+    pub(crate) fn block_time(&self) -> Option<Duration> {
+        let args: Vec<&[u8]> = encoded_args(&self.buf[HEADER_ROOM..]).collect();
+        let name = String::from_utf8_lossy(args.first()?).to_ascii_lowercase();
+        let parse = |arg: &[u8]| std::str::from_utf8(arg).ok()?.parse::<f64>().ok();
+        let (amount, unit_ms) = match name.as_str() {
+            "blpop" | "brpop" | "brpoplpush" | "blmove" | "bzpopmin" | "bzpopmax" => {
+                (parse(args.last()?)?, false)
+            }
+            "blmpop" | "bzmpop" => (parse(args.get(1)?)?, false),
+            "wait" | "waitaof" => (parse(args.last()?)?, true),
+            "xread" | "xreadgroup" => {
+                let at = args.iter().position(|a| a.eq_ignore_ascii_case(b"BLOCK"))?;
+                (parse(args.get(at + 1)?)?, true)
+            }
+            _ => return None,
+        };
+        let secs = if unit_ms { amount / 1000.0 } else { amount };
+        if secs.is_nan() || secs <= 0.0 || !secs.is_finite() {
+            return None;
+        }
+        Duration::try_from_secs_f64(secs).ok()
     }
 
     /// Appends arguments encoded earlier (so a command retried in another form, like
@@ -180,70 +219,96 @@ impl EncodedArgs {
     }
 }
 
-/// Commands that would block the shared connection or change its state for everyone.
-fn restriction_of(name_bulk: &[u8]) -> Restriction {
+/// What the command table says about a command, as far as the client cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Traits {
+    pub(crate) restriction: Restriction,
+    /// `readonly` in the command table: re-sending it cannot change anything, so it may
+    /// be retried after a connection error when the caller opted in.
+    pub(crate) readonly: bool,
+    /// It may block the connection (`blocking` flag, or `WAIT`): the client runs it on a
+    /// dedicated connection instead of refusing it.
+    pub(crate) blocking: bool,
+}
+
+/// Commands that change the connection itself in ways the command table has no flag for:
+/// they must never run on a shared connection.
+const CONNECTION_STATE: &[&str] = &[
+    "select", "hello", "auth", "reset", "quit", "monitor", "sync", "psync",
+];
+
+/// Commands that block without the `blocking` flag (Redis 7.0 leaves it off `WAIT`).
+const BLOCKING_UNFLAGGED: &[&str] = &["wait", "waitaof"];
+
+/// Classifies a command from the shared command table (`redline_resp::command`), so the
+/// client and the server agree on what blocks and what changes connection state.
+fn traits_of(name_bulk: &[u8]) -> Traits {
     let name = bulk_payload(name_bulk);
-    const DEDICATED: &[&str] = &[
-        "SUBSCRIBE",
-        "PSUBSCRIBE",
-        "SSUBSCRIBE",
-        "UNSUBSCRIBE",
-        "PUNSUBSCRIBE",
-        "SUNSUBSCRIBE",
-        "MONITOR",
-        "BLPOP",
-        "BRPOP",
-        "BLMOVE",
-        "BRPOPLPUSH",
-        "BLMPOP",
-        "BZPOPMIN",
-        "BZPOPMAX",
-        "BZMPOP",
-        "WAIT",
-        "WAITAOF",
-        "WATCH",
-        "UNWATCH",
-        "SELECT",
-        "HELLO",
-        "AUTH",
-        "RESET",
-        "QUIT",
-        "SYNC",
-        "PSYNC",
-    ];
-    const PIPELINE_ONLY: &[&str] = &["MULTI", "EXEC", "DISCARD"];
-    if name.len() > 12 {
-        return Restriction::None;
+    let plain = Traits {
+        restriction: Restriction::None,
+        readonly: false,
+        blocking: false,
+    };
+    let Some(spec) = command::lookup(name) else {
+        // Unknown here (a module's command, or newer than the table): sent as is.
+        return plain;
+    };
+    let flags = spec.flags;
+    let readonly = flags.contains(CommandFlags::READONLY);
+    let restriction = match spec.name {
+        "client" => Restriction::ClientSubcommand,
+        // Blocking only with a BLOCK option; decided while arguments are added.
+        "xread" | "xreadgroup" => Restriction::StreamRead,
+        name if flags.contains(CommandFlags::BLOCKING) || BLOCKING_UNFLAGGED.contains(&name) => {
+            return Traits {
+                restriction: Restriction::Dedicated(name),
+                readonly,
+                blocking: true,
+            }
+        }
+        // SUBSCRIBE and friends: pub/sub commands Redis forbids in scripts because they
+        // switch the connection into subscriber mode (PUBLISH is allowed there).
+        name if flags.contains(CommandFlags::PUBSUB) && flags.contains(CommandFlags::NOSCRIPT) => {
+            Restriction::Dedicated(name)
+        }
+        name if spec.acl_categories.contains(AclCategories::TRANSACTION) => match name {
+            // Only meaningful as one unit with the commands they wrap.
+            "multi" | "exec" | "discard" => Restriction::PipelineOnly(name),
+            // WATCH/UNWATCH: connection state that outlives the command.
+            _ => Restriction::Dedicated(name),
+        },
+        name if CONNECTION_STATE.contains(&name) => Restriction::Dedicated(name),
+        _ => Restriction::None,
+    };
+    Traits {
+        restriction,
+        readonly,
+        blocking: false,
     }
-    if name.eq_ignore_ascii_case(b"CLIENT") {
-        return Restriction::ClientSubcommand;
-    }
-    if name.eq_ignore_ascii_case(b"XREAD") || name.eq_ignore_ascii_case(b"XREADGROUP") {
-        return Restriction::StreamRead;
-    }
-    if let Some(n) = DEDICATED
-        .iter()
-        .find(|n| n.as_bytes().eq_ignore_ascii_case(name))
-    {
-        return Restriction::Dedicated(n);
-    }
-    if let Some(n) = PIPELINE_ONLY
-        .iter()
-        .find(|n| n.as_bytes().eq_ignore_ascii_case(name))
-    {
-        return Restriction::PipelineOnly(n);
-    }
-    Restriction::None
 }
 
 fn client_subcommand_restriction(sub_bulk: &[u8]) -> Restriction {
     let sub = bulk_payload(sub_bulk);
     // CLIENT REPLY OFF/SKIP would silence replies other callers are waiting for.
     if sub.eq_ignore_ascii_case(b"REPLY") {
-        Restriction::Dedicated("CLIENT REPLY")
+        Restriction::Dedicated("client reply")
     } else {
         Restriction::None
     }
+}
+
+/// The payloads of a run of encoded bulks (a command's arguments, header excluded).
+fn encoded_args(mut buf: &[u8]) -> impl Iterator<Item = &[u8]> {
+    std::iter::from_fn(move || {
+        let nl = buf.iter().position(|&b| b == b'\n')?;
+        let len: usize = std::str::from_utf8(buf.get(1..nl.checked_sub(1)?)?)
+            .ok()?
+            .parse()
+            .ok()?;
+        let payload = buf.get(nl + 1..nl + 1 + len)?;
+        buf = buf.get(nl + 1 + len + 2..).unwrap_or(&[]);
+        Some(payload)
+    })
 }
 
 /// The payload of one encoded bulk (`$<n>\r\n<payload>\r\n`).
@@ -351,34 +416,55 @@ mod tests {
     #[test]
     fn restrictions() {
         assert_eq!(Cmd::new("get").restriction(), Restriction::None);
+        assert!(Cmd::new("get").is_readonly() && !Cmd::new("set").is_readonly());
+        let blpop = Cmd::new("blpop").arg("k").arg(1.5);
+        assert_eq!(blpop.restriction(), Restriction::Dedicated("blpop"));
+        assert!(blpop.is_blocking());
+        assert_eq!(blpop.block_time(), Some(Duration::from_millis(1500)));
+        assert_eq!(Cmd::new("BLPOP").arg("k").arg(0).block_time(), None);
         assert_eq!(
-            Cmd::new("blpop").arg("k").restriction(),
-            Restriction::Dedicated("BLPOP")
+            Cmd::from_args(["BLMPOP", "2", "1", "k", "LEFT"])
+                .unwrap()
+                .block_time(),
+            Some(Duration::from_secs(2))
         );
+        let wait = Cmd::new("WAIT").arg(1).arg(250);
+        assert!(wait.is_blocking());
+        assert_eq!(wait.block_time(), Some(Duration::from_millis(250)));
         assert_eq!(
             Cmd::new("multi").restriction(),
-            Restriction::PipelineOnly("MULTI")
+            Restriction::PipelineOnly("multi")
         );
         assert_eq!(
+            Cmd::new("WATCH").arg("k").restriction(),
+            Restriction::Dedicated("watch")
+        );
+        assert_eq!(
+            Cmd::new("subscribe").restriction(),
+            Restriction::Dedicated("subscribe")
+        );
+        assert_eq!(Cmd::new("PUBLISH").restriction(), Restriction::None);
+        assert_eq!(
+            Cmd::new("select").restriction(),
+            Restriction::Dedicated("select")
+        );
+        assert_eq!(Cmd::new("NOT-A-COMMAND").restriction(), Restriction::None);
+        assert_eq!(
             Cmd::new("CLIENT").arg("reply").arg("off").restriction(),
-            Restriction::Dedicated("CLIENT REPLY")
+            Restriction::Dedicated("client reply")
         );
         assert_eq!(
             Cmd::new("CLIENT").arg("SETNAME").arg("x").restriction(),
             Restriction::None
         );
         assert!(Cmd::from_args(Vec::<&str>::new()).is_none());
-        assert_eq!(
-            Cmd::from_args(["XREAD", "COUNT", "1", "block", "0", "STREAMS", "s", "$"])
-                .unwrap()
-                .restriction(),
-            Restriction::Dedicated("XREAD BLOCK")
-        );
-        assert_eq!(
-            Cmd::from_args(["XREAD", "STREAMS", "BLOCK", "0"])
-                .unwrap()
-                .restriction(),
-            Restriction::None
-        );
+        let xread =
+            Cmd::from_args(["XREAD", "COUNT", "1", "block", "100", "STREAMS", "s", "$"]).unwrap();
+        assert_eq!(xread.restriction(), Restriction::Dedicated("xread block"));
+        assert!(xread.is_blocking());
+        assert_eq!(xread.block_time(), Some(Duration::from_millis(100)));
+        let xread = Cmd::from_args(["XREAD", "STREAMS", "BLOCK", "0"]).unwrap();
+        assert_eq!(xread.restriction(), Restriction::None);
+        assert!(!xread.is_blocking());
     }
 }

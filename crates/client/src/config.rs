@@ -70,6 +70,18 @@ pub struct Config {
     /// Receives RESP3 push frames (client-side caching invalidations, ...) that arrive
     /// on the multiplexed connections. Without a handler they are dropped.
     pub push_handler: Option<PushHandler>,
+    /// How many times a read-only command (`readonly` in Redis's command table: GET,
+    /// HGETALL, ZRANGE...) is sent again after its connection failed under it. Default 0:
+    /// nothing is ever re-sent behind the caller's back. Writes are never retried, since
+    /// the server may have run them. URL option `retries`.
+    pub retries: u32,
+    /// A connection whose oldest command already timed out, and that then receives
+    /// nothing at all for this long, is closed: every command on it fails with a
+    /// connection error and the next command reconnects. This catches a peer that stopped
+    /// answering without closing (a frozen host, a dropped route) long before TCP
+    /// keepalive does. `None` leaves it to keepalive. Default 10 s (two command timeouts);
+    /// URL option `unresponsive_after`.
+    pub unresponsive_after: Option<Duration>,
 }
 
 impl Default for Config {
@@ -91,6 +103,8 @@ impl Default for Config {
             backoff: Backoff::default(),
             limits: Limits::default(),
             push_handler: None,
+            retries: 0,
+            unresponsive_after: Some(Duration::from_secs(10)),
         }
     }
 }
@@ -114,6 +128,8 @@ impl fmt::Debug for Config {
             .field("backoff", &self.backoff)
             .field("limits", &self.limits)
             .field("push_handler", &self.push_handler.is_some())
+            .field("retries", &self.retries)
+            .field("unresponsive_after", &self.unresponsive_after)
             .finish()
     }
 }
@@ -252,7 +268,8 @@ impl Config {
     ///
     /// Options: `protocol` (2 or 3), `client_name`, `db`, `connect_timeout`,
     /// `timeout` (command timeout; `0` or `none` disables it), `pool_size`,
-    /// `queue_bound`, `on_full` (`wait` or `error`), and for TLS `ca_file`, `sni`
+    /// `queue_bound`, `on_full` (`wait` or `error`), `retries`, `unresponsive_after`
+    /// (`none` disables it), and for TLS `ca_file`, `sni`
     /// (certificate name when it differs from the host) and `insecure` (`true` skips
     /// certificate checks; tests only). Durations take `ms`, `s` or `m` suffixes; a bare
     /// number is seconds. Unknown options are errors.
@@ -399,6 +416,16 @@ fn apply_option(cfg: &mut Config, key: &str, value: &str) -> Result<(), UrlError
                 "none" | "off" => None,
                 v => {
                     let d = parse_duration(v).ok_or_else(|| bad("timeout"))?;
+                    (!d.is_zero()).then_some(d)
+                }
+            }
+        }
+        "retries" => cfg.retries = value.parse().map_err(|_| bad("retries"))?,
+        "unresponsive_after" => {
+            cfg.unresponsive_after = match value {
+                "none" | "off" => None,
+                v => {
+                    let d = parse_duration(v).ok_or_else(|| bad("unresponsive_after"))?;
                     (!d.is_zero()).then_some(d)
                 }
             }

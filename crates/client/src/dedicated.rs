@@ -12,7 +12,7 @@ use std::time::Duration;
 use redline_resp::Frame;
 
 use crate::cmd::{Cmd, Restriction, ToArg};
-use crate::error::Error;
+use crate::error::{not_multiplexable, Error};
 use crate::net::{self, Connection, Endpoint};
 use crate::pipeline::{self, Pipeline};
 use crate::reply::FromReply;
@@ -93,32 +93,18 @@ impl DedicatedConnection {
         timeout: Option<Duration>,
     ) -> Result<T, Error> {
         match cmd.restriction() {
-            Restriction::Dedicated(name)
-                if matches!(
-                    name,
-                    "SUBSCRIBE"
-                        | "PSUBSCRIBE"
-                        | "SSUBSCRIBE"
-                        | "UNSUBSCRIBE"
-                        | "PUNSUBSCRIBE"
-                        | "SUNSUBSCRIBE"
-                        | "MONITOR"
-                        | "SYNC"
-                        | "PSYNC"
-                ) =>
-            {
-                return Err(Error::NotMultiplexable {
-                    command: name.into(),
-                })
-            }
+            Restriction::Dedicated(
+                name @ ("subscribe" | "psubscribe" | "ssubscribe" | "unsubscribe" | "punsubscribe"
+                | "sunsubscribe" | "monitor" | "sync" | "psync"),
+            ) => return Err(not_multiplexable(name)),
             // Connection state the next lease must not inherit.
             Restriction::Dedicated(
-                "SELECT" | "HELLO" | "AUTH" | "RESET" | "QUIT" | "CLIENT REPLY",
+                "select" | "hello" | "auth" | "reset" | "quit" | "client reply",
             ) => self.reusable = false,
-            Restriction::Dedicated("WATCH") | Restriction::PipelineOnly("MULTI") => {
+            Restriction::Dedicated("watch") | Restriction::PipelineOnly("multi") => {
                 self.in_transaction = true
             }
-            Restriction::Dedicated("UNWATCH") | Restriction::PipelineOnly("EXEC" | "DISCARD") => {
+            Restriction::Dedicated("unwatch") | Restriction::PipelineOnly("exec" | "discard") => {
                 self.in_transaction = false
             }
             _ => {}

@@ -193,6 +193,14 @@ impl Error {
     }
 }
 
+/// [`Error::NotMultiplexable`] for a command named as in the command table (lower case),
+/// shown upper case as users write commands.
+pub(crate) fn not_multiplexable(name: &str) -> Error {
+    Error::NotMultiplexable {
+        command: Arc::from(name.to_ascii_uppercase()),
+    }
+}
+
 impl From<TlsError> for Error {
     fn from(e: TlsError) -> Self {
         // Boxed: rustls::Error is large and Error travels on the hot path.

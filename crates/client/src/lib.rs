@@ -27,9 +27,14 @@
 //! (`poll_read_buf` + `Decoder::decode`) → `Driver::dispatch` (completes the oldest slot)
 //! → back in the caller: `FromReply::from_reply`.
 //!
-//! Commands that would take a shared connection over (blocking pops, SUBSCRIBE, WATCH,
-//! SELECT, CLIENT REPLY, MULTI outside a pipeline...) are refused with
-//! [`Error::NotMultiplexable`] instead of stalling or corrupting other callers' traffic.
+//! What a command may do to a shared connection comes from Redis's command table
+//! (`redline_resp::command`): blocking commands (BLPOP, XREAD BLOCK, WAIT...) run on a
+//! dedicated connection of their own, even through the raw [`Client::cmd`]; commands that
+//! would change the shared connection for everyone (SUBSCRIBE, WATCH, SELECT, CLIENT
+//! REPLY, MULTI outside a pipeline...) are refused with [`Error::NotMultiplexable`]
+//! instead of corrupting other callers' traffic. Transactions with WATCH have their own
+//! call ([`Client::transaction`]) and pub/sub its own connection ([`Subscriber`], a
+//! `Stream` of messages).
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod client;
@@ -46,6 +51,7 @@ mod pool;
 mod pubsub;
 mod raw;
 mod reply;
+mod transaction;
 
 pub use client::Client;
 pub use cluster::{
@@ -64,3 +70,4 @@ pub use pubsub::{Message, Subscriber};
 pub use raw::{RawConnection, RawConnector};
 pub use redline_resp::{Frame, Protocol};
 pub use reply::FromReply;
+pub use transaction::{TransactionBody, TRANSACTION_ATTEMPTS};

@@ -87,9 +87,8 @@ impl Pipeline {
     /// fail with [`Error::NotMultiplexable`].
     pub fn add(&mut self, cmd: Cmd) -> &mut Self {
         if let Restriction::Dedicated(name) = cmd.restriction() {
-            self.invalid.get_or_insert(Error::NotMultiplexable {
-                command: name.into(),
-            });
+            self.invalid
+                .get_or_insert(crate::error::not_multiplexable(name));
         }
         let bytes = cmd.into_bytes();
         if self.buf.is_empty() {

@@ -11,7 +11,9 @@
 //! survives by reconnecting.
 
 use std::collections::{HashSet, VecDeque};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -74,6 +76,10 @@ struct Request {
 /// A pub/sub connection of its own. Get one with
 /// [`Client::subscriber`](crate::Client::subscriber).
 ///
+/// It is a [`Stream`](futures_core::Stream) of [`Message`]s (use any stream combinator
+/// library, or [`next`](Self::next)); the stream ends only when the subscriber's task
+/// stops, never on a reconnect.
+///
 /// ```no_run
 /// # async fn demo(client: redline::Client) -> redline::Result<()> {
 /// let mut sub = client.subscriber().await?;
@@ -119,6 +125,11 @@ impl Subscriber {
     /// The next message; `None` once the subscriber's task has stopped.
     pub async fn next(&mut self) -> Option<Message> {
         self.messages.recv().await
+    }
+
+    /// Polls for the next message (what [`Stream::poll_next`](futures_core::Stream) does).
+    pub fn poll_next_message(&mut self, cx: &mut Context<'_>) -> Poll<Option<Message>> {
+        self.messages.poll_recv(cx)
     }
 
     /// `SUBSCRIBE channel...`; returns when the server confirmed every channel.
@@ -203,6 +214,29 @@ impl Subscriber {
 }
 
 /// The raw bytes of one argument (its bulk payload).
+/// Messages as they arrive, across reconnects.
+///
+/// ```no_run
+/// # async fn demo(client: redline::Client) -> redline::Result<()> {
+/// use std::future::poll_fn;
+/// use std::pin::Pin;
+/// use futures_core::Stream;
+///
+/// let mut sub = client.subscriber().await?;
+/// sub.subscribe(["news"]).await?;
+/// // Any stream combinator library works; without one:
+/// let first = poll_fn(|cx| Pin::new(&mut sub).poll_next(cx)).await;
+/// # let _ = first;
+/// # Ok(()) }
+/// ```
+impl futures_core::Stream for Subscriber {
+    type Item = Message;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Message>> {
+        self.get_mut().messages.poll_recv(cx)
+    }
+}
+
 fn arg_bytes(arg: &impl ToArg) -> Bytes {
     let mut buf = bytes::BytesMut::new();
     arg.write_arg(&mut buf);

@@ -255,3 +255,111 @@ async fn atomic_pipelines_and_watch() {
     p.incr("n").incr("n");
     assert_eq!(conn.run::<Vec<i64>>(&mut p).await.unwrap(), vec![1, 2]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_blocking_commands_get_a_dedicated_connection() {
+    let server = RedisServer::start().unwrap();
+    let client = Client::connect(&server.url()).await.unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    // Sent through the raw path: routed by the command table's `blocking` flag.
+    let popper = {
+        let client = client.clone();
+        let done = done.clone();
+        tokio::spawn(async move {
+            let popped = client.cmd(["BLPOP", "rawq", "5"]).await;
+            done.store(true, Ordering::SeqCst);
+            popped
+        })
+    };
+    loop {
+        let info = server.cmd(&["INFO", "clients"]).unwrap().text().unwrap();
+        if info.contains("blocked_clients:1") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for i in 0..100 {
+        client.set(format!("r{i}"), i).await.unwrap();
+        assert_eq!(
+            client.get(format!("r{i}")).await.unwrap(),
+            Some(Bytes::from(i.to_string()))
+        );
+    }
+    assert!(!done.load(Ordering::SeqCst), "GETs waited for the BLPOP");
+    client.rpush("rawq", ["job"]).await.unwrap();
+    let popped: Option<(Bytes, Bytes)> =
+        redline::FromReply::from_reply(popper.await.unwrap().unwrap()).unwrap();
+    assert_eq!(popped, Some((b("rawq"), b("job"))));
+
+    // WAIT: no replicas here, so it waits out its timeout and answers 0, typed or raw.
+    assert_eq!(client.wait(1, Duration::from_millis(100)).await.unwrap(), 0);
+    let acked: i64 = client
+        .query(Cmd::new("WAIT").arg(0).arg(100))
+        .await
+        .unwrap();
+    assert_eq!(acked, 0);
+    // Connection-state commands are still refused on the shared pipe.
+    for args in [&["SELECT", "1"][..], &["WATCH", "k"], &["SUBSCRIBE", "c"]] {
+        let err = client.cmd(args.iter().copied()).await.unwrap_err();
+        assert!(matches!(err, Error::NotMultiplexable { .. }), "{err:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transaction_closure_retries_when_a_watched_key_changes() {
+    use std::sync::atomic::AtomicUsize;
+
+    let server = RedisServer::start().unwrap();
+    let client = Client::connect(&server.url()).await.unwrap();
+    client.set("stock", 10).await.unwrap();
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let other = client.clone();
+    let counter = attempts.clone();
+    let ((), sold): ((), i64) = client
+        .transaction(["stock"], |conn, tx| {
+            let other = other.clone();
+            let attempt = counter.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move {
+                let stock: i64 = conn.query(Cmd::new("GET").arg("stock")).await?;
+                if attempt == 0 {
+                    // Another connection changes the watched key between our read
+                    // and EXEC: this attempt must abort and the body run again.
+                    other.set("stock", 100).await?;
+                }
+                tx.set("stock", stock - 1).incr("sold");
+                Ok(())
+            })
+        })
+        .await
+        .unwrap();
+    assert_eq!(attempts.load(Ordering::SeqCst), 2);
+    assert_eq!(sold, 1);
+    // The retry read the other writer's value: its update was not lost.
+    assert_eq!(client.get("stock").await.unwrap(), Some(b("99")));
+
+    // A body that queues nothing ends it without EXEC; an error in the body is returned.
+    let nothing: Vec<redline::Frame> = client
+        .transaction(["stock"], |_, _| Box::pin(async { Ok(()) }))
+        .await
+        .unwrap();
+    assert!(nothing.is_empty());
+    let err = client
+        .transaction::<_, (), _>(["stock"], |conn, _| {
+            Box::pin(async move {
+                conn.query::<i64>(Cmd::new("HLEN").arg("stock")).await?;
+                Ok(())
+            })
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Server {
+                kind: redline::ServerErrorKind::WrongType,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}

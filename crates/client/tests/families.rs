@@ -101,9 +101,13 @@ async fn lists() {
         let dst = format!("{i}:l2");
         assert_eq!(c.lmove(&l, &dst, true, false).await.unwrap(), Some(b("e")));
         assert_eq!(c.lpop(format!("{i}:none")).await.unwrap(), None);
-        // Blocking commands are refused on the shared connection, typed.
-        let err = c.cmd(["BLPOP", &l, "1"]).await.unwrap_err();
-        assert!(matches!(err, Error::NotMultiplexable { .. }), "{err}");
+        // Raw blocking commands go to a dedicated connection and honour their timeout.
+        let none = format!("{i}:empty");
+        let reply = c.cmd(["BLPOP", &none, "0.1"]).await.unwrap();
+        assert!(
+            matches!(reply, redline::Frame::Null | redline::Frame::NullArray),
+            "{reply:?}"
+        );
     }
 }
 

@@ -1,10 +1,13 @@
 //! Pub/sub against a real redis-server: channels, patterns and shard channels over RESP3
-//! and RESP2, and automatic resubscription after a server restart.
+//! and RESP2, and automatic resubscription after a server restart; messages are read
+//! through the `Stream` implementation.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_core::Stream;
 use redline::{Client, Config, Message, Protocol};
 use redline_testkit::RedisServer;
 
@@ -12,8 +15,10 @@ fn b(s: &str) -> Bytes {
     Bytes::copy_from_slice(s.as_bytes())
 }
 
+/// The next message, read through the `Stream` implementation.
 async fn next(sub: &mut redline::Subscriber) -> Message {
-    tokio::time::timeout(Duration::from_secs(10), sub.next())
+    let stream_next = std::future::poll_fn(|cx| Pin::new(&mut *sub).poll_next(cx));
+    tokio::time::timeout(Duration::from_secs(10), stream_next)
         .await
         .expect("no message within 10 s")
         .expect("subscriber closed")

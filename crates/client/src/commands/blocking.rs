@@ -1,6 +1,7 @@
-//! Blocking pops (BLPOP, BRPOP, BLMOVE, BZPOPMIN, BZPOPMAX). They run on a dedicated
-//! connection, so a pop waiting for data never holds up other callers' commands; the
-//! wait is bounded by the command's own timeout plus the client's command timeout.
+//! Blocking commands (BLPOP, BRPOP, BLMOVE, BZPOPMIN, BZPOPMAX, WAIT). They run on a
+//! dedicated connection, so a command waiting for data or replicas never holds up other
+//! callers' commands; the wait is bounded by the command's own timeout plus the client's
+//! command timeout.
 
 use std::time::Duration;
 
@@ -86,6 +87,28 @@ impl Client {
         timeout: Duration,
     ) -> Result<Option<(Bytes, Bytes, f64)>, Error> {
         let cmd = Cmd::new("BZPOPMAX").args(keys).arg(timeout.as_secs_f64());
+        self.blocking(cmd, timeout).await
+    }
+
+    /// `WAIT numreplicas timeout`: blocks until the writes made *on the connection that
+    /// runs it* reached `replicas` replicas, or `timeout` passed (zero waits forever);
+    /// returns how many replicas acknowledged. WAIT runs on a dedicated connection (it
+    /// would stall the shared one), so it only covers writes sent on that same
+    /// connection: send them through the same [`DedicatedConnection`](crate::DedicatedConnection)
+    /// and call `WAIT` there with [`query`](crate::DedicatedConnection::query). On its
+    /// own, it answers how many replicas are connected and caught up.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// use std::time::Duration;
+    ///
+    /// let replicas = client.wait(1, Duration::from_millis(100)).await?;
+    /// println!("{replicas} replica(s) acknowledged");
+    /// # Ok(()) }
+    /// ```
+    pub async fn wait(&self, replicas: u64, timeout: Duration) -> Result<u64, Error> {
+        let millis = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        let cmd = Cmd::new("WAIT").arg(replicas).arg(millis);
         self.blocking(cmd, timeout).await
     }
 }

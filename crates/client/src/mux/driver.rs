@@ -18,6 +18,12 @@
 //!    fires, or when the FIFO was empty), so under load it costs one timer update per
 //!    timeout period instead of a timer registration per command.
 //!
+//! 5. **watchdog** — once the oldest slot is a timed-out tombstone, the connection must
+//!    show a sign of life (any byte read) within `unresponsive_after`, or it is failed
+//!    like a broken socket: a peer that stopped answering without closing (frozen host,
+//!    dropped route) is replaced instead of timing out every command until keepalive
+//!    notices. It rides on the same timer.
+//!
 //! Reads and writes are polled from the same task, so a server that stops reading until
 //! its replies are read (a full socket buffer in both directions) cannot deadlock us.
 
@@ -27,6 +33,7 @@ use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
 use redline_resp::Frame;
@@ -77,10 +84,21 @@ pub(crate) struct Driver<'a> {
     timer: Pin<Box<Sleep>>,
     timer_armed: bool,
     queue_closed: bool,
+    /// Successful reads so far (the watchdog's sign of life).
+    reads: u64,
+    /// While the oldest slot is a tombstone: when the connection is declared dead unless
+    /// `reads` moved past the recorded count.
+    watchdog: Option<(Instant, u64)>,
+    unresponsive_after: Option<Duration>,
 }
 
 impl<'a> Driver<'a> {
-    pub(crate) fn new(conn: Connection, addr: &'a Arc<str>, push: Option<&'a PushHandler>) -> Self {
+    pub(crate) fn new(
+        conn: Connection,
+        addr: &'a Arc<str>,
+        push: Option<&'a PushHandler>,
+        unresponsive_after: Option<Duration>,
+    ) -> Self {
         Driver {
             conn,
             addr,
@@ -96,6 +114,9 @@ impl<'a> Driver<'a> {
             timer: Box::pin(tokio::time::sleep_until(Instant::now())),
             timer_armed: false,
             queue_closed: false,
+            reads: 0,
+            watchdog: None,
+            unresponsive_after,
         }
     }
 
@@ -136,7 +157,10 @@ impl<'a> Driver<'a> {
                 Ok(read) => read,
                 Err(e) => return Poll::Ready(Stop::Failed(e)),
             };
-            let fired = self.poll_timer(cx);
+            let fired = match self.poll_timer(cx) {
+                Ok(fired) => fired,
+                Err(e) => return Poll::Ready(Stop::Failed(e)),
+            };
             if self.queue_closed && self.pending.is_empty() && self.wbuf.is_empty() {
                 return Poll::Ready(Stop::Closed);
             }
@@ -162,8 +186,25 @@ impl<'a> Driver<'a> {
             return;
         }
         self.wbuf.extend_from_slice(&req.bytes);
+        let deadline = req.deadline;
         self.pending.push_back(req.into_pending());
         self.taken += 1;
+        if self.watchdog.is_some() {
+            // The timer may be set for the watchdog, later than this deadline.
+            self.rearm_for(deadline);
+        }
+    }
+
+    /// Re-arms the timer if `deadline` comes before the instant it is set for.
+    fn rearm_for(&mut self, deadline: Option<super::request::Deadline>) {
+        if !self.timer_armed {
+            // Sets it for the earliest of everything, this deadline included.
+            self.arm_timer();
+        } else if let Some(d) = deadline {
+            if d.at < self.timer.deadline() {
+                self.timer.as_mut().reset(d.at);
+            }
+        }
     }
 
     /// Moves queued requests into the output buffer. Returns whether any was taken.
@@ -194,10 +235,9 @@ impl<'a> Driver<'a> {
                 match next {
                     Some(req) if req.expired(now) => req.time_out(),
                     Some(req) => {
+                        let deadline = req.deadline;
                         self.staged = Some(req);
-                        if !self.timer_armed {
-                            self.arm_timer();
-                        }
+                        self.rearm_for(deadline);
                         break;
                     }
                     None => {
@@ -255,6 +295,7 @@ impl<'a> Driver<'a> {
                 addr: self.addr.clone(),
             }),
             Poll::Ready(Ok(_)) => {
+                self.reads += 1;
                 self.dispatch_frames()?;
                 Ok(true)
             }
@@ -323,14 +364,18 @@ impl<'a> Driver<'a> {
         Ok(())
     }
 
-    /// Arms the timer for the earliest deadline still to enforce, if any.
+    /// Arms the timer for the earliest deadline still to enforce, or the watchdog.
     fn arm_timer(&mut self) {
         let next = match self.pending.get(self.expired_prefix) {
             Some(p) => p.deadline,
             None => self.staged.as_ref().and_then(|r| r.deadline),
         };
-        if let Some(deadline) = next {
-            self.timer.as_mut().reset(deadline.at);
+        let next = match (next.map(|d| d.at), self.watchdog.map(|(at, _)| at)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(at) = next {
+            self.timer.as_mut().reset(at);
             self.timer_armed = true;
         }
     }
@@ -338,22 +383,53 @@ impl<'a> Driver<'a> {
     /// Expires what is due when the timer fires, then re-arms it for the next deadline.
     /// Returns whether it fired: the caller loops again, so intake looks at the queue
     /// (and registers for it) if the staged request was just timed out.
-    fn poll_timer(&mut self, cx: &mut Context<'_>) -> bool {
+    fn poll_timer(&mut self, cx: &mut Context<'_>) -> Result<bool, Error> {
         let mut fired = false;
         loop {
             if !self.timer_armed {
                 self.arm_timer();
                 if !self.timer_armed {
-                    return fired;
+                    return Ok(fired);
                 }
             }
             if self.timer.as_mut().poll(cx).is_pending() {
-                return fired;
+                return Ok(fired);
             }
             fired = true;
             self.timer_armed = false;
-            self.expire_due(Instant::now());
+            let now = Instant::now();
+            self.expire_due(now);
+            self.check_watchdog(now)?;
         }
+    }
+
+    /// Starts, renews, stops or trips the watchdog (see the module docs).
+    fn check_watchdog(&mut self, now: Instant) -> Result<(), Error> {
+        let Some(after) = self.unresponsive_after else {
+            return Ok(());
+        };
+        if self.expired_prefix == 0 {
+            self.watchdog = None;
+            return Ok(());
+        }
+        match self.watchdog {
+            Some((at, reads)) if at <= now => {
+                if reads == self.reads {
+                    return Err(self.io_error(
+                        IoOp::Read,
+                        io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            format!("no reply for {after:?} after a command timed out"),
+                        ),
+                    ));
+                }
+                // Replies are flowing, just slowly: give it another period.
+                self.watchdog = Some((now + after, self.reads));
+            }
+            Some(_) => {}
+            None => self.watchdog = Some((now + after, self.reads)),
+        }
+        Ok(())
     }
 
     /// Times out every slot, and the staged request, whose deadline is at or before `now`.

@@ -58,6 +58,7 @@ impl Multiplexer {
             initial,
             cfg.backoff,
             cfg.push_handler.clone(),
+            cfg.unresponsive_after,
         ));
         Multiplexer {
             tx,

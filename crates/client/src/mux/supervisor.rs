@@ -2,8 +2,10 @@
 //!
 //! States, in one task that owns the queue's receiver:
 //! - **connected**: the [`Driver`] runs until the connection fails or every handle is gone;
-//! - **failed**: every pending slot and every request still queued gets the same typed
-//!   error at once; nothing is re-sent, because the server may have executed it;
+//! - **failed**: every pending slot and every request queued before the failure gets the
+//!   same typed error at once; nothing is re-sent, because the server may have executed
+//!   it. A request queued after the failure (a caller reacting to it) opens the next
+//!   connection instead of inheriting the old error;
 //! - **idle**: wait for the next request; it triggers the reconnect (requests queued
 //!   behind it wait at most the connect timeout). The first attempt after a loss is
 //!   immediate; after a failed attempt, the next may start only after a capped, jittered
@@ -12,6 +14,7 @@
 //!   A failed attempt fails everything queued.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -28,19 +31,26 @@ pub(crate) async fn run(
     mut initial: Option<Connection>,
     backoff: Backoff,
     push: Option<PushHandler>,
+    unresponsive_after: Option<Duration>,
 ) {
     let addr = endpoint.addr.clone();
     let mut failures: u32 = 0;
     // After a failed attempt: no new attempt before this instant; requests arriving
     // meanwhile fail at once with the error that ended the last attempt.
     let mut backoff_until: Option<(Instant, Error)> = None;
+    // A request queued after the last connection failed: it starts the next one.
+    let mut carried: Option<Request> = None;
     loop {
         let (conn, first) = match initial.take() {
             Some(conn) => (conn, None),
             None => {
                 // Idle: no connection until someone needs one.
-                let Some(first) = rx.recv().await else {
-                    return;
+                let first = match carried.take() {
+                    Some(first) => first,
+                    None => match rx.recv().await {
+                        Some(first) => first,
+                        None => return,
+                    },
                 };
                 if let Some((until, err)) = &backoff_until {
                     if Instant::now() < *until {
@@ -65,34 +75,70 @@ pub(crate) async fn run(
                 }
             }
         };
-        match drive(conn, &addr, push.as_ref(), &mut rx, first).await {
-            Some(err) => fail_queued(&mut rx, &err),
+        match drive(
+            conn,
+            &addr,
+            push.as_ref(),
+            unresponsive_after,
+            &mut rx,
+            first,
+        )
+        .await
+        {
+            Some((err, failed_at)) => carried = fail_queued_before(&mut rx, &err, failed_at),
             None => return,
         }
     }
 }
 
-/// Drives one connection to its end. Returns the error that ended it, after failing
-/// every request the driver held with it, or `None` when the multiplexer was dropped.
+/// Drives one connection to its end. Returns the error that ended it and when, after
+/// failing every request the driver held with it, or `None` when the multiplexer was
+/// dropped.
 async fn drive(
     conn: Connection,
     addr: &Arc<str>,
     push: Option<&PushHandler>,
+    unresponsive_after: Option<Duration>,
     rx: &mut mpsc::Receiver<Request>,
     first: Option<Request>,
-) -> Option<Error> {
-    let mut driver = Driver::new(conn, addr, push);
+) -> Option<(Error, Instant)> {
+    let mut driver = Driver::new(conn, addr, push, unresponsive_after);
     if let Some(first) = first {
         driver.accept(first, Instant::now());
     }
     match driver.run(rx).await {
         Stop::Closed => None,
         Stop::Failed(err) => {
+            let failed_at = Instant::now();
             tracing::debug!(%addr, error = %err, "connection lost");
             driver.fail_all(&err);
-            Some(err)
+            Some((err, failed_at))
         }
     }
+}
+
+/// Fails the requests queued before `failed_at` (never sent, queued for the connection
+/// that died) and returns the first one queued after it, if any: callers that saw the
+/// failure and issued a new command must get a new connection, not the old error.
+/// Requests without a deadline carry no enqueue time and are failed.
+fn fail_queued_before(
+    rx: &mut mpsc::Receiver<Request>,
+    err: &Error,
+    failed_at: Instant,
+) -> Option<Request> {
+    while let Ok(request) = rx.try_recv() {
+        match request.deadline {
+            Some(d)
+                if d.at
+                    .checked_sub(d.timeout)
+                    .is_some_and(|at| at >= failed_at) =>
+            {
+                return Some(request)
+            }
+            _ => request.fail(err.clone()),
+        }
+    }
+    None
 }
 
 /// Fails every request waiting in the queue (they were never sent).
