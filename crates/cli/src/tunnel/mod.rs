@@ -19,12 +19,14 @@
 //! ends its own connection (`listener.rs`); connects and disconnects are logged at info
 //! level on stderr. Listen addresses are printed on stdout once open.
 
+mod dedicated;
 mod error;
 mod listener;
 mod pinned;
 mod rewrite;
 mod scan;
 mod shutdown;
+mod smart;
 mod standalone;
 mod topology;
 mod tracked;
@@ -62,6 +64,10 @@ pub(crate) struct TunnelArgs {
     /// Pinned mode: seconds between topology refreshes that open listeners for new nodes.
     #[arg(long, value_name = "SECONDS", default_value_t = 5)]
     refresh: u64,
+    /// Smart mode: re-send a write whose connection failed after it was sent (it may
+    /// then run twice). Makes a failover invisible to idempotent writes such as SET.
+    #[arg(long)]
+    retry_writes: bool,
     /// Log level on stderr: error, warn, info, debug or trace.
     #[arg(long, value_name = "LEVEL", default_value = "info")]
     log: tracing::Level,
@@ -124,9 +130,9 @@ async fn tunnel(args: TunnelArgs) -> Result<(), TunnelError> {
         )
         .await
         .map(drop),
-        (true, Mode::Smart) => Err(TunnelError::Usage(
-            "smart mode is not available yet; use --mode pinned",
-        )),
+        (true, Mode::Smart) => {
+            smart::start(upstream, args.listen, args.retry_writes, &shutdown).await
+        }
     };
     if let Err(e) = started {
         shutdown.cancel();

@@ -1,0 +1,579 @@
+//! Smart mode: one local endpoint that looks like a standalone Redis in front of a whole
+//! cluster. Each client's requests are decoded (pipelines included), routed by the
+//! redline cluster client (MOVED/ASK, failover and multi-key splits handled there), and
+//! the replies written back in request order.
+//!
+//! # What each kind of command does
+//!
+//! - Keyed commands: to the slot's master. `MGET`, `MSET`, `DEL`, `UNLINK`, `EXISTS`,
+//!   `TOUCH` across slots are split and merged by the cluster client.
+//! - Keyless commands follow Redis's request/response policies as the cluster client
+//!   applies them: `KEYS` concatenated, `DBSIZE` summed, `FLUSHALL`/`FLUSHDB`/`SCRIPT
+//!   LOAD` on every master, `INFO`, `RANDOMKEY`, `ECHO`... on one node.
+//! - `SCAN`: every master in turn behind one cursor (node index in the low 10 bits).
+//!   A failover during a scan may repeat keys, as with any cluster client.
+//! - Blocking commands (`BLPOP`, `XREAD BLOCK`, `WAIT`...) and `MULTI`...`EXEC`: on a
+//!   dedicated connection to the owning master, after every earlier command has been
+//!   answered and before any later one starts. Queued commands are answered `+QUEUED`
+//!   by the tunnel; a transaction whose keys span nodes ends in `-EXECABORT`.
+//! - `SUBSCRIBE`, `PSUBSCRIBE`, `MONITOR`: the connection becomes a byte pass-through to
+//!   one master (pub/sub messages reach every node of a cluster); `SSUBSCRIBE`: to the
+//!   channel's master. `MONITOR` shows that one node only.
+//! - Connection commands are answered by the tunnel: `PING`, `SELECT 0` (other databases:
+//!   Redis Cluster's own error), `AUTH` (accepted: the tunnel authenticates upstream),
+//!   `HELLO` (RESP2 only; `HELLO 3` gets `-NOPROTO`, so clients fall back),
+//!   `CLIENT SETNAME/GETNAME/ID/SETINFO`, `QUIT`, `RESET`.
+//! - Refused with a clear error: `CLUSTER`, `READONLY`, `READWRITE`, `ASKING` (as a
+//!   standalone server answers them), `WATCH`, and `CLIENT` subcommands about upstream
+//!   connections (use pinned mode for those).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::future::{BoxFuture, FutureExt};
+use futures_util::stream::{FuturesOrdered, StreamExt};
+use redline::{ClusterClient, ClusterConfig, Cmd, Config, Error};
+use redline_resp::command::{self, CommandFlags};
+use redline_resp::slot::key_slot;
+use redline_resp::{encode, Frame, RequestDecoder};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::Mutex;
+
+use super::dedicated::{Batch, Dedicated, Upstream};
+use super::error::TunnelError;
+use super::listener;
+use super::shutdown::Shutdown;
+use super::standalone::CHUNK;
+
+/// Replies a client may have outstanding before the tunnel stops reading its requests
+/// (Redis has no such limit, but Redis does not hold the commands in memory either).
+const WINDOW: usize = 4096;
+
+/// Bits of a SCAN cursor that hold the master's index.
+const SCAN_NODE_BITS: u32 = 10;
+
+/// What every smart-mode connection shares.
+struct Smart {
+    upstream: Upstream,
+    /// `redis_version` of the cluster, for `HELLO`.
+    version: Bytes,
+    next_id: AtomicU64,
+}
+
+/// Connects the cluster client and opens the local endpoint.
+pub(crate) async fn start(
+    upstream: Config,
+    listen: std::net::SocketAddr,
+    retry_writes: bool,
+    shutdown: &Shutdown,
+) -> Result<(), TunnelError> {
+    let mut cfg = ClusterConfig::default();
+    cfg.seeds = vec![(upstream.host.clone(), upstream.port)];
+    cfg.node = upstream.clone();
+    cfg.retry_writes = retry_writes;
+    let seed = upstream.addr();
+    let cluster = ClusterClient::from_config(cfg).await?;
+    let version = server_version(&cluster).await;
+    let listener = listener::bind(listen).await?;
+    let local = listener.local_addr()?;
+    println!("listening {local} -> cluster {seed}");
+    tracing::info!(%local, seed = %seed, masters = ?cluster.masters(), "smart tunnel ready");
+    let smart = Arc::new(Smart {
+        upstream: Upstream {
+            cluster,
+            config: Arc::new(upstream),
+        },
+        version,
+        next_id: AtomicU64::new(1),
+    });
+    listener::serve(
+        listener,
+        Arc::from(format!("cluster {seed}")),
+        shutdown.clone(),
+        move |client| connection(client, smart.clone()),
+    );
+    Ok(())
+}
+
+async fn server_version(cluster: &ClusterClient) -> Bytes {
+    let info: Result<Bytes, Error> = cluster.on_random(Cmd::new("INFO").arg("server")).await;
+    info.ok()
+        .and_then(|text| {
+            let text = String::from_utf8_lossy(&text).into_owned();
+            text.lines()
+                .find_map(|l| l.strip_prefix("redis_version:"))
+                .map(|v| Bytes::from(v.trim().to_owned()))
+        })
+        .unwrap_or_else(|| Bytes::from_static(b"7.0.0"))
+}
+
+/// What to do with one request.
+enum Step {
+    /// Its reply, in order with the others (it may run concurrently with them).
+    Reply(BoxFuture<'static, Frame>),
+    /// Runs alone: after every earlier reply, before any later command.
+    Alone(BoxFuture<'static, Frame>),
+    /// The connection becomes a pass-through to one node, starting with this command.
+    PassThrough { first: Bytes, slot: Option<u16> },
+    /// Reply, then close the connection.
+    Quit(Frame),
+}
+
+/// One local client: its requests in, replies out in order.
+async fn connection(client: TcpStream, smart: Arc<Smart>) -> Result<(), TunnelError> {
+    let (mut rd, mut wr) = client.into_split();
+    let mut session = Session::new(smart);
+    let mut inbuf = BytesMut::with_capacity(CHUNK);
+    let mut decoder = RequestDecoder::default();
+    let mut pending: FuturesOrdered<BoxFuture<'static, Frame>> = FuturesOrdered::new();
+    let mut out = BytesMut::with_capacity(CHUNK);
+    let mut eof = false;
+    let mut closing = false;
+    // A command waiting for the replies before it, and whether one is running.
+    let mut waiting: Option<Step> = None;
+    let mut alone = false;
+    loop {
+        if pending.is_empty() {
+            alone = false;
+            match waiting.take() {
+                Some(Step::Alone(fut)) => {
+                    pending.push_back(fut);
+                    alone = true;
+                }
+                Some(Step::PassThrough { first, slot }) => {
+                    let client = rd
+                        .reunite(wr)
+                        .map_err(|e| TunnelError::Io(std::io::Error::other(e.to_string())))?;
+                    return pass_through(client, inbuf, session, first, slot).await;
+                }
+                other => waiting = other,
+            }
+        }
+        if !closing && !alone && waiting.is_none() {
+            while pending.len() < WINDOW {
+                match decoder.decode(&mut inbuf) {
+                    Ok(Some(args)) => match session.dispatch(args) {
+                        Step::Reply(fut) => pending.push_back(fut),
+                        Step::Quit(frame) => {
+                            pending.push_back(ready(frame));
+                            closing = true;
+                            break;
+                        }
+                        step => {
+                            waiting = Some(step);
+                            break;
+                        }
+                    },
+                    Ok(None) => break,
+                    Err(e) => {
+                        // As Redis: an error line, then the connection is closed.
+                        pending.push_back(ready(error_line(&format!("ERR Protocol error: {e}"))));
+                        closing = true;
+                        break;
+                    }
+                }
+            }
+            if waiting.is_some() && pending.is_empty() {
+                continue;
+            }
+        }
+        if pending.is_empty() && (eof || closing) {
+            let _ = wr.shutdown().await;
+            return Ok(());
+        }
+        let can_read = !eof && !closing && !alone && waiting.is_none() && pending.len() < WINDOW;
+        tokio::select! {
+            Some(frame) = pending.next(), if !pending.is_empty() => {
+                encode::frame(&mut out, &frame);
+                // Everything else already answered goes out in the same write.
+                while let Some(Some(frame)) = pending.next().now_or_never() {
+                    encode::frame(&mut out, &frame);
+                    if out.len() >= CHUNK {
+                        break;
+                    }
+                }
+                wr.write_all(&out).await?;
+                out.clear();
+            }
+            read = rd.read_buf(&mut inbuf), if can_read => {
+                if read? == 0 {
+                    eof = true;
+                }
+                inbuf.reserve(CHUNK.saturating_sub(inbuf.capacity() - inbuf.len()));
+            }
+            else => return Ok(()),
+        }
+    }
+}
+
+fn ready(frame: Frame) -> BoxFuture<'static, Frame> {
+    std::future::ready(frame).boxed()
+}
+
+fn error_line(text: &str) -> Frame {
+    Frame::Error(Bytes::from(text.replace(['\r', '\n'], " ")))
+}
+
+fn ok() -> Frame {
+    Frame::Simple(Bytes::from_static(b"OK"))
+}
+
+/// A client library error as the error reply a client would have seen from Redis.
+fn error_frame(e: &Error) -> Frame {
+    match e {
+        Error::Server { .. } => error_line(&e.to_string()),
+        Error::Auth { kind, message } => error_line(&format!("{kind} {message}")),
+        other => error_line(&format!("ERR redline tunnel: {other}")),
+    }
+}
+
+/// Per-connection state the tunnel keeps on the client's behalf.
+struct Session {
+    smart: Arc<Smart>,
+    id: u64,
+    name: Option<Bytes>,
+    /// Commands queued since `MULTI`.
+    multi: Option<Vec<Vec<Bytes>>>,
+    dedicated: Arc<Mutex<Dedicated>>,
+}
+
+impl Session {
+    fn new(smart: Arc<Smart>) -> Self {
+        let id = smart.next_id.fetch_add(1, Ordering::Relaxed);
+        let dedicated = Arc::new(Mutex::new(smart.upstream.dedicated()));
+        Session {
+            smart,
+            id,
+            name: None,
+            multi: None,
+            dedicated,
+        }
+    }
+
+    fn dispatch(&mut self, args: Vec<Bytes>) -> Step {
+        let name = args[0].to_ascii_uppercase();
+        let sub = args.get(1).map(|s| s.to_ascii_uppercase());
+        let sub = sub.as_deref();
+        if let Some(queue) = &mut self.multi {
+            let reply = match name.as_slice() {
+                b"EXEC" => {
+                    let queued = self.multi.take().unwrap_or_default();
+                    return self.transaction(queued);
+                }
+                b"DISCARD" => {
+                    self.multi = None;
+                    ok()
+                }
+                b"MULTI" => error_line("ERR MULTI calls can not be nested"),
+                b"WATCH" => error_line("ERR WATCH inside MULTI is not allowed"),
+                _ => {
+                    queue.push(args);
+                    Frame::Simple(Bytes::from_static(b"QUEUED"))
+                }
+            };
+            return Step::Reply(ready(reply));
+        }
+        let reply = match name.as_slice() {
+            b"PING" => match args.len() {
+                1 => Frame::Simple(Bytes::from_static(b"PONG")),
+                2 => Frame::Bulk(args[1].clone()),
+                _ => error_line("ERR wrong number of arguments for 'ping' command"),
+            },
+            b"SELECT" => match sub {
+                Some(b"0") => ok(),
+                _ => error_line("ERR SELECT is not allowed in cluster mode"),
+            },
+            b"AUTH" => ok(),
+            b"HELLO" => self.hello(&args),
+            b"CLIENT" => self.client(sub, &args),
+            b"QUIT" => return Step::Quit(ok()),
+            b"RESET" => {
+                self.name = None;
+                Frame::Simple(Bytes::from_static(b"RESET"))
+            }
+            b"MULTI" => {
+                self.multi = Some(Vec::new());
+                ok()
+            }
+            b"EXEC" => error_line("ERR EXEC without MULTI"),
+            b"DISCARD" => error_line("ERR DISCARD without MULTI"),
+            b"UNWATCH" => ok(),
+            b"WATCH" => error_line(
+                "ERR redline tunnel (smart mode) does not support WATCH; use --mode pinned",
+            ),
+            b"CLUSTER" | b"READONLY" | b"READWRITE" | b"ASKING" => {
+                error_line("ERR This instance has cluster support disabled")
+            }
+            b"SUBSCRIBE" | b"PSUBSCRIBE" | b"MONITOR" => {
+                return Step::PassThrough {
+                    first: encoded(&args),
+                    slot: None,
+                }
+            }
+            b"SSUBSCRIBE" => {
+                return Step::PassThrough {
+                    first: encoded(&args),
+                    slot: args.get(1).map(|c| key_slot(c)),
+                }
+            }
+            b"SCAN" => return Step::Reply(self.scan(args)),
+            _ if is_blocking(&name, &args) => return self.blocking(args),
+            _ => return Step::Reply(self.routed(args)),
+        };
+        Step::Reply(ready(reply))
+    }
+
+    /// The common path: the cluster client routes it.
+    fn routed(&self, args: Vec<Bytes>) -> BoxFuture<'static, Frame> {
+        let cluster = self.smart.upstream.cluster.clone();
+        async move {
+            match cluster.cmd(args).await {
+                Ok(frame) => frame,
+                Err(e) => error_frame(&e),
+            }
+        }
+        .boxed()
+    }
+
+    fn blocking(&self, args: Vec<Bytes>) -> Step {
+        let batch = Batch {
+            slot: slot_of(&args),
+            bytes: encoded(&args),
+            replies: 1,
+        };
+        let dedicated = self.dedicated.clone();
+        Step::Alone(
+            async move {
+                match dedicated.lock().await.exchange(&batch).await {
+                    Ok(mut replies) => replies.pop().unwrap_or(Frame::NullArray),
+                    Err(e) => error_line(&format!("ERR redline tunnel: {e}")),
+                }
+            }
+            .boxed(),
+        )
+    }
+
+    /// `MULTI`, the queued commands and `EXEC` in one batch on the owning master; the
+    /// reply is `EXEC`'s.
+    fn transaction(&self, queued: Vec<Vec<Bytes>>) -> Step {
+        if queued.is_empty() {
+            return Step::Reply(ready(Frame::Array(Vec::new())));
+        }
+        let mut bytes = BytesMut::new();
+        encode::command(&mut bytes, ["MULTI"]);
+        for args in &queued {
+            encode::command(&mut bytes, args.iter());
+        }
+        encode::command(&mut bytes, ["EXEC"]);
+        let batch = Batch {
+            slot: queued.iter().find_map(|args| slot_of(args)),
+            bytes: bytes.freeze(),
+            replies: queued.len() + 2,
+        };
+        let dedicated = self.dedicated.clone();
+        Step::Alone(
+            async move {
+                match dedicated.lock().await.exchange(&batch).await {
+                    Ok(mut replies) => replies.pop().unwrap_or(Frame::NullArray),
+                    Err(e) => error_line(&format!("ERR redline tunnel: {e}")),
+                }
+            }
+            .boxed(),
+        )
+    }
+
+    /// `HELLO [2 [AUTH u p] [SETNAME n]]`: RESP2 only.
+    fn hello(&mut self, args: &[Bytes]) -> Frame {
+        if let Some(version) = args.get(1) {
+            match std::str::from_utf8(version)
+                .ok()
+                .and_then(|v| v.parse::<i64>().ok())
+            {
+                Some(2) => {}
+                Some(3) => {
+                    return error_line("NOPROTO sorry, this protocol version is not supported")
+                }
+                _ => return error_line("NOPROTO unsupported protocol version"),
+            }
+        }
+        let mut i = 2;
+        while i < args.len() {
+            if args[i].eq_ignore_ascii_case(b"AUTH") && i + 2 < args.len() {
+                i += 3;
+            } else if args[i].eq_ignore_ascii_case(b"SETNAME") && i + 1 < args.len() {
+                self.name = Some(args[i + 1].clone());
+                i += 2;
+            } else {
+                return error_line(&format!(
+                    "ERR Syntax error in HELLO option '{}'",
+                    String::from_utf8_lossy(&args[i])
+                ));
+            }
+        }
+        let bulk = |s: &'static str| Frame::Bulk(Bytes::from_static(s.as_bytes()));
+        Frame::Array(vec![
+            bulk("server"),
+            bulk("redis"),
+            bulk("version"),
+            Frame::Bulk(self.smart.version.clone()),
+            bulk("proto"),
+            Frame::Integer(2),
+            bulk("id"),
+            Frame::Integer(i64::try_from(self.id).unwrap_or(i64::MAX)),
+            bulk("mode"),
+            bulk("standalone"),
+            bulk("role"),
+            bulk("master"),
+            bulk("modules"),
+            Frame::Array(Vec::new()),
+        ])
+    }
+
+    fn client(&mut self, sub: Option<&[u8]>, args: &[Bytes]) -> Frame {
+        match sub {
+            Some(b"SETNAME") if args.len() == 3 => {
+                self.name = Some(args[2].clone()).filter(|n| !n.is_empty());
+                ok()
+            }
+            Some(b"GETNAME") => self.name.clone().map_or(Frame::NullBulk, Frame::Bulk),
+            Some(b"ID") => Frame::Integer(i64::try_from(self.id).unwrap_or(i64::MAX)),
+            Some(b"SETINFO") => ok(),
+            Some(other) => error_line(&format!(
+                "ERR redline tunnel (smart mode) does not support CLIENT {}; use --mode pinned",
+                String::from_utf8_lossy(other)
+            )),
+            None => error_line("ERR wrong number of arguments for 'client' command"),
+        }
+    }
+
+    /// `SCAN cursor [options]` over every master in turn (sorted by address). The
+    /// cursor carries the master's index in its low bits and that master's own cursor
+    /// above them.
+    fn scan(&self, args: Vec<Bytes>) -> BoxFuture<'static, Frame> {
+        let cluster = self.smart.upstream.cluster.clone();
+        async move {
+            let Some(cursor) = args
+                .get(1)
+                .and_then(|c| std::str::from_utf8(c).ok())
+                .and_then(|c| c.parse::<u64>().ok())
+            else {
+                return error_line("ERR invalid cursor");
+            };
+            let mut masters = cluster.masters();
+            masters.sort();
+            let index = usize::try_from(cursor & ((1 << SCAN_NODE_BITS) - 1)).unwrap_or(usize::MAX);
+            let Some(node) = masters.get(index) else {
+                return error_line("ERR invalid cursor");
+            };
+            let cmd = Cmd::new("SCAN")
+                .arg(cursor >> SCAN_NODE_BITS)
+                .args(args.iter().skip(2));
+            let reply: Result<Frame, Error> = cluster.on_node(node, cmd).await;
+            let items = match reply {
+                Ok(Frame::Array(items)) if items.len() == 2 => items,
+                Ok(other) => return other,
+                Err(e) => return error_frame(&e),
+            };
+            let mut items = items.into_iter();
+            let (Some(Frame::Bulk(next)), Some(keys)) = (items.next(), items.next()) else {
+                return error_line("ERR redline tunnel: unexpected SCAN reply");
+            };
+            let next: u64 = std::str::from_utf8(&next)
+                .ok()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            let cursor = if next != 0 {
+                match next.checked_mul(1 << SCAN_NODE_BITS) {
+                    Some(high) => high | index as u64,
+                    None => return error_line("ERR redline tunnel: node cursor too large"),
+                }
+            } else if index + 1 < masters.len() {
+                (index + 1) as u64
+            } else {
+                0
+            };
+            Frame::Array(vec![Frame::Bulk(Bytes::from(cursor.to_string())), keys])
+        }
+        .boxed()
+    }
+}
+
+/// Blocking commands: flagged `blocking` in the command table (XREAD/XREADGROUP only
+/// with `BLOCK`), and `WAIT`/`WAITAOF`, which Redis 7.0 leaves unflagged.
+fn is_blocking(name: &[u8], args: &[Bytes]) -> bool {
+    match name {
+        b"WAIT" | b"WAITAOF" => true,
+        b"XREAD" | b"XREADGROUP" => args.iter().any(|a| a.eq_ignore_ascii_case(b"BLOCK")),
+        _ => command::lookup(name).is_some_and(|spec| spec.flags.contains(CommandFlags::BLOCKING)),
+    }
+}
+
+/// The slot of the command's first key, per the command table.
+fn slot_of(args: &[Bytes]) -> Option<u16> {
+    let positions = command::keys(args).ok()?;
+    positions
+        .first()
+        .and_then(|&i| args.get(i))
+        .map(|k| key_slot(k))
+}
+
+fn encoded(args: &[Bytes]) -> Bytes {
+    let mut out = BytesMut::new();
+    encode::command(&mut out, args.iter());
+    out.freeze()
+}
+
+/// Hands the connection over to one node, bytes both ways unchanged.
+async fn pass_through(
+    mut client: TcpStream,
+    unread: BytesMut,
+    session: Session,
+    first: Bytes,
+    slot: Option<u16>,
+) -> Result<(), TunnelError> {
+    let dedicated = session.smart.upstream.dedicated();
+    drop(session);
+    let (mut server, replies) = dedicated.take_over(first, slot).await?;
+    client.write_all(&replies).await?;
+    server.write_all(&unread).await?;
+    server.flush().await?;
+    tokio::io::copy_bidirectional_with_sizes(&mut client, &mut server, CHUNK, CHUNK).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<Bytes> {
+        list.iter().map(|a| Bytes::from(a.to_string())).collect()
+    }
+
+    #[test]
+    fn blocking_detection() {
+        assert!(is_blocking(b"BLPOP", &args(&["BLPOP", "k", "0"])));
+        assert!(is_blocking(b"WAIT", &args(&["WAIT", "1", "0"])));
+        assert!(is_blocking(
+            b"XREAD",
+            &args(&["XREAD", "BLOCK", "0", "STREAMS", "s", "$"])
+        ));
+        assert!(!is_blocking(
+            b"XREAD",
+            &args(&["XREAD", "STREAMS", "s", "0"])
+        ));
+        assert!(!is_blocking(b"GET", &args(&["GET", "k"])));
+    }
+
+    #[test]
+    fn slots_from_the_command_table() {
+        assert_eq!(
+            slot_of(&args(&["BLPOP", "{a}x", "{a}y", "0"])),
+            Some(key_slot(b"a"))
+        );
+        assert_eq!(slot_of(&args(&["SET", "k", "v"])), Some(key_slot(b"k")));
+        assert_eq!(slot_of(&args(&["PING"])), None);
+    }
+}
