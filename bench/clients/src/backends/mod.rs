@@ -14,6 +14,7 @@ mod fred_cluster;
 mod redis_rs;
 mod redis_rs_cluster;
 mod redline;
+mod redline_cluster;
 
 /// Runs the harness with one backend type.
 pub type Runner = fn(RunConfig) -> Pin<Box<dyn Future<Output = Result<Report, BoxError>> + Send>>;
@@ -61,6 +62,12 @@ pub const BACKENDS: &[Entry] = &[
         false,
         runner::<self::fred::Fred>,
         "fred Client (one connection)",
+    ),
+    entry(
+        "redline",
+        true,
+        runner::<redline_cluster::RedlineCluster>,
+        "redline::ClusterClient",
     ),
     entry(
         "redis-rs",
