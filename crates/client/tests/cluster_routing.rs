@@ -333,3 +333,49 @@ fn get_calls(info: &str) -> u64 {
         .and_then(|c| c.parse().ok())
         .unwrap_or(0)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_and_password() {
+    let certs = redline_testkit::TlsCerts::generate().unwrap();
+    let cluster = {
+        let certs = certs.clone();
+        tokio::task::spawn_blocking(move || {
+            RedisCluster::builder()
+                .tls(&certs)
+                .password("cluster-secret")
+                .start()
+        })
+        .await
+        .unwrap()
+        .unwrap()
+    };
+    // The certificate name is given once and used for every node, whatever address the
+    // cluster announces (here 127.0.0.1, while the name checked is the SNI test name).
+    let seed = format!(
+        "{}?ca_file={}&sni={}",
+        cluster.urls()[0],
+        certs.ca_cert_path().display(),
+        redline_testkit::TlsCerts::SNI_NAME
+    );
+    assert!(seed.starts_with("rediss://"), "{seed}");
+    let client = ClusterClient::connect([seed.as_str()]).await.unwrap();
+    let pairs: Vec<(String, String)> = (0..200)
+        .map(|i| (format!("t:{i}"), i.to_string()))
+        .collect();
+    client.mset(pairs.iter().cloned()).await.unwrap();
+    let keys: Vec<&String> = pairs.iter().map(|(k, _)| k).collect();
+    let values: Vec<Option<String>> = client
+        .query(Cmd::new("MGET").args(keys.iter()))
+        .await
+        .unwrap();
+    assert!(values
+        .iter()
+        .zip(&pairs)
+        .all(|(v, (_, want))| v.as_deref() == Some(want.as_str())));
+    assert_eq!(client.masters().len(), 3);
+
+    // A wrong password is an authentication error at connect time.
+    let wrong = seed.replace("cluster-secret", "nope");
+    let err = ClusterClient::connect([wrong.as_str()]).await.unwrap_err();
+    assert!(matches!(err, Error::Auth { .. }), "{err:?}");
+}

@@ -307,3 +307,29 @@ mod tests {
         assert!(!route(&Cmd::new("SET").arg("k").arg("v").into_bytes()).readonly);
     }
 }
+
+#[cfg(test)]
+mod cost {
+    use super::*;
+    use crate::Cmd;
+
+    /// Prints the routing cost per command (not asserted; run with --ignored --nocapture).
+    #[test]
+    #[ignore]
+    fn routing_cost() {
+        let cmds: Vec<bytes::Bytes> = (0..1000)
+            .map(|i| Cmd::new("GET").arg(format!("key:{i}")).into_bytes())
+            .collect();
+        let started = std::time::Instant::now();
+        let mut acc = 0u64;
+        for _ in 0..1000 {
+            for c in &cmds {
+                if let Target::Slot(s) = route(c).target {
+                    acc += u64::from(s);
+                }
+            }
+        }
+        let per = started.elapsed() / 1_000_000;
+        println!("route(GET key) {per:?} per command ({acc})");
+    }
+}
