@@ -142,7 +142,10 @@ async fn task(client: ClusterClient, t: usize, stop: Arc<AtomicBool>) -> Report 
             .latencies
             .push((started, started.elapsed(), slots.clone()));
         if let Err(err) = outcome {
-            report.errors.push((Instant::now(), slots, err.to_string()));
+            let name = ["SET", "GET", "INCR", "MGET"][op as usize];
+            report
+                .errors
+                .push((Instant::now(), slots, format!("{name}: {err}")));
             // After a failed INCR the counter's value is unknown: resynchronise.
             for c in &touched {
                 if counts.contains_key(c) {
@@ -302,6 +305,12 @@ async fn killed_master_recovers_and_others_are_unaffected() {
     for r in &reports {
         for (at, slots, err) in &r.errors {
             if affected(slots) {
+                // Reads are re-sent until the promotion; only writes caught in flight by
+                // the kill may fail (re-sending them could run them twice).
+                assert!(
+                    err.starts_with("SET") || err.starts_with("INCR"),
+                    "a read failed: {err}"
+                );
                 affected_errors += 1;
                 last_affected_error = last_affected_error.max(Some(*at));
             } else {

@@ -26,6 +26,8 @@ use super::node::Node;
 use super::table::SlotTable;
 
 const CLUSTER_SHARDS: &[u8] = b"*2\r\n$7\r\nCLUSTER\r\n$6\r\nSHARDS\r\n";
+/// Longest wait for one node's view during a refresh.
+const ASK_LIMIT: Duration = Duration::from_secs(1);
 const CLUSTER_SLOTS: &[u8] = b"*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n";
 
 /// At start: the seeds in order until one gives a topology.
@@ -97,7 +99,15 @@ pub(crate) async fn refresh_now(shared: &Shared) -> Result<(), Error> {
     }
     let mut last_err = Error::Config("no node to ask for the topology");
     for round in candidates.chunks(shared.cfg.refresh_fanout) {
-        let answers = join_all(round.iter().map(|node| ask(shared, node))).await;
+        // A node that hangs must not hold the refresh up: each answer gets a short limit.
+        let limit = shared.cfg.node.connect_timeout.min(ASK_LIMIT);
+        let answers = join_all(round.iter().map(|node| async move {
+            match tokio::time::timeout(limit, ask(shared, node)).await {
+                Ok(answer) => answer,
+                Err(_) => Err(Error::Timeout(limit)),
+            }
+        }))
+        .await;
         let mut best: Option<Layout> = None;
         for answer in answers {
             match answer {
