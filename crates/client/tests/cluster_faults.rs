@@ -13,7 +13,7 @@
 use std::collections::{HashMap, HashSet};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redline::{ClusterClient, ClusterConfig, Cmd};
@@ -23,7 +23,7 @@ use redline_testkit::{RedisCluster, Role};
 const TASKS: usize = 64;
 const KEYS_PER_TASK: usize = 16;
 
-static SERIAL: Mutex<()> = Mutex::new(());
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 async fn start_cluster() -> RedisCluster {
     tokio::task::spawn_blocking(RedisCluster::start)
@@ -218,7 +218,7 @@ fn reshard(cluster: &RedisCluster, via: usize, from: usize, to: usize, slots: us
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resharding_under_load_is_invisible() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = SERIAL.lock().await;
     let mut cluster = start_cluster().await;
     let client = client_for(&cluster).await;
     let masters = cluster.masters().unwrap();
@@ -266,7 +266,7 @@ async fn resharding_under_load_is_invisible() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_master_recovers_and_others_are_unaffected() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = SERIAL.lock().await;
     let mut cluster = start_cluster().await;
     let client = client_for(&cluster).await;
     let ranges = cluster.slot_ranges().unwrap();
@@ -378,7 +378,7 @@ async fn killed_master_recovers_and_others_are_unaffected() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manual_failover_under_load_is_invisible() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = SERIAL.lock().await;
     let mut cluster = start_cluster().await;
     let client = client_for(&cluster).await;
     let ranges = cluster.slot_ranges().unwrap();
