@@ -379,3 +379,131 @@ async fn tls_and_password() {
     let err = ClusterClient::connect([wrong.as_str()]).await.unwrap_err();
     assert!(matches!(err, Error::Auth { .. }), "{err:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_blocking_and_shard_pubsub() {
+    let mut cluster = start_cluster().await;
+    let client = ClusterClient::from_config(cluster_config(&cluster))
+        .await
+        .unwrap();
+
+    // Transactions on one slot (hash tags); across slots refused before sending.
+    client.set("acct:{7}:a", 100).await.unwrap();
+    let (a, b): (i64, i64) = client
+        .pipeline()
+        .atomic()
+        .decr_by("acct:{7}:a", 10)
+        .incr_by("acct:{7}:b", 10)
+        .query()
+        .await
+        .unwrap();
+    assert_eq!((a, b), (90, 10));
+    let err = client
+        .pipeline()
+        .atomic()
+        .incr("x:{1}")
+        .incr("x:{2}")
+        .query::<(i64, i64)>()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Server {
+                kind: ServerErrorKind::CrossSlot,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+
+    // WATCH on a dedicated connection to the slot's master.
+    let mut conn = client.dedicated_for("acct:{7}:a").await.unwrap();
+    conn.watch(["acct:{7}:a"]).await.unwrap();
+    let _: () = conn.query(Cmd::new("MULTI")).await.unwrap();
+    let _: () = conn
+        .query(Cmd::new("SET").arg("acct:{7}:a").arg(1))
+        .await
+        .unwrap();
+    let done: Vec<Frame> = conn.query(Cmd::new("EXEC")).await.unwrap();
+    assert_eq!(done.len(), 1);
+    drop(conn);
+
+    // Blocking pops go to the keys' owner on a connection of their own.
+    let popper = {
+        let client = client.clone();
+        tokio::spawn(async move { client.blpop(["q:{j}"], Duration::from_secs(10)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    client.rpush("q:{j}", ["job-1"]).await.unwrap();
+    let (list, job) = popper.await.unwrap().unwrap().unwrap();
+    assert_eq!((&list[..], &job[..]), (&b"q:{j}"[..], &b"job-1"[..]));
+    // Given raw, a blocking command takes the same path.
+    client.rpush("q:{j}", ["job-2"]).await.unwrap();
+    let raw = client.cmd(["BRPOP", "q:{j}", "1"]).await.unwrap();
+    assert!(
+        matches!(raw, Frame::Array(ref v) if v.len() == 2),
+        "{raw:?}"
+    );
+    let err = client
+        .blpop(["q:{a}", "q:{b}"], Duration::from_millis(10))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Server {
+                kind: ServerErrorKind::CrossSlot,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+
+    // Shard channels: subscribed on the slot's owner, followed when the slot moves.
+    let channel = "news:{n}";
+    let slot = key_slot(b"n");
+    let mut subs = client.shard_subscriber();
+    subs.ssubscribe([channel]).await.unwrap();
+    assert_eq!(client.spublish(channel, "before").await.unwrap(), 1);
+    let m = tokio::time::timeout(Duration::from_secs(5), subs.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&m.payload[..], b"before");
+
+    let from = cluster.master_of_slot(slot).unwrap();
+    let to = cluster
+        .masters()
+        .unwrap()
+        .into_iter()
+        .find(|&m| m != from)
+        .unwrap();
+    let slot_s = slot.to_string();
+    let (from_id, to_id) = (
+        cluster.node_id(from).to_owned(),
+        cluster.node_id(to).to_owned(),
+    );
+    cluster
+        .cmd(to, &["CLUSTER", "SETSLOT", &slot_s, "IMPORTING", &from_id])
+        .unwrap();
+    cluster
+        .cmd(from, &["CLUSTER", "SETSLOT", &slot_s, "MIGRATING", &to_id])
+        .unwrap();
+    for node in cluster.masters().unwrap() {
+        cluster
+            .cmd(node, &["CLUSTER", "SETSLOT", &slot_s, "NODE", &to_id])
+            .unwrap();
+    }
+    client.refresh().await.unwrap();
+    let mut received = None;
+    for _ in 0..50 {
+        client.spublish(channel, "after").await.unwrap();
+        if let Ok(Some(m)) = tokio::time::timeout(Duration::from_millis(200), subs.next()).await {
+            received = Some(m);
+            break;
+        }
+    }
+    let m = received.expect("the subscription did not follow the slot");
+    assert_eq!(&m.payload[..], b"after");
+}

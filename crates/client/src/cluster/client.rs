@@ -160,10 +160,9 @@ impl ClusterClient {
         I::Item: ToArg,
     {
         let cmd = Cmd::from_args(args).ok_or(Error::EmptyCommand);
-        let prepared = cmd.and_then(prepare);
         async move {
-            let bytes = prepared?;
-            <Frame as FromReply>::from_reply(self.execute(bytes, self.inner.cfg.read_from).await?)
+            let frame = self.execute_cmd(cmd?, self.inner.cfg.read_from).await?;
+            <Frame as FromReply>::from_reply(frame)
         }
     }
 
@@ -200,8 +199,7 @@ impl ClusterClient {
         cmd: Cmd,
         read_from: ReadFrom,
     ) -> Result<T, Error> {
-        let bytes = prepare(cmd)?;
-        T::from_reply(self.execute(bytes, read_from).await?)
+        T::from_reply(self.execute_cmd(cmd, read_from).await?)
     }
 
     /// The typed commands' entry point.
@@ -210,8 +208,17 @@ impl ClusterClient {
         cmd: Cmd,
         convert: fn(Frame) -> Result<T, Error>,
     ) -> impl Future<Output = Result<T, Error>> + Send + 'a {
-        let prepared = prepare(cmd);
-        async move { convert(self.execute(prepared?, self.inner.cfg.read_from).await?) }
+        async move { convert(self.execute_cmd(cmd, self.inner.cfg.read_from).await?) }
+    }
+
+    /// A command as built: blocking ones (`BLPOP`, `XREAD BLOCK`, `WAIT`...) on a
+    /// dedicated connection to their slot's master, the rest through the router.
+    async fn execute_cmd(&self, cmd: Cmd, read_from: ReadFrom) -> Result<Frame, Error> {
+        if cmd.is_blocking() && matches!(cmd.restriction(), Restriction::Dedicated(_)) {
+            let block = cmd.block_time();
+            return self.blocking_frame(cmd, block).await;
+        }
+        self.execute(prepare(cmd)?, read_from).await
     }
 
     /// Routes and sends one encoded command; the reply frame as the cluster gave it

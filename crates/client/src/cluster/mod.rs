@@ -13,7 +13,9 @@
 //! - `batch`: many single-slot commands grouped per node (pipelines, splits);
 //! - `split`: MGET/MSET/DEL/UNLINK/EXISTS/TOUCH across slots;
 //! - `fanout`: keyless commands on one/all masters/all nodes, replies combined;
+//! - `dedicated`: blocking commands and leased connections on a slot's master;
 //! - `pipeline`: [`ClusterPipeline`];
+//! - `transaction`: atomic cluster pipelines (MULTI/EXEC on one slot);
 //! - `pubsub`: sharded pub/sub routed to slot owners;
 //! - `metrics`: counters ([`ClusterMetrics`]).
 //!
@@ -24,6 +26,7 @@ mod args;
 mod batch;
 mod client;
 mod config;
+mod dedicated;
 mod exec;
 mod fanout;
 mod join;
@@ -37,6 +40,7 @@ mod refresh;
 mod route;
 mod split;
 mod table;
+mod transaction;
 
 pub use client::ClusterClient;
 pub use config::{ClusterConfig, ReadFrom};

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::config::Config;
+use crate::dedicated::DedicatedPool;
 use crate::error::Error;
 use crate::mux::Multiplexer;
 use crate::net::Endpoint;
@@ -31,6 +32,8 @@ pub(crate) struct Node {
     /// Opened on the first replica read.
     readonly: OnceLock<Muxes>,
     readonly_endpoint: Arc<Endpoint>,
+    /// Leased connections (blocking commands, WATCH), made on first use.
+    dedicated: OnceLock<Arc<DedicatedPool>>,
     cfg: Arc<Config>,
 }
 
@@ -78,6 +81,7 @@ impl Node {
             endpoint,
             readonly: OnceLock::new(),
             readonly_endpoint: Arc::new(readonly),
+            dedicated: OnceLock::new(),
             cfg: Arc::new(cfg),
         })
     }
@@ -93,6 +97,14 @@ impl Node {
         self.readonly
             .get_or_init(|| Muxes::spawn(&self.readonly_endpoint, &self.cfg))
             .pick()
+    }
+}
+
+impl Node {
+    /// The node's pool of dedicated (leased) connections.
+    pub(crate) fn dedicated(&self) -> &Arc<DedicatedPool> {
+        self.dedicated
+            .get_or_init(|| DedicatedPool::new(self.endpoint.clone(), self.cfg.command_timeout))
     }
 }
 

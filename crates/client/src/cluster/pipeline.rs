@@ -11,11 +11,12 @@ use crate::error::Error;
 use crate::reply::FromReply;
 
 use super::batch;
-use super::client::{prepare, ClusterClient};
+use super::client::{cross_slot, prepare, ClusterClient};
 use super::config::ReadFrom;
 use super::exec::SlotCommand;
 use super::join::join_all;
 use super::route::{route, Route, Target};
+use super::transaction;
 
 /// Commands collected to be sent together on a cluster.
 ///
@@ -41,6 +42,7 @@ pub struct ClusterPipeline {
     client: ClusterClient,
     commands: Vec<(Bytes, Route)>,
     invalid: Option<Error>,
+    atomic: bool,
 }
 
 impl ClusterPipeline {
@@ -49,7 +51,29 @@ impl ClusterPipeline {
             client,
             commands: Vec::new(),
             invalid: None,
+            atomic: false,
         }
+    }
+
+    /// Makes the pipeline a transaction: `MULTI`, the commands, `EXEC`, sent as one unit
+    /// to the master of the slot every key shares (hash tags), with the replies EXEC
+    /// returns. Keys in several slots fail with `CROSSSLOT` before anything is sent.
+    ///
+    /// ```no_run
+    /// # async fn demo(cluster: redline::ClusterClient) -> redline::Result<()> {
+    /// let (balance, _): (i64, i64) = cluster
+    ///     .pipeline()
+    ///     .atomic()
+    ///     .decr_by("account:{7}:a", 10)
+    ///     .incr_by("account:{7}:b", 10)
+    ///     .query()
+    ///     .await?;
+    /// # let _ = balance;
+    /// # Ok(()) }
+    /// ```
+    pub fn atomic(&mut self) -> &mut Self {
+        self.atomic = true;
+        self
     }
 
     /// Queues any command.
@@ -102,8 +126,12 @@ impl ClusterPipeline {
     /// frames. A connection error that could not be retried safely is `Err`.
     pub async fn query_frames(&mut self) -> Result<Vec<Frame>, Error> {
         let commands = std::mem::take(&mut self.commands);
+        let atomic = std::mem::take(&mut self.atomic);
         if let Some(err) = self.invalid.take() {
             return Err(err);
+        }
+        if atomic {
+            return self.transaction(commands).await;
         }
         let read_from = self.client.shared().cfg.read_from;
         let mut slotted = Vec::new();
@@ -150,5 +178,22 @@ impl ClusterPipeline {
             });
         }
         Ok(out.into_iter().map(|f| f.unwrap_or(Frame::Null)).collect())
+    }
+
+    async fn transaction(&self, commands: Vec<(Bytes, Route)>) -> Result<Vec<Frame>, Error> {
+        if commands.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut slot = None;
+        for (_, r) in &commands {
+            match r.target {
+                Target::Slot(s) if slot.is_none_or(|prev| prev == s) => slot = Some(s),
+                Target::Keyless(_) | Target::Unknown => {}
+                _ => return Err(cross_slot()),
+            }
+        }
+        let slot = slot.unwrap_or_else(|| fastrand::u16(0..16384));
+        let bytes: Vec<Bytes> = commands.into_iter().map(|(b, _)| b).collect();
+        transaction::run(self.client.shared(), slot, &bytes).await
     }
 }

@@ -1,0 +1,183 @@
+//! Commands that need a connection of their own on a cluster: blocking pops and WATCH
+//! transactions lease a [`DedicatedConnection`] from the master that owns their keys'
+//! slot. All keys of one such command must share a slot (use hash tags), as Redis
+//! Cluster itself requires.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use redline_resp::slot::key_slot;
+use redline_resp::Frame;
+
+use crate::cmd::{Cmd, ToArg};
+use crate::dedicated::DedicatedConnection;
+use crate::error::{Error, ServerErrorKind};
+use crate::reply::FromReply;
+
+use super::args::Args;
+use super::client::{cross_slot, ClusterClient};
+use super::exec::{unserved, Retry};
+use super::redirect::{classify, Redirect};
+
+impl ClusterClient {
+    /// Leases a dedicated connection to the master serving `key`'s slot: for `WATCH` /
+    /// `MULTI` / `EXEC` on keys of that slot, or anything else that must not share the
+    /// multiplexed connection.
+    ///
+    /// ```no_run
+    /// # async fn demo(cluster: redline::ClusterClient) -> redline::Result<()> {
+    /// let mut conn = cluster.dedicated_for("account:{7}").await?;
+    /// conn.watch(["account:{7}"]).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn dedicated_for(&self, key: impl ToArg) -> Result<DedicatedConnection, Error> {
+        let slot = key_slot(&arg_bytes(&key));
+        self.dedicated_for_slot(slot).await
+    }
+
+    async fn dedicated_for_slot(&self, slot: u16) -> Result<DedicatedConnection, Error> {
+        let node = self
+            .shared()
+            .table
+            .load()
+            .master(slot)
+            .cloned()
+            .ok_or_else(|| unserved(slot))?;
+        node.dedicated().lease().await
+    }
+
+    /// Runs a blocking command on a dedicated connection to its slot's master, following
+    /// `MOVED`/`ASK` (a leased connection is reused only when clean).
+    async fn blocking<T: FromReply>(&self, cmd: Cmd, block: Duration) -> Result<T, Error> {
+        let block = (!block.is_zero()).then_some(block);
+        T::from_reply(self.blocking_frame(cmd, block).await?)
+    }
+
+    /// A blocking command given raw (`cmd(["BLPOP", ...])`): `block` is how long it may
+    /// block (`None`: forever, or unknown), the command timeout is added as a margin.
+    pub(crate) async fn blocking_frame(
+        &self,
+        cmd: Cmd,
+        block: Option<Duration>,
+    ) -> Result<Frame, Error> {
+        let mut slot = single_slot(&cmd.to_bytes())?;
+        let margin = self
+            .shared()
+            .cfg
+            .node
+            .command_timeout
+            .unwrap_or(Duration::from_secs(5));
+        let limit = block.map(|b| b + margin);
+        let mut retry = Retry::new(self.shared());
+        loop {
+            let mut conn = self.dedicated_for_slot(slot).await?;
+            let err = match conn.query_within::<Frame>(cmd.clone(), limit).await {
+                Err(err @ Error::Server { .. }) => err,
+                other => return other,
+            };
+            let Error::Server { kind, message } = &err else {
+                return Err(err);
+            };
+            let line = Frame::Error(Bytes::from(format!("{} {message}", kind.as_str())));
+            match classify(&line) {
+                Some(Redirect::Moved {
+                    slot: moved,
+                    host,
+                    port,
+                }) if !host.is_empty() && retry.redirect() => {
+                    let node = self.shared().registry.get(&host, port)?;
+                    self.shared().patch(moved, &node);
+                    self.shared().request_refresh();
+                    slot = moved;
+                }
+                // During a migration or a failover: wait for it to settle.
+                Some(
+                    Redirect::Ask { .. }
+                    | Redirect::TryAgain
+                    | Redirect::ClusterDown
+                    | Redirect::Loading,
+                ) if retry.pause().await => {}
+                _ => return Err(err),
+            }
+        }
+    }
+
+    /// `BLPOP key... timeout` on the keys' slot owner (keys must share a slot): the key
+    /// and the element popped; `None` on timeout.
+    ///
+    /// ```no_run
+    /// # async fn demo(cluster: redline::ClusterClient) -> redline::Result<()> {
+    /// use std::time::Duration;
+    ///
+    /// let job = cluster.blpop(["jobs:{q}:high", "jobs:{q}:low"], Duration::from_secs(1)).await?;
+    /// # let _ = job;
+    /// # Ok(()) }
+    /// ```
+    pub async fn blpop(
+        &self,
+        keys: impl IntoIterator<Item = impl ToArg>,
+        timeout: Duration,
+    ) -> Result<Option<(Bytes, Bytes)>, Error> {
+        let cmd = Cmd::new("BLPOP").args(keys).arg(timeout.as_secs_f64());
+        self.blocking(cmd, timeout).await
+    }
+
+    /// `BRPOP key... timeout`: like [`blpop`](Self::blpop), from the tail.
+    pub async fn brpop(
+        &self,
+        keys: impl IntoIterator<Item = impl ToArg>,
+        timeout: Duration,
+    ) -> Result<Option<(Bytes, Bytes)>, Error> {
+        let cmd = Cmd::new("BRPOP").args(keys).arg(timeout.as_secs_f64());
+        self.blocking(cmd, timeout).await
+    }
+
+    /// `BZPOPMIN key... timeout`: key, member and score; `None` on timeout.
+    pub async fn bzpopmin(
+        &self,
+        keys: impl IntoIterator<Item = impl ToArg>,
+        timeout: Duration,
+    ) -> Result<Option<(Bytes, Bytes, f64)>, Error> {
+        let cmd = Cmd::new("BZPOPMIN").args(keys).arg(timeout.as_secs_f64());
+        self.blocking(cmd, timeout).await
+    }
+
+    /// `BZPOPMAX key... timeout`: like [`bzpopmin`](Self::bzpopmin), highest first.
+    pub async fn bzpopmax(
+        &self,
+        keys: impl IntoIterator<Item = impl ToArg>,
+        timeout: Duration,
+    ) -> Result<Option<(Bytes, Bytes, f64)>, Error> {
+        let cmd = Cmd::new("BZPOPMAX").args(keys).arg(timeout.as_secs_f64());
+        self.blocking(cmd, timeout).await
+    }
+}
+
+/// The one slot of a command's keys; CROSSSLOT if they differ, any slot without keys.
+fn single_slot(bytes: &[u8]) -> Result<u16, Error> {
+    let args: Vec<&[u8]> = Args::new(bytes).ok_or(Error::EmptyCommand)?.collect();
+    let positions = redline_resp::command::keys(&args).map_err(|e| Error::Server {
+        kind: ServerErrorKind::Err,
+        message: e.to_string().into(),
+    })?;
+    let mut slot = None;
+    for &i in &positions {
+        let Some(key) = args.get(i) else { continue };
+        let s = key_slot(key);
+        if slot.is_some_and(|prev| prev != s) {
+            return Err(cross_slot());
+        }
+        slot = Some(s);
+    }
+    // Keyless (WAIT): any master.
+    Ok(slot.unwrap_or_else(|| fastrand::u16(0..16384)))
+}
+
+/// One argument's bytes as written.
+pub(crate) fn arg_bytes(arg: &impl ToArg) -> Bytes {
+    let mut buf = bytes::BytesMut::new();
+    arg.write_arg(&mut buf);
+    let start = buf.iter().position(|&b| b == b'\n').map_or(0, |p| p + 1);
+    let end = buf.len().saturating_sub(2).max(start);
+    buf.freeze().slice(start..end)
+}
