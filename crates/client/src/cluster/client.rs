@@ -203,12 +203,12 @@ impl ClusterClient {
     }
 
     /// The typed commands' entry point.
-    pub(crate) fn query_with<'a, T: 'a>(
-        &'a self,
+    pub(crate) async fn query_with<T>(
+        &self,
         cmd: Cmd,
         convert: fn(Frame) -> Result<T, Error>,
-    ) -> impl Future<Output = Result<T, Error>> + Send + 'a {
-        async move { convert(self.execute_cmd(cmd, self.inner.cfg.read_from).await?) }
+    ) -> Result<T, Error> {
+        convert(self.execute_cmd(cmd, self.inner.cfg.read_from).await?)
     }
 
     /// A command as built: blocking ones (`BLPOP`, `XREAD BLOCK`, `WAIT`...) on a
