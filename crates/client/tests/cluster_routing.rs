@@ -460,6 +460,19 @@ async fn transactions_blocking_and_shard_pubsub() {
         "{err:?}"
     );
 
+    // Scripts route by their keys; Script falls back to EVAL on a node that lacks it.
+    let script = redline::Script::new("return redis.call('INCRBY', KEYS[1], ARGV[1])");
+    for i in 0..20 {
+        let n: i64 = script
+            .run_on_cluster(&client, [format!("script:{i}")], [i])
+            .await
+            .unwrap();
+        assert_eq!(n, i);
+    }
+    let sha = client.script_load("return 7").await.unwrap();
+    let seven: i64 = client.evalsha(&sha, ["anywhere"], [0u8; 0]).await.unwrap();
+    assert_eq!(seven, 7);
+
     // Shard channels: subscribed on the slot's owner, followed when the slot moves.
     let channel = "news:{n}";
     let slot = key_slot(b"n");

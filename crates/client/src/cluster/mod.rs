@@ -15,6 +15,7 @@
 //! - `fanout`: keyless commands on one/all masters/all nodes, replies combined;
 //! - `dedicated`: blocking commands and leased connections on a slot's master;
 //! - `pipeline`: [`ClusterPipeline`];
+//! - `scripting`: EVAL/EVALSHA by key, `Script` with NOSCRIPT fallback;
 //! - `transaction`: atomic cluster pipelines (MULTI/EXEC on one slot);
 //! - `pubsub`: sharded pub/sub routed to slot owners;
 //! - `metrics`: counters ([`ClusterMetrics`]).
@@ -38,6 +39,7 @@ mod pubsub;
 mod redirect;
 mod refresh;
 mod route;
+mod scripting;
 mod split;
 mod table;
 mod transaction;

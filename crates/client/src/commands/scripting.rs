@@ -38,6 +38,11 @@ impl Script {
         &self.sha
     }
 
+    /// The Lua source (the cluster client's NOSCRIPT fallback sends it).
+    pub(crate) fn source(&self) -> &Bytes {
+        &self.source
+    }
+
     /// Runs the script with `EVALSHA`; on `NOSCRIPT` sends it with `EVAL` (which also
     /// caches it on the server) and returns that result.
     pub async fn run<T: FromReply>(
@@ -63,7 +68,7 @@ impl Script {
 }
 
 /// `numkeys key... arg...` of EVAL/EVALSHA, encoded.
-fn script_tail(
+pub(crate) fn script_tail(
     keys: impl IntoIterator<Item = impl ToArg>,
     args: impl IntoIterator<Item = impl ToArg>,
 ) -> crate::cmd::EncodedArgs {
