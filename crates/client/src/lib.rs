@@ -35,6 +35,23 @@
 //! instead of corrupting other callers' traffic. Transactions with WATCH have their own
 //! call ([`Client::transaction`]) and pub/sub its own connection ([`Subscriber`], a
 //! `Stream` of messages).
+//!
+//! # Redis Cluster
+//!
+//! [`ClusterClient`] has the same typed commands and routes each one to the master that
+//! owns its keys' hash slot (key positions from the command table), over one pool of
+//! multiplexed connections per node. The slot table is an immutable snapshot swapped
+//! atomically (no lock per command); `MOVED`/`ASK`, failovers and resharding are followed
+//! without errors reaching callers; MGET/MSET/DEL/UNLINK/EXISTS/TOUCH across slots are
+//! split and merged in order; keyless commands fan out as Redis's command tips say.
+//!
+//! ```no_run
+//! # async fn demo() -> redline::Result<()> {
+//! let cluster = redline::ClusterClient::connect(["redis://127.0.0.1:7000"]).await?;
+//! cluster.mset([("a", "1"), ("b", "2")]).await?;
+//! assert_eq!(cluster.mget(["a", "b"]).await?.len(), 2);
+//! # Ok(()) }
+//! ```
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod client;
