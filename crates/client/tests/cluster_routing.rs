@@ -232,6 +232,36 @@ async fn slots_routing_and_multikey_commands() {
     assert!(matches!(&frames[4], Frame::Error(e) if e.starts_with(b"CROSSSLOT")));
     assert_eq!(frames[5], Frame::Integer(2));
 
+    // Order holds within a pipeline even when commands are split across slots.
+    let ord: Vec<(String, String)> = (0..50)
+        .map(|i| (format!("ord:{i}"), i.to_string()))
+        .collect();
+    let ord_keys: Vec<&String> = ord.iter().map(|(k, _)| k).collect();
+    for _ in 0..5 {
+        let mut pipe = client.pipeline();
+        pipe.mset(ord.iter().cloned())
+            .mget(ord_keys.iter())
+            .cmd(["DBSIZE"])
+            .del(ord_keys.iter())
+            .exists(ord_keys.iter())
+            .set("ord:0", "again")
+            .get("ord:0")
+            .del(["ord:0"]);
+        let (_, values, _, deleted, left, _, again, _): (
+            (),
+            Vec<String>,
+            i64,
+            i64,
+            i64,
+            (),
+            String,
+            i64,
+        ) = pipe.query().await.unwrap();
+        let want: Vec<String> = ord.iter().map(|(_, v)| v.clone()).collect();
+        assert_eq!(values, want);
+        assert_eq!((deleted, left, again.as_str()), (50, 0, "again"));
+    }
+
     // 6. Fan-out with a response policy: FLUSHALL must reach every master.
     client.flushall().await.unwrap();
     assert_eq!(client.dbsize().await.unwrap(), 0);

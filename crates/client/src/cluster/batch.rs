@@ -110,14 +110,30 @@ pub(crate) async fn run(
             }
         }
     }
+    // Re-send: slots in parallel, commands of one slot one after another in their
+    // original order (a SET and the GET behind it must not swap).
     again.sort_unstable();
-    let resent = join_all(
-        again
-            .iter()
-            .map(|&i| send_to_slot(shared, items[i].0.clone(), items[i].1)),
-    )
+    let mut by_slot: Vec<(u16, Vec<usize>)> = Vec::new();
+    for &i in &again {
+        let slot = items[i].1.slot;
+        match by_slot.iter_mut().find(|(s, _)| *s == slot) {
+            Some((_, members)) => members.push(i),
+            None => by_slot.push((slot, vec![i])),
+        }
+    }
+    let items = &items;
+    let resent = join_all(by_slot.iter().map(|(_, members)| async move {
+        let mut out = Vec::with_capacity(members.len());
+        for &i in members {
+            out.push((
+                i,
+                send_to_slot(shared, items[i].0.clone(), items[i].1).await,
+            ));
+        }
+        out
+    }))
     .await;
-    for (&i, result) in again.iter().zip(resent) {
+    for (i, result) in resent.into_iter().flatten() {
         results[i] = Some(result);
     }
     results

@@ -50,9 +50,15 @@ pub(crate) struct Layout {
 impl Layout {
     /// Slots whose master is reported healthy: how complete and current the view is.
     pub(crate) fn score(&self) -> usize {
+        self.score_without(&[])
+    }
+
+    /// [`score`](Self::score), not counting slots of masters in `unreachable` (a view
+    /// that still names a master the client cannot reach is likely behind a failover).
+    pub(crate) fn score_without(&self, unreachable: &[String]) -> usize {
         self.shards
             .iter()
-            .filter(|s| s.master.healthy)
+            .filter(|s| s.master.healthy && !unreachable.contains(&s.master.addr()))
             .flat_map(|s| s.ranges.iter())
             .map(|&(a, b)| usize::from(b.saturating_sub(a)) + 1)
             .sum()

@@ -14,8 +14,9 @@ use super::batch;
 use super::client::{cross_slot, prepare, ClusterClient};
 use super::config::ReadFrom;
 use super::exec::SlotCommand;
-use super::join::join_all;
+use super::metrics::bump;
 use super::route::{route, Route, Target};
+use super::split;
 use super::transaction;
 
 /// Commands collected to be sent together on a cluster.
@@ -133,50 +134,48 @@ impl ClusterPipeline {
         if atomic {
             return self.transaction(commands).await;
         }
-        let read_from = self.client.shared().cfg.read_from;
-        let mut slotted = Vec::new();
-        let mut slotted_at = Vec::new();
-        let mut others = Vec::new();
+        let client = &self.client;
+        let shared = client.shared();
+        let read_from = shared.cfg.read_from;
+        let replica = read_from == ReadFrom::Replica;
+        let mut out: Vec<Option<Frame>> = commands.iter().map(|_| None).collect();
+        // Single-slot commands and the parts of split ones go out together, grouped per
+        // node (each node's FIFO keeps their order). A keyless command (fan-out) is a
+        // barrier: what was queued before it completes first, so order is kept.
+        let mut stage = Stage::default();
         for (i, (bytes, r)) in commands.into_iter().enumerate() {
             match r.target {
                 Target::Slot(slot) => {
-                    slotted_at.push(i);
-                    slotted.push((
-                        bytes,
-                        SlotCommand {
-                            slot,
-                            readonly: r.readonly,
-                            replica: read_from == ReadFrom::Replica,
-                        },
-                    ));
+                    stage.units.push((i, Unit::One(stage.items.len())));
+                    let sc = SlotCommand {
+                        slot,
+                        readonly: r.readonly,
+                        replica,
+                    };
+                    stage.items.push((bytes, sc));
                 }
-                _ => others.push((i, bytes, r)),
+                Target::Split(kind) => {
+                    bump(&shared.metrics.splits);
+                    let (items, plan) = split::plan(&bytes, kind, r.readonly, read_from)?;
+                    stage.units.push((i, Unit::Split(stage.items.len(), plan)));
+                    stage.items.extend(items);
+                }
+                _ => {
+                    std::mem::take(&mut stage).flush(client, &mut out).await?;
+                    let reply = client.execute_routed(bytes, r, read_from).await;
+                    out[i] = Some(match reply {
+                        Ok(frame) => frame,
+                        // Refused before sending (CROSSSLOT): that command's reply, as
+                        // Redis would give it.
+                        Err(Error::Server { kind, message }) => {
+                            Frame::Error(Bytes::from(format!("{} {}", kind.as_str(), message)))
+                        }
+                        Err(err) => return Err(err),
+                    });
+                }
             }
         }
-        let total = slotted.len() + others.len();
-        let client = &self.client;
-        let (slotted_replies, other_replies) = tokio::join!(
-            batch::run(client.shared(), slotted),
-            join_all(others.iter().map(|(_, bytes, r)| client.execute_routed(
-                bytes.clone(),
-                *r,
-                read_from
-            )))
-        );
-        let mut out: Vec<Option<Frame>> = (0..total).map(|_| None).collect();
-        for (i, reply) in slotted_at.into_iter().zip(slotted_replies) {
-            out[i] = Some(reply?);
-        }
-        for ((i, _, _), reply) in others.iter().zip(other_replies) {
-            out[*i] = Some(match reply {
-                Ok(frame) => frame,
-                // Refused before sending (CROSSSLOT): that command's reply, as Redis would.
-                Err(Error::Server { kind, message }) => {
-                    Frame::Error(Bytes::from(format!("{} {}", kind.as_str(), message)))
-                }
-                Err(err) => return Err(err),
-            });
-        }
+        stage.flush(client, &mut out).await?;
         Ok(out.into_iter().map(|f| f.unwrap_or(Frame::Null)).collect())
     }
 
@@ -195,5 +194,52 @@ impl ClusterPipeline {
         let slot = slot.unwrap_or_else(|| fastrand::u16(0..16384));
         let bytes: Vec<Bytes> = commands.into_iter().map(|(b, _)| b).collect();
         transaction::run(self.client.shared(), slot, &bytes).await
+    }
+}
+
+/// What a pipeline stage sends, and where each queued command's reply comes from.
+#[derive(Default)]
+struct Stage {
+    items: Vec<(Bytes, SlotCommand)>,
+    /// (position in the pipeline, how its reply is made)
+    units: Vec<(usize, Unit)>,
+}
+
+enum Unit {
+    /// The reply of item `n`.
+    One(usize),
+    /// Items `n..n + plan.len()` merged.
+    Split(usize, split::Plan),
+}
+
+impl Stage {
+    async fn flush(self, client: &ClusterClient, out: &mut [Option<Frame>]) -> Result<(), Error> {
+        if self.items.is_empty() {
+            return Ok(());
+        }
+        let mut replies: Vec<Option<Result<Frame, Error>>> =
+            batch::run(client.shared(), self.items)
+                .await
+                .into_iter()
+                .map(Some)
+                .collect();
+        for (i, unit) in self.units {
+            let reply = match unit {
+                Unit::One(n) => replies.get_mut(n).and_then(Option::take),
+                Unit::Split(n, plan) => {
+                    let parts: Vec<Result<Frame, Error>> = replies
+                        .iter_mut()
+                        .skip(n)
+                        .take(plan.len())
+                        .filter_map(Option::take)
+                        .collect();
+                    Some(plan.merge(parts))
+                }
+            };
+            if let Some(slot) = out.get_mut(i) {
+                *slot = Some(reply.unwrap_or(Err(Error::Closed))?);
+            }
+        }
+        Ok(())
     }
 }

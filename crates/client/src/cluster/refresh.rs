@@ -108,17 +108,22 @@ pub(crate) async fn refresh_now(shared: &Shared) -> Result<(), Error> {
             }
         }))
         .await;
-        let mut best: Option<Layout> = None;
-        for answer in answers {
+        let mut views = Vec::new();
+        let mut unreachable = Vec::new();
+        for (node, answer) in round.iter().zip(answers) {
             match answer {
-                Ok(layout) => {
-                    if best.as_ref().is_none_or(|b| layout.score() > b.score()) {
-                        best = Some(layout);
+                Ok(layout) => views.push(layout),
+                Err(err) => {
+                    if err.is_connection_error() || err.is_timeout() {
+                        unreachable.push(node.addr.to_string());
                     }
+                    last_err = err;
                 }
-                Err(err) => last_err = err,
             }
         }
+        let best = views
+            .into_iter()
+            .max_by_key(|layout| layout.score_without(&unreachable));
         if let Some(layout) = best.filter(|l| l.score() > 0) {
             install(shared, &layout)?;
             bump(&shared.metrics.refreshes);

@@ -20,6 +20,16 @@ use super::config::ReadFrom;
 use super::exec::SlotCommand;
 use super::route::Split;
 
+/// How to put a split command's replies back together.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    kind: Split,
+    /// Per part: its slot and the indexes of its key groups in the caller's command.
+    parts: Vec<(u16, Vec<usize>)>,
+    /// Key groups in the caller's command.
+    keys: usize,
+}
+
 /// Splits, sends and merges one multi-key command.
 pub(crate) async fn run(
     client: &ClusterClient,
@@ -28,6 +38,18 @@ pub(crate) async fn run(
     readonly: bool,
     read_from: ReadFrom,
 ) -> Result<Frame, Error> {
+    let (items, plan) = plan(bytes, kind, readonly, read_from)?;
+    let replies = batch::run(client.shared(), items).await;
+    plan.merge(replies)
+}
+
+/// One command per slot (keys in the caller's order within it), and the plan to merge.
+pub(crate) fn plan(
+    bytes: &Bytes,
+    kind: Split,
+    readonly: bool,
+    read_from: ReadFrom,
+) -> Result<(Vec<(Bytes, SlotCommand)>, Plan), Error> {
     let Some(args) = Args::new(bytes) else {
         return Err(Error::EmptyCommand);
     };
@@ -49,7 +71,7 @@ pub(crate) async fn run(
             None => parts.push((slot, vec![g])),
         }
     }
-    let items: Vec<(Bytes, SlotCommand)> = parts
+    let items = parts
         .iter()
         .map(|(slot, members)| {
             let mut cmd = Cmd::new(name);
@@ -66,8 +88,24 @@ pub(crate) async fn run(
             (cmd.into_bytes(), sc)
         })
         .collect();
-    let replies = batch::run(client.shared(), items).await;
-    merge(kind, &parts, replies, groups_of_args.len() / step)
+    let plan = Plan {
+        kind,
+        parts,
+        keys: groups_of_args.len() / step,
+    };
+    Ok((items, plan))
+}
+
+impl Plan {
+    /// Number of per-slot commands.
+    pub(crate) fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// The caller's reply from the parts' replies (in part order).
+    pub(crate) fn merge(&self, replies: Vec<Result<Frame, Error>>) -> Result<Frame, Error> {
+        merge(self.kind, &self.parts, replies, self.keys)
+    }
 }
 
 fn merge(
