@@ -1,0 +1,268 @@
+//! `redline bench`: the embedded default, JSON output, cluster and TLS targets, custom
+//! commands, and a server killed and restarted in the middle of a timed run.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cli_support;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use cli_support::{json_lines, redline, run, text};
+use redline_testkit::{RedisCluster, RedisServer, TlsCerts};
+use serde_json::Value;
+
+/// Every field the JSON output promises, with the right types.
+fn check_fields(row: &Value) {
+    assert!(row["test"].is_string(), "{row}");
+    for field in ["requests", "errors", "clients", "pipeline"] {
+        assert!(row[field].is_u64(), "{field} in {row}");
+    }
+    for field in ["seconds", "ops_per_sec"] {
+        assert!(row[field].is_f64(), "{field} in {row}");
+    }
+    for q in ["p50", "p90", "p99", "p999", "max"] {
+        assert!(row["latency_ms"][q].is_f64(), "latency_ms.{q} in {row}");
+    }
+}
+
+#[test]
+fn embedded_default_runs_the_standard_set_as_json() {
+    let out = run(
+        redline(),
+        &["bench", "-n", "2000", "-c", "8", "--json"],
+        b"",
+    );
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let rows = json_lines(&out.stdout);
+    let seen: Vec<(String, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["test"].as_str().unwrap().to_owned(),
+                r["pipeline"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut expected = Vec::new();
+    for p in [1, 16] {
+        for t in ["ping", "set", "get", "mixed"] {
+            expected.push((t.to_owned(), p));
+        }
+    }
+    assert_eq!(seen, expected);
+    for row in &rows {
+        check_fields(row);
+        assert_eq!(row["requests"], 2000, "{row}");
+        assert_eq!(row["errors"], 0, "{row}");
+        assert_eq!(row["clients"], 8);
+    }
+}
+
+#[test]
+fn embedded_table_and_quiet_output() {
+    let out = run(
+        redline(),
+        &["bench", "-n", "500", "-c", "4", "-t", "set,lrange_100,mset"],
+        b"",
+    );
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("====== SET ======"), "{stdout}");
+    assert!(stdout.contains("throughput summary:"), "{stdout}");
+    assert!(stdout.contains("lrange_100"), "{stdout}");
+    assert!(stdout.contains("ops/sec"), "{stdout}");
+    let quiet = run(redline(), &["bench", "-n", "500", "-t", "get", "-q"], b"");
+    assert!(
+        text(&quiet.stdout).starts_with("GET: "),
+        "{}",
+        text(&quiet.stdout)
+    );
+    let unknown = run(redline(), &["bench", "-t", "nope"], b"");
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(text(&unknown.stderr).contains("Unknown test 'nope'"));
+}
+
+#[test]
+fn every_test_and_a_custom_command_against_redis() {
+    let server = RedisServer::start().expect("redis-server");
+    let port = server.port().to_string();
+    let out = run(
+        redline(),
+        &[
+            "bench", "-p", &port, "-n", "400", "-c", "4", "-r", "100", "-P", "4", "-t", "all",
+            "--json",
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let rows = json_lines(&out.stdout);
+    assert_eq!(rows.len(), 16);
+    for row in &rows {
+        check_fields(row);
+        assert_eq!(row["errors"], 0, "{row}");
+    }
+    let custom = run(
+        redline(),
+        &[
+            "bench",
+            "-p",
+            &port,
+            "-n",
+            "300",
+            "-r",
+            "50",
+            "--json",
+            "SADD custom:__rand_int__ 'a b'",
+        ],
+        b"",
+    );
+    assert!(custom.status.success(), "stderr: {}", text(&custom.stderr));
+    let rows = json_lines(&custom.stdout);
+    assert_eq!(rows[0]["test"], "SADD custom:__rand_int__ a b");
+    assert_eq!(rows[0]["requests"], 300);
+    let scan = server.cmd(&["KEYS", "custom:*"]).unwrap();
+    let keys = scan.items().unwrap();
+    assert!(!keys.is_empty() && keys.len() <= 50, "{} keys", keys.len());
+}
+
+#[test]
+fn bench_against_a_cluster() {
+    let cluster = RedisCluster::builder()
+        .replicas_per_master(0)
+        .start()
+        .expect("cluster");
+    let port = cluster.addr(0).port().to_string();
+    let out = run(
+        redline(),
+        &[
+            "bench",
+            "--cluster",
+            "-p",
+            &port,
+            "-n",
+            "2000",
+            "-c",
+            "8",
+            "-r",
+            "1000",
+            "-t",
+            "set,get,mset",
+            "-P",
+            "8",
+            "--json",
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    for row in json_lines(&out.stdout) {
+        check_fields(&row);
+        assert_eq!(row["errors"], 0, "{row}");
+    }
+    // The keys really went to every master.
+    for node in 0..cluster.len() {
+        let n = cluster.cmd(node, &["DBSIZE"]).unwrap().integer().unwrap();
+        assert!(n > 0, "node {node} got no keys");
+    }
+}
+
+#[test]
+fn bench_over_tls_with_cacert() {
+    let certs = TlsCerts::generate().expect("certs");
+    let server = RedisServer::builder()
+        .tls(&certs)
+        .start()
+        .expect("tls redis");
+    let port = server.port().to_string();
+    let ca = certs.ca_cert_path().display().to_string();
+    let out = run(
+        redline(),
+        &[
+            "bench",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--tls",
+            "--cacert",
+            &ca,
+            "-n",
+            "1000",
+            "-t",
+            "set,get",
+            "--json",
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    for row in json_lines(&out.stdout) {
+        check_fields(&row);
+        assert_eq!(row["errors"], 0, "{row}");
+    }
+    // And without the CA the handshake is refused, with a message.
+    let refused = run(
+        redline(),
+        &[
+            "bench",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--tls",
+            "-n",
+            "10",
+            "-t",
+            "get",
+        ],
+        b"",
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(!text(&refused.stderr).is_empty());
+}
+
+#[test]
+fn bench_survives_a_server_restart_and_reports_it() {
+    let mut server = RedisServer::start().expect("redis-server");
+    let port = server.port().to_string();
+    let started = Instant::now();
+    let child = redline()
+        .args([
+            "bench",
+            "-p",
+            &port,
+            "--duration",
+            "6",
+            "-c",
+            "4",
+            "-t",
+            "set",
+            "-P",
+            "1",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn bench");
+    std::thread::sleep(Duration::from_millis(1500));
+    server.kill();
+    std::thread::sleep(Duration::from_millis(1500));
+    server.restart().expect("restart");
+    let out = child.wait_with_output().expect("bench");
+    let elapsed = started.elapsed();
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    // Not a timing assertion: a generous bound that catches a hang.
+    assert!(elapsed < Duration::from_secs(20), "bench took {elapsed:?}");
+    let rows = json_lines(&out.stdout);
+    let row = &rows[0];
+    check_fields(row);
+    assert!(row["errors"].as_u64().unwrap() > 0, "{row}");
+    assert!(
+        row["requests"].as_u64().unwrap() > row["errors"].as_u64().unwrap(),
+        "{row}"
+    );
+    let outages = row["outages"].as_array().unwrap();
+    assert!(!outages.is_empty(), "{row}");
+    let last = outages.last().unwrap();
+    assert!(last["up_at_s"].is_f64(), "no recovery reported: {row}");
+    assert!(row["seconds"].as_f64().unwrap() < 10.0, "{row}");
+}
