@@ -10,7 +10,7 @@ APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 .PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps
 
 help:
-	@echo "make run    build in release and run the demo (real redis-server, RESP round trips)"
+	@echo "make run    build in release and run redline bench against its embedded redline-server (ping/set/get/mixed, P=1 and P=16)"
 	@echo "make test   install missing tools, then fmt check, clippy -D warnings, all tests"
 	@echo "make bench  every comparison (clients, REST service, server, fill) + codec; writes bench/REPORT.md"
 	@echo "            QUICK=1 for the short plan (< 15 min after the release build)"
@@ -44,8 +44,8 @@ deps:
 	done; \
 	echo "deps: $$(redis-server --version | cut -d' ' -f1-3)"
 
-run: deps
-	$(CARGO) run --release -p redline-resp --example roundtrip
+run:
+	$(CARGO) run --release -p redline-cli --bin redline -- bench
 
 test: deps lint
 	$(CARGO) test --workspace

@@ -211,7 +211,7 @@ async fn bench(args: BenchArgs, embedded: Option<SocketAddr>) -> Result<(), Benc
             let live = Arc::new(Live::default());
             let progress = progress(&args, test, &plan, live.clone());
             let outcome = runner::run(test, &target, &plan, live).await;
-            progress.abort();
+            progress.finish();
             let row = Row {
                 test: test.clone(),
                 clients: args.clients,
@@ -269,29 +269,36 @@ fn emit(args: &BenchArgs, row: &Row) {
     let _ = stdout.flush();
 }
 
-/// Live progress on stderr while a test runs (only on a terminal, never with --json).
-fn progress(
-    args: &BenchArgs,
-    test: &Test,
-    plan: &Plan,
-    live: Arc<Live>,
-) -> tokio::task::JoinHandle<()> {
-    let visible = !args.json && std::io::stderr().is_terminal();
+/// Live progress on stderr while a test runs (only on a terminal, never with --json):
+/// the bar and the task that refreshes it; clear it with [`Progress::finish`].
+struct Progress(Option<(ProgressBar, tokio::task::JoinHandle<()>)>);
+
+impl Progress {
+    fn finish(self) {
+        if let Some((bar, ticker)) = self.0 {
+            ticker.abort();
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn progress(args: &BenchArgs, test: &Test, plan: &Plan, live: Arc<Live>) -> Progress {
+    if args.json || !std::io::stderr().is_terminal() {
+        return Progress(None);
+    }
     let title = if plan.pipeline > 1 {
         format!("{} (P={})", test.title, plan.pipeline)
     } else {
         test.title.clone()
     };
     let duration = plan.duration;
-    tokio::spawn(async move {
-        if !visible {
-            return;
-        }
-        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    let ticking = bar.clone();
+    let ticker = tokio::spawn(async move {
         let start = std::time::Instant::now();
         let mut last = 0u64;
         let mut interval = tokio::time::interval(Duration::from_millis(250));
@@ -299,7 +306,7 @@ fn progress(
             interval.tick().await;
             let done = live.done.load(Ordering::Relaxed);
             let errors = live.errors.load(Ordering::Relaxed);
-            let rps = (done - last.min(done)) as f64 * 4.0;
+            let rps = done.saturating_sub(last) as f64 * 4.0;
             last = done;
             let overall = done as f64 / start.elapsed().as_secs_f64().max(1e-9);
             let left = match duration {
@@ -309,10 +316,11 @@ fn progress(
                 ),
                 None => String::new(),
             };
-            bar.set_message(format!(
+            ticking.set_message(format!(
                 "{title}: rps={rps:.0} (overall: {overall:.0}) done={done} errors={errors}{left}"
             ));
-            bar.tick();
+            ticking.tick();
         }
-    })
+    });
+    Progress(Some((bar, ticker)))
 }
