@@ -342,6 +342,30 @@ async fn seeds_and_replica_reads() {
     }
     assert_eq!(replica_gets, 300);
     assert!(reader.metrics().replica_reads >= 300);
+    // A replica dying under replica reads: reads fall back to the master, no errors.
+    let mut cluster = cluster;
+    let victim = cluster.replicas().unwrap()[0];
+    let reads = {
+        let reader = reader.clone();
+        tokio::spawn(async move {
+            let mut errors = 0;
+            for i in 0..2000 {
+                let key = format!("seed:{}", i % 100);
+                if reader
+                    .query::<Option<i64>>(Cmd::new("GET").arg(key))
+                    .await
+                    .is_err()
+                {
+                    errors += 1;
+                }
+            }
+            errors
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    cluster.kill(victim).unwrap();
+    assert_eq!(reads.await.unwrap(), 0);
+
     // Per command: a client reading from masters can still ask a replica.
     let v: Option<i64> = client
         .query_from(Cmd::new("GET").arg("seed:1"), ReadFrom::Replica)

@@ -181,3 +181,59 @@ impl SlotTable {
         table
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::layout::{NodeInfo, ShardInfo};
+    use super::*;
+    use crate::config::Config;
+
+    fn info(port: u16) -> NodeInfo {
+        NodeInfo {
+            host: "127.0.0.1".into(),
+            port,
+            id: None,
+            healthy: true,
+        }
+    }
+
+    #[tokio::test]
+    async fn every_range_and_moved_patches() {
+        let registry = Registry::new(Config::default());
+        let layout = Layout {
+            shards: vec![
+                ShardInfo {
+                    ranges: vec![(0, 99), (200, 299)],
+                    master: info(7000),
+                    replicas: vec![info(7003)],
+                },
+                ShardInfo {
+                    ranges: vec![(100, 199)],
+                    master: info(7001),
+                    replicas: vec![],
+                },
+            ],
+        };
+        let table = SlotTable::build(&layout, &registry).unwrap();
+        assert!(table.serves(0, "127.0.0.1:7000"));
+        assert!(table.serves(250, "127.0.0.1:7000"));
+        assert!(table.serves(150, "127.0.0.1:7001"));
+        assert!(table.master(300).is_none());
+        assert_eq!(&*table.replica(50).unwrap().addr, "127.0.0.1:7003");
+        assert!(table.replica(150).is_none());
+        assert_eq!(table.masters().len(), 2);
+        assert_eq!(table.all_nodes().len(), 3);
+
+        // A promoted replica becomes a master of its own shard for the moved slot.
+        let promoted = registry.get("127.0.0.1", 7003).unwrap();
+        let patched = table.with_moved(50, &promoted);
+        assert!(patched.serves(50, "127.0.0.1:7003"));
+        assert!(patched.serves(51, "127.0.0.1:7000"));
+        assert!(
+            table.serves(50, "127.0.0.1:7000"),
+            "the old snapshot is unchanged"
+        );
+        let moved = patched.with_moved(150, &registry.get("127.0.0.1", 7000).unwrap());
+        assert!(moved.serves(150, "127.0.0.1:7000"));
+    }
+}
