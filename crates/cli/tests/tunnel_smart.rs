@@ -303,7 +303,8 @@ fn tunnel_smart_connection_commands_blocking_transactions_pubsub_scan() {
 fn tunnel_smart_failover_under_redis_benchmark_is_absorbed() {
     let certs = TlsCerts::generate().unwrap();
     let mut cluster = RedisCluster::builder().tls(&certs).start().unwrap();
-    let tunnel = smart_tunnel(&cluster, &["--retry-writes"]);
+    // No --retry-writes: plain SET is re-sent by default, GET by the cluster client.
+    let tunnel = smart_tunnel(&cluster, &[]);
     let mut bench = benchmark(&tunnel, &["-r", "20000", "-l", "-q"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -64,8 +64,9 @@ pub(crate) struct TunnelArgs {
     /// Pinned mode: seconds between topology refreshes that open listeners for new nodes.
     #[arg(long, value_name = "SECONDS", default_value_t = 5)]
     refresh: u64,
-    /// Smart mode: re-send a write whose connection failed after it was sent (it may
-    /// then run twice). Makes a failover invisible to idempotent writes such as SET.
+    /// Smart mode: re-send any write whose connection failed after it was sent (it may
+    /// then run twice). Without it, only writes that answer the same when repeated
+    /// (plain SET, SETEX, PSETEX, MSET, HMSET) are re-sent after a failover.
     #[arg(long)]
     retry_writes: bool,
     /// Log level on stderr: error, warn, info, debug or trace.

@@ -5,7 +5,10 @@
 //!
 //! # What each kind of command does
 //!
-//! - Keyed commands: to the slot's master. `MGET`, `MSET`, `DEL`, `UNLINK`, `EXISTS`,
+//! - Keyed commands: to the slot's master. After a lost connection (failover), reads are
+//!   re-sent by the cluster client, and writes that answer the same when run twice
+//!   (plain `SET`, `SETEX`, `PSETEX`, `MSET`, `HMSET`) by the tunnel; other writes only
+//!   with `--retry-writes`, since they could then run twice. `MGET`, `MSET`, `DEL`, `UNLINK`, `EXISTS`,
 //!   `TOUCH` across slots are split and merged by the cluster client.
 //! - Keyless commands follow Redis's request/response policies as the cluster client
 //!   applies them: `KEYS` concatenated, `DBSIZE` summed, `FLUSHALL`/`FLUSHDB`/`SCRIPT
@@ -50,6 +53,12 @@ use super::standalone::CHUNK;
 /// Replies a client may have outstanding before the tunnel stops reading its requests
 /// (Redis has no such limit, but Redis does not hold the commands in memory either).
 const WINDOW: usize = 4096;
+
+/// Re-sends of an idempotent write after connection errors, and the pause before each
+/// (times the attempt number): together about a second, the time a failover takes to
+/// be noticed and routed around.
+const RESEND_ATTEMPTS: u32 = 4;
+const RESEND_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Bits of a SCAN cursor that hold the master's index.
 const SCAN_NODE_BITS: u32 = 10;
@@ -325,13 +334,27 @@ impl Session {
         Step::Reply(ready(reply))
     }
 
-    /// The common path: the cluster client routes it.
+    /// The common path: the cluster client routes it (and retries reads after a lost
+    /// connection). Writes that give the same reply when run twice are re-sent here too,
+    /// so a failover does not surface as an error for them.
     fn routed(&self, args: Vec<Bytes>) -> BoxFuture<'static, Frame> {
         let cluster = self.smart.upstream.cluster.clone();
         async move {
-            match cluster.cmd(args).await {
-                Ok(frame) => frame,
-                Err(e) => error_frame(&e),
+            let mut attempt = 0;
+            loop {
+                match cluster.cmd(&args).await {
+                    Ok(frame) => return frame,
+                    Err(e)
+                        if e.is_connection_error()
+                            && attempt < RESEND_ATTEMPTS
+                            && same_reply_when_repeated(&args) =>
+                    {
+                        attempt += 1;
+                        tracing::debug!(error = %e, attempt, "re-sending an idempotent write");
+                        tokio::time::sleep(RESEND_PAUSE * attempt).await;
+                    }
+                    Err(e) => return error_frame(&e),
+                }
             }
         }
         .boxed()
@@ -500,6 +523,22 @@ impl Session {
     }
 }
 
+/// Writes whose effect and reply are the same when they run twice: plain `SET` (no
+/// `NX`/`XX`/`GET`, whose replies would change), `SETEX`, `PSETEX`, `MSET`, `HMSET`.
+/// `HSET`, `SADD`, `DEL`... are left out: their replies count what changed.
+fn same_reply_when_repeated(args: &[Bytes]) -> bool {
+    let name = &args[0];
+    let is = |s: &[u8]| name.eq_ignore_ascii_case(s);
+    if is(b"SET") {
+        return !args.iter().skip(3).any(|a| {
+            a.eq_ignore_ascii_case(b"NX")
+                || a.eq_ignore_ascii_case(b"XX")
+                || a.eq_ignore_ascii_case(b"GET")
+        });
+    }
+    is(b"SETEX") || is(b"PSETEX") || is(b"MSET") || is(b"HMSET")
+}
+
 /// Blocking commands: flagged `blocking` in the command table (XREAD/XREADGROUP only
 /// with `BLOCK`), and `WAIT`/`WAITAOF`, which Redis 7.0 leaves unflagged.
 fn is_blocking(name: &[u8], args: &[Bytes]) -> bool {
@@ -565,6 +604,20 @@ mod tests {
             &args(&["XREAD", "STREAMS", "s", "0"])
         ));
         assert!(!is_blocking(b"GET", &args(&["GET", "k"])));
+    }
+
+    #[test]
+    fn idempotent_writes() {
+        assert!(same_reply_when_repeated(&args(&[
+            "set", "k", "v", "EX", "10"
+        ])));
+        assert!(!same_reply_when_repeated(&args(&["SET", "k", "v", "NX"])));
+        assert!(!same_reply_when_repeated(&args(&["SET", "k", "v", "get"])));
+        assert!(same_reply_when_repeated(&args(&[
+            "MSET", "a", "1", "b", "2"
+        ])));
+        assert!(!same_reply_when_repeated(&args(&["INCR", "k"])));
+        assert!(!same_reply_when_repeated(&args(&["HSET", "h", "f", "v"])));
     }
 
     #[test]
