@@ -65,8 +65,13 @@ def run(quick):
                 notes.append(f"{mode}: bench-clients has no redline client for this mode; "
                              "redline is missing from this comparison")
             clients = rust + GO_CLIENTS
+            try:
+                ports = procs.cluster(3) if cluster else None
+            except Exception as e:
+                log(f"{mode}: {e}")
+                notes.append(f"{mode} skipped: the cluster did not start ({e})")
+                continue
             if cluster:
-                ports = procs.cluster(3)
                 url = f"redis://127.0.0.1:{ports[0]}"
             else:
                 _, port = procs.redis()

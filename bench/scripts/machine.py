@@ -34,6 +34,11 @@ def _go_version(module):
     return m.group(1) if m else None
 
 
+def _first(pattern, text):
+    m = re.search(pattern, text)
+    return m.group(1) if m else (text.splitlines()[0] if text else "")
+
+
 def describe():
     cpu = ""
     try:
@@ -58,13 +63,13 @@ def describe():
         "kernel": platform.release(),
         "loadavg_start": os.getloadavg()[0],
         "versions": {
-            "rustc": _run(["rustc", "--version"]),
-            "go": _run(["go", "version"]),
-            "redis-server": _run(["redis-server", "--version"]).split(" sha=")[0],
-            "redis-benchmark": _run(["redis-benchmark", "--version"]),
-            "wrk": _run(["wrk", "-v"]).splitlines()[0] if _run(["wrk", "-v"]) else "",
+            "rustc": _first(r"rustc (\S+)", _run(["rustc", "--version"])),
+            "go": _first(r"go version go(\S+)", _run(["go", "version"])),
+            "redis-server": _first(r"v=(\S+)", _run(["redis-server", "--version"])),
+            "redis-benchmark": _first(r"redis-benchmark (\S+)", _run(["redis-benchmark", "--version"])),
+            "wrk": _first(r"wrk (\S+)", _run(["wrk", "-v"])),
             "redline": _lock_version("redline"),
-            "redline-server": _run([os.path.join(RELEASE, "redline-server"), "--version"]),
+            "redline-server": _first(r"v=(\S+)", _run([os.path.join(RELEASE, "redline-server"), "--version"])),
             "fred": _lock_version("fred"),
             "redis-rs": _lock_version("redis"),
             "rueidis": _go_version("github.com/redis/rueidis"),

@@ -3,6 +3,7 @@
 private temporary directories; everything started here is killed by `Procs.close()`."""
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -15,11 +16,27 @@ RELEASE = os.path.join(ROOT, "target", "release")
 GO_BIN = os.path.join(ROOT, "target", "bench-go", "bench-go")
 
 
-def free_port():
-    """A port nobody listens on right now (the usual bind-to-0 trick)."""
+def _bindable(port):
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def free_port(bus=False):
+    """A port nobody listens on right now. With `bus`, also port + 10000 (a cluster node's
+    bus port), which caps the port at 55535 as redis-server requires."""
+    if not bus:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+    for _ in range(1000):
+        port = random.randint(20000, 55535)
+        if _bindable(port) and _bindable(port + 10000):
+            return port
+    raise RuntimeError("no free port pair for a cluster node")
 
 
 def wait_port(port, timeout=20.0, proc=None):
@@ -132,7 +149,7 @@ class Procs:
         """A Redis Cluster of `masters` masters, no replicas; returns the ports."""
         ports = []
         for _ in range(masters):
-            port = free_port()
+            port = free_port(bus=True)
             d = self.tmpdir("cluster")
             p = self.spawn(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
                             "--save", "", "--appendonly", "no", "--dir", d,

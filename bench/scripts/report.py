@@ -54,27 +54,37 @@ def ratio(a, b):
 
 
 class Verdicts:
-    """Collects every redline ratio for the summary (higher = better for redline)."""
+    """Collects every redline ratio for the summary (higher = better for redline), grouped
+    by comparison."""
 
     def __init__(self):
         self.items = []
 
-    def add(self, what, r):
+    def add(self, what, r, group="other"):
         if r is not None:
-            self.items.append((what, r))
+            self.items.append((group, what, r))
 
     def lines(self):
-        lead = [f"{w} ({r:.2f}x)" for w, r in self.items if r >= 1.05]
-        even = [f"{w} ({r:.2f}x)" for w, r in self.items if 0.95 <= r < 1.05]
-        trail = [f"{w} ({r:.2f}x)" for w, r in self.items if r < 0.95]
         out = []
-        if lead:
-            out.append("- **redline leads** (≥ 1.05x): " + "; ".join(lead) + ".")
-        if even:
-            out.append("- **about even** (0.95–1.05x, within this machine's noise): " +
-                       "; ".join(even) + ".")
-        if trail:
-            out.append("- **redline trails** (< 0.95x): " + "; ".join(trail) + ".")
+        groups = []
+        for g, _, _ in self.items:
+            if g not in groups:
+                groups.append(g)
+        for g in groups:
+            items = [(w, r) for gg, w, r in self.items if gg == g]
+            lead = [f"{w} {r:.2f}x" for w, r in items if r >= 1.05]
+            even = [f"{w} {r:.2f}x" for w, r in items if 0.95 <= r < 1.05]
+            trail = [f"{w} {r:.2f}x" for w, r in items if r < 0.95]
+            rs = sorted(r for _, r in items)
+            line = (f"- **{g}**: median ratio {statistics.median(rs):.2f}x over {len(rs)} "
+                    f"cells (range {rs[0]:.2f}x–{rs[-1]:.2f}x).")
+            if lead:
+                line += " Leads: " + ", ".join(lead) + "."
+            if even:
+                line += " About even (±5%): " + ", ".join(even) + "."
+            if trail:
+                line += " Trails: " + ", ".join(trail) + "."
+            out.append(line)
         return out
 
 
@@ -123,13 +133,13 @@ def clients_section(src, data, v, goals):
                 f"{fmt_n(stats[c][0])} ({fmt_n(stats[c][1])})" if c in stats else "–"
                 for c in order] + [fmt_r(r_rust), fmt_r(r_rue), fmt_r(r_go)]
             out.append("| " + " | ".join(row) + " |")
-            v.add(f"{mode} {op} ×{callers} vs best Rust peer", r_rust)
+            v.add(f"{mode} {op} ×{callers}", r_rust, "redline vs the best Rust client (redis-rs, fred)")
             if callers >= 64:
                 goals.append((f"client {mode} {op} ×{callers}: redline ≥ 1.5x best Rust peer",
                               r_rust, 1.5))
                 goals.append((f"client {mode} {op} ×{callers}: redline within 10% of rueidis",
                               r_rue, 0.9))
-                v.add(f"{mode} {op} ×{callers} vs rueidis", r_rue)
+                v.add(f"{mode} {op} ×{callers}", r_rue, "redline vs rueidis (64+ callers)")
         out.append("")
     return out
 
@@ -177,7 +187,7 @@ def rest_section(src, data, v, goals):
                 cells.append(f"{fmt_n(rps)} ({lat['p50']:.2f} / {lat['p97_5']:.2f} / "
                              f"{lat['p99']:.2f} / {lat['p99_9']:.2f})")
             out.append(f"| {s} | " + " | ".join(cells) + f" | {fmt_r(r_peer)} | {non2xx} |")
-            v.add(f"REST {mode} {s}", r_peer)
+            v.add(f"{mode} {s}", r_peer, "REST service: redline backend vs the best peer backend")
             goals.append((f"REST {mode} {s}: redline ≥ 1.0x best peer", r_peer, 1.0))
         out.append("")
     out.append("Non-2xx in `mixed` are expected: random DELETEs make later GET/PUT/DELETE of "
@@ -208,7 +218,7 @@ def server_section(src, data, v):
             rr = ratio(st.get("redline-server", (None,))[0], st.get("redis-server", (None,))[0])
             cell = lambda s: f"{fmt_n(st[s][0])} ({st[s][1]:.3f})" if s in st else "–"  # noqa: E731
             out.append(f"| {t} | {pipeline} | {cell('redline-server')} | {cell('redis-server')} | {fmt_r(rr)} |")
-            v.add(f"server {t} -P {pipeline}", rr)
+            v.add(f"{t} -P {pipeline}", rr, "redline-server vs redis-server 7.0 (requests/s)")
     out.append("")
     mem = {m["server"]: m for m in data.get("memory", [])}
     if mem:
@@ -229,7 +239,7 @@ def server_section(src, data, v):
                        "used_memory is its own estimate, not allocator statistics, so RSS is "
                        "the like-for-like figure.")
             if r_rss:
-                v.add("bytes per key (RSS, inverted: redis ÷ redline)", 1 / r_rss)
+                v.add("RSS bytes per key, redis ÷ redline", 1 / r_rss, "memory")
         out.append("")
     return out
 
@@ -257,7 +267,7 @@ def fill_section(src, data, v):
         rr = ratio(st["redline fill"][1], st["redis-cli --pipe"][1])
         out.append("")
         out.append(f"redline fill ÷ redis-cli --pipe (keys/s): {fmt_r(rr)}.")
-        v.add("fill keys/s vs redis-cli --pipe", rr)
+        v.add("keys/s", rr, "redline fill vs redis-cli --pipe")
     out.append("")
     return out
 
@@ -306,7 +316,9 @@ def write():
              "- Versions: " + ", ".join(f"{k} {val}" for k, val in vers.items()
                                         if k != "git" and val) + ".",
              ""]
-    summary = ["## Summary", ""]
+    summary = ["## Summary", "",
+               "Ratios are redline's median over the other side's (above 1.0x: redline "
+               "ahead). Groups in the order of the sections below.", ""]
     summary += v.lines() or ["- No comparisons in these results."]
     if goals:
         met = [g for g in goals if g[1] is not None and g[1] >= g[2]]

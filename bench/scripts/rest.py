@@ -58,8 +58,13 @@ def run(quick):
     try:
         for mode in ("standalone", "cluster"):
             cluster = mode == "cluster"
+            try:
+                ports = procs.cluster(3) if cluster else None
+            except Exception as e:
+                log(f"{mode}: {e}")
+                notes.append(f"{mode} skipped: the cluster did not start ({e})")
+                continue
             if cluster:
-                ports = procs.cluster(3)
                 redis_url = ",".join(f"redis://127.0.0.1:{x}" for x in ports)
             else:
                 _, port = procs.redis()

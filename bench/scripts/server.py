@@ -18,7 +18,7 @@ SERVERS = ["redline-server", "redis-server"]
 
 def plan(quick):
     if quick:
-        return {"rounds": 2, "requests": {1: 100_000, 16: 500_000}, "clients": 50,
+        return {"rounds": 2, "requests": {1: 50_000, 16: 500_000}, "clients": 50,
                 "keyspace": 100_000, "memory_keys": 1_000_000}
     return {"rounds": 3, "requests": {1: 300_000, 16: 2_000_000}, "clients": 50,
             "keyspace": 100_000, "memory_keys": 1_000_000}
