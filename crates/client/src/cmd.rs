@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use redline_resp::command::{self, AclCategories, CommandFlags};
-use redline_resp::encode;
+use redline_resp::{encode, Frame};
 
 /// Room for `*` + up to 20 digits + CRLF in front of the arguments.
 const HEADER_ROOM: usize = 24;
@@ -31,7 +31,16 @@ pub struct Cmd {
     buf: BytesMut,
     argc: usize,
     traits: Traits,
+    /// How a pipeline reshapes this command's reply so the generic [`FromReply`]
+    /// conversion of the typed method's return type accepts it (RESP2 and RESP3 differ
+    /// for WITHSCORES pairs and XREAD).
+    ///
+    /// [`FromReply`]: crate::FromReply
+    shape: Option<Shape>,
 }
+
+/// Rewrites one reply frame into the shape a typed method's return type converts from.
+pub(crate) type Shape = fn(Frame) -> Frame;
 
 /// Whether a command may share a multiplexed connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +70,7 @@ impl Cmd {
             buf,
             argc: 1,
             traits,
+            shape: None,
         }
     }
 
@@ -150,6 +160,16 @@ impl Cmd {
 
     pub(crate) fn restriction(&self) -> Restriction {
         self.traits.restriction
+    }
+
+    /// Sets how a pipeline reshapes this command's reply (see [`Shape`]).
+    pub(crate) fn with_shape(mut self, shape: Shape) -> Cmd {
+        self.shape = Some(shape);
+        self
+    }
+
+    pub(crate) fn shape(&self) -> Option<Shape> {
+        self.shape
     }
 
     /// `readonly` in the command table (safe to re-send after a connection error).

@@ -177,7 +177,7 @@ impl DedicatedConnection {
             // EXEC (or its failure) ends any WATCH.
             self.in_transaction = false;
         }
-        pipeline::finish(frames, encoded.atomic)
+        pipeline::finish(frames, encoded.atomic, &encoded.shapes)
     }
 
     /// Writes `bytes` and reads `count` replies.

@@ -4,7 +4,7 @@ use bytes::BytesMut;
 use redline_resp::Frame;
 
 use crate::client::Client;
-use crate::cmd::{Cmd, Restriction};
+use crate::cmd::{Cmd, Restriction, Shape};
 use crate::error::Error;
 use crate::reply::FromReply;
 
@@ -37,6 +37,9 @@ pub struct Pipeline {
     count: usize,
     invalid: Option<Error>,
     atomic: bool,
+    /// Replies to reshape before conversion, by command index (typed methods whose reply
+    /// differs between RESP2 and RESP3); empty for most pipelines.
+    shapes: Vec<(usize, Shape)>,
 }
 
 /// A pipeline taken apart for sending: bytes, reply count, and whether it is wrapped in
@@ -45,6 +48,7 @@ pub(crate) struct Encoded {
     pub(crate) bytes: bytes::Bytes,
     pub(crate) count: usize,
     pub(crate) atomic: bool,
+    pub(crate) shapes: Vec<(usize, Shape)>,
 }
 
 impl Pipeline {
@@ -55,6 +59,7 @@ impl Pipeline {
             count: 0,
             invalid: None,
             atomic: false,
+            shapes: Vec::new(),
         }
     }
 
@@ -89,6 +94,9 @@ impl Pipeline {
         if let Restriction::Dedicated(name) = cmd.restriction() {
             self.invalid
                 .get_or_insert(crate::error::not_multiplexable(name));
+        }
+        if let Some(shape) = cmd.shape() {
+            self.shapes.push((self.count, shape));
         }
         let bytes = cmd.into_bytes();
         if self.buf.is_empty() {
@@ -130,12 +138,14 @@ impl Pipeline {
         self.count = 0;
         self.invalid = None;
         self.atomic = false;
+        self.shapes.clear();
     }
 
     /// Takes the queued commands out for sending (the pipeline is empty afterwards).
     pub(crate) fn take(&mut self) -> Result<Encoded, Error> {
         let count = std::mem::take(&mut self.count);
         let atomic = std::mem::take(&mut self.atomic);
+        let shapes = std::mem::take(&mut self.shapes);
         let body = self.buf.split();
         if let Some(err) = self.invalid.take() {
             return Err(err);
@@ -145,6 +155,7 @@ impl Pipeline {
                 bytes: body.freeze(),
                 count,
                 atomic: false,
+                shapes,
             });
         }
         let mut bytes = BytesMut::with_capacity(body.len() + 32);
@@ -155,12 +166,31 @@ impl Pipeline {
             bytes: bytes.freeze(),
             count: count + 2,
             atomic: true,
+            shapes,
         })
     }
 
     /// Sends the queued commands and converts the replies, as one array, to `T`: a tuple
     /// with one element per command, or a `Vec`. The first error reply becomes `Err`. The
     /// pipeline is empty afterwards and can be reused.
+    ///
+    /// Each typed method's reply converts to the same type as on [`Client`], in RESP2 and
+    /// RESP3 alike (`zrange_withscores` to `Vec<(Bytes, f64)>`, `xread` to
+    /// `Vec<(Bytes, Vec<StreamEntry>)>`, `geosearch_with` to `Vec<GeoMatch>`...).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// use bytes::Bytes;
+    ///
+    /// let (added, top): (u64, Vec<(Bytes, f64)>) = client
+    ///     .pipeline()
+    ///     .zadd_multiple("board", [(3.5, "ann"), (1.0, "bob")])
+    ///     .zrange_withscores("board", 0, -1)
+    ///     .query()
+    ///     .await?;
+    /// # let _ = (added, top);
+    /// # Ok(()) }
+    /// ```
     pub async fn query<T: FromReply>(&mut self) -> Result<T, Error> {
         let frames = self.query_frames().await?;
         T::from_reply(Frame::Array(frames))
@@ -176,12 +206,27 @@ impl Pipeline {
             .pick()
             .send_many(encoded.bytes, encoded.count)
             .await?;
-        finish(frames, encoded.atomic)
+        finish(frames, encoded.atomic, &encoded.shapes)
     }
 }
 
-/// For a transaction, replaces `[OK, QUEUED..., EXEC reply]` with EXEC's replies.
-pub(crate) fn finish(mut frames: Vec<Frame>, atomic: bool) -> Result<Vec<Frame>, Error> {
+/// For a transaction, replaces `[OK, QUEUED..., EXEC reply]` with EXEC's replies; then
+/// reshapes the replies of typed commands that need it.
+pub(crate) fn finish(
+    frames: Vec<Frame>,
+    atomic: bool,
+    shapes: &[(usize, Shape)],
+) -> Result<Vec<Frame>, Error> {
+    let mut replies = unwrap_exec(frames, atomic)?;
+    for &(i, shape) in shapes {
+        if let Some(reply) = replies.get_mut(i) {
+            *reply = shape(std::mem::replace(reply, Frame::Null));
+        }
+    }
+    Ok(replies)
+}
+
+fn unwrap_exec(mut frames: Vec<Frame>, atomic: bool) -> Result<Vec<Frame>, Error> {
     if !atomic {
         return Ok(frames);
     }

@@ -180,6 +180,33 @@ impl<T: FromReply + Eq + Hash, S: BuildHasher + Default> FromReply for HashSet<T
 
 /// Key/value pairs from a RESP3 map, a RESP2 flat array, or an array of two-element
 /// arrays (RESP3 `ZRANGE ... WITHSCORES`).
+/// Rewrites a map, or a flat array of even length, as an array of 2-element arrays (what
+/// `Vec<(K, V)>` converts from); anything else is returned unchanged.
+pub(crate) fn pairs_shape(frame: Frame) -> Frame {
+    match frame {
+        Frame::Map(pairs) => Frame::Array(
+            pairs
+                .into_iter()
+                .map(|(k, v)| Frame::Array(vec![k, v]))
+                .collect(),
+        ),
+        Frame::Array(items)
+            if items.len() % 2 == 0
+                && !items
+                    .iter()
+                    .all(|f| matches!(f, Frame::Array(p) if p.len() == 2)) =>
+        {
+            let mut out = Vec::with_capacity(items.len() / 2);
+            let mut it = items.into_iter();
+            while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                out.push(Frame::Array(vec![k, v]));
+            }
+            Frame::Array(out)
+        }
+        other => other,
+    }
+}
+
 pub(crate) fn pairs<K: FromReply, V: FromReply>(frame: Frame) -> Result<Vec<(K, V)>, Error> {
     match check(frame)? {
         Frame::Map(pairs) => pairs

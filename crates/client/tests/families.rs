@@ -317,3 +317,60 @@ async fn pipelines() {
         assert!(none.is_empty());
     }
 }
+
+#[tokio::test]
+async fn typed_pipeline_conversions_match_the_client() {
+    use redline::{GeoMatch, GeoSearch, GeoUnit, StreamEntry};
+
+    let server = RedisServer::start().unwrap();
+    for (i, c) in clients(&server).await.iter().enumerate() {
+        let (z, s, g) = (format!("{i}:tz"), format!("{i}:ts"), format!("{i}:tg"));
+        c.zadd_multiple(&z, [(1.5, "a"), (2.0, "b"), (3.0, "c")])
+            .await
+            .unwrap();
+        c.xadd(&s, "1-1", [("f", "v")]).await.unwrap();
+        c.geoadd(
+            &g,
+            [
+                (13.361389, 38.115556, "Palermo"),
+                (15.087269, 37.502669, "Catania"),
+            ],
+        )
+        .await
+        .unwrap();
+        let search = || GeoSearch::from_lonlat(15.0, 37.0).radius(200.0, GeoUnit::Kilometers);
+
+        let direct = (
+            c.zrange_withscores(&z, 0, -1).await.unwrap(),
+            c.xread([(&s, "0")], None).await.unwrap(),
+            c.geosearch_with(&g, search()).await.unwrap(),
+        );
+        // The same typed methods in a pipeline (and in a transaction) convert to the same
+        // types and values, whatever the protocol.
+        for atomic in [false, true] {
+            let mut p = c.pipeline();
+            if atomic {
+                p.atomic();
+            }
+            #[allow(clippy::type_complexity)]
+            let (range, read, near, popped): (
+                Vec<(Bytes, f64)>,
+                Vec<(Bytes, Vec<StreamEntry>)>,
+                Vec<GeoMatch>,
+                Vec<(Bytes, f64)>,
+            ) = p
+                .zrange_withscores(&z, 0, -1)
+                .xread([(&s, "0")], None)
+                .geosearch_with(&g, search())
+                .zpopmin(format!("{i}:none"), 1)
+                .query()
+                .await
+                .unwrap();
+            assert_eq!((&range, &read, &near), (&direct.0, &direct.1, &direct.2));
+            assert!(popped.is_empty());
+        }
+        assert_eq!(direct.0[0], (b("a"), 1.5));
+        assert_eq!(direct.1[0].1[0].id, "1-1");
+        assert_eq!(direct.2.len(), 2);
+    }
+}

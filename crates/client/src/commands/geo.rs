@@ -169,19 +169,21 @@ pub struct GeoMatch {
 /// `[member, dist, hash, [lon, lat]]` per match: Redis writes WITHDIST, WITHHASH and
 /// WITHCOORD in that order.
 fn geo_matches(frame: Frame) -> Result<Vec<GeoMatch>, Error> {
-    let items: Vec<Frame> = FromReply::from_reply(frame)?;
-    items
-        .into_iter()
-        .map(|item| {
-            let (member, distance, hash, coordinates) = FromReply::from_reply(check(item)?)?;
-            Ok(GeoMatch {
-                member,
-                distance,
-                hash,
-                coordinates,
-            })
+    FromReply::from_reply(frame)
+}
+
+/// One match of `GEOSEARCH ... WITHDIST WITHHASH WITHCOORD` (so a pipeline's
+/// `Vec<GeoMatch>` converts like [`Client::geosearch_with`](crate::Client::geosearch_with)).
+impl FromReply for GeoMatch {
+    fn from_reply(frame: Frame) -> Result<Self, Error> {
+        let (member, distance, hash, coordinates) = FromReply::from_reply(check(frame)?)?;
+        Ok(GeoMatch {
+            member,
+            distance,
+            hash,
+            coordinates,
         })
-        .collect()
+    }
 }
 
 commands! {

@@ -41,6 +41,15 @@ fn read_reply(frame: Frame) -> Result<Vec<(Bytes, Vec<StreamEntry>)>, Error> {
     }
 }
 
+/// In a pipeline: `[[key, entries], ...]` (nil: empty), as
+/// `Vec<(Bytes, Vec<StreamEntry>)>` converts from.
+fn read_shape(frame: Frame) -> Frame {
+    match frame {
+        Frame::Null | Frame::NullArray | Frame::NullBulk => Frame::Array(Vec::new()),
+        other => crate::reply::pairs_shape(other),
+    }
+}
+
 /// `COUNT n STREAMS key... id...`.
 fn read_args(
     mut cmd: Cmd,
@@ -118,7 +127,7 @@ commands! {
     /// `XREAD [COUNT count] STREAMS key... id...` without blocking: entries after each
     /// id, per stream (streams with nothing new are left out).
     fn xread(streams: impl IntoIterator<Item = (impl ToArg, impl ToArg)>, count: Option<u64>) -> Vec<(Bytes, Vec<StreamEntry>)> as read_reply {
-        read_args(Cmd::new("XREAD"), streams, count)
+        read_args(Cmd::new("XREAD"), streams, count).with_shape(read_shape)
     }
 }
 

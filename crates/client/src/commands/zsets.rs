@@ -28,6 +28,12 @@ fn with_scores(frame: Frame) -> Result<Vec<(Bytes, f64)>, Error> {
     crate::reply::pairs(frame)
 }
 
+/// In a pipeline: `[[member, score], ...]` whatever the protocol, as `Vec<(Bytes, f64)>`
+/// converts from.
+fn scores_shape(frame: Frame) -> Frame {
+    crate::reply::pairs_shape(frame)
+}
+
 commands! {
     /// `ZADD key score member`: 1 if the member is new.
     fn zadd(key: impl ToArg, score: f64, member: impl ToArg) -> u64 {
@@ -103,7 +109,7 @@ commands! {
 
     /// `ZRANGE key start stop WITHSCORES`: members and scores by rank.
     fn zrange_withscores(key: impl ToArg, start: i64, stop: i64) -> Vec<(Bytes, f64)> as with_scores {
-        Cmd::new("ZRANGE").arg(key).arg(start).arg(stop).arg("WITHSCORES")
+        Cmd::new("ZRANGE").arg(key).arg(start).arg(stop).arg("WITHSCORES").with_shape(scores_shape)
     }
 
     /// `ZRANGE key start stop REV`: members by rank, highest score first.
@@ -126,11 +132,11 @@ commands! {
 
     /// `ZPOPMIN key count`: the lowest-scored members with their scores, removed.
     fn zpopmin(key: impl ToArg, count: u64) -> Vec<(Bytes, f64)> as with_scores {
-        Cmd::new("ZPOPMIN").arg(key).arg(count)
+        Cmd::new("ZPOPMIN").arg(key).arg(count).with_shape(scores_shape)
     }
 
     /// `ZPOPMAX key count`: the highest-scored members with their scores, removed.
     fn zpopmax(key: impl ToArg, count: u64) -> Vec<(Bytes, f64)> as with_scores {
-        Cmd::new("ZPOPMAX").arg(key).arg(count)
+        Cmd::new("ZPOPMAX").arg(key).arg(count).with_shape(scores_shape)
     }
 }
