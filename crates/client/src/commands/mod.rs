@@ -19,8 +19,8 @@ mod zsets;
 
 pub use geo::{GeoMatch, GeoSearch, GeoUnit};
 pub use keys::ExpireCondition;
-pub use scripting::Script;
 pub(crate) use scripting::script_tail;
+pub use scripting::Script;
 pub use streams::StreamEntry;
 pub use strings::{Expiry, SetCondition, SetOptions};
 pub use zsets::ZAddOptions;
