@@ -1,7 +1,8 @@
 //! `redline fill`: loads random keys as fast as the server accepts them.
 //!
 //! Every connection switches replies off (`CLIENT REPLY OFF`) and streams large batches
-//! of pre-encoded SETs ([`stream`]); `CLIENT REPLY ON` at the end confirms they all ran.
+//! of pre-encoded MSETs (SETs with `--mset 1`; [`stream`]); `CLIENT REPLY ON` at the end
+//! confirms they all ran.
 //! In cluster mode each key carries a hash tag chosen for a slot of the master it is
 //! sent to ([`keys`]), and masters get keys in proportion to their slots ([`plan`]), so
 //! no command is ever redirected. A DBSIZE check (summed over masters) ends the run.
@@ -51,9 +52,13 @@ pub(crate) struct FillArgs {
     /// Bytes per value.
     #[arg(long = "value-size", value_name = "BYTES", default_value_t = 512)]
     pub(crate) value_size: usize,
-    /// Commands per write batch.
+    /// Keys per write batch.
     #[arg(long = "pipeline", value_name = "N", default_value_t = 8192)]
     pub(crate) pipeline: usize,
+    /// Keys per command: 1 sends SET; more send MSET with that many keys (one slot per
+    /// MSET in cluster mode). MSET costs the server less per key.
+    #[arg(long = "mset", value_name = "N", default_value_t = 32)]
+    pub(crate) mset: usize,
     /// Connections per master (per server when standalone).
     #[arg(long = "connections", value_name = "N", default_value_t = 4)]
     pub(crate) connections: usize,
@@ -219,6 +224,7 @@ async fn fill(args: FillArgs) -> Result<(), FillError> {
         key_size: args.key_size,
         value_size: args.value_size,
         pipeline,
+        per_command: args.mset,
         written: AtomicU64::new(0),
     });
 
@@ -319,9 +325,9 @@ fn wanted_keys(args: &FillArgs) -> Result<Option<u64>, FillError> {
     if args.key_size == 0 {
         return Err(FillError::Invalid("--key-size must be at least 1".into()));
     }
-    if args.pipeline == 0 || args.connections == 0 {
+    if args.pipeline == 0 || args.connections == 0 || args.mset == 0 {
         return Err(FillError::Invalid(
-            "--pipeline and --connections must be at least 1".into(),
+            "--pipeline, --connections and --mset must be at least 1".into(),
         ));
     }
     let per_key = (args.key_size + args.value_size) as u64;

@@ -1,4 +1,4 @@
-//! One fill connection: `CLIENT REPLY OFF`, then SET commands encoded straight into large
+//! One fill connection: `CLIENT REPLY OFF`, then SET/MSET commands encoded straight into large
 //! write buffers (the server answers nothing, so nothing is read), then `CLIENT REPLY ON`,
 //! whose `+OK` proves every earlier command was executed.
 
@@ -23,6 +23,8 @@ pub(crate) struct Job {
     pub(crate) key_size: usize,
     pub(crate) value_size: usize,
     pub(crate) pipeline: usize,
+    /// Keys per command: 1 sends SET, more send MSET.
+    pub(crate) per_command: usize,
     /// Keys written so far, for progress.
     pub(crate) written: AtomicU64,
 }
@@ -45,12 +47,15 @@ pub(crate) async fn fill(job: Arc<Job>, share: Share) -> Result<(), FillError> {
         source,
     };
 
-    let set_head = format!("*3\r\n$3\r\nSET\r\n${}\r\n", job.key_size);
+    // Each command is SET (one key) or MSET of `per_command` keys; in cluster mode all
+    // keys of one command share a slot (one tag), as MSET requires.
+    let key_head = format!("${}\r\n", job.key_size);
     let value_head = format!("\r\n${}\r\n", job.value_size);
-    let per_key = set_head.len() + job.key_size + value_head.len() + job.value_size + 2;
+    let per_key = key_head.len() + job.key_size + value_head.len() + job.value_size + 2;
+    let per_command = job.per_command.max(1) as u64;
     let mut value = vec![0u8; job.value_size];
     let mut rng = fastrand::Rng::new();
-    let mut buf: Vec<u8> = Vec::with_capacity(per_key * job.pipeline + REPLY_OFF.len());
+    let mut buf: Vec<u8> = Vec::with_capacity(per_key * job.pipeline + 64 + REPLY_OFF.len());
     buf.extend_from_slice(REPLY_OFF);
     let mut prefix = b"k".to_vec();
     let mut index = share.start;
@@ -59,20 +64,33 @@ pub(crate) async fn fill(job: Arc<Job>, share: Share) -> Result<(), FillError> {
         // A fresh random value per batch: random data without paying for random bytes
         // per key.
         value.iter_mut().for_each(|b| *b = rng.alphanumeric() as u8);
-        for i in index..batch_end {
-            buf.extend_from_slice(set_head.as_bytes());
+        let mut first = index;
+        while first < batch_end {
+            let last = batch_end.min(first + per_command);
+            if last - first == 1 {
+                buf.extend_from_slice(b"*3\r\n$3\r\nSET\r\n");
+            } else {
+                buf.extend_from_slice(
+                    format!("*{}\r\n$4\r\nMSET\r\n", 1 + 2 * (last - first)).as_bytes(),
+                );
+            }
             if let Some(tags) = &job.tags {
-                let nth = (i - share.master_start) as usize % master.slots.len().max(1);
+                let nth = ((first - share.master_start) / per_command) as usize
+                    % master.slots.len().max(1);
                 let slot = master.slots.get(nth).copied().unwrap_or(0);
                 prefix.clear();
                 prefix.push(b'{');
                 prefix.extend_from_slice(tags.tag(slot));
                 prefix.push(b'}');
             }
-            write_key(&mut buf, &prefix, i, job.key_size);
-            buf.extend_from_slice(value_head.as_bytes());
-            buf.extend_from_slice(&value);
-            buf.extend_from_slice(b"\r\n");
+            for i in first..last {
+                buf.extend_from_slice(key_head.as_bytes());
+                write_key(&mut buf, &prefix, i, job.key_size);
+                buf.extend_from_slice(value_head.as_bytes());
+                buf.extend_from_slice(&value);
+                buf.extend_from_slice(b"\r\n");
+            }
+            first = last;
         }
         conn.write_all(&buf).await.map_err(io)?;
         buf.clear();
