@@ -37,6 +37,8 @@ def build():
         if out.returncode != 0 and "redline-cli" not in pkgs:
             sys.exit("build failed")
         if out.returncode != 0:
+            # An older target/release/redline may still be there; do not measure it.
+            os.environ["BENCH_NO_REDLINE_CLI"] = "1"
             log("build: redline-cli failed to build; the fill comparison will be skipped")
     log("build: go build bench/go")
     os.makedirs(os.path.join(ROOT, "target", "bench-go"), exist_ok=True)

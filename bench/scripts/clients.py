@@ -33,7 +33,7 @@ def plan(quick):
             "extra_rust": [],
         }
     return {
-        "rounds": 3, "duration_secs": 5.0, "warmup_secs": 1.0, "value_size": 64,
+        "rounds": 3, "duration_secs": 3.0, "warmup_secs": 1.0, "value_size": 64,
         "keys": 10000,
         "standalone": {"ops": ["get", "set", "mixed"], "callers": [1, 16, 64, 256]},
         "cluster": {"ops": ["get", "set", "mixed"], "callers": [1, 16, 64, 256]},

@@ -28,6 +28,8 @@ def redline_fill(port, p):
 
 def fill_available():
     binary = os.path.join(RELEASE, "redline")
+    if os.environ.get("BENCH_NO_REDLINE_CLI"):
+        return False, "redline-cli did not build from this tree (an older binary is not measured)"
     if not os.path.exists(binary):
         return False, "target/release/redline was not built"
     out = subprocess.run([binary, "fill", "--help"], capture_output=True, text=True, timeout=30)

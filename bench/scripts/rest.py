@@ -16,7 +16,7 @@ SCENARIOS = ["get_single", "get_list", "post", "mixed"]
 
 def plan(quick):
     if quick:
-        return {"rounds": 2, "duration_secs": 4, "warmup_secs": 1, "threads": 2,
+        return {"rounds": 3, "duration_secs": 3, "warmup_secs": 1, "threads": 2,
                 "connections": 64,
                 "standalone": SCENARIOS, "cluster": ["get_single", "mixed"]}
     return {"rounds": 3, "duration_secs": 10, "warmup_secs": 2, "threads": 2,
