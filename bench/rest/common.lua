@@ -42,7 +42,7 @@ function get_list()
 end
 
 local posted = 0
--- Unique per thread, per request and per run (the run tag is the wall clock at init).
+-- Unique per thread, per request and per wrk process (run_tag, see post.lua).
 function post_user()
   posted = posted + 1
   local email = string.format("wrk-%d-%d-%d@example.org", run_tag or 0, tid or 0, posted)

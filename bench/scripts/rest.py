@@ -3,9 +3,11 @@
 every run the database is a fresh file seeded with the same 10,000 users and Redis is
 flushed; backends alternate in rotation within every (mode, scenario) cell."""
 
+import itertools
 import json
 import os
 import subprocess
+import time
 
 from common import log, rotation
 from procs import RELEASE, ROOT, Procs, flushall, free_port, wait_port
@@ -23,9 +25,14 @@ def plan(quick):
             "connections": 64, "standalone": SCENARIOS, "cluster": SCENARIOS}
 
 
+_wrk_runs = itertools.count(int(time.time()))
+
+
 def wrk(script, url, p, seconds):
+    # The trailing tag makes POSTed emails unique across wrk processes (warm-up, run).
     argv = ["wrk", f"-t{p['threads']}", f"-c{p['connections']}", f"-d{seconds}s",
-            "--timeout", "5s", "-s", os.path.join(ROOT, "bench", "rest", f"{script}.lua"), url]
+            "--timeout", "5s", "-s", os.path.join(ROOT, "bench", "rest", f"{script}.lua"), url,
+            "--", str(next(_wrk_runs))]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60)
     for line in reversed(out.stdout.splitlines()):
         if line.startswith("{"):
