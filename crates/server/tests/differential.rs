@@ -159,6 +159,9 @@ impl Gen {
         if self.chance(6) {
             return self.tx_command();
         }
+        if self.chance(14) {
+            return self.more_command();
+        }
         if self.chance(20) {
             return self.zset_command();
         }
@@ -472,6 +475,247 @@ impl Gen {
             }
         };
         if self.chance(4) {
+            c.truncate(1);
+        } else if self.chance(2) {
+            c.push(b"extra".to_vec());
+        }
+        c
+    }
+
+    /// Sorted-set algebra, ZRANGESTORE, ZRANDMEMBER, ZSCAN, ZMPOP, COPY, MOVE, LCS and
+    /// the bitmap commands.
+    fn more_command(&mut self) -> Vec<Vec<u8>> {
+        let w = |s: &str| s.as_bytes().to_vec();
+        let numkeys: &[&[u8]] = &[b"1", b"2", b"3", b"2", b"0", b"x", b"9"];
+        let small: &[&[u8]] = &[b"0", b"1", b"2", b"-1", b"-2", b"10", b"x", b"-100"];
+        let offsets: &[&[u8]] = &[
+            b"0",
+            b"1",
+            b"7",
+            b"8",
+            b"13",
+            b"100",
+            b"-1",
+            b"x",
+            b"#1",
+            b"#3",
+            b"4294967296",
+        ];
+        let mut c: Vec<Vec<u8>> = match self.rng.usize(..20) {
+            0..=3 => {
+                let op = [
+                    "ZUNION",
+                    "ZINTER",
+                    "ZDIFF",
+                    "ZUNIONSTORE",
+                    "ZINTERSTORE",
+                    "ZDIFFSTORE",
+                ][self.rng.usize(..6)];
+                let mut c = vec![w(op)];
+                if op.ends_with("STORE") {
+                    c.push(self.key());
+                }
+                let n = self.pick(numkeys);
+                let count = std::str::from_utf8(&n)
+                    .ok()
+                    .and_then(|t| t.parse().ok())
+                    .unwrap_or(1usize);
+                c.push(n);
+                for _ in 0..count.min(3) {
+                    c.push(self.key());
+                }
+                for _ in 0..self.rng.usize(..3) {
+                    match self.rng.usize(..4) {
+                        0 => {
+                            c.push(w("WEIGHTS"));
+                            for _ in 0..count.min(3) {
+                                c.push(self.pick(&[b"1", b"2", b"-1", b"0.5", b"x", b"inf"]));
+                            }
+                        }
+                        1 => {
+                            c.push(w("AGGREGATE"));
+                            c.push(self.pick(&[b"SUM", b"MIN", b"MAX", b"avg"]));
+                        }
+                        _ => c.push(w("WITHSCORES")),
+                    }
+                }
+                c
+            }
+            4 => {
+                let mut c = vec![w("ZINTERCARD"), self.pick(numkeys)];
+                c.extend(self.keys(1));
+                if self.chance(50) {
+                    c.push(w("LIMIT"));
+                    c.push(self.pick(&[b"0", b"1", b"-1", b"x"]));
+                }
+                c
+            }
+            5 => {
+                let mut c = vec![w("ZRANGESTORE"), self.key(), self.key()];
+                if self.chance(50) {
+                    c.push(self.pick(small));
+                    c.push(self.pick(small));
+                } else {
+                    c.push(self.score_bound());
+                    c.push(self.score_bound());
+                    c.push(w("BYSCORE"));
+                }
+                for _ in 0..self.rng.usize(..3) {
+                    match self.rng.usize(..3) {
+                        0 => c.push(w("REV")),
+                        1 => c.push(w("WITHSCORES")),
+                        _ => {
+                            c.push(w("LIMIT"));
+                            c.push(self.pick(small));
+                            c.push(self.pick(small));
+                        }
+                    }
+                }
+                c
+            }
+            6 => vec![
+                w("ZRANDMEMBER"),
+                self.key(),
+                self.pick(&[b"0", b"x", b"-9223372036854775808"]),
+                self.pick(&[b"WITHSCORES", b"bad"]),
+            ],
+            7 => {
+                let mut c = vec![w("ZSCAN"), self.key(), self.pick(&[b"0", b"x", b"0"])];
+                if self.chance(50) {
+                    c.push(w("MATCH"));
+                    c.push(self.pick(&[b"*", b"a*", b"?", b"[ab]"]));
+                }
+                if self.chance(30) {
+                    c.push(w("COUNT"));
+                    c.push(self.pick(&[b"1", b"0", b"100", b"x"]));
+                }
+                c
+            }
+            8 => {
+                let mut c = vec![w("ZMPOP"), self.pick(numkeys)];
+                c.extend(self.keys(1));
+                c.push(self.pick(&[b"MIN", b"MAX", b"LEFT"]));
+                if self.chance(50) {
+                    c.push(w("COUNT"));
+                    c.push(self.pick(&[b"1", b"2", b"0", b"x", b"100"]));
+                }
+                c
+            }
+            9 => {
+                let mut c = vec![w("COPY"), self.key(), self.key()];
+                for _ in 0..self.rng.usize(..3) {
+                    if self.chance(50) {
+                        c.push(w("REPLACE"));
+                    } else {
+                        c.push(w("DB"));
+                        c.push(self.pick(&[b"0", b"1", b"99", b"x"]));
+                    }
+                }
+                c
+            }
+            10 => vec![
+                w("MOVE"),
+                self.key(),
+                self.pick(&[b"0", b"1", b"99", b"x", b"-1"]),
+            ],
+            11 => {
+                let mut c = vec![w("LCS"), self.key(), self.key()];
+                for _ in 0..self.rng.usize(..3) {
+                    match self.rng.usize(..5) {
+                        0 => c.push(w("LEN")),
+                        1 => c.push(w("IDX")),
+                        2 => c.push(w("WITHMATCHLEN")),
+                        3 => {
+                            c.push(w("MINMATCHLEN"));
+                            c.push(self.pick(&[b"0", b"2", b"-1", b"x"]));
+                        }
+                        _ => c.push(w("BAD")),
+                    }
+                }
+                c
+            }
+            12 => vec![
+                w("SETBIT"),
+                self.key(),
+                self.pick(offsets),
+                self.pick(&[b"0", b"1", b"2", b"x"]),
+            ],
+            13 => vec![w("GETBIT"), self.key(), self.pick(offsets)],
+            14 => {
+                let mut c = vec![w("BITCOUNT"), self.key()];
+                if self.chance(70) {
+                    c.push(self.pick(small));
+                    c.push(self.pick(small));
+                    if self.chance(50) {
+                        c.push(self.pick(&[b"BIT", b"BYTE", b"bad"]));
+                    }
+                }
+                c
+            }
+            15 => {
+                let mut c = vec![
+                    w("BITPOS"),
+                    self.key(),
+                    self.pick(&[b"0", b"1", b"2", b"x"]),
+                ];
+                for _ in 0..self.rng.usize(..4) {
+                    if c.len() < 5 {
+                        c.push(self.pick(small));
+                    } else {
+                        c.push(self.pick(&[b"BIT", b"BYTE", b"bad"]));
+                    }
+                }
+                c
+            }
+            16 => {
+                let mut c = vec![
+                    w("BITOP"),
+                    self.pick(&[b"AND", b"OR", b"XOR", b"NOT", b"nand"]),
+                    self.key(),
+                ];
+                c.extend(self.keys(1));
+                c
+            }
+            _ => {
+                let mut c = vec![
+                    w(if self.chance(80) {
+                        "BITFIELD"
+                    } else {
+                        "BITFIELD_RO"
+                    }),
+                    self.key(),
+                ];
+                for _ in 0..self.rng.usize(..4) {
+                    match self.rng.usize(..4) {
+                        0 => {
+                            c.push(w("OVERFLOW"));
+                            c.push(self.pick(&[b"WRAP", b"SAT", b"FAIL", b"bad"]));
+                        }
+                        op => {
+                            c.push(w(["GET", "SET", "INCRBY"][op - 1]));
+                            c.push(self.pick(&[
+                                b"u8", b"i8", b"i5", b"u1", b"i64", b"u63", b"u64", b"i0", b"x8",
+                                b"U8",
+                            ]));
+                            c.push(self.pick(&[b"0", b"3", b"#1", b"100", b"-1", b"x"]));
+                            if op > 1 {
+                                c.push(self.pick(&[
+                                    b"1",
+                                    b"-1",
+                                    b"100",
+                                    b"255",
+                                    b"-200",
+                                    b"9223372036854775807",
+                                    b"x",
+                                ]));
+                            }
+                        }
+                    }
+                }
+                c
+            }
+        };
+        if self.chance(3) {
             c.truncate(1);
         } else if self.chance(2) {
             c.push(b"extra".to_vec());
@@ -825,7 +1069,11 @@ fn keyspace_dump(pair: &mut Pair) -> Vec<Vec<Vec<u8>>> {
 fn same_replies_as_redis() {
     let redis = RedisServer::start().expect("redis-server");
     let redline = Redline::start();
-    let sequences = 500;
+    // DIFF_SEQUENCES=n runs more (or fewer) generated sequences than the default.
+    let sequences: u64 = std::env::var("DIFF_SEQUENCES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(500);
     let only: Option<u64> = std::env::var("DIFF_SEED").ok().and_then(|s| s.parse().ok());
     let mut failures = Vec::new();
     let mut total = 0;

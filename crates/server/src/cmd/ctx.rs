@@ -135,6 +135,40 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Runs `f` on the shard of key `a` in database `db_a` and of key `b` in another
+    /// database `db_b`, both locked (in the global (database, shard) order) for its length.
+    pub fn with_two_dbs<R>(
+        &self,
+        (db_a, a): (usize, &[u8]),
+        (db_b, b): (usize, &[u8]),
+        f: impl FnOnce(&mut Shard, &mut Shard) -> R,
+    ) -> Option<R> {
+        if db_a == db_b {
+            return None;
+        }
+        let store = &self.shared.store;
+        let ia = store.db(db_a).shard_index(a);
+        let ib = store.db(db_b).shard_index(b);
+        match self.held {
+            None => {
+                if (db_a, ia) < (db_b, ib) {
+                    let mut x = store.db(db_a).lock_index(ia);
+                    let mut y = store.db(db_b).lock_index(ib);
+                    Some(f(&mut x, &mut y))
+                } else {
+                    let mut y = store.db(db_b).lock_index(ib);
+                    let mut x = store.db(db_a).lock_index(ia);
+                    Some(f(&mut x, &mut y))
+                }
+            }
+            Some(held) => {
+                let mut map = held.borrow_map();
+                let (x, y) = map.pair((db_a, ia), (db_b, ib))?;
+                Some(f(x, y))
+            }
+        }
+    }
+
     /// Exchanges two databases (SWAPDB), atomically in both modes.
     pub fn swap_dbs(&self, a: usize, b: usize) {
         match self.held {

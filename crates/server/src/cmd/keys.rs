@@ -1,6 +1,6 @@
 //! Keyspace commands (Redis's `db.c` and `expire.c`): DEL UNLINK EXISTS TOUCH TYPE KEYS
 //! SCAN RANDOMKEY RENAME RENAMENX EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME
-//! PEXPIRETIME PERSIST.
+//! PEXPIRETIME PERSIST COPY MOVE OBJECT.
 
 use bytes::Bytes;
 use redline_resp::encode;
@@ -31,6 +31,13 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("expiretime", expiretime),
     ("pexpiretime", pexpiretime),
     ("persist", persist),
+    ("copy", copy),
+    ("move", move_key),
+    ("object|encoding", object_encoding),
+    ("object|freq", object_freq),
+    ("object|idletime", object_idletime),
+    ("object|refcount", object_refcount),
+    ("object|help", object_help),
 ];
 
 /// Redis's glob (`stringmatchlen`): `*`, `?`, `[abc]`, `[^a]`, `[a-z]`, `\` escapes.
@@ -427,6 +434,206 @@ fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         shard.set_expires(key, 0);
     }
     encode::write_integer(ctx.out, i64::from(had));
+    Ok(())
+}
+
+const SAME_OBJECT: CmdError = CmdError::Static("ERR source and destination objects are the same");
+
+/// A database index read as Redis's `getIntFromObjectOrReply` then `selectDb`.
+fn target_db(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, CmdError> {
+    let n = int(arg)?;
+    if i32::try_from(n).is_err() {
+        return Err(super::reply::NOT_INTEGER);
+    }
+    if n < 0 || n as usize >= ctx.shared.store.db_count() {
+        return Err(CmdError::Static("ERR DB index is out of range"));
+    }
+    Ok(n as usize)
+}
+
+/// Puts a copy of `entry` at `key` of `shard` (COPY's destination side).
+fn place(shard: &mut crate::store::Shard, key: &[u8], entry: &Entry) {
+    shard.insert(key, entry.value.clone(), entry.expires_at);
+}
+
+fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let src_db = ctx.client.db;
+    let mut dst_db = src_db;
+    let mut replace = false;
+    let mut j = 3;
+    while j < args.len() {
+        if is(&args[j], "replace") {
+            replace = true;
+        } else if is(&args[j], "db") && j + 1 < args.len() {
+            dst_db = target_db(ctx, &args[j + 1])?;
+            j += 1;
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 1;
+    }
+    let (src, dst) = (&args[1][..], &args[2][..]);
+    if src_db == dst_db && src == dst {
+        return Err(SAME_OBJECT);
+    }
+    // One step under both locks: look at the source, the destination, then write.
+    let run = |from: &mut crate::store::Shard, to: &mut crate::store::Shard| -> i64 {
+        let Some(entry) = from.get(src).cloned() else {
+            return 0;
+        };
+        if to.contains(dst) && !replace {
+            return 0;
+        }
+        place(to, dst, &entry);
+        1
+    };
+    let done = if src_db == dst_db {
+        let mut locked = ctx.lock_keys([src, dst]);
+        match locked.shard(src).get(src).cloned() {
+            None => 0,
+            Some(entry) => {
+                let to = locked.shard(dst);
+                if to.contains(dst) && !replace {
+                    0
+                } else {
+                    place(to, dst, &entry);
+                    1
+                }
+            }
+        }
+    } else {
+        ctx.with_two_dbs((src_db, src), (dst_db, dst), |a, b| run(a, b))
+            .unwrap_or(0)
+    };
+    encode::write_integer(ctx.out, done);
+    Ok(())
+}
+
+fn move_key(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let dst_db = target_db(ctx, &args[2])?;
+    let src_db = ctx.client.db;
+    if dst_db == src_db {
+        return Err(SAME_OBJECT);
+    }
+    let key = &args[1][..];
+    let moved = ctx
+        .with_two_dbs((src_db, key), (dst_db, key), |from, to| {
+            if !from.contains(key) || to.contains(key) {
+                return 0;
+            }
+            match from.remove(key) {
+                Some(entry) => {
+                    to.insert(key, entry.value, entry.expires_at);
+                    1
+                }
+                None => 0,
+            }
+        })
+        .unwrap_or(0);
+    encode::write_integer(ctx.out, moved);
+    Ok(())
+}
+
+/// Redis 7.0's name for how a value is stored, from its type and size (the thresholds
+/// of its listpack/intset encodings at their default settings).
+fn encoding_name(value: &crate::store::Value) -> &'static str {
+    use crate::store::Value;
+    let small = |len: usize| len <= 64;
+    match value {
+        Value::Int(_) => "int",
+        Value::Str(s) if s.len() <= 44 => "embstr",
+        Value::Str(_) => "raw",
+        Value::List(_) => "quicklist",
+        Value::Hash(h) => {
+            if h.len() <= 128 && h.iter().all(|(f, v)| small(f.len()) && small(v.len())) {
+                "listpack"
+            } else {
+                "hashtable"
+            }
+        }
+        Value::Set(s) => {
+            if s.len() <= 512 && s.iter().all(|m| crate::store::canonical_int(m).is_some()) {
+                "intset"
+            } else {
+                "hashtable"
+            }
+        }
+        Value::ZSet(z) => {
+            if z.len() <= 128 && z.iter().all(|(m, _)| small(m.len())) {
+                "listpack"
+            } else {
+                "skiplist"
+            }
+        }
+    }
+}
+
+/// Runs `f` on the live entry of `args[2]`, or answers a null.
+fn with_object(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    f: impl FnOnce(&Entry, &mut bytes::BytesMut),
+) -> CmdResult {
+    let key = &args[2];
+    let proto = ctx.proto();
+    let mut shard = ctx.lock(key);
+    match shard.get(key) {
+        Some(entry) => f(entry, ctx.out),
+        None => encode::write_null_bulk(ctx.out, proto),
+    }
+    Ok(())
+}
+
+fn object_encoding(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    with_object(ctx, args, |e, out| {
+        encode::write_bulk(out, encoding_name(&e.value).as_bytes())
+    })
+}
+
+fn object_freq(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[2];
+    if !ctx.lock(key).contains(key) {
+        encode::write_null_bulk(ctx.out, ctx.proto());
+        return Ok(());
+    }
+    Err(CmdError::Static("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."))
+}
+
+fn object_idletime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    // Access times are not tracked (no LRU eviction): every key reads as just used.
+    with_object(ctx, args, |_, out| encode::write_integer(out, 0))
+}
+
+fn object_refcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    // Redis shares the objects of the integers 0..9999 (refcount INT_MAX).
+    with_object(ctx, args, |e, out| {
+        let shared = matches!(e.value, crate::store::Value::Int(n) if (0..10000).contains(&n));
+        encode::write_integer(out, if shared { i64::from(i32::MAX) } else { 1 })
+    })
+}
+
+fn object_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    const LINES: &[&str] = &[
+        "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "ENCODING <key>",
+        "    Return the kind of internal representation used in order to store the value",
+        "    associated with a <key>.",
+        "FREQ <key>",
+        "    Return the access frequency index of the <key>. The returned integer is",
+        "    proportional to the logarithm of the recent access frequency of the key.",
+        "IDLETIME <key>",
+        "    Return the idle time of the <key>, that is the approximated number of",
+        "    seconds elapsed since the last access to the key.",
+        "REFCOUNT <key>",
+        "    Return the number of references of the value associated with the specified",
+        "    <key>.",
+        "HELP",
+        "    Prints this help.",
+    ];
+    encode::write_array_len(ctx.out, LINES.len());
+    for line in LINES {
+        encode::write_simple(ctx.out, line.as_bytes());
+    }
     Ok(())
 }
 

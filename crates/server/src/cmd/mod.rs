@@ -8,11 +8,13 @@
 //! `Err` only before writing anything, and the dispatcher writes that error.
 
 pub mod args;
+pub mod bitmaps;
 pub mod blocking;
 mod ctx;
 pub mod float;
 pub mod hashes;
 pub mod keys;
+pub mod lcs;
 pub mod lists;
 pub mod long_double;
 pub mod pubsub;
@@ -21,6 +23,7 @@ pub mod server;
 pub mod sets;
 pub mod strings;
 pub mod tx;
+pub mod zsetops;
 pub mod zsets;
 
 use std::collections::HashMap;
@@ -41,11 +44,14 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     let mut all = Vec::new();
     all.extend_from_slice(server::COMMANDS);
     all.extend_from_slice(strings::COMMANDS);
+    all.extend_from_slice(bitmaps::COMMANDS);
+    all.extend_from_slice(lcs::COMMANDS);
     all.extend_from_slice(keys::COMMANDS);
     all.extend_from_slice(lists::COMMANDS);
     all.extend_from_slice(hashes::COMMANDS);
     all.extend_from_slice(sets::COMMANDS);
     all.extend_from_slice(zsets::COMMANDS);
+    all.extend_from_slice(zsetops::COMMANDS);
     all.extend_from_slice(tx::COMMANDS);
     all.extend_from_slice(blocking::COMMANDS);
     all.extend_from_slice(pubsub::COMMANDS);

@@ -199,8 +199,9 @@ fn setnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn setex_generic(ctx: &mut Ctx<'_>, args: &[Bytes], unit: ExpireUnit, name: &str) -> CmdResult {
     let expires_at = deadline(&args[2], unit, name)?;
     let key = &args[1];
-    ctx.db()
-        .lock(key)
+    // Through the context, so inside EXEC the held shard is used (locking it again
+    // would deadlock the transaction against itself).
+    ctx.lock(key)
         .insert(key, Value::string(&args[3]), expires_at);
     ok(ctx.out);
     Ok(())

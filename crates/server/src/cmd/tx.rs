@@ -88,7 +88,12 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    unwatch_all(ctx.shared, ctx.client);
+    // Queued UNWATCH runs inside EXEC, whose transaction holds the shards: go through
+    // the context rather than locking them again.
+    for w in std::mem::take(&mut ctx.client.watched) {
+        let index = ctx.shared.store.db(w.db).shard_index(&w.key);
+        ctx.lock_in(w.db, index).unwatch(&w.key);
+    }
     ok(ctx.out);
     Ok(())
 }

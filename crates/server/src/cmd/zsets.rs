@@ -37,6 +37,9 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("zpopmin", zpopmin),
     ("zpopmax", zpopmax),
     ("zmpop", zmpop),
+    ("zrangestore", zrangestore),
+    ("zrandmember", zrandmember),
+    ("zscan", zscan),
 ];
 
 pub(crate) fn zset<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<Option<&'s mut ZSet>, CmdError> {
@@ -465,13 +468,27 @@ fn zrange_generic(
     mut kind: RangeType,
     mut direction: Direction,
 ) -> CmdResult {
+    zrange_into(ctx, args, &mut kind, &mut direction, None)
+}
+
+/// ZRANGE and ZRANGESTORE (`store` is the destination; the source and the range then
+/// sit one argument later, and WITHSCORES is not an option).
+fn zrange_into(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    kind: &mut RangeType,
+    direction: &mut Direction,
+    store: Option<&Bytes>,
+) -> CmdResult {
+    let base = usize::from(store.is_some());
+    let (mut kind, mut direction) = (*kind, *direction);
     let mut withscores = false;
     let mut limit: Option<(i64, i64)> = None;
-    let mut j = 4;
+    let mut j = 4 + base;
     while j < args.len() {
         let left = args.len() - j - 1;
         let a = &args[j];
-        if is(a, "withscores") {
+        if store.is_none() && is(a, "withscores") {
             withscores = true;
         } else if is(a, "limit") && left >= 2 {
             limit = Some((int(&args[j + 1])?, int(&args[j + 2])?));
@@ -505,7 +522,7 @@ fn zrange_generic(
         ));
     }
     let reverse = direction == Direction::Reverse;
-    let (mut lo, mut hi) = (&args[2][..], &args[3][..]);
+    let (mut lo, mut hi) = (&args[2 + base][..], &args[3 + base][..]);
     if reverse && kind != RangeType::Rank {
         std::mem::swap(&mut lo, &mut hi);
     }
@@ -522,8 +539,19 @@ fn zrange_generic(
             int(hi)?;
         }
     }
-    let key = &args[1];
+    let key = &args[1 + base];
     let proto = ctx.proto();
+    if let Some(dst) = store {
+        let mut locked = ctx.lock_keys([&key[..], &dst[..]]);
+        let items = match zset(locked.shard(key), key)? {
+            Some(z) => select(z, kind, reverse, (lo, hi), limit)?,
+            None => Vec::new(),
+        };
+        let shard = locked.shard(dst);
+        encode::write_integer(ctx.out, items.len() as i64);
+        store_zset(shard, dst, items);
+        return Ok(());
+    }
     let mut shard = ctx.lock(key);
     let Some(z) = zset(&mut shard, key)? else {
         encode::write_array_len(ctx.out, 0);
@@ -533,6 +561,120 @@ fn zrange_generic(
     // in reverse and filters with (min, max).
     let items = select(z, kind, reverse, (lo, hi), limit)?;
     write_range(ctx.out, proto, &items, withscores);
+    Ok(())
+}
+
+/// Replaces `dst` with a sorted set of `items`, or deletes it when there are none (the
+/// *STORE commands).
+pub(crate) fn store_zset(shard: &mut Shard, dst: &[u8], items: Vec<(Vec<u8>, f64)>) {
+    if items.is_empty() {
+        shard.remove(dst);
+        return;
+    }
+    let mut z = ZSet::default();
+    for (m, s) in items {
+        z.insert(&m, s);
+    }
+    shard.insert(dst, Value::ZSet(Box::new(z)), 0);
+}
+
+fn zrangestore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let dst = args[1].clone();
+    zrange_into(
+        ctx,
+        args,
+        &mut RangeType::Auto,
+        &mut Direction::Auto,
+        Some(&dst),
+    )
+}
+
+fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let count = match args.get(2) {
+        Some(a) => {
+            let n = int(a)?;
+            if n == i64::MIN {
+                return Err(CmdError::Static("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
+            }
+            Some(n)
+        }
+        None => None,
+    };
+    let with_scores = match args.get(3) {
+        Some(a) if args.len() == 4 && is(a, "withscores") => true,
+        None => false,
+        _ => return Err(SYNTAX),
+    };
+    if with_scores && count.is_some_and(|n| !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&n)) {
+        return Err(CmdError::Static("ERR value is out of range"));
+    }
+    let key = &args[1];
+    let proto = ctx.proto();
+    let mut shard = ctx.lock(key);
+    let Some(z) = zset(&mut shard, key)? else {
+        match count {
+            Some(_) => encode::write_array_len(ctx.out, 0),
+            None => encode::write_null_bulk(ctx.out, proto),
+        }
+        return Ok(());
+    };
+    let Some(count) = count else {
+        if let Some((m, _)) = z.get_index(fastrand::usize(..z.len())) {
+            encode::write_bulk(ctx.out, m);
+        }
+        return Ok(());
+    };
+    // Positive: distinct members; negative: repeats allowed.
+    let picks: Vec<usize> = if count >= 0 {
+        let mut all: Vec<usize> = (0..z.len()).collect();
+        fastrand::shuffle(&mut all);
+        all.truncate(count as usize);
+        all
+    } else {
+        (0..count.unsigned_abs().min(1 << 24))
+            .map(|_| fastrand::usize(..z.len()))
+            .collect()
+    };
+    let items: Vec<(Vec<u8>, f64)> = picks
+        .into_iter()
+        .filter_map(|i| z.get_index(i).map(|(m, s)| (m.to_vec(), s)))
+        .collect();
+    write_range(ctx.out, proto, &items, with_scores);
+    Ok(())
+}
+
+fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    use super::hashes::{scan_cursor, scan_options, scan_positions, write_empty_scan, SMALL};
+    let cursor = scan_cursor(args)?;
+    let key = &args[1];
+    let mut shard = ctx.lock(key);
+    let Some(z) = zset(&mut shard, key)? else {
+        write_empty_scan(ctx.out);
+        return Ok(());
+    };
+    let (pattern, count) = scan_options(args)?;
+    let matches = |m: &[u8]| pattern.is_none_or(|p| super::keys::glob_match(p, m, false));
+    let (items, next): (Vec<(&[u8], f64)>, u64) = if z.len() <= SMALL {
+        // Small sets come back whole, in score order, as Redis's listpack ones do.
+        (z.iter().filter(|(m, _)| matches(m)).collect(), 0)
+    } else {
+        let (range, next) = scan_positions(z.len(), cursor, count);
+        (
+            range
+                .rev()
+                .filter_map(|i| z.get_index(i))
+                .filter(|(m, _)| matches(m))
+                .collect(),
+            next,
+        )
+    };
+    encode::write_array_len(ctx.out, 2);
+    encode::write_bulk(ctx.out, next.to_string().as_bytes());
+    encode::write_array_len(ctx.out, items.len() * 2);
+    for (m, s) in items {
+        encode::write_bulk(ctx.out, m);
+        encode::write_bulk(ctx.out, super::float::fmt_g17(s).as_bytes());
+    }
     Ok(())
 }
 

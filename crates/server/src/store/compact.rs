@@ -59,6 +59,15 @@ impl CompactBytes {
         }
     }
 
+    /// The bytes, for changing in place (the length stays).
+    #[inline]
+    pub fn as_mut_bytes(&mut self) -> &mut [u8] {
+        match self {
+            CompactBytes::Inline { len, data } => &mut data[..*len as usize],
+            CompactBytes::Heap(b) => b,
+        }
+    }
+
     /// Heap bytes owned beyond the value itself, for memory accounting.
     pub fn heap_size(&self) -> usize {
         match self {

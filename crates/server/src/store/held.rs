@@ -21,6 +21,8 @@ pub trait ShardMap {
     fn shard(&mut self, db: usize, index: usize) -> &mut Shard;
     /// SWAPDB on held shards.
     fn swap(&mut self, a: usize, b: usize);
+    /// Two different shards at once, `(db, index)` each (MOVE, COPY ... DB).
+    fn pair(&mut self, a: (usize, usize), b: (usize, usize)) -> Option<(&mut Shard, &mut Shard)>;
 }
 
 /// A transaction's shards, shared by the commands it runs one after another.
@@ -35,6 +37,17 @@ impl ShardMap for Held<'_> {
     }
     fn swap(&mut self, a: usize, b: usize) {
         self.swap_dbs(a, b)
+    }
+    fn pair(&mut self, a: (usize, usize), b: (usize, usize)) -> Option<(&mut Shard, &mut Shard)> {
+        let pa = self.guards.binary_search_by_key(&a, |(k, _)| *k).ok()?;
+        let pb = self.guards.binary_search_by_key(&b, |(k, _)| *k).ok()?;
+        if pa == pb {
+            return None;
+        }
+        let (lo, hi) = (pa.min(pb), pa.max(pb));
+        let (left, right) = self.guards.split_at_mut(hi);
+        let (x, y) = (&mut *left[lo].1, &mut *right[0].1);
+        Some(if pa < pb { (x, y) } else { (y, x) })
     }
 }
 

@@ -76,6 +76,14 @@ impl ZSet {
         self.order.iter().map(|(s, m)| (m.as_bytes(), s.0))
     }
 
+    /// The member at `index` in the lookup table (random picks and scan cursors; not
+    /// score order).
+    pub fn get_index(&self, index: usize) -> Option<(&[u8], f64)> {
+        self.scores
+            .get_index(index)
+            .map(|(m, s)| (m.as_bytes(), *s))
+    }
+
     /// 0-based rank of a member in ascending order.
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         let score = self.score(member)?;
