@@ -60,9 +60,30 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
                 }
             }
             let baseline = median(&runs[0], "ops_per_sec");
-            for (client, runs) in args.client.iter().zip(&runs) {
-                let ops = median(runs, "ops_per_sec");
+            for (client, runs_of_client) in args.client.iter().zip(&runs) {
+                let ops = median(runs_of_client, "ops_per_sec");
                 let ratio = if baseline > 0.0 { ops / baseline } else { 0.0 };
+                // Each round's ratio to the baseline's run of the same round, then their
+                // median: steadier than a ratio of medians when the load shifts.
+                let per_round: Vec<Value> = runs_of_client
+                    .iter()
+                    .zip(&runs[0])
+                    .map(|(r, b)| {
+                        let (r, b) = (r["ops_per_sec"].as_f64(), b["ops_per_sec"].as_f64());
+                        let x = match (r, b) {
+                            (Some(r), Some(b)) if b > 0.0 => r / b,
+                            _ => 0.0,
+                        };
+                        json!({ "ratio_of_round": x })
+                    })
+                    .collect();
+                let round_ratios: Vec<f64> = per_round
+                    .iter()
+                    .filter_map(|v| v["ratio_of_round"].as_f64())
+                    .map(|x| (x * 1000.0).round() / 1000.0)
+                    .collect();
+                let ratio_rounds = median(&per_round, "ratio_of_round");
+                let runs = runs_of_client;
                 let errors: u64 = runs.iter().filter_map(|r| r["errors"].as_u64()).sum();
                 let summary = json!({
                     "kind": "summary",
@@ -79,6 +100,8 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
                     "errors": errors,
                     "baseline": args.client[0],
                     "ratio": (ratio * 1000.0).round() / 1000.0,
+                    "ratio_rounds_median": (ratio_rounds * 1000.0).round() / 1000.0,
+                    "round_ratios": round_ratios,
                 });
                 println!("{summary}");
                 table.push(summary);
@@ -87,13 +110,13 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     }
     eprintln!();
     eprintln!(
-        "{:<18} {:<6} {:>7} {:>12} {:>9} {:>9} {:>7}",
-        "client", "op", "callers", "ops/s(med)", "p50us", "p99us", "ratio"
+        "{:<18} {:<6} {:>7} {:>12} {:>9} {:>9} {:>7} {:>9}",
+        "client", "op", "callers", "ops/s(med)", "p50us", "p99us", "ratio", "rnd-ratio"
     );
     for s in &table {
         let num = |k: &str| s[k].as_f64().unwrap_or_default();
         eprintln!(
-            "{:<18} {:<6} {:>7} {:>12.0} {:>9.1} {:>9.1} {:>7.3}",
+            "{:<18} {:<6} {:>7} {:>12.0} {:>9.1} {:>9.1} {:>7.3} {:>9.3}",
             s["client"].as_str().unwrap_or_default(),
             s["op"].as_str().unwrap_or_default(),
             num("callers"),
@@ -101,6 +124,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
             num("median_p50_us"),
             num("median_p99_us"),
             num("ratio"),
+            num("ratio_rounds_median"),
         );
     }
     Ok(())

@@ -50,12 +50,34 @@ struct Inner {
 
 impl Client {
     /// Connects with a `redis://` or `rediss://` URL (see [`Config::from_url`]).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> redline::Result<()> {
+    /// let client = redline::Client::connect("redis://:secret@127.0.0.1:6379/0?timeout=2s").await?;
+    /// # let _ = client;
+    /// # Ok(()) }
+    /// ```
     pub async fn connect(url: &str) -> Result<Client, Error> {
         Client::from_config(Config::from_url(url)?).await
     }
 
     /// Connects with a full configuration. The pool's connections are opened (and
     /// authenticated) before this returns; later losses reconnect on demand.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> redline::Result<()> {
+    /// use std::time::Duration;
+    /// use redline::{Client, Config, FullQueue};
+    ///
+    /// let mut cfg = Config::from_url("redis://127.0.0.1:6379")?;
+    /// cfg.pool_size = 2;
+    /// cfg.on_full = FullQueue::Error;
+    /// cfg.command_timeout = Some(Duration::from_millis(500));
+    /// cfg.retries = 1; // re-send read-only commands once after a lost connection
+    /// let client = Client::from_config(cfg).await?;
+    /// # let _ = client;
+    /// # Ok(()) }
+    /// ```
     pub async fn from_config(cfg: Config) -> Result<Client, Error> {
         let endpoint = Arc::new(Endpoint::new(&cfg)?);
         let pool = Pool::connect(endpoint.clone(), &cfg).await?;
@@ -187,6 +209,16 @@ impl Client {
 
     /// Opens a pub/sub connection. It resubscribes by itself after a reconnect; see
     /// [`Subscriber`].
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let mut sub = client.subscriber().await?;
+    /// sub.subscribe(["orders"]).await?;
+    /// if let Some(msg) = sub.next().await {
+    ///     println!("{:?}", msg.payload);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn subscriber(&self) -> Result<Subscriber, Error> {
         Subscriber::connect(
             self.inner.endpoint.clone(),
@@ -197,12 +229,26 @@ impl Client {
     }
 
     /// `PUBLISH channel message`: how many subscribers received it.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let receivers = client.publish("orders", "order:42 created").await?;
+    /// # let _ = receivers;
+    /// # Ok(()) }
+    /// ```
     pub async fn publish(&self, channel: impl ToArg, message: impl ToArg) -> Result<u64, Error> {
         self.query(Cmd::new("PUBLISH").arg(channel).arg(message))
             .await
     }
 
     /// `SPUBLISH shardchannel message` (Redis 7): how many subscribers received it.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let receivers = client.spublish("orders:{eu}", "order:42 created").await?;
+    /// # let _ = receivers;
+    /// # Ok(()) }
+    /// ```
     pub async fn spublish(&self, channel: impl ToArg, message: impl ToArg) -> Result<u64, Error> {
         self.query(Cmd::new("SPUBLISH").arg(channel).arg(message))
             .await
@@ -217,7 +263,15 @@ impl Client {
         Some(block + self.inner.command_timeout.unwrap_or(Duration::from_secs(5)))
     }
 
-    /// Starts an explicit pipeline on this client.
+    /// Starts an explicit pipeline on this client: commands queued on it go out in one
+    /// write when queried (see [`Pipeline`]).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let (n, ttl): (i64, i64) = client.pipeline().incr("hits").ttl("hits").query().await?;
+    /// # let _ = (n, ttl);
+    /// # Ok(()) }
+    /// ```
     pub fn pipeline(&self) -> Pipeline {
         Pipeline::new(self.clone())
     }

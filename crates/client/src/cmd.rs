@@ -59,6 +59,13 @@ pub(crate) enum Restriction {
 
 impl Cmd {
     /// Starts a command with its name (or any first argument).
+    ///
+    /// ```
+    /// use redline::Cmd;
+    ///
+    /// let cmd = Cmd::new("PING");
+    /// assert_eq!(cmd.argc(), 1);
+    /// ```
     pub fn new(name: impl ToArg) -> Cmd {
         // Fits a typical command (e.g. SET with a ~80-byte value) without regrowing.
         let mut buf = BytesMut::with_capacity(128);
@@ -77,6 +84,14 @@ impl Cmd {
     /// Builds a command from a list of arguments, the first being the name.
     ///
     /// Returns `None` for an empty list.
+    ///
+    /// ```
+    /// use redline::Cmd;
+    ///
+    /// let cmd = Cmd::from_args(["HSET", "user:1", "name", "ann"]).unwrap();
+    /// assert_eq!(cmd.argc(), 4);
+    /// assert!(Cmd::from_args(Vec::<&str>::new()).is_none());
+    /// ```
     pub fn from_args<I>(args: I) -> Option<Cmd>
     where
         I: IntoIterator,
@@ -91,6 +106,13 @@ impl Cmd {
     }
 
     /// Appends one argument.
+    ///
+    /// ```
+    /// use redline::Cmd;
+    ///
+    /// let cmd = Cmd::new("EXPIRE").arg("session:9").arg(300);
+    /// assert_eq!(&cmd.to_bytes()[..], b"*3\r\n$6\r\nEXPIRE\r\n$9\r\nsession:9\r\n$3\r\n300\r\n");
+    /// ```
     #[must_use]
     pub fn arg(mut self, arg: impl ToArg) -> Cmd {
         self.push_arg(arg);
@@ -98,6 +120,13 @@ impl Cmd {
     }
 
     /// Appends every argument of an iterator.
+    ///
+    /// ```
+    /// use redline::Cmd;
+    ///
+    /// let cmd = Cmd::new("DEL").args(["a", "b", "c"]);
+    /// assert_eq!(cmd.argc(), 4);
+    /// ```
     #[must_use]
     pub fn args<I>(mut self, args: I) -> Cmd
     where
@@ -111,6 +140,16 @@ impl Cmd {
     }
 
     /// Appends one argument in place.
+    ///
+    /// ```
+    /// use redline::Cmd;
+    ///
+    /// let mut cmd = Cmd::new("RPUSH").arg("list");
+    /// for i in 0..3 {
+    ///     cmd.push_arg(i);
+    /// }
+    /// assert_eq!(cmd.argc(), 5);
+    /// ```
     pub fn push_arg(&mut self, arg: impl ToArg) {
         let start = self.buf.len();
         arg.write_arg(&mut self.buf);
@@ -134,11 +173,20 @@ impl Cmd {
     }
 
     /// Number of arguments, the name included.
+    ///
+    /// ```
+    /// assert_eq!(redline::Cmd::new("GET").arg("k").argc(), 2);
+    /// ```
     pub fn argc(&self) -> usize {
         self.argc
     }
 
     /// The encoded command (a copy; the client itself encodes without copying).
+    ///
+    /// ```
+    /// let bytes = redline::Cmd::new("GET").arg("k").to_bytes();
+    /// assert_eq!(&bytes[..], b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n");
+    /// ```
     pub fn to_bytes(&self) -> Bytes {
         self.clone().into_bytes()
     }
@@ -342,6 +390,23 @@ fn bulk_payload(bulk: &[u8]) -> &[u8] {
 
 /// A value that can be one command argument. Arguments are binary-safe; numbers are sent
 /// as their decimal text, as Redis expects.
+///
+/// ```
+/// use bytes::{BytesMut};
+/// use redline::{Cmd, ToArg};
+///
+/// /// A user id sent as its decimal text.
+/// struct UserId(u64);
+///
+/// impl ToArg for UserId {
+///     fn write_arg(&self, out: &mut BytesMut) {
+///         format!("user:{}", self.0).as_str().write_arg(out)
+///     }
+/// }
+///
+/// let cmd = Cmd::new("GET").arg(UserId(7));
+/// assert!(cmd.to_bytes().ends_with(b"$6\r\nuser:7\r\n"));
+/// ```
 pub trait ToArg {
     /// Writes the argument as a RESP bulk string.
     fn write_arg(&self, out: &mut BytesMut);

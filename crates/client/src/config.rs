@@ -135,6 +135,14 @@ impl fmt::Debug for Config {
 }
 
 /// What a caller does when a connection's command queue is full.
+///
+/// ```
+/// use redline::{Config, FullQueue};
+///
+/// let mut cfg = Config::default();
+/// cfg.queue_bound = 1024;
+/// cfg.on_full = FullQueue::Error; // Error::Backpressure instead of waiting
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FullQueue {
     /// Wait for room (within the command timeout).
@@ -148,6 +156,15 @@ pub enum FullQueue {
 ///
 /// The first reconnect after a loss is immediate; each failed attempt doubles the delay
 /// before the next, up to `max`, and each delay is drawn uniformly from `[0, delay]`.
+///
+/// ```
+/// use std::time::Duration;
+/// use redline::Backoff;
+///
+/// let backoff = Backoff { base: Duration::from_millis(10), max: Duration::from_secs(1) };
+/// assert_eq!(backoff.delay(0), Duration::ZERO);
+/// assert!(backoff.delay(30) <= Duration::from_secs(1));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
     /// Delay after the first failed attempt.
@@ -167,6 +184,13 @@ impl Default for Backoff {
 
 impl Backoff {
     /// The jittered delay before attempt `failures + 1`, after `failures` failed attempts.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let delay = redline::Backoff::default().delay(3);
+    /// assert!(delay <= Duration::from_millis(100));
+    /// ```
     pub fn delay(&self, failures: u32) -> Duration {
         if failures == 0 {
             return Duration::ZERO;
@@ -204,6 +228,13 @@ pub struct TlsConfig {
 }
 
 /// Where trusted CA certificates come from.
+///
+/// ```
+/// use redline::{CaCerts, TlsConfig};
+///
+/// let mut tls = TlsConfig::default();
+/// tls.ca = Some(CaCerts::Pem(b"-----BEGIN CERTIFICATE-----\n...".to_vec()));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CaCerts {
     /// A PEM file with one or more certificates.
@@ -213,6 +244,16 @@ pub enum CaCerts {
 }
 
 /// A client certificate chain and its private key, both PEM.
+///
+/// ```
+/// use redline::{ClientCert, TlsConfig};
+///
+/// let mut tls = TlsConfig::default();
+/// tls.client_cert = Some(ClientCert {
+///     cert_pem: std::fs::read("client.crt").unwrap_or_default(),
+///     key_pem: std::fs::read("client.key").unwrap_or_default(),
+/// });
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct ClientCert {
     /// Certificate chain, leaf first.
@@ -247,6 +288,13 @@ pub struct PushHandler(Arc<dyn Fn(Frame) + Send + Sync>);
 
 impl PushHandler {
     /// Wraps a callback.
+    ///
+    /// ```
+    /// use redline::{Config, PushHandler};
+    ///
+    /// let mut cfg = Config::default();
+    /// cfg.push_handler = Some(PushHandler::new(|frame| println!("push: {frame:?}")));
+    /// ```
     pub fn new(f: impl Fn(Frame) + Send + Sync + 'static) -> Self {
         PushHandler(Arc::new(f))
     }
@@ -287,6 +335,12 @@ impl Config {
     }
 
     /// `host:port`, as used in error messages and for dialling.
+    ///
+    /// ```
+    /// let cfg = redline::Config::from_url("redis://[::1]:6380")?;
+    /// assert_eq!(cfg.addr(), "[::1]:6380");
+    /// # Ok::<(), redline::Error>(())
+    /// ```
     pub fn addr(&self) -> String {
         if self.host.contains(':') {
             format!("[{}]:{}", self.host, self.port)

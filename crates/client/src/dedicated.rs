@@ -65,6 +65,17 @@ impl DedicatedPool {
 ///
 /// Get one with [`Client::dedicated`](crate::Client::dedicated). Commands run one after
 /// another, each with the client's command timeout unless given its own.
+///
+/// ```no_run
+/// # async fn demo(client: redline::Client) -> redline::Result<()> {
+/// use redline::Cmd;
+///
+/// let mut conn = client.dedicated().await?;
+/// conn.query::<()>(Cmd::new("SELECT").arg(2)).await?; // this connection only
+/// let size: u64 = conn.query(Cmd::new("DBSIZE")).await?;
+/// # let _ = size;
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct DedicatedConnection {
     /// `None` once the connection was found unusable.
@@ -80,6 +91,16 @@ pub struct DedicatedConnection {
 impl DedicatedConnection {
     /// Sends any command and converts its reply, waiting at most the client's command
     /// timeout.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// use redline::Cmd;
+    ///
+    /// let mut conn = client.dedicated().await?;
+    /// let id: i64 = conn.query(Cmd::new("CLIENT").arg("ID")).await?;
+    /// # let _ = id;
+    /// # Ok(()) }
+    /// ```
     pub async fn query<T: FromReply>(&mut self, cmd: Cmd) -> Result<T, Error> {
         let timeout = self.pool.command_timeout;
         self.query_within(cmd, timeout).await
@@ -87,6 +108,19 @@ impl DedicatedConnection {
 
     /// Sends any command and converts its reply, waiting at most `timeout` (`None`: no
     /// limit). On timeout the connection is closed, since its state is unknown.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// use std::time::Duration;
+    /// use redline::Cmd;
+    ///
+    /// let mut conn = client.dedicated().await?;
+    /// let popped: Option<(String, String)> = conn
+    ///     .query_within(Cmd::new("BLPOP").arg("jobs").arg(0), None) // waits for ever
+    ///     .await?;
+    /// # let _ = (popped, Duration::ZERO);
+    /// # Ok(()) }
+    /// ```
     pub async fn query_within<T: FromReply>(
         &mut self,
         cmd: Cmd,
@@ -149,6 +183,17 @@ impl DedicatedConnection {
 
     /// Runs a pipeline (or transaction) on this connection and converts the replies,
     /// as [`Pipeline::query`](crate::Pipeline::query) does.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let mut conn = client.dedicated().await?;
+    /// conn.watch(["balance"]).await?;
+    /// let mut tx = client.pipeline();
+    /// tx.atomic().incr_by("balance", 10);
+    /// let (balance,): (i64,) = conn.run(&mut tx).await?;
+    /// # let _ = balance;
+    /// # Ok(()) }
+    /// ```
     pub async fn run<T: FromReply>(&mut self, pipeline: &mut Pipeline) -> Result<T, Error> {
         let frames = self.run_frames(pipeline).await?;
         T::from_reply(Frame::Array(frames))
@@ -156,6 +201,16 @@ impl DedicatedConnection {
 
     /// Runs a pipeline (or transaction) on this connection and returns the replies as
     /// sent.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let mut conn = client.dedicated().await?;
+    /// let mut p = client.pipeline();
+    /// p.set("a", 1).cmd(["HLEN", "a"]); // the second one fails: WRONGTYPE
+    /// let replies = conn.run_frames(&mut p).await?;
+    /// assert!(matches!(replies[1], redline::Frame::Error(_)));
+    /// # Ok(()) }
+    /// ```
     pub async fn run_frames(&mut self, pipeline: &mut Pipeline) -> Result<Vec<Frame>, Error> {
         let encoded = pipeline.take()?;
         if encoded.count == 0 {

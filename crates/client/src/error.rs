@@ -13,6 +13,13 @@ use bytes::Bytes;
 use redline_resp::ProtocolError;
 
 /// Shorthand for `Result<T, redline::Error>`.
+///
+/// ```
+/// fn parse_port(s: &str) -> redline::Result<u16> {
+///     s.parse().map_err(|_| redline::Error::Config("bad port"))
+/// }
+/// assert!(parse_port("x").is_err());
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong between a caller and Redis.
@@ -128,6 +135,13 @@ pub enum Error {
 impl Error {
     /// Turns the text of an error reply (`-KIND message`) into [`Error::Server`], or
     /// [`Error::Auth`] for `WRONGPASS`/`NOAUTH`.
+    ///
+    /// ```
+    /// use redline::{Error, ServerErrorKind};
+    ///
+    /// let err = Error::from_server_reply(b"WRONGPASS invalid username-password pair");
+    /// assert!(matches!(err, Error::Auth { kind: ServerErrorKind::WrongPass, .. }));
+    /// ```
     pub fn from_server_reply(line: &[u8]) -> Error {
         let text = String::from_utf8_lossy(line);
         let (word, rest) = match text.split_once(' ') {
@@ -144,6 +158,13 @@ impl Error {
 
     /// True when the failure is about the connection rather than the command: the
     /// command may be retried on a new connection if it is idempotent.
+    ///
+    /// ```
+    /// use redline::Error;
+    ///
+    /// assert!(Error::Closed.is_connection_error());
+    /// assert!(!Error::from_server_reply(b"ERR no such key").is_connection_error());
+    /// ```
     pub fn is_connection_error(&self) -> bool {
         matches!(
             self,
@@ -157,11 +178,24 @@ impl Error {
     }
 
     /// True for [`Error::Timeout`] and [`Error::ConnectTimeout`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// assert!(redline::Error::Timeout(Duration::from_secs(5)).is_timeout());
+    /// ```
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::Timeout(_) | Error::ConnectTimeout { .. })
     }
 
     /// The server error kind, for [`Error::Server`] and [`Error::Auth`].
+    ///
+    /// ```
+    /// use redline::{Error, ServerErrorKind};
+    ///
+    /// let err = Error::from_server_reply(b"NOSCRIPT No matching script");
+    /// assert_eq!(err.server_kind(), Some(&ServerErrorKind::NoScript));
+    /// ```
     pub fn server_kind(&self) -> Option<&ServerErrorKind> {
         match self {
             Error::Server { kind, .. } | Error::Auth { kind, .. } => Some(kind),
@@ -217,6 +251,15 @@ fn sep(message: &str) -> &'static str {
 }
 
 /// The socket operation that failed, for [`Error::Io`].
+///
+/// ```
+/// let err = redline::Error::Io {
+///     op: redline::IoOp::Connect,
+///     addr: "127.0.0.1:6379".into(),
+///     source: std::sync::Arc::new(std::io::ErrorKind::ConnectionRefused.into()),
+/// };
+/// assert!(err.to_string().starts_with("connect"));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum IoOp {
@@ -243,6 +286,13 @@ impl fmt::Display for IoOp {
 
 /// The first word of an error reply. Kinds the client acts on are variants; anything
 /// else is kept verbatim in [`ServerErrorKind::Other`].
+///
+/// ```
+/// use redline::ServerErrorKind;
+///
+/// assert_eq!(ServerErrorKind::parse("MOVED"), ServerErrorKind::Moved);
+/// assert_eq!(ServerErrorKind::parse("MYERR").as_str(), "MYERR");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ServerErrorKind {
@@ -292,6 +342,10 @@ pub enum ServerErrorKind {
 
 impl ServerErrorKind {
     /// Maps the first word of an error reply to a kind.
+    ///
+    /// ```
+    /// assert_eq!(redline::ServerErrorKind::parse("WRONGTYPE").as_str(), "WRONGTYPE");
+    /// ```
     pub fn parse(word: &str) -> ServerErrorKind {
         match word {
             "ERR" => Self::Err,
@@ -319,6 +373,10 @@ impl ServerErrorKind {
     }
 
     /// The word as Redis writes it.
+    ///
+    /// ```
+    /// assert_eq!(redline::ServerErrorKind::parse("ERR").as_str(), "ERR");
+    /// ```
     pub fn as_str(&self) -> &str {
         match self {
             Self::Err => "ERR",
@@ -353,6 +411,13 @@ impl fmt::Display for ServerErrorKind {
 }
 
 /// TLS setup and handshake failures.
+///
+/// ```
+/// # async fn demo() {
+/// let err = redline::Client::connect("rediss://127.0.0.1:6380?ca_file=/missing.pem").await;
+/// assert!(matches!(err, Err(redline::Error::Tls(_))));
+/// # }
+/// ```
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum TlsError {
@@ -383,6 +448,12 @@ pub enum TlsError {
 }
 
 /// Why a connection URL was rejected.
+///
+/// ```
+/// use redline::{Config, Error};
+///
+/// assert!(matches!(Config::from_url("http://host"), Err(Error::Url(_))));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum UrlError {

@@ -90,6 +90,18 @@ impl Pipeline {
     /// Queues any command. `MULTI`/`EXEC` are allowed here (the unit keeps them
     /// together); commands that need a dedicated connection make [`query`](Self::query)
     /// fail with [`Error::NotMultiplexable`].
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// use redline::Cmd;
+    ///
+    /// let mut p = client.pipeline();
+    /// p.add(Cmd::new("HSET").arg("user:1").arg("name").arg("ann"));
+    /// p.add(Cmd::new("HGET").arg("user:1").arg("name"));
+    /// let (_, name): (u64, String) = p.query().await?;
+    /// # let _ = name;
+    /// # Ok(()) }
+    /// ```
     pub fn add(&mut self, cmd: Cmd) -> &mut Self {
         if let Restriction::Dedicated(name) = cmd.restriction() {
             self.invalid
@@ -108,6 +120,13 @@ impl Pipeline {
     }
 
     /// Queues a command given as a list of arguments.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let (n,): (i64,) = client.pipeline().cmd(["INCRBY", "hits", "5"]).query().await?;
+    /// # let _ = n;
+    /// # Ok(()) }
+    /// ```
     pub fn cmd<I>(&mut self, args: I) -> &mut Self
     where
         I: IntoIterator,
@@ -123,16 +142,39 @@ impl Pipeline {
     }
 
     /// Number of queued commands.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let mut p = client.pipeline();
+    /// p.get("a").get("b");
+    /// assert_eq!(p.len(), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn len(&self) -> usize {
         self.count
     }
 
     /// True when nothing is queued.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// assert!(client.pipeline().is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
 
     /// Forgets the queued commands.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let mut p = client.pipeline();
+    /// p.del(["a"]);
+    /// p.clear();
+    /// assert!(p.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn clear(&mut self) {
         self.buf.clear();
         self.count = 0;
@@ -198,6 +240,13 @@ impl Pipeline {
 
     /// Sends the queued commands and returns every reply as sent, error replies included
     /// as [`Frame::Error`], so one failing command does not hide the others' results.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let replies = client.pipeline().incr("n").cmd(["NOPE"]).query_frames().await?;
+    /// assert!(matches!(replies[1], redline::Frame::Error(_))); // the INCR still counted
+    /// # Ok(()) }
+    /// ```
     pub async fn query_frames(&mut self) -> Result<Vec<Frame>, Error> {
         let encoded = self.take()?;
         let frames = self

@@ -29,6 +29,17 @@ use crate::net::{self, Connection, Endpoint};
 const MESSAGE_BUFFER: usize = 1024;
 
 /// One message received on a subscribed channel.
+///
+/// ```no_run
+/// # async fn demo(client: redline::Client) -> redline::Result<()> {
+/// let mut sub = client.subscriber().await?;
+/// sub.psubscribe(["orders:*"]).await?;
+/// if let Some(msg) = sub.next().await {
+///     // For a pattern subscription, `pattern` says which one matched.
+///     println!("{:?} via {:?}: {:?}", msg.channel, msg.pattern, msg.payload);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
     /// The channel it was published to.
@@ -123,16 +134,44 @@ impl Subscriber {
     }
 
     /// The next message; `None` once the subscriber's task has stopped.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let mut sub = client.subscriber().await?;
+    /// sub.subscribe(["news"]).await?;
+    /// while let Some(msg) = sub.next().await {
+    ///     println!("{:?}", msg.payload);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn next(&mut self) -> Option<Message> {
         self.messages.recv().await
     }
 
     /// Polls for the next message (what [`Stream::poll_next`](futures_core::Stream) does).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// use std::future::poll_fn;
+    ///
+    /// let mut sub = client.subscriber().await?;
+    /// sub.subscribe(["news"]).await?;
+    /// let msg = poll_fn(|cx| sub.poll_next_message(cx)).await;
+    /// # let _ = msg;
+    /// # Ok(()) }
+    /// ```
     pub fn poll_next_message(&mut self, cx: &mut Context<'_>) -> Poll<Option<Message>> {
         self.messages.poll_recv(cx)
     }
 
     /// `SUBSCRIBE channel...`; returns when the server confirmed every channel.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let sub = client.subscriber().await?;
+    /// sub.subscribe(["news", "sport"]).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn subscribe(
         &self,
         channels: impl IntoIterator<Item = impl ToArg>,
@@ -141,6 +180,13 @@ impl Subscriber {
     }
 
     /// `PSUBSCRIBE pattern...`.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let sub = client.subscriber().await?;
+    /// sub.psubscribe(["news:*"]).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn psubscribe(
         &self,
         patterns: impl IntoIterator<Item = impl ToArg>,
@@ -149,6 +195,13 @@ impl Subscriber {
     }
 
     /// `SSUBSCRIBE shardchannel...` (Redis 7).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let sub = client.subscriber().await?;
+    /// sub.ssubscribe(["orders:{eu}"]).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn ssubscribe(
         &self,
         channels: impl IntoIterator<Item = impl ToArg>,
@@ -157,6 +210,13 @@ impl Subscriber {
     }
 
     /// `UNSUBSCRIBE channel...`.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let sub = client.subscriber().await?;
+    /// sub.unsubscribe(["sport"]).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn unsubscribe(
         &self,
         channels: impl IntoIterator<Item = impl ToArg>,
@@ -165,6 +225,13 @@ impl Subscriber {
     }
 
     /// `PUNSUBSCRIBE pattern...`.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let sub = client.subscriber().await?;
+    /// sub.punsubscribe(["news:*"]).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn punsubscribe(
         &self,
         patterns: impl IntoIterator<Item = impl ToArg>,
@@ -173,6 +240,13 @@ impl Subscriber {
     }
 
     /// `SUNSUBSCRIBE shardchannel...`.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let sub = client.subscriber().await?;
+    /// sub.sunsubscribe(["orders:{eu}"]).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn sunsubscribe(
         &self,
         channels: impl IntoIterator<Item = impl ToArg>,

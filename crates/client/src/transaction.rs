@@ -19,10 +19,28 @@ use crate::reply::FromReply;
 
 /// How many times [`Client::transaction`] runs its body before giving up with
 /// [`Error::TransactionAborted`].
+///
+/// ```
+/// assert!(redline::TRANSACTION_ATTEMPTS > 1);
+/// ```
 pub const TRANSACTION_ATTEMPTS: usize = 32;
 
 /// The future a transaction body returns: boxed, because it borrows the connection and
 /// the pipeline it is handed.
+///
+/// ```
+/// use redline::{DedicatedConnection, Pipeline, TransactionBody};
+///
+/// // A named body: reads nothing, queues one write.
+/// fn bump<'c>(_conn: &'c mut DedicatedConnection, tx: &'c mut Pipeline) -> TransactionBody<'c> {
+///     tx.incr("version");
+///     Box::pin(async { Ok(()) })
+/// }
+/// # async fn demo(client: redline::Client) -> redline::Result<()> {
+/// let (version,): (i64,) = client.transaction(["version"], bump).await?;
+/// # let _ = version;
+/// # Ok(()) }
+/// ```
 pub type TransactionBody<'c> = Pin<Box<dyn Future<Output = Result<(), Error>> + Send + 'c>>;
 
 impl Client {

@@ -39,6 +39,15 @@ impl Client {
     }
 
     /// `BRPOP key... timeout`: like [`blpop`](Self::blpop), popping from the tail.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// use std::time::Duration;
+    ///
+    /// let popped = client.brpop(["jobs"], Duration::from_secs(1)).await?;
+    /// # let _ = popped;
+    /// # Ok(()) }
+    /// ```
     pub async fn brpop(
         &self,
         keys: impl IntoIterator<Item = impl ToArg>,
@@ -51,6 +60,16 @@ impl Client {
     /// `BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout`: the moved element, or
     /// `None` on timeout. `from_left` pops from the head of `source`, `to_left` pushes to
     /// the head of `destination`.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// use std::time::Duration;
+    ///
+    /// // Reliable queue: move the oldest job to "processing" atomically.
+    /// let job = client.blmove("jobs", "processing", false, true, Duration::from_secs(5)).await?;
+    /// # let _ = job;
+    /// # Ok(()) }
+    /// ```
     pub async fn blmove(
         &self,
         source: impl ToArg,
@@ -71,6 +90,16 @@ impl Client {
 
     /// `BZPOPMIN key... timeout`: key, member and score of the lowest-scored member of the
     /// first non-empty sorted set; `None` on timeout.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// use std::time::Duration;
+    ///
+    /// if let Some((key, member, score)) = client.bzpopmin(["tasks"], Duration::from_secs(1)).await? {
+    ///     println!("{key:?} {member:?} {score}");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn bzpopmin(
         &self,
         keys: impl IntoIterator<Item = impl ToArg>,
@@ -81,6 +110,15 @@ impl Client {
     }
 
     /// `BZPOPMAX key... timeout`: like [`bzpopmin`](Self::bzpopmin), highest score first.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// use std::time::Duration;
+    ///
+    /// let top = client.bzpopmax(["tasks"], Duration::ZERO).await?; // waits for ever
+    /// # let _ = top;
+    /// # Ok(()) }
+    /// ```
     pub async fn bzpopmax(
         &self,
         keys: impl IntoIterator<Item = impl ToArg>,

@@ -10,6 +10,13 @@ use crate::error::Error;
 use crate::reply::{check, FromReply};
 
 /// Distance unit.
+///
+/// ```
+/// use redline::{GeoSearch, GeoUnit};
+///
+/// let near = GeoSearch::from_lonlat(2.35, 48.85).radius(5.0, GeoUnit::Kilometers);
+/// # let _ = near;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GeoUnit {
     /// `m`
@@ -68,11 +75,25 @@ pub struct GeoSearch {
 
 impl GeoSearch {
     /// Centred on an existing member (`FROMMEMBER`), within 0 m until a shape is set.
+    ///
+    /// ```
+    /// use redline::{GeoSearch, GeoUnit};
+    ///
+    /// let search = GeoSearch::from_member("Paris").radius(100.0, GeoUnit::Kilometers);
+    /// # let _ = search;
+    /// ```
     pub fn from_member(member: impl Into<Bytes>) -> GeoSearch {
         GeoSearch::new(Center::Member(member.into()))
     }
 
     /// Centred on a longitude/latitude (`FROMLONLAT`).
+    ///
+    /// ```
+    /// use redline::{GeoSearch, GeoUnit};
+    ///
+    /// let search = GeoSearch::from_lonlat(2.35, 48.85).radius(1.0, GeoUnit::Miles);
+    /// # let _ = search;
+    /// ```
     pub fn from_lonlat(longitude: f64, latitude: f64) -> GeoSearch {
         GeoSearch::new(Center::LonLat(longitude, latitude))
     }
@@ -87,6 +108,13 @@ impl GeoSearch {
     }
 
     /// Within a circle (`BYRADIUS`).
+    ///
+    /// ```
+    /// use redline::{GeoSearch, GeoUnit};
+    ///
+    /// let search = GeoSearch::from_lonlat(2.35, 48.85).radius(500.0, GeoUnit::Meters);
+    /// # let _ = search;
+    /// ```
     #[must_use]
     pub fn radius(mut self, radius: f64, unit: GeoUnit) -> Self {
         self.shape = Shape::Radius(radius, unit);
@@ -94,6 +122,13 @@ impl GeoSearch {
     }
 
     /// Within an axis-aligned box (`BYBOX`).
+    ///
+    /// ```
+    /// use redline::{GeoSearch, GeoUnit};
+    ///
+    /// let search = GeoSearch::from_lonlat(2.35, 48.85).rectangle(10.0, 5.0, GeoUnit::Kilometers);
+    /// # let _ = search;
+    /// ```
     #[must_use]
     pub fn rectangle(mut self, width: f64, height: f64, unit: GeoUnit) -> Self {
         self.shape = Shape::Box(width, height, unit);
@@ -101,6 +136,13 @@ impl GeoSearch {
     }
 
     /// Nearest first (`ASC`).
+    ///
+    /// ```
+    /// use redline::{GeoSearch, GeoUnit};
+    ///
+    /// let search = GeoSearch::from_member("Paris").radius(50.0, GeoUnit::Kilometers).nearest_first();
+    /// # let _ = search;
+    /// ```
     #[must_use]
     pub fn nearest_first(mut self) -> Self {
         self.ascending = Some(true);
@@ -108,6 +150,13 @@ impl GeoSearch {
     }
 
     /// Farthest first (`DESC`).
+    ///
+    /// ```
+    /// use redline::{GeoSearch, GeoUnit};
+    ///
+    /// let search = GeoSearch::from_member("Paris").radius(50.0, GeoUnit::Kilometers).farthest_first();
+    /// # let _ = search;
+    /// ```
     #[must_use]
     pub fn farthest_first(mut self) -> Self {
         self.ascending = Some(false);
@@ -115,6 +164,13 @@ impl GeoSearch {
     }
 
     /// At most `n` results (`COUNT n`).
+    ///
+    /// ```
+    /// use redline::{GeoSearch, GeoUnit};
+    ///
+    /// let search = GeoSearch::from_member("Paris").radius(50.0, GeoUnit::Kilometers).count(10);
+    /// # let _ = search;
+    /// ```
     #[must_use]
     pub fn count(mut self, n: u64) -> Self {
         self.count = Some((n, false));
@@ -122,6 +178,13 @@ impl GeoSearch {
     }
 
     /// At most `n` results, returning as soon as enough are found (`COUNT n ANY`).
+    ///
+    /// ```
+    /// use redline::{GeoSearch, GeoUnit};
+    ///
+    /// let search = GeoSearch::from_member("Paris").radius(50.0, GeoUnit::Kilometers).count_any(3);
+    /// # let _ = search;
+    /// ```
     #[must_use]
     pub fn count_any(mut self, n: u64) -> Self {
         self.count = Some((n, true));
@@ -154,6 +217,17 @@ impl GeoSearch {
 
 /// One GEOSEARCH result with its distance (in the query's unit), coordinates and
 /// geohash score.
+///
+/// ```no_run
+/// # async fn demo(client: redline::Client) -> redline::Result<()> {
+/// use redline::{GeoSearch, GeoUnit};
+///
+/// let search = GeoSearch::from_lonlat(15.0, 37.0).radius(200.0, GeoUnit::Kilometers);
+/// for m in client.geosearch_with("Sicily", search).await? {
+///     println!("{:?} {} km at {:?}", m.member, m.distance, m.coordinates);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct GeoMatch {
     /// The member.

@@ -6,6 +6,16 @@ use super::commands;
 use crate::cmd::{Cmd, ToArg};
 
 /// Condition flags of `EXPIRE`/`PEXPIRE` (Redis 7).
+///
+/// ```no_run
+/// # async fn demo(client: redline::Client) -> redline::Result<()> {
+/// use redline::ExpireCondition;
+///
+/// // Extend the TTL only if the new one is later than the current one.
+/// let changed = client.expire_if("session:9", 600, ExpireCondition::IfLater).await?;
+/// # let _ = changed;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExpireCondition {
     /// `NX`: only if the key has no expiry.

@@ -27,6 +27,11 @@ pub struct Script {
 
 impl Script {
     /// Wraps Lua source and computes its digest.
+    ///
+    /// ```
+    /// let script = redline::Script::new("return 1");
+    /// assert_eq!(script.sha(), "e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
+    /// ```
     pub fn new(source: impl Into<Bytes>) -> Script {
         let source = source.into();
         let sha = sha1_smol::Sha1::from(&source[..]).digest().to_string();
@@ -34,6 +39,11 @@ impl Script {
     }
 
     /// The lowercase hex SHA-1 that `EVALSHA` and `SCRIPT LOAD` use.
+    ///
+    /// ```
+    /// let script = redline::Script::new("return 1");
+    /// assert_eq!(script.sha().len(), 40);
+    /// ```
     pub fn sha(&self) -> &str {
         &self.sha
     }
@@ -45,6 +55,16 @@ impl Script {
 
     /// Runs the script with `EVALSHA`; on `NOSCRIPT` sends it with `EVAL` (which also
     /// caches it on the server) and returns that result.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let incr_capped = redline::Script::new(
+    ///     "local n = redis.call('INCR', KEYS[1]) if n > tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) return tonumber(ARGV[1]) end return n",
+    /// );
+    /// let n: i64 = incr_capped.run(&client, ["counter"], [100]).await?;
+    /// # let _ = n;
+    /// # Ok(()) }
+    /// ```
     pub async fn run<T: FromReply>(
         &self,
         client: &Client,
@@ -87,6 +107,13 @@ pub(crate) fn script_tail(
 
 impl Client {
     /// `EVAL script numkeys key... arg...`, converting the script's reply to `T`.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let n: i64 = client.eval("return #KEYS + #ARGV", ["a", "b"], ["x"]).await?;
+    /// assert_eq!(n, 3);
+    /// # Ok(()) }
+    /// ```
     pub async fn eval<T: FromReply>(
         &self,
         script: impl ToArg,
@@ -100,6 +127,14 @@ impl Client {
 
     /// `EVALSHA sha numkeys key... arg...`; a `NOSCRIPT` error if the server does not
     /// know the digest (see [`Script`] for automatic fallback).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let sha = client.script_load("return ARGV[1]").await?;
+    /// let echoed: String = client.evalsha(&sha, Vec::<&str>::new(), ["hi"]).await?;
+    /// assert_eq!(echoed, "hi");
+    /// # Ok(()) }
+    /// ```
     pub async fn evalsha<T: FromReply>(
         &self,
         sha: impl ToArg,
@@ -112,11 +147,25 @@ impl Client {
     }
 
     /// `SCRIPT LOAD script`: caches the script and returns its digest.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let sha = client.script_load("return 1").await?;
+    /// assert_eq!(sha.len(), 40);
+    /// # Ok(()) }
+    /// ```
     pub async fn script_load(&self, script: impl ToArg) -> Result<String, Error> {
         self.query(Cmd::new("SCRIPT").arg("LOAD").arg(script)).await
     }
 
     /// `SCRIPT EXISTS sha...`: one bool per digest.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// let sha = client.script_load("return 1").await?;
+    /// assert_eq!(client.script_exists([&sha]).await?, vec![true]);
+    /// # Ok(()) }
+    /// ```
     pub async fn script_exists(
         &self,
         shas: impl IntoIterator<Item = impl ToArg>,

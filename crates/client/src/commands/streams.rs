@@ -13,6 +13,14 @@ use crate::error::Error;
 use crate::reply::{check, pairs, FromReply};
 
 /// One stream entry: its id and its field/value pairs in order.
+///
+/// ```no_run
+/// # async fn demo(client: redline::Client) -> redline::Result<()> {
+/// for entry in client.xrange("events", "-", "+").await? {
+///     println!("{} {:?}", entry.id, entry.fields);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamEntry {
     /// `<millis>-<seq>`.
@@ -135,6 +143,16 @@ impl Client {
     /// `XREAD [COUNT count] BLOCK millis STREAMS key... id...` on a dedicated connection:
     /// waits up to `block` (zero waits forever) for entries after each id (`"$"`: only
     /// new ones). Empty on timeout.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// use std::time::Duration;
+    ///
+    /// // Only entries added from now on, waiting up to 2 s.
+    /// let new = client.xread_block([("events", "$")], Some(10), Duration::from_secs(2)).await?;
+    /// # let _ = new;
+    /// # Ok(()) }
+    /// ```
     pub async fn xread_block(
         &self,
         streams: impl IntoIterator<Item = (impl ToArg, impl ToArg)>,

@@ -6,6 +6,17 @@ use super::commands;
 use crate::cmd::{Cmd, ToArg};
 
 /// When a `SET` should write.
+///
+/// ```no_run
+/// # async fn demo(client: redline::Client) -> redline::Result<()> {
+/// use redline::{SetCondition, SetOptions};
+///
+/// let took_lock = client
+///     .set_with("lock:job", "me", SetOptions::default().condition(SetCondition::IfAbsent))
+///     .await?;
+/// # let _ = took_lock;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SetCondition {
     /// `NX`: only if the key does not exist.
@@ -15,6 +26,14 @@ pub enum SetCondition {
 }
 
 /// How a `SET` sets the key's time to live.
+///
+/// ```no_run
+/// # async fn demo(client: redline::Client) -> redline::Result<()> {
+/// use redline::{Expiry, SetOptions};
+///
+/// client.set_with("session:9", "data", SetOptions::default().expiry(Expiry::Seconds(300))).await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expiry {
     /// `EX`: seconds from now.
@@ -47,6 +66,13 @@ pub struct SetOptions {
 
 impl SetOptions {
     /// Writes only under `condition`.
+    ///
+    /// ```
+    /// use redline::{SetCondition, SetOptions};
+    ///
+    /// let opts = SetOptions::default().condition(SetCondition::IfPresent);
+    /// # let _ = opts;
+    /// ```
     #[must_use]
     pub fn condition(mut self, condition: SetCondition) -> Self {
         self.condition = Some(condition);
@@ -54,6 +80,13 @@ impl SetOptions {
     }
 
     /// Sets the time to live.
+    ///
+    /// ```
+    /// use redline::{Expiry, SetOptions};
+    ///
+    /// let opts = SetOptions::default().expiry(Expiry::Millis(1500));
+    /// # let _ = opts;
+    /// ```
     #[must_use]
     pub fn expiry(mut self, expiry: Expiry) -> Self {
         self.expiry = Some(expiry);

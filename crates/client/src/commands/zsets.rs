@@ -11,6 +11,17 @@ use crate::cmd::{Cmd, ToArg};
 use crate::error::Error;
 
 /// Options of [`Client::zadd_with`](crate::Client::zadd_with).
+///
+/// ```no_run
+/// # async fn demo(client: redline::Client) -> redline::Result<()> {
+/// use redline::ZAddOptions;
+///
+/// // Update existing members only when the score grows; count changed members.
+/// let opts = ZAddOptions { only_new: Some(false), greater: true, changed: true, ..Default::default() };
+/// let changed = client.zadd_with("board", opts, [(42.0, "ann")]).await?;
+/// # let _ = changed;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ZAddOptions {
     /// `NX` (only add) when `Some(true)`, `XX` (only update) when `Some(false)`.
