@@ -1,0 +1,143 @@
+//! `redline cli` against a cluster (`-c`), over TLS, with a password and a database;
+//! `redline server` in the foreground.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cli_support;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use cli_support::{redis_cli, redline, run, text};
+use redline_testkit::{RedisCluster, RedisServer, TlsCerts};
+
+#[test]
+fn cluster_mode_follows_keys_to_their_nodes() {
+    let cluster = RedisCluster::builder()
+        .replicas_per_master(0)
+        .start()
+        .expect("cluster");
+    let port = cluster.addr(0).port().to_string();
+    // Keys in slots of different masters, all through node 0.
+    let input = b"SET foo 1\nSET bar 2\nSET baz 3\nMGET foo bar baz\nDEL foo bar baz\n";
+    let out = run(redline(), &["cli", "-c", "-p", &port, "--no-raw"], input);
+    assert_eq!(
+        text(&out.stdout),
+        "OK\nOK\nOK\n1) \"1\"\n2) \"2\"\n3) \"3\"\n(integer) 3\n",
+        "stderr: {}",
+        text(&out.stderr)
+    );
+    // Without -c the redirect is shown as the error it is.
+    let out = run(
+        redline(),
+        &["cli", "-p", &port, "--no-raw"],
+        b"SET foo 1\nSET bar 1\nSET baz 1\n",
+    );
+    assert!(
+        text(&out.stdout).contains("(error) MOVED"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn tls_password_and_database() {
+    let certs = TlsCerts::generate().expect("certs");
+    let server = RedisServer::builder()
+        .tls(&certs)
+        .password("s3cret")
+        .start()
+        .expect("tls redis");
+    let port = server.port().to_string();
+    let ca = certs.ca_cert_path().display().to_string();
+    let base = [
+        "cli",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--tls",
+        "--cacert",
+        &ca,
+        "-a",
+        "s3cret",
+    ];
+    let mut set = base.to_vec();
+    set.extend_from_slice(&["-n", "3", "SET", "k", "in-db-3"]);
+    let out = run(redline(), &set, b"");
+    assert_eq!(text(&out.stdout), "OK\n", "stderr: {}", text(&out.stderr));
+    // The same through redis-cli: db 3 holds it, db 0 does not.
+    let mut args: Vec<String> = vec!["-p".into(), port.clone(), "-a".into(), "s3cret".into()];
+    args.extend(certs.redis_cli_args());
+    let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut get3 = arg_refs.clone();
+    get3.extend_from_slice(&["-n", "3", "GET", "k"]);
+    assert_eq!(text(&run(redis_cli(), &get3, b"").stdout), "in-db-3\n");
+    let mut get0 = base.to_vec();
+    get0.extend_from_slice(&["--no-raw", "GET", "k"]);
+    assert_eq!(text(&run(redline(), &get0, b"").stdout), "(nil)\n");
+    // Wrong password: redis-cli prints the AUTH error and still runs; we fail to connect.
+    let out = run(
+        redline(),
+        &[
+            "cli",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--tls",
+            "--cacert",
+            &ca,
+            "-a",
+            "wrong",
+            "PING",
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("WRONGPASS"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn server_subcommand_serves_until_sigterm() {
+    // A free port: bind, read it, release (the server binds it again right away).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let mut child = redline()
+        .args(["server", "--port", &port, "--save", ""])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("redline server");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut answered = false;
+    while Instant::now() < deadline {
+        let out = run(redis_cli(), &["-p", &port, "PING"], b"");
+        if text(&out.stdout) == "PONG\n" {
+            answered = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let set = run(redline(), &["cli", "-p", &port, "SET", "k", "v"], b"");
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    assert!(answered, "redline server never answered PING");
+    assert_eq!(text(&set.stdout), "OK\n");
+    assert!(exit.success(), "exit: {exit:?}");
+    // Bad arguments are fatal with redis-server's message.
+    let bad = run(redline(), &["server", "--no-such-directive", "1"], b"");
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(!text(&bad.stderr).is_empty());
+}
