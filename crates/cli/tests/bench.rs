@@ -266,3 +266,55 @@ fn bench_survives_a_server_restart_and_reports_it() {
     assert!(last["up_at_s"].is_f64(), "no recovery reported: {row}");
     assert!(row["seconds"].as_f64().unwrap() < 10.0, "{row}");
 }
+
+#[test]
+fn cluster_bench_survives_a_master_failover_and_reports_it() {
+    let mut cluster = RedisCluster::start().expect("cluster");
+    let port = cluster.addr(0).port().to_string();
+    let victim = cluster.master_of_slot(0).unwrap();
+    let started = Instant::now();
+    let child = redline()
+        .args([
+            "bench",
+            "--cluster",
+            "-p",
+            &port,
+            "--duration",
+            "8",
+            "-c",
+            "4",
+            "-r",
+            "10000",
+            "-t",
+            "set",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn bench");
+    std::thread::sleep(Duration::from_millis(1500));
+    cluster.kill(victim).unwrap();
+    let promoted = cluster.wait_for_failover(victim, Duration::from_secs(30));
+    let out = child.wait_with_output().expect("bench");
+    let elapsed = started.elapsed();
+    assert!(promoted.is_ok(), "no failover: {promoted:?}");
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    // Not a timing assertion: a generous bound that catches a hang.
+    assert!(elapsed < Duration::from_secs(30), "bench took {elapsed:?}");
+    let rows = json_lines(&out.stdout);
+    let row = &rows[0];
+    check_fields(row);
+    assert!(
+        row["errors"].as_u64().unwrap() > 0,
+        "the failover went unnoticed: {row}"
+    );
+    assert!(
+        row["requests"].as_u64().unwrap() > row["errors"].as_u64().unwrap(),
+        "{row}"
+    );
+    // Every outage it saw ended before the run did.
+    for outage in row["outages"].as_array().unwrap() {
+        assert!(outage["up_at_s"].is_f64(), "no recovery reported: {row}");
+    }
+}

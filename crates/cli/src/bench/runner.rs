@@ -209,7 +209,11 @@ async fn worker(shared: Arc<Shared>) -> Histogram<u64> {
 fn kind_of(e: &Error) -> String {
     match e {
         Error::Server { kind, .. } | Error::Auth { kind, .. } => format!("{kind} reply"),
-        Error::Io { op, .. } => format!("{op} failed"),
+        Error::Io { op, addr, source } => {
+            let text = source.to_string();
+            let reason = text.split(" (os error").next().unwrap_or(&text);
+            format!("{op} {addr}: {reason}")
+        }
         Error::ConnectionClosed { .. } => "connection closed".to_owned(),
         Error::ConnectTimeout { .. } => "connect timeout".to_owned(),
         Error::Timeout(_) => "command timeout".to_owned(),
