@@ -5,7 +5,7 @@
 mod cli_support;
 
 use cli_support::{json_lines, redline, run, text};
-use redline_testkit::{RedisCluster, RedisServer, Reply};
+use redline_testkit::{RedisCluster, RedisServer, Reply, TlsCerts};
 
 #[test]
 fn fill_64mb_standalone_gives_65536_keys() {
@@ -151,4 +151,38 @@ fn cluster_fill_spreads_by_slots_without_redirects() {
         assert!(in_slot > 0, "node {node}: slot {first} is empty");
     }
     assert_eq!(total, 65_536);
+}
+
+#[test]
+fn fill_over_tls_with_a_password() {
+    let certs = TlsCerts::generate().expect("certs");
+    let server = RedisServer::builder()
+        .tls(&certs)
+        .password("pw")
+        .start()
+        .expect("tls redis");
+    let port = server.port().to_string();
+    let ca = certs.ca_cert_path().display().to_string();
+    let out = run(
+        redline(),
+        &[
+            "fill",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--tls",
+            "--cacert",
+            &ca,
+            "-a",
+            "pw",
+            "--data",
+            "4MB",
+            "--json",
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    assert_eq!(json_lines(&out.stdout)[0]["dbsize"], 4096);
+    assert_eq!(server.cmd(&["DBSIZE"]).unwrap(), Reply::Integer(4096));
 }
