@@ -169,7 +169,7 @@ fn tunnel_smart_pipelined_values_1b_to_8mb_byte_exact() {
 }
 
 #[test]
-fn tunnel_smart_connection_commands_blocking_transactions_pubsub_scan() {
+fn tunnel_smart_connection_commands_blocking_transactions_watch_pubsub_scan() {
     let cluster = shared();
     let mut tunnel = smart_tunnel(&cluster, &[]);
     drop(cluster);
@@ -232,6 +232,34 @@ fn tunnel_smart_connection_commands_blocking_transactions_pubsub_scan() {
         conn.cmd(&["EXEC"]),
         Frame::Array(vec![Frame::Simple("OK".into()), Frame::Integer(2)])
     );
+
+    // WATCH: the transaction runs on the watching connection; a change by another
+    // client aborts it (nil), an untouched key lets it run.
+    assert_eq!(conn.cmd(&["WATCH", "{tx}w"]), Frame::Simple("OK".into()));
+    assert_eq!(
+        Raw::connect(addr).cmd(&["SET", "{tx}w", "other"]),
+        Frame::Simple("OK".into())
+    );
+    assert_eq!(conn.cmd(&["MULTI"]), Frame::Simple("OK".into()));
+    assert_eq!(
+        conn.cmd(&["SET", "{tx}w", "mine"]),
+        Frame::Simple("QUEUED".into())
+    );
+    assert_eq!(conn.cmd(&["EXEC"]), Frame::NullArray);
+    assert_eq!(conn.cmd(&["GET", "{tx}w"]), Frame::Bulk("other".into()));
+    assert_eq!(conn.cmd(&["WATCH", "{tx}w"]), Frame::Simple("OK".into()));
+    assert_eq!(conn.cmd(&["MULTI"]), Frame::Simple("OK".into()));
+    assert_eq!(
+        conn.cmd(&["SET", "{tx}w", "mine"]),
+        Frame::Simple("QUEUED".into())
+    );
+    assert_eq!(
+        conn.cmd(&["EXEC"]),
+        Frame::Array(vec![Frame::Simple("OK".into())])
+    );
+    assert_eq!(conn.cmd(&["GET", "{tx}w"]), Frame::Bulk("mine".into()));
+    assert_eq!(conn.cmd(&["WATCH", "{tx}w"]), Frame::Simple("OK".into()));
+    assert_eq!(conn.cmd(&["UNWATCH"]), Frame::Simple("OK".into()));
 
     // SCAN walks every master behind one cursor.
     let mut mset: Vec<String> = vec!["MSET".into()];

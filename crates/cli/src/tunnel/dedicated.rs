@@ -28,6 +28,12 @@ pub(crate) struct Dedicated {
     conns: HashMap<String, Conn>,
     /// Where a slot was last found (learned from MOVED).
     slots: HashMap<u16, String>,
+    /// The node whose connection holds this client's `WATCH`: until `EXEC`, `DISCARD` or
+    /// `UNWATCH`, every exchange goes there and redirects are not followed (the watch
+    /// would not come along).
+    watching: Option<String>,
+    /// Where the last exchange ran.
+    last: Option<String>,
 }
 
 struct Conn {
@@ -50,6 +56,8 @@ impl Dedicated {
             cluster,
             conns: HashMap::new(),
             slots: HashMap::new(),
+            watching: None,
+            last: None,
         }
     }
 
@@ -57,17 +65,24 @@ impl Dedicated {
     /// among the replies sends the whole batch to the named node (nothing ran: a moved
     /// command is refused, and a transaction with a refused command is aborted).
     pub(crate) async fn exchange(&mut self, batch: &Batch) -> Result<Vec<Frame>, TunnelError> {
-        let mut addr = self.first_addr(batch.slot)?;
+        let pinned = self.watching.clone();
+        let mut addr = match &pinned {
+            Some(addr) => addr.clone(),
+            None => self.first_addr(batch.slot)?,
+        };
         for _ in 0..MAX_REDIRECTS {
             let replies = match self.round_trip(&addr, &batch.bytes, batch.replies).await {
                 Ok(replies) => replies,
                 Err(e) => {
                     // The connection's state is unknown: never reuse it.
                     self.conns.remove(&addr);
+                    self.watching = None;
                     return Err(e);
                 }
             };
+            self.last = Some(addr.clone());
             match replies.iter().find_map(moved_to) {
+                Some(_) if pinned.is_some() => return Ok(replies),
                 Some(target) => {
                     if let Some(slot) = batch.slot {
                         self.slots.insert(slot, target.clone());
@@ -80,6 +95,16 @@ impl Dedicated {
         Err(TunnelError::Topology(format!(
             "more than {MAX_REDIRECTS} redirects"
         )))
+    }
+
+    /// Keeps the following exchanges on the node of the last one (after a `WATCH`).
+    pub(crate) fn watch_last(&mut self) {
+        self.watching = self.last.clone();
+    }
+
+    /// Ends [`Dedicated::watch_last`] (after `EXEC`, `DISCARD`, `UNWATCH`).
+    pub(crate) fn unwatch(&mut self) {
+        self.watching = None;
     }
 
     /// Opens a connection for pass-through to the node that accepts `first` (the command

@@ -27,8 +27,10 @@
 //!   `HELLO` (RESP2 only; `HELLO 3` gets `-NOPROTO`, so clients fall back),
 //!   `CLIENT SETNAME/GETNAME/ID/SETINFO`, `QUIT`, `RESET`.
 //! - Refused with a clear error: `CLUSTER`, `READONLY`, `READWRITE`, `ASKING` (as a
-//!   standalone server answers them), `WATCH`, and `CLIENT` subcommands about upstream
+//!   standalone server answers them), and `CLIENT` subcommands about upstream
 //!   connections (use pinned mode for those).
+//! - `WATCH`: on a dedicated connection to the keys' master, which also runs the
+//!   transaction that follows; keys watched on several nodes get that node's `-MOVED`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -245,6 +247,8 @@ struct Session {
     name: Option<Bytes>,
     /// Commands queued since `MULTI`.
     multi: Option<Vec<Vec<Bytes>>>,
+    /// A `WATCH` is in force on a dedicated connection.
+    watching: bool,
     dedicated: Arc<Mutex<Dedicated>>,
 }
 
@@ -257,6 +261,7 @@ impl Session {
             id,
             name: None,
             multi: None,
+            watching: false,
             dedicated,
         }
     }
@@ -273,6 +278,9 @@ impl Session {
                 }
                 b"DISCARD" => {
                     self.multi = None;
+                    if self.watching {
+                        return self.unwatch(ok());
+                    }
                     ok()
                 }
                 b"MULTI" => error_line("ERR MULTI calls can not be nested"),
@@ -298,6 +306,10 @@ impl Session {
             b"HELLO" => self.hello(&args),
             b"CLIENT" => self.client(sub, &args),
             b"QUIT" => return Step::Quit(ok()),
+            b"RESET" if self.watching => {
+                self.name = None;
+                return self.unwatch(Frame::Simple(Bytes::from_static(b"RESET")));
+            }
             b"RESET" => {
                 self.name = None;
                 Frame::Simple(Bytes::from_static(b"RESET"))
@@ -308,10 +320,9 @@ impl Session {
             }
             b"EXEC" => error_line("ERR EXEC without MULTI"),
             b"DISCARD" => error_line("ERR DISCARD without MULTI"),
+            b"UNWATCH" if self.watching => return self.unwatch(ok()),
             b"UNWATCH" => ok(),
-            b"WATCH" => error_line(
-                "ERR redline tunnel (smart mode) does not support WATCH; use --mode pinned",
-            ),
+            b"WATCH" => return self.watch(args),
             b"CLUSTER" | b"READONLY" | b"READWRITE" | b"ASKING" => {
                 error_line("ERR This instance has cluster support disabled")
             }
@@ -380,10 +391,12 @@ impl Session {
 
     /// `MULTI`, the queued commands and `EXEC` in one batch on the owning master; the
     /// reply is `EXEC`'s.
-    fn transaction(&self, queued: Vec<Vec<Bytes>>) -> Step {
-        if queued.is_empty() {
+    fn transaction(&mut self, queued: Vec<Vec<Bytes>>) -> Step {
+        if queued.is_empty() && !self.watching {
             return Step::Reply(ready(Frame::Array(Vec::new())));
         }
+        // EXEC ends a WATCH, whatever its outcome.
+        self.watching = false;
         let mut bytes = BytesMut::new();
         encode::command(&mut bytes, ["MULTI"]);
         for args in &queued {
@@ -398,8 +411,62 @@ impl Session {
         let dedicated = self.dedicated.clone();
         Step::Alone(
             async move {
-                match dedicated.lock().await.exchange(&batch).await {
+                let mut dedicated = dedicated.lock().await;
+                let reply = match dedicated.exchange(&batch).await {
                     Ok(mut replies) => replies.pop().unwrap_or(Frame::NullArray),
+                    Err(e) => error_line(&format!("ERR redline tunnel: {e}")),
+                };
+                dedicated.unwatch();
+                reply
+            }
+            .boxed(),
+        )
+    }
+
+    /// `WATCH keys`: sent on a dedicated connection to the keys' master, which then also
+    /// runs the `MULTI`...`EXEC` that follows.
+    fn watch(&mut self, args: Vec<Bytes>) -> Step {
+        let batch = Batch {
+            slot: slot_of(&args),
+            bytes: encoded(&args),
+            replies: 1,
+        };
+        self.watching = true;
+        let dedicated = self.dedicated.clone();
+        Step::Alone(
+            async move {
+                let mut dedicated = dedicated.lock().await;
+                match dedicated.exchange(&batch).await {
+                    Ok(mut replies) => {
+                        let reply = replies.pop().unwrap_or(Frame::NullArray);
+                        if !matches!(reply, Frame::Error(_)) {
+                            dedicated.watch_last();
+                        }
+                        reply
+                    }
+                    Err(e) => error_line(&format!("ERR redline tunnel: {e}")),
+                }
+            }
+            .boxed(),
+        )
+    }
+
+    /// `UNWATCH` on the watching connection, then `reply`.
+    fn unwatch(&mut self, reply: Frame) -> Step {
+        self.watching = false;
+        let batch = Batch {
+            slot: None,
+            bytes: encoded(&[Bytes::from_static(b"UNWATCH")]),
+            replies: 1,
+        };
+        let dedicated = self.dedicated.clone();
+        Step::Alone(
+            async move {
+                let mut dedicated = dedicated.lock().await;
+                let result = dedicated.exchange(&batch).await;
+                dedicated.unwatch();
+                match result {
+                    Ok(_) => reply,
                     Err(e) => error_line(&format!("ERR redline tunnel: {e}")),
                 }
             }
