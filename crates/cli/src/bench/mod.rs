@@ -6,21 +6,20 @@
 //! port ([`embedded`]) and benchmarks that, so it works on a fresh machine.
 
 mod embedded;
+mod progress;
 mod report;
 mod runner;
 mod target;
 mod workload;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use redline::{Client, ClusterClient, ClusterConfig};
 
 use crate::conn::ConnArgs;
@@ -209,7 +208,7 @@ async fn bench(args: BenchArgs, embedded: Option<SocketAddr>) -> Result<(), Benc
                 keyspace: args.keyspace,
             };
             let live = Arc::new(Live::default());
-            let progress = progress(&args, test, &plan, live.clone());
+            let progress = progress::start(!args.json, test, &plan, live.clone());
             let outcome = runner::run(test, &target, &plan, live).await;
             progress.finish();
             let row = Row {
@@ -267,60 +266,4 @@ fn emit(args: &BenchArgs, row: &Row) {
     };
     let _ = stdout.write_all(text.as_bytes());
     let _ = stdout.flush();
-}
-
-/// Live progress on stderr while a test runs (only on a terminal, never with --json):
-/// the bar and the task that refreshes it; clear it with [`Progress::finish`].
-struct Progress(Option<(ProgressBar, tokio::task::JoinHandle<()>)>);
-
-impl Progress {
-    fn finish(self) {
-        if let Some((bar, ticker)) = self.0 {
-            ticker.abort();
-            bar.finish_and_clear();
-        }
-    }
-}
-
-fn progress(args: &BenchArgs, test: &Test, plan: &Plan, live: Arc<Live>) -> Progress {
-    if args.json || !std::io::stderr().is_terminal() {
-        return Progress(None);
-    }
-    let title = if plan.pipeline > 1 {
-        format!("{} (P={})", test.title, plan.pipeline)
-    } else {
-        test.title.clone()
-    };
-    let duration = plan.duration;
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
-    let ticking = bar.clone();
-    let ticker = tokio::spawn(async move {
-        let start = std::time::Instant::now();
-        let mut last = 0u64;
-        let mut interval = tokio::time::interval(Duration::from_millis(250));
-        loop {
-            interval.tick().await;
-            let done = live.done.load(Ordering::Relaxed);
-            let errors = live.errors.load(Ordering::Relaxed);
-            let rps = done.saturating_sub(last) as f64 * 4.0;
-            last = done;
-            let overall = done as f64 / start.elapsed().as_secs_f64().max(1e-9);
-            let left = match duration {
-                Some(d) => format!(
-                    " {:.0}s left",
-                    d.saturating_sub(start.elapsed()).as_secs_f64()
-                ),
-                None => String::new(),
-            };
-            ticking.set_message(format!(
-                "{title}: rps={rps:.0} (overall: {overall:.0}) done={done} errors={errors}{left}"
-            ));
-            ticking.tick();
-        }
-    });
-    Progress(Some((bar, ticker)))
 }
