@@ -41,8 +41,9 @@ struct CachedLimits {
     timeout: Option<Duration>,
 }
 
-/// What [`Connection::process_input`] stopped for.
-enum Progress {
+/// What [`run_commands`] stopped for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
     /// No complete command left in the input.
     Drained,
     /// The output buffer is large: write it, then continue.
@@ -97,6 +98,70 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr, id:
         tracing::debug!("Client id={id} addr={peer} closed: {e}");
     }
     connection.flush_counters();
+}
+
+/// The request path without the socket: decodes every complete command in `input` and
+/// executes it in order, replies appended to `output`, then serves clients blocked on
+/// keys the command wrote. Stops early when a command blocks, when `output` is large,
+/// or after a protocol error (the error reply is written and `close_after_reply` set).
+/// The connection loop calls it after each read; the fuzz target calls it directly.
+///
+/// ```
+/// use bytes::BytesMut;
+/// use redline_resp::RequestDecoder;
+/// use redline_server::net::client::ClientState;
+/// use redline_server::net::connection::{run_commands, Progress};
+/// use redline_server::shared::Shared;
+/// use redline_server::Config;
+///
+/// let shared = Shared::new(Config::default(), 0);
+/// let mut client = ClientState::new(1, "127.0.0.1:1".parse().unwrap(), true);
+/// let mut input = BytesMut::from(&b"SET k v\r\nGET k\r\n"[..]);
+/// let mut output = BytesMut::new();
+/// let mut decoder = RequestDecoder::default();
+/// let progress = run_commands(&shared, &mut client, &mut decoder, &mut input, &mut output);
+/// assert_eq!(progress, Progress::Drained);
+/// assert_eq!(&output[..], b"+OK\r\n$1\r\nv\r\n");
+/// ```
+pub fn run_commands(
+    shared: &Shared,
+    client: &mut ClientState,
+    decoder: &mut RequestDecoder,
+    input: &mut BytesMut,
+    output: &mut BytesMut,
+) -> Progress {
+    while !client.close_after_reply {
+        match decoder.decode(input) {
+            Ok(Some(args)) => {
+                let mut ctx = Ctx::new(shared, client, output);
+                cmd::execute(&mut ctx, &args);
+                client.commands_since_flush += 1;
+                if !client.ready.is_empty() || client.ready_all {
+                    let all = std::mem::take(&mut client.ready_all);
+                    cmd::blocking::serve_ready(shared, &mut client.ready, all);
+                }
+                if client.blocked.is_some() {
+                    return Progress::Blocked;
+                }
+                if output.len() >= FLUSH_AT {
+                    return Progress::OutputFull;
+                }
+            }
+            Ok(None) => return Progress::Drained,
+            Err(e) => {
+                // Redis answers a protocol error and closes the connection.
+                let text = format!("ERR {e}");
+                encode::write_error(output, text.as_bytes());
+                tracing::debug!(
+                    "Protocol error ({e}) from client: id={} addr={}",
+                    client.id,
+                    client.peer
+                );
+                client.close_after_reply = true;
+            }
+        }
+    }
+    Progress::Drained
 }
 
 impl Drop for Connection<'_> {
@@ -237,38 +302,13 @@ impl Connection<'_> {
 
     /// Runs every complete command in the input, appending replies to the output.
     fn process_input(&mut self) -> Progress {
-        while !self.client.close_after_reply {
-            match self.decoder.decode(&mut self.input) {
-                Ok(Some(args)) => {
-                    let mut ctx = Ctx::new(self.shared, &mut self.client, &mut self.output);
-                    cmd::execute(&mut ctx, &args);
-                    self.client.commands_since_flush += 1;
-                    if !self.client.ready.is_empty() || self.client.ready_all {
-                        let all = std::mem::take(&mut self.client.ready_all);
-                        cmd::blocking::serve_ready(self.shared, &mut self.client.ready, all);
-                    }
-                    if self.client.blocked.is_some() {
-                        return Progress::Blocked;
-                    }
-                    if self.output.len() >= FLUSH_AT {
-                        return Progress::OutputFull;
-                    }
-                }
-                Ok(None) => return Progress::Drained,
-                Err(e) => {
-                    // Redis answers a protocol error and closes the connection.
-                    let text = format!("ERR {e}");
-                    encode::write_error(&mut self.output, text.as_bytes());
-                    tracing::debug!(
-                        "Protocol error ({e}) from client: id={} addr={}",
-                        self.client.id,
-                        self.client.peer
-                    );
-                    self.client.close_after_reply = true;
-                }
-            }
-        }
-        Progress::Drained
+        run_commands(
+            self.shared,
+            &mut self.client,
+            &mut self.decoder,
+            &mut self.input,
+            &mut self.output,
+        )
     }
 
     /// Writes everything pending in one call.
