@@ -52,9 +52,10 @@ use super::listener;
 use super::shutdown::Shutdown;
 use super::standalone::CHUNK;
 
-/// Replies a client may have outstanding before the tunnel stops reading its requests
-/// (Redis has no such limit, but Redis does not hold the commands in memory either).
-const WINDOW: usize = 4096;
+/// Reply batches (one per read, at most) a client may have outstanding before the tunnel
+/// stops reading its requests (Redis has no such limit, but it does not hold the
+/// commands in memory either).
+const WINDOW: usize = 1024;
 
 /// Re-sends of an idempotent write after connection errors, and the pause before each
 /// (times the attempt number): together about a second, the time a failover takes to
@@ -122,6 +123,8 @@ async fn server_version(cluster: &ClusterClient) -> Bytes {
 
 /// What to do with one request.
 enum Step {
+    /// Routed by the cluster client; consecutive ones go out as one cluster pipeline.
+    Route(Vec<Bytes>),
     /// Its reply, in order with the others (it may run concurrently with them).
     Reply(BoxFuture<'static, Frame>),
     /// Runs alone: after every earlier reply, before any later command.
@@ -138,7 +141,9 @@ async fn connection(client: TcpStream, smart: Arc<Smart>) -> Result<(), TunnelEr
     let mut session = Session::new(smart);
     let mut inbuf = BytesMut::with_capacity(CHUNK);
     let mut decoder = RequestDecoder::default();
-    let mut pending: FuturesOrdered<BoxFuture<'static, Frame>> = FuturesOrdered::new();
+    let mut pending: FuturesOrdered<BoxFuture<'static, Vec<Frame>>> = FuturesOrdered::new();
+    // Routed commands decoded from the same reads, sent together.
+    let mut group: Vec<Vec<Bytes>> = Vec::new();
     let mut out = BytesMut::with_capacity(CHUNK);
     let mut eof = false;
     let mut closing = false;
@@ -150,7 +155,7 @@ async fn connection(client: TcpStream, smart: Arc<Smart>) -> Result<(), TunnelEr
             alone = false;
             match waiting.take() {
                 Some(Step::Alone(fut)) => {
-                    pending.push_back(fut);
+                    pending.push_back(fut.map(one).boxed());
                     alone = true;
                 }
                 Some(Step::PassThrough { first, slot }) => {
@@ -165,27 +170,37 @@ async fn connection(client: TcpStream, smart: Arc<Smart>) -> Result<(), TunnelEr
         if !closing && !alone && waiting.is_none() {
             while pending.len() < WINDOW {
                 match decoder.decode(&mut inbuf) {
-                    Ok(Some(args)) => match session.dispatch(args) {
-                        Step::Reply(fut) => pending.push_back(fut),
-                        Step::Quit(frame) => {
-                            pending.push_back(ready(frame));
-                            closing = true;
-                            break;
+                    Ok(Some(args)) => {
+                        let step = session.dispatch(args);
+                        if let Step::Route(args) = step {
+                            group.push(args);
+                            continue;
                         }
-                        step => {
-                            waiting = Some(step);
-                            break;
+                        session.flush(&mut group, &mut pending);
+                        match step {
+                            Step::Reply(fut) => pending.push_back(fut.map(one).boxed()),
+                            Step::Quit(frame) => {
+                                pending.push_back(ready(frame));
+                                closing = true;
+                                break;
+                            }
+                            step => {
+                                waiting = Some(step);
+                                break;
+                            }
                         }
-                    },
+                    }
                     Ok(None) => break,
                     Err(e) => {
                         // As Redis: an error line, then the connection is closed.
+                        session.flush(&mut group, &mut pending);
                         pending.push_back(ready(error_line(&format!("ERR Protocol error: {e}"))));
                         closing = true;
                         break;
                     }
                 }
             }
+            session.flush(&mut group, &mut pending);
             if waiting.is_some() && pending.is_empty() {
                 continue;
             }
@@ -196,11 +211,11 @@ async fn connection(client: TcpStream, smart: Arc<Smart>) -> Result<(), TunnelEr
         }
         let can_read = !eof && !closing && !alone && waiting.is_none() && pending.len() < WINDOW;
         tokio::select! {
-            Some(frame) = pending.next(), if !pending.is_empty() => {
-                encode::frame(&mut out, &frame);
+            Some(frames) = pending.next(), if !pending.is_empty() => {
+                frames.iter().for_each(|f| encode::frame(&mut out, f));
                 // Everything else already answered goes out in the same write.
-                while let Some(Some(frame)) = pending.next().now_or_never() {
-                    encode::frame(&mut out, &frame);
+                while let Some(Some(frames)) = pending.next().now_or_never() {
+                    frames.iter().for_each(|f| encode::frame(&mut out, f));
                     if out.len() >= CHUNK {
                         break;
                     }
@@ -219,8 +234,16 @@ async fn connection(client: TcpStream, smart: Arc<Smart>) -> Result<(), TunnelEr
     }
 }
 
-fn ready(frame: Frame) -> BoxFuture<'static, Frame> {
+fn ready(frame: Frame) -> BoxFuture<'static, Vec<Frame>> {
+    std::future::ready(vec![frame]).boxed()
+}
+
+fn now(frame: Frame) -> BoxFuture<'static, Frame> {
     std::future::ready(frame).boxed()
+}
+
+fn one(frame: Frame) -> Vec<Frame> {
+    vec![frame]
 }
 
 fn error_line(text: &str) -> Frame {
@@ -290,7 +313,7 @@ impl Session {
                     Frame::Simple(Bytes::from_static(b"QUEUED"))
                 }
             };
-            return Step::Reply(ready(reply));
+            return Step::Reply(now(reply));
         }
         let reply = match name.as_slice() {
             b"PING" => match args.len() {
@@ -340,35 +363,60 @@ impl Session {
             }
             b"SCAN" => return Step::Reply(self.scan(args)),
             _ if is_blocking(&name, &args) => return self.blocking(args),
-            _ => return Step::Reply(self.routed(args)),
+            _ => return Step::Route(args),
         };
-        Step::Reply(ready(reply))
+        Step::Reply(now(reply))
     }
 
-    /// The common path: the cluster client routes it (and retries reads after a lost
-    /// connection). Writes that give the same reply when run twice are re-sent here too,
-    /// so a failover does not surface as an error for them.
-    fn routed(&self, args: Vec<Bytes>) -> BoxFuture<'static, Frame> {
+    /// The common path: routed commands decoded together go out as one cluster pipeline
+    /// (one queue entry per node instead of one per command); a single one goes alone.
+    fn flush(
+        &self,
+        group: &mut Vec<Vec<Bytes>>,
+        pending: &mut FuturesOrdered<BoxFuture<'static, Vec<Frame>>>,
+    ) {
+        if group.is_empty() {
+            return;
+        }
+        let group = std::mem::take(group);
         let cluster = self.smart.upstream.cluster.clone();
-        async move {
-            let mut attempt = 0;
-            loop {
-                match cluster.cmd(&args).await {
-                    Ok(frame) => return frame,
-                    Err(e)
-                        if e.is_connection_error()
-                            && attempt < RESEND_ATTEMPTS
-                            && same_reply_when_repeated(&args) =>
-                    {
-                        attempt += 1;
-                        tracing::debug!(error = %e, attempt, "re-sending an idempotent write");
-                        tokio::time::sleep(RESEND_PAUSE * attempt).await;
+        pending.push_back(
+            async move {
+                if group.len() == 1 {
+                    return vec![route_one(&cluster, &group[0]).await];
+                }
+                let mut pipeline = cluster.pipeline();
+                for args in &group {
+                    pipeline.cmd(args);
+                }
+                match pipeline.query_frames().await {
+                    Ok(frames) => frames,
+                    // Refused before anything was sent: each on its own, with its own error.
+                    Err(Error::NotMultiplexable { .. }) => {
+                        let mut out = Vec::with_capacity(group.len());
+                        for args in &group {
+                            out.push(route_one(&cluster, args).await);
+                        }
+                        out
                     }
-                    Err(e) => return error_frame(&e),
+                    // Some commands may have run: re-run only what is safe to repeat.
+                    Err(e) => {
+                        let mut out = Vec::with_capacity(group.len());
+                        for args in &group {
+                            out.push(if is_readonly(args) || same_reply_when_repeated(args) {
+                                route_one(&cluster, args).await
+                            } else {
+                                error_line(&format!(
+                                    "ERR redline tunnel: {e} (the command may have run)"
+                                ))
+                            });
+                        }
+                        out
+                    }
                 }
             }
-        }
-        .boxed()
+            .boxed(),
+        );
     }
 
     fn blocking(&self, args: Vec<Bytes>) -> Step {
@@ -393,7 +441,7 @@ impl Session {
     /// reply is `EXEC`'s.
     fn transaction(&mut self, queued: Vec<Vec<Bytes>>) -> Step {
         if queued.is_empty() && !self.watching {
-            return Step::Reply(ready(Frame::Array(Vec::new())));
+            return Step::Reply(now(Frame::Array(Vec::new())));
         }
         // EXEC ends a WATCH, whatever its outcome.
         self.watching = false;
@@ -588,6 +636,33 @@ impl Session {
         }
         .boxed()
     }
+}
+
+/// One command through the cluster client (which re-sends reads after a lost
+/// connection). Writes that give the same reply when run twice are re-sent here too, so
+/// a failover does not surface as an error for them.
+async fn route_one(cluster: &ClusterClient, args: &[Bytes]) -> Frame {
+    let mut attempt = 0;
+    loop {
+        match cluster.cmd(args).await {
+            Ok(frame) => return frame,
+            Err(e)
+                if e.is_connection_error()
+                    && attempt < RESEND_ATTEMPTS
+                    && same_reply_when_repeated(args) =>
+            {
+                attempt += 1;
+                tracing::debug!(error = %e, attempt, "re-sending an idempotent write");
+                tokio::time::sleep(RESEND_PAUSE * attempt).await;
+            }
+            Err(e) => return error_frame(&e),
+        }
+    }
+}
+
+/// `readonly` in the command table: the cluster client re-sends these itself.
+fn is_readonly(args: &[Bytes]) -> bool {
+    command::lookup(&args[0]).is_some_and(|spec| spec.flags.contains(CommandFlags::READONLY))
 }
 
 /// Writes whose effect and reply are the same when they run twice: plain `SET` (no
