@@ -141,3 +141,63 @@ fn server_subcommand_serves_until_sigterm() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(!text(&bad.stderr).is_empty());
 }
+
+/// Runs a subscribe command with `tool`, publishes, interrupts it (Ctrl-C) and returns
+/// what it printed.
+fn subscribe_output(
+    server: &RedisServer,
+    mut tool: std::process::Command,
+    args: &[&str],
+) -> String {
+    let child = tool
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    // Wait until the subscription exists, then publish.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let subs = server
+            .cmd(&["PUBSUB", "NUMPAT"])
+            .unwrap()
+            .integer()
+            .unwrap()
+            + server
+                .cmd(&["PUBSUB", "NUMSUB", "news"])
+                .unwrap()
+                .items()
+                .and_then(|i| i.get(1).and_then(|n| n.integer()))
+                .unwrap_or(0);
+        if subs > 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.cmd(&["PUBLISH", "news", "hello world"]).unwrap();
+    server.cmd(&["PUBLISH", "news", "second"]).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    text(&child.wait_with_output().unwrap().stdout)
+}
+
+#[test]
+fn subscribe_mode_prints_messages_like_redis_cli() {
+    let server = RedisServer::start().expect("redis-server");
+    let port = server.port().to_string();
+    for args in [
+        vec!["-p", port.as_str(), "SUBSCRIBE", "news", "other"],
+        vec!["-p", port.as_str(), "--no-raw", "SUBSCRIBE", "news"],
+        vec!["-p", port.as_str(), "--no-raw", "PSUBSCRIBE", "ne*"],
+    ] {
+        let theirs = subscribe_output(&server, redis_cli(), &args);
+        let mut ours_args = vec!["cli"];
+        ours_args.extend_from_slice(&args);
+        let ours = subscribe_output(&server, redline(), &ours_args);
+        assert_eq!(ours, theirs, "{args:?}");
+        assert!(ours.contains("hello world"), "{ours}");
+    }
+}

@@ -10,6 +10,7 @@
 
 mod format;
 mod history;
+mod listen;
 mod repl;
 mod session;
 
@@ -103,8 +104,8 @@ async fn run_async(args: CliArgs) -> ExitCode {
             .iter()
             .map(|a| bytes::Bytes::copy_from_slice(a.as_bytes()))
             .collect();
-        return match session.run(argv).await {
-            Ok(reply) => print(output.render(&reply)),
+        return match execute(&mut session, argv, output).await {
+            Ok(Flow::Continue | Flow::Stop) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("{e}");
                 ExitCode::from(1)
@@ -135,12 +136,9 @@ async fn pipe(mut session: Session, output: Output) -> ExitCode {
                 }
             }
             Some(argv) if argv.is_empty() => {}
-            Some(argv) => match session.run(argv).await {
-                Ok(reply) => {
-                    if print(output.render(&reply)) != ExitCode::SUCCESS {
-                        return ExitCode::from(1);
-                    }
-                }
+            Some(argv) => match execute(&mut session, argv, output).await {
+                Ok(Flow::Continue) => {}
+                Ok(Flow::Stop) => return ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("{e}");
                     return ExitCode::from(1);
@@ -149,6 +147,37 @@ async fn pipe(mut session: Session, output: Output) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// What to do after a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// Read the next command.
+    Continue,
+    /// Exit: subscribe mode ended (Ctrl-C), or stdout is closed.
+    Stop,
+}
+
+/// Runs one command and prints its reply; subscribe commands enter subscribe mode, which
+/// lasts until Ctrl-C, as in redis-cli.
+pub(crate) async fn execute(
+    session: &mut Session,
+    argv: Vec<bytes::Bytes>,
+    output: Output,
+) -> Result<Flow, session::SessionError> {
+    if let Some(kind) = argv.first().and_then(|name| listen::Kind::of(name)) {
+        if argv.len() > 1 {
+            let listener = session.listener(kind).await?;
+            listen::run(listener, kind, argv[1..].to_vec(), output).await?;
+            return Ok(Flow::Stop);
+        }
+    }
+    let reply = session.run(argv).await?;
+    if print(output.render(&reply)) == ExitCode::SUCCESS {
+        Ok(Flow::Continue)
+    } else {
+        Ok(Flow::Stop)
+    }
 }
 
 /// Writes to stdout; a closed pipe (`| head`) ends quietly.

@@ -7,7 +7,7 @@ use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
 
 use super::session::Session;
-use super::{history, print, Output};
+use super::{execute, history, Flow, Output};
 
 /// Runs the REPL until `quit`, `exit`, Ctrl-C or Ctrl-D.
 pub(crate) async fn run(mut session: Session, output: Output) -> ExitCode {
@@ -63,10 +63,9 @@ pub(crate) async fn run(mut session: Session, output: Output) -> ExitCode {
             }
         }
         for _ in 0..repeat {
-            match session.run(argv.clone()).await {
-                Ok(reply) => {
-                    print(output.render(&reply));
-                }
+            match execute(&mut session, argv.clone(), output).await {
+                Ok(Flow::Continue) => {}
+                Ok(Flow::Stop) => return ExitCode::SUCCESS,
                 Err(e) => {
                     // The dedicated connection reconnects on the next command.
                     println!("{e}");

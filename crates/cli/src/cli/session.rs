@@ -6,6 +6,8 @@ use std::fmt;
 use bytes::Bytes;
 use redline::{Client, ClusterClient, ClusterConfig, Cmd, DedicatedConnection, Error, Frame};
 
+use super::listen::{Kind, Listener};
+
 use super::CliArgs;
 
 /// A connected cli session.
@@ -19,8 +21,9 @@ pub(crate) struct Session {
 
 /// Where commands go.
 enum Conn {
-    /// One server: a dedicated connection (it reconnects by itself after a loss).
-    Single(DedicatedConnection),
+    /// One server: a dedicated connection (it reconnects by itself after a loss), and the
+    /// client it came from (for subscribers).
+    Single(Client, DedicatedConnection),
     /// `-c`: the cluster client, which follows MOVED/ASK itself.
     Cluster(ClusterClient),
 }
@@ -46,7 +49,7 @@ pub(crate) enum SessionError {
 
 /// A client error worded as redis-cli words it (no "(os error 111)").
 #[derive(Debug)]
-pub(crate) struct Reason(Error);
+pub(crate) struct Reason(pub(crate) Error);
 
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -88,7 +91,7 @@ impl Session {
         } else {
             let client = Client::from_config(cfg).await.map_err(fail)?;
             let conn = client.dedicated().await.map_err(fail)?;
-            Conn::Single(conn)
+            Conn::Single(client, conn)
         };
         Ok(Session { conn, addr, db })
     }
@@ -116,7 +119,7 @@ impl Session {
             return Ok(Frame::Error(Bytes::from_static(b"ERR empty command")));
         };
         let result = match &mut self.conn {
-            Conn::Single(conn) => conn.query::<Frame>(cmd).await,
+            Conn::Single(_, conn) => conn.query::<Frame>(cmd).await,
             Conn::Cluster(cluster) => cluster.query::<Frame>(cmd).await,
         };
         match result {
@@ -144,6 +147,24 @@ impl Session {
                 Ok(Frame::Error(Bytes::from(format!("ERR redline cli: {e}"))))
             }
             Err(e) => Err(SessionError::Lost(Reason(e))),
+        }
+    }
+}
+
+impl Session {
+    /// A subscriber for `kind` on this session's server or cluster.
+    pub(crate) async fn listener(&self, kind: Kind) -> Result<Listener, SessionError> {
+        let lost = |e| SessionError::Lost(Reason(e));
+        match (&self.conn, kind) {
+            (Conn::Single(client, _), _) => {
+                Ok(Listener::One(client.subscriber().await.map_err(lost)?))
+            }
+            (Conn::Cluster(cluster), Kind::Shard) => {
+                Ok(Listener::Shards(cluster.shard_subscriber()))
+            }
+            (Conn::Cluster(cluster), _) => {
+                Ok(Listener::One(cluster.subscriber().await.map_err(lost)?))
+            }
         }
     }
 }
