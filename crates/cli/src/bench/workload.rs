@@ -179,6 +179,8 @@ impl Test {
 pub(crate) struct Keys {
     keyspace: Option<u64>,
     rng: fastrand::Rng,
+    /// The last key made; commands copy it while encoding, so no allocation per key.
+    buf: Vec<u8>,
 }
 
 const PLACEHOLDER: &[u8] = b"__rand_int__";
@@ -189,6 +191,7 @@ impl Keys {
         Keys {
             keyspace,
             rng: fastrand::Rng::new(),
+            buf: Vec::with_capacity(32),
         }
     }
 
@@ -199,8 +202,25 @@ impl Keys {
         }
     }
 
-    fn key(&mut self, prefix: &str) -> String {
-        format!("{prefix}{}", self.number())
+    fn key(&mut self, prefix: &str) -> &[u8] {
+        self.buf.clear();
+        self.buf.extend_from_slice(prefix.as_bytes());
+        match self.keyspace {
+            Some(n) => {
+                // redis-benchmark's %012d.
+                let mut v = self.rng.u64(0..n.max(1));
+                let start = self.buf.len();
+                self.buf.resize(start + 12, b'0');
+                let mut pos = start + 12;
+                while v > 0 && pos > start {
+                    pos -= 1;
+                    self.buf[pos] = b'0' + (v % 10) as u8;
+                    v /= 10;
+                }
+            }
+            None => self.buf.extend_from_slice(PLACEHOLDER),
+        }
+        &self.buf
     }
 
     fn score(&mut self) -> u64 {
@@ -252,6 +272,10 @@ mod tests {
         assert_eq!(out.len(), "k::".len() + 24);
         assert!(out.starts_with(b"k:00000000000"));
         let mut fixed = Keys::new(None);
-        assert_eq!(fixed.key("key:"), "key:__rand_int__");
+        assert_eq!(fixed.key("key:"), b"key:__rand_int__");
+        let mut random = Keys::new(Some(1000));
+        let key = random.key("key:").to_vec();
+        assert_eq!(key.len(), 4 + 12);
+        assert!(key.starts_with(b"key:000000000"), "{key:?}");
     }
 }
