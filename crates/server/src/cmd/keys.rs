@@ -536,7 +536,7 @@ fn move_key(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 /// Redis 7.0's name for how a value is stored, from its type and size (the thresholds
 /// of its listpack/intset encodings at their default settings).
-fn encoding_name(value: &crate::store::Value) -> &'static str {
+pub(crate) fn encoding_name(value: &crate::store::Value) -> &'static str {
     use crate::store::Value;
     let small = |len: usize| len <= 64;
     match value {

@@ -7,6 +7,7 @@
 //! handler writes its reply straight into the connection's output buffer; it returns
 //! `Err` only before writing anything, and the dispatcher writes that error.
 
+pub mod admin;
 pub mod args;
 pub mod bitmaps;
 pub mod blocking;
@@ -21,6 +22,7 @@ pub mod pubsub;
 pub mod reply;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod strings;
 pub mod tx;
 pub mod zsetops;
@@ -46,6 +48,8 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(strings::COMMANDS);
     all.extend_from_slice(bitmaps::COMMANDS);
     all.extend_from_slice(lcs::COMMANDS);
+    all.extend_from_slice(sort::COMMANDS);
+    all.extend_from_slice(admin::COMMANDS);
     all.extend_from_slice(keys::COMMANDS);
     all.extend_from_slice(lists::COMMANDS);
     all.extend_from_slice(hashes::COMMANDS);

@@ -38,7 +38,6 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("client|id", client_id),
     ("client|setname", client_setname),
     ("client|getname", client_getname),
-    ("client|kill", client_kill),
     ("config|get", config_get),
     ("config|set", config_set),
     ("config|resetstat", config_resetstat),
@@ -85,6 +84,7 @@ fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ));
     }
     ctx.client.db = db_index(ctx, &args[1])?;
+    describe(ctx);
     ok(ctx.out);
     Ok(())
 }
@@ -109,6 +109,13 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// Mirrors the client's name and database into the client table (CLIENT LIST).
+fn describe(ctx: &Ctx<'_>) {
+    ctx.shared
+        .clients
+        .describe(ctx.client.id, ctx.client.name.clone(), ctx.client.db);
+}
+
 fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     ok(ctx.out);
     ctx.client.close_after_reply = true;
@@ -119,6 +126,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     ctx.client.db = 0;
     ctx.client.protocol = Protocol::Resp2;
     ctx.client.name = None;
+    describe(ctx);
     ctx.client.authenticated = ctx.shared.config.read().requirepass.is_empty();
     ctx.client.multi = None;
     ctx.client.multi_failed = false;
@@ -199,6 +207,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if let Some(name) = name {
         validate_client_name(&name)?;
         ctx.client.name = (!name.is_empty()).then(|| name.to_vec());
+        describe(ctx);
     }
     ctx.client.protocol = protocol;
     ctx.client.mailbox.set_protocol(protocol);
@@ -628,6 +637,7 @@ fn validate_client_name(name: &[u8]) -> CmdResult {
 fn client_setname(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     validate_client_name(&args[2])?;
     ctx.client.name = (!args[2].is_empty()).then(|| args[2].to_vec());
+    describe(ctx);
     ok(ctx.out);
     Ok(())
 }
@@ -665,22 +675,6 @@ pub fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     ok(ctx.out);
     Ok(())
-}
-
-fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    // The filter form `CLIENT KILL ID n` only, for now.
-    if args.len() == 4 && is(&args[2], "id") {
-        let id = int(&args[3])?;
-        let killed = if id as u64 == ctx.client.id {
-            ctx.client.close_after_reply = true;
-            true
-        } else {
-            id > 0 && ctx.shared.clients.kill(id as u64)
-        };
-        encode::write_integer(ctx.out, i64::from(killed));
-        return Ok(());
-    }
-    Err(SYNTAX)
 }
 
 // ---- CONFIG ----

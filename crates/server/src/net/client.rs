@@ -57,6 +57,22 @@ pub struct ClientState {
     pub patterns: IndexSet<Bytes>,
     /// SSUBSCRIBE shard channels.
     pub shard_channels: IndexSet<Bytes>,
+    /// CLIENT REPLY state.
+    pub reply: ReplyMode,
+}
+
+/// CLIENT REPLY: whether replies are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReplyMode {
+    /// Normal.
+    #[default]
+    On,
+    /// No replies until CLIENT REPLY ON.
+    Off,
+    /// CLIENT REPLY SKIP just ran: the next command's reply is dropped.
+    SkipArmed,
+    /// Dropping this command's reply, then back to `On`.
+    Skipping,
 }
 
 /// A blocking command waiting for its keys.
@@ -106,6 +122,7 @@ impl ClientState {
             channels: IndexSet::new(),
             patterns: IndexSet::new(),
             shard_channels: IndexSet::new(),
+            reply: ReplyMode::On,
         }
     }
 

@@ -18,7 +18,7 @@ use redline_resp::{encode, Limits, RequestDecoder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::client::ClientState;
+use super::client::{ClientState, ReplyMode};
 use super::registry::Registration;
 use crate::cmd::{self, Ctx};
 use crate::shared::Shared;
@@ -133,9 +133,13 @@ pub fn run_commands(
     while !client.close_after_reply {
         match decoder.decode(input) {
             Ok(Some(args)) => {
+                let mark = output.len();
                 let mut ctx = Ctx::new(shared, client, output);
                 cmd::execute(&mut ctx, &args);
                 client.commands_since_flush += 1;
+                if client.reply != ReplyMode::On {
+                    apply_reply_mode(client, output, mark);
+                }
                 if !client.ready.is_empty() || client.ready_all {
                     let all = std::mem::take(&mut client.ready_all);
                     cmd::blocking::serve_ready(shared, &mut client.ready, all);
@@ -162,6 +166,20 @@ pub fn run_commands(
         }
     }
     Progress::Drained
+}
+
+/// CLIENT REPLY OFF/SKIP: drops the reply the last command wrote (from `mark` on).
+fn apply_reply_mode(client: &mut ClientState, output: &mut BytesMut, mark: usize) {
+    match client.reply {
+        ReplyMode::On => {}
+        ReplyMode::Off => output.truncate(mark),
+        // CLIENT REPLY SKIP itself answers nothing; the command after it is skipped.
+        ReplyMode::SkipArmed => client.reply = ReplyMode::Skipping,
+        ReplyMode::Skipping => {
+            output.truncate(mark);
+            client.reply = ReplyMode::On;
+        }
+    }
 }
 
 impl Drop for Connection<'_> {

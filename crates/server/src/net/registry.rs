@@ -16,7 +16,26 @@ pub struct ClientEntry {
     pub peer: SocketAddr,
     /// When it connected.
     pub created: Instant,
+    /// CLIENT SETNAME, mirrored here for CLIENT LIST.
+    pub name: Option<Vec<u8>>,
+    /// Selected database, mirrored here for CLIENT LIST.
+    pub db: usize,
     abort: Option<AbortHandle>,
+}
+
+/// What CLIENT LIST shows of one client.
+#[derive(Debug, Clone)]
+pub struct ClientSummary {
+    /// Id.
+    pub id: u64,
+    /// Peer address.
+    pub peer: SocketAddr,
+    /// Seconds connected.
+    pub age: u64,
+    /// Name.
+    pub name: Option<Vec<u8>>,
+    /// Database.
+    pub db: usize,
 }
 
 /// Connected clients.
@@ -35,6 +54,8 @@ impl Clients {
             ClientEntry {
                 peer,
                 created: Instant::now(),
+                name: None,
+                db: 0,
                 abort: None,
             },
         );
@@ -83,6 +104,32 @@ impl Clients {
                 abort.abort();
             }
         }
+    }
+
+    /// Records a client's name and database (SETNAME, SELECT, RESET).
+    pub fn describe(&self, id: u64, name: Option<Vec<u8>>, db: usize) {
+        if let Some(entry) = self.map.lock().get_mut(&id) {
+            entry.name = name;
+            entry.db = db;
+        }
+    }
+
+    /// Every client, oldest first (CLIENT LIST).
+    pub fn summaries(&self) -> Vec<ClientSummary> {
+        let mut all: Vec<ClientSummary> = self
+            .map
+            .lock()
+            .iter()
+            .map(|(&id, e)| ClientSummary {
+                id,
+                peer: e.peer,
+                age: e.created.elapsed().as_secs(),
+                name: e.name.clone(),
+                db: e.db,
+            })
+            .collect();
+        all.sort_by_key(|c| c.id);
+        all
     }
 
     /// Ids currently connected (oldest first).

@@ -1,0 +1,410 @@
+//! Introspection and administration beyond the basics in `server.rs`: CLIENT LIST INFO
+//! KILL (filters) REPLY NO-EVICT, LASTSAVE, MEMORY USAGE, LATENCY, DEBUG (the parts the
+//! Redis test suite leans on).
+
+use std::fmt::Write as _;
+
+use bytes::Bytes;
+use redline_resp::encode;
+
+use super::args::{int, is};
+use super::reply::{ok, unknown_subcommand, CmdError, CmdResult, SYNTAX};
+use super::{Ctx, Handler};
+use crate::net::client::ReplyMode;
+use crate::store::Value;
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("client|list", client_list),
+    ("client|info", client_info),
+    ("client|kill", client_kill),
+    ("client|reply", client_reply),
+    ("client|no-evict", client_no_evict),
+    ("lastsave", lastsave),
+    ("memory|usage", memory_usage),
+    ("latency|latest", latency_empty),
+    ("latency|history", latency_empty),
+    ("latency|reset", latency_reset),
+    ("latency|doctor", latency_doctor),
+    ("debug", debug),
+];
+
+/// One CLIENT LIST line, in Redis 7.0's field order (figures we do not track are 0).
+fn client_line(
+    text: &mut String,
+    summary: &crate::net::registry::ClientSummary,
+    local: &str,
+    me: Option<&crate::net::client::ClientState>,
+) {
+    let name = summary
+        .name
+        .as_deref()
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+        .unwrap_or_default();
+    let (sub, psub, ssub, multi, resp) = match me {
+        Some(c) => (
+            c.channels.len(),
+            c.patterns.len(),
+            c.shard_channels.len(),
+            c.multi.as_ref().map_or(-1, |q| q.len() as i64),
+            if c.protocol == redline_resp::Protocol::Resp3 {
+                3
+            } else {
+                2
+            },
+        ),
+        None => (0, 0, 0, -1, 2),
+    };
+    let flags = if sub + psub + ssub > 0 { "P" } else { "N" };
+    let _ = writeln!(
+        text,
+        "id={} addr={} laddr={} fd=0 name={} age={} idle=0 flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+        summary.id,
+        summary.peer,
+        local,
+        name,
+        summary.age,
+        flags,
+        summary.db,
+        sub,
+        psub,
+        ssub,
+        multi,
+        if me.is_some() { "client|list" } else { "NULL" },
+        resp
+    );
+}
+
+fn local_addr(ctx: &Ctx<'_>) -> String {
+    let bind = ctx
+        .shared
+        .config
+        .read()
+        .bind
+        .first()
+        .cloned()
+        .unwrap_or_default();
+    let host = bind.trim_start_matches('-');
+    format!("{host}:{}", ctx.shared.port)
+}
+
+fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut ids: Option<Vec<u64>> = None;
+    let mut j = 2;
+    while j < args.len() {
+        if is(&args[j], "type") && j + 1 < args.len() {
+            let t = &args[j + 1];
+            if !["normal", "master", "replica", "slave", "pubsub"]
+                .iter()
+                .any(|w| is(t, w))
+            {
+                return Err(CmdError::Owned(format!(
+                    "ERR Unknown client type '{}'",
+                    String::from_utf8_lossy(t)
+                )));
+            }
+            if !is(t, "normal") && !is(t, "pubsub") {
+                ids = Some(Vec::new());
+            }
+            j += 2;
+        } else if is(&args[j], "id") && j + 1 < args.len() {
+            let mut list = Vec::new();
+            for a in &args[j + 1..] {
+                match int(a) {
+                    Ok(n) if n > 0 => list.push(n as u64),
+                    _ => return Err(CmdError::Static("ERR Invalid client ID")),
+                }
+            }
+            ids = Some(list);
+            j = args.len();
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    let local = local_addr(ctx);
+    let mut text = String::new();
+    for s in ctx.shared.clients.summaries() {
+        if ids.as_ref().is_some_and(|l| !l.contains(&s.id)) {
+            continue;
+        }
+        let me = (s.id == ctx.client.id).then_some(&*ctx.client);
+        client_line(&mut text, &s, &local, me);
+    }
+    verbatim(ctx, text.as_bytes());
+    Ok(())
+}
+
+fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let local = local_addr(ctx);
+    let mut text = String::new();
+    if let Some(s) = ctx
+        .shared
+        .clients
+        .summaries()
+        .into_iter()
+        .find(|s| s.id == ctx.client.id)
+    {
+        client_line(&mut text, &s, &local, Some(&*ctx.client));
+    }
+    verbatim(ctx, text.as_bytes());
+    Ok(())
+}
+
+/// CLIENT KILL addr (old form) or filter pairs ID ADDR LADDR SKIPME TYPE USER.
+fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let clients = ctx.shared.clients.summaries();
+    if args.len() == 3 {
+        let addr = String::from_utf8_lossy(&args[2]).into_owned();
+        let Some(target) = clients.iter().find(|c| c.peer.to_string() == addr) else {
+            return Err(CmdError::Static("ERR No such client"));
+        };
+        kill(ctx, target.id);
+        ok(ctx.out);
+        return Ok(());
+    }
+    if args.len() % 2 != 0 {
+        return Err(SYNTAX);
+    }
+    let (mut id, mut addr, mut laddr, mut skipme, mut user) = (None, None, None, true, None);
+    let mut kind_ok = true;
+    for pair in args[2..].chunks(2) {
+        let (name, value) = (&pair[0], &pair[1]);
+        if is(name, "id") {
+            match int(value) {
+                Ok(n) if n > 0 => id = Some(n as u64),
+                _ => return Err(CmdError::Static("ERR client-id should be greater than 0")),
+            }
+        } else if is(name, "addr") {
+            addr = Some(String::from_utf8_lossy(value).into_owned());
+        } else if is(name, "laddr") {
+            laddr = Some(String::from_utf8_lossy(value).into_owned());
+        } else if is(name, "skipme") {
+            skipme = if is(value, "yes") {
+                true
+            } else if is(value, "no") {
+                false
+            } else {
+                return Err(SYNTAX);
+            };
+        } else if is(name, "type") {
+            if !["normal", "master", "replica", "slave", "pubsub"]
+                .iter()
+                .any(|w| is(value, w))
+            {
+                return Err(CmdError::Owned(format!(
+                    "ERR Unknown client type '{}'",
+                    String::from_utf8_lossy(value)
+                )));
+            }
+            kind_ok = is(value, "normal");
+        } else if is(name, "user") {
+            user = Some(value.to_vec());
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    if user.as_deref().is_some_and(|u| u != b"default") {
+        return Err(CmdError::Owned(format!(
+            "ERR No such user '{}'",
+            String::from_utf8_lossy(user.as_deref().unwrap_or_default())
+        )));
+    }
+    let local = local_addr(ctx);
+    let mut killed = 0;
+    for c in clients {
+        let matches = kind_ok
+            && id.is_none_or(|i| i == c.id)
+            && addr.as_ref().is_none_or(|a| *a == c.peer.to_string())
+            && laddr.as_ref().is_none_or(|a| *a == local)
+            && !(skipme && c.id == ctx.client.id);
+        if matches {
+            kill(ctx, c.id);
+            killed += 1;
+        }
+    }
+    encode::write_integer(ctx.out, killed);
+    Ok(())
+}
+
+fn kill(ctx: &mut Ctx<'_>, id: u64) {
+    if id == ctx.client.id {
+        ctx.client.close_after_reply = true;
+    } else {
+        ctx.shared.clients.kill(id);
+    }
+}
+
+fn client_reply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mode = &args[2];
+    if is(mode, "on") {
+        ctx.client.reply = ReplyMode::On;
+        ok(ctx.out);
+    } else if is(mode, "off") {
+        ctx.client.reply = ReplyMode::Off;
+    } else if is(mode, "skip") {
+        if ctx.client.reply == ReplyMode::On {
+            ctx.client.reply = ReplyMode::SkipArmed;
+        }
+    } else {
+        return Err(SYNTAX);
+    }
+    Ok(())
+}
+
+fn client_no_evict(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    // There is no eviction (maxmemory is not supported), so the flag changes nothing.
+    if is(&args[2], "on") || is(&args[2], "off") {
+        ok(ctx.out);
+        Ok(())
+    } else {
+        Err(SYNTAX)
+    }
+}
+
+fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    // Nothing is ever saved: Redis reports the start time then.
+    let started = ctx
+        .shared
+        .started_at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    encode::write_integer(ctx.out, started as i64);
+    Ok(())
+}
+
+/// Bytes a value takes, estimated from its layout (entry, inline or heap bytes, and the
+/// per-element overhead of its collection).
+fn value_size(value: &Value) -> usize {
+    const ENTRY: usize = 56;
+    let heap = |len: usize| {
+        if len > crate::store::INLINE_CAPACITY {
+            len + 16
+        } else {
+            0
+        }
+    };
+    ENTRY
+        + match value {
+            Value::Int(_) => 0,
+            Value::Str(s) => heap(s.len()),
+            Value::List(l) => 32 + l.iter().map(|e| 24 + heap(e.len())).sum::<usize>(),
+            Value::Hash(h) => {
+                64 + h
+                    .iter()
+                    .map(|(f, v)| 64 + heap(f.len()) + heap(v.len()))
+                    .sum::<usize>()
+            }
+            Value::Set(s) => 64 + s.iter().map(|m| 40 + heap(m.len())).sum::<usize>(),
+            Value::ZSet(z) => {
+                96 + z
+                    .iter()
+                    .map(|(m, _)| 112 + 2 * heap(m.len()))
+                    .sum::<usize>()
+            }
+        }
+}
+
+fn memory_usage(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut j = 3;
+    while j < args.len() {
+        if is(&args[j], "samples") && j + 1 < args.len() {
+            let n = int(&args[j + 1])?;
+            if n < 0 {
+                return Err(SYNTAX);
+            }
+            j += 2;
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    let key = &args[2];
+    let proto = ctx.proto();
+    let mut shard = ctx.lock(key);
+    match shard.get(key) {
+        Some(e) => {
+            let size = value_size(&e.value) + key.len();
+            encode::write_integer(ctx.out, size as i64);
+        }
+        None => encode::write_null_bulk(ctx.out, proto),
+    }
+    Ok(())
+}
+
+fn latency_empty(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    // No latency monitor runs (latency-monitor-threshold is 0, Redis's default).
+    encode::write_array_len(ctx.out, 0);
+    Ok(())
+}
+
+fn latency_reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    encode::write_integer(ctx.out, 0);
+    Ok(())
+}
+
+fn latency_doctor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let text = "Dave, I have observed latency spikes in this Redis instance. You don't mind talking about it, do you Dave?\n\nI'm sorry, Dave, I can't do that: the latency monitor is disabled (latency-monitor-threshold 0).\n";
+    verbatim(ctx, text.as_bytes());
+    Ok(())
+}
+
+fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let sub = &args[1];
+    if is(sub, "sleep") && args.len() == 3 {
+        let seconds = super::args::float(&args[2])?;
+        // Like Redis, the whole connection (not the server) waits; capped for safety.
+        let ms = (seconds * 1000.0).clamp(0.0, 60_000.0) as u64;
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        ok(ctx.out);
+        return Ok(());
+    }
+    if is(sub, "set-active-expire") && args.len() == 3 {
+        ok(ctx.out);
+        return Ok(());
+    }
+    if is(sub, "object") && args.len() == 3 {
+        let key = &args[2];
+        let mut shard = ctx.lock(key);
+        let Some(e) = shard.get(key) else {
+            return Err(CmdError::Static("ERR no such key"));
+        };
+        let line = format!(
+            "Value at:0x0 refcount:1 encoding:{} serializedlength:0 lru:0 lru_seconds_idle:0",
+            super::keys::encoding_name(&e.value)
+        );
+        encode::write_simple(ctx.out, line.as_bytes());
+        return Ok(());
+    }
+    if is(sub, "help") {
+        const LINES: &[&str] = &[
+            "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "OBJECT <key>",
+            "    Show low level info about the key and associated value.",
+            "SET-ACTIVE-EXPIRE <0|1>",
+            "    Setting it to 0 disables expiring keys in background when they are not",
+            "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+            "    default.",
+            "SLEEP <seconds>",
+            "    Stop the server for <seconds>. Decimals allowed.",
+            "HELP",
+            "    Prints this help.",
+        ];
+        encode::write_array_len(ctx.out, LINES.len());
+        for line in LINES {
+            encode::write_simple(ctx.out, line.as_bytes());
+        }
+        return Ok(());
+    }
+    Err(unknown_subcommand("debug", sub))
+}
+
+/// Text as Redis sends it: a verbatim string in RESP3, a bulk string in RESP2.
+fn verbatim(ctx: &mut Ctx<'_>, text: &[u8]) {
+    if ctx.client.protocol == redline_resp::Protocol::Resp3 {
+        encode::write_len(ctx.out, b'=', text.len() + 4);
+        ctx.out.extend_from_slice(b"txt:");
+        ctx.out.extend_from_slice(text);
+        ctx.out.extend_from_slice(b"\r\n");
+    } else {
+        encode::write_bulk(ctx.out, text);
+    }
+}
