@@ -216,7 +216,7 @@ impl ClusterClient {
     async fn execute_cmd(&self, cmd: Cmd, read_from: ReadFrom) -> Result<Frame, Error> {
         if cmd.is_blocking() && matches!(cmd.restriction(), Restriction::Dedicated(_)) {
             let block = cmd.block_time();
-            return self.blocking_frame(cmd, block).await;
+            return Box::pin(self.blocking_frame(cmd, block)).await;
         }
         self.execute(prepare(cmd)?, read_from).await
     }
@@ -235,6 +235,8 @@ impl ClusterClient {
         read_from: ReadFrom,
     ) -> Result<Frame, Error> {
         let shared = &*self.inner;
+        // Only the single-slot arm is inline: the others are boxed so the common
+        // command's future stays small (it is moved on every await up the chain).
         match route.target {
             Target::Slot(slot) => {
                 let cmd = SlotCommand {
@@ -244,19 +246,21 @@ impl ClusterClient {
                 };
                 send_to_slot(shared, bytes, cmd).await
             }
-            Target::Keyless(Fanout::Any) => fanout::any(shared, bytes, route.readonly).await,
+            Target::Keyless(Fanout::Any) => {
+                Box::pin(fanout::any(shared, bytes, route.readonly)).await
+            }
             Target::Keyless(Fanout::Masters(policy)) => {
-                fanout::combined(shared, bytes, Nodes::Masters, policy).await
+                Box::pin(fanout::combined(shared, bytes, Nodes::Masters, policy)).await
             }
             Target::Keyless(Fanout::AllNodes(policy)) => {
-                fanout::combined(shared, bytes, Nodes::All, policy).await
+                Box::pin(fanout::combined(shared, bytes, Nodes::All, policy)).await
             }
             Target::Split(kind) => {
                 bump(&shared.metrics.splits);
-                split::run(self, &bytes, kind, route.readonly, read_from).await
+                Box::pin(split::run(self, &bytes, kind, route.readonly, read_from)).await
             }
             Target::CrossSlot => Err(cross_slot()),
-            Target::Unknown => self.execute_unknown(bytes, route.readonly).await,
+            Target::Unknown => Box::pin(self.execute_unknown(bytes, route.readonly)).await,
         }
     }
 
@@ -390,5 +394,44 @@ pub(crate) fn cross_slot() -> Error {
     Error::Server {
         kind: ServerErrorKind::CrossSlot,
         message: Arc::from("Keys in request don't hash to the same slot"),
+    }
+}
+
+#[cfg(test)]
+mod size_probe {
+    /// Prints the size of a typed command's future (not asserted).
+    #[tokio::test]
+    #[ignore]
+    async fn future_sizes() {
+        let cfg = super::ClusterConfig::from_urls(["redis://127.0.0.1:1"]).unwrap();
+        let shared = std::sync::Arc::new(super::Shared {
+            table: arc_swap::ArcSwap::from_pointee(super::SlotTable::empty()),
+            registry: super::Registry::new(cfg.node.clone()),
+            cfg,
+            metrics: Default::default(),
+            refresh: Default::default(),
+            keyless_unknown: Default::default(),
+        });
+        let cluster = super::ClusterClient { inner: shared };
+        let f = cluster.get("k");
+        println!(
+            "ClusterClient::get future: {} bytes",
+            std::mem::size_of_val(&f)
+        );
+        let g = super::send_to_slot(
+            cluster.shared(),
+            bytes::Bytes::new(),
+            super::SlotCommand {
+                slot: 0,
+                readonly: true,
+                replica: false,
+            },
+        );
+        println!("send_to_slot future: {} bytes", std::mem::size_of_val(&g));
+        let node = cluster.shared().registry.get("127.0.0.1", 1).unwrap();
+        let m = node.pick().send(bytes::Bytes::new());
+        println!("Multiplexer::send future: {} bytes", std::mem::size_of_val(&m));
+        let e = cluster.execute_cmd(crate::Cmd::new("GET"), super::ReadFrom::Master);
+        println!("execute_cmd future: {} bytes", std::mem::size_of_val(&e));
     }
 }

@@ -38,34 +38,65 @@ pub(crate) struct SlotCommand {
 
 /// Sends `bytes` (one command) for `cmd.slot`, following redirects; returns the final
 /// reply (error replies other than redirects included, as frames).
+///
+/// The first attempt is inline and small; everything after a redirect or a failure
+/// lives in a boxed future, so the common case does not carry (and move around) the
+/// state of the rare ones.
 pub(crate) async fn send_to_slot(
     shared: &Shared,
     bytes: Bytes,
     cmd: SlotCommand,
 ) -> Result<Frame, Error> {
+    let replica = cmd.replica && cmd.readonly;
+    let Some((node, on_replica)) = pick(shared, cmd.slot, replica) else {
+        return Box::pin(follow(shared, bytes, cmd, None)).await;
+    };
+    let result = if on_replica {
+        bump(&shared.metrics.replica_reads);
+        node.pick_readonly().send(bytes.clone()).await
+    } else {
+        node.pick().send(bytes.clone()).await
+    };
+    match &result {
+        Ok(frame) if classify(frame).is_none() => result,
+        Err(err) if !err.is_connection_error() => result,
+        _ => Box::pin(follow(shared, bytes, cmd, Some((node, result)))).await,
+    }
+}
+
+/// The slot's node: a replica when asked for and available, else the master.
+#[inline]
+fn pick(shared: &Shared, slot: u16, replica: bool) -> Option<(Arc<Node>, bool)> {
+    let table = shared.table.load();
+    if replica {
+        if let Some(node) = table.replica(slot) {
+            return Some((node.clone(), true));
+        }
+    }
+    table.master(slot).map(|n| (n.clone(), false))
+}
+
+/// The retry loop, starting from the first attempt's outcome (if one was made).
+async fn follow(
+    shared: &Shared,
+    bytes: Bytes,
+    cmd: SlotCommand,
+    first: Option<(Arc<Node>, Result<Frame, Error>)>,
+) -> Result<Frame, Error> {
     let mut retry = Retry::new(shared);
     let mut ask: Option<Arc<Node>> = None;
     let mut replica = cmd.replica && cmd.readonly;
+    let mut first = first.map(|(node, result)| (Some(node), result));
     loop {
-        let (node, result) = match ask.take() {
-            Some(node) => {
-                let result = send_asking(&node, &bytes).await;
-                (Some(node), result)
-            }
-            None => {
-                let picked = {
-                    let table = shared.table.load();
-                    let replica_node = if replica {
-                        table.replica(cmd.slot)
-                    } else {
-                        None
-                    };
-                    match replica_node {
-                        Some(n) => Some((n.clone(), true)),
-                        None => table.master(cmd.slot).map(|n| (n.clone(), false)),
-                    }
-                };
-                match picked {
+        let (node, result) = if let Some(outcome) = first.take() {
+            outcome
+        } else {
+            match ask.take() {
+                Some(node) => {
+                    let result = send_asking(&node, &bytes).await;
+                    (Some(node), result)
+                }
+                None => match pick(shared, cmd.slot, replica) {
                     Some((node, true)) => {
                         bump(&shared.metrics.replica_reads);
                         let result = node.pick_readonly().send(bytes.clone()).await;
@@ -76,7 +107,7 @@ pub(crate) async fn send_to_slot(
                         (Some(node), result)
                     }
                     None => (None, Err(unserved(cmd.slot))),
-                }
+                },
             }
         };
         match result {
