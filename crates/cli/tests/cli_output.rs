@@ -163,3 +163,28 @@ fn unreachable_server_exits_1_like_redis_cli() {
     assert_eq!(ours.status.code(), theirs.status.code());
     assert_eq!(text(&ours.stderr), text(&theirs.stderr));
 }
+
+#[test]
+fn repeat_interval_and_stdin_argument_like_redis_cli() {
+    let server = RedisServer::start().expect("redis-server");
+    let port = server.port().to_string();
+    for (args, stdin) in [
+        (vec!["-r", "3", "INCR", "a"], &b""[..]),
+        (
+            vec!["-r", "2", "-i", "0.1", "--no-raw", "LPUSH", "l", "x"],
+            &b""[..],
+        ),
+        (vec!["-x", "SET", "x"], &b"line one\nline \"two\"\x01"[..]),
+        (vec!["--no-raw", "GET", "x"], &b""[..]),
+    ] {
+        let mut theirs_args = vec!["-p", port.as_str()];
+        theirs_args.extend_from_slice(&args);
+        server.cmd(&["DEL", "a", "l"]).unwrap();
+        let theirs = run(redis_cli(), &theirs_args, stdin);
+        server.cmd(&["DEL", "a", "l"]).unwrap();
+        let mut ours_args = vec!["cli"];
+        ours_args.extend_from_slice(&theirs_args);
+        let ours = run(redline(), &ours_args, stdin);
+        assert_eq!(text(&ours.stdout), text(&theirs.stdout), "{args:?}");
+    }
+}

@@ -40,6 +40,15 @@ pub(crate) struct CliArgs {
     /// Force formatted output even when STDOUT is not a tty.
     #[arg(long = "no-raw")]
     pub(crate) no_raw: bool,
+    /// Execute specified command N times (-1: forever).
+    #[arg(short = 'r', value_name = "REPEAT", allow_negative_numbers = true)]
+    pub(crate) repeat: Option<i64>,
+    /// When -r is used, waits <interval> seconds per command (decimals allowed).
+    #[arg(short = 'i', value_name = "INTERVAL")]
+    pub(crate) interval: Option<f64>,
+    /// Read last argument from STDIN.
+    #[arg(short = 'x')]
+    pub(crate) stdin_arg: bool,
     /// The command to run once; without it, a REPL (terminal) or one command per line (pipe).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub(crate) command: Vec<String>,
@@ -99,23 +108,58 @@ async fn run_async(args: CliArgs) -> ExitCode {
         }
     };
     if !args.command.is_empty() {
-        let argv: Vec<bytes::Bytes> = args
+        let mut argv: Vec<bytes::Bytes> = args
             .command
             .iter()
             .map(|a| bytes::Bytes::copy_from_slice(a.as_bytes()))
             .collect();
-        return match execute(&mut session, argv, output).await {
-            Ok(Flow::Continue | Flow::Stop) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("{e}");
-                ExitCode::from(1)
+        if args.stdin_arg {
+            let mut last = Vec::new();
+            if let Err(e) = std::io::Read::read_to_end(&mut std::io::stdin(), &mut last) {
+                eprintln!("Error reading stdin: {e}");
+                return ExitCode::from(1);
             }
-        };
+            argv.push(bytes::Bytes::from(last));
+        }
+        return one_shot(&mut session, argv, output, &args).await;
     }
     if std::io::stdin().is_terminal() {
         return repl::run(session, output).await;
     }
     pipe(session, output).await
+}
+
+/// Runs the command line's command, `-r` times with `-i` seconds between, as redis-cli.
+async fn one_shot(
+    session: &mut Session,
+    argv: Vec<bytes::Bytes>,
+    output: Output,
+    args: &CliArgs,
+) -> ExitCode {
+    let interval = args
+        .interval
+        .filter(|i| i.is_finite() && *i > 0.0)
+        .map(std::time::Duration::from_secs_f64);
+    let mut left = args.repeat.unwrap_or(1);
+    while left != 0 {
+        match execute(session, argv.clone(), output).await {
+            Ok(Flow::Continue) => {}
+            Ok(Flow::Stop) => return ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(1);
+            }
+        }
+        if left > 0 {
+            left -= 1;
+        }
+        if left != 0 {
+            if let Some(pause) = interval {
+                tokio::time::sleep(pause).await;
+            }
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 /// One command per line of stdin; stops at the end of input or a lost connection.
