@@ -127,6 +127,28 @@ fn server_subcommand_serves_until_sigterm() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let set = run(redline(), &["cli", "-p", &port, "SET", "k", "v"], b"");
+    // fill and bench work against redline-server too (CLIENT REPLY OFF, MSET, DBSIZE).
+    let fill = run(
+        redline(),
+        &[
+            "fill",
+            "-p",
+            &port,
+            "--keys",
+            "3000",
+            "--key-size",
+            "16",
+            "--value-size",
+            "16",
+            "--flush",
+        ],
+        b"",
+    );
+    let bench = run(
+        redline(),
+        &["bench", "-p", &port, "-n", "500", "-t", "set,get", "--json"],
+        b"",
+    );
     let status = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -135,6 +157,14 @@ fn server_subcommand_serves_until_sigterm() {
     let exit = child.wait().unwrap();
     assert!(answered, "redline server never answered PING");
     assert_eq!(text(&set.stdout), "OK\n");
+    assert!(fill.status.success(), "fill: {}", text(&fill.stderr));
+    assert!(
+        text(&fill.stdout).contains("DBSIZE: 3000"),
+        "{}",
+        text(&fill.stdout)
+    );
+    assert!(bench.status.success(), "bench: {}", text(&bench.stderr));
+    assert_eq!(text(&bench.stdout).lines().count(), 2);
     assert!(exit.success(), "exit: {exit:?}");
     // Bad arguments are fatal with redis-server's message.
     let bad = run(redline(), &["server", "--no-such-directive", "1"], b"");
