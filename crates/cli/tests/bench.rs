@@ -77,6 +77,22 @@ fn embedded_table_and_quiet_output() {
         "{}",
         text(&quiet.stdout)
     );
+    let csv = run(
+        redline(),
+        &["bench", "-n", "300", "-t", "set,get", "--csv"],
+        b"",
+    );
+    let csv = text(&csv.stdout);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        r#""test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms""#
+    );
+    assert!(
+        lines[1].starts_with(r#""SET",""#) && lines[2].starts_with(r#""GET",""#),
+        "{csv}"
+    );
+    assert_eq!(lines.len(), 3, "{csv}");
     let unknown = run(redline(), &["bench", "-t", "nope"], b"");
     assert_eq!(unknown.status.code(), Some(1));
     assert!(text(&unknown.stderr).contains("Unknown test 'nope'"));

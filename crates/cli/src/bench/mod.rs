@@ -59,8 +59,11 @@ pub(crate) struct BenchArgs {
     #[arg(short = 'q')]
     pub(crate) quiet: bool,
     /// One JSON object per test on stdout, nothing else.
-    #[arg(long = "json")]
+    #[arg(long = "json", conflicts_with = "csv")]
     pub(crate) json: bool,
+    /// Output in CSV format, as redis-benchmark --csv.
+    #[arg(long = "csv")]
+    pub(crate) csv: bool,
     /// Multiplexed connections per node (the client's pool size).
     #[arg(long = "mux", value_name = "N", default_value_t = 1)]
     pub(crate) mux: usize,
@@ -161,7 +164,7 @@ async fn bench(args: BenchArgs, embedded: Option<SocketAddr>) -> Result<(), Benc
     if let Some(addr) = embedded {
         cfg.host = addr.ip().to_string();
         cfg.port = addr.port();
-        if !args.json {
+        if !args.json && !args.csv {
             eprintln!("Benchmarking an embedded redline-server on {addr}");
         }
     } else if args.cluster && !args.conn.names_server() {
@@ -195,6 +198,9 @@ async fn bench(args: BenchArgs, embedded: Option<SocketAddr>) -> Result<(), Benc
         )
     };
 
+    if args.csv {
+        println!("{}", report::CSV_HEADER);
+    }
     let data = Bytes::from(vec![b'x'; args.data_size]);
     let mut rows = Vec::new();
     for &pipeline in &pipelines {
@@ -208,7 +214,7 @@ async fn bench(args: BenchArgs, embedded: Option<SocketAddr>) -> Result<(), Benc
                 keyspace: args.keyspace,
             };
             let live = Arc::new(Live::default());
-            let progress = progress::start(!args.json, test, &plan, live.clone());
+            let progress = progress::start(!args.json && !args.csv, test, &plan, live.clone());
             let outcome = runner::run(test, &target, &plan, live).await;
             progress.finish();
             let row = Row {
@@ -222,7 +228,7 @@ async fn bench(args: BenchArgs, embedded: Option<SocketAddr>) -> Result<(), Benc
             rows.push(row);
         }
     }
-    if !args.json && !args.quiet {
+    if !args.json && !args.quiet && !args.csv {
         println!("{}", report::table(&rows));
     }
     drop(target);
@@ -259,6 +265,8 @@ fn emit(args: &BenchArgs, row: &Row) {
     let mut stdout = std::io::stdout().lock();
     let text = if args.json {
         format!("{}\n", row.json())
+    } else if args.csv {
+        format!("{}\n", row.csv_line())
     } else if args.quiet {
         format!("{}\n{}", row.quiet_line(), row.problems())
     } else {

@@ -8,6 +8,9 @@ use serde_json::json;
 use super::runner::Outcome;
 use super::workload::Test;
 
+/// redis-benchmark's `--csv` header.
+pub(crate) const CSV_HEADER: &str = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"";
+
 /// One finished test with the settings it ran with.
 pub(crate) struct Row {
     /// The test.
@@ -72,6 +75,27 @@ impl Row {
             "error_kinds": self.outcome.error_kinds,
             "outages": outages,
         })
+    }
+
+    /// redis-benchmark's `--csv` line (after [`CSV_HEADER`]).
+    pub(crate) fn csv_line(&self) -> String {
+        let o = &self.outcome;
+        let (avg, min) = if o.latency.is_empty() {
+            (0.0, 0.0)
+        } else {
+            (o.latency.mean() / 1000.0, o.latency.min() as f64 / 1000.0)
+        };
+        format!(
+            "\"{}\",\"{:.2}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\",\"{:.3}\"",
+            self.title().replace('"', "\"\""),
+            self.ops_per_sec(),
+            avg,
+            min,
+            self.ms(0.5),
+            self.ms(0.95),
+            self.ms(0.99),
+            self.max_ms()
+        )
     }
 
     /// redis-benchmark's `-q` line.
