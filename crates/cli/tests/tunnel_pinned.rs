@@ -122,6 +122,8 @@ fn tunnel_pinned_redis_cli_follows_redirects_to_local_ports_only() {
     let masters = c.masters().unwrap();
     let dest = *masters.iter().find(|&&m| m != source).unwrap();
     let (source_id, dest_id) = (c.node_id(source).to_owned(), c.node_id(dest).to_owned());
+    // Found before the migration starts (afterwards the answer would be ASK).
+    let source_local = local_for_key(&tunnel, key);
     c.cmd(
         dest,
         &["CLUSTER", "SETSLOT", &slot, "IMPORTING", &source_id],
@@ -132,7 +134,6 @@ fn tunnel_pinned_redis_cli_follows_redirects_to_local_ports_only() {
         &["CLUSTER", "SETSLOT", &slot, "MIGRATING", &dest_id],
     )
     .unwrap();
-    let source_local = local_for_key(&tunnel, key);
     let reply = Raw::connect(source_local).cmd(&["GET", key]);
     let restore = |c: &RedisCluster| {
         for node in [source, dest] {

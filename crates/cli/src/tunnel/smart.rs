@@ -5,11 +5,12 @@
 //!
 //! # What each kind of command does
 //!
-//! - Keyed commands: to the slot's master. After a lost connection (failover), reads are
-//!   re-sent by the cluster client, and writes that answer the same when run twice
-//!   (plain `SET`, `SETEX`, `PSETEX`, `MSET`, `HMSET`) by the tunnel; other writes only
-//!   with `--retry-writes`, since they could then run twice. `MGET`, `MSET`, `DEL`, `UNLINK`, `EXISTS`,
-//!   `TOUCH` across slots are split and merged by the cluster client.
+//! - Keyed commands: to the slot's master; those decoded from one read go out as one
+//!   cluster pipeline (one queue entry per node). `MGET`, `MSET`, `DEL`, `UNLINK`,
+//!   `EXISTS`, `TOUCH` across slots are split and merged by the cluster client. After a
+//!   lost connection (failover), reads are re-sent by the cluster client, and writes that
+//!   answer the same when run twice (plain `SET`, `SETEX`, `PSETEX`, `MSET`, `HMSET`) by
+//!   the tunnel; other writes only with `--retry-writes`, since they could run twice.
 //! - Keyless commands follow Redis's request/response policies as the cluster client
 //!   applies them: `KEYS` concatenated, `DBSIZE` summed, `FLUSHALL`/`FLUSHDB`/`SCRIPT
 //!   LOAD` on every master, `INFO`, `RANDOMKEY`, `ECHO`... on one node.
