@@ -158,9 +158,10 @@ impl Client {
             Route::Shared { bytes, readonly } if !readonly || self.inner.retries == 0 => {
                 self.pool().pick().send(bytes).await?
             }
-            Route::Shared { bytes, .. } => self.send_retrying(bytes).await?,
-            // Boxed: the rare path must not grow every command's future.
-            Route::Blocking { cmd, block } => Box::pin(self.send_blocking(cmd, block)).await?,
+            Route::Shared { bytes, .. } => Box::pin(self.send_retrying(bytes)).await?,
+            // Boxed, as the retry path: rare paths must not grow every command's future
+            // (see `Multiplexer::enqueue`).
+            Route::Blocking { cmd, block } => Box::pin(self.send_blocking(*cmd, block)).await?,
         };
         convert(frame)
     }
@@ -282,7 +283,11 @@ enum Route {
     /// The multiplexed connection, already encoded.
     Shared { bytes: Bytes, readonly: bool },
     /// A dedicated connection, for a command that blocks (for `block`, `None`: forever).
-    Blocking { cmd: Cmd, block: Option<Duration> },
+    /// Boxed: every command's future holds a `Route`, so it stays small.
+    Blocking {
+        cmd: Box<Cmd>,
+        block: Option<Duration>,
+    },
 }
 
 /// Picks the connection for a command, refusing those that would take a shared
@@ -297,7 +302,7 @@ fn route(cmd: Cmd) -> Result<Route, Error> {
         }
         Restriction::Dedicated(_) if cmd.is_blocking() => Ok(Route::Blocking {
             block: cmd.block_time(),
-            cmd,
+            cmd: Box::new(cmd),
         }),
         Restriction::Dedicated(name) | Restriction::PipelineOnly(name) => {
             Err(crate::error::not_multiplexable(name))
