@@ -376,16 +376,26 @@ fn progress_bar(
     let bar = ProgressBar::with_draw_target(Some(keys), ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} keys  {per_sec}  {elapsed_precise} (eta {eta})",
+            "{bar:40} {pos}/{len} keys  {msg}  {elapsed_precise} (eta {eta})",
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let ticker_bar = bar.clone();
+    let per_key = (args.key_size + args.value_size) as u64;
     let ticker = tokio::spawn(async move {
         let mut interval = tokio::time::interval(Duration::from_millis(100));
+        let start = Instant::now();
         loop {
             interval.tick().await;
-            ticker_bar.set_position(job.written.load(Ordering::Relaxed));
+            let written = job.written.load(Ordering::Relaxed);
+            let secs = start.elapsed().as_secs_f64().max(1e-9);
+            let mb = (written * per_key) as f64 / (1u64 << 20) as f64;
+            ticker_bar.set_message(format!(
+                "{:.0} keys/s, {:.1} MB/s",
+                written as f64 / secs,
+                mb / secs
+            ));
+            ticker_bar.set_position(written);
         }
     });
     Some((bar, ticker))
