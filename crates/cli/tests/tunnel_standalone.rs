@@ -185,3 +185,58 @@ fn tunnel_standalone_refuses_bad_credentials_at_startup() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("redline tunnel:"), "{err}");
 }
+
+#[test]
+fn tunnel_standalone_logs_each_client_connect_and_disconnect() {
+    let (certs, server) = tls_server();
+    let mut args = tls_flags(server.port(), &certs.ca_cert_path());
+    args.extend([
+        "-a".into(),
+        PASSWORD.into(),
+        "--listen".into(),
+        "127.0.0.1:0".into(),
+    ]);
+    let log = certs.dir().join("tunnel.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_redline"))
+        .arg("tunnel")
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let mut addr = None;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if line == "ready" {
+            break;
+        }
+        addr = Some(tunnel_support::parse_mapping(&line).0);
+    }
+    let addr = addr.unwrap();
+    let mut conn = Raw::connect(addr);
+    assert_eq!(conn.cmd(&["PING"]), Frame::Simple("PONG".into()));
+    let local = conn.local_addr();
+    drop(conn);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mine: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(&local.to_string()))
+        .collect();
+    assert!(
+        mine.iter()
+            .any(|l| l.contains("INFO") && l.contains("client connected")),
+        "{text}"
+    );
+    assert!(
+        mine.iter()
+            .any(|l| l.contains("INFO") && l.contains("client disconnected")),
+        "{text}"
+    );
+}

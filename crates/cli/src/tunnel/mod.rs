@@ -90,6 +90,8 @@ pub(crate) fn run(args: TunnelArgs) -> ExitCode {
         .with_writer(std::io::stderr)
         .with_max_level(args.log)
         .with_target(false)
+        // Colour codes only for a person watching, not in log files.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

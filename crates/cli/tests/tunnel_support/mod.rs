@@ -181,6 +181,11 @@ impl Raw {
         }
     }
 
+    /// The client side's address (the tunnel logs it as the peer).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.stream.local_addr().unwrap()
+    }
+
     /// Writes bytes as they are.
     pub fn send_raw(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).unwrap();
