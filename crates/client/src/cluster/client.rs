@@ -430,7 +430,10 @@ mod size_probe {
         println!("send_to_slot future: {} bytes", std::mem::size_of_val(&g));
         let node = cluster.shared().registry.get("127.0.0.1", 1).unwrap();
         let m = node.pick().send(bytes::Bytes::new());
-        println!("Multiplexer::send future: {} bytes", std::mem::size_of_val(&m));
+        println!(
+            "Multiplexer::send future: {} bytes",
+            std::mem::size_of_val(&m)
+        );
         let e = cluster.execute_cmd(crate::Cmd::new("GET"), super::ReadFrom::Master);
         println!("execute_cmd future: {} bytes", std::mem::size_of_val(&e));
     }
