@@ -192,6 +192,19 @@ async fn slots_routing_and_multikey_commands() {
         ),
         "{err:?}"
     );
+    // A command the table does not know: COMMAND GETKEYS is asked, then any node
+    // answers with its own error.
+    let err = client.cmd(["NOSUCHCMD", "x"]).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Server {
+                kind: ServerErrorKind::Err,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     // Same slot (hash tags) is fine; keys found past the first argument route right.
     client.sadd("{s}a", ["x"]).await.unwrap();
     client.sadd("{s}b", ["y"]).await.unwrap();
