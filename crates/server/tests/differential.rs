@@ -1415,6 +1415,55 @@ fn fixed_cases_match_redis() {
         &["CONFIG", "SET", "protected-mode", "maybe"],
         &["CONFIG", "GET", "timeout"],
         &["CONFIG", "GET", "maxclients"],
+        &["SET", "oi", "123"],
+        &["OBJECT", "ENCODING", "oi"],
+        &["OBJECT", "REFCOUNT", "oi"],
+        &["SET", "oe", "hello"],
+        &["OBJECT", "ENCODING", "oe"],
+        &["OBJECT", "REFCOUNT", "oe"],
+        &["OBJECT", "FREQ", "oe"],
+        &["OBJECT", "IDLETIME", "oe"],
+        &[
+            "SET",
+            "or",
+            "a string longer than forty-four bytes, so it is raw",
+        ],
+        &["OBJECT", "ENCODING", "or"],
+        &["RPUSH", "ol", "a"],
+        &["OBJECT", "ENCODING", "ol"],
+        &["HSET", "oh", "f", "v"],
+        &["OBJECT", "ENCODING", "oh"],
+        &["SADD", "os", "1", "2"],
+        &["OBJECT", "ENCODING", "os"],
+        &["SADD", "os2", "a"],
+        &["OBJECT", "ENCODING", "os2"],
+        &["ZADD", "oz", "1", "a"],
+        &["OBJECT", "ENCODING", "oz"],
+        &["OBJECT", "ENCODING", "nokey"],
+        &["OBJECT", "FOO"],
+        &["COPY", "oe", "oe"],
+        &["COPY", "oe", "oe", "DB", "1"],
+        &["COPY", "oe", "oe", "DB", "1"],
+        &["COPY", "oe", "x", "DB", "99"],
+        &["MOVE", "oe", "0"],
+        &["MOVE", "oi", "1"],
+        &["MEMORY", "USAGE", "nokey"],
+        &["LATENCY", "LATEST"],
+        &["LATENCY", "RESET"],
+        &["CLIENT", "NO-EVICT", "maybe"],
+        &["CLIENT", "NO-EVICT", "on"],
+        &["CLIENT", "KILL", "1.2.3.4:5"],
+        &["CLIENT", "KILL", "ID", "x"],
+        &["CLIENT", "KILL", "ID", "999999"],
+        &["CLIENT", "KILL", "FOO", "bar"],
+        &["CLIENT", "KILL", "ID"],
+        &["CLIENT", "LIST", "TYPE", "bad"],
+        &["CLIENT", "LIST", "ID", "x"],
+        &["LCS", "oe", "or"],
+        &["LCS", "oe", "or", "LEN"],
+        &["LCS", "oe", "or", "IDX", "MINMATCHLEN", "2", "WITHMATCHLEN"],
+        &["LCS", "oe", "ol"],
+        &["LCS", "oe", "or", "IDX", "LEN"],
         &["QUIT"],
     ];
     let mut mismatches = Vec::new();
@@ -1432,4 +1481,30 @@ fn fixed_cases_match_redis() {
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
     assert!(a.is_closed() && b.is_closed(), "QUIT closes");
+}
+
+/// CLIENT REPLY OFF / SKIP / ON: which replies arrive, compared with Redis.
+#[test]
+fn client_reply_modes_match_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let mut results = Vec::new();
+    for addr in [redis.addr(), redline.addr] {
+        let mut c = Conn::connect(addr);
+        for command in [
+            &["CLIENT", "REPLY", "OFF"][..],
+            &["SET", "r", "1"],
+            &["INCR", "r"],
+            &["CLIENT", "REPLY", "ON"],
+            &["CLIENT", "REPLY", "SKIP"],
+            &["INCR", "r"],
+            &["GET", "r"],
+            &["CLIENT", "REPLY", "BAD"],
+        ] {
+            c.send(command);
+        }
+        let replies: Vec<String> = (0..3).map(|_| show(&c.read().unwrap())).collect();
+        results.push(replies);
+    }
+    assert_eq!(results[0], results[1]);
 }
