@@ -1464,6 +1464,11 @@ fn fixed_cases_match_redis() {
         &["LCS", "oe", "or", "IDX", "MINMATCHLEN", "2", "WITHMATCHLEN"],
         &["LCS", "oe", "ol"],
         &["LCS", "oe", "or", "IDX", "LEN"],
+        &["ACL", "WHOAMI"],
+        &["ACL", "USERS"],
+        &["ACL", "LIST"],
+        &["ACL", "CAT"],
+        &["ACL", "CAT", "nosuch"],
         &["QUIT"],
     ];
     let mut mismatches = Vec::new();

@@ -1,6 +1,7 @@
 //! Introspection and administration beyond the basics in `server.rs`: CLIENT LIST INFO
 //! KILL (filters) REPLY NO-EVICT, LASTSAVE, MEMORY USAGE, LATENCY, DEBUG (the parts the
-//! Redis test suite leans on).
+//! Redis test suite leans on), and the read-only ACL view of the one user there is
+//! (`default`, password from `requirepass`): WHOAMI USERS CAT LIST.
 
 use std::fmt::Write as _;
 
@@ -27,6 +28,10 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("latency|reset", latency_reset),
     ("latency|doctor", latency_doctor),
     ("debug", debug),
+    ("acl|whoami", acl_whoami),
+    ("acl|users", acl_users),
+    ("acl|cat", acl_cat),
+    ("acl|list", acl_list),
 ];
 
 /// One CLIENT LIST line, in Redis 7.0's field order (figures we do not track are 0).
@@ -407,4 +412,65 @@ fn verbatim(ctx: &mut Ctx<'_>, text: &[u8]) {
     } else {
         encode::write_bulk(ctx.out, text);
     }
+}
+
+fn acl_whoami(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    encode::write_bulk(ctx.out, b"default");
+    Ok(())
+}
+
+fn acl_users(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    encode::write_array_len(ctx.out, 1);
+    encode::write_bulk(ctx.out, b"default");
+    Ok(())
+}
+
+fn acl_cat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    use redline_resp::command::{self, AclCategories};
+    let all = AclCategories::from_bits(u32::MAX);
+    match args.get(2) {
+        None => {
+            let names: Vec<&str> = all.names().collect();
+            encode::write_array_len(ctx.out, names.len());
+            for n in names {
+                encode::write_bulk(ctx.out, n.as_bytes());
+            }
+        }
+        Some(cat) => {
+            let Some(flag) = std::str::from_utf8(cat)
+                .ok()
+                .and_then(|c| AclCategories::from_name(&c.to_ascii_lowercase()))
+            else {
+                return Err(CmdError::Owned(format!(
+                    "ERR Unknown category '{}'",
+                    String::from_utf8_lossy(cat)
+                )));
+            };
+            let mut names = Vec::new();
+            for spec in command::all() {
+                if spec.acl_categories.contains(flag) {
+                    names.push(spec.name);
+                }
+            }
+            encode::write_array_len(ctx.out, names.len());
+            for n in names {
+                encode::write_bulk(ctx.out, n.as_bytes());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn acl_list(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let password = ctx.shared.config.read().requirepass.clone();
+    let line = if password.is_empty() {
+        "user default on nopass ~* &* +@all".to_string()
+    } else {
+        // Redis shows the SHA-256 of the password; we do not carry a hash function for
+        // it, so the password is marked without revealing it.
+        "user default on #<hidden> ~* &* +@all".to_string()
+    };
+    encode::write_array_len(ctx.out, 1);
+    encode::write_bulk(ctx.out, line.as_bytes());
+    Ok(())
 }
