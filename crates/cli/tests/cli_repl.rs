@@ -5,9 +5,10 @@
 
 mod cli_support;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use cli_support::{redis_cli, run, text};
 use redline_testkit::RedisServer;
@@ -78,18 +79,52 @@ fn repl_quotes_formats_and_keeps_history_like_redis_cli() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("script");
+    // Type each line only once the REPL shows an empty prompt again: like linenoise,
+    // rustyline discards input typed ahead while a command runs.
+    let mut stdout = child.stdout.take().unwrap();
+    let screen_bytes = Arc::new(Mutex::new(Vec::new()));
+    let reader = {
+        let screen_bytes = screen_bytes.clone();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                screen_bytes.lock().unwrap().extend_from_slice(&chunk[..n]);
+            }
+        })
+    };
+    let prompt_end = format!("127.0.0.1:{port}> ");
+    let idle = |seen: usize| {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            {
+                let bytes = screen_bytes.lock().unwrap();
+                if bytes.len() > seen && strip_ansi(&text(&bytes)).ends_with(&prompt_end) {
+                    return bytes.len();
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("the REPL did not come back to its prompt");
+    };
     {
         let mut stdin = child.stdin.take().unwrap();
+        let mut seen = idle(0);
         for line in LINES.iter().chain(&["quit"]) {
             stdin.write_all(line.as_bytes()).unwrap();
             stdin.write_all(b"\n").unwrap();
             stdin.flush().unwrap();
-            std::thread::sleep(Duration::from_millis(150));
+            if *line != "quit" {
+                seen = idle(seen);
+            }
         }
-        std::thread::sleep(Duration::from_millis(300));
     }
-    let output = child.wait_with_output().unwrap();
-    let screen = strip_ansi(&text(&output.stdout));
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    assert!(status.success(), "REPL exit: {status:?}");
+    let screen = strip_ansi(&text(&screen_bytes.lock().unwrap()));
     let prompt = format!("127.0.0.1:{port}>");
     let ours: Vec<&str> = screen
         .lines()
