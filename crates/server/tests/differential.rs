@@ -1464,6 +1464,7 @@ fn fixed_cases_match_redis() {
         &["LCS", "oe", "or", "IDX", "MINMATCHLEN", "2", "WITHMATCHLEN"],
         &["LCS", "oe", "ol"],
         &["LCS", "oe", "or", "IDX", "LEN"],
+        &["CONFIG", "REWRITE"],
         &["ACL", "WHOAMI"],
         &["ACL", "USERS"],
         &["ACL", "LIST"],

@@ -41,6 +41,7 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("config|get", config_get),
     ("config|set", config_set),
     ("config|resetstat", config_resetstat),
+    ("config|rewrite", config_rewrite),
 ];
 
 /// The version clients see: the Redis whose behaviour we reproduce.
@@ -735,6 +736,19 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     stats.commands_processed.store(0, Ordering::Relaxed);
     stats.connections_received.store(0, Ordering::Relaxed);
     stats.rejected_connections.store(0, Ordering::Relaxed);
+    ok(ctx.out);
+    Ok(())
+}
+
+fn config_rewrite(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let config = ctx.shared.config.read().clone();
+    let Some(path) = config.config_file.clone() else {
+        return Err(CmdError::Static(
+            "ERR The server is running without a config file",
+        ));
+    };
+    crate::config::rewrite(&config, &path)
+        .map_err(|e| CmdError::Owned(format!("ERR Rewriting config file: {e}")))?;
     ok(ctx.out);
     Ok(())
 }

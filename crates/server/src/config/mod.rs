@@ -13,12 +13,14 @@
 
 mod args;
 mod directives;
+mod rewrite;
 
 use std::fmt;
 use std::path::Path;
 
 pub use args::{repr, split_args};
 pub use directives::{SetError, DIRECTIVES};
+pub use rewrite::rewrite;
 
 /// How much redis-server logs; `notice` is the default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -60,6 +62,8 @@ pub struct OutputBufferLimit {
 /// `bind` (loopback only) and `worker_threads`/`shards` (ours).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
+    /// The configuration file the server started with (CONFIG REWRITE writes it back).
+    pub config_file: Option<std::path::PathBuf>,
     /// TCP port; 0 picks a free one (see [`crate::Server::local_addr`]).
     pub port: u16,
     /// Addresses to listen on. Default `127.0.0.1`.
@@ -104,6 +108,7 @@ impl Default for Config {
             requirepass: Vec::new(),
             maxclients: 10_000,
             timeout: 0,
+            config_file: None,
             databases: 16,
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
@@ -173,6 +178,7 @@ impl Config {
         let args: Vec<String> = args.into_iter().map(|a| a.as_ref().to_string()).collect();
         let mut text = String::new();
         let mut rest = &args[..];
+        let mut file = None;
         if let Some(first) = args.first() {
             if !first.starts_with("--") {
                 text =
@@ -181,6 +187,7 @@ impl Config {
                         reason: e.to_string(),
                     })?;
                 rest = &args[1..];
+                file = Some(std::path::PathBuf::from(first));
             }
         }
         // Like redis-server: each `--name` starts a line, the values follow it quoted.
@@ -198,7 +205,9 @@ impl Config {
         }
         text.push('\n');
         text.push_str(&options);
-        Config::from_text(&text)
+        let mut config = Config::from_text(&text)?;
+        config.config_file = file;
+        Ok(config)
     }
 
     /// Parses the text of a configuration file.
