@@ -11,6 +11,25 @@ use cli_support::{json_lines, redline, run, text};
 use redline_testkit::{RedisCluster, RedisServer, TlsCerts};
 use serde_json::Value;
 
+/// Polls `ready` for up to 20 s.
+fn wait_for(mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if ready() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("condition not reached in 20 s");
+}
+
+/// A numeric field of an INFO section.
+fn stat(info: &str, name: &str) -> Option<u64> {
+    info.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// Every field the JSON output promises, with the right types.
 fn check_fields(row: &Value) {
     assert!(row["test"].is_string(), "{row}");
@@ -259,7 +278,15 @@ fn bench_survives_a_server_restart_and_reports_it() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn bench");
-    std::thread::sleep(Duration::from_millis(1500));
+    // Kill only once the run is under way (a loaded machine may start it late).
+    wait_for(|| {
+        server
+            .cmd(&["INFO", "stats"])
+            .ok()
+            .and_then(|r| r.text())
+            .and_then(|t| stat(&t, "total_commands_processed"))
+            .is_some_and(|n| n > 1000)
+    });
     server.kill();
     std::thread::sleep(Duration::from_millis(1500));
     server.restart().expect("restart");
@@ -309,7 +336,13 @@ fn cluster_bench_survives_a_master_failover_and_reports_it() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn bench");
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_for(|| {
+        cluster
+            .cmd(victim, &["DBSIZE"])
+            .ok()
+            .and_then(|r| r.integer())
+            .is_some_and(|n| n > 100)
+    });
     cluster.kill(victim).unwrap();
     let promoted = cluster.wait_for_failover(victim, Duration::from_secs(30));
     let out = child.wait_with_output().expect("bench");

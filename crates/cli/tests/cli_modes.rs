@@ -179,39 +179,59 @@ fn subscribe_output(
     mut tool: std::process::Command,
     args: &[&str],
 ) -> String {
-    let child = tool
+    let mut child = tool
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn");
+    let mut stdout = child.stdout.take().unwrap();
+    let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let reader = {
+        let printed = printed.clone();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = std::io::Read::read(&mut stdout, &mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                printed.lock().unwrap().extend_from_slice(&chunk[..n]);
+            }
+        })
+    };
+    let wait = |done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline && !done() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
     // Wait until the subscription exists, then publish.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        let subs = server
+    wait(&|| {
+        let patterns = server
             .cmd(&["PUBSUB", "NUMPAT"])
             .unwrap()
             .integer()
+            .unwrap();
+        let channels = server
+            .cmd(&["PUBSUB", "NUMSUB", "news"])
             .unwrap()
-            + server
-                .cmd(&["PUBSUB", "NUMSUB", "news"])
-                .unwrap()
-                .items()
-                .and_then(|i| i.get(1).and_then(|n| n.integer()))
-                .unwrap_or(0);
-        if subs > 0 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+            .items()
+            .and_then(|i| i.get(1).and_then(|n| n.integer()))
+            .unwrap_or(0);
+        patterns + channels > 0
+    });
     server.cmd(&["PUBLISH", "news", "hello world"]).unwrap();
     server.cmd(&["PUBLISH", "news", "second"]).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // Interrupt once both messages are printed.
+    wait(&|| text(&printed.lock().unwrap()).contains("second"));
     std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
-    text(&child.wait_with_output().unwrap().stdout)
+    let _ = child.wait();
+    reader.join().unwrap();
+    let out = text(&printed.lock().unwrap());
+    out
 }
 
 #[test]
