@@ -294,7 +294,7 @@ fn bench_survives_a_server_restart_and_reports_it() {
     let elapsed = started.elapsed();
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     // Not a timing assertion: a generous bound that catches a hang.
-    assert!(elapsed < Duration::from_secs(20), "bench took {elapsed:?}");
+    assert!(elapsed < Duration::from_secs(45), "bench took {elapsed:?}");
     let rows = json_lines(&out.stdout);
     let row = &rows[0];
     check_fields(row);
@@ -307,7 +307,8 @@ fn bench_survives_a_server_restart_and_reports_it() {
     assert!(!outages.is_empty(), "{row}");
     let last = outages.last().unwrap();
     assert!(last["up_at_s"].is_f64(), "no recovery reported: {row}");
-    assert!(row["seconds"].as_f64().unwrap() < 10.0, "{row}");
+    // The run ends at its deadline plus at most the 3 s grace for a stuck command.
+    assert!(row["seconds"].as_f64().unwrap() < 12.0, "{row}");
 }
 
 #[test]
@@ -350,7 +351,7 @@ fn cluster_bench_survives_a_master_failover_and_reports_it() {
     assert!(promoted.is_ok(), "no failover: {promoted:?}");
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     // Not a timing assertion: a generous bound that catches a hang.
-    assert!(elapsed < Duration::from_secs(30), "bench took {elapsed:?}");
+    assert!(elapsed < Duration::from_secs(60), "bench took {elapsed:?}");
     let rows = json_lines(&out.stdout);
     let row = &rows[0];
     check_fields(row);
