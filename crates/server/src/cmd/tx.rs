@@ -1,8 +1,9 @@
 //! Transactions (Redis's `multi.c`): MULTI EXEC DISCARD WATCH UNWATCH.
 //!
 //! MULTI makes the dispatcher queue commands (after the same lookup, arity and auth
-//! checks as always; a refusal marks the transaction failed). EXEC locks every shard in
-//! one global order ([`Held`]), checks the WATCHed keys, runs the queued commands with
+//! checks as always; a refusal marks the transaction failed). EXEC locks the shards the
+//! transaction needs (those of its keys when the command table names them all, else every
+//! shard) in one global order ([`Held`]), checks the WATCHed keys, runs the queued commands with
 //! their shard access redirected to the held guards, and releases everything: the
 //! transaction is atomic and isolated, and other connections only wait for its length.
 //!
@@ -105,6 +106,67 @@ pub fn unwatch_all(shared: &Shared, client: &mut ClientState) {
     }
 }
 
+/// Commands outside the data families whose effect stays within the keys the command
+/// table gives for them (or that touch no key at all).
+const NARROW_OK: &[&str] = &[
+    "del",
+    "unlink",
+    "exists",
+    "touch",
+    "type",
+    "ttl",
+    "pttl",
+    "expire",
+    "pexpire",
+    "expireat",
+    "pexpireat",
+    "expiretime",
+    "pexpiretime",
+    "persist",
+    "rename",
+    "renamenx",
+    "ping",
+    "echo",
+    "time",
+    "publish",
+    "spublish",
+];
+
+/// The shards a transaction needs: those of the WATCHed keys and of every queued
+/// command's keys, all in the current database. `None` (hold everything) as soon as one
+/// command may reach beyond its named keys or change the database.
+fn plan(
+    shared: &Shared,
+    db: usize,
+    queued: &[Vec<Bytes>],
+    watched: &[WatchedKey],
+) -> Option<Vec<(usize, usize)>> {
+    use redline_resp::command::{self, AclCategories};
+    let data = AclCategories::STRING
+        .union(AclCategories::LIST)
+        .union(AclCategories::HASH)
+        .union(AclCategories::SET)
+        .union(AclCategories::SORTEDSET)
+        .union(AclCategories::BITMAP);
+    let mut shards: Vec<(usize, usize)> = watched
+        .iter()
+        .map(|w| (w.db, shared.store.db(w.db).shard_index(&w.key)))
+        .collect();
+    let store = shared.store.db(db);
+    for args in queued {
+        let spec = command::resolve(args)?;
+        let in_family = spec.acl_categories.intersects(data)
+            && !matches!(spec.name, "sort" | "sort_ro" | "copy" | "move");
+        if !in_family && !NARROW_OK.contains(&spec.name) {
+            return None;
+        }
+        for i in command::keys(args).ok()? {
+            shards.push((db, store.shard_index(args.get(i)?)));
+        }
+    }
+    Some(shards)
+}
+
 fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let Some(queued) = ctx.client.multi.take() else {
         return Err(CmdError::Static("ERR EXEC without MULTI"));
@@ -116,7 +178,12 @@ fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         ));
     }
     let shared = ctx.shared;
-    let held = RefCell::new(Held::all(&shared.store));
+    let held = RefCell::new(
+        match plan(shared, ctx.client.db, &queued, &ctx.client.watched) {
+            Some(shards) => Held::some(&shared.store, shards),
+            None => Held::all(&shared.store),
+        },
+    );
     // A watched key changed, or expired since WATCH: the transaction does not run.
     let touched = ctx.client.watched.iter().any(|w| {
         let mut held = held.borrow_mut();
@@ -146,4 +213,37 @@ fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     drop(held);
     unwatch_all(shared, ctx.client);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(words: &[&str]) -> Vec<Bytes> {
+        words.iter().map(|w| Bytes::from(w.to_string())).collect()
+    }
+
+    #[test]
+    fn exec_holds_only_named_keys_when_it_can() {
+        let shared = Shared::new(crate::Config::default(), 0);
+        let simple = [
+            cmd(&["SET", "a", "1"]),
+            cmd(&["INCR", "b"]),
+            cmd(&["DEL", "c"]),
+        ];
+        let shards = plan(&shared, 0, &simple, &[]).expect("narrow plan");
+        assert_eq!(shards.len(), 3);
+        let zunion = [cmd(&["ZUNIONSTORE", "d", "2", "x", "y"])];
+        assert_eq!(plan(&shared, 0, &zunion, &[]).map(|s| s.len()), Some(3));
+        for wide in [
+            cmd(&["SELECT", "1"]),
+            cmd(&["FLUSHDB"]),
+            cmd(&["KEYS", "*"]),
+            cmd(&["SORT", "l", "BY", "w_*"]),
+            cmd(&["SWAPDB", "0", "1"]),
+            cmd(&["ZUNIONSTORE", "d", "x", "y"]),
+        ] {
+            assert!(plan(&shared, 0, &[wide.clone()], &[]).is_none(), "{wide:?}");
+        }
+    }
 }

@@ -4,8 +4,10 @@
 //! their shards from here instead of locking. That makes EXEC atomic and isolated
 //! without a global lock on the ordinary path.
 //!
-//! For now EXEC holds every shard (simple and always right); holding only the shards of
-//! the queued commands' keys, when they are all known, is the planned refinement.
+//! When every queued command is one whose keys the command table names (the data
+//! commands, DEL, EXPIRE...), EXEC holds only those keys' shards (and the WATCHed
+//! keys'); a transaction with anything that may reach other keys (SELECT, FLUSHDB, KEYS,
+//! SORT with patterns, SWAPDB...) holds every shard.
 
 use std::cell::{RefCell, RefMut};
 
@@ -71,6 +73,17 @@ impl<'a> Held<'a> {
                 guards.push(((d, i), db.lock_index(i)));
             }
         }
+        Held { guards }
+    }
+
+    /// Locks the given `(database, shard)` pairs, each once, in the global order.
+    pub fn some(store: &'a Store, mut shards: Vec<(usize, usize)>) -> Held<'a> {
+        shards.sort_unstable();
+        shards.dedup();
+        let guards = shards
+            .into_iter()
+            .map(|(d, i)| ((d, i), store.db(d).lock_index(i)))
+            .collect();
         Held { guards }
     }
 
