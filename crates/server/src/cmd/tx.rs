@@ -243,7 +243,10 @@ mod tests {
             cmd(&["SWAPDB", "0", "1"]),
             cmd(&["ZUNIONSTORE", "d", "x", "y"]),
         ] {
-            assert!(plan(&shared, 0, &[wide.clone()], &[]).is_none(), "{wide:?}");
+            assert!(
+                plan(&shared, 0, std::slice::from_ref(&wide), &[]).is_none(),
+                "{wide:?}"
+            );
         }
     }
 }
