@@ -123,7 +123,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
     if start > len {
         start = len;
     }
-    if count < 0 || start + count > len {
+    if count < 0 || start.saturating_add(count) > len {
         count = len - start;
     }
     if !dont_sort {
