@@ -162,8 +162,9 @@ def rest_section(src, data, v, goals):
             continue
         out.append(f"**{mode}**")
         out.append("")
-        out.append("| scenario | " + " | ".join(backends) + " | redline ÷ best peer | non-2xx (all runs) |")
-        out.append("|---|" + "---|" * len(backends) + "---:|---:|")
+        out.append("| scenario | " + " | ".join(backends) +
+                   " | redline ÷ best peer | run spread | non-2xx (all runs) |")
+        out.append("|---|" + "---|" * len(backends) + "---:|---:|---:|")
         for s in scen:
             stats = {}
             non2xx = 0
@@ -186,12 +187,19 @@ def rest_section(src, data, v, goals):
                 rps, lat = stats[b]
                 cells.append(f"{fmt_n(rps)} ({lat['p50']:.2f} / {lat['p97_5']:.2f} / "
                              f"{lat['p99']:.2f} / {lat['p99_9']:.2f})")
-            out.append(f"| {s} | " + " | ".join(cells) + f" | {fmt_r(r_peer)} | {non2xx} |")
+            # Worst max/min of one backend's own runs: how far a single run can stray.
+            spread = max((max(x) / min(x) for x in (
+                [r["rps"] for r in runs if r["mode"] == mode and r["scenario"] == s and
+                 r["backend"] == b and r["rps"] > 0] for b in backends) if x), default=None)
+            out.append(f"| {s} | " + " | ".join(cells) +
+                       f" | {fmt_r(r_peer)} | {fmt_r(spread)} | {non2xx} |")
             v.add(f"{mode} {s}", r_peer, "REST service: redline backend vs the best peer backend")
             goals.append((f"REST {mode} {s}: redline ≥ 1.0x best peer", r_peer, 1.0))
         out.append("")
-    out.append("`get_list` never touches the cache, so its spread between backends is the "
-               "noise floor of this run. Non-2xx in `mixed` are expected: random DELETEs make "
+    out.append("*Run spread* is the largest max/min requests/s among one backend's own "
+               "runs of the row: when it is far above the ratio's distance from 1.0x, the "
+               "ratio is noise. `get_list` never touches the cache, so its spread between "
+               "backends is the noise floor of this run. Non-2xx in `mixed` are expected: random DELETEs make "
                "later GET/PUT/DELETE of those ids answer 404. In `get_list` and `post` they "
                "would be failures.")
     out.append("")
@@ -310,7 +318,7 @@ def write():
              "test on these two cores at the same time, and client, server and load generator "
              "share them too. Single runs are noise; read medians of alternating runs, and "
              "treat differences under ~10% as a tie.",
-             f"- Mode: {'QUICK=1 (short runs, 2 rounds: indicative only)' if quick else 'full'}.",
+             f"- Mode: {'QUICK=1 (1–3 s runs, 2 rounds for clients and server, 3 for REST: indicative only)' if quick else 'full'}.",
              "- Sections: " + "; ".join(
                  f"{n} started {s} ({sec} s, load average {a:.1f} → {b:.1f})"
                  for n, s, sec, a, b in started if a is not None and b is not None) + ".",
@@ -335,10 +343,13 @@ def write():
         tail = ["## Notes from the run", ""] + [f"- {n}" for n in notes] + [""]
     tail += ["## Reproduce", "",
              "```sh", "make bench-deps          # wrk, redis tools, Go modules",
-             "make bench QUICK=1       # ~15 min on 2 cores (after the release build)",
+             "make bench QUICK=1       # ~11 min of runs on 2 cores, plus the release build",
              "make bench               # full plan: longer runs, 3 rounds, every op and cell",
              "python3 bench/scripts/bench.py --quick --only rest --no-build   # one section",
-             "```", ""]
+             "```", "",
+             "The last QUICK=1 run here took 633 s for the four sections; the release build "
+             "before it (fat LTO, from a tree others had just changed, on a loaded machine) "
+             "took another 15 min. An up-to-date build adds under a minute.", ""]
     with open(REPORT, "w") as f:
         f.write("\n".join(head + summary + body + tail))
 
