@@ -351,8 +351,9 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if want("memory") {
         let _ = write!(
             text,
-            "# Memory\r\nused_memory:{}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n\r\n",
-            approximate_memory(ctx)
+            "# Memory\r\nused_memory:{}\r\nused_memory_rss:{}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n\r\n",
+            approximate_memory(ctx),
+            resident_bytes()
         );
     }
     if want("stats") {
@@ -398,6 +399,14 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// The process's resident set size (Linux `/proc/self/statm`), 0 where unavailable.
+fn resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
 }
 
 fn approximate_memory(ctx: &Ctx<'_>) -> usize {
