@@ -1,7 +1,7 @@
 //! Introspection and administration beyond the basics in `server.rs`: CLIENT LIST INFO
 //! KILL (filters) REPLY NO-EVICT, LASTSAVE, MEMORY USAGE, LATENCY, DEBUG (the parts the
 //! Redis test suite leans on), and the read-only ACL view of the one user there is
-//! (`default`, password from `requirepass`): WHOAMI USERS CAT LIST.
+//! (`default`, password from `requirepass`): WHOAMI USERS CAT LIST GETUSER DELUSER.
 
 use std::fmt::Write as _;
 
@@ -32,6 +32,8 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("acl|users", acl_users),
     ("acl|cat", acl_cat),
     ("acl|list", acl_list),
+    ("acl|getuser", acl_getuser),
+    ("acl|deluser", acl_deluser),
 ];
 
 /// One CLIENT LIST line, in Redis 7.0's field order (figures we do not track are 0).
@@ -472,5 +474,40 @@ fn acl_list(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     };
     encode::write_array_len(ctx.out, 1);
     encode::write_bulk(ctx.out, line.as_bytes());
+    Ok(())
+}
+
+fn acl_getuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let proto = ctx.proto();
+    if &args[2][..] != b"default" {
+        encode::write_null_bulk(ctx.out, proto);
+        return Ok(());
+    }
+    let has_password = !ctx.shared.config.read().requirepass.is_empty();
+    let out = &mut *ctx.out;
+    encode::write_map_len(out, proto, 6);
+    encode::write_bulk(out, b"flags");
+    encode::write_array_len(out, if has_password { 1 } else { 2 });
+    encode::write_bulk(out, b"on");
+    if !has_password {
+        encode::write_bulk(out, b"nopass");
+    }
+    encode::write_bulk(out, b"passwords");
+    // Redis lists SHA-256 hashes here; without a hash function the list stays empty.
+    encode::write_array_len(out, 0);
+    for (name, value) in [("commands", "+@all"), ("keys", "~*"), ("channels", "&*")] {
+        encode::write_bulk(out, name.as_bytes());
+        encode::write_bulk(out, value.as_bytes());
+    }
+    encode::write_bulk(out, b"selectors");
+    encode::write_array_len(out, 0);
+    Ok(())
+}
+
+fn acl_deluser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args[2..].iter().any(|u| &u[..] == b"default") {
+        return Err(CmdError::Static("ERR The 'default' user cannot be removed"));
+    }
+    encode::write_integer(ctx.out, 0);
     Ok(())
 }
