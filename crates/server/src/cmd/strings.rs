@@ -324,13 +324,19 @@ fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             args[2].len()
         }
         Some(entry) => {
-            let mut bytes = entry.value.to_vec().ok_or(WRONG_TYPE)?;
-            if (bytes.len() + args[2].len()) as u64 > limit {
+            let len = entry.value.str_len().ok_or(WRONG_TYPE)? + args[2].len();
+            if len as u64 > limit {
                 return Err(STRING_TOO_LONG);
             }
-            bytes.extend_from_slice(&args[2]);
-            let len = bytes.len();
-            entry.value = Value::string(&bytes);
+            match &mut entry.value {
+                // Longer than any integer: grow in place (amortised, no full copy).
+                Value::Str(s) if len > 20 => s.append(&args[2]),
+                value => {
+                    let mut bytes = value.to_vec().ok_or(WRONG_TYPE)?;
+                    bytes.extend_from_slice(&args[2]);
+                    *value = Value::string(&bytes);
+                }
+            }
             len
         }
     };

@@ -24,6 +24,9 @@ pub enum CompactBytes {
     },
     /// Longer bytes in one exact-size allocation.
     Heap(Box<[u8]>),
+    /// Bytes that are being appended to (APPEND): spare capacity makes each append
+    /// amortised O(1) instead of a copy of the whole string, like Redis's sds.
+    Growable(Box<Vec<u8>>),
 }
 
 impl CompactBytes {
@@ -56,7 +59,20 @@ impl CompactBytes {
         match self {
             CompactBytes::Inline { len, data } => &data[..*len as usize],
             CompactBytes::Heap(b) => b,
+            CompactBytes::Growable(v) => v,
         }
+    }
+
+    /// Appends `tail`, keeping spare room for the next append.
+    pub fn append(&mut self, tail: &[u8]) {
+        if let CompactBytes::Growable(v) = self {
+            v.extend_from_slice(tail);
+            return;
+        }
+        let mut v = Vec::with_capacity((self.len() + tail.len()) * 2);
+        v.extend_from_slice(self.as_bytes());
+        v.extend_from_slice(tail);
+        *self = CompactBytes::Growable(Box::new(v));
     }
 
     /// The bytes, for changing in place (the length stays).
@@ -65,6 +81,7 @@ impl CompactBytes {
         match self {
             CompactBytes::Inline { len, data } => &mut data[..*len as usize],
             CompactBytes::Heap(b) => b,
+            CompactBytes::Growable(v) => v,
         }
     }
 
@@ -73,6 +90,7 @@ impl CompactBytes {
         match self {
             CompactBytes::Inline { .. } => 0,
             CompactBytes::Heap(b) => b.len(),
+            CompactBytes::Growable(v) => v.capacity() + std::mem::size_of::<Vec<u8>>(),
         }
     }
 }
@@ -147,6 +165,13 @@ mod tests {
         assert!(matches!(long, CompactBytes::Heap(_)));
         assert_eq!(&*long, &[7u8; 100][..]);
         assert_eq!(CompactBytes::new(b""), CompactBytes::from_vec(Vec::new()));
+        let mut grown = CompactBytes::new(b"ab");
+        for _ in 0..100 {
+            grown.append(b"cd");
+        }
+        assert_eq!(grown.len(), 202);
+        assert!(matches!(grown, CompactBytes::Growable(_)));
+        assert_eq!(&grown[..4], b"abcd");
     }
 
     #[test]
