@@ -10,7 +10,8 @@ use redline::Client;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    match run().await {
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    match run(&url).await {
         Ok(()) => {
             println!("quickstart: all checks passed");
             ExitCode::SUCCESS
@@ -22,9 +23,9 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
-    let client = Client::connect(&url).await?;
+/// Connects to `url` and runs every check; the first failure is the error.
+pub async fn run(url: &str) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let client = Client::connect(url).await?;
 
     // One key: set, read back, delete.
     client.set("quickstart:greeting", "hello").await?;

@@ -64,7 +64,17 @@ fn generated_keys() -> Vec<Vec<u8>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slots_routing_and_multikey_commands() {
-    let cluster = start_cluster().await;
+    // Two commands renamed on the servers are missing from the client's table: one with a
+    // fixed key range, one whose keys move with its arguments.
+    let cluster = tokio::task::spawn_blocking(|| {
+        RedisCluster::builder()
+            .args(["--rename-command", "STRLEN", "MYSTRLEN"])
+            .args(["--rename-command", "ZINTERCARD", "MYZINTERCARD"])
+            .start()
+    })
+    .await
+    .unwrap()
+    .unwrap();
     let client = ClusterClient::from_config(cluster_config(&cluster))
         .await
         .unwrap();
@@ -192,8 +202,8 @@ async fn slots_routing_and_multikey_commands() {
         ),
         "{err:?}"
     );
-    // A command the table does not know: COMMAND GETKEYS is asked, then any node
-    // answers with its own error.
+    // A command neither the table nor the server knows: COMMAND INFO is asked once,
+    // then any node answers with its own error.
     let err = client.cmd(["NOSUCHCMD", "x"]).await.unwrap_err();
     assert!(
         matches!(
@@ -205,6 +215,51 @@ async fn slots_routing_and_multikey_commands() {
         ),
         "{err:?}"
     );
+    // Commands the servers know but the table does not: key positions learned from
+    // COMMAND INFO once per name (a fixed range needs no further round trip), or from
+    // COMMAND GETKEYS per call for movable keys; either way they reach the slot's owner.
+    let learned_before = client.metrics().commands_learned;
+    for i in 0..50 {
+        let key = format!("renamed:{i}");
+        client.set(&key[..], "x".repeat(i)).await.unwrap();
+        let len: i64 = client
+            .query(Cmd::new("MYSTRLEN").arg(&key[..]))
+            .await
+            .unwrap();
+        assert_eq!(len, i as i64, "{key}");
+        let (a, b) = (format!("{{z{i}}}a"), format!("{{z{i}}}b"));
+        client
+            .zadd_multiple(&a[..], [(1.0, "m"), (2.0, "n")])
+            .await
+            .unwrap();
+        client.zadd(&b[..], 1.0, "m").await.unwrap();
+        let card: i64 = client
+            .query(Cmd::new("MYZINTERCARD").arg(2).arg(&a[..]).arg(&b[..]))
+            .await
+            .unwrap();
+        assert_eq!(card, 1);
+    }
+    assert_eq!(
+        client.metrics().commands_learned - learned_before,
+        2,
+        "each renamed command is asked about once"
+    );
+    let err = client
+        .query::<i64>(Cmd::new("MYZINTERCARD").arg(2).arg("{x}a").arg("{y}b"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Server {
+                kind: ServerErrorKind::CrossSlot,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(client.metrics().moved, 0, "learned keys route to the owner");
+
     // Same slot (hash tags) is fine; keys found past the first argument route right.
     client.sadd("{s}a", ["x"]).await.unwrap();
     client.sadd("{s}b", ["y"]).await.unwrap();
@@ -586,4 +641,101 @@ async fn transactions_blocking_and_shard_pubsub() {
     }
     let m = received.expect("the subscription did not follow the slot");
     assert_eq!(&m.payload[..], b"after");
+
+    ask_redirects_during_a_migration(&mut cluster, &client).await;
+}
+
+/// A slot half-way through a migration, as `redis-cli --cluster reshard` leaves it
+/// between its MIGRATE calls: keys already moved answer ASK on the source, and the
+/// client follows with ASKING + the command on the target, without touching its map.
+async fn ask_redirects_during_a_migration(cluster: &mut RedisCluster, client: &ClusterClient) {
+    let (moved_key, staying_key, new_key) = ("ask:{m}:moved", "ask:{m}:stays", "ask:{m}:new");
+    let slot = key_slot(b"m");
+    client.set(moved_key, "moved value").await.unwrap();
+    client.set(staying_key, "staying value").await.unwrap();
+    let from = cluster.master_of_slot(slot).unwrap();
+    let to = cluster
+        .masters()
+        .unwrap()
+        .into_iter()
+        .find(|&m| m != from)
+        .unwrap();
+    let slot_s = slot.to_string();
+    let (from_id, to_id) = (
+        cluster.node_id(from).to_owned(),
+        cluster.node_id(to).to_owned(),
+    );
+    cluster
+        .cmd(to, &["CLUSTER", "SETSLOT", &slot_s, "IMPORTING", &from_id])
+        .unwrap();
+    cluster
+        .cmd(from, &["CLUSTER", "SETSLOT", &slot_s, "MIGRATING", &to_id])
+        .unwrap();
+    let target = cluster.addr(to);
+    let (host, port) = (target.ip().to_string(), target.port().to_string());
+    let migrated = cluster
+        .cmd(
+            from,
+            &["MIGRATE", &host, &port, "", "0", "5000", "KEYS", moved_key],
+        )
+        .unwrap();
+    assert_eq!(migrated.text().as_deref(), Some("OK"), "{migrated:?}");
+
+    let before = client.metrics();
+    // Moved key: ASK from the source, served by the target.
+    let got = client.get(moved_key).await.unwrap();
+    assert_eq!(got.as_deref(), Some(&b"moved value"[..]));
+    // Key not yet moved: the source still serves it, no redirect.
+    let got = client.get(staying_key).await.unwrap();
+    assert_eq!(got.as_deref(), Some(&b"staying value"[..]));
+    // New key in a migrating slot: the source answers ASK, the write lands on the target.
+    client.set(new_key, "new value").await.unwrap();
+    let after = client.metrics();
+    assert!(
+        after.ask >= before.ask + 2,
+        "ASK redirects not followed: {before:?} -> {after:?}"
+    );
+    assert_eq!(
+        after.moved, before.moved,
+        "ASK must not be handled as MOVED"
+    );
+
+    // Finish the migration as redis-cli does; the client then learns the new owner from
+    // a MOVED and every key reads back.
+    cluster
+        .cmd(
+            from,
+            &[
+                "MIGRATE",
+                &host,
+                &port,
+                "",
+                "0",
+                "5000",
+                "KEYS",
+                staying_key,
+            ],
+        )
+        .unwrap();
+    for node in cluster.masters().unwrap() {
+        cluster
+            .cmd(node, &["CLUSTER", "SETSLOT", &slot_s, "NODE", &to_id])
+            .unwrap();
+    }
+    // The new key was written on the target, not the source.
+    let on_source = cluster.cmd(from, &["DBSIZE"]).unwrap().integer();
+    let on_target = cluster.cmd(to, &["EXISTS", new_key]).unwrap().integer();
+    assert_eq!(
+        on_target,
+        Some(1),
+        "new key not on the target (source DBSIZE {on_source:?})"
+    );
+    for (key, value) in [
+        (moved_key, "moved value"),
+        (staying_key, "staying value"),
+        (new_key, "new value"),
+    ] {
+        let got = client.get(key).await.unwrap();
+        assert_eq!(got.as_deref(), Some(value.as_bytes()), "{key}");
+    }
 }

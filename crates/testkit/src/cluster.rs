@@ -131,6 +131,17 @@ impl RedisClusterBuilder {
         self
     }
 
+    /// Adds `redis-server` arguments as they are to every node, for options that take
+    /// more than one value (`--rename-command GET MYGET`).
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
     /// How long creation may take until the cluster is healthy. Default 60 s.
     pub fn ready_timeout(mut self, timeout: Duration) -> Self {
         self.ready_timeout = timeout;

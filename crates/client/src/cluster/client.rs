@@ -7,7 +7,7 @@
 //! `Multiplexer::send`. Redirects and retries happen there too; nothing on this path
 //! takes a lock.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
@@ -23,6 +23,7 @@ use crate::reply::FromReply;
 use super::config::{ClusterConfig, ReadFrom};
 use super::exec::{send_to_slot, SlotCommand};
 use super::fanout::{self, Nodes};
+use super::learned::LearnedKeys;
 use super::metrics::{bump, ClusterMetrics, Metrics};
 use super::node::{Node, Registry};
 use super::pipeline::ClusterPipeline;
@@ -63,8 +64,8 @@ pub(crate) struct Shared {
     pub(crate) metrics: Metrics,
     /// Wakes the refresh task (a stored permit coalesces many requests into one refresh).
     pub(crate) refresh: Arc<Notify>,
-    /// Unknown (module) commands a node said have no keys.
-    keyless_unknown: Mutex<HashSet<Vec<u8>>>,
+    /// Key positions of commands missing from the table, by lower-case name.
+    learned: Mutex<HashMap<Vec<u8>, LearnedKeys>>,
 }
 
 impl Drop for Shared {
@@ -114,7 +115,7 @@ impl ClusterClient {
             cfg,
             metrics: Metrics::default(),
             refresh: Arc::new(Notify::new()),
-            keyless_unknown: Mutex::new(HashSet::new()),
+            learned: Mutex::new(HashMap::new()),
         });
         refresh::initial(&shared).await?;
         refresh::spawn(&shared);
@@ -264,8 +265,9 @@ impl ClusterClient {
         }
     }
 
-    /// A command missing from the table (a module's): `COMMAND GETKEYS` on a node finds
-    /// its keys. Commands a node says are keyless are remembered.
+    /// A command missing from the table (a module's, or renamed): its key positions are
+    /// learned once from a node's `COMMAND INFO` and cached; commands whose keys move
+    /// with their arguments ask `COMMAND GETKEYS` on each call.
     async fn execute_unknown(&self, bytes: Bytes, readonly: bool) -> Result<Frame, Error> {
         let shared = &*self.inner;
         let Some(args) = super::args::Args::new(&bytes) else {
@@ -276,48 +278,70 @@ impl ClusterClient {
             .first()
             .map(|n| n.to_ascii_lowercase())
             .unwrap_or_default();
-        let known_keyless = shared
-            .keyless_unknown
+        let cached = shared
+            .learned
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .contains(&name);
-        if !known_keyless {
-            let getkeys = Cmd::new("COMMAND").arg("GETKEYS").args(args.iter());
-            match fanout::any(shared, getkeys.into_bytes(), true).await? {
-                Frame::Array(keys) => {
-                    let mut slot = None;
-                    for key in &keys {
-                        if let Frame::Bulk(k) = key {
-                            let s = redline_resp::slot::key_slot(k);
-                            if slot.is_some_and(|prev| prev != s) {
-                                return Err(cross_slot());
-                            }
-                            slot = Some(s);
-                        }
-                    }
-                    if let Some(slot) = slot {
-                        let cmd = SlotCommand {
-                            slot,
-                            readonly,
-                            replica: false,
-                        };
-                        return send_to_slot(shared, bytes, cmd).await;
-                    }
-                }
-                Frame::Error(e) | Frame::BulkError(e)
-                    if String::from_utf8_lossy(&e).contains("no key arguments") =>
-                {
-                    shared
-                        .keyless_unknown
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(name);
-                }
-                // Unknown to the server too: let a node answer with its own error.
-                _ => {}
+            .get(&name)
+            .copied();
+        let learned = match cached {
+            Some(learned) => learned,
+            None => {
+                let info = Cmd::new("COMMAND").arg("INFO").arg(&name[..]);
+                let learned = LearnedKeys::from_command_info(
+                    &fanout::any(shared, info.into_bytes(), true).await?,
+                );
+                bump(&shared.metrics.commands_learned);
+                shared
+                    .learned
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(name, learned);
+                learned
             }
+        };
+        let keys: Vec<Bytes> = match learned {
+            // Let a node answer with its own error.
+            LearnedKeys::Unknown => Vec::new(),
+            LearnedKeys::Range { .. } => learned
+                .key_indexes(args.len())
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|i| args.get(i).map(|k| Bytes::copy_from_slice(k)))
+                .collect(),
+            LearnedKeys::PerCall => {
+                let getkeys = Cmd::new("COMMAND").arg("GETKEYS").args(args.iter());
+                match fanout::any(shared, getkeys.into_bytes(), true).await? {
+                    Frame::Array(keys) => keys
+                        .into_iter()
+                        .filter_map(|k| match k {
+                            Frame::Bulk(k) => Some(k),
+                            _ => None,
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                }
+            }
+        };
+        let mut slot = None;
+        for key in &keys {
+            let s = redline_resp::slot::key_slot(key);
+            if slot.is_some_and(|prev| prev != s) {
+                return Err(cross_slot());
+            }
+            slot = Some(s);
         }
-        fanout::any(shared, bytes, readonly).await
+        match slot {
+            Some(slot) => {
+                let cmd = SlotCommand {
+                    slot,
+                    readonly,
+                    replica: false,
+                };
+                send_to_slot(shared, bytes, cmd).await
+            }
+            None => fanout::any(shared, bytes, readonly).await,
+        }
     }
 
     /// Starts a cluster pipeline: commands grouped per node, sent in parallel, replies in
@@ -410,7 +434,7 @@ mod size_probe {
             cfg,
             metrics: Default::default(),
             refresh: Default::default(),
-            keyless_unknown: Default::default(),
+            learned: Default::default(),
         });
         let cluster = super::ClusterClient { inner: shared };
         let f = cluster.get("k");

@@ -34,6 +34,9 @@ pub struct ClusterMetrics {
     pub splits: u64,
     /// Commands sent to a replica (read-from-replica).
     pub replica_reads: u64,
+    /// Commands missing from the command table whose key positions were asked of a node
+    /// (`COMMAND INFO`, once per command name).
+    pub commands_learned: u64,
 }
 
 /// The live counters.
@@ -49,6 +52,7 @@ pub(crate) struct Metrics {
     pub(crate) refresh_failures: AtomicU64,
     pub(crate) splits: AtomicU64,
     pub(crate) replica_reads: AtomicU64,
+    pub(crate) commands_learned: AtomicU64,
 }
 
 /// Adds one to a counter.
@@ -71,6 +75,7 @@ impl Metrics {
             refresh_failures: get(&self.refresh_failures),
             splits: get(&self.splits),
             replica_reads: get(&self.replica_reads),
+            commands_learned: get(&self.commands_learned),
         }
     }
 }

@@ -13,6 +13,7 @@
 //! - `batch`: many single-slot commands grouped per node (pipelines, splits);
 //! - `split`: MGET/MSET/DEL/UNLINK/EXISTS/TOUCH across slots;
 //! - `fanout`: keyless commands on one/all masters/all nodes, replies combined;
+//! - `learned`: key positions of commands missing from the table, from `COMMAND INFO`;
 //! - `dedicated`: blocking commands and leased connections on a slot's master;
 //! - `pipeline`: [`ClusterPipeline`];
 //! - `scripting`: EVAL/EVALSHA by key, `Script` with NOSCRIPT fallback;
@@ -32,6 +33,7 @@ mod exec;
 mod fanout;
 mod join;
 mod layout;
+mod learned;
 mod metrics;
 mod node;
 mod pipeline;
