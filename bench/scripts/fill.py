@@ -31,9 +31,9 @@ def redline_fill(port, p, extra=()):
 def fill_available():
     binary = os.path.join(RELEASE, "redline")
     if os.environ.get("BENCH_NO_REDLINE_CLI"):
-        return False, "redline-cli did not build from this tree (an older binary is not measured)"
+        return False, "redline-cli did not build from this tree (an older binary is not measured)", False
     if not os.path.exists(binary):
-        return False, "target/release/redline was not built"
+        return False, "target/release/redline was not built", False
     out = subprocess.run([binary, "fill", "--help"], capture_output=True, text=True, timeout=30)
     text = out.stdout + out.stderr
     if out.returncode != 0 or "--keys" not in text:

@@ -54,10 +54,12 @@ fn strip_ansi(s: &str) -> String {
 
 #[test]
 fn repl_quotes_formats_and_keeps_history_like_redis_cli() {
-    if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("skipped: util-linux `script` is not installed");
-        return;
-    }
+    // `script` comes with Debian's essential bsdutils: missing, the test fails rather
+    // than passing without checking anything.
+    assert!(
+        Command::new("script").arg("--version").output().is_ok(),
+        "util-linux `script` (Debian package bsdutils) is needed for the REPL test"
+    );
     let server = RedisServer::builder()
         .arg("--enable-debug-command", "yes")
         .start()
@@ -68,12 +70,14 @@ fn repl_quotes_formats_and_keeps_history_like_redis_cli() {
     let port = server.port().to_string();
     let dir = std::env::temp_dir().join(format!("redline-repl-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let history = dir.join("history");
+    // The default place, ~/.redline_history, under a private HOME.
+    let history = dir.join(".redline_history");
 
     let command = format!("{} cli -3 -p {port}", env!("CARGO_BIN_EXE_redline"));
     let mut child = Command::new("script")
         .args(["-qfec", &command, "/dev/null"])
-        .env("REDLINE_HISTFILE", &history)
+        .env("HOME", &dir)
+        .env_remove("REDLINE_HISTFILE")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
