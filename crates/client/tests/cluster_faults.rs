@@ -371,8 +371,11 @@ async fn killed_master_recovers_and_others_are_unaffected() {
         recovered_at.is_some(),
         "commands on the killed master's slots never recovered"
     );
-    // A no-hang bound, far above the 3 s goal (the figure is printed above).
-    assert!(recovery_after_promotion < Duration::from_secs(15));
+    // The acceptance bound (measured: a few milliseconds; the figure is printed above).
+    assert!(
+        recovery_after_promotion < Duration::from_secs(3),
+        "affected commands recovered {recovery_after_promotion:?} after the promotion"
+    );
     drop(cluster);
 }
 
