@@ -1073,7 +1073,7 @@ fn same_replies_as_redis() {
     let sequences: u64 = std::env::var("DIFF_SEQUENCES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(500);
+        .unwrap_or(2_000);
     let only: Option<u64> = std::env::var("DIFF_SEED").ok().and_then(|s| s.parse().ok());
     let mut failures = Vec::new();
     let mut total = 0;
