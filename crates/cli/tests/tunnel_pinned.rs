@@ -287,7 +287,7 @@ fn tunnel_pinned_cluster_slots_shards_nodes_show_only_local_addresses() {
 #[test]
 fn tunnel_pinned_user_values_that_look_like_addresses_pass_untouched() {
     let mut cluster = shared();
-    let tunnel = pinned_tunnel(&cluster, &[]);
+    let mut tunnel = pinned_tunnel(&cluster, &[]);
     // A real CLUSTER NODES text with the upstream addresses, and other lookalikes.
     let nodes_text = cluster
         .cmd(0, &["CLUSTER", "NODES"])
@@ -348,6 +348,8 @@ fn tunnel_pinned_user_values_that_look_like_addresses_pass_untouched() {
     // redis-cli -c shows the value as it is.
     let out = redis_cli(tunnel.pinned[0].0, &["-c"], &["GET", "{user}:addr"]);
     assert_eq!(stdout(&out).trim(), "10.1.2.3:7000");
+    // Ctrl-C closes every listener and exits cleanly.
+    assert!(tunnel.stop_with("INT").success());
 }
 
 #[test]

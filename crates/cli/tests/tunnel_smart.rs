@@ -367,3 +367,62 @@ fn tunnel_smart_failover_under_redis_benchmark_is_absorbed() {
         Frame::Integer(dbsize_direct(&mut cluster))
     );
 }
+
+/// A password-protected cluster of its own (plain TCP): the tunnel authenticates upstream
+/// so local clients need no password, and the keyless commands whose behaviour smart mode
+/// documents (INFO on one node, DBSIZE summed, FLUSHALL on every master) do what it says.
+/// Its own cluster, since FLUSHALL would wipe the keys of the tests sharing the other.
+#[test]
+fn tunnel_smart_authenticates_upstream_and_fans_out_keyless_commands() {
+    let mut cluster = RedisCluster::builder()
+        .password("tunnel-secret")
+        .start()
+        .unwrap();
+    let port = cluster.addr(0).port().to_string();
+    let mut tunnel = Tunnel::start(
+        &[
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-a",
+            "tunnel-secret",
+            "--cluster",
+            "--log",
+            "warn",
+        ]
+        .map(String::from),
+    );
+    let mut conn = Raw::connect(tunnel.addr());
+    // No AUTH needed locally; an AUTH a client sends anyway is accepted.
+    assert_eq!(
+        conn.cmd(&["SET", "auth:{a}", "1"]),
+        Frame::Simple("OK".into())
+    );
+    assert_eq!(conn.cmd(&["AUTH", "whatever"]), Frame::Simple("OK".into()));
+    let mut mset: Vec<String> = vec!["MSET".into()];
+    for i in 0..200 {
+        mset.push(format!("fan:{i}"));
+        mset.push(i.to_string());
+    }
+    assert_eq!(conn.cmd(&mset), Frame::Simple("OK".into()));
+    let direct = dbsize_direct(&mut cluster);
+    assert_eq!(direct, 201);
+    assert_eq!(conn.cmd(&["DBSIZE"]), Frame::Integer(direct));
+    // Every master holds some of the keys, so the sum above really fanned out.
+    for m in cluster.masters().unwrap() {
+        assert!(cluster.cmd(m, &["DBSIZE"]).unwrap().integer().unwrap() > 0);
+    }
+    let Frame::Bulk(info) = conn.cmd(&["INFO", "server"]) else {
+        panic!("INFO")
+    };
+    let info = String::from_utf8_lossy(&info);
+    assert!(info.contains("redis_version:"), "{info}");
+    assert_eq!(conn.cmd(&["FLUSHALL"]), Frame::Simple("OK".into()));
+    assert_eq!(dbsize_direct(&mut cluster), 0);
+    assert_eq!(conn.cmd(&["DBSIZE"]), Frame::Integer(0));
+    // A cluster-unaware tool through the tunnel, still without a password.
+    let out = redis_cli(tunnel.addr(), &[], &["SET", "after:flush", "v"]);
+    assert_eq!(stdout(&out), "OK\n");
+    assert!(tunnel.stop_with("TERM").success());
+}
