@@ -45,6 +45,102 @@ fn config_errors_are_fatal_like_redis() {
         "{text}"
     );
     let _ = std::fs::remove_dir_all(dir);
+
+    // An unknown directive on the command line: the same error, counted as redis-server
+    // counts the lines it builds from the arguments.
+    let out = Command::new(BIN)
+        .args(["--port", "0", "--nosuchdirective", "yes"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains(
+            "at line 3\n>>> 'nosuchdirective \"yes\"'\nBad directive or wrong number of arguments"
+        ),
+        "{text}"
+    );
+}
+
+/// The listening sockets of `port` in /proc/net/tcp and tcp6, as the kernel shows their
+/// local address (`0100007F` is 127.0.0.1).
+fn listening_addresses(port: u16) -> Vec<String> {
+    let port_hex = format!("{port:04X}");
+    let mut found = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // local_address is field 1 ("ADDR:PORT"), st is field 3 (0A = LISTEN).
+            if let (Some(local), Some("0A")) = (fields.get(1), fields.get(3).copied()) {
+                if let Some((addr, p)) = local.split_once(':') {
+                    if p == port_hex {
+                        found.push(addr.to_owned());
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn config_file_directives_take_effect() {
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("redline-conf-ok-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("server.log");
+    let conf = dir.join("redline.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "# redis.conf style\nport {port}\ndatabases 4\nio-threads 2\nlogfile \"{}\"\nhz 20\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    // Arguments after the file override it, as with redis-server.
+    let mut child = Command::new(BIN)
+        .arg(&conf)
+        .args(["--maxclients", "77"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut ready = false;
+    for _ in 0..400 {
+        let logged = std::fs::read_to_string(&log).unwrap_or_default();
+        if logged.contains("Ready to accept connections") {
+            ready = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    if !ready {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("no Ready line in the log file {}", log.display());
+    }
+    // No bind directive: loopback only.
+    assert_eq!(listening_addresses(port), ["0100007F"]);
+    let mut conn = Conn::connect(addr);
+    let databases = show(&conn.cmd(&["CONFIG", "GET", "databases"]));
+    assert!(databases.contains("b\"4\""), "{databases}");
+    assert_eq!(show(&conn.cmd(&["SELECT", "3"])), "Simple(b\"OK\")");
+    assert_eq!(
+        show(&conn.cmd(&["SELECT", "4"])),
+        "Error(b\"ERR DB index is out of range\")"
+    );
+    let maxclients = show(&conn.cmd(&["CONFIG", "GET", "maxclients"]));
+    assert!(maxclients.contains("b\"77\""), "{maxclients}");
+    conn.send(&["SHUTDOWN", "NOSAVE"]);
+    assert!(conn.is_closed());
+    assert_eq!(wait_exit(&mut child), Some(0));
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("ready to exit, bye bye"), "{logged}");
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// Starts the binary and waits for its "Ready to accept connections" line.
