@@ -607,24 +607,7 @@ async fn transactions_blocking_and_shard_pubsub() {
         .unwrap();
     assert_eq!(&m.payload[..], b"before");
 
-    let from = cluster.master_of_slot(slot).unwrap();
-    let to = cluster
-        .masters()
-        .unwrap()
-        .into_iter()
-        .find(|&m| m != from)
-        .unwrap();
-    let slot_s = slot.to_string();
-    let (from_id, to_id) = (
-        cluster.node_id(from).to_owned(),
-        cluster.node_id(to).to_owned(),
-    );
-    cluster
-        .cmd(to, &["CLUSTER", "SETSLOT", &slot_s, "IMPORTING", &from_id])
-        .unwrap();
-    cluster
-        .cmd(from, &["CLUSTER", "SETSLOT", &slot_s, "MIGRATING", &to_id])
-        .unwrap();
+    let Migration { slot_s, to_id, .. } = begin_migration(&mut cluster, slot);
     for node in cluster.masters().unwrap() {
         cluster
             .cmd(node, &["CLUSTER", "SETSLOT", &slot_s, "NODE", &to_id])
@@ -645,14 +628,17 @@ async fn transactions_blocking_and_shard_pubsub() {
     ask_redirects_during_a_migration(&mut cluster, &client).await;
 }
 
-/// A slot half-way through a migration, as `redis-cli --cluster reshard` leaves it
-/// between its MIGRATE calls: keys already moved answer ASK on the source, and the
-/// client follows with ASKING + the command on the target, without touching its map.
-async fn ask_redirects_during_a_migration(cluster: &mut RedisCluster, client: &ClusterClient) {
-    let (moved_key, staying_key, new_key) = ("ask:{m}:moved", "ask:{m}:stays", "ask:{m}:new");
-    let slot = key_slot(b"m");
-    client.set(moved_key, "moved value").await.unwrap();
-    client.set(staying_key, "staying value").await.unwrap();
+/// A slot being moved from its master to another one.
+struct Migration {
+    from: usize,
+    to: usize,
+    slot_s: String,
+    to_id: String,
+}
+
+/// Marks `slot` IMPORTING on another master and MIGRATING on its owner, the first step of
+/// `redis-cli --cluster reshard`; `CLUSTER SETSLOT .. NODE` on every master ends it.
+fn begin_migration(cluster: &mut RedisCluster, slot: u16) -> Migration {
     let from = cluster.master_of_slot(slot).unwrap();
     let to = cluster
         .masters()
@@ -671,6 +657,28 @@ async fn ask_redirects_during_a_migration(cluster: &mut RedisCluster, client: &C
     cluster
         .cmd(from, &["CLUSTER", "SETSLOT", &slot_s, "MIGRATING", &to_id])
         .unwrap();
+    Migration {
+        from,
+        to,
+        slot_s,
+        to_id,
+    }
+}
+
+/// A slot half-way through a migration, as `redis-cli --cluster reshard` leaves it
+/// between its MIGRATE calls: keys already moved answer ASK on the source, and the
+/// client follows with ASKING + the command on the target, without touching its map.
+async fn ask_redirects_during_a_migration(cluster: &mut RedisCluster, client: &ClusterClient) {
+    let (moved_key, staying_key, new_key) = ("ask:{m}:moved", "ask:{m}:stays", "ask:{m}:new");
+    let slot = key_slot(b"m");
+    client.set(moved_key, "moved value").await.unwrap();
+    client.set(staying_key, "staying value").await.unwrap();
+    let Migration {
+        from,
+        to,
+        slot_s,
+        to_id,
+    } = begin_migration(cluster, slot);
     let target = cluster.addr(to);
     let (host, port) = (target.ip().to_string(), target.port().to_string());
     let migrated = cluster
