@@ -141,12 +141,7 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if use_dense {
         hll::to_dense(bytes).map_err(|_| CORRUPT)?;
     }
-    for (index, &value) in max.iter().enumerate() {
-        if value != 0 {
-            // The destination was validated by the merge: Redis ignores the result.
-            let _ = hll::set(bytes, index, value, sparse_max);
-        }
-    }
+    hll::set_all(bytes, &max, sparse_max);
     hll::invalidate(bytes);
     shard.touch(dest);
     drop(locked);
