@@ -391,3 +391,28 @@ fn sparse_limit_is_configurable() {
     pair.both(&["CONFIG", "SET", "hll-sparse-max-bytes", "3000"]);
     pair.check();
 }
+
+#[test]
+fn debugging_commands() {
+    let (redis, redline) = servers();
+    let mut pair = Pair::new(&redis, &redline);
+    grow(&mut pair, b"h", 30, 10, "h");
+    pair.both(&[&b"SET"[..], b"cut", b"HYLL\x01\0\0\0\0\0\0\0\0\0\0\x80\x7f"]);
+    pair.both(&[&b"SET"[..], b"empty", b"HYLL\x01\0\0\0\0\0\0\0\0\0\0\x80"]);
+    pair.both(&["RPUSH", "list", "a"]);
+    pair.both(&["SET", "str", "x"]);
+    for key in ["h", "cut", "empty", "list", "str", "missing"] {
+        for sub in [
+            "ENCODING", "decode", "GETREG", "encoding", "TODENSE", "todense", "DECODE", "nosuch",
+        ] {
+            pair.both(&["PFDEBUG", sub, key]);
+        }
+        pair.inspect(key.as_bytes());
+    }
+    pair.both(&[&b"PFDEBUG"[..], b"bad\r\nname\x00tail", b"h"]);
+    pair.both(&["PFDEBUG", "getreg"]);
+    pair.both(&["PFDEBUG", "getreg", "h", "x"]);
+    pair.both(&["PFSELFTEST"]);
+    pair.both(&["PFSELFTEST", "x"]);
+    pair.check();
+}

@@ -1,4 +1,5 @@
-//! HyperLogLog commands (Redis's `hyperloglog.c`): PFADD PFCOUNT PFMERGE.
+//! HyperLogLog commands (Redis's `hyperloglog.c`): PFADD PFCOUNT PFMERGE, and the
+//! introspection commands PFDEBUG and PFSELFTEST.
 //!
 //! An HLL is a plain string value in Redis's byte format ([`crate::store::hll`]), so
 //! every string command sees it as Redis would. Commands check the header before use
@@ -9,14 +10,20 @@
 use bytes::Bytes;
 use redline_resp::encode;
 
-use super::reply::{ok, CmdError, CmdResult, WRONG_TYPE};
+use super::args::is;
+use super::reply::{clip_bytes, ok, CmdError, CmdResult, WRONG_TYPE};
 use super::{Ctx, Handler};
 use crate::store::hll::{self, REGISTERS};
 use crate::store::{CompactBytes, Value};
 
 /// This family's handlers.
-pub const COMMANDS: &[(&str, Handler)] =
-    &[("pfadd", pfadd), ("pfcount", pfcount), ("pfmerge", pfmerge)];
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("pfadd", pfadd),
+    ("pfcount", pfcount),
+    ("pfmerge", pfmerge),
+    ("pfdebug", pfdebug),
+    ("pfselftest", pfselftest),
+];
 
 /// A string that is not an HLL.
 const NOT_HLL: CmdError =
@@ -145,6 +152,54 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     hll::invalidate(bytes);
     shard.touch(dest);
     drop(locked);
+    ok(ctx.out);
+    Ok(())
+}
+
+/// PFDEBUG GETREG|DECODE|ENCODING|TODENSE key. GETREG and TODENSE leave the key dense.
+fn pfdebug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (sub, key) = (&args[1], &args[2]);
+    let mut shard = ctx.lock(key);
+    let Some(entry) = shard.get(key) else {
+        return Err(CmdError::Static("ERR The specified key does not exist"));
+    };
+    hll_bytes(&entry.value)?;
+    let bytes = hll_bytes_mut(&mut entry.value)?;
+    let out = &mut *ctx.out;
+    if is(sub, "getreg") {
+        hll::to_dense(bytes).map_err(|_| CORRUPT)?;
+        encode::write_array_len(out, REGISTERS);
+        for value in hll::registers(bytes) {
+            encode::write_integer(out, i64::from(value));
+        }
+    } else if is(sub, "decode") {
+        if hll::is_dense(bytes) {
+            return Err(CmdError::Static("ERR HLL encoding is not sparse"));
+        }
+        encode::write_bulk(out, hll::decode(bytes).as_bytes());
+    } else if is(sub, "encoding") {
+        let name: &[u8] = if hll::is_dense(bytes) {
+            b"dense"
+        } else {
+            b"sparse"
+        };
+        encode::write_simple(out, name);
+    } else if is(sub, "todense") {
+        let converted = !hll::is_dense(bytes);
+        hll::to_dense(bytes).map_err(|_| CORRUPT)?;
+        encode::write_integer(out, i64::from(converted));
+    } else {
+        let mut text = b"ERR Unknown PFDEBUG subcommand '".to_vec();
+        text.extend_from_slice(&clip_bytes(sub, usize::MAX));
+        text.push(b'\'');
+        return Err(CmdError::Bytes(text));
+    }
+    Ok(())
+}
+
+/// PFSELFTEST: checks the representation code and answers OK (or `TESTFAILED`).
+fn pfselftest(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    hll::self_test().map_err(|why| CmdError::Owned(format!("TESTFAILED {why}")))?;
     ok(ctx.out);
     Ok(())
 }

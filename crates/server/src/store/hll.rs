@@ -143,8 +143,12 @@ pub fn add(hll: &mut Vec<u8>, element: &[u8], sparse_max: usize) -> Result<bool,
 /// Raises register `index` to `count` if it is lower; `Ok(true)` when it changed. A
 /// sparse HLL may become dense on the way.
 pub fn set(hll: &mut Vec<u8>, index: usize, count: u8, sparse_max: usize) -> Result<bool, Corrupt> {
+    if count == 0 || index >= REGISTERS {
+        // Nothing to raise; out of range is not a register (neither comes from PFADD).
+        return Ok(false);
+    }
     match hll.get(4) {
-        Some(&DENSE) => Ok(dense_set(&mut hll[HEADER_LEN..], index, count)),
+        Some(&DENSE) => Ok(dense_set(body_mut(hll), index, count)),
         Some(&SPARSE) => {
             let mut cursor = START;
             sparse_set(hll, index, count, sparse_max, &mut cursor)
@@ -154,6 +158,12 @@ pub fn set(hll: &mut Vec<u8>, index: usize, count: u8, sparse_max: usize) -> Res
 }
 
 // ---- dense ----
+
+/// The registers of a dense HLL (empty if the string is shorter than a header, which a
+/// checked HLL never is).
+fn body_mut(hll: &mut [u8]) -> &mut [u8] {
+    hll.get_mut(HEADER_LEN..).unwrap_or_default()
+}
 
 /// Reads a register from the dense body; bytes past the end read as zero.
 pub fn dense_get(regs: &[u8], index: usize) -> u8 {
@@ -326,7 +336,7 @@ pub fn set_all(hll: &mut Vec<u8>, max: &[u8; REGISTERS], sparse_max: usize) {
         }
         // Redis ignores the result: the destination was validated by the merge.
         let _ = match hll.get(4) {
-            Some(&DENSE) => Ok(dense_set(&mut hll[HEADER_LEN..], index, value)),
+            Some(&DENSE) => Ok(dense_set(body_mut(hll), index, value)),
             Some(&SPARSE) => sparse_set(hll, index, value, sparse_max, &mut cursor),
             _ => Err(Corrupt),
         };
@@ -483,7 +493,69 @@ fn sparse_set(
 
 fn promote(hll: &mut Vec<u8>, index: usize, count: u8) -> Result<bool, Corrupt> {
     to_dense(hll)?;
-    Ok(dense_set(&mut hll[HEADER_LEN..], index, count))
+    Ok(dense_set(body_mut(hll), index, count))
+}
+
+// ---- debugging (PFDEBUG, PFSELFTEST) ----
+
+/// Every register of a dense HLL, in order.
+pub fn registers(hll: &[u8]) -> Vec<u8> {
+    let body = hll.get(HEADER_LEN..).unwrap_or(&[]);
+    (0..REGISTERS).map(|i| dense_get(body, i)).collect()
+}
+
+/// A sparse body as text, opcode by opcode: `z:len`, `Z:len` (XZERO), `v:value,len`.
+pub fn decode(hll: &[u8]) -> String {
+    let mut words = Vec::new();
+    let mut p = HEADER_LEN;
+    while p < hll.len() {
+        let (op, width) = op_at(hll, p);
+        words.push(match op {
+            Op::Zeros(run) if width == 1 => format!("z:{run}"),
+            Op::Zeros(run) => format!("Z:{run}"),
+            Op::Val(run, value) => format!("v:{value},{run}"),
+        });
+        p += width;
+    }
+    words.join(" ")
+}
+
+/// Checks this module against itself: every register written and read back in the
+/// dense layout, and the sparse and dense forms agreeing on registers and estimates as
+/// elements arrive. `Err` names the first failure, as Redis's `TESTFAILED` does.
+pub fn self_test() -> Result<(), String> {
+    let mut regs = vec![0u8; DENSE_LEN - HEADER_LEN];
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..16 {
+        let expected: Vec<u8> = (0..REGISTERS).map(|_| (next() & 63) as u8).collect();
+        for (i, &v) in expected.iter().enumerate() {
+            dense_write(&mut regs, i, v);
+        }
+        if let Some(i) = (0..REGISTERS).find(|&i| dense_get(&regs, i) != expected[i]) {
+            return Err(format!("Register error at {i}"));
+        }
+    }
+    let mut sparse = new();
+    let mut dense = new();
+    to_dense(&mut dense).map_err(|_| "Sparse and dense representation mismatch".to_string())?;
+    for i in 0..5000u64 {
+        let element = next().to_le_bytes();
+        let a = add(&mut sparse, &element, DEFAULT_SPARSE_MAX_BYTES);
+        let b = add(&mut dense, &element, DEFAULT_SPARSE_MAX_BYTES);
+        let agree = a == b
+            && (!is_dense(&sparse) || sparse[HEADER_LEN..] == dense[HEADER_LEN..])
+            && (i % 500 != 0 || count(&sparse) == count(&dense));
+        if !agree {
+            return Err("Sparse and dense representation mismatch".to_string());
+        }
+    }
+    Ok(())
 }
 
 // ---- counting ----
@@ -719,6 +791,20 @@ mod tests {
             set_all(&mut at_once, &max, 3000);
             assert_eq!(one_by_one, at_once, "n={n}");
         }
+    }
+
+    #[test]
+    fn debugging_views() {
+        let mut hll = new();
+        assert_eq!(decode(&hll), "Z:16384");
+        for e in [&b"x"[..], b"y", b"z"] {
+            add(&mut hll, e, 3000).unwrap();
+        }
+        assert_eq!(decode(&hll), "Z:8581 v:1,1 Z:6350 v:3,1 Z:1441 v:2,1 z:9");
+        to_dense(&mut hll).unwrap();
+        let regs = registers(&hll);
+        assert_eq!((regs[8581], regs[14932], regs[16374]), (1, 3, 2));
+        assert_eq!(self_test(), Ok(()));
     }
 
     #[test]
