@@ -187,6 +187,24 @@ fn dense_write(regs: &mut [u8], index: usize, value: u8) {
     }
 }
 
+/// Every register of a dense body into `raw`, one byte each: three bytes hold four
+/// registers, so whole groups decode without per-register shifts or bounds checks.
+fn dense_unpack(regs: &[u8], raw: &mut [u8; REGISTERS]) {
+    if regs.len() < REGISTERS / 4 * 3 {
+        for (i, r) in raw.iter_mut().enumerate() {
+            *r = dense_get(regs, i);
+        }
+        return;
+    }
+    for (group, out) in regs.chunks_exact(3).zip(raw.chunks_exact_mut(4)) {
+        let (b0, b1, b2) = (group[0], group[1], group[2]);
+        out[0] = b0 & 63;
+        out[1] = ((b0 >> 6) | (b1 << 2)) & 63;
+        out[2] = ((b1 >> 4) | (b2 << 4)) & 63;
+        out[3] = b2 >> 2;
+    }
+}
+
 fn dense_set(regs: &mut [u8], index: usize, count: u8) -> bool {
     if count > dense_get(regs, index) {
         dense_write(regs, index, count);
@@ -500,8 +518,9 @@ fn promote(hll: &mut Vec<u8>, index: usize, count: u8) -> Result<bool, Corrupt> 
 
 /// Every register of a dense HLL, in order.
 pub fn registers(hll: &[u8]) -> Vec<u8> {
-    let body = hll.get(HEADER_LEN..).unwrap_or(&[]);
-    (0..REGISTERS).map(|i| dense_get(body, i)).collect()
+    let mut raw = [0u8; REGISTERS];
+    dense_unpack(hll.get(HEADER_LEN..).unwrap_or(&[]), &mut raw);
+    raw.to_vec()
 }
 
 /// A sparse body as text, opcode by opcode: `z:len`, `Z:len` (XZERO), `v:value,len`.
@@ -563,12 +582,10 @@ pub fn self_test() -> Result<(), String> {
 /// Raises each `max[i]` to register `i` of `hll` (PFCOUNT of several keys, PFMERGE).
 pub fn merge(max: &mut [u8; REGISTERS], hll: &[u8]) -> Result<(), Corrupt> {
     if is_dense(hll) {
-        let regs = hll.get(HEADER_LEN..).unwrap_or(&[]);
-        for (i, m) in max.iter_mut().enumerate() {
-            let v = dense_get(regs, i);
-            if v > *m {
-                *m = v;
-            }
+        let mut raw = [0u8; REGISTERS];
+        dense_unpack(hll.get(HEADER_LEN..).unwrap_or(&[]), &mut raw);
+        for (m, &v) in max.iter_mut().zip(raw.iter()) {
+            *m = (*m).max(v);
         }
         Ok(())
     } else {
@@ -585,8 +602,10 @@ pub fn count(hll: &[u8]) -> Result<u64, Corrupt> {
     let mut histo = [0u64; 64];
     let body = hll.get(HEADER_LEN..).unwrap_or(&[]);
     if is_dense(hll) {
-        for i in 0..REGISTERS {
-            histo[usize::from(dense_get(body, i))] += 1;
+        let mut raw = [0u8; REGISTERS];
+        dense_unpack(body, &mut raw);
+        for &r in raw.iter() {
+            histo[usize::from(r)] += 1;
         }
     } else {
         // Unlike the conversion, the histogram never stops early: every opcode counts,
@@ -755,6 +774,9 @@ mod tests {
         for i in 0..REGISTERS {
             assert_eq!(dense_get(&regs, i), (i % 64) as u8);
         }
+        let mut raw = [0u8; REGISTERS];
+        dense_unpack(&regs, &mut raw);
+        assert!(raw.iter().enumerate().all(|(i, &r)| r == (i % 64) as u8));
         assert!(!dense_set(&mut regs, 5, 3));
         assert!(dense_set(&mut regs, 5, 6));
         assert_eq!(dense_get(&regs, 5), 6);
