@@ -2,8 +2,8 @@
 //! 7.0 and to redline-server over raw TCP; every reply must be identical.
 //!
 //! Sequences cover what redline-server implements: connection/server commands, strings,
-//! keys and expiry options, with binary keys and values, wrong types, wrong arity,
-//! unknown commands, out-of-range numbers and malformed options. Each sequence runs in
+//! HyperLogLogs, keys and expiry options, with binary keys and values, wrong types,
+//! wrong arity, unknown commands, out-of-range numbers and malformed options. Each sequence runs in
 //! one of four modes: request/reply, pipelined (all commands sent in one write, then
 //! all replies read), RESP3 (after HELLO 3), or inline commands (`SET k v`) wherever the
 //! arguments are plain words. Each ends by comparing the whole
@@ -161,6 +161,9 @@ impl Gen {
         }
         if self.chance(14) {
             return self.more_command();
+        }
+        if self.chance(6) {
+            return self.hll_command();
         }
         if self.chance(20) {
             return self.zset_command();
@@ -719,6 +722,47 @@ impl Gen {
             c.truncate(1);
         } else if self.chance(2) {
             c.push(b"extra".to_vec());
+        }
+        c
+    }
+
+    /// HyperLogLogs: PFADD of a few members or of hundreds of generated elements (so
+    /// sequences reach the sparse-to-dense conversion), PFCOUNT of one key (cached) or
+    /// several (union), PFMERGE; the dump's GET compares the stored bytes.
+    fn hll_command(&mut self) -> Vec<Vec<u8>> {
+        let w = |s: &str| s.as_bytes().to_vec();
+        let mut c: Vec<Vec<u8>> = match self.rng.usize(..8) {
+            0..=2 => {
+                let mut c = vec![w("PFADD"), self.key()];
+                for _ in 0..self.rng.usize(..4) {
+                    c.push(if self.chance(50) {
+                        self.member()
+                    } else {
+                        self.value()
+                    });
+                }
+                c
+            }
+            3 => {
+                let mut c = vec![w("PFADD"), self.key()];
+                let n = [20, 300, 1500][self.rng.usize(..3)];
+                let base = self.rng.usize(..5000);
+                c.extend((base..base + n).map(|i| format!("el{i}").into_bytes()));
+                c
+            }
+            4 | 5 => {
+                let mut c = vec![w("PFCOUNT")];
+                c.extend(self.keys(1));
+                c
+            }
+            _ => {
+                let mut c = vec![w("PFMERGE")];
+                c.extend(self.keys(1));
+                c
+            }
+        };
+        if self.chance(3) {
+            c.truncate(1);
         }
         c
     }

@@ -541,7 +541,7 @@ pub(crate) fn encoding_name(value: &crate::store::Value) -> &'static str {
     let small = |len: usize| len <= 64;
     match value {
         Value::Int(_) => "int",
-        Value::Str(s) if s.len() <= 44 => "embstr",
+        Value::Str(s) if s.len() <= 44 && !s.is_growable() => "embstr",
         Value::Str(_) => "raw",
         Value::List(_) => "quicklist",
         Value::Hash(h) => {

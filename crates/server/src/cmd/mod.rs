@@ -14,6 +14,7 @@ pub mod blocking;
 mod ctx;
 pub mod float;
 pub mod hashes;
+pub mod hyperloglog;
 pub mod keys;
 pub mod lcs;
 pub mod lists;
@@ -47,6 +48,7 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(server::COMMANDS);
     all.extend_from_slice(strings::COMMANDS);
     all.extend_from_slice(bitmaps::COMMANDS);
+    all.extend_from_slice(hyperloglog::COMMANDS);
     all.extend_from_slice(lcs::COMMANDS);
     all.extend_from_slice(sort::COMMANDS);
     all.extend_from_slice(admin::COMMANDS);

@@ -24,6 +24,7 @@ pub const DIRECTIVES: &[&str] = &[
     "save",
     "appendonly",
     "daemonize",
+    "hll-sparse-max-bytes",
 ];
 
 /// Why a directive could not be set.
@@ -90,6 +91,39 @@ pub fn parse_memory(text: &str) -> Option<i64> {
 fn memory(values: &[Vec<u8>], min: i64, max: i64) -> Result<i64, SetError> {
     let n = parse_memory(one(values)?).ok_or_else(|| invalid("argument must be a memory value"))?;
     range(n, min, max)
+}
+
+/// A `size_t` memory directive as Redis parses it (`memtoull`): no sign, digits (none
+/// reads as 0, too many saturate), an optional unit; then bounded to `0..=LONG_MAX`.
+fn unsigned_memory(text: &str) -> Result<u64, SetError> {
+    let not_memory = || invalid("argument must be a memory value");
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let mul: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return Err(not_memory()),
+    };
+    let n = if digits.is_empty() {
+        0
+    } else {
+        digits.parse::<u64>().unwrap_or(u64::MAX)
+    };
+    let n = n.wrapping_mul(mul);
+    if n > i64::MAX as u64 {
+        return Err(invalid(&format!(
+            "argument must be between 0 and {} inclusive",
+            i64::MAX
+        )));
+    }
+    Ok(n)
 }
 
 fn yes_no(values: &[Vec<u8>]) -> Result<bool, SetError> {
@@ -227,6 +261,9 @@ impl Config {
                 }
                 self.appendonly = false;
             }
+            "hll-sparse-max-bytes" => {
+                self.hll_sparse_max_bytes = unsigned_memory(one(values)?)?;
+            }
             "daemonize" => {
                 if yes_no(values)? {
                     return Err(invalid("daemonize yes is not supported"));
@@ -266,6 +303,7 @@ impl Config {
             "save" => self.save.clone(),
             "appendonly" => yes_no_text(self.appendonly),
             "daemonize" => "no".to_string(),
+            "hll-sparse-max-bytes" => self.hll_sparse_max_bytes.to_string(),
             _ => return None,
         })
     }
@@ -312,6 +350,31 @@ mod tests {
                 "Wrong number of arguments in buffer limit configuration."
             ))
         );
+    }
+
+    #[test]
+    fn hll_sparse_max_bytes_parses_like_redis() {
+        let mut c = Config::default();
+        assert_eq!(c.get("hll-sparse-max-bytes").unwrap(), "3000");
+        c.set("hll-sparse-max-bytes", &[b"1kb".to_vec()], false)
+            .unwrap();
+        assert_eq!(c.hll_sparse_max_bytes, 1024);
+        c.set("hll-sparse-max-bytes", &[b"".to_vec()], false)
+            .unwrap();
+        assert_eq!(c.hll_sparse_max_bytes, 0);
+        for bad in ["-1", "+5", "abc", "1xb"] {
+            assert_eq!(
+                c.set("hll-sparse-max-bytes", &[bad.as_bytes().to_vec()], false),
+                Err(invalid("argument must be a memory value"))
+            );
+        }
+        assert!(c
+            .set(
+                "hll-sparse-max-bytes",
+                &[b"9223372036854775808".to_vec()],
+                false
+            )
+            .is_err());
     }
 
     #[test]

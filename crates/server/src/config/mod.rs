@@ -98,6 +98,8 @@ pub struct Config {
     pub save: String,
     /// AOF switch, kept for `CONFIG GET appendonly`; only `no` is accepted for now.
     pub appendonly: bool,
+    /// Largest sparse HyperLogLog, header included, before it turns dense.
+    pub hll_sparse_max_bytes: u64,
 }
 
 impl Default for Config {
@@ -137,6 +139,7 @@ impl Default for Config {
             shards: 0,
             save: String::new(),
             appendonly: false,
+            hll_sparse_max_bytes: crate::store::hll::DEFAULT_SPARSE_MAX_BYTES as u64,
         }
     }
 }

@@ -85,6 +85,25 @@ impl CompactBytes {
         }
     }
 
+    /// The bytes as a vector whose length may change in place (made growable first,
+    /// once): for values rewritten often, such as HyperLogLogs.
+    pub fn vec_mut(&mut self) -> &mut Vec<u8> {
+        if !matches!(self, CompactBytes::Growable(_)) {
+            *self = CompactBytes::Growable(Box::new(self.as_bytes().to_vec()));
+        }
+        match self {
+            CompactBytes::Growable(v) => v,
+            // Made growable just above.
+            _ => unreachable!(),
+        }
+    }
+
+    /// Whether the bytes were changed in place (APPEND, HyperLogLog updates): Redis
+    /// reports such strings as `raw` whatever their length.
+    pub fn is_growable(&self) -> bool {
+        matches!(self, CompactBytes::Growable(_))
+    }
+
     /// Heap bytes owned beyond the value itself, for memory accounting.
     pub fn heap_size(&self) -> usize {
         match self {

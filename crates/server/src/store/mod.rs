@@ -12,6 +12,7 @@
 mod compact;
 pub mod expiry;
 mod held;
+pub mod hll;
 mod shard;
 mod value;
 mod zset;
