@@ -105,7 +105,8 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
             for pair in pairs(&items)? {
                 let score = match pair[1] {
                     Elem::Int(n) => n as f64,
-                    Elem::Str(s) => parse_double(s).ok_or(Corrupt("bad score"))?,
+                    // `zzlStrtod`: at most 127 bytes, and text that is no number reads as 0.
+                    Elem::Str(s) => parse_double(&s[..s.len().min(127)]).unwrap_or(0.0),
                 };
                 add_member(&mut zset, &pair[0].to_bytes(), score)?;
             }

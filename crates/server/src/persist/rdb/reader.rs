@@ -151,8 +151,83 @@ fn decimal(n: i64) -> Cow<'static, [u8]> {
     Cow::Owned(itoa::Buffer::new().format(n).as_bytes().to_vec())
 }
 
-/// Decimal text of a double as C's `strtod` reads it (`inf`, `-inf`, exponents).
+/// A double as C's `strtod` reads the start of `text`: leading spaces skipped, then the
+/// longest prefix that is a number (`inf`, `infinity`, `nan`, decimals with exponents);
+/// `None` when no prefix is one. Trailing bytes are ignored, as C ignores them.
 pub fn parse_double(text: &[u8]) -> Option<f64> {
-    let text = std::str::from_utf8(text).ok()?;
-    text.trim_start().parse().ok()
+    let start = text
+        .iter()
+        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))?;
+    let s = &text[start..];
+    let mut i = usize::from(matches!(s.first(), Some(b'+' | b'-')));
+    let negative = s.first() == Some(&b'-');
+    let word = |w: &str| {
+        s.get(i..i + w.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(w.as_bytes()))
+    };
+    if word("inf") {
+        return Some(if negative {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        });
+    }
+    if word("nan") {
+        return Some(f64::NAN);
+    }
+    let digits = |from: usize| s[from..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let int_digits = digits(i);
+    i += int_digits;
+    let mut frac_digits = 0;
+    if s.get(i) == Some(&b'.') {
+        frac_digits = digits(i + 1);
+        if int_digits + frac_digits > 0 {
+            i += 1 + frac_digits;
+        }
+    }
+    if int_digits + frac_digits == 0 {
+        return None;
+    }
+    if matches!(s.get(i), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(s.get(i + 1), Some(b'+' | b'-')));
+        let exp_digits = digits(i + 1 + sign);
+        if exp_digits > 0 {
+            i += 1 + sign + exp_digits;
+        }
+    }
+    std::str::from_utf8(&s[..i]).ok()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_double;
+
+    #[test]
+    fn strtod_prefixes() {
+        let cases: [(&[u8], Option<f64>); 14] = [
+            (b"1.5", Some(1.5)),
+            (b"  -2", Some(-2.0)),
+            (b"3abc", Some(3.0)),
+            (b"1e5x", Some(1e5)),
+            (b"1e", Some(1.0)),
+            (b"1.", Some(1.0)),
+            (b".5", Some(0.5)),
+            (b"-inf", Some(f64::NEG_INFINITY)),
+            (b"Infinity", Some(f64::INFINITY)),
+            (b"+inf", Some(f64::INFINITY)),
+            (b"1e400", Some(f64::INFINITY)),
+            (b"(inf", None),
+            (b".", None),
+            (b"", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(
+                parse_double(text),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(text)
+            );
+        }
+        assert!(parse_double(b"nan").is_some_and(f64::is_nan));
+    }
 }
