@@ -562,3 +562,154 @@ fn restore_wakes_blocked_clients_and_runs_in_transactions() {
     };
     assert_eq!(run(redis.addr()), run(redline.addr));
 }
+
+/// A ziplist (the encoding of Redis 6 and older) of strings shorter than 64 bytes and
+/// small integers; test input only.
+fn ziplist(items: &[&[u8]]) -> Vec<u8> {
+    let mut body = Vec::new();
+    let (mut prev, mut last) = (0usize, 10usize);
+    for item in items {
+        let start = body.len();
+        last = 10 + start;
+        body.push(prev as u8);
+        let n = std::str::from_utf8(item)
+            .ok()
+            .and_then(|t| t.parse::<i16>().ok())
+            .filter(|n| n.to_string().as_bytes() == *item);
+        match n {
+            Some(n) if (0..=12).contains(&n) => body.push(0xF1 + n as u8),
+            Some(n) => {
+                body.push(0xC0);
+                body.extend_from_slice(&n.to_le_bytes());
+            }
+            None => {
+                assert!(item.len() < 64);
+                body.push(item.len() as u8);
+                body.extend_from_slice(item);
+            }
+        }
+        prev = body.len() - start;
+    }
+    let mut zl = Vec::new();
+    zl.extend_from_slice(&((10 + body.len() + 1) as u32).to_le_bytes());
+    zl.extend_from_slice(&(last as u32).to_le_bytes());
+    zl.extend_from_slice(&(items.len() as u16).to_le_bytes());
+    zl.extend_from_slice(&body);
+    zl.push(0xFF);
+    zl
+}
+
+/// The encodings Redis 7.0 no longer writes but still loads (plain lists, hashes and
+/// sets, ziplist lists/quicklists/hashes/sorted sets, text-score sorted sets, and plain
+/// quicklist nodes), as version-9 payloads: both servers load them to the same value.
+#[test]
+fn legacy_encodings_load_like_redis() {
+    use redline_server::persist::rdb::encode::string;
+    use redline_server::persist::rdb::listpack::Writer;
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let words = |items: &[&[u8]]| -> Vec<u8> {
+        let mut out = Vec::new();
+        for i in items {
+            string(&mut out, i);
+        }
+        out
+    };
+    let with = |head: &[u8], tail: Vec<u8>| -> Vec<u8> {
+        let mut v = head.to_vec();
+        v.extend(tail);
+        v
+    };
+    let blob = |b: Vec<u8>| -> Vec<u8> {
+        let mut out = Vec::new();
+        string(&mut out, &b);
+        out
+    };
+    let listpack = |items: &[&[u8]]| -> Vec<u8> {
+        let mut w = Writer::new();
+        for i in items {
+            w.push(i);
+        }
+        w.finish()
+    };
+    let long = b"a ziplist element long enough to be compressed: zzzzzzzzzzzz".as_slice();
+    let bodies: Vec<(&str, Vec<u8>)> = vec![
+        ("list", with(&[1, 4], words(&[b"a", b"12", b"", b"-300"]))),
+        (
+            "list ziplist",
+            with(
+                &[10],
+                blob(ziplist(&[b"a", b"12", b"300", b"-7", long, long])),
+            ),
+        ),
+        (
+            "quicklist of ziplists",
+            with(
+                &[14, 3],
+                [
+                    blob(ziplist(&[b"x", b"1"])),
+                    blob(ziplist(&[])),
+                    blob(ziplist(&[b"y", long])),
+                ]
+                .concat(),
+            ),
+        ),
+        (
+            "quicklist 2 with a plain node",
+            [
+                vec![18, 3, 2],
+                blob(listpack(&[b"a", b"b"])),
+                vec![1],
+                blob(b"plain element".to_vec()),
+                vec![2],
+                blob(listpack(&[b"c", b"42"])),
+            ]
+            .concat(),
+        ),
+        ("hash", with(&[4, 2], words(&[b"f", b"1", b"g", b"two"]))),
+        (
+            "hash ziplist",
+            with(
+                &[13],
+                blob(ziplist(&[b"f", b"1", b"g", b"two", b"h", long])),
+            ),
+        ),
+        ("set", with(&[2, 3], words(&[b"m", b"5", b"-1"]))),
+        (
+            "zset ziplist",
+            with(
+                &[12],
+                blob(ziplist(&[
+                    b"c", b"-inf", b"a", b"1.5", b"b", b"2", long, b"300",
+                ])),
+            ),
+        ),
+        (
+            "zset with text scores",
+            [
+                vec![3, 3],
+                words(&[b"a"]),
+                b"\x031.5".to_vec(),
+                words(&[b"b"]),
+                vec![254],
+                words(&[b"c"]),
+                vec![255],
+            ]
+            .concat(),
+        ),
+    ];
+    let mut r = Conn::connect(redis.addr());
+    let mut l = Conn::connect(redline.addr);
+    for (name, body) in bodies {
+        let mut payload = body.clone();
+        payload.extend_from_slice(&[0; 10]);
+        let payload = resign(&payload, 9);
+        let a = restore(&mut r, b"k", &payload);
+        let b = restore(&mut l, b"k", &payload);
+        assert_eq!(a, "Simple(b\"OK\")", "{name}: Redis");
+        assert_eq!(b, a, "{name}");
+        assert_eq!(read(&mut l, b"k"), read(&mut r, b"k"), "{name}");
+        r.cmd(&["DEL", "k"]);
+        l.cmd(&["DEL", "k"]);
+    }
+}
