@@ -181,12 +181,17 @@ fn compact(elem: Elem<'_>) -> CompactBytes {
     }
 }
 
+/// Most elements reserved up front; a collection grows past this as it is read.
+const MAX_RESERVE: usize = 1 << 16;
+
 /// A collection's initial capacity: what the count says, but no more than the bytes
-/// left could hold (each element takes at least one byte).
+/// left could hold (each element takes at least one) nor [`MAX_RESERVE`], so a lying
+/// count costs no memory.
 fn capacity(count: u64, r: &Reader<'_>) -> usize {
     usize::try_from(count)
         .unwrap_or(usize::MAX)
         .min(r.remaining())
+        .min(MAX_RESERVE)
 }
 
 fn non_empty_list(list: ListValue) -> Result<Value, Corrupt> {

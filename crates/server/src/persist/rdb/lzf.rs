@@ -16,20 +16,24 @@ const MAX_REF_LEN: usize = 264;
 const MAX_DISTANCE: usize = 1 << 13;
 /// Longest literal run.
 const MAX_LITERALS: usize = 32;
+/// Largest string decompressed: Redis's own limit for a string (512 MiB).
+pub const MAX_DECOMPRESSED: usize = 512 << 20;
 /// Bits of the match-finder hash table (liblzf's `HLOG`, 16 in Redis).
 const HASH_BITS: u32 = 16;
 
 /// Decompresses `input` into exactly `len` bytes; `None` when the data is malformed or
 /// does not decompress to exactly `len` bytes (Redis's "Invalid LZF compressed string").
 ///
-/// `len` comes from the payload, so the output is reserved only up to what `input` can
-/// possibly expand to: a three-byte reference yields at most 264 bytes.
+/// `len` comes from the payload, so it is refused beyond what `input` can possibly
+/// expand to (a three-byte reference yields at most 264 bytes) or beyond
+/// [`MAX_DECOMPRESSED`], and the output grows with what is actually decompressed
+/// rather than being reserved from `len` up front.
 pub fn decompress(input: &[u8], len: usize) -> Option<Vec<u8>> {
     let bound = input.len().saturating_mul(MAX_REF_LEN.div_ceil(3));
-    if len > bound {
+    if len > bound || len > MAX_DECOMPRESSED {
         return None;
     }
-    let mut out: Vec<u8> = Vec::with_capacity(len);
+    let mut out: Vec<u8> = Vec::with_capacity(len.min(input.len().saturating_mul(4)));
     let mut ip = 0;
     while let Some(&ctrl) = input.get(ip) {
         ip += 1;
