@@ -8,6 +8,7 @@
 //! - [`net`]: listener and the per-connection read → execute → write loop.
 //! - [`cmd`]: command dispatch through the shared command table, one file per family.
 //! - [`store`]: databases, shards, values, expiry.
+//! - [`persist`]: the RDB value codec (DUMP/RESTORE).
 //! - [`blocking`]: clients blocked on keys; [`pubsub`]: channel subscriptions.
 //!
 //! Embedding (what `redline bench` does):
@@ -31,6 +32,7 @@ pub mod cmd;
 pub mod config;
 pub mod log;
 pub mod net;
+pub mod persist;
 pub mod pubsub;
 mod server;
 pub mod shared;

@@ -12,6 +12,7 @@ pub mod args;
 pub mod bitmaps;
 pub mod blocking;
 mod ctx;
+pub mod dump;
 pub mod float;
 pub mod hashes;
 pub mod hyperloglog;
@@ -53,6 +54,7 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(sort::COMMANDS);
     all.extend_from_slice(admin::COMMANDS);
     all.extend_from_slice(keys::COMMANDS);
+    all.extend_from_slice(dump::COMMANDS);
     all.extend_from_slice(lists::COMMANDS);
     all.extend_from_slice(hashes::COMMANDS);
     all.extend_from_slice(sets::COMMANDS);

@@ -1,0 +1,100 @@
+//! DUMP and RESTORE (Redis's `cluster.c`): a key's value as an RDB payload, and back.
+//!
+//! The serialisation itself is [`crate::persist::rdb`]. RESTORE parses its options,
+//! its TTL and the payload before locking the key's shard, so a large payload is decoded
+//! without holding the lock; the errors are then answered in Redis's order (options,
+//! existing key, TTL, payload checksum, payload contents).
+
+use bytes::Bytes;
+use redline_resp::encode;
+
+use super::args::{int, is};
+use super::reply::{ok, CmdError, CmdResult, SYNTAX};
+use super::{Ctx, Handler};
+use crate::persist::rdb;
+use crate::store::now_ms;
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[("dump", dump), ("restore", restore)];
+
+const BUSYKEY: CmdError = CmdError::Static("BUSYKEY Target key name already exists.");
+const BAD_TTL: CmdError = CmdError::Static("ERR Invalid TTL value, must be >= 0");
+const BAD_IDLETIME: CmdError = CmdError::Static("ERR Invalid IDLETIME value, must be >= 0");
+const BAD_FREQ: CmdError = CmdError::Static("ERR Invalid FREQ value, must be >= 0 and <= 255");
+
+fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let proto = ctx.proto();
+    let mut shard = ctx.lock(key);
+    match shard.get(key) {
+        Some(entry) => encode::write_bulk(ctx.out, &rdb::dump_payload(&entry.value)),
+        None => encode::write_null_bulk(ctx.out, proto),
+    }
+    Ok(())
+}
+
+/// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency].
+fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (mut replace, mut absttl) = (false, false);
+    // Validated like Redis, then unused: this server keeps no LRU/LFU data per key.
+    let (mut idle, mut freq): (Option<i64>, Option<i64>) = (None, None);
+    let mut j = 4;
+    while j < args.len() {
+        let has_value = j + 1 < args.len();
+        if is(&args[j], "replace") {
+            replace = true;
+        } else if is(&args[j], "absttl") {
+            absttl = true;
+        } else if is(&args[j], "idletime") && has_value && freq.is_none() {
+            let n = int(&args[j + 1])?;
+            if n < 0 {
+                return Err(BAD_IDLETIME);
+            }
+            idle = Some(n);
+            j += 1;
+        } else if is(&args[j], "freq") && has_value && idle.is_none() {
+            let n = int(&args[j + 1])?;
+            if !(0..=255).contains(&n) {
+                return Err(BAD_FREQ);
+            }
+            freq = Some(n);
+            j += 1;
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 1;
+    }
+    let ttl = int(&args[2]);
+    let value = match ttl {
+        Ok(ttl) if ttl >= 0 => Some(rdb::restore_payload(&args[3])),
+        _ => None,
+    };
+    let key = &args[1];
+    let mut shard = ctx.lock(key);
+    if !replace && shard.contains(key) {
+        return Err(BUSYKEY);
+    }
+    let ttl = ttl?;
+    let value = match value {
+        Some(Ok(value)) => value,
+        Some(Err(e)) => return Err(CmdError::Static(e.text())),
+        None => return Err(BAD_TTL),
+    };
+    let now = now_ms() as i64;
+    // Redis adds without an overflow check; a wrapped deadline is in the past.
+    let deadline = if ttl != 0 && !absttl {
+        ttl.wrapping_add(now)
+    } else {
+        ttl
+    };
+    if deadline != 0 && deadline <= now {
+        // Already expired: the old value (with REPLACE) goes, nothing is created.
+        if replace {
+            shard.remove(key);
+        }
+    } else {
+        shard.insert(key, value, deadline as u64);
+    }
+    ok(ctx.out);
+    Ok(())
+}

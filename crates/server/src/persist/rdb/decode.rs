@@ -1,0 +1,207 @@
+//! Reading one RDB value (type byte and body) into a [`Value`], as Redis 7.0's
+//! `rdbLoadObjectType` and `rdbLoadObject` do for strings, lists, hashes, sets and
+//! sorted sets.
+//!
+//! Redis refuses what it cannot hold sensibly, and so does this: empty collections,
+//! duplicate set members, hash fields or sorted-set members, NaN scores, and unknown
+//! quicklist node kinds. Streams and module values (which this server does not store)
+//! are refused as malformed data too.
+
+use super::listpack::{self, Elem};
+use super::reader::{parse_double, Reader};
+use super::types::*;
+use super::{intset, ziplist, Corrupt};
+use crate::store::{CompactBytes, HashValue, ListValue, SetValue, Value, ZSet};
+
+const EMPTY: Corrupt = Corrupt("empty keys are not allowed");
+
+/// Quicklist node kinds (`QUICKLIST_NODE_CONTAINER_*`).
+const NODE_PLAIN: u64 = 1;
+const NODE_PACKED: u64 = 2;
+
+/// Reads a type byte and the value that follows.
+pub fn value(r: &mut Reader<'_>) -> Result<Value, Corrupt> {
+    let kind = r.byte()?;
+    body(r, kind)
+}
+
+/// Reads the body of a value of RDB type `kind`.
+pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
+    match kind {
+        STRING => Ok(Value::string(&r.string()?)),
+        LIST => {
+            let n = r.count()?;
+            let mut list = ListValue::with_capacity(capacity(n, r));
+            for _ in 0..n {
+                list.push_back(CompactBytes::new(&r.string()?));
+            }
+            non_empty_list(list)
+        }
+        LIST_ZIPLIST => {
+            let blob = r.string()?;
+            let list: ListValue = ziplist::entries(&blob)?.into_iter().map(compact).collect();
+            non_empty_list(list)
+        }
+        LIST_QUICKLIST | LIST_QUICKLIST_2 => quicklist(r, kind),
+        SET => {
+            let n = r.count()?;
+            let mut set = SetValue::with_capacity_and_hasher(capacity(n, r), Default::default());
+            for _ in 0..n {
+                if !set.insert(CompactBytes::new(&r.string()?)) {
+                    return Err(Corrupt("duplicate set members"));
+                }
+            }
+            non_empty(set.len(), Value::Set(Box::new(set)))
+        }
+        SET_INTSET => {
+            let blob = r.string()?;
+            let set: SetValue = intset::members(&blob)?
+                .into_iter()
+                .map(|n| CompactBytes::new(itoa::Buffer::new().format(n).as_bytes()))
+                .collect();
+            non_empty(set.len(), Value::Set(Box::new(set)))
+        }
+        HASH => {
+            let n = r.count()?;
+            let mut hash = HashValue::with_capacity_and_hasher(capacity(n, r), Default::default());
+            for _ in 0..n {
+                let field = CompactBytes::new(&r.string()?);
+                let value = CompactBytes::new(&r.string()?);
+                if hash.insert(field, value).is_some() {
+                    return Err(Corrupt("duplicate hash fields"));
+                }
+            }
+            non_empty(hash.len(), Value::Hash(Box::new(hash)))
+        }
+        HASH_ZIPLIST | HASH_LISTPACK => {
+            let blob = r.string()?;
+            let items = compact_entries(&blob, kind == HASH_ZIPLIST)?;
+            let mut hash = HashValue::with_capacity_and_hasher(items.len() / 2, Default::default());
+            for pair in pairs(&items)? {
+                if hash.insert(compact(pair[0]), compact(pair[1])).is_some() {
+                    return Err(Corrupt("duplicate hash fields"));
+                }
+            }
+            non_empty(hash.len(), Value::Hash(Box::new(hash)))
+        }
+        ZSET | ZSET_2 => {
+            let n = r.count()?;
+            let mut zset = ZSet::default();
+            for _ in 0..n {
+                let member = r.string()?;
+                let score = if kind == ZSET_2 {
+                    r.binary_double()?
+                } else {
+                    r.text_double()?
+                };
+                add_member(&mut zset, &member, score)?;
+            }
+            non_empty(zset.len(), Value::ZSet(Box::new(zset)))
+        }
+        ZSET_ZIPLIST | ZSET_LISTPACK => {
+            let blob = r.string()?;
+            let items = compact_entries(&blob, kind == ZSET_ZIPLIST)?;
+            let mut zset = ZSet::default();
+            for pair in pairs(&items)? {
+                let score = match pair[1] {
+                    Elem::Int(n) => n as f64,
+                    // `zzlStrtod`: at most 127 bytes, and text that is no number reads as 0.
+                    Elem::Str(s) => parse_double(&s[..s.len().min(127)]).unwrap_or(0.0),
+                };
+                add_member(&mut zset, &pair[0].to_bytes(), score)?;
+            }
+            non_empty(zset.len(), Value::ZSet(Box::new(zset)))
+        }
+        _ => Err(Corrupt("unsupported object type")),
+    }
+}
+
+/// A list of quicklist nodes: ziplists (`LIST_QUICKLIST`), or listpacks and plain
+/// elements (`LIST_QUICKLIST_2`). Empty nodes are skipped, as Redis does.
+fn quicklist(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
+    let nodes = r.count()?;
+    let mut list = ListValue::new();
+    for _ in 0..nodes {
+        let container = if kind == LIST_QUICKLIST_2 {
+            r.count()?
+        } else {
+            NODE_PACKED
+        };
+        if container != NODE_PLAIN && container != NODE_PACKED {
+            return Err(Corrupt("quicklist integrity check failed"));
+        }
+        let blob = r.string()?;
+        if blob.is_empty() {
+            return Err(Corrupt("empty quicklist node"));
+        }
+        if container == NODE_PLAIN {
+            list.push_back(CompactBytes::new(&blob));
+            continue;
+        }
+        list.extend(
+            compact_entries(&blob, kind == LIST_QUICKLIST)?
+                .into_iter()
+                .map(compact),
+        );
+    }
+    non_empty_list(list)
+}
+
+/// The entries of a ziplist or listpack blob.
+fn compact_entries(blob: &[u8], zip: bool) -> Result<Vec<Elem<'_>>, Corrupt> {
+    if zip {
+        ziplist::entries(blob)
+    } else {
+        listpack::entries(blob)
+    }
+}
+
+/// Entries taken two by two; an odd count is corrupt.
+fn pairs<'e, 'b>(items: &'e [Elem<'b>]) -> Result<std::slice::ChunksExact<'e, Elem<'b>>, Corrupt> {
+    if items.len() % 2 != 0 {
+        return Err(Corrupt("odd number of entries in a pairs encoding"));
+    }
+    Ok(items.chunks_exact(2))
+}
+
+fn add_member(zset: &mut ZSet, member: &[u8], score: f64) -> Result<(), Corrupt> {
+    if score.is_nan() {
+        return Err(Corrupt("zset with NaN score"));
+    }
+    if zset.insert(member, score).is_some() {
+        return Err(Corrupt("duplicate zset members"));
+    }
+    Ok(())
+}
+
+fn compact(elem: Elem<'_>) -> CompactBytes {
+    match elem {
+        Elem::Int(n) => CompactBytes::new(itoa::Buffer::new().format(n).as_bytes()),
+        Elem::Str(s) => CompactBytes::new(s),
+    }
+}
+
+/// Most elements reserved up front; a collection grows past this as it is read.
+const MAX_RESERVE: usize = 1 << 16;
+
+/// A collection's initial capacity: what the count says, but no more than the bytes
+/// left could hold (each element takes at least one) nor [`MAX_RESERVE`], so a lying
+/// count costs no memory.
+fn capacity(count: u64, r: &Reader<'_>) -> usize {
+    usize::try_from(count)
+        .unwrap_or(usize::MAX)
+        .min(r.remaining())
+        .min(MAX_RESERVE)
+}
+
+fn non_empty_list(list: ListValue) -> Result<Value, Corrupt> {
+    non_empty(list.len(), Value::List(Box::new(list)))
+}
+
+fn non_empty(len: usize, value: Value) -> Result<Value, Corrupt> {
+    if len == 0 {
+        Err(EMPTY)
+    } else {
+        Ok(value)
+    }
+}

@@ -1,0 +1,194 @@
+//! Writing one value (type byte and body) as Redis 7.0's `rdbSaveObjectType` and
+//! `rdbSaveObject` would, choosing the encoding Redis 7.0 uses for the value's contents
+//! at its default thresholds:
+//!
+//! - strings: integer encoding when the text is a canonical 32-bit integer, LZF when
+//!   longer than 20 bytes and that saves at least 4 bytes, raw otherwise;
+//! - lists: `QUICKLIST_2` of listpack nodes of up to 8 KB (`list-max-listpack-size -2`);
+//! - hashes: a listpack up to 128 fields of at most 64 bytes, otherwise field/value pairs;
+//! - sets: an intset up to 512 integer members, otherwise the members;
+//! - sorted sets: a listpack up to 128 members of at most 64 bytes, otherwise `ZSET_2`.
+//!
+//! Redis picks by the object's history (a hash converted to a hash table stays one) and
+//! here by its current contents, so a payload may use another (equally loadable)
+//! encoding than Redis's for the same data.
+
+use super::listpack::Writer;
+use super::types::*;
+use super::{intset, lzf};
+use crate::store::{canonical_int, Value, ZSet};
+
+/// `list-max-listpack-size -2`: a list node holds up to 8 KB.
+const LIST_NODE_BYTES: usize = 8192;
+/// What Redis adds to an element's size when it estimates a node's growth.
+const NODE_ENTRY_OVERHEAD: usize = 8;
+/// `hash-max-listpack-entries` and `zset-max-listpack-entries`.
+const MAX_LISTPACK_ENTRIES: usize = 128;
+/// `hash-max-listpack-value` and `zset-max-listpack-value`.
+const MAX_LISTPACK_VALUE: usize = 64;
+/// `set-max-intset-entries`.
+const MAX_INTSET_ENTRIES: usize = 512;
+/// `QUICKLIST_NODE_CONTAINER_PACKED`.
+const NODE_PACKED: u64 = 2;
+
+/// Appends `value`'s type byte and body to `out`.
+pub fn value(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Int(n) => {
+            out.push(STRING);
+            string(out, itoa::Buffer::new().format(*n).as_bytes());
+        }
+        Value::Str(s) => {
+            out.push(STRING);
+            string(out, s);
+        }
+        Value::List(list) => {
+            out.push(LIST_QUICKLIST_2);
+            let mut nodes: Vec<Vec<u8>> = Vec::new();
+            let mut node = Writer::new();
+            for elem in list.iter() {
+                if !node.is_empty()
+                    && node.size() + elem.len() + NODE_ENTRY_OVERHEAD > LIST_NODE_BYTES
+                {
+                    nodes.push(std::mem::take(&mut node).finish());
+                }
+                node.push(elem);
+            }
+            if !node.is_empty() {
+                nodes.push(node.finish());
+            }
+            len(out, nodes.len() as u64);
+            for node in nodes {
+                len(out, NODE_PACKED);
+                string(out, &node);
+            }
+        }
+        Value::Hash(hash) => {
+            let small = hash.len() <= MAX_LISTPACK_ENTRIES
+                && hash
+                    .iter()
+                    .all(|(f, v)| f.len() <= MAX_LISTPACK_VALUE && v.len() <= MAX_LISTPACK_VALUE);
+            if small {
+                out.push(HASH_LISTPACK);
+                let mut lp = Writer::new();
+                for (f, v) in hash.iter() {
+                    lp.push(f);
+                    lp.push(v);
+                }
+                string(out, &lp.finish());
+            } else {
+                out.push(HASH);
+                len(out, hash.len() as u64);
+                for (f, v) in hash.iter() {
+                    string(out, f);
+                    string(out, v);
+                }
+            }
+        }
+        Value::Set(set) => {
+            let ints: Option<Vec<i64>> = if set.len() <= MAX_INTSET_ENTRIES {
+                set.iter().map(|m| canonical_int(m)).collect()
+            } else {
+                None
+            };
+            match ints {
+                Some(ints) => {
+                    out.push(SET_INTSET);
+                    string(out, &intset::build(ints));
+                }
+                None => {
+                    out.push(SET);
+                    len(out, set.len() as u64);
+                    for m in set.iter() {
+                        string(out, m);
+                    }
+                }
+            }
+        }
+        Value::ZSet(zset) => zset_value(out, zset),
+    }
+}
+
+fn zset_value(out: &mut Vec<u8>, zset: &ZSet) {
+    let small = zset.len() <= MAX_LISTPACK_ENTRIES
+        && zset.iter().all(|(m, _)| m.len() <= MAX_LISTPACK_VALUE);
+    if small {
+        out.push(ZSET_LISTPACK);
+        let mut lp = Writer::new();
+        for (member, score) in zset.iter() {
+            lp.push(member);
+            lp.push(score_text(score).as_bytes());
+        }
+        string(out, &lp.finish());
+    } else {
+        out.push(ZSET_2);
+        len(out, zset.len() as u64);
+        // Highest first, as Redis walks its skiplist from the tail.
+        for (member, score) in zset.iter().rev() {
+            string(out, member);
+            out.extend_from_slice(&score.to_le_bytes());
+        }
+    }
+}
+
+/// A score as Redis's `d2string` writes it into a listpack: integers (within ±2^52)
+/// without a fraction, otherwise `%.17g`.
+pub fn score_text(score: f64) -> String {
+    if score == 0.0 {
+        return if score.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    if score > -4503599627370495.0 && score < 4503599627370496.0 && score == score.trunc() {
+        return itoa::Buffer::new().format(score as i64).to_owned();
+    }
+    crate::cmd::float::fmt_g17(score)
+}
+
+/// An RDB length (`rdbSaveLen`): 1, 2, 5 or 9 bytes.
+pub fn len(out: &mut Vec<u8>, n: u64) {
+    if n < 1 << 6 {
+        out.push(n as u8);
+    } else if n < 1 << 14 {
+        out.push(0x40 | (n >> 8) as u8);
+        out.push((n & 0xFF) as u8);
+    } else if let Ok(n) = u32::try_from(n) {
+        out.push(0x80);
+        out.extend_from_slice(&n.to_be_bytes());
+    } else {
+        out.push(0x81);
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+}
+
+/// A string as `rdbSaveRawString` writes it: integer-encoded, LZF-compressed or raw.
+pub fn string(out: &mut Vec<u8>, s: &[u8]) {
+    if s.len() <= 11 {
+        if let Some(n) = canonical_int(s) {
+            if let Ok(n) = i8::try_from(n) {
+                out.push(0xC0);
+                out.extend_from_slice(&n.to_le_bytes());
+                return;
+            }
+            if let Ok(n) = i16::try_from(n) {
+                out.push(0xC1);
+                out.extend_from_slice(&n.to_le_bytes());
+                return;
+            }
+            if let Ok(n) = i32::try_from(n) {
+                out.push(0xC2);
+                out.extend_from_slice(&n.to_le_bytes());
+                return;
+            }
+        }
+    }
+    if s.len() > 20 {
+        if let Some(compressed) = lzf::compress(s, s.len() - 4) {
+            out.push(0xC3);
+            len(out, compressed.len() as u64);
+            len(out, s.len() as u64);
+            out.extend_from_slice(&compressed);
+            return;
+        }
+    }
+    len(out, s.len() as u64);
+    out.extend_from_slice(s);
+}
