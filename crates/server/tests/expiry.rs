@@ -99,3 +99,28 @@ impl IntoInt for Frame {
         }
     }
 }
+
+/// `DEBUG SET-ACTIVE-EXPIRE 0` stops the background cycle (the Redis test suite relies
+/// on it): expired keys stay counted by DBSIZE until accessed; `1` resumes reclaiming.
+#[test]
+fn debug_set_active_expire_switches_the_cycle() {
+    let redline = Redline::start_with(&["--hz", "100"]);
+    let mut conn = Conn::connect(redline.addr);
+    assert_eq!(
+        conn.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]),
+        redline_resp::Frame::Simple("OK".into())
+    );
+    for i in 0..100 {
+        conn.cmd(&["SET", &format!("temp:{i}"), "v", "PX", "10"]);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // 30 cycles at hz 100 have passed: none ran.
+    assert_eq!(int(conn.cmd(&["DBSIZE"])), 100);
+    assert_eq!(redline.shared.store.expiry_stats().sampled, 0);
+    conn.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while int(conn.cmd(&["DBSIZE"])) != 0 {
+        assert!(Instant::now() < deadline, "not reclaimed after re-enabling");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -365,6 +365,9 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     }
     if is(sub, "set-active-expire") && args.len() == 3 {
+        // Redis reads the flag with atoi: anything but a non-zero number turns it off.
+        let on = super::args::int(&args[2]).is_ok_and(|n| n != 0);
+        ctx.shared.store.set_active_expire(on);
         ok(ctx.out);
         return Ok(());
     }

@@ -65,7 +65,9 @@ pub fn run(store: Arc<Store>, hz: Arc<AtomicU32>, stop: Receiver<()>) {
             Err(RecvTimeoutError::Timeout) => {}
             _ => return,
         }
-        run_cycle(&store, &mut cursor, period / 4);
+        if store.active_expire() {
+            run_cycle(&store, &mut cursor, period / 4);
+        }
     }
 }
 

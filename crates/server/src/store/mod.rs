@@ -154,6 +154,9 @@ pub struct ExpiryStats {
 #[derive(Debug)]
 pub struct Store {
     dbs: Box<[Db]>,
+    /// Whether the active expiry cycle runs (`DEBUG SET-ACTIVE-EXPIRE`); lazy expiry on
+    /// access always does.
+    active_expire: std::sync::atomic::AtomicBool,
 }
 
 impl Store {
@@ -161,7 +164,20 @@ impl Store {
     pub fn new(databases: usize, shards: usize) -> Store {
         Store {
             dbs: (0..databases.max(1)).map(|_| Db::new(shards)).collect(),
+            active_expire: std::sync::atomic::AtomicBool::new(true),
         }
+    }
+
+    /// Turns the active expiry cycle on or off (`DEBUG SET-ACTIVE-EXPIRE 0|1`).
+    pub fn set_active_expire(&self, on: bool) {
+        self.active_expire
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the active expiry cycle runs.
+    pub fn active_expire(&self) -> bool {
+        self.active_expire
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Database `index`; callers validate the index at SELECT time.
