@@ -1571,3 +1571,41 @@ fn client_reply_modes_match_redis() {
     }
     assert_eq!(results[0], results[1]);
 }
+
+/// `DEBUG POPULATE` (the Redis test suite's way of filling a database) against a Redis
+/// with the DEBUG command enabled: same replies, same keys and values.
+#[test]
+fn debug_populate_matches_redis() {
+    let redis = RedisServer::builder()
+        .arg("--enable-debug-command", "yes")
+        .start()
+        .expect("redis-server");
+    let redline = Redline::start();
+    let mut results = Vec::new();
+    for addr in [redis.addr(), redline.addr] {
+        let mut c = Conn::connect(addr);
+        let mut replies = Vec::new();
+        for command in [
+            &["SET", "key:1", "kept"][..],
+            &["DEBUG", "POPULATE", "5"],
+            &["DEBUG", "POPULATE", "3", "p", "12"],
+            &["DEBUG", "POPULATE", "2", "q", "3"],
+            &["DEBUG", "POPULATE", "0"],
+            &["DEBUG", "POPULATE", "2", "r", "0"],
+            &["DEBUG", "POPULATE", "-1"],
+            &["DEBUG", "POPULATE", "x"],
+            &["DEBUG", "POPULATE", "2", "p", "-3"],
+            &["DEBUG", "POPULATE", "1", "a", "2", "extra"],
+            &["DBSIZE"],
+            &[
+                "MGET", "key:0", "key:1", "key:4", "key:5", "p:2", "q:1", "r:1",
+            ],
+            &["STRLEN", "p:0"],
+            &["OBJECT", "ENCODING", "key:3"],
+        ] {
+            replies.push(show(&c.cmd(command)));
+        }
+        results.push(replies);
+    }
+    assert_eq!(results[0], results[1]);
+}

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use redline_resp::encode;
 
 use super::args::{int, is};
-use super::reply::{ok, unknown_subcommand, CmdError, CmdResult, SYNTAX};
+use super::reply::{ok, CmdError, CmdResult, SYNTAX};
 use super::{Ctx, Handler};
 use crate::net::client::ReplyMode;
 use crate::store::Value;
@@ -364,6 +364,9 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ok(ctx.out);
         return Ok(());
     }
+    if is(sub, "populate") && (3..=5).contains(&args.len()) {
+        return debug_populate(ctx, args);
+    }
     if is(sub, "set-active-expire") && args.len() == 3 {
         // Redis reads the flag with atoi: anything but a non-zero number turns it off.
         let on = super::args::int(&args[2]).is_ok_and(|n| n != 0);
@@ -404,7 +407,50 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         return Ok(());
     }
-    Err(unknown_subcommand("debug", sub))
+    // DEBUG answers every unmatched form with Redis's subcommand syntax error.
+    Err(CmdError::Owned(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+        String::from_utf8_lossy(sub)
+    )))
+}
+
+/// `DEBUG POPULATE count [prefix] [size]`: keys `prefix:N` (default `key:N`) holding
+/// `value:N`, cut or zero-padded to `size` bytes when given; existing keys are left alone.
+fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    const NOT_POSITIVE: CmdError = CmdError::Static("ERR value is out of range, must be positive");
+    let positive = |arg: &Bytes| {
+        super::args::int(arg)
+            .ok()
+            .and_then(|n| u64::try_from(n).ok())
+            .ok_or(NOT_POSITIVE)
+    };
+    let count = positive(&args[2])?;
+    let prefix = args.get(3).map_or(&b"key"[..], |p| &p[..]);
+    let size = match args.get(4) {
+        Some(size) => usize::try_from(positive(size)?).map_err(|_| NOT_POSITIVE)?,
+        None => 0,
+    };
+    if size as u64 > ctx.shared.config.read().proto_max_bulk_len {
+        return Err(super::reply::STRING_TOO_LONG);
+    }
+    let mut key = Vec::with_capacity(prefix.len() + 21);
+    for j in 0..count {
+        key.clear();
+        key.extend_from_slice(prefix);
+        key.push(b':');
+        key.extend_from_slice(itoa::Buffer::new().format(j).as_bytes());
+        let mut shard = ctx.lock(&key);
+        if shard.contains(&key) {
+            continue;
+        }
+        let mut value = format!("value:{j}").into_bytes();
+        if size > 0 {
+            value.resize(size, 0);
+        }
+        shard.insert(&key, Value::string(&value), 0);
+    }
+    ok(ctx.out);
+    Ok(())
 }
 
 /// Text as Redis sends it: a verbatim string in RESP3, a bulk string in RESP2.
