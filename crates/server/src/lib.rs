@@ -26,6 +26,7 @@
 //! ```
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod acl;
 pub mod blocking;
 pub mod cmd;
 pub mod config;

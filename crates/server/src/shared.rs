@@ -9,6 +9,7 @@ use std::time::{Instant, SystemTime};
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
+use crate::acl::Acl;
 use crate::blocking::Blocking;
 use crate::config::Config;
 use crate::net::registry::Clients;
@@ -37,6 +38,8 @@ pub struct Shared {
     pub config_generation: AtomicU64,
     /// `hz`, read by the expiry thread each cycle.
     pub hz: Arc<AtomicU32>,
+    /// Users and their permissions.
+    pub acl: Acl,
     /// Connected clients.
     pub clients: Clients,
     /// Clients blocked on keys.
@@ -65,8 +68,10 @@ impl Shared {
         let run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[fastrand::usize(..16)]))
             .collect();
+        let acl = Acl::new(&config.requirepass);
         Shared {
             store,
+            acl,
             hz,
             config: RwLock::new(config),
             config_generation: AtomicU64::new(0),
@@ -90,7 +95,13 @@ impl Shared {
     /// Replaces the configuration (CONFIG SET) and tells connections to refresh.
     pub fn update_config(&self, config: Config) {
         self.hz.store(config.hz, Ordering::Relaxed);
-        *self.config.write() = config;
+        let mut current = self.config.write();
+        if current.requirepass != config.requirepass {
+            // As in Redis, setting `requirepass` replaces the default user's passwords.
+            self.acl.set_requirepass(&config.requirepass);
+        }
+        *current = config;
+        drop(current);
         self.config_generation.fetch_add(1, Ordering::Release);
     }
 }

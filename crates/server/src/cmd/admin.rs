@@ -1,7 +1,6 @@
 //! Introspection and administration beyond the basics in `server.rs`: CLIENT LIST INFO
 //! KILL (filters) REPLY NO-EVICT, LASTSAVE, MEMORY USAGE, LATENCY, DEBUG (the parts the
-//! Redis test suite leans on), and the read-only ACL view of the one user there is
-//! (`default`, password from `requirepass`): WHOAMI USERS CAT LIST GETUSER DELUSER.
+//! Redis test suite leans on). ACL lives in `acl.rs`.
 
 use std::fmt::Write as _;
 
@@ -28,12 +27,6 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("latency|reset", latency_reset),
     ("latency|doctor", latency_doctor),
     ("debug", debug),
-    ("acl|whoami", acl_whoami),
-    ("acl|users", acl_users),
-    ("acl|cat", acl_cat),
-    ("acl|list", acl_list),
-    ("acl|getuser", acl_getuser),
-    ("acl|deluser", acl_deluser),
 ];
 
 /// One CLIENT LIST line, in Redis 7.0's field order (figures we do not track are 0).
@@ -65,7 +58,7 @@ fn client_line(
     let flags = if sub + psub + ssub > 0 { "P" } else { "N" };
     let _ = writeln!(
         text,
-        "id={} addr={} laddr={} fd=0 name={} age={} idle=0 flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+        "id={} addr={} laddr={} fd=0 name={} age={} idle=0 flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}",
         summary.id,
         summary.peer,
         local,
@@ -78,6 +71,7 @@ fn client_line(
         ssub,
         multi,
         if me.is_some() { "client|list" } else { "NULL" },
+        String::from_utf8_lossy(&summary.user),
         resp
     );
 }
@@ -210,11 +204,13 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(SYNTAX);
         }
     }
-    if user.as_deref().is_some_and(|u| u != b"default") {
-        return Err(CmdError::Owned(format!(
-            "ERR No such user '{}'",
-            String::from_utf8_lossy(user.as_deref().unwrap_or_default())
-        )));
+    if let Some(name) = &user {
+        if ctx.shared.acl.get(name).is_none() {
+            return Err(CmdError::Owned(format!(
+                "ERR No such user '{}'",
+                String::from_utf8_lossy(name)
+            )));
+        }
     }
     let local = local_addr(ctx);
     let mut killed = 0;
@@ -223,6 +219,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             && id.is_none_or(|i| i == c.id)
             && addr.as_ref().is_none_or(|a| *a == c.peer.to_string())
             && laddr.as_ref().is_none_or(|a| *a == local)
+            && user.as_ref().is_none_or(|u| *u == c.user)
             && !(skipme && c.id == ctx.client.id);
         if matches {
             kill(ctx, c.id);
@@ -414,100 +411,4 @@ fn verbatim(ctx: &mut Ctx<'_>, text: &[u8]) {
     } else {
         encode::write_bulk(ctx.out, text);
     }
-}
-
-fn acl_whoami(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    encode::write_bulk(ctx.out, b"default");
-    Ok(())
-}
-
-fn acl_users(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    encode::write_array_len(ctx.out, 1);
-    encode::write_bulk(ctx.out, b"default");
-    Ok(())
-}
-
-fn acl_cat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    use redline_resp::command::{self, AclCategories};
-    let all = AclCategories::from_bits(u32::MAX);
-    match args.get(2) {
-        None => {
-            let names: Vec<&str> = all.names().collect();
-            encode::write_array_len(ctx.out, names.len());
-            for n in names {
-                encode::write_bulk(ctx.out, n.as_bytes());
-            }
-        }
-        Some(cat) => {
-            let Some(flag) = std::str::from_utf8(cat)
-                .ok()
-                .and_then(|c| AclCategories::from_name(&c.to_ascii_lowercase()))
-            else {
-                return Err(CmdError::Owned(format!(
-                    "ERR Unknown category '{}'",
-                    String::from_utf8_lossy(cat)
-                )));
-            };
-            let mut names = Vec::new();
-            for spec in command::all() {
-                if spec.acl_categories.contains(flag) {
-                    names.push(spec.name);
-                }
-            }
-            encode::write_array_len(ctx.out, names.len());
-            for n in names {
-                encode::write_bulk(ctx.out, n.as_bytes());
-            }
-        }
-    }
-    Ok(())
-}
-
-fn acl_list(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let password = ctx.shared.config.read().requirepass.clone();
-    let line = if password.is_empty() {
-        "user default on nopass ~* &* +@all".to_string()
-    } else {
-        // Redis shows the SHA-256 of the password; we do not carry a hash function for
-        // it, so the password is marked without revealing it.
-        "user default on #<hidden> ~* &* +@all".to_string()
-    };
-    encode::write_array_len(ctx.out, 1);
-    encode::write_bulk(ctx.out, line.as_bytes());
-    Ok(())
-}
-
-fn acl_getuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let proto = ctx.proto();
-    if &args[2][..] != b"default" {
-        encode::write_null_bulk(ctx.out, proto);
-        return Ok(());
-    }
-    let has_password = !ctx.shared.config.read().requirepass.is_empty();
-    let out = &mut *ctx.out;
-    encode::write_map_len(out, proto, 6);
-    encode::write_bulk(out, b"flags");
-    encode::write_array_len(out, if has_password { 1 } else { 2 });
-    encode::write_bulk(out, b"on");
-    if !has_password {
-        encode::write_bulk(out, b"nopass");
-    }
-    encode::write_bulk(out, b"passwords");
-    // Redis lists SHA-256 hashes here; without a hash function the list stays empty.
-    encode::write_array_len(out, 0);
-    for (name, value) in [("commands", "+@all"), ("keys", "~*"), ("channels", "&*")] {
-        encode::write_bulk(out, name.as_bytes());
-        encode::write_bulk(out, value.as_bytes());
-    }
-    encode::write_bulk(out, b"selectors");
-    encode::write_array_len(out, 0);
-    Ok(())
-}
-
-fn acl_deluser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    if args[2..].iter().any(|u| &u[..] == b"default") {
-        return Err(CmdError::Static("ERR The 'default' user cannot be removed"));
-    }
-    encode::write_integer(ctx.out, 0);
-    Ok(())
 }

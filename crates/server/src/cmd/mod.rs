@@ -3,10 +3,12 @@
 //! every arity and flag), so a command's name, arity and flags are written once.
 //!
 //! [`execute`] runs one command the way Redis's `processCommand` does: look the name up
-//! (then the subcommand), check the arity, check authentication, call the handler. A
+//! (then the subcommand), check the arity, check authentication, check the user's ACL
+//! permissions, call the handler. A
 //! handler writes its reply straight into the connection's output buffer; it returns
 //! `Err` only before writing anything, and the dispatcher writes that error.
 
+pub mod acl;
 pub mod admin;
 pub mod args;
 pub mod bitmaps;
@@ -50,6 +52,7 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(lcs::COMMANDS);
     all.extend_from_slice(sort::COMMANDS);
     all.extend_from_slice(admin::COMMANDS);
+    all.extend_from_slice(acl::COMMANDS);
     all.extend_from_slice(keys::COMMANDS);
     all.extend_from_slice(lists::COMMANDS);
     all.extend_from_slice(hashes::COMMANDS);
@@ -122,8 +125,21 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !spec.arity_ok(args.len()) {
         return reject(ctx, reply::wrong_arity(spec.name));
     }
-    if !ctx.client.authenticated && !spec.flags.contains(CommandFlags::NO_AUTH) {
+    if !ctx.client.authenticated
+        && !spec.flags.contains(CommandFlags::NO_AUTH)
+        && ctx.shared.acl.auth_required()
+    {
         return reject(ctx, reply::NOAUTH);
+    }
+    let user = acl::current_user(ctx);
+    // The fast path: a user allowed everything (the default user, normally) costs one
+    // atomic load per command.
+    if !user.unrestricted() {
+        let verdict = crate::acl::check::check(&user.rules(), spec, args);
+        if let Err(denied) = verdict {
+            let in_exec = ctx.held.is_some();
+            return reject(ctx, acl::denied_error(spec, denied, in_exec));
+        }
     }
     let Some(handler) = handler_of(spec) else {
         return reject(ctx, reply::unknown_command(args));

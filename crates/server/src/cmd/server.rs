@@ -128,7 +128,9 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     ctx.client.protocol = Protocol::Resp2;
     ctx.client.name = None;
     describe(ctx);
-    ctx.client.authenticated = ctx.shared.config.read().requirepass.is_empty();
+    ctx.client.user = None;
+    ctx.client.authenticated = !ctx.shared.acl.auth_required();
+    ctx.shared.clients.set_user(ctx.client.id, None);
     ctx.client.multi = None;
     ctx.client.multi_failed = false;
     super::tx::unwatch_all(ctx.shared, ctx.client);
@@ -138,16 +140,23 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// Checks a password for the default user (the only user until ACLs land).
-fn password_ok(ctx: &Ctx<'_>, user: &[u8], password: &[u8]) -> bool {
-    let config = ctx.shared.config.read();
-    user == b"default" && (config.requirepass.is_empty() || config.requirepass == password)
+/// Authenticates the connection as `user` when `password` opens it (Redis's
+/// `ACLAuthenticateUser`); WRONGPASS otherwise, the connection's user unchanged.
+fn authenticate(ctx: &mut Ctx<'_>, user: &[u8], password: &[u8]) -> CmdResult {
+    let Some(cell) = ctx.shared.acl.authenticate(user, password) else {
+        return Err(WRONGPASS);
+    };
+    let cell = (!std::sync::Arc::ptr_eq(&cell, ctx.shared.acl.default_user())).then_some(cell);
+    ctx.shared.clients.set_user(ctx.client.id, cell.clone());
+    ctx.client.user = cell;
+    ctx.client.authenticated = true;
+    Ok(())
 }
 
 fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (user, password) = match args.len() {
         2 => {
-            if ctx.shared.config.read().requirepass.is_empty() {
+            if ctx.shared.acl.default_user().rules().nopass {
                 return Err(CmdError::Static("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"));
             }
             (&b"default"[..], &args[1][..])
@@ -155,10 +164,7 @@ fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         3 => (&args[1][..], &args[2][..]),
         _ => return Err(SYNTAX),
     };
-    if !password_ok(ctx, user, password) {
-        return Err(WRONGPASS);
-    }
-    ctx.client.authenticated = true;
+    authenticate(ctx, user, password)?;
     ok(ctx.out);
     Ok(())
 }
@@ -195,12 +201,9 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     if let Some((user, password)) = &credentials {
-        if !password_ok(ctx, user, password) {
-            return Err(WRONGPASS);
-        }
-        ctx.client.authenticated = true;
+        authenticate(ctx, user, password)?;
     }
-    if !ctx.client.authenticated {
+    if !ctx.client.authenticated && ctx.shared.acl.auth_required() {
         return Err(CmdError::Static(
             "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
         ));

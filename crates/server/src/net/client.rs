@@ -10,6 +10,7 @@ use indexmap::IndexSet;
 use redline_resp::Protocol;
 
 use super::mailbox::Mailbox;
+use crate::acl::UserCell;
 use crate::blocking::Waiter;
 
 /// Per-connection state, owned by the connection task (no locking).
@@ -25,6 +26,8 @@ pub struct ClientState {
     pub name: Option<Vec<u8>>,
     /// True when no password is required or AUTH succeeded.
     pub authenticated: bool,
+    /// The user AUTH chose; `None` is the default user.
+    pub user: Option<Arc<UserCell>>,
     /// CLIENT SETINFO LIB-NAME.
     pub lib_name: Option<Vec<u8>>,
     /// CLIENT SETINFO LIB-VER.
@@ -106,6 +109,7 @@ impl ClientState {
             protocol: Protocol::Resp2,
             name: None,
             authenticated,
+            user: None,
             lib_name: None,
             lib_ver: None,
             peer,

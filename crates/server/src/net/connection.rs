@@ -74,7 +74,7 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr, id:
     let (authenticated, limits) = {
         let config = shared.config.read();
         (
-            config.requirepass.is_empty(),
+            !shared.acl.auth_required(),
             Limits {
                 max_bulk_len: usize::try_from(config.proto_max_bulk_len).unwrap_or(usize::MAX),
                 ..Limits::default()

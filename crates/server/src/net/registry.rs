@@ -4,10 +4,13 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
 use tokio::task::AbortHandle;
+
+use crate::acl::UserCell;
 
 /// One registered connection.
 #[derive(Debug)]
@@ -20,6 +23,8 @@ pub struct ClientEntry {
     pub name: Option<Vec<u8>>,
     /// Selected database, mirrored here for CLIENT LIST.
     pub db: usize,
+    /// The authenticated user (`None`: default), for CLIENT LIST/KILL and ACL DELUSER.
+    pub user: Option<Arc<UserCell>>,
     abort: Option<AbortHandle>,
 }
 
@@ -36,6 +41,8 @@ pub struct ClientSummary {
     pub name: Option<Vec<u8>>,
     /// Database.
     pub db: usize,
+    /// User name.
+    pub user: Vec<u8>,
 }
 
 /// Connected clients.
@@ -56,6 +63,7 @@ impl Clients {
                 created: Instant::now(),
                 name: None,
                 db: 0,
+                user: None,
                 abort: None,
             },
         );
@@ -114,6 +122,29 @@ impl Clients {
         }
     }
 
+    /// Records the user a client authenticated as (AUTH, HELLO AUTH, RESET).
+    pub fn set_user(&self, id: u64, user: Option<Arc<UserCell>>) {
+        if let Some(entry) = self.map.lock().get_mut(&id) {
+            entry.user = user;
+        }
+    }
+
+    /// Ends the tasks of every client authenticated as one of `users`, except `skip`
+    /// (the caller, which closes itself after its reply).
+    pub fn kill_users(&self, users: &[Arc<UserCell>], skip: u64) {
+        for (&id, entry) in self.map.lock().iter() {
+            let theirs = entry
+                .user
+                .as_ref()
+                .is_some_and(|u| users.iter().any(|d| Arc::ptr_eq(d, u)));
+            if theirs && id != skip {
+                if let Some(abort) = &entry.abort {
+                    abort.abort();
+                }
+            }
+        }
+    }
+
     /// Every client, oldest first (CLIENT LIST).
     pub fn summaries(&self) -> Vec<ClientSummary> {
         let mut all: Vec<ClientSummary> = self
@@ -126,6 +157,10 @@ impl Clients {
                 age: e.created.elapsed().as_secs(),
                 name: e.name.clone(),
                 db: e.db,
+                user: e
+                    .user
+                    .as_ref()
+                    .map_or_else(|| b"default".to_vec(), |u| u.name().to_vec()),
             })
             .collect();
         all.sort_by_key(|c| c.id);

@@ -1,0 +1,220 @@
+//! The ACL command family (SETUSER GETUSER LIST USERS DELUSER WHOAMI CAT DRYRUN) and the
+//! NOPERM errors the dispatcher answers when a user may not run a command. Users and
+//! their rules live in `crate::acl`; this file only reads arguments and writes replies
+//! in Redis 7.0's shapes.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use redline_resp::command::{self, AclCategories, CommandSpec};
+use redline_resp::encode;
+
+use super::reply::{ok, wrong_arity, CmdError, CmdResult};
+use super::{Ctx, Handler};
+use crate::acl::{self, check::Denied, describe, UserCell};
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("acl|setuser", acl_setuser),
+    ("acl|getuser", acl_getuser),
+    ("acl|list", acl_list),
+    ("acl|users", acl_users),
+    ("acl|deluser", acl_deluser),
+    ("acl|whoami", acl_whoami),
+    ("acl|cat", acl_cat),
+    ("acl|dryrun", acl_dryrun),
+];
+
+/// The user a connection runs as.
+#[inline]
+pub fn current_user<'a>(ctx: &'a Ctx<'_>) -> &'a Arc<UserCell> {
+    ctx.client
+        .user
+        .as_ref()
+        .unwrap_or_else(|| ctx.shared.acl.default_user())
+}
+
+/// The error a refused command gets; inside EXEC, Redis explains that the rules changed
+/// since the command was queued.
+pub fn denied_error(spec: &CommandSpec, denied: Denied, in_exec: bool) -> CmdError {
+    if in_exec {
+        let reason = match denied {
+            Denied::Command => "no permission to execute the command or subcommand",
+            Denied::Key(_) => "no permission to touch the specified keys",
+            Denied::Channel(_) => "no permission to access one of the channels used as arguments",
+        };
+        return CmdError::Owned(format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}"));
+    }
+    match denied {
+        Denied::Command => CmdError::Owned(format!(
+            "NOPERM this user has no permissions to run the '{}' command",
+            spec.name
+        )),
+        Denied::Key(_) => CmdError::Static(
+            "NOPERM this user has no permissions to access one of the keys used as arguments",
+        ),
+        Denied::Channel(_) => CmdError::Static(
+            "NOPERM this user has no permissions to access one of the channels used as arguments",
+        ),
+    }
+}
+
+fn acl_setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let name = &args[2];
+    if name.iter().any(|&b| b == b' ' || b == 0) {
+        return Err(CmdError::Static(
+            "ERR Usernames can't contain spaces or null characters",
+        ));
+    }
+    let rules = &args[3..];
+    if let Err((i, e)) = ctx.shared.acl.set_user(name, rules) {
+        let mut text = b"ERR Error in ACL SETUSER modifier '".to_vec();
+        text.extend_from_slice(rules.get(i).map_or(&b""[..], |r| &r[..]));
+        text.extend_from_slice(b"': ");
+        text.extend_from_slice(e.text().as_bytes());
+        return Err(CmdError::Bytes(text));
+    }
+    ok(ctx.out);
+    Ok(())
+}
+
+fn acl_getuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let proto = ctx.proto();
+    let Some(cell) = ctx.shared.acl.get(&args[2]) else {
+        encode::write_null_bulk(ctx.out, proto);
+        return Ok(());
+    };
+    let user = cell.rules();
+    let out = &mut *ctx.out;
+    encode::write_map_len(out, proto, 6);
+    encode::write_bulk(out, b"flags");
+    let flags = describe::flags(&user);
+    encode::write_set_len(out, proto, flags.len());
+    for flag in flags {
+        encode::write_bulk(out, flag.as_bytes());
+    }
+    encode::write_bulk(out, b"passwords");
+    encode::write_array_len(out, user.passwords.len());
+    for p in &user.passwords {
+        encode::write_bulk(out, acl::user::hex(p).as_bytes());
+    }
+    encode::write_bulk(out, b"commands");
+    encode::write_bulk(out, describe::commands(&user).as_bytes());
+    encode::write_bulk(out, b"keys");
+    encode::write_bulk(out, &describe::keys(&user));
+    encode::write_bulk(out, b"channels");
+    encode::write_bulk(out, &describe::channels(&user));
+    encode::write_bulk(out, b"selectors");
+    encode::write_array_len(out, 0);
+    Ok(())
+}
+
+fn acl_list(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let users = ctx.shared.acl.all();
+    encode::write_array_len(ctx.out, users.len());
+    for cell in users {
+        let line = describe::line(cell.name(), &cell.rules());
+        encode::write_bulk(ctx.out, &line);
+    }
+    Ok(())
+}
+
+fn acl_users(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let users = ctx.shared.acl.all();
+    encode::write_array_len(ctx.out, users.len());
+    for cell in users {
+        encode::write_bulk(ctx.out, cell.name());
+    }
+    Ok(())
+}
+
+/// Removes users; clients authenticated as them are disconnected (the caller after its
+/// reply), as Redis does.
+fn acl_deluser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let names = &args[2..];
+    if names.iter().any(|u| &u[..] == b"default") {
+        return Err(CmdError::Static("ERR The 'default' user cannot be removed"));
+    }
+    let removed = ctx.shared.acl.delete(names);
+    ctx.shared.clients.kill_users(&removed, ctx.client.id);
+    if let Some(mine) = &ctx.client.user {
+        if removed.iter().any(|r| Arc::ptr_eq(r, mine)) {
+            ctx.client.user = None;
+            ctx.client.authenticated = false;
+            ctx.client.close_after_reply = true;
+        }
+    }
+    encode::write_integer(ctx.out, removed.len() as i64);
+    Ok(())
+}
+
+fn acl_whoami(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let name = current_user(ctx).name().to_vec();
+    encode::write_bulk(ctx.out, &name);
+    Ok(())
+}
+
+fn acl_cat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let names: Vec<&str> = match args.get(2) {
+        None => AclCategories::from_bits(u32::MAX).names().collect(),
+        Some(cat) => {
+            let Some(flag) = acl::user::category(cat) else {
+                return Err(CmdError::Owned(format!(
+                    "ERR Unknown category '{}'",
+                    String::from_utf8_lossy(cat)
+                )));
+            };
+            command::all()
+                .filter(|spec| spec.acl_categories.contains(flag))
+                .map(|spec| spec.name)
+                .collect()
+        }
+    };
+    encode::write_array_len(ctx.out, names.len());
+    for n in names {
+        encode::write_bulk(ctx.out, n.as_bytes());
+    }
+    Ok(())
+}
+
+/// Whether a user could run a command, without running it: OK, or the reason as text.
+fn acl_dryrun(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let Some(cell) = ctx.shared.acl.get(&args[2]) else {
+        return Err(CmdError::Owned(format!(
+            "ERR User '{}' not found",
+            String::from_utf8_lossy(&args[2])
+        )));
+    };
+    let run = &args[3..];
+    let Some(spec) = command::resolve(run) else {
+        return Err(CmdError::Owned(format!(
+            "ERR Command '{}' not found",
+            String::from_utf8_lossy(&run[0])
+        )));
+    };
+    if !spec.arity_ok(run.len()) {
+        return Err(wrong_arity(spec.name));
+    }
+    let verdict = acl::check::check(&cell.rules(), spec, run);
+    match verdict {
+        Ok(()) => ok(ctx.out),
+        Err(denied) => {
+            let what = |pos: usize, kind: &str| {
+                format!(
+                    "This user has no permissions to access the '{}' {kind}",
+                    String::from_utf8_lossy(run.get(pos).map_or(&b""[..], |a| &a[..]))
+                )
+            };
+            let text = match denied {
+                Denied::Command => format!(
+                    "This user has no permissions to run the '{}' command",
+                    spec.name
+                ),
+                Denied::Key(pos) => what(pos, "key"),
+                Denied::Channel(pos) => what(pos, "channel"),
+            };
+            encode::write_bulk(ctx.out, text.as_bytes());
+        }
+    }
+    Ok(())
+}
