@@ -32,6 +32,7 @@ pub mod cmd;
 pub mod config;
 pub mod log;
 pub mod net;
+pub mod pause;
 pub mod pubsub;
 mod server;
 pub mod shared;

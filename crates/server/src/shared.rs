@@ -13,6 +13,7 @@ use crate::acl::Acl;
 use crate::blocking::Blocking;
 use crate::config::Config;
 use crate::net::registry::Clients;
+use crate::pause::Pause;
 use crate::pubsub::PubSub;
 use crate::store::Store;
 
@@ -46,6 +47,8 @@ pub struct Shared {
     pub blocking: Blocking,
     /// Pub/sub subscriptions.
     pub pubsub: PubSub,
+    /// CLIENT PAUSE.
+    pub pause: Pause,
     /// Counters.
     pub stats: Stats,
     /// Set to true to stop the server.
@@ -78,6 +81,7 @@ impl Shared {
             clients: Clients::default(),
             blocking: Blocking::default(),
             pubsub: PubSub::default(),
+            pause: Pause::default(),
             stats: Stats::default(),
             shutdown: watch::channel(false).0,
             started: Instant::now(),

@@ -1,5 +1,5 @@
 //! Introspection and administration beyond the basics in `server.rs`: CLIENT LIST INFO
-//! KILL (filters) REPLY NO-EVICT, LASTSAVE, MEMORY USAGE, LATENCY, DEBUG (the parts the
+//! KILL (filters) REPLY NO-EVICT PAUSE UNPAUSE, LASTSAVE, MEMORY USAGE, LATENCY, DEBUG (the parts the
 //! Redis test suite leans on). ACL lives in `acl.rs`.
 
 use std::fmt::Write as _;
@@ -20,6 +20,8 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("client|kill", client_kill),
     ("client|reply", client_reply),
     ("client|no-evict", client_no_evict),
+    ("client|pause", client_pause),
+    ("client|unpause", client_unpause),
     ("lastsave", lastsave),
     ("memory|usage", memory_usage),
     ("latency|latest", latency_empty),
@@ -263,6 +265,54 @@ fn client_no_evict(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     } else {
         Err(SYNTAX)
     }
+}
+
+/// CLIENT PAUSE timeout [WRITE|ALL]: the mode is read before the timeout, as in Redis.
+fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    use crate::pause::PauseMode;
+    let mode = match args.get(3) {
+        _ if args.len() > 4 => {
+            return Err(CmdError::Owned(format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+                super::reply::clip(&args[1], 128)
+            )))
+        }
+        None => PauseMode::All,
+        Some(m) if is(m, "write") => PauseMode::Write,
+        Some(m) if is(m, "all") => PauseMode::All,
+        Some(_) => {
+            return Err(CmdError::Static(
+                "ERR CLIENT PAUSE mode must be WRITE or ALL",
+            ))
+        }
+    };
+    let ms = int(&args[2])
+        .map_err(|_| CmdError::Static("ERR timeout is not an integer or out of range"))?;
+    if ms < 0 {
+        return Err(CmdError::Static("ERR timeout is negative"));
+    }
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let now = tokio::time::Instant::now();
+    // Redis adds the timeout to the clock in a signed 64-bit integer: past its range the
+    // sum wraps into the past, and the pause ends at once.
+    let until = if ms > i64::MAX - now_ms {
+        now
+    } else {
+        // Within range, but maybe past what the monotonic clock can hold: never, then.
+        now.checked_add(std::time::Duration::from_millis(ms.unsigned_abs()))
+            .unwrap_or(now + std::time::Duration::from_secs(100 * 365 * 86_400))
+    };
+    ctx.shared.pause.pause(until, mode);
+    ok(ctx.out);
+    Ok(())
+}
+
+fn client_unpause(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    ctx.shared.pause.unpause();
+    ok(ctx.out);
+    Ok(())
 }
 
 fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

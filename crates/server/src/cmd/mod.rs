@@ -82,6 +82,10 @@ static HANDLERS: LazyLock<HashMap<usize, Handler, foldhash::fast::RandomState>> 
         registrations()
             .into_iter()
             .filter_map(|(name, handler)| Some((spec_key(spec_by_name(name)?), handler)))
+            .chain(std::iter::once((
+                spec_key(&server::CLIENT_SETINFO),
+                server::client_setinfo as Handler,
+            )))
             .collect()
     });
 
@@ -117,7 +121,7 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             Some(sub) => sub,
             // Newer than Redis 7.0, sent by current clients during their handshake.
             None if spec.name == "client" && args::is(&args[1], "setinfo") => {
-                return server::client_setinfo(ctx, args)
+                &server::CLIENT_SETINFO
             }
             None => return reject(ctx, reply::unknown_subcommand(spec.name, &args[1])),
         };
@@ -151,6 +155,10 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     {
         return reject(ctx, CmdError::Owned(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", spec.name)));
     }
+    if ctx.held.is_none() && ctx.shared.pause.active() && paused(ctx, spec) {
+        ctx.client.postpone = true;
+        return Ok(());
+    }
     if let Some(queue) = ctx.client.multi.as_mut() {
         if !tx::runs_inside_multi(top) {
             queue.push(args.to_vec());
@@ -163,6 +171,27 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         note_written_keys(ctx, spec, args);
     }
     result
+}
+
+/// Whether CLIENT PAUSE holds this command back: every command in `ALL` mode; in `WRITE`
+/// mode writes, commands that may replicate (EVAL, PUBLISH, PFCOUNT...) and EXEC of a
+/// transaction that queued one, as Redis 7.0 decides.
+fn paused(ctx: &Ctx<'_>, spec: &CommandSpec) -> bool {
+    use crate::pause::PauseMode;
+    match ctx.shared.pause.current() {
+        None => false,
+        Some((PauseMode::All, _)) => true,
+        Some((PauseMode::Write, _)) => {
+            spec.may_replicate()
+                || (spec.name == "exec"
+                    && ctx
+                        .client
+                        .multi
+                        .iter()
+                        .flatten()
+                        .any(|queued| command::resolve(queued).is_some_and(|s| s.may_replicate())))
+        }
+    }
 }
 
 /// Records the keys a write command touched, for clients blocked on them (Redis's
@@ -212,6 +241,7 @@ mod tests {
                 "{name} is not a Redis 7.0 command"
             );
         }
-        assert_eq!(HANDLERS.len(), registrations().len());
+        // CLIENT SETINFO is the one entry outside the 7.0 table.
+        assert_eq!(HANDLERS.len(), registrations().len() + 1);
     }
 }

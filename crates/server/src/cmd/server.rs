@@ -665,6 +665,37 @@ fn client_getname(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 /// `CLIENT SETINFO LIB-NAME|LIB-VER value` (Redis 7.2; 7.0 lacks it, but clients send
 /// it during their handshake).
+/// CLIENT SETINFO is newer than Redis 7.0's table, but current clients send it during
+/// their handshake: this entry (flags and categories as Redis 7.2 has them) lets it go
+/// through the dispatcher's checks like any other subcommand.
+pub static CLIENT_SETINFO: redline_resp::command::CommandSpec = {
+    use redline_resp::command::{AclCategories, CommandDocs, CommandFlags, CommandSpec};
+    CommandSpec {
+        name: "client|setinfo",
+        arity: 4,
+        flags: CommandFlags::of(&[
+            CommandFlags::NOSCRIPT,
+            CommandFlags::LOADING,
+            CommandFlags::STALE,
+        ]),
+        acl_categories: AclCategories::of(&[AclCategories::SLOW, AclCategories::CONNECTION]),
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        tips: &[],
+        key_specs: &[],
+        get_keys: None,
+        docs: CommandDocs {
+            summary: "Sets information specific to the client or connection.",
+            since: "7.2.0",
+            group: "connection",
+            complexity: "O(1)",
+        },
+        subcommands: &[],
+    }
+};
+
+/// CLIENT SETINFO LIB-NAME|LIB-VER value, answered as Redis 7.2 does.
 pub fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() != 4 {
         return Err(reply::wrong_arity("client|setinfo"));

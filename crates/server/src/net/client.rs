@@ -62,6 +62,10 @@ pub struct ClientState {
     pub shard_channels: IndexSet<Bytes>,
     /// CLIENT REPLY state.
     pub reply: ReplyMode,
+    /// Set by the dispatcher: CLIENT PAUSE holds this command back.
+    pub postpone: bool,
+    /// The command held back by CLIENT PAUSE, run again once the pause ends.
+    pub postponed: Option<Vec<Bytes>>,
 }
 
 /// CLIENT REPLY: whether replies are sent.
@@ -127,6 +131,8 @@ impl ClientState {
             patterns: IndexSet::new(),
             shard_channels: IndexSet::new(),
             reply: ReplyMode::On,
+            postpone: false,
+            postponed: None,
         }
     }
 

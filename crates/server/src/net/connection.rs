@@ -50,6 +50,8 @@ pub enum Progress {
     OutputFull,
     /// A blocking command is waiting: write what is pending, then wait for it.
     Blocked,
+    /// CLIENT PAUSE holds the next command (kept in `postponed`): wait for the pause to end.
+    Paused,
 }
 
 /// A connection being served.
@@ -131,11 +133,20 @@ pub fn run_commands(
     output: &mut BytesMut,
 ) -> Progress {
     while !client.close_after_reply {
-        match decoder.decode(input) {
+        // A command CLIENT PAUSE held back runs first, once the pause is over.
+        let next = match client.postponed.take() {
+            Some(args) => Ok(Some(args)),
+            None => decoder.decode(input),
+        };
+        match next {
             Ok(Some(args)) => {
                 let mark = output.len();
                 let mut ctx = Ctx::new(shared, client, output);
                 cmd::execute(&mut ctx, &args);
+                if std::mem::take(&mut client.postpone) {
+                    client.postponed = Some(args);
+                    return Progress::Paused;
+                }
                 client.commands_since_flush += 1;
                 if client.reply != ReplyMode::On {
                     apply_reply_mode(client, output, mark);
@@ -205,6 +216,12 @@ impl Connection<'_> {
                     Progress::Blocked => {
                         self.flush().await?;
                         if !self.wait_unblocked().await? {
+                            return Ok(());
+                        }
+                    }
+                    Progress::Paused => {
+                        self.flush().await?;
+                        if !self.wait_unpaused().await? {
                             return Ok(());
                         }
                     }
@@ -316,6 +333,28 @@ impl Connection<'_> {
         }
         self.client.blocked = None;
         Ok(true)
+    }
+
+    /// Waits until CLIENT PAUSE ends (UNPAUSE or its deadline), keeping the socket read as
+    /// [`Self::wait_unblocked`] does. Returns false when the connection should close.
+    async fn wait_unpaused(&mut self) -> io::Result<bool> {
+        loop {
+            // Subscribe before looking, so an UNPAUSE in between is not missed.
+            let mut changed = self.shared.pause.subscribe();
+            let Some((_, until)) = self.shared.pause.current() else {
+                return Ok(true);
+            };
+            tokio::select! {
+                _ = changed.changed() => {}
+                _ = tokio::time::sleep_until(until) => {}
+                read = self.stream.read_buf(&mut self.input) => {
+                    if read? == 0 || self.input.len() > self.limits.query_buffer_limit {
+                        return Ok(false);
+                    }
+                    self.reserve_input();
+                }
+            }
+        }
     }
 
     /// Runs every complete command in the input, appending replies to the output.
