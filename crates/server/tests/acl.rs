@@ -527,3 +527,43 @@ fn requirepass_sets_the_default_password_like_redis() {
     ];
     compare(S);
 }
+
+#[test]
+fn shrinking_channels_disconnects_subscribers_like_redis() {
+    const S: &[Step] = &[
+        (
+            0,
+            &["ACL", "SETUSER", "ps", "on", "nopass", "+@all", "&a*", "&b"],
+            One,
+        ),
+        (1, &["AUTH", "ps", "x"], One),
+        (1, &["SUBSCRIBE", "a1"], One),
+        (1, &["SUBSCRIBE", "b"], One),
+        // Nothing lost: the subscriber stays.
+        (0, &["ACL", "SETUSER", "ps", "&a1"], One),
+        (1, &["PING"], One),
+        (0, &["ACL", "SETUSER", "ps", "resetchannels", "&a*"], One),
+        (1, &["PING"], MaybeClosed),
+        (2, &["AUTH", "ps", "x"], One),
+        (2, &["PSUBSCRIBE", "a*"], One),
+        (0, &["ACL", "SETUSER", "ps", "resetchannels", "&a1"], One),
+        (2, &["PING"], MaybeClosed),
+        (0, &["PUBSUB", "NUMPAT"], One),
+    ];
+    compare(S);
+}
+
+#[test]
+fn client_kill_user_matches_redis() {
+    const S: &[Step] = &[
+        (0, &["ACL", "SETUSER", "k", "on", "nopass", "+@all"], One),
+        (1, &["AUTH", "k", "x"], One),
+        (2, &["AUTH", "k", "x"], One),
+        (0, &["CLIENT", "KILL", "USER", "nope"], One),
+        (0, &["CLIENT", "KILL", "USER", "k"], One),
+        (1, &["PING"], MaybeClosed),
+        (2, &["PING"], MaybeClosed),
+        (0, &["CLIENT", "KILL", "USER", "k"], One),
+    ];
+    compare(S);
+}

@@ -97,14 +97,15 @@ fn key_allowed(user: &User, key: &[u8], flags: KeySpecFlags) -> bool {
 
 /// A channel matches a channel pattern; a subscription pattern (PSUBSCRIBE) must equal one
 /// literally, so a pattern cannot widen what the user may hear.
-fn channel_allowed(user: &User, channel: &[u8], pattern: bool) -> bool {
-    user.channels.iter().any(|allowed| {
-        if pattern {
-            allowed == channel
-        } else {
-            glob_match(allowed, channel, false)
-        }
-    })
+pub fn channel_allowed(user: &User, channel: &[u8], pattern: bool) -> bool {
+    user.allchannels
+        || user.channels.iter().any(|allowed| {
+            if pattern {
+                allowed == channel
+            } else {
+                glob_match(allowed, channel, false)
+            }
+        })
 }
 
 #[cfg(test)]

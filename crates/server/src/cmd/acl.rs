@@ -67,6 +67,7 @@ fn acl_setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ));
     }
     let rules = &args[3..];
+    let before = ctx.shared.acl.get(name).map(|cell| cell.rules().clone());
     if let Err((i, e)) = ctx.shared.acl.set_user(name, rules) {
         let mut text = b"ERR Error in ACL SETUSER modifier '".to_vec();
         text.extend_from_slice(rules.get(i).map_or(&b""[..], |r| &r[..]));
@@ -74,8 +75,48 @@ fn acl_setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         text.extend_from_slice(e.text().as_bytes());
         return Err(CmdError::Bytes(text));
     }
+    if let (Some(before), Some(cell)) = (before, ctx.shared.acl.get(name)) {
+        kill_lost_subscribers(ctx, &before, &cell);
+    }
     ok(ctx.out);
     Ok(())
+}
+
+/// When a user's channels shrink, its clients subscribed to what it may no longer hear
+/// are disconnected (the caller after its reply), as Redis 7.0's
+/// `ACLKillPubsubClientsIfNeeded` does.
+fn kill_lost_subscribers(ctx: &mut Ctx<'_>, before: &acl::User, cell: &Arc<UserCell>) {
+    let after = cell.rules().clone();
+    let kept = after.allchannels
+        || (!before.allchannels && before.channels.iter().all(|c| after.channels.contains(c)));
+    if kept {
+        return;
+    }
+    let is_default = Arc::ptr_eq(cell, ctx.shared.acl.default_user());
+    let ids = ctx
+        .shared
+        .clients
+        .ids_of_user((!is_default).then_some(cell));
+    let mut doomed: Vec<u64> = ctx
+        .shared
+        .pubsub
+        .subscriptions_of(&ids)
+        .into_iter()
+        .filter(|(_, kind, name)| {
+            let pattern = *kind == crate::pubsub::Kind::Pattern;
+            !acl::check::channel_allowed(&after, name, pattern)
+        })
+        .map(|(id, _, _)| id)
+        .collect();
+    doomed.sort_unstable();
+    doomed.dedup();
+    for id in doomed {
+        if id == ctx.client.id {
+            ctx.client.close_after_reply = true;
+        } else {
+            ctx.shared.clients.kill(id);
+        }
+    }
 }
 
 fn acl_getuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

@@ -94,10 +94,14 @@ impl Clients {
 
     /// Ends the task of client `id`; false when there is no such client.
     pub fn kill(&self, id: u64) -> bool {
-        match self.map.lock().get(&id) {
+        let mut map = self.map.lock();
+        match map.get(&id) {
             Some(entry) => {
                 if let Some(abort) = &entry.abort {
                     abort.abort();
+                    // Gone from the table at once, as Redis's CLIENT KILL skips clients
+                    // already closing: the task itself may end a moment later.
+                    map.remove(&id);
                 }
                 true
             }
@@ -132,17 +136,33 @@ impl Clients {
     /// Ends the tasks of every client authenticated as one of `users`, except `skip`
     /// (the caller, which closes itself after its reply).
     pub fn kill_users(&self, users: &[Arc<UserCell>], skip: u64) {
-        for (&id, entry) in self.map.lock().iter() {
+        self.map.lock().retain(|&id, entry| {
             let theirs = entry
                 .user
                 .as_ref()
                 .is_some_and(|u| users.iter().any(|d| Arc::ptr_eq(d, u)));
-            if theirs && id != skip {
-                if let Some(abort) = &entry.abort {
+            match &entry.abort {
+                Some(abort) if theirs && id != skip => {
                     abort.abort();
+                    false
                 }
+                _ => true,
             }
-        }
+        });
+    }
+
+    /// Ids of the clients authenticated as `user` (`None`: as the default user).
+    pub fn ids_of_user(&self, user: Option<&Arc<UserCell>>) -> Vec<u64> {
+        self.map
+            .lock()
+            .iter()
+            .filter(|(_, e)| match (user, &e.user) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            })
+            .map(|(&id, _)| id)
+            .collect()
     }
 
     /// Every client, oldest first (CLIENT LIST).
