@@ -567,3 +567,62 @@ fn client_kill_user_matches_redis() {
     ];
     compare(S);
 }
+
+#[test]
+fn selectors_match_redis() {
+    const S: &[Step] = &[
+        (
+            0,
+            &[
+                "ACL",
+                "SETUSER",
+                "sel",
+                "on",
+                "nopass",
+                "+get",
+                "~k*",
+                "(+set",
+                "%W~w*",
+                "&c)",
+                "(+get ~x)",
+            ],
+            One,
+        ),
+        (0, &["ACL", "LIST"], One),
+        (0, &["ACL", "GETUSER", "sel"], One),
+        (0, &["HELLO", "3"], Status),
+        (0, &["ACL", "GETUSER", "sel"], One),
+        (0, &["HELLO", "2"], Status),
+        (0, &["ACL", "DRYRUN", "sel", "get", "k1"], One),
+        (0, &["ACL", "DRYRUN", "sel", "get", "x"], One),
+        (0, &["ACL", "DRYRUN", "sel", "get", "y"], One),
+        (0, &["ACL", "DRYRUN", "sel", "set", "w1", "v"], One),
+        (0, &["ACL", "DRYRUN", "sel", "set", "x", "v"], One),
+        (0, &["ACL", "DRYRUN", "sel", "set", "w1", "v", "GET"], One),
+        (0, &["ACL", "DRYRUN", "sel", "del", "x"], One),
+        (1, &["AUTH", "sel", "x"], One),
+        (1, &["SET", "w1", "v"], One),
+        (1, &["SET", "k1", "v"], One),
+        (1, &["GET", "x"], One),
+        (1, &["GET", "w1"], One),
+        (1, &["DEL", "x"], One),
+        (0, &["ACL", "SETUSER", "sel", "( )", "()"], One),
+        (0, &["ACL", "LIST"], One),
+        (0, &["ACL", "SETUSER", "sel", "(+get", "~x"], One),
+        (0, &["ACL", "SETUSER", "sel", "x", "(+get ~x", "+set"], One),
+        (0, &["ACL", "SETUSER", "sel", "(+nope)"], One),
+        (0, &["ACL", "SETUSER", "sel", "(on)"], One),
+        (0, &["ACL", "SETUSER", "sel", "(", ")"], One),
+        (0, &["ACL", "SETUSER", "sel", "(~a b)"], One),
+        (0, &["ACL", "SETUSER", "sel", "~a b"], One),
+        (0, &["ACL", "SETUSER", "sel", "&a b"], One),
+        (0, &["ACL", "SETUSER", "sel", "%R~a\tb"], One),
+        (0, &["ACL", "LIST"], One),
+        (0, &["ACL", "SETUSER", "sel", "clearselectors"], One),
+        (0, &["ACL", "LIST"], One),
+        (1, &["GET", "x"], One),
+        (0, &["ACL", "SETUSER", "sel", "(+get ~x)", "reset"], One),
+        (0, &["ACL", "LIST"], One),
+    ];
+    compare(S);
+}

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use redline_resp::command::{self, CommandFlags, CommandSpec, KeySpecFlags};
 
 use super::ids;
+use super::selector::Selector;
 use super::user::User;
 use crate::cmd::keys::glob_match;
 
@@ -22,8 +23,37 @@ pub enum Denied {
     Channel(usize),
 }
 
-/// Checks `args` (already looked up as `spec`, arity checked) against `user`.
+/// Checks `args` (already looked up as `spec`, arity checked) against `user`: allowed
+/// when its root selector or any other allows it; otherwise the most telling refusal
+/// (a channel over a key over the command), as Redis reports it.
 pub fn check(user: &User, spec: &'static CommandSpec, args: &[Bytes]) -> Result<(), Denied> {
+    let mut worst = match check_selector(&user.root, spec, args) {
+        Ok(()) => return Ok(()),
+        Err(denied) => denied,
+    };
+    for sel in &user.selectors {
+        match check_selector(sel, spec, args) {
+            Ok(()) => return Ok(()),
+            Err(denied) if rank(denied) > rank(worst) => worst = denied,
+            Err(_) => {}
+        }
+    }
+    Err(worst)
+}
+
+fn rank(denied: Denied) -> u8 {
+    match denied {
+        Denied::Command => 1,
+        Denied::Key(_) => 2,
+        Denied::Channel(_) => 3,
+    }
+}
+
+fn check_selector(
+    user: &Selector,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+) -> Result<(), Denied> {
     if !user.allcommands && !spec.flags.contains(CommandFlags::NO_AUTH) {
         let Some(id) = ids::id_of(spec) else {
             // An entry newer than the 7.0 table (CLIENT SETINFO): allowed by `+@all` or by
@@ -56,7 +86,7 @@ pub fn check(user: &User, spec: &'static CommandSpec, args: &[Bytes]) -> Result<
 }
 
 fn check_keys_and_channels(
-    user: &User,
+    user: &Selector,
     spec: &'static CommandSpec,
     args: &[Bytes],
 ) -> Result<(), Denied> {
@@ -86,7 +116,7 @@ fn check_keys_and_channels(
     Ok(())
 }
 
-fn key_allowed(user: &User, key: &[u8], flags: KeySpecFlags) -> bool {
+fn key_allowed(user: &Selector, key: &[u8], flags: KeySpecFlags) -> bool {
     let read = flags.contains(KeySpecFlags::ACCESS);
     let write =
         flags.intersects(KeySpecFlags::INSERT | KeySpecFlags::DELETE | KeySpecFlags::UPDATE);
@@ -97,7 +127,7 @@ fn key_allowed(user: &User, key: &[u8], flags: KeySpecFlags) -> bool {
 
 /// A channel matches a channel pattern; a subscription pattern (PSUBSCRIBE) must equal one
 /// literally, so a pattern cannot widen what the user may hear.
-pub fn channel_allowed(user: &User, channel: &[u8], pattern: bool) -> bool {
+pub fn channel_allowed(user: &Selector, channel: &[u8], pattern: bool) -> bool {
     user.allchannels
         || user.channels.iter().any(|allowed| {
             if pattern {

@@ -13,7 +13,8 @@
 use redline_resp::command::AclCategories;
 
 use super::ids::{self, CommandBits};
-use super::user::{hex, KeyPattern, Sanitize, User};
+use super::selector::{KeyPattern, Selector};
+use super::user::{hex, Sanitize, User};
 
 /// The flag words, in Redis's order (`ACLUserFlags`).
 pub fn flags(user: &User) -> Vec<&'static str> {
@@ -39,7 +40,7 @@ fn pattern(out: &mut Vec<u8>, p: &KeyPattern) {
 }
 
 /// `ACL GETUSER`'s `keys`: `~*`, or the patterns separated by spaces.
-pub fn keys(user: &User) -> Vec<u8> {
+pub fn keys(user: &Selector) -> Vec<u8> {
     if user.allkeys {
         return b"~*".to_vec();
     }
@@ -54,7 +55,7 @@ pub fn keys(user: &User) -> Vec<u8> {
 }
 
 /// `ACL GETUSER`'s `channels`: `&*`, or the channels separated by spaces.
-pub fn channels(user: &User) -> Vec<u8> {
+pub fn channels(user: &Selector) -> Vec<u8> {
     if user.allchannels {
         return b"&*".to_vec();
     }
@@ -86,14 +87,14 @@ fn count_category(bits: &CommandBits, flag: AclCategories) -> (usize, usize) {
 }
 
 /// The command rules (`-@all +@hash -hset +get`).
-pub fn commands(user: &User) -> String {
+pub fn commands(user: &Selector) -> String {
     let additive = !user.future;
     let mut rules: Vec<String> = vec![if additive { "-@all" } else { "+@all" }.into()];
     // `fake` replays the emitted rules; `temp` has each emitted category undone, so a
     // category is counted once.
-    let mut fake = User::new();
+    let mut fake = Selector::new();
     let _ = fake.apply(if additive { b"-@all" } else { b"+@all" });
-    let mut temp = User::new();
+    let mut temp = Selector::new();
     temp.commands = user.commands.clone();
     let all: Vec<(&'static str, AclCategories)> = AclCategories::from_bits(u32::MAX)
         .names()
@@ -141,7 +142,31 @@ pub fn commands(user: &User) -> String {
     rules.join(" ")
 }
 
-/// One `ACL LIST` line: `user alice on #<sha256> ~cached:* resetchannels -@all +get`.
+/// A selector's keys, channels and commands as `ACL LIST` spells them.
+fn selector_text(out: &mut Vec<u8>, sel: &Selector) {
+    if sel.allkeys {
+        out.extend_from_slice(b"~* ");
+    } else {
+        for p in &sel.patterns {
+            pattern(out, p);
+            out.push(b' ');
+        }
+    }
+    if sel.allchannels {
+        out.extend_from_slice(b"&* ");
+    } else {
+        out.extend_from_slice(b"resetchannels ");
+        for c in &sel.channels {
+            out.push(b'&');
+            out.extend_from_slice(c);
+            out.push(b' ');
+        }
+    }
+    out.extend_from_slice(commands(sel).as_bytes());
+}
+
+/// One `ACL LIST` line: `user alice on #<sha256> ~cached:* resetchannels -@all +get`,
+/// then each extra selector in parentheses.
 pub fn line(name: &[u8], user: &User) -> Vec<u8> {
     let mut out = b"user ".to_vec();
     out.extend_from_slice(name);
@@ -155,25 +180,12 @@ pub fn line(name: &[u8], user: &User) -> Vec<u8> {
         out.extend_from_slice(hex(p).as_bytes());
         out.push(b' ');
     }
-    if user.allkeys {
-        out.extend_from_slice(b"~* ");
-    } else {
-        for p in &user.patterns {
-            pattern(&mut out, p);
-            out.push(b' ');
-        }
+    selector_text(&mut out, &user.root);
+    for sel in &user.selectors {
+        out.extend_from_slice(b" (");
+        selector_text(&mut out, sel);
+        out.push(b')');
     }
-    if user.allchannels {
-        out.extend_from_slice(b"&* ");
-    } else {
-        out.extend_from_slice(b"resetchannels ");
-        for c in &user.channels {
-            out.push(b'&');
-            out.extend_from_slice(c);
-            out.push(b' ');
-        }
-    }
-    out.extend_from_slice(commands(user).as_bytes());
     out
 }
 
@@ -181,12 +193,12 @@ pub fn line(name: &[u8], user: &User) -> Vec<u8> {
 mod tests {
     use super::*;
 
-    fn user(rules: &[&str]) -> User {
+    fn user(rules: &[&str]) -> Selector {
         let mut u = User::new();
         for r in rules {
             u.apply(r.as_bytes()).unwrap();
         }
-        u
+        u.root
     }
 
     #[test]
@@ -218,6 +230,13 @@ mod tests {
         assert_eq!(
             String::from_utf8(keys(&user(&["%rw~a", "%r~b", "%W~c", "~b"]))).unwrap(),
             "~a ~b %W~c"
+        );
+        let mut u = User::new();
+        u.apply(b"(+get ~x)").unwrap();
+        u.apply(b"( )").unwrap();
+        assert_eq!(
+            String::from_utf8(line(b"s", &u)).unwrap(),
+            "user s off resetchannels -@all (~x resetchannels -@all +get) (resetchannels -@all)"
         );
     }
 }

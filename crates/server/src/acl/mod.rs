@@ -10,6 +10,7 @@
 pub mod check;
 pub mod describe;
 pub mod ids;
+pub mod selector;
 pub mod user;
 
 use std::collections::BTreeMap;

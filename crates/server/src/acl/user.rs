@@ -1,29 +1,12 @@
 //! One ACL user and the rules of `ACL SETUSER` that change it, applied one at a time
-//! with Redis 7.0's semantics and error kinds (`ACLSetUser` / `ACLSetSelector`).
-//!
-//! Command permissions are a bitmap over the table's command ids ([`CommandBits`]) plus
-//! Redis's extra "future commands" bit (set only by `+@all`), the `allcommands` flag
-//! (cleared by any removal) and the allowed first arguments of otherwise denied
-//! commands (`+select|0`). The textual rules `ACL LIST` prints are derived from the
-//! bitmap (see `describe.rs`), as Redis 7.0 does.
+//! with Redis 7.0's semantics and error kinds (`ACLSetUser`): on/off, passwords (kept as
+//! SHA-256), payload flags, `(...)` selectors; every other rule goes to the root
+//! [`Selector`] (keys, channels, commands). The textual rules `ACL LIST` prints are
+//! derived from the selectors (see `describe.rs`), as Redis 7.0 does.
 
-use std::collections::HashMap;
-
-use redline_resp::command::{self, AclCategories, CommandSpec};
 use sha2::{Digest, Sha256};
 
-use super::ids::{self, CommandBits};
-
-/// A key pattern and what it allows (`~p` both, `%R~p` read, `%W~p` write).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyPattern {
-    /// The glob.
-    pub pattern: Vec<u8>,
-    /// Reads allowed.
-    pub read: bool,
-    /// Writes allowed.
-    pub write: bool,
-}
+use super::selector::Selector;
 
 /// `sanitize-payload` / `skip-sanitize-payload`: neither until one is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +19,8 @@ pub enum Sanitize {
     Skip,
 }
 
-/// What a user may do.
+/// A user: whether it may log in, with which passwords, and what it may do (its root
+/// selector, or any of its extra selectors).
 #[derive(Debug, Clone)]
 pub struct User {
     /// `on` / `off`.
@@ -47,22 +31,10 @@ pub struct User {
     pub sanitize: Sanitize,
     /// SHA-256 of each password, in the order added.
     pub passwords: Vec<[u8; 32]>,
-    /// `allkeys` (`~*`).
-    pub allkeys: bool,
-    /// Key patterns, in the order added.
-    pub patterns: Vec<KeyPattern>,
-    /// `allchannels` (`&*`).
-    pub allchannels: bool,
-    /// Channel patterns, in the order added.
-    pub channels: Vec<Vec<u8>>,
-    /// `allcommands`: set by `+@all`, cleared by any command removed.
-    pub allcommands: bool,
-    /// Redis's reserved "future commands" bit: set by `+@all`, cleared by `-@all`.
-    pub future: bool,
-    /// Allowed command ids.
-    pub commands: CommandBits,
-    /// First arguments allowed for a denied command (`+select|0`), by command id.
-    pub firstargs: HashMap<usize, Vec<Vec<u8>>>,
+    /// The permissions `ACL SETUSER` rules outside parentheses change.
+    pub root: Selector,
+    /// Extra `(...)` selectors: a command is allowed when the root or any of them allows it.
+    pub selectors: Vec<Selector>,
 }
 
 /// Why a rule was refused; [`RuleError::text`] is Redis's wording.
@@ -96,6 +68,34 @@ impl RuleError {
             RuleError::BadHash => "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters",
             RuleError::SubcommandFirstArg => "Allowing first-arg of a subcommand is not supported",
         }
+    }
+}
+
+/// Joins the arguments of `ACL SETUSER` that form one selector (`(+get`, `~x)` becomes
+/// `(+get ~x)`), as Redis's `ACLMergeSelectorArguments`. On an unclosed parenthesis, the
+/// index of the argument that opened it.
+pub fn merge_selector_args<A: AsRef<[u8]>>(args: &[A]) -> Result<Vec<Vec<u8>>, usize> {
+    let mut merged = Vec::with_capacity(args.len());
+    let mut open: Option<(usize, Vec<u8>)> = None;
+    for (i, arg) in args.iter().enumerate() {
+        let arg = arg.as_ref();
+        match open.as_mut() {
+            Some((_, group)) => {
+                group.push(b' ');
+                group.extend_from_slice(arg);
+                if arg.ends_with(b")") {
+                    merged.extend(open.take().map(|(_, g)| g));
+                }
+            }
+            None if arg.starts_with(b"(") && !arg.ends_with(b")") => {
+                open = Some((i, arg.to_vec()));
+            }
+            None => merged.push(arg.to_vec()),
+        }
+    }
+    match open {
+        Some((i, _)) => Err(i),
+        None => Ok(merged),
     }
 }
 
@@ -133,23 +133,6 @@ fn parse_hash(text: &[u8]) -> Result<[u8; 32], RuleError> {
     Ok(out)
 }
 
-/// A command or `parent|sub` name, ignoring case (Redis's `ACLLookupCommand`).
-fn lookup_name(name: &[u8]) -> Option<&'static CommandSpec> {
-    let mut parts = name.split(|&b| b == b'|');
-    let top = command::lookup(parts.next()?)?;
-    match (parts.next(), parts.next()) {
-        (None, _) => Some(top),
-        (Some(sub), None) => command::lookup_subcommand(top, sub),
-        _ => None,
-    }
-}
-
-/// A category by name, ignoring case.
-pub fn category(name: &[u8]) -> Option<AclCategories> {
-    let name = std::str::from_utf8(name).ok()?;
-    AclCategories::from_name(&name.to_ascii_lowercase())
-}
-
 impl Default for User {
     fn default() -> Self {
         User::new()
@@ -165,14 +148,8 @@ impl User {
             nopass: false,
             sanitize: Sanitize::Unset,
             passwords: Vec::new(),
-            allkeys: false,
-            patterns: Vec::new(),
-            allchannels: false,
-            channels: Vec::new(),
-            allcommands: false,
-            future: false,
-            commands: CommandBits::none(),
-            firstargs: HashMap::new(),
+            root: Selector::new(),
+            selectors: Vec::new(),
         }
     }
 
@@ -199,7 +176,7 @@ impl User {
 
     /// True when every command, key and channel is allowed: the dispatcher's fast path.
     pub fn unrestricted(&self) -> bool {
-        self.allcommands && self.allkeys && self.allchannels
+        self.root.unrestricted()
     }
 
     /// Whether `password` opens this user (disabled users open to nothing).
@@ -232,7 +209,7 @@ impl User {
             self.nopass = false;
             self.passwords.clear();
         } else if is("clearselectors") {
-            // Selectors are not supported, so there are none to clear.
+            self.selectors.clear();
         } else if is("reset") {
             for rule in [
                 &b"resetpass"[..],
@@ -240,6 +217,7 @@ impl User {
                 b"resetchannels",
                 b"off",
                 b"sanitize-payload",
+                b"clearselectors",
                 b"-@all",
             ] {
                 self.apply(rule)?;
@@ -268,162 +246,23 @@ impl User {
                     };
                     self.passwords.remove(at);
                 }
-                _ => return self.apply_selector(op),
+                b'(' if op.ends_with(b")") && op.len() >= 2 => {
+                    // Rules of a new selector, split as Redis's `sdssplitargs` would
+                    // (without its quoting).
+                    let mut selector = Selector::new();
+                    for rule in op[1..op.len() - 1]
+                        .split(|b| b.is_ascii_whitespace())
+                        .filter(|r| !r.is_empty())
+                    {
+                        selector.apply(rule)?;
+                    }
+                    self.selectors.push(selector);
+                }
+                _ => return self.root.apply(op),
             }
         }
         // An empty rule does nothing, as in Redis.
         Ok(())
-    }
-
-    /// The rules about keys, channels and commands (Redis's `ACLSetSelector`).
-    fn apply_selector(&mut self, op: &[u8]) -> Result<(), RuleError> {
-        let is = |word: &str| op.eq_ignore_ascii_case(word.as_bytes());
-        if is("allkeys") || op == b"~*" {
-            self.allkeys = true;
-            self.patterns.clear();
-        } else if is("resetkeys") {
-            self.allkeys = false;
-            self.patterns.clear();
-        } else if is("allchannels") || op == b"&*" {
-            self.allchannels = true;
-            self.channels.clear();
-        } else if is("resetchannels") {
-            self.allchannels = false;
-            self.channels.clear();
-        } else if is("allcommands") || is("+@all") {
-            self.commands = CommandBits::all();
-            self.allcommands = true;
-            self.future = true;
-            self.firstargs.clear();
-        } else if is("nocommands") || is("-@all") {
-            self.commands = CommandBits::none();
-            self.allcommands = false;
-            self.future = false;
-            self.firstargs.clear();
-        } else if op.first() == Some(&b'~') || op.first() == Some(&b'%') {
-            self.add_key_pattern(op)?;
-        } else if let Some(channel) = op.strip_prefix(b"&") {
-            if self.allchannels {
-                return Err(RuleError::ChannelsAfterAll);
-            }
-            if !self.channels.iter().any(|c| c == channel) {
-                self.channels.push(channel.to_vec());
-            }
-        } else if let Some(rest) = op.strip_prefix(b"+").or_else(|| op.strip_prefix(b"-")) {
-            let allow = op[0] == b'+';
-            match rest.strip_prefix(b"@") {
-                Some(name) => {
-                    let flag = category(name).ok_or(RuleError::UnknownName)?;
-                    self.set_category(flag, allow);
-                }
-                None => self.command_rule(rest, allow)?,
-            }
-        } else {
-            return Err(RuleError::Syntax);
-        }
-        Ok(())
-    }
-
-    /// `~pattern`, `%R~pattern`, `%W~pattern`, `%RW~pattern`.
-    fn add_key_pattern(&mut self, op: &[u8]) -> Result<(), RuleError> {
-        if self.allkeys {
-            return Err(RuleError::KeysAfterAll);
-        }
-        let (mut read, mut write) = (false, false);
-        let mut offset = 1;
-        if op[0] == b'%' {
-            while let Some(&c) = op.get(offset) {
-                offset += 1;
-                match c.to_ascii_uppercase() {
-                    b'R' if !read => read = true,
-                    b'W' if !write => write = true,
-                    b'~' => break,
-                    _ => return Err(RuleError::Syntax),
-                }
-            }
-            if !read && !write {
-                return Err(RuleError::Syntax);
-            }
-        } else {
-            (read, write) = (true, true);
-        }
-        let pattern = op.get(offset..).unwrap_or_default();
-        match self.patterns.iter_mut().find(|p| p.pattern == pattern) {
-            Some(existing) => {
-                existing.read |= read;
-                existing.write |= write;
-            }
-            None => self.patterns.push(KeyPattern {
-                pattern: pattern.to_vec(),
-                read,
-                write,
-            }),
-        }
-        Ok(())
-    }
-
-    /// `+name`, `-name`, `+parent|sub`, `-parent|sub`, `+command|firstarg`.
-    fn command_rule(&mut self, name: &[u8], allow: bool) -> Result<(), RuleError> {
-        let Some(bar) = name.iter().rposition(|&b| b == b'|') else {
-            let spec = lookup_name(name).ok_or(RuleError::UnknownName)?;
-            self.change(spec, allow);
-            return Ok(());
-        };
-        let (parent, sub) = (&name[..bar], &name[bar + 1..]);
-        let spec = lookup_name(parent).ok_or(RuleError::UnknownName)?;
-        if spec.is_subcommand() {
-            return Err(RuleError::SubcommandFirstArg);
-        }
-        if sub.is_empty() {
-            return Err(RuleError::Syntax);
-        }
-        if spec.has_subcommands() {
-            let sub = command::lookup_subcommand(spec, sub).ok_or(RuleError::UnknownName)?;
-            self.change(sub, allow);
-        } else if allow {
-            let id = ids::id_of(spec).ok_or(RuleError::UnknownName)?;
-            let list = self.firstargs.entry(id).or_default();
-            if !list.iter().any(|a| a.eq_ignore_ascii_case(sub)) {
-                list.push(sub.to_vec());
-            }
-        } else {
-            return Err(RuleError::UnknownName);
-        }
-        Ok(())
-    }
-
-    /// Sets one command's bit (and its subcommands'), as Redis's `ACLChangeSelectorPerm`.
-    pub fn change(&mut self, spec: &'static CommandSpec, allow: bool) {
-        if let Some(id) = ids::id_of(spec) {
-            self.set_bit(id, allow);
-            self.firstargs.remove(&id);
-        }
-        for sub in spec.subcommands {
-            if let Some(id) = ids::id_of(sub) {
-                self.set_bit(id, allow);
-            }
-        }
-    }
-
-    fn set_bit(&mut self, id: usize, allow: bool) {
-        self.commands.set(id, allow);
-        if !allow {
-            self.allcommands = false;
-        }
-    }
-
-    /// `+@category` / `-@category`: every command and subcommand in it.
-    pub fn set_category(&mut self, flag: AclCategories, allow: bool) {
-        for spec in ids::top_level() {
-            if spec.acl_categories.contains(flag) {
-                self.change(spec, allow);
-            }
-            for sub in spec.subcommands {
-                if sub.acl_categories.contains(flag) {
-                    self.change(sub, allow);
-                }
-            }
-        }
     }
 }
 
@@ -447,6 +286,20 @@ mod tests {
     }
 
     #[test]
+    fn selector_arguments_merge() {
+        assert_eq!(
+            merge_selector_args(&["on", "(+get", "~x)", "(+set)"]),
+            Ok(vec![
+                b"on".to_vec(),
+                b"(+get ~x)".to_vec(),
+                b"(+set)".to_vec()
+            ])
+        );
+        assert_eq!(merge_selector_args(&["x", "(+get", "~x"]), Err(1));
+        assert_eq!(merge_selector_args(&["("]), Err(0));
+    }
+
+    #[test]
     fn rules() {
         let mut u = User::new();
         assert_eq!(u.apply(b"+nope"), Err(RuleError::UnknownName));
@@ -465,6 +318,6 @@ mod tests {
         u.apply(b"allchannels").unwrap();
         assert!(u.unrestricted());
         u.apply(b"-get").unwrap();
-        assert!(!u.unrestricted() && u.future);
+        assert!(!u.unrestricted() && u.root.future);
     }
 }

@@ -66,7 +66,16 @@ fn acl_setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             "ERR Usernames can't contain spaces or null characters",
         ));
     }
-    let rules = &args[3..];
+    let rules = match acl::user::merge_selector_args(&args[3..]) {
+        Ok(rules) => rules,
+        Err(i) => {
+            let mut text = b"ERR Unmatched parenthesis in acl selector starting at '".to_vec();
+            text.extend_from_slice(&args[3 + i]);
+            text.extend_from_slice(b"'.");
+            return Err(CmdError::Bytes(text));
+        }
+    };
+    let rules = &rules[..];
     let before = ctx.shared.acl.get(name).map(|cell| cell.rules().clone());
     if let Err((i, e)) = ctx.shared.acl.set_user(name, rules) {
         let mut text = b"ERR Error in ACL SETUSER modifier '".to_vec();
@@ -86,7 +95,8 @@ fn acl_setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// are disconnected (the caller after its reply), as Redis 7.0's
 /// `ACLKillPubsubClientsIfNeeded` does.
 fn kill_lost_subscribers(ctx: &mut Ctx<'_>, before: &acl::User, cell: &Arc<UserCell>) {
-    let after = cell.rules().clone();
+    let after = cell.rules().root.clone();
+    let before = &before.root;
     let kept = after.allchannels
         || (!before.allchannels && before.channels.iter().all(|c| after.channels.contains(c)));
     if kept {
@@ -139,15 +149,24 @@ fn acl_getuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     for p in &user.passwords {
         encode::write_bulk(out, acl::user::hex(p).as_bytes());
     }
-    encode::write_bulk(out, b"commands");
-    encode::write_bulk(out, describe::commands(&user).as_bytes());
-    encode::write_bulk(out, b"keys");
-    encode::write_bulk(out, &describe::keys(&user));
-    encode::write_bulk(out, b"channels");
-    encode::write_bulk(out, &describe::channels(&user));
+    selector_fields(out, &user.root);
     encode::write_bulk(out, b"selectors");
-    encode::write_array_len(out, 0);
+    encode::write_array_len(out, user.selectors.len());
+    for sel in &user.selectors {
+        encode::write_map_len(out, proto, 3);
+        selector_fields(out, sel);
+    }
     Ok(())
+}
+
+/// `commands`, `keys`, `channels` of one selector (GETUSER).
+fn selector_fields(out: &mut bytes::BytesMut, sel: &acl::selector::Selector) {
+    encode::write_bulk(out, b"commands");
+    encode::write_bulk(out, describe::commands(sel).as_bytes());
+    encode::write_bulk(out, b"keys");
+    encode::write_bulk(out, &describe::keys(sel));
+    encode::write_bulk(out, b"channels");
+    encode::write_bulk(out, &describe::channels(sel));
 }
 
 fn acl_list(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
@@ -199,7 +218,7 @@ fn acl_cat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let names: Vec<&str> = match args.get(2) {
         None => AclCategories::from_bits(u32::MAX).names().collect(),
         Some(cat) => {
-            let Some(flag) = acl::user::category(cat) else {
+            let Some(flag) = acl::selector::category(cat) else {
                 return Err(CmdError::Owned(format!(
                     "ERR Unknown category '{}'",
                     String::from_utf8_lossy(cat)
