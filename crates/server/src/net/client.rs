@@ -2,6 +2,7 @@
 //! name, authentication, and the flags commands set for the connection loop.
 
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -66,6 +67,8 @@ pub struct ClientState {
     pub postpone: bool,
     /// The command held back by CLIENT PAUSE, run again once the pause ends.
     pub postponed: Option<Vec<Bytes>>,
+    /// Raised by CLIENT KILL and the like (shared with the client table): run nothing more.
+    pub killed: Arc<AtomicBool>,
 }
 
 /// CLIENT REPLY: whether replies are sent.
@@ -133,6 +136,7 @@ impl ClientState {
             reply: ReplyMode::On,
             postpone: false,
             postponed: None,
+            killed: Arc::default(),
         }
     }
 

@@ -83,13 +83,17 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr, id:
             },
         )
     };
+    let mut client = ClientState::new(id, peer, authenticated);
+    if let Some(killed) = shared.clients.killed_flag(id) {
+        client.killed = killed;
+    }
     let mut connection = Connection {
         shared: &shared,
         stream,
         input: BytesMut::with_capacity(READ_CHUNK),
         output: BytesMut::with_capacity(READ_CHUNK),
         decoder: RequestDecoder::new(limits),
-        client: ClientState::new(id, peer, authenticated),
+        client,
         limits: CachedLimits {
             generation: u64::MAX,
             query_buffer_limit: usize::MAX,
@@ -133,6 +137,10 @@ pub fn run_commands(
     output: &mut BytesMut,
 ) -> Progress {
     while !client.close_after_reply {
+        if client.killed.load(Ordering::Acquire) {
+            client.close_after_reply = true;
+            break;
+        }
         // A command CLIENT PAUSE held back runs first, once the pause is over.
         let next = match client.postponed.take() {
             Some(args) => Ok(Some(args)),

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -26,6 +26,9 @@ pub struct ClientEntry {
     /// The authenticated user (`None`: default), for CLIENT LIST/KILL and ACL DELUSER.
     pub user: Option<Arc<UserCell>>,
     abort: Option<AbortHandle>,
+    /// Raised on kill: the connection runs no further command even if the task is
+    /// mid-poll when the abort comes (it only takes effect at its next await).
+    killed: Arc<AtomicBool>,
 }
 
 /// What CLIENT LIST shows of one client.
@@ -65,9 +68,15 @@ impl Clients {
                 db: 0,
                 user: None,
                 abort: None,
+                killed: Arc::default(),
             },
         );
         id
+    }
+
+    /// The flag a kill raises for client `id`, shared with its connection.
+    pub fn killed_flag(&self, id: u64) -> Option<Arc<AtomicBool>> {
+        self.map.lock().get(&id).map(|e| e.killed.clone())
     }
 
     /// Attaches the task's abort handle, unless the task already finished.
@@ -97,6 +106,7 @@ impl Clients {
         let mut map = self.map.lock();
         match map.get(&id) {
             Some(entry) => {
+                entry.killed.store(true, Ordering::Release);
                 if let Some(abort) = &entry.abort {
                     abort.abort();
                     // Gone from the table at once, as Redis's CLIENT KILL skips clients
@@ -143,6 +153,7 @@ impl Clients {
                 .is_some_and(|u| users.iter().any(|d| Arc::ptr_eq(d, u)));
             match &entry.abort {
                 Some(abort) if theirs && id != skip => {
+                    entry.killed.store(true, Ordering::Release);
                     abort.abort();
                     false
                 }
