@@ -305,6 +305,15 @@ fn setuser_rules_list_and_getuser_match_redis() {
         (0, &["HELLO", "3"], Status),
         (0, &["ACL", "GETUSER", "grace"], One),
         (0, &["ACL", "GETUSER", "nope"], One),
+        (0, &["HELLO", "2"], Status),
+        (0, &["ACL", "HELP"], One),
+        (0, &["ACL", "HELP", "x"], One),
+        (0, &["ACL", "LOAD"], One),
+        (0, &["ACL", "SAVE"], One),
+        (0, &["ACL", "GENPASS", "0"], One),
+        (0, &["ACL", "GENPASS", "4097"], One),
+        (0, &["ACL", "GENPASS", "abc"], One),
+        (0, &["ACL", "GENPASS", "1", "2"], One),
     ];
     compare(S);
 }
@@ -625,4 +634,23 @@ fn selectors_match_redis() {
         (0, &["ACL", "LIST"], One),
     ];
     compare(S);
+}
+
+#[test]
+fn genpass_gives_hex_of_the_asked_size() {
+    let server = Redline::start();
+    let mut c = Conn::connect(server.addr);
+    for (args, len) in [
+        (&["ACL", "GENPASS"][..], 64),
+        (&["ACL", "GENPASS", "5"], 2),
+        (&["ACL", "GENPASS", "4096"], 1024),
+    ] {
+        let Frame::Bulk(pass) = c.cmd(args) else {
+            panic!("{args:?}")
+        };
+        assert_eq!(pass.len(), len);
+        assert!(pass
+            .iter()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+    }
 }

@@ -1,4 +1,5 @@
-//! The ACL command family (SETUSER GETUSER LIST USERS DELUSER WHOAMI CAT DRYRUN) and the
+//! The ACL command family (SETUSER GETUSER LIST USERS DELUSER WHOAMI CAT DRYRUN GENPASS
+//! HELP, and LOAD/SAVE, which answer as Redis without an ACL file does) and the
 //! NOPERM errors the dispatcher answers when a user may not run a command. Users and
 //! their rules live in `crate::acl`; this file only reads arguments and writes replies
 //! in Redis 7.0's shapes.
@@ -23,6 +24,10 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("acl|whoami", acl_whoami),
     ("acl|cat", acl_cat),
     ("acl|dryrun", acl_dryrun),
+    ("acl|genpass", acl_genpass),
+    ("acl|help", acl_help),
+    ("acl|load", acl_no_file),
+    ("acl|save", acl_no_file),
 ];
 
 /// The user a connection runs as.
@@ -275,6 +280,79 @@ fn acl_dryrun(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             };
             encode::write_bulk(ctx.out, text.as_bytes());
         }
+    }
+    Ok(())
+}
+
+/// A random password of `bits` bits (256 by default), in hex.
+fn acl_genpass(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() > 3 {
+        return Err(CmdError::Owned(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try ACL HELP.",
+            super::reply::clip(&args[1], 128)
+        )));
+    }
+    let bits = match args.get(2) {
+        Some(arg) => super::args::int(arg)?,
+        None => 256,
+    };
+    if !(1..=4096).contains(&bits) {
+        return Err(CmdError::Static("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096"));
+    }
+    // `bits` is in 1..=4096, so these conversions and sizes are small.
+    let chars = (bits.unsigned_abs() as usize).div_ceil(4);
+    let mut random = vec![0u8; chars.div_ceil(2)];
+    getrandom::getrandom(&mut random)
+        .map_err(|_| CmdError::Static("ERR Failed to read random bytes"))?;
+    let mut text = String::with_capacity(random.len() * 2);
+    for b in &random {
+        text.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        text.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+    }
+    text.truncate(chars);
+    encode::write_bulk(ctx.out, text.as_bytes());
+    Ok(())
+}
+
+fn acl_no_file(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    Err(CmdError::Static("ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."))
+}
+
+fn acl_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    const LINES: &[&str] = &[
+        "ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CAT [<category>]",
+        "    List all commands that belong to <category>, or all command categories",
+        "    when no category is specified.",
+        "DELUSER <username> [<username> ...]",
+        "    Delete a list of users.",
+        "DRYRUN <username> <command> [<arg> ...]",
+        "    Returns whether the user can execute the given command without executing the command.",
+        "GETUSER <username>",
+        "    Get the user's details.",
+        "GENPASS [<bits>]",
+        "    Generate a secure 256-bit user password. The optional `bits` argument can",
+        "    be used to specify a different size.",
+        "LIST",
+        "    Show users details in config file format.",
+        "LOAD",
+        "    Reload users from the ACL file.",
+        "LOG [<count> | RESET]",
+        "    Show the ACL log entries.",
+        "SAVE",
+        "    Save the current config to the ACL file.",
+        "SETUSER <username> <attribute> [<attribute> ...]",
+        "    Create or modify a user with the specified attributes.",
+        "USERS",
+        "    List all the registered usernames.",
+        "WHOAMI",
+        "    Return the current connection username.",
+        "HELP",
+        "    Prints this help.",
+    ];
+    encode::write_array_len(ctx.out, LINES.len());
+    for line in LINES {
+        encode::write_simple(ctx.out, line.as_bytes());
     }
     Ok(())
 }
