@@ -10,6 +10,7 @@
 pub mod check;
 pub mod describe;
 pub mod ids;
+pub mod log;
 pub mod selector;
 pub mod user;
 
@@ -70,6 +71,8 @@ pub struct Acl {
     default: Arc<UserCell>,
     /// Connections must authenticate: the default user has a password or is off.
     auth_required: AtomicBool,
+    /// ACL LOG.
+    pub log: log::AclLog,
 }
 
 impl Acl {
@@ -83,6 +86,7 @@ impl Acl {
             users: RwLock::new(BTreeMap::from([(b"default".to_vec(), default.clone())])),
             default,
             auth_required: AtomicBool::new(false),
+            log: log::AclLog::default(),
         };
         acl.refresh_auth_required();
         acl

@@ -25,6 +25,7 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("acl|cat", acl_cat),
     ("acl|dryrun", acl_dryrun),
     ("acl|genpass", acl_genpass),
+    ("acl|log", acl_log),
     ("acl|help", acl_help),
     ("acl|load", acl_no_file),
     ("acl|save", acl_no_file),
@@ -62,6 +63,78 @@ pub fn denied_error(spec: &CommandSpec, denied: Denied, in_exec: bool) -> CmdErr
             "NOPERM this user has no permissions to access one of the channels used as arguments",
         ),
     }
+}
+
+/// Records a refusal in ACL LOG: `reason` and `object` as Redis names them, the user
+/// (the name tried, for authentication), the context (`multi` while queueing or in EXEC).
+pub fn log_refusal(ctx: &Ctx<'_>, reason: &'static str, object: &[u8], username: &[u8], cmd: &str) {
+    let multi = ctx.client.multi.is_some() || ctx.held.is_some();
+    ctx.shared.acl.log.add(acl::log::Entry {
+        count: 1,
+        reason,
+        context: if multi { "multi" } else { "toplevel" },
+        object: object.to_vec(),
+        username: username.to_vec(),
+        ctime_ms: 0,
+        client_info: super::admin::client_info_line(ctx, cmd),
+    });
+}
+
+/// Logs a command refused by the user's permissions.
+pub fn log_denied(ctx: &Ctx<'_>, spec: &CommandSpec, denied: Denied, args: &[Bytes]) {
+    let (reason, object) = match denied {
+        Denied::Command => ("command", spec.name.as_bytes()),
+        Denied::Key(pos) => ("key", args.get(pos).map_or(&b""[..], |a| &a[..])),
+        Denied::Channel(pos) => ("channel", args.get(pos).map_or(&b""[..], |a| &a[..])),
+    };
+    let user = current_user(ctx).name().to_vec();
+    log_refusal(ctx, reason, object, &user, spec.name);
+}
+
+/// ACL LOG [count | RESET]: the newest entries (10 by default).
+fn acl_log(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let count = match args.get(2) {
+        _ if args.len() > 3 => {
+            return Err(CmdError::Owned(format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try ACL HELP.",
+                super::reply::clip(&args[1], 128)
+            )))
+        }
+        None => 10,
+        Some(arg) if super::args::is(arg, "reset") => {
+            ctx.shared.acl.log.reset();
+            ok(ctx.out);
+            return Ok(());
+        }
+        Some(arg) => super::args::int(arg)?,
+    };
+    let entries = ctx
+        .shared
+        .acl
+        .log
+        .newest(usize::try_from(count).unwrap_or(0));
+    let now = acl::log::now_ms();
+    let proto = ctx.proto();
+    let out = &mut *ctx.out;
+    encode::write_array_len(out, entries.len());
+    for e in entries {
+        encode::write_map_len(out, proto, 7);
+        encode::write_bulk(out, b"count");
+        encode::write_integer(out, i64::try_from(e.count).unwrap_or(i64::MAX));
+        encode::write_bulk(out, b"reason");
+        encode::write_bulk(out, e.reason.as_bytes());
+        encode::write_bulk(out, b"context");
+        encode::write_bulk(out, e.context.as_bytes());
+        encode::write_bulk(out, b"object");
+        encode::write_bulk(out, &e.object);
+        encode::write_bulk(out, b"username");
+        encode::write_bulk(out, &e.username);
+        encode::write_bulk(out, b"age-seconds");
+        super::reply::double(out, proto, now.saturating_sub(e.ctime_ms) as f64 / 1000.0);
+        encode::write_bulk(out, b"client-info");
+        encode::write_bulk(out, e.client_info.as_bytes());
+    }
+    Ok(())
 }
 
 fn acl_setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

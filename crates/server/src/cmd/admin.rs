@@ -37,6 +37,7 @@ fn client_line(
     summary: &crate::net::registry::ClientSummary,
     local: &str,
     me: Option<&crate::net::client::ClientState>,
+    cmd: &str,
 ) {
     let name = summary
         .name
@@ -72,7 +73,7 @@ fn client_line(
         psub,
         ssub,
         multi,
-        if me.is_some() { "client|list" } else { "NULL" },
+        cmd,
         String::from_utf8_lossy(&summary.user),
         resp
     );
@@ -131,7 +132,8 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             continue;
         }
         let me = (s.id == ctx.client.id).then_some(&*ctx.client);
-        client_line(&mut text, &s, &local, me);
+        let cmd = if me.is_some() { "client|list" } else { "NULL" };
+        client_line(&mut text, &s, &local, me, cmd);
     }
     verbatim(ctx, text.as_bytes());
     Ok(())
@@ -147,10 +149,27 @@ fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         .into_iter()
         .find(|s| s.id == ctx.client.id)
     {
-        client_line(&mut text, &s, &local, Some(&*ctx.client));
+        client_line(&mut text, &s, &local, Some(&*ctx.client), "client|info");
     }
     verbatim(ctx, text.as_bytes());
     Ok(())
+}
+
+/// This client's CLIENT LIST line as it runs `cmd`, without the newline (ACL LOG).
+pub fn client_info_line(ctx: &Ctx<'_>, cmd: &str) -> String {
+    let local = local_addr(ctx);
+    let mut text = String::new();
+    if let Some(s) = ctx
+        .shared
+        .clients
+        .summaries()
+        .into_iter()
+        .find(|s| s.id == ctx.client.id)
+    {
+        client_line(&mut text, &s, &local, Some(&*ctx.client), cmd);
+    }
+    text.truncate(text.trim_end().len());
+    text
 }
 
 /// CLIENT KILL addr (old form) or filter pairs ID ADDR LADDR SKIPME TYPE USER.

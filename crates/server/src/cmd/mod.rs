@@ -141,6 +141,7 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !user.unrestricted() {
         let verdict = crate::acl::check::check(&user.rules(), spec, args);
         if let Err(denied) = verdict {
+            acl::log_denied(ctx, spec, denied, args);
             let in_exec = ctx.held.is_some();
             return reject(ctx, acl::denied_error(spec, denied, in_exec));
         }

@@ -142,8 +142,10 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 /// Authenticates the connection as `user` when `password` opens it (Redis's
 /// `ACLAuthenticateUser`); WRONGPASS otherwise, the connection's user unchanged.
-fn authenticate(ctx: &mut Ctx<'_>, user: &[u8], password: &[u8]) -> CmdResult {
+fn authenticate(ctx: &mut Ctx<'_>, command: &[u8], user: &[u8], password: &[u8]) -> CmdResult {
     let Some(cell) = ctx.shared.acl.authenticate(user, password) else {
+        let name = String::from_utf8_lossy(command).to_ascii_lowercase();
+        super::acl::log_refusal(ctx, "auth", command, user, &name);
         return Err(WRONGPASS);
     };
     let cell = (!std::sync::Arc::ptr_eq(&cell, ctx.shared.acl.default_user())).then_some(cell);
@@ -164,7 +166,7 @@ fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         3 => (&args[1][..], &args[2][..]),
         _ => return Err(SYNTAX),
     };
-    authenticate(ctx, user, password)?;
+    authenticate(ctx, &args[0], user, password)?;
     ok(ctx.out);
     Ok(())
 }
@@ -201,7 +203,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     if let Some((user, password)) = &credentials {
-        authenticate(ctx, user, password)?;
+        authenticate(ctx, &args[0], user, password)?;
     }
     if !ctx.client.authenticated && ctx.shared.acl.auth_required() {
         return Err(CmdError::Static(
