@@ -736,3 +736,37 @@ fn acl_log_matches_redis() {
     ];
     compare(S);
 }
+
+#[test]
+fn exec_rechecks_keys_and_channels_like_redis() {
+    const S: &[Step] = &[
+        (
+            0,
+            &[
+                "ACL", "SETUSER", "ex", "on", "nopass", "+@all", "~k*", "&c*",
+            ],
+            One,
+        ),
+        (1, &["AUTH", "ex", "x"], One),
+        (1, &["MULTI"], One),
+        (1, &["GET", "k1"], One),
+        (1, &["PUBLISH", "c1", "m"], One),
+        (1, &["PING"], One),
+        (
+            0,
+            &[
+                "ACL",
+                "SETUSER",
+                "ex",
+                "resetkeys",
+                "~x",
+                "resetchannels",
+                "&x",
+            ],
+            One,
+        ),
+        (1, &["EXEC"], One),
+        (0, &["ACL", "LOG"], Log),
+    ];
+    compare(S);
+}

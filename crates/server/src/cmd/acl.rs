@@ -69,6 +69,8 @@ pub fn denied_error(spec: &CommandSpec, denied: Denied, in_exec: bool) -> CmdErr
 /// (the name tried, for authentication), the context (`multi` while queueing or in EXEC).
 pub fn log_refusal(ctx: &Ctx<'_>, reason: &'static str, object: &[u8], username: &[u8], cmd: &str) {
     let multi = ctx.client.multi.is_some() || ctx.held.is_some();
+    // Inside EXEC the client is running EXEC, which is what its info shows.
+    let cmd = if ctx.held.is_some() { "exec" } else { cmd };
     ctx.shared.acl.log.add(acl::log::Entry {
         count: 1,
         reason,
