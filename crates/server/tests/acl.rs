@@ -770,3 +770,30 @@ fn exec_rechecks_keys_and_channels_like_redis() {
     ];
     compare(S);
 }
+
+#[test]
+fn sort_by_and_get_need_every_key_like_redis() {
+    const S: &[Step] = &[
+        (0, &["RPUSH", "k1", "1", "2"], One),
+        (
+            0,
+            &["ACL", "SETUSER", "so", "on", "nopass", "+@all", "~k*"],
+            One,
+        ),
+        (
+            0,
+            &["ACL", "SETUSER", "so2", "on", "nopass", "+@all", "%R~*"],
+            One,
+        ),
+        (1, &["AUTH", "so", "x"], One),
+        (1, &["SORT", "k1", "BY", "w_*"], One),
+        (1, &["SORT", "k1", "GET", "w_*"], One),
+        (1, &["SORT", "k1", "BY", "nosort"], One),
+        (1, &["SORT", "k1", "GET", "#"], One),
+        (1, &["SORT_RO", "k1", "BY", "w_*"], One),
+        (2, &["AUTH", "so2", "x"], One),
+        (2, &["SORT", "k1", "BY", "w_*", "GET", "#"], One),
+        (2, &["SORT", "k1", "BY", "w_*", "STORE", "k2"], One),
+    ];
+    compare(S);
+}

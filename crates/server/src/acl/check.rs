@@ -41,6 +41,18 @@ pub fn check(user: &User, spec: &'static CommandSpec, args: &[Bytes]) -> Result<
     Err(worst)
 }
 
+/// Whether some selector of `user` allows this command and reading any key at all
+/// (`allkeys`, or a `*` pattern with read access): Redis's
+/// `ACLUserCheckCmdWithUnrestrictedKeyAccess`, which SORT's BY and GET need.
+pub fn reads_every_key(user: &User, spec: &'static CommandSpec, args: &[Bytes]) -> bool {
+    std::iter::once(&user.root)
+        .chain(&user.selectors)
+        .any(|sel| {
+            let keys = sel.allkeys || sel.patterns.iter().any(|p| p.read && p.pattern == b"*");
+            keys && check_selector(sel, spec, args).is_ok()
+        })
+}
+
 fn rank(denied: Denied) -> u8 {
     match denied {
         Denied::Command => 1,
