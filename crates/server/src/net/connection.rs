@@ -346,6 +346,7 @@ impl Connection<'_> {
     /// Waits until CLIENT PAUSE ends (UNPAUSE or its deadline), keeping the socket read as
     /// [`Self::wait_unblocked`] does. Returns false when the connection should close.
     async fn wait_unpaused(&mut self) -> io::Result<bool> {
+        let mailbox = self.client.mailbox.clone();
         loop {
             // Subscribe before looking, so an UNPAUSE in between is not missed.
             let mut changed = self.shared.pause.subscribe();
@@ -353,6 +354,11 @@ impl Connection<'_> {
                 return Ok(true);
             };
             tokio::select! {
+                // Messages still reach a subscriber whose own command is held.
+                _ = mailbox.wait() => {
+                    mailbox.drain_into(&mut self.output);
+                    self.flush().await?;
+                }
                 _ = changed.changed() => {}
                 _ = tokio::time::sleep_until(until) => {}
                 read = self.stream.read_buf(&mut self.input) => {
