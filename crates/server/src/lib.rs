@@ -9,6 +9,7 @@
 //! - [`cmd`]: command dispatch through the shared command table, one file per family.
 //! - [`store`]: databases, shards, values, expiry.
 //! - [`blocking`]: clients blocked on keys; [`pubsub`]: channel subscriptions.
+//! - [`acl`]: users, their passwords and permissions; [`pause`]: CLIENT PAUSE.
 //!
 //! Embedding (what `redline bench` does):
 //!
