@@ -10,6 +10,7 @@
 //! - [`store`]: databases, shards, values, expiry.
 //! - [`persist`]: the RDB value codec (DUMP/RESTORE).
 //! - [`blocking`]: clients blocked on keys; [`pubsub`]: channel subscriptions.
+//! - [`acl`]: users, their passwords and permissions; [`pause`]: CLIENT PAUSE.
 //!
 //! Embedding (what `redline bench` does):
 //!
@@ -27,12 +28,14 @@
 //! ```
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod acl;
 pub mod blocking;
 pub mod cmd;
 pub mod config;
 pub mod log;
 pub mod net;
 pub mod persist;
+pub mod pause;
 pub mod pubsub;
 mod server;
 pub mod shared;

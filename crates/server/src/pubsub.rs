@@ -93,6 +93,20 @@ impl PubSub {
         }
     }
 
+    /// The subscriptions of the clients in `ids` (ACL SETUSER checks them when a user's
+    /// channels shrink); a scan of every table, so only for rare administrative paths.
+    pub fn subscriptions_of(&self, ids: &[u64]) -> Vec<(u64, Kind, Bytes)> {
+        let mut out = Vec::new();
+        for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
+            for (name, listeners) in self.table(kind).read().iter() {
+                for l in listeners.iter().filter(|l| ids.contains(&l.id)) {
+                    out.push((l.id, kind, name.clone()));
+                }
+            }
+        }
+        out
+    }
+
     /// Removes client `id` from `name`.
     pub fn unsubscribe(&self, kind: Kind, name: &[u8], id: u64) {
         let mut table = self.table(kind).write();

@@ -9,9 +9,11 @@ use std::time::{Instant, SystemTime};
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
+use crate::acl::Acl;
 use crate::blocking::Blocking;
 use crate::config::Config;
 use crate::net::registry::Clients;
+use crate::pause::Pause;
 use crate::pubsub::PubSub;
 use crate::store::Store;
 
@@ -37,12 +39,16 @@ pub struct Shared {
     pub config_generation: AtomicU64,
     /// `hz`, read by the expiry thread each cycle.
     pub hz: Arc<AtomicU32>,
+    /// Users and their permissions.
+    pub acl: Acl,
     /// Connected clients.
     pub clients: Clients,
     /// Clients blocked on keys.
     pub blocking: Blocking,
     /// Pub/sub subscriptions.
     pub pubsub: PubSub,
+    /// CLIENT PAUSE.
+    pub pause: Pause,
     /// Counters.
     pub stats: Stats,
     /// Set to true to stop the server.
@@ -65,14 +71,17 @@ impl Shared {
         let run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[fastrand::usize(..16)]))
             .collect();
+        let acl = Acl::new(&config.requirepass);
         Shared {
             store,
+            acl,
             hz,
             config: RwLock::new(config),
             config_generation: AtomicU64::new(0),
             clients: Clients::default(),
             blocking: Blocking::default(),
             pubsub: PubSub::default(),
+            pause: Pause::default(),
             stats: Stats::default(),
             shutdown: watch::channel(false).0,
             started: Instant::now(),
@@ -90,7 +99,13 @@ impl Shared {
     /// Replaces the configuration (CONFIG SET) and tells connections to refresh.
     pub fn update_config(&self, config: Config) {
         self.hz.store(config.hz, Ordering::Relaxed);
-        *self.config.write() = config;
+        let mut current = self.config.write();
+        if current.requirepass != config.requirepass {
+            // As in Redis, setting `requirepass` replaces the default user's passwords.
+            self.acl.set_requirepass(&config.requirepass);
+        }
+        *current = config;
+        drop(current);
         self.config_generation.fetch_add(1, Ordering::Release);
     }
 }

@@ -91,6 +91,8 @@ fuzz_target!(|data: &[u8]| {
             match progress {
                 Progress::Drained => break,
                 Progress::OutputFull => continue,
+                // No clock runs here: a pause ends at once.
+                Progress::Paused => shared.pause.unpause(),
                 Progress::Blocked => {
                     // No clock runs here: the wait times out at once.
                     if let Some(blocked) = client.state.blocked.take() {

@@ -1,7 +1,6 @@
 //! Introspection and administration beyond the basics in `server.rs`: CLIENT LIST INFO
-//! KILL (filters) REPLY NO-EVICT, LASTSAVE, MEMORY USAGE, LATENCY, DEBUG (the parts the
-//! Redis test suite leans on), and the read-only ACL view of the one user there is
-//! (`default`, password from `requirepass`): WHOAMI USERS CAT LIST GETUSER DELUSER.
+//! KILL (filters) REPLY NO-EVICT PAUSE UNPAUSE, LASTSAVE, MEMORY USAGE, LATENCY, DEBUG (the parts the
+//! Redis test suite leans on). ACL lives in `acl.rs`.
 
 use std::fmt::Write as _;
 
@@ -21,6 +20,8 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("client|kill", client_kill),
     ("client|reply", client_reply),
     ("client|no-evict", client_no_evict),
+    ("client|pause", client_pause),
+    ("client|unpause", client_unpause),
     ("lastsave", lastsave),
     ("memory|usage", memory_usage),
     ("latency|latest", latency_empty),
@@ -28,12 +29,6 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("latency|reset", latency_reset),
     ("latency|doctor", latency_doctor),
     ("debug", debug),
-    ("acl|whoami", acl_whoami),
-    ("acl|users", acl_users),
-    ("acl|cat", acl_cat),
-    ("acl|list", acl_list),
-    ("acl|getuser", acl_getuser),
-    ("acl|deluser", acl_deluser),
 ];
 
 /// One CLIENT LIST line, in Redis 7.0's field order (figures we do not track are 0).
@@ -42,6 +37,7 @@ fn client_line(
     summary: &crate::net::registry::ClientSummary,
     local: &str,
     me: Option<&crate::net::client::ClientState>,
+    cmd: &str,
 ) {
     let name = summary
         .name
@@ -65,7 +61,7 @@ fn client_line(
     let flags = if sub + psub + ssub > 0 { "P" } else { "N" };
     let _ = writeln!(
         text,
-        "id={} addr={} laddr={} fd=0 name={} age={} idle=0 flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+        "id={} addr={} laddr={} fd=0 name={} age={} idle=0 flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}",
         summary.id,
         summary.peer,
         local,
@@ -77,7 +73,8 @@ fn client_line(
         psub,
         ssub,
         multi,
-        if me.is_some() { "client|list" } else { "NULL" },
+        cmd,
+        String::from_utf8_lossy(&summary.user),
         resp
     );
 }
@@ -135,7 +132,8 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             continue;
         }
         let me = (s.id == ctx.client.id).then_some(&*ctx.client);
-        client_line(&mut text, &s, &local, me);
+        let cmd = if me.is_some() { "client|list" } else { "NULL" };
+        client_line(&mut text, &s, &local, me, cmd);
     }
     verbatim(ctx, text.as_bytes());
     Ok(())
@@ -151,10 +149,27 @@ fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         .into_iter()
         .find(|s| s.id == ctx.client.id)
     {
-        client_line(&mut text, &s, &local, Some(&*ctx.client));
+        client_line(&mut text, &s, &local, Some(&*ctx.client), "client|info");
     }
     verbatim(ctx, text.as_bytes());
     Ok(())
+}
+
+/// This client's CLIENT LIST line as it runs `cmd`, without the newline (ACL LOG).
+pub fn client_info_line(ctx: &Ctx<'_>, cmd: &str) -> String {
+    let local = local_addr(ctx);
+    let mut text = String::new();
+    if let Some(s) = ctx
+        .shared
+        .clients
+        .summaries()
+        .into_iter()
+        .find(|s| s.id == ctx.client.id)
+    {
+        client_line(&mut text, &s, &local, Some(&*ctx.client), cmd);
+    }
+    text.truncate(text.trim_end().len());
+    text
 }
 
 /// CLIENT KILL addr (old form) or filter pairs ID ADDR LADDR SKIPME TYPE USER.
@@ -210,11 +225,13 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(SYNTAX);
         }
     }
-    if user.as_deref().is_some_and(|u| u != b"default") {
-        return Err(CmdError::Owned(format!(
-            "ERR No such user '{}'",
-            String::from_utf8_lossy(user.as_deref().unwrap_or_default())
-        )));
+    if let Some(name) = &user {
+        if ctx.shared.acl.get(name).is_none() {
+            return Err(CmdError::Owned(format!(
+                "ERR No such user '{}'",
+                String::from_utf8_lossy(name)
+            )));
+        }
     }
     let local = local_addr(ctx);
     let mut killed = 0;
@@ -223,6 +240,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             && id.is_none_or(|i| i == c.id)
             && addr.as_ref().is_none_or(|a| *a == c.peer.to_string())
             && laddr.as_ref().is_none_or(|a| *a == local)
+            && user.as_ref().is_none_or(|u| *u == c.user)
             && !(skipme && c.id == ctx.client.id);
         if matches {
             kill(ctx, c.id);
@@ -266,6 +284,54 @@ fn client_no_evict(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     } else {
         Err(SYNTAX)
     }
+}
+
+/// CLIENT PAUSE timeout [WRITE|ALL]: the mode is read before the timeout, as in Redis.
+fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    use crate::pause::PauseMode;
+    let mode = match args.get(3) {
+        _ if args.len() > 4 => {
+            return Err(CmdError::Owned(format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+                super::reply::clip(&args[1], 128)
+            )))
+        }
+        None => PauseMode::All,
+        Some(m) if is(m, "write") => PauseMode::Write,
+        Some(m) if is(m, "all") => PauseMode::All,
+        Some(_) => {
+            return Err(CmdError::Static(
+                "ERR CLIENT PAUSE mode must be WRITE or ALL",
+            ))
+        }
+    };
+    let ms = int(&args[2])
+        .map_err(|_| CmdError::Static("ERR timeout is not an integer or out of range"))?;
+    if ms < 0 {
+        return Err(CmdError::Static("ERR timeout is negative"));
+    }
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let now = tokio::time::Instant::now();
+    // Redis adds the timeout to the clock in a signed 64-bit integer: past its range the
+    // sum wraps into the past, and the pause ends at once.
+    let until = if ms > i64::MAX - now_ms {
+        now
+    } else {
+        // Within range, but maybe past what the monotonic clock can hold: never, then.
+        now.checked_add(std::time::Duration::from_millis(ms.unsigned_abs()))
+            .unwrap_or(now + std::time::Duration::from_secs(100 * 365 * 86_400))
+    };
+    ctx.shared.pause.pause(until, mode);
+    ok(ctx.out);
+    Ok(())
+}
+
+fn client_unpause(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    ctx.shared.pause.unpause();
+    ok(ctx.out);
+    Ok(())
 }
 
 fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
@@ -468,100 +534,4 @@ fn verbatim(ctx: &mut Ctx<'_>, text: &[u8]) {
     } else {
         encode::write_bulk(ctx.out, text);
     }
-}
-
-fn acl_whoami(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    encode::write_bulk(ctx.out, b"default");
-    Ok(())
-}
-
-fn acl_users(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    encode::write_array_len(ctx.out, 1);
-    encode::write_bulk(ctx.out, b"default");
-    Ok(())
-}
-
-fn acl_cat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    use redline_resp::command::{self, AclCategories};
-    let all = AclCategories::from_bits(u32::MAX);
-    match args.get(2) {
-        None => {
-            let names: Vec<&str> = all.names().collect();
-            encode::write_array_len(ctx.out, names.len());
-            for n in names {
-                encode::write_bulk(ctx.out, n.as_bytes());
-            }
-        }
-        Some(cat) => {
-            let Some(flag) = std::str::from_utf8(cat)
-                .ok()
-                .and_then(|c| AclCategories::from_name(&c.to_ascii_lowercase()))
-            else {
-                return Err(CmdError::Owned(format!(
-                    "ERR Unknown category '{}'",
-                    String::from_utf8_lossy(cat)
-                )));
-            };
-            let mut names = Vec::new();
-            for spec in command::all() {
-                if spec.acl_categories.contains(flag) {
-                    names.push(spec.name);
-                }
-            }
-            encode::write_array_len(ctx.out, names.len());
-            for n in names {
-                encode::write_bulk(ctx.out, n.as_bytes());
-            }
-        }
-    }
-    Ok(())
-}
-
-fn acl_list(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let password = ctx.shared.config.read().requirepass.clone();
-    let line = if password.is_empty() {
-        "user default on nopass ~* &* +@all".to_string()
-    } else {
-        // Redis shows the SHA-256 of the password; we do not carry a hash function for
-        // it, so the password is marked without revealing it.
-        "user default on #<hidden> ~* &* +@all".to_string()
-    };
-    encode::write_array_len(ctx.out, 1);
-    encode::write_bulk(ctx.out, line.as_bytes());
-    Ok(())
-}
-
-fn acl_getuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let proto = ctx.proto();
-    if &args[2][..] != b"default" {
-        encode::write_null_bulk(ctx.out, proto);
-        return Ok(());
-    }
-    let has_password = !ctx.shared.config.read().requirepass.is_empty();
-    let out = &mut *ctx.out;
-    encode::write_map_len(out, proto, 6);
-    encode::write_bulk(out, b"flags");
-    encode::write_array_len(out, if has_password { 1 } else { 2 });
-    encode::write_bulk(out, b"on");
-    if !has_password {
-        encode::write_bulk(out, b"nopass");
-    }
-    encode::write_bulk(out, b"passwords");
-    // Redis lists SHA-256 hashes here; without a hash function the list stays empty.
-    encode::write_array_len(out, 0);
-    for (name, value) in [("commands", "+@all"), ("keys", "~*"), ("channels", "&*")] {
-        encode::write_bulk(out, name.as_bytes());
-        encode::write_bulk(out, value.as_bytes());
-    }
-    encode::write_bulk(out, b"selectors");
-    encode::write_array_len(out, 0);
-    Ok(())
-}
-
-fn acl_deluser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    if args[2..].iter().any(|u| &u[..] == b"default") {
-        return Err(CmdError::Static("ERR The 'default' user cannot be removed"));
-    }
-    encode::write_integer(ctx.out, 0);
-    Ok(())
 }

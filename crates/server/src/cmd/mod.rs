@@ -3,10 +3,12 @@
 //! every arity and flag), so a command's name, arity and flags are written once.
 //!
 //! [`execute`] runs one command the way Redis's `processCommand` does: look the name up
-//! (then the subcommand), check the arity, check authentication, call the handler. A
+//! (then the subcommand), check the arity, check authentication, check the user's ACL
+//! permissions, call the handler. A
 //! handler writes its reply straight into the connection's output buffer; it returns
 //! `Err` only before writing anything, and the dispatcher writes that error.
 
+pub mod acl;
 pub mod admin;
 pub mod args;
 pub mod bitmaps;
@@ -53,6 +55,7 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(lcs::COMMANDS);
     all.extend_from_slice(sort::COMMANDS);
     all.extend_from_slice(admin::COMMANDS);
+    all.extend_from_slice(acl::COMMANDS);
     all.extend_from_slice(keys::COMMANDS);
     all.extend_from_slice(dump::COMMANDS);
     all.extend_from_slice(lists::COMMANDS);
@@ -83,6 +86,10 @@ static HANDLERS: LazyLock<HashMap<usize, Handler, foldhash::fast::RandomState>> 
         registrations()
             .into_iter()
             .filter_map(|(name, handler)| Some((spec_key(spec_by_name(name)?), handler)))
+            .chain(std::iter::once((
+                spec_key(&server::CLIENT_SETINFO),
+                server::client_setinfo as Handler,
+            )))
             .collect()
     });
 
@@ -118,7 +125,7 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             Some(sub) => sub,
             // Newer than Redis 7.0, sent by current clients during their handshake.
             None if spec.name == "client" && args::is(&args[1], "setinfo") => {
-                return server::client_setinfo(ctx, args)
+                &server::CLIENT_SETINFO
             }
             None => return reject(ctx, reply::unknown_subcommand(spec.name, &args[1])),
         };
@@ -126,8 +133,22 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !spec.arity_ok(args.len()) {
         return reject(ctx, reply::wrong_arity(spec.name));
     }
-    if !ctx.client.authenticated && !spec.flags.contains(CommandFlags::NO_AUTH) {
+    if !ctx.client.authenticated
+        && !spec.flags.contains(CommandFlags::NO_AUTH)
+        && ctx.shared.acl.auth_required()
+    {
         return reject(ctx, reply::NOAUTH);
+    }
+    let user = acl::current_user(ctx);
+    // The fast path: a user allowed everything (the default user, normally) costs one
+    // atomic load per command.
+    if !user.unrestricted() {
+        let verdict = crate::acl::check::check(&user.rules(), spec, args);
+        if let Err(denied) = verdict {
+            acl::log_denied(ctx, spec, denied, args);
+            let in_exec = ctx.held.is_some();
+            return reject(ctx, acl::denied_error(spec, denied, in_exec));
+        }
     }
     let Some(handler) = handler_of(spec) else {
         return reject(ctx, reply::unknown_command(args));
@@ -138,6 +159,10 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         && !pubsub::allowed_in_pubsub(spec.name)
     {
         return reject(ctx, CmdError::Owned(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", spec.name)));
+    }
+    if ctx.held.is_none() && ctx.shared.pause.active() && paused(ctx, spec) {
+        ctx.client.postpone = true;
+        return Ok(());
     }
     if let Some(queue) = ctx.client.multi.as_mut() {
         if !tx::runs_inside_multi(top) {
@@ -151,6 +176,27 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         note_written_keys(ctx, spec, args);
     }
     result
+}
+
+/// Whether CLIENT PAUSE holds this command back: every command in `ALL` mode; in `WRITE`
+/// mode writes, commands that may replicate (EVAL, PUBLISH, PFCOUNT...) and EXEC of a
+/// transaction that queued one, as Redis 7.0 decides.
+fn paused(ctx: &Ctx<'_>, spec: &CommandSpec) -> bool {
+    use crate::pause::PauseMode;
+    match ctx.shared.pause.current() {
+        None => false,
+        Some((PauseMode::All, _)) => true,
+        Some((PauseMode::Write, _)) => {
+            spec.may_replicate()
+                || (spec.name == "exec"
+                    && ctx
+                        .client
+                        .multi
+                        .iter()
+                        .flatten()
+                        .any(|queued| command::resolve(queued).is_some_and(|s| s.may_replicate())))
+        }
+    }
 }
 
 /// Records the keys a write command touched, for clients blocked on them (Redis's
@@ -200,6 +246,7 @@ mod tests {
                 "{name} is not a Redis 7.0 command"
             );
         }
-        assert_eq!(HANDLERS.len(), registrations().len());
+        // CLIENT SETINFO is the one entry outside the 7.0 table.
+        assert_eq!(HANDLERS.len(), registrations().len() + 1);
     }
 }

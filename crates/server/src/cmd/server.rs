@@ -128,7 +128,9 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     ctx.client.protocol = Protocol::Resp2;
     ctx.client.name = None;
     describe(ctx);
-    ctx.client.authenticated = ctx.shared.config.read().requirepass.is_empty();
+    ctx.client.user = None;
+    ctx.client.authenticated = !ctx.shared.acl.auth_required();
+    ctx.shared.clients.set_user(ctx.client.id, None);
     ctx.client.multi = None;
     ctx.client.multi_failed = false;
     super::tx::unwatch_all(ctx.shared, ctx.client);
@@ -138,16 +140,25 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// Checks a password for the default user (the only user until ACLs land).
-fn password_ok(ctx: &Ctx<'_>, user: &[u8], password: &[u8]) -> bool {
-    let config = ctx.shared.config.read();
-    user == b"default" && (config.requirepass.is_empty() || config.requirepass == password)
+/// Authenticates the connection as `user` when `password` opens it (Redis's
+/// `ACLAuthenticateUser`); WRONGPASS otherwise, the connection's user unchanged.
+fn authenticate(ctx: &mut Ctx<'_>, command: &[u8], user: &[u8], password: &[u8]) -> CmdResult {
+    let Some(cell) = ctx.shared.acl.authenticate(user, password) else {
+        let name = String::from_utf8_lossy(command).to_ascii_lowercase();
+        super::acl::log_refusal(ctx, "auth", command, user, &name);
+        return Err(WRONGPASS);
+    };
+    let cell = (!std::sync::Arc::ptr_eq(&cell, ctx.shared.acl.default_user())).then_some(cell);
+    ctx.shared.clients.set_user(ctx.client.id, cell.clone());
+    ctx.client.user = cell;
+    ctx.client.authenticated = true;
+    Ok(())
 }
 
 fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (user, password) = match args.len() {
         2 => {
-            if ctx.shared.config.read().requirepass.is_empty() {
+            if ctx.shared.acl.default_user().rules().nopass {
                 return Err(CmdError::Static("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"));
             }
             (&b"default"[..], &args[1][..])
@@ -155,10 +166,7 @@ fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         3 => (&args[1][..], &args[2][..]),
         _ => return Err(SYNTAX),
     };
-    if !password_ok(ctx, user, password) {
-        return Err(WRONGPASS);
-    }
-    ctx.client.authenticated = true;
+    authenticate(ctx, &args[0], user, password)?;
     ok(ctx.out);
     Ok(())
 }
@@ -195,12 +203,9 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     if let Some((user, password)) = &credentials {
-        if !password_ok(ctx, user, password) {
-            return Err(WRONGPASS);
-        }
-        ctx.client.authenticated = true;
+        authenticate(ctx, &args[0], user, password)?;
     }
-    if !ctx.client.authenticated {
+    if !ctx.client.authenticated && ctx.shared.acl.auth_required() {
         return Err(CmdError::Static(
             "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
         ));
@@ -662,6 +667,37 @@ fn client_getname(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 /// `CLIENT SETINFO LIB-NAME|LIB-VER value` (Redis 7.2; 7.0 lacks it, but clients send
 /// it during their handshake).
+/// CLIENT SETINFO is newer than Redis 7.0's table, but current clients send it during
+/// their handshake: this entry (flags and categories as Redis 7.2 has them) lets it go
+/// through the dispatcher's checks like any other subcommand.
+pub static CLIENT_SETINFO: redline_resp::command::CommandSpec = {
+    use redline_resp::command::{AclCategories, CommandDocs, CommandFlags, CommandSpec};
+    CommandSpec {
+        name: "client|setinfo",
+        arity: 4,
+        flags: CommandFlags::of(&[
+            CommandFlags::NOSCRIPT,
+            CommandFlags::LOADING,
+            CommandFlags::STALE,
+        ]),
+        acl_categories: AclCategories::of(&[AclCategories::SLOW, AclCategories::CONNECTION]),
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        tips: &[],
+        key_specs: &[],
+        get_keys: None,
+        docs: CommandDocs {
+            summary: "Sets information specific to the client or connection.",
+            since: "7.2.0",
+            group: "connection",
+            complexity: "O(1)",
+        },
+        subcommands: &[],
+    }
+};
+
+/// CLIENT SETINFO LIB-NAME|LIB-VER value, answered as Redis 7.2 does.
 pub fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() != 4 {
         return Err(reply::wrong_arity("client|setinfo"));

@@ -83,10 +83,19 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
             // A pattern without '*' means "do not sort" (but still LIMIT and GET).
             if !pattern.contains(&b'*') {
                 dont_sort = true;
+            } else if !full_key_access(ctx, args) {
+                return Err(CmdError::Static(
+                    "ERR BY option of SORT denied due to insufficient ACL permissions.",
+                ));
             }
             sort_by = Some(pattern);
             j += 1;
         } else if is(a, "get") && left >= 1 {
+            if !full_key_access(ctx, args) {
+                return Err(CmdError::Static(
+                    "ERR GET option of SORT denied due to insufficient ACL permissions.",
+                ));
+            }
             gets.push(&args[j + 1]);
             j += 1;
         } else {
@@ -220,4 +229,17 @@ fn parse_sort_double(text: &str) -> Option<f64> {
 fn collate(a: &[u8], b: &[u8]) -> Ordering {
     let cut = |s: &[u8]| s.iter().position(|&c| c == 0).map_or(s.len(), |p| p);
     a[..cut(a)].cmp(&b[..cut(b)])
+}
+
+/// BY and GET patterns read keys no key pattern can vet in advance: Redis allows them
+/// only to users that may read every key with this command.
+fn full_key_access(ctx: &Ctx<'_>, args: &[Bytes]) -> bool {
+    let user = super::acl::current_user(ctx);
+    if user.unrestricted() {
+        return true;
+    }
+    let Some(spec) = redline_resp::command::resolve(args) else {
+        return false;
+    };
+    crate::acl::check::reads_every_key(&user.rules(), spec, args)
 }

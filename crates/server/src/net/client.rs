@@ -2,6 +2,7 @@
 //! name, authentication, and the flags commands set for the connection loop.
 
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,6 +11,7 @@ use indexmap::IndexSet;
 use redline_resp::Protocol;
 
 use super::mailbox::Mailbox;
+use crate::acl::UserCell;
 use crate::blocking::Waiter;
 
 /// Per-connection state, owned by the connection task (no locking).
@@ -25,6 +27,8 @@ pub struct ClientState {
     pub name: Option<Vec<u8>>,
     /// True when no password is required or AUTH succeeded.
     pub authenticated: bool,
+    /// The user AUTH chose; `None` is the default user.
+    pub user: Option<Arc<UserCell>>,
     /// CLIENT SETINFO LIB-NAME.
     pub lib_name: Option<Vec<u8>>,
     /// CLIENT SETINFO LIB-VER.
@@ -59,6 +63,12 @@ pub struct ClientState {
     pub shard_channels: IndexSet<Bytes>,
     /// CLIENT REPLY state.
     pub reply: ReplyMode,
+    /// Set by the dispatcher: CLIENT PAUSE holds this command back.
+    pub postpone: bool,
+    /// The command held back by CLIENT PAUSE, run again once the pause ends.
+    pub postponed: Option<Vec<Bytes>>,
+    /// Raised by CLIENT KILL and the like (shared with the client table): run nothing more.
+    pub killed: Arc<AtomicBool>,
 }
 
 /// CLIENT REPLY: whether replies are sent.
@@ -106,6 +116,7 @@ impl ClientState {
             protocol: Protocol::Resp2,
             name: None,
             authenticated,
+            user: None,
             lib_name: None,
             lib_ver: None,
             peer,
@@ -123,6 +134,9 @@ impl ClientState {
             patterns: IndexSet::new(),
             shard_channels: IndexSet::new(),
             reply: ReplyMode::On,
+            postpone: false,
+            postponed: None,
+            killed: Arc::default(),
         }
     }
 

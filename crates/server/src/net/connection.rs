@@ -50,6 +50,8 @@ pub enum Progress {
     OutputFull,
     /// A blocking command is waiting: write what is pending, then wait for it.
     Blocked,
+    /// CLIENT PAUSE holds the next command (kept in `postponed`): wait for the pause to end.
+    Paused,
 }
 
 /// A connection being served.
@@ -74,20 +76,24 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr, id:
     let (authenticated, limits) = {
         let config = shared.config.read();
         (
-            config.requirepass.is_empty(),
+            !shared.acl.auth_required(),
             Limits {
                 max_bulk_len: usize::try_from(config.proto_max_bulk_len).unwrap_or(usize::MAX),
                 ..Limits::default()
             },
         )
     };
+    let mut client = ClientState::new(id, peer, authenticated);
+    if let Some(killed) = shared.clients.killed_flag(id) {
+        client.killed = killed;
+    }
     let mut connection = Connection {
         shared: &shared,
         stream,
         input: BytesMut::with_capacity(READ_CHUNK),
         output: BytesMut::with_capacity(READ_CHUNK),
         decoder: RequestDecoder::new(limits),
-        client: ClientState::new(id, peer, authenticated),
+        client,
         limits: CachedLimits {
             generation: u64::MAX,
             query_buffer_limit: usize::MAX,
@@ -131,11 +137,24 @@ pub fn run_commands(
     output: &mut BytesMut,
 ) -> Progress {
     while !client.close_after_reply {
-        match decoder.decode(input) {
+        if client.killed.load(Ordering::Acquire) {
+            client.close_after_reply = true;
+            break;
+        }
+        // A command CLIENT PAUSE held back runs first, once the pause is over.
+        let next = match client.postponed.take() {
+            Some(args) => Ok(Some(args)),
+            None => decoder.decode(input),
+        };
+        match next {
             Ok(Some(args)) => {
                 let mark = output.len();
                 let mut ctx = Ctx::new(shared, client, output);
                 cmd::execute(&mut ctx, &args);
+                if std::mem::take(&mut client.postpone) {
+                    client.postponed = Some(args);
+                    return Progress::Paused;
+                }
                 client.commands_since_flush += 1;
                 if client.reply != ReplyMode::On {
                     apply_reply_mode(client, output, mark);
@@ -205,6 +224,12 @@ impl Connection<'_> {
                     Progress::Blocked => {
                         self.flush().await?;
                         if !self.wait_unblocked().await? {
+                            return Ok(());
+                        }
+                    }
+                    Progress::Paused => {
+                        self.flush().await?;
+                        if !self.wait_unpaused().await? {
                             return Ok(());
                         }
                     }
@@ -316,6 +341,34 @@ impl Connection<'_> {
         }
         self.client.blocked = None;
         Ok(true)
+    }
+
+    /// Waits until CLIENT PAUSE ends (UNPAUSE or its deadline), keeping the socket read as
+    /// [`Self::wait_unblocked`] does. Returns false when the connection should close.
+    async fn wait_unpaused(&mut self) -> io::Result<bool> {
+        let mailbox = self.client.mailbox.clone();
+        loop {
+            // Subscribe before looking, so an UNPAUSE in between is not missed.
+            let mut changed = self.shared.pause.subscribe();
+            let Some((_, until)) = self.shared.pause.current() else {
+                return Ok(true);
+            };
+            tokio::select! {
+                // Messages still reach a subscriber whose own command is held.
+                _ = mailbox.wait() => {
+                    mailbox.drain_into(&mut self.output);
+                    self.flush().await?;
+                }
+                _ = changed.changed() => {}
+                _ = tokio::time::sleep_until(until) => {}
+                read = self.stream.read_buf(&mut self.input) => {
+                    if read? == 0 || self.input.len() > self.limits.query_buffer_limit {
+                        return Ok(false);
+                    }
+                    self.reserve_input();
+                }
+            }
+        }
     }
 
     /// Runs every complete command in the input, appending replies to the output.

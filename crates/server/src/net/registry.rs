@@ -3,11 +3,14 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
 use tokio::task::AbortHandle;
+
+use crate::acl::UserCell;
 
 /// One registered connection.
 #[derive(Debug)]
@@ -20,7 +23,12 @@ pub struct ClientEntry {
     pub name: Option<Vec<u8>>,
     /// Selected database, mirrored here for CLIENT LIST.
     pub db: usize,
+    /// The authenticated user (`None`: default), for CLIENT LIST/KILL and ACL DELUSER.
+    pub user: Option<Arc<UserCell>>,
     abort: Option<AbortHandle>,
+    /// Raised on kill: the connection runs no further command even if the task is
+    /// mid-poll when the abort comes (it only takes effect at its next await).
+    killed: Arc<AtomicBool>,
 }
 
 /// What CLIENT LIST shows of one client.
@@ -36,6 +44,8 @@ pub struct ClientSummary {
     pub name: Option<Vec<u8>>,
     /// Database.
     pub db: usize,
+    /// User name.
+    pub user: Vec<u8>,
 }
 
 /// Connected clients.
@@ -56,10 +66,17 @@ impl Clients {
                 created: Instant::now(),
                 name: None,
                 db: 0,
+                user: None,
                 abort: None,
+                killed: Arc::default(),
             },
         );
         id
+    }
+
+    /// The flag a kill raises for client `id`, shared with its connection.
+    pub fn killed_flag(&self, id: u64) -> Option<Arc<AtomicBool>> {
+        self.map.lock().get(&id).map(|e| e.killed.clone())
     }
 
     /// Attaches the task's abort handle, unless the task already finished.
@@ -86,10 +103,15 @@ impl Clients {
 
     /// Ends the task of client `id`; false when there is no such client.
     pub fn kill(&self, id: u64) -> bool {
-        match self.map.lock().get(&id) {
+        let mut map = self.map.lock();
+        match map.get(&id) {
             Some(entry) => {
+                entry.killed.store(true, Ordering::Release);
                 if let Some(abort) = &entry.abort {
                     abort.abort();
+                    // Gone from the table at once, as Redis's CLIENT KILL skips clients
+                    // already closing: the task itself may end a moment later.
+                    map.remove(&id);
                 }
                 true
             }
@@ -114,6 +136,46 @@ impl Clients {
         }
     }
 
+    /// Records the user a client authenticated as (AUTH, HELLO AUTH, RESET).
+    pub fn set_user(&self, id: u64, user: Option<Arc<UserCell>>) {
+        if let Some(entry) = self.map.lock().get_mut(&id) {
+            entry.user = user;
+        }
+    }
+
+    /// Ends the tasks of every client authenticated as one of `users`, except `skip`
+    /// (the caller, which closes itself after its reply).
+    pub fn kill_users(&self, users: &[Arc<UserCell>], skip: u64) {
+        self.map.lock().retain(|&id, entry| {
+            let theirs = entry
+                .user
+                .as_ref()
+                .is_some_and(|u| users.iter().any(|d| Arc::ptr_eq(d, u)));
+            match &entry.abort {
+                Some(abort) if theirs && id != skip => {
+                    entry.killed.store(true, Ordering::Release);
+                    abort.abort();
+                    false
+                }
+                _ => true,
+            }
+        });
+    }
+
+    /// Ids of the clients authenticated as `user` (`None`: as the default user).
+    pub fn ids_of_user(&self, user: Option<&Arc<UserCell>>) -> Vec<u64> {
+        self.map
+            .lock()
+            .iter()
+            .filter(|(_, e)| match (user, &e.user) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            })
+            .map(|(&id, _)| id)
+            .collect()
+    }
+
     /// Every client, oldest first (CLIENT LIST).
     pub fn summaries(&self) -> Vec<ClientSummary> {
         let mut all: Vec<ClientSummary> = self
@@ -126,6 +188,10 @@ impl Clients {
                 age: e.created.elapsed().as_secs(),
                 name: e.name.clone(),
                 db: e.db,
+                user: e
+                    .user
+                    .as_ref()
+                    .map_or_else(|| b"default".to_vec(), |u| u.name().to_vec()),
             })
             .collect();
         all.sort_by_key(|c| c.id);
