@@ -10,6 +10,7 @@
 //! - [`store`]: databases, shards, values, expiry.
 //! - [`persist`]: the RDB value codec (DUMP/RESTORE).
 //! - [`blocking`]: clients blocked on keys; [`pubsub`]: channel subscriptions.
+//! - [`memory`]: the global allocator the binaries use, and `used_memory`.
 //!
 //! Embedding (what `redline bench` does):
 //!
@@ -31,6 +32,7 @@ pub mod blocking;
 pub mod cmd;
 pub mod config;
 pub mod log;
+pub mod memory;
 pub mod net;
 pub mod persist;
 pub mod pubsub;
