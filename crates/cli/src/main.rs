@@ -37,12 +37,7 @@ enum Command {
     Tunnel(tunnel::TunnelArgs),
 }
 
-// jemalloc, as redline-server uses (the embedded server of `bench` and `server`).
-#[global_allocator]
-static GLOBAL: redline_server::memory::Allocator = redline_server::memory::Allocator;
-
 fn main() -> ExitCode {
-    redline_server::memory::use_allocator_stats();
     let args = Redline::parse();
     match args.command {
         Command::Cli(args) => cli::run(args),

@@ -11,7 +11,6 @@
 //! - [`persist`]: the RDB value codec (DUMP/RESTORE).
 //! - [`blocking`]: clients blocked on keys; [`pubsub`]: channel subscriptions.
 //! - [`acl`]: users, their passwords and permissions; [`pause`]: CLIENT PAUSE.
-//! - [`memory`]: the global allocator the binaries use, and `used_memory`.
 //!
 //! Embedding (what `redline bench` does):
 //!
@@ -34,7 +33,6 @@ pub mod blocking;
 pub mod cmd;
 pub mod config;
 pub mod log;
-pub mod memory;
 pub mod net;
 pub mod persist;
 pub mod pause;

@@ -3,13 +3,9 @@
 
 use std::process::ExitCode;
 
-use redline_server::{log, memory, Config, Server};
-
-#[global_allocator]
-static GLOBAL: memory::Allocator = memory::Allocator;
+use redline_server::{log, Config, Server};
 
 fn main() -> ExitCode {
-    memory::use_allocator_stats();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(first) = args.first() {
         match first.as_str() {

@@ -357,7 +357,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let _ = write!(
             text,
             "# Memory\r\nused_memory:{}\r\nused_memory_rss:{}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n\r\n",
-            crate::memory::allocated_bytes().unwrap_or_else(|| approximate_memory(ctx) as u64),
+            approximate_memory(ctx),
             resident_bytes()
         );
     }
