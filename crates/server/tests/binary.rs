@@ -1,5 +1,6 @@
 //! The `redline-server` binary: redis-server's command line and config errors, the
-//! "Ready to accept connections" log line, and a graceful stop on SIGTERM and SHUTDOWN.
+//! "Ready to accept connections" log line, a graceful stop on SIGTERM and SHUTDOWN, and
+//! used_memory following the keyspace.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -9,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{show, Conn};
+use redline_resp::Frame;
 
 const BIN: &str = env!("CARGO_BIN_EXE_redline-server");
 
@@ -212,5 +214,49 @@ fn shutdown_command_stops_the_server() {
         conn.is_closed(),
         "SHUTDOWN has no reply, the connection closes"
     );
+    assert_eq!(wait_exit(&mut child), Some(0));
+}
+
+/// INFO's used_memory follows the keyspace: it grows with the keys written (by at least
+/// their own bytes, by at most a generous overhead) and falls back after FLUSHALL.
+#[test]
+fn used_memory_follows_the_keyspace() {
+    let port = free_port();
+    let (mut child, _out) = start(port);
+    let mut conn = Conn::connect(format!("127.0.0.1:{port}").parse().unwrap());
+    let used = |conn: &mut Conn| -> u64 {
+        let Frame::Bulk(info) = conn.cmd(&["INFO", "memory"]) else {
+            panic!("INFO memory")
+        };
+        String::from_utf8_lossy(&info)
+            .lines()
+            .find_map(|l| l.strip_prefix("used_memory:")?.trim().parse().ok())
+            .expect("used_memory field")
+    };
+    let before = used(&mut conn);
+    const KEYS: u64 = 20_000;
+    for chunk in 0..KEYS / 1000 {
+        let mut mset = vec!["MSET".to_string()];
+        for i in chunk * 1000..(chunk + 1) * 1000 {
+            mset.push(format!("key:{i:06}"));
+            mset.push(format!("a value of some length, {i:06}"));
+        }
+        conn.cmd(&mset);
+    }
+    let filled = used(&mut conn);
+    // At least the keys' and values' own bytes (40 per key), at most a generous
+    // per-key overhead.
+    assert!(
+        filled >= before + KEYS * 40 && filled <= before + KEYS * 400,
+        "used_memory {before} -> {filled} for {KEYS} keys"
+    );
+    conn.cmd(&["FLUSHALL"]);
+    let flushed = used(&mut conn);
+    assert!(
+        flushed < filled - KEYS * 40,
+        "used_memory {filled} -> {flushed} after FLUSHALL"
+    );
+    conn.send(&["SHUTDOWN", "NOSAVE"]);
+    assert!(conn.is_closed());
     assert_eq!(wait_exit(&mut child), Some(0));
 }
