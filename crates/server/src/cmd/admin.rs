@@ -140,16 +140,9 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let local = local_addr(ctx);
-    let mut text = String::new();
-    if let Some(s) = ctx
-        .shared
-        .clients
-        .summaries()
-        .into_iter()
-        .find(|s| s.id == ctx.client.id)
-    {
-        client_line(&mut text, &s, &local, Some(&*ctx.client), "client|info");
+    let mut text = client_info_line(ctx, "client|info");
+    if !text.is_empty() {
+        text.push('\n');
     }
     verbatim(ctx, text.as_bytes());
     Ok(())
@@ -472,10 +465,7 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             "HELP",
             "    Prints this help.",
         ];
-        encode::write_array_len(ctx.out, LINES.len());
-        for line in LINES {
-            encode::write_simple(ctx.out, line.as_bytes());
-        }
+        super::reply::help(ctx.out, LINES);
         return Ok(());
     }
     // DEBUG answers every unmatched form with Redis's subcommand syntax error.

@@ -630,10 +630,7 @@ fn object_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         "HELP",
         "    Prints this help.",
     ];
-    encode::write_array_len(ctx.out, LINES.len());
-    for line in LINES {
-        encode::write_simple(ctx.out, line.as_bytes());
-    }
+    super::reply::help(ctx.out, LINES);
     Ok(())
 }
 

@@ -130,6 +130,14 @@ pub fn double(out: &mut BytesMut, proto: Protocol, value: f64) {
     encode::write_double_text_reply(out, proto, text.as_bytes());
 }
 
+/// A `HELP` reply: one status line per line of text, as Redis's `addReplyHelp`.
+pub fn help(out: &mut bytes::BytesMut, lines: &[&str]) {
+    redline_resp::encode::write_array_len(out, lines.len());
+    for line in lines {
+        redline_resp::encode::write_simple(out, line.as_bytes());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

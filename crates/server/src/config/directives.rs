@@ -75,7 +75,13 @@ pub fn parse_memory(text: &str) -> Option<i64> {
         .find(|c: char| c.is_ascii_alphabetic())
         .unwrap_or(lower.len());
     let (digits, unit) = lower.split_at(split);
-    let mul: i64 = match unit {
+    let mul = i64::try_from(unit_multiplier(unit)?).ok()?;
+    digits.parse::<i64>().ok()?.checked_mul(mul)
+}
+
+/// The multiplier of a memory unit (lower case), as Redis's `memtoull` knows them.
+fn unit_multiplier(unit: &str) -> Option<u64> {
+    Some(match unit {
         "" | "b" => 1,
         "k" => 1000,
         "kb" => 1024,
@@ -84,8 +90,7 @@ pub fn parse_memory(text: &str) -> Option<i64> {
         "g" => 1000 * 1000 * 1000,
         "gb" => 1024 * 1024 * 1024,
         _ => return None,
-    };
-    digits.parse::<i64>().ok()?.checked_mul(mul)
+    })
 }
 
 fn memory(values: &[Vec<u8>], min: i64, max: i64) -> Result<i64, SetError> {
@@ -101,16 +106,7 @@ fn unsigned_memory(text: &str) -> Result<u64, SetError> {
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    let mul: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1024,
-        "m" => 1000 * 1000,
-        "mb" => 1024 * 1024,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1024 * 1024 * 1024,
-        _ => return Err(not_memory()),
-    };
+    let mul = unit_multiplier(&unit.to_ascii_lowercase()).ok_or_else(not_memory)?;
     let n = if digits.is_empty() {
         0
     } else {
