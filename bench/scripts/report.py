@@ -314,10 +314,10 @@ def write():
     vers = m.get("versions", {})
     head += ["## Machine and versions", "",
              f"- {m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('memory', '?')}, "
-             f"Linux {m.get('kernel', '?')}. **Shared and noisy**: about seven agents build and "
-             "test on these two cores at the same time, and client, server and load generator "
-             "share them too. Single runs are noise; read medians of alternating runs, and "
-             "treat differences under ~10% as a tie.",
+             f"Linux {m.get('kernel', '?')}. **Shared and noisy**: other builds and tests may run "
+             "on these cores at the same time (the load averages below say how busy it was), "
+             "and client, server and load generator share them too. Single runs are noise; "
+             "read medians of alternating runs, and treat differences under ~10% as a tie.",
              f"- Mode: {'QUICK=1 (1–3 s runs, 2 rounds for clients and server, 3 for REST: indicative only)' if quick else 'full'}.",
              "- Sections: " + "; ".join(
                  f"{n} started {s} ({sec} s, load average {a:.1f} → {b:.1f})"
