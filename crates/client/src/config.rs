@@ -82,6 +82,13 @@ pub struct Config {
     /// keepalive does. `None` leaves it to keepalive. Default 10 s (two command timeouts);
     /// URL option `unresponsive_after`.
     pub unresponsive_after: Option<Duration>,
+    /// While replies are due, how many times in a row a connection's task re-polls itself
+    /// before parking until the socket is readable. Spinning saves the park/wake-up per
+    /// batch (+15-25% at 64 callers in the client benchmark) but costs an empty read per
+    /// spin on a worker other tasks may need: a service whose workers are busy with its
+    /// own work (HTTP handlers) can do better with 0 (see bench/NOTES.md). Default 32;
+    /// URL option `busy_polls`.
+    pub busy_polls: u32,
 }
 
 impl Default for Config {
@@ -105,6 +112,7 @@ impl Default for Config {
             push_handler: None,
             retries: 0,
             unresponsive_after: Some(Duration::from_secs(10)),
+            busy_polls: 32,
         }
     }
 }
@@ -130,6 +138,7 @@ impl fmt::Debug for Config {
             .field("push_handler", &self.push_handler.is_some())
             .field("retries", &self.retries)
             .field("unresponsive_after", &self.unresponsive_after)
+            .field("busy_polls", &self.busy_polls)
             .finish()
     }
 }
@@ -317,7 +326,7 @@ impl Config {
     /// Options: `protocol` (2 or 3), `client_name`, `db`, `connect_timeout`,
     /// `timeout` (command timeout; `0` or `none` disables it), `pool_size`,
     /// `queue_bound`, `on_full` (`wait` or `error`), `retries`, `unresponsive_after`
-    /// (`none` disables it), and for TLS `ca_file`, `sni`
+    /// (`none` disables it), `busy_polls`, and for TLS `ca_file`, `sni`
     /// (certificate name when it differs from the host) and `insecure` (`true` skips
     /// certificate checks; tests only). Durations take `ms`, `s` or `m` suffixes; a bare
     /// number is seconds. Unknown options are errors.
@@ -475,6 +484,7 @@ fn apply_option(cfg: &mut Config, key: &str, value: &str) -> Result<(), UrlError
             }
         }
         "retries" => cfg.retries = value.parse().map_err(|_| bad("retries"))?,
+        "busy_polls" => cfg.busy_polls = value.parse().map_err(|_| bad("busy_polls"))?,
         "unresponsive_after" => {
             cfg.unresponsive_after = match value {
                 "none" | "off" => None,
@@ -610,6 +620,9 @@ mod tests {
         assert_eq!(cfg.command_timeout, None);
         let cfg = Config::from_url("redis://h?timeout=1.5").unwrap();
         assert_eq!(cfg.command_timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(Config::from_url("redis://h").unwrap().busy_polls, 32);
+        let cfg = Config::from_url("redis://h?busy_polls=0").unwrap();
+        assert_eq!(cfg.busy_polls, 0);
     }
 
     #[test]
@@ -623,6 +636,7 @@ mod tests {
             ("redis://h/x", "database"),
             ("redis://h?nope=1", "unknown option"),
             ("redis://h?protocol=4", "protocol"),
+            ("redis://h?busy_polls=-1", "busy_polls"),
             ("redis://h?sni=x", "TLS options"),
             ("redis://%zz@h", "percent"),
         ] {

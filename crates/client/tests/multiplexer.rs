@@ -313,3 +313,28 @@ async fn stalled_server_times_out_sent_and_queued_commands() {
     );
     drop(sleeper);
 }
+
+/// With `busy_polls = 0` the connection task parks as soon as it has nothing to do:
+/// replies still reach every caller (the spin is only an optimisation).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_busy_polls_every_reply_arrives() {
+    let server = RedisServer::start().unwrap();
+    let client = Client::connect(&format!("{}?busy_polls=0", server.url()))
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for t in 0..200 {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..50 {
+                let key = format!("bp:{t}:{i}");
+                client.set(&key[..], format!("{t}/{i}")).await.unwrap();
+                let got = client.get(&key[..]).await.unwrap();
+                assert_eq!(got.as_deref(), Some(format!("{t}/{i}").as_bytes()));
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+}

@@ -53,13 +53,28 @@ const WRITE_HIGH_WATER: usize = 256 * 1024;
 /// Below this much free space the read buffer is grown before reading.
 const READ_MIN_SPARE: usize = 4 * 1024;
 
-/// How many times in a row the driver re-polls itself, instead of waiting for the socket,
-/// while replies are due. Parking the worker between batches and being woken by the I/O
-/// driver cost redline 3.6x redis-rs' context switches per command; with 32 spins, GET at
-/// 64 callers went from 235-270k to 286-327k ops/s on an idle machine and from 160-208k
-/// to 217-287k with two CPU hogs running (bench/NOTES.md, "client"). Bounded, and only
-/// while commands are in flight: an idle connection never spins.
-const SPINS: u32 = 32;
+/// The connection settings the driver reads from [`Config`](crate::Config).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DriverOptions {
+    /// See `Config::unresponsive_after`.
+    pub(crate) unresponsive_after: Option<Duration>,
+    /// How many times in a row the driver re-polls itself, instead of waiting for the
+    /// socket, while replies are due (`Config::busy_polls`). Parking the worker between
+    /// batches and being woken by the I/O driver cost redline 3.6x redis-rs' context
+    /// switches per command; with 32, GET at 64 callers went from 235-270k to 286-327k
+    /// ops/s on an idle machine (bench/NOTES.md, "client"). Bounded, and only while
+    /// commands are in flight: an idle connection never spins.
+    pub(crate) busy_polls: u32,
+}
+
+impl DriverOptions {
+    pub(crate) fn of(cfg: &crate::Config) -> DriverOptions {
+        DriverOptions {
+            unresponsive_after: cfg.unresponsive_after,
+            busy_polls: cfg.busy_polls,
+        }
+    }
+}
 
 /// How the driver stopped.
 pub(crate) enum Stop {
@@ -92,8 +107,10 @@ pub(crate) struct Driver<'a> {
     timer: Pin<Box<Sleep>>,
     timer_armed: bool,
     queue_closed: bool,
-    /// Polls in a row that made no progress while replies were due (see [`SPINS`]).
+    /// Polls in a row that made no progress while replies were due (see
+    /// [`DriverOptions::busy_polls`]).
     spins: u32,
+    busy_polls: u32,
     /// Successful reads so far (the watchdog's sign of life).
     reads: u64,
     /// While the oldest slot is a tombstone: when the connection is declared dead unless
@@ -107,7 +124,7 @@ impl<'a> Driver<'a> {
         conn: Connection,
         addr: &'a Arc<str>,
         push: Option<&'a PushHandler>,
-        unresponsive_after: Option<Duration>,
+        options: DriverOptions,
     ) -> Self {
         Driver {
             conn,
@@ -125,9 +142,10 @@ impl<'a> Driver<'a> {
             timer_armed: false,
             queue_closed: false,
             spins: 0,
+            busy_polls: options.busy_polls,
             reads: 0,
             watchdog: None,
-            unresponsive_after,
+            unresponsive_after: options.unresponsive_after,
         }
     }
 
@@ -175,7 +193,12 @@ impl<'a> Driver<'a> {
             if self.queue_closed && self.pending.is_empty() && self.wbuf.is_empty() {
                 return Poll::Ready(Stop::Closed);
             }
-            if !took && !wrote && !read && !fired && !self.pending.is_empty() && self.spins < SPINS
+            if !took
+                && !wrote
+                && !read
+                && !fired
+                && !self.pending.is_empty()
+                && self.spins < self.busy_polls
             {
                 // Replies are due: stay runnable (back of the run queue) instead of parking
                 // the worker and being woken by the I/O driver for each batch.

@@ -63,7 +63,7 @@ impl Multiplexer {
             initial,
             cfg.backoff,
             cfg.push_handler.clone(),
-            cfg.unresponsive_after,
+            driver::DriverOptions::of(cfg),
         ));
         Multiplexer {
             tx,

@@ -14,12 +14,11 @@
 //!   A failed attempt fails everything queued.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::driver::{Driver, Stop};
+use super::driver::{Driver, DriverOptions, Stop};
 use super::request::Request;
 use crate::config::{Backoff, PushHandler};
 use crate::error::Error;
@@ -31,7 +30,7 @@ pub(crate) async fn run(
     mut initial: Option<Connection>,
     backoff: Backoff,
     push: Option<PushHandler>,
-    unresponsive_after: Option<Duration>,
+    options: DriverOptions,
 ) {
     let addr = endpoint.addr.clone();
     let mut failures: u32 = 0;
@@ -75,16 +74,7 @@ pub(crate) async fn run(
                 }
             }
         };
-        match drive(
-            conn,
-            &addr,
-            push.as_ref(),
-            unresponsive_after,
-            &mut rx,
-            first,
-        )
-        .await
-        {
+        match drive(conn, &addr, push.as_ref(), options, &mut rx, first).await {
             Some((err, failed_at)) => carried = fail_queued_before(&mut rx, &err, failed_at),
             None => return,
         }
@@ -98,11 +88,11 @@ async fn drive(
     conn: Connection,
     addr: &Arc<str>,
     push: Option<&PushHandler>,
-    unresponsive_after: Option<Duration>,
+    options: DriverOptions,
     rx: &mut mpsc::Receiver<Request>,
     first: Option<Request>,
 ) -> Option<(Error, Instant)> {
-    let mut driver = Driver::new(conn, addr, push, unresponsive_after);
+    let mut driver = Driver::new(conn, addr, push, options);
     if let Some(first) = first {
         driver.accept(first, Instant::now());
     }
