@@ -28,7 +28,7 @@ use super::metrics::{bump, ClusterMetrics, Metrics};
 use super::node::{Node, Registry};
 use super::pipeline::ClusterPipeline;
 use super::refresh;
-use super::route::{route, Fanout, Route, Target};
+use super::route::{common_slot, route, Fanout, Route, Target};
 use super::split;
 use super::table::SlotTable;
 
@@ -300,37 +300,30 @@ impl ClusterClient {
                 learned
             }
         };
-        let keys: Vec<Bytes> = match learned {
+        let slot = match learned {
             // Let a node answer with its own error.
-            LearnedKeys::Unknown => Vec::new(),
-            LearnedKeys::Range { .. } => learned
-                .key_indexes(args.len())
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(|i| args.get(i).map(|k| Bytes::copy_from_slice(k)))
-                .collect(),
+            LearnedKeys::Unknown => Ok(None),
+            LearnedKeys::Range { .. } => common_slot(
+                learned
+                    .key_indexes(args.len())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|i| args.get(i).copied()),
+            ),
             LearnedKeys::PerCall => {
                 let getkeys = Cmd::new("COMMAND").arg("GETKEYS").args(args.iter());
                 match fanout::any(shared, getkeys.into_bytes(), true).await? {
-                    Frame::Array(keys) => keys
-                        .into_iter()
-                        .filter_map(|k| match k {
-                            Frame::Bulk(k) => Some(k),
-                            _ => None,
-                        })
-                        .collect(),
-                    _ => Vec::new(),
+                    Frame::Array(keys) => common_slot(keys.iter().filter_map(|k| match k {
+                        Frame::Bulk(k) => Some(&k[..]),
+                        _ => None,
+                    })),
+                    _ => Ok(None),
                 }
             }
         };
-        let mut slot = None;
-        for key in &keys {
-            let s = redline_resp::slot::key_slot(key);
-            if slot.is_some_and(|prev| prev != s) {
-                return Err(cross_slot());
-            }
-            slot = Some(s);
-        }
+        let Ok(slot) = slot else {
+            return Err(cross_slot());
+        };
         match slot {
             Some(slot) => {
                 let cmd = SlotCommand {

@@ -141,22 +141,35 @@ fn fixed_keys(spec: &CommandSpec, bytes: &[u8], argc: usize) -> Target {
     let Some(args) = Args::new(bytes) else {
         return Target::Unknown;
     };
+    let keys = args
+        .enumerate()
+        .take(last + 1)
+        .skip(first)
+        .filter(|(i, _)| (i - first) % step == 0)
+        .map(|(_, arg)| arg);
+    match common_slot(keys) {
+        Err(CrossSlot) => cross_slot(spec),
+        Ok(Some(s)) => Target::Slot(s),
+        Ok(None) => Target::Keyless(fanout(spec)),
+    }
+}
+
+/// Keys that hash to more than one slot.
+pub(crate) struct CrossSlot;
+
+/// The one slot every key hashes to (`None` without keys).
+pub(crate) fn common_slot<'k>(
+    keys: impl IntoIterator<Item = &'k [u8]>,
+) -> Result<Option<u16>, CrossSlot> {
     let mut slot = None;
-    for (i, arg) in args.enumerate().take(last + 1).skip(first) {
-        if (i - first) % step != 0 {
-            continue;
+    for key in keys {
+        let s = key_slot(key);
+        if slot.is_some_and(|prev| prev != s) {
+            return Err(CrossSlot);
         }
-        let s = key_slot(arg);
-        match slot {
-            None => slot = Some(s),
-            Some(prev) if prev == s => {}
-            Some(_) => return cross_slot(spec),
-        }
+        slot = Some(s);
     }
-    match slot {
-        Some(s) => Target::Slot(s),
-        None => Target::Keyless(fanout(spec)),
-    }
+    Ok(slot)
 }
 
 /// Keys found by Redis's key-spec rules on the whole argument list.
@@ -170,19 +183,10 @@ fn movable_keys(spec: &CommandSpec, bytes: &[u8]) -> Target {
     if command::keys_into(spec, &args, &mut positions).is_err() {
         return Target::Keyless(Fanout::Any);
     }
-    let mut slot = None;
-    for &i in &positions {
-        let Some(arg) = args.get(i) else { continue };
-        let s = key_slot(arg);
-        match slot {
-            None => slot = Some(s),
-            Some(prev) if prev == s => {}
-            Some(_) => return cross_slot(spec),
-        }
-    }
-    match slot {
-        Some(s) => Target::Slot(s),
-        None => Target::Keyless(Fanout::Any),
+    match common_slot(positions.iter().filter_map(|&i| args.get(i).copied())) {
+        Err(CrossSlot) => cross_slot(spec),
+        Ok(Some(s)) => Target::Slot(s),
+        Ok(None) => Target::Keyless(Fanout::Any),
     }
 }
 
