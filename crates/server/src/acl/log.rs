@@ -5,7 +5,6 @@
 //! (Redis's default `acllog-max-len`).
 
 use std::collections::VecDeque;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 
@@ -40,17 +39,10 @@ pub struct AclLog {
     entries: Mutex<VecDeque<Entry>>,
 }
 
-/// Now, in milliseconds since the epoch.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 impl AclLog {
     /// Records a refusal (its `count` and `ctime_ms` are set here).
     pub fn add(&self, mut entry: Entry) {
-        let now = now_ms();
+        let now = crate::store::now_ms();
         let mut entries = self.entries.lock();
         let similar = entries.iter().position(|e| {
             e.reason == entry.reason

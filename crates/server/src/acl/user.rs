@@ -104,13 +104,15 @@ pub fn hash_password(password: &[u8]) -> [u8; 32] {
     Sha256::digest(password).into()
 }
 
-/// Lowercase hex of a hash, as Redis shows it.
-pub fn hex(hash: &[u8; 32]) -> String {
-    hash.iter().fold(String::with_capacity(64), |mut s, b| {
-        s.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
-        s.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
-        s
-    })
+/// Lowercase hex of bytes (a password hash, as Redis shows it).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            s.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+            s.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+            s
+        })
 }
 
 /// Parses a hash given as 64 lowercase hex digits (Redis accepts nothing else).

@@ -96,12 +96,7 @@ pub fn log_denied(ctx: &Ctx<'_>, spec: &CommandSpec, denied: Denied, args: &[Byt
 /// ACL LOG [count | RESET]: the newest entries (10 by default).
 fn acl_log(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let count = match args.get(2) {
-        _ if args.len() > 3 => {
-            return Err(CmdError::Owned(format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try ACL HELP.",
-                super::reply::clip(&args[1], 128)
-            )))
-        }
+        _ if args.len() > 3 => return Err(super::reply::subcommand_syntax("ACL", &args[1])),
         None => 10,
         Some(arg) if super::args::is(arg, "reset") => {
             ctx.shared.acl.log.reset();
@@ -115,7 +110,7 @@ fn acl_log(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         .acl
         .log
         .newest(usize::try_from(count).unwrap_or(0));
-    let now = acl::log::now_ms();
+    let now = crate::store::now_ms();
     let proto = ctx.proto();
     let out = &mut *ctx.out;
     encode::write_array_len(out, entries.len());
@@ -362,10 +357,7 @@ fn acl_dryrun(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// A random password of `bits` bits (256 by default), in hex.
 fn acl_genpass(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() > 3 {
-        return Err(CmdError::Owned(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try ACL HELP.",
-            super::reply::clip(&args[1], 128)
-        )));
+        return Err(super::reply::subcommand_syntax("ACL", &args[1]));
     }
     let bits = match args.get(2) {
         Some(arg) => super::args::int(arg)?,
@@ -379,11 +371,7 @@ fn acl_genpass(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut random = vec![0u8; chars.div_ceil(2)];
     getrandom::getrandom(&mut random)
         .map_err(|_| CmdError::Static("ERR Failed to read random bytes"))?;
-    let mut text = String::with_capacity(random.len() * 2);
-    for b in &random {
-        text.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
-        text.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
-    }
+    let mut text = acl::user::hex(&random);
     text.truncate(chars);
     encode::write_bulk(ctx.out, text.as_bytes());
     Ok(())

@@ -152,13 +152,7 @@ fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 pub fn client_info_line(ctx: &Ctx<'_>, cmd: &str) -> String {
     let local = local_addr(ctx);
     let mut text = String::new();
-    if let Some(s) = ctx
-        .shared
-        .clients
-        .summaries()
-        .into_iter()
-        .find(|s| s.id == ctx.client.id)
-    {
+    if let Some(s) = ctx.shared.clients.summary(ctx.client.id) {
         client_line(&mut text, &s, &local, Some(&*ctx.client), cmd);
     }
     text.truncate(text.trim_end().len());
@@ -283,12 +277,7 @@ fn client_no_evict(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     use crate::pause::PauseMode;
     let mode = match args.get(3) {
-        _ if args.len() > 4 => {
-            return Err(CmdError::Owned(format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-                super::reply::clip(&args[1], 128)
-            )))
-        }
+        _ if args.len() > 4 => return Err(super::reply::subcommand_syntax("CLIENT", &args[1])),
         None => PauseMode::All,
         Some(m) if is(m, "write") => PauseMode::Write,
         Some(m) if is(m, "all") => PauseMode::All,
@@ -303,9 +292,7 @@ fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if ms < 0 {
         return Err(CmdError::Static("ERR timeout is negative"));
     }
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let now_ms = i64::try_from(crate::store::now_ms()).unwrap_or(i64::MAX);
     let now = tokio::time::Instant::now();
     // Redis adds the timeout to the clock in a signed 64-bit integer: past its range the
     // sum wraps into the past, and the pause ends at once.
@@ -469,10 +456,7 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     }
     // DEBUG answers every unmatched form with Redis's subcommand syntax error.
-    Err(CmdError::Owned(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-        String::from_utf8_lossy(sub)
-    )))
+    Err(super::reply::subcommand_syntax("DEBUG", sub))
 }
 
 /// `DEBUG POPULATE count [prefix] [size]`: keys `prefix:N` (default `key:N`) holding

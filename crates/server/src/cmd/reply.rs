@@ -75,6 +75,15 @@ pub fn unknown_subcommand(parent: &str, sub: &[u8]) -> CmdError {
     CmdError::Bytes(text)
 }
 
+/// `ERR unknown subcommand or wrong number of arguments for '<sub>'. Try <PARENT> HELP.`
+/// (Redis's `addReplySubcommandSyntaxError`).
+pub fn subcommand_syntax(parent: &str, sub: &[u8]) -> CmdError {
+    CmdError::Owned(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {parent} HELP.",
+        clip(sub, 128)
+    ))
+}
+
 /// `ERR unknown command '<name>', with args beginning with: '<a>' '<b>' ` as Redis
 /// builds it: each argument quoted and followed by a space, while the list is under 128
 /// characters, the last one clipped to fit.

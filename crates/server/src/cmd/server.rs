@@ -699,9 +699,7 @@ pub static CLIENT_SETINFO: redline_resp::command::CommandSpec = {
 
 /// CLIENT SETINFO LIB-NAME|LIB-VER value, answered as Redis 7.2 does.
 pub fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    if args.len() != 4 {
-        return Err(reply::wrong_arity("client|setinfo"));
-    }
+    // Arity (4) is checked by the dispatcher from CLIENT_SETINFO.
     let value = &args[3];
     if value.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
         return Err(CmdError::Owned(format!(

@@ -31,6 +31,22 @@ pub struct ClientEntry {
     killed: Arc<AtomicBool>,
 }
 
+impl ClientEntry {
+    fn summary(&self, id: u64) -> ClientSummary {
+        ClientSummary {
+            id,
+            peer: self.peer,
+            age: self.created.elapsed().as_secs(),
+            name: self.name.clone(),
+            db: self.db,
+            user: self
+                .user
+                .as_ref()
+                .map_or_else(|| b"default".to_vec(), |u| u.name().to_vec()),
+        }
+    }
+}
+
 /// What CLIENT LIST shows of one client.
 #[derive(Debug, Clone)]
 pub struct ClientSummary {
@@ -182,20 +198,15 @@ impl Clients {
             .map
             .lock()
             .iter()
-            .map(|(&id, e)| ClientSummary {
-                id,
-                peer: e.peer,
-                age: e.created.elapsed().as_secs(),
-                name: e.name.clone(),
-                db: e.db,
-                user: e
-                    .user
-                    .as_ref()
-                    .map_or_else(|| b"default".to_vec(), |u| u.name().to_vec()),
-            })
+            .map(|(&id, e)| e.summary(id))
             .collect();
         all.sort_by_key(|c| c.id);
         all
+    }
+
+    /// One client's summary (CLIENT INFO, ACL LOG), without snapshotting the others.
+    pub fn summary(&self, id: u64) -> Option<ClientSummary> {
+        self.map.lock().get(&id).map(|e| e.summary(id))
     }
 
     /// Ids currently connected (oldest first).
