@@ -63,18 +63,11 @@ fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.lock(key);
     let mut updated = false;
-    match shard.get(key) {
-        Some(entry) => {
-            hll_bytes(&entry.value)?;
-        }
-        None => {
-            shard.insert(key, new_hll(), 0);
-            updated = true;
-        }
-    }
-    let Some(entry) = shard.get(key) else {
-        return Err(CORRUPT);
-    };
+    let entry = shard.get_or_insert_with(key, || {
+        updated = true;
+        new_hll()
+    });
+    hll_bytes(&entry.value)?;
     let bytes = hll_bytes_mut(&mut entry.value)?;
     for element in &args[2..] {
         // On a corrupt body Redis keeps the registers already raised: so do we.

@@ -88,8 +88,14 @@ impl CompactBytes {
     /// The bytes as a vector whose length may change in place (made growable first,
     /// once): for values rewritten often, such as HyperLogLogs.
     pub fn vec_mut(&mut self) -> &mut Vec<u8> {
-        if !matches!(self, CompactBytes::Growable(_)) {
-            *self = CompactBytes::Growable(Box::new(self.as_bytes().to_vec()));
+        let bytes = match self {
+            CompactBytes::Growable(_) => None,
+            // A heap value's allocation is taken over as it is, not copied.
+            CompactBytes::Heap(b) => Some(std::mem::take(b).into_vec()),
+            CompactBytes::Inline { .. } => Some(self.as_bytes().to_vec()),
+        };
+        if let Some(bytes) = bytes {
+            *self = CompactBytes::Growable(Box::new(bytes));
         }
         match self {
             CompactBytes::Growable(v) => v,
