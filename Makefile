@@ -7,7 +7,7 @@ CARGO ?= cargo
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps
+.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat
 
 help:
 	@echo "make run    build in release and run redline bench against its embedded redline-server (ping/set/get/mixed, P=1 and P=16)"
@@ -19,6 +19,8 @@ help:
 	@echo "make fmt    format the code"
 	@echo "make lint   fmt check and clippy -D warnings"
 	@echo "make deps   install redis-server and redis-tools with apt-get if missing"
+	@echo "make compat REDIS_SRC=<redis 7.0.15 source tree>  Redis's Tcl suite against redis-server and"
+	@echo "            redline-server side by side; writes compat/REPORT.md (UNITS=a,b for a subset)"
 	@echo "make fuzz   run every cargo-fuzz target for FUZZ_SECONDS (default 60) each, on nightly"
 
 # Tests start their own redis-server processes on free ports, so the service the Debian
@@ -101,3 +103,20 @@ fuzz: fuzz-deps
 	    tail -n 40 "$$log"; echo "fuzz: $$target failed (log: $$log)" >&2; exit 1; \
 	  fi; \
 	done
+
+# Redis's own test suite (external-server mode) against both servers, unit by unit:
+# compat/run.py starts a fresh redis-server and redline-server per unit and writes
+# compat/REPORT.md and compat/results/. The suite itself is not part of this repository.
+REDIS_SRC ?=
+UNITS ?=
+compat: deps
+	@test -n "$(REDIS_SRC)" -a -f "$(REDIS_SRC)/tests/test_helper.tcl" || \
+	  { echo "usage: make compat REDIS_SRC=<redis source tree at tag 7.0.15>" >&2; exit 2; }
+	@if ! command -v tclsh >/dev/null; then \
+	  echo "compat: installing tcl with apt-get"; \
+	  $(APT) update -q; \
+	  $(APT) install -y -q --no-install-recommends tcl; \
+	fi
+	$(CARGO) build --release -p redline-server
+	python3 compat/run.py --redis-src "$(REDIS_SRC)" --redline-bin target/release/redline-server \
+	  $(if $(UNITS),--units $(UNITS))

@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Runs Redis's own Tcl test suite (external-server mode) against redis-server and
+redline-server side by side, unit by unit, and writes compat/REPORT.md.
+
+Each unit gets a fresh server of each kind, on a free loopback port, in a private temporary
+directory. The suite runs unmodified with `--tags -slow --ignore-encoding` (the two options
+the compatibility issue allows: slow tests are skipped on both sides, and object encodings
+are Redis internals). Raw output goes to compat/results/<server>/<unit>.log and the parsed
+results to compat/results/summary.json; REPORT.md is generated from the summary.
+
+    python3 compat/run.py --redis-src /path/to/redis-7.0.15 --redline-bin target/release/redline-server
+    python3 compat/run.py ... --units type/stream,geo --servers redline   # a subset
+
+Only units and servers that ran are replaced in summary.json, so a partial run refreshes
+part of the report.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# The units the compatibility issue measures (Redis 7.0.15 passes 1,924 tests in them
+# here). Order: quick core types first, so a partial run is still useful.
+UNITS = [
+    "type/string", "type/incr", "type/list", "type/list-3", "type/hash", "type/set",
+    "type/zset", "type/stream", "type/stream-cgroups", "expire", "keyspace", "multi",
+    "pubsub", "protocol", "info-command", "other", "bitops", "bitfield", "hyperloglog",
+    "geo", "sort", "scan", "dump", "introspection", "introspection-2", "tracking",
+    "latency-monitor", "lazyfree", "slowlog", "pause", "quit", "scripting", "functions",
+]
+
+SUITE_OPTIONS = ["--tags", "-slow", "--ignore-encoding"]
+
+OK = re.compile(r"^\[ok\]: (.*) \(\d+ ms\)$")
+ERR = re.compile(r"^\[err\]: (.*) in (tests/\S+)$")
+SKIP = re.compile(r"^\[(?:skip|ignore)\]: (.*)$")
+EXCEPTION = re.compile(r"^\[exception\]: (.*)$")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode} before answering")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(64).startswith(b"+PONG"):
+                    return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"server on port {port} not ready after {timeout}s")
+
+
+def start_server(kind: str, binary: str, workdir: Path) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    # Both servers get the configuration Redis's own external-server CI uses
+    # (.github/workflows/external.yml), on a loopback port, started in a private directory.
+    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+            "--logfile", str(workdir / "server.log"), "--enable-protected-configs", "yes",
+            "--enable-debug-command", "yes", "--enable-module-command", "yes"]
+    proc = subprocess.Popen(args, cwd=workdir, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    wait_ready(port, proc)
+    return proc, port
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+def parse(output: str) -> dict:
+    passed, failed, skipped = [], {}, []
+    exception = None
+    lines = [ANSI.sub("", line.rstrip("\r")) for line in output.splitlines()]
+    for i, line in enumerate(lines):
+        if m := OK.match(line):
+            passed.append(m.group(1))
+        elif m := ERR.match(line):
+            detail = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            failed.setdefault(m.group(1), detail[:300])
+        elif m := SKIP.match(line):
+            skipped.append(m.group(1))
+        elif m := EXCEPTION.match(line):
+            if exception is None:
+                tail = [l.strip() for l in lines[i + 1:i + 4] if l.strip()]
+                exception = " / ".join([m.group(1)] + tail)[:400]
+    return {"passed": passed, "failed": failed, "skipped": skipped, "exception": exception}
+
+
+def run_unit(kind: str, binary: str, unit: str, src: Path, results: Path,
+             timeout: int, baseport: int) -> dict:
+    workdir = Path(tempfile.mkdtemp(prefix=f"compat-{kind}-"))
+    log_path = results / kind / f"{unit.replace('/', '_')}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    proc = None
+    try:
+        proc, port = start_server(kind, binary, workdir)
+        cmd = ["tclsh", "tests/test_helper.tcl", "--host", "127.0.0.1", "--port", str(port),
+               "--single", f"unit/{unit}", "--baseport", str(baseport),
+               "--timeout", str(timeout)] + SUITE_OPTIONS
+        try:
+            run = subprocess.run(cmd, cwd=src, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, timeout=timeout,
+                                 start_new_session=True)
+            output = run.stdout.decode("utf-8", "replace")
+            timed_out = False
+        except subprocess.TimeoutExpired as e:
+            output = (e.stdout or b"").decode("utf-8", "replace")
+            timed_out = True
+        crashed = proc.poll() is not None
+        log_path.write_text(output)
+        result = parse(output)
+        if timed_out:
+            result["exception"] = result["exception"] or f"unit timed out after {timeout}s"
+        if crashed:
+            result["exception"] = (result["exception"] or "") + " [server process died]"
+    except RuntimeError as e:
+        result = {"passed": [], "failed": {}, "skipped": [], "exception": str(e)}
+        log_path.write_text(str(e))
+    finally:
+        if proc is not None:
+            stop(proc)
+        shutil.rmtree(workdir, ignore_errors=True)
+    result["seconds"] = round(time.monotonic() - started, 1)
+    return result
+
+
+def load_needs(path: Path) -> dict:
+    """Tests that need a later issue's feature: `unit<TAB>test name<TAB>reason`."""
+    needs = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                parts = line.split("\t")
+                if len(parts) >= 3:
+                    needs[(parts[0], parts[1])] = parts[2]
+    return needs
+
+
+def write_report(summary: dict, needs: dict, path: Path, meta: dict) -> None:
+    rows, gaps = [], []
+    total_redis = total_redline = total_both = 0
+    for unit in UNITS:
+        entry = summary.get("units", {}).get(unit)
+        if not entry or "redis" not in entry:
+            continue
+        redis_ok = set(entry["redis"]["passed"])
+        redline = entry.get("redline", {"passed": [], "failed": {}, "exception": "not run"})
+        redline_ok = set(redline["passed"])
+        both = redis_ok & redline_ok
+        missing = [t for t in entry["redis"]["passed"] if t not in redline_ok]
+        total_redis += len(redis_ok)
+        total_redline += len(redline_ok)
+        total_both += len(both)
+        note = ""
+        if redline.get("exception"):
+            note = "aborted: " + redline["exception"].replace("|", "\\|")[:160]
+        rows.append(f"| {unit} | {len(redis_ok)} | {len(both)} | {len(missing)} | {note} |")
+        for test in missing:
+            reason = needs.get((unit, test))
+            error = redline["failed"].get(test)
+            if error is None:
+                error = "not reached (unit aborted earlier)" if redline.get("exception") else "not run"
+            gaps.append((unit, test, reason, error))
+    pct = 100.0 * total_both / total_redis if total_redis else 0.0
+    lines = [
+        "# Redis 7.0.15 test suite against redline-server",
+        "",
+        "Generated by `make compat` (compat/run.py). Redis's Tcl suite, tag 7.0.15, runs",
+        "unmodified in external-server mode with `" + " ".join(SUITE_OPTIONS) + "`, one",
+        "unit at a time, against a fresh redis-server and a fresh redline-server.",
+        "",
+        f"- redis-server: {meta.get('redis_version', '?')}; redline-server: {meta.get('redline_version', '?')}",
+        f"- run: {meta.get('date', '?')}",
+        "",
+        f"**Total: redline-server passes {total_both} of the {total_redis} tests redis-server "
+        f"passes ({pct:.1f}%).**",
+        "",
+        "| unit | redis-server passes | redline-server passes of those | missing | note |",
+        "|---|---|---|---|---|",
+        *rows,
+        "",
+        "## Tests redis-server passes and redline-server does not",
+        "",
+        "Reason column: the later issue a test waits for (compat/needs.tsv), empty when it is",
+        "a gap of this one. Error: the first line the suite printed for it.",
+        "",
+        "| unit | test | waits for | first error |",
+        "|---|---|---|---|",
+    ]
+    for unit, test, reason, error in gaps:
+        esc = lambda s: s.replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {unit} | {esc(test)} | {reason or ''} | {esc(error)[:200]} |")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def version(binary: str) -> str:
+    try:
+        out = subprocess.run([binary, "--version"], stdout=subprocess.PIPE, timeout=10)
+        return out.stdout.decode().strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def main() -> int:
+    here = Path(__file__).resolve().parent
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--redis-src", required=True, help="redis source tree at tag 7.0.15")
+    ap.add_argument("--redis-bin", default="redis-server")
+    ap.add_argument("--redline-bin", default=str(here.parent / "target/release/redline-server"))
+    ap.add_argument("--units", default=",".join(UNITS))
+    ap.add_argument("--servers", default="redis,redline")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds per unit")
+    ap.add_argument("--out", default=str(here))
+    args = ap.parse_args()
+
+    src = Path(args.redis_src).resolve()
+    if not (src / "tests/test_helper.tcl").exists():
+        print(f"compat: {src} is not a redis source tree", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    results = out / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    summary_path = results / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    summary.setdefault("units", {})
+    # The servers start in their own directories: resolve relative paths first.
+    binaries = {kind: str(Path(b).resolve()) if "/" in b else b
+                for kind, b in (("redis", args.redis_bin), ("redline", args.redline_bin))}
+    servers = [s for s in args.servers.split(",") if s]
+    units = [u for u in args.units.split(",") if u]
+    meta = summary.setdefault("meta", {})
+    meta["redis_version"] = version(binaries["redis"])
+    meta["redline_version"] = version(binaries["redline"])
+    meta["date"] = time.strftime("%Y-%m-%d %H:%M")
+
+    for n, unit in enumerate(units):
+        for kind in servers:
+            r = run_unit(kind, binaries[kind], unit, src, results, args.timeout,
+                         baseport=21111 + 100 * n % 2000)
+            summary["units"].setdefault(unit, {})[kind] = r
+            flag = f" (aborted: {r['exception'][:100]})" if r["exception"] else ""
+            print(f"compat: {unit:22} {kind:8} ok {len(r['passed']):4} err "
+                  f"{len(r['failed']):4} in {r['seconds']}s{flag}", flush=True)
+            summary_path.write_text(json.dumps(summary, indent=1, sort_keys=True))
+
+    write_report(summary, load_needs(out / "needs.tsv"), out / "REPORT.md", meta)
+    print(f"compat: wrote {out / 'REPORT.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
