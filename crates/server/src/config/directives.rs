@@ -187,7 +187,16 @@ impl Config {
             "port" | "bind" | "databases" | "logfile" | "io-threads" | "shards" | "daemonize"
         );
         if !DIRECTIVES.contains(&name.as_str()) {
-            return Err(SetError::Unknown);
+            let param = super::params::find(&name).ok_or(SetError::Unknown)?;
+            if param.immutable && !startup {
+                return Err(SetError::Immutable);
+            }
+            if values.len() != 1 {
+                return Err(SetError::Arity);
+            }
+            let text = super::params::canonical(param, values).map_err(SetError::Invalid)?;
+            self.params.insert(param.name, text);
+            return Ok(());
         }
         if immutable && !startup {
             return Err(SetError::Immutable);
@@ -300,7 +309,14 @@ impl Config {
             "appendonly" => yes_no_text(self.appendonly),
             "daemonize" => "no".to_string(),
             "hll-sparse-max-bytes" => self.hll_sparse_max_bytes.to_string(),
-            _ => return None,
+            // Redis shows the working directory it chdir()ed to.
+            "dir" if self.param("dir").is_empty() => std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default(),
+            other => {
+                super::params::find(other)?;
+                self.param(other).to_string()
+            }
         })
     }
 }

@@ -13,6 +13,7 @@
 
 mod args;
 mod directives;
+pub mod params;
 mod rewrite;
 
 use std::fmt;
@@ -100,6 +101,9 @@ pub struct Config {
     pub appendonly: bool,
     /// Largest sparse HyperLogLog, header included, before it turns dense.
     pub hll_sparse_max_bytes: u64,
+    /// The table parameters ([`params::PARAMS`]) set away from their defaults, by name,
+    /// as canonical text.
+    pub params: std::collections::BTreeMap<&'static str, String>,
 }
 
 impl Default for Config {
@@ -140,6 +144,7 @@ impl Default for Config {
             save: String::new(),
             appendonly: false,
             hll_sparse_max_bytes: crate::store::hll::DEFAULT_SPARSE_MAX_BYTES as u64,
+            params: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -243,6 +248,35 @@ impl Config {
             })?;
         }
         Ok(config)
+    }
+
+    /// The current text of table parameter `name` (its default when never set); empty for
+    /// an unknown name.
+    pub fn param(&self, name: &str) -> &str {
+        match params::find(name) {
+            Some(p) => self.params.get(p.name).map_or(p.default, String::as_str),
+            None => "",
+        }
+    }
+
+    /// Table parameter `name` as an integer (0 when it is not one).
+    pub fn param_int(&self, name: &str) -> i64 {
+        self.param(name).parse().unwrap_or(0)
+    }
+
+    /// Table parameter `name` as a yes/no switch.
+    pub fn param_bool(&self, name: &str) -> bool {
+        self.param(name) == "yes"
+    }
+
+    /// Every name `CONFIG GET` knows: the hand-parsed directives, then the table's names
+    /// and aliases.
+    pub fn all_names() -> impl Iterator<Item = &'static str> {
+        DIRECTIVES.iter().copied().chain(
+            params::PARAMS
+                .iter()
+                .flat_map(|p| std::iter::once(p.name).chain(p.alias)),
+        )
     }
 
     /// The worker thread count in effect: the configured one, or one per core.
