@@ -49,6 +49,8 @@ pub struct Shared {
     pub pubsub: PubSub,
     /// CLIENT PAUSE.
     pub pause: Pause,
+    /// Lua scripts and function libraries.
+    pub scripting: crate::scripting::Scripting,
     /// Counters.
     pub stats: Stats,
     /// Set to true to stop the server.
@@ -82,6 +84,7 @@ impl Shared {
             blocking: Blocking::default(),
             pubsub: PubSub::default(),
             pause: Pause::default(),
+            scripting: crate::scripting::Scripting::default(),
             stats: Stats::default(),
             shutdown: watch::channel(false).0,
             started: Instant::now(),

@@ -89,13 +89,25 @@ const SHUTDOWN: &[&str] = &["default", "save", "nosave", "now", "force"];
 
 /// The table, in `CONFIG GET *` order of no importance (the reply is unordered in Redis).
 pub static PARAMS: &[Param] = &[
-    p("acl-pubsub-default", Kind::Enum(&["allchannels", "resetchannels"]), "resetchannels"),
+    p(
+        "acl-pubsub-default",
+        Kind::Enum(&["allchannels", "resetchannels"]),
+        "resetchannels",
+    ),
     fixed("aclfile", T, ""),
     p("acllog-max-len", Kind::Int(0, LONG_MAX), "128"),
     p("active-defrag-cycle-max", Kind::Int(1, 99), "25"),
     p("active-defrag-cycle-min", Kind::Int(1, 99), "1"),
-    p("active-defrag-ignore-bytes", Kind::Memory(1, LONG_MAX), "104857600"),
-    p("active-defrag-max-scan-fields", Kind::Int(1, LONG_MAX), "1000"),
+    p(
+        "active-defrag-ignore-bytes",
+        Kind::Memory(1, LONG_MAX),
+        "104857600",
+    ),
+    p(
+        "active-defrag-max-scan-fields",
+        Kind::Int(1, LONG_MAX),
+        "1000",
+    ),
     p("active-defrag-threshold-lower", Kind::Int(0, 1000), "10"),
     p("active-defrag-threshold-upper", Kind::Int(0, 1000), "100"),
     p("active-expire-effort", Kind::Int(1, 10), "1"),
@@ -110,13 +122,22 @@ pub static PARAMS: &[Param] = &[
     fixed("aof_rewrite_cpulist", T, ""),
     fixed("appenddirname", T, "appendonlydir"),
     fixed("appendfilename", T, "appendonly.aof"),
-    p("appendfsync", Kind::Enum(&["always", "everysec", "no"]), "everysec"),
+    p(
+        "appendfsync",
+        Kind::Enum(&["always", "everysec", "no"]),
+        "everysec",
+    ),
     p("auto-aof-rewrite-min-size", MEM, "67108864"),
     p("auto-aof-rewrite-percentage", POS, "100"),
     fixed("bgsave_cpulist", T, ""),
     p("bind-source-addr", T, ""),
     fixed("bio_cpulist", T, ""),
-    a("busy-reply-threshold", "lua-time-limit", Kind::Int(0, LONG_MAX), "5000"),
+    a(
+        "busy-reply-threshold",
+        "lua-time-limit",
+        Kind::Int(0, LONG_MAX),
+        "5000",
+    ),
     p("cluster-allow-pubsubshard-when-down", B, "yes"),
     p("cluster-allow-reads-when-down", B, "no"),
     p("cluster-allow-replica-migration", B, "yes"),
@@ -136,8 +157,18 @@ pub static PARAMS: &[Param] = &[
         Kind::Enum(&["ip", "hostname", "unknown-endpoint"]),
         "ip",
     ),
-    a("cluster-replica-no-failover", "cluster-slave-no-failover", B, "no"),
-    a("cluster-replica-validity-factor", "cluster-slave-validity-factor", POS, "10"),
+    a(
+        "cluster-replica-no-failover",
+        "cluster-slave-no-failover",
+        B,
+        "no",
+    ),
+    a(
+        "cluster-replica-validity-factor",
+        "cluster-slave-validity-factor",
+        POS,
+        "10",
+    ),
     p("cluster-require-full-coverage", B, "yes"),
     p("crash-log-enabled", B, "yes"),
     p("crash-memcheck-enabled", B, "yes"),
@@ -145,11 +176,33 @@ pub static PARAMS: &[Param] = &[
     p("dir", T, ""),
     fixed("disable-thp", B, "yes"),
     p("dynamic-hz", B, "yes"),
-    fixed("enable-debug-command", Kind::Enum(&["no", "yes", "local"]), "no"),
-    fixed("enable-module-command", Kind::Enum(&["no", "yes", "local"]), "no"),
-    fixed("enable-protected-configs", Kind::Enum(&["no", "yes", "local"]), "no"),
-    a("hash-max-listpack-entries", "hash-max-ziplist-entries", MEM, "512"),
-    a("hash-max-listpack-value", "hash-max-ziplist-value", MEM, "64"),
+    fixed(
+        "enable-debug-command",
+        Kind::Enum(&["no", "yes", "local"]),
+        "no",
+    ),
+    fixed(
+        "enable-module-command",
+        Kind::Enum(&["no", "yes", "local"]),
+        "no",
+    ),
+    fixed(
+        "enable-protected-configs",
+        Kind::Enum(&["no", "yes", "local"]),
+        "no",
+    ),
+    a(
+        "hash-max-listpack-entries",
+        "hash-max-ziplist-entries",
+        MEM,
+        "512",
+    ),
+    a(
+        "hash-max-listpack-value",
+        "hash-max-ziplist-value",
+        MEM,
+        "64",
+    ),
     p("ignore-warnings", T, ""),
     p("io-threads-do-reads", B, "no"),
     p("jemalloc-bg-thread", B, "yes"),
@@ -164,7 +217,12 @@ pub static PARAMS: &[Param] = &[
     p("lfu-decay-time", POS, "1"),
     p("lfu-log-factor", POS, "10"),
     p("list-compress-depth", POS, "0"),
-    a("list-max-listpack-size", "list-max-ziplist-size", Kind::Int(i32::MIN as i64, INT_MAX), "-2"),
+    a(
+        "list-max-listpack-size",
+        "list-max-ziplist-size",
+        Kind::Int(i32::MIN as i64, INT_MAX),
+        "-2",
+    ),
     p("masterauth", T, ""),
     p("masteruser", T, ""),
     p("maxmemory", MEM, "0"),
@@ -176,11 +234,23 @@ pub static PARAMS: &[Param] = &[
     a("min-replicas-to-write", "min-slaves-to-write", POS, "0"),
     p("no-appendfsync-on-rewrite", B, "no"),
     p("notify-keyspace-events", T, ""),
-    p("oom-score-adj", Kind::Enum(&["no", "yes", "relative", "absolute"]), "no"),
+    p(
+        "oom-score-adj",
+        Kind::Enum(&["no", "yes", "relative", "absolute"]),
+        "no",
+    ),
     p("oom-score-adj-values", T, "0 200 800"),
     p("pidfile", T, ""),
-    p("proc-title-template", T, "{title} {listen-addr} {server-mode}"),
-    p("propagation-error-behavior", Kind::Enum(&["ignore", "panic", "panic-on-replicas"]), "ignore"),
+    p(
+        "proc-title-template",
+        T,
+        "{title} {listen-addr} {server-mode}",
+    ),
+    p(
+        "propagation-error-behavior",
+        Kind::Enum(&["ignore", "panic", "panic-on-replicas"]),
+        "ignore",
+    ),
     p("rdb-del-sync-files", B, "no"),
     p("rdb-save-incremental-fsync", B, "yes"),
     p("rdbchecksum", B, "yes"),
@@ -188,23 +258,51 @@ pub static PARAMS: &[Param] = &[
     p("repl-backlog-size", Kind::Memory(1, LONG_MAX), "1048576"),
     p("repl-backlog-ttl", Kind::Int(0, LONG_MAX), "3600"),
     p("repl-disable-tcp-nodelay", B, "no"),
-    p("repl-diskless-load", Kind::Enum(&["disabled", "on-empty-db", "swapdb"]), "disabled"),
+    p(
+        "repl-diskless-load",
+        Kind::Enum(&["disabled", "on-empty-db", "swapdb"]),
+        "disabled",
+    ),
     p("repl-diskless-sync", B, "yes"),
     p("repl-diskless-sync-delay", POS, "5"),
     p("repl-diskless-sync-max-replicas", POS, "0"),
-    a("repl-ping-replica-period", "repl-ping-slave-period", Kind::Int(1, INT_MAX), "10"),
+    a(
+        "repl-ping-replica-period",
+        "repl-ping-slave-period",
+        Kind::Int(1, INT_MAX),
+        "10",
+    ),
     p("repl-timeout", Kind::Int(1, INT_MAX), "60"),
     a("replica-announce-ip", "slave-announce-ip", T, ""),
-    a("replica-announce-port", "slave-announce-port", Kind::Int(0, 65535), "0"),
+    a(
+        "replica-announce-port",
+        "slave-announce-port",
+        Kind::Int(0, 65535),
+        "0",
+    ),
     p("replica-announced", B, "yes"),
     p("replica-ignore-disk-write-errors", B, "no"),
-    a("replica-ignore-maxmemory", "slave-ignore-maxmemory", B, "yes"),
+    a(
+        "replica-ignore-maxmemory",
+        "slave-ignore-maxmemory",
+        B,
+        "yes",
+    ),
     a("replica-lazy-flush", "slave-lazy-flush", B, "no"),
     a("replica-priority", "slave-priority", POS, "100"),
     a("replica-read-only", "slave-read-only", B, "yes"),
-    a("replica-serve-stale-data", "slave-serve-stale-data", B, "yes"),
+    a(
+        "replica-serve-stale-data",
+        "slave-serve-stale-data",
+        B,
+        "yes",
+    ),
     a("replicaof", "slaveof", T, ""),
-    p("sanitize-dump-payload", Kind::Enum(&["no", "yes", "clients"]), "no"),
+    p(
+        "sanitize-dump-payload",
+        Kind::Enum(&["no", "yes", "clients"]),
+        "no",
+    ),
     fixed("server_cpulist", T, ""),
     p("set-max-intset-entries", MEM, "512"),
     p("set-proc-title", B, "yes"),
@@ -217,13 +315,21 @@ pub static PARAMS: &[Param] = &[
     p("stop-writes-on-bgsave-error", B, "yes"),
     p("stream-node-max-bytes", MEM, "4096"),
     p("stream-node-max-entries", Kind::Int(0, LONG_MAX), "100"),
-    fixed("supervised", Kind::Enum(&["upstart", "systemd", "auto", "no"]), "no"),
+    fixed(
+        "supervised",
+        Kind::Enum(&["upstart", "systemd", "auto", "no"]),
+        "no",
+    ),
     fixed("syslog-enabled", B, "no"),
     fixed("syslog-facility", T, "local0"),
     fixed("syslog-ident", T, "redis"),
     fixed("tcp-backlog", POS, "511"),
     p("tcp-keepalive", POS, "300"),
-    p("tls-auth-clients", Kind::Enum(&["no", "yes", "optional"]), "yes"),
+    p(
+        "tls-auth-clients",
+        Kind::Enum(&["no", "yes", "optional"]),
+        "yes",
+    ),
     p("tls-ca-cert-dir", T, ""),
     p("tls-ca-cert-file", T, ""),
     p("tls-cert-file", T, ""),
@@ -246,8 +352,18 @@ pub static PARAMS: &[Param] = &[
     p("tracking-table-max-keys", Kind::Int(0, LONG_MAX), "1000000"),
     fixed("unixsocket", T, ""),
     fixed("unixsocketperm", POS, "0"),
-    a("zset-max-listpack-entries", "zset-max-ziplist-entries", MEM, "128"),
-    a("zset-max-listpack-value", "zset-max-ziplist-value", MEM, "64"),
+    a(
+        "zset-max-listpack-entries",
+        "zset-max-ziplist-entries",
+        MEM,
+        "128",
+    ),
+    a(
+        "zset-max-listpack-value",
+        "zset-max-ziplist-value",
+        MEM,
+        "64",
+    ),
 ];
 
 /// The parameter called `name` (or aliased so).
@@ -304,7 +420,9 @@ pub fn canonical(param: &Param, values: &[Vec<u8>]) -> Result<String, String> {
 
 fn bounded(n: i64, min: i64, max: i64) -> Result<String, String> {
     if n < min || n > max {
-        return Err(format!("argument must be between {min} and {max} inclusive"));
+        return Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ));
     }
     Ok(n.to_string())
 }
@@ -326,7 +444,10 @@ mod tests {
         assert_eq!(p.name, "hash-max-listpack-entries");
         assert_eq!(canonical(p, &[b"1kb".to_vec()]).unwrap(), "1024");
         let p = find("maxmemory-policy").unwrap();
-        assert_eq!(canonical(p, &[b"ALLKEYS-LRU".to_vec()]).unwrap(), "allkeys-lru");
+        assert_eq!(
+            canonical(p, &[b"ALLKEYS-LRU".to_vec()]).unwrap(),
+            "allkeys-lru"
+        );
         assert!(canonical(p, &[b"lru".to_vec()]).is_err());
         let p = find("maxmemory-samples").unwrap();
         assert_eq!(
