@@ -334,7 +334,7 @@ fn function_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             let names = f.flags.names();
             encode::write_set_len(ctx.out, proto, names.len());
             for n in names {
-                encode::write_bulk(ctx.out, n.as_bytes());
+                encode::write_simple(ctx.out, n.as_bytes());
             }
         }
         if with_code {
