@@ -215,11 +215,8 @@ fn queue_loses_nothing(addr: SocketAddr) {
             std::thread::spawn(move || {
                 let mut c = Conn::connect(addr);
                 let mut moved = Vec::new();
-                loop {
-                    match c.cmd(&["EVAL", MOVE, "2", "{q}pending", "{q}working"]) {
-                        Frame::Bulk(b) => moved.push(b),
-                        _ => break,
-                    }
+                while let Frame::Bulk(b) = c.cmd(&["EVAL", MOVE, "2", "{q}pending", "{q}working"]) {
+                    moved.push(b);
                 }
                 moved
             })
