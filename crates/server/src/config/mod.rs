@@ -20,7 +20,7 @@ use std::fmt;
 use std::path::Path;
 
 pub use args::{repr, split_args};
-pub use directives::{SetError, DIRECTIVES};
+pub use directives::{parse_memory, SetError, DIRECTIVES};
 pub use rewrite::rewrite;
 
 /// How much redis-server logs; `notice` is the default.
