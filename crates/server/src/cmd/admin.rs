@@ -433,6 +433,9 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         encode::write_simple(ctx.out, line.as_bytes());
         return Ok(());
     }
+    if is(sub, "reload") {
+        return debug_reload(ctx);
+    }
     if is(sub, "protocol") && args.len() == 3 {
         return debug_protocol(ctx, &args[2]);
     }
@@ -460,7 +463,7 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let bytes = std::str::from_utf8(&args[2])
             .ok()
             .and_then(crate::config::parse_memory)
-            .filter(|n| *n > 1 && *n < (1 << 32));
+            .filter(|n| (0..=(1i64 << 32) - (1 << 20)).contains(n));
         if bytes.is_none() {
             return Err(CmdError::Static(
                 "ERR argument must be a memory value bigger than 1 and smaller than 4gb",
@@ -493,6 +496,39 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     // DEBUG answers every unmatched form with Redis's subcommand syntax error.
     Err(super::reply::subcommand_syntax("DEBUG", sub))
+}
+
+/// `DEBUG RELOAD`: every value of every database goes through the RDB value codec and
+/// back while the whole keyspace is held, so what a reload would lose or change shows.
+/// The dataset is not written to disk: persistence (RDB files) is its own issue.
+fn debug_reload(ctx: &mut Ctx<'_>) -> CmdResult {
+    use crate::persist::rdb;
+    let store = &ctx.shared.store;
+    let mut failed = false;
+    for db in 0..store.dbs().len() {
+        for index in 0..store.db(db).shard_count() {
+            let mut shard = ctx.lock_in(db, index);
+            let mut entries = Vec::new();
+            shard.for_each_live(|key, entry| {
+                entries.push((
+                    key.as_bytes().to_vec(),
+                    entry.expires_at,
+                    rdb::dump_payload(&entry.value),
+                ))
+            });
+            for (key, expires_at, payload) in entries {
+                match rdb::restore_payload(&payload) {
+                    Ok(value) => shard.insert(&key, value, expires_at),
+                    Err(_) => failed = true,
+                }
+            }
+        }
+    }
+    if failed {
+        return Err(CmdError::Static("ERR Error trying to load the RDB dump"));
+    }
+    ok(ctx.out);
+    Ok(())
 }
 
 /// `DEBUG DIGEST`: every database's keys folded into one digest (zeros when empty).

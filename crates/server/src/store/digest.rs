@@ -122,3 +122,43 @@ pub fn mix_db(final_digest: &mut Digest, db: usize, keys_digest: &Digest) {
 pub fn hex(digest: &Digest) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::compact::CompactBytes;
+
+    fn set_of(members: &[&str]) -> Entry {
+        let mut set = super::super::value::SetValue::default();
+        for m in members {
+            set.insert(CompactBytes::new(m.as_bytes()));
+        }
+        Entry {
+            value: Value::Set(Box::new(set)),
+            expires_at: 0,
+        }
+    }
+
+    #[test]
+    fn sets_digest_alike_in_any_order_and_expiry_counts() {
+        let a = set_of(&["x", "y", "z"]);
+        let mut b = set_of(&["z", "x", "y"]);
+        assert_eq!(value_digest(&a), value_digest(&b));
+        b.expires_at = 1;
+        assert_ne!(value_digest(&a), value_digest(&b));
+        assert_ne!(value_digest(&a), value_digest(&set_of(&["x", "y"])));
+    }
+
+    #[test]
+    fn strings_of_either_encoding_agree() {
+        let int = Entry {
+            value: Value::Int(42),
+            expires_at: 0,
+        };
+        let text = Entry {
+            value: Value::Str(CompactBytes::new(b"42")),
+            expires_at: 0,
+        };
+        assert_eq!(value_digest(&int), value_digest(&text));
+    }
+}
