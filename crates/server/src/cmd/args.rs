@@ -26,3 +26,19 @@ pub fn is(arg: &[u8], word: &str) -> bool {
 pub fn text(arg: &[u8]) -> String {
     String::from_utf8_lossy(arg).into_owned()
 }
+
+/// The count of HRANDFIELD / SRANDMEMBER / ZRANDMEMBER with Redis's range checks: the
+/// most negative integer is refused, and with values (pairs) so is any count whose
+/// doubled length would overflow.
+pub fn random_count(arg: &[u8], paired: bool) -> Result<i64, CmdError> {
+    let n = int(arg)?;
+    if n == i64::MIN {
+        return Err(CmdError::Static(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        ));
+    }
+    if paired && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&n) {
+        return Err(CmdError::Static("ERR value is out of range"));
+    }
+    Ok(n)
+}

@@ -285,14 +285,14 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let count = match args.get(2) {
-        Some(a) => Some(int(a)?),
-        None => None,
-    };
     let with_values = match args.get(3) {
         Some(a) if args.len() == 4 && is(a, "withvalues") => true,
         None => false,
         _ => return Err(SYNTAX),
+    };
+    let count = match args.get(2) {
+        Some(a) => Some(super::args::random_count(a, with_values)?),
+        None => None,
     };
     let key = &args[1];
     let proto = ctx.proto();

@@ -590,24 +590,15 @@ fn zrangestore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let count = match args.get(2) {
-        Some(a) => {
-            let n = int(a)?;
-            if n == i64::MIN {
-                return Err(CmdError::Static("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
-            }
-            Some(n)
-        }
-        None => None,
-    };
     let with_scores = match args.get(3) {
         Some(a) if args.len() == 4 && is(a, "withscores") => true,
         None => false,
         _ => return Err(SYNTAX),
     };
-    if with_scores && count.is_some_and(|n| !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&n)) {
-        return Err(CmdError::Static("ERR value is out of range"));
-    }
+    let count = match args.get(2) {
+        Some(a) => Some(super::args::random_count(a, with_scores)?),
+        None => None,
+    };
     let key = &args[1];
     let proto = ctx.proto();
     let mut shard = ctx.lock(key);
