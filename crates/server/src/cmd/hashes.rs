@@ -285,15 +285,20 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let count = match args.get(2) {
+        Some(a) => Some(super::args::random_count(a)?),
+        None => None,
+    };
     let with_values = match args.get(3) {
         Some(a) if args.len() == 4 && is(a, "withvalues") => true,
         None => false,
         _ => return Err(SYNTAX),
     };
-    let count = match args.get(2) {
-        Some(a) => Some(super::args::random_count(a, with_values)?),
-        None => None,
-    };
+    if with_values {
+        if let Some(n) = count {
+            super::args::random_pairs_count(n)?;
+        }
+    }
     let key = &args[1];
     let proto = ctx.proto();
     let mut shard = ctx.lock(key);

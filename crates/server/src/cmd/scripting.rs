@@ -30,20 +30,24 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("function|flush", function_flush),
     ("function|stats", function_stats),
     ("function|kill", script_kill),
+    ("function|dump", function_dump),
+    ("function|restore", function_restore),
 ];
 
 fn engine_error(message: String) -> CmdError {
     CmdError::Owned(message)
 }
 
-/// Splits `numkeys key... arg...` (starting at `args[2]`).
-fn keys_and_args(args: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), CmdError> {
+/// Splits `numkeys key... arg...` (starting at `args[2]`); `not_a_number` is the
+/// command's error for a numkeys that does not parse (EVAL and FCALL word it apart).
+fn keys_and_args<'a>(
+    args: &'a [Bytes],
+    not_a_number: &'static str,
+) -> Result<(&'a [Bytes], &'a [Bytes]), CmdError> {
     let numkeys: i64 = std::str::from_utf8(&args[2])
         .ok()
         .and_then(|s| s.parse().ok())
-        .ok_or(CmdError::Static(
-            "ERR value is not an integer or out of range",
-        ))?;
+        .ok_or(CmdError::Static(not_a_number))?;
     if numkeys < 0 {
         return Err(CmdError::Static("ERR Number of keys can't be negative"));
     }
@@ -107,7 +111,7 @@ fn run_locked(
 }
 
 fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
-    let (keys, rest) = keys_and_args(args)?;
+    let (keys, rest) = keys_and_args(args, "ERR value is not an integer or out of range")?;
     let body = args[1].clone();
     run_locked(
         ctx,
@@ -152,7 +156,7 @@ fn evalsha_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn fcall_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ro: bool) -> CmdResult {
-    let (keys, rest) = keys_and_args(args)?;
+    let (keys, rest) = keys_and_args(args, "ERR Bad number of keys provided")?;
     let name = String::from_utf8_lossy(&args[1]).into_owned();
     run_locked(
         ctx,
@@ -236,17 +240,22 @@ fn script_kill(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn function_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let (replace, code) = match &args[2..] {
-        [code] => (false, code),
-        [flag, code] if is(flag, "replace") => (true, code),
-        [flag, _] => {
+    // Options come first, the code is the last argument.
+    let (code, options) = match args[2..].split_last() {
+        Some(split) => split,
+        None => return Err(super::reply::wrong_arity("function|load")),
+    };
+    let mut replace = false;
+    for option in options {
+        if is(option, "replace") {
+            replace = true;
+        } else {
             return Err(CmdError::Owned(format!(
                 "ERR Unknown option given: {}",
-                String::from_utf8_lossy(flag)
-            )))
+                String::from_utf8_lossy(option)
+            )));
         }
-        _ => return Err(super::reply::wrong_arity("function|load")),
-    };
+    }
     let mut guard = ctx.shared.scripting.engine().map_err(engine_error)?;
     let Some(engine) = guard.as_mut() else {
         return Err(CmdError::Static("ERR Lua engine unavailable"));
@@ -258,7 +267,7 @@ fn function_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn function_delete(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut guard = ctx.shared.scripting.engine().map_err(engine_error)?;
-    let name = String::from_utf8_lossy(&args[2]).into_owned();
+    let name = String::from_utf8_lossy(&args[2]).to_ascii_lowercase();
     let removed = guard
         .as_mut()
         .and_then(|engine| engine.libraries.remove(&name));
@@ -368,5 +377,58 @@ fn function_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     encode::write_integer(ctx.out, libraries as i64);
     encode::write_bulk(ctx.out, b"functions_count");
     encode::write_integer(ctx.out, functions as i64);
+    Ok(())
+}
+
+fn function_dump(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let guard = ctx.shared.scripting.engine().map_err(engine_error)?;
+    let payload = crate::persist::rdb::functions_payload(
+        guard
+            .as_ref()
+            .into_iter()
+            .flat_map(|e| e.libraries.values().map(|lib| &lib.code[..])),
+    );
+    encode::write_bulk(ctx.out, &payload);
+    Ok(())
+}
+
+/// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]: all the payload's libraries load,
+/// or none do.
+fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    #[derive(PartialEq)]
+    enum Policy {
+        Append,
+        Replace,
+        Flush,
+    }
+    let policy = match args.get(3) {
+        None => Policy::Append,
+        Some(p) if args.len() == 4 && is(p, "append") => Policy::Append,
+        Some(p) if args.len() == 4 && is(p, "replace") => Policy::Replace,
+        Some(p) if args.len() == 4 && is(p, "flush") => Policy::Flush,
+        Some(p) => {
+            return Err(CmdError::Owned(format!(
+                "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE. Given: {}",
+                String::from_utf8_lossy(p)
+            )))
+        }
+    };
+    let codes = crate::persist::rdb::restore_functions_payload(&args[2])
+        .map_err(|_| CmdError::Static("ERR payload version or checksum are wrong"))?;
+    let mut guard = ctx.shared.scripting.engine().map_err(engine_error)?;
+    let Some(engine) = guard.as_mut() else {
+        return Err(CmdError::Static("ERR Lua engine unavailable"));
+    };
+    let saved = std::mem::take(&mut engine.libraries);
+    if policy != Policy::Flush {
+        engine.libraries = saved.iter().map(|(k, l)| (k.clone(), l.clone())).collect();
+    }
+    for code in &codes {
+        if let Err(e) = engine.load_library(code, policy == Policy::Replace) {
+            engine.libraries = saved;
+            return Err(CmdError::Owned(e));
+        }
+    }
+    ok(ctx.out);
     Ok(())
 }

@@ -188,7 +188,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(SYNTAX);
     }
     let count = match args.get(2) {
-        Some(a) => Some(super::args::random_count(a, false)?),
+        Some(a) => Some(super::args::random_count(a)?),
         None => None,
     };
     let key = &args[1];

@@ -590,15 +590,20 @@ fn zrangestore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let count = match args.get(2) {
+        Some(a) => Some(super::args::random_count(a)?),
+        None => None,
+    };
     let with_scores = match args.get(3) {
         Some(a) if args.len() == 4 && is(a, "withscores") => true,
         None => false,
         _ => return Err(SYNTAX),
     };
-    let count = match args.get(2) {
-        Some(a) => Some(super::args::random_count(a, with_scores)?),
-        None => None,
-    };
+    if with_scores {
+        if let Some(n) = count {
+            super::args::random_pairs_count(n)?;
+        }
+    }
     let key = &args[1];
     let proto = ctx.proto();
     let mut shard = ctx.lock(key);

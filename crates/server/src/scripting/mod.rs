@@ -64,6 +64,7 @@ pub struct FunctionDef {
 }
 
 /// A library loaded by FUNCTION LOAD.
+#[derive(Clone)]
 pub struct Library {
     /// Its name.
     pub name: String,
@@ -80,7 +81,7 @@ pub struct Engine {
     globals: Table,
     env: Table,
     scripts: HashMap<String, Script>,
-    /// Loaded libraries, by name.
+    /// Loaded libraries, by lower-case name (Redis compares names case-insensitively).
     pub libraries: BTreeMap<String, Library>,
 }
 
@@ -261,15 +262,17 @@ impl Engine {
 
     /// The function `name` of any library, with its flags.
     pub fn function(&self, name: &str) -> Option<&FunctionDef> {
+        let key = name.to_ascii_lowercase();
         self.libraries
             .values()
-            .find_map(|lib| lib.functions.get(name))
+            .find_map(|lib| lib.functions.get(&key))
     }
 
     /// FUNCTION LOAD: evaluates the library's code, which registers its functions.
     pub fn load_library(&mut self, code: &[u8], replace: bool) -> Result<String, String> {
         let (name, body) = library_shebang(code)?;
-        if self.libraries.contains_key(&name) && !replace {
+        let key = name.to_ascii_lowercase();
+        if self.libraries.contains_key(&key) && !replace {
             return Err(format!("ERR Library '{name}' already exists"));
         }
         let env: Table = self
@@ -288,7 +291,7 @@ impl Engine {
             let register = scope.create_function(|_, args: Variadic<Value>| {
                 let def = register_args(&args).map_err(mlua::Error::runtime)?;
                 let mut list = registered.borrow_mut();
-                if list.iter().any(|f| f.name == def.name) {
+                if list.iter().any(|f| f.name.eq_ignore_ascii_case(&def.name)) {
                     return Err(mlua::Error::runtime(format!(
                         "Function {} already exists",
                         def.name
@@ -318,21 +321,24 @@ impl Engine {
             return Err("ERR No functions registered".into());
         }
         for f in &functions {
-            if let Some(owner) = self
+            let fkey = f.name.to_ascii_lowercase();
+            if self
                 .libraries
-                .values()
-                .find(|lib| lib.name != name && lib.functions.contains_key(&f.name))
+                .iter()
+                .any(|(lib, l)| *lib != key && l.functions.contains_key(&fkey))
             {
-                let _ = owner;
                 return Err(format!("ERR Function {} already exists", f.name));
             }
         }
         self.libraries.insert(
-            name.clone(),
+            key,
             Library {
                 name: name.clone(),
                 code: Bytes::copy_from_slice(code),
-                functions: functions.into_iter().map(|f| (f.name.clone(), f)).collect(),
+                functions: functions
+                    .into_iter()
+                    .map(|f| (f.name.to_ascii_lowercase(), f))
+                    .collect(),
             },
         );
         Ok(name)
