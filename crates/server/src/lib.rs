@@ -10,6 +10,7 @@
 //! - [`store`]: databases, shards, values, expiry.
 //! - [`persist`]: the RDB value codec (DUMP/RESTORE).
 //! - [`blocking`]: clients blocked on keys; [`pubsub`]: channel subscriptions.
+//! - [`notify`]: keyspace notifications; [`tracking`]: client-side caching.
 //! - [`acl`]: users, their passwords and permissions; [`pause`]: CLIENT PAUSE.
 //!
 //! Embedding (what `redline bench` does):
@@ -34,12 +35,14 @@ pub mod cmd;
 pub mod config;
 pub mod log;
 pub mod net;
+pub mod notify;
 pub mod pause;
 pub mod persist;
 pub mod pubsub;
 mod server;
 pub mod shared;
 pub mod store;
+pub mod tracking;
 
 pub use config::{Config, ConfigError};
 pub use server::{Server, ShutdownHandle};

@@ -16,6 +16,7 @@ use crate::net::registry::Clients;
 use crate::pause::Pause;
 use crate::pubsub::PubSub;
 use crate::store::Store;
+use crate::tracking::Tracking;
 
 /// Server-wide counters for INFO.
 #[derive(Debug, Default)]
@@ -49,6 +50,8 @@ pub struct Shared {
     pub pubsub: PubSub,
     /// CLIENT PAUSE.
     pub pause: Pause,
+    /// CLIENT TRACKING: who caches which keys.
+    pub tracking: Tracking,
     /// Counters.
     pub stats: Stats,
     /// Set to true to stop the server.
@@ -72,6 +75,12 @@ impl Shared {
             .map(|_| char::from(b"0123456789abcdef"[fastrand::usize(..16)]))
             .collect();
         let acl = Acl::new(&config.requirepass);
+        let tracking = Tracking::default();
+        tracking
+            .set_max_keys(usize::try_from(config.tracking_table_max_keys).unwrap_or(usize::MAX));
+        store
+            .events()
+            .set_notify_flags(config.notify_keyspace_events);
         Shared {
             store,
             acl,
@@ -82,6 +91,7 @@ impl Shared {
             blocking: Blocking::default(),
             pubsub: PubSub::default(),
             pause: Pause::default(),
+            tracking,
             stats: Stats::default(),
             shutdown: watch::channel(false).0,
             started: Instant::now(),
@@ -99,6 +109,11 @@ impl Shared {
     /// Replaces the configuration (CONFIG SET) and tells connections to refresh.
     pub fn update_config(&self, config: Config) {
         self.hz.store(config.hz, Ordering::Relaxed);
+        self.store
+            .events()
+            .set_notify_flags(config.notify_keyspace_events);
+        self.tracking
+            .set_max_keys(usize::try_from(config.tracking_table_max_keys).unwrap_or(usize::MAX));
         let mut current = self.config.write();
         if current.requirepass != config.requirepass {
             // As in Redis, setting `requirepass` replaces the default user's passwords.
