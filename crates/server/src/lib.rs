@@ -11,6 +11,7 @@
 //! - [`persist`]: the RDB value codec (DUMP/RESTORE).
 //! - [`blocking`]: clients blocked on keys; [`pubsub`]: channel subscriptions.
 //! - [`scripting`]: Lua scripts and functions (EVAL, FCALL), atomic over every shard.
+//! - [`notify`]: keyspace notifications; [`tracking`]: client-side caching.
 //! - [`acl`]: users, their passwords and permissions; [`pause`]: CLIENT PAUSE.
 //!
 //! Embedding (what `redline bench` does):
@@ -35,6 +36,7 @@ pub mod cmd;
 pub mod config;
 pub mod log;
 pub mod net;
+pub mod notify;
 pub mod pause;
 pub mod persist;
 pub mod pubsub;
@@ -42,6 +44,7 @@ pub mod scripting;
 mod server;
 pub mod shared;
 pub mod store;
+pub mod tracking;
 
 pub use config::{Config, ConfigError};
 pub use server::{Server, ShutdownHandle};

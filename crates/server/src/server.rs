@@ -46,6 +46,19 @@ impl ShutdownHandle {
     }
 }
 
+/// What the expiry thread does after each cycle besides expiring (Redis's cron): publish
+/// the key events the cycle queued, send BCAST invalidations, keep the tracking table
+/// under its limit.
+fn background_events(shared: &Shared) {
+    if shared.store.events().pending() {
+        crate::notify::publish_pending(shared, 0, &mut bytes::BytesMut::new());
+    }
+    if shared.tracking.active() {
+        shared.tracking.broadcast(shared);
+        shared.tracking.enforce_limit(shared);
+    }
+}
+
 impl Server {
     /// Binds every `bind` address on `port` (0 = a free port, the same one for all).
     pub async fn bind(config: Config) -> io::Result<Server> {
@@ -121,9 +134,10 @@ impl Server {
         let expiry_thread = {
             let store = shared.store.clone();
             let hz = shared.hz.clone();
+            let background = shared.clone();
             std::thread::Builder::new()
                 .name("redline-expiry".into())
-                .spawn(move || expiry::run(store, hz, stop_rx))?
+                .spawn(move || expiry::run(store, hz, stop_rx, || background_events(&background)))?
         };
         tracing::info!("Ready to accept connections tcp");
         let mut accepting = Vec::new();

@@ -16,6 +16,7 @@ use crate::net::registry::Clients;
 use crate::pause::Pause;
 use crate::pubsub::PubSub;
 use crate::store::Store;
+use crate::tracking::Tracking;
 
 /// Server-wide counters for INFO.
 #[derive(Debug, Default)]
@@ -51,6 +52,8 @@ pub struct Shared {
     pub pause: Pause,
     /// Lua scripts and function libraries.
     pub scripting: crate::scripting::Scripting,
+    /// CLIENT TRACKING: who caches which keys.
+    pub tracking: Tracking,
     /// Counters.
     pub stats: Stats,
     /// Set to true to stop the server.
@@ -74,6 +77,12 @@ impl Shared {
             .map(|_| char::from(b"0123456789abcdef"[fastrand::usize(..16)]))
             .collect();
         let acl = Acl::new(&config.requirepass);
+        let tracking = Tracking::default();
+        tracking
+            .set_max_keys(usize::try_from(config.tracking_table_max_keys).unwrap_or(usize::MAX));
+        store
+            .events()
+            .set_notify_flags(config.notify_keyspace_events);
         Shared {
             store,
             acl,
@@ -85,6 +94,7 @@ impl Shared {
             pubsub: PubSub::default(),
             pause: Pause::default(),
             scripting: crate::scripting::Scripting::default(),
+            tracking,
             stats: Stats::default(),
             shutdown: watch::channel(false).0,
             started: Instant::now(),
@@ -102,6 +112,11 @@ impl Shared {
     /// Replaces the configuration (CONFIG SET) and tells connections to refresh.
     pub fn update_config(&self, config: Config) {
         self.hz.store(config.hz, Ordering::Relaxed);
+        self.store
+            .events()
+            .set_notify_flags(config.notify_keyspace_events);
+        self.tracking
+            .set_max_keys(usize::try_from(config.tracking_table_max_keys).unwrap_or(usize::MAX));
         let mut current = self.config.write();
         if current.requirepass != config.requirepass {
             // As in Redis, setting `requirepass` replaces the default user's passwords.

@@ -29,6 +29,7 @@ pub mod server;
 pub mod sets;
 pub mod sort;
 pub mod strings;
+pub mod tracking;
 pub mod tx;
 pub mod zsetops;
 pub mod zsets;
@@ -68,6 +69,7 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(blocking::COMMANDS);
     all.extend_from_slice(pubsub::COMMANDS);
     all.extend_from_slice(scripting::COMMANDS);
+    all.extend_from_slice(tracking::COMMANDS);
     all
 }
 
@@ -174,10 +176,32 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     let result = handler(ctx, args);
-    if ctx.shared.blocking.any() && spec.is_write() {
-        note_written_keys(ctx, spec, args);
+    if spec.is_write() && (ctx.shared.blocking.any() || ctx.shared.tracking.active()) {
+        note_written_keys(ctx, spec, args, result.is_ok());
+    }
+    if ctx.client.tracking {
+        after_tracked_command(ctx, spec, args);
     }
     result
+}
+
+/// Client-side caching after a command of a tracking client: remember the keys a
+/// read-only command fetched (Redis's `trackingRememberKeys`), and let CLIENT CACHING
+/// lapse after the command (or transaction) it applied to.
+fn after_tracked_command(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {
+    if spec.is_readonly() && !spec.flags.contains(CommandFlags::PUBSUB) {
+        if let Ok(indexes) = command::keys(args) {
+            let keys = indexes
+                .into_iter()
+                .filter_map(|i| args.get(i).map(|k| &k[..]));
+            ctx.shared
+                .tracking
+                .remember(ctx.client.id, ctx.client.tracking_caching, keys);
+        }
+    }
+    if ctx.held.is_none() && ctx.client.multi.is_none() && !spec.name.starts_with("client") {
+        ctx.client.tracking_caching = false;
+    }
 }
 
 /// Whether CLIENT PAUSE holds this command back: every command in `ALL` mode; in `WRITE`
@@ -204,19 +228,36 @@ fn paused(ctx: &Ctx<'_>, spec: &CommandSpec) -> bool {
 /// Records the keys a write command touched, for clients blocked on them (Redis's
 /// `signalKeyAsReady`); commands that move keys across databases make every waiter
 /// look again.
-fn note_written_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {
-    if matches!(
-        spec.name,
-        "swapdb" | "move" | "copy" | "flushall" | "flushdb"
-    ) {
-        ctx.client.ready_all = true;
+///
+/// The same keys are the ones tracking clients must drop (Redis's `signalModifiedKey`):
+/// a command that failed, or that blocked, changed nothing.
+fn note_written_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ok: bool) {
+    let tracking = ctx.shared.tracking.active() && ok && ctx.client.blocked.is_none();
+    let blocking = ctx.shared.blocking.any();
+    if matches!(spec.name, "flushall" | "flushdb") {
+        if tracking {
+            ctx.shared.tracking.invalidate_all(ctx.shared);
+        }
+        ctx.client.ready_all |= blocking;
+        return;
+    }
+    let moves_dbs = matches!(spec.name, "swapdb" | "move" | "copy");
+    ctx.client.ready_all |= blocking && moves_dbs;
+    if !tracking && (!blocking || moves_dbs) {
         return;
     }
     if let Ok(indexes) = command::keys(args) {
         let db = ctx.client.db;
         for i in indexes {
             if let Some(key) = args.get(i) {
-                ctx.client.ready.push((db, key.clone()));
+                if tracking {
+                    ctx.shared
+                        .tracking
+                        .invalidate_key(ctx.shared, key, Some(ctx.client.id));
+                }
+                if blocking && !moves_dbs {
+                    ctx.client.ready.push((db, key.clone()));
+                }
             }
         }
     }

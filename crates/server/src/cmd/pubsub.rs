@@ -95,6 +95,7 @@ fn subscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult
         let n = count(ctx.client, kind);
         confirm(ctx, words(kind).0, Some(name), n);
     }
+    ctx.client.mailbox.set_subscribed(ctx.client.in_pubsub());
     Ok(())
 }
 
@@ -117,6 +118,7 @@ fn unsubscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResu
         let n = count(ctx.client, kind);
         confirm(ctx, word, Some(&name), n);
     }
+    ctx.client.mailbox.set_subscribed(ctx.client.in_pubsub());
     Ok(())
 }
 
@@ -127,6 +129,7 @@ pub fn unsubscribe_all(shared: &Shared, client: &mut ClientState) {
             shared.pubsub.unsubscribe(kind, &name, client.id);
         }
     }
+    client.mailbox.set_subscribed(false);
 }
 
 fn subscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

@@ -135,6 +135,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     ctx.client.multi_failed = false;
     super::tx::unwatch_all(ctx.shared, ctx.client);
     super::pubsub::unsubscribe_all(ctx.shared, ctx.client);
+    super::tracking::disable(ctx);
     ctx.client.mailbox.set_protocol(Protocol::Resp2);
     ctx.out.put_slice(b"+RESET\r\n");
     Ok(())
@@ -347,10 +348,11 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if want("clients") {
         let _ = write!(
             text,
-            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n\r\n",
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\n\r\n",
             shared.clients.len(),
             shared.config.read().maxclients,
-            shared.blocking.count()
+            shared.blocking.count(),
+            shared.tracking.stats().clients,
         );
     }
     if want("memory") {
@@ -365,9 +367,10 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let dbs = shared.store.db_count();
         let expired: u64 = (0..dbs).map(|d| sum_shards(ctx, d, |s| s.expired)).sum();
         let sampled: u64 = (0..dbs).map(|d| sum_shards(ctx, d, |s| s.sampled)).sum();
+        let tracking = shared.tracking.stats();
         let _ = write!(
             text,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpire_sampled_keys:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpire_sampled_keys:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\n\r\n",
             shared.stats.connections_received.load(Ordering::Relaxed),
             shared.stats.commands_processed.load(Ordering::Relaxed)
                 + ctx.client.commands_since_flush,
@@ -376,6 +379,9 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             sampled,
             shared.pubsub.active(crate::pubsub::Kind::Channel, None).len(),
             shared.pubsub.pattern_count(),
+            tracking.keys,
+            tracking.items,
+            tracking.prefixes,
         );
     }
     if want("keyspace") {

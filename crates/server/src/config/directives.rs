@@ -25,6 +25,18 @@ pub const DIRECTIVES: &[&str] = &[
     "appendonly",
     "daemonize",
     "hll-sparse-max-bytes",
+    "notify-keyspace-events",
+    "tracking-table-max-keys",
+    "enable-debug-command",
+    "enable-protected-configs",
+    "enable-module-command",
+];
+
+/// The `enable-*` directives, in `Config::enable_flags` order.
+const ENABLE_DIRECTIVES: [&str; 3] = [
+    "enable-debug-command",
+    "enable-protected-configs",
+    "enable-module-command",
 ];
 
 /// Why a directive could not be set.
@@ -185,7 +197,7 @@ impl Config {
         let immutable = matches!(
             name.as_str(),
             "port" | "bind" | "databases" | "logfile" | "io-threads" | "shards" | "daemonize"
-        );
+        ) || ENABLE_DIRECTIVES.contains(&name.as_str());
         if !DIRECTIVES.contains(&name.as_str()) {
             let param = super::params::find(&name).ok_or(SetError::Unknown)?;
             if param.immutable && !startup {
@@ -269,6 +281,25 @@ impl Config {
             "hll-sparse-max-bytes" => {
                 self.hll_sparse_max_bytes = unsigned_memory(one(values)?)?;
             }
+            "notify-keyspace-events" => {
+                self.notify_keyspace_events =
+                    crate::notify::parse_flags(one(values)?.as_bytes())
+                        .ok_or_else(|| invalid(crate::notify::INVALID_CLASS))?;
+            }
+            "tracking-table-max-keys" => {
+                self.tracking_table_max_keys = int(values, 0, i64::MAX)? as u64
+            }
+            "enable-debug-command" | "enable-protected-configs" | "enable-module-command" => {
+                let value = one(values)?.to_ascii_lowercase();
+                if !matches!(value.as_str(), "yes" | "no" | "local") {
+                    return Err(invalid(
+                        "argument(s) must be one of the following: no, yes, local",
+                    ));
+                }
+                if let Some(i) = ENABLE_DIRECTIVES.iter().position(|d| *d == name) {
+                    self.enable_flags[i] = value;
+                }
+            }
             "daemonize" => {
                 if yes_no(values)? {
                     return Err(invalid("daemonize yes is not supported"));
@@ -309,6 +340,11 @@ impl Config {
             "appendonly" => yes_no_text(self.appendonly),
             "daemonize" => "no".to_string(),
             "hll-sparse-max-bytes" => self.hll_sparse_max_bytes.to_string(),
+            "notify-keyspace-events" => crate::notify::flags_to_string(self.notify_keyspace_events),
+            "tracking-table-max-keys" => self.tracking_table_max_keys.to_string(),
+            "enable-debug-command" => self.enable_flags[0].clone(),
+            "enable-protected-configs" => self.enable_flags[1].clone(),
+            "enable-module-command" => self.enable_flags[2].clone(),
             // Redis shows the working directory it chdir()ed to.
             "dir" if self.param("dir").is_empty() => std::env::current_dir()
                 .map(|d| d.display().to_string())

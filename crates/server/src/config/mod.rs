@@ -101,6 +101,13 @@ pub struct Config {
     pub appendonly: bool,
     /// Largest sparse HyperLogLog, header included, before it turns dense.
     pub hll_sparse_max_bytes: u64,
+    /// `notify-keyspace-events`, as flag bits (see `crate::notify`).
+    pub notify_keyspace_events: u32,
+    /// `tracking-table-max-keys` (0: no limit).
+    pub tracking_table_max_keys: u64,
+    /// `enable-debug-command`, `enable-protected-configs`, `enable-module-command`:
+    /// accepted and shown (`yes`, `no` or `local`).
+    pub enable_flags: [String; 3],
     /// The table parameters ([`params::PARAMS`]) set away from their defaults, by name,
     /// as canonical text.
     pub params: std::collections::BTreeMap<&'static str, String>,
@@ -144,6 +151,9 @@ impl Default for Config {
             save: String::new(),
             appendonly: false,
             hll_sparse_max_bytes: crate::store::hll::DEFAULT_SPARSE_MAX_BYTES as u64,
+            notify_keyspace_events: 0,
+            tracking_table_max_keys: 1_000_000,
+            enable_flags: ["no".into(), "no".into(), "no".into()],
             params: std::collections::BTreeMap::new(),
         }
     }

@@ -176,21 +176,6 @@ pub static PARAMS: &[Param] = &[
     p("dir", T, ""),
     fixed("disable-thp", B, "yes"),
     p("dynamic-hz", B, "yes"),
-    fixed(
-        "enable-debug-command",
-        Kind::Enum(&["no", "yes", "local"]),
-        "no",
-    ),
-    fixed(
-        "enable-module-command",
-        Kind::Enum(&["no", "yes", "local"]),
-        "no",
-    ),
-    fixed(
-        "enable-protected-configs",
-        Kind::Enum(&["no", "yes", "local"]),
-        "no",
-    ),
     a(
         "hash-max-listpack-entries",
         "hash-max-ziplist-entries",
@@ -233,7 +218,6 @@ pub static PARAMS: &[Param] = &[
     a("min-replicas-max-lag", "min-slaves-max-lag", POS, "10"),
     a("min-replicas-to-write", "min-slaves-to-write", POS, "0"),
     p("no-appendfsync-on-rewrite", B, "no"),
-    p("notify-keyspace-events", T, ""),
     p(
         "oom-score-adj",
         Kind::Enum(&["no", "yes", "relative", "absolute"]),
@@ -349,7 +333,6 @@ pub static PARAMS: &[Param] = &[
     p("tls-session-cache-size", POS, "20480"),
     p("tls-session-cache-timeout", POS, "300"),
     p("tls-session-caching", B, "yes"),
-    p("tracking-table-max-keys", Kind::Int(0, LONG_MAX), "1000000"),
     fixed("unixsocket", T, ""),
     fixed("unixsocketperm", POS, "0"),
     a(
@@ -454,6 +437,13 @@ mod tests {
             canonical(p, &[b"0".to_vec()]).unwrap_err(),
             "argument must be between 1 and 64 inclusive"
         );
+    }
+
+    #[test]
+    fn no_parameter_is_also_a_hand_parsed_directive() {
+        for p in PARAMS {
+            assert!(!super::super::DIRECTIVES.contains(&p.name), "{}", p.name);
+        }
     }
 
     #[test]

@@ -69,6 +69,10 @@ pub struct ClientState {
     pub postponed: Option<Vec<Bytes>>,
     /// Raised by CLIENT KILL and the like (shared with the client table): run nothing more.
     pub killed: Arc<AtomicBool>,
+    /// CLIENT TRACKING is on (the details live in `crate::tracking`).
+    pub tracking: bool,
+    /// CLIENT CACHING YES/NO applies to the next command (or transaction).
+    pub tracking_caching: bool,
 }
 
 /// CLIENT REPLY: whether replies are sent.
@@ -137,6 +141,8 @@ impl ClientState {
             postpone: false,
             postponed: None,
             killed: Arc::default(),
+            tracking: false,
+            tracking_caching: false,
         }
     }
 

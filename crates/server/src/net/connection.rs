@@ -87,6 +87,7 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr, id:
     if let Some(killed) = shared.clients.killed_flag(id) {
         client.killed = killed;
     }
+    shared.clients.set_mailbox(id, client.mailbox.clone());
     let mut connection = Connection {
         shared: &shared,
         stream,
@@ -163,6 +164,7 @@ pub fn run_commands(
                     let all = std::mem::take(&mut client.ready_all);
                     cmd::blocking::serve_ready(shared, &mut client.ready, all);
                 }
+                after_command(shared, client, output);
                 if client.blocked.is_some() {
                     return Progress::Blocked;
                 }
@@ -185,6 +187,20 @@ pub fn run_commands(
         }
     }
     Progress::Drained
+}
+
+/// What follows every command when keyspace notifications or tracking are in use: the
+/// queued key events are published, BCAST invalidations sent, the tracking table kept
+/// under its limit. Two relaxed loads otherwise.
+#[inline]
+fn after_command(shared: &Shared, client: &ClientState, output: &mut BytesMut) {
+    if shared.store.events().pending() {
+        crate::notify::publish_pending(shared, client.id, output);
+    }
+    if shared.tracking.active() {
+        shared.tracking.broadcast(shared);
+        shared.tracking.enforce_limit(shared);
+    }
 }
 
 /// CLIENT REPLY OFF/SKIP: drops the reply the last command wrote (from `mark` on).
@@ -210,6 +226,9 @@ impl Drop for Connection<'_> {
             cmd::blocking::cancel(self.shared, &blocked.waiter);
         }
         cmd::pubsub::unsubscribe_all(self.shared, &mut self.client);
+        if self.client.tracking {
+            self.shared.tracking.disable(self.shared, self.client.id);
+        }
     }
 }
 
@@ -253,7 +272,9 @@ impl Connection<'_> {
             self.flush_counters();
             self.refresh_limits();
             self.reserve_input();
-            if self.client.in_pubsub() {
+            // Subscribers and RESP3 clients (pushes: invalidations, messages) read and
+            // wait for their mailbox at once.
+            if self.client.in_pubsub() || self.client.protocol == redline_resp::Protocol::Resp3 {
                 if !self.read_or_message().await? {
                     return Ok(());
                 }
@@ -280,11 +301,23 @@ impl Connection<'_> {
         }
     }
 
-    /// A subscriber waits for input and for messages at once (no idle timeout, as in
-    /// Redis). Returns false when the peer closed.
+    /// A subscriber (or RESP3 client) waits for input and for messages at once (no idle
+    /// timeout for subscribers, as in Redis). Returns false when the peer closed or
+    /// stayed idle past `timeout`.
     async fn read_or_message(&mut self) -> io::Result<bool> {
         let mailbox = self.client.mailbox.clone();
+        let idle = if self.client.in_pubsub() {
+            None
+        } else {
+            self.limits.timeout
+        };
         loop {
+            let expiry = async {
+                match idle {
+                    Some(idle) => tokio::time::sleep(idle).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 biased;
                 _ = mailbox.wait() => {
@@ -292,6 +325,7 @@ impl Connection<'_> {
                     self.flush().await?;
                 }
                 read = self.stream.read_buf(&mut self.input) => return Ok(read? > 0),
+                _ = expiry => return Ok(false),
             }
         }
     }

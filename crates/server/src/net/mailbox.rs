@@ -23,6 +23,8 @@ pub struct Mailbox {
     state: Mutex<State>,
     notify: Notify,
     resp3: AtomicBool,
+    /// The owner has a pub/sub subscription (it may then get RESP2 invalidations).
+    subscribed: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -96,6 +98,16 @@ impl Mailbox {
         } else {
             Protocol::Resp2
         }
+    }
+
+    /// Whether the owner is subscribed to something.
+    pub fn subscribed(&self) -> bool {
+        self.subscribed.load(Ordering::Relaxed)
+    }
+
+    /// Records whether the owner is subscribed to something.
+    pub fn set_subscribed(&self, on: bool) {
+        self.subscribed.store(on, Ordering::Relaxed);
     }
 
     /// Records the owner's protocol (after HELLO / RESET).

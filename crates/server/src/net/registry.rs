@@ -10,6 +10,7 @@ use std::time::Instant;
 use parking_lot::Mutex;
 use tokio::task::AbortHandle;
 
+use super::mailbox::Mailbox;
 use crate::acl::UserCell;
 
 /// One registered connection.
@@ -29,6 +30,8 @@ pub struct ClientEntry {
     /// Raised on kill: the connection runs no further command even if the task is
     /// mid-poll when the abort comes (it only takes effect at its next await).
     killed: Arc<AtomicBool>,
+    /// Where other connections reach this one (tracking redirection).
+    mailbox: Option<Arc<Mailbox>>,
 }
 
 impl ClientEntry {
@@ -85,9 +88,27 @@ impl Clients {
                 user: None,
                 abort: None,
                 killed: Arc::default(),
+                mailbox: None,
             },
         );
         id
+    }
+
+    /// Records the mailbox of client `id`, so others can reach it by id.
+    pub fn set_mailbox(&self, id: u64, mailbox: Arc<Mailbox>) {
+        if let Some(entry) = self.map.lock().get_mut(&id) {
+            entry.mailbox = Some(mailbox);
+        }
+    }
+
+    /// The mailbox of client `id`, if it is connected.
+    pub fn mailbox(&self, id: u64) -> Option<Arc<Mailbox>> {
+        self.map.lock().get(&id).and_then(|e| e.mailbox.clone())
+    }
+
+    /// Whether client `id` is connected.
+    pub fn contains(&self, id: u64) -> bool {
+        self.map.lock().contains_key(&id)
     }
 
     /// The flag a kill raises for client `id`, shared with its connection.

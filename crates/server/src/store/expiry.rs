@@ -55,8 +55,14 @@ pub fn run_cycle(store: &Store, cursor: &mut Cursor, budget: Duration) -> usize 
 }
 
 /// The background loop: a cycle every `1000 / hz` ms until `stop` fires or is dropped.
-/// `hz` is read each time, so `CONFIG SET hz` applies at once.
-pub fn run(store: Arc<Store>, hz: Arc<AtomicU32>, stop: Receiver<()>) {
+/// `hz` is read each time, so `CONFIG SET hz` applies at once. `after_cycle` runs after
+/// each period (the server publishes the events the cycle queued there).
+pub fn run(
+    store: Arc<Store>,
+    hz: Arc<AtomicU32>,
+    stop: Receiver<()>,
+    mut after_cycle: impl FnMut(),
+) {
     let mut cursor = Cursor::default();
     loop {
         let hz = hz.load(Ordering::Relaxed).clamp(1, 500);
@@ -68,6 +74,7 @@ pub fn run(store: Arc<Store>, hz: Arc<AtomicU32>, stop: Receiver<()>) {
         if store.active_expire() {
             run_cycle(&store, &mut cursor, period / 4);
         }
+        after_cycle();
     }
 }
 

@@ -11,6 +11,7 @@
 
 mod compact;
 pub mod digest;
+pub mod events;
 pub mod expiry;
 mod held;
 pub mod hll;
@@ -20,10 +21,13 @@ mod zset;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use std::sync::Arc;
+
 use parking_lot::{Mutex, MutexGuard};
 use redline_resp::slot::key_slot;
 
 pub use compact::{CompactBytes, INLINE_CAPACITY};
+pub use events::{KeyEvent, KeyEvents};
 pub use held::{Held, HeldShards, ShardMap};
 pub use shard::{SampleResult, Shard};
 pub use value::{canonical_int, Entry, HashValue, Hasher, ListValue, SetValue, Value};
@@ -70,10 +74,12 @@ impl Locked<'_> {
 }
 
 impl Db {
-    fn new(shards: usize) -> Db {
+    fn new(shards: usize, index: usize, events: &Arc<KeyEvents>) -> Db {
         let shards = shards.max(1).next_power_of_two();
         Db {
-            shards: (0..shards).map(|_| ShardSlot::default()).collect(),
+            shards: (0..shards)
+                .map(|_| ShardSlot(Mutex::new(Shard::new(index, events.clone()))))
+                .collect(),
             mask: shards - 1,
         }
     }
@@ -158,15 +164,27 @@ pub struct Store {
     /// Whether the active expiry cycle runs (`DEBUG SET-ACTIVE-EXPIRE`); lazy expiry on
     /// access always does.
     active_expire: std::sync::atomic::AtomicBool,
+    /// Key events for notifications and tracking.
+    events: Arc<KeyEvents>,
 }
 
 impl Store {
     /// `databases` databases of `shards` shards each (rounded up to a power of two).
     pub fn new(databases: usize, shards: usize) -> Store {
+        let events = Arc::new(KeyEvents::default());
         Store {
-            dbs: (0..databases.max(1)).map(|_| Db::new(shards)).collect(),
+            dbs: (0..databases.max(1))
+                .map(|index| Db::new(shards, index, &events))
+                .collect(),
             active_expire: std::sync::atomic::AtomicBool::new(true),
+            events,
         }
+    }
+
+    /// Key events (expirations, creations, command events) waiting to be published.
+    #[inline]
+    pub fn events(&self) -> &KeyEvents {
+        &self.events
     }
 
     /// Turns the active expiry cycle on or off (`DEBUG SET-ACTIVE-EXPIRE 0|1`).

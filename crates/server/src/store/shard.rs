@@ -6,10 +6,12 @@
 //! removal and TTL change keeps `ttl_keys` equal to the keys whose `expires_at != 0`.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use indexmap::{IndexMap, IndexSet};
 
 use super::compact::CompactBytes;
+use super::events::KeyEvents;
 use super::now_ms;
 use super::value::{Entry, Hasher, Value};
 
@@ -27,6 +29,12 @@ pub struct Shard {
     /// Keys some client WATCHes, with a version bumped on every change: empty (one
     /// branch per write) unless a transaction watches a key of this shard.
     watched: HashMap<CompactBytes, WatchState, Hasher>,
+    /// Where expirations and creations are reported (notifications, tracking); `None`
+    /// for a shard outside a store (tests).
+    events: Option<Arc<KeyEvents>>,
+    /// The database this shard belongs to (its events name it). SWAPDB exchanges the
+    /// contents of shards, never this.
+    db: usize,
 }
 
 /// Change counter of a watched key.
@@ -46,6 +54,31 @@ pub struct SampleResult {
 }
 
 impl Shard {
+    /// An empty shard of database `db` reporting to `events`.
+    pub fn new(db: usize, events: Arc<KeyEvents>) -> Shard {
+        Shard {
+            events: Some(events),
+            db,
+            ..Shard::default()
+        }
+    }
+
+    /// Reports that `key` expired and was removed.
+    #[inline]
+    fn report_expired(&self, key: &[u8]) {
+        if let Some(events) = &self.events {
+            events.expired(self.db, key);
+        }
+    }
+
+    /// Reports that `key` was created.
+    #[inline]
+    fn report_created(&self, key: &[u8]) {
+        if let Some(events) = &self.events {
+            events.created(self.db, key);
+        }
+    }
+
     /// Number of keys, including expired ones not reclaimed yet (as Redis's DBSIZE).
     pub fn len(&self) -> usize {
         self.map.len()
@@ -67,7 +100,9 @@ impl Shard {
         let index = self.map.get_index_of(key)?;
         let expires_at = self.map.get_index(index).map_or(0, |(_, e)| e.expires_at);
         if expires_at != 0 && expires_at <= now_ms() {
-            self.remove_index(index);
+            if let Some((key, _)) = self.remove_index_with_key(index) {
+                self.report_expired(&key);
+            }
             self.expired += 1;
             return None;
         }
@@ -103,6 +138,7 @@ impl Shard {
                 self.map
                     .insert(CompactBytes::new(key), Entry { value, expires_at });
                 self.track_ttl(key, false, expires_at != 0);
+                self.report_created(key);
             }
         }
     }
@@ -113,6 +149,7 @@ impl Shard {
             Some(index) => index,
             None => {
                 self.touch(key);
+                self.report_created(key);
                 let (index, _) = self.map.insert_full(
                     CompactBytes::new(key),
                     Entry {
@@ -159,12 +196,16 @@ impl Shard {
     }
 
     fn remove_index(&mut self, index: usize) -> Option<Entry> {
+        self.remove_index_with_key(index).map(|(_, entry)| entry)
+    }
+
+    fn remove_index_with_key(&mut self, index: usize) -> Option<(CompactBytes, Entry)> {
         let (key, entry) = self.map.swap_remove_index(index)?;
         self.touch(&key);
         if entry.expires_at != 0 {
             self.ttl_keys.swap_remove(key.as_bytes());
         }
-        Some(entry)
+        Some((key, entry))
     }
 
     /// Removes every key.
@@ -234,7 +275,9 @@ impl Shard {
             let index = fastrand::usize(..self.map.len());
             let (key, entry) = self.map.get_index(index)?;
             if entry.expires_at != 0 && entry.expires_at <= now_ms() {
-                self.remove_index(index);
+                if let Some((key, _)) = self.remove_index_with_key(index) {
+                    self.report_expired(&key);
+                }
                 self.expired += 1;
                 continue;
             }
@@ -300,7 +343,9 @@ impl Shard {
             };
             let expires_at = self.map.get_index(index).map_or(0, |(_, e)| e.expires_at);
             if expires_at != 0 && expires_at <= now {
-                self.remove_index(index);
+                if let Some((key, _)) = self.remove_index_with_key(index) {
+                    self.report_expired(&key);
+                }
                 result.expired += 1;
             }
         }

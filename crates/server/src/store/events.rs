@@ -1,0 +1,161 @@
+//! What happened to keys while a command (or the active expiry cycle) ran, for the two
+//! consumers that live above the store: keyspace notifications (`crate::notify`) and
+//! client-side caching (`crate::tracking`).
+//!
+//! Shards report the events only they see (a key expired lazily or actively, a key
+//! created), commands report theirs through `crate::notify::keyspace_event`; all land in
+//! one queue in the order they happened (each is pushed under the lock of the shard it
+//! concerns), and whoever finishes a command or an expiry cycle publishes the queue.
+//! With notifications off and nobody tracking, recording costs one relaxed load.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+/// One event on one key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyEvent {
+    /// Database of the key.
+    pub db: usize,
+    /// The key.
+    pub key: Bytes,
+    /// Notification class bit (`crate::notify::NotifyClass`), 0 when none applies.
+    pub class: u32,
+    /// Event name (`expired`, `set`, ...).
+    pub event: &'static str,
+    /// The key's value changed or went away: tracking clients must drop it.
+    pub modified: bool,
+}
+
+/// Notification class bit of `expired` events (Redis's `NOTIFY_EXPIRED`).
+pub const CLASS_EXPIRED: u32 = 1 << 8;
+/// Notification class bit of `evicted` events (Redis's `NOTIFY_EVICTED`).
+pub const CLASS_EVICTED: u32 = 1 << 9;
+/// Notification class bit of `new` events (Redis's `NOTIFY_NEW`).
+pub const CLASS_NEW: u32 = 1 << 14;
+
+/// The event queue and the switches that decide what is recorded.
+#[derive(Debug, Default)]
+pub struct KeyEvents {
+    /// `notify-keyspace-events`, as Redis's flag bits.
+    notify: AtomicU32,
+    /// Some client tracks keys: expirations and evictions must be reported.
+    tracking: AtomicBool,
+    queue: Mutex<Vec<KeyEvent>>,
+    /// The queue holds something (checked without the lock after every command).
+    pending: AtomicBool,
+    /// Serialises publishers so batches go out in the order they were queued.
+    publishing: Mutex<()>,
+}
+
+impl KeyEvents {
+    /// The `notify-keyspace-events` flags.
+    #[inline]
+    pub fn notify_flags(&self) -> u32 {
+        self.notify.load(Ordering::Relaxed)
+    }
+
+    /// Sets the `notify-keyspace-events` flags.
+    pub fn set_notify_flags(&self, flags: u32) {
+        self.notify.store(flags, Ordering::Relaxed);
+    }
+
+    /// Whether some client tracks keys.
+    #[inline]
+    pub fn tracking(&self) -> bool {
+        self.tracking.load(Ordering::Relaxed)
+    }
+
+    /// Records whether some client tracks keys.
+    pub fn set_tracking(&self, on: bool) {
+        self.tracking.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether an event of `class` would be published (the class is enabled and so is
+    /// at least one of the keyspace / keyevent channels).
+    #[inline]
+    pub fn wants(&self, class: u32) -> bool {
+        let flags = self.notify_flags();
+        flags & class != 0 && flags & 0b11 != 0
+    }
+
+    /// Queues `event`.
+    pub fn push(&self, event: KeyEvent) {
+        self.queue.lock().push(event);
+        self.pending.store(true, Ordering::Release);
+    }
+
+    /// A key was removed because it expired (lazily or by the active cycle).
+    #[inline]
+    pub fn expired(&self, db: usize, key: &[u8]) {
+        let notify = self.wants(CLASS_EXPIRED);
+        let tracking = self.tracking();
+        if notify || tracking {
+            self.push(KeyEvent {
+                db,
+                key: Bytes::copy_from_slice(key),
+                class: if notify { CLASS_EXPIRED } else { 0 },
+                event: "expired",
+                modified: tracking,
+            });
+        }
+    }
+
+    /// A key was created.
+    #[inline]
+    pub fn created(&self, db: usize, key: &[u8]) {
+        if self.wants(CLASS_NEW) {
+            self.push(KeyEvent {
+                db,
+                key: Bytes::copy_from_slice(key),
+                class: CLASS_NEW,
+                event: "new",
+                modified: false,
+            });
+        }
+    }
+
+    /// Whether events wait to be published.
+    #[inline]
+    pub fn pending(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    /// Takes every queued event and hands them, in order, to `publish`; concurrent
+    /// callers publish one after the other, never interleaved.
+    pub fn drain(&self, publish: impl FnOnce(Vec<KeyEvent>)) {
+        let _turn = self.publishing.lock();
+        let events = {
+            let mut queue = self.queue.lock();
+            self.pending.store(false, Ordering::Release);
+            std::mem::take(&mut *queue)
+        };
+        if !events.is_empty() {
+            publish(events);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_is_recorded_when_off() {
+        let events = KeyEvents::default();
+        events.expired(0, b"k");
+        events.created(0, b"k");
+        assert!(!events.pending());
+        events.set_notify_flags(CLASS_EXPIRED | 0b10);
+        events.expired(3, b"k");
+        events.created(3, b"k");
+        assert!(events.pending());
+        let mut seen = Vec::new();
+        events.drain(|batch| seen = batch);
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].event, "expired");
+        assert_eq!(seen[0].db, 3);
+        assert!(!events.pending());
+    }
+}
