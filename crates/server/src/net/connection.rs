@@ -254,6 +254,10 @@ impl Connection<'_> {
                     }
                 }
             }
+            if self.client.reply != ReplyMode::On {
+                // Pub/sub confirmations sent past CLIENT REPLY OFF wait in the mailbox.
+                self.client.mailbox.drain_into(&mut self.output);
+            }
             self.flush().await?;
             if self.client.close_after_reply {
                 return Ok(());
