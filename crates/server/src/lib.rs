@@ -10,6 +10,7 @@
 //! - [`store`]: databases, shards, values, expiry.
 //! - [`persist`]: the RDB value codec (DUMP/RESTORE).
 //! - [`blocking`]: clients blocked on keys; [`pubsub`]: channel subscriptions.
+//! - [`scripting`]: Lua scripts and functions (EVAL, FCALL), atomic over every shard.
 //! - [`notify`]: keyspace notifications; [`tracking`]: client-side caching.
 //! - [`acl`]: users, their passwords and permissions; [`pause`]: CLIENT PAUSE.
 //!
@@ -39,6 +40,7 @@ pub mod notify;
 pub mod pause;
 pub mod persist;
 pub mod pubsub;
+pub mod scripting;
 mod server;
 pub mod shared;
 pub mod store;

@@ -31,6 +31,14 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // Like redis-server: `dir` is the working directory, where dump files and logs go.
+    let dir = config.param("dir");
+    if !dir.is_empty() {
+        if let Err(e) = std::env::set_current_dir(dir) {
+            eprintln!("Can't chdir to '{dir}': {e}");
+            return ExitCode::from(1);
+        }
+    }
     if let Err(e) = log::init(&config) {
         eprintln!("Can't open the log file: {e}");
         return ExitCode::from(1);

@@ -50,6 +50,8 @@ pub struct Shared {
     pub pubsub: PubSub,
     /// CLIENT PAUSE.
     pub pause: Pause,
+    /// Lua scripts and function libraries.
+    pub scripting: crate::scripting::Scripting,
     /// CLIENT TRACKING: who caches which keys.
     pub tracking: Tracking,
     /// Counters.
@@ -91,6 +93,7 @@ impl Shared {
             blocking: Blocking::default(),
             pubsub: PubSub::default(),
             pause: Pause::default(),
+            scripting: crate::scripting::Scripting::default(),
             tracking,
             stats: Stats::default(),
             shutdown: watch::channel(false).0,

@@ -156,3 +156,32 @@ fn idle_clients_are_closed_after_timeout() {
     assert!(idle.is_closed());
     assert_eq!(ping(redline.addr), "Simple(b\"PONG\")");
 }
+
+/// Random-member counts that would mean 2^63 replies (or overflow when doubled for
+/// pairs) are refused at once with Redis's errors, never attempted.
+#[test]
+fn huge_random_counts_are_refused_like_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let ours = Redline::start();
+    let run = |addr| {
+        let mut c = Conn::connect(addr);
+        c.cmd(&["FLUSHALL"]);
+        c.cmd(&["HSET", "h", "a", "1"]);
+        c.cmd(&["SADD", "s", "a"]);
+        c.cmd(&["ZADD", "z", "1", "a"]);
+        [
+            &["HRANDFIELD", "h", "-9223372036854770000", "WITHVALUES"][..],
+            &["HRANDFIELD", "h", "-9223372036854775808", "WITHVALUES"],
+            &["HRANDFIELD", "h", "-9223372036854775808"],
+            &["SRANDMEMBER", "s", "-9223372036854775808"],
+            &["ZRANDMEMBER", "z", "-9223372036854775808", "WITHSCORES"],
+            &["ZRANDMEMBER", "z", "-9223372036854770000", "WITHSCORES"],
+            &["ZRANDMEMBER", "z", "9223372036854770000", "WITHSCORES"],
+            &["HRANDFIELD", "h", "9223372036854770000", "WITHVALUES"],
+        ]
+        .iter()
+        .map(|args| show(&c.cmd(args)))
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(run(redis.addr()), run(ours.addr));
+}

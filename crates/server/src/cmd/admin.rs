@@ -433,6 +433,45 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         encode::write_simple(ctx.out, line.as_bytes());
         return Ok(());
     }
+    if is(sub, "reload") {
+        return debug_reload(ctx);
+    }
+    if is(sub, "protocol") && args.len() == 3 {
+        return debug_protocol(ctx, &args[2]);
+    }
+    if is(sub, "digest") && args.len() == 2 {
+        return debug_digest(ctx);
+    }
+    if is(sub, "digest-value") {
+        let mut digests = Vec::with_capacity(args.len() - 2);
+        for key in &args[2..] {
+            let mut shard = ctx.lock(key);
+            let digest = shard
+                .get(key)
+                .map_or([0u8; 20], |e| crate::store::digest::value_digest(e));
+            digests.push(crate::store::digest::hex(&digest));
+        }
+        encode::write_array_len(ctx.out, digests.len());
+        for d in digests {
+            encode::write_simple(ctx.out, d.as_bytes());
+        }
+        return Ok(());
+    }
+    if is(sub, "quicklist-packed-threshold") && args.len() == 3 {
+        // Lists here have no quicklist nodes to switch to plain form; the size is
+        // validated as Redis validates it and has no other effect.
+        let bytes = std::str::from_utf8(&args[2])
+            .ok()
+            .and_then(crate::config::parse_memory)
+            .filter(|n| (0..=(1i64 << 32) - (1 << 20)).contains(n));
+        if bytes.is_none() {
+            return Err(CmdError::Static(
+                "ERR argument must be a memory value bigger than 1 and smaller than 4gb",
+            ));
+        }
+        ok(ctx.out);
+        return Ok(());
+    }
     if is(sub, "help") {
         const LINES: &[&str] = &[
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -457,6 +496,131 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     // DEBUG answers every unmatched form with Redis's subcommand syntax error.
     Err(super::reply::subcommand_syntax("DEBUG", sub))
+}
+
+/// `DEBUG RELOAD`: every value of every database goes through the RDB value codec and
+/// back while the whole keyspace is held, so what a reload would lose or change shows.
+/// The dataset is not written to disk: persistence (RDB files) is its own issue.
+fn debug_reload(ctx: &mut Ctx<'_>) -> CmdResult {
+    use crate::persist::rdb;
+    let store = &ctx.shared.store;
+    let mut failed = false;
+    for db in 0..store.dbs().len() {
+        for index in 0..store.db(db).shard_count() {
+            let mut shard = ctx.lock_in(db, index);
+            let mut entries = Vec::new();
+            shard.for_each_live(|key, entry| {
+                entries.push((
+                    key.as_bytes().to_vec(),
+                    entry.expires_at,
+                    rdb::dump_payload(&entry.value),
+                ))
+            });
+            for (key, expires_at, payload) in entries {
+                match rdb::restore_payload(&payload) {
+                    Ok(value) => shard.insert(&key, value, expires_at),
+                    Err(_) => failed = true,
+                }
+            }
+        }
+    }
+    if failed {
+        return Err(CmdError::Static("ERR Error trying to load the RDB dump"));
+    }
+    ok(ctx.out);
+    Ok(())
+}
+
+/// `DEBUG DIGEST`: every database's keys folded into one digest (zeros when empty).
+fn debug_digest(ctx: &mut Ctx<'_>) -> CmdResult {
+    use crate::store::digest;
+    let mut total = [0u8; 20];
+    for db in 0..ctx.shared.store.dbs().len() {
+        let mut keys_digest = [0u8; 20];
+        let mut keys = 0;
+        for index in 0..ctx.shared.store.db(db).shard_count() {
+            let shard = ctx.lock_in(db, index);
+            keys += digest::fold_shard(&shard, &mut keys_digest);
+        }
+        if keys > 0 {
+            digest::mix_db(&mut total, db, &keys_digest);
+        }
+    }
+    encode::write_simple(ctx.out, digest::hex(&total).as_bytes());
+    Ok(())
+}
+
+/// `DEBUG PROTOCOL <type>`: one reply of each RESP type, as Redis sends them (the
+/// attribute only to RESP3 clients).
+fn debug_protocol(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
+    use redline_resp::Protocol;
+    let proto = ctx.client.protocol;
+    let out = &mut *ctx.out;
+    match name.to_ascii_lowercase().as_slice() {
+        b"string" => encode::write_bulk(out, b"Hello World"),
+        b"integer" => encode::write_integer(out, 12345),
+        b"double" => encode::write_double_text_reply(out, proto, b"3.141"),
+        b"bignum" => {
+            let digits = b"1234567999999999999999999999999999999";
+            match proto {
+                Protocol::Resp3 => encode::write_line(out, b'(', digits),
+                Protocol::Resp2 => encode::write_bulk(out, digits),
+            }
+        }
+        b"null" => encode::write_null_bulk(out, proto),
+        b"array" | b"set" => {
+            if name.eq_ignore_ascii_case(b"set") {
+                encode::write_set_len(out, proto, 3);
+            } else {
+                encode::write_array_len(out, 3);
+            }
+            for j in 0..3 {
+                encode::write_integer(out, j);
+            }
+        }
+        b"map" => {
+            encode::write_map_len(out, proto, 3);
+            for j in 0..3 {
+                encode::write_integer(out, j);
+                encode::write_bool(out, proto, j == 1);
+            }
+        }
+        b"attrib" => {
+            if proto == Protocol::Resp3 {
+                encode::write_len(out, b'|', 1);
+                encode::write_bulk(out, b"key-popularity");
+                encode::write_array_len(out, 2);
+                encode::write_bulk(out, b"key:123");
+                encode::write_integer(out, 90);
+            }
+            encode::write_bulk(out, b"Some real reply following the attribute");
+        }
+        b"push" => {
+            if proto != Protocol::Resp3 {
+                return Err(CmdError::Static("ERR RESP2 is not supported by this command"));
+            }
+            encode::write_push_len(out, proto, 2);
+            encode::write_bulk(out, b"server-cpu-usage");
+            encode::write_integer(out, 42);
+            encode::write_bulk(out, b"Some real reply following the push reply");
+        }
+        b"true" => encode::write_bool(out, proto, true),
+        b"false" => encode::write_bool(out, proto, false),
+        b"verbatim" => {
+            let text = b"This is a verbatim\nstring";
+            match proto {
+                Protocol::Resp3 => {
+                    encode::write_len(out, b'=', text.len() + 4);
+                    out.extend_from_slice(b"txt:");
+                    out.extend_from_slice(text);
+                    out.extend_from_slice(b"\r\n");
+                }
+                Protocol::Resp2 => encode::write_bulk(out, text),
+            }
+        }
+        _ => return Err(CmdError::Static("ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false")),
+    }
+    Ok(())
 }
 
 /// `DEBUG POPULATE count [prefix] [size]`: keys `prefix:N` (default `key:N`) holding

@@ -26,3 +26,24 @@ pub fn is(arg: &[u8], word: &str) -> bool {
 pub fn text(arg: &[u8]) -> String {
     String::from_utf8_lossy(arg).into_owned()
 }
+
+/// The count of HRANDFIELD / SRANDMEMBER / ZRANDMEMBER, read first as Redis does: the
+/// most negative integer is refused.
+pub fn random_count(arg: &[u8]) -> Result<i64, CmdError> {
+    let n = int(arg)?;
+    if n == i64::MIN {
+        return Err(CmdError::Static(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        ));
+    }
+    Ok(n)
+}
+
+/// With values (pairs) the count's doubled length must not overflow; checked after the
+/// option's syntax, as Redis orders the checks.
+pub fn random_pairs_count(n: i64) -> Result<i64, CmdError> {
+    if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&n) {
+        return Err(CmdError::Static("ERR value is out of range"));
+    }
+    Ok(n)
+}

@@ -297,7 +297,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let count = match args.get(2) {
-        Some(a) => Some(int(a)?),
+        Some(a) => Some(super::args::random_count(a)?),
         None => None,
     };
     let with_values = match args.get(3) {
@@ -305,6 +305,11 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         None => false,
         _ => return Err(SYNTAX),
     };
+    if with_values {
+        if let Some(n) = count {
+            super::args::random_pairs_count(n)?;
+        }
+    }
     let key = &args[1];
     let proto = ctx.proto();
     let mut shard = ctx.lock(key);

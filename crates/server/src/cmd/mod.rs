@@ -24,6 +24,7 @@ pub mod lists;
 pub mod long_double;
 pub mod pubsub;
 pub mod reply;
+pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod sort;
@@ -67,6 +68,7 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(tx::COMMANDS);
     all.extend_from_slice(blocking::COMMANDS);
     all.extend_from_slice(pubsub::COMMANDS);
+    all.extend_from_slice(scripting::COMMANDS);
     all.extend_from_slice(tracking::COMMANDS);
     all
 }

@@ -737,7 +737,7 @@ fn config_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut pairs: Vec<(String, String)> = Vec::new();
     for pattern in &args[2..] {
         let lower = pattern.to_ascii_lowercase();
-        for name in crate::config::DIRECTIVES {
+        for name in crate::config::Config::all_names() {
             if glob_match(&lower, name.as_bytes(), true) && !pairs.iter().any(|(n, _)| n == name) {
                 if let Some(value) = config.get(name) {
                     pairs.push((name.to_string(), value));
@@ -774,6 +774,14 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                     "ERR CONFIG SET failed (possibly related to argument '{name}') - {message}"
                 )),
             })?;
+    }
+    let dir = config.param("dir").to_string();
+    if !dir.is_empty() && ctx.shared.config.read().param("dir") != dir {
+        std::env::set_current_dir(&dir).map_err(|e| {
+            CmdError::Owned(format!(
+                "ERR CONFIG SET failed (possibly related to argument 'dir') - {e}"
+            ))
+        })?;
     }
     ctx.shared.update_config(config);
     ok(ctx.out);

@@ -6,7 +6,7 @@ use crate::notify::{event, NotifyClass};
 use bytes::Bytes;
 use redline_resp::{encode, Protocol};
 
-use super::args::{int, is};
+use super::args::is;
 use super::hashes::{scan_cursor, scan_options, scan_positions, write_empty_scan};
 use super::reply::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
@@ -198,7 +198,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(SYNTAX);
     }
     let count = match args.get(2) {
-        Some(a) => Some(int(a)?),
+        Some(a) => Some(super::args::random_count(a)?),
         None => None,
     };
     let key = &args[1];

@@ -621,13 +621,7 @@ fn zrangestore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let count = match args.get(2) {
-        Some(a) => {
-            let n = int(a)?;
-            if n == i64::MIN {
-                return Err(CmdError::Static("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
-            }
-            Some(n)
-        }
+        Some(a) => Some(super::args::random_count(a)?),
         None => None,
     };
     let with_scores = match args.get(3) {
@@ -635,8 +629,10 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         None => false,
         _ => return Err(SYNTAX),
     };
-    if with_scores && count.is_some_and(|n| !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&n)) {
-        return Err(CmdError::Static("ERR value is out of range"));
+    if with_scores {
+        if let Some(n) = count {
+            super::args::random_pairs_count(n)?;
+        }
     }
     let key = &args[1];
     let proto = ctx.proto();

@@ -199,7 +199,16 @@ impl Config {
             "port" | "bind" | "databases" | "logfile" | "io-threads" | "shards" | "daemonize"
         ) || ENABLE_DIRECTIVES.contains(&name.as_str());
         if !DIRECTIVES.contains(&name.as_str()) {
-            return Err(SetError::Unknown);
+            let param = super::params::find(&name).ok_or(SetError::Unknown)?;
+            if param.immutable && !startup {
+                return Err(SetError::Immutable);
+            }
+            if values.len() != 1 {
+                return Err(SetError::Arity);
+            }
+            let text = super::params::canonical(param, values).map_err(SetError::Invalid)?;
+            self.params.insert(param.name, text);
+            return Ok(());
         }
         if immutable && !startup {
             return Err(SetError::Immutable);
@@ -336,7 +345,14 @@ impl Config {
             "enable-debug-command" => self.enable_flags[0].clone(),
             "enable-protected-configs" => self.enable_flags[1].clone(),
             "enable-module-command" => self.enable_flags[2].clone(),
-            _ => return None,
+            // Redis shows the working directory it chdir()ed to.
+            "dir" if self.param("dir").is_empty() => std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default(),
+            other => {
+                super::params::find(other)?;
+                self.param(other).to_string()
+            }
         })
     }
 }

@@ -13,13 +13,14 @@
 
 mod args;
 mod directives;
+pub mod params;
 mod rewrite;
 
 use std::fmt;
 use std::path::Path;
 
 pub use args::{repr, split_args};
-pub use directives::{SetError, DIRECTIVES};
+pub use directives::{parse_memory, SetError, DIRECTIVES};
 pub use rewrite::rewrite;
 
 /// How much redis-server logs; `notice` is the default.
@@ -107,6 +108,9 @@ pub struct Config {
     /// `enable-debug-command`, `enable-protected-configs`, `enable-module-command`:
     /// accepted and shown (`yes`, `no` or `local`).
     pub enable_flags: [String; 3],
+    /// The table parameters ([`params::PARAMS`]) set away from their defaults, by name,
+    /// as canonical text.
+    pub params: std::collections::BTreeMap<&'static str, String>,
 }
 
 impl Default for Config {
@@ -150,6 +154,7 @@ impl Default for Config {
             notify_keyspace_events: 0,
             tracking_table_max_keys: 1_000_000,
             enable_flags: ["no".into(), "no".into(), "no".into()],
+            params: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -253,6 +258,35 @@ impl Config {
             })?;
         }
         Ok(config)
+    }
+
+    /// The current text of table parameter `name` (its default when never set); empty for
+    /// an unknown name.
+    pub fn param(&self, name: &str) -> &str {
+        match params::find(name) {
+            Some(p) => self.params.get(p.name).map_or(p.default, String::as_str),
+            None => "",
+        }
+    }
+
+    /// Table parameter `name` as an integer (0 when it is not one).
+    pub fn param_int(&self, name: &str) -> i64 {
+        self.param(name).parse().unwrap_or(0)
+    }
+
+    /// Table parameter `name` as a yes/no switch.
+    pub fn param_bool(&self, name: &str) -> bool {
+        self.param(name) == "yes"
+    }
+
+    /// Every name `CONFIG GET` knows: the hand-parsed directives, then the table's names
+    /// and aliases.
+    pub fn all_names() -> impl Iterator<Item = &'static str> {
+        DIRECTIVES.iter().copied().chain(
+            params::PARAMS
+                .iter()
+                .flat_map(|p| std::iter::once(p.name).chain(p.alias)),
+        )
     }
 
     /// The worker thread count in effect: the configured one, or one per core.

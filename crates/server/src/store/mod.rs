@@ -10,6 +10,7 @@
 //! can hand over whole slots.
 
 mod compact;
+pub mod digest;
 pub mod events;
 pub mod expiry;
 mod held;

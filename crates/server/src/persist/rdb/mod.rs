@@ -97,9 +97,9 @@ pub fn dump_payload(value: &Value) -> Vec<u8> {
     out
 }
 
-/// The value of a DUMP payload, checked as Redis's `verifyDumpPayload` then
-/// `rdbLoadObject` do.
-pub fn restore_payload(payload: &[u8]) -> Result<Value, PayloadError> {
+/// The body of a DUMP-style payload once its footer (RDB version, CRC64) checks out,
+/// as Redis's `verifyDumpPayload`.
+fn verified_body(payload: &[u8]) -> Result<&[u8], PayloadError> {
     let Some(body_len) = payload.len().checked_sub(10) else {
         return Err(PayloadError::VersionOrChecksum);
     };
@@ -112,6 +112,43 @@ pub fn restore_payload(payload: &[u8]) -> Result<Value, PayloadError> {
     if crc64(&payload[..body_len + 2]) != u64::from_le_bytes(stored) {
         return Err(PayloadError::VersionOrChecksum);
     }
+    Ok(&payload[..body_len])
+}
+
+/// Redis 7.0's opcode for one function library (its code) in RDB files and FUNCTION DUMP.
+const OPCODE_FUNCTION2: u8 = 245;
+
+/// FUNCTION DUMP: each library's code after the function opcode, then the footer.
+pub fn functions_payload<'a>(codes: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for code in codes {
+        out.push(OPCODE_FUNCTION2);
+        encode::string(&mut out, code);
+    }
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// The library codes of a FUNCTION DUMP payload.
+pub fn restore_functions_payload(payload: &[u8]) -> Result<Vec<Vec<u8>>, PayloadError> {
+    let body = verified_body(payload)?;
+    let mut reader = reader::Reader::new(body);
+    let mut codes = Vec::new();
+    while reader.remaining() > 0 {
+        if reader.byte().map_err(PayloadError::BadData)? != OPCODE_FUNCTION2 {
+            return Err(PayloadError::BadData(Corrupt("not a function opcode")));
+        }
+        codes.push(reader.string().map_err(PayloadError::BadData)?.into_owned());
+    }
+    Ok(codes)
+}
+
+/// The value of a DUMP payload, checked as Redis's `verifyDumpPayload` then
+/// `rdbLoadObject` do.
+pub fn restore_payload(payload: &[u8]) -> Result<Value, PayloadError> {
+    verified_body(payload)?;
     // Like Redis, the object is read from the whole payload: bytes left before the
     // footer are ignored.
     let mut reader = reader::Reader::new(payload);

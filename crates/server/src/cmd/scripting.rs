@@ -1,0 +1,434 @@
+//! Scripting commands: EVAL EVALSHA EVAL_RO EVALSHA_RO, SCRIPT, FUNCTION, FCALL
+//! FCALL_RO. The engine and its locking are in [`crate::scripting`].
+
+use std::cell::RefCell;
+
+use bytes::Bytes;
+use redline_resp::encode;
+
+use super::args::is;
+use super::reply::{ok, CmdError, CmdResult};
+use super::{Ctx, Handler};
+use crate::scripting::{self, Engine, Target};
+use crate::store::Held;
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("eval", eval),
+    ("eval_ro", eval_ro),
+    ("evalsha", evalsha),
+    ("evalsha_ro", evalsha_ro),
+    ("fcall", fcall),
+    ("fcall_ro", fcall_ro),
+    ("script|load", script_load),
+    ("script|exists", script_exists),
+    ("script|flush", script_flush),
+    ("script|kill", script_kill),
+    ("function|load", function_load),
+    ("function|list", function_list),
+    ("function|delete", function_delete),
+    ("function|flush", function_flush),
+    ("function|stats", function_stats),
+    ("function|kill", script_kill),
+    ("function|dump", function_dump),
+    ("function|restore", function_restore),
+];
+
+fn engine_error(message: String) -> CmdError {
+    CmdError::Owned(message)
+}
+
+/// Splits `numkeys key... arg...` (starting at `args[2]`); `not_a_number` is the
+/// command's error for a numkeys that does not parse (EVAL and FCALL word it apart).
+fn keys_and_args<'a>(
+    args: &'a [Bytes],
+    not_a_number: &'static str,
+) -> Result<(&'a [Bytes], &'a [Bytes]), CmdError> {
+    let numkeys: i64 = std::str::from_utf8(&args[2])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or(CmdError::Static(not_a_number))?;
+    if numkeys < 0 {
+        return Err(CmdError::Static("ERR Number of keys can't be negative"));
+    }
+    let rest = &args[3..];
+    let n = usize::try_from(numkeys).unwrap_or(usize::MAX);
+    if n > rest.len() {
+        return Err(CmdError::Static(
+            "ERR Number of keys can't be greater than number of args",
+        ));
+    }
+    Ok(rest.split_at(n))
+}
+
+const RO_WITH_WRITES: &str = "ERR Can not execute a script with write flag using *_ro command.";
+
+/// Holds every shard (unless EXEC already does), then the engine, and runs.
+fn run_locked(
+    ctx: &mut Ctx<'_>,
+    prepare: impl FnOnce(&mut Engine) -> Result<(String, bool), CmdError>,
+    function: bool,
+    keys: &[Bytes],
+    args: &[Bytes],
+) -> CmdResult {
+    let shared = ctx.shared;
+    match ctx.held {
+        Some(_) => {
+            let mut guard = shared.scripting.engine().map_err(engine_error)?;
+            let Some(engine) = guard.as_mut() else {
+                return Err(CmdError::Static("ERR Lua engine unavailable"));
+            };
+            let (name, read_only) = prepare(engine)?;
+            let target = if function {
+                Target::Function(&name)
+            } else {
+                Target::Script(&name)
+            };
+            scripting::run(engine, ctx, target, keys, args, read_only);
+        }
+        None => {
+            let held = RefCell::new(Held::all(&shared.store));
+            let mut guard = shared.scripting.engine().map_err(engine_error)?;
+            let Some(engine) = guard.as_mut() else {
+                return Err(CmdError::Static("ERR Lua engine unavailable"));
+            };
+            let (name, read_only) = prepare(engine)?;
+            let target = if function {
+                Target::Function(&name)
+            } else {
+                Target::Script(&name)
+            };
+            let mut inner = Ctx {
+                shared,
+                client: &mut *ctx.client,
+                out: &mut *ctx.out,
+                held: Some(&held),
+            };
+            scripting::run(engine, &mut inner, target, keys, args, read_only);
+        }
+    }
+    Ok(())
+}
+
+fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
+    let (keys, rest) = keys_and_args(args, "ERR value is not an integer or out of range")?;
+    let body = args[1].clone();
+    run_locked(
+        ctx,
+        |engine| {
+            let sha = if by_sha {
+                let sha = String::from_utf8_lossy(&body).to_ascii_lowercase();
+                if !engine.has_script(&sha) {
+                    return Err(CmdError::Static(
+                        "NOSCRIPT No matching script. Please use EVAL.",
+                    ));
+                }
+                sha
+            } else {
+                engine.load_script(&body).map_err(engine_error)?
+            };
+            let flags = engine.script_flags(&sha).unwrap_or_default();
+            if ro && !flags.eval_compat && !flags.no_writes {
+                return Err(CmdError::Static(RO_WITH_WRITES));
+            }
+            Ok((sha, ro || flags.no_writes))
+        },
+        false,
+        keys,
+        rest,
+    )
+}
+
+fn eval(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    eval_generic(ctx, args, false, false)
+}
+
+fn eval_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    eval_generic(ctx, args, false, true)
+}
+
+fn evalsha(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    eval_generic(ctx, args, true, false)
+}
+
+fn evalsha_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    eval_generic(ctx, args, true, true)
+}
+
+fn fcall_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ro: bool) -> CmdResult {
+    let (keys, rest) = keys_and_args(args, "ERR Bad number of keys provided")?;
+    let name = String::from_utf8_lossy(&args[1]).into_owned();
+    run_locked(
+        ctx,
+        |engine| {
+            let Some(f) = engine.function(&name) else {
+                return Err(CmdError::Static("ERR Function not found"));
+            };
+            if ro && !f.flags.no_writes {
+                return Err(CmdError::Static(RO_WITH_WRITES));
+            }
+            let read_only = f.flags.no_writes;
+            Ok((name.clone(), read_only))
+        },
+        true,
+        keys,
+        rest,
+    )
+}
+
+fn fcall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    fcall_generic(ctx, args, false)
+}
+
+fn fcall_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    fcall_generic(ctx, args, true)
+}
+
+fn script_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut guard = ctx.shared.scripting.engine().map_err(engine_error)?;
+    let Some(engine) = guard.as_mut() else {
+        return Err(CmdError::Static("ERR Lua engine unavailable"));
+    };
+    let sha = engine.load_script(&args[2]).map_err(engine_error)?;
+    encode::write_bulk(ctx.out, sha.as_bytes());
+    Ok(())
+}
+
+fn script_exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let guard = ctx.shared.scripting.engine().map_err(engine_error)?;
+    encode::write_array_len(ctx.out, args.len() - 2);
+    for sha in &args[2..] {
+        let known = guard
+            .as_ref()
+            .is_some_and(|e| e.has_script(&String::from_utf8_lossy(sha)));
+        encode::write_integer(ctx.out, i64::from(known));
+    }
+    Ok(())
+}
+
+/// `[ASYNC|SYNC]` of the FLUSH subcommands.
+fn flush_mode(args: &[Bytes], error: &'static str) -> CmdResult {
+    match args.get(2) {
+        None => Ok(()),
+        Some(a) if args.len() == 3 && (is(a, "async") || is(a, "sync")) => Ok(()),
+        Some(_) => Err(CmdError::Static(error)),
+    }
+}
+
+fn script_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    flush_mode(args, "ERR SCRIPT FLUSH only support SYNC|ASYNC option")?;
+    if let Some(engine) = ctx
+        .shared
+        .scripting
+        .engine()
+        .map_err(engine_error)?
+        .as_mut()
+    {
+        engine.flush_scripts();
+    }
+    ok(ctx.out);
+    Ok(())
+}
+
+fn script_kill(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    // A script runs to its end under the shard locks before anyone else is served, so
+    // no other client can ever observe one running.
+    let _ = ctx;
+    Err(CmdError::Static(
+        "NOTBUSY No scripts in execution right now.",
+    ))
+}
+
+fn function_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    // Options come first, the code is the last argument.
+    let (code, options) = match args[2..].split_last() {
+        Some(split) => split,
+        None => return Err(super::reply::wrong_arity("function|load")),
+    };
+    let mut replace = false;
+    for option in options {
+        if is(option, "replace") {
+            replace = true;
+        } else {
+            return Err(CmdError::Owned(format!(
+                "ERR Unknown option given: {}",
+                String::from_utf8_lossy(option)
+            )));
+        }
+    }
+    let mut guard = ctx.shared.scripting.engine().map_err(engine_error)?;
+    let Some(engine) = guard.as_mut() else {
+        return Err(CmdError::Static("ERR Lua engine unavailable"));
+    };
+    let name = engine.load_library(code, replace).map_err(engine_error)?;
+    encode::write_bulk(ctx.out, name.as_bytes());
+    Ok(())
+}
+
+fn function_delete(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut guard = ctx.shared.scripting.engine().map_err(engine_error)?;
+    let name = String::from_utf8_lossy(&args[2]).to_ascii_lowercase();
+    let removed = guard
+        .as_mut()
+        .and_then(|engine| engine.libraries.remove(&name));
+    if removed.is_none() {
+        return Err(CmdError::Static("ERR Library not found"));
+    }
+    ok(ctx.out);
+    Ok(())
+}
+
+fn function_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    flush_mode(args, "ERR FUNCTION FLUSH only supports SYNC|ASYNC option")?;
+    if let Some(engine) = ctx
+        .shared
+        .scripting
+        .engine()
+        .map_err(engine_error)?
+        .as_mut()
+    {
+        engine.libraries.clear();
+    }
+    ok(ctx.out);
+    Ok(())
+}
+
+fn function_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut with_code = false;
+    let mut pattern: Option<&[u8]> = None;
+    let mut i = 2;
+    while i < args.len() {
+        if is(&args[i], "withcode") {
+            with_code = true;
+            i += 1;
+        } else if is(&args[i], "libraryname") && i + 1 < args.len() {
+            pattern = Some(&args[i + 1]);
+            i += 2;
+        } else {
+            return Err(CmdError::Static("ERR Unknown argument"));
+        }
+    }
+    let guard = ctx.shared.scripting.engine().map_err(engine_error)?;
+    let proto = ctx.client.protocol;
+    let libraries: Vec<&scripting::Library> = guard
+        .as_ref()
+        .map(|e| {
+            e.libraries
+                .values()
+                .filter(|lib| {
+                    pattern.is_none_or(|p| super::keys::glob_match(p, lib.name.as_bytes(), false))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    encode::write_array_len(ctx.out, libraries.len());
+    for lib in libraries {
+        encode::write_map_len(ctx.out, proto, if with_code { 4 } else { 3 });
+        encode::write_bulk(ctx.out, b"library_name");
+        encode::write_bulk(ctx.out, lib.name.as_bytes());
+        encode::write_bulk(ctx.out, b"engine");
+        encode::write_bulk(ctx.out, b"LUA");
+        encode::write_bulk(ctx.out, b"functions");
+        encode::write_array_len(ctx.out, lib.functions.len());
+        for f in lib.functions.values() {
+            encode::write_map_len(ctx.out, proto, 3);
+            encode::write_bulk(ctx.out, b"name");
+            encode::write_bulk(ctx.out, f.name.as_bytes());
+            encode::write_bulk(ctx.out, b"description");
+            match &f.description {
+                Some(d) => encode::write_bulk(ctx.out, d.as_bytes()),
+                None => encode::write_null_bulk(ctx.out, proto),
+            }
+            encode::write_bulk(ctx.out, b"flags");
+            let names = f.flags.names();
+            encode::write_set_len(ctx.out, proto, names.len());
+            for n in names {
+                encode::write_simple(ctx.out, n.as_bytes());
+            }
+        }
+        if with_code {
+            encode::write_bulk(ctx.out, b"library_code");
+            encode::write_bulk(ctx.out, &lib.code);
+        }
+    }
+    Ok(())
+}
+
+fn function_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let guard = ctx.shared.scripting.engine().map_err(engine_error)?;
+    let (libraries, functions) = guard.as_ref().map_or((0, 0), |e| {
+        (
+            e.libraries.len(),
+            e.libraries
+                .values()
+                .map(|l| l.functions.len())
+                .sum::<usize>(),
+        )
+    });
+    let proto = ctx.client.protocol;
+    encode::write_map_len(ctx.out, proto, 2);
+    encode::write_bulk(ctx.out, b"running_script");
+    encode::write_null_bulk(ctx.out, proto);
+    encode::write_bulk(ctx.out, b"engines");
+    encode::write_map_len(ctx.out, proto, 1);
+    encode::write_bulk(ctx.out, b"LUA");
+    encode::write_map_len(ctx.out, proto, 2);
+    encode::write_bulk(ctx.out, b"libraries_count");
+    encode::write_integer(ctx.out, libraries as i64);
+    encode::write_bulk(ctx.out, b"functions_count");
+    encode::write_integer(ctx.out, functions as i64);
+    Ok(())
+}
+
+fn function_dump(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let guard = ctx.shared.scripting.engine().map_err(engine_error)?;
+    let payload = crate::persist::rdb::functions_payload(
+        guard
+            .as_ref()
+            .into_iter()
+            .flat_map(|e| e.libraries.values().map(|lib| &lib.code[..])),
+    );
+    encode::write_bulk(ctx.out, &payload);
+    Ok(())
+}
+
+/// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]: all the payload's libraries load,
+/// or none do.
+fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    #[derive(PartialEq)]
+    enum Policy {
+        Append,
+        Replace,
+        Flush,
+    }
+    let policy = match args.get(3) {
+        None => Policy::Append,
+        Some(p) if args.len() == 4 && is(p, "append") => Policy::Append,
+        Some(p) if args.len() == 4 && is(p, "replace") => Policy::Replace,
+        Some(p) if args.len() == 4 && is(p, "flush") => Policy::Flush,
+        Some(p) => {
+            return Err(CmdError::Owned(format!(
+                "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE. Given: {}",
+                String::from_utf8_lossy(p)
+            )))
+        }
+    };
+    let codes = crate::persist::rdb::restore_functions_payload(&args[2])
+        .map_err(|_| CmdError::Static("ERR payload version or checksum are wrong"))?;
+    let mut guard = ctx.shared.scripting.engine().map_err(engine_error)?;
+    let Some(engine) = guard.as_mut() else {
+        return Err(CmdError::Static("ERR Lua engine unavailable"));
+    };
+    let saved = std::mem::take(&mut engine.libraries);
+    if policy != Policy::Flush {
+        engine.libraries = saved.iter().map(|(k, l)| (k.clone(), l.clone())).collect();
+    }
+    for code in &codes {
+        if let Err(e) = engine.load_library(code, policy == Policy::Replace) {
+            engine.libraries = saved;
+            return Err(CmdError::Owned(e));
+        }
+    }
+    ok(ctx.out);
+    Ok(())
+}

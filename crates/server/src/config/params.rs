@@ -1,0 +1,460 @@
+//! Every Redis 7.0 configuration parameter that [`super::directives`] does not parse by
+//! hand, as data: its name, its alias, what values it takes and its default.
+//!
+//! The server stores these as their canonical text (what `CONFIG GET` prints) and reads
+//! the ones that have an effect through [`super::Config::param`]. Adding a parameter with
+//! an effect is one row here plus the code that reads it; a parameter that needs custom
+//! parsing or a typed field moves to `directives.rs`.
+
+/// What values a parameter takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `yes` or `no`.
+    Bool,
+    /// A signed integer within bounds.
+    Int(i64, i64),
+    /// A memory value (`1kb`, `5mb`...) within bounds, printed in bytes.
+    Memory(i64, i64),
+    /// One word of a fixed list, printed in lower case.
+    Enum(&'static [&'static str]),
+    /// Several words of a fixed list (`shutdown-on-sigterm save now`).
+    Flags(&'static [&'static str]),
+    /// Free text.
+    Text,
+}
+
+/// One parameter.
+#[derive(Debug, Clone, Copy)]
+pub struct Param {
+    /// Its name.
+    pub name: &'static str,
+    /// The older name Redis still accepts and lists (`slave-read-only`).
+    pub alias: Option<&'static str>,
+    /// Its values.
+    pub kind: Kind,
+    /// Its default, as `CONFIG GET` prints it.
+    pub default: &'static str,
+    /// Only settable at start.
+    pub immutable: bool,
+}
+
+const fn p(name: &'static str, kind: Kind, default: &'static str) -> Param {
+    Param {
+        name,
+        alias: None,
+        kind,
+        default,
+        immutable: false,
+    }
+}
+
+const fn a(name: &'static str, alias: &'static str, kind: Kind, default: &'static str) -> Param {
+    Param {
+        name,
+        alias: Some(alias),
+        kind,
+        default,
+        immutable: false,
+    }
+}
+
+const fn fixed(name: &'static str, kind: Kind, default: &'static str) -> Param {
+    Param {
+        name,
+        alias: None,
+        kind,
+        default,
+        immutable: true,
+    }
+}
+
+const B: Kind = Kind::Bool;
+const T: Kind = Kind::Text;
+const INT_MAX: i64 = i32::MAX as i64;
+const LONG_MAX: i64 = i64::MAX;
+const POS: Kind = Kind::Int(0, INT_MAX);
+const MEM: Kind = Kind::Memory(0, LONG_MAX);
+
+const POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+const SHUTDOWN: &[&str] = &["default", "save", "nosave", "now", "force"];
+
+/// The table, in `CONFIG GET *` order of no importance (the reply is unordered in Redis).
+pub static PARAMS: &[Param] = &[
+    p(
+        "acl-pubsub-default",
+        Kind::Enum(&["allchannels", "resetchannels"]),
+        "resetchannels",
+    ),
+    fixed("aclfile", T, ""),
+    p("acllog-max-len", Kind::Int(0, LONG_MAX), "128"),
+    p("active-defrag-cycle-max", Kind::Int(1, 99), "25"),
+    p("active-defrag-cycle-min", Kind::Int(1, 99), "1"),
+    p(
+        "active-defrag-ignore-bytes",
+        Kind::Memory(1, LONG_MAX),
+        "104857600",
+    ),
+    p(
+        "active-defrag-max-scan-fields",
+        Kind::Int(1, LONG_MAX),
+        "1000",
+    ),
+    p("active-defrag-threshold-lower", Kind::Int(0, 1000), "10"),
+    p("active-defrag-threshold-upper", Kind::Int(0, 1000), "100"),
+    p("active-expire-effort", Kind::Int(1, 10), "1"),
+    p("activedefrag", B, "no"),
+    p("activerehashing", B, "yes"),
+    fixed("always-show-logo", B, "no"),
+    p("aof-disable-auto-gc", B, "no"),
+    p("aof-load-truncated", B, "yes"),
+    p("aof-rewrite-incremental-fsync", B, "yes"),
+    p("aof-timestamp-enabled", B, "no"),
+    p("aof-use-rdb-preamble", B, "yes"),
+    fixed("aof_rewrite_cpulist", T, ""),
+    fixed("appenddirname", T, "appendonlydir"),
+    fixed("appendfilename", T, "appendonly.aof"),
+    p(
+        "appendfsync",
+        Kind::Enum(&["always", "everysec", "no"]),
+        "everysec",
+    ),
+    p("auto-aof-rewrite-min-size", MEM, "67108864"),
+    p("auto-aof-rewrite-percentage", POS, "100"),
+    fixed("bgsave_cpulist", T, ""),
+    p("bind-source-addr", T, ""),
+    fixed("bio_cpulist", T, ""),
+    a(
+        "busy-reply-threshold",
+        "lua-time-limit",
+        Kind::Int(0, LONG_MAX),
+        "5000",
+    ),
+    p("cluster-allow-pubsubshard-when-down", B, "yes"),
+    p("cluster-allow-reads-when-down", B, "no"),
+    p("cluster-allow-replica-migration", B, "yes"),
+    p("cluster-announce-bus-port", Kind::Int(0, 65535), "0"),
+    p("cluster-announce-hostname", T, ""),
+    p("cluster-announce-ip", T, ""),
+    p("cluster-announce-port", Kind::Int(0, 65535), "0"),
+    p("cluster-announce-tls-port", Kind::Int(0, 65535), "0"),
+    fixed("cluster-config-file", T, "nodes.conf"),
+    fixed("cluster-enabled", B, "no"),
+    p("cluster-link-sendbuf-limit", MEM, "0"),
+    p("cluster-migration-barrier", POS, "1"),
+    p("cluster-node-timeout", Kind::Int(0, LONG_MAX), "15000"),
+    fixed("cluster-port", Kind::Int(0, 65535), "0"),
+    p(
+        "cluster-preferred-endpoint-type",
+        Kind::Enum(&["ip", "hostname", "unknown-endpoint"]),
+        "ip",
+    ),
+    a(
+        "cluster-replica-no-failover",
+        "cluster-slave-no-failover",
+        B,
+        "no",
+    ),
+    a(
+        "cluster-replica-validity-factor",
+        "cluster-slave-validity-factor",
+        POS,
+        "10",
+    ),
+    p("cluster-require-full-coverage", B, "yes"),
+    p("crash-log-enabled", B, "yes"),
+    p("crash-memcheck-enabled", B, "yes"),
+    fixed("dbfilename", T, "dump.rdb"),
+    p("dir", T, ""),
+    fixed("disable-thp", B, "yes"),
+    p("dynamic-hz", B, "yes"),
+    a(
+        "hash-max-listpack-entries",
+        "hash-max-ziplist-entries",
+        MEM,
+        "512",
+    ),
+    a(
+        "hash-max-listpack-value",
+        "hash-max-ziplist-value",
+        MEM,
+        "64",
+    ),
+    p("ignore-warnings", T, ""),
+    p("io-threads-do-reads", B, "no"),
+    p("jemalloc-bg-thread", B, "yes"),
+    p("latency-monitor-threshold", Kind::Int(0, LONG_MAX), "0"),
+    p("latency-tracking", B, "yes"),
+    p("latency-tracking-info-percentiles", T, "50 99 99.9"),
+    p("lazyfree-lazy-eviction", B, "no"),
+    p("lazyfree-lazy-expire", B, "no"),
+    p("lazyfree-lazy-server-del", B, "no"),
+    p("lazyfree-lazy-user-del", B, "no"),
+    p("lazyfree-lazy-user-flush", B, "no"),
+    p("lfu-decay-time", POS, "1"),
+    p("lfu-log-factor", POS, "10"),
+    p("list-compress-depth", POS, "0"),
+    a(
+        "list-max-listpack-size",
+        "list-max-ziplist-size",
+        Kind::Int(i32::MIN as i64, INT_MAX),
+        "-2",
+    ),
+    p("masterauth", T, ""),
+    p("masteruser", T, ""),
+    p("maxmemory", MEM, "0"),
+    p("maxmemory-clients", T, "0"),
+    p("maxmemory-eviction-tenacity", Kind::Int(0, 100), "10"),
+    p("maxmemory-policy", Kind::Enum(POLICIES), "noeviction"),
+    p("maxmemory-samples", Kind::Int(1, 64), "5"),
+    a("min-replicas-max-lag", "min-slaves-max-lag", POS, "10"),
+    a("min-replicas-to-write", "min-slaves-to-write", POS, "0"),
+    p("no-appendfsync-on-rewrite", B, "no"),
+    p(
+        "oom-score-adj",
+        Kind::Enum(&["no", "yes", "relative", "absolute"]),
+        "no",
+    ),
+    p("oom-score-adj-values", T, "0 200 800"),
+    p("pidfile", T, ""),
+    p(
+        "proc-title-template",
+        T,
+        "{title} {listen-addr} {server-mode}",
+    ),
+    p(
+        "propagation-error-behavior",
+        Kind::Enum(&["ignore", "panic", "panic-on-replicas"]),
+        "ignore",
+    ),
+    p("rdb-del-sync-files", B, "no"),
+    p("rdb-save-incremental-fsync", B, "yes"),
+    p("rdbchecksum", B, "yes"),
+    p("rdbcompression", B, "yes"),
+    p("repl-backlog-size", Kind::Memory(1, LONG_MAX), "1048576"),
+    p("repl-backlog-ttl", Kind::Int(0, LONG_MAX), "3600"),
+    p("repl-disable-tcp-nodelay", B, "no"),
+    p(
+        "repl-diskless-load",
+        Kind::Enum(&["disabled", "on-empty-db", "swapdb"]),
+        "disabled",
+    ),
+    p("repl-diskless-sync", B, "yes"),
+    p("repl-diskless-sync-delay", POS, "5"),
+    p("repl-diskless-sync-max-replicas", POS, "0"),
+    a(
+        "repl-ping-replica-period",
+        "repl-ping-slave-period",
+        Kind::Int(1, INT_MAX),
+        "10",
+    ),
+    p("repl-timeout", Kind::Int(1, INT_MAX), "60"),
+    a("replica-announce-ip", "slave-announce-ip", T, ""),
+    a(
+        "replica-announce-port",
+        "slave-announce-port",
+        Kind::Int(0, 65535),
+        "0",
+    ),
+    p("replica-announced", B, "yes"),
+    p("replica-ignore-disk-write-errors", B, "no"),
+    a(
+        "replica-ignore-maxmemory",
+        "slave-ignore-maxmemory",
+        B,
+        "yes",
+    ),
+    a("replica-lazy-flush", "slave-lazy-flush", B, "no"),
+    a("replica-priority", "slave-priority", POS, "100"),
+    a("replica-read-only", "slave-read-only", B, "yes"),
+    a(
+        "replica-serve-stale-data",
+        "slave-serve-stale-data",
+        B,
+        "yes",
+    ),
+    a("replicaof", "slaveof", T, ""),
+    p(
+        "sanitize-dump-payload",
+        Kind::Enum(&["no", "yes", "clients"]),
+        "no",
+    ),
+    fixed("server_cpulist", T, ""),
+    p("set-max-intset-entries", MEM, "512"),
+    p("set-proc-title", B, "yes"),
+    p("shutdown-on-sigint", Kind::Flags(SHUTDOWN), "default"),
+    p("shutdown-on-sigterm", Kind::Flags(SHUTDOWN), "default"),
+    p("shutdown-timeout", POS, "10"),
+    p("slowlog-log-slower-than", Kind::Int(-1, LONG_MAX), "10000"),
+    p("slowlog-max-len", Kind::Int(0, LONG_MAX), "128"),
+    p("socket-mark-id", Kind::Int(0, u32::MAX as i64), "0"),
+    p("stop-writes-on-bgsave-error", B, "yes"),
+    p("stream-node-max-bytes", MEM, "4096"),
+    p("stream-node-max-entries", Kind::Int(0, LONG_MAX), "100"),
+    fixed(
+        "supervised",
+        Kind::Enum(&["upstart", "systemd", "auto", "no"]),
+        "no",
+    ),
+    fixed("syslog-enabled", B, "no"),
+    fixed("syslog-facility", T, "local0"),
+    fixed("syslog-ident", T, "redis"),
+    fixed("tcp-backlog", POS, "511"),
+    p("tcp-keepalive", POS, "300"),
+    p(
+        "tls-auth-clients",
+        Kind::Enum(&["no", "yes", "optional"]),
+        "yes",
+    ),
+    p("tls-ca-cert-dir", T, ""),
+    p("tls-ca-cert-file", T, ""),
+    p("tls-cert-file", T, ""),
+    p("tls-ciphers", T, ""),
+    p("tls-ciphersuites", T, ""),
+    p("tls-client-cert-file", T, ""),
+    p("tls-client-key-file", T, ""),
+    p("tls-client-key-file-pass", T, ""),
+    p("tls-cluster", B, "no"),
+    p("tls-dh-params-file", T, ""),
+    p("tls-key-file", T, ""),
+    p("tls-key-file-pass", T, ""),
+    p("tls-port", Kind::Int(0, 65535), "0"),
+    p("tls-prefer-server-ciphers", B, "no"),
+    p("tls-protocols", T, ""),
+    p("tls-replication", B, "no"),
+    p("tls-session-cache-size", POS, "20480"),
+    p("tls-session-cache-timeout", POS, "300"),
+    p("tls-session-caching", B, "yes"),
+    fixed("unixsocket", T, ""),
+    fixed("unixsocketperm", POS, "0"),
+    a(
+        "zset-max-listpack-entries",
+        "zset-max-ziplist-entries",
+        MEM,
+        "128",
+    ),
+    a(
+        "zset-max-listpack-value",
+        "zset-max-ziplist-value",
+        MEM,
+        "64",
+    ),
+];
+
+/// The parameter called `name` (or aliased so).
+pub fn find(name: &str) -> Option<&'static Param> {
+    PARAMS
+        .iter()
+        .find(|p| p.name == name || p.alias == Some(name))
+}
+
+/// Validates `values` for `param` and returns the canonical text `CONFIG GET` prints.
+pub fn canonical(param: &Param, values: &[Vec<u8>]) -> Result<String, String> {
+    let text = match values {
+        [v] => String::from_utf8_lossy(v).into_owned(),
+        _ => return Err("wrong number of arguments".into()),
+    };
+    match param.kind {
+        Kind::Bool => match text.to_ascii_lowercase().as_str() {
+            "yes" => Ok("yes".into()),
+            "no" => Ok("no".into()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        },
+        Kind::Int(min, max) => {
+            let n: i64 = text
+                .parse()
+                .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            bounded(n, min, max)
+        }
+        Kind::Memory(min, max) => {
+            let n = super::directives::parse_memory(&text)
+                .ok_or_else(|| "argument must be a memory value".to_string())?;
+            bounded(n, min, max)
+        }
+        Kind::Enum(options) => {
+            let lower = text.to_ascii_lowercase();
+            options
+                .iter()
+                .find(|o| **o == lower)
+                .map(|o| o.to_string())
+                .ok_or_else(|| one_of(options))
+        }
+        Kind::Flags(options) => {
+            let words: Vec<String> = text
+                .split_whitespace()
+                .map(|w| w.to_ascii_lowercase())
+                .collect();
+            if words.is_empty() || words.iter().any(|w| !options.contains(&w.as_str())) {
+                return Err(one_of(options));
+            }
+            Ok(words.join(" "))
+        }
+        Kind::Text => Ok(text),
+    }
+}
+
+fn bounded(n: i64, min: i64, max: i64) -> Result<String, String> {
+    if n < min || n > max {
+        return Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ));
+    }
+    Ok(n.to_string())
+}
+
+fn one_of(options: &[&str]) -> String {
+    format!(
+        "argument(s) must be one of the following: {}",
+        options.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aliases_and_canonical_values() {
+        let p = find("hash-max-ziplist-entries").unwrap();
+        assert_eq!(p.name, "hash-max-listpack-entries");
+        assert_eq!(canonical(p, &[b"1kb".to_vec()]).unwrap(), "1024");
+        let p = find("maxmemory-policy").unwrap();
+        assert_eq!(
+            canonical(p, &[b"ALLKEYS-LRU".to_vec()]).unwrap(),
+            "allkeys-lru"
+        );
+        assert!(canonical(p, &[b"lru".to_vec()]).is_err());
+        let p = find("maxmemory-samples").unwrap();
+        assert_eq!(
+            canonical(p, &[b"0".to_vec()]).unwrap_err(),
+            "argument must be between 1 and 64 inclusive"
+        );
+    }
+
+    #[test]
+    fn no_parameter_is_also_a_hand_parsed_directive() {
+        for p in PARAMS {
+            assert!(!super::super::DIRECTIVES.contains(&p.name), "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<&str> = PARAMS
+            .iter()
+            .flat_map(|p| std::iter::once(p.name).chain(p.alias))
+            .collect();
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len());
+    }
+}

@@ -1,0 +1,223 @@
+//! Conversions between Redis replies and Lua values, both ways, with Redis 7.0's rules.
+//!
+//! Reply → Lua (what `redis.call` returns): integers become numbers, bulk strings
+//! strings, RESP2 nulls `false`, status `{ok=...}`, errors `{err=...}`; under
+//! `redis.setresp(3)` maps become `{map={...}}`, sets `{set={m=true}}`, doubles
+//! `{double=n}`, big numbers `{big_number=s}`, verbatim strings
+//! `{verbatim_string={format=,string=}}`, booleans booleans and null `nil`.
+//!
+//! Lua → reply (what a script returns): strings bulk, numbers integers (truncated),
+//! booleans `:1`/null (RESP2 scripts) or booleans, tables with `err`/`ok`/`double`/
+//! `big_number`/`verbatim_string`/`map`/`set` as above, other tables arrays up to their
+//! first nil.
+
+use bytes::BytesMut;
+use mlua::{Lua, Table, Value};
+use redline_resp::{encode, Frame, Protocol};
+
+/// Deepest reply or table nesting converted; deeper levels become errors, not a stack
+/// overflow.
+const MAX_DEPTH: usize = 1000;
+
+/// A command's reply as the Lua value `redis.call` returns.
+pub fn frame_to_lua(lua: &Lua, frame: Frame, depth: usize) -> mlua::Result<Value> {
+    if depth > MAX_DEPTH {
+        return Err(mlua::Error::runtime("reached lua stack limit"));
+    }
+    let tagged = |tag: &str, v: Value| -> mlua::Result<Value> {
+        let t = lua.create_table()?;
+        t.raw_set(tag, v)?;
+        Ok(Value::Table(t))
+    };
+    Ok(match frame {
+        Frame::Integer(n) => Value::Number(n as f64),
+        Frame::Bulk(b) => Value::String(lua.create_string(&b)?),
+        Frame::Simple(s) => tagged("ok", Value::String(lua.create_string(&s)?))?,
+        Frame::Error(e) | Frame::BulkError(e) => {
+            tagged("err", Value::String(lua.create_string(&e)?))?
+        }
+        Frame::NullBulk | Frame::NullArray => Value::Boolean(false),
+        Frame::Null => Value::Nil,
+        Frame::Array(items) | Frame::Push(items) => {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.into_iter().enumerate() {
+                t.raw_set(i + 1, frame_to_lua(lua, item, depth + 1)?)?;
+            }
+            Value::Table(t)
+        }
+        Frame::Map(pairs) => {
+            let inner = lua.create_table()?;
+            for (k, v) in pairs {
+                inner.raw_set(
+                    frame_to_lua(lua, k, depth + 1)?,
+                    frame_to_lua(lua, v, depth + 1)?,
+                )?;
+            }
+            tagged("map", Value::Table(inner))?
+        }
+        Frame::Set(items) => {
+            let inner = lua.create_table()?;
+            for item in items {
+                inner.raw_set(frame_to_lua(lua, item, depth + 1)?, true)?;
+            }
+            tagged("set", Value::Table(inner))?
+        }
+        Frame::Double(d) => tagged("double", Value::Number(d))?,
+        Frame::Boolean(b) => Value::Boolean(b),
+        Frame::BigNumber(n) => tagged("big_number", Value::String(lua.create_string(&n)?))?,
+        Frame::Verbatim { format, text } => {
+            let inner = lua.create_table()?;
+            inner.raw_set("format", lua.create_string(format)?)?;
+            inner.raw_set("string", lua.create_string(&text)?)?;
+            tagged("verbatim_string", Value::Table(inner))?
+        }
+        Frame::Attribute { value, .. } => frame_to_lua(lua, *value, depth)?,
+    })
+}
+
+/// Where a reply goes and how: the caller's protocol, and the script's (`setresp`).
+pub struct ReplyTarget<'a> {
+    /// The caller's output.
+    pub out: &'a mut BytesMut,
+    /// The caller's protocol.
+    pub caller: Protocol,
+    /// The protocol the script chose with `redis.setresp` (2 by default).
+    pub script: Protocol,
+}
+
+/// Writes the script's return value as a reply.
+pub fn lua_to_reply(target: &mut ReplyTarget<'_>, value: &Value, depth: usize) {
+    if depth > MAX_DEPTH {
+        encode::write_error(target.out, b"ERR reached lua stack limit");
+        return;
+    }
+    match value {
+        Value::String(s) => encode::write_bulk(target.out, &s.as_bytes()),
+        Value::Boolean(b) => {
+            if target.script == Protocol::Resp2 {
+                if *b {
+                    encode::write_integer(target.out, 1);
+                } else {
+                    encode::write_null_bulk(target.out, target.caller);
+                }
+            } else {
+                encode::write_bool(target.out, target.caller, *b);
+            }
+        }
+        Value::Integer(n) => encode::write_integer(target.out, *n),
+        Value::Number(n) => encode::write_integer(target.out, truncate(*n)),
+        Value::Table(t) => table_to_reply(target, t, depth),
+        _ => encode::write_null_bulk(target.out, target.caller),
+    }
+}
+
+/// `(long long)` of a Lua number, as C converts it (saturating where C is undefined).
+fn truncate(n: f64) -> i64 {
+    if n.is_nan() {
+        i64::MIN
+    } else {
+        n as i64
+    }
+}
+
+fn string_field(t: &Table, name: &str) -> Option<mlua::String> {
+    match t.raw_get::<Value>(name) {
+        Ok(Value::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+fn table_field(t: &Table, name: &str) -> Option<Table> {
+    match t.raw_get::<Value>(name) {
+        Ok(Value::Table(inner)) => Some(inner),
+        _ => None,
+    }
+}
+
+/// Replaces CR and LF by spaces: a status or error line must stay one line.
+fn one_line(bytes: &[u8]) -> Vec<u8> {
+    bytes
+        .iter()
+        .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+        .collect()
+}
+
+fn table_to_reply(target: &mut ReplyTarget<'_>, t: &Table, depth: usize) {
+    if let Some(err) = string_field(t, "err") {
+        encode::write_error(target.out, &one_line(&err.as_bytes()));
+        return;
+    }
+    if let Some(ok) = string_field(t, "ok") {
+        encode::write_simple(target.out, &one_line(&ok.as_bytes()));
+        return;
+    }
+    let double = match t.raw_get::<Value>("double") {
+        Ok(Value::Number(d)) => Some(d),
+        Ok(Value::Integer(d)) => Some(d as f64),
+        _ => None,
+    };
+    if let Some(d) = double {
+        let text = crate::cmd::float::fmt_g17(d);
+        encode::write_double_text_reply(target.out, target.caller, text.as_bytes());
+        return;
+    }
+    if let Some(big) = string_field(t, "big_number") {
+        let digits = one_line(&big.as_bytes());
+        if target.caller == Protocol::Resp3 {
+            encode::write_line(target.out, b'(', &digits);
+        } else {
+            encode::write_bulk(target.out, &digits);
+        }
+        return;
+    }
+    if let Some(verbatim) = table_field(t, "verbatim_string") {
+        if let (Some(format), Some(text)) = (
+            string_field(&verbatim, "format"),
+            string_field(&verbatim, "string"),
+        ) {
+            let (format, text) = (format.as_bytes(), text.as_bytes());
+            if target.caller == Protocol::Resp3 && format.len() == 3 {
+                encode::write_len(target.out, b'=', text.len() + 4);
+                target.out.extend_from_slice(&format);
+                target.out.extend_from_slice(b":");
+                target.out.extend_from_slice(&text);
+                target.out.extend_from_slice(b"\r\n");
+            } else {
+                encode::write_bulk(target.out, &text);
+            }
+            return;
+        }
+    }
+    if let Some(map) = table_field(t, "map") {
+        let pairs: Vec<(Value, Value)> = map.pairs::<Value, Value>().flatten().collect();
+        encode::write_map_len(target.out, target.caller, pairs.len());
+        for (k, v) in &pairs {
+            lua_to_reply(target, k, depth + 1);
+            lua_to_reply(target, v, depth + 1);
+        }
+        return;
+    }
+    if let Some(set) = table_field(t, "set") {
+        let members: Vec<Value> = set
+            .pairs::<Value, Value>()
+            .flatten()
+            .map(|(k, _)| k)
+            .collect();
+        encode::write_set_len(target.out, target.caller, members.len());
+        for m in &members {
+            lua_to_reply(target, m, depth + 1);
+        }
+        return;
+    }
+    let mut items = Vec::new();
+    for i in 1.. {
+        match t.raw_get::<Value>(i) {
+            Ok(Value::Nil) | Err(_) => break,
+            Ok(v) => items.push(v),
+        }
+    }
+    encode::write_array_len(target.out, items.len());
+    for item in &items {
+        lua_to_reply(target, item, depth + 1);
+    }
+}

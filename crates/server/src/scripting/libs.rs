@@ -1,0 +1,225 @@
+//! The extra libraries Redis gives scripts, written here in Rust: `bit` (LuaBitOp's
+//! 32-bit operations) and `cjson` (JSON encode/decode with Lua CJSON's conventions:
+//! empty tables encode as `{}`, integral numbers without a fraction, JSON null decodes to
+//! `cjson.null`).
+
+use mlua::{LightUserData, Lua, Table, Value, Variadic};
+
+/// Installs `bit` and `cjson` as globals.
+pub fn install(lua: &Lua) -> mlua::Result<()> {
+    let g = lua.globals();
+    g.set("bit", bit(lua)?)?;
+    g.set("cjson", cjson(lua)?)?;
+    Ok(())
+}
+
+/// LuaBitOp's normalisation: the number modulo 2^32, as a signed 32-bit integer.
+fn tobit(v: &Value) -> mlua::Result<i32> {
+    let n = match v {
+        Value::Integer(n) => *n as f64,
+        Value::Number(n) => *n,
+        Value::String(s) => s
+            .to_str()
+            .ok()
+            .and_then(|s| s.trim().parse::<f64>().ok())
+            .ok_or_else(|| mlua::Error::runtime("bad argument (number expected)"))?,
+        _ => {
+            return Err(mlua::Error::runtime(
+                "bad argument (number expected, got no value)",
+            ))
+        }
+    };
+    // LuaBitOp adds 2^52+2^51 and takes the low word: rounding to nearest, then wrap.
+    let wrapped = n.round().rem_euclid(4_294_967_296.0) as u64 as u32;
+    Ok(wrapped as i32)
+}
+
+fn first(args: &Variadic<Value>) -> mlua::Result<i32> {
+    tobit(args.first().unwrap_or(&Value::Nil))
+}
+
+fn bit(lua: &Lua) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    t.set(
+        "tobit",
+        lua.create_function(|_, a: Variadic<Value>| first(&a))?,
+    )?;
+    t.set(
+        "bnot",
+        lua.create_function(|_, a: Variadic<Value>| Ok(!first(&a)?))?,
+    )?;
+    let fold = |lua: &Lua, op: fn(i32, i32) -> i32| {
+        lua.create_function(move |_, a: Variadic<Value>| {
+            let mut acc = first(&a)?;
+            for v in a.iter().skip(1) {
+                acc = op(acc, tobit(v)?);
+            }
+            Ok(acc)
+        })
+    };
+    t.set("band", fold(lua, |x, y| x & y)?)?;
+    t.set("bor", fold(lua, |x, y| x | y)?)?;
+    t.set("bxor", fold(lua, |x, y| x ^ y)?)?;
+    let shift = |lua: &Lua, op: fn(i32, u32) -> i32| {
+        lua.create_function(move |_, a: Variadic<Value>| {
+            let x = first(&a)?;
+            let n = tobit(a.get(1).unwrap_or(&Value::Nil))? as u32 & 31;
+            Ok(op(x, n))
+        })
+    };
+    t.set("lshift", shift(lua, |x, n| ((x as u32) << n) as i32)?)?;
+    t.set("rshift", shift(lua, |x, n| ((x as u32) >> n) as i32)?)?;
+    t.set("arshift", shift(lua, |x, n| x >> n)?)?;
+    t.set("rol", shift(lua, |x, n| (x as u32).rotate_left(n) as i32)?)?;
+    t.set("ror", shift(lua, |x, n| (x as u32).rotate_right(n) as i32)?)?;
+    t.set(
+        "bswap",
+        lua.create_function(|_, a: Variadic<Value>| Ok((first(&a)? as u32).swap_bytes() as i32))?,
+    )?;
+    t.set(
+        "tohex",
+        lua.create_function(|_, a: Variadic<Value>| {
+            let x = first(&a)? as u32;
+            let n = match a.get(1) {
+                Some(v @ (Value::Integer(_) | Value::Number(_))) => tobit(v)?,
+                _ => 8,
+            };
+            let (upper, digits) = if n < 0 { (true, -n) } else { (false, n) };
+            let digits = digits.clamp(1, 8) as usize;
+            let text = format!("{x:08x}");
+            let text = &text[8 - digits..];
+            Ok(if upper {
+                text.to_uppercase()
+            } else {
+                text.to_string()
+            })
+        })?,
+    )?;
+    Ok(t)
+}
+
+fn cjson(lua: &Lua) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    t.set(
+        "null",
+        Value::LightUserData(LightUserData(std::ptr::null_mut())),
+    )?;
+    t.set(
+        "encode",
+        lua.create_function(|_, v: Value| {
+            let mut out = String::new();
+            encode_json(&v, &mut out, 0).map_err(mlua::Error::runtime)?;
+            Ok(out)
+        })?,
+    )?;
+    t.set(
+        "decode",
+        lua.create_function(|lua, text: mlua::String| {
+            let parsed: serde_json::Value =
+                serde_json::from_slice(&text.as_bytes()).map_err(|e| {
+                    mlua::Error::runtime(format!("Expected value but found invalid token: {e}"))
+                })?;
+            decode_json(lua, &parsed, 0)
+        })?,
+    )?;
+    Ok(t)
+}
+
+const MAX_JSON_DEPTH: usize = 1000;
+
+fn encode_json(v: &Value, out: &mut String, depth: usize) -> Result<(), String> {
+    if depth > MAX_JSON_DEPTH {
+        return Err("Cannot serialise, excessive nesting (1001)".into());
+    }
+    match v {
+        Value::Nil => out.push_str("null"),
+        Value::LightUserData(_) => out.push_str("null"),
+        Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Integer(n) => out.push_str(&n.to_string()),
+        Value::Number(n) => {
+            if !n.is_finite() {
+                return Err("Cannot serialise number: must not be NaN or Inf".into());
+            }
+            out.push_str(&crate::cmd::float::fmt_g(*n, 14));
+        }
+        Value::String(s) => {
+            let text = String::from_utf8_lossy(&s.as_bytes()).into_owned();
+            out.push_str(&serde_json::Value::String(text).to_string());
+        }
+        Value::Table(t) => {
+            let len = t.raw_len();
+            let pairs = t.pairs::<Value, Value>().count();
+            if len > 0 && pairs == len {
+                out.push('[');
+                for i in 1..=len {
+                    if i > 1 {
+                        out.push(',');
+                    }
+                    let item: Value = t.raw_get(i).map_err(|e| e.to_string())?;
+                    encode_json(&item, out, depth + 1)?;
+                }
+                out.push(']');
+            } else {
+                out.push('{');
+                let mut firstp = true;
+                for pair in t.pairs::<Value, Value>() {
+                    let (k, item) = pair.map_err(|e| e.to_string())?;
+                    let key = match &k {
+                        Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+                        Value::Integer(n) => n.to_string(),
+                        Value::Number(n) => crate::cmd::float::fmt_g(*n, 14),
+                        _ => {
+                            return Err(
+                                "Cannot serialise table: table key must be a number or string"
+                                    .into(),
+                            )
+                        }
+                    };
+                    if !firstp {
+                        out.push(',');
+                    }
+                    firstp = false;
+                    out.push_str(&serde_json::Value::String(key).to_string());
+                    out.push(':');
+                    encode_json(&item, out, depth + 1)?;
+                }
+                out.push('}');
+            }
+        }
+        other => {
+            return Err(format!(
+                "Cannot serialise {}: type not supported",
+                other.type_name()
+            ))
+        }
+    }
+    Ok(())
+}
+
+fn decode_json(lua: &Lua, v: &serde_json::Value, depth: usize) -> mlua::Result<Value> {
+    if depth > MAX_JSON_DEPTH {
+        return Err(mlua::Error::runtime(
+            "Found too many nested data structures (1001)",
+        ));
+    }
+    Ok(match v {
+        serde_json::Value::Null => Value::LightUserData(LightUserData(std::ptr::null_mut())),
+        serde_json::Value::Bool(b) => Value::Boolean(*b),
+        serde_json::Value::Number(n) => Value::Number(n.as_f64().unwrap_or(0.0)),
+        serde_json::Value::String(s) => Value::String(lua.create_string(s)?),
+        serde_json::Value::Array(items) => {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_set(i + 1, decode_json(lua, item, depth + 1)?)?;
+            }
+            Value::Table(t)
+        }
+        serde_json::Value::Object(map) => {
+            let t = lua.create_table()?;
+            for (k, item) in map {
+                t.raw_set(k.as_str(), decode_json(lua, item, depth + 1)?)?;
+            }
+            Value::Table(t)
+        }
+    })
+}

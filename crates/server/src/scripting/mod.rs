@@ -1,0 +1,737 @@
+//! Lua scripting as Redis 7.0 embeds it: EVAL scripts cached by SHA1, and FUNCTION
+//! libraries, run by one Lua 5.1 interpreter (built from source by `mlua`).
+//!
+//! # Atomicity and locking
+//!
+//! A script may touch any key of any database (Redis allows undeclared keys outside
+//! cluster mode, and SELECT), so before it starts it holds **every shard of every
+//! database**, locked in the one global order (database, then shard) that EXEC uses
+//! ([`crate::store::Held`]); inside EXEC it borrows the transaction's shards instead.
+//! Its `redis.call`s then run through the ordinary dispatcher with shard access
+//! redirected to those guards, exactly like queued commands. Nobody can see a script
+//! half done, on any shard, and since every lock is taken up front in the global order a
+//! script can never deadlock with another script, a transaction or a plain command.
+//!
+//! The interpreter itself is behind its own mutex, always taken *after* the shards: a
+//! script inside EXEC already holds its shards when it asks for the interpreter, and a
+//! plain EVAL takes the shards first too, so the two locks are always taken in one order.
+//! Commands that only manage scripts (SCRIPT LOAD/EXISTS/FLUSH, FUNCTION LOAD/LIST...)
+//! take the interpreter alone.
+//!
+//! # The sandbox
+//!
+//! `prelude.lua` builds what scripts see: the base library without `loadfile`/`dofile`/
+//! `debug`, `string`, `table`, `math`, `bit` and `cjson`, the `redis` table, all behind
+//! read-only proxies; reading a global that does not exist and writing any global are
+//! errors with Redis's texts. `math.random` is reseeded before every run, so a script
+//! is deterministic. Errors carry `script: <sha>, on @user_script:<line>.` as in Redis.
+
+mod convert;
+mod flags;
+mod libs;
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
+
+use bytes::{Bytes, BytesMut};
+use mlua::{Function, Lua, ObjectLike, StdLib, Table, Value, Variadic};
+use parking_lot::{Mutex, MutexGuard};
+use redline_resp::command::{self, CommandFlags};
+use redline_resp::{encode, Frame, Protocol};
+use sha1::{Digest, Sha1};
+
+use crate::cmd::Ctx;
+
+pub use flags::{eval_shebang, ScriptFlags};
+
+/// A compiled EVAL script.
+struct Script {
+    func: Function,
+    flags: ScriptFlags,
+}
+
+/// One function of a library.
+#[derive(Clone)]
+pub struct FunctionDef {
+    /// Its name.
+    pub name: String,
+    /// The Lua callback.
+    func: Function,
+    /// Its flags.
+    pub flags: ScriptFlags,
+    /// Its description, if given.
+    pub description: Option<String>,
+}
+
+/// A library loaded by FUNCTION LOAD.
+#[derive(Clone)]
+pub struct Library {
+    /// Its name.
+    pub name: String,
+    /// Its source, shebang included.
+    pub code: Bytes,
+    /// Its functions, by name.
+    pub functions: BTreeMap<String, FunctionDef>,
+}
+
+/// The interpreter and what it holds.
+pub struct Engine {
+    lua: Lua,
+    state: Table,
+    globals: Table,
+    env: Table,
+    scripts: HashMap<String, Script>,
+    /// Loaded libraries, by lower-case name (Redis compares names case-insensitively).
+    pub libraries: BTreeMap<String, Library>,
+}
+
+/// Scripting state of the server: the interpreter, created on first use.
+#[derive(Default)]
+pub struct Scripting {
+    engine: Mutex<Option<Engine>>,
+}
+
+impl std::fmt::Debug for Scripting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Scripting")
+    }
+}
+
+/// The lower-case hex SHA1 of `data` (script ids, `redis.sha1hex`).
+pub fn sha1_hex(data: &[u8]) -> String {
+    let digest = Sha1::digest(data);
+    let mut hex = String::with_capacity(40);
+    for b in digest {
+        hex.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        hex.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+    }
+    hex
+}
+
+impl Scripting {
+    /// The interpreter, created on first use.
+    pub fn engine(&self) -> Result<MutexGuard<'_, Option<Engine>>, String> {
+        let mut guard = self.engine.lock();
+        if guard.is_none() {
+            *guard = Some(Engine::new().map_err(|e| format!("ERR Lua engine failed: {e}"))?);
+        }
+        Ok(guard)
+    }
+
+    /// Drops every script and library (SCRIPT FLUSH drops scripts only: see
+    /// [`Engine::flush_scripts`]).
+    pub fn reset(&self) {
+        *self.engine.lock() = None;
+    }
+}
+
+/// How a run was asked for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// EVAL/EVALSHA: KEYS and ARGV are globals.
+    Eval,
+    /// FCALL: keys and args are the callback's arguments.
+    Function,
+}
+
+impl Engine {
+    fn new() -> mlua::Result<Engine> {
+        let lua = new_lua();
+        let g = lua.globals();
+        let redis = lua.create_table()?;
+        redis.set(
+            "REDIS_VERSION",
+            crate::cmd::server::REDIS_VERSION.to_string(),
+        )?;
+        redis.set(
+            "REDIS_VERSION_NUM",
+            version_num(crate::cmd::server::REDIS_VERSION),
+        )?;
+        redis.set(
+            "sha1hex",
+            lua.create_function(|lua, args: Variadic<Value>| {
+                if args.len() != 1 {
+                    return Err(mlua::Error::runtime("wrong number of arguments"));
+                }
+                let bytes = match &args[0] {
+                    Value::String(s) => s.as_bytes().to_vec(),
+                    Value::Integer(n) => n.to_string().into_bytes(),
+                    Value::Number(n) => crate::cmd::float::fmt_g(*n, 14).into_bytes(),
+                    _ => Vec::new(),
+                };
+                lua.create_string(sha1_hex(&bytes))
+            })?,
+        )?;
+        redis.set(
+            "log",
+            lua.create_function(|_, args: Variadic<Value>| {
+                if args.len() < 2 {
+                    return Err(mlua::Error::runtime(
+                        "redis.log() requires two arguments or more.",
+                    ));
+                }
+                let level = match &args[0] {
+                    Value::Integer(n) => *n,
+                    Value::Number(n) => *n as i64,
+                    _ => {
+                        return Err(mlua::Error::runtime(
+                            "First argument must be a number (log level).",
+                        ))
+                    }
+                };
+                if !(0..=3).contains(&level) {
+                    return Err(mlua::Error::runtime("Invalid debug level."));
+                }
+                let text: Vec<String> = args[1..]
+                    .iter()
+                    .map(|v| match v {
+                        Value::String(s) => s.to_string_lossy(),
+                        Value::Integer(n) => n.to_string(),
+                        Value::Number(n) => crate::cmd::float::fmt_g(*n, 14),
+                        _ => String::new(),
+                    })
+                    .collect();
+                let line = text.join(" ");
+                match level {
+                    0 => tracing::debug!("{line}"),
+                    1 => tracing::info!("{line}"),
+                    2 => tracing::warn!("{line}"),
+                    _ => tracing::error!("{line}"),
+                }
+                Ok(())
+            })?,
+        )?;
+        g.set("redis", redis.clone())?;
+        libs::install(&lua)?;
+        let state = lua.create_table()?;
+        state.set("redis", redis)?;
+        let globals = lua.create_table()?;
+        state.set("globals", globals.clone())?;
+        lua.load(include_str!("prelude.lua"))
+            .set_name("=redline")
+            .call::<()>(state.clone())?;
+        let env: Table = state.get("env")?;
+        Ok(Engine {
+            lua,
+            state,
+            globals,
+            env,
+            scripts: HashMap::new(),
+            libraries: BTreeMap::new(),
+        })
+    }
+
+    /// Compiles `body` as a script (cached by its SHA1, also on failure nothing is kept).
+    pub fn load_script(&mut self, body: &[u8]) -> Result<String, String> {
+        let sha = sha1_hex(body);
+        if self.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let (flags, code) = eval_shebang(body)?;
+        let func = self
+            .lua
+            .load(code)
+            .set_name("@user_script")
+            .set_environment(self.env.clone())
+            .into_function()
+            .map_err(|e| {
+                format!(
+                    "ERR Error compiling script (new function): {}",
+                    lua_message(&e)
+                )
+            })?;
+        self.scripts.insert(sha.clone(), Script { func, flags });
+        Ok(sha)
+    }
+
+    /// Whether a script with this SHA1 is cached.
+    pub fn has_script(&self, sha: &str) -> bool {
+        self.scripts.contains_key(&sha.to_ascii_lowercase())
+    }
+
+    /// SCRIPT FLUSH.
+    pub fn flush_scripts(&mut self) {
+        self.scripts.clear();
+        let _ = self.lua.gc_collect();
+    }
+
+    /// The flags of a cached script.
+    pub fn script_flags(&self, sha: &str) -> Option<ScriptFlags> {
+        self.scripts.get(sha).map(|s| s.flags)
+    }
+
+    /// The function `name` of any library, with its flags.
+    pub fn function(&self, name: &str) -> Option<&FunctionDef> {
+        let key = name.to_ascii_lowercase();
+        self.libraries
+            .values()
+            .find_map(|lib| lib.functions.get(&key))
+    }
+
+    /// FUNCTION LOAD: evaluates the library's code, which registers its functions.
+    pub fn load_library(&mut self, code: &[u8], replace: bool) -> Result<String, String> {
+        let (name, body) = library_shebang(code)?;
+        let key = name.to_ascii_lowercase();
+        if self.libraries.contains_key(&key) && !replace {
+            return Err(format!("ERR Library '{name}' already exists"));
+        }
+        let env: Table = self
+            .state
+            .call_function("library_env", ())
+            .map_err(|e| format!("ERR {}", lua_message(&e)))?;
+        let chunk = self
+            .lua
+            .load(body)
+            .set_name("@user_function")
+            .set_environment(env)
+            .into_function()
+            .map_err(|e| format!("ERR Error compiling function: {}", lua_message(&e)))?;
+        let registered: RefCell<Vec<FunctionDef>> = RefCell::new(Vec::new());
+        let outcome = self.lua.scope(|scope| {
+            let register = scope.create_function(|_, args: Variadic<Value>| {
+                let def = register_args(&args).map_err(mlua::Error::runtime)?;
+                let mut list = registered.borrow_mut();
+                if list.iter().any(|f| f.name.eq_ignore_ascii_case(&def.name)) {
+                    return Err(mlua::Error::runtime(format!(
+                        "Function {} already exists",
+                        def.name
+                    )));
+                }
+                list.push(def);
+                Ok(())
+            })?;
+            self.state.set("register", register)?;
+            self.state.set("loading", true)?;
+            let result = chunk.call::<Value>(());
+            self.state.set("loading", false)?;
+            self.state.set("register", Value::Nil)?;
+            Ok(result)
+        });
+        match outcome {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) | Err(e) => {
+                return Err(format!(
+                    "ERR Error registering functions: {}",
+                    lua_message(&e)
+                ))
+            }
+        }
+        let functions = registered.into_inner();
+        if functions.is_empty() {
+            return Err("ERR No functions registered".into());
+        }
+        for f in &functions {
+            let fkey = f.name.to_ascii_lowercase();
+            if self
+                .libraries
+                .iter()
+                .any(|(lib, l)| *lib != key && l.functions.contains_key(&fkey))
+            {
+                return Err(format!("ERR Function {} already exists", f.name));
+            }
+        }
+        self.libraries.insert(
+            key,
+            Library {
+                name: name.clone(),
+                code: Bytes::copy_from_slice(code),
+                functions: functions
+                    .into_iter()
+                    .map(|f| (f.name.to_ascii_lowercase(), f))
+                    .collect(),
+            },
+        );
+        Ok(name)
+    }
+}
+
+/// A Lua state with the libraries Redis opens. `debug` makes mlua call this unsafe: Lua
+/// code holding `debug` could corrupt the interpreter. The prelude takes it into a local
+/// of the error handler (which only calls `debug.getinfo`, as Redis's does) and removes
+/// it from the globals before any script runs, so scripts never reach it.
+#[allow(unsafe_code)]
+fn new_lua() -> Lua {
+    // SAFETY: see above; no user code runs with `debug` reachable.
+    unsafe {
+        Lua::unsafe_new_with(
+            StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG,
+            mlua::LuaOptions::default(),
+        )
+    }
+}
+
+/// `7.0.15` → `0x00070f`.
+fn version_num(version: &str) -> i64 {
+    version
+        .split('.')
+        .take(3)
+        .fold(0, |acc, part| acc * 256 + part.parse::<i64>().unwrap_or(0))
+}
+
+/// The message of a Lua error without mlua's decorations.
+fn lua_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        mlua::Error::RuntimeError(message) => message.clone(),
+        mlua::Error::CallbackError { cause, .. } => lua_message(cause),
+        other => other.to_string(),
+    }
+    .lines()
+    .next()
+    .unwrap_or_default()
+    .to_string()
+}
+
+/// Reads `#!lua name=<lib>` and returns the name and the code to evaluate.
+fn library_shebang(code: &[u8]) -> Result<(String, Vec<u8>), String> {
+    if !code.starts_with(b"#!") {
+        return Err("ERR Missing library metadata".into());
+    }
+    let end = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
+    let line = String::from_utf8_lossy(&code[..end]);
+    let mut parts = line.split_whitespace();
+    let engine = parts.next().unwrap_or_default();
+    let engine = engine.strip_prefix("#!").unwrap_or(engine);
+    if !engine.eq_ignore_ascii_case("lua") {
+        return Err(format!("ERR Engine '{engine}' not found"));
+    }
+    let mut name = None;
+    for part in parts {
+        match part.split_once('=') {
+            Some(("name", value)) => name = Some(value.to_string()),
+            _ => return Err(format!("ERR Invalid metadata value given: {part}")),
+        }
+    }
+    let name = name.ok_or_else(|| "ERR Library name was not given".to_string())?;
+    if !valid_name(&name) {
+        return Err("ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
+    }
+    let mut body = code[end..].to_vec();
+    body.insert(0, b' ');
+    Ok((name, body))
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// `redis.register_function(name, callback)` or `redis.register_function{...}`.
+fn register_args(args: &[Value]) -> Result<FunctionDef, String> {
+    let (name, func, flags, description) = match args {
+        [Value::String(name), Value::Function(f)] => (
+            name.to_string_lossy(),
+            f.clone(),
+            ScriptFlags::default(),
+            None,
+        ),
+        [Value::Table(t)] => {
+            let mut name = None;
+            let mut func = None;
+            let mut flags = ScriptFlags::default();
+            let mut description = None;
+            for pair in t.pairs::<String, Value>() {
+                let (key, value) = pair
+                    .map_err(|_| "wrong argument given to redis.register_function".to_string())?;
+                match (key.as_str(), value) {
+                    ("function_name", Value::String(s)) => name = Some(s.to_string_lossy()),
+                    ("callback", Value::Function(f)) => func = Some(f),
+                    ("description", Value::String(s)) => description = Some(s.to_string_lossy()),
+                    ("flags", Value::Table(list)) => {
+                        for flag in list.sequence_values::<String>() {
+                            let flag = flag.map_err(|_| "Unknown flag given".to_string())?;
+                            if !flags.add(&flag) {
+                                return Err("Unknown flag given".into());
+                            }
+                        }
+                    }
+                    ("function_name", _) => return Err("function_name argument given to redis.register_function must be a string".into()),
+                    ("callback", _) => return Err("callback argument given to redis.register_function must be a function".into()),
+                    ("description", _) => return Err("description argument given to redis.register_function must be a string".into()),
+                    ("flags", _) => return Err("flags argument to redis.register_function must be a table representing function flags".into()),
+                    (other, _) => return Err(format!("unknown argument given to redis.register_function: {other}")),
+                }
+            }
+            let name = name.ok_or("redis.register_function must get a function name argument")?;
+            let func = func.ok_or("redis.register_function must get a callback argument")?;
+            (name, func, flags, description)
+        }
+        [_, _] => return Err("wrong arguments given to redis.register_function".into()),
+        _ => return Err("wrong number of arguments to redis.register_function".into()),
+    };
+    if !valid_name(&name) {
+        return Err("Function names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
+    }
+    Ok(FunctionDef {
+        name,
+        func,
+        flags,
+        description,
+    })
+}
+
+/// What to run: a cached script or a library function.
+pub enum Target<'a> {
+    /// A cached EVAL script, by SHA1.
+    Script(&'a str),
+    /// A function, by name.
+    Function(&'a str),
+}
+
+/// Runs a script or function for `ctx` and writes its reply. The caller holds the
+/// shards (`ctx.held`) and the engine.
+pub fn run(
+    engine: &mut Engine,
+    ctx: &mut Ctx<'_>,
+    target: Target<'_>,
+    keys: &[Bytes],
+    args: &[Bytes],
+    read_only: bool,
+) {
+    let (func, mode, name) = match target {
+        Target::Script(sha) => match engine.scripts.get(sha) {
+            Some(s) => (s.func.clone(), Mode::Eval, sha.to_string()),
+            None => {
+                encode::write_error(ctx.out, b"NOSCRIPT No matching script. Please use EVAL.");
+                return;
+            }
+        },
+        Target::Function(fname) => match engine.function(fname) {
+            Some(f) => (f.func.clone(), Mode::Function, fname.to_string()),
+            None => {
+                encode::write_error(ctx.out, b"ERR Function not found");
+                return;
+            }
+        },
+    };
+    let caller_protocol = ctx.client.protocol;
+    let caller_db = ctx.client.db;
+    let script_resp = Cell::new(Protocol::Resp2);
+    let lua = &engine.lua;
+    let result = (|| -> mlua::Result<(bool, Value)> {
+        let keys_table = lua.create_sequence_from(
+            keys.iter()
+                .map(|k| lua.create_string(k))
+                .collect::<mlua::Result<Vec<_>>>()?,
+        )?;
+        let args_table = lua.create_sequence_from(
+            args.iter()
+                .map(|a| lua.create_string(a))
+                .collect::<mlua::Result<Vec<_>>>()?,
+        )?;
+        if mode == Mode::Eval {
+            engine.globals.raw_set("KEYS", keys_table.clone())?;
+            engine.globals.raw_set("ARGV", args_table.clone())?;
+        }
+        // Deterministic scripts: the same seed before every run.
+        if let Ok(math) = engine.globals.raw_get::<Table>("math") {
+            if let Ok(seed) = math.get::<Function>("randomseed") {
+                let _ = seed.call::<()>(0);
+            }
+        }
+        let shared = ctx.shared;
+        let held = ctx.held;
+        let client = RefCell::new(&mut *ctx.client);
+        lua.scope(|scope| {
+            let call = scope.create_function(|lua, argv: Variadic<Value>| {
+                let mut client = client.borrow_mut();
+                call_command(
+                    lua,
+                    shared,
+                    held,
+                    &mut client,
+                    &argv,
+                    read_only,
+                    script_resp.get(),
+                )?
+                .map_err(|text| mlua::Error::runtime(format!("\u{1}{text}\u{1}")))
+            })?;
+            let pcall = scope.create_function(|lua, argv: Variadic<Value>| {
+                let mut client = client.borrow_mut();
+                match call_command(
+                    lua,
+                    shared,
+                    held,
+                    &mut client,
+                    &argv,
+                    read_only,
+                    script_resp.get(),
+                )? {
+                    Ok(v) => Ok(v),
+                    Err(text) => {
+                        let t = lua.create_table()?;
+                        t.raw_set("err", text)?;
+                        Ok(Value::Table(t))
+                    }
+                }
+            })?;
+            let setresp = scope.create_function(|_, argv: Variadic<Value>| {
+                if argv.len() != 1 {
+                    return Err(mlua::Error::runtime(
+                        "redis.setresp() requires one argument.",
+                    ));
+                }
+                let n = match &argv[0] {
+                    Value::Integer(n) => *n,
+                    Value::Number(n) => *n as i64,
+                    _ => 0,
+                };
+                match n {
+                    2 => script_resp.set(Protocol::Resp2),
+                    3 => script_resp.set(Protocol::Resp3),
+                    _ => return Err(mlua::Error::runtime("RESP version must be 2 or 3.")),
+                }
+                Ok(())
+            })?;
+            let redis: Table = engine.state.get("redis")?;
+            let outside: Value = engine.state.get("outside")?;
+            redis.raw_set("call", call)?;
+            redis.raw_set("pcall", pcall)?;
+            engine.state.set("call", true)?;
+            engine.state.set("setresp", setresp)?;
+            let outcome = match mode {
+                Mode::Eval => engine
+                    .state
+                    .call_function::<(bool, Value)>("run", func.clone()),
+                Mode::Function => engine.state.call_function::<(bool, Value)>(
+                    "run_function",
+                    (func.clone(), keys_table.clone(), args_table.clone()),
+                ),
+            };
+            redis.raw_set("call", outside.clone())?;
+            redis.raw_set("pcall", outside)?;
+            engine.state.set("call", Value::Nil)?;
+            engine.state.set("setresp", Value::Nil)?;
+            outcome
+        })
+    })();
+    ctx.client.protocol = caller_protocol;
+    ctx.client.db = caller_db;
+    match result {
+        Ok((true, value)) => {
+            let mut target = convert::ReplyTarget {
+                out: ctx.out,
+                caller: caller_protocol,
+                script: script_resp.get(),
+            };
+            convert::lua_to_reply(&mut target, &value, 0);
+        }
+        Ok((false, Value::Table(err))) => {
+            let msg = match err.raw_get::<Value>("err") {
+                Ok(Value::String(s)) => s.as_bytes().to_vec(),
+                _ => b"ERR unknown error".to_vec(),
+            };
+            let mut line = msg;
+            if let (Ok(Value::String(source)), Ok(line_no)) =
+                (err.raw_get::<Value>("source"), err.raw_get::<Value>("line"))
+            {
+                let line_no = match line_no {
+                    Value::Integer(n) => n,
+                    Value::Number(n) => n as i64,
+                    _ => 0,
+                };
+                if line_no > 0 {
+                    line.extend_from_slice(
+                        format!(
+                            " script: {name}, on {}:{line_no}.",
+                            source.to_string_lossy()
+                        )
+                        .as_bytes(),
+                    );
+                }
+            }
+            let line: Vec<u8> = line
+                .into_iter()
+                .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+                .collect();
+            encode::write_error(ctx.out, &line);
+        }
+        Ok((false, other)) => {
+            let text = match other {
+                Value::String(s) => s.to_string_lossy(),
+                _ => "execution failure".to_string(),
+            };
+            write_run_error(ctx.out, &name, &text);
+        }
+        Err(e) => write_run_error(ctx.out, &name, &lua_message(&e)),
+    }
+}
+
+fn write_run_error(out: &mut BytesMut, name: &str, text: &str) {
+    let text: String = text.chars().take(100).collect();
+    let line = format!("ERR Error running script {name}, {text}").replace(['\r', '\n'], " ");
+    encode::write_error(out, line.as_bytes());
+}
+
+/// One argument of `redis.call` as bytes (numbers as Lua prints them).
+fn arg_bytes(v: &Value) -> Option<Bytes> {
+    match v {
+        Value::String(s) => Some(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::Integer(n) => Some(Bytes::from(n.to_string())),
+        Value::Number(n) => Some(Bytes::from(crate::cmd::float::fmt_g(*n, 14))),
+        _ => None,
+    }
+}
+
+fn error_text(message: &str) -> mlua::Result<Result<Value, String>> {
+    Ok(Err(message.to_string()))
+}
+
+/// `redis.call`/`redis.pcall`: runs one command on the script's (fake) client with the
+/// shards already held; returns the reply as Lua, or the error reply's text.
+fn call_command(
+    lua: &Lua,
+    shared: &crate::shared::Shared,
+    held: Option<&(dyn crate::store::HeldShards + '_)>,
+    client: &mut crate::net::client::ClientState,
+    argv: &[Value],
+    read_only: bool,
+    resp: Protocol,
+) -> mlua::Result<Result<Value, String>> {
+    if argv.is_empty() {
+        return error_text("ERR Please specify at least one argument for this redis lib call");
+    }
+    let mut args = Vec::with_capacity(argv.len());
+    for v in argv {
+        match arg_bytes(v) {
+            Some(b) => args.push(b),
+            None => {
+                return error_text(
+                    "ERR Lua redis lib command arguments must be strings or integers",
+                )
+            }
+        }
+    }
+    let Some(spec) = command::resolve(&args) else {
+        return error_text("ERR Unknown Redis command called from script");
+    };
+    if !spec.arity_ok(args.len()) {
+        return error_text("ERR Wrong number of args calling Redis command from script");
+    }
+    if spec.flags.contains(CommandFlags::NOSCRIPT) {
+        return error_text("ERR This Redis command is not allowed from script");
+    }
+    if read_only && spec.is_write() {
+        return error_text("ERR Write commands are not allowed from read-only scripts.");
+    }
+    let mut out = BytesMut::new();
+    let saved = client.protocol;
+    client.protocol = resp;
+    {
+        let mut inner = Ctx {
+            shared,
+            client: &mut *client,
+            out: &mut out,
+            held,
+        };
+        crate::cmd::execute(&mut inner, &args);
+    }
+    client.protocol = saved;
+    let frame = match redline_resp::parse(&mut out) {
+        Ok(Some(frame)) => frame,
+        _ => Frame::NullBulk,
+    };
+    match frame {
+        Frame::Error(e) | Frame::BulkError(e) => Ok(Err(String::from_utf8_lossy(&e).into_owned())),
+        other => Ok(Ok(convert::frame_to_lua(lua, other, 0)?)),
+    }
+}

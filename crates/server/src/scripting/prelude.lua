@@ -1,0 +1,158 @@
+-- The Lua side of redline's scripting sandbox, run once when the engine starts.
+-- Receives the engine's private state table; everything scripts see afterwards is
+-- reached through read-only proxies, as Redis 7.0 makes its globals read-only.
+local state = ...
+local dbg = debug
+debug = nil
+loadfile = nil
+dofile = nil
+local rawget, rawset, error, type, tostring, setmetatable = rawget, rawset, error, type, tostring, setmetatable
+
+-- Redis's error handler: errors become {err=...} tables carrying where they happened
+-- (the first frame that is neither C nor this prelude).
+function state.handler(err)
+  local level = 2
+  local info = dbg.getinfo(level, 'nSl')
+  while info and (info.what == 'C' or info.source == '=redline') do
+    level = level + 1
+    info = dbg.getinfo(level, 'nSl')
+  end
+  if type(err) ~= 'table' then
+    -- Errors the engine raises from Rust carry their Redis text between \1 markers.
+    local text = tostring(err)
+    local marked = text:match('\1(.-)\1')
+    if marked then
+      err = {err = marked}
+    else
+      err = {err = 'ERR ' .. text}
+    end
+  end
+  if info then
+    err['source'] = info.source
+    err['line'] = info.currentline
+  end
+  return err
+end
+
+function state.run(f)
+  return xpcall(f, state.handler)
+end
+
+local function readonly(real, name)
+  return setmetatable({}, {
+    __index = real,
+    __newindex = function() error('Attempt to modify a readonly table', 2) end,
+    __metatable = false,
+  })
+end
+state.readonly = readonly
+
+local redis = state.redis
+-- redis.call and redis.pcall are set by the engine for each run (Rust functions: being
+-- C functions they keep the script's frame, so errors point at the script's line).
+local function outside()
+  error({err = 'ERR redis.call/pcall can only be called inside a script invocation'})
+end
+state.outside = outside
+redis.call = outside
+redis.pcall = outside
+redis.error_reply = function(msg)
+  if type(msg) ~= 'string' then
+    error({err = 'ERR wrong number or type of arguments'})
+  end
+  if msg:sub(1, 1) == '-' then msg = msg:sub(2) end
+  if not msg:find(' ') then msg = 'ERR ' .. msg end
+  return {err = msg}
+end
+redis.status_reply = function(msg)
+  if type(msg) ~= 'string' then
+    error({err = 'ERR wrong number or type of arguments'})
+  end
+  return {ok = msg}
+end
+redis.setresp = function(...)
+  local setresp = state.setresp
+  if setresp == nil then
+    error({err = 'ERR redis.setresp can only be called inside a script invocation'})
+  end
+  return setresp(...)
+end
+redis.set_repl = function(...)
+  if state.call == nil then
+    error({err = 'ERR redis.set_repl can only be called inside a script invocation'})
+  end
+  local n = select('#', ...)
+  if n ~= 1 then
+    error({err = 'ERR redis.set_repl() requires two arguments.'})
+  end
+  local flags = ...
+  if type(flags) ~= 'number' or flags < 0 or flags > 3 then
+    error({err = 'ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.'})
+  end
+end
+redis.replicate_commands = function() return true end
+redis.breakpoint = function() return false end
+redis.debug = function() end
+redis.REPL_NONE = 0
+redis.REPL_AOF = 1
+redis.REPL_SLAVE = 2
+redis.REPL_REPLICA = 2
+redis.REPL_ALL = 3
+redis.LOG_DEBUG = 0
+redis.LOG_VERBOSE = 1
+redis.LOG_NOTICE = 2
+redis.LOG_WARNING = 3
+
+-- The globals scripts see: everything set up so far, read-only; reading a missing name
+-- is an error, as in Redis.
+local G = state.globals
+for k, v in pairs(_G) do
+  if k ~= '_G' then rawset(G, k, v) end
+end
+for _, lib in ipairs({'redis', 'string', 'table', 'math', 'bit', 'cjson', 'cmsgpack', 'struct'}) do
+  if rawget(G, lib) ~= nil then
+    rawset(G, lib, readonly(rawget(G, lib), lib))
+  end
+end
+local proxy = setmetatable({}, {
+  __index = function(_, k)
+    local v = rawget(G, k)
+    if v == nil then
+      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+    end
+    return v
+  end,
+  __newindex = function() error('Attempt to modify a readonly table', 2) end,
+  __metatable = false,
+})
+rawset(G, '_G', proxy)
+state.env = proxy
+
+-- FUNCTION LOAD: library code runs in its own environment where `redis` is the
+-- load-time API (register_function) while loading and the full API when called.
+local load_api = {
+  register_function = function(...)
+    return state.register(...)
+  end,
+  log = function(...) return redis.log(...) end,
+  LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
+}
+function state.library_env()
+  return setmetatable({}, {
+    __index = function(_, k)
+      if k == 'redis' and state.loading then return load_api end
+      local v = rawget(G, k)
+      if v == nil then
+        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+      end
+      return v
+    end,
+    __newindex = function() error('Attempt to modify a readonly table', 2) end,
+    __metatable = false,
+  })
+end
+
+function state.run_function(f, keys, args)
+  return xpcall(function() return f(keys, args) end, state.handler)
+end

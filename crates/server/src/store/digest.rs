@@ -1,0 +1,164 @@
+//! DEBUG DIGEST and DIGEST-VALUE: a dataset fingerprint built the way Redis builds its
+//! own (not bit-identical to redis-server's: digests compare datasets within one
+//! server, which is what DEBUG DIGEST is for). Each value is folded
+//! into a 20-byte digest with SHA1: "mix" (xor the element's SHA1 in, then hash the
+//! digest itself: order matters) for strings and list elements, "xor" (order does not
+//! matter) for set members and for hash fields and sorted-set members (each pair mixed
+//! into its own digest first). Keys carry their type and an expiry mark; databases
+//! their index. Equal datasets give equal digests, whatever order they were built in.
+
+use sha1::{Digest as _, Sha1};
+
+use super::value::{Entry, Value};
+use super::Shard;
+
+/// A 20-byte digest.
+pub type Digest = [u8; 20];
+
+fn xor_digest(digest: &mut Digest, data: &[u8]) {
+    let hash = Sha1::digest(data);
+    for (d, h) in digest.iter_mut().zip(hash.iter()) {
+        *d ^= h;
+    }
+}
+
+fn mix_digest(digest: &mut Digest, data: &[u8]) {
+    xor_digest(digest, data);
+    let hash = Sha1::digest(*digest);
+    digest.copy_from_slice(&hash);
+}
+
+/// Redis's type codes (`OBJ_STRING`...), hashed big-endian.
+fn type_code(value: &Value) -> u32 {
+    match value {
+        Value::Int(_) | Value::Str(_) => 0,
+        Value::List(_) => 1,
+        Value::Set(_) => 2,
+        Value::ZSet(_) => 3,
+        Value::Hash(_) => 4,
+    }
+}
+
+/// The shortest text that reads back as `score` (Redis's `fpconv_dtoa`).
+fn score_text(score: f64) -> String {
+    if score.is_infinite() {
+        return if score > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    format!("{score}")
+}
+
+/// The digest of one value (DIGEST-VALUE), expiry included.
+pub fn value_digest(entry: &Entry) -> Digest {
+    let mut digest = [0u8; 20];
+    mix_digest(&mut digest, &type_code(&entry.value).to_be_bytes());
+    match &entry.value {
+        Value::Int(_) | Value::Str(_) => {
+            entry.value.with_str(|b| mix_digest(&mut digest, b));
+        }
+        Value::List(list) => {
+            for item in list.iter() {
+                mix_digest(&mut digest, item.as_bytes());
+            }
+        }
+        Value::Set(set) => {
+            for member in set.iter() {
+                xor_digest(&mut digest, member.as_bytes());
+            }
+        }
+        Value::ZSet(zset) => {
+            for (member, score) in zset.iter() {
+                let mut element = [0u8; 20];
+                mix_digest(&mut element, member);
+                mix_digest(&mut element, score_text(score).as_bytes());
+                xor_digest(&mut digest, &element);
+            }
+        }
+        Value::Hash(hash) => {
+            for (field, value) in hash.iter() {
+                let mut element = [0u8; 20];
+                mix_digest(&mut element, field.as_bytes());
+                mix_digest(&mut element, value.as_bytes());
+                xor_digest(&mut digest, &element);
+            }
+        }
+    }
+    if entry.expires_at != 0 {
+        xor_digest(&mut digest, b"!!expire!!");
+    }
+    digest
+}
+
+/// Folds every live key of `shard` into `db_digest` (the xor of key digests).
+pub fn fold_shard(shard: &Shard, db_digest: &mut Digest) -> usize {
+    let mut keys = 0;
+    shard.for_each_live(|key, entry| {
+        let mut digest = [0u8; 20];
+        mix_digest(&mut digest, key.as_bytes());
+        let value = value_digest(entry);
+        // Redis folds the value into the key's digest in place: xor then hash per step.
+        for (d, v) in digest.iter_mut().zip(value.iter()) {
+            *d ^= v;
+        }
+        xor_digest_raw(db_digest, &digest);
+        keys += 1;
+    });
+    keys
+}
+
+fn xor_digest_raw(digest: &mut Digest, other: &Digest) {
+    for (d, o) in digest.iter_mut().zip(other.iter()) {
+        *d ^= o;
+    }
+}
+
+/// Mixes one database's folded keys into the dataset digest, as Redis does per non-empty
+/// database.
+pub fn mix_db(final_digest: &mut Digest, db: usize, keys_digest: &Digest) {
+    mix_digest(final_digest, &(db as u32).to_be_bytes());
+    xor_digest_raw(final_digest, keys_digest);
+}
+
+/// Lower-case hex of a digest.
+pub fn hex(digest: &Digest) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::compact::CompactBytes;
+
+    fn set_of(members: &[&str]) -> Entry {
+        let mut set = super::super::value::SetValue::default();
+        for m in members {
+            set.insert(CompactBytes::new(m.as_bytes()));
+        }
+        Entry {
+            value: Value::Set(Box::new(set)),
+            expires_at: 0,
+        }
+    }
+
+    #[test]
+    fn sets_digest_alike_in_any_order_and_expiry_counts() {
+        let a = set_of(&["x", "y", "z"]);
+        let mut b = set_of(&["z", "x", "y"]);
+        assert_eq!(value_digest(&a), value_digest(&b));
+        b.expires_at = 1;
+        assert_ne!(value_digest(&a), value_digest(&b));
+        assert_ne!(value_digest(&a), value_digest(&set_of(&["x", "y"])));
+    }
+
+    #[test]
+    fn strings_of_either_encoding_agree() {
+        let int = Entry {
+            value: Value::Int(42),
+            expires_at: 0,
+        };
+        let text = Entry {
+            value: Value::Str(CompactBytes::new(b"42")),
+            expires_at: 0,
+        };
+        assert_eq!(value_digest(&int), value_digest(&text));
+    }
+}
