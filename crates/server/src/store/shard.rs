@@ -286,6 +286,13 @@ impl Shard {
             .is_some_and(|e| e.expires_at != 0 && e.expires_at <= now_ms())
     }
 
+    /// Whether `key` exists and is not expired, without reclaiming it.
+    pub fn peek_live(&self, key: &[u8]) -> bool {
+        self.map
+            .get(key)
+            .is_some_and(|e| e.expires_at == 0 || e.expires_at > now_ms())
+    }
+
     /// A random live key (expired ones met on the way are reclaimed).
     pub fn random_key(&mut self) -> Option<CompactBytes> {
         while !self.map.is_empty() {
