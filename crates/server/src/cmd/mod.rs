@@ -198,7 +198,11 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     ctx.client
         .cmdstats
         .ran(spec.name, started.elapsed().as_micros() as u64, failed);
-    if spec.is_write() && (ctx.shared.blocking.any() || ctx.shared.tracking.active()) {
+    if spec.is_write()
+        && (ctx.shared.blocking.any()
+            || ctx.shared.tracking.active()
+            || spec.name.starts_with("flush"))
+    {
         note_written_keys(ctx, spec, args, result.is_ok());
     }
     if ctx.client.tracking {
@@ -257,7 +261,8 @@ fn note_written_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ok: 
     let tracking = ctx.shared.tracking.active() && ok && ctx.client.blocked.is_none();
     let blocking = ctx.shared.blocking.any();
     if matches!(spec.name, "flushall" | "flushdb") {
-        if tracking {
+        // The tracking table is emptied even when nobody tracks any more.
+        if ok {
             ctx.shared.tracking.invalidate_all(ctx.shared);
         }
         ctx.client.ready_all |= blocking;

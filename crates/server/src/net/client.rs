@@ -111,6 +111,10 @@ pub struct WatchedKey {
     pub version: u64,
     /// The key was already expired (not yet reclaimed) when WATCH ran.
     pub expired_at_watch: bool,
+    /// The key existed, unexpired, when WATCH ran: any later change dirties the
+    /// transaction; otherwise only one that leaves it live does (Redis 7.0 does not
+    /// count deleting a key that was already gone or stale as a change).
+    pub live_at_watch: bool,
 }
 
 impl ClientState {
