@@ -89,7 +89,7 @@ fn parse_group_args(args: &[Bytes], create: bool) -> Result<GroupArgs, CmdError>
         }
     }
     if &args[4][..] != b"$" {
-        parsed.id = Some(strict_id(&args[4], 0)?);
+        parsed.id = Some(super::streams::any_id(&args[4], 0)?);
     }
     Ok(parsed)
 }
@@ -610,6 +610,8 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 }
             }
             deleted.push(id);
+            // Redis counts a deleted entry against COUNT (it bounds the reply size).
+            count -= 1;
             continue;
         }
         let Some(nack) = group.pel.get(&id) else {
@@ -703,7 +705,7 @@ fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         field(out, "radix-tree-keys");
         encode::write_integer(out, s.node_count() as i64);
         field(out, "radix-tree-nodes");
-        encode::write_integer(out, (s.node_count() * 2 + 1) as i64);
+        encode::write_integer(out, (s.node_count() + 1) as i64);
         field(out, "last-generated-id");
         write_id(out, s.last_id);
         field(out, "max-deleted-entry-id");
