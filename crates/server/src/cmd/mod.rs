@@ -161,6 +161,19 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(handler) = handler_of(spec) else {
         return reject(ctx, reply::unknown_command(args));
     };
+    // A script running past busy-reply-threshold holds every shard: others get BUSY
+    // (the script's own calls run with `held` set).
+    if ctx.held.is_none()
+        && ctx.shared.scripting.flags.busy()
+        && !spec.flags.contains(CommandFlags::ALLOW_BUSY)
+    {
+        let busy = if ctx.shared.scripting.flags.is_eval() {
+            crate::scripting::BUSY_EVAL
+        } else {
+            crate::scripting::BUSY_FUNCTION
+        };
+        return reject(ctx, CmdError::Static(busy));
+    }
     if ctx.client.protocol == Protocol::Resp2
         && ctx.held.is_none()
         && ctx.client.in_pubsub()

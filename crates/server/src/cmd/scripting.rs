@@ -29,7 +29,7 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("function|delete", function_delete),
     ("function|flush", function_flush),
     ("function|stats", function_stats),
-    ("function|kill", script_kill),
+    ("function|kill", function_kill),
     ("function|dump", function_dump),
     ("function|restore", function_restore),
 ];
@@ -63,6 +63,20 @@ fn keys_and_args<'a>(
 
 const RO_WITH_WRITES: &str = "ERR Can not execute a script with write flag using *_ro command.";
 
+/// Runs `f` where a long script cannot starve the runtime: on a multi-thread tokio
+/// worker, the worker's other tasks move to another thread first (a task parked in this
+/// worker's slot, like the listener, would otherwise wait for the script, and SCRIPT
+/// KILL could never be read).
+fn off_the_runtime<R>(f: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
 /// Holds every shard (unless EXEC already does), then the engine, and runs.
 fn run_locked(
     ctx: &mut Ctx<'_>,
@@ -70,6 +84,18 @@ fn run_locked(
     function: bool,
     keys: &[Bytes],
     args: &[Bytes],
+    command: &[Bytes],
+) -> CmdResult {
+    off_the_runtime(|| run_locked_here(ctx, prepare, function, keys, args, command))
+}
+
+fn run_locked_here(
+    ctx: &mut Ctx<'_>,
+    prepare: impl FnOnce(&mut Engine) -> Result<(String, bool), CmdError>,
+    function: bool,
+    keys: &[Bytes],
+    args: &[Bytes],
+    command: &[Bytes],
 ) -> CmdResult {
     let shared = ctx.shared;
     match ctx.held {
@@ -84,7 +110,7 @@ fn run_locked(
             } else {
                 Target::Script(&name)
             };
-            scripting::run(engine, ctx, target, keys, args, read_only);
+            scripting::run(engine, ctx, target, keys, args, read_only, command);
         }
         None => {
             let held = RefCell::new(Held::all(&shared.store));
@@ -104,7 +130,7 @@ fn run_locked(
                 out: &mut *ctx.out,
                 held: Some(&held),
             };
-            scripting::run(engine, &mut inner, target, keys, args, read_only);
+            scripting::run(engine, &mut inner, target, keys, args, read_only, command);
         }
     }
     Ok(())
@@ -136,6 +162,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Cm
         false,
         keys,
         rest,
+        args,
     )
 }
 
@@ -173,6 +200,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ro: bool) -> CmdResult {
         true,
         keys,
         rest,
+        args,
     )
 }
 
@@ -231,12 +259,23 @@ fn script_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn script_kill(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    // A script runs to its end under the shard locks before anyone else is served, so
-    // no other client can ever observe one running.
-    let _ = ctx;
-    Err(CmdError::Static(
-        "NOTBUSY No scripts in execution right now.",
-    ))
+    ctx.shared
+        .scripting
+        .flags
+        .kill(true)
+        .map_err(CmdError::Static)?;
+    ok(ctx.out);
+    Ok(())
+}
+
+fn function_kill(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    ctx.shared
+        .scripting
+        .flags
+        .kill(false)
+        .map_err(CmdError::Static)?;
+    ok(ctx.out);
+    Ok(())
 }
 
 fn function_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -260,7 +299,10 @@ fn function_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(engine) = guard.as_mut() else {
         return Err(CmdError::Static("ERR Lua engine unavailable"));
     };
-    let name = engine.load_library(code, replace).map_err(engine_error)?;
+    let name = engine
+        .load_library(code, replace, &ctx.shared.scripting.flags)
+        .map_err(engine_error)?;
+    ctx.shared.scripting.flags.update_counts(engine);
     encode::write_bulk(ctx.out, name.as_bytes());
     Ok(())
 }
@@ -274,11 +316,17 @@ fn function_delete(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if removed.is_none() {
         return Err(CmdError::Static("ERR Library not found"));
     }
+    if let Some(engine) = guard.as_ref() {
+        ctx.shared.scripting.flags.update_counts(engine);
+    }
     ok(ctx.out);
     Ok(())
 }
 
 fn function_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() > 3 {
+        return Err(super::reply::subcommand_syntax("FUNCTION", &args[1]));
+    }
     flush_mode(args, "ERR FUNCTION FLUSH only supports SYNC|ASYNC option")?;
     if let Some(engine) = ctx
         .shared
@@ -298,14 +346,23 @@ fn function_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut pattern: Option<&[u8]> = None;
     let mut i = 2;
     while i < args.len() {
-        if is(&args[i], "withcode") {
+        let unknown = || {
+            CmdError::Owned(format!(
+                "ERR Unknown argument {}",
+                String::from_utf8_lossy(&args[i])
+            ))
+        };
+        if is(&args[i], "withcode") && !with_code {
             with_code = true;
             i += 1;
-        } else if is(&args[i], "libraryname") && i + 1 < args.len() {
-            pattern = Some(&args[i + 1]);
+        } else if is(&args[i], "libraryname") && pattern.is_none() {
+            let Some(p) = args.get(i + 1) else {
+                return Err(CmdError::Static("ERR library name argument was not given"));
+            };
+            pattern = Some(p);
             i += 2;
         } else {
-            return Err(CmdError::Static("ERR Unknown argument"));
+            return Err(unknown());
         }
     }
     let guard = ctx.shared.scripting.engine().map_err(engine_error)?;
@@ -355,20 +412,28 @@ fn function_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn function_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let guard = ctx.shared.scripting.engine().map_err(engine_error)?;
-    let (libraries, functions) = guard.as_ref().map_or((0, 0), |e| {
-        (
-            e.libraries.len(),
-            e.libraries
-                .values()
-                .map(|l| l.functions.len())
-                .sum::<usize>(),
-        )
-    });
+    // Answered from the run flags, never the interpreter: it runs while a function is
+    // BUSY, and that is when it matters.
+    let flags = &ctx.shared.scripting.flags;
+    let (libraries, functions) = flags.counts();
     let proto = ctx.client.protocol;
     encode::write_map_len(ctx.out, proto, 2);
     encode::write_bulk(ctx.out, b"running_script");
-    encode::write_null_bulk(ctx.out, proto);
+    match flags.current().filter(|_| !flags.is_eval()) {
+        Some((name, command, ms)) => {
+            encode::write_map_len(ctx.out, proto, 3);
+            encode::write_bulk(ctx.out, b"name");
+            encode::write_bulk(ctx.out, name.as_bytes());
+            encode::write_bulk(ctx.out, b"command");
+            encode::write_array_len(ctx.out, command.len());
+            for arg in &command {
+                encode::write_bulk(ctx.out, arg);
+            }
+            encode::write_bulk(ctx.out, b"duration_ms");
+            encode::write_integer(ctx.out, ms as i64);
+        }
+        None => encode::write_null_bulk(ctx.out, proto),
+    }
     encode::write_bulk(ctx.out, b"engines");
     encode::write_map_len(ctx.out, proto, 1);
     encode::write_bulk(ctx.out, b"LUA");
@@ -401,34 +466,49 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         Replace,
         Flush,
     }
-    let policy = match args.get(3) {
-        None => Policy::Append,
-        Some(p) if args.len() == 4 && is(p, "append") => Policy::Append,
-        Some(p) if args.len() == 4 && is(p, "replace") => Policy::Replace,
-        Some(p) if args.len() == 4 && is(p, "flush") => Policy::Flush,
-        Some(p) => {
-            return Err(CmdError::Owned(format!(
-                "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE. Given: {}",
-                String::from_utf8_lossy(p)
-            )))
-        }
-    };
+    let policy =
+        match args.get(3) {
+            None => Policy::Append,
+            Some(p) if args.len() == 4 && is(p, "append") => Policy::Append,
+            Some(p) if args.len() == 4 && is(p, "replace") => Policy::Replace,
+            Some(p) if args.len() == 4 && is(p, "flush") => Policy::Flush,
+            Some(_) if args.len() > 4 => {
+                return Err(super::reply::subcommand_syntax("FUNCTION", &args[1]))
+            }
+            Some(_) => return Err(CmdError::Static(
+                "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+            )),
+        };
     let codes = crate::persist::rdb::restore_functions_payload(&args[2])
-        .map_err(|_| CmdError::Static("ERR payload version or checksum are wrong"))?;
+        .map_err(|_| CmdError::Static("ERR DUMP payload version or checksum are wrong"))?;
     let mut guard = ctx.shared.scripting.engine().map_err(engine_error)?;
     let Some(engine) = guard.as_mut() else {
         return Err(CmdError::Static("ERR Lua engine unavailable"));
     };
+    if policy == Policy::Append {
+        for code in &codes {
+            if let Ok(name) = crate::scripting::library_name(code) {
+                if engine.libraries.contains_key(&name.to_ascii_lowercase()) {
+                    return Err(CmdError::Owned(format!(
+                        "ERR Library {name} already exists"
+                    )));
+                }
+            }
+        }
+    }
     let saved = std::mem::take(&mut engine.libraries);
     if policy != Policy::Flush {
         engine.libraries = saved.iter().map(|(k, l)| (k.clone(), l.clone())).collect();
     }
     for code in &codes {
-        if let Err(e) = engine.load_library(code, policy == Policy::Replace) {
+        if let Err(e) =
+            engine.load_library(code, policy == Policy::Replace, &ctx.shared.scripting.flags)
+        {
             engine.libraries = saved;
             return Err(CmdError::Owned(e));
         }
     }
+    ctx.shared.scripting.flags.update_counts(engine);
     ok(ctx.out);
     Ok(())
 }

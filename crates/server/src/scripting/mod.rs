@@ -32,6 +32,9 @@ mod libs;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use mlua::{Function, Lua, ObjectLike, StdLib, Table, Value, Variadic};
@@ -85,10 +88,141 @@ pub struct Engine {
     pub libraries: BTreeMap<String, Library>,
 }
 
-/// Scripting state of the server: the interpreter, created on first use.
+/// What other connections may know about the script running now (lock-free: they read
+/// it without waiting for the interpreter or the shards).
+#[derive(Debug, Default)]
+pub struct RunFlags {
+    running: AtomicBool,
+    busy: AtomicBool,
+    kill: AtomicBool,
+    wrote: AtomicBool,
+    eval: AtomicBool,
+    threshold_ms: AtomicU64,
+    started: Mutex<Option<Instant>>,
+    /// The running script's name and the command that started it (FUNCTION STATS).
+    current: Mutex<Option<(String, Vec<Bytes>)>>,
+    /// Libraries and functions loaded, kept here so FUNCTION STATS answers while a
+    /// function runs (the interpreter is busy then).
+    counts: Mutex<(usize, usize)>,
+    /// While FUNCTION LOAD runs library code: when it must have finished (Redis allows
+    /// 500 ms).
+    load_deadline: Mutex<Option<Instant>>,
+}
+
+impl RunFlags {
+    /// A script is running and has run past `busy-reply-threshold`: other clients get
+    /// BUSY.
+    pub fn busy(&self) -> bool {
+        self.busy.load(Ordering::Acquire)
+    }
+
+    /// A script is running but not yet busy: other clients wait for it (asynchronously,
+    /// in their connection loop) instead of blocking a worker thread on its locks.
+    pub fn must_wait(&self) -> bool {
+        self.running.load(Ordering::Acquire) && !self.busy()
+    }
+
+    /// The running script is an EVAL (not a function).
+    pub fn is_eval(&self) -> bool {
+        self.eval.load(Ordering::Acquire)
+    }
+
+    /// SCRIPT KILL / FUNCTION KILL (`eval` says which): Redis's checks and replies.
+    pub fn kill(&self, eval: bool) -> Result<(), &'static str> {
+        if !self.running.load(Ordering::Acquire) {
+            return Err("NOTBUSY No scripts in execution right now.");
+        }
+        if self.wrote.load(Ordering::Acquire) {
+            return Err("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.");
+        }
+        if eval && !self.is_eval() {
+            return Err(BUSY_FUNCTION);
+        }
+        if !eval && self.is_eval() {
+            return Err(BUSY_EVAL);
+        }
+        self.kill.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// The running script: its name, the command that started it, and how long it has
+    /// run.
+    pub fn current(&self) -> Option<(String, Vec<Bytes>, u64)> {
+        let started = (*self.started.lock())?;
+        let (name, command) = self.current.lock().clone()?;
+        Some((name, command, started.elapsed().as_millis() as u64))
+    }
+
+    /// Libraries and functions loaded.
+    pub fn counts(&self) -> (usize, usize) {
+        *self.counts.lock()
+    }
+
+    /// Records the engine's library and function counts after a change.
+    pub fn update_counts(&self, engine: &Engine) {
+        let functions = engine.libraries.values().map(|l| l.functions.len()).sum();
+        *self.counts.lock() = (engine.libraries.len(), functions);
+    }
+
+    fn start(&self, eval: bool, threshold_ms: u64) {
+        *self.started.lock() = Some(Instant::now());
+        self.threshold_ms.store(threshold_ms, Ordering::Release);
+        self.kill.store(false, Ordering::Release);
+        self.wrote.store(false, Ordering::Release);
+        self.eval.store(eval, Ordering::Release);
+        self.running.store(true, Ordering::Release);
+    }
+
+    fn finish(&self) {
+        self.running.store(false, Ordering::Release);
+        self.busy.store(false, Ordering::Release);
+        self.kill.store(false, Ordering::Release);
+        *self.started.lock() = None;
+        *self.current.lock() = None;
+    }
+
+    /// Called by the interpreter every 100,000 instructions.
+    fn tick(&self) -> mlua::Result<mlua::VmState> {
+        if let Some(deadline) = *self.load_deadline.lock() {
+            if Instant::now() >= deadline {
+                return Err(mlua::Error::runtime("FUNCTION LOAD timeout"));
+            }
+        }
+        if !self.running.load(Ordering::Acquire) {
+            return Ok(mlua::VmState::Continue);
+        }
+        let threshold = self.threshold_ms.load(Ordering::Acquire);
+        let elapsed = self
+            .started
+            .lock()
+            .map_or(0, |t| t.elapsed().as_millis() as u64);
+        if threshold > 0 && elapsed >= threshold && !self.busy() {
+            tracing::warn!("Slow script detected: still in execution after {elapsed} milliseconds. You can try killing the script using the SCRIPT KILL command.");
+            self.busy.store(true, Ordering::Release);
+        }
+        if self.kill.load(Ordering::Acquire) {
+            return Err(mlua::Error::runtime(
+                "\u{1}ERR Script killed by user with SCRIPT KILL...\u{1}",
+            ));
+        }
+        Ok(mlua::VmState::Continue)
+    }
+}
+
+/// The BUSY reply while an EVAL script runs long.
+pub const BUSY_EVAL: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+/// The BUSY reply while a function runs long.
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+
+/// Scripting state of the server: the interpreter, created on first use, and what the
+/// running script is doing.
 #[derive(Default)]
 pub struct Scripting {
     engine: Mutex<Option<Engine>>,
+    /// The running script, as other connections see it.
+    pub flags: Arc<RunFlags>,
 }
 
 impl std::fmt::Debug for Scripting {
@@ -113,7 +247,16 @@ impl Scripting {
     pub fn engine(&self) -> Result<MutexGuard<'_, Option<Engine>>, String> {
         let mut guard = self.engine.lock();
         if guard.is_none() {
-            *guard = Some(Engine::new().map_err(|e| format!("ERR Lua engine failed: {e}"))?);
+            let engine = Engine::new().map_err(|e| format!("ERR Lua engine failed: {e}"))?;
+            let flags = self.flags.clone();
+            engine
+                .lua
+                .set_hook(
+                    mlua::HookTriggers::new().every_nth_instruction(100_000),
+                    move |_, _| flags.tick(),
+                )
+                .map_err(|e| format!("ERR Lua engine failed: {e}"))?;
+            *guard = Some(engine);
         }
         Ok(guard)
     }
@@ -269,7 +412,12 @@ impl Engine {
     }
 
     /// FUNCTION LOAD: evaluates the library's code, which registers its functions.
-    pub fn load_library(&mut self, code: &[u8], replace: bool) -> Result<String, String> {
+    pub fn load_library(
+        &mut self,
+        code: &[u8],
+        replace: bool,
+        flags: &RunFlags,
+    ) -> Result<String, String> {
         let (name, body) = library_shebang(code)?;
         let key = name.to_ascii_lowercase();
         if self.libraries.contains_key(&key) && !replace {
@@ -292,17 +440,18 @@ impl Engine {
                 let def = register_args(&args).map_err(mlua::Error::runtime)?;
                 let mut list = registered.borrow_mut();
                 if list.iter().any(|f| f.name.eq_ignore_ascii_case(&def.name)) {
-                    return Err(mlua::Error::runtime(format!(
-                        "Function {} already exists",
-                        def.name
-                    )));
+                    return Err(mlua::Error::runtime(
+                        "Function already exists in the library",
+                    ));
                 }
                 list.push(def);
                 Ok(())
             })?;
             self.state.set("register", register)?;
             self.state.set("loading", true)?;
+            *flags.load_deadline.lock() = Some(Instant::now() + LOAD_TIMEOUT);
             let result = chunk.call::<Value>(());
+            *flags.load_deadline.lock() = None;
             self.state.set("loading", false)?;
             self.state.set("register", Value::Nil)?;
             Ok(result)
@@ -360,6 +509,9 @@ fn new_lua() -> Lua {
     }
 }
 
+/// How long library code may run in FUNCTION LOAD (Redis's `LOAD_TIMEOUT_MS`).
+const LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// `7.0.15` → `0x00070f`.
 fn version_num(version: &str) -> i64 {
     version
@@ -380,6 +532,11 @@ fn lua_message(e: &mlua::Error) -> String {
     .next()
     .unwrap_or_default()
     .to_string()
+}
+
+/// The name a library's shebang declares.
+pub fn library_name(code: &[u8]) -> Result<String, String> {
+    library_shebang(code).map(|(name, _)| name)
 }
 
 /// Reads `#!lua name=<lib>` and returns the name and the code to evaluate.
@@ -438,9 +595,9 @@ fn register_args(args: &[Value]) -> Result<FunctionDef, String> {
                     ("description", Value::String(s)) => description = Some(s.to_string_lossy()),
                     ("flags", Value::Table(list)) => {
                         for flag in list.sequence_values::<String>() {
-                            let flag = flag.map_err(|_| "Unknown flag given".to_string())?;
+                            let flag = flag.map_err(|_| "unknown flag given".to_string())?;
                             if !flags.add(&flag) {
-                                return Err("Unknown flag given".into());
+                                return Err("unknown flag given".into());
                             }
                         }
                     }
@@ -455,11 +612,15 @@ fn register_args(args: &[Value]) -> Result<FunctionDef, String> {
             let func = func.ok_or("redis.register_function must get a callback argument")?;
             (name, func, flags, description)
         }
-        [_, _] => return Err("wrong arguments given to redis.register_function".into()),
+        [Value::String(_), _] => {
+            return Err("second argument to redis.register_function must be a function".into())
+        }
+        [_, _] => return Err("first argument to redis.register_function must be a string".into()),
+        [_] => return Err("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).".into()),
         _ => return Err("wrong number of arguments to redis.register_function".into()),
     };
     if !valid_name(&name) {
-        return Err("Function names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
+        return Err("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
     }
     Ok(FunctionDef {
         name,
@@ -486,6 +647,7 @@ pub fn run(
     keys: &[Bytes],
     args: &[Bytes],
     read_only: bool,
+    command: &[Bytes],
 ) {
     let (func, mode, name) = match target {
         Target::Script(sha) => match engine.scripts.get(sha) {
@@ -506,6 +668,11 @@ pub fn run(
     let caller_protocol = ctx.client.protocol;
     let caller_db = ctx.client.db;
     let script_resp = Cell::new(Protocol::Resp2);
+    let flags = ctx.shared.scripting.flags.clone();
+    let threshold =
+        u64::try_from(ctx.shared.config.read().param_int("busy-reply-threshold")).unwrap_or(0);
+    *flags.current.lock() = Some((name.clone(), command.to_vec()));
+    flags.start(mode == Mode::Eval, threshold);
     let lua = &engine.lua;
     let result = (|| -> mlua::Result<(bool, Value)> {
         let keys_table = lua.create_sequence_from(
@@ -604,6 +771,7 @@ pub fn run(
             outcome
         })
     })();
+    flags.finish();
     ctx.client.protocol = caller_protocol;
     ctx.client.db = caller_db;
     match result {
@@ -712,6 +880,9 @@ fn call_command(
     }
     if read_only && spec.is_write() {
         return error_text("ERR Write commands are not allowed from read-only scripts.");
+    }
+    if spec.is_write() {
+        shared.scripting.flags.wrote.store(true, Ordering::Release);
     }
     let mut out = BytesMut::new();
     let saved = client.protocol;

@@ -130,18 +130,51 @@ state.env = proxy
 
 -- FUNCTION LOAD: library code runs in its own environment where `redis` is the
 -- load-time API (register_function) while loading and the full API when called.
-local load_api = {
+local load_fields = {
   register_function = function(...)
-    return state.register(...)
+    local register = state.register
+    if register == nil then
+      error({err = 'ERR redis.register_function can only be called on FUNCTION LOAD command'})
+    end
+    return register(...)
   end,
   log = function(...) return redis.log(...) end,
   LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
   REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
 }
+-- While a library loads, `redis` offers only the fields above, and the globals only the
+-- base functions: anything else is a missing global, as in Redis.
+local function strict(fields)
+  return setmetatable({}, {
+    __index = function(_, k)
+      local v = fields[k]
+      if v == nil then
+        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+      end
+      return v
+    end,
+    __newindex = function() error('Attempt to modify a readonly table', 2) end,
+    __metatable = false,
+  })
+end
+local load_api = strict(load_fields)
+local load_globals = {}
+for _, name in ipairs({'assert', 'error', 'ipairs', 'next', 'pairs', 'pcall', 'rawequal',
+    'rawget', 'rawset', 'select', 'tonumber', 'tostring', 'type', 'unpack', 'xpcall',
+    '_VERSION', 'setmetatable', 'getmetatable'}) do
+  load_globals[name] = rawget(G, name)
+end
 function state.library_env()
   return setmetatable({}, {
     __index = function(_, k)
-      if k == 'redis' and state.loading then return load_api end
+      if state.loading then
+        if k == 'redis' then return load_api end
+        local v = load_globals[k]
+        if v == nil then
+          error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+        end
+        return v
+      end
       local v = rawget(G, k)
       if v == nil then
         error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
