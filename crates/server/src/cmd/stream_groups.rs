@@ -461,7 +461,10 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             delivery = number(&args[j], "ERR Invalid TIME option argument for XCLAIM")?;
         } else if is(opt, "retrycount") && more > 0 {
             j += 1;
-            retry = number(&args[j], "ERR Invalid RETRYCOUNT option argument for XCLAIM")?;
+            retry = number(
+                &args[j],
+                "ERR Invalid RETRYCOUNT option argument for XCLAIM",
+            )?;
         } else if is(opt, "lastid") && more > 0 {
             j += 1;
             last_id = strict_id(&args[j], 0)?;
@@ -672,7 +675,11 @@ fn field(out: &mut BytesMut, name: &str) {
     encode::write_bulk(out, name.as_bytes());
 }
 
-fn entry_or_null(out: &mut BytesMut, proto: Protocol, entry: Option<(&StreamId, &crate::store::stream::Fields)>) {
+fn entry_or_null(
+    out: &mut BytesMut,
+    proto: Protocol,
+    entry: Option<(&StreamId, &crate::store::stream::Fields)>,
+) {
     match entry {
         Some((id, fields)) => write_entry(out, *id, fields),
         None => encode::write_null_bulk(out, proto),
@@ -723,7 +730,11 @@ fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             entry_or_null(out, proto, s.last_entry());
             return Ok(());
         }
-        let limit = if count == 0 { usize::MAX } else { count as usize };
+        let limit = if count == 0 {
+            usize::MAX
+        } else {
+            count as usize
+        };
         field(out, "entries");
         let entries: Vec<_> = s.range(StreamId::MIN, StreamId::MAX).take(limit).collect();
         encode::write_array_len(out, entries.len());

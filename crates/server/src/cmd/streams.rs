@@ -6,8 +6,8 @@ use bytes::{Bytes, BytesMut};
 use redline_resp::{encode, Protocol};
 
 use super::args::{int, is};
-use super::reply::{wrong_arity, CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use super::blocking::KeyShards;
+use super::reply::{wrong_arity, CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
 use crate::blocking::StreamRead;
 use crate::notify::{keyspace_event, NotifyClass};
@@ -37,7 +37,10 @@ pub const INVALID_ID: CmdError =
     CmdError::Static("ERR Invalid stream ID specified as stream command argument");
 
 /// The stream at `key`: `Ok(None)` when missing, WRONGTYPE when not a stream.
-pub fn stream_mut<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<Option<&'s mut Stream>, CmdError> {
+pub fn stream_mut<'s>(
+    shard: &'s mut Shard,
+    key: &[u8],
+) -> Result<Option<&'s mut Stream>, CmdError> {
     match shard.get(key) {
         None => Ok(None),
         Some(entry) => match &mut entry.value {
@@ -345,7 +348,11 @@ fn range_cmd(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> CmdResult {
         encode::write_null_array(ctx.out, proto);
         return Ok(());
     }
-    let limit = if count < 0 { usize::MAX } else { count as usize };
+    let limit = if count < 0 {
+        usize::MAX
+    } else {
+        count as usize
+    };
     let items: Vec<_> = if rev {
         stream.range(start, end).rev().take(limit).collect()
     } else {
@@ -529,7 +536,10 @@ fn resolve_ids(ctx: &Ctx<'_>, parsed: &ReadArgs) -> Result<Vec<ReadFrom>, CmdErr
         let mut shard = ctx.lock(key);
         let stream = stream_mut(&mut shard, key)?;
         if let Some((group, _)) = &parsed.group {
-            if !stream.as_ref().is_some_and(|s| s.groups.contains_key(group)) {
+            if !stream
+                .as_ref()
+                .is_some_and(|s| s.groups.contains_key(group))
+            {
                 let mut msg = b"NOGROUP No such key '".to_vec();
                 msg.extend_from_slice(key);
                 msg.extend_from_slice(b"' or consumer group '");
@@ -598,9 +608,9 @@ pub fn serve_read(
                 }
                 true
             }
-            Some((group, consumer)) => {
-                read_group(stream, &mut body, proto, key, group, consumer, *from, count, noack)
-            }
+            Some((group, consumer)) => read_group(
+                stream, &mut body, proto, key, group, consumer, *from, count, noack,
+            ),
         };
         if wrote {
             served += 1;
@@ -691,11 +701,16 @@ fn read_group(
                 .get(&consumer_name[..])
                 .map(|c| c.pel.range(start..).take(limit).copied().collect())
                 .unwrap_or_default();
-            let fields: Vec<Option<Fields>> = ids.iter().map(|id| stream.get(id).cloned()).collect();
+            let fields: Vec<Option<Fields>> =
+                ids.iter().map(|id| stream.get(id).cloned()).collect();
             let Some(group) = stream.groups.get_mut(group_name) else {
                 return false;
             };
-            group.consumers.entry(consumer_name.clone()).or_default().seen_time = now;
+            group
+                .consumers
+                .entry(consumer_name.clone())
+                .or_default()
+                .seen_time = now;
             if proto == Protocol::Resp2 {
                 encode::write_array_len(body, 2);
             }
@@ -741,10 +756,13 @@ fn read_group(
             let Some(group) = stream.groups.get_mut(group_name) else {
                 return true;
             };
-            let consumer = group.consumers.entry(consumer_name.clone()).or_insert(Consumer {
-                seen_time: now,
-                ..Consumer::default()
-            });
+            let consumer = group
+                .consumers
+                .entry(consumer_name.clone())
+                .or_insert(Consumer {
+                    seen_time: now,
+                    ..Consumer::default()
+                });
             consumer.seen_time = now;
             if !noack {
                 for (id, _) in &items {
@@ -911,7 +929,7 @@ mod tests {
         assert_eq!(interval(b"-", true), Ok(StreamId::MIN));
         assert_eq!(interval(b"+", false), Ok(StreamId::MAX));
         assert_eq!(interval(b"(1-1", true), Ok(StreamId::new(1, 2)));
-        assert_eq!(interval(b"(1", false), Ok(StreamId::new(0, u64::MAX)));
+        assert_eq!(interval(b"(1", false), Ok(StreamId::new(1, u64::MAX - 1)));
         assert!(interval(b"(-", true).is_err());
         assert!(interval(b"(0-0", false).is_err());
     }

@@ -319,10 +319,7 @@ impl Stream {
     /// removed in approximate mode. Returns how many entries went.
     pub fn trim(&mut self, strategy: TrimStrategy, approx: bool, limit: usize) -> usize {
         let mut deleted = 0usize;
-        loop {
-            let Some((&node_start, node)) = self.nodes.iter().next() else {
-                break;
-            };
+        while let Some((&node_start, node)) = self.nodes.iter().next() {
             let node_live = node.live;
             if let TrimStrategy::MaxLen(max) = strategy {
                 if self.entries.len() as u64 <= max {
@@ -339,7 +336,11 @@ impl Stream {
                 .map(|(k, _)| *k)
                 .and_then(|k| k.decr());
             let ids: Vec<StreamId> = match node_end {
-                Some(end) => self.entries.range(node_start..=end).map(|(k, _)| *k).collect(),
+                Some(end) => self
+                    .entries
+                    .range(node_start..=end)
+                    .map(|(k, _)| *k)
+                    .collect(),
                 None => self.entries.range(node_start..).map(|(k, _)| *k).collect(),
             };
             let whole = match strategy {

@@ -33,7 +33,10 @@ fn id_from(raw: &[u8]) -> Result<StreamId, Corrupt> {
     if raw.len() != 16 {
         return Err(bad);
     }
-    Ok(StreamId::new(u64::from_be_bytes(ms), u64::from_be_bytes(seq)))
+    Ok(StreamId::new(
+        u64::from_be_bytes(ms),
+        u64::from_be_bytes(seq),
+    ))
 }
 
 /// Writes `stream` (type byte included) as Redis 7.0 does.
@@ -167,7 +170,10 @@ fn node_entries(master: StreamId, lp: &[u8]) -> Result<Vec<(StreamId, Fields)>, 
         int_of(it.next())?;
         if flags & FLAG_DELETED == 0 {
             let id = StreamId::new(ms, seq);
-            if entries.last().is_some_and(|(last, _): &(StreamId, Fields)| *last >= id) {
+            if entries
+                .last()
+                .is_some_and(|(last, _): &(StreamId, Fields)| *last >= id)
+            {
                 return Err(Corrupt("stream ids out of order"));
             }
             entries.push((id, fields.into_boxed_slice()));
@@ -218,7 +224,10 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
     } else {
         stream.entries_added = length;
     }
-    if stream.last_entry().is_some_and(|(id, _)| *id > stream.last_id) {
+    if stream
+        .last_entry()
+        .is_some_and(|(id, _)| *id > stream.last_id)
+    {
         return Err(Corrupt("stream last id below its entries"));
     }
     let groups = r.count()?;
