@@ -29,6 +29,8 @@ pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod sort;
+pub mod stream_groups;
+pub mod streams;
 pub mod strings;
 pub mod tracking;
 pub mod tx;
@@ -72,6 +74,8 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(pubsub::COMMANDS);
     all.extend_from_slice(scripting::COMMANDS);
     all.extend_from_slice(tracking::COMMANDS);
+    all.extend_from_slice(streams::COMMANDS);
+    all.extend_from_slice(stream_groups::COMMANDS);
     all
 }
 
