@@ -16,8 +16,9 @@ use mlua::{Lua, Table, Value};
 use redline_resp::{encode, Frame, Protocol};
 
 /// Deepest reply or table nesting converted; deeper levels become errors, not a stack
-/// overflow.
-const MAX_DEPTH: usize = 1000;
+/// overflow (a script may return a table that contains itself). Each level costs a few
+/// frames of native stack, so the bound stays well inside a worker thread's 2 MiB.
+const MAX_DEPTH: usize = 128;
 
 /// A command's reply as the Lua value `redis.call` returns.
 pub fn frame_to_lua(lua: &Lua, frame: Frame, depth: usize) -> mlua::Result<Value> {
