@@ -210,7 +210,7 @@ fn unpack(lua: &Lua, bytes: &[u8], pos: &mut usize, depth: usize) -> mlua::Resul
         0xc0 => Ok(Value::Nil),
         0xc2 => Ok(Value::Boolean(false)),
         0xc3 => Ok(Value::Boolean(true)),
-        0xcc | 0xcd | 0xce | 0xcf => {
+        0xcc..=0xcf => {
             let n = 1usize << (tag - 0xcc);
             number(be(take(bytes, pos, n)?) as f64)
         }
