@@ -434,6 +434,15 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         encode::write_simple(ctx.out, line.as_bytes());
         return Ok(());
     }
+    if is(sub, "set-disable-deny-scripts") && args.len() == 3 {
+        let on = super::args::int(&args[2]).is_ok_and(|n| n != 0);
+        ctx.shared
+            .scripting
+            .allow_denied
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+        ok(ctx.out);
+        return Ok(());
+    }
     if is(sub, "reload") {
         return debug_reload(ctx);
     }

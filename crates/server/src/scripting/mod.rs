@@ -182,8 +182,17 @@ impl RunFlags {
         *self.current.lock() = None;
     }
 
-    /// Called by the interpreter every 100,000 instructions.
-    fn tick(&self) -> mlua::Result<mlua::VmState> {
+    /// Installs the interpreter hook for a run: every 100,000 instructions, like Redis.
+    fn watch(self: &Arc<Self>, lua: &Lua) -> mlua::Result<()> {
+        let flags = self.clone();
+        lua.set_hook(
+            mlua::HookTriggers::new().every_nth_instruction(100_000),
+            move |lua, _| flags.tick(lua),
+        )
+    }
+
+    /// Called by the interpreter's hook.
+    fn tick(self: &Arc<Self>, lua: &Lua) -> mlua::Result<mlua::VmState> {
         if let Some(deadline) = *self.load_deadline.lock() {
             if Instant::now() >= deadline {
                 return Err(mlua::Error::runtime("FUNCTION LOAD timeout"));
@@ -202,6 +211,12 @@ impl RunFlags {
             self.busy.store(true, Ordering::Release);
         }
         if self.kill.load(Ordering::Acquire) {
+            // From now on fail at every line, so a script that catches the error with
+            // pcall cannot carry on (as Redis switches its hook to every line).
+            let flags = self.clone();
+            lua.set_hook(mlua::HookTriggers::EVERY_LINE, move |lua, _| {
+                flags.tick(lua)
+            })?;
             return Err(mlua::Error::runtime(
                 "\u{1}ERR Script killed by user with SCRIPT KILL...\u{1}",
             ));
@@ -224,6 +239,8 @@ pub struct Scripting {
     engine: Mutex<Option<Engine>>,
     /// The running script, as other connections see it.
     pub flags: Arc<RunFlags>,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: let scripts run commands flagged `noscript`.
+    pub allow_denied: AtomicBool,
 }
 
 impl std::fmt::Debug for Scripting {
@@ -249,14 +266,6 @@ impl Scripting {
         let mut guard = self.engine.lock();
         if guard.is_none() {
             let engine = Engine::new().map_err(|e| format!("ERR Lua engine failed: {e}"))?;
-            let flags = self.flags.clone();
-            engine
-                .lua
-                .set_hook(
-                    mlua::HookTriggers::new().every_nth_instruction(100_000),
-                    move |_, _| flags.tick(),
-                )
-                .map_err(|e| format!("ERR Lua engine failed: {e}"))?;
             *guard = Some(engine);
         }
         Ok(guard)
@@ -417,7 +426,7 @@ impl Engine {
         &mut self,
         code: &[u8],
         replace: bool,
-        flags: &RunFlags,
+        flags: &Arc<RunFlags>,
     ) -> Result<String, String> {
         let (name, body) = library_shebang(code)?;
         let key = name.to_ascii_lowercase();
@@ -451,6 +460,7 @@ impl Engine {
             self.state.set("register", register)?;
             self.state.set("loading", true)?;
             *flags.load_deadline.lock() = Some(Instant::now() + LOAD_TIMEOUT);
+            flags.watch(&self.lua)?;
             let result = chunk.call::<Value>(());
             *flags.load_deadline.lock() = None;
             self.state.set("loading", false)?;
@@ -674,6 +684,11 @@ pub fn run(
         u64::try_from(ctx.shared.config.read().param_int("busy-reply-threshold")).unwrap_or(0);
     *flags.current.lock() = Some((name.clone(), command.to_vec()));
     flags.start(mode == Mode::Eval, threshold);
+    if let Err(e) = flags.watch(&engine.lua) {
+        flags.finish();
+        write_run_error(ctx.out, &name, &lua_message(&e));
+        return;
+    }
     let lua = &engine.lua;
     let result = (|| -> mlua::Result<(bool, Value)> {
         let keys_table = lua.create_sequence_from(
@@ -732,6 +747,22 @@ pub fn run(
                     }
                 }
             })?;
+            let acl_check = scope.create_function(|_, argv: Variadic<Value>| {
+                let args: Option<Vec<Bytes>> = argv.iter().map(arg_bytes).collect();
+                let spec = args.as_deref().and_then(command::resolve);
+                let (Some(args), Some(spec)) = (args, spec) else {
+                    return Err(mlua::Error::runtime(
+                        "\u{1}ERR Invalid command passed to redis.acl_check_cmd()\u{1}",
+                    ));
+                };
+                let client = client.borrow();
+                let user = client
+                    .user
+                    .clone()
+                    .unwrap_or_else(|| shared.acl.default_user().clone());
+                let allowed = crate::acl::check::check(&user.rules(), spec, &args).is_ok();
+                Ok(allowed)
+            })?;
             let setresp = scope.create_function(|_, argv: Variadic<Value>| {
                 if argv.len() != 1 {
                     return Err(mlua::Error::runtime(
@@ -754,6 +785,7 @@ pub fn run(
             let outside: Value = engine.state.get("outside")?;
             redis.raw_set("call", call)?;
             redis.raw_set("pcall", pcall)?;
+            redis.raw_set("acl_check_cmd", acl_check)?;
             engine.state.set("call", true)?;
             engine.state.set("setresp", setresp)?;
             let outcome = match mode {
@@ -766,7 +798,8 @@ pub fn run(
                 ),
             };
             redis.raw_set("call", outside.clone())?;
-            redis.raw_set("pcall", outside)?;
+            redis.raw_set("pcall", outside.clone())?;
+            redis.raw_set("acl_check_cmd", outside)?;
             engine.state.set("call", Value::Nil)?;
             engine.state.set("setresp", Value::Nil)?;
             outcome
@@ -876,7 +909,9 @@ fn call_command(
     if !spec.arity_ok(args.len()) {
         return error_text("ERR Wrong number of args calling Redis command from script");
     }
-    if spec.flags.contains(CommandFlags::NOSCRIPT) {
+    if spec.flags.contains(CommandFlags::NOSCRIPT)
+        && !shared.scripting.allow_denied.load(Ordering::Relaxed)
+    {
         return error_text("ERR This Redis command is not allowed from script");
     }
     if read_only && spec.is_write() {

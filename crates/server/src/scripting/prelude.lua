@@ -6,6 +6,7 @@ local dbg = debug
 debug = nil
 loadfile = nil
 dofile = nil
+print = nil
 local rawget, rawset, error, type, tostring, setmetatable = rawget, rawset, error, type, tostring, setmetatable
 
 -- Redis's error handler: errors become {err=...} tables carrying where they happened
@@ -38,14 +39,36 @@ function state.run(f)
   return xpcall(f, state.handler)
 end
 
-local function readonly(real, name)
-  return setmetatable({}, {
+-- Read-only proxies: writes fail, their metatable reads as a read-only table and cannot
+-- be replaced (Redis's read-only tables).
+local protected = setmetatable({}, {__mode = 'k'})
+local raw_setmetatable = setmetatable
+local function readonly_error() error('Attempt to modify a readonly table', 2) end
+local sealed_meta = raw_setmetatable({}, {__newindex = readonly_error, __metatable = false})
+local function readonly(real)
+  local proxy = raw_setmetatable({}, {
     __index = real,
-    __newindex = function() error('Attempt to modify a readonly table', 2) end,
-    __metatable = false,
+    __newindex = readonly_error,
+    __metatable = sealed_meta,
   })
+  protected[proxy] = true
+  return proxy
 end
 state.readonly = readonly
+setmetatable = function(t, mt)
+  if protected[t] then error('Attempt to modify a readonly table', 2) end
+  return raw_setmetatable(t, mt)
+end
+-- Precompiled (binary) chunks are refused; loaded code sees the script globals.
+local raw_loadstring = loadstring
+loadstring = function(code, name)
+  if type(code) == 'string' and code:sub(1, 1) == '\27' then
+    return nil, 'binary chunks are not allowed'
+  end
+  local f, err = raw_loadstring(code, name)
+  if f and state.env then setfenv(f, state.env) end
+  return f, err
+end
 
 local redis = state.redis
 -- redis.call and redis.pcall are set by the engine for each run (Rust functions: being
@@ -114,7 +137,7 @@ for _, lib in ipairs({'redis', 'string', 'table', 'math', 'bit', 'cjson', 'cmsgp
     rawset(G, lib, readonly(rawget(G, lib), lib))
   end
 end
-local proxy = setmetatable({}, {
+local proxy = raw_setmetatable({}, {
   __index = function(_, k)
     local v = rawget(G, k)
     if v == nil then
@@ -122,10 +145,13 @@ local proxy = setmetatable({}, {
     end
     return v
   end,
-  __newindex = function() error('Attempt to modify a readonly table', 2) end,
-  __metatable = false,
+  __newindex = readonly_error,
+  __metatable = sealed_meta,
 })
+protected[proxy] = true
 rawset(G, '_G', proxy)
+rawset(G, 'setmetatable', setmetatable)
+rawset(G, 'loadstring', loadstring)
 state.env = proxy
 
 -- FUNCTION LOAD: library code runs in its own environment where `redis` is the
