@@ -234,8 +234,18 @@ async fn full_queue_errors_or_waits_as_configured() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tracking_pushes_do_not_desynchronise_replies() {
     let server = RedisServer::start().unwrap();
+    tracking_pushes_interleave_with_replies(&server.url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tracking_pushes_do_not_desynchronise_replies_on_redline_server() {
+    let server = redline_testkit::RedlineServer::start().unwrap();
+    tracking_pushes_interleave_with_replies(&server.url()).await;
+}
+
+async fn tracking_pushes_interleave_with_replies(url: &str) {
     let pushes = Arc::new(AtomicUsize::new(0));
-    let mut cfg = Config::from_url(&server.url()).unwrap();
+    let mut cfg = Config::from_url(url).unwrap();
     cfg.protocol = Protocol::Resp3;
     let counter = pushes.clone();
     cfg.push_handler = Some(PushHandler::new(move |frame| {

@@ -154,6 +154,12 @@ pub fn keyspace_event(
     event_on(ctx.shared, class, event, db, key);
 }
 
+/// [`keyspace_event`] on a key of the client's selected database.
+#[inline]
+pub fn event(ctx: &Ctx<'_>, class: NotifyClass, name: &'static str, key: &[u8]) {
+    event_on(ctx.shared, class, name, ctx.client.db, key);
+}
+
 /// [`keyspace_event`] for code that has the server but no command context.
 #[inline]
 pub fn event_on(shared: &Shared, class: NotifyClass, event: &'static str, db: usize, key: &[u8]) {

@@ -2,6 +2,7 @@
 //! BITFIELD BITFIELD_RO. Bits are numbered from the most significant bit of the first
 //! byte; reads past the end see zeros, writes grow the string with zeros.
 
+use crate::notify::{event, NotifyClass};
 use bytes::Bytes;
 use redline_resp::encode;
 
@@ -114,6 +115,7 @@ fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         old
     })?;
+    event(ctx, NotifyClass::String, "setbit", key);
     encode::write_integer(ctx.out, i64::from(old));
     Ok(())
 }
@@ -385,7 +387,9 @@ fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let max = inputs.iter().map(|s| s.len()).max().unwrap_or(0);
     let shard = locked.shard(dst);
     if max == 0 {
-        shard.remove(dst);
+        if shard.remove(dst).is_some() {
+            event(ctx, NotifyClass::Generic, "del", dst);
+        }
         encode::write_integer(ctx.out, 0);
         return Ok(());
     }
@@ -412,6 +416,7 @@ fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         Value::Str(CompactBytes::from_vec(result))
     };
     shard.insert(dst, value, 0);
+    event(ctx, NotifyClass::String, "set", dst);
     encode::write_integer(ctx.out, max as i64);
     Ok(())
 }
@@ -682,6 +687,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly_command: bool) -
             }
         }
     })?;
+    event(ctx, NotifyClass::String, "setbit", key);
     Ok(())
 }
 

@@ -12,6 +12,7 @@
 //! keys somebody waits on, [`serve_ready`] hands elements to the waiters of each ready key
 //! in arrival order, encoding each reply in the waiter's protocol into its mailbox.
 
+use crate::notify::NotifyClass::{Generic, List, Zset};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -107,7 +108,10 @@ pub fn try_pop(
                 }
             }
             shard.touch(key);
-            lists::drop_if_empty(shard, key);
+            shard.notify(List.bit(), if *left { "lpop" } else { "rpop" }, key);
+            if lists::drop_if_empty(shard, key) {
+                shard.notify(Generic.bit(), "del", key);
+            }
             Ok(Outcome::Served)
         }
         BlockOp::Move {
@@ -130,7 +134,7 @@ pub fn try_pop(
                 return Ok(Outcome::Empty);
             };
             src.touch(key);
-            lists::drop_if_empty(src, key);
+            let emptied = lists::drop_if_empty(src, key);
             encode::write_bulk(out, &element);
             let dst_shard = shards.shard_of(dst);
             let entry = dst_shard.get_or_insert_with(dst, || Value::List(Box::default()));
@@ -142,6 +146,12 @@ pub fn try_pop(
                 }
             }
             dst_shard.touch(dst);
+            dst_shard.notify(List.bit(), if *to_left { "lpush" } else { "rpush" }, dst);
+            let src = shards.shard_of(key);
+            src.notify(List.bit(), if *from_left { "lpop" } else { "rpop" }, key);
+            if emptied {
+                src.notify(Generic.bit(), "del", key);
+            }
             Ok(Outcome::Served)
         }
         BlockOp::ZPop { max } | BlockOp::ZMPop { max, .. } => {
@@ -171,7 +181,10 @@ pub fn try_pop(
                 popped.push((m, s));
             }
             shard.touch(key);
-            zsets::drop_if_empty(shard, key);
+            shard.notify(Zset.bit(), if *max { "zpopmax" } else { "zpopmin" }, key);
+            if zsets::drop_if_empty(shard, key) {
+                shard.notify(Generic.bit(), "del", key);
+            }
             match count {
                 None => {
                     encode::write_array_len(out, 3);
@@ -573,6 +586,16 @@ pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) 
                 Ok(Outcome::Empty) => break,
                 Ok(Outcome::Served) => {
                     registry.serve(&waiter, &reply);
+                    if shared.tracking.active() {
+                        shared
+                            .tracking
+                            .invalidate_key(shared, &key, Some(waiter.client_id));
+                        if let BlockOp::Move { dst, .. } = &waiter.op {
+                            shared
+                                .tracking
+                                .invalidate_key(shared, dst, Some(waiter.client_id));
+                        }
+                    }
                     if let BlockOp::Move { dst, .. } = &waiter.op {
                         queue.push_back((db, dst.clone()));
                     }

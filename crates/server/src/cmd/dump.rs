@@ -5,6 +5,7 @@
 //! without holding the lock; the errors are then answered in Redis's order (options,
 //! existing key, TTL, payload checksum, payload contents).
 
+use crate::notify::{event, NotifyClass};
 use bytes::Bytes;
 use redline_resp::encode;
 
@@ -89,11 +90,12 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     if deadline != 0 && deadline <= now {
         // Already expired: the old value (with REPLACE) goes, nothing is created.
-        if replace {
-            shard.remove(key);
+        if replace && shard.remove(key).is_some() {
+            event(ctx, NotifyClass::Generic, "del", key);
         }
     } else {
         shard.insert(key, value, deadline as u64);
+        event(ctx, NotifyClass::Generic, "restore", key);
     }
     ok(ctx.out);
     Ok(())

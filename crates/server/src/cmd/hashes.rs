@@ -4,6 +4,7 @@
 //! Fields keep insertion order and deletes keep the others in place, which is what
 //! Redis's small (listpack) hashes do, so small hashes list in the same order as Redis.
 
+use crate::notify::{event, NotifyClass};
 use bytes::Bytes;
 use redline_resp::encode;
 
@@ -72,6 +73,7 @@ fn set_fields(ctx: &mut Ctx<'_>, args: &[Bytes], name: &str) -> Result<usize, Cm
         }
     }
     shard.touch(key);
+    event(ctx, NotifyClass::Hash, "hset", key);
     Ok(created)
 }
 
@@ -95,6 +97,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if created {
         h.insert(CompactBytes::new(&args[2]), CompactBytes::new(&args[3]));
         shard.touch(key);
+        event(ctx, NotifyClass::Hash, "hset", key);
     }
     encode::write_integer(ctx.out, i64::from(created));
     Ok(())
@@ -142,9 +145,11 @@ fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if removed > 0 {
         shard.touch(key);
+        event(ctx, NotifyClass::Hash, "hdel", key);
     }
     if now_empty {
         shard.remove(key);
+        event(ctx, NotifyClass::Generic, "del", key);
     }
     encode::write_integer(ctx.out, removed);
     Ok(())
@@ -226,6 +231,7 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let next = match next {
         Ok(n) => n,
         Err(e) => {
+            // Created for this increment: it never existed as far as anyone knows.
             drop_if_empty(&mut shard, key);
             return Err(e);
         }
@@ -238,15 +244,18 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         );
     }
     shard.touch(key);
+    event(ctx, NotifyClass::Hash, "hincrby", key);
     encode::write_integer(ctx.out, next);
     Ok(())
 }
 
 /// Removes a hash left empty by a failed increment (it was created for it).
-fn drop_if_empty(shard: &mut Shard, key: &[u8]) {
-    if matches!(hash(shard, key), Ok(Some(h)) if h.is_empty()) {
+fn drop_if_empty(shard: &mut Shard, key: &[u8]) -> bool {
+    let empty = matches!(hash(shard, key), Ok(Some(h)) if h.is_empty());
+    if empty {
         shard.remove(key);
     }
+    empty
 }
 
 fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -269,6 +278,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let text = match result {
         Ok(text) => text,
         Err(e) => {
+            // Created for this increment: it never existed as far as anyone knows.
             drop_if_empty(&mut shard, key);
             return Err(e);
         }
@@ -280,6 +290,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         );
     }
     shard.touch(key);
+    event(ctx, NotifyClass::Hash, "hincrbyfloat", key);
     encode::write_bulk(ctx.out, text.as_bytes());
     Ok(())
 }

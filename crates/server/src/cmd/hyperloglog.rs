@@ -7,6 +7,7 @@
 //! sparse body only when they walk it (`INVALIDOBJ`). Values being updated are kept as
 //! growable bytes, changed in place: a dense HLL is 12 KB and is not copied per PFADD.
 
+use crate::notify::{event, NotifyClass};
 use bytes::Bytes;
 use redline_resp::encode;
 
@@ -76,6 +77,7 @@ fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if updated {
         hll::invalidate(bytes);
         shard.touch(key);
+        event(ctx, NotifyClass::String, "pfadd", key);
     }
     encode::write_integer(ctx.out, i64::from(updated));
     Ok(())
@@ -145,6 +147,7 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     hll::invalidate(bytes);
     shard.touch(dest);
     drop(locked);
+    event(ctx, NotifyClass::String, "pfadd", dest);
     ok(ctx.out);
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! SCAN RANDOMKEY RENAME RENAMENX EXPIRE PEXPIRE EXPIREAT PEXPIREAT TTL PTTL EXPIRETIME
 //! PEXPIRETIME PERSIST COPY MOVE OBJECT.
 
+use crate::notify::{event, event_on, NotifyClass};
 use bytes::Bytes;
 use redline_resp::encode;
 
@@ -137,10 +138,13 @@ pub fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
 fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let keys = &args[1..];
     let mut locked = ctx.lock_keys(keys.iter().map(|k| &k[..]));
-    let removed = keys
-        .iter()
-        .filter(|k| locked.shard(k).remove(k).is_some())
-        .count();
+    let mut removed = 0;
+    for key in keys {
+        if locked.shard(key).remove(key).is_some() {
+            removed += 1;
+            event(ctx, NotifyClass::Generic, "del", key);
+        }
+    }
     encode::write_integer(ctx.out, removed as i64);
     Ok(())
 }
@@ -285,6 +289,8 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<bool, C
     }
     if let Some(entry) = locked.shard(from).remove(from) {
         locked.shard(to).insert(to, entry.value, entry.expires_at);
+        event(ctx, NotifyClass::Generic, "rename_from", from);
+        event(ctx, NotifyClass::Generic, "rename_to", to);
     }
     Ok(true)
 }
@@ -362,8 +368,10 @@ fn expire_generic(
     }
     if when <= now {
         shard.remove(key);
+        event(ctx, NotifyClass::Generic, "del", key);
     } else {
         shard.set_expires(key, when as u64);
+        event(ctx, NotifyClass::Generic, "expire", key);
     }
     encode::write_integer(ctx.out, 1);
     Ok(())
@@ -432,6 +440,7 @@ fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let had = shard.get(key).is_some_and(|e| e.expires_at != 0);
     if had {
         shard.set_expires(key, 0);
+        event(ctx, NotifyClass::Generic, "persist", key);
     }
     encode::write_integer(ctx.out, i64::from(had));
     Ok(())
@@ -505,6 +514,9 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ctx.with_two_dbs((src_db, src), (dst_db, dst), |a, b| run(a, b))
             .unwrap_or(0)
     };
+    if done == 1 {
+        event_on(ctx.shared, NotifyClass::Generic, "copy_to", dst_db, dst);
+    }
     encode::write_integer(ctx.out, done);
     Ok(())
 }
@@ -530,6 +542,10 @@ fn move_key(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             }
         })
         .unwrap_or(0);
+    if moved == 1 {
+        event_on(ctx.shared, NotifyClass::Generic, "move_from", src_db, key);
+        event_on(ctx.shared, NotifyClass::Generic, "move_to", dst_db, key);
+    }
     encode::write_integer(ctx.out, moved);
     Ok(())
 }

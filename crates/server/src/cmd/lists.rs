@@ -2,6 +2,7 @@
 //! LPOP RPOP LLEN LINDEX LSET LRANGE LTRIM LREM LINSERT LPOS LMOVE RPOPLPUSH LMPOP.
 //! A list that becomes empty is deleted, as in Redis.
 
+use crate::notify::{event, NotifyClass};
 use bytes::Bytes;
 use redline_resp::encode;
 
@@ -46,10 +47,12 @@ pub(crate) fn list<'s>(
 }
 
 /// Deletes `key` if its list is now empty.
-pub(crate) fn drop_if_empty(shard: &mut Shard, key: &[u8]) {
-    if matches!(list(shard, key), Ok(Some(l)) if l.is_empty()) {
+pub(crate) fn drop_if_empty(shard: &mut Shard, key: &[u8]) -> bool {
+    let empty = matches!(list(shard, key), Ok(Some(l)) if l.is_empty());
+    if empty {
         shard.remove(key);
     }
+    empty
 }
 
 fn push(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool, only_existing: bool) -> CmdResult {
@@ -74,6 +77,12 @@ fn push(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool, only_existing: bool) -> C
     }
     let len = list.len();
     shard.touch(key);
+    event(
+        ctx,
+        NotifyClass::List,
+        if left { "lpush" } else { "rpush" },
+        key,
+    );
     encode::write_integer(ctx.out, len as i64);
     Ok(())
 }
@@ -157,8 +166,16 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
     }
     if changed {
         shard.touch(key);
+        event(
+            ctx,
+            NotifyClass::List,
+            if left { "lpop" } else { "rpop" },
+            key,
+        );
     }
-    drop_if_empty(&mut shard, key);
+    if drop_if_empty(&mut shard, key) {
+        event(ctx, NotifyClass::Generic, "del", key);
+    }
     Ok(())
 }
 
@@ -209,6 +226,7 @@ fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let p = position(index, list.len()).ok_or(INDEX_OUT_OF_RANGE)?;
     list[p] = CompactBytes::new(&args[3]);
     shard.touch(key);
+    event(ctx, NotifyClass::List, "lset", key);
     ok(ctx.out);
     Ok(())
 }
@@ -261,8 +279,11 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             }
         }
         shard.touch(key);
+        event(ctx, NotifyClass::List, "ltrim", key);
     }
-    drop_if_empty(&mut shard, key);
+    if drop_if_empty(&mut shard, key) {
+        event(ctx, NotifyClass::Generic, "del", key);
+    }
     ok(ctx.out);
     Ok(())
 }
@@ -304,8 +325,11 @@ fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if removed > 0 {
         shard.touch(key);
+        event(ctx, NotifyClass::List, "lrem", key);
     }
-    drop_if_empty(&mut shard, key);
+    if drop_if_empty(&mut shard, key) {
+        event(ctx, NotifyClass::Generic, "del", key);
+    }
     encode::write_integer(ctx.out, removed as i64);
     Ok(())
 }
@@ -333,6 +357,7 @@ fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     if reply > 0 {
         shard.touch(key);
+        event(ctx, NotifyClass::List, "linsert", key);
     }
     encode::write_integer(ctx.out, reply);
     Ok(())
@@ -467,7 +492,21 @@ fn move_generic(
     }
     locked.shard(src).touch(src);
     locked.shard(dst).touch(dst);
-    drop_if_empty(locked.shard(src), src);
+    event(
+        ctx,
+        NotifyClass::List,
+        if to_left { "lpush" } else { "rpush" },
+        dst,
+    );
+    event(
+        ctx,
+        NotifyClass::List,
+        if from_left { "lpop" } else { "rpop" },
+        src,
+    );
+    if drop_if_empty(locked.shard(src), src) {
+        event(ctx, NotifyClass::Generic, "del", src);
+    }
     Ok(())
 }
 
@@ -531,7 +570,15 @@ fn lmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             }
         }
         shard.touch(key);
-        drop_if_empty(shard, key);
+        event(
+            ctx,
+            NotifyClass::List,
+            if left { "lpop" } else { "rpop" },
+            key,
+        );
+        if drop_if_empty(shard, key) {
+            event(ctx, NotifyClass::Generic, "del", key);
+        }
         return Ok(());
     }
     encode::write_null_array(ctx.out, proto);

@@ -11,7 +11,7 @@ use redline_resp::encode;
 
 use super::reply::{unknown_subcommand, CmdResult};
 use super::{Ctx, Handler};
-use crate::net::client::ClientState;
+use crate::net::client::{ClientState, ReplyMode};
 use crate::pubsub::Kind;
 use crate::shared::Shared;
 
@@ -75,13 +75,21 @@ fn count(client: &ClientState, kind: Kind) -> i64 {
 
 fn confirm(ctx: &mut Ctx<'_>, word: &[u8], name: Option<&[u8]>, n: i64) {
     let proto = ctx.proto();
-    encode::write_push_len(ctx.out, proto, 3);
-    encode::write_bulk(ctx.out, word);
+    // A confirmation is pub/sub traffic, which CLIENT REPLY OFF/SKIP does not silence
+    // (Redis's CLIENT_PUSHING): it goes out through the mailbox, past the reply filter.
+    let pushed = ctx.client.reply != ReplyMode::On;
+    let mut own = bytes::BytesMut::new();
+    let out = if pushed { &mut own } else { &mut *ctx.out };
+    encode::write_push_len(out, proto, 3);
+    encode::write_bulk(out, word);
     match name {
-        Some(name) => encode::write_bulk(ctx.out, name),
-        None => encode::write_null_bulk(ctx.out, proto),
+        Some(name) => encode::write_bulk(out, name),
+        None => encode::write_null_bulk(out, proto),
     }
-    encode::write_integer(ctx.out, n);
+    encode::write_integer(out, n);
+    if pushed {
+        ctx.client.mailbox.deliver(&own);
+    }
 }
 
 fn subscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult {

@@ -2,6 +2,7 @@
 //! SRANDMEMBER SMOVE SINTER SINTERCARD SINTERSTORE SUNION SUNIONSTORE SDIFF SDIFFSTORE
 //! SSCAN. Replies are sets in RESP3.
 
+use crate::notify::{event, NotifyClass};
 use bytes::Bytes;
 use redline_resp::{encode, Protocol};
 
@@ -43,10 +44,12 @@ fn set<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<Option<&'s mut SetValue>,
     }
 }
 
-fn drop_if_empty(shard: &mut Shard, key: &[u8]) {
-    if matches!(set(shard, key), Ok(Some(s)) if s.is_empty()) {
+fn drop_if_empty(shard: &mut Shard, key: &[u8]) -> bool {
+    let empty = matches!(set(shard, key), Ok(Some(s)) if s.is_empty());
+    if empty {
         shard.remove(key);
     }
+    empty
 }
 
 fn write_members<'a>(
@@ -74,6 +77,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         .count();
     if added > 0 {
         shard.touch(key);
+        event(ctx, NotifyClass::Set, "sadd", key);
     }
     encode::write_integer(ctx.out, added as i64);
     Ok(())
@@ -88,8 +92,11 @@ fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     if removed > 0 {
         shard.touch(key);
+        event(ctx, NotifyClass::Set, "srem", key);
     }
-    drop_if_empty(&mut shard, key);
+    if drop_if_empty(&mut shard, key) {
+        event(ctx, NotifyClass::Generic, "del", key);
+    }
     encode::write_integer(ctx.out, removed as i64);
     Ok(())
 }
@@ -178,8 +185,11 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if count != Some(0) {
         shard.touch(key);
+        event(ctx, NotifyClass::Set, "spop", key);
     }
-    drop_if_empty(&mut shard, key);
+    if drop_if_empty(&mut shard, key) {
+        event(ctx, NotifyClass::Generic, "del", key);
+    }
     Ok(())
 }
 
@@ -248,7 +258,10 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         if let Some(from) = set(locked.shard(src), src)? {
             from.swap_remove(member);
         }
-        drop_if_empty(locked.shard(src), src);
+        event(ctx, NotifyClass::Set, "srem", src);
+        if drop_if_empty(locked.shard(src), src) {
+            event(ctx, NotifyClass::Generic, "del", src);
+        }
         let entry = locked
             .shard(dst)
             .get_or_insert_with(dst, || Value::Set(Box::default()));
@@ -257,6 +270,7 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         locked.shard(src).touch(src);
         locked.shard(dst).touch(dst);
+        event(ctx, NotifyClass::Set, "sadd", dst);
     }
     encode::write_integer(ctx.out, 1);
     Ok(())
@@ -334,9 +348,17 @@ fn store_set(ctx: &mut Ctx<'_>, args: &[Bytes], op: Op) -> CmdResult {
     let len = result.len();
     let mut shard = ctx.lock(dst);
     if result.is_empty() {
-        shard.remove(dst);
+        if shard.remove(dst).is_some() {
+            event(ctx, NotifyClass::Generic, "del", dst);
+        }
     } else {
         shard.insert(dst, Value::Set(Box::new(result)), 0);
+        let name = match op {
+            Op::Inter => "sinterstore",
+            Op::Union => "sunionstore",
+            Op::Diff => "sdiffstore",
+        };
+        event(ctx, NotifyClass::Set, name, dst);
     }
     encode::write_integer(ctx.out, len as i64);
     Ok(())

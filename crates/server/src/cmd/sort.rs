@@ -3,6 +3,7 @@
 //! with LIMIT, GET patterns (`#` is the element) and STORE. Equal numeric scores fall
 //! back to comparing the elements, as Redis does, so the output is deterministic.
 
+use crate::notify::{event, NotifyClass};
 use std::cmp::Ordering;
 
 use bytes::Bytes;
@@ -196,13 +197,16 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
             let n = out.len();
             let mut shard = ctx.lock(dst);
             if n == 0 {
-                shard.remove(dst);
+                if shard.remove(dst).is_some() {
+                    event(ctx, NotifyClass::Generic, "del", dst);
+                }
             } else {
                 let list = out
                     .into_iter()
                     .map(|v| CompactBytes::from_vec(v.unwrap_or_default()))
                     .collect();
                 shard.insert(dst, Value::List(Box::new(list)), 0);
+                event(ctx, NotifyClass::List, "sortstore", dst);
             }
             encode::write_integer(ctx.out, n as i64);
         }

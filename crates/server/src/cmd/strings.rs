@@ -10,6 +10,7 @@ use super::reply::{
     ok, CmdError, CmdResult, NOT_FLOAT, OVERFLOW, STRING_TOO_LONG, SYNTAX, WRONG_TYPE,
 };
 use super::{Ctx, Handler};
+use crate::notify::{event, NotifyClass};
 use crate::store::{now_ms, Entry, Value};
 
 /// This family's handlers.
@@ -154,6 +155,7 @@ fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !(o.get || o.nx || o.xx || o.keepttl) {
         shard.insert(key, value, expires_at);
         drop(shard);
+        notify_set(ctx, key, expires_at != 0);
         ok(ctx.out);
         return Ok(());
     }
@@ -179,10 +181,19 @@ fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         _ => shard.insert(key, value, expires_at),
     }
+    notify_set(ctx, key, expires_at != 0);
     if !o.get {
         ok(ctx.out);
     }
     Ok(())
+}
+
+/// The events of a SET: `set`, and `expire` when it gave the key a TTL.
+fn notify_set(ctx: &Ctx<'_>, key: &[u8], expires: bool) {
+    event(ctx, NotifyClass::String, "set", key);
+    if expires {
+        event(ctx, NotifyClass::Generic, "expire", key);
+    }
 }
 
 fn setnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -191,6 +202,7 @@ fn setnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let created = !shard.contains(key);
     if created {
         shard.insert(key, Value::string(&args[2]), 0);
+        event(ctx, NotifyClass::String, "set", key);
     }
     encode::write_integer(ctx.out, i64::from(created));
     Ok(())
@@ -203,6 +215,7 @@ fn setex_generic(ctx: &mut Ctx<'_>, args: &[Bytes], unit: ExpireUnit, name: &str
     // would deadlock the transaction against itself).
     ctx.lock(key)
         .insert(key, Value::string(&args[3]), expires_at);
+    notify_set(ctx, key, true);
     ok(ctx.out);
     Ok(())
 }
@@ -223,6 +236,7 @@ fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         None => encode::write_null_bulk(ctx.out, ctx.client.protocol),
     }
     shard.insert(key, Value::string(&args[2]), 0);
+    event(ctx, NotifyClass::String, "set", key);
     Ok(())
 }
 
@@ -233,6 +247,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         Some(entry) => {
             write_string(ctx.out, entry)?;
             shard.remove(key);
+            event(ctx, NotifyClass::Generic, "del", key);
         }
         None => encode::write_null_bulk(ctx.out, ctx.client.protocol),
     }
@@ -259,13 +274,20 @@ fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if let Some(at) = expires_at {
         if at <= now_ms() {
             shard.remove(key);
+            event(ctx, NotifyClass::Generic, "del", key);
         } else {
             shard.set_expires(key, at);
+            event(ctx, NotifyClass::Generic, "expire", key);
         }
-    } else if o.persist {
+    } else if o.persist && entry_has_ttl(&mut shard, key) {
         shard.set_expires(key, 0);
+        event(ctx, NotifyClass::Generic, "persist", key);
     }
     Ok(())
+}
+
+fn entry_has_ttl(shard: &mut crate::store::Shard, key: &[u8]) -> bool {
+    shard.get(key).is_some_and(|e| e.expires_at != 0)
 }
 
 fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -294,6 +316,7 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool, name: &str) -> Resu
         locked
             .shard(&pair[0])
             .insert(&pair[0], Value::string(&pair[1]), 0);
+        event(ctx, NotifyClass::String, "set", &pair[0]);
     }
     Ok(true)
 }
@@ -341,6 +364,7 @@ fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     };
     shard.touch(key);
+    event(ctx, NotifyClass::String, "append", key);
     encode::write_integer(ctx.out, new_len as i64);
     Ok(())
 }
@@ -434,6 +458,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         None => shard.insert(key, Value::string(&bytes), 0),
     }
     shard.touch(key);
+    event(ctx, NotifyClass::String, "setrange", key);
     encode::write_integer(ctx.out, len as i64);
     Ok(())
 }
@@ -449,6 +474,7 @@ fn incr_generic(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> CmdResult {
     let next = current.checked_add(delta).ok_or(OVERFLOW)?;
     entry.value = Value::Int(next);
     shard.touch(key);
+    event(ctx, NotifyClass::String, "incrby", key);
     encode::write_integer(ctx.out, next);
     Ok(())
 }
@@ -493,6 +519,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         None => shard.insert(key, Value::string(text.as_bytes()), 0),
     }
     shard.touch(key);
+    event(ctx, NotifyClass::String, "incrbyfloat", key);
     encode::write_bulk(ctx.out, text.as_bytes());
     Ok(())
 }

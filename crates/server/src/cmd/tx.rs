@@ -75,6 +75,7 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         let mut shard = ctx.lock(key);
         let expired_at_watch = shard.is_logically_expired(key);
+        let live_at_watch = shard.peek_live(key);
         let version = shard.watch(key);
         drop(shard);
         ctx.client.watched.push(WatchedKey {
@@ -82,6 +83,7 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             key: key.to_vec(),
             version,
             expired_at_watch,
+            live_at_watch,
         });
     }
     ok(ctx.out);
@@ -189,8 +191,11 @@ fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         let mut held = held.borrow_mut();
         let db = shared.store.db(w.db);
         let shard = held.get_or_first(w.db, db.shard_index(&w.key));
-        shard.watch_version(&w.key) != w.version
-            || (!w.expired_at_watch && shard.is_logically_expired(&w.key))
+        if shard.watch_version(&w.key) != w.version {
+            w.live_at_watch || shard.peek_live(&w.key)
+        } else {
+            !w.expired_at_watch && shard.is_logically_expired(&w.key)
+        }
     });
     if touched {
         drop(held);

@@ -10,7 +10,7 @@ use redline_resp::encode;
 
 use super::args::{float, is};
 use super::reply::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
-use super::zsets::{store_zset, write_range};
+use super::zsets::{notify_store, store_zset, write_range};
 use super::{Ctx, Handler, KeysRef};
 use crate::store::{canonical_int, Shard, Value, ZSet};
 
@@ -270,7 +270,13 @@ fn generic(ctx: &mut Ctx<'_>, args: &[Bytes], op: Op, store: bool, name: &str) -
     if let (true, Some(locked)) = (store, locked.as_mut()) {
         let dst = &args[1];
         encode::write_integer(ctx.out, items.len() as i64);
-        store_zset(locked.shard(dst), dst, items);
+        let stored = store_zset(locked.shard(dst), dst, items);
+        let event = match op {
+            Op::Union => "zunionstore",
+            Op::Inter => "zinterstore",
+            _ => "zdiffstore",
+        };
+        notify_store(ctx, stored, event, dst);
     } else {
         let proto = ctx.proto();
         write_range(ctx.out, proto, &items, withscores);

@@ -4,6 +4,7 @@
 //! ZREVRANGEBYLEX ZREMRANGEBYRANK ZREMRANGEBYSCORE ZREMRANGEBYLEX ZPOPMIN ZPOPMAX.
 //! Scores print as Redis 7.0 does (`%.17g`).
 
+use crate::notify::{event, NotifyClass};
 use bytes::Bytes;
 use redline_resp::{encode, Protocol};
 
@@ -52,10 +53,12 @@ pub(crate) fn zset<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<Option<&'s mu
     }
 }
 
-pub(crate) fn drop_if_empty(shard: &mut Shard, key: &[u8]) {
-    if matches!(zset(shard, key), Ok(Some(z)) if z.is_empty()) {
+pub(crate) fn drop_if_empty(shard: &mut Shard, key: &[u8]) -> bool {
+    let empty = matches!(zset(shard, key), Ok(Some(z)) if z.is_empty());
+    if empty {
         shard.remove(key);
     }
+    empty
 }
 
 // ---- ZADD / ZINCRBY ----
@@ -171,8 +174,16 @@ fn zadd_generic(
     }
     if added + updated > 0 {
         shard.touch(key);
+        event(
+            ctx,
+            NotifyClass::Zset,
+            if flags.incr { "zincr" } else { "zadd" },
+            key,
+        );
     }
-    drop_if_empty(&mut shard, key);
+    if drop_if_empty(&mut shard, key) {
+        event(ctx, NotifyClass::Generic, "del", key);
+    }
     if flags.incr {
         if processed > 0 {
             double(ctx.out, proto, last_score);
@@ -212,8 +223,11 @@ fn zrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     if removed > 0 {
         shard.touch(key);
+        event(ctx, NotifyClass::Zset, "zrem", key);
     }
-    drop_if_empty(&mut shard, key);
+    if drop_if_empty(&mut shard, key) {
+        event(ctx, NotifyClass::Generic, "del", key);
+    }
     encode::write_integer(ctx.out, removed as i64);
     Ok(())
 }
@@ -549,7 +563,8 @@ fn zrange_into(
         };
         let shard = locked.shard(dst);
         encode::write_integer(ctx.out, items.len() as i64);
-        store_zset(shard, dst, items);
+        let stored = store_zset(shard, dst, items);
+        notify_store(ctx, stored, "zrangestore", dst);
         return Ok(());
     }
     let mut shard = ctx.lock(key);
@@ -566,16 +581,31 @@ fn zrange_into(
 
 /// Replaces `dst` with a sorted set of `items`, or deletes it when there are none (the
 /// *STORE commands).
-pub(crate) fn store_zset(shard: &mut Shard, dst: &[u8], items: Vec<(Vec<u8>, f64)>) {
+/// Returns `Some(true)` when it stored a set, `Some(false)` when it deleted `dst`,
+/// `None` when there was nothing to store and nothing to delete.
+pub(crate) fn store_zset(
+    shard: &mut Shard,
+    dst: &[u8],
+    items: Vec<(Vec<u8>, f64)>,
+) -> Option<bool> {
     if items.is_empty() {
-        shard.remove(dst);
-        return;
+        return shard.remove(dst).map(|_| false);
     }
     let mut z = ZSet::default();
     for (m, s) in items {
         z.insert(&m, s);
     }
     shard.insert(dst, Value::ZSet(Box::new(z)), 0);
+    Some(true)
+}
+
+/// The event of a *STORE command, given what [`store_zset`] did.
+pub(crate) fn notify_store(ctx: &Ctx<'_>, stored: Option<bool>, name: &'static str, dst: &[u8]) {
+    match stored {
+        Some(true) => event(ctx, NotifyClass::Zset, name, dst),
+        Some(false) => event(ctx, NotifyClass::Generic, "del", dst),
+        None => {}
+    }
 }
 
 fn zrangestore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -751,8 +781,16 @@ fn zremrange(ctx: &mut Ctx<'_>, args: &[Bytes], kind: RangeType) -> CmdResult {
     };
     if removed > 0 {
         shard.touch(key);
+        let name = match kind {
+            RangeType::Score => "zremrangebyscore",
+            RangeType::Lex => "zremrangebylex",
+            _ => "zremrangebyrank",
+        };
+        event(ctx, NotifyClass::Zset, name, key);
     }
-    drop_if_empty(&mut shard, key);
+    if drop_if_empty(&mut shard, key) {
+        event(ctx, NotifyClass::Generic, "del", key);
+    }
     encode::write_integer(ctx.out, removed as i64);
     Ok(())
 }
@@ -807,8 +845,16 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> CmdResult {
     }
     if !popped.is_empty() {
         shard.touch(key);
+        event(
+            ctx,
+            NotifyClass::Zset,
+            if max { "zpopmax" } else { "zpopmin" },
+            key,
+        );
     }
-    drop_if_empty(&mut shard, key);
+    if drop_if_empty(&mut shard, key) {
+        event(ctx, NotifyClass::Generic, "del", key);
+    }
     if count.is_none() {
         // One pair, flat in both protocols.
         encode::write_array_len(ctx.out, popped.len() * 2);

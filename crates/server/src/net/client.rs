@@ -41,6 +41,8 @@ pub struct ClientState {
     pub close_after_reply: bool,
     /// Commands run since the last flush of the counters to the server's stats.
     pub commands_since_flush: u64,
+    /// Per-command and per-error counts since the last flush (INFO commandstats).
+    pub cmdstats: crate::cmdstats::Local,
     /// Commands queued since MULTI; `None` outside a transaction.
     pub multi: Option<Vec<Vec<Bytes>>>,
     /// A command was refused while queueing: EXEC will answer EXECABORT.
@@ -109,6 +111,10 @@ pub struct WatchedKey {
     pub version: u64,
     /// The key was already expired (not yet reclaimed) when WATCH ran.
     pub expired_at_watch: bool,
+    /// The key existed, unexpired, when WATCH ran: any later change dirties the
+    /// transaction; otherwise only one that leaves it live does (Redis 7.0 does not
+    /// count deleting a key that was already gone or stale as a change).
+    pub live_at_watch: bool,
 }
 
 impl ClientState {
@@ -127,6 +133,7 @@ impl ClientState {
             created: Instant::now(),
             close_after_reply: false,
             commands_since_flush: 0,
+            cmdstats: crate::cmdstats::Local::default(),
             multi: None,
             multi_failed: false,
             watched: Vec::new(),

@@ -149,6 +149,9 @@ pub fn run_commands(
         };
         match next {
             Ok(Some(args)) => {
+                if shared.tracking.active() {
+                    before_tracked_command(shared, client, output);
+                }
                 let mark = output.len();
                 let mut ctx = Ctx::new(shared, client, output);
                 cmd::execute(&mut ctx, &args);
@@ -199,7 +202,16 @@ fn after_command(shared: &Shared, client: &ClientState, output: &mut BytesMut) {
     }
     if shared.tracking.active() {
         shared.tracking.broadcast(shared);
-        shared.tracking.enforce_limit(shared);
+    }
+}
+
+/// Before each command while some client tracks keys, as Redis's `processCommand`: the
+/// tracking table is brought under its limit, and invalidations already addressed to
+/// this client go out ahead of the command's reply.
+fn before_tracked_command(shared: &Shared, client: &ClientState, output: &mut BytesMut) {
+    shared.tracking.enforce_limit(shared);
+    if client.tracking || client.protocol == redline_resp::Protocol::Resp3 {
+        client.mailbox.drain_into(output);
     }
 }
 
@@ -258,6 +270,15 @@ impl Connection<'_> {
                         }
                     }
                 }
+            }
+            if self.client.reply != ReplyMode::On {
+                // Pub/sub confirmations sent past CLIENT REPLY OFF wait in the mailbox.
+                self.client.mailbox.drain_into(&mut self.output);
+            }
+            if self.client.close_after_reply {
+                // Gone for everyone before the last reply is read (QUIT): a tracking
+                // redirect to this client is broken from then on, as in Redis.
+                self.shared.clients.unregister(self.client.id);
             }
             self.flush().await?;
             if self.client.close_after_reply {
@@ -450,6 +471,9 @@ impl Connection<'_> {
     /// Adds this connection's command count to the server's, once per batch: a shared
     /// counter bumped per command would bounce its cache line between cores.
     fn flush_counters(&mut self) {
+        if !self.client.cmdstats.is_empty() {
+            self.shared.cmdstats.absorb(&mut self.client.cmdstats);
+        }
         if self.client.commands_since_flush > 0 {
             self.shared
                 .stats

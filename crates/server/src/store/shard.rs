@@ -71,6 +71,23 @@ impl Shard {
         }
     }
 
+    /// Queues keyspace event `event` of class bit `class` on `key` of this shard's
+    /// database (see `crate::notify`; for code that holds a shard but no command
+    /// context, such as a blocked client being served).
+    pub fn notify(&self, class: u32, event: &'static str, key: &[u8]) {
+        if let Some(events) = &self.events {
+            if events.wants(class) {
+                events.push(super::KeyEvent {
+                    db: self.db,
+                    key: bytes::Bytes::copy_from_slice(key),
+                    class,
+                    event,
+                    modified: false,
+                });
+            }
+        }
+    }
+
     /// Reports that `key` was created.
     #[inline]
     fn report_created(&self, key: &[u8]) {
@@ -267,6 +284,13 @@ impl Shard {
         self.map
             .get(key)
             .is_some_and(|e| e.expires_at != 0 && e.expires_at <= now_ms())
+    }
+
+    /// Whether `key` exists and is not expired, without reclaiming it.
+    pub fn peek_live(&self, key: &[u8]) -> bool {
+        self.map
+            .get(key)
+            .is_some_and(|e| e.expires_at == 0 || e.expires_at > now_ms())
     }
 
     /// A random live key (expired ones met on the way are reclaimed).
