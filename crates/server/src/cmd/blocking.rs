@@ -290,6 +290,10 @@ fn serve_stream_waiters(
                 reply.clear();
                 encode::write_error(reply, e.text());
                 registry.serve(&waiter, reply);
+                // The error reaches the blocked client: INFO errorstats counts it.
+                let mut counted = crate::cmdstats::Local::default();
+                counted.error(e.text());
+                shared.cmdstats.absorb(&mut counted);
             }
         }
     }
