@@ -788,6 +788,16 @@ fn read_group(
     }
 }
 
+/// Whether `consumer` of `group` exists on the stream at `key`.
+pub fn has_consumer(
+    shards: &mut dyn KeyShards,
+    key: &[u8],
+    (group, consumer): &(Bytes, Bytes),
+) -> bool {
+    matches!(stream_mut(shards.shard_of(key), key), Ok(Some(s))
+        if s.groups.get(group).is_some_and(|g| g.consumers.contains_key(consumer)))
+}
+
 /// Whether `consumer` of `group` exists on each stream of `keys`.
 fn consumers_exist(ctx: &Ctx<'_>, keys: &[Bytes], (group, consumer): &(Bytes, Bytes)) -> Vec<bool> {
     keys.iter()
