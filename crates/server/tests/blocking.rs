@@ -276,3 +276,79 @@ fn disconnected_waiters_are_dropped() {
     assert_eq!(p.cmd(&["RPUSH", "gone", "x"]), Frame::Integer(1));
     assert_eq!(p.cmd(&["LLEN", "gone"]), Frame::Integer(1));
 }
+
+/// Blocked stream readers: several XREAD waiters are all served by one XADD (reading
+/// does not consume), a group reader gets only new entries and enters the PEL, and a
+/// group reader whose group or stream goes away gets Redis's error.
+fn stream_waiters(addr: SocketAddr) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut w = Conn::connect(addr);
+    w.cmd(&["XADD", "st", "1-1", "a", "1"]);
+    w.cmd(&["XGROUP", "CREATE", "st", "g", "$"]);
+    let mut readers: Vec<Conn> = Vec::new();
+    for i in 0..3 {
+        let mut c = Conn::connect(addr);
+        c.send(&["XREAD", "BLOCK", "0", "STREAMS", "st", "$"]);
+        wait_blocked(addr, i + 1);
+        readers.push(c);
+    }
+    let mut grouped = Conn::connect(addr);
+    grouped.send(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "alice",
+        "BLOCK",
+        "0",
+        "STREAMS",
+        "st",
+        ">",
+    ]);
+    wait_blocked(addr, 4);
+    w.cmd(&["XADD", "st", "2-1", "b", "2"]);
+    for r in &mut readers {
+        out.push(show(&r.read().unwrap()));
+    }
+    out.push(show(&grouped.read().unwrap()));
+    out.push(show(&w.cmd(&["XPENDING", "st", "g"])));
+    grouped.send(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "bob",
+        "BLOCK",
+        "0",
+        "STREAMS",
+        "st",
+        ">",
+    ]);
+    wait_blocked(addr, 1);
+    w.cmd(&["XGROUP", "DESTROY", "st", "g"]);
+    out.push(show(&grouped.read().unwrap()));
+    w.cmd(&["XGROUP", "CREATE", "st", "g", "$"]);
+    grouped.send(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "bob",
+        "BLOCK",
+        "0",
+        "STREAMS",
+        "st",
+        ">",
+    ]);
+    wait_blocked(addr, 1);
+    w.cmd(&["DEL", "st"]);
+    out.push(show(&grouped.read().unwrap()));
+    out.push(show(
+        &w.cmd(&["XREAD", "BLOCK", "10", "STREAMS", "st", "$"]),
+    ));
+    out
+}
+
+#[test]
+fn stream_waiters_match_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    assert_eq!(stream_waiters(redline.addr), stream_waiters(redis.addr()));
+}

@@ -1,5 +1,6 @@
-//! Streams basics: XADD, XRANGE, XREVRANGE, XREAD (and XREAD BLOCK on a dedicated
-//! connection), XLEN, XDEL, XTRIM.
+//! Streams: XADD, XRANGE, XREVRANGE, XREAD (and XREAD BLOCK on a dedicated
+//! connection), XLEN, XDEL, XTRIM, and consumer groups: XGROUP CREATE/DESTROY,
+//! XREADGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM, XINFO.
 
 use std::time::Duration;
 
@@ -136,6 +137,56 @@ commands! {
     /// id, per stream (streams with nothing new are left out).
     fn xread(streams: impl IntoIterator<Item = (impl ToArg, impl ToArg)>, count: Option<u64>) -> Vec<(Bytes, Vec<StreamEntry>)> as read_reply {
         read_args(Cmd::new("XREAD"), streams, count).with_shape(read_shape)
+    }
+
+    /// `XREADGROUP GROUP group consumer [COUNT count] STREAMS key... id...` without
+    /// blocking: `">"` for new entries, or an id for the consumer's pending history.
+    fn xreadgroup(group: impl ToArg, consumer: impl ToArg, streams: impl IntoIterator<Item = (impl ToArg, impl ToArg)>, count: Option<u64>) -> Vec<(Bytes, Vec<StreamEntry>)> as read_reply {
+        read_args(Cmd::new("XREADGROUP").arg("GROUP").arg(group).arg(consumer), streams, count).with_shape(read_shape)
+    }
+
+    /// `XGROUP CREATE key group id [MKSTREAM]` (`"$"`: only entries added from now on).
+    fn xgroup_create(key: impl ToArg, group: impl ToArg, id: impl ToArg, mkstream: bool) -> () {
+        let cmd = Cmd::new("XGROUP").arg("CREATE").arg(key).arg(group).arg(id);
+        if mkstream { cmd.arg("MKSTREAM") } else { cmd }
+    }
+
+    /// `XGROUP DESTROY key group`: whether the group existed.
+    fn xgroup_destroy(key: impl ToArg, group: impl ToArg) -> bool {
+        Cmd::new("XGROUP").arg("DESTROY").arg(key).arg(group)
+    }
+
+    /// `XACK key group id...`: how many pending entries were acknowledged.
+    fn xack(key: impl ToArg, group: impl ToArg, ids: impl IntoIterator<Item = impl ToArg>) -> u64 {
+        Cmd::new("XACK").arg(key).arg(group).args(ids)
+    }
+
+    /// `XPENDING key group`: `[count, smallest id, largest id, [[consumer, count]...]]`.
+    fn xpending(key: impl ToArg, group: impl ToArg) -> Frame {
+        Cmd::new("XPENDING").arg(key).arg(group)
+    }
+
+    /// `XCLAIM key group consumer min_idle_ms id... JUSTID`: the ids now owned by
+    /// `consumer`.
+    fn xclaim_ids(key: impl ToArg, group: impl ToArg, consumer: impl ToArg, min_idle_ms: u64, ids: impl IntoIterator<Item = impl ToArg>) -> Vec<String> {
+        Cmd::new("XCLAIM").arg(key).arg(group).arg(consumer).arg(min_idle_ms).args(ids).arg("JUSTID")
+    }
+
+    /// `XAUTOCLAIM key group consumer min_idle_ms start COUNT count`:
+    /// `[next start, [entries], [deleted ids]]`.
+    fn xautoclaim(key: impl ToArg, group: impl ToArg, consumer: impl ToArg, min_idle_ms: u64, start: impl ToArg, count: u64) -> Frame {
+        Cmd::new("XAUTOCLAIM").arg(key).arg(group).arg(consumer).arg(min_idle_ms).arg(start).arg("COUNT").arg(count)
+    }
+
+    /// `XINFO STREAM key`.
+    fn xinfo_stream(key: impl ToArg) -> Frame { Cmd::new("XINFO").arg("STREAM").arg(key) }
+
+    /// `XINFO GROUPS key`.
+    fn xinfo_groups(key: impl ToArg) -> Frame { Cmd::new("XINFO").arg("GROUPS").arg(key) }
+
+    /// `XINFO CONSUMERS key group`.
+    fn xinfo_consumers(key: impl ToArg, group: impl ToArg) -> Frame {
+        Cmd::new("XINFO").arg("CONSUMERS").arg(key).arg(group)
     }
 }
 

@@ -271,6 +271,10 @@ fn serve_stream_waiters(
             continue;
         };
         let mut locked = shared.store.db(db).lock_keys([&key[..]]);
+        let had_consumer = read
+            .group
+            .as_ref()
+            .is_some_and(|g| streams::has_consumer(&mut locked, key, g));
         reply.clear();
         let outcome = streams::serve_blocked(
             &mut locked,
@@ -282,7 +286,16 @@ fn serve_stream_waiters(
             read.count,
             read.noack,
         );
+        let created = !had_consumer
+            && read
+                .group
+                .as_ref()
+                .is_some_and(|g| streams::has_consumer(&mut locked, key, g));
         drop(locked);
+        if created {
+            let class = crate::notify::NotifyClass::Stream;
+            crate::notify::event_on(shared, class, "xgroup-createconsumer", db, key);
+        }
         match outcome {
             Ok(true) => registry.serve(&waiter, reply),
             Ok(false) => {}
@@ -290,6 +303,10 @@ fn serve_stream_waiters(
                 reply.clear();
                 encode::write_error(reply, e.text());
                 registry.serve(&waiter, reply);
+                // The error reaches the blocked client: INFO errorstats counts it.
+                let mut counted = crate::cmdstats::Local::default();
+                counted.error(e.text());
+                shared.cmdstats.absorb(&mut counted);
             }
         }
     }

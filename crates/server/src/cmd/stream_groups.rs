@@ -480,6 +480,10 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         delivery = now;
     }
     let consumer = args[3].clone();
+    let had_consumer = stream
+        .groups
+        .get(&args[2][..])
+        .is_some_and(|g| g.consumers.contains_key(&consumer));
     let exists: Vec<bool> = ids.iter().map(|id| stream.get(id).is_some()).collect();
     let Some(group) = stream.groups.get_mut(&args[2][..]) else {
         return Ok(());
@@ -535,6 +539,7 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         claimed.push(id);
     }
+    let created = !had_consumer && group.consumers.contains_key(&consumer);
     shard.touch(key);
     let Some(stream) = stream_mut(&mut shard, key)? else {
         return Ok(());
@@ -545,6 +550,11 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             (false, Some(fields)) => write_entry(ctx.out, id, fields),
             _ => write_id(ctx.out, id),
         }
+    }
+    drop(shard);
+    if created {
+        let db = ctx.client.db;
+        keyspace_event(ctx, NotifyClass::Stream, "xgroup-createconsumer", db, key);
     }
     Ok(())
 }
@@ -600,6 +610,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(group) = stream.groups.get_mut(&args[2][..]) else {
         return Ok(());
     };
+    let had_consumer = group.consumers.contains_key(&consumer);
     let mut i = 0;
     while attempts > 0 && count > 0 && i < pending.len() {
         attempts -= 1;
@@ -637,6 +648,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         next = *id;
     }
     let _ = cursor;
+    let created = !had_consumer && group.consumers.contains_key(&consumer);
     shard.touch(key);
     let Some(stream) = stream_mut(&mut shard, key)? else {
         return Ok(());
@@ -654,6 +666,11 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     encode::write_array_len(out, deleted.len());
     for id in deleted {
         write_id(out, id);
+    }
+    drop(shard);
+    if created {
+        let db = ctx.client.db;
+        keyspace_event(ctx, NotifyClass::Stream, "xgroup-createconsumer", db, key);
     }
     Ok(())
 }

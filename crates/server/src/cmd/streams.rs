@@ -788,16 +788,35 @@ fn read_group(
     }
 }
 
-/// Creates the consumer of a group read that found nothing to serve (Redis creates it
-/// before looking at entries).
-fn ensure_consumer(ctx: &Ctx<'_>, keys: &[Bytes], group: &(Bytes, Bytes)) {
-    let now = now_ms();
-    for key in keys {
-        let mut shard = ctx.lock(key);
-        if let Ok(Some(stream)) = stream_mut(&mut shard, key) {
-            if let Some(g) = stream.groups.get_mut(&group.0) {
-                g.consumers.entry(group.1.clone()).or_default().seen_time = now;
-            }
+/// Whether `consumer` of `group` exists on the stream at `key`.
+pub fn has_consumer(
+    shards: &mut dyn KeyShards,
+    key: &[u8],
+    (group, consumer): &(Bytes, Bytes),
+) -> bool {
+    matches!(stream_mut(shards.shard_of(key), key), Ok(Some(s))
+        if s.groups.get(group).is_some_and(|g| g.consumers.contains_key(consumer)))
+}
+
+/// Whether `consumer` of `group` exists on each stream of `keys`.
+fn consumers_exist(ctx: &Ctx<'_>, keys: &[Bytes], (group, consumer): &(Bytes, Bytes)) -> Vec<bool> {
+    keys.iter()
+        .map(|key| {
+            let mut shard = ctx.lock(key);
+            matches!(stream_mut(&mut shard, key), Ok(Some(s))
+                if s.groups.get(group).is_some_and(|g| g.consumers.contains_key(consumer)))
+        })
+        .collect()
+}
+
+/// Announces the consumers a read created (`xgroup-createconsumer`, as Redis's
+/// `streamCreateConsumer`).
+fn notify_new_consumers(ctx: &Ctx<'_>, keys: &[Bytes], group: &(Bytes, Bytes), before: &[bool]) {
+    let after = consumers_exist(ctx, keys, group);
+    let db = ctx.client.db;
+    for ((key, was), now) in keys.iter().zip(before).zip(after) {
+        if !was && now {
+            keyspace_event(ctx, NotifyClass::Stream, "xgroup-createconsumer", db, key);
         }
     }
 }
@@ -806,9 +825,13 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
     let parsed = parse_read(args, group_cmd)?;
     let from = resolve_ids(ctx, &parsed)?;
     let proto = ctx.proto();
-    {
+    let existed = match &parsed.group {
+        Some(group) => consumers_exist(ctx, &parsed.keys, group),
+        None => Vec::new(),
+    };
+    let served = {
         let mut locked = ctx.lock_keys(parsed.keys.iter().map(|k| &k[..]));
-        if serve_read(
+        serve_read(
             &mut locked,
             proto,
             ctx.out,
@@ -817,12 +840,13 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
             parsed.group.as_ref(),
             parsed.count,
             parsed.noack,
-        ) {
-            return Ok(());
-        }
-    }
+        )
+    };
     if let Some(group) = &parsed.group {
-        ensure_consumer(ctx, &parsed.keys, group);
+        notify_new_consumers(ctx, &parsed.keys, group, &existed);
+    }
+    if served {
+        return Ok(());
     }
     match parsed.block {
         Some(ms) if ctx.held.is_none() => {
