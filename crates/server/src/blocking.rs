@@ -57,6 +57,21 @@ pub enum BlockOp {
         /// At most this many.
         count: usize,
     },
+    /// XREAD / XREADGROUP: `[[key, [entries]]]`.
+    Stream(Box<StreamRead>),
+}
+
+/// A blocked XREAD / XREADGROUP.
+#[derive(Debug, Clone)]
+pub struct StreamRead {
+    /// Where each key is read from, in the waiter's key order.
+    pub from: Vec<crate::cmd::streams::ReadFrom>,
+    /// XREADGROUP's group and consumer.
+    pub group: Option<(Bytes, Bytes)>,
+    /// COUNT (0 = all).
+    pub count: usize,
+    /// NOACK.
+    pub noack: bool,
 }
 
 impl BlockOp {
@@ -99,6 +114,14 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// Every waiter for `key` of `db`, oldest first.
+    pub fn all(&self, db: usize, key: &Bytes) -> Vec<Arc<Waiter>> {
+        self.by_key
+            .get(&(db, key.clone()))
+            .map(|q| q.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// The first waiter for `key` of `db`.
     pub fn first(&self, db: usize, key: &Bytes) -> Option<Arc<Waiter>> {
         self.by_key.get(&(db, key.clone()))?.front().cloned()

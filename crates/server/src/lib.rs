@@ -33,6 +33,7 @@
 pub mod acl;
 pub mod blocking;
 pub mod cmd;
+pub mod cmdstats;
 pub mod config;
 pub mod log;
 pub mod net;

@@ -56,6 +56,8 @@ pub struct Shared {
     pub tracking: Tracking,
     /// Counters.
     pub stats: Stats,
+    /// Per-command and per-error counters (INFO commandstats, errorstats).
+    pub cmdstats: crate::cmdstats::CommandStats,
     /// Set to true to stop the server.
     pub shutdown: watch::Sender<bool>,
     /// When the server started.
@@ -96,6 +98,7 @@ impl Shared {
             scripting: crate::scripting::Scripting::default(),
             tracking,
             stats: Stats::default(),
+            cmdstats: crate::cmdstats::CommandStats::default(),
             shutdown: watch::channel(false).0,
             started: Instant::now(),
             started_at: SystemTime::now(),

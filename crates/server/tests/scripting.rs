@@ -296,3 +296,25 @@ fn a_script_is_never_seen_half_done_across_shards() {
     let reads: i64 = readers.into_iter().map(|t| t.join().unwrap()).sum();
     assert!(reads > 0);
 }
+
+/// A script returning a table that contains itself gets a bounded nest of arrays ending
+/// in Redis's "reached lua stack limit" error, and the server goes on.
+#[test]
+fn a_self_containing_table_is_not_a_crash() {
+    let ours = Redline::start();
+    let mut c = Conn::connect(ours.addr);
+    let mut reply = c.cmd(&[
+        "EVAL",
+        "local a = {}; local b = {a}; a[1] = b; return a",
+        "0",
+    ]);
+    let mut depth = 0;
+    while let Frame::Array(mut items) = reply {
+        assert_eq!(items.len(), 1);
+        reply = items.remove(0);
+        depth += 1;
+    }
+    assert!(depth > 1);
+    assert_eq!(reply, Frame::Error("ERR reached lua stack limit".into()));
+    assert_eq!(c.cmd(&["PING"]), Frame::Simple("PONG".into()));
+}

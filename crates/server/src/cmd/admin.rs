@@ -354,6 +354,7 @@ fn value_size(value: &Value) -> usize {
                     .map(|(m, _)| 112 + 2 * heap(m.len()))
                     .sum::<usize>()
             }
+            Value::Stream(s) => s.heap_size(),
         }
 }
 

@@ -22,9 +22,10 @@ use redline_resp::{encode, Protocol};
 use super::args::is;
 use super::lists::{self, side};
 use super::reply::{double, CmdError, CmdResult, SYNTAX, WRONG_TYPE};
+use super::streams;
 use super::zsets;
 use super::{Ctx, Handler, KeysRef};
-use crate::blocking::{BlockOp, Waiter};
+use crate::blocking::{BlockOp, StreamRead, Waiter};
 use crate::net::client::Blocked;
 use crate::shared::Shared;
 use crate::store::{Locked, Shard, Value};
@@ -205,6 +206,91 @@ pub fn try_pop(
                 }
             }
             Ok(Outcome::Served)
+        }
+        // Streams are served by `serve_stream_waiters`.
+        BlockOp::Stream(_) => Ok(Outcome::Empty),
+    }
+}
+
+/// Blocks an XREAD / XREADGROUP that found nothing (`ms` 0 = forever), after one more
+/// look under the registry lock so no XADD slips in between.
+pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64) -> CmdResult {
+    let proto = ctx.proto();
+    let shared = ctx.shared;
+    let mut registry = shared.blocking.lock();
+    {
+        let mut locked = ctx.lock_keys(keys.iter().map(|k| &k[..]));
+        if streams::serve_read(
+            &mut locked,
+            proto,
+            ctx.out,
+            keys,
+            &read.from,
+            read.group.as_ref(),
+            read.count,
+            read.noack,
+        ) {
+            return Ok(());
+        }
+    }
+    let waiter = Arc::new(Waiter {
+        client_id: ctx.client.id,
+        db: ctx.client.db,
+        keys: keys.to_vec(),
+        op: BlockOp::Stream(Box::new(read)),
+        proto,
+        mailbox: ctx.client.mailbox.clone(),
+        served: Default::default(),
+    });
+    registry.block(&waiter);
+    let timeout = (ms > 0).then(|| Duration::from_millis(ms as u64));
+    ctx.client.blocked = Some(Blocked {
+        waiter,
+        deadline: timeout.map(|t| tokio::time::Instant::now() + t),
+    });
+    Ok(())
+}
+
+/// Serves every XREAD / XREADGROUP waiter of `key` the stream now satisfies (all of
+/// them, oldest first: reading does not consume, as Redis serves every stream waiter).
+fn serve_stream_waiters(
+    shared: &Shared,
+    registry: &mut crate::blocking::RegistryGuard<'_>,
+    db: usize,
+    key: &Bytes,
+    reply: &mut BytesMut,
+) {
+    for waiter in registry.all(db, key) {
+        let BlockOp::Stream(read) = &waiter.op else {
+            continue;
+        };
+        let Some(i) = waiter.keys.iter().position(|k| k == key) else {
+            continue;
+        };
+        let Some(&from) = read.from.get(i) else {
+            continue;
+        };
+        let mut locked = shared.store.db(db).lock_keys([&key[..]]);
+        reply.clear();
+        let outcome = streams::serve_blocked(
+            &mut locked,
+            waiter.proto,
+            reply,
+            key,
+            from,
+            read.group.as_ref(),
+            read.count,
+            read.noack,
+        );
+        drop(locked);
+        match outcome {
+            Ok(true) => registry.serve(&waiter, reply),
+            Ok(false) => {}
+            Err(e) => {
+                reply.clear();
+                encode::write_error(reply, e.text());
+                registry.serve(&waiter, reply);
+            }
         }
     }
 }
@@ -466,6 +552,7 @@ pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) 
     }
     let mut reply = BytesMut::new();
     while let Some((db, key)) = queue.pop_front() {
+        serve_stream_waiters(shared, &mut registry, db, &key, &mut reply);
         while let Some(waiter) = registry.first(db, &key) {
             let mut keys: Vec<&[u8]> = vec![&key];
             if let BlockOp::Move { dst, .. } = &waiter.op {

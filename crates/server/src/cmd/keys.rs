@@ -581,6 +581,7 @@ pub(crate) fn encoding_name(value: &crate::store::Value) -> &'static str {
                 "skiplist"
             }
         }
+        Value::Stream(_) => "stream",
     }
 }
 

@@ -18,6 +18,7 @@ pub mod dump;
 pub mod float;
 pub mod hashes;
 pub mod hyperloglog;
+pub mod info;
 pub mod keys;
 pub mod lcs;
 pub mod lists;
@@ -28,6 +29,8 @@ pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod sort;
+pub mod stream_groups;
+pub mod streams;
 pub mod strings;
 pub mod tracking;
 pub mod tx;
@@ -51,6 +54,7 @@ pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> CmdResult;
 fn registrations() -> Vec<(&'static str, Handler)> {
     let mut all = Vec::new();
     all.extend_from_slice(server::COMMANDS);
+    all.extend_from_slice(info::COMMANDS);
     all.extend_from_slice(strings::COMMANDS);
     all.extend_from_slice(bitmaps::COMMANDS);
     all.extend_from_slice(hyperloglog::COMMANDS);
@@ -70,6 +74,8 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(pubsub::COMMANDS);
     all.extend_from_slice(scripting::COMMANDS);
     all.extend_from_slice(tracking::COMMANDS);
+    all.extend_from_slice(streams::COMMANDS);
+    all.extend_from_slice(stream_groups::COMMANDS);
     all
 }
 
@@ -111,6 +117,7 @@ pub fn handler_of(spec: &'static CommandSpec) -> Option<Handler> {
 /// Runs one command and writes its reply.
 pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) {
     if let Err(e) = dispatch(ctx, args) {
+        ctx.client.cmdstats.error(e.text());
         encode::write_error(ctx.out, e.text());
     }
 }
@@ -135,13 +142,13 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         };
     }
     if !spec.arity_ok(args.len()) {
-        return reject(ctx, reply::wrong_arity(spec.name));
+        return reject_spec(ctx, spec, reply::wrong_arity(spec.name));
     }
     if !ctx.client.authenticated
         && !spec.flags.contains(CommandFlags::NO_AUTH)
         && ctx.shared.acl.auth_required()
     {
-        return reject(ctx, reply::NOAUTH);
+        return reject_spec(ctx, spec, reply::NOAUTH);
     }
     let user = acl::current_user(ctx);
     // The fast path: a user allowed everything (the default user, normally) costs one
@@ -151,11 +158,11 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         if let Err(denied) = verdict {
             acl::log_denied(ctx, spec, denied, args);
             let in_exec = ctx.held.is_some();
-            return reject(ctx, acl::denied_error(spec, denied, in_exec));
+            return reject_spec(ctx, spec, acl::denied_error(spec, denied, in_exec));
         }
     }
     let Some(handler) = handler_of(spec) else {
-        return reject(ctx, reply::unknown_command(args));
+        return reject_spec(ctx, spec, reply::unknown_command(args));
     };
     // A script running past busy-reply-threshold holds every shard: others get BUSY
     // (the script's own calls run with `held` set).
@@ -168,14 +175,14 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         } else {
             crate::scripting::BUSY_FUNCTION
         };
-        return reject(ctx, CmdError::Static(busy));
+        return reject_spec(ctx, spec, CmdError::Static(busy));
     }
     if ctx.client.protocol == Protocol::Resp2
         && ctx.held.is_none()
         && ctx.client.in_pubsub()
         && !pubsub::allowed_in_pubsub(spec.name)
     {
-        return reject(ctx, CmdError::Owned(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", spec.name)));
+        return reject_spec(ctx, spec, CmdError::Owned(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", spec.name)));
     }
     if ctx.held.is_none() && ctx.shared.pause.active() && paused(ctx, spec) {
         ctx.client.postpone = true;
@@ -192,7 +199,13 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if script {
         ctx.client.tracking_script = Some(false);
     }
+    let started = std::time::Instant::now();
+    let before = ctx.out.len();
     let result = handler(ctx, args);
+    let failed = result.is_err() || ctx.out.get(before) == Some(&b'-');
+    ctx.client
+        .cmdstats
+        .ran(spec.name, started.elapsed().as_micros() as u64, failed);
     if spec.is_write()
         && (ctx.shared.blocking.any()
             || ctx.shared.tracking.active()
@@ -310,6 +323,12 @@ fn note_written_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ok: 
 
 /// A command refused before it runs; inside MULTI that also dooms the transaction
 /// (EXEC will answer EXECABORT), as in Redis.
+/// A refusal of a known command: counted as its rejected call (INFO commandstats).
+fn reject_spec(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, error: CmdError) -> CmdResult {
+    ctx.client.cmdstats.rejected(spec.name);
+    reject(ctx, error)
+}
+
 fn reject(ctx: &mut Ctx<'_>, error: CmdError) -> CmdResult {
     if ctx.client.multi.is_some() {
         ctx.client.multi_failed = true;

@@ -27,7 +27,6 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("flushdb", flushdb),
     ("flushall", flushall),
     ("time", time),
-    ("info", info),
     ("shutdown", shutdown),
     ("command", command_all),
     ("command|count", command_count),
@@ -277,13 +276,6 @@ fn clear_db(ctx: &Ctx<'_>, db: usize) {
     }
 }
 
-/// Sums `f` over every shard of database `db`.
-fn sum_shards(ctx: &Ctx<'_>, db: usize, f: impl Fn(&crate::store::Shard) -> u64) -> u64 {
-    (0..ctx.shared.store.db(db).shard_count())
-        .map(|i| f(&ctx.lock_in(db, i)))
-        .sum()
-}
-
 fn time(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -311,119 +303,6 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     // Like Redis: no reply, the connection just closes.
     ctx.client.close_after_reply = true;
     Ok(())
-}
-
-fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let shared = ctx.shared;
-    let wanted: Vec<String> = args[1..]
-        .iter()
-        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
-        .collect();
-    let all = wanted.is_empty()
-        || wanted
-            .iter()
-            .any(|w| w == "all" || w == "everything" || w == "default");
-    let want = |section: &str| all || wanted.iter().any(|w| w == section);
-    let mut text = String::new();
-    use std::fmt::Write as _;
-    if want("server") {
-        let uptime = shared.started.elapsed().as_secs();
-        let config = shared.config.read();
-        let _ = write!(
-            text,
-            "# Server\r\nredis_version:{REDIS_VERSION}\r\nredline_version:{}\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nio_threads_active:{}\r\n\r\n",
-            env!("CARGO_PKG_VERSION"),
-            std::env::consts::OS,
-            std::env::consts::ARCH,
-            std::process::id(),
-            shared.run_id,
-            shared.port,
-            SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_micros(),
-            uptime / 86400,
-            config.hz,
-            config.hz,
-            config.effective_workers(),
-        );
-    }
-    if want("clients") {
-        let _ = write!(
-            text,
-            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\n\r\n",
-            shared.clients.len(),
-            shared.config.read().maxclients,
-            shared.blocking.count(),
-            shared.tracking.stats().clients,
-        );
-    }
-    if want("memory") {
-        let _ = write!(
-            text,
-            "# Memory\r\nused_memory:{}\r\nused_memory_rss:{}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n\r\n",
-            approximate_memory(ctx),
-            resident_bytes()
-        );
-    }
-    if want("stats") {
-        let dbs = shared.store.db_count();
-        let expired: u64 = (0..dbs).map(|d| sum_shards(ctx, d, |s| s.expired)).sum();
-        let sampled: u64 = (0..dbs).map(|d| sum_shards(ctx, d, |s| s.sampled)).sum();
-        let tracking = shared.tracking.stats();
-        let _ = write!(
-            text,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpire_sampled_keys:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\n\r\n",
-            shared.stats.connections_received.load(Ordering::Relaxed),
-            shared.stats.commands_processed.load(Ordering::Relaxed)
-                + ctx.client.commands_since_flush,
-            shared.stats.rejected_connections.load(Ordering::Relaxed),
-            expired,
-            sampled,
-            shared.pubsub.active(crate::pubsub::Kind::Channel, None).len(),
-            shared.pubsub.pattern_count(),
-            tracking.keys,
-            tracking.items,
-            tracking.prefixes,
-        );
-    }
-    if want("keyspace") {
-        text.push_str("# Keyspace\r\n");
-        for i in 0..shared.store.db_count() {
-            let keys = sum_shards(ctx, i, |s| s.len() as u64);
-            if keys > 0 {
-                let _ = write!(
-                    text,
-                    "db{i}:keys={keys},expires={},avg_ttl=0\r\n",
-                    sum_shards(ctx, i, |s| s.ttl_len() as u64)
-                );
-            }
-        }
-        text.push_str("\r\n");
-    }
-    // Redis ends the last section without the blank line.
-    let body = text.strip_suffix("\r\n").unwrap_or(&text);
-    match ctx.client.protocol {
-        Protocol::Resp2 => encode::write_bulk(ctx.out, body.as_bytes()),
-        Protocol::Resp3 => {
-            encode::write_len(ctx.out, b'=', body.len() + 4);
-            ctx.out.put_slice(b"txt:");
-            ctx.out.put_slice(body.as_bytes());
-            ctx.out.put_slice(b"\r\n");
-        }
-    }
-    Ok(())
-}
-
-/// The process's resident set size (Linux `/proc/self/statm`), 0 where unavailable.
-fn resident_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |pages| pages * 4096)
-}
-
-fn approximate_memory(ctx: &Ctx<'_>) -> usize {
-    (0..ctx.shared.store.db_count())
-        .map(|d| sum_shards(ctx, d, |s| s.keys_heap_size() as u64) as usize)
-        .sum()
 }
 
 // ---- COMMAND ----

@@ -41,6 +41,8 @@ pub struct ClientState {
     pub close_after_reply: bool,
     /// Commands run since the last flush of the counters to the server's stats.
     pub commands_since_flush: u64,
+    /// Per-command and per-error counts since the last flush (INFO commandstats).
+    pub cmdstats: crate::cmdstats::Local,
     /// Commands queued since MULTI; `None` outside a transaction.
     pub multi: Option<Vec<Vec<Bytes>>>,
     /// A command was refused while queueing: EXEC will answer EXECABORT.
@@ -134,6 +136,7 @@ impl ClientState {
             created: Instant::now(),
             close_after_reply: false,
             commands_since_flush: 0,
+            cmdstats: crate::cmdstats::Local::default(),
             multi: None,
             multi_failed: false,
             watched: Vec::new(),

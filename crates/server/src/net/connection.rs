@@ -471,6 +471,9 @@ impl Connection<'_> {
     /// Adds this connection's command count to the server's, once per batch: a shared
     /// counter bumped per command would bounce its cache line between cores.
     fn flush_counters(&mut self) {
+        if !self.client.cmdstats.is_empty() {
+            self.shared.cmdstats.absorb(&mut self.client.cmdstats);
+        }
         if self.client.commands_since_flush > 0 {
             self.shared
                 .stats

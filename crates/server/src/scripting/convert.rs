@@ -16,8 +16,10 @@ use mlua::{Lua, Table, Value};
 use redline_resp::{encode, Frame, Protocol};
 
 /// Deepest reply or table nesting converted; deeper levels become errors, not a stack
-/// overflow.
-const MAX_DEPTH: usize = 1000;
+/// overflow (a script may return a table that contains itself). The bound stays well
+/// inside a worker thread's native stack, and under the nesting limit of RESP parsers
+/// (128 in ours), so the reply still reaches the client.
+const MAX_DEPTH: usize = 64;
 
 /// A command's reply as the Lua value `redis.call` returns.
 pub fn frame_to_lua(lua: &Lua, frame: Frame, depth: usize) -> mlua::Result<Value> {

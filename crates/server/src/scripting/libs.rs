@@ -3,13 +3,35 @@
 //! empty tables encode as `{}`, integral numbers without a fraction, JSON null decodes to
 //! `cjson.null`).
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use mlua::{LightUserData, Lua, Table, Value, Variadic};
 
-/// Installs `bit` and `cjson` as globals.
+/// Lua CJSON's settings (`cjson.encode_max_depth(n)`...), per interpreter.
+#[derive(Debug)]
+struct JsonSettings {
+    encode_max_depth: AtomicUsize,
+    decode_max_depth: AtomicUsize,
+    encode_invalid_numbers: AtomicBool,
+}
+
+impl Default for JsonSettings {
+    fn default() -> Self {
+        JsonSettings {
+            encode_max_depth: AtomicUsize::new(1000),
+            decode_max_depth: AtomicUsize::new(1000),
+            encode_invalid_numbers: AtomicBool::new(false),
+        }
+    }
+}
+
+/// Installs `bit`, `cjson` and `cmsgpack` as globals.
 pub fn install(lua: &Lua) -> mlua::Result<()> {
     let g = lua.globals();
     g.set("bit", bit(lua)?)?;
     g.set("cjson", cjson(lua)?)?;
+    g.set("cmsgpack", super::msgpack::cmsgpack(lua)?)?;
     Ok(())
 }
 
@@ -99,37 +121,125 @@ fn bit(lua: &Lua) -> mlua::Result<Table> {
 }
 
 fn cjson(lua: &Lua) -> mlua::Result<Table> {
+    let settings = Arc::new(JsonSettings::default());
     let t = lua.create_table()?;
     t.set(
         "null",
         Value::LightUserData(LightUserData(std::ptr::null_mut())),
     )?;
+    let s = settings.clone();
     t.set(
         "encode",
-        lua.create_function(|_, v: Value| {
+        lua.create_function(move |_, v: Value| {
             let mut out = String::new();
-            encode_json(&v, &mut out, 0).map_err(mlua::Error::runtime)?;
+            let limits = EncodeLimits {
+                max_depth: s.encode_max_depth.load(Ordering::Relaxed),
+                invalid_numbers: s.encode_invalid_numbers.load(Ordering::Relaxed),
+            };
+            encode_json(&v, &mut out, 1, &limits).map_err(mlua::Error::runtime)?;
             Ok(out)
         })?,
     )?;
+    let s = settings.clone();
     t.set(
         "decode",
-        lua.create_function(|lua, text: mlua::String| {
+        lua.create_function(move |lua, text: mlua::String| {
             let parsed: serde_json::Value =
                 serde_json::from_slice(&text.as_bytes()).map_err(|e| {
                     mlua::Error::runtime(format!("Expected value but found invalid token: {e}"))
                 })?;
+            let max = s.decode_max_depth.load(Ordering::Relaxed);
+            if json_depth(&parsed) > max {
+                return Err(mlua::Error::runtime(format!(
+                    "Found too many nested data structures ({})",
+                    max + 1
+                )));
+            }
             decode_json(lua, &parsed, 0)
         })?,
     )?;
+    for (name, encode) in [("encode_max_depth", true), ("decode_max_depth", false)] {
+        let s = settings.clone();
+        t.set(
+            name,
+            lua.create_function(move |_, n: Option<i64>| {
+                let cell = if encode {
+                    &s.encode_max_depth
+                } else {
+                    &s.decode_max_depth
+                };
+                if let Some(n) = n {
+                    if n < 1 {
+                        return Err(mlua::Error::runtime(
+                            "bad argument #1 (expected integer between 1 and 2147483647)",
+                        ));
+                    }
+                    cell.store(n as usize, Ordering::Relaxed);
+                }
+                Ok(cell.load(Ordering::Relaxed))
+            })?,
+        )?;
+    }
+    let s = settings;
+    t.set(
+        "encode_invalid_numbers",
+        lua.create_function(move |_, on: Option<Value>| {
+            if let Some(v) = on {
+                let on = match &v {
+                    Value::Boolean(b) => *b,
+                    Value::String(text) => &*text.as_bytes() != b"off",
+                    _ => true,
+                };
+                s.encode_invalid_numbers.store(on, Ordering::Relaxed);
+            }
+            Ok(s.encode_invalid_numbers.load(Ordering::Relaxed))
+        })?,
+    )?;
+    // Settings of Lua CJSON that change nothing here (buffer reuse, sparse arrays,
+    // precision): accepted, returning their arguments as CJSON does.
+    for name in [
+        "encode_keep_buffer",
+        "encode_sparse_array",
+        "encode_number_precision",
+        "decode_invalid_numbers",
+    ] {
+        t.set(
+            name,
+            lua.create_function(|_, args: Variadic<Value>| Ok(args))?,
+        )?;
+    }
     Ok(t)
+}
+
+/// How deep a parsed JSON document nests (a scalar is 0, `[]` is 1).
+fn json_depth(v: &serde_json::Value) -> usize {
+    match v {
+        serde_json::Value::Array(items) => 1 + items.iter().map(json_depth).max().unwrap_or(0),
+        serde_json::Value::Object(map) => 1 + map.values().map(json_depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// The encoder's settings for one call.
+struct EncodeLimits {
+    max_depth: usize,
+    invalid_numbers: bool,
 }
 
 const MAX_JSON_DEPTH: usize = 1000;
 
-fn encode_json(v: &Value, out: &mut String, depth: usize) -> Result<(), String> {
-    if depth > MAX_JSON_DEPTH {
-        return Err("Cannot serialise, excessive nesting (1001)".into());
+fn encode_json(
+    v: &Value,
+    out: &mut String,
+    depth: usize,
+    limits: &EncodeLimits,
+) -> Result<(), String> {
+    let nests = matches!(v, Value::Table(_));
+    if nests && depth > limits.max_depth {
+        return Err(format!(
+            "Cannot serialise, excessive nesting ({})",
+            limits.max_depth + 1
+        ));
     }
     match v {
         Value::Nil => out.push_str("null"),
@@ -138,9 +248,19 @@ fn encode_json(v: &Value, out: &mut String, depth: usize) -> Result<(), String> 
         Value::Integer(n) => out.push_str(&n.to_string()),
         Value::Number(n) => {
             if !n.is_finite() {
-                return Err("Cannot serialise number: must not be NaN or Inf".into());
+                if !limits.invalid_numbers {
+                    return Err("Cannot serialise number: must not be NaN or Inf".into());
+                }
+                out.push_str(if n.is_nan() {
+                    "nan"
+                } else if *n > 0.0 {
+                    "inf"
+                } else {
+                    "-inf"
+                });
+            } else {
+                out.push_str(&crate::cmd::float::fmt_g(*n, 14));
             }
-            out.push_str(&crate::cmd::float::fmt_g(*n, 14));
         }
         Value::String(s) => {
             let text = String::from_utf8_lossy(&s.as_bytes()).into_owned();
@@ -156,7 +276,7 @@ fn encode_json(v: &Value, out: &mut String, depth: usize) -> Result<(), String> 
                         out.push(',');
                     }
                     let item: Value = t.raw_get(i).map_err(|e| e.to_string())?;
-                    encode_json(&item, out, depth + 1)?;
+                    encode_json(&item, out, depth + 1, limits)?;
                 }
                 out.push(']');
             } else {
@@ -181,7 +301,7 @@ fn encode_json(v: &Value, out: &mut String, depth: usize) -> Result<(), String> 
                     firstp = false;
                     out.push_str(&serde_json::Value::String(key).to_string());
                     out.push(':');
-                    encode_json(&item, out, depth + 1)?;
+                    encode_json(&item, out, depth + 1, limits)?;
                 }
                 out.push('}');
             }

@@ -29,6 +29,7 @@
 mod convert;
 mod flags;
 mod libs;
+mod msgpack;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};

@@ -9,6 +9,7 @@
 
 use sha1::{Digest as _, Sha1};
 
+use super::stream::StreamId;
 use super::value::{Entry, Value};
 use super::Shard;
 
@@ -36,6 +37,7 @@ fn type_code(value: &Value) -> u32 {
         Value::Set(_) => 2,
         Value::ZSet(_) => 3,
         Value::Hash(_) => 4,
+        Value::Stream(_) => 6,
     }
 }
 
@@ -79,6 +81,19 @@ pub fn value_digest(entry: &Entry) -> Digest {
                 mix_digest(&mut element, field.as_bytes());
                 mix_digest(&mut element, value.as_bytes());
                 xor_digest(&mut digest, &element);
+            }
+        }
+        Value::Stream(stream) => {
+            for (id, fields) in stream.range(StreamId::MIN, StreamId::MAX) {
+                mix_digest(&mut digest, id.to_string().as_bytes());
+                for f in fields.iter() {
+                    mix_digest(&mut digest, f);
+                }
+            }
+            mix_digest(&mut digest, stream.last_id.to_string().as_bytes());
+            for (name, group) in &stream.groups {
+                mix_digest(&mut digest, name);
+                mix_digest(&mut digest, group.last_id.to_string().as_bytes());
             }
         }
     }

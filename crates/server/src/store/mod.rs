@@ -16,6 +16,7 @@ pub mod expiry;
 mod held;
 pub mod hll;
 mod shard;
+pub mod stream;
 mod value;
 mod zset;
 

@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 use indexmap::{IndexMap, IndexSet};
 
 use super::compact::CompactBytes;
+use super::stream::Stream;
 use super::zset::ZSet;
 
 /// The hasher of every map in the store: fast, and seeded per process so clients cannot
@@ -38,6 +39,8 @@ pub enum Value {
     Set(Box<SetValue>),
     /// A sorted set.
     ZSet(Box<ZSet>),
+    /// A stream.
+    Stream(Box<Stream>),
 }
 
 /// A key's value and its deadline.
@@ -77,6 +80,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 

@@ -112,6 +112,7 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
             }
             non_empty(zset.len(), Value::ZSet(Box::new(zset)))
         }
+        STREAM_LISTPACKS | STREAM_LISTPACKS_2 => super::stream::decode(r, kind),
         _ => Err(Corrupt("unsupported object type")),
     }
 }

@@ -106,6 +106,7 @@ pub fn value(out: &mut Vec<u8>, value: &Value) {
             }
         }
         Value::ZSet(zset) => zset_value(out, zset),
+        Value::Stream(s) => super::stream::encode(out, s),
     }
 }
 

@@ -18,6 +18,7 @@ pub mod intset;
 pub mod listpack;
 pub mod lzf;
 pub mod reader;
+pub mod stream;
 pub mod ziplist;
 
 use crate::store::Value;
@@ -55,6 +56,10 @@ pub mod types {
     pub const ZSET_LISTPACK: u8 = 17;
     /// A list as listpack or plain nodes (Redis 7.0).
     pub const LIST_QUICKLIST_2: u8 = 18;
+    /// A stream (Redis 5.0 to 6.2).
+    pub const STREAM_LISTPACKS: u8 = 15;
+    /// A stream with 7.0's counters (what Redis 7.0 writes).
+    pub const STREAM_LISTPACKS_2: u8 = 19;
 }
 
 /// Malformed RDB data; the text says what was wrong (for logs and tests; clients get

@@ -1,0 +1,281 @@
+//! INFO: Redis 7.0's sections and fields, in Redis's order. `INFO` and `INFO default`
+//! give the default sections, `all` adds commandstats and latencystats, `everything`
+//! adds module sections too (none here); several section names may be given at once.
+//! Figures are real where the server has them (clients, memory from the process,
+//! keyspace, commands and errors, CPU from /proc); the rest are Redis's values for a
+//! server without that feature (a master without replicas, no persistence running).
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::{BufMut, Bytes};
+use redline_resp::{encode, Protocol};
+
+use super::reply::CmdResult;
+use super::server::REDIS_VERSION;
+use super::{Ctx, Handler};
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[("info", info)];
+
+/// Sections in output order, and whether the default set includes them.
+const SECTIONS: &[(&str, bool)] = &[
+    ("server", true),
+    ("clients", true),
+    ("memory", true),
+    ("persistence", true),
+    ("stats", true),
+    ("replication", true),
+    ("cpu", true),
+    ("modules", true),
+    ("commandstats", false),
+    ("errorstats", true),
+    ("latencystats", false),
+    ("cluster", true),
+    ("keyspace", true),
+];
+
+fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let wanted: Vec<String> = args[1..]
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+        .collect();
+    let everything = wanted.iter().any(|w| w == "all" || w == "everything");
+    let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
+    let want = |section: &str, in_default: bool| {
+        everything || (default && in_default) || wanted.iter().any(|w| w == section)
+    };
+    // This connection's own counts are part of the figures.
+    ctx.shared.cmdstats.absorb(&mut ctx.client.cmdstats);
+    let mut text = String::new();
+    for (section, in_default) in SECTIONS {
+        if want(section, *in_default) {
+            write_section(ctx, section, &mut text);
+        }
+    }
+    // Redis ends the last section without the blank line.
+    let body = text.strip_suffix("\r\n").unwrap_or(&text);
+    match ctx.client.protocol {
+        Protocol::Resp2 => encode::write_bulk(ctx.out, body.as_bytes()),
+        Protocol::Resp3 => {
+            encode::write_len(ctx.out, b'=', body.len() + 4);
+            ctx.out.put_slice(b"txt:");
+            ctx.out.put_slice(body.as_bytes());
+            ctx.out.put_slice(b"\r\n");
+        }
+    }
+    Ok(())
+}
+
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "K", "M", "G", "T"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes}B")
+    } else {
+        format!("{value:.2}{}", UNITS[unit])
+    }
+}
+
+/// The process's resident set size (Linux `/proc/self/statm`), 0 where unavailable.
+pub fn resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
+/// Bytes the keyspace holds (keys and values), summed over every shard.
+pub fn dataset_bytes(ctx: &Ctx<'_>) -> u64 {
+    (0..ctx.shared.store.db_count())
+        .map(|d| sum_shards(ctx, d, |s| s.keys_heap_size() as u64))
+        .sum()
+}
+
+fn sum_shards(ctx: &Ctx<'_>, db: usize, f: impl Fn(&crate::store::Shard) -> u64) -> u64 {
+    (0..ctx.shared.store.db(db).shard_count())
+        .map(|i| f(&ctx.lock_in(db, i)))
+        .sum()
+}
+
+/// User and system CPU seconds of the process and of its children (`/proc/self/stat`,
+/// in clock ticks of 1/100 s).
+fn cpu_seconds() -> [f64; 4] {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return [0.0; 4];
+    };
+    // Fields after the command name (which may hold spaces) start at "state".
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 100.0
+    };
+    // utime, stime, cutime, cstime are fields 14-17 of the line, 12-15 after "state".
+    [tick(11), tick(12), tick(13), tick(14)]
+}
+
+fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
+    let shared = ctx.shared;
+    match section {
+        "server" => {
+            let uptime = shared.started.elapsed().as_secs();
+            let config = shared.config.read();
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default();
+            let executable = std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            let config_file = config
+                .config_file
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            let _ = write!(
+                text,
+                "# Server\r\nredis_version:{REDIS_VERSION}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\natomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{executable}\r\nconfig_file:{config_file}\r\nio_threads_active:0\r\nredline_version:{}\r\nredline_worker_threads:{}\r\n\r\n",
+                std::env::consts::OS,
+                std::env::consts::ARCH,
+                std::process::id(),
+                shared.run_id,
+                shared.port,
+                now.as_micros(),
+                uptime / 86400,
+                config.hz,
+                config.hz,
+                now.as_secs() & ((1 << 24) - 1),
+                env!("CARGO_PKG_VERSION"),
+                config.effective_workers(),
+            );
+        }
+        "clients" => {
+            let _ = write!(
+                text,
+                "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:0\r\n\r\n",
+                shared.clients.len(),
+                shared.config.read().maxclients,
+                shared.blocking.count(),
+                shared.tracking.stats().clients,
+            );
+        }
+        "memory" => {
+            let used = dataset_bytes(ctx);
+            let rss = resident_bytes();
+            let config = shared.config.read();
+            let maxmemory = config.param_int("maxmemory").max(0) as u64;
+            let policy = config.param("maxmemory-policy").to_string();
+            let (libraries, functions) = shared.scripting.flags.counts();
+            let ratio = if used > 0 {
+                rss as f64 / used as f64
+            } else {
+                0.0
+            };
+            let _ = write!(
+                text,
+                "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{used}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:100.00%\r\nused_memory_overhead:0\r\nused_memory_startup:0\r\nused_memory_dataset:{used}\r\nused_memory_dataset_perc:100.00%\r\nallocator_allocated:{used}\r\nallocator_active:{rss}\r\nallocator_resident:{rss}\r\ntotal_system_memory:0\r\ntotal_system_memory_human:0B\r\nused_memory_lua:0\r\nused_memory_vm_eval:0\r\nused_memory_lua_human:0B\r\nused_memory_scripts_eval:0\r\nnumber_of_cached_scripts:0\r\nnumber_of_functions:{functions}\r\nnumber_of_libraries:{libraries}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:0\r\nused_memory_vm_total_human:0B\r\nused_memory_functions:0\r\nused_memory_scripts:0\r\nused_memory_scripts_human:0B\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{policy}\r\nallocator_frag_ratio:1.00\r\nallocator_frag_bytes:0\r\nallocator_rss_ratio:1.00\r\nallocator_rss_bytes:0\r\nrss_overhead_ratio:1.00\r\nrss_overhead_bytes:0\r\nmem_fragmentation_ratio:{ratio:.2}\r\nmem_fragmentation_bytes:{}\r\nmem_not_counted_for_evict:0\r\nmem_replication_backlog:0\r\nmem_total_replication_buffers:0\r\nmem_clients_slaves:0\r\nmem_clients_normal:0\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n\r\n",
+                human(used),
+                human(rss),
+                human(used),
+                human(maxmemory),
+                rss.saturating_sub(used),
+            );
+        }
+        "persistence" => {
+            let _ = write!(
+                text,
+                "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\naof_rewrites_consecutive_failures:0\r\naof_last_write_status:ok\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n\r\n",
+                shared
+                    .started_at
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap_or_default()
+                    .as_secs(),
+            );
+        }
+        "stats" => {
+            let dbs = shared.store.db_count();
+            let expired: u64 = (0..dbs).map(|d| sum_shards(ctx, d, |s| s.expired)).sum();
+            let sampled: u64 = (0..dbs).map(|d| sum_shards(ctx, d, |s| s.sampled)).sum();
+            let tracking = shared.tracking.stats();
+            let errors: u64 = shared.cmdstats.errors().iter().map(|(_, n)| n).sum();
+            let _ = write!(
+                text,
+                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:0\r\ntotal_net_output_bytes:0\r\ntotal_net_repl_input_bytes:0\r\ntotal_net_repl_output_bytes:0\r\ninstantaneous_input_kbps:0.00\r\ninstantaneous_output_kbps:0.00\r\ninstantaneous_input_repl_kbps:0.00\r\ninstantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:0\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\nexpired_keys:{expired}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nexpire_cycle_cpu_milliseconds:0\r\nexpire_sampled_keys:{sampled}\r\nevicted_keys:0\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\nkeyspace_hits:0\r\nkeyspace_misses:0\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\nslave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{errors}\r\ndump_payload_sanitizations:0\r\ntotal_reads_processed:0\r\ntotal_writes_processed:0\r\nio_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n\r\n",
+                shared.stats.connections_received.load(Ordering::Relaxed),
+                shared.stats.commands_processed.load(Ordering::Relaxed)
+                    + ctx.client.commands_since_flush,
+                shared.stats.rejected_connections.load(Ordering::Relaxed),
+                shared.pubsub.active(crate::pubsub::Kind::Channel, None).len(),
+                shared.pubsub.pattern_count(),
+                tracking.keys,
+                tracking.items,
+                tracking.prefixes,
+            );
+        }
+        "replication" => {
+            let _ = write!(
+                text,
+                "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n\r\n",
+                shared.run_id,
+                shared.config.read().param_int("repl-backlog-size"),
+            );
+        }
+        "cpu" => {
+            let [user, sys, cuser, csys] = cpu_seconds();
+            let _ = write!(
+                text,
+                "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:{csys:.6}\r\nused_cpu_user_children:{cuser:.6}\r\nused_cpu_sys_main_thread:{sys:.6}\r\nused_cpu_user_main_thread:{user:.6}\r\n\r\n",
+            );
+        }
+        "modules" => text.push_str("# Modules\r\n\r\n"),
+        "commandstats" => {
+            text.push_str("# Commandstats\r\n");
+            for (name, c) in shared.cmdstats.commands() {
+                let per_call = if c.calls > 0 {
+                    c.usec as f64 / c.calls as f64
+                } else {
+                    0.0
+                };
+                let _ = write!(
+                    text,
+                    "cmdstat_{name}:calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}\r\n",
+                    c.calls, c.usec, c.rejected, c.failed
+                );
+            }
+            text.push_str("\r\n");
+        }
+        "errorstats" => {
+            text.push_str("# Errorstats\r\n");
+            for (prefix, n) in shared.cmdstats.errors() {
+                let _ = write!(text, "errorstat_{prefix}:count={n}\r\n");
+            }
+            text.push_str("\r\n");
+        }
+        "latencystats" => text.push_str("# Latencystats\r\n\r\n"),
+        "cluster" => text.push_str("# Cluster\r\ncluster_enabled:0\r\n\r\n"),
+        "keyspace" => {
+            text.push_str("# Keyspace\r\n");
+            for i in 0..shared.store.db_count() {
+                let keys = sum_shards(ctx, i, |s| s.len() as u64);
+                if keys > 0 {
+                    let _ = write!(
+                        text,
+                        "db{i}:keys={keys},expires={},avg_ttl=0\r\n",
+                        sum_shards(ctx, i, |s| s.ttl_len() as u64)
+                    );
+                }
+            }
+            text.push_str("\r\n");
+        }
+        _ => {}
+    }
+}
