@@ -195,6 +195,10 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Ok(());
         }
     }
+    let script = ctx.client.tracking && is_script(spec);
+    if script {
+        ctx.client.tracking_script = Some(false);
+    }
     let started = std::time::Instant::now();
     let before = ctx.out.len();
     let result = handler(ctx, args);
@@ -219,7 +223,22 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// read-only command fetched (Redis's `trackingRememberKeys`), and let CLIENT CACHING
 /// lapse after the command (or transaction) it applied to.
 fn after_tracked_command(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {
-    if spec.is_readonly() && !spec.flags.contains(CommandFlags::PUBSUB) {
+    if is_script(spec) {
+        // A script that read something tracks the keys it declared.
+        if ctx.client.tracking_script.take() == Some(true) {
+            if let Ok(indexes) = command::keys(args) {
+                let keys = indexes
+                    .into_iter()
+                    .filter_map(|i| args.get(i).map(|k| &k[..]));
+                ctx.shared
+                    .tracking
+                    .remember(ctx.client.id, ctx.client.tracking_caching, keys);
+            }
+        }
+    } else if let Some(read) = ctx.client.tracking_script.as_mut() {
+        // A command called by a script: only whether it reads matters.
+        *read |= spec.is_readonly();
+    } else if spec.is_readonly() && !spec.flags.contains(CommandFlags::PUBSUB) {
         if let Ok(indexes) = command::keys(args) {
             let keys = indexes
                 .into_iter()
@@ -232,6 +251,14 @@ fn after_tracked_command(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) 
     if ctx.held.is_none() && ctx.client.multi.is_none() && !spec.name.starts_with("client") {
         ctx.client.tracking_caching = false;
     }
+}
+
+/// EVAL, EVALSHA, FCALL and their read-only variants.
+fn is_script(spec: &CommandSpec) -> bool {
+    matches!(
+        spec.name,
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+    )
 }
 
 /// Whether CLIENT PAUSE holds this command back: every command in `ALL` mode; in `WRITE`

@@ -75,6 +75,9 @@ pub struct ClientState {
     pub tracking: bool,
     /// CLIENT CACHING YES/NO applies to the next command (or transaction).
     pub tracking_caching: bool,
+    /// While a tracking client runs a script: whether the script called a read-only
+    /// command yet (then the script's declared keys are tracked, as in Redis).
+    pub tracking_script: Option<bool>,
 }
 
 /// CLIENT REPLY: whether replies are sent.
@@ -150,6 +153,7 @@ impl ClientState {
             killed: Arc::default(),
             tracking: false,
             tracking_caching: false,
+            tracking_script: None,
         }
     }
 
