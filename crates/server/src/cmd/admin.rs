@@ -423,8 +423,8 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if is(sub, "object") && args.len() == 3 {
         let key = &args[2];
-        let mut shard = ctx.lock(key);
-        let Some(e) = shard.get(key) else {
+        let shard = ctx.lock(key);
+        let Some(e) = shard.peek_stored(key) else {
             return Err(CmdError::Static("ERR no such key"));
         };
         let line = format!(

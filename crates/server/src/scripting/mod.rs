@@ -684,6 +684,7 @@ pub fn run(
         u64::try_from(ctx.shared.config.read().param_int("busy-reply-threshold")).unwrap_or(0);
     *flags.current.lock() = Some((name.clone(), command.to_vec()));
     flags.start(mode == Mode::Eval, threshold);
+    let frozen = crate::store::FrozenTime::now();
     if let Err(e) = flags.watch(&engine.lua) {
         flags.finish();
         write_run_error(ctx.out, &name, &lua_message(&e));
@@ -806,6 +807,7 @@ pub fn run(
         })
     })();
     flags.finish();
+    drop(frozen);
     ctx.client.protocol = caller_protocol;
     ctx.client.db = caller_db;
     match result {

@@ -34,12 +34,42 @@ pub use shard::{SampleResult, Shard};
 pub use value::{canonical_int, Entry, HashValue, Hasher, ListValue, SetValue, Value};
 pub use zset::{Score, ZSet};
 
-/// Milliseconds since the Unix epoch: the clock of every deadline.
+thread_local! {
+    /// The time a running script sees: frozen at its start on its thread, so a key
+    /// cannot expire half way through a script (Redis's "scripts block the time").
+    static FROZEN_NOW: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Milliseconds since the Unix epoch: the clock of every deadline (frozen while this
+/// thread runs a script).
 #[inline]
 pub fn now_ms() -> u64 {
+    if let Some(frozen) = FROZEN_NOW.with(|f| f.get()) {
+        return frozen;
+    }
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// This thread's clock, frozen at the current time until the guard is dropped (also on
+/// unwinding, so a failing script cannot leave a worker thread's clock stopped).
+#[must_use = "the clock runs again when the guard is dropped"]
+pub struct FrozenTime(());
+
+impl FrozenTime {
+    /// Freezes the clock now.
+    pub fn now() -> FrozenTime {
+        let now = now_ms();
+        FROZEN_NOW.with(|f| f.set(Some(now)));
+        FrozenTime(())
+    }
+}
+
+impl Drop for FrozenTime {
+    fn drop(&mut self) {
+        FROZEN_NOW.with(|f| f.set(None));
+    }
 }
 
 /// A shard on its own cache lines, so two cores locking neighbouring shards do not

@@ -126,6 +126,12 @@ impl Shard {
         Some(index)
     }
 
+    /// The entry of `key` as stored, expired or not (DEBUG OBJECT looks without
+    /// expiring, like Redis's direct dictionary lookup).
+    pub fn peek_stored(&self, key: &[u8]) -> Option<&Entry> {
+        self.map.get(key)
+    }
+
     /// The live entry of `key`.
     #[inline]
     pub fn get(&mut self, key: &[u8]) -> Option<&mut Entry> {
