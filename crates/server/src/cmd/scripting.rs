@@ -137,6 +137,7 @@ fn run_locked_here(
 }
 
 fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
+    let flags = ctx.shared.scripting.flags.clone();
     let (keys, rest) = keys_and_args(args, "ERR value is not an integer or out of range")?;
     let body = args[1].clone();
     run_locked(
@@ -151,7 +152,9 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Cm
                 }
                 sha
             } else {
-                engine.load_script(&body).map_err(engine_error)?
+                let sha = engine.load_script(&body).map_err(engine_error)?;
+                flags.update_counts(engine);
+                sha
             };
             let flags = engine.script_flags(&sha).unwrap_or_default();
             if ro && !flags.eval_compat && !flags.no_writes {
@@ -218,6 +221,7 @@ fn script_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::Static("ERR Lua engine unavailable"));
     };
     let sha = engine.load_script(&args[2]).map_err(engine_error)?;
+    ctx.shared.scripting.flags.update_counts(engine);
     encode::write_bulk(ctx.out, sha.as_bytes());
     Ok(())
 }
@@ -253,6 +257,7 @@ fn script_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         .as_mut()
     {
         engine.flush_scripts();
+        ctx.shared.scripting.flags.update_counts(engine);
     }
     ok(ctx.out);
     Ok(())

@@ -117,7 +117,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
     };
     // Sets have no order of their own: when storing, sort them anyway so the stored list
     // does not depend on hash order (what Redis does too).
-    if dont_sort && is_set && store.is_some() {
+    // A set's order is not deterministic: when it is stored or goes to a script, Redis
+    // sorts it (alphabetically) instead.
+    if dont_sort && is_set && (store.is_some() || ctx.client.in_script) {
         dont_sort = false;
         alpha = true;
         sort_by = None;

@@ -823,6 +823,12 @@ fn notify_new_consumers(ctx: &Ctx<'_>, keys: &[Bytes], group: &(Bytes, Bytes), b
 
 fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult {
     let parsed = parse_read(args, group_cmd)?;
+    if parsed.block.is_some() && ctx.client.in_script {
+        let name = if group_cmd { "xreadgroup" } else { "xread" };
+        return Err(CmdError::Owned(format!(
+            "ERR {name} command is not allowed with BLOCK option from scripts"
+        )));
+    }
     let from = resolve_ids(ctx, &parsed)?;
     let proto = ctx.proto();
     let existed = match &parsed.group {

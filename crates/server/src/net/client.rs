@@ -43,6 +43,9 @@ pub struct ClientState {
     pub commands_since_flush: u64,
     /// Per-command and per-error counts since the last flush (INFO commandstats).
     pub cmdstats: crate::cmdstats::Local,
+    /// A script is running this command (`redis.call`): commands that behave apart
+    /// for scripts (SORT's order, XREAD BLOCK) look here.
+    pub in_script: bool,
     /// Commands queued since MULTI; `None` outside a transaction.
     pub multi: Option<Vec<Vec<Bytes>>>,
     /// A command was refused while queueing: EXEC will answer EXECABORT.
@@ -137,6 +140,7 @@ impl ClientState {
             close_after_reply: false,
             commands_since_flush: 0,
             cmdstats: crate::cmdstats::Local::default(),
+            in_script: false,
             multi: None,
             multi_failed: false,
             watched: Vec::new(),

@@ -23,8 +23,9 @@
 //! `prelude.lua` builds what scripts see: the base library without `loadfile`/`dofile`/
 //! `debug`, `string`, `table`, `math`, `bit` and `cjson`, the `redis` table, all behind
 //! read-only proxies; reading a global that does not exist and writing any global are
-//! errors with Redis's texts. `math.random` is reseeded before every run, so a script
-//! is deterministic. Errors carry `script: <sha>, on @user_script:<line>.` as in Redis.
+//! errors with Redis's texts. `math.random` is not reseeded per run: Redis 7 replicates
+//! a script's effects, so scripts need not be deterministic. Errors carry
+//! `script: <sha>, on @user_script:<line>.` as in Redis.
 
 mod convert;
 mod flags;
@@ -33,7 +34,7 @@ mod msgpack;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -85,6 +86,8 @@ pub struct Engine {
     globals: Table,
     env: Table,
     scripts: HashMap<String, Script>,
+    /// How many scripts are cached, published to [`RunFlags`] by the commands.
+    pub script_count: usize,
     /// Loaded libraries, by lower-case name (Redis compares names case-insensitively).
     pub libraries: BTreeMap<String, Library>,
 }
@@ -105,6 +108,8 @@ pub struct RunFlags {
     /// Libraries and functions loaded, kept here so FUNCTION STATS answers while a
     /// function runs (the interpreter is busy then).
     counts: Mutex<(usize, usize)>,
+    /// Cached EVAL scripts (INFO number_of_cached_scripts).
+    scripts: AtomicUsize,
     /// While FUNCTION LOAD runs library code: when it must have finished (Redis allows
     /// 500 ms).
     load_deadline: Mutex<Option<Instant>>,
@@ -154,6 +159,11 @@ impl RunFlags {
         Some((name, command, started.elapsed().as_millis() as u64))
     }
 
+    /// EVAL scripts in the cache.
+    pub fn cached_scripts(&self) -> usize {
+        self.scripts.load(Ordering::Relaxed)
+    }
+
     /// Libraries and functions loaded.
     pub fn counts(&self) -> (usize, usize) {
         *self.counts.lock()
@@ -161,6 +171,7 @@ impl RunFlags {
 
     /// Records the engine's library and function counts after a change.
     pub fn update_counts(&self, engine: &Engine) {
+        self.scripts.store(engine.script_count, Ordering::Relaxed);
         let functions = engine.libraries.values().map(|l| l.functions.len()).sum();
         *self.counts.lock() = (engine.libraries.len(), functions);
     }
@@ -370,6 +381,7 @@ impl Engine {
             globals,
             env,
             scripts: HashMap::new(),
+            script_count: 0,
             libraries: BTreeMap::new(),
         })
     }
@@ -394,6 +406,7 @@ impl Engine {
                 )
             })?;
         self.scripts.insert(sha.clone(), Script { func, flags });
+        self.script_count = self.scripts.len();
         Ok(sha)
     }
 
@@ -405,6 +418,7 @@ impl Engine {
     /// SCRIPT FLUSH.
     pub fn flush_scripts(&mut self) {
         self.scripts.clear();
+        self.script_count = 0;
         let _ = self.lua.gc_collect();
     }
 
@@ -706,12 +720,6 @@ pub fn run(
             engine.globals.raw_set("KEYS", keys_table.clone())?;
             engine.globals.raw_set("ARGV", args_table.clone())?;
         }
-        // Deterministic scripts: the same seed before every run.
-        if let Ok(math) = engine.globals.raw_get::<Table>("math") {
-            if let Ok(seed) = math.get::<Function>("randomseed") {
-                let _ = seed.call::<()>(0);
-            }
-        }
         let shared = ctx.shared;
         let held = ctx.held;
         let client = RefCell::new(&mut *ctx.client);
@@ -925,6 +933,7 @@ fn call_command(
     let mut out = BytesMut::new();
     let saved = client.protocol;
     client.protocol = resp;
+    client.in_script = true;
     {
         let mut inner = Ctx {
             shared,
@@ -935,6 +944,7 @@ fn call_command(
         crate::cmd::execute(&mut inner, &args);
     }
     client.protocol = saved;
+    client.in_script = false;
     let frame = match redline_resp::parse(&mut out) {
         Ok(Some(frame)) => frame,
         _ => Frame::NullBulk,
