@@ -6,7 +6,8 @@
 //!
 //! - [`config`]: redis.conf-style configuration and `CONFIG GET/SET`.
 //! - [`net`]: listener and the per-connection read → execute → write loop.
-//! - [`cmd`]: command dispatch through the shared command table, one file per family.
+//! - [`cmd`]: command dispatch through the shared command table, one file per family;
+//!   [`cmdstats`]: per-command and per-error counters for INFO.
 //! - [`store`]: databases, shards, values, expiry.
 //! - [`persist`]: the RDB value codec (DUMP/RESTORE).
 //! - [`blocking`]: clients blocked on keys; [`pubsub`]: channel subscriptions.
