@@ -34,6 +34,21 @@ pub struct Pause {
     active: AtomicBool,
     state: Mutex<State>,
     changed: watch::Sender<u64>,
+    /// Clients whose command is held back right now (INFO counts them as blocked, as
+    /// Redis does).
+    held_back: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts one client as held back by the pause while it lives.
+#[derive(Debug)]
+pub struct HeldBack<'a>(&'a Pause);
+
+impl Drop for HeldBack<'_> {
+    fn drop(&mut self) {
+        self.0
+            .held_back
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl Default for Pause {
@@ -42,11 +57,24 @@ impl Default for Pause {
             active: AtomicBool::new(false),
             state: Mutex::default(),
             changed: watch::channel(0).0,
+            held_back: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 }
 
 impl Pause {
+    /// Marks a client as held back until the returned guard drops.
+    pub fn hold_back(&self) -> HeldBack<'_> {
+        self.held_back
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        HeldBack(self)
+    }
+
+    /// Clients held back right now.
+    pub fn held_back(&self) -> usize {
+        self.held_back.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// True when a pause may be in effect (it may also have just expired).
     #[inline]
     pub fn active(&self) -> bool {

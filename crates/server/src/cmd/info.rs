@@ -164,7 +164,7 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
                 "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:0\r\n\r\n",
                 shared.clients.len(),
                 shared.config.read().maxclients,
-                shared.blocking.count(),
+                shared.blocking.count() + shared.pause.held_back(),
                 shared.tracking.stats().clients,
             );
         }

@@ -184,7 +184,7 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     {
         return reject_spec(ctx, spec, CmdError::Owned(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", spec.name)));
     }
-    if ctx.held.is_none() && ctx.shared.pause.active() && paused(ctx, spec) {
+    if ctx.held.is_none() && ctx.shared.pause.active() && paused(ctx, spec, args) {
         ctx.client.postpone = true;
         return Ok(());
     }
@@ -264,13 +264,13 @@ fn is_script(spec: &CommandSpec) -> bool {
 /// Whether CLIENT PAUSE holds this command back: every command in `ALL` mode; in `WRITE`
 /// mode writes, commands that may replicate (EVAL, PUBLISH, PFCOUNT...) and EXEC of a
 /// transaction that queued one, as Redis 7.0 decides.
-fn paused(ctx: &Ctx<'_>, spec: &CommandSpec) -> bool {
+fn paused(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
     use crate::pause::PauseMode;
     match ctx.shared.pause.current() {
         None => false,
         Some((PauseMode::All, _)) => true,
         Some((PauseMode::Write, _)) => {
-            spec.may_replicate()
+            (spec.may_replicate() && !ctx.shared.scripting.declared_no_writes(args))
                 || (spec.name == "exec"
                     && ctx
                         .client

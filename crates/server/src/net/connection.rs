@@ -407,6 +407,8 @@ impl Connection<'_> {
     /// [`Self::wait_unblocked`] does. Returns false when the connection should close.
     async fn wait_unpaused(&mut self) -> io::Result<bool> {
         let mailbox = self.client.mailbox.clone();
+        let shared = self.shared;
+        let _held = shared.pause.hold_back();
         loop {
             // Subscribe before looking, so an UNPAUSE in between is not missed.
             let mut changed = self.shared.pause.subscribe();

@@ -282,6 +282,32 @@ impl Scripting {
         Ok(guard)
     }
 
+    /// Whether an EVAL/EVALSHA/FCALL declares it writes nothing (a `no-writes` shebang
+    /// or function flag): CLIENT PAUSE WRITE lets those run, as Redis computes their
+    /// flags per call. When the interpreter is busy the answer is "may write".
+    pub fn declared_no_writes(&self, args: &[Bytes]) -> bool {
+        let (Some(name), Some(target)) = (args.first(), args.get(1)) else {
+            return false;
+        };
+        if name.eq_ignore_ascii_case(b"eval") {
+            return eval_shebang(target).is_ok_and(|(flags, _)| flags.no_writes);
+        }
+        let Some(guard) = self.engine.try_lock() else {
+            return false;
+        };
+        let Some(engine) = guard.as_ref() else {
+            return false;
+        };
+        let target = String::from_utf8_lossy(target).to_ascii_lowercase();
+        if name.eq_ignore_ascii_case(b"evalsha") {
+            engine.script_flags(&target).is_some_and(|f| f.no_writes)
+        } else if name.eq_ignore_ascii_case(b"fcall") {
+            engine.function(&target).is_some_and(|f| f.flags.no_writes)
+        } else {
+            false
+        }
+    }
+
     /// Drops every script and library (SCRIPT FLUSH drops scripts only: see
     /// [`Engine::flush_scripts`]).
     pub fn reset(&self) {
@@ -924,7 +950,7 @@ fn call_command(
     {
         return error_text("ERR This Redis command is not allowed from script");
     }
-    if read_only && spec.is_write() {
+    if read_only && (spec.is_write() || spec.may_replicate()) {
         return error_text("ERR Write commands are not allowed from read-only scripts.");
     }
     if spec.is_write() {
