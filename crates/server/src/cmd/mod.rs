@@ -272,12 +272,11 @@ fn paused(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
         Some((PauseMode::Write, _)) => {
             (spec.may_replicate() && !ctx.shared.scripting.declared_no_writes(args))
                 || (spec.name == "exec"
-                    && ctx
-                        .client
-                        .multi
-                        .iter()
-                        .flatten()
-                        .any(|queued| command::resolve(queued).is_some_and(|s| s.may_replicate())))
+                    && ctx.client.multi.iter().flatten().any(|queued| {
+                        command::resolve(queued).is_some_and(|s| {
+                            s.may_replicate() && !ctx.shared.scripting.declared_no_writes(queued)
+                        })
+                    }))
         }
     }
 }
