@@ -222,31 +222,29 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// Client-side caching after a command of a tracking client: remember the keys a
 /// read-only command fetched (Redis's `trackingRememberKeys`), and let CLIENT CACHING
 /// lapse after the command (or transaction) it applied to.
+/// Records the command's keys as read by this tracking client.
+fn remember_keys(ctx: &Ctx<'_>, args: &[Bytes]) {
+    if let Ok(indexes) = command::keys(args) {
+        let keys = indexes
+            .into_iter()
+            .filter_map(|i| args.get(i).map(|k| &k[..]));
+        ctx.shared
+            .tracking
+            .remember(ctx.client.id, ctx.client.tracking_caching, keys);
+    }
+}
+
 fn after_tracked_command(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {
     if is_script(spec) {
         // A script that read something tracks the keys it declared.
         if ctx.client.tracking_script.take() == Some(true) {
-            if let Ok(indexes) = command::keys(args) {
-                let keys = indexes
-                    .into_iter()
-                    .filter_map(|i| args.get(i).map(|k| &k[..]));
-                ctx.shared
-                    .tracking
-                    .remember(ctx.client.id, ctx.client.tracking_caching, keys);
-            }
+            remember_keys(ctx, args);
         }
     } else if let Some(read) = ctx.client.tracking_script.as_mut() {
         // A command called by a script: only whether it reads matters.
         *read |= spec.is_readonly();
     } else if spec.is_readonly() && !spec.flags.contains(CommandFlags::PUBSUB) {
-        if let Ok(indexes) = command::keys(args) {
-            let keys = indexes
-                .into_iter()
-                .filter_map(|i| args.get(i).map(|k| &k[..]));
-            ctx.shared
-                .tracking
-                .remember(ctx.client.id, ctx.client.tracking_caching, keys);
-        }
+        remember_keys(ctx, args);
     }
     if ctx.held.is_none() && ctx.client.multi.is_none() && !spec.name.starts_with("client") {
         ctx.client.tracking_caching = false;
