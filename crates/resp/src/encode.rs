@@ -197,6 +197,39 @@ pub fn write_bool(out: &mut BytesMut, proto: Protocol, value: bool) {
     }
 }
 
+/// Writes a verbatim string: `=len\r\nfmt:text\r\n` in RESP3, a bulk string of the
+/// text in RESP2.
+///
+/// ```
+/// use bytes::BytesMut;
+/// use redline_resp::{encode, Protocol};
+///
+/// let mut out = BytesMut::new();
+/// encode::write_verbatim(&mut out, Protocol::Resp3, b"txt", b"hi");
+/// assert_eq!(&out[..], b"=6\r\ntxt:hi\r\n");
+/// ```
+pub fn write_verbatim(out: &mut BytesMut, proto: Protocol, format: &[u8; 3], text: &[u8]) {
+    match proto {
+        Protocol::Resp2 => write_bulk(out, text),
+        Protocol::Resp3 => {
+            write_len(out, b'=', text.len() + 4);
+            out.put_slice(format);
+            out.put_u8(b':');
+            out.put_slice(text);
+            out.put_slice(b"\r\n");
+        }
+    }
+}
+
+/// Writes a big number from its decimal digits: a `(` line in RESP3, a bulk string in
+/// RESP2 (as Redis downgrades it).
+pub fn write_big_number(out: &mut BytesMut, proto: Protocol, digits: &[u8]) {
+    match proto {
+        Protocol::Resp2 => write_bulk(out, digits),
+        Protocol::Resp3 => write_line(out, b'(', digits),
+    }
+}
+
 /// Writes a double whose text the caller already chose (Redis formats scores with `%.17g`):
 /// a `,` line in RESP3, a bulk string in RESP2.
 pub fn write_double_text_reply(out: &mut BytesMut, proto: Protocol, text: &[u8]) {

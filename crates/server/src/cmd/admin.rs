@@ -571,11 +571,7 @@ fn debug_protocol(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
         b"integer" => encode::write_integer(out, 12345),
         b"double" => encode::write_double_text_reply(out, proto, b"3.141"),
         b"bignum" => {
-            let digits = b"1234567999999999999999999999999999999";
-            match proto {
-                Protocol::Resp3 => encode::write_line(out, b'(', digits),
-                Protocol::Resp2 => encode::write_bulk(out, digits),
-            }
+            encode::write_big_number(out, proto, b"1234567999999999999999999999999999999")
         }
         b"null" => encode::write_null_bulk(out, proto),
         b"array" | b"set" => {
@@ -617,16 +613,7 @@ fn debug_protocol(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
         b"true" => encode::write_bool(out, proto, true),
         b"false" => encode::write_bool(out, proto, false),
         b"verbatim" => {
-            let text = b"This is a verbatim\nstring";
-            match proto {
-                Protocol::Resp3 => {
-                    encode::write_len(out, b'=', text.len() + 4);
-                    out.extend_from_slice(b"txt:");
-                    out.extend_from_slice(text);
-                    out.extend_from_slice(b"\r\n");
-                }
-                Protocol::Resp2 => encode::write_bulk(out, text),
-            }
+            encode::write_verbatim(out, proto, b"txt", b"This is a verbatim\nstring")
         }
         _ => return Err(CmdError::Static("ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false")),
     }
@@ -674,12 +661,5 @@ fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 /// Text as Redis sends it: a verbatim string in RESP3, a bulk string in RESP2.
 fn verbatim(ctx: &mut Ctx<'_>, text: &[u8]) {
-    if ctx.client.protocol == redline_resp::Protocol::Resp3 {
-        encode::write_len(ctx.out, b'=', text.len() + 4);
-        ctx.out.extend_from_slice(b"txt:");
-        ctx.out.extend_from_slice(text);
-        ctx.out.extend_from_slice(b"\r\n");
-    } else {
-        encode::write_bulk(ctx.out, text);
-    }
+    encode::write_verbatim(ctx.out, ctx.client.protocol, b"txt", text);
 }

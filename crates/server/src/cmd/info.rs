@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use bytes::{BufMut, Bytes};
-use redline_resp::{encode, Protocol};
+use bytes::Bytes;
+use redline_resp::encode;
 
 use super::reply::CmdResult;
 use super::server::REDIS_VERSION;
@@ -56,15 +56,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     // Redis ends the last section without the blank line.
     let body = text.strip_suffix("\r\n").unwrap_or(&text);
-    match ctx.client.protocol {
-        Protocol::Resp2 => encode::write_bulk(ctx.out, body.as_bytes()),
-        Protocol::Resp3 => {
-            encode::write_len(ctx.out, b'=', body.len() + 4);
-            ctx.out.put_slice(b"txt:");
-            ctx.out.put_slice(body.as_bytes());
-            ctx.out.put_slice(b"\r\n");
-        }
-    }
+    encode::write_verbatim(ctx.out, ctx.client.protocol, b"txt", body.as_bytes());
     Ok(())
 }
 

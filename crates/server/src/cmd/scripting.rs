@@ -98,46 +98,40 @@ fn run_locked_here(
     command: &[Bytes],
 ) -> CmdResult {
     let shared = ctx.shared;
-    match ctx.held {
-        Some(_) => {
-            let mut guard = shared.scripting.engine().map_err(engine_error)?;
-            let Some(engine) = guard.as_mut() else {
-                return Err(CmdError::Static("ERR Lua engine unavailable"));
-            };
-            let (name, read_only) = prepare(engine)?;
-            let target = if function {
-                Target::Function(&name)
-            } else {
-                Target::Script(&name)
-            };
-            scripting::run(engine, ctx, target, keys, args, read_only, command);
-        }
-        None => {
-            let held = RefCell::new(Held::all(&shared.store));
-            let mut guard = shared.scripting.engine().map_err(engine_error)?;
-            let Some(engine) = guard.as_mut() else {
-                return Err(CmdError::Static("ERR Lua engine unavailable"));
-            };
-            let (name, read_only) = prepare(engine)?;
-            let target = if function {
-                Target::Function(&name)
-            } else {
-                Target::Script(&name)
-            };
-            let mut inner = Ctx {
-                shared,
-                client: &mut *ctx.client,
-                out: &mut *ctx.out,
-                held: Some(&held),
-            };
-            scripting::run(engine, &mut inner, target, keys, args, read_only, command);
-        }
-    }
+    // Inside EXEC the transaction already holds the shards; otherwise hold them all.
+    let own = ctx
+        .held
+        .is_none()
+        .then(|| RefCell::new(Held::all(&shared.store)));
+    let mut engine = shared.scripting.engine().map_err(engine_error)?;
+    let (name, read_only) = prepare(&mut engine)?;
+    let target = if function {
+        Target::Function(&name)
+    } else {
+        Target::Script(&name)
+    };
+    let mut inner = Ctx {
+        shared,
+        client: &mut *ctx.client,
+        out: &mut *ctx.out,
+        held: match &own {
+            Some(held) => Some(held),
+            None => ctx.held,
+        },
+    };
+    scripting::run(
+        &mut engine,
+        &mut inner,
+        target,
+        keys,
+        args,
+        read_only,
+        command,
+    );
     Ok(())
 }
 
 fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
-    let flags = ctx.shared.scripting.flags.clone();
     let (keys, rest) = keys_and_args(args, "ERR value is not an integer or out of range")?;
     let body = args[1].clone();
     run_locked(
@@ -152,9 +146,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Cm
                 }
                 sha
             } else {
-                let sha = engine.load_script(&body).map_err(engine_error)?;
-                flags.update_counts(engine);
-                sha
+                engine.load_script(&body).map_err(engine_error)?
             };
             let flags = engine.script_flags(&sha).unwrap_or_default();
             if ro && !flags.eval_compat && !flags.no_writes {
@@ -216,23 +208,17 @@ fn fcall_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn script_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let mut guard = ctx.shared.scripting.engine().map_err(engine_error)?;
-    let Some(engine) = guard.as_mut() else {
-        return Err(CmdError::Static("ERR Lua engine unavailable"));
-    };
+    let mut engine = ctx.shared.scripting.engine().map_err(engine_error)?;
     let sha = engine.load_script(&args[2]).map_err(engine_error)?;
-    ctx.shared.scripting.flags.update_counts(engine);
     encode::write_bulk(ctx.out, sha.as_bytes());
     Ok(())
 }
 
 fn script_exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let guard = ctx.shared.scripting.engine().map_err(engine_error)?;
+    let engine = ctx.shared.scripting.engine().map_err(engine_error)?;
     encode::write_array_len(ctx.out, args.len() - 2);
     for sha in &args[2..] {
-        let known = guard
-            .as_ref()
-            .is_some_and(|e| e.has_script(&String::from_utf8_lossy(sha)));
+        let known = engine.has_script(&String::from_utf8_lossy(sha));
         encode::write_integer(ctx.out, i64::from(known));
     }
     Ok(())
@@ -249,38 +235,29 @@ fn flush_mode(args: &[Bytes], error: &'static str) -> CmdResult {
 
 fn script_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     flush_mode(args, "ERR SCRIPT FLUSH only support SYNC|ASYNC option")?;
-    if let Some(engine) = ctx
-        .shared
+    ctx.shared
         .scripting
         .engine()
         .map_err(engine_error)?
-        .as_mut()
-    {
-        engine.flush_scripts();
-        ctx.shared.scripting.flags.update_counts(engine);
-    }
+        .flush_scripts();
+    ok(ctx.out);
+    Ok(())
+}
+
+/// SCRIPT KILL (`eval`) and FUNCTION KILL: each stops only its own kind of script.
+fn kill(ctx: &mut Ctx<'_>, eval: bool) -> CmdResult {
+    let flags = &ctx.shared.scripting.flags;
+    flags.kill(eval).map_err(CmdError::Static)?;
     ok(ctx.out);
     Ok(())
 }
 
 fn script_kill(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    ctx.shared
-        .scripting
-        .flags
-        .kill(true)
-        .map_err(CmdError::Static)?;
-    ok(ctx.out);
-    Ok(())
+    kill(ctx, true)
 }
 
 fn function_kill(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    ctx.shared
-        .scripting
-        .flags
-        .kill(false)
-        .map_err(CmdError::Static)?;
-    ok(ctx.out);
-    Ok(())
+    kill(ctx, false)
 }
 
 fn function_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -300,29 +277,21 @@ fn function_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             )));
         }
     }
-    let mut guard = ctx.shared.scripting.engine().map_err(engine_error)?;
-    let Some(engine) = guard.as_mut() else {
-        return Err(CmdError::Static("ERR Lua engine unavailable"));
-    };
-    let name = engine
-        .load_library(code, replace, &ctx.shared.scripting.flags)
+    let scripting = &ctx.shared.scripting;
+    let name = scripting
+        .engine()
+        .map_err(engine_error)?
+        .load_library(code, replace, &scripting.flags)
         .map_err(engine_error)?;
-    ctx.shared.scripting.flags.update_counts(engine);
     encode::write_bulk(ctx.out, name.as_bytes());
     Ok(())
 }
 
 fn function_delete(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let mut guard = ctx.shared.scripting.engine().map_err(engine_error)?;
     let name = String::from_utf8_lossy(&args[2]).to_ascii_lowercase();
-    let removed = guard
-        .as_mut()
-        .and_then(|engine| engine.libraries.remove(&name));
-    if removed.is_none() {
+    let mut engine = ctx.shared.scripting.engine().map_err(engine_error)?;
+    if engine.libraries.remove(&name).is_none() {
         return Err(CmdError::Static("ERR Library not found"));
-    }
-    if let Some(engine) = guard.as_ref() {
-        ctx.shared.scripting.flags.update_counts(engine);
     }
     ok(ctx.out);
     Ok(())
@@ -333,15 +302,12 @@ fn function_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(super::reply::subcommand_syntax("FUNCTION", &args[1]));
     }
     flush_mode(args, "ERR FUNCTION FLUSH only supports SYNC|ASYNC option")?;
-    if let Some(engine) = ctx
-        .shared
+    ctx.shared
         .scripting
         .engine()
         .map_err(engine_error)?
-        .as_mut()
-    {
-        engine.libraries.clear();
-    }
+        .libraries
+        .clear();
     ok(ctx.out);
     Ok(())
 }
@@ -370,19 +336,15 @@ fn function_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(unknown());
         }
     }
-    let guard = ctx.shared.scripting.engine().map_err(engine_error)?;
+    let engine = ctx.shared.scripting.engine().map_err(engine_error)?;
     let proto = ctx.client.protocol;
-    let libraries: Vec<&scripting::Library> = guard
-        .as_ref()
-        .map(|e| {
-            e.libraries
-                .values()
-                .filter(|lib| {
-                    pattern.is_none_or(|p| super::keys::glob_match(p, lib.name.as_bytes(), false))
-                })
-                .collect()
+    let libraries: Vec<&scripting::Library> = engine
+        .libraries
+        .values()
+        .filter(|lib| {
+            pattern.is_none_or(|p| super::keys::glob_match(p, lib.name.as_bytes(), false))
         })
-        .unwrap_or_default();
+        .collect();
     encode::write_array_len(ctx.out, libraries.len());
     for lib in libraries {
         encode::write_map_len(ctx.out, proto, if with_code { 4 } else { 3 });
@@ -451,13 +413,9 @@ fn function_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn function_dump(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let guard = ctx.shared.scripting.engine().map_err(engine_error)?;
-    let payload = crate::persist::rdb::functions_payload(
-        guard
-            .as_ref()
-            .into_iter()
-            .flat_map(|e| e.libraries.values().map(|lib| &lib.code[..])),
-    );
+    let engine = ctx.shared.scripting.engine().map_err(engine_error)?;
+    let payload =
+        crate::persist::rdb::functions_payload(engine.libraries.values().map(|lib| &lib.code[..]));
     encode::write_bulk(ctx.out, &payload);
     Ok(())
 }
@@ -486,10 +444,8 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         };
     let codes = crate::persist::rdb::restore_functions_payload(&args[2])
         .map_err(|_| CmdError::Static("ERR DUMP payload version or checksum are wrong"))?;
-    let mut guard = ctx.shared.scripting.engine().map_err(engine_error)?;
-    let Some(engine) = guard.as_mut() else {
-        return Err(CmdError::Static("ERR Lua engine unavailable"));
-    };
+    let scripting = &ctx.shared.scripting;
+    let mut engine = scripting.engine().map_err(engine_error)?;
     if policy == Policy::Append {
         for code in &codes {
             if let Ok(name) = crate::scripting::library_name(code) {
@@ -501,19 +457,18 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             }
         }
     }
-    let saved = std::mem::take(&mut engine.libraries);
-    if policy != Policy::Flush {
-        engine.libraries = saved.iter().map(|(k, l)| (k.clone(), l.clone())).collect();
-    }
+    // All or nothing: the libraries as they were come back if one fails to load.
+    let saved = if policy == Policy::Flush {
+        std::mem::take(&mut engine.libraries)
+    } else {
+        engine.libraries.clone()
+    };
     for code in &codes {
-        if let Err(e) =
-            engine.load_library(code, policy == Policy::Replace, &ctx.shared.scripting.flags)
-        {
+        if let Err(e) = engine.load_library(code, policy == Policy::Replace, &scripting.flags) {
             engine.libraries = saved;
             return Err(CmdError::Owned(e));
         }
     }
-    ctx.shared.scripting.flags.update_counts(engine);
     ok(ctx.out);
     Ok(())
 }

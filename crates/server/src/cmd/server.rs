@@ -672,6 +672,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     stats.commands_processed.store(0, Ordering::Relaxed);
     stats.connections_received.store(0, Ordering::Relaxed);
     stats.rejected_connections.store(0, Ordering::Relaxed);
+    ctx.shared.cmdstats.reset();
     ok(ctx.out);
     Ok(())
 }

@@ -137,7 +137,7 @@ fn table_field(t: &Table, name: &str) -> Option<Table> {
 }
 
 /// Replaces CR and LF by spaces: a status or error line must stay one line.
-fn one_line(bytes: &[u8]) -> Vec<u8> {
+pub(super) fn one_line(bytes: &[u8]) -> Vec<u8> {
     bytes
         .iter()
         .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
@@ -164,12 +164,7 @@ fn table_to_reply(target: &mut ReplyTarget<'_>, t: &Table, depth: usize) {
         return;
     }
     if let Some(big) = string_field(t, "big_number") {
-        let digits = one_line(&big.as_bytes());
-        if target.caller == Protocol::Resp3 {
-            encode::write_line(target.out, b'(', &digits);
-        } else {
-            encode::write_bulk(target.out, &digits);
-        }
+        encode::write_big_number(target.out, target.caller, &one_line(&big.as_bytes()));
         return;
     }
     if let Some(verbatim) = table_field(t, "verbatim_string") {
@@ -178,14 +173,10 @@ fn table_to_reply(target: &mut ReplyTarget<'_>, t: &Table, depth: usize) {
             string_field(&verbatim, "string"),
         ) {
             let (format, text) = (format.as_bytes(), text.as_bytes());
-            if target.caller == Protocol::Resp3 && format.len() == 3 {
-                encode::write_len(target.out, b'=', text.len() + 4);
-                target.out.extend_from_slice(&format);
-                target.out.extend_from_slice(b":");
-                target.out.extend_from_slice(&text);
-                target.out.extend_from_slice(b"\r\n");
-            } else {
-                encode::write_bulk(target.out, &text);
+            match <&[u8; 3]>::try_from(&format[..]) {
+                Ok(format) => encode::write_verbatim(target.out, target.caller, format, &text),
+                // A format that is not three letters cannot be framed: Redis sends the text.
+                Err(_) => encode::write_bulk(target.out, &text),
             }
             return;
         }

@@ -40,7 +40,7 @@ use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use mlua::{Function, Lua, ObjectLike, StdLib, Table, Value, Variadic};
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use redline_resp::command::{self, CommandFlags};
 use redline_resp::{encode, Frame, Protocol};
 use sha1::{Digest, Sha1};
@@ -86,8 +86,6 @@ pub struct Engine {
     globals: Table,
     env: Table,
     scripts: HashMap<String, Script>,
-    /// How many scripts are cached, published to [`RunFlags`] by the commands.
-    pub script_count: usize,
     /// Loaded libraries, by lower-case name (Redis compares names case-insensitively).
     pub libraries: BTreeMap<String, Library>,
 }
@@ -105,10 +103,10 @@ pub struct RunFlags {
     started: Mutex<Option<Instant>>,
     /// The running script's name and the command that started it (FUNCTION STATS).
     current: Mutex<Option<(String, Vec<Bytes>)>>,
-    /// Libraries and functions loaded, kept here so FUNCTION STATS answers while a
-    /// function runs (the interpreter is busy then).
-    counts: Mutex<(usize, usize)>,
-    /// Cached EVAL scripts (INFO number_of_cached_scripts).
+    /// Libraries, functions and cached EVAL scripts, published by [`EngineGuard`] so
+    /// FUNCTION STATS and INFO answer while a script runs (the interpreter is busy then).
+    libraries: AtomicUsize,
+    functions: AtomicUsize,
     scripts: AtomicUsize,
     /// While FUNCTION LOAD runs library code: when it must have finished (Redis allows
     /// 500 ms).
@@ -166,14 +164,18 @@ impl RunFlags {
 
     /// Libraries and functions loaded.
     pub fn counts(&self) -> (usize, usize) {
-        *self.counts.lock()
+        (
+            self.libraries.load(Ordering::Relaxed),
+            self.functions.load(Ordering::Relaxed),
+        )
     }
 
-    /// Records the engine's library and function counts after a change.
-    pub fn update_counts(&self, engine: &Engine) {
-        self.scripts.store(engine.script_count, Ordering::Relaxed);
+    fn publish_counts(&self, engine: &Engine) {
         let functions = engine.libraries.values().map(|l| l.functions.len()).sum();
-        *self.counts.lock() = (engine.libraries.len(), functions);
+        self.scripts.store(engine.scripts.len(), Ordering::Relaxed);
+        self.libraries
+            .store(engine.libraries.len(), Ordering::Relaxed);
+        self.functions.store(functions, Ordering::Relaxed);
     }
 
     fn start(&self, eval: bool, threshold_ms: u64) {
@@ -271,15 +273,46 @@ pub fn sha1_hex(data: &[u8]) -> String {
     hex
 }
 
+/// The interpreter, locked; when released it publishes what it holds to [`RunFlags`]
+/// (so no command has to remember to).
+pub struct EngineGuard<'a> {
+    engine: MappedMutexGuard<'a, Engine>,
+    flags: &'a RunFlags,
+}
+
+impl std::ops::Deref for EngineGuard<'_> {
+    type Target = Engine;
+    fn deref(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+impl std::ops::DerefMut for EngineGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+}
+
+impl Drop for EngineGuard<'_> {
+    fn drop(&mut self) {
+        self.flags.publish_counts(&self.engine);
+    }
+}
+
 impl Scripting {
     /// The interpreter, created on first use.
-    pub fn engine(&self) -> Result<MutexGuard<'_, Option<Engine>>, String> {
+    pub fn engine(&self) -> Result<EngineGuard<'_>, String> {
         let mut guard = self.engine.lock();
         if guard.is_none() {
             let engine = Engine::new().map_err(|e| format!("ERR Lua engine failed: {e}"))?;
             *guard = Some(engine);
         }
-        Ok(guard)
+        let engine = MutexGuard::try_map(guard, Option::as_mut)
+            .map_err(|_| "ERR Lua engine unavailable".to_string())?;
+        Ok(EngineGuard {
+            engine,
+            flags: &self.flags,
+        })
     }
 
     /// Whether an EVAL/EVALSHA/FCALL declares it writes nothing (a `no-writes` shebang
@@ -306,12 +339,6 @@ impl Scripting {
         } else {
             false
         }
-    }
-
-    /// Drops every script and library (SCRIPT FLUSH drops scripts only: see
-    /// [`Engine::flush_scripts`]).
-    pub fn reset(&self) {
-        *self.engine.lock() = None;
     }
 }
 
@@ -407,7 +434,6 @@ impl Engine {
             globals,
             env,
             scripts: HashMap::new(),
-            script_count: 0,
             libraries: BTreeMap::new(),
         })
     }
@@ -432,7 +458,6 @@ impl Engine {
                 )
             })?;
         self.scripts.insert(sha.clone(), Script { func, flags });
-        self.script_count = self.scripts.len();
         Ok(sha)
     }
 
@@ -444,7 +469,6 @@ impl Engine {
     /// SCRIPT FLUSH.
     pub fn flush_scripts(&mut self) {
         self.scripts.clear();
-        self.script_count = 0;
         let _ = self.lua.gc_collect();
     }
 
@@ -749,39 +773,34 @@ pub fn run(
         let shared = ctx.shared;
         let held = ctx.held;
         let client = RefCell::new(&mut *ctx.client);
+        let invoke = |lua: &Lua, argv: &[Value]| {
+            let mut client = client.borrow_mut();
+            call_command(
+                lua,
+                shared,
+                held,
+                &mut client,
+                argv,
+                read_only,
+                script_resp.get(),
+            )
+        };
         lua.scope(|scope| {
+            // redis.call raises an error reply (marked for the error handler), redis.pcall
+            // returns it as an {err=...} table.
             let call = scope.create_function(|lua, argv: Variadic<Value>| {
-                let mut client = client.borrow_mut();
-                call_command(
-                    lua,
-                    shared,
-                    held,
-                    &mut client,
-                    &argv,
-                    read_only,
-                    script_resp.get(),
-                )?
-                .map_err(|text| mlua::Error::runtime(format!("\u{1}{text}\u{1}")))
+                invoke(lua, &argv)?
+                    .map_err(|text| mlua::Error::runtime(format!("\u{1}{text}\u{1}")))
             })?;
-            let pcall = scope.create_function(|lua, argv: Variadic<Value>| {
-                let mut client = client.borrow_mut();
-                match call_command(
-                    lua,
-                    shared,
-                    held,
-                    &mut client,
-                    &argv,
-                    read_only,
-                    script_resp.get(),
-                )? {
+            let pcall =
+                scope.create_function(|lua, argv: Variadic<Value>| match invoke(lua, &argv)? {
                     Ok(v) => Ok(v),
                     Err(text) => {
                         let t = lua.create_table()?;
                         t.raw_set("err", text)?;
                         Ok(Value::Table(t))
                     }
-                }
-            })?;
+                })?;
             let acl_check = scope.create_function(|_, argv: Variadic<Value>| {
                 let args: Option<Vec<Bytes>> = argv.iter().map(arg_bytes).collect();
                 let spec = args.as_deref().and_then(command::resolve);
@@ -877,11 +896,7 @@ pub fn run(
                     );
                 }
             }
-            let line: Vec<u8> = line
-                .into_iter()
-                .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b })
-                .collect();
-            encode::write_error(ctx.out, &line);
+            encode::write_error(ctx.out, &convert::one_line(&line));
         }
         Ok((false, other)) => {
             let text = match other {
@@ -896,8 +911,8 @@ pub fn run(
 
 fn write_run_error(out: &mut BytesMut, name: &str, text: &str) {
     let text: String = text.chars().take(100).collect();
-    let line = format!("ERR Error running script {name}, {text}").replace(['\r', '\n'], " ");
-    encode::write_error(out, line.as_bytes());
+    let line = format!("ERR Error running script {name}, {text}");
+    encode::write_error(out, &convert::one_line(line.as_bytes()));
 }
 
 /// One argument of `redis.call` as bytes (numbers as Lua prints them).

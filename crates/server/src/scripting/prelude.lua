@@ -132,6 +132,10 @@ local G = state.globals
 for k, v in pairs(_G) do
   if k ~= '_G' then rawset(G, k, v) end
 end
+-- Level 3: blame the script line that read the global, not the __index function.
+local function missing_global(k)
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 3)
+end
 for _, lib in ipairs({'redis', 'string', 'table', 'math', 'bit', 'cjson', 'cmsgpack', 'struct'}) do
   if rawget(G, lib) ~= nil then
     rawset(G, lib, readonly(rawget(G, lib), lib))
@@ -141,7 +145,7 @@ local proxy = raw_setmetatable({}, {
   __index = function(_, k)
     local v = rawget(G, k)
     if v == nil then
-      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+      missing_global(k)
     end
     return v
   end,
@@ -175,7 +179,7 @@ local function strict(fields)
     __index = function(_, k)
       local v = fields[k]
       if v == nil then
-        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+        missing_global(k)
       end
       return v
     end,
@@ -197,13 +201,13 @@ function state.library_env()
         if k == 'redis' then return load_api end
         local v = load_globals[k]
         if v == nil then
-          error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+          missing_global(k)
         end
         return v
       end
       local v = rawget(G, k)
       if v == nil then
-        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+        missing_global(k)
       end
       return v
     end,

@@ -110,10 +110,8 @@ pub fn fold_shard(shard: &Shard, db_digest: &mut Digest) -> usize {
         let mut digest = [0u8; 20];
         mix_digest(&mut digest, key.as_bytes());
         let value = value_digest(entry);
-        // Redis folds the value into the key's digest in place: xor then hash per step.
-        for (d, v) in digest.iter_mut().zip(value.iter()) {
-            *d ^= v;
-        }
+        // Redis folds the value into the key's digest, then the pair into the database's.
+        xor_digest_raw(&mut digest, &value);
         xor_digest_raw(db_digest, &digest);
         keys += 1;
     });
