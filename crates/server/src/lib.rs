@@ -36,6 +36,7 @@ pub mod blocking;
 pub mod cmd;
 pub mod cmdstats;
 pub mod config;
+pub mod launcher;
 pub mod log;
 pub mod net;
 pub mod notify;

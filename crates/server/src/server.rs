@@ -50,6 +50,7 @@ impl ShutdownHandle {
 /// the key events the cycle queued, send BCAST invalidations, keep the tracking table
 /// under its limit.
 fn background_events(shared: &Shared) {
+    crate::persist::snapshot::cron(shared);
     if shared.store.events().pending() {
         crate::notify::publish_pending(shared, 0, &mut bytes::BytesMut::new());
     }

@@ -58,6 +58,8 @@ pub struct Shared {
     pub stats: Stats,
     /// Per-command and per-error counters (INFO commandstats, errorstats).
     pub cmdstats: crate::cmdstats::CommandStats,
+    /// Save bookkeeping (INFO persistence, LASTSAVE, save schedules).
+    pub persistence: Arc<crate::persist::snapshot::Persistence>,
     /// Set to true to stop the server.
     pub shutdown: watch::Sender<bool>,
     /// When the server started.
@@ -99,6 +101,7 @@ impl Shared {
             tracking,
             stats: Stats::default(),
             cmdstats: crate::cmdstats::CommandStats::default(),
+            persistence: Arc::default(),
             shutdown: watch::channel(false).0,
             started: Instant::now(),
             started_at: SystemTime::now(),

@@ -20,6 +20,8 @@ impl Embedded {
         let config = Config {
             port: 0,
             bind: vec!["127.0.0.1".to_owned()],
+            // A benchmark's keys are throwaway: no dump file.
+            save: String::new(),
             ..Config::default()
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()

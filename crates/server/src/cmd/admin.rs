@@ -22,7 +22,6 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("client|no-evict", client_no_evict),
     ("client|pause", client_pause),
     ("client|unpause", client_unpause),
-    ("lastsave", lastsave),
     ("memory|usage", memory_usage),
     ("latency|latest", latency_empty),
     ("latency|history", latency_empty),
@@ -314,17 +313,6 @@ fn client_unpause(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    // Nothing is ever saved: Redis reports the start time then.
-    let started = ctx
-        .shared
-        .started_at
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    encode::write_integer(ctx.out, started as i64);
-    Ok(())
-}
-
 /// Bytes a value takes, estimated from its layout (entry, inline or heap bytes, and the
 /// per-element overhead of its collection).
 fn value_size(value: &Value) -> usize {
@@ -444,7 +432,7 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     }
     if is(sub, "reload") {
-        return debug_reload(ctx);
+        return super::persistence::debug_reload(ctx, &args[2..]);
     }
     if is(sub, "protocol") && args.len() == 3 {
         return debug_protocol(ctx, &args[2]);
@@ -506,39 +494,6 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     // DEBUG answers every unmatched form with Redis's subcommand syntax error.
     Err(super::reply::subcommand_syntax("DEBUG", sub))
-}
-
-/// `DEBUG RELOAD`: every value of every database goes through the RDB value codec and
-/// back while the whole keyspace is held, so what a reload would lose or change shows.
-/// The dataset is not written to disk: persistence (RDB files) is its own issue.
-fn debug_reload(ctx: &mut Ctx<'_>) -> CmdResult {
-    use crate::persist::rdb;
-    let store = &ctx.shared.store;
-    let mut failed = false;
-    for db in 0..store.dbs().len() {
-        for index in 0..store.db(db).shard_count() {
-            let mut shard = ctx.lock_in(db, index);
-            let mut entries = Vec::new();
-            shard.for_each_live(|key, entry| {
-                entries.push((
-                    key.as_bytes().to_vec(),
-                    entry.expires_at,
-                    rdb::dump_payload(&entry.value),
-                ))
-            });
-            for (key, expires_at, payload) in entries {
-                match rdb::restore_payload(&payload) {
-                    Ok(value) => shard.insert(&key, value, expires_at),
-                    Err(_) => failed = true,
-                }
-            }
-        }
-    }
-    if failed {
-        return Err(CmdError::Static("ERR Error trying to load the RDB dump"));
-    }
-    ok(ctx.out);
-    Ok(())
 }
 
 /// `DEBUG DIGEST`: every database's keys folded into one digest (zeros when empty).

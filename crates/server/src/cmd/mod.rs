@@ -23,6 +23,7 @@ pub mod keys;
 pub mod lcs;
 pub mod lists;
 pub mod long_double;
+pub mod persistence;
 pub mod pubsub;
 pub mod reply;
 pub mod scripting;
@@ -61,6 +62,7 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(lcs::COMMANDS);
     all.extend_from_slice(sort::COMMANDS);
     all.extend_from_slice(admin::COMMANDS);
+    all.extend_from_slice(persistence::COMMANDS);
     all.extend_from_slice(acl::COMMANDS);
     all.extend_from_slice(keys::COMMANDS);
     all.extend_from_slice(dump::COMMANDS);
@@ -201,7 +203,12 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let started = std::time::Instant::now();
     let before = ctx.out.len();
+    let changes_before = crate::store::dirty::count();
     let result = handler(ctx, args);
+    if ctx.held.is_none() {
+        // Commands inside EXEC or a script count as part of it.
+        ctx.client.changes += crate::store::dirty::count().wrapping_sub(changes_before);
+    }
     let failed = result.is_err() || ctx.out.get(before) == Some(&b'-');
     ctx.client
         .cmdstats

@@ -287,7 +287,11 @@ fn time(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (mut save, mut nosave, mut force) = (false, false, false);
     for arg in &args[1..] {
+        save |= is(arg, "save");
+        nosave |= is(arg, "nosave");
+        force |= is(arg, "force");
         if !["nosave", "save", "now", "force", "abort"]
             .iter()
             .any(|w| is(arg, w))
@@ -298,8 +302,25 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(CmdError::Static("ERR No shutdown in progress."));
         }
     }
+    if save && nosave {
+        return Err(SYNTAX);
+    }
     tracing::warn!("User requested shutdown...");
-    ctx.shared.request_shutdown();
+    let shared = ctx.shared;
+    if save || (!nosave && crate::persist::snapshot::saves_on_exit(shared)) {
+        tracing::info!("Saving the final RDB snapshot before exiting.");
+        if crate::persist::snapshot::save(shared).is_err() && !force {
+            tracing::warn!("Error trying to save the DB, can't exit.");
+            return Err(CmdError::Static(
+                "ERR Errors trying to SHUTDOWN. Check logs.",
+            ));
+        }
+    }
+    shared
+        .persistence
+        .shutdown_handled
+        .store(true, std::sync::atomic::Ordering::Release);
+    shared.request_shutdown();
     // Like Redis: no reply, the connection just closes.
     ctx.client.close_after_reply = true;
     Ok(())

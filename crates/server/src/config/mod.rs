@@ -95,7 +95,7 @@ pub struct Config {
     pub worker_threads: usize,
     /// Keyspace shards per database, a power of two; 0 picks a default from the workers.
     pub shards: usize,
-    /// RDB save points, kept for `CONFIG GET save` (persistence is not implemented yet).
+    /// RDB save points (`seconds changes` pairs), Redis's default unless set; empty for none.
     pub save: String,
     /// AOF switch, kept for `CONFIG GET appendonly`; only `no` is accepted for now.
     pub appendonly: bool,
@@ -148,7 +148,7 @@ impl Default for Config {
             protected_mode: true,
             worker_threads: 0,
             shards: 0,
-            save: String::new(),
+            save: "3600 1 300 100 60 10000".into(),
             appendonly: false,
             hll_sparse_max_bytes: crate::store::hll::DEFAULT_SPARSE_MAX_BYTES as u64,
             notify_keyspace_events: 0,

@@ -39,6 +39,9 @@ pub struct ClientState {
     pub created: Instant,
     /// Close the connection once the replies so far are written (QUIT, protocol errors).
     pub close_after_reply: bool,
+    /// Dataset changes made since the last flush into the server total (Redis's
+    /// `server.dirty`), added once per batch like the command count.
+    pub changes: u64,
     /// Commands run since the last flush of the counters to the server's stats.
     pub commands_since_flush: u64,
     /// Per-command and per-error counts since the last flush (INFO commandstats).
@@ -139,6 +142,7 @@ impl ClientState {
             created: Instant::now(),
             close_after_reply: false,
             commands_since_flush: 0,
+            changes: 0,
             cmdstats: crate::cmdstats::Local::default(),
             in_script: false,
             multi: None,

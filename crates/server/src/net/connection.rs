@@ -476,6 +476,12 @@ impl Connection<'_> {
         if !self.client.cmdstats.is_empty() {
             self.shared.cmdstats.absorb(&mut self.client.cmdstats);
         }
+        if self.client.changes > 0 {
+            self.shared
+                .persistence
+                .dirty
+                .fetch_add(std::mem::take(&mut self.client.changes), Ordering::Relaxed);
+        }
         if self.client.commands_since_flush > 0 {
             self.shared
                 .stats

@@ -1,8 +1,8 @@
-//! Persistence: Redis's on-disk and on-the-wire value formats.
+//! Persistence: Redis's on-disk and on-the-wire formats.
 //!
-//! - [`rdb`]: the RDB value codec (DUMP/RESTORE payloads now, RDB snapshots later).
-//!
-//! AOF and snapshot files are planned here too; they share the codec rather than
-//! growing their own.
+//! - [`rdb`]: the RDB codec: one value (DUMP/RESTORE) and whole images ([`rdb::file`]).
+//! - [`snapshot`]: the dataset as an RDB image: SAVE, BGSAVE, DEBUG RELOAD, loading at
+//!   start, the payload of a replication full sync.
 
 pub mod rdb;
+pub mod snapshot;

@@ -51,7 +51,12 @@ fn score_text(score: f64) -> String {
 
 /// The digest of one value (DIGEST-VALUE), expiry included.
 pub fn value_digest(entry: &Entry) -> Digest {
-    let mut digest = [0u8; 20];
+    value_digest_from([0u8; 20], entry)
+}
+
+/// Mixes a value into `digest` (Redis's `xorObjectDigest`, which DEBUG DIGEST runs on
+/// the key's digest and DIGEST-VALUE on zeros).
+fn value_digest_from(mut digest: Digest, entry: &Entry) -> Digest {
     mix_digest(&mut digest, &type_code(&entry.value).to_be_bytes());
     match &entry.value {
         Value::Int(_) | Value::Str(_) => {
@@ -83,17 +88,14 @@ pub fn value_digest(entry: &Entry) -> Digest {
                 xor_digest(&mut digest, &element);
             }
         }
+        // Redis mixes each entry's id as `ms.seq`, then its fields and values; the
+        // last id and the consumer groups are not part of the digest.
         Value::Stream(stream) => {
             for (id, fields) in stream.range(StreamId::MIN, StreamId::MAX) {
-                mix_digest(&mut digest, id.to_string().as_bytes());
+                mix_digest(&mut digest, format!("{}.{}", id.ms, id.seq).as_bytes());
                 for f in fields.iter() {
                     mix_digest(&mut digest, f);
                 }
-            }
-            mix_digest(&mut digest, stream.last_id.to_string().as_bytes());
-            for (name, group) in &stream.groups {
-                mix_digest(&mut digest, name);
-                mix_digest(&mut digest, group.last_id.to_string().as_bytes());
             }
         }
     }
@@ -109,10 +111,10 @@ pub fn fold_shard(shard: &Shard, db_digest: &mut Digest) -> usize {
     shard.for_each_live(|key, entry| {
         let mut digest = [0u8; 20];
         mix_digest(&mut digest, key.as_bytes());
-        let value = value_digest(entry);
-        // Redis folds the value into the key's digest, then the pair into the database's.
-        xor_digest_raw(&mut digest, &value);
-        xor_digest_raw(db_digest, &digest);
+        // The value is mixed into the key's running digest, then the pair's hash xored
+        // into the database's (order of keys does not matter, order within a value does).
+        let digest = value_digest_from(digest, entry);
+        xor_digest(db_digest, &digest);
         keys += 1;
     });
     keys

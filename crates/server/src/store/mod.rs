@@ -11,6 +11,7 @@
 
 mod compact;
 pub mod digest;
+pub mod dirty;
 pub mod events;
 pub mod expiry;
 mod held;

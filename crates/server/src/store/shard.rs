@@ -250,6 +250,7 @@ impl Shard {
     /// insert/remove/expire methods, and commands that modify a value in place.
     #[inline]
     pub fn touch(&mut self, key: &[u8]) {
+        super::dirty::mark();
         if !self.watched.is_empty() {
             if let Some(state) = self.watched.get_mut(key) {
                 state.version += 1;
@@ -258,6 +259,7 @@ impl Shard {
     }
 
     fn touch_all(&mut self) {
+        super::dirty::mark();
         for state in self.watched.values_mut() {
             state.version += 1;
         }

@@ -27,7 +27,8 @@ impl Redline {
 
     /// Starts with extra `--directive value` arguments.
     pub fn start_with(args: &[&str]) -> Redline {
-        let mut all = vec!["--port", "0"];
+        // In-process servers share the test's working directory: no dump file there.
+        let mut all = vec!["--port", "0", "--save", ""];
         all.extend_from_slice(args);
         let config = Config::from_args(all).expect("config");
         let (tx, rx) = std::sync::mpsc::channel();

@@ -14,6 +14,7 @@
 
 pub mod decode;
 pub mod encode;
+pub mod file;
 pub mod intset;
 pub mod listpack;
 pub mod lzf;
@@ -121,7 +122,7 @@ fn verified_body(payload: &[u8]) -> Result<&[u8], PayloadError> {
 }
 
 /// Redis 7.0's opcode for one function library (its code) in RDB files and FUNCTION DUMP.
-const OPCODE_FUNCTION2: u8 = 245;
+pub(crate) const OPCODE_FUNCTION2: u8 = 245;
 
 /// FUNCTION DUMP: each library's code after the function opcode, then the footer.
 pub fn functions_payload<'a>(codes: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {

@@ -64,7 +64,8 @@ impl<'a> Reader<'a> {
         Ok(bytes)
     }
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], Corrupt> {
+    /// The next `N` bytes as an array.
+    pub fn array<const N: usize>(&mut self) -> Result<[u8; N], Corrupt> {
         let mut a = [0u8; N];
         a.copy_from_slice(self.take(N)?);
         Ok(a)

@@ -1,0 +1,119 @@
+//! SAVE, BGSAVE, LASTSAVE and DEBUG RELOAD: the commands over
+//! [`crate::persist::snapshot`].
+
+use std::cell::RefCell;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use redline_resp::encode;
+
+use super::args::is;
+use super::reply::{ok, CmdError, CmdResult, SYNTAX};
+use super::{Ctx, Handler};
+use crate::persist::snapshot;
+use crate::store::{Held, ShardMap};
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] =
+    &[("save", save), ("bgsave", bgsave), ("lastsave", lastsave)];
+
+const BGSAVE_RUNNING: &str = "ERR Background save already in progress";
+
+fn save(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    if ctx
+        .shared
+        .persistence
+        .bgsave_running
+        .load(Ordering::Acquire)
+    {
+        return Err(CmdError::Static(BGSAVE_RUNNING));
+    }
+    snapshot::save(ctx.shared).map_err(|_| CmdError::Static("ERR"))?;
+    ok(ctx.out);
+    Ok(())
+}
+
+fn bgsave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let schedule = match args.get(1) {
+        None => false,
+        Some(a) if args.len() == 2 && is(a, "schedule") => true,
+        Some(_) => return Err(SYNTAX),
+    };
+    let p = &ctx.shared.persistence;
+    if p.bgsave_running.load(Ordering::Acquire) {
+        if schedule {
+            p.bgsave_scheduled.store(true, Ordering::Release);
+            encode::write_simple(ctx.out, b"Background saving scheduled");
+            return Ok(());
+        }
+        return Err(CmdError::Static(BGSAVE_RUNNING));
+    }
+    if !snapshot::bgsave(ctx.shared) {
+        return Err(CmdError::Static(BGSAVE_RUNNING));
+    }
+    encode::write_simple(ctx.out, b"Background saving started");
+    Ok(())
+}
+
+fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let at = ctx.shared.persistence.lastsave.load(Ordering::Relaxed);
+    encode::write_integer(ctx.out, i64::try_from(at).unwrap_or(i64::MAX));
+    Ok(())
+}
+
+/// Runs `f` with every shard held: the transaction's when inside one, else all locked now.
+pub fn with_all_shards<R>(ctx: &Ctx<'_>, f: impl FnOnce(&mut dyn ShardMap) -> R) -> R {
+    match ctx.held {
+        Some(held) => f(&mut *held.borrow_map()),
+        None => {
+            let held = RefCell::new(Held::all(&ctx.shared.store));
+            let mut map = held.borrow_mut();
+            f(&mut *map)
+        }
+    }
+}
+
+/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save the dataset to the dump file (unless
+/// NOSAVE), empty it (unless NOFLUSH) and load the file back, all while every shard is
+/// held, as Redis's blocking reload.
+pub fn debug_reload(ctx: &mut Ctx<'_>, options: &[Bytes]) -> CmdResult {
+    let (mut merge, mut flush, mut save) = (false, true, true);
+    for option in options {
+        if is(option, "merge") {
+            merge = true;
+        } else if is(option, "noflush") {
+            flush = false;
+        } else if is(option, "nosave") {
+            save = false;
+        } else {
+            return Err(CmdError::Static(
+                "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
+            ));
+        }
+    }
+    let shared = ctx.shared;
+    let path = snapshot::dump_path(shared);
+    let result = with_all_shards(ctx, |held| {
+        if save {
+            let image = snapshot::capture(shared, held, &[]);
+            snapshot::write_file(&path, &image)
+                .map_err(|_| CmdError::Static("ERR Error trying to save the DB"))?;
+        }
+        let bytes = std::fs::read(&path)
+            .map_err(|_| CmdError::Static("ERR Error trying to load the RDB dump"))?;
+        if flush {
+            snapshot::clear(shared, held);
+            if let Ok(mut engine) = shared.scripting.engine() {
+                engine.libraries.clear();
+            }
+        }
+        // MERGE and NOFLUSH keep what is there: keys from the file replace theirs.
+        let _ = merge;
+        snapshot::load(shared, &bytes, false, Some(held))
+            .map_err(|_| CmdError::Static("ERR Error trying to load the RDB dump"))
+    });
+    result?;
+    tracing::info!("DB reloaded by DEBUG RELOAD");
+    ok(ctx.out);
+    Ok(())
+}

@@ -1,0 +1,144 @@
+//! The server as a program: what `redline-server` and `redline server` both run, with
+//! redis-server's arguments, start-up log lines, dump loading, signals and exit save.
+
+use std::process::ExitCode;
+
+use crate::{log, Config, Server};
+
+/// Runs the server as redis-server would with these arguments (without the program
+/// name): `-v`, `-h`, or an optional config file then `--directive value` pairs. Loads
+/// the dump file, serves until SHUTDOWN, SIGTERM or SIGINT, and saves on the way out
+/// when save points are configured. `program` names the command in the usage text.
+///
+/// ```no_run
+/// let code = redline_server::launcher::run(
+///     "redline-server",
+///     &["--port".to_string(), "7777".to_string()],
+/// );
+/// ```
+pub fn run(program: &str, args: &[String]) -> ExitCode {
+    if let Some(first) = args.first() {
+        match first.as_str() {
+            "-v" | "--version" => {
+                println!(
+                    "redline-server v={} (Redis {} compatible)",
+                    env!("CARGO_PKG_VERSION"),
+                    crate::cmd::server::REDIS_VERSION
+                );
+                return ExitCode::SUCCESS;
+            }
+            "-h" | "--help" => {
+                println!("Usage: {program} [/path/to/redis.conf] [options]\n       {program} -v or --version\n       {program} -h or --help\n\nExamples:\n       {program} (run the server with default config)\n       {program} /etc/redis/6379.conf\n       {program} --port 7777\n       {program} /etc/myredis.conf --loglevel verbose");
+                return ExitCode::SUCCESS;
+            }
+            _ => {}
+        }
+    }
+    let config = match Config::from_args(args) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    };
+    // Like redis-server: `dir` is the working directory, where dump files and logs go.
+    let dir = config.param("dir");
+    if !dir.is_empty() {
+        if let Err(e) = std::env::set_current_dir(dir) {
+            eprintln!("Can't chdir to '{dir}': {e}");
+            return ExitCode::from(1);
+        }
+    }
+    if let Err(e) = log::init(&config) {
+        eprintln!("Can't open the log file: {e}");
+        return ExitCode::from(1);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.effective_workers())
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("Can't start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(serve(config))
+}
+
+async fn serve(config: Config) -> ExitCode {
+    tracing::warn!("oO0OoO0OoO0Oo redline-server is starting oO0OoO0OoO0Oo");
+    tracing::warn!(
+        "redline-server version={}, pid={}, just started",
+        env!("CARGO_PKG_VERSION"),
+        std::process::id()
+    );
+    let workers = config.effective_workers();
+    let shards = config.effective_shards();
+    let server = match Server::bind(config).await {
+        Ok(server) => server,
+        Err(e) => {
+            tracing::warn!("{e}");
+            return ExitCode::from(1);
+        }
+    };
+    tracing::info!(
+        "Server initialized: port {}, {workers} worker threads, {shards} shards per database",
+        server.local_addr().port()
+    );
+    let shared = server.shared();
+    if let Err(e) = crate::persist::snapshot::load_at_start(&shared) {
+        tracing::warn!("{e}");
+        return ExitCode::from(1);
+    }
+    let stop = server.shutdown_handle();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        stop.shutdown();
+    });
+    let result = server.run().await;
+    // SIGTERM saves when save points are configured, as redis-server does (SHUTDOWN
+    // decided for itself already).
+    let handled = shared
+        .persistence
+        .shutdown_handled
+        .load(std::sync::atomic::Ordering::Acquire);
+    if !handled && crate::persist::snapshot::saves_on_exit(&shared) {
+        tracing::info!("Saving the final RDB snapshot before exiting.");
+        if let Err(e) = crate::persist::snapshot::save(&shared) {
+            tracing::warn!("Error trying to save the DB: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::warn!("{e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// SIGTERM or SIGINT, logged the way redis-server logs them.
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => tracing::warn!("Received SIGTERM scheduling shutdown..."),
+            _ = int.recv() => tracing::warn!("Received SIGINT scheduling shutdown..."),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
