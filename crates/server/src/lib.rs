@@ -43,6 +43,7 @@ pub mod notify;
 pub mod pause;
 pub mod persist;
 pub mod pubsub;
+pub mod repl;
 pub mod scripting;
 mod server;
 pub mod shared;

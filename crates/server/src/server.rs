@@ -51,6 +51,7 @@ impl ShutdownHandle {
 /// under its limit.
 fn background_events(shared: &Shared) {
     crate::persist::snapshot::cron(shared);
+    crate::repl::master::cron(shared);
     if shared.store.events().pending() {
         crate::notify::publish_pending(shared, 0, &mut bytes::BytesMut::new());
     }
@@ -104,6 +105,7 @@ impl Server {
             ));
         }
         let shared = Arc::new(Shared::new(config, port));
+        shared.set_arc();
         Ok(Server { listeners, shared })
     }
 

@@ -58,6 +58,10 @@ pub struct Shared {
     pub stats: Stats,
     /// Per-command and per-error counters (INFO commandstats, errorstats).
     pub cmdstats: crate::cmdstats::CommandStats,
+    /// Replication: the command stream, replicas, the master link.
+    pub repl: crate::repl::Replication,
+    /// This state's own `Arc`, for tasks a command starts (REPLICAOF).
+    this: std::sync::OnceLock<std::sync::Weak<Shared>>,
     /// Save bookkeeping (INFO persistence, LASTSAVE, save schedules).
     pub persistence: Arc<crate::persist::snapshot::Persistence>,
     /// Set to true to stop the server.
@@ -87,6 +91,8 @@ impl Shared {
         store
             .events()
             .set_notify_flags(config.notify_keyspace_events);
+        let repl = crate::repl::Replication::default();
+        store.events().set_deletion_feed(repl.journal.clone());
         Shared {
             store,
             acl,
@@ -102,12 +108,24 @@ impl Shared {
             stats: Stats::default(),
             cmdstats: crate::cmdstats::CommandStats::default(),
             persistence: Arc::default(),
+            repl,
+            this: std::sync::OnceLock::new(),
             shutdown: watch::channel(false).0,
             started: Instant::now(),
             started_at: SystemTime::now(),
             run_id,
             port,
         }
+    }
+
+    /// Records the `Arc` this state lives in (once, when the server is built).
+    pub fn set_arc(self: &Arc<Self>) {
+        let _ = self.this.set(Arc::downgrade(self));
+    }
+
+    /// This state as an `Arc`, for tasks that outlive a command.
+    pub fn arc(&self) -> Option<Arc<Shared>> {
+        self.this.get().and_then(std::sync::Weak::upgrade)
     }
 
     /// Asks the server to stop: listeners close, connections end.

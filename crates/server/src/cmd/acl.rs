@@ -68,9 +68,9 @@ pub fn denied_error(spec: &CommandSpec, denied: Denied, in_exec: bool) -> CmdErr
 /// Records a refusal in ACL LOG: `reason` and `object` as Redis names them, the user
 /// (the name tried, for authentication), the context (`multi` while queueing or in EXEC).
 pub fn log_refusal(ctx: &Ctx<'_>, reason: &'static str, object: &[u8], username: &[u8], cmd: &str) {
-    let multi = ctx.client.multi.is_some() || ctx.held.is_some();
+    let multi = ctx.client.multi.is_some() || ctx.nested;
     // Inside EXEC the client is running EXEC, which is what its info shows.
-    let cmd = if ctx.held.is_some() { "exec" } else { cmd };
+    let cmd = if ctx.nested { "exec" } else { cmd };
     ctx.shared.acl.log.add(acl::log::Entry {
         count: 1,
         reason,

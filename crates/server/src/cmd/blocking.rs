@@ -63,8 +63,8 @@ impl KeyShards for KeysRef<'_> {
 /// What trying a pop on one key gave.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// The reply is written.
-    Served,
+    /// The reply is written; this many elements were popped.
+    Served(usize),
     /// Nothing to pop (missing or empty).
     Empty,
 }
@@ -112,7 +112,7 @@ pub fn try_pop(
             if lists::drop_if_empty(shard, key) {
                 shard.notify(Generic.bit(), "del", key);
             }
-            Ok(Outcome::Served)
+            Ok(Outcome::Served(n))
         }
         BlockOp::Move {
             dst,
@@ -152,7 +152,7 @@ pub fn try_pop(
             if emptied {
                 src.notify(Generic.bit(), "del", key);
             }
-            Ok(Outcome::Served)
+            Ok(Outcome::Served(1))
         }
         BlockOp::ZPop { max } | BlockOp::ZMPop { max, .. } => {
             let count = match op {
@@ -205,10 +205,69 @@ pub fn try_pop(
                     }
                 }
             }
-            Ok(Outcome::Served)
+            Ok(Outcome::Served(popped.len()))
         }
         // Streams are served by `serve_stream_waiters`.
         BlockOp::Stream(_) => Ok(Outcome::Empty),
+    }
+}
+
+/// What a served pop puts in the replication stream (Redis 7.0 propagates blocking pops
+/// as their non-blocking twins): `[LR]POP key [count]`, `LMOVE src dst from to`,
+/// `ZPOP(MIN|MAX) key [count]`.
+pub fn stream_form(op: &BlockOp, key: &[u8], popped: usize) -> Vec<Bytes> {
+    let side_word = |left: bool| Bytes::from_static(if left { b"LEFT" } else { b"RIGHT" });
+    let key = Bytes::copy_from_slice(key);
+    let count = || Bytes::from(popped.to_string());
+    match op {
+        BlockOp::Pop { left } => {
+            vec![
+                Bytes::from_static(if *left { b"LPOP" } else { b"RPOP" }),
+                key,
+            ]
+        }
+        BlockOp::MPop { left, .. } => vec![
+            Bytes::from_static(if *left { b"LPOP" } else { b"RPOP" }),
+            key,
+            count(),
+        ],
+        BlockOp::Move {
+            dst,
+            from_left,
+            to_left,
+        } => vec![
+            Bytes::from_static(b"LMOVE"),
+            key,
+            dst.clone(),
+            side_word(*from_left),
+            side_word(*to_left),
+        ],
+        BlockOp::ZPop { max } => vec![
+            Bytes::from_static(if *max { b"ZPOPMAX" } else { b"ZPOPMIN" }),
+            key,
+        ],
+        BlockOp::ZMPop { max, .. } => vec![
+            Bytes::from_static(if *max { b"ZPOPMAX" } else { b"ZPOPMIN" }),
+            key,
+            count(),
+        ],
+        BlockOp::Stream(_) => Vec::new(),
+    }
+}
+
+/// A pop served by the command itself: recorded for the transaction or script around
+/// it, or (a top-level blocking command, which holds its own locks) appended to the
+/// stream now, while `key`'s shard is still locked.
+fn propagate_pop(ctx: &mut Ctx<'_>, op: &BlockOp, key: &[u8], popped: usize) {
+    let journal = &ctx.shared.repl.journal;
+    if !journal.active() {
+        return;
+    }
+    let form = stream_form(op, key, popped);
+    if ctx.nested || ctx.held.is_some() {
+        ctx.client.propagate_as = Some(vec![form]);
+    } else {
+        ctx.client.repl_offset = journal.append(&[(ctx.client.db, form)]);
     }
 }
 
@@ -402,7 +461,9 @@ pub fn pop_first(ctx: &mut Ctx<'_>, keys: &[Bytes], op: &BlockOp) -> CmdResult {
     }
     let mut locked = ctx.lock_keys(all);
     for key in keys {
-        if try_pop(op, &mut locked, key, proto, ctx.out)? == Outcome::Served {
+        if let Outcome::Served(n) = try_pop(op, &mut locked, key, proto, ctx.out)? {
+            drop(locked);
+            propagate_pop(ctx, op, key, n);
             return Ok(());
         }
     }
@@ -422,11 +483,13 @@ fn block_on(
     if let BlockOp::Move { dst, .. } = &op {
         all.push(dst);
     }
-    if ctx.held.is_some() {
+    if ctx.nested {
         // Inside EXEC: the shards are the transaction's, and blocking is not allowed.
         let mut locked = ctx.lock_keys(all);
         for key in keys {
-            if try_pop(&op, &mut locked, key, proto, ctx.out)? == Outcome::Served {
+            if let Outcome::Served(n) = try_pop(&op, &mut locked, key, proto, ctx.out)? {
+                drop(locked);
+                propagate_pop(ctx, &op, key, n);
                 return Ok(());
             }
         }
@@ -449,7 +512,14 @@ fn block_on(
                 },
                 _ => try_pop(&op, &mut locked, key, proto, ctx.out)?,
             };
-            if outcome == Outcome::Served {
+            if let Outcome::Served(n) = outcome {
+                // Appended before the shards unlock, so the pop keeps its place among
+                // other writes to the key.
+                let journal = &shared.repl.journal;
+                if journal.active() {
+                    let form = stream_form(&op, key, n);
+                    ctx.client.repl_offset = journal.append(&[(ctx.client.db, form)]);
+                }
                 return Ok(());
             }
         }
@@ -562,6 +632,8 @@ fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// Serves clients blocked on the keys `ready` (and on every key when `all`, after
 /// SWAPDB/MOVE and the like), oldest waiter first, until each key runs dry.
 pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) {
+    let journal = &shared.repl.journal;
+    let _gate = journal.enter();
     let mut registry = shared.blocking.lock();
     let mut queue: std::collections::VecDeque<(usize, Bytes)> = ready.drain(..).collect();
     if all {
@@ -598,10 +670,15 @@ pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) 
                     other => other,
                 },
             };
+            if let Ok(Outcome::Served(n)) = outcome {
+                if journal.active() {
+                    journal.append(&[(db, stream_form(&waiter.op, &key, n))]);
+                }
+            }
             drop(locked);
             match outcome {
                 Ok(Outcome::Empty) => break,
-                Ok(Outcome::Served) => {
+                Ok(Outcome::Served(_)) => {
                     registry.serve(&waiter, &reply);
                     if shared.tracking.active() {
                         shared

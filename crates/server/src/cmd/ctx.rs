@@ -26,6 +26,8 @@ pub struct Ctx<'a> {
     pub out: &'a mut BytesMut,
     /// The shards EXEC holds while it runs the queued commands; `None` otherwise.
     pub held: Option<&'a (dyn HeldShards + 'a)>,
+    /// Run by EXEC or by a script rather than by the client directly.
+    pub nested: bool,
 }
 
 /// One shard, locked for this command or borrowed from the running transaction.
@@ -93,6 +95,7 @@ impl<'a> Ctx<'a> {
             client,
             out,
             held: None,
+            nested: false,
         }
     }
 

@@ -225,14 +225,7 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
                 tracking.prefixes,
             );
         }
-        "replication" => {
-            let _ = write!(
-                text,
-                "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n\r\n",
-                shared.run_id,
-                shared.config.read().param_int("repl-backlog-size"),
-            );
-        }
+        "replication" => super::replication::info_section(ctx, text),
         "cpu" => {
             let [user, sys, cuser, csys] = cpu_seconds();
             let _ = write!(

@@ -25,6 +25,7 @@ pub mod lists;
 pub mod long_double;
 pub mod persistence;
 pub mod pubsub;
+pub mod replication;
 pub mod reply;
 pub mod scripting;
 pub mod server;
@@ -63,6 +64,7 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(sort::COMMANDS);
     all.extend_from_slice(admin::COMMANDS);
     all.extend_from_slice(persistence::COMMANDS);
+    all.extend_from_slice(replication::COMMANDS);
     all.extend_from_slice(acl::COMMANDS);
     all.extend_from_slice(keys::COMMANDS);
     all.extend_from_slice(dump::COMMANDS);
@@ -159,7 +161,7 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let verdict = crate::acl::check::check(&user.rules(), spec, args);
         if let Err(denied) = verdict {
             acl::log_denied(ctx, spec, denied, args);
-            let in_exec = ctx.held.is_some();
+            let in_exec = ctx.nested;
             return reject_spec(ctx, spec, acl::denied_error(spec, denied, in_exec));
         }
     }
@@ -168,7 +170,7 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     // A script running past busy-reply-threshold holds every shard: others get BUSY
     // (the script's own calls run with `held` set).
-    if ctx.held.is_none()
+    if !ctx.nested
         && ctx.shared.scripting.flags.busy()
         && !spec.flags.contains(CommandFlags::ALLOW_BUSY)
     {
@@ -180,15 +182,27 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return reject_spec(ctx, spec, CmdError::Static(busy));
     }
     if ctx.client.protocol == Protocol::Resp2
-        && ctx.held.is_none()
+        && !ctx.nested
         && ctx.client.in_pubsub()
         && !pubsub::allowed_in_pubsub(spec.name)
     {
         return reject_spec(ctx, spec, CmdError::Owned(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", spec.name)));
     }
-    if ctx.held.is_none() && ctx.shared.pause.active() && paused(ctx, spec, args) {
+    if !ctx.nested && !ctx.client.is_master && ctx.shared.pause.active() && paused(ctx, spec, args)
+    {
         ctx.client.postpone = true;
         return Ok(());
+    }
+    if spec.is_write()
+        && !ctx.client.is_master
+        && ctx.shared.repl.is_replica()
+        && ctx.shared.config.read().param_bool("replica-read-only")
+    {
+        return reject_spec(
+            ctx,
+            spec,
+            CmdError::Static("READONLY You can't write against a read only replica."),
+        );
     }
     if let Some(queue) = ctx.client.multi.as_mut() {
         if !tx::runs_inside_multi(top) {
@@ -204,8 +218,8 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let started = std::time::Instant::now();
     let before = ctx.out.len();
     let changes_before = crate::store::dirty::count();
-    let result = handler(ctx, args);
-    if ctx.held.is_none() {
+    let result = run_handler(ctx, spec, handler, args);
+    if !ctx.nested {
         // Commands inside EXEC or a script count as part of it.
         ctx.client.changes += crate::store::dirty::count().wrapping_sub(changes_before);
     }
@@ -224,6 +238,112 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         after_tracked_command(ctx, spec, args);
     }
     result
+}
+
+/// How a command reaches the replication stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Propagation {
+    /// It cannot change the dataset: nothing to record.
+    None,
+    /// Run with its shards held until its effects are appended (most writes).
+    Held,
+    /// EXEC and scripts: they hold their own shards and append their commands' effects
+    /// before releasing them.
+    OwnLocks,
+    /// Blocking pops append their pop under their own locks (they take the blocking
+    /// registry before any shard, so they cannot run with shards held).
+    SelfAppending,
+    /// Stream reads with a group: recorded after they ran.
+    After,
+}
+
+fn propagation(spec: &CommandSpec) -> Propagation {
+    if is_script(spec) || spec.name == "exec" {
+        Propagation::OwnLocks
+    } else if !spec.may_replicate() {
+        Propagation::None
+    } else if spec.is_blocking() {
+        if spec.name.starts_with('x') {
+            Propagation::After
+        } else {
+            Propagation::SelfAppending
+        }
+    } else {
+        Propagation::Held
+    }
+}
+
+/// Calls the handler; while the replication stream is on, a command that may change the
+/// dataset runs inside the journal's gate, and what it changed is recorded (and, at the
+/// top level, appended while its shards are still held: see `crate::repl::journal`).
+#[inline]
+fn run_handler(
+    ctx: &mut Ctx<'_>,
+    spec: &CommandSpec,
+    handler: Handler,
+    args: &[Bytes],
+) -> CmdResult {
+    let how = propagation(spec);
+    if how == Propagation::None {
+        return handler(ctx, args);
+    }
+    let shared = ctx.shared;
+    let journal = &shared.repl.journal;
+    let _gate = (!ctx.nested).then(|| journal.enter());
+    if !journal.active() {
+        return handler(ctx, args);
+    }
+    let db = ctx.client.db;
+    let before = ctx.out.len();
+    let changes_before = crate::store::dirty::count();
+    if ctx.nested {
+        let result = handler(ctx, args);
+        if how != Propagation::OwnLocks {
+            record_if_changed(ctx, spec, args, before, changes_before, db);
+        }
+        return result;
+    }
+    match how {
+        Propagation::Held => {
+            let queued = [args.to_vec()];
+            let held = std::cell::RefCell::new(match tx::plan(shared, db, &queued, &[]) {
+                Some(shards) => crate::store::Held::some(&shared.store, shards),
+                None => crate::store::Held::all(&shared.store),
+            });
+            let mut inner = Ctx {
+                shared,
+                client: &mut *ctx.client,
+                out: &mut *ctx.out,
+                held: Some(&held),
+                nested: false,
+            };
+            let result = handler(&mut inner, args);
+            record_if_changed(&mut inner, spec, args, before, changes_before, db);
+            crate::repl::flush(&mut inner);
+            result
+        }
+        Propagation::After => {
+            let result = handler(ctx, args);
+            record_if_changed(ctx, spec, args, before, changes_before, db);
+            crate::repl::flush(ctx);
+            result
+        }
+        _ => handler(ctx, args),
+    }
+}
+
+fn record_if_changed(
+    ctx: &mut Ctx<'_>,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    before: usize,
+    changes_before: u64,
+    db: usize,
+) {
+    let changed = crate::store::dirty::count() != changes_before;
+    if changed || ctx.client.propagate_as.is_some() || spec.name == "publish" {
+        crate::repl::record(ctx, spec.name, args, before, db);
+    }
 }
 
 /// Client-side caching after a command of a tracking client: remember the keys a
@@ -253,7 +373,7 @@ fn after_tracked_command(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) 
     } else if spec.is_readonly() && !spec.flags.contains(CommandFlags::PUBSUB) {
         remember_keys(ctx, args);
     }
-    if ctx.held.is_none() && ctx.client.multi.is_none() && !spec.name.starts_with("client") {
+    if !ctx.nested && ctx.client.multi.is_none() && !spec.name.starts_with("client") {
         ctx.client.tracking_caching = false;
     }
 }

@@ -118,6 +118,7 @@ fn run_locked_here(
             Some(held) => Some(held),
             None => ctx.held,
         },
+        nested: ctx.nested,
     };
     scripting::run(
         &mut engine,
@@ -128,6 +129,10 @@ fn run_locked_here(
         read_only,
         command,
     );
+    if own.is_some() {
+        // A top-level script: its effects go out as one piece while its shards are held.
+        crate::repl::flush(&mut inner);
+    }
     Ok(())
 }
 
@@ -283,6 +288,8 @@ fn function_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         .map_err(engine_error)?
         .load_library(code, replace, &scripting.flags)
         .map_err(engine_error)?;
+    // Libraries are part of the dataset: saves and replicas count the change.
+    crate::store::dirty::mark();
     encode::write_bulk(ctx.out, name.as_bytes());
     Ok(())
 }
@@ -293,6 +300,7 @@ fn function_delete(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if engine.libraries.remove(&name).is_none() {
         return Err(CmdError::Static("ERR Library not found"));
     }
+    crate::store::dirty::mark();
     ok(ctx.out);
     Ok(())
 }
@@ -308,6 +316,7 @@ fn function_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         .map_err(engine_error)?
         .libraries
         .clear();
+    crate::store::dirty::mark();
     ok(ctx.out);
     Ok(())
 }
@@ -469,6 +478,7 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(CmdError::Owned(e));
         }
     }
+    crate::store::dirty::mark();
     ok(ctx.out);
     Ok(())
 }

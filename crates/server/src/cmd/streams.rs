@@ -855,7 +855,7 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
         return Ok(());
     }
     match parsed.block {
-        Some(ms) if ctx.held.is_none() => {
+        Some(ms) if !ctx.nested => {
             let read = StreamRead {
                 from,
                 group: parsed.group.clone(),

@@ -137,7 +137,7 @@ const NARROW_OK: &[&str] = &[
 /// The shards a transaction needs: those of the WATCHed keys and of every queued
 /// command's keys, all in the current database. `None` (hold everything) as soon as one
 /// command may reach beyond its named keys or change the database.
-fn plan(
+pub(crate) fn plan(
     shared: &Shared,
     db: usize,
     queued: &[Vec<Bytes>],
@@ -210,9 +210,16 @@ fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
             client: &mut *ctx.client,
             out: &mut *ctx.out,
             held: Some(&held),
+            nested: true,
         };
         for args in &queued {
             super::execute(&mut inner, args);
+        }
+        if !ctx.nested {
+            // The transaction's effects go out as one piece while it still holds its
+            // shards.
+            inner.nested = false;
+            crate::repl::flush(&mut inner);
         }
     }
     drop(held);

@@ -14,6 +14,17 @@ use super::mailbox::Mailbox;
 use crate::acl::UserCell;
 use crate::blocking::Waiter;
 
+/// A WAIT in progress.
+#[derive(Debug, Clone, Copy)]
+pub struct WaitReplicas {
+    /// The offset replicas must acknowledge.
+    pub offset: u64,
+    /// How many must.
+    pub needed: usize,
+    /// When to answer anyway (`None`: never).
+    pub deadline: Option<tokio::time::Instant>,
+}
+
 /// Per-connection state, owned by the connection task (no locking).
 #[derive(Debug)]
 pub struct ClientState {
@@ -39,6 +50,24 @@ pub struct ClientState {
     pub created: Instant,
     /// Close the connection once the replies so far are written (QUIT, protocol errors).
     pub close_after_reply: bool,
+    /// What this command (or transaction, or script) puts in the replication stream,
+    /// with the database of each, appended when the top-level command ends.
+    pub propagate: Vec<(usize, Vec<Bytes>)>,
+    /// A command's own stream form, set by handlers that know it better than the
+    /// generic rules (a blocking pop served at once is propagated as the pop).
+    pub propagate_as: Option<Vec<Vec<Bytes>>>,
+    /// Stream offset after this client's last propagated write (WAIT waits for it).
+    pub repl_offset: u64,
+    /// The port a replica said it listens on (REPLCONF listening-port).
+    pub repl_listening_port: u16,
+    /// This is the link from our master: it may write to a read-only replica.
+    pub is_master: bool,
+    /// Our master asked for an ACK (REPLCONF GETACK).
+    pub ack_requested: bool,
+    /// SYNC/PSYNC made this connection a replica link.
+    pub replica_start: Option<crate::repl::master::ReplicaStart>,
+    /// WAIT is waiting for replicas.
+    pub wait: Option<WaitReplicas>,
     /// Dataset changes made since the last flush into the server total (Redis's
     /// `server.dirty`), added once per batch like the command count.
     pub changes: u64,
@@ -142,6 +171,14 @@ impl ClientState {
             created: Instant::now(),
             close_after_reply: false,
             commands_since_flush: 0,
+            propagate: Vec::new(),
+            propagate_as: None,
+            repl_offset: 0,
+            repl_listening_port: 0,
+            is_master: false,
+            ack_requested: false,
+            replica_start: None,
+            wait: None,
             changes: 0,
             cmdstats: crate::cmdstats::Local::default(),
             in_script: false,

@@ -52,6 +52,8 @@ pub enum Progress {
     Blocked,
     /// CLIENT PAUSE holds the next command (kept in `postponed`): wait for the pause to end.
     Paused,
+    /// WAIT waits for replicas, or SYNC made this connection a replica link.
+    Replication,
 }
 
 /// A connection being served.
@@ -171,6 +173,9 @@ pub fn run_commands(
                 if client.blocked.is_some() {
                     return Progress::Blocked;
                 }
+                if client.wait.is_some() || client.replica_start.is_some() {
+                    return Progress::Replication;
+                }
                 if output.len() >= FLUSH_AT {
                     return Progress::OutputFull;
                 }
@@ -266,6 +271,23 @@ impl Connection<'_> {
                     Progress::Paused => {
                         self.flush().await?;
                         if !self.wait_unpaused().await? {
+                            return Ok(());
+                        }
+                    }
+                    Progress::Replication => {
+                        self.flush().await?;
+                        if let Some(start) = self.client.replica_start.take() {
+                            // From here on the connection carries the stream.
+                            let shared = self.shared;
+                            return crate::repl::master::serve(
+                                shared,
+                                &mut self.stream,
+                                &mut self.input,
+                                start,
+                            )
+                            .await;
+                        }
+                        if !self.wait_replicas().await? {
                             return Ok(());
                         }
                     }
@@ -423,6 +445,44 @@ impl Connection<'_> {
                 }
                 _ = changed.changed() => {}
                 _ = tokio::time::sleep_until(until) => {}
+                read = self.stream.read_buf(&mut self.input) => {
+                    if read? == 0 || self.input.len() > self.limits.query_buffer_limit {
+                        return Ok(false);
+                    }
+                    self.reserve_input();
+                }
+            }
+        }
+    }
+
+    /// WAIT: answers how many replicas acknowledged the client's last write, once
+    /// enough did or the timeout passed, keeping the socket read meanwhile. Returns false
+    /// when the connection should close.
+    async fn wait_replicas(&mut self) -> io::Result<bool> {
+        let Some(wait) = self.client.wait.take() else {
+            return Ok(true);
+        };
+        let journal = &self.shared.repl.journal;
+        let mut acks = journal.subscribe_acks();
+        loop {
+            let acked = journal.acked_count(wait.offset);
+            if acked >= wait.needed {
+                encode::write_integer(&mut self.output, acked as i64);
+                return Ok(true);
+            }
+            let expiry = async {
+                match wait.deadline {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = acks.changed() => {}
+                _ = expiry => {
+                    let acked = journal.acked_count(wait.offset);
+                    encode::write_integer(&mut self.output, acked as i64);
+                    return Ok(true);
+                }
                 read = self.stream.read_buf(&mut self.input) => {
                     if read? == 0 || self.input.len() > self.limits.query_buffer_limit {
                         return Ok(false);

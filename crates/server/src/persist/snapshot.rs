@@ -112,9 +112,11 @@ pub fn capture(shared: &Shared, held: &mut dyn ShardMap, extra_aux: &[(&str, &[u
             continue;
         }
         writer.select_db(db, keys, expires);
+        // Like Redis, keys past their deadline but not reclaimed yet are saved; a master
+        // loading the image skips them, a replica keeps them for its master's DEL.
         for index in 0..shards {
             held.shard(db, index)
-                .for_each_live(|key, entry| writer.entry(key.as_bytes(), entry));
+                .for_each_stored(|key, entry| writer.entry(key.as_bytes(), entry));
         }
     }
     writer.finish(checksum)
@@ -133,6 +135,8 @@ pub struct Loaded {
     pub ctime: Option<u64>,
     /// `repl-id` and `repl-offset`, when given (a replica continues from them).
     pub repl: Option<(String, i64)>,
+    /// `repl-stream-db`: the database the master's stream had selected.
+    pub stream_db: Option<usize>,
 }
 
 /// Empties every database of `held` (which holds every shard).
@@ -169,6 +173,7 @@ pub fn load(
                     b"ctime" => loaded.ctime = text.parse().ok(),
                     b"repl-id" => repl_id = Some(text),
                     b"repl-offset" => repl_offset = text.parse().ok(),
+                    b"repl-stream-db" => loaded.stream_db = text.parse().ok(),
                     _ => {}
                 }
             }

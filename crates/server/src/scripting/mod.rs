@@ -981,6 +981,7 @@ fn call_command(
             client: &mut *client,
             out: &mut out,
             held,
+            nested: true,
         };
         crate::cmd::execute(&mut inner, &args);
     }

@@ -108,7 +108,7 @@ fn value_digest_from(mut digest: Digest, entry: &Entry) -> Digest {
 /// Folds every live key of `shard` into `db_digest` (the xor of key digests).
 pub fn fold_shard(shard: &Shard, db_digest: &mut Digest) -> usize {
     let mut keys = 0;
-    shard.for_each_live(|key, entry| {
+    shard.for_each_stored(|key, entry| {
         let mut digest = [0u8; 20];
         mix_digest(&mut digest, key.as_bytes());
         // The value is mixed into the key's running digest, then the pair's hash xored

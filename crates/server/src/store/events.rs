@@ -35,9 +35,21 @@ pub const CLASS_EVICTED: u32 = 1 << 9;
 /// Notification class bit of `new` events (Redis's `NOTIFY_NEW`).
 pub const CLASS_NEW: u32 = 1 << 14;
 
+/// Where keys that expire are reported for replication: the DEL a replica must apply,
+/// appended while the key's shard is still locked.
+pub trait DeletionFeed: Send + Sync + std::fmt::Debug {
+    /// `key` of database `db` expired and was removed.
+    fn expired(&self, db: usize, key: &[u8]);
+}
+
 /// The event queue and the switches that decide what is recorded.
 #[derive(Debug, Default)]
 pub struct KeyEvents {
+    /// The replication stream, once the server has one.
+    deletions: std::sync::OnceLock<std::sync::Arc<dyn DeletionFeed>>,
+    /// This server replicates a master: keys expire when the master says so (its DEL),
+    /// never locally (see [`super::Shard`]).
+    replica: AtomicBool,
     /// `notify-keyspace-events`, as Redis's flag bits.
     notify: AtomicU32,
     /// Some client tracks keys: expirations and evictions must be reported.
@@ -86,9 +98,28 @@ impl KeyEvents {
         self.pending.store(true, Ordering::Release);
     }
 
+    /// Whether keys expire only by the master's DEL (this server is a replica).
+    #[inline]
+    pub fn replica(&self) -> bool {
+        self.replica.load(Ordering::Relaxed)
+    }
+
+    /// Switches master-driven expiry on (REPLICAOF host port) or off (NO ONE).
+    pub fn set_replica(&self, on: bool) {
+        self.replica.store(on, Ordering::Relaxed);
+    }
+
+    /// Sets where expired keys are reported for replication (once, at start).
+    pub fn set_deletion_feed(&self, feed: std::sync::Arc<dyn DeletionFeed>) {
+        let _ = self.deletions.set(feed);
+    }
+
     /// A key was removed because it expired (lazily or by the active cycle).
     #[inline]
     pub fn expired(&self, db: usize, key: &[u8]) {
+        if let Some(feed) = self.deletions.get() {
+            feed.expired(db, key);
+        }
         let notify = self.wants(CLASS_EXPIRED);
         let tracking = self.tracking();
         if notify || tracking {

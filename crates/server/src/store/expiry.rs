@@ -71,7 +71,8 @@ pub fn run(
             Err(RecvTimeoutError::Timeout) => {}
             _ => return,
         }
-        if store.active_expire() {
+        // A replica's keys expire by its master's DELs only.
+        if store.active_expire() && !store.events().replica() {
             run_cycle(&store, &mut cursor, period / 4);
         }
         after_cycle();

@@ -31,7 +31,7 @@ use redline_resp::slot::key_slot;
 pub use compact::{CompactBytes, INLINE_CAPACITY};
 pub use events::{KeyEvent, KeyEvents};
 pub use held::{Held, HeldShards, ShardMap};
-pub use shard::{SampleResult, Shard};
+pub use shard::{as_master, SampleResult, Shard};
 pub use value::{canonical_int, Entry, HashValue, Hasher, ListValue, SetValue, Value};
 pub use zset::{Score, ZSet};
 

@@ -15,6 +15,24 @@ use super::events::KeyEvents;
 use super::now_ms;
 use super::value::{Entry, Hasher, Value};
 
+thread_local! {
+    /// The command running on this thread comes from our master (replica side).
+    static FROM_MASTER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn from_master() -> bool {
+    FROM_MASTER.with(std::cell::Cell::get)
+}
+
+/// Runs `f` as our master's stream: expired keys stay visible to it (see
+/// [`Shard::get`]).
+pub fn as_master<R>(f: impl FnOnce() -> R) -> R {
+    FROM_MASTER.with(|m| m.set(true));
+    let result = f();
+    FROM_MASTER.with(|m| m.set(false));
+    result
+}
+
 /// Keys of one shard.
 #[derive(Debug, Default)]
 pub struct Shard {
@@ -112,11 +130,18 @@ impl Shard {
     }
 
     /// Index of the live entry of `key`; an expired one is removed first (lazy expiry).
+    ///
+    /// On a replica, as in Redis, expiry is the master's: an expired key is hidden from
+    /// clients but kept until the master's DEL, and the master's own commands still see
+    /// it (the master knows better whether it lives).
     #[inline]
     fn live_index(&mut self, key: &[u8]) -> Option<usize> {
         let index = self.map.get_index_of(key)?;
         let expires_at = self.map.get_index(index).map_or(0, |(_, e)| e.expires_at);
         if expires_at != 0 && expires_at <= now_ms() {
+            if self.events.as_ref().is_some_and(|e| e.replica()) {
+                return from_master().then_some(index);
+            }
             if let Some((key, _)) = self.remove_index_with_key(index) {
                 self.report_expired(&key);
             }
@@ -345,7 +370,15 @@ impl Shard {
         pos
     }
 
-    /// Every live key (KEYS).
+    /// Every stored key, expired or not yet reclaimed (DEBUG DIGEST, like Redis's walk
+    /// of its dictionary).
+    pub fn for_each_stored(&self, mut f: impl FnMut(&CompactBytes, &Entry)) {
+        for (key, entry) in &self.map {
+            f(key, entry);
+        }
+    }
+
+    /// Every live key (KEYS, snapshots).
     pub fn for_each_live(&self, mut f: impl FnMut(&CompactBytes, &Entry)) {
         let now = now_ms();
         for (key, entry) in &self.map {

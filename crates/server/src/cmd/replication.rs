@@ -1,0 +1,276 @@
+//! SYNC PSYNC REPLCONF REPLICAOF SLAVEOF ROLE WAIT: the commands over [`crate::repl`].
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use redline_resp::encode;
+
+use super::args::is;
+use super::reply::{ok, CmdError, CmdResult, SYNTAX};
+use super::{Ctx, Handler};
+use crate::repl::journal::LinkState;
+use crate::repl::{master, replica};
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("sync", sync),
+    ("psync", psync),
+    ("replconf", replconf),
+    ("replicaof", replicaof),
+    ("slaveof", replicaof),
+    ("role", role),
+    ("wait", wait),
+];
+
+fn refuse_nested(ctx: &Ctx<'_>) -> CmdResult {
+    if ctx.nested || ctx.client.multi.is_some() {
+        return Err(CmdError::Static(
+            "ERR Replica can't interact with the keyspace",
+        ));
+    }
+    Ok(())
+}
+
+fn sync(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    refuse_nested(ctx)?;
+    master::start(ctx, None);
+    Ok(())
+}
+
+fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    refuse_nested(ctx)?;
+    master::start(ctx, Some((&args[1], &args[2])));
+    Ok(())
+}
+
+/// REPLCONF listening-port / ip-address / capa / ack / getack / rdb-only...: what a
+/// replica tells its master during the handshake, and what a master asks a replica.
+fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() % 2 == 0 {
+        return Err(SYNTAX);
+    }
+    for pair in args[1..].chunks(2) {
+        let (option, value) = (&pair[0], &pair[1]);
+        if is(option, "listening-port") {
+            let port = std::str::from_utf8(value)
+                .ok()
+                .and_then(|p| p.parse::<u16>().ok())
+                .ok_or(CmdError::Static(
+                    "ERR value is not an integer or out of range",
+                ))?;
+            ctx.client.repl_listening_port = port;
+        } else if is(option, "getack") {
+            // From our master: answer with our offset (the replica task sends it).
+            if ctx.client.is_master {
+                ctx.client.ack_requested = true;
+            }
+            return Ok(());
+        } else if is(option, "ack") || is(option, "fack") {
+            // ACKs arrive on the replica link, which reads them itself.
+            return Ok(());
+        } else if !["ip-address", "capa", "rdb-only", "rdb-filter-only"]
+            .iter()
+            .any(|o| is(option, o))
+        {
+            let name = String::from_utf8_lossy(option);
+            return Err(CmdError::Owned(format!(
+                "ERR Unrecognized REPLCONF option: {name}"
+            )));
+        }
+    }
+    ok(ctx.out);
+    Ok(())
+}
+
+/// REPLICAOF host port | NO ONE (and SLAVEOF).
+fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    refuse_nested(ctx)?;
+    let shared = ctx.shared;
+    if is(&args[1], "no") && is(&args[2], "one") {
+        let previous = shared.repl.master.lock().take();
+        if previous.is_some() {
+            let journal = &shared.repl.journal;
+            journal.stream().shift_replid();
+            journal.set_proxy(false);
+            shared.store.events().set_replica(false);
+            tracing::info!("MASTER MODE enabled (user request)");
+        }
+        ok(ctx.out);
+        return Ok(());
+    }
+    let port = std::str::from_utf8(&args[2])
+        .ok()
+        .and_then(|p| p.parse::<u16>().ok())
+        .ok_or(CmdError::Static("ERR Invalid master port"))?;
+    let host = String::from_utf8_lossy(&args[1]).into_owned();
+    let mut master = shared.repl.master.lock();
+    if master
+        .as_ref()
+        .is_some_and(|m| m.host.eq_ignore_ascii_case(&host) && m.port == port)
+    {
+        encode::write_simple(ctx.out, b"OK Already connected to specified master");
+        return Ok(());
+    }
+    let Some(this) = shared.arc() else {
+        return Err(CmdError::Static("ERR replication needs a running server"));
+    };
+    shared.repl.journal.set_proxy(true);
+    shared.store.events().set_replica(true);
+    *master = Some(replica::replicate(this, host.clone(), port));
+    tracing::info!(
+        "REPLICAOF {host}:{port} enabled (user request from 'id={}')",
+        ctx.client.id
+    );
+    ok(ctx.out);
+    Ok(())
+}
+
+fn role(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let shared = ctx.shared;
+    let master = shared.repl.master.lock();
+    let offset = shared.repl.journal.offset();
+    match master.as_ref() {
+        Some(link) => {
+            encode::write_array_len(ctx.out, 5);
+            encode::write_bulk(ctx.out, b"slave");
+            encode::write_bulk(ctx.out, link.host.as_bytes());
+            encode::write_integer(ctx.out, i64::from(link.port));
+            encode::write_bulk(ctx.out, link.status.role_state().as_bytes());
+            encode::write_integer(ctx.out, i64::try_from(offset).unwrap_or(i64::MAX));
+        }
+        None => {
+            let stream = shared.repl.journal.stream();
+            encode::write_array_len(ctx.out, 3);
+            encode::write_bulk(ctx.out, b"master");
+            encode::write_integer(ctx.out, i64::try_from(offset).unwrap_or(i64::MAX));
+            let online: Vec<_> = stream
+                .replicas()
+                .iter()
+                .filter(|r| r.state() == LinkState::Online)
+                .collect();
+            encode::write_array_len(ctx.out, online.len());
+            for r in online {
+                encode::write_array_len(ctx.out, 3);
+                encode::write_bulk(ctx.out, r.ip.to_string().as_bytes());
+                encode::write_bulk(
+                    ctx.out,
+                    r.listening_port
+                        .load(Ordering::Relaxed)
+                        .to_string()
+                        .as_bytes(),
+                );
+                encode::write_bulk(
+                    ctx.out,
+                    r.ack.load(Ordering::Relaxed).to_string().as_bytes(),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// WAIT numreplicas timeout: answered at once when enough replicas acknowledged this
+/// client's last write, else the connection waits (see `net::connection`).
+fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let shared = ctx.shared;
+    if shared.repl.is_replica() {
+        return Err(CmdError::Static("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."));
+    }
+    let needed = super::args::int(&args[1])?;
+    let timeout = super::args::int(&args[2])?;
+    if timeout < 0 {
+        return Err(CmdError::Static("ERR timeout is negative"));
+    }
+    let offset = ctx.client.repl_offset;
+    let acked = shared.repl.journal.acked_count(offset);
+    if ctx.nested || acked as i64 >= needed {
+        encode::write_integer(ctx.out, acked as i64);
+        return Ok(());
+    }
+    // Ask the replicas for an ACK now rather than at their next second.
+    shared.repl.journal.append_dbless(&[
+        Bytes::from_static(b"REPLCONF"),
+        Bytes::from_static(b"GETACK"),
+        Bytes::from_static(b"*"),
+    ]);
+    ctx.client.wait = Some(crate::net::client::WaitReplicas {
+        offset,
+        needed: usize::try_from(needed).unwrap_or(usize::MAX),
+        deadline: (timeout > 0).then(|| {
+            tokio::time::Instant::now() + std::time::Duration::from_millis(timeout as u64)
+        }),
+    });
+    Ok(())
+}
+
+/// INFO's `# Replication` section.
+pub fn info_section(ctx: &Ctx<'_>, text: &mut String) {
+    let shared = ctx.shared;
+    let master = shared.repl.master.lock();
+    let stream = shared.repl.journal.stream();
+    text.push_str("# Replication\r\n");
+    match master.as_ref() {
+        Some(link) => {
+            let now = crate::persist::snapshot::unix_secs();
+            let status = &link.status;
+            let last_io = status.last_io.load(Ordering::Relaxed);
+            let _ = write!(
+                text,
+                "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\nmaster_last_io_seconds_ago:{}\r\nmaster_sync_in_progress:{}\r\nslave_read_repl_offset:{}\r\nslave_repl_offset:{}\r\n",
+                link.host,
+                link.port,
+                if status.is_up() { "up" } else { "down" },
+                if last_io == 0 { -1 } else { now.saturating_sub(last_io) as i64 },
+                u8::from(status.syncing()),
+                stream.offset,
+                stream.offset,
+            );
+            if !status.is_up() {
+                let since = status.down_since.load(Ordering::Relaxed);
+                let _ = write!(
+                    text,
+                    "master_link_down_since_seconds:{}\r\n",
+                    now.saturating_sub(since)
+                );
+            }
+            let _ = write!(
+                text,
+                "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:1\r\n",
+                shared.config.read().param_int("replica-priority"),
+                u8::from(shared.config.read().param_bool("replica-read-only")),
+            );
+        }
+        None => text.push_str("role:master\r\n"),
+    }
+    let _ = write!(text, "connected_slaves:{}\r\n", stream.replicas().len());
+    for (i, r) in stream.replicas().iter().enumerate() {
+        let state = match r.state() {
+            LinkState::WaitBgsave => "wait_bgsave",
+            LinkState::SendBulk => "send_bulk",
+            LinkState::Online => "online",
+        };
+        let lag = crate::persist::snapshot::unix_secs()
+            .saturating_sub(r.ack_time.load(Ordering::Relaxed));
+        let _ = write!(
+            text,
+            "slave{i}:ip={},port={},state={state},offset={},lag={lag}\r\n",
+            r.ip,
+            r.listening_port.load(Ordering::Relaxed),
+            r.ack.load(Ordering::Relaxed),
+        );
+    }
+    let backlog = stream.backlog();
+    let _ = write!(
+        text,
+        "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:{}\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{}\r\n\r\n",
+        stream.replid,
+        stream.replid2,
+        stream.offset,
+        stream.second_offset,
+        u8::from(backlog.is_some()),
+        shared.config.read().param_int("repl-backlog-size"),
+        backlog.map_or(0, |b| b.start() + 1),
+        backlog.map_or(0, |b| b.len()),
+    );
+}

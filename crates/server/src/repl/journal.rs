@@ -1,0 +1,430 @@
+//! The command stream: every change to the dataset, in RESP, in one order, with the
+//! replication offset and backlog (Redis's `replicationFeedSlaves` and `repl_backlog`).
+//!
+//! # Order on a sharded keyspace
+//!
+//! Commands run in parallel on different shards, but a replica applies one stream. A
+//! change is appended while its shards are still locked (a command holds them from
+//! before it runs until its effects are appended, see `crate::cmd`; an expired key's DEL
+//! is appended under the lock of the shard it was in), so two changes to one key reach
+//! the stream in the order they happened, and a transaction or script is one piece.
+//!
+//! # Turning the stream on
+//!
+//! Nothing is recorded until the first replica attaches: the dispatcher looks at one
+//! atomic flag per write. Turning it on must not race with a write that looked at the
+//! flag and has not locked its shards yet; writes therefore run inside a *gate*, one
+//! read lock per thread slot (uncontended: a thread only ever takes its own slot), and
+//! [`Journal::activate`] takes every slot for writing once, which waits for writes in
+//! flight and makes every later one see the flag.
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use parking_lot::{Mutex, RwLock, RwLockReadGuard};
+use redline_resp::encode;
+use tokio::sync::{mpsc, watch};
+
+use super::backlog::Backlog;
+
+/// Thread slots of the gate (more threads than slots only share slots).
+const GATE_SLOTS: usize = 64;
+
+#[repr(align(128))]
+#[derive(Debug, Default)]
+struct Slot(RwLock<()>);
+
+static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static SLOT: usize = NEXT_SLOT.fetch_add(1, Ordering::Relaxed) % GATE_SLOTS;
+}
+
+/// Where a replica is in its sync (INFO replication `state=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum LinkState {
+    /// The snapshot is being taken.
+    WaitBgsave = 0,
+    /// The snapshot is being sent.
+    SendBulk = 1,
+    /// Streaming.
+    Online = 2,
+}
+
+/// One attached replica, as the master sees it.
+#[derive(Debug)]
+pub struct ReplicaLink {
+    /// Its client id.
+    pub id: u64,
+    /// Its address.
+    pub ip: IpAddr,
+    /// The port it listens on (REPLCONF listening-port).
+    pub listening_port: AtomicU16,
+    state: AtomicU8,
+    /// The offset it acknowledged last (REPLCONF ACK).
+    pub ack: AtomicU64,
+    /// Unix seconds of its last ACK.
+    pub ack_time: AtomicU64,
+    /// The stream, chunk by chunk, to its connection.
+    tx: mpsc::UnboundedSender<Bytes>,
+}
+
+impl ReplicaLink {
+    /// Its sync state.
+    pub fn state(&self) -> LinkState {
+        match self.state.load(Ordering::Relaxed) {
+            0 => LinkState::WaitBgsave,
+            1 => LinkState::SendBulk,
+            _ => LinkState::Online,
+        }
+    }
+
+    /// Moves it to `state`.
+    pub fn set_state(&self, state: LinkState) {
+        self.state.store(state as u8, Ordering::Relaxed);
+    }
+}
+
+/// The stream's position and its readers.
+#[derive(Debug)]
+pub struct Stream {
+    /// Replication id (40 hex characters).
+    pub replid: String,
+    /// The previous replication id, after a promotion (PSYNC accepts it up to
+    /// `second_offset`).
+    pub replid2: String,
+    /// Offset up to which `replid2` is valid, -1 when none.
+    pub second_offset: i64,
+    /// Bytes ever appended (`master_repl_offset`).
+    pub offset: u64,
+    /// The database the stream last selected.
+    db: Option<usize>,
+    /// The last bytes, once a replica has attached.
+    backlog: Option<Backlog>,
+    /// Attached replicas.
+    replicas: Vec<Arc<ReplicaLink>>,
+}
+
+impl Stream {
+    /// The backlog, if one exists.
+    pub fn backlog(&self) -> Option<&Backlog> {
+        self.backlog.as_ref()
+    }
+
+    /// Attached replicas.
+    pub fn replicas(&self) -> &[Arc<ReplicaLink>] {
+        &self.replicas
+    }
+
+    /// Everything after offset `from`, if the backlog (under this id) still holds it.
+    pub fn continue_from(&self, replid: &str, from: u64) -> Option<Vec<u8>> {
+        let valid = replid == self.replid
+            || (replid == self.replid2
+                && i64::try_from(from).is_ok_and(|f| f <= self.second_offset));
+        if !valid {
+            return None;
+        }
+        self.backlog.as_ref()?.since(from)
+    }
+
+    /// Adds a replica whose stream starts now (the caller sends it the snapshot or the
+    /// backlog part first). Returns the link and the receiving end of its stream.
+    pub fn attach(
+        &mut self,
+        id: u64,
+        ip: IpAddr,
+        listening_port: u16,
+        backlog_size: usize,
+    ) -> (Arc<ReplicaLink>, mpsc::UnboundedReceiver<Bytes>) {
+        if self.backlog.is_none() {
+            self.backlog = Some(Backlog::new(backlog_size, self.offset));
+        }
+        // The next command names its database again, whatever the stream selected
+        // before: the replica starts from a snapshot, not from that SELECT.
+        self.db = None;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let link = Arc::new(ReplicaLink {
+            id,
+            ip,
+            listening_port: AtomicU16::new(listening_port),
+            state: AtomicU8::new(LinkState::WaitBgsave as u8),
+            ack: AtomicU64::new(0),
+            ack_time: AtomicU64::new(crate::persist::snapshot::unix_secs()),
+            tx,
+        });
+        self.replicas.retain(|r| r.id != id);
+        self.replicas.push(link.clone());
+        (link, rx)
+    }
+
+    /// Removes replica `id` (its connection ended).
+    pub fn detach(&mut self, id: u64) {
+        self.replicas.retain(|r| r.id != id);
+    }
+
+    fn push(&mut self, chunk: Bytes) {
+        self.offset += chunk.len() as u64;
+        if let Some(backlog) = &mut self.backlog {
+            backlog.push(&chunk);
+        }
+        self.replicas.retain(|r| r.tx.send(chunk.clone()).is_ok());
+    }
+
+    /// Sets the capacity of the backlog (CONFIG SET repl-backlog-size).
+    pub fn resize_backlog(&mut self, size: usize) {
+        if let Some(backlog) = &mut self.backlog {
+            backlog.resize(size);
+        }
+    }
+
+    /// Starts a new history (a replica promoted, or taking a master's): the old id stays
+    /// valid for PSYNC up to the current offset.
+    pub fn shift_replid(&mut self) {
+        self.replid2 = std::mem::replace(&mut self.replid, new_replid());
+        self.second_offset = i64::try_from(self.offset).unwrap_or(i64::MAX);
+    }
+
+    /// Takes the id and offset of a master this server now replicates (full sync).
+    pub fn adopt(&mut self, replid: &str, offset: u64) {
+        self.replid = replid.to_string();
+        self.replid2 = "0".repeat(40);
+        self.second_offset = -1;
+        self.offset = offset;
+        self.db = None;
+        if let Some(backlog) = &mut self.backlog {
+            *backlog = Backlog::new(backlog.capacity(), offset);
+        }
+    }
+}
+
+/// A fresh 40-character replication id.
+pub fn new_replid() -> String {
+    (0..40)
+        .map(|_| char::from(b"0123456789abcdef"[fastrand::usize(..16)]))
+        .collect()
+}
+
+/// The command stream of this server.
+#[derive(Debug)]
+pub struct Journal {
+    active: AtomicBool,
+    /// This server replicates a master: its stream is the master's, proxied byte for
+    /// byte, and its own changes are not propagated.
+    proxy: AtomicBool,
+    gate: Box<[Slot]>,
+    stream: Mutex<Stream>,
+    /// Bumped on every replica ACK (WAIT waits on it).
+    acks: watch::Sender<u64>,
+}
+
+impl Default for Journal {
+    fn default() -> Self {
+        Journal {
+            active: AtomicBool::new(false),
+            proxy: AtomicBool::new(false),
+            gate: (0..GATE_SLOTS).map(|_| Slot::default()).collect(),
+            stream: Mutex::new(Stream {
+                replid: new_replid(),
+                replid2: "0".repeat(40),
+                second_offset: -1,
+                offset: 0,
+                db: None,
+                backlog: None,
+                replicas: Vec::new(),
+            }),
+            acks: watch::channel(0).0,
+        }
+    }
+}
+
+/// Held while a write runs (see the module docs).
+pub type GateGuard<'a> = RwLockReadGuard<'a, ()>;
+
+impl Journal {
+    /// Whether changes are recorded (a replica attached at some point, and this server
+    /// is not itself a replica).
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.active.load(Ordering::Acquire) && !self.proxy.load(Ordering::Relaxed)
+    }
+
+    /// Whether this server proxies a master's stream.
+    pub fn is_proxy(&self) -> bool {
+        self.proxy.load(Ordering::Relaxed)
+    }
+
+    /// Switches proxy mode (REPLICAOF host port / NO ONE).
+    pub fn set_proxy(&self, on: bool) {
+        self.proxy.store(on, Ordering::Release);
+    }
+
+    /// Enters the gate for one write (top-level commands only: never nested).
+    #[inline]
+    pub fn enter(&self) -> GateGuard<'_> {
+        let slot = SLOT.with(|s| *s);
+        self.gate[slot].0.read()
+    }
+
+    /// Turns recording on, after every write in flight has finished.
+    pub fn activate(&self) {
+        if self.active.load(Ordering::Acquire) {
+            return;
+        }
+        let _all: Vec<_> = self.gate.iter().map(|s| s.0.write()).collect();
+        self.active.store(true, Ordering::Release);
+    }
+
+    /// The stream, locked (shards, if any, must be locked before it).
+    pub fn stream(&self) -> parking_lot::MutexGuard<'_, Stream> {
+        self.stream.lock()
+    }
+
+    /// Appends commands, each with the database it ran in; more than one are wrapped in
+    /// MULTI/EXEC so the replica applies them as one, as Redis 7.0 does. Returns the
+    /// offset after them.
+    pub fn append(&self, commands: &[(usize, Vec<Bytes>)]) -> u64 {
+        let mut stream = self.stream.lock();
+        if commands.is_empty() {
+            return stream.offset;
+        }
+        let mut out = BytesMut::new();
+        let wrap = commands.len() > 1;
+        if wrap {
+            select(&mut out, &mut stream, commands[0].0);
+            write_command(&mut out, &[Bytes::from_static(b"MULTI")]);
+        }
+        for (db, args) in commands {
+            select(&mut out, &mut stream, *db);
+            write_command(&mut out, args);
+        }
+        if wrap {
+            write_command(&mut out, &[Bytes::from_static(b"EXEC")]);
+        }
+        stream.push(out.freeze());
+        stream.offset
+    }
+
+    /// Appends bytes as they came from this server's master (proxy mode).
+    pub fn append_raw(&self, bytes: Bytes) {
+        self.stream.lock().push(bytes);
+    }
+
+    /// Appends a command that names no database (PING, REPLCONF GETACK).
+    pub fn append_dbless(&self, args: &[Bytes]) -> u64 {
+        let mut out = BytesMut::new();
+        write_command(&mut out, args);
+        let mut stream = self.stream.lock();
+        stream.push(out.freeze());
+        stream.offset
+    }
+
+    /// Current offset.
+    pub fn offset(&self) -> u64 {
+        self.stream.lock().offset
+    }
+
+    /// Records a replica's ACK and wakes WAIT.
+    pub fn acked(&self, link: &ReplicaLink, offset: u64) {
+        link.ack.fetch_max(offset, Ordering::AcqRel);
+        link.ack_time
+            .store(crate::persist::snapshot::unix_secs(), Ordering::Relaxed);
+        self.acks.send_modify(|n| *n += 1);
+    }
+
+    /// Watches ACKs (WAIT).
+    pub fn subscribe_acks(&self) -> watch::Receiver<u64> {
+        self.acks.subscribe()
+    }
+
+    /// Replicas online whose ACK reached `offset`.
+    pub fn acked_count(&self, offset: u64) -> usize {
+        self.stream
+            .lock()
+            .replicas
+            .iter()
+            .filter(|r| r.state() == LinkState::Online && r.ack.load(Ordering::Acquire) >= offset)
+            .count()
+    }
+}
+
+fn select(out: &mut BytesMut, stream: &mut Stream, db: usize) {
+    if stream.db != Some(db) {
+        let db_text = db.to_string();
+        write_command(out, &[Bytes::from_static(b"SELECT"), Bytes::from(db_text)]);
+        stream.db = Some(db);
+    }
+}
+
+/// One command as a RESP array of bulk strings.
+pub fn write_command(out: &mut BytesMut, args: &[Bytes]) {
+    encode::write_array_len(out, args.len());
+    for arg in args {
+        encode::write_bulk(out, arg);
+    }
+}
+
+impl crate::store::events::DeletionFeed for Journal {
+    fn expired(&self, db: usize, key: &[u8]) {
+        if self.active() {
+            self.append(&[(
+                db,
+                vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(key)],
+            )]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> Vec<Bytes> {
+        words.iter().map(|w| Bytes::from(w.to_string())).collect()
+    }
+
+    #[test]
+    fn selects_once_and_wraps_several_commands() {
+        let journal = Journal::default();
+        let (_link, mut rx) =
+            journal
+                .stream()
+                .attach(1, IpAddr::from([127, 0, 0, 1]), 6380, 1 << 20);
+        journal.append(&[(0, args(&["SET", "a", "1"]))]);
+        journal.append(&[(0, args(&["SET", "b", "2"]))]);
+        journal.append(&[(1, args(&["INCR", "x"])), (2, args(&["DEL", "y"]))]);
+        let mut got = Vec::new();
+        while let Ok(chunk) = rx.try_recv() {
+            got.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8(got).unwrap().replace("\r\n", " ");
+        assert_eq!(
+            text,
+            "*2 $6 SELECT $1 0 *3 $3 SET $1 a $1 1 *3 $3 SET $1 b $1 2 \
+             *2 $6 SELECT $1 1 *1 $5 MULTI *2 $4 INCR $1 x \
+             *2 $6 SELECT $1 2 *2 $3 DEL $1 y *1 $4 EXEC "
+        );
+        let stream = journal.stream();
+        assert_eq!(
+            stream.offset as usize,
+            text.len() + text.matches(' ').count()
+        );
+        assert!(stream.continue_from(&stream.replid.clone(), 0).is_some());
+        assert!(stream.continue_from("other", 0).is_none());
+    }
+
+    #[test]
+    fn activation_waits_for_writes_in_flight() {
+        let journal = Arc::new(Journal::default());
+        let gate = journal.enter();
+        let j = journal.clone();
+        let activating = std::thread::spawn(move || j.activate());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!journal.active(), "activated while a write was in flight");
+        drop(gate);
+        activating.join().unwrap();
+        assert!(journal.active());
+    }
+}

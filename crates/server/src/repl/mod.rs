@@ -1,0 +1,82 @@
+//! Replication, as Redis 7.0 does it and compatible with it in both directions.
+//!
+//! - [`journal`]: the command stream every change goes into, its offset and backlog,
+//!   and the order guarantee on a sharded keyspace (read its docs first).
+//! - [`rewrite`]: what each command puts in the stream (absolute times, results instead
+//!   of recomputations), so a replica, redis-server or redline, applies the same change.
+//! - [`master`]: SYNC and PSYNC: a full sync ships an RDB image taken while every shard
+//!   is held, then the stream from the offset it was taken at; PSYNC continues from the
+//!   backlog after a short disconnect. REPLCONF ACKs feed WAIT and INFO.
+//! - [`replica`]: REPLICAOF: the handshake, loading the master's image, applying its
+//!   stream with a client that may write to a read-only replica, ACKs, reconnecting with
+//!   PSYNC, and proxying the stream byte for byte to this server's own replicas.
+//!
+//! # Cluster mode, next
+//!
+//! `cluster-enabled yes` builds on this: the keyspace is already sharded by hash slot
+//! (`slot % shards`), so a node owning a set of slots serves exactly the shards' keys
+//! whose slot it owns, answers MOVED/ASK for the others from a slot table swapped
+//! atomically (as the client library does), and migrates a slot by streaming its keys
+//! with the RDB value codec (MIGRATE/RESTORE ASKING). Failover inside a cluster reuses
+//! this module's replication; the cluster bus (Redis 7.0's gossip and failure detection,
+//! a binary protocol on port+10000) is a separate listener that updates the slot table,
+//! so redline-server nodes can join a cluster that `redis-cli --cluster` manages.
+
+pub mod backlog;
+pub mod journal;
+pub mod master;
+pub mod replica;
+pub mod rewrite;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use crate::cmd::Ctx;
+pub use journal::Journal;
+
+/// This server's replication state.
+#[derive(Debug, Default)]
+pub struct Replication {
+    /// The command stream.
+    pub journal: Arc<Journal>,
+    /// The master this server replicates, if any.
+    pub master: Mutex<Option<replica::MasterLink>>,
+}
+
+impl Replication {
+    /// Whether this server replicates a master.
+    pub fn is_replica(&self) -> bool {
+        self.journal.is_proxy()
+    }
+}
+
+/// Records what a command that changed the dataset (or that always propagates, like
+/// PUBLISH) puts in the stream, for the top-level command to append. `reply_start` is
+/// where its reply begins in the output.
+pub fn record(ctx: &mut Ctx<'_>, name: &str, args: &[Bytes], reply_start: usize, db: usize) {
+    let forms = match ctx.client.propagate_as.take() {
+        Some(forms) => forms,
+        None => {
+            let reply = ctx
+                .out
+                .get(reply_start..)
+                .map(<[u8]>::to_vec)
+                .unwrap_or_default();
+            rewrite::propagated(ctx, name, args, &reply)
+        }
+    };
+    ctx.client
+        .propagate
+        .extend(forms.into_iter().map(|form| (db, form)));
+}
+
+/// Appends what the top-level command recorded, while its shards are still held.
+pub fn flush(ctx: &mut Ctx<'_>) {
+    if ctx.client.propagate.is_empty() {
+        return;
+    }
+    let pending = std::mem::take(&mut ctx.client.propagate);
+    ctx.client.repl_offset = ctx.shared.repl.journal.append(&pending);
+}

@@ -1,0 +1,388 @@
+//! The replica side: REPLICAOF host port.
+//!
+//! A background task connects to the master and does Redis's handshake (PING, AUTH with
+//! `masteruser`/`masterauth`, REPLCONF listening-port and capa eof psync2, PSYNC with the
+//! id and offset this server already has, or `? -1`). On FULLRESYNC it reads the image
+//! (a `$<len>` bulk or a disk-less `$EOF:<mark>` stream), then empties the dataset and
+//! loads it while every shard is held, and takes the master's id and offset. On CONTINUE
+//! it goes on from where it was. It then applies the stream through a client flagged as
+//! the master (the one writer a read-only replica accepts; its replies go nowhere),
+//! appends the same bytes to this server's own stream (so this server's replicas and
+//! backlog see exactly the master's stream and offsets), ACKs every second and on
+//! REPLCONF GETACK, and reconnects with PSYNC when the link drops.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use redline_resp::RequestDecoder;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::net::client::{ClientState, ReplyMode};
+use crate::net::connection::run_commands;
+use crate::persist::snapshot::{self, unix_secs};
+use crate::shared::Shared;
+use crate::store::Held;
+
+/// How the link to the master is doing (INFO `master_link_status`, ROLE's state).
+#[derive(Debug, Default)]
+pub struct LinkStatus {
+    state: AtomicU8,
+    /// Unix seconds of the last byte from the master.
+    pub last_io: AtomicU64,
+    /// The database the master's stream has selected.
+    pub stream_db: AtomicUsize,
+    /// Unix seconds since when the link is down (0 while up).
+    pub down_since: AtomicU64,
+    /// A full sync was loaded (or CONTINUE accepted) at least once: PSYNC can continue.
+    pub synced_once: AtomicBool,
+}
+
+/// Link states, as ROLE names them.
+const CONNECT: u8 = 0;
+const CONNECTING: u8 = 1;
+const SYNC: u8 = 2;
+const CONNECTED: u8 = 3;
+
+impl LinkStatus {
+    /// ROLE's word for the state: connect, connecting, sync or connected.
+    pub fn role_state(&self) -> &'static str {
+        match self.state.load(Ordering::Relaxed) {
+            CONNECTING => "connecting",
+            SYNC => "sync",
+            CONNECTED => "connected",
+            _ => "connect",
+        }
+    }
+
+    /// Whether the link is up and streaming.
+    pub fn is_up(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == CONNECTED
+    }
+
+    /// Whether a full sync is being received.
+    pub fn syncing(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == SYNC
+    }
+
+    fn set(&self, state: u8) {
+        self.state.store(state, Ordering::Relaxed);
+        if state == CONNECTED {
+            self.down_since.store(0, Ordering::Relaxed);
+        } else if self.down_since.load(Ordering::Relaxed) == 0 {
+            self.down_since.store(unix_secs(), Ordering::Relaxed);
+        }
+    }
+}
+
+/// The master this server replicates.
+#[derive(Debug)]
+pub struct MasterLink {
+    /// Its host.
+    pub host: String,
+    /// Its port.
+    pub port: u16,
+    /// How the link is doing.
+    pub status: Arc<LinkStatus>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MasterLink {
+    /// The database the master's stream has selected.
+    pub fn stream_db(&self) -> usize {
+        self.status.stream_db.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for MasterLink {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Starts replicating `host:port` (REPLICAOF), reconnecting until told otherwise.
+pub fn replicate(shared: Arc<Shared>, host: String, port: u16) -> MasterLink {
+    let status = Arc::new(LinkStatus::default());
+    status.set(CONNECT);
+    let task = {
+        let status = status.clone();
+        let host = host.clone();
+        tokio::spawn(async move {
+            loop {
+                match session(&shared, &host, port, &status).await {
+                    Ok(()) => tracing::info!("Connection with master lost."),
+                    Err(e) => tracing::warn!("Error condition on socket for SYNC: {e}"),
+                }
+                status.set(CONNECT);
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        })
+    };
+    MasterLink {
+        host,
+        port,
+        status,
+        task,
+    }
+}
+
+fn other(text: String) -> std::io::Error {
+    std::io::Error::other(text)
+}
+
+/// Sends one command.
+async fn send(socket: &mut TcpStream, args: &[&[u8]]) -> std::io::Result<()> {
+    let mut out = BytesMut::new();
+    let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+    super::journal::write_command(&mut out, &args);
+    socket.write_all(&out).await
+}
+
+/// Reads one line (without CRLF), skipping the bare newlines masters send as keepalives
+/// while they prepare a sync.
+async fn read_line(socket: &mut TcpStream, input: &mut BytesMut) -> std::io::Result<String> {
+    loop {
+        while input.first() == Some(&b'\n') {
+            input.advance(1);
+        }
+        if let Some(end) = input.windows(2).position(|w| w == b"\r\n") {
+            let line = String::from_utf8_lossy(&input[..end]).into_owned();
+            input.advance(end + 2);
+            return Ok(line);
+        }
+        if input.len() > 64 * 1024 {
+            return Err(other("master sent an overlong line".into()));
+        }
+        if socket.read_buf(input).await? == 0 {
+            return Err(other("master closed the connection".into()));
+        }
+    }
+}
+
+/// Sends a command and reads its one-line reply.
+async fn ask(
+    socket: &mut TcpStream,
+    input: &mut BytesMut,
+    args: &[&[u8]],
+) -> std::io::Result<String> {
+    send(socket, args).await?;
+    read_line(socket, input).await
+}
+
+/// Reads the sync image: `$<len>` then the bytes, or `$EOF:<40-byte mark>` then bytes
+/// up to the mark.
+async fn read_image(socket: &mut TcpStream, input: &mut BytesMut) -> std::io::Result<Vec<u8>> {
+    let header = read_line(socket, input).await?;
+    let Some(size) = header.strip_prefix('$') else {
+        return Err(other(format!(
+            "Bad protocol from MASTER, the first byte is not '$': {header}"
+        )));
+    };
+    if let Some(mark) = size.strip_prefix("EOF:") {
+        let mark = mark.as_bytes().to_vec();
+        loop {
+            if input.len() >= mark.len() && input.ends_with(&mark) {
+                let image = input[..input.len() - mark.len()].to_vec();
+                input.clear();
+                return Ok(image);
+            }
+            if socket.read_buf(input).await? == 0 {
+                return Err(other("master closed the connection during the sync".into()));
+            }
+        }
+    }
+    let len: usize = size
+        .parse()
+        .map_err(|_| other(format!("Bad bulk length from MASTER: {header}")))?;
+    while input.len() < len {
+        input.reserve(len - input.len());
+        if socket.read_buf(input).await? == 0 {
+            return Err(other("master closed the connection during the sync".into()));
+        }
+    }
+    Ok(input.split_to(len).to_vec())
+}
+
+/// One connection to the master: handshake, sync, stream.
+async fn session(
+    shared: &Arc<Shared>,
+    host: &str,
+    port: u16,
+    status: &LinkStatus,
+) -> std::io::Result<()> {
+    status.set(CONNECTING);
+    tracing::info!("Connecting to MASTER {host}:{port}");
+    let mut socket = TcpStream::connect((host, port)).await?;
+    let _ = socket.set_nodelay(true);
+    let mut input = BytesMut::with_capacity(16 * 1024);
+    tracing::info!("MASTER <-> REPLICA sync started");
+    let (user, pass) = {
+        let config = shared.config.read();
+        (
+            config.param("masteruser").to_string(),
+            config.param("masterauth").to_string(),
+        )
+    };
+    let pong = ask(&mut socket, &mut input, &[b"PING"]).await?;
+    if pong.starts_with('-') && !pong.starts_with("-NOAUTH") && !pong.starts_with("-NOPERM") {
+        return Err(other(format!("Error reply to PING from master: '{pong}'")));
+    }
+    if !pass.is_empty() {
+        let reply = if user.is_empty() {
+            ask(&mut socket, &mut input, &[b"AUTH", pass.as_bytes()]).await?
+        } else {
+            ask(
+                &mut socket,
+                &mut input,
+                &[b"AUTH", user.as_bytes(), pass.as_bytes()],
+            )
+            .await?
+        };
+        if reply.starts_with('-') {
+            return Err(other(format!("Unable to AUTH to MASTER: {reply}")));
+        }
+    }
+    let our_port = shared.port.to_string();
+    ask(
+        &mut socket,
+        &mut input,
+        &[b"REPLCONF", b"listening-port", our_port.as_bytes()],
+    )
+    .await?;
+    ask(
+        &mut socket,
+        &mut input,
+        &[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"],
+    )
+    .await?;
+    let journal = &shared.repl.journal;
+    let (replid, offset) = if status.synced_once.load(Ordering::Relaxed) {
+        let stream = journal.stream();
+        (stream.replid.clone(), (stream.offset + 1).to_string())
+    } else {
+        ("?".to_string(), "-1".to_string())
+    };
+    let reply = ask(
+        &mut socket,
+        &mut input,
+        &[b"PSYNC", replid.as_bytes(), offset.as_bytes()],
+    )
+    .await?;
+    let mut words = reply.split_whitespace();
+    match words.next() {
+        Some("+FULLRESYNC") => {
+            let (Some(id), Some(offset)) = (
+                words.next(),
+                words.next().and_then(|o| o.parse::<u64>().ok()),
+            ) else {
+                return Err(other(format!("Bad FULLRESYNC reply: {reply}")));
+            };
+            tracing::info!("Full resync from master: {id}:{offset}");
+            status.set(SYNC);
+            let image = read_image(&mut socket, &mut input).await?;
+            tracing::info!(
+                "MASTER <-> REPLICA sync: received {} bytes of payload",
+                image.len()
+            );
+            load_image(shared, &image, id, offset, status)?;
+        }
+        Some("+CONTINUE") => {
+            if let Some(id) = words.next() {
+                let mut stream = journal.stream();
+                if stream.replid != id {
+                    stream.shift_replid();
+                    stream.replid = id.to_string();
+                }
+            }
+            tracing::info!("Successful partial resynchronization with master.");
+        }
+        _ => {
+            return Err(other(format!(
+                "Unexpected reply to PSYNC from master: {reply}"
+            )))
+        }
+    }
+    status.synced_once.store(true, Ordering::Relaxed);
+    status.set(CONNECTED);
+    tracing::info!("MASTER <-> REPLICA sync: Finished with success");
+    stream(shared, &mut socket, input, status).await
+}
+
+/// Replaces the dataset with the master's image, while every shard is held.
+fn load_image(
+    shared: &Shared,
+    image: &[u8],
+    replid: &str,
+    offset: u64,
+    status: &LinkStatus,
+) -> std::io::Result<()> {
+    let held = RefCell::new(Held::all(&shared.store));
+    let mut map = held.borrow_mut();
+    tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
+    snapshot::clear(shared, &mut *map);
+    if let Ok(mut engine) = shared.scripting.engine() {
+        engine.libraries.clear();
+    }
+    tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+    let loaded = snapshot::load(shared, image, true, Some(&mut *map)).map_err(|e| {
+        other(format!(
+            "Failed trying to load the MASTER synchronization DB from socket: {e}"
+        ))
+    })?;
+    status
+        .stream_db
+        .store(loaded.stream_db.unwrap_or(0), Ordering::Relaxed);
+    shared.repl.journal.stream().adopt(replid, offset);
+    Ok(())
+}
+
+/// Applies the master's stream until the link drops.
+async fn stream(
+    shared: &Arc<Shared>,
+    socket: &mut TcpStream,
+    mut input: BytesMut,
+    status: &LinkStatus,
+) -> std::io::Result<()> {
+    let journal = &shared.repl.journal;
+    let mut client = ClientState::new(0, socket.peer_addr()?, true);
+    client.is_master = true;
+    client.reply = ReplyMode::Off;
+    client.db = status.stream_db.load(Ordering::Relaxed);
+    let mut decoder = RequestDecoder::default();
+    let mut output = BytesMut::new();
+    let mut ack = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        if !input.is_empty() {
+            let before = input.clone().freeze();
+            crate::store::as_master(|| {
+                run_commands(shared, &mut client, &mut decoder, &mut input, &mut output)
+            });
+            output.clear();
+            let consumed = before.len() - input.len();
+            if consumed > 0 {
+                journal.append_raw(before.slice(..consumed));
+            }
+            status.stream_db.store(client.db, Ordering::Relaxed);
+            if std::mem::take(&mut client.ack_requested) {
+                send_ack(socket, journal.offset()).await?;
+            }
+        }
+        tokio::select! {
+            read = socket.read_buf(&mut input) => {
+                if read? == 0 {
+                    return Ok(());
+                }
+                status.last_io.store(unix_secs(), Ordering::Relaxed);
+            }
+            _ = ack.tick() => send_ack(socket, journal.offset()).await?,
+        }
+    }
+}
+
+async fn send_ack(socket: &mut TcpStream, offset: u64) -> std::io::Result<()> {
+    let offset = offset.to_string();
+    send(socket, &[b"REPLCONF", b"ACK", offset.as_bytes()]).await
+}

@@ -1,0 +1,396 @@
+//! Replication with real redis-server 7.0 processes, both ways:
+//!
+//! - the command stream redline-server sends (SYNC, as Redis's own test suite reads it)
+//!   is the stream redis-server sends for the same commands, timestamps aside;
+//! - a redis-server replica of a redline-server master, and a redline-server replica of
+//!   a redis-server master, end with the same DEBUG DIGEST as their master after a write
+//!   load that covers every rewrite rule, continue with PSYNC after their link is
+//!   killed, and are promoted with REPLICAOF NO ONE;
+//! - WAIT counts the replicas that acknowledged, ROLE and INFO replication report them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use common::Conn;
+use redline_resp::Frame;
+use redline_testkit::{RedisServer, RedlineServer};
+
+fn redline(args: &[&str]) -> RedlineServer {
+    let mut all = vec!["--enable-debug-command", "yes", "--save", ""];
+    all.extend_from_slice(args);
+    RedlineServer::builder().args(all).start().unwrap()
+}
+
+fn redis(args: &[&str]) -> RedisServer {
+    let mut all = vec![
+        "--enable-debug-command",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+    ];
+    all.extend_from_slice(args);
+    RedisServer::builder().args(all).start().unwrap()
+}
+
+fn conn(port: u16) -> Conn {
+    Conn::connect(([127, 0, 0, 1], port).into())
+}
+
+fn text(frame: &Frame) -> String {
+    match frame {
+        Frame::Bulk(b) | Frame::Simple(b) | Frame::Error(b) => String::from_utf8_lossy(b).into(),
+        Frame::Integer(n) => n.to_string(),
+        Frame::Array(items) => items.iter().map(text).collect::<Vec<_>>().join(" "),
+        other => format!("{other:?}"),
+    }
+}
+
+/// A raw SYNC link, read the way Redis's `attach_to_replication_stream` reads it.
+struct StreamReader {
+    socket: TcpStream,
+    buf: BytesMut,
+}
+
+impl StreamReader {
+    fn attach(port: u16) -> StreamReader {
+        let mut socket = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        socket.write_all(b"SYNC\r\n").unwrap();
+        let mut reader = StreamReader {
+            socket,
+            buf: BytesMut::new(),
+        };
+        let header = loop {
+            let line = reader.line();
+            if !line.is_empty() {
+                break line;
+            }
+        };
+        let len: usize = header.strip_prefix('$').unwrap().parse().unwrap();
+        while reader.buf.len() < len {
+            reader.fill();
+        }
+        let _ = reader.buf.split_to(len);
+        reader
+    }
+
+    fn fill(&mut self) {
+        let mut chunk = [0u8; 16384];
+        let n = self.socket.read(&mut chunk).unwrap();
+        assert!(n > 0, "stream closed");
+        self.buf.extend_from_slice(&chunk[..n]);
+    }
+
+    fn line(&mut self) -> String {
+        loop {
+            if let Some(end) = self.buf.iter().position(|&b| b == b'\n') {
+                let line = self.buf.split_to(end + 1);
+                return String::from_utf8_lossy(&line).trim_end().to_string();
+            }
+            self.fill();
+        }
+    }
+
+    /// The next command, PINGs skipped, as words.
+    fn next(&mut self) -> String {
+        loop {
+            if let Some(frame) = redline_resp::parse(&mut self.buf).unwrap() {
+                let words = text(&frame);
+                if words != "PING" {
+                    return words;
+                }
+                continue;
+            }
+            self.fill();
+        }
+    }
+}
+
+/// Commands whose stream form is a rewrite, and what each server sends for them.
+const STREAM_SCRIPT: &[&[&str]] = &[
+    &["SET", "plain", "v"],
+    &["SET", "ex", "v", "EX", "100"],
+    &["SET", "get", "w", "GET"],
+    &["SETEX", "setex", "100", "v"],
+    &["EXPIRE", "plain", "100"],
+    &["EXPIRE", "ex", "-1"],
+    &["GETEX", "setex", "PERSIST"],
+    &["GETDEL", "get"],
+    &["INCRBYFLOAT", "f", "1.5"],
+    &["HINCRBYFLOAT", "h", "x", "2.5"],
+    &["SADD", "s", "only"],
+    &["SPOP", "s"],
+    &["DEL", "missing"],
+    &["RPUSH", "l", "a", "b"],
+    &["BLPOP", "l", "0"],
+    &["MULTI"],
+    &["INCR", "n"],
+    &["INCR", "n"],
+    &["EXEC"],
+    &[
+        "EVAL",
+        "redis.call('set','e1','1') redis.call('set','e2','2')",
+        "0",
+    ],
+    &["SELECT", "3"],
+    &["SET", "db3", "v"],
+];
+
+/// Timestamps differ between the two runs: compare their shape.
+fn normalise(command: &str) -> String {
+    command
+        .split(' ')
+        .map(|w| {
+            if w.len() >= 12 && w.bytes().all(|b| b.is_ascii_digit()) {
+                "<ms>"
+            } else {
+                w
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn stream_for(port: u16) -> Vec<String> {
+    let mut reader = StreamReader::attach(port);
+    let mut client = conn(port);
+    for command in STREAM_SCRIPT {
+        client.cmd(command);
+    }
+    client.cmd(&["SET", "last", "1"]);
+    let mut seen = Vec::new();
+    loop {
+        let command = normalise(&reader.next());
+        if command == "SET last 1" {
+            return seen;
+        }
+        seen.push(command);
+    }
+}
+
+#[test]
+fn the_stream_is_the_one_redis_sends() {
+    let theirs = redis(&[]);
+    let ours = redline(&[]);
+    let expected = stream_for(theirs.port());
+    let got = stream_for(ours.port());
+    assert_eq!(got, expected);
+}
+
+/// A write load touching every rewrite rule, from several connections at once.
+fn write_load(port: u16, rounds: usize) {
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let mut c = conn(port);
+                for i in 0..rounds {
+                    let k = format!("k{}", i % 50);
+                    let n = i.to_string();
+                    let commands: Vec<Vec<String>> = vec![
+                        vec!["SET".into(), k.clone(), n.clone(), "EX".into(), "1000".into()],
+                        vec!["INCRBYFLOAT".into(), format!("f{t}"), "0.5".into()],
+                        vec!["RPUSH".into(), format!("l{}", i % 7), n.clone()],
+                        vec!["LPUSH".into(), format!("l{}", i % 7), n.clone()],
+                        vec!["BLPOP".into(), format!("l{}", (i + 3) % 7), "0.01".into()],
+                        vec!["SADD".into(), "s".into(), n.clone()],
+                        vec!["SPOP".into(), "s".into()],
+                        vec!["HINCRBYFLOAT".into(), "h".into(), k.clone(), "1.25".into()],
+                        vec!["ZADD".into(), "z".into(), n.clone(), k.clone()],
+                        vec!["XADD".into(), "x".into(), "MAXLEN".into(), "~".into(), "20".into(), "*".into(), "f".into(), n.clone()],
+                        vec!["EXPIRE".into(), k.clone(), "500".into()],
+                        vec!["EVAL".into(), "redis.call('incr', KEYS[1]) return redis.call('set', KEYS[2], ARGV[1])".into(), "2".into(), format!("c{t}"), format!("e{t}"), n.clone()],
+                        vec!["MULTI".into()],
+                        vec!["INCR".into(), "counter".into()],
+                        vec!["APPEND".into(), format!("a{t}"), "x".into()],
+                        vec!["EXEC".into()],
+                        vec!["SET".into(), format!("gone{t}"), "v".into(), "PX".into(), "1".into()],
+                        vec!["GETDEL".into(), format!("k{}", (i + 25) % 50)],
+                    ];
+                    for command in &commands {
+                        let reply = c.cmd(command);
+                        assert!(!matches!(reply, Frame::Error(_)), "{command:?}: {reply:?}");
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+fn info_field(port: u16, name: &str) -> String {
+    let info = text(&conn(port).cmd(&["INFO", "replication"]));
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// Waits until the replica has processed everything the master sent.
+fn wait_caught_up(master: u16, replica: u16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let m = info_field(master, "master_repl_offset");
+        let r = info_field(replica, "slave_repl_offset");
+        if !m.is_empty() && m == r && info_field(replica, "master_link_status") == "up" {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "replica stuck at {r}, master at {m}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn digest(port: u16) -> String {
+    text(&conn(port).cmd(&["DEBUG", "DIGEST"]))
+}
+
+/// Asserts both servers hold the same dataset; on a difference, names the keys.
+fn assert_same_data(master: u16, replica: u16) {
+    // Keys whose TTL ran out but that nobody touched yet are still in a digest: expire
+    // them on the master (which sends the DELs) first.
+    let mut m = conn(master);
+    for t in 0..4 {
+        m.cmd(&["EXISTS", &format!("gone{t}")]);
+    }
+    wait_caught_up(master, replica);
+    let (a, b) = (digest(master), digest(replica));
+    if a == b {
+        return;
+    }
+    let mut r = conn(replica);
+    let mut report = Vec::new();
+    if let Frame::Array(keys) = m.cmd(&["KEYS", "*"]) {
+        for key in keys {
+            let key = text(&key);
+            let x = text(&m.cmd(&["DEBUG", "DIGEST-VALUE", &key]));
+            let y = text(&r.cmd(&["DEBUG", "DIGEST-VALUE", &key]));
+            if x != y {
+                report.push(format!("{key} differs"));
+            }
+        }
+    }
+    let master_keys = text(&m.cmd(&["KEYS", "*"]));
+    if let Frame::Array(keys) = r.cmd(&["KEYS", "*"]) {
+        for key in keys {
+            let key = text(&key);
+            if !master_keys.split(' ').any(|k| k == key) {
+                report.push(format!("only on the replica: {key}"));
+            }
+        }
+    }
+    let sizes = (text(&m.cmd(&["DBSIZE"])), text(&r.cmd(&["DBSIZE"])));
+    panic!("datasets differ ({a} vs {b}), sizes {sizes:?}: {report:?}");
+}
+
+fn wait_for_log(log: impl Fn() -> String, needle: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !log().contains(needle) {
+        assert!(Instant::now() < deadline, "no '{needle}' in:\n{}", log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn redis_replicates_from_redline_under_load_and_continues_after_a_cut() {
+    let master = redline(&[]);
+    write_load(master.port(), 30);
+    let replica = redis(&["--replicaof", "127.0.0.1", &master.port().to_string()]);
+    write_load(master.port(), 60);
+    assert_same_data(master.port(), replica.port());
+
+    // WAIT and ROLE see the replica.
+    conn(master.port()).cmd(&["SET", "w", "1"]);
+    let mut c = conn(master.port());
+    c.cmd(&["SET", "w", "2"]);
+    assert_eq!(c.cmd(&["WAIT", "1", "5000"]), Frame::Integer(1));
+    let role = text(&conn(master.port()).cmd(&["ROLE"]));
+    assert!(role.starts_with("master "), "{role}");
+    assert!(role.contains(&replica.port().to_string()), "{role}");
+
+    // The replica drops its link: it continues with PSYNC, nothing is lost.
+    conn(replica.port()).cmd(&["CLIENT", "KILL", "TYPE", "master"]);
+    write_load(master.port(), 20);
+    wait_for_log(
+        || replica.log_tail(),
+        "Successful partial resynchronization",
+    );
+    assert_same_data(master.port(), replica.port());
+}
+
+#[test]
+fn redline_replicates_from_redis_under_load_continues_and_is_promoted() {
+    let master = redis(&[]);
+    write_load(master.port(), 30);
+    let replica = redline(&[]);
+    let mut c = conn(replica.port());
+    let reply = c.cmd(&["REPLICAOF", "127.0.0.1", &master.port().to_string()]);
+    assert_eq!(reply, Frame::Simple("OK".into()));
+    write_load(master.port(), 60);
+    assert_same_data(master.port(), replica.port());
+    let refused = c.cmd(&["SET", "x", "1"]);
+    assert_eq!(
+        text(&refused),
+        "READONLY You can't write against a read only replica."
+    );
+
+    // The master drops the link: the replica continues with PSYNC.
+    conn(master.port()).cmd(&["CLIENT", "KILL", "TYPE", "replica"]);
+    write_load(master.port(), 20);
+    wait_for_log(
+        || replica.log_tail(),
+        "Successful partial resynchronization with master",
+    );
+    assert_same_data(master.port(), replica.port());
+    let role = text(&c.cmd(&["ROLE"]));
+    assert!(role.starts_with("slave 127.0.0.1"), "{role}");
+
+    // Promotion: writes are accepted, and the data is all there.
+    let before = digest(replica.port());
+    assert_eq!(
+        c.cmd(&["REPLICAOF", "NO", "ONE"]),
+        Frame::Simple("OK".into())
+    );
+    assert_eq!(digest(replica.port()), before);
+    assert_eq!(c.cmd(&["SET", "x", "1"]), Frame::Simple("OK".into()));
+    assert!(text(&c.cmd(&["ROLE"])).starts_with("master"));
+}
+
+#[test]
+fn a_chain_redis_to_redline_to_redis_keeps_one_dataset() {
+    let top = redis(&[]);
+    let middle = redline(&[]);
+    conn(middle.port()).cmd(&["REPLICAOF", "127.0.0.1", &top.port().to_string()]);
+    write_load(top.port(), 20);
+    let bottom = redis(&["--replicaof", "127.0.0.1", &middle.port().to_string()]);
+    write_load(top.port(), 20);
+    assert_same_data(top.port(), middle.port());
+    assert_same_data(middle.port(), bottom.port());
+    // The chain shares the top's history: one replication id, one offset.
+    assert_eq!(
+        info_field(bottom.port(), "master_replid"),
+        info_field(top.port(), "master_replid")
+    );
+}
+
+#[test]
+fn wait_without_replicas_times_out_with_zero() {
+    let server = redline(&[]);
+    let mut c = conn(server.port());
+    c.cmd(&["SET", "k", "v"]);
+    let started = Instant::now();
+    assert_eq!(c.cmd(&["WAIT", "1", "200"]), Frame::Integer(0));
+    assert!(started.elapsed() >= Duration::from_millis(150));
+    assert_eq!(c.cmd(&["WAIT", "0", "0"]), Frame::Integer(0));
+}
