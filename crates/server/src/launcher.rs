@@ -88,7 +88,13 @@ async fn serve(config: Config) -> ExitCode {
         server.local_addr().port()
     );
     let shared = server.shared();
-    if let Err(e) = crate::persist::snapshot::load_at_start(&shared) {
+    // With appendonly yes the AOF is the dataset, as in Redis; else the dump file.
+    let loaded = if shared.config.read().appendonly {
+        crate::persist::aof::start(&shared)
+    } else {
+        crate::persist::snapshot::load_at_start(&shared)
+    };
+    if let Err(e) = loaded {
         tracing::warn!("{e}");
         return ExitCode::from(1);
     }

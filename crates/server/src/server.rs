@@ -52,6 +52,7 @@ impl ShutdownHandle {
 fn background_events(shared: &Shared) {
     crate::persist::snapshot::cron(shared);
     crate::repl::master::cron(shared);
+    crate::persist::aof::cron(shared);
     if shared.store.events().pending() {
         crate::notify::publish_pending(shared, 0, &mut bytes::BytesMut::new());
     }

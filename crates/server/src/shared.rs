@@ -58,6 +58,8 @@ pub struct Shared {
     pub stats: Stats,
     /// Per-command and per-error counters (INFO commandstats, errorstats).
     pub cmdstats: crate::cmdstats::CommandStats,
+    /// The append-only file's state.
+    pub aof: crate::persist::aof::Aof,
     /// Replication: the command stream, replicas, the master link.
     pub repl: crate::repl::Replication,
     /// This state's own `Arc`, for tasks a command starts (REPLICAOF).
@@ -109,6 +111,7 @@ impl Shared {
             cmdstats: crate::cmdstats::CommandStats::default(),
             persistence: Arc::default(),
             repl,
+            aof: crate::persist::aof::Aof::default(),
             this: std::sync::OnceLock::new(),
             shutdown: watch::channel(false).0,
             started: Instant::now(),

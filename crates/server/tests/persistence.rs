@@ -214,3 +214,123 @@ fn info_field(server: &RedlineServer, name: &str) -> String {
         .trim()
         .to_string()
 }
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
+#[test]
+fn the_aof_keeps_every_write_and_loads_in_redis_and_back() {
+    let mut ours = RedlineServer::builder()
+        .args([
+            "--enable-debug-command",
+            "yes",
+            "--save",
+            "",
+            "--appendfsync",
+            "always",
+        ])
+        .start()
+        .unwrap();
+    ours.cmd(&["SET", "before", "1"]).unwrap();
+    assert_eq!(
+        ours.cmd(&["CONFIG", "SET", "appendonly", "yes"]).unwrap(),
+        Reply::Simple("OK".into())
+    );
+    fill(ours.port());
+    let before = digest(|a| ours.cmd(a).unwrap());
+    assert_eq!(
+        ours.cmd(&["DEBUG", "LOADAOF"]).unwrap(),
+        Reply::Simple("OK".into())
+    );
+    assert_eq!(digest(|a| ours.cmd(a).unwrap()), before);
+    assert_eq!(
+        ours.cmd(&["BGREWRITEAOF"]).unwrap(),
+        Reply::Simple("Background append only file rewriting started".into())
+    );
+    ours.cmd(&["SET", "after-rewrite", "1"]).unwrap();
+    let before = digest(|a| ours.cmd(a).unwrap());
+
+    // A server started with appendonly yes on these files comes back with the data
+    // (appendfsync always: everything acknowledged is on disk even after SIGKILL).
+    ours.kill();
+    let mut again = RedlineServer::builder()
+        .args([
+            "--enable-debug-command",
+            "yes",
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+        ])
+        .start()
+        .unwrap();
+    copy_dir(
+        &ours.dir().join("appendonlydir"),
+        &again.dir().join("appendonlydir"),
+    );
+    again.restart().unwrap();
+    assert_eq!(digest(|a| again.cmd(a).unwrap()), before);
+
+    // redis-server loads the same directory.
+    let mut theirs = RedisServer::builder()
+        .args(["--enable-debug-command", "yes", "--appendonly", "yes"])
+        .start()
+        .unwrap();
+    theirs.cmd(&["CONFIG", "SET", "appendonly", "no"]).unwrap();
+    theirs.kill();
+    let _ = std::fs::remove_dir_all(theirs.dir().join("appendonlydir"));
+    copy_dir(
+        &ours.dir().join("appendonlydir"),
+        &theirs.dir().join("appendonlydir"),
+    );
+    theirs.restart().unwrap();
+    assert_eq!(digest(|a| theirs.cmd(a).unwrap()), before);
+
+    // And what redis-server appends loads here.
+    theirs.cmd(&["SET", "from-redis", "1"]).unwrap();
+    theirs.cmd(&["RPUSH", "from-redis-list", "a", "b"]).unwrap();
+    let theirs_digest = digest(|a| theirs.cmd(a).unwrap());
+    theirs.kill();
+    again.kill();
+    let _ = std::fs::remove_dir_all(again.dir().join("appendonlydir"));
+    copy_dir(
+        &theirs.dir().join("appendonlydir"),
+        &again.dir().join("appendonlydir"),
+    );
+    again.restart().unwrap();
+    assert_eq!(digest(|a| again.cmd(a).unwrap()), theirs_digest);
+}
+
+#[test]
+fn a_truncated_aof_loads_what_is_whole() {
+    let mut server = RedlineServer::builder()
+        .args(["--save", "", "--appendonly", "yes"])
+        .start()
+        .unwrap();
+    server.cmd(&["SET", "a", "1"]).unwrap();
+    server.cmd(&["SET", "b", "2"]).unwrap();
+    server.kill();
+    let dir = server.dir().join("appendonlydir");
+    let incr = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".incr.aof"))
+        .unwrap();
+    let mut bytes = std::fs::read(&incr).unwrap();
+    bytes.truncate(bytes.len() - 3);
+    std::fs::write(&incr, &bytes).unwrap();
+    server.restart().unwrap();
+    assert_eq!(
+        server.cmd(&["GET", "a"]).unwrap(),
+        Reply::Bulk(Some(b"1".to_vec()))
+    );
+    assert_eq!(server.cmd(&["EXISTS", "b"]).unwrap(), Reply::Integer(0));
+    assert!(server
+        .log_tail()
+        .contains("short read while loading the AOF"));
+}

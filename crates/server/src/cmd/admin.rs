@@ -431,6 +431,9 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ok(ctx.out);
         return Ok(());
     }
+    if is(sub, "loadaof") {
+        return super::persistence::debug_loadaof(ctx);
+    }
     if is(sub, "reload") {
         return super::persistence::debug_reload(ctx, &args[2..]);
     }

@@ -187,6 +187,7 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
             use std::sync::atomic::Ordering::Relaxed;
             let p = &shared.persistence;
             let running = p.bgsave_running.load(Relaxed);
+            let aof_on = u8::from(crate::persist::aof::enabled(shared));
             let current = if running {
                 crate::persist::snapshot::unix_secs().saturating_sub(p.bgsave_started.load(Relaxed))
                     as i64
@@ -195,7 +196,7 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
             };
             let _ = write!(
                 text,
-                "# Persistence\r\nloading:{}\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{current}\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\naof_rewrites_consecutive_failures:0\r\naof_last_write_status:ok\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n\r\n",
+                "# Persistence\r\nloading:{}\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{current}\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\naof_enabled:{aof_on}\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_rewrites_consecutive_failures:0\r\naof_last_write_status:{}\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n",
                 u8::from(p.loading.load(Relaxed)),
                 p.dirty.load(Relaxed),
                 u8::from(running),
@@ -203,7 +204,20 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
                 if p.last_bgsave_ok.load(Relaxed) { "ok" } else { "err" },
                 p.last_bgsave_secs.load(Relaxed),
                 p.saves.load(Relaxed),
+                u8::from(shared.aof.rewriting.load(Relaxed)),
+                if shared.aof.rewrite_failed.load(Relaxed) { "err" } else { "ok" },
+                shared.aof.rewrites.load(Relaxed),
+                if crate::persist::aof::write_failed(shared) { "err" } else { "ok" },
             );
+            if aof_on == 1 {
+                let base = shared.aof.base_size.load(Relaxed);
+                let _ = write!(
+                    text,
+                    "aof_current_size:{}\r\naof_base_size:{base}\r\naof_pending_rewrite:0\r\naof_buffer_length:0\r\naof_pending_bio_fsync:0\r\naof_delayed_fsync:0\r\n",
+                    base + crate::persist::aof::current_size(shared),
+                );
+            }
+            text.push_str("\r\n");
         }
         "stats" => {
             let dbs = shared.store.db_count();

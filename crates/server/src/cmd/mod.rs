@@ -193,7 +193,10 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ctx.client.postpone = true;
         return Ok(());
     }
+    // Checked when the client sends the command (EXEC's queued commands were checked
+    // when queued), and for scripts' calls.
     if spec.is_write()
+        && (!ctx.nested || ctx.client.in_script)
         && !ctx.client.is_master
         && ctx.shared.repl.is_replica()
         && ctx.shared.config.read().param_bool("replica-read-only")
@@ -284,7 +287,8 @@ fn run_handler(
     args: &[Bytes],
 ) -> CmdResult {
     let how = propagation(spec);
-    if how == Propagation::None {
+    // Our master's stream and an AOF being loaded are already in the stream.
+    if how == Propagation::None || ctx.client.is_master {
         return handler(ctx, args);
     }
     let shared = ctx.shared;

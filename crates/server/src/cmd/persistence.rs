@@ -14,8 +14,54 @@ use crate::persist::snapshot;
 use crate::store::{Held, ShardMap};
 
 /// This family's handlers.
-pub const COMMANDS: &[(&str, Handler)] =
-    &[("save", save), ("bgsave", bgsave), ("lastsave", lastsave)];
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("save", save),
+    ("bgsave", bgsave),
+    ("lastsave", lastsave),
+    ("bgrewriteaof", bgrewriteaof),
+];
+
+/// BGREWRITEAOF: a new base image and incremental file (done before the reply: the
+/// image is taken under every shard's lock and written at once).
+fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    if ctx.shared.aof.rewriting.load(Ordering::Acquire) {
+        return Err(CmdError::Static(
+            "ERR Background append only file rewriting already in progress",
+        ));
+    }
+    crate::persist::aof::rewrite(ctx.shared).map_err(|e| {
+        CmdError::Owned(format!(
+            "ERR Can't execute an AOF background rewriting: {e}"
+        ))
+    })?;
+    encode::write_simple(ctx.out, b"Background append only file rewriting started");
+    Ok(())
+}
+
+/// DEBUG LOADAOF: sync the AOF, empty the dataset and load it back from the AOF.
+pub fn debug_loadaof(ctx: &mut Ctx<'_>) -> CmdResult {
+    let shared = ctx.shared;
+    if ctx.nested {
+        return Err(CmdError::Static("ERR DEBUG LOADAOF is not allowed here"));
+    }
+    crate::persist::aof::sync(shared);
+    with_all_shards(ctx, |held| {
+        snapshot::clear(shared, held);
+        if let Ok(mut engine) = shared.scripting.engine() {
+            engine.libraries.clear();
+        }
+    });
+    match crate::persist::aof::load(shared) {
+        Ok(_) | Err(crate::persist::aof::LoadError::Missing) => {}
+        Err(crate::persist::aof::LoadError::Bad(e)) => {
+            tracing::warn!("{e}");
+            return Err(CmdError::Static("ERR Error trying to load the AOF"));
+        }
+    }
+    tracing::info!("Append Only File loaded by DEBUG LOADAOF");
+    ok(ctx.out);
+    Ok(())
+}
 
 const BGSAVE_RUNNING: &str = "ERR Background save already in progress";
 

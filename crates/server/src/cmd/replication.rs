@@ -83,9 +83,9 @@ fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// REPLICAOF host port | NO ONE (and SLAVEOF).
+/// REPLICAOF host port | NO ONE (and SLAVEOF). Allowed inside MULTI: what the
+/// transaction wrote after it is not propagated, as in Redis.
 fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    refuse_nested(ctx)?;
     let shared = ctx.shared;
     if is(&args[1], "no") && is(&args[2], "one") {
         let previous = shared.repl.master.lock().take();

@@ -683,7 +683,18 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ))
         })?;
     }
+    let aof_was = ctx.shared.config.read().appendonly;
+    let aof_now = config.appendonly;
     ctx.shared.update_config(config);
+    if aof_now && !aof_was {
+        crate::persist::aof::rewrite(ctx.shared).map_err(|e| {
+            CmdError::Owned(format!(
+                "ERR CONFIG SET failed (possibly related to argument 'appendonly') - {e}"
+            ))
+        })?;
+    } else if aof_was && !aof_now {
+        crate::persist::aof::stop(ctx.shared);
+    }
     ok(ctx.out);
     Ok(())
 }

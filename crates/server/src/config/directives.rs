@@ -272,12 +272,7 @@ impl Config {
                     .collect::<Vec<_>>()
                     .join(" ")
             }
-            "appendonly" => {
-                if yes_no(values)? {
-                    return Err(invalid("appendonly yes is not supported yet"));
-                }
-                self.appendonly = false;
-            }
+            "appendonly" => self.appendonly = yes_no(values)?,
             "hll-sparse-max-bytes" => {
                 self.hll_sparse_max_bytes = unsigned_memory(one(values)?)?;
             }

@@ -97,7 +97,7 @@ pub struct Config {
     pub shards: usize,
     /// RDB save points (`seconds changes` pairs), Redis's default unless set; empty for none.
     pub save: String,
-    /// AOF switch, kept for `CONFIG GET appendonly`; only `no` is accepted for now.
+    /// Whether the append-only file is written (`crate::persist::aof`).
     pub appendonly: bool,
     /// Largest sparse HyperLogLog, header included, before it turns dense.
     pub hll_sparse_max_bytes: u64,

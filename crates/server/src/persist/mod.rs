@@ -1,8 +1,10 @@
 //! Persistence: Redis's on-disk and on-the-wire formats.
 //!
 //! - [`rdb`]: the RDB codec: one value (DUMP/RESTORE) and whole images ([`rdb::file`]).
+//! - [`aof`]: the multi-part append-only file, fed by the replication stream.
 //! - [`snapshot`]: the dataset as an RDB image: SAVE, BGSAVE, DEBUG RELOAD, loading at
 //!   start, the payload of a replication full sync.
 
+pub mod aof;
 pub mod rdb;
 pub mod snapshot;

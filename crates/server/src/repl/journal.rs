@@ -106,9 +106,16 @@ pub struct Stream {
     backlog: Option<Backlog>,
     /// Attached replicas.
     replicas: Vec<Arc<ReplicaLink>>,
+    /// The append-only file's incremental part, when `appendonly yes`.
+    pub aof: Option<crate::persist::aof::AofFile>,
 }
 
 impl Stream {
+    /// Makes the next command name its database (a new reader starts here).
+    pub fn force_select(&mut self) {
+        self.db = None;
+    }
+
     /// The backlog, if one exists.
     pub fn backlog(&self) -> Option<&Backlog> {
         self.backlog.as_ref()
@@ -166,6 +173,9 @@ impl Stream {
     }
 
     fn push(&mut self, chunk: Bytes) {
+        if let Some(aof) = &mut self.aof {
+            aof.write(&chunk);
+        }
         self.offset += chunk.len() as u64;
         if let Some(backlog) = &mut self.backlog {
             backlog.push(&chunk);
@@ -234,6 +244,7 @@ impl Default for Journal {
                 db: None,
                 backlog: None,
                 replicas: Vec::new(),
+                aof: None,
             }),
             acks: watch::channel(0).0,
         }

@@ -77,6 +77,11 @@ pub fn flush(ctx: &mut Ctx<'_>) {
     if ctx.client.propagate.is_empty() {
         return;
     }
+    if ctx.shared.repl.is_replica() {
+        // Demoted meanwhile (REPLICAOF inside MULTI): our stream is the master's now.
+        ctx.client.propagate.clear();
+        return;
+    }
     let pending = std::mem::take(&mut ctx.client.propagate);
     ctx.client.repl_offset = ctx.shared.repl.journal.append(&pending);
 }

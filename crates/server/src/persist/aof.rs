@@ -1,0 +1,452 @@
+//! The append-only file, as Redis 7.0 writes it: a directory (`appenddirname`) holding a
+//! base file (an RDB image with `aof-use-rdb-preamble yes`, else commands), incremental
+//! files of commands in RESP, and a manifest listing them:
+//!
+//! ```text
+//! file appendonly.aof.1.base.rdb seq 1 type b
+//! file appendonly.aof.1.incr.aof seq 1 type i
+//! ```
+//!
+//! The incremental file receives the replication stream itself (`crate::repl::journal`):
+//! every change, in the order the shards saw them, with its SELECTs and MULTI/EXEC. It is
+//! written where the stream is appended, so with `appendfsync always` a write is on disk
+//! (fsynced) before its reply leaves; `everysec` fsyncs from the server's cron once a
+//! second; `no` leaves it to the kernel.
+//!
+//! A rewrite (BGREWRITEAOF, turning AOF on, the automatic rewrite) takes a new base
+//! image while every shard is held, starts the next incremental file at that point,
+//! writes the new manifest and deletes the old files: a directory that loads in
+//! redis-server 7.0 as it loads here.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use parking_lot::Mutex;
+use redline_resp::RequestDecoder;
+
+use crate::shared::Shared;
+use crate::store::{Held, ShardMap};
+
+/// When the incremental file is fsynced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fsync {
+    /// After every append, before the reply.
+    Always,
+    /// Once a second.
+    EverySec,
+    /// Never explicitly.
+    No,
+}
+
+impl Fsync {
+    fn from_config(text: &str) -> Fsync {
+        match text {
+            "always" => Fsync::Always,
+            "no" => Fsync::No,
+            _ => Fsync::EverySec,
+        }
+    }
+}
+
+/// The open incremental file, written by the stream.
+#[derive(Debug)]
+pub struct AofFile {
+    file: Arc<File>,
+    fsync: Fsync,
+    /// Bytes in this incremental file.
+    size: u64,
+    /// Written since the last fsync.
+    dirty: bool,
+    /// The last write failed (INFO `aof_last_write_status`).
+    failed: bool,
+}
+
+impl AofFile {
+    /// Appends a piece of the stream.
+    pub fn write(&mut self, bytes: &[u8]) {
+        let mut file: &File = &self.file;
+        match file.write_all(bytes) {
+            Ok(()) => {
+                self.size += bytes.len() as u64;
+                self.failed = false;
+                if self.fsync == Fsync::Always {
+                    self.failed = self.file.sync_data().is_err();
+                } else {
+                    self.dirty = true;
+                }
+            }
+            Err(e) => {
+                if !self.failed {
+                    tracing::warn!("Error writing to the AOF file: {e}");
+                }
+                self.failed = true;
+            }
+        }
+    }
+}
+
+/// AOF state and counters.
+#[derive(Debug, Default)]
+pub struct Aof {
+    /// A rewrite is running (INFO `aof_rewrite_in_progress`).
+    pub rewriting: AtomicBool,
+    /// Rewrites done (`aof_rewrites`).
+    pub rewrites: AtomicU64,
+    /// Size of the base file at the last rewrite (`aof_base_size`).
+    pub base_size: AtomicU64,
+    /// The current sequence number of the base and incremental files.
+    seq: Mutex<u64>,
+    /// The last rewrite failed.
+    pub rewrite_failed: AtomicBool,
+}
+
+/// The directory the AOF lives in.
+fn dir(shared: &Shared) -> PathBuf {
+    PathBuf::from(shared.config.read().param("appenddirname"))
+}
+
+fn base_name(shared: &Shared) -> String {
+    shared.config.read().param("appendfilename").to_string()
+}
+
+fn manifest_path(shared: &Shared) -> PathBuf {
+    dir(shared).join(format!("{}.manifest", base_name(shared)))
+}
+
+/// Whether the AOF is being written.
+pub fn enabled(shared: &Shared) -> bool {
+    shared.repl.journal.stream().aof.is_some()
+}
+
+/// Size of the current incremental file (`aof_current_size` adds the base).
+pub fn current_size(shared: &Shared) -> u64 {
+    shared
+        .repl
+        .journal
+        .stream()
+        .aof
+        .as_ref()
+        .map_or(0, |a| a.size)
+}
+
+/// Whether the last write failed.
+pub fn write_failed(shared: &Shared) -> bool {
+    shared
+        .repl
+        .journal
+        .stream()
+        .aof
+        .as_ref()
+        .is_some_and(|a| a.failed)
+}
+
+/// Turns the AOF on (`appendonly yes`, or a rewrite while on): a new base image of the
+/// dataset as it is now, a new incremental file the stream writes from then on, a new
+/// manifest; the previous files are deleted.
+pub fn rewrite(shared: &Shared) -> std::io::Result<()> {
+    let aof = &shared.aof;
+    if aof.rewriting.swap(true, Ordering::AcqRel) {
+        return Ok(());
+    }
+    let result = rewrite_now(shared);
+    aof.rewrite_failed.store(result.is_err(), Ordering::Relaxed);
+    if result.is_ok() {
+        aof.rewrites.fetch_add(1, Ordering::Relaxed);
+        tracing::info!("Background AOF rewrite finished successfully");
+    }
+    aof.rewriting.store(false, Ordering::Release);
+    result
+}
+
+fn rewrite_now(shared: &Shared) -> std::io::Result<()> {
+    let directory = dir(shared);
+    std::fs::create_dir_all(&directory)?;
+    let name = base_name(shared);
+    let (preamble, fsync) = {
+        let config = shared.config.read();
+        (
+            config.param_bool("aof-use-rdb-preamble"),
+            Fsync::from_config(config.param("appendfsync")),
+        )
+    };
+    let journal = &shared.repl.journal;
+    journal.activate();
+    let mut held = Held::all(&shared.store);
+    let image = if preamble {
+        super::snapshot::capture(shared, &mut held, &[])
+    } else {
+        commands_image(shared, &mut held)
+    };
+    let mut seq = shared.aof.seq.lock();
+    let old_seq = *seq;
+    let next = old_seq + 1;
+    let base = format!(
+        "{name}.{next}.base.{}",
+        if preamble { "rdb" } else { "aof" }
+    );
+    let incr = format!("{name}.{next}.incr.aof");
+    super::snapshot::write_file(&directory.join(&base), &image)?;
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(directory.join(&incr))?;
+    let manifest = format!("file {base} seq {next} type b\nfile {incr} seq {next} type i\n");
+    super::snapshot::write_file(&manifest_path(shared), manifest.as_bytes())?;
+    let mut stream = journal.stream();
+    stream.force_select();
+    stream.aof = Some(AofFile {
+        file: Arc::new(file),
+        fsync,
+        size: 0,
+        dirty: false,
+        failed: false,
+    });
+    drop(stream);
+    drop(held);
+    *seq = next;
+    shared
+        .aof
+        .base_size
+        .store(image.len() as u64, Ordering::Relaxed);
+    // The previous generation is history now.
+    if old_seq > 0 {
+        for old in [
+            format!("{name}.{old_seq}.base.rdb"),
+            format!("{name}.{old_seq}.base.aof"),
+            format!("{name}.{old_seq}.incr.aof"),
+        ] {
+            let _ = std::fs::remove_file(directory.join(old));
+        }
+    }
+    Ok(())
+}
+
+/// The dataset as commands (a base file without the RDB preamble): each key as one
+/// `RESTORE key deadline payload REPLACE [ABSTTL]`, which redis-server loads as well.
+fn commands_image(shared: &Shared, held: &mut dyn ShardMap) -> Vec<u8> {
+    use bytes::Bytes;
+    let mut out = BytesMut::new();
+    for db in 0..shared.store.db_count() {
+        let mut selected = false;
+        for index in 0..shared.store.db(db).shard_count() {
+            held.shard(db, index).for_each_live(|key, entry| {
+                if !selected {
+                    crate::repl::journal::write_command(
+                        &mut out,
+                        &[Bytes::from_static(b"SELECT"), Bytes::from(db.to_string())],
+                    );
+                    selected = true;
+                }
+                // A value the codec can carry is rebuilt with RESTORE's payload.
+                let payload = super::rdb::dump_payload(&entry.value);
+                let mut args = vec![
+                    Bytes::from_static(b"RESTORE"),
+                    Bytes::copy_from_slice(key.as_bytes()),
+                    Bytes::from(entry.expires_at.to_string()),
+                    Bytes::from(payload),
+                    Bytes::from_static(b"REPLACE"),
+                ];
+                if entry.expires_at != 0 {
+                    args.push(Bytes::from_static(b"ABSTTL"));
+                }
+                crate::repl::journal::write_command(&mut out, &args);
+            });
+        }
+    }
+    out.to_vec()
+}
+
+/// Writes the AOF to disk now (DEBUG LOADAOF, shutdown).
+pub fn sync(shared: &Shared) {
+    let file = shared
+        .repl
+        .journal
+        .stream()
+        .aof
+        .as_ref()
+        .map(|a| a.file.clone());
+    if let Some(file) = file {
+        let _ = file.sync_data();
+    }
+}
+
+/// Stops writing the AOF (`appendonly no`); the files stay.
+pub fn stop(shared: &Shared) {
+    let mut stream = shared.repl.journal.stream();
+    if let Some(aof) = stream.aof.take() {
+        let _ = aof.file.sync_data();
+    }
+}
+
+/// From the server's cron: the once-a-second fsync of `appendfsync everysec`, and the
+/// automatic rewrite when the incremental file outgrew `auto-aof-rewrite-percentage`
+/// of the base (and `auto-aof-rewrite-min-size`).
+pub fn cron(shared: &Shared) {
+    let (file, size) = {
+        let mut stream = shared.repl.journal.stream();
+        let Some(aof) = stream.aof.as_mut() else {
+            return;
+        };
+        let file = (aof.fsync == Fsync::EverySec && aof.dirty).then(|| aof.file.clone());
+        aof.dirty = false;
+        (file, aof.size)
+    };
+    if let Some(file) = file {
+        // Outside the stream's lock: writers go on while the disk syncs.
+        let _ = file.sync_data();
+    }
+    let (percentage, min_size) = {
+        let config = shared.config.read();
+        (
+            config.param_int("auto-aof-rewrite-percentage"),
+            config.param_int("auto-aof-rewrite-min-size"),
+        )
+    };
+    let base = shared.aof.base_size.load(Ordering::Relaxed).max(1);
+    if percentage > 0 && size >= min_size.max(0) as u64 && size * 100 / base >= percentage as u64 {
+        tracing::info!(
+            "Starting automatic rewriting of AOF on {}% growth",
+            size * 100 / base
+        );
+        if let Err(e) = rewrite(shared) {
+            tracing::warn!("Automatic AOF rewrite failed: {e}");
+        }
+    }
+}
+
+/// Why the AOF could not be loaded.
+#[derive(Debug)]
+pub enum LoadError {
+    /// No AOF at all.
+    Missing,
+    /// Unreadable or malformed.
+    Bad(String),
+}
+
+/// The files the manifest lists, base first.
+fn manifest_files(shared: &Shared) -> Result<Vec<(String, char)>, LoadError> {
+    let text = match std::fs::read_to_string(manifest_path(shared)) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::Missing),
+        Err(e) => return Err(LoadError::Bad(e.to_string())),
+    };
+    let mut files = Vec::new();
+    let mut top_seq = 0;
+    for line in text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let field = |name: &str| {
+            words
+                .iter()
+                .position(|w| *w == name)
+                .and_then(|i| words.get(i + 1))
+                .copied()
+        };
+        let (Some(file), Some(kind)) = (field("file"), field("type")) else {
+            return Err(LoadError::Bad(format!("Invalid AOF manifest line: {line}")));
+        };
+        if kind == "h" {
+            continue;
+        }
+        if let Some(seq) = field("seq").and_then(|s| s.parse::<u64>().ok()) {
+            top_seq = top_seq.max(seq);
+        }
+        files.push((file.to_string(), kind.chars().next().unwrap_or('i')));
+    }
+    files.sort_by_key(|(_, kind)| *kind != 'b');
+    *shared.aof.seq.lock() = top_seq;
+    Ok(files)
+}
+
+/// Loads the AOF (at start, DEBUG LOADAOF): the base image or commands, then every
+/// incremental file, through a client that propagates nothing. A command cut short at
+/// the end of the last file is dropped (and the file truncated) when
+/// `aof-load-truncated` is on, as Redis does.
+pub fn load(shared: &Shared) -> Result<u64, LoadError> {
+    let files = manifest_files(shared)?;
+    let directory = dir(shared);
+    let mut commands = 0;
+    let last = files.len().saturating_sub(1);
+    for (i, (name, kind)) in files.iter().enumerate() {
+        let path = directory.join(name);
+        let bytes = std::fs::read(&path).map_err(|e| LoadError::Bad(format!("{name}: {e}")))?;
+        if *kind == 'b' && bytes.starts_with(b"REDIS") {
+            super::snapshot::load(shared, &bytes, false, None)
+                .map_err(|e| LoadError::Bad(e.to_string()))?;
+            continue;
+        }
+        let (applied, consumed) = replay(shared, &bytes)?;
+        commands += applied;
+        if consumed < bytes.len() {
+            let truncated_ok = shared.config.read().param_bool("aof-load-truncated");
+            if i != last || !truncated_ok {
+                return Err(LoadError::Bad(format!(
+                    "Bad file format reading the append only file {name}"
+                )));
+            }
+            tracing::warn!(
+                "!!! Warning: short read while loading the AOF file {name}!!! AOF loaded anyway because aof-load-truncated is enabled"
+            );
+            truncate(&path, consumed as u64);
+        }
+    }
+    Ok(commands)
+}
+
+fn truncate(path: &Path, len: u64) {
+    if let Ok(file) = OpenOptions::new().write(true).open(path) {
+        let _ = file.set_len(len);
+    }
+}
+
+/// Runs the commands of `bytes`; returns how many ran and how many bytes they took.
+fn replay(shared: &Shared, bytes: &[u8]) -> Result<(u64, usize), LoadError> {
+    let mut input = BytesMut::from(bytes);
+    let mut decoder = RequestDecoder::default();
+    let mut client = crate::net::client::ClientState::new(
+        0,
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        true,
+    );
+    client.is_master = true;
+    client.reply = crate::net::client::ReplyMode::Off;
+    let mut output = BytesMut::new();
+    let mut commands = 0;
+    loop {
+        let before = input.len();
+        match decoder.decode(&mut input) {
+            Ok(Some(args)) => {
+                let mut ctx = crate::cmd::Ctx::new(shared, &mut client, &mut output);
+                crate::cmd::execute(&mut ctx, &args);
+                output.clear();
+                commands += 1;
+            }
+            Ok(None) => {
+                let consumed = bytes.len() - before;
+                return Ok((commands, consumed));
+            }
+            Err(e) => {
+                return Err(LoadError::Bad(format!(
+                    "Bad file format reading the append only file: {e}"
+                )))
+            }
+        }
+    }
+}
+
+/// At start with `appendonly yes`: load what the directory holds, then open a new
+/// generation (base + incremental) so the stream has a file to write.
+pub fn start(shared: &Shared) -> Result<(), String> {
+    match load(shared) {
+        Ok(commands) => tracing::info!("DB loaded from append only file: {commands} commands"),
+        Err(LoadError::Missing) => {}
+        Err(LoadError::Bad(e)) => return Err(format!("Fatal error loading the AOF: {e}")),
+    }
+    rewrite(shared).map_err(|e| format!("Can't open the append-only file: {e}"))
+}
