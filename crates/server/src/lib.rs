@@ -31,7 +31,12 @@
 //! ```
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+/// Every program linking the server counts its heap (INFO used_memory, maxmemory).
+#[global_allocator]
+static ALLOCATOR: alloc::Counting = alloc::Counting;
+
 pub mod acl;
+pub mod alloc;
 pub mod blocking;
 pub mod cmd;
 pub mod cmdstats;

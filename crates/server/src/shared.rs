@@ -93,6 +93,7 @@ impl Shared {
         store
             .events()
             .set_notify_flags(config.notify_keyspace_events);
+        configure_eviction(&store, &config);
         let repl = crate::repl::Replication::default();
         store.events().set_deletion_feed(repl.journal.clone());
         Shared {
@@ -139,6 +140,7 @@ impl Shared {
     /// Replaces the configuration (CONFIG SET) and tells connections to refresh.
     pub fn update_config(&self, config: Config) {
         self.hz.store(config.hz, Ordering::Relaxed);
+        configure_eviction(&self.store, &config);
         self.store
             .events()
             .set_notify_flags(config.notify_keyspace_events);
@@ -153,4 +155,16 @@ impl Shared {
         drop(current);
         self.config_generation.fetch_add(1, Ordering::Release);
     }
+}
+
+/// Hands `maxmemory` and its policy settings to the store.
+fn configure_eviction(store: &Store, config: &Config) {
+    let int = |name: &str| u32::try_from(config.param_int(name).max(0)).unwrap_or(u32::MAX);
+    store.events().eviction.configure(
+        u64::try_from(config.param_int("maxmemory").max(0)).unwrap_or(0),
+        crate::store::evict::Policy::from_name(config.param("maxmemory-policy")),
+        int("maxmemory-samples"),
+        int("lfu-log-factor"),
+        int("lfu-decay-time"),
+    );
 }

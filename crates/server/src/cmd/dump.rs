@@ -95,6 +95,17 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     } else {
         shard.insert(key, value, deadline as u64);
+        let eviction = &ctx.shared.store.events().eviction;
+        let access = match (idle, freq) {
+            (Some(idle), _) if !eviction.policy().is_lfu() => Some(eviction.with_idle(idle as u64)),
+            (_, Some(freq)) if eviction.policy().is_lfu() => {
+                Some(eviction.with_freq(u8::try_from(freq).unwrap_or(u8::MAX)))
+            }
+            _ => None,
+        };
+        if let (Some(access), Some(entry)) = (access, shard.get_untouched(key)) {
+            entry.access = access;
+        }
         event(ctx, NotifyClass::Generic, "restore", key);
     }
     ok(ctx.out);

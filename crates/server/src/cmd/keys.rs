@@ -594,7 +594,8 @@ fn with_object(
     let key = &args[2];
     let proto = ctx.proto();
     let mut shard = ctx.lock(key);
-    match shard.get(key) {
+    // OBJECT looks without counting as a use.
+    match shard.get_untouched(key) {
         Some(entry) => f(entry, ctx.out),
         None => encode::write_null_bulk(ctx.out, proto),
     }
@@ -609,16 +610,28 @@ fn object_encoding(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn object_freq(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[2];
+    let eviction = &ctx.shared.store.events().eviction;
     if !ctx.lock(key).contains(key) {
         encode::write_null_bulk(ctx.out, ctx.proto());
         return Ok(());
     }
-    Err(CmdError::Static("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."))
+    if !eviction.policy().is_lfu() {
+        return Err(CmdError::Static("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
+    }
+    with_object(ctx, args, |e, out| {
+        encode::write_integer(out, i64::from(eviction.lfu_decayed(e.access)))
+    })
 }
 
 fn object_idletime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    // Access times are not tracked (no LRU eviction): every key reads as just used.
-    with_object(ctx, args, |_, out| encode::write_integer(out, 0))
+    let eviction = &ctx.shared.store.events().eviction;
+    let key = &args[2];
+    if eviction.policy().is_lfu() && ctx.lock(key).contains(key) {
+        return Err(CmdError::Static("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
+    }
+    with_object(ctx, args, |e, out| {
+        encode::write_integer(out, eviction.idle_seconds(e.access) as i64)
+    })
 }
 
 fn object_refcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

@@ -207,6 +207,9 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             CmdError::Static("READONLY You can't write against a read only replica."),
         );
     }
+    if out_of_memory(ctx, spec) {
+        return reject_spec(ctx, spec, CmdError::Static(OOM));
+    }
     if let Some(queue) = ctx.client.multi.as_mut() {
         if !tx::runs_inside_multi(top) {
             queue.push(args.to_vec());
@@ -241,6 +244,28 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         after_tracked_command(ctx, spec, args);
     }
     result
+}
+
+/// Redis's answer to a deny-oom command above `maxmemory`.
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// Over `maxmemory`, keys are evicted before a client's command (Redis's
+/// `performEvictions` in `processCommand`); true when memory stays above the limit and
+/// the command may grow it (deny-oom), which is then refused. Commands inside EXEC were
+/// checked when queued; a script's calls are checked unless it declared allow-oom.
+fn out_of_memory(ctx: &Ctx<'_>, spec: &CommandSpec) -> bool {
+    let eviction = &ctx.shared.store.events().eviction;
+    if !eviction.over_limit() || ctx.client.is_master {
+        return false;
+    }
+    if ctx.nested {
+        return ctx.client.in_script
+            && spec.flags.contains(CommandFlags::DENYOOM)
+            && !ctx.shared.scripting.flags.allows_oom();
+    }
+    let store = &ctx.shared.store;
+    let freed = eviction.free_memory(store, |_, db, key| store.events().evicted(db, key));
+    !freed && spec.flags.contains(CommandFlags::DENYOOM)
 }
 
 /// How a command reaches the replication stream.

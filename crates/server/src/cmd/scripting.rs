@@ -139,6 +139,8 @@ fn run_locked_here(
 fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
     let (keys, rest) = keys_and_args(args, "ERR value is not an integer or out of range")?;
     let body = args[1].clone();
+    let over_limit = ctx.shared.store.events().eviction.over_limit();
+    let run_flags = ctx.shared.scripting.flags.clone();
     run_locked(
         ctx,
         |engine| {
@@ -157,6 +159,8 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Cm
             if ro && !flags.eval_compat && !flags.no_writes {
                 return Err(CmdError::Static(RO_WITH_WRITES));
             }
+            check_oom(&flags, over_limit)?;
+            run_flags.set_allows_oom(flags.allow_oom);
             Ok((sha, ro || flags.no_writes))
         },
         false,
@@ -164,6 +168,15 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Cm
         rest,
         args,
     )
+}
+
+/// A script that declared its flags, may write and did not declare allow-oom does not
+/// start above `maxmemory` (Redis 7.0); one without a shebang is checked per command.
+fn check_oom(flags: &crate::scripting::ScriptFlags, over_limit: bool) -> Result<(), CmdError> {
+    if over_limit && !flags.eval_compat && !flags.allow_oom && !flags.no_writes {
+        return Err(CmdError::Static("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"));
+    }
+    Ok(())
 }
 
 fn eval(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -185,6 +198,8 @@ fn evalsha_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn fcall_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ro: bool) -> CmdResult {
     let (keys, rest) = keys_and_args(args, "ERR Bad number of keys provided")?;
     let name = String::from_utf8_lossy(&args[1]).into_owned();
+    let over_limit = ctx.shared.store.events().eviction.over_limit();
+    let run_flags = ctx.shared.scripting.flags.clone();
     run_locked(
         ctx,
         |engine| {
@@ -194,6 +209,8 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ro: bool) -> CmdResult {
             if ro && !f.flags.no_writes {
                 return Err(CmdError::Static(RO_WITH_WRITES));
             }
+            check_oom(&f.flags, over_limit)?;
+            run_flags.set_allows_oom(f.flags.allow_oom);
             let read_only = f.flags.no_writes;
             Ok((name.clone(), read_only))
         },

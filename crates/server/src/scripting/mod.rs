@@ -96,6 +96,8 @@ pub struct Engine {
 pub struct RunFlags {
     running: AtomicBool,
     busy: AtomicBool,
+    /// The running script declared allow-oom.
+    allow_oom: AtomicBool,
     kill: AtomicBool,
     wrote: AtomicBool,
     eval: AtomicBool,
@@ -114,6 +116,17 @@ pub struct RunFlags {
 }
 
 impl RunFlags {
+    /// Records whether the script about to run declared allow-oom.
+    pub fn set_allows_oom(&self, on: bool) {
+        self.allow_oom.store(on, Ordering::Release);
+    }
+
+    /// Whether the running script may write above `maxmemory`: it declared allow-oom, or
+    /// it already wrote (refusing now would break its atomicity, as Redis reasons).
+    pub fn allows_oom(&self) -> bool {
+        self.allow_oom.load(Ordering::Acquire) || self.wrote.load(Ordering::Acquire)
+    }
+
     /// A script is running and has run past `busy-reply-threshold`: other clients get
     /// BUSY.
     pub fn busy(&self) -> bool {

@@ -151,6 +151,7 @@ mod tests {
         Entry {
             value: Value::Set(Box::new(set)),
             expires_at: 0,
+            access: 0,
         }
     }
 
@@ -169,10 +170,12 @@ mod tests {
         let int = Entry {
             value: Value::Int(42),
             expires_at: 0,
+            access: 0,
         };
         let text = Entry {
             value: Value::Str(CompactBytes::new(b"42")),
             expires_at: 0,
+            access: 0,
         };
         assert_eq!(value_digest(&int), value_digest(&text));
     }

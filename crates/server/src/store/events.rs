@@ -47,6 +47,8 @@ pub trait DeletionFeed: Send + Sync + std::fmt::Debug {
 pub struct KeyEvents {
     /// The replication stream, once the server has one.
     deletions: std::sync::OnceLock<std::sync::Arc<dyn DeletionFeed>>,
+    /// `maxmemory` and the access data every key keeps for it.
+    pub eviction: super::evict::Eviction,
     /// This server replicates a master: keys expire when the master says so (its DEL),
     /// never locally (see [`super::Shard`]).
     replica: AtomicBool,
@@ -128,6 +130,25 @@ impl KeyEvents {
                 key: Bytes::copy_from_slice(key),
                 class: if notify { CLASS_EXPIRED } else { 0 },
                 event: "expired",
+                modified: tracking,
+            });
+        }
+    }
+
+    /// A key was evicted (maxmemory): replicas and the AOF get its DEL, notifications
+    /// an `evicted` event, tracking clients an invalidation.
+    pub fn evicted(&self, db: usize, key: &[u8]) {
+        if let Some(feed) = self.deletions.get() {
+            feed.expired(db, key);
+        }
+        let notify = self.wants(CLASS_EVICTED);
+        let tracking = self.tracking();
+        if notify || tracking {
+            self.push(KeyEvent {
+                db,
+                key: Bytes::copy_from_slice(key),
+                class: if notify { CLASS_EVICTED } else { 0 },
+                event: "evicted",
                 modified: tracking,
             });
         }

@@ -13,6 +13,7 @@ mod compact;
 pub mod digest;
 pub mod dirty;
 pub mod events;
+pub mod evict;
 pub mod expiry;
 mod held;
 pub mod hll;

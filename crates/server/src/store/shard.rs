@@ -157,11 +157,60 @@ impl Shard {
         self.map.get(key)
     }
 
-    /// The live entry of `key`.
+    /// The live entry of `key`, recorded as used (eviction's LRU/LFU data).
     #[inline]
     pub fn get(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let index = self.live_index(key)?;
+        let events = self.events.clone();
+        let entry = self.map.get_index_mut(index).map(|(_, e)| e)?;
+        if let Some(events) = events {
+            entry.access = events.eviction.touched(entry.access);
+        }
+        Some(entry)
+    }
+
+    /// The live entry of `key`, without recording a use (OBJECT, DEBUG).
+    pub fn get_untouched(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let index = self.live_index(key)?;
         self.map.get_index_mut(index).map(|(_, e)| e)
+    }
+
+    /// Access data for a key created now.
+    fn fresh_access(&self) -> u32 {
+        self.events.as_ref().map_or(0, |e| e.eviction.fresh())
+    }
+
+    /// Up to `n` random stored keys (those with a TTL when `volatile`), each with its
+    /// access data and deadline: eviction's sample.
+    pub fn sample(&self, n: usize, volatile: bool) -> Vec<(Vec<u8>, (u32, u64))> {
+        let population = if volatile {
+            self.ttl_keys.len()
+        } else {
+            self.map.len()
+        };
+        if population == 0 {
+            return Vec::new();
+        }
+        (0..n.min(population))
+            .filter_map(|_| {
+                let i = fastrand::usize(..population);
+                let key = if volatile {
+                    self.ttl_keys.get_index(i)?.as_bytes()
+                } else {
+                    self.map.get_index(i)?.0.as_bytes()
+                };
+                let entry = self.map.get(key)?;
+                Some((key.to_vec(), (entry.access, entry.expires_at)))
+            })
+            .collect()
+    }
+
+    /// Removes `key` whether or not it has expired (eviction); true if it was there.
+    pub fn remove_any(&mut self, key: &[u8]) -> bool {
+        match self.map.get_index_of(key) {
+            Some(index) => self.remove_index(index).is_some(),
+            None => false,
+        }
     }
 
     /// Whether `key` exists (and is not expired).
@@ -183,8 +232,15 @@ impl Shard {
                 }
             }
             None => {
-                self.map
-                    .insert(CompactBytes::new(key), Entry { value, expires_at });
+                let access = self.fresh_access();
+                self.map.insert(
+                    CompactBytes::new(key),
+                    Entry {
+                        value,
+                        expires_at,
+                        access,
+                    },
+                );
                 self.track_ttl(key, false, expires_at != 0);
                 self.report_created(key);
             }
@@ -198,11 +254,13 @@ impl Shard {
             None => {
                 self.touch(key);
                 self.report_created(key);
+                let access = self.fresh_access();
                 let (index, _) = self.map.insert_full(
                     CompactBytes::new(key),
                     Entry {
                         value: make(),
                         expires_at: 0,
+                        access,
                     },
                 );
                 index

@@ -50,6 +50,8 @@ pub struct Entry {
     pub value: Value,
     /// Expiry deadline in Unix milliseconds; 0 = no expiry.
     pub expires_at: u64,
+    /// Last use, for eviction: see [`super::evict`].
+    pub access: u32,
 }
 
 /// The value's integer if `bytes` is the canonical text of an `i64` (what Redis
@@ -131,6 +133,6 @@ mod tests {
     #[test]
     fn small_entries() {
         assert_eq!(std::mem::size_of::<Value>(), 24);
-        assert_eq!(std::mem::size_of::<Entry>(), 32);
+        assert_eq!(std::mem::size_of::<Entry>(), 40);
     }
 }

@@ -34,7 +34,7 @@ mod opcode {
 ///
 /// let mut w = SnapshotWriter::new(&[("redis-ver", b"7.0.15")]);
 /// w.select_db(0, 1, 0);
-/// w.entry(b"k", &Entry { value: Value::string(b"v"), expires_at: 0 });
+/// w.entry(b"k", &Entry { value: Value::string(b"v"), expires_at: 0, access: 0 });
 /// let bytes = w.finish(true);
 /// let mut keys = 0;
 /// read_snapshot(&bytes, |item| {
@@ -279,6 +279,7 @@ mod tests {
         Entry {
             value: Value::string(value),
             expires_at,
+            access: 0,
         }
     }
 

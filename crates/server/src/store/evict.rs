@@ -1,0 +1,363 @@
+//! `maxmemory`: what each key records about its use, and which keys go when memory runs
+//! out (Redis's `evict.c`).
+//!
+//! Every entry carries 32 bits of access data, kept current on each lookup: under the
+//! LRU and other policies the millisecond clock of its last use (modulo 2^32, about 49
+//! days: finer than Redis's one-second LRU clock, so LRU tells apart keys used within
+//! the same second); under the LFU policies, as
+//! Redis, the minute of the last decrement in the high 16 bits and a logarithmic access
+//! counter in the low 8 (`lfu-log-factor`, `lfu-decay-time`).
+//!
+//! When `used_memory` (the counted allocator, [`crate::alloc`]) is above `maxmemory`
+//! before a command, keys are evicted one at a time until it is not: each round samples
+//! `maxmemory-samples` keys (keys with a TTL for the `volatile-*` policies) from one
+//! random shard of every database, keeps the best candidates in a 16-entry pool across
+//! rounds, and evicts the best one that still qualifies. Only one shard is locked at a
+//! time, so eviction never stalls the whole keyspace. An evicted key goes to replicas
+//! and the AOF as a DEL, with an `evicted` keyspace event.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+use parking_lot::Mutex;
+
+use super::{now_ms, Store};
+
+/// `maxmemory-policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Policy {
+    /// Refuse writes with OOM.
+    NoEviction = 0,
+    /// Least recently used, any key.
+    AllKeysLru = 1,
+    /// Least frequently used, any key.
+    AllKeysLfu = 2,
+    /// Any key at random.
+    AllKeysRandom = 3,
+    /// Least recently used among keys with a TTL.
+    VolatileLru = 4,
+    /// Least frequently used among keys with a TTL.
+    VolatileLfu = 5,
+    /// A key with a TTL at random.
+    VolatileRandom = 6,
+    /// The key with the nearest deadline.
+    VolatileTtl = 7,
+}
+
+impl Policy {
+    /// From its configuration name.
+    pub fn from_name(name: &str) -> Policy {
+        match name {
+            "allkeys-lru" => Policy::AllKeysLru,
+            "allkeys-lfu" => Policy::AllKeysLfu,
+            "allkeys-random" => Policy::AllKeysRandom,
+            "volatile-lru" => Policy::VolatileLru,
+            "volatile-lfu" => Policy::VolatileLfu,
+            "volatile-random" => Policy::VolatileRandom,
+            "volatile-ttl" => Policy::VolatileTtl,
+            _ => Policy::NoEviction,
+        }
+    }
+
+    fn from_u8(n: u8) -> Policy {
+        match n {
+            1 => Policy::AllKeysLru,
+            2 => Policy::AllKeysLfu,
+            3 => Policy::AllKeysRandom,
+            4 => Policy::VolatileLru,
+            5 => Policy::VolatileLfu,
+            6 => Policy::VolatileRandom,
+            7 => Policy::VolatileTtl,
+            _ => Policy::NoEviction,
+        }
+    }
+
+    /// Whether access is counted as frequency.
+    pub fn is_lfu(self) -> bool {
+        matches!(self, Policy::AllKeysLfu | Policy::VolatileLfu)
+    }
+
+    fn volatile(self) -> bool {
+        matches!(
+            self,
+            Policy::VolatileLru
+                | Policy::VolatileLfu
+                | Policy::VolatileRandom
+                | Policy::VolatileTtl
+        )
+    }
+}
+
+/// Redis's starting LFU counter for a new key.
+const LFU_INIT: u32 = 5;
+
+/// The eviction settings and counters, shared by every shard.
+#[derive(Debug)]
+pub struct Eviction {
+    maxmemory: AtomicU64,
+    policy: AtomicU8,
+    samples: AtomicU32,
+    lfu_log_factor: AtomicU32,
+    lfu_decay_time: AtomicU32,
+    /// Keys evicted since start (INFO `evicted_keys`).
+    pub evicted: AtomicU64,
+    pool: Mutex<Vec<Candidate>>,
+}
+
+impl Default for Eviction {
+    fn default() -> Self {
+        Eviction {
+            maxmemory: AtomicU64::new(0),
+            policy: AtomicU8::new(Policy::NoEviction as u8),
+            samples: AtomicU32::new(5),
+            lfu_log_factor: AtomicU32::new(10),
+            lfu_decay_time: AtomicU32::new(1),
+            evicted: AtomicU64::new(0),
+            pool: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Candidate {
+    /// Higher is a better victim.
+    score: u64,
+    db: usize,
+    key: Vec<u8>,
+}
+
+/// Size of the candidate pool (Redis's `EVPOOL_SIZE`).
+const POOL: usize = 16;
+
+fn minutes() -> u32 {
+    ((now_ms() / 60_000) & 0xFFFF) as u32
+}
+
+/// The LRU clock: milliseconds, modulo 2^32.
+fn clock() -> u32 {
+    now_ms() as u32
+}
+
+impl Eviction {
+    /// Applies the configuration (`maxmemory`, `maxmemory-policy`, `maxmemory-samples`,
+    /// `lfu-log-factor`, `lfu-decay-time`).
+    pub fn configure(
+        &self,
+        maxmemory: u64,
+        policy: Policy,
+        samples: u32,
+        log_factor: u32,
+        decay: u32,
+    ) {
+        self.maxmemory.store(maxmemory, Ordering::Relaxed);
+        self.policy.store(policy as u8, Ordering::Relaxed);
+        self.samples.store(samples.max(1), Ordering::Relaxed);
+        self.lfu_log_factor.store(log_factor, Ordering::Relaxed);
+        self.lfu_decay_time.store(decay, Ordering::Relaxed);
+    }
+
+    /// `maxmemory` in bytes, 0 for none.
+    #[inline]
+    pub fn maxmemory(&self) -> u64 {
+        self.maxmemory.load(Ordering::Relaxed)
+    }
+
+    /// The policy.
+    #[inline]
+    pub fn policy(&self) -> Policy {
+        Policy::from_u8(self.policy.load(Ordering::Relaxed))
+    }
+
+    /// Access data for a key created now.
+    #[inline]
+    pub fn fresh(&self) -> u32 {
+        if self.policy().is_lfu() {
+            (minutes() << 8) | LFU_INIT
+        } else {
+            clock()
+        }
+    }
+
+    /// Access data after one more use.
+    #[inline]
+    pub fn touched(&self, access: u32) -> u32 {
+        if !self.policy().is_lfu() {
+            return clock();
+        }
+        let counter = self.lfu_decayed(access);
+        (minutes() << 8) | self.lfu_increment(counter)
+    }
+
+    /// The LFU counter with the decay since its last use applied (OBJECT FREQ).
+    pub fn lfu_decayed(&self, access: u32) -> u32 {
+        let counter = access & 0xFF;
+        let last = access >> 8;
+        let now = minutes();
+        let elapsed = if now >= last {
+            now - last
+        } else {
+            65536 - last + now
+        };
+        let decay = self.lfu_decay_time.load(Ordering::Relaxed);
+        let periods = elapsed.checked_div(decay).unwrap_or(0);
+        counter.saturating_sub(periods)
+    }
+
+    fn lfu_increment(&self, counter: u32) -> u32 {
+        if counter >= 255 {
+            return 255;
+        }
+        let base = counter.saturating_sub(LFU_INIT) as f64;
+        let factor = self.lfu_log_factor.load(Ordering::Relaxed) as f64;
+        let p = 1.0 / (base * factor + 1.0);
+        if fastrand::f64() < p {
+            counter + 1
+        } else {
+            counter
+        }
+    }
+
+    /// Milliseconds since the last use.
+    fn idle_ms(&self, access: u32) -> u64 {
+        u64::from(clock().wrapping_sub(access))
+    }
+
+    /// Seconds since the last use (OBJECT IDLETIME).
+    pub fn idle_seconds(&self, access: u32) -> u64 {
+        self.idle_ms(access) / 1000
+    }
+
+    /// Access data that reads as idle for `idle` seconds (RESTORE IDLETIME).
+    pub fn with_idle(&self, idle: u64) -> u32 {
+        let ms = idle.saturating_mul(1000).min(u64::from(u32::MAX)) as u32;
+        clock().wrapping_sub(ms)
+    }
+
+    /// Access data with LFU counter `freq` (RESTORE FREQ).
+    pub fn with_freq(&self, freq: u8) -> u32 {
+        (minutes() << 8) | u32::from(freq)
+    }
+
+    /// How good a victim an entry is under the current policy (higher evicts first).
+    fn score(&self, policy: Policy, access: u32, expires_at: u64) -> u64 {
+        match policy {
+            Policy::AllKeysLfu | Policy::VolatileLfu => 255 - u64::from(self.lfu_decayed(access)),
+            Policy::VolatileTtl => u64::MAX - expires_at,
+            _ => self.idle_ms(access),
+        }
+    }
+
+    /// Whether memory is over the limit now.
+    #[inline]
+    pub fn over_limit(&self) -> bool {
+        let max = self.maxmemory();
+        max > 0 && crate::alloc::used() > max
+    }
+
+    /// Evicts keys until memory is under the limit; false when it cannot be (no
+    /// eviction policy, or nothing left to evict). `evicted` is told each key as it goes
+    /// (while its shard is locked: replication and notifications).
+    pub fn free_memory(
+        &self,
+        store: &Store,
+        mut evicted: impl FnMut(&mut super::Shard, usize, &[u8]),
+    ) -> bool {
+        let policy = self.policy();
+        let max = self.maxmemory();
+        if max == 0 {
+            return true;
+        }
+        let mut rounds = 0;
+        loop {
+            crate::alloc::flush_local();
+            if crate::alloc::used() <= max {
+                return true;
+            }
+            if policy == Policy::NoEviction || rounds > 10_000 {
+                return false;
+            }
+            rounds += 1;
+            if !self.evict_one(store, policy, &mut evicted) {
+                return false;
+            }
+        }
+    }
+
+    /// Evicts the best candidate; false when no key qualifies.
+    fn evict_one(
+        &self,
+        store: &Store,
+        policy: Policy,
+        evicted: &mut impl FnMut(&mut super::Shard, usize, &[u8]),
+    ) -> bool {
+        let random = matches!(policy, Policy::AllKeysRandom | Policy::VolatileRandom);
+        let samples = self.samples.load(Ordering::Relaxed) as usize;
+        for _attempt in 0..4 {
+            // Fill the pool from one random shard of every database.
+            let mut found_any = false;
+            for db_index in 0..store.db_count() {
+                let db = store.db(db_index);
+                let start = fastrand::usize(..db.shard_count());
+                // The first shard with candidates, from a random start.
+                for step in 0..db.shard_count() {
+                    let index = (start + step) % db.shard_count();
+                    let mut shard = db.lock_index(index);
+                    let picked = shard.sample(samples, policy.volatile());
+                    if picked.is_empty() {
+                        continue;
+                    }
+                    found_any = true;
+                    if random {
+                        let (key, _) = &picked[fastrand::usize(..picked.len())];
+                        let key = key.clone();
+                        if shard.remove(&key).is_some() {
+                            evicted(&mut shard, db_index, &key);
+                            self.evicted.fetch_add(1, Ordering::Relaxed);
+                            return true;
+                        }
+                        continue;
+                    }
+                    let mut pool = self.pool.lock();
+                    for (key, (access, expires_at)) in picked {
+                        let score = self.score(policy, access, expires_at);
+                        if pool.iter().any(|c| c.db == db_index && c.key == key) {
+                            continue;
+                        }
+                        pool.push(Candidate {
+                            score,
+                            db: db_index,
+                            key,
+                        });
+                    }
+                    pool.sort_by_key(|c| std::cmp::Reverse(c.score));
+                    pool.truncate(POOL);
+                    break;
+                }
+            }
+            if !found_any {
+                return false;
+            }
+            // Evict the best candidate that still exists (and still qualifies).
+            loop {
+                let best = {
+                    let mut pool = self.pool.lock();
+                    if pool.is_empty() {
+                        break;
+                    }
+                    pool.remove(0)
+                };
+                let db = store.db(best.db);
+                let mut shard = db.lock(&best.key);
+                let qualifies = shard
+                    .peek_stored(&best.key)
+                    .is_some_and(|e| !policy.volatile() || e.expires_at != 0);
+                if qualifies && shard.remove_any(&best.key) {
+                    evicted(&mut shard, best.db, &best.key);
+                    self.evicted.fetch_add(1, Ordering::Relaxed);
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}
