@@ -43,6 +43,7 @@ pub mod cmdstats;
 pub mod config;
 pub mod launcher;
 pub mod log;
+pub mod monitor;
 pub mod net;
 pub mod notify;
 pub mod pause;

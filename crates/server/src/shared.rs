@@ -58,6 +58,8 @@ pub struct Shared {
     pub stats: Stats,
     /// Per-command and per-error counters (INFO commandstats, errorstats).
     pub cmdstats: crate::cmdstats::CommandStats,
+    /// MONITOR connections.
+    pub monitors: crate::monitor::Monitors,
     /// The append-only file's state.
     pub aof: crate::persist::aof::Aof,
     /// Replication: the command stream, replicas, the master link.
@@ -113,6 +115,7 @@ impl Shared {
             persistence: Arc::default(),
             repl,
             aof: crate::persist::aof::Aof::default(),
+            monitors: crate::monitor::Monitors::default(),
             this: std::sync::OnceLock::new(),
             shutdown: watch::channel(false).0,
             started: Instant::now(),

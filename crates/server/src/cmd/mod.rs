@@ -207,6 +207,11 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             CmdError::Static("READONLY You can't write against a read only replica."),
         );
     }
+    if (!ctx.nested || ctx.client.in_script) && !ctx.client.is_master {
+        if let Some(refusal) = replication_state_refusal(ctx, spec) {
+            return reject_spec(ctx, spec, refusal);
+        }
+    }
     if out_of_memory(ctx, spec) {
         return reject_spec(ctx, spec, CmdError::Static(OOM));
     }
@@ -224,7 +229,16 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let started = std::time::Instant::now();
     let before = ctx.out.len();
     let changes_before = crate::store::dirty::count();
+    let monitored = ctx.shared.monitors.active() && !spec.flags.contains(CommandFlags::ADMIN);
+    let skip_monitor = spec.flags.contains(CommandFlags::SKIP_MONITOR);
+    if monitored && skip_monitor && is_script(spec) {
+        // A script shows before the commands it calls.
+        feed_monitors(ctx, args);
+    }
     let result = run_handler(ctx, spec, handler, args);
+    if monitored && !skip_monitor {
+        feed_monitors(ctx, args);
+    }
     if !ctx.nested {
         // Commands inside EXEC or a script count as part of it.
         ctx.client.changes += crate::store::dirty::count().wrapping_sub(changes_before);
@@ -246,6 +260,86 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     result
 }
 
+/// The flags of a command, and for EXEC the union of what it queued (Redis checks a
+/// transaction's writes, deny-oom and staleness when EXEC arrives).
+fn effective_flags(ctx: &Ctx<'_>, spec: &CommandSpec) -> (bool, bool) {
+    let mut write = spec.is_write();
+    let mut stale_ok = spec.flags.contains(CommandFlags::STALE);
+    if spec.name == "exec" {
+        for queued in ctx.client.multi.iter().flatten() {
+            if let Some(q) = command::resolve(queued) {
+                write |= q.is_write();
+                stale_ok &= q.flags.contains(CommandFlags::STALE);
+            }
+        }
+    }
+    (write, stale_ok)
+}
+
+/// NOREPLICAS (a write with fewer good replicas than `min-replicas-to-write`) and
+/// MASTERDOWN (a replica whose link is down, with `replica-serve-stale-data no`).
+fn replication_state_refusal(ctx: &Ctx<'_>, spec: &CommandSpec) -> Option<CmdError> {
+    let shared = ctx.shared;
+    let (min_replicas, serve_stale) = {
+        let config = shared.config.read();
+        (
+            config.param_int("min-replicas-to-write"),
+            config.param_bool("replica-serve-stale-data"),
+        )
+    };
+    if min_replicas <= 0 && serve_stale {
+        return None;
+    }
+    let (write, stale_ok) = effective_flags(ctx, spec);
+    if shared.repl.is_replica() {
+        let link_up = shared
+            .repl
+            .master
+            .lock()
+            .as_ref()
+            .is_some_and(|m| m.status.is_up());
+        if !serve_stale && !link_up && !stale_ok {
+            return Some(CmdError::Static(
+                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+            ));
+        }
+        return None;
+    }
+    if write {
+        return writes_refused(shared);
+    }
+    None
+}
+
+/// NOREPLICAS when fewer replicas than `min-replicas-to-write` acknowledged within
+/// `min-replicas-max-lag` seconds (this server being a master).
+pub fn writes_refused(shared: &crate::shared::Shared) -> Option<CmdError> {
+    let (min_replicas, max_lag) = {
+        let config = shared.config.read();
+        (
+            config.param_int("min-replicas-to-write"),
+            config.param_int("min-replicas-max-lag"),
+        )
+    };
+    if min_replicas <= 0 || shared.repl.is_replica() {
+        return None;
+    }
+    let good = shared.repl.journal.good_replicas(max_lag.max(0) as u64);
+    ((good as i64) < min_replicas).then_some(CmdError::Static(
+        "NOREPLICAS Not enough good replicas to write.",
+    ))
+}
+
+/// Shows a command to the MONITOR connections.
+fn feed_monitors(ctx: &Ctx<'_>, args: &[Bytes]) {
+    let origin = if ctx.client.in_script {
+        "lua".to_string()
+    } else {
+        ctx.client.peer.to_string()
+    };
+    ctx.shared.monitors.feed(ctx.client.db, &origin, args);
+}
+
 /// Redis's answer to a deny-oom command above `maxmemory`.
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
@@ -265,7 +359,12 @@ fn out_of_memory(ctx: &Ctx<'_>, spec: &CommandSpec) -> bool {
     }
     let store = &ctx.shared.store;
     let freed = eviction.free_memory(store, |_, db, key| store.events().evicted(db, key));
-    !freed && spec.flags.contains(CommandFlags::DENYOOM)
+    let deny_oom = spec.flags.contains(CommandFlags::DENYOOM)
+        || (spec.name == "exec"
+            && ctx.client.multi.iter().flatten().any(|queued| {
+                command::resolve(queued).is_some_and(|q| q.flags.contains(CommandFlags::DENYOOM))
+            }));
+    !freed && deny_oom
 }
 
 /// How a command reaches the replication stream.
@@ -479,6 +578,17 @@ fn note_written_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ok: 
 /// A refusal of a known command: counted as its rejected call (INFO commandstats).
 fn reject_spec(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, error: CmdError) -> CmdResult {
     ctx.client.cmdstats.rejected(spec.name);
+    if spec.name == "exec" && ctx.client.multi.is_some() {
+        // A refused EXEC ends the transaction (Redis's `execCommandAbort`).
+        ctx.client.multi = None;
+        ctx.client.multi_failed = false;
+        tx::unwatch_all(ctx.shared, ctx.client);
+        let text = String::from_utf8_lossy(error.text()).into_owned();
+        return Err(CmdError::Owned(format!(
+            "EXECABORT Transaction discarded because of: {}",
+            text.trim_start_matches('-')
+        )));
+    }
     reject(ctx, error)
 }
 

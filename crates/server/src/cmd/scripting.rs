@@ -140,6 +140,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Cm
     let (keys, rest) = keys_and_args(args, "ERR value is not an integer or out of range")?;
     let body = args[1].clone();
     let over_limit = ctx.shared.store.events().eviction.over_limit();
+    let no_replicas = super::writes_refused(ctx.shared);
     let run_flags = ctx.shared.scripting.flags.clone();
     run_locked(
         ctx,
@@ -160,6 +161,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Cm
                 return Err(CmdError::Static(RO_WITH_WRITES));
             }
             check_oom(&flags, over_limit)?;
+            check_replicas(&flags, &no_replicas)?;
             run_flags.set_allows_oom(flags.allow_oom);
             Ok((sha, ro || flags.no_writes))
         },
@@ -177,6 +179,18 @@ fn check_oom(flags: &crate::scripting::ScriptFlags, over_limit: bool) -> Result<
         return Err(CmdError::Static("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"));
     }
     Ok(())
+}
+
+/// A script that declared its flags and may write does not start without enough good
+/// replicas (`min-replicas-to-write`); one without a shebang is checked per command.
+fn check_replicas(
+    flags: &crate::scripting::ScriptFlags,
+    refusal: &Option<CmdError>,
+) -> Result<(), CmdError> {
+    match refusal {
+        Some(e) if !flags.eval_compat && !flags.no_writes => Err(e.clone()),
+        _ => Ok(()),
+    }
 }
 
 fn eval(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -199,6 +213,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ro: bool) -> CmdResult {
     let (keys, rest) = keys_and_args(args, "ERR Bad number of keys provided")?;
     let name = String::from_utf8_lossy(&args[1]).into_owned();
     let over_limit = ctx.shared.store.events().eviction.over_limit();
+    let no_replicas = super::writes_refused(ctx.shared);
     let run_flags = ctx.shared.scripting.flags.clone();
     run_locked(
         ctx,
@@ -210,6 +225,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ro: bool) -> CmdResult {
                 return Err(CmdError::Static(RO_WITH_WRITES));
             }
             check_oom(&f.flags, over_limit)?;
+            check_replicas(&f.flags, &no_replicas)?;
             run_flags.set_allows_oom(f.flags.allow_oom);
             let read_only = f.flags.no_writes;
             Ok((name.clone(), read_only))

@@ -21,6 +21,7 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("swapdb", swapdb),
     ("quit", quit),
     ("reset", reset),
+    ("monitor", monitor),
     ("hello", hello),
     ("auth", auth),
     ("dbsize", dbsize),
@@ -122,6 +123,21 @@ fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// MONITOR: from now on the connection receives every command the server runs.
+fn monitor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    if ctx.nested || ctx.client.multi.is_some() {
+        return Err(CmdError::Static("ERR MONITOR isn't allowed inside MULTI"));
+    }
+    if !ctx.client.monitor {
+        ctx.client.monitor = true;
+        ctx.shared
+            .monitors
+            .add(ctx.client.id, ctx.client.mailbox.clone());
+    }
+    ok(ctx.out);
+    Ok(())
+}
+
 fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     ctx.client.db = 0;
     ctx.client.protocol = Protocol::Resp2;
@@ -135,6 +151,9 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     super::tx::unwatch_all(ctx.shared, ctx.client);
     super::pubsub::unsubscribe_all(ctx.shared, ctx.client);
     super::tracking::disable(ctx);
+    if std::mem::take(&mut ctx.client.monitor) {
+        ctx.shared.monitors.remove(ctx.client.id);
+    }
     ctx.client.mailbox.set_protocol(Protocol::Resp2);
     ctx.out.put_slice(b"+RESET\r\n");
     Ok(())

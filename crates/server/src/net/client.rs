@@ -50,6 +50,8 @@ pub struct ClientState {
     pub created: Instant,
     /// Close the connection once the replies so far are written (QUIT, protocol errors).
     pub close_after_reply: bool,
+    /// MONITOR: every command the server runs arrives in the mailbox.
+    pub monitor: bool,
     /// What this command (or transaction, or script) puts in the replication stream,
     /// with the database of each, appended when the top-level command ends.
     pub propagate: Vec<(usize, Vec<Bytes>)>,
@@ -171,6 +173,7 @@ impl ClientState {
             created: Instant::now(),
             close_after_reply: false,
             commands_since_flush: 0,
+            monitor: false,
             propagate: Vec::new(),
             propagate_as: None,
             repl_offset: 0,

@@ -243,6 +243,9 @@ impl Drop for Connection<'_> {
             cmd::blocking::cancel(self.shared, &blocked.waiter);
         }
         cmd::pubsub::unsubscribe_all(self.shared, &mut self.client);
+        if self.client.monitor {
+            self.shared.monitors.remove(self.client.id);
+        }
         if self.client.tracking {
             self.shared.tracking.disable(self.shared, self.client.id);
         }
@@ -322,7 +325,10 @@ impl Connection<'_> {
             self.reserve_input();
             // Subscribers and RESP3 clients (pushes: invalidations, messages) read and
             // wait for their mailbox at once.
-            if self.client.in_pubsub() || self.client.protocol == redline_resp::Protocol::Resp3 {
+            if self.client.in_pubsub()
+                || self.client.monitor
+                || self.client.protocol == redline_resp::Protocol::Resp3
+            {
                 if !self.read_or_message().await? {
                     return Ok(());
                 }

@@ -350,6 +350,21 @@ impl Journal {
         self.acks.subscribe()
     }
 
+    /// Replicas online that acknowledged within the last `max_lag` seconds
+    /// (`min-replicas-max-lag`).
+    pub fn good_replicas(&self, max_lag: u64) -> usize {
+        let now = crate::persist::snapshot::unix_secs();
+        self.stream
+            .lock()
+            .replicas
+            .iter()
+            .filter(|r| {
+                r.state() == LinkState::Online
+                    && now.saturating_sub(r.ack_time.load(Ordering::Relaxed)) <= max_lag
+            })
+            .count()
+    }
+
     /// Replicas online whose ACK reached `offset`.
     pub fn acked_count(&self, offset: u64) -> usize {
         self.stream

@@ -981,9 +981,6 @@ fn call_command(
     if read_only && (spec.is_write() || spec.may_replicate()) {
         return error_text("ERR Write commands are not allowed from read-only scripts.");
     }
-    if spec.is_write() {
-        shared.scripting.flags.wrote.store(true, Ordering::Release);
-    }
     let mut out = BytesMut::new();
     let saved = client.protocol;
     client.protocol = resp;
@@ -997,6 +994,11 @@ fn call_command(
             nested: true,
         };
         crate::cmd::execute(&mut inner, &args);
+    }
+    // Marked after the call: a write refused above maxmemory does not count as the
+    // script's first write.
+    if spec.is_write() && !out.starts_with(b"-") {
+        shared.scripting.flags.wrote.store(true, Ordering::Release);
     }
     client.protocol = saved;
     client.in_script = false;
