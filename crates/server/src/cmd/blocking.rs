@@ -259,16 +259,8 @@ pub fn stream_form(op: &BlockOp, key: &[u8], popped: usize) -> Vec<Bytes> {
 /// it, or (a top-level blocking command, which holds its own locks) appended to the
 /// stream now, while `key`'s shard is still locked.
 fn propagate_pop(ctx: &mut Ctx<'_>, op: &BlockOp, key: &[u8], popped: usize) {
-    let journal = &ctx.shared.repl.journal;
-    if !journal.active() {
-        return;
-    }
     let form = stream_form(op, key, popped);
-    if ctx.nested || ctx.held.is_some() {
-        ctx.client.propagate_as = Some(vec![form]);
-    } else {
-        ctx.client.repl_offset = journal.append(&[(ctx.client.db, form)]);
-    }
+    crate::repl::propagate_instead(ctx, vec![form]);
 }
 
 /// Blocks an XREAD / XREADGROUP that found nothing (`ms` 0 = forever), after one more
@@ -279,6 +271,7 @@ pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64
     let mut registry = shared.blocking.lock();
     {
         let mut locked = ctx.lock_keys(keys.iter().map(|k| &k[..]));
+        let mut propagate = Vec::new();
         if streams::serve_read(
             &mut locked,
             proto,
@@ -288,7 +281,9 @@ pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64
             read.group.as_ref(),
             read.count,
             read.noack,
+            &mut propagate,
         ) {
+            crate::repl::propagate_instead(ctx, propagate);
             return Ok(());
         }
     }
@@ -335,6 +330,7 @@ fn serve_stream_waiters(
             .as_ref()
             .is_some_and(|g| streams::has_consumer(&mut locked, key, g));
         reply.clear();
+        let mut propagate = Vec::new();
         let outcome = streams::serve_blocked(
             &mut locked,
             waiter.proto,
@@ -344,7 +340,9 @@ fn serve_stream_waiters(
             read.group.as_ref(),
             read.count,
             read.noack,
+            &mut propagate,
         );
+        crate::repl::append_served(shared, db, propagate);
         let created = !had_consumer
             && read
                 .group
@@ -515,11 +513,8 @@ fn block_on(
             if let Outcome::Served(n) = outcome {
                 // Appended before the shards unlock, so the pop keeps its place among
                 // other writes to the key.
-                let journal = &shared.repl.journal;
-                if journal.active() {
-                    let form = stream_form(&op, key, n);
-                    ctx.client.repl_offset = journal.append(&[(ctx.client.db, form)]);
-                }
+                let form = stream_form(&op, key, n);
+                crate::repl::propagate_instead(ctx, vec![form]);
                 return Ok(());
             }
         }
@@ -671,9 +666,7 @@ pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) 
                 },
             };
             if let Ok(Outcome::Served(n)) = outcome {
-                if journal.active() {
-                    journal.append(&[(db, stream_form(&waiter.op, &key, n))]);
-                }
+                crate::repl::append_served(shared, db, vec![stream_form(&waiter.op, &key, n)]);
             }
             drop(locked);
             match outcome {

@@ -148,6 +148,14 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !spec.arity_ok(args.len()) {
         return reject_spec(ctx, spec, reply::wrong_arity(spec.name));
     }
+    // SAVE, SHUTDOWN, SYNC, PSYNC: they would wait on the locks EXEC holds.
+    if ctx.client.multi.is_some() && !ctx.nested && spec.flags.contains(CommandFlags::NO_MULTI) {
+        return reject_spec(
+            ctx,
+            spec,
+            CmdError::Static("ERR Command not allowed inside a transaction"),
+        );
+    }
     if !ctx.client.authenticated
         && !spec.flags.contains(CommandFlags::NO_AUTH)
         && ctx.shared.acl.auth_required()
@@ -377,11 +385,10 @@ enum Propagation {
     /// EXEC and scripts: they hold their own shards and append their commands' effects
     /// before releasing them.
     OwnLocks,
-    /// Blocking pops append their pop under their own locks (they take the blocking
-    /// registry before any shard, so they cannot run with shards held).
+    /// Blocking pops and group reads append what they changed under their own locks
+    /// (they take the blocking registry before any shard, so they cannot run with
+    /// shards held).
     SelfAppending,
-    /// Stream reads with a group: recorded after they ran.
-    After,
 }
 
 fn propagation(spec: &CommandSpec) -> Propagation {
@@ -390,11 +397,7 @@ fn propagation(spec: &CommandSpec) -> Propagation {
     } else if !spec.may_replicate() {
         Propagation::None
     } else if spec.is_blocking() {
-        if spec.name.starts_with('x') {
-            Propagation::After
-        } else {
-            Propagation::SelfAppending
-        }
+        Propagation::SelfAppending
     } else {
         Propagation::Held
     }
@@ -448,12 +451,6 @@ fn run_handler(
             let result = handler(&mut inner, args);
             record_if_changed(&mut inner, spec, args, before, changes_before, db);
             crate::repl::flush(&mut inner);
-            result
-        }
-        Propagation::After => {
-            let result = handler(ctx, args);
-            record_if_changed(ctx, spec, args, before, changes_before, db);
-            crate::repl::flush(ctx);
             result
         }
         _ => handler(ctx, args),

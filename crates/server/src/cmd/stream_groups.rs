@@ -10,6 +10,7 @@ use super::reply::{help, ok, CmdError, CmdResult, NOT_INTEGER, SYNTAX};
 use super::streams::{interval, stream_mut, strict_id, write_entry, write_id};
 use super::{Ctx, Handler};
 use crate::notify::{keyspace_event, NotifyClass};
+use crate::repl::rewrite;
 use crate::store::stream::{Consumer, Group, Nack, Stream, StreamId, ENTRIES_READ_INVALID};
 use crate::store::{now_ms, Value};
 
@@ -488,9 +489,15 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(group) = stream.groups.get_mut(&args[2][..]) else {
         return Ok(());
     };
-    if last_id > group.last_id {
+    let group_name = args[2].clone();
+    // What changed, as Redis propagates it: an XCLAIM per entry claimed or dropped, or
+    // only the group's new position when LASTID moved it and nothing else changed.
+    let mut propagate = Vec::new();
+    let moved = last_id > group.last_id;
+    if moved {
         group.last_id = last_id;
     }
+    let position = group.last_id;
     let mut claimed = Vec::new();
     for (id, exists) in ids.into_iter().zip(exists) {
         if !exists {
@@ -498,6 +505,8 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 if let Some(c) = group.consumers.get_mut(&nack.consumer) {
                     c.pel.remove(&id);
                 }
+                let form = rewrite::stream_claim(key, &group_name, id, &nack, position);
+                propagate.push(form);
             }
             continue;
         }
@@ -537,7 +546,12 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         } else if !justid {
             nack.delivery_count += 1;
         }
+        let form = rewrite::stream_claim(key, &group_name, id, nack, position);
+        propagate.push(form);
         claimed.push(id);
+    }
+    if moved && propagate.is_empty() {
+        propagate.push(rewrite::stream_group_position(key, &group_name, group));
     }
     let created = !had_consumer && group.consumers.contains_key(&consumer);
     shard.touch(key);
@@ -552,6 +566,7 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     drop(shard);
+    crate::repl::propagate_instead(ctx, propagate);
     if created {
         let db = ctx.client.db;
         keyspace_event(ctx, NotifyClass::Stream, "xgroup-createconsumer", db, key);
@@ -611,6 +626,8 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     };
     let had_consumer = group.consumers.contains_key(&consumer);
+    let mut propagate = Vec::new();
+    let position = group.last_id;
     let mut i = 0;
     while attempts > 0 && count > 0 && i < pending.len() {
         attempts -= 1;
@@ -622,6 +639,8 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 if let Some(c) = group.consumers.get_mut(&nack.consumer) {
                     c.pel.remove(&id);
                 }
+                let form = rewrite::stream_claim(key, &args[2], id, &nack, position);
+                propagate.push(form);
             }
             deleted.push(id);
             // Redis counts a deleted entry against COUNT (it bounds the reply size).
@@ -641,6 +660,8 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         if !justid {
             nack.delivery_count += 1;
         }
+        let form = rewrite::stream_claim(key, &args[2], id, nack, position);
+        propagate.push(form);
         claimed.push(id);
         count -= 1;
     }
@@ -668,6 +689,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         write_id(out, id);
     }
     drop(shard);
+    crate::repl::propagate_instead(ctx, propagate);
     if created {
         let db = ctx.client.db;
         keyspace_event(ctx, NotifyClass::Stream, "xgroup-createconsumer", db, key);

@@ -11,6 +11,7 @@ use super::reply::{wrong_arity, CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
 use crate::blocking::StreamRead;
 use crate::notify::{keyspace_event, NotifyClass};
+use crate::repl::rewrite;
 use crate::store::stream::{
     Consumer, Fields, Nack, NodeLimits, Stream, StreamId, TrimStrategy, ENTRIES_READ_INVALID,
 };
@@ -566,7 +567,8 @@ fn resolve_ids(ctx: &Ctx<'_>, parsed: &ReadArgs) -> Result<Vec<ReadFrom>, CmdErr
 }
 
 /// Serves what is available now: writes the whole reply and returns `true`, or writes
-/// nothing and returns `false` when no stream has anything to give.
+/// nothing and returns `false` when no stream has anything to give. A group read adds
+/// what it changed to `propagate`, in the replication stream's form.
 #[allow(clippy::too_many_arguments)]
 pub fn serve_read(
     shards: &mut dyn KeyShards,
@@ -577,6 +579,7 @@ pub fn serve_read(
     group: Option<&(Bytes, Bytes)>,
     count: usize,
     noack: bool,
+    propagate: &mut Vec<Vec<Bytes>>,
 ) -> bool {
     let mut body = BytesMut::new();
     let mut served = 0;
@@ -609,7 +612,14 @@ pub fn serve_read(
                 true
             }
             Some((group, consumer)) => read_group(
-                stream, &mut body, proto, key, group, consumer, *from, count, noack,
+                stream,
+                &mut body,
+                proto,
+                (key, group, consumer),
+                *from,
+                count,
+                noack,
+                propagate,
             ),
         };
         if wrote {
@@ -642,6 +652,7 @@ pub fn serve_blocked(
     group: Option<&(Bytes, Bytes)>,
     count: usize,
     noack: bool,
+    propagate: &mut Vec<Vec<Bytes>>,
 ) -> Result<bool, CmdError> {
     if let Some((name, _)) = group {
         match stream_mut(shards.shard_of(key), key) {
@@ -668,21 +679,24 @@ pub fn serve_blocked(
         group,
         count,
         noack,
+        propagate,
     ))
 }
 
 /// One stream of XREADGROUP; `false` when it has nothing to give (and wrote nothing).
+/// New entries propagate as Redis 7.0 propagates them: an XCLAIM per delivered entry,
+/// or with NOACK the group's new position (and the consumer if the read created it).
+/// Re-reading history propagates nothing.
 #[allow(clippy::too_many_arguments)]
 fn read_group(
     stream: &mut Stream,
     body: &mut BytesMut,
     proto: Protocol,
-    key: &[u8],
-    group_name: &[u8],
-    consumer_name: &Bytes,
+    (key, group_name, consumer_name): (&Bytes, &Bytes, &Bytes),
     from: ReadFrom,
     count: usize,
     noack: bool,
+    propagate: &mut Vec<Vec<Bytes>>,
 ) -> bool {
     let now = now_ms();
     let Some(group) = stream.groups.get(group_name) else {
@@ -753,9 +767,10 @@ fn read_group(
                 stream.advance_group(group_name, *id);
                 write_entry(body, *id, fields);
             }
-            let Some(group) = stream.groups.get_mut(group_name) else {
+            let Some(group) = stream.groups.get_mut(&group_name[..]) else {
                 return true;
             };
+            let created = !group.consumers.contains_key(&consumer_name[..]);
             let consumer = group
                 .consumers
                 .entry(consumer_name.clone())
@@ -764,7 +779,16 @@ fn read_group(
                     ..Consumer::default()
                 });
             consumer.seen_time = now;
-            if !noack {
+            if noack {
+                if created {
+                    propagate.push(rewrite::stream_consumer_created(
+                        key,
+                        group_name,
+                        consumer_name,
+                    ));
+                }
+                propagate.push(rewrite::stream_group_position(key, group_name, group));
+            } else {
                 for (id, _) in &items {
                     if let Some(previous) = group.pel.insert(
                         *id,
@@ -780,6 +804,10 @@ fn read_group(
                     }
                     if let Some(consumer) = group.consumers.get_mut(consumer_name) {
                         consumer.pel.insert(*id);
+                    }
+                    if let Some(nack) = group.pel.get(id) {
+                        // Each delivered entry moved the group to it.
+                        propagate.push(rewrite::stream_claim(key, group_name, *id, nack, *id));
                     }
                 }
             }
@@ -837,7 +865,8 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
     };
     let served = {
         let mut locked = ctx.lock_keys(parsed.keys.iter().map(|k| &k[..]));
-        serve_read(
+        let mut propagate = Vec::new();
+        let served = serve_read(
             &mut locked,
             proto,
             ctx.out,
@@ -846,7 +875,14 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
             parsed.group.as_ref(),
             parsed.count,
             parsed.noack,
-        )
+            &mut propagate,
+        );
+        if group_cmd {
+            // Still under the streams' locks: the stream sees these before any later
+            // change to them.
+            crate::repl::propagate_instead(ctx, propagate);
+        }
+        served
     };
     if let Some(group) = &parsed.group {
         notify_new_consumers(ctx, &parsed.keys, group, &existed);

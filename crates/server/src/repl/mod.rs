@@ -72,6 +72,42 @@ pub fn record(ctx: &mut Ctx<'_>, name: &str, args: &[Bytes], reply_start: usize,
         .extend(forms.into_iter().map(|form| (db, form)));
 }
 
+/// Puts `forms` in the stream in place of the running command (Redis's
+/// `alsoPropagate` with `preventCommandPropagation`), for a command whose change cannot
+/// be replayed as sent. Inside a transaction, a script or a command run with its shards
+/// held they are recorded for it to append; a top-level command that takes its own
+/// locks (blocking pops, XREADGROUP) calls this while still holding them, and they are
+/// appended now.
+pub fn propagate_instead(ctx: &mut Ctx<'_>, forms: Vec<Vec<Bytes>>) {
+    let journal = &ctx.shared.repl.journal;
+    // Our master's stream and an AOF being loaded are already in the stream.
+    if ctx.client.is_master || !journal.active() {
+        return;
+    }
+    if ctx.nested || ctx.held.is_some() {
+        ctx.client
+            .propagate_as
+            .get_or_insert_with(Vec::new)
+            .extend(forms);
+    } else if !forms.is_empty() {
+        let db = ctx.client.db;
+        let pending: Vec<_> = forms.into_iter().map(|form| (db, form)).collect();
+        ctx.client.repl_offset = journal.append(&pending);
+    }
+}
+
+/// Appends what serving a blocked client changed (its pop, its group read), while the
+/// keys' shards are still locked. A replica's stream is its master's: nothing of its own
+/// goes in.
+pub fn append_served(shared: &crate::shared::Shared, db: usize, forms: Vec<Vec<Bytes>>) {
+    let journal = &shared.repl.journal;
+    if forms.is_empty() || !journal.active() || shared.repl.is_replica() {
+        return;
+    }
+    let pending: Vec<_> = forms.into_iter().map(|form| (db, form)).collect();
+    journal.append(&pending);
+}
+
 /// Appends what the top-level command recorded, while its shards are still held.
 pub fn flush(ctx: &mut Ctx<'_>) {
     if ctx.client.propagate.is_empty() {

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use redline_resp::{Frame, RequestDecoder};
 
 use crate::cmd::{args::is, Ctx};
+use crate::store::stream::{Group, Nack, StreamId};
 use crate::store::Value;
 
 fn word(text: &'static str) -> Bytes {
@@ -263,4 +264,63 @@ pub fn split_commands(bytes: &[u8]) -> Vec<Vec<Bytes>> {
         out.push(args);
     }
     out
+}
+
+fn text(value: impl ToString) -> Bytes {
+    Bytes::from(value.to_string())
+}
+
+/// The XCLAIM that brings a replica's pending entry `id` of `group` to `nack`'s state,
+/// idempotently (Redis's `streamPropagateXCLAIM`): XREADGROUP, XCLAIM and XAUTOCLAIM
+/// propagate as these, since delivery times and counts cannot be recomputed. An entry
+/// that no longer exists makes the replica drop it from its PEL too.
+pub fn stream_claim(
+    key: &Bytes,
+    group: &Bytes,
+    id: StreamId,
+    nack: &Nack,
+    last_id: StreamId,
+) -> Vec<Bytes> {
+    vec![
+        word("XCLAIM"),
+        key.clone(),
+        group.clone(),
+        nack.consumer.clone(),
+        word("0"),
+        text(id),
+        word("TIME"),
+        text(nack.delivery_time),
+        word("RETRYCOUNT"),
+        text(nack.delivery_count),
+        word("FORCE"),
+        word("JUSTID"),
+        word("LASTID"),
+        text(last_id),
+    ]
+}
+
+/// `XGROUP SETID` to `group`'s position (Redis's `streamPropagateGroupID`): what a
+/// NOACK read, or an XCLAIM that only moved LASTID, changed.
+pub fn stream_group_position(key: &Bytes, name: &Bytes, group: &Group) -> Vec<Bytes> {
+    vec![
+        word("XGROUP"),
+        word("SETID"),
+        key.clone(),
+        name.clone(),
+        text(group.last_id),
+        word("ENTRIESREAD"),
+        text(group.entries_read),
+    ]
+}
+
+/// `XGROUP CREATECONSUMER`: a NOACK read that created its consumer (with acknowledged
+/// reads the XCLAIMs create it).
+pub fn stream_consumer_created(key: &Bytes, group: &Bytes, consumer: &Bytes) -> Vec<Bytes> {
+    vec![
+        word("XGROUP"),
+        word("CREATECONSUMER"),
+        key.clone(),
+        group.clone(),
+        consumer.clone(),
+    ]
 }
