@@ -41,6 +41,7 @@ pub mod blocking;
 pub mod cmd;
 pub mod cmdstats;
 pub mod config;
+pub mod geohash;
 pub mod launcher;
 pub mod log;
 pub mod monitor;

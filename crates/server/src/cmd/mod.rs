@@ -16,6 +16,7 @@ pub mod blocking;
 mod ctx;
 pub mod dump;
 pub mod float;
+pub mod geo;
 pub mod hashes;
 pub mod hyperloglog;
 pub mod info;
@@ -73,6 +74,7 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(sets::COMMANDS);
     all.extend_from_slice(zsets::COMMANDS);
     all.extend_from_slice(zsetops::COMMANDS);
+    all.extend_from_slice(geo::COMMANDS);
     all.extend_from_slice(tx::COMMANDS);
     all.extend_from_slice(blocking::COMMANDS);
     all.extend_from_slice(pubsub::COMMANDS);

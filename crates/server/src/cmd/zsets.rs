@@ -196,7 +196,7 @@ fn zadd_generic(
     Ok(())
 }
 
-fn zadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     zadd_generic(ctx, args, AddFlags::default(), 2)
 }
 

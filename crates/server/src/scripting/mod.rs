@@ -737,19 +737,50 @@ pub fn run(
     read_only: bool,
     command: &[Bytes],
 ) {
+    let start = ctx.out.len();
+    let counted = run_and_reply(engine, ctx, target, keys, args, read_only, command);
+    // The script's error reply counts in the error statistics, unless it is an error a
+    // command of the script returned (counted when it happened).
+    if !counted && ctx.out.get(start) == Some(&b'-') {
+        let line = &ctx.out[start + 1..];
+        let end = line.iter().position(|&b| b == b'\r').unwrap_or(line.len());
+        let text = line[..end].to_vec();
+        ctx.client.cmdstats.error(&text);
+    }
+}
+
+/// Whether an `{err=...}` table is an error already counted in the error statistics.
+fn stats_counted(table: &Table) -> bool {
+    matches!(
+        table.raw_get::<Value>("ignore_error_stats_update"),
+        Ok(Value::Boolean(true))
+    )
+}
+
+/// Runs the script and writes its reply; `true` when that reply is an error the error
+/// statistics already counted.
+fn run_and_reply(
+    engine: &mut Engine,
+    ctx: &mut Ctx<'_>,
+    target: Target<'_>,
+    keys: &[Bytes],
+    args: &[Bytes],
+    read_only: bool,
+    command: &[Bytes],
+) -> bool {
     let (func, mode, name) = match target {
         Target::Script(sha) => match engine.scripts.get(sha) {
             Some(s) => (s.func.clone(), Mode::Eval, sha.to_string()),
             None => {
                 encode::write_error(ctx.out, b"NOSCRIPT No matching script. Please use EVAL.");
-                return;
+                return false;
             }
         },
         Target::Function(fname) => match engine.function(fname) {
             Some(f) => (f.func.clone(), Mode::Function, fname.to_string()),
             None => {
                 encode::write_error(ctx.out, b"ERR Function not found");
-                return;
+                return false;
             }
         },
     };
@@ -765,7 +796,7 @@ pub fn run(
     if let Err(e) = flags.watch(&engine.lua) {
         flags.finish();
         write_run_error(ctx.out, &name, &lua_message(&e));
-        return;
+        return false;
     }
     let lua = &engine.lua;
     let result = (|| -> mlua::Result<(bool, Value)> {
@@ -801,16 +832,23 @@ pub fn run(
         lua.scope(|scope| {
             // redis.call raises an error reply (marked for the error handler), redis.pcall
             // returns it as an {err=...} table.
+            // The prelude's error handler reads the marker: \1 for an error the script's
+            // reply must count, \2 for one already counted.
             let call = scope.create_function(|lua, argv: Variadic<Value>| {
-                invoke(lua, &argv)?
-                    .map_err(|text| mlua::Error::runtime(format!("\u{1}{text}\u{1}")))
+                invoke(lua, &argv)?.map_err(|e| {
+                    let mark = if e.counted { '\u{2}' } else { '\u{1}' };
+                    mlua::Error::runtime(format!("{mark}{}{mark}", e.text))
+                })
             })?;
             let pcall =
                 scope.create_function(|lua, argv: Variadic<Value>| match invoke(lua, &argv)? {
                     Ok(v) => Ok(v),
-                    Err(text) => {
+                    Err(e) => {
                         let t = lua.create_table()?;
-                        t.raw_set("err", text)?;
+                        t.raw_set("err", e.text)?;
+                        if e.counted {
+                            t.raw_set("ignore_error_stats_update", true)?;
+                        }
                         Ok(Value::Table(t))
                     }
                 })?;
@@ -884,6 +922,7 @@ pub fn run(
                 script: script_resp.get(),
             };
             convert::lua_to_reply(&mut target, &value, 0);
+            matches!(&value, Value::Table(t) if stats_counted(t))
         }
         Ok((false, Value::Table(err))) => {
             let msg = match err.raw_get::<Value>("err") {
@@ -910,6 +949,7 @@ pub fn run(
                 }
             }
             encode::write_error(ctx.out, &convert::one_line(&line));
+            stats_counted(&err)
         }
         Ok((false, other)) => {
             let text = match other {
@@ -917,8 +957,12 @@ pub fn run(
                 _ => "execution failure".to_string(),
             };
             write_run_error(ctx.out, &name, &text);
+            false
         }
-        Err(e) => write_run_error(ctx.out, &name, &lua_message(&e)),
+        Err(e) => {
+            write_run_error(ctx.out, &name, &lua_message(&e));
+            false
+        }
     }
 }
 
@@ -938,8 +982,38 @@ fn arg_bytes(v: &Value) -> Option<Bytes> {
     }
 }
 
-fn error_text(message: &str) -> mlua::Result<Result<Value, String>> {
-    Ok(Err(message.to_string()))
+/// An error reply `redis.call`/`redis.pcall` got, and whether the error statistics
+/// already counted it (the command ran, or was refused with the command known), so the
+/// script's own error reply does not count it twice (Redis's `ignore_error_stats_update`).
+struct CallError {
+    text: String,
+    counted: bool,
+}
+
+type CallResult = mlua::Result<Result<Value, CallError>>;
+
+/// An error found before the command could be looked at: the script's reply counts it.
+fn error_text(message: &str) -> CallResult {
+    Ok(Err(CallError {
+        text: message.to_string(),
+        counted: false,
+    }))
+}
+
+/// A refusal of the script layer: counted now, as a rejected call of `spec` if known.
+fn refused(
+    client: &mut crate::net::client::ClientState,
+    spec: Option<&'static command::CommandSpec>,
+    message: &str,
+) -> CallResult {
+    client.cmdstats.error(message.as_bytes());
+    if let Some(spec) = spec {
+        client.cmdstats.rejected(spec.name);
+    }
+    Ok(Err(CallError {
+        text: message.to_string(),
+        counted: true,
+    }))
 }
 
 /// `redis.call`/`redis.pcall`: runs one command on the script's (fake) client with the
@@ -952,7 +1026,7 @@ fn call_command(
     argv: &[Value],
     read_only: bool,
     resp: Protocol,
-) -> mlua::Result<Result<Value, String>> {
+) -> CallResult {
     if argv.is_empty() {
         return error_text("ERR Please specify at least one argument for this redis lib call");
     }
@@ -968,18 +1042,21 @@ fn call_command(
         }
     }
     let Some(spec) = command::resolve(&args) else {
-        return error_text("ERR Unknown Redis command called from script");
+        return refused(client, None, "ERR Unknown Redis command called from script");
     };
     if !spec.arity_ok(args.len()) {
-        return error_text("ERR Wrong number of args calling Redis command from script");
+        let text = "ERR Wrong number of args calling Redis command from script";
+        return refused(client, Some(spec), text);
     }
     if spec.flags.contains(CommandFlags::NOSCRIPT)
         && !shared.scripting.allow_denied.load(Ordering::Relaxed)
     {
-        return error_text("ERR This Redis command is not allowed from script");
+        let text = "ERR This Redis command is not allowed from script";
+        return refused(client, Some(spec), text);
     }
     if read_only && (spec.is_write() || spec.may_replicate()) {
-        return error_text("ERR Write commands are not allowed from read-only scripts.");
+        let text = "ERR Write commands are not allowed from read-only scripts.";
+        return refused(client, Some(spec), text);
     }
     let mut out = BytesMut::new();
     let saved = client.protocol;
@@ -1007,7 +1084,10 @@ fn call_command(
         _ => Frame::NullBulk,
     };
     match frame {
-        Frame::Error(e) | Frame::BulkError(e) => Ok(Err(String::from_utf8_lossy(&e).into_owned())),
+        Frame::Error(e) | Frame::BulkError(e) => Ok(Err(CallError {
+            text: String::from_utf8_lossy(&e).into_owned(),
+            counted: true,
+        })),
         other => Ok(Ok(convert::frame_to_lua(lua, other, 0)?)),
     }
 }

@@ -19,11 +19,15 @@ function state.handler(err)
     info = dbg.getinfo(level, 'nSl')
   end
   if type(err) ~= 'table' then
-    -- Errors the engine raises from Rust carry their Redis text between \1 markers.
+    -- Errors the engine raises from Rust carry their Redis text between markers: \2
+    -- when the error statistics counted it already (a command's error reply).
     local text = tostring(err)
     local marked = text:match('\1(.-)\1')
+    local counted = text:match('\2(.-)\2')
     if marked then
       err = {err = marked}
+    elseif counted then
+      err = {err = counted, ignore_error_stats_update = true}
     else
       err = {err = 'ERR ' .. text}
     end

@@ -84,6 +84,13 @@ impl ZSet {
             .map(|(m, s)| (m.as_bytes(), *s))
     }
 
+    /// Members with a score of at least `min`, in ascending (score, member) order.
+    pub fn range_from(&self, min: f64) -> impl Iterator<Item = (&[u8], f64)> + '_ {
+        self.order
+            .range((Score(min), CompactBytes::new(b""))..)
+            .map(|(s, m)| (m.as_bytes(), s.0))
+    }
+
     /// 0-based rank of a member in ascending order.
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         let score = self.score(member)?;
