@@ -472,10 +472,7 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], variant: Variant) -> CmdRes
     let (q, found) = {
         let z = zset(locked.shard(src), src)?;
         let q = parse_query(args, variant, z.as_deref())?;
-        let found = match z {
-            Some(z) => Some(run_query(z, &q)),
-            None => None,
-        };
+        let found = z.map(|z| run_query(z, &q));
         (q, found)
     };
     if let Some(dst) = &q.store {
