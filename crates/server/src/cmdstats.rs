@@ -8,6 +8,8 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
+use crate::latency::{histogram_bucket, HISTOGRAM_BUCKETS};
+
 /// One command's figures, as `cmdstat_<name>:calls=..,usec=..,rejected_calls=..,failed_calls=..`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counters {
@@ -19,6 +21,8 @@ pub struct Counters {
     pub rejected: u64,
     /// Calls that ran and answered an error.
     pub failed: u64,
+    /// Calls per latency bucket (LATENCY HISTOGRAM, see `crate::latency`).
+    pub histogram: [u64; HISTOGRAM_BUCKETS],
 }
 
 impl Counters {
@@ -27,6 +31,9 @@ impl Counters {
         self.usec += other.usec;
         self.rejected += other.rejected;
         self.failed += other.failed;
+        for (mine, theirs) in self.histogram.iter_mut().zip(other.histogram) {
+            *mine += theirs;
+        }
     }
 }
 
@@ -55,6 +62,7 @@ impl Local {
         c.calls += 1;
         c.usec += usec;
         c.failed += u64::from(failed);
+        c.histogram[histogram_bucket(usec)] += 1;
     }
 
     /// A call of `name` refused before it ran.
@@ -158,7 +166,13 @@ mod tests {
                         calls: 2,
                         usec: 5,
                         rejected: 0,
-                        failed: 1
+                        failed: 1,
+                        histogram: {
+                            let mut h = [0; HISTOGRAM_BUCKETS];
+                            h[1] = 1;
+                            h[2] = 1;
+                            h
+                        },
                     }
                 ),
                 (

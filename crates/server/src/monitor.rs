@@ -13,7 +13,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use crate::cmd::args::is;
 use crate::net::mailbox::Mailbox;
 
 /// The monitoring connections.
@@ -64,7 +63,7 @@ pub fn format_line(db: usize, origin: &str, args: &[Bytes]) -> String {
         now.as_secs(),
         now.subsec_micros()
     );
-    let redacted = redacted_from(args);
+    let redacted = crate::redact::positions(args);
     for (i, arg) in args.iter().enumerate() {
         line.push(' ');
         if redacted.contains(&i) {
@@ -75,37 +74,6 @@ pub fn format_line(db: usize, origin: &str, args: &[Bytes]) -> String {
     }
     line.push_str("\r\n");
     line
-}
-
-/// The positions Redis redacts: AUTH's arguments, HELLO's AUTH pair, MIGRATE's AUTH
-/// password and AUTH2 user and password.
-fn redacted_from(args: &[Bytes]) -> Vec<usize> {
-    let Some(name) = args.first() else {
-        return Vec::new();
-    };
-    if is(name, "auth") {
-        return (1..args.len()).collect();
-    }
-    let mut out = Vec::new();
-    if is(name, "hello") || is(name, "migrate") {
-        let mut i = 1;
-        while i < args.len() {
-            if is(&args[i], "auth") && is(name, "hello") {
-                out.extend([i + 1, i + 2]);
-                i += 3;
-            } else if is(&args[i], "auth") {
-                out.push(i + 1);
-                i += 2;
-            } else if is(&args[i], "auth2") {
-                out.extend([i + 1, i + 2]);
-                i += 3;
-            } else {
-                i += 1;
-            }
-        }
-    }
-    out.retain(|&i| i < args.len());
-    out
 }
 
 /// Redis's `sdscatrepr`: the bytes in double quotes, escaped.

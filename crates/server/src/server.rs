@@ -141,7 +141,13 @@ impl Server {
             let background = shared.clone();
             std::thread::Builder::new()
                 .name("redline-expiry".into())
-                .spawn(move || expiry::run(store, hz, stop_rx, || background_events(&background)))?
+                .spawn(move || {
+                    expiry::run(store, hz, stop_rx, |took| {
+                        let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+                        background.latency.add_if_needed("expire-cycle", ms);
+                        background_events(&background);
+                    })
+                })?
         };
         tracing::info!("Ready to accept connections tcp");
         let mut accepting = Vec::new();

@@ -60,6 +60,10 @@ pub struct Shared {
     pub cmdstats: crate::cmdstats::CommandStats,
     /// MONITOR connections.
     pub monitors: crate::monitor::Monitors,
+    /// SLOWLOG.
+    pub slowlog: crate::slowlog::SlowLog,
+    /// The latency monitor (LATENCY).
+    pub latency: crate::latency::LatencyMonitor,
     /// The append-only file's state.
     pub aof: crate::persist::aof::Aof,
     /// Replication: the command stream, replicas, the master link.
@@ -98,7 +102,7 @@ impl Shared {
         configure_eviction(&store, &config);
         let repl = crate::repl::Replication::default();
         store.events().set_deletion_feed(repl.journal.clone());
-        Shared {
+        let shared = Shared {
             store,
             acl,
             hz,
@@ -116,13 +120,28 @@ impl Shared {
             repl,
             aof: crate::persist::aof::Aof::default(),
             monitors: crate::monitor::Monitors::default(),
+            slowlog: crate::slowlog::SlowLog::default(),
+            latency: crate::latency::LatencyMonitor::default(),
             this: std::sync::OnceLock::new(),
             shutdown: watch::channel(false).0,
             started: Instant::now(),
             started_at: SystemTime::now(),
             run_id,
             port,
-        }
+        };
+        let config = shared.config.read().clone();
+        shared.configure_monitoring(&config);
+        shared
+    }
+
+    /// Applies the slow log's and the latency monitor's parameters.
+    fn configure_monitoring(&self, config: &Config) {
+        self.slowlog.configure(
+            config.param_int("slowlog-log-slower-than"),
+            usize::try_from(config.param_int("slowlog-max-len")).unwrap_or(usize::MAX),
+        );
+        self.latency
+            .configure(u64::try_from(config.param_int("latency-monitor-threshold")).unwrap_or(0));
     }
 
     /// Records the `Arc` this state lives in (once, when the server is built).
@@ -143,6 +162,7 @@ impl Shared {
     /// Replaces the configuration (CONFIG SET) and tells connections to refresh.
     pub fn update_config(&self, config: Config) {
         self.hz.store(config.hz, Ordering::Relaxed);
+        self.configure_monitoring(&config);
         configure_eviction(&self.store, &config);
         self.store
             .events()

@@ -1,5 +1,5 @@
 //! Introspection and administration beyond the basics in `server.rs`: CLIENT LIST INFO
-//! KILL (filters) REPLY NO-EVICT PAUSE UNPAUSE, LASTSAVE, MEMORY USAGE, LATENCY, DEBUG (the parts the
+//! KILL (filters) REPLY NO-EVICT PAUSE UNPAUSE, LASTSAVE, MEMORY USAGE, DEBUG (the parts the
 //! Redis test suite leans on). ACL lives in `acl.rs`.
 
 use std::fmt::Write as _;
@@ -23,10 +23,6 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("client|pause", client_pause),
     ("client|unpause", client_unpause),
     ("memory|usage", memory_usage),
-    ("latency|latest", latency_empty),
-    ("latency|history", latency_empty),
-    ("latency|reset", latency_reset),
-    ("latency|doctor", latency_doctor),
     ("debug", debug),
 ];
 
@@ -369,23 +365,6 @@ fn memory_usage(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         None => encode::write_null_bulk(ctx.out, proto),
     }
-    Ok(())
-}
-
-fn latency_empty(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    // No latency monitor runs (latency-monitor-threshold is 0, Redis's default).
-    encode::write_array_len(ctx.out, 0);
-    Ok(())
-}
-
-fn latency_reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    encode::write_integer(ctx.out, 0);
-    Ok(())
-}
-
-fn latency_doctor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let text = "Dave, I have observed latency spikes in this Redis instance. You don't mind talking about it, do you Dave?\n\nI'm sorry, Dave, I can't do that: the latency monitor is disabled (latency-monitor-threshold 0).\n";
-    verbatim(ctx, text.as_bytes());
     Ok(())
 }
 

@@ -21,9 +21,11 @@ pub mod hashes;
 pub mod hyperloglog;
 pub mod info;
 pub mod keys;
+pub mod latency;
 pub mod lcs;
 pub mod lists;
 pub mod long_double;
+pub mod migrate;
 pub mod persistence;
 pub mod pubsub;
 pub mod replication;
@@ -31,6 +33,7 @@ pub mod reply;
 pub mod scripting;
 pub mod server;
 pub mod sets;
+pub mod slowlog;
 pub mod sort;
 pub mod stream_groups;
 pub mod streams;
@@ -75,6 +78,9 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(zsets::COMMANDS);
     all.extend_from_slice(zsetops::COMMANDS);
     all.extend_from_slice(geo::COMMANDS);
+    all.extend_from_slice(latency::COMMANDS);
+    all.extend_from_slice(slowlog::COMMANDS);
+    all.extend_from_slice(migrate::COMMANDS);
     all.extend_from_slice(tx::COMMANDS);
     all.extend_from_slice(blocking::COMMANDS);
     all.extend_from_slice(pubsub::COMMANDS);
@@ -254,9 +260,14 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ctx.client.changes += crate::store::dirty::count().wrapping_sub(changes_before);
     }
     let failed = result.is_err() || ctx.out.get(before) == Some(&b'-');
-    ctx.client
-        .cmdstats
-        .ran(spec.name, started.elapsed().as_micros() as u64, failed);
+    let usec = started.elapsed().as_micros() as u64;
+    ctx.client.cmdstats.ran(spec.name, usec, failed);
+    if ctx.client.blocked.is_some() {
+        // Logged once served, with the time it waited (see `net::connection`).
+        ctx.client.blocked_since = Some((args.to_vec(), started));
+    } else {
+        observe_duration(ctx.shared, ctx.client, spec, args, usec);
+    }
     if spec.is_write()
         && (ctx.shared.blocking.any()
             || ctx.shared.tracking.active()
@@ -470,6 +481,45 @@ fn record_if_changed(
     let changed = crate::store::dirty::count() != changes_before;
     if changed || ctx.client.propagate_as.is_some() || spec.name == "publish" {
         crate::repl::record(ctx, spec.name, args, before, db);
+    }
+}
+
+/// Runs `f`, which may take long (a script, MIGRATE's round trips), where it cannot
+/// starve the runtime: on a multi-thread tokio worker, the worker's other tasks move to
+/// another thread first (a task parked in this worker's slot, like the listener, would
+/// otherwise wait for it, and SCRIPT KILL could never be read).
+pub(crate) fn off_the_runtime<R>(f: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
+/// The slow log and the latency monitor's `command` / `fast-command` events, after a
+/// command ran for `usec` (EXEC and the like are skipped: their commands are logged).
+pub fn observe_duration(
+    shared: &crate::shared::Shared,
+    client: &crate::net::client::ClientState,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    usec: u64,
+) {
+    if spec.flags.contains(CommandFlags::SKIP_SLOWLOG) {
+        return;
+    }
+    let event = if spec.flags.contains(CommandFlags::FAST) {
+        "fast-command"
+    } else {
+        "command"
+    };
+    shared.latency.add_if_needed(event, usec / 1000);
+    if shared.slowlog.wants(usec) {
+        shared
+            .slowlog
+            .push(args, usec, client.peer.to_string(), client.name.as_deref());
     }
 }
 

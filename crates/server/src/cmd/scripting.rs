@@ -63,20 +63,6 @@ fn keys_and_args<'a>(
 
 const RO_WITH_WRITES: &str = "ERR Can not execute a script with write flag using *_ro command.";
 
-/// Runs `f` where a long script cannot starve the runtime: on a multi-thread tokio
-/// worker, the worker's other tasks move to another thread first (a task parked in this
-/// worker's slot, like the listener, would otherwise wait for the script, and SCRIPT
-/// KILL could never be read).
-fn off_the_runtime<R>(f: impl FnOnce() -> R) -> R {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    match Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
-        }
-        _ => f(),
-    }
-}
-
 /// Holds every shard (unless EXEC already does), then the engine, and runs.
 fn run_locked(
     ctx: &mut Ctx<'_>,
@@ -86,7 +72,7 @@ fn run_locked(
     args: &[Bytes],
     command: &[Bytes],
 ) -> CmdResult {
-    off_the_runtime(|| run_locked_here(ctx, prepare, function, keys, args, command))
+    super::off_the_runtime(|| run_locked_here(ctx, prepare, function, keys, args, command))
 }
 
 fn run_locked_here(

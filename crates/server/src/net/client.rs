@@ -58,6 +58,8 @@ pub struct ClientState {
     /// A command's own stream form, set by handlers that know it better than the
     /// generic rules (a blocking pop served at once is propagated as the pop).
     pub propagate_as: Option<Vec<Vec<Bytes>>>,
+    /// The blocked command and when it started, for the slow log once it is served.
+    pub blocked_since: Option<(Vec<Bytes>, std::time::Instant)>,
     /// Stream offset after this client's last propagated write (WAIT waits for it).
     pub repl_offset: u64,
     /// The port a replica said it listens on (REPLCONF listening-port).
@@ -176,6 +178,7 @@ impl ClientState {
             monitor: false,
             propagate: Vec::new(),
             propagate_as: None,
+            blocked_since: None,
             repl_offset: 0,
             repl_listening_port: 0,
             is_master: false,

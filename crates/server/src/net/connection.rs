@@ -428,6 +428,12 @@ impl Connection<'_> {
             }
         }
         self.client.blocked = None;
+        if let Some((args, started)) = self.client.blocked_since.take() {
+            if let Some(spec) = redline_resp::command::resolve(&args) {
+                let usec = started.elapsed().as_micros() as u64;
+                cmd::observe_duration(self.shared, &self.client, spec, &args, usec);
+            }
+        }
         Ok(true)
     }
 

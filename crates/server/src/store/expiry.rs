@@ -56,12 +56,13 @@ pub fn run_cycle(store: &Store, cursor: &mut Cursor, budget: Duration) -> usize 
 
 /// The background loop: a cycle every `1000 / hz` ms until `stop` fires or is dropped.
 /// `hz` is read each time, so `CONFIG SET hz` applies at once. `after_cycle` runs after
-/// each period (the server publishes the events the cycle queued there).
+/// each period with how long its cycle took (the server publishes the events the cycle
+/// queued there, and feeds the latency monitor).
 pub fn run(
     store: Arc<Store>,
     hz: Arc<AtomicU32>,
     stop: Receiver<()>,
-    mut after_cycle: impl FnMut(),
+    mut after_cycle: impl FnMut(Duration),
 ) {
     let mut cursor = Cursor::default();
     loop {
@@ -72,10 +73,11 @@ pub fn run(
             _ => return,
         }
         // A replica's keys expire by its master's DELs only.
+        let started = std::time::Instant::now();
         if store.active_expire() && !store.events().replica() {
             run_cycle(&store, &mut cursor, period / 4);
         }
-        after_cycle();
+        after_cycle(started.elapsed());
     }
 }
 

@@ -1,0 +1,222 @@
+//! MIGRATE (Redis's `cluster.c`): moves keys to another server, redis-server or
+//! redline, as RESTORE commands carrying DUMP payloads, then deletes them here once
+//! the target acknowledged each (unless COPY). Propagated as the DEL it amounts to.
+//!
+//! Like Redis, the transfer is synchronous: the keys' shards stay locked while the
+//! target answers, so no client sees a key both here and there, or neither, and a slow
+//! target delays only commands on those shards, for at most `timeout` ms per read or
+//! write. Connections are not cached between calls (INFO `migrate_cached_sockets` is 0).
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+
+use super::args::{int, is};
+use super::reply::{CmdError, CmdResult, SYNTAX};
+use super::{Ctx, Handler};
+use crate::notify::{event, NotifyClass};
+use crate::persist::rdb;
+use crate::repl::journal::write_command;
+use crate::store::now_ms;
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[("migrate", migrate)];
+
+const CONNECT_ERROR: CmdError = CmdError::Static("IOERR error or timeout connecting to the client");
+const WRITE_ERROR: CmdError = CmdError::Static("IOERR error or timeout writing to target instance");
+const READ_ERROR: CmdError = CmdError::Static("IOERR error or timeout reading to target instance");
+
+/// MIGRATE's options.
+struct Options {
+    copy: bool,
+    replace: bool,
+    /// `(username, password)`: AUTH gives only the password.
+    auth: Option<(Option<Bytes>, Bytes)>,
+    /// Index of the first key, and how many.
+    keys: (usize, usize),
+}
+
+fn parse(args: &[Bytes]) -> Result<Options, CmdError> {
+    let mut o = Options {
+        copy: false,
+        replace: false,
+        auth: None,
+        keys: (3, 1),
+    };
+    let mut j = 6;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        let arg = &args[j];
+        if is(arg, "copy") {
+            o.copy = true;
+        } else if is(arg, "replace") {
+            o.replace = true;
+        } else if is(arg, "auth") {
+            if more < 1 {
+                return Err(SYNTAX);
+            }
+            o.auth = Some((None, args[j + 1].clone()));
+            j += 1;
+        } else if is(arg, "auth2") {
+            if more < 2 {
+                return Err(SYNTAX);
+            }
+            o.auth = Some((Some(args[j + 1].clone()), args[j + 2].clone()));
+            j += 2;
+        } else if is(arg, "keys") {
+            if !args[3].is_empty() {
+                return Err(CmdError::Static("ERR When using MIGRATE KEYS option, the key argument must be set to the empty string"));
+            }
+            o.keys = (j + 1, args.len() - j - 1);
+            break;
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 1;
+    }
+    Ok(o)
+}
+
+/// A connection to the target with Redis's per-operation timeout.
+fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Result<TcpStream, CmdError> {
+    let host = std::str::from_utf8(host).map_err(|_| CONNECT_ERROR)?;
+    let port: u16 = std::str::from_utf8(port)
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .ok_or(CONNECT_ERROR)?;
+    let addrs = (host, port).to_socket_addrs().map_err(|_| CONNECT_ERROR)?;
+    for addr in addrs {
+        if let Ok(stream) = TcpStream::connect_timeout(&addr, timeout) {
+            let _ = stream.set_nodelay(true);
+            stream
+                .set_read_timeout(Some(timeout))
+                .and_then(|()| stream.set_write_timeout(Some(timeout)))
+                .map_err(|_| CONNECT_ERROR)?;
+            return Ok(stream);
+        }
+    }
+    Err(CONNECT_ERROR)
+}
+
+/// Reads one reply line (the target answers AUTH, SELECT and RESTORE with one line).
+fn read_line(reader: &mut BufReader<&TcpStream>) -> Result<String, CmdError> {
+    let mut line = String::new();
+    match reader.read_line(&mut line) {
+        Ok(n) if n > 0 => Ok(line.trim_end().to_string()),
+        _ => Err(READ_ERROR),
+    }
+}
+
+fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let opts = parse(args)?;
+    let timeout = match int(&args[5])? {
+        t if t <= 0 => 1000,
+        t => t,
+    };
+    let db = int(&args[4])?;
+    let timeout = Duration::from_millis(timeout.unsigned_abs());
+    let (first, count) = opts.keys;
+    let names = &args[first..first + count];
+    let mut locked = ctx.lock_keys(names.iter().map(|k| &k[..]));
+    // The keys that exist and have not expired, with their RESTORE commands.
+    let mut moving: Vec<Bytes> = Vec::new();
+    let mut request = BytesMut::new();
+    let now = now_ms();
+    for key in names {
+        let Some(entry) = locked.shard(key).get(key) else {
+            continue;
+        };
+        let ttl = match entry.expires_at {
+            0 => 0,
+            at if at <= now => continue,
+            at => (at - now).max(1),
+        };
+        let mut restore = vec![
+            Bytes::from_static(b"RESTORE"),
+            key.clone(),
+            Bytes::from(ttl.to_string()),
+            Bytes::from(rdb::dump_payload(&entry.value)),
+        ];
+        if opts.replace {
+            restore.push(Bytes::from_static(b"REPLACE"));
+        }
+        write_command(&mut request, &restore);
+        moving.push(key.clone());
+    }
+    if moving.is_empty() {
+        ctx.out.extend_from_slice(b"+NOKEY\r\n");
+        return Ok(());
+    }
+    let mut preamble = BytesMut::new();
+    if let Some((user, password)) = &opts.auth {
+        let mut auth = vec![Bytes::from_static(b"AUTH")];
+        auth.extend(user.iter().cloned());
+        auth.push(password.clone());
+        write_command(&mut preamble, &auth);
+    }
+    write_command(
+        &mut preamble,
+        &[Bytes::from_static(b"SELECT"), Bytes::from(db.to_string())],
+    );
+    preamble.extend_from_slice(&request);
+    let host = args[1].clone();
+    let port = args[2].clone();
+    let auth = opts.auth.is_some();
+    // Network I/O with the shards held: off the async workers' hands, as a script runs.
+    let acked = super::off_the_runtime(|| -> Result<Vec<Result<(), String>>, CmdError> {
+        let stream = connect(&host, &port, timeout)?;
+        (&stream).write_all(&preamble).map_err(|_| WRITE_ERROR)?;
+        let mut reader = BufReader::new(&stream);
+        let mut refused: Option<String> = None;
+        if auth {
+            let line = read_line(&mut reader)?;
+            refused = line.strip_prefix('-').map(str::to_string);
+        }
+        let line = read_line(&mut reader)?;
+        if refused.is_none() {
+            refused = line.strip_prefix('-').map(str::to_string);
+        }
+        let mut replies = Vec::with_capacity(moving.len());
+        for _ in &moving {
+            let line = read_line(&mut reader)?;
+            replies.push(match (&refused, line.strip_prefix('-')) {
+                (Some(e), _) => Err(e.clone()),
+                (None, Some(e)) => Err(e.to_string()),
+                (None, None) => Ok(()),
+            });
+        }
+        Ok(replies)
+    })?;
+    let mut first_error = None;
+    let mut deleted = vec![Bytes::from_static(b"DEL")];
+    for (key, reply) in moving.iter().zip(acked) {
+        match reply {
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+            Ok(()) if !opts.copy => {
+                locked.shard(key).remove(key);
+                deleted.push(key.clone());
+            }
+            Ok(()) => {}
+        }
+    }
+    drop(locked);
+    for key in &deleted[1..] {
+        event(ctx, NotifyClass::Generic, "del", key);
+    }
+    if deleted.len() > 1 {
+        crate::repl::propagate_instead(ctx, vec![deleted]);
+    }
+    match first_error {
+        Some(e) => Err(CmdError::Owned(format!(
+            "ERR Target instance replied with error: {e}"
+        ))),
+        None => {
+            super::reply::ok(ctx.out);
+            Ok(())
+        }
+    }
+}
