@@ -127,6 +127,15 @@ impl Registry {
         self.by_key.get(&(db, key.clone()))?.front().cloned()
     }
 
+    /// The waiter of client `id`, if it is blocked.
+    pub fn of_client(&self, id: u64) -> Option<Arc<Waiter>> {
+        self.by_key
+            .values()
+            .flat_map(|q| q.iter())
+            .find(|w| w.client_id == id && !w.is_served())
+            .cloned()
+    }
+
     /// Every key someone waits on.
     pub fn keys(&self) -> Vec<(usize, Bytes)> {
         self.by_key.keys().cloned().collect()

@@ -67,10 +67,8 @@ pub fn denied_error(spec: &CommandSpec, denied: Denied, in_exec: bool) -> CmdErr
 
 /// Records a refusal in ACL LOG: `reason` and `object` as Redis names them, the user
 /// (the name tried, for authentication), the context (`multi` while queueing or in EXEC).
-pub fn log_refusal(ctx: &Ctx<'_>, reason: &'static str, object: &[u8], username: &[u8], cmd: &str) {
+pub fn log_refusal(ctx: &Ctx<'_>, reason: &'static str, object: &[u8], username: &[u8]) {
     let multi = ctx.client.multi.is_some() || ctx.nested;
-    // Inside EXEC the client is running EXEC, which is what its info shows.
-    let cmd = if ctx.nested { "exec" } else { cmd };
     ctx.shared.acl.log.add(acl::log::Entry {
         count: 1,
         reason,
@@ -78,7 +76,8 @@ pub fn log_refusal(ctx: &Ctx<'_>, reason: &'static str, object: &[u8], username:
         object: object.to_vec(),
         username: username.to_vec(),
         ctime_ms: 0,
-        client_info: super::admin::client_info_line(ctx, cmd),
+        // Inside EXEC the client's last command is EXEC, which is what Redis shows.
+        client_info: super::admin::client_info_line(ctx),
     });
 }
 
@@ -90,7 +89,7 @@ pub fn log_denied(ctx: &Ctx<'_>, spec: &CommandSpec, denied: Denied, args: &[Byt
         Denied::Channel(pos) => ("channel", args.get(pos).map_or(&b""[..], |a| &a[..])),
     };
     let user = current_user(ctx).name().to_vec();
-    log_refusal(ctx, reason, object, &user, spec.name);
+    log_refusal(ctx, reason, object, &user);
 }
 
 /// ACL LOG [count | RESET]: the newest entries (10 by default).

@@ -21,56 +21,50 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("client|reply", client_reply),
     ("client|no-evict", client_no_evict),
     ("client|pause", client_pause),
+    ("client|unblock", client_unblock),
     ("client|unpause", client_unpause),
     ("memory|usage", memory_usage),
     ("debug", debug),
 ];
 
-/// One CLIENT LIST line, in Redis 7.0's field order (figures we do not track are 0).
+/// One CLIENT LIST line, in Redis 7.0's field order (memory figures we do not track
+/// are 0). `me` is the calling client, whose state is read directly; the others show
+/// what their connections last reported.
 fn client_line(
     text: &mut String,
     summary: &crate::net::registry::ClientSummary,
     local: &str,
     me: Option<&crate::net::client::ClientState>,
-    cmd: &str,
 ) {
     let name = summary
         .name
         .as_deref()
         .map(|n| String::from_utf8_lossy(n).into_owned())
         .unwrap_or_default();
-    let (sub, psub, ssub, multi, resp) = match me {
-        Some(c) => (
-            c.channels.len(),
-            c.patterns.len(),
-            c.shard_channels.len(),
-            c.multi.as_ref().map_or(-1, |q| q.len() as i64),
-            if c.protocol == redline_resp::Protocol::Resp3 {
-                3
-            } else {
-                2
-            },
-        ),
-        None => (0, 0, 0, -1, 2),
+    let a = match me {
+        Some(c) => c.activity(c.qbuf),
+        None => summary.activity.clone(),
     };
-    let flags = if sub + psub + ssub > 0 { "P" } else { "N" };
+    let (sub, psub, ssub) = a.subscriptions;
     let _ = writeln!(
         text,
-        "id={} addr={} laddr={} fd=0 name={} age={} idle=0 flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}",
+        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}",
         summary.id,
         summary.peer,
         local,
         name,
         summary.age,
-        flags,
+        a.last_interaction.elapsed().as_secs(),
+        a.flags,
         summary.db,
         sub,
         psub,
         ssub,
-        multi,
-        cmd,
+        a.multi,
+        a.qbuf,
+        a.last_cmd,
         String::from_utf8_lossy(&summary.user),
-        resp
+        a.resp
     );
 }
 
@@ -127,15 +121,14 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             continue;
         }
         let me = (s.id == ctx.client.id).then_some(&*ctx.client);
-        let cmd = if me.is_some() { "client|list" } else { "NULL" };
-        client_line(&mut text, &s, &local, me, cmd);
+        client_line(&mut text, &s, &local, me);
     }
     verbatim(ctx, text.as_bytes());
     Ok(())
 }
 
 fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let mut text = client_info_line(ctx, "client|info");
+    let mut text = client_info_line(ctx);
     if !text.is_empty() {
         text.push('\n');
     }
@@ -143,15 +136,34 @@ fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// This client's CLIENT LIST line as it runs `cmd`, without the newline (ACL LOG).
-pub fn client_info_line(ctx: &Ctx<'_>, cmd: &str) -> String {
+/// This client's CLIENT LIST line, without the newline (CLIENT INFO, ACL LOG).
+pub fn client_info_line(ctx: &Ctx<'_>) -> String {
     let local = local_addr(ctx);
     let mut text = String::new();
     if let Some(s) = ctx.shared.clients.summary(ctx.client.id) {
-        client_line(&mut text, &s, &local, Some(&*ctx.client), cmd);
+        client_line(&mut text, &s, &local, Some(&*ctx.client));
     }
     text.truncate(text.trim_end().len());
     text
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 when the client was blocked on keys.
+fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let id = int(&args[2])?;
+    let with_error = match args.get(3) {
+        None => false,
+        Some(a) if is(a, "timeout") => false,
+        Some(a) if is(a, "error") => true,
+        Some(_) => {
+            return Err(CmdError::Static(
+                "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ))
+        }
+    };
+    let done =
+        u64::try_from(id).is_ok_and(|id| super::blocking::unblock(ctx.shared, id, with_error));
+    encode::write_integer(ctx.out, i64::from(done));
+    Ok(())
 }
 
 /// CLIENT KILL addr (old form) or filter pairs ID ADDR LADDR SKIPME TYPE USER.

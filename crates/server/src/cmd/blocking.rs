@@ -709,6 +709,27 @@ pub fn time_out(shared: &Shared, waiter: &Arc<Waiter>, out: &mut BytesMut) -> bo
     }
 }
 
+/// CLIENT UNBLOCK: ends client `id`'s wait as if it timed out, or with an UNBLOCKED
+/// error; false when it is not blocked on keys.
+pub fn unblock(shared: &Shared, id: u64, with_error: bool) -> bool {
+    const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+    let mut registry = shared.blocking.lock();
+    let Some(waiter) = registry.of_client(id) else {
+        return false;
+    };
+    let mut reply = BytesMut::new();
+    if with_error {
+        encode::write_error(&mut reply, UNBLOCKED.as_bytes());
+        let mut counted = crate::cmdstats::Local::default();
+        counted.error(UNBLOCKED.as_bytes());
+        shared.cmdstats.absorb(&mut counted);
+    } else {
+        write_timeout(&mut reply, waiter.proto);
+    }
+    registry.serve(&waiter, &reply);
+    true
+}
+
 /// Forgets a waiter whose client went away.
 pub fn cancel(shared: &Shared, waiter: &Arc<Waiter>) {
     shared.blocking.lock().cancel(waiter);

@@ -178,6 +178,8 @@ impl<'a> Ctx<'a> {
             None => self.shared.store.swap_dbs(a, b),
             Some(held) => held.borrow_map().swap(a, b),
         }
+        // One change, as Redis counts it (and so replicated).
+        crate::store::dirty::mark();
     }
 
     /// The connection's protocol.

@@ -153,6 +153,9 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             None => return reject(ctx, reply::unknown_subcommand(spec.name, &args[1])),
         };
     }
+    if !ctx.nested {
+        ctx.client.last_cmd = spec.name;
+    }
     if !spec.arity_ok(args.len()) {
         return reject_spec(ctx, spec, reply::wrong_arity(spec.name));
     }

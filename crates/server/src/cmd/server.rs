@@ -163,8 +163,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 /// `ACLAuthenticateUser`); WRONGPASS otherwise, the connection's user unchanged.
 fn authenticate(ctx: &mut Ctx<'_>, command: &[u8], user: &[u8], password: &[u8]) -> CmdResult {
     let Some(cell) = ctx.shared.acl.authenticate(user, password) else {
-        let name = String::from_utf8_lossy(command).to_ascii_lowercase();
-        super::acl::log_refusal(ctx, "auth", command, user, &name);
+        super::acl::log_refusal(ctx, "auth", command, user);
         return Err(WRONGPASS);
     };
     let cell = (!std::sync::Arc::ptr_eq(&cell, ctx.shared.acl.default_user())).then_some(cell);

@@ -11,6 +11,7 @@ use indexmap::IndexSet;
 use redline_resp::Protocol;
 
 use super::mailbox::Mailbox;
+use super::registry::Activity;
 use crate::acl::UserCell;
 use crate::blocking::Waiter;
 
@@ -58,6 +59,14 @@ pub struct ClientState {
     /// A command's own stream form, set by handlers that know it better than the
     /// generic rules (a blocking pop served at once is propagated as the pop).
     pub propagate_as: Option<Vec<Vec<Bytes>>>,
+    /// The last top-level command (CLIENT LIST `cmd=`).
+    pub last_cmd: &'static str,
+    /// Bytes in the query buffer when the current command was read (`qbuf=`).
+    pub qbuf: usize,
+    /// When the client last sent something (`idle=`).
+    pub last_interaction: Instant,
+    /// Where this connection mirrors its [`Activity`] for other clients' CLIENT LIST.
+    pub activity_slot: Option<Arc<parking_lot::Mutex<Activity>>>,
     /// The blocked command and when it started, for the slow log once it is served.
     pub blocked_since: Option<(Vec<Bytes>, std::time::Instant)>,
     /// Stream offset after this client's last propagated write (WAIT waits for it).
@@ -178,6 +187,10 @@ impl ClientState {
             monitor: false,
             propagate: Vec::new(),
             propagate_as: None,
+            last_cmd: "NULL",
+            qbuf: 0,
+            last_interaction: Instant::now(),
+            activity_slot: None,
             blocked_since: None,
             repl_offset: 0,
             repl_listening_port: 0,
@@ -216,5 +229,58 @@ impl ClientState {
     /// Whether the client is in pub/sub mode (any subscription of any kind).
     pub fn in_pubsub(&self) -> bool {
         self.subscription_count() + self.shard_channels.len() > 0
+    }
+
+    /// What CLIENT LIST shows of this client, with `qbuf` bytes unread.
+    pub fn activity(&self, qbuf: usize) -> Activity {
+        let mut flags = String::new();
+        if self.monitor {
+            flags.push('O');
+        }
+        if self.is_master {
+            flags.push('M');
+        }
+        if self.in_pubsub() {
+            flags.push('P');
+        }
+        if self.multi.is_some() {
+            flags.push('x');
+        }
+        if self.blocked.is_some() {
+            flags.push('b');
+        }
+        if self.tracking {
+            flags.push('t');
+        }
+        if self.close_after_reply {
+            flags.push('c');
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
+        Activity {
+            last_cmd: self.last_cmd,
+            flags,
+            subscriptions: (
+                self.channels.len(),
+                self.patterns.len(),
+                self.shard_channels.len(),
+            ),
+            multi: self.multi.as_ref().map_or(-1, |q| q.len() as i64),
+            qbuf,
+            resp: if self.protocol == Protocol::Resp3 {
+                3
+            } else {
+                2
+            },
+            last_interaction: self.last_interaction,
+        }
+    }
+
+    /// Mirrors [`Self::activity`] for other clients to see.
+    pub fn publish_activity(&self, qbuf: usize) {
+        if let Some(slot) = &self.activity_slot {
+            *slot.lock() = self.activity(qbuf);
+        }
     }
 }

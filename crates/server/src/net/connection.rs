@@ -89,6 +89,7 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr, id:
     if let Some(killed) = shared.clients.killed_flag(id) {
         client.killed = killed;
     }
+    client.activity_slot = shared.clients.activity(id);
     shared.clients.set_mailbox(id, client.mailbox.clone());
     let mut connection = Connection {
         shared: &shared,
@@ -147,7 +148,10 @@ pub fn run_commands(
         // A command CLIENT PAUSE held back runs first, once the pause is over.
         let next = match client.postponed.take() {
             Some(args) => Ok(Some(args)),
-            None => decoder.decode(input),
+            None => {
+                client.qbuf = input.len();
+                decoder.decode(input)
+            }
         };
         match next {
             Ok(Some(args)) => {
@@ -266,12 +270,14 @@ impl Connection<'_> {
                     Progress::Drained => break,
                     Progress::OutputFull => self.flush().await?,
                     Progress::Blocked => {
+                        self.client.publish_activity(self.input.len());
                         self.flush().await?;
                         if !self.wait_unblocked().await? {
                             return Ok(());
                         }
                     }
                     Progress::Paused => {
+                        self.client.publish_activity(self.input.len());
                         self.flush().await?;
                         if !self.wait_unpaused().await? {
                             return Ok(());
@@ -507,6 +513,9 @@ impl Connection<'_> {
 
     /// Runs every complete command in the input, appending replies to the output.
     fn process_input(&mut self) -> Progress {
+        if !self.input.is_empty() {
+            self.client.last_interaction = std::time::Instant::now();
+        }
         run_commands(
             self.shared,
             &mut self.client,
@@ -545,6 +554,7 @@ impl Connection<'_> {
     /// Adds this connection's command count to the server's, once per batch: a shared
     /// counter bumped per command would bounce its cache line between cores.
     fn flush_counters(&mut self) {
+        self.client.publish_activity(self.input.len());
         if !self.client.cmdstats.is_empty() {
             self.shared.cmdstats.absorb(&mut self.client.cmdstats);
         }

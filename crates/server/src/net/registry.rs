@@ -32,6 +32,43 @@ pub struct ClientEntry {
     killed: Arc<AtomicBool>,
     /// Where other connections reach this one (tracking redirection).
     mailbox: Option<Arc<Mailbox>>,
+    /// What the connection last reported of itself.
+    activity: Arc<Mutex<Activity>>,
+}
+
+/// What CLIENT LIST shows that only a connection knows: its last command, flags, query
+/// buffer, subscriptions. The connection mirrors it here once per batch of commands and
+/// before it waits (blocked, paused), so commands pay nothing for it.
+#[derive(Debug, Clone)]
+pub struct Activity {
+    /// The last command it ran (`NULL` before the first).
+    pub last_cmd: &'static str,
+    /// Redis's flag letters (`N` for none).
+    pub flags: String,
+    /// Channels, patterns and shard channels subscribed.
+    pub subscriptions: (usize, usize, usize),
+    /// Commands queued in MULTI, -1 outside a transaction.
+    pub multi: i64,
+    /// Bytes waiting in its query buffer.
+    pub qbuf: usize,
+    /// Protocol version (2 or 3).
+    pub resp: u8,
+    /// When it last sent something.
+    pub last_interaction: Instant,
+}
+
+impl Default for Activity {
+    fn default() -> Self {
+        Activity {
+            last_cmd: "NULL",
+            flags: "N".to_string(),
+            subscriptions: (0, 0, 0),
+            multi: -1,
+            qbuf: 0,
+            resp: 2,
+            last_interaction: Instant::now(),
+        }
+    }
 }
 
 impl ClientEntry {
@@ -46,6 +83,7 @@ impl ClientEntry {
                 .user
                 .as_ref()
                 .map_or_else(|| b"default".to_vec(), |u| u.name().to_vec()),
+            activity: self.activity.lock().clone(),
         }
     }
 }
@@ -65,6 +103,8 @@ pub struct ClientSummary {
     pub db: usize,
     /// User name.
     pub user: Vec<u8>,
+    /// What its connection last reported.
+    pub activity: Activity,
 }
 
 /// Connected clients.
@@ -89,6 +129,7 @@ impl Clients {
                 abort: None,
                 killed: Arc::default(),
                 mailbox: None,
+                activity: Arc::default(),
             },
         );
         id
@@ -109,6 +150,11 @@ impl Clients {
     /// Whether client `id` is connected.
     pub fn contains(&self, id: u64) -> bool {
         self.map.lock().contains_key(&id)
+    }
+
+    /// Where client `id` reports its activity (see [`Activity`]).
+    pub fn activity(&self, id: u64) -> Option<Arc<Mutex<Activity>>> {
+        self.map.lock().get(&id).map(|e| e.activity.clone())
     }
 
     /// The flag a kill raises for client `id`, shared with its connection.

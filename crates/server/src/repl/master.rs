@@ -175,10 +175,10 @@ pub async fn serve(
 
 /// From the server's cron: a PING into the stream every `repl-ping-replica-period`
 /// seconds while replicas are attached, so they see a live link (Redis replicas drop a
-/// link silent for `repl-timeout`).
+/// link silent for `repl-timeout`). As in Redis the period counts from the server's
+/// start, not from a replica's arrival.
 pub fn cron(shared: &Shared) {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static LAST_PING: AtomicU64 = AtomicU64::new(0);
+    use std::sync::atomic::Ordering;
     let journal = &shared.repl.journal;
     if !journal.active() || journal.stream().replicas().is_empty() {
         return;
@@ -188,13 +188,9 @@ pub fn cron(shared: &Shared) {
         .read()
         .param_int("repl-ping-replica-period")
         .max(1) as u64;
-    let now = snapshot::unix_secs();
-    let last = LAST_PING.load(Ordering::Relaxed);
-    if now.saturating_sub(last) >= period
-        && LAST_PING
-            .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
-    {
+    let second = shared.started.elapsed().as_secs();
+    let last = &shared.repl.last_ping;
+    if second % period == 0 && last.swap(second, Ordering::AcqRel) != second {
         journal.append_dbless(&[Bytes::from_static(b"PING")]);
     }
 }

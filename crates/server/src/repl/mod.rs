@@ -43,6 +43,8 @@ pub struct Replication {
     pub journal: Arc<Journal>,
     /// The master this server replicates, if any.
     pub master: Mutex<Option<replica::MasterLink>>,
+    /// The second (since start) of the last PING into the stream.
+    pub last_ping: std::sync::atomic::AtomicU64,
 }
 
 impl Replication {

@@ -73,6 +73,7 @@ pub fn propagated(ctx: &mut Ctx<'_>, name: &str, args: &[Bytes], reply: &[u8]) -
             one(vec![word("HSET"), key, field, value])
         }
         "spop" => spop(ctx, key, reply),
+        "lmpop" | "zmpop" => multi_pop(name, args, reply).map_or_else(Vec::new, one),
         "restore" => one(restore(ctx, args)),
         "xadd" => one(xadd(ctx, args, reply)),
         "xtrim" => one(trim_exact(ctx, &key, vec![word("XTRIM"), key.clone()])),
@@ -129,6 +130,30 @@ fn bulk_reply(reply: &[u8]) -> Option<Bytes> {
         Frame::Simple(s) => Some(s),
         _ => None,
     }
+}
+
+/// LMPOP / ZMPOP: the pop they amount to, `[LR]POP key count` or `ZPOP{MIN,MAX} key
+/// count`, from the key and elements they answered.
+fn multi_pop(name: &str, args: &[Bytes], reply: &[u8]) -> Option<Vec<Bytes>> {
+    let Frame::Array(parts) = reply_frame(reply)? else {
+        return None;
+    };
+    let (Some(Frame::Bulk(key)), Some(Frame::Array(items))) = (parts.first(), parts.get(1)) else {
+        return None;
+    };
+    let numkeys: usize = std::str::from_utf8(args.get(1)?).ok()?.parse().ok()?;
+    let side = args.get(2 + numkeys)?;
+    let pop = match name {
+        "lmpop" if is(side, "left") => "LPOP",
+        "lmpop" => "RPOP",
+        _ if is(side, "min") => "ZPOPMIN",
+        _ => "ZPOPMAX",
+    };
+    Some(vec![
+        word(pop),
+        key.clone(),
+        Bytes::from(items.len().to_string()),
+    ])
 }
 
 /// SPOP: SREM of the members it returned, or DEL when it emptied the set.
