@@ -65,46 +65,11 @@ fn background_events(shared: &Shared) {
 impl Server {
     /// Binds every `bind` address on `port` (0 = a free port, the same one for all).
     pub async fn bind(config: Config) -> io::Result<Server> {
-        let mut listeners = Vec::new();
-        let mut port = config.port;
-        for address in &config.bind {
-            // Redis's "-" prefix marks an optional address; "*" is every IPv4 address.
-            let (optional, host) = match address.strip_prefix('-') {
-                Some(rest) => (true, rest),
-                None => (false, address.as_str()),
-            };
-            let host = match host {
-                "*" => "0.0.0.0",
-                "::*" => "::",
-                other => other,
-            };
-            let target = if host.contains(':') {
-                format!("[{host}]:{port}")
-            } else {
-                format!("{host}:{port}")
-            };
-            match TcpListener::bind(&target).await {
-                Ok(listener) => {
-                    port = listener.local_addr()?.port();
-                    listeners.push(listener);
-                }
-                Err(e) if optional => {
-                    tracing::warn!("Could not create server TCP listening socket {target}: {e}");
-                }
-                Err(e) => {
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!("Could not create server TCP listening socket {target}: {e}"),
-                    ))
-                }
-            }
-        }
-        if listeners.is_empty() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "Configured to not listen anywhere, exiting.",
-            ));
-        }
+        let (std_listeners, port) = listener::bind_all(&config.bind, config.port)?;
+        let listeners = std_listeners
+            .into_iter()
+            .map(TcpListener::from_std)
+            .collect::<io::Result<Vec<_>>>()?;
         let shared = Arc::new(Shared::new(config, port));
         shared.set_arc();
         Ok(Server { listeners, shared })
@@ -115,7 +80,7 @@ impl Server {
         self.listeners
             .first()
             .and_then(|l| l.local_addr().ok())
-            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], self.shared.port)))
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], self.shared.port())))
     }
 
     /// A handle that stops the server.
@@ -150,19 +115,11 @@ impl Server {
                 })?
         };
         tracing::info!("Ready to accept connections tcp");
-        let mut accepting = Vec::new();
-        for listener in listeners {
-            accepting.push(tokio::spawn(listener::accept_loop(
-                listener,
-                shared.clone(),
-            )));
-        }
+        listener::serve(&shared, listeners);
         let mut stop = shared.shutdown.subscribe();
         // Already requested (e.g. SHUTDOWN raced with start) or requested later.
         let _ = stop.wait_for(|s| *s).await;
-        for task in &accepting {
-            task.abort();
-        }
+        listener::stop_accepting(&shared);
         shared.clients.kill_all();
         drop(stop_expiry);
         let _ = tokio::task::spawn_blocking(move || expiry_thread.join()).await;

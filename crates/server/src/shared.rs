@@ -81,7 +81,9 @@ pub struct Shared {
     /// 40 hex characters identifying this run (INFO run_id).
     pub run_id: String,
     /// The TCP port actually bound.
-    pub port: u16,
+    port: std::sync::atomic::AtomicU16,
+    /// The accept loops, replaced when CONFIG SET changes `port` or `bind`.
+    pub accepting: parking_lot::Mutex<Vec<tokio::task::AbortHandle>>,
 }
 
 impl Shared {
@@ -127,11 +129,22 @@ impl Shared {
             started: Instant::now(),
             started_at: SystemTime::now(),
             run_id,
-            port,
+            port: std::sync::atomic::AtomicU16::new(port),
+            accepting: parking_lot::Mutex::new(Vec::new()),
         };
         let config = shared.config.read().clone();
         shared.configure_monitoring(&config);
         shared
+    }
+
+    /// The TCP port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.port.load(Ordering::Relaxed)
+    }
+
+    /// Records the port after CONFIG SET port.
+    pub fn set_port(&self, port: u16) {
+        self.port.store(port, Ordering::Relaxed);
     }
 
     /// Applies the slow log's and the latency monitor's parameters.

@@ -78,7 +78,7 @@ fn local_addr(ctx: &Ctx<'_>) -> String {
         .cloned()
         .unwrap_or_default();
     let host = bind.trim_start_matches('-');
-    format!("{host}:{}", ctx.shared.port)
+    format!("{host}:{}", ctx.shared.port())
 }
 
 fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

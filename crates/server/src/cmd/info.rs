@@ -133,7 +133,7 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
                 std::env::consts::ARCH,
                 std::process::id(),
                 shared.run_id,
-                shared.port,
+                shared.port(),
                 now.as_micros(),
                 uptime / 86400,
                 config.hz,

@@ -655,7 +655,11 @@ fn config_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut pairs: Vec<(String, String)> = Vec::new();
     for pattern in &args[2..] {
         let lower = pattern.to_ascii_lowercase();
+        let is_glob = lower.iter().any(|b| matches!(b, b'*' | b'?' | b'['));
         for name in crate::config::Config::all_names() {
+            if is_glob && crate::config::Config::is_hidden(name) {
+                continue;
+            }
             if glob_match(&lower, name.as_bytes(), true) && !pairs.iter().any(|(n, _)| n == name) {
                 if let Some(value) = config.get(name) {
                     pairs.push((name.to_string(), value));
@@ -676,8 +680,16 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(reply::wrong_arity("config|set"));
     }
     let mut config = ctx.shared.config.read().clone();
+    let mut seen: Vec<String> = Vec::new();
     for pair in args[2..].chunks(2) {
         let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
+        let canonical = crate::config::Config::canonical_name(&name).to_string();
+        if seen.contains(&canonical) {
+            return Err(CmdError::Owned(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
+            )));
+        }
+        seen.push(canonical);
         config
             .set(&name, &[pair[1].to_vec()], false)
             .map_err(|e| match e {
@@ -700,6 +712,28 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 "ERR CONFIG SET failed (possibly related to argument 'dir') - {e}"
             ))
         })?;
+    }
+    let (old_port, old_bind) = {
+        let current = ctx.shared.config.read();
+        (current.port, current.bind.clone())
+    };
+    if config.port != old_port || config.bind != old_bind {
+        // Listen on the new addresses before anything else applies: a failure leaves
+        // every parameter as it was.
+        let (name, why) = if config.port != old_port {
+            ("port", "Unable to listen on this port")
+        } else {
+            ("bind", "Failed to bind to specified addresses.")
+        };
+        match crate::net::listener::rebind(ctx.shared, &config.bind, config.port) {
+            Ok(port) => config.port = port,
+            Err(e) => {
+                tracing::warn!("CONFIG SET {name}: {e}");
+                return Err(CmdError::Owned(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+                )));
+            }
+        }
     }
     let aof_was = ctx.shared.config.read().appendonly;
     let aof_now = config.appendonly;

@@ -196,7 +196,7 @@ impl Config {
         let name = name.to_ascii_lowercase();
         let immutable = matches!(
             name.as_str(),
-            "port" | "bind" | "databases" | "logfile" | "io-threads" | "shards" | "daemonize"
+            "databases" | "logfile" | "io-threads" | "shards" | "daemonize"
         ) || ENABLE_DIRECTIVES.contains(&name.as_str());
         if !DIRECTIVES.contains(&name.as_str()) {
             let param = super::params::find(&name).ok_or(SetError::Unknown)?;
@@ -210,8 +210,16 @@ impl Config {
             self.params.insert(param.name, text);
             return Ok(());
         }
-        if immutable && !startup {
+        // `shards` is redline's own: fixed at start, but setting it to what it is (as
+        // tools that copy every parameter do) is a no-op rather than an error.
+        let unchanged = name == "shards"
+            && values.len() == 1
+            && values[0] == self.effective_shards().to_string().as_bytes();
+        if immutable && !startup && !unchanged {
             return Err(SetError::Immutable);
+        }
+        if unchanged && !startup {
+            return Ok(());
         }
         match name.as_str() {
             "port" => self.port = int(values, 0, 65535)? as u16,
@@ -219,9 +227,15 @@ impl Config {
                 if values.is_empty() {
                     return Err(SetError::Arity);
                 }
+                // CONFIG SET gives the addresses as one space-separated value.
                 self.bind = values
                     .iter()
-                    .map(|v| String::from_utf8_lossy(v).into_owned())
+                    .flat_map(|v| {
+                        String::from_utf8_lossy(v)
+                            .split_whitespace()
+                            .map(str::to_string)
+                            .collect::<Vec<_>>()
+                    })
                     .collect();
             }
             "requirepass" => {

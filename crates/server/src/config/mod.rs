@@ -289,6 +289,16 @@ impl Config {
         )
     }
 
+    /// Whether `name` is left out of `CONFIG GET` patterns (see `params::Param::hidden`).
+    pub fn is_hidden(name: &str) -> bool {
+        params::find(name).is_some_and(|p| p.hidden)
+    }
+
+    /// The canonical name of a parameter or its alias (`slaveof` → `replicaof`).
+    pub fn canonical_name(name: &str) -> &str {
+        params::find(name).map_or(name, |p| p.name)
+    }
+
     /// The worker thread count in effect: the configured one, or one per core.
     pub fn effective_workers(&self) -> usize {
         if self.worker_threads > 0 {

@@ -19,6 +19,8 @@ pub enum Kind {
     Enum(&'static [&'static str]),
     /// Several words of a fixed list (`shutdown-on-sigterm save now`).
     Flags(&'static [&'static str]),
+    /// A memory value, or a percentage of `maxmemory` up to 100 (`maxmemory-clients`).
+    MemoryOrPercent,
     /// Free text.
     Text,
 }
@@ -36,6 +38,9 @@ pub struct Param {
     pub default: &'static str,
     /// Only settable at start.
     pub immutable: bool,
+    /// Left out of `CONFIG GET` patterns, shown when named (Redis's `HIDDEN_CONFIG`:
+    /// debugging knobs).
+    pub hidden: bool,
 }
 
 const fn p(name: &'static str, kind: Kind, default: &'static str) -> Param {
@@ -45,6 +50,19 @@ const fn p(name: &'static str, kind: Kind, default: &'static str) -> Param {
         kind,
         default,
         immutable: false,
+        hidden: false,
+    }
+}
+
+/// A debugging parameter (see [`Param::hidden`]).
+const fn h(name: &'static str, kind: Kind, default: &'static str) -> Param {
+    Param {
+        name,
+        alias: None,
+        kind,
+        default,
+        immutable: false,
+        hidden: true,
     }
 }
 
@@ -55,6 +73,7 @@ const fn a(name: &'static str, alias: &'static str, kind: Kind, default: &'stati
         kind,
         default,
         immutable: false,
+        hidden: false,
     }
 }
 
@@ -65,6 +84,7 @@ const fn fixed(name: &'static str, kind: Kind, default: &'static str) -> Param {
         kind,
         default,
         immutable: true,
+        hidden: false,
     }
 }
 
@@ -89,6 +109,20 @@ const SHUTDOWN: &[&str] = &["default", "save", "nosave", "now", "force"];
 
 /// The table, in `CONFIG GET *` order of no importance (the reply is unordered in Redis).
 pub static PARAMS: &[Param] = &[
+    // Redis's hidden debugging knobs: accepted and shown when named; redline's loading
+    // and saving do not pause per key, so they have no effect here.
+    h("key-load-delay", Kind::Int(i32::MIN as i64, INT_MAX), "0"),
+    h(
+        "rdb-key-save-delay",
+        Kind::Int(i32::MIN as i64, INT_MAX),
+        "0",
+    ),
+    h(
+        "loading-process-events-interval-bytes",
+        Kind::Memory(1024, INT_MAX),
+        "2097152",
+    ),
+    h("watchdog-period", Kind::Int(0, INT_MAX), "0"),
     p(
         "acl-pubsub-default",
         Kind::Enum(&["allchannels", "resetchannels"]),
@@ -211,7 +245,7 @@ pub static PARAMS: &[Param] = &[
     p("masterauth", T, ""),
     p("masteruser", T, ""),
     p("maxmemory", MEM, "0"),
-    p("maxmemory-clients", T, "0"),
+    p("maxmemory-clients", Kind::MemoryOrPercent, "0"),
     p("maxmemory-eviction-tenacity", Kind::Int(0, 100), "10"),
     p("maxmemory-policy", Kind::Enum(POLICIES), "noeviction"),
     p("maxmemory-samples", Kind::Int(1, 64), "5"),
@@ -397,6 +431,17 @@ pub fn canonical(param: &Param, values: &[Vec<u8>]) -> Result<String, String> {
             }
             Ok(words.join(" "))
         }
+        Kind::MemoryOrPercent => match text.strip_suffix('%') {
+            Some(n) => match n.parse::<i64>() {
+                Ok(n) if n > 100 => Err("percentage argument must be less or equal to 100".into()),
+                Ok(n) if n >= 0 => Ok(format!("{n}%")),
+                _ => Err("argument must be a memory or percent value".into()),
+            },
+            None => super::directives::parse_memory(&text)
+                .filter(|n| *n >= 0)
+                .map(|n| n.to_string())
+                .ok_or_else(|| "argument must be a memory or percent value".to_string()),
+        },
         Kind::Text => Ok(text),
     }
 }

@@ -245,7 +245,7 @@ async fn session(
             return Err(other(format!("Unable to AUTH to MASTER: {reply}")));
         }
     }
-    let our_port = shared.port.to_string();
+    let our_port = shared.port().to_string();
     ask(
         &mut socket,
         &mut input,
