@@ -65,6 +65,11 @@ impl Local {
         c.histogram[histogram_bucket(usec)] += 1;
     }
 
+    /// A call of `name` that ran earlier (a blocked command) and ended in an error.
+    pub fn failed_later(&mut self, name: &'static str) {
+        self.entry(name).failed += 1;
+    }
+
     /// A call of `name` refused before it ran.
     pub fn rejected(&mut self, name: &'static str) {
         self.entry(name).rejected += 1;

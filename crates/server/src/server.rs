@@ -53,6 +53,13 @@ fn background_events(shared: &Shared) {
     crate::persist::snapshot::cron(shared);
     crate::repl::master::cron(shared);
     crate::persist::aof::cron(shared);
+    // Over maxmemory with no command arriving (CONFIG SET maxmemory lowered it): evict
+    // now, as Redis's eviction time proc does. A replica leaves it to its master.
+    let eviction = &shared.store.events().eviction;
+    if eviction.over_limit() && !shared.repl.is_replica() {
+        let store = &shared.store;
+        eviction.free_memory(store, |_, db, key| store.events().evicted(db, key));
+    }
     if shared.store.events().pending() {
         crate::notify::publish_pending(shared, 0, &mut bytes::BytesMut::new());
     }

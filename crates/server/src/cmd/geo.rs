@@ -135,7 +135,8 @@ fn geoadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     // ZADD key [options] score member ..., with every position checked first.
     let mut zadd: Vec<Bytes> = Vec::with_capacity(first + (args.len() - first) / 3 * 2);
-    zadd.push(Bytes::from_static(b"ZADD"));
+    // Lower case, as Redis writes the command it replicates.
+    zadd.push(Bytes::from_static(b"zadd"));
     zadd.extend_from_slice(&args[1..first]);
     for triple in args[first..].chunks(3) {
         let (longitude, latitude) = lon_lat(triple)?;

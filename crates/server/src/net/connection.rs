@@ -403,6 +403,7 @@ impl Connection<'_> {
             return Ok(true);
         };
         let mailbox = self.client.mailbox.clone();
+        let reply_at = self.output.len();
         loop {
             let expiry = async {
                 match deadline {
@@ -438,6 +439,10 @@ impl Connection<'_> {
             if let Some(spec) = redline_resp::command::resolve(&args) {
                 let usec = started.elapsed().as_micros() as u64;
                 cmd::observe_duration(self.shared, &self.client, spec, &args, usec);
+                // Ended by an error (its stream or group deleted, CLIENT UNBLOCK ERROR).
+                if self.output.get(reply_at) == Some(&b'-') {
+                    self.client.cmdstats.failed_later(spec.name);
+                }
             }
         }
         Ok(true)

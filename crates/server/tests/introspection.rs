@@ -1,0 +1,212 @@
+//! Introspection and administration on redline-server: SLOWLOG (thresholds, trimming,
+//! redaction), LATENCY (events, histograms), CLIENT LIST as other clients see a
+//! blocked one, CLIENT UNBLOCK, CONFIG SET port moving the listener, and MIGRATE to a
+//! real redis-server (keys arrive with their TTL, leave here, and replicate as DEL).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Conn, Redline};
+use redline_resp::Frame;
+use redline_testkit::RedisServer;
+
+/// A reply as text: strings, statuses and errors by their content, integers in decimal.
+fn text(frame: &Frame) -> String {
+    match frame {
+        Frame::Bulk(b) | Frame::Simple(b) | Frame::Error(b) | Frame::Verbatim { text: b, .. } => {
+            String::from_utf8_lossy(b).into()
+        }
+        Frame::Integer(n) => n.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn is_error(frame: &Frame) -> bool {
+    matches!(frame, Frame::Error(_))
+}
+
+fn items(frame: Frame) -> Vec<Frame> {
+    match frame {
+        Frame::Array(items) => items,
+        other => panic!("not an array: {other:?}"),
+    }
+}
+
+#[test]
+fn slowlog_logs_trims_and_redacts() {
+    let server = Redline::start();
+    let mut c = Conn::connect(server.addr);
+    c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    c.cmd(&["SLOWLOG", "RESET"]);
+    let long = "A".repeat(200);
+    c.cmd(&["SET", "k", &long]);
+    c.cmd(&["CONFIG", "SET", "masterauth", "secret"]);
+    let many: Vec<String> = (0..40).map(|i| i.to_string()).collect();
+    let mut sadd = vec!["SADD".to_string(), "s".to_string()];
+    sadd.extend(many);
+    c.cmd(&sadd);
+    c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "-1"]);
+    let entries = items(c.cmd(&["SLOWLOG", "GET", "-1"]));
+    // Newest first; the CONFIG SET that disabled it is not logged.
+    let args: Vec<Vec<String>> = entries
+        .into_iter()
+        .map(|e| items(items(e).remove(3)).iter().map(text).collect())
+        .collect();
+    assert_eq!(args.len(), 4, "{args:?}");
+    assert_eq!(args[0].len(), 32);
+    assert_eq!(args[0][31], "... (11 more arguments)");
+    assert_eq!(args[1], ["CONFIG", "SET", "masterauth", "(redacted)"]);
+    assert_eq!(
+        args[2][2],
+        format!("{}... (72 more bytes)", "A".repeat(128))
+    );
+    assert_eq!(args[3], ["SLOWLOG", "RESET"]);
+    assert!(is_error(&c.cmd(&["SLOWLOG", "GET", "-2"])));
+    c.cmd(&["SLOWLOG", "RESET"]);
+    assert_eq!(text(&c.cmd(&["SLOWLOG", "LEN"])), "0");
+}
+
+#[test]
+fn latency_events_and_histograms() {
+    let server = Redline::start_with(&["--enable-debug-command", "yes"]);
+    let mut c = Conn::connect(server.addr);
+    c.cmd(&["CONFIG", "SET", "latency-monitor-threshold", "50"]);
+    c.cmd(&["DEBUG", "SLEEP", "0.1"]);
+    let latest = items(c.cmd(&["LATENCY", "LATEST"]));
+    let first = items(latest.into_iter().next().expect("an event"));
+    assert_eq!(text(&first[0]), "command");
+    let worst: u64 = text(&first[3]).parse().unwrap();
+    assert!(worst >= 100, "{worst}");
+    assert_eq!(items(c.cmd(&["LATENCY", "HISTORY", "command"])).len(), 1);
+    assert!(text(&c.cmd(&["LATENCY", "DOCTOR"])).contains("command"));
+    assert_eq!(text(&c.cmd(&["LATENCY", "RESET"])), "1");
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    c.cmd(&["SET", "a", "1"]);
+    c.cmd(&["SET", "b", "2"]);
+    c.cmd(&["CLIENT", "ID"]);
+    let histo = items(c.cmd(&["LATENCY", "HISTOGRAM", "set", "client", "nosuchcommand"]));
+    let names: Vec<String> = histo.iter().step_by(2).map(text).collect();
+    assert_eq!(names, ["set", "client|id"]);
+    let set = items(histo[1].clone());
+    assert_eq!(text(&set[0]), "calls");
+    assert_eq!(text(&set[1]), "2");
+}
+
+#[test]
+fn blocked_clients_show_and_unblock() {
+    let server = Redline::start();
+    let mut blocked = Conn::connect(server.addr);
+    let id = text(&blocked.cmd(&["CLIENT", "ID"]));
+    blocked.send(&["BLPOP", "nothing", "0"]);
+    let mut c = Conn::connect(server.addr);
+    let mut line = String::new();
+    for _ in 0..100 {
+        line = text(&c.cmd(&["CLIENT", "LIST", "ID", &id]));
+        if line.contains("flags=b") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        line.contains("flags=b") && line.contains("cmd=blpop"),
+        "{line}"
+    );
+    assert_eq!(text(&c.cmd(&["CLIENT", "UNBLOCK", &id, "ERROR"])), "1");
+    let reply = blocked.read().unwrap();
+    assert!(text(&reply).starts_with("UNBLOCKED"), "{reply:?}");
+    assert_eq!(text(&c.cmd(&["CLIENT", "UNBLOCK", &id])), "0");
+    assert!(is_error(&c.cmd(&["CLIENT", "UNBLOCK", &id, "SOON"])));
+    // The failed blocked call counts as failed, its error in errorstats.
+    let stats = text(&c.cmd(&["INFO", "commandstats"]));
+    assert!(stats.contains("cmdstat_blpop:calls=1,"), "{stats}");
+    assert!(stats.contains("failed_calls=1"), "{stats}");
+}
+
+#[test]
+fn config_set_port_moves_the_listener_or_changes_nothing() {
+    let server = Redline::start();
+    let mut c = Conn::connect(server.addr);
+    // A port someone else holds: refused, everything as it was.
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy_port = busy.local_addr().unwrap().port().to_string();
+    let reply = c.cmd(&["CONFIG", "SET", "maxmemory", "12345", "port", &busy_port]);
+    assert!(
+        text(&reply).contains("Unable to listen on this port"),
+        "{reply:?}"
+    );
+    assert_eq!(text(&items(c.cmd(&["CONFIG", "GET", "maxmemory"]))[1]), "0");
+    drop(busy);
+    // A free port: new connections go there, the old port closes.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    assert_eq!(
+        text(&c.cmd(&["CONFIG", "SET", "port", &port.to_string()])),
+        "OK"
+    );
+    let mut moved = Conn::connect(([127, 0, 0, 1], port).into());
+    assert_eq!(text(&moved.cmd(&["PING"])), "PONG");
+    // The old listener closes once its accept task is dropped, a moment later.
+    let mut closed = false;
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(server.addr).is_err() {
+            closed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(closed, "the old port still accepts");
+    // The connection that moved it is still served.
+    assert_eq!(text(&c.cmd(&["PING"])), "PONG");
+}
+
+#[test]
+fn migrate_moves_keys_to_redis_server() {
+    let server = Redline::start();
+    let redis = RedisServer::start().unwrap();
+    let mut c = Conn::connect(server.addr);
+    let host = "127.0.0.1";
+    let port = redis.port().to_string();
+    c.cmd(&["SET", "plain", "v"]);
+    c.cmd(&["SET", "ttl", "v", "EX", "100"]);
+    c.cmd(&["RPUSH", "list", "a", "b", "c"]);
+    assert_eq!(
+        text(&c.cmd(&["MIGRATE", host, &port, "missing", "0", "1000"])),
+        "NOKEY"
+    );
+    assert_eq!(
+        text(&c.cmd(&["MIGRATE", host, &port, "plain", "0", "1000"])),
+        "OK"
+    );
+    assert_eq!(text(&c.cmd(&["EXISTS", "plain"])), "0");
+    let reply = c.cmd(&[
+        "MIGRATE", host, &port, "", "3", "1000", "COPY", "KEYS", "ttl", "list",
+    ]);
+    assert_eq!(text(&reply), "OK");
+    assert_eq!(text(&c.cmd(&["EXISTS", "ttl", "list"])), "2");
+    let mut r = Conn::connect(redis.addr());
+    assert_eq!(text(&r.cmd(&["GET", "plain"])), "v");
+    r.cmd(&["SELECT", "3"]);
+    assert_eq!(
+        text(&r.cmd(&["LRANGE", "list", "0", "-1"])),
+        text(&c.cmd(&["LRANGE", "list", "0", "-1"]))
+    );
+    let ttl: i64 = text(&r.cmd(&["TTL", "ttl"])).parse().unwrap();
+    assert!((90..=100).contains(&ttl), "{ttl}");
+    // Without REPLACE the target refuses an existing key, and the key stays here.
+    let reply = c.cmd(&["MIGRATE", host, &port, "list", "3", "1000"]);
+    assert!(text(&reply).contains("BUSYKEY"), "{reply:?}");
+    assert_eq!(text(&c.cmd(&["EXISTS", "list"])), "1");
+    let reply = c.cmd(&["MIGRATE", host, &port, "list", "3", "1000", "REPLACE"]);
+    assert_eq!(text(&reply), "OK");
+    // Nobody listening: an IOERR, the key kept.
+    c.cmd(&["SET", "stay", "v"]);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_port = closed.local_addr().unwrap().port().to_string();
+    drop(closed);
+    let reply = c.cmd(&["MIGRATE", host, &closed_port, "stay", "0", "500"]);
+    assert!(text(&reply).starts_with("IOERR"), "{reply:?}");
+    assert_eq!(text(&c.cmd(&["EXISTS", "stay"])), "1");
+}
