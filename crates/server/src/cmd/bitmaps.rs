@@ -52,21 +52,26 @@ fn read_string(shard: &mut Shard, key: &[u8]) -> Result<Option<Vec<u8>>, CmdErro
 
 /// Runs `f` on the string at `key`, grown with zeros to at least `len` bytes (created
 /// when missing). Changes in place when no growth is needed.
+/// Runs `f` on the string at `key` grown to at least `len` bytes (created when
+/// missing). `f` gets whether the key was created or grown, and returns its result and
+/// how many changes it made, which the dataset counts (Redis's `server.dirty`: SETBIT
+/// and BITFIELD count only writes that changed something). Returns the result and the
+/// changes.
 fn with_bits_mut<R>(
     shard: &mut Shard,
     key: &[u8],
     len: usize,
-    f: impl FnOnce(&mut [u8]) -> R,
-) -> Result<R, CmdError> {
-    if let Some(e) = shard.get(key) {
-        if !e.value.is_string() {
-            return Err(WRONG_TYPE);
-        }
-    }
+    f: impl FnOnce(&mut [u8], bool) -> (R, u64),
+) -> Result<(R, u64), CmdError> {
+    let existing = match shard.get(key) {
+        Some(e) => Some(e.value.with_str(<[u8]>::len).ok_or(WRONG_TYPE)?),
+        None => None,
+    };
+    let dirty = existing.is_none_or(|old_len| old_len < len);
     let entry = shard.get_or_insert_with(key, || Value::Str(CompactBytes::new(b"")));
-    let result = match &mut entry.value {
+    let (result, changes) = match &mut entry.value {
         Value::Str(s) if s.len() >= len => {
-            let r = f(s.as_mut_bytes());
+            let r = f(s.as_mut_bytes(), dirty);
             // Every string that reads as a canonical integer is int-encoded (INCR and
             // friends rely on it); a short one may have just become one.
             if s.len() <= 20 {
@@ -81,7 +86,7 @@ fn with_bits_mut<R>(
             if bytes.len() < len {
                 bytes.resize(len, 0);
             }
-            let r = f(&mut bytes);
+            let r = f(&mut bytes, dirty);
             *other = if bytes.len() <= 20 {
                 Value::string(&bytes)
             } else {
@@ -90,8 +95,15 @@ fn with_bits_mut<R>(
             r
         }
     };
-    shard.touch(key);
-    Ok(result)
+    // Creating the key counted one change already.
+    let counted = u64::from(existing.is_none());
+    if changes > 0 && existing.is_some() {
+        shard.touch(key);
+    }
+    for _ in counted.max(1)..changes {
+        crate::store::dirty::mark();
+    }
+    Ok((result, changes))
 }
 
 fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -106,16 +118,19 @@ fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let byte = (offset >> 3) as usize;
     let mask = 1u8 << (7 - (offset & 7));
     let mut shard = ctx.lock(key);
-    let old = with_bits_mut(&mut shard, key, byte + 1, |b| {
+    let (old, changes) = with_bits_mut(&mut shard, key, byte + 1, |b, dirty| {
         let old = b[byte] & mask != 0;
         if on {
             b[byte] |= mask;
         } else {
             b[byte] &= !mask;
         }
-        old
+        (old, u64::from(dirty || old != on))
     })?;
-    event(ctx, NotifyClass::String, "setbit", key);
+    drop(shard);
+    if changes > 0 {
+        event(ctx, NotifyClass::String, "setbit", key);
+    }
     encode::write_integer(ctx.out, i64::from(old));
     Ok(())
 }
@@ -637,7 +652,8 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly_command: bool) -
         ));
     }
     let out = &mut *ctx.out;
-    with_bits_mut(&mut shard, key, (highest >> 3) as usize + 1, |p| {
+    let ((), changes) = with_bits_mut(&mut shard, key, (highest >> 3) as usize + 1, |p, dirty| {
+        let mut changes = 0;
         encode::write_array_len(out, fields.len());
         for f in &fields {
             match (f.op, f.signed) {
@@ -662,6 +678,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly_command: bool) -
                         encode::write_null_bulk(out, proto);
                     } else {
                         set_bits(p, f.offset, f.bits, new as u64);
+                        changes += u64::from(dirty || old != new);
                         encode::write_integer(out, if op == FieldOp::Set { old } else { new });
                     }
                 }
@@ -680,14 +697,19 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly_command: bool) -
                         encode::write_null_bulk(out, proto);
                     } else {
                         set_bits(p, f.offset, f.bits, new);
+                        changes += u64::from(dirty || old != new);
                         let shown = if op == FieldOp::Set { old } else { new };
                         encode::write_integer(out, shown as i64);
                     }
                 }
             }
         }
+        ((), changes)
     })?;
-    event(ctx, NotifyClass::String, "setbit", key);
+    drop(shard);
+    if changes > 0 {
+        event(ctx, NotifyClass::String, "setbit", key);
+    }
     Ok(())
 }
 

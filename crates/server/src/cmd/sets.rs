@@ -265,12 +265,17 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let entry = locked
             .shard(dst)
             .get_or_insert_with(dst, || Value::Set(Box::default()));
-        if let Value::Set(to) = &mut entry.value {
-            to.insert(CompactBytes::new(member));
-        }
+        let added = match &mut entry.value {
+            Value::Set(to) => to.insert(CompactBytes::new(member)),
+            _ => false,
+        };
         locked.shard(src).touch(src);
-        locked.shard(dst).touch(dst);
-        event(ctx, NotifyClass::Set, "sadd", dst);
+        // A member the destination already had leaves it unchanged (no WATCH abort,
+        // no event), as in Redis.
+        if added {
+            locked.shard(dst).touch(dst);
+            event(ctx, NotifyClass::Set, "sadd", dst);
+        }
     }
     encode::write_integer(ctx.out, 1);
     Ok(())
