@@ -16,7 +16,7 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("del", del),
     ("unlink", del),
     ("exists", exists),
-    ("touch", exists),
+    ("touch", touch),
     ("type", type_of),
     ("keys", keys),
     ("scan", scan),
@@ -149,7 +149,7 @@ fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// EXISTS and TOUCH: how many of the keys exist (repeats count again).
+/// EXISTS: how many of the keys exist (repeats count again), without using them.
 fn exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let keys = &args[1..];
     let mut locked = ctx.lock_keys(keys.iter().map(|k| &k[..]));
@@ -158,10 +158,25 @@ fn exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// TOUCH: like EXISTS, but each key found counts as used (its LRU/LFU data).
+fn touch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let keys = &args[1..];
+    let mut locked = ctx.lock_keys(keys.iter().map(|k| &k[..]));
+    let found = keys
+        .iter()
+        .filter(|k| locked.shard(k).get(k).is_some())
+        .count();
+    encode::write_integer(ctx.out, found as i64);
+    Ok(())
+}
+
 fn type_of(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.lock(key);
-    let name = shard.get(key).map_or("none", |e| e.value.type_name());
+    // Looking at a key's type or TTL does not count as using it (Redis's NOTOUCH).
+    let name = shard
+        .get_untouched(key)
+        .map_or("none", |e| e.value.type_name());
     encode::write_simple(ctx.out, name.as_bytes());
     Ok(())
 }
@@ -397,7 +412,7 @@ fn pexpireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn ttl_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ms: bool, absolute: bool) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.lock(key);
-    let reply = match shard.get(key) {
+    let reply = match shard.get_untouched(key) {
         None => -2,
         Some(entry) if entry.expires_at == 0 => -1,
         Some(entry) => {

@@ -35,6 +35,7 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("command|info", command_info),
     ("command|docs", command_docs),
     ("command|getkeys", command_getkeys),
+    ("command|getkeysandflags", command_getkeysandflags),
     ("client|id", client_id),
     ("client|setname", client_setname),
     ("client|getname", client_getname),
@@ -359,12 +360,34 @@ fn command_count(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern].
 fn command_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    if args.len() != 2 {
-        // FILTERBY is not implemented yet.
-        return Err(SYNTAX);
-    }
-    let names: Vec<&str> = command::all().map(|c| c.name).collect();
+    let all = command::all();
+    let names: Vec<&str> = match &args[2..] {
+        [] => all.map(|c| c.name).collect(),
+        [filterby, kind, value] if super::args::is(filterby, "filterby") => {
+            if super::args::is(kind, "module") {
+                // No modules: no command comes from one.
+                Vec::new()
+            } else if super::args::is(kind, "aclcat") {
+                let category = String::from_utf8_lossy(value).to_ascii_lowercase();
+                match command::AclCategories::from_name(&category) {
+                    Some(cat) => all
+                        .filter(|c| c.acl_categories.contains(cat))
+                        .map(|c| c.name)
+                        .collect(),
+                    None => Vec::new(),
+                }
+            } else if super::args::is(kind, "pattern") {
+                all.filter(|c| glob_match(value, c.name.as_bytes(), true))
+                    .map(|c| c.name)
+                    .collect()
+            } else {
+                return Err(SYNTAX);
+            }
+        }
+        _ => return Err(SYNTAX),
+    };
     encode::write_array_len(ctx.out, names.len());
     for name in names {
         encode::write_bulk(ctx.out, name.as_bytes());
@@ -539,14 +562,36 @@ fn command_docs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+fn keys_error(e: KeysError) -> CmdError {
+    CmdError::Owned(match e {
+        KeysError::UnknownCommand => "ERR Invalid command specified".to_string(),
+        other => format!("ERR {other}"),
+    })
+}
+
+/// COMMAND GETKEYSANDFLAGS: each key with its key-spec flags (`RW access delete`...).
+fn command_getkeysandflags(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let command_args = &args[2..];
+    let keys = command::keys_and_flags(command_args).map_err(keys_error)?;
+    encode::write_array_len(ctx.out, keys.len());
+    for (index, flags) in keys {
+        encode::write_array_len(ctx.out, 2);
+        encode::write_bulk(
+            ctx.out,
+            command_args.get(index).map_or(&b""[..], |a| &a[..]),
+        );
+        let names: Vec<&str> = flags.names().collect();
+        encode::write_set_len(ctx.out, ctx.client.protocol, names.len());
+        for name in names {
+            encode::write_simple(ctx.out, name.as_bytes());
+        }
+    }
+    Ok(())
+}
+
 fn command_getkeys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let command_args = &args[2..];
-    let keys = command::getkeys(command_args).map_err(|e| {
-        CmdError::Owned(match e {
-            KeysError::UnknownCommand => "ERR Invalid command specified".to_string(),
-            other => format!("ERR {other}"),
-        })
-    })?;
+    let keys = command::getkeys(command_args).map_err(keys_error)?;
     encode::write_array_len(ctx.out, keys.len());
     for index in keys {
         encode::write_bulk(
