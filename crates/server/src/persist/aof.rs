@@ -377,7 +377,7 @@ pub fn load(shared: &Shared) -> Result<u64, LoadError> {
         let path = directory.join(name);
         let bytes = std::fs::read(&path).map_err(|e| LoadError::Bad(format!("{name}: {e}")))?;
         if *kind == 'b' && bytes.starts_with(b"REDIS") {
-            super::snapshot::load(shared, &bytes, false, None)
+            super::snapshot::load(shared, &bytes, Default::default(), None)
                 .map_err(|e| LoadError::Bad(e.to_string()))?;
             continue;
         }

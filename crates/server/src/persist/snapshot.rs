@@ -148,14 +148,24 @@ pub fn clear(shared: &Shared, held: &mut dyn ShardMap) {
     }
 }
 
-/// Loads an image into the (already emptied) keyspace and function libraries, through
-/// `held` when the caller holds the shards, else locking each key's shard. With
-/// `keep_expired` (a replica) keys past their deadline are kept for the master to
-/// expire, as Redis does; otherwise they are skipped.
+/// How [`load`] treats keys past their deadline and libraries already loaded.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadOptions {
+    /// Keep keys past their deadline for the master to expire (a replica), as Redis
+    /// does; otherwise they are skipped.
+    pub keep_expired: bool,
+    /// A function library of the image replaces one of the same name (DEBUG RELOAD
+    /// MERGE); otherwise the load fails on it, as Redis's does.
+    pub merge: bool,
+}
+
+/// Loads an image into the keyspace and function libraries, through `held` when the
+/// caller holds the shards, else locking each key's shard. A key of the image replaces
+/// one already there.
 pub fn load(
     shared: &Shared,
     bytes: &[u8],
-    keep_expired: bool,
+    options: LoadOptions,
     mut held: Option<&mut dyn ShardMap>,
 ) -> Result<Loaded, LoadError> {
     let now = crate::store::now_ms();
@@ -190,7 +200,7 @@ pub fn load(
                 value,
                 expires_at,
             } => {
-                if expires_at != 0 && expires_at <= now && !keep_expired {
+                if expires_at != 0 && expires_at <= now && !options.keep_expired {
                     loaded.expired += 1;
                     return Ok(());
                 }
@@ -212,7 +222,7 @@ pub fn load(
         let mut engine = shared.scripting.engine().map_err(LoadError::Refused)?;
         for code in &libraries {
             engine
-                .load_library(code, false, &shared.scripting.flags)
+                .load_library(code, options.merge, &shared.scripting.flags)
                 .map_err(LoadError::Refused)?;
         }
     }
@@ -335,7 +345,7 @@ pub fn load_at_start(shared: &Shared) -> Result<(), String> {
     };
     let started = Instant::now();
     shared.persistence.loading.store(true, Ordering::Release);
-    let result = load(shared, &bytes, false, None);
+    let result = load(shared, &bytes, LoadOptions::default(), None);
     shared.persistence.loading.store(false, Ordering::Release);
     let loaded = result.map_err(|e| format!("Fatal error loading the DB: {e}. Exiting."))?;
     if let Some(version) = &loaded.version {

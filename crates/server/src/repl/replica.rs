@@ -327,7 +327,16 @@ fn load_image(
         engine.libraries.clear();
     }
     tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
-    let loaded = snapshot::load(shared, image, true, Some(&mut *map)).map_err(|e| {
+    let loaded = snapshot::load(
+        shared,
+        image,
+        snapshot::LoadOptions {
+            keep_expired: true,
+            merge: false,
+        },
+        Some(&mut *map),
+    )
+    .map_err(|e| {
         other(format!(
             "Failed trying to load the MASTER synchronization DB from socket: {e}"
         ))

@@ -627,24 +627,38 @@ pub fn library_name(code: &[u8]) -> Result<String, String> {
     library_shebang(code).map(|(name, _)| name)
 }
 
-/// Reads `#!lua name=<lib>` and returns the name and the code to evaluate.
+/// Reads `#!lua name=<lib>` (split as Redis splits it, quotes allowed) and returns the
+/// name and the code to evaluate.
 fn library_shebang(code: &[u8]) -> Result<(String, Vec<u8>), String> {
+    const INVALID: &str = "ERR Invalid library metadata";
     if !code.starts_with(b"#!") {
         return Err("ERR Missing library metadata".into());
     }
-    let end = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
-    let line = String::from_utf8_lossy(&code[..end]);
-    let mut parts = line.split_whitespace();
-    let engine = parts.next().unwrap_or_default();
-    let engine = engine.strip_prefix("#!").unwrap_or(engine);
+    let end = code
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or_else(|| INVALID.to_string())?;
+    let parts = crate::config::split_args(&code[..end])
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| INVALID.to_string())?;
+    let engine = String::from_utf8_lossy(&parts[0]);
+    let engine = engine.strip_prefix("#!").unwrap_or(&engine);
     if !engine.eq_ignore_ascii_case("lua") {
         return Err(format!("ERR Engine '{engine}' not found"));
     }
-    let mut name = None;
-    for part in parts {
-        match part.split_once('=') {
-            Some(("name", value)) => name = Some(value.to_string()),
-            _ => return Err(format!("ERR Invalid metadata value given: {part}")),
+    let mut name: Option<String> = None;
+    for part in &parts[1..] {
+        let text = String::from_utf8_lossy(part);
+        match text.get(..5) {
+            Some(prefix) if prefix.eq_ignore_ascii_case("name=") => {
+                if name.is_some() {
+                    return Err(
+                        "ERR Invalid metadata value, name argument was given multiple times".into(),
+                    );
+                }
+                name = Some(text[5..].to_string());
+            }
+            _ => return Err(format!("ERR Invalid metadata value given: {text}")),
         }
     }
     let name = name.ok_or_else(|| "ERR Library name was not given".to_string())?;

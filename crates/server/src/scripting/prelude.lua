@@ -176,8 +176,8 @@ local load_fields = {
   LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
   REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
 }
--- While a library loads, `redis` offers only the fields above, and the globals only the
--- base functions: anything else is a missing global, as in Redis.
+-- While a library loads, `redis` offers only the fields above and the globals nothing
+-- else: anything else is a missing global, as in Redis 7.0.
 local function strict(fields)
   return setmetatable({}, {
     __index = function(_, k)
@@ -193,11 +193,6 @@ local function strict(fields)
 end
 local load_api = strict(load_fields)
 local load_globals = {}
-for _, name in ipairs({'assert', 'error', 'ipairs', 'next', 'pairs', 'pcall', 'rawequal',
-    'rawget', 'rawset', 'select', 'tonumber', 'tostring', 'type', 'unpack', 'xpcall',
-    '_VERSION', 'setmetatable', 'getmetatable'}) do
-  load_globals[name] = rawget(G, name)
-end
 function state.library_env()
   return setmetatable({}, {
     __index = function(_, k)
