@@ -400,6 +400,12 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ok(ctx.out);
         return Ok(());
     }
+    if is(sub, "pause-cron") && args.len() == 3 {
+        let paused = super::args::int(&args[2]).is_ok_and(|n| n != 0);
+        ctx.shared.store.set_cron_paused(paused);
+        ok(ctx.out);
+        return Ok(());
+    }
     if is(sub, "object") && args.len() == 3 {
         let key = &args[2];
         let shard = ctx.lock(key);
@@ -474,6 +480,8 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             "    it is used instead of the 'key' prefix. These are not propagated to",
             "    replicas. Cluster slots are not respected so keys not belonging to the",
             "    current node can be created in cluster mode.",
+            "PAUSE-CRON <0|1>",
+            "    Stop periodic cron job processing.",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Setting it to 0 disables expiring keys in background when they are not",
             "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",

@@ -371,7 +371,7 @@ pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 /// `performEvictions` in `processCommand`); true when memory stays above the limit and
 /// the command may grow it (deny-oom), which is then refused. Commands inside EXEC were
 /// checked when queued; a script's calls are checked unless it declared allow-oom.
-fn out_of_memory(ctx: &Ctx<'_>, spec: &CommandSpec) -> bool {
+fn out_of_memory(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> bool {
     let eviction = &ctx.shared.store.events().eviction;
     if !eviction.over_limit() || ctx.client.is_master {
         return false;
@@ -383,6 +383,14 @@ fn out_of_memory(ctx: &Ctx<'_>, spec: &CommandSpec) -> bool {
     }
     let store = &ctx.shared.store;
     let freed = eviction.free_memory(store, |_, db, key| store.events().evicted(db, key));
+    // What the evictions caused (invalidations, keyspace events) goes out ahead of the
+    // command's reply, as Redis sends it.
+    if store.events().pending() {
+        crate::notify::publish_pending(ctx.shared, ctx.client.id, ctx.out);
+        if ctx.client.tracking || ctx.client.protocol == Protocol::Resp3 {
+            ctx.client.mailbox.drain_into(ctx.out);
+        }
+    }
     let deny_oom = spec.flags.contains(CommandFlags::DENYOOM)
         || (spec.name == "exec"
             && ctx.client.multi.iter().flatten().any(|queued| {

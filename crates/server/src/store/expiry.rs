@@ -72,6 +72,9 @@ pub fn run(
             Err(RecvTimeoutError::Timeout) => {}
             _ => return,
         }
+        if store.cron_paused() {
+            continue;
+        }
         // A replica's keys expire by its master's DELs only.
         let started = std::time::Instant::now();
         if store.active_expire() && !store.events().replica() {

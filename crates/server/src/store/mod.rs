@@ -197,6 +197,8 @@ pub struct Store {
     /// Whether the active expiry cycle runs (`DEBUG SET-ACTIVE-EXPIRE`); lazy expiry on
     /// access always does.
     active_expire: std::sync::atomic::AtomicBool,
+    /// Whether the whole background cycle is held (`DEBUG PAUSE-CRON 1`).
+    cron_paused: std::sync::atomic::AtomicBool,
     /// Key events for notifications and tracking.
     events: Arc<KeyEvents>,
 }
@@ -210,6 +212,7 @@ impl Store {
                 .map(|index| Db::new(shards, index, &events))
                 .collect(),
             active_expire: std::sync::atomic::AtomicBool::new(true),
+            cron_paused: std::sync::atomic::AtomicBool::new(false),
             events,
         }
     }
@@ -230,6 +233,18 @@ impl Store {
     pub fn active_expire(&self) -> bool {
         self.active_expire
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Holds or resumes the background cycle: expiry, eviction, tracking limits, save
+    /// points and replication pings (`DEBUG PAUSE-CRON 1|0`).
+    pub fn set_cron_paused(&self, paused: bool) {
+        self.cron_paused
+            .store(paused, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the background cycle is held.
+    pub fn cron_paused(&self) -> bool {
+        self.cron_paused.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Database `index`; callers validate the index at SELECT time.
