@@ -147,7 +147,7 @@ impl Shared {
         self.port.store(port, Ordering::Relaxed);
     }
 
-    /// Applies the slow log's and the latency monitor's parameters.
+    /// Applies the slow log's, the latency monitor's and lazy freeing's parameters.
     fn configure_monitoring(&self, config: &Config) {
         self.slowlog.configure(
             config.param_int("slowlog-log-slower-than"),
@@ -155,6 +155,15 @@ impl Shared {
         );
         self.latency
             .configure(u64::try_from(config.param_int("latency-monitor-threshold")).unwrap_or(0));
+        let lazyfree = &self.store.lazyfree;
+        lazyfree.user_del.store(
+            config.param_bool("lazyfree-lazy-user-del"),
+            Ordering::Relaxed,
+        );
+        lazyfree.user_flush.store(
+            config.param_bool("lazyfree-lazy-user-flush"),
+            Ordering::Relaxed,
+        );
     }
 
     /// Records the `Arc` this state lives in (once, when the server is built).

@@ -311,12 +311,19 @@ fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             .unwrap_or(now + std::time::Duration::from_secs(100 * 365 * 86_400))
     };
     ctx.shared.pause.pause(until, mode);
+    // Expired keys stay until the pause ends (deleting them would be a write).
+    let until_ms = u64::try_from(now_ms.saturating_add(ms)).unwrap_or(u64::MAX);
+    let events = ctx.shared.store.events();
+    if !events.expiry_held(until_ms.saturating_sub(1)) {
+        events.hold_expiry_until(until_ms);
+    }
     ok(ctx.out);
     Ok(())
 }
 
 fn client_unpause(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     ctx.shared.pause.unpause();
+    ctx.shared.store.events().hold_expiry_until(0);
     ok(ctx.out);
     Ok(())
 }

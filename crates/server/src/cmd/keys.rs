@@ -14,7 +14,7 @@ use crate::store::{now_ms, Entry};
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
     ("del", del),
-    ("unlink", del),
+    ("unlink", unlink),
     ("exists", exists),
     ("touch", touch),
     ("type", type_of),
@@ -136,14 +136,38 @@ pub fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
 }
 
 fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let keys = &args[1..];
+    let lazy = ctx
+        .shared
+        .store
+        .lazyfree
+        .user_del
+        .load(std::sync::atomic::Ordering::Relaxed);
+    remove_keys(ctx, &args[1..], lazy)
+}
+
+/// UNLINK: the keys leave the keyspace now; big values are dropped in the background.
+fn unlink(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    remove_keys(ctx, &args[1..], true)
+}
+
+/// DEL and UNLINK: with `lazy`, values are dropped after the shards are released, big
+/// ones by the background freer.
+fn remove_keys(ctx: &mut Ctx<'_>, keys: &[Bytes], lazy: bool) -> CmdResult {
     let mut locked = ctx.lock_keys(keys.iter().map(|k| &k[..]));
     let mut removed = 0;
+    let mut garbage = Vec::new();
     for key in keys {
-        if locked.shard(key).remove(key).is_some() {
+        if let Some(entry) = locked.shard(key).remove(key) {
             removed += 1;
             event(ctx, NotifyClass::Generic, "del", key);
+            if lazy {
+                garbage.push(entry.value);
+            }
         }
+    }
+    drop(locked);
+    for value in garbage {
+        ctx.shared.store.lazyfree.free(value);
     }
     encode::write_integer(ctx.out, removed as i64);
     Ok(())

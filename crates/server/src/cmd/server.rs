@@ -263,35 +263,44 @@ fn dbsize(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-fn flush_mode(args: &[Bytes]) -> CmdResult {
+/// FLUSHALL / FLUSHDB's mode: ASYNC, SYNC, or `lazyfree-lazy-user-flush` when none.
+fn flush_is_async(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<bool, CmdError> {
     match args.get(1) {
-        None => Ok(()),
-        Some(a) if args.len() == 2 && (is(a, "async") || is(a, "sync")) => Ok(()),
+        None => Ok(ctx.shared.store.lazyfree.user_flush.load(Ordering::Relaxed)),
+        Some(a) if args.len() == 2 && is(a, "async") => Ok(true),
+        Some(a) if args.len() == 2 && is(a, "sync") => Ok(false),
         Some(_) => Err(SYNTAX),
     }
 }
 
 fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    flush_mode(args)?;
-    clear_db(ctx, ctx.client.db);
+    let lazy = flush_is_async(ctx, args)?;
+    clear_db(ctx, ctx.client.db, lazy);
     ok(ctx.out);
     Ok(())
 }
 
 fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    flush_mode(args)?;
+    let lazy = flush_is_async(ctx, args)?;
     for db in 0..ctx.shared.store.db_count() {
-        clear_db(ctx, db);
+        clear_db(ctx, db, lazy);
     }
     ok(ctx.out);
     Ok(())
 }
 
 /// Empties database `db`, shard by shard (each shard under its own lock, or the ones
-/// EXEC holds).
-fn clear_db(ctx: &Ctx<'_>, db: usize) {
+/// EXEC holds); with `lazy` the keys are dropped by the background freer.
+fn clear_db(ctx: &Ctx<'_>, db: usize, lazy: bool) {
     for i in 0..ctx.shared.store.db(db).shard_count() {
-        ctx.lock_in(db, i).clear();
+        let mut shard = ctx.lock_in(db, i);
+        if lazy {
+            let (garbage, keys) = shard.take_all();
+            drop(shard);
+            ctx.shared.store.lazyfree.free_all(garbage, keys);
+        } else {
+            shard.clear();
+        }
     }
 }
 
@@ -802,6 +811,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     stats.connections_received.store(0, Ordering::Relaxed);
     stats.rejected_connections.store(0, Ordering::Relaxed);
     ctx.shared.cmdstats.reset();
+    ctx.shared.store.lazyfree.reset_stats();
     ok(ctx.out);
     Ok(())
 }

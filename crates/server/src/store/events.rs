@@ -52,6 +52,9 @@ pub struct KeyEvents {
     /// This server replicates a master: keys expire when the master says so (its DEL),
     /// never locally (see [`super::Shard`]).
     replica: AtomicBool,
+    /// Until when (unix ms) expired keys stay in place (CLIENT PAUSE): read as missing,
+    /// deleted only once the pause ends, as Redis's `expireIfNeeded` does while paused.
+    expiry_held_until: std::sync::atomic::AtomicU64,
     /// `notify-keyspace-events`, as Redis's flag bits.
     notify: AtomicU32,
     /// Some client tracks keys: expirations and evictions must be reported.
@@ -104,6 +107,17 @@ impl KeyEvents {
     #[inline]
     pub fn replica(&self) -> bool {
         self.replica.load(Ordering::Relaxed)
+    }
+
+    /// Holds deletions of expired keys until `until_ms` (0 releases them).
+    pub fn hold_expiry_until(&self, until_ms: u64) {
+        self.expiry_held_until.store(until_ms, Ordering::Relaxed);
+    }
+
+    /// Whether expired keys must stay in place now.
+    #[inline]
+    pub fn expiry_held(&self, now_ms: u64) -> bool {
+        now_ms < self.expiry_held_until.load(Ordering::Relaxed)
     }
 
     /// Switches master-driven expiry on (REPLICAOF host port) or off (NO ONE).

@@ -77,7 +77,8 @@ pub fn run(
         }
         // A replica's keys expire by its master's DELs only.
         let started = std::time::Instant::now();
-        if store.active_expire() && !store.events().replica() {
+        let held = store.events().expiry_held(crate::store::now_ms());
+        if store.active_expire() && !store.events().replica() && !held {
             run_cycle(&store, &mut cursor, period / 4);
         }
         after_cycle(started.elapsed());

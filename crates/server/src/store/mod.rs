@@ -17,6 +17,7 @@ pub mod evict;
 pub mod expiry;
 mod held;
 pub mod hll;
+pub mod lazyfree;
 mod shard;
 pub mod stream;
 mod value;
@@ -201,6 +202,8 @@ pub struct Store {
     cron_paused: std::sync::atomic::AtomicBool,
     /// Key events for notifications and tracking.
     events: Arc<KeyEvents>,
+    /// The background freer (UNLINK, FLUSH ASYNC).
+    pub lazyfree: lazyfree::LazyFree,
 }
 
 impl Store {
@@ -214,6 +217,7 @@ impl Store {
             active_expire: std::sync::atomic::AtomicBool::new(true),
             cron_paused: std::sync::atomic::AtomicBool::new(false),
             events,
+            lazyfree: lazyfree::LazyFree::default(),
         }
     }
 

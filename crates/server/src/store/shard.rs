@@ -138,9 +138,13 @@ impl Shard {
     fn live_index(&mut self, key: &[u8]) -> Option<usize> {
         let index = self.map.get_index_of(key)?;
         let expires_at = self.map.get_index(index).map_or(0, |(_, e)| e.expires_at);
-        if expires_at != 0 && expires_at <= now_ms() {
+        let now = now_ms();
+        if expires_at != 0 && expires_at <= now {
             if self.events.as_ref().is_some_and(|e| e.replica()) {
                 return from_master().then_some(index);
+            }
+            if self.events.as_ref().is_some_and(|e| e.expiry_held(now)) {
+                return None;
             }
             if let Some((key, _)) = self.remove_index_with_key(index) {
                 self.report_expired(&key);
@@ -312,6 +316,16 @@ impl Shard {
             self.ttl_keys.swap_remove(key.as_bytes());
         }
         Some((key, entry))
+    }
+
+    /// Removes every key and returns them, to be dropped elsewhere (FLUSH ASYNC), with
+    /// their count.
+    pub fn take_all(&mut self) -> (Box<dyn Send>, u64) {
+        let keys = std::mem::take(&mut self.map);
+        let ttls = std::mem::take(&mut self.ttl_keys);
+        self.touch_all();
+        let count = keys.len() as u64;
+        (Box::new((keys, ttls)), count)
     }
 
     /// Removes every key.
