@@ -432,11 +432,20 @@ impl Shard {
         while pos > 0 && visited < count {
             pos -= 1;
             visited += 1;
-            if let Some((key, entry)) = self.map.get_index(pos) {
-                if entry.expires_at != 0 && entry.expires_at <= now {
-                    continue;
+            let expired_key = match self.map.get_index(pos) {
+                Some((key, entry)) if entry.expires_at != 0 && entry.expires_at <= now => {
+                    Some(key.clone())
                 }
-                f(key, entry);
+                Some((key, entry)) => {
+                    f(key, entry);
+                    None
+                }
+                None => None,
+            };
+            if let Some(key) = expired_key {
+                // Reclaimed as it is met, as Redis's scan callback does (the last entry,
+                // already visited, fills its place).
+                let _ = self.live_index(key.as_bytes());
             }
         }
         pos
