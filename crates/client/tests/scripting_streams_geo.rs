@@ -1,17 +1,21 @@
 //! Scripting (EVAL, EVALSHA, Script fallback), streams basics and geo against a real
-//! redis-server, over RESP3 and RESP2.
+//! redis-server, over RESP3 and RESP2; streams and geo against redline-server too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use redline::{Client, Config, Error, GeoSearch, GeoUnit, Protocol, Script, ServerErrorKind};
-use redline_testkit::RedisServer;
+use redline_testkit::{RedisServer, RedlineServer};
 
 async fn clients(server: &RedisServer) -> Vec<Client> {
+    clients_of(&server.url()).await
+}
+
+async fn clients_of(url: &str) -> Vec<Client> {
     let mut out = Vec::new();
     for protocol in [Protocol::Resp3, Protocol::Resp2] {
-        let mut cfg = Config::from_url(&server.url()).unwrap();
+        let mut cfg = Config::from_url(url).unwrap();
         cfg.protocol = protocol;
         out.push(Client::from_config(cfg).await.unwrap());
     }
@@ -75,10 +79,24 @@ async fn scripting() {
     }
 }
 
+/// A redis-server and a redline-server, for the families both must serve alike.
+fn both_servers() -> (RedisServer, RedlineServer, Vec<String>) {
+    let redis = RedisServer::start().unwrap();
+    let redline = RedlineServer::start().unwrap();
+    let urls = vec![redis.url(), redline.url()];
+    (redis, redline, urls)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streams() {
-    let server = RedisServer::start().unwrap();
-    for (i, c) in clients(&server).await.iter().enumerate() {
+    let (_redis, _redline, urls) = both_servers();
+    for url in &urls {
+        streams_on(url).await;
+    }
+}
+
+async fn streams_on(url: &str) {
+    for (i, c) in clients_of(url).await.iter().enumerate() {
         let s = format!("{i}:stream");
         let id1 = c
             .xadd(&s, "1-1", [("type", "login"), ("user", "42")])
@@ -146,8 +164,14 @@ async fn streams() {
 
 #[tokio::test]
 async fn geo() {
-    let server = RedisServer::start().unwrap();
-    for (i, c) in clients(&server).await.iter().enumerate() {
+    let (_redis, _redline, urls) = both_servers();
+    for url in &urls {
+        geo_on(url).await;
+    }
+}
+
+async fn geo_on(url: &str) {
+    for (i, c) in clients_of(url).await.iter().enumerate() {
         let key = format!("{i}:sicily");
         let added = c
             .geoadd(
