@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """`make bench` driver: builds the release binaries and the Go harness, runs the sections
-(clients, rest, server, fill), writes bench/results/<date>-<section>[-quick].json, and
+(clients, rest, server, fill, families), writes bench/results/<date>-<section>[-quick].json, and
 regenerates bench/REPORT.md from the newest result of every section.
 
-    python3 bench/scripts/bench.py [--quick] [--only clients,rest,server,fill] [--no-build]
+    python3 bench/scripts/bench.py [--quick] [--only clients,rest,server,fill,families] [--no-build]
 """
 
 import argparse
@@ -16,6 +16,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import clients  # noqa: E402
+import families  # noqa: E402
 import fill  # noqa: E402
 import machine  # noqa: E402
 import report  # noqa: E402
@@ -24,7 +25,8 @@ import server  # noqa: E402
 from common import log  # noqa: E402
 from procs import ROOT  # noqa: E402
 
-SECTIONS = {"clients": clients.run, "rest": rest.run, "server": server.run, "fill": fill.run}
+SECTIONS = {"clients": clients.run, "rest": rest.run, "server": server.run, "fill": fill.run,
+            "families": families.run}
 RESULTS = os.path.join(ROOT, "bench", "results")
 
 

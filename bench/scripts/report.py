@@ -206,18 +206,12 @@ def rest_section(src, data, v, goals):
     return out
 
 
-def server_section(src, data, v):
-    f = data["flags"]
-    out = [f"## 3. Server comparison (`{src}`)", ""]
-    out.append(f"redline-server vs redis-server with `redis-benchmark {f['redis-benchmark']}`, "
-               f"{f['rounds']} rounds, servers in rotation ({f['servers']}). Cells: median "
-               "requests/s (median p50 ms). Ratio: redline-server over redis-server.")
-    out.append("")
-    runs = data["runs"]
-    out.append("| test | -P | redline-server | redis-server | ratio |")
-    out.append("|---|---:|---:|---:|---:|")
+def rps_table(runs, tests, v):
+    """redline-server vs redis-server per test and pipeline depth: median requests/s
+    (median p50 ms) and their ratio."""
+    out = ["| test | -P | redline-server | redis-server | ratio |", "|---|---:|---:|---:|---:|"]
     for pipeline in (1, 16):
-        for t in ["SET", "GET", "INCR", "LPUSH", "ZADD"]:
+        for t in tests:
             st = {}
             for s in ("redline-server", "redis-server"):
                 rs = [r for r in runs if r["pipeline"] == pipeline and r["test"] == t and r["server"] == s]
@@ -230,6 +224,31 @@ def server_section(src, data, v):
             out.append(f"| {t} | {pipeline} | {cell('redline-server')} | {cell('redis-server')} | {fmt_r(rr)} |")
             v.add(f"{t} -P {pipeline}", rr, "redline-server vs redis-server 7.0 (requests/s)")
     out.append("")
+    return out
+
+
+def families_section(src, data, v):
+    f = data["flags"]
+    out = [f"## 5. Streams and geo (`{src}`)", ""]
+    out.append(f"redline-server vs redis-server with `redis-benchmark {f['redis-benchmark']}`, "
+               f"{f['rounds']} rounds, servers in rotation ({f['servers']}); {f['data']}. "
+               "Cells: median requests/s (median p50 ms).")
+    out.append("")
+    for t, c in f["commands"].items():
+        out.append(f"- {t}: `{c}`")
+    out.append("")
+    out += rps_table(data["runs"], list(f["commands"]), v)
+    return out
+
+
+def server_section(src, data, v):
+    f = data["flags"]
+    out = [f"## 3. Server comparison (`{src}`)", ""]
+    out.append(f"redline-server vs redis-server with `redis-benchmark {f['redis-benchmark']}`, "
+               f"{f['rounds']} rounds, servers in rotation ({f['servers']}). Cells: median "
+               "requests/s (median p50 ms). Ratio: redline-server over redis-server.")
+    out.append("")
+    out += rps_table(data["runs"], ["SET", "GET", "INCR", "LPUSH", "ZADD"], v)
     mem = {m["server"]: m for m in data.get("memory", [])}
     if mem:
         out.append(f"Bytes per key ({f['memory']}):")
@@ -291,7 +310,8 @@ def write():
         if name in newest:
             src, data = newest[name]
             body += fn(src, data, v, goals)
-    for name, fn in (("server", server_section), ("fill", fill_section)):
+    for name, fn in (("server", server_section), ("fill", fill_section),
+                     ("families", families_section)):
         if name in newest:
             src, data = newest[name]
             body += fn(src, data, v)
