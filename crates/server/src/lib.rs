@@ -8,12 +8,17 @@
 //! - [`net`]: listener and the per-connection read → execute → write loop.
 //! - [`cmd`]: command dispatch through the shared command table, one file per family;
 //!   [`cmdstats`]: per-command and per-error counters for INFO.
-//! - [`store`]: databases, shards, values, expiry.
-//! - [`persist`]: the RDB value codec (DUMP/RESTORE).
+//! - [`store`]: databases, shards, values, expiry, eviction, lazy freeing.
+//! - [`persist`]: the RDB codec (DUMP/RESTORE, snapshots) and the AOF.
+//! - [`repl`]: replication to and from redis-server (the command stream, SYNC/PSYNC).
 //! - [`blocking`]: clients blocked on keys; [`pubsub`]: channel subscriptions.
 //! - [`scripting`]: Lua scripts and functions (EVAL, FCALL), atomic over every shard.
 //! - [`notify`]: keyspace notifications; [`tracking`]: client-side caching.
 //! - [`acl`]: users, their passwords and permissions; [`pause`]: CLIENT PAUSE.
+//! - [`geohash`]: the geohash arithmetic of the GEO commands.
+//! - [`monitor`], [`slowlog`], [`latency`]: MONITOR, SLOWLOG, LATENCY; [`redact`]: what
+//!   they never show.
+//! - [`alloc`]: the counting allocator behind `used_memory` and `maxmemory`.
 //!
 //! Embedding (what `redline bench` does):
 //!
