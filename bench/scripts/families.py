@@ -1,12 +1,16 @@
-"""Stream and geo throughput, redline-server vs redis-server 7.0, with redis-benchmark
-custom commands at -P 1 and -P 16 (servers alternate in rotation, medians over rounds):
+"""Stream, geo and scripting throughput, redline-server vs redis-server 7.0, with
+redis-benchmark custom commands at -P 1 and -P 16 (servers alternate in rotation, medians
+over rounds):
 
 - XADD s * f v                                   (appends)
 - XREADGROUP GROUP g c COUNT 1 STREAMS s >       (each call delivers one new entry into
                                                   the group's PEL; the stream is filled
                                                   beforehand with more entries than reads)
-- GEOSEARCH g FROMLONLAT 15 37 BYRADIUS 100 km ASC COUNT 10
-                                                 (on 20,000 points around Sicily)
+- GEOSEARCH g FROMLONLAT 15 37 BYRADIUS 10 km ASC COUNT 10
+                                                 (on 20,000 points around Sicily: about 60
+                                                  within 10 km)
+- EVALSHA <sha> 1 k                              (a 3-command script: INCR, GET, PEXPIRE)
+- GET k                                          (to read EVALSHA against)
 """
 
 import csv
@@ -24,8 +28,8 @@ GEO_POINTS = 20_000
 
 def plan(quick):
     if quick:
-        return {"rounds": 2, "requests": {1: 30_000, 16: 200_000}, "clients": 50}
-    return {"rounds": 3, "requests": {1: 100_000, 16: 600_000}, "clients": 50}
+        return {"rounds": 2, "requests": {1: 20_000, 16: 100_000}, "clients": 50}
+    return {"rounds": 3, "requests": {1: 50_000, 16: 300_000}, "clients": 50}
 
 
 def bench(port, pipeline, n, clients, command):
@@ -49,9 +53,14 @@ def load_geo(port):
     cli(port, *args)
 
 
+SCRIPT = ("redis.call('incr', KEYS[1]) redis.call('get', KEYS[1]) "
+          "return redis.call('pexpire', KEYS[1], 100000)")
+
+
 def prepare(port, test, p, pipeline):
-    """A fresh dataset for one measurement."""
+    """A fresh dataset for one measurement; returns the command to run."""
     cli(port, "FLUSHALL")
+    command = list(TESTS[test])
     if test == "xreadgroup":
         # More entries than reads, so every XREADGROUP delivers one.
         n = p["requests"][pipeline] + 1000
@@ -61,13 +70,21 @@ def prepare(port, test, p, pipeline):
         cli(port, "XGROUP", "CREATE", "s", "g", "0")
     elif test == "geosearch":
         load_geo(port)
+    elif test == "evalsha":
+        sha = cli(port, "SCRIPT", "LOAD", SCRIPT).strip()
+        command = ["EVALSHA", sha, "1", "k"]
+    elif test == "get":
+        cli(port, "SET", "k", "v")
+    return command
 
 
 TESTS = {
     "xadd": ["XADD", "s", "*", "f", "v"],
     "xreadgroup": ["XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "s", ">"],
-    "geosearch": ["GEOSEARCH", "g", "FROMLONLAT", "15", "37", "BYRADIUS", "100", "km",
+    "geosearch": ["GEOSEARCH", "g", "FROMLONLAT", "15", "37", "BYRADIUS", "10", "km",
                   "ASC", "COUNT", "10"],
+    "evalsha": ["EVALSHA", "<sha of SCRIPT>", "1", "k"],
+    "get": ["GET", "k"],
 }
 
 
@@ -79,10 +96,10 @@ def run(quick):
         ports = {"redline-server": procs.redline_server()[1], "redis-server": procs.redis()[1]}
         for r in range(p["rounds"]):
             for server in rotation(SERVERS, r):
-                for test, command in TESTS.items():
+                for test in TESTS:
                     for pipeline in (1, 16):
                         try:
-                            prepare(ports[server], test, p, pipeline)
+                            command = prepare(ports[server], test, p, pipeline)
                             row = bench(ports[server], pipeline, p["requests"][pipeline],
                                         p["clients"], command)
                         except Exception as e:
@@ -97,6 +114,7 @@ def run(quick):
     flags = {"redis-benchmark": f"-c {p['clients']} -n {p['requests'][1]} (-P 1) / "
                                 f"{p['requests'][16]} (-P 16) --csv <command>",
              "commands": {t: " ".join(c) for t, c in TESTS.items()},
+             "script": SCRIPT,
              "rounds": p["rounds"],
              "data": f"XREADGROUP: the stream pre-filled with more entries than reads; "
                      f"GEOSEARCH: {GEO_POINTS} points in a 4 x 2 degree box around Sicily",

@@ -236,6 +236,8 @@ def families_section(src, data, v):
     out.append("")
     for t, c in f["commands"].items():
         out.append(f"- {t}: `{c}`")
+    if f.get("script"):
+        out.append(f"- the script: `{f['script']}`")
     out.append("")
     out += rps_table(data["runs"], list(f["commands"]), v)
     return out

@@ -263,8 +263,8 @@ impl Connection<'_> {
             loop {
                 // While a script runs (and is not yet BUSY), wait here rather than on its
                 // shard locks: a worker thread stays free for SCRIPT KILL.
-                while !self.input.is_empty() && self.shared.scripting.flags.must_wait() {
-                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                if !self.input.is_empty() {
+                    self.shared.scripting.flags.wait_turn().await;
                 }
                 match self.process_input() {
                     Progress::Drained => break,

@@ -90,6 +90,10 @@ pub struct Engine {
     pub libraries: BTreeMap<String, Library>,
 }
 
+/// How many times a client looks again (yielding the thread) before it parks behind a
+/// running script.
+const SPIN_BEFORE_PARKING: usize = 64;
+
 /// What other connections may know about the script running now (lock-free: they read
 /// it without waiting for the interpreter or the shards).
 #[derive(Debug, Default)]
@@ -113,6 +117,8 @@ pub struct RunFlags {
     /// While FUNCTION LOAD runs library code: when it must have finished (Redis allows
     /// 500 ms).
     load_deadline: Mutex<Option<Instant>>,
+    /// Wakes the clients waiting for a script to end (or to turn busy).
+    turn: tokio::sync::Notify,
 }
 
 impl RunFlags {
@@ -137,6 +143,29 @@ impl RunFlags {
     /// in their connection loop) instead of blocking a worker thread on its locks.
     pub fn must_wait(&self) -> bool {
         self.running.load(Ordering::Acquire) && !self.busy()
+    }
+
+    /// Waits while [`Self::must_wait`], woken when the script ends or turns busy (no
+    /// polling: a client queued behind a short script goes on microseconds later).
+    pub async fn wait_turn(&self) {
+        // Most scripts take microseconds: look again for a moment before parking, so a
+        // queue of clients behind short scripts does not turn into a herd of wakeups.
+        for _ in 0..SPIN_BEFORE_PARKING {
+            if !self.must_wait() {
+                return;
+            }
+            std::thread::yield_now();
+        }
+        loop {
+            let notified = self.turn.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so an end between the two is not missed.
+            notified.as_mut().enable();
+            if !self.must_wait() {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// The running script is an EVAL (not a function).
@@ -206,6 +235,7 @@ impl RunFlags {
         self.kill.store(false, Ordering::Release);
         *self.started.lock() = None;
         *self.current.lock() = None;
+        self.turn.notify_waiters();
     }
 
     /// Installs the interpreter hook for a run: every 100,000 instructions, like Redis.
@@ -235,6 +265,7 @@ impl RunFlags {
         if threshold > 0 && elapsed >= threshold && !self.busy() {
             tracing::warn!("Slow script detected: still in execution after {elapsed} milliseconds. You can try killing the script using the SCRIPT KILL command.");
             self.busy.store(true, Ordering::Release);
+            self.turn.notify_waiters();
         }
         if self.kill.load(Ordering::Acquire) {
             // From now on fail at every line, so a script that catches the error with
