@@ -23,7 +23,7 @@ pub fn run(program: &str, args: &[String]) -> ExitCode {
                 println!(
                     "redline-server v={} (Redis {} compatible)",
                     env!("CARGO_PKG_VERSION"),
-                    crate::cmd::server::REDIS_VERSION
+                    crate::cmd::connection::REDIS_VERSION
                 );
                 return ExitCode::SUCCESS;
             }

@@ -47,6 +47,7 @@ pub mod cmd;
 pub mod cmdstats;
 pub mod config;
 pub mod geohash;
+pub mod glob;
 pub mod latency;
 pub mod launcher;
 pub mod log;

@@ -12,8 +12,8 @@ use bytes::{Bytes, BytesMut};
 use parking_lot::RwLock;
 use redline_resp::{encode, Protocol};
 
-use crate::cmd::keys::glob_match;
 use crate::config::OutputBufferLimit;
+use crate::glob::glob_match;
 use crate::net::mailbox::Mailbox;
 
 /// Which namespace a subscription lives in.

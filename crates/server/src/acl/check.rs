@@ -10,7 +10,7 @@ use redline_resp::command::{self, CommandFlags, CommandSpec, KeySpecFlags};
 use super::ids;
 use super::selector::Selector;
 use super::user::User;
-use crate::cmd::keys::glob_match;
+use crate::glob::glob_match;
 
 /// Why a command is refused, with the offending argument's index where there is one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -77,7 +77,7 @@ pub fn log_refusal(ctx: &Ctx<'_>, reason: &'static str, object: &[u8], username:
         username: username.to_vec(),
         ctime_ms: 0,
         // Inside EXEC the client's last command is EXEC, which is what Redis shows.
-        client_info: super::admin::client_info_line(ctx),
+        client_info: super::client::client_info_line(ctx),
     });
 }
 

@@ -437,7 +437,7 @@ fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let items: Vec<(&CompactBytes, &CompactBytes)> = ordered
         .into_iter()
         .filter_map(|i| h.get_index(i))
-        .filter(|(f, _)| pattern.is_none_or(|p| super::keys::glob_match(p, f, false)))
+        .filter(|(f, _)| pattern.is_none_or(|p| crate::glob::glob_match(p, f, false)))
         .collect();
     encode::write_array_len(ctx.out, 2);
     encode::write_bulk(ctx.out, next.to_string().as_bytes());

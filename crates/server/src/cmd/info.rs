@@ -12,8 +12,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use redline_resp::encode;
 
+use super::connection::REDIS_VERSION;
 use super::reply::CmdResult;
-use super::server::REDIS_VERSION;
 use super::{Ctx, Handler};
 
 /// This family's handlers.

@@ -9,11 +9,15 @@
 //! `Err` only before writing anything, and the dispatcher writes that error.
 
 pub mod acl;
-pub mod admin;
 pub mod args;
 pub mod bitmaps;
 pub mod blocking;
+pub mod client;
+pub mod commands;
+pub mod config;
+pub mod connection;
 mod ctx;
+pub mod debug;
 pub mod dump;
 pub mod float;
 pub mod geo;
@@ -25,13 +29,13 @@ pub mod latency;
 pub mod lcs;
 pub mod lists;
 pub mod long_double;
+pub mod memory;
 pub mod migrate;
 pub mod persistence;
 pub mod pubsub;
 pub mod replication;
 pub mod reply;
 pub mod scripting;
-pub mod server;
 pub mod sets;
 pub mod slowlog;
 pub mod sort;
@@ -59,14 +63,18 @@ pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> CmdResult;
 /// Every implemented command or subcommand, by its table name.
 fn registrations() -> Vec<(&'static str, Handler)> {
     let mut all = Vec::new();
-    all.extend_from_slice(server::COMMANDS);
+    all.extend_from_slice(connection::COMMANDS);
+    all.extend_from_slice(commands::COMMANDS);
+    all.extend_from_slice(client::COMMANDS);
+    all.extend_from_slice(config::COMMANDS);
     all.extend_from_slice(info::COMMANDS);
     all.extend_from_slice(strings::COMMANDS);
     all.extend_from_slice(bitmaps::COMMANDS);
     all.extend_from_slice(hyperloglog::COMMANDS);
     all.extend_from_slice(lcs::COMMANDS);
     all.extend_from_slice(sort::COMMANDS);
-    all.extend_from_slice(admin::COMMANDS);
+    all.extend_from_slice(memory::COMMANDS);
+    all.extend_from_slice(debug::COMMANDS);
     all.extend_from_slice(persistence::COMMANDS);
     all.extend_from_slice(replication::COMMANDS);
     all.extend_from_slice(acl::COMMANDS);
@@ -109,8 +117,8 @@ static HANDLERS: LazyLock<HashMap<usize, Handler, foldhash::fast::RandomState>> 
             .into_iter()
             .filter_map(|(name, handler)| Some((spec_key(spec_by_name(name)?), handler)))
             .chain(std::iter::once((
-                spec_key(&server::CLIENT_SETINFO),
-                server::client_setinfo as Handler,
+                spec_key(&client::CLIENT_SETINFO),
+                client::client_setinfo as Handler,
             )))
             .collect()
     });
@@ -148,7 +156,7 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             Some(sub) => sub,
             // Newer than Redis 7.0, sent by current clients during their handshake.
             None if spec.name == "client" && args::is(&args[1], "setinfo") => {
-                &server::CLIENT_SETINFO
+                &client::CLIENT_SETINFO
             }
             None => return reject(ctx, reply::unknown_subcommand(spec.name, &args[1])),
         };

@@ -370,7 +370,7 @@ fn function_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         .libraries
         .values()
         .filter(|lib| {
-            pattern.is_none_or(|p| super::keys::glob_match(p, lib.name.as_bytes(), false))
+            pattern.is_none_or(|p| crate::glob::glob_match(p, lib.name.as_bytes(), false))
         })
         .collect();
     encode::write_array_len(ctx.out, libraries.len());

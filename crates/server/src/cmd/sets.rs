@@ -439,7 +439,7 @@ fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let items: Vec<&CompactBytes> = range
         .rev()
         .filter_map(|i| s.get_index(i))
-        .filter(|m| pattern.is_none_or(|p| super::keys::glob_match(p, m, false)))
+        .filter(|m| pattern.is_none_or(|p| crate::glob::glob_match(p, m, false)))
         .collect();
     encode::write_array_len(ctx.out, 2);
     encode::write_bulk(ctx.out, next.to_string().as_bytes());

@@ -679,7 +679,7 @@ fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     };
     let (pattern, count) = scan_options(args)?;
-    let matches = |m: &[u8]| pattern.is_none_or(|p| super::keys::glob_match(p, m, false));
+    let matches = |m: &[u8]| pattern.is_none_or(|p| crate::glob::glob_match(p, m, false));
     let (items, next): (Vec<(&[u8], f64)>, u64) = if z.len() <= SMALL {
         // Small sets come back whole, in score order, as Redis's listpack ones do.
         (z.iter().filter(|(m, _)| matches(m)).collect(), 0)

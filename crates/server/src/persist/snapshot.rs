@@ -86,7 +86,10 @@ pub fn capture(shared: &Shared, held: &mut dyn ShardMap, extra_aux: &[(&str, &[u
     let ctime = unix_secs().to_string();
     let used = crate::cmd::info::resident_bytes().to_string();
     let mut aux: Vec<(&str, &[u8])> = vec![
-        ("redis-ver", crate::cmd::server::REDIS_VERSION.as_bytes()),
+        (
+            "redis-ver",
+            crate::cmd::connection::REDIS_VERSION.as_bytes(),
+        ),
         ("redis-bits", b"64"),
         ("ctime", ctime.as_bytes()),
         ("used-mem", used.as_bytes()),

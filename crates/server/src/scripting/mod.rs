@@ -402,11 +402,11 @@ impl Engine {
         let redis = lua.create_table()?;
         redis.set(
             "REDIS_VERSION",
-            crate::cmd::server::REDIS_VERSION.to_string(),
+            crate::cmd::connection::REDIS_VERSION.to_string(),
         )?;
         redis.set(
             "REDIS_VERSION_NUM",
-            version_num(crate::cmd::server::REDIS_VERSION),
+            version_num(crate::cmd::connection::REDIS_VERSION),
         )?;
         redis.set(
             "sha1hex",

@@ -1,0 +1,420 @@
+//! CLIENT and its subcommands: ID SETNAME GETNAME SETINFO LIST INFO KILL REPLY NO-EVICT
+//! PAUSE UNPAUSE UNBLOCK. Other connections' state comes from what each reports to the
+//! client table (`crate::net::registry`).
+
+use std::fmt::Write as _;
+
+use bytes::Bytes;
+use redline_resp::encode;
+
+use super::args::{int, is};
+use super::connection::describe;
+use super::reply::{self, ok, CmdError, CmdResult, SYNTAX};
+use super::{Ctx, Handler};
+use crate::net::client::ReplyMode;
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("client|id", client_id),
+    ("client|setname", client_setname),
+    ("client|getname", client_getname),
+    ("client|list", client_list),
+    ("client|info", client_info),
+    ("client|kill", client_kill),
+    ("client|reply", client_reply),
+    ("client|no-evict", client_no_evict),
+    ("client|pause", client_pause),
+    ("client|unblock", client_unblock),
+    ("client|unpause", client_unpause),
+];
+
+fn client_id(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    encode::write_integer(ctx.out, ctx.client.id as i64);
+    Ok(())
+}
+
+pub(super) fn validate_client_name(name: &[u8]) -> CmdResult {
+    if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err(CmdError::Static(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    Ok(())
+}
+
+fn client_setname(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    validate_client_name(&args[2])?;
+    ctx.client.name = (!args[2].is_empty()).then(|| args[2].to_vec());
+    describe(ctx);
+    ok(ctx.out);
+    Ok(())
+}
+
+fn client_getname(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    match &ctx.client.name {
+        Some(name) => encode::write_bulk(ctx.out, name),
+        None => encode::write_null_bulk(ctx.out, ctx.client.protocol),
+    }
+    Ok(())
+}
+
+/// `CLIENT SETINFO LIB-NAME|LIB-VER value` (Redis 7.2; 7.0 lacks it, but clients send
+/// it during their handshake).
+/// CLIENT SETINFO is newer than Redis 7.0's table, but current clients send it during
+/// their handshake: this entry (flags and categories as Redis 7.2 has them) lets it go
+/// through the dispatcher's checks like any other subcommand.
+pub static CLIENT_SETINFO: redline_resp::command::CommandSpec = {
+    use redline_resp::command::{AclCategories, CommandDocs, CommandFlags, CommandSpec};
+    CommandSpec {
+        name: "client|setinfo",
+        arity: 4,
+        flags: CommandFlags::of(&[
+            CommandFlags::NOSCRIPT,
+            CommandFlags::LOADING,
+            CommandFlags::STALE,
+        ]),
+        acl_categories: AclCategories::of(&[AclCategories::SLOW, AclCategories::CONNECTION]),
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        tips: &[],
+        key_specs: &[],
+        get_keys: None,
+        docs: CommandDocs {
+            summary: "Sets information specific to the client or connection.",
+            since: "7.2.0",
+            group: "connection",
+            complexity: "O(1)",
+        },
+        subcommands: &[],
+    }
+};
+
+/// CLIENT SETINFO LIB-NAME|LIB-VER value, answered as Redis 7.2 does.
+pub fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    // Arity (4) is checked by the dispatcher from CLIENT_SETINFO.
+    let value = &args[3];
+    if value.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err(CmdError::Owned(format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            reply::clip(&args[2], 128)
+        )));
+    }
+    if is(&args[2], "lib-name") {
+        ctx.client.lib_name = Some(value.to_vec());
+    } else if is(&args[2], "lib-ver") {
+        ctx.client.lib_ver = Some(value.to_vec());
+    } else {
+        return Err(CmdError::Owned(format!(
+            "ERR Unrecognized option '{}'",
+            reply::clip(&args[2], 128)
+        )));
+    }
+    ok(ctx.out);
+    Ok(())
+}
+
+/// One CLIENT LIST line, in Redis 7.0's field order (memory figures we do not track
+/// are 0). `me` is the calling client, whose state is read directly; the others show
+/// what their connections last reported.
+fn client_line(
+    text: &mut String,
+    summary: &crate::net::registry::ClientSummary,
+    local: &str,
+    me: Option<&crate::net::client::ClientState>,
+) {
+    let name = summary
+        .name
+        .as_deref()
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+        .unwrap_or_default();
+    let a = match me {
+        Some(c) => c.activity(c.qbuf),
+        None => summary.activity.clone(),
+    };
+    let (sub, psub, ssub) = a.subscriptions;
+    let _ = writeln!(
+        text,
+        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}",
+        summary.id,
+        summary.peer,
+        local,
+        name,
+        summary.age,
+        a.last_interaction.elapsed().as_secs(),
+        a.flags,
+        summary.db,
+        sub,
+        psub,
+        ssub,
+        a.multi,
+        a.qbuf,
+        a.last_cmd,
+        String::from_utf8_lossy(&summary.user),
+        a.resp
+    );
+}
+
+fn local_addr(ctx: &Ctx<'_>) -> String {
+    let bind = ctx
+        .shared
+        .config
+        .read()
+        .bind
+        .first()
+        .cloned()
+        .unwrap_or_default();
+    let host = bind.trim_start_matches('-');
+    format!("{host}:{}", ctx.shared.port())
+}
+
+fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut ids: Option<Vec<u64>> = None;
+    let mut j = 2;
+    while j < args.len() {
+        if is(&args[j], "type") && j + 1 < args.len() {
+            let t = &args[j + 1];
+            if !["normal", "master", "replica", "slave", "pubsub"]
+                .iter()
+                .any(|w| is(t, w))
+            {
+                return Err(CmdError::Owned(format!(
+                    "ERR Unknown client type '{}'",
+                    String::from_utf8_lossy(t)
+                )));
+            }
+            if !is(t, "normal") && !is(t, "pubsub") {
+                ids = Some(Vec::new());
+            }
+            j += 2;
+        } else if is(&args[j], "id") && j + 1 < args.len() {
+            let mut list = Vec::new();
+            for a in &args[j + 1..] {
+                match int(a) {
+                    Ok(n) if n > 0 => list.push(n as u64),
+                    _ => return Err(CmdError::Static("ERR Invalid client ID")),
+                }
+            }
+            ids = Some(list);
+            j = args.len();
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    let local = local_addr(ctx);
+    let mut text = String::new();
+    for s in ctx.shared.clients.summaries() {
+        if ids.as_ref().is_some_and(|l| !l.contains(&s.id)) {
+            continue;
+        }
+        let me = (s.id == ctx.client.id).then_some(&*ctx.client);
+        client_line(&mut text, &s, &local, me);
+    }
+    verbatim(ctx, text.as_bytes());
+    Ok(())
+}
+
+fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let mut text = client_info_line(ctx);
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    verbatim(ctx, text.as_bytes());
+    Ok(())
+}
+
+/// This client's CLIENT LIST line, without the newline (CLIENT INFO, ACL LOG).
+pub fn client_info_line(ctx: &Ctx<'_>) -> String {
+    let local = local_addr(ctx);
+    let mut text = String::new();
+    if let Some(s) = ctx.shared.clients.summary(ctx.client.id) {
+        client_line(&mut text, &s, &local, Some(&*ctx.client));
+    }
+    text.truncate(text.trim_end().len());
+    text
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 when the client was blocked on keys.
+fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let id = int(&args[2])?;
+    let with_error = match args.get(3) {
+        None => false,
+        Some(a) if is(a, "timeout") => false,
+        Some(a) if is(a, "error") => true,
+        Some(_) => {
+            return Err(CmdError::Static(
+                "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ))
+        }
+    };
+    let done =
+        u64::try_from(id).is_ok_and(|id| super::blocking::unblock(ctx.shared, id, with_error));
+    encode::write_integer(ctx.out, i64::from(done));
+    Ok(())
+}
+
+/// CLIENT KILL addr (old form) or filter pairs ID ADDR LADDR SKIPME TYPE USER.
+fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let clients = ctx.shared.clients.summaries();
+    if args.len() == 3 {
+        let addr = String::from_utf8_lossy(&args[2]).into_owned();
+        let Some(target) = clients.iter().find(|c| c.peer.to_string() == addr) else {
+            return Err(CmdError::Static("ERR No such client"));
+        };
+        kill(ctx, target.id);
+        ok(ctx.out);
+        return Ok(());
+    }
+    if args.len() % 2 != 0 {
+        return Err(SYNTAX);
+    }
+    let (mut id, mut addr, mut laddr, mut skipme, mut user) = (None, None, None, true, None);
+    let mut kind_ok = true;
+    for pair in args[2..].chunks(2) {
+        let (name, value) = (&pair[0], &pair[1]);
+        if is(name, "id") {
+            match int(value) {
+                Ok(n) if n > 0 => id = Some(n as u64),
+                _ => return Err(CmdError::Static("ERR client-id should be greater than 0")),
+            }
+        } else if is(name, "addr") {
+            addr = Some(String::from_utf8_lossy(value).into_owned());
+        } else if is(name, "laddr") {
+            laddr = Some(String::from_utf8_lossy(value).into_owned());
+        } else if is(name, "skipme") {
+            skipme = if is(value, "yes") {
+                true
+            } else if is(value, "no") {
+                false
+            } else {
+                return Err(SYNTAX);
+            };
+        } else if is(name, "type") {
+            if !["normal", "master", "replica", "slave", "pubsub"]
+                .iter()
+                .any(|w| is(value, w))
+            {
+                return Err(CmdError::Owned(format!(
+                    "ERR Unknown client type '{}'",
+                    String::from_utf8_lossy(value)
+                )));
+            }
+            kind_ok = is(value, "normal");
+        } else if is(name, "user") {
+            user = Some(value.to_vec());
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    if let Some(name) = &user {
+        if ctx.shared.acl.get(name).is_none() {
+            return Err(CmdError::Owned(format!(
+                "ERR No such user '{}'",
+                String::from_utf8_lossy(name)
+            )));
+        }
+    }
+    let local = local_addr(ctx);
+    let mut killed = 0;
+    for c in clients {
+        let matches = kind_ok
+            && id.is_none_or(|i| i == c.id)
+            && addr.as_ref().is_none_or(|a| *a == c.peer.to_string())
+            && laddr.as_ref().is_none_or(|a| *a == local)
+            && user.as_ref().is_none_or(|u| *u == c.user)
+            && !(skipme && c.id == ctx.client.id);
+        if matches {
+            kill(ctx, c.id);
+            killed += 1;
+        }
+    }
+    encode::write_integer(ctx.out, killed);
+    Ok(())
+}
+
+fn kill(ctx: &mut Ctx<'_>, id: u64) {
+    if id == ctx.client.id {
+        ctx.client.close_after_reply = true;
+    } else {
+        ctx.shared.clients.kill(id);
+    }
+}
+
+fn client_reply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mode = &args[2];
+    if is(mode, "on") {
+        ctx.client.reply = ReplyMode::On;
+        ok(ctx.out);
+    } else if is(mode, "off") {
+        ctx.client.reply = ReplyMode::Off;
+    } else if is(mode, "skip") {
+        if ctx.client.reply == ReplyMode::On {
+            ctx.client.reply = ReplyMode::SkipArmed;
+        }
+    } else {
+        return Err(SYNTAX);
+    }
+    Ok(())
+}
+
+fn client_no_evict(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    // There is no eviction (maxmemory is not supported), so the flag changes nothing.
+    if is(&args[2], "on") || is(&args[2], "off") {
+        ok(ctx.out);
+        Ok(())
+    } else {
+        Err(SYNTAX)
+    }
+}
+
+/// CLIENT PAUSE timeout [WRITE|ALL]: the mode is read before the timeout, as in Redis.
+fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    use crate::pause::PauseMode;
+    let mode = match args.get(3) {
+        _ if args.len() > 4 => return Err(super::reply::subcommand_syntax("CLIENT", &args[1])),
+        None => PauseMode::All,
+        Some(m) if is(m, "write") => PauseMode::Write,
+        Some(m) if is(m, "all") => PauseMode::All,
+        Some(_) => {
+            return Err(CmdError::Static(
+                "ERR CLIENT PAUSE mode must be WRITE or ALL",
+            ))
+        }
+    };
+    let ms = int(&args[2])
+        .map_err(|_| CmdError::Static("ERR timeout is not an integer or out of range"))?;
+    if ms < 0 {
+        return Err(CmdError::Static("ERR timeout is negative"));
+    }
+    let now_ms = i64::try_from(crate::store::now_ms()).unwrap_or(i64::MAX);
+    let now = tokio::time::Instant::now();
+    // Redis adds the timeout to the clock in a signed 64-bit integer: past its range the
+    // sum wraps into the past, and the pause ends at once.
+    let until = if ms > i64::MAX - now_ms {
+        now
+    } else {
+        // Within range, but maybe past what the monotonic clock can hold: never, then.
+        now.checked_add(std::time::Duration::from_millis(ms.unsigned_abs()))
+            .unwrap_or(now + std::time::Duration::from_secs(100 * 365 * 86_400))
+    };
+    ctx.shared.pause.pause(until, mode);
+    // Expired keys stay until the pause ends (deleting them would be a write).
+    let until_ms = u64::try_from(now_ms.saturating_add(ms)).unwrap_or(u64::MAX);
+    let events = ctx.shared.store.events();
+    if !events.expiry_held(until_ms.saturating_sub(1)) {
+        events.hold_expiry_until(until_ms);
+    }
+    ok(ctx.out);
+    Ok(())
+}
+
+fn client_unpause(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    ctx.shared.pause.unpause();
+    ctx.shared.store.events().hold_expiry_until(0);
+    ok(ctx.out);
+    Ok(())
+}
+/// Text as Redis sends it: a verbatim string in RESP3, a bulk string in RESP2.
+fn verbatim(ctx: &mut Ctx<'_>, text: &[u8]) {
+    encode::write_verbatim(ctx.out, ctx.client.protocol, b"txt", text);
+}

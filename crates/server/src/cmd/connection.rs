@@ -1,0 +1,340 @@
+//! Connection and server commands: PING ECHO SELECT SWAPDB QUIT RESET MONITOR HELLO AUTH
+//! DBSIZE FLUSHDB FLUSHALL TIME SHUTDOWN. COMMAND, CLIENT, CONFIG and DEBUG have their own
+//! files.
+
+use std::sync::atomic::Ordering;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::{BufMut, Bytes};
+use redline_resp::{encode, Protocol};
+
+use super::args::{int, is};
+use super::reply::{self, ok, CmdError, CmdResult, DB_INDEX, SYNTAX, WRONGPASS};
+use super::{Ctx, Handler};
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("ping", ping),
+    ("echo", echo),
+    ("select", select),
+    ("swapdb", swapdb),
+    ("quit", quit),
+    ("reset", reset),
+    ("monitor", monitor),
+    ("hello", hello),
+    ("auth", auth),
+    ("dbsize", dbsize),
+    ("flushdb", flushdb),
+    ("flushall", flushall),
+    ("time", time),
+    ("shutdown", shutdown),
+];
+
+/// The version clients see: the Redis whose behaviour we reproduce.
+pub const REDIS_VERSION: &str = "7.0.15";
+
+fn ping(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if ctx.client.protocol == Protocol::Resp2 && ctx.client.in_pubsub() && args.len() <= 2 {
+        // In pub/sub mode RESP2 has no room for a plain reply: a two-element array.
+        encode::write_array_len(ctx.out, 2);
+        encode::write_bulk(ctx.out, b"pong");
+        encode::write_bulk(ctx.out, args.get(1).map_or(&b""[..], |a| &a[..]));
+        return Ok(());
+    }
+    match args.len() {
+        1 => ctx.out.put_slice(b"+PONG\r\n"),
+        2 => encode::write_bulk(ctx.out, &args[1]),
+        _ => return Err(reply::wrong_arity("ping")),
+    }
+    Ok(())
+}
+
+fn echo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    encode::write_bulk(ctx.out, &args[1]);
+    Ok(())
+}
+
+fn db_index(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, CmdError> {
+    let n = int(arg)?;
+    if n < 0 || n as usize >= ctx.shared.store.db_count() {
+        return Err(DB_INDEX);
+    }
+    Ok(n as usize)
+}
+
+fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    // Redis reads SELECT's index as a C int, with its own range error.
+    let n = int(&args[1])?;
+    if i32::try_from(n).is_err() {
+        return Err(CmdError::Static(
+            "ERR value is out of range, value must between -2147483648 and 2147483647",
+        ));
+    }
+    ctx.client.db = db_index(ctx, &args[1])?;
+    describe(ctx);
+    ok(ctx.out);
+    Ok(())
+}
+
+fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let parse = |ctx: &Ctx<'_>, arg: &[u8]| -> Result<usize, CmdError> {
+        let n = int(arg).map_err(|_| CmdError::Static("ERR invalid first DB index"))?;
+        if n < 0 || n as usize >= ctx.shared.store.db_count() {
+            return Err(DB_INDEX);
+        }
+        Ok(n as usize)
+    };
+    let a = parse(ctx, &args[1])?;
+    let b = parse(ctx, &args[2]).map_err(|e| match e {
+        CmdError::Static("ERR invalid first DB index") => {
+            CmdError::Static("ERR invalid second DB index")
+        }
+        other => other,
+    })?;
+    ctx.swap_dbs(a, b);
+    ok(ctx.out);
+    Ok(())
+}
+
+/// Mirrors the client's name and database into the client table (CLIENT LIST).
+pub(super) fn describe(ctx: &Ctx<'_>) {
+    ctx.shared
+        .clients
+        .describe(ctx.client.id, ctx.client.name.clone(), ctx.client.db);
+}
+
+fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    ok(ctx.out);
+    ctx.client.close_after_reply = true;
+    Ok(())
+}
+
+/// MONITOR: from now on the connection receives every command the server runs.
+fn monitor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    if ctx.nested || ctx.client.multi.is_some() {
+        return Err(CmdError::Static("ERR MONITOR isn't allowed inside MULTI"));
+    }
+    if !ctx.client.monitor {
+        ctx.client.monitor = true;
+        ctx.shared
+            .monitors
+            .add(ctx.client.id, ctx.client.mailbox.clone());
+    }
+    ok(ctx.out);
+    Ok(())
+}
+
+fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    ctx.client.db = 0;
+    ctx.client.protocol = Protocol::Resp2;
+    ctx.client.name = None;
+    describe(ctx);
+    ctx.client.user = None;
+    ctx.client.authenticated = !ctx.shared.acl.auth_required();
+    ctx.shared.clients.set_user(ctx.client.id, None);
+    ctx.client.multi = None;
+    ctx.client.multi_failed = false;
+    super::tx::unwatch_all(ctx.shared, ctx.client);
+    super::pubsub::unsubscribe_all(ctx.shared, ctx.client);
+    super::tracking::disable(ctx);
+    if std::mem::take(&mut ctx.client.monitor) {
+        ctx.shared.monitors.remove(ctx.client.id);
+    }
+    ctx.client.mailbox.set_protocol(Protocol::Resp2);
+    ctx.out.put_slice(b"+RESET\r\n");
+    Ok(())
+}
+
+/// Authenticates the connection as `user` when `password` opens it (Redis's
+/// `ACLAuthenticateUser`); WRONGPASS otherwise, the connection's user unchanged.
+fn authenticate(ctx: &mut Ctx<'_>, command: &[u8], user: &[u8], password: &[u8]) -> CmdResult {
+    let Some(cell) = ctx.shared.acl.authenticate(user, password) else {
+        super::acl::log_refusal(ctx, "auth", command, user);
+        return Err(WRONGPASS);
+    };
+    let cell = (!std::sync::Arc::ptr_eq(&cell, ctx.shared.acl.default_user())).then_some(cell);
+    ctx.shared.clients.set_user(ctx.client.id, cell.clone());
+    ctx.client.user = cell;
+    ctx.client.authenticated = true;
+    Ok(())
+}
+
+fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (user, password) = match args.len() {
+        2 => {
+            if ctx.shared.acl.default_user().rules().nopass {
+                return Err(CmdError::Static("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"));
+            }
+            (&b"default"[..], &args[1][..])
+        }
+        3 => (&args[1][..], &args[2][..]),
+        _ => return Err(SYNTAX),
+    };
+    authenticate(ctx, &args[0], user, password)?;
+    ok(ctx.out);
+    Ok(())
+}
+
+fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut protocol = ctx.client.protocol;
+    let mut i = 1;
+    if let Some(version) = args.get(1) {
+        let v = int(version).map_err(|_| {
+            CmdError::Static("ERR Protocol version is not an integer or out of range")
+        })?;
+        protocol = match v {
+            2 => Protocol::Resp2,
+            3 => Protocol::Resp3,
+            _ => return Err(CmdError::Static("NOPROTO unsupported protocol version")),
+        };
+        i = 2;
+    }
+    let mut credentials = None;
+    let mut name = None;
+    while i < args.len() {
+        let more = args.len() - i - 1;
+        if is(&args[i], "auth") && more >= 2 {
+            credentials = Some((args[i + 1].clone(), args[i + 2].clone()));
+            i += 3;
+        } else if is(&args[i], "setname") && more >= 1 {
+            name = Some(args[i + 1].clone());
+            i += 2;
+        } else {
+            return Err(CmdError::Owned(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                reply::clip(&args[i], 128)
+            )));
+        }
+    }
+    if let Some((user, password)) = &credentials {
+        authenticate(ctx, &args[0], user, password)?;
+    }
+    if !ctx.client.authenticated && ctx.shared.acl.auth_required() {
+        return Err(CmdError::Static(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+        ));
+    }
+    if let Some(name) = name {
+        super::client::validate_client_name(&name)?;
+        ctx.client.name = (!name.is_empty()).then(|| name.to_vec());
+        describe(ctx);
+    }
+    ctx.client.protocol = protocol;
+    ctx.client.mailbox.set_protocol(protocol);
+    let out = &mut *ctx.out;
+    encode::write_map_len(out, protocol, 7);
+    encode::write_bulk(out, b"server");
+    encode::write_bulk(out, b"redis");
+    encode::write_bulk(out, b"version");
+    encode::write_bulk(out, REDIS_VERSION.as_bytes());
+    encode::write_bulk(out, b"proto");
+    encode::write_integer(out, if protocol == Protocol::Resp3 { 3 } else { 2 });
+    encode::write_bulk(out, b"id");
+    encode::write_integer(out, ctx.client.id as i64);
+    encode::write_bulk(out, b"mode");
+    encode::write_bulk(out, b"standalone");
+    encode::write_bulk(out, b"role");
+    encode::write_bulk(out, b"master");
+    encode::write_bulk(out, b"modules");
+    encode::write_array_len(out, 0);
+    Ok(())
+}
+
+fn dbsize(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let len: usize = (0..ctx.db().shard_count())
+        .map(|i| ctx.lock_index(i).len())
+        .sum();
+    encode::write_integer(ctx.out, len as i64);
+    Ok(())
+}
+
+/// FLUSHALL / FLUSHDB's mode: ASYNC, SYNC, or `lazyfree-lazy-user-flush` when none.
+fn flush_is_async(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<bool, CmdError> {
+    match args.get(1) {
+        None => Ok(ctx.shared.store.lazyfree.user_flush.load(Ordering::Relaxed)),
+        Some(a) if args.len() == 2 && is(a, "async") => Ok(true),
+        Some(a) if args.len() == 2 && is(a, "sync") => Ok(false),
+        Some(_) => Err(SYNTAX),
+    }
+}
+
+fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let lazy = flush_is_async(ctx, args)?;
+    clear_db(ctx, ctx.client.db, lazy);
+    ok(ctx.out);
+    Ok(())
+}
+
+fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let lazy = flush_is_async(ctx, args)?;
+    for db in 0..ctx.shared.store.db_count() {
+        clear_db(ctx, db, lazy);
+    }
+    ok(ctx.out);
+    Ok(())
+}
+
+/// Empties database `db`, shard by shard (each shard under its own lock, or the ones
+/// EXEC holds); with `lazy` the keys are dropped by the background freer.
+fn clear_db(ctx: &Ctx<'_>, db: usize, lazy: bool) {
+    for i in 0..ctx.shared.store.db(db).shard_count() {
+        let mut shard = ctx.lock_in(db, i);
+        if lazy {
+            let (garbage, keys) = shard.take_all();
+            drop(shard);
+            ctx.shared.store.lazyfree.free_all(garbage, keys);
+        } else {
+            shard.clear();
+        }
+    }
+}
+
+fn time(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    encode::write_array_len(ctx.out, 2);
+    encode::write_bulk(ctx.out, now.as_secs().to_string().as_bytes());
+    encode::write_bulk(ctx.out, now.subsec_micros().to_string().as_bytes());
+    Ok(())
+}
+
+fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (mut save, mut nosave, mut force) = (false, false, false);
+    for arg in &args[1..] {
+        save |= is(arg, "save");
+        nosave |= is(arg, "nosave");
+        force |= is(arg, "force");
+        if !["nosave", "save", "now", "force", "abort"]
+            .iter()
+            .any(|w| is(arg, w))
+        {
+            return Err(SYNTAX);
+        }
+        if is(arg, "abort") {
+            return Err(CmdError::Static("ERR No shutdown in progress."));
+        }
+    }
+    if save && nosave {
+        return Err(SYNTAX);
+    }
+    tracing::warn!("User requested shutdown...");
+    let shared = ctx.shared;
+    if save || (!nosave && crate::persist::snapshot::saves_on_exit(shared)) {
+        tracing::info!("Saving the final RDB snapshot before exiting.");
+        if crate::persist::snapshot::save(shared).is_err() && !force {
+            tracing::warn!("Error trying to save the DB, can't exit.");
+            return Err(CmdError::Static(
+                "ERR Errors trying to SHUTDOWN. Check logs.",
+            ));
+        }
+    }
+    shared
+        .persistence
+        .shutdown_handled
+        .store(true, std::sync::atomic::Ordering::Release);
+    shared.request_shutdown();
+    // Like Redis: no reply, the connection just closes.
+    ctx.client.close_after_reply = true;
+    Ok(())
+}

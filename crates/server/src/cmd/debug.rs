@@ -1,0 +1,250 @@
+//! DEBUG: the subcommands Redis's test suite leans on (SLEEP, RELOAD, LOADAOF, OBJECT,
+//! DIGEST, DIGEST-VALUE, PROTOCOL, POPULATE, SET-ACTIVE-EXPIRE, PAUSE-CRON,
+//! QUICKLIST-PACKED-THRESHOLD, ...), with Redis's replies.
+
+use bytes::Bytes;
+use redline_resp::encode;
+
+use super::args::is;
+use super::reply::{ok, CmdError, CmdResult};
+use super::{Ctx, Handler};
+use crate::store::Value;
+
+/// This family's handlers.
+pub const COMMANDS: &[(&str, Handler)] = &[("debug", debug)];
+
+fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let sub = &args[1];
+    if is(sub, "sleep") && args.len() == 3 {
+        let seconds = super::args::float(&args[2])?;
+        // Like Redis, the whole connection (not the server) waits; capped for safety.
+        let ms = (seconds * 1000.0).clamp(0.0, 60_000.0) as u64;
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        ok(ctx.out);
+        return Ok(());
+    }
+    if is(sub, "populate") && (3..=5).contains(&args.len()) {
+        return debug_populate(ctx, args);
+    }
+    if is(sub, "set-active-expire") && args.len() == 3 {
+        // Redis reads the flag with atoi: anything but a non-zero number turns it off.
+        let on = super::args::int(&args[2]).is_ok_and(|n| n != 0);
+        ctx.shared.store.set_active_expire(on);
+        ok(ctx.out);
+        return Ok(());
+    }
+    if is(sub, "pause-cron") && args.len() == 3 {
+        let paused = super::args::int(&args[2]).is_ok_and(|n| n != 0);
+        ctx.shared.store.set_cron_paused(paused);
+        ok(ctx.out);
+        return Ok(());
+    }
+    if is(sub, "object") && args.len() == 3 {
+        let key = &args[2];
+        let shard = ctx.lock(key);
+        let Some(e) = shard.peek_stored(key) else {
+            return Err(CmdError::Static("ERR no such key"));
+        };
+        let line = format!(
+            "Value at:0x0 refcount:1 encoding:{} serializedlength:0 lru:0 lru_seconds_idle:0",
+            super::keys::encoding_name(&e.value)
+        );
+        encode::write_simple(ctx.out, line.as_bytes());
+        return Ok(());
+    }
+    if is(sub, "set-disable-deny-scripts") && args.len() == 3 {
+        let on = super::args::int(&args[2]).is_ok_and(|n| n != 0);
+        ctx.shared
+            .scripting
+            .allow_denied
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+        ok(ctx.out);
+        return Ok(());
+    }
+    if is(sub, "loadaof") {
+        return super::persistence::debug_loadaof(ctx);
+    }
+    if is(sub, "reload") {
+        return super::persistence::debug_reload(ctx, &args[2..]);
+    }
+    if is(sub, "protocol") && args.len() == 3 {
+        return debug_protocol(ctx, &args[2]);
+    }
+    if is(sub, "digest") && args.len() == 2 {
+        return debug_digest(ctx);
+    }
+    if is(sub, "digest-value") {
+        let mut digests = Vec::with_capacity(args.len() - 2);
+        for key in &args[2..] {
+            let mut shard = ctx.lock(key);
+            let digest = shard
+                .get(key)
+                .map_or([0u8; 20], |e| crate::store::digest::value_digest(e));
+            digests.push(crate::store::digest::hex(&digest));
+        }
+        encode::write_array_len(ctx.out, digests.len());
+        for d in digests {
+            encode::write_simple(ctx.out, d.as_bytes());
+        }
+        return Ok(());
+    }
+    if is(sub, "quicklist-packed-threshold") && args.len() == 3 {
+        // Lists here have no quicklist nodes to switch to plain form; the size is
+        // validated as Redis validates it and has no other effect.
+        let bytes = std::str::from_utf8(&args[2])
+            .ok()
+            .and_then(crate::config::parse_memory)
+            .filter(|n| (0..=(1i64 << 32) - (1 << 20)).contains(n));
+        if bytes.is_none() {
+            return Err(CmdError::Static(
+                "ERR argument must be a memory value bigger than 1 and smaller than 4gb",
+            ));
+        }
+        ok(ctx.out);
+        return Ok(());
+    }
+    if is(sub, "help") {
+        const LINES: &[&str] = &[
+            "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "OBJECT <key>",
+            "    Show low level info about the key and associated value.",
+            "POPULATE <count> [<prefix>] [<size>]",
+            "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+            "    it is used instead of the 'key' prefix. These are not propagated to",
+            "    replicas. Cluster slots are not respected so keys not belonging to the",
+            "    current node can be created in cluster mode.",
+            "PAUSE-CRON <0|1>",
+            "    Stop periodic cron job processing.",
+            "SET-ACTIVE-EXPIRE <0|1>",
+            "    Setting it to 0 disables expiring keys in background when they are not",
+            "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+            "    default.",
+            "SLEEP <seconds>",
+            "    Stop the server for <seconds>. Decimals allowed.",
+            "HELP",
+            "    Prints this help.",
+        ];
+        super::reply::help(ctx.out, LINES);
+        return Ok(());
+    }
+    // DEBUG answers every unmatched form with Redis's subcommand syntax error.
+    Err(super::reply::subcommand_syntax("DEBUG", sub))
+}
+
+/// `DEBUG DIGEST`: every database's keys folded into one digest (zeros when empty).
+fn debug_digest(ctx: &mut Ctx<'_>) -> CmdResult {
+    use crate::store::digest;
+    let mut total = [0u8; 20];
+    for db in 0..ctx.shared.store.dbs().len() {
+        let mut keys_digest = [0u8; 20];
+        let mut keys = 0;
+        for index in 0..ctx.shared.store.db(db).shard_count() {
+            let shard = ctx.lock_in(db, index);
+            keys += digest::fold_shard(&shard, &mut keys_digest);
+        }
+        if keys > 0 {
+            digest::mix_db(&mut total, db, &keys_digest);
+        }
+    }
+    encode::write_simple(ctx.out, digest::hex(&total).as_bytes());
+    Ok(())
+}
+
+/// `DEBUG PROTOCOL <type>`: one reply of each RESP type, as Redis sends them (the
+/// attribute only to RESP3 clients).
+fn debug_protocol(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
+    use redline_resp::Protocol;
+    let proto = ctx.client.protocol;
+    let out = &mut *ctx.out;
+    match name.to_ascii_lowercase().as_slice() {
+        b"string" => encode::write_bulk(out, b"Hello World"),
+        b"integer" => encode::write_integer(out, 12345),
+        b"double" => encode::write_double_text_reply(out, proto, b"3.141"),
+        b"bignum" => {
+            encode::write_big_number(out, proto, b"1234567999999999999999999999999999999")
+        }
+        b"null" => encode::write_null_bulk(out, proto),
+        b"array" | b"set" => {
+            if name.eq_ignore_ascii_case(b"set") {
+                encode::write_set_len(out, proto, 3);
+            } else {
+                encode::write_array_len(out, 3);
+            }
+            for j in 0..3 {
+                encode::write_integer(out, j);
+            }
+        }
+        b"map" => {
+            encode::write_map_len(out, proto, 3);
+            for j in 0..3 {
+                encode::write_integer(out, j);
+                encode::write_bool(out, proto, j == 1);
+            }
+        }
+        b"attrib" => {
+            if proto == Protocol::Resp3 {
+                encode::write_len(out, b'|', 1);
+                encode::write_bulk(out, b"key-popularity");
+                encode::write_array_len(out, 2);
+                encode::write_bulk(out, b"key:123");
+                encode::write_integer(out, 90);
+            }
+            encode::write_bulk(out, b"Some real reply following the attribute");
+        }
+        b"push" => {
+            if proto != Protocol::Resp3 {
+                return Err(CmdError::Static("ERR RESP2 is not supported by this command"));
+            }
+            encode::write_push_len(out, proto, 2);
+            encode::write_bulk(out, b"server-cpu-usage");
+            encode::write_integer(out, 42);
+            encode::write_bulk(out, b"Some real reply following the push reply");
+        }
+        b"true" => encode::write_bool(out, proto, true),
+        b"false" => encode::write_bool(out, proto, false),
+        b"verbatim" => {
+            encode::write_verbatim(out, proto, b"txt", b"This is a verbatim\nstring")
+        }
+        _ => return Err(CmdError::Static("ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false")),
+    }
+    Ok(())
+}
+
+/// `DEBUG POPULATE count [prefix] [size]`: keys `prefix:N` (default `key:N`) holding
+/// `value:N`, cut or zero-padded to `size` bytes when given; existing keys are left alone.
+fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    const NOT_POSITIVE: CmdError = CmdError::Static("ERR value is out of range, must be positive");
+    let positive = |arg: &Bytes| {
+        super::args::int(arg)
+            .ok()
+            .and_then(|n| u64::try_from(n).ok())
+            .ok_or(NOT_POSITIVE)
+    };
+    let count = positive(&args[2])?;
+    let prefix = args.get(3).map_or(&b"key"[..], |p| &p[..]);
+    let size = match args.get(4) {
+        Some(size) => usize::try_from(positive(size)?).map_err(|_| NOT_POSITIVE)?,
+        None => 0,
+    };
+    if size as u64 > ctx.shared.config.read().proto_max_bulk_len {
+        return Err(super::reply::STRING_TOO_LONG);
+    }
+    let mut key = Vec::with_capacity(prefix.len() + 21);
+    for j in 0..count {
+        key.clear();
+        key.extend_from_slice(prefix);
+        key.push(b':');
+        key.extend_from_slice(itoa::Buffer::new().format(j).as_bytes());
+        let mut shard = ctx.lock(&key);
+        if shard.contains(&key) {
+            continue;
+        }
+        let mut value = format!("value:{j}").into_bytes();
+        if size > 0 {
+            value.resize(size, 0);
+        }
+        shard.insert(&key, Value::string(&value), 0);
+    }
+    ok(ctx.out);
+    Ok(())
+}
