@@ -445,6 +445,8 @@ impl Connection<'_> {
                 }
             }
         }
+        // Counted before the reply goes out, so a client reading INFO next sees it.
+        self.flush_counters();
         Ok(true)
     }
 
