@@ -111,6 +111,15 @@ fuzz_target!(|data: &[u8]| {
                         cmd::blocking::time_out(&shared, &blocked.waiter, &mut output);
                     }
                 }
+                // No replica answers here: WAIT ends at once, and a SYNC/PSYNC (which would
+                // turn the connection into a replica link) closes the client.
+                Progress::Replication => {
+                    client.state.wait = None;
+                    if client.state.replica_start.take().is_some() {
+                        client.closed = true;
+                        break;
+                    }
+                }
             }
         }
         if client.state.close_after_reply {
