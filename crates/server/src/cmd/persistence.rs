@@ -94,7 +94,7 @@ fn bgsave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         return Err(CmdError::Static(BGSAVE_RUNNING));
     }
-    if !snapshot::bgsave(ctx.shared) {
+    if !crate::persist::bgsave::bgsave(ctx.shared) {
         return Err(CmdError::Static(BGSAVE_RUNNING));
     }
     encode::write_simple(ctx.out, b"Background saving started");

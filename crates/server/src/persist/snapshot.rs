@@ -7,10 +7,9 @@
 //! serialised from the locked shards, so it is one point in time across all databases
 //! (a transaction or script is either wholly in it or not at all), and nothing is
 //! copied but the serialised bytes. Clients wait for the serialisation (about
-//! 100-200 ns per small key), not for the disk: BGSAVE writes the bytes to disk on a
-//! background thread after the locks are released. This is not yet the copy-on-write,
-//! shard-at-a-time snapshot the design aims at (see the persistence issue): the pause
-//! grows with the dataset and the image costs its size in memory while it is written.
+//! 100-200 ns per small key). SAVE (which blocks in Redis too), DEBUG RELOAD, the AOF
+//! rewrite and a replication full sync take their image this way; BGSAVE does not stop
+//! the server: it writes a copy-on-write cut ([`super::bgsave`]).
 //!
 //! [`Persistence`] keeps what INFO persistence reports and what `save <seconds>
 //! <changes>` schedules from.
@@ -83,25 +82,7 @@ pub fn unix_secs() -> u64 {
 /// transaction's map) with the server's aux fields and function libraries; `extra_aux`
 /// adds fields (replication id and offset for a full sync).
 pub fn capture(shared: &Shared, held: &mut dyn ShardMap, extra_aux: &[(&str, &[u8])]) -> Vec<u8> {
-    let ctime = unix_secs().to_string();
-    let used = crate::cmd::info::resident_bytes().to_string();
-    let mut aux: Vec<(&str, &[u8])> = vec![
-        (
-            "redis-ver",
-            crate::cmd::connection::REDIS_VERSION.as_bytes(),
-        ),
-        ("redis-bits", b"64"),
-        ("ctime", ctime.as_bytes()),
-        ("used-mem", used.as_bytes()),
-    ];
-    aux.extend_from_slice(extra_aux);
-    aux.push(("aof-base", b"0"));
-    let mut writer = SnapshotWriter::new(&aux);
-    if let Ok(engine) = shared.scripting.engine() {
-        for library in engine.libraries.values() {
-            writer.function(&library.code);
-        }
-    }
+    let mut writer = image_start(shared, extra_aux);
     let checksum = shared.config.read().param_bool("rdbchecksum");
     for db in 0..shared.store.db_count() {
         let shards = shared.store.db(db).shard_count();
@@ -123,6 +104,32 @@ pub fn capture(shared: &Shared, held: &mut dyn ShardMap, extra_aux: &[(&str, &[u
         }
     }
     writer.finish(checksum)
+}
+
+/// The start of an image: header, aux fields (`extra_aux` last but one, before
+/// `aof-base`), and the function libraries. Must be called with every shard held, so
+/// the libraries belong to the same instant as the keys.
+pub fn image_start(shared: &Shared, extra_aux: &[(&str, &[u8])]) -> SnapshotWriter {
+    let ctime = unix_secs().to_string();
+    let used = crate::cmd::info::resident_bytes().to_string();
+    let mut aux: Vec<(&str, &[u8])> = vec![
+        (
+            "redis-ver",
+            crate::cmd::connection::REDIS_VERSION.as_bytes(),
+        ),
+        ("redis-bits", b"64"),
+        ("ctime", ctime.as_bytes()),
+        ("used-mem", used.as_bytes()),
+    ];
+    aux.extend_from_slice(extra_aux);
+    aux.push(("aof-base", b"0"));
+    let mut writer = SnapshotWriter::new(&aux);
+    if let Ok(engine) = shared.scripting.engine() {
+        for library in engine.libraries.values() {
+            writer.function(&library.code);
+        }
+    }
+    writer
 }
 
 /// What a load found.
@@ -248,10 +255,15 @@ pub fn dump_path(shared: &Shared) -> PathBuf {
     PathBuf::from(shared.config.read().param("dbfilename"))
 }
 
+/// The temporary file an image for `path` is written to before the rename.
+pub fn temp_path(path: &Path) -> PathBuf {
+    path.with_file_name(format!("temp-{}.rdb", std::process::id()))
+}
+
 /// Writes `image` to `path` the way Redis does: a temporary file, fsync, rename.
 pub fn write_file(path: &Path, image: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    let temp = path.with_file_name(format!("temp-{}.rdb", std::process::id()));
+    let temp = temp_path(path);
     let result = (|| {
         let mut file = std::fs::File::create(&temp)?;
         file.write_all(image)?;
@@ -280,7 +292,7 @@ pub fn save(shared: &Shared) -> std::io::Result<()> {
 }
 
 /// Records the outcome of a save.
-fn saved(p: &Persistence, result: &std::io::Result<()>, dirty_before: u64) {
+pub(super) fn saved(p: &Persistence, result: &std::io::Result<()>, dirty_before: u64) {
     let now = unix_secs();
     p.last_attempt.store(now, Ordering::Relaxed);
     match result {
@@ -294,48 +306,6 @@ fn saved(p: &Persistence, result: &std::io::Result<()>, dirty_before: u64) {
         }
         Err(e) => tracing::warn!("Failed saving the DB: {e}"),
     }
-}
-
-/// BGSAVE: the image is taken under the locks now, written on a background thread.
-/// Returns false when one is already running.
-pub fn bgsave(shared: &Shared) -> bool {
-    let p = &shared.persistence;
-    if p.bgsave_running.swap(true, Ordering::AcqRel) {
-        return false;
-    }
-    p.bgsave_started.store(unix_secs(), Ordering::Relaxed);
-    let started = Instant::now();
-    let (image, dirty_before) = {
-        let mut held = Held::all(&shared.store);
-        let dirty_before = p.dirty.load(Ordering::Relaxed);
-        (capture(shared, &mut held, &[]), dirty_before)
-    };
-    let path = dump_path(shared);
-    let p = shared.persistence.clone();
-    let spawned = std::thread::Builder::new()
-        .name("redline-bgsave".into())
-        .spawn(move || {
-            let result = write_file(&path, &image);
-            p.last_bgsave_ok.store(result.is_ok(), Ordering::Relaxed);
-            p.last_bgsave_secs.store(
-                i64::try_from(started.elapsed().as_secs()).unwrap_or(i64::MAX),
-                Ordering::Relaxed,
-            );
-            saved(&p, &result, dirty_before);
-            if result.is_ok() {
-                tracing::info!("Background saving terminated with success");
-            }
-            p.bgsave_running.store(false, Ordering::Release);
-        });
-    if let Err(e) = spawned {
-        let p = &shared.persistence;
-        tracing::warn!("Can't save in background: {e}");
-        p.last_bgsave_ok.store(false, Ordering::Relaxed);
-        p.bgsave_running.store(false, Ordering::Release);
-        return false;
-    }
-    tracing::info!("Background saving started");
-    true
 }
 
 /// Loads the dump file at start, with Redis's log lines; a missing file is no error.
@@ -394,7 +364,7 @@ pub fn cron(shared: &Shared) {
         return;
     }
     if p.bgsave_scheduled.swap(false, Ordering::AcqRel) {
-        bgsave(shared);
+        super::bgsave::bgsave(shared);
         return;
     }
     let dirty = p.dirty.load(Ordering::Relaxed);
@@ -409,7 +379,7 @@ pub fn cron(shared: &Shared) {
         .find(|&(seconds, changes)| dirty >= changes && now.saturating_sub(lastsave) >= seconds);
     if let (Some((seconds, changes)), true) = (due, retry_ok) {
         tracing::info!("{changes} changes in {seconds} seconds. Saving...");
-        bgsave(shared);
+        super::bgsave::bgsave(shared);
     }
 }
 

@@ -10,6 +10,7 @@
 //! can hand over whole slots.
 
 mod compact;
+pub mod cut;
 pub mod digest;
 pub mod dirty;
 pub mod events;
@@ -31,6 +32,7 @@ use parking_lot::{Mutex, MutexGuard};
 use redline_resp::slot::key_slot;
 
 pub use compact::{CompactBytes, INLINE_CAPACITY};
+pub use cut::CutSink;
 pub use events::{KeyEvent, KeyEvents};
 pub use held::{Held, HeldShards, ShardMap};
 pub use shard::{as_master, SampleResult, Shard};

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use indexmap::{IndexMap, IndexSet};
 
 use super::compact::CompactBytes;
+use super::cut::{CutSink, CutState};
 use super::events::KeyEvents;
 use super::now_ms;
 use super::value::{Entry, Hasher, Value};
@@ -53,6 +54,9 @@ pub struct Shard {
     /// The database this shard belongs to (its events name it). SWAPDB exchanges the
     /// contents of shards, never this.
     db: usize,
+    /// A snapshot cut this shard has not finished saving (see [`super::cut`]): every
+    /// change below saves what it is about to change first.
+    cut: Option<Box<CutState>>,
 }
 
 /// Change counter of a watched key.
@@ -165,6 +169,7 @@ impl Shard {
     #[inline]
     pub fn get(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let index = self.live_index(key)?;
+        self.before_change(index);
         let events = self.events.clone();
         let entry = self.map.get_index_mut(index).map(|(_, e)| e)?;
         if let Some(events) = events {
@@ -176,6 +181,7 @@ impl Shard {
     /// The live entry of `key`, without recording a use (OBJECT, DEBUG).
     pub fn get_untouched(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let index = self.live_index(key)?;
+        self.before_change(index);
         self.map.get_index_mut(index).map(|(_, e)| e)
     }
 
@@ -228,6 +234,7 @@ impl Shard {
         self.touch(key);
         match self.map.get_index_of(key) {
             Some(index) => {
+                self.before_change(index);
                 if let Some((_, entry)) = self.map.get_index_mut(index) {
                     let had_ttl = entry.expires_at != 0;
                     entry.value = value;
@@ -247,6 +254,9 @@ impl Shard {
                 );
                 self.track_ttl(key, false, expires_at != 0);
                 self.report_created(key);
+                if let Some(cut) = &mut self.cut {
+                    cut.created(key);
+                }
             }
         }
     }
@@ -254,10 +264,16 @@ impl Shard {
     /// The entry of `key`, created with `make()` when missing (or expired).
     pub fn get_or_insert_with(&mut self, key: &[u8], make: impl FnOnce() -> Value) -> &mut Entry {
         let index = match self.live_index(key) {
-            Some(index) => index,
+            Some(index) => {
+                self.before_change(index);
+                index
+            }
             None => {
                 self.touch(key);
                 self.report_created(key);
+                if let Some(cut) = &mut self.cut {
+                    cut.created(key);
+                }
                 let access = self.fresh_access();
                 let (index, _) = self.map.insert_full(
                     CompactBytes::new(key),
@@ -280,6 +296,7 @@ impl Shard {
             return false;
         };
         self.touch(key);
+        self.before_change(index);
         let entry = &mut self.map[index];
         let had_ttl = entry.expires_at != 0;
         entry.expires_at = expires_at;
@@ -310,7 +327,12 @@ impl Shard {
     }
 
     fn remove_index_with_key(&mut self, index: usize) -> Option<(CompactBytes, Entry)> {
+        self.before_change(index);
         let (key, entry) = self.map.swap_remove_index(index)?;
+        if let Some(cut) = &mut self.cut {
+            let len = self.map.len();
+            cut.moved(self.db, index, len, self.map.get_index(index));
+        }
         self.touch(&key);
         if entry.expires_at != 0 {
             self.ttl_keys.swap_remove(key.as_bytes());
@@ -321,6 +343,7 @@ impl Shard {
     /// Removes every key and returns them, to be dropped elsewhere (FLUSH ASYNC), with
     /// their count.
     pub fn take_all(&mut self) -> (Box<dyn Send>, u64) {
+        self.finish_cut();
         let keys = std::mem::take(&mut self.map);
         let ttls = std::mem::take(&mut self.ttl_keys);
         self.touch_all();
@@ -330,6 +353,7 @@ impl Shard {
 
     /// Removes every key.
     pub fn clear(&mut self) {
+        self.finish_cut();
         self.map = IndexMap::default();
         self.ttl_keys = IndexSet::default();
         self.touch_all();
@@ -337,6 +361,8 @@ impl Shard {
 
     /// Exchanges the contents of two shards (SWAPDB).
     pub fn swap(&mut self, other: &mut Shard) {
+        self.finish_cut();
+        other.finish_cut();
         std::mem::swap(&mut self.map, &mut other.map);
         std::mem::swap(&mut self.ttl_keys, &mut other.ttl_keys);
         self.touch_all();
@@ -498,6 +524,52 @@ impl Shard {
         self.sampled += result.sampled as u64;
         self.expired += result.expired as u64;
         result
+    }
+
+    /// Starts a snapshot cut (see [`super::cut`]): from now on this shard saves every
+    /// entry into `sink`, as it is now, before changing it, and [`Shard::cut_step`]
+    /// saves the rest. An empty shard has nothing to save.
+    pub fn begin_cut(&mut self, sink: Arc<dyn CutSink>) {
+        self.finish_cut();
+        if !self.map.is_empty() {
+            self.cut = Some(Box::new(CutState::new(sink)));
+        }
+    }
+
+    /// Whether a cut still has entries of this shard to save.
+    pub fn cut_pending(&self) -> bool {
+        self.cut.is_some()
+    }
+
+    /// Saves up to `batch` more entries of the pending cut; true when the shard has
+    /// nothing left to save.
+    pub fn cut_step(&mut self, batch: usize) -> bool {
+        let Some(cut) = &mut self.cut else {
+            return true;
+        };
+        let start = cut.next().min(self.map.len());
+        let rest = self.map.as_slice()[start..].iter();
+        let done = cut.step(self.db, rest, self.map.len(), batch);
+        if done {
+            self.cut = None;
+        }
+        done
+    }
+
+    /// Saves everything the pending cut still needs (before FLUSH or SWAPDB replace the
+    /// whole map).
+    fn finish_cut(&mut self) {
+        while !self.cut_step(usize::MAX) {}
+    }
+
+    /// Saves the entry at `index` for the pending cut before it changes.
+    #[inline]
+    fn before_change(&mut self, index: usize) {
+        if let Some(cut) = &mut self.cut {
+            if let Some((key, entry)) = self.map.get_index(index) {
+                cut.before_change(self.db, index, key, entry);
+            }
+        }
     }
 
     /// Approximate bytes held by this shard's keys and values.

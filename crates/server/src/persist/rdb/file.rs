@@ -81,19 +81,13 @@ impl SnapshotWriter {
 
     /// One key of the current database.
     pub fn entry(&mut self, key: &[u8], entry: &Entry) {
-        if entry.expires_at != 0 {
-            self.out.push(opcode::EXPIRETIME_MS);
-            self.out.extend_from_slice(&entry.expires_at.to_le_bytes());
-        }
-        // The type byte comes first, then the key, then the body: split what the value
-        // codec writes as one piece.
-        let start = self.out.len();
-        encode::value(&mut self.out, &entry.value);
-        let kind = self.out[start];
-        let body = self.out.split_off(start + 1);
-        encode::string(&mut self.out, key);
-        self.out.extend_from_slice(&body);
-        debug_assert_eq!(self.out[start], kind);
+        write_entry(&mut self.out, key, entry);
+    }
+
+    /// The bytes so far, without EOF and checksum: the start of an image whose entries
+    /// are written elsewhere ([`write_select_db`], [`write_entry`], then [`EOF_OPCODE`] and the checksum).
+    pub fn into_header(self) -> Vec<u8> {
+        self.out
     }
 
     /// Bytes written so far.
@@ -115,6 +109,32 @@ impl SnapshotWriter {
         self.out
     }
 }
+
+/// Appends one key (optional expiry, type byte, key, value) to `out`.
+pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
+    if entry.expires_at != 0 {
+        out.push(opcode::EXPIRETIME_MS);
+        out.extend_from_slice(&entry.expires_at.to_le_bytes());
+    }
+    // The type byte comes first, then the key, then the body: split what the value
+    // codec writes as one piece.
+    let start = out.len();
+    encode::value(out, &entry.value);
+    let body = out.split_off(start + 1);
+    encode::string(out, key);
+    out.extend_from_slice(&body);
+}
+
+/// Appends a SELECTDB opcode without the RESIZEDB hint (which is optional: an image
+/// written piece by piece selects a database again wherever its entries resume).
+pub fn write_select_db(out: &mut Vec<u8>, db: usize) {
+    out.push(opcode::SELECTDB);
+    encode::len(out, db as u64);
+}
+
+/// The EOF opcode, to be followed by the 8-byte little-endian CRC-64 of everything up to
+/// and including it.
+pub const EOF_OPCODE: u8 = opcode::EOF;
 
 /// One thing read from a snapshot, in file order.
 #[derive(Debug)]

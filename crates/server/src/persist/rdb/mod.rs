@@ -87,10 +87,13 @@ impl PayloadError {
     }
 }
 
-/// Redis's CRC-64 (Jones polynomial, reflected, no final xor).
+/// Redis's CRC-64 (Jones polynomial, reflected, no final xor), for checksums computed
+/// piece by piece (`CRC64.digest()`).
+pub static CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
+
+/// Redis's CRC-64 of `bytes`.
 pub fn crc64(bytes: &[u8]) -> u64 {
-    const CRC: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
-    CRC.checksum(bytes)
+    CRC64.checksum(bytes)
 }
 
 /// `value` as a DUMP payload.

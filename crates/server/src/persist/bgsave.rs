@@ -1,0 +1,218 @@
+//! BGSAVE without fork: a point-in-time image written while clients keep writing.
+//!
+//! The cut ([`crate::store::cut`]) begins with every shard held for an instant: the
+//! image's header, aux fields and function libraries are taken then, and each shard is
+//! told to save its entries into a [`CutFile`]. A background thread then walks every
+//! shard in batches of [`WALK_BATCH`] entries, each batch under the shard's lock, while
+//! any command about to change an entry not walked yet saves that one entry first. Each
+//! key reaches the file once, with its value at the cut; keys created later never do.
+//!
+//! The file is therefore written in whatever order shards are reached: entries of one
+//! database may come in several runs, each opened by a SELECTDB (without the optional
+//! RESIZEDB hint), which Redis's loader and ours read the same way. The CRC-64 is kept
+//! as the bytes go out. Memory beyond the dataset: one serialised batch per thread
+//! saving at that moment, plus the keys changed during the save (so the walker skips
+//! them); the dataset is never copied and the server never pauses for longer than
+//! beginning the cut.
+//!
+//! SAVE, DEBUG RELOAD, the AOF rewrite's base and a replication full sync still take
+//! their image with every shard held ([`super::snapshot::capture`]).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+use super::rdb::file::{write_entry, write_select_db, EOF_OPCODE};
+use super::rdb::CRC64;
+use super::snapshot::{dump_path, image_start, saved, temp_path, unix_secs};
+use crate::shared::Shared;
+use crate::store::{CutSink, Entry, Held, Store};
+
+/// Entries the walker saves per lock of a shard: small enough that a command waiting
+/// for the shard waits about as long as for a pipelined batch of its own.
+const WALK_BATCH: usize = 256;
+
+/// The file a cut is written to, shared by the walker and every command that saves an
+/// entry before changing it.
+pub struct CutFile {
+    out: Mutex<CutOutput>,
+    checksum: bool,
+}
+
+struct CutOutput {
+    file: Option<BufWriter<File>>,
+    crc: crc::Digest<'static, u64>,
+    /// The database of the entries last written (a run of another one needs SELECTDB).
+    db: Option<usize>,
+    /// The first write error; later writes are dropped and the save fails.
+    error: Option<std::io::Error>,
+    /// Bytes written so far.
+    written: u64,
+}
+
+impl CutOutput {
+    fn write(&mut self, bytes: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        let Some(file) = self.file.as_mut() else {
+            return;
+        };
+        match file.write_all(bytes) {
+            Ok(()) => {
+                self.crc.update(bytes);
+                self.written += bytes.len() as u64;
+            }
+            Err(e) => self.error = Some(e),
+        }
+    }
+}
+
+impl CutFile {
+    /// A cut written to `file`, starting with `header`.
+    fn new(file: std::io::Result<File>, header: &[u8], checksum: bool) -> CutFile {
+        let (file, error) = match file {
+            Ok(file) => (Some(BufWriter::with_capacity(1 << 20, file)), None),
+            Err(e) => (None, Some(e)),
+        };
+        let mut out = CutOutput {
+            file,
+            crc: CRC64.digest(),
+            db: None,
+            error,
+            written: 0,
+        };
+        out.write(header);
+        CutFile {
+            out: Mutex::new(out),
+            checksum,
+        }
+    }
+
+    /// Writes EOF and the checksum, flushes and syncs the file.
+    fn finish(&self) -> std::io::Result<u64> {
+        let mut out = self.out.lock();
+        out.write(&[EOF_OPCODE]);
+        let crc = if self.checksum {
+            std::mem::replace(&mut out.crc, CRC64.digest()).finalize()
+        } else {
+            0
+        };
+        out.write(&crc.to_le_bytes());
+        if let Some(e) = out.error.take() {
+            return Err(e);
+        }
+        let Some(mut file) = out.file.take() else {
+            return Err(std::io::Error::other("no file"));
+        };
+        file.flush()?;
+        file.get_ref().sync_all()?;
+        Ok(out.written)
+    }
+}
+
+impl CutSink for CutFile {
+    fn save(&self, db: usize, entries: &mut dyn Iterator<Item = (&[u8], &Entry)>) {
+        // Serialised under the shard's lock but outside the file's, so shards saving at
+        // the same time only queue for the write itself.
+        let mut chunk = Vec::new();
+        for (key, entry) in entries {
+            write_entry(&mut chunk, key, entry);
+        }
+        if chunk.is_empty() {
+            return;
+        }
+        let mut out = self.out.lock();
+        if out.db != Some(db) {
+            let mut select = Vec::with_capacity(4);
+            write_select_db(&mut select, db);
+            out.write(&select);
+            out.db = Some(db);
+        }
+        out.write(&chunk);
+    }
+}
+
+/// BGSAVE: begins a cut now and writes it on a background thread. Returns false when a
+/// save is already running (or the thread cannot start).
+pub fn bgsave(shared: &Shared) -> bool {
+    let p = &shared.persistence;
+    if p.bgsave_running.swap(true, Ordering::AcqRel) {
+        return false;
+    }
+    p.bgsave_started.store(unix_secs(), Ordering::Relaxed);
+    let started = Instant::now();
+    let path = dump_path(shared);
+    let temp = temp_path(&path);
+    let checksum = shared.config.read().param_bool("rdbchecksum");
+    let (cut, dirty_before) = {
+        let mut held = Held::all(&shared.store);
+        let dirty_before = p.dirty.load(Ordering::Relaxed);
+        let header = image_start(shared, &[]).into_header();
+        let cut = Arc::new(CutFile::new(File::create(&temp), &header, checksum));
+        for db in 0..shared.store.db_count() {
+            for index in 0..shared.store.db(db).shard_count() {
+                if let Some(shard) = held.get(db, index) {
+                    shard.begin_cut(cut.clone());
+                }
+            }
+        }
+        (cut, dirty_before)
+    };
+    let store = shared.store.clone();
+    let p = shared.persistence.clone();
+    let spawned = std::thread::Builder::new()
+        .name("redline-bgsave".into())
+        .spawn(move || {
+            let result = walk(&store, &cut, &temp, &path);
+            let p = &*p;
+            p.last_bgsave_ok.store(result.is_ok(), Ordering::Relaxed);
+            p.last_bgsave_secs.store(
+                i64::try_from(started.elapsed().as_secs()).unwrap_or(i64::MAX),
+                Ordering::Relaxed,
+            );
+            saved(p, &result, dirty_before);
+            if result.is_ok() {
+                tracing::info!("Background saving terminated with success");
+            }
+            p.bgsave_running.store(false, Ordering::Release);
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("Can't save in background: {e}");
+        // The cut must not stay pending: finish it here, into a file nobody renames.
+        let mut held = Held::all(&shared.store);
+        for db in 0..shared.store.db_count() {
+            for index in 0..shared.store.db(db).shard_count() {
+                if let Some(shard) = held.get(db, index) {
+                    while !shard.cut_step(usize::MAX) {}
+                }
+            }
+        }
+        drop(held);
+        let p = &shared.persistence;
+        p.last_bgsave_ok.store(false, Ordering::Relaxed);
+        p.bgsave_running.store(false, Ordering::Release);
+        return false;
+    }
+    tracing::info!("Background saving started");
+    true
+}
+
+/// Saves every shard's rest of the cut, then completes the file and moves it in place.
+fn walk(store: &Store, cut: &CutFile, temp: &Path, path: &Path) -> std::io::Result<()> {
+    for db in store.dbs() {
+        for index in 0..db.shard_count() {
+            while !db.lock_index(index).cut_step(WALK_BATCH) {}
+        }
+    }
+    let result = cut.finish().and_then(|_| std::fs::rename(temp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(temp);
+    }
+    result
+}

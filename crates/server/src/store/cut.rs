@@ -1,0 +1,230 @@
+//! A point-in-time cut of the keyspace, taken without a fork and without copying it.
+//!
+//! BGSAVE needs the dataset as it was at one instant while clients keep writing. Redis
+//! forks and lets the kernel copy pages on write; here each shard copies *entries* on
+//! write, straight into the snapshot:
+//!
+//! 1. The cut begins while every shard is held (an instant: nothing is copied, each
+//!    non-empty shard only gets a [`CutState`]). That instant is the snapshot's time.
+//! 2. A background walker visits every shard in small batches, each under the shard's
+//!    lock, and hands the entries it meets to the [`CutSink`] (which serialises them
+//!    into the file).
+//! 3. Before anything in a shard can change an entry the walker has not reached (a
+//!    write, a deletion, a lazy expiry, even a read, since readers get `&mut` access for
+//!    the LRU clock), the shard hands that entry to the sink first, as it was, and
+//!    remembers its key as saved. Keys created after the cut are remembered too, so the
+//!    walker skips them.
+//!
+//! Every key that existed at the cut is thus saved exactly once with its value at the
+//! cut, and nothing created later is. Extra memory is the set of keys changed during the
+//! save plus one batch per thread being serialised, never a second copy of the data;
+//! a writer pays for serialising the one entry it is about to change, never a shard.
+//!
+//! The walker goes by map index. The shard's map only appends (new keys) and
+//! swap-removes (the last entry fills the hole), so the entries below the walker's
+//! position stay visited; the one case that breaks this, the last unvisited entry moving
+//! into a visited hole, is handled by saving it as it moves ([`CutState::moved`]).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::compact::CompactBytes;
+use super::value::{Entry, Hasher};
+
+/// Where a cut's entries go: the snapshot being written (see `persist::snapshot`).
+/// Called under the lock of the shard the entries belong to; an implementation must not
+/// lock a shard itself (it only ever takes its own leaf lock).
+pub trait CutSink: Send + Sync {
+    /// Writes `entries` of database `db` with their values as they are now (which is
+    /// their value at the cut: the shard calls this before changing them).
+    fn save(&self, db: usize, entries: &mut dyn Iterator<Item = (&[u8], &Entry)>);
+}
+
+/// The progress of a cut in one shard.
+pub(super) struct CutState {
+    sink: Arc<dyn CutSink>,
+    /// Entries at map indexes below this were saved by the walker (or before moving
+    /// there).
+    next: usize,
+    /// Keys saved out of the walker's order, and keys created after the cut: the walker
+    /// skips them.
+    saved: HashSet<CompactBytes, Hasher>,
+}
+
+impl std::fmt::Debug for CutState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CutState")
+            .field("next", &self.next)
+            .field("saved", &self.saved.len())
+            .finish()
+    }
+}
+
+impl CutState {
+    pub(super) fn new(sink: Arc<dyn CutSink>) -> CutState {
+        CutState {
+            sink,
+            next: 0,
+            saved: HashSet::default(),
+        }
+    }
+
+    /// Whether the entry at `index` with `key` still holds its value at the cut and has
+    /// not been saved.
+    fn unsaved(&self, index: usize, key: &[u8]) -> bool {
+        index >= self.next && !self.saved.contains(key)
+    }
+
+    /// Saves the entry at `index` before it changes, if it still needs saving.
+    pub(super) fn before_change(
+        &mut self,
+        db: usize,
+        index: usize,
+        key: &CompactBytes,
+        entry: &Entry,
+    ) {
+        if self.unsaved(index, key.as_bytes()) {
+            self.sink
+                .save(db, &mut std::iter::once((key.as_bytes(), entry)));
+            self.saved.insert(key.clone());
+        }
+    }
+
+    /// A key created after the cut: never saved.
+    pub(super) fn created(&mut self, key: &[u8]) {
+        self.saved.insert(CompactBytes::new(key));
+    }
+
+    /// After a swap-remove at `hole` left `len` entries: `moved` is the entry that was
+    /// last (index `len`) and now sits at `hole` (none when the last entry itself went).
+    /// If it moved from the unvisited part into the visited one, it is saved now, or
+    /// the walker would never meet it.
+    pub(super) fn moved(
+        &mut self,
+        db: usize,
+        hole: usize,
+        len: usize,
+        moved: Option<(&CompactBytes, &Entry)>,
+    ) {
+        if let Some((key, entry)) = moved {
+            if hole < self.next && len >= self.next && !self.saved.contains(key.as_bytes()) {
+                self.sink
+                    .save(db, &mut std::iter::once((key.as_bytes(), entry)));
+                self.saved.insert(key.clone());
+            }
+        }
+        self.next = self.next.min(len);
+    }
+
+    /// Walks up to `batch` entries of `map` (the shard's entries in index order from
+    /// `self.next`), saving the unsaved ones; true once the walk reached the end.
+    pub(super) fn step<'a>(
+        &mut self,
+        db: usize,
+        entries: impl Iterator<Item = (&'a CompactBytes, &'a Entry)>,
+        len: usize,
+        batch: usize,
+    ) -> bool {
+        let end = self.next.saturating_add(batch).min(len);
+        let saved = &self.saved;
+        let mut todo = entries
+            .take(end - self.next.min(end))
+            .filter(|(key, _)| !saved.contains(key.as_bytes()))
+            .map(|(key, entry)| (key.as_bytes(), entry));
+        self.sink.save(db, &mut todo);
+        self.next = end;
+        self.next >= len
+    }
+
+    /// Where the walker stands.
+    pub(super) fn next(&self) -> usize {
+        self.next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::store::{Shard, Value};
+
+    /// Records what a cut saved, key by key, failing on a key saved twice.
+    #[derive(Default)]
+    struct Recorder(parking_lot::Mutex<BTreeMap<Vec<u8>, String>>);
+
+    impl CutSink for Recorder {
+        fn save(&self, db: usize, entries: &mut dyn Iterator<Item = (&[u8], &Entry)>) {
+            assert_eq!(db, 0);
+            let mut saved = self.0.lock();
+            for (key, entry) in entries {
+                let before = saved.insert(key.to_vec(), format!("{:?}", entry.value));
+                assert!(before.is_none(), "{key:?} saved twice");
+            }
+        }
+    }
+
+    fn contents(shard: &Shard) -> BTreeMap<Vec<u8>, String> {
+        let mut all = BTreeMap::new();
+        shard.for_each_stored(|k, e| {
+            all.insert(k.as_bytes().to_vec(), format!("{:?}", e.value));
+        });
+        all
+    }
+
+    /// Whatever mix of writes, deletions, reads and new keys runs while the walker goes,
+    /// the cut holds exactly the entries of the instant it began.
+    #[test]
+    fn a_cut_saves_the_dataset_of_its_instant_whatever_changes_meanwhile() {
+        for seed in 0..200u64 {
+            let mut rng = fastrand::Rng::with_seed(seed);
+            let mut shard = Shard::default();
+            let keys = rng.usize(0..300);
+            for i in 0..keys {
+                shard.insert(format!("k{i}").as_bytes(), Value::Int(i as i64), 0);
+            }
+            let expected = contents(&shard);
+            let recorder = Arc::new(Recorder::default());
+            shard.begin_cut(recorder.clone());
+            let mut round = 0i64;
+            while shard.cut_pending() {
+                round += 1;
+                for _ in 0..rng.usize(0..20) {
+                    let key = format!("k{}", rng.usize(0..keys.max(1) * 2));
+                    match rng.u8(0..5) {
+                        0 => shard.insert(key.as_bytes(), Value::Int(-round), 0),
+                        1 => {
+                            shard.remove(key.as_bytes());
+                        }
+                        2 => {
+                            shard.get(key.as_bytes());
+                        }
+                        3 => {
+                            shard.get_or_insert_with(key.as_bytes(), || Value::string(b"new"));
+                        }
+                        _ => {
+                            shard.set_expires(key.as_bytes(), u64::MAX);
+                        }
+                    }
+                }
+                shard.cut_step(rng.usize(1..40));
+            }
+            assert_eq!(*recorder.0.lock(), expected, "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn flushing_a_shard_saves_the_rest_of_the_cut_first() {
+        let mut shard = Shard::default();
+        for i in 0..50 {
+            shard.insert(format!("k{i}").as_bytes(), Value::Int(i), 0);
+        }
+        let expected = contents(&shard);
+        let recorder = Arc::new(Recorder::default());
+        shard.begin_cut(recorder.clone());
+        shard.cut_step(10);
+        shard.clear();
+        assert!(!shard.cut_pending());
+        assert_eq!(*recorder.0.lock(), expected);
+    }
+}
