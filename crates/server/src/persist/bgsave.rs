@@ -15,12 +15,13 @@
 //! them); the dataset is never copied and the server never pauses for longer than
 //! beginning the cut.
 //!
-//! SAVE, DEBUG RELOAD, the AOF rewrite's base and a replication full sync still take
-//! their image with every shard held ([`super::snapshot::capture`]).
+//! BGSAVE and a replication full sync write cuts; SAVE, DEBUG RELOAD and the AOF
+//! rewrite's base still take their image with every shard held
+//! ([`super::snapshot::capture`]).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -31,7 +32,7 @@ use super::rdb::file::{write_entry, write_select_db, EOF_OPCODE};
 use super::rdb::CRC64;
 use super::snapshot::{dump_path, image_start, saved, temp_path, unix_secs};
 use crate::shared::Shared;
-use crate::store::{CutSink, Entry, Held, Store};
+use crate::store::{CutSink, Entry, Held, ShardMap, Store};
 
 /// Entries the walker saves per lock of a shard: small enough that a command waiting
 /// for the shard waits about as long as for a pipelined batch of its own.
@@ -75,16 +76,12 @@ impl CutOutput {
 
 impl CutFile {
     /// A cut written to `file`, starting with `header`.
-    fn new(file: std::io::Result<File>, header: &[u8], checksum: bool) -> CutFile {
-        let (file, error) = match file {
-            Ok(file) => (Some(BufWriter::with_capacity(1 << 20, file)), None),
-            Err(e) => (None, Some(e)),
-        };
+    fn new(file: File, header: &[u8], checksum: bool) -> CutFile {
         let mut out = CutOutput {
-            file,
+            file: Some(BufWriter::with_capacity(1 << 20, file)),
             crc: CRC64.digest(),
             db: None,
-            error,
+            error: None,
             written: 0,
         };
         out.write(header);
@@ -138,8 +135,92 @@ impl CutSink for CutFile {
     }
 }
 
+/// A cut begun and not yet written out: [`Cut::complete`] walks what is left and ends
+/// the file. Dropped unfinished (its connection went away), it is finished and
+/// discarded on a thread of its own: the shards must not go on saving into it.
+pub struct Cut {
+    pending: Option<(Arc<CutFile>, PathBuf)>,
+    store: Arc<Store>,
+}
+
+impl std::fmt::Debug for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let temp = self.pending.as_ref().map(|(_, temp)| temp);
+        f.debug_struct("Cut").field("temp", &temp).finish()
+    }
+}
+
+/// Begins a cut into the file `temp`: `held` must hold every shard (this is the
+/// image's instant). `extra_aux` adds aux fields (a full sync's replication id and
+/// offset). Fails only when the file cannot be created.
+pub fn begin_cut(
+    shared: &Shared,
+    held: &mut dyn ShardMap,
+    temp: PathBuf,
+    extra_aux: &[(&str, &[u8])],
+) -> std::io::Result<Cut> {
+    let file = File::create(&temp)?;
+    let checksum = shared.config.read().param_bool("rdbchecksum");
+    let header = image_start(shared, extra_aux).into_header();
+    let file = Arc::new(CutFile::new(file, &header, checksum));
+    for db in 0..shared.store.db_count() {
+        for index in 0..shared.store.db(db).shard_count() {
+            held.shard(db, index).begin_cut(file.clone());
+        }
+    }
+    Ok(Cut {
+        pending: Some((file, temp)),
+        store: shared.store.clone(),
+    })
+}
+
+impl Cut {
+    /// Saves every shard's rest of the cut and completes the file (EOF, checksum,
+    /// fsync); returns its path and size. On failure the file is removed. Blocks for
+    /// as long as the walk takes: call it off the async runtime.
+    pub fn complete(mut self) -> std::io::Result<(PathBuf, u64)> {
+        let Some((file, temp)) = self.pending.take() else {
+            return Err(std::io::Error::other("cut already completed"));
+        };
+        for db in self.store.dbs() {
+            for index in 0..db.shard_count() {
+                while !db.lock_index(index).cut_step(WALK_BATCH) {}
+            }
+        }
+        match file.finish() {
+            Ok(size) => Ok((temp, size)),
+            Err(e) => {
+                let _ = std::fs::remove_file(&temp);
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for Cut {
+    fn drop(&mut self) {
+        let Some(pending) = self.pending.take() else {
+            return;
+        };
+        let rest = Cut {
+            pending: Some(pending),
+            store: self.store.clone(),
+        };
+        let spawned = std::thread::Builder::new()
+            .name("redline-cut-drop".into())
+            .spawn(move || {
+                if let Ok((temp, _)) = rest.complete() {
+                    let _ = std::fs::remove_file(temp);
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("An abandoned snapshot cut could not be finished: {e}");
+        }
+    }
+}
+
 /// BGSAVE: begins a cut now and writes it on a background thread. Returns false when a
-/// save is already running (or the thread cannot start).
+/// save is already running (or cannot start).
 pub fn bgsave(shared: &Shared) -> bool {
     let p = &shared.persistence;
     if p.bgsave_running.swap(true, Ordering::AcqRel) {
@@ -148,28 +229,27 @@ pub fn bgsave(shared: &Shared) -> bool {
     p.bgsave_started.store(unix_secs(), Ordering::Relaxed);
     let started = Instant::now();
     let path = dump_path(shared);
-    let temp = temp_path(&path);
-    let checksum = shared.config.read().param_bool("rdbchecksum");
-    let (cut, dirty_before) = {
+    let begun = {
         let mut held = Held::all(&shared.store);
         let dirty_before = p.dirty.load(Ordering::Relaxed);
-        let header = image_start(shared, &[]).into_header();
-        let cut = Arc::new(CutFile::new(File::create(&temp), &header, checksum));
-        for db in 0..shared.store.db_count() {
-            for index in 0..shared.store.db(db).shard_count() {
-                if let Some(shard) = held.get(db, index) {
-                    shard.begin_cut(cut.clone());
-                }
-            }
-        }
-        (cut, dirty_before)
+        begin_cut(shared, &mut held, temp_path(&path), &[]).map(|cut| (cut, dirty_before))
     };
-    let store = shared.store.clone();
+    let (cut, dirty_before) = match begun {
+        Ok(begun) => begun,
+        Err(e) => {
+            tracing::warn!("Failed opening the temp RDB file for saving: {e}");
+            p.last_bgsave_ok.store(false, Ordering::Relaxed);
+            p.bgsave_running.store(false, Ordering::Release);
+            return false;
+        }
+    };
     let p = shared.persistence.clone();
     let spawned = std::thread::Builder::new()
         .name("redline-bgsave".into())
         .spawn(move || {
-            let result = walk(&store, &cut, &temp, &path);
+            let result = cut
+                .complete()
+                .and_then(|(temp, _)| std::fs::rename(temp, &path));
             let p = &*p;
             p.last_bgsave_ok.store(result.is_ok(), Ordering::Relaxed);
             p.last_bgsave_secs.store(
@@ -184,7 +264,8 @@ pub fn bgsave(shared: &Shared) -> bool {
         });
     if let Err(e) = spawned {
         tracing::warn!("Can't save in background: {e}");
-        // The cut must not stay pending: finish it here, into a file nobody renames.
+        // The cut must not stay pending: the shards finish it as they are locked now,
+        // into a file nobody renames.
         let mut held = Held::all(&shared.store);
         for db in 0..shared.store.db_count() {
             for index in 0..shared.store.db(db).shard_count() {
@@ -201,18 +282,4 @@ pub fn bgsave(shared: &Shared) -> bool {
     }
     tracing::info!("Background saving started");
     true
-}
-
-/// Saves every shard's rest of the cut, then completes the file and moves it in place.
-fn walk(store: &Store, cut: &CutFile, temp: &Path, path: &Path) -> std::io::Result<()> {
-    for db in store.dbs() {
-        for index in 0..db.shard_count() {
-            while !db.lock_index(index).cut_step(WALK_BATCH) {}
-        }
-    }
-    let result = cut.finish().and_then(|_| std::fs::rename(temp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(temp);
-    }
-    result
 }

@@ -1,10 +1,13 @@
 //! The master side: SYNC and PSYNC turn a connection into a replica link.
 //!
-//! A full sync holds every shard ([`Held::all`]) while it reads the stream's id and
-//! offset, serialises the dataset ([`snapshot::capture`]) and attaches the replica to the
-//! stream: the image is exactly the state at that offset, and the replica receives every
-//! change after it. The image goes out as a disk-less bulk (`$<len>` then the bytes),
-//! which every Redis replica reads whatever `repl-diskless-sync` says. PSYNC with this
+//! A full sync holds every shard ([`Held::all`]) for an instant while it reads the
+//! stream's id and offset, begins a copy-on-write cut of the dataset into a file
+//! ([`bgsave::begin_cut`]) and attaches the replica to the stream: the image is exactly
+//! the state at that offset, and the replica receives every change after it. Clients
+//! keep writing while the cut is written; once complete it goes out as a bulk (`$<len>`
+//! then the bytes, as Redis's disk-based sync), followed by the stream buffered
+//! meanwhile. Should the file not be creatable, the image is serialised in memory under
+//! the locks instead. PSYNC with this
 //! server's id (or the previous one, after a promotion) and an offset still in the
 //! backlog continues without an image.
 //!
@@ -23,6 +26,7 @@ use tokio::sync::mpsc;
 use super::journal::{LinkState, ReplicaLink};
 use crate::cmd::args::is;
 use crate::cmd::Ctx;
+use crate::persist::bgsave::{self, Cut};
 use crate::persist::snapshot;
 use crate::shared::Shared;
 use crate::store::Held;
@@ -34,6 +38,8 @@ pub struct ReplicaStart {
     pub link: Arc<ReplicaLink>,
     /// Its part of the stream.
     pub rx: mpsc::UnboundedReceiver<Bytes>,
+    /// A full sync's image, still being written: it goes out before the stream.
+    pub image: Option<Cut>,
 }
 
 /// SYNC (`psync` None) or PSYNC replid offset: writes the reply (and the image or the
@@ -65,7 +71,11 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
                 "Partial resynchronization request from {ip}:{port} accepted. Sending {} bytes of backlog.",
                 data.len()
             );
-            ctx.client.replica_start = Some(ReplicaStart { link, rx });
+            ctx.client.replica_start = Some(ReplicaStart {
+                link,
+                rx,
+                image: None,
+            });
             return;
         }
     }
@@ -83,15 +93,22 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
         .map_or(0, |m| m.stream_db())
         .to_string();
     let offset_text = offset.to_string();
-    let image = snapshot::capture(
-        shared,
-        &mut *held.borrow_mut(),
-        &[
-            ("repl-stream-db", stream_db.as_bytes()),
-            ("repl-id", replid.as_bytes()),
-            ("repl-offset", offset_text.as_bytes()),
-        ],
-    );
+    let aux: [(&str, &[u8]); 3] = [
+        ("repl-stream-db", stream_db.as_bytes()),
+        ("repl-id", replid.as_bytes()),
+        ("repl-offset", offset_text.as_bytes()),
+    ];
+    // A cut into a file when the directory allows it (the replica gets it once
+    // complete, the master never pauses); else the image serialised now, in memory.
+    let temp = std::path::PathBuf::from(format!(
+        "temp-sync-{}-{}.rdb",
+        std::process::id(),
+        ctx.client.id
+    ));
+    let image = match bgsave::begin_cut(shared, &mut *held.borrow_mut(), temp, &aux) {
+        Ok(cut) => Ok(cut),
+        Err(_) => Err(snapshot::capture(shared, &mut *held.borrow_mut(), &aux)),
+    };
     let (link, rx) = journal
         .stream()
         .attach(ctx.client.id, ip, port, backlog_size);
@@ -100,15 +117,47 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
         ctx.out
             .extend_from_slice(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes());
     }
-    ctx.out
-        .extend_from_slice(format!("${}\r\n", image.len()).as_bytes());
-    ctx.out.extend_from_slice(&image);
     link.set_state(LinkState::SendBulk);
-    tracing::info!(
-        "Full resync requested by replica {ip}:{port}: {} bytes of RDB at offset {offset}",
-        image.len()
-    );
-    ctx.client.replica_start = Some(ReplicaStart { link, rx });
+    let image = match image {
+        Ok(cut) => {
+            tracing::info!(
+                "Starting BGSAVE for SYNC with target: disk (replica {ip}:{port}, offset {offset})"
+            );
+            Some(cut)
+        }
+        Err(bytes) => {
+            ctx.out
+                .extend_from_slice(format!("${}\r\n", bytes.len()).as_bytes());
+            ctx.out.extend_from_slice(&bytes);
+            tracing::info!(
+                "Full resync requested by replica {ip}:{port}: {} bytes of RDB at offset {offset}",
+                bytes.len()
+            );
+            None
+        }
+    };
+    ctx.client.replica_start = Some(ReplicaStart { link, rx, image });
+}
+
+/// Completes a full sync's cut off the runtime and sends it as a bulk (`$<len>` then the
+/// bytes); the file goes once sent.
+async fn send_image(socket: &mut TcpStream, cut: Cut) -> std::io::Result<()> {
+    let (path, size) = tokio::task::spawn_blocking(move || cut.complete())
+        .await
+        .map_err(std::io::Error::other)??;
+    let sent = async {
+        socket.write_all(format!("${size}\r\n").as_bytes()).await?;
+        let mut file = tokio::fs::File::open(&path).await?;
+        let copied = tokio::io::copy(&mut file, socket).await?;
+        if copied != size {
+            return Err(std::io::Error::other("the sync image changed size"));
+        }
+        Ok(())
+    }
+    .await;
+    let _ = tokio::fs::remove_file(&path).await;
+    tracing::info!("Synchronization image of {size} bytes sent");
+    sent
 }
 
 fn backlog_size(shared: &Shared) -> usize {
@@ -122,8 +171,19 @@ pub async fn serve(
     input: &mut BytesMut,
     start: ReplicaStart,
 ) -> std::io::Result<()> {
-    let ReplicaStart { link, mut rx } = start;
+    let ReplicaStart {
+        link,
+        mut rx,
+        image,
+    } = start;
     let journal = &shared.repl.journal;
+    if let Some(cut) = image {
+        if let Err(e) = send_image(socket, cut).await {
+            journal.stream().detach(link.id);
+            tracing::warn!("Full synchronization with replica failed: {e}");
+            return Err(e);
+        }
+    }
     link.set_state(LinkState::Online);
     tracing::info!(
         "Synchronization with replica {}:{} succeeded",
