@@ -10,7 +10,8 @@ APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 .PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat
 
 help:
-	@echo "make run    build in release and run redline bench against its embedded redline-server (ping/set/get/mixed, P=1 and P=16)"
+	@echo "make run    build in release and run redline bench against its embedded redline-server (ping/set/get/mixed, P=1 and P=16,"
+	@echo "            multiplexed and redis-benchmark modes)"
 	@echo "make test   install missing tools, then fmt check, clippy -D warnings, all tests"
 	@echo "make bench  every comparison (clients, REST service, server, fill) + codec; writes bench/REPORT.md"
 	@echo "            QUICK=1 for the short plan (< 15 min after the release build)"
@@ -46,8 +47,10 @@ deps:
 	done; \
 	echo "deps: $$(redis-server --version | cut -d' ' -f1-3)"
 
+# Both modes: the callers multiplexed over one connection (how an application uses redline),
+# then one connection per caller (what redis-benchmark -c measures).
 run:
-	$(CARGO) run --release -p redline-cli --bin redline -- bench
+	$(CARGO) run --release -p redline-cli --bin redline -- bench --mode both
 
 test: deps lint
 	$(CARGO) test --workspace

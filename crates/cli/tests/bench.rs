@@ -33,7 +33,14 @@ fn stat(info: &str, name: &str) -> Option<u64> {
 /// Every field the JSON output promises, with the right types.
 fn check_fields(row: &Value) {
     assert!(row["test"].is_string(), "{row}");
-    for field in ["requests", "errors", "clients", "pipeline"] {
+    for field in [
+        "requests",
+        "errors",
+        "clients",
+        "callers",
+        "connections",
+        "pipeline",
+    ] {
         assert!(row[field].is_u64(), "{field} in {row}");
     }
     for field in ["seconds", "ops_per_sec"] {
@@ -74,7 +81,77 @@ fn embedded_default_runs_the_standard_set_as_json() {
         assert_eq!(row["requests"], 2000, "{row}");
         assert_eq!(row["errors"], 0, "{row}");
         assert_eq!(row["clients"], 8);
+        assert_eq!(row["mode"], "multiplexed", "{row}");
+        assert_eq!(row["connections"], 1, "{row}");
     }
+}
+
+/// `--mode redis-benchmark` opens one connection per caller (what redis-benchmark's -c
+/// means), `--mode both` runs every test in each mode, and the text output says which.
+#[test]
+fn redis_benchmark_mode_opens_one_connection_per_caller() {
+    let server = RedisServer::start().expect("redis-server");
+    let port = server.port().to_string();
+    let received = || {
+        let info = server.cmd(&["INFO", "stats"]).unwrap().text().unwrap();
+        stat(&info, "total_connections_received").unwrap()
+    };
+    let before = received();
+    let out = run(
+        redline(),
+        &[
+            "bench", "-p", &port, "-n", "500", "-c", "6", "-t", "set", "--mode", "both", "--json",
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let rows = json_lines(&out.stdout);
+    let modes: Vec<(&str, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["mode"].as_str().unwrap(),
+                r["connections"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(modes, [("multiplexed", 1), ("redis-benchmark", 6)]);
+    // One for the multiplexed client, six for the callers (plus handshakes' own).
+    assert!(
+        received() - before >= 7,
+        "{} connections",
+        received() - before
+    );
+
+    let out = run(
+        redline(),
+        &[
+            "bench",
+            "-p",
+            &port,
+            "-n",
+            "200",
+            "-c",
+            "3",
+            "-t",
+            "get",
+            "--mode",
+            "redis-benchmark",
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("3 parallel callers"), "{stdout}");
+    assert!(
+        stdout.contains("connections: 3 (one per caller"),
+        "{stdout}"
+    );
+    assert!(
+        text(&out.stderr).contains("compare these figures with redis-benchmark -c 3"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

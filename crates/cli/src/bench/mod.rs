@@ -4,6 +4,13 @@
 //!
 //! With no `-h`, `-p` or `-u` it starts an embedded redline-server on a free loopback
 //! port ([`embedded`]) and benchmarks that, so it works on a fresh machine.
+//!
+//! `-c` counts *callers* (tasks with one request or pipeline in flight each), and
+//! `--mode` says how they reach the server: `multiplexed` (the default: all callers
+//! share `--mux` connections through the client's auto-pipelining, as an application
+//! using redline does) or `redis-benchmark` (one connection per caller, each waiting
+//! for its reply, which is what redis-benchmark's `-c` measures); `both` runs each test
+//! in both modes, so the two are never compared by mistake.
 
 mod embedded;
 mod progress;
@@ -34,8 +41,9 @@ use workload::Test;
 pub(crate) struct BenchArgs {
     #[command(flatten)]
     pub(crate) conn: ConnArgs,
-    /// Number of parallel connections (clients) [default: 50].
-    #[arg(short = 'c', value_name = "CLIENTS", default_value_t = 50)]
+    /// Number of parallel callers, each with one request (or pipeline) in flight; how
+    /// many connections they use is --mode's choice [default: 50].
+    #[arg(short = 'c', value_name = "CALLERS", default_value_t = 50)]
     pub(crate) clients: usize,
     /// Total number of requests [default: 100000].
     #[arg(short = 'n', value_name = "REQUESTS", default_value_t = 100_000)]
@@ -64,9 +72,15 @@ pub(crate) struct BenchArgs {
     /// Output in CSV format, as redis-benchmark --csv.
     #[arg(long = "csv")]
     pub(crate) csv: bool,
-    /// Multiplexed connections per node (the client's pool size).
+    /// Multiplexed connections per node the callers share in multiplexed mode (the
+    /// client's pool size).
     #[arg(long = "mux", value_name = "N", default_value_t = 1)]
     pub(crate) mux: usize,
+    /// How callers reach the server: `multiplexed` (share --mux connections, as an
+    /// application using redline), `redis-benchmark` (one connection per caller, as
+    /// redis-benchmark -c), or `both`.
+    #[arg(long = "mode", value_name = "MODE", default_value = "multiplexed")]
+    pub(crate) mode: ModeArg,
     /// The target is a Redis Cluster (use the cluster client).
     #[arg(long = "cluster")]
     pub(crate) cluster: bool,
@@ -80,6 +94,66 @@ pub(crate) struct BenchArgs {
         value_name = "COMMAND"
     )]
     pub(crate) command: Vec<String>,
+}
+
+/// `--mode` as given.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ModeArg {
+    /// Callers share the multiplexed connections.
+    Multiplexed,
+    /// One connection per caller.
+    RedisBenchmark,
+    /// Each test in both modes.
+    Both,
+}
+
+impl ModeArg {
+    fn modes(self) -> Vec<Mode> {
+        match self {
+            ModeArg::Multiplexed => vec![Mode::Multiplexed],
+            ModeArg::RedisBenchmark => vec![Mode::RedisBenchmark],
+            ModeArg::Both => vec![Mode::Multiplexed, Mode::RedisBenchmark],
+        }
+    }
+}
+
+/// How one run's callers reach the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// All callers share `--mux` auto-pipelined connections.
+    Multiplexed,
+    /// Each caller has its own connection and waits for each reply.
+    RedisBenchmark,
+}
+
+impl Mode {
+    /// The name `--mode` and `--json` use.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Mode::Multiplexed => "multiplexed",
+            Mode::RedisBenchmark => "redis-benchmark",
+        }
+    }
+
+    /// What the connection count means, for the per-test block.
+    pub(crate) fn connections_note(self) -> &'static str {
+        match self {
+            Mode::Multiplexed => "shared by every caller through auto-pipelining",
+            Mode::RedisBenchmark => "one per caller, as redis-benchmark",
+        }
+    }
+
+    /// The one line printed before a mode's first test.
+    fn explanation(self, callers: usize, connections: usize) -> String {
+        match self {
+            Mode::Multiplexed => format!(
+                "multiplexed mode: {callers} callers share {connections} connection(s); requests in flight are batched into one write, as an application using redline sees it (not comparable with redis-benchmark -c {callers})"
+            ),
+            Mode::RedisBenchmark => format!(
+                "redis-benchmark mode: {callers} callers on {connections} connections, one each, every caller waiting for its reply: compare these figures with redis-benchmark -c {callers}"
+            ),
+        }
+    }
 }
 
 /// Runs `redline bench`.
@@ -175,64 +249,94 @@ async fn bench(args: BenchArgs, embedded: Option<SocketAddr>) -> Result<(), Benc
     if let Some(db) = args.db {
         cfg.db = db;
     }
-    cfg.pool_size = args.mux;
     cfg.command_timeout = Some(Duration::from_secs(2));
     cfg.queue_bound = cfg
         .queue_bound
         .max(args.clients * pipelines.iter().copied().max().unwrap_or(1) * 2);
-    let addr = cfg.addr();
-    let target = if args.cluster {
-        let mut cluster = ClusterConfig::default();
-        cluster.seeds = vec![(cfg.host.clone(), cfg.port)];
-        cluster.node = cfg;
-        Target::Cluster(
-            ClusterClient::from_config(cluster)
-                .await
-                .map_err(|source| BenchError::Connect { addr, source })?,
-        )
-    } else {
-        Target::Single(
-            Client::from_config(cfg)
-                .await
-                .map_err(|source| BenchError::Connect { addr, source })?,
-        )
-    };
 
     if args.csv {
         println!("{}", report::CSV_HEADER);
     }
     let data = Bytes::from(vec![b'x'; args.data_size]);
     let mut rows = Vec::new();
-    for &pipeline in &pipelines {
-        for test in &tests {
-            let plan = Plan {
-                clients: args.clients,
-                requests: args.requests,
-                duration: args.duration.map(Duration::from_secs_f64),
-                pipeline,
-                data: data.clone(),
-                keyspace: args.keyspace,
-            };
-            let live = Arc::new(Live::default());
-            let progress = progress::start(!args.json && !args.csv, test, &plan, live.clone());
-            let outcome = runner::run(test, &target, &plan, live).await;
-            progress.finish();
-            let row = Row {
-                test: test.clone(),
-                clients: args.clients,
-                pipeline,
-                data_size: args.data_size,
-                outcome,
-            };
-            emit(&args, &row);
-            rows.push(row);
+    for mode in args.mode.modes() {
+        let targets = connect(&args, &cfg, mode).await?;
+        let connections = match mode {
+            Mode::Multiplexed => args.mux,
+            Mode::RedisBenchmark => args.clients,
+        };
+        if !args.json && !args.csv {
+            eprintln!("{}", mode.explanation(args.clients, connections));
+        }
+        for &pipeline in &pipelines {
+            for test in &tests {
+                let plan = Plan {
+                    clients: args.clients,
+                    requests: args.requests,
+                    duration: args.duration.map(Duration::from_secs_f64),
+                    pipeline,
+                    data: data.clone(),
+                    keyspace: args.keyspace,
+                };
+                let live = Arc::new(Live::default());
+                let progress = progress::start(!args.json && !args.csv, test, &plan, live.clone());
+                let outcome = runner::run(test, &targets, &plan, live).await;
+                progress.finish();
+                let row = Row {
+                    test: test.clone(),
+                    clients: args.clients,
+                    mode,
+                    connections,
+                    pipeline,
+                    data_size: args.data_size,
+                    outcome,
+                };
+                emit(&args, &row);
+                rows.push(row);
+            }
         }
     }
     if !args.json && !args.quiet && !args.csv {
         println!("{}", report::table(&rows));
     }
-    drop(target);
     Ok(())
+}
+
+/// The targets the callers use in `mode`: one client with `--mux` multiplexed
+/// connections, or one single-connection client per caller.
+async fn connect(
+    args: &BenchArgs,
+    cfg: &redline::Config,
+    mode: Mode,
+) -> Result<Vec<Target>, BenchError> {
+    let (count, pool_size) = match mode {
+        Mode::Multiplexed => (1, args.mux),
+        Mode::RedisBenchmark => (args.clients, 1),
+    };
+    let mut targets = Vec::with_capacity(count);
+    for _ in 0..count {
+        let mut cfg = cfg.clone();
+        cfg.pool_size = pool_size;
+        let addr = cfg.addr();
+        let target = if args.cluster {
+            let mut cluster = ClusterConfig::default();
+            cluster.seeds = vec![(cfg.host.clone(), cfg.port)];
+            cluster.node = cfg;
+            Target::Cluster(
+                ClusterClient::from_config(cluster)
+                    .await
+                    .map_err(|source| BenchError::Connect { addr, source })?,
+            )
+        } else {
+            Target::Single(
+                Client::from_config(cfg)
+                    .await
+                    .map_err(|source| BenchError::Connect { addr, source })?,
+            )
+        };
+        targets.push(target);
+    }
+    Ok(targets)
 }
 
 fn select_tests(args: &BenchArgs) -> Result<Vec<Test>, BenchError> {
@@ -270,7 +374,7 @@ fn emit(args: &BenchArgs, row: &Row) {
     } else if args.quiet {
         format!("{}\n{}", row.quiet_line(), row.problems())
     } else {
-        format!("{}\n", row.block(args.mux))
+        format!("{}\n", row.block())
     };
     let _ = stdout.write_all(text.as_bytes());
     let _ = stdout.flush();

@@ -15,8 +15,12 @@ pub(crate) const CSV_HEADER: &str = "\"test\",\"rps\",\"avg_latency_ms\",\"min_l
 pub(crate) struct Row {
     /// The test.
     pub(crate) test: Test,
-    /// `-c`.
+    /// `-c`: callers, each with one request (or pipeline) in flight.
     pub(crate) clients: usize,
+    /// How the callers reach the server.
+    pub(crate) mode: super::Mode,
+    /// Connections the callers share (per node with `--cluster`).
+    pub(crate) connections: usize,
     /// `-P`.
     pub(crate) pipeline: usize,
     /// `-d`.
@@ -63,6 +67,9 @@ impl Row {
             "seconds": self.outcome.seconds,
             "ops_per_sec": self.ops_per_sec(),
             "clients": self.clients,
+            "callers": self.clients,
+            "connections": self.connections,
+            "mode": self.mode.name(),
             "pipeline": self.pipeline,
             "data_size": self.data_size,
             "latency_ms": {
@@ -109,15 +116,18 @@ impl Row {
     }
 
     fn title(&self) -> String {
+        let mut title = self.test.title.clone();
         if self.pipeline > 1 {
-            format!("{} (P={})", self.test.title, self.pipeline)
-        } else {
-            self.test.title.clone()
+            title = format!("{title} (P={})", self.pipeline);
         }
+        if self.mode == super::Mode::RedisBenchmark {
+            title.push_str(" [redis-benchmark mode]");
+        }
+        title
     }
 
     /// redis-benchmark's block for one test, plus errors and outages when there were any.
-    pub(crate) fn block(&self, mux: usize) -> String {
+    pub(crate) fn block(&self) -> String {
         let mut s = String::new();
         let o = &self.outcome;
         let _ = writeln!(s, "====== {} ======", self.title());
@@ -126,10 +136,15 @@ impl Row {
             "  {} requests completed in {:.2} seconds",
             o.requests, o.seconds
         );
-        let _ = writeln!(s, "  {} parallel clients", self.clients);
+        let _ = writeln!(s, "  {} parallel callers", self.clients);
         let _ = writeln!(s, "  {} bytes payload", self.data_size);
         let _ = writeln!(s, "  keep alive: 1");
-        let _ = writeln!(s, "  multiplexed connections: {mux}");
+        let _ = writeln!(
+            s,
+            "  connections: {} ({})",
+            self.connections,
+            self.mode.connections_note()
+        );
         if self.pipeline > 1 {
             let _ = writeln!(s, "  pipeline: {}", self.pipeline);
         }
@@ -201,10 +216,12 @@ pub(crate) fn table(rows: &[Row]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<28} {:>3} {:>7} {:>10} {:>8} {:>8} {:>12} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "{:<28} {:<15} {:>3} {:>7} {:>5} {:>10} {:>8} {:>8} {:>12} {:>8} {:>8} {:>8} {:>8} {:>8}",
         "test",
+        "mode",
         "P",
-        "clients",
+        "callers",
+        "conns",
         "requests",
         "errors",
         "seconds",
@@ -223,10 +240,12 @@ pub(crate) fn table(rows: &[Row]) -> String {
         }
         let _ = writeln!(
             s,
-            "{:<28} {:>3} {:>7} {:>10} {:>8} {:>8.2} {:>12.0} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3}",
+            "{:<28} {:<15} {:>3} {:>7} {:>5} {:>10} {:>8} {:>8.2} {:>12.0} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3}",
             name,
+            row.mode.name(),
             row.pipeline,
             row.clients,
+            row.connections,
             row.outcome.requests,
             row.outcome.errors,
             row.outcome.seconds,

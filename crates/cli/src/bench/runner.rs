@@ -1,4 +1,6 @@
-//! Runs one test: `clients` workers issue commands (or pipelines of `-P` commands) until
+//! Runs one test: `clients` workers (callers) issue commands (or pipelines of `-P`
+//! commands), each through its share of the targets (one shared multiplexed client, or
+//! one connection per caller in redis-benchmark mode), until
 //! `-n` requests are done or `--duration` has passed, each keeping its own HDR histogram
 //! (merged at the end, so workers never share a lock on the hot path).
 //!
@@ -64,7 +66,8 @@ pub(crate) struct Live {
 struct Shared {
     plan: Plan,
     test: Test,
-    target: Target,
+    /// Worker `i` sends through `targets[i % len]`.
+    targets: Vec<Target>,
     live: Arc<Live>,
     issued: AtomicU64,
     start: Instant,
@@ -80,17 +83,19 @@ pub(crate) fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
 }
 
-/// Runs `test` against `target` as `plan` says.
-pub(crate) async fn run(test: &Test, target: &Target, plan: &Plan, live: Arc<Live>) -> Outcome {
+/// Runs `test` against `targets` as `plan` says (worker `i` uses `targets[i % len]`).
+pub(crate) async fn run(test: &Test, targets: &[Target], plan: &Plan, live: Arc<Live>) -> Outcome {
     // Untimed setup (e.g. LRANGE's list); failures show up in the timed part anyway.
-    for cmd in test.setup(&plan.data) {
-        let _ = target.one(cmd).await;
+    if let Some(target) = targets.first() {
+        for cmd in test.setup(&plan.data) {
+            let _ = target.one(cmd).await;
+        }
     }
     let start = Instant::now();
     let shared = Arc::new(Shared {
         plan: plan.clone(),
         test: test.clone(),
-        target: target.clone(),
+        targets: targets.to_vec(),
         live,
         issued: AtomicU64::new(0),
         start,
@@ -100,7 +105,7 @@ pub(crate) async fn run(test: &Test, target: &Target, plan: &Plan, live: Arc<Liv
         error_kinds: Mutex::new(BTreeMap::new()),
     });
     let workers: Vec<_> = (0..plan.clients.max(1))
-        .map(|_| tokio::spawn(worker(shared.clone())))
+        .map(|i| tokio::spawn(worker(shared.clone(), i)))
         .collect();
     let mut latency = new_histogram();
     // A worker stuck on a dead server is given the command timeout to come back after
@@ -137,7 +142,11 @@ pub(crate) async fn run(test: &Test, target: &Target, plan: &Plan, live: Arc<Liv
 }
 
 /// One benchmark client: claims work, sends, records.
-async fn worker(shared: Arc<Shared>) -> Histogram<u64> {
+async fn worker(shared: Arc<Shared>, index: usize) -> Histogram<u64> {
+    let Some(target) = shared.targets.get(index % shared.targets.len().max(1)) else {
+        return new_histogram();
+    };
+    let target = target.clone();
     let mut hist = new_histogram();
     let mut keys = Keys::new(shared.plan.keyspace);
     let pipeline = shared.plan.pipeline.max(1) as u64;
@@ -160,12 +169,12 @@ async fn worker(shared: Arc<Shared>) -> Histogram<u64> {
         let sent = Instant::now();
         let result = if batch == 1 {
             let cmd = shared.test.command(&mut keys, &shared.plan.data);
-            shared.target.one(cmd).await.map(|_| 0)
+            target.one(cmd).await.map(|_| 0)
         } else {
             let cmds = (0..batch)
                 .map(|_| shared.test.command(&mut keys, &shared.plan.data))
                 .collect();
-            shared.target.many(cmds).await.map(|frames| {
+            target.many(cmds).await.map(|frames| {
                 let failed: Vec<&Frame> = frames
                     .iter()
                     .filter(|f| matches!(f, Frame::Error(_) | Frame::BulkError(_)))
