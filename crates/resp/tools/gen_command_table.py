@@ -20,6 +20,7 @@ What the server cannot tell us is written down below, with its reason:
 """
 
 import argparse
+import itertools
 import os
 import select
 import shutil
@@ -253,7 +254,7 @@ def key_spec(raw, pad):
     ]
 
 
-def command(info, docs, hidden, depth):
+def command(info, docs, hidden, depth, ids):
     name, arity, flags, first, last, step, cats, tips, specs, subs = info
     flags = list(flags) + sorted(hidden.get(name, ()))
     # Table order is the bit order, which is the order of Redis's COMMAND INFO reply.
@@ -265,6 +266,7 @@ def command(info, docs, hidden, depth):
     out = [
         pad + "CommandSpec {",
         pad + "    name: %s," % rust_str(name),
+        pad + "    id: %d," % next(ids),
         pad + "    arity: %d," % arity,
         pad + "    flags: %s," % flag_set("F", flags, COMMAND_FLAGS),
         pad + "    acl_categories: %s," % acl_set(cats),
@@ -293,7 +295,7 @@ def command(info, docs, hidden, depth):
     if subs:
         out.append(pad + "    subcommands: &[")
         for sub in subs:
-            out += command(sub, sub_docs, hidden, depth + 2)
+            out += command(sub, sub_docs, hidden, depth + 2, ids)
         out.append(pad + "    ],")
     else:
         out.append(pad + "    subcommands: &[],")
@@ -348,8 +350,11 @@ def main():
         "/// Every top-level command, sorted by name; subcommands sorted inside their parent.",
         "pub(crate) const TABLE: &[CommandSpec] = &[",
     ]
+    # Dense ids in table order (each command, then its subcommands): the order of
+    # `command::all()`, so ids index arrays of handlers and ACL bits.
+    ids = itertools.count()
     for info in infos:
-        lines += command(info, docs, hidden, 1)
+        lines += command(info, docs, hidden, 1, ids)
     lines.append("];")
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")

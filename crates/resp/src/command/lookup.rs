@@ -215,6 +215,9 @@ const fn count_subcommands() -> usize {
     n
 }
 
+/// Entries of the table, commands and subcommands: every [`CommandSpec::id`] is below.
+pub const ENTRY_COUNT: usize = TABLE.len() + count_subcommands();
+
 static TOP_LEVEL: Index<1024, { TABLE.len() }> = Index::build(false);
 static SUBCOMMANDS: Index<512, { count_subcommands() }> = Index::build(true);
 
@@ -321,6 +324,13 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_are_dense_in_table_order() {
+        let ids: Vec<Option<usize>> = all().map(CommandSpec::index).collect();
+        let expected: Vec<Option<usize>> = (0..ENTRY_COUNT).map(Some).collect();
+        assert_eq!(ids, expected);
+    }
 
     #[test]
     fn every_name_is_found_in_any_case() {

@@ -31,7 +31,7 @@ mod table;
 
 pub use flags::{AclCategories, CommandFlags, KeySpecFlags};
 pub use keys::{getkeys, keys, keys_and_flags, keys_into, shard_channels, KeysError};
-pub use lookup::{all, lookup, lookup_subcommand, resolve, COMMANDS};
+pub use lookup::{all, lookup, lookup_subcommand, resolve, COMMANDS, ENTRY_COUNT};
 pub use spec::{BeginSearch, CommandDocs, CommandSpec, FindKeys, GetKeysProc, KeySpec};
 pub use table::REDIS_VERSION;
 

@@ -22,6 +22,10 @@ use super::flags::{AclCategories, CommandFlags, KeySpecFlags};
 pub struct CommandSpec {
     /// Lower-case name; a subcommand is `parent|sub` (`client|setname`), as Redis writes it.
     pub name: &'static str,
+    /// Dense index of the entry in table order (each command, then its subcommands: the
+    /// order of [`super::all`]), below [`super::ENTRY_COUNT`], so per-command data can live
+    /// in arrays; [`CommandSpec::NO_ID`] for an entry defined outside the table.
+    pub id: u16,
     /// Number of arguments including the command name (and, for a subcommand, the parent's
     /// name): `n` means exactly `n`, `-n` at least `n`.
     pub arity: i32,
@@ -48,6 +52,19 @@ pub struct CommandSpec {
 }
 
 impl CommandSpec {
+    /// The `id` of an entry that is not part of the table (one a server adds itself).
+    pub const NO_ID: u16 = u16::MAX;
+
+    /// The entry's dense index, `None` for an entry outside the table.
+    #[inline]
+    pub const fn index(&self) -> Option<usize> {
+        if self.id == Self::NO_ID {
+            None
+        } else {
+            Some(self.id as usize)
+        }
+    }
+
     /// True for commands that may modify the keyspace (`write` flag).
     pub const fn is_write(&self) -> bool {
         self.flags.contains(CommandFlags::WRITE)

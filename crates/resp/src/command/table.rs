@@ -16,6 +16,7 @@ pub const REDIS_VERSION: &str = "7.0.15";
 pub(crate) const TABLE: &[CommandSpec] = &[
     CommandSpec {
         name: "acl",
+        id: 0,
         arity: -2,
         flags: F::of(&[]),
         acl_categories: A::of(&[A::SLOW]),
@@ -34,6 +35,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "acl|cat",
+                id: 1,
                 arity: -2,
                 flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -53,6 +55,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|deluser",
+                id: 2,
                 arity: -3,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -72,6 +75,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|dryrun",
+                id: 3,
                 arity: -4,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -91,6 +95,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|genpass",
+                id: 4,
                 arity: -2,
                 flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -110,6 +115,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|getuser",
+                id: 5,
                 arity: 3,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -129,6 +135,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|help",
+                id: 6,
                 arity: 2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -148,6 +155,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|list",
+                id: 7,
                 arity: 2,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -167,6 +175,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|load",
+                id: 8,
                 arity: 2,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -186,6 +195,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|log",
+                id: 9,
                 arity: -2,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -205,6 +215,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|save",
+                id: 10,
                 arity: 2,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -224,6 +235,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|setuser",
+                id: 11,
                 arity: -3,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -243,6 +255,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|users",
+                id: 12,
                 arity: 2,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -262,6 +275,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|whoami",
+                id: 13,
                 arity: 2,
                 flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -283,6 +297,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "append",
+        id: 14,
         arity: 3,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::STRING, A::FAST]),
@@ -313,6 +328,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "asking",
+        id: 15,
         arity: 1,
         flags: F::of(&[F::FAST]),
         acl_categories: A::of(&[A::FAST, A::CONNECTION]),
@@ -332,6 +348,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "auth",
+        id: 16,
         arity: -2,
         flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE, F::FAST, F::NO_AUTH, F::ALLOW_BUSY]),
         acl_categories: A::of(&[A::FAST, A::CONNECTION]),
@@ -351,6 +368,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bgrewriteaof",
+        id: 17,
         arity: 1,
         flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::NO_ASYNC_LOADING]),
         acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -370,6 +388,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bgsave",
+        id: 18,
         arity: -1,
         flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::NO_ASYNC_LOADING]),
         acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -389,6 +408,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bitcount",
+        id: 19,
         arity: -2,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::BITMAP, A::SLOW]),
@@ -419,6 +439,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bitfield",
+        id: 20,
         arity: -2,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::BITMAP, A::SLOW]),
@@ -449,6 +470,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bitfield_ro",
+        id: 21,
         arity: -2,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::BITMAP, A::FAST]),
@@ -479,6 +501,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bitop",
+        id: 22,
         arity: -4,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::BITMAP, A::SLOW]),
@@ -519,6 +542,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bitpos",
+        id: 23,
         arity: -3,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::BITMAP, A::SLOW]),
@@ -549,6 +573,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "blmove",
+        id: 24,
         arity: 6,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::NOSCRIPT, F::BLOCKING]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::SLOW, A::BLOCKING]),
@@ -589,6 +614,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "blmpop",
+        id: 25,
         arity: -5,
         flags: F::of(&[F::WRITE, F::BLOCKING, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::SLOW, A::BLOCKING]),
@@ -619,6 +645,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "blpop",
+        id: 26,
         arity: -3,
         flags: F::of(&[F::WRITE, F::NOSCRIPT, F::BLOCKING]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::SLOW, A::BLOCKING]),
@@ -649,6 +676,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "brpop",
+        id: 27,
         arity: -3,
         flags: F::of(&[F::WRITE, F::NOSCRIPT, F::BLOCKING]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::SLOW, A::BLOCKING]),
@@ -679,6 +707,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "brpoplpush",
+        id: 28,
         arity: 4,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::NOSCRIPT, F::BLOCKING]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::SLOW, A::BLOCKING]),
@@ -719,6 +748,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bzmpop",
+        id: 29,
         arity: -5,
         flags: F::of(&[F::WRITE, F::BLOCKING, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::WRITE, A::SORTEDSET, A::SLOW, A::BLOCKING]),
@@ -749,6 +779,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bzpopmax",
+        id: 30,
         arity: -3,
         flags: F::of(&[F::WRITE, F::NOSCRIPT, F::BLOCKING, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::SORTEDSET, A::FAST, A::BLOCKING]),
@@ -779,6 +810,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bzpopmin",
+        id: 31,
         arity: -3,
         flags: F::of(&[F::WRITE, F::NOSCRIPT, F::BLOCKING, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::SORTEDSET, A::FAST, A::BLOCKING]),
@@ -809,6 +841,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "client",
+        id: 32,
         arity: -2,
         flags: F::of(&[]),
         acl_categories: A::of(&[A::SLOW]),
@@ -827,6 +860,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "client|caching",
+                id: 33,
                 arity: 3,
                 flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -846,6 +880,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|getname",
+                id: 34,
                 arity: 2,
                 flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -865,6 +900,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|getredir",
+                id: 35,
                 arity: 2,
                 flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -884,6 +920,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|help",
+                id: 36,
                 arity: 2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -903,6 +940,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|id",
+                id: 37,
                 arity: 2,
                 flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -922,6 +960,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|info",
+                id: 38,
                 arity: 2,
                 flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -941,6 +980,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|kill",
+                id: 39,
                 arity: -3,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS, A::CONNECTION]),
@@ -960,6 +1000,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|list",
+                id: 40,
                 arity: -2,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS, A::CONNECTION]),
@@ -979,6 +1020,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|no-evict",
+                id: 41,
                 arity: 3,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS, A::CONNECTION]),
@@ -998,6 +1040,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|pause",
+                id: 42,
                 arity: -3,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS, A::CONNECTION]),
@@ -1017,6 +1060,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|reply",
+                id: 43,
                 arity: 3,
                 flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -1036,6 +1080,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|setname",
+                id: 44,
                 arity: 3,
                 flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -1055,6 +1100,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|tracking",
+                id: 45,
                 arity: -3,
                 flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -1074,6 +1120,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|trackinginfo",
+                id: 46,
                 arity: 2,
                 flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -1093,6 +1140,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|unblock",
+                id: 47,
                 arity: -3,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS, A::CONNECTION]),
@@ -1112,6 +1160,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|unpause",
+                id: 48,
                 arity: 2,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS, A::CONNECTION]),
@@ -1133,6 +1182,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "cluster",
+        id: 49,
         arity: -2,
         flags: F::of(&[]),
         acl_categories: A::of(&[A::SLOW]),
@@ -1151,6 +1201,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "cluster|addslots",
+                id: 50,
                 arity: -3,
                 flags: F::of(&[F::ADMIN, F::STALE, F::NO_ASYNC_LOADING]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1170,6 +1221,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|addslotsrange",
+                id: 51,
                 arity: -4,
                 flags: F::of(&[F::ADMIN, F::STALE, F::NO_ASYNC_LOADING]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1189,6 +1241,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|bumpepoch",
+                id: 52,
                 arity: 2,
                 flags: F::of(&[F::ADMIN, F::STALE, F::NO_ASYNC_LOADING]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1208,6 +1261,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|count-failure-reports",
+                id: 53,
                 arity: 3,
                 flags: F::of(&[F::ADMIN, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1227,6 +1281,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|countkeysinslot",
+                id: 54,
                 arity: 3,
                 flags: F::of(&[F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -1246,6 +1301,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|delslots",
+                id: 55,
                 arity: -3,
                 flags: F::of(&[F::ADMIN, F::STALE, F::NO_ASYNC_LOADING]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1265,6 +1321,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|delslotsrange",
+                id: 56,
                 arity: -4,
                 flags: F::of(&[F::ADMIN, F::STALE, F::NO_ASYNC_LOADING]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1284,6 +1341,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|failover",
+                id: 57,
                 arity: -2,
                 flags: F::of(&[F::ADMIN, F::STALE, F::NO_ASYNC_LOADING]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1303,6 +1361,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|flushslots",
+                id: 58,
                 arity: 2,
                 flags: F::of(&[F::ADMIN, F::STALE, F::NO_ASYNC_LOADING]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1322,6 +1381,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|forget",
+                id: 59,
                 arity: 3,
                 flags: F::of(&[F::ADMIN, F::STALE, F::NO_ASYNC_LOADING]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1341,6 +1401,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|getkeysinslot",
+                id: 60,
                 arity: 4,
                 flags: F::of(&[F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -1360,6 +1421,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|help",
+                id: 61,
                 arity: 2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -1379,6 +1441,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|info",
+                id: 62,
                 arity: 2,
                 flags: F::of(&[F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -1398,6 +1461,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|keyslot",
+                id: 63,
                 arity: 3,
                 flags: F::of(&[F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -1417,6 +1481,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|links",
+                id: 64,
                 arity: 2,
                 flags: F::of(&[F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -1436,6 +1501,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|meet",
+                id: 65,
                 arity: -4,
                 flags: F::of(&[F::ADMIN, F::STALE, F::NO_ASYNC_LOADING]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1455,6 +1521,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|myid",
+                id: 66,
                 arity: 2,
                 flags: F::of(&[F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -1474,6 +1541,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|nodes",
+                id: 67,
                 arity: 2,
                 flags: F::of(&[F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -1493,6 +1561,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|replicas",
+                id: 68,
                 arity: 3,
                 flags: F::of(&[F::ADMIN, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1512,6 +1581,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|replicate",
+                id: 69,
                 arity: 3,
                 flags: F::of(&[F::ADMIN, F::STALE, F::NO_ASYNC_LOADING]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1531,6 +1601,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|reset",
+                id: 70,
                 arity: -2,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1550,6 +1621,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|saveconfig",
+                id: 71,
                 arity: 2,
                 flags: F::of(&[F::ADMIN, F::STALE, F::NO_ASYNC_LOADING]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1569,6 +1641,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|set-config-epoch",
+                id: 72,
                 arity: 3,
                 flags: F::of(&[F::ADMIN, F::STALE, F::NO_ASYNC_LOADING]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1588,6 +1661,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|setslot",
+                id: 73,
                 arity: -4,
                 flags: F::of(&[F::ADMIN, F::STALE, F::NO_ASYNC_LOADING]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1607,6 +1681,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|shards",
+                id: 74,
                 arity: 2,
                 flags: F::of(&[F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -1626,6 +1701,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|slaves",
+                id: 75,
                 arity: 3,
                 flags: F::of(&[F::ADMIN, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1645,6 +1721,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|slots",
+                id: 76,
                 arity: 2,
                 flags: F::of(&[F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -1666,6 +1743,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "command",
+        id: 77,
         arity: -1,
         flags: F::of(&[F::LOADING, F::STALE]),
         acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -1684,6 +1762,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "command|count",
+                id: 78,
                 arity: 2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -1703,6 +1782,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "command|docs",
+                id: 79,
                 arity: -2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -1722,6 +1802,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "command|getkeys",
+                id: 80,
                 arity: -4,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -1741,6 +1822,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "command|getkeysandflags",
+                id: 81,
                 arity: -4,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -1760,6 +1842,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "command|help",
+                id: 82,
                 arity: 2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -1779,6 +1862,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "command|info",
+                id: 83,
                 arity: -2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -1798,6 +1882,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "command|list",
+                id: 84,
                 arity: -2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -1819,6 +1904,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "config",
+        id: 85,
         arity: -2,
         flags: F::of(&[]),
         acl_categories: A::of(&[A::SLOW]),
@@ -1837,6 +1923,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "config|get",
+                id: 86,
                 arity: -3,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1856,6 +1943,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "config|help",
+                id: 87,
                 arity: 2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -1875,6 +1963,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "config|resetstat",
+                id: 88,
                 arity: 2,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1894,6 +1983,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "config|rewrite",
+                id: 89,
                 arity: 2,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1913,6 +2003,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "config|set",
+                id: 90,
                 arity: -4,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -1934,6 +2025,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "copy",
+        id: 91,
         arity: -3,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::KEYSPACE, A::WRITE, A::SLOW]),
@@ -1974,6 +2066,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "dbsize",
+        id: 92,
         arity: 1,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::KEYSPACE, A::READ, A::FAST]),
@@ -1993,6 +2086,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "debug",
+        id: 93,
         arity: -2,
         flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE, F::PROTECTED]),
         acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -2012,6 +2106,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "decr",
+        id: 94,
         arity: 2,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::STRING, A::FAST]),
@@ -2042,6 +2137,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "decrby",
+        id: 95,
         arity: 3,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::STRING, A::FAST]),
@@ -2072,6 +2168,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "del",
+        id: 96,
         arity: -2,
         flags: F::of(&[F::WRITE]),
         acl_categories: A::of(&[A::KEYSPACE, A::WRITE, A::SLOW]),
@@ -2102,6 +2199,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "discard",
+        id: 97,
         arity: 1,
         flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE, F::FAST, F::ALLOW_BUSY]),
         acl_categories: A::of(&[A::FAST, A::TRANSACTION]),
@@ -2121,6 +2219,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "dump",
+        id: 98,
         arity: 2,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::KEYSPACE, A::READ, A::SLOW]),
@@ -2151,6 +2250,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "echo",
+        id: 99,
         arity: 2,
         flags: F::of(&[F::LOADING, F::STALE, F::FAST]),
         acl_categories: A::of(&[A::FAST, A::CONNECTION]),
@@ -2170,6 +2270,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "eval",
+        id: 100,
         arity: -3,
         flags: F::of(&[F::NOSCRIPT, F::STALE, F::SKIP_MONITOR, F::NO_MANDATORY_KEYS, F::MOVABLE_KEYS, F::MAY_REPLICATE]),
         acl_categories: A::of(&[A::SLOW, A::SCRIPTING]),
@@ -2200,6 +2301,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "eval_ro",
+        id: 101,
         arity: -3,
         flags: F::of(&[F::READONLY, F::NOSCRIPT, F::STALE, F::SKIP_MONITOR, F::NO_MANDATORY_KEYS, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::SLOW, A::SCRIPTING]),
@@ -2230,6 +2332,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "evalsha",
+        id: 102,
         arity: -3,
         flags: F::of(&[F::NOSCRIPT, F::STALE, F::SKIP_MONITOR, F::NO_MANDATORY_KEYS, F::MOVABLE_KEYS, F::MAY_REPLICATE]),
         acl_categories: A::of(&[A::SLOW, A::SCRIPTING]),
@@ -2260,6 +2363,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "evalsha_ro",
+        id: 103,
         arity: -3,
         flags: F::of(&[F::READONLY, F::NOSCRIPT, F::STALE, F::SKIP_MONITOR, F::NO_MANDATORY_KEYS, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::SLOW, A::SCRIPTING]),
@@ -2290,6 +2394,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "exec",
+        id: 104,
         arity: 1,
         flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE, F::SKIP_SLOWLOG]),
         acl_categories: A::of(&[A::SLOW, A::TRANSACTION]),
@@ -2309,6 +2414,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "exists",
+        id: 105,
         arity: -2,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::KEYSPACE, A::READ, A::FAST]),
@@ -2339,6 +2445,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "expire",
+        id: 106,
         arity: -3,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::KEYSPACE, A::WRITE, A::FAST]),
@@ -2369,6 +2476,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "expireat",
+        id: 107,
         arity: -3,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::KEYSPACE, A::WRITE, A::FAST]),
@@ -2399,6 +2507,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "expiretime",
+        id: 108,
         arity: 2,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::KEYSPACE, A::READ, A::FAST]),
@@ -2429,6 +2538,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "failover",
+        id: 109,
         arity: -1,
         flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::STALE]),
         acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -2448,6 +2558,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "fcall",
+        id: 110,
         arity: -3,
         flags: F::of(&[F::NOSCRIPT, F::STALE, F::SKIP_MONITOR, F::NO_MANDATORY_KEYS, F::MOVABLE_KEYS, F::MAY_REPLICATE]),
         acl_categories: A::of(&[A::SLOW, A::SCRIPTING]),
@@ -2478,6 +2589,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "fcall_ro",
+        id: 111,
         arity: -3,
         flags: F::of(&[F::READONLY, F::NOSCRIPT, F::STALE, F::SKIP_MONITOR, F::NO_MANDATORY_KEYS, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::SLOW, A::SCRIPTING]),
@@ -2508,6 +2620,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "flushall",
+        id: 112,
         arity: -1,
         flags: F::of(&[F::WRITE]),
         acl_categories: A::of(&[A::KEYSPACE, A::WRITE, A::SLOW, A::DANGEROUS]),
@@ -2527,6 +2640,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "flushdb",
+        id: 113,
         arity: -1,
         flags: F::of(&[F::WRITE]),
         acl_categories: A::of(&[A::KEYSPACE, A::WRITE, A::SLOW, A::DANGEROUS]),
@@ -2546,6 +2660,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "function",
+        id: 114,
         arity: -2,
         flags: F::of(&[]),
         acl_categories: A::of(&[A::SLOW]),
@@ -2564,6 +2679,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "function|delete",
+                id: 115,
                 arity: 3,
                 flags: F::of(&[F::WRITE, F::NOSCRIPT]),
                 acl_categories: A::of(&[A::WRITE, A::SLOW, A::SCRIPTING]),
@@ -2583,6 +2699,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "function|dump",
+                id: 116,
                 arity: 2,
                 flags: F::of(&[F::NOSCRIPT]),
                 acl_categories: A::of(&[A::SLOW, A::SCRIPTING]),
@@ -2602,6 +2719,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "function|flush",
+                id: 117,
                 arity: -2,
                 flags: F::of(&[F::WRITE, F::NOSCRIPT]),
                 acl_categories: A::of(&[A::WRITE, A::SLOW, A::SCRIPTING]),
@@ -2621,6 +2739,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "function|help",
+                id: 118,
                 arity: 2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::SCRIPTING]),
@@ -2640,6 +2759,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "function|kill",
+                id: 119,
                 arity: 2,
                 flags: F::of(&[F::NOSCRIPT, F::ALLOW_BUSY]),
                 acl_categories: A::of(&[A::SLOW, A::SCRIPTING]),
@@ -2659,6 +2779,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "function|list",
+                id: 120,
                 arity: -2,
                 flags: F::of(&[F::NOSCRIPT]),
                 acl_categories: A::of(&[A::SLOW, A::SCRIPTING]),
@@ -2678,6 +2799,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "function|load",
+                id: 121,
                 arity: -3,
                 flags: F::of(&[F::WRITE, F::DENYOOM, F::NOSCRIPT]),
                 acl_categories: A::of(&[A::WRITE, A::SLOW, A::SCRIPTING]),
@@ -2697,6 +2819,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "function|restore",
+                id: 122,
                 arity: -3,
                 flags: F::of(&[F::WRITE, F::DENYOOM, F::NOSCRIPT]),
                 acl_categories: A::of(&[A::WRITE, A::SLOW, A::SCRIPTING]),
@@ -2716,6 +2839,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "function|stats",
+                id: 123,
                 arity: 2,
                 flags: F::of(&[F::NOSCRIPT, F::ALLOW_BUSY]),
                 acl_categories: A::of(&[A::SLOW, A::SCRIPTING]),
@@ -2737,6 +2861,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "geoadd",
+        id: 124,
         arity: -5,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::GEO, A::SLOW]),
@@ -2767,6 +2892,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "geodist",
+        id: 125,
         arity: -4,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::GEO, A::SLOW]),
@@ -2797,6 +2923,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "geohash",
+        id: 126,
         arity: -2,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::GEO, A::SLOW]),
@@ -2827,6 +2954,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "geopos",
+        id: 127,
         arity: -2,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::GEO, A::SLOW]),
@@ -2857,6 +2985,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "georadius",
+        id: 128,
         arity: -6,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::WRITE, A::GEO, A::SLOW]),
@@ -2913,6 +3042,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "georadius_ro",
+        id: 129,
         arity: -6,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::GEO, A::SLOW]),
@@ -2943,6 +3073,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "georadiusbymember",
+        id: 130,
         arity: -5,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::WRITE, A::GEO, A::SLOW]),
@@ -2999,6 +3130,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "georadiusbymember_ro",
+        id: 131,
         arity: -5,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::GEO, A::SLOW]),
@@ -3029,6 +3161,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "geosearch",
+        id: 132,
         arity: -7,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::GEO, A::SLOW]),
@@ -3059,6 +3192,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "geosearchstore",
+        id: 133,
         arity: -8,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::GEO, A::SLOW]),
@@ -3099,6 +3233,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "get",
+        id: 134,
         arity: 2,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::STRING, A::FAST]),
@@ -3129,6 +3264,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "getbit",
+        id: 135,
         arity: 3,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::BITMAP, A::FAST]),
@@ -3159,6 +3295,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "getdel",
+        id: 136,
         arity: 2,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::STRING, A::FAST]),
@@ -3189,6 +3326,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "getex",
+        id: 137,
         arity: -2,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::STRING, A::FAST]),
@@ -3219,6 +3357,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "getrange",
+        id: 138,
         arity: 4,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::STRING, A::SLOW]),
@@ -3249,6 +3388,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "getset",
+        id: 139,
         arity: 3,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::STRING, A::FAST]),
@@ -3279,6 +3419,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hdel",
+        id: 140,
         arity: -3,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::HASH, A::FAST]),
@@ -3309,6 +3450,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hello",
+        id: 141,
         arity: -1,
         flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE, F::FAST, F::NO_AUTH, F::ALLOW_BUSY]),
         acl_categories: A::of(&[A::FAST, A::CONNECTION]),
@@ -3328,6 +3470,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hexists",
+        id: 142,
         arity: 3,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::HASH, A::FAST]),
@@ -3358,6 +3501,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hget",
+        id: 143,
         arity: 3,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::HASH, A::FAST]),
@@ -3388,6 +3532,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hgetall",
+        id: 144,
         arity: 2,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::HASH, A::SLOW]),
@@ -3418,6 +3563,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hincrby",
+        id: 145,
         arity: 4,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::HASH, A::FAST]),
@@ -3448,6 +3594,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hincrbyfloat",
+        id: 146,
         arity: 4,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::HASH, A::FAST]),
@@ -3478,6 +3625,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hkeys",
+        id: 147,
         arity: 2,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::HASH, A::SLOW]),
@@ -3508,6 +3656,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hlen",
+        id: 148,
         arity: 2,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::HASH, A::FAST]),
@@ -3538,6 +3687,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hmget",
+        id: 149,
         arity: -3,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::HASH, A::FAST]),
@@ -3568,6 +3718,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hmset",
+        id: 150,
         arity: -4,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::HASH, A::FAST]),
@@ -3598,6 +3749,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hrandfield",
+        id: 151,
         arity: -2,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::HASH, A::SLOW]),
@@ -3628,6 +3780,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hscan",
+        id: 152,
         arity: -3,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::HASH, A::SLOW]),
@@ -3658,6 +3811,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hset",
+        id: 153,
         arity: -4,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::HASH, A::FAST]),
@@ -3688,6 +3842,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hsetnx",
+        id: 154,
         arity: 4,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::HASH, A::FAST]),
@@ -3718,6 +3873,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hstrlen",
+        id: 155,
         arity: 3,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::HASH, A::FAST]),
@@ -3748,6 +3904,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hvals",
+        id: 156,
         arity: 2,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::HASH, A::SLOW]),
@@ -3778,6 +3935,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "incr",
+        id: 157,
         arity: 2,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::STRING, A::FAST]),
@@ -3808,6 +3966,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "incrby",
+        id: 158,
         arity: 3,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::STRING, A::FAST]),
@@ -3838,6 +3997,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "incrbyfloat",
+        id: 159,
         arity: 3,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::STRING, A::FAST]),
@@ -3868,6 +4028,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "info",
+        id: 160,
         arity: -1,
         flags: F::of(&[F::LOADING, F::STALE]),
         acl_categories: A::of(&[A::SLOW, A::DANGEROUS]),
@@ -3887,6 +4048,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "keys",
+        id: 161,
         arity: 2,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::KEYSPACE, A::READ, A::SLOW, A::DANGEROUS]),
@@ -3906,6 +4068,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lastsave",
+        id: 162,
         arity: 1,
         flags: F::of(&[F::LOADING, F::STALE, F::FAST]),
         acl_categories: A::of(&[A::ADMIN, A::FAST, A::DANGEROUS]),
@@ -3925,6 +4088,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "latency",
+        id: 163,
         arity: -2,
         flags: F::of(&[]),
         acl_categories: A::of(&[A::SLOW]),
@@ -3943,6 +4107,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "latency|doctor",
+                id: 164,
                 arity: 2,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -3962,6 +4127,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "latency|graph",
+                id: 165,
                 arity: 3,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -3981,6 +4147,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "latency|help",
+                id: 166,
                 arity: 2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -4000,6 +4167,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "latency|histogram",
+                id: 167,
                 arity: -2,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -4019,6 +4187,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "latency|history",
+                id: 168,
                 arity: 3,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -4038,6 +4207,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "latency|latest",
+                id: 169,
                 arity: 2,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -4057,6 +4227,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "latency|reset",
+                id: 170,
                 arity: -2,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -4078,6 +4249,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lcs",
+        id: 171,
         arity: -3,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::STRING, A::SLOW]),
@@ -4108,6 +4280,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lindex",
+        id: 172,
         arity: 3,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::LIST, A::SLOW]),
@@ -4138,6 +4311,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "linsert",
+        id: 173,
         arity: 5,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::SLOW]),
@@ -4168,6 +4342,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "llen",
+        id: 174,
         arity: 2,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::LIST, A::FAST]),
@@ -4198,6 +4373,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lmove",
+        id: 175,
         arity: 5,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::SLOW]),
@@ -4238,6 +4414,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lmpop",
+        id: 176,
         arity: -4,
         flags: F::of(&[F::WRITE, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::SLOW]),
@@ -4268,6 +4445,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lolwut",
+        id: 177,
         arity: -1,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::FAST]),
@@ -4287,6 +4465,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lpop",
+        id: 178,
         arity: -2,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::FAST]),
@@ -4317,6 +4496,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lpos",
+        id: 179,
         arity: -3,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::LIST, A::SLOW]),
@@ -4347,6 +4527,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lpush",
+        id: 180,
         arity: -3,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::FAST]),
@@ -4377,6 +4558,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lpushx",
+        id: 181,
         arity: -3,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::FAST]),
@@ -4407,6 +4589,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lrange",
+        id: 182,
         arity: 4,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::LIST, A::SLOW]),
@@ -4437,6 +4620,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lrem",
+        id: 183,
         arity: 4,
         flags: F::of(&[F::WRITE]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::SLOW]),
@@ -4467,6 +4651,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lset",
+        id: 184,
         arity: 4,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::SLOW]),
@@ -4497,6 +4682,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "ltrim",
+        id: 185,
         arity: 4,
         flags: F::of(&[F::WRITE]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::SLOW]),
@@ -4527,6 +4713,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "memory",
+        id: 186,
         arity: -2,
         flags: F::of(&[]),
         acl_categories: A::of(&[A::SLOW]),
@@ -4545,6 +4732,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "memory|doctor",
+                id: 187,
                 arity: 2,
                 flags: F::of(&[]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -4564,6 +4752,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "memory|help",
+                id: 188,
                 arity: 2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -4583,6 +4772,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "memory|malloc-stats",
+                id: 189,
                 arity: 2,
                 flags: F::of(&[]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -4602,6 +4792,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "memory|purge",
+                id: 190,
                 arity: 2,
                 flags: F::of(&[]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -4621,6 +4812,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "memory|stats",
+                id: 191,
                 arity: 2,
                 flags: F::of(&[]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -4640,6 +4832,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "memory|usage",
+                id: 192,
                 arity: -3,
                 flags: F::of(&[F::READONLY]),
                 acl_categories: A::of(&[A::READ, A::SLOW]),
@@ -4672,6 +4865,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "mget",
+        id: 193,
         arity: -2,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::STRING, A::FAST]),
@@ -4702,6 +4896,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "migrate",
+        id: 194,
         arity: -6,
         flags: F::of(&[F::WRITE, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::KEYSPACE, A::WRITE, A::SLOW, A::DANGEROUS]),
@@ -4745,6 +4940,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "module",
+        id: 195,
         arity: -2,
         flags: F::of(&[]),
         acl_categories: A::of(&[A::SLOW]),
@@ -4763,6 +4959,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "module|help",
+                id: 196,
                 arity: 2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -4782,6 +4979,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "module|list",
+                id: 197,
                 arity: 2,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -4801,6 +4999,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "module|load",
+                id: 198,
                 arity: -3,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::NO_ASYNC_LOADING, F::PROTECTED]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -4820,6 +5019,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "module|loadex",
+                id: 199,
                 arity: -3,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::NO_ASYNC_LOADING, F::PROTECTED]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -4839,6 +5039,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "module|unload",
+                id: 200,
                 arity: 3,
                 flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::NO_ASYNC_LOADING, F::PROTECTED]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -4860,6 +5061,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "monitor",
+        id: 201,
         arity: 1,
         flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE]),
         acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -4879,6 +5081,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "move",
+        id: 202,
         arity: 3,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::KEYSPACE, A::WRITE, A::FAST]),
@@ -4909,6 +5112,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "mset",
+        id: 203,
         arity: -3,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::STRING, A::SLOW]),
@@ -4939,6 +5143,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "msetnx",
+        id: 204,
         arity: -3,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::STRING, A::SLOW]),
@@ -4969,6 +5174,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "multi",
+        id: 205,
         arity: 1,
         flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE, F::FAST, F::ALLOW_BUSY]),
         acl_categories: A::of(&[A::FAST, A::TRANSACTION]),
@@ -4988,6 +5194,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "object",
+        id: 206,
         arity: -2,
         flags: F::of(&[]),
         acl_categories: A::of(&[A::SLOW]),
@@ -5006,6 +5213,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "object|encoding",
+                id: 207,
                 arity: 3,
                 flags: F::of(&[F::READONLY]),
                 acl_categories: A::of(&[A::KEYSPACE, A::READ, A::SLOW]),
@@ -5036,6 +5244,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "object|freq",
+                id: 208,
                 arity: 3,
                 flags: F::of(&[F::READONLY]),
                 acl_categories: A::of(&[A::KEYSPACE, A::READ, A::SLOW]),
@@ -5066,6 +5275,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "object|help",
+                id: 209,
                 arity: 2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::KEYSPACE, A::SLOW]),
@@ -5085,6 +5295,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "object|idletime",
+                id: 210,
                 arity: 3,
                 flags: F::of(&[F::READONLY]),
                 acl_categories: A::of(&[A::KEYSPACE, A::READ, A::SLOW]),
@@ -5115,6 +5326,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "object|refcount",
+                id: 211,
                 arity: 3,
                 flags: F::of(&[F::READONLY]),
                 acl_categories: A::of(&[A::KEYSPACE, A::READ, A::SLOW]),
@@ -5147,6 +5359,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "persist",
+        id: 212,
         arity: 2,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::KEYSPACE, A::WRITE, A::FAST]),
@@ -5177,6 +5390,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pexpire",
+        id: 213,
         arity: -3,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::KEYSPACE, A::WRITE, A::FAST]),
@@ -5207,6 +5421,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pexpireat",
+        id: 214,
         arity: -3,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::KEYSPACE, A::WRITE, A::FAST]),
@@ -5237,6 +5452,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pexpiretime",
+        id: 215,
         arity: 2,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::KEYSPACE, A::READ, A::FAST]),
@@ -5267,6 +5483,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pfadd",
+        id: 216,
         arity: -2,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::HYPERLOGLOG, A::FAST]),
@@ -5297,6 +5514,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pfcount",
+        id: 217,
         arity: -2,
         flags: F::of(&[F::READONLY, F::MAY_REPLICATE]),
         acl_categories: A::of(&[A::READ, A::HYPERLOGLOG, A::SLOW]),
@@ -5327,6 +5545,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pfdebug",
+        id: 218,
         arity: 3,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::ADMIN]),
         acl_categories: A::of(&[A::WRITE, A::HYPERLOGLOG, A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -5357,6 +5576,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pfmerge",
+        id: 219,
         arity: -2,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::HYPERLOGLOG, A::SLOW]),
@@ -5397,6 +5617,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pfselftest",
+        id: 220,
         arity: 1,
         flags: F::of(&[F::ADMIN]),
         acl_categories: A::of(&[A::HYPERLOGLOG, A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -5416,6 +5637,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "ping",
+        id: 221,
         arity: -1,
         flags: F::of(&[F::FAST]),
         acl_categories: A::of(&[A::FAST, A::CONNECTION]),
@@ -5435,6 +5657,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "psetex",
+        id: 222,
         arity: 4,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::STRING, A::SLOW]),
@@ -5465,6 +5688,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "psubscribe",
+        id: 223,
         arity: -2,
         flags: F::of(&[F::PUBSUB, F::NOSCRIPT, F::LOADING, F::STALE]),
         acl_categories: A::of(&[A::PUBSUB, A::SLOW]),
@@ -5484,6 +5708,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "psync",
+        id: 224,
         arity: -3,
         flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::NO_ASYNC_LOADING, F::NO_MULTI]),
         acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -5503,6 +5728,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pttl",
+        id: 225,
         arity: 2,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::KEYSPACE, A::READ, A::FAST]),
@@ -5533,6 +5759,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "publish",
+        id: 226,
         arity: 3,
         flags: F::of(&[F::PUBSUB, F::LOADING, F::STALE, F::FAST, F::MAY_REPLICATE]),
         acl_categories: A::of(&[A::PUBSUB, A::FAST]),
@@ -5552,6 +5779,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pubsub",
+        id: 227,
         arity: -2,
         flags: F::of(&[]),
         acl_categories: A::of(&[A::SLOW]),
@@ -5570,6 +5798,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "pubsub|channels",
+                id: 228,
                 arity: -2,
                 flags: F::of(&[F::PUBSUB, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::PUBSUB, A::SLOW]),
@@ -5589,6 +5818,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "pubsub|help",
+                id: 229,
                 arity: 2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -5608,6 +5838,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "pubsub|numpat",
+                id: 230,
                 arity: 2,
                 flags: F::of(&[F::PUBSUB, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::PUBSUB, A::SLOW]),
@@ -5627,6 +5858,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "pubsub|numsub",
+                id: 231,
                 arity: -2,
                 flags: F::of(&[F::PUBSUB, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::PUBSUB, A::SLOW]),
@@ -5646,6 +5878,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "pubsub|shardchannels",
+                id: 232,
                 arity: -2,
                 flags: F::of(&[F::PUBSUB, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::PUBSUB, A::SLOW]),
@@ -5665,6 +5898,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "pubsub|shardnumsub",
+                id: 233,
                 arity: -2,
                 flags: F::of(&[F::PUBSUB, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::PUBSUB, A::SLOW]),
@@ -5686,6 +5920,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "punsubscribe",
+        id: 234,
         arity: -1,
         flags: F::of(&[F::PUBSUB, F::NOSCRIPT, F::LOADING, F::STALE]),
         acl_categories: A::of(&[A::PUBSUB, A::SLOW]),
@@ -5705,6 +5940,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "quit",
+        id: 235,
         arity: -1,
         flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE, F::FAST, F::NO_AUTH, F::ALLOW_BUSY]),
         acl_categories: A::of(&[A::FAST, A::CONNECTION]),
@@ -5724,6 +5960,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "randomkey",
+        id: 236,
         arity: 1,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::KEYSPACE, A::READ, A::SLOW]),
@@ -5743,6 +5980,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "readonly",
+        id: 237,
         arity: 1,
         flags: F::of(&[F::LOADING, F::STALE, F::FAST]),
         acl_categories: A::of(&[A::FAST, A::CONNECTION]),
@@ -5762,6 +6000,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "readwrite",
+        id: 238,
         arity: 1,
         flags: F::of(&[F::LOADING, F::STALE, F::FAST]),
         acl_categories: A::of(&[A::FAST, A::CONNECTION]),
@@ -5781,6 +6020,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "rename",
+        id: 239,
         arity: 3,
         flags: F::of(&[F::WRITE]),
         acl_categories: A::of(&[A::KEYSPACE, A::WRITE, A::SLOW]),
@@ -5821,6 +6061,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "renamenx",
+        id: 240,
         arity: 3,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::KEYSPACE, A::WRITE, A::FAST]),
@@ -5861,6 +6102,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "replconf",
+        id: 241,
         arity: -1,
         flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE, F::ALLOW_BUSY]),
         acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -5880,6 +6122,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "replicaof",
+        id: 242,
         arity: 3,
         flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::STALE, F::NO_ASYNC_LOADING]),
         acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -5899,6 +6142,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "reset",
+        id: 243,
         arity: 1,
         flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE, F::FAST, F::NO_AUTH, F::ALLOW_BUSY]),
         acl_categories: A::of(&[A::FAST, A::CONNECTION]),
@@ -5918,6 +6162,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "restore",
+        id: 244,
         arity: -4,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::KEYSPACE, A::WRITE, A::SLOW, A::DANGEROUS]),
@@ -5948,6 +6193,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "restore-asking",
+        id: 245,
         arity: -4,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::ASKING]),
         acl_categories: A::of(&[A::KEYSPACE, A::WRITE, A::SLOW, A::DANGEROUS]),
@@ -5978,6 +6224,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "role",
+        id: 246,
         arity: 1,
         flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE, F::FAST]),
         acl_categories: A::of(&[A::ADMIN, A::FAST, A::DANGEROUS]),
@@ -5997,6 +6244,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "rpop",
+        id: 247,
         arity: -2,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::FAST]),
@@ -6027,6 +6275,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "rpoplpush",
+        id: 248,
         arity: 3,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::SLOW]),
@@ -6067,6 +6316,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "rpush",
+        id: 249,
         arity: -3,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::FAST]),
@@ -6097,6 +6347,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "rpushx",
+        id: 250,
         arity: -3,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::LIST, A::FAST]),
@@ -6127,6 +6378,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sadd",
+        id: 251,
         arity: -3,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::SET, A::FAST]),
@@ -6157,6 +6409,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "save",
+        id: 252,
         arity: 1,
         flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::NO_ASYNC_LOADING, F::NO_MULTI]),
         acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -6176,6 +6429,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "scan",
+        id: 253,
         arity: -2,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::KEYSPACE, A::READ, A::SLOW]),
@@ -6195,6 +6449,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "scard",
+        id: 254,
         arity: 2,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::SET, A::FAST]),
@@ -6225,6 +6480,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "script",
+        id: 255,
         arity: -2,
         flags: F::of(&[]),
         acl_categories: A::of(&[A::SLOW]),
@@ -6243,6 +6499,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "script|debug",
+                id: 256,
                 arity: 3,
                 flags: F::of(&[F::NOSCRIPT]),
                 acl_categories: A::of(&[A::SLOW, A::SCRIPTING]),
@@ -6262,6 +6519,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "script|exists",
+                id: 257,
                 arity: -3,
                 flags: F::of(&[F::NOSCRIPT]),
                 acl_categories: A::of(&[A::SLOW, A::SCRIPTING]),
@@ -6281,6 +6539,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "script|flush",
+                id: 258,
                 arity: -2,
                 flags: F::of(&[F::NOSCRIPT]),
                 acl_categories: A::of(&[A::SLOW, A::SCRIPTING]),
@@ -6300,6 +6559,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "script|help",
+                id: 259,
                 arity: 2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::SCRIPTING]),
@@ -6319,6 +6579,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "script|kill",
+                id: 260,
                 arity: 2,
                 flags: F::of(&[F::NOSCRIPT, F::ALLOW_BUSY]),
                 acl_categories: A::of(&[A::SLOW, A::SCRIPTING]),
@@ -6338,6 +6599,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "script|load",
+                id: 261,
                 arity: 3,
                 flags: F::of(&[F::NOSCRIPT, F::STALE]),
                 acl_categories: A::of(&[A::SLOW, A::SCRIPTING]),
@@ -6359,6 +6621,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sdiff",
+        id: 262,
         arity: -2,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::SET, A::SLOW]),
@@ -6389,6 +6652,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sdiffstore",
+        id: 263,
         arity: -3,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::SET, A::SLOW]),
@@ -6429,6 +6693,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "select",
+        id: 264,
         arity: 2,
         flags: F::of(&[F::LOADING, F::STALE, F::FAST]),
         acl_categories: A::of(&[A::FAST, A::CONNECTION]),
@@ -6448,6 +6713,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "set",
+        id: 265,
         arity: -3,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::STRING, A::SLOW]),
@@ -6478,6 +6744,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "setbit",
+        id: 266,
         arity: 4,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::BITMAP, A::SLOW]),
@@ -6508,6 +6775,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "setex",
+        id: 267,
         arity: 4,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::STRING, A::SLOW]),
@@ -6538,6 +6806,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "setnx",
+        id: 268,
         arity: 3,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::STRING, A::FAST]),
@@ -6568,6 +6837,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "setrange",
+        id: 269,
         arity: 4,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::STRING, A::SLOW]),
@@ -6598,6 +6868,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "shutdown",
+        id: 270,
         arity: -1,
         flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::LOADING, F::STALE, F::NO_MULTI, F::ALLOW_BUSY]),
         acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -6617,6 +6888,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sinter",
+        id: 271,
         arity: -2,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::SET, A::SLOW]),
@@ -6647,6 +6919,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sintercard",
+        id: 272,
         arity: -3,
         flags: F::of(&[F::READONLY, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::READ, A::SET, A::SLOW]),
@@ -6677,6 +6950,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sinterstore",
+        id: 273,
         arity: -3,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::SET, A::SLOW]),
@@ -6717,6 +6991,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sismember",
+        id: 274,
         arity: 3,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::SET, A::FAST]),
@@ -6747,6 +7022,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "slaveof",
+        id: 275,
         arity: 3,
         flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::STALE, F::NO_ASYNC_LOADING]),
         acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -6766,6 +7042,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "slowlog",
+        id: 276,
         arity: -2,
         flags: F::of(&[]),
         acl_categories: A::of(&[A::SLOW]),
@@ -6784,6 +7061,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "slowlog|get",
+                id: 277,
                 arity: -2,
                 flags: F::of(&[F::ADMIN, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -6803,6 +7081,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "slowlog|help",
+                id: 278,
                 arity: 2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::SLOW]),
@@ -6822,6 +7101,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "slowlog|len",
+                id: 279,
                 arity: 2,
                 flags: F::of(&[F::ADMIN, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -6841,6 +7121,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "slowlog|reset",
+                id: 280,
                 arity: 2,
                 flags: F::of(&[F::ADMIN, F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -6862,6 +7143,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "smembers",
+        id: 281,
         arity: 2,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::SET, A::SLOW]),
@@ -6892,6 +7174,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "smismember",
+        id: 282,
         arity: -3,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::SET, A::FAST]),
@@ -6922,6 +7205,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "smove",
+        id: 283,
         arity: 4,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::SET, A::FAST]),
@@ -6962,6 +7246,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sort",
+        id: 284,
         arity: -2,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::WRITE, A::SET, A::SORTEDSET, A::LIST, A::SLOW, A::DANGEROUS]),
@@ -7004,6 +7289,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sort_ro",
+        id: 285,
         arity: -2,
         flags: F::of(&[F::READONLY, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::READ, A::SET, A::SORTEDSET, A::LIST, A::SLOW, A::DANGEROUS]),
@@ -7040,6 +7326,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "spop",
+        id: 286,
         arity: -2,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::SET, A::FAST]),
@@ -7070,6 +7357,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "spublish",
+        id: 287,
         arity: 3,
         flags: F::of(&[F::PUBSUB, F::LOADING, F::STALE, F::FAST, F::MAY_REPLICATE]),
         acl_categories: A::of(&[A::PUBSUB, A::FAST]),
@@ -7100,6 +7388,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "srandmember",
+        id: 288,
         arity: -2,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::SET, A::SLOW]),
@@ -7130,6 +7419,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "srem",
+        id: 289,
         arity: -3,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::SET, A::FAST]),
@@ -7160,6 +7450,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sscan",
+        id: 290,
         arity: -3,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::SET, A::SLOW]),
@@ -7190,6 +7481,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "ssubscribe",
+        id: 291,
         arity: -2,
         flags: F::of(&[F::PUBSUB, F::NOSCRIPT, F::LOADING, F::STALE]),
         acl_categories: A::of(&[A::PUBSUB, A::SLOW]),
@@ -7220,6 +7512,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "strlen",
+        id: 292,
         arity: 2,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::STRING, A::FAST]),
@@ -7250,6 +7543,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "subscribe",
+        id: 293,
         arity: -2,
         flags: F::of(&[F::PUBSUB, F::NOSCRIPT, F::LOADING, F::STALE]),
         acl_categories: A::of(&[A::PUBSUB, A::SLOW]),
@@ -7269,6 +7563,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "substr",
+        id: 294,
         arity: 4,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::STRING, A::SLOW]),
@@ -7299,6 +7594,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sunion",
+        id: 295,
         arity: -2,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::SET, A::SLOW]),
@@ -7329,6 +7625,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sunionstore",
+        id: 296,
         arity: -3,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::SET, A::SLOW]),
@@ -7369,6 +7666,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sunsubscribe",
+        id: 297,
         arity: -1,
         flags: F::of(&[F::PUBSUB, F::NOSCRIPT, F::LOADING, F::STALE]),
         acl_categories: A::of(&[A::PUBSUB, A::SLOW]),
@@ -7399,6 +7697,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "swapdb",
+        id: 298,
         arity: 3,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::KEYSPACE, A::WRITE, A::FAST, A::DANGEROUS]),
@@ -7418,6 +7717,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sync",
+        id: 299,
         arity: 1,
         flags: F::of(&[F::ADMIN, F::NOSCRIPT, F::NO_ASYNC_LOADING, F::NO_MULTI]),
         acl_categories: A::of(&[A::ADMIN, A::SLOW, A::DANGEROUS]),
@@ -7437,6 +7737,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "time",
+        id: 300,
         arity: 1,
         flags: F::of(&[F::LOADING, F::STALE, F::FAST]),
         acl_categories: A::of(&[A::FAST]),
@@ -7456,6 +7757,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "touch",
+        id: 301,
         arity: -2,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::KEYSPACE, A::READ, A::FAST]),
@@ -7486,6 +7788,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "ttl",
+        id: 302,
         arity: 2,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::KEYSPACE, A::READ, A::FAST]),
@@ -7516,6 +7819,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "type",
+        id: 303,
         arity: 2,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::KEYSPACE, A::READ, A::FAST]),
@@ -7546,6 +7850,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "unlink",
+        id: 304,
         arity: -2,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::KEYSPACE, A::WRITE, A::FAST]),
@@ -7576,6 +7881,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "unsubscribe",
+        id: 305,
         arity: -1,
         flags: F::of(&[F::PUBSUB, F::NOSCRIPT, F::LOADING, F::STALE]),
         acl_categories: A::of(&[A::PUBSUB, A::SLOW]),
@@ -7595,6 +7901,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "unwatch",
+        id: 306,
         arity: 1,
         flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE, F::FAST, F::ALLOW_BUSY]),
         acl_categories: A::of(&[A::FAST, A::TRANSACTION]),
@@ -7614,6 +7921,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "wait",
+        id: 307,
         arity: 3,
         flags: F::of(&[F::NOSCRIPT]),
         acl_categories: A::of(&[A::SLOW, A::CONNECTION]),
@@ -7633,6 +7941,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "watch",
+        id: 308,
         arity: -2,
         flags: F::of(&[F::NOSCRIPT, F::LOADING, F::STALE, F::FAST, F::ALLOW_BUSY]),
         acl_categories: A::of(&[A::FAST, A::TRANSACTION]),
@@ -7663,6 +7972,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xack",
+        id: 309,
         arity: -4,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::STREAM, A::FAST]),
@@ -7693,6 +8003,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xadd",
+        id: 310,
         arity: -5,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::STREAM, A::FAST]),
@@ -7723,6 +8034,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xautoclaim",
+        id: 311,
         arity: -6,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::STREAM, A::FAST]),
@@ -7753,6 +8065,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xclaim",
+        id: 312,
         arity: -6,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::STREAM, A::FAST]),
@@ -7783,6 +8096,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xdel",
+        id: 313,
         arity: -3,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::STREAM, A::FAST]),
@@ -7813,6 +8127,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xgroup",
+        id: 314,
         arity: -2,
         flags: F::of(&[]),
         acl_categories: A::of(&[A::SLOW]),
@@ -7831,6 +8146,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "xgroup|create",
+                id: 315,
                 arity: -5,
                 flags: F::of(&[F::WRITE, F::DENYOOM]),
                 acl_categories: A::of(&[A::WRITE, A::STREAM, A::SLOW]),
@@ -7861,6 +8177,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "xgroup|createconsumer",
+                id: 316,
                 arity: 5,
                 flags: F::of(&[F::WRITE, F::DENYOOM]),
                 acl_categories: A::of(&[A::WRITE, A::STREAM, A::SLOW]),
@@ -7891,6 +8208,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "xgroup|delconsumer",
+                id: 317,
                 arity: 5,
                 flags: F::of(&[F::WRITE]),
                 acl_categories: A::of(&[A::WRITE, A::STREAM, A::SLOW]),
@@ -7921,6 +8239,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "xgroup|destroy",
+                id: 318,
                 arity: 4,
                 flags: F::of(&[F::WRITE]),
                 acl_categories: A::of(&[A::WRITE, A::STREAM, A::SLOW]),
@@ -7951,6 +8270,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "xgroup|help",
+                id: 319,
                 arity: 2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::STREAM, A::SLOW]),
@@ -7970,6 +8290,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "xgroup|setid",
+                id: 320,
                 arity: -5,
                 flags: F::of(&[F::WRITE]),
                 acl_categories: A::of(&[A::WRITE, A::STREAM, A::SLOW]),
@@ -8002,6 +8323,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xinfo",
+        id: 321,
         arity: -2,
         flags: F::of(&[]),
         acl_categories: A::of(&[A::SLOW]),
@@ -8020,6 +8342,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "xinfo|consumers",
+                id: 322,
                 arity: 4,
                 flags: F::of(&[F::READONLY]),
                 acl_categories: A::of(&[A::READ, A::STREAM, A::SLOW]),
@@ -8050,6 +8373,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "xinfo|groups",
+                id: 323,
                 arity: 3,
                 flags: F::of(&[F::READONLY]),
                 acl_categories: A::of(&[A::READ, A::STREAM, A::SLOW]),
@@ -8080,6 +8404,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "xinfo|help",
+                id: 324,
                 arity: 2,
                 flags: F::of(&[F::LOADING, F::STALE]),
                 acl_categories: A::of(&[A::STREAM, A::SLOW]),
@@ -8099,6 +8424,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "xinfo|stream",
+                id: 325,
                 arity: -3,
                 flags: F::of(&[F::READONLY]),
                 acl_categories: A::of(&[A::READ, A::STREAM, A::SLOW]),
@@ -8131,6 +8457,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xlen",
+        id: 326,
         arity: 2,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::STREAM, A::FAST]),
@@ -8161,6 +8488,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xpending",
+        id: 327,
         arity: -3,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::STREAM, A::SLOW]),
@@ -8191,6 +8519,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xrange",
+        id: 328,
         arity: -4,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::STREAM, A::SLOW]),
@@ -8221,6 +8550,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xread",
+        id: 329,
         arity: -4,
         flags: F::of(&[F::READONLY, F::BLOCKING, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::READ, A::STREAM, A::SLOW, A::BLOCKING]),
@@ -8254,6 +8584,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xreadgroup",
+        id: 330,
         arity: -7,
         flags: F::of(&[F::WRITE, F::BLOCKING, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::WRITE, A::STREAM, A::SLOW, A::BLOCKING]),
@@ -8287,6 +8618,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xrevrange",
+        id: 331,
         arity: -4,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::STREAM, A::SLOW]),
@@ -8317,6 +8649,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xsetid",
+        id: 332,
         arity: -3,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::STREAM, A::FAST]),
@@ -8347,6 +8680,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xtrim",
+        id: 333,
         arity: -4,
         flags: F::of(&[F::WRITE]),
         acl_categories: A::of(&[A::WRITE, A::STREAM, A::SLOW]),
@@ -8377,6 +8711,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zadd",
+        id: 334,
         arity: -4,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::SORTEDSET, A::FAST]),
@@ -8407,6 +8742,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zcard",
+        id: 335,
         arity: 2,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::FAST]),
@@ -8437,6 +8773,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zcount",
+        id: 336,
         arity: 4,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::FAST]),
@@ -8467,6 +8804,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zdiff",
+        id: 337,
         arity: -3,
         flags: F::of(&[F::READONLY, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::SLOW]),
@@ -8497,6 +8835,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zdiffstore",
+        id: 338,
         arity: -4,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::WRITE, A::SORTEDSET, A::SLOW]),
@@ -8537,6 +8876,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zincrby",
+        id: 339,
         arity: 4,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::SORTEDSET, A::FAST]),
@@ -8567,6 +8907,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zinter",
+        id: 340,
         arity: -3,
         flags: F::of(&[F::READONLY, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::SLOW]),
@@ -8597,6 +8938,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zintercard",
+        id: 341,
         arity: -3,
         flags: F::of(&[F::READONLY, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::SLOW]),
@@ -8627,6 +8969,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zinterstore",
+        id: 342,
         arity: -4,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::WRITE, A::SORTEDSET, A::SLOW]),
@@ -8667,6 +9010,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zlexcount",
+        id: 343,
         arity: 4,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::FAST]),
@@ -8697,6 +9041,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zmpop",
+        id: 344,
         arity: -4,
         flags: F::of(&[F::WRITE, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::WRITE, A::SORTEDSET, A::SLOW]),
@@ -8727,6 +9072,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zmscore",
+        id: 345,
         arity: -3,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::FAST]),
@@ -8757,6 +9103,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zpopmax",
+        id: 346,
         arity: -2,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::SORTEDSET, A::FAST]),
@@ -8787,6 +9134,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zpopmin",
+        id: 347,
         arity: -2,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::SORTEDSET, A::FAST]),
@@ -8817,6 +9165,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrandmember",
+        id: 348,
         arity: -2,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::SLOW]),
@@ -8847,6 +9196,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrange",
+        id: 349,
         arity: -4,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::SLOW]),
@@ -8877,6 +9227,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrangebylex",
+        id: 350,
         arity: -4,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::SLOW]),
@@ -8907,6 +9258,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrangebyscore",
+        id: 351,
         arity: -4,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::SLOW]),
@@ -8937,6 +9289,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrangestore",
+        id: 352,
         arity: -5,
         flags: F::of(&[F::WRITE, F::DENYOOM]),
         acl_categories: A::of(&[A::WRITE, A::SORTEDSET, A::SLOW]),
@@ -8977,6 +9330,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrank",
+        id: 353,
         arity: 3,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::FAST]),
@@ -9007,6 +9361,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrem",
+        id: 354,
         arity: -3,
         flags: F::of(&[F::WRITE, F::FAST]),
         acl_categories: A::of(&[A::WRITE, A::SORTEDSET, A::FAST]),
@@ -9037,6 +9392,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zremrangebylex",
+        id: 355,
         arity: 4,
         flags: F::of(&[F::WRITE]),
         acl_categories: A::of(&[A::WRITE, A::SORTEDSET, A::SLOW]),
@@ -9067,6 +9423,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zremrangebyrank",
+        id: 356,
         arity: 4,
         flags: F::of(&[F::WRITE]),
         acl_categories: A::of(&[A::WRITE, A::SORTEDSET, A::SLOW]),
@@ -9097,6 +9454,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zremrangebyscore",
+        id: 357,
         arity: 4,
         flags: F::of(&[F::WRITE]),
         acl_categories: A::of(&[A::WRITE, A::SORTEDSET, A::SLOW]),
@@ -9127,6 +9485,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrevrange",
+        id: 358,
         arity: -4,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::SLOW]),
@@ -9157,6 +9516,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrevrangebylex",
+        id: 359,
         arity: -4,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::SLOW]),
@@ -9187,6 +9547,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrevrangebyscore",
+        id: 360,
         arity: -4,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::SLOW]),
@@ -9217,6 +9578,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrevrank",
+        id: 361,
         arity: 3,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::FAST]),
@@ -9247,6 +9609,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zscan",
+        id: 362,
         arity: -3,
         flags: F::of(&[F::READONLY]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::SLOW]),
@@ -9277,6 +9640,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zscore",
+        id: 363,
         arity: 3,
         flags: F::of(&[F::READONLY, F::FAST]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::FAST]),
@@ -9307,6 +9671,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zunion",
+        id: 364,
         arity: -3,
         flags: F::of(&[F::READONLY, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::READ, A::SORTEDSET, A::SLOW]),
@@ -9337,6 +9702,7 @@ pub(crate) const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zunionstore",
+        id: 365,
         arity: -4,
         flags: F::of(&[F::WRITE, F::DENYOOM, F::MOVABLE_KEYS]),
         acl_categories: A::of(&[A::WRITE, A::SORTEDSET, A::SLOW]),

@@ -2,44 +2,27 @@
 //! subcommands, table order) gets a dense index, so a user's allowed commands are a bitmap
 //! and a permission check is one bit test, as in Redis's `allowed_commands`.
 
-use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use redline_resp::command::{self, CommandSpec};
 
-/// The table entries by id, and the id of each entry (keyed by its static address).
-struct Ids {
-    specs: Vec<&'static CommandSpec>,
-    by_addr: HashMap<usize, usize, foldhash::fast::RandomState>,
-}
+/// The table entries by id.
+static SPECS: LazyLock<Vec<&'static CommandSpec>> = LazyLock::new(|| command::all().collect());
 
-static IDS: LazyLock<Ids> = LazyLock::new(|| {
-    let specs: Vec<&'static CommandSpec> = command::all().collect();
-    let by_addr = specs
-        .iter()
-        .enumerate()
-        .map(|(id, spec)| (addr(spec), id))
-        .collect();
-    Ids { specs, by_addr }
-});
-
-fn addr(spec: &'static CommandSpec) -> usize {
-    spec as *const CommandSpec as usize
-}
-
-/// The id of a table entry (entries come from the static table, so always found).
+/// The id of a table entry (`None` for an entry outside the table: CLIENT SETINFO).
+#[inline]
 pub fn id_of(spec: &'static CommandSpec) -> Option<usize> {
-    IDS.by_addr.get(&addr(spec)).copied()
+    spec.index()
 }
 
 /// Number of ids.
 pub fn count() -> usize {
-    IDS.specs.len()
+    command::ENTRY_COUNT
 }
 
 /// Top-level commands, in table order (subcommands are reached through them).
 pub fn top_level() -> impl Iterator<Item = &'static CommandSpec> {
-    IDS.specs.iter().copied().filter(|s| !s.is_subcommand())
+    SPECS.iter().copied().filter(|s| !s.is_subcommand())
 }
 
 /// A set of command ids.

@@ -67,6 +67,7 @@ pub static CLIENT_SETINFO: redline_resp::command::CommandSpec = {
     use redline_resp::command::{AclCategories, CommandDocs, CommandFlags, CommandSpec};
     CommandSpec {
         name: "client|setinfo",
+        id: CommandSpec::NO_ID,
         arity: 4,
         flags: CommandFlags::of(&[
             CommandFlags::NOSCRIPT,
