@@ -311,6 +311,9 @@ impl Connection<'_> {
                 // redirect to this client is broken from then on, as in Redis.
                 self.shared.clients.unregister(self.client.id);
             }
+            // Counted before the replies go out, so a client that reads INFO right after
+            // its reply (on any connection) sees these commands and their changes.
+            self.flush_counters();
             self.flush().await?;
             if self.client.close_after_reply {
                 return Ok(());
@@ -326,7 +329,6 @@ impl Connection<'_> {
             if self.input.is_empty() && self.input.capacity() > KEEP_CAPACITY {
                 self.input = BytesMut::with_capacity(READ_CHUNK);
             }
-            self.flush_counters();
             self.refresh_limits();
             self.reserve_input();
             // Subscribers and RESP3 clients (pushes: invalidations, messages) read and
