@@ -26,7 +26,6 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use parking_lot::Mutex;
-use redline_resp::RequestDecoder;
 
 use crate::shared::Shared;
 use crate::store::{Held, ShardMap};
@@ -318,125 +317,55 @@ pub fn cron(shared: &Shared) {
     }
 }
 
-/// Why the AOF could not be loaded.
-#[derive(Debug)]
-pub enum LoadError {
-    /// No AOF at all.
-    Missing,
-    /// Unreadable or malformed.
-    Bad(String),
-}
+pub use super::aof_load::LoadError;
 
-/// The files the manifest lists, base first.
-fn manifest_files(shared: &Shared) -> Result<Vec<(String, char)>, LoadError> {
-    let text = match std::fs::read_to_string(manifest_path(shared)) {
+/// Loads the AOF (at start, DEBUG LOADAOF): the manifest, then the base image or
+/// commands and every incremental file ([`super::aof_load`]). When the last file ends
+/// inside a command and `aof-load-truncated` is on, it is cut after its last whole
+/// command, as Redis does.
+pub fn load(shared: &Shared) -> Result<u64, LoadError> {
+    let text = match std::fs::read(manifest_path(shared)) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::Missing),
-        Err(e) => return Err(LoadError::Bad(e.to_string())),
+        Err(e) => {
+            return Err(LoadError::Bad(format!(
+                "Fatal error: can't open the AOF manifest file {} for reading: {e}",
+                manifest_path(shared).display()
+            )))
+        }
     };
-    let mut files = Vec::new();
-    let mut top_seq = 0;
-    for line in text
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-    {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let field = |name: &str| {
-            words
-                .iter()
-                .position(|w| *w == name)
-                .and_then(|i| words.get(i + 1))
-                .copied()
-        };
-        let (Some(file), Some(kind)) = (field("file"), field("type")) else {
-            return Err(LoadError::Bad(format!("Invalid AOF manifest line: {line}")));
-        };
-        if kind == "h" {
-            continue;
-        }
-        if let Some(seq) = field("seq").and_then(|s| s.parse::<u64>().ok()) {
-            top_seq = top_seq.max(seq);
-        }
-        files.push((file.to_string(), kind.chars().next().unwrap_or('i')));
-    }
-    files.sort_by_key(|(_, kind)| *kind != 'b');
-    *shared.aof.seq.lock() = top_seq;
-    Ok(files)
-}
-
-/// Loads the AOF (at start, DEBUG LOADAOF): the base image or commands, then every
-/// incremental file, through a client that propagates nothing. A command cut short at
-/// the end of the last file is dropped (and the file truncated) when
-/// `aof-load-truncated` is on, as Redis does.
-pub fn load(shared: &Shared) -> Result<u64, LoadError> {
-    let files = manifest_files(shared)?;
+    let files = super::aof_load::parse_manifest(&text)?;
+    *shared.aof.seq.lock() = files.iter().map(|f| f.seq).max().unwrap_or(0);
     let directory = dir(shared);
-    let mut commands = 0;
-    let last = files.len().saturating_sub(1);
-    for (i, (name, kind)) in files.iter().enumerate() {
-        let path = directory.join(name);
-        let bytes = std::fs::read(&path).map_err(|e| LoadError::Bad(format!("{name}: {e}")))?;
-        if *kind == 'b' && bytes.starts_with(b"REDIS") {
-            super::snapshot::load(shared, &bytes, Default::default(), None)
-                .map_err(|e| LoadError::Bad(e.to_string()))?;
-            continue;
-        }
-        let (applied, consumed) = replay(shared, &bytes)?;
-        commands += applied;
-        if consumed < bytes.len() {
-            let truncated_ok = shared.config.read().param_bool("aof-load-truncated");
-            if i != last || !truncated_ok {
-                return Err(LoadError::Bad(format!(
-                    "Bad file format reading the append only file {name}"
-                )));
-            }
-            tracing::warn!(
-                "!!! Warning: short read while loading the AOF file {name}!!! AOF loaded anyway because aof-load-truncated is enabled"
-            );
-            truncate(&path, consumed as u64);
-        }
+    let mut contents = Vec::with_capacity(files.len());
+    for file in &files {
+        let bytes = std::fs::read(directory.join(&file.name)).map_err(|e| {
+            LoadError::Bad(format!(
+                "Fatal error: can't open the append log file {} for reading: {e}",
+                file.name
+            ))
+        })?;
+        contents.push(bytes);
     }
-    Ok(commands)
+    let parts: Vec<super::aof_load::Part<'_>> = files
+        .iter()
+        .zip(&contents)
+        .map(|(file, bytes)| super::aof_load::Part {
+            name: &file.name,
+            bytes,
+        })
+        .collect();
+    let truncated_ok = shared.config.read().param_bool("aof-load-truncated");
+    let loaded = super::aof_load::load_parts(shared, &parts, truncated_ok)?;
+    if let (Some(len), Some(last)) = (loaded.truncated_at, files.last()) {
+        truncate(&directory.join(&last.name), len);
+    }
+    Ok(loaded.commands)
 }
 
 fn truncate(path: &Path, len: u64) {
     if let Ok(file) = OpenOptions::new().write(true).open(path) {
         let _ = file.set_len(len);
-    }
-}
-
-/// Runs the commands of `bytes`; returns how many ran and how many bytes they took.
-fn replay(shared: &Shared, bytes: &[u8]) -> Result<(u64, usize), LoadError> {
-    let mut input = BytesMut::from(bytes);
-    let mut decoder = RequestDecoder::default();
-    let mut client = crate::net::client::ClientState::new(
-        0,
-        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-        true,
-    );
-    client.is_master = true;
-    client.reply = crate::net::client::ReplyMode::Off;
-    let mut output = BytesMut::new();
-    let mut commands = 0;
-    loop {
-        let before = input.len();
-        match decoder.decode(&mut input) {
-            Ok(Some(args)) => {
-                let mut ctx = crate::cmd::Ctx::new(shared, &mut client, &mut output);
-                crate::cmd::execute(&mut ctx, &args);
-                output.clear();
-                commands += 1;
-            }
-            Ok(None) => {
-                let consumed = bytes.len() - before;
-                return Ok((commands, consumed));
-            }
-            Err(e) => {
-                return Err(LoadError::Bad(format!(
-                    "Bad file format reading the append only file: {e}"
-                )))
-            }
-        }
     }
 }
 

@@ -2,9 +2,11 @@
 //!
 //! - [`rdb`]: the RDB codec: one value (DUMP/RESTORE) and whole images ([`rdb::file`]).
 //! - [`aof`]: the multi-part append-only file, fed by the replication stream.
+//! - [`aof_load`]: reading it back (manifest, base, incremental files) as Redis does.
 //! - [`snapshot`]: the dataset as an RDB image: SAVE, BGSAVE, DEBUG RELOAD, loading at
 //!   start, the payload of a replication full sync.
 
 pub mod aof;
+pub mod aof_load;
 pub mod rdb;
 pub mod snapshot;
