@@ -431,3 +431,114 @@ fn every_policy_at_64mb_under_ten_times_the_writes() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Hit rates against redis-server: the same trace, the same maxmemory.
+
+/// Ranks 0..n drawn with probability proportional to 1/(rank+1)^s, from a fixed seed.
+struct Zipf {
+    cdf: Vec<f64>,
+    rng: fastrand::Rng,
+}
+
+impl Zipf {
+    fn new(n: usize, s: f64, seed: u64) -> Zipf {
+        let mut total = 0.0;
+        let mut cdf: Vec<f64> = (0..n)
+            .map(|rank| {
+                total += 1.0 / ((rank + 1) as f64).powf(s);
+                total
+            })
+            .collect();
+        for p in &mut cdf {
+            *p /= total;
+        }
+        Zipf {
+            cdf,
+            rng: fastrand::Rng::with_seed(seed),
+        }
+    }
+
+    fn next(&mut self) -> usize {
+        let u = self.rng.f64();
+        self.cdf.partition_point(|&p| p < u).min(self.cdf.len() - 1)
+    }
+}
+
+/// Keys in the trace, its length, and how much of it warms the cache up uncounted.
+const TRACE_KEYS: usize = 100_000;
+const TRACE_OPS: usize = 300_000;
+const WARM_UP: usize = 50_000;
+
+/// Runs the trace (GET k; on a miss SET k, 1 KB values; 100 GETs per pipelined batch,
+/// then that batch's SETs) against a server; returns the hit rate after the warm-up and
+/// the keys held at the end.
+fn hit_rate(port: u16) -> (f64, u64) {
+    let mut c = conn(port);
+    let mut zipf = Zipf::new(TRACE_KEYS, 1.0, 42);
+    let value = "v".repeat(1000);
+    let (mut gets, mut hits) = (0u64, 0u64);
+    let mut done = 0;
+    while done < TRACE_OPS {
+        let keys: Vec<String> = (0..100).map(|_| format!("key:{}", zipf.next())).collect();
+        for key in &keys {
+            c.send(&["GET", key]);
+        }
+        let mut misses = Vec::new();
+        for key in &keys {
+            match c.read() {
+                Some(Frame::Bulk(_)) => {
+                    if done >= WARM_UP {
+                        hits += 1;
+                    }
+                }
+                Some(Frame::NullBulk) => misses.push(key),
+                other => panic!("GET answered {other:?}"),
+            }
+            if done >= WARM_UP {
+                gets += 1;
+            }
+            done += 1;
+        }
+        for key in &misses {
+            c.send(&["SET", key, &value]);
+        }
+        for _ in &misses {
+            assert_eq!(c.read(), Some(Frame::Simple("OK".into())));
+        }
+    }
+    assert!(info(&mut c, "evicted_keys") > 10_000, "too little eviction");
+    let keys = text(&c.cmd(&["DBSIZE"])).parse().unwrap();
+    (hits as f64 / gets as f64, keys)
+}
+
+#[test]
+fn lru_and_lfu_hit_rates_match_redis_on_a_zipf_trace() {
+    let _one_at_a_time = BIG.lock().unwrap_or_else(|e| e.into_inner());
+    for policy in ["allkeys-lru", "allkeys-lfu"] {
+        let args = [
+            "--save",
+            "",
+            "--maxmemory",
+            "16mb",
+            "--maxmemory-policy",
+            policy,
+        ];
+        let theirs = RedisServer::builder().args(args).start().unwrap();
+        let (redis, redis_keys) = hit_rate(theirs.port());
+        drop(theirs);
+        let ours = RedlineServer::builder().args(args).start().unwrap();
+        let (redline, redline_keys) = hit_rate(ours.port());
+        eprintln!(
+            "{policy}: hit rate redis-server {:.2}% ({redis_keys} keys held), redline-server {:.2}% ({redline_keys} keys held)",
+            redis * 100.0,
+            redline * 100.0
+        );
+        assert!(
+            (redis - redline).abs() <= 0.02,
+            "{policy}: {:.2}% here, {:.2}% in redis-server",
+            redline * 100.0,
+            redis * 100.0
+        );
+    }
+}
