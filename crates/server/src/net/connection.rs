@@ -537,6 +537,8 @@ impl Connection<'_> {
     /// Writes everything pending in one call.
     async fn flush(&mut self) -> io::Result<()> {
         if !self.output.is_empty() {
+            // appendfsync always: what these replies acknowledge is on disk first.
+            crate::persist::aof::wait_durable(self.shared).await;
             self.stream.write_all(&self.output).await?;
             self.output.clear();
             if self.output.capacity() > KEEP_CAPACITY {

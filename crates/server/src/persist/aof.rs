@@ -9,9 +9,10 @@
 //!
 //! The incremental file receives the replication stream itself (`crate::repl::journal`):
 //! every change, in the order the shards saw them, with its SELECTs and MULTI/EXEC. It is
-//! written where the stream is appended, so with `appendfsync always` a write is on disk
-//! (fsynced) before its reply leaves; `everysec` fsyncs from the server's cron once a
-//! second; `no` leaves it to the kernel.
+//! written where the stream is appended. With `appendfsync always` a write is on disk
+//! (fsynced) before its reply leaves, one fsync covering every connection waiting
+//! ([`wait_durable`]: a group commit, as Redis's one fsync per event-loop turn);
+//! `everysec` fsyncs from the server's cron once a second; `no` leaves it to the kernel.
 //!
 //! A rewrite (BGREWRITEAOF, turning AOF on, the automatic rewrite) takes a new base
 //! image while every shard is held, starts the next incremental file at that point,
@@ -62,21 +63,24 @@ pub struct AofFile {
     dirty: bool,
     /// The last write failed (INFO `aof_last_write_status`).
     failed: bool,
+    /// Where replies wait under `appendfsync always`.
+    durability: Arc<Durability>,
 }
 
 impl AofFile {
-    /// Appends a piece of the stream.
+    /// Appends a piece of the stream. Under `appendfsync always` the fsync is left to
+    /// the group commit ([`wait_durable`]), which the connection awaits before its
+    /// replies go out.
     pub fn write(&mut self, bytes: &[u8]) {
         let mut file: &File = &self.file;
         match file.write_all(bytes) {
             Ok(()) => {
                 self.size += bytes.len() as u64;
                 self.failed = false;
-                if self.fsync == Fsync::Always {
-                    self.failed = self.file.sync_data().is_err();
-                } else {
-                    self.dirty = true;
-                }
+                self.dirty = true;
+                self.durability
+                    .appended
+                    .fetch_add(bytes.len() as u64, Ordering::AcqRel);
             }
             Err(e) => {
                 if !self.failed {
@@ -84,6 +88,123 @@ impl AofFile {
                 }
                 self.failed = true;
             }
+        }
+    }
+}
+
+/// Group commit for `appendfsync always`, as Redis's one fsync per event-loop turn:
+/// a connection about to send replies asks for everything appended so far to be on
+/// disk and awaits it ([`wait_durable`]) without holding its worker thread, so the
+/// other connections keep running commands meanwhile; one syncer thread fsyncs
+/// whatever was appended by then, which covers every connection waiting.
+#[derive(Debug)]
+pub struct Durability {
+    /// `appendfsync always` is on.
+    always: AtomicBool,
+    /// Bytes appended ever, across files (a position in the stream of writes).
+    appended: AtomicU64,
+    /// The file the syncer fsyncs (the current incremental file).
+    file: Mutex<Option<Arc<File>>>,
+    /// The highest position a connection waits for.
+    wanted: Mutex<u64>,
+    wake: parking_lot::Condvar,
+    /// Up to which position the writes are on disk.
+    synced: tokio::sync::watch::Sender<u64>,
+    /// The syncer thread was started.
+    syncer: AtomicBool,
+}
+
+impl Default for Durability {
+    fn default() -> Self {
+        Durability {
+            always: AtomicBool::new(false),
+            appended: AtomicU64::new(0),
+            file: Mutex::new(None),
+            wanted: Mutex::new(0),
+            wake: parking_lot::Condvar::new(),
+            synced: tokio::sync::watch::Sender::new(0),
+            syncer: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Durability {
+    /// The file writes go to from now on (`None`: the AOF is off); `always` is the policy.
+    fn switch(self: &Arc<Self>, file: Option<Arc<File>>, always: bool) {
+        *self.file.lock() = file;
+        self.always.store(always, Ordering::Release);
+        if always && !self.syncer.swap(true, Ordering::AcqRel) {
+            let weak = Arc::downgrade(self);
+            let spawned = std::thread::Builder::new()
+                .name("redline-aof-fsync".into())
+                .spawn(move || Durability::sync_loop(&weak));
+            if let Err(e) = spawned {
+                tracing::warn!("Can't start the AOF fsync thread: {e}");
+                self.syncer.store(false, Ordering::Release);
+            }
+        }
+        if !always {
+            // Nothing waits for the disk any more.
+            let appended = self.appended.load(Ordering::Acquire);
+            self.synced.send_modify(|s| *s = (*s).max(appended));
+        }
+    }
+
+    /// The syncer: sleeps until a connection wants a position not synced yet, fsyncs
+    /// everything appended by then, publishes it. Ends with the server's state.
+    fn sync_loop(weak: &std::sync::Weak<Durability>) {
+        loop {
+            let Some(d) = weak.upgrade() else {
+                return;
+            };
+            {
+                let mut wanted = d.wanted.lock();
+                if *wanted <= *d.synced.borrow() {
+                    // Woken by a request, or every second to notice a stopped server.
+                    d.wake
+                        .wait_for(&mut wanted, std::time::Duration::from_secs(1));
+                    continue;
+                }
+            }
+            // Everything counted here is in the current file, or (after a rewrite swapped
+            // it) in the new base, which was fsynced before the swap.
+            let upto = d.appended.load(Ordering::Acquire);
+            let file = d.file.lock().clone();
+            if let Some(file) = file {
+                if let Err(e) = file.sync_data() {
+                    tracing::warn!(
+                        "Can't persist AOF for fsync error when the AOF fsync policy is 'always': {e}"
+                    );
+                    // Replies wait until a later fsync succeeds.
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    continue;
+                }
+            }
+            d.synced.send_modify(|s| *s = (*s).max(upto));
+        }
+    }
+}
+
+/// Under `appendfsync always`, returns once every write appended so far is on disk;
+/// at once otherwise.
+pub async fn wait_durable(shared: &Shared) {
+    let d = &shared.aof.durability;
+    if !d.always.load(Ordering::Acquire) {
+        return;
+    }
+    let target = d.appended.load(Ordering::Acquire);
+    let mut synced = d.synced.subscribe();
+    if *synced.borrow_and_update() >= target {
+        return;
+    }
+    {
+        let mut wanted = d.wanted.lock();
+        *wanted = (*wanted).max(target);
+        d.wake.notify_one();
+    }
+    while *synced.borrow_and_update() < target {
+        if synced.changed().await.is_err() || !d.always.load(Ordering::Acquire) {
+            return;
         }
     }
 }
@@ -101,6 +222,8 @@ pub struct Aof {
     seq: Mutex<u64>,
     /// The last rewrite failed.
     pub rewrite_failed: AtomicBool,
+    /// `appendfsync always`'s group commit.
+    pub durability: Arc<Durability>,
 }
 
 /// The directory the AOF lives in.
@@ -197,12 +320,18 @@ fn rewrite_now(shared: &Shared) -> std::io::Result<()> {
     super::snapshot::write_file(&manifest_path(shared), manifest.as_bytes())?;
     let mut stream = journal.stream();
     stream.force_select();
+    let file = Arc::new(file);
+    shared
+        .aof
+        .durability
+        .switch(Some(file.clone()), fsync == Fsync::Always);
     stream.aof = Some(AofFile {
-        file: Arc::new(file),
+        file,
         fsync,
         size: 0,
         dirty: false,
         failed: false,
+        durability: shared.aof.durability.clone(),
     });
     drop(stream);
     drop(held);
@@ -278,6 +407,7 @@ pub fn stop(shared: &Shared) {
     let mut stream = shared.repl.journal.stream();
     if let Some(aof) = stream.aof.take() {
         let _ = aof.file.sync_data();
+        shared.aof.durability.switch(None, false);
     }
 }
 
