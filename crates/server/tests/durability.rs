@@ -262,3 +262,26 @@ fn a_rewrite_overlapping_the_writes_loses_no_acknowledged_write() {
     );
     assert_eq!(server.cmd(&["PING"]).unwrap(), Reply::Simple("PONG".into()));
 }
+
+#[test]
+fn appendfsync_changed_at_runtime_applies_at_once_and_keeps_the_writes() {
+    let mut server = server("everysec");
+    let mut link = Link::connect(server.addr());
+    for (round, fsync) in ["always", "no", "always", "everysec"].iter().enumerate() {
+        let reply = link.cmd(&[b"CONFIG", b"SET", b"appendfsync", fsync.as_bytes()]);
+        assert_eq!(reply, Some(Frame::Simple("OK".into())), "{fsync}");
+        for seq in 0..200u64 {
+            let (k, v) = (key(round, seq), value(round, seq));
+            link.send(&[b"SET", k.as_bytes(), v.as_bytes()]).unwrap();
+        }
+        for _ in 0..200 {
+            assert_eq!(link.read(), Some(Frame::Simple("OK".into())), "{fsync}");
+        }
+    }
+    server.kill();
+    server.restart().unwrap();
+    let acks: Vec<Acks> = (0..4)
+        .map(|_| (0..200).map(|seq| (seq, Instant::now())).collect())
+        .collect();
+    assert_eq!(check(&server, &acks, Instant::now()), 0);
+}

@@ -402,6 +402,25 @@ pub fn sync(shared: &Shared) {
     }
 }
 
+/// CONFIG SET appendfsync: the open file follows the new policy at once, as in Redis.
+pub fn apply_fsync(shared: &Shared) {
+    let fsync = Fsync::from_config(shared.config.read().param("appendfsync"));
+    let mut stream = shared.repl.journal.stream();
+    let Some(aof) = stream.aof.as_mut() else {
+        return;
+    };
+    if aof.fsync == fsync {
+        return;
+    }
+    aof.fsync = fsync;
+    let file = aof.file.clone();
+    drop(stream);
+    shared
+        .aof
+        .durability
+        .switch(Some(file), fsync == Fsync::Always);
+}
+
 /// Stops writing the AOF (`appendonly no`); the files stay.
 pub fn stop(shared: &Shared) {
     let mut stream = shared.repl.journal.stream();
