@@ -329,3 +329,24 @@ fn a_cut_rdb_stops_the_start_and_keeps_the_file() {
     );
     assert_eq!(std::fs::read(&path).unwrap().len(), bytes.len() - 5);
 }
+
+#[test]
+fn a_damaged_rdb_is_refused_with_redis_checksum_message() {
+    let mut server = RedlineServer::builder()
+        .args(["--save", ""])
+        .start()
+        .unwrap();
+    server.cmd(&["SET", "k", "v"]).unwrap();
+    assert_eq!(server.cmd(&["SAVE"]).unwrap(), Reply::Simple("OK".into()));
+    server.kill();
+    let path = server.dir().join("dump.rdb");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let n = bytes.len();
+    // The value's last byte: the file still parses, only the checksum tells.
+    bytes[n - 10] ^= 0x01;
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(server.restart().is_err(), "started on a damaged file");
+    let log = server.log_tail();
+    assert!(log.contains("Wrong RDB checksum expected: ("), "{log}");
+    assert!(log.contains(") but got ("), "{log}");
+}
