@@ -88,7 +88,7 @@ lint:
 # Fuzzing needs the nightly toolchain (rustup) and cargo-fuzz; both are installed when missing.
 # Each entry is <fuzz workspace dir>:<target>; a crate's fuzz/ folder is its own workspace.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= crates/resp/fuzz:parse crates/resp/fuzz:decoder crates/resp/fuzz:request crates/server/fuzz:requests
+FUZZ_TARGETS ?= crates/resp/fuzz:parse crates/resp/fuzz:decoder crates/resp/fuzz:request crates/server/fuzz:requests crates/server/fuzz:persist_load
 
 fuzz-deps:
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal

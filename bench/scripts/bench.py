@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """`make bench` driver: builds the release binaries and the Go harness, runs the sections
-(clients, rest, server, fill, families), writes bench/results/<date>-<section>[-quick].json, and
+(clients, rest, server, fill, families, persistence), writes bench/results/<date>-<section>[-quick].json, and
 regenerates bench/REPORT.md from the newest result of every section.
 
-    python3 bench/scripts/bench.py [--quick] [--only clients,rest,server,fill,families] [--no-build]
+    python3 bench/scripts/bench.py [--quick] [--only clients,rest,server,fill,families,persistence]
+                                   [--no-build] [--rdb-size 1gb]
 """
 
 import argparse
@@ -19,6 +20,7 @@ import clients  # noqa: E402
 import families  # noqa: E402
 import fill  # noqa: E402
 import machine  # noqa: E402
+import persistence  # noqa: E402
 import report  # noqa: E402
 import rest  # noqa: E402
 import server  # noqa: E402
@@ -26,7 +28,7 @@ from common import log  # noqa: E402
 from procs import ROOT  # noqa: E402
 
 SECTIONS = {"clients": clients.run, "rest": rest.run, "server": server.run, "fill": fill.run,
-            "families": families.run}
+            "families": families.run, "persistence": persistence.run}
 RESULTS = os.path.join(ROOT, "bench", "results")
 
 
@@ -55,11 +57,16 @@ def main():
     ap.add_argument("--quick", action="store_true", help="the QUICK=1 plan (< 15 min)")
     ap.add_argument("--only", default=",".join(SECTIONS), help="comma list of sections")
     ap.add_argument("--no-build", action="store_true", help="use the binaries already built")
+    ap.add_argument("--rdb-size", default=None,
+                    help="persistence: size of the RDB whose load time is measured (default 1gb, "
+                         "64mb with --quick)")
     args = ap.parse_args()
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     for s in only:
         if s not in SECTIONS:
             sys.exit(f"unknown section {s!r} (choose from {', '.join(SECTIONS)})")
+    if args.rdb_size:
+        os.environ["BENCH_RDB_SIZE"] = args.rdb_size
     if not args.no_build:
         build()
     os.makedirs(RESULTS, exist_ok=True)

@@ -303,6 +303,42 @@ def fill_section(src, data, v):
     return out
 
 
+def persistence_section(src, data, v):
+    f = data["flags"]
+    out = [f"## 6. Persistence (`{src}`)", ""]
+    out.append(f"SET with `appendonly yes` and each `appendfsync`: `redis-benchmark "
+               f"{f['redis-benchmark']}`, {f['rounds']} rounds, servers alternating ({f['servers']}). "
+               "Cells: median requests/s (median p50 ms).")
+    out.append("")
+    out += rps_table(data["runs"], [f"SET appendfsync {s}" for s in ("always", "everysec", "no")], v)
+    rdb = f["rdb"]
+    loads = data.get("loads", [])
+    if loads:
+        out.append(f"Loading one RDB of {rdb['bytes'] / 1e6:,.0f} MB ({rdb['keys']:,} keys; "
+                   f"{rdb['contents']}) written by redis-server, {f['rdb_rounds']} rounds "
+                   "alternating: seconds from spawn to the first PONG, and the server's own "
+                   "`DB loaded from disk` figure.")
+        out.append("")
+        out.append("| server | median wall s | median logged s | RSS after load |")
+        out.append("|---|---:|---:|---:|")
+        st = {}
+        for s in ("redline-server", "redis-server"):
+            rs = [r for r in loads if r["server"] == s]
+            if rs:
+                st[s] = med([r["wall_s"] for r in rs])
+                logged = med([r["logged_s"] for r in rs])
+                rss = med([r["rss_bytes"] for r in rs])
+                out.append(f"| {s} | {st[s]:.2f} | {'–' if logged is None else f'{logged:.2f}'} | "
+                           f"{rss / 1e6:,.0f} MB |")
+        if len(st) == 2:
+            rr = ratio(st["redis-server"], st["redline-server"])
+            out.append("")
+            out.append(f"redis-server ÷ redline-server load time (higher is better for redline): {fmt_r(rr)}.")
+            v.add("RDB load time, redis ÷ redline", rr, "persistence")
+        out.append("")
+    return out
+
+
 def write():
     newest = latest()
     v, goals = Verdicts(), []
@@ -313,7 +349,7 @@ def write():
             src, data = newest[name]
             body += fn(src, data, v, goals)
     for name, fn in (("server", server_section), ("fill", fill_section),
-                     ("families", families_section)):
+                     ("families", families_section), ("persistence", persistence_section)):
         if name in newest:
             src, data = newest[name]
             body += fn(src, data, v)

@@ -53,6 +53,28 @@ pub fn flush_local() {
     });
 }
 
+/// Hands the free pages the system allocator keeps back to the kernel (glibc's
+/// `malloc_trim`, which also releases whole free pages inside its heaps).
+///
+/// glibc gives each thread that contends an arena of its own, and memory freed in one
+/// arena only serves allocations from that arena: when keys written from one worker
+/// thread are evicted while another worker allocates, the freed pages would stay
+/// resident and RSS would climb far past `maxmemory`. Eviction calls this after each
+/// few megabytes it frees ([`crate::store::evict`]). A no-op elsewhere.
+pub fn release_free_pages() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        // SAFETY: malloc_trim takes the allocator's own locks and only releases pages
+        // no allocation uses; it is safe to call from any thread at any time.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
 /// The system allocator, counted.
 pub struct Counting;
 

@@ -208,3 +208,337 @@ fn evictions_reach_a_replica_as_deletions() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// 64 MB and ten times that: every policy, one server at a time.
+
+/// The big fills run one at a time: each holds 64 MB and keeps a core busy.
+static BIG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+const LIMIT: u64 = 64 << 20;
+/// Values of the big fills: 16 KB, so ten times the limit is about 41,000 SETs.
+const BIG_VALUE: usize = 16 * 1024;
+/// Keys with the farthest deadline in the volatile-ttl case (16 MB of them).
+const LATE: usize = 1000;
+
+fn big_server(policy: &str) -> RedlineServer {
+    RedlineServer::builder()
+        .args([
+            "--save",
+            "",
+            "--maxmemory",
+            "64mb",
+            "--maxmemory-policy",
+            policy,
+        ])
+        .start()
+        .unwrap()
+}
+
+/// The process's resident memory, from /proc.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// What a big fill saw.
+#[derive(Debug, Default)]
+struct Watched {
+    /// Writes refused (OOM).
+    refused: usize,
+    /// The highest `used_memory` read between batches.
+    max_used: u64,
+    /// The highest RSS read between batches.
+    max_rss: u64,
+}
+
+/// Writes `LIMIT * 10` bytes of `prefix:<n>` keys (`ttl(n)` seconds each, 0 for none),
+/// 64 per pipelined batch, running `between` after every batch and reading
+/// `used_memory` and RSS every 8 batches. Every refusal must be Redis's OOM error.
+fn fill_ten_times(
+    c: &mut Conn,
+    pid: u32,
+    prefix: &str,
+    ttl: impl Fn(usize) -> u64,
+    mut between: impl FnMut(&mut Conn),
+) -> Watched {
+    let value = "x".repeat(BIG_VALUE);
+    let count = (LIMIT * 10) as usize / BIG_VALUE;
+    let mut watched = Watched::default();
+    for (batch, chunk) in (0..count).collect::<Vec<_>>().chunks(64).enumerate() {
+        for &n in chunk {
+            let key = format!("{prefix}:{n}");
+            match ttl(n) {
+                0 => c.send(&["SET", &key, &value]),
+                t => c.send(&["SET", &key, &value, "EX", &t.to_string()]),
+            }
+        }
+        for _ in chunk {
+            match c.read() {
+                Some(Frame::Simple(_)) => {}
+                Some(Frame::Error(e)) => {
+                    assert_eq!(
+                        &e[..],
+                        b"OOM command not allowed when used memory > 'maxmemory'."
+                    );
+                    watched.refused += 1;
+                }
+                other => panic!("SET answered {other:?}"),
+            }
+        }
+        between(c);
+        if batch % 8 == 0 {
+            watched.max_used = watched.max_used.max(memory(c, "used_memory"));
+            watched.max_rss = watched.max_rss.max(rss(pid));
+        }
+    }
+    watched
+}
+
+fn memory(c: &mut Conn, field: &str) -> u64 {
+    let all = text(&c.cmd(&["INFO", "memory"]));
+    all.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// used_memory never above the limit by more than 10%, nor the RSS growth since
+/// `rss_before`.
+fn assert_within_limit(policy: &str, watched: &Watched, rss_before: u64) {
+    eprintln!(
+        "{policy}: max used_memory {:.1} MB, max RSS growth {:.1} MB, {} refused",
+        watched.max_used as f64 / 1048576.0,
+        watched.max_rss.saturating_sub(rss_before) as f64 / 1048576.0,
+        watched.refused
+    );
+    assert!(
+        watched.max_used <= LIMIT * 11 / 10,
+        "{policy}: used_memory reached {}",
+        watched.max_used
+    );
+    assert!(
+        watched.max_rss.saturating_sub(rss_before) <= LIMIT * 11 / 10,
+        "{policy}: RSS grew by {}",
+        watched.max_rss - rss_before
+    );
+}
+
+/// How many of `prefix:0..count` exist.
+fn present(c: &mut Conn, prefix: &str, count: usize) -> usize {
+    for n in 0..count {
+        c.send(&["EXISTS", &format!("{prefix}:{n}")]);
+    }
+    (0..count)
+        .filter(|_| c.read() == Some(Frame::Integer(1)))
+        .count()
+}
+
+/// Writes `count` 1 KB keys `prefix:<n>` with TTL `ttl` seconds (0: none).
+fn small_keys(c: &mut Conn, prefix: &str, count: usize, ttl: u64) {
+    assert_eq!(fill(c, prefix, count, ttl), 0, "{prefix} refused");
+}
+
+#[test]
+fn every_policy_at_64mb_under_ten_times_the_writes() {
+    let _one_at_a_time = BIG.lock().unwrap_or_else(|e| e.into_inner());
+    for policy in [
+        "noeviction",
+        "allkeys-lru",
+        "allkeys-lfu",
+        "allkeys-random",
+        "volatile-lru",
+        "volatile-lfu",
+        "volatile-random",
+        "volatile-ttl",
+    ] {
+        let server = big_server(policy);
+        let pid = server.pid().unwrap();
+        let mut c = conn(server.port());
+        let rss_before = rss(pid);
+        // Keys every policy has reasons to keep: 4 MB without TTL ("keep"), and 200
+        // "hot" keys read after every batch (without TTL too).
+        small_keys(&mut c, "keep", 4000, 0);
+        small_keys(&mut c, "hot", 200, 0);
+        let read_hot = |c: &mut Conn| {
+            for n in 0..200 {
+                c.send(&["GET", &format!("hot:{n}")]);
+            }
+            for _ in 0..200 {
+                c.read();
+            }
+        };
+        let volatile = policy.starts_with("volatile");
+        let watched = match policy {
+            "volatile-ttl" => {
+                // 16 MB due in 11 days (as large as the writer's keys, so sampling by
+                // key sees them in proportion), then the writer's keys due in 1 to 3
+                // hours: the writer's go first.
+                let value = "x".repeat(BIG_VALUE);
+                for n in 0..LATE {
+                    c.send(&["SET", &format!("late:{n}"), &value, "EX", "1000000"]);
+                }
+                for _ in 0..LATE {
+                    assert_eq!(c.read(), Some(Frame::Simple("OK".into())));
+                }
+                fill_ten_times(&mut c, pid, "w", |n| 3600 + (n as u64 % 7200), |_| {})
+            }
+            _ if volatile => fill_ten_times(&mut c, pid, "w", |_| 100_000, read_hot),
+            _ => fill_ten_times(&mut c, pid, "w", |_| 0, read_hot),
+        };
+        assert_within_limit(policy, &watched, rss_before);
+        let evicted = info(&mut c, "evicted_keys");
+        let keep = present(&mut c, "keep", 4000);
+        let hot = present(&mut c, "hot", 200);
+        eprintln!("{policy}: {evicted} evicted, keep {keep}/4000, hot {hot}/200");
+        match policy {
+            "noeviction" => {
+                assert_eq!(evicted, 0);
+                assert!(watched.refused > 0);
+                assert_eq!((keep, hot), (4000, 200));
+            }
+            "allkeys-random" => {
+                assert_eq!(watched.refused, 0);
+                assert!(evicted > 30_000, "{evicted}");
+                // Random takes the old keys in proportion: most of them are gone.
+                assert!(keep < 2000, "{keep}");
+            }
+            "allkeys-lru" | "allkeys-lfu" => {
+                assert_eq!(watched.refused, 0);
+                assert!(evicted > 30_000, "{evicted}");
+                // What is read stays, what is not goes.
+                assert!(hot >= 190, "{policy}: only {hot} of 200 hot keys left");
+                assert!(keep < 2000, "{policy}: {keep} unused keys left");
+            }
+            _ => {
+                assert_eq!(watched.refused, 0);
+                assert!(evicted > 30_000, "{evicted}");
+                // Keys without a TTL are never candidates.
+                assert_eq!((keep, hot), (4000, 200), "{policy}");
+            }
+        }
+        if policy == "volatile-ttl" {
+            let late = present(&mut c, "late", LATE);
+            eprintln!("volatile-ttl: late {late}/{LATE}");
+            assert!(
+                late >= LATE * 95 / 100,
+                "only {late} of the latest deadlines left"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Hit rates against redis-server: the same trace, the same maxmemory.
+
+/// Ranks 0..n drawn with probability proportional to 1/(rank+1)^s, from a fixed seed.
+struct Zipf {
+    cdf: Vec<f64>,
+    rng: fastrand::Rng,
+}
+
+impl Zipf {
+    fn new(n: usize, s: f64, seed: u64) -> Zipf {
+        let mut total = 0.0;
+        let mut cdf: Vec<f64> = (0..n)
+            .map(|rank| {
+                total += 1.0 / ((rank + 1) as f64).powf(s);
+                total
+            })
+            .collect();
+        for p in &mut cdf {
+            *p /= total;
+        }
+        Zipf {
+            cdf,
+            rng: fastrand::Rng::with_seed(seed),
+        }
+    }
+
+    fn next(&mut self) -> usize {
+        let u = self.rng.f64();
+        self.cdf.partition_point(|&p| p < u).min(self.cdf.len() - 1)
+    }
+}
+
+/// Keys in the trace, its length, and how much of it warms the cache up uncounted.
+const TRACE_KEYS: usize = 100_000;
+const TRACE_OPS: usize = 300_000;
+const WARM_UP: usize = 50_000;
+
+/// Runs the trace (GET k; on a miss SET k, 1 KB values; 100 GETs per pipelined batch,
+/// then that batch's SETs) against a server; returns the hit rate after the warm-up and
+/// the keys held at the end.
+fn hit_rate(port: u16) -> (f64, u64) {
+    let mut c = conn(port);
+    let mut zipf = Zipf::new(TRACE_KEYS, 1.0, 42);
+    let value = "v".repeat(1000);
+    let (mut gets, mut hits) = (0u64, 0u64);
+    let mut done = 0;
+    while done < TRACE_OPS {
+        let keys: Vec<String> = (0..100).map(|_| format!("key:{}", zipf.next())).collect();
+        for key in &keys {
+            c.send(&["GET", key]);
+        }
+        let mut misses = Vec::new();
+        for key in &keys {
+            match c.read() {
+                Some(Frame::Bulk(_)) => {
+                    if done >= WARM_UP {
+                        hits += 1;
+                    }
+                }
+                Some(Frame::NullBulk) => misses.push(key),
+                other => panic!("GET answered {other:?}"),
+            }
+            if done >= WARM_UP {
+                gets += 1;
+            }
+            done += 1;
+        }
+        for key in &misses {
+            c.send(&["SET", key, &value]);
+        }
+        for _ in &misses {
+            assert_eq!(c.read(), Some(Frame::Simple("OK".into())));
+        }
+    }
+    assert!(info(&mut c, "evicted_keys") > 10_000, "too little eviction");
+    let keys = text(&c.cmd(&["DBSIZE"])).parse().unwrap();
+    (hits as f64 / gets as f64, keys)
+}
+
+#[test]
+fn lru_and_lfu_hit_rates_match_redis_on_a_zipf_trace() {
+    let _one_at_a_time = BIG.lock().unwrap_or_else(|e| e.into_inner());
+    for policy in ["allkeys-lru", "allkeys-lfu"] {
+        let args = [
+            "--save",
+            "",
+            "--maxmemory",
+            "16mb",
+            "--maxmemory-policy",
+            policy,
+        ];
+        let theirs = RedisServer::builder().args(args).start().unwrap();
+        let (redis, redis_keys) = hit_rate(theirs.port());
+        drop(theirs);
+        let ours = RedlineServer::builder().args(args).start().unwrap();
+        let (redline, redline_keys) = hit_rate(ours.port());
+        eprintln!(
+            "{policy}: hit rate redis-server {:.2}% ({redis_keys} keys held), redline-server {:.2}% ({redline_keys} keys held)",
+            redis * 100.0,
+            redline * 100.0
+        );
+        assert!(
+            (redis - redline).abs() <= 0.02,
+            "{policy}: {:.2}% here, {:.2}% in redis-server",
+            redline * 100.0,
+            redis * 100.0
+        );
+    }
+}

@@ -115,6 +115,8 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         })?;
     } else if aof_was && !aof_now {
         crate::persist::aof::stop(ctx.shared);
+    } else if aof_now {
+        crate::persist::aof::apply_fsync(ctx.shared);
     }
     ok(ctx.out);
     Ok(())

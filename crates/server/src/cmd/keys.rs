@@ -507,7 +507,8 @@ pub(crate) fn encoding_name(value: &crate::store::Value) -> &'static str {
         Value::Str(_) => "raw",
         Value::List(_) => "quicklist",
         Value::Hash(h) => {
-            if h.len() <= 128 && h.iter().all(|(f, v)| small(f.len()) && small(v.len())) {
+            // hash-max-listpack-entries is 512 in Redis 7.0 (128 in its sample config).
+            if h.len() <= 512 && h.iter().all(|(f, v)| small(f.len()) && small(v.len())) {
                 "listpack"
             } else {
                 "hashtable"

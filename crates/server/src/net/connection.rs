@@ -311,8 +311,8 @@ impl Connection<'_> {
                 // redirect to this client is broken from then on, as in Redis.
                 self.shared.clients.unregister(self.client.id);
             }
-            // Counted before the replies go out, so a client reading INFO (or LASTSAVE's
-            // change counter) right after a reply sees the command that produced it.
+            // Counted before the replies go out, so a client that reads INFO right after
+            // its reply (on any connection) sees these commands and their changes.
             self.flush_counters();
             self.flush().await?;
             if self.client.close_after_reply {
@@ -537,6 +537,8 @@ impl Connection<'_> {
     /// Writes everything pending in one call.
     async fn flush(&mut self) -> io::Result<()> {
         if !self.output.is_empty() {
+            // appendfsync always: what these replies acknowledge is on disk first.
+            crate::persist::aof::wait_durable(self.shared).await;
             self.stream.write_all(&self.output).await?;
             self.output.clear();
             if self.output.capacity() > KEEP_CAPACITY {

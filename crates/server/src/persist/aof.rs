@@ -9,9 +9,10 @@
 //!
 //! The incremental file receives the replication stream itself (`crate::repl::journal`):
 //! every change, in the order the shards saw them, with its SELECTs and MULTI/EXEC. It is
-//! written where the stream is appended, so with `appendfsync always` a write is on disk
-//! (fsynced) before its reply leaves; `everysec` fsyncs from the server's cron once a
-//! second; `no` leaves it to the kernel.
+//! written where the stream is appended. With `appendfsync always` a write is on disk
+//! (fsynced) before its reply leaves, one fsync covering every connection waiting
+//! ([`wait_durable`]: a group commit, as Redis's one fsync per event-loop turn);
+//! `everysec` fsyncs from the server's cron once a second; `no` leaves it to the kernel.
 //!
 //! A rewrite (BGREWRITEAOF, turning AOF on, the automatic rewrite) takes a new base
 //! image while every shard is held, starts the next incremental file at that point,
@@ -26,7 +27,6 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use parking_lot::Mutex;
-use redline_resp::RequestDecoder;
 
 use crate::shared::Shared;
 use crate::store::{Held, ShardMap};
@@ -63,21 +63,24 @@ pub struct AofFile {
     dirty: bool,
     /// The last write failed (INFO `aof_last_write_status`).
     failed: bool,
+    /// Where replies wait under `appendfsync always`.
+    durability: Arc<Durability>,
 }
 
 impl AofFile {
-    /// Appends a piece of the stream.
+    /// Appends a piece of the stream. Under `appendfsync always` the fsync is left to
+    /// the group commit ([`wait_durable`]), which the connection awaits before its
+    /// replies go out.
     pub fn write(&mut self, bytes: &[u8]) {
         let mut file: &File = &self.file;
         match file.write_all(bytes) {
             Ok(()) => {
                 self.size += bytes.len() as u64;
                 self.failed = false;
-                if self.fsync == Fsync::Always {
-                    self.failed = self.file.sync_data().is_err();
-                } else {
-                    self.dirty = true;
-                }
+                self.dirty = true;
+                self.durability
+                    .appended
+                    .fetch_add(bytes.len() as u64, Ordering::AcqRel);
             }
             Err(e) => {
                 if !self.failed {
@@ -85,6 +88,123 @@ impl AofFile {
                 }
                 self.failed = true;
             }
+        }
+    }
+}
+
+/// Group commit for `appendfsync always`, as Redis's one fsync per event-loop turn:
+/// a connection about to send replies asks for everything appended so far to be on
+/// disk and awaits it ([`wait_durable`]) without holding its worker thread, so the
+/// other connections keep running commands meanwhile; one syncer thread fsyncs
+/// whatever was appended by then, which covers every connection waiting.
+#[derive(Debug)]
+pub struct Durability {
+    /// `appendfsync always` is on.
+    always: AtomicBool,
+    /// Bytes appended ever, across files (a position in the stream of writes).
+    appended: AtomicU64,
+    /// The file the syncer fsyncs (the current incremental file).
+    file: Mutex<Option<Arc<File>>>,
+    /// The highest position a connection waits for.
+    wanted: Mutex<u64>,
+    wake: parking_lot::Condvar,
+    /// Up to which position the writes are on disk.
+    synced: tokio::sync::watch::Sender<u64>,
+    /// The syncer thread was started.
+    syncer: AtomicBool,
+}
+
+impl Default for Durability {
+    fn default() -> Self {
+        Durability {
+            always: AtomicBool::new(false),
+            appended: AtomicU64::new(0),
+            file: Mutex::new(None),
+            wanted: Mutex::new(0),
+            wake: parking_lot::Condvar::new(),
+            synced: tokio::sync::watch::Sender::new(0),
+            syncer: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Durability {
+    /// The file writes go to from now on (`None`: the AOF is off); `always` is the policy.
+    fn switch(self: &Arc<Self>, file: Option<Arc<File>>, always: bool) {
+        *self.file.lock() = file;
+        self.always.store(always, Ordering::Release);
+        if always && !self.syncer.swap(true, Ordering::AcqRel) {
+            let weak = Arc::downgrade(self);
+            let spawned = std::thread::Builder::new()
+                .name("redline-aof-fsync".into())
+                .spawn(move || Durability::sync_loop(&weak));
+            if let Err(e) = spawned {
+                tracing::warn!("Can't start the AOF fsync thread: {e}");
+                self.syncer.store(false, Ordering::Release);
+            }
+        }
+        if !always {
+            // Nothing waits for the disk any more.
+            let appended = self.appended.load(Ordering::Acquire);
+            self.synced.send_modify(|s| *s = (*s).max(appended));
+        }
+    }
+
+    /// The syncer: sleeps until a connection wants a position not synced yet, fsyncs
+    /// everything appended by then, publishes it. Ends with the server's state.
+    fn sync_loop(weak: &std::sync::Weak<Durability>) {
+        loop {
+            let Some(d) = weak.upgrade() else {
+                return;
+            };
+            {
+                let mut wanted = d.wanted.lock();
+                if *wanted <= *d.synced.borrow() {
+                    // Woken by a request, or every second to notice a stopped server.
+                    d.wake
+                        .wait_for(&mut wanted, std::time::Duration::from_secs(1));
+                    continue;
+                }
+            }
+            // Everything counted here is in the current file, or (after a rewrite swapped
+            // it) in the new base, which was fsynced before the swap.
+            let upto = d.appended.load(Ordering::Acquire);
+            let file = d.file.lock().clone();
+            if let Some(file) = file {
+                if let Err(e) = file.sync_data() {
+                    tracing::warn!(
+                        "Can't persist AOF for fsync error when the AOF fsync policy is 'always': {e}"
+                    );
+                    // Replies wait until a later fsync succeeds.
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    continue;
+                }
+            }
+            d.synced.send_modify(|s| *s = (*s).max(upto));
+        }
+    }
+}
+
+/// Under `appendfsync always`, returns once every write appended so far is on disk;
+/// at once otherwise.
+pub async fn wait_durable(shared: &Shared) {
+    let d = &shared.aof.durability;
+    if !d.always.load(Ordering::Acquire) {
+        return;
+    }
+    let target = d.appended.load(Ordering::Acquire);
+    let mut synced = d.synced.subscribe();
+    if *synced.borrow_and_update() >= target {
+        return;
+    }
+    {
+        let mut wanted = d.wanted.lock();
+        *wanted = (*wanted).max(target);
+        d.wake.notify_one();
+    }
+    while *synced.borrow_and_update() < target {
+        if synced.changed().await.is_err() || !d.always.load(Ordering::Acquire) {
+            return;
         }
     }
 }
@@ -102,6 +222,8 @@ pub struct Aof {
     seq: Mutex<u64>,
     /// The last rewrite failed.
     pub rewrite_failed: AtomicBool,
+    /// `appendfsync always`'s group commit.
+    pub durability: Arc<Durability>,
 }
 
 /// The directory the AOF lives in.
@@ -198,12 +320,18 @@ fn rewrite_now(shared: &Shared) -> std::io::Result<()> {
     super::snapshot::write_file(&manifest_path(shared), manifest.as_bytes())?;
     let mut stream = journal.stream();
     stream.force_select();
+    let file = Arc::new(file);
+    shared
+        .aof
+        .durability
+        .switch(Some(file.clone()), fsync == Fsync::Always);
     stream.aof = Some(AofFile {
-        file: Arc::new(file),
+        file,
         fsync,
         size: 0,
         dirty: false,
         failed: false,
+        durability: shared.aof.durability.clone(),
     });
     drop(stream);
     drop(held);
@@ -274,11 +402,31 @@ pub fn sync(shared: &Shared) {
     }
 }
 
+/// CONFIG SET appendfsync: the open file follows the new policy at once, as in Redis.
+pub fn apply_fsync(shared: &Shared) {
+    let fsync = Fsync::from_config(shared.config.read().param("appendfsync"));
+    let mut stream = shared.repl.journal.stream();
+    let Some(aof) = stream.aof.as_mut() else {
+        return;
+    };
+    if aof.fsync == fsync {
+        return;
+    }
+    aof.fsync = fsync;
+    let file = aof.file.clone();
+    drop(stream);
+    shared
+        .aof
+        .durability
+        .switch(Some(file), fsync == Fsync::Always);
+}
+
 /// Stops writing the AOF (`appendonly no`); the files stay.
 pub fn stop(shared: &Shared) {
     let mut stream = shared.repl.journal.stream();
     if let Some(aof) = stream.aof.take() {
         let _ = aof.file.sync_data();
+        shared.aof.durability.switch(None, false);
     }
 }
 
@@ -318,125 +466,55 @@ pub fn cron(shared: &Shared) {
     }
 }
 
-/// Why the AOF could not be loaded.
-#[derive(Debug)]
-pub enum LoadError {
-    /// No AOF at all.
-    Missing,
-    /// Unreadable or malformed.
-    Bad(String),
-}
+pub use super::aof_load::LoadError;
 
-/// The files the manifest lists, base first.
-fn manifest_files(shared: &Shared) -> Result<Vec<(String, char)>, LoadError> {
-    let text = match std::fs::read_to_string(manifest_path(shared)) {
+/// Loads the AOF (at start, DEBUG LOADAOF): the manifest, then the base image or
+/// commands and every incremental file ([`super::aof_load`]). When the last file ends
+/// inside a command and `aof-load-truncated` is on, it is cut after its last whole
+/// command, as Redis does.
+pub fn load(shared: &Shared) -> Result<u64, LoadError> {
+    let text = match std::fs::read(manifest_path(shared)) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::Missing),
-        Err(e) => return Err(LoadError::Bad(e.to_string())),
+        Err(e) => {
+            return Err(LoadError::Bad(format!(
+                "Fatal error: can't open the AOF manifest file {} for reading: {e}",
+                manifest_path(shared).display()
+            )))
+        }
     };
-    let mut files = Vec::new();
-    let mut top_seq = 0;
-    for line in text
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-    {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let field = |name: &str| {
-            words
-                .iter()
-                .position(|w| *w == name)
-                .and_then(|i| words.get(i + 1))
-                .copied()
-        };
-        let (Some(file), Some(kind)) = (field("file"), field("type")) else {
-            return Err(LoadError::Bad(format!("Invalid AOF manifest line: {line}")));
-        };
-        if kind == "h" {
-            continue;
-        }
-        if let Some(seq) = field("seq").and_then(|s| s.parse::<u64>().ok()) {
-            top_seq = top_seq.max(seq);
-        }
-        files.push((file.to_string(), kind.chars().next().unwrap_or('i')));
-    }
-    files.sort_by_key(|(_, kind)| *kind != 'b');
-    *shared.aof.seq.lock() = top_seq;
-    Ok(files)
-}
-
-/// Loads the AOF (at start, DEBUG LOADAOF): the base image or commands, then every
-/// incremental file, through a client that propagates nothing. A command cut short at
-/// the end of the last file is dropped (and the file truncated) when
-/// `aof-load-truncated` is on, as Redis does.
-pub fn load(shared: &Shared) -> Result<u64, LoadError> {
-    let files = manifest_files(shared)?;
+    let files = super::aof_load::parse_manifest(&text)?;
+    *shared.aof.seq.lock() = files.iter().map(|f| f.seq).max().unwrap_or(0);
     let directory = dir(shared);
-    let mut commands = 0;
-    let last = files.len().saturating_sub(1);
-    for (i, (name, kind)) in files.iter().enumerate() {
-        let path = directory.join(name);
-        let bytes = std::fs::read(&path).map_err(|e| LoadError::Bad(format!("{name}: {e}")))?;
-        if *kind == 'b' && bytes.starts_with(b"REDIS") {
-            super::snapshot::load(shared, &bytes, Default::default(), None)
-                .map_err(|e| LoadError::Bad(e.to_string()))?;
-            continue;
-        }
-        let (applied, consumed) = replay(shared, &bytes)?;
-        commands += applied;
-        if consumed < bytes.len() {
-            let truncated_ok = shared.config.read().param_bool("aof-load-truncated");
-            if i != last || !truncated_ok {
-                return Err(LoadError::Bad(format!(
-                    "Bad file format reading the append only file {name}"
-                )));
-            }
-            tracing::warn!(
-                "!!! Warning: short read while loading the AOF file {name}!!! AOF loaded anyway because aof-load-truncated is enabled"
-            );
-            truncate(&path, consumed as u64);
-        }
+    let mut contents = Vec::with_capacity(files.len());
+    for file in &files {
+        let bytes = std::fs::read(directory.join(&file.name)).map_err(|e| {
+            LoadError::Bad(format!(
+                "Fatal error: can't open the append log file {} for reading: {e}",
+                file.name
+            ))
+        })?;
+        contents.push(bytes);
     }
-    Ok(commands)
+    let parts: Vec<super::aof_load::Part<'_>> = files
+        .iter()
+        .zip(&contents)
+        .map(|(file, bytes)| super::aof_load::Part {
+            name: &file.name,
+            bytes,
+        })
+        .collect();
+    let truncated_ok = shared.config.read().param_bool("aof-load-truncated");
+    let loaded = super::aof_load::load_parts(shared, &parts, truncated_ok)?;
+    if let (Some(len), Some(last)) = (loaded.truncated_at, files.last()) {
+        truncate(&directory.join(&last.name), len);
+    }
+    Ok(loaded.commands)
 }
 
 fn truncate(path: &Path, len: u64) {
     if let Ok(file) = OpenOptions::new().write(true).open(path) {
         let _ = file.set_len(len);
-    }
-}
-
-/// Runs the commands of `bytes`; returns how many ran and how many bytes they took.
-fn replay(shared: &Shared, bytes: &[u8]) -> Result<(u64, usize), LoadError> {
-    let mut input = BytesMut::from(bytes);
-    let mut decoder = RequestDecoder::default();
-    let mut client = crate::net::client::ClientState::new(
-        0,
-        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-        true,
-    );
-    client.is_master = true;
-    client.reply = crate::net::client::ReplyMode::Off;
-    let mut output = BytesMut::new();
-    let mut commands = 0;
-    loop {
-        let before = input.len();
-        match decoder.decode(&mut input) {
-            Ok(Some(args)) => {
-                let mut ctx = crate::cmd::Ctx::new(shared, &mut client, &mut output);
-                crate::cmd::execute(&mut ctx, &args);
-                output.clear();
-                commands += 1;
-            }
-            Ok(None) => {
-                let consumed = bytes.len() - before;
-                return Ok((commands, consumed));
-            }
-            Err(e) => {
-                return Err(LoadError::Bad(format!(
-                    "Bad file format reading the append only file: {e}"
-                )))
-            }
-        }
     }
 }
 

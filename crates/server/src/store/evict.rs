@@ -101,6 +101,8 @@ pub struct Eviction {
     lfu_decay_time: AtomicU32,
     /// Keys evicted since start (INFO `evicted_keys`).
     pub evicted: AtomicU64,
+    /// Bytes freed by eviction since the allocator last gave free pages back.
+    freed_since_release: AtomicU64,
     pool: Mutex<Vec<Candidate>>,
 }
 
@@ -113,6 +115,7 @@ impl Default for Eviction {
             lfu_log_factor: AtomicU32::new(10),
             lfu_decay_time: AtomicU32::new(1),
             evicted: AtomicU64::new(0),
+            freed_since_release: AtomicU64::new(0),
             pool: Mutex::new(Vec::new()),
         }
     }
@@ -268,9 +271,14 @@ impl Eviction {
             return true;
         }
         let mut rounds = 0;
+        crate::alloc::flush_local();
+        let started_at = crate::alloc::used();
         loop {
             crate::alloc::flush_local();
             if crate::alloc::used() <= max {
+                if rounds > 0 {
+                    self.released(max, started_at.saturating_sub(crate::alloc::used()));
+                }
                 return true;
             }
             if policy == Policy::NoEviction || rounds > 10_000 {
@@ -280,6 +288,17 @@ impl Eviction {
             if !self.evict_one(store, policy, &mut evicted) {
                 return false;
             }
+        }
+    }
+
+    /// Counts what an eviction pass freed; past 1/64 of `maxmemory` (at least 1 MB) the
+    /// allocator's free pages go back to the kernel, so RSS follows `used_memory`
+    /// instead of growing with each arena the freed memory is stuck in.
+    fn released(&self, max: u64, freed: u64) {
+        let total = self.freed_since_release.fetch_add(freed, Ordering::Relaxed) + freed;
+        if total >= (max / 64).max(1 << 20) {
+            self.freed_since_release.store(0, Ordering::Relaxed);
+            crate::alloc::release_free_pages();
         }
     }
 

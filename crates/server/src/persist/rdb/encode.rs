@@ -5,7 +5,7 @@
 //! - strings: integer encoding when the text is a canonical 32-bit integer, LZF when
 //!   longer than 20 bytes and that saves at least 4 bytes, raw otherwise;
 //! - lists: `QUICKLIST_2` of listpack nodes of up to 8 KB (`list-max-listpack-size -2`);
-//! - hashes: a listpack up to 128 fields of at most 64 bytes, otherwise field/value pairs;
+//! - hashes: a listpack up to 512 fields of at most 64 bytes, otherwise field/value pairs;
 //! - sets: an intset up to 512 integer members, otherwise the members;
 //! - sorted sets: a listpack up to 128 members of at most 64 bytes, otherwise `ZSET_2`.
 //!
@@ -22,8 +22,11 @@ use crate::store::{canonical_int, Value, ZSet};
 const LIST_NODE_BYTES: usize = 8192;
 /// What Redis adds to an element's size when it estimates a node's growth.
 const NODE_ENTRY_OVERHEAD: usize = 8;
-/// `hash-max-listpack-entries` and `zset-max-listpack-entries`.
-const MAX_LISTPACK_ENTRIES: usize = 128;
+/// `hash-max-listpack-entries` (Redis 7.0's built-in default; its sample redis.conf
+/// says 128).
+const MAX_HASH_LISTPACK_ENTRIES: usize = 512;
+/// `zset-max-listpack-entries`.
+const MAX_ZSET_LISTPACK_ENTRIES: usize = 128;
 /// `hash-max-listpack-value` and `zset-max-listpack-value`.
 const MAX_LISTPACK_VALUE: usize = 64;
 /// `set-max-intset-entries`.
@@ -64,7 +67,7 @@ pub fn value(out: &mut Vec<u8>, value: &Value) {
             }
         }
         Value::Hash(hash) => {
-            let small = hash.len() <= MAX_LISTPACK_ENTRIES
+            let small = hash.len() <= MAX_HASH_LISTPACK_ENTRIES
                 && hash
                     .iter()
                     .all(|(f, v)| f.len() <= MAX_LISTPACK_VALUE && v.len() <= MAX_LISTPACK_VALUE);
@@ -111,7 +114,7 @@ pub fn value(out: &mut Vec<u8>, value: &Value) {
 }
 
 fn zset_value(out: &mut Vec<u8>, zset: &ZSet) {
-    let small = zset.len() <= MAX_LISTPACK_ENTRIES
+    let small = zset.len() <= MAX_ZSET_LISTPACK_ENTRIES
         && zset.iter().all(|(m, _)| m.len() <= MAX_LISTPACK_VALUE);
     if small {
         out.push(ZSET_LISTPACK);

@@ -169,7 +169,12 @@ pub enum LoadError {
     /// Not an RDB file, or a version newer than this server reads.
     Header(String),
     /// The checksum at the end does not match.
-    Checksum,
+    Checksum {
+        /// The CRC-64 of the contents.
+        expected: u64,
+        /// The one the file ends with.
+        got: u64,
+    },
     /// Malformed contents.
     Corrupt(Corrupt),
     /// Something the reader refused (a module value, an unloadable library...).
@@ -180,8 +185,15 @@ impl std::fmt::Display for LoadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LoadError::Header(text) | LoadError::Refused(text) => f.write_str(text),
-            LoadError::Checksum => f.write_str("Wrong RDB checksum"),
-            LoadError::Corrupt(c) => write!(f, "Short read or OOM loading DB ({})", c.0),
+            LoadError::Checksum { expected, got } => write!(
+                f,
+                "Wrong RDB checksum expected: ({expected:x}) but got ({got:x}). Aborting now."
+            ),
+            LoadError::Corrupt(c) => write!(
+                f,
+                "Short read or OOM loading DB. Unrecoverable error, aborting now. ({})",
+                c.0
+            ),
         }
     }
 }
@@ -284,8 +296,12 @@ pub fn read_snapshot(
         let stored: [u8; 8] = r.array()?;
         let stored = u64::from_le_bytes(stored);
         let body = bytes.len() - r.remaining() - 8;
-        if stored != 0 && stored != crc64(&bytes[..body]) {
-            return Err(LoadError::Checksum);
+        let expected = crc64(&bytes[..body]);
+        if stored != 0 && stored != expected {
+            return Err(LoadError::Checksum {
+                expected,
+                got: stored,
+            });
         }
     }
     Ok(())
