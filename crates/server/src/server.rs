@@ -123,6 +123,7 @@ impl Server {
         };
         tracing::info!("Ready to accept connections tcp");
         listener::serve(&shared, listeners);
+        crate::repl::follow_configured(&shared);
         let mut stop = shared.shutdown.subscribe();
         // Already requested (e.g. SHUTDOWN raced with start) or requested later.
         let _ = stop.wait_for(|s| *s).await;

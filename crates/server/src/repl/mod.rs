@@ -54,6 +54,28 @@ impl Replication {
     }
 }
 
+/// Makes this server a replica of `host:port`: its own writes stop going into the
+/// stream, which becomes the master's, and the link task starts. The caller stores the
+/// returned link in [`Replication::master`] (REPLICAOF, or `replicaof` at start).
+pub fn follow(shared: Arc<crate::shared::Shared>, host: String, port: u16) -> replica::MasterLink {
+    shared.repl.journal.set_proxy(true);
+    shared.store.events().set_replica(true);
+    replica::replicate(shared, host, port)
+}
+
+/// At start: follows the master the configuration names (`replicaof host port`), as
+/// redis-server does after loading its data.
+pub fn follow_configured(shared: &Arc<crate::shared::Shared>) {
+    let Some((host, port)) = shared.config.read().replicaof() else {
+        return;
+    };
+    let mut master = shared.repl.master.lock();
+    if master.is_none() {
+        tracing::info!("Connecting to MASTER {host}:{port}");
+        *master = Some(follow(shared.clone(), host, port));
+    }
+}
+
 /// Records what a command that changed the dataset (or that always propagates, like
 /// PUBLISH) puts in the stream, for the top-level command to append. `reply_start` is
 /// where its reply begins in the output.
