@@ -68,6 +68,7 @@ mod pool;
 mod pubsub;
 mod raw;
 mod reply;
+pub mod sentinel;
 mod transaction;
 
 pub use client::Client;
@@ -87,4 +88,5 @@ pub use pubsub::{Message, Subscriber};
 pub use raw::{RawConnection, RawConnector};
 pub use redline_resp::{Frame, Protocol};
 pub use reply::FromReply;
+pub use sentinel::SentinelConfig;
 pub use transaction::{TransactionBody, TRANSACTION_ATTEMPTS};
