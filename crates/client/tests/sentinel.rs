@@ -345,6 +345,72 @@ fn failover_scenario(redline: bool) {
     drop(runtime);
 }
 
+/// `SENTINEL FAILOVER` with every server up: the old master stays up (Sentinel turns it
+/// into a replica only seconds later), so only `+switch-master` tells the client to move.
+/// The first sentinel of the URL is down: the client asks the next.
+#[test]
+fn client_follows_a_manual_failover_announced_by_sentinel() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let master = Node::start(true, None);
+    let old_addr = master.addr();
+    let replicas = [
+        Node::start(true, Some(old_addr)),
+        Node::start(true, Some(old_addr)),
+    ];
+    wait_until("both replicas online", SETTLE, || {
+        master
+            .info_field("replication", "connected_slaves")
+            .as_deref()
+            == Some("2")
+    });
+    let mut sentinels = RedisSentinels::builder()
+        .replicas(2)
+        .start(old_addr)
+        .unwrap();
+    sentinels.kill(0).unwrap();
+
+    let client = runtime.block_on(Client::connect(&sentinels.url())).unwrap();
+    runtime.block_on(client.set("before", 1)).unwrap();
+    assert_eq!(
+        master.cmd(&["GET", "before"]).unwrap().text().as_deref(),
+        Some("1")
+    );
+
+    let reply = sentinels
+        .cmd(1, &["SENTINEL", "FAILOVER", sentinels.master_name()])
+        .unwrap();
+    assert_eq!(reply, Reply::Simple("OK".into()));
+    let new_addr = sentinels.wait_for_new_master(old_addr, SETTLE).unwrap();
+    let promoted = replicas.iter().find(|r| r.addr() == new_addr).unwrap();
+    let switched_at = Instant::now();
+
+    // The client's writes go to the new master well before Sentinel demotes the old one
+    // (it waits 8 s after the switch before converting it), and without errors other
+    // than connection errors for commands caught on the old connection.
+    let mut n = 0u64;
+    loop {
+        n += 1;
+        match runtime.block_on(client.set("probe", n)) {
+            Ok(()) => {}
+            Err(e) => assert!(e.is_connection_error(), "{e}"),
+        }
+        if promoted.cmd(&["GET", "probe"]).unwrap().text() == Some(n.to_string()) {
+            break;
+        }
+        assert!(
+            switched_at.elapsed() < Duration::from_secs(4),
+            "writes still do not reach the new master {new_addr}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(client);
+    drop(runtime);
+}
+
 #[test]
 fn redline_servers_fail_over_under_sentinel() {
     failover_scenario(true);

@@ -229,11 +229,12 @@ pub fn info_section(ctx: &Ctx<'_>, text: &mut String) {
             );
             if !status.is_up() {
                 let since = status.down_since.load(Ordering::Relaxed);
-                let _ = write!(
-                    text,
-                    "master_link_down_since_seconds:{}\r\n",
-                    now.saturating_sub(since)
-                );
+                let down = if since == 0 {
+                    -1
+                } else {
+                    i64::try_from(now.saturating_sub(since)).unwrap_or(i64::MAX)
+                };
+                let _ = write!(text, "master_link_down_since_seconds:{down}\r\n");
             }
             let _ = write!(
                 text,

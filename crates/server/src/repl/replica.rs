@@ -35,7 +35,7 @@ pub struct LinkStatus {
     pub last_io: AtomicU64,
     /// The database the master's stream has selected.
     pub stream_db: AtomicUsize,
-    /// Unix seconds since when the link is down (0 while up).
+    /// Unix seconds since when the link is down (0 while up, and before it was ever up).
     pub down_since: AtomicU64,
     /// A full sync was loaded (or CONTINUE accepted) at least once: PSYNC can continue.
     pub synced_once: AtomicBool,
@@ -69,10 +69,12 @@ impl LinkStatus {
     }
 
     fn set(&self, state: u8) {
-        self.state.store(state, Ordering::Relaxed);
+        let previous = self.state.swap(state, Ordering::Relaxed);
         if state == CONNECTED {
             self.down_since.store(0, Ordering::Relaxed);
-        } else if self.down_since.load(Ordering::Relaxed) == 0 {
+        } else if previous == CONNECTED {
+            // Down since the link was lost; a link never up stays at 0 (INFO shows -1,
+            // "down since ever", as Redis does: Sentinel reads it to pick a replica).
             self.down_since.store(unix_secs(), Ordering::Relaxed);
         }
     }
