@@ -52,6 +52,19 @@
 //! assert_eq!(cluster.mget(["a", "b"]).await?.len(), 2);
 //! # Ok(()) }
 //! ```
+//!
+//! # Redis Sentinel
+//!
+//! A `redis+sentinel://host:port[,host:port...]/master-name` URL (or
+//! [`Config::from_sentinels`]) makes a [`Client`] find its master through Sentinel and
+//! follow it across failovers by itself; see [`sentinel`].
+//!
+//! ```no_run
+//! # async fn demo() -> redline::Result<()> {
+//! let client = redline::Client::connect("redis+sentinel://127.0.0.1:26379/mymaster").await?;
+//! client.incr("visits").await?;
+//! # Ok(()) }
+//! ```
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod client;
