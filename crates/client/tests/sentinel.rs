@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use redline::{Backoff, Client, Cmd, Config};
+use redline::{Client, Cmd};
 use redline_testkit::{RedisSentinels, RedisServer, RedlineServer, Reply};
 
 const WRITERS: usize = 4;
@@ -217,14 +217,8 @@ fn failover_scenario(redline: bool) {
     assert_eq!(sentinels.master_addr().unwrap(), old_addr);
 
     let t0 = Instant::now();
-    let mut cfg = Config::from_url(&sentinels.url()).unwrap();
-    cfg.connect_timeout = Duration::from_secs(1);
-    cfg.command_timeout = Some(Duration::from_secs(1));
-    cfg.backoff = Backoff {
-        base: Duration::from_millis(10),
-        max: Duration::from_millis(200),
-    };
-    let client = runtime.block_on(Client::from_config(cfg)).unwrap();
+    // The defaults: reconnect backoff up to 2 s, lifted when Sentinel announces the move.
+    let client = runtime.block_on(Client::connect(&sentinels.url())).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let progress: Vec<Arc<Progress>> = (0..WRITERS).map(|_| Arc::default()).collect();
     let tasks: Vec<_> = (0..WRITERS)

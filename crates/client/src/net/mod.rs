@@ -78,6 +78,14 @@ impl Endpoint {
     }
 }
 
+impl Endpoint {
+    /// Through Sentinel, how many times the master moved so far (0 otherwise): the
+    /// supervisor skips its reconnect backoff when this changed since the failure.
+    pub(crate) fn master_moves(&self) -> u64 {
+        self.discovery.as_ref().map_or(0, |d| d.moves())
+    }
+}
+
 /// An open, authenticated connection.
 pub(crate) struct Connection {
     pub(crate) stream: Stream,

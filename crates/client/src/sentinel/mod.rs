@@ -36,6 +36,7 @@ pub(crate) mod watch;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -166,6 +167,9 @@ pub(crate) struct Discovery {
     current: channel::Sender<Option<Master>>,
     /// How long one sentinel may take to answer within a connection attempt.
     per_sentinel: Duration,
+    /// How many times the master address changed: a reconnect backoff that started
+    /// before a change is moot (the next attempt goes elsewhere).
+    moves: AtomicU64,
 }
 
 impl Discovery {
@@ -195,6 +199,7 @@ impl Discovery {
             sentinels: Mutex::new(endpoints),
             current: channel::Sender::new(None),
             per_sentinel,
+            moves: AtomicU64::new(0),
         })
     }
 
@@ -298,8 +303,14 @@ impl Discovery {
             }
             tracing::info!(name = %self.name, master = %master.addr, "Sentinel master");
             *current = Some(master);
+            self.moves.fetch_add(1, Ordering::Relaxed);
             true
         });
+    }
+
+    /// How many times the master address changed so far.
+    pub(crate) fn moves(&self) -> u64 {
+        self.moves.load(Ordering::Relaxed)
     }
 
     /// A future that resolves once the published master is not `dialled` any more.
