@@ -304,6 +304,13 @@ fn failover_scenario(redline: bool) {
     if let Some(text) = promoted.config_text() {
         assert!(!text.contains("replicaof"), "{text}");
     }
+    // PSYNC2: the promoted replica kept the old master's id as its second id, so the
+    // other one continues from its offset instead of a full resync.
+    assert_eq!(
+        promoted.info_field("stats", "sync_full").as_deref(),
+        Some("0"),
+        "the other replica needed a full resync from the promoted one"
+    );
 
     // The old master, restarted on its port, is made a replica of the new one.
     master.restart();

@@ -12,7 +12,7 @@
 //! REPLCONF GETACK, and reconnects with PSYNC when the link drops.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,8 +37,6 @@ pub struct LinkStatus {
     pub stream_db: AtomicUsize,
     /// Unix seconds since when the link is down (0 while up, and before it was ever up).
     pub down_since: AtomicU64,
-    /// A full sync was loaded (or CONTINUE accepted) at least once: PSYNC can continue.
-    pub synced_once: AtomicBool,
 }
 
 /// Link states, as ROLE names them.
@@ -261,11 +259,14 @@ async fn session(
     )
     .await?;
     let journal = &shared.repl.journal;
-    let (replid, offset) = if status.synced_once.load(Ordering::Relaxed) {
+    // Like Redis's cached master: our stream's id and offset describe our data (a master
+    // turned replica, a replica moved to another master, or a link that dropped), so a
+    // master that knows the id (PSYNC2: a promoted replica keeps its old master's id as
+    // its second id) can continue from it instead of sending everything again. One that
+    // does not answers FULLRESYNC.
+    let (replid, offset) = {
         let stream = journal.stream();
         (stream.replid.clone(), (stream.offset + 1).to_string())
-    } else {
-        ("?".to_string(), "-1".to_string())
     };
     let reply = ask(
         &mut socket,
@@ -307,7 +308,6 @@ async fn session(
             )))
         }
     }
-    status.synced_once.store(true, Ordering::Relaxed);
     status.set(CONNECTED);
     tracing::info!("MASTER <-> REPLICA sync: Finished with success");
     stream(shared, &mut socket, input, status).await
