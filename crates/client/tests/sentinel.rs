@@ -37,18 +37,14 @@ enum Node {
 
 impl Node {
     fn start(redline: bool, master: Option<SocketAddr>) -> Node {
+        // Started from a configuration file, so Sentinel's CONFIG REWRITE has one to
+        // write; a replica's `replicaof` comes from that file too.
         let replicaof = master.map(|m| format!("replicaof {} {}\n", m.ip(), m.port()));
+        let text = format!("save \"\"\n{}", replicaof.unwrap_or_default());
         if redline {
-            // Started from a configuration file, so Sentinel's CONFIG REWRITE has one to
-            // write; a replica's `replicaof` comes from that file too.
-            let text = format!("save \"\"\n{}", replicaof.unwrap_or_default());
             Node::Redline(RedlineServer::builder().config_file(text).start().unwrap())
         } else {
-            let mut builder = RedisServer::builder();
-            if let Some(m) = master {
-                builder = builder.args(["--replicaof", &m.ip().to_string(), &m.port().to_string()]);
-            }
-            Node::Redis(builder.start().unwrap())
+            Node::Redis(RedisServer::builder().config_file(text).start().unwrap())
         }
     }
 
@@ -80,12 +76,13 @@ impl Node {
         }
     }
 
-    /// The configuration file a redline node was started with, as it is now.
-    fn config_text(&self) -> Option<String> {
-        match self {
-            Node::Redline(s) => Some(std::fs::read_to_string(s.config_path()).unwrap()),
-            Node::Redis(_) => None,
-        }
+    /// The configuration file the node was started with, as it is now.
+    fn config_text(&self) -> String {
+        let path = match self {
+            Node::Redline(s) => s.config_path(),
+            Node::Redis(s) => s.config_path(),
+        };
+        std::fs::read_to_string(path).unwrap()
     }
 
     fn info_field(&self, section: &str, field: &str) -> Option<String> {
@@ -297,13 +294,11 @@ fn failover_scenario(redline: bool) {
     wait_until("the other replica follows the new master", SETTLE, || {
         other.role() == Some(("slave".into(), new_addr.port(), "connected".into()))
     });
-    if let Some(text) = other.config_text() {
-        let want = format!("replicaof 127.0.0.1 {}", new_addr.port());
-        assert!(text.lines().any(|l| l == want), "{text}");
-    }
-    if let Some(text) = promoted.config_text() {
-        assert!(!text.contains("replicaof"), "{text}");
-    }
+    let text = other.config_text();
+    let want = format!("replicaof 127.0.0.1 {}", new_addr.port());
+    assert!(text.lines().any(|l| l == want), "{text}");
+    let text = promoted.config_text();
+    assert!(!text.contains("replicaof"), "{text}");
     // PSYNC2: the promoted replica kept the old master's id as its second id, so the
     // other one continues from its offset instead of a full resync.
     assert_eq!(

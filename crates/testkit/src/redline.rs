@@ -97,13 +97,7 @@ impl RedlineServerBuilder {
             args: Arc::new(move |port, dir| {
                 let mut args = Vec::new();
                 if let Some(text) = &config_file {
-                    let path = dir.join(CONFIG_FILE);
-                    if !path.exists() {
-                        // A failed write shows as the server exiting with "can't open
-                        // config file", which the launch reports with its log.
-                        let _ = std::fs::write(&path, text);
-                    }
-                    args.push(path.display().to_string());
+                    args.push(crate::redis::write_config_file(dir, CONFIG_FILE, text));
                 }
                 args.extend([
                     "--port".to_string(),
