@@ -416,3 +416,44 @@ fn redline_servers_fail_over_under_sentinel() {
 fn redis_servers_fail_over_under_sentinel() {
     failover_scenario(false);
 }
+
+/// What a caller sees when Sentinel cannot give a master: a typed error, at once.
+#[test]
+fn unknown_master_or_unreachable_sentinels_are_typed_errors() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let master = RedlineServer::start().unwrap();
+    let sentinels = RedisSentinels::builder()
+        .count(1)
+        .quorum(1)
+        .start(master.addr())
+        .unwrap();
+    let sentinel = sentinels.addrs()[0];
+    runtime.block_on(async {
+        let err = Client::connect(&format!("redis+sentinel://{sentinel}/nope"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, redline::Error::MasterNotFound { name, reason }
+                if &**name == "nope" && reason.contains("does not know it")),
+            "{err}"
+        );
+        // A dead sentinel first in the list, then the live one.
+        let url = format!("redis+sentinel://127.0.0.1:1,{sentinel}/mymaster");
+        let client = Client::connect(&url).await.unwrap();
+        client.set("k", "v").await.unwrap();
+        let err = Client::connect("redis+sentinel://127.0.0.1:1/mymaster")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, redline::Error::MasterNotFound { .. }),
+            "{err}"
+        );
+    });
+    assert_eq!(
+        master.cmd(&["GET", "k"]).unwrap().text().as_deref(),
+        Some("v")
+    );
+}

@@ -25,6 +25,12 @@
 //! connection lost for any other reason (the master was killed) is re-established the
 //! same way, through the sentinels, so callers never have to find the new master.
 //!
+//! Dedicated connections and [`Subscriber`](crate::Subscriber)s are opened and reopened
+//! the same way; an idle dedicated connection to a moved master is closed instead of
+//! being leased again. One in use is not closed under its caller: Sentinel itself
+//! closes the normal and pub/sub clients of a master it demotes (`CLIENT KILL TYPE
+//! normal|pubsub` in its reconfiguration), and the next use reconnects to the new one.
+//!
 //! ```no_run
 //! # async fn demo() -> redline::Result<()> {
 //! let client = redline::Client::connect("redis+sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster").await?;
