@@ -121,9 +121,10 @@ impl Server {
                     })
                 })?
         };
+        // A configured replica is one before its first client: no write slips in.
+        crate::repl::follow_configured(&shared);
         tracing::info!("Ready to accept connections tcp");
         listener::serve(&shared, listeners);
-        crate::repl::follow_configured(&shared);
         let mut stop = shared.shutdown.subscribe();
         // Already requested (e.g. SHUTDOWN raced with start) or requested later.
         let _ = stop.wait_for(|s| *s).await;
