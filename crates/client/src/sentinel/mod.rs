@@ -3,7 +3,7 @@
 //! With [`Config::sentinel`](crate::Config::sentinel) set (a `redis+sentinel://` URL or
 //! [`Config::from_sentinels`](crate::Config::from_sentinels)), a [`Client`](crate::Client)
 //! never dials a fixed address. Every connection it opens, first or re-established, goes
-//! through [`Discovery::connect`], which follows Redis's guidelines for Sentinel clients:
+//! through `Discovery::connect`, which follows Redis's guidelines for Sentinel clients:
 //!
 //! 1. ask the sentinels in turn `SENTINEL get-master-addr-by-name <name>`; the first
 //!    that answers wins and moves to the front of the list, so a dead sentinel costs one
@@ -15,7 +15,7 @@
 //! When no sentinel answers, the last master seen is tried, so an outage of the
 //! sentinels alone does not take the client down.
 //!
-//! Meanwhile one task per client ([`watch`]) stays subscribed to `+switch-master` on one
+//! Meanwhile one task per client (`sentinel/watch.rs`) stays subscribed to `+switch-master` on one
 //! of the sentinels (the next one when it fails). The latest master address, whoever
 //! learns it first (that task or a connection attempt), is published on a `watch`
 //! channel, and every connection opened through Sentinel carries a future that
