@@ -111,7 +111,8 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
     ctx.client.replica_start = Some(ReplicaStart { link, rx });
 }
 
-fn backlog_size(shared: &Shared) -> usize {
+/// `repl-backlog-size`, in bytes.
+pub(crate) fn backlog_size(shared: &Shared) -> usize {
     usize::try_from(shared.config.read().param_int("repl-backlog-size")).unwrap_or(1 << 20)
 }
 

@@ -346,7 +346,12 @@ fn load_image(
     status
         .stream_db
         .store(loaded.stream_db.unwrap_or(0), Ordering::Relaxed);
-    shared.repl.journal.stream().adopt(replid, offset);
+    let backlog_size = super::master::backlog_size(shared);
+    shared
+        .repl
+        .journal
+        .stream()
+        .adopt(replid, offset, backlog_size);
     Ok(())
 }
 
