@@ -2,7 +2,9 @@
 //! redline-server: the reconfiguration transaction of a failover (`MULTI`, `REPLICAOF`,
 //! `CONFIG REWRITE`, `CLIENT KILL TYPE normal`, `CLIENT KILL TYPE pubsub`, `EXEC`), on a
 //! server started with a configuration file and on one started without, and `CLIENT
-//! KILL TYPE normal` on a master, which must leave its replicas' links alone.
+//! KILL TYPE normal` on a master, which must leave its replicas' links alone. And what
+//! a failover relies on afterwards: a promoted replica lets a lagging one continue from
+//! its offset (PSYNC2) instead of a full resync.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -42,6 +44,13 @@ impl Node {
         match self {
             Node::Redis(s) => s.addr(),
             Node::Redline(s) => s.addr(),
+        }
+    }
+
+    fn kill(&mut self) {
+        match self {
+            Node::Redis(s) => s.kill(),
+            Node::Redline(s) => s.kill(),
         }
     }
 
@@ -206,5 +215,66 @@ fn replicaof_in_the_configuration_file_starts_replication() {
     wait_until(
         "the write reaches the replica",
         || matches!(conn.cmd(&["GET", "k"]), Frame::Bulk(b) if &b[..] == b"v"),
+    );
+}
+
+fn info_field(conn: &mut Conn, section: &str, field: &str) -> String {
+    let text = match conn.cmd(&["INFO", section]) {
+        Frame::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+        other => show(&other),
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// Replica B loses its master (pointed at a dead address) while A gets 50 more writes;
+/// the master dies, A is promoted, B follows A and must get only what it missed.
+fn lagging_replica_continues(redline: bool) -> (String, String) {
+    let mut master = Node::start(redline, None);
+    let replicaof = |m: SocketAddr| format!("replicaof {} {}\n", m.ip(), m.port());
+    let a = Node::start(redline, Some(&replicaof(master.addr())));
+    let b = Node::start(redline, Some(&replicaof(master.addr())));
+    let mut on_master = Conn::connect(master.addr());
+    let mut on_a = Conn::connect(a.addr());
+    let mut on_b = Conn::connect(b.addr());
+    wait_until("both replicas online", || {
+        info_field(&mut on_master, "replication", "connected_slaves") == "2"
+    });
+    on_master.cmd(&["SET", "first", "1"]);
+    assert_eq!(
+        show(&on_master.cmd(&["WAIT", "2", "5000"])),
+        show(&Frame::Integer(2))
+    );
+    on_b.cmd(&["REPLICAOF", "127.0.0.1", "1"]);
+    for i in 0..50 {
+        on_master.cmd(&["SET", &format!("k{i}"), "v"]);
+    }
+    assert_eq!(
+        show(&on_master.cmd(&["WAIT", "1", "5000"])),
+        show(&Frame::Integer(1))
+    );
+    master.kill();
+    on_a.cmd(&["REPLICAOF", "NO", "ONE"]);
+    let (ip, port) = (a.addr().ip().to_string(), a.addr().port().to_string());
+    on_b.cmd(&["REPLICAOF", &ip, &port]);
+    wait_until("the lagging replica catches up", || {
+        role_line(&mut on_b).contains("connected")
+            && show(&on_b.cmd(&["DBSIZE"])) == show(&Frame::Integer(51))
+    });
+    (
+        info_field(&mut on_a, "stats", "sync_full"),
+        info_field(&mut on_a, "stats", "sync_partial_ok"),
+    )
+}
+
+#[test]
+fn a_promoted_replica_lets_a_lagging_one_continue() {
+    let redis = lagging_replica_continues(false);
+    assert_eq!(redis, ("0".to_string(), "1".to_string()));
+    let redline = lagging_replica_continues(true);
+    assert_eq!(
+        redline, redis,
+        "(sync_full, sync_partial_ok) of the promoted replica"
     );
 }

@@ -66,9 +66,26 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
                 data.len()
             );
             ctx.client.replica_start = Some(ReplicaStart { link, rx });
+            shared
+                .repl
+                .syncs
+                .partial_ok
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             return;
         }
+        if replid != "?" {
+            shared
+                .repl
+                .syncs
+                .partial_err
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
+    shared
+        .repl
+        .syncs
+        .full
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     tracing::info!("Replica {ip}:{port} asks for synchronization");
     let held = RefCell::new(Held::all(&shared.store));
     let (replid, offset) = {

@@ -45,6 +45,31 @@ pub struct Replication {
     pub master: Mutex<Option<replica::MasterLink>>,
     /// The second (since start) of the last PING into the stream.
     pub last_ping: std::sync::atomic::AtomicU64,
+    /// Synchronizations served to replicas (INFO stats).
+    pub syncs: SyncStats,
+}
+
+/// INFO's `sync_full`, `sync_partial_ok` and `sync_partial_err`, as Redis counts them:
+/// full synchronizations served (SYNC, or a PSYNC that could not continue), PSYNCs
+/// continued from the backlog, and PSYNCs naming a history that could not be continued.
+#[derive(Debug, Default)]
+pub struct SyncStats {
+    /// Full synchronizations.
+    pub full: std::sync::atomic::AtomicU64,
+    /// Partial resynchronizations accepted.
+    pub partial_ok: std::sync::atomic::AtomicU64,
+    /// Partial resynchronizations refused (a full one followed).
+    pub partial_err: std::sync::atomic::AtomicU64,
+}
+
+impl SyncStats {
+    /// CONFIG RESETSTAT.
+    pub fn reset(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.full.store(0, Relaxed);
+        self.partial_ok.store(0, Relaxed);
+        self.partial_err.store(0, Relaxed);
+    }
 }
 
 impl Replication {
