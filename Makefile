@@ -19,30 +19,33 @@ help:
 	@echo "make bench-deps   install wrk (apt-get), redis tools and the Go harness's modules"
 	@echo "make fmt    format the code"
 	@echo "make lint   fmt check and clippy -D warnings"
-	@echo "make deps   install redis-server and redis-tools with apt-get if missing"
+	@echo "make deps   install redis-server, redis-sentinel and redis-tools with apt-get if missing"
 	@echo "make compat REDIS_SRC=<redis 7.0.15 source tree>  Redis's Tcl suite against redis-server and"
 	@echo "            redline-server side by side; writes compat/REPORT.md (UNITS=a,b for a subset)"
 	@echo "make fuzz   run every cargo-fuzz target for FUZZ_SECONDS (default 60) each, on nightly"
 
-# Tests start their own redis-server processes on free ports, so the service the Debian
-# package starts on 6379 is stopped and disabled right after installing it.
+# Tests start their own redis-server and redis-sentinel processes on free ports, so the
+# services the Debian packages start (6379, 26379) are stopped and disabled right after
+# installing them.
 deps:
 	@missing=""; \
-	for tool in redis-server redis-cli redis-benchmark; do \
+	for tool in redis-server redis-cli redis-benchmark redis-sentinel; do \
 	  command -v "$$tool" >/dev/null || missing="$$missing $$tool"; \
 	done; \
 	if [ -n "$$missing" ]; then \
-	  echo "deps: missing$$missing; installing redis-server and redis-tools with apt-get"; \
+	  echo "deps: missing$$missing; installing redis-server, redis-sentinel and redis-tools with apt-get"; \
 	  $(APT) update -q; \
-	  $(APT) install -y -q --no-install-recommends redis-server redis-tools; \
-	  if [ -d /run/systemd/system ]; then \
-	    $(SUDO) systemctl disable --now redis-server >/dev/null 2>&1 || true; \
-	  elif [ -x /etc/init.d/redis-server ]; then \
-	    $(SUDO) /etc/init.d/redis-server stop >/dev/null 2>&1 || true; \
-	    $(SUDO) update-rc.d redis-server disable >/dev/null 2>&1 || true; \
-	  fi; \
+	  $(APT) install -y -q --no-install-recommends redis-server redis-sentinel redis-tools; \
+	  for service in redis-server redis-sentinel; do \
+	    if [ -d /run/systemd/system ]; then \
+	      $(SUDO) systemctl disable --now "$$service" >/dev/null 2>&1 || true; \
+	    elif [ -x "/etc/init.d/$$service" ]; then \
+	      $(SUDO) "/etc/init.d/$$service" stop >/dev/null 2>&1 || true; \
+	      $(SUDO) update-rc.d "$$service" disable >/dev/null 2>&1 || true; \
+	    fi; \
+	  done; \
 	fi; \
-	for tool in redis-server redis-cli redis-benchmark; do \
+	for tool in redis-server redis-cli redis-benchmark redis-sentinel; do \
 	  command -v "$$tool" >/dev/null || { echo "deps: $$tool still missing" >&2; exit 1; }; \
 	done; \
 	echo "deps: $$(redis-server --version | cut -d' ' -f1-3)"

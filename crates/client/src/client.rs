@@ -46,10 +46,13 @@ struct Inner {
     backoff: Backoff,
     command_timeout: Option<Duration>,
     retries: u32,
+    /// Through Sentinel: the task following `+switch-master`, stopped with the client.
+    _sentinel_watch: Option<crate::sentinel::watch::WatcherGuard>,
 }
 
 impl Client {
-    /// Connects with a `redis://` or `rediss://` URL (see [`Config::from_url`]).
+    /// Connects with a `redis://`, `rediss://` or `redis+sentinel://` URL (see
+    /// [`Config::from_url`]; through Sentinel, see [`crate::sentinel`]).
     ///
     /// ```no_run
     /// # async fn demo() -> redline::Result<()> {
@@ -81,8 +84,13 @@ impl Client {
     pub async fn from_config(cfg: Config) -> Result<Client, Error> {
         let endpoint = Arc::new(Endpoint::new(&cfg)?);
         let pool = Pool::connect(endpoint.clone(), &cfg).await?;
+        let sentinel_watch = endpoint
+            .discovery
+            .clone()
+            .map(crate::sentinel::watch::spawn);
         Ok(Client {
             inner: Arc::new(Inner {
+                _sentinel_watch: sentinel_watch,
                 pool,
                 dedicated: DedicatedPool::new(endpoint.clone(), cfg.command_timeout),
                 endpoint,

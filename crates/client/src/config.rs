@@ -11,6 +11,7 @@ use std::time::Duration;
 use redline_resp::{Frame, Limits, Protocol};
 
 use crate::error::{Error, UrlError};
+use crate::sentinel::SentinelConfig;
 
 /// Connection settings for one server.
 ///
@@ -89,6 +90,10 @@ pub struct Config {
     /// own work (HTTP handlers) can do better with 0 (see bench/NOTES.md). Default 32;
     /// URL option `busy_polls`.
     pub busy_polls: u32,
+    /// Find the master through Redis Sentinel instead of dialling `host:port` (which are
+    /// then unused): see [`SentinelConfig`] and the `redis+sentinel://` URL form of
+    /// [`Config::from_url`].
+    pub sentinel: Option<SentinelConfig>,
 }
 
 impl Default for Config {
@@ -113,6 +118,7 @@ impl Default for Config {
             retries: 0,
             unresponsive_after: Some(Duration::from_secs(10)),
             busy_polls: 32,
+            sentinel: None,
         }
     }
 }
@@ -139,6 +145,7 @@ impl fmt::Debug for Config {
             .field("retries", &self.retries)
             .field("unresponsive_after", &self.unresponsive_after)
             .field("busy_polls", &self.busy_polls)
+            .field("sentinel", &self.sentinel)
             .finish()
     }
 }
@@ -339,8 +346,50 @@ impl Config {
     /// assert_eq!(cfg.tls.unwrap().server_name.as_deref(), Some("redis.test"));
     /// # Ok::<(), redline::Error>(())
     /// ```
+    ///
+    /// `redis+sentinel://[user[:password]@]host[:port][,host2[:port2]...]/master-name[/db][?...]`
+    /// asks the listed sentinels (port 26379 by default) for the master named
+    /// `master-name` (see [`SentinelConfig`]). The credentials are the master's; the
+    /// sentinels' own go in the options `sentinel_username` and `sentinel_password`.
+    ///
+    /// ```
+    /// use redline::Config;
+    ///
+    /// let cfg = Config::from_url("redis+sentinel://:pw@10.0.0.1,10.0.0.2:26380/cache/2")?;
+    /// let sentinel = cfg.sentinel.as_ref().unwrap();
+    /// assert_eq!(sentinel.master_name, "cache");
+    /// assert_eq!(sentinel.sentinels, [("10.0.0.1".to_string(), 26379), ("10.0.0.2".to_string(), 26380)]);
+    /// assert_eq!((cfg.password.as_deref(), cfg.db), (Some("pw"), 2));
+    /// # Ok::<(), redline::Error>(())
+    /// ```
     pub fn from_url(url: &str) -> Result<Config, Error> {
         Ok(parse_url(url)?)
+    }
+
+    /// A configuration that finds the master named `master_name` through these
+    /// sentinels; the other settings are the defaults, to be changed as with any
+    /// configuration.
+    ///
+    /// ```
+    /// use redline::Config;
+    ///
+    /// let mut cfg = Config::from_sentinels([("127.0.0.1", 26379), ("127.0.0.1", 26380)], "mymaster");
+    /// cfg.password = Some("master-secret".into());
+    /// assert_eq!(cfg.sentinel.as_ref().map(|s| s.sentinels.len()), Some(2));
+    /// ```
+    pub fn from_sentinels<I, H>(sentinels: I, master_name: impl Into<String>) -> Config
+    where
+        I: IntoIterator<Item = (H, u16)>,
+        H: Into<String>,
+    {
+        let sentinel = SentinelConfig::new(sentinels, master_name);
+        let mut cfg = Config::default();
+        if let Some((host, port)) = sentinel.sentinels.first() {
+            cfg.host = host.clone();
+            cfg.port = *port;
+        }
+        cfg.sentinel = Some(sentinel);
+        cfg
     }
 
     /// `host:port`, as used in error messages and for dialling.
@@ -371,6 +420,12 @@ impl Config {
         if self.backoff.base > self.backoff.max {
             return Err(Error::Config("backoff.base exceeds backoff.max"));
         }
+        if let Some(sentinel) = &self.sentinel {
+            sentinel.validate()?;
+            if self.tls.is_some() {
+                return Err(Error::Config("TLS with Sentinel is not supported"));
+            }
+        }
         Ok(())
     }
 }
@@ -383,6 +438,7 @@ fn parse_url(url: &str) -> Result<Config, UrlError> {
     match scheme.to_ascii_lowercase().as_str() {
         "redis" => {}
         "rediss" => cfg.tls = Some(TlsConfig::default()),
+        "redis+sentinel" => return parse_sentinel_url(rest),
         other => return Err(UrlError::Scheme(Arc::from(other))),
     }
 
@@ -425,6 +481,64 @@ fn parse_url(url: &str) -> Result<Config, UrlError> {
         cfg.db = db.parse().map_err(|_| UrlError::Database(Arc::from(db)))?;
     }
 
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let value = percent_decode(value, "query")?;
+        apply_option(&mut cfg, key, &value)?;
+    }
+    Ok(cfg)
+}
+
+/// The part after `redis+sentinel://`: `[user[:pass]@]h1[:p1][,h2[:p2]...]/name[/db][?opts]`.
+fn parse_sentinel_url(rest: &str) -> Result<Config, UrlError> {
+    let (rest, query) = match rest.split_once('?') {
+        Some((r, q)) => (r, Some(q)),
+        None => (rest, None),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i + 1..]),
+        None => (rest, ""),
+    };
+    let (userinfo, hosts) = match authority.rsplit_once('@') {
+        Some((userinfo, hosts)) => (Some(userinfo), hosts),
+        None => (None, authority),
+    };
+    let mut sentinels = Vec::new();
+    for host_port in hosts.split(',') {
+        let (host, port) = split_host_port(host_port)?;
+        if host.is_empty() {
+            return Err(UrlError::MissingHost);
+        }
+        sentinels.push((
+            host.to_owned(),
+            port.unwrap_or(crate::sentinel::DEFAULT_PORT),
+        ));
+    }
+    let (name, db) = match path.split_once('/') {
+        Some((name, db)) => (name, db),
+        None => (path, ""),
+    };
+    let name = percent_decode(name, "master name")?;
+    if name.is_empty() {
+        return Err(UrlError::MasterName);
+    }
+    let mut cfg = Config::from_sentinels(sentinels, name);
+    if let Some(userinfo) = userinfo {
+        let (user, pass) = match userinfo.split_once(':') {
+            Some((u, p)) => (u, Some(p)),
+            None => (userinfo, None),
+        };
+        if !user.is_empty() {
+            cfg.username = Some(percent_decode(user, "user name")?);
+        }
+        if let Some(p) = pass {
+            cfg.password = Some(percent_decode(p, "password")?);
+        }
+    }
+    let db = db.trim_end_matches('/');
+    if !db.is_empty() {
+        cfg.db = db.parse().map_err(|_| UrlError::Database(Arc::from(db)))?;
+    }
     for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let value = percent_decode(value, "query")?;
@@ -513,6 +627,17 @@ fn apply_option(cfg: &mut Config, key: &str, value: &str) -> Result<(), UrlError
                 "wait" => FullQueue::Wait,
                 "error" => FullQueue::Error,
                 _ => return Err(bad("on_full")),
+            }
+        }
+        "sentinel_username" | "sentinel_password" => {
+            let sentinel = cfg
+                .sentinel
+                .as_mut()
+                .ok_or_else(|| bad("sentinel options need redis+sentinel://"))?;
+            if key == "sentinel_username" {
+                sentinel.username = Some(value.to_owned());
+            } else {
+                sentinel.password = Some(value.to_owned());
             }
         }
         "ca_file" | "sni" | "insecure" => {
@@ -639,6 +764,44 @@ mod tests {
             ("redis://h?busy_polls=-1", "busy_polls"),
             ("redis://h?sni=x", "TLS options"),
             ("redis://%zz@h", "percent"),
+        ] {
+            let err = Config::from_url(url).unwrap_err().to_string();
+            assert!(err.contains(want), "{url}: {err}");
+        }
+    }
+
+    #[test]
+    fn sentinel_urls() {
+        let cfg = Config::from_url(
+            "redis+sentinel://u:p%40@h1,[::1]:26380,h3:1/my%20master/3?timeout=1s&sentinel_password=s",
+        )
+        .unwrap();
+        let sentinel = cfg.sentinel.clone().unwrap();
+        assert_eq!(
+            sentinel.sentinels,
+            [
+                ("h1".to_string(), 26379),
+                ("::1".to_string(), 26380),
+                ("h3".to_string(), 1)
+            ]
+        );
+        assert_eq!(sentinel.master_name, "my master");
+        assert_eq!(sentinel.password.as_deref(), Some("s"));
+        assert_eq!(sentinel.username, None);
+        assert_eq!(cfg.username.as_deref(), Some("u"));
+        assert_eq!(cfg.password.as_deref(), Some("p@"));
+        assert_eq!(cfg.db, 3);
+        assert_eq!(cfg.command_timeout, Some(Duration::from_secs(1)));
+        assert!(!format!("{cfg:?}").contains("\"s\""));
+        let cfg = Config::from_url("redis+sentinel://127.0.0.1:26379/mymaster").unwrap();
+        assert_eq!(cfg.db, 0);
+        for (url, want) in [
+            ("redis+sentinel://h1,h2", "master name"),
+            ("redis+sentinel://h1/", "master name"),
+            ("redis+sentinel://h1,/m", "missing host"),
+            ("redis+sentinel://h1:0/m", "port"),
+            ("redis+sentinel://h1/m/x", "database"),
+            ("redis://h?sentinel_password=x", "sentinel options"),
         ] {
             let err = Config::from_url(url).unwrap_err().to_string();
             assert!(err.contains(want), "{url}: {err}");

@@ -37,9 +37,16 @@ impl DedicatedPool {
         })
     }
 
-    /// An idle connection, or a new one.
+    /// An idle connection, or a new one. Idle connections to a master that Sentinel
+    /// has moved since are closed instead of being handed out.
     pub(crate) async fn lease(self: &Arc<Self>) -> Result<DedicatedConnection, Error> {
-        let reused = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+        let mut reused = None;
+        while let Some(mut conn) = self.idle.lock().ok().and_then(|mut idle| idle.pop()) {
+            if !moved(&mut conn).await {
+                reused = Some(conn);
+                break;
+            }
+        }
         let conn = match reused {
             Some(conn) => conn,
             None => net::connect(&self.endpoint).await?,
@@ -57,6 +64,17 @@ impl DedicatedPool {
             if idle.len() < MAX_IDLE {
                 idle.push(conn);
             }
+        }
+    }
+}
+
+/// Whether the connection's master was moved by Sentinel (never, without Sentinel).
+async fn moved(conn: &mut Connection) -> bool {
+    match conn.retire.as_mut() {
+        None => false,
+        Some(retire) => {
+            std::future::poll_fn(|cx| std::task::Poll::Ready(retire.as_mut().poll(cx).is_ready()))
+                .await
         }
     }
 }

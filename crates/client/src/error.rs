@@ -127,6 +127,25 @@ pub enum Error {
     /// A command with no arguments at all.
     #[error("empty command")]
     EmptyCommand,
+    /// Redis Sentinel moved the master elsewhere: a connection to the old one was closed
+    /// under the commands it carried (they may or may not have run). The next command
+    /// goes to the new master.
+    #[error("master {name} moved to {addr}")]
+    MasterSwitched {
+        /// The master's name in Sentinel.
+        name: Arc<str>,
+        /// The new master's `host:port`.
+        addr: Arc<str>,
+    },
+    /// No sentinel knows the master, or none could be reached, or the address they
+    /// gave did not answer as a master.
+    #[error("master {name} not found through Sentinel: {reason}")]
+    MasterNotFound {
+        /// The master's name in Sentinel.
+        name: Arc<str>,
+        /// What the last attempt found.
+        reason: Arc<str>,
+    },
     /// The client's connection task has stopped (the client was dropped or shut down).
     #[error("client is closed")]
     Closed,
@@ -173,6 +192,8 @@ impl Error {
                 | Error::ConnectTimeout { .. }
                 | Error::Protocol(_)
                 | Error::UnexpectedReply { .. }
+                | Error::MasterSwitched { .. }
+                | Error::MasterNotFound { .. }
                 | Error::Closed
         )
     }
@@ -458,8 +479,11 @@ pub enum TlsError {
 #[non_exhaustive]
 pub enum UrlError {
     /// The scheme is not `redis` or `rediss`.
-    #[error("unsupported scheme {0:?} (expected redis:// or rediss://)")]
+    #[error("unsupported scheme {0:?} (expected redis://, rediss:// or redis+sentinel://)")]
     Scheme(Arc<str>),
+    /// A `redis+sentinel://` URL without a master name (`/name` after the hosts).
+    #[error("missing master name (redis+sentinel://host:port/master-name)")]
+    MasterName,
     /// No host between `//` and the port or path.
     #[error("missing host")]
     MissingHost,

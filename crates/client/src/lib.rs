@@ -52,6 +52,19 @@
 //! assert_eq!(cluster.mget(["a", "b"]).await?.len(), 2);
 //! # Ok(()) }
 //! ```
+//!
+//! # Redis Sentinel
+//!
+//! A `redis+sentinel://host:port[,host:port...]/master-name` URL (or
+//! [`Config::from_sentinels`]) makes a [`Client`] find its master through Sentinel and
+//! follow it across failovers by itself; see [`sentinel`].
+//!
+//! ```no_run
+//! # async fn demo() -> redline::Result<()> {
+//! let client = redline::Client::connect("redis+sentinel://127.0.0.1:26379/mymaster").await?;
+//! client.incr("visits").await?;
+//! # Ok(()) }
+//! ```
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod client;
@@ -68,6 +81,7 @@ mod pool;
 mod pubsub;
 mod raw;
 mod reply;
+pub mod sentinel;
 mod transaction;
 
 pub use client::Client;
@@ -87,4 +101,5 @@ pub use pubsub::{Message, Subscriber};
 pub use raw::{RawConnection, RawConnector};
 pub use redline_resp::{Frame, Protocol};
 pub use reply::FromReply;
+pub use sentinel::SentinelConfig;
 pub use transaction::{TransactionBody, TRANSACTION_ATTEMPTS};

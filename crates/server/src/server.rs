@@ -121,6 +121,8 @@ impl Server {
                     })
                 })?
         };
+        // A configured replica is one before its first client: no write slips in.
+        crate::repl::follow_configured(&shared);
         tracing::info!("Ready to accept connections tcp");
         listener::serve(&shared, listeners);
         let mut stop = shared.shutdown.subscribe();

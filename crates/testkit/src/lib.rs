@@ -29,8 +29,11 @@
 //! # Ok::<(), redline_testkit::Error>(())
 //! ```
 //!
-//! Programs: `redis-server` and `redis-cli` from `PATH` (override with `REDIS_SERVER_BIN`,
-//! `REDIS_CLI_BIN`); `redline-server` from the cargo target directory (override with
+//! Redis Sentinel: [`RedisSentinels`] starts `redis-sentinel` processes that monitor any
+//! of these servers as a master.
+//!
+//! Programs: `redis-server`, `redis-cli` and `redis-sentinel` from `PATH` (override with
+//! `REDIS_SERVER_BIN`, `REDIS_CLI_BIN`, `REDIS_SENTINEL_BIN`); `redline-server` from the cargo target directory (override with
 //! `REDLINE_SERVER_BIN`). `make deps` installs the Redis tools.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
@@ -43,6 +46,7 @@ mod process;
 mod reaper;
 mod redis;
 mod redline;
+mod sentinel;
 mod tls;
 
 pub use cluster::{RedisCluster, RedisClusterBuilder, Role, SlotRange, SLOTS};
@@ -50,4 +54,5 @@ pub use control::Reply;
 pub use error::{Error, Result};
 pub use redis::{RedisServer, RedisServerBuilder};
 pub use redline::{redline_server_bin, RedlineServer, RedlineServerBuilder};
+pub use sentinel::{RedisSentinels, RedisSentinelsBuilder};
 pub use tls::TlsCerts;

@@ -66,6 +66,20 @@ pub(crate) fn base_args(port: u16, dir: &Path, tls: Option<&TlsCerts>) -> Vec<St
     args
 }
 
+/// The configuration file `config_file` options write.
+const CONFIG_FILE: &str = "redis.conf";
+
+/// Writes `text` to `dir/name` unless the file exists (a restarted server reads what it
+/// rewrote) and returns its path. A failed write shows as the server exiting with "can't
+/// open config file", which the launch reports with its log.
+pub(crate) fn write_config_file(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    if !path.exists() {
+        let _ = std::fs::write(&path, text);
+    }
+    path.display().to_string()
+}
+
 /// The password a `--requirepass` among raw arguments sets (the last one wins, as in Redis).
 pub(crate) fn requirepass(args: &[String]) -> Option<String> {
     args.windows(2)
@@ -105,6 +119,7 @@ impl std::fmt::Debug for RedisServer {
 #[derive(Debug, Clone)]
 pub struct RedisServerBuilder {
     args: Vec<String>,
+    config_file: Option<String>,
     tls: Option<TlsCerts>,
     startup_timeout: Duration,
 }
@@ -125,6 +140,15 @@ impl RedisServerBuilder {
         S: Into<String>,
     {
         self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Starts the server with a configuration file holding `text` (in its private
+    /// directory, `redis.conf`), so CONFIG REWRITE has a file to write. The file is
+    /// written once: a [`restart`](RedisServer::restart) reads what the server rewrote.
+    /// The kit's arguments still follow it on the command line.
+    pub fn config_file(mut self, text: impl Into<String>) -> Self {
+        self.config_file = Some(text.into());
         self
     }
 
@@ -156,11 +180,16 @@ impl RedisServerBuilder {
             .transpose()?;
         let extra = self.args;
         let certs = tls.clone();
+        let config_file = self.config_file;
         let spec = Spec {
             program: redis_server_bin(),
             name: "redis-server",
             args: Arc::new(move |port, dir| {
-                let mut args = base_args(port, dir, certs.as_ref());
+                let mut args = Vec::new();
+                if let Some(text) = &config_file {
+                    args.push(write_config_file(dir, CONFIG_FILE, text));
+                }
+                args.extend(base_args(port, dir, certs.as_ref()));
                 args.extend(extra.iter().cloned());
                 args
             }),
@@ -198,6 +227,7 @@ impl RedisServer {
     pub fn builder() -> RedisServerBuilder {
         RedisServerBuilder {
             args: Vec::new(),
+            config_file: None,
             tls: None,
             startup_timeout: STARTUP_TIMEOUT,
         }
@@ -236,6 +266,12 @@ impl RedisServer {
     /// The server's private working directory (`--dir`).
     pub fn dir(&self) -> &Path {
         self.process.dir()
+    }
+
+    /// The configuration file given with [`RedisServerBuilder::config_file`] (it may
+    /// not exist otherwise).
+    pub fn config_path(&self) -> PathBuf {
+        self.process.dir().join(CONFIG_FILE)
     }
 
     /// Whether the process is still alive.

@@ -15,6 +15,9 @@ use crate::error::{Error, Result};
 use crate::process::{ServerProcess, Spec};
 use crate::redis::STARTUP_TIMEOUT;
 
+/// The configuration file [`RedlineServerBuilder::config_file`] writes.
+const CONFIG_FILE: &str = "redline.conf";
+
 const MISSING_REDLINE: &str =
     "build it with `cargo build -p redline-server`, or set REDLINE_SERVER_BIN";
 
@@ -44,6 +47,7 @@ impl std::fmt::Debug for RedlineServer {
 #[derive(Debug, Clone)]
 pub struct RedlineServerBuilder {
     args: Vec<String>,
+    config_file: Option<String>,
     password: Option<String>,
     startup_timeout: Duration,
 }
@@ -56,6 +60,15 @@ impl RedlineServerBuilder {
         S: Into<String>,
     {
         self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Starts the server with a configuration file holding `text` (in its private
+    /// directory, `redline.conf`), so CONFIG REWRITE has a file to write. The file is
+    /// written once: a [`restart`](RedlineServer::restart) reads what the server
+    /// rewrote. The kit's `--port` and `--bind` still follow it on the command line.
+    pub fn config_file(mut self, text: impl Into<String>) -> Self {
+        self.config_file = Some(text.into());
         self
     }
 
@@ -77,16 +90,21 @@ impl RedlineServerBuilder {
     /// Starts the server and waits until it answers `PING`.
     pub fn start(self) -> Result<RedlineServer> {
         let extra = self.args;
+        let config_file = self.config_file;
         let spec = Spec {
             program: redline_server_bin()?,
             name: "redline-server",
-            args: Arc::new(move |port, _dir| {
-                let mut args = vec![
+            args: Arc::new(move |port, dir| {
+                let mut args = Vec::new();
+                if let Some(text) = &config_file {
+                    args.push(crate::redis::write_config_file(dir, CONFIG_FILE, text));
+                }
+                args.extend([
                     "--port".to_string(),
                     port.to_string(),
                     "--bind".into(),
                     "127.0.0.1".into(),
-                ];
+                ]);
                 args.extend(extra.iter().cloned());
                 args
             }),
@@ -114,6 +132,7 @@ impl RedlineServer {
     pub fn builder() -> RedlineServerBuilder {
         RedlineServerBuilder {
             args: Vec::new(),
+            config_file: None,
             password: None,
             startup_timeout: STARTUP_TIMEOUT,
         }
@@ -142,6 +161,12 @@ impl RedlineServer {
     /// The server's private working directory (its current directory).
     pub fn dir(&self) -> &Path {
         self.process.dir()
+    }
+
+    /// The configuration file given with [`RedlineServerBuilder::config_file`] (it may
+    /// not exist otherwise).
+    pub fn config_path(&self) -> PathBuf {
+        self.process.dir().join(CONFIG_FILE)
     }
 
     /// Whether the process is still alive.

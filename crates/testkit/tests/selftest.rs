@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use redline_testkit::{RedisCluster, RedisServer, Reply, Role, TlsCerts};
+use redline_testkit::{RedisCluster, RedisSentinels, RedisServer, Reply, Role, TlsCerts};
 
 /// Whether `pid` is gone: no /proc entry, or only a zombie left for init to reap.
 fn gone(pid: u32) -> bool {
@@ -337,4 +337,33 @@ fn missing_binary_helper() {
     }
     let err = RedisServer::start().unwrap_err();
     println!("MESSAGE={err}");
+}
+
+#[test]
+fn sentinels_monitor_a_master_and_clean_up() {
+    let master = RedisServer::start().unwrap();
+    let sentinels = RedisSentinels::builder()
+        .count(1)
+        .quorum(1)
+        .master_name("kit")
+        .start(master.addr())
+        .unwrap();
+    assert_eq!(sentinels.len(), 1);
+    assert_eq!(sentinels.master_addr().unwrap(), master.addr());
+    let addr = sentinels.addrs()[0];
+    assert_eq!(sentinels.url(), format!("redis+sentinel://{addr}/kit"));
+    let state = sentinels.master_state(0).unwrap();
+    assert!(
+        state.contains(&("flags".to_string(), "master".to_string())),
+        "{state:?}"
+    );
+    drop(sentinels);
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "sentinel still listening"
+    );
+    assert!(RedisSentinels::builder()
+        .quorum(4)
+        .start(master.addr())
+        .is_err());
 }

@@ -106,6 +106,11 @@ impl ClusterConfig {
         if self.node.db != 0 {
             return Err(Error::Config("Redis Cluster has only database 0"));
         }
+        if self.node.sentinel.is_some() {
+            return Err(Error::Config(
+                "Redis Cluster nodes are not found through Sentinel",
+            ));
+        }
         if self.refresh_fanout == 0 {
             return Err(Error::Config("refresh_fanout must be at least 1"));
         }

@@ -24,6 +24,9 @@
 //!    dropped route) is replaced instead of timing out every command until keepalive
 //!    notices. It rides on the same timer.
 //!
+//! 6. **retire** — a connection to a master found through Sentinel closes when Sentinel
+//!    moves the master (see [`crate::sentinel`]); one poll per wake-up, none otherwise.
+//!
 //! Reads and writes are polled from the same task, so a server that stops reading until
 //! its replies are read (a full socket buffer in both directions) cannot deadlock us.
 
@@ -117,16 +120,19 @@ pub(crate) struct Driver<'a> {
     /// `reads` moved past the recorded count.
     watchdog: Option<(Instant, u64)>,
     unresponsive_after: Option<Duration>,
+    /// Through Sentinel: resolves when the master moved and this connection must close.
+    retire: Option<crate::sentinel::Retire>,
 }
 
 impl<'a> Driver<'a> {
     pub(crate) fn new(
-        conn: Connection,
+        mut conn: Connection,
         addr: &'a Arc<str>,
         push: Option<&'a PushHandler>,
         options: DriverOptions,
     ) -> Self {
         Driver {
+            retire: conn.retire.take(),
             conn,
             addr,
             push,
@@ -166,6 +172,11 @@ impl<'a> Driver<'a> {
     }
 
     fn poll_run(&mut self, cx: &mut Context<'_>, rx: &mut mpsc::Receiver<Request>) -> Poll<Stop> {
+        if let Some(retire) = self.retire.as_mut() {
+            if let Poll::Ready(err) = retire.as_mut().poll(cx) {
+                return Poll::Ready(Stop::Failed(err));
+            }
+        }
         loop {
             let took = self.poll_intake(cx, rx);
             if took && !self.yielded && self.taken < self.completed {

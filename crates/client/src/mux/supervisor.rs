@@ -10,8 +10,8 @@
 //!   behind it wait at most the connect timeout). The first attempt after a loss is
 //!   immediate; after a failed attempt, the next may start only after a capped, jittered
 //!   exponential delay, and requests arriving before then fail at once with the last
-//!   connection error (fast failure instead of callers piling up behind a dead server).
-//!   A failed attempt fails everything queued.
+//!   connection error (fast failure instead of callers piling up behind a dead server),
+//!   unless Sentinel moved the master meanwhile. A failed attempt fails everything queued.
 
 use std::sync::Arc;
 
@@ -36,7 +36,9 @@ pub(crate) async fn run(
     let mut failures: u32 = 0;
     // After a failed attempt: no new attempt before this instant; requests arriving
     // meanwhile fail at once with the error that ended the last attempt.
-    let mut backoff_until: Option<(Instant, Error)> = None;
+    // Through Sentinel, a move of the master since the failure lifts the backoff: the
+    // next attempt goes to the new master.
+    let mut backoff_until: Option<(Instant, Error, u64)> = None;
     // A request queued after the last connection failed: it starts the next one.
     let mut carried: Option<Request> = None;
     loop {
@@ -51,8 +53,8 @@ pub(crate) async fn run(
                         None => return,
                     },
                 };
-                if let Some((until, err)) = &backoff_until {
-                    if Instant::now() < *until {
+                if let Some((until, err, moves)) = &backoff_until {
+                    if Instant::now() < *until && endpoint.master_moves() == *moves {
                         first.fail(err.clone());
                         continue;
                     }
@@ -68,7 +70,8 @@ pub(crate) async fn run(
                         tracing::debug!(%addr, error = %err, failures, "reconnect failed");
                         first.fail(err.clone());
                         fail_queued(&mut rx, &err);
-                        backoff_until = Some((Instant::now() + backoff.delay(failures), err));
+                        let until = Instant::now() + backoff.delay(failures);
+                        backoff_until = Some((until, err, endpoint.master_moves()));
                         continue;
                     }
                 }

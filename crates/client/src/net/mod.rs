@@ -20,6 +20,7 @@ use tokio::net::TcpStream;
 
 use crate::config::Config;
 use crate::error::{Error, IoOp};
+use crate::sentinel::{Discovery, Retire};
 
 pub(crate) use stream::Stream;
 
@@ -42,6 +43,8 @@ pub(crate) struct Endpoint {
     pub(crate) connect_timeout: Duration,
     pub(crate) limits: Limits,
     pub(crate) handshake: handshake::Handshake,
+    /// Set when the master is found through Sentinel: `host` and `port` are unused then.
+    pub(crate) discovery: Option<Arc<Discovery>>,
 }
 
 impl Endpoint {
@@ -53,15 +56,33 @@ impl Endpoint {
             .as_ref()
             .map(|t| tls::setup(t, &cfg.host))
             .transpose()?;
+        let discovery = cfg
+            .sentinel
+            .as_ref()
+            .map(|s| Discovery::new(cfg, s).map(Arc::new))
+            .transpose()?;
+        let addr = match &discovery {
+            Some(d) => d.label(),
+            None => cfg.addr(),
+        };
         Ok(Endpoint {
+            discovery,
             host: cfg.host.clone(),
             port: cfg.port,
-            addr: Arc::from(cfg.addr()),
+            addr: Arc::from(addr),
             tls,
             connect_timeout: cfg.connect_timeout,
             limits: cfg.limits,
             handshake: handshake::Handshake::from_config(cfg),
         })
+    }
+}
+
+impl Endpoint {
+    /// Through Sentinel, how many times the master moved so far (0 otherwise): the
+    /// supervisor skips its reconnect backoff when this changed since the failure.
+    pub(crate) fn master_moves(&self) -> u64 {
+        self.discovery.as_ref().map_or(0, |d| d.moves())
     }
 }
 
@@ -73,11 +94,22 @@ pub(crate) struct Connection {
     pub(crate) decoder: Decoder,
     /// What the server agreed to speak.
     pub(crate) protocol: Protocol,
+    /// For a connection to a master found through Sentinel: resolves when Sentinel moved
+    /// the master elsewhere, and the multiplexer must close this connection.
+    pub(crate) retire: Option<Retire>,
 }
 
-/// Dials, starts TLS and runs the handshake within the connect timeout.
+/// Dials, starts TLS and runs the handshake within the connect timeout. Through
+/// Sentinel, the master's address is asked first (see [`crate::sentinel`]), within the
+/// same limit.
 pub(crate) async fn connect(ep: &Endpoint) -> Result<Connection, Error> {
-    match tokio::time::timeout(ep.connect_timeout, connect_inner(ep)).await {
+    let opened = match &ep.discovery {
+        None => {
+            tokio::time::timeout(ep.connect_timeout, dial(ep, &ep.host, ep.port, &ep.addr)).await
+        }
+        Some(discovery) => tokio::time::timeout(ep.connect_timeout, discovery.connect(ep)).await,
+    };
+    match opened {
         Ok(result) => result,
         Err(_) => Err(Error::ConnectTimeout {
             addr: ep.addr.clone(),
@@ -86,13 +118,20 @@ pub(crate) async fn connect(ep: &Endpoint) -> Result<Connection, Error> {
     }
 }
 
-async fn connect_inner(ep: &Endpoint) -> Result<Connection, Error> {
-    let tcp = TcpStream::connect((ep.host.as_str(), ep.port))
+/// Opens a connection to `host:port` with `ep`'s TLS and handshake (no time limit of
+/// its own: callers bound it).
+pub(crate) async fn dial(
+    ep: &Endpoint,
+    host: &str,
+    port: u16,
+    addr: &Arc<str>,
+) -> Result<Connection, Error> {
+    let tcp = TcpStream::connect((host, port))
         .await
-        .map_err(|e| Error::io(IoOp::Connect, &ep.addr, e))?;
+        .map_err(|e| Error::io(IoOp::Connect, addr, e))?;
     // Commands are small and latency-bound; the multiplexer already batches writes.
     tcp.set_nodelay(true)
-        .map_err(|e| Error::io(IoOp::Connect, &ep.addr, e))?;
+        .map_err(|e| Error::io(IoOp::Connect, addr, e))?;
     // A peer that vanished without a FIN or RST (host down, network cut) is detected by
     // keepalive probes even when no command is waiting. Best effort: not every platform
     // supports every knob.
@@ -100,7 +139,7 @@ async fn connect_inner(ep: &Endpoint) -> Result<Connection, Error> {
         .with_time(KEEPALIVE_IDLE)
         .with_interval(KEEPALIVE_INTERVAL);
     if let Err(e) = socket2::SockRef::from(&tcp).set_tcp_keepalive(&keepalive) {
-        tracing::debug!(addr = %ep.addr, error = %e, "TCP keepalive not set");
+        tracing::debug!(%addr, error = %e, "TCP keepalive not set");
     }
     let stream = match &ep.tls {
         None => Stream::Tcp(tcp),
@@ -109,7 +148,7 @@ async fn connect_inner(ep: &Endpoint) -> Result<Connection, Error> {
             let tls_stream = connector
                 .connect(tls.server_name.clone(), tcp)
                 .await
-                .map_err(|e| Error::io(IoOp::TlsHandshake, &ep.addr, e))?;
+                .map_err(|e| Error::io(IoOp::TlsHandshake, addr, e))?;
             Stream::Tls(Box::new(tls_stream))
         }
     };
@@ -118,8 +157,9 @@ async fn connect_inner(ep: &Endpoint) -> Result<Connection, Error> {
         rbuf: BytesMut::with_capacity(READ_CHUNK),
         decoder: Decoder::new(ep.limits),
         protocol: Protocol::Resp2,
+        retire: None,
     };
-    conn.protocol = ep.handshake.run(&mut conn, &ep.addr).await?;
+    conn.protocol = ep.handshake.run(&mut conn, addr).await?;
     Ok(conn)
 }
 
@@ -129,6 +169,7 @@ impl std::fmt::Debug for Connection {
             .field("protocol", &self.protocol)
             .field("tls", &matches!(self.stream, Stream::Tls(_)))
             .field("buffered", &self.rbuf.len())
+            .field("retires", &self.retire.is_some())
             .finish()
     }
 }

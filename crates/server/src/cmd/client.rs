@@ -169,8 +169,33 @@ fn local_addr(ctx: &Ctx<'_>) -> String {
     format!("{host}:{}", ctx.shared.port())
 }
 
+/// Redis's client types, from the flags a connection last reported: the link from our
+/// master, a replica's link, a client with subscriptions, or a normal one (MONITOR
+/// included, as in Redis).
+fn client_type(flags: &str) -> &'static str {
+    if flags.contains('M') {
+        "master"
+    } else if flags.contains('S') {
+        "replica"
+    } else if flags.contains('P') {
+        "pubsub"
+    } else {
+        "normal"
+    }
+}
+
+/// A TYPE argument already checked to be one of Redis's names, canonical (`slave` is
+/// `replica`).
+fn client_type_name(arg: &[u8]) -> &'static str {
+    ["normal", "master", "pubsub"]
+        .into_iter()
+        .find(|w| is(arg, w))
+        .unwrap_or("replica")
+}
+
 fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut ids: Option<Vec<u64>> = None;
+    let mut kind: Option<&str> = None;
     let mut j = 2;
     while j < args.len() {
         if is(&args[j], "type") && j + 1 < args.len() {
@@ -184,9 +209,7 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                     String::from_utf8_lossy(t)
                 )));
             }
-            if !is(t, "normal") && !is(t, "pubsub") {
-                ids = Some(Vec::new());
-            }
+            kind = Some(client_type_name(t));
             j += 2;
         } else if is(&args[j], "id") && j + 1 < args.len() {
             let mut list = Vec::new();
@@ -208,8 +231,16 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         if ids.as_ref().is_some_and(|l| !l.contains(&s.id)) {
             continue;
         }
-        let me = (s.id == ctx.client.id).then_some(&*ctx.client);
-        client_line(&mut text, &s, &local, me);
+        let me = s.id == ctx.client.id;
+        let flags = if me {
+            ctx.client.activity(0).flags
+        } else {
+            s.activity.flags.clone()
+        };
+        if kind.is_some_and(|k| k != client_type(&flags)) {
+            continue;
+        }
+        client_line(&mut text, &s, &local, me.then_some(&*ctx.client));
     }
     verbatim(ctx, text.as_bytes());
     Ok(())
@@ -270,7 +301,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(SYNTAX);
     }
     let (mut id, mut addr, mut laddr, mut skipme, mut user) = (None, None, None, true, None);
-    let mut kind_ok = true;
+    let mut kind: Option<&str> = None;
     for pair in args[2..].chunks(2) {
         let (name, value) = (&pair[0], &pair[1]);
         if is(name, "id") {
@@ -300,7 +331,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                     String::from_utf8_lossy(value)
                 )));
             }
-            kind_ok = is(value, "normal");
+            kind = Some(client_type_name(value));
         } else if is(name, "user") {
             user = Some(value.to_vec());
         } else {
@@ -318,7 +349,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let local = local_addr(ctx);
     let mut killed = 0;
     for c in clients {
-        let matches = kind_ok
+        let matches = kind.is_none_or(|k| k == client_type(&c.activity.flags))
             && id.is_none_or(|i| i == c.id)
             && addr.as_ref().is_none_or(|a| *a == c.peer.to_string())
             && laddr.as_ref().is_none_or(|a| *a == local)

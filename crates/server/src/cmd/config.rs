@@ -128,6 +128,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     stats.connections_received.store(0, Ordering::Relaxed);
     stats.rejected_connections.store(0, Ordering::Relaxed);
     ctx.shared.cmdstats.reset();
+    ctx.shared.repl.syncs.reset();
     ctx.shared.store.lazyfree.reset_stats();
     ok(ctx.out);
     Ok(())

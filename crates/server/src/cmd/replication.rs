@@ -10,7 +10,7 @@ use super::args::is;
 use super::reply::{ok, CmdError, CmdResult, SYNTAX};
 use super::{Ctx, Handler};
 use crate::repl::journal::LinkState;
-use crate::repl::{master, replica};
+use crate::repl::master;
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
@@ -96,6 +96,7 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             shared.store.events().set_replica(false);
             tracing::info!("MASTER MODE enabled (user request)");
         }
+        shared.config.write().set_replicaof(None);
         ok(ctx.out);
         return Ok(());
     }
@@ -115,9 +116,9 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(this) = shared.arc() else {
         return Err(CmdError::Static("ERR replication needs a running server"));
     };
-    shared.repl.journal.set_proxy(true);
-    shared.store.events().set_replica(true);
-    *master = Some(replica::replicate(this, host.clone(), port));
+    *master = Some(crate::repl::follow(this, host.clone(), port));
+    drop(master);
+    shared.config.write().set_replicaof(Some((&host, port)));
     tracing::info!(
         "REPLICAOF {host}:{port} enabled (user request from 'id={}')",
         ctx.client.id
@@ -228,11 +229,12 @@ pub fn info_section(ctx: &Ctx<'_>, text: &mut String) {
             );
             if !status.is_up() {
                 let since = status.down_since.load(Ordering::Relaxed);
-                let _ = write!(
-                    text,
-                    "master_link_down_since_seconds:{}\r\n",
-                    now.saturating_sub(since)
-                );
+                let down = if since == 0 {
+                    -1
+                } else {
+                    i64::try_from(now.saturating_sub(since)).unwrap_or(i64::MAX)
+                };
+                let _ = write!(text, "master_link_down_since_seconds:{down}\r\n");
             }
             let _ = write!(
                 text,

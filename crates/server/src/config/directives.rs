@@ -203,6 +203,9 @@ impl Config {
             if param.immutable && !startup {
                 return Err(SetError::Immutable);
             }
+            if param.name == "replicaof" {
+                return self.set_replicaof_directive(values);
+            }
             if values.len() != 1 {
                 return Err(SetError::Arity);
             }
@@ -317,6 +320,43 @@ impl Config {
             _ => return Err(SetError::Unknown),
         }
         Ok(())
+    }
+
+    /// `replicaof host port` or `replicaof no one` at start, as Redis parses it.
+    fn set_replicaof_directive(&mut self, values: &[Vec<u8>]) -> Result<(), SetError> {
+        let [host, port] = values else {
+            return Err(SetError::Arity);
+        };
+        let host = String::from_utf8_lossy(host);
+        let port = String::from_utf8_lossy(port);
+        if host.eq_ignore_ascii_case("no") && port.eq_ignore_ascii_case("one") {
+            self.set_replicaof(None);
+            return Ok(());
+        }
+        let port = port
+            .parse::<u16>()
+            .map_err(|_| invalid("Invalid master port"))?;
+        self.set_replicaof(Some((&host, port)));
+        Ok(())
+    }
+
+    /// Records the master this server replicates (REPLICAOF), so `CONFIG GET replicaof`
+    /// shows it and CONFIG REWRITE writes it, as in Redis.
+    pub fn set_replicaof(&mut self, master: Option<(&str, u16)>) {
+        match master {
+            Some((host, port)) => {
+                self.params.insert("replicaof", format!("{host} {port}"));
+            }
+            None => {
+                self.params.remove("replicaof");
+            }
+        }
+    }
+
+    /// The master named by `replicaof`, if any.
+    pub fn replicaof(&self) -> Option<(String, u16)> {
+        let (host, port) = self.param("replicaof").rsplit_once(' ')?;
+        Some((host.to_string(), port.parse().ok()?))
     }
 
     /// The value `CONFIG GET` shows for a directive.

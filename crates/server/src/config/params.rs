@@ -315,7 +315,12 @@ pub static PARAMS: &[Param] = &[
         B,
         "yes",
     ),
-    a("replicaof", "slaveof", T, ""),
+    // "host port" or empty; set at start (two words), then by REPLICAOF, never by
+    // CONFIG SET (see `Config::set_replicaof`).
+    Param {
+        immutable: true,
+        ..a("replicaof", "slaveof", T, "")
+    },
     p(
         "sanitize-dump-payload",
         Kind::Enum(&["no", "yes", "clients"]),

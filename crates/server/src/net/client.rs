@@ -77,6 +77,9 @@ pub struct ClientState {
     pub is_master: bool,
     /// Our master asked for an ACK (REPLCONF GETACK).
     pub ack_requested: bool,
+    /// This connection carries the stream to a replica (after SYNC/PSYNC): CLIENT LIST
+    /// flag `S`, CLIENT KILL TYPE replica.
+    pub is_replica: bool,
     /// SYNC/PSYNC made this connection a replica link.
     pub replica_start: Option<crate::repl::master::ReplicaStart>,
     /// WAIT is waiting for replicas.
@@ -195,6 +198,7 @@ impl ClientState {
             repl_offset: 0,
             repl_listening_port: 0,
             is_master: false,
+            is_replica: false,
             ack_requested: false,
             replica_start: None,
             wait: None,
@@ -236,6 +240,8 @@ impl ClientState {
         let mut flags = String::new();
         if self.monitor {
             flags.push('O');
+        } else if self.is_replica {
+            flags.push('S');
         }
         if self.is_master {
             flags.push('M');

@@ -287,6 +287,8 @@ impl Connection<'_> {
                         self.flush().await?;
                         if let Some(start) = self.client.replica_start.take() {
                             // From here on the connection carries the stream.
+                            self.client.is_replica = true;
+                            self.client.publish_activity(self.input.len());
                             let shared = self.shared;
                             return crate::repl::master::serve(
                                 shared,

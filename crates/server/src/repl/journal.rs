@@ -198,15 +198,20 @@ impl Stream {
     }
 
     /// Takes the id and offset of a master this server now replicates (full sync).
-    pub fn adopt(&mut self, replid: &str, offset: u64) {
+    /// The backlog starts there, created if this server had none: as in Redis, a
+    /// replica keeps one, so that once promoted it can let the other replicas continue
+    /// from their offsets (PSYNC2) instead of sending everything again.
+    pub fn adopt(&mut self, replid: &str, offset: u64, backlog_size: usize) {
         self.replid = replid.to_string();
         self.replid2 = "0".repeat(40);
         self.second_offset = -1;
         self.offset = offset;
         self.db = None;
-        if let Some(backlog) = &mut self.backlog {
-            *backlog = Backlog::new(backlog.capacity(), offset);
-        }
+        let capacity = self
+            .backlog
+            .as_ref()
+            .map_or(backlog_size, Backlog::capacity);
+        self.backlog = Some(Backlog::new(capacity, offset));
     }
 }
 

@@ -76,9 +76,26 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
                 rx,
                 image: None,
             });
+            shared
+                .repl
+                .syncs
+                .partial_ok
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             return;
         }
+        if replid != "?" {
+            shared
+                .repl
+                .syncs
+                .partial_err
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
+    shared
+        .repl
+        .syncs
+        .full
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     tracing::info!("Replica {ip}:{port} asks for synchronization");
     let held = RefCell::new(Held::all(&shared.store));
     let (replid, offset) = {
@@ -160,7 +177,8 @@ async fn send_image(socket: &mut TcpStream, cut: Cut) -> std::io::Result<()> {
     sent
 }
 
-fn backlog_size(shared: &Shared) -> usize {
+/// `repl-backlog-size`, in bytes.
+pub(crate) fn backlog_size(shared: &Shared) -> usize {
     usize::try_from(shared.config.read().param_int("repl-backlog-size")).unwrap_or(1 << 20)
 }
 

@@ -45,12 +45,59 @@ pub struct Replication {
     pub master: Mutex<Option<replica::MasterLink>>,
     /// The second (since start) of the last PING into the stream.
     pub last_ping: std::sync::atomic::AtomicU64,
+    /// Synchronizations served to replicas (INFO stats).
+    pub syncs: SyncStats,
+}
+
+/// INFO's `sync_full`, `sync_partial_ok` and `sync_partial_err`, as Redis counts them:
+/// full synchronizations served (SYNC, or a PSYNC that could not continue), PSYNCs
+/// continued from the backlog, and PSYNCs naming a history that could not be continued.
+#[derive(Debug, Default)]
+pub struct SyncStats {
+    /// Full synchronizations.
+    pub full: std::sync::atomic::AtomicU64,
+    /// Partial resynchronizations accepted.
+    pub partial_ok: std::sync::atomic::AtomicU64,
+    /// Partial resynchronizations refused (a full one followed).
+    pub partial_err: std::sync::atomic::AtomicU64,
+}
+
+impl SyncStats {
+    /// CONFIG RESETSTAT.
+    pub fn reset(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.full.store(0, Relaxed);
+        self.partial_ok.store(0, Relaxed);
+        self.partial_err.store(0, Relaxed);
+    }
 }
 
 impl Replication {
     /// Whether this server replicates a master.
     pub fn is_replica(&self) -> bool {
         self.journal.is_proxy()
+    }
+}
+
+/// Makes this server a replica of `host:port`: its own writes stop going into the
+/// stream, which becomes the master's, and the link task starts. The caller stores the
+/// returned link in [`Replication::master`] (REPLICAOF, or `replicaof` at start).
+pub fn follow(shared: Arc<crate::shared::Shared>, host: String, port: u16) -> replica::MasterLink {
+    shared.repl.journal.set_proxy(true);
+    shared.store.events().set_replica(true);
+    replica::replicate(shared, host, port)
+}
+
+/// At start: follows the master the configuration names (`replicaof host port`), as
+/// redis-server does after loading its data.
+pub fn follow_configured(shared: &Arc<crate::shared::Shared>) {
+    let Some((host, port)) = shared.config.read().replicaof() else {
+        return;
+    };
+    let mut master = shared.repl.master.lock();
+    if master.is_none() {
+        tracing::info!("Connecting to MASTER {host}:{port}");
+        *master = Some(follow(shared.clone(), host, port));
     }
 }
 

@@ -12,7 +12,7 @@
 //! REPLCONF GETACK, and reconnects with PSYNC when the link drops.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,10 +35,8 @@ pub struct LinkStatus {
     pub last_io: AtomicU64,
     /// The database the master's stream has selected.
     pub stream_db: AtomicUsize,
-    /// Unix seconds since when the link is down (0 while up).
+    /// Unix seconds since when the link is down (0 while up, and before it was ever up).
     pub down_since: AtomicU64,
-    /// A full sync was loaded (or CONTINUE accepted) at least once: PSYNC can continue.
-    pub synced_once: AtomicBool,
 }
 
 /// Link states, as ROLE names them.
@@ -69,10 +67,12 @@ impl LinkStatus {
     }
 
     fn set(&self, state: u8) {
-        self.state.store(state, Ordering::Relaxed);
+        let previous = self.state.swap(state, Ordering::Relaxed);
         if state == CONNECTED {
             self.down_since.store(0, Ordering::Relaxed);
-        } else if self.down_since.load(Ordering::Relaxed) == 0 {
+        } else if previous == CONNECTED {
+            // Down since the link was lost; a link never up stays at 0 (INFO shows -1,
+            // "down since ever", as Redis does: Sentinel reads it to pick a replica).
             self.down_since.store(unix_secs(), Ordering::Relaxed);
         }
     }
@@ -259,11 +259,14 @@ async fn session(
     )
     .await?;
     let journal = &shared.repl.journal;
-    let (replid, offset) = if status.synced_once.load(Ordering::Relaxed) {
+    // Like Redis's cached master: our stream's id and offset describe our data (a master
+    // turned replica, a replica moved to another master, or a link that dropped), so a
+    // master that knows the id (PSYNC2: a promoted replica keeps its old master's id as
+    // its second id) can continue from it instead of sending everything again. One that
+    // does not answers FULLRESYNC.
+    let (replid, offset) = {
         let stream = journal.stream();
         (stream.replid.clone(), (stream.offset + 1).to_string())
-    } else {
-        ("?".to_string(), "-1".to_string())
     };
     let reply = ask(
         &mut socket,
@@ -305,7 +308,6 @@ async fn session(
             )))
         }
     }
-    status.synced_once.store(true, Ordering::Relaxed);
     status.set(CONNECTED);
     tracing::info!("MASTER <-> REPLICA sync: Finished with success");
     stream(shared, &mut socket, input, status).await
@@ -344,7 +346,12 @@ fn load_image(
     status
         .stream_db
         .store(loaded.stream_db.unwrap_or(0), Ordering::Relaxed);
-    shared.repl.journal.stream().adopt(replid, offset);
+    let backlog_size = super::master::backlog_size(shared);
+    shared
+        .repl
+        .journal
+        .stream()
+        .adopt(replid, offset, backlog_size);
     Ok(())
 }
 
