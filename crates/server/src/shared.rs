@@ -27,6 +27,12 @@ pub struct Stats {
     pub rejected_connections: AtomicU64,
     /// Commands run; connections add theirs once per batch, not per command.
     pub commands_processed: AtomicU64,
+    /// Full syncs served to replicas (SYNC, or a PSYNC that could not continue).
+    pub sync_full: AtomicU64,
+    /// PSYNCs continued from the backlog.
+    pub sync_partial_ok: AtomicU64,
+    /// PSYNCs naming a history (not `?`) that could not continue: a full sync followed.
+    pub sync_partial_err: AtomicU64,
 }
 
 /// Shared server state.

@@ -183,7 +183,13 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                     String::from_utf8_lossy(t)
                 )));
             }
-            if !is(t, "normal") && !is(t, "pubsub") {
+            let replicas = replica_ids(ctx);
+            if is(t, "replica") || is(t, "slave") {
+                ids = Some(replicas);
+            } else if is(t, "normal") {
+                let all = ctx.shared.clients.ids();
+                ids = Some(all.into_iter().filter(|i| !replicas.contains(i)).collect());
+            } else if !is(t, "pubsub") {
                 ids = Some(Vec::new());
             }
             j += 2;
@@ -253,6 +259,33 @@ fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// What CLIENT KILL's TYPE filter asks for.
+#[derive(Debug, Clone, Copy)]
+enum ClientKind {
+    /// No TYPE given.
+    Any,
+    /// Not a replica link.
+    Normal,
+    /// A replica's link (SYNC/PSYNC turned it into a stream to a replica).
+    Replica,
+}
+
+impl ClientKind {
+    fn matches(self, id: u64, replicas: &[u64]) -> bool {
+        match self {
+            ClientKind::Any => true,
+            ClientKind::Normal => !replicas.contains(&id),
+            ClientKind::Replica => replicas.contains(&id),
+        }
+    }
+}
+
+/// Ids of the connections that are replica links.
+fn replica_ids(ctx: &Ctx<'_>) -> Vec<u64> {
+    let stream = ctx.shared.repl.journal.stream();
+    stream.replicas().iter().map(|r| r.id).collect()
+}
+
 /// CLIENT KILL addr (old form) or filter pairs ID ADDR LADDR SKIPME TYPE USER.
 fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let clients = ctx.shared.clients.summaries();
@@ -269,7 +302,8 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(SYNTAX);
     }
     let (mut id, mut addr, mut laddr, mut skipme, mut user) = (None, None, None, true, None);
-    let mut kind_ok = true;
+    // `None`: a type no connection has here (master, pubsub): nothing matches.
+    let mut kind = Some(ClientKind::Any);
     for pair in args[2..].chunks(2) {
         let (name, value) = (&pair[0], &pair[1]);
         if is(name, "id") {
@@ -299,7 +333,13 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                     String::from_utf8_lossy(value)
                 )));
             }
-            kind_ok = is(value, "normal");
+            kind = if is(value, "normal") {
+                Some(ClientKind::Normal)
+            } else if is(value, "replica") || is(value, "slave") {
+                Some(ClientKind::Replica)
+            } else {
+                None
+            };
         } else if is(name, "user") {
             user = Some(value.to_vec());
         } else {
@@ -315,9 +355,10 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     let local = local_addr(ctx);
+    let replicas = replica_ids(ctx);
     let mut killed = 0;
     for c in clients {
-        let matches = kind_ok
+        let matches = kind.is_some_and(|k| k.matches(c.id, &replicas))
             && id.is_none_or(|i| i == c.id)
             && addr.as_ref().is_none_or(|a| *a == c.peer.to_string())
             && laddr.as_ref().is_none_or(|a| *a == local)

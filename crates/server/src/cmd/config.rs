@@ -125,6 +125,9 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     stats.commands_processed.store(0, Ordering::Relaxed);
     stats.connections_received.store(0, Ordering::Relaxed);
     stats.rejected_connections.store(0, Ordering::Relaxed);
+    stats.sync_full.store(0, Ordering::Relaxed);
+    stats.sync_partial_ok.store(0, Ordering::Relaxed);
+    stats.sync_partial_err.store(0, Ordering::Relaxed);
     ctx.shared.cmdstats.reset();
     ctx.shared.store.lazyfree.reset_stats();
     ok(ctx.out);

@@ -12,6 +12,7 @@
 //! WAIT and INFO replication use.
 
 use std::cell::RefCell;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -66,9 +67,18 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
                 data.len()
             );
             ctx.client.replica_start = Some(ReplicaStart { link, rx });
+            shared.stats.sync_partial_ok.fetch_add(1, Ordering::Relaxed);
             return;
         }
+        // `?` asks for a full sync on purpose: not a failed PSYNC (Redis counts alike).
+        if !replid.starts_with('?') {
+            shared
+                .stats
+                .sync_partial_err
+                .fetch_add(1, Ordering::Relaxed);
+        }
     }
+    shared.stats.sync_full.fetch_add(1, Ordering::Relaxed);
     tracing::info!("Replica {ip}:{port} asks for synchronization");
     let held = RefCell::new(Held::all(&shared.store));
     let (replid, offset) = {
@@ -124,12 +134,17 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let ReplicaStart { link, mut rx } = start;
     let journal = &shared.repl.journal;
+    // However the link ends, killed (CLIENT KILL aborts this task) included, the
+    // replica leaves the stream and stops counting for WAIT and min-replicas.
+    let _detach = Detach {
+        journal,
+        id: link.id,
+    };
     link.set_state(LinkState::Online);
     tracing::info!(
         "Synchronization with replica {}:{} succeeded",
         link.ip,
-        link.listening_port
-            .load(std::sync::atomic::Ordering::Relaxed)
+        link.listening_port.load(Ordering::Relaxed)
     );
     let mut decoder = RequestDecoder::default();
     let mut out = BytesMut::new();
@@ -163,14 +178,24 @@ pub async fn serve(
             }
         }
     };
-    journal.stream().detach(link.id);
     tracing::info!(
         "Connection with replica {}:{} lost.",
         link.ip,
-        link.listening_port
-            .load(std::sync::atomic::Ordering::Relaxed)
+        link.listening_port.load(Ordering::Relaxed)
     );
     result
+}
+
+/// Detaches a replica from the stream when its link's task ends or is dropped.
+struct Detach<'a> {
+    journal: &'a super::Journal,
+    id: u64,
+}
+
+impl Drop for Detach<'_> {
+    fn drop(&mut self) {
+        self.journal.stream().detach(self.id);
+    }
 }
 
 /// From the server's cron: a PING into the stream every `repl-ping-replica-period`
@@ -178,7 +203,6 @@ pub async fn serve(
 /// link silent for `repl-timeout`). As in Redis the period counts from the server's
 /// start, not from a replica's arrival.
 pub fn cron(shared: &Shared) {
-    use std::sync::atomic::Ordering;
     let journal = &shared.repl.journal;
     if !journal.active() || journal.stream().replicas().is_empty() {
         return;
