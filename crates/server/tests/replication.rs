@@ -531,6 +531,48 @@ fn sync_under_load_then_partial_resync(master: u16, replica: u16) {
     assert_eq!(stat(master, "sync_partial_ok"), partial_before + 1);
 }
 
+/// Sends a raw SYNC/PSYNC and keeps the connection (the master counts the request).
+fn sync_request(port: u16, command: &[u8]) -> TcpStream {
+    let mut socket = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    socket.write_all(command).unwrap();
+    socket
+}
+
+/// `sync_full`, `sync_partial_ok`, `sync_partial_err` of INFO stats.
+fn sync_counters(port: u16) -> [u64; 3] {
+    ["sync_full", "sync_partial_ok", "sync_partial_err"].map(|name| stat(port, name))
+}
+
+/// What each kind of sync request counts, on `master`.
+fn sync_counters_count(master: u16) {
+    assert_eq!(sync_counters(master), [0, 0, 0]);
+    let mut links = vec![sync_request(master, b"SYNC\r\n")];
+    wait_until("SYNC counted", || sync_counters(master) == [1, 0, 0]);
+    // `?` asks for a full sync on purpose: not a failed PSYNC.
+    links.push(sync_request(master, b"PSYNC ? -1\r\n"));
+    wait_until("PSYNC ? counted", || sync_counters(master) == [2, 0, 0]);
+    // An unknown history is a failed PSYNC, then a full sync.
+    let unknown = "PSYNC 0123456789012345678901234567890123456789 1\r\n";
+    links.push(sync_request(master, unknown.as_bytes()));
+    wait_until("a failed PSYNC counted", || {
+        sync_counters(master) == [3, 0, 1]
+    });
+    drop(links);
+    assert_eq!(
+        conn(master).cmd(&["CONFIG", "RESETSTAT"]),
+        Frame::Simple("OK".into())
+    );
+    assert_eq!(sync_counters(master), [0, 0, 0]);
+}
+
+#[test]
+fn sync_counters_count_like_redis() {
+    let ours = redline(&[]);
+    sync_counters_count(ours.port());
+    let theirs = redis(&[]);
+    sync_counters_count(theirs.port());
+}
+
 #[test]
 fn redline_replicates_from_redline_under_load_and_continues_after_a_cut() {
     let master = redline(&[]);
