@@ -268,6 +268,8 @@ enum ClientKind {
     Normal,
     /// A replica's link (SYNC/PSYNC turned it into a stream to a replica).
     Replica,
+    /// This replica's link to its master (not a registered client here).
+    Master,
 }
 
 impl ClientKind {
@@ -276,6 +278,7 @@ impl ClientKind {
             ClientKind::Any => true,
             ClientKind::Normal => !replicas.contains(&id),
             ClientKind::Replica => replicas.contains(&id),
+            ClientKind::Master => false,
         }
     }
 }
@@ -337,6 +340,8 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 Some(ClientKind::Normal)
             } else if is(value, "replica") || is(value, "slave") {
                 Some(ClientKind::Replica)
+            } else if is(value, "master") {
+                Some(ClientKind::Master)
             } else {
                 None
             };
@@ -366,6 +371,14 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             && !(skipme && c.id == ctx.client.id);
         if matches {
             kill(ctx, c.id);
+            killed += 1;
+        }
+    }
+    // The link to our master is no registered client: only TYPE master reaches it.
+    let only_type = id.is_none() && addr.is_none() && laddr.is_none() && user.is_none();
+    if matches!(kind, Some(ClientKind::Master)) && only_type {
+        let master = ctx.shared.repl.master.lock();
+        if master.as_ref().is_some_and(|m| m.status.drop_link()) {
             killed += 1;
         }
     }
