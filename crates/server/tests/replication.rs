@@ -662,6 +662,18 @@ fn signal(pid: Option<u32>, signal: &str) {
     assert!(status.success(), "kill -{signal} {pid}");
 }
 
+/// The state letter and name of a process (`T (stopped)`, `S (sleeping)`...), Linux's.
+fn process_state(pid: Option<u32>) -> String {
+    let pid = pid.expect("a running server");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("State:"))
+        .unwrap_or("gone")
+        .trim()
+        .to_string()
+}
+
 /// WAIT and min-replicas-to-write on `master` with two attached replicas, the second
 /// of which (process `stopped`) is stopped with SIGSTOP for a while.
 fn wait_and_min_replicas(master: u16, replicas: [u16; 2], stopped: Option<u32>) {
@@ -679,8 +691,18 @@ fn wait_and_min_replicas(master: u16, replicas: [u16; 2], stopped: Option<u32>) 
 
     // One replica stops: WAIT counts the other one once its timeout passes.
     signal(stopped, "STOP");
+    wait_until("the replica to stop", || {
+        process_state(stopped).starts_with('T')
+    });
     assert_eq!(c.cmd(&["SET", "w", "2"]), Frame::Simple("OK".into()));
-    assert_eq!(c.cmd(&["WAIT", "2", "500"]), Frame::Integer(1));
+    let waited = c.cmd(&["WAIT", "2", "500"]);
+    assert_eq!(
+        waited,
+        Frame::Integer(1),
+        "the stopped replica is {}; {}",
+        process_state(stopped),
+        text(&conn(master).cmd(&["INFO", "replication"]))
+    );
 
     // Two good replicas required: once the stopped one's last ACK is older than the
     // lag allowed, writes are refused, scripts' writes too; reads still work.

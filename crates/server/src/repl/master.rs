@@ -1,9 +1,9 @@
 //! The master side: SYNC and PSYNC turn a connection into a replica link.
 //!
 //! A full sync holds every shard ([`Held::all`]) while it reads the stream's id and
-//! offset, serialises the dataset ([`snapshot::capture`]) and attaches the replica to the
-//! stream: the image is exactly the state at that offset, and the replica receives every
-//! change after it. The image goes out as a disk-less bulk (`$<len>` then the bytes),
+//! offset and attaches the replica to the stream (both under one lock of the stream),
+//! then serialises the dataset ([`snapshot::capture`]): the image is exactly the state at
+//! that offset, and the replica receives every byte of the stream after it. The image goes out as a disk-less bulk (`$<len>` then the bytes),
 //! which every Redis replica reads whatever `repl-diskless-sync` says. PSYNC with this
 //! server's id (or the previous one, after a promotion) and an offset still in the
 //! backlog continues without an image.
@@ -81,9 +81,16 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
     shared.stats.sync_full.fetch_add(1, Ordering::Relaxed);
     tracing::info!("Replica {ip}:{port} asks for synchronization");
     let held = RefCell::new(Held::all(&shared.store));
-    let (replid, offset) = {
-        let stream = journal.stream();
-        (stream.replid.clone(), stream.offset)
+    // The image's offset and the replica's first stream byte are taken under one lock of
+    // the stream: with every shard held no data change can come between them, but a
+    // PING, a REPLCONF GETACK or a proxied byte of our own master could, and would then
+    // be neither counted in the offset nor sent, leaving the replica's offset behind ours
+    // for good. What is appended while the image is taken reaches the replica after it.
+    let (replid, offset, link, rx) = {
+        let mut stream = journal.stream();
+        let (replid, offset) = (stream.replid.clone(), stream.offset);
+        let (link, rx) = stream.attach(ctx.client.id, ip, port, backlog_size);
+        (replid, offset, link, rx)
     };
     let stream_db = shared
         .repl
@@ -102,9 +109,6 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
             ("repl-offset", offset_text.as_bytes()),
         ],
     );
-    let (link, rx) = journal
-        .stream()
-        .attach(ctx.client.id, ip, port, backlog_size);
     drop(held);
     if psync.is_some() {
         ctx.out
