@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """`make bench` driver: builds the release binaries and the Go harness, runs the sections
-(clients, rest, server, fill, families, persistence), writes bench/results/<date>-<section>[-quick].json, and
-regenerates bench/REPORT.md from the newest result of every section.
+(clients, rest, server, fill, families, persistence, replication), writes
+bench/results/<date>-<section>[-quick].json, and regenerates bench/REPORT.md from the newest
+result of every section.
 
-    python3 bench/scripts/bench.py [--quick] [--only clients,rest,server,fill,families,persistence]
-                                   [--no-build] [--rdb-size 1gb]
+    python3 bench/scripts/bench.py [--quick]
+        [--only clients,rest,server,fill,families,persistence,replication]
+        [--no-build] [--rdb-size 1gb]
 """
 
 import argparse
@@ -21,6 +23,7 @@ import families  # noqa: E402
 import fill  # noqa: E402
 import machine  # noqa: E402
 import persistence  # noqa: E402
+import replication  # noqa: E402
 import report  # noqa: E402
 import rest  # noqa: E402
 import server  # noqa: E402
@@ -28,7 +31,8 @@ from common import log  # noqa: E402
 from procs import ROOT  # noqa: E402
 
 SECTIONS = {"clients": clients.run, "rest": rest.run, "server": server.run, "fill": fill.run,
-            "families": families.run, "persistence": persistence.run}
+            "families": families.run, "persistence": persistence.run,
+            "replication": replication.run}
 RESULTS = os.path.join(ROOT, "bench", "results")
 
 

@@ -139,7 +139,8 @@ class Procs:
     def redline_server(self, extra=()):
         port = free_port()
         d = self.tmpdir("redline")
-        p = self.spawn([os.path.join(RELEASE, "redline-server"), "--port", str(port),
+        binary = os.environ.get("REDLINE_SERVER_BIN", os.path.join(RELEASE, "redline-server"))
+        p = self.spawn([binary, "--port", str(port),
                         "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", *extra],
                        os.path.join(d, "log"), cwd=d)
         wait_ping(port, proc=p)

@@ -339,6 +339,51 @@ def persistence_section(src, data, v):
     return out
 
 
+def replication_section(src, data, v):
+    f = data["flags"]
+    out = [f"## 7. Replication (`{src}`)", ""]
+    out.append(f"Master → replica, each measurement on a fresh pair, pairs in rotation, "
+               f"{f['rounds']} rounds, medians ({f['servers']}).")
+    out.append("")
+    out.append(f"- throughput: `{f['throughput']}`; *kept up*: requests ÷ (benchmark time + "
+               "the replica's catch-up to the master's offset afterwards).")
+    out.append(f"- full sync: {f['full-sync']}; time from REPLICAOF until the link is up.")
+    out.append("")
+    out.append("| master → replica | master SET/s | kept up, writes/s | catch-up s | max lag | "
+               "full sync s | MB/s |")
+    out.append("|---|---:|---:|---:|---:|---:|---:|")
+    cells = {}
+    pairs = []
+    for r in data["runs"]:
+        pair = (r["master"], r["replica"])
+        if pair not in pairs:
+            pairs.append(pair)
+    for pair in pairs:
+        rs = [r for r in data["runs"] if (r["master"], r["replica"]) == pair]
+        tp = [r for r in rs if r["test"] == "throughput"]
+        fs = [r for r in rs if r["test"] == "full-sync"]
+        c = {"rps": med([r["master_rps"] for r in tp]),
+             "kept": med([r["kept_up_rps"] for r in tp]),
+             "catch": med([r["catch_up_s"] for r in tp]),
+             "lag": med([r["max_lag_bytes"] for r in tp]),
+             "sync": med([r["sync_s"] for r in fs]),
+             "mbs": med([r["mb_per_s"] for r in fs])}
+        cells[pair] = c
+        lag = "–" if c["lag"] is None else f"{c['lag'] / 1024:,.0f} KB"
+        catch = "–" if c["catch"] is None else f"{c['catch']:.3f}"
+        sync = "–" if c["sync"] is None else f"{c['sync']:.2f}"
+        out.append(f"| {pair[0]} → {pair[1]} | {fmt_n(c['rps'])} | {fmt_n(c['kept'])} | "
+                   f"{catch} | {lag} | {sync} | {fmt_n(c['mbs'])} |")
+    ours, theirs = ("redline-server",) * 2, ("redis-server",) * 2
+    if ours in cells and theirs in cells:
+        g = "replication, redline → redline vs redis → redis"
+        v.add("writes/s kept up", ratio(cells[ours]["kept"], cells[theirs]["kept"]), g)
+        s_ours, s_theirs = cells[ours]["sync"], cells[theirs]["sync"]
+        v.add("full sync speed", ratio(s_theirs, s_ours), g)
+    out.append("")
+    return out
+
+
 def write():
     newest = latest()
     v, goals = Verdicts(), []
@@ -349,7 +394,8 @@ def write():
             src, data = newest[name]
             body += fn(src, data, v, goals)
     for name, fn in (("server", server_section), ("fill", fill_section),
-                     ("families", families_section), ("persistence", persistence_section)):
+                     ("families", families_section), ("persistence", persistence_section),
+                     ("replication", replication_section)):
         if name in newest:
             src, data = newest[name]
             body += fn(src, data, v)

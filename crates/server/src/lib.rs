@@ -10,7 +10,8 @@
 //!   [`cmdstats`]: per-command and per-error counters for INFO.
 //! - [`store`]: databases, shards, values, expiry, eviction, lazy freeing.
 //! - [`persist`]: the RDB codec (DUMP/RESTORE, snapshots) and the AOF.
-//! - [`repl`]: replication to and from redis-server (the command stream, SYNC/PSYNC).
+//! - [`repl`]: replication to and from redis-server (the command stream, SYNC/PSYNC), and
+//!   the plan for cluster mode on top of it.
 //! - [`blocking`]: clients blocked on keys; [`pubsub`]: channel subscriptions.
 //! - [`scripting`]: Lua scripts and functions (EVAL, FCALL), atomic over every shard.
 //! - [`notify`]: keyspace notifications; [`tracking`]: client-side caching.

@@ -2,17 +2,23 @@
 //!
 //! - the command stream redline-server sends (SYNC, as Redis's own test suite reads it)
 //!   is the stream redis-server sends for the same commands, timestamps aside;
-//! - a redis-server replica of a redline-server master, and a redline-server replica of
-//!   a redis-server master, end with the same DEBUG DIGEST as their master after a write
-//!   load that covers every rewrite rule, continue with PSYNC after their link is
-//!   killed, and are promoted with REPLICAOF NO ONE;
-//! - WAIT counts the replicas that acknowledged, ROLE and INFO replication report them.
+//! - redline → redline, redis → redline and redline → redis: 16 writers run while the
+//!   replica attaches, syncs and streams, with a load that covers every rewrite rule;
+//!   then both end with the same DEBUG DIGEST; a link dropped by either side continues
+//!   with PSYNC (the master's `sync_partial_ok` rises, `sync_full` does not); a redline
+//!   replica of redis-server is promoted with REPLICAOF NO ONE;
+//! - a chain redis → redline → redis keeps one dataset and one history;
+//! - WAIT counts the replicas that acknowledged, and min-replicas-to-write refuses
+//!   writes with NOREPLICAS while a replica is stopped (SIGSTOP), with redline-server and
+//!   redis-server masters alike; the sync counters of INFO stats count as Redis's do.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
@@ -221,39 +227,79 @@ fn the_stream_is_the_one_redis_sends() {
     assert_eq!(got, expected);
 }
 
-/// A write load touching every rewrite rule, from several connections at once.
+/// One round of a writer's load: commands touching every rewrite rule. `t` is the
+/// writer (its own keys), `i` the round.
+fn round_commands(t: usize, i: usize) -> Vec<Vec<String>> {
+    let k = format!("k{}", i % 50);
+    let n = i.to_string();
+    vec![
+        vec![
+            "SET".into(),
+            k.clone(),
+            n.clone(),
+            "EX".into(),
+            "1000".into(),
+        ],
+        vec!["INCRBYFLOAT".into(), format!("f{t}"), "0.5".into()],
+        vec!["RPUSH".into(), format!("l{}", i % 7), n.clone()],
+        vec!["LPUSH".into(), format!("l{}", i % 7), n.clone()],
+        vec!["BLPOP".into(), format!("l{}", (i + 3) % 7), "0.01".into()],
+        vec!["SADD".into(), "s".into(), n.clone()],
+        vec!["SPOP".into(), "s".into()],
+        vec!["HINCRBYFLOAT".into(), "h".into(), k.clone(), "1.25".into()],
+        vec!["ZADD".into(), "z".into(), n.clone(), k.clone()],
+        vec![
+            "XADD".into(),
+            "x".into(),
+            "MAXLEN".into(),
+            "~".into(),
+            "20".into(),
+            "*".into(),
+            "f".into(),
+            n.clone(),
+        ],
+        vec!["EXPIRE".into(), k.clone(), "500".into()],
+        vec![
+            "EVAL".into(),
+            "redis.call('incr', KEYS[1]) return redis.call('set', KEYS[2], ARGV[1])".into(),
+            "2".into(),
+            format!("c{t}"),
+            format!("e{t}"),
+            n.clone(),
+        ],
+        vec!["MULTI".into()],
+        vec!["INCR".into(), "counter".into()],
+        vec!["APPEND".into(), format!("a{t}"), "x".into()],
+        vec!["EXEC".into()],
+        vec![
+            "SET".into(),
+            format!("gone{t}"),
+            "v".into(),
+            "PX".into(),
+            "1".into(),
+        ],
+        vec!["GETDEL".into(), format!("k{}", (i + 25) % 50)],
+    ]
+}
+
+fn run_round(c: &mut Conn, t: usize, i: usize) {
+    for command in &round_commands(t, i) {
+        let reply = c.cmd(command);
+        assert!(!matches!(reply, Frame::Error(_)), "{command:?}: {reply:?}");
+    }
+}
+
+/// Most writers a load in these tests uses (`assert_same_data` expires their keys).
+const MAX_WRITERS: usize = 16;
+
+/// A write load from 4 connections at once, `rounds` rounds each.
 fn write_load(port: u16, rounds: usize) {
     let threads: Vec<_> = (0..4)
         .map(|t| {
             std::thread::spawn(move || {
                 let mut c = conn(port);
                 for i in 0..rounds {
-                    let k = format!("k{}", i % 50);
-                    let n = i.to_string();
-                    let commands: Vec<Vec<String>> = vec![
-                        vec!["SET".into(), k.clone(), n.clone(), "EX".into(), "1000".into()],
-                        vec!["INCRBYFLOAT".into(), format!("f{t}"), "0.5".into()],
-                        vec!["RPUSH".into(), format!("l{}", i % 7), n.clone()],
-                        vec!["LPUSH".into(), format!("l{}", i % 7), n.clone()],
-                        vec!["BLPOP".into(), format!("l{}", (i + 3) % 7), "0.01".into()],
-                        vec!["SADD".into(), "s".into(), n.clone()],
-                        vec!["SPOP".into(), "s".into()],
-                        vec!["HINCRBYFLOAT".into(), "h".into(), k.clone(), "1.25".into()],
-                        vec!["ZADD".into(), "z".into(), n.clone(), k.clone()],
-                        vec!["XADD".into(), "x".into(), "MAXLEN".into(), "~".into(), "20".into(), "*".into(), "f".into(), n.clone()],
-                        vec!["EXPIRE".into(), k.clone(), "500".into()],
-                        vec!["EVAL".into(), "redis.call('incr', KEYS[1]) return redis.call('set', KEYS[2], ARGV[1])".into(), "2".into(), format!("c{t}"), format!("e{t}"), n.clone()],
-                        vec!["MULTI".into()],
-                        vec!["INCR".into(), "counter".into()],
-                        vec!["APPEND".into(), format!("a{t}"), "x".into()],
-                        vec!["EXEC".into()],
-                        vec!["SET".into(), format!("gone{t}"), "v".into(), "PX".into(), "1".into()],
-                        vec!["GETDEL".into(), format!("k{}", (i + 25) % 50)],
-                    ];
-                    for command in &commands {
-                        let reply = c.cmd(command);
-                        assert!(!matches!(reply, Frame::Error(_)), "{command:?}: {reply:?}");
-                    }
+                    run_round(&mut c, t, i);
                 }
             })
         })
@@ -263,8 +309,70 @@ fn write_load(port: u16, rounds: usize) {
     }
 }
 
+/// Writers that keep going, round after round, until [`Load::finish`]: a replica
+/// attached meanwhile syncs while they write.
+struct Load {
+    stop: Arc<AtomicBool>,
+    rounds: Arc<AtomicUsize>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Load {
+    /// Starts `writers` connections writing to `port`.
+    fn start(port: u16, writers: usize) -> Load {
+        assert!(writers <= MAX_WRITERS);
+        let stop = Arc::new(AtomicBool::new(false));
+        let rounds = Arc::new(AtomicUsize::new(0));
+        let threads = (0..writers)
+            .map(|t| {
+                let (stop, rounds) = (stop.clone(), rounds.clone());
+                std::thread::spawn(move || {
+                    let mut c = conn(port);
+                    let mut i = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        run_round(&mut c, t, i);
+                        rounds.fetch_add(1, Ordering::Relaxed);
+                        i += 1;
+                    }
+                })
+            })
+            .collect();
+        Load {
+            stop,
+            rounds,
+            threads,
+        }
+    }
+
+    /// Waits until the writers completed `more` rounds (all writers together) from now.
+    fn run_for(&self, more: usize) {
+        let target = self.rounds.load(Ordering::Relaxed) + more;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while self.rounds.load(Ordering::Relaxed) < target {
+            assert!(Instant::now() < deadline, "the write load stalled");
+            assert!(
+                !self.threads.iter().any(|t| t.is_finished()),
+                "a writer failed"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops the writers and waits for them (a writer's failure fails the test).
+    fn finish(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            t.join().unwrap();
+        }
+    }
+}
+
 fn info_field(port: u16, name: &str) -> String {
-    let info = text(&conn(port).cmd(&["INFO", "replication"]));
+    section_field(port, "replication", name)
+}
+
+fn section_field(port: u16, section: &str, name: &str) -> String {
+    let info = text(&conn(port).cmd(&["INFO", section]));
     info.lines()
         .find_map(|l| l.strip_prefix(&format!("{name}:")))
         .unwrap_or_default()
@@ -296,10 +404,16 @@ fn digest(port: u16) -> String {
 /// Asserts both servers hold the same dataset; on a difference, names the keys.
 fn assert_same_data(master: u16, replica: u16) {
     // Keys whose TTL ran out but that nobody touched yet are still in a digest: expire
-    // them on the master (which sends the DELs) first.
+    // them on the master (which sends the DELs) first. The last one may have been set
+    // less than its millisecond ago: wait for it rather than race its active expiry.
     let mut m = conn(master);
-    for t in 0..4 {
-        m.cmd(&["EXISTS", &format!("gone{t}")]);
+    for t in 0..MAX_WRITERS {
+        let key = format!("gone{t}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while m.cmd(&["EXISTS", &key]) != Frame::Integer(0) {
+            assert!(Instant::now() < deadline, "{key} does not expire");
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
     wait_caught_up(master, replica);
     let (a, b) = (digest(master), digest(replica));
@@ -315,6 +429,11 @@ fn assert_same_data(master: u16, replica: u16) {
             let y = text(&r.cmd(&["DEBUG", "DIGEST-VALUE", &key]));
             if x != y {
                 report.push(format!("{key} differs"));
+            }
+            let x = text(&m.cmd(&["PEXPIRETIME", &key]));
+            let y = text(&r.cmd(&["PEXPIRETIME", &key]));
+            if x != y {
+                report.push(format!("{key} expires at {x} vs {y}"));
             }
         }
     }
@@ -339,16 +458,159 @@ fn wait_for_log(log: impl Fn() -> String, needle: &str) {
     }
 }
 
+/// INFO stats `name` (sync_full, sync_partial_ok) as a number.
+fn stat(port: u16, name: &str) -> u64 {
+    let value = section_field(port, "stats", name);
+    value
+        .parse()
+        .unwrap_or_else(|_| panic!("INFO stats {name}: {value:?}"))
+}
+
+/// Polls `check` until it holds.
+fn wait_until(what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn wait_link_up(replica: u16) {
+    wait_until("the link to the master", || {
+        info_field(replica, "master_link_status") == "up"
+    });
+}
+
+/// Writers while the replica syncs, during a cut, after both.
+const WRITERS: usize = 16;
+
+/// The acceptance scenario of replication, whoever the master and the replica are:
+/// 16 writers run while `replica` attaches to `master` with REPLICAOF (so they write
+/// before, during and after its initial sync), then stop: both hold the same data. The
+/// master then drops the link while the writers run again: the replica continues with
+/// PSYNC (the master's `sync_partial_ok` rises, its `sync_full` stays), and once the
+/// writers stop the data is the same again.
+fn sync_under_load_then_partial_resync(master: u16, replica: u16) {
+    let mut m = conn(master);
+    // A backlog that outlasts the replica's reconnection under this load, and a dataset
+    // that makes the sync last a moment.
+    assert_eq!(
+        m.cmd(&["CONFIG", "SET", "repl-backlog-size", "16mb"]),
+        Frame::Simple("OK".into())
+    );
+    m.cmd(&["DEBUG", "POPULATE", "20000", "pop", "64"]);
+    let (full_before, partial_before) =
+        (stat(master, "sync_full"), stat(master, "sync_partial_ok"));
+
+    let load = Load::start(master, WRITERS);
+    load.run_for(2 * WRITERS);
+    let reply = conn(replica).cmd(&["REPLICAOF", "127.0.0.1", &master.to_string()]);
+    assert_eq!(reply, Frame::Simple("OK".into()));
+    wait_link_up(replica);
+    load.run_for(4 * WRITERS);
+    load.finish();
+    assert_same_data(master, replica);
+    assert_eq!(stat(master, "sync_full"), full_before + 1);
+    assert_eq!(stat(master, "sync_partial_ok"), partial_before);
+
+    // The master drops the link under load: the replica continues from the backlog.
+    let load = Load::start(master, WRITERS);
+    load.run_for(2 * WRITERS);
+    assert_eq!(
+        m.cmd(&["CLIENT", "KILL", "TYPE", "replica"]),
+        Frame::Integer(1)
+    );
+    wait_until("a partial resynchronization", || {
+        stat(master, "sync_partial_ok") > partial_before
+    });
+    wait_link_up(replica);
+    load.run_for(2 * WRITERS);
+    load.finish();
+    assert_same_data(master, replica);
+    assert_eq!(
+        stat(master, "sync_full"),
+        full_before + 1,
+        "a full sync again"
+    );
+    assert_eq!(stat(master, "sync_partial_ok"), partial_before + 1);
+}
+
+/// Sends a raw SYNC/PSYNC and keeps the connection (the master counts the request).
+fn sync_request(port: u16, command: &[u8]) -> TcpStream {
+    let mut socket = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    socket.write_all(command).unwrap();
+    socket
+}
+
+/// `sync_full`, `sync_partial_ok`, `sync_partial_err` of INFO stats.
+fn sync_counters(port: u16) -> [u64; 3] {
+    ["sync_full", "sync_partial_ok", "sync_partial_err"].map(|name| stat(port, name))
+}
+
+/// What each kind of sync request counts, on `master`.
+fn sync_counters_count(master: u16) {
+    assert_eq!(sync_counters(master), [0, 0, 0]);
+    let mut links = vec![sync_request(master, b"SYNC\r\n")];
+    wait_until("SYNC counted", || sync_counters(master) == [1, 0, 0]);
+    // `?` asks for a full sync on purpose: not a failed PSYNC.
+    links.push(sync_request(master, b"PSYNC ? -1\r\n"));
+    wait_until("PSYNC ? counted", || sync_counters(master) == [2, 0, 0]);
+    // An unknown history is a failed PSYNC, then a full sync.
+    let unknown = "PSYNC 0123456789012345678901234567890123456789 1\r\n";
+    links.push(sync_request(master, unknown.as_bytes()));
+    wait_until("a failed PSYNC counted", || {
+        sync_counters(master) == [3, 0, 1]
+    });
+    drop(links);
+    assert_eq!(
+        conn(master).cmd(&["CONFIG", "RESETSTAT"]),
+        Frame::Simple("OK".into())
+    );
+    assert_eq!(sync_counters(master), [0, 0, 0]);
+}
+
+#[test]
+fn sync_counters_count_like_redis() {
+    let ours = redline(&[]);
+    sync_counters_count(ours.port());
+    let theirs = redis(&[]);
+    sync_counters_count(theirs.port());
+}
+
+/// The replica drops its link to the master (CLIENT KILL TYPE master): it reconnects
+/// and continues with PSYNC, nothing is lost.
+fn replica_drops_its_link(master: u16, replica: u16) {
+    let [full, partial, _] = sync_counters(master);
+    assert_eq!(
+        conn(replica).cmd(&["CLIENT", "KILL", "TYPE", "master"]),
+        Frame::Integer(1)
+    );
+    write_load(master, 20);
+    wait_until("a partial resynchronization", || {
+        stat(master, "sync_partial_ok") > partial
+    });
+    wait_link_up(replica);
+    assert_same_data(master, replica);
+    assert_eq!(stat(master, "sync_full"), full);
+}
+
+#[test]
+fn redline_replicates_from_redline_under_load_and_continues_after_a_cut() {
+    let master = redline(&[]);
+    let replica = redline(&[]);
+    sync_under_load_then_partial_resync(master.port(), replica.port());
+    replica_drops_its_link(master.port(), replica.port());
+    let role = text(&conn(replica.port()).cmd(&["ROLE"]));
+    assert!(role.starts_with("slave 127.0.0.1"), "{role}");
+}
+
 #[test]
 fn redis_replicates_from_redline_under_load_and_continues_after_a_cut() {
     let master = redline(&[]);
-    write_load(master.port(), 30);
-    let replica = redis(&["--replicaof", "127.0.0.1", &master.port().to_string()]);
-    write_load(master.port(), 60);
-    assert_same_data(master.port(), replica.port());
+    let replica = redis(&[]);
+    sync_under_load_then_partial_resync(master.port(), replica.port());
 
     // WAIT and ROLE see the replica.
-    conn(master.port()).cmd(&["SET", "w", "1"]);
     let mut c = conn(master.port());
     c.cmd(&["SET", "w", "2"]);
     assert_eq!(c.cmd(&["WAIT", "1", "5000"]), Frame::Integer(1));
@@ -356,40 +618,26 @@ fn redis_replicates_from_redline_under_load_and_continues_after_a_cut() {
     assert!(role.starts_with("master "), "{role}");
     assert!(role.contains(&replica.port().to_string()), "{role}");
 
-    // The replica drops its link: it continues with PSYNC, nothing is lost.
-    conn(replica.port()).cmd(&["CLIENT", "KILL", "TYPE", "master"]);
-    write_load(master.port(), 20);
-    wait_for_log(
-        || replica.log_tail(),
-        "Successful partial resynchronization",
-    );
-    assert_same_data(master.port(), replica.port());
+    // The replica drops its link: it continues with PSYNC too, nothing is lost.
+    replica_drops_its_link(master.port(), replica.port());
 }
 
 #[test]
 fn redline_replicates_from_redis_under_load_continues_and_is_promoted() {
     let master = redis(&[]);
-    write_load(master.port(), 30);
     let replica = redline(&[]);
+    sync_under_load_then_partial_resync(master.port(), replica.port());
+    wait_for_log(
+        || replica.log_tail(),
+        "Successful partial resynchronization with master",
+    );
+    replica_drops_its_link(master.port(), replica.port());
     let mut c = conn(replica.port());
-    let reply = c.cmd(&["REPLICAOF", "127.0.0.1", &master.port().to_string()]);
-    assert_eq!(reply, Frame::Simple("OK".into()));
-    write_load(master.port(), 60);
-    assert_same_data(master.port(), replica.port());
     let refused = c.cmd(&["SET", "x", "1"]);
     assert_eq!(
         text(&refused),
         "READONLY You can't write against a read only replica."
     );
-
-    // The master drops the link: the replica continues with PSYNC.
-    conn(master.port()).cmd(&["CLIENT", "KILL", "TYPE", "replica"]);
-    write_load(master.port(), 20);
-    wait_for_log(
-        || replica.log_tail(),
-        "Successful partial resynchronization with master",
-    );
-    assert_same_data(master.port(), replica.port());
     let role = text(&c.cmd(&["ROLE"]));
     assert!(role.starts_with("slave 127.0.0.1"), "{role}");
 
@@ -402,6 +650,118 @@ fn redline_replicates_from_redis_under_load_continues_and_is_promoted() {
     assert_eq!(digest(replica.port()), before);
     assert_eq!(c.cmd(&["SET", "x", "1"]), Frame::Simple("OK".into()));
     assert!(text(&c.cmd(&["ROLE"])).starts_with("master"));
+}
+
+/// Sends `signal` (STOP, CONT) to a server process.
+fn signal(pid: Option<u32>, signal: &str) {
+    let pid = pid.expect("a running server").to_string();
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{signal} {pid}");
+}
+
+/// The state letter and name of a process (`T (stopped)`, `S (sleeping)`...), Linux's.
+fn process_state(pid: Option<u32>) -> String {
+    let pid = pid.expect("a running server");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("State:"))
+        .unwrap_or("gone")
+        .trim()
+        .to_string()
+}
+
+/// WAIT and min-replicas-to-write on `master` with two attached replicas, the second
+/// of which (process `stopped`) is stopped with SIGSTOP for a while.
+fn wait_and_min_replicas(master: u16, replicas: [u16; 2], stopped: Option<u32>) {
+    for replica in replicas {
+        let reply = conn(replica).cmd(&["REPLICAOF", "127.0.0.1", &master.to_string()]);
+        assert_eq!(reply, Frame::Simple("OK".into()));
+    }
+    for replica in replicas {
+        wait_link_up(replica);
+        wait_caught_up(master, replica);
+    }
+    let mut c = conn(master);
+    c.cmd(&["SET", "w", "1"]);
+    assert_eq!(c.cmd(&["WAIT", "2", "5000"]), Frame::Integer(2));
+
+    // One replica stops: WAIT counts the other one once its timeout passes.
+    signal(stopped, "STOP");
+    wait_until("the replica to stop", || {
+        process_state(stopped).starts_with('T')
+    });
+    assert_eq!(c.cmd(&["SET", "w", "2"]), Frame::Simple("OK".into()));
+    let waited = c.cmd(&["WAIT", "2", "500"]);
+    assert_eq!(
+        waited,
+        Frame::Integer(1),
+        "the stopped replica is {}; {}",
+        process_state(stopped),
+        text(&conn(master).cmd(&["INFO", "replication"]))
+    );
+
+    // Two good replicas required: once the stopped one's last ACK is older than the
+    // lag allowed, writes are refused, scripts' writes too; reads still work.
+    for (name, value) in [
+        ("min-replicas-to-write", "2"),
+        ("min-replicas-max-lag", "2"),
+    ] {
+        assert_eq!(
+            c.cmd(&["CONFIG", "SET", name, value]),
+            Frame::Simple("OK".into())
+        );
+    }
+    wait_until("NOREPLICAS", || {
+        matches!(conn(master).cmd(&["SET", "w", "3"]), Frame::Error(_))
+    });
+    assert_eq!(
+        text(&c.cmd(&["SET", "w", "4"])),
+        "NOREPLICAS Not enough good replicas to write."
+    );
+    let script = text(&c.cmd(&["EVAL", "return redis.call('set', 'w', '5')", "0"]));
+    assert!(
+        script.starts_with("NOREPLICAS Not enough good replicas to write."),
+        "{script}"
+    );
+    let read = text(&c.cmd(&["GET", "w"]));
+    assert!(read == "2" || read == "3", "{read}");
+
+    // The replica is back: writes are accepted again, both replicas acknowledge.
+    signal(stopped, "CONT");
+    wait_until("writes accepted again", || {
+        conn(master).cmd(&["SET", "w", "7"]) == Frame::Simple("OK".into())
+    });
+    assert_eq!(c.cmd(&["SET", "w", "7"]), Frame::Simple("OK".into()));
+    assert_eq!(c.cmd(&["WAIT", "2", "5000"]), Frame::Integer(2));
+    for replica in replicas {
+        assert_eq!(conn(replica).cmd(&["GET", "w"]), Frame::Bulk("7".into()));
+    }
+    c.cmd(&["CONFIG", "SET", "min-replicas-to-write", "0"]);
+}
+
+/// Both replica kinds on `master`, each in turn the one stopped.
+fn wait_and_min_replicas_with_each_replica_stopped(master: u16) {
+    {
+        let (ours, theirs) = (redline(&[]), redis(&[]));
+        wait_and_min_replicas(master, [theirs.port(), ours.port()], ours.pid());
+    }
+    {
+        let (ours, theirs) = (redline(&[]), redis(&[]));
+        wait_and_min_replicas(master, [ours.port(), theirs.port()], theirs.pid());
+    }
+}
+
+#[test]
+fn wait_and_min_replicas_to_write_count_stopped_replicas_like_redis() {
+    let ours = redline(&[]);
+    wait_and_min_replicas_with_each_replica_stopped(ours.port());
+    // redis-server as the master, with the same replicas, behaves alike.
+    let theirs = redis(&[]);
+    wait_and_min_replicas_with_each_replica_stopped(theirs.port());
 }
 
 #[test]

@@ -360,6 +360,14 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             killed += 1;
         }
     }
+    // The link to our master is no registered client: only TYPE master reaches it.
+    let only_type = id.is_none() && addr.is_none() && laddr.is_none() && user.is_none();
+    if kind == Some("master") && only_type {
+        let master = ctx.shared.repl.master.lock();
+        if master.as_ref().is_some_and(|m| m.status.drop_link()) {
+            killed += 1;
+        }
+    }
     encode::write_integer(ctx.out, killed);
     Ok(())
 }

@@ -1,20 +1,21 @@
 //! The master side: SYNC and PSYNC turn a connection into a replica link.
 //!
 //! A full sync holds every shard ([`Held::all`]) for an instant while it reads the
-//! stream's id and offset, begins a copy-on-write cut of the dataset into a file
-//! ([`bgsave::begin_cut`]) and attaches the replica to the stream: the image is exactly
-//! the state at that offset, and the replica receives every change after it. Clients
-//! keep writing while the cut is written; once complete it goes out as a bulk (`$<len>`
-//! then the bytes, as Redis's disk-based sync), followed by the stream buffered
-//! meanwhile. Should the file not be creatable, the image is serialised in memory under
-//! the locks instead. PSYNC with this
-//! server's id (or the previous one, after a promotion) and an offset still in the
-//! backlog continues without an image.
+//! stream's id and offset and attaches the replica to the stream (both under one lock
+//! of the stream), and begins a copy-on-write cut of the dataset into a file
+//! ([`bgsave::begin_cut`]): the image is exactly the state at that offset, and the
+//! replica receives every byte of the stream after it. Clients keep writing while the
+//! cut is written; once complete it goes out as a bulk (`$<len>` then the bytes, as
+//! Redis's disk-based sync), followed by the stream buffered meanwhile. Should the file
+//! not be creatable, the image is serialised in memory under the locks instead. PSYNC
+//! with this server's id (or the previous one, after a promotion) and an offset still in
+//! the backlog continues without an image.
 //!
 //! The link then carries the stream to the replica and reads its `REPLCONF ACK`s, which
 //! WAIT and INFO replication use.
 
 use std::cell::RefCell;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -98,9 +99,16 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     tracing::info!("Replica {ip}:{port} asks for synchronization");
     let held = RefCell::new(Held::all(&shared.store));
-    let (replid, offset) = {
-        let stream = journal.stream();
-        (stream.replid.clone(), stream.offset)
+    // The image's offset and the replica's first stream byte are taken under one lock of
+    // the stream: with every shard held no data change can come between them, but a
+    // PING, a REPLCONF GETACK or a proxied byte of our own master could, and would then
+    // be neither counted in the offset nor sent, leaving the replica's offset behind ours
+    // for good. What is appended while the image is taken reaches the replica after it.
+    let (replid, offset, link, rx) = {
+        let mut stream = journal.stream();
+        let (replid, offset) = (stream.replid.clone(), stream.offset);
+        let (link, rx) = stream.attach(ctx.client.id, ip, port, backlog_size);
+        (replid, offset, link, rx)
     };
     let stream_db = shared
         .repl
@@ -126,9 +134,6 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
         Ok(cut) => Ok(cut),
         Err(_) => Err(snapshot::capture(shared, &mut *held.borrow_mut(), &aux)),
     };
-    let (link, rx) = journal
-        .stream()
-        .attach(ctx.client.id, ip, port, backlog_size);
     drop(held);
     if psync.is_some() {
         ctx.out
@@ -195,9 +200,14 @@ pub async fn serve(
         image,
     } = start;
     let journal = &shared.repl.journal;
+    // However the link ends, killed (CLIENT KILL aborts this task) included, the
+    // replica leaves the stream and stops counting for WAIT and min-replicas.
+    let _detach = Detach {
+        journal,
+        id: link.id,
+    };
     if let Some(cut) = image {
         if let Err(e) = send_image(socket, cut).await {
-            journal.stream().detach(link.id);
             tracing::warn!("Full synchronization with replica failed: {e}");
             return Err(e);
         }
@@ -206,8 +216,7 @@ pub async fn serve(
     tracing::info!(
         "Synchronization with replica {}:{} succeeded",
         link.ip,
-        link.listening_port
-            .load(std::sync::atomic::Ordering::Relaxed)
+        link.listening_port.load(Ordering::Relaxed)
     );
     let mut decoder = RequestDecoder::default();
     let mut out = BytesMut::new();
@@ -241,14 +250,24 @@ pub async fn serve(
             }
         }
     };
-    journal.stream().detach(link.id);
     tracing::info!(
         "Connection with replica {}:{} lost.",
         link.ip,
-        link.listening_port
-            .load(std::sync::atomic::Ordering::Relaxed)
+        link.listening_port.load(Ordering::Relaxed)
     );
     result
+}
+
+/// Detaches a replica from the stream when its link's task ends or is dropped.
+struct Detach<'a> {
+    journal: &'a super::Journal,
+    id: u64,
+}
+
+impl Drop for Detach<'_> {
+    fn drop(&mut self) {
+        self.journal.stream().detach(self.id);
+    }
 }
 
 /// From the server's cron: a PING into the stream every `repl-ping-replica-period`
@@ -256,7 +275,6 @@ pub async fn serve(
 /// link silent for `repl-timeout`). As in Redis the period counts from the server's
 /// start, not from a replica's arrival.
 pub fn cron(shared: &Shared) {
-    use std::sync::atomic::Ordering;
     let journal = &shared.repl.journal;
     if !journal.active() || journal.stream().replicas().is_empty() {
         return;

@@ -37,6 +37,9 @@ pub struct LinkStatus {
     pub stream_db: AtomicUsize,
     /// Unix seconds since when the link is down (0 while up, and before it was ever up).
     pub down_since: AtomicU64,
+    /// Drops the connection to the master (CLIENT KILL TYPE master); the link then
+    /// reconnects and continues with PSYNC, as Redis's does.
+    drop_link: tokio::sync::Notify,
 }
 
 /// Link states, as ROLE names them.
@@ -64,6 +67,18 @@ impl LinkStatus {
     /// Whether a full sync is being received.
     pub fn syncing(&self) -> bool {
         self.state.load(Ordering::Relaxed) == SYNC
+    }
+
+    /// Drops the connection to the master if it is up (streaming): what CLIENT KILL
+    /// TYPE master does to Redis's master client. Returns whether there was one.
+    pub fn drop_link(&self) -> bool {
+        if !self.is_up() {
+            return false;
+        }
+        // Wakes the session's `notified()` (created before this call): no permit is
+        // stored, so a later session is not dropped by an old request.
+        self.drop_link.notify_waiters();
+        true
     }
 
     fn set(&self, state: u8) {
@@ -112,9 +127,15 @@ pub fn replicate(shared: Arc<Shared>, host: String, port: u16) -> MasterLink {
         let host = host.clone();
         tokio::spawn(async move {
             loop {
-                match session(&shared, &host, port, &status).await {
-                    Ok(()) => tracing::info!("Connection with master lost."),
-                    Err(e) => tracing::warn!("Error condition on socket for SYNC: {e}"),
+                // Dropping the session at one of its awaits is safe: what it applied is
+                // applied and appended, so PSYNC continues from the stream's offset.
+                let dropped = status.drop_link.notified();
+                tokio::select! {
+                    result = session(&shared, &host, port, &status) => match result {
+                        Ok(()) => tracing::info!("Connection with master lost."),
+                        Err(e) => tracing::warn!("Error condition on socket for SYNC: {e}"),
+                    },
+                    () = dropped => tracing::info!("Connection with master lost (killed)."),
                 }
                 status.set(CONNECT);
                 tokio::time::sleep(Duration::from_secs(1)).await;
