@@ -84,6 +84,8 @@ pub struct Shared {
     port: std::sync::atomic::AtomicU16,
     /// The accept loops, replaced when CONFIG SET changes `port` or `bind`.
     pub accepting: parking_lot::Mutex<Vec<tokio::task::AbortHandle>>,
+    /// TLS on the client port: the configuration new connections get, its accept loops.
+    pub tls: crate::net::tls::Tls,
 }
 
 impl Shared {
@@ -131,6 +133,7 @@ impl Shared {
             run_id,
             port: std::sync::atomic::AtomicU16::new(port),
             accepting: parking_lot::Mutex::new(Vec::new()),
+            tls: crate::net::tls::Tls::default(),
         };
         let config = shared.config.read().clone();
         shared.configure_monitoring(&config);

@@ -16,8 +16,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use redline_resp::RequestDecoder;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use super::journal::{LinkState, ReplicaLink};
@@ -116,9 +115,9 @@ fn backlog_size(shared: &Shared) -> usize {
 }
 
 /// Serves a replica link until either side closes it: the stream out, ACKs in.
-pub async fn serve(
+pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     shared: &Shared,
-    socket: &mut TcpStream,
+    socket: &mut S,
     input: &mut BytesMut,
     start: ReplicaStart,
 ) -> std::io::Result<()> {
@@ -142,6 +141,10 @@ pub async fn serve(
                     out.extend_from_slice(&more);
                 }
                 if let Err(e) = socket.write_all(&out).await {
+                    break Err(e);
+                }
+                // A no-op on TCP; a TLS link sends what its buffer still holds.
+                if let Err(e) = socket.flush().await {
                     break Err(e);
                 }
                 out.clear();
