@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """`make bench` driver: builds the release binaries and the Go harness, runs the sections
-(clients, rest, server, fill, families), writes bench/results/<date>-<section>[-quick].json, and
+(clients, rest, server, fill, families, tls), writes bench/results/<date>-<section>[-quick].json, and
 regenerates bench/REPORT.md from the newest result of every section.
 
-    python3 bench/scripts/bench.py [--quick] [--only clients,rest,server,fill,families] [--no-build]
+    python3 bench/scripts/bench.py [--quick] [--only clients,rest,server,fill,families,tls] [--no-build]
 """
 
 import argparse
@@ -22,11 +22,12 @@ import machine  # noqa: E402
 import report  # noqa: E402
 import rest  # noqa: E402
 import server  # noqa: E402
+import tls  # noqa: E402
 from common import log  # noqa: E402
 from procs import ROOT  # noqa: E402
 
 SECTIONS = {"clients": clients.run, "rest": rest.run, "server": server.run, "fill": fill.run,
-            "families": families.run}
+            "families": families.run, "tls": tls.run}
 RESULTS = os.path.join(ROOT, "bench", "results")
 
 

@@ -206,7 +206,7 @@ def rest_section(src, data, v, goals):
     return out
 
 
-def rps_table(runs, tests, v):
+def rps_table(runs, tests, v, group="redline-server vs redis-server 7.0 (requests/s)"):
     """redline-server vs redis-server per test and pipeline depth: median requests/s
     (median p50 ms) and their ratio."""
     out = ["| test | -P | redline-server | redis-server | ratio |", "|---|---:|---:|---:|---:|"]
@@ -222,7 +222,7 @@ def rps_table(runs, tests, v):
             rr = ratio(st.get("redline-server", (None,))[0], st.get("redis-server", (None,))[0])
             cell = lambda s: f"{fmt_n(st[s][0])} ({st[s][1]:.3f})" if s in st else "–"  # noqa: E731
             out.append(f"| {t} | {pipeline} | {cell('redline-server')} | {cell('redis-server')} | {fmt_r(rr)} |")
-            v.add(f"{t} -P {pipeline}", rr, "redline-server vs redis-server 7.0 (requests/s)")
+            v.add(f"{t} -P {pipeline}", rr, group)
     out.append("")
     return out
 
@@ -240,6 +240,18 @@ def families_section(src, data, v):
         out.append(f"- the script: `{f['script']}`")
     out.append("")
     out += rps_table(data["runs"], list(f["commands"]), v)
+    return out
+
+
+def tls_section(src, data, v):
+    f = data["flags"]
+    out = [f"## 6. TLS (`{src}`)", ""]
+    out.append(f"redline-server vs redis-server over TLS with `redis-benchmark {f['redis-benchmark']}`, "
+               f"{f['rounds']} rounds, servers in rotation ({f['servers']}). Cells: median "
+               "requests/s (median p50 ms). Ratio: redline-server over redis-server.")
+    out.append("")
+    out += rps_table(data["runs"], ["SET", "GET"], v,
+                     "redline-server vs redis-server 7.0 over TLS (requests/s)")
     return out
 
 
@@ -313,7 +325,7 @@ def write():
             src, data = newest[name]
             body += fn(src, data, v, goals)
     for name, fn in (("server", server_section), ("fill", fill_section),
-                     ("families", families_section)):
+                     ("families", families_section), ("tls", tls_section)):
         if name in newest:
             src, data = newest[name]
             body += fn(src, data, v)
