@@ -522,3 +522,50 @@ fn the_tls_port_opens_and_closes_at_run_time() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn an_encrypted_key_opens_with_tls_key_file_pass() {
+    let certs = TlsCerts::generate().unwrap();
+    // The server key, encrypted as `openssl pkcs8 -topk8 -v2 aes-256-cbc` writes it.
+    let der = rustls_pki_types::PrivateKeyDer::from_pem_file(certs.server_key_path()).unwrap();
+    let info = pkcs8::PrivateKeyInfo::try_from(der.secret_der()).unwrap();
+    let params =
+        pkcs8::pkcs5::pbes2::Parameters::pbkdf2_sha256_aes256cbc(2048, b"redline salt", &[7; 16])
+            .unwrap();
+    let pem = info
+        .encrypt_with_params(params, "hunter2")
+        .unwrap()
+        .to_pem("ENCRYPTED PRIVATE KEY", pkcs8::LineEnding::LF)
+        .unwrap();
+    let encrypted = certs.dir().join("server-encrypted.key");
+    std::fs::write(&encrypted, pem.as_bytes()).unwrap();
+    let encrypted = encrypted.display().to_string();
+    let args = [
+        "--tls-key-file",
+        encrypted.as_str(),
+        "--tls-key-file-pass",
+        "hunter2",
+    ];
+    let redis = RedisServer::builder()
+        .tls(&certs)
+        .args(args)
+        .start()
+        .unwrap();
+    let redline = RedlineServer::builder()
+        .tls(&certs)
+        .args(args)
+        .start()
+        .unwrap();
+    let out = run(redline.cli().arg("PING"));
+    assert_eq!(stdout(&out), "PONG", "{}", stderr(&out));
+    for pass in ["wrong", ""] {
+        let set = ["CONFIG", "SET", "tls-key-file-pass", pass];
+        let reply = redline.cmd(&set).unwrap();
+        assert!(matches!(reply, Reply::Error(_)), "{pass:?}: {reply:?}");
+        assert_eq!(reply, redis.cmd(&set).unwrap(), "{pass:?}");
+    }
+    assert_eq!(
+        served_cert(redline.port(), &certs),
+        cert_der(&certs.server_cert_path())
+    );
+}

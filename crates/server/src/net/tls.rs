@@ -11,7 +11,9 @@
 //! finishes it costs one idle task and no other client waits for it. After the handshake
 //! the connection loop is the plain one, generic over the stream.
 //!
-//! What rustls cannot do is refused or left out, never faked: TLSv1 and TLSv1.1 are not
+//! An encrypted key (`tls-key-file-pass`) is opened with the `pkcs8` crate (PBES2:
+//! PBKDF2 or scrypt with AES-CBC, what OpenSSL 3 writes). What rustls cannot do is
+//! refused or left out, never faked: TLSv1 and TLSv1.1 are not
 //! offered (a `tls-protocols` naming only those is an error), cipher names outside
 //! rustls's suites are ignored as OpenSSL ignores unknown ones (none left is an error),
 //! `tls-dh-params-file` is accepted and unused (rustls offers ECDHE only), and
@@ -28,7 +30,7 @@ use rustls::crypto::CryptoProvider;
 use rustls::server::{NoServerSessionStorage, ServerSessionMemoryCache, WebPkiClientVerifier};
 use rustls::{CipherSuite, RootCertStore, ServerConfig, SupportedCipherSuite};
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio::net::TcpStream;
 use tokio::task::AbortHandle;
 use tokio_rustls::server::TlsStream;
@@ -350,20 +352,31 @@ fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     Ok(certs)
 }
 
-/// The private key of a PEM file. An encrypted key needs `tls-key-file-pass`, which
-/// this build cannot use yet (see the module documentation).
+/// The private key of a PEM file: PKCS#8, PKCS#1 or SEC1, or an encrypted PKCS#8 key
+/// (`BEGIN ENCRYPTED PRIVATE KEY`, what `openssl` writes when given a pass phrase)
+/// opened with `tls-key-file-pass`.
 fn load_key(path: &Path, pass: Option<&str>) -> Result<PrivateKeyDer<'static>, String> {
-    let text = std::fs::read(path).map_err(|e| e.to_string())?;
-    if text
-        .windows(b"ENCRYPTED PRIVATE KEY".len())
-        .any(|w| w == b"ENCRYPTED PRIVATE KEY")
-    {
-        return Err(match pass {
-            None => "bad decrypt (the key is encrypted and tls-key-file-pass is not set)".into(),
-            Some(_) => "encrypted private keys are not supported by redline-server".into(),
-        });
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    if !text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
+        return PrivateKeyDer::from_pem_slice(text.as_bytes()).map_err(|e| pem_error(path, e));
     }
-    PrivateKeyDer::from_pem_slice(&text).map_err(|e| pem_error(path, e))
+    // OpenSSL's words for a key it cannot open.
+    let Some(pass) = pass else {
+        return Err("bad decrypt (an encrypted key needs tls-key-file-pass)".into());
+    };
+    let start = text
+        .find("-----BEGIN ENCRYPTED PRIVATE KEY-----")
+        .unwrap_or(0);
+    let (_, document) = pkcs8::SecretDocument::from_pem(&text[start..])
+        .map_err(|e| format!("bad encrypted key: {e}"))?;
+    let encrypted = pkcs8::EncryptedPrivateKeyInfo::try_from(document.as_bytes())
+        .map_err(|e| format!("bad encrypted key: {e}"))?;
+    let key = encrypted
+        .decrypt(pass)
+        .map_err(|e| format!("bad decrypt: {e}"))?;
+    Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+        key.as_bytes().to_vec(),
+    )))
 }
 
 /// The trust anchors of `tls-ca-cert-file` and every certificate file in
