@@ -110,7 +110,14 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         } else {
             ("bind", "Failed to bind to specified addresses.")
         };
-        match crate::net::listener::rebind(ctx.shared, &config.bind, config.port) {
+        // A server started on `port 0` (a free port, for embedding) keeps the port it
+        // got when only `bind` changes.
+        let port = if config.port == 0 && old_port == 0 {
+            ctx.shared.port()
+        } else {
+            config.port
+        };
+        match crate::net::listener::rebind(ctx.shared, &config.bind, port) {
             Ok(port) => config.port = port,
             Err(e) => {
                 tracing::warn!("CONFIG SET {name}: {e}");

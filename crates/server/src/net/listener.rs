@@ -26,10 +26,41 @@ enum Kind {
     Tls,
 }
 
-/// Accepts until the task is aborted at shutdown.
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, kind: Kind) {
+/// One listening socket that any thread can close at once: the accept loop polls it
+/// through the lock, and closing takes it out, so the port is free when CONFIG SET
+/// returns (as Redis closes its listeners before it answers), not whenever the aborted
+/// accept task happens to be dropped.
+#[derive(Debug)]
+struct Slot(parking_lot::Mutex<Option<TcpListener>>);
+
+/// The accept loops of one port (plain or TLS), closed all at once.
+#[derive(Debug, Default)]
+pub struct Accepting {
+    loops: Vec<(Arc<Slot>, AbortHandle)>,
+}
+
+impl Accepting {
+    /// Closes every listener now and ends their accept loops.
+    pub fn close(&mut self) {
+        for (slot, task) in self.loops.drain(..) {
+            drop(slot.0.lock().take());
+            task.abort();
+        }
+    }
+}
+
+/// Accepts until its listener is closed.
+async fn accept_loop(slot: Arc<Slot>, shared: Arc<Shared>, kind: Kind) {
     loop {
-        match listener.accept().await {
+        let accepted = std::future::poll_fn(|cx| match &*slot.0.lock() {
+            Some(listener) => listener.poll_accept(cx).map(Some),
+            None => std::task::Poll::Ready(None),
+        })
+        .await;
+        let Some(accepted) = accepted else {
+            return;
+        };
+        match accepted {
             Ok((stream, peer)) => admit(stream, peer, &shared, kind),
             Err(e) => {
                 // Out of descriptors and the like: log, breathe, keep serving.
@@ -152,49 +183,43 @@ pub fn bind_all(bind: &[String], port: u16) -> io::Result<(Vec<std::net::TcpList
 /// Starts accepting on `listeners` (inside the runtime), in place of the listeners the
 /// server accepted on before, which close.
 pub fn serve(shared: &Arc<Shared>, listeners: Vec<TcpListener>) {
-    let tasks = spawn_loops(shared, listeners, Kind::Plain);
-    let old = std::mem::replace(&mut *shared.accepting.lock(), tasks);
-    for task in old {
-        task.abort();
-    }
+    let new = spawn_loops(shared, listeners, Kind::Plain);
+    std::mem::replace(&mut *shared.accepting.lock(), new).close();
 }
 
 /// Starts accepting TLS clients on `listeners`, in place of the TLS listeners before.
 pub fn serve_tls(shared: &Arc<Shared>, listeners: Vec<TcpListener>) {
-    let tasks = spawn_loops(shared, listeners, Kind::Tls);
-    let old = std::mem::replace(&mut *shared.tls.accepting.lock(), tasks);
-    for task in old {
-        task.abort();
-    }
+    let new = spawn_loops(shared, listeners, Kind::Tls);
+    std::mem::replace(&mut *shared.tls.accepting.lock(), new).close();
 }
 
-fn spawn_loops(shared: &Arc<Shared>, listeners: Vec<TcpListener>, kind: Kind) -> Vec<AbortHandle> {
-    listeners
+fn spawn_loops(shared: &Arc<Shared>, listeners: Vec<TcpListener>, kind: Kind) -> Accepting {
+    let loops = listeners
         .into_iter()
-        .map(|l| tokio::spawn(accept_loop(l, shared.clone(), kind)).abort_handle())
-        .collect()
+        .map(|listener| {
+            let slot = Arc::new(Slot(parking_lot::Mutex::new(Some(listener))));
+            let task = tokio::spawn(accept_loop(slot.clone(), shared.clone(), kind));
+            (slot, task.abort_handle())
+        })
+        .collect();
+    Accepting { loops }
 }
 
 /// Stops accepting connections on every port (shutdown).
 pub fn stop_accepting(shared: &Shared) {
-    for task in shared.accepting.lock().drain(..) {
-        task.abort();
-    }
-    for task in shared.tls.accepting.lock().drain(..) {
-        task.abort();
-    }
+    shared.accepting.lock().close();
+    shared.tls.accepting.lock().close();
 }
 
 /// CONFIG SET port / bind: listens on the new addresses first and only then closes the
-/// old ones, so a port already in use leaves the server as it was (Redis's
+/// old ones (port 0: closes them), so a port already in use leaves the server as it was (Redis's
 /// `changeListenPort` / `changeBindAddr`).
 pub fn rebind(shared: &Shared, bind: &[String], port: u16) -> io::Result<u16> {
     let Some(this) = shared.arc() else {
         return Err(io::Error::other("server not running"));
     };
-    // `port 0` means "no plain port" once TLS listens, as in Redis; alone it picks a
-    // free port (ours, for embedding).
-    if port == 0 && shared.tls.port() != 0 {
+    // CONFIG SET port 0 closes the plain port, as in Redis (`tls-port` may serve alone).
+    if port == 0 {
         serve(&this, Vec::new());
         shared.set_port(0);
         return Ok(0);

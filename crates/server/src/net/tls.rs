@@ -32,7 +32,6 @@ use rustls::{CipherSuite, RootCertStore, ServerConfig, SupportedCipherSuite};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio::net::TcpStream;
-use tokio::task::AbortHandle;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
@@ -75,7 +74,7 @@ pub const CONFIGURE_FAILED: &str = "Failed to configure TLS. Check logs for more
 pub struct Tls {
     current: RwLock<Option<Arc<ServerConfig>>>,
     /// The TLS accept loops, replaced when CONFIG SET changes `tls-port` or `bind`.
-    pub accepting: Mutex<Vec<AbortHandle>>,
+    pub accepting: Mutex<super::listener::Accepting>,
     port: AtomicU16,
 }
 
