@@ -620,3 +620,23 @@ fn the_same_port_switches_between_tls_and_plain_tcp() {
         "CONFIG GET port"
     );
 }
+
+/// Redis's "TLS: Not accepting non-TLS connections on a TLS port": a client speaking
+/// plain RESP gets a reset, as from redis-server, not TLS alert bytes.
+#[test]
+fn plain_clients_on_the_tls_port_are_reset_as_by_redis() {
+    let certs = TlsCerts::generate().unwrap();
+    let redis = RedisServer::builder().tls(&certs).start().unwrap();
+    let redline = RedlineServer::builder().tls(&certs).start().unwrap();
+    let [from_redis, from_redline] = [redis.port(), redline.port()].map(|port| {
+        let mut cmd = Command::new(tool("redis-cli"));
+        cmd.args(["-h", "127.0.0.1", "-p", &port.to_string(), "PING"]);
+        let out = run(&mut cmd);
+        (out.status.success(), stdout(&out), stderr(&out))
+    });
+    assert_eq!(from_redline, from_redis);
+    assert!(!from_redline.0);
+    // The server goes on serving TLS clients.
+    let out = run(redline.cli().arg("PING"));
+    assert_eq!(stdout(&out), "PONG", "{}", stderr(&out));
+}

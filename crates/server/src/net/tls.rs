@@ -28,7 +28,8 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 use rustls::crypto::CryptoProvider;
 use rustls::server::{NoServerSessionStorage, ServerSessionMemoryCache, WebPkiClientVerifier};
-use rustls::{CipherSuite, RootCertStore, ServerConfig, SupportedCipherSuite};
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
+use rustls::{CipherSuite, InconsistentKeys, RootCertStore, ServerConfig, SupportedCipherSuite};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio::net::TcpStream;
@@ -167,7 +168,7 @@ pub fn build(config: &Config) -> Result<Arc<ServerConfig>, String> {
     let builder = match (auth_clients, roots) {
         ("no", _) | (_, None) => builder.with_no_client_auth(),
         (mode, Some(roots)) => {
-            let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider);
+            let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider.clone());
             let verifier = if mode == "optional" {
                 verifier.allow_unauthenticated()
             } else {
@@ -179,9 +180,23 @@ pub fn build(config: &Config) -> Result<Arc<ServerConfig>, String> {
             builder.with_client_cert_verifier(verifier)
         }
     };
-    let mut server = builder
-        .with_single_cert(chain, key)
+    let signing_key = provider
+        .key_provider
+        .load_private_key(key)
         .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+    let certified = CertifiedKey::new(chain, signing_key);
+    // A certificate webpki cannot read (X.509 v1, as Redis's gen-test-certs.sh makes
+    // them) is served all the same, as OpenSSL serves it; the client judges it. Only a
+    // key that provably belongs to another certificate is refused.
+    if let Err(rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) =
+        certified.keys_match()
+    {
+        // OpenSSL's words for the same mistake.
+        return Err(format!(
+            "Failed to load private key: {key_file}: key values mismatch"
+        ));
+    }
+    let mut server = builder.with_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
     server.ignore_client_order = config.param_bool("tls-prefer-server-ciphers");
     if config.param_bool("tls-session-caching") {
         // OpenSSL reads 0 as "no limit"; rustls needs a bound, so 0 is a large one.
@@ -419,19 +434,44 @@ fn pem_error(path: &Path, e: rustls_pki_types::pem::Error) -> String {
     }
 }
 
+/// The first byte of every TLS handshake: a record of content type `handshake`.
+const HANDSHAKE_RECORD: u8 = 0x16;
+
 /// The server side of the TLS handshake on an accepted socket, given up after `timeout`.
+///
+/// A failed handshake closes with a reset, as redis-server's does. A peer whose first
+/// byte cannot start a TLS record (a client speaking plain RESP to the TLS port) is reset
+/// before rustls sees it, without a TLS alert: it reads "Connection reset by peer", as from
+/// redis-server, rather than alert bytes to misread as a reply.
 pub async fn handshake(
     config: Arc<ServerConfig>,
     stream: TcpStream,
     timeout: Duration,
 ) -> io::Result<TlsStream<TcpStream>> {
-    let accept = TlsAcceptor::from(config).accept(stream);
-    match tokio::time::timeout(timeout, accept).await {
-        Ok(result) => result,
-        Err(_) => Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            "TLS handshake timed out",
-        )),
+    let deadline = tokio::time::Instant::now() + timeout;
+    let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out");
+    let mut first = [0u8; 1];
+    match tokio::time::timeout_at(deadline, stream.peek(&mut first)).await {
+        Err(_) => return Err(timed_out()),
+        Ok(Err(e)) => return Err(e),
+        Ok(Ok(0)) => return Err(io::ErrorKind::UnexpectedEof.into()),
+        Ok(Ok(_)) if first[0] != HANDSHAKE_RECORD => {
+            let _ = stream.set_zero_linger();
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "not a TLS handshake (plain text on the TLS port?)",
+            ));
+        }
+        Ok(Ok(_)) => {}
+    }
+    let accept = TlsAcceptor::from(config).accept(stream).into_fallible();
+    match tokio::time::timeout_at(deadline, accept).await {
+        Ok(Ok(stream)) => Ok(stream),
+        Ok(Err((e, socket))) => {
+            let _ = socket.set_zero_linger();
+            Err(e)
+        }
+        Err(_) => Err(timed_out()),
     }
 }
 
