@@ -12,12 +12,18 @@
 //! the connection loop is the plain one, generic over the stream.
 //!
 //! An encrypted key (`tls-key-file-pass`) is opened with the `pkcs8` crate (PBES2:
-//! PBKDF2 or scrypt with AES-CBC, what OpenSSL 3 writes). What rustls cannot do is
-//! refused or left out, never faked: TLSv1 and TLSv1.1 are not
-//! offered (a `tls-protocols` naming only those is an error), cipher names outside
-//! rustls's suites are ignored as OpenSSL ignores unknown ones (none left is an error),
-//! `tls-dh-params-file` is accepted and unused (rustls offers ECDHE only), and
-//! `tls-session-cache-timeout` is accepted and unused (rustls's cache evicts by size).
+//! PBKDF2 or scrypt with AES-CBC, what OpenSSL 3 writes). A server certificate webpki
+//! cannot parse (X.509 v1, as Redis's `utils/gen-test-certs.sh` makes) is still served,
+//! as OpenSSL serves it.
+//!
+//! What rustls cannot do is refused or left out, never faked:
+//! - TLSv1 and TLSv1.1 are not offered (a `tls-protocols` naming only those is an error);
+//! - cipher names outside rustls's suites (the CBC and non-ECDHE ones) are skipped as
+//!   OpenSSL skips unknown names, and a list with none left is an error;
+//! - client certificates are checked by webpki, which wants X.509 v3 (a v1 client
+//!   certificate is refused where OpenSSL would take it);
+//! - `tls-dh-params-file` is accepted and unused (rustls offers ECDHE only), and
+//!   `tls-session-cache-timeout` is accepted and unused (rustls's cache evicts by size).
 
 use std::io;
 use std::path::Path;
