@@ -523,6 +523,29 @@ mod tests {
     }
 
     #[test]
+    fn directives_from_a_configuration_file() {
+        let config = Config::from_text(
+            "port 0\ntls-port 6380\ntls-auth-clients optional\ntls-handshake-timeout 250\n\
+             tls-protocols \"TLSv1.2 TLSv1.3\"\ntls-cert-file /nonexistent/a.crt\n\
+             tls-key-file /nonexistent/a.key\ntls-ca-cert-dir /nonexistent\n",
+        )
+        .unwrap();
+        assert!(wanted(&config));
+        assert_eq!(tls_port(&config), 6380);
+        assert_eq!(handshake_timeout(&config), Duration::from_millis(250));
+        assert_eq!(config.param("tls-protocols"), "TLSv1.2 TLSv1.3");
+        assert!(build(&config)
+            .unwrap_err()
+            .starts_with("Failed to load certificate: /nonexistent/a.crt: "));
+        let e = Config::from_text("tls-auth-clients sometimes").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("argument(s) must be one of the following"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn missing_files_are_named() {
         let config = Config::from_args(["--tls-port", "1"]).unwrap();
         assert_eq!(build(&config).unwrap_err(), "No tls-cert-file configured!");
