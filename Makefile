@@ -16,7 +16,7 @@ help:
 	@echo "make bench  every comparison (clients, REST service, server, fill) + codec; writes bench/REPORT.md"
 	@echo "            QUICK=1 for the short plan (< 15 min after the release build)"
 	@echo "make bench-codec  criterion benchmarks of the RESP codec only"
-	@echo "make bench-deps   install wrk (apt-get), redis tools and the Go harness's modules"
+	@echo "make bench-deps   install wrk and openssl (apt-get), redis tools and the Go harness's modules"
 	@echo "make fmt    format the code"
 	@echo "make lint   fmt check and clippy -D warnings"
 	@echo "make deps   install redis-server, redis-sentinel and redis-tools with apt-get if missing"
@@ -77,6 +77,11 @@ bench-deps: deps
 	  $(APT) install -y -q --no-install-recommends wrk; \
 	fi; \
 	command -v wrk >/dev/null || { echo "bench-deps: wrk still missing" >&2; exit 1; }; \
+	if ! command -v openssl >/dev/null; then \
+	  echo "bench-deps: installing openssl with apt-get (certificates for the TLS section)"; \
+	  $(APT) update -q; \
+	  $(APT) install -y -q --no-install-recommends openssl; \
+	fi; \
 	command -v go >/dev/null || { echo "bench-deps: go is required for bench/go" >&2; exit 1; }; \
 	(cd bench/go && go mod download); \
 	echo "bench-deps: $$(wrk -v 2>&1 | head -n1 | cut -d' ' -f1-2), $$(go version | cut -d' ' -f3)"

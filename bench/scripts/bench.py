@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """`make bench` driver: builds the release binaries and the Go harness, runs the sections
-(clients, rest, server, fill, families, persistence, replication), writes
+(clients, rest, server, fill, families, persistence, replication, tls, bgsave), writes
 bench/results/<date>-<section>[-quick].json, and regenerates bench/REPORT.md from the newest
 result of every section.
 
     python3 bench/scripts/bench.py [--quick]
-        [--only clients,rest,server,fill,families,persistence,replication]
+        [--only clients,rest,server,fill,families,persistence,replication,tls,bgsave]
         [--no-build] [--rdb-size 1gb]
 """
 
@@ -18,6 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import bgsave  # noqa: E402
 import clients  # noqa: E402
 import families  # noqa: E402
 import fill  # noqa: E402
@@ -27,12 +28,13 @@ import replication  # noqa: E402
 import report  # noqa: E402
 import rest  # noqa: E402
 import server  # noqa: E402
+import tls  # noqa: E402
 from common import log  # noqa: E402
 from procs import ROOT  # noqa: E402
 
 SECTIONS = {"clients": clients.run, "rest": rest.run, "server": server.run, "fill": fill.run,
             "families": families.run, "persistence": persistence.run,
-            "replication": replication.run}
+            "replication": replication.run, "tls": tls.run, "bgsave": bgsave.run}
 RESULTS = os.path.join(ROOT, "bench", "results")
 
 

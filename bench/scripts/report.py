@@ -206,7 +206,7 @@ def rest_section(src, data, v, goals):
     return out
 
 
-def rps_table(runs, tests, v):
+def rps_table(runs, tests, v, group="redline-server vs redis-server 7.0 (requests/s)"):
     """redline-server vs redis-server per test and pipeline depth: median requests/s
     (median p50 ms) and their ratio."""
     out = ["| test | -P | redline-server | redis-server | ratio |", "|---|---:|---:|---:|---:|"]
@@ -222,7 +222,7 @@ def rps_table(runs, tests, v):
             rr = ratio(st.get("redline-server", (None,))[0], st.get("redis-server", (None,))[0])
             cell = lambda s: f"{fmt_n(st[s][0])} ({st[s][1]:.3f})" if s in st else "–"  # noqa: E731
             out.append(f"| {t} | {pipeline} | {cell('redline-server')} | {cell('redis-server')} | {fmt_r(rr)} |")
-            v.add(f"{t} -P {pipeline}", rr, "redline-server vs redis-server 7.0 (requests/s)")
+            v.add(f"{t} -P {pipeline}", rr, group)
     out.append("")
     return out
 
@@ -240,6 +240,18 @@ def families_section(src, data, v):
         out.append(f"- the script: `{f['script']}`")
     out.append("")
     out += rps_table(data["runs"], list(f["commands"]), v)
+    return out
+
+
+def tls_section(src, data, v):
+    f = data["flags"]
+    out = [f"## 8. TLS (`{src}`)", ""]
+    out.append(f"redline-server vs redis-server over TLS with `redis-benchmark {f['redis-benchmark']}`, "
+               f"{f['rounds']} rounds, servers in rotation ({f['servers']}). Cells: median "
+               "requests/s (median p50 ms). Ratio: redline-server over redis-server.")
+    out.append("")
+    out += rps_table(data["runs"], ["SET", "GET"], v,
+                     "redline-server vs redis-server 7.0 over TLS (requests/s)")
     return out
 
 
@@ -384,6 +396,47 @@ def replication_section(src, data, v):
     return out
 
 
+def bgsave_section(src, data, v):
+    f = data["flags"]
+    out = [f"## 9. BGSAVE under writes (`{src}`)", ""]
+    out.append(f"Dataset `{f['dataset']}`; load `{f['load']}`; memory: {f['memory']}; "
+               f"{f['rounds']} rounds, servers in rotation. redline-server saves a copy-on-write "
+               "cut of its keyspace; redis-server forks. Medians over rounds.")
+    out.append("")
+    out.append("| server | dataset | peak ÷ dataset | growth ÷ dataset | save idle / loaded | "
+               "writers p99 without / with save | writers ops/s without / with |")
+    out.append("|---|---:|---:|---:|---:|---:|---:|")
+    med = lambda xs: sorted(xs)[len(xs) // 2] if xs else None  # noqa: E731
+    cells = {}
+    for server in ("redline-server", "redis-server"):
+        rs = [r for r in data["runs"] if r["server"] == server]
+        if not rs:
+            continue
+        c = {k: med([r[k] for r in rs]) for k in ("dataset_bytes", "peak_over_dataset",
+                                                 "growth_over_dataset", "idle_save_s",
+                                                 "loaded_save_s")}
+        c["p99_base"] = med([r["baseline"]["p99_ms"] for r in rs])
+        c["p99_during"] = med([r["during"]["p99_ms"] for r in rs])
+        c["ops_base"] = med([r["baseline"]["ops_per_sec"] for r in rs])
+        c["ops_during"] = med([r["during"]["ops_per_sec"] for r in rs])
+        cells[server] = c
+        out.append(f"| {server} | {c['dataset_bytes'] / 2**20:,.0f} MiB | "
+                   f"{c['peak_over_dataset']:.2f}x | {c['growth_over_dataset']:.2f}x | "
+                   f"{c['idle_save_s']:.1f} s / {c['loaded_save_s']:.1f} s | "
+                   f"{c['p99_base']:.2f} / {c['p99_during']:.2f} ms | "
+                   f"{c['ops_base']:,.0f} / {c['ops_during']:,.0f} |")
+    if len(cells) == 2:
+        ours, theirs = cells["redline-server"], cells["redis-server"]
+        v.add("peak memory during BGSAVE, redis ÷ redline",
+              ratio(theirs["peak_over_dataset"], ours["peak_over_dataset"]), "bgsave")
+        v.add("writers' p99 during BGSAVE, redis ÷ redline",
+              ratio(theirs["p99_during"], ours["p99_during"]), "bgsave")
+    for note in data.get("notes", []):
+        out.append(f"- {note}")
+    out.append("")
+    return out
+
+
 def write():
     newest = latest()
     v, goals = Verdicts(), []
@@ -395,7 +448,8 @@ def write():
             body += fn(src, data, v, goals)
     for name, fn in (("server", server_section), ("fill", fill_section),
                      ("families", families_section), ("persistence", persistence_section),
-                     ("replication", replication_section)):
+                     ("replication", replication_section), ("tls", tls_section),
+                     ("bgsave", bgsave_section)):
         if name in newest:
             src, data = newest[name]
             body += fn(src, data, v)

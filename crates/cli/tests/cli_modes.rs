@@ -1,5 +1,5 @@
-//! `redline cli` against a cluster (`-c`), over TLS, with a password and a database;
-//! `redline server` in the foreground.
+//! `redline cli` against a cluster (`-c`), over TLS (redis-server's and redline-server's),
+//! with a password and a database; `redline server` in the foreground.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli_support;
@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use cli_support::{redis_cli, redline, run, text};
-use redline_testkit::{RedisCluster, RedisServer, TlsCerts};
+use redline_testkit::{RedisCluster, RedisServer, RedlineServer, Reply, TlsCerts};
 
 #[test]
 fn cluster_mode_follows_keys_to_their_nodes() {
@@ -99,6 +99,61 @@ fn tls_password_and_database() {
         "{}",
         text(&out.stderr)
     );
+}
+
+#[test]
+fn tls_against_redline_server_with_and_without_a_client_certificate() {
+    let certs = TlsCerts::generate().expect("certs");
+    let server = RedlineServer::builder()
+        .tls(&certs)
+        .password("s3cret")
+        .start()
+        .expect("tls redline-server");
+    let port = server.port().to_string();
+    let path = |p: std::path::PathBuf| p.display().to_string();
+    let (ca, cert, key) = (
+        path(certs.ca_cert_path()),
+        path(certs.client_cert_path()),
+        path(certs.client_key_path()),
+    );
+    let base = [
+        "cli",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--tls",
+        "--cacert",
+        &ca,
+        "-a",
+        "s3cret",
+    ];
+    let with = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        run(redline(), &args, b"")
+    };
+    let out = with(&["SET", "k", "over tls"]);
+    assert_eq!(text(&out.stdout), "OK\n", "stderr: {}", text(&out.stderr));
+    let out = with(&["GET", "k"]);
+    assert_eq!(text(&out.stdout), "over tls\n");
+    // Client certificates required: --cert/--key connect, nothing else does.
+    assert_eq!(
+        server
+            .cmd(&["CONFIG", "SET", "tls-auth-clients", "yes"])
+            .unwrap(),
+        Reply::Simple("OK".into())
+    );
+    let out = with(&["--cert", &cert, "--key", &key, "GET", "k"]);
+    assert_eq!(
+        text(&out.stdout),
+        "over tls\n",
+        "stderr: {}",
+        text(&out.stderr)
+    );
+    let out = with(&["GET", "k"]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(!text(&out.stdout).contains("over tls"));
 }
 
 #[test]

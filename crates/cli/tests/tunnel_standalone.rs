@@ -1,5 +1,5 @@
-//! `redline tunnel` in front of a standalone TLS redis-server (testkit): redis-cli and
-//! redis-benchmark through it, byte-exact pipelined values, errors that must not stop
+//! `redline tunnel` in front of a standalone TLS redis-server (testkit) or TLS
+//! redline-server: redis-cli and redis-benchmark through it, byte-exact pipelined values, errors that must not stop
 //! the tunnel, and clean shutdown on SIGTERM/SIGINT.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -8,7 +8,7 @@ mod tunnel_support;
 use std::process::Command;
 
 use redline_resp::Frame;
-use redline_testkit::{RedisServer, TlsCerts};
+use redline_testkit::{RedisServer, RedlineServer, TlsCerts};
 use tunnel_support::{redis_cli, roundtrip_values, stdout, tls_flags, Raw, Tunnel};
 
 const PASSWORD: &str = "tunnel-secret";
@@ -239,4 +239,34 @@ fn tunnel_standalone_logs_each_client_connect_and_disconnect() {
             .any(|l| l.contains("INFO") && l.contains("client disconnected")),
         "{text}"
     );
+}
+
+#[test]
+fn tunnel_in_front_of_a_tls_redline_server() {
+    let certs = TlsCerts::generate().unwrap();
+    let server = RedlineServer::builder()
+        .tls(&certs)
+        .password(PASSWORD)
+        .start()
+        .unwrap();
+    let mut args = tls_flags(server.port(), &certs.ca_cert_path());
+    args.extend(["-a".into(), PASSWORD.into(), "--log".into(), "warn".into()]);
+    let tunnel = Tunnel::start(&args);
+    let addr = tunnel.addr();
+    let out = redis_cli(addr, &[], &["SET", "through", "the tunnel"]);
+    assert_eq!(stdout(&out).trim(), "OK");
+    assert_eq!(
+        server.cmd(&["GET", "through"]).unwrap().text().as_deref(),
+        Some("the tunnel")
+    );
+    let mut conn = Raw::connect(addr);
+    roundtrip_values(&mut conn, |i| format!("redline-tls:{i}"));
+    let out = Command::new("redis-benchmark")
+        .args(["-h", "127.0.0.1", "-p", &addr.port().to_string()])
+        .args(["-P", "16", "-c", "8", "-n", "4000", "-t", "set,get", "-q"])
+        .output()
+        .expect("redis-benchmark (make deps)");
+    assert!(out.status.success(), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(!text.contains("ERR"), "{text}");
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
-use crate::net::listener;
+use crate::net::{listener, tls};
 use crate::shared::Shared;
 use crate::store::expiry;
 
@@ -30,6 +30,7 @@ use crate::store::expiry;
 /// ```
 pub struct Server {
     listeners: Vec<TcpListener>,
+    tls_listeners: Vec<TcpListener>,
     shared: Arc<Shared>,
 }
 
@@ -70,22 +71,51 @@ fn background_events(shared: &Shared) {
 }
 
 impl Server {
-    /// Binds every `bind` address on `port` (0 = a free port, the same one for all).
+    /// Binds every `bind` address on `port` (0 = a free port, the same one for all) and,
+    /// with `tls-port`, on the TLS port after loading the certificates. `port 0` with a
+    /// TLS port serves TLS only, as in Redis.
     pub async fn bind(config: Config) -> io::Result<Server> {
-        let (std_listeners, port) = listener::bind_all(&config.bind, config.port)?;
-        let listeners = std_listeners
-            .into_iter()
-            .map(TcpListener::from_std)
-            .collect::<io::Result<Vec<_>>>()?;
+        let tls_port = tls::tls_port(&config);
+        let tls_config = if tls::wanted(&config) {
+            let built = tls::build(&config).map_err(|e| {
+                tracing::warn!("{e}");
+                io::Error::other(tls::CONFIGURE_FAILED)
+            })?;
+            Some(built)
+        } else {
+            None
+        };
+        let (listeners, port) = if config.port == 0 && tls_port != 0 {
+            (Vec::new(), 0)
+        } else {
+            let (std_listeners, port) = listener::bind_all(&config.bind, config.port)?;
+            (listener::to_tokio(std_listeners)?, port)
+        };
+        let (tls_listeners, tls_port) = if tls_port != 0 {
+            let (std_listeners, port) = listener::bind_all(&config.bind, tls_port)?;
+            (listener::to_tokio(std_listeners)?, port)
+        } else {
+            (Vec::new(), 0)
+        };
         let shared = Arc::new(Shared::new(config, port));
+        if let Some(tls_config) = tls_config {
+            shared.tls.install(tls_config);
+        }
+        shared.tls.set_port(tls_port);
         shared.set_arc();
-        Ok(Server { listeners, shared })
+        Ok(Server {
+            listeners,
+            tls_listeners,
+            shared,
+        })
     }
 
-    /// The first bound address (its port is the real one when `port` was 0).
+    /// The first bound address (its port is the real one when `port` was 0); the first
+    /// TLS one when the server serves TLS only.
     pub fn local_addr(&self) -> SocketAddr {
         self.listeners
             .first()
+            .or(self.tls_listeners.first())
             .and_then(|l| l.local_addr().ok())
             .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], self.shared.port())))
     }
@@ -105,7 +135,11 @@ impl Server {
     /// Serves until shutdown; then every connection is closed and the expiry thread
     /// stopped before it returns.
     pub async fn run(self) -> io::Result<()> {
-        let Server { listeners, shared } = self;
+        let Server {
+            listeners,
+            tls_listeners,
+            shared,
+        } = self;
         let (stop_expiry, stop_rx) = std::sync::mpsc::channel::<()>();
         let expiry_thread = {
             let store = shared.store.clone();
@@ -123,8 +157,14 @@ impl Server {
         };
         // A configured replica is one before its first client: no write slips in.
         crate::repl::follow_configured(&shared);
-        tracing::info!("Ready to accept connections tcp");
+        if !listeners.is_empty() {
+            tracing::info!("Ready to accept connections tcp");
+        }
+        if !tls_listeners.is_empty() {
+            tracing::info!("Ready to accept connections tls");
+        }
         listener::serve(&shared, listeners);
+        listener::serve_tls(&shared, tls_listeners);
         let mut stop = shared.shutdown.subscribe();
         // Already requested (e.g. SHUTDOWN raced with start) or requested later.
         let _ = stop.wait_for(|s| *s).await;

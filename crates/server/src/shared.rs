@@ -83,7 +83,9 @@ pub struct Shared {
     /// The TCP port actually bound.
     port: std::sync::atomic::AtomicU16,
     /// The accept loops, replaced when CONFIG SET changes `port` or `bind`.
-    pub accepting: parking_lot::Mutex<Vec<tokio::task::AbortHandle>>,
+    pub accepting: parking_lot::Mutex<crate::net::listener::Accepting>,
+    /// TLS on the client port: the configuration new connections get, its accept loops.
+    pub tls: crate::net::tls::Tls,
 }
 
 impl Shared {
@@ -130,7 +132,8 @@ impl Shared {
             started_at: SystemTime::now(),
             run_id,
             port: std::sync::atomic::AtomicU16::new(port),
-            accepting: parking_lot::Mutex::new(Vec::new()),
+            accepting: parking_lot::Mutex::default(),
+            tls: crate::net::tls::Tls::default(),
         };
         let config = shared.config.read().clone();
         shared.configure_monitoring(&config);

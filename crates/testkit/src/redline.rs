@@ -10,10 +10,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::control::Reply;
+use std::process::Command;
+
+use crate::control::{Reply, TlsClient};
 use crate::error::{Error, Result};
 use crate::process::{ServerProcess, Spec};
-use crate::redis::STARTUP_TIMEOUT;
+use crate::redis::{requirepass, STARTUP_TIMEOUT};
+use crate::tls::TlsCerts;
 
 /// The configuration file [`RedlineServerBuilder::config_file`] writes.
 const CONFIG_FILE: &str = "redline.conf";
@@ -22,7 +25,8 @@ const MISSING_REDLINE: &str =
     "build it with `cargo build -p redline-server`, or set REDLINE_SERVER_BIN";
 
 /// A `redline-server` on a free loopback port, started with `--port <port> --bind
-/// 127.0.0.1` plus any extra arguments; SIGKILLed and its directory removed when dropped.
+/// 127.0.0.1` (with TLS: `--port 0 --tls-port <port>` and the certificate files) plus any
+/// extra arguments; SIGKILLed and its directory removed when dropped.
 ///
 /// ```no_run
 /// use redline_testkit::{RedlineServer, Reply};
@@ -33,12 +37,15 @@ const MISSING_REDLINE: &str =
 /// ```
 pub struct RedlineServer {
     process: ServerProcess,
+    tls: Option<TlsCerts>,
+    password: Option<String>,
 }
 
 impl std::fmt::Debug for RedlineServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedlineServer")
             .field("addr", &self.addr())
+            .field("tls", &self.tls.is_some())
             .finish()
     }
 }
@@ -49,6 +56,7 @@ pub struct RedlineServerBuilder {
     args: Vec<String>,
     config_file: Option<String>,
     password: Option<String>,
+    tls: Option<TlsCerts>,
     startup_timeout: Duration,
 }
 
@@ -81,6 +89,22 @@ impl RedlineServerBuilder {
         self
     }
 
+    /// Serves TLS only, with these certificates (`--port 0 --tls-port <free>`, clients may
+    /// but need not present a certificate), as [`crate::RedisServerBuilder::tls`] does.
+    ///
+    /// ```no_run
+    /// use redline_testkit::{RedlineServer, TlsCerts};
+    ///
+    /// let certs = TlsCerts::generate()?;
+    /// let server = RedlineServer::builder().tls(&certs).start()?;
+    /// assert!(server.url().starts_with("rediss://"));
+    /// # Ok::<(), redline_testkit::Error>(())
+    /// ```
+    pub fn tls(mut self, certs: &TlsCerts) -> Self {
+        self.tls = Some(certs.clone());
+        self
+    }
+
     /// How long the server may take to answer `PING` (default 20 s).
     pub fn startup_timeout(mut self, timeout: Duration) -> Self {
         self.startup_timeout = timeout;
@@ -89,28 +113,42 @@ impl RedlineServerBuilder {
 
     /// Starts the server and waits until it answers `PING`.
     pub fn start(self) -> Result<RedlineServer> {
+        let password = self.password.or_else(|| requirepass(&self.args));
+        let tls = self.tls;
+        let control_tls = tls
+            .as_ref()
+            .map(|c| TlsClient::new(c.ca_cert_der()))
+            .transpose()?;
+        let certs = tls.clone();
         let extra = self.args;
         let config_file = self.config_file;
         let spec = Spec {
             program: redline_server_bin()?,
             name: "redline-server",
             args: Arc::new(move |port, dir| {
-                let mut args = Vec::new();
+                let mut args: Vec<String> = Vec::new();
                 if let Some(text) = &config_file {
                     args.push(crate::redis::write_config_file(dir, CONFIG_FILE, text));
                 }
-                args.extend([
-                    "--port".to_string(),
-                    port.to_string(),
-                    "--bind".into(),
-                    "127.0.0.1".into(),
-                ]);
+                match &certs {
+                    None => args.extend(["--port".into(), port.to_string()]),
+                    Some(certs) => {
+                        args.extend([
+                            "--port".into(),
+                            "0".into(),
+                            "--tls-port".into(),
+                            port.to_string(),
+                        ]);
+                        args.extend(certs.redis_server_args());
+                    }
+                }
+                args.extend(["--bind".into(), "127.0.0.1".into()]);
                 args.extend(extra.iter().cloned());
                 args
             }),
             with_bus: false,
-            tls: None,
-            password: self.password,
+            tls: control_tls,
+            password: password.clone(),
             // INFO's process_id may not exist yet in redline-server.
             check_pid: false,
             startup_timeout: self.startup_timeout,
@@ -118,6 +156,8 @@ impl RedlineServerBuilder {
         };
         Ok(RedlineServer {
             process: ServerProcess::start(spec)?,
+            tls,
+            password,
         })
     }
 }
@@ -134,11 +174,12 @@ impl RedlineServer {
             args: Vec::new(),
             config_file: None,
             password: None,
+            tls: None,
             startup_timeout: STARTUP_TIMEOUT,
         }
     }
 
-    /// The port it listens on.
+    /// The port it listens on (the TLS port for a TLS server).
     pub fn port(&self) -> u16 {
         self.process.port()
     }
@@ -148,9 +189,20 @@ impl RedlineServer {
         self.process.addr()
     }
 
-    /// `redis://127.0.0.1:<port>`.
+    /// `redis://127.0.0.1:<port>` (`rediss://` with TLS, `:<password>@` when one is set).
     pub fn url(&self) -> String {
-        crate::redis::url(false, None, self.addr())
+        crate::redis::url(self.tls.is_some(), self.password.as_deref(), self.addr())
+    }
+
+    /// The certificates of a TLS server.
+    pub fn tls(&self) -> Option<&TlsCerts> {
+        self.tls.as_ref()
+    }
+
+    /// A `redis-cli` command already pointed at this server (host, port, TLS files,
+    /// password); add arguments and run it.
+    pub fn cli(&self) -> Command {
+        crate::redis::cli_command(self.addr(), self.tls.as_ref(), self.password.as_deref())
     }
 
     /// The process id, or `None` after [`kill`](Self::kill).

@@ -39,6 +39,8 @@ struct Inner {
     server: Pem,
     client: Pem,
     ca_der: Vec<u8>,
+    /// The CA's name and key, to issue more certificates ([`TlsCerts::issue_server_cert`]).
+    issuer: Issuer<'static, KeyPair>,
 }
 
 #[derive(Debug)]
@@ -93,12 +95,14 @@ impl TlsCerts {
                 ExtendedKeyUsagePurpose::ServerAuth,
                 ExtendedKeyUsagePurpose::ClientAuth,
             ],
+            false,
         )?;
         let client = leaf(
             &issuer,
             "redline test client",
             Vec::new(),
             vec![ExtendedKeyUsagePurpose::ClientAuth],
+            false,
         )?;
 
         let dir = tempfile::Builder::new()
@@ -124,8 +128,45 @@ impl TlsCerts {
                 server,
                 client,
                 ca_der,
+                issuer,
             }),
         })
+    }
+
+    /// Issues one more server certificate from the same CA and writes it as
+    /// `<name>.crt` and `<name>.key` in [`dir`](Self::dir): common name `name`, valid
+    /// for `hosts` (DNS names or IP addresses), and expired since 2001 when `expired`.
+    /// Returns the certificate and key paths. For rotation, wrong-host and expiry tests.
+    ///
+    /// ```no_run
+    /// let certs = redline_testkit::TlsCerts::generate()?;
+    /// let (cert, key) = certs.issue_server_cert("other", &["other.example"], false)?;
+    /// assert!(cert.exists() && key.exists());
+    /// # Ok::<(), redline_testkit::Error>(())
+    /// ```
+    pub fn issue_server_cert(
+        &self,
+        name: &str,
+        hosts: &[&str],
+        expired: bool,
+    ) -> Result<(PathBuf, PathBuf)> {
+        let pem = leaf(
+            &self.inner.issuer,
+            name,
+            hosts.iter().map(|h| h.to_string()).collect(),
+            vec![
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ],
+            expired,
+        )?;
+        let cert = self.dir().join(format!("{name}.crt"));
+        let key = self.dir().join(format!("{name}.key"));
+        for (path, text) in [(&cert, &pem.cert), (&key, &pem.key)] {
+            std::fs::write(path, text)
+                .map_err(|e| Error::io(format!("write {}", path.display()), e))?;
+        }
+        Ok((cert, key))
     }
 
     /// The directory holding the PEM files.
@@ -222,8 +263,13 @@ fn leaf(
     common_name: &str,
     names: Vec<String>,
     purposes: Vec<ExtendedKeyUsagePurpose>,
+    expired: bool,
 ) -> Result<Pem> {
     let mut params = CertificateParams::new(names)?;
+    if expired {
+        params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2001, 1, 1);
+    }
     params
         .distinguished_name
         .push(DnType::CommonName, common_name);

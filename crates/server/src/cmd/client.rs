@@ -121,7 +121,6 @@ pub fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn client_line(
     text: &mut String,
     summary: &crate::net::registry::ClientSummary,
-    local: &str,
     me: Option<&crate::net::client::ClientState>,
 ) {
     let name = summary
@@ -139,7 +138,7 @@ fn client_line(
         "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}",
         summary.id,
         summary.peer,
-        local,
+        summary.local,
         name,
         summary.age,
         a.last_interaction.elapsed().as_secs(),
@@ -154,19 +153,6 @@ fn client_line(
         String::from_utf8_lossy(&summary.user),
         a.resp
     );
-}
-
-fn local_addr(ctx: &Ctx<'_>) -> String {
-    let bind = ctx
-        .shared
-        .config
-        .read()
-        .bind
-        .first()
-        .cloned()
-        .unwrap_or_default();
-    let host = bind.trim_start_matches('-');
-    format!("{host}:{}", ctx.shared.port())
 }
 
 /// Redis's client types, from the flags a connection last reported: the link from our
@@ -225,7 +211,6 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(SYNTAX);
         }
     }
-    let local = local_addr(ctx);
     let mut text = String::new();
     for s in ctx.shared.clients.summaries() {
         if ids.as_ref().is_some_and(|l| !l.contains(&s.id)) {
@@ -240,7 +225,7 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         if kind.is_some_and(|k| k != client_type(&flags)) {
             continue;
         }
-        client_line(&mut text, &s, &local, me.then_some(&*ctx.client));
+        client_line(&mut text, &s, me.then_some(&*ctx.client));
     }
     verbatim(ctx, text.as_bytes());
     Ok(())
@@ -257,10 +242,9 @@ fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 /// This client's CLIENT LIST line, without the newline (CLIENT INFO, ACL LOG).
 pub fn client_info_line(ctx: &Ctx<'_>) -> String {
-    let local = local_addr(ctx);
     let mut text = String::new();
     if let Some(s) = ctx.shared.clients.summary(ctx.client.id) {
-        client_line(&mut text, &s, &local, Some(&*ctx.client));
+        client_line(&mut text, &s, Some(&*ctx.client));
     }
     text.truncate(text.trim_end().len());
     text
@@ -346,13 +330,12 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             )));
         }
     }
-    let local = local_addr(ctx);
     let mut killed = 0;
     for c in clients {
         let matches = kind.is_none_or(|k| k == client_type(&c.activity.flags))
             && id.is_none_or(|i| i == c.id)
             && addr.as_ref().is_none_or(|a| *a == c.peer.to_string())
-            && laddr.as_ref().is_none_or(|a| *a == local)
+            && laddr.as_ref().is_none_or(|a| *a == c.local.to_string())
             && user.as_ref().is_none_or(|u| *u == c.user)
             && !(skipme && c.id == ctx.client.id);
         if matches {

@@ -82,6 +82,22 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ))
         })?;
     }
+    // TLS first: its files are checked (the configuration in use stays if they do not
+    // load) and its port moved before the plain port, which `port 0` closes only once
+    // TLS listens.
+    let tls_before = ctx.shared.tls.current();
+    if let Some(built) = rebuild_tls(ctx, &config, &seen)? {
+        ctx.shared.tls.install(built);
+    }
+    let restore_tls = || {
+        if let Some(previous) = tls_before.clone() {
+            ctx.shared.tls.install(previous);
+        }
+    };
+    if let Err(e) = listen_tls(ctx, &config) {
+        restore_tls();
+        return Err(e);
+    }
     let (old_port, old_bind) = {
         let current = ctx.shared.config.read();
         (current.port, current.bind.clone())
@@ -94,10 +110,18 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         } else {
             ("bind", "Failed to bind to specified addresses.")
         };
-        match crate::net::listener::rebind(ctx.shared, &config.bind, config.port) {
+        // A server started on `port 0` (a free port, for embedding) keeps the port it
+        // got when only `bind` changes.
+        let port = if config.port == 0 && old_port == 0 {
+            ctx.shared.port()
+        } else {
+            config.port
+        };
+        match crate::net::listener::rebind(ctx.shared, &config.bind, port) {
             Ok(port) => config.port = port,
             Err(e) => {
                 tracing::warn!("CONFIG SET {name}: {e}");
+                restore_tls();
                 return Err(CmdError::Owned(format!(
                     "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
                 )));
@@ -120,6 +144,54 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     ok(ctx.out);
     Ok(())
+}
+
+/// Loads the TLS configuration again when a `tls-*` parameter is set (even to the value
+/// it has: a certificate replaced at the same path is read again), or when `tls-port`
+/// turns TLS on. A configuration that does not load is refused with Redis's error and the
+/// one in use stays. Returns the new configuration, to install.
+fn rebuild_tls(
+    ctx: &Ctx<'_>,
+    config: &crate::config::Config,
+    seen: &[String],
+) -> Result<Option<std::sync::Arc<rustls::ServerConfig>>, CmdError> {
+    use crate::net::tls;
+    let reloading = seen.iter().find(|n| tls::RELOADING.contains(&n.as_str()));
+    let port_turns_on = tls::tls_port(config) != 0 && ctx.shared.tls.current().is_none();
+    let trigger = match (reloading, port_turns_on) {
+        (Some(name), _) if tls::wanted(config) => name.as_str(),
+        (_, true) => "tls-port",
+        _ => return Ok(None),
+    };
+    match tls::build(config) {
+        Ok(built) => Ok(Some(built)),
+        Err(e) => {
+            tracing::warn!("{e}");
+            Err(CmdError::Owned(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{trigger}') - {}",
+                tls::UPDATE_FAILED
+            )))
+        }
+    }
+}
+
+/// Moves the TLS listeners when `tls-port` (or `bind` while TLS listens) changed.
+fn listen_tls(ctx: &Ctx<'_>, config: &crate::config::Config) -> Result<(), CmdError> {
+    use crate::net::tls;
+    let new_port = tls::tls_port(config);
+    let (old_port, old_bind) = {
+        let current = ctx.shared.config.read();
+        (tls::tls_port(&current), current.bind.clone())
+    };
+    if new_port == old_port && (new_port == 0 || config.bind == old_bind) {
+        return Ok(());
+    }
+    crate::net::listener::rebind_tls(ctx.shared, &config.bind, new_port)
+        .map(|_| ())
+        .map_err(|e| {
+            tracing::warn!("CONFIG SET tls-port: {e}");
+            CmdError::Static("ERR CONFIG SET failed (possibly related to argument 'tls-port') - Unable to listen on this port. Check server logs.")
+        })
 }
 
 fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

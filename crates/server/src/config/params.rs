@@ -363,6 +363,9 @@ pub static PARAMS: &[Param] = &[
     p("tls-client-key-file-pass", T, ""),
     p("tls-cluster", B, "no"),
     p("tls-dh-params-file", T, ""),
+    // Ours (Redis has none): how long an accepted TLS connection may take to finish its
+    // handshake, in milliseconds, before it is closed.
+    p("tls-handshake-timeout", Kind::Int(1, INT_MAX), "5000"),
     p("tls-key-file", T, ""),
     p("tls-key-file-pass", T, ""),
     p("tls-port", Kind::Int(0, 65535), "0"),

@@ -6,6 +6,11 @@
 //! `input` without copying) → [`crate::cmd::execute`] (command table lookup, arity, auth)
 //! → `cmd::strings::get` (locks one shard, encodes the value from the locked entry into
 //! `output`) → [`Connection::flush`] (one `write_all`).
+//!
+//! The loop is generic over the stream: a plain `TcpStream`, or a rustls stream on the
+//! TLS port ([`serve_tls`] runs the handshake in the same task first). Either way one task
+//! serves the connection and each batch of replies is one write; TLS adds the encryption
+//! and nothing else.
 
 use std::io;
 use std::net::SocketAddr;
@@ -15,7 +20,7 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use redline_resp::{encode, Limits, RequestDecoder};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::client::{ClientState, ReplyMode};
@@ -56,10 +61,10 @@ pub enum Progress {
     Replication,
 }
 
-/// A connection being served.
-pub struct Connection<'a> {
+/// A connection being served over stream `S` (TCP or TLS).
+pub struct Connection<'a, S> {
     shared: &'a Shared,
-    stream: TcpStream,
+    stream: S,
     input: BytesMut,
     output: BytesMut,
     decoder: RequestDecoder,
@@ -67,14 +72,45 @@ pub struct Connection<'a> {
     limits: CachedLimits,
 }
 
+/// Serves one accepted TLS connection: the handshake (bounded by `timeout`), then
+/// [`serve`] in the same task. A failed or timed-out handshake closes the socket.
+pub async fn serve_tls(
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    id: u64,
+    tls: Arc<rustls::ServerConfig>,
+    timeout: Duration,
+) {
+    let stream = {
+        let _registration = Registration {
+            clients: &shared.clients,
+            id,
+        };
+        match super::tls::handshake(tls, stream, timeout).await {
+            Ok(stream) => {
+                // Kept registered: `serve` takes the registration over.
+                std::mem::forget(_registration);
+                stream
+            }
+            Err(e) => {
+                tracing::debug!("Error accepting a client connection: {e} (addr={peer})");
+                return;
+            }
+        }
+    };
+    serve(shared, stream, peer, id).await;
+}
+
 /// Serves one accepted connection until it closes, is killed, or the server stops.
-pub async fn serve(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr, id: u64) {
+pub async fn serve<S>(shared: Arc<Shared>, stream: S, peer: SocketAddr, id: u64)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let _registration = Registration {
         clients: &shared.clients,
         id,
     };
-    // Replies go out as soon as they are written; batching is done by the loop itself.
-    let _ = stream.set_nodelay(true);
     let (authenticated, limits) = {
         let config = shared.config.read();
         (
@@ -238,7 +274,7 @@ fn apply_reply_mode(client: &mut ClientState, output: &mut BytesMut, mark: usize
     }
 }
 
-impl Drop for Connection<'_> {
+impl<S> Drop for Connection<'_, S> {
     /// Releases the client's WATCHes, blocking registration and subscriptions however the connection ends (closed, killed,
     /// server shutdown), so shards do not keep versions for clients that are gone.
     fn drop(&mut self) {
@@ -256,7 +292,7 @@ impl Drop for Connection<'_> {
     }
 }
 
-impl Connection<'_> {
+impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     /// The read → execute → write loop.
     pub async fn run(&mut self) -> io::Result<()> {
         loop {
@@ -542,6 +578,8 @@ impl Connection<'_> {
             // appendfsync always: what these replies acknowledge is on disk first.
             crate::persist::aof::wait_durable(self.shared).await;
             self.stream.write_all(&self.output).await?;
+            // A no-op on TCP; TLS sends any record still held in its buffer.
+            self.stream.flush().await?;
             self.output.clear();
             if self.output.capacity() > KEEP_CAPACITY {
                 self.output = BytesMut::with_capacity(READ_CHUNK);

@@ -1,5 +1,7 @@
 //! Accepts connections and starts one task per client, after the checks Redis makes at
-//! accept time (maxclients, protected mode).
+//! accept time (maxclients, protected mode). The plain port and the TLS port
+//! (`tls-port`) have accept loops of their own; a TLS client's task makes the handshake
+//! before it serves commands (`connection::serve_tls`).
 
 use std::io;
 use std::net::SocketAddr;
@@ -8,6 +10,7 @@ use std::sync::Arc;
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::task::AbortHandle;
 
 use super::connection;
 use crate::shared::Shared;
@@ -16,11 +19,49 @@ const MAX_CLIENTS_REACHED: &[u8] = b"-ERR max number of clients reached\r\n";
 
 const PROTECTED_MODE_DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
 
-/// Accepts until the task is aborted at shutdown.
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+/// Which port a listener serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Plain,
+    Tls,
+}
+
+/// One listening socket that any thread can close at once: the accept loop polls it
+/// through the lock, and closing takes it out, so the port is free when CONFIG SET
+/// returns (as Redis closes its listeners before it answers), not whenever the aborted
+/// accept task happens to be dropped.
+#[derive(Debug)]
+struct Slot(parking_lot::Mutex<Option<TcpListener>>);
+
+/// The accept loops of one port (plain or TLS), closed all at once.
+#[derive(Debug, Default)]
+pub struct Accepting {
+    loops: Vec<(Arc<Slot>, AbortHandle)>,
+}
+
+impl Accepting {
+    /// Closes every listener now and ends their accept loops.
+    pub fn close(&mut self) {
+        for (slot, task) in self.loops.drain(..) {
+            drop(slot.0.lock().take());
+            task.abort();
+        }
+    }
+}
+
+/// Accepts until its listener is closed.
+async fn accept_loop(slot: Arc<Slot>, shared: Arc<Shared>, kind: Kind) {
     loop {
-        match listener.accept().await {
-            Ok((stream, peer)) => admit(stream, peer, &shared),
+        let accepted = std::future::poll_fn(|cx| match &*slot.0.lock() {
+            Some(listener) => listener.poll_accept(cx).map(Some),
+            None => std::task::Poll::Ready(None),
+        })
+        .await;
+        let Some(accepted) = accepted else {
+            return;
+        };
+        match accepted {
+            Ok((stream, peer)) => admit(stream, peer, &shared, kind),
             Err(e) => {
                 // Out of descriptors and the like: log, breathe, keep serving.
                 tracing::warn!("Accepting client connection: {e}");
@@ -30,17 +71,18 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
-fn admit(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
+fn admit(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, kind: Kind) {
     shared
         .stats
         .connections_received
         .fetch_add(1, Ordering::Relaxed);
-    let (maxclients, protected, has_password) = {
+    let (maxclients, protected, has_password, handshake_timeout) = {
         let config = shared.config.read();
         (
             config.maxclients,
             config.protected_mode,
             !config.requirepass.is_empty(),
+            super::tls::handshake_timeout(&config),
         )
     };
     let refusal = if shared.clients.len() as u64 >= maxclients {
@@ -55,14 +97,40 @@ fn admit(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
         None
     };
     if let Some(message) = refusal {
-        tokio::spawn(async move {
-            let _ = stream.write_all(message).await;
-        });
+        // Before a handshake there is no way to say it over TLS (Redis's attempt to
+        // write fails the same way): a TLS client is just closed.
+        if kind == Kind::Plain {
+            tokio::spawn(async move {
+                let _ = stream.write_all(message).await;
+            });
+        }
         return;
     }
-    let id = shared.clients.register(peer);
-    let task = tokio::spawn(connection::serve(shared.clone(), stream, peer, id));
-    shared.clients.set_abort(id, task.abort_handle());
+    // Replies go out as soon as they are written; batching is done by the loop itself.
+    let _ = stream.set_nodelay(true);
+    let local = stream
+        .local_addr()
+        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+    let task = match kind {
+        Kind::Plain => {
+            let id = shared.clients.register(peer, local);
+            (
+                id,
+                tokio::spawn(connection::serve(shared.clone(), stream, peer, id)),
+            )
+        }
+        Kind::Tls => {
+            // The configuration current now: a later CONFIG SET does not touch it.
+            let Some(tls) = shared.tls.current() else {
+                return;
+            };
+            let id = shared.clients.register(peer, local);
+            let serve =
+                connection::serve_tls(shared.clone(), stream, peer, id, tls, handshake_timeout);
+            (id, tokio::spawn(serve))
+        }
+    };
+    shared.clients.set_abort(task.0, task.1.abort_handle());
 }
 
 /// Binds every `bind` address on `port` (0 = a free port, the same one for all), as
@@ -115,36 +183,71 @@ pub fn bind_all(bind: &[String], port: u16) -> io::Result<(Vec<std::net::TcpList
 /// Starts accepting on `listeners` (inside the runtime), in place of the listeners the
 /// server accepted on before, which close.
 pub fn serve(shared: &Arc<Shared>, listeners: Vec<TcpListener>) {
-    let tasks: Vec<_> = listeners
-        .into_iter()
-        .map(|l| tokio::spawn(accept_loop(l, shared.clone())).abort_handle())
-        .collect();
-    let old = std::mem::replace(&mut *shared.accepting.lock(), tasks);
-    for task in old {
-        task.abort();
-    }
+    let new = spawn_loops(shared, listeners, Kind::Plain);
+    std::mem::replace(&mut *shared.accepting.lock(), new).close();
 }
 
-/// Stops accepting connections (shutdown).
+/// Starts accepting TLS clients on `listeners`, in place of the TLS listeners before.
+pub fn serve_tls(shared: &Arc<Shared>, listeners: Vec<TcpListener>) {
+    let new = spawn_loops(shared, listeners, Kind::Tls);
+    std::mem::replace(&mut *shared.tls.accepting.lock(), new).close();
+}
+
+fn spawn_loops(shared: &Arc<Shared>, listeners: Vec<TcpListener>, kind: Kind) -> Accepting {
+    let loops = listeners
+        .into_iter()
+        .map(|listener| {
+            let slot = Arc::new(Slot(parking_lot::Mutex::new(Some(listener))));
+            let task = tokio::spawn(accept_loop(slot.clone(), shared.clone(), kind));
+            (slot, task.abort_handle())
+        })
+        .collect();
+    Accepting { loops }
+}
+
+/// Stops accepting connections on every port (shutdown).
 pub fn stop_accepting(shared: &Shared) {
-    for task in shared.accepting.lock().drain(..) {
-        task.abort();
-    }
+    shared.accepting.lock().close();
+    shared.tls.accepting.lock().close();
 }
 
 /// CONFIG SET port / bind: listens on the new addresses first and only then closes the
-/// old ones, so a port already in use leaves the server as it was (Redis's
+/// old ones (port 0: closes them), so a port already in use leaves the server as it was (Redis's
 /// `changeListenPort` / `changeBindAddr`).
 pub fn rebind(shared: &Shared, bind: &[String], port: u16) -> io::Result<u16> {
     let Some(this) = shared.arc() else {
         return Err(io::Error::other("server not running"));
     };
+    // CONFIG SET port 0 closes the plain port, as in Redis (`tls-port` may serve alone).
+    if port == 0 {
+        serve(&this, Vec::new());
+        shared.set_port(0);
+        return Ok(0);
+    }
     let (std_listeners, port) = bind_all(bind, port)?;
-    let listeners = std_listeners
-        .into_iter()
-        .map(TcpListener::from_std)
-        .collect::<io::Result<Vec<_>>>()?;
-    serve(&this, listeners);
+    serve(&this, to_tokio(std_listeners)?);
     shared.set_port(port);
     Ok(port)
+}
+
+/// CONFIG SET tls-port (or bind with TLS on): listens on the new TLS addresses, then
+/// closes the old ones; port 0 closes the TLS port.
+pub fn rebind_tls(shared: &Shared, bind: &[String], port: u16) -> io::Result<u16> {
+    let Some(this) = shared.arc() else {
+        return Err(io::Error::other("server not running"));
+    };
+    if port == 0 {
+        serve_tls(&this, Vec::new());
+        shared.tls.set_port(0);
+        return Ok(0);
+    }
+    let (std_listeners, port) = bind_all(bind, port)?;
+    serve_tls(&this, to_tokio(std_listeners)?);
+    shared.tls.set_port(port);
+    Ok(port)
+}
+
+/// Hands bound standard listeners to tokio (inside the runtime).
+pub fn to_tokio(listeners: Vec<std::net::TcpListener>) -> io::Result<Vec<TcpListener>> {
+    listeners.into_iter().map(TcpListener::from_std).collect()
 }

@@ -18,6 +18,8 @@ use crate::acl::UserCell;
 pub struct ClientEntry {
     /// The peer's address.
     pub peer: SocketAddr,
+    /// The address it connected to (CLIENT LIST's `laddr`: the TLS port for TLS clients).
+    pub local: SocketAddr,
     /// When it connected.
     pub created: Instant,
     /// CLIENT SETNAME, mirrored here for CLIENT LIST.
@@ -76,6 +78,7 @@ impl ClientEntry {
         ClientSummary {
             id,
             peer: self.peer,
+            local: self.local,
             age: self.created.elapsed().as_secs(),
             name: self.name.clone(),
             db: self.db,
@@ -95,6 +98,8 @@ pub struct ClientSummary {
     pub id: u64,
     /// Peer address.
     pub peer: SocketAddr,
+    /// The server address it connected to.
+    pub local: SocketAddr,
     /// Seconds connected.
     pub age: u64,
     /// Name.
@@ -116,12 +121,13 @@ pub struct Clients {
 
 impl Clients {
     /// Registers a connection and returns its id (ids start at 1, like Redis's).
-    pub fn register(&self, peer: SocketAddr) -> u64 {
+    pub fn register(&self, peer: SocketAddr, local: SocketAddr) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         self.map.lock().insert(
             id,
             ClientEntry {
                 peer,
+                local,
                 created: Instant::now(),
                 name: None,
                 db: 0,

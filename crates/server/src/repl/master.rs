@@ -20,8 +20,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use redline_resp::RequestDecoder;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use super::journal::{LinkState, ReplicaLink};
@@ -163,7 +162,7 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
 
 /// Completes a full sync's cut off the runtime and sends it as a bulk (`$<len>` then the
 /// bytes); the file goes once sent.
-async fn send_image(socket: &mut TcpStream, cut: Cut) -> std::io::Result<()> {
+async fn send_image<S: AsyncWrite + Unpin>(socket: &mut S, cut: Cut) -> std::io::Result<()> {
     let (path, size) = tokio::task::spawn_blocking(move || cut.complete())
         .await
         .map_err(std::io::Error::other)??;
@@ -188,9 +187,9 @@ pub(crate) fn backlog_size(shared: &Shared) -> usize {
 }
 
 /// Serves a replica link until either side closes it: the stream out, ACKs in.
-pub async fn serve(
+pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     shared: &Shared,
-    socket: &mut TcpStream,
+    socket: &mut S,
     input: &mut BytesMut,
     start: ReplicaStart,
 ) -> std::io::Result<()> {
@@ -229,6 +228,10 @@ pub async fn serve(
                     out.extend_from_slice(&more);
                 }
                 if let Err(e) = socket.write_all(&out).await {
+                    break Err(e);
+                }
+                // A no-op on TCP; a TLS link sends what its buffer still holds.
+                if let Err(e) = socket.flush().await {
                     break Err(e);
                 }
                 out.clear();
