@@ -3,7 +3,8 @@
 //! functions), and the patterns applications build on scripts keep their invariants
 //! under 64 concurrent clients: a lock, a token bucket and an atomic list-to-list
 //! queue; a script moving value between keys on different shards is never seen half
-//! done.
+//! done; a script that loops forever on a server with one worker thread leaves it free
+//! for BUSY replies and SCRIPT KILL.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -14,7 +15,7 @@ use std::sync::Arc;
 
 use common::{show, Conn, Redline};
 use redline_resp::Frame;
-use redline_testkit::RedisServer;
+use redline_testkit::{RedisServer, RedlineServer};
 
 /// Commands whose replies must be identical on both servers.
 const SCRIPTS: &[&[&str]] = &[
@@ -317,4 +318,50 @@ fn a_self_containing_table_is_not_a_crash() {
     assert!(depth > 1);
     assert_eq!(reply, Frame::Error("ERR reached lua stack limit".into()));
     assert_eq!(c.cmd(&["PING"]), Frame::Simple("PONG".into()));
+}
+
+/// Scripts start inline on the connection's worker thread. With a single worker, one
+/// that loops forever must still leave the server answering: the interpreter's hook hands
+/// the worker on, so other clients get BUSY past the threshold and SCRIPT KILL ends it.
+#[test]
+fn a_looping_script_on_one_worker_still_lets_script_kill_through() {
+    let server = RedlineServer::builder()
+        .args([
+            "--save",
+            "",
+            "--io-threads",
+            "1",
+            "--busy-reply-threshold",
+            "100",
+        ])
+        .start()
+        .unwrap();
+    let addr = server.addr();
+    let mut looping = Conn::connect(addr);
+    looping.send(&["EVAL", "while true do end", "0"]);
+    let mut other = Conn::connect(addr);
+    let busy = Frame::Error(
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+            .into(),
+    );
+    // A PING sent before the threshold waits for the script; past it, BUSY.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let reply = other.cmd(&["PING"]);
+        if reply == busy {
+            break;
+        }
+        assert_eq!(reply, Frame::Simple("PONG".into()), "{}", show(&reply));
+        assert!(std::time::Instant::now() < deadline, "never BUSY");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(other.cmd(&["SCRIPT", "KILL"]), Frame::Simple("OK".into()));
+    let killed = looping.read().expect("the script's reply");
+    assert!(
+        matches!(&killed, Frame::Error(e) if e.starts_with(b"ERR Script killed by user with SCRIPT KILL")),
+        "{}",
+        show(&killed)
+    );
+    assert_eq!(other.cmd(&["PING"]), Frame::Simple("PONG".into()));
+    assert_eq!(looping.cmd(&["EVAL", "return 7", "0"]), Frame::Integer(7));
 }

@@ -12,6 +12,13 @@
 //! half done, on any shard, and since every lock is taken up front in the global order a
 //! script can never deadlock with another script, a transaction or a plain command.
 //!
+//! Before taking the shards, a top-level script takes the **script turn** (`turn`): a
+//! FIFO async semaphore, so clients queued behind a script park their tasks and are woken
+//! one at a time instead of putting worker threads to sleep on shard locks. The script
+//! then runs inline on the connection's worker thread; only if it runs long does the
+//! interpreter's hook hand the worker on to another thread (`watchdog`), so BUSY replies
+//! and SCRIPT KILL are still served.
+//!
 //! The interpreter itself is behind its own mutex, always taken *after* the shards: a
 //! script inside EXEC already holds its shards when it asks for the interpreter, and a
 //! plain EVAL takes the shards first too, so the two locks are always taken in one order.
@@ -31,6 +38,8 @@ mod convert;
 mod flags;
 mod libs;
 mod msgpack;
+mod turn;
+mod watchdog;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
@@ -48,6 +57,7 @@ use sha1::{Digest, Sha1};
 use crate::cmd::Ctx;
 
 pub use flags::{eval_shebang, ScriptFlags};
+pub use turn::{ScriptWait, Turn};
 
 /// A compiled EVAL script.
 struct Script {
@@ -90,10 +100,6 @@ pub struct Engine {
     pub libraries: BTreeMap<String, Library>,
 }
 
-/// How many times a client looks again (yielding the thread) before it parks behind a
-/// running script.
-const SPIN_BEFORE_PARKING: usize = 64;
-
 /// What other connections may know about the script running now (lock-free: they read
 /// it without waiting for the interpreter or the shards).
 #[derive(Debug, Default)]
@@ -118,7 +124,10 @@ pub struct RunFlags {
     /// 500 ms).
     load_deadline: Mutex<Option<Instant>>,
     /// Wakes the clients waiting for a script to end (or to turn busy).
-    turn: tokio::sync::Notify,
+    ended: tokio::sync::Notify,
+    /// When (milliseconds into the run) the hook hands the script's worker on to another
+    /// thread (`u64::MAX`: never, the script is not on a runtime worker).
+    release_at_ms: AtomicU64,
 }
 
 impl RunFlags {
@@ -145,19 +154,10 @@ impl RunFlags {
         self.running.load(Ordering::Acquire) && !self.busy()
     }
 
-    /// Waits while [`Self::must_wait`], woken when the script ends or turns busy (no
-    /// polling: a client queued behind a short script goes on microseconds later).
-    pub async fn wait_turn(&self) {
-        // Most scripts take microseconds: look again for a moment before parking, so a
-        // queue of clients behind short scripts does not turn into a herd of wakeups.
-        for _ in 0..SPIN_BEFORE_PARKING {
-            if !self.must_wait() {
-                return;
-            }
-            std::thread::yield_now();
-        }
+    /// Waits while [`Self::must_wait`], woken when the script ends or turns busy.
+    pub async fn wait_end(&self) {
         loop {
-            let notified = self.turn.notified();
+            let notified = self.ended.notified();
             tokio::pin!(notified);
             // Registered before the check, so an end between the two is not missed.
             notified.as_mut().enable();
@@ -226,6 +226,12 @@ impl RunFlags {
         self.kill.store(false, Ordering::Release);
         self.wrote.store(false, Ordering::Release);
         self.eval.store(eval, Ordering::Release);
+        let release_at = if watchdog::on_runtime_worker() {
+            watchdog::RELEASE_AFTER_MS
+        } else {
+            u64::MAX
+        };
+        self.release_at_ms.store(release_at, Ordering::Relaxed);
         self.running.store(true, Ordering::Release);
     }
 
@@ -235,7 +241,7 @@ impl RunFlags {
         self.kill.store(false, Ordering::Release);
         *self.started.lock() = None;
         *self.current.lock() = None;
-        self.turn.notify_waiters();
+        self.ended.notify_waiters();
     }
 
     /// Installs the interpreter hook for a run: every 100,000 instructions, like Redis.
@@ -265,7 +271,12 @@ impl RunFlags {
         if threshold > 0 && elapsed >= threshold && !self.busy() {
             tracing::warn!("Slow script detected: still in execution after {elapsed} milliseconds. You can try killing the script using the SCRIPT KILL command.");
             self.busy.store(true, Ordering::Release);
-            self.turn.notify_waiters();
+            self.ended.notify_waiters();
+        }
+        if elapsed >= self.release_at_ms.load(Ordering::Relaxed) {
+            self.release_at_ms
+                .store(elapsed + watchdog::RETRY_MS, Ordering::Relaxed);
+            watchdog::release_worker();
         }
         if self.kill.load(Ordering::Acquire) {
             // From now on fail at every line, so a script that catches the error with
@@ -298,6 +309,8 @@ pub struct Scripting {
     pub flags: Arc<RunFlags>,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: let scripts run commands flagged `noscript`.
     pub allow_denied: AtomicBool,
+    /// The script turn: scripts run one at a time, in the order clients asked.
+    pub turn: Turn,
 }
 
 impl std::fmt::Debug for Scripting {
