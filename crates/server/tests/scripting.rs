@@ -298,6 +298,82 @@ fn a_script_is_never_seen_half_done_across_shards() {
     assert!(reads > 0);
 }
 
+/// A script holds the shards of the databases up to its client's and locks further ones
+/// when it first reaches them: moving value between databases 0 and 2 from a client in
+/// database 1 (and back from one in database 2) is still never seen half done by
+/// transactions reading both, and nothing deadlocks with SWAPDB running meanwhile.
+#[test]
+fn a_script_reaching_other_databases_is_never_seen_half_done() {
+    let ours = Redline::start();
+    let addr = ours.addr;
+    let mut c = Conn::connect(addr);
+    c.cmd(&["SET", "a", "1000"]);
+    c.cmd(&["SELECT", "2"]);
+    c.cmd(&["SET", "b", "0"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..8)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut c = Conn::connect(addr);
+                let mut reads = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    c.send(&["MULTI"]);
+                    c.send(&["SELECT", "0"]);
+                    c.send(&["GET", "a"]);
+                    c.send(&["SELECT", "2"]);
+                    c.send(&["GET", "b"]);
+                    c.send(&["EXEC"]);
+                    for _ in 0..5 {
+                        c.read().unwrap();
+                    }
+                    let Some(Frame::Array(items)) = c.read() else {
+                        panic!("EXEC")
+                    };
+                    let sum: i64 = [&items[1], &items[3]]
+                        .iter()
+                        .map(|f| match f {
+                            Frame::Bulk(v) => String::from_utf8_lossy(v).parse::<i64>().unwrap(),
+                            other => panic!("GET: {other:?}"),
+                        })
+                        .sum();
+                    assert_eq!(sum, 1000, "a half-done script was visible");
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    let swapper = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut c = Conn::connect(addr);
+            while !stop.load(Ordering::Relaxed) {
+                assert_eq!(c.cmd(&["SWAPDB", "3", "4"]), Frame::Simple("OK".into()));
+            }
+        })
+    };
+    const DOWN: &str = "redis.call('select', 0) redis.call('decrby', 'a', 7) \
+        for i = 1, 100 do redis.call('get', 'a') end \
+        redis.call('select', 2) return redis.call('incrby', 'b', 7)";
+    const UP: &str = "redis.call('decrby', 'b', 7) \
+        for i = 1, 100 do redis.call('get', 'b') end \
+        redis.call('select', 0) return redis.call('incrby', 'a', 7)";
+    let mut from1 = Conn::connect(addr);
+    from1.cmd(&["SELECT", "1"]);
+    let mut from2 = Conn::connect(addr);
+    from2.cmd(&["SELECT", "2"]);
+    for _ in 0..150 {
+        assert!(matches!(from1.cmd(&["EVAL", DOWN, "0"]), Frame::Integer(_)));
+        assert!(matches!(from2.cmd(&["EVAL", UP, "0"]), Frame::Integer(_)));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let reads: i64 = readers.into_iter().map(|t| t.join().unwrap()).sum();
+    swapper.join().unwrap();
+    assert!(reads > 0);
+    assert_eq!(c.cmd(&["GET", "b"]), Frame::Bulk("0".into()));
+}
+
 /// A script returning a table that contains itself gets a bounded nest of arrays ending
 /// in Redis's "reached lua stack limit" error, and the server goes on.
 #[test]

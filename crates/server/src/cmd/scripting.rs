@@ -76,11 +76,13 @@ fn run_locked(
     command: &[Bytes],
 ) -> CmdResult {
     let shared = ctx.shared;
-    // Inside EXEC the transaction already holds the shards; otherwise hold them all.
+    // Inside EXEC the transaction already holds the shards; otherwise hold every shard
+    // of the databases up to the client's, and of the others when the script reaches
+    // them (see `Held::databases`).
     let own = ctx
         .held
         .is_none()
-        .then(|| RefCell::new(Held::all(&shared.store)));
+        .then(|| RefCell::new(Held::databases(&shared.store, ctx.client.db)));
     let mut engine = shared.scripting.engine().map_err(engine_error)?;
     let (name, read_only) = prepare(&mut engine)?;
     let target = if function {

@@ -5,8 +5,11 @@
 //!
 //! A script may touch any key of any database (Redis allows undeclared keys outside
 //! cluster mode, and SELECT), so before it starts it holds **every shard of every
-//! database**, locked in the one global order (database, then shard) that EXEC uses
-//! ([`crate::store::Held`]); inside EXEC it borrows the transaction's shards instead.
+//! database up to its client's**, locked in the one global order (database, then shard)
+//! that EXEC uses, and every shard of each further database before it first touches it
+//! (`Held::databases` in [`crate::store::Held`]: as isolated as holding everything from
+//! the start, at a sixteenth of the cost for a script in database 0); inside EXEC it
+//! borrows the transaction's shards instead.
 //! Its `redis.call`s then run through the ordinary dispatcher with shard access
 //! redirected to those guards, exactly like queued commands. Nobody can see a script
 //! half done, on any shard, and since every lock is taken up front in the global order a
