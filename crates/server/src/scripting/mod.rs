@@ -44,7 +44,7 @@ mod msgpack;
 mod turn;
 mod watchdog;
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -98,6 +98,15 @@ pub struct Engine {
     state: Table,
     globals: Table,
     env: Table,
+    /// The `redis` table and the stand-in its `call`/`pcall` hold between runs, kept at
+    /// hand (each run swaps them).
+    redis: Table,
+    outside: Value,
+    /// The RESP version the running script asked for with `redis.setresp` (2 or 3).
+    script_resp: Arc<std::sync::atomic::AtomicU8>,
+    /// The interpreter's hook is the standard one (every 100,000 instructions): not yet
+    /// installed, or switched to every line by a kill, means a run installs it again.
+    hook_ready: bool,
     scripts: HashMap<String, Script>,
     /// Loaded libraries, by lower-case name (Redis compares names case-insensitively).
     pub libraries: BTreeMap<String, Library>,
@@ -131,6 +140,9 @@ pub struct RunFlags {
     /// When (milliseconds into the run) the hook hands the script's worker on to another
     /// thread (`u64::MAX`: never, the script is not on a runtime worker).
     release_at_ms: AtomicU64,
+    /// A kill switched the interpreter's hook to every line: the next run reinstalls the
+    /// standard one.
+    hook_changed: AtomicBool,
 }
 
 impl RunFlags {
@@ -285,6 +297,7 @@ impl RunFlags {
             // From now on fail at every line, so a script that catches the error with
             // pcall cannot carry on (as Redis switches its hook to every line).
             let flags = self.clone();
+            self.hook_changed.store(true, Ordering::Relaxed);
             lua.set_hook(mlua::HookTriggers::EVERY_LINE, move |lua, _| {
                 flags.tick(lua)
             })?;
@@ -481,18 +494,45 @@ impl Engine {
         g.set("redis", redis.clone())?;
         libs::install(&lua)?;
         let state = lua.create_table()?;
-        state.set("redis", redis)?;
+        state.set("redis", redis.clone())?;
         let globals = lua.create_table()?;
         state.set("globals", globals.clone())?;
         lua.load(include_str!("prelude.lua"))
             .set_name("=redline")
             .call::<()>(state.clone())?;
         let env: Table = state.get("env")?;
+        let outside: Value = state.get("outside")?;
+        // redis.setresp: one function for the engine's life (the prelude lets it run
+        // only inside a script), recording the version for the run's calls and reply.
+        let script_resp = Arc::new(std::sync::atomic::AtomicU8::new(2));
+        let resp = script_resp.clone();
+        let setresp = lua.create_function(move |_, argv: Variadic<Value>| {
+            if argv.len() != 1 {
+                return Err(mlua::Error::runtime(
+                    "redis.setresp() requires one argument.",
+                ));
+            }
+            let n = match &argv[0] {
+                Value::Integer(n) => *n,
+                Value::Number(n) => *n as i64,
+                _ => 0,
+            };
+            match n {
+                2 | 3 => resp.store(n as u8, Ordering::Relaxed),
+                _ => return Err(mlua::Error::runtime("RESP version must be 2 or 3.")),
+            }
+            Ok(())
+        })?;
+        state.set("setresp", setresp)?;
         Ok(Engine {
             lua,
             state,
             globals,
             env,
+            redis,
+            outside,
+            script_resp,
+            hook_ready: false,
             scripts: HashMap::new(),
             libraries: BTreeMap::new(),
         })
@@ -585,6 +625,7 @@ impl Engine {
             self.state.set("loading", true)?;
             *flags.load_deadline.lock() = Some(Instant::now() + LOAD_TIMEOUT);
             flags.watch(&self.lua)?;
+            self.hook_ready = true;
             let result = chunk.call::<Value>(());
             *flags.load_deadline.lock() = None;
             self.state.set("loading", false)?;
@@ -847,17 +888,29 @@ fn run_and_reply(
     };
     let caller_protocol = ctx.client.protocol;
     let caller_db = ctx.client.db;
-    let script_resp = Cell::new(Protocol::Resp2);
+    let script_resp = engine.script_resp.clone();
+    script_resp.store(2, Ordering::Relaxed);
+    let resp_of = |resp: &std::sync::atomic::AtomicU8| {
+        if resp.load(Ordering::Relaxed) == 3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        }
+    };
     let flags = ctx.shared.scripting.flags.clone();
     let threshold =
         u64::try_from(ctx.shared.config.read().param_int("busy-reply-threshold")).unwrap_or(0);
     *flags.current.lock() = Some((name.clone(), command.to_vec()));
     flags.start(mode == Mode::Eval, threshold);
     let frozen = crate::store::FrozenTime::now();
-    if let Err(e) = flags.watch(&engine.lua) {
-        flags.finish();
-        write_run_error(ctx.out, &name, &lua_message(&e));
-        return false;
+    // Installing the hook costs an allocation: only when it is not the standard one.
+    if !engine.hook_ready || flags.hook_changed.swap(false, Ordering::Relaxed) {
+        if let Err(e) = flags.watch(&engine.lua) {
+            flags.finish();
+            write_run_error(ctx.out, &name, &lua_message(&e));
+            return false;
+        }
+        engine.hook_ready = true;
     }
     let lua = &engine.lua;
     let result = (|| -> mlua::Result<(bool, Value)> {
@@ -887,7 +940,7 @@ fn run_and_reply(
                 &mut client,
                 argv,
                 read_only,
-                script_resp.get(),
+                resp_of(&script_resp),
             )
         };
         lua.scope(|scope| {
@@ -929,31 +982,12 @@ fn run_and_reply(
                 let allowed = crate::acl::check::check(&user.rules(), spec, &args).is_ok();
                 Ok(allowed)
             })?;
-            let setresp = scope.create_function(|_, argv: Variadic<Value>| {
-                if argv.len() != 1 {
-                    return Err(mlua::Error::runtime(
-                        "redis.setresp() requires one argument.",
-                    ));
-                }
-                let n = match &argv[0] {
-                    Value::Integer(n) => *n,
-                    Value::Number(n) => *n as i64,
-                    _ => 0,
-                };
-                match n {
-                    2 => script_resp.set(Protocol::Resp2),
-                    3 => script_resp.set(Protocol::Resp3),
-                    _ => return Err(mlua::Error::runtime("RESP version must be 2 or 3.")),
-                }
-                Ok(())
-            })?;
-            let redis: Table = engine.state.get("redis")?;
-            let outside: Value = engine.state.get("outside")?;
+            let redis = &engine.redis;
+            let outside = &engine.outside;
             redis.raw_set("call", call)?;
             redis.raw_set("pcall", pcall)?;
             redis.raw_set("acl_check_cmd", acl_check)?;
             engine.state.set("call", true)?;
-            engine.state.set("setresp", setresp)?;
             let outcome = match mode {
                 Mode::Eval => engine
                     .state
@@ -965,9 +999,8 @@ fn run_and_reply(
             };
             redis.raw_set("call", outside.clone())?;
             redis.raw_set("pcall", outside.clone())?;
-            redis.raw_set("acl_check_cmd", outside)?;
+            redis.raw_set("acl_check_cmd", outside.clone())?;
             engine.state.set("call", Value::Nil)?;
-            engine.state.set("setresp", Value::Nil)?;
             outcome
         })
     })();
@@ -980,7 +1013,7 @@ fn run_and_reply(
             let mut target = convert::ReplyTarget {
                 out: ctx.out,
                 caller: caller_protocol,
-                script: script_resp.get(),
+                script: resp_of(&script_resp),
             };
             convert::lua_to_reply(&mut target, &value, 0);
             matches!(&value, Value::Table(t) if stats_counted(t))
