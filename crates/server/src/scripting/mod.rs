@@ -104,6 +104,8 @@ pub struct Engine {
     outside: Value,
     /// The RESP version the running script asked for with `redis.setresp` (2 or 3).
     script_resp: Arc<std::sync::atomic::AtomicU8>,
+    /// What every run looks up, made once: interning a name costs a hash each time.
+    names: RunNames,
     /// The interpreter's hook is the standard one (every 100,000 instructions): not yet
     /// installed, or switched to every line by a kill, means a run installs it again.
     hook_ready: bool,
@@ -415,6 +417,32 @@ impl Scripting {
     }
 }
 
+/// The names and prelude functions every run uses, as Lua values made once.
+struct RunNames {
+    call: mlua::String,
+    pcall: mlua::String,
+    acl_check_cmd: mlua::String,
+    keys: mlua::String,
+    argv: mlua::String,
+    /// `state.run` (an EVAL script under the error handler) and `state.run_function`.
+    run: Function,
+    run_function: Function,
+}
+
+impl RunNames {
+    fn new(lua: &Lua, state: &Table) -> mlua::Result<RunNames> {
+        Ok(RunNames {
+            call: lua.create_string("call")?,
+            pcall: lua.create_string("pcall")?,
+            acl_check_cmd: lua.create_string("acl_check_cmd")?,
+            keys: lua.create_string("KEYS")?,
+            argv: lua.create_string("ARGV")?,
+            run: state.get("run")?,
+            run_function: state.get("run_function")?,
+        })
+    }
+}
+
 /// How a run was asked for.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -524,6 +552,7 @@ impl Engine {
             Ok(())
         })?;
         state.set("setresp", setresp)?;
+        let names = RunNames::new(&lua, &state)?;
         Ok(Engine {
             lua,
             state,
@@ -532,6 +561,7 @@ impl Engine {
             redis,
             outside,
             script_resp,
+            names,
             hook_ready: false,
             scripts: HashMap::new(),
             libraries: BTreeMap::new(),
@@ -925,8 +955,12 @@ fn run_and_reply(
                 .collect::<mlua::Result<Vec<_>>>()?,
         )?;
         if mode == Mode::Eval {
-            engine.globals.raw_set("KEYS", keys_table.clone())?;
-            engine.globals.raw_set("ARGV", args_table.clone())?;
+            engine
+                .globals
+                .raw_set(&engine.names.keys, keys_table.clone())?;
+            engine
+                .globals
+                .raw_set(&engine.names.argv, args_table.clone())?;
         }
         let shared = ctx.shared;
         let held = ctx.held;
@@ -982,25 +1016,23 @@ fn run_and_reply(
                 let allowed = crate::acl::check::check(&user.rules(), spec, &args).is_ok();
                 Ok(allowed)
             })?;
-            let redis = &engine.redis;
-            let outside = &engine.outside;
-            redis.raw_set("call", call)?;
-            redis.raw_set("pcall", pcall)?;
-            redis.raw_set("acl_check_cmd", acl_check)?;
-            engine.state.set("call", true)?;
+            let (redis, outside, names) = (&engine.redis, &engine.outside, &engine.names);
+            redis.raw_set(&names.call, call)?;
+            redis.raw_set(&names.pcall, pcall)?;
+            redis.raw_set(&names.acl_check_cmd, acl_check)?;
+            engine.state.raw_set(&names.call, true)?;
             let outcome = match mode {
-                Mode::Eval => engine
-                    .state
-                    .call_function::<(bool, Value)>("run", func.clone()),
-                Mode::Function => engine.state.call_function::<(bool, Value)>(
-                    "run_function",
-                    (func.clone(), keys_table.clone(), args_table.clone()),
-                ),
+                Mode::Eval => names.run.call::<(bool, Value)>(func.clone()),
+                Mode::Function => names.run_function.call::<(bool, Value)>((
+                    func.clone(),
+                    keys_table.clone(),
+                    args_table.clone(),
+                )),
             };
-            redis.raw_set("call", outside.clone())?;
-            redis.raw_set("pcall", outside.clone())?;
-            redis.raw_set("acl_check_cmd", outside.clone())?;
-            engine.state.set("call", Value::Nil)?;
+            redis.raw_set(&names.call, outside)?;
+            redis.raw_set(&names.pcall, outside)?;
+            redis.raw_set(&names.acl_check_cmd, outside)?;
+            engine.state.raw_set(&names.call, Value::Nil)?;
             outcome
         })
     })();
