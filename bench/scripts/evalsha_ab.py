@@ -4,7 +4,8 @@ measured in rotation with redis-benchmark, `EVALSHA <sha> 1 k` of the families s
 (INCR, GET, PEXPIRE), each measurement on a fresh server run under `perf stat`. Besides
 requests per second it gives the server's CPU time and context switches per request
 (every thread, including the ones that ended; startup and the script load included):
-figures that stay meaningful when the machine is loaded and throughput is not.
+figures that stay meaningful when the machine is loaded and throughput is not. Needs
+`perf` (Debian: linux-perf) and redis-benchmark.
 
     python3 bench/scripts/evalsha_ab.py --rounds 3 \\
         base=/path/redline-server.base new=target/release/redline-server redis=redis-server
