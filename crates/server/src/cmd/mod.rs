@@ -581,7 +581,6 @@ fn after_tracked_command(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) 
     }
 }
 
-/// EVAL, EVALSHA, FCALL and their read-only variants.
 /// What a top-level command must wait for before it runs, if anything: a script takes
 /// the script turn (waiting when another client has it); any other command waits while a
 /// script runs and is not yet BUSY, since its shard is held (see
@@ -603,6 +602,7 @@ fn script_wait(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> Option<crate::scripting
     }
 }
 
+/// EVAL, EVALSHA, FCALL and their read-only variants.
 fn is_script(spec: &CommandSpec) -> bool {
     matches!(
         spec.name,
