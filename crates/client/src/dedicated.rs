@@ -230,7 +230,7 @@ impl DedicatedConnection {
     /// # Ok(()) }
     /// ```
     pub async fn run_frames(&mut self, pipeline: &mut Pipeline) -> Result<Vec<Frame>, Error> {
-        let encoded = pipeline.take()?;
+        let encoded = pipeline.take_loaded().await?;
         if encoded.count == 0 {
             return Ok(Vec::new());
         }

@@ -90,8 +90,9 @@ pub use cluster::{
 };
 pub use cmd::{Cmd, ToArg};
 pub use commands::{
-    ExpireCondition, Expiry, GeoMatch, GeoSearch, GeoUnit, Script, SetCondition, SetOptions,
-    StreamEntry, ZAddOptions,
+    EngineStats, ExpireCondition, Expiry, FunctionRestorePolicy, FunctionStats, GeoMatch,
+    GeoSearch, GeoUnit, Library, LibraryFunction, RunningFunction, Script, SetCondition,
+    SetOptions, StreamEntry, ZAddOptions,
 };
 pub use config::{Backoff, CaCerts, ClientCert, Config, FullQueue, PushHandler, TlsConfig};
 pub use dedicated::DedicatedConnection;

@@ -5,6 +5,7 @@ use redline_resp::Frame;
 
 use crate::client::Client;
 use crate::cmd::{Cmd, Restriction, Shape};
+use crate::commands::{load_missing, Script};
 use crate::error::Error;
 use crate::reply::FromReply;
 
@@ -40,6 +41,9 @@ pub struct Pipeline {
     /// Replies to reshape before conversion, by command index (typed methods whose reply
     /// differs between RESP2 and RESP3); empty for most pipelines.
     shapes: Vec<(usize, Shape)>,
+    /// The distinct scripts queued with [`run_script`](Self::run_script): loaded on the
+    /// server before the pipeline is sent.
+    scripts: Vec<Script>,
 }
 
 /// A pipeline taken apart for sending: bytes, reply count, and whether it is wrapped in
@@ -60,6 +64,7 @@ impl Pipeline {
             invalid: None,
             atomic: false,
             shapes: Vec::new(),
+            scripts: Vec::new(),
         }
     }
 
@@ -181,10 +186,56 @@ impl Pipeline {
         self.invalid = None;
         self.atomic = false;
         self.shapes.clear();
+        self.scripts.clear();
+    }
+
+    /// Queues `EVALSHA` for a [`Script`]. Before the pipeline is sent, the server is asked
+    /// (`SCRIPT EXISTS`, one round trip) which of its scripts it knows, and the others are
+    /// loaded (`SCRIPT LOAD`), so every command still runs in the queued order: a
+    /// `NOSCRIPT` cannot be retried afterwards without running the script after commands
+    /// queued behind it. (A `SCRIPT FLUSH` from elsewhere in between still gives that
+    /// command a `NOSCRIPT` reply.)
+    ///
+    /// ```no_run
+    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
+    /// use redline::Script;
+    ///
+    /// let incr_by = Script::new("return redis.call('INCRBY', KEYS[1], ARGV[1])");
+    /// let (a, b, total): (i64, i64, String) = client
+    ///     .pipeline()
+    ///     .run_script(&incr_by, ["hits"], [5])
+    ///     .run_script(&incr_by, ["hits"], [1])
+    ///     .get("hits")
+    ///     .query()
+    ///     .await?;
+    /// # let _ = (a, b, total);
+    /// # Ok(()) }
+    /// ```
+    pub fn run_script(
+        &mut self,
+        script: &Script,
+        keys: impl IntoIterator<Item = impl crate::ToArg>,
+        args: impl IntoIterator<Item = impl crate::ToArg>,
+    ) -> &mut Self {
+        if !self.scripts.iter().any(|s| s.sha() == script.sha()) {
+            self.scripts.push(script.clone());
+        }
+        self.add(script.evalsha_cmd(keys, args))
     }
 
     /// Takes the queued commands out for sending (the pipeline is empty afterwards).
-    pub(crate) fn take(&mut self) -> Result<Encoded, Error> {
+    /// Takes the queued commands out for sending, after loading the scripts they run on
+    /// the server if it does not know them.
+    pub(crate) async fn take_loaded(&mut self) -> Result<Encoded, Error> {
+        let scripts = std::mem::take(&mut self.scripts);
+        let encoded = self.take()?;
+        if !scripts.is_empty() {
+            load_missing(&self.client, &scripts).await?;
+        }
+        Ok(encoded)
+    }
+
+    fn take(&mut self) -> Result<Encoded, Error> {
         let count = std::mem::take(&mut self.count);
         let atomic = std::mem::take(&mut self.atomic);
         let shapes = std::mem::take(&mut self.shapes);
@@ -248,7 +299,7 @@ impl Pipeline {
     /// # Ok(()) }
     /// ```
     pub async fn query_frames(&mut self) -> Result<Vec<Frame>, Error> {
-        let encoded = self.take()?;
+        let encoded = self.take_loaded().await?;
         let frames = self
             .client
             .pool()

@@ -3,7 +3,8 @@
 //! functions), and the patterns applications build on scripts keep their invariants
 //! under 64 concurrent clients: a lock, a token bucket and an atomic list-to-list
 //! queue; a script moving value between keys on different shards is never seen half
-//! done.
+//! done; a script that loops forever on a server with one worker thread leaves it free
+//! for BUSY replies and SCRIPT KILL.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -14,7 +15,7 @@ use std::sync::Arc;
 
 use common::{show, Conn, Redline};
 use redline_resp::Frame;
-use redline_testkit::RedisServer;
+use redline_testkit::{RedisServer, RedlineServer};
 
 /// Commands whose replies must be identical on both servers.
 const SCRIPTS: &[&[&str]] = &[
@@ -297,6 +298,82 @@ fn a_script_is_never_seen_half_done_across_shards() {
     assert!(reads > 0);
 }
 
+/// A script holds the shards of the databases up to its client's and locks further ones
+/// when it first reaches them: moving value between databases 0 and 2 from a client in
+/// database 1 (and back from one in database 2) is still never seen half done by
+/// transactions reading both, and nothing deadlocks with SWAPDB running meanwhile.
+#[test]
+fn a_script_reaching_other_databases_is_never_seen_half_done() {
+    let ours = Redline::start();
+    let addr = ours.addr;
+    let mut c = Conn::connect(addr);
+    c.cmd(&["SET", "a", "1000"]);
+    c.cmd(&["SELECT", "2"]);
+    c.cmd(&["SET", "b", "0"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..8)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut c = Conn::connect(addr);
+                let mut reads = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    c.send(&["MULTI"]);
+                    c.send(&["SELECT", "0"]);
+                    c.send(&["GET", "a"]);
+                    c.send(&["SELECT", "2"]);
+                    c.send(&["GET", "b"]);
+                    c.send(&["EXEC"]);
+                    for _ in 0..5 {
+                        c.read().unwrap();
+                    }
+                    let Some(Frame::Array(items)) = c.read() else {
+                        panic!("EXEC")
+                    };
+                    let sum: i64 = [&items[1], &items[3]]
+                        .iter()
+                        .map(|f| match f {
+                            Frame::Bulk(v) => String::from_utf8_lossy(v).parse::<i64>().unwrap(),
+                            other => panic!("GET: {other:?}"),
+                        })
+                        .sum();
+                    assert_eq!(sum, 1000, "a half-done script was visible");
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    let swapper = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut c = Conn::connect(addr);
+            while !stop.load(Ordering::Relaxed) {
+                assert_eq!(c.cmd(&["SWAPDB", "3", "4"]), Frame::Simple("OK".into()));
+            }
+        })
+    };
+    const DOWN: &str = "redis.call('select', 0) redis.call('decrby', 'a', 7) \
+        for i = 1, 100 do redis.call('get', 'a') end \
+        redis.call('select', 2) return redis.call('incrby', 'b', 7)";
+    const UP: &str = "redis.call('decrby', 'b', 7) \
+        for i = 1, 100 do redis.call('get', 'b') end \
+        redis.call('select', 0) return redis.call('incrby', 'a', 7)";
+    let mut from1 = Conn::connect(addr);
+    from1.cmd(&["SELECT", "1"]);
+    let mut from2 = Conn::connect(addr);
+    from2.cmd(&["SELECT", "2"]);
+    for _ in 0..150 {
+        assert!(matches!(from1.cmd(&["EVAL", DOWN, "0"]), Frame::Integer(_)));
+        assert!(matches!(from2.cmd(&["EVAL", UP, "0"]), Frame::Integer(_)));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let reads: i64 = readers.into_iter().map(|t| t.join().unwrap()).sum();
+    swapper.join().unwrap();
+    assert!(reads > 0);
+    assert_eq!(c.cmd(&["GET", "b"]), Frame::Bulk("0".into()));
+}
+
 /// A script returning a table that contains itself gets a bounded nest of arrays ending
 /// in Redis's "reached lua stack limit" error, and the server goes on.
 #[test]
@@ -317,4 +394,50 @@ fn a_self_containing_table_is_not_a_crash() {
     assert!(depth > 1);
     assert_eq!(reply, Frame::Error("ERR reached lua stack limit".into()));
     assert_eq!(c.cmd(&["PING"]), Frame::Simple("PONG".into()));
+}
+
+/// Scripts start inline on the connection's worker thread. With a single worker, one
+/// that loops forever must still leave the server answering: the interpreter's hook hands
+/// the worker on, so other clients get BUSY past the threshold and SCRIPT KILL ends it.
+#[test]
+fn a_looping_script_on_one_worker_still_lets_script_kill_through() {
+    let server = RedlineServer::builder()
+        .args([
+            "--save",
+            "",
+            "--io-threads",
+            "1",
+            "--busy-reply-threshold",
+            "100",
+        ])
+        .start()
+        .unwrap();
+    let addr = server.addr();
+    let mut looping = Conn::connect(addr);
+    looping.send(&["EVAL", "while true do end", "0"]);
+    let mut other = Conn::connect(addr);
+    let busy = Frame::Error(
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+            .into(),
+    );
+    // A PING sent before the threshold waits for the script; past it, BUSY.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let reply = other.cmd(&["PING"]);
+        if reply == busy {
+            break;
+        }
+        assert_eq!(reply, Frame::Simple("PONG".into()), "{}", show(&reply));
+        assert!(std::time::Instant::now() < deadline, "never BUSY");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(other.cmd(&["SCRIPT", "KILL"]), Frame::Simple("OK".into()));
+    let killed = looping.read().expect("the script's reply");
+    assert!(
+        matches!(&killed, Frame::Error(e) if e.starts_with(b"ERR Script killed by user with SCRIPT KILL")),
+        "{}",
+        show(&killed)
+    );
+    assert_eq!(other.cmd(&["PING"]), Frame::Simple("PONG".into()));
+    assert_eq!(looping.cmd(&["EVAL", "return 7", "0"]), Frame::Integer(7));
 }

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use redline_resp::Frame;
 
 use crate::cmd::{Cmd, ToArg};
+use crate::commands::Script;
 use crate::error::Error;
 use crate::reply::FromReply;
 
@@ -16,6 +17,7 @@ use super::config::ReadFrom;
 use super::exec::SlotCommand;
 use super::metrics::bump;
 use super::route::{route, Route, Target};
+use super::scripting;
 use super::split;
 use super::transaction;
 
@@ -44,6 +46,8 @@ pub struct ClusterPipeline {
     commands: Vec<(Bytes, Route)>,
     invalid: Option<Error>,
     atomic: bool,
+    /// The distinct scripts queued with `run_script`, loaded before sending.
+    scripts: Vec<Script>,
 }
 
 impl ClusterPipeline {
@@ -53,6 +57,14 @@ impl ClusterPipeline {
             commands: Vec::new(),
             invalid: None,
             atomic: false,
+            scripts: Vec::new(),
+        }
+    }
+
+    /// Remembers a script queued by `run_script`, once per digest.
+    pub(super) fn note_script(&mut self, script: &Script) {
+        if !self.scripts.iter().any(|s| s.sha() == script.sha()) {
+            self.scripts.push(script.clone());
         }
     }
 
@@ -128,8 +140,12 @@ impl ClusterPipeline {
     pub async fn query_frames(&mut self) -> Result<Vec<Frame>, Error> {
         let commands = std::mem::take(&mut self.commands);
         let atomic = std::mem::take(&mut self.atomic);
+        let scripts = std::mem::take(&mut self.scripts);
         if let Some(err) = self.invalid.take() {
             return Err(err);
+        }
+        if !scripts.is_empty() {
+            Box::pin(scripting::load_missing(&self.client, &scripts)).await?;
         }
         if atomic {
             return self.transaction(commands).await;

@@ -6,6 +6,7 @@
 //! [`Cmd`]: crate::Cmd
 
 mod blocking;
+mod functions;
 mod geo;
 mod hashes;
 mod keys;
@@ -17,10 +18,14 @@ mod streams;
 mod strings;
 mod zsets;
 
+pub(crate) use functions::fcall_cmd;
+pub use functions::{
+    EngineStats, FunctionRestorePolicy, FunctionStats, Library, LibraryFunction, RunningFunction,
+};
 pub use geo::{GeoMatch, GeoSearch, GeoUnit};
 pub use keys::ExpireCondition;
-pub(crate) use scripting::script_tail;
 pub use scripting::Script;
+pub(crate) use scripting::{load_missing, script_tail};
 pub use streams::StreamEntry;
 pub use strings::{Expiry, SetCondition, SetOptions};
 pub use zsets::ZAddOptions;

@@ -53,6 +53,17 @@ impl Script {
         &self.source
     }
 
+    /// `EVALSHA sha numkeys key... arg...` for this script.
+    pub(crate) fn evalsha_cmd(
+        &self,
+        keys: impl IntoIterator<Item = impl ToArg>,
+        args: impl IntoIterator<Item = impl ToArg>,
+    ) -> Cmd {
+        Cmd::new("EVALSHA")
+            .arg(&self.sha)
+            .append_encoded(&script_tail(keys, args))
+    }
+
     /// Runs the script with `EVALSHA`; on `NOSCRIPT` sends it with `EVAL` (which also
     /// caches it on the server) and returns that result.
     ///
@@ -85,6 +96,40 @@ impl Script {
             other => other,
         }
     }
+}
+
+/// Makes sure the server knows every script of a pipeline: `SCRIPT EXISTS` for all of
+/// them, then `SCRIPT LOAD` (pipelined) for those it lacks.
+pub(crate) async fn load_missing(client: &Client, scripts: &[Script]) -> Result<(), Error> {
+    let known = client
+        .script_exists(scripts.iter().map(Script::sha))
+        .await?;
+    let mut loads = bytes::BytesMut::new();
+    let mut count = 0;
+    for (script, known) in scripts.iter().zip(known) {
+        if !known {
+            loads.extend_from_slice(
+                &Cmd::new("SCRIPT")
+                    .arg("LOAD")
+                    .arg(&script.source)
+                    .into_bytes(),
+            );
+            count += 1;
+        }
+    }
+    if count > 0 {
+        // Sent as one unit, straight to the connection (not through `Pipeline`, which
+        // calls this).
+        let replies = client
+            .pool()
+            .pick()
+            .send_many(loads.freeze(), count)
+            .await?;
+        for reply in replies {
+            crate::reply::check(reply)?;
+        }
+    }
+    Ok(())
 }
 
 /// `numkeys key... arg...` of EVAL/EVALSHA, encoded.

@@ -105,6 +105,12 @@ fuzz_target!(|data: &[u8]| {
                 Progress::OutputFull => continue,
                 // No clock runs here: a pause ends at once.
                 Progress::Paused => shared.pause.unpause(),
+                // One client runs at a time here and `run_commands` lets the script turn
+                // go when it returns: the turn is free, and no script is left running.
+                Progress::Script => {
+                    client.state.script_wait = None;
+                    client.state.script_turn = shared.scripting.turn.try_take();
+                }
                 Progress::Blocked => {
                     // No clock runs here: the wait times out at once.
                     if let Some(blocked) = client.state.blocked.take() {

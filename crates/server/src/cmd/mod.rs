@@ -248,6 +248,13 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Ok(());
         }
     }
+    if !ctx.nested && !ctx.client.is_master {
+        if let Some(wait) = script_wait(ctx, spec) {
+            ctx.client.script_wait = Some(wait);
+            ctx.client.postpone = true;
+            return Ok(());
+        }
+    }
     let script = ctx.client.tracking && is_script(spec);
     if script {
         ctx.client.tracking_script = Some(false);
@@ -570,6 +577,27 @@ fn after_tracked_command(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) 
     }
     if !ctx.nested && ctx.client.multi.is_none() && !spec.name.starts_with("client") {
         ctx.client.tracking_caching = false;
+    }
+}
+
+/// What a top-level command must wait for before it runs, if anything: a script takes
+/// the script turn (waiting when another client has it); any other command waits while a
+/// script runs and is not yet BUSY, since its shard is held (see
+/// `crate::scripting::turn`).
+fn script_wait(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> Option<crate::scripting::ScriptWait> {
+    let scripting = &ctx.shared.scripting;
+    if is_script(spec) {
+        if ctx.client.script_turn.is_none() {
+            match scripting.turn.try_take() {
+                Some(permit) => ctx.client.script_turn = Some(permit),
+                None => return Some(crate::scripting::ScriptWait::Turn),
+            }
+        }
+        None
+    } else if scripting.flags.must_wait() {
+        Some(crate::scripting::ScriptWait::End)
+    } else {
+        None
     }
 }
 

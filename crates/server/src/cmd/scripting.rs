@@ -63,7 +63,10 @@ fn keys_and_args<'a>(
 
 const RO_WITH_WRITES: &str = "ERR Can not execute a script with write flag using *_ro command.";
 
-/// Holds every shard (unless EXEC already does), then the engine, and runs.
+/// Holds every shard (unless EXEC already does), then the engine, and runs, inline on
+/// this thread: the dispatcher gave a top-level script the script turn, and the
+/// interpreter's hook hands the worker on if the script runs long (see
+/// `crate::scripting`).
 fn run_locked(
     ctx: &mut Ctx<'_>,
     prepare: impl FnOnce(&mut Engine) -> Result<(String, bool), CmdError>,
@@ -72,23 +75,14 @@ fn run_locked(
     args: &[Bytes],
     command: &[Bytes],
 ) -> CmdResult {
-    super::off_the_runtime(|| run_locked_here(ctx, prepare, function, keys, args, command))
-}
-
-fn run_locked_here(
-    ctx: &mut Ctx<'_>,
-    prepare: impl FnOnce(&mut Engine) -> Result<(String, bool), CmdError>,
-    function: bool,
-    keys: &[Bytes],
-    args: &[Bytes],
-    command: &[Bytes],
-) -> CmdResult {
     let shared = ctx.shared;
-    // Inside EXEC the transaction already holds the shards; otherwise hold them all.
+    // Inside EXEC the transaction already holds the shards; otherwise hold every shard
+    // of the databases up to the client's, and of the others when the script reaches
+    // them (see `Held::databases`).
     let own = ctx
         .held
         .is_none()
-        .then(|| RefCell::new(Held::all(&shared.store)));
+        .then(|| RefCell::new(Held::databases(&shared.store, ctx.client.db)));
     let mut engine = shared.scripting.engine().map_err(engine_error)?;
     let (name, read_only) = prepare(&mut engine)?;
     let target = if function {

@@ -393,9 +393,23 @@ pub static PARAMS: &[Param] = &[
 
 /// The parameter called `name` (or aliased so).
 pub fn find(name: &str) -> Option<&'static Param> {
-    PARAMS
-        .iter()
-        .find(|p| p.name == name || p.alias == Some(name))
+    // Indexed once: the dispatcher reads parameters on every command (and every command
+    // a script calls), and a scan of the table was a visible share of a short script.
+    static BY_NAME: std::sync::OnceLock<std::collections::HashMap<&'static str, &'static Param>> =
+        std::sync::OnceLock::new();
+    let index = BY_NAME.get_or_init(|| {
+        let mut index = std::collections::HashMap::new();
+        // In table order, name before alias: the first parameter answering to a name
+        // wins, as a scan would find it.
+        for p in PARAMS {
+            index.entry(p.name).or_insert(p);
+            if let Some(alias) = p.alias {
+                index.entry(alias).or_insert(p);
+            }
+        }
+        index
+    });
+    index.get(name).copied()
 }
 
 /// Validates `values` for `param` and returns the canonical text `CONFIG GET` prints.

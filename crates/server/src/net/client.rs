@@ -120,6 +120,12 @@ pub struct ClientState {
     pub postpone: bool,
     /// The command held back by CLIENT PAUSE, run again once the pause ends.
     pub postponed: Option<Vec<Bytes>>,
+    /// Set with `postpone` by the dispatcher: the command waits for the script turn or
+    /// for the running script to end (see `crate::scripting::turn`), not for a pause.
+    pub script_wait: Option<crate::scripting::ScriptWait>,
+    /// The script turn, held from this client's first script of a batch of commands to
+    /// the end of the batch.
+    pub script_turn: Option<tokio::sync::OwnedSemaphorePermit>,
     /// Raised by CLIENT KILL and the like (shared with the client table): run nothing more.
     pub killed: Arc<AtomicBool>,
     /// CLIENT TRACKING is on (the details live in `crate::tracking`).
@@ -218,6 +224,8 @@ impl ClientState {
             reply: ReplyMode::On,
             postpone: false,
             postponed: None,
+            script_wait: None,
+            script_turn: None,
             killed: Arc::default(),
             tracking: false,
             tracking_caching: false,

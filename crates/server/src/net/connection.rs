@@ -26,6 +26,7 @@ use tokio::net::TcpStream;
 use super::client::{ClientState, ReplyMode};
 use super::registry::Registration;
 use crate::cmd::{self, Ctx};
+use crate::scripting::ScriptWait;
 use crate::shared::Shared;
 
 /// Bytes asked of each read (Redis's `PROTO_IOBUF_LEN`).
@@ -59,6 +60,9 @@ pub enum Progress {
     Paused,
     /// WAIT waits for replicas, or SYNC made this connection a replica link.
     Replication,
+    /// The next command (kept in `postponed`) waits for the script turn or for the
+    /// running script to end (`client.script_wait` says which).
+    Script,
 }
 
 /// A connection being served over stream `S` (TCP or TLS).
@@ -176,6 +180,19 @@ pub fn run_commands(
     input: &mut BytesMut,
     output: &mut BytesMut,
 ) -> Progress {
+    let progress = run_batch(shared, client, decoder, input, output);
+    // The script turn lasts one batch: the caller may wait next.
+    client.script_turn = None;
+    progress
+}
+
+fn run_batch(
+    shared: &Shared,
+    client: &mut ClientState,
+    decoder: &mut RequestDecoder,
+    input: &mut BytesMut,
+    output: &mut BytesMut,
+) -> Progress {
     while !client.close_after_reply {
         if client.killed.load(Ordering::Acquire) {
             client.close_after_reply = true;
@@ -199,7 +216,11 @@ pub fn run_commands(
                 cmd::execute(&mut ctx, &args);
                 if std::mem::take(&mut client.postpone) {
                     client.postponed = Some(args);
-                    return Progress::Paused;
+                    return if client.script_wait.is_some() {
+                        Progress::Script
+                    } else {
+                        Progress::Paused
+                    };
                 }
                 client.commands_since_flush += 1;
                 if client.reply != ReplyMode::On {
@@ -297,13 +318,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     pub async fn run(&mut self) -> io::Result<()> {
         loop {
             loop {
-                // While a script runs (and is not yet BUSY), wait here rather than on its
-                // shard locks: a worker thread stays free for SCRIPT KILL.
-                if !self.input.is_empty() {
-                    self.shared.scripting.flags.wait_turn().await;
-                }
                 match self.process_input() {
                     Progress::Drained => break,
+                    Progress::Script => self.wait_for_script().await,
                     Progress::OutputFull => self.flush().await?,
                     Progress::Blocked => {
                         self.client.publish_activity(self.input.len());
@@ -570,6 +587,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             &mut self.input,
             &mut self.output,
         )
+    }
+
+    /// Waits for what the postponed command needs (see `crate::scripting::turn`): the
+    /// script turn, for the next batch (which starts with that command), or the end of
+    /// the running script.
+    async fn wait_for_script(&mut self) {
+        match self.client.script_wait.take() {
+            Some(ScriptWait::Turn) => {
+                self.client.script_turn = self.shared.scripting.turn.take().await;
+            }
+            Some(ScriptWait::End) => self.shared.scripting.flags.wait_end().await,
+            None => {}
+        }
     }
 
     /// Writes everything pending in one call.

@@ -5,12 +5,22 @@
 //!
 //! A script may touch any key of any database (Redis allows undeclared keys outside
 //! cluster mode, and SELECT), so before it starts it holds **every shard of every
-//! database**, locked in the one global order (database, then shard) that EXEC uses
-//! ([`crate::store::Held`]); inside EXEC it borrows the transaction's shards instead.
+//! database up to its client's**, locked in the one global order (database, then shard)
+//! that EXEC uses, and every shard of each further database before it first touches it
+//! (`Held::databases` in [`crate::store::Held`]: as isolated as holding everything from
+//! the start, at a sixteenth of the cost for a script in database 0); inside EXEC it
+//! borrows the transaction's shards instead.
 //! Its `redis.call`s then run through the ordinary dispatcher with shard access
 //! redirected to those guards, exactly like queued commands. Nobody can see a script
 //! half done, on any shard, and since every lock is taken up front in the global order a
 //! script can never deadlock with another script, a transaction or a plain command.
+//!
+//! Before taking the shards, a top-level script takes the **script turn** (`turn`): a
+//! FIFO async semaphore, so clients queued behind a script park their tasks and are woken
+//! one at a time instead of putting worker threads to sleep on shard locks. The script
+//! then runs inline on the connection's worker thread; only if it runs long does the
+//! interpreter's hook hand the worker on to another thread (`watchdog`), so BUSY replies
+//! and SCRIPT KILL are still served.
 //!
 //! The interpreter itself is behind its own mutex, always taken *after* the shards: a
 //! script inside EXEC already holds its shards when it asks for the interpreter, and a
@@ -31,8 +41,10 @@ mod convert;
 mod flags;
 mod libs;
 mod msgpack;
+mod turn;
+mod watchdog;
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -48,6 +60,7 @@ use sha1::{Digest, Sha1};
 use crate::cmd::Ctx;
 
 pub use flags::{eval_shebang, ScriptFlags};
+pub use turn::{ScriptWait, Turn};
 
 /// A compiled EVAL script.
 struct Script {
@@ -85,14 +98,21 @@ pub struct Engine {
     state: Table,
     globals: Table,
     env: Table,
+    /// The `redis` table and the stand-in its `call`/`pcall` hold between runs, kept at
+    /// hand (each run swaps them).
+    redis: Table,
+    outside: Value,
+    /// The RESP version the running script asked for with `redis.setresp` (2 or 3).
+    script_resp: Arc<std::sync::atomic::AtomicU8>,
+    /// What every run looks up, made once: interning a name costs a hash each time.
+    names: RunNames,
+    /// The interpreter's hook is the standard one (every 100,000 instructions): not yet
+    /// installed, or switched to every line by a kill, means a run installs it again.
+    hook_ready: bool,
     scripts: HashMap<String, Script>,
     /// Loaded libraries, by lower-case name (Redis compares names case-insensitively).
     pub libraries: BTreeMap<String, Library>,
 }
-
-/// How many times a client looks again (yielding the thread) before it parks behind a
-/// running script.
-const SPIN_BEFORE_PARKING: usize = 64;
 
 /// What other connections may know about the script running now (lock-free: they read
 /// it without waiting for the interpreter or the shards).
@@ -118,7 +138,13 @@ pub struct RunFlags {
     /// 500 ms).
     load_deadline: Mutex<Option<Instant>>,
     /// Wakes the clients waiting for a script to end (or to turn busy).
-    turn: tokio::sync::Notify,
+    ended: tokio::sync::Notify,
+    /// When (milliseconds into the run) the hook hands the script's worker on to another
+    /// thread (`u64::MAX`: never, the script is not on a runtime worker).
+    release_at_ms: AtomicU64,
+    /// A kill switched the interpreter's hook to every line: the next run reinstalls the
+    /// standard one.
+    hook_changed: AtomicBool,
 }
 
 impl RunFlags {
@@ -145,19 +171,10 @@ impl RunFlags {
         self.running.load(Ordering::Acquire) && !self.busy()
     }
 
-    /// Waits while [`Self::must_wait`], woken when the script ends or turns busy (no
-    /// polling: a client queued behind a short script goes on microseconds later).
-    pub async fn wait_turn(&self) {
-        // Most scripts take microseconds: look again for a moment before parking, so a
-        // queue of clients behind short scripts does not turn into a herd of wakeups.
-        for _ in 0..SPIN_BEFORE_PARKING {
-            if !self.must_wait() {
-                return;
-            }
-            std::thread::yield_now();
-        }
+    /// Waits while [`Self::must_wait`], woken when the script ends or turns busy.
+    pub async fn wait_end(&self) {
         loop {
-            let notified = self.turn.notified();
+            let notified = self.ended.notified();
             tokio::pin!(notified);
             // Registered before the check, so an end between the two is not missed.
             notified.as_mut().enable();
@@ -226,6 +243,12 @@ impl RunFlags {
         self.kill.store(false, Ordering::Release);
         self.wrote.store(false, Ordering::Release);
         self.eval.store(eval, Ordering::Release);
+        let release_at = if watchdog::on_runtime_worker() {
+            watchdog::RELEASE_AFTER_MS
+        } else {
+            u64::MAX
+        };
+        self.release_at_ms.store(release_at, Ordering::Relaxed);
         self.running.store(true, Ordering::Release);
     }
 
@@ -235,7 +258,7 @@ impl RunFlags {
         self.kill.store(false, Ordering::Release);
         *self.started.lock() = None;
         *self.current.lock() = None;
-        self.turn.notify_waiters();
+        self.ended.notify_waiters();
     }
 
     /// Installs the interpreter hook for a run: every 100,000 instructions, like Redis.
@@ -265,12 +288,18 @@ impl RunFlags {
         if threshold > 0 && elapsed >= threshold && !self.busy() {
             tracing::warn!("Slow script detected: still in execution after {elapsed} milliseconds. You can try killing the script using the SCRIPT KILL command.");
             self.busy.store(true, Ordering::Release);
-            self.turn.notify_waiters();
+            self.ended.notify_waiters();
+        }
+        if elapsed >= self.release_at_ms.load(Ordering::Relaxed) {
+            self.release_at_ms
+                .store(elapsed + watchdog::RETRY_MS, Ordering::Relaxed);
+            watchdog::release_worker();
         }
         if self.kill.load(Ordering::Acquire) {
             // From now on fail at every line, so a script that catches the error with
             // pcall cannot carry on (as Redis switches its hook to every line).
             let flags = self.clone();
+            self.hook_changed.store(true, Ordering::Relaxed);
             lua.set_hook(mlua::HookTriggers::EVERY_LINE, move |lua, _| {
                 flags.tick(lua)
             })?;
@@ -298,6 +327,8 @@ pub struct Scripting {
     pub flags: Arc<RunFlags>,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: let scripts run commands flagged `noscript`.
     pub allow_denied: AtomicBool,
+    /// The script turn: scripts run one at a time, in the order clients asked.
+    pub turn: Turn,
 }
 
 impl std::fmt::Debug for Scripting {
@@ -386,6 +417,32 @@ impl Scripting {
     }
 }
 
+/// The names and prelude functions every run uses, as Lua values made once.
+struct RunNames {
+    call: mlua::String,
+    pcall: mlua::String,
+    acl_check_cmd: mlua::String,
+    keys: mlua::String,
+    argv: mlua::String,
+    /// `state.run` (an EVAL script under the error handler) and `state.run_function`.
+    run: Function,
+    run_function: Function,
+}
+
+impl RunNames {
+    fn new(lua: &Lua, state: &Table) -> mlua::Result<RunNames> {
+        Ok(RunNames {
+            call: lua.create_string("call")?,
+            pcall: lua.create_string("pcall")?,
+            acl_check_cmd: lua.create_string("acl_check_cmd")?,
+            keys: lua.create_string("KEYS")?,
+            argv: lua.create_string("ARGV")?,
+            run: state.get("run")?,
+            run_function: state.get("run_function")?,
+        })
+    }
+}
+
 /// How a run was asked for.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -465,18 +522,47 @@ impl Engine {
         g.set("redis", redis.clone())?;
         libs::install(&lua)?;
         let state = lua.create_table()?;
-        state.set("redis", redis)?;
+        state.set("redis", redis.clone())?;
         let globals = lua.create_table()?;
         state.set("globals", globals.clone())?;
         lua.load(include_str!("prelude.lua"))
             .set_name("=redline")
             .call::<()>(state.clone())?;
         let env: Table = state.get("env")?;
+        let outside: Value = state.get("outside")?;
+        // redis.setresp: one function for the engine's life (the prelude lets it run
+        // only inside a script), recording the version for the run's calls and reply.
+        let script_resp = Arc::new(std::sync::atomic::AtomicU8::new(2));
+        let resp = script_resp.clone();
+        let setresp = lua.create_function(move |_, argv: Variadic<Value>| {
+            if argv.len() != 1 {
+                return Err(mlua::Error::runtime(
+                    "redis.setresp() requires one argument.",
+                ));
+            }
+            let n = match &argv[0] {
+                Value::Integer(n) => *n,
+                Value::Number(n) => *n as i64,
+                _ => 0,
+            };
+            match n {
+                2 | 3 => resp.store(n as u8, Ordering::Relaxed),
+                _ => return Err(mlua::Error::runtime("RESP version must be 2 or 3.")),
+            }
+            Ok(())
+        })?;
+        state.set("setresp", setresp)?;
+        let names = RunNames::new(&lua, &state)?;
         Ok(Engine {
             lua,
             state,
             globals,
             env,
+            redis,
+            outside,
+            script_resp,
+            names,
+            hook_ready: false,
             scripts: HashMap::new(),
             libraries: BTreeMap::new(),
         })
@@ -569,6 +655,7 @@ impl Engine {
             self.state.set("loading", true)?;
             *flags.load_deadline.lock() = Some(Instant::now() + LOAD_TIMEOUT);
             flags.watch(&self.lua)?;
+            self.hook_ready = true;
             let result = chunk.call::<Value>(());
             *flags.load_deadline.lock() = None;
             self.state.set("loading", false)?;
@@ -831,17 +918,29 @@ fn run_and_reply(
     };
     let caller_protocol = ctx.client.protocol;
     let caller_db = ctx.client.db;
-    let script_resp = Cell::new(Protocol::Resp2);
+    let script_resp = engine.script_resp.clone();
+    script_resp.store(2, Ordering::Relaxed);
+    let resp_of = |resp: &std::sync::atomic::AtomicU8| {
+        if resp.load(Ordering::Relaxed) == 3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        }
+    };
     let flags = ctx.shared.scripting.flags.clone();
     let threshold =
         u64::try_from(ctx.shared.config.read().param_int("busy-reply-threshold")).unwrap_or(0);
     *flags.current.lock() = Some((name.clone(), command.to_vec()));
     flags.start(mode == Mode::Eval, threshold);
     let frozen = crate::store::FrozenTime::now();
-    if let Err(e) = flags.watch(&engine.lua) {
-        flags.finish();
-        write_run_error(ctx.out, &name, &lua_message(&e));
-        return false;
+    // Installing the hook costs an allocation: only when it is not the standard one.
+    if !engine.hook_ready || flags.hook_changed.swap(false, Ordering::Relaxed) {
+        if let Err(e) = flags.watch(&engine.lua) {
+            flags.finish();
+            write_run_error(ctx.out, &name, &lua_message(&e));
+            return false;
+        }
+        engine.hook_ready = true;
     }
     let lua = &engine.lua;
     let result = (|| -> mlua::Result<(bool, Value)> {
@@ -856,8 +955,12 @@ fn run_and_reply(
                 .collect::<mlua::Result<Vec<_>>>()?,
         )?;
         if mode == Mode::Eval {
-            engine.globals.raw_set("KEYS", keys_table.clone())?;
-            engine.globals.raw_set("ARGV", args_table.clone())?;
+            engine
+                .globals
+                .raw_set(&engine.names.keys, keys_table.clone())?;
+            engine
+                .globals
+                .raw_set(&engine.names.argv, args_table.clone())?;
         }
         let shared = ctx.shared;
         let held = ctx.held;
@@ -871,7 +974,7 @@ fn run_and_reply(
                 &mut client,
                 argv,
                 read_only,
-                script_resp.get(),
+                resp_of(&script_resp),
             )
         };
         lua.scope(|scope| {
@@ -913,45 +1016,23 @@ fn run_and_reply(
                 let allowed = crate::acl::check::check(&user.rules(), spec, &args).is_ok();
                 Ok(allowed)
             })?;
-            let setresp = scope.create_function(|_, argv: Variadic<Value>| {
-                if argv.len() != 1 {
-                    return Err(mlua::Error::runtime(
-                        "redis.setresp() requires one argument.",
-                    ));
-                }
-                let n = match &argv[0] {
-                    Value::Integer(n) => *n,
-                    Value::Number(n) => *n as i64,
-                    _ => 0,
-                };
-                match n {
-                    2 => script_resp.set(Protocol::Resp2),
-                    3 => script_resp.set(Protocol::Resp3),
-                    _ => return Err(mlua::Error::runtime("RESP version must be 2 or 3.")),
-                }
-                Ok(())
-            })?;
-            let redis: Table = engine.state.get("redis")?;
-            let outside: Value = engine.state.get("outside")?;
-            redis.raw_set("call", call)?;
-            redis.raw_set("pcall", pcall)?;
-            redis.raw_set("acl_check_cmd", acl_check)?;
-            engine.state.set("call", true)?;
-            engine.state.set("setresp", setresp)?;
+            let (redis, outside, names) = (&engine.redis, &engine.outside, &engine.names);
+            redis.raw_set(&names.call, call)?;
+            redis.raw_set(&names.pcall, pcall)?;
+            redis.raw_set(&names.acl_check_cmd, acl_check)?;
+            engine.state.raw_set(&names.call, true)?;
             let outcome = match mode {
-                Mode::Eval => engine
-                    .state
-                    .call_function::<(bool, Value)>("run", func.clone()),
-                Mode::Function => engine.state.call_function::<(bool, Value)>(
-                    "run_function",
-                    (func.clone(), keys_table.clone(), args_table.clone()),
-                ),
+                Mode::Eval => names.run.call::<(bool, Value)>(func.clone()),
+                Mode::Function => names.run_function.call::<(bool, Value)>((
+                    func.clone(),
+                    keys_table.clone(),
+                    args_table.clone(),
+                )),
             };
-            redis.raw_set("call", outside.clone())?;
-            redis.raw_set("pcall", outside.clone())?;
-            redis.raw_set("acl_check_cmd", outside)?;
-            engine.state.set("call", Value::Nil)?;
-            engine.state.set("setresp", Value::Nil)?;
+            redis.raw_set(&names.call, outside)?;
+            redis.raw_set(&names.pcall, outside)?;
+            redis.raw_set(&names.acl_check_cmd, outside)?;
+            engine.state.raw_set(&names.call, Value::Nil)?;
             outcome
         })
     })();
@@ -964,7 +1045,7 @@ fn run_and_reply(
             let mut target = convert::ReplyTarget {
                 out: ctx.out,
                 caller: caller_protocol,
-                script: script_resp.get(),
+                script: resp_of(&script_resp),
             };
             convert::lua_to_reply(&mut target, &value, 0);
             matches!(&value, Value::Table(t) if stats_counted(t))

@@ -98,11 +98,10 @@ redis.status_reply = function(msg)
   return {ok = msg}
 end
 redis.setresp = function(...)
-  local setresp = state.setresp
-  if setresp == nil then
+  if state.call == nil then
     error({err = 'ERR redis.setresp can only be called inside a script invocation'})
   end
-  return setresp(...)
+  return state.setresp(...)
 end
 redis.set_repl = function(...)
   if state.call == nil then

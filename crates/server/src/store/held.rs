@@ -8,6 +8,9 @@
 //! commands, DEL, EXPIRE...), EXEC holds only those keys' shards (and the WATCHed
 //! keys'); a transaction with anything that may reach other keys (SELECT, FLUSHDB, KEYS,
 //! SORT with patterns, SWAPDB...) holds every shard.
+//!
+//! A script holds every shard of the databases it may touch, growing upwards from
+//! database 0 as it reaches them ([`Held::databases`]).
 
 use std::cell::{RefCell, RefMut};
 
@@ -35,12 +38,15 @@ pub trait HeldShards {
 
 impl ShardMap for Held<'_> {
     fn shard(&mut self, db: usize, index: usize) -> &mut Shard {
+        self.reach(db);
         self.get_or_first(db, index)
     }
     fn swap(&mut self, a: usize, b: usize) {
+        self.reach(a.max(b));
         self.swap_dbs(a, b)
     }
     fn pair(&mut self, a: (usize, usize), b: (usize, usize)) -> Option<(&mut Shard, &mut Shard)> {
+        self.reach(a.0.max(b.0));
         let pa = self.guards.binary_search_by_key(&a, |(k, _)| *k).ok()?;
         let pb = self.guards.binary_search_by_key(&b, |(k, _)| *k).ok()?;
         if pa == pb {
@@ -62,6 +68,9 @@ impl HeldShards for RefCell<Held<'_>> {
 /// Locked shards, sorted by (database, shard).
 pub struct Held<'a> {
     guards: Vec<((usize, usize), MutexGuard<'a, Shard>)>,
+    /// For [`Held::databases`]: the store, and how many databases (from 0) are held;
+    /// more are locked, in order, when touched.
+    grows: Option<(&'a Store, usize)>,
 }
 
 impl<'a> Held<'a> {
@@ -73,7 +82,42 @@ impl<'a> Held<'a> {
                 guards.push(((d, i), db.lock_index(i)));
             }
         }
-        Held { guards }
+        Held {
+            guards,
+            grows: None,
+        }
+    }
+
+    /// Locks every shard of databases `0..=through` now, and of each further database
+    /// when it is first touched (with the ones between): what a script holds. It may
+    /// reach any database, but most touch only the one they start in, and a prefix of
+    /// the databases grown upwards keeps the one global lock order (database, then
+    /// shard), so this cannot deadlock where [`Held::all`] could not. It is as isolated
+    /// as holding everything from the start: a database is locked before the first
+    /// access to it, and whatever ran there before did not touch (and cannot see) the
+    /// databases already held, so it could have run before the whole script.
+    pub fn databases(store: &'a Store, through: usize) -> Held<'a> {
+        let mut held = Held {
+            guards: Vec::new(),
+            grows: Some((store, 0)),
+        };
+        held.reach(through);
+        held
+    }
+
+    /// For a growing set: locks every database up to `db` not held yet, in order.
+    fn reach(&mut self, db: usize) {
+        let Some((store, held)) = &mut self.grows else {
+            return;
+        };
+        let dbs = store.dbs();
+        while *held <= db && *held < dbs.len() {
+            let d = *held;
+            for i in 0..dbs[d].shard_count() {
+                self.guards.push(((d, i), dbs[d].lock_index(i)));
+            }
+            *held += 1;
+        }
     }
 
     /// Locks the given `(database, shard)` pairs, each once, in the global order.
@@ -84,11 +128,15 @@ impl<'a> Held<'a> {
             .into_iter()
             .map(|(d, i)| ((d, i), store.db(d).lock_index(i)))
             .collect();
-        Held { guards }
+        Held {
+            guards,
+            grows: None,
+        }
     }
 
     /// Shard `index` of database `db`, if held.
     pub fn get(&mut self, db: usize, index: usize) -> Option<&mut Shard> {
+        self.reach(db);
         let pos = self
             .guards
             .binary_search_by_key(&(db, index), |(k, _)| *k)
