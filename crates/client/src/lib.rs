@@ -54,6 +54,7 @@
 //! ```
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod cache;
 mod client;
 mod cluster;
 mod cmd;
@@ -70,6 +71,7 @@ mod raw;
 mod reply;
 mod transaction;
 
+pub use cache::{CacheConfig, CacheStats};
 pub use client::Client;
 pub use cluster::{
     ClusterClient, ClusterConfig, ClusterMetrics, ClusterPipeline, ClusterSubscriber, ReadFrom,
