@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """`make bench` driver: builds the release binaries and the Go harness, runs the sections
-(clients, rest, server, fill, families), writes bench/results/<date>-<section>[-quick].json, and
+(clients, rest, server, fill, families, cache), writes bench/results/<date>-<section>[-quick].json, and
 regenerates bench/REPORT.md from the newest result of every section.
 
-    python3 bench/scripts/bench.py [--quick] [--only clients,rest,server,fill,families] [--no-build]
+    python3 bench/scripts/bench.py [--quick] [--only clients,rest,server,fill,families,cache] [--no-build]
 """
 
 import argparse
@@ -15,6 +15,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import cache  # noqa: E402
 import clients  # noqa: E402
 import families  # noqa: E402
 import fill  # noqa: E402
@@ -26,7 +27,7 @@ from common import log  # noqa: E402
 from procs import ROOT  # noqa: E402
 
 SECTIONS = {"clients": clients.run, "rest": rest.run, "server": server.run, "fill": fill.run,
-            "families": families.run}
+            "families": families.run, "cache": cache.run}
 RESULTS = os.path.join(ROOT, "bench", "results")
 
 

@@ -546,3 +546,26 @@ fn move_slot(cluster: &mut RedisCluster, slot: u16) {
             .unwrap();
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// The example on the public API runs as documented.
+
+#[path = "../examples/client_cache.rs"]
+#[allow(dead_code)]
+mod example;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_cache_example_passes_on_redis_server() {
+    let server = RedisServer::start().unwrap();
+    if let Err(e) = example::run(&server.url()).await {
+        panic!("{e}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_cache_example_passes_on_redline_server() {
+    let server = RedlineServer::start().unwrap();
+    if let Err(e) = example::run(&server.url()).await {
+        panic!("{e}");
+    }
+}
