@@ -569,3 +569,28 @@ async fn client_cache_example_passes_on_redline_server() {
         panic!("{e}");
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Pipelines of the caching client drop the entries of the keys they write.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipeline_writes_drop_cached_entries_on_redis_server() {
+    let server = RedisServer::start().unwrap();
+    let client = cached_client(&server.url()).await;
+    client.set("p", "1").await.unwrap();
+    assert_eq!(client.cached_get("p").await.unwrap(), b("1"));
+    for round in 2..50 {
+        let (_, n): ((), i64) = client
+            .pipeline()
+            .set("p", round)
+            .incr("p")
+            .query()
+            .await
+            .unwrap();
+        assert_eq!(n, round + 1);
+        assert_eq!(
+            client.cached_get("p").await.unwrap(),
+            b(&(round + 1).to_string())
+        );
+    }
+}

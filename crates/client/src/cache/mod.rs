@@ -42,10 +42,11 @@
 //!    connection before `C`'s reply, and the client applied it before delivering that
 //!    reply.) With `pool_size > 1` this holds per connection: a round trip on each.
 //! 2. **Read your writes.** A cached read issued after a write through the same client
-//!    (its typed write methods, `cmd` or `query`) returned, sees that write or a newer
-//!    value, on any connection of the pool. Writes in explicit pipelines, transactions,
-//!    scripts touching undeclared keys and dedicated connections count as writes by
-//!    another client (guarantee 1).
+//!    (its typed write methods, `cmd`, `query`, or a [`Pipeline`](crate::Pipeline) of
+//!    the standalone client) returned, sees that write or a newer value, on any
+//!    connection of the pool. Writes in WATCH transactions, cluster pipelines, scripts
+//!    touching undeclared keys and dedicated connections count as writes by another
+//!    client (guarantee 1).
 //! 3. **Never stale forever.** An entry lives at most the TTL cap, and until the first of:
 //!    an invalidation of one of its keys, a flush, eviction.
 //! 4. **Monotonic per key between invalidations.** A stored reply was current when the
@@ -279,6 +280,21 @@ impl Cache {
             // A write without keys (FLUSHALL, FLUSHDB, SWAPDB...).
             _ if spec.flags.contains(CommandFlags::WRITE) => self.flush(),
             _ => {}
+        }
+    }
+
+    /// [`Cache::after_write`] for each command of an encoded pipeline.
+    pub(crate) fn after_writes(&self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let Some(args) = crate::cluster::args::Args::new(bytes) else {
+                return;
+            };
+            let Some(end) = args.ranges().last().map(|r| r.end + 2) else {
+                return;
+            };
+            let (one, rest) = bytes.split_at(end.min(bytes.len()));
+            self.after_write(one);
+            bytes = rest;
         }
     }
 
