@@ -102,10 +102,33 @@ pub(crate) async fn cached<T: Transport>(client: &T, cmd: Cmd) -> Result<Frame, 
         return client.send_read(bytes).await;
     };
     let keys = read_keys(&bytes)?;
-    if !cache.covers(&keys) {
+    cached_encoded(client, cache, bytes, &keys).await
+}
+
+/// A typed read whose only key is its first argument (GET, HGET, HGETALL, SMEMBERS): the
+/// key is sliced out of the encoded command, no command-table walk, no allocation.
+pub(crate) async fn cached_first_key<T: Transport>(client: &T, cmd: Cmd) -> Result<Frame, Error> {
+    let bytes = cmd.into_bytes();
+    let Some(cache) = client.cache() else {
+        return client.send_read(bytes).await;
+    };
+    let key = Args::new(&bytes)
+        .and_then(|mut args| args.nth(1))
+        .map(|k| bytes.slice_ref(k))
+        .ok_or(Error::EmptyCommand)?;
+    cached_encoded(client, cache, bytes, std::slice::from_ref(&key)).await
+}
+
+async fn cached_encoded<T: Transport>(
+    client: &T,
+    cache: &Cache,
+    bytes: Bytes,
+    keys: &[Bytes],
+) -> Result<Frame, Error> {
+    if !cache.covers(keys) {
         return client.send_read(bytes).await;
     }
-    match cache.lookup(&bytes, &keys) {
+    match cache.lookup(&bytes, keys) {
         Lookup::Hit(frame) => Ok(frame),
         Lookup::Fetch(token) => {
             let guard = InFlight {
@@ -192,7 +215,7 @@ macro_rules! cached_reads {
                 key: impl ToArg,
             ) -> impl Future<Output = Result<Option<Bytes>, Error>> + Send + '_ {
                 let cmd = Cmd::new("GET").arg(key);
-                async move { FromReply::from_reply(cached(self, cmd).await?) }
+                async move { FromReply::from_reply(cached_first_key(self, cmd).await?) }
             }
 
             /// `MGET key...`, each key served from the cache when held; the others are
@@ -229,7 +252,7 @@ macro_rules! cached_reads {
                 field: impl ToArg,
             ) -> impl Future<Output = Result<Option<Bytes>, Error>> + Send + '_ {
                 let cmd = Cmd::new("HGET").arg(key).arg(field);
-                async move { FromReply::from_reply(cached(self, cmd).await?) }
+                async move { FromReply::from_reply(cached_first_key(self, cmd).await?) }
             }
 
             /// `HGETALL key`, cached (the whole hash as one entry).
@@ -245,7 +268,7 @@ macro_rules! cached_reads {
                 key: impl ToArg,
             ) -> impl Future<Output = Result<HashMap<Bytes, Bytes>, Error>> + Send + '_ {
                 let cmd = Cmd::new("HGETALL").arg(key);
-                async move { FromReply::from_reply(cached(self, cmd).await?) }
+                async move { FromReply::from_reply(cached_first_key(self, cmd).await?) }
             }
 
             /// `SMEMBERS key`, cached.
@@ -261,7 +284,7 @@ macro_rules! cached_reads {
                 key: impl ToArg,
             ) -> impl Future<Output = Result<HashSet<Bytes>, Error>> + Send + '_ {
                 let cmd = Cmd::new("SMEMBERS").arg(key);
-                async move { FromReply::from_reply(cached(self, cmd).await?) }
+                async move { FromReply::from_reply(cached_first_key(self, cmd).await?) }
             }
 
             /// Any read-only command with keys (`readonly` in Redis's command table:
