@@ -594,3 +594,37 @@ async fn pipeline_writes_drop_cached_entries_on_redis_server() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// A task looping on cache hits still lets other tasks run (hits take tokio's coop budget).
+
+#[tokio::test(flavor = "current_thread")]
+async fn cache_hits_yield_to_other_tasks() {
+    let server = RedisServer::start().unwrap();
+    let client = cached_client(&server.url()).await;
+    client.set("y", "1").await.unwrap();
+    client.cached_get("y").await.unwrap();
+    let ticks = Arc::new(AtomicI64::new(0));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ticker = {
+        let (ticks, stop) = (ticks.clone(), stop.clone());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                ticks.fetch_add(1, Ordering::SeqCst);
+                tokio::task::yield_now().await;
+            }
+        })
+    };
+    let reader = tokio::spawn(async move {
+        for _ in 0..20_000 {
+            client.cached_get("y").await.unwrap();
+        }
+        client.cached_mget(["y"]).await.unwrap();
+    });
+    reader.await.unwrap();
+    // On one thread, the ticker ran only if the reader's hits yielded now and then.
+    let seen = ticks.load(Ordering::SeqCst);
+    stop.store(true, Ordering::SeqCst);
+    ticker.await.unwrap();
+    assert!(seen > 10, "the ticker ran {seen} times during 20,000 hits");
+}

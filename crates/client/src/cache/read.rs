@@ -129,7 +129,10 @@ async fn cached_encoded<T: Transport>(
         return client.send_read(bytes).await;
     }
     match cache.lookup(&bytes, keys) {
-        Lookup::Hit(frame) => Ok(frame),
+        Lookup::Hit(frame) => {
+            hit_yield_point().await;
+            Ok(frame)
+        }
         Lookup::Fetch(token) => {
             let guard = InFlight {
                 cache,
@@ -142,6 +145,14 @@ async fn cached_encoded<T: Transport>(
             Ok(frame)
         }
     }
+}
+
+/// A hit completes without touching the runtime: without this, a task looping on hits
+/// never yields and starves every other task on its worker (timers included). It takes
+/// one unit of tokio's cooperative budget and yields only when the budget is spent, as a
+/// socket read would.
+async fn hit_yield_point() {
+    tokio::task::coop::consume_budget().await;
 }
 
 /// `MGET` from the `GET` entries: hits from the cache, the misses in one `MGET`.
@@ -174,7 +185,9 @@ async fn cached_mget<T: Transport>(client: &T, keys: Vec<Bytes>) -> Result<Frame
         missing.push((out.len(), key, guard));
         out.push(None);
     }
-    if !missing.is_empty() {
+    if missing.is_empty() {
+        hit_yield_point().await;
+    } else {
         let mget = Cmd::new("MGET").args(missing.iter().map(|(_, k, _)| k));
         let values = match client.send_read(mget.into_bytes()).await? {
             Frame::Array(values) if values.len() == missing.len() => values,
