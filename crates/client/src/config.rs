@@ -398,7 +398,8 @@ impl Config {
         self
     }
 
-    /// A copy whose connections carry this cache (or none).
+    /// Makes this configuration's cache (if one is configured) and attaches it, so every
+    /// multiplexed connection made from it tracks keys for it.
     pub(crate) fn attach_cache(&mut self) -> Option<Arc<Cache>> {
         self.tracker = self.cache.as_ref().map(Cache::new);
         self.tracker.clone()
