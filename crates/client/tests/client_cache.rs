@@ -628,3 +628,78 @@ async fn cache_hits_yield_to_other_tasks() {
     ticker.await.unwrap();
     assert!(seen > 10, "the ticker ran {seen} times during 20,000 hits");
 }
+
+// ---------------------------------------------------------------------------------------
+// Cluster: a slot that changes owner drops its cached entries when the client learns of it
+// (a MOVED, or a topology refresh), even when the old owner never announces a change.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_slot_owner_change_drops_cached_entries() {
+    let mut cluster = RedisCluster::builder()
+        .masters(3)
+        .replicas_per_master(0)
+        .start()
+        .unwrap();
+    let mut cfg = ClusterConfig::from_urls(cluster.urls()).unwrap();
+    cfg.node = cfg.node.cache(1 << 20, Duration::from_secs(60));
+    // No periodic refresh: the client learns only from what this test does.
+    cfg.refresh_interval = None;
+    let client = ClusterClient::from_config(cfg).await.unwrap();
+
+    for (tag, learn_by_moved) in [("mv1", true), ("mv2", false)] {
+        let key = format!("{{{tag}}}:a");
+        client.set(&key, "old").await.unwrap();
+        assert_eq!(client.cached_get(&key).await.unwrap(), b("old"));
+        assert_eq!(client.cached_get(&key).await.unwrap(), b("old"));
+
+        // Copy the key to another master (the source keeps it: no invalidation), hand the
+        // slot over, and change the value on the new owner behind the client's back.
+        let slot = key_slot(tag.as_bytes());
+        let from = cluster.master_of_slot(slot).unwrap();
+        let to = cluster
+            .masters()
+            .unwrap()
+            .into_iter()
+            .find(|&m| m != from)
+            .unwrap();
+        let target = cluster.addr(to);
+        let (host, port) = (target.ip().to_string(), target.port().to_string());
+        let (from_id, to_id) = (
+            cluster.node_id(from).to_owned(),
+            cluster.node_id(to).to_owned(),
+        );
+        let slot_s = slot.to_string();
+        cluster
+            .cmd(to, &["CLUSTER", "SETSLOT", &slot_s, "IMPORTING", &from_id])
+            .unwrap();
+        cluster
+            .cmd(from, &["CLUSTER", "SETSLOT", &slot_s, "MIGRATING", &to_id])
+            .unwrap();
+        let args = [
+            "MIGRATE", &host, &port, "", "0", "5000", "COPY", "REPLACE", "KEYS", &key,
+        ];
+        let reply = cluster.cmd(from, &args).unwrap();
+        assert_eq!(reply.text().as_deref(), Some("OK"), "{reply:?}");
+        for node in cluster.masters().unwrap() {
+            cluster
+                .cmd(node, &["CLUSTER", "SETSLOT", &slot_s, "NODE", &to_id])
+                .unwrap();
+        }
+        cluster.cmd(to, &["SET", &key, "new"]).unwrap();
+
+        if learn_by_moved {
+            // Any command for the slot meets a MOVED, which drops the slot's entries.
+            let before = client.metrics().moved;
+            client.set(format!("{{{tag}}}:other"), "x").await.unwrap();
+            assert!(client.metrics().moved > before);
+        } else {
+            client.refresh().await.unwrap();
+        }
+        assert_eq!(
+            client.cached_get(&key).await.unwrap(),
+            b("new"),
+            "learned by {}",
+            if learn_by_moved { "MOVED" } else { "refresh" }
+        );
+    }
+}
