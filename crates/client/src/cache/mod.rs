@@ -29,7 +29,8 @@
 //! (`set`, `incr`, `cmd(["DEL", ..])`...) also drop their keys' entries when their reply
 //! arrives, before the caller sees it. On a cluster, a slot that changes owner (a
 //! `MOVED`, or a topology refresh) drops the entries of its keys, since the new owner
-//! never saw the reads.
+//! never saw the reads; cached reads always go to the slot's master (a replica may lag),
+//! whatever `read_from` says.
 //!
 //! # Consistency guarantee
 //!
