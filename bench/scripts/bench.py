@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """`make bench` driver: builds the release binaries and the Go harness, runs the sections
-(clients, rest, server, fill, families, persistence, replication, tls, bgsave), writes
-bench/results/<date>-<section>[-quick].json, and regenerates bench/REPORT.md from the newest
-result of every section.
+(clients, rest, server, fill, families, persistence, replication, tls, bgsave, cache),
+writes bench/results/<date>-<section>[-quick].json, and regenerates bench/REPORT.md from the
+newest result of every section.
 
     python3 bench/scripts/bench.py [--quick]
-        [--only clients,rest,server,fill,families,persistence,replication,tls,bgsave]
+        [--only clients,rest,server,fill,families,persistence,replication,tls,bgsave,cache]
         [--no-build] [--rdb-size 1gb]
 """
 
@@ -19,6 +19,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bgsave  # noqa: E402
+import cache  # noqa: E402
 import clients  # noqa: E402
 import families  # noqa: E402
 import fill  # noqa: E402
@@ -34,7 +35,8 @@ from procs import ROOT  # noqa: E402
 
 SECTIONS = {"clients": clients.run, "rest": rest.run, "server": server.run, "fill": fill.run,
             "families": families.run, "persistence": persistence.run,
-            "replication": replication.run, "tls": tls.run, "bgsave": bgsave.run}
+            "replication": replication.run, "tls": tls.run, "bgsave": bgsave.run,
+            "cache": cache.run}
 RESULTS = os.path.join(ROOT, "bench", "results")
 
 

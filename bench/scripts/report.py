@@ -433,6 +433,30 @@ def bgsave_section(src, data, v):
               ratio(theirs["p99_during"], ours["p99_during"]), "bgsave")
     for note in data.get("notes", []):
         out.append(f"- {note}")
+
+
+def cache_section(src, data, v):
+    f = data["flags"]
+    out = [f"## 10. Client-side caching (`{src}`)", ""]
+    out.append(f"redline `cached_get` ({f['cache']}) vs the uncached redline client, "
+               f"`{f['workload']}`, {f['keys']:,} keys of {f['value_size']} B, "
+               f"{f['rounds']} rounds alternating, {f['duration_secs']} s each. Cells: median "
+               "ops/s (median p99 us).")
+    out.append("")
+    out.append("| server | callers | redline | redline-cached | cached ÷ uncached |")
+    out.append("|---|---:|---:|---:|---:|")
+    cells = sorted({(r["server"], r["callers"]) for r in data["runs"]})
+    for server, callers in cells:
+        st = {}
+        for c in ("redline", "redline-cached"):
+            rs = [r for r in data["runs"]
+                  if r["server"] == server and r["callers"] == callers and r["client"] == c]
+            st[c] = (med([r["ops_per_sec"] for r in rs]), med([r["p99_us"] for r in rs]))
+        rr = ratio(st["redline-cached"][0], st["redline"][0])
+        cell = lambda c: f"{fmt_n(st[c][0])} ({fmt_n(st[c][1])})"
+        out.append(f"| {server} | {callers} | {cell('redline')} | {cell('redline-cached')} | "
+                   f"{fmt_r(rr)} |")
+        v.add(f"{server} zipf x{callers}", rr, "cached vs uncached redline (ops/s)")
     out.append("")
     return out
 
@@ -449,7 +473,7 @@ def write():
     for name, fn in (("server", server_section), ("fill", fill_section),
                      ("families", families_section), ("persistence", persistence_section),
                      ("replication", replication_section), ("tls", tls_section),
-                     ("bgsave", bgsave_section)):
+                     ("bgsave", bgsave_section), ("cache", cache_section)):
         if name in newest:
             src, data = newest[name]
             body += fn(src, data, v)

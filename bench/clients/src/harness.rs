@@ -52,6 +52,9 @@ pub enum Op {
     Set,
     /// 80% GET, 20% SET (a read-heavy cache).
     Mixed,
+    /// 95% GET, 5% SET, keys drawn from a Zipf distribution (s = 0.99): a read-mostly
+    /// workload with hot keys, where client-side caching pays.
+    Zipf,
 }
 
 impl Op {
@@ -61,6 +64,7 @@ impl Op {
             Op::Get => "get",
             Op::Set => "set",
             Op::Mixed => "mixed",
+            Op::Zipf => "zipf",
         }
     }
 }
@@ -153,6 +157,7 @@ pub async fn run<B: Backend>(cfg: &RunConfig) -> Result<Report, BoxError> {
     let histogram = Histogram::new_with_bounds(1, 60_000_000_000, 3)?;
     let _ = TEMPLATE.set(histogram.clone());
     let phase = Arc::new(AtomicU8::new(WARMUP));
+    let zipf = Zipf::new(keys.len(), 0.99);
     let mut tasks = Vec::with_capacity(cfg.callers);
     for id in 0..cfg.callers {
         tasks.push(tokio::spawn(caller(
@@ -162,6 +167,7 @@ pub async fn run<B: Backend>(cfg: &RunConfig) -> Result<Report, BoxError> {
             cfg.op,
             phase.clone(),
             id as u64,
+            zipf.clone(),
         )));
     }
     tokio::time::sleep(cfg.warmup).await;
@@ -282,6 +288,7 @@ async fn caller<B: Backend>(
     op: Op,
     phase: Arc<AtomicU8>,
     id: u64,
+    zipf: Zipf,
 ) {
     let mut rng = fastrand::Rng::with_seed(0x5eed ^ id);
     loop {
@@ -289,11 +296,16 @@ async fn caller<B: Backend>(
         if before == STOP {
             return;
         }
-        let key = &keys[rng.usize(..keys.len())];
+        let index = match op {
+            Op::Zipf => zipf.sample(&mut rng),
+            _ => rng.usize(..keys.len()),
+        };
+        let key = &keys[index.min(keys.len() - 1)];
         let is_set = match op {
             Op::Get => false,
             Op::Set => true,
             Op::Mixed => rng.u8(..10) < 2,
+            Op::Zipf => rng.u8(..100) < 5,
         };
         let t0 = Instant::now();
         let result = if is_set {
@@ -322,5 +334,33 @@ async fn caller<B: Backend>(
                 }
             }
         });
+    }
+}
+
+/// Zipf-distributed key indexes: rank `i` (0-based) has weight `1 / (i + 1)^s`. Sampled by
+/// binary search in the cumulative weights (computed once per run, shared by callers).
+#[derive(Clone)]
+struct Zipf {
+    cdf: Arc<[f64]>,
+}
+
+impl Zipf {
+    fn new(n: usize, s: f64) -> Zipf {
+        let mut total = 0.0;
+        let mut cdf: Vec<f64> = (0..n.max(1))
+            .map(|i| {
+                total += 1.0 / ((i + 1) as f64).powf(s);
+                total
+            })
+            .collect();
+        for c in &mut cdf {
+            *c /= total;
+        }
+        Zipf { cdf: cdf.into() }
+    }
+
+    fn sample(&self, rng: &mut fastrand::Rng) -> usize {
+        let u = rng.f64();
+        self.cdf.partition_point(|&c| c < u)
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use redline_resp::Frame;
 
+use crate::cache::Cache;
 use crate::cmd::{Cmd, Restriction, ToArg};
 use crate::config::{Backoff, Config};
 use crate::dedicated::{DedicatedConnection, DedicatedPool};
@@ -48,6 +49,8 @@ struct Inner {
     retries: u32,
     /// Through Sentinel: the task following `+switch-master`, stopped with the client.
     _sentinel_watch: Option<crate::sentinel::watch::WatcherGuard>,
+    /// The client-side cache, when configured (`Config::cache`).
+    cache: Option<Arc<Cache>>,
 }
 
 impl Client {
@@ -81,8 +84,9 @@ impl Client {
     /// # let _ = client;
     /// # Ok(()) }
     /// ```
-    pub async fn from_config(cfg: Config) -> Result<Client, Error> {
+    pub async fn from_config(mut cfg: Config) -> Result<Client, Error> {
         let endpoint = Arc::new(Endpoint::new(&cfg)?);
+        let cache = cfg.attach_cache();
         let pool = Pool::connect(endpoint.clone(), &cfg).await?;
         let sentinel_watch = endpoint
             .discovery
@@ -97,12 +101,17 @@ impl Client {
                 backoff: cfg.backoff,
                 command_timeout: cfg.command_timeout,
                 retries: cfg.retries,
+                cache,
             }),
         })
     }
 
     pub(crate) fn pool(&self) -> &Pool {
         &self.inner.pool
+    }
+
+    pub(crate) fn client_cache(&self) -> Option<&Arc<Cache>> {
+        self.inner.cache.as_ref()
     }
 
     /// Sends any command, given as its arguments, and returns the reply as sent. An error
@@ -163,6 +172,12 @@ impl Client {
         convert: fn(Frame) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let frame = match route? {
+            // With a client-side cache, what may write drops its keys' entries (boxed:
+            // a disabled cache costs this branch only).
+            Route::Shared {
+                bytes,
+                readonly: false,
+            } if self.inner.cache.is_some() => Box::pin(self.send_invalidating(bytes)).await?,
             Route::Shared { bytes, readonly } if !readonly || self.inner.retries == 0 => {
                 self.pool().pick().send(bytes).await?
             }
@@ -172,6 +187,17 @@ impl Client {
             Route::Blocking { cmd, block } => Box::pin(self.send_blocking(*cmd, block)).await?,
         };
         convert(frame)
+    }
+
+    /// A command that may write, with a client-side cache: once it is answered (or
+    /// failed: it may have run), its keys' entries are dropped before the caller sees
+    /// the reply, so the caller's next cached read cannot return what it overwrote.
+    async fn send_invalidating(&self, bytes: Bytes) -> Result<Frame, Error> {
+        let reply = self.pool().pick().send(bytes.clone()).await;
+        if let Some(cache) = &self.inner.cache {
+            cache.after_write(&bytes);
+        }
+        reply
     }
 
     /// A read-only command, sent again after connection errors, at most `retries` times.

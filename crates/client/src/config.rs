@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use redline_resp::{Frame, Limits, Protocol};
 
+use crate::cache::{Cache, CacheConfig};
 use crate::error::{Error, UrlError};
 use crate::sentinel::SentinelConfig;
 
@@ -94,6 +95,14 @@ pub struct Config {
     /// then unused): see [`SentinelConfig`] and the `redis+sentinel://` URL form of
     /// [`Config::from_url`].
     pub sentinel: Option<SentinelConfig>,
+    /// Server-assisted client-side caching for the `cached_*` reads; `None` (the default)
+    /// disables it. Needs RESP3. See [`Config::cache`] and [`CacheConfig`]; URL options
+    /// `cache_size`, `cache_entries`, `cache_ttl`, `cache_bcast`.
+    pub cache: Option<CacheConfig>,
+    /// The cache instance of the client this configuration was given to: set by
+    /// `Client::from_config`/`ClusterClient::from_config`, read by every multiplexed
+    /// connection (tracking, invalidations, flushes).
+    pub(crate) tracker: Option<Arc<Cache>>,
 }
 
 impl Default for Config {
@@ -119,6 +128,8 @@ impl Default for Config {
             unresponsive_after: Some(Duration::from_secs(10)),
             busy_polls: 32,
             sentinel: None,
+            cache: None,
+            tracker: None,
         }
     }
 }
@@ -146,6 +157,7 @@ impl fmt::Debug for Config {
             .field("unresponsive_after", &self.unresponsive_after)
             .field("busy_polls", &self.busy_polls)
             .field("sentinel", &self.sentinel)
+            .field("cache", &self.cache)
             .finish()
     }
 }
@@ -333,7 +345,10 @@ impl Config {
     /// Options: `protocol` (2 or 3), `client_name`, `db`, `connect_timeout`,
     /// `timeout` (command timeout; `0` or `none` disables it), `pool_size`,
     /// `queue_bound`, `on_full` (`wait` or `error`), `retries`, `unresponsive_after`
-    /// (`none` disables it), `busy_polls`, and for TLS `ca_file`, `sni`
+    /// (`none` disables it), `busy_polls`, the client-side cache's `cache_size` (bytes,
+    /// `kb`/`mb`/`gb` suffixes), `cache_entries`, `cache_ttl` and `cache_bcast` (BCAST
+    /// mode; comma-separated prefixes, empty for every key): any of them turns the cache
+    /// on, 64 MiB and 60 s unless given; and for TLS `ca_file`, `sni`
     /// (certificate name when it differs from the host) and `insecure` (`true` skips
     /// certificate checks; tests only). Durations take `ms`, `s` or `m` suffixes; a bare
     /// number is seconds. Unknown options are errors.
@@ -407,7 +422,47 @@ impl Config {
         }
     }
 
+    /// Turns on server-assisted client-side caching: at most `max_bytes` held, entries
+    /// served at most `ttl` after they were stored (invalidations from the server drop
+    /// them as soon as their keys change). Cached reads are the `cached_*` methods; see
+    /// [`CacheConfig`] for the other settings (entry bound, BCAST mode).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> redline::Result<()> {
+    /// use std::time::Duration;
+    /// use redline::{Client, Config};
+    ///
+    /// let cfg = Config::from_url("redis://127.0.0.1:6379")?.cache(64 << 20, Duration::from_secs(60));
+    /// let client = Client::from_config(cfg).await?;
+    /// client.set("greeting", "hello").await?;
+    /// assert_eq!(client.cached_get("greeting").await?.as_deref(), Some(&b"hello"[..])); // server
+    /// assert_eq!(client.cached_get("greeting").await?.as_deref(), Some(&b"hello"[..])); // memory
+    /// let stats = client.cache_stats().unwrap_or_default();
+    /// assert_eq!((stats.hits, stats.misses), (1, 1));
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn cache(mut self, max_bytes: usize, ttl: Duration) -> Config {
+        self.cache = Some(CacheConfig::new(max_bytes, ttl));
+        self
+    }
+
+    /// Makes this configuration's cache (if one is configured) and attaches it, so every
+    /// multiplexed connection made from it tracks keys for it.
+    pub(crate) fn attach_cache(&mut self) -> Option<Arc<Cache>> {
+        self.tracker = self.cache.as_ref().map(Cache::new);
+        self.tracker.clone()
+    }
+
     pub(crate) fn validate(&self) -> Result<(), Error> {
+        if let Some(cache) = &self.cache {
+            if self.protocol != Protocol::Resp3 {
+                return Err(Error::Config("client-side caching needs protocol RESP3"));
+            }
+            if cache.max_bytes == 0 || cache.max_entries == 0 {
+                return Err(Error::Config("cache bounds must be at least 1"));
+            }
+        }
         if self.pool_size == 0 {
             return Err(Error::Config("pool_size must be at least 1"));
         }
@@ -640,6 +695,32 @@ fn apply_option(cfg: &mut Config, key: &str, value: &str) -> Result<(), UrlError
                 sentinel.password = Some(value.to_owned());
             }
         }
+        "cache_size" => {
+            cache_of(cfg).max_bytes = parse_size(value)
+                .filter(|&n| n > 0)
+                .ok_or_else(|| bad("cache_size"))?
+        }
+        "cache_entries" => {
+            cache_of(cfg).max_entries = value
+                .parse()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| bad("cache_entries"))?
+        }
+        "cache_ttl" => {
+            cache_of(cfg).ttl = parse_duration(value)
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| bad("cache_ttl"))?
+        }
+        "cache_bcast" => {
+            cache_of(cfg).bcast_prefixes = Some(
+                value
+                    .split(',')
+                    .filter(|p| !p.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+            )
+        }
         "ca_file" | "sni" | "insecure" => {
             let tls = cfg
                 .tls
@@ -660,6 +741,25 @@ fn apply_option(cfg: &mut Config, key: &str, value: &str) -> Result<(), UrlError
         other => return Err(UrlError::UnknownOption(Arc::from(other))),
     }
     Ok(())
+}
+
+/// The cache settings, created with their defaults by the first `cache_*` URL option.
+fn cache_of(cfg: &mut Config) -> &mut CacheConfig {
+    cfg.cache.get_or_insert_with(CacheConfig::default)
+}
+
+/// `4096`, `512kb`, `64mb`, `1gb` (binary multiples; `k`, `m`, `g`, `kib`... also work).
+fn parse_size(s: &str) -> Option<usize> {
+    let lower = s.to_ascii_lowercase();
+    let digits = lower.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let scale: usize = match &lower[digits.len()..] {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return None,
+    };
+    digits.parse::<usize>().ok()?.checked_mul(scale)
 }
 
 /// `250ms`, `5s`, `1m`, or a bare number of seconds (fractions allowed).
@@ -748,6 +848,22 @@ mod tests {
         assert_eq!(Config::from_url("redis://h").unwrap().busy_polls, 32);
         let cfg = Config::from_url("redis://h?busy_polls=0").unwrap();
         assert_eq!(cfg.busy_polls, 0);
+        assert_eq!(Config::from_url("redis://h").unwrap().cache, None);
+        let cfg =
+            Config::from_url("redis://h?cache_size=2mb&cache_ttl=5s&cache_bcast=a:,b:").unwrap();
+        let cache = cfg.cache.unwrap();
+        assert_eq!(cache.max_bytes, 2 << 20);
+        assert_eq!(cache.ttl, Duration::from_secs(5));
+        assert_eq!(
+            cache.bcast_prefixes,
+            Some(vec!["a:".to_owned(), "b:".to_owned()])
+        );
+        let cache = Config::from_url("redis://h?cache_entries=10")
+            .unwrap()
+            .cache
+            .unwrap();
+        assert_eq!((cache.max_entries, cache.max_bytes), (10, 64 << 20));
+        assert_eq!(cache.bcast_prefixes, None);
     }
 
     #[test]
@@ -762,6 +878,8 @@ mod tests {
             ("redis://h?nope=1", "unknown option"),
             ("redis://h?protocol=4", "protocol"),
             ("redis://h?busy_polls=-1", "busy_polls"),
+            ("redis://h?cache_size=lots", "cache_size"),
+            ("redis://h?cache_ttl=0", "cache_ttl"),
             ("redis://h?sni=x", "TLS options"),
             ("redis://%zz@h", "percent"),
         ] {

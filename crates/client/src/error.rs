@@ -149,6 +149,24 @@ pub enum Error {
     /// The client's connection task has stopped (the client was dropped or shut down).
     #[error("client is closed")]
     Closed,
+
+    /// Client-side caching was configured but the server only speaks RESP2 (it refused
+    /// `HELLO 3`): invalidations need RESP3 push frames on the same connection.
+    #[error("client-side caching needs RESP3, but {addr} refused HELLO 3")]
+    CacheNeedsResp3 {
+        /// The server.
+        addr: Arc<str>,
+    },
+
+    /// A command given to a cached read that cannot be cached: it may write, or it reads
+    /// no key (so no invalidation would ever reach it).
+    #[error(
+        "{command} cannot be served from the client-side cache (only read-only commands with keys)"
+    )]
+    NotCacheable {
+        /// The command's name.
+        command: Arc<str>,
+    },
 }
 
 impl Error {

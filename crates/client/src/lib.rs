@@ -65,8 +65,30 @@
 //! client.incr("visits").await?;
 //! # Ok(()) }
 //! ```
+//!
+//! # Client-side caching
+//!
+//! Opt-in with [`Config::cache`]: every multiplexed connection turns on RESP3 `CLIENT
+//! TRACKING`, and the `cached_*` reads ([`Client::cached_get`], `cached_mget`,
+//! `cached_hget`, `cached_hgetall`, `cached_smembers`, `cached_cmd`) are served from a
+//! bounded LRU that the server's invalidation pushes keep current, in order with the
+//! replies. The consistency guarantee, stated precisely, is in the crate README and the
+//! `cache` module's docs: a completed write is never hidden from a cached read issued
+//! after one more round trip on the client's connection, and never from the writer itself.
+//!
+//! ```no_run
+//! # async fn demo() -> redline::Result<()> {
+//! use std::time::Duration;
+//!
+//! let cfg = redline::Config::from_url("redis://127.0.0.1:6379")?.cache(64 << 20, Duration::from_secs(60));
+//! let client = redline::Client::from_config(cfg).await?;
+//! let hot = client.cached_get("config:flags").await?;
+//! # let _ = hot;
+//! # Ok(()) }
+//! ```
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod cache;
 mod client;
 mod cluster;
 mod cmd;
@@ -84,6 +106,7 @@ mod reply;
 pub mod sentinel;
 mod transaction;
 
+pub use cache::{CacheConfig, CacheStats};
 pub use client::Client;
 pub use cluster::{
     ClusterClient, ClusterConfig, ClusterMetrics, ClusterPipeline, ClusterSubscriber, ReadFrom,

@@ -300,13 +300,22 @@ impl Pipeline {
     /// ```
     pub async fn query_frames(&mut self) -> Result<Vec<Frame>, Error> {
         let encoded = self.take_loaded().await?;
+        // With a client-side cache, the commands that may write drop their keys' entries
+        // once answered (read your writes), as on the client itself.
+        let written = self
+            .client
+            .client_cache()
+            .map(|cache| (cache.clone(), encoded.bytes.clone()));
         let frames = self
             .client
             .pool()
             .pick()
             .send_many(encoded.bytes, encoded.count)
-            .await?;
-        finish(frames, encoded.atomic, &encoded.shapes)
+            .await;
+        if let Some((cache, bytes)) = written {
+            cache.after_writes(&bytes);
+        }
+        finish(frames?, encoded.atomic, &encoded.shapes)
     }
 }
 

@@ -24,7 +24,10 @@ impl Pool {
     pub(crate) async fn connect(endpoint: Arc<Endpoint>, cfg: &Config) -> Result<Pool, Error> {
         let mut muxes = Vec::with_capacity(cfg.pool_size);
         for _ in 0..cfg.pool_size {
-            let conn = net::connect(&endpoint).await?;
+            let mut conn = net::connect(&endpoint).await?;
+            if let Some(cache) = &cfg.tracker {
+                cache.enable_tracking(&mut conn, &endpoint.addr).await?;
+            }
             muxes.push(Multiplexer::spawn(endpoint.clone(), cfg, Some(conn)));
         }
         Ok(Pool {

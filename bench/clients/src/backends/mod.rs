@@ -46,6 +46,12 @@ pub const BACKENDS: &[Entry] = &[
         "redline::Client (one multiplexed connection)",
     ),
     entry(
+        "redline-cached",
+        false,
+        runner::<self::redline::RedlineCached>,
+        "redline::Client with the client-side cache (64 MiB, 60 s): GET is cached_get",
+    ),
+    entry(
         "redis-rs",
         false,
         runner::<redis_rs::Multiplexed>,

@@ -13,9 +13,11 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
+use redline_resp::slot::{key_slot, SLOTS};
 use redline_resp::Frame;
 use tokio::sync::Notify;
 
+use crate::cache::Cache;
 use crate::cmd::{Cmd, Restriction, ToArg};
 use crate::error::{Error, ServerErrorKind};
 use crate::reply::FromReply;
@@ -66,6 +68,8 @@ pub(crate) struct Shared {
     pub(crate) refresh: Arc<Notify>,
     /// Key positions of commands missing from the table, by lower-case name.
     learned: Mutex<HashMap<Vec<u8>, LearnedKeys>>,
+    /// The client-side cache shared by every node's connections, when configured.
+    pub(crate) cache: Option<Arc<Cache>>,
 }
 
 impl Drop for Shared {
@@ -84,13 +88,34 @@ impl Shared {
 
     /// `MOVED`: points `slot` at `node` at once.
     pub(crate) fn patch(&self, slot: u16, node: &Arc<Node>) {
-        self.table.rcu(|table| {
+        let old = self.table.rcu(|table| {
             if table.serves(slot, &node.addr) {
                 Arc::clone(table)
             } else {
                 Arc::new(table.with_moved(slot, node))
             }
         });
+        if let Some(cache) = &self.cache {
+            if !old.serves(slot, &node.addr) {
+                // The new owner never saw this client's reads of the slot's keys.
+                cache.remove_where(|key| key_slot(key) == slot);
+            }
+        }
+    }
+
+    /// Swaps in a new table; with a cache, drops the entries of every slot whose master
+    /// changed (see [`Shared::patch`]).
+    pub(crate) fn install_table(&self, table: SlotTable) {
+        let old = self.table.swap(Arc::new(table));
+        if let Some(cache) = &self.cache {
+            let new = self.table.load();
+            let moved: Vec<bool> = (0..SLOTS)
+                .map(|s| old.master(s).map(|n| &n.addr) != new.master(s).map(|n| &n.addr))
+                .collect();
+            if moved.iter().any(|&m| m) {
+                cache.remove_where(|key| moved.get(usize::from(key_slot(key))) == Some(&true));
+            }
+        }
     }
 }
 
@@ -107,8 +132,9 @@ impl ClusterClient {
 
     /// Connects with a full configuration: asks the seeds in order for the topology
     /// (`CLUSTER SHARDS`, or `CLUSTER SLOTS` on older servers) and starts the refresh task.
-    pub async fn from_config(cfg: ClusterConfig) -> Result<ClusterClient, Error> {
+    pub async fn from_config(mut cfg: ClusterConfig) -> Result<ClusterClient, Error> {
         cfg.validate()?;
+        let cache = cfg.node.attach_cache();
         let shared = Arc::new(Shared {
             table: ArcSwap::from_pointee(SlotTable::empty()),
             registry: Registry::new(cfg.node.clone()),
@@ -116,6 +142,7 @@ impl ClusterClient {
             metrics: Metrics::default(),
             refresh: Arc::new(Notify::new()),
             learned: Mutex::new(HashMap::new()),
+            cache,
         });
         refresh::initial(&shared).await?;
         refresh::spawn(&shared);
@@ -219,7 +246,24 @@ impl ClusterClient {
             let block = cmd.block_time();
             return Box::pin(self.blocking_frame(cmd, block)).await;
         }
+        if self.inner.cache.is_some() && !cmd.is_readonly() {
+            return Box::pin(self.execute_invalidating(prepare(cmd)?, read_from)).await;
+        }
         self.execute(prepare(cmd)?, read_from).await
+    }
+
+    /// A command that may write, with a client-side cache: its keys' entries are dropped
+    /// once it is answered, before the caller sees the reply (read your writes).
+    async fn execute_invalidating(
+        &self,
+        bytes: Bytes,
+        read_from: ReadFrom,
+    ) -> Result<Frame, Error> {
+        let reply = self.execute(bytes.clone(), read_from).await;
+        if let Some(cache) = &self.inner.cache {
+            cache.after_write(&bytes);
+        }
+        reply
     }
 
     /// Routes and sends one encoded command; the reply frame as the cluster gave it
@@ -428,6 +472,7 @@ mod size_probe {
             metrics: Default::default(),
             refresh: Default::default(),
             learned: Default::default(),
+            cache: None,
         });
         let cluster = super::ClusterClient { inner: shared };
         let f = cluster.get("k");

@@ -24,11 +24,11 @@
 //! The hash slot itself (CRC16-XMODEM and Redis's hash-tag rule) lives in
 //! `redline_resp::slot`, shared with the server.
 
-mod args;
+pub(crate) mod args;
 mod batch;
 mod client;
 mod config;
-mod dedicated;
+pub(crate) mod dedicated;
 mod exec;
 mod fanout;
 mod join;

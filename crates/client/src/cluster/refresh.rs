@@ -138,7 +138,7 @@ pub(crate) async fn refresh_now(shared: &Shared) -> Result<(), Error> {
 fn install(shared: &Shared, layout: &Layout) -> Result<(), Error> {
     let table = SlotTable::build(layout, &shared.registry)?;
     let keep: Vec<Arc<str>> = table.nodes().iter().map(|n| n.addr.clone()).collect();
-    shared.table.store(Arc::new(table));
+    shared.install_table(table);
     shared
         .registry
         .retain(|addr| keep.iter().any(|k| &**k == addr));

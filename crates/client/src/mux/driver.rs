@@ -10,7 +10,8 @@
 //! 3. **read** — reads what the socket has, decodes every complete frame and completes
 //!    pending slots front to back. RESP3 push frames go to the push handler and never
 //!    consume a slot, so server-initiated messages cannot shift replies onto the wrong
-//!    callers.
+//!    callers. Client-side cache invalidations are applied right there, in stream order
+//!    with the replies around them (see `crate::cache`).
 //!
 //! 4. **timer** — one timer per connection enforces every command's deadline: when it
 //!    fires, expired slots at the front of the FIFO are answered with a timeout and left
@@ -45,6 +46,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, Sleep};
 
 use super::request::{ManyPending, Pending, Reply, Request};
+use crate::cache::Cache;
 use crate::config::PushHandler;
 use crate::error::{Error, IoOp};
 use crate::net::{Connection, READ_CHUNK};
@@ -91,6 +93,7 @@ pub(crate) struct Driver<'a> {
     conn: Connection,
     addr: &'a Arc<str>,
     push: Option<&'a PushHandler>,
+    cache: Option<&'a Arc<Cache>>,
     wbuf: BytesMut,
     needs_flush: bool,
     /// Whether the task already yielded once since its last write (see `poll_run`).
@@ -129,6 +132,7 @@ impl<'a> Driver<'a> {
         mut conn: Connection,
         addr: &'a Arc<str>,
         push: Option<&'a PushHandler>,
+        cache: Option<&'a Arc<Cache>>,
         options: DriverOptions,
     ) -> Self {
         Driver {
@@ -136,6 +140,7 @@ impl<'a> Driver<'a> {
             conn,
             addr,
             push,
+            cache,
             wbuf: BytesMut::with_capacity(16 * 1024),
             needs_flush: false,
             yielded: false,
@@ -371,6 +376,9 @@ impl<'a> Driver<'a> {
     #[inline]
     fn dispatch(&mut self, frame: Frame) -> Result<(), Error> {
         if let Frame::Push(_) = frame {
+            if let Some(cache) = self.cache {
+                cache.on_push(&frame);
+            }
             if let Some(handler) = self.push {
                 handler.call(frame);
             }

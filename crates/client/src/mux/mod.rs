@@ -63,6 +63,7 @@ impl Multiplexer {
             initial,
             cfg.backoff,
             cfg.push_handler.clone(),
+            cfg.tracker.clone(),
             driver::DriverOptions::of(cfg),
         ));
         Multiplexer {

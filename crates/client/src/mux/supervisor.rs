@@ -12,6 +12,10 @@
 //!   exponential delay, and requests arriving before then fail at once with the last
 //!   connection error (fast failure instead of callers piling up behind a dead server),
 //!   unless Sentinel moved the master meanwhile. A failed attempt fails everything queued.
+//!
+//! With a client-side cache, a new connection turns tracking on before it carries a
+//! command, and the cache is flushed when a connection is lost and again when the next
+//! one is up: invalidations for the old connection's reads may have been missed.
 
 use std::sync::Arc;
 
@@ -20,6 +24,7 @@ use tokio::time::Instant;
 
 use super::driver::{Driver, DriverOptions, Stop};
 use super::request::Request;
+use crate::cache::Cache;
 use crate::config::{Backoff, PushHandler};
 use crate::error::Error;
 use crate::net::{self, Connection, Endpoint};
@@ -30,6 +35,7 @@ pub(crate) async fn run(
     mut initial: Option<Connection>,
     backoff: Backoff,
     push: Option<PushHandler>,
+    cache: Option<Arc<Cache>>,
     options: DriverOptions,
 ) {
     let addr = endpoint.addr.clone();
@@ -59,7 +65,7 @@ pub(crate) async fn run(
                         continue;
                     }
                 }
-                match net::connect(&endpoint).await {
+                match connect(&endpoint, cache.as_deref()).await {
                     Ok(conn) => {
                         failures = 0;
                         backoff_until = None;
@@ -77,11 +83,28 @@ pub(crate) async fn run(
                 }
             }
         };
-        match drive(conn, &addr, push.as_ref(), options, &mut rx, first).await {
-            Some((err, failed_at)) => carried = fail_queued_before(&mut rx, &err, failed_at),
+        let cache = cache.as_ref();
+        match drive(conn, &addr, push.as_ref(), cache, options, &mut rx, first).await {
+            Some((err, failed_at)) => {
+                if let Some(cache) = cache {
+                    cache.flush();
+                }
+                carried = fail_queued_before(&mut rx, &err, failed_at)
+            }
             None => return,
         }
     }
+}
+
+/// Opens a connection; with a cache, turns tracking on and flushes the cache before
+/// the connection carries a command.
+async fn connect(endpoint: &Endpoint, cache: Option<&Cache>) -> Result<Connection, Error> {
+    let mut conn = net::connect(endpoint).await?;
+    if let Some(cache) = cache {
+        cache.enable_tracking(&mut conn, &endpoint.addr).await?;
+        cache.flush();
+    }
+    Ok(conn)
 }
 
 /// Drives one connection to its end. Returns the error that ended it and when, after
@@ -91,11 +114,12 @@ async fn drive(
     conn: Connection,
     addr: &Arc<str>,
     push: Option<&PushHandler>,
+    cache: Option<&Arc<Cache>>,
     options: DriverOptions,
     rx: &mut mpsc::Receiver<Request>,
     first: Option<Request>,
 ) -> Option<(Error, Instant)> {
-    let mut driver = Driver::new(conn, addr, push, options);
+    let mut driver = Driver::new(conn, addr, push, cache, options);
     if let Some(first) = first {
         driver.accept(first, Instant::now());
     }
