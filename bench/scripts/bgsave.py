@@ -10,7 +10,8 @@ Per server and round (servers alternate in rotation):
    baseline p99) and once with a BGSAVE started 0.5 s in;
 4. during that BGSAVE, the proportional set size (PSS, so pages a fork child shares with
    its parent are not counted twice) of the server and its children, sampled every 20 ms,
-   against the PSS just before it (growth) and against used_memory after the fill (peak).
+   as a multiple of the PSS just before it (the server's real size; used_memory counts
+   differently in the two servers), and as growth over used_memory.
 
     python3 bench/scripts/bgsave.py [--quick] [--keys N]
 """
@@ -119,6 +120,7 @@ def measure(procs, server, p):
         during = load_result(bench)
         return {"server": server, "dataset_bytes": dataset, "pss_before": before,
                 "pss_peak": peak[0], "peak_over_dataset": peak[0] / dataset,
+                "peak_over_before": peak[0] / before,
                 "growth_over_dataset": (peak[0] - before) / dataset,
                 "idle_save_s": idle_save, "loaded_save_s": loaded_save, "window_s": window,
                 "baseline": baseline, "during": during}
@@ -126,13 +128,13 @@ def measure(procs, server, p):
         procs.stop(proc)
 
 
-def run(quick, keys=None):
+def run(quick, keys=None, servers=SERVERS):
     p = plan(quick, keys)
     runs, notes = [], []
     procs = Procs()
     try:
         for r in range(p["rounds"]):
-            for server in rotation(SERVERS, r):
+            for server in rotation(list(servers), r):
                 try:
                     row = measure(procs, server, p)
                 except Exception as e:  # a failed round is reported, not fatal
@@ -141,7 +143,7 @@ def run(quick, keys=None):
                 row["round"] = r
                 runs.append(row)
                 log(f"bgsave r{r} {server}: dataset {row['dataset_bytes'] / 2**20:.0f} MiB, "
-                    f"peak {row['peak_over_dataset']:.2f}x, save {row['loaded_save_s']:.1f} s, "
+                    f"peak {row['peak_over_before']:.2f}x of the PSS before, save {row['loaded_save_s']:.1f} s, "
                     f"p99 {row['baseline']['p99_ms']:.2f} -> {row['during']['p99_ms']:.2f} ms")
     finally:
         procs.close()
@@ -157,5 +159,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--keys", type=int, default=None)
+    ap.add_argument("--servers", default=",".join(SERVERS), help="comma list")
     args = ap.parse_args()
-    print(json.dumps(run(args.quick, args.keys), indent=1))
+    print(json.dumps(run(args.quick, args.keys, args.servers.split(",")), indent=1))

@@ -403,7 +403,7 @@ def bgsave_section(src, data, v):
                f"{f['rounds']} rounds, servers in rotation. redline-server saves a copy-on-write "
                "cut of its keyspace; redis-server forks. Medians over rounds.")
     out.append("")
-    out.append("| server | dataset | peak ÷ dataset | growth ÷ dataset | save idle / loaded | "
+    out.append("| server | used_memory | peak ÷ PSS before | growth ÷ used_memory | save idle / loaded | "
                "writers p99 without / with save | writers ops/s without / with |")
     out.append("|---|---:|---:|---:|---:|---:|---:|")
     med = lambda xs: sorted(xs)[len(xs) // 2] if xs else None  # noqa: E731
@@ -412,7 +412,7 @@ def bgsave_section(src, data, v):
         rs = [r for r in data["runs"] if r["server"] == server]
         if not rs:
             continue
-        c = {k: med([r[k] for r in rs]) for k in ("dataset_bytes", "peak_over_dataset",
+        c = {k: med([r[k] for r in rs]) for k in ("dataset_bytes", "peak_over_before",
                                                  "growth_over_dataset", "idle_save_s",
                                                  "loaded_save_s")}
         c["p99_base"] = med([r["baseline"]["p99_ms"] for r in rs])
@@ -421,18 +421,20 @@ def bgsave_section(src, data, v):
         c["ops_during"] = med([r["during"]["ops_per_sec"] for r in rs])
         cells[server] = c
         out.append(f"| {server} | {c['dataset_bytes'] / 2**20:,.0f} MiB | "
-                   f"{c['peak_over_dataset']:.2f}x | {c['growth_over_dataset']:.2f}x | "
+                   f"{c['peak_over_before']:.2f}x | {c['growth_over_dataset']:.2f}x | "
                    f"{c['idle_save_s']:.1f} s / {c['loaded_save_s']:.1f} s | "
                    f"{c['p99_base']:.2f} / {c['p99_during']:.2f} ms | "
                    f"{c['ops_base']:,.0f} / {c['ops_during']:,.0f} |")
     if len(cells) == 2:
         ours, theirs = cells["redline-server"], cells["redis-server"]
         v.add("peak memory during BGSAVE, redis ÷ redline",
-              ratio(theirs["peak_over_dataset"], ours["peak_over_dataset"]), "bgsave")
+              ratio(theirs["peak_over_before"], ours["peak_over_before"]), "bgsave")
         v.add("writers' p99 during BGSAVE, redis ÷ redline",
               ratio(theirs["p99_during"], ours["p99_during"]), "bgsave")
     for note in data.get("notes", []):
         out.append(f"- {note}")
+    out.append("")
+    return out
 
 
 def cache_section(src, data, v):

@@ -19,7 +19,8 @@
 //! - [`geohash`]: the geohash arithmetic of the GEO commands.
 //! - [`monitor`], [`slowlog`], [`latency`]: MONITOR, SLOWLOG, LATENCY; [`redact`]: what
 //!   they never show.
-//! - [`alloc`]: the counting allocator behind `used_memory` and `maxmemory`.
+//! - [`alloc`]: the counting allocator behind `used_memory` and `maxmemory`;
+//!   [`background`]: the priority of threads that must not slow commands.
 //!
 //! Embedding (what `redline bench` does):
 //!
@@ -43,6 +44,7 @@ static ALLOCATOR: alloc::Counting = alloc::Counting;
 
 pub mod acl;
 pub mod alloc;
+pub mod background;
 pub mod blocking;
 pub mod cmd;
 pub mod cmdstats;

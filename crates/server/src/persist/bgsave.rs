@@ -10,10 +10,12 @@
 //! The file is therefore written in whatever order shards are reached: entries of one
 //! database may come in several runs, each opened by a SELECTDB (without the optional
 //! RESIZEDB hint), which Redis's loader and ours read the same way. The CRC-64 is kept
-//! as the bytes go out. Memory beyond the dataset: one serialised batch per thread
-//! saving at that moment, plus the keys changed during the save (so the walker skips
-//! them); the dataset is never copied and the server never pauses for longer than
-//! beginning the cut.
+//! as the bytes go out. Savers only serialise and queue; one writer thread does the disk
+//! I/O, so no lock is held across a write that page-cache writeback may stall. Memory
+//! beyond the dataset: the queue (the walker waits above [`MAX_QUEUED`] bytes; entries
+//! saved before a change always go in), plus the keys changed during the save (so the
+//! walker skips them); the dataset is never copied and the server never pauses for
+//! longer than beginning the cut.
 //!
 //! BGSAVE and a replication full sync write cuts; SAVE, DEBUG RELOAD and the AOF
 //! rewrite's base still take their image with every shard held
@@ -22,7 +24,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -38,100 +40,153 @@ use crate::store::{CutSink, Entry, Held, ShardMap, Store};
 /// for the shard waits about as long as for a pipelined batch of its own.
 const WALK_BATCH: usize = 256;
 
-/// The file a cut is written to, shared by the walker and every command that saves an
-/// entry before changing it.
-pub struct CutFile {
-    out: Mutex<CutOutput>,
-    checksum: bool,
+/// Serialised bytes the walker lets queue for the file writer before it waits: the
+/// bound on the memory a save adds when the disk is slower than serialising.
+const MAX_QUEUED: usize = 64 << 20;
+
+/// What the file writer receives.
+enum Chunk {
+    /// Serialised entries of one database.
+    Entries { db: usize, bytes: Vec<u8> },
+    /// The walk is over: end the file.
+    Finish,
 }
 
+/// The file a cut is written to, shared by the walker and every command that saves an
+/// entry before changing it. Savers only serialise and queue: a thread of its own does
+/// the writes, so no shard lock is ever held across disk I/O (page-cache writeback can
+/// stall a write for milliseconds once gigabytes are dirty).
+pub struct CutFile {
+    tx: std::sync::mpsc::Sender<Chunk>,
+    /// Bytes queued and not yet written.
+    queued: Arc<AtomicUsize>,
+    writer: Mutex<Option<std::thread::JoinHandle<std::io::Result<u64>>>>,
+}
+
+/// The writer thread's side: the file, the running checksum, the database of the
+/// entries last written (a run of another one needs a SELECTDB).
 struct CutOutput {
-    file: Option<BufWriter<File>>,
+    file: BufWriter<File>,
     crc: crc::Digest<'static, u64>,
-    /// The database of the entries last written (a run of another one needs SELECTDB).
     db: Option<usize>,
-    /// The first write error; later writes are dropped and the save fails.
-    error: Option<std::io::Error>,
-    /// Bytes written so far.
     written: u64,
 }
 
 impl CutOutput {
-    fn write(&mut self, bytes: &[u8]) {
-        if self.error.is_some() {
-            return;
-        }
-        let Some(file) = self.file.as_mut() else {
-            return;
-        };
-        match file.write_all(bytes) {
-            Ok(()) => {
-                self.crc.update(bytes);
-                self.written += bytes.len() as u64;
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.file.write_all(bytes)?;
+        self.crc.update(bytes);
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Writes chunks until [`Chunk::Finish`], then EOF, the checksum (zeros when
+    /// `checksum` is off) and an fsync. After an error it goes on draining, so savers
+    /// never wait on a dead writer, and reports the first error at the end.
+    fn run(
+        mut self,
+        rx: std::sync::mpsc::Receiver<Chunk>,
+        queued: &AtomicUsize,
+        checksum: bool,
+    ) -> std::io::Result<u64> {
+        let mut result = Ok(());
+        loop {
+            match rx.recv() {
+                Ok(Chunk::Entries { db, bytes }) => {
+                    if result.is_ok() {
+                        if self.db != Some(db) {
+                            let mut select = Vec::with_capacity(4);
+                            write_select_db(&mut select, db);
+                            result = self.write(&select);
+                            self.db = Some(db);
+                        }
+                        if result.is_ok() {
+                            result = self.write(&bytes);
+                        }
+                    }
+                    queued.fetch_sub(bytes.len(), Ordering::Relaxed);
+                }
+                Ok(Chunk::Finish) => break,
+                Err(_) => return Err(std::io::Error::other("the snapshot cut was abandoned")),
             }
-            Err(e) => self.error = Some(e),
         }
+        result?;
+        self.write(&[EOF_OPCODE])?;
+        let crc = if checksum {
+            std::mem::replace(&mut self.crc, CRC64.digest()).finalize()
+        } else {
+            0
+        };
+        self.write(&crc.to_le_bytes())?;
+        self.file.flush()?;
+        self.file.get_ref().sync_all()?;
+        Ok(self.written)
     }
 }
 
 impl CutFile {
-    /// A cut written to `file`, starting with `header`.
-    fn new(file: File, header: &[u8], checksum: bool) -> CutFile {
+    /// A cut written to `file` by a writer thread of its own, starting with `header`.
+    fn new(file: File, header: &[u8], checksum: bool) -> std::io::Result<CutFile> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let queued = Arc::new(AtomicUsize::new(0));
         let mut out = CutOutput {
-            file: Some(BufWriter::with_capacity(1 << 20, file)),
+            file: BufWriter::with_capacity(1 << 20, file),
             crc: CRC64.digest(),
             db: None,
-            error: None,
             written: 0,
         };
-        out.write(header);
-        CutFile {
-            out: Mutex::new(out),
-            checksum,
-        }
+        out.write(header)?;
+        let writer = {
+            let queued = queued.clone();
+            std::thread::Builder::new()
+                .name("redline-cut-writer".into())
+                .spawn(move || {
+                    crate::background::lower_this_thread();
+                    out.run(rx, &queued, checksum)
+                })?
+        };
+        Ok(CutFile {
+            tx,
+            queued,
+            writer: Mutex::new(Some(writer)),
+        })
     }
 
-    /// Writes EOF and the checksum, flushes and syncs the file.
+    /// Bytes waiting for the writer.
+    fn queued(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    /// Ends the file once everything queued is written; its size.
     fn finish(&self) -> std::io::Result<u64> {
-        let mut out = self.out.lock();
-        out.write(&[EOF_OPCODE]);
-        let crc = if self.checksum {
-            std::mem::replace(&mut out.crc, CRC64.digest()).finalize()
-        } else {
-            0
+        let _ = self.tx.send(Chunk::Finish);
+        let Some(writer) = self.writer.lock().take() else {
+            return Err(std::io::Error::other(
+                "the snapshot cut was already finished",
+            ));
         };
-        out.write(&crc.to_le_bytes());
-        if let Some(e) = out.error.take() {
-            return Err(e);
-        }
-        let Some(mut file) = out.file.take() else {
-            return Err(std::io::Error::other("no file"));
-        };
-        file.flush()?;
-        file.get_ref().sync_all()?;
-        Ok(out.written)
+        writer
+            .join()
+            .map_err(|_| std::io::Error::other("the snapshot writer panicked"))?
     }
 }
 
 impl CutSink for CutFile {
     fn save(&self, db: usize, entries: &mut dyn Iterator<Item = (&[u8], &Entry)>) {
-        // Serialised under the shard's lock but outside the file's, so shards saving at
-        // the same time only queue for the write itself.
-        let mut chunk = Vec::new();
+        // Serialised under the shard's lock (the entries are borrowed from it), handed
+        // to the writer without waiting for the disk.
+        let mut bytes = Vec::new();
         for (key, entry) in entries {
-            write_entry(&mut chunk, key, entry);
+            write_entry(&mut bytes, key, entry);
         }
-        if chunk.is_empty() {
+        if bytes.is_empty() {
             return;
         }
-        let mut out = self.out.lock();
-        if out.db != Some(db) {
-            let mut select = Vec::with_capacity(4);
-            write_select_db(&mut select, db);
-            out.write(&select);
-            out.db = Some(db);
+        self.queued.fetch_add(bytes.len(), Ordering::Relaxed);
+        let len = bytes.len();
+        if self.tx.send(Chunk::Entries { db, bytes }).is_err() {
+            self.queued.fetch_sub(len, Ordering::Relaxed);
         }
-        out.write(&chunk);
     }
 }
 
@@ -162,7 +217,7 @@ pub fn begin_cut(
     let file = File::create(&temp)?;
     let checksum = shared.config.read().param_bool("rdbchecksum");
     let header = image_start(shared, extra_aux).into_header();
-    let file = Arc::new(CutFile::new(file, &header, checksum));
+    let file = Arc::new(CutFile::new(file, &header, checksum)?);
     for db in 0..shared.store.db_count() {
         for index in 0..shared.store.db(db).shard_count() {
             held.shard(db, index).begin_cut(file.clone());
@@ -177,14 +232,22 @@ pub fn begin_cut(
 impl Cut {
     /// Saves every shard's rest of the cut and completes the file (EOF, checksum,
     /// fsync); returns its path and size. On failure the file is removed. Blocks for
-    /// as long as the walk takes: call it off the async runtime.
+    /// as long as the walk takes: call it on a thread of its own, lowered with
+    /// [`crate::background::lower_this_thread`].
     pub fn complete(mut self) -> std::io::Result<(PathBuf, u64)> {
         let Some((file, temp)) = self.pending.take() else {
             return Err(std::io::Error::other("cut already completed"));
         };
         for db in self.store.dbs() {
             for index in 0..db.shard_count() {
-                while !db.lock_index(index).cut_step(WALK_BATCH) {}
+                while !db.lock_index(index).cut_step(WALK_BATCH) {
+                    std::thread::yield_now();
+                    // Outside the shard's lock: wait for the disk rather than queue the
+                    // whole dataset in memory.
+                    while file.queued() > MAX_QUEUED {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                }
             }
         }
         match file.finish() {
@@ -209,6 +272,7 @@ impl Drop for Cut {
         let spawned = std::thread::Builder::new()
             .name("redline-cut-drop".into())
             .spawn(move || {
+                crate::background::lower_this_thread();
                 if let Ok((temp, _)) = rest.complete() {
                     let _ = std::fs::remove_file(temp);
                 }
@@ -247,6 +311,7 @@ pub fn bgsave(shared: &Shared) -> bool {
     let spawned = std::thread::Builder::new()
         .name("redline-bgsave".into())
         .spawn(move || {
+            crate::background::lower_this_thread();
             let result = cut
                 .complete()
                 .and_then(|(temp, _)| std::fs::rename(temp, &path));

@@ -163,9 +163,17 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
 /// Completes a full sync's cut off the runtime and sends it as a bulk (`$<len>` then the
 /// bytes); the file goes once sent.
 async fn send_image<S: AsyncWrite + Unpin>(socket: &mut S, cut: Cut) -> std::io::Result<()> {
-    let (path, size) = tokio::task::spawn_blocking(move || cut.complete())
+    // A thread of its own rather than the blocking pool: it runs at a lowered priority.
+    let (done, finished) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("redline-sync-cut".into())
+        .spawn(move || {
+            crate::background::lower_this_thread();
+            let _ = done.send(cut.complete());
+        })?;
+    let (path, size) = finished
         .await
-        .map_err(std::io::Error::other)??;
+        .map_err(|_| std::io::Error::other("the sync image was abandoned"))??;
     let sent = async {
         socket.write_all(format!("${size}\r\n").as_bytes()).await?;
         let mut file = tokio::fs::File::open(&path).await?;
