@@ -91,7 +91,16 @@ impl CutOutput {
     ) -> std::io::Result<u64> {
         let mut result = Ok(());
         loop {
-            match rx.recv() {
+            // Polled rather than waited on: a saver's send then never has to wake this
+            // thread (a futex call and a context switch on every write of the save).
+            let chunk = match rx.try_recv() {
+                Err(std::sync::mpsc::TryRecvError::Empty) => {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    continue;
+                }
+                other => other.map_err(|_| ()),
+            };
+            match chunk {
                 Ok(Chunk::Entries { db, bytes }) => {
                     if result.is_ok() {
                         if self.db != Some(db) {
