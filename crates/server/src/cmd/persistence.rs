@@ -119,7 +119,7 @@ pub fn with_all_shards<R>(ctx: &Ctx<'_>, f: impl FnOnce(&mut dyn ShardMap) -> R)
     }
 }
 
-/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save the dataset to the dump file (unless
+/// DEBUG RELOAD \[MERGE\] \[NOFLUSH\] \[NOSAVE\]: save the dataset to the dump file (unless
 /// NOSAVE), empty it (unless NOFLUSH) and load the file back, all while every shard is
 /// held, as Redis's blocking reload.
 pub fn debug_reload(ctx: &mut Ctx<'_>, options: &[Bytes]) -> CmdResult {

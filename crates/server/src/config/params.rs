@@ -1,4 +1,4 @@
-//! Every Redis 7.0 configuration parameter that [`super::directives`] does not parse by
+//! Every Redis 7.0 configuration parameter that `super::directives` does not parse by
 //! hand, as data: its name, its alias, what values it takes and its default.
 //!
 //! The server stores these as their canonical text (what `CONFIG GET` prints) and reads

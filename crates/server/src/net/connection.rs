@@ -2,10 +2,10 @@
 //! encode all the replies into one buffer, write it once, repeat.
 //!
 //! The path of a GET: [`serve`] → [`Connection::run`] (socket read into `input`) →
-//! [`Connection::process_input`] (`RequestDecoder::decode` splits the arguments off
+//! `Connection::process_input` (`RequestDecoder::decode` splits the arguments off
 //! `input` without copying) → [`crate::cmd::execute`] (command table lookup, arity, auth)
 //! → `cmd::strings::get` (locks one shard, encodes the value from the locked entry into
-//! `output`) → [`Connection::flush`] (one `write_all`).
+//! `output`) → `Connection::flush` (one `write_all`).
 //!
 //! The loop is generic over the stream: a plain `TcpStream`, or a rustls stream on the
 //! TLS port ([`serve_tls`] runs the handshake in the same task first). Either way one task

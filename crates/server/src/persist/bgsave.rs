@@ -3,7 +3,7 @@
 //! The cut ([`crate::store::cut`]) begins with every shard held for an instant: the
 //! image's header, aux fields and function libraries are taken then, and each shard is
 //! told to save its entries into a [`CutFile`]. A background thread then walks every
-//! shard in batches of [`WALK_BATCH`] entries, each batch under the shard's lock, while
+//! shard in batches of `WALK_BATCH` entries, each batch under the shard's lock, while
 //! any command about to change an entry not walked yet saves that one entry first. Each
 //! key reaches the file once, with its value at the cut; keys created later never do.
 //!
@@ -12,7 +12,7 @@
 //! RESIZEDB hint), which Redis's loader and ours read the same way. The CRC-64 is kept
 //! as the bytes go out. Savers only serialise and queue; one writer thread does the disk
 //! I/O, so no lock is held across a write that page-cache writeback may stall. Memory
-//! beyond the dataset: the queue (the walker waits above [`MAX_QUEUED`] bytes; entries
+//! beyond the dataset: the queue (the walker waits above `MAX_QUEUED` bytes; entries
 //! saved before a change always go in), plus the keys changed during the save (so the
 //! walker skips them); the dataset is never copied and the server never pauses for
 //! longer than beginning the cut.

@@ -5,7 +5,7 @@
 //! write, straight into the snapshot:
 //!
 //! 1. The cut begins while every shard is held (an instant: nothing is copied, each
-//!    non-empty shard only gets a [`CutState`]). That instant is the snapshot's time.
+//!    non-empty shard only gets a `CutState`). That instant is the snapshot's time.
 //! 2. A background walker visits every shard in small batches, each under the shard's
 //!    lock, and hands the entries it meets to the [`CutSink`] (which serialises them
 //!    into the file).
@@ -23,7 +23,7 @@
 //! The walker goes by map index. The shard's map only appends (new keys) and
 //! swap-removes (the last entry fills the hole), so the entries below the walker's
 //! position stay visited; the one case that breaks this, the last unvisited entry moving
-//! into a visited hole, is handled by saving it as it moves ([`CutState::moved`]).
+//! into a visited hole, is handled by saving it as it moves (`CutState::moved`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
