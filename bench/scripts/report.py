@@ -406,7 +406,6 @@ def bgsave_section(src, data, v):
     out.append("| server | used_memory | peak ÷ PSS before | growth ÷ used_memory | save idle / loaded | "
                "writers p99 without / with save | writers ops/s without / with |")
     out.append("|---|---:|---:|---:|---:|---:|---:|")
-    med = lambda xs: sorted(xs)[len(xs) // 2] if xs else None  # noqa: E731
     cells = {}
     for server in ("redline-server", "redis-server"):
         rs = [r for r in data["runs"] if r["server"] == server]

@@ -247,47 +247,63 @@ impl Cut {
         let Some((file, temp)) = self.pending.take() else {
             return Err(std::io::Error::other("cut already completed"));
         };
-        for db in self.store.dbs() {
-            for index in 0..db.shard_count() {
-                while !db.lock_index(index).cut_step(WALK_BATCH) {
-                    std::thread::yield_now();
-                    // Outside the shard's lock: wait for the disk rather than queue the
-                    // whole dataset in memory.
-                    while file.queued() > MAX_QUEUED {
-                        std::thread::sleep(std::time::Duration::from_millis(1));
-                    }
-                }
-            }
+        finish(&self.store, &file, temp)
+    }
+}
+
+/// Walks every shard's rest of the cut into `file`, then ends it (removed on failure).
+fn finish(store: &Store, file: &CutFile, temp: PathBuf) -> std::io::Result<(PathBuf, u64)> {
+    walk(store, WALK_BATCH, || {
+        // Outside the shard's lock: wait for the disk rather than queue the whole
+        // dataset in memory.
+        while file.queued() > MAX_QUEUED {
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        match file.finish() {
-            Ok(size) => Ok((temp, size)),
-            Err(e) => {
-                let _ = std::fs::remove_file(&temp);
-                Err(e)
+    });
+    match file.finish() {
+        Ok(size) => Ok((temp, size)),
+        Err(e) => {
+            let _ = std::fs::remove_file(&temp);
+            Err(e)
+        }
+    }
+}
+
+/// Saves what every shard still owes the pending cut, `batch` entries per lock, calling
+/// `between` (with no lock held) after each batch.
+fn walk(store: &Store, batch: usize, mut between: impl FnMut()) {
+    for db in store.dbs() {
+        for index in 0..db.shard_count() {
+            while !db.lock_index(index).cut_step(batch) {
+                std::thread::yield_now();
+                between();
             }
         }
     }
 }
 
 impl Drop for Cut {
+    /// An abandoned cut is finished and discarded, so the shards stop saving into it:
+    /// on a thread of its own, or here should no thread start (the thread's closure
+    /// holds no `Cut`, so a failed spawn cannot recurse into this drop).
     fn drop(&mut self) {
-        let Some(pending) = self.pending.take() else {
+        let Some((file, temp)) = self.pending.take() else {
             return;
         };
-        let rest = Cut {
-            pending: Some(pending),
-            store: self.store.clone(),
-        };
+        let store = self.store.clone();
+        let discard = temp.clone();
         let spawned = std::thread::Builder::new()
             .name("redline-cut-drop".into())
             .spawn(move || {
                 crate::background::lower_this_thread();
-                if let Ok((temp, _)) = rest.complete() {
+                if let Ok((temp, _)) = finish(&store, &file, temp) {
                     let _ = std::fs::remove_file(temp);
                 }
             });
         if let Err(e) = spawned {
-            tracing::warn!("An abandoned snapshot cut could not be finished: {e}");
+            tracing::warn!("An abandoned snapshot cut is finished in place: {e}");
+            walk(&self.store, usize::MAX, || {});
+            let _ = std::fs::remove_file(discard);
         }
     }
 }
@@ -337,18 +353,8 @@ pub fn bgsave(shared: &Shared) -> bool {
             p.bgsave_running.store(false, Ordering::Release);
         });
     if let Err(e) = spawned {
+        // The cut went with the thread's closure: its drop finished it.
         tracing::warn!("Can't save in background: {e}");
-        // The cut must not stay pending: the shards finish it as they are locked now,
-        // into a file nobody renames.
-        let mut held = Held::all(&shared.store);
-        for db in 0..shared.store.db_count() {
-            for index in 0..shared.store.db(db).shard_count() {
-                if let Some(shard) = held.get(db, index) {
-                    while !shard.cut_step(usize::MAX) {}
-                }
-            }
-        }
-        drop(held);
         let p = &shared.persistence;
         p.last_bgsave_ok.store(false, Ordering::Relaxed);
         p.bgsave_running.store(false, Ordering::Release);

@@ -75,6 +75,13 @@ impl CutState {
         index >= self.next && !self.saved.contains(key)
     }
 
+    /// Saves one entry out of the walker's order and remembers it.
+    fn save_one(&mut self, db: usize, key: &CompactBytes, entry: &Entry) {
+        self.sink
+            .save(db, &mut std::iter::once((key.as_bytes(), entry)));
+        self.saved.insert(key.clone());
+    }
+
     /// Saves the entry at `index` before it changes, if it still needs saving.
     pub(super) fn before_change(
         &mut self,
@@ -84,9 +91,7 @@ impl CutState {
         entry: &Entry,
     ) {
         if self.unsaved(index, key.as_bytes()) {
-            self.sink
-                .save(db, &mut std::iter::once((key.as_bytes(), entry)));
-            self.saved.insert(key.clone());
+            self.save_one(db, key, entry);
         }
     }
 
@@ -108,9 +113,7 @@ impl CutState {
     ) {
         if let Some((key, entry)) = moved {
             if hole < self.next && len >= self.next && !self.saved.contains(key.as_bytes()) {
-                self.sink
-                    .save(db, &mut std::iter::once((key.as_bytes(), entry)));
-                self.saved.insert(key.clone());
+                self.save_one(db, key, entry);
             }
         }
         self.next = self.next.min(len);

@@ -110,11 +110,15 @@ impl Shard {
         }
     }
 
-    /// Reports that `key` was created.
+    /// Reports that `key` was created (notifications, tracking, a pending cut).
     #[inline]
-    fn report_created(&self, key: &[u8]) {
+    fn report_created(&mut self, key: &[u8]) {
         if let Some(events) = &self.events {
             events.created(self.db, key);
+        }
+        // Created after a pending cut began: the cut must not save it.
+        if let Some(cut) = &mut self.cut {
+            cut.created(key);
         }
     }
 
@@ -254,9 +258,6 @@ impl Shard {
                 );
                 self.track_ttl(key, false, expires_at != 0);
                 self.report_created(key);
-                if let Some(cut) = &mut self.cut {
-                    cut.created(key);
-                }
             }
         }
     }
@@ -271,9 +272,6 @@ impl Shard {
             None => {
                 self.touch(key);
                 self.report_created(key);
-                if let Some(cut) = &mut self.cut {
-                    cut.created(key);
-                }
                 let access = self.fresh_access();
                 let (index, _) = self.map.insert_full(
                     CompactBytes::new(key),
