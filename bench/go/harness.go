@@ -2,8 +2,9 @@ package main
 
 // The workload, identical to bench/clients/src/harness.rs: keys "bench:key:%06d" (no hash
 // tags, so a cluster spreads them), all preloaded by 64 writers with a value of
-// value-size 'x' bytes; each caller picks a uniformly random key per operation; mixed is
-// 20% SET; only operations that start and end inside the measured window count.
+// value-size 'x' bytes; each caller picks a uniformly random key per operation (zipf:
+// a Zipf(0.99)-distributed key rank, rank i being key i); mixed is 20% SET, zipf 5% SET;
+// only operations that start and end inside the measured window count.
 
 import (
 	"context"
@@ -11,6 +12,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,13 +65,14 @@ func run(ctx context.Context, b backend, cfg runConfig) (*report, error) {
 	}
 
 	var phase atomic.Int32
+	z := newZipf(len(keys), 0.99)
 	tallies := make([]tally, cfg.Callers)
 	var wg sync.WaitGroup
 	for id := range cfg.Callers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tallies[id] = caller(ctx, b, keys, value, cfg.Op, &phase, uint64(id))
+			tallies[id] = caller(ctx, b, keys, value, cfg.Op, &phase, uint64(id), z)
 		}()
 	}
 	time.Sleep(cfg.Warmup)
@@ -116,7 +119,7 @@ func preload(ctx context.Context, b backend, keys []string, value []byte) error 
 	return first
 }
 
-func caller(ctx context.Context, b backend, keys []string, value []byte, op string, phase *atomic.Int32, id uint64) tally {
+func caller(ctx context.Context, b backend, keys []string, value []byte, op string, phase *atomic.Int32, id uint64, z zipf) tally {
 	rng := rand.New(rand.NewPCG(0x5eed^id, id))
 	t := tally{latencyNs: make([]int64, 0, 4096)}
 	for {
@@ -124,8 +127,15 @@ func caller(ctx context.Context, b backend, keys []string, value []byte, op stri
 		if before == phaseStop {
 			return t
 		}
-		k := keys[rng.IntN(len(keys))]
-		isSet := op == "set" || (op == "mixed" && rng.IntN(10) < 2)
+		var i int
+		if op == "zipf" {
+			i = min(z.sample(rng), len(keys)-1)
+		} else {
+			i = rng.IntN(len(keys))
+		}
+		k := keys[i]
+		isSet := op == "set" || (op == "mixed" && rng.IntN(10) < 2) ||
+			(op == "zipf" && rng.IntN(100) < 5)
 		t0 := time.Now()
 		var err error
 		if isSet {
@@ -149,6 +159,29 @@ func caller(ctx context.Context, b backend, keys []string, value []byte, op stri
 		t.ops++
 		t.latencyNs = append(t.latencyNs, elapsed.Nanoseconds())
 	}
+}
+
+// zipf draws key ranks: rank i (0-based) has weight 1/(i+1)^s. Sampled by binary search in
+// the cumulative weights, computed once per run and shared read-only by the callers.
+type zipf struct{ cdf []float64 }
+
+func newZipf(n int, s float64) zipf {
+	cdf := make([]float64, max(n, 1))
+	total := 0.0
+	for i := range cdf {
+		total += 1 / math.Pow(float64(i+1), s)
+		cdf[i] = total
+	}
+	for i := range cdf {
+		cdf[i] /= total
+	}
+	return zipf{cdf}
+}
+
+// sample is the first rank whose cumulative weight reaches a uniform draw in [0, 1).
+func (z zipf) sample(rng *rand.Rand) int {
+	u := rng.Float64()
+	return sort.Search(len(z.cdf), func(i int) bool { return z.cdf[i] >= u })
 }
 
 // quantileUs is the latency at q, in microseconds, from the sorted samples.

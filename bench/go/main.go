@@ -1,5 +1,5 @@
 // Command bench-go runs bench/clients' workload through Go's two leading Redis clients,
-// rueidis and go-redis, with the same flags and the same one-line JSON per run, so the
+// rueidis (also with its client-side cache, rueidis-cached) and go-redis, with the same flags and the same one-line JSON per run, so the
 // Rust and Go numbers sit in one table (see bench/go/README.md).
 package main
 
@@ -15,10 +15,10 @@ import (
 
 func main() {
 	cfg := runConfig{}
-	flag.StringVar(&cfg.Client, "client", "rueidis", "client: rueidis or go-redis")
+	flag.StringVar(&cfg.Client, "client", "rueidis", "client: rueidis, rueidis-cached or go-redis")
 	flag.StringVar(&cfg.URL, "url", "redis://127.0.0.1:6379", "server URL (a seed node with --cluster)")
 	flag.BoolVar(&cfg.Cluster, "cluster", false, "talk to a Redis Cluster (each library's cluster client)")
-	flag.StringVar(&cfg.Op, "op", "get", "operation: get, set, mixed (80% GET / 20% SET)")
+	flag.StringVar(&cfg.Op, "op", "get", "operation: get, set, mixed (80% GET / 20% SET), zipf (95% GET / 5% SET, Zipf(0.99) keys)")
 	flag.IntVar(&cfg.Callers, "callers", 16, "concurrent caller goroutines")
 	duration := flag.Float64("duration-secs", 5, "measured seconds")
 	warmup := flag.Float64("warmup-secs", 1, "seconds run before measuring")
@@ -34,8 +34,8 @@ func main() {
 	if *threads > 0 {
 		runtime.GOMAXPROCS(*threads)
 	}
-	if cfg.Op != "get" && cfg.Op != "set" && cfg.Op != "mixed" {
-		fail(2, "--op must be get, set or mixed, not %q", cfg.Op)
+	if cfg.Op != "get" && cfg.Op != "set" && cfg.Op != "mixed" && cfg.Op != "zipf" {
+		fail(2, "--op must be get, set, mixed or zipf, not %q", cfg.Op)
 	}
 
 	ctx := context.Background()
