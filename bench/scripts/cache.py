@@ -1,13 +1,18 @@
 """Client-side caching: redline's `cached_get` (Config::cache, RESP3 tracking) against the
-uncached redline client, on a read-mostly Zipf workload (bench-clients `--op zipf`: 95% GET
-/ 5% SET, keys Zipf-distributed with s = 0.99), against redis-server 7.0 and redline-server.
-The two clients alternate within every (server, callers) cell, one process per run."""
+uncached redline client and against rueidis with and without its own client-side cache
+(bench/go, `DoCache`), on a read-mostly Zipf workload (`--op zipf`: 95% GET / 5% SET, keys
+Zipf-distributed with s = 0.99, the same definition in both harnesses), against
+redis-server 7.0 and redline-server. The clients alternate within every (server, callers)
+cell, one process per run."""
+
+import os
 
 from clients import RUST_BIN
 from common import json_line, log, rotation
-from procs import Procs, flushall
+from procs import GO_BIN, Procs, flushall
 
-CLIENTS = ["redline", "redline-cached"]
+RUST_CLIENTS = ["redline", "redline-cached"]
+GO_CLIENTS = ["rueidis", "rueidis-cached"]
 
 
 def plan(quick):
@@ -19,7 +24,8 @@ def plan(quick):
 
 
 def one_run(client, url, callers, p):
-    argv = [RUST_BIN, "--client", client, "--url", url, "--op", "zipf",
+    binary = GO_BIN if client in GO_CLIENTS else RUST_BIN
+    argv = [binary, "--client", client, "--url", url, "--op", "zipf",
             "--callers", str(callers), "--duration-secs", str(p["duration_secs"]),
             "--warmup-secs", str(p["warmup_secs"]), "--value-size", str(p["value_size"]),
             "--keys", str(p["keys"])]
@@ -29,6 +35,11 @@ def one_run(client, url, callers, p):
 def run(quick):
     p = plan(quick)
     runs, notes = [], []
+    clients = list(RUST_CLIENTS)
+    if os.path.exists(GO_BIN):
+        clients += GO_CLIENTS
+    else:
+        notes.append(f"rueidis skipped: {os.path.relpath(GO_BIN)} is not built (bench.py builds it)")
     procs = Procs()
     try:
         for server in p["servers"]:
@@ -40,14 +51,15 @@ def run(quick):
             url = f"redis://127.0.0.1:{port}"
             for callers in p["callers"]:
                 for r in range(p["rounds"]):
-                    for client in rotation(CLIENTS, r):
+                    for client in rotation(clients, r):
                         flushall([port])
                         try:
                             res = one_run(client, url, callers, p)
                         except Exception as e:  # one failed run must not sink the section
                             notes.append(f"{client} {server} x{callers} round {r}: {e}")
                             continue
-                        res.update({"server": server, "round": r})
+                        res.update({"server": server, "round": r,
+                                    "loadavg": round(os.getloadavg()[0], 2)})
                         runs.append(res)
                         log(f"cache {server} zipf x{callers} r{r} {client}: "
                             f"{res['ops_per_sec']:.0f} ops/s p99 {res['p99_us']} us")
@@ -56,4 +68,6 @@ def run(quick):
     flags = dict(p)
     flags["workload"] = "bench-clients --op zipf: 95% GET / 5% SET, Zipf(0.99) keys"
     flags["cache"] = "Config::cache(64 MiB, 60 s), default tracking mode"
+    flags["rueidis cache"] = ("DoCache with a 60 s TTL, CacheSizeEachConn 64 MiB, "
+                              "rueidis's default OPTIN tracking")
     return {"flags": flags, "runs": runs, "notes": notes}

@@ -12,7 +12,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RELEASE = os.path.join(ROOT, "target", "release")
+# Where cargo puts release binaries: $CARGO_TARGET_DIR (relative to the root, where
+# bench.py runs cargo) when set, as cargo itself does, else target/.
+RELEASE = os.path.join(ROOT, os.environ.get("CARGO_TARGET_DIR") or "target", "release")
 GO_BIN = os.path.join(ROOT, "target", "bench-go", "bench-go")
 
 

@@ -53,6 +53,72 @@ def ratio(a, b):
     return a / b if a and b else None
 
 
+def load_of(data):
+    """(start, end, max of the two, cores) of a section's 1-minute load average."""
+    m = data.get("machine", {})
+    a, b = m.get("loadavg_start"), m.get("loadavg_end")
+    seen = [x for x in (a, b) if x is not None]
+    return a, b, (max(seen) if seen else None), m.get("cores")
+
+
+def refusal(data):
+    """Why no goal may be judged from this section (its load average exceeded the core
+    count: others' work was competing for the CPU), or None."""
+    _, _, top, cores = load_of(data)
+    if top is not None and cores and top > cores:
+        return f"not judged (load {top:.2f} > {cores} cores)"
+    return None
+
+
+def load_sentence(data):
+    a, b, top, cores = load_of(data)
+    if top is None:
+        return "Load average: not recorded."
+    s = (f"Load average (1 min) {fmt_load(a)} → {fmt_load(b)}, max {top:.2f} on "
+         f"{cores or '?'} cores")
+    if refusal(data):
+        return (s + ": **above the core count** (others competed for the CPU), so no goal "
+                "is judged from this section.")
+    return s + "."
+
+
+def fmt_load(x):
+    return "?" if x is None else f"{x:.2f}"
+
+
+class Goal:
+    """One goal cell: `ratio` must reach `need`; `refused` (a reason) when the section it
+    comes from was measured on an overloaded machine."""
+
+    def __init__(self, group, what, ratio_, need, refused=None):
+        self.group, self.what, self.ratio, self.need = group, what, ratio_, need
+        self.refused = refused
+
+    def mark(self):
+        if self.ratio is None:
+            return "–"
+        if self.refused:
+            return self.refused
+        return f"✓ ≥ {self.need:.1f}x" if self.ratio >= self.need else f"✗ < {self.need:.1f}x"
+
+
+RUN_LOAD = ("*Run load*: the highest 1-minute load average seen as a run of the cell ended "
+            "(it counts the run's own client and server too).")
+ISSUE17 = ("Issue 17 goal: redline ≥ 1.5x the best of redis-rs and fred from 16 callers up, "
+           "≥ 1.0x at 1 caller")
+ISSUE17_CELLS = [(mode, op, callers) for mode in ("standalone", "cluster")
+                 for op in ("get", "set", "mixed") for callers in (1, 16, 64, 256)]
+
+
+def issue17_need(callers):
+    """The ratio issue 17 asks for at this caller count (None: not a goal cell)."""
+    if callers >= 16:
+        return 1.5
+    if callers == 1:
+        return 1.0
+    return None
+
+
 class Verdicts:
     """Collects every redline ratio for the summary (higher = better for redline), grouped
     by comparison."""
@@ -97,15 +163,21 @@ def clients_section(src, data, v, goals):
                f"{f['keys']} preloaded keys, {f['value_size']} B values, mixed = 80% GET / 20% "
                f"SET, {f['duration_secs']} s measured after {f['warmup_secs']} s warm-up, "
                f"{f['rounds']} rounds in rotation, one process per run, server "
-               f"{f.get('server', 'redis-server')}. Cells: median ops/s (median p99 µs). "
-               "Ratios: redline's median ops/s over the peer's.")
-    out.append("")
+               f"{f.get('server', 'redis-server')}; cluster: {f.get('cluster_nodes', '3 masters')}. "
+               "Cells: median ops/s (median p99 µs). "
+               "Ratios: redline's median ops/s over the peer's. *Goal*: issue 17's bar for "
+               "the cell (≥ 1.5x the best Rust peer from 16 callers up, ≥ 1.0x at 1 caller).")
+    refused = refusal(data)
     runs = data["runs"]
     clients = []
     for r in runs:
         if r["client"] not in clients:
             clients.append(r["client"])
     order = [c for c in ["redline", *RUST_PEERS, *GO_PEERS] if c in clients]
+    with_load = any("loadavg" in r for r in runs)
+    if with_load:
+        out[-1] += " " + RUN_LOAD
+    out.append("")
     for mode in ("standalone", "cluster"):
         cells = sorted({(r["op"], r["callers"]) for r in runs if r["mode"] == mode},
                        key=lambda c: (["get", "set", "mixed"].index(c[0]), c[1]))
@@ -114,13 +186,16 @@ def clients_section(src, data, v, goals):
         out.append(f"**{mode}**")
         out.append("")
         out.append("| op | callers | " + " | ".join(order) +
-                   " | redline ÷ best Rust peer | redline ÷ rueidis | redline ÷ go-redis |")
-        out.append("|---|---:|" + "---:|" * len(order) + "---:|---:|---:|")
+                   " | redline ÷ best Rust peer | goal | redline ÷ rueidis | redline ÷ go-redis |"
+                   + (" run load |" if with_load else ""))
+        out.append("|---|---:|" + "---:|" * len(order) + "---:|---|---:|---:|" +
+                   ("---:|" if with_load else ""))
         for op, callers in cells:
             stats = {}
+            cell_runs = [r for r in runs if r["mode"] == mode and r["op"] == op and
+                         r["callers"] == callers]
             for c in order:
-                rs = [r for r in runs if r["mode"] == mode and r["op"] == op and
-                      r["callers"] == callers and r["client"] == c]
+                rs = [r for r in cell_runs if r["client"] == c]
                 if rs:
                     stats[c] = (med([r["ops_per_sec"] for r in rs]), med([r["p99_us"] for r in rs]))
             red = stats.get("redline", (None, None))[0]
@@ -129,16 +204,23 @@ def clients_section(src, data, v, goals):
             r_rust = ratio(red, rust_best)
             r_rue = ratio(red, stats.get("rueidis", (None,))[0])
             r_go = ratio(red, stats.get("go-redis", (None,))[0])
+            need = issue17_need(callers)
+            goal = None
+            if need is not None:
+                goal = Goal(ISSUE17, f"{mode} {op} ×{callers}", r_rust, need, refused)
+                goals.append(goal)
+            mark = goal.mark() if goal else ""
+            if goal and goal.ratio is not None and not goal.refused:
+                mark = f"**{mark}**"
             row = [op, str(callers)] + [
                 f"{fmt_n(stats[c][0])} ({fmt_n(stats[c][1])})" if c in stats else "–"
-                for c in order] + [fmt_r(r_rust), fmt_r(r_rue), fmt_r(r_go)]
+                for c in order] + [fmt_r(r_rust), mark, fmt_r(r_rue), fmt_r(r_go)]
+            if with_load:
+                row.append(fmt_load(max((r["loadavg"] for r in cell_runs if "loadavg" in r),
+                                        default=None)))
             out.append("| " + " | ".join(row) + " |")
             v.add(f"{mode} {op} ×{callers}", r_rust, "redline vs the best Rust client (redis-rs, fred)")
             if callers >= 64:
-                goals.append((f"client {mode} {op} ×{callers}: redline ≥ 1.5x best Rust peer",
-                              r_rust, 1.5))
-                goals.append((f"client {mode} {op} ×{callers}: redline within 10% of rueidis",
-                              r_rue, 0.9))
                 v.add(f"{mode} {op} ×{callers}", r_rue, "redline vs rueidis (64+ callers)")
         out.append("")
     return out
@@ -194,7 +276,8 @@ def rest_section(src, data, v, goals):
             out.append(f"| {s} | " + " | ".join(cells) +
                        f" | {fmt_r(r_peer)} | {fmt_r(spread)} | {non2xx} |")
             v.add(f"{mode} {s}", r_peer, "REST service: redline backend vs the best peer backend")
-            goals.append((f"REST {mode} {s}: redline ≥ 1.0x best peer", r_peer, 1.0))
+            goals.append(Goal("Issue 8 REST goal: redline backend ≥ 1.0x the best peer",
+                              f"{mode} {s}", r_peer, 1.0, refusal(data)))
         out.append("")
     out.append("*Run spread* is the largest max/min requests/s among one backend's own "
                "runs of the row: when it is far above the ratio's distance from 1.0x, the "
@@ -436,30 +519,108 @@ def bgsave_section(src, data, v):
     return out
 
 
+CACHE_CLIENTS = ["redline", "redline-cached", "rueidis", "rueidis-cached"]
+
+
 def cache_section(src, data, v):
     f = data["flags"]
     out = [f"## 10. Client-side caching (`{src}`)", ""]
-    out.append(f"redline `cached_get` ({f['cache']}) vs the uncached redline client, "
-               f"`{f['workload']}`, {f['keys']:,} keys of {f['value_size']} B, "
+    rue = f.get("rueidis cache")
+    out.append(f"redline `cached_get` ({f['cache']}) vs the uncached redline client"
+               + (f" and rueidis with its cache ({rue}) and without" if rue else "") +
+               f", `{f['workload']}`, {f['keys']:,} keys of {f['value_size']} B, "
                f"{f['rounds']} rounds alternating, {f['duration_secs']} s each. Cells: median "
-               "ops/s (median p99 us).")
+               "ops/s (median p99 µs).")
+    runs = data["runs"]
+    clients = [c for c in CACHE_CLIENTS if any(r["client"] == c for r in runs)]
+    with_load = any("loadavg" in r for r in runs)
+    if with_load:
+        out[-1] += " " + RUN_LOAD
     out.append("")
-    out.append("| server | callers | redline | redline-cached | cached ÷ uncached |")
-    out.append("|---|---:|---:|---:|---:|")
-    cells = sorted({(r["server"], r["callers"]) for r in data["runs"]})
-    for server, callers in cells:
+    head = "| server | callers | " + " | ".join(clients) + " | redline-cached ÷ redline |"
+    rule = "|---|---:|" + "---:|" * len(clients) + "---:|"
+    with_rue = "rueidis-cached" in clients
+    if with_rue:
+        head += " redline-cached ÷ rueidis-cached |"
+        rule += "---:|"
+    if with_load:
+        head += " run load |"
+        rule += "---:|"
+    out += [head, rule]
+    for server, callers in sorted({(r["server"], r["callers"]) for r in runs}):
+        cell_runs = [r for r in runs if r["server"] == server and r["callers"] == callers]
         st = {}
-        for c in ("redline", "redline-cached"):
-            rs = [r for r in data["runs"]
-                  if r["server"] == server and r["callers"] == callers and r["client"] == c]
+        for c in clients:
+            rs = [r for r in cell_runs if r["client"] == c]
             st[c] = (med([r["ops_per_sec"] for r in rs]), med([r["p99_us"] for r in rs]))
-        rr = ratio(st["redline-cached"][0], st["redline"][0])
-        cell = lambda c: f"{fmt_n(st[c][0])} ({fmt_n(st[c][1])})"
-        out.append(f"| {server} | {callers} | {cell('redline')} | {cell('redline-cached')} | "
-                   f"{fmt_r(rr)} |")
-        v.add(f"{server} zipf x{callers}", rr, "cached vs uncached redline (ops/s)")
+        cached = st.get("redline-cached", (None,))[0]
+        rr = ratio(cached, st.get("redline", (None,))[0])
+        row = [server, str(callers)] + [f"{fmt_n(st[c][0])} ({fmt_n(st[c][1])})"
+                                         for c in clients] + [fmt_r(rr)]
+        v.add(f"{server} zipf ×{callers}", rr, "cached vs uncached redline (ops/s)")
+        if with_rue:
+            rq = ratio(cached, st["rueidis-cached"][0])
+            row.append(fmt_r(rq))
+            v.add(f"{server} zipf ×{callers}", rq, "redline-cached vs rueidis-cached (ops/s)")
+        if with_load:
+            row.append(fmt_load(max((r["loadavg"] for r in cell_runs if "loadavg" in r),
+                                    default=None)))
+        out.append("| " + " | ".join(row) + " |")
     out.append("")
     return out
+
+
+def goal_lines(goals, clients):
+    """The Summary's goal check: per goal, cells met / missed / not judged, and whether the
+    clients result covers every cell issue 17 names (a quick run does not)."""
+    out = []
+    groups = []
+    for g in goals:
+        if g.group not in groups:
+            groups.append(g.group)
+    for group in groups:
+        gs = [g for g in goals if g.group == group and g.ratio is not None]
+        met = [g for g in gs if not g.refused and g.ratio >= g.need]
+        missed = [g for g in gs if not g.refused and g.ratio < g.need]
+        unjudged = [g for g in gs if g.refused]
+        out.append("")
+        line = f"**{group}**: {len(met)} of {len(gs)} cells met, {len(missed)} missed"
+        if unjudged:
+            above = sum(1 for g in unjudged if g.ratio >= g.need)
+            line += (f", {len(unjudged)} {unjudged[0].refused}; indicative only: {above} of "
+                     "those at or above the bar")
+        out.append(line + ".")
+        if missed:
+            out.append("Missed: " + "; ".join(f"{g.what} ({g.ratio:.2f}x < {g.need:.1f}x)"
+                                              for g in missed) + ".")
+        if group == ISSUE17 and clients:
+            out += issue17_coverage(gs, clients[1])
+    if clients and not any(g.group == ISSUE17 for g in goals):
+        out += ["", f"**{ISSUE17}**: no clients cells to judge."]
+    return out
+
+
+def issue17_coverage(gs, data):
+    """Issue 17 is met only by a full run (3+ rounds) with every cell judged and met."""
+    have = {(g.what.split()[0], g.what.split()[1], int(g.what.split("×")[1])) for g in gs}
+    absent = [c for c in ISSUE17_CELLS if c not in have]
+    rounds = data.get("flags", {}).get("rounds", 0)
+    why = []
+    if data.get("quick"):
+        why.append("the clients result is a quick run")
+    if rounds < 3:
+        why.append(f"it has {rounds} rounds, not 3+")
+    if absent:
+        why.append(f"{len(absent)} of the {len(ISSUE17_CELLS)} goal cells are absent ("
+                   + ", ".join(f"{m} {o} ×{c}" for m, o, c in absent) + ")")
+    if any(g.refused for g in gs):
+        why.append("its load average exceeded the core count")
+    if any(g.ratio < g.need for g in gs if not g.refused):
+        why.append("cells are missed")
+    if why:
+        return ["Issue 17's goal is **not** shown met: " + "; ".join(why) + "."]
+    return ["Issue 17's goal is met in every cell of a full run on a machine under its core "
+            "count."]
 
 
 def write():
@@ -467,17 +628,18 @@ def write():
     v, goals = Verdicts(), []
     body = []
     machine, quick, started = None, None, []
-    for name, fn in (("clients", clients_section), ("rest", rest_section)):
-        if name in newest:
-            src, data = newest[name]
-            body += fn(src, data, v, goals)
-    for name, fn in (("server", server_section), ("fill", fill_section),
+    for name, fn in (("clients", clients_section), ("rest", rest_section),
+                     ("server", server_section), ("fill", fill_section),
                      ("families", families_section), ("persistence", persistence_section),
                      ("replication", replication_section), ("tls", tls_section),
                      ("bgsave", bgsave_section), ("cache", cache_section)):
         if name in newest:
             src, data = newest[name]
-            body += fn(src, data, v)
+            part = fn(src, data, v, goals) if name in ("clients", "rest") else fn(src, data, v)
+            # Every section opens with [heading, "", paragraph]: its load average belongs
+            # in that paragraph, next to what was measured.
+            part[2] += " " + load_sentence(data)
+            body += part
     notes = []
     for name, (src, data) in newest.items():
         machine = machine or data.get("machine")
@@ -513,13 +675,7 @@ def write():
                "Ratios are redline's median over the other side's (above 1.0x: redline "
                "ahead). Groups in the order of the sections below.", ""]
     summary += v.lines() or ["- No comparisons in these results."]
-    if goals:
-        met = [g for g in goals if g[1] is not None and g[1] >= g[2]]
-        missed = [g for g in goals if g[1] is not None and g[1] < g[2]]
-        summary.append("")
-        summary.append(f"Issue 8 goals: {len(met)} of {len(met) + len(missed)} cells met.")
-        if missed:
-            summary.append("Missed: " + "; ".join(f"{g[0]} ({g[1]:.2f}x)" for g in missed) + ".")
+    summary += goal_lines(goals, newest.get("clients"))
     summary.append("")
     tail = []
     if notes:
