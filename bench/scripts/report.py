@@ -23,7 +23,8 @@ def latest():
     newest = {}
     for path in glob.glob(os.path.join(RESULTS, "*.json")):
         try:
-            data = json.load(open(path))
+            with open(path) as f:
+                data = json.load(f)
         except (OSError, json.JSONDecodeError):
             continue
         s = data.get("section")
