@@ -1,11 +1,11 @@
 package main
 
-// The two Go clients, each with its defaults as its documentation shows them:
-// rueidis (auto-pipelining; one connection per cluster node, 2 to a standalone server on
-// 2+ cores; client-side caching off, as in
-// the Rust clients it is compared with) and go-redis (a connection pool, default size);
-// plus rueidis-cached, rueidis with its client-side cache sized and capped as
-// redline-cached is (64 MiB, 60 s), its GETs served by DoCache.
+// The two Go clients, each with its defaults as its documentation shows them: rueidis
+// (auto-pipelining; one connection per cluster node, 2 to a standalone server on 2+
+// cores; client-side caching off, as in the Rust clients it is compared with) and
+// go-redis (a connection pool, default size); plus rueidis-cached, rueidis with its
+// client-side cache sized and capped as redline-cached is (64 MiB, 60 s), its GETs
+// served by DoCache.
 
 import (
 	"context"
