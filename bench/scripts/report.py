@@ -91,9 +91,9 @@ class Goal:
     """One goal cell: `ratio` must reach `need`; `refused` (a reason) when the section it
     comes from was measured on an overloaded machine."""
 
-    def __init__(self, group, what, ratio_, need, refused=None):
+    def __init__(self, group, what, ratio_, need, refused=None, cell=None):
         self.group, self.what, self.ratio, self.need = group, what, ratio_, need
-        self.refused = refused
+        self.refused, self.cell = refused, cell
 
     def mark(self):
         if self.ratio is None:
@@ -208,7 +208,8 @@ def clients_section(src, data, v, goals):
             need = issue17_need(callers)
             goal = None
             if need is not None:
-                goal = Goal(ISSUE17, f"{mode} {op} ×{callers}", r_rust, need, refused)
+                goal = Goal(ISSUE17, f"{mode} {op} ×{callers}", r_rust, need, refused,
+                            (mode, op, callers))
                 goals.append(goal)
             mark = goal.mark() if goal else ""
             if goal and goal.ratio is not None and not goal.refused:
@@ -603,7 +604,7 @@ def goal_lines(goals, clients):
 
 def issue17_coverage(gs, data):
     """Issue 17 is met only by a full run (3+ rounds) with every cell judged and met."""
-    have = {(g.what.split()[0], g.what.split()[1], int(g.what.split("×")[1])) for g in gs}
+    have = {g.cell for g in gs}
     absent = [c for c in ISSUE17_CELLS if c not in have]
     rounds = data.get("flags", {}).get("rounds", 0)
     why = []
