@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """`make bench` driver: builds the release binaries and the Go harness, runs the sections
 (clients, rest, server, fill, families, persistence, replication, tls, bgsave, cache),
-writes bench/results/<date>-<section>[-quick].json, and regenerates bench/REPORT.md from the
-newest result of every section.
+writes bench/results/<date>-<section>[-quick][-N].json (-N for a later run of the same day),
+and regenerates bench/REPORT.md from the newest result of every section.
 
     python3 bench/scripts/bench.py [--quick]
         [--only clients,rest,server,fill,families,persistence,replication,tls,bgsave,cache]
@@ -60,6 +60,17 @@ def build():
         sys.exit("go build failed")
 
 
+def result_path(date, name, quick):
+    """results/<date>-<section>[-quick].json, or -2, -3... after it when a run of the same
+    day is already there (notes and commits cite those files)."""
+    stem = os.path.join(RESULTS, f"{date}-{name}{'-quick' if quick else ''}")
+    path, n = stem + ".json", 1
+    while os.path.exists(path):
+        n += 1
+        path = f"{stem}-{n}.json"
+    return path
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="the QUICK=1 plan (< 15 min)")
@@ -89,7 +100,7 @@ def main():
                        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0)),
                        "seconds": round(time.time() - t0, 1), "machine": info})
         result["machine"]["loadavg_end"] = os.getloadavg()[0]
-        path = os.path.join(RESULTS, f"{date}-{name}{'-quick' if args.quick else ''}.json")
+        path = result_path(date, name, args.quick)
         with open(path, "w") as f:
             json.dump(result, f, indent=1)
             f.write("\n")
