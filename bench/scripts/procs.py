@@ -171,6 +171,11 @@ class Procs:
         while time.time() < deadline:
             infos = [cli(p, "CLUSTER", "INFO", check=False) for p in ports]
             if all("cluster_state:ok" in i and "cluster_slots_ok:16384" in i for i in infos):
+                # The report calls it a `masters`-master cluster: make sure it is one.
+                nodes = cli(ports[0], "CLUSTER", "NODES").splitlines()
+                have = sum(1 for n in nodes if "master" in n.split()[2].split(","))
+                if have != masters:
+                    raise RuntimeError(f"cluster has {have} masters, not {masters}")
                 return ports
             time.sleep(0.1)
         raise RuntimeError("cluster never reached cluster_state:ok")
