@@ -8,7 +8,7 @@ cell, one process per run."""
 import os
 
 from clients import RUST_BIN
-from common import json_line, log, rotation
+from common import json_line, log, rotation, with_others_cpu
 from procs import GO_BIN, Procs, flushall
 
 RUST_CLIENTS = ["redline", "redline-cached"]
@@ -44,7 +44,7 @@ def run(quick):
     try:
         for server in p["servers"]:
             try:
-                _, port = procs.redis() if server == "redis-server" else procs.redline_server()
+                proc, port = procs.redis() if server == "redis-server" else procs.redline_server()
             except Exception as e:
                 notes.append(f"{server} skipped: it did not start ({e})")
                 continue
@@ -54,7 +54,8 @@ def run(quick):
                     for client in rotation(clients, r):
                         flushall([port])
                         try:
-                            res = one_run(client, url, callers, p)
+                            res = with_others_cpu(
+                                [proc.pid], lambda: one_run(client, url, callers, p))
                         except Exception as e:  # one failed run must not sink the section
                             notes.append(f"{client} {server} x{callers} round {r}: {e}")
                             continue
@@ -62,7 +63,8 @@ def run(quick):
                                     "loadavg": round(os.getloadavg()[0], 2)})
                         runs.append(res)
                         log(f"cache {server} zipf x{callers} r{r} {client}: "
-                            f"{res['ops_per_sec']:.0f} ops/s p99 {res['p99_us']} us")
+                            f"{res['ops_per_sec']:.0f} ops/s p99 {res['p99_us']} us, "
+                            f"others used {res.get('others_cpu', '?')} cores")
     finally:
         procs.close()
     flags = dict(p)

@@ -5,7 +5,7 @@ own process; clients alternate in rotation within every (mode, op, callers) cell
 import os
 import subprocess
 
-from common import json_line, log, rotation
+from common import json_line, log, rotation, with_others_cpu
 from procs import GO_BIN, RELEASE, Procs, flushall
 
 RUST_BIN = f"{RELEASE}/bench-clients"
@@ -86,7 +86,9 @@ def run(quick):
                         for client in rotation(clients, r):
                             flushall(ports)
                             try:
-                                res = one_run(client, url, cluster, op, callers, p)
+                                res = with_others_cpu(
+                                    [pr.pid for pr in procs.procs],
+                                    lambda: one_run(client, url, cluster, op, callers, p))
                             except Exception as e:  # one failed run must not sink the section
                                 log(f"clients: {client} {mode} {op} x{callers}: {e}")
                                 notes.append(f"{client} {mode} {op} x{callers} round {r}: {e}")
@@ -97,7 +99,8 @@ def run(quick):
                                         "loadavg": round(os.getloadavg()[0], 2)})
                             runs.append(res)
                             log(f"clients {mode} {op} x{callers} r{r} {client}: "
-                                f"{res['ops_per_sec']:.0f} ops/s p99 {res['p99_us']} us")
+                                f"{res['ops_per_sec']:.0f} ops/s p99 {res['p99_us']} us, "
+                                f"others used {res.get('others_cpu', '?')} cores")
     finally:
         procs.close()
     flags = {k: v for k, v in p.items()}

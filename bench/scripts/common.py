@@ -1,7 +1,9 @@
 """Small shared pieces: running a command that prints one JSON line, rotation order for
-alternating runs, logging to stderr."""
+alternating runs, the CPU others used during a run, logging to stderr."""
 
 import json
+import os
+import resource
 import subprocess
 import sys
 import time
@@ -30,3 +32,42 @@ def json_line(argv, timeout, env=None, cwd=None):
                 continue
     raise RuntimeError(f"{argv[0]} exited {out.returncode} without a JSON line: "
                        f"{out.stderr.strip()[-400:]}")
+
+
+def _busy_ticks():
+    """Non-idle CPU time of the whole machine (all cores), in clock ticks; steal counts,
+    as time a hypervisor gave to someone else."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle, iowait = fields[3], fields[4] if len(fields) > 4 else 0
+    return sum(fields[:8]) - idle - iowait
+
+
+def _pid_ticks(pid):
+    """user + system clock ticks of process `pid` (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            rest = f.read().rsplit(")", 1)[1].split()
+        return int(rest[11]) + int(rest[12])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def with_others_cpu(pids, run):
+    """Calls `run()` (which waits for its child process) and adds `others_cpu` to the dict
+    it returns: the cores that processes other than that child and the servers `pids` kept
+    busy meanwhile, on average. Unlike the load average it covers just this run and leaves
+    out the run's own client and server, so a disturbed round stands out."""
+    hz = os.sysconf("SC_CLK_TCK")
+    t0, busy0 = time.monotonic(), _busy_ticks()
+    servers0 = sum(_pid_ticks(p) for p in pids)
+    kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    res = run()
+    kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = time.monotonic() - t0
+    own = ((sum(_pid_ticks(p) for p in pids) - servers0) / hz
+           + (kids1.ru_utime - kids0.ru_utime) + (kids1.ru_stime - kids0.ru_stime))
+    others = (_busy_ticks() - busy0) / hz - own
+    if wall > 0:
+        res["others_cpu"] = round(max(0.0, others) / wall, 2)
+    return res

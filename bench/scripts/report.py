@@ -105,6 +105,26 @@ class Goal:
 
 RUN_LOAD = ("*Run load*: the highest 1-minute load average seen as a run of the cell ended "
             "(it counts the run's own client and server too).")
+OTHERS_CPU = ("*Others' CPU*: the most cores that processes other than the run's own client "
+              "and servers kept busy during one run of the cell, on average over that run "
+              "(about 0 on a quiet machine).")
+
+
+def run_noise(runs):
+    """The optional per-run noise columns present in `runs`: (header, rule, cell, legend)."""
+    cols = []
+    for key, name, legend in (("loadavg", "run load", RUN_LOAD),
+                              ("others_cpu", "others' CPU", OTHERS_CPU)):
+        if any(key in r for r in runs):
+            cols.append((key, name, legend))
+    header = "".join(f" {name} |" for _, name, _ in cols)
+    rule = "---:|" * len(cols)
+    legend = " ".join(lg for _, _, lg in cols)
+
+    def cells(cell_runs):
+        return [fmt_load(max((r[k] for r in cell_runs if k in r), default=None))
+                for k, _, _ in cols]
+    return header, rule, cells, legend
 ISSUE17 = ("Issue 17 goal: redline ≥ 1.5x the best of redis-rs and fred from 16 callers up, "
            "≥ 1.0x at 1 caller")
 ISSUE17_CELLS = [(mode, op, callers) for mode in ("standalone", "cluster")
@@ -175,9 +195,9 @@ def clients_section(src, data, v, goals):
         if r["client"] not in clients:
             clients.append(r["client"])
     order = [c for c in ["redline", *RUST_PEERS, *GO_PEERS] if c in clients]
-    with_load = any("loadavg" in r for r in runs)
-    if with_load:
-        out[-1] += " " + RUN_LOAD
+    noise_head, noise_rule, noise_cells, legend = run_noise(runs)
+    if legend:
+        out[-1] += " " + legend
     out.append("")
     for mode in ("standalone", "cluster"):
         cells = sorted({(r["op"], r["callers"]) for r in runs if r["mode"] == mode},
@@ -188,9 +208,8 @@ def clients_section(src, data, v, goals):
         out.append("")
         out.append("| op | callers | " + " | ".join(order) +
                    " | redline ÷ best Rust peer | goal | redline ÷ rueidis | redline ÷ go-redis |"
-                   + (" run load |" if with_load else ""))
-        out.append("|---|---:|" + "---:|" * len(order) + "---:|---|---:|---:|" +
-                   ("---:|" if with_load else ""))
+                   + noise_head)
+        out.append("|---|---:|" + "---:|" * len(order) + "---:|---|---:|---:|" + noise_rule)
         for op, callers in cells:
             stats = {}
             cell_runs = [r for r in runs if r["mode"] == mode and r["op"] == op and
@@ -217,9 +236,7 @@ def clients_section(src, data, v, goals):
             row = [op, str(callers)] + [
                 f"{fmt_n(stats[c][0])} ({fmt_n(stats[c][1])})" if c in stats else "–"
                 for c in order] + [fmt_r(r_rust), mark, fmt_r(r_rue), fmt_r(r_go)]
-            if with_load:
-                row.append(fmt_load(max((r["loadavg"] for r in cell_runs if "loadavg" in r),
-                                        default=None)))
+            row += noise_cells(cell_runs)
             out.append("| " + " | ".join(row) + " |")
             v.add(f"{mode} {op} ×{callers}", r_rust, "redline vs the best Rust client (redis-rs, fred)")
             if callers >= 64:
@@ -535,9 +552,9 @@ def cache_section(src, data, v):
                "ops/s (median p99 µs).")
     runs = data["runs"]
     clients = [c for c in CACHE_CLIENTS if any(r["client"] == c for r in runs)]
-    with_load = any("loadavg" in r for r in runs)
-    if with_load:
-        out[-1] += " " + RUN_LOAD
+    noise_head, noise_rule, noise_cells, legend = run_noise(runs)
+    if legend:
+        out[-1] += " " + legend
     out.append("")
     head = "| server | callers | " + " | ".join(clients) + " | redline-cached ÷ redline |"
     rule = "|---|---:|" + "---:|" * len(clients) + "---:|"
@@ -545,10 +562,7 @@ def cache_section(src, data, v):
     if with_rue:
         head += " redline-cached ÷ rueidis-cached |"
         rule += "---:|"
-    if with_load:
-        head += " run load |"
-        rule += "---:|"
-    out += [head, rule]
+    out += [head + noise_head, rule + noise_rule]
     for server, callers in sorted({(r["server"], r["callers"]) for r in runs}):
         cell_runs = [r for r in runs if r["server"] == server and r["callers"] == callers]
         st = {}
@@ -564,9 +578,7 @@ def cache_section(src, data, v):
             rq = ratio(cached, st["rueidis-cached"][0])
             row.append(fmt_r(rq))
             v.add(f"{server} zipf ×{callers}", rq, "redline-cached vs rueidis-cached (ops/s)")
-        if with_load:
-            row.append(fmt_load(max((r["loadavg"] for r in cell_runs if "loadavg" in r),
-                                    default=None)))
+        row += noise_cells(cell_runs)
         out.append("| " + " | ".join(row) + " |")
     out.append("")
     return out

@@ -31,7 +31,8 @@ def clients_result(load_start, load_end, redline_factor, quick=False, rounds=3,
                                         ("rueidis", 80_000), ("go-redis", 50_000)):
                         runs.append({"client": client, "op": op, "callers": callers,
                                      "mode": mode, "round": r, "ops_per_sec": ops,
-                                     "p99_us": 500.0, "loadavg": load_end})
+                                     "p99_us": 500.0, "loadavg": load_end,
+                                     "others_cpu": 0.05 * r})
     return {"section": "clients", "quick": quick, "started": "2099-01-01T00:00:00Z",
             "seconds": 1.0, "runs": runs, "notes": [],
             "flags": {"rounds": rounds, "duration_secs": 3.0, "warmup_secs": 1.0,
@@ -63,6 +64,12 @@ class GoalCheck(unittest.TestCase):
         self.assertIn("6 of 24 cells met, 18 missed.", text)
         self.assertIn("**✗ < 1.5x**", text)
         self.assertIn("Issue 17's goal is **not** shown met: cells are missed.", text)
+
+    def test_noise_columns(self):
+        text = self.render(clients_result(0.4, 1.9, 2.0))
+        self.assertIn("| run load | others' CPU |", text)
+        # The worst of the cell's three rounds: 0.05 * 2.
+        self.assertIn("| 1.90 | 0.10 |", text)
 
     def test_loaded_run_is_not_judged(self):
         text = self.render(clients_result(0.4, 3.7, 2.0))
