@@ -12,11 +12,11 @@ use crate::error::Error;
 use crate::reply::FromReply;
 
 use super::batch;
-use super::client::{cross_slot, prepare, ClusterClient};
+use super::client::{cross_slot, prepare_routed, ClusterClient};
 use super::config::ReadFrom;
 use super::exec::SlotCommand;
 use super::metrics::bump;
-use super::route::{route, Route, Target};
+use super::route::{Route, Target};
 use super::scripting;
 use super::split;
 use super::transaction;
@@ -91,11 +91,8 @@ impl ClusterPipeline {
 
     /// Queues any command.
     pub fn add(&mut self, cmd: Cmd) -> &mut Self {
-        match prepare(cmd) {
-            Ok(bytes) => {
-                let r = route(&bytes);
-                self.commands.push((bytes, r));
-            }
+        match prepare_routed(cmd) {
+            Ok(command) => self.commands.push(command),
             Err(err) => {
                 self.invalid.get_or_insert(err);
             }
