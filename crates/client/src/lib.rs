@@ -114,8 +114,8 @@ pub use cluster::{
 pub use cmd::{Cmd, ToArg};
 pub use commands::{
     EngineStats, ExpireCondition, Expiry, FunctionRestorePolicy, FunctionStats, GeoMatch,
-    GeoSearch, GeoUnit, Library, LibraryFunction, RunningFunction, Script, SetCondition,
-    SetOptions, StreamEntry, ZAddOptions,
+    GeoSearch, GeoUnit, Library, LibraryFunction, RunningFunction, Script, ScriptClient,
+    SetCondition, SetOptions, StreamEntry, ZAddOptions,
 };
 pub use config::{Backoff, CaCerts, ClientCert, Config, FullQueue, PushHandler, TlsConfig};
 pub use dedicated::DedicatedConnection;
