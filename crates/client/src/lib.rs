@@ -38,7 +38,9 @@
 //!
 //! # Redis Cluster
 //!
-//! [`ClusterClient`] has the same typed commands and routes each one to the master that
+//! [`ClusterClient`] has the same typed commands (each is written once and generated on
+//! [`Client`], [`ClusterClient`], [`Pipeline`] and [`ClusterPipeline`]; the blocking ones
+//! on the two clients only) and routes each one to the master that
 //! owns its keys' hash slot (key positions from the command table), over one pool of
 //! multiplexed connections per node. The slot table is an immutable snapshot swapped
 //! atomically (no lock per command); `MOVED`/`ASK`, failovers and resharding are followed
