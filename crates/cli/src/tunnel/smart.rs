@@ -726,16 +726,6 @@ mod tests {
     }
 
     #[test]
-    fn blocking_detection() {
-        assert!(is_blocking(b"BLPOP", &args(&["BLPOP", "k", "0"])));
-        assert!(is_blocking(b"WAIT", &args(&["WAIT", "1", "0"])));
-        assert!(is_blocking(
-            b"XREAD",
-            &args(&["XREAD", "BLOCK", "0", "STREAMS", "s", "$"])
-        ));
-        assert!(!is_blocking(
-            b"XREAD",
-            &args(    #[test]
     fn idempotent_writes() {
         assert!(same_reply_when_repeated(&args(&[
             "set", "k", "v", "EX", "10"
