@@ -125,34 +125,27 @@ pub fn blocking_with<A: AsRef<[u8]>>(spec: &CommandSpec, args: &[A]) -> Option<B
 
 /// A timeout in seconds, fractions allowed (`BLPOP`...).
 fn seconds(arg: Option<&[u8]>) -> Block {
-    let Some(secs) = arg
-        .and_then(|a| std::str::from_utf8(a).ok())
-        .and_then(|s| s.parse::<f64>().ok())
-    else {
-        return Block::Unknown;
-    };
-    if secs == 0.0 {
-        return Block::Forever;
+    match number::<f64>(arg) {
+        Some(secs) if secs == 0.0 => Block::Forever,
+        Some(secs) if secs.is_finite() && secs > 0.0 => {
+            Duration::try_from_secs_f64(secs).map_or(Block::Unknown, Block::For)
+        }
+        _ => Block::Unknown,
     }
-    if !secs.is_finite() || secs < 0.0 {
-        return Block::Unknown;
-    }
-    Duration::try_from_secs_f64(secs).map_or(Block::Unknown, Block::For)
 }
 
 /// A timeout in whole milliseconds (`WAIT`, `XREAD BLOCK`).
 fn millis(arg: Option<&[u8]>) -> Block {
-    let Some(ms) = arg
-        .and_then(|a| std::str::from_utf8(a).ok())
-        .and_then(|s| s.parse::<u64>().ok())
-    else {
-        return Block::Unknown;
-    };
-    if ms == 0 {
-        Block::Forever
-    } else {
-        Block::For(Duration::from_millis(ms))
+    match number::<u64>(arg) {
+        Some(0) => Block::Forever,
+        Some(ms) => Block::For(Duration::from_millis(ms)),
+        None => Block::Unknown,
     }
+}
+
+/// The argument as a decimal number, if it is one.
+fn number<T: std::str::FromStr>(arg: Option<&[u8]>) -> Option<T> {
+    std::str::from_utf8(arg?).ok()?.parse().ok()
 }
 
 #[cfg(test)]
