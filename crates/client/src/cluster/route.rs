@@ -349,4 +349,26 @@ mod cost {
         let per = started.elapsed() / 1_000_000;
         println!("route(GET key) {per:?} per command ({acc})");
     }
+
+    /// The same with the entry `Cmd::new` found (what the cluster client does): no
+    /// second lookup of the name.
+    #[test]
+    #[ignore]
+    fn routing_cost_known_entry() {
+        let spec = Cmd::new("GET").spec();
+        let cmds: Vec<bytes::Bytes> = (0..1000)
+            .map(|i| Cmd::new("GET").arg(format!("key:{i}")).into_bytes())
+            .collect();
+        let started = std::time::Instant::now();
+        let mut acc = 0u64;
+        for _ in 0..1000 {
+            for c in &cmds {
+                if let Target::Slot(s) = route_with(spec, c).target {
+                    acc += u64::from(s);
+                }
+            }
+        }
+        let per = started.elapsed() / 1_000_000;
+        println!("route_with(GET key) {per:?} per command ({acc})");
+    }
 }
