@@ -126,7 +126,7 @@ pub fn blocking_with<A: AsRef<[u8]>>(spec: &CommandSpec, args: &[A]) -> Option<B
 /// A timeout in seconds, fractions allowed (`BLPOP`...).
 fn seconds(arg: Option<&[u8]>) -> Block {
     match number::<f64>(arg) {
-        Some(secs) if secs == 0.0 => Block::Forever,
+        Some(0.0) => Block::Forever,
         Some(secs) if secs.is_finite() && secs > 0.0 => {
             Duration::try_from_secs_f64(secs).map_or(Block::Unknown, Block::For)
         }
