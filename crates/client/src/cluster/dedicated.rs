@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use redline_resp::command::{self, CommandSpec};
 use redline_resp::slot::key_slot;
 use redline_resp::Frame;
 
@@ -54,7 +55,7 @@ impl ClusterClient {
         cmd: Cmd,
         block: Option<Duration>,
     ) -> Result<Frame, Error> {
-        let mut slot = single_slot(&cmd.to_bytes())?;
+        let mut slot = single_slot(cmd.spec(), &cmd.to_bytes())?;
         let margin = self
             .shared()
             .cfg
@@ -98,9 +99,18 @@ impl ClusterClient {
 }
 
 /// The one slot of a command's keys; CROSSSLOT if they differ, any slot without keys.
-fn single_slot(bytes: &[u8]) -> Result<u16, Error> {
+/// `spec` is the entry [`Cmd::new`] found for the name: used as is unless the command
+/// has subcommands (none of the blocking ones has), so the name is not looked up again.
+fn single_slot(spec: Option<&'static CommandSpec>, bytes: &[u8]) -> Result<u16, Error> {
     let args: Vec<&[u8]> = Args::new(bytes).ok_or(Error::EmptyCommand)?.collect();
-    let positions = redline_resp::command::keys(&args).map_err(|e| Error::Server {
+    let positions = match spec {
+        Some(spec) if !spec.has_subcommands() => {
+            let mut positions = Vec::new();
+            command::keys_into(spec, &args, &mut positions).map(|()| positions)
+        }
+        _ => command::keys(&args),
+    };
+    let positions = positions.map_err(|e| Error::Server {
         kind: ServerErrorKind::Err,
         message: e.to_string().into(),
     })?;

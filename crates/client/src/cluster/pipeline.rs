@@ -25,7 +25,8 @@ use super::transaction;
 ///
 /// Unlike a standalone [`Pipeline`](crate::Pipeline), the commands of a cluster pipeline
 /// may go to several nodes, so they are not one unit: each runs independently, in order
-/// per node. Typed methods are the same as on [`ClusterClient`] but queue.
+/// per node. Typed methods are the same as on [`ClusterClient`] but queue (blocking ones
+/// excepted, as on [`Pipeline`](crate::Pipeline)).
 ///
 /// ```no_run
 /// # async fn demo(cluster: redline::ClusterClient) -> redline::Result<()> {
