@@ -263,32 +263,6 @@ impl Client {
         .await
     }
 
-    /// `PUBLISH channel message`: how many subscribers received it.
-    ///
-    /// ```no_run
-    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
-    /// let receivers = client.publish("orders", "order:42 created").await?;
-    /// # let _ = receivers;
-    /// # Ok(()) }
-    /// ```
-    pub async fn publish(&self, channel: impl ToArg, message: impl ToArg) -> Result<u64, Error> {
-        self.query(Cmd::new("PUBLISH").arg(channel).arg(message))
-            .await
-    }
-
-    /// `SPUBLISH shardchannel message` (Redis 7): how many subscribers received it.
-    ///
-    /// ```no_run
-    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
-    /// let receivers = client.spublish("orders:{eu}", "order:42 created").await?;
-    /// # let _ = receivers;
-    /// # Ok(()) }
-    /// ```
-    pub async fn spublish(&self, channel: impl ToArg, message: impl ToArg) -> Result<u64, Error> {
-        self.query(Cmd::new("SPUBLISH").arg(channel).arg(message))
-            .await
-    }
-
     /// How long a blocking command may wait in total: its own timeout (0 = forever) plus
     /// the command timeout as a margin for the round trip.
     pub(crate) fn blocking_limit(&self, block: Duration) -> Option<Duration> {

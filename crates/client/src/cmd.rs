@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use redline_resp::command::{self, AclCategories, CommandFlags};
+use redline_resp::command::{self, AclCategories, CommandFlags, CommandSpec};
 use redline_resp::{encode, Frame};
 
 /// Room for `*` + up to 20 digits + CRLF in front of the arguments.
@@ -30,6 +30,9 @@ const HEADER_ROOM: usize = 24;
 pub struct Cmd {
     buf: BytesMut,
     argc: usize,
+    /// The command-table entry `new` found for the name (`None`: not in the table), kept
+    /// so routing and blocking decisions never look the name up again.
+    spec: Option<&'static CommandSpec>,
     traits: Traits,
     /// How a pipeline reshapes this command's reply so the generic [`FromReply`]
     /// conversion of the typed method's return type accepts it (RESP2 and RESP3 differ
@@ -72,10 +75,12 @@ impl Cmd {
         buf.put_bytes(0, HEADER_ROOM);
         let start = buf.len();
         name.write_arg(&mut buf);
-        let traits = traits_of(&buf[start..]);
+        let spec = command::lookup(bulk_payload(&buf[start..]));
+        let traits = spec.map_or(Traits::PLAIN, traits_of);
         Cmd {
             buf,
             argc: 1,
+            spec,
             traits,
             shape: None,
         }
@@ -230,29 +235,17 @@ impl Cmd {
         self.traits.blocking
     }
 
-    /// For a blocking command, how long it may block as its arguments say: `None` for
-    /// "forever" (a zero timeout) or when the position of the timeout is unknown.
+    /// The command-table entry of the name (not of a subcommand), if the table has it.
+    pub(crate) fn spec(&self) -> Option<&'static CommandSpec> {
+        self.spec
+    }
+
+    /// For a blocking command, how long it may block as its arguments say
+    /// ([`command::blocking_with`]): `None` for "forever" (a zero timeout) or when the
+    /// timeout is not known.
     pub(crate) fn block_time(&self) -> Option<Duration> {
         let args: Vec<&[u8]> = encoded_args(&self.buf[HEADER_ROOM..]).collect();
-        let name = String::from_utf8_lossy(args.first()?).to_ascii_lowercase();
-        let parse = |arg: &[u8]| std::str::from_utf8(arg).ok()?.parse::<f64>().ok();
-        let (amount, unit_ms) = match name.as_str() {
-            "blpop" | "brpop" | "brpoplpush" | "blmove" | "bzpopmin" | "bzpopmax" => {
-                (parse(args.last()?)?, false)
-            }
-            "blmpop" | "bzmpop" => (parse(args.get(1)?)?, false),
-            "wait" | "waitaof" => (parse(args.last()?)?, true),
-            "xread" | "xreadgroup" => {
-                let at = args.iter().position(|a| a.eq_ignore_ascii_case(b"BLOCK"))?;
-                (parse(args.get(at + 1)?)?, true)
-            }
-            _ => return None,
-        };
-        let secs = if unit_ms { amount / 1000.0 } else { amount };
-        if secs.is_nan() || secs <= 0.0 || !secs.is_finite() {
-            return None;
-        }
-        Duration::try_from_secs_f64(secs).ok()
+        command::blocking_with(self.spec?, &args)?.duration()
     }
 
     /// Appends arguments encoded earlier (so a command retried in another form, like
@@ -305,29 +298,26 @@ const CONNECTION_STATE: &[&str] = &[
     "select", "hello", "auth", "reset", "quit", "monitor", "sync", "psync",
 ];
 
-/// Commands that block without the `blocking` flag (Redis 7.0 leaves it off `WAIT`).
-const BLOCKING_UNFLAGGED: &[&str] = &["wait", "waitaof"];
-
-/// Classifies a command from the shared command table (`redline_resp::command`), so the
-/// client and the server agree on what blocks and what changes connection state.
-fn traits_of(name_bulk: &[u8]) -> Traits {
-    let name = bulk_payload(name_bulk);
-    let plain = Traits {
+impl Traits {
+    /// A command the table does not have (a module's, or newer than the table): sent as is.
+    const PLAIN: Traits = Traits {
         restriction: Restriction::None,
         readonly: false,
         blocking: false,
     };
-    let Some(spec) = command::lookup(name) else {
-        // Unknown here (a module's command, or newer than the table): sent as is.
-        return plain;
-    };
+}
+
+/// Classifies a command from the shared command table (`redline_resp::command`), so the
+/// client and the server agree on what blocks and what changes connection state.
+fn traits_of(spec: &'static CommandSpec) -> Traits {
     let flags = spec.flags;
     let readonly = flags.contains(CommandFlags::READONLY);
     let restriction = match spec.name {
         "client" => Restriction::ClientSubcommand,
         // Blocking only with a BLOCK option; decided while arguments are added.
         "xread" | "xreadgroup" => Restriction::StreamRead,
-        name if flags.contains(CommandFlags::BLOCKING) || BLOCKING_UNFLAGGED.contains(&name) => {
+        // Whether given arguments block, and how long, is `command::blocking`'s answer.
+        name if command::may_block(spec) => {
             return Traits {
                 restriction: Restriction::Dedicated(name),
                 readonly,

@@ -38,7 +38,9 @@
 //!
 //! # Redis Cluster
 //!
-//! [`ClusterClient`] has the same typed commands and routes each one to the master that
+//! [`ClusterClient`] has the same typed commands (each is written once and generated on
+//! [`Client`], [`ClusterClient`], [`Pipeline`] and [`ClusterPipeline`]; the blocking ones
+//! on the two clients only) and routes each one to the master that
 //! owns its keys' hash slot (key positions from the command table), over one pool of
 //! multiplexed connections per node. The slot table is an immutable snapshot swapped
 //! atomically (no lock per command); `MOVED`/`ASK`, failovers and resharding are followed
@@ -114,8 +116,8 @@ pub use cluster::{
 pub use cmd::{Cmd, ToArg};
 pub use commands::{
     EngineStats, ExpireCondition, Expiry, FunctionRestorePolicy, FunctionStats, GeoMatch,
-    GeoSearch, GeoUnit, Library, LibraryFunction, RunningFunction, Script, SetCondition,
-    SetOptions, StreamEntry, ZAddOptions,
+    GeoSearch, GeoUnit, Library, LibraryFunction, RunningFunction, Script, ScriptClient,
+    SetCondition, SetOptions, StreamEntry, ZAddOptions,
 };
 pub use config::{Backoff, CaCerts, ClientCert, Config, FullQueue, PushHandler, TlsConfig};
 pub use dedicated::DedicatedConnection;

@@ -14,7 +14,8 @@ use crate::reply::FromReply;
 /// The commands go to the connection as one unit: they are written back to back, nothing
 /// from other callers lands between them, and the replies come back together. Typed
 /// methods (`set`, `get`, `incr`, ...) are the same as on [`Client`] but queue instead of
-/// sending.
+/// sending (the blocking ones, `blpop`, `wait`..., are not offered: they would stall the
+/// shared connection).
 ///
 /// ```no_run
 /// # async fn demo(client: redline::Client) -> redline::Result<()> {

@@ -553,16 +553,48 @@ async fn transactions_blocking_and_shard_pubsub() {
         "{err:?}"
     );
 
+    // The blocking commands the cluster client shares with `Client`: BLMOVE on the keys'
+    // owner, XREAD BLOCK on the stream's, WAIT on a master.
+    client.rpush("q:{j}", ["job-3"]).await.unwrap();
+    let short = Duration::from_millis(50);
+    let moved = client
+        .blmove("q:{j}", "done:{j}", true, false, short)
+        .await
+        .unwrap();
+    assert_eq!(moved.as_deref(), Some(&b"job-3"[..]));
+    let none = client.blmove("q:{j}", "done:{j}", true, false, short);
+    assert_eq!(none.await.unwrap(), None);
+    client.xadd("ev:{s}", "1-1", [("f", "v")]).await.unwrap();
+    let read = client
+        .xread_block([("ev:{s}", "0")], None, short)
+        .await
+        .unwrap();
+    assert_eq!(read.len(), 1);
+    assert_eq!(read[0].1[0].id, "1-1");
+    let nothing = client.xread_block([("ev:{s}", "$")], None, short);
+    assert!(nothing.await.unwrap().is_empty());
+    assert!(client.wait(0, short).await.unwrap() <= 1);
+    assert_eq!(client.publish("plain-channel", "x").await.unwrap(), 0);
+
     // Scripts route by their keys; Script falls back to EVAL on a node that lacks it.
     let script = redline::Script::new("return redis.call('INCRBY', KEYS[1], ARGV[1])");
     for i in 0..20 {
         let n: i64 = script
-            .run_on_cluster(&client, [format!("script:{i}")], [i])
+            .run(&client, [format!("script:{i}")], [i])
             .await
             .unwrap();
         assert_eq!(n, i);
     }
+    let n: i64 = script
+        .run_on_cluster(&client, ["script:0"], [1])
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
     let sha = client.script_load("return 7").await.unwrap();
+    assert_eq!(
+        client.script_exists([&sha, "0000"]).await.unwrap(),
+        [true, false]
+    );
     let seven: i64 = client.evalsha(&sha, ["anywhere"], [0u8; 0]).await.unwrap();
     assert_eq!(seven, 7);
 

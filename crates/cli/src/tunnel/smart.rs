@@ -363,7 +363,8 @@ impl Session {
                 }
             }
             b"SCAN" => return Step::Reply(self.scan(args)),
-            _ if is_blocking(&name, &args) => return self.blocking(args),
+            // Blocking as redline-resp decides it (XREAD only with BLOCK, WAIT...).
+            _ if command::blocking(&args).is_some() => return self.blocking(args),
             _ => return Step::Route(args),
         };
         Step::Reply(now(reply))
@@ -682,16 +683,6 @@ fn same_reply_when_repeated(args: &[Bytes]) -> bool {
     is(b"SETEX") || is(b"PSETEX") || is(b"MSET") || is(b"HMSET")
 }
 
-/// Blocking commands: flagged `blocking` in the command table (XREAD/XREADGROUP only
-/// with `BLOCK`), and `WAIT`/`WAITAOF`, which Redis 7.0 leaves unflagged.
-fn is_blocking(name: &[u8], args: &[Bytes]) -> bool {
-    match name {
-        b"WAIT" | b"WAITAOF" => true,
-        b"XREAD" | b"XREADGROUP" => args.iter().any(|a| a.eq_ignore_ascii_case(b"BLOCK")),
-        _ => command::lookup(name).is_some_and(|spec| spec.flags.contains(CommandFlags::BLOCKING)),
-    }
-}
-
 /// The slot of the command's first key, per the command table.
 fn slot_of(args: &[Bytes]) -> Option<u16> {
     let positions = command::keys(args).ok()?;
@@ -732,21 +723,6 @@ mod tests {
 
     fn args(list: &[&str]) -> Vec<Bytes> {
         list.iter().map(|a| Bytes::from(a.to_string())).collect()
-    }
-
-    #[test]
-    fn blocking_detection() {
-        assert!(is_blocking(b"BLPOP", &args(&["BLPOP", "k", "0"])));
-        assert!(is_blocking(b"WAIT", &args(&["WAIT", "1", "0"])));
-        assert!(is_blocking(
-            b"XREAD",
-            &args(&["XREAD", "BLOCK", "0", "STREAMS", "s", "$"])
-        ));
-        assert!(!is_blocking(
-            b"XREAD",
-            &args(&["XREAD", "STREAMS", "s", "0"])
-        ));
-        assert!(!is_blocking(b"GET", &args(&["GET", "k"])));
     }
 
     #[test]

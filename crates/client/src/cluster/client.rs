@@ -30,7 +30,7 @@ use super::metrics::{bump, ClusterMetrics, Metrics};
 use super::node::{Node, Registry};
 use super::pipeline::ClusterPipeline;
 use super::refresh;
-use super::route::{common_slot, route, Fanout, Route, Target};
+use super::route::{common_slot, route, route_with, Fanout, Route, Target};
 use super::split;
 use super::table::SlotTable;
 
@@ -246,10 +246,12 @@ impl ClusterClient {
             let block = cmd.block_time();
             return Box::pin(self.blocking_frame(cmd, block)).await;
         }
-        if self.inner.cache.is_some() && !cmd.is_readonly() {
-            return Box::pin(self.execute_invalidating(prepare(cmd)?, read_from)).await;
+        let readonly = cmd.is_readonly();
+        let (bytes, route) = prepare_routed(cmd)?;
+        if self.inner.cache.is_some() && !readonly {
+            return Box::pin(self.execute_invalidating(bytes, route, read_from)).await;
         }
-        self.execute(prepare(cmd)?, read_from).await
+        self.execute_routed(bytes, route, read_from).await
     }
 
     /// A command that may write, with a client-side cache: its keys' entries are dropped
@@ -257,9 +259,10 @@ impl ClusterClient {
     async fn execute_invalidating(
         &self,
         bytes: Bytes,
+        route: Route,
         read_from: ReadFrom,
     ) -> Result<Frame, Error> {
-        let reply = self.execute(bytes.clone(), read_from).await;
+        let reply = self.execute_routed(bytes.clone(), route, read_from).await;
         if let Some(cache) = &self.inner.cache {
             cache.after_write(&bytes);
         }
@@ -448,6 +451,15 @@ pub(crate) fn prepare(cmd: Cmd) -> Result<Bytes, Error> {
             })
         }
     }
+}
+
+/// [`prepare`], and the command's route, from the table entry [`Cmd::new`] found (the
+/// name is not looked up again).
+pub(crate) fn prepare_routed(cmd: Cmd) -> Result<(Bytes, Route), Error> {
+    let spec = cmd.spec();
+    let bytes = prepare(cmd)?;
+    let route = route_with(spec, &bytes);
+    Ok((bytes, route))
 }
 
 /// Redis's own error for keys in different slots.

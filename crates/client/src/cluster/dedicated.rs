@@ -6,13 +6,13 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use redline_resp::command::{self, CommandSpec};
 use redline_resp::slot::key_slot;
 use redline_resp::Frame;
 
 use crate::cmd::{Cmd, ToArg};
 use crate::dedicated::DedicatedConnection;
 use crate::error::{Error, ServerErrorKind};
-use crate::reply::FromReply;
 
 use super::args::Args;
 use super::client::{cross_slot, ClusterClient};
@@ -46,21 +46,16 @@ impl ClusterClient {
         node.dedicated().lease().await
     }
 
-    /// Runs a blocking command on a dedicated connection to its slot's master, following
-    /// `MOVED`/`ASK` (a leased connection is reused only when clean).
-    async fn blocking<T: FromReply>(&self, cmd: Cmd, block: Duration) -> Result<T, Error> {
-        let block = (!block.is_zero()).then_some(block);
-        T::from_reply(self.blocking_frame(cmd, block).await?)
-    }
-
-    /// A blocking command given raw (`cmd(["BLPOP", ...])`): `block` is how long it may
-    /// block (`None`: forever, or unknown), the command timeout is added as a margin.
+    /// A blocking command (`BLPOP`, `WAIT`, `XREAD BLOCK`..., typed or raw) on a dedicated
+    /// connection to its slot's master, following `MOVED`/`ASK` (a leased connection is
+    /// reused only when clean): `block` is how long it may block (`None`: forever, or
+    /// unknown), the command timeout is added as a margin.
     pub(crate) async fn blocking_frame(
         &self,
         cmd: Cmd,
         block: Option<Duration>,
     ) -> Result<Frame, Error> {
-        let mut slot = single_slot(&cmd.to_bytes())?;
+        let mut slot = single_slot(cmd.spec(), &cmd.to_bytes())?;
         let margin = self
             .shared()
             .cfg
@@ -101,62 +96,21 @@ impl ClusterClient {
             }
         }
     }
-
-    /// `BLPOP key... timeout` on the keys' slot owner (keys must share a slot): the key
-    /// and the element popped; `None` on timeout.
-    ///
-    /// ```no_run
-    /// # async fn demo(cluster: redline::ClusterClient) -> redline::Result<()> {
-    /// use std::time::Duration;
-    ///
-    /// let job = cluster.blpop(["jobs:{q}:high", "jobs:{q}:low"], Duration::from_secs(1)).await?;
-    /// # let _ = job;
-    /// # Ok(()) }
-    /// ```
-    pub async fn blpop(
-        &self,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        timeout: Duration,
-    ) -> Result<Option<(Bytes, Bytes)>, Error> {
-        let cmd = Cmd::new("BLPOP").args(keys).arg(timeout.as_secs_f64());
-        self.blocking(cmd, timeout).await
-    }
-
-    /// `BRPOP key... timeout`: like [`blpop`](Self::blpop), from the tail.
-    pub async fn brpop(
-        &self,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        timeout: Duration,
-    ) -> Result<Option<(Bytes, Bytes)>, Error> {
-        let cmd = Cmd::new("BRPOP").args(keys).arg(timeout.as_secs_f64());
-        self.blocking(cmd, timeout).await
-    }
-
-    /// `BZPOPMIN key... timeout`: key, member and score; `None` on timeout.
-    pub async fn bzpopmin(
-        &self,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        timeout: Duration,
-    ) -> Result<Option<(Bytes, Bytes, f64)>, Error> {
-        let cmd = Cmd::new("BZPOPMIN").args(keys).arg(timeout.as_secs_f64());
-        self.blocking(cmd, timeout).await
-    }
-
-    /// `BZPOPMAX key... timeout`: like [`bzpopmin`](Self::bzpopmin), highest first.
-    pub async fn bzpopmax(
-        &self,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        timeout: Duration,
-    ) -> Result<Option<(Bytes, Bytes, f64)>, Error> {
-        let cmd = Cmd::new("BZPOPMAX").args(keys).arg(timeout.as_secs_f64());
-        self.blocking(cmd, timeout).await
-    }
 }
 
 /// The one slot of a command's keys; CROSSSLOT if they differ, any slot without keys.
-fn single_slot(bytes: &[u8]) -> Result<u16, Error> {
+/// `spec` is the entry [`Cmd::new`] found for the name: used as is unless the command
+/// has subcommands (none of the blocking ones has), so the name is not looked up again.
+fn single_slot(spec: Option<&'static CommandSpec>, bytes: &[u8]) -> Result<u16, Error> {
     let args: Vec<&[u8]> = Args::new(bytes).ok_or(Error::EmptyCommand)?.collect();
-    let positions = redline_resp::command::keys(&args).map_err(|e| Error::Server {
+    let positions = match spec {
+        Some(spec) if !spec.has_subcommands() => {
+            let mut positions = Vec::new();
+            command::keys_into(spec, &args, &mut positions).map(|()| positions)
+        }
+        _ => command::keys(&args),
+    };
+    let positions = positions.map_err(|e| Error::Server {
         kind: ServerErrorKind::Err,
         message: e.to_string().into(),
     })?;

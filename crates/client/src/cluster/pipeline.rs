@@ -12,11 +12,11 @@ use crate::error::Error;
 use crate::reply::FromReply;
 
 use super::batch;
-use super::client::{cross_slot, prepare, ClusterClient};
+use super::client::{cross_slot, prepare_routed, ClusterClient};
 use super::config::ReadFrom;
 use super::exec::SlotCommand;
 use super::metrics::bump;
-use super::route::{route, Route, Target};
+use super::route::{Route, Target};
 use super::scripting;
 use super::split;
 use super::transaction;
@@ -25,7 +25,8 @@ use super::transaction;
 ///
 /// Unlike a standalone [`Pipeline`](crate::Pipeline), the commands of a cluster pipeline
 /// may go to several nodes, so they are not one unit: each runs independently, in order
-/// per node. Typed methods are the same as on [`ClusterClient`] but queue.
+/// per node. Typed methods are the same as on [`ClusterClient`] but queue (blocking ones
+/// excepted, as on [`Pipeline`](crate::Pipeline)).
 ///
 /// ```no_run
 /// # async fn demo(cluster: redline::ClusterClient) -> redline::Result<()> {
@@ -91,11 +92,8 @@ impl ClusterPipeline {
 
     /// Queues any command.
     pub fn add(&mut self, cmd: Cmd) -> &mut Self {
-        match prepare(cmd) {
-            Ok(bytes) => {
-                let r = route(&bytes);
-                self.commands.push((bytes, r));
-            }
+        match prepare_routed(cmd) {
+            Ok(command) => self.commands.push(command),
             Err(err) => {
                 self.invalid.get_or_insert(err);
             }

@@ -186,17 +186,4 @@ impl ClusterClient {
     pub fn shard_subscriber(&self) -> ClusterSubscriber {
         ClusterSubscriber::new(self.clone())
     }
-
-    /// `SPUBLISH shardchannel message` on the channel's slot owner: how many subscribers
-    /// received it.
-    pub async fn spublish(&self, channel: impl ToArg, message: impl ToArg) -> Result<u64, Error> {
-        self.query(crate::Cmd::new("SPUBLISH").arg(channel).arg(message))
-            .await
-    }
-
-    /// `PUBLISH channel message` (reaches subscribers on every node).
-    pub async fn publish(&self, channel: impl ToArg, message: impl ToArg) -> Result<u64, Error> {
-        self.query(crate::Cmd::new("PUBLISH").arg(channel).arg(message))
-            .await
-    }
 }

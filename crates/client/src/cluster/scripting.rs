@@ -1,112 +1,15 @@
-//! Scripting on a cluster: `EVAL`/`EVALSHA` route by their keys (numkeys, from the
-//! command table), `SCRIPT LOAD` reaches every node (Redis's `all_nodes` policy), and
-//! [`Script::run_on_cluster`] falls back from `EVALSHA` to `EVAL` on `NOSCRIPT` (each
-//! node caches scripts separately, so a new master after a failover may not know it).
-//! Pipelines with scripts load them first ([`ClusterPipeline::run_script`]). `FCALL` and
-//! `FCALL_RO` route by their keys like `EVAL`; the `FUNCTION` subcommands are the
-//! typed commands of `commands/functions.rs`, routed by the command table's tips.
+//! Scripts in cluster pipelines: [`ClusterPipeline::run_script`] queues `EVALSHA`, and
+//! the scripts are loaded on every node first. The scripting commands themselves (`EVAL`,
+//! `EVALSHA`, `SCRIPT LOAD/EXISTS`, `FCALL`) and [`Script::run`] are the same as on
+//! [`Client`](crate::Client) (`commands/scripting.rs`), routed by the command table:
+//! `EVAL` by its keys, `SCRIPT LOAD` to every node, `SCRIPT EXISTS` to every master.
 
-use crate::cmd::{Cmd, ToArg};
-use crate::commands::{fcall_cmd, script_tail, Script};
-use crate::error::{Error, ServerErrorKind};
-use crate::reply::FromReply;
+use crate::cmd::ToArg;
+use crate::commands::Script;
+use crate::error::Error;
 
 use super::client::ClusterClient;
 use super::pipeline::ClusterPipeline;
-
-impl ClusterClient {
-    /// `EVAL script numkeys key... arg...` on the keys' slot owner (keys must share a
-    /// slot; no keys: any master).
-    ///
-    /// ```no_run
-    /// # async fn demo(cluster: redline::ClusterClient) -> redline::Result<()> {
-    /// let n: i64 = cluster.eval("return redis.call('INCR', KEYS[1])", ["hits"], [0u8; 0]).await?;
-    /// # let _ = n;
-    /// # Ok(()) }
-    /// ```
-    pub async fn eval<T: FromReply>(
-        &self,
-        script: impl ToArg,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        args: impl IntoIterator<Item = impl ToArg>,
-    ) -> Result<T, Error> {
-        let tail = script_tail(keys, args);
-        self.query(Cmd::new("EVAL").arg(script).append_encoded(&tail))
-            .await
-    }
-
-    /// `EVALSHA sha numkeys key... arg...` on the keys' slot owner.
-    pub async fn evalsha<T: FromReply>(
-        &self,
-        sha: impl ToArg,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        args: impl IntoIterator<Item = impl ToArg>,
-    ) -> Result<T, Error> {
-        let tail = script_tail(keys, args);
-        self.query(Cmd::new("EVALSHA").arg(sha).append_encoded(&tail))
-            .await
-    }
-
-    /// `SCRIPT LOAD script` on every node; the digest.
-    pub async fn script_load(&self, script: impl ToArg) -> Result<String, Error> {
-        self.query(Cmd::new("SCRIPT").arg("LOAD").arg(script)).await
-    }
-
-    /// `SCRIPT EXISTS sha...` on every master: one bool per digest, true when every
-    /// master knows it.
-    ///
-    /// ```no_run
-    /// # async fn demo(cluster: redline::ClusterClient) -> redline::Result<()> {
-    /// let sha = cluster.script_load("return 1").await?;
-    /// assert_eq!(cluster.script_exists([&sha]).await?, vec![true]);
-    /// # Ok(()) }
-    /// ```
-    pub async fn script_exists(
-        &self,
-        shas: impl IntoIterator<Item = impl ToArg>,
-    ) -> Result<Vec<bool>, Error> {
-        self.query(Cmd::new("SCRIPT").arg("EXISTS").args(shas))
-            .await
-    }
-
-    /// `FCALL function numkeys key... arg...` on the keys' slot owner (keys must share a
-    /// slot; no keys: any master). The library must be loaded on that master:
-    /// [`function_load`](Self::function_load) loads it on every master.
-    ///
-    /// ```no_run
-    /// # async fn demo(cluster: redline::ClusterClient) -> redline::Result<()> {
-    /// cluster
-    ///     .function_load_replace(
-    ///         "#!lua name=counters\n\
-    ///          redis.register_function('bump', function(keys, args) \
-    ///              return redis.call('INCRBY', keys[1], args[1]) end)",
-    ///     )
-    ///     .await?;
-    /// let n: i64 = cluster.fcall("bump", ["hits"], [5]).await?;
-    /// # let _ = n;
-    /// # Ok(()) }
-    /// ```
-    pub async fn fcall<T: FromReply>(
-        &self,
-        function: impl ToArg,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        args: impl IntoIterator<Item = impl ToArg>,
-    ) -> Result<T, Error> {
-        self.query(fcall_cmd("FCALL", function, keys, args)).await
-    }
-
-    /// `FCALL_RO function numkeys key... arg...` on the keys' slot owner (a replica
-    /// with [`ReadFrom::Replica`](crate::ReadFrom::Replica)).
-    pub async fn fcall_ro<T: FromReply>(
-        &self,
-        function: impl ToArg,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        args: impl IntoIterator<Item = impl ToArg>,
-    ) -> Result<T, Error> {
-        self.query(fcall_cmd("FCALL_RO", function, keys, args))
-            .await
-    }
-}
 
 impl ClusterPipeline {
     /// Queues `EVALSHA` for a [`Script`], routed by its keys. Before the pipeline is sent,
@@ -151,38 +54,4 @@ pub(super) async fn load_missing(cluster: &ClusterClient, scripts: &[Script]) ->
         }
     }
     Ok(())
-}
-
-impl Script {
-    /// [`Script::run`] on a cluster: `EVALSHA` on the keys' slot owner, `EVAL` there if
-    /// that node does not know the script yet.
-    ///
-    /// ```no_run
-    /// # async fn demo(cluster: redline::ClusterClient) -> redline::Result<()> {
-    /// use redline::Script;
-    ///
-    /// let incr_by = Script::new("return redis.call('INCRBY', KEYS[1], ARGV[1])");
-    /// let n: i64 = incr_by.run_on_cluster(&cluster, ["counter"], [5]).await?;
-    /// # let _ = n;
-    /// # Ok(()) }
-    /// ```
-    pub async fn run_on_cluster<T: FromReply>(
-        &self,
-        cluster: &ClusterClient,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        args: impl IntoIterator<Item = impl ToArg>,
-    ) -> Result<T, Error> {
-        let tail = script_tail(keys, args);
-        let by_sha = Cmd::new("EVALSHA").arg(self.sha()).append_encoded(&tail);
-        match cluster.query::<T>(by_sha).await {
-            Err(Error::Server {
-                kind: ServerErrorKind::NoScript,
-                ..
-            }) => {
-                let by_source = Cmd::new("EVAL").arg(self.source()).append_encoded(&tail);
-                cluster.query(by_source).await
-            }
-            other => other,
-        }
-    }
 }

@@ -1,21 +1,20 @@
-//! Blocking commands (BLPOP, BRPOP, BLMOVE, BZPOPMIN, BZPOPMAX, WAIT). They run on a
-//! dedicated connection, so a command waiting for data or replicas never holds up other
-//! callers' commands; the wait is bounded by the command's own timeout plus the client's
-//! command timeout.
+//! Blocking commands (BLPOP, BRPOP, BLMOVE, BZPOPMIN, BZPOPMAX, WAIT; XREAD BLOCK is in
+//! `streams.rs`). The clients run them on a dedicated connection (on a cluster, one to the
+//! master of the keys' slot), so a command waiting for data or replicas never holds up
+//! other callers' commands; the wait is bounded by the command's own timeout, as
+//! `redline_resp::command::blocking` reads it from the arguments, plus the client's
+//! command timeout. Pipelines do not offer them (see the `commands` module docs). On a
+//! cluster, the keys of one command must share a slot (hash tags).
 
 use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::client::Client;
+use super::commands;
 use crate::cmd::{Cmd, ToArg};
-use crate::error::Error;
 
-impl Client {
-    async fn blocking<T: crate::FromReply>(&self, cmd: Cmd, block: Duration) -> Result<T, Error> {
-        let mut conn = self.dedicated().await?;
-        conn.query_within(cmd, self.blocking_limit(block)).await
-    }
+commands! {
+    clients_only;
 
     /// `BLPOP key... timeout`: the key and the element popped from the head of the first
     /// non-empty list, waiting up to `timeout` (zero waits forever); `None` on timeout.
@@ -29,13 +28,8 @@ impl Client {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn blpop(
-        &self,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        timeout: Duration,
-    ) -> Result<Option<(Bytes, Bytes)>, Error> {
-        let cmd = Cmd::new("BLPOP").args(keys).arg(timeout.as_secs_f64());
-        self.blocking(cmd, timeout).await
+    fn blpop(keys: impl IntoIterator<Item = impl ToArg>, timeout: Duration) -> Option<(Bytes, Bytes)> {
+        Cmd::new("BLPOP").args(keys).arg(timeout.as_secs_f64())
     }
 
     /// `BRPOP key... timeout`: like [`blpop`](Self::blpop), popping from the tail.
@@ -48,13 +42,8 @@ impl Client {
     /// # let _ = popped;
     /// # Ok(()) }
     /// ```
-    pub async fn brpop(
-        &self,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        timeout: Duration,
-    ) -> Result<Option<(Bytes, Bytes)>, Error> {
-        let cmd = Cmd::new("BRPOP").args(keys).arg(timeout.as_secs_f64());
-        self.blocking(cmd, timeout).await
+    fn brpop(keys: impl IntoIterator<Item = impl ToArg>, timeout: Duration) -> Option<(Bytes, Bytes)> {
+        Cmd::new("BRPOP").args(keys).arg(timeout.as_secs_f64())
     }
 
     /// `BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout`: the moved element, or
@@ -70,22 +59,14 @@ impl Client {
     /// # let _ = job;
     /// # Ok(()) }
     /// ```
-    pub async fn blmove(
-        &self,
-        source: impl ToArg,
-        destination: impl ToArg,
-        from_left: bool,
-        to_left: bool,
-        timeout: Duration,
-    ) -> Result<Option<Bytes>, Error> {
+    fn blmove(source: impl ToArg, destination: impl ToArg, from_left: bool, to_left: bool, timeout: Duration) -> Option<Bytes> {
         let side = |left: bool| if left { "LEFT" } else { "RIGHT" };
-        let cmd = Cmd::new("BLMOVE")
+        Cmd::new("BLMOVE")
             .arg(source)
             .arg(destination)
             .arg(side(from_left))
             .arg(side(to_left))
-            .arg(timeout.as_secs_f64());
-        self.blocking(cmd, timeout).await
+            .arg(timeout.as_secs_f64())
     }
 
     /// `BZPOPMIN key... timeout`: key, member and score of the lowest-scored member of the
@@ -100,13 +81,8 @@ impl Client {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn bzpopmin(
-        &self,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        timeout: Duration,
-    ) -> Result<Option<(Bytes, Bytes, f64)>, Error> {
-        let cmd = Cmd::new("BZPOPMIN").args(keys).arg(timeout.as_secs_f64());
-        self.blocking(cmd, timeout).await
+    fn bzpopmin(keys: impl IntoIterator<Item = impl ToArg>, timeout: Duration) -> Option<(Bytes, Bytes, f64)> {
+        Cmd::new("BZPOPMIN").args(keys).arg(timeout.as_secs_f64())
     }
 
     /// `BZPOPMAX key... timeout`: like [`bzpopmin`](Self::bzpopmin), highest score first.
@@ -119,13 +95,8 @@ impl Client {
     /// # let _ = top;
     /// # Ok(()) }
     /// ```
-    pub async fn bzpopmax(
-        &self,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        timeout: Duration,
-    ) -> Result<Option<(Bytes, Bytes, f64)>, Error> {
-        let cmd = Cmd::new("BZPOPMAX").args(keys).arg(timeout.as_secs_f64());
-        self.blocking(cmd, timeout).await
+    fn bzpopmax(keys: impl IntoIterator<Item = impl ToArg>, timeout: Duration) -> Option<(Bytes, Bytes, f64)> {
+        Cmd::new("BZPOPMAX").args(keys).arg(timeout.as_secs_f64())
     }
 
     /// `WAIT numreplicas timeout`: blocks until the writes made *on the connection that
@@ -134,7 +105,8 @@ impl Client {
     /// would stall the shared one), so it only covers writes sent on that same
     /// connection: send them through the same [`DedicatedConnection`](crate::DedicatedConnection)
     /// and call `WAIT` there with [`query`](crate::DedicatedConnection::query). On its
-    /// own, it answers how many replicas are connected and caught up.
+    /// own, it answers how many replicas are connected and caught up (on a cluster, those
+    /// of one master).
     ///
     /// ```no_run
     /// # async fn demo(client: redline::Client) -> redline::Result<()> {
@@ -144,9 +116,8 @@ impl Client {
     /// println!("{replicas} replica(s) acknowledged");
     /// # Ok(()) }
     /// ```
-    pub async fn wait(&self, replicas: u64, timeout: Duration) -> Result<u64, Error> {
+    fn wait(replicas: u64, timeout: Duration) -> u64 {
         let millis = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-        let cmd = Cmd::new("WAIT").arg(replicas).arg(millis);
-        self.blocking(cmd, timeout).await
+        Cmd::new("WAIT").arg(replicas).arg(millis)
     }
 }

@@ -11,7 +11,6 @@ use redline_resp::Frame;
 
 use super::commands;
 use super::scripting::script_tail;
-use crate::client::Client;
 use crate::cmd::{Cmd, ToArg};
 use crate::error::Error;
 use crate::reply::{pairs, FromReply};
@@ -202,7 +201,7 @@ impl FromReply for RunningFunction {
 }
 
 /// `FCALL`/`FCALL_RO function numkeys key... arg...`.
-pub(crate) fn fcall_cmd(
+fn fcall_cmd(
     name: &'static str,
     function: impl ToArg,
     keys: impl IntoIterator<Item = impl ToArg>,
@@ -213,9 +212,11 @@ pub(crate) fn fcall_cmd(
         .append_encoded(&script_tail(keys, args))
 }
 
-impl Client {
+commands! {
     /// `FCALL function numkeys key... arg...`: calls a function of a loaded library,
-    /// converting its reply to `T`.
+    /// converting its reply to `T` (on a cluster, on the keys' slot owner: keys must
+    /// share a slot, and [`function_load`](Self::function_load) loads the library on
+    /// every master).
     ///
     /// ```no_run
     /// # async fn demo(client: redline::Client) -> redline::Result<()> {
@@ -227,20 +228,17 @@ impl Client {
     ///     )
     ///     .await?;
     /// let n: i64 = client.fcall("bump", ["hits"], [5]).await?;
-    /// # let _ = n;
+    /// let (m, v): (i64, String) = client.pipeline().fcall("bump", ["hits"], [1]).get("hits").query().await?;
+    /// # let _ = (n, m, v);
     /// # Ok(()) }
     /// ```
-    pub async fn fcall<T: FromReply>(
-        &self,
-        function: impl ToArg,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        args: impl IntoIterator<Item = impl ToArg>,
-    ) -> Result<T, Error> {
-        self.query(fcall_cmd("FCALL", function, keys, args)).await
+    fn fcall<T>(function: impl ToArg, keys: impl IntoIterator<Item = impl ToArg>, args: impl IntoIterator<Item = impl ToArg>) -> T {
+        fcall_cmd("FCALL", function, keys, args)
     }
 
     /// `FCALL_RO function numkeys key... arg...`: calls a function flagged `no-writes`
-    /// (a replica may serve it).
+    /// (a replica may serve it; on a cluster with
+    /// [`ReadFrom::Replica`](crate::ReadFrom::Replica)).
     ///
     /// ```no_run
     /// # async fn demo(client: redline::Client) -> redline::Result<()> {
@@ -248,18 +246,10 @@ impl Client {
     /// # let _ = v;
     /// # Ok(()) }
     /// ```
-    pub async fn fcall_ro<T: FromReply>(
-        &self,
-        function: impl ToArg,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        args: impl IntoIterator<Item = impl ToArg>,
-    ) -> Result<T, Error> {
-        self.query(fcall_cmd("FCALL_RO", function, keys, args))
-            .await
+    fn fcall_ro<T>(function: impl ToArg, keys: impl IntoIterator<Item = impl ToArg>, args: impl IntoIterator<Item = impl ToArg>) -> T {
+        fcall_cmd("FCALL_RO", function, keys, args)
     }
-}
 
-commands! {
     /// `FUNCTION LOAD code`: loads a library; its name. Fails if a library of that name
     /// is loaded (see [`function_load_replace`](Self::function_load_replace)).
     ///
@@ -341,60 +331,4 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn function_stats() -> FunctionStats { Cmd::new("FUNCTION").arg("STATS") }
-}
-
-impl crate::Pipeline {
-    /// Queues `FCALL function numkeys key... arg...`.
-    ///
-    /// ```no_run
-    /// # async fn demo(client: redline::Client) -> redline::Result<()> {
-    /// let (n, v): (i64, String) = client
-    ///     .pipeline()
-    ///     .fcall("bump", ["hits"], [1])
-    ///     .get("hits")
-    ///     .query()
-    ///     .await?;
-    /// # let _ = (n, v);
-    /// # Ok(()) }
-    /// ```
-    pub fn fcall(
-        &mut self,
-        function: impl ToArg,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        args: impl IntoIterator<Item = impl ToArg>,
-    ) -> &mut Self {
-        self.add(fcall_cmd("FCALL", function, keys, args))
-    }
-
-    /// Queues `FCALL_RO function numkeys key... arg...`.
-    pub fn fcall_ro(
-        &mut self,
-        function: impl ToArg,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        args: impl IntoIterator<Item = impl ToArg>,
-    ) -> &mut Self {
-        self.add(fcall_cmd("FCALL_RO", function, keys, args))
-    }
-}
-
-impl crate::ClusterPipeline {
-    /// Queues `FCALL function numkeys key... arg...` (routed by its keys).
-    pub fn fcall(
-        &mut self,
-        function: impl ToArg,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        args: impl IntoIterator<Item = impl ToArg>,
-    ) -> &mut Self {
-        self.add(fcall_cmd("FCALL", function, keys, args))
-    }
-
-    /// Queues `FCALL_RO function numkeys key... arg...` (routed by its keys).
-    pub fn fcall_ro(
-        &mut self,
-        function: impl ToArg,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        args: impl IntoIterator<Item = impl ToArg>,
-    ) -> &mut Self {
-        self.add(fcall_cmd("FCALL_RO", function, keys, args))
-    }
 }

@@ -1,9 +1,20 @@
-//! Scripting: EVAL, EVALSHA, and [`Script`], which runs by digest and falls back to
-//! sending the source once when the server does not know it yet (`NOSCRIPT`).
+//! Scripting: EVAL, EVALSHA, SCRIPT LOAD/EXISTS, and [`Script`], which runs by digest and
+//! falls back to sending the source once when the server does not know it yet
+//! (`NOSCRIPT`).
+//!
+//! On a [`ClusterClient`] the routing comes from Redis's command table, as for every
+//! command: `EVAL`/`EVALSHA` go to their keys' slot owner (numkeys; no keys: any master),
+//! `SCRIPT LOAD` to every node (`all_nodes`), `SCRIPT EXISTS` to every master with the
+//! answers ANDed (each node caches scripts separately, so a new master after a failover
+//! may not know one).
+
+use std::future::Future;
 
 use bytes::Bytes;
 
+use super::commands;
 use crate::client::Client;
+use crate::cluster::ClusterClient;
 use crate::cmd::{Cmd, ToArg};
 use crate::error::{Error, ServerErrorKind};
 use crate::reply::FromReply;
@@ -48,7 +59,7 @@ impl Script {
         &self.sha
     }
 
-    /// The Lua source (the cluster client's NOSCRIPT fallback sends it).
+    /// The Lua source (sent with `EVAL` or `SCRIPT LOAD` when a server lacks it).
     pub(crate) fn source(&self) -> &Bytes {
         &self.source
     }
@@ -64,8 +75,9 @@ impl Script {
             .append_encoded(&script_tail(keys, args))
     }
 
-    /// Runs the script with `EVALSHA`; on `NOSCRIPT` sends it with `EVAL` (which also
-    /// caches it on the server) and returns that result.
+    /// Runs the script with `EVALSHA` on a [`Client`] or a [`ClusterClient`] (there, on
+    /// the keys' slot owner); on `NOSCRIPT` sends it with `EVAL` (which also caches it on
+    /// that server) and returns that result.
     ///
     /// ```no_run
     /// # async fn demo(client: redline::Client) -> redline::Result<()> {
@@ -78,25 +90,97 @@ impl Script {
     /// ```
     pub async fn run<T: FromReply>(
         &self,
-        client: &Client,
+        client: &impl ScriptClient,
         keys: impl IntoIterator<Item = impl ToArg>,
         args: impl IntoIterator<Item = impl ToArg>,
     ) -> Result<T, Error> {
         // Encode keys and arguments once; both attempts reuse them.
         let tail = script_tail(keys, args);
         let by_sha = Cmd::new("EVALSHA").arg(&self.sha).append_encoded(&tail);
-        match client.query::<T>(by_sha).await {
+        match client.query_script::<T>(by_sha).await {
             Err(Error::Server {
                 kind: ServerErrorKind::NoScript,
                 ..
             }) => {
                 let by_source = Cmd::new("EVAL").arg(&self.source).append_encoded(&tail);
-                client.query(by_source).await
+                client.query_script(by_source).await
             }
             other => other,
         }
     }
+
+    /// [`Script::run`] on a cluster (`run` takes either client; this name stays for
+    /// code written before it did).
+    ///
+    /// ```no_run
+    /// # async fn demo(cluster: redline::ClusterClient) -> redline::Result<()> {
+    /// use redline::Script;
+    ///
+    /// let incr_by = Script::new("return redis.call('INCRBY', KEYS[1], ARGV[1])");
+    /// let n: i64 = incr_by.run_on_cluster(&cluster, ["counter"], [5]).await?;
+    /// # let _ = n;
+    /// # Ok(()) }
+    /// ```
+    pub async fn run_on_cluster<T: FromReply>(
+        &self,
+        cluster: &ClusterClient,
+        keys: impl IntoIterator<Item = impl ToArg>,
+        args: impl IntoIterator<Item = impl ToArg>,
+    ) -> Result<T, Error> {
+        self.run(cluster, keys, args).await
+    }
 }
+
+/// A client a [`Script`] runs on: [`Client`] or [`ClusterClient`] (sealed: the crate
+/// implements it for those two).
+///
+/// ```no_run
+/// # async fn demo(client: redline::Client, cluster: redline::ClusterClient) -> redline::Result<()> {
+/// use redline::{Script, ScriptClient};
+///
+/// async fn bump(on: &impl ScriptClient, script: &Script) -> redline::Result<i64> {
+///     script.run(on, ["hits"], [1]).await
+/// }
+/// let script = Script::new("return redis.call('INCRBY', KEYS[1], ARGV[1])");
+/// bump(&client, &script).await?;
+/// bump(&cluster, &script).await?;
+/// # Ok(()) }
+/// ```
+pub trait ScriptClient: sealed::Sealed {}
+
+mod sealed {
+    use super::*;
+
+    /// How [`Script::run`](super::Script::run) sends its commands; private, so only the
+    /// crate's clients implement [`ScriptClient`](super::ScriptClient).
+    pub trait Sealed {
+        fn query_script<'a, T: FromReply + 'a>(
+            &'a self,
+            cmd: Cmd,
+        ) -> impl Future<Output = Result<T, Error>> + Send + 'a;
+    }
+
+    impl Sealed for Client {
+        fn query_script<'a, T: FromReply + 'a>(
+            &'a self,
+            cmd: Cmd,
+        ) -> impl Future<Output = Result<T, Error>> + Send + 'a {
+            self.query(cmd)
+        }
+    }
+
+    impl Sealed for ClusterClient {
+        fn query_script<'a, T: FromReply + 'a>(
+            &'a self,
+            cmd: Cmd,
+        ) -> impl Future<Output = Result<T, Error>> + Send + 'a {
+            self.query(cmd)
+        }
+    }
+}
+
+impl ScriptClient for Client {}
+impl ScriptClient for ClusterClient {}
 
 /// Makes sure the server knows every script of a pipeline: `SCRIPT EXISTS` for all of
 /// them, then `SCRIPT LOAD` (pipelined) for those it lacks.
@@ -150,8 +234,9 @@ pub(crate) fn script_tail(
     tail
 }
 
-impl Client {
-    /// `EVAL script numkeys key... arg...`, converting the script's reply to `T`.
+commands! {
+    /// `EVAL script numkeys key... arg...`, converting the script's reply to `T` (on a
+    /// cluster, on the keys' slot owner: keys must share a slot).
     ///
     /// ```no_run
     /// # async fn demo(client: redline::Client) -> redline::Result<()> {
@@ -159,15 +244,8 @@ impl Client {
     /// assert_eq!(n, 3);
     /// # Ok(()) }
     /// ```
-    pub async fn eval<T: FromReply>(
-        &self,
-        script: impl ToArg,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        args: impl IntoIterator<Item = impl ToArg>,
-    ) -> Result<T, Error> {
-        let tail = script_tail(keys, args);
-        self.query(Cmd::new("EVAL").arg(script).append_encoded(&tail))
-            .await
+    fn eval<T>(script: impl ToArg, keys: impl IntoIterator<Item = impl ToArg>, args: impl IntoIterator<Item = impl ToArg>) -> T {
+        Cmd::new("EVAL").arg(script).append_encoded(&script_tail(keys, args))
     }
 
     /// `EVALSHA sha numkeys key... arg...`; a `NOSCRIPT` error if the server does not
@@ -180,18 +258,12 @@ impl Client {
     /// assert_eq!(echoed, "hi");
     /// # Ok(()) }
     /// ```
-    pub async fn evalsha<T: FromReply>(
-        &self,
-        sha: impl ToArg,
-        keys: impl IntoIterator<Item = impl ToArg>,
-        args: impl IntoIterator<Item = impl ToArg>,
-    ) -> Result<T, Error> {
-        let tail = script_tail(keys, args);
-        self.query(Cmd::new("EVALSHA").arg(sha).append_encoded(&tail))
-            .await
+    fn evalsha<T>(sha: impl ToArg, keys: impl IntoIterator<Item = impl ToArg>, args: impl IntoIterator<Item = impl ToArg>) -> T {
+        Cmd::new("EVALSHA").arg(sha).append_encoded(&script_tail(keys, args))
     }
 
-    /// `SCRIPT LOAD script`: caches the script and returns its digest.
+    /// `SCRIPT LOAD script`: caches the script and returns its digest (on a cluster, on
+    /// every node).
     ///
     /// ```no_run
     /// # async fn demo(client: redline::Client) -> redline::Result<()> {
@@ -199,11 +271,10 @@ impl Client {
     /// assert_eq!(sha.len(), 40);
     /// # Ok(()) }
     /// ```
-    pub async fn script_load(&self, script: impl ToArg) -> Result<String, Error> {
-        self.query(Cmd::new("SCRIPT").arg("LOAD").arg(script)).await
-    }
+    fn script_load(script: impl ToArg) -> String { Cmd::new("SCRIPT").arg("LOAD").arg(script) }
 
-    /// `SCRIPT EXISTS sha...`: one bool per digest.
+    /// `SCRIPT EXISTS sha...`: one bool per digest (on a cluster, true when every master
+    /// knows it).
     ///
     /// ```no_run
     /// # async fn demo(client: redline::Client) -> redline::Result<()> {
@@ -211,11 +282,7 @@ impl Client {
     /// assert_eq!(client.script_exists([&sha]).await?, vec![true]);
     /// # Ok(()) }
     /// ```
-    pub async fn script_exists(
-        &self,
-        shas: impl IntoIterator<Item = impl ToArg>,
-    ) -> Result<Vec<bool>, Error> {
-        self.query(Cmd::new("SCRIPT").arg("EXISTS").args(shas))
-            .await
+    fn script_exists(shas: impl IntoIterator<Item = impl ToArg>) -> Vec<bool> {
+        Cmd::new("SCRIPT").arg("EXISTS").args(shas)
     }
 }

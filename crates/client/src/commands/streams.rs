@@ -8,7 +8,6 @@ use bytes::Bytes;
 use redline_resp::Frame;
 
 use super::commands;
-use crate::client::Client;
 use crate::cmd::{Cmd, EncodedArgs, ToArg};
 use crate::error::Error;
 use crate::reply::{check, pairs, FromReply};
@@ -190,10 +189,12 @@ commands! {
     }
 }
 
-impl Client {
+commands! {
+    clients_only;
+
     /// `XREAD [COUNT count] BLOCK millis STREAMS key... id...` on a dedicated connection:
     /// waits up to `block` (zero waits forever) for entries after each id (`"$"`: only
-    /// new ones). Empty on timeout.
+    /// new ones). Empty on timeout. (Blocking: the clients only, see `blocking.rs`.)
     ///
     /// ```no_run
     /// # async fn demo(client: redline::Client) -> redline::Result<()> {
@@ -204,20 +205,12 @@ impl Client {
     /// # let _ = new;
     /// # Ok(()) }
     /// ```
-    pub async fn xread_block(
-        &self,
-        streams: impl IntoIterator<Item = (impl ToArg, impl ToArg)>,
-        count: Option<u64>,
-        block: Duration,
-    ) -> Result<Vec<(Bytes, Vec<StreamEntry>)>, Error> {
+    fn xread_block(streams: impl IntoIterator<Item = (impl ToArg, impl ToArg)>, count: Option<u64>, block: Duration) -> Vec<(Bytes, Vec<StreamEntry>)> as read_reply {
         let millis = u64::try_from(block.as_millis()).unwrap_or(u64::MAX);
-        let mut cmd = Cmd::new("XREAD");
-        if let Some(count) = count {
-            cmd = cmd.arg("COUNT").arg(count);
-        }
-        let cmd = read_args(cmd.arg("BLOCK").arg(millis), streams, None);
-        let mut conn = self.dedicated().await?;
-        let frame: Frame = conn.query_within(cmd, self.blocking_limit(block)).await?;
-        read_reply(frame)
+        let cmd = match count {
+            Some(count) => Cmd::new("XREAD").arg("COUNT").arg(count),
+            None => Cmd::new("XREAD"),
+        };
+        read_args(cmd.arg("BLOCK").arg(millis), streams, None)
     }
 }

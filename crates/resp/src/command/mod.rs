@@ -11,6 +11,8 @@
 //! - [`keys`], [`keys_into`]: the key arguments of a command, exactly as `COMMAND GETKEYS`
 //!   finds them (for routing); [`getkeys`], [`keys_and_flags`]: `COMMAND GETKEYS` and
 //!   `GETKEYSANDFLAGS` replies, errors included; [`shard_channels`] for sharded pub/sub.
+//! - [`blocking`], [`blocking_with`], [`may_block`]: whether a command blocks its
+//!   connection and for how long ([`Block`]), from its arguments.
 //! - [`COMMANDS`], [`all`]: the whole table, for `COMMAND COUNT`, `COMMAND LIST` and
 //!   `COMMAND INFO` without arguments.
 //!
@@ -23,12 +25,14 @@
 //! assert_eq!(command::keys(&args), Ok(vec![1, 3, 4]));
 //! ```
 
+mod blocking;
 mod flags;
 mod keys;
 mod lookup;
 mod spec;
 mod table;
 
+pub use blocking::{blocking, blocking_with, may_block, Block};
 pub use flags::{AclCategories, CommandFlags, KeySpecFlags};
 pub use keys::{getkeys, keys, keys_and_flags, keys_into, shard_channels, KeysError};
 pub use lookup::{all, lookup, lookup_subcommand, resolve, COMMANDS, ENTRY_COUNT};
@@ -62,8 +66,9 @@ pub const fn is_readonly(spec: &CommandSpec) -> bool {
     spec.is_readonly()
 }
 
-/// True when `spec` may block its connection (`BLPOP`, `XREAD`, `WAIT`...): a multiplexing
-/// client sends it on a dedicated connection.
+/// True when `spec` has the `blocking` flag (`BLPOP`, `XREAD`...). `WAIT` has not (Redis
+/// 7.0): [`may_block`] includes it, and [`blocking`] says whether given arguments block
+/// and for how long.
 ///
 /// ```
 /// use redline_resp::command::{is_blocking, lookup};
