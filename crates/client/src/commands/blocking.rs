@@ -117,7 +117,31 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn wait(replicas: u64, timeout: Duration) -> u64 {
-        let millis = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-        Cmd::new("WAIT").arg(replicas).arg(millis)
+        Cmd::new("WAIT").arg(replicas).arg(timeout_millis(timeout))
+    }
+}
+
+/// A timeout as whole milliseconds for a command that takes them (WAIT, XREAD BLOCK).
+/// A positive timeout under a millisecond becomes 1 ms, not 0, which Redis reads as
+/// "forever".
+pub(super) fn timeout_millis(timeout: Duration) -> u64 {
+    let millis = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+    if millis == 0 && !timeout.is_zero() {
+        1
+    } else {
+        millis
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sub_millisecond_timeouts_round_up() {
+        assert_eq!(timeout_millis(Duration::ZERO), 0);
+        assert_eq!(timeout_millis(Duration::from_micros(500)), 1);
+        assert_eq!(timeout_millis(Duration::from_millis(250)), 250);
+        assert_eq!(timeout_millis(Duration::MAX), u64::MAX);
     }
 }

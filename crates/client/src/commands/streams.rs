@@ -206,7 +206,7 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn xread_block(streams: impl IntoIterator<Item = (impl ToArg, impl ToArg)>, count: Option<u64>, block: Duration) -> Vec<(Bytes, Vec<StreamEntry>)> as read_reply {
-        let millis = u64::try_from(block.as_millis()).unwrap_or(u64::MAX);
+        let millis = super::blocking::timeout_millis(block);
         let cmd = match count {
             Some(count) => Cmd::new("XREAD").arg("COUNT").arg(count),
             None => Cmd::new("XREAD"),
