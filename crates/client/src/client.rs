@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use redline_resp::Frame;
 
 use crate::cache::Cache;
@@ -177,11 +177,13 @@ impl Client {
             Route::Shared {
                 bytes,
                 readonly: false,
-            } if self.inner.cache.is_some() => Box::pin(self.send_invalidating(bytes)).await?,
+            } if self.inner.cache.is_some() => {
+                Box::pin(self.send_invalidating(bytes.freeze())).await?
+            }
             Route::Shared { bytes, readonly } if !readonly || self.inner.retries == 0 => {
                 self.pool().pick().send(bytes).await?
             }
-            Route::Shared { bytes, .. } => Box::pin(self.send_retrying(bytes)).await?,
+            Route::Shared { bytes, .. } => Box::pin(self.send_retrying(bytes.freeze())).await?,
             // Boxed, as the retry path: rare paths must not grow every command's future
             // (see `Multiplexer::enqueue`).
             Route::Blocking { cmd, block } => Box::pin(self.send_blocking(*cmd, block)).await?,
@@ -288,8 +290,8 @@ impl Client {
 
 /// Where a command goes.
 enum Route {
-    /// The multiplexed connection, already encoded.
-    Shared { bytes: Bytes, readonly: bool },
+    /// The multiplexed connection, already encoded (frozen only if it may be re-sent).
+    Shared { bytes: BytesMut, readonly: bool },
     /// A dedicated connection, for a command that blocks (for `block`, `None`: forever).
     /// Boxed: every command's future holds a `Route`, so it stays small.
     Blocking {
@@ -305,7 +307,7 @@ fn route(cmd: Cmd) -> Result<Route, Error> {
         Restriction::None | Restriction::ClientSubcommand | Restriction::StreamRead => {
             Ok(Route::Shared {
                 readonly: cmd.is_readonly(),
-                bytes: cmd.into_bytes(),
+                bytes: cmd.into_encoded(),
             })
         }
         Restriction::Dedicated(_) if cmd.is_blocking() => Ok(Route::Blocking {

@@ -198,7 +198,13 @@ impl Cmd {
 
     /// Finishes the command: writes the header into the room left for it and hands the
     /// bytes over without copying.
-    pub(crate) fn into_bytes(mut self) -> Bytes {
+    pub(crate) fn into_bytes(self) -> Bytes {
+        self.into_encoded().freeze()
+    }
+
+    /// [`into_bytes`](Self::into_bytes) without freezing: for a command sent once, whose
+    /// buffer is copied to the socket's and freed (see `mux::Encoded`).
+    pub(crate) fn into_encoded(mut self) -> BytesMut {
         let mut digits = itoa::Buffer::new();
         let count = digits.format(self.argc).as_bytes();
         let header_len = count.len() + 3;
@@ -208,7 +214,7 @@ impl Cmd {
         header[1..1 + count.len()].copy_from_slice(count);
         header[1 + count.len()..].copy_from_slice(b"\r\n");
         self.buf.advance(start);
-        self.buf.freeze()
+        self.buf
     }
 
     pub(crate) fn restriction(&self) -> Restriction {

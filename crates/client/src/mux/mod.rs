@@ -34,6 +34,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::config::{Config, FullQueue};
 use crate::error::Error;
 use crate::net::{Connection, Endpoint};
+pub(crate) use request::Encoded;
 use request::{Deadline, Request, Slot};
 
 /// Waiting for room in a full queue (rare; boxed).
@@ -80,11 +81,11 @@ impl Multiplexer {
     /// keeps only the reply receiver (see [`Multiplexer::queue`]).
     pub(crate) fn send(
         &self,
-        bytes: Bytes,
+        bytes: impl Into<Encoded>,
     ) -> impl Future<Output = Result<Frame, Error>> + Send + '_ {
         let (tx, rx) = oneshot::channel();
         let wait = self.queue(Request {
-            bytes,
+            bytes: bytes.into(),
             slot: Slot::One(tx),
             deadline: self.timeout.map(Deadline::after),
         });
@@ -107,7 +108,7 @@ impl Multiplexer {
         let (tx, rx) = oneshot::channel();
         let wait = (count > 0).then(|| {
             self.queue(Request {
-                bytes,
+                bytes: bytes.into(),
                 slot: Slot::Many { count, tx },
                 deadline: self.timeout.map(Deadline::after),
             })
