@@ -123,10 +123,7 @@ impl Cmd {
     pub fn from_encoded(encoded: &[u8]) -> Option<Cmd> {
         let nl = encoded.iter().position(|&b| b == b'\n')?;
         let header = encoded.get(..nl.checked_sub(1)?)?;
-        let argc: usize = std::str::from_utf8(header.strip_prefix(b"*")?)
-            .ok()?
-            .parse()
-            .ok()?;
+        let argc = decimal(header.strip_prefix(b"*")?)?;
         let body = encoded.get(nl + 1..)?;
         let mut args = encoded_bulks(body);
         let name = args.next()?;
@@ -439,10 +436,7 @@ fn encoded_args(mut buf: &[u8]) -> impl Iterator<Item = &[u8]> {
 fn encoded_bulks(mut buf: &[u8]) -> impl Iterator<Item = &[u8]> {
     std::iter::from_fn(move || {
         let nl = buf.iter().position(|&b| b == b'\n')?;
-        let len: usize = std::str::from_utf8(buf.get(1..nl.checked_sub(1)?)?)
-            .ok()?
-            .parse()
-            .ok()?;
+        let len = decimal(buf.get(1..nl.checked_sub(1)?)?)?;
         let end = nl.checked_add(len)?.checked_add(3)?;
         if buf.first() != Some(&b'$') || buf.get(end - 2..end) != Some(b"\r\n") {
             return None;
@@ -450,6 +444,21 @@ fn encoded_bulks(mut buf: &[u8]) -> impl Iterator<Item = &[u8]> {
         let (bulk, rest) = buf.split_at(end);
         buf = rest;
         Some(bulk)
+    })
+}
+
+/// A length in decimal digits (as `str::parse::<usize>` reads it, without the UTF-8
+/// pass).
+fn decimal(text: &[u8]) -> Option<usize> {
+    let digits = text.strip_prefix(b"+").unwrap_or(text);
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0usize, |n, &byte| {
+        if !byte.is_ascii_digit() {
+            return None;
+        }
+        n.checked_mul(10)?.checked_add(usize::from(byte - b'0'))
     })
 }
 

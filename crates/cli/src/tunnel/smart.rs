@@ -460,7 +460,8 @@ impl Session {
         if group.is_empty() {
             return;
         }
-        let group = std::mem::take(group);
+        // The next read's group is likely as large: room for it at once, not by doubling.
+        let group = std::mem::replace(group, Vec::with_capacity(group.len()));
         let cluster = self.smart.upstream.cluster.clone();
         pending.push_back(
             async move {
