@@ -39,7 +39,10 @@ def benchmark(argv, pipeline, p):
     argv = [*argv, "-t", TESTS, "-n", str(p["requests"][pipeline]), "-c", str(p["clients"]),
             "-P", str(pipeline), "-r", str(p["keyspace"]), "--csv"]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=900)
-    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    # With --cluster, redis-benchmark prints the node list before the CSV.
+    lines = out.stdout.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"test"')), len(lines))
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))
     if not rows:
         raise RuntimeError(f"redis-benchmark printed nothing: {out.stderr[-300:]}")
     return [{"test": row["test"].split()[0], "rps": float(row["rps"]),
