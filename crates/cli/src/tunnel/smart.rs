@@ -1,7 +1,9 @@
 //! Smart mode: one local endpoint that looks like a standalone Redis in front of a whole
-//! cluster. Each client's requests are decoded (pipelines included), routed by the
-//! redline cluster client (MOVED/ASK, failover and multi-key splits handled there), and
-//! the replies written back in request order.
+//! cluster. Each client's requests (pipelines included) are routed by the redline cluster
+//! client (MOVED/ASK, failover and multi-key splits handled there), and the replies
+//! written back in request order. A routed request is forwarded as the bytes the client
+//! sent (only its end and its name are looked at); the others are decoded and handled as
+//! listed below.
 //!
 //! # What each kind of command does
 //!
@@ -151,7 +153,8 @@ const ANSWERED_HERE: &[&[u8]] = &[
 
 /// What to do with one request.
 enum Step {
-    /// Routed by the cluster client; consecutive ones go out as one cluster pipeline.
+    /// Routed by the cluster client (the request, encoded); consecutive ones go out as
+    /// one cluster pipeline.
     Route(Bytes),
     /// Its reply, in order with the others (it may run concurrently with them).
     Reply(BoxFuture<'static, Frame>),
