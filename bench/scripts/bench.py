@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """`make bench` driver: builds the release binaries and the Go harness, runs the sections
-(clients, rest, server, fill, families, persistence, replication, tls, bgsave, cache),
-writes bench/results/<date>-<section>[-quick][-N].json (-N for a later run of the same day),
-and regenerates bench/REPORT.md from the newest result of every section.
+(clients, rest, server, fill, families, persistence, replication, tls, bgsave, cache,
+tunnel), writes bench/results/<date>-<section>[-quick][-N].json (-N for a later run of the
+same day), and regenerates bench/REPORT.md from the newest result of every section.
 
     python3 bench/scripts/bench.py [--quick]
-        [--only clients,rest,server,fill,families,persistence,replication,tls,bgsave,cache]
+        [--only clients,rest,server,fill,families,persistence,replication,tls,bgsave,cache,tunnel]
         [--no-build] [--rdb-size 1gb]
 """
 
@@ -30,13 +30,14 @@ import report  # noqa: E402
 import rest  # noqa: E402
 import server  # noqa: E402
 import tls  # noqa: E402
+import tunnel  # noqa: E402
 from common import log  # noqa: E402
 from procs import ROOT  # noqa: E402
 
 SECTIONS = {"clients": clients.run, "rest": rest.run, "server": server.run, "fill": fill.run,
             "families": families.run, "persistence": persistence.run,
             "replication": replication.run, "tls": tls.run, "bgsave": bgsave.run,
-            "cache": cache.run}
+            "cache": cache.run, "tunnel": tunnel.run}
 RESULTS = os.path.join(ROOT, "bench", "results")
 
 

@@ -184,3 +184,47 @@ class Procs:
 def flushall(ports):
     for port in ports:
         cli(port, "FLUSHALL")
+
+
+def tls_cluster(procs, certs, masters=3):
+    """A Redis Cluster of `masters` masters (no replicas) speaking TLS to clients and on
+    its bus (`tls-cluster yes`), no plain port. Returns [(tls port, redis-cli argv for
+    that node over TLS)]."""
+    nodes = []
+    for _ in range(masters):
+        tls_port = free_port(bus=True)
+        d = procs.tmpdir("tls-cluster")
+        p = procs.spawn(["redis-server", "--port", "0", "--bind", "127.0.0.1",
+                         "--save", "", "--appendonly", "no", "--dir", d,
+                         "--tls-port", str(tls_port), "--tls-cert-file", certs["server.crt"],
+                         "--tls-key-file", certs["server.key"],
+                         "--tls-ca-cert-file", certs["ca.crt"], "--tls-auth-clients", "no",
+                         "--tls-cluster", "yes", "--tls-replication", "yes",
+                         "--cluster-port", str(tls_port + 10000), "--cluster-enabled", "yes", "--cluster-config-file",
+                         os.path.join(d, "nodes.conf"), "--cluster-node-timeout", "5000"],
+                        os.path.join(d, "log"))
+        tls_cli = ["redis-cli", "-h", "127.0.0.1", "-p", str(tls_port), "--tls",
+                   "--cacert", certs["ca.crt"]]
+        deadline = time.time() + 20
+        while True:
+            out = subprocess.run([*tls_cli, "PING"], capture_output=True, text=True)
+            if out.stdout.strip() == "PONG":
+                break
+            if p.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"TLS cluster node on {tls_port} never answered PING")
+            time.sleep(0.05)
+        nodes.append((tls_port, tls_cli))
+    out = subprocess.run(["redis-cli", "--tls", "--cacert", certs["ca.crt"], "--cluster",
+                          "create", *[f"127.0.0.1:{port}" for port, _ in nodes],
+                          "--cluster-replicas", "0", "--cluster-yes"],
+                         capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise RuntimeError(f"cluster create failed: {out.stdout}{out.stderr}")
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        infos = [subprocess.run([*c, "CLUSTER", "INFO"], capture_output=True, text=True).stdout
+                 for _, c in nodes]
+        if all("cluster_state:ok" in i and "cluster_slots_ok:16384" in i for i in infos):
+            return nodes
+        time.sleep(0.1)
+    raise RuntimeError("TLS cluster never reached cluster_state:ok")

@@ -383,6 +383,37 @@ def tls_section(src, data, v):
     return out
 
 
+def tunnel_section(src, data, v):
+    f = data["flags"]
+    out = [f"## 11. Smart tunnel (`{src}`)", ""]
+    out.append(f"`redis-benchmark {f['redis-benchmark']}`, {f['rounds']} rounds, sides in "
+               f"rotation. {f['cluster']}; {f['tunnel']}. Cells: median requests/s (median "
+               "p50 ms); load average: lowest–highest over the runs of the row. Ratio: smart "
+               "tunnel over direct TLS (goal: 0.8x).")
+    out.append("")
+    out += ["| test | -P | direct TLS | smart tunnel | ratio | load average |",
+            "|---|---:|---:|---:|---:|---:|"]
+    runs = data["runs"]
+    for pipeline in (1, 16):
+        for t in ("SET", "GET"):
+            rows = [r for r in runs if r["pipeline"] == pipeline and r["test"] == t]
+            st = {}
+            for side in ("direct", "smart"):
+                rs = [r for r in rows if r["side"] == side]
+                if rs:
+                    st[side] = (med([r["rps"] for r in rs]), med([r["p50_ms"] for r in rs]))
+            if not st:
+                continue
+            rr = ratio(st.get("smart", (None,))[0], st.get("direct", (None,))[0])
+            cell = lambda s: f"{fmt_n(st[s][0])} ({st[s][1]:.3f})" if s in st else "–"  # noqa: E731
+            loads = [r["loadavg"] for r in rows]
+            out.append(f"| {t} | {pipeline} | {cell('direct')} | {cell('smart')} | {fmt_r(rr)} | "
+                       f"{min(loads):.1f}–{max(loads):.1f} |")
+            v.add(f"{t} -P {pipeline}", rr, "smart tunnel vs direct TLS (requests/s)")
+    out.append("")
+    return out
+
+
 def server_section(src, data, v):
     f = data["flags"]
     out = [f"## 3. Server comparison (`{src}`)", ""]
@@ -672,7 +703,8 @@ def write():
                      ("server", server_section), ("fill", fill_section),
                      ("families", families_section), ("persistence", persistence_section),
                      ("replication", replication_section), ("tls", tls_section),
-                     ("bgsave", bgsave_section), ("cache", cache_section)):
+                     ("bgsave", bgsave_section), ("cache", cache_section),
+                     ("tunnel", tunnel_section)):
         if name in newest:
             src, data = newest[name]
             part = fn(src, data, v, goals) if name in ("clients", "rest") else fn(src, data, v)

@@ -110,6 +110,52 @@ impl Cmd {
         Some(cmd)
     }
 
+    /// Takes a command already encoded as a RESP array of bulk strings (as a client sends
+    /// it), copied once as is: no argument is decoded or encoded again. A proxy that
+    /// received the bytes uses this instead of [`from_args`](Self::from_args).
+    ///
+    /// Returns `None` unless `encoded` is exactly one such array with at least one
+    /// argument.
+    ///
+    /// ```
+    /// use redline::Cmd;
+    ///
+    /// let cmd = Cmd::from_encoded(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n").unwrap();
+    /// assert_eq!(cmd.argc(), 2);
+    /// assert_eq!(cmd.to_bytes(), Cmd::new("GET").arg("k").to_bytes());
+    /// assert!(Cmd::from_encoded(b"*1\r\n$3\r\nGET\r\n+extra").is_none());
+    /// ```
+    pub fn from_encoded(encoded: &[u8]) -> Option<Cmd> {
+        let nl = encoded.iter().position(|&b| b == b'\n')?;
+        let header = encoded.get(..nl.checked_sub(1)?)?;
+        let argc = decimal(header.strip_prefix(b"*")?)?;
+        let body = encoded.get(nl + 1..)?;
+        let mut args = encoded_bulks(body);
+        let name = args.next()?;
+        let spec = command::lookup(bulk_payload(name));
+        let mut traits = spec.map_or(Traits::PLAIN, traits_of);
+        let (mut seen, mut consumed) = (1, name.len());
+        for bulk in args {
+            traits.after_arg(seen, bulk);
+            seen += 1;
+            consumed += bulk.len();
+        }
+        // Every byte must belong to the `argc` bulks: nothing missing, nothing after.
+        if seen != argc || consumed != body.len() {
+            return None;
+        }
+        let mut buf = BytesMut::with_capacity(HEADER_ROOM + body.len());
+        buf.put_bytes(0, HEADER_ROOM);
+        buf.extend_from_slice(body);
+        Some(Cmd {
+            buf,
+            argc,
+            spec,
+            traits,
+            shape: None,
+        })
+    }
+
     /// Appends one argument.
     ///
     /// ```
@@ -158,22 +204,7 @@ impl Cmd {
     pub fn push_arg(&mut self, arg: impl ToArg) {
         let start = self.buf.len();
         arg.write_arg(&mut self.buf);
-        match self.traits.restriction {
-            Restriction::ClientSubcommand if self.argc == 1 => {
-                self.traits.restriction = client_subcommand_restriction(&self.buf[start..]);
-            }
-            Restriction::StreamRead => {
-                let arg = bulk_payload(&self.buf[start..]);
-                if arg.eq_ignore_ascii_case(b"BLOCK") {
-                    self.traits.restriction = Restriction::Dedicated("xread block");
-                    self.traits.blocking = true;
-                } else if arg.eq_ignore_ascii_case(b"STREAMS") {
-                    // Keys and ids follow; a key named BLOCK is just a key.
-                    self.traits.restriction = Restriction::None;
-                }
-            }
-            _ => {}
-        }
+        self.traits.after_arg(self.argc, &self.buf[start..]);
         self.argc += 1;
     }
 
@@ -298,6 +329,29 @@ pub(crate) struct Traits {
     pub(crate) blocking: bool,
 }
 
+impl Traits {
+    /// Updates what depends on later arguments once the argument at `index` (encoded,
+    /// `$<n>\r\n<payload>\r\n`) is known.
+    fn after_arg(&mut self, index: usize, bulk: &[u8]) {
+        match self.restriction {
+            Restriction::ClientSubcommand if index == 1 => {
+                self.restriction = client_subcommand_restriction(bulk);
+            }
+            Restriction::StreamRead => {
+                let arg = bulk_payload(bulk);
+                if arg.eq_ignore_ascii_case(b"BLOCK") {
+                    self.restriction = Restriction::Dedicated("xread block");
+                    self.blocking = true;
+                } else if arg.eq_ignore_ascii_case(b"STREAMS") {
+                    // Keys and ids follow; a key named BLOCK is just a key.
+                    self.restriction = Restriction::None;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Commands that change the connection itself in ways the command table has no flag for:
 /// they must never run on a shared connection.
 const CONNECTION_STATE: &[&str] = &[
@@ -372,6 +426,37 @@ fn encoded_args(mut buf: &[u8]) -> impl Iterator<Item = &[u8]> {
         let payload = buf.get(nl + 1..nl + 1 + len)?;
         buf = buf.get(nl + 1 + len + 2..).unwrap_or(&[]);
         Some(payload)
+    })
+}
+
+/// The encoded bulks (`$<n>\r\n<payload>\r\n`, whole) of a run of them; stops at the
+/// first malformed or incomplete one.
+fn encoded_bulks(mut buf: &[u8]) -> impl Iterator<Item = &[u8]> {
+    std::iter::from_fn(move || {
+        let nl = buf.iter().position(|&b| b == b'\n')?;
+        let len = decimal(buf.get(1..nl.checked_sub(1)?)?)?;
+        let end = nl.checked_add(len)?.checked_add(3)?;
+        if buf.first() != Some(&b'$') || buf.get(end - 2..end) != Some(b"\r\n") {
+            return None;
+        }
+        let (bulk, rest) = buf.split_at(end);
+        buf = rest;
+        Some(bulk)
+    })
+}
+
+/// A length in decimal digits (as `str::parse::<usize>` reads it, without the UTF-8
+/// pass).
+fn decimal(text: &[u8]) -> Option<usize> {
+    let digits = text.strip_prefix(b"+").unwrap_or(text);
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0usize, |n, &byte| {
+        if !byte.is_ascii_digit() {
+            return None;
+        }
+        n.checked_mul(10)?.checked_add(usize::from(byte - b'0'))
     })
 }
 
@@ -476,6 +561,39 @@ mod tests {
         }
         let bytes = cmd.into_bytes();
         assert!(bytes.starts_with(b"*1001\r\n$5\r\nRPUSH\r\n$1\r\n0\r\n"));
+    }
+
+    #[test]
+    fn encoded_commands_match_built_ones() {
+        let commands: &[&[&str]] = &[
+            &["GET", "k"],
+            &["client", "reply", "off"],
+            &["CLIENT", "SETNAME", "x"],
+            &["XREAD", "COUNT", "1", "BLOCK", "0", "STREAMS", "s", "$"],
+            &["xread", "STREAMS", "BLOCK", "0"],
+            &["BLPOP", "a", "0"],
+            &["MULTI"],
+            &["SET", "k", "a\r\nb"],
+        ];
+        for args in commands {
+            let built = Cmd::from_args(args.iter().copied()).unwrap();
+            let encoded = built.to_bytes();
+            let cmd = Cmd::from_encoded(&encoded).unwrap();
+            assert_eq!(cmd.argc(), built.argc(), "{args:?}");
+            assert_eq!(cmd.traits, built.traits, "{args:?}");
+            assert_eq!(cmd.into_bytes(), encoded, "{args:?}");
+        }
+        for bad in [
+            &b""[..],
+            b"*0\r\n",
+            b"*2\r\n$3\r\nGET\r\n",
+            b"*1\r\n$3\r\nGET\r\n$1\r\nk\r\n",
+            b"*1\r\n$3\r\nGETX\r\n",
+            b"*1\r\n:3\r\n",
+            b"GET k\r\n",
+        ] {
+            assert!(Cmd::from_encoded(bad).is_none(), "{bad:?}");
+        }
     }
 
     #[test]

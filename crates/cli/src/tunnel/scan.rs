@@ -183,11 +183,35 @@ fn line(buf: &[u8], start: usize) -> Result<Option<(&[u8], usize)>, ScanError> {
     }
 }
 
+/// A decimal `i64` as `str::parse` reads it (an optional sign, then digits), without the
+/// UTF-8 pass: it runs for every header of every request.
 fn number(line: &[u8]) -> Result<i64, ScanError> {
-    std::str::from_utf8(line)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .ok_or(ScanError::Line)
+    let (negative, digits) = match line {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, line),
+    };
+    if digits.is_empty() {
+        return Err(ScanError::Line);
+    }
+    let mut n: i64 = 0;
+    for &byte in digits {
+        if !byte.is_ascii_digit() {
+            return Err(ScanError::Line);
+        }
+        let digit = i64::from(byte - b'0');
+        n = n
+            .checked_mul(10)
+            .and_then(|n| {
+                if negative {
+                    n.checked_sub(digit)
+                } else {
+                    n.checked_add(digit)
+                }
+            })
+            .ok_or(ScanError::Line)?;
+    }
+    Ok(n)
 }
 
 fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
@@ -221,6 +245,33 @@ pub(crate) fn command_words(frame: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
 mod tests {
     use super::*;
     use bytes::BytesMut;
+
+    #[test]
+    fn numbers_read_as_str_parse_reads_them() {
+        for text in [
+            "0",
+            "7",
+            "-1",
+            "+12",
+            "007",
+            "-0",
+            "",
+            "-",
+            "+",
+            "1a",
+            " 1",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+        ] {
+            assert_eq!(
+                number(text.as_bytes()).ok(),
+                text.parse::<i64>().ok(),
+                "{text:?}"
+            );
+        }
+    }
 
     /// Frames of every type, as redis-server sends them.
     const REPLIES: &[&[u8]] = &[

@@ -1,7 +1,9 @@
 //! Smart mode: one local endpoint that looks like a standalone Redis in front of a whole
-//! cluster. Each client's requests are decoded (pipelines included), routed by the
-//! redline cluster client (MOVED/ASK, failover and multi-key splits handled there), and
-//! the replies written back in request order.
+//! cluster. Each client's requests (pipelines included) are routed by the redline cluster
+//! client (MOVED/ASK, failover and multi-key splits handled there), and the replies
+//! written back in request order. A routed request is forwarded as the bytes the client
+//! sent (only its end and its name are looked at); the others are decoded and handled as
+//! listed below.
 //!
 //! # What each kind of command does
 //!
@@ -50,6 +52,7 @@ use tokio::sync::Mutex;
 use super::dedicated::{Batch, Dedicated, Upstream};
 use super::error::TunnelError;
 use super::listener;
+use super::scan::{command_words, Scanner, Side};
 use super::shutdown::Shutdown;
 use super::standalone::CHUNK;
 
@@ -122,10 +125,37 @@ async fn server_version(cluster: &ClusterClient) -> Bytes {
         .unwrap_or_else(|| Bytes::from_static(b"7.0.0"))
 }
 
+/// Commands `Session::dispatch` handles itself rather than routing them (keep in step
+/// with its `match`).
+const ANSWERED_HERE: &[&[u8]] = &[
+    b"PING",
+    b"SELECT",
+    b"AUTH",
+    b"HELLO",
+    b"CLIENT",
+    b"QUIT",
+    b"RESET",
+    b"MULTI",
+    b"EXEC",
+    b"DISCARD",
+    b"UNWATCH",
+    b"WATCH",
+    b"CLUSTER",
+    b"READONLY",
+    b"READWRITE",
+    b"ASKING",
+    b"SUBSCRIBE",
+    b"PSUBSCRIBE",
+    b"MONITOR",
+    b"SSUBSCRIBE",
+    b"SCAN",
+];
+
 /// What to do with one request.
 enum Step {
-    /// Routed by the cluster client; consecutive ones go out as one cluster pipeline.
-    Route(Vec<Bytes>),
+    /// Routed by the cluster client (the request, encoded); consecutive ones go out as
+    /// one cluster pipeline.
+    Route(Bytes),
     /// Its reply, in order with the others (it may run concurrently with them).
     Reply(BoxFuture<'static, Frame>),
     /// Runs alone: after every earlier reply, before any later command.
@@ -142,9 +172,14 @@ async fn connection(client: TcpStream, smart: Arc<Smart>) -> Result<(), TunnelEr
     let mut session = Session::new(smart);
     let mut inbuf = BytesMut::with_capacity(CHUNK);
     let mut decoder = RequestDecoder::default();
+    // Finds where each request ends, so a routed one is forwarded as the bytes the client
+    // sent; `decoder` takes over for the rest (and any error) whenever a request is
+    // incomplete or not plain RESP, until it stands at a request boundary again.
+    let mut scanner = Scanner::new(Side::Request);
+    let mut at_boundary = true;
     let mut pending: FuturesOrdered<BoxFuture<'static, Vec<Frame>>> = FuturesOrdered::new();
-    // Routed commands decoded from the same reads, sent together.
-    let mut group: Vec<Vec<Bytes>> = Vec::new();
+    // Routed commands (encoded) from the same reads, sent together.
+    let mut group: Vec<Bytes> = Vec::new();
     let mut out = BytesMut::with_capacity(CHUNK);
     let mut eof = false;
     let mut closing = false;
@@ -170,11 +205,41 @@ async fn connection(client: TcpStream, smart: Arc<Smart>) -> Result<(), TunnelEr
         }
         if !closing && !alone && waiting.is_none() {
             while pending.len() < WINDOW {
-                match decoder.decode(&mut inbuf) {
+                let decoded = if at_boundary {
+                    match scanner.next(&inbuf) {
+                        Ok(Some(end)) => {
+                            let mut request = inbuf.split_to(end);
+                            if session.routes_as_is(&request) {
+                                group.push(request.freeze());
+                                continue;
+                            }
+                            // Exactly one whole request: decoded at once, or skipped if
+                            // empty.
+                            match decoder.decode(&mut request) {
+                                Ok(None) => continue,
+                                decoded => decoded,
+                            }
+                        }
+                        // Incomplete, or not RESP the scanner accepts: the decoder reads
+                        // it as it always has.
+                        Ok(None) | Err(_) => {
+                            scanner = Scanner::new(Side::Request);
+                            let before = inbuf.len();
+                            let decoded = decoder.decode(&mut inbuf);
+                            at_boundary = !matches!(decoded, Ok(None)) || inbuf.len() == before;
+                            decoded
+                        }
+                    }
+                } else {
+                    let decoded = decoder.decode(&mut inbuf);
+                    at_boundary = !matches!(decoded, Ok(None));
+                    decoded
+                };
+                match decoded {
                     Ok(Some(args)) => {
                         let step = session.dispatch(args);
-                        if let Step::Route(args) = step {
-                            group.push(args);
+                        if let Step::Route(request) = step {
+                            group.push(request);
                             continue;
                         }
                         session.flush(&mut group, &mut pending);
@@ -290,12 +355,32 @@ impl Session {
         }
     }
 
+    /// True when `dispatch` would route this request (one whole multibulk) to the
+    /// cluster unchanged: the common case, forwarded without being decoded. Everything
+    /// else goes through `dispatch`.
+    fn routes_as_is(&self, request: &[u8]) -> bool {
+        if self.multi.is_some() || request.first() != Some(&b'*') {
+            return false;
+        }
+        let Some((name, _)) = command_words(request) else {
+            return false;
+        };
+        let mut upper = Upper::default();
+        let name = upper.of(name);
+        // XREAD/XREADGROUP block or not depending on their arguments; asked with its
+        // name alone, `blocking` says `Some` for every other command that may block.
+        !ANSWERED_HERE.contains(&name)
+            && !matches!(name, b"XREAD" | b"XREADGROUP")
+            && command::blocking(&[name]).is_none()
+    }
+
     fn dispatch(&mut self, args: Vec<Bytes>) -> Step {
-        let name = args[0].to_ascii_uppercase();
-        let sub = args.get(1).map(|s| s.to_ascii_uppercase());
-        let sub = sub.as_deref();
+        let mut name_buf = Upper::default();
+        let name = name_buf.of(&args[0]);
+        let mut sub_buf = Upper::default();
+        let sub = args.get(1).map(|s| sub_buf.of(s));
         if let Some(queue) = &mut self.multi {
-            let reply = match name.as_slice() {
+            let reply = match name {
                 b"EXEC" => {
                     let queued = self.multi.take().unwrap_or_default();
                     return self.transaction(queued);
@@ -316,7 +401,7 @@ impl Session {
             };
             return Step::Reply(now(reply));
         }
-        let reply = match name.as_slice() {
+        let reply = match name {
             b"PING" => match args.len() {
                 1 => Frame::Simple(Bytes::from_static(b"PONG")),
                 2 => Frame::Bulk(args[1].clone()),
@@ -365,7 +450,7 @@ impl Session {
             b"SCAN" => return Step::Reply(self.scan(args)),
             // Blocking as redline-resp decides it (XREAD only with BLOCK, WAIT...).
             _ if command::blocking(&args).is_some() => return self.blocking(args),
-            _ => return Step::Route(args),
+            _ => return Step::Route(encoded(&args)),
         };
         Step::Reply(now(reply))
     }
@@ -374,13 +459,14 @@ impl Session {
     /// (one queue entry per node instead of one per command); a single one goes alone.
     fn flush(
         &self,
-        group: &mut Vec<Vec<Bytes>>,
+        group: &mut Vec<Bytes>,
         pending: &mut FuturesOrdered<BoxFuture<'static, Vec<Frame>>>,
     ) {
         if group.is_empty() {
             return;
         }
-        let group = std::mem::take(group);
+        // The next read's group is likely as large: room for it at once, not by doubling.
+        let group = std::mem::replace(group, Vec::with_capacity(group.len()));
         let cluster = self.smart.upstream.cluster.clone();
         pending.push_back(
             async move {
@@ -388,25 +474,24 @@ impl Session {
                     return vec![route_one(&cluster, &group[0]).await];
                 }
                 let mut pipeline = cluster.pipeline();
-                for args in &group {
-                    pipeline.cmd(args);
+                for request in &group {
+                    match Cmd::from_encoded(request) {
+                        Some(cmd) => pipeline.add(cmd),
+                        // Not expected (requests are checked when read): each on its own.
+                        None => return route_each(&cluster, &group).await,
+                    };
                 }
                 match pipeline.query_frames().await {
                     Ok(frames) => frames,
                     // Refused before anything was sent: each on its own, with its own error.
-                    Err(Error::NotMultiplexable { .. }) => {
-                        let mut out = Vec::with_capacity(group.len());
-                        for args in &group {
-                            out.push(route_one(&cluster, args).await);
-                        }
-                        out
-                    }
+                    Err(Error::NotMultiplexable { .. }) => route_each(&cluster, &group).await,
                     // Some commands may have run: re-run only what is safe to repeat.
                     Err(e) => {
                         let mut out = Vec::with_capacity(group.len());
-                        for args in &group {
-                            out.push(if is_readonly(args) || same_reply_when_repeated(args) {
-                                route_one(&cluster, args).await
+                        for request in &group {
+                            let args = args_of(request);
+                            out.push(if is_readonly(&args) || same_reply_when_repeated(&args) {
+                                route_one(&cluster, request).await
                             } else {
                                 error_line(&format!(
                                     "ERR redline tunnel: {e} (the command may have run)"
@@ -640,18 +725,54 @@ impl Session {
     }
 }
 
-/// One command through the cluster client (which re-sends reads after a lost
+/// A command name (or subcommand) in upper case for matching: on the stack when short,
+/// as every name the tunnel looks at is (no allocation per command).
+#[derive(Default)]
+struct Upper {
+    short: [u8; 24],
+    long: Vec<u8>,
+}
+
+impl Upper {
+    fn of(&mut self, word: &[u8]) -> &[u8] {
+        match self.short.get_mut(..word.len()) {
+            Some(short) => {
+                short.copy_from_slice(word);
+                short.make_ascii_uppercase();
+                short
+            }
+            None => {
+                self.long = word.to_ascii_uppercase();
+                &self.long
+            }
+        }
+    }
+}
+
+/// Each command on its own, in order.
+async fn route_each(cluster: &ClusterClient, group: &[Bytes]) -> Vec<Frame> {
+    let mut out = Vec::with_capacity(group.len());
+    for request in group {
+        out.push(route_one(cluster, request).await);
+    }
+    out
+}
+
+/// One command (encoded) through the cluster client (which re-sends reads after a lost
 /// connection). Writes that give the same reply when run twice are re-sent here too, so
 /// a failover does not surface as an error for them.
-async fn route_one(cluster: &ClusterClient, args: &[Bytes]) -> Frame {
+async fn route_one(cluster: &ClusterClient, request: &Bytes) -> Frame {
     let mut attempt = 0;
     loop {
-        match cluster.cmd(args).await {
+        let Some(cmd) = Cmd::from_encoded(request) else {
+            return error_line("ERR Protocol error: invalid multibulk request");
+        };
+        match cluster.query::<Frame>(cmd).await {
             Ok(frame) => return frame,
             Err(e)
                 if e.is_connection_error()
                     && attempt < RESEND_ATTEMPTS
-                    && same_reply_when_repeated(args) =>
+                    && same_reply_when_repeated(&args_of(request)) =>
             {
                 attempt += 1;
                 tracing::debug!(error = %e, attempt, "re-sending an idempotent write");
@@ -664,14 +785,18 @@ async fn route_one(cluster: &ClusterClient, args: &[Bytes]) -> Frame {
 
 /// `readonly` in the command table: the cluster client re-sends these itself.
 fn is_readonly(args: &[Bytes]) -> bool {
-    command::lookup(&args[0]).is_some_and(|spec| spec.flags.contains(CommandFlags::READONLY))
+    args.first()
+        .and_then(|name| command::lookup(name))
+        .is_some_and(|spec| spec.flags.contains(CommandFlags::READONLY))
 }
 
 /// Writes whose effect and reply are the same when they run twice: plain `SET` (no
 /// `NX`/`XX`/`GET`, whose replies would change), `SETEX`, `PSETEX`, `MSET`, `HMSET`.
 /// `HSET`, `SADD`, `DEL`... are left out: their replies count what changed.
 fn same_reply_when_repeated(args: &[Bytes]) -> bool {
-    let name = &args[0];
+    let Some(name) = args.first() else {
+        return false;
+    };
     let is = |s: &[u8]| name.eq_ignore_ascii_case(s);
     if is(b"SET") {
         return !args.iter().skip(3).any(|a| {
@@ -690,6 +815,16 @@ fn slot_of(args: &[Bytes]) -> Option<u16> {
         .first()
         .and_then(|&i| args.get(i))
         .map(|k| key_slot(k))
+}
+
+/// The arguments of an encoded request (off the common path: error handling only).
+fn args_of(request: &Bytes) -> Vec<Bytes> {
+    let mut buf = BytesMut::from(&request[..]);
+    RequestDecoder::default()
+        .decode(&mut buf)
+        .ok()
+        .flatten()
+        .unwrap_or_default()
 }
 
 fn encoded(args: &[Bytes]) -> Bytes {
