@@ -161,24 +161,31 @@ class Procs:
                            os.path.join(d, "log"))
             wait_ping(port, proc=p)
             ports.append(port)
-        out = subprocess.run(["redis-cli", "--cluster", "create",
-                              *[f"127.0.0.1:{p}" for p in ports],
-                              "--cluster-replicas", "0", "--cluster-yes"],
-                             capture_output=True, text=True, timeout=60)
-        if out.returncode != 0:
-            raise RuntimeError(f"cluster create failed: {out.stdout}{out.stderr}")
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            infos = [cli(p, "CLUSTER", "INFO", check=False) for p in ports]
-            if all("cluster_state:ok" in i and "cluster_slots_ok:16384" in i for i in infos):
-                # The report calls it a `masters`-master cluster: make sure it is one.
-                nodes = cli(ports[0], "CLUSTER", "NODES").splitlines()
-                have = sum(1 for n in nodes if "master" in n.split()[2].split(","))
-                if have != masters:
-                    raise RuntimeError(f"cluster has {have} masters, not {masters}")
-                return ports
-            time.sleep(0.1)
-        raise RuntimeError("cluster never reached cluster_state:ok")
+        form_cluster(["redis-cli"], ports, lambda p: cli(p, "CLUSTER", "INFO", check=False))
+        # The report calls it a `masters`-master cluster: make sure it is one.
+        nodes = cli(ports[0], "CLUSTER", "NODES").splitlines()
+        have = sum(1 for n in nodes if "master" in n.split()[2].split(","))
+        if have != masters:
+            raise RuntimeError(f"cluster has {have} masters, not {masters}")
+        return ports
+
+
+def form_cluster(cli_argv, ports, cluster_info):
+    """`redis-cli --cluster create` over `ports` (`cli_argv`: redis-cli and its TLS
+    flags), no replicas; then waits until every node's `cluster_info(port)` says all
+    16384 slots are served."""
+    out = subprocess.run([*cli_argv, "--cluster", "create", *[f"127.0.0.1:{p}" for p in ports],
+                          "--cluster-replicas", "0", "--cluster-yes"],
+                         capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise RuntimeError(f"cluster create failed: {out.stdout}{out.stderr}")
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        infos = [cluster_info(p) for p in ports]
+        if all("cluster_state:ok" in i and "cluster_slots_ok:16384" in i for i in infos):
+            return
+        time.sleep(0.1)
+    raise RuntimeError("cluster never reached cluster_state:ok")
 
 
 def flushall(ports):
@@ -214,17 +221,8 @@ def tls_cluster(procs, certs, masters=3):
                 raise RuntimeError(f"TLS cluster node on {tls_port} never answered PING")
             time.sleep(0.05)
         nodes.append((tls_port, tls_cli))
-    out = subprocess.run(["redis-cli", "--tls", "--cacert", certs["ca.crt"], "--cluster",
-                          "create", *[f"127.0.0.1:{port}" for port, _ in nodes],
-                          "--cluster-replicas", "0", "--cluster-yes"],
-                         capture_output=True, text=True, timeout=60)
-    if out.returncode != 0:
-        raise RuntimeError(f"cluster create failed: {out.stdout}{out.stderr}")
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        infos = [subprocess.run([*c, "CLUSTER", "INFO"], capture_output=True, text=True).stdout
-                 for _, c in nodes]
-        if all("cluster_state:ok" in i and "cluster_slots_ok:16384" in i for i in infos):
-            return nodes
-        time.sleep(0.1)
-    raise RuntimeError("TLS cluster never reached cluster_state:ok")
+    clis = dict(nodes)
+    form_cluster(["redis-cli", "--tls", "--cacert", certs["ca.crt"]], list(clis),
+                 lambda port: subprocess.run([*clis[port], "CLUSTER", "INFO"],
+                                             capture_output=True, text=True).stdout)
+    return nodes
