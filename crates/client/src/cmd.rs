@@ -11,6 +11,8 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use redline_resp::command::{self, AclCategories, CommandFlags, CommandSpec};
 use redline_resp::{encode, Frame};
 
+use crate::args::Args;
+
 /// Room for `*` + up to 20 digits + CRLF in front of the arguments.
 const HEADER_ROOM: usize = 24;
 
@@ -126,27 +128,21 @@ impl Cmd {
     /// assert!(Cmd::from_encoded(b"*1\r\n$3\r\nGET\r\n+extra").is_none());
     /// ```
     pub fn from_encoded(encoded: &[u8]) -> Option<Cmd> {
-        let nl = encoded.iter().position(|&b| b == b'\n')?;
-        let header = encoded.get(..nl.checked_sub(1)?)?;
-        let argc = decimal(header.strip_prefix(b"*")?)?;
-        let body = encoded.get(nl + 1..)?;
-        let mut args = encoded_bulks(body);
-        let name = args.next()?;
-        let spec = command::lookup(bulk_payload(name));
+        let mut args = Args::new(encoded)?;
+        let argc = args.remaining();
+        let body = args.position();
+        let spec = command::lookup(args.next()?);
         let mut traits = spec.map_or(Traits::PLAIN, traits_of);
-        let (mut seen, mut consumed) = (1, name.len());
-        for bulk in args {
-            traits.after_arg(seen, bulk);
-            seen += 1;
-            consumed += bulk.len();
+        for index in 1..argc {
+            traits.after_arg(index, args.next()?);
         }
-        // Every byte must belong to the `argc` bulks: nothing missing, nothing after.
-        if seen != argc || consumed != body.len() {
+        // Nothing may follow the last argument.
+        if args.position() != encoded.len() {
             return None;
         }
-        let mut buf = BytesMut::with_capacity(HEADER_ROOM + body.len());
+        let mut buf = BytesMut::with_capacity(HEADER_ROOM + encoded.len() - body);
         buf.put_bytes(0, HEADER_ROOM);
-        buf.extend_from_slice(body);
+        buf.extend_from_slice(&encoded[body..]);
         Some(Cmd {
             buf,
             argc,
@@ -204,7 +200,10 @@ impl Cmd {
     pub fn push_arg(&mut self, arg: impl ToArg) {
         let start = self.buf.len();
         arg.write_arg(&mut self.buf);
-        self.traits.after_arg(self.argc, &self.buf[start..]);
+        if self.traits.watches_args() {
+            self.traits
+                .after_arg(self.argc, bulk_payload(&self.buf[start..]));
+        }
         self.argc += 1;
     }
 
@@ -281,7 +280,7 @@ impl Cmd {
     /// ([`command::blocking_with`]): `None` for "forever" (a zero timeout) or when the
     /// timeout is not known.
     pub(crate) fn block_time(&self) -> Option<Duration> {
-        let args: Vec<&[u8]> = encoded_args(&self.buf[HEADER_ROOM..]).collect();
+        let args: Vec<&[u8]> = Args::bulks(&self.buf[HEADER_ROOM..], self.argc).collect();
         command::blocking_with(self.spec?, &args)?.duration()
     }
 
@@ -330,15 +329,22 @@ pub(crate) struct Traits {
 }
 
 impl Traits {
-    /// Updates what depends on later arguments once the argument at `index` (encoded,
-    /// `$<n>\r\n<payload>\r\n`) is known.
-    fn after_arg(&mut self, index: usize, bulk: &[u8]) {
+    /// Whether later arguments can change the traits (CLIENT's subcommand, XREAD's
+    /// BLOCK): only then does `push_arg` read an argument back.
+    fn watches_args(&self) -> bool {
+        matches!(
+            self.restriction,
+            Restriction::ClientSubcommand | Restriction::StreamRead
+        )
+    }
+
+    /// Updates what depends on later arguments once the argument at `index` is known.
+    fn after_arg(&mut self, index: usize, arg: &[u8]) {
         match self.restriction {
             Restriction::ClientSubcommand if index == 1 => {
-                self.restriction = client_subcommand_restriction(bulk);
+                self.restriction = client_subcommand_restriction(arg);
             }
             Restriction::StreamRead => {
-                let arg = bulk_payload(bulk);
                 if arg.eq_ignore_ascii_case(b"BLOCK") {
                     self.restriction = Restriction::Dedicated("xread block");
                     self.blocking = true;
@@ -405,59 +411,13 @@ fn traits_of(spec: &'static CommandSpec) -> Traits {
     }
 }
 
-fn client_subcommand_restriction(sub_bulk: &[u8]) -> Restriction {
-    let sub = bulk_payload(sub_bulk);
+fn client_subcommand_restriction(sub: &[u8]) -> Restriction {
     // CLIENT REPLY OFF/SKIP would silence replies other callers are waiting for.
     if sub.eq_ignore_ascii_case(b"REPLY") {
         Restriction::Dedicated("client reply")
     } else {
         Restriction::None
     }
-}
-
-/// The payloads of a run of encoded bulks (a command's arguments, header excluded).
-fn encoded_args(mut buf: &[u8]) -> impl Iterator<Item = &[u8]> {
-    std::iter::from_fn(move || {
-        let nl = buf.iter().position(|&b| b == b'\n')?;
-        let len: usize = std::str::from_utf8(buf.get(1..nl.checked_sub(1)?)?)
-            .ok()?
-            .parse()
-            .ok()?;
-        let payload = buf.get(nl + 1..nl + 1 + len)?;
-        buf = buf.get(nl + 1 + len + 2..).unwrap_or(&[]);
-        Some(payload)
-    })
-}
-
-/// The encoded bulks (`$<n>\r\n<payload>\r\n`, whole) of a run of them; stops at the
-/// first malformed or incomplete one.
-fn encoded_bulks(mut buf: &[u8]) -> impl Iterator<Item = &[u8]> {
-    std::iter::from_fn(move || {
-        let nl = buf.iter().position(|&b| b == b'\n')?;
-        let len = decimal(buf.get(1..nl.checked_sub(1)?)?)?;
-        let end = nl.checked_add(len)?.checked_add(3)?;
-        if buf.first() != Some(&b'$') || buf.get(end - 2..end) != Some(b"\r\n") {
-            return None;
-        }
-        let (bulk, rest) = buf.split_at(end);
-        buf = rest;
-        Some(bulk)
-    })
-}
-
-/// A length in decimal digits (as `str::parse::<usize>` reads it, without the UTF-8
-/// pass).
-fn decimal(text: &[u8]) -> Option<usize> {
-    let digits = text.strip_prefix(b"+").unwrap_or(text);
-    if digits.is_empty() {
-        return None;
-    }
-    digits.iter().try_fold(0usize, |n, &byte| {
-        if !byte.is_ascii_digit() {
-            return None;
-        }
-        n.checked_mul(10)?.checked_add(usize::from(byte - b'0'))
-    })
 }
 
 /// The payload of one encoded bulk (`$<n>\r\n<payload>\r\n`).

@@ -90,6 +90,7 @@
 //! ```
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod args;
 mod cache;
 mod client;
 mod cluster;

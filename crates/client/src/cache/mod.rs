@@ -257,7 +257,7 @@ impl Cache {
     /// A command sent through the client has been answered: if it may have written,
     /// drop its keys' entries before its caller sees the reply (read your writes).
     pub(crate) fn after_write(&self, bytes: &[u8]) {
-        let args: Vec<&[u8]> = match crate::cluster::args::Args::new(bytes) {
+        let args: Vec<&[u8]> = match crate::args::Args::new(bytes) {
             Some(args) => args.collect(),
             None => return,
         };
@@ -287,7 +287,7 @@ impl Cache {
     /// [`Cache::after_write`] for each command of an encoded pipeline.
     pub(crate) fn after_writes(&self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
-            let Some(args) = crate::cluster::args::Args::new(bytes) else {
+            let Some(args) = crate::args::Args::new(bytes) else {
                 return;
             };
             let Some(end) = args.ranges().last().map(|r| r.end + 2) else {

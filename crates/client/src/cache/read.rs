@@ -16,7 +16,7 @@ use redline_resp::Frame;
 
 use super::store::Lookup;
 use super::{Cache, CacheStats};
-use crate::cluster::args::Args;
+use crate::args::Args;
 use crate::cluster::ReadFrom;
 use crate::cmd::{Cmd, ToArg};
 use crate::error::Error;

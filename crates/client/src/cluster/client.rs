@@ -317,7 +317,7 @@ impl ClusterClient {
     /// with their arguments ask `COMMAND GETKEYS` on each call.
     async fn execute_unknown(&self, bytes: Bytes, readonly: bool) -> Result<Frame, Error> {
         let shared = &*self.inner;
-        let Some(args) = super::args::Args::new(&bytes) else {
+        let Some(args) = crate::args::Args::new(&bytes) else {
             return Err(Error::EmptyCommand);
         };
         let args: Vec<&[u8]> = args.collect();

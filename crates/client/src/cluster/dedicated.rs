@@ -14,10 +14,10 @@ use crate::cmd::{Cmd, ToArg};
 use crate::dedicated::DedicatedConnection;
 use crate::error::{Error, ServerErrorKind};
 
-use super::args::Args;
 use super::client::{cross_slot, ClusterClient};
 use super::exec::{unserved, Retry};
 use super::redirect::{classify, Redirect};
+use crate::args::Args;
 
 impl ClusterClient {
     /// Leases a dedicated connection to the master serving `key`'s slot: for `WATCH` /

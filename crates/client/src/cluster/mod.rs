@@ -24,7 +24,6 @@
 //! The hash slot itself (CRC16-XMODEM and Redis's hash-tag rule) lives in
 //! `redline_resp::slot`, shared with the server.
 
-pub(crate) mod args;
 mod batch;
 mod client;
 mod config;

@@ -10,7 +10,7 @@
 use redline_resp::command::{self, CommandFlags, CommandSpec};
 use redline_resp::slot::key_slot;
 
-use super::args::Args;
+use crate::args::Args;
 
 /// How the replies of a fanned-out command are combined (Redis's `response_policy` tips).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

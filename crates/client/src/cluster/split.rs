@@ -13,12 +13,12 @@ use redline_resp::Frame;
 use crate::cmd::Cmd;
 use crate::error::Error;
 
-use super::args::Args;
 use super::batch;
 use super::client::ClusterClient;
 use super::config::ReadFrom;
 use super::exec::SlotCommand;
 use super::route::Split;
+use crate::args::Args;
 
 /// How to put a split command's replies back together.
 #[derive(Debug)]

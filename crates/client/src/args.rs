@@ -3,7 +3,8 @@
 //! Commands reach the router already encoded by [`Cmd`](crate::Cmd) (one allocation, done
 //! by the caller). The router needs the name and the keys; walking the RESP array in place
 //! gives them as byte ranges of the encoded buffer, with no copy and no allocation, and the
-//! same ranges let a multi-key command be cut into per-slot commands.
+//! same ranges let a multi-key command be cut into per-slot commands. `Cmd` reads its own
+//! arguments back with it too (a blocking command's timeout, a proxy's encoded request).
 
 use std::ops::Range;
 
@@ -29,6 +30,22 @@ impl<'a> Args<'a> {
         })
     }
 
+    /// The `count` bulk strings at the start of `bytes`, without an array header (a
+    /// command's arguments as [`Cmd`](crate::Cmd) keeps them).
+    pub(crate) fn bulks(bytes: &'a [u8], count: usize) -> Args<'a> {
+        Args {
+            bytes,
+            pos: 0,
+            left: count,
+        }
+    }
+
+    /// Where the next argument starts (after the header, before any is read): what a
+    /// caller checks against the length to know nothing follows the last argument.
+    pub(crate) fn position(&self) -> usize {
+        self.pos
+    }
+
     /// Arguments not read yet.
     pub(crate) fn remaining(&self) -> usize {
         self.left
@@ -41,7 +58,7 @@ impl<'a> Args<'a> {
         }
         let (len, start) = number(self.bytes, self.pos + 1)?;
         let end = start.checked_add(len)?;
-        if end + 2 > self.bytes.len() {
+        if self.bytes.get(end..end.checked_add(2)?) != Some(b"\r\n") {
             return None;
         }
         self.pos = end + 2;
