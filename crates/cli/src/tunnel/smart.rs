@@ -125,8 +125,10 @@ async fn server_version(cluster: &ClusterClient) -> Bytes {
         .unwrap_or_else(|| Bytes::from_static(b"7.0.0"))
 }
 
-/// Commands `Session::dispatch` handles itself rather than routing them (keep in step
-/// with its `match`).
+/// Commands the tunnel answers itself (`Session::dispatch`'s `match`); every other name
+/// is routed (or, when it blocks, handed a connection of its own). Both `dispatch` and
+/// `routes_as_is` decide by this one list, so the fast path and the decoded one agree;
+/// a new arm of that `match` is reached only once its name is listed here.
 const ANSWERED_HERE: &[&[u8]] = &[
     b"PING",
     b"SELECT",
@@ -401,6 +403,9 @@ impl Session {
             };
             return Step::Reply(now(reply));
         }
+        if !ANSWERED_HERE.contains(&name) {
+            return self.route(args);
+        }
         let reply = match name {
             b"PING" => match args.len() {
                 1 => Frame::Simple(Bytes::from_static(b"PONG")),
@@ -448,11 +453,19 @@ impl Session {
                 }
             }
             b"SCAN" => return Step::Reply(self.scan(args)),
-            // Blocking as redline-resp decides it (XREAD only with BLOCK, WAIT...).
-            _ if command::blocking(&args).is_some() => return self.blocking(args),
-            _ => return Step::Route(encoded(&args)),
+            // A listed name without an arm of its own.
+            _ => return self.route(args),
         };
         Step::Reply(now(reply))
+    }
+
+    /// A command the tunnel does not answer: to the cluster, or, when it blocks (as
+    /// redline-resp decides: XREAD only with BLOCK, WAIT...), on a connection of its own.
+    fn route(&mut self, args: Vec<Bytes>) -> Step {
+        if command::blocking(&args).is_some() {
+            return self.blocking(args);
+        }
+        Step::Route(encoded(&args))
     }
 
     /// The common path: routed commands decoded together go out as one cluster pipeline
