@@ -7,8 +7,8 @@ cell, one process per run."""
 
 import os
 
-from clients import RUST_BIN
-from common import json_line, log, rotation, with_others_cpu
+from clients import one_run
+from common import log, rotation, with_others_cpu
 from procs import GO_BIN, Procs, flushall
 
 RUST_CLIENTS = ["redline", "redline-cached"]
@@ -21,15 +21,6 @@ def plan(quick):
                 "keys": 10000, "callers": [64], "servers": ["redis-server", "redline-server"]}
     return {"rounds": 3, "duration_secs": 3.0, "warmup_secs": 1.0, "value_size": 64,
             "keys": 10000, "callers": [1, 16, 64], "servers": ["redis-server", "redline-server"]}
-
-
-def one_run(client, url, callers, p):
-    binary = GO_BIN if client in GO_CLIENTS else RUST_BIN
-    argv = [binary, "--client", client, "--url", url, "--op", "zipf",
-            "--callers", str(callers), "--duration-secs", str(p["duration_secs"]),
-            "--warmup-secs", str(p["warmup_secs"]), "--value-size", str(p["value_size"]),
-            "--keys", str(p["keys"])]
-    return json_line(argv, 60 + 4 * (p["duration_secs"] + p["warmup_secs"]))
 
 
 def run(quick):
@@ -55,12 +46,11 @@ def run(quick):
                         flushall([port])
                         try:
                             res = with_others_cpu(
-                                [proc.pid], lambda: one_run(client, url, callers, p))
+                                [proc.pid], lambda: one_run(client, url, False, "zipf", callers, p))
                         except Exception as e:  # one failed run must not sink the section
                             notes.append(f"{client} {server} x{callers} round {r}: {e}")
                             continue
-                        res.update({"server": server, "round": r,
-                                    "loadavg": round(os.getloadavg()[0], 2)})
+                        res.update({"server": server, "round": r})
                         runs.append(res)
                         log(f"cache {server} zipf x{callers} r{r} {client}: "
                             f"{res['ops_per_sec']:.0f} ops/s p99 {res['p99_us']} us, "

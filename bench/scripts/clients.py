@@ -10,6 +10,8 @@ from procs import GO_BIN, RELEASE, Procs, flushall
 
 RUST_BIN = f"{RELEASE}/bench-clients"
 GO_CLIENTS = ["rueidis", "go-redis"]
+# Every client bench/go runs (rueidis-cached: the cache section's).
+GO_BINARY_CLIENTS = {*GO_CLIENTS, "rueidis-cached"}
 
 
 def rust_clients(cluster):
@@ -45,12 +47,13 @@ def plan(quick):
 
 
 def one_run(client, url, cluster, op, callers, p):
+    """One run of bench-clients or bench-go (by the client's name); its JSON line."""
     flags = ["--url", url, "--op", op, "--callers", str(callers),
              "--duration-secs", str(p["duration_secs"]), "--warmup-secs", str(p["warmup_secs"]),
              "--value-size", str(p["value_size"]), "--keys", str(p["keys"])]
     if cluster:
         flags.append("--cluster")
-    binary = GO_BIN if client in GO_CLIENTS else RUST_BIN
+    binary = GO_BIN if client in GO_BINARY_CLIENTS else RUST_BIN
     timeout = 60 + 4 * (p["duration_secs"] + p["warmup_secs"])
     return json_line([binary, "--client", client, *flags], timeout)
 
@@ -98,10 +101,7 @@ def run(quick):
                                 log(f"clients: {client} {mode} {op} x{callers}: {e}")
                                 notes.append(f"{client} {mode} {op} x{callers} round {r}: {e}")
                                 continue
-                            # The 1-minute load average as the run ends, to spot a noisy
-                            # round (it includes this run's own client and server).
-                            res.update({"mode": mode, "round": r,
-                                        "loadavg": round(os.getloadavg()[0], 2)})
+                            res.update({"mode": mode, "round": r})
                             runs.append(res)
                             log(f"clients {mode} {op} x{callers} r{r} {client}: "
                                 f"{res['ops_per_sec']:.0f} ops/s p99 {res['p99_us']} us, "

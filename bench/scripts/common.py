@@ -54,10 +54,11 @@ def _pid_ticks(pid):
 
 
 def with_others_cpu(pids, run):
-    """Calls `run()` (which waits for its child process) and adds `others_cpu` to the dict
-    it returns: the cores that processes other than that child and the servers `pids` kept
-    busy meanwhile, on average. Unlike the load average it covers just this run and leaves
-    out the run's own client and server, so a disturbed round stands out."""
+    """Calls `run()` (which waits for its child process) and adds two noise figures to the
+    dict it returns: `others_cpu`, the cores that processes other than that child and the
+    servers `pids` kept busy meanwhile, on average (unlike the load average it covers just
+    this run and leaves out the run's own client and server, so a disturbed round stands
+    out); and `loadavg`, the 1-minute load average as the run ends (which counts them)."""
     hz = os.sysconf("SC_CLK_TCK")
     t0, busy0 = time.monotonic(), _busy_ticks()
     servers0 = sum(_pid_ticks(p) for p in pids)
@@ -70,4 +71,5 @@ def with_others_cpu(pids, run):
     others = (_busy_ticks() - busy0) / hz - own
     if wall > 0:
         res["others_cpu"] = round(max(0.0, others) / wall, 2)
+    res["loadavg"] = round(os.getloadavg()[0], 2)
     return res

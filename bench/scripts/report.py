@@ -103,9 +103,10 @@ def load_sentence(data):
         return "Load average: not recorded."
     s = (f"Load average (1 min) {fmt_load(a)} → {fmt_load(b)}, max {top:.2f} on "
          f"{cores or '?'} cores")
-    if refusal(data):
-        return (s + f": the machine was **not quiet** ({refusal(data)}), so no goal is "
-                "judged from this section.")
+    refused = refusal(data)
+    if refused:
+        return (s + f": the machine was **not quiet** ({refused}), so no goal is judged "
+                "from this section.")
     return s + "."
 
 
@@ -334,22 +335,32 @@ def rest_section(src, data, v, goals):
     return out
 
 
-def rps_table(runs, tests, v, group="redline-server vs redis-server 7.0 (requests/s)"):
-    """redline-server vs redis-server per test and pipeline depth: median requests/s
-    (median p50 ms) and their ratio."""
-    out = ["| test | -P | redline-server | redis-server | ratio |", "|---|---:|---:|---:|---:|"]
+def rps_table(runs, tests, v, group="redline-server vs redis-server 7.0 (requests/s)",
+              side="server", sides=(("redline-server", "redline-server"),
+                                    ("redis-server", "redis-server")), loads=False):
+    """One side against another per test and pipeline depth: median requests/s (median
+    p50 ms) and their ratio, the first side over the second. `sides`: (value of the runs'
+    `side` field, column heading); `loads`: a column with the runs' load average range."""
+    (a, a_head), (b, b_head) = sides
+    out = [f"| test | -P | {a_head} | {b_head} | ratio |" + (" load average |" if loads else ""),
+           "|---|---:|---:|---:|---:|" + ("---:|" if loads else "")]
     for pipeline in (1, 16):
         for t in tests:
+            rows = [r for r in runs if r["pipeline"] == pipeline and r["test"] == t]
             st = {}
-            for s in ("redline-server", "redis-server"):
-                rs = [r for r in runs if r["pipeline"] == pipeline and r["test"] == t and r["server"] == s]
+            for s in (a, b):
+                rs = [r for r in rows if r[side] == s]
                 if rs:
                     st[s] = (med([r["rps"] for r in rs]), med([r["p50_ms"] for r in rs]))
             if not st:
                 continue
-            rr = ratio(st.get("redline-server", (None,))[0], st.get("redis-server", (None,))[0])
+            rr = ratio(st.get(a, (None,))[0], st.get(b, (None,))[0])
             cell = lambda s: f"{fmt_n(st[s][0])} ({st[s][1]:.3f})" if s in st else "–"  # noqa: E731
-            out.append(f"| {t} | {pipeline} | {cell('redline-server')} | {cell('redis-server')} | {fmt_r(rr)} |")
+            line = f"| {t} | {pipeline} | {cell(a)} | {cell(b)} | {fmt_r(rr)} |"
+            if loads:
+                ls = [r["loadavg"] for r in rows]
+                line += f" {min(ls):.1f}–{max(ls):.1f} |"
+            out.append(line)
             v.add(f"{t} -P {pipeline}", rr, group)
     out.append("")
     return out
@@ -391,26 +402,9 @@ def tunnel_section(src, data, v):
                "p50 ms); load average: lowest–highest over the runs of the row. Ratio: smart "
                "tunnel over direct TLS (goal: 0.8x).")
     out.append("")
-    out += ["| test | -P | direct TLS | smart tunnel | ratio | load average |",
-            "|---|---:|---:|---:|---:|---:|"]
-    runs = data["runs"]
-    for pipeline in (1, 16):
-        for t in ("SET", "GET"):
-            rows = [r for r in runs if r["pipeline"] == pipeline and r["test"] == t]
-            st = {}
-            for side in ("direct", "smart"):
-                rs = [r for r in rows if r["side"] == side]
-                if rs:
-                    st[side] = (med([r["rps"] for r in rs]), med([r["p50_ms"] for r in rs]))
-            if not st:
-                continue
-            rr = ratio(st.get("smart", (None,))[0], st.get("direct", (None,))[0])
-            cell = lambda s: f"{fmt_n(st[s][0])} ({st[s][1]:.3f})" if s in st else "–"  # noqa: E731
-            loads = [r["loadavg"] for r in rows]
-            out.append(f"| {t} | {pipeline} | {cell('direct')} | {cell('smart')} | {fmt_r(rr)} | "
-                       f"{min(loads):.1f}–{max(loads):.1f} |")
-            v.add(f"{t} -P {pipeline}", rr, "smart tunnel vs direct TLS (requests/s)")
-    out.append("")
+    out += rps_table(data["runs"], ["SET", "GET"], v, "smart tunnel vs direct TLS (requests/s)",
+                     side="side", sides=(("smart", "smart tunnel"), ("direct", "direct TLS")),
+                     loads=True)
     return out
 
 
