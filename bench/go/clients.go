@@ -35,31 +35,28 @@ func connect(ctx context.Context, name, rawURL string, cluster bool) (backend, e
 	addr := u.Host
 	password, _ := u.User.Password()
 	switch name {
-	case "rueidis":
-		c, err := rueidis.NewClient(rueidis.ClientOption{
+	case "rueidis", "rueidis-cached":
+		cached := name == "rueidis-cached"
+		opt := rueidis.ClientOption{
 			InitAddress:       []string{addr},
 			Password:          password,
-			DisableCache:      true,
+			DisableCache:      !cached,
 			ForceSingleClient: !cluster,
-		})
+		}
+		if cached {
+			// rueidis's default tracking (OPTIN). The size is per connection (a
+			// standalone client opens 2^min(log2(GOMAXPROCS), 2) of them); the bench's
+			// working set (10,000 keys of 64 bytes) fits in any one, so it never evicts.
+			opt.CacheSizeEachConn = cachedBytes
+		}
+		c, err := rueidis.NewClient(opt)
 		if err != nil {
 			return nil, err
+		}
+		if cached {
+			return &rueidisCachedBackend{rueidisBackend{c}}, nil
 		}
 		return &rueidisBackend{c}, nil
-	case "rueidis-cached":
-		// rueidis's default tracking (OPTIN). The size is per connection (a standalone
-		// client opens 2^min(log2(GOMAXPROCS), 2) of them); the bench's working set
-		// (10,000 keys of 64 bytes) fits in any one, so the bound never evicts.
-		c, err := rueidis.NewClient(rueidis.ClientOption{
-			InitAddress:       []string{addr},
-			Password:          password,
-			CacheSizeEachConn: cachedBytes,
-			ForceSingleClient: !cluster,
-		})
-		if err != nil {
-			return nil, err
-		}
-		return &rueidisCachedBackend{rueidisBackend{c}}, nil
 	case "go-redis":
 		var c goredis.UniversalClient
 		if cluster {
