@@ -348,3 +348,27 @@ async fn without_busy_polls_every_reply_arrives() {
         task.await.unwrap();
     }
 }
+
+/// On a single-threaded runtime the connection task hands replies out in waves and
+/// writes between them (see the driver's `wave_size`): every caller still gets its own
+/// replies, in order.
+#[tokio::test(flavor = "current_thread")]
+async fn replies_handed_out_in_waves_reach_their_callers() {
+    let server = RedisServer::start().unwrap();
+    let client = Client::connect(&server.url()).await.unwrap();
+    let mut tasks = Vec::new();
+    for t in 0..256 {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..40 {
+                let key = format!("wave:{t}");
+                client.set(&key[..], format!("{t}/{i}")).await.unwrap();
+                let got = client.get(&key[..]).await.unwrap();
+                assert_eq!(got.as_deref(), Some(format!("{t}/{i}").as_bytes()));
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
