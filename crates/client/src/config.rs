@@ -91,6 +91,16 @@ pub struct Config {
     /// own work (HTTP handlers) can do better with 0 (see bench/NOTES.md). Default 32;
     /// URL option `busy_polls`.
     pub busy_polls: u32,
+    /// Whether a connection hands replies out in *waves* under load: about a quarter of
+    /// the commands in flight (4 to 32), then a write of what those callers sent, then
+    /// the next wave, so the server works on one batch while the callers prepare the
+    /// next. It pays when the server has a core of its own: GET through `Client` on one
+    /// redis-server went 1.3-2x faster from 16 callers up. Each wave is one more write
+    /// for both sides, which cost throughput when three cluster nodes and the client
+    /// shared two cores (bench/NOTES.md, "reply waves"). `None` (the default): on for
+    /// [`Client`](crate::Client), off for [`ClusterClient`](crate::ClusterClient)'s node
+    /// connections. URL option `reply_waves` (`yes`/`no`).
+    pub reply_waves: Option<bool>,
     /// Find the master through Redis Sentinel instead of dialling `host:port` (which are
     /// then unused): see [`SentinelConfig`] and the `redis+sentinel://` URL form of
     /// [`Config::from_url`].
@@ -127,6 +137,7 @@ impl Default for Config {
             retries: 0,
             unresponsive_after: Some(Duration::from_secs(10)),
             busy_polls: 32,
+            reply_waves: None,
             sentinel: None,
             cache: None,
             tracker: None,
@@ -156,6 +167,7 @@ impl fmt::Debug for Config {
             .field("retries", &self.retries)
             .field("unresponsive_after", &self.unresponsive_after)
             .field("busy_polls", &self.busy_polls)
+            .field("reply_waves", &self.reply_waves)
             .field("sentinel", &self.sentinel)
             .field("cache", &self.cache)
             .finish()
@@ -345,7 +357,7 @@ impl Config {
     /// Options: `protocol` (2 or 3), `client_name`, `db`, `connect_timeout`,
     /// `timeout` (command timeout; `0` or `none` disables it), `pool_size`,
     /// `queue_bound`, `on_full` (`wait` or `error`), `retries`, `unresponsive_after`
-    /// (`none` disables it), `busy_polls`, the client-side cache's `cache_size` (bytes,
+    /// (`none` disables it), `busy_polls`, `reply_waves` (`yes`/`no`), the client-side cache's `cache_size` (bytes,
     /// `kb`/`mb`/`gb` suffixes), `cache_entries`, `cache_ttl` and `cache_bcast` (BCAST
     /// mode; comma-separated prefixes, empty for every key): any of them turns the cache
     /// on, 64 MiB and 60 s unless given; and for TLS `ca_file`, `sni`
@@ -654,6 +666,9 @@ fn apply_option(cfg: &mut Config, key: &str, value: &str) -> Result<(), UrlError
         }
         "retries" => cfg.retries = value.parse().map_err(|_| bad("retries"))?,
         "busy_polls" => cfg.busy_polls = value.parse().map_err(|_| bad("busy_polls"))?,
+        "reply_waves" => {
+            cfg.reply_waves = Some(parse_flag(value).ok_or_else(|| bad("reply_waves"))?)
+        }
         "unresponsive_after" => {
             cfg.unresponsive_after = match value {
                 "none" | "off" => None,
@@ -729,13 +744,7 @@ fn apply_option(cfg: &mut Config, key: &str, value: &str) -> Result<(), UrlError
             match key {
                 "ca_file" => tls.ca = Some(CaCerts::File(PathBuf::from(value))),
                 "sni" => tls.server_name = Some(value.to_owned()),
-                _ => {
-                    tls.insecure = match value {
-                        "true" | "1" | "yes" => true,
-                        "false" | "0" | "no" => false,
-                        _ => return Err(bad("insecure")),
-                    }
-                }
+                _ => tls.insecure = parse_flag(value).ok_or_else(|| bad("insecure"))?,
             }
         }
         other => return Err(UrlError::UnknownOption(Arc::from(other))),
@@ -760,6 +769,15 @@ fn parse_size(s: &str) -> Option<usize> {
         _ => return None,
     };
     digits.parse::<usize>().ok()?.checked_mul(scale)
+}
+
+/// `true`/`1`/`yes` or `false`/`0`/`no`.
+fn parse_flag(s: &str) -> Option<bool> {
+    match s {
+        "true" | "1" | "yes" => Some(true),
+        "false" | "0" | "no" => Some(false),
+        _ => None,
+    }
 }
 
 /// `250ms`, `5s`, `1m`, or a bare number of seconds (fractions allowed).
@@ -848,6 +866,9 @@ mod tests {
         assert_eq!(Config::from_url("redis://h").unwrap().busy_polls, 32);
         let cfg = Config::from_url("redis://h?busy_polls=0").unwrap();
         assert_eq!(cfg.busy_polls, 0);
+        assert_eq!(Config::from_url("redis://h").unwrap().reply_waves, None);
+        let cfg = Config::from_url("redis://h?reply_waves=no").unwrap();
+        assert_eq!(cfg.reply_waves, Some(false));
         assert_eq!(Config::from_url("redis://h").unwrap().cache, None);
         let cfg =
             Config::from_url("redis://h?cache_size=2mb&cache_ttl=5s&cache_bcast=a:,b:").unwrap();
@@ -878,6 +899,7 @@ mod tests {
             ("redis://h?nope=1", "unknown option"),
             ("redis://h?protocol=4", "protocol"),
             ("redis://h?busy_polls=-1", "busy_polls"),
+            ("redis://h?reply_waves=maybe", "reply_waves"),
             ("redis://h?cache_size=lots", "cache_size"),
             ("redis://h?cache_ttl=0", "cache_ttl"),
             ("redis://h?sni=x", "TLS options"),

@@ -134,6 +134,9 @@ impl ClusterClient {
     /// (`CLUSTER SHARDS`, or `CLUSTER SLOTS` on older servers) and starts the refresh task.
     pub async fn from_config(mut cfg: ClusterConfig) -> Result<ClusterClient, Error> {
         cfg.validate()?;
+        // A wave's callers send their next commands to every node, not back to the
+        // connection that woke them: waves only add writes here (Config::reply_waves).
+        cfg.node.reply_waves.get_or_insert(false);
         let cache = cfg.node.attach_cache();
         let shared = Arc::new(Shared {
             table: ArcSwap::from_pointee(SlotTable::empty()),

@@ -73,6 +73,8 @@ pub(crate) struct DriverOptions {
     /// ops/s on an idle machine (bench/NOTES.md, "client"). Bounded, and only while
     /// commands are in flight: an idle connection never spins.
     pub(crate) busy_polls: u32,
+    /// See `Config::reply_waves` and [`wave_size`].
+    pub(crate) waves: bool,
 }
 
 impl DriverOptions {
@@ -80,6 +82,7 @@ impl DriverOptions {
         DriverOptions {
             unresponsive_after: cfg.unresponsive_after,
             busy_polls: cfg.busy_polls,
+            waves: cfg.reply_waves.unwrap_or(true),
         }
     }
 }
@@ -130,6 +133,7 @@ pub(crate) struct Driver<'a> {
     retire: Option<crate::sentinel::Retire>,
     /// Complete replies may be left in the read buffer after a wave (see [`wave_size`]).
     backlog: bool,
+    waves: bool,
 }
 
 /// How many replies the driver hands out before it lets the woken callers run
@@ -140,10 +144,8 @@ pub(crate) struct Driver<'a> {
 /// callers run, the callers idle while it answers. Handing out about a quarter of the
 /// commands in flight per turn, then writing what those callers sent before handing out
 /// the next quarter, keeps several smaller batches in flight, so both sides work at the
-/// same time. GET, 2 tokio workers, one redis-server, 3 alternating rounds: 16 callers
-/// 158-207k → 196-288k ops/s, 64 callers 220-430k → 397-711k, 256 callers 330-520k →
-/// 616-652k, p99 lower at every count (bench/NOTES.md, "reply waves"). Below 8 commands
-/// in flight there is nothing to overlap: one caller pays no extra turn.
+/// same time (`Config::reply_waves` has the figures). Below 8 commands in flight there is
+/// nothing to overlap: one caller pays no extra turn.
 fn wave_size(in_flight: usize) -> Option<usize> {
     const SHARE: usize = 4;
     const MIN: usize = 4;
@@ -182,6 +184,7 @@ impl<'a> Driver<'a> {
             watchdog: None,
             unresponsive_after: options.unresponsive_after,
             backlog: false,
+            waves: options.waves,
         }
     }
 
@@ -414,7 +417,10 @@ impl<'a> Driver<'a> {
     /// Dispatches complete frames from the read buffer, stopping after one wave of
     /// completed slots (and setting `backlog`) when more may be left.
     fn dispatch_frames(&mut self) -> Result<(), Error> {
-        let wave = wave_size(self.pending.len()).unwrap_or(usize::MAX);
+        let wave = match self.waves {
+            true => wave_size(self.pending.len()).unwrap_or(usize::MAX),
+            false => usize::MAX,
+        };
         let mut done = 0;
         self.backlog = false;
         while let Some(frame) = self.conn.decoder.decode(&mut self.conn.rbuf)? {
