@@ -12,6 +12,7 @@ same day), and regenerates bench/REPORT.md from the newest result of every secti
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -39,6 +40,13 @@ SECTIONS = {"clients": clients.run, "rest": rest.run, "server": server.run, "fil
             "replication": replication.run, "tls": tls.run, "bgsave": bgsave.run,
             "cache": cache.run, "tunnel": tunnel.run}
 RESULTS = os.path.join(ROOT, "bench", "results")
+# Tools a section cannot run without (`make bench-deps` installs them): checked before any
+# section runs, so a missing one stops the run instead of writing a result of failed runs
+# over the last good one.
+TOOLS = {"rest": ["wrk"], "server": ["redis-benchmark"], "families": ["redis-benchmark"],
+         "persistence": ["redis-benchmark"], "replication": ["redis-benchmark"],
+         "tls": ["redis-benchmark"], "bgsave": ["redis-benchmark"],
+         "tunnel": ["redis-benchmark"]}
 
 
 def build():
@@ -85,6 +93,9 @@ def main():
     for s in only:
         if s not in SECTIONS:
             sys.exit(f"unknown section {s!r} (choose from {', '.join(SECTIONS)})")
+    missing = sorted({t for s in only for t in TOOLS.get(s, []) if not shutil.which(t)})
+    if missing:
+        sys.exit(f"missing {', '.join(missing)}: run `make bench-deps` first")
     if args.rdb_size:
         os.environ["BENCH_RDB_SIZE"] = args.rdb_size
     if not args.no_build:

@@ -13,9 +13,11 @@
 //! Every [`Client`] holds a small pool of *multiplexed* connections (one by default).
 //! Callers on any number of tasks encode their command, queue it, and await the reply;
 //! one task per connection writes whatever is queued in one write and hands replies back
-//! in order. A lost connection fails every waiting command with a typed [`Error`] at once
-//! and is re-established on the next command, with capped, jittered backoff. Nothing is
-//! re-sent behind the caller's back.
+//! in order; under load it hands them out in waves and writes between them, so the server
+//! answers one batch while the callers prepare the next ([`Config::reply_waves`]). A lost
+//! connection fails every waiting command with a typed [`Error`] at once and is
+//! re-established on the next command, with capped, jittered backoff. Nothing is re-sent
+//! behind the caller's back.
 //!
 //! The path of one `GET`, caller side:
 //! `Client::get` → `Cmd::new("GET").arg(key)` (encoded once, one allocation) →
