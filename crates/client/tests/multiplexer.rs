@@ -332,21 +332,7 @@ async fn without_busy_polls_every_reply_arrives() {
     let client = Client::connect(&format!("{}?busy_polls=0", server.url()))
         .await
         .unwrap();
-    let mut tasks = Vec::new();
-    for t in 0..200 {
-        let client = client.clone();
-        tasks.push(tokio::spawn(async move {
-            for i in 0..50 {
-                let key = format!("bp:{t}:{i}");
-                client.set(&key[..], format!("{t}/{i}")).await.unwrap();
-                let got = client.get(&key[..]).await.unwrap();
-                assert_eq!(got.as_deref(), Some(format!("{t}/{i}").as_bytes()));
-            }
-        }));
-    }
-    for task in tasks {
-        task.await.unwrap();
-    }
+    each_caller_reads_its_own_writes(&client, 200, 50).await;
 }
 
 /// On a single-threaded runtime the connection task hands replies out in waves and
@@ -356,12 +342,18 @@ async fn without_busy_polls_every_reply_arrives() {
 async fn replies_handed_out_in_waves_reach_their_callers() {
     let server = RedisServer::start().unwrap();
     let client = Client::connect(&server.url()).await.unwrap();
+    each_caller_reads_its_own_writes(&client, 256, 40).await;
+}
+
+/// `callers` tasks each SET then GET a value naming the task and round, `rounds` times,
+/// over the client's one connection, and check that every GET returns their own value.
+async fn each_caller_reads_its_own_writes(client: &Client, callers: usize, rounds: usize) {
     let mut tasks = Vec::new();
-    for t in 0..256 {
+    for t in 0..callers {
         let client = client.clone();
         tasks.push(tokio::spawn(async move {
-            for i in 0..40 {
-                let key = format!("wave:{t}");
+            for i in 0..rounds {
+                let key = format!("own:{t}:{i}");
                 client.set(&key[..], format!("{t}/{i}")).await.unwrap();
                 let got = client.get(&key[..]).await.unwrap();
                 assert_eq!(got.as_deref(), Some(format!("{t}/{i}").as_bytes()));
