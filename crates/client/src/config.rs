@@ -96,9 +96,9 @@ pub struct Config {
     /// the next wave, so the server works on one batch while the callers prepare the
     /// next. It pays when the server has a core of its own: GET through `Client` on one
     /// redis-server, 16 / 64 / 256 callers, went from 197k / 274k / 375k to 217k / 439k /
-    /// 661k ops/s, p99 lower from 64 callers up. Each wave is one more write
-    /// for both sides, which cost throughput when three cluster nodes and the client
-    /// shared two cores (bench/NOTES.md, "reply waves"). `None` (the default): on for
+    /// 661k ops/s, p99 lower from 64 callers up. Each wave is one more write for both
+    /// sides, which cost throughput when three cluster nodes and the client shared two
+    /// cores (bench/NOTES.md, "reply waves"). `None` (the default): on for
     /// [`Client`](crate::Client), off for [`ClusterClient`](crate::ClusterClient)'s node
     /// connections. URL option `reply_waves` (`yes`/`no`).
     pub reply_waves: Option<bool>,
@@ -358,10 +358,10 @@ impl Config {
     /// Options: `protocol` (2 or 3), `client_name`, `db`, `connect_timeout`,
     /// `timeout` (command timeout; `0` or `none` disables it), `pool_size`,
     /// `queue_bound`, `on_full` (`wait` or `error`), `retries`, `unresponsive_after`
-    /// (`none` disables it), `busy_polls`, `reply_waves` (`yes`/`no`), the client-side cache's `cache_size` (bytes,
-    /// `kb`/`mb`/`gb` suffixes), `cache_entries`, `cache_ttl` and `cache_bcast` (BCAST
-    /// mode; comma-separated prefixes, empty for every key): any of them turns the cache
-    /// on, 64 MiB and 60 s unless given; and for TLS `ca_file`, `sni`
+    /// (`none` disables it), `busy_polls`, `reply_waves` (`yes`/`no`), the client-side
+    /// cache's `cache_size` (bytes, `kb`/`mb`/`gb` suffixes), `cache_entries`, `cache_ttl`
+    /// and `cache_bcast` (BCAST mode; comma-separated prefixes, empty for every key): any
+    /// of them turns the cache on, 64 MiB and 60 s unless given; and for TLS `ca_file`, `sni`
     /// (certificate name when it differs from the host) and `insecure` (`true` skips
     /// certificate checks; tests only). Durations take `ms`, `s` or `m` suffixes; a bare
     /// number is seconds. Unknown options are errors.

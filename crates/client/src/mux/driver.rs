@@ -417,10 +417,9 @@ impl<'a> Driver<'a> {
     /// Dispatches complete frames from the read buffer, stopping after one wave of
     /// completed slots (and setting `backlog`) when more may be left.
     fn dispatch_frames(&mut self) -> Result<(), Error> {
-        let wave = match self.waves {
-            true => wave_size(self.pending.len()).unwrap_or(usize::MAX),
-            false => usize::MAX,
-        };
+        let wave = wave_size(self.pending.len())
+            .filter(|_| self.waves)
+            .unwrap_or(usize::MAX);
         let mut done = 0;
         self.backlog = false;
         while let Some(frame) = self.conn.decoder.decode(&mut self.conn.rbuf)? {
