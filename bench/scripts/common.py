@@ -1,6 +1,9 @@
-"""Small shared pieces: running a command that prints one JSON line, rotation order for
-alternating runs, the CPU others used during a run, logging to stderr."""
+"""Small shared pieces: running a command that prints one JSON line, running
+redis-benchmark and keeping its rows, rotation order for alternating runs, the CPU others
+used during a run, logging to stderr."""
 
+import csv
+import io
 import json
 import os
 import resource
@@ -32,6 +35,41 @@ def json_line(argv, timeout, env=None, cwd=None):
                 continue
     raise RuntimeError(f"{argv[0]} exited {out.returncode} without a JSON line: "
                        f"{out.stderr.strip()[-400:]}")
+
+
+def redis_benchmark(target, tests, pipeline, p, timeout=900):
+    """Runs `redis-benchmark <target> -t <tests> --csv` (`target`: its connection
+    arguments) with the plan's request count for `pipeline`, clients and keyspace, and
+    returns one row per test: test, rps, p50_ms, p99_ms."""
+    argv = ["redis-benchmark", *target, "-t", tests, "-n", str(p["requests"][pipeline]),
+            "-c", str(p["clients"]), "-P", str(pipeline), "-r", str(p["keyspace"]), "--csv"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    # With --cluster, redis-benchmark prints the node list before the CSV.
+    lines = out.stdout.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"test"')), len(lines))
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))
+    if not rows:
+        raise RuntimeError(f"redis-benchmark printed nothing: {out.stderr[-300:]}")
+    # "LPUSH (needed to benchmark LPOP)" -> "LPUSH"
+    return [{"test": row["test"].split()[0], "rps": float(row["rps"]),
+             "p50_ms": float(row.get("p50_latency_ms", 0) or 0),
+             "p99_ms": float(row.get("p99_latency_ms", 0) or 0)} for row in rows]
+
+
+def keep_rows(runs, notes, label, tags, bench):
+    """Calls `bench()` for a list of rows (as `redis_benchmark` returns); tags each with
+    `tags` and the 1-minute load average as the run ended, and appends it to `runs`. A
+    failed run is recorded in `notes` and the section goes on."""
+    try:
+        rows = bench()
+    except Exception as e:  # noqa: BLE001 - recorded, the run goes on
+        notes.append(f"{label}: {e}")
+        return
+    load = os.getloadavg()[0]
+    for row in rows:
+        row.update(tags, loadavg=load)
+        runs.append(row)
+    log(f"{label} (load {load:.2f}): " + " ".join(f"{x['test']}={x['rps']:.0f}" for x in rows))
 
 
 def _busy_ticks():

@@ -3,13 +3,11 @@ INCR, LPUSH, ZADD at -P 1 and -P 16; servers alternate in rotation), and bytes p
 (1M small keys loaded with redis-cli --pipe into a fresh server: INFO used_memory delta and
 RSS delta, divided by the key count)."""
 
-import csv
-import io
 import os
 import subprocess
 import time
 
-from common import log, rotation
+from common import keep_rows, log, redis_benchmark, rotation
 from procs import Procs, cli, flushall, info_field, rss_bytes
 
 TESTS = "set,get,incr,lpush,zadd"
@@ -22,23 +20,6 @@ def plan(quick):
                 "keyspace": 100_000, "memory_keys": 1_000_000}
     return {"rounds": 3, "requests": {1: 300_000, 16: 2_000_000}, "clients": 50,
             "keyspace": 100_000, "memory_keys": 1_000_000}
-
-
-def benchmark(port, pipeline, p):
-    argv = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-t", TESTS,
-            "-n", str(p["requests"][pipeline]), "-c", str(p["clients"]), "-P", str(pipeline),
-            "-r", str(p["keyspace"]), "--csv"]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    rows = list(csv.DictReader(io.StringIO(out.stdout)))
-    if not rows:
-        raise RuntimeError(f"redis-benchmark printed nothing: {out.stderr[-300:]}")
-    results = []
-    for row in rows:
-        # "LPUSH (needed to benchmark LPOP)" -> "LPUSH"
-        results.append({"test": row["test"].split()[0], "rps": float(row["rps"]),
-                        "p50_ms": float(row.get("p50_latency_ms", 0) or 0),
-                        "p99_ms": float(row.get("p99_latency_ms", 0) or 0)})
-    return results
 
 
 def protocol_file(path, n, key_fmt, value_fmt):
@@ -83,16 +64,10 @@ def run(quick):
             for server in rotation(SERVERS, r):
                 for pipeline in (1, 16):
                     flushall([ports[server]])
-                    try:
-                        rows = benchmark(ports[server], pipeline, p)
-                    except Exception as e:
-                        notes.append(f"{server} -P {pipeline} round {r}: {e}")
-                        continue
-                    for row in rows:
-                        row.update({"server": server, "pipeline": pipeline, "round": r})
-                        runs.append(row)
-                    log(f"server r{r} {server} -P {pipeline}: " +
-                        " ".join(f"{x['test']}={x['rps']:.0f}" for x in rows))
+                    target = ["-h", "127.0.0.1", "-p", str(ports[server])]
+                    keep_rows(runs, notes, f"server r{r} {server} -P {pipeline}",
+                              {"server": server, "pipeline": pipeline, "round": r},
+                              lambda: redis_benchmark(target, TESTS, pipeline, p))
         # Memory: fresh servers, same 1M keys.
         d = procs.tmpdir("memory")
         path = os.path.join(d, "small.resp")

@@ -5,12 +5,10 @@ alternate in rotation, medians over rounds). Clients present no certificate
 (`tls-auth-clients no`): the figure is the cost of the encrypted connection, not of
 client authentication."""
 
-import csv
-import io
 import os
 import subprocess
 
-from common import log, rotation
+from common import keep_rows, redis_benchmark, rotation
 from procs import Procs, flushall, free_port
 
 TESTS = "set,get"
@@ -42,19 +40,6 @@ def certificates(d):
     return {name: os.path.join(d, name) for name in ("ca.crt", "server.crt", "server.key")}
 
 
-def benchmark(port, ca, pipeline, p):
-    argv = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "--tls", "--cacert", ca,
-            "-t", TESTS, "-n", str(p["requests"][pipeline]), "-c", str(p["clients"]),
-            "-P", str(pipeline), "-r", str(p["keyspace"]), "--csv"]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=900)
-    rows = list(csv.DictReader(io.StringIO(out.stdout)))
-    if not rows:
-        raise RuntimeError(f"redis-benchmark printed nothing: {out.stderr[-300:]}")
-    return [{"test": row["test"].split()[0], "rps": float(row["rps"]),
-             "p50_ms": float(row.get("p50_latency_ms", 0) or 0),
-             "p99_ms": float(row.get("p99_latency_ms", 0) or 0)} for row in rows]
-
-
 def run(quick):
     p = plan(quick)
     runs, notes = [], []
@@ -74,16 +59,11 @@ def run(quick):
             for server in rotation(SERVERS, r):
                 for pipeline in (1, 16):
                     flushall([plain[server]])
-                    try:
-                        rows = benchmark(tls_ports[server], certs["ca.crt"], pipeline, p)
-                    except Exception as e:
-                        notes.append(f"{server} -P {pipeline} round {r}: {e}")
-                        continue
-                    for row in rows:
-                        row.update({"server": server, "pipeline": pipeline, "round": r})
-                        runs.append(row)
-                    log(f"tls r{r} {server} -P {pipeline}: " +
-                        " ".join(f"{x['test']}={x['rps']:.0f}" for x in rows))
+                    target = ["-h", "127.0.0.1", "-p", str(tls_ports[server]), "--tls",
+                              "--cacert", certs["ca.crt"]]
+                    keep_rows(runs, notes, f"tls r{r} {server} -P {pipeline}",
+                              {"server": server, "pipeline": pipeline, "round": r},
+                              lambda: redis_benchmark(target, TESTS, pipeline, p))
     finally:
         procs.close()
     flags = {"redis-benchmark": f"--tls --cacert ca.crt -t {TESTS} -c {p['clients']} "

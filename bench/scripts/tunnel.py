@@ -8,8 +8,6 @@ endpoint, rustls upstream). SET and GET at -P 1 and -P 16, -c 50; the two sides 
 
 `REDLINE_BIN` picks the redline binary (default target/release/redline)."""
 
-import csv
-import io
 import json
 import os
 import subprocess
@@ -17,7 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import log, rotation  # noqa: E402
+from common import keep_rows, redis_benchmark, rotation  # noqa: E402
 from procs import RELEASE, Procs, free_port, tls_cluster, wait_port  # noqa: E402
 from tls import certificates  # noqa: E402
 
@@ -33,20 +31,6 @@ def plan(quick, rounds=None):
     if rounds:
         p["rounds"] = rounds
     return p
-
-
-def benchmark(argv, pipeline, p):
-    argv = [*argv, "-t", TESTS, "-n", str(p["requests"][pipeline]), "-c", str(p["clients"]),
-            "-P", str(pipeline), "-r", str(p["keyspace"]), "--csv"]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=900)
-    # With --cluster, redis-benchmark prints the node list before the CSV.
-    lines = out.stdout.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"test"')), len(lines))
-    rows = list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))
-    if not rows:
-        raise RuntimeError(f"redis-benchmark printed nothing: {out.stderr[-300:]}")
-    return [{"test": row["test"].split()[0], "rps": float(row["rps"]),
-             "p50_ms": float(row.get("p50_latency_ms", 0) or 0)} for row in rows]
 
 
 def run(quick, rounds=None):
@@ -65,26 +49,17 @@ def run(quick, rounds=None):
                               f"127.0.0.1:{local}", "--log", "warn"],
                              os.path.join(d, "log"))
         wait_port(local, proc=tunnel)
-        argv = {"direct": ["redis-benchmark", "--cluster", "-h", "127.0.0.1", "-p", str(seed),
-                           "--tls", "--cacert", certs["ca.crt"]],
-                "smart": ["redis-benchmark", "-h", "127.0.0.1", "-p", str(local)]}
+        target = {"direct": ["--cluster", "-h", "127.0.0.1", "-p", str(seed),
+                             "--tls", "--cacert", certs["ca.crt"]],
+                  "smart": ["-h", "127.0.0.1", "-p", str(local)]}
         for r in range(p["rounds"]):
             for pipeline in (1, 16):
                 for side in rotation(SIDES, r):
                     for _, node_cli in nodes:
                         subprocess.run([*node_cli, "FLUSHALL"], capture_output=True)
-                    try:
-                        rows = benchmark(argv[side], pipeline, p)
-                    except Exception as e:
-                        notes.append(f"{side} -P {pipeline} round {r}: {e}")
-                        continue
-                    load = os.getloadavg()[0]
-                    for row in rows:
-                        row.update({"side": side, "pipeline": pipeline, "round": r,
-                                    "loadavg": load})
-                        runs.append(row)
-                    log(f"tunnel r{r} {side} -P {pipeline} (load {load:.2f}): " +
-                        " ".join(f"{x['test']}={x['rps']:.0f}" for x in rows))
+                    keep_rows(runs, notes, f"tunnel r{r} {side} -P {pipeline}",
+                              {"side": side, "pipeline": pipeline, "round": r},
+                              lambda: redis_benchmark(target[side], TESTS, pipeline, p))
     finally:
         procs.close()
     flags = {"redis-benchmark": f"-t {TESTS} -c {p['clients']} -r {p['keyspace']} "
