@@ -329,6 +329,13 @@ pub(crate) struct Traits {
 }
 
 impl Traits {
+    /// A command the table does not have (a module's, or newer than the table): sent as is.
+    const PLAIN: Traits = Traits {
+        restriction: Restriction::None,
+        readonly: false,
+        blocking: false,
+    };
+
     /// Whether later arguments can change the traits (CLIENT's subcommand, XREAD's
     /// BLOCK): only then does `push_arg` read an argument back.
     fn watches_args(&self) -> bool {
@@ -363,15 +370,6 @@ impl Traits {
 const CONNECTION_STATE: &[&str] = &[
     "select", "hello", "auth", "reset", "quit", "monitor", "sync", "psync",
 ];
-
-impl Traits {
-    /// A command the table does not have (a module's, or newer than the table): sent as is.
-    const PLAIN: Traits = Traits {
-        restriction: Restriction::None,
-        readonly: false,
-        blocking: false,
-    };
-}
 
 /// Classifies a command from the shared command table (`redline_resp::command`), so the
 /// client and the server agree on what blocks and what changes connection state.

@@ -7,9 +7,8 @@
 //! with [`Error::Timeout`] at once and stays in the FIFO as a tombstone until its late
 //! replies arrive and are discarded, so the pipe stays in step.
 
-use std::time::Duration;
-
 use std::ops::Deref;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use redline_resp::Frame;
