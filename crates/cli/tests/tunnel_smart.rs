@@ -426,3 +426,50 @@ fn tunnel_smart_authenticates_upstream_and_fans_out_keyless_commands() {
     assert_eq!(stdout(&out), "OK\n");
     assert!(tunnel.stop_with("TERM").success());
 }
+
+#[test]
+fn tunnel_smart_refuses_headers_as_redis_does() {
+    // Integers Redis's `string2ll` refuses (`+1`, leading zeros, `-0`) in a request's
+    // headers: the tunnel answers what redis-server answers, byte for byte, after the
+    // replies to the requests before them, and closes the connection as it does.
+    let redis = redline_testkit::RedisServer::start().unwrap();
+    let cluster = shared();
+    let mut tunnel = smart_tunnel(&cluster, &[]);
+    drop(cluster);
+    for malformed in [
+        &b"*+1\r\n$4\r\nPING\r\n"[..],
+        b"*01\r\n$4\r\nPING\r\n",
+        b"*1\r\n$04\r\nPING\r\n",
+        b"*1\r\n$-0\r\n\r\n",
+    ] {
+        let mut request = b"*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n".to_vec();
+        request.extend_from_slice(malformed);
+        let from_redis = read_to_close(redis.addr(), &request);
+        let from_tunnel = read_to_close(tunnel.addr(), &request);
+        assert!(
+            from_redis.starts_with(b"$2\r\nhi\r\n-ERR Protocol error"),
+            "{:?}",
+            String::from_utf8_lossy(&from_redis)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&from_tunnel),
+            String::from_utf8_lossy(&from_redis),
+            "{:?}",
+            String::from_utf8_lossy(malformed)
+        );
+    }
+    assert!(tunnel.stop_with("TERM").success());
+}
+
+/// Sends `request` and returns every byte the server sends until it closes.
+fn read_to_close(addr: std::net::SocketAddr, request: &[u8]) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(request).unwrap();
+    let mut out = Vec::new();
+    stream.read_to_end(&mut out).unwrap();
+    out
+}

@@ -26,7 +26,7 @@ pub mod slot;
 pub use error::ProtocolError;
 pub use frame::Frame;
 pub use limits::Limits;
-pub use parse::{parse, parse_with, split_args, Decoder, RequestDecoder};
+pub use parse::{parse, parse_i64, parse_with, split_args, Decoder, RequestDecoder};
 
 /// The protocol version a connection speaks; it decides how nulls, maps, sets, doubles
 /// and pushes are written.

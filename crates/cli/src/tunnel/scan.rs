@@ -183,35 +183,10 @@ fn line(buf: &[u8], start: usize) -> Result<Option<(&[u8], usize)>, ScanError> {
     }
 }
 
-/// A decimal `i64` as `str::parse` reads it (an optional sign, then digits), without the
-/// UTF-8 pass: it runs for every header of every request.
+/// A header's integer as Redis reads it (`string2ll`): anything else (`+1`, `007`, `-0`)
+/// is left to the decoder, which answers with Redis's own protocol error.
 fn number(line: &[u8]) -> Result<i64, ScanError> {
-    let (negative, digits) = match line {
-        [b'-', rest @ ..] => (true, rest),
-        [b'+', rest @ ..] => (false, rest),
-        _ => (false, line),
-    };
-    if digits.is_empty() {
-        return Err(ScanError::Line);
-    }
-    let mut n: i64 = 0;
-    for &byte in digits {
-        if !byte.is_ascii_digit() {
-            return Err(ScanError::Line);
-        }
-        let digit = i64::from(byte - b'0');
-        n = n
-            .checked_mul(10)
-            .and_then(|n| {
-                if negative {
-                    n.checked_sub(digit)
-                } else {
-                    n.checked_add(digit)
-                }
-            })
-            .ok_or(ScanError::Line)?;
-    }
-    Ok(n)
+    redline_resp::parse_i64(line).ok_or(ScanError::Line)
 }
 
 fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
@@ -247,30 +222,22 @@ mod tests {
     use bytes::BytesMut;
 
     #[test]
-    fn numbers_read_as_str_parse_reads_them() {
-        for text in [
-            "0",
-            "7",
-            "-1",
-            "+12",
-            "007",
-            "-0",
-            "",
-            "-",
-            "+",
-            "1a",
-            " 1",
-            "9223372036854775807",
-            "9223372036854775808",
-            "-9223372036854775808",
-            "-9223372036854775809",
+    fn headers_redis_refuses_are_left_to_the_decoder() {
+        for request in [
+            &b"*+1\r\n$4\r\nPING\r\n"[..],
+            b"*01\r\n$4\r\nPING\r\n",
+            b"*1\r\n$04\r\nPING\r\n",
+            b"*1\r\n$-0\r\n\r\n",
         ] {
-            assert_eq!(
-                number(text.as_bytes()).ok(),
-                text.parse::<i64>().ok(),
-                "{text:?}"
+            let mut scanner = Scanner::new(Side::Request);
+            assert!(
+                scanner.next(request).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(request)
             );
         }
+        let mut scanner = Scanner::new(Side::Request);
+        assert_eq!(scanner.next(b"*1\r\n$4\r\nPING\r\n").ok(), Some(Some(14)));
     }
 
     /// Frames of every type, as redis-server sends them.

@@ -262,7 +262,7 @@ async fn connection(client: TcpStream, smart: Arc<Smart>) -> Result<(), TunnelEr
                     Err(e) => {
                         // As Redis: an error line, then the connection is closed.
                         session.flush(&mut group, &mut pending);
-                        pending.push_back(ready(error_line(&format!("ERR Protocol error: {e}"))));
+                        pending.push_back(ready(error_line(&format!("ERR {e}"))));
                         closing = true;
                         break;
                     }

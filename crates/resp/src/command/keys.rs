@@ -13,6 +13,7 @@
 use super::flags::{CommandFlags, KeySpecFlags};
 use super::lookup::resolve;
 use super::spec::{BeginSearch, CommandSpec, FindKeys, GetKeysProc};
+use crate::parse::parse_i64;
 
 /// Why the keys of a command cannot be found.
 ///
@@ -282,7 +283,7 @@ fn apply_specs<A: AsRef<[u8]>, S: Sink>(
                 } => {
                     let at = first.checked_add(keynum_index).ok_or(())?;
                     let count_arg = usize::try_from(at).ok().and_then(|i| args.get(i));
-                    let count = count_arg.and_then(|a| strict_i64(a.as_ref())).ok_or(())?;
+                    let count = count_arg.and_then(|a| parse_i64(a.as_ref())).ok_or(())?;
                     if count < 0 {
                         return Err(());
                     }
@@ -511,35 +512,6 @@ fn run_proc<A: AsRef<[u8]>, S: Sink>(proc: GetKeysProc, args: &[A], argc: i32, o
 fn c_eq_ignore_case(arg: &[u8], word: &str) -> bool {
     let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
     arg[..end].eq_ignore_ascii_case(word.as_bytes())
-}
-
-/// Redis's `string2ll`: an optional `-`, digits without leading zeros (except `0` itself),
-/// nothing else, at most 20 bytes, no overflow.
-fn strict_i64(arg: &[u8]) -> Option<i64> {
-    if arg.is_empty() || arg.len() > 20 {
-        return None;
-    }
-    if arg == b"0" {
-        return Some(0);
-    }
-    let (negative, digits) = match arg.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, arg),
-    };
-    if !matches!(digits.first(), Some(b'1'..=b'9')) || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let mut value: i64 = 0;
-    for &d in digits {
-        let d = i64::from(d - b'0');
-        value = value.checked_mul(10)?;
-        value = if negative {
-            value.checked_sub(d)?
-        } else {
-            value.checked_add(d)?
-        };
-    }
-    Some(value)
 }
 
 /// C's `atoi` as glibc implements it, `(int) strtol(s, NULL, 10)`: leading white space, a
@@ -785,23 +757,7 @@ mod tests {
     }
 
     #[test]
-    fn number_readers() {
-        assert_eq!(strict_i64(b"0"), Some(0));
-        assert_eq!(strict_i64(b"-12"), Some(-12));
-        assert_eq!(strict_i64(b"9223372036854775807"), Some(i64::MAX));
-        assert_eq!(strict_i64(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [
-            &b""[..],
-            b"-",
-            b"-0",
-            b"01",
-            b"+1",
-            b" 1",
-            b"1 ",
-            b"9223372036854775808",
-        ] {
-            assert_eq!(strict_i64(bad), None, "{bad:?}");
-        }
+    fn atoi_reads_as_glibc_does() {
         assert_eq!(c_atoi(b"  +42xyz"), 42);
         assert_eq!(c_atoi(b"-7"), -7);
         assert_eq!(c_atoi(b"abc"), 0);

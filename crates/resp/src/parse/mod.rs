@@ -18,6 +18,7 @@ use bytes::BytesMut;
 
 pub use decoder::Decoder;
 pub use inline::split_args;
+pub use number::parse_i64;
 pub use request::RequestDecoder;
 
 use crate::{Frame, Limits, ProtocolError};

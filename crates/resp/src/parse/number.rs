@@ -3,9 +3,23 @@
 //! Integers follow Redis's `string2ll` exactly (no sign other than a leading `-`, no
 //! leading zeros, no `-0`, no spaces), so a length Redis rejects is rejected here too.
 
-/// Parses a signed 64-bit decimal integer the way Redis's `string2ll` does. Overflow is
-/// detected with checked arithmetic, never wrapped.
-pub(crate) fn parse_i64(text: &[u8]) -> Option<i64> {
+/// Parses a signed 64-bit decimal integer the way Redis's `string2ll` does: an optional
+/// `-`, then digits without a leading zero (`0` alone excepted); no `+`, no `-0`, no
+/// spaces. Overflow is detected with checked arithmetic, never wrapped.
+///
+/// Redis reads request headers, lengths and integer arguments this way, so a number it
+/// refuses is refused here too.
+///
+/// ```
+/// use redline_resp::parse_i64;
+///
+/// assert_eq!(parse_i64(b"-42"), Some(-42));
+/// assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+/// for refused in [&b"+1"[..], b"007", b"-0", b" 1", b"", b"9223372036854775808"] {
+///     assert_eq!(parse_i64(refused), None);
+/// }
+/// ```
+pub fn parse_i64(text: &[u8]) -> Option<i64> {
     let (negative, digits) = match text {
         [b'0'] => return Some(0),
         [b'-', rest @ ..] => (true, rest),

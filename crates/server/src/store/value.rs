@@ -54,15 +54,10 @@ pub struct Entry {
     pub access: u32,
 }
 
-/// The value's integer if `bytes` is the canonical text of an `i64` (what Redis
-/// int-encodes: no sign `+`, no leading zeros, no spaces, at most 20 characters).
+/// The value's integer if `bytes` is the canonical text of an `i64`, read as Redis's
+/// `string2ll` reads it (what Redis int-encodes: no `+`, no leading zeros, no spaces).
 pub fn canonical_int(bytes: &[u8]) -> Option<i64> {
-    if bytes.is_empty() || bytes.len() > 20 {
-        return None;
-    }
-    let n: i64 = std::str::from_utf8(bytes).ok()?.parse().ok()?;
-    let mut digits = itoa::Buffer::new();
-    (digits.format(n).as_bytes() == bytes).then_some(n)
+    redline_resp::parse_i64(bytes)
 }
 
 impl Value {
