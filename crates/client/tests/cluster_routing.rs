@@ -711,6 +711,37 @@ async fn ask_redirects_during_a_migration(cluster: &mut RedisCluster, client: &C
         "ASK must not be handled as MOVED"
     );
 
+    // The same in one pipeline, between keys served by every master: each redirected
+    // reply lands in its own place.
+    let others: Vec<String> = (0..64)
+        .map(|i| format!("ask:other:{i}"))
+        .filter(|k| key_slot(k.as_bytes()) != slot)
+        .take(6)
+        .collect();
+    for key in &others {
+        client.set(key, key.as_str()).await.unwrap();
+    }
+    let mut pipe = client.pipeline();
+    let mut expected = Vec::new();
+    for (i, key) in others.iter().enumerate() {
+        pipe.get(key);
+        expected.push(Some(key.clone()));
+        let (in_slot, value) = if i % 2 == 0 {
+            (moved_key, "moved value")
+        } else {
+            (staying_key, "staying value")
+        };
+        pipe.get(in_slot);
+        expected.push(Some(value.to_owned()));
+    }
+    let before = client.metrics();
+    let got: Vec<Option<String>> = pipe.query().await.unwrap();
+    assert_eq!(got, expected);
+    assert!(
+        client.metrics().ask >= before.ask + 3,
+        "pipeline ASKs not followed"
+    );
+
     // Finish the migration as redis-cli does; the client then learns the new owner from
     // a MOVED and every key reads back.
     cluster

@@ -156,7 +156,7 @@ impl ClusterPipeline {
         // Single-slot commands and the parts of split ones go out together, grouped per
         // node (each node's FIFO keeps their order). A keyless command (fan-out) is a
         // barrier: what was queued before it completes first, so order is kept.
-        let mut stage = Stage::default();
+        let mut stage = Stage::with_capacity(commands.len());
         for (i, (bytes, r)) in commands.into_iter().enumerate() {
             match r.target {
                 Target::Slot(slot) => {
@@ -227,6 +227,13 @@ enum Unit {
 }
 
 impl Stage {
+    fn with_capacity(commands: usize) -> Stage {
+        Stage {
+            items: Vec::with_capacity(commands),
+            units: Vec::with_capacity(commands),
+        }
+    }
+
     async fn flush(self, client: &ClusterClient, out: &mut [Option<Frame>]) -> Result<(), Error> {
         if self.items.is_empty() {
             return Ok(());
