@@ -56,20 +56,22 @@ def redis_benchmark(target, tests, pipeline, p, timeout=900):
              "p99_ms": float(row.get("p99_latency_ms", 0) or 0)} for row in rows]
 
 
-def keep_rows(runs, notes, label, tags, bench):
+def keep_rows(runs, notes, label, tags, bench, pids):
     """Calls `bench()` for a list of rows (as `redis_benchmark` returns); tags each with
-    `tags` and the 1-minute load average as the run ended, and appends it to `runs`. A
-    failed run is recorded in `notes` and the section goes on."""
+    `tags`, the 1-minute load average as the run ended and the cores other processes used
+    meanwhile (`with_others_cpu`; `pids`: the section's own servers), and appends it to
+    `runs`. A failed run is recorded in `notes` and the section goes on."""
     try:
-        rows = bench()
+        measured = with_others_cpu(pids, lambda: {"rows": bench()})
     except Exception as e:  # noqa: BLE001 - recorded, the run goes on
         notes.append(f"{label}: {e}")
         return
-    load = os.getloadavg()[0]
-    for row in rows:
-        row.update(tags, loadavg=load)
+    load, others = measured["loadavg"], measured.get("others_cpu")
+    for row in measured["rows"]:
+        row.update(tags, loadavg=load, others_cpu=others)
         runs.append(row)
-    log(f"{label} (load {load:.2f}): " + " ".join(f"{x['test']}={x['rps']:.0f}" for x in rows))
+    log(f"{label} (load {load:.2f}, others used {others} cores): "
+        + " ".join(f"{x['test']}={x['rps']:.0f}" for x in measured["rows"]))
 
 
 def _busy_ticks():

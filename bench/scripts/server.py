@@ -67,7 +67,8 @@ def run(quick):
                     target = ["-h", "127.0.0.1", "-p", str(ports[server])]
                     keep_rows(runs, notes, f"server r{r} {server} -P {pipeline}",
                               {"server": server, "pipeline": pipeline, "round": r},
-                              lambda: redis_benchmark(target, TESTS, pipeline, p))
+                              lambda: redis_benchmark(target, TESTS, pipeline, p),
+                              [pr.pid for pr in procs.procs])
         # Memory: fresh servers, same 1M keys.
         d = procs.tmpdir("memory")
         path = os.path.join(d, "small.resp")

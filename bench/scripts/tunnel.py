@@ -59,7 +59,8 @@ def run(quick, rounds=None):
                         subprocess.run([*node_cli, "FLUSHALL"], capture_output=True)
                     keep_rows(runs, notes, f"tunnel r{r} {side} -P {pipeline}",
                               {"side": side, "pipeline": pipeline, "round": r},
-                              lambda: redis_benchmark(target[side], TESTS, pipeline, p))
+                              lambda: redis_benchmark(target[side], TESTS, pipeline, p),
+                              [pr.pid for pr in procs.procs])
     finally:
         procs.close()
     flags = {"redis-benchmark": f"-t {TESTS} -c {p['clients']} -r {p['keyspace']} "
