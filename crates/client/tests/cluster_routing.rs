@@ -711,8 +711,8 @@ async fn ask_redirects_during_a_migration(cluster: &mut RedisCluster, client: &C
         "ASK must not be handled as MOVED"
     );
 
-    // The same in one pipeline, between keys served by every master: each redirected
-    // reply lands in its own place.
+    // The same in one pipeline, between keys of other slots (other masters too): each
+    // redirected reply lands in its own place.
     let others: Vec<String> = (0..64)
         .map(|i| format!("ask:other:{i}"))
         .filter(|k| key_slot(k.as_bytes()) != slot)
