@@ -95,7 +95,7 @@ def run(quick):
                             flushall(ports)
                             try:
                                 res = with_others_cpu(
-                                    [pr.pid for pr in procs.procs],
+                                    procs.pids(),
                                     lambda: one_run(client, url, cluster, op, callers, p))
                             except Exception as e:  # one failed run must not sink the section
                                 log(f"clients: {client} {mode} {op} x{callers}: {e}")

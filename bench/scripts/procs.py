@@ -95,6 +95,11 @@ class Procs:
         self.procs = []
         self.dirs = []
 
+    def pids(self):
+        """The process ids of everything running now (the section's own servers, for
+        `common.with_others_cpu`)."""
+        return [p.pid for p in self.procs]
+
     def tmpdir(self, prefix):
         d = tempfile.mkdtemp(prefix=f"redline-bench-{prefix}-")
         self.dirs.append(d)

@@ -84,7 +84,7 @@ def run(quick):
                             # The service is started and reaped inside the run, so its
                             # CPU counts as the run's own, with wrk's.
                             res = with_others_cpu(
-                                [pr.pid for pr in procs.procs],
+                                procs.pids(),
                                 lambda: one_run(procs, backend, scenario, redis_url, cluster,
                                                 ports, p))
                         except Exception as e:

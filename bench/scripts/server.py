@@ -68,7 +68,7 @@ def run(quick):
                     keep_rows(runs, notes, f"server r{r} {server} -P {pipeline}",
                               {"server": server, "pipeline": pipeline, "round": r},
                               lambda: redis_benchmark(target, TESTS, pipeline, p),
-                              [pr.pid for pr in procs.procs])
+                              procs.pids())
         # Memory: fresh servers, same 1M keys.
         d = procs.tmpdir("memory")
         path = os.path.join(d, "small.resp")

@@ -64,7 +64,7 @@ def run(quick):
                     keep_rows(runs, notes, f"tls r{r} {server} -P {pipeline}",
                               {"server": server, "pipeline": pipeline, "round": r},
                               lambda: redis_benchmark(target, TESTS, pipeline, p),
-                              [pr.pid for pr in procs.procs])
+                              procs.pids())
     finally:
         procs.close()
     flags = {"redis-benchmark": f"--tls --cacert ca.crt -t {TESTS} -c {p['clients']} "

@@ -60,7 +60,7 @@ def run(quick, rounds=None):
                     keep_rows(runs, notes, f"tunnel r{r} {side} -P {pipeline}",
                               {"side": side, "pipeline": pipeline, "round": r},
                               lambda: redis_benchmark(target[side], TESTS, pipeline, p),
-                              [pr.pid for pr in procs.procs])
+                              procs.pids())
     finally:
         procs.close()
     flags = {"redis-benchmark": f"-t {TESTS} -c {p['clients']} -r {p['keyspace']} "
