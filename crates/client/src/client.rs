@@ -87,6 +87,7 @@ impl Client {
     pub async fn from_config(mut cfg: Config) -> Result<Client, Error> {
         let endpoint = Arc::new(Endpoint::new(&cfg)?);
         let cache = cfg.attach_cache();
+        cfg.attach_turns();
         let pool = Pool::connect(endpoint.clone(), &cfg).await?;
         let sentinel_watch = endpoint
             .discovery

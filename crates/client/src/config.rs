@@ -12,6 +12,7 @@ use redline_resp::{Frame, Limits, Protocol};
 
 use crate::cache::{Cache, CacheConfig};
 use crate::error::{Error, UrlError};
+use crate::mux::Turns;
 use crate::sentinel::SentinelConfig;
 
 /// Connection settings for one server.
@@ -114,6 +115,9 @@ pub struct Config {
     /// `Client::from_config`/`ClusterClient::from_config`, read by every multiplexed
     /// connection (tracking, invalidations, flushes).
     pub(crate) tracker: Option<Arc<Cache>>,
+    /// Shared by every connection of the client this configuration was given to (see
+    /// `mux::Turns`): set by `Client::from_config`/`ClusterClient::from_config`.
+    pub(crate) turns: Option<Arc<Turns>>,
 }
 
 impl Default for Config {
@@ -142,6 +146,7 @@ impl Default for Config {
             sentinel: None,
             cache: None,
             tracker: None,
+            turns: None,
         }
     }
 }
@@ -465,6 +470,12 @@ impl Config {
     pub(crate) fn attach_cache(&mut self) -> Option<Arc<Cache>> {
         self.tracker = self.cache.as_ref().map(Cache::new);
         self.tracker.clone()
+    }
+
+    /// Makes every connection opened from this configuration count its turns together
+    /// (see `mux::Turns`): one client's connections, never two clients'.
+    pub(crate) fn attach_turns(&mut self) {
+        self.turns = Some(Arc::default());
     }
 
     pub(crate) fn validate(&self) -> Result<(), Error> {

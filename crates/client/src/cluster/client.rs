@@ -138,6 +138,7 @@ impl ClusterClient {
         // connection that woke them: waves only add writes here (Config::reply_waves).
         cfg.node.reply_waves.get_or_insert(false);
         let cache = cfg.node.attach_cache();
+        cfg.node.attach_turns();
         let shared = Arc::new(Shared {
             table: ArcSwap::from_pointee(SlotTable::empty()),
             registry: Registry::new(cfg.node.clone()),

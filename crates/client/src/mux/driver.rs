@@ -49,6 +49,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, Sleep};
 
 use super::request::{ManyPending, Pending, Reply, Request};
+use super::turns::{TurnMark, Turns};
 use crate::cache::Cache;
 use crate::config::PushHandler;
 use crate::error::{Error, IoOp};
@@ -62,7 +63,7 @@ const WRITE_HIGH_WATER: usize = 256 * 1024;
 const READ_MIN_SPARE: usize = 4 * 1024;
 
 /// The connection settings the driver reads from [`Config`](crate::Config).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct DriverOptions {
     /// See `Config::unresponsive_after`.
     pub(crate) unresponsive_after: Option<Duration>,
@@ -75,6 +76,8 @@ pub(crate) struct DriverOptions {
     pub(crate) busy_polls: u32,
     /// See `Config::reply_waves` and [`wave_size`].
     pub(crate) waves: bool,
+    /// Shared by every connection of one client (see [`Turns`]).
+    pub(crate) turns: Arc<Turns>,
 }
 
 impl DriverOptions {
@@ -83,6 +86,7 @@ impl DriverOptions {
             unresponsive_after: cfg.unresponsive_after,
             busy_polls: cfg.busy_polls,
             waves: cfg.reply_waves.unwrap_or(true),
+            turns: cfg.turns.clone().unwrap_or_default(),
         }
     }
 }
@@ -104,10 +108,14 @@ pub(crate) struct Driver<'a> {
     needs_flush: bool,
     /// Whether the task already yielded once since its last write (see `poll_run`).
     yielded: bool,
-    /// Requests taken from the queue since the last write.
-    taken: usize,
-    /// Reply slots completed (callers woken) since the last write.
+    /// Callers woken and commands taken, over every connection of the client.
+    turns: Arc<Turns>,
+    /// Where `turns` stood at the last write.
+    turn_mark: TurnMark,
+    /// Reply slots completed (callers woken) and requests taken, not yet added to
+    /// `turns` (it is updated once per batch, not once per command).
     completed: usize,
+    taken: usize,
     /// Sent requests awaiting replies, oldest first.
     pending: VecDeque<Pending>,
     /// How many slots at the front of `pending` are timed-out tombstones. Deadlines are
@@ -159,7 +167,7 @@ impl<'a> Driver<'a> {
         addr: &'a Arc<str>,
         push: Option<&'a PushHandler>,
         cache: Option<&'a Arc<Cache>>,
-        options: DriverOptions,
+        options: &DriverOptions,
     ) -> Self {
         Driver {
             retire: conn.retire.take(),
@@ -170,8 +178,10 @@ impl<'a> Driver<'a> {
             wbuf: BytesMut::with_capacity(16 * 1024),
             needs_flush: false,
             yielded: false,
-            taken: 0,
+            turn_mark: options.turns.mark(),
+            turns: options.turns.clone(),
             completed: 0,
+            taken: 0,
             pending: VecDeque::with_capacity(1024),
             expired_prefix: 0,
             staged: None,
@@ -222,12 +232,13 @@ impl<'a> Driver<'a> {
         }
         loop {
             let took = self.poll_intake(cx, rx);
-            if took && !self.yielded && self.taken < self.completed {
-                // Replies since our last write woke more callers than have queued their
-                // next command yet: yield once so those already runnable can enqueue,
-                // and send one larger write instead of many small ones. Waking ourselves
-                // puts this task at the back of the run queue. A lone caller never
-                // triggers this (one reply, one command), so it pays no extra hop.
+            if took && !self.yielded && self.turns.callers_pending(&self.turn_mark) {
+                // Replies since our last write, on any of the client's connections, woke
+                // more callers than have queued their next command yet: yield once so
+                // those already runnable can enqueue, and send one larger write instead
+                // of many small ones. Waking ourselves puts this task at the back of the
+                // run queue. A lone caller never triggers this (one reply, one command),
+                // so it pays no extra hop.
                 self.yielded = true;
                 cx.waker().wake_by_ref();
                 return Poll::Pending;
@@ -352,6 +363,7 @@ impl<'a> Driver<'a> {
                 }
             }
         }
+        self.turns.took(std::mem::take(&mut self.taken));
         took
     }
 
@@ -369,8 +381,7 @@ impl<'a> Driver<'a> {
                     self.wbuf.advance(n);
                     self.needs_flush = true;
                     self.yielded = false;
-                    self.taken = 0;
-                    self.completed = 0;
+                    self.turn_mark = self.turns.mark();
                     wrote = true;
                 }
                 Poll::Ready(Err(e)) => return Err(self.io_error(IoOp::Write, e)),
@@ -433,6 +444,7 @@ impl<'a> Driver<'a> {
                 }
             }
         }
+        self.turns.woke(std::mem::take(&mut self.completed));
         Ok(())
     }
 

@@ -21,6 +21,7 @@
 mod driver;
 mod request;
 mod supervisor;
+mod turns;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -36,6 +37,7 @@ use crate::error::Error;
 use crate::net::{Connection, Endpoint};
 pub(crate) use request::Encoded;
 use request::{Deadline, Request, Slot};
+pub(crate) use turns::Turns;
 
 /// Waiting for room in a full queue (rare; boxed).
 type Waiting<'a> = Pin<Box<dyn Future<Output = Result<(), Error>> + Send + 'a>>;

@@ -84,7 +84,7 @@ pub(crate) async fn run(
             }
         };
         let cache = cache.as_ref();
-        match drive(conn, &addr, push.as_ref(), cache, options, &mut rx, first).await {
+        match drive(conn, &addr, push.as_ref(), cache, &options, &mut rx, first).await {
             Some((err, failed_at)) => {
                 if let Some(cache) = cache {
                     cache.flush();
@@ -115,7 +115,7 @@ async fn drive(
     addr: &Arc<str>,
     push: Option<&PushHandler>,
     cache: Option<&Arc<Cache>>,
-    options: DriverOptions,
+    options: &DriverOptions,
     rx: &mut mpsc::Receiver<Request>,
     first: Option<Request>,
 ) -> Option<(Error, Instant)> {
