@@ -430,8 +430,10 @@ fn tunnel_smart_authenticates_upstream_and_fans_out_keyless_commands() {
 #[test]
 fn tunnel_smart_refuses_headers_as_redis_does() {
     // Integers Redis's `string2ll` refuses (`+1`, leading zeros, `-0`) in a request's
-    // headers: the tunnel answers what redis-server answers, byte for byte, after the
-    // replies to the requests before them, and closes the connection as it does.
+    // headers, and a null bulk (`$-1`, valid only in replies) as an argument: the tunnel
+    // answers what redis-server answers, byte for byte, after the replies to the requests
+    // before them, and closes the connection as it does. (Forwarded instead, the last one
+    // made the node close the upstream connection every client shares.)
     let redis = redline_testkit::RedisServer::start().unwrap();
     let cluster = shared();
     let mut tunnel = smart_tunnel(&cluster, &[]);
@@ -441,6 +443,7 @@ fn tunnel_smart_refuses_headers_as_redis_does() {
         b"*01\r\n$4\r\nPING\r\n",
         b"*1\r\n$04\r\nPING\r\n",
         b"*1\r\n$-0\r\n\r\n",
+        b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$-1\r\n",
     ] {
         let mut request = b"*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n".to_vec();
         request.extend_from_slice(malformed);

@@ -107,7 +107,9 @@ impl Scanner {
                         self.payload_end = Some(next + n as usize + 2);
                         continue;
                     }
-                    if n != -1 {
+                    // A null bulk is a reply; in a request Redis refuses it ("invalid
+                    // bulk length"), so the decoder must answer it.
+                    if n != -1 || self.side == Side::Request {
                         return Err(ScanError::Length);
                     }
                 }
@@ -220,6 +222,8 @@ pub(crate) fn command_words(frame: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
 mod tests {
     use super::*;
     use bytes::BytesMut;
+    use proptest::prelude::*;
+    use redline_resp::RequestDecoder;
 
     #[test]
     fn headers_redis_refuses_are_left_to_the_decoder() {
@@ -228,6 +232,7 @@ mod tests {
             b"*01\r\n$4\r\nPING\r\n",
             b"*1\r\n$04\r\nPING\r\n",
             b"*1\r\n$-0\r\n\r\n",
+            b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$-1\r\n",
         ] {
             let mut scanner = Scanner::new(Side::Request);
             assert!(
@@ -335,6 +340,71 @@ mod tests {
         }
         let deep = b"*1\r\n".repeat(200);
         assert_eq!(Scanner::new(Side::Reply).next(&deep), Err(ScanError::Depth));
+    }
+
+    /// Pieces of requests, valid and not: whole commands, headers, digits, signs, line
+    /// ends on their own, quotes. Concatenated at random they reach the header forms a
+    /// hand-written table misses.
+    const PIECES: &[&[u8]] = &[
+        b"*",
+        b"$",
+        b"*1\r\n",
+        b"*2\r\n",
+        b"$1\r\n",
+        b"$3\r\n",
+        b"$4\r\n",
+        b"*0\r\n",
+        b"*-1\r\n",
+        b"*-5\r\n",
+        b"$2\r\n",
+        b"$-1\r\n",
+        b"$0\r\n",
+        b"GET",
+        b"PING",
+        b"k",
+        b"\r\n",
+        b"\r",
+        b"\n",
+        b"0",
+        b"1",
+        b"3",
+        b"-",
+        b"+",
+        b" ",
+        b"\"",
+        b"9999999999",
+        b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n",
+        b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n",
+    ];
+
+    fn requests() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(proptest::sample::select(PIECES), 0..24)
+            .prop_map(|pieces| pieces.concat())
+    }
+
+    proptest! {
+        /// The tunnel forwards a multibulk the scanner accepts as the client's bytes,
+        /// without decoding it. So each one must be a request the decoder (Redis's own
+        /// rules) accepts whole, or the server would get bytes it refuses, on a
+        /// connection other clients share.
+        #[test]
+        fn scanner_accepts_only_what_the_decoder_accepts(input in requests()) {
+            let mut scanner = Scanner::new(Side::Request);
+            if let (Ok(Some(end)), Some(b'*')) = (scanner.next(&input), input.first()) {
+                let mut one = BytesMut::from(&input[..end]);
+                let alone = RequestDecoder::default().decode(&mut one);
+                prop_assert!(alone.is_ok(), "scanner took {:?}, decoder: {:?}",
+                    String::from_utf8_lossy(&input[..end]), alone);
+                prop_assert!(one.is_empty(), "decoder left {:?}", one);
+                if let Ok(Some(args)) = alone {
+                    // Read from the whole stream, the decoder ends the command there too.
+                    let mut all = BytesMut::from(&input[..]);
+                    let first = RequestDecoder::default().decode(&mut all);
+                    prop_assert_eq!(first.ok().flatten(), Some(args));
+                    prop_assert_eq!(input.len() - all.len(), end);
+                }
+            }
+        }
     }
 
     #[test]
