@@ -407,6 +407,59 @@ mod tests {
         }
     }
 
+    /// Pieces of replies of every RESP2/RESP3 type, valid and not.
+    const REPLY_PIECES: &[&[u8]] = &[
+        b"+OK\r\n",
+        b"-ERR x\r\n",
+        b":1\r\n",
+        b":-0\r\n",
+        b"$1\r\nv\r\n",
+        b"$-1\r\n",
+        b"$-2\r\n",
+        b"*1\r\n",
+        b"*2\r\n",
+        b"*-1\r\n",
+        b"%1\r\n",
+        b"~1\r\n",
+        b">2\r\n",
+        b"|1\r\n",
+        b"_\r\n",
+        b",1.5\r\n",
+        b"#t\r\n",
+        b"(12\r\n",
+        b"=5\r\ntxt:x\r\n",
+        b"!3\r\nERR\r\n",
+        b"$",
+        b"*",
+        b"0",
+        b"1",
+        b"-",
+        b"\r\n",
+        b"\n",
+        b"x",
+    ];
+
+    fn replies() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(proptest::sample::select(REPLY_PIECES), 0..16)
+            .prop_map(|pieces| pieces.concat())
+    }
+
+    proptest! {
+        /// The pinned relay pairs replies with commands by the scanner's boundaries:
+        /// every frame the parser reads must be one frame to the scanner, of the same
+        /// length. (The scanner does not check what a simple line holds, `:-0` say; it
+        /// only has to end it where the parser does.)
+        #[test]
+        fn reply_boundaries_are_the_parsers(input in replies()) {
+            let mut buf = BytesMut::from(&input[..]);
+            if let Ok(Some(_)) = redline_resp::parse(&mut buf) {
+                let len = input.len() - buf.len();
+                prop_assert_eq!(Scanner::new(Side::Reply).next(&input), Ok(Some(len)),
+                    "{:?}", String::from_utf8_lossy(&input[..len]));
+            }
+        }
+    }
+
     #[test]
     fn command_words_of_both_forms() {
         let (name, sub) =
