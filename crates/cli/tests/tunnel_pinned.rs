@@ -285,6 +285,30 @@ fn tunnel_pinned_cluster_slots_shards_nodes_show_only_local_addresses() {
 }
 
 #[test]
+fn tunnel_pinned_rewrites_quoted_inline_commands() {
+    // Inline commands are split with redis-cli quoting, as Redis splits them: a quoted
+    // `"cluster" 'slots'` is CLUSTER SLOTS, so its addresses are rewritten too.
+    let cluster = shared();
+    let tunnel = pinned_tunnel(&cluster, &[]);
+    let locals = local_ports(&tunnel);
+    let mut conn = Raw::connect(tunnel.pinned[0].0);
+    conn.send_raw(b"\"cluster\" 'slots'\r\n");
+    let reply = conn.read_frame();
+    let mut found = Vec::new();
+    addresses(&reply, &mut found);
+    assert!(!found.is_empty(), "{reply:?}");
+    for (_, port) in &found {
+        let port = u16::try_from(*port).unwrap();
+        assert!(
+            locals.contains(&port),
+            "{port} is not a local port: {reply:?}"
+        );
+    }
+    // The connection is still paired: the next reply is the next command's.
+    assert_eq!(conn.cmd(&["ECHO", "after"]), Frame::Bulk("after".into()));
+}
+
+#[test]
 fn tunnel_pinned_user_values_that_look_like_addresses_pass_untouched() {
     let mut cluster = shared();
     let mut tunnel = pinned_tunnel(&cluster, &[]);

@@ -6,6 +6,10 @@
 //! per read, not a rescan. Headers follow the same grammar and limits as
 //! `redline_resp`'s parser (tests check both agree); nothing is allocated per frame.
 
+use std::borrow::Cow;
+
+use bytes::BytesMut;
+use redline_resp::RequestDecoder;
 use thiserror::Error;
 
 /// Largest bulk accepted: Redis's `proto-max-bulk-len` default.
@@ -195,9 +199,14 @@ fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
     haystack.iter().position(|&b| b == needle)
 }
 
+/// One word of a request: borrowed from the frame, or unescaped from an inline line.
+pub(crate) type Word<'a> = Cow<'a, [u8]>;
+
 /// The command name and first argument of a complete request frame, as sent (not
-/// case-folded); `None` for an empty command (`*0`, blank inline line).
-pub(crate) fn command_words(frame: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
+/// case-folded); `None` for an empty command (`*0`, blank inline line) or one the decoder
+/// refuses. A multibulk's words are borrowed from the frame; an inline line is split as
+/// the decoder splits it (redis-cli quoting, so `"a b"` is one word), which may unescape.
+pub(crate) fn command_words(frame: &[u8]) -> Option<(Word<'_>, Option<Word<'_>>)> {
     if frame.first() == Some(&b'*') {
         let (count, mut pos) = line(frame, 0).ok()??;
         let count = number(count).ok()?;
@@ -208,22 +217,20 @@ pub(crate) fn command_words(frame: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
             *word = frame.get(next..next + len);
             pos = next + len + 2;
         }
-        return Some((words[0]?, words[1]));
+        return Some((Cow::Borrowed(words[0]?), words[1].map(Cow::Borrowed)));
     }
-    let mut words = frame
-        .split(|b| b.is_ascii_whitespace())
-        .filter(|w| !w.is_empty());
-    let name = words.next()?;
-    Some((name, words.next()))
+    // Inline commands are rare (typed by hand): decoding a copy costs nothing that matters.
+    let mut line = BytesMut::from(frame);
+    let args = RequestDecoder::default().decode(&mut line).ok()??;
+    let mut args = args.into_iter().map(|a| Cow::Owned(a.to_vec()));
+    Some((args.next()?, args.next()))
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
-    use bytes::BytesMut;
     use proptest::prelude::*;
-    use redline_resp::RequestDecoder;
 
     #[test]
     fn headers_redis_refuses_are_left_to_the_decoder() {
@@ -397,12 +404,47 @@ mod tests {
                     String::from_utf8_lossy(&input[..end]), alone);
                 prop_assert!(one.is_empty(), "decoder left {:?}", one);
                 if let Ok(Some(args)) = alone {
+                    // Routing reads the name and first argument without decoding.
+                    prop_assert_eq!(words(&input[..end]), first_two(&args));
                     // Read from the whole stream, the decoder ends the command there too.
                     let mut all = BytesMut::from(&input[..]);
                     let first = RequestDecoder::default().decode(&mut all);
                     prop_assert_eq!(first.ok().flatten(), Some(args));
                     prop_assert_eq!(input.len() - all.len(), end);
                 }
+            }
+        }
+    }
+
+    /// Inline words, quoted and escaped as redis-cli's quoting allows, and not.
+    const INLINE_WORDS: &[&[u8]] = &[
+        b"get",
+        b"k",
+        b"\"a b\"",
+        b"'x'",
+        b"\"\"",
+        b"\\x41",
+        b"\"\\x41\"",
+        b"sub\"",
+        b"\t",
+    ];
+    const INLINE_SEPARATORS: &[&[u8]] = &[b" ", b"  ", b"\t"];
+
+    proptest! {
+        /// The pinned relay classifies inline commands too (`cluster slots`,
+        /// `subscribe ch`): their first two words must be the decoder's first two
+        /// arguments.
+        #[test]
+        fn inline_words_are_the_decoders(
+            pieces in proptest::collection::vec(proptest::sample::select(INLINE_WORDS), 1..4),
+            sep in proptest::sample::select(INLINE_SEPARATORS),
+        ) {
+            let mut line = pieces.join(sep);
+            line.extend_from_slice(b"\r\n");
+            let mut buf = BytesMut::from(&line[..]);
+            if let Ok(Some(args)) = RequestDecoder::default().decode(&mut buf) {
+                prop_assert_eq!(words(&line), first_two(&args),
+                    "{:?}", String::from_utf8_lossy(&line));
             }
         }
     }
@@ -460,18 +502,38 @@ mod tests {
         }
     }
 
+    type Words = Option<(Vec<u8>, Option<Vec<u8>>)>;
+
+    fn words(frame: &[u8]) -> Words {
+        command_words(frame).map(|(name, sub)| (name.into_owned(), sub.map(Cow::into_owned)))
+    }
+
+    fn first_two(args: &[bytes::Bytes]) -> Words {
+        Some((args[0].to_vec(), args.get(1).map(|a| a.to_vec())))
+    }
+
     #[test]
     fn command_words_of_both_forms() {
-        let (name, sub) =
-            command_words(b"*3\r\n$7\r\nCLUSTER\r\n$5\r\nNODES\r\n$1\r\nx\r\n").unwrap();
-        assert_eq!((name, sub), (&b"CLUSTER"[..], Some(&b"NODES"[..])));
-        let (name, sub) = command_words(b"*1\r\n$4\r\nPING\r\n").unwrap();
-        assert_eq!((name, sub), (&b"PING"[..], None));
+        let word = |w: &[u8]| w.to_vec();
         assert_eq!(
-            command_words(b"cluster  slots\r\n").unwrap(),
-            (&b"cluster"[..], Some(&b"slots"[..]))
+            words(b"*3\r\n$7\r\nCLUSTER\r\n$5\r\nNODES\r\n$1\r\nx\r\n"),
+            Some((word(b"CLUSTER"), Some(word(b"NODES"))))
         );
-        assert_eq!(command_words(b"*0\r\n"), None);
-        assert_eq!(command_words(b"\r\n"), None);
+        assert_eq!(words(b"*1\r\n$4\r\nPING\r\n"), Some((word(b"PING"), None)));
+        assert_eq!(
+            words(b"cluster  slots\r\n"),
+            Some((word(b"cluster"), Some(word(b"slots"))))
+        );
+        assert_eq!(
+            words(b"\"subscribe\" 'a b'\r\n"),
+            Some((word(b"subscribe"), Some(word(b"a b"))))
+        );
+        assert_eq!(words(b"*0\r\n"), None);
+        assert_eq!(words(b"\r\n"), None);
+        assert_eq!(
+            words(b"get \"k\r\n"),
+            None,
+            "unbalanced quotes: the decoder's error"
+        );
     }
 }

@@ -368,7 +368,7 @@ impl Session {
             return false;
         };
         let mut upper = Upper::default();
-        let name = upper.of(name);
+        let name = upper.of(&name);
         // XREAD/XREADGROUP block or not depending on their arguments; asked with its
         // name alone, `blocking` says `Some` for every other command that may block.
         !ANSWERED_HERE.contains(&name)

@@ -178,8 +178,9 @@ impl Classifier {
     /// `None` for an empty command (Redis sends nothing back).
     fn command(&mut self, frame: &[u8]) -> Option<Expect> {
         let (name, sub) = command_words(frame)?;
+        let name = &*name;
         let is = |word: &[u8], s: &str| word.eq_ignore_ascii_case(s.as_bytes());
-        let sub_is = |s: &str| sub.is_some_and(|w| is(w, s));
+        let sub_is = |s: &str| sub.as_deref().is_some_and(|w| is(w, s));
         let expect = if is(name, "CLUSTER") && !self.in_multi {
             if sub_is("SLOTS") {
                 Expect::Rewrite(Topology::Slots)
