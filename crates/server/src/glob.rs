@@ -2,7 +2,14 @@
 //! and channel patterns and the other commands that take one.
 
 /// Redis's glob (`stringmatchlen`): `*`, `?`, `[abc]`, `[^a]`, `[a-z]`, `\` escapes.
+///
+/// As in Redis, the empty string matches only the empty pattern (not even `*`):
+/// `PUBLISH ""` reaches no `PSUBSCRIBE *`. Commands where Redis lets `*` match
+/// everything skip the match instead ([`match_filter`], KEYS).
 pub fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
+    if string.is_empty() {
+        return pattern.is_empty();
+    }
     let eq = |a: u8, b: u8| {
         if nocase {
             a.eq_ignore_ascii_case(&b)
@@ -45,7 +52,8 @@ pub fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
                             i = pattern.len() - 1;
                             break;
                         }
-                        if pattern[i] == b'\\' && i + 2 < pattern.len() {
+                        // An escape needs a character after it (Redis: `patternLen >= 2`).
+                        if pattern[i] == b'\\' && i + 1 < pattern.len() {
                             i += 1;
                             hit |= eq(pattern[i], string[s]);
                         } else if pattern[i] == b']' {
@@ -95,6 +103,12 @@ pub fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
     pattern[p..].iter().all(|&c| c == b'*')
 }
 
+/// A SCAN-family `MATCH` argument as Redis uses it: `*` means no filter at all, so it
+/// also returns empty keys, fields and members, which `glob_match` would not.
+pub fn match_filter(pattern: &[u8]) -> Option<&[u8]> {
+    (pattern != b"*").then_some(pattern)
+}
+
 #[cfg(test)]
 mod tests {
     use super::glob_match;
@@ -114,5 +128,15 @@ mod tests {
         assert!(!glob_match(b"abc", b"ab", false));
         assert!(glob_match(b"ab*", b"ab", false));
         assert!(!glob_match(b"", b"a", false));
+        // Cases redis-server 7.0 answers this way (tests/differential.rs checks more).
+        assert!(glob_match(b"", b"", false));
+        assert!(!glob_match(b"*", b"", false));
+        assert!(
+            glob_match(b"[\\]", b"]", false),
+            "escape then an unclosed class"
+        );
+        assert!(!glob_match(b"[\\]", b"\\", false));
+        assert_eq!(super::match_filter(b"*"), None);
+        assert_eq!(super::match_filter(b"**"), Some(&b"**"[..]));
     }
 }

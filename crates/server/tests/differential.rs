@@ -1520,6 +1520,27 @@ fn fixed_cases_match_redis() {
         &["SORT", "sl", "LIMIT", "1", "9223372036854775807"],
         &["SORT", "sl", "LIMIT", "-5", "2", "DESC"],
         &["SORT", "sl", "BY", "nosort", "GET", "#", "GET", "nokey*"],
+        // The empty key, field and member: only the empty pattern matches them, but
+        // `MATCH *` and `KEYS *` skip matching (one key per scan, so order is moot).
+        &["SELECT", "9"],
+        &["SET", "", "e"],
+        &["SCAN", "0", "MATCH", "*"],
+        &["SCAN", "0", "MATCH", "**"],
+        &["SCAN", "0", "MATCH", ""],
+        &["KEYS", "*"],
+        &["KEYS", "**"],
+        &["KEYS", ""],
+        &["HSET", "h", "", "v"],
+        &["HSCAN", "h", "0", "MATCH", "*"],
+        &["HSCAN", "h", "0", "MATCH", "**"],
+        &["SADD", "s", ""],
+        &["SSCAN", "s", "0", "MATCH", "*"],
+        &["SSCAN", "s", "0", "MATCH", "?*"],
+        &["ZADD", "z", "1", ""],
+        &["ZSCAN", "z", "0", "MATCH", "*"],
+        &["ZSCAN", "z", "0", "MATCH", "**"],
+        &["FLUSHDB"],
+        &["SELECT", "0"],
         &["CONFIG", "REWRITE"],
         &["ACL", "GETUSER", "default"],
         &["ACL", "GETUSER", "nobody"],
@@ -1745,4 +1766,77 @@ fn stream_cases_match_redis() {
         }
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+/// Glob patterns (KEYS, SCAN MATCH, PSUBSCRIBE, ACL key patterns all share one matcher)
+/// match the same keys as Redis's `stringmatchlen`: every key of up to 3 characters over
+/// an alphabet of letters and the pattern metacharacters, against random patterns of
+/// up to 7 of them (ranges, negation, escapes, unclosed brackets).
+#[test]
+fn glob_patterns_match_as_redis() {
+    const KEY_ALPHABET: &[u8] = b"abA-[]\\^";
+    const PATTERN_ALPHABET: &[u8] = b"abA-[]\\^*?";
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let mut pair = Pair {
+        redis: Conn::connect(redis.addr()),
+        redline: Conn::connect(redline.addr),
+    };
+    let mut keys: Vec<Vec<u8>> = vec![Vec::new()];
+    for len in 1..=3 {
+        let mut next = Vec::new();
+        for key in keys.iter().filter(|k| k.len() == len - 1) {
+            for &c in KEY_ALPHABET {
+                let mut k = key.clone();
+                k.push(c);
+                next.push(k);
+            }
+        }
+        keys.extend(next);
+    }
+    for conn in [&mut pair.redis, &mut pair.redline] {
+        let mut mset = vec![b"MSET".to_vec()];
+        for key in &keys {
+            mset.push(key.clone());
+            mset.push(b"v".to_vec());
+        }
+        assert_eq!(show(&conn.cmd(&mset)), show(&Frame::Simple("OK".into())));
+    }
+    let mut rng = fastrand::Rng::with_seed(7);
+    let patterns: Vec<Vec<u8>> = (0..3000)
+        .map(|_| {
+            (0..rng.usize(1..=7))
+                .map(|_| PATTERN_ALPHABET[rng.usize(..PATTERN_ALPHABET.len())])
+                .collect()
+        })
+        .collect();
+    let mut mismatches = Vec::new();
+    for chunk in patterns.chunks(250) {
+        for conn in [&mut pair.redis, &mut pair.redline] {
+            for pattern in chunk {
+                conn.send(&[&b"KEYS"[..], pattern]);
+            }
+        }
+        for pattern in chunk {
+            let command = vec![b"KEYS".to_vec(), pattern.clone()];
+            let want = normalise(&command, pair.redis.read().expect("redis reply"));
+            let got = normalise(&command, pair.redline.read().expect("redline reply"));
+            if want != got {
+                let short = |s: &str| s.chars().take(160).collect::<String>();
+                mismatches.push(format!(
+                    "{:?}: redis {} / redline {}",
+                    String::from_utf8_lossy(pattern),
+                    short(&want),
+                    short(&got)
+                ));
+            }
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} patterns differ; first ones:\n{}",
+        mismatches.len(),
+        patterns.len(),
+        mismatches[..mismatches.len().min(8)].join("\n")
+    );
 }

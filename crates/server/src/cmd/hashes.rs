@@ -392,7 +392,7 @@ pub fn scan_options(args: &[Bytes]) -> Result<(Option<&[u8]>, usize), CmdError> 
             }
             count = n as usize;
         } else if is(&args[j], "match") {
-            pattern = Some(&args[j + 1][..]);
+            pattern = crate::glob::match_filter(&args[j + 1]);
         } else {
             return Err(SYNTAX);
         }

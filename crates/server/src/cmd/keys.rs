@@ -151,7 +151,7 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             }
             count = n as usize;
         } else if is(&args[j], "match") && has_next {
-            pattern = Some(&args[j + 1]);
+            pattern = crate::glob::match_filter(&args[j + 1]);
         } else if is(&args[j], "type") && has_next {
             type_filter = Some(&args[j + 1]);
         } else {
