@@ -1840,3 +1840,93 @@ fn glob_patterns_match_as_redis() {
         mismatches[..mismatches.len().min(8)].join("\n")
     );
 }
+
+/// Float parsing and formatting (INCRBYFLOAT, HINCRBYFLOAT, ZADD/ZSCORE, ZINCRBY) on
+/// random numbers of every shape: many digits, tiny and huge exponents, signs, leading
+/// dots, hex floats, and garbage around them. Redis reads with `strtold`/`strtod` and
+/// writes with `%.17Lg`/`%.17g`; every reply must be the same.
+#[test]
+fn float_replies_match_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let mut pair = Pair {
+        redis: Conn::connect(redis.addr()),
+        redline: Conn::connect(redline.addr),
+    };
+    let mut rng = fastrand::Rng::with_seed(11);
+    let mut commands: Vec<Vec<Vec<u8>>> = Vec::new();
+    for _ in 0..2000 {
+        let (a, b) = (random_number(&mut rng), random_number(&mut rng));
+        let w = |s: &str| s.as_bytes().to_vec();
+        commands.push(vec![w("SET"), w("f"), a.clone()]);
+        commands.push(vec![w("INCRBYFLOAT"), w("f"), b.clone()]);
+        commands.push(vec![w("GET"), w("f")]);
+        commands.push(vec![w("HSET"), w("h"), w("f"), a.clone()]);
+        commands.push(vec![w("HINCRBYFLOAT"), w("h"), w("f"), b.clone()]);
+        commands.push(vec![w("DEL"), w("z")]);
+        commands.push(vec![w("ZADD"), w("z"), a.clone(), w("m")]);
+        commands.push(vec![w("ZSCORE"), w("z"), w("m")]);
+        commands.push(vec![w("ZINCRBY"), w("z"), b.clone(), w("m")]);
+        commands.push(vec![w("ZRANGEBYSCORE"), w("z"), a, b, w("WITHSCORES")]);
+    }
+    let mut mismatches = Vec::new();
+    for chunk in commands.chunks(500) {
+        for conn in [&mut pair.redis, &mut pair.redline] {
+            for command in chunk {
+                conn.send(command);
+            }
+        }
+        for command in chunk {
+            let want = show(&pair.redis.read().expect("redis reply"));
+            let got = show(&pair.redline.read().expect("redline reply"));
+            if want != got {
+                let shown: Vec<String> = command
+                    .iter()
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect();
+                mismatches.push(format!("{shown:?}: redis {want} / redline {got}"));
+            }
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} commands differ; first ones:\n{}",
+        mismatches.len(),
+        commands.len(),
+        mismatches[..mismatches.len().min(12)].join("\n")
+    );
+}
+
+/// A number as a user might type one, or nearly: see `float_replies_match_redis`.
+fn random_number(rng: &mut fastrand::Rng) -> Vec<u8> {
+    fn digits(rng: &mut fastrand::Rng, len: std::ops::Range<usize>) -> String {
+        let n = rng.usize(len);
+        (0..n).map(|_| char::from(b'0' + rng.u8(..10))).collect()
+    }
+    let mut s = String::new();
+    match rng.u32(..12) {
+        0 => s.push('-'),
+        1 => s.push('+'),
+        _ => {}
+    }
+    match rng.u32(..10) {
+        0 => s.push_str(&format!(".{}", digits(rng, 1..6))),
+        1 => s.push_str(&format!("{}.", digits(rng, 1..4))),
+        2 => s.push_str(&digits(rng, 15..25)),
+        3 => s.push_str(&format!("0x{:x}", rng.u32(..4096))),
+        4 => s.push_str(["inf", "nan", "infinity", "-inf", "1e", "e5", "1.2.3"][rng.usize(..7)]),
+        _ => {
+            s.push_str(&digits(rng, 1..10));
+            s.push('.');
+            s.push_str(&digits(rng, 1..20));
+        }
+    }
+    if rng.u32(..3) == 0 {
+        let exp = [-330, -310, -20, -1, 0, 1, 17, 20, 300, 310, 5000][rng.usize(..11)];
+        s.push_str(&format!("e{exp}"));
+    }
+    if rng.u32(..25) == 0 {
+        s.insert(0, ' ');
+    }
+    s.into_bytes()
+}

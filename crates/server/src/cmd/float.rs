@@ -47,14 +47,222 @@ fn trim_zeros(text: &str) -> &str {
 }
 
 /// Parses a float argument as Redis's `getDoubleFromObject` accepts it: the whole text
-/// must be a number (`inf`, `-inf`, exponents allowed), no spaces, not NaN.
+/// must be what `strtod` reads (`inf`, exponents, hex floats such as `0x1p3`), with no
+/// leading space, not NaN, and not out of range (overflow, or underflow to zero).
+///
+/// ```
+/// use redline_server::cmd::float::parse_f64;
+/// assert_eq!(parse_f64(b"0x10"), Some(16.0));
+/// assert_eq!(parse_f64(b"1e400"), None);
+/// assert_eq!(parse_f64(b" 1"), None);
+/// ```
 pub fn parse_f64(bytes: &[u8]) -> Option<f64> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    if text.is_empty() || text.starts_with(|c: char| c.is_ascii_whitespace()) {
+    if bytes.first().is_none_or(|&c| is_c_space(c)) {
         return None;
     }
-    let value: f64 = text.parse().ok()?;
-    (!value.is_nan()).then_some(value)
+    let read = strtod(bytes);
+    let out_of_range = read.range_error && (read.value.is_infinite() || read.value == 0.0);
+    (read.len == bytes.len() && !out_of_range && !read.value.is_nan()).then_some(read.value)
+}
+
+/// A score range bound as Redis's `zslParseRange` reads it: the whole text read by
+/// `strtod` (which skips leading spaces), not NaN; out-of-range values saturate.
+pub fn parse_range_f64(bytes: &[u8]) -> Option<f64> {
+    let read = strtod(bytes);
+    (read.len == bytes.len() && !bytes.is_empty() && !read.value.is_nan()).then_some(read.value)
+}
+
+/// A SORT weight as Redis reads it: the whole text read by `strtod`, no range error at
+/// all (a subnormal result counts), not NaN.
+pub fn parse_sort_f64(bytes: &[u8]) -> Option<f64> {
+    let read = strtod(bytes);
+    (read.len == bytes.len() && !read.range_error && !read.value.is_nan()).then_some(read.value)
+}
+
+/// What C's `strtod` reads from the start of a text.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Strtod {
+    /// The value (0 when nothing was read).
+    pub value: f64,
+    /// Bytes read, leading white space included; 0 when no number starts the text.
+    pub len: usize,
+    /// `errno == ERANGE`: the value overflowed, or underflowed to zero or a subnormal.
+    pub range_error: bool,
+}
+
+/// C's `isspace` in the "C" locale.
+fn is_c_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// Reads a number as glibc's `strtod` does: leading white space, a sign, then a decimal
+/// number with an optional exponent, a hex float (`0x1.8p3`), `inf`/`infinity`, or
+/// `nan`/`nan(chars)`, case-insensitively. Decimal values are correctly rounded, as in
+/// glibc.
+pub fn strtod(text: &[u8]) -> Strtod {
+    let none = Strtod {
+        value: 0.0,
+        len: 0,
+        range_error: false,
+    };
+    let mut i = text.iter().take_while(|&&c| is_c_space(c)).count();
+    let negative = match text.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let signed = |v: f64| if negative { -v } else { v };
+    let rest = &text[i..];
+    let starts =
+        |word: &[u8]| rest.len() >= word.len() && rest[..word.len()].eq_ignore_ascii_case(word);
+    if starts(b"infinity") || starts(b"inf") {
+        let n = if starts(b"infinity") { 8 } else { 3 };
+        return Strtod {
+            value: signed(f64::INFINITY),
+            len: i + n,
+            range_error: false,
+        };
+    }
+    if starts(b"nan") {
+        let mut len = i + 3;
+        // An optional `(n-char-sequence)`.
+        if text.get(len) == Some(&b'(') {
+            let chars = text[len + 1..]
+                .iter()
+                .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
+                .count();
+            if text.get(len + 1 + chars) == Some(&b')') {
+                len += chars + 2;
+            }
+        }
+        return Strtod {
+            value: f64::NAN,
+            len,
+            range_error: false,
+        };
+    }
+    // `0x` counts only when a hex digit follows (after an optional point); otherwise
+    // strtod reads the `0` alone.
+    let hex_digit_at = |k: usize| rest.get(k).is_some_and(u8::is_ascii_hexdigit);
+    if starts(b"0x") && (hex_digit_at(2) || (rest.get(2) == Some(&b'.') && hex_digit_at(3))) {
+        let (value, len, range_error) = hex_float(&rest[2..]);
+        return Strtod {
+            value: signed(value),
+            len: i + 2 + len,
+            range_error,
+        };
+    }
+    // Decimal: digits, an optional point and digits (at least one digit in all), then
+    // an exponent only if digits follow it.
+    let digits = |from: usize| {
+        rest[from.min(rest.len())..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count()
+    };
+    let int = digits(0);
+    let mut end = int;
+    let mut frac = 0;
+    if rest.get(end) == Some(&b'.') {
+        frac = digits(end + 1);
+        if int + frac > 0 {
+            end += 1 + frac;
+        }
+    }
+    if int + frac == 0 {
+        return none;
+    }
+    if matches!(rest.get(end), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(rest.get(end + 1), Some(b'+' | b'-')));
+        let exp = digits(end + 1 + sign);
+        if exp > 0 {
+            end += 1 + sign + exp;
+        }
+    }
+    // ASCII digits, point, sign and exponent only: valid UTF-8 that Rust parses.
+    let value: f64 = std::str::from_utf8(&rest[..end])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.0);
+    let nonzero = rest[..int + frac + usize::from(frac > 0 || rest.get(int) == Some(&b'.'))]
+        .iter()
+        .any(|c| (b'1'..=b'9').contains(c));
+    let range_error =
+        value.is_infinite() || (nonzero && (value == 0.0 || value.abs() < f64::MIN_POSITIVE));
+    Strtod {
+        value: signed(value),
+        len: i + end,
+        range_error,
+    }
+}
+
+/// The digits of a hex float after `0x`: its magnitude, the bytes read and whether it is
+/// out of range. The mantissa keeps 64 significant bits plus a sticky bit, so the one
+/// rounding to 53 bits is correct.
+fn hex_float(text: &[u8]) -> (f64, usize, bool) {
+    let mut mantissa: u64 = 0;
+    let mut sticky = false;
+    let mut exp2: i64 = 0;
+    let mut i = 0;
+    let mut point = false;
+    while let Some(&c) = text.get(i) {
+        let digit = match c {
+            b'.' if !point => {
+                point = true;
+                i += 1;
+                continue;
+            }
+            c if c.is_ascii_hexdigit() => u64::from((c as char).to_digit(16).unwrap_or(0)),
+            _ => break,
+        };
+        if mantissa >> 60 == 0 {
+            mantissa = mantissa << 4 | digit;
+            if point {
+                exp2 -= 4;
+            }
+        } else {
+            // No room: the digit only decides rounding, and shifts the point.
+            sticky |= digit != 0;
+            if !point {
+                exp2 += 4;
+            }
+        }
+        i += 1;
+    }
+    if matches!(text.get(i), Some(b'p' | b'P')) {
+        let sign = usize::from(matches!(text.get(i + 1), Some(b'+' | b'-')));
+        let n = text[(i + 1 + sign).min(text.len())..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if n > 0 {
+            let digits = &text[i + 1 + sign..i + 1 + sign + n];
+            let e = digits.iter().fold(0i64, |acc, &d| {
+                acc.saturating_mul(10).saturating_add(i64::from(d - b'0'))
+            });
+            exp2 = exp2.saturating_add(if text[i + 1] == b'-' { -e } else { e });
+            i += 1 + sign + n;
+        }
+    }
+    if mantissa == 0 {
+        return (0.0, i, false);
+    }
+    // Normalise to 64 bits, then let the sticky bit break ties below the rounding point.
+    let shift = mantissa.leading_zeros();
+    mantissa <<= shift;
+    exp2 -= i64::from(shift);
+    let m = (mantissa | u64::from(sticky)) as f64;
+    let e = exp2.clamp(-2200, 2200) as i32;
+    // Two steps: 2^e alone may not be representable where the product is.
+    let value = m * 2f64.powi(e / 2) * 2f64.powi(e - e / 2);
+    let range_error = value.is_infinite() || value == 0.0 || value < f64::MIN_POSITIVE;
+    (value, i, range_error)
 }
 
 #[cfg(test)]
@@ -74,8 +282,58 @@ mod tests {
         assert_eq!(fmt_g(0.5, 6), "0.5");
     }
 
+    proptest::proptest! {
+        /// Any bytes: no panic, and never more read than given.
+        #[test]
+        fn strtod_reads_within_any_text(text in proptest::collection::vec(
+            proptest::sample::select(&b" \t+-.0123456789abcdefxXpPeEinfINFt()_"[..]), 0..24)) {
+            proptest::prop_assert!(strtod(&text).len <= text.len());
+            let _ = (parse_f64(&text), parse_range_f64(&text), parse_sort_f64(&text));
+        }
+
+        /// Every finite double printed with `%.17g` reads back as itself.
+        #[test]
+        fn g17_round_trips(bits in proptest::num::u64::ANY) {
+            let value = f64::from_bits(bits);
+            if value.is_finite() {
+                proptest::prop_assert_eq!(parse_range_f64(fmt_g17(value).as_bytes()), Some(value));
+            }
+        }
+    }
+
+    #[test]
+    fn strtod_reads_what_glibc_reads() {
+        let read = |s: &[u8]| {
+            let r = strtod(s);
+            (r.value, r.len, r.range_error)
+        };
+        assert_eq!(read(b"  1.5x"), (1.5, 5, false));
+        assert_eq!(read(b"1e"), (1.0, 1, false));
+        assert_eq!(read(b"1e+"), (1.0, 1, false));
+        assert_eq!(read(b".5"), (0.5, 2, false));
+        assert_eq!(read(b"5."), (5.0, 2, false));
+        assert_eq!(read(b"."), (0.0, 0, false));
+        assert_eq!(read(b"0x"), (0.0, 1, false));
+        assert_eq!(read(b"0x1p3"), (8.0, 5, false));
+        assert_eq!(read(b"-0X.8"), (-0.5, 5, false));
+        assert_eq!(read(b"0x1.8p-1"), (0.75, 8, false));
+        assert_eq!(read(b"1e400"), (f64::INFINITY, 5, true));
+        assert_eq!(read(b"1e-400"), (0.0, 6, true));
+        assert_eq!(read(b"0e-400"), (0.0, 6, false));
+        assert!(read(b"1e-310").2, "subnormal");
+        assert_eq!(read(b"Infinity!"), (f64::INFINITY, 8, false));
+        assert_eq!(strtod(b"nan(x1)").len, 7);
+        assert_eq!(strtod(b"nan(").len, 3);
+        assert_eq!(read(b"-"), (0.0, 0, false));
+    }
+
     #[test]
     fn parses_like_strtod() {
+        assert_eq!(parse_f64(b"0x634"), Some(1588.0));
+        assert_eq!(parse_f64(b"1e-400"), None);
+        assert_eq!(parse_f64(b"1e-310"), Some(1e-310));
+        assert_eq!(parse_range_f64(b" 1e400"), Some(f64::INFINITY));
+        assert_eq!(parse_sort_f64(b"1e-310"), None);
         assert_eq!(parse_f64(b"1.5"), Some(1.5));
         assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
         assert_eq!(parse_f64(b"+inf"), Some(f64::INFINITY));

@@ -240,6 +240,68 @@ impl Big {
 }
 
 /// Rounds `n × 2^exp` to a 64-bit mantissa, nearest-even; `None` on overflow to infinity.
+/// The rest of a hex float after `0x` (lower-cased), as `strtold` reads it: hex digits
+/// with an optional point, then an optional binary exponent `p[+-]digits`; the whole
+/// text must be used. The value is exact before the one rounding to 64 bits.
+fn parse_hex(negative: bool, hex: &[u8]) -> Option<Parsed> {
+    let mut digits = Big(Vec::new());
+    let mut any_digit = false;
+    let mut point = false;
+    let mut exp2: i64 = 0;
+    let mut i = 0;
+    while let Some(&c) = hex.get(i) {
+        match c {
+            b'.' if !point => point = true,
+            c if c.is_ascii_hexdigit() => {
+                digits.mul_small(16);
+                digits.add_small((c as char).to_digit(16).unwrap_or(0));
+                any_digit = true;
+                if point {
+                    exp2 -= 4;
+                }
+            }
+            _ => break,
+        }
+        i += 1;
+        if i > 5 * 1024 {
+            return None;
+        }
+    }
+    if !any_digit {
+        return None;
+    }
+    if i < hex.len() {
+        let exponent = hex[i..].strip_prefix(b"p")?;
+        let (minus, digits_text) = match exponent.first() {
+            Some(b'-') => (true, &exponent[1..]),
+            Some(b'+') => (false, &exponent[1..]),
+            _ => (false, exponent),
+        };
+        if digits_text.is_empty() || !digits_text.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let e = digits_text.iter().fold(0i64, |acc, &d| {
+            acc.saturating_mul(10).saturating_add(i64::from(d - b'0'))
+        });
+        exp2 = exp2.saturating_add(if minus { -e } else { e });
+    }
+    if digits.is_zero() {
+        return Some(Parsed::Finite(LongDouble {
+            negative,
+            mantissa: 0,
+            exp: 0,
+        }));
+    }
+    if !(-20_000..=20_000).contains(&(exp2 + digits.bits() as i64)) {
+        return None;
+    }
+    let value = round(negative, &digits, exp2, false)?;
+    if value.exp + 63 < -16382 {
+        return None;
+    }
+    Some(Parsed::Finite(value))
+}
+
 fn round(negative: bool, n: &Big, exp: i64, sticky: bool) -> Option<LongDouble> {
     let bits = n.bits();
     if bits == 0 {
@@ -323,6 +385,9 @@ impl LongDouble {
         let lower = body.to_ascii_lowercase();
         if lower == b"inf" || lower == b"infinity" {
             return Some(Parsed::Infinite(negative));
+        }
+        if let Some(hex) = lower.strip_prefix(b"0x") {
+            return parse_hex(negative, hex);
         }
         let mut digits = Big(Vec::new());
         let mut any_digit = false;
@@ -528,6 +593,14 @@ mod tests {
         assert_eq!(incr("9223372036854775807", "-2.25"), "9223372036854775805");
         assert_eq!(incr("-1", "1"), "0");
         assert_eq!(incr("-0.5", "0"), "-0.5");
+        // strtold reads hex floats too.
+        assert_eq!(incr("0x634", "55.070680"), "1643.07067999999999997");
+        assert_eq!(incr("0x1p3", "0"), "8");
+        assert_eq!(incr("0x.8", "0x.8"), "1");
+        assert_eq!(incr("0X1.8P1", "1"), "4");
+        assert_eq!(incr("1", "0x1p+2"), "5");
+        assert!(incr_by_float(b"1", b"0x1p").is_err());
+        assert!(incr_by_float(b"1", b"0x").is_err());
     }
 
     #[test]

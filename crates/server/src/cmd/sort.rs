@@ -10,7 +10,7 @@ use bytes::Bytes;
 use redline_resp::encode;
 
 use super::args::{int, is};
-use super::float::parse_f64;
+use super::float::parse_sort_f64;
 use super::reply::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
 use crate::store::{CompactBytes, Value};
@@ -226,9 +226,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
     Ok(())
 }
 
-/// `strtod` as SORT uses it: the whole text must be a number, not NaN.
+/// `strtod` as SORT uses it: the whole text must be a number, not NaN, in range.
 fn parse_sort_double(text: &str) -> Option<f64> {
-    parse_f64(text.as_bytes())
+    parse_sort_f64(text.as_bytes())
 }
 
 /// `strcoll` in the C locale: bytes compared up to the first NUL.

@@ -303,7 +303,7 @@ fn parse_score_bound(arg: &[u8]) -> Option<ScoreBound> {
         Some(b'(') => (true, &arg[1..]),
         _ => (false, arg),
     };
-    let value = parse_f64(text)?;
+    let value = super::float::parse_range_f64(text)?;
     Some(ScoreBound { value, exclusive })
 }
 

@@ -153,50 +153,11 @@ fn decimal(n: i64) -> Cow<'static, [u8]> {
 }
 
 /// A double as C's `strtod` reads the start of `text`: leading spaces skipped, then the
-/// longest prefix that is a number (`inf`, `infinity`, `nan`, decimals with exponents);
-/// `None` when no prefix is one. Trailing bytes are ignored, as C ignores them.
+/// longest prefix that is a number; `None` when no prefix is one. Trailing bytes are
+/// ignored, as C ignores them.
 pub fn parse_double(text: &[u8]) -> Option<f64> {
-    let start = text
-        .iter()
-        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))?;
-    let s = &text[start..];
-    let mut i = usize::from(matches!(s.first(), Some(b'+' | b'-')));
-    let negative = s.first() == Some(&b'-');
-    let word = |w: &str| {
-        s.get(i..i + w.len())
-            .is_some_and(|p| p.eq_ignore_ascii_case(w.as_bytes()))
-    };
-    if word("inf") {
-        return Some(if negative {
-            f64::NEG_INFINITY
-        } else {
-            f64::INFINITY
-        });
-    }
-    if word("nan") {
-        return Some(f64::NAN);
-    }
-    let digits = |from: usize| s[from..].iter().take_while(|c| c.is_ascii_digit()).count();
-    let int_digits = digits(i);
-    i += int_digits;
-    let mut frac_digits = 0;
-    if s.get(i) == Some(&b'.') {
-        frac_digits = digits(i + 1);
-        if int_digits + frac_digits > 0 {
-            i += 1 + frac_digits;
-        }
-    }
-    if int_digits + frac_digits == 0 {
-        return None;
-    }
-    if matches!(s.get(i), Some(b'e' | b'E')) {
-        let sign = usize::from(matches!(s.get(i + 1), Some(b'+' | b'-')));
-        let exp_digits = digits(i + 1 + sign);
-        if exp_digits > 0 {
-            i += 1 + sign + exp_digits;
-        }
-    }
-    std::str::from_utf8(&s[..i]).ok()?.parse().ok()
+    let read = crate::cmd::float::strtod(text);
+    (read.len > 0).then_some(read.value)
 }
 
 #[cfg(test)]
