@@ -1938,9 +1938,32 @@ fn random_number(rng: &mut fastrand::Rng) -> Vec<u8> {
 #[test]
 fn inline_commands_split_as_redis() {
     const PIECES: &[&str] = &[
-        "a", "bc", "\"a b\"", "'x y'", "\"\\x41\"", "\"\\x4\"", "\"\\xZZ\"", "\"\\n\\t\\r\\b\\a\"",
-        "\"\\\\\"", "\"\\\"\"", "'\\''", "'\\a'", "\"\"", "''", "\\x41", "\"un", "'un", "\"a\"b",
-        "'a'b", "\"q\"\"r\"", "a\"b\"", "\t", "  ", "\"\\q\"", "é", "\"é\"",
+        "a",
+        "bc",
+        "\"a b\"",
+        "'x y'",
+        "\"\\x41\"",
+        "\"\\x4\"",
+        "\"\\xZZ\"",
+        "\"\\n\\t\\r\\b\\a\"",
+        "\"\\\\\"",
+        "\"\\\"\"",
+        "'\\''",
+        "'\\a'",
+        "\"\"",
+        "''",
+        "\\x41",
+        "\"un",
+        "'un",
+        "\"a\"b",
+        "'a'b",
+        "\"q\"\"r\"",
+        "a\"b\"",
+        "\t",
+        "  ",
+        "\"\\q\"",
+        "é",
+        "\"é\"",
     ];
     let redis = RedisServer::start().expect("redis-server");
     let redline = Redline::start();
@@ -1958,7 +1981,10 @@ fn inline_commands_split_as_redis() {
         for addr in [redis.addr(), redline.addr] {
             let mut conn = Conn::connect(addr);
             conn.send_raw(request.as_bytes());
-            let got: Vec<String> = (0..3).map_while(|_| conn.read()).map(|f| show(&f)).collect();
+            let got: Vec<String> = (0..3)
+                .map_while(|_| conn.read())
+                .map(|f| show(&f))
+                .collect();
             replies.push(got.join(" | "));
         }
         if replies[0] != replies[1] {
@@ -1973,5 +1999,103 @@ fn inline_commands_split_as_redis() {
         "{} of {cases} lines differ; first ones:\n{}",
         mismatches.len(),
         mismatches[..mismatches.len().min(10)].join("\n")
+    );
+}
+
+/// Index and range arguments (negative, out of range, extreme, not numbers) in every
+/// command that takes them, against the same small values on both servers.
+#[test]
+fn ranges_and_indexes_match_redis() {
+    const INDEXES: &[&str] = &[
+        "0",
+        "1",
+        "2",
+        "3",
+        "-1",
+        "-2",
+        "-3",
+        "-6",
+        "5",
+        "6",
+        "100",
+        "-100",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "abc",
+        "1.5",
+        "+1",
+        "01",
+        "",
+    ];
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let mut pair = Pair {
+        redis: Conn::connect(redis.addr()),
+        redline: Conn::connect(redline.addr),
+    };
+    let mut rng = fastrand::Rng::with_seed(3);
+    let mut pick = || INDEXES[rng.usize(..INDEXES.len())].to_owned();
+    let mut commands: Vec<Vec<String>> = Vec::new();
+    let w = |parts: &[&str]| parts.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    for _ in 0..400 {
+        commands.push(w(&["SET", "s", "Hello World"]));
+        commands.push(w(&["DEL", "l", "z", "b", "s2", "dst"]));
+        commands.push(w(&["RPUSH", "l", "a", "b", "c", "d", "c"]));
+        commands.push(w(&["ZADD", "z", "1", "a", "2", "b", "3", "c"]));
+        commands.push(w(&["SET", "b", "\u{7f}\u{1}\0"]));
+        let (i, j) = (pick(), pick());
+        for c in [
+            vec!["GETRANGE", "s", &i, &j],
+            vec!["SUBSTR", "s", &i, &j],
+            vec!["LRANGE", "l", &i, &j],
+            vec!["LINDEX", "l", &i],
+            vec!["ZRANGE", "z", &i, &j],
+            vec!["ZRANGE", "z", &i, &j, "REV", "WITHSCORES"],
+            vec!["ZREVRANGE", "z", &i, &j],
+            vec!["ZRANGE", "z", "-inf", "+inf", "BYSCORE", "LIMIT", &i, &j],
+            vec!["BITCOUNT", "b", &i, &j],
+            vec!["BITCOUNT", "b", &i, &j, "BIT"],
+            vec!["BITPOS", "b", "1", &i, &j],
+            vec!["BITPOS", "b", "0", &i, &j, "BIT"],
+            vec!["BITPOS", "b", "0", &i],
+            vec!["LPOS", "l", "c", "RANK", &i],
+            vec!["LPOS", "l", "c", "COUNT", &i, "MAXLEN", &j],
+            vec!["LPOS", "l", "c", "RANK", &i, "COUNT", &j],
+            vec!["GETBIT", "b", &i],
+            vec!["ZRANGESTORE", "dst", "z", &i, &j],
+            vec!["ZRANGE", "dst", "0", "-1"],
+            vec!["LSET", "l", &i, "x"],
+            vec!["LTRIM", "l", &i, &j],
+            vec!["LRANGE", "l", "0", "-1"],
+            vec!["ZREMRANGEBYRANK", "z", &i, &j],
+            vec!["ZRANGE", "z", "0", "-1"],
+            vec!["SETRANGE", "s2", &i, "xy"],
+            vec!["GET", "s2"],
+            vec!["SORT", "l", "ALPHA", "LIMIT", &i, &j],
+        ] {
+            commands.push(w(&c));
+        }
+    }
+    let mut mismatches = Vec::new();
+    for chunk in commands.chunks(400) {
+        for conn in [&mut pair.redis, &mut pair.redline] {
+            for command in chunk {
+                conn.send(command);
+            }
+        }
+        for command in chunk {
+            let want = show(&pair.redis.read().expect("redis reply"));
+            let got = show(&pair.redline.read().expect("redline reply"));
+            if want != got {
+                mismatches.push(format!("{command:?}: redis {want} / redline {got}"));
+            }
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} commands differ; first ones:\n{}",
+        mismatches.len(),
+        commands.len(),
+        mismatches[..mismatches.len().min(12)].join("\n")
     );
 }

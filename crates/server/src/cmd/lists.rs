@@ -400,8 +400,13 @@ fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let len = list.len();
     let from_tail = rank < 0;
-    let mut skip = rank.unsigned_abs() - 1;
+    // RANK -9223372036854775808: Redis negates it in a C long, where it stays negative,
+    // so the first match from the tail already counts, and COUNT's stop test overflows
+    // and never fires (every match within MAXLEN is returned).
+    let wrapped = rank == i64::MIN;
+    let mut skip = if wrapped { 0 } else { rank.unsigned_abs() - 1 };
     let want = match count {
+        Some(_) if wrapped => usize::MAX,
         Some(0) => usize::MAX,
         Some(n) => n as usize,
         None => 1,
