@@ -1541,6 +1541,12 @@ fn fixed_cases_match_redis() {
         &["ZSCAN", "z", "0", "MATCH", "**"],
         &["FLUSHDB"],
         &["SELECT", "0"],
+        // Lua numbers to integer replies, out-of-range ones included.
+        &[
+            "EVAL",
+            "return {1e20, math.huge, -math.huge, 2^63, -(2^63), 0/0, 3.99, -3.99, 2^62}",
+            "0",
+        ],
         &["CONFIG", "REWRITE"],
         &["ACL", "GETUSER", "default"],
         &["ACL", "GETUSER", "nobody"],

@@ -113,9 +113,12 @@ pub fn lua_to_reply(target: &mut ReplyTarget<'_>, value: &Value, depth: usize) {
     }
 }
 
-/// `(long long)` of a Lua number, as C converts it (saturating where C is undefined).
+/// `(long long)` of a Lua number as redis-server on x86-64 converts it (`cvttsd2si`):
+/// truncated toward zero, and the "integer indefinite" `i64::MIN` for NaN and for
+/// anything outside the range, `2^63` and `math.huge` included (C leaves it undefined).
 fn truncate(n: f64) -> i64 {
-    if n.is_nan() {
+    const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
+    if n.is_nan() || !(-TWO_POW_63..TWO_POW_63).contains(&n) {
         i64::MIN
     } else {
         n as i64
