@@ -2105,3 +2105,104 @@ fn ranges_and_indexes_match_redis() {
         mismatches[..mismatches.len().min(12)].join("\n")
     );
 }
+
+/// The libraries Redis gives scripts (`struct`, `bit`, `cmsgpack`) and the conversion
+/// of Lua numbers: results and error messages, misuse included, as on redis-server.
+#[test]
+fn script_libraries_match_redis() {
+    const SCRIPTS: &[&str] = &[
+        "return struct.pack('z')",
+        "return struct.unpack('s', 'abc')",
+        "return struct.pack('i', 'x')",
+        "return struct.pack('c')",
+        "return struct.unpack('>I4', 'ab')",
+        "return struct.size('s')",
+        "return struct.size('c0')",
+        "return struct.size('!4 b i d')",
+        "return struct.size('z')",
+        "return struct.pack('!3i', 1)",
+        "return {struct.unpack('>I2 <h b', struct.pack('>I2 <h b', 258, -2, -1))}",
+        "return struct.unpack('c0', 'abc')",
+        "return {struct.unpack('b c0', struct.pack('b c0', 3, 'abc'))}",
+        "return struct.pack('i33', 1)",
+        "return struct.unpack('x', 'a', 0)",
+        "return {struct.unpack('x', 'a', -1)}",
+        "return {struct.unpack('', 'a', -1)}",
+        "return struct.pack('>i8', -2)",
+        "return struct.pack('<I3', 70000)",
+        "return struct.pack('>d', 1.5)",
+        "return struct.pack('<f', 0.1)",
+        "return {struct.unpack('<f', struct.pack('<f', 0.1))}",
+        "return {struct.unpack('>d', struct.pack('>d', -2.25))}",
+        "return struct.pack('s', 'hi')",
+        "return {struct.unpack('s s', 'ab\\0cd\\0')}",
+        "return struct.pack('c3', 'ab')",
+        "return struct.pack('c2', 'abc')",
+        "return struct.pack('!8 b d', 1, 2)",
+        "return struct.pack('!2 b i', 1, 2)",
+        "return {struct.unpack('!4 b i', struct.pack('!4 b i', 1, 2))}",
+        "return struct.pack('I', 1e20)",
+        "return struct.pack('i', 0/0)",
+        "return struct.pack('I', -1)",
+        "return {struct.unpack('i10', string.rep('\\255', 10))}",
+        "return {struct.unpack('I10', string.rep('\\255', 10))}",
+        "return struct.pack('i10', -1)",
+        "return {struct.unpack('B', 'abc', 2)}",
+        "return {struct.unpack('B', 'abc', 3.7)}",
+        "return struct.pack('b', '12')",
+        "return struct.pack('s', 12)",
+        "return struct.pack('i99999999999', 1)",
+        "return struct.unpack()",
+        "return struct.pack()",
+        "return struct.size()",
+        "return struct.pack('l L T', -1, 2^63, 5)",
+        "return {struct.unpack('l', struct.pack('l', -5))}",
+        "return struct.size('i3 c5 x h')",
+        "return bit.band('x')",
+        "return bit.band({})",
+        "return cmsgpack.unpack({})",
+        "return bit.tohex(255, 0)",
+        "return bit.tohex(255, -2)",
+        "return bit.tohex(255, 12)",
+        "return bit.tohex(255, -2147483648)",
+        "return bit.tohex(255, nil)",
+        "return bit.tohex(255)",
+        "return bit.band('7', ' 0x3 ')",
+        "return bit.lshift(1)",
+        "return bit.tobit()",
+        "return bit.band(1, {})",
+        "return bit.bswap(1)",
+        "return bit.rol(1, 33)",
+        "return bit.tobit(2^31)",
+        "return bit.tobit(-2^31-1)",
+        "return bit.tobit(0.5)",
+        "return bit.tobit(1.5)",
+        "return bit.tobit(-0.5)",
+        "return bit.tobit(2.5)",
+        "return bit.tobit(2^53+3)",
+        "return bit.tobit(1e300)",
+        "return bit.tobit(0/0)",
+        "return bit.tobit(math.huge)",
+        "return bit.tobit(-2^52-7)",
+        "return bit.arshift(-256, 4)",
+        "return cmsgpack.unpack_limit('a')",
+        "return cmsgpack.unpack_one('a', 'x')",
+        "return {cmsgpack.unpack_one(cmsgpack.pack(1,2), 1.5)}",
+        "return cmsgpack.unpack()",
+        "return cmsgpack.unpack(12)",
+        "return cmsgpack.pack()",
+    ];
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let mut a = Conn::connect(redis.addr());
+    let mut b = Conn::connect(redline.addr);
+    let mut mismatches = Vec::new();
+    for script in SCRIPTS {
+        let x = show(&a.cmd(&["EVAL", script, "0"]));
+        let y = show(&b.cmd(&["EVAL", script, "0"]));
+        if x != y {
+            mismatches.push(format!("{script}\n  redis:   {x}\n  redline: {y}"));
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}

@@ -107,21 +107,9 @@ pub fn lua_to_reply(target: &mut ReplyTarget<'_>, value: &Value, depth: usize) {
             }
         }
         Value::Integer(n) => encode::write_integer(target.out, *n),
-        Value::Number(n) => encode::write_integer(target.out, truncate(*n)),
+        Value::Number(n) => encode::write_integer(target.out, super::args::c_cast_i64(*n)),
         Value::Table(t) => table_to_reply(target, t, depth),
         _ => encode::write_null_bulk(target.out, target.caller),
-    }
-}
-
-/// `(long long)` of a Lua number as redis-server on x86-64 converts it (`cvttsd2si`):
-/// truncated toward zero, and the "integer indefinite" `i64::MIN` for NaN and for
-/// anything outside the range, `2^63` and `math.huge` included (C leaves it undefined).
-fn truncate(n: f64) -> i64 {
-    const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
-    if n.is_nan() || !(-TWO_POW_63..TWO_POW_63).contains(&n) {
-        i64::MIN
-    } else {
-        n as i64
     }
 }
 

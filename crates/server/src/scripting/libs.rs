@@ -26,88 +26,80 @@ impl Default for JsonSettings {
     }
 }
 
-/// Installs `bit`, `cjson` and `cmsgpack` as globals.
+/// Installs `bit`, `cjson`, `cmsgpack` and `struct` as globals.
 pub fn install(lua: &Lua) -> mlua::Result<()> {
     let g = lua.globals();
     g.set("bit", bit(lua)?)?;
     g.set("cjson", cjson(lua)?)?;
     g.set("cmsgpack", super::msgpack::cmsgpack(lua)?)?;
+    g.set("struct", super::structlib::structlib(lua)?)?;
     Ok(())
 }
 
-/// LuaBitOp's normalisation: the number modulo 2^32, as a signed 32-bit integer.
-fn tobit(v: &Value) -> mlua::Result<i32> {
-    let n = match v {
-        Value::Integer(n) => *n as f64,
-        Value::Number(n) => *n,
-        Value::String(s) => s
-            .to_str()
-            .ok()
-            .and_then(|s| s.trim().parse::<f64>().ok())
-            .ok_or_else(|| mlua::Error::runtime("bad argument (number expected)"))?,
-        _ => {
-            return Err(mlua::Error::runtime(
-                "bad argument (number expected, got no value)",
-            ))
-        }
+/// LuaBitOp's `barg`: argument `n` of `func` modulo 2^32, as a signed 32-bit integer;
+/// anything Lua cannot read as a number is refused as LuaBitOp refuses it.
+fn barg(lua: &Lua, args: &[Value], n: usize, func: &str) -> mlua::Result<i32> {
+    let v = args.get(n - 1).cloned().unwrap_or(Value::Nil);
+    let Some(x) = lua.coerce_number(v)? else {
+        return Err(super::args::type_error(args, n, func, "number"));
     };
-    // LuaBitOp adds 2^52+2^51 and takes the low word: rounding to nearest, then wrap.
-    let wrapped = n.round().rem_euclid(4_294_967_296.0) as u64 as u32;
-    Ok(wrapped as i32)
-}
-
-fn first(args: &Variadic<Value>) -> mlua::Result<i32> {
-    tobit(args.first().unwrap_or(&Value::Nil))
+    // LuaBitOp adds 2^52+2^51 and takes the double's low 32 bits: rounding to nearest
+    // even, then wrapping (and whatever those bits hold for huge numbers, NaN or inf).
+    Ok((x + 6_755_399_441_055_744.0).to_bits() as u32 as i32)
 }
 
 fn bit(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    t.set(
-        "tobit",
-        lua.create_function(|_, a: Variadic<Value>| first(&a))?,
-    )?;
-    t.set(
-        "bnot",
-        lua.create_function(|_, a: Variadic<Value>| Ok(!first(&a)?))?,
-    )?;
-    let fold = |lua: &Lua, op: fn(i32, i32) -> i32| {
-        lua.create_function(move |_, a: Variadic<Value>| {
-            let mut acc = first(&a)?;
-            for v in a.iter().skip(1) {
-                acc = op(acc, tobit(v)?);
+    let unary = |name: &'static str, op: fn(i32) -> i32| {
+        lua.create_function(move |lua, a: Variadic<Value>| Ok(op(barg(lua, &a, 1, name)?)))
+    };
+    t.set("tobit", unary("tobit", |x| x)?)?;
+    t.set("bnot", unary("bnot", |x| !x)?)?;
+    t.set("bswap", unary("bswap", |x| (x as u32).swap_bytes() as i32)?)?;
+    let fold = |name: &'static str, op: fn(i32, i32) -> i32| {
+        lua.create_function(move |lua, a: Variadic<Value>| {
+            let mut acc = barg(lua, &a, 1, name)?;
+            for n in 2..=a.len() {
+                acc = op(acc, barg(lua, &a, n, name)?);
             }
             Ok(acc)
         })
     };
-    t.set("band", fold(lua, |x, y| x & y)?)?;
-    t.set("bor", fold(lua, |x, y| x | y)?)?;
-    t.set("bxor", fold(lua, |x, y| x ^ y)?)?;
-    let shift = |lua: &Lua, op: fn(i32, u32) -> i32| {
-        lua.create_function(move |_, a: Variadic<Value>| {
-            let x = first(&a)?;
-            let n = tobit(a.get(1).unwrap_or(&Value::Nil))? as u32 & 31;
+    t.set("band", fold("band", |x, y| x & y)?)?;
+    t.set("bor", fold("bor", |x, y| x | y)?)?;
+    t.set("bxor", fold("bxor", |x, y| x ^ y)?)?;
+    let shift = |name: &'static str, op: fn(i32, u32) -> i32| {
+        lua.create_function(move |lua, a: Variadic<Value>| {
+            let x = barg(lua, &a, 1, name)?;
+            let n = barg(lua, &a, 2, name)? as u32 & 31;
             Ok(op(x, n))
         })
     };
-    t.set("lshift", shift(lua, |x, n| ((x as u32) << n) as i32)?)?;
-    t.set("rshift", shift(lua, |x, n| ((x as u32) >> n) as i32)?)?;
-    t.set("arshift", shift(lua, |x, n| x >> n)?)?;
-    t.set("rol", shift(lua, |x, n| (x as u32).rotate_left(n) as i32)?)?;
-    t.set("ror", shift(lua, |x, n| (x as u32).rotate_right(n) as i32)?)?;
+    t.set("lshift", shift("lshift", |x, n| ((x as u32) << n) as i32)?)?;
+    t.set("rshift", shift("rshift", |x, n| ((x as u32) >> n) as i32)?)?;
+    t.set("arshift", shift("arshift", |x, n| x >> n)?)?;
     t.set(
-        "bswap",
-        lua.create_function(|_, a: Variadic<Value>| Ok((first(&a)? as u32).swap_bytes() as i32))?,
+        "rol",
+        shift("rol", |x, n| (x as u32).rotate_left(n) as i32)?,
+    )?;
+    t.set(
+        "ror",
+        shift("ror", |x, n| (x as u32).rotate_right(n) as i32)?,
     )?;
     t.set(
         "tohex",
-        lua.create_function(|_, a: Variadic<Value>| {
-            let x = first(&a)? as u32;
-            let n = match a.get(1) {
-                Some(v @ (Value::Integer(_) | Value::Number(_))) => tobit(v)?,
-                _ => 8,
+        lua.create_function(|lua, a: Variadic<Value>| {
+            let x = barg(lua, &a, 1, "tohex")? as u32;
+            // Absent: 8 digits; present (even nil), read as a number.
+            let n = if a.len() < 2 {
+                8
+            } else {
+                barg(lua, &a, 2, "tohex")?
             };
+            // Negative: upper case. i64, so -2147483648 negates (to more than 8).
+            let n = i64::from(n);
             let (upper, digits) = if n < 0 { (true, -n) } else { (false, n) };
-            let digits = digits.clamp(1, 8) as usize;
+            let digits = digits.min(8) as usize;
             let text = format!("{x:08x}");
             let text = &text[8 - digits..];
             Ok(if upper {

@@ -37,10 +37,12 @@
 //! a script's effects, so scripts need not be deterministic. Errors carry
 //! `script: <sha>, on @user_script:<line>.` as in Redis.
 
+mod args;
 mod convert;
 mod flags;
 mod libs;
 mod msgpack;
+mod structlib;
 mod turn;
 mod watchdog;
 

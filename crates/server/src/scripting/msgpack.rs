@@ -4,6 +4,8 @@
 
 use mlua::{Lua, Table, Value, Variadic};
 
+use super::args::{arg_error, check_integer, check_string, opt_integer};
+
 /// Tables nested deeper than this pack as nil (lua-cmsgpack's LUACMSGPACK_MAX_NESTING).
 const MAX_NESTING: usize = 16;
 
@@ -14,7 +16,8 @@ pub fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
         "pack",
         lua.create_function(|lua, args: Variadic<Value>| {
             if args.is_empty() {
-                return Err(mlua::Error::runtime("MessagePack pack needs input."));
+                // lua-cmsgpack reports it as argument 0.
+                return Err(arg_error(0, "pack", "MessagePack pack needs input."));
             }
             let mut out = Vec::new();
             for v in args.iter() {
@@ -25,8 +28,8 @@ pub fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
     )?;
     t.set(
         "unpack",
-        lua.create_function(|lua, data: mlua::String| {
-            let bytes = data.as_bytes();
+        lua.create_function(|lua, args: Variadic<Value>| {
+            let bytes = check_string(lua, &args, 1, "unpack")?;
             let mut pos = 0;
             let mut values = Vec::new();
             while pos < bytes.len() {
@@ -37,17 +40,22 @@ pub fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
     )?;
     t.set(
         "unpack_one",
-        lua.create_function(|lua, (data, offset): (mlua::String, Option<i64>)| {
-            unpack_limited(lua, &data.as_bytes(), 1, offset.unwrap_or(0))
+        lua.create_function(|lua, args: Variadic<Value>| {
+            const F: &str = "unpack_one";
+            let data = check_string(lua, &args, 1, F)?;
+            let offset = opt_integer(lua, &args, 2, F, 0)?;
+            unpack_limited(lua, &data, 1, offset)
         })?,
     )?;
     t.set(
         "unpack_limit",
-        lua.create_function(
-            |lua, (data, limit, offset): (mlua::String, i64, Option<i64>)| {
-                unpack_limited(lua, &data.as_bytes(), limit, offset.unwrap_or(0))
-            },
-        )?,
+        lua.create_function(|lua, args: Variadic<Value>| {
+            const F: &str = "unpack_limit";
+            let data = check_string(lua, &args, 1, F)?;
+            let limit = check_integer(lua, &args, 2, F)?;
+            let offset = opt_integer(lua, &args, 3, F, 0)?;
+            unpack_limited(lua, &data, limit, offset)
+        })?,
     )?;
     Ok(t)
 }

@@ -28,6 +28,13 @@ function state.handler(err)
       err = {err = marked}
     elseif counted then
       err = {err = counted, ignore_error_stats_update = true}
+    elseif type(err) == 'userdata' then
+      -- A library function written in Rust failed (bit, cjson, cmsgpack, struct):
+      -- keep its message, without mlua's prefix and traceback, and say where the
+      -- script called it, as luaL_error does for C libraries.
+      text = text:gsub('\nstack traceback:.*$', ''):gsub('^runtime error: ', '')
+      local where = info and (info.short_src .. ':' .. info.currentline .. ': ') or ''
+      err = {err = 'ERR ' .. where .. text}
     else
       err = {err = 'ERR ' .. text}
     end
