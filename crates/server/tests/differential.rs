@@ -2106,7 +2106,7 @@ fn ranges_and_indexes_match_redis() {
     );
 }
 
-/// The libraries Redis gives scripts (`struct`, `bit`, `cmsgpack`) and the conversion
+/// The libraries Redis gives scripts (`struct`, `bit`, `cmsgpack`, `cjson`) and the conversion
 /// of Lua numbers: results and error messages, misuse included, as on redis-server.
 #[test]
 fn script_libraries_match_redis() {
@@ -2191,6 +2191,44 @@ fn script_libraries_match_redis() {
         "return cmsgpack.unpack()",
         "return cmsgpack.unpack(12)",
         "return cmsgpack.pack()",
+        "return cjson.encode({1,2,3})",
+        "return cjson.encode({a=1})",
+        "return cjson.encode({1,nil,3})",
+        "return cjson.encode({[1]=1,[2]=2,[4]=4})",
+        "return cjson.encode({[1]=1,[12]=2})",
+        "return cjson.encode({[1]=1,[2]=2,[11]=4})",
+        "return cjson.encode({[1]=1,[3]=2})",
+        "return cjson.encode({[0]=1})",
+        "return cjson.encode({[1]=1, a=2})",
+        "return cjson.encode({[2.5]=1})",
+        "return cjson.encode({[-1]=1})",
+        "return cjson.encode({1e300})",
+        "return cjson.encode({[true]=1})",
+        "return cjson.encode(0.1)",
+        "return cjson.encode(1/3)",
+        "return cjson.encode(1e20)",
+        "return cjson.encode(123456789012345)",
+        "return cjson.encode(2^53)",
+        "return cjson.encode(100)",
+        "return cjson.encode(-0)",
+        "return cjson.encode('a/b\"c\\\\d\\n\\t\\1')",
+        "return cjson.encode(string.char(127, 0, 31, 8, 12, 13, 200, 255))",
+        "return cjson.encode({})",
+        "return cjson.encode(cjson.null)",
+        "return cjson.encode(true)",
+        "return cjson.encode(0/0)",
+        "return cjson.encode(math.huge)",
+        "return cjson.encode({['1']=1})",
+        "return cjson.encode({{{{{}}}}})",
+        "return cjson.encode(function() end)",
+        "return cjson.encode({f=function() end})",
+        "return cjson.decode('[1,2,3]')[3]",
+        "return cjson.decode('1e2')",
+        "return cjson.decode('\"\\\\u00e9\"')",
+        "return cjson.decode('  [1]  ')[1]",
+        "return type(cjson.decode('{}'))",
+        "return cjson.encode(cjson.decode('{\"a\":1.5e300}'))",
+        "return cjson.encode(cjson.decode('[1,2,{\"a\":[true,false,null]}]'))",
     ];
     let redis = RedisServer::start().expect("redis-server");
     let redline = Redline::start();

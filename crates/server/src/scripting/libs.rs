@@ -122,14 +122,14 @@ fn cjson(lua: &Lua) -> mlua::Result<Table> {
     let s = settings.clone();
     t.set(
         "encode",
-        lua.create_function(move |_, v: Value| {
-            let mut out = String::new();
+        lua.create_function(move |lua, v: Value| {
+            let mut out = Vec::new();
             let limits = EncodeLimits {
                 max_depth: s.encode_max_depth.load(Ordering::Relaxed),
                 invalid_numbers: s.encode_invalid_numbers.load(Ordering::Relaxed),
             };
             encode_json(&v, &mut out, 1, &limits).map_err(mlua::Error::runtime)?;
-            Ok(out)
+            lua.create_string(&out)
         })?,
     )?;
     let s = settings.clone();
@@ -222,7 +222,7 @@ const MAX_JSON_DEPTH: usize = 1000;
 
 fn encode_json(
     v: &Value,
-    out: &mut String,
+    out: &mut Vec<u8>,
     depth: usize,
     limits: &EncodeLimits,
 ) -> Result<(), String> {
@@ -234,70 +234,52 @@ fn encode_json(
         ));
     }
     match v {
-        Value::Nil => out.push_str("null"),
-        Value::LightUserData(_) => out.push_str("null"),
-        Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Integer(n) => out.push_str(&n.to_string()),
-        Value::Number(n) => {
-            if !n.is_finite() {
-                if !limits.invalid_numbers {
-                    return Err("Cannot serialise number: must not be NaN or Inf".into());
-                }
-                out.push_str(if n.is_nan() {
-                    "nan"
-                } else if *n > 0.0 {
-                    "inf"
-                } else {
-                    "-inf"
-                });
-            } else {
-                out.push_str(&crate::cmd::float::fmt_g(*n, 14));
-            }
-        }
-        Value::String(s) => {
-            let text = String::from_utf8_lossy(&s.as_bytes()).into_owned();
-            out.push_str(&serde_json::Value::String(text).to_string());
-        }
-        Value::Table(t) => {
-            let len = t.raw_len();
-            let pairs = t.pairs::<Value, Value>().count();
-            if len > 0 && pairs == len {
-                out.push('[');
+        Value::Nil | Value::LightUserData(_) => out.extend_from_slice(b"null"),
+        Value::Boolean(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        Value::Integer(n) => encode_number(*n as f64, out, limits)?,
+        Value::Number(n) => encode_number(*n, out, limits)?,
+        Value::String(s) => encode_string(&s.as_bytes(), out),
+        Value::Table(t) => match array_length(t)? {
+            Some(len) => {
+                out.push(b'[');
                 for i in 1..=len {
                     if i > 1 {
-                        out.push(',');
+                        out.push(b',');
                     }
                     let item: Value = t.raw_get(i).map_err(|e| e.to_string())?;
                     encode_json(&item, out, depth + 1, limits)?;
                 }
-                out.push(']');
-            } else {
-                out.push('{');
-                let mut firstp = true;
+                out.push(b']');
+            }
+            None => {
+                out.push(b'{');
+                let mut first = true;
                 for pair in t.pairs::<Value, Value>() {
                     let (k, item) = pair.map_err(|e| e.to_string())?;
-                    let key = match &k {
-                        Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
-                        Value::Integer(n) => n.to_string(),
-                        Value::Number(n) => crate::cmd::float::fmt_g(*n, 14),
-                        _ => {
-                            return Err(
-                                "Cannot serialise table: table key must be a number or string"
-                                    .into(),
-                            )
-                        }
-                    };
-                    if !firstp {
-                        out.push(',');
+                    if !first {
+                        out.push(b',');
                     }
-                    firstp = false;
-                    out.push_str(&serde_json::Value::String(key).to_string());
-                    out.push(':');
+                    first = false;
+                    match &k {
+                        Value::String(s) => encode_string(&s.as_bytes(), out),
+                        Value::Integer(_) | Value::Number(_) => {
+                            out.push(b'"');
+                            encode_json(&k, out, depth + 1, limits)?;
+                            out.push(b'"');
+                        }
+                        other => {
+                            return Err(format!(
+                                "Cannot serialise {}: table key must be a number or string",
+                                other.type_name()
+                            ))
+                        }
+                    }
+                    out.push(b':');
                     encode_json(&item, out, depth + 1, limits)?;
                 }
-                out.push('}');
+                out.push(b'}');
             }
-        }
+        },
         other => {
             return Err(format!(
                 "Cannot serialise {}: type not supported",
@@ -306,6 +288,75 @@ fn encode_json(
         }
     }
     Ok(())
+}
+
+/// Lua CJSON's numbers: `%.14g`; NaN and infinities only when allowed.
+fn encode_number(n: f64, out: &mut Vec<u8>, limits: &EncodeLimits) -> Result<(), String> {
+    if n.is_finite() {
+        out.extend_from_slice(crate::cmd::float::fmt_g(n, 14).as_bytes());
+        return Ok(());
+    }
+    if !limits.invalid_numbers {
+        return Err("Cannot serialise number: must not be NaN or Inf".into());
+    }
+    let text: &[u8] = if n.is_nan() {
+        b"nan"
+    } else if n > 0.0 {
+        b"inf"
+    } else {
+        b"-inf"
+    };
+    out.extend_from_slice(text);
+    Ok(())
+}
+
+/// Lua CJSON's strings: bytes as they are (no UTF-8 check), with `"`, `\`, `/` and the
+/// control characters (and DEL) escaped as its table escapes them.
+fn encode_string(s: &[u8], out: &mut Vec<u8>) {
+    out.push(b'"');
+    for &c in s {
+        match c {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'/' => out.extend_from_slice(b"\\/"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            c if c < 0x20 || c == 0x7f => {
+                out.extend_from_slice(format!("\\u{:04x}", c).as_bytes());
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(b'"');
+}
+
+/// Lua CJSON's `lua_array_length`: `Some(n)` when every key is an integer from 1 (holes
+/// become nulls up to the largest, n > 0), `None` for an object (or an empty table);
+/// an array that is mostly holes is refused.
+fn array_length(t: &Table) -> Result<Option<usize>, String> {
+    let mut max = 0usize;
+    let mut items = 0usize;
+    for pair in t.pairs::<Value, Value>() {
+        let (k, _) = pair.map_err(|e| e.to_string())?;
+        let k = match k {
+            Value::Integer(k) => k as f64,
+            Value::Number(k) => k,
+            _ => return Ok(None),
+        };
+        if k < 1.0 || k.floor() != k {
+            return Ok(None);
+        }
+        max = max.max(k as usize);
+        items += 1;
+    }
+    // encode_sparse_ratio 2, encode_sparse_safe 10, encode_sparse_convert off.
+    if max > items * 2 && max > 10 {
+        return Err("Cannot serialise table: excessively sparse array".into());
+    }
+    Ok((max > 0).then_some(max))
 }
 
 fn decode_json(lua: &Lua, v: &serde_json::Value, depth: usize) -> mlua::Result<Value> {
