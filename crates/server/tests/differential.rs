@@ -1539,6 +1539,12 @@ fn fixed_cases_match_redis() {
         &["ZADD", "z", "1", ""],
         &["ZSCAN", "z", "0", "MATCH", "*"],
         &["ZSCAN", "z", "0", "MATCH", "**"],
+        // Score bounds as strtod reads them: "" is 0, a lone space is not a number.
+        &["ZADD", "zb", "0", "a", "1", "b"],
+        &["ZRANGEBYSCORE", "zb", "", "1"],
+        &["ZRANGEBYSCORE", "zb", "(", "1"],
+        &["ZCOUNT", "zb", " ", "5"],
+        &["ZCOUNT", "zb", " 0x0", "1e999"],
         &["FLUSHDB"],
         &["SELECT", "0"],
         // Lua numbers to integer replies, out-of-range ones included.

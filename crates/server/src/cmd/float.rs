@@ -66,10 +66,11 @@ pub fn parse_f64(bytes: &[u8]) -> Option<f64> {
 }
 
 /// A score range bound as Redis's `zslParseRange` reads it: the whole text read by
-/// `strtod` (which skips leading spaces), not NaN; out-of-range values saturate.
+/// `strtod` (which skips leading spaces), not NaN; out-of-range values saturate, and
+/// the empty text reads as 0 (strtod stops at once, at the end).
 pub fn parse_range_f64(bytes: &[u8]) -> Option<f64> {
     let read = strtod(bytes);
-    (read.len == bytes.len() && !bytes.is_empty() && !read.value.is_nan()).then_some(read.value)
+    (read.len == bytes.len() && !read.value.is_nan()).then_some(read.value)
 }
 
 /// A SORT weight as Redis reads it: the whole text read by `strtod`, no range error at
@@ -333,6 +334,9 @@ mod tests {
         assert_eq!(parse_f64(b"1e-400"), None);
         assert_eq!(parse_f64(b"1e-310"), Some(1e-310));
         assert_eq!(parse_range_f64(b" 1e400"), Some(f64::INFINITY));
+        assert_eq!(parse_range_f64(b""), Some(0.0));
+        assert_eq!(parse_range_f64(b" "), None);
+        assert_eq!(parse_sort_f64(b""), Some(0.0));
         assert_eq!(parse_sort_f64(b"1e-310"), None);
         assert_eq!(parse_f64(b"1.5"), Some(1.5));
         assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
