@@ -986,6 +986,49 @@ struct Pair {
     redline: Conn,
 }
 
+impl Pair {
+    /// Sends `commands` to both servers, `chunk` at a time pipelined, and describes each
+    /// reply that differs (compared after `normalise`).
+    fn differences<A: AsRef<[u8]>>(&mut self, commands: &[Vec<A>], chunk: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        for part in commands.chunks(chunk) {
+            for conn in [&mut self.redis, &mut self.redline] {
+                for command in part {
+                    conn.send(command);
+                }
+            }
+            for command in part {
+                let owned: Vec<Vec<u8>> = command.iter().map(|a| a.as_ref().to_vec()).collect();
+                let want = normalise(&owned, self.redis.read().expect("redis reply"));
+                let got = normalise(&owned, self.redline.read().expect("redline reply"));
+                if want != got {
+                    let short = |s: &str| s.chars().take(160).collect::<String>();
+                    let shown: Vec<String> = owned
+                        .iter()
+                        .map(|a| short(&String::from_utf8_lossy(a)))
+                        .collect();
+                    out.push(format!(
+                        "{shown:?}: redis {} / redline {}",
+                        short(&want),
+                        short(&got)
+                    ));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Fails with the first few differences, if there are any.
+fn assert_same(differences: &[String], total: usize, what: &str) {
+    assert!(
+        differences.is_empty(),
+        "{} of {total} {what} differ; first ones:\n{}",
+        differences.len(),
+        differences[..differences.len().min(10)].join("\n")
+    );
+}
+
 /// Runs commands on both servers and returns the first mismatch, if any.
 /// The inline form of a command (`SET k v\r\n`) when every argument is a plain word.
 fn inline(command: &[Vec<u8>]) -> Option<Vec<u8>> {
@@ -1822,34 +1865,11 @@ fn glob_patterns_match_as_redis() {
                 .collect()
         })
         .collect();
-    let mut mismatches = Vec::new();
-    for chunk in patterns.chunks(250) {
-        for conn in [&mut pair.redis, &mut pair.redline] {
-            for pattern in chunk {
-                conn.send(&[&b"KEYS"[..], pattern]);
-            }
-        }
-        for pattern in chunk {
-            let command = vec![b"KEYS".to_vec(), pattern.clone()];
-            let want = normalise(&command, pair.redis.read().expect("redis reply"));
-            let got = normalise(&command, pair.redline.read().expect("redline reply"));
-            if want != got {
-                let short = |s: &str| s.chars().take(160).collect::<String>();
-                mismatches.push(format!(
-                    "{:?}: redis {} / redline {}",
-                    String::from_utf8_lossy(pattern),
-                    short(&want),
-                    short(&got)
-                ));
-            }
-        }
-    }
-    assert!(
-        mismatches.is_empty(),
-        "{} of {} patterns differ; first ones:\n{}",
-        mismatches.len(),
-        patterns.len(),
-        mismatches[..mismatches.len().min(8)].join("\n")
+    let commands: Vec<Vec<&[u8]>> = patterns.iter().map(|p| vec![&b"KEYS"[..], p]).collect();
+    assert_same(
+        &pair.differences(&commands, 250),
+        commands.len(),
+        "patterns",
     );
 }
 
@@ -1881,31 +1901,10 @@ fn float_replies_match_redis() {
         commands.push(vec![w("ZINCRBY"), w("z"), b.clone(), w("m")]);
         commands.push(vec![w("ZRANGEBYSCORE"), w("z"), a, b, w("WITHSCORES")]);
     }
-    let mut mismatches = Vec::new();
-    for chunk in commands.chunks(500) {
-        for conn in [&mut pair.redis, &mut pair.redline] {
-            for command in chunk {
-                conn.send(command);
-            }
-        }
-        for command in chunk {
-            let want = show(&pair.redis.read().expect("redis reply"));
-            let got = show(&pair.redline.read().expect("redline reply"));
-            if want != got {
-                let shown: Vec<String> = command
-                    .iter()
-                    .map(|a| String::from_utf8_lossy(a).into_owned())
-                    .collect();
-                mismatches.push(format!("{shown:?}: redis {want} / redline {got}"));
-            }
-        }
-    }
-    assert!(
-        mismatches.is_empty(),
-        "{} of {} commands differ; first ones:\n{}",
-        mismatches.len(),
+    assert_same(
+        &pair.differences(&commands, 500),
         commands.len(),
-        mismatches[..mismatches.len().min(12)].join("\n")
+        "commands",
     );
 }
 
@@ -2006,12 +2005,7 @@ fn inline_commands_split_as_redis() {
             ));
         }
     }
-    assert!(
-        mismatches.is_empty(),
-        "{} of {cases} lines differ; first ones:\n{}",
-        mismatches.len(),
-        mismatches[..mismatches.len().min(10)].join("\n")
-    );
+    assert_same(&mismatches, cases, "lines");
 }
 
 /// Index and range arguments (negative, out of range, extreme, not numbers) in every
@@ -2088,27 +2082,10 @@ fn ranges_and_indexes_match_redis() {
             commands.push(w(&c));
         }
     }
-    let mut mismatches = Vec::new();
-    for chunk in commands.chunks(400) {
-        for conn in [&mut pair.redis, &mut pair.redline] {
-            for command in chunk {
-                conn.send(command);
-            }
-        }
-        for command in chunk {
-            let want = show(&pair.redis.read().expect("redis reply"));
-            let got = show(&pair.redline.read().expect("redline reply"));
-            if want != got {
-                mismatches.push(format!("{command:?}: redis {want} / redline {got}"));
-            }
-        }
-    }
-    assert!(
-        mismatches.is_empty(),
-        "{} of {} commands differ; first ones:\n{}",
-        mismatches.len(),
+    assert_same(
+        &pair.differences(&commands, 400),
         commands.len(),
-        mismatches[..mismatches.len().min(12)].join("\n")
+        "commands",
     );
 }
 

@@ -384,9 +384,13 @@ mod tests {
         b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n",
     ];
 
-    fn requests() -> impl Strategy<Value = Vec<u8>> {
-        proptest::collection::vec(proptest::sample::select(PIECES), 0..24)
-            .prop_map(|pieces| pieces.concat())
+    /// Random concatenations of up to `max` of `pieces`.
+    fn concatenations(
+        pieces: &'static [&'static [u8]],
+        max: usize,
+    ) -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(proptest::sample::select(pieces), 0..max)
+            .prop_map(|chosen| chosen.concat())
     }
 
     proptest! {
@@ -395,7 +399,7 @@ mod tests {
         /// rules) accepts whole, or the server would get bytes it refuses, on a
         /// connection other clients share.
         #[test]
-        fn scanner_accepts_only_what_the_decoder_accepts(input in requests()) {
+        fn scanner_accepts_only_what_the_decoder_accepts(input in concatenations(PIECES, 24)) {
             let mut scanner = Scanner::new(Side::Request);
             if let (Ok(Some(end)), Some(b'*')) = (scanner.next(&input), input.first()) {
                 let mut one = BytesMut::from(&input[..end]);
@@ -481,18 +485,13 @@ mod tests {
         b"x",
     ];
 
-    fn replies() -> impl Strategy<Value = Vec<u8>> {
-        proptest::collection::vec(proptest::sample::select(REPLY_PIECES), 0..16)
-            .prop_map(|pieces| pieces.concat())
-    }
-
     proptest! {
         /// The pinned relay pairs replies with commands by the scanner's boundaries:
         /// every frame the parser reads must be one frame to the scanner, of the same
         /// length. (The scanner does not check what a simple line holds, `:-0` say; it
         /// only has to end it where the parser does.)
         #[test]
-        fn reply_boundaries_are_the_parsers(input in replies()) {
+        fn reply_boundaries_are_the_parsers(input in concatenations(REPLY_PIECES, 16)) {
             let mut buf = BytesMut::from(&input[..]);
             if let Ok(Some(_)) = redline_resp::parse(&mut buf) {
                 let len = input.len() - buf.len();
