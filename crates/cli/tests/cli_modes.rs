@@ -283,7 +283,18 @@ fn subscribe_output(
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
-    let _ = child.wait();
+    // A process started with SIGINT ignored (a background job of a shell without job
+    // control) keeps running: stop it after a while instead of hanging the test.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut stopped = matches!(child.try_wait(), Ok(Some(_)));
+    while !stopped && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        stopped = matches!(child.try_wait(), Ok(Some(_)));
+    }
+    if !stopped {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
     reader.join().unwrap();
     let out = text(&printed.lock().unwrap());
     out
