@@ -1019,6 +1019,18 @@ impl Pair {
     }
 }
 
+/// A fresh redis-server and redline-server (kept alive by the caller), and a connection
+/// to each.
+fn start_pair() -> (RedisServer, Redline, Pair) {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let pair = Pair {
+        redis: Conn::connect(redis.addr()),
+        redline: Conn::connect(redline.addr),
+    };
+    (redis, redline, pair)
+}
+
 /// Fails with the first few differences, if there are any.
 fn assert_same(differences: &[String], total: usize, what: &str) {
     assert!(
@@ -1831,12 +1843,7 @@ fn stream_cases_match_redis() {
 fn glob_patterns_match_as_redis() {
     const KEY_ALPHABET: &[u8] = b"abA-[]\\^";
     const PATTERN_ALPHABET: &[u8] = b"abA-[]\\^*?";
-    let redis = RedisServer::start().expect("redis-server");
-    let redline = Redline::start();
-    let mut pair = Pair {
-        redis: Conn::connect(redis.addr()),
-        redline: Conn::connect(redline.addr),
-    };
+    let (_redis, _redline, mut pair) = start_pair();
     let mut keys: Vec<Vec<u8>> = vec![Vec::new()];
     for len in 1..=3 {
         let mut next = Vec::new();
@@ -1879,12 +1886,7 @@ fn glob_patterns_match_as_redis() {
 /// writes with `%.17Lg`/`%.17g`; every reply must be the same.
 #[test]
 fn float_replies_match_redis() {
-    let redis = RedisServer::start().expect("redis-server");
-    let redline = Redline::start();
-    let mut pair = Pair {
-        redis: Conn::connect(redis.addr()),
-        redline: Conn::connect(redline.addr),
-    };
+    let (_redis, _redline, mut pair) = start_pair();
     let mut rng = fastrand::Rng::with_seed(11);
     let mut commands: Vec<Vec<Vec<u8>>> = Vec::new();
     for _ in 0..2000 {
@@ -2033,12 +2035,7 @@ fn ranges_and_indexes_match_redis() {
         "01",
         "",
     ];
-    let redis = RedisServer::start().expect("redis-server");
-    let redline = Redline::start();
-    let mut pair = Pair {
-        redis: Conn::connect(redis.addr()),
-        redline: Conn::connect(redline.addr),
-    };
+    let (_redis, _redline, mut pair) = start_pair();
     let mut rng = fastrand::Rng::with_seed(3);
     let mut pick = || INDEXES[rng.usize(..INDEXES.len())].to_owned();
     let mut commands: Vec<Vec<String>> = Vec::new();
