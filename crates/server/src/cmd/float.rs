@@ -179,11 +179,10 @@ pub fn strtod(text: &[u8]) -> Strtod {
     if int + frac == 0 {
         return none;
     }
+    let nonzero = rest[..end].iter().any(|c| (b'1'..=b'9').contains(c));
     if matches!(rest.get(end), Some(b'e' | b'E')) {
-        let sign = usize::from(matches!(rest.get(end + 1), Some(b'+' | b'-')));
-        let exp = digits(end + 1 + sign);
-        if exp > 0 {
-            end += 1 + sign + exp;
+        if let Some((_, len)) = exponent(&rest[end + 1..]) {
+            end += 1 + len;
         }
     }
     // ASCII digits, point, sign and exponent only: valid UTF-8 that Rust parses.
@@ -191,9 +190,6 @@ pub fn strtod(text: &[u8]) -> Strtod {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0.0);
-    let nonzero = rest[..int + frac + usize::from(frac > 0 || rest.get(int) == Some(&b'.'))]
-        .iter()
-        .any(|c| (b'1'..=b'9').contains(c));
     let range_error =
         value.is_infinite() || (nonzero && (value == 0.0 || value.abs() < f64::MIN_POSITIVE));
     Strtod {
@@ -201,6 +197,26 @@ pub fn strtod(text: &[u8]) -> Strtod {
         len: i + end,
         range_error,
     }
+}
+
+/// An exponent after its `e` or `p`: an optional sign and at least one digit, read as
+/// strtod reads it (saturating: huge exponents still mean overflow or underflow), and
+/// how many bytes it took; `None` when no digit follows, and strtod ends the number
+/// before the `e`.
+pub(crate) fn exponent(text: &[u8]) -> Option<(i64, usize)> {
+    let sign = usize::from(matches!(text.first(), Some(b'+' | b'-')));
+    let digits = text[sign.min(text.len())..]
+        .iter()
+        .take_while(|c| c.is_ascii_digit())
+        .count();
+    if digits == 0 {
+        return None;
+    }
+    let value = text[sign..sign + digits].iter().fold(0i64, |acc, &d| {
+        acc.saturating_mul(10).saturating_add(i64::from(d - b'0'))
+    });
+    let value = if text[0] == b'-' { -value } else { value };
+    Some((value, sign + digits))
 }
 
 /// The digits of a hex float after `0x`: its magnitude, the bytes read and whether it is
@@ -237,18 +253,9 @@ fn hex_float(text: &[u8]) -> (f64, usize, bool) {
         i += 1;
     }
     if matches!(text.get(i), Some(b'p' | b'P')) {
-        let sign = usize::from(matches!(text.get(i + 1), Some(b'+' | b'-')));
-        let n = text[(i + 1 + sign).min(text.len())..]
-            .iter()
-            .take_while(|c| c.is_ascii_digit())
-            .count();
-        if n > 0 {
-            let digits = &text[i + 1 + sign..i + 1 + sign + n];
-            let e = digits.iter().fold(0i64, |acc, &d| {
-                acc.saturating_mul(10).saturating_add(i64::from(d - b'0'))
-            });
-            exp2 = exp2.saturating_add(if text[i + 1] == b'-' { -e } else { e });
-            i += 1 + sign + n;
+        if let Some((e, len)) = exponent(&text[i + 1..]) {
+            exp2 = exp2.saturating_add(e);
+            i += 1 + len;
         }
     }
     if mantissa == 0 {

@@ -271,19 +271,12 @@ fn parse_hex(negative: bool, hex: &[u8]) -> Option<Parsed> {
         return None;
     }
     if i < hex.len() {
-        let exponent = hex[i..].strip_prefix(b"p")?;
-        let (minus, digits_text) = match exponent.first() {
-            Some(b'-') => (true, &exponent[1..]),
-            Some(b'+') => (false, &exponent[1..]),
-            _ => (false, exponent),
-        };
-        if digits_text.is_empty() || !digits_text.iter().all(u8::is_ascii_digit) {
+        let after = hex[i..].strip_prefix(b"p")?;
+        let (e, len) = super::float::exponent(after)?;
+        if len != after.len() {
             return None;
         }
-        let e = digits_text.iter().fold(0i64, |acc, &d| {
-            acc.saturating_mul(10).saturating_add(i64::from(d - b'0'))
-        });
-        exp2 = exp2.saturating_add(if minus { -e } else { e });
+        exp2 = exp2.saturating_add(e);
     }
     if digits.is_zero() {
         return Some(Parsed::Finite(LongDouble {
