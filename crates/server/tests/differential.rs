@@ -1600,6 +1600,14 @@ fn fixed_cases_match_redis() {
         &["ZRANGEBYSCORE", "zb", "(", "1"],
         &["ZCOUNT", "zb", " ", "5"],
         &["ZCOUNT", "zb", " 0x0", "1e999"],
+        // Exponents without digits end the number at the `e`: not all of it is read.
+        &["SET", "fx", "1"],
+        &["INCRBYFLOAT", "fx", "0e-"],
+        &["INCRBYFLOAT", "fx", "1e+"],
+        &["INCRBYFLOAT", "fx", "0e-99999999999999999999"],
+        &["INCRBYFLOAT", "fx", "1e99999999999999999999"],
+        &["INCRBYFLOAT", "fx", "1E5"],
+        &["ZADD", "zb", "0e-", "c"],
         &["FLUSHDB"],
         &["SELECT", "0"],
         // Lua numbers to integer replies, out-of-range ones included.

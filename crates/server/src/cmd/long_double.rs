@@ -409,21 +409,12 @@ impl LongDouble {
             if body[i] != b'e' && body[i] != b'E' {
                 return None;
             }
-            let rest = std::str::from_utf8(&body[i + 1..]).ok()?;
-            if rest.is_empty() || rest.starts_with('+') && rest.len() == 1 {
+            // The exponent must be all that is left (`1e-` ends the number at the `e`).
+            let after = &body[i + 1..];
+            let (e, len) = super::float::exponent(after)?;
+            if len != after.len() {
                 return None;
             }
-            let e: i64 = rest.parse().ok().or_else(|| {
-                // Absurd exponents still mean overflow or underflow.
-                rest.trim_start_matches(['+', '-'])
-                    .bytes()
-                    .all(|c| c.is_ascii_digit())
-                    .then_some(if rest.starts_with('-') {
-                        -100_000
-                    } else {
-                        100_000
-                    })
-            })?;
             exp10 = exp10.saturating_add(e);
         }
         if digits.is_zero() {
@@ -594,6 +585,10 @@ mod tests {
         assert_eq!(incr("1", "0x1p+2"), "5");
         assert!(incr_by_float(b"1", b"0x1p").is_err());
         assert!(incr_by_float(b"1", b"0x").is_err());
+        // strtold stops before an exponent without digits, so the text is not all read.
+        assert!(incr_by_float(b"1", b"0e-").is_err());
+        assert!(incr_by_float(b"1", b"1e+").is_err());
+        assert_eq!(incr("1", "0e-99999999999999999999"), "1");
     }
 
     #[test]
