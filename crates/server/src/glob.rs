@@ -5,7 +5,7 @@
 ///
 /// As in Redis, the empty string matches only the empty pattern (not even `*`):
 /// `PUBLISH ""` reaches no `PSUBSCRIBE *`. Commands where Redis lets `*` match
-/// everything skip the match instead ([`match_filter`], KEYS).
+/// everything skip the match instead ([`match_filter`]).
 pub fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
     if string.is_empty() {
         return pattern.is_empty();
@@ -103,8 +103,9 @@ pub fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
     pattern[p..].iter().all(|&c| c == b'*')
 }
 
-/// A SCAN-family `MATCH` argument as Redis uses it: `*` means no filter at all, so it
-/// also returns empty keys, fields and members, which `glob_match` would not.
+/// A KEYS pattern or SCAN-family `MATCH` argument as Redis uses it: `*` means no filter
+/// at all, so it also returns empty keys, fields and members, which `glob_match` would
+/// not.
 pub fn match_filter(pattern: &[u8]) -> Option<&[u8]> {
     (pattern != b"*").then_some(pattern)
 }

@@ -113,13 +113,12 @@ fn type_of(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn keys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let pattern = &args[1];
-    let all = &pattern[..] == b"*";
+    let pattern = crate::glob::match_filter(&args[1]);
     let db = ctx.db();
     let mut found: Vec<Vec<u8>> = Vec::new();
     for i in 0..db.shard_count() {
         ctx.lock_index(i).for_each_live(|key, _| {
-            if all || glob_match(pattern, key, false) {
+            if pattern.is_none_or(|p| glob_match(p, key, false)) {
                 found.push(key.to_vec());
             }
         });

@@ -149,12 +149,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
             let mut score = 0.0;
             if !alpha {
                 if let Some(v) = &by {
-                    score = std::str::from_utf8(v)
-                        .ok()
-                        .and_then(parse_sort_double)
-                        .ok_or(CmdError::Static(
-                            "ERR One or more scores can't be converted into double",
-                        ))?;
+                    score = parse_sort_f64(v).ok_or(CmdError::Static(
+                        "ERR One or more scores can't be converted into double",
+                    ))?;
                 }
             }
             keyed.push((e, by, score));
@@ -224,11 +221,6 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
         }
     }
     Ok(())
-}
-
-/// `strtod` as SORT uses it: the whole text must be a number, not NaN, in range.
-fn parse_sort_double(text: &str) -> Option<f64> {
-    parse_sort_f64(text.as_bytes())
 }
 
 /// `strcoll` in the C locale: bytes compared up to the first NUL.
