@@ -41,13 +41,12 @@ pub fn opt_integer(
     }
 }
 
-/// `luaL_checklstring`: strings, and numbers as Lua prints them.
-pub fn check_string(lua: &Lua, args: &[Value], n: usize, func: &str) -> mlua::Result<Vec<u8>> {
+/// `luaL_checklstring`: strings (the Lua string itself, not a copy), and numbers as Lua
+/// prints them.
+pub fn check_string(lua: &Lua, args: &[Value], n: usize, func: &str) -> mlua::Result<mlua::String> {
     let v = args.get(n - 1).cloned().unwrap_or(Value::Nil);
-    match lua.coerce_string(v)? {
-        Some(s) => Ok(s.as_bytes().to_vec()),
-        None => Err(type_error(args, n, func, "string")),
-    }
+    lua.coerce_string(v)?
+        .ok_or_else(|| type_error(args, n, func, "string"))
 }
 
 /// `(long long)` of a double as x86-64 converts it (`cvttsd2si`): truncation, and

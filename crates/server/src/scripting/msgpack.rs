@@ -29,7 +29,8 @@ pub fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
     t.set(
         "unpack",
         lua.create_function(|lua, args: Variadic<Value>| {
-            let bytes = check_string(lua, &args, 1, "unpack")?;
+            let data = check_string(lua, &args, 1, "unpack")?;
+            let bytes = data.as_bytes();
             let mut pos = 0;
             let mut values = Vec::new();
             while pos < bytes.len() {
@@ -44,7 +45,7 @@ pub fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
             const F: &str = "unpack_one";
             let data = check_string(lua, &args, 1, F)?;
             let offset = opt_integer(lua, &args, 2, F, 0)?;
-            unpack_limited(lua, &data, 1, offset)
+            unpack_limited(lua, &data.as_bytes(), 1, offset)
         })?,
     )?;
     t.set(
@@ -54,7 +55,7 @@ pub fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
             let data = check_string(lua, &args, 1, F)?;
             let limit = check_integer(lua, &args, 2, F)?;
             let offset = opt_integer(lua, &args, 3, F, 0)?;
-            unpack_limited(lua, &data, limit, offset)
+            unpack_limited(lua, &data.as_bytes(), limit, offset)
         })?,
     )?;
     Ok(t)

@@ -197,6 +197,7 @@ fn get_integer(bytes: &[u8], endian: Endian, signed: bool) -> f64 {
 fn pack(lua: &Lua, args: Variadic<Value>) -> mlua::Result<mlua::String> {
     const F: &str = "pack";
     let fmt = check_string(lua, &args, 1, F)?;
+    let fmt = fmt.as_bytes();
     // lua-struct pushes a nil after the arguments before it reads them, so one missing
     // argument reads as nil ("got nil"), not as no value.
     let mut args = args.into_iter().collect::<Vec<_>>();
@@ -231,6 +232,7 @@ fn pack(lua: &Lua, args: Variadic<Value>) -> mlua::Result<mlua::String> {
             }
             b'c' | b's' => {
                 let s = check_string(lua, &args, arg, F)?;
+                let s = s.as_bytes();
                 arg += 1;
                 if size == 0 {
                     size = s.len();
@@ -253,7 +255,9 @@ fn pack(lua: &Lua, args: Variadic<Value>) -> mlua::Result<mlua::String> {
 fn unpack(lua: &Lua, args: Variadic<Value>) -> mlua::Result<Variadic<Value>> {
     const F: &str = "unpack";
     let fmt = check_string(lua, &args, 1, F)?;
+    let fmt = fmt.as_bytes();
     let data = check_string(lua, &args, 2, F)?;
+    let data = data.as_bytes();
     let start = match args.get(2) {
         None | Some(Value::Nil) => 1.0,
         Some(_) => check_number(lua, &args, 3, F)?,
@@ -334,6 +338,7 @@ fn unpack(lua: &Lua, args: Variadic<Value>) -> mlua::Result<Variadic<Value>> {
 fn size(lua: &Lua, args: Variadic<Value>) -> mlua::Result<f64> {
     const F: &str = "size";
     let fmt = check_string(lua, &args, 1, F)?;
+    let fmt = fmt.as_bytes();
     let mut format = Format { text: &fmt, pos: 0 };
     let mut h = Header::default();
     let mut pos = 0usize;
