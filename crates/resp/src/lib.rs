@@ -21,6 +21,7 @@ mod error;
 mod frame;
 mod limits;
 mod parse;
+pub mod scan;
 pub mod slot;
 
 pub use error::ProtocolError;

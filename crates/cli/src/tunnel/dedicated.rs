@@ -16,7 +16,7 @@ use redline_resp::Frame;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::error::TunnelError;
-use super::scan::{Scanner, Side};
+use redline_resp::scan::{Scanner, Side};
 
 /// Redirects one dedicated exchange may follow (as redis-cli's 16 for `-c`).
 pub(crate) const MAX_REDIRECTS: usize = 16;

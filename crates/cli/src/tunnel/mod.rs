@@ -24,7 +24,6 @@ mod error;
 mod listener;
 mod pinned;
 mod rewrite;
-mod scan;
 mod shutdown;
 mod smart;
 mod standalone;

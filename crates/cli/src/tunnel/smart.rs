@@ -52,9 +52,9 @@ use tokio::sync::Mutex;
 use super::dedicated::{Batch, Dedicated, Upstream};
 use super::error::TunnelError;
 use super::listener;
-use super::scan::{command_words, Scanner, Side};
 use super::shutdown::Shutdown;
 use super::standalone::CHUNK;
+use redline_resp::scan::{command_words, Scanner, Side};
 
 /// Reply batches (one per read, at most) a client may have outstanding before the tunnel
 /// stops reading its requests (Redis has no such limit, but it does not hold the

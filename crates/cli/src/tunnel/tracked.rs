@@ -29,8 +29,8 @@ use tokio::net::TcpStream;
 use super::error::TunnelError;
 use super::pinned::Pinned;
 use super::rewrite::{Collect, NodeAddr, Rewriter, Topology};
-use super::scan::{command_words, ScanError, Scanner, Side};
 use super::standalone::{refuse, CHUNK};
+use redline_resp::scan::{command_words, ScanError, Scanner, Side};
 
 /// One pinned node: where it is upstream and locally, and how to reach it.
 pub(crate) struct NodeLink {

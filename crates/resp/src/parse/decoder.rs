@@ -58,6 +58,12 @@ impl Decoder {
         }
     }
 
+    /// True while part of a frame has been consumed from the buffer and the rest is
+    /// awaited: the buffer then starts inside that frame, not at a frame boundary.
+    pub fn in_frame(&self) -> bool {
+        !self.open.is_empty()
+    }
+
     /// Reads the next complete frame from `buf`, or returns `Ok(None)` once `buf` holds no
     /// more whole elements (call again after the next read).
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, ProtocolError> {

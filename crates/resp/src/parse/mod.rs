@@ -17,6 +17,7 @@ mod request;
 use bytes::BytesMut;
 
 pub use decoder::Decoder;
+pub(crate) use find::find_byte;
 pub use inline::split_args;
 pub use number::parse_i64;
 pub use request::RequestDecoder;

@@ -1,44 +1,50 @@
-//! Where RESP frames end, without building them: the relay forwards the original bytes and
-//! only needs boundaries (to pair each reply with its command) and a frame's first byte.
+//! Where RESP frames end, without building them, for code that forwards the original
+//! bytes and only needs boundaries (to pair each reply with its command) and a frame's
+//! first byte: `redline tunnel`'s relays, and the client's raw replies
+//! (`ClusterClient::relay`).
 //!
 //! The scanner is resumable: it keeps its place inside a frame between reads, so a frame
 //! arriving in a thousand pieces is scanned once, and an 8 MB bulk costs one length check
-//! per read, not a rescan. Headers follow the same grammar and limits as
-//! `redline_resp`'s parser (tests check both agree); nothing is allocated per frame.
+//! per read, not a rescan. Headers follow the same grammar and limits as the parser
+//! (tests check both agree); nothing is allocated per frame.
+//!
+//! ```
+//! use redline_resp::scan::{Scanner, Side};
+//!
+//! let mut scanner = Scanner::new(Side::Reply);
+//! assert_eq!(scanner.next(b"*2\r\n$3\r\nfoo").unwrap(), None);
+//! // The frame ends after `:7`; `+OK` is the next one.
+//! assert_eq!(scanner.next(b"*2\r\n$3\r\nfoo\r\n:7\r\n+OK\r\n").unwrap(), Some(17));
+//! ```
 
 use std::borrow::Cow;
 
 use bytes::BytesMut;
-use redline_resp::RequestDecoder;
 use thiserror::Error;
 
-/// Largest bulk accepted: Redis's `proto-max-bulk-len` default.
-const MAX_BULK: i64 = 512 * 1024 * 1024;
-/// Deepest nesting accepted (as `redline_resp::Limits::DEFAULT`).
-const MAX_DEPTH: usize = 128;
-/// Longest header or inline line: Redis's `PROTO_INLINE_MAX_SIZE`.
-const MAX_LINE: usize = 64 * 1024;
+use crate::{Limits, RequestDecoder};
 
-/// The bytes are not RESP; the relay stops interpreting this connection.
+/// The bytes are not RESP the scanner accepts. A relay hands them to the decoder, which
+/// answers with the exact protocol error, or stops interpreting the connection.
 #[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ScanError {
+pub enum ScanError {
     /// A type byte RESP does not define (or a non-bulk inside a request).
     #[error("unexpected byte {0:#04x} at the start of a RESP element")]
     Type(u8),
-    /// A line without CRLF, a bad number, or a line beyond 64 KiB.
+    /// A line without CRLF, a bad number, or a line beyond `max_inline_len`.
     #[error("malformed RESP line")]
     Line,
     /// A length beyond the limits, or a bulk not followed by CRLF.
     #[error("invalid RESP length")]
     Length,
-    /// Aggregates nested deeper than 128.
+    /// Aggregates nested deeper than `max_depth`.
     #[error("RESP nesting too deep")]
     Depth,
 }
 
 /// Which side of the protocol is scanned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Side {
+pub enum Side {
     /// Client requests: multibulks of bulk strings, or inline lines ending in `\n`.
     Request,
     /// Server replies: any RESP2/RESP3 frame.
@@ -47,8 +53,9 @@ pub(crate) enum Side {
 
 /// Resumable boundary finder for one direction of one connection.
 #[derive(Debug)]
-pub(crate) struct Scanner {
+pub struct Scanner {
     side: Side,
+    limits: Limits,
     /// Bytes of the current frame already scanned.
     pos: usize,
     /// Inside a bulk payload: the offset just past its CRLF.
@@ -58,19 +65,39 @@ pub(crate) struct Scanner {
 }
 
 impl Scanner {
-    pub(crate) fn new(side: Side) -> Self {
+    /// A scanner with Redis's own limits ([`Limits::DEFAULT`]).
+    pub fn new(side: Side) -> Self {
+        Scanner::with_limits(side, Limits::DEFAULT)
+    }
+
+    /// A scanner that refuses what a [`Decoder`](crate::Decoder) with `limits` refuses:
+    /// longer bulks and lines, larger counts, deeper nesting.
+    pub fn with_limits(side: Side, limits: Limits) -> Self {
         Scanner {
             side,
+            limits,
             pos: 0,
             payload_end: None,
             open: Vec::new(),
         }
     }
 
+    /// True while the scanner holds its place inside a frame (between reads).
+    pub fn in_frame(&self) -> bool {
+        self.pos > 0
+    }
+
+    /// Forgets the frame in progress: the next call starts at `buf`'s first byte.
+    pub fn reset(&mut self) {
+        self.pos = 0;
+        self.payload_end = None;
+        self.open.clear();
+    }
+
     /// `buf` starts at the current frame's first byte and holds everything received since
     /// (it only grows between calls until a frame is reported). Returns the frame's length
     /// once it is complete, and then starts over for the frame after it.
-    pub(crate) fn next(&mut self, buf: &[u8]) -> Result<Option<usize>, ScanError> {
+    pub fn next(&mut self, buf: &[u8]) -> Result<Option<usize>, ScanError> {
         loop {
             if let Some(end) = self.payload_end {
                 if buf.len() < end {
@@ -90,12 +117,12 @@ impl Scanner {
                 return Ok(None);
             };
             if self.side == Side::Request && self.open.is_empty() && kind != b'*' {
-                return inline_len(buf);
+                return inline_len(buf, self.limits.max_inline_len);
             }
             if self.side == Side::Request && !self.open.is_empty() && kind != b'$' {
                 return Err(ScanError::Type(kind));
             }
-            let Some((line, next)) = line(buf, self.pos)? else {
+            let Some((line, next)) = line(buf, self.pos, self.limits.max_inline_len)? else {
                 return Ok(None);
             };
             match kind {
@@ -103,12 +130,11 @@ impl Scanner {
                 b'$' | b'!' | b'=' => {
                     let n = number(line)?;
                     self.pos = next;
-                    if n >= 0 {
-                        if n > MAX_BULK {
+                    if let Ok(n) = usize::try_from(n) {
+                        if n > self.limits.max_bulk_len {
                             return Err(ScanError::Length);
                         }
-                        // n <= 512 MiB, so this fits any usize we run on.
-                        self.payload_end = Some(next + n as usize + 2);
+                        self.payload_end = Some(next + n + 2);
                         continue;
                     }
                     // A null bulk is a reply; in a request Redis refuses it ("invalid
@@ -120,6 +146,9 @@ impl Scanner {
                 b'*' | b'~' | b'>' | b'%' | b'|' => {
                     let n = number(line)?;
                     self.pos = next;
+                    if usize::try_from(n).is_ok_and(|n| n > self.limits.max_array_len) {
+                        return Err(ScanError::Length);
+                    }
                     let children = match (kind, n) {
                         (_, n) if n < -1 => return Err(ScanError::Length),
                         // Requests: `*0` and `*-1` are complete, empty commands (Redis
@@ -134,7 +163,7 @@ impl Scanner {
                         (_, n) => n,
                     };
                     if children > 0 {
-                        if self.open.len() >= MAX_DEPTH {
+                        if self.open.len() >= self.limits.max_depth {
                             return Err(ScanError::Depth);
                         }
                         // children > 0 was just checked, so the cast is lossless.
@@ -169,22 +198,24 @@ impl Scanner {
 }
 
 /// An inline request: everything up to and including `\n`.
-fn inline_len(buf: &[u8]) -> Result<Option<usize>, ScanError> {
-    match memchr(b'\n', buf) {
+fn inline_len(buf: &[u8], max_line: usize) -> Result<Option<usize>, ScanError> {
+    match memchr::memchr(b'\n', buf) {
         Some(i) => Ok(Some(i + 1)),
-        None if buf.len() > MAX_LINE => Err(ScanError::Line),
+        None if buf.len() > max_line => Err(ScanError::Line),
         None => Ok(None),
     }
 }
 
 /// The header line starting at `start` (type byte excluded, CRLF excluded) and the offset
 /// after its CRLF; `None` while the line is incomplete.
-fn line(buf: &[u8], start: usize) -> Result<Option<(&[u8], usize)>, ScanError> {
+fn line(buf: &[u8], start: usize, max_line: usize) -> Result<Option<(&[u8], usize)>, ScanError> {
     let rest = &buf[start + 1..];
-    match memchr(b'\n', rest) {
+    // As the decoder: at most `max_line` bytes before the CRLF.
+    let window = max_line.saturating_add(2).min(rest.len());
+    match crate::parse::find_byte(b'\n', &rest[..window]) {
         Some(i) if i > 0 && rest[i - 1] == b'\r' => Ok(Some((&rest[..i - 1], start + 1 + i + 1))),
         Some(_) => Err(ScanError::Line),
-        None if rest.len() > MAX_LINE => Err(ScanError::Line),
+        None if rest.len() >= max_line.saturating_add(2) => Err(ScanError::Line),
         None => Ok(None),
     }
 }
@@ -192,27 +223,24 @@ fn line(buf: &[u8], start: usize) -> Result<Option<(&[u8], usize)>, ScanError> {
 /// A header's integer as Redis reads it (`string2ll`): anything else (`+1`, `007`, `-0`)
 /// is left to the decoder, which answers with Redis's own protocol error.
 fn number(line: &[u8]) -> Result<i64, ScanError> {
-    redline_resp::parse_i64(line).ok_or(ScanError::Line)
-}
-
-fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
-    haystack.iter().position(|&b| b == needle)
+    crate::parse_i64(line).ok_or(ScanError::Line)
 }
 
 /// One word of a request: borrowed from the frame, or unescaped from an inline line.
-pub(crate) type Word<'a> = Cow<'a, [u8]>;
+pub type Word<'a> = Cow<'a, [u8]>;
 
 /// The command name and first argument of a complete request frame, as sent (not
 /// case-folded); `None` for an empty command (`*0`, blank inline line) or one the decoder
 /// refuses. A multibulk's words are borrowed from the frame; an inline line is split as
 /// the decoder splits it (redis-cli quoting, so `"a b"` is one word), which may unescape.
-pub(crate) fn command_words(frame: &[u8]) -> Option<(Word<'_>, Option<Word<'_>>)> {
+pub fn command_words(frame: &[u8]) -> Option<(Word<'_>, Option<Word<'_>>)> {
     if frame.first() == Some(&b'*') {
-        let (count, mut pos) = line(frame, 0).ok()??;
+        let max = Limits::DEFAULT.max_inline_len;
+        let (count, mut pos) = line(frame, 0, max).ok()??;
         let count = number(count).ok()?;
         let mut words = [None, None];
         for word in words.iter_mut().take(usize::try_from(count).ok()?) {
-            let (len, next) = line(frame, pos).ok()??;
+            let (len, next) = line(frame, pos, max).ok()??;
             let len = usize::try_from(number(len).ok()?).ok()?;
             *word = frame.get(next..next + len);
             pos = next + len + 2;
@@ -299,7 +327,7 @@ mod tests {
         let mut buf = BytesMut::from(&all[..]);
         for len in want {
             let before = buf.len();
-            redline_resp::parse(&mut buf).unwrap().unwrap();
+            crate::parse(&mut buf).unwrap().unwrap();
             assert_eq!(before - buf.len(), len);
         }
     }
@@ -336,10 +364,7 @@ mod tests {
                     break;
                 }
             }
-            if bad.starts_with(b"*9") {
-                // Valid count, not a memory hazard: nothing is allocated per child.
-                assert_eq!(result, Ok(None));
-            } else if bad.starts_with(b"*1") {
+            if bad.starts_with(b"*1") {
                 assert!(Scanner::new(Side::Request).next(bad).is_err());
             } else {
                 assert!(result.is_err(), "{bad:?}");
@@ -347,6 +372,35 @@ mod tests {
         }
         let deep = b"*1\r\n".repeat(200);
         assert_eq!(Scanner::new(Side::Reply).next(&deep), Err(ScanError::Depth));
+        // A count within the limits is no memory hazard: nothing is allocated per child.
+        assert_eq!(Scanner::new(Side::Reply).next(b"*2147483647\r\n"), Ok(None));
+    }
+
+    #[test]
+    fn refuses_what_a_decoder_with_the_same_limits_refuses() {
+        let limits = Limits {
+            max_bulk_len: 4,
+            max_array_len: 2,
+            max_depth: 2,
+            max_inline_len: 8,
+        };
+        for (input, err) in [
+            (&b"$5\r\nhello\r\n"[..], ScanError::Length),
+            (b"*3\r\n:1\r\n:2\r\n:3\r\n", ScanError::Length),
+            (b"*1\r\n*1\r\n*1\r\n:1\r\n", ScanError::Depth),
+            (b"+0123456789\r\n", ScanError::Line),
+        ] {
+            let mut scanner = Scanner::with_limits(Side::Reply, limits);
+            assert_eq!(scanner.next(input), Err(err), "{input:?}");
+            let mut buf = BytesMut::from(input);
+            assert!(crate::Decoder::new(limits).decode(&mut buf).is_err());
+        }
+        let mut scanner = Scanner::with_limits(Side::Reply, limits);
+        assert_eq!(scanner.next(b"*2\r\n$4\r\nhell\r\n"), Ok(None));
+        assert!(scanner.in_frame());
+        scanner.reset();
+        assert!(!scanner.in_frame());
+        assert_eq!(scanner.next(b"+OK\r\n"), Ok(Some(5)));
     }
 
     /// Pieces of requests, valid and not: whole commands, headers, digits, signs, line
@@ -493,7 +547,7 @@ mod tests {
         #[test]
         fn reply_boundaries_are_the_parsers(input in concatenations(REPLY_PIECES, 16)) {
             let mut buf = BytesMut::from(&input[..]);
-            if let Ok(Some(_)) = redline_resp::parse(&mut buf) {
+            if let Ok(Some(_)) = crate::parse(&mut buf) {
                 let len = input.len() - buf.len();
                 prop_assert_eq!(Scanner::new(Side::Reply).next(&input), Ok(Some(len)),
                     "{:?}", String::from_utf8_lossy(&input[..len]));
