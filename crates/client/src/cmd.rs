@@ -128,18 +128,12 @@ impl Cmd {
     /// assert!(Cmd::from_encoded(b"*1\r\n$3\r\nGET\r\n+extra").is_none());
     /// ```
     pub fn from_encoded(encoded: &[u8]) -> Option<Cmd> {
-        let mut args = Args::new(encoded)?;
-        let argc = args.remaining();
-        let body = args.position();
-        let spec = command::lookup(args.next()?);
-        let mut traits = spec.map_or(Traits::PLAIN, traits_of);
-        for index in 1..argc {
-            traits.after_arg(index, args.next()?);
-        }
-        // Nothing may follow the last argument.
-        if args.position() != encoded.len() {
-            return None;
-        }
+        let Inspected {
+            argc,
+            body,
+            spec,
+            traits,
+        } = inspect(encoded)?;
         let mut buf = BytesMut::with_capacity(HEADER_ROOM + encoded.len() - body);
         buf.put_bytes(0, HEADER_ROOM);
         buf.extend_from_slice(&encoded[body..]);
@@ -363,6 +357,38 @@ impl Traits {
             _ => {}
         }
     }
+}
+
+/// What [`Cmd::from_encoded`] learns from an encoded command before copying it.
+pub(crate) struct Inspected {
+    pub(crate) argc: usize,
+    /// Where the first argument starts (after the `*N` header).
+    pub(crate) body: usize,
+    pub(crate) spec: Option<&'static CommandSpec>,
+    pub(crate) traits: Traits,
+}
+
+/// Reads an encoded command (exactly one RESP array of bulk strings, at least one
+/// argument): its table entry and traits. `None` when it is not one such command.
+pub(crate) fn inspect(encoded: &[u8]) -> Option<Inspected> {
+    let mut args = Args::new(encoded)?;
+    let argc = args.remaining();
+    let body = args.position();
+    let spec = command::lookup(args.next()?);
+    let mut traits = spec.map_or(Traits::PLAIN, traits_of);
+    for index in 1..argc {
+        traits.after_arg(index, args.next()?);
+    }
+    // Nothing may follow the last argument.
+    if args.position() != encoded.len() {
+        return None;
+    }
+    Some(Inspected {
+        argc,
+        body,
+        spec,
+        traits,
+    })
 }
 
 /// Commands that change the connection itself in ways the command table has no flag for:

@@ -741,6 +741,30 @@ async fn ask_redirects_during_a_migration(cluster: &mut RedisCluster, client: &C
         client.metrics().ask >= before.ask + 3,
         "pipeline ASKs not followed"
     );
+    // And relayed as encoded bytes: the ASKed replies are decoded to be followed, the
+    // others forwarded as the nodes sent them.
+    let requests: Vec<Bytes> = others
+        .iter()
+        .enumerate()
+        .flat_map(|(i, key)| {
+            [
+                key.as_str(),
+                if i % 2 == 0 { moved_key } else { staying_key },
+            ]
+        })
+        .map(|key| encode(&["GET", key]))
+        .collect();
+    let before = client.metrics();
+    let got = relayed(client, &requests).await;
+    let want: Vec<Vec<u8>> = expected
+        .iter()
+        .map(|v| bulk(v.as_deref().unwrap()))
+        .collect();
+    assert_eq!(got, want);
+    assert!(
+        client.metrics().ask >= before.ask + 3,
+        "relay ASKs not followed"
+    );
 
     // Finish the migration as redis-cli does; the client then learns the new owner from
     // a MOVED and every key reads back.
@@ -772,6 +796,15 @@ async fn ask_redirects_during_a_migration(cluster: &mut RedisCluster, client: &C
         Some(1),
         "new key not on the target (source DBSIZE {on_source:?})"
     );
+    // The first command to reach the old owner is answered MOVED: relayed, it is
+    // followed and the map patched.
+    let before = client.metrics();
+    let got = relayed(client, &[encode(&["GET", staying_key])]).await;
+    assert_eq!(got, [bulk("staying value")]);
+    assert!(
+        client.metrics().moved > before.moved,
+        "relay MOVED not followed"
+    );
     for (key, value) in [
         (moved_key, "moved value"),
         (staying_key, "staying value"),
@@ -780,4 +813,109 @@ async fn ask_redirects_during_a_migration(cluster: &mut RedisCluster, client: &C
         let got = client.get(key).await.unwrap();
         assert_eq!(got.as_deref(), Some(value.as_bytes()), "{key}");
     }
+}
+
+fn encode(args: &[&str]) -> Bytes {
+    Cmd::from_args(args.iter().copied()).unwrap().to_bytes()
+}
+
+fn bulk(value: &str) -> Vec<u8> {
+    format!("${}\r\n{value}\r\n", value.len()).into_bytes()
+}
+
+/// `relay`'s replies, each required to be one.
+async fn relayed(client: &ClusterClient, requests: &[Bytes]) -> Vec<Vec<u8>> {
+    client
+        .relay(requests)
+        .await
+        .into_iter()
+        .map(|reply| reply.unwrap().to_vec())
+        .collect()
+}
+
+/// Commands relayed as bytes get the replies the nodes sent, byte for byte as one
+/// redis-server sends them: every type, large values split over many reads, error
+/// replies, keyless commands and cross-slot splits in order with the rest; what cannot be
+/// relayed is refused alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relay_forwards_encoded_commands_and_replies() {
+    let cluster = start_cluster().await;
+    let client = ClusterClient::from_config(cluster_config(&cluster))
+        .await
+        .unwrap();
+    let single = tokio::task::spawn_blocking(RedisServer::start)
+        .await
+        .unwrap()
+        .unwrap();
+    let reference = Client::connect(&single.url()).await.unwrap();
+
+    let big = "v".repeat(300_000);
+    let scripts: Vec<Vec<String>> = [
+        vec!["SET", "s:1", "one"],
+        vec!["SET", "s:big", &big],
+        vec!["RPUSH", "l:1", "a", "b", "c"],
+        vec!["HSET", "h:1", "f", "1", "g", "2"],
+        vec!["ZADD", "z:1", "1.5", "m"],
+        vec!["GET", "s:1"],
+        vec!["GET", "s:big"],
+        vec!["GET", "missing"],
+        vec!["LRANGE", "l:1", "0", "-1"],
+        vec!["HGETALL", "h:1"],
+        vec!["ZRANGE", "z:1", "0", "-1", "WITHSCORES"],
+        vec!["INCR", "s:1"],
+        vec!["LPOP", "s:1"],
+        vec!["MSET", "m:a", "1", "m:b", "2", "m:c", "3"],
+        vec!["MGET", "m:a", "s:1", "missing", "m:c"],
+        vec!["DBSIZE"],
+        vec!["EXISTS", "m:a", "m:b", "nope"],
+        vec!["TTL", "s:1"],
+        vec!["NOSUCHCOMMAND", "x"],
+        vec!["GET"],
+        vec!["DEL", "m:a", "m:b", "m:c", "s:big"],
+        vec!["DBSIZE"],
+    ]
+    .iter()
+    .map(|c| c.iter().map(|a| a.to_string()).collect())
+    .collect();
+    let requests: Vec<Bytes> = scripts
+        .iter()
+        .map(|c| encode(&c.iter().map(String::as_str).collect::<Vec<_>>()))
+        .collect();
+    let got = client.relay(&requests).await;
+    let mut pipe = reference.pipeline();
+    for args in &scripts {
+        pipe.add(Cmd::from_args(args.iter()).unwrap());
+    }
+    let wanted = pipe.query_frames().await.unwrap();
+    assert_eq!(got.len(), wanted.len());
+    for ((args, reply), want) in scripts.iter().zip(got).zip(wanted) {
+        let mut want_bytes = bytes::BytesMut::new();
+        redline_resp::encode::frame(&mut want_bytes, &want);
+        let reply = reply.unwrap();
+        // Error texts name the command the same way; unknown-command errors also list
+        // the arguments, which both servers print identically.
+        assert_eq!(
+            String::from_utf8_lossy(&reply),
+            String::from_utf8_lossy(&want_bytes),
+            "{args:?}"
+        );
+    }
+
+    // One request refused does not stop the others.
+    let mixed = [
+        encode(&["SET", "r:1", "x"]),
+        Bytes::from_static(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nextra"),
+        encode(&["BLPOP", "r:list", "0"]),
+        encode(&["GET", "r:1"]),
+    ];
+    let got = client.relay(&mixed).await;
+    assert_eq!(got[0].as_deref().ok(), Some(&b"+OK\r\n"[..]));
+    assert!(matches!(got[1], Err(Error::Protocol(_))), "{:?}", got[1]);
+    assert!(
+        matches!(got[2], Err(Error::NotMultiplexable { .. })),
+        "{:?}",
+        got[2]
+    );
+    assert_eq!(got[3].as_deref().ok(), Some(&b"$1\r\nx\r\n"[..]));
+    assert!(client.relay(&[]).await.is_empty());
 }

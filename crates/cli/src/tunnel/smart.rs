@@ -179,7 +179,7 @@ async fn connection(client: TcpStream, smart: Arc<Smart>) -> Result<(), TunnelEr
     // incomplete or not plain RESP, until it stands at a request boundary again.
     let mut scanner = Scanner::new(Side::Request);
     let mut at_boundary = true;
-    let mut pending: FuturesOrdered<BoxFuture<'static, Vec<Frame>>> = FuturesOrdered::new();
+    let mut pending: FuturesOrdered<BoxFuture<'static, Replies>> = FuturesOrdered::new();
     // Routed commands (encoded) from the same reads, sent together.
     let mut group: Vec<Bytes> = Vec::new();
     let mut out = BytesMut::with_capacity(CHUNK);
@@ -193,7 +193,7 @@ async fn connection(client: TcpStream, smart: Arc<Smart>) -> Result<(), TunnelEr
             alone = false;
             match waiting.take() {
                 Some(Step::Alone(fut)) => {
-                    pending.push_back(fut.map(one).boxed());
+                    pending.push_back(fut.map(Replies::Frame).boxed());
                     alone = true;
                 }
                 Some(Step::PassThrough { first, slot }) => {
@@ -246,7 +246,7 @@ async fn connection(client: TcpStream, smart: Arc<Smart>) -> Result<(), TunnelEr
                         }
                         session.flush(&mut group, &mut pending);
                         match step {
-                            Step::Reply(fut) => pending.push_back(fut.map(one).boxed()),
+                            Step::Reply(fut) => pending.push_back(fut.map(Replies::Frame).boxed()),
                             Step::Quit(frame) => {
                                 pending.push_back(ready(frame));
                                 closing = true;
@@ -279,11 +279,11 @@ async fn connection(client: TcpStream, smart: Arc<Smart>) -> Result<(), TunnelEr
         }
         let can_read = !eof && !closing && !alone && waiting.is_none() && pending.len() < WINDOW;
         tokio::select! {
-            Some(frames) = pending.next(), if !pending.is_empty() => {
-                frames.iter().for_each(|f| encode::frame(&mut out, f));
+            Some(replies) = pending.next(), if !pending.is_empty() => {
+                replies.write_to(&mut out);
                 // Everything else already answered goes out in the same write.
-                while let Some(Some(frames)) = pending.next().now_or_never() {
-                    frames.iter().for_each(|f| encode::frame(&mut out, f));
+                while let Some(Some(replies)) = pending.next().now_or_never() {
+                    replies.write_to(&mut out);
                     if out.len() >= CHUNK {
                         break;
                     }
@@ -302,16 +302,29 @@ async fn connection(client: TcpStream, smart: Arc<Smart>) -> Result<(), TunnelEr
     }
 }
 
-fn ready(frame: Frame) -> BoxFuture<'static, Vec<Frame>> {
-    std::future::ready(vec![frame]).boxed()
+/// Replies ready to go back to the client, in order.
+enum Replies {
+    /// Answered by the tunnel, or on a dedicated connection.
+    Frame(Frame),
+    /// Routed commands' replies, as the nodes sent them.
+    Raw(Vec<Bytes>),
+}
+
+impl Replies {
+    fn write_to(&self, out: &mut BytesMut) {
+        match self {
+            Replies::Frame(frame) => encode::frame(out, frame),
+            Replies::Raw(replies) => replies.iter().for_each(|r| out.extend_from_slice(r)),
+        }
+    }
+}
+
+fn ready(frame: Frame) -> BoxFuture<'static, Replies> {
+    std::future::ready(Replies::Frame(frame)).boxed()
 }
 
 fn now(frame: Frame) -> BoxFuture<'static, Frame> {
     std::future::ready(frame).boxed()
-}
-
-fn one(frame: Frame) -> Vec<Frame> {
-    vec![frame]
 }
 
 fn error_line(text: &str) -> Frame {
@@ -468,12 +481,13 @@ impl Session {
         Step::Route(encoded(&args))
     }
 
-    /// The common path: routed commands decoded together go out as one cluster pipeline
-    /// (one queue entry per node instead of one per command); a single one goes alone.
+    /// The common path: the routed commands of one read go to the cluster together, as
+    /// the client sent them (one write per node), and their replies come back as the
+    /// nodes sent them.
     fn flush(
         &self,
         group: &mut Vec<Bytes>,
-        pending: &mut FuturesOrdered<BoxFuture<'static, Vec<Frame>>>,
+        pending: &mut FuturesOrdered<BoxFuture<'static, Replies>>,
     ) {
         if group.is_empty() {
             return;
@@ -483,37 +497,15 @@ impl Session {
         let cluster = self.smart.upstream.cluster.clone();
         pending.push_back(
             async move {
-                if group.len() == 1 {
-                    return vec![route_one(&cluster, &group[0]).await];
+                let replies = cluster.relay(&group).await;
+                let mut out = Vec::with_capacity(replies.len());
+                for (request, reply) in group.iter().zip(replies) {
+                    out.push(match reply {
+                        Ok(bytes) => bytes,
+                        Err(e) => encoded_frame(&after_error(&cluster, request, e).await),
+                    });
                 }
-                let mut pipeline = cluster.pipeline();
-                for request in &group {
-                    match Cmd::from_encoded(request) {
-                        Some(cmd) => pipeline.add(cmd),
-                        // Not expected (requests are checked when read): each on its own.
-                        None => return route_each(&cluster, &group).await,
-                    };
-                }
-                match pipeline.query_frames().await {
-                    Ok(frames) => frames,
-                    // Refused before anything was sent: each on its own, with its own error.
-                    Err(Error::NotMultiplexable { .. }) => route_each(&cluster, &group).await,
-                    // Some commands may have run: re-run only what is safe to repeat.
-                    Err(e) => {
-                        let mut out = Vec::with_capacity(group.len());
-                        for request in &group {
-                            let args = args_of(request);
-                            out.push(if is_readonly(&args) || same_reply_when_repeated(&args) {
-                                route_one(&cluster, request).await
-                            } else {
-                                error_line(&format!(
-                                    "ERR redline tunnel: {e} (the command may have run)"
-                                ))
-                            });
-                        }
-                        out
-                    }
-                }
+                Replies::Raw(out)
             }
             .boxed(),
         );
@@ -763,12 +755,27 @@ impl Upper {
 }
 
 /// Each command on its own, in order.
-async fn route_each(cluster: &ClusterClient, group: &[Bytes]) -> Vec<Frame> {
-    let mut out = Vec::with_capacity(group.len());
-    for request in group {
-        out.push(route_one(cluster, request).await);
+/// The reply for a routed command that got none: a command the cluster client refused
+/// gets its error; after a lost connection, reads and writes that give the same reply
+/// when run twice are sent again, other writes get an error saying they may have run.
+async fn after_error(cluster: &ClusterClient, request: &Bytes, e: Error) -> Frame {
+    if matches!(e, Error::NotMultiplexable { .. } | Error::Protocol(_)) {
+        return route_one(cluster, request).await;
     }
-    out
+    let args = args_of(request);
+    if is_readonly(&args) || same_reply_when_repeated(&args) {
+        route_one(cluster, request).await
+    } else {
+        error_line(&format!(
+            "ERR redline tunnel: {e} (the command may have run)"
+        ))
+    }
+}
+
+fn encoded_frame(frame: &Frame) -> Bytes {
+    let mut out = BytesMut::new();
+    encode::frame(&mut out, frame);
+    out.freeze()
 }
 
 /// One command (encoded) through the cluster client (which re-sends reads after a lost

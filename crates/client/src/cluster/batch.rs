@@ -2,14 +2,17 @@
 //! queue entry (one write) per node, nodes in parallel, replies back in input order.
 //! Replies that are redirects (or connection failures that are safe to retry) are then
 //! re-sent one by one through the single-command path, which follows them. Used by
-//! cluster pipelines and by split multi-key commands.
+//! cluster pipelines and by split multi-key commands (replies decoded), and by
+//! [`ClusterClient::relay`](crate::ClusterClient::relay) (replies as bytes).
 
+use std::future::Future;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use redline_resp::Frame;
 
 use crate::error::Error;
+use crate::mux::Multiplexer;
 
 use super::client::Shared;
 use super::exec::{known_unsent, send_to_slot, SlotCommand};
@@ -18,11 +21,71 @@ use super::metrics::bump;
 use super::node::Node;
 use super::redirect::{classify, Redirect};
 
+/// The form a batch hands each reply back in.
+pub(crate) trait BatchReply: Sized + Send + 'static {
+    /// Sends `count` encoded commands to `mux` as one unit.
+    fn send(
+        mux: &Multiplexer,
+        bytes: Bytes,
+        count: usize,
+    ) -> impl Future<Output = Result<Vec<Self>, Error>> + Send + '_;
+
+    /// What the reply asks for, if it is a redirect (`MOVED`, `ASK`, `TRYAGAIN`...).
+    fn redirect(&self) -> Option<Redirect>;
+
+    /// The reply of a command re-sent on its own (the single-command path decodes).
+    fn from_frame(frame: Frame) -> Self;
+}
+
+impl BatchReply for Frame {
+    fn send(
+        mux: &Multiplexer,
+        bytes: Bytes,
+        count: usize,
+    ) -> impl Future<Output = Result<Vec<Frame>, Error>> + Send + '_ {
+        mux.send_many(bytes, count)
+    }
+
+    fn redirect(&self) -> Option<Redirect> {
+        classify(self)
+    }
+
+    fn from_frame(frame: Frame) -> Frame {
+        frame
+    }
+}
+
+/// A reply as the server encoded it.
+impl BatchReply for Bytes {
+    fn send(
+        mux: &Multiplexer,
+        bytes: Bytes,
+        count: usize,
+    ) -> impl Future<Output = Result<Vec<Bytes>, Error>> + Send + '_ {
+        mux.send_raw(bytes, count)
+    }
+
+    fn redirect(&self) -> Option<Redirect> {
+        // Only an error reply can be one; decoding it is nothing next to its round trip.
+        if !matches!(self.first(), Some(b'-' | b'!')) {
+            return None;
+        }
+        let frame = redline_resp::parse(&mut BytesMut::from(&self[..])).ok()??;
+        classify(&frame)
+    }
+
+    fn from_frame(frame: Frame) -> Bytes {
+        let mut bytes = BytesMut::new();
+        redline_resp::encode::frame(&mut bytes, &frame);
+        bytes.freeze()
+    }
+}
+
 /// Sends every command and returns each one's final reply, in order.
-pub(crate) async fn run(
+pub(crate) async fn run<R: BatchReply>(
     shared: &Shared,
     items: Vec<(Bytes, SlotCommand)>,
-) -> Vec<Result<Frame, Error>> {
+) -> Vec<Result<R, Error>> {
     // Group by node under one snapshot of the table.
     let mut groups: Vec<(Arc<Node>, bool, Vec<usize>)> = Vec::new();
     let mut unrouted = Vec::new();
@@ -62,22 +125,22 @@ pub(crate) async fn run(
         async move {
             if *replica {
                 bump(&shared.metrics.replica_reads);
-                node.pick_readonly().send_many(bytes, members.len()).await
+                R::send(node.pick_readonly(), bytes, members.len()).await
             } else {
-                node.pick().send_many(bytes, members.len()).await
+                R::send(node.pick(), bytes, members.len()).await
             }
         }
     }))
     .await;
 
-    let mut results: Vec<Option<Result<Frame, Error>>> = items.iter().map(|_| None).collect();
+    let mut results: Vec<Option<Result<R, Error>>> = items.iter().map(|_| None).collect();
     let mut again: Vec<usize> = unrouted;
     for ((_, _, members), outcome) in groups.iter().zip(sent) {
         match outcome {
             Ok(frames) => {
-                for (&i, frame) in members.iter().zip(frames) {
-                    match classify(&frame) {
-                        None => results[i] = Some(Ok(frame)),
+                for (&i, reply) in members.iter().zip(frames) {
+                    match reply.redirect() {
+                        None => results[i] = Some(Ok(reply)),
                         Some(redirect) => {
                             if let Redirect::Moved { slot, host, port } = &redirect {
                                 // Patch now so the re-sends (and everyone else) go right.
@@ -125,10 +188,8 @@ pub(crate) async fn run(
     let resent = join_all(by_slot.iter().map(|(_, members)| async move {
         let mut out = Vec::with_capacity(members.len());
         for &i in members {
-            out.push((
-                i,
-                send_to_slot(shared, items[i].0.clone(), items[i].1).await,
-            ));
+            let reply = send_to_slot(shared, items[i].0.clone(), items[i].1).await;
+            out.push((i, reply.map(R::from_frame)));
         }
         out
     }))

@@ -445,15 +445,32 @@ impl ClusterClient {
 
 /// Refuses commands that would take a shared connection over, as the standalone client.
 pub(crate) fn prepare(cmd: Cmd) -> Result<Bytes, Error> {
-    match cmd.restriction() {
-        Restriction::None | Restriction::ClientSubcommand | Restriction::StreamRead => {
-            Ok(cmd.into_bytes())
-        }
+    multiplexable(cmd.restriction())?;
+    Ok(cmd.into_bytes())
+}
+
+/// Whether a command with this restriction may go on a shared connection.
+pub(crate) fn multiplexable(restriction: Restriction) -> Result<(), Error> {
+    match restriction {
+        Restriction::None | Restriction::ClientSubcommand | Restriction::StreamRead => Ok(()),
         Restriction::Dedicated(name) | Restriction::PipelineOnly(name) => {
             Err(Error::NotMultiplexable {
                 command: name.into(),
             })
         }
+    }
+}
+
+/// A command's outcome with an error reply Redis itself would give (`CROSSSLOT` refused
+/// before sending, say) turned back into that reply, as a pipeline returns it.
+pub(crate) fn error_as_reply(result: Result<Frame, Error>) -> Result<Frame, Error> {
+    match result {
+        Err(Error::Server { kind, message }) => Ok(Frame::Error(Bytes::from(format!(
+            "{} {}",
+            kind.as_str(),
+            message
+        )))),
+        other => other,
     }
 }
 

@@ -16,6 +16,7 @@
 //! - `learned`: key positions of commands missing from the table, from `COMMAND INFO`;
 //! - `dedicated`: blocking commands and leased connections on a slot's master;
 //! - `pipeline`: [`ClusterPipeline`];
+//! - `relay`: commands received already encoded, replies handed back as bytes (proxies);
 //! - `scripting`: EVAL/EVALSHA by key, `Script` with NOSCRIPT fallback;
 //! - `transaction`: atomic cluster pipelines (MULTI/EXEC on one slot);
 //! - `pubsub`: sharded pub/sub routed to slot owners;
@@ -39,6 +40,7 @@ mod pipeline;
 mod pubsub;
 mod redirect;
 mod refresh;
+mod relay;
 mod route;
 mod scripting;
 mod split;

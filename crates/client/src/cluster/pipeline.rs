@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::reply::FromReply;
 
 use super::batch;
-use super::client::{cross_slot, prepare_routed, ClusterClient};
+use super::client::{cross_slot, error_as_reply, prepare_routed, ClusterClient};
 use super::config::ReadFrom;
 use super::exec::SlotCommand;
 use super::metrics::bump;
@@ -177,15 +177,7 @@ impl ClusterPipeline {
                 _ => {
                     std::mem::take(&mut stage).flush(client, &mut out).await?;
                     let reply = client.execute_routed(bytes, r, read_from).await;
-                    out[i] = Some(match reply {
-                        Ok(frame) => frame,
-                        // Refused before sending (CROSSSLOT): that command's reply, as
-                        // Redis would give it.
-                        Err(Error::Server { kind, message }) => {
-                            Frame::Error(Bytes::from(format!("{} {}", kind.as_str(), message)))
-                        }
-                        Err(err) => return Err(err),
-                    });
+                    out[i] = Some(error_as_reply(reply)?);
                 }
             }
         }

@@ -42,13 +42,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use redline_resp::Frame;
 use tokio::io::AsyncWrite;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, Sleep};
 
-use super::request::{ManyPending, Pending, Reply, Request};
+use super::request::{ManyPending, Pending, RawPending, Reply, Request};
 use super::turns::{TurnMark, Turns};
 use crate::cache::Cache;
 use crate::config::PushHandler;
@@ -142,6 +142,13 @@ pub(crate) struct Driver<'a> {
     /// Complete replies may be left in the read buffer after a wave (see [`wave_size`]).
     backlog: bool,
     waves: bool,
+}
+
+/// One reply read from the connection.
+enum Incoming {
+    Frame(Frame),
+    /// For a raw slot: the reply as the server encoded it.
+    Raw(Bytes),
 }
 
 /// How many replies the driver hands out before it lets the woken callers run
@@ -433,9 +440,12 @@ impl<'a> Driver<'a> {
             .unwrap_or(usize::MAX);
         let mut done = 0;
         self.backlog = false;
-        while let Some(frame) = self.conn.decoder.decode(&mut self.conn.rbuf)? {
+        while let Some(reply) = self.next_reply()? {
             let before = self.pending.len();
-            self.dispatch(frame)?;
+            match reply {
+                Incoming::Frame(frame) => self.dispatch(frame)?,
+                Incoming::Raw(bytes) => self.complete_raw(bytes),
+            }
             if self.pending.len() < before {
                 done += 1;
                 if done == wave {
@@ -446,6 +456,56 @@ impl<'a> Driver<'a> {
         }
         self.turns.woke(std::mem::take(&mut self.completed));
         Ok(())
+    }
+
+    /// The next complete reply in the read buffer, or `None` until more arrives: as its
+    /// bytes when the oldest slot wants them and the buffer stands at a reply that is not
+    /// a push, decoded otherwise.
+    #[inline]
+    fn next_reply(&mut self) -> Result<Option<Incoming>, Error> {
+        let conn = &mut self.conn;
+        let raw = self.pending.front().is_some_and(Pending::wants_raw)
+            && !conn.decoder.in_frame()
+            && conn.rbuf.first() != Some(&b'>');
+        if raw {
+            match conn.scanner.next(&conn.rbuf) {
+                Ok(Some(end)) => {
+                    return Ok(Some(Incoming::Raw(conn.rbuf.split_to(end).freeze())));
+                }
+                Ok(None) => return Ok(None),
+                // Not what the scanner accepts: the decoder reads it from its first byte
+                // and answers with the exact protocol error (or a frame, encoded again).
+                Err(_) => conn.scanner.reset(),
+            }
+        } else if conn.scanner.in_frame() {
+            // The slot that wanted bytes timed out mid-reply: decode that reply whole.
+            conn.scanner.reset();
+        }
+        Ok(conn.decoder.decode(&mut conn.rbuf)?.map(Incoming::Frame))
+    }
+
+    /// Hands one reply's bytes to the oldest slot, a raw one.
+    fn complete_raw(&mut self, bytes: Bytes) {
+        let Some(Pending {
+            reply: Reply::Raw(raw),
+            ..
+        }) = self.pending.front_mut()
+        else {
+            return;
+        };
+        raw.replies.push(bytes);
+        raw.remaining -= 1;
+        if raw.remaining == 0 {
+            if let Some(Pending {
+                reply: Reply::Raw(raw),
+                ..
+            }) = self.pending.pop_front()
+            {
+                let RawPending { replies, tx, .. } = *raw;
+                let _ = tx.send(Ok(replies));
+                self.completed += 1;
+            }
+        }
     }
 
     /// Hands one reply to the oldest pending slot, or a push frame to the push handler.
@@ -491,6 +551,11 @@ impl<'a> Driver<'a> {
                         self.completed += 1;
                     }
                 }
+            }
+            Reply::Raw(_) => {
+                let mut bytes = BytesMut::new();
+                redline_resp::encode::frame(&mut bytes, &frame);
+                self.complete_raw(bytes.freeze());
             }
             Reply::Expired { remaining } => {
                 // The caller already got its timeout; the late reply keeps the pipe in step.

@@ -107,11 +107,30 @@ impl Multiplexer {
         bytes: Bytes,
         count: usize,
     ) -> impl Future<Output = Result<Vec<Frame>, Error>> + Send + '_ {
+        self.send_unit(bytes, count, |count, tx| Slot::Many { count, tx })
+    }
+
+    /// As [`Multiplexer::send_many`], but each reply comes back as the bytes the server
+    /// sent (push frames still go to the push handler): for relays, which forward them.
+    pub(crate) fn send_raw(
+        &self,
+        bytes: Bytes,
+        count: usize,
+    ) -> impl Future<Output = Result<Vec<Bytes>, Error>> + Send + '_ {
+        self.send_unit(bytes, count, |count, tx| Slot::Raw { count, tx })
+    }
+
+    fn send_unit<T: Send + 'static>(
+        &self,
+        bytes: Bytes,
+        count: usize,
+        slot: impl FnOnce(usize, oneshot::Sender<Result<Vec<T>, Error>>) -> Slot,
+    ) -> impl Future<Output = Result<Vec<T>, Error>> + Send + '_ {
         let (tx, rx) = oneshot::channel();
         let wait = (count > 0).then(|| {
             self.queue(Request {
                 bytes: bytes.into(),
-                slot: Slot::Many { count, tx },
+                slot: slot(count, tx),
                 deadline: self.timeout.map(Deadline::after),
             })
         });

@@ -21,6 +21,8 @@ use crate::error::Error;
 pub(crate) type OneReply = oneshot::Sender<Result<Frame, Error>>;
 /// The replies of a pipeline, in order.
 pub(crate) type ManyReply = oneshot::Sender<Result<Vec<Frame>, Error>>;
+/// The replies of a pipeline, in order, each as the server encoded it.
+pub(crate) type RawReply = oneshot::Sender<Result<Vec<Bytes>, Error>>;
 
 /// One queue entry.
 pub(crate) struct Request {
@@ -88,6 +90,8 @@ pub(crate) enum Slot {
     One(OneReply),
     /// `count` commands sent together; their replies are delivered together.
     Many { count: usize, tx: ManyReply },
+    /// As `Many`, but each reply is handed over as its bytes, not decoded.
+    Raw { count: usize, tx: RawReply },
 }
 
 impl Request {
@@ -97,6 +101,7 @@ impl Request {
         match &self.slot {
             Slot::One(tx) => tx.is_closed(),
             Slot::Many { tx, .. } => tx.is_closed(),
+            Slot::Raw { tx, .. } => tx.is_closed(),
         }
     }
 
@@ -124,6 +129,11 @@ impl Request {
                 frames: Vec::with_capacity(count),
                 tx,
             })),
+            Slot::Raw { count, tx } => Reply::Raw(Box::new(RawPending {
+                remaining: count,
+                replies: Vec::with_capacity(count),
+                tx,
+            })),
         };
         Pending {
             reply,
@@ -142,6 +152,7 @@ pub(crate) enum Reply {
     One(OneReply),
     // Boxed so the common single-command slot stays small in the FIFO.
     Many(Box<ManyPending>),
+    Raw(Box<RawPending>),
     /// The caller was already told it timed out; `remaining` late replies are discarded.
     Expired {
         remaining: usize,
@@ -155,13 +166,26 @@ pub(crate) struct ManyPending {
     pub(crate) tx: ManyReply,
 }
 
+pub(crate) struct RawPending {
+    /// Replies still expected.
+    pub(crate) remaining: usize,
+    pub(crate) replies: Vec<Bytes>,
+    pub(crate) tx: RawReply,
+}
+
 impl Pending {
+    /// True when the oldest awaited reply should be handed over as bytes.
+    pub(crate) fn wants_raw(&self) -> bool {
+        matches!(self.reply, Reply::Raw(_))
+    }
+
     /// Answers the caller with a timeout and leaves a tombstone that still consumes the
     /// replies in order. Returns false if it already was one.
     pub(crate) fn expire(&mut self) -> bool {
         let remaining = match &self.reply {
             Reply::One(_) => 1,
             Reply::Many(many) => many.remaining,
+            Reply::Raw(raw) => raw.remaining,
             Reply::Expired { .. } => return false,
         };
         let reply = std::mem::replace(&mut self.reply, Reply::Expired { remaining });
@@ -182,6 +206,9 @@ impl Pending {
             }
             Reply::Many(many) => {
                 let _ = many.tx.send(Err(err));
+            }
+            Reply::Raw(raw) => {
+                let _ = raw.tx.send(Err(err));
             }
             Reply::Expired { .. } => {}
         }

@@ -1,0 +1,101 @@
+//! Commands that arrive already encoded and whose replies leave encoded, as in a proxy
+//! (`redline tunnel`): single-slot commands are neither copied into a [`Cmd`] nor
+//! decoded on the way back. Each reply is handed over as the bytes the node sent.
+//!
+//! [`Cmd`]: crate::Cmd
+
+use bytes::Bytes;
+use redline_resp::ProtocolError;
+
+use crate::cmd;
+use crate::error::Error;
+
+use super::batch::{self, BatchReply};
+use super::client::{error_as_reply, multiplexable, ClusterClient};
+use super::config::ReadFrom;
+use super::exec::SlotCommand;
+use super::route::{route_with, Route, Target};
+
+impl ClusterClient {
+    /// Sends commands received as RESP (each one whole array of bulk strings, as a client
+    /// sends it) and returns each one's reply as the server encoded it, in order.
+    ///
+    /// For proxies: commands on one slot are forwarded as they came and grouped per node
+    /// (one write per node, nodes in parallel), and their replies are the node's bytes,
+    /// not decoded and encoded again. Redirects, failover and cross-slot splits are
+    /// handled as for every command; keyless commands (`DBSIZE`, `KEYS`...) and splits run
+    /// after the commands before them, so the order of effects is kept.
+    ///
+    /// Error replies are replies (`Ok`), including those the client gives as Redis would
+    /// (`-CROSSSLOT`); `Err` is a command that got no reply (connection lost, timeout, a
+    /// command that needs a connection of its own, bytes that are not one command).
+    ///
+    /// ```no_run
+    /// # async fn demo(cluster: redline::ClusterClient) {
+    /// use bytes::Bytes;
+    ///
+    /// let requests = [
+    ///     Bytes::from_static(b"*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\n1\r\n"),
+    ///     Bytes::from_static(b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n"),
+    /// ];
+    /// let replies = cluster.relay(&requests).await;
+    /// assert_eq!(replies[0].as_deref().ok(), Some(&b"+OK\r\n"[..]));
+    /// assert_eq!(replies[1].as_deref().ok(), Some(&b"$1\r\n1\r\n"[..]));
+    /// # }
+    /// ```
+    pub async fn relay(&self, requests: &[Bytes]) -> Vec<Result<Bytes, Error>> {
+        let read_from = self.shared().cfg.read_from;
+        let mut out: Vec<Option<Result<Bytes, Error>>> = requests.iter().map(|_| None).collect();
+        let mut stage: Vec<(usize, (Bytes, SlotCommand))> = Vec::with_capacity(requests.len());
+        for (i, request) in requests.iter().enumerate() {
+            let route = match route_encoded(request) {
+                Ok(route) => route,
+                Err(err) => {
+                    out[i] = Some(Err(err));
+                    continue;
+                }
+            };
+            if let Target::Slot(slot) = route.target {
+                let cmd = SlotCommand {
+                    slot,
+                    readonly: route.readonly,
+                    replica: read_from == ReadFrom::Replica,
+                };
+                stage.push((i, (request.clone(), cmd)));
+                continue;
+            }
+            // Keyless or split: what came before goes first.
+            self.send_stage(std::mem::take(&mut stage), &mut out).await;
+            let reply = self.execute_routed(request.clone(), route, read_from).await;
+            out[i] = Some(error_as_reply(reply).map(Bytes::from_frame));
+        }
+        self.send_stage(stage, &mut out).await;
+        out.into_iter()
+            .map(|reply| reply.unwrap_or(Err(Error::Closed)))
+            .collect()
+    }
+
+    async fn send_stage(
+        &self,
+        stage: Vec<(usize, (Bytes, SlotCommand))>,
+        out: &mut [Option<Result<Bytes, Error>>],
+    ) {
+        if stage.is_empty() {
+            return;
+        }
+        let (positions, items): (Vec<usize>, Vec<_>) = stage.into_iter().unzip();
+        let replies = batch::run::<Bytes>(self.shared(), items).await;
+        for (i, reply) in positions.into_iter().zip(replies) {
+            out[i] = Some(reply);
+        }
+    }
+}
+
+/// The route of an encoded command, read in place; refused when it is not one whole
+/// command or may not share a connection.
+fn route_encoded(request: &[u8]) -> Result<Route, Error> {
+    let inspected =
+        cmd::inspect(request).ok_or(Error::Protocol(ProtocolError::InvalidMultibulkLength))?;
+    multiplexable(inspected.traits.restriction)?;
+    Ok(route_with(inspected.spec, request))
+}
