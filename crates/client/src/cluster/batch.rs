@@ -117,11 +117,17 @@ pub(crate) async fn run<R: BatchReply>(
         }
     }
     let sent = join_all(groups.iter().map(|(node, replica, members)| {
-        let mut buf = BytesMut::with_capacity(members.iter().map(|&i| items[i].0.len()).sum());
-        for &i in members {
-            buf.extend_from_slice(&items[i].0);
-        }
-        let bytes = buf.freeze();
+        let bytes = match members.as_slice() {
+            &[i] => items[i].0.clone(),
+            members => {
+                let mut buf =
+                    BytesMut::with_capacity(members.iter().map(|&i| items[i].0.len()).sum());
+                for &i in members {
+                    buf.extend_from_slice(&items[i].0);
+                }
+                buf.freeze()
+            }
+        };
         async move {
             if *replica {
                 bump(&shared.metrics.replica_reads);

@@ -13,7 +13,7 @@ use crate::error::Error;
 use super::batch::{self, BatchReply};
 use super::client::{error_as_reply, multiplexable, ClusterClient};
 use super::config::ReadFrom;
-use super::exec::SlotCommand;
+use super::exec::{send_to_slot, SlotCommand};
 use super::route::{route_with, Route, Target};
 
 impl ClusterClient {
@@ -46,7 +46,7 @@ impl ClusterClient {
     pub async fn relay(&self, requests: &[Bytes]) -> Vec<Result<Bytes, Error>> {
         let read_from = self.shared().cfg.read_from;
         let mut out: Vec<Option<Result<Bytes, Error>>> = requests.iter().map(|_| None).collect();
-        let mut stage: Vec<(usize, (Bytes, SlotCommand))> = Vec::with_capacity(requests.len());
+        let mut stage = Stage::default();
         for (i, request) in requests.iter().enumerate() {
             let route = match route_encoded(request) {
                 Ok(route) => route,
@@ -61,32 +61,48 @@ impl ClusterClient {
                     readonly: route.readonly,
                     replica: read_from == ReadFrom::Replica,
                 };
-                stage.push((i, (request.clone(), cmd)));
+                stage.positions.push(i);
+                stage.items.push((request.clone(), cmd));
                 continue;
             }
             // Keyless or split: what came before goes first.
-            self.send_stage(std::mem::take(&mut stage), &mut out).await;
+            std::mem::take(&mut stage).send(self, &mut out).await;
             let reply = self.execute_routed(request.clone(), route, read_from).await;
             out[i] = Some(error_as_reply(reply).map(Bytes::from_frame));
         }
-        self.send_stage(stage, &mut out).await;
+        stage.send(self, &mut out).await;
         out.into_iter()
             .map(|reply| reply.unwrap_or(Err(Error::Closed)))
             .collect()
     }
+}
 
-    async fn send_stage(
-        &self,
-        stage: Vec<(usize, (Bytes, SlotCommand))>,
-        out: &mut [Option<Result<Bytes, Error>>],
-    ) {
-        if stage.is_empty() {
-            return;
-        }
-        let (positions, items): (Vec<usize>, Vec<_>) = stage.into_iter().unzip();
-        let replies = batch::run::<Bytes>(self.shared(), items).await;
-        for (i, reply) in positions.into_iter().zip(replies) {
-            out[i] = Some(reply);
+/// Single-slot commands collected to go out together.
+#[derive(Default)]
+struct Stage {
+    /// Where each command's reply goes in the output.
+    positions: Vec<usize>,
+    items: Vec<(Bytes, SlotCommand)>,
+}
+
+impl Stage {
+    async fn send(mut self, client: &ClusterClient, out: &mut [Option<Result<Bytes, Error>>]) {
+        let shared = client.shared();
+        match (self.positions.as_slice(), self.items.pop()) {
+            (_, None) => {}
+            // Alone, the single-command path costs fewer allocations than a batch, and
+            // decoding and encoding one reply is less than the batch's bookkeeping.
+            (&[i], Some((bytes, cmd))) => {
+                let reply = send_to_slot(shared, bytes, cmd).await;
+                out[i] = Some(reply.map(Bytes::from_frame));
+            }
+            (positions, Some(last)) => {
+                self.items.push(last);
+                let replies = batch::run::<Bytes>(shared, self.items).await;
+                for (&i, reply) in positions.iter().zip(replies) {
+                    out[i] = Some(reply);
+                }
+            }
         }
     }
 }
