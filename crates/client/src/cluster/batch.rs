@@ -75,7 +75,8 @@ impl BatchReply for Bytes {
     }
 
     fn from_frame(frame: Frame) -> Bytes {
-        let mut bytes = BytesMut::new();
+        // Room for the usual short reply at once.
+        let mut bytes = BytesMut::with_capacity(64);
         redline_resp::encode::frame(&mut bytes, &frame);
         bytes.freeze()
     }

@@ -45,6 +45,14 @@ impl ClusterClient {
     /// ```
     pub async fn relay(&self, requests: &[Bytes]) -> Vec<Result<Bytes, Error>> {
         let read_from = self.shared().cfg.read_from;
+        if let [request] = requests {
+            // One command (a client that does not pipeline): no batch bookkeeping.
+            let reply = match route_encoded(request) {
+                Ok(route) => self.relay_routed(request, route, read_from).await,
+                Err(err) => Err(err),
+            };
+            return vec![reply];
+        }
         let mut out: Vec<Option<Result<Bytes, Error>>> = requests.iter().map(|_| None).collect();
         let mut stage = Stage::default();
         for (i, request) in requests.iter().enumerate() {
@@ -67,13 +75,23 @@ impl ClusterClient {
             }
             // Keyless or split: what came before goes first.
             std::mem::take(&mut stage).send(self, &mut out).await;
-            let reply = self.execute_routed(request.clone(), route, read_from).await;
-            out[i] = Some(error_as_reply(reply).map(Bytes::from_frame));
+            out[i] = Some(self.relay_routed(request, route, read_from).await);
         }
         stage.send(self, &mut out).await;
         out.into_iter()
             .map(|reply| reply.unwrap_or(Err(Error::Closed)))
             .collect()
+    }
+
+    /// One command on the single-command path, its reply decoded and encoded again.
+    async fn relay_routed(
+        &self,
+        request: &Bytes,
+        route: Route,
+        read_from: ReadFrom,
+    ) -> Result<Bytes, Error> {
+        let reply = self.execute_routed(request.clone(), route, read_from).await;
+        error_as_reply(reply).map(Bytes::from_frame)
     }
 }
 
