@@ -113,7 +113,12 @@ pub(crate) async fn run<R: BatchReply>(
                 .find(|(n, r, _)| n.addr == node.addr && *r == is_replica)
             {
                 Some((_, _, members)) => members.push(i),
-                None => groups.push((node.clone(), is_replica, vec![i])),
+                None => {
+                    // Room for every command: a node often gets most of them.
+                    let mut members = Vec::with_capacity(items.len() - i);
+                    members.push(i);
+                    groups.push((node.clone(), is_replica, members));
+                }
             }
         }
     }

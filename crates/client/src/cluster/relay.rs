@@ -54,7 +54,7 @@ impl ClusterClient {
             return vec![reply];
         }
         let mut out: Vec<Option<Result<Bytes, Error>>> = requests.iter().map(|_| None).collect();
-        let mut stage = Stage::default();
+        let mut stage = Stage::with_capacity(requests.len());
         for (i, request) in requests.iter().enumerate() {
             let route = match route_encoded(request) {
                 Ok(route) => route,
@@ -74,7 +74,10 @@ impl ClusterClient {
                 continue;
             }
             // Keyless or split: what came before goes first.
-            std::mem::take(&mut stage).send(self, &mut out).await;
+            let rest = requests.len() - i;
+            std::mem::replace(&mut stage, Stage::with_capacity(rest))
+                .send(self, &mut out)
+                .await;
             out[i] = Some(self.relay_routed(request, route, read_from).await);
         }
         stage.send(self, &mut out).await;
@@ -96,7 +99,6 @@ impl ClusterClient {
 }
 
 /// Single-slot commands collected to go out together.
-#[derive(Default)]
 struct Stage {
     /// Where each command's reply goes in the output.
     positions: Vec<usize>,
@@ -104,6 +106,13 @@ struct Stage {
 }
 
 impl Stage {
+    fn with_capacity(commands: usize) -> Stage {
+        Stage {
+            positions: Vec::with_capacity(commands),
+            items: Vec::with_capacity(commands),
+        }
+    }
+
     async fn send(mut self, client: &ClusterClient, out: &mut [Option<Result<Bytes, Error>>]) {
         let shared = client.shared();
         match (self.positions.as_slice(), self.items.pop()) {
