@@ -716,3 +716,64 @@ async fn cluster_slot_owner_change_drops_cached_entries() {
         }
     }
 }
+
+// Relayed commands take their replies as bytes, on the same connections that carry the
+// cache's invalidation pushes: a push between two replies must reach the cache, not a
+// reply.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relayed_replies_and_invalidation_pushes_share_connections() {
+    let cluster = RedisCluster::builder()
+        .masters(3)
+        .replicas_per_master(0)
+        .start()
+        .unwrap();
+    let mut cfg = ClusterConfig::from_urls(cluster.urls()).unwrap();
+    cfg.node = cfg.node.cache(1 << 20, Duration::from_secs(60));
+    let cached = ClusterClient::from_config(cfg).await.unwrap();
+    let writer = ClusterClient::from_config(ClusterConfig::from_urls(cluster.urls()).unwrap())
+        .await
+        .unwrap();
+    let keys: Vec<String> = (0..12).map(|i| format!("relay:{i}")).collect();
+    let get = |key: &str| redline::Cmd::new("GET").arg(key).to_bytes();
+    let requests: Vec<Bytes> = keys.iter().map(|k| get(k)).collect();
+    for round in 0..200 {
+        let value = format!("v{round}");
+        for key in &keys {
+            // A write through the cached client drops its own entry; the read after it
+            // is tracked again, so the next write elsewhere sends another invalidation.
+            cached.set(key, &value).await.unwrap();
+            assert_eq!(cached.cached_get(key).await.unwrap(), b(&value));
+        }
+        // Writes race the relayed reads: their pushes land between the replies.
+        let write = async {
+            for key in &keys {
+                writer.set(key, format!("w{round}")).await.unwrap();
+            }
+        };
+        let (replies, ()) = tokio::join!(cached.relay(&requests), write);
+        for reply in replies {
+            let reply = reply.unwrap();
+            let mut buf = bytes::BytesMut::from(&reply[..]);
+            let frame = redline_resp::parse(&mut buf).unwrap().unwrap();
+            assert!(buf.is_empty(), "more than one frame: {reply:?}");
+            assert!(matches!(frame, Frame::Bulk(_)), "{frame:?}");
+        }
+        // Every write has returned: relayed again, each read sees it, and the round trip
+        // on each node's connection has brought the pushes queued before its replies.
+        let latest = format!("w{round}");
+        let want = format!("${}\r\n{latest}\r\n", latest.len());
+        for reply in cached.relay(&requests).await {
+            assert_eq!(String::from_utf8_lossy(&reply.unwrap()), want);
+        }
+        for key in &keys {
+            assert_eq!(
+                cached.cached_get(key).await.unwrap(),
+                b(&latest),
+                "round {round}: {key} served stale"
+            );
+        }
+    }
+    let stats = cached.cache_stats().unwrap();
+    assert!(stats.invalidations >= 200 * keys.len() as u64, "{stats:?}");
+}
