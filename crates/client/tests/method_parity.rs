@@ -54,6 +54,10 @@ const TYPE_SPECIFIC: &[(&str, &[&str])] = &[
             "on_node",
             "on_random",
             "keys_everywhere",
+            // For proxies that route by slot (the smart tunnel): encoded commands in,
+            // replies out as bytes. In front of one server, a proxy copies bytes as they
+            // come and needs no client (the standalone tunnel).
+            "relay",
         ],
     ),
     (
