@@ -25,6 +25,22 @@ async fn cached_client(url: &str) -> Client {
         .unwrap()
 }
 
+/// A 3-master cluster without replicas.
+fn three_masters() -> RedisCluster {
+    RedisCluster::builder()
+        .masters(3)
+        .replicas_per_master(0)
+        .start()
+        .unwrap()
+}
+
+/// A cluster client config caching up to `max_bytes` for a minute.
+fn cached_cluster_config(cluster: &RedisCluster, max_bytes: usize) -> ClusterConfig {
+    let mut cfg = ClusterConfig::from_urls(cluster.urls()).unwrap();
+    cfg.node = cfg.node.cache(max_bytes, Duration::from_secs(60));
+    cfg
+}
+
 fn b(s: &str) -> Option<Bytes> {
     Some(Bytes::copy_from_slice(s.as_bytes()))
 }
@@ -413,13 +429,8 @@ async fn bcast_mode(url: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_resharding_under_cached_reads_serves_no_stale_value() {
-    let mut cluster = RedisCluster::builder()
-        .masters(3)
-        .replicas_per_master(0)
-        .start()
-        .unwrap();
-    let mut cfg = ClusterConfig::from_urls(cluster.urls()).unwrap();
-    cfg.node = cfg.node.cache(8 << 20, Duration::from_secs(60));
+    let mut cluster = three_masters();
+    let cfg = cached_cluster_config(&cluster, 8 << 20);
     let client = ClusterClient::from_config(cfg).await.unwrap();
 
     // 8 hash tags (8 slots), 25 keys each.
@@ -638,13 +649,8 @@ async fn cache_hits_yield_to_other_tasks() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_slot_owner_change_drops_cached_entries() {
-    let mut cluster = RedisCluster::builder()
-        .masters(3)
-        .replicas_per_master(0)
-        .start()
-        .unwrap();
-    let mut cfg = ClusterConfig::from_urls(cluster.urls()).unwrap();
-    cfg.node = cfg.node.cache(1 << 20, Duration::from_secs(60));
+    let mut cluster = three_masters();
+    let mut cfg = cached_cluster_config(&cluster, 1 << 20);
     // No periodic refresh: the client learns only from what this test does.
     cfg.refresh_interval = None;
     let client = ClusterClient::from_config(cfg).await.unwrap();
@@ -723,13 +729,8 @@ async fn cluster_slot_owner_change_drops_cached_entries() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relayed_replies_and_invalidation_pushes_share_connections() {
-    let cluster = RedisCluster::builder()
-        .masters(3)
-        .replicas_per_master(0)
-        .start()
-        .unwrap();
-    let mut cfg = ClusterConfig::from_urls(cluster.urls()).unwrap();
-    cfg.node = cfg.node.cache(1 << 20, Duration::from_secs(60));
+    let cluster = three_masters();
+    let cfg = cached_cluster_config(&cluster, 1 << 20);
     let cached = ClusterClient::from_config(cfg).await.unwrap();
     let writer = ClusterClient::from_config(ClusterConfig::from_urls(cluster.urls()).unwrap())
         .await

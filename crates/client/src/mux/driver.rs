@@ -43,12 +43,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use redline_resp::Frame;
+use redline_resp::scan::{Scanner, Side};
+use redline_resp::{Frame, Limits};
 use tokio::io::AsyncWrite;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, Sleep};
 
-use super::request::{ManyPending, Pending, RawPending, Reply, Request};
+use super::request::{Pending, Reply, Request};
 use super::turns::{TurnMark, Turns};
 use crate::cache::Cache;
 use crate::config::PushHandler;
@@ -78,6 +79,8 @@ pub(crate) struct DriverOptions {
     pub(crate) waves: bool,
     /// Shared by every connection of one client (see [`Turns`]).
     pub(crate) turns: Arc<Turns>,
+    /// `Config::limits`, which the decoder also applies.
+    pub(crate) limits: Limits,
 }
 
 impl DriverOptions {
@@ -87,6 +90,7 @@ impl DriverOptions {
             busy_polls: cfg.busy_polls,
             waves: cfg.reply_waves.unwrap_or(true),
             turns: cfg.turns.clone().unwrap_or_default(),
+            limits: cfg.limits,
         }
     }
 }
@@ -142,6 +146,8 @@ pub(crate) struct Driver<'a> {
     /// Complete replies may be left in the read buffer after a wave (see [`wave_size`]).
     backlog: bool,
     waves: bool,
+    /// Finds where replies end without decoding them, for raw slots.
+    scanner: Scanner,
 }
 
 /// One reply read from the connection.
@@ -202,6 +208,7 @@ impl<'a> Driver<'a> {
             unresponsive_after: options.unresponsive_after,
             backlog: false,
             waves: options.waves,
+            scanner: Scanner::with_limits(Side::Reply, options.limits),
         }
     }
 
@@ -468,44 +475,43 @@ impl<'a> Driver<'a> {
             && !conn.decoder.in_frame()
             && conn.rbuf.first() != Some(&b'>');
         if raw {
-            match conn.scanner.next(&conn.rbuf) {
+            match self.scanner.next(&conn.rbuf) {
                 Ok(Some(end)) => {
                     return Ok(Some(Incoming::Raw(conn.rbuf.split_to(end).freeze())));
                 }
                 Ok(None) => return Ok(None),
                 // Not what the scanner accepts: the decoder reads it from its first byte
                 // and answers with the exact protocol error (or a frame, encoded again).
-                Err(_) => conn.scanner.reset(),
+                Err(_) => self.scanner.reset(),
             }
-        } else if conn.scanner.in_frame() {
+        } else if self.scanner.in_frame() {
             // The slot that wanted bytes timed out mid-reply: decode that reply whole.
-            conn.scanner.reset();
+            self.scanner.reset();
         }
         Ok(conn.decoder.decode(&mut conn.rbuf)?.map(Incoming::Frame))
     }
 
     /// Hands one reply's bytes to the oldest slot, a raw one.
     fn complete_raw(&mut self, bytes: Bytes) {
-        let Some(Pending {
+        if let Some(Pending {
             reply: Reply::Raw(raw),
             ..
         }) = self.pending.front_mut()
-        else {
-            return;
-        };
-        raw.replies.push(bytes);
-        raw.remaining -= 1;
-        if raw.remaining == 0 {
-            if let Some(Pending {
-                reply: Reply::Raw(raw),
-                ..
-            }) = self.pending.pop_front()
-            {
-                let RawPending { replies, tx, .. } = *raw;
-                let _ = tx.send(Ok(replies));
-                self.completed += 1;
+        {
+            if raw.push(bytes) {
+                self.deliver_front();
             }
         }
+    }
+
+    /// The oldest slot, a unit of several commands, has all its replies: to its caller.
+    fn deliver_front(&mut self) {
+        match self.pending.pop_front().map(|p| p.reply) {
+            Some(Reply::Many(many)) => many.deliver(),
+            Some(Reply::Raw(raw)) => raw.deliver(),
+            _ => return,
+        }
+        self.completed += 1;
     }
 
     /// Hands one reply to the oldest pending slot, or a push frame to the push handler.
@@ -538,24 +544,17 @@ impl<'a> Driver<'a> {
                 }
             }
             Reply::Many(many) => {
-                many.frames.push(frame);
-                many.remaining -= 1;
-                if many.remaining == 0 {
-                    if let Some(Pending {
-                        reply: Reply::Many(many),
-                        ..
-                    }) = self.pending.pop_front()
-                    {
-                        let ManyPending { frames, tx, .. } = *many;
-                        let _ = tx.send(Ok(frames));
-                        self.completed += 1;
-                    }
+                if many.push(frame) {
+                    self.deliver_front();
                 }
             }
-            Reply::Raw(_) => {
+            // A reply the scanner left to the decoder: encoded again for the raw slot.
+            Reply::Raw(raw) => {
                 let mut bytes = BytesMut::new();
                 redline_resp::encode::frame(&mut bytes, &frame);
-                self.complete_raw(bytes.freeze());
+                if raw.push(bytes.freeze()) {
+                    self.deliver_front();
+                }
             }
             Reply::Expired { remaining } => {
                 // The caller already got its timeout; the late reply keeps the pipe in step.

@@ -124,16 +124,8 @@ impl Request {
     pub(crate) fn into_pending(self) -> Pending {
         let reply = match self.slot {
             Slot::One(tx) => Reply::One(tx),
-            Slot::Many { count, tx } => Reply::Many(Box::new(ManyPending {
-                remaining: count,
-                frames: Vec::with_capacity(count),
-                tx,
-            })),
-            Slot::Raw { count, tx } => Reply::Raw(Box::new(RawPending {
-                remaining: count,
-                replies: Vec::with_capacity(count),
-                tx,
-            })),
+            Slot::Many { count, tx } => Reply::Many(Gathering::new(count, tx)),
+            Slot::Raw { count, tx } => Reply::Raw(Gathering::new(count, tx)),
         };
         Pending {
             reply,
@@ -151,26 +143,46 @@ pub(crate) struct Pending {
 pub(crate) enum Reply {
     One(OneReply),
     // Boxed so the common single-command slot stays small in the FIFO.
-    Many(Box<ManyPending>),
-    Raw(Box<RawPending>),
+    Many(Box<Gathering<Frame>>),
+    Raw(Box<Gathering<Bytes>>),
     /// The caller was already told it timed out; `remaining` late replies are discarded.
     Expired {
         remaining: usize,
     },
 }
 
-pub(crate) struct ManyPending {
+/// Replies of a unit of several commands, collected until the last one arrives.
+pub(crate) struct Gathering<T> {
     /// Replies still expected.
-    pub(crate) remaining: usize,
-    pub(crate) frames: Vec<Frame>,
-    pub(crate) tx: ManyReply,
+    remaining: usize,
+    replies: Vec<T>,
+    tx: oneshot::Sender<Result<Vec<T>, Error>>,
 }
 
-pub(crate) struct RawPending {
-    /// Replies still expected.
-    pub(crate) remaining: usize,
-    pub(crate) replies: Vec<Bytes>,
-    pub(crate) tx: RawReply,
+impl<T> Gathering<T> {
+    fn new(count: usize, tx: oneshot::Sender<Result<Vec<T>, Error>>) -> Box<Gathering<T>> {
+        Box::new(Gathering {
+            remaining: count,
+            replies: Vec::with_capacity(count),
+            tx,
+        })
+    }
+
+    /// Adds the next reply; true once every reply is in.
+    pub(crate) fn push(&mut self, reply: T) -> bool {
+        self.replies.push(reply);
+        self.remaining -= 1;
+        self.remaining == 0
+    }
+
+    /// Hands the replies to the caller (one that stopped waiting is simply not told).
+    pub(crate) fn deliver(self) {
+        let _ = self.tx.send(Ok(self.replies));
+    }
+
+    fn fail(self, err: Error) {
+        let _ = self.tx.send(Err(err));
+    }
 }
 
 impl Pending {
@@ -204,12 +216,8 @@ impl Pending {
             Reply::One(tx) => {
                 let _ = tx.send(Err(err));
             }
-            Reply::Many(many) => {
-                let _ = many.tx.send(Err(err));
-            }
-            Reply::Raw(raw) => {
-                let _ = raw.tx.send(Err(err));
-            }
+            Reply::Many(many) => many.fail(err),
+            Reply::Raw(raw) => raw.fail(err),
             Reply::Expired { .. } => {}
         }
     }

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use redline_resp::scan::{Scanner, Side};
 use redline_resp::{Decoder, Frame, Limits, Protocol};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -93,9 +92,6 @@ pub(crate) struct Connection {
     /// Bytes read but not yet decoded.
     pub(crate) rbuf: BytesMut,
     pub(crate) decoder: Decoder,
-    /// Finds where replies end without decoding them, for requests that want the raw
-    /// bytes ([`crate::mux`]'s raw slots).
-    pub(crate) scanner: Scanner,
     /// What the server agreed to speak.
     pub(crate) protocol: Protocol,
     /// For a connection to a master found through Sentinel: resolves when Sentinel moved
@@ -160,7 +156,6 @@ pub(crate) async fn dial(
         stream,
         rbuf: BytesMut::with_capacity(READ_CHUNK),
         decoder: Decoder::new(ep.limits),
-        scanner: Scanner::with_limits(Side::Reply, ep.limits),
         protocol: Protocol::Resp2,
         retire: None,
     };
