@@ -48,6 +48,8 @@
 //! atomically (no lock per command); `MOVED`/`ASK`, failovers and resharding are followed
 //! without errors reaching callers; MGET/MSET/DEL/UNLINK/EXISTS/TOUCH across slots are
 //! split and merged in order; keyless commands fan out as Redis's command tips say.
+//! Proxies hand over commands as they received them and forward the nodes' replies as
+//! bytes with [`ClusterClient::relay`].
 //!
 //! ```no_run
 //! # async fn demo() -> redline::Result<()> {

@@ -2,17 +2,19 @@
 //! cluster. Each client's requests (pipelines included) are routed by the redline cluster
 //! client (MOVED/ASK, failover and multi-key splits handled there), and the replies
 //! written back in request order. A routed request is forwarded as the bytes the client
-//! sent (only its end and its name are looked at); the others are decoded and handled as
-//! listed below.
+//! sent (only its end and its name are looked at) and its reply as the bytes the node
+//! sent (`ClusterClient::relay`); the others are decoded and handled as listed below.
 //!
 //! # What each kind of command does
 //!
-//! - Keyed commands: to the slot's master; those decoded from one read go out as one
-//!   cluster pipeline (one queue entry per node). `MGET`, `MSET`, `DEL`, `UNLINK`,
-//!   `EXISTS`, `TOUCH` across slots are split and merged by the cluster client. After a
-//!   lost connection (failover), reads are re-sent by the cluster client, and writes that
+//! - Keyed commands: to the slot's master; those read together go out together (one
+//!   queue entry and one write per node). `MGET`, `MSET`, `DEL`, `UNLINK`, `EXISTS`,
+//!   `TOUCH` across slots are split and merged by the cluster client. After a lost
+//!   connection (failover), reads are re-sent by the cluster client, and writes that
 //!   answer the same when run twice (plain `SET`, `SETEX`, `PSETEX`, `MSET`, `HMSET`) by
 //!   the tunnel; other writes only with `--retry-writes`, since they could run twice.
+//!   Each command's outcome is its own: a node lost under a batch does not touch the
+//!   replies of commands other nodes answered.
 //! - Keyless commands follow Redis's request/response policies as the cluster client
 //!   applies them: `KEYS` concatenated, `DBSIZE` summed, `FLUSHALL`/`FLUSHDB`/`SCRIPT
 //!   LOAD` on every master, `INFO`, `RANDOMKEY`, `ECHO`... on one node.
