@@ -12,11 +12,11 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use redline::{ClusterClient, Config, RawConnection, RawConnector};
+use redline_resp::scan::{Scanner, Side};
 use redline_resp::Frame;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::error::TunnelError;
-use redline_resp::scan::{Scanner, Side};
 
 /// Redirects one dedicated exchange may follow (as redis-cli's 16 for `-c`).
 pub(crate) const MAX_REDIRECTS: usize = 16;

@@ -45,6 +45,7 @@ use futures_util::future::{BoxFuture, FutureExt};
 use futures_util::stream::{FuturesOrdered, StreamExt};
 use redline::{ClusterClient, ClusterConfig, Cmd, Config, Error};
 use redline_resp::command::{self, CommandFlags};
+use redline_resp::scan::{command_words, Scanner, Side};
 use redline_resp::slot::key_slot;
 use redline_resp::{encode, Frame, RequestDecoder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -56,7 +57,6 @@ use super::error::TunnelError;
 use super::listener;
 use super::shutdown::Shutdown;
 use super::standalone::CHUNK;
-use redline_resp::scan::{command_words, Scanner, Side};
 
 /// Reply batches (one per read, at most) a client may have outstanding before the tunnel
 /// stops reading its requests (Redis has no such limit, but it does not hold the
@@ -756,7 +756,6 @@ impl Upper {
     }
 }
 
-/// Each command on its own, in order.
 /// The reply for a routed command that got none: a command the cluster client refused
 /// gets its error; after a lost connection, reads and writes that give the same reply
 /// when run twice are sent again, other writes get an error saying they may have run.

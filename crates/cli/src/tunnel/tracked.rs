@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::{Buf, BytesMut};
 use redline::RawConnector;
+use redline_resp::scan::{command_words, ScanError, Scanner, Side};
 use redline_resp::Frame;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -30,7 +31,6 @@ use super::error::TunnelError;
 use super::pinned::Pinned;
 use super::rewrite::{Collect, NodeAddr, Rewriter, Topology};
 use super::standalone::{refuse, CHUNK};
-use redline_resp::scan::{command_words, ScanError, Scanner, Side};
 
 /// One pinned node: where it is upstream and locally, and how to reach it.
 pub(crate) struct NodeLink {
