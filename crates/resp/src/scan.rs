@@ -131,11 +131,15 @@ impl Scanner {
                     let n = number(line)?;
                     self.pos = next;
                     if let Ok(n) = usize::try_from(n) {
-                        if n > self.limits.max_bulk_len {
-                            return Err(ScanError::Length);
+                        // Checked: the limit is the caller's and may be as large as usize.
+                        let end = next.checked_add(n).and_then(|e| e.checked_add(2));
+                        match end {
+                            Some(end) if n <= self.limits.max_bulk_len => {
+                                self.payload_end = Some(end);
+                                continue;
+                            }
+                            _ => return Err(ScanError::Length),
                         }
-                        self.payload_end = Some(next + n + 2);
-                        continue;
                     }
                     // A null bulk is a reply; in a request Redis refuses it ("invalid
                     // bulk length"), so the decoder must answer it.
@@ -394,6 +398,19 @@ mod tests {
             assert_eq!(scanner.next(input), Err(err), "{input:?}");
             let mut buf = BytesMut::from(input);
             assert!(crate::Decoder::new(limits).decode(&mut buf).is_err());
+        }
+        let unbounded = Limits {
+            max_bulk_len: usize::MAX,
+            ..Limits::DEFAULT
+        };
+        // No length overflows, whatever the limit: beyond i64 the header is refused, up
+        // to it the scanner waits for the payload.
+        for (header, want) in [
+            (format!("${}\r\n", u64::MAX), Err(ScanError::Line)),
+            (format!("${}\r\n", i64::MAX), Ok(None)),
+        ] {
+            let got = Scanner::with_limits(Side::Reply, unbounded).next(header.as_bytes());
+            assert_eq!(got, want, "{header:?}");
         }
         let mut scanner = Scanner::with_limits(Side::Reply, limits);
         assert_eq!(scanner.next(b"*2\r\n$4\r\nhell\r\n"), Ok(None));
