@@ -272,18 +272,10 @@ fn parse_hex(negative: bool, hex: &[u8]) -> Option<Parsed> {
     }
     if i < hex.len() {
         let after = hex[i..].strip_prefix(b"p")?;
-        let (e, len) = super::float::exponent(after)?;
-        if len != after.len() {
-            return None;
-        }
-        exp2 = exp2.saturating_add(e);
+        exp2 = exp2.saturating_add(whole_exponent(after)?);
     }
     if digits.is_zero() {
-        return Some(Parsed::Finite(LongDouble {
-            negative,
-            mantissa: 0,
-            exp: 0,
-        }));
+        return Some(Parsed::Finite(LongDouble::zero(negative)));
     }
     if !(-20_000..=20_000).contains(&(exp2 + digits.bits() as i64)) {
         return None;
@@ -295,14 +287,16 @@ fn parse_hex(negative: bool, hex: &[u8]) -> Option<Parsed> {
     Some(Parsed::Finite(value))
 }
 
+/// An exponent (`[+-]digits`) that must be all of `text`.
+fn whole_exponent(text: &[u8]) -> Option<i64> {
+    let (e, len) = super::float::exponent(text)?;
+    (len == text.len()).then_some(e)
+}
+
 fn round(negative: bool, n: &Big, exp: i64, sticky: bool) -> Option<LongDouble> {
     let bits = n.bits();
     if bits == 0 {
-        return Some(LongDouble {
-            negative,
-            mantissa: 0,
-            exp: 0,
-        });
+        return Some(LongDouble::zero(negative));
     }
     let (mut mantissa, mut exp) = if bits <= 64 {
         let m =
@@ -350,6 +344,15 @@ fn round(negative: bool, n: &Big, exp: i64, sticky: bool) -> Option<LongDouble> 
 }
 
 impl LongDouble {
+    /// Zero, with its sign.
+    fn zero(negative: bool) -> LongDouble {
+        LongDouble {
+            negative,
+            mantissa: 0,
+            exp: 0,
+        }
+    }
+
     /// An integer, exactly (every `i64` fits a 64-bit mantissa).
     pub fn from_i64(n: i64) -> LongDouble {
         LongDouble {
@@ -410,19 +413,10 @@ impl LongDouble {
                 return None;
             }
             // The exponent must be all that is left (`1e-` ends the number at the `e`).
-            let after = &body[i + 1..];
-            let (e, len) = super::float::exponent(after)?;
-            if len != after.len() {
-                return None;
-            }
-            exp10 = exp10.saturating_add(e);
+            exp10 = exp10.saturating_add(whole_exponent(&body[i + 1..])?);
         }
         if digits.is_zero() {
-            return Some(Parsed::Finite(LongDouble {
-                negative,
-                mantissa: 0,
-                exp: 0,
-            }));
+            return Some(Parsed::Finite(LongDouble::zero(negative)));
         }
         // Far outside the range: overflow or underflow, both rejected by string2ld.
         let approx = digits.bits() as i64 * 3 / 10 + exp10;
@@ -468,11 +462,7 @@ impl LongDouble {
             return round(self.negative, &a.add(&b), low, false);
         }
         match a.cmp(&b) {
-            Ordering::Equal => Some(LongDouble {
-                negative: false,
-                mantissa: 0,
-                exp: 0,
-            }),
+            Ordering::Equal => Some(LongDouble::zero(false)),
             Ordering::Greater => round(self.negative, &a.sub(&b), low, false),
             Ordering::Less => round(other.negative, &b.sub(&a), low, false),
         }
