@@ -5,14 +5,13 @@
 //! cluster pipelines and by split multi-key commands (replies decoded), and by
 //! [`ClusterClient::relay`](crate::ClusterClient::relay) (replies as bytes).
 
-use std::future::Future;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use redline_resp::Frame;
 
 use crate::error::Error;
-use crate::mux::Multiplexer;
+use crate::mux::UnitReply;
 
 use super::client::Shared;
 use super::exec::{known_unsent, send_to_slot, SlotCommand};
@@ -21,15 +20,9 @@ use super::metrics::bump;
 use super::node::Node;
 use super::redirect::{classify, Redirect};
 
-/// The form a batch hands each reply back in.
-pub(crate) trait BatchReply: Sized + Send + 'static {
-    /// Sends `count` encoded commands to `mux` as one unit.
-    fn send(
-        mux: &Multiplexer,
-        bytes: Bytes,
-        count: usize,
-    ) -> impl Future<Output = Result<Vec<Self>, Error>> + Send + '_;
-
+/// The form a batch hands each reply back in: what the multiplexer delivers, and how a
+/// redirect is recognised in it.
+pub(crate) trait BatchReply: UnitReply {
     /// What the reply asks for, if it is a redirect (`MOVED`, `ASK`, `TRYAGAIN`...).
     fn redirect(&self) -> Option<Redirect>;
 
@@ -38,14 +31,6 @@ pub(crate) trait BatchReply: Sized + Send + 'static {
 }
 
 impl BatchReply for Frame {
-    fn send(
-        mux: &Multiplexer,
-        bytes: Bytes,
-        count: usize,
-    ) -> impl Future<Output = Result<Vec<Frame>, Error>> + Send + '_ {
-        mux.send_many(bytes, count)
-    }
-
     fn redirect(&self) -> Option<Redirect> {
         classify(self)
     }
@@ -57,14 +42,6 @@ impl BatchReply for Frame {
 
 /// A reply as the server encoded it.
 impl BatchReply for Bytes {
-    fn send(
-        mux: &Multiplexer,
-        bytes: Bytes,
-        count: usize,
-    ) -> impl Future<Output = Result<Vec<Bytes>, Error>> + Send + '_ {
-        mux.send_raw(bytes, count)
-    }
-
     fn redirect(&self) -> Option<Redirect> {
         // Only an error reply can be one; decoding it is nothing next to its round trip.
         if !matches!(self.first(), Some(b'-' | b'!')) {
@@ -137,9 +114,11 @@ pub(crate) async fn run<R: BatchReply>(
         async move {
             if *replica {
                 bump(&shared.metrics.replica_reads);
-                R::send(node.pick_readonly(), bytes, members.len()).await
+                node.pick_readonly()
+                    .send_unit::<R>(bytes, members.len())
+                    .await
             } else {
-                R::send(node.pick(), bytes, members.len()).await
+                node.pick().send_unit::<R>(bytes, members.len()).await
             }
         }
     }))

@@ -35,8 +35,8 @@ use tokio::sync::{mpsc, oneshot};
 use crate::config::{Config, FullQueue};
 use crate::error::Error;
 use crate::net::{Connection, Endpoint};
-pub(crate) use request::Encoded;
 use request::{Deadline, Request, Slot};
+pub(crate) use request::{Encoded, UnitReply};
 pub(crate) use turns::Turns;
 
 /// Waiting for room in a full queue (rare; boxed).
@@ -107,30 +107,21 @@ impl Multiplexer {
         bytes: Bytes,
         count: usize,
     ) -> impl Future<Output = Result<Vec<Frame>, Error>> + Send + '_ {
-        self.send_unit(bytes, count, |count, tx| Slot::Many { count, tx })
+        self.send_unit(bytes, count)
     }
 
-    /// As [`Multiplexer::send_many`], but each reply comes back as the bytes the server
-    /// sent (push frames still go to the push handler): for relays, which forward them.
-    pub(crate) fn send_raw(
+    /// As [`Multiplexer::send_many`], with the replies in the form `R`: frames, or the
+    /// bytes the server sent (push frames still go to the push handler), for relays.
+    pub(crate) fn send_unit<R: UnitReply>(
         &self,
         bytes: Bytes,
         count: usize,
-    ) -> impl Future<Output = Result<Vec<Bytes>, Error>> + Send + '_ {
-        self.send_unit(bytes, count, |count, tx| Slot::Raw { count, tx })
-    }
-
-    fn send_unit<T: Send + 'static>(
-        &self,
-        bytes: Bytes,
-        count: usize,
-        slot: impl FnOnce(usize, oneshot::Sender<Result<Vec<T>, Error>>) -> Slot,
-    ) -> impl Future<Output = Result<Vec<T>, Error>> + Send + '_ {
+    ) -> impl Future<Output = Result<Vec<R>, Error>> + Send + '_ {
         let (tx, rx) = oneshot::channel();
         let wait = (count > 0).then(|| {
             self.queue(Request {
                 bytes: bytes.into(),
-                slot: slot(count, tx),
+                slot: R::slot(count, tx),
                 deadline: self.timeout.map(Deadline::after),
             })
         });

@@ -94,6 +94,25 @@ pub(crate) enum Slot {
     Raw { count: usize, tx: RawReply },
 }
 
+/// The form the replies of a unit of several commands come back in: decoded frames
+/// (pipelines), or each reply's bytes as the server sent them (relays).
+pub(crate) trait UnitReply: Sized + Send + 'static {
+    /// The queue slot that delivers replies in this form.
+    fn slot(count: usize, tx: oneshot::Sender<Result<Vec<Self>, Error>>) -> Slot;
+}
+
+impl UnitReply for Frame {
+    fn slot(count: usize, tx: ManyReply) -> Slot {
+        Slot::Many { count, tx }
+    }
+}
+
+impl UnitReply for Bytes {
+    fn slot(count: usize, tx: RawReply) -> Slot {
+        Slot::Raw { count, tx }
+    }
+}
+
 impl Request {
     /// The caller stopped waiting (its future was dropped) before the command was sent:
     /// skipping it is safe, it never reached the server.
