@@ -47,6 +47,7 @@ mod reaper;
 mod redis;
 mod redline;
 mod sentinel;
+mod sockets;
 mod tls;
 
 pub use cluster::{RedisCluster, RedisClusterBuilder, Role, SlotRange, SLOTS};
@@ -55,4 +56,5 @@ pub use error::{Error, Result};
 pub use redis::{RedisServer, RedisServerBuilder};
 pub use redline::{redline_server_bin, RedlineServer, RedlineServerBuilder};
 pub use sentinel::{RedisSentinels, RedisSentinelsBuilder};
+pub use sockets::listening_sockets;
 pub use tls::TlsCerts;

@@ -1,0 +1,81 @@
+//! Which ports a process listens on, read from Linux's `/proc`.
+//!
+//! "Is the port closed?" cannot be asked by connecting: a port freed in the ephemeral
+//! range (where servers started on port 0 live) may be taken by another process at once,
+//! and the connection then succeeds. Asking which sockets a given process holds has no
+//! such race.
+
+use std::collections::HashSet;
+use std::io;
+
+/// TCP state code of a listening socket in `/proc/<pid>/net/tcp`.
+const LISTEN: &str = "0A";
+
+/// How many listening TCP sockets (IPv4 and IPv6) process `pid` holds on `port`.
+///
+/// ```
+/// let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+/// let port = listener.local_addr()?.port();
+/// assert_eq!(redline_testkit::listening_sockets(std::process::id(), port)?, 1);
+/// drop(listener);
+/// assert_eq!(redline_testkit::listening_sockets(std::process::id(), port)?, 0);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn listening_sockets(pid: u32, port: u16) -> io::Result<usize> {
+    let mut inodes = HashSet::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))? {
+        // A descriptor closed while we list is simply not counted.
+        let Ok(target) = std::fs::read_link(entry?.path()) else {
+            continue;
+        };
+        let target = target.to_string_lossy();
+        if let Some(inode) = target
+            .strip_prefix("socket:[")
+            .and_then(|rest| rest.strip_suffix(']'))
+        {
+            inodes.insert(inode.to_string());
+        }
+    }
+    let local_port = format!(":{port:04X}");
+    let mut count = 0;
+    for table in ["tcp", "tcp6"] {
+        let text = match std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) {
+            Ok(text) => text,
+            // A kernel without IPv6 has no tcp6 table.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        // Columns: sl, local_address, rem_address, st, queues, tr, retrnsmt, uid, timeout, inode.
+        count += text
+            .lines()
+            .skip(1)
+            .map(|line| line.split_whitespace().collect::<Vec<_>>())
+            .filter(|fields| {
+                fields.len() > 9
+                    && fields[1].ends_with(&local_port)
+                    && fields[3] == LISTEN
+                    && inodes.contains(fields[9])
+            })
+            .count();
+    }
+    Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_this_process_listeners_until_they_close() {
+        let me = std::process::id();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        assert_eq!(listening_sockets(me, port).unwrap(), 1);
+        // A connected socket on the same port is not a listener.
+        let _client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let _accepted = listener.accept().unwrap();
+        assert_eq!(listening_sockets(me, port).unwrap(), 1);
+        drop(listener);
+        assert_eq!(listening_sockets(me, port).unwrap(), 0);
+    }
+}
