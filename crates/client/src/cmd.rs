@@ -324,7 +324,7 @@ pub(crate) struct Traits {
 
 impl Traits {
     /// A command the table does not have (a module's, or newer than the table): sent as is.
-    const PLAIN: Traits = Traits {
+    pub(crate) const PLAIN: Traits = Traits {
         restriction: Restriction::None,
         readonly: false,
         blocking: false,
@@ -332,7 +332,7 @@ impl Traits {
 
     /// Whether later arguments can change the traits (CLIENT's subcommand, XREAD's
     /// BLOCK): only then does `push_arg` read an argument back.
-    fn watches_args(&self) -> bool {
+    pub(crate) fn watches_args(&self) -> bool {
         matches!(
             self.restriction,
             Restriction::ClientSubcommand | Restriction::StreamRead
@@ -340,7 +340,7 @@ impl Traits {
     }
 
     /// Updates what depends on later arguments once the argument at `index` is known.
-    fn after_arg(&mut self, index: usize, arg: &[u8]) {
+    pub(crate) fn after_arg(&mut self, index: usize, arg: &[u8]) {
         match self.restriction {
             Restriction::ClientSubcommand if index == 1 => {
                 self.restriction = client_subcommand_restriction(arg);
@@ -397,9 +397,28 @@ const CONNECTION_STATE: &[&str] = &[
     "select", "hello", "auth", "reset", "quit", "monitor", "sync", "psync",
 ];
 
+/// The traits of a table entry, classified once per entry (every command a caller builds
+/// asks, and the classification compares names).
+pub(crate) fn traits_of(spec: &'static CommandSpec) -> Traits {
+    static BY_ID: std::sync::LazyLock<Vec<Traits>> = std::sync::LazyLock::new(|| {
+        let mut by_id = vec![Traits::PLAIN; command::ENTRY_COUNT];
+        for spec in command::all() {
+            if let Some(traits) = by_id.get_mut(usize::from(spec.id)) {
+                *traits = classify(spec);
+            }
+        }
+        by_id
+    });
+    match BY_ID.get(usize::from(spec.id)) {
+        Some(&traits) => traits,
+        // An entry from outside the table has no id.
+        None => classify(spec),
+    }
+}
+
 /// Classifies a command from the shared command table (`redline_resp::command`), so the
 /// client and the server agree on what blocks and what changes connection state.
-fn traits_of(spec: &'static CommandSpec) -> Traits {
+fn classify(spec: &'static CommandSpec) -> Traits {
     let flags = spec.flags;
     let readonly = flags.contains(CommandFlags::READONLY);
     let restriction = match spec.name {
@@ -534,6 +553,13 @@ impl ToArg for f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn traits_kept_per_entry_are_the_classification() {
+        for spec in command::all() {
+            assert_eq!(traits_of(spec), classify(spec), "{}", spec.name);
+        }
+    }
 
     #[test]
     fn header_is_filled_in_place() {
