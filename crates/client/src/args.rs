@@ -86,6 +86,8 @@ impl<'a> Iterator for Args<'a> {
 }
 
 /// Parses a decimal length at `at`, up to CRLF; returns it and the index after the CRLF.
+/// A header's length as Redis reads it (`string2ll`, no sign): digits without a leading
+/// zero, `0` alone excepted, so a proxy never forwards a header Redis would refuse.
 fn number(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
     let mut n: usize = 0;
     let mut i = at;
@@ -94,7 +96,7 @@ fn number(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
         if b == b'\r' {
             break;
         }
-        if !b.is_ascii_digit() {
+        if !b.is_ascii_digit() || (i > at && n == 0) {
             return None;
         }
         n = n.checked_mul(10)?.checked_add(usize::from(b - b'0'))?;
@@ -126,6 +128,13 @@ mod tests {
     #[test]
     fn refuses_garbage() {
         assert!(Args::new(b"PING\r\n").is_none());
+        // Headers Redis refuses: a leading zero, a sign.
+        for bad in [&b"*01\r\n"[..], b"*00\r\n", b"*+1\r\n", b"*-1\r\n"] {
+            assert!(Args::new(bad).is_none(), "{bad:?}");
+        }
+        assert_eq!(Args::new(b"*0\r\n").unwrap().remaining(), 0);
+        let mut args = Args::new(b"*1\r\n$03\r\nGET\r\n").unwrap();
+        assert_eq!(args.next(), None);
         assert!(Args::new(b"*x\r\n").is_none());
         let mut args = Args::new(b"*2\r\n$3\r\nGET\r\n$5\r\nab").unwrap();
         assert_eq!(args.next(), Some(&b"GET"[..]));

@@ -48,8 +48,8 @@
 //! atomically (no lock per command); `MOVED`/`ASK`, failovers and resharding are followed
 //! without errors reaching callers; MGET/MSET/DEL/UNLINK/EXISTS/TOUCH across slots are
 //! split and merged in order; keyless commands fan out as Redis's command tips say.
-//! Proxies hand over commands as they received them and forward the nodes' replies as
-//! bytes with [`ClusterClient::relay`].
+//! Proxies hand over commands as they received them (each read once into a
+//! [`RelayCommand`]) and forward the nodes' replies as bytes with [`ClusterClient::relay`].
 //!
 //! ```no_run
 //! # async fn demo() -> redline::Result<()> {
@@ -117,6 +117,7 @@ pub use cache::{CacheConfig, CacheStats};
 pub use client::Client;
 pub use cluster::{
     ClusterClient, ClusterConfig, ClusterMetrics, ClusterPipeline, ClusterSubscriber, ReadFrom,
+    RelayCommand,
 };
 pub use cmd::{Cmd, ToArg};
 pub use commands::{

@@ -737,7 +737,10 @@ async fn relayed_replies_and_invalidation_pushes_share_connections() {
         .unwrap();
     let keys: Vec<String> = (0..12).map(|i| format!("relay:{i}")).collect();
     let get = |key: &str| redline::Cmd::new("GET").arg(key).to_bytes();
-    let requests: Vec<Bytes> = keys.iter().map(|k| get(k)).collect();
+    let requests: Vec<redline::RelayCommand> = keys
+        .iter()
+        .map(|k| redline::RelayCommand::new(get(k)).unwrap())
+        .collect();
     for round in 0..200 {
         let value = format!("v{round}");
         for key in &keys {

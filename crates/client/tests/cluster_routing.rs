@@ -8,7 +8,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use redline::{Client, ClusterClient, ClusterConfig, Cmd, Error, Frame, ReadFrom, ServerErrorKind};
+use redline::{
+    Client, ClusterClient, ClusterConfig, Cmd, Error, Frame, ReadFrom, RelayCommand,
+    ServerErrorKind,
+};
 use redline_resp::slot::key_slot;
 use redline_testkit::{RedisCluster, RedisServer};
 
@@ -823,10 +826,18 @@ fn bulk(value: &str) -> Vec<u8> {
     format!("${}\r\n{value}\r\n", value.len()).into_bytes()
 }
 
+/// Encoded commands read for `relay`.
+fn relay_commands(requests: &[Bytes]) -> Vec<RelayCommand> {
+    requests
+        .iter()
+        .map(|request| RelayCommand::new(request.clone()).unwrap())
+        .collect()
+}
+
 /// `relay`'s replies, each required to be one.
 async fn relayed(client: &ClusterClient, requests: &[Bytes]) -> Vec<Vec<u8>> {
     client
-        .relay(requests)
+        .relay(&relay_commands(requests))
         .await
         .into_iter()
         .map(|reply| reply.unwrap().to_vec())
@@ -881,7 +892,7 @@ async fn relay_forwards_encoded_commands_and_replies() {
         .iter()
         .map(|c| encode(&c.iter().map(String::as_str).collect::<Vec<_>>()))
         .collect();
-    let got = client.relay(&requests).await;
+    let got = client.relay(&relay_commands(&requests)).await;
     let mut pipe = reference.pipeline();
     for args in &scripts {
         pipe.add(Cmd::from_args(args.iter()).unwrap());
@@ -901,21 +912,30 @@ async fn relay_forwards_encoded_commands_and_replies() {
         );
     }
 
+    // Bytes that are not exactly one command are refused when read.
+    for bad in [
+        &b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nextra"[..],
+        b"*2\r\n$3\r\nGET\r\n$1\r\n",
+        b"*1\r\n$03\r\nGET\r\n",
+        b"GET k\r\n",
+    ] {
+        let read = RelayCommand::new(Bytes::from_static(bad));
+        assert!(matches!(read, Err(Error::Protocol(_))), "{read:?}");
+    }
     // One request refused does not stop the others.
-    let mixed = [
+    let mixed = relay_commands(&[
         encode(&["SET", "r:1", "x"]),
-        Bytes::from_static(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nextra"),
         encode(&["BLPOP", "r:list", "0"]),
         encode(&["GET", "r:1"]),
-    ];
+    ]);
+    assert!(!mixed[1].shares_connection());
     let got = client.relay(&mixed).await;
     assert_eq!(got[0].as_deref().ok(), Some(&b"+OK\r\n"[..]));
-    assert!(matches!(got[1], Err(Error::Protocol(_))), "{:?}", got[1]);
     assert!(
-        matches!(got[2], Err(Error::NotMultiplexable { .. })),
+        matches!(got[1], Err(Error::NotMultiplexable { .. })),
         "{:?}",
-        got[2]
+        got[1]
     );
-    assert_eq!(got[3].as_deref().ok(), Some(&b"$1\r\nx\r\n"[..]));
+    assert_eq!(got[2].as_deref().ok(), Some(&b"$1\r\nx\r\n"[..]));
     assert!(client.relay(&[]).await.is_empty());
 }

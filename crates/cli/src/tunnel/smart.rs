@@ -1,9 +1,10 @@
 //! Smart mode: one local endpoint that looks like a standalone Redis in front of a whole
 //! cluster. Each client's requests (pipelines included) are routed by the redline cluster
 //! client (MOVED/ASK, failover and multi-key splits handled there), and the replies
-//! written back in request order. A routed request is forwarded as the bytes the client
-//! sent (only its end and its name are looked at) and its reply as the bytes the node
-//! sent (`ClusterClient::relay`); the others are decoded and handled as listed below.
+//! written back in request order. A routed request is read once (`RelayCommand`: its
+//! end, its table entry, its slot) and forwarded as the bytes the client sent, and its
+//! reply as the bytes the node sent (`ClusterClient::relay`); the others are decoded
+//! and handled as listed below.
 //!
 //! # What each kind of command does
 //!
@@ -43,9 +44,8 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use futures_util::future::{BoxFuture, FutureExt};
 use futures_util::stream::{FuturesOrdered, StreamExt};
-use redline::{ClusterClient, ClusterConfig, Cmd, Config, Error};
-use redline_resp::command::{self, CommandFlags};
-use redline_resp::scan::{command_words, Scanner, Side};
+use redline::{ClusterClient, ClusterConfig, Cmd, Config, Error, RelayCommand};
+use redline_resp::command::{self, CommandFlags, CommandSpec};
 use redline_resp::slot::key_slot;
 use redline_resp::{encode, Frame, RequestDecoder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -155,11 +155,33 @@ const ANSWERED_HERE: &[&[u8]] = &[
     b"SCAN",
 ];
 
+/// Whether the tunnel answers a command itself ([`ANSWERED_HERE`]), by its table entry.
+fn answered_here(spec: &CommandSpec) -> bool {
+    static BY_ID: std::sync::LazyLock<Vec<bool>> = std::sync::LazyLock::new(|| {
+        let mut by_id = vec![false; command::ENTRY_COUNT];
+        for spec in ANSWERED_HERE
+            .iter()
+            .filter_map(|name| command::lookup(name))
+        {
+            if let Some(here) = by_id.get_mut(usize::from(spec.id)) {
+                *here = true;
+            }
+        }
+        by_id
+    });
+    match BY_ID.get(usize::from(spec.id)) {
+        Some(&here) => here,
+        // An entry from outside the table has no id.
+        None => ANSWERED_HERE
+            .iter()
+            .any(|name| name.eq_ignore_ascii_case(spec.name.as_bytes())),
+    }
+}
+
 /// What to do with one request.
 enum Step {
-    /// Routed by the cluster client (the request, encoded); consecutive ones go out as
-    /// one cluster pipeline.
-    Route(Bytes),
+    /// Routed by the cluster client; consecutive ones go out together.
+    Route(RelayCommand),
     /// Its reply, in order with the others (it may run concurrently with them).
     Reply(BoxFuture<'static, Frame>),
     /// Runs alone: after every earlier reply, before any later command.
@@ -175,15 +197,15 @@ async fn connection(client: TcpStream, smart: Arc<Smart>) -> Result<(), TunnelEr
     let (mut rd, mut wr) = client.into_split();
     let mut session = Session::new(smart);
     let mut inbuf = BytesMut::with_capacity(CHUNK);
+    // Whole requests are read off `inbuf` as `RelayCommand`s, so a routed one is forwarded
+    // as the bytes the client sent; `decoder` takes over for the rest (and any error)
+    // whenever a request is incomplete or not plain RESP, until it stands at a request
+    // boundary again.
     let mut decoder = RequestDecoder::default();
-    // Finds where each request ends, so a routed one is forwarded as the bytes the client
-    // sent; `decoder` takes over for the rest (and any error) whenever a request is
-    // incomplete or not plain RESP, until it stands at a request boundary again.
-    let mut scanner = Scanner::new(Side::Request);
     let mut at_boundary = true;
     let mut pending: FuturesOrdered<BoxFuture<'static, Replies>> = FuturesOrdered::new();
-    // Routed commands (encoded) from the same reads, sent together.
-    let mut group: Vec<Bytes> = Vec::new();
+    // Routed commands from the same reads, sent together.
+    let mut group: Vec<RelayCommand> = Vec::new();
     let mut out = BytesMut::with_capacity(CHUNK);
     let mut eof = false;
     let mut closing = false;
@@ -210,24 +232,22 @@ async fn connection(client: TcpStream, smart: Arc<Smart>) -> Result<(), TunnelEr
         if !closing && !alone && waiting.is_none() {
             while pending.len() < WINDOW {
                 let decoded = if at_boundary {
-                    match scanner.next(&inbuf) {
-                        Ok(Some(end)) => {
-                            let mut request = inbuf.split_to(end);
-                            if session.routes_as_is(&request) {
-                                group.push(request.freeze());
-                                continue;
-                            }
-                            // Exactly one whole request: decoded at once, or skipped if
-                            // empty.
+                    match RelayCommand::split_from(&mut inbuf) {
+                        Some(request) if session.routes_as_is(&request) => {
+                            group.push(request);
+                            continue;
+                        }
+                        // Exactly one whole request: decoded at once.
+                        Some(request) => {
+                            let mut request = BytesMut::from(request.into_bytes());
                             match decoder.decode(&mut request) {
                                 Ok(None) => continue,
                                 decoded => decoded,
                             }
                         }
-                        // Incomplete, or not RESP the scanner accepts: the decoder reads
-                        // it as it always has.
-                        Ok(None) | Err(_) => {
-                            scanner = Scanner::new(Side::Request);
+                        // Incomplete, inline, empty or a header Redis refuses: the decoder
+                        // reads it as it always has.
+                        None => {
                             let before = inbuf.len();
                             let decoded = decoder.decode(&mut inbuf);
                             at_boundary = !matches!(decoded, Ok(None)) || inbuf.len() == before;
@@ -372,23 +392,13 @@ impl Session {
         }
     }
 
-    /// True when `dispatch` would route this request (one whole multibulk) to the
-    /// cluster unchanged: the common case, forwarded without being decoded. Everything
-    /// else goes through `dispatch`.
-    fn routes_as_is(&self, request: &[u8]) -> bool {
-        if self.multi.is_some() || request.first() != Some(&b'*') {
-            return false;
-        }
-        let Some((name, _)) = command_words(request) else {
-            return false;
-        };
-        let mut upper = Upper::default();
-        let name = upper.of(&name);
-        // XREAD/XREADGROUP block or not depending on their arguments; asked with its
-        // name alone, `blocking` says `Some` for every other command that may block.
-        !ANSWERED_HERE.contains(&name)
-            && !matches!(name, b"XREAD" | b"XREADGROUP")
-            && command::blocking(&[name]).is_none()
+    /// True when `dispatch` would route this request to the cluster unchanged: the
+    /// common case, forwarded without being decoded. Everything else goes through
+    /// `dispatch`.
+    fn routes_as_is(&self, request: &RelayCommand) -> bool {
+        self.multi.is_none()
+            && request.shares_connection()
+            && !request.spec().is_some_and(answered_here)
     }
 
     fn dispatch(&mut self, args: Vec<Bytes>) -> Step {
@@ -480,7 +490,10 @@ impl Session {
         if command::blocking(&args).is_some() {
             return self.blocking(args);
         }
-        Step::Route(encoded(&args))
+        match RelayCommand::new(encoded(&args)) {
+            Ok(request) => Step::Route(request),
+            Err(e) => Step::Reply(now(error_frame(&e))),
+        }
     }
 
     /// The common path: the routed commands of one read go to the cluster together, as
@@ -488,7 +501,7 @@ impl Session {
     /// nodes sent them.
     fn flush(
         &self,
-        group: &mut Vec<Bytes>,
+        group: &mut Vec<RelayCommand>,
         pending: &mut FuturesOrdered<BoxFuture<'static, Replies>>,
     ) {
         if group.is_empty() {
@@ -504,7 +517,7 @@ impl Session {
                 for (request, reply) in group.iter().zip(replies) {
                     out.push(match reply {
                         Ok(bytes) => bytes,
-                        Err(e) => encoded_frame(&after_error(&cluster, request, e).await),
+                        Err(e) => encoded_frame(&after_error(&cluster, request.bytes(), e).await),
                     });
                 }
                 Replies::Raw(out)
@@ -879,6 +892,18 @@ mod tests {
 
     fn args(list: &[&str]) -> Vec<Bytes> {
         list.iter().map(|a| Bytes::from(a.to_string())).collect()
+    }
+
+    /// The fast path knows the commands `dispatch` answers by their table entries, so
+    /// each must have one; no other entry is taken for one of them.
+    #[test]
+    fn commands_answered_here_are_known_by_entry() {
+        for name in ANSWERED_HERE {
+            let spec = command::lookup(name).unwrap_or_else(|| panic!("{name:?}"));
+            assert!(answered_here(spec), "{name:?}");
+        }
+        let answered = command::all().filter(|spec| answered_here(spec)).count();
+        assert_eq!(answered, ANSWERED_HERE.len());
     }
 
     #[test]

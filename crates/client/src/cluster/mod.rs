@@ -52,3 +52,4 @@ pub use config::{ClusterConfig, ReadFrom};
 pub use metrics::ClusterMetrics;
 pub use pipeline::ClusterPipeline;
 pub use pubsub::ClusterSubscriber;
+pub use relay::RelayCommand;

@@ -89,7 +89,7 @@ pub(crate) struct Route {
 }
 
 impl Route {
-    const UNKNOWN: Route = Route {
+    pub(crate) const UNKNOWN: Route = Route {
         target: Target::Unknown,
         readonly: false,
     };
@@ -128,7 +128,7 @@ pub(crate) fn route_with(spec: Option<&'static CommandSpec>, bytes: &[u8]) -> Ro
         }
     }
     let readonly = spec.is_readonly();
-    let target = if !spec.flags.contains(CommandFlags::MOVABLE_KEYS) && spec.first_key > 0 {
+    let target = if has_fixed_keys(spec) {
         fixed_keys(spec, args, argc)
     } else if spec.has_keys() || !spec.key_specs.is_empty() {
         movable_keys(spec, bytes)
@@ -138,22 +138,61 @@ pub(crate) fn route_with(spec: Option<&'static CommandSpec>, bytes: &[u8]) -> Ro
     Route { target, readonly }
 }
 
-/// Keys at `first_key..=last_key` by `key_step`; `args` starts at argument 1 (after the
-/// name).
+/// Whether the command's keys sit at fixed positions (`first`/`last`/`step`, no
+/// `movablekeys`), so they can be read without Redis's key-spec rules.
+pub(crate) fn has_fixed_keys(spec: &CommandSpec) -> bool {
+    !spec.flags.contains(CommandFlags::MOVABLE_KEYS) && spec.first_key > 0
+}
+
+/// Where a fixed-key command's keys sit among its arguments (the name is argument 0).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyRange {
+    first: usize,
+    /// May be below `first`: then the command has no key arguments.
+    last: usize,
+    step: usize,
+}
+
+impl KeyRange {
+    /// The range for `argc` arguments; `None` when they are too few for a range counted
+    /// from the end (the node answers with its own arity error).
+    pub(crate) fn of(spec: &CommandSpec, argc: usize) -> Option<KeyRange> {
+        let last = if spec.last_key < 0 {
+            argc.checked_sub(spec.last_key.unsigned_abs() as usize)?
+        } else {
+            (spec.last_key as usize).min(argc.saturating_sub(1))
+        };
+        Some(KeyRange {
+            first: spec.first_key.max(1) as usize,
+            last,
+            step: spec.key_step.max(1) as usize,
+        })
+    }
+
+    /// Whether the argument at `index` is a key.
+    pub(crate) fn holds(&self, index: usize) -> bool {
+        (self.first..=self.last).contains(&index) && (index - self.first) % self.step == 0
+    }
+}
+
+/// Keys in a [`KeyRange`]; `args` starts at argument 1 (after the name).
 fn fixed_keys(spec: &CommandSpec, args: Args<'_>, argc: usize) -> Target {
-    let first = spec.first_key as usize;
-    let last = if spec.last_key < 0 {
-        match argc.checked_sub(spec.last_key.unsigned_abs() as usize) {
-            Some(last) => last,
-            None => return Target::Keyless(Fanout::Any),
-        }
-    } else {
-        (spec.last_key as usize).min(argc.saturating_sub(1))
+    let Some(range) = KeyRange::of(spec, argc) else {
+        return Target::Keyless(Fanout::Any);
     };
-    let step = (spec.key_step.max(1)) as usize;
     // Arguments 1..=last, from `first` on, every `step`-th.
-    let keys = args.take(last).skip(first - 1).step_by(step);
-    match common_slot(keys) {
+    let keys = args
+        .take(range.last)
+        .skip(range.first - 1)
+        .step_by(range.step);
+    let mut slot = CommonSlot::default();
+    keys.for_each(|key| slot.add(key));
+    keyed_target(spec, slot.get())
+}
+
+/// The target of a command whose keys hash to `slot` (`None`: it was given no keys).
+pub(crate) fn keyed_target(spec: &CommandSpec, slot: Result<Option<u16>, CrossSlot>) -> Target {
+    match slot {
         Err(CrossSlot) => cross_slot(spec),
         Ok(Some(s)) => Target::Slot(s),
         Ok(None) => Target::Keyless(fanout(spec)),
@@ -163,19 +202,35 @@ fn fixed_keys(spec: &CommandSpec, args: Args<'_>, argc: usize) -> Target {
 /// Keys that hash to more than one slot.
 pub(crate) struct CrossSlot;
 
+/// The one slot of the keys seen so far, added one at a time.
+#[derive(Default)]
+pub(crate) struct CommonSlot(Option<Result<u16, CrossSlot>>);
+
+impl CommonSlot {
+    pub(crate) fn add(&mut self, key: &[u8]) {
+        if let Some(Err(CrossSlot)) = self.0 {
+            return;
+        }
+        let s = key_slot(key);
+        self.0 = match self.0 {
+            Some(Ok(prev)) if prev != s => Some(Err(CrossSlot)),
+            _ => Some(Ok(s)),
+        };
+    }
+
+    /// The slot every key hashes to; `None` without keys.
+    pub(crate) fn get(self) -> Result<Option<u16>, CrossSlot> {
+        self.0.transpose()
+    }
+}
+
 /// The one slot every key hashes to (`None` without keys).
 pub(crate) fn common_slot<'k>(
     keys: impl IntoIterator<Item = &'k [u8]>,
 ) -> Result<Option<u16>, CrossSlot> {
-    let mut slot = None;
-    for key in keys {
-        let s = key_slot(key);
-        if slot.is_some_and(|prev| prev != s) {
-            return Err(CrossSlot);
-        }
-        slot = Some(s);
-    }
-    Ok(slot)
+    let mut slot = CommonSlot::default();
+    keys.into_iter().for_each(|key| slot.add(key));
+    slot.get()
 }
 
 /// Keys found by Redis's key-spec rules on the whole argument list.
@@ -190,9 +245,8 @@ fn movable_keys(spec: &CommandSpec, bytes: &[u8]) -> Target {
         return Target::Keyless(Fanout::Any);
     }
     match common_slot(positions.iter().filter_map(|&i| args.get(i).copied())) {
-        Err(CrossSlot) => cross_slot(spec),
-        Ok(Some(s)) => Target::Slot(s),
         Ok(None) => Target::Keyless(Fanout::Any),
+        slot => keyed_target(spec, slot),
     }
 }
 
