@@ -70,7 +70,8 @@ def run(quick, rounds=None):
              "rounds": p["rounds"],
              "cluster": "3 redis-server 7.0 masters, no replicas, tls-port only, "
                         "tls-cluster yes, tls-auth-clients no, RSA-2048, no persistence",
-             "tunnel": "redline tunnel --cluster (smart mode), release build, --log warn"}
+             "tunnel": "redline tunnel --cluster (smart mode), release build, --log warn, "
+                       "default --threads (1)"}
     return {"flags": flags, "runs": runs, "notes": notes}
 
 

@@ -82,7 +82,8 @@ fn dbsize_direct(cluster: &mut RedisCluster) -> i64 {
 #[test]
 fn tunnel_smart_redis_benchmark_set_get_all_keys_readable() {
     let mut cluster = shared();
-    let tunnel = smart_tunnel(&cluster, &[]);
+    // Several workers: client and connection tasks run on different threads.
+    let tunnel = smart_tunnel(&cluster, &["--threads", "3"]);
     let out = benchmark(&tunnel, &["-n", "20000", "-r", "5000", "-q"])
         .output()
         .expect("redis-benchmark (make deps)");

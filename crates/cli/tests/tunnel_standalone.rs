@@ -187,6 +187,17 @@ fn tunnel_standalone_refuses_bad_credentials_at_startup() {
 }
 
 #[test]
+fn tunnel_refuses_zero_threads() {
+    let out = Command::new(env!("CARGO_BIN_EXE_redline"))
+        .args(["tunnel", "--threads", "0", "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--threads"), "{err}");
+}
+
+#[test]
 fn tunnel_standalone_logs_each_client_connect_and_disconnect() {
     let (certs, server) = tls_server();
     let mut args = tls_flags(server.port(), &certs.ca_cert_path());
