@@ -86,8 +86,8 @@ impl<'a> Iterator for Args<'a> {
 }
 
 /// Parses a decimal length at `at`, up to CRLF; returns it and the index after the CRLF.
-/// A header's length as Redis reads it (`string2ll`, no sign): digits without a leading
-/// zero, `0` alone excepted, so a proxy never forwards a header Redis would refuse.
+/// Read as Redis reads a header (`string2ll`, no sign): digits without a leading zero,
+/// `0` alone excepted, so a proxy never forwards a header Redis would refuse.
 fn number(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
     let mut n: usize = 0;
     let mut i = at;

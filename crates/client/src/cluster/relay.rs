@@ -117,7 +117,13 @@ impl RelayCommand {
 fn read(buf: &[u8]) -> Option<Read> {
     let mut args = Args::new(buf)?;
     let argc = args.remaining();
-    let name = args.next()?;
+    // A bulk longer than Redis accepts would end a shared connection: the decoder
+    // refuses it instead.
+    let mut next = || {
+        args.next()
+            .filter(|arg| arg.len() <= Limits::DEFAULT.max_bulk_len)
+    };
+    let name = next()?;
     let spec = command::lookup(name);
     let mut traits = spec.map_or(Traits::PLAIN, traits_of);
     let watches = traits.watches_args();
@@ -128,10 +134,7 @@ fn read(buf: &[u8]) -> Option<Read> {
         .map(|spec| KeyRange::of(spec, argc));
     let mut slot = CommonSlot::default();
     for index in 1..argc {
-        let arg = args.next()?;
-        if arg.len() > Limits::DEFAULT.max_bulk_len {
-            return None;
-        }
+        let arg = next()?;
         if watches {
             traits.after_arg(index, arg);
         }

@@ -185,9 +185,7 @@ fn fixed_keys(spec: &CommandSpec, args: Args<'_>, argc: usize) -> Target {
         .take(range.last)
         .skip(range.first - 1)
         .step_by(range.step);
-    let mut slot = CommonSlot::default();
-    keys.for_each(|key| slot.add(key));
-    keyed_target(spec, slot.get())
+    keyed_target(spec, common_slot(keys))
 }
 
 /// The target of a command whose keys hash to `slot` (`None`: it was given no keys).
