@@ -328,15 +328,19 @@ async fn connection(client: TcpStream, smart: Arc<Smart>) -> Result<(), TunnelEr
 enum Replies {
     /// Answered by the tunnel, or on a dedicated connection.
     Frame(Frame),
-    /// Routed commands' replies, as the nodes sent them.
-    Raw(Vec<Bytes>),
+    /// Routed commands' replies, as the nodes sent them. Every one is `Ok`: a command
+    /// that got none has been given its error reply (`after_error`).
+    Raw(Vec<Result<Bytes, Error>>),
 }
 
 impl Replies {
     fn write_to(&self, out: &mut BytesMut) {
         match self {
             Replies::Frame(frame) => encode::frame(out, frame),
-            Replies::Raw(replies) => replies.iter().for_each(|r| out.extend_from_slice(r)),
+            Replies::Raw(replies) => replies
+                .iter()
+                .flatten()
+                .for_each(|r| out.extend_from_slice(r)),
         }
     }
 }
@@ -512,15 +516,15 @@ impl Session {
         let cluster = self.smart.upstream.cluster.clone();
         pending.push_back(
             async move {
-                let replies = cluster.relay(&group).await;
-                let mut out = Vec::with_capacity(replies.len());
-                for (request, reply) in group.iter().zip(replies) {
-                    out.push(match reply {
-                        Ok(bytes) => bytes,
-                        Err(e) => encoded_frame(&after_error(&cluster, request.bytes(), e).await),
-                    });
+                let mut replies = cluster.relay(&group).await;
+                for (request, reply) in group.iter().zip(replies.iter_mut()) {
+                    if let Err(e) = reply {
+                        let e = std::mem::replace(e, Error::Closed);
+                        let frame = after_error(&cluster, request.bytes(), e).await;
+                        *reply = Ok(encoded_frame(&frame));
+                    }
                 }
-                Replies::Raw(out)
+                Replies::Raw(replies)
             }
             .boxed(),
         );

@@ -205,6 +205,25 @@ impl ClusterClient {
             };
             return vec![reply];
         }
+        let slot_command = |request: &RelayCommand, slot| SlotCommand {
+            slot,
+            readonly: request.route.readonly,
+            replica: read_from == ReadFrom::Replica,
+        };
+        // The usual batch: every command on one slot each, so the batch's replies are
+        // the output as they come.
+        let single_slots: Option<Vec<_>> = requests
+            .iter()
+            .map(|request| match request.route.target {
+                Target::Slot(slot) if multiplexable(request.restriction).is_ok() => {
+                    Some((request.bytes.clone(), slot_command(request, slot)))
+                }
+                _ => None,
+            })
+            .collect();
+        if let Some(items) = single_slots {
+            return batch::run::<Bytes>(self.shared(), items).await;
+        }
         // Every slot is filled below; the placeholder costs nothing to build.
         let mut out: Vec<Result<Bytes, Error>> =
             requests.iter().map(|_| Err(Error::Closed)).collect();
@@ -214,15 +233,11 @@ impl ClusterClient {
                 out[i] = Err(err);
                 continue;
             }
-            let route = request.route;
-            if let Target::Slot(slot) = route.target {
-                let cmd = SlotCommand {
-                    slot,
-                    readonly: route.readonly,
-                    replica: read_from == ReadFrom::Replica,
-                };
+            if let Target::Slot(slot) = request.route.target {
                 stage.positions.push(i);
-                stage.items.push((request.bytes.clone(), cmd));
+                stage
+                    .items
+                    .push((request.bytes.clone(), slot_command(request, slot)));
                 continue;
             }
             // Keyless or split: what came before goes first.
