@@ -385,6 +385,63 @@ mod tests {
         assert!(buf.is_empty());
     }
 
+    /// Pieces of requests, well-formed and not, glued at random.
+    const PIECES: &[&[u8]] = &[
+        b"*1\r\n",
+        b"*2\r\n",
+        b"*02\r\n",
+        b"*0\r\n",
+        b"*-1\r\n",
+        b"$1\r\n",
+        b"$3\r\n",
+        b"$03\r\n",
+        b"$-1\r\n",
+        b"$0\r\n",
+        b"GET",
+        b"get",
+        b"k",
+        b"{",
+        b"}",
+        b"\r\n",
+        b"\r",
+        b"\n",
+        b"7",
+        b"-",
+        b" ",
+        b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n",
+        b"*3\r\n$3\r\nDEL\r\n$1\r\na\r\n$1\r\nb\r\n",
+    ];
+
+    proptest::proptest! {
+        /// What `split_from` takes is forwarded on a shared connection without being
+        /// decoded, so it must be what the decoder (Redis's rules) reads as the first
+        /// command of the same bytes, to the byte, with the same table entry.
+        #[test]
+        fn takes_only_what_the_decoder_takes(
+            chosen in proptest::collection::vec(proptest::sample::select(PIECES), 0..24)
+        ) {
+            let input = chosen.concat();
+            let mut buf = BytesMut::from(&input[..]);
+            if let Some(command) = RelayCommand::split_from(&mut buf) {
+                let taken = command.bytes().len();
+                proptest::prop_assert_eq!(&buf[..], &input[taken..]);
+                let mut all = BytesMut::from(&input[..]);
+                let decoded = redline_resp::RequestDecoder::default().decode(&mut all);
+                let Ok(Some(args)) = decoded else {
+                    return Err(proptest::test_runner::TestCaseError::fail(format!(
+                        "took {:?}, the decoder: {decoded:?}",
+                        String::from_utf8_lossy(&input[..taken])
+                    )));
+                };
+                proptest::prop_assert_eq!(input.len() - all.len(), taken);
+                proptest::prop_assert_eq!(
+                    command.spec().map(|spec| spec.name),
+                    command::lookup(&args[0]).map(|spec| spec.name)
+                );
+            }
+        }
+    }
+
     /// What the decoder must answer (with Redis's error) or skip is left to it.
     #[test]
     fn leaves_what_redis_refuses_or_skips_to_the_decoder() {
