@@ -17,7 +17,10 @@
 //!
 //! Every mode: SIGINT/SIGTERM shut down cleanly (`shutdown.rs`); a failing client only
 //! ends its own connection (`listener.rs`); connects and disconnects are logged at info
-//! level on stderr. Listen addresses are printed on stdout once open.
+//! level on stderr. Listen addresses are printed on stdout once open. One worker thread
+//! by default (`--threads`): a hop that shares its cores with clients and servers loses
+//! more to wake-ups between threads than it gains from a second one (bench/NOTES.md,
+//! "Smart mode, sixth look").
 
 mod dedicated;
 mod error;
