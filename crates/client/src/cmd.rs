@@ -397,23 +397,17 @@ const CONNECTION_STATE: &[&str] = &[
     "select", "hello", "auth", "reset", "quit", "monitor", "sync", "psync",
 ];
 
-/// The traits of a table entry, classified once per entry (every command a caller builds
-/// asks, and the classification compares names).
+/// The traits of a table entry, classified once per entry (entries are numbered in
+/// `command::all`'s order): every command a caller builds asks, and classifying
+/// compares names.
 pub(crate) fn traits_of(spec: &'static CommandSpec) -> Traits {
-    static BY_ID: std::sync::LazyLock<Vec<Traits>> = std::sync::LazyLock::new(|| {
-        let mut by_id = vec![Traits::PLAIN; command::ENTRY_COUNT];
-        for spec in command::all() {
-            if let Some(traits) = by_id.get_mut(usize::from(spec.id)) {
-                *traits = classify(spec);
-            }
-        }
-        by_id
-    });
-    match BY_ID.get(usize::from(spec.id)) {
-        Some(&traits) => traits,
-        // An entry from outside the table has no id.
-        None => classify(spec),
-    }
+    static BY_ID: std::sync::LazyLock<Vec<Traits>> =
+        std::sync::LazyLock::new(|| command::all().map(classify).collect());
+    // An entry from outside the table has no id.
+    BY_ID
+        .get(usize::from(spec.id))
+        .copied()
+        .unwrap_or_else(|| classify(spec))
 }
 
 /// Classifies a command from the shared command table (`redline_resp::command`), so the

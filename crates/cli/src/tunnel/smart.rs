@@ -155,27 +155,22 @@ const ANSWERED_HERE: &[&[u8]] = &[
     b"SCAN",
 ];
 
-/// Whether the tunnel answers a command itself ([`ANSWERED_HERE`]), by its table entry.
+/// Whether the tunnel answers a command itself ([`ANSWERED_HERE`]), by its table entry:
+/// kept per entry (entries are numbered in `command::all`'s order), since every request
+/// asks.
 fn answered_here(spec: &CommandSpec) -> bool {
-    static BY_ID: std::sync::LazyLock<Vec<bool>> = std::sync::LazyLock::new(|| {
-        let mut by_id = vec![false; command::ENTRY_COUNT];
-        for spec in ANSWERED_HERE
+    fn listed(spec: &CommandSpec) -> bool {
+        ANSWERED_HERE
             .iter()
-            .filter_map(|name| command::lookup(name))
-        {
-            if let Some(here) = by_id.get_mut(usize::from(spec.id)) {
-                *here = true;
-            }
-        }
-        by_id
-    });
-    match BY_ID.get(usize::from(spec.id)) {
-        Some(&here) => here,
-        // An entry from outside the table has no id.
-        None => ANSWERED_HERE
-            .iter()
-            .any(|name| name.eq_ignore_ascii_case(spec.name.as_bytes())),
+            .any(|name| name.eq_ignore_ascii_case(spec.name.as_bytes()))
     }
+    static BY_ID: std::sync::LazyLock<Vec<bool>> =
+        std::sync::LazyLock::new(|| command::all().map(listed).collect());
+    // An entry from outside the table has no id.
+    BY_ID
+        .get(usize::from(spec.id))
+        .copied()
+        .unwrap_or_else(|| listed(spec))
 }
 
 /// What to do with one request.
