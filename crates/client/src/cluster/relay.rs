@@ -205,50 +205,42 @@ impl ClusterClient {
             };
             return vec![reply];
         }
-        let slot_command = |request: &RelayCommand, slot| SlotCommand {
-            slot,
-            readonly: request.route.readonly,
-            replica: read_from == ReadFrom::Replica,
-        };
-        // The usual batch: every command on one slot each, so the batch's replies are
-        // the output as they come.
-        let single_slots: Option<Vec<_>> = requests
-            .iter()
-            .map(|request| match request.route.target {
-                Target::Slot(slot) if multiplexable(request.restriction).is_ok() => {
-                    Some((request.bytes.clone(), slot_command(request, slot)))
-                }
-                _ => None,
-            })
-            .collect();
-        if let Some(items) = single_slots {
-            return batch::run::<Bytes>(self.shared(), items).await;
-        }
-        // Every slot is filled below; the placeholder costs nothing to build.
-        let mut out: Vec<Result<Bytes, Error>> =
-            requests.iter().map(|_| Err(Error::Closed)).collect();
-        let mut stage = Stage::with_capacity(requests.len());
+        // Runs of single-slot commands go out together. A command that does not join
+        // one (keyless, split, refused) runs after the commands before it.
+        let mut stage = Stage::new(0, requests.len());
+        // Only a batch with such a command needs an output of its own; the usual one is
+        // its single stage's replies as they come.
+        let mut out: Option<Vec<Result<Bytes, Error>>> = None;
         for (i, request) in requests.iter().enumerate() {
-            if let Err(err) = multiplexable(request.restriction) {
-                out[i] = Err(err);
+            let shares = multiplexable(request.restriction);
+            if let (Ok(()), Target::Slot(slot)) = (&shares, request.route.target) {
+                let cmd = SlotCommand {
+                    slot,
+                    readonly: request.route.readonly,
+                    replica: read_from == ReadFrom::Replica,
+                };
+                stage.items.push((request.bytes.clone(), cmd));
                 continue;
             }
-            if let Target::Slot(slot) = request.route.target {
-                stage.positions.push(i);
-                stage
-                    .items
-                    .push((request.bytes.clone(), slot_command(request, slot)));
-                continue;
-            }
-            // Keyless or split: what came before goes first.
-            let rest = requests.len() - i;
-            std::mem::replace(&mut stage, Stage::with_capacity(rest))
-                .send(self, &mut out)
+            // Every slot is filled; the placeholder costs nothing to build.
+            let out =
+                out.get_or_insert_with(|| requests.iter().map(|_| Err(Error::Closed)).collect());
+            let rest = requests.len() - i - 1;
+            std::mem::replace(&mut stage, Stage::new(i + 1, rest))
+                .send(self, out)
                 .await;
-            out[i] = self.relay_routed(request, read_from).await;
+            out[i] = match shares {
+                Ok(()) => self.relay_routed(request, read_from).await,
+                Err(err) => Err(err),
+            };
         }
-        stage.send(self, &mut out).await;
-        out
+        match out {
+            None => stage.replies(self).await,
+            Some(mut out) => {
+                stage.send(self, &mut out).await;
+                out
+            }
+        }
     }
 
     /// One command on the single-command path, its reply decoded and encoded again.
@@ -264,38 +256,43 @@ impl ClusterClient {
     }
 }
 
-/// Single-slot commands collected to go out together.
+/// A run of single-slot commands, collected to go out together.
 struct Stage {
-    /// Where each command's reply goes in the output.
-    positions: Vec<usize>,
+    /// Where the run starts in the output.
+    start: usize,
     items: Vec<(Bytes, SlotCommand)>,
 }
 
 impl Stage {
-    fn with_capacity(commands: usize) -> Stage {
+    fn new(start: usize, capacity: usize) -> Stage {
         Stage {
-            positions: Vec::with_capacity(commands),
-            items: Vec::with_capacity(commands),
+            start,
+            items: Vec::with_capacity(capacity),
         }
     }
 
-    async fn send(mut self, client: &ClusterClient, out: &mut [Result<Bytes, Error>]) {
+    /// The run's replies, in order.
+    async fn replies(mut self, client: &ClusterClient) -> Vec<Result<Bytes, Error>> {
         let shared = client.shared();
-        match (self.positions.as_slice(), self.items.pop()) {
-            (_, None) => {}
+        match self.items.len() {
+            0 => Vec::new(),
             // Alone, the single-command path costs fewer allocations than a batch, and
             // decoding and encoding one reply is less than the batch's bookkeeping.
-            (&[i], Some((bytes, cmd))) => {
-                let reply = send_to_slot(shared, bytes, cmd).await;
-                out[i] = reply.map(Bytes::from_frame);
-            }
-            (positions, Some(last)) => {
-                self.items.push(last);
-                let replies = batch::run::<Bytes>(shared, self.items).await;
-                for (&i, reply) in positions.iter().zip(replies) {
-                    out[i] = reply;
-                }
-            }
+            1 => match self.items.pop() {
+                Some((bytes, cmd)) => vec![send_to_slot(shared, bytes, cmd)
+                    .await
+                    .map(Bytes::from_frame)],
+                None => Vec::new(),
+            },
+            _ => batch::run::<Bytes>(shared, self.items).await,
+        }
+    }
+
+    /// The run's replies, into their places in `out`.
+    async fn send(self, client: &ClusterClient, out: &mut [Result<Bytes, Error>]) {
+        let start = self.start;
+        for (slot, reply) in out[start..].iter_mut().zip(self.replies(client).await) {
+            *slot = reply;
         }
     }
 }
