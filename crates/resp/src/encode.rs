@@ -120,12 +120,28 @@ pub fn write_line(out: &mut BytesMut, kind: u8, line: &[u8]) {
 
 /// Writes `+OK\r\n`-style status replies.
 pub fn write_simple(out: &mut BytesMut, status: &[u8]) {
-    write_line(out, b'+', status);
+    write_line_safe(out, b'+', status);
 }
 
 /// Writes an error line; `message` starts with the error kind (`ERR ...`, `WRONGTYPE ...`).
 pub fn write_error(out: &mut BytesMut, message: &[u8]) {
-    write_line(out, b'-', message);
+    write_line_safe(out, b'-', message);
+}
+
+/// Writes a status or error line whose text may quote a client's bytes: a CR or LF
+/// inside would end the line early and make the rest read as replies, so each becomes
+/// a space (what Redis does to error and status texts that quote input).
+fn write_line_safe(out: &mut BytesMut, kind: u8, line: &[u8]) {
+    if memchr::memchr2(b'\r', b'\n', line).is_none() {
+        return write_line(out, kind, line);
+    }
+    out.reserve(line.len() + 3);
+    out.put_u8(kind);
+    out.extend(
+        line.iter()
+            .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }),
+    );
+    out.put_slice(b"\r\n");
 }
 
 /// Writes `:n\r\n`.
@@ -265,6 +281,14 @@ mod tests {
         let mut out = BytesMut::new();
         frame(&mut out, f);
         out.to_vec()
+    }
+
+    #[test]
+    fn status_and_error_lines_never_carry_a_line_break() {
+        let mut out = BytesMut::new();
+        write_error(&mut out, b"ERR no group '\r\n*1\r\n'");
+        write_simple(&mut out, b"a\nb");
+        assert_eq!(&out[..], b"-ERR no group '  *1  '\r\n+a b\r\n");
     }
 
     #[test]
