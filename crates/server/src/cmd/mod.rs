@@ -13,6 +13,7 @@ pub mod args;
 pub mod bitmaps;
 pub mod blocking;
 pub mod client;
+pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod connection;
@@ -95,6 +96,7 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(tracking::COMMANDS);
     all.extend_from_slice(streams::COMMANDS);
     all.extend_from_slice(stream_groups::COMMANDS);
+    all.extend(cluster::registrations());
     all
 }
 

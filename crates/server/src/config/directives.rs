@@ -210,6 +210,11 @@ impl Config {
                 return Err(SetError::Arity);
             }
             let text = super::params::canonical(param, values).map_err(SetError::Invalid)?;
+            if param.name == "cluster-enabled" && text == "yes" {
+                return Err(invalid(
+                    "cluster-enabled yes is not supported: redline-server runs standalone",
+                ));
+            }
             self.params.insert(param.name, text);
             return Ok(());
         }
@@ -472,6 +477,17 @@ mod tests {
                 false
             )
             .is_err());
+    }
+
+    #[test]
+    fn cluster_mode_is_refused_at_start() {
+        let mut c = Config::default();
+        assert!(matches!(
+            c.set("cluster-enabled", &[b"yes".to_vec()], true),
+            Err(SetError::Invalid(m)) if m.contains("not supported")
+        ));
+        c.set("cluster-enabled", &[b"no".to_vec()], true).unwrap();
+        assert_eq!(c.get("cluster-enabled").unwrap(), "no");
     }
 
     #[test]
