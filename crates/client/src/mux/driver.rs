@@ -56,6 +56,16 @@ use crate::config::PushHandler;
 use crate::error::{Error, IoOp};
 use crate::net::{Connection, READ_CHUNK};
 
+/// The current instant, read from the clock once, and only when something asks for it.
+#[derive(Default)]
+pub(crate) struct LazyNow(Option<Instant>);
+
+impl LazyNow {
+    pub(crate) fn get(&mut self) -> Instant {
+        *self.0.get_or_insert_with(Instant::now)
+    }
+}
+
 /// Stop taking requests while this many bytes wait to be written: the socket is the
 /// bottleneck then, and the bounded queue (not this buffer) should absorb the burst.
 const WRITE_HIGH_WATER: usize = 256 * 1024;
@@ -307,11 +317,11 @@ impl<'a> Driver<'a> {
     /// Queues one request's bytes for writing and its slot for replies; a request whose
     /// caller is gone or whose deadline passed is answered without being sent.
     #[inline]
-    pub(crate) fn accept(&mut self, req: Request, now: Instant) {
+    pub(crate) fn accept(&mut self, req: Request, now: &mut LazyNow) {
         if req.is_abandoned() {
             return;
         }
-        if req.expired(now) {
+        if req.deadline.is_some() && req.expired(now.get()) {
             req.time_out();
             return;
         }
@@ -339,19 +349,20 @@ impl<'a> Driver<'a> {
 
     /// Moves queued requests into the output buffer. Returns whether any was taken.
     fn poll_intake(&mut self, cx: &mut Context<'_>, rx: &mut mpsc::Receiver<Request>) -> bool {
-        let now = Instant::now();
+        // The busy poll calls this while the queue is empty: no clock read then.
+        let mut now = LazyNow::default();
         let mut took = false;
         if self.wbuf.len() < WRITE_HIGH_WATER {
             if let Some(req) = self.staged.take() {
                 took = true;
-                self.accept(req, now);
+                self.accept(req, &mut now);
             }
         }
         while !self.queue_closed && self.wbuf.len() < WRITE_HIGH_WATER {
             match rx.poll_recv(cx) {
                 Poll::Ready(Some(req)) => {
                     took = true;
-                    self.accept(req, now);
+                    self.accept(req, &mut now);
                 }
                 Poll::Ready(None) => self.queue_closed = true,
                 Poll::Pending => break,
@@ -363,7 +374,7 @@ impl<'a> Driver<'a> {
             // server still time out on time.
             while let Poll::Ready(next) = rx.poll_recv(cx) {
                 match next {
-                    Some(req) if req.expired(now) => req.time_out(),
+                    Some(req) if req.expired(now.get()) => req.time_out(),
                     Some(req) => {
                         let deadline = req.deadline;
                         self.staged = Some(req);

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::driver::{Driver, DriverOptions, Stop};
+use super::driver::{Driver, DriverOptions, LazyNow, Stop};
 use super::request::Request;
 use crate::cache::Cache;
 use crate::config::{Backoff, PushHandler};
@@ -121,7 +121,7 @@ async fn drive(
 ) -> Option<(Error, Instant)> {
     let mut driver = Driver::new(conn, addr, push, cache, options);
     if let Some(first) = first {
-        driver.accept(first, Instant::now());
+        driver.accept(first, &mut LazyNow::default());
     }
     match driver.run(rx).await {
         Stop::Closed => None,
