@@ -156,11 +156,31 @@ pub fn decode(hash: Hash) -> Area {
     }
 }
 
+/// C's `(uint64_t)` cast of a double as x86-64 builds of Redis compute it. The cast is
+/// undefined in C for what does not fit (a score a GEO command did not write: ZADD's
+/// `-inf`, a negative or huge one); the compiler's instruction sequence gives the value
+/// below, and redis-server's replies show it.
+fn c_double_to_u64(value: f64) -> u64 {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    // cvttsd2si: truncation, or 0x8000_0000_0000_0000 for NaN and anything out of range.
+    let cvt = |x: f64| -> u64 {
+        if x.is_nan() || !(-TWO_63..TWO_63).contains(&x) {
+            1 << 63
+        } else {
+            x as i64 as u64
+        }
+    };
+    if value >= TWO_63 {
+        cvt(value - TWO_63) ^ (1 << 63)
+    } else {
+        cvt(value)
+    }
+}
+
 /// The position a score stands for: the centre of its box, as `(longitude, latitude)`.
 pub fn position(score: f64) -> (f64, f64) {
-    // C's (uint64_t) cast; saturating here where C would be undefined.
     let area = decode(Hash {
-        bits: score as u64,
+        bits: c_double_to_u64(score),
         step: STEP_MAX,
     });
     let longitude = ((area.longitude.min + area.longitude.max) / 2.0).clamp(LONG_MIN, LONG_MAX);
@@ -445,6 +465,21 @@ mod tests {
         assert!((lat - 38.115_556_395_496_3).abs() < 1e-12);
         assert_eq!(&geohash_string(3_479_099_956_230_698.0), b"sqc8b49rny0");
         assert_eq!(&geohash_string(3_479_447_370_796_909.0), b"sqdtr74hyu0");
+    }
+
+    #[test]
+    fn scores_no_geo_command_wrote_decode_as_in_redis() {
+        // x86-64's conversion: out of range and NaN give the sign bit, negatives wrap.
+        assert_eq!(c_double_to_u64(f64::NEG_INFINITY), 1 << 63);
+        assert_eq!(c_double_to_u64(f64::NAN), 1 << 63);
+        assert_eq!(c_double_to_u64(f64::INFINITY), 0);
+        assert_eq!(c_double_to_u64(-1.0), u64::MAX);
+        assert_eq!(c_double_to_u64(1.9), 1);
+        assert_eq!(c_double_to_u64(1.5e19), 15_000_000_000_000_000_000);
+        // ZADD k -inf m, then GEOPOS k m on redis-server 7.0.15.
+        let (lon, lat) = position(f64::NEG_INFINITY);
+        assert_eq!(lon, 180.0);
+        assert!((lat - -85.051_127_512_639_42).abs() < 1e-12);
     }
 
     #[test]

@@ -11,6 +11,14 @@ pub fn int(arg: &[u8]) -> Result<i64, CmdError> {
     canonical_int(arg).ok_or(NOT_INTEGER)
 }
 
+/// A C `int` as Redis's `getIntFromObjectOrReply` reads it: a strict integer, then its
+/// own range error.
+pub fn c_int(arg: &[u8]) -> Result<i32, CmdError> {
+    i32::try_from(int(arg)?).map_err(|_| {
+        CmdError::Static("ERR value is out of range, value must between -2147483648 and 2147483647")
+    })
+}
+
 /// A float, else "value is not a valid float".
 pub fn float(arg: &[u8]) -> Result<f64, CmdError> {
     parse_f64(arg).ok_or(NOT_FLOAT)

@@ -96,20 +96,24 @@ pub fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     // Arity (4) is checked by the dispatcher from CLIENT_SETINFO.
     let value = &args[3];
     if value.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
-        return Err(CmdError::Owned(format!(
-            "ERR {} cannot contain spaces, newlines or special characters.",
-            reply::clip(&args[2], 128)
-        )));
+        return Err(reply::quoting(
+            "ERR ",
+            &args[2],
+            usize::MAX,
+            " cannot contain spaces, newlines or special characters.",
+        ));
     }
     if is(&args[2], "lib-name") {
         ctx.client.lib_name = Some(value.to_vec());
     } else if is(&args[2], "lib-ver") {
         ctx.client.lib_ver = Some(value.to_vec());
     } else {
-        return Err(CmdError::Owned(format!(
-            "ERR Unrecognized option '{}'",
-            reply::clip(&args[2], 128)
-        )));
+        return Err(reply::quoting(
+            "ERR Unrecognized option '",
+            &args[2],
+            usize::MAX,
+            "'",
+        ));
     }
     ok(ctx.out);
     Ok(())

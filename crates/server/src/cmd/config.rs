@@ -62,10 +62,12 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         config
             .set(&name, &[pair[1].to_vec()], false)
             .map_err(|e| match e {
-                SetError::Unknown | SetError::Arity => CmdError::Owned(format!(
-                    "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
-                    reply::clip(&pair[0], 128)
-                )),
+                SetError::Unknown | SetError::Arity => reply::quoting(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '",
+                    &pair[0],
+                    usize::MAX,
+                    "'",
+                ),
                 SetError::Immutable => CmdError::Owned(format!(
                     "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
                 )),

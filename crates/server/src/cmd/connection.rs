@@ -64,12 +64,7 @@ fn db_index(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, CmdError> {
 
 fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     // Redis reads SELECT's index as a C int, with its own range error.
-    let n = int(&args[1])?;
-    if i32::try_from(n).is_err() {
-        return Err(CmdError::Static(
-            "ERR value is out of range, value must between -2147483648 and 2147483647",
-        ));
-    }
+    super::args::c_int(&args[1])?;
     ctx.client.db = db_index(ctx, &args[1])?;
     describe(ctx);
     ok(ctx.out);
@@ -200,10 +195,12 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             name = Some(args[i + 1].clone());
             i += 2;
         } else {
-            return Err(CmdError::Owned(format!(
-                "ERR Syntax error in HELLO option '{}'",
-                reply::clip(&args[i], 128)
-            )));
+            return Err(reply::quoting(
+                "ERR Syntax error in HELLO option '",
+                &args[i],
+                usize::MAX,
+                "'",
+            ));
         }
     }
     if let Some((user, password)) = &credentials {

@@ -16,7 +16,13 @@ use crate::persist::rdb;
 use crate::store::now_ms;
 
 /// This family's handlers.
-pub const COMMANDS: &[(&str, Handler)] = &[("dump", dump), ("restore", restore)];
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("dump", dump),
+    ("restore", restore),
+    // What a cluster node sends while migrating a slot: RESTORE, allowed on an importing
+    // slot. Without cluster mode it is RESTORE.
+    ("restore-asking", restore),
+];
 
 const BUSYKEY: CmdError = CmdError::Static("BUSYKEY Target key name already exists.");
 const BAD_TTL: CmdError = CmdError::Static("ERR Invalid TTL value, must be >= 0");

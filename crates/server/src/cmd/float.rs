@@ -65,19 +65,27 @@ pub fn parse_f64(bytes: &[u8]) -> Option<f64> {
     (read.len == bytes.len() && !out_of_range && !read.value.is_nan()).then_some(read.value)
 }
 
-/// A score range bound as Redis's `zslParseRange` reads it: the whole text read by
-/// `strtod` (which skips leading spaces), not NaN; out-of-range values saturate, and
-/// the empty text reads as 0 (strtod stops at once, at the end).
+/// A score range bound as Redis's `zslParseRange` reads it: the whole C string (up to
+/// the first NUL) read by `strtod` (which skips leading spaces), not NaN; out-of-range
+/// values saturate, and the empty text reads as 0 (strtod stops at once, at the end).
 pub fn parse_range_f64(bytes: &[u8]) -> Option<f64> {
-    let read = strtod(bytes);
-    (read.len == bytes.len() && !read.value.is_nan()).then_some(read.value)
+    let text = c_string(bytes);
+    let read = strtod(text);
+    (read.len == text.len() && !read.value.is_nan()).then_some(read.value)
 }
 
-/// A SORT weight as Redis reads it: the whole text read by `strtod`, no range error at
-/// all (a subnormal result counts), not NaN.
+/// A SORT weight as Redis reads it: the whole C string read by `strtod`, no range error
+/// at all (a subnormal result counts), not NaN.
 pub fn parse_sort_f64(bytes: &[u8]) -> Option<f64> {
-    let read = strtod(bytes);
-    (read.len == bytes.len() && !read.range_error && !read.value.is_nan()).then_some(read.value)
+    let text = c_string(bytes);
+    let read = strtod(text);
+    (read.len == text.len() && !read.range_error && !read.value.is_nan()).then_some(read.value)
+}
+
+/// What C sees of bytes it reads as a string: those before the first NUL. Redis checks
+/// "read to the end" as `*eptr == '\0'` in these two parsers, so a NUL ends the number.
+fn c_string(bytes: &[u8]) -> &[u8] {
+    bytes.split(|&b| b == 0).next().unwrap_or_default()
 }
 
 /// What C's `strtod` reads from the start of a text.

@@ -271,10 +271,12 @@ fn expire_generic(
         } else if is(option, "lt") {
             lt = true;
         } else {
-            return Err(CmdError::Owned(format!(
-                "ERR Unsupported option {}",
-                super::reply::clip(option, 128)
-            )));
+            return Err(super::reply::quoting(
+                "ERR Unsupported option ",
+                option,
+                usize::MAX,
+                "",
+            ));
         }
     }
     if nx && (xx || gt || lt) {
@@ -395,10 +397,8 @@ const SAME_OBJECT: CmdError = CmdError::Static("ERR source and destination objec
 
 /// A database index read as Redis's `getIntFromObjectOrReply` then `selectDb`.
 fn target_db(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, CmdError> {
-    let n = int(arg)?;
-    if i32::try_from(n).is_err() {
-        return Err(super::reply::NOT_INTEGER);
-    }
+    // A C int, as Redis's getIntFromObjectOrReply reads it.
+    let n = super::args::c_int(arg)?;
     if n < 0 || n as usize >= ctx.shared.store.db_count() {
         return Err(CmdError::Static("ERR DB index is out of range"));
     }

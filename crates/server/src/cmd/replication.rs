@@ -73,10 +73,12 @@ fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             .iter()
             .any(|o| is(option, o))
         {
-            let name = String::from_utf8_lossy(option);
-            return Err(CmdError::Owned(format!(
-                "ERR Unrecognized REPLCONF option: {name}"
-            )));
+            return Err(super::reply::quoting(
+                "ERR Unrecognized REPLCONF option: ",
+                option,
+                usize::MAX,
+                "",
+            ));
         }
     }
     ok(ctx.out);

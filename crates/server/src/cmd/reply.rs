@@ -78,10 +78,12 @@ pub fn unknown_subcommand(parent: &str, sub: &[u8]) -> CmdError {
 /// `ERR unknown subcommand or wrong number of arguments for '<sub>'. Try <PARENT> HELP.`
 /// (Redis's `addReplySubcommandSyntaxError`).
 pub fn subcommand_syntax(parent: &str, sub: &[u8]) -> CmdError {
-    CmdError::Owned(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {parent} HELP.",
-        clip(sub, 128)
-    ))
+    quoting(
+        "ERR unknown subcommand or wrong number of arguments for '",
+        sub,
+        128,
+        &format!("'. Try {} HELP.", parent.to_ascii_uppercase()),
+    )
 }
 
 /// `ERR unknown command '<name>', with args beginning with: '<a>' '<b>' ` as Redis
@@ -117,14 +119,45 @@ pub fn clip_bytes(bytes: &[u8], max: usize) -> Vec<u8> {
         .collect()
 }
 
-/// At most `max` bytes of `bytes` as text, with CR and LF made spaces (an error line may
-/// not contain them; Redis does the same).
-pub fn clip(bytes: &[u8], max: usize) -> String {
-    let cut = &bytes[..bytes.len().min(max)];
-    String::from_utf8_lossy(cut)
-        .chars()
-        .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
-        .collect()
+/// A piece of an error message built as Redis's `addReplyErrorFormat` builds one.
+#[derive(Debug, Clone, Copy)]
+pub enum Piece<'a> {
+    /// Fixed text.
+    Text(&'a str),
+    /// A client argument printed with `%s` (`usize::MAX`) or `%.<max>s`: its bytes as
+    /// they are (not necessarily UTF-8) up to the first NUL, at most `max` of them.
+    Arg(&'a [u8], usize),
+}
+
+/// An error built from `pieces` as Redis's `addReplyErrorFormat` builds it: CR and LF at
+/// the end of the message dropped, those inside made spaces, so a client's bytes can
+/// never end the error line early.
+pub fn error_from(pieces: &[Piece<'_>]) -> CmdError {
+    let mut text = Vec::new();
+    for piece in pieces {
+        match *piece {
+            Piece::Text(t) => text.extend_from_slice(t.as_bytes()),
+            Piece::Arg(arg, max) => text.extend(arg.iter().take_while(|&&c| c != 0).take(max)),
+        }
+    }
+    while text.last().is_some_and(|&c| c == b'\r' || c == b'\n') {
+        text.pop();
+    }
+    for c in &mut text {
+        if *c == b'\r' || *c == b'\n' {
+            *c = b' ';
+        }
+    }
+    CmdError::Bytes(text)
+}
+
+/// An error quoting one client argument between two pieces of text (see [`error_from`]).
+pub fn quoting(prefix: &str, arg: &[u8], max: usize, suffix: &str) -> CmdError {
+    error_from(&[
+        Piece::Text(prefix),
+        Piece::Arg(arg, max),
+        Piece::Text(suffix),
+    ])
 }
 
 /// `+OK`.
@@ -164,5 +197,19 @@ mod tests {
             unknown_command(&["foo"]).text(),
             b"ERR unknown command 'foo', with args beginning with: "
         );
+    }
+
+    #[test]
+    fn quoted_arguments_keep_their_bytes() {
+        let e = quoting("ERR Unsupported option ", b"\xff\xfe", usize::MAX, "");
+        assert_eq!(e.text(), b"ERR Unsupported option \xff\xfe");
+        // C's %s stops at a NUL; %.3s after three bytes.
+        let e = quoting("ERR x '", b"ab\0cd", usize::MAX, "'");
+        assert_eq!(e.text(), b"ERR x 'ab'");
+        let e = quoting("ERR x '", b"abcdef", 3, "'");
+        assert_eq!(e.text(), b"ERR x 'abc'");
+        // CR and LF at the end are dropped, the others become spaces.
+        let e = quoting("ERR x ", b"a\r\nb\r\n", usize::MAX, "");
+        assert_eq!(e.text(), b"ERR x a  b");
     }
 }

@@ -6,7 +6,8 @@ use bytes::{Bytes, BytesMut};
 use redline_resp::{encode, Protocol};
 
 use super::args::{int, is};
-use super::reply::{help, ok, CmdError, CmdResult, NOT_INTEGER, SYNTAX};
+use super::reply::Piece::{Arg, Text};
+use super::reply::{error_from, help, ok, CmdError, CmdResult, NOT_INTEGER, SYNTAX};
 use super::streams::{interval, stream_mut, strict_id, write_entry, write_id};
 use super::{Ctx, Handler};
 use crate::notify::{keyspace_event, NotifyClass};
@@ -32,42 +33,37 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("xinfo|help", xinfo_help),
 ];
 
-fn quoted_error(parts: &[&[u8]]) -> CmdError {
-    CmdError::Bytes(parts.concat())
-}
-
 fn no_group(key: &[u8], group: &[u8]) -> CmdError {
-    quoted_error(&[
-        b"NOGROUP No such key '",
-        key,
-        b"' or consumer group '",
-        group,
-        b"'",
+    error_from(&[
+        Text("NOGROUP No such key '"),
+        Arg(key, usize::MAX),
+        Text("' or consumer group '"),
+        Arg(group, usize::MAX),
+        Text("'"),
     ])
 }
 
 fn no_such_group_for_key(group: &[u8], key: &[u8]) -> CmdError {
-    quoted_error(&[
-        b"NOGROUP No such consumer group '",
-        group,
-        b"' for key name '",
-        key,
-        b"'",
+    error_from(&[
+        Text("NOGROUP No such consumer group '"),
+        Arg(group, usize::MAX),
+        Text("' for key name '"),
+        Arg(key, usize::MAX),
+        Text("'"),
     ])
 }
 
 const REQUIRES_KEY: CmdError = CmdError::Static("ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.");
 
-/// XGROUP CREATE / SETID options: `$` or an id, then MKSTREAM / ENTRIESREAD.
+/// XGROUP CREATE / SETID options after the id: MKSTREAM / ENTRIESREAD. As in Redis, they
+/// are checked first, then the key, then the id.
 struct GroupArgs {
-    id: Option<StreamId>,
     mkstream: bool,
     entries_read: i64,
 }
 
 fn parse_group_args(args: &[Bytes], create: bool) -> Result<GroupArgs, CmdError> {
     let mut parsed = GroupArgs {
-        id: None,
         mkstream: false,
         entries_read: ENTRIES_READ_INVALID,
     };
@@ -86,11 +82,8 @@ fn parse_group_args(args: &[Bytes], create: bool) -> Result<GroupArgs, CmdError>
             parsed.entries_read = n;
             i += 2;
         } else {
-            return Err(super::reply::subcommand_syntax("xgroup", &args[1]));
+            return Err(super::reply::subcommand_syntax("XGROUP", &args[1]));
         }
-    }
-    if &args[4][..] != b"$" {
-        parsed.id = Some(super::streams::any_id(&args[4], 0)?);
     }
     Ok(parsed)
 }
@@ -99,16 +92,25 @@ fn xgroup_create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let parsed = parse_group_args(args, true)?;
     let key = &args[2];
     let mut shard = ctx.lock(key);
-    if stream_mut(&mut shard, key)?.is_none() {
-        if !parsed.mkstream {
-            return Err(REQUIRES_KEY);
-        }
+    let exists = stream_mut(&mut shard, key)?.is_some();
+    if !exists && !parsed.mkstream {
+        return Err(REQUIRES_KEY);
+    }
+    if args.len() > 8 {
+        return Err(super::reply::subcommand_syntax("XGROUP", &args[1]));
+    }
+    // `$` or a strict id (no `-` or `+`), read before MKSTREAM creates anything.
+    let id = match &args[4][..] {
+        b"$" => None,
+        given => Some(super::streams::strict_id(given, 0)?),
+    };
+    if !exists {
         shard.insert(key, Value::Stream(Box::default()), 0);
     }
     let Some(stream) = stream_mut(&mut shard, key)? else {
         return Ok(());
     };
-    let (id, entries_read) = match parsed.id {
+    let (id, entries_read) = match id {
         None => (stream.last_id, stream.entries_added as i64),
         Some(id) => (id, parsed.entries_read),
     };
@@ -140,9 +142,16 @@ fn xgroup_setid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(stream) = stream_mut(&mut shard, key)? else {
         return Err(REQUIRES_KEY);
     };
-    let (id, entries_read) = match parsed.id {
-        None => (stream.last_id, stream.entries_added as i64),
-        Some(id) => (id, parsed.entries_read),
+    if !stream.groups.contains_key(&args[3][..]) {
+        return Err(no_such_group_for_key(&args[3], key));
+    }
+    if args.len() != 5 && args.len() != 7 {
+        return Err(super::reply::subcommand_syntax("XGROUP", &args[1]));
+    }
+    // `$`, or an id where `-` and `+` mean the smallest and largest.
+    let (id, entries_read) = match &args[4][..] {
+        b"$" => (stream.last_id, stream.entries_added as i64),
+        given => (super::streams::any_id(given, 0)?, parsed.entries_read),
     };
     let Some(group) = stream.groups.get_mut(&args[3][..]) else {
         return Err(no_such_group_for_key(&args[3], key));

@@ -383,14 +383,16 @@ fn xlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn xdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let ids = args[2..]
-        .iter()
-        .map(|a| strict_id(a, 0))
-        .collect::<Result<Vec<_>, _>>()?;
     let key = &args[1];
     let mut shard = ctx.lock(key);
     let mut deleted = 0;
+    // As Redis: the key's type is checked before the IDs are parsed, and a missing key
+    // answers 0 whatever the IDs.
     if let Some(stream) = stream_mut(&mut shard, key)? {
+        let ids = args[2..]
+            .iter()
+            .map(|a| strict_id(a, 0))
+            .collect::<Result<Vec<_>, _>>()?;
         for id in ids {
             if stream.delete(&id) {
                 deleted += 1;
@@ -413,16 +415,9 @@ fn xdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn xtrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let key = &args[1];
-    {
-        let mut shard = ctx.lock(key);
-        if stream_mut(&mut shard, key)?.is_none() {
-            drop(shard);
-            encode::write_integer(ctx.out, 0);
-            return Ok(());
-        }
-    }
+    // As Redis: the arguments are checked before the key is looked up.
     let parsed = parse_add_trim(ctx, args, false)?;
+    let key = &args[1];
     let mut shard = ctx.lock(key);
     let mut removed = 0;
     if let (Some(stream), Some(strategy)) = (stream_mut(&mut shard, key)?, parsed.strategy) {

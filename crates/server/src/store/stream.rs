@@ -64,28 +64,53 @@ impl StreamId {
         }
     }
 
-    /// Parses `ms[-seq]`; a missing sequence is `missing_seq`. `None` when invalid.
+    /// Parses `ms[-seq]` as Redis's `streamGenericParseIDOrReply` does; a missing
+    /// sequence is `missing_seq`. `None` when invalid. The text is a C string there: at
+    /// most 127 bytes, read up to its first NUL, split at its first `-`.
     pub fn parse(text: &[u8], missing_seq: u64) -> Option<StreamId> {
-        let text = std::str::from_utf8(text).ok()?;
-        let (ms, seq) = match text.split_once('-') {
-            Some((ms, seq)) => (ms, Some(seq)),
+        if text.len() > 127 {
+            return None;
+        }
+        let text = text.split(|&b| b == 0).next().unwrap_or_default();
+        let (ms, seq) = match text.iter().position(|&b| b == b'-') {
+            Some(at) => (&text[..at], Some(&text[at + 1..])),
             None => (text, None),
         };
-        let ms = parse_u64(ms)?;
+        let ms = string2ull(ms)?;
         let seq = match seq {
-            Some(s) => parse_u64(s)?,
+            Some(s) => string2ull(s)?,
             None => missing_seq,
         };
         Some(StreamId::new(ms, seq))
     }
 }
 
-/// Redis's `string2ull`: decimal digits only (no sign, no spaces), within u64.
-fn parse_u64(s: &str) -> Option<u64> {
-    if s.is_empty() || s.len() > 20 || !s.bytes().all(|b| b.is_ascii_digit()) {
+/// Redis's `string2ull`: a strict integer (`string2ll`) that is not negative, or else
+/// whatever C's `strtoull` reads whole: leading white space, a `+` or `-` sign (`-`
+/// wraps, as in C), leading zeros; nothing after the digits, nothing out of range.
+fn string2ull(s: &[u8]) -> Option<u64> {
+    if let Some(n) = redline_resp::parse_i64(s) {
+        return u64::try_from(n).ok();
+    }
+    let start = s
+        .iter()
+        .position(|&b| !matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r'))?;
+    let (negative, digits) = match s[start] {
+        b'-' => (true, &s[start + 1..]),
+        b'+' => (false, &s[start + 1..]),
+        _ => (false, &s[start..]),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    s.parse().ok()
+    let value = digits.iter().try_fold(0u64, |n, &d| {
+        n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+    })?;
+    Some(if negative {
+        value.wrapping_neg()
+    } else {
+        value
+    })
 }
 
 impl fmt::Display for StreamId {
@@ -501,7 +526,34 @@ mod tests {
         assert_eq!(StreamId::parse(b"5", 7), Some(StreamId::new(5, 7)));
         assert_eq!(StreamId::parse(b"-1", 0), None);
         assert_eq!(StreamId::parse(b"1-", 0), None);
-        assert_eq!(StreamId::parse(b"+1-0", 0), None);
+        // As C's strtoull reads them (checked against redis-server's XADD).
+        assert_eq!(StreamId::parse(b"+1-0", 0), Some(StreamId::new(1, 0)));
+        assert_eq!(StreamId::parse(b" 2-0", 0), Some(StreamId::new(2, 0)));
+        assert_eq!(StreamId::parse(b"03-0", 0), Some(StreamId::new(3, 0)));
+        assert_eq!(StreamId::parse(b"4- 1", 0), Some(StreamId::new(4, 1)));
+        assert_eq!(
+            StreamId::parse(b"5--01", 0),
+            Some(StreamId::new(5, u64::MAX))
+        );
+        assert_eq!(StreamId::parse(b"6-+2", 0), Some(StreamId::new(6, 2)));
+        assert_eq!(StreamId::parse(b"7-1\0junk", 0), Some(StreamId::new(7, 1)));
+        for bad in [
+            &b"-1"[..],
+            b"7-",
+            b" ",
+            b"8 ",
+            b"9-1 ",
+            b"1--1",
+            b"18446744073709551616",
+        ] {
+            assert_eq!(
+                StreamId::parse(bad, 0),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        assert_eq!(StreamId::parse(&[b'1'; 128], 0), None);
         assert_eq!(StreamId::MAX.incr(), None);
         assert_eq!(StreamId::MIN.decr(), None);
         assert_eq!(StreamId::new(1, u64::MAX).incr(), Some(StreamId::new(2, 0)));

@@ -107,8 +107,13 @@ impl Conn {
     /// Reads one reply; `None` when the server closed the connection.
     pub fn read(&mut self) -> Option<Frame> {
         loop {
-            if let Some(frame) = parse(&mut self.buf).expect("valid RESP from server") {
-                return Some(frame);
+            match parse(&mut self.buf) {
+                Ok(Some(frame)) => return Some(frame),
+                Ok(None) => {}
+                Err(e) => panic!(
+                    "invalid RESP from server ({e:?}): {:?}",
+                    String::from_utf8_lossy(&self.buf[..self.buf.len().min(200)])
+                ),
             }
             let mut chunk = [0u8; 16384];
             match self.stream.read(&mut chunk) {
