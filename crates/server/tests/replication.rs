@@ -781,6 +781,34 @@ fn a_chain_redis_to_redline_to_redis_keeps_one_dataset() {
     );
 }
 
+/// A replica of ours attached while our own master keeps writing: our master's stream is
+/// applied, then appended, a batch at a time, and a full sync taken between the two
+/// would put a batch in the image and send it again after it (lists grew twice). Several
+/// replicas attach one after another under a steady load, so some sync lands mid-batch.
+#[test]
+fn replicas_of_a_replica_attached_under_load_get_each_command_once() {
+    let top = redis(&[]);
+    let middle = redline(&[]);
+    conn(middle.port()).cmd(&["REPLICAOF", "127.0.0.1", &top.port().to_string()]);
+    wait_caught_up(top.port(), middle.port());
+    let load = Load::start(top.port(), 4);
+    let mut bottoms = Vec::new();
+    for _ in 0..4 {
+        load.run_for(20);
+        bottoms.push(redis(&[
+            "--replicaof",
+            "127.0.0.1",
+            &middle.port().to_string(),
+        ]));
+    }
+    load.run_for(20);
+    load.finish();
+    assert_same_data(top.port(), middle.port());
+    for bottom in &bottoms {
+        assert_same_data(middle.port(), bottom.port());
+    }
+}
+
 #[test]
 fn wait_without_replicas_times_out_with_zero() {
     let server = redline(&[]);

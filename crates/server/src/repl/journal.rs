@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, AtomicUsize,
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use parking_lot::{Mutex, RwLock, RwLockReadGuard};
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use redline_resp::encode;
 use tokio::sync::{mpsc, watch};
 
@@ -289,8 +289,14 @@ impl Journal {
         if self.active.load(Ordering::Acquire) {
             return;
         }
-        let _all: Vec<_> = self.gate.iter().map(|s| s.0.write()).collect();
+        let _all = self.hold_writes();
         self.active.store(true, Ordering::Release);
+    }
+
+    /// Waits for every write in flight and keeps new ones out until dropped. Taken
+    /// before any shard (the gate comes first in the lock order).
+    pub fn hold_writes(&self) -> Vec<RwLockWriteGuard<'_, ()>> {
+        self.gate.iter().map(|s| s.0.write()).collect()
     }
 
     /// The stream, locked (shards, if any, must be locked before it).

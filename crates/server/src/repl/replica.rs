@@ -8,7 +8,9 @@
 //! it goes on from where it was. It then applies the stream through a client flagged as
 //! the master (the one writer a read-only replica accepts; its replies go nowhere),
 //! appends the same bytes to this server's own stream (so this server's replicas and
-//! backlog see exactly the master's stream and offsets), ACKs every second and on
+//! backlog see exactly the master's stream and offsets) once they are applied: a
+//! MULTI's bytes wait for its EXEC, and a full sync of our own replicas never falls
+//! between applying and appending (see [`Applier`]). It ACKs every second and on
 //! REPLCONF GETACK, and reconnects with PSYNC when the link drops.
 
 use std::cell::RefCell;
@@ -17,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
+use redline_resp::scan::{Scanner, Side};
 use redline_resp::RequestDecoder;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -388,20 +391,16 @@ async fn stream(
     client.is_master = true;
     client.reply = ReplyMode::Off;
     client.db = status.stream_db.load(Ordering::Relaxed);
-    let mut decoder = RequestDecoder::default();
-    let mut output = BytesMut::new();
+    let mut applier = Applier {
+        decoder: RequestDecoder::default(),
+        scanner: Scanner::new(Side::Request),
+        output: BytesMut::new(),
+        held_back: BytesMut::new(),
+    };
     let mut ack = tokio::time::interval(Duration::from_secs(1));
     loop {
         if !input.is_empty() {
-            let before = input.clone().freeze();
-            crate::store::as_master(|| {
-                run_commands(shared, &mut client, &mut decoder, &mut input, &mut output)
-            });
-            output.clear();
-            let consumed = before.len() - input.len();
-            if consumed > 0 {
-                journal.append_raw(before.slice(..consumed));
-            }
+            applier.apply(shared, &mut client, &mut input);
             status.stream_db.store(client.db, Ordering::Relaxed);
             if std::mem::take(&mut client.ack_requested) {
                 send_ack(socket, journal.offset()).await?;
@@ -416,6 +415,69 @@ async fn stream(
             }
             _ = ack.tick() => send_ack(socket, journal.offset()).await?,
         }
+    }
+}
+
+/// Applies our master's stream and passes it on, byte for byte, to our own stream (our
+/// replicas, our backlog), as Redis's `replicationFeedStreamFromMasterStream` does.
+struct Applier {
+    decoder: RequestDecoder,
+    scanner: Scanner,
+    output: BytesMut,
+    /// Bytes run inside a MULTI our master has not closed yet: they reach our stream
+    /// with its EXEC, as one piece, since the transaction is not applied before.
+    held_back: BytesMut,
+}
+
+impl Applier {
+    /// Runs every whole command in `input`, one at a time, and appends to our stream
+    /// what has been applied. Inside the journal's gate, which a full sync of our own
+    /// replica holds shut while it takes its image and offset, so a command is in the
+    /// image or in the stream after it, never in both (nor, inside a MULTI, queued but
+    /// counted in the offset).
+    fn apply(&mut self, shared: &Shared, client: &mut ClientState, input: &mut BytesMut) {
+        let journal = &shared.repl.journal;
+        let _gate = journal.enter();
+        let before = input.clone().freeze();
+        // `before[..applied]` is applied outside any MULTI; `before[..run]` was run.
+        let (mut applied, mut run) = (0, 0);
+        crate::store::as_master(|| loop {
+            let mut one = match self.scanner.next(input) {
+                Ok(Some(len)) => input.split_to(len),
+                Ok(None) => break,
+                Err(_) => {
+                    // What the scanner refuses, the decoder reports as Redis does.
+                    self.scanner.reset();
+                    std::mem::take(input)
+                }
+            };
+            let len = one.len();
+            run_commands(
+                shared,
+                client,
+                &mut self.decoder,
+                &mut one,
+                &mut self.output,
+            );
+            run += len - one.len();
+            if client.multi.is_none() {
+                applied = run;
+            }
+            if !one.is_empty() {
+                // Left by the decoder (only after a refused frame): the next read goes on.
+                one.unsplit(std::mem::take(input));
+                *input = one;
+                break;
+            }
+        });
+        self.output.clear();
+        if applied > 0 {
+            if !self.held_back.is_empty() {
+                journal.append_raw(self.held_back.split().freeze());
+            }
+            journal.append_raw(before.slice(..applied));
+        }
+        self.held_back.extend_from_slice(&before[applied..run]);
     }
 }
 
