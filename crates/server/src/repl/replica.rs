@@ -10,7 +10,7 @@
 //! appends the same bytes to this server's own stream (so this server's replicas and
 //! backlog see exactly the master's stream and offsets) once they are applied: a
 //! MULTI's bytes wait for its EXEC, and a full sync of our own replicas never falls
-//! between applying and appending (see [`Applier`]). It ACKs every second and on
+//! between applying and appending (see `Applier`). It ACKs every second and on
 //! REPLCONF GETACK, and reconnects with PSYNC when the link drops.
 
 use std::cell::RefCell;
