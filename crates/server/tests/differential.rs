@@ -2349,11 +2349,10 @@ const NOT_GENERATED: &[&str] = &[
     "zscan",
     "dump",
     "lolwut",
-    "xinfo",
+    "xinfo|consumers",
     "xautoclaim",
     "xclaim",
     "xpending",
-    "xreadgroup",
     "pfselftest",
     "pfdebug",
     "role",
@@ -2437,6 +2436,9 @@ fn documented_commands(redis: &mut Conn) -> Vec<DocCommand> {
         match fields.iter().find(|(f, _)| f == "subcommands") {
             Some((_, subs)) => {
                 for sub in doc_fields(subs) {
+                    if NOT_GENERATED.contains(&sub.0.as_str()) {
+                        continue;
+                    }
                     let (parent, child) = sub.0.split_once('|').unwrap_or(("", ""));
                     let arguments = doc_fields(sub.1)
                         .into_iter()
@@ -2551,6 +2553,12 @@ impl Gen {
         // order C's qsort leaves them, and a set not sorted in hash-table order.
         if out[0].eq_ignore_ascii_case(b"sort") || out[0].eq_ignore_ascii_case(b"sort_ro") {
             if let Some(at) = out.iter().position(|a| a.eq_ignore_ascii_case(b"by")) {
+                out.drain(at..(at + 2).min(out.len()));
+            }
+        }
+        // XREADGROUP would block.
+        if out[0].eq_ignore_ascii_case(b"xreadgroup") {
+            if let Some(at) = out.iter().position(|a| a.eq_ignore_ascii_case(b"block")) {
                 out.drain(at..(at + 2).min(out.len()));
             }
         }

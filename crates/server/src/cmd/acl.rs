@@ -143,20 +143,24 @@ fn acl_setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let rules = match acl::user::merge_selector_args(&args[3..]) {
         Ok(rules) => rules,
         Err(i) => {
-            let mut text = b"ERR Unmatched parenthesis in acl selector starting at '".to_vec();
-            text.extend_from_slice(&args[3 + i]);
-            text.extend_from_slice(b"'.");
-            return Err(CmdError::Bytes(text));
+            return Err(super::reply::quoting(
+                "ERR Unmatched parenthesis in acl selector starting at '",
+                &args[3 + i],
+                usize::MAX,
+                "'.",
+            ));
         }
     };
     let rules = &rules[..];
     let before = ctx.shared.acl.get(name).map(|cell| cell.rules().clone());
     if let Err((i, e)) = ctx.shared.acl.set_user(name, rules) {
-        let mut text = b"ERR Error in ACL SETUSER modifier '".to_vec();
-        text.extend_from_slice(rules.get(i).map_or(&b""[..], |r| &r[..]));
-        text.extend_from_slice(b"': ");
-        text.extend_from_slice(e.text().as_bytes());
-        return Err(CmdError::Bytes(text));
+        use super::reply::Piece::{Arg, Text};
+        return Err(super::reply::error_from(&[
+            Text("ERR Error in ACL SETUSER modifier '"),
+            Arg(rules.get(i).map_or(&b""[..], |r| &r[..]), usize::MAX),
+            Text("': "),
+            Text(e.text()),
+        ]));
     }
     if let (Some(before), Some(cell)) = (before, ctx.shared.acl.get(name)) {
         kill_lost_subscribers(ctx, &before, &cell);

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use redline_resp::encode;
 
 use super::args::is;
-use super::reply::{clip_bytes, ok, CmdError, CmdResult, WRONG_TYPE};
+use super::reply::{ok, quoting, CmdError, CmdResult, WRONG_TYPE};
 use super::{Ctx, Handler};
 use crate::store::hll::{self, REGISTERS};
 use crate::store::{CompactBytes, Value};
@@ -185,10 +185,12 @@ fn pfdebug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         hll::to_dense(bytes).map_err(|_| CORRUPT)?;
         encode::write_integer(out, i64::from(converted));
     } else {
-        let mut text = b"ERR Unknown PFDEBUG subcommand '".to_vec();
-        text.extend_from_slice(&clip_bytes(sub, usize::MAX));
-        text.push(b'\'');
-        return Err(CmdError::Bytes(text));
+        return Err(quoting(
+            "ERR Unknown PFDEBUG subcommand '",
+            sub,
+            usize::MAX,
+            "'",
+        ));
     }
     Ok(())
 }

@@ -479,10 +479,11 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             j += 1;
             last_id = strict_id(&args[j], 0)?;
         } else {
-            let mut msg = b"ERR Unrecognized XCLAIM option '".to_vec();
-            msg.extend_from_slice(opt);
-            msg.push(b'\'');
-            return Err(CmdError::Bytes(msg));
+            return Err(error_from(&[
+                Text("ERR Unrecognized XCLAIM option '"),
+                Arg(opt, usize::MAX),
+                Text("'"),
+            ]));
         }
         j += 1;
     }
@@ -734,26 +735,25 @@ fn entry_or_null(
     }
 }
 
-fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let mut full = false;
-    let mut count: i64 = 10;
-    if args.len() > 3 {
-        if !is(&args[3], "full") || (args.len() != 4 && args.len() != 6) {
-            return Err(SYNTAX);
+/// XINFO STREAM's options, `[FULL [COUNT n]]`: whether FULL, and the COUNT (10 by
+/// default or when negative, 0 for all).
+fn xinfo_stream_options(args: &[Bytes]) -> Result<(bool, i64), CmdError> {
+    match &args[3..] {
+        [] => Ok((false, 10)),
+        [full] if is(full, "full") => Ok((true, 10)),
+        [full, count, n] if is(full, "full") && is(count, "count") => {
+            let n = int(n)?;
+            Ok((true, if n < 0 { 10 } else { n }))
         }
-        full = true;
-        if args.len() == 6 {
-            if !is(&args[4], "count") {
-                return Err(SYNTAX);
-            }
-            count = int(&args[5])?;
-            if count < 0 {
-                count = 10;
-            }
-        }
+        _ => Err(super::reply::subcommand_syntax("XINFO", &args[1])),
     }
+}
+
+fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = args[2].clone();
+    // As Redis: the key is looked up before the options are read.
     with_stream(ctx, &key, |s, out, proto| {
+        let (full, count) = xinfo_stream_options(args)?;
         encode::write_map_len(out, proto, if full { 9 } else { 10 });
         field(out, "length");
         encode::write_integer(out, s.len() as i64);

@@ -7,6 +7,7 @@ use redline_resp::{encode, Protocol};
 
 use super::args::{int, is};
 use super::blocking::KeyShards;
+use super::reply::Piece::{Arg, Text};
 use super::reply::{wrong_arity, CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
 use crate::blocking::StreamRead;
@@ -536,12 +537,13 @@ fn resolve_ids(ctx: &Ctx<'_>, parsed: &ReadArgs) -> Result<Vec<ReadFrom>, CmdErr
                 .as_ref()
                 .is_some_and(|s| s.groups.contains_key(group))
             {
-                let mut msg = b"NOGROUP No such key '".to_vec();
-                msg.extend_from_slice(key);
-                msg.extend_from_slice(b"' or consumer group '");
-                msg.extend_from_slice(group);
-                msg.extend_from_slice(b"' in XREADGROUP with GROUP option");
-                return Err(CmdError::Bytes(msg));
+                return Err(super::reply::error_from(&[
+                    Text("NOGROUP No such key '"),
+                    Arg(key, usize::MAX),
+                    Text("' or consumer group '"),
+                    Arg(group, usize::MAX),
+                    Text("' in XREADGROUP with GROUP option"),
+                ]));
             }
         }
         if &id[..] == b"$" {
