@@ -9,7 +9,7 @@
 use bytes::Bytes;
 use redline_resp::encode;
 
-use super::reply::{unknown_subcommand, CmdResult};
+use super::reply::{subcommand_syntax, CmdResult};
 use super::{Ctx, Handler};
 use crate::net::client::{ClientState, ReplyMode};
 use crate::pubsub::Kind;
@@ -190,7 +190,7 @@ fn spublish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn channels_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult {
     if args.len() > 3 {
-        return Err(unknown_subcommand("pubsub", &args[1]));
+        return Err(subcommand_syntax("PUBSUB", &args[1]));
     }
     let list = ctx.shared.pubsub.active(kind, args.get(2).map(|p| &p[..]));
     encode::write_array_len(ctx.out, list.len());
