@@ -1179,15 +1179,24 @@ fn keyspace_dump(pair: &mut Pair) -> Vec<Vec<Vec<u8>>> {
     commands
 }
 
-#[test]
-fn same_replies_as_redis() {
-    let redis = RedisServer::start().expect("redis-server");
-    let redline = Redline::start();
-    // DIFF_SEQUENCES=n runs more (or fewer) generated sequences than the default.
+/// Runs generated command sequences on both servers and fails with the first that
+/// differ. Each sequence runs on fresh connections (RESP3 and SELECT must not leak
+/// across) after FLUSHALL, in one of four modes by its seed (0 request/reply,
+/// 1 pipelined, 2 RESP3, 3 inline commands where possible), and ends with a DISCARD (a
+/// transaction left open must not hold the dump) and a dump of the keyspace.
+/// `DIFF_SEQUENCES=n` runs n sequences instead of `count`; `DIFF_SEED=n` runs and prints
+/// sequence n only.
+fn compare_sequences(
+    redis: &RedisServer,
+    redline: &Redline,
+    count: u64,
+    salt: u64,
+    mut generate: impl FnMut(&mut Gen) -> Vec<Vec<Vec<u8>>>,
+) {
     let sequences: u64 = std::env::var("DIFF_SEQUENCES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(2_000);
+        .unwrap_or(count);
     let only: Option<u64> = std::env::var("DIFF_SEED").ok().and_then(|s| s.parse().ok());
     let mut failures = Vec::new();
     let mut total = 0;
@@ -1196,11 +1205,9 @@ fn same_replies_as_redis() {
             continue;
         }
         let mut gen = Gen {
-            rng: fastrand::Rng::with_seed(seed),
+            rng: fastrand::Rng::with_seed(seed ^ salt),
         };
-        // 0 request/reply, 1 pipelined, 2 RESP3, 3 inline commands where possible.
         let mode = seed % 4;
-        // Fresh connections per sequence: RESP3 and SELECT must not leak across.
         let mut pair = Pair {
             redis: Conn::connect(redis.addr()),
             redline: Conn::connect(redline.addr),
@@ -1211,8 +1218,7 @@ fn same_replies_as_redis() {
             pair.redis.cmd(&["HELLO", "3"]);
             pair.redline.cmd(&["HELLO", "3"]);
         }
-        let mut commands: Vec<Vec<Vec<u8>>> = (0..30).map(|_| gen.command()).collect();
-        // Close any transaction left open, so the dump runs outside it.
+        let mut commands = generate(&mut gen);
         commands.push(vec![b"DISCARD".to_vec()]);
         commands.extend(keyspace_dump(&mut pair));
         total += commands.len();
@@ -1233,13 +1239,17 @@ fn same_replies_as_redis() {
         failures.is_empty(),
         "{} of {sequences} sequences differ ({total} commands); first ones:\n{}",
         failures.len(),
-        failures
-            .iter()
-            .take(8)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        failures[..failures.len().min(8)].join("\n")
     );
+}
+
+#[test]
+fn same_replies_as_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    compare_sequences(&redis, &redline, 2_000, 0, |gen| {
+        (0..30).map(|_| gen.command()).collect()
+    });
 }
 
 /// A full SCAN walk returns every key (at least once), with MATCH and TYPE filters, as
@@ -2596,12 +2606,7 @@ fn documented_commands_match_redis() {
         "{} commands documented",
         commands.len()
     );
-    let sequences: u64 = std::env::var("DIFF_SEQUENCES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(300);
-    // DIFF_SEED=n runs (and prints) sequence n only.
-    let only: Option<u64> = std::env::var("DIFF_SEED").ok().and_then(|s| s.parse().ok());
+    // Keys of every type first, then 20 documented commands.
     let setup: &[&[&[u8]]] = &[
         &[b"SET", b"k1", b"12"],
         &[b"RPUSH", b"k2", b"a", b"b", b"c", b"1"],
@@ -2621,28 +2626,7 @@ fn documented_commands_match_redis() {
         ],
         &[b"PFADD", KEYS[7], b"a", b"b"],
     ];
-    let mut failures = Vec::new();
-    let mut total = 0;
-    for seed in 0..sequences {
-        if only.is_some_and(|o| o != seed) {
-            continue;
-        }
-        let mut gen = Gen {
-            rng: fastrand::Rng::with_seed(seed ^ 0xd0c5),
-        };
-        // 0 request/reply, 1 pipelined, 2 RESP3, 3 inline commands where possible.
-        let mode = seed % 4;
-        // Fresh connections per sequence: RESP3 and SELECT must not leak across.
-        pair = Pair {
-            redis: Conn::connect(redis.addr()),
-            redline: Conn::connect(redline.addr),
-        };
-        pair.redis.cmd(&["FLUSHALL"]);
-        pair.redline.cmd(&["FLUSHALL"]);
-        if mode == 2 {
-            pair.redis.cmd(&["HELLO", "3"]);
-            pair.redline.cmd(&["HELLO", "3"]);
-        }
+    compare_sequences(&redis, &redline, 300, 0xd0c5, |gen| {
         let mut sequence: Vec<Vec<Vec<u8>>> = setup
             .iter()
             .map(|c| c.iter().map(|a| a.to_vec()).collect())
@@ -2651,25 +2635,6 @@ fn documented_commands_match_redis() {
             let command = &commands[gen.rng.usize(..commands.len())];
             sequence.push(gen.documented_command(command));
         }
-        if only == Some(seed) {
-            for c in &sequence {
-                let shown: Vec<String> = c
-                    .iter()
-                    .map(|x| format!("{:?}", String::from_utf8_lossy(x)))
-                    .collect();
-                eprintln!("{}", shown.join(" "));
-            }
-        }
-        sequence.extend(keyspace_dump(&mut pair));
-        total += sequence.len();
-        if let Some(mismatch) = run_sequence(&mut pair, &sequence, mode) {
-            failures.push(format!("seed {seed} (mode {mode}): {mismatch}"));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {sequences} sequences differ ({total} commands); first ones:\n{}",
-        failures.len(),
-        failures[..failures.len().min(8)].join("\n")
-    );
+        sequence
+    });
 }
