@@ -784,13 +784,25 @@ fn a_chain_redis_to_redline_to_redis_keeps_one_dataset() {
 /// A replica of ours attached while our own master keeps writing: our master's stream is
 /// applied, then appended, a batch at a time, and a full sync taken between the two
 /// would put a batch in the image and send it again after it (lists grew twice). Several
-/// replicas attach one after another under a steady load, so some sync lands mid-batch.
+/// replicas attach one after another under a steady load, so some sync lands mid-batch,
+/// while a client blocked on the replica is served from inside those batches.
 #[test]
 fn replicas_of_a_replica_attached_under_load_get_each_command_once() {
     let top = redis(&[]);
     let middle = redline(&[]);
     conn(middle.port()).cmd(&["REPLICAOF", "127.0.0.1", &top.port().to_string()]);
     wait_caught_up(top.port(), middle.port());
+    // A reader blocked on the middle is woken by the stream's XADDs while syncs run.
+    let stop_reading = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (port, stop) = (middle.port(), stop_reading.clone());
+        std::thread::spawn(move || {
+            let mut c = conn(port);
+            while !stop.load(Ordering::Relaxed) {
+                c.cmd(&["XREAD", "BLOCK", "100", "STREAMS", "x", "$"]);
+            }
+        })
+    };
     let load = Load::start(top.port(), 4);
     let mut bottoms = Vec::new();
     for _ in 0..4 {
@@ -803,6 +815,8 @@ fn replicas_of_a_replica_attached_under_load_get_each_command_once() {
     }
     load.run_for(20);
     load.finish();
+    stop_reading.store(true, Ordering::Relaxed);
+    reader.join().unwrap();
     assert_same_data(top.port(), middle.port());
     for bottom in &bottoms {
         assert_same_data(middle.port(), bottom.port());

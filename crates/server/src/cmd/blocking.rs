@@ -628,7 +628,8 @@ fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// SWAPDB/MOVE and the like), oldest waiter first, until each key runs dry.
 pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) {
     let journal = &shared.repl.journal;
-    let _gate = journal.enter();
+    // Nested: on a replica this runs inside the batch of our master's stream.
+    let _gate = journal.enter_nested();
     let mut registry = shared.blocking.lock();
     let mut queue: std::collections::VecDeque<(usize, Bytes)> = ready.drain(..).collect();
     if all {

@@ -284,6 +284,15 @@ impl Journal {
         self.gate[slot].0.read()
     }
 
+    /// [`Journal::enter`] for code that may run inside the gate this thread already
+    /// holds (clients blocked on keys our master's stream just changed are served from
+    /// inside its batch): it never queues behind a writer waiting for that outer hold,
+    /// which would deadlock.
+    pub fn enter_nested(&self) -> GateGuard<'_> {
+        let slot = SLOT.with(|s| *s);
+        self.gate[slot].0.read_recursive()
+    }
+
     /// Turns recording on, after every write in flight has finished.
     pub fn activate(&self) {
         if self.active.load(Ordering::Acquire) {

@@ -98,8 +98,8 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     tracing::info!("Replica {ip}:{port} asks for synchronization");
     // Our own master's stream is applied, then appended, a batch at a time inside the
-    // gate (see `replica::stream`): shutting the gate first means the image holds a batch
-    // only if the offset counts it, so no command reaches this replica twice.
+    // gate (see `replica::Applier`): shutting the gate first means the image holds a
+    // batch only if the offset counts it, so no command reaches this replica twice.
     let writes = journal.hold_writes();
     let held = RefCell::new(Held::all(&shared.store));
     // The image's offset and the replica's first stream byte are taken under one lock of
