@@ -22,6 +22,24 @@ const LISTEN: &str = "0A";
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn listening_sockets(pid: u32, port: u16) -> io::Result<usize> {
+    Ok(listening_socket_inodes(pid, port)?.len())
+}
+
+/// The inodes of the listening TCP sockets process `pid` holds on `port`: what tells one
+/// listener from another that later takes the same port in the same process (a test's
+/// in-process servers share one).
+///
+/// ```
+/// let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+/// let port = listener.local_addr()?.port();
+/// let before = redline_testkit::listening_socket_inodes(std::process::id(), port)?;
+/// assert_eq!(before.len(), 1);
+/// drop(listener);
+/// let after = redline_testkit::listening_socket_inodes(std::process::id(), port)?;
+/// assert!(before.is_disjoint(&after));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn listening_socket_inodes(pid: u32, port: u16) -> io::Result<HashSet<u64>> {
     let mut inodes = HashSet::new();
     for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))? {
         // A descriptor closed while we list is simply not counted.
@@ -32,12 +50,13 @@ pub fn listening_sockets(pid: u32, port: u16) -> io::Result<usize> {
         if let Some(inode) = target
             .strip_prefix("socket:[")
             .and_then(|rest| rest.strip_suffix(']'))
+            .and_then(|inode| inode.parse::<u64>().ok())
         {
-            inodes.insert(inode.to_string());
+            inodes.insert(inode);
         }
     }
     let local_port = format!(":{port:04X}");
-    let mut count = 0;
+    let mut listening = HashSet::new();
     for table in ["tcp", "tcp6"] {
         let text = match std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) {
             Ok(text) => text,
@@ -46,19 +65,18 @@ pub fn listening_sockets(pid: u32, port: u16) -> io::Result<usize> {
             Err(e) => return Err(e),
         };
         // Columns: sl, local_address, rem_address, st, queues, tr, retrnsmt, uid, timeout, inode.
-        count += text
-            .lines()
-            .skip(1)
-            .map(|line| line.split_whitespace().collect::<Vec<_>>())
-            .filter(|fields| {
-                fields.len() > 9
-                    && fields[1].ends_with(&local_port)
-                    && fields[3] == LISTEN
-                    && inodes.contains(fields[9])
-            })
-            .count();
+        listening.extend(
+            text.lines()
+                .skip(1)
+                .map(|line| line.split_whitespace().collect::<Vec<_>>())
+                .filter(|fields| {
+                    fields.len() > 9 && fields[1].ends_with(&local_port) && fields[3] == LISTEN
+                })
+                .filter_map(|fields| fields[9].parse::<u64>().ok())
+                .filter(|inode| inodes.contains(inode)),
+        );
     }
-    Ok(count)
+    Ok(listening)
 }
 
 #[cfg(test)]
