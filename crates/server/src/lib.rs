@@ -9,6 +9,8 @@
 //! - [`cmd`]: command dispatch through the shared command table, one file per family;
 //!   [`cmdstats`]: per-command and per-error counters for INFO.
 //! - [`store`]: databases, shards, values, expiry, eviction, lazy freeing.
+//! - [`cstr`]: what C's string functions make of client bytes, where Redis reads them
+//!   so (a NUL ends the text, `isspace`, `strtoull`).
 //! - [`persist`]: the RDB codec (DUMP/RESTORE, snapshots) and the AOF.
 //! - [`repl`]: replication to and from redis-server (the command stream, SYNC/PSYNC), and
 //!   the plan for cluster mode on top of it.
@@ -49,6 +51,7 @@ pub mod blocking;
 pub mod cmd;
 pub mod cmdstats;
 pub mod config;
+pub mod cstr;
 pub mod geohash;
 pub mod glob;
 pub mod latency;

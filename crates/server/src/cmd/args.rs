@@ -2,7 +2,7 @@
 //! leading zeros, no spaces), floats like `strtod`, case-insensitive option names.
 
 use super::float::parse_f64;
-use super::reply::{CmdError, NOT_FLOAT, NOT_INTEGER};
+use super::reply::{CmdError, DB_INDEX, NOT_FLOAT, NOT_INTEGER};
 use crate::store::canonical_int;
 
 /// A strict 64-bit integer, else "value is not an integer or out of range".
@@ -17,6 +17,15 @@ pub fn c_int(arg: &[u8]) -> Result<i32, CmdError> {
     i32::try_from(int(arg)?).map_err(|_| {
         CmdError::Static("ERR value is out of range, value must between -2147483648 and 2147483647")
     })
+}
+
+/// A database index as Redis reads one with `getIntFromObjectOrReply` then `selectDb`
+/// (SELECT, MOVE, COPY ... DB): a C int, below `databases`.
+pub fn db_index(arg: &[u8], databases: usize) -> Result<usize, CmdError> {
+    usize::try_from(c_int(arg)?)
+        .ok()
+        .filter(|&n| n < databases)
+        .ok_or(DB_INDEX)
 }
 
 /// A float, else "value is not a valid float".

@@ -54,18 +54,8 @@ fn echo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-fn db_index(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, CmdError> {
-    let n = int(arg)?;
-    if n < 0 || n as usize >= ctx.shared.store.db_count() {
-        return Err(DB_INDEX);
-    }
-    Ok(n as usize)
-}
-
 fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    // Redis reads SELECT's index as a C int, with its own range error.
-    super::args::c_int(&args[1])?;
-    ctx.client.db = db_index(ctx, &args[1])?;
+    ctx.client.db = super::args::db_index(&args[1], ctx.shared.store.db_count())?;
     describe(ctx);
     ok(ctx.out);
     Ok(())

@@ -1,6 +1,8 @@
 //! Floating point text as Redis 7.0 reads and writes it: scores and hash floats are
 //! printed with C's `%.17g`, parsed like `strtod` without leading spaces or NaN.
 
+use crate::cstr::{c_string, is_c_space};
+
 /// Formats like C's `printf("%.17g", value)`, with `inf`/`-inf` (and `nan`).
 ///
 /// ```
@@ -82,12 +84,6 @@ pub fn parse_sort_f64(bytes: &[u8]) -> Option<f64> {
     (read.len == text.len() && !read.range_error && !read.value.is_nan()).then_some(read.value)
 }
 
-/// What C sees of bytes it reads as a string: those before the first NUL. Redis checks
-/// "read to the end" as `*eptr == '\0'` in these two parsers, so a NUL ends the number.
-fn c_string(bytes: &[u8]) -> &[u8] {
-    bytes.split(|&b| b == 0).next().unwrap_or_default()
-}
-
 /// What C's `strtod` reads from the start of a text.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Strtod {
@@ -97,11 +93,6 @@ pub struct Strtod {
     pub len: usize,
     /// `errno == ERANGE`: the value overflowed, or underflowed to zero or a subnormal.
     pub range_error: bool,
-}
-
-/// C's `isspace` in the "C" locale.
-fn is_c_space(c: u8) -> bool {
-    matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
 
 /// Reads a number as glibc's `strtod` does: leading white space, a sign, then a decimal

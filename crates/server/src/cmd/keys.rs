@@ -395,16 +395,6 @@ fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 const SAME_OBJECT: CmdError = CmdError::Static("ERR source and destination objects are the same");
 
-/// A database index read as Redis's `getIntFromObjectOrReply` then `selectDb`.
-fn target_db(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, CmdError> {
-    // A C int, as Redis's getIntFromObjectOrReply reads it.
-    let n = super::args::c_int(arg)?;
-    if n < 0 || n as usize >= ctx.shared.store.db_count() {
-        return Err(CmdError::Static("ERR DB index is out of range"));
-    }
-    Ok(n as usize)
-}
-
 /// Puts a copy of `entry` at `key` of `shard` (COPY's destination side).
 fn place(shard: &mut crate::store::Shard, key: &[u8], entry: &Entry) {
     shard.insert(key, entry.value.clone(), entry.expires_at);
@@ -419,7 +409,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         if is(&args[j], "replace") {
             replace = true;
         } else if is(&args[j], "db") && j + 1 < args.len() {
-            dst_db = target_db(ctx, &args[j + 1])?;
+            dst_db = super::args::db_index(&args[j + 1], ctx.shared.store.db_count())?;
             j += 1;
         } else {
             return Err(SYNTAX);
@@ -467,7 +457,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn move_key(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let dst_db = target_db(ctx, &args[2])?;
+    let dst_db = super::args::db_index(&args[2], ctx.shared.store.db_count())?;
     let src_db = ctx.client.db;
     if dst_db == src_db {
         return Err(SAME_OBJECT);

@@ -6,6 +6,8 @@
 use bytes::BytesMut;
 use redline_resp::{encode, Protocol};
 
+use crate::cstr::c_string;
+
 /// An error reply (the text after `-`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CmdError {
@@ -69,10 +71,12 @@ pub fn wrong_arity(name: &str) -> CmdError {
 
 /// `ERR unknown subcommand '<sub>'. Try <PARENT> HELP.`
 pub fn unknown_subcommand(parent: &str, sub: &[u8]) -> CmdError {
-    let mut text = b"ERR unknown subcommand '".to_vec();
-    text.extend_from_slice(&clip_bytes(sub, 128));
-    text.extend_from_slice(format!("'. Try {} HELP.", parent.to_ascii_uppercase()).as_bytes());
-    CmdError::Bytes(text)
+    quoting(
+        "ERR unknown subcommand '",
+        sub,
+        128,
+        &format!("'. Try {} HELP.", parent.to_ascii_uppercase()),
+    )
 }
 
 /// `ERR unknown subcommand or wrong number of arguments for '<sub>'. Try <PARENT> HELP.`
@@ -91,6 +95,7 @@ pub fn subcommand_syntax(parent: &str, sub: &[u8]) -> CmdError {
 /// characters, the last one clipped to fit.
 pub fn unknown_command<A: AsRef<[u8]>>(args: &[A]) -> CmdError {
     let name = args.first().map_or(&b""[..], |a| a.as_ref());
+    // Redis's `'%.*s' ` per argument, the room being what the list has left of 128.
     let mut list = Vec::new();
     for arg in args.iter().skip(1) {
         if list.len() >= 128 {
@@ -98,25 +103,15 @@ pub fn unknown_command<A: AsRef<[u8]>>(args: &[A]) -> CmdError {
         }
         let room = 128 - list.len();
         list.push(b'\'');
-        list.extend_from_slice(&clip_bytes(arg.as_ref(), room));
+        list.extend(c_string(arg.as_ref()).iter().take(room));
         list.extend_from_slice(b"' ");
     }
-    let mut text = b"ERR unknown command '".to_vec();
-    text.extend_from_slice(&clip_bytes(name, 128));
-    text.extend_from_slice(b"', with args beginning with: ");
-    text.extend_from_slice(&list);
-    CmdError::Bytes(text)
-}
-
-/// What C's `%.*s` prints of client bytes in an error: up to the first NUL, at most `max`
-/// bytes, CR and LF made spaces (an error line may not contain them).
-pub fn clip_bytes(bytes: &[u8], max: usize) -> Vec<u8> {
-    bytes
-        .iter()
-        .take_while(|&&c| c != 0)
-        .take(max)
-        .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
-        .collect()
+    error_from(&[
+        Piece::Text("ERR unknown command '"),
+        Piece::Arg(name, 128),
+        Piece::Text("', with args beginning with: "),
+        Piece::Arg(&list, usize::MAX),
+    ])
 }
 
 /// A piece of an error message built as Redis's `addReplyErrorFormat` builds one.
@@ -137,7 +132,7 @@ pub fn error_from(pieces: &[Piece<'_>]) -> CmdError {
     for piece in pieces {
         match *piece {
             Piece::Text(t) => text.extend_from_slice(t.as_bytes()),
-            Piece::Arg(arg, max) => text.extend(arg.iter().take_while(|&&c| c != 0).take(max)),
+            Piece::Arg(arg, max) => text.extend(c_string(arg).iter().take(max)),
         }
     }
     while text.last().is_some_and(|&c| c == b'\r' || c == b'\n') {

@@ -10,6 +10,8 @@ use std::fmt;
 
 use bytes::Bytes;
 
+use crate::cstr::{c_string, string2ull};
+
 /// A stream entry id, `ms-seq`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct StreamId {
@@ -71,7 +73,7 @@ impl StreamId {
         if text.len() > 127 {
             return None;
         }
-        let text = text.split(|&b| b == 0).next().unwrap_or_default();
+        let text = c_string(text);
         let (ms, seq) = match text.iter().position(|&b| b == b'-') {
             Some(at) => (&text[..at], Some(&text[at + 1..])),
             None => (text, None),
@@ -83,34 +85,6 @@ impl StreamId {
         };
         Some(StreamId::new(ms, seq))
     }
-}
-
-/// Redis's `string2ull`: a strict integer (`string2ll`) that is not negative, or else
-/// whatever C's `strtoull` reads whole: leading white space, a `+` or `-` sign (`-`
-/// wraps, as in C), leading zeros; nothing after the digits, nothing out of range.
-fn string2ull(s: &[u8]) -> Option<u64> {
-    if let Some(n) = redline_resp::parse_i64(s) {
-        return u64::try_from(n).ok();
-    }
-    let start = s
-        .iter()
-        .position(|&b| !matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r'))?;
-    let (negative, digits) = match s[start] {
-        b'-' => (true, &s[start + 1..]),
-        b'+' => (false, &s[start + 1..]),
-        _ => (false, &s[start..]),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let value = digits.iter().try_fold(0u64, |n, &d| {
-        n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
-    })?;
-    Some(if negative {
-        value.wrapping_neg()
-    } else {
-        value
-    })
 }
 
 impl fmt::Display for StreamId {
