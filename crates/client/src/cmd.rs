@@ -401,13 +401,9 @@ const CONNECTION_STATE: &[&str] = &[
 /// `command::all`'s order): every command a caller builds asks, and classifying
 /// compares names.
 pub(crate) fn traits_of(spec: &'static CommandSpec) -> Traits {
-    static BY_ID: std::sync::LazyLock<Vec<Traits>> =
-        std::sync::LazyLock::new(|| command::all().map(classify).collect());
-    // An entry from outside the table has no id.
-    BY_ID
-        .get(usize::from(spec.id))
-        .copied()
-        .unwrap_or_else(|| classify(spec))
+    static TRAITS: std::sync::LazyLock<command::PerEntry<Traits>> =
+        std::sync::LazyLock::new(|| command::PerEntry::new(classify));
+    TRAITS.get(spec)
 }
 
 /// Classifies a command from the shared command table (`redline_resp::command`), so the

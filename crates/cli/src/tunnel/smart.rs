@@ -158,19 +158,15 @@ const ANSWERED_HERE: &[&[u8]] = &[
 /// Whether the tunnel answers a command itself ([`ANSWERED_HERE`]), by its table entry:
 /// kept per entry (entries are numbered in `command::all`'s order), since every request
 /// asks.
-fn answered_here(spec: &CommandSpec) -> bool {
+fn answered_here(spec: &'static CommandSpec) -> bool {
     fn listed(spec: &CommandSpec) -> bool {
         ANSWERED_HERE
             .iter()
             .any(|name| name.eq_ignore_ascii_case(spec.name.as_bytes()))
     }
-    static BY_ID: std::sync::LazyLock<Vec<bool>> =
-        std::sync::LazyLock::new(|| command::all().map(listed).collect());
-    // An entry from outside the table has no id.
-    BY_ID
-        .get(usize::from(spec.id))
-        .copied()
-        .unwrap_or_else(|| listed(spec))
+    static BY_ID: std::sync::LazyLock<command::PerEntry<bool>> =
+        std::sync::LazyLock::new(|| command::PerEntry::new(listed));
+    BY_ID.get(spec)
 }
 
 /// What to do with one request.

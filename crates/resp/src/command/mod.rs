@@ -14,7 +14,7 @@
 //! - [`blocking`], [`blocking_with`], [`may_block`]: whether a command blocks its
 //!   connection and for how long ([`Block`]), from its arguments.
 //! - [`COMMANDS`], [`all`]: the whole table, for `COMMAND COUNT`, `COMMAND LIST` and
-//!   `COMMAND INFO` without arguments.
+//!   `COMMAND INFO` without arguments; [`PerEntry`]: a value kept per entry.
 //!
 //! ```
 //! use redline_resp::command;
@@ -29,6 +29,7 @@ mod blocking;
 mod flags;
 mod keys;
 mod lookup;
+mod per_entry;
 mod spec;
 mod table;
 
@@ -36,6 +37,7 @@ pub use blocking::{blocking, blocking_with, may_block, Block};
 pub use flags::{AclCategories, CommandFlags, KeySpecFlags};
 pub use keys::{getkeys, keys, keys_and_flags, keys_into, shard_channels, KeysError};
 pub use lookup::{all, lookup, lookup_subcommand, resolve, COMMANDS, ENTRY_COUNT};
+pub use per_entry::PerEntry;
 pub use spec::{BeginSearch, CommandDocs, CommandSpec, FindKeys, GetKeysProc, KeySpec};
 pub use table::REDIS_VERSION;
 
