@@ -274,17 +274,16 @@ impl Stage {
     /// The run's replies, in order.
     async fn replies(mut self, client: &ClusterClient) -> Vec<Result<Bytes, Error>> {
         let shared = client.shared();
-        match self.items.len() {
-            0 => Vec::new(),
-            // Alone, the single-command path costs fewer allocations than a batch, and
-            // decoding and encoding one reply is less than the batch's bookkeeping.
-            1 => match self.items.pop() {
-                Some((bytes, cmd)) => vec![send_to_slot(shared, bytes, cmd)
-                    .await
-                    .map(Bytes::from_frame)],
-                None => Vec::new(),
-            },
-            _ => batch::run::<Bytes>(shared, self.items).await,
+        if self.items.len() > 1 {
+            return batch::run::<Bytes>(shared, self.items).await;
+        }
+        // Alone, the single-command path costs fewer allocations than a batch, and
+        // decoding and encoding one reply is less than the batch's bookkeeping.
+        match self.items.pop() {
+            Some((bytes, cmd)) => vec![send_to_slot(shared, bytes, cmd)
+                .await
+                .map(Bytes::from_frame)],
+            None => Vec::new(),
         }
     }
 
