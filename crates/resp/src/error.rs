@@ -5,7 +5,7 @@ use std::fmt;
 /// A malformed or over-limit input. After one, the stream cannot be resynchronised: the
 /// connection should be closed.
 ///
-/// The request-side variants (the first seven) carry Redis's own wording, so a server can
+/// The request-side variants (the first nine) carry Redis's own wording, so a server can
 /// reply `-ERR <Display>` unchanged, exactly as `redis-server` does before it closes the
 /// connection. The reply-side variants name what was wrong.
 ///
@@ -45,6 +45,14 @@ pub enum ProtocolError {
     /// A request's `$<len>` line longer than `max_inline_len` without CR.
     #[error("Protocol error: too big bulk count string")]
     TooBigBulkCount,
+    /// A request of more than 10 arguments from a client that has not authenticated
+    /// while the server requires it (see [`crate::RequestDecoder::set_unauthenticated`]).
+    #[error("Protocol error: unauthenticated multibulk length")]
+    UnauthenticatedMultibulkLength,
+    /// A request argument longer than 16 KiB from a client that has not authenticated
+    /// while the server requires it.
+    #[error("Protocol error: unauthenticated bulk length")]
+    UnauthenticatedBulkLength,
     /// A reply starts with a byte that is no RESP2/RESP3 type.
     #[error("Protocol error: invalid type byte {}", ShowByte(*.0))]
     InvalidTypeByte(u8),

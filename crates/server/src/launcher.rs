@@ -83,10 +83,11 @@ async fn serve(config: Config) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let port = server.local_addr().port();
     tracing::info!(
-        "Server initialized: port {}, {workers} worker threads, {shards} shards per database",
-        server.local_addr().port()
+        "Server initialized: port {port}, {workers} worker threads, {shards} shards per database"
     );
+    log_banner(&server.shared().config.read(), port);
     let shared = server.shared();
     // With appendonly yes the AOF is the dataset, as in Redis; else the dump file.
     let loaded = if shared.config.read().appendonly {
@@ -123,6 +124,22 @@ async fn serve(config: Config) -> ExitCode {
             tracing::warn!("{e}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// The start-up banner: with `always-show-logo yes` a block naming the version, mode,
+/// port and PID (tools that start servers, Redis's test harness among them, find the
+/// process by its ` PID: ` line), else the one line redis-server logs instead.
+fn log_banner(config: &crate::config::Config, port: u16) {
+    if config.param("always-show-logo") == "yes" {
+        tracing::warn!(
+            "\n    redline-server {} (Redis {} compatible) 64 bit\n    Running in standalone mode\n    Port: {port}\n    PID: {}\n",
+            env!("CARGO_PKG_VERSION"),
+            crate::cmd::connection::REDIS_VERSION,
+            std::process::id()
+        );
+    } else {
+        tracing::info!("Running mode=standalone, port={port}.");
     }
 }
 

@@ -148,6 +148,49 @@ fn requirepass_and_auth() {
 }
 
 #[test]
+fn unauthenticated_clients_get_small_request_bounds() {
+    let redis = RedisServer::builder()
+        .arg("--requirepass", "secret")
+        .start()
+        .expect("redis-server");
+    let redline = Redline::start_with(&["--requirepass", "secret"]);
+    let big = format!(
+        "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$20000\r\n{}\r\n",
+        "v".repeat(20_000)
+    );
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("11 arguments", b"*11\r\n".to_vec()),
+        (
+            "a 100 MB argument announced",
+            b"*1\r\n$100000000\r\n".to_vec(),
+        ),
+        ("a 20 KB argument sent", big.clone().into_bytes()),
+    ];
+    for (name, bytes) in cases {
+        let (a, a_closed) = attack(redis.addr(), &bytes);
+        let (b, b_closed) = attack(redline.addr, &bytes);
+        assert_eq!(a, b, "{name}");
+        assert!(a_closed && b_closed, "{name}: connection closed");
+    }
+    // Ten arguments of 16 KiB are allowed before AUTH (answered with an error, the
+    // connection kept), and everything once authenticated.
+    let ten = format!(
+        "*10\r\n{}",
+        format!("$16384\r\n{}\r\n", "x".repeat(16384)).repeat(10)
+    );
+    let mut answers = Vec::new();
+    for addr in [redis.addr(), redline.addr] {
+        let mut conn = Conn::connect(addr);
+        conn.send_raw(ten.as_bytes());
+        answers.push(show(&conn.read().expect("a reply")));
+        assert_eq!(show(&conn.cmd(&["AUTH", "secret"])), "Simple(b\"OK\")");
+        conn.send_raw(big.as_bytes());
+        assert_eq!(show(&conn.read().expect("a reply")), "Simple(b\"OK\")");
+    }
+    assert_eq!(answers[0], answers[1]);
+}
+
+#[test]
 fn idle_clients_are_closed_after_timeout() {
     let redline = Redline::start_with(&["--timeout", "1"]);
     let mut idle = Conn::connect(redline.addr);

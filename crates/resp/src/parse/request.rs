@@ -37,7 +37,15 @@ pub struct RequestDecoder {
     remaining: usize,
     /// The length of the next bulk once its `$<len>` line has been read.
     bulk_len: Option<usize>,
+    /// The client has not authenticated and the server requires it: Redis's much smaller
+    /// bounds apply, so an anonymous peer cannot make the server buffer a large request.
+    unauthenticated: bool,
 }
+
+/// Most arguments a request from an unauthenticated client may claim (Redis's bound).
+const UNAUTHENTICATED_MAX_ARGS: i64 = 10;
+/// Longest argument an unauthenticated client may send (Redis's bound).
+const UNAUTHENTICATED_MAX_BULK: usize = 16 * 1024;
 
 /// Arguments preallocated for a multibulk, whatever count it claims: Redis's own cap.
 const MAX_PREALLOCATED_ARGS: usize = 1024;
@@ -51,7 +59,26 @@ impl RequestDecoder {
             args: Vec::new(),
             remaining: 0,
             bulk_len: None,
+            unauthenticated: false,
         }
+    }
+
+    /// Applies, or lifts, the bounds Redis sets on requests from clients that have not
+    /// authenticated while a password is required: at most 10 arguments of at most
+    /// 16 KiB each, anything larger a protocol error. The server sets it before each
+    /// request; it takes effect at the next `*` or `$` line.
+    ///
+    /// ```
+    /// use bytes::BytesMut;
+    /// use redline_resp::{ProtocolError, RequestDecoder};
+    ///
+    /// let mut decoder = RequestDecoder::default();
+    /// decoder.set_unauthenticated(true);
+    /// let mut buf = BytesMut::from(&b"*100\r\n"[..]);
+    /// assert_eq!(decoder.decode(&mut buf), Err(ProtocolError::UnauthenticatedMultibulkLength));
+    /// ```
+    pub fn set_unauthenticated(&mut self, unauthenticated: bool) {
+        self.unauthenticated = unauthenticated;
     }
 
     /// Reads the next command from `buf`: its arguments, never empty. `Ok(None)` means
@@ -111,6 +138,9 @@ impl RequestDecoder {
             }
             _ => return Err(ProtocolError::InvalidMultibulkLength),
         };
+        if self.unauthenticated && count > UNAUTHENTICATED_MAX_ARGS {
+            return Err(ProtocolError::UnauthenticatedMultibulkLength);
+        }
         // Like Redis, the byte after CR is taken to be LF without looking.
         buf.advance(cr + 2);
         if let Ok(count) = usize::try_from(count) {
@@ -137,6 +167,9 @@ impl RequestDecoder {
             .and_then(|len| usize::try_from(len).ok())
             .filter(|&len| len <= self.limits.max_bulk_len)
             .ok_or(ProtocolError::InvalidBulkLength)?;
+        if self.unauthenticated && len > UNAUTHENTICATED_MAX_BULK {
+            return Err(ProtocolError::UnauthenticatedBulkLength);
+        }
         buf.advance(cr + 2);
         self.bulk_len = Some(len);
         Ok(Some(len))
@@ -215,6 +248,37 @@ mod tests {
         assert_eq!(decoder.decode(&mut buf), Ok(None));
         assert!(decoder.args.capacity() <= MAX_PREALLOCATED_ARGS);
         assert_eq!(decoder.remaining, 2_147_483_647);
+    }
+
+    #[test]
+    fn unauthenticated_bounds_are_redis_s() {
+        let decode = |input: &[u8]| {
+            let mut decoder = RequestDecoder::default();
+            decoder.set_unauthenticated(true);
+            decoder
+                .decode(&mut BytesMut::from(input))
+                .map(|c| c.is_some())
+        };
+        let ten = b"*10\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n\
+            $1\r\na\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n";
+        assert_eq!(decode(ten), Ok(true));
+        assert_eq!(
+            decode(b"*11\r\n"),
+            Err(ProtocolError::UnauthenticatedMultibulkLength)
+        );
+        assert_eq!(decode(b"*1\r\n$16384\r\n"), Ok(false));
+        assert_eq!(
+            decode(b"*1\r\n$16385\r\n"),
+            Err(ProtocolError::UnauthenticatedBulkLength)
+        );
+        // Lifted once the client authenticates.
+        let mut decoder = RequestDecoder::default();
+        decoder.set_unauthenticated(true);
+        decoder.set_unauthenticated(false);
+        assert_eq!(
+            decoder.decode(&mut BytesMut::from(&b"*100\r\n"[..])),
+            Ok(None)
+        );
     }
 
     #[test]

@@ -203,6 +203,7 @@ fn run_batch(
             Some(args) => Ok(Some(args)),
             None => {
                 client.qbuf = input.len();
+                decoder.set_unauthenticated(!client.authenticated && shared.acl.auth_required());
                 decoder.decode(input)
             }
         };
