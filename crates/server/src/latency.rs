@@ -124,10 +124,10 @@ fn bucket_top_ns(power: u32) -> u64 {
     (1u64 << power) + (1u64 << (power - 7)) - 1
 }
 
-/// The bucket of a command that ran for `usec` microseconds.
+/// The bucket of a command that ran for `ns` nanoseconds.
 #[inline]
-pub fn histogram_bucket(usec: u64) -> usize {
-    let ns = usec.saturating_mul(1000).min(MAX_NS);
+pub fn histogram_bucket_ns(ns: u64) -> usize {
+    let ns = ns.min(MAX_NS);
     let mut power = FIRST_POWER;
     while ns > bucket_top_ns(power) && (power - FIRST_POWER) < HISTOGRAM_BUCKETS as u32 - 1 {
         power += 1;
@@ -174,7 +174,7 @@ mod tests {
     fn histogram_buckets_match_redis_reports() {
         let mut buckets = [0u64; HISTOGRAM_BUCKETS];
         for usec in [0, 1, 2, 33, 5_000_000] {
-            buckets[histogram_bucket(usec)] += 1;
+            buckets[histogram_bucket_ns(usec * 1000)] += 1;
         }
         assert_eq!(
             histogram_report(&buckets),

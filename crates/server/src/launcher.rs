@@ -111,7 +111,7 @@ async fn serve(config: Config) -> ExitCode {
         .persistence
         .shutdown_handled
         .load(std::sync::atomic::Ordering::Acquire);
-    if !handled && crate::persist::snapshot::saves_on_exit(&shared) {
+    if !handled && crate::persist::snapshot::has_save_points(&shared) {
         tracing::info!("Saving the final RDB snapshot before exiting.");
         if let Err(e) = crate::persist::snapshot::save(&shared) {
             tracing::warn!("Error trying to save the DB: {e}");

@@ -158,6 +158,8 @@ impl Shared {
         );
         self.latency
             .configure(u64::try_from(config.param_int("latency-monitor-threshold")).unwrap_or(0));
+        self.cmdstats
+            .set_latency_tracking(config.param_bool("latency-tracking"));
         let lazyfree = &self.store.lazyfree;
         lazyfree.user_del.store(
             config.param_bool("lazyfree-lazy-user-del"),

@@ -211,3 +211,68 @@ fn migrate_moves_keys_to_redis_server() {
     assert!(text(&reply).starts_with("IOERR"), "{reply:?}");
     assert_eq!(text(&c.cmd(&["EXISTS", "stay"])), "1");
 }
+
+/// INFO latencystats as redis-server writes it: one line per command called with
+/// tracking on, the configured percentiles as labels; CONFIG SET checks and prints the
+/// percentiles the same way; `latency-tracking no` stops recording, RESETSTAT clears.
+#[test]
+fn latencystats_report_the_configured_percentiles() {
+    let redis = RedisServer::start().unwrap();
+    let ours = Redline::start();
+    // The line's shape, numbers replaced by `N`.
+    let shape = |c: &mut Conn, name: &str| -> String {
+        let info = text(&c.cmd(&["INFO", "latencystats"]));
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("latency_percentiles_usec_{name}:")))
+            .map(|v| {
+                v.split(',')
+                    .map(|pair| {
+                        let (label, value) = pair.split_once('=').unwrap_or((pair, ""));
+                        let decimals = value.split_once('.').map_or(0, |(_, d)| d.len());
+                        format!("{label}=N.{decimals}")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default()
+    };
+    let run = |addr| {
+        let mut c = Conn::connect(addr);
+        let mut seen = Vec::new();
+        c.cmd(&["SET", "k", "v"]);
+        c.cmd(&["CLIENT", "ID"]);
+        seen.push(shape(&mut c, "set"));
+        seen.push(shape(&mut c, "client|id"));
+        for bad in ["10.0 50.0 a", "10.0 101", "-1"] {
+            let reply = c.cmd(&["CONFIG", "SET", "latency-tracking-info-percentiles", bad]);
+            seen.push(text(&reply));
+        }
+        let reply = c.cmd(&[
+            "CONFIG",
+            "SET",
+            "latency-tracking-info-percentiles",
+            "0.0 50.0 99.99 100.0",
+        ]);
+        seen.push(text(&reply));
+        let got = items(c.cmd(&["CONFIG", "GET", "latency-tracking-info-percentiles"]));
+        seen.push(text(&got[1]));
+        seen.push(shape(&mut c, "set"));
+        c.cmd(&["CONFIG", "RESETSTAT"]);
+        seen.push(shape(&mut c, "set"));
+        c.cmd(&["CONFIG", "SET", "latency-tracking", "no"]);
+        c.cmd(&["GET", "k"]);
+        seen.push(shape(&mut c, "get"));
+        c.cmd(&["CONFIG", "SET", "latency-tracking", "yes"]);
+        c.cmd(&["CONFIG", "SET", "latency-tracking-info-percentiles", ""]);
+        c.cmd(&["GET", "k"]);
+        seen.push(
+            text(&c.cmd(&["INFO", "latencystats"]))
+                .contains("latency_percentiles_usec_get:\r\n")
+                .to_string(),
+        );
+        seen
+    };
+    let theirs = run(redis.addr());
+    assert_eq!(theirs[0], "p50=N.3,p99=N.3,p99.9=N.3");
+    assert_eq!(run(ours.addr), theirs);
+}

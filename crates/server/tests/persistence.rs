@@ -453,3 +453,130 @@ fn a_truncated_aof_loads_what_is_whole() {
         .log_tail()
         .contains("short read while loading the AOF"));
 }
+
+/// FLUSHALL with save points saves the emptied dataset at once, as Redis does: the
+/// change counter drops to zero (also inside MULTI, where later commands count again)
+/// and a restart does not bring back the keys of an older dump. Without save points it
+/// saves nothing. Both servers run the same steps.
+#[test]
+fn flushall_with_save_points_saves_the_emptied_dataset() {
+    fn steps(port: u16, restart: &mut dyn FnMut()) -> Vec<String> {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let mut c = Conn::connect(addr);
+        let mut seen = Vec::new();
+        let mut field = |c: &mut Conn, name: &str| {
+            let Frame::Bulk(info) = c.cmd(&["INFO", "persistence"]) else {
+                panic!("INFO is a bulk string");
+            };
+            let info = String::from_utf8_lossy(&info).into_owned();
+            let value = info
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}:")))
+                .unwrap_or_default()
+                .to_string();
+            seen.push(format!("{name}={value}"));
+        };
+        c.cmd(&["SET", "old", "1"]);
+        c.cmd(&["SAVE"]);
+        c.cmd(&["SET", "a", "1"]);
+        c.cmd(&["FLUSHALL"]);
+        field(&mut c, "rdb_changes_since_last_save");
+        c.cmd(&["MULTI"]);
+        c.cmd(&["SET", "b", "1"]);
+        c.cmd(&["FLUSHALL"]);
+        c.cmd(&["SET", "c", "1"]);
+        c.cmd(&["EXEC"]);
+        field(&mut c, "rdb_changes_since_last_save");
+        c.cmd(&["DEL", "c"]);
+        c.cmd(&["FLUSHALL", "ASYNC"]);
+        field(&mut c, "rdb_changes_since_last_save");
+        c.cmd(&["CONFIG", "SET", "save", ""]);
+        c.cmd(&["SET", "d", "1"]);
+        c.cmd(&["FLUSHALL"]);
+        field(&mut c, "rdb_changes_since_last_save");
+        drop(c);
+        restart();
+        let mut c = Conn::connect(addr);
+        seen.push(format!("{:?}", c.cmd(&["DBSIZE"])));
+        seen
+    }
+    let mut redis = RedisServer::builder()
+        .args(["--save", "3600 1"])
+        .start()
+        .unwrap();
+    let mut ours = RedlineServer::builder()
+        .args(["--save", "3600 1"])
+        .start()
+        .unwrap();
+    let port = redis.port();
+    let theirs = steps(port, &mut || redis.restart().unwrap());
+    let port = ours.port();
+    let mine = steps(port, &mut || ours.restart().unwrap());
+    assert_eq!(mine, theirs);
+    assert_eq!(
+        theirs[..3],
+        [
+            "rdb_changes_since_last_save=0",
+            "rdb_changes_since_last_save=1",
+            "rdb_changes_since_last_save=0"
+        ]
+    );
+}
+
+/// BGSAVE, BGREWRITEAOF and CONFIG SET appendonly inside MULTI, and FLUSHALL inside a
+/// script with save points: the transaction or script holds what the image needs, so
+/// these are scheduled or done after it, as in Redis, and never wait on it (they hung
+/// the server before). Replies are compared with redis-server's.
+#[test]
+fn saves_asked_for_inside_a_transaction_or_script_are_scheduled() {
+    fn steps(port: u16) -> Vec<String> {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let mut c = Conn::connect(addr);
+        let mut seen = Vec::new();
+        for inner in [
+            &["BGSAVE"][..],
+            &["BGREWRITEAOF"],
+            &["CONFIG", "SET", "appendonly", "yes"],
+        ] {
+            c.cmd(&["MULTI"]);
+            c.cmd(&["SET", "k", "v"]);
+            c.cmd(inner);
+            seen.push(format!("{:?}", c.cmd(&["EXEC"])));
+        }
+        c.cmd(&["SET", "a", "1"]);
+        let script = "redis.call('set', 'b', '1'); return redis.call('flushall')";
+        seen.push(format!("{:?}", c.cmd(&["EVAL", script, "0"])));
+        seen.push(format!("{:?}", c.cmd(&["DBSIZE"])));
+        // The scheduled work happens: the AOF is on, nothing is left pending.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let Frame::Bulk(info) = c.cmd(&["INFO", "persistence"]) else {
+                panic!("INFO is a bulk string");
+            };
+            let info = String::from_utf8_lossy(&info).into_owned();
+            if info.contains("aof_enabled:1")
+                && info.contains("aof_rewrite_scheduled:0")
+                && info.contains("aof_rewrite_in_progress:0")
+                && info.contains("rdb_bgsave_in_progress:0")
+                && info.contains("rdb_changes_since_last_save:0")
+            {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "scheduled saves never ran: {info}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        seen
+    }
+    let redis = RedisServer::builder()
+        .args(["--save", "3600 1"])
+        .start()
+        .unwrap();
+    let ours = RedlineServer::builder()
+        .args(["--save", "3600 1"])
+        .start()
+        .unwrap();
+    assert_eq!(steps(ours.port()), steps(redis.port()));
+}

@@ -133,7 +133,16 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let aof_was = ctx.shared.config.read().appendonly;
     let aof_now = config.appendonly;
     ctx.shared.update_config(config);
-    if aof_now && !aof_was {
+    if aof_now && !aof_was && ctx.nested {
+        // The transaction holds the shards the first image needs.
+        ctx.shared
+            .aof
+            .rewrite_scheduled
+            .store(true, std::sync::atomic::Ordering::Release);
+        tracing::warn!(
+            "AOF was enabled during a transaction. An AOF background was scheduled to start when possible."
+        );
+    } else if aof_now && !aof_was {
         crate::persist::aof::rewrite(ctx.shared).map_err(|e| {
             CmdError::Owned(format!(
                 "ERR CONFIG SET failed (possibly related to argument 'appendonly') - {e}"

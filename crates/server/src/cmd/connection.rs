@@ -254,25 +254,55 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let lazy = flush_is_async(ctx, args)?;
-    for db in 0..ctx.shared.store.db_count() {
-        clear_db(ctx, db, lazy);
+    // With save points, Redis saves the emptied dataset at once (stopping a BGSAVE), so
+    // a restart cannot bring the flushed keys back from an older dump.
+    let save = crate::persist::snapshot::has_save_points(ctx.shared);
+    if save && !ctx.client.in_script {
+        let shared = ctx.shared;
+        super::persistence::with_all_shards(ctx, |held| {
+            for db in 0..shared.store.db_count() {
+                for i in 0..shared.store.db(db).shard_count() {
+                    empty_shard(shared, held.shard(db, i), lazy);
+                }
+            }
+            // A failed save is logged and reported by INFO, as in Redis.
+            let _ = crate::persist::snapshot::save_held(shared, held);
+        });
+        saved_now(ctx.client);
+    } else {
+        for db in 0..ctx.shared.store.db_count() {
+            clear_db(ctx, db, lazy);
+        }
+        // A script holds the interpreter whose function libraries the image needs: the
+        // dispatcher saves once the script is over.
+        ctx.client.save_after_command |= save;
     }
     ok(ctx.out);
     Ok(())
 }
 
+/// The dataset was just saved: this connection's changes not yet added to the total,
+/// and those of the running command so far, are on disk.
+pub fn saved_now(client: &mut crate::net::client::ClientState) {
+    client.changes = 0;
+    client.changes_saved_at = Some(crate::store::dirty::count());
+}
+
 /// Empties database `db`, shard by shard (each shard under its own lock, or the ones
-/// EXEC holds); with `lazy` the keys are dropped by the background freer.
+/// EXEC holds).
 fn clear_db(ctx: &Ctx<'_>, db: usize, lazy: bool) {
     for i in 0..ctx.shared.store.db(db).shard_count() {
-        let mut shard = ctx.lock_in(db, i);
-        if lazy {
-            let (garbage, keys) = shard.take_all();
-            drop(shard);
-            ctx.shared.store.lazyfree.free_all(garbage, keys);
-        } else {
-            shard.clear();
-        }
+        empty_shard(ctx.shared, &mut ctx.lock_in(db, i), lazy);
+    }
+}
+
+/// Empties one shard; with `lazy` its keys are dropped by the background freer.
+fn empty_shard(shared: &crate::shared::Shared, shard: &mut crate::store::Shard, lazy: bool) {
+    if lazy {
+        let (garbage, keys) = shard.take_all();
+        shared.store.lazyfree.free_all(garbage, keys);
+    } else {
+        shard.clear();
     }
 }
 
@@ -307,7 +337,7 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     tracing::warn!("User requested shutdown...");
     let shared = ctx.shared;
-    if save || (!nosave && crate::persist::snapshot::saves_on_exit(shared)) {
+    if save || (!nosave && crate::persist::snapshot::has_save_points(shared)) {
         tracing::info!("Saving the final RDB snapshot before exiting.");
         if crate::persist::snapshot::save(shared).is_err() && !force {
             tracing::warn!("Error trying to save the DB, can't exit.");

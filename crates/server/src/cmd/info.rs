@@ -193,7 +193,7 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
             };
             let _ = write!(
                 text,
-                "# Persistence\r\nloading:{}\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{current}\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\naof_enabled:{aof_on}\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_rewrites_consecutive_failures:0\r\naof_last_write_status:{}\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n",
+                "# Persistence\r\nloading:{}\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{current}\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\naof_enabled:{aof_on}\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:{}\r\naof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_rewrites_consecutive_failures:0\r\naof_last_write_status:{}\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n",
                 u8::from(p.loading.load(Relaxed)),
                 p.dirty.load(Relaxed),
                 u8::from(running),
@@ -202,6 +202,7 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
                 p.last_bgsave_secs.load(Relaxed),
                 p.saves.load(Relaxed),
                 u8::from(shared.aof.rewriting.load(Relaxed)),
+                u8::from(shared.aof.rewrite_scheduled.load(Relaxed)),
                 if shared.aof.rewrite_failed.load(Relaxed) { "err" } else { "ok" },
                 shared.aof.rewrites.load(Relaxed),
                 if crate::persist::aof::write_failed(shared) { "err" } else { "ok" },
@@ -277,7 +278,26 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
             }
             text.push_str("\r\n");
         }
-        "latencystats" => text.push_str("# Latencystats\r\n\r\n"),
+        "latencystats" => {
+            text.push_str("# Latencystats\r\n");
+            let percentiles = crate::config::params::percentiles(
+                shared
+                    .config
+                    .read()
+                    .param("latency-tracking-info-percentiles"),
+            )
+            .unwrap_or_default();
+            for (name, values) in shared.cmdstats.latency_percentiles(&percentiles) {
+                let _ = write!(text, "latency_percentiles_usec_{name}:");
+                for (i, (p, v)) in percentiles.iter().zip(values).enumerate() {
+                    let sep = if i == 0 { "" } else { "," };
+                    let label = crate::config::params::percentile_label(*p);
+                    let _ = write!(text, "{sep}p{label}={v:.3}");
+                }
+                text.push_str("\r\n");
+            }
+            text.push_str("\r\n");
+        }
         "cluster" => text.push_str("# Cluster\r\ncluster_enabled:0\r\n\r\n"),
         "keyspace" => {
             text.push_str("# Keyspace\r\n");

@@ -8,8 +8,7 @@ use redline_resp::encode;
 
 use super::reply::{help, CmdError, CmdResult};
 use super::{Ctx, Handler};
-use crate::cmdstats::Counters;
-use crate::latency::{histogram_report, Series};
+use crate::latency::{histogram_report, Series, HISTOGRAM_BUCKETS};
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
@@ -203,24 +202,23 @@ fn latency_doctor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// The command statistics LATENCY HISTOGRAM reports on: commands named by `args`
-/// (a container command stands for its subcommands; unknown names are skipped), or
-/// every command called since the last reset.
+/// The commands LATENCY HISTOGRAM reports on: those named by `args` (a container
+/// command stands for its subcommands; unknown names are skipped), or every command
+/// with recorded latencies since the last reset.
 fn histogram_targets(
-    all: &[(&'static str, Counters)],
+    all: &[(&'static str, [u64; HISTOGRAM_BUCKETS])],
     args: &[Bytes],
-) -> Vec<(&'static str, Counters)> {
-    let called = |c: &Counters| c.histogram.iter().any(|&n| n > 0);
+) -> Vec<(&'static str, [u64; HISTOGRAM_BUCKETS])> {
     if args.is_empty() {
-        return all.iter().filter(|(_, c)| called(c)).copied().collect();
+        return all.to_vec();
     }
     let mut out = Vec::new();
     for arg in args {
         let name = String::from_utf8_lossy(arg).to_ascii_lowercase();
         let prefix = format!("{name}|");
-        for (n, c) in all {
-            if (*n == name || n.starts_with(&prefix)) && called(c) {
-                out.push((*n, *c));
+        for (n, buckets) in all {
+            if *n == name || n.starts_with(&prefix) {
+                out.push((*n, *buckets));
             }
         }
     }
@@ -229,15 +227,15 @@ fn histogram_targets(
 
 fn latency_histogram(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     ctx.shared.cmdstats.absorb(&mut ctx.client.cmdstats);
-    let all = ctx.shared.cmdstats.commands();
+    let all = ctx.shared.cmdstats.latency_buckets();
     let targets = histogram_targets(&all, &args[2..]);
     let proto = ctx.proto();
     let out = &mut *ctx.out;
     encode::write_map_len(out, proto, targets.len());
-    for (name, counters) in targets {
+    for (name, buckets) in targets {
         encode::write_bulk(out, name.as_bytes());
-        let report = histogram_report(&counters.histogram);
-        let calls: u64 = counters.histogram.iter().sum();
+        let report = histogram_report(&buckets);
+        let calls: u64 = buckets.iter().sum();
         encode::write_map_len(out, proto, 2);
         encode::write_bulk(out, b"calls");
         encode::write_integer(out, calls as i64);

@@ -274,13 +274,23 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if monitored && !skip_monitor {
         feed_monitors(ctx, args);
     }
+    if !ctx.nested && std::mem::take(&mut ctx.client.save_after_command) {
+        // Every lock the command took is released by now.
+        let _ = crate::persist::snapshot::save(ctx.shared);
+        connection::saved_now(ctx.client);
+    }
     if !ctx.nested {
         // Commands inside EXEC or a script count as part of it.
-        ctx.client.changes += crate::store::dirty::count().wrapping_sub(changes_before);
+        let from = match ctx.client.changes_saved_at.take() {
+            Some(saved) => saved,
+            None => changes_before,
+        };
+        ctx.client.changes += crate::store::dirty::count().wrapping_sub(from);
     }
     let failed = result.is_err() || ctx.out.get(before) == Some(&b'-');
-    let usec = started.elapsed().as_micros() as u64;
-    ctx.client.cmdstats.ran(spec.name, usec, failed);
+    let elapsed = started.elapsed();
+    let usec = elapsed.as_micros() as u64;
+    ctx.client.cmdstats.ran(spec.name, elapsed, failed);
     if ctx.client.blocked.is_some() {
         // Logged once served, with the time it waited (see `net::connection`).
         ctx.client.blocked_since = Some((args.to_vec(), started));
@@ -506,7 +516,10 @@ fn record_if_changed(
     db: usize,
 ) {
     let changed = crate::store::dirty::count() != changes_before;
-    if changed || ctx.client.propagate_as.is_some() || spec.name == "publish" {
+    // PUBLISH, and FLUSHALL/FLUSHDB even of empty databases, always propagate (Redis's
+    // forceCommandPropagation).
+    let forced = matches!(spec.name, "publish" | "flushall" | "flushdb");
+    if changed || forced || ctx.client.propagate_as.is_some() {
         crate::repl::record(ctx, spec.name, args, before, db);
     }
 }

@@ -29,6 +29,16 @@ fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
             "ERR Background append only file rewriting already in progress",
         ));
     }
+    if ctx.nested {
+        // Inside EXEC the transaction holds the shards the image needs: the cron runs
+        // it after, as Redis schedules a rewrite asked for in a transaction.
+        ctx.shared
+            .aof
+            .rewrite_scheduled
+            .store(true, Ordering::Release);
+        encode::write_simple(ctx.out, b"Background append only file rewriting scheduled");
+        return Ok(());
+    }
     crate::persist::aof::rewrite(ctx.shared).map_err(|e| {
         CmdError::Owned(format!(
             "ERR Can't execute an AOF background rewriting: {e}"
@@ -87,12 +97,14 @@ fn bgsave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let p = &ctx.shared.persistence;
     if p.bgsave_running.load(Ordering::Acquire) {
-        if schedule {
-            p.bgsave_scheduled.store(true, Ordering::Release);
-            encode::write_simple(ctx.out, b"Background saving scheduled");
-            return Ok(());
-        }
         return Err(CmdError::Static(BGSAVE_RUNNING));
+    }
+    if ctx.nested || (schedule && ctx.shared.aof.rewriting.load(Ordering::Acquire)) {
+        // Inside EXEC the transaction holds the shards the cut needs (and Redis
+        // schedules a BGSAVE there too): the cron starts it.
+        p.bgsave_scheduled.store(true, Ordering::Release);
+        encode::write_simple(ctx.out, b"Background saving scheduled");
+        return Ok(());
     }
     if !crate::persist::bgsave::bgsave(ctx.shared) {
         return Err(CmdError::Static(BGSAVE_RUNNING));

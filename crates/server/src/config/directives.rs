@@ -206,6 +206,14 @@ impl Config {
             if param.name == "replicaof" {
                 return self.set_replicaof_directive(values);
             }
+            // A list Redis reads as several arguments in a config file.
+            let joined;
+            let values = if param.kind == super::params::Kind::Percentiles && values.len() > 1 {
+                joined = [values.join(&b' ')];
+                &joined[..]
+            } else {
+                values
+            };
             if values.len() != 1 {
                 return Err(SetError::Arity);
             }

@@ -23,6 +23,8 @@ pub enum Kind {
     MemoryOrPercent,
     /// Free text.
     Text,
+    /// Percentiles between 0 and 100, separated by spaces (`latency-tracking-info-percentiles`).
+    Percentiles,
 }
 
 /// One parameter.
@@ -227,7 +229,11 @@ pub static PARAMS: &[Param] = &[
     p("jemalloc-bg-thread", B, "yes"),
     p("latency-monitor-threshold", Kind::Int(0, LONG_MAX), "0"),
     p("latency-tracking", B, "yes"),
-    p("latency-tracking-info-percentiles", T, "50 99 99.9"),
+    p(
+        "latency-tracking-info-percentiles",
+        Kind::Percentiles,
+        "50 99 99.9",
+    ),
     p("lazyfree-lazy-eviction", B, "no"),
     p("lazyfree-lazy-expire", B, "no"),
     p("lazyfree-lazy-server-del", B, "no"),
@@ -465,7 +471,40 @@ pub fn canonical(param: &Param, values: &[Vec<u8>]) -> Result<String, String> {
                 .ok_or_else(|| "argument must be a memory or percent value".to_string()),
         },
         Kind::Text => Ok(text),
+        Kind::Percentiles => {
+            let list = percentiles(&text)?;
+            Ok(list
+                .iter()
+                .map(|p| percentile_label(*p))
+                .collect::<Vec<_>>()
+                .join(" "))
+        }
     }
+}
+
+/// Reads a `latency-tracking-info-percentiles` value as Redis does: numbers as
+/// `strtod` reads them, each within 0..=100, separated by spaces; empty for none.
+pub fn percentiles(text: &str) -> Result<Vec<f64>, String> {
+    text.split_whitespace()
+        .map(|word| {
+            let p = crate::cmd::float::parse_f64(word.as_bytes())
+                .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
+            if !(0.0..=100.0).contains(&p) {
+                return Err(
+                    "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]",
+                );
+            }
+            Ok(p)
+        })
+        .collect::<Result<_, _>>()
+        .map_err(str::to_string)
+}
+
+/// A percentile as Redis prints it: C's `%f`, trailing zeros and point trimmed (`99.9`,
+/// `50`).
+pub fn percentile_label(p: f64) -> String {
+    let text = format!("{p:.6}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 fn bounded(n: i64, min: i64, max: i64) -> Result<String, String> {
@@ -487,6 +526,20 @@ fn one_of(options: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percentiles_read_and_print_as_redis_does() {
+        assert_eq!(percentiles("50 99 99.9"), Ok(vec![50.0, 99.0, 99.9]));
+        assert_eq!(percentiles(""), Ok(vec![]));
+        assert!(percentiles("10.0 50.0 a").is_err());
+        assert!(percentiles("10.0 50.0 101.0").is_err());
+        assert!(percentiles("nan").is_err());
+        let labels: Vec<_> = [0.0, 50.0, 99.9, 100.0, 12.345678]
+            .into_iter()
+            .map(percentile_label)
+            .collect();
+        assert_eq!(labels, ["0", "50", "99.9", "100", "12.345678"]);
+    }
 
     #[test]
     fn aliases_and_canonical_values() {

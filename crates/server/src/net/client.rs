@@ -87,6 +87,13 @@ pub struct ClientState {
     /// Dataset changes made since the last flush into the server total (Redis's
     /// `server.dirty`), added once per batch like the command count.
     pub changes: u64,
+    /// Set by a command that saved the dataset (FLUSHALL with save points): the thread's
+    /// change count at that moment. Changes before it are on disk, so the command's
+    /// total counts only those after it, as Redis's save resets `server.dirty`.
+    pub changes_saved_at: Option<u64>,
+    /// FLUSHALL ran inside a script with save points set: the dataset is saved when the
+    /// script is over (the image needs the interpreter the script holds).
+    pub save_after_command: bool,
     /// Commands run since the last flush of the counters to the server's stats.
     pub commands_since_flush: u64,
     /// Per-command and per-error counts since the last flush (INFO commandstats).
@@ -209,6 +216,8 @@ impl ClientState {
             replica_start: None,
             wait: None,
             changes: 0,
+            changes_saved_at: None,
+            save_after_command: false,
             cmdstats: crate::cmdstats::Local::default(),
             in_script: false,
             multi: None,

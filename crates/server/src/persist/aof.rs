@@ -222,6 +222,9 @@ pub struct Aof {
     seq: Mutex<u64>,
     /// The last rewrite failed.
     pub rewrite_failed: AtomicBool,
+    /// A rewrite asked for inside a transaction, where the shards it needs are held:
+    /// the cron runs it (INFO `aof_rewrite_scheduled`).
+    pub rewrite_scheduled: AtomicBool,
     /// `appendfsync always`'s group commit.
     pub durability: Arc<Durability>,
 }
@@ -434,6 +437,11 @@ pub fn stop(shared: &Shared) {
 /// automatic rewrite when the incremental file outgrew `auto-aof-rewrite-percentage`
 /// of the base (and `auto-aof-rewrite-min-size`).
 pub fn cron(shared: &Shared) {
+    if shared.aof.rewrite_scheduled.swap(false, Ordering::AcqRel) {
+        if let Err(e) = rewrite(shared) {
+            tracing::warn!("Can't rewrite the append only file: {e}");
+        }
+    }
     let (file, size) = {
         let mut stream = shared.repl.journal.stream();
         let Some(aof) = stream.aof.as_mut() else {

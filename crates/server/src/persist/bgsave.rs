@@ -321,9 +321,11 @@ pub fn bgsave(shared: &Shared) -> bool {
     let begun = {
         let mut held = Held::all(&shared.store);
         let dirty_before = p.dirty.load(Ordering::Relaxed);
-        begin_cut(shared, &mut held, temp_path(&path), &[]).map(|cut| (cut, dirty_before))
+        let generation = *p.dump_generation.lock();
+        begin_cut(shared, &mut held, temp_path(&path), &[])
+            .map(|cut| (cut, dirty_before, generation))
     };
-    let (cut, dirty_before) = match begun {
+    let (cut, dirty_before, generation) = match begun {
         Ok(begun) => begun,
         Err(e) => {
             tracing::warn!("Failed opening the temp RDB file for saving: {e}");
@@ -337,10 +339,25 @@ pub fn bgsave(shared: &Shared) -> bool {
         .name("redline-bgsave".into())
         .spawn(move || {
             crate::background::lower_this_thread();
-            let result = cut
-                .complete()
-                .and_then(|(temp, _)| std::fs::rename(temp, &path));
             let p = &*p;
+            let result = cut.complete().and_then(|(temp, _)| {
+                let current = p.dump_generation.lock();
+                if *current == generation {
+                    std::fs::rename(temp, &path).map(|()| true)
+                } else {
+                    // A foreground save (FLUSHALL's) wrote a newer dump meanwhile.
+                    let _ = std::fs::remove_file(temp);
+                    Ok(false)
+                }
+            });
+            let result = match result {
+                Ok(false) => {
+                    tracing::info!("Background saving abandoned: a newer save replaced it");
+                    p.bgsave_running.store(false, Ordering::Release);
+                    return;
+                }
+                other => other.map(|_| ()),
+            };
             p.last_bgsave_ok.store(result.is_ok(), Ordering::Relaxed);
             p.last_bgsave_secs.store(
                 i64::try_from(started.elapsed().as_secs()).unwrap_or(i64::MAX),

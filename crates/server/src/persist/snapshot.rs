@@ -49,6 +49,9 @@ pub struct Persistence {
     pub shutdown_handled: AtomicBool,
     /// Unix seconds of the last look at the save points.
     last_cron: AtomicU64,
+    /// Bumped by every foreground save of the dump file. A BGSAVE renames its file into
+    /// place only if no foreground save came after it began (held while renaming).
+    pub dump_generation: parking_lot::Mutex<u64>,
 }
 
 impl Default for Persistence {
@@ -67,6 +70,7 @@ impl Default for Persistence {
             loading: AtomicBool::new(false),
             shutdown_handled: AtomicBool::new(false),
             last_cron: AtomicU64::new(0),
+            dump_generation: parking_lot::Mutex::new(0),
         }
     }
 }
@@ -279,11 +283,20 @@ pub fn write_file(path: &Path, image: &[u8]) -> std::io::Result<()> {
 /// SAVE: the image taken and written while every shard is held (as Redis's SAVE blocks
 /// the server).
 pub fn save(shared: &Shared) -> std::io::Result<()> {
-    let mut held = Held::all(&shared.store);
+    save_held(shared, &mut Held::all(&shared.store))
+}
+
+/// Takes the image from `held` (every shard) and writes the dump file. A BGSAVE still
+/// writing will not replace this file with its older image: it is abandoned, as Redis
+/// kills its child.
+pub fn save_held(shared: &Shared, held: &mut dyn ShardMap) -> std::io::Result<()> {
     let dirty_before = shared.persistence.dirty.load(Ordering::Relaxed);
-    let image = capture(shared, &mut held, &[]);
-    let result = write_file(&dump_path(shared), &image);
-    drop(held);
+    let image = capture(shared, held, &[]);
+    let result = {
+        let mut generation = shared.persistence.dump_generation.lock();
+        *generation += 1;
+        write_file(&dump_path(shared), &image)
+    };
     saved(&shared.persistence, &result, dirty_before);
     if result.is_ok() {
         tracing::info!("DB saved on disk");
@@ -349,8 +362,9 @@ fn save_points(save: &str) -> Vec<(u64, u64)> {
     words.chunks_exact(2).map(|p| (p[0], p[1])).collect()
 }
 
-/// Whether saving at exit (SIGTERM) is configured: some save point exists.
-pub fn saves_on_exit(shared: &Shared) -> bool {
+/// Whether some save point is configured (`save` not empty): then SIGTERM and
+/// FLUSHALL save, as in Redis.
+pub fn has_save_points(shared: &Shared) -> bool {
     !save_points(&shared.config.read().save).is_empty()
 }
 

@@ -18,6 +18,12 @@ pub fn mark() {
     CHANGES.with(|c| c.set(c.get().wrapping_add(1)));
 }
 
+/// Records `n` changes.
+#[inline]
+pub fn mark_n(n: u64) {
+    CHANGES.with(|c| c.set(c.get().wrapping_add(n)));
+}
+
 /// Changes made on this thread so far (compare two readings).
 #[inline]
 pub fn count() -> u64 {

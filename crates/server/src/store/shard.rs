@@ -344,17 +344,19 @@ impl Shard {
         self.finish_cut();
         let keys = std::mem::take(&mut self.map);
         let ttls = std::mem::take(&mut self.ttl_keys);
-        self.touch_all();
+        self.touch_watched();
         let count = keys.len() as u64;
+        super::dirty::mark_n(count);
         (Box::new((keys, ttls)), count)
     }
 
-    /// Removes every key.
+    /// Removes every key; each counts as one change, as in Redis's `emptyData`.
     pub fn clear(&mut self) {
         self.finish_cut();
+        super::dirty::mark_n(self.map.len() as u64);
         self.map = IndexMap::default();
         self.ttl_keys = IndexSet::default();
-        self.touch_all();
+        self.touch_watched();
     }
 
     /// Exchanges the contents of two shards (SWAPDB).
@@ -381,6 +383,11 @@ impl Shard {
 
     fn touch_all(&mut self) {
         super::dirty::mark();
+        self.touch_watched();
+    }
+
+    /// Every watched key of the shard changed (WATCH sees it).
+    fn touch_watched(&mut self) {
         for state in self.watched.values_mut() {
             state.version += 1;
         }
