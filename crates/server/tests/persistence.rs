@@ -580,3 +580,49 @@ fn saves_asked_for_inside_a_transaction_or_script_are_scheduled() {
         .unwrap();
     assert_eq!(steps(ours.port()), steps(redis.port()));
 }
+
+/// An AOF rewrite without the RDB preamble keeps the function libraries (a FUNCTION
+/// LOAD each, as Redis writes them): after FUNCTION FLUSH (not logged: the AOF is off)
+/// DEBUG LOADAOF brings the function back. Both servers run the same steps.
+#[test]
+fn an_aof_rewrite_without_preamble_keeps_the_functions() {
+    fn steps(port: u16) -> Vec<String> {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let mut c = Conn::connect(addr);
+        let library = "#!lua name=lib\nredis.register_function('one', function() return 1 end)";
+        c.cmd(&["FUNCTION", "LOAD", library]);
+        c.cmd(&["SET", "k", "v"]);
+        c.cmd(&["BGREWRITEAOF"]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let Frame::Bulk(info) = c.cmd(&["INFO", "persistence"]) else {
+                panic!("INFO is a bulk string");
+            };
+            if String::from_utf8_lossy(&info).contains("aof_rewrite_in_progress:0") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "rewrite never finished");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        c.cmd(&["FUNCTION", "FLUSH"]);
+        [
+            &["DEBUG", "LOADAOF"][..],
+            &["FCALL", "one", "0"],
+            &["GET", "k"],
+        ]
+        .iter()
+        .map(|a| format!("{:?}", c.cmd(a)))
+        .collect()
+    }
+    let args = [
+        "--enable-debug-command",
+        "yes",
+        "--aof-use-rdb-preamble",
+        "no",
+    ];
+    let redis = RedisServer::builder().args(args).start().unwrap();
+    let ours = RedlineServer::builder().args(args).start().unwrap();
+    let theirs = steps(redis.port());
+    assert_eq!(theirs[1], "Integer(1)");
+    assert_eq!(steps(ours.port()), theirs);
+}

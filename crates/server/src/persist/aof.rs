@@ -321,22 +321,25 @@ fn rewrite_now(shared: &Shared) -> std::io::Result<()> {
         .open(directory.join(&incr))?;
     let manifest = format!("file {base} seq {next} type b\nfile {incr} seq {next} type i\n");
     super::snapshot::write_file(&manifest_path(shared), manifest.as_bytes())?;
-    let mut stream = journal.stream();
-    stream.force_select();
-    let file = Arc::new(file);
-    shared
-        .aof
-        .durability
-        .switch(Some(file.clone()), fsync == Fsync::Always);
-    stream.aof = Some(AofFile {
-        file,
-        fsync,
-        size: 0,
-        dirty: false,
-        failed: false,
-        durability: shared.aof.durability.clone(),
-    });
-    drop(stream);
+    // With `appendonly no` (a BGREWRITEAOF while the AOF is off) the files are a copy
+    // of the dataset as it is now, and nothing is appended to them, as in Redis.
+    if shared.config.read().appendonly {
+        let mut stream = journal.stream();
+        stream.force_select();
+        let file = Arc::new(file);
+        shared
+            .aof
+            .durability
+            .switch(Some(file.clone()), fsync == Fsync::Always);
+        stream.aof = Some(AofFile {
+            file,
+            fsync,
+            size: 0,
+            dirty: false,
+            failed: false,
+            durability: shared.aof.durability.clone(),
+        });
+    }
     drop(held);
     *seq = next;
     shared
@@ -361,6 +364,19 @@ fn rewrite_now(shared: &Shared) -> std::io::Result<()> {
 fn commands_image(shared: &Shared, held: &mut dyn ShardMap) -> Vec<u8> {
     use bytes::Bytes;
     let mut out = BytesMut::new();
+    // Function libraries first, as Redis's rewrite writes them: a FUNCTION LOAD each.
+    if let Ok(engine) = shared.scripting.engine() {
+        for library in engine.libraries.values() {
+            crate::repl::journal::write_command(
+                &mut out,
+                &[
+                    Bytes::from_static(b"FUNCTION"),
+                    Bytes::from_static(b"LOAD"),
+                    library.code.clone(),
+                ],
+            );
+        }
+    }
     for db in 0..shared.store.db_count() {
         let mut selected = false;
         for index in 0..shared.store.db(db).shard_count() {
