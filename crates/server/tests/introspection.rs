@@ -276,3 +276,24 @@ fn latencystats_report_the_configured_percentiles() {
     assert_eq!(theirs[0], "p50=N.3,p99=N.3,p99.9=N.3");
     assert_eq!(run(ours.addr), theirs);
 }
+
+/// MEMORY STATS names the fields redis-server does, in its order (a database's entry
+/// only while it holds keys); DOCTOR, MALLOC-STATS, PURGE and HELP answer.
+#[test]
+fn memory_subcommands_answer_as_redis_does() {
+    let redis = RedisServer::start().unwrap();
+    let ours = Redline::start();
+    let names = |addr| {
+        let mut c = Conn::connect(addr);
+        c.cmd(&["SET", "k", "v"]);
+        let stats = items(c.cmd(&["MEMORY", "STATS"]));
+        let mut names: Vec<String> = stats.chunks(2).map(|pair| text(&pair[0])).collect();
+        for sub in ["DOCTOR", "MALLOC-STATS", "HELP"] {
+            let reply = c.cmd(&["MEMORY", sub]);
+            assert!(!is_error(&reply), "{sub}: {reply:?}");
+        }
+        names.push(text(&c.cmd(&["MEMORY", "PURGE"])));
+        names
+    };
+    assert_eq!(names(ours.addr), names(redis.addr()));
+}

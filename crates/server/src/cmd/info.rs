@@ -83,6 +83,11 @@ pub fn resident_bytes() -> u64 {
         .map_or(0, |pages| pages * 4096)
 }
 
+/// Keys in database `db`.
+pub fn db_keys(ctx: &Ctx<'_>, db: usize) -> u64 {
+    sum_shards(ctx, db, |s| s.len() as u64)
+}
+
 fn sum_shards(ctx: &Ctx<'_>, db: usize, f: impl Fn(&crate::store::Shard) -> u64) -> u64 {
     (0..ctx.shared.store.db(db).shard_count())
         .map(|i| f(&ctx.lock_in(db, i)))
