@@ -89,6 +89,10 @@ async fn serve(config: Config) -> ExitCode {
     );
     log_banner(&server.shared().config.read(), port);
     let shared = server.shared();
+    if let Err(e) = crate::acl::file::load_at_start(&shared) {
+        tracing::warn!("{e}");
+        return ExitCode::from(1);
+    }
     // With appendonly yes the AOF is the dataset, as in Redis; else the dump file.
     let loaded = if shared.config.read().appendonly {
         crate::persist::aof::start(&shared)

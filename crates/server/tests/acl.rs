@@ -797,3 +797,89 @@ fn sort_by_and_get_need_every_key_like_redis() {
     ];
     compare(S);
 }
+
+/// The users an ACL file holds (`aclfile`): loaded at start, written by ACL SAVE as
+/// the ACL LIST lines, reloaded by ACL LOAD all or nothing (a bad file changes nothing
+/// and every problem is reported), clients of replaced users disconnected; and the
+/// config file's `user` directives. Each step's replies and the saved file are
+/// compared with redis-server's.
+#[test]
+fn acl_file_and_user_directives_match_redis() {
+    use redline_testkit::RedlineServer;
+    let base = std::env::temp_dir().join(format!("redline-aclfile-{}", std::process::id()));
+    // Starts a server with `--aclfile` and gives its port, and the server to keep.
+    type Start<'a> = &'a dyn Fn(&str) -> (u16, Box<dyn std::any::Any>);
+    let steps = |kind: &str, start: Start<'_>| {
+        let dir = base.join(kind);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("users.acl");
+        std::fs::write(
+            &file,
+            "user alice on >a ~rw* +get\n\nuser bob on (+set %W~w*) (+get %R~r*)\n",
+        )
+        .unwrap();
+        let (port, _server) = start(file.to_str().unwrap());
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let mut c = Conn::connect(addr);
+        let mut seen = vec![show(&c.cmd(&["ACL", "LIST"]))];
+        let mut alice = Conn::connect(addr);
+        seen.push(show(&alice.cmd(&["AUTH", "alice", "a"])));
+        seen.push(show(
+            &c.cmd(&["ACL", "SETUSER", "carol", "on", ">c", "~*", "+get"]),
+        ));
+        seen.push(show(&c.cmd(&["ACL", "SAVE"])));
+        seen.push(std::fs::read_to_string(&file).unwrap());
+        std::fs::write(&file, "user x on\nfoo bar\nuser x off\nuser y +nosuch ~a\n").unwrap();
+        seen.push(show(&c.cmd(&["ACL", "LOAD"])));
+        seen.push(show(&c.cmd(&["ACL", "USERS"])));
+        std::fs::write(&file, "user alice on >a2 ~* +@all\n").unwrap();
+        seen.push(show(&c.cmd(&["ACL", "LOAD"])));
+        seen.push(show(&c.cmd(&["ACL", "LIST"])));
+        seen.push(format!(
+            "alice's old connection closed: {}",
+            alice.is_closed()
+        ));
+        std::fs::remove_file(&file).unwrap();
+        seen.push(show(&c.cmd(&["ACL", "LOAD"])));
+        let path = file.to_string_lossy();
+        seen.iter()
+            .map(|s| s.replace(&*path, "FILE"))
+            .collect::<Vec<_>>()
+    };
+    let theirs = steps("redis", &|file| {
+        let s = RedisServer::builder()
+            .args(["--aclfile", file])
+            .start()
+            .unwrap();
+        (s.port(), Box::new(s))
+    });
+    let ours = steps("redline", &|file| {
+        let s = RedlineServer::builder()
+            .args(["--aclfile", file])
+            .start()
+            .unwrap();
+        (s.port(), Box::new(s))
+    });
+    let _ = std::fs::remove_dir_all(&base);
+    assert_eq!(ours, theirs);
+
+    // Users in the config: `user` directives, on the command line here.
+    let args = [
+        "--user",
+        "dave",
+        "on",
+        ">d",
+        "~d*",
+        "+get",
+        "--requirepass",
+        "p",
+    ];
+    let list = |port: u16| {
+        let mut c = Conn::connect(SocketAddr::from(([127, 0, 0, 1], port)));
+        c.cmd(&["AUTH", "p"]);
+        show(&c.cmd(&["ACL", "LIST"]))
+    };
+    let redis = RedisServer::builder().args(args).start().unwrap();
+    let redline = RedlineServer::builder().args(args).start().unwrap();
+    assert_eq!(list(redline.port()), list(redis.port()));
+}

@@ -9,6 +9,7 @@
 
 pub mod check;
 pub mod describe;
+pub mod file;
 pub mod ids;
 pub mod log;
 pub mod selector;
@@ -145,6 +146,44 @@ impl Acl {
         drop(users);
         self.refresh_auth_required();
         Ok(())
+    }
+
+    /// Replaces every user at once (ACL LOAD, the users of the config file): the
+    /// `default` cell stays, with the rules of `users`' `default` or Redis's default
+    /// ones. Returns the replaced users (every one but `default`): their clients must go.
+    pub fn replace_all(&self, mut users: BTreeMap<Vec<u8>, User>) -> Vec<Arc<UserCell>> {
+        let default_rules = users
+            .remove(&b"default"[..])
+            .unwrap_or_else(|| User::default_user(b""));
+        let mut table = self.users.write();
+        let old = std::mem::take(&mut *table);
+        self.default.replace(default_rules);
+        table.insert(b"default".to_vec(), self.default.clone());
+        for (name, user) in users {
+            table.insert(name.clone(), Arc::new(UserCell::new(name, user)));
+        }
+        drop(table);
+        self.refresh_auth_required();
+        old.into_iter()
+            .filter(|(name, _)| name != b"default")
+            .map(|(_, cell)| cell)
+            .collect()
+    }
+
+    /// Adds or replaces the named users and leaves the others (`default` included,
+    /// unless named): the config file's `user` directives.
+    pub fn insert_users(&self, users: BTreeMap<Vec<u8>, User>) {
+        let mut table = self.users.write();
+        for (name, user) in users {
+            match table.get(&name) {
+                Some(cell) => cell.replace(user),
+                None => {
+                    table.insert(name.clone(), Arc::new(UserCell::new(name, user)));
+                }
+            }
+        }
+        drop(table);
+        self.refresh_auth_required();
     }
 
     /// `requirepass` changed: the default user's passwords follow it.

@@ -27,8 +27,8 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("acl|genpass", acl_genpass),
     ("acl|log", acl_log),
     ("acl|help", acl_help),
-    ("acl|load", acl_no_file),
-    ("acl|save", acl_no_file),
+    ("acl|load", acl_load),
+    ("acl|save", acl_save),
 ];
 
 /// The user a connection runs as.
@@ -274,16 +274,21 @@ fn acl_deluser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::Static("ERR The 'default' user cannot be removed"));
     }
     let removed = ctx.shared.acl.delete(names);
-    ctx.shared.clients.kill_users(&removed, ctx.client.id);
+    disconnect_users(ctx, &removed);
+    encode::write_integer(ctx.out, removed.len() as i64);
+    Ok(())
+}
+
+/// Disconnects the clients authenticated as `users` (the caller after its reply).
+fn disconnect_users(ctx: &mut Ctx<'_>, users: &[Arc<UserCell>]) {
+    ctx.shared.clients.kill_users(users, ctx.client.id);
     if let Some(mine) = &ctx.client.user {
-        if removed.iter().any(|r| Arc::ptr_eq(r, mine)) {
+        if users.iter().any(|r| Arc::ptr_eq(r, mine)) {
             ctx.client.user = None;
             ctx.client.authenticated = false;
             ctx.client.close_after_reply = true;
         }
     }
-    encode::write_integer(ctx.out, removed.len() as i64);
-    Ok(())
 }
 
 fn acl_whoami(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
@@ -380,7 +385,39 @@ fn acl_genpass(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-fn acl_no_file(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+/// The `aclfile` path, or Redis's error when none is configured.
+fn acl_file(ctx: &Ctx<'_>) -> Result<std::path::PathBuf, CmdError> {
+    let path = ctx.shared.config.read().param("aclfile").to_string();
+    if path.is_empty() {
+        return acl_no_file();
+    }
+    Ok(path.into())
+}
+
+/// ACL LOAD: every user replaced by the file's (nothing changes if any line is bad);
+/// clients authenticated as a replaced user are disconnected, as in Redis.
+fn acl_load(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let path = acl_file(ctx)?;
+    let replaced =
+        acl::file::load(&ctx.shared.acl, &path).map_err(|e| CmdError::Owned(format!("ERR {e}")))?;
+    disconnect_users(ctx, &replaced);
+    ok(ctx.out);
+    Ok(())
+}
+
+fn acl_save(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    let path = acl_file(ctx)?;
+    if let Err(e) = acl::file::save(&ctx.shared.acl, &path) {
+        tracing::warn!("Writing ACL file for ACL SAVE: {e}");
+        return Err(CmdError::Static(
+            "ERR There was an error trying to save the ACLs. Please check the server logs for more information",
+        ));
+    }
+    ok(ctx.out);
+    Ok(())
+}
+
+fn acl_no_file<T>() -> Result<T, CmdError> {
     Err(CmdError::Static("ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."))
 }
 

@@ -194,6 +194,17 @@ impl Config {
     /// not change the directives that need a restart.
     pub fn set(&mut self, name: &str, values: &[Vec<u8>], startup: bool) -> Result<(), SetError> {
         let name = name.to_ascii_lowercase();
+        if name == "user" {
+            // Only in the config file and on the command line, as in Redis.
+            if !startup {
+                return Err(SetError::Unknown);
+            }
+            if values.is_empty() {
+                return Err(SetError::Arity);
+            }
+            self.users.push(values.to_vec());
+            return Ok(());
+        }
         let immutable = matches!(
             name.as_str(),
             "databases" | "logfile" | "io-threads" | "shards" | "daemonize"

@@ -111,6 +111,9 @@ pub struct Config {
     /// The table parameters ([`params::PARAMS`]) set away from their defaults, by name,
     /// as canonical text.
     pub params: std::collections::BTreeMap<&'static str, String>,
+    /// `user <name> <rules>...` directives of the config file and command line, each as
+    /// its words after `user`, applied at start (see [`crate::acl::file`]).
+    pub users: Vec<Vec<Vec<u8>>>,
 }
 
 impl Default for Config {
@@ -155,6 +158,7 @@ impl Default for Config {
             tracking_table_max_keys: 1_000_000,
             enable_flags: ["no".into(), "no".into(), "no".into()],
             params: std::collections::BTreeMap::new(),
+            users: Vec::new(),
         }
     }
 }
