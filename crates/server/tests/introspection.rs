@@ -297,3 +297,34 @@ fn memory_subcommands_answer_as_redis_does() {
     };
     assert_eq!(names(ours.addr), names(redis.addr()));
 }
+
+/// `save` lines add up at start (the first replaces the defaults), `save ""` empties,
+/// and CONFIG SET checks and replaces, as in redis-server.
+#[test]
+fn save_points_add_up_at_start_and_are_checked() {
+    // (The test kit starts redis-server with `save ""` before these.)
+    let starts: &[&[&str]] = &[
+        &["--save", "900 1", "--save", "300 10"],
+        &["--save", "900", "1", "--save", "", "--save", "60 5"],
+    ];
+    for args in starts {
+        let redis = RedisServer::builder()
+            .args(args.iter().copied())
+            .start()
+            .unwrap();
+        let ours = redline_testkit::RedlineServer::builder()
+            .args(args.iter().copied())
+            .start()
+            .unwrap();
+        let run = |port: u16| {
+            let mut c = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+            let mut seen = vec![format!("{:?}", c.cmd(&["CONFIG", "GET", "save"]))];
+            for value in ["1 2 3", "10 -1", "0 1", "x 1", "100 100 200 5", ""] {
+                seen.push(format!("{:?}", c.cmd(&["CONFIG", "SET", "save", value])));
+                seen.push(format!("{:?}", c.cmd(&["CONFIG", "GET", "save"])));
+            }
+            seen
+        };
+        assert_eq!(run(ours.port()), run(redis.port()), "{args:?}");
+    }
+}

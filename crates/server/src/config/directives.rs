@@ -190,6 +190,42 @@ fn output_limits(values: &[Vec<u8>]) -> Result<[OutputBufferLimit; 3], SetError>
 }
 
 impl Config {
+    /// `save <seconds> <changes> ...`, checked as Redis checks it (pairs of integers,
+    /// seconds at least 1, changes at least 0; `""` alone for none). In the config file
+    /// and on the command line the first `save` replaces the defaults and later ones
+    /// add their points, so `save 900 1` and `save 300 10` lines keep both; CONFIG SET
+    /// replaces.
+    fn set_save(&mut self, values: &[Vec<u8>], startup: bool) -> Result<(), SetError> {
+        let words: Vec<String> = values
+            .iter()
+            .flat_map(|v| {
+                String::from_utf8_lossy(v)
+                    .split_whitespace()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let valid = words.len() % 2 == 0
+            && words.iter().enumerate().all(|(i, w)| {
+                w.parse::<i64>()
+                    .is_ok_and(|n| n >= if i % 2 == 0 { 1 } else { 0 })
+            });
+        if !valid {
+            return Err(invalid("Invalid save parameters"));
+        }
+        let words = words.join(" ");
+        if !startup || !self.save_loaded || words.is_empty() {
+            self.save = words;
+        } else {
+            if !self.save.is_empty() {
+                self.save.push(' ');
+            }
+            self.save.push_str(&words);
+        }
+        self.save_loaded |= startup;
+        Ok(())
+    }
+
     /// Sets one directive from its values. `startup` is false for `CONFIG SET`, which may
     /// not change the directives that need a restart.
     pub fn set(&mut self, name: &str, values: &[Vec<u8>], startup: bool) -> Result<(), SetError> {
@@ -306,13 +342,7 @@ impl Config {
                 }
                 self.shards = n as usize;
             }
-            "save" => {
-                self.save = values
-                    .iter()
-                    .map(|v| String::from_utf8_lossy(v).into_owned())
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            }
+            "save" => self.set_save(values, startup)?,
             "appendonly" => self.appendonly = yes_no(values)?,
             "hll-sparse-max-bytes" => {
                 self.hll_sparse_max_bytes = unsigned_memory(one(values)?)?;

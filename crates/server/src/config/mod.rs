@@ -114,6 +114,8 @@ pub struct Config {
     /// `user <name> <rules>...` directives of the config file and command line, each as
     /// its words after `user`, applied at start (see [`crate::acl::file`]).
     pub users: Vec<Vec<Vec<u8>>>,
+    /// A `save` line was read at start: later ones add save points (see `set_save`).
+    pub save_loaded: bool,
 }
 
 impl Default for Config {
@@ -159,6 +161,7 @@ impl Default for Config {
             enable_flags: ["no".into(), "no".into(), "no".into()],
             params: std::collections::BTreeMap::new(),
             users: Vec::new(),
+            save_loaded: false,
         }
     }
 }
