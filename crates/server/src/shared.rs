@@ -160,6 +160,9 @@ impl Shared {
             .configure(u64::try_from(config.param_int("latency-monitor-threshold")).unwrap_or(0));
         self.cmdstats
             .set_latency_tracking(config.param_bool("latency-tracking"));
+        self.acl
+            .log
+            .set_max_len(usize::try_from(config.param_int("acllog-max-len")).unwrap_or(usize::MAX));
         let lazyfree = &self.store.lazyfree;
         lazyfree.user_del.store(
             config.param_bool("lazyfree-lazy-user-del"),

@@ -883,3 +883,37 @@ fn acl_file_and_user_directives_match_redis() {
     let redline = RedlineServer::builder().args(args).start().unwrap();
     assert_eq!(list(redline.port()), list(redis.port()));
 }
+
+/// ACL LOG keeps `acllog-max-len` entries and names the `lua` context of a refusal
+/// inside a script; ACL CAT takes at most one category. Compared with redis-server.
+#[test]
+fn acl_log_length_and_script_context_match_redis() {
+    let run = |addr: SocketAddr| {
+        let mut c = Conn::connect(addr);
+        let mut seen = vec![show(&c.cmd(&["ACL", "CAT", "a", "b"]))];
+        c.cmd(&["ACL", "SETUSER", "u", "on", ">p", "~*", "+eval", "+get"]);
+        c.cmd(&["CONFIG", "SET", "acllog-max-len", "5"]);
+        let mut u = Conn::connect(addr);
+        u.cmd(&["AUTH", "u", "p"]);
+        for j in 0..10 {
+            u.cmd(&["SET", &format!("obj:{j}"), "1"]);
+        }
+        let log = |c: &mut Conn| match c.cmd(&["ACL", "LOG"]) {
+            Frame::Array(entries) => entries,
+            other => panic!("ACL LOG: {other:?}"),
+        };
+        seen.push(format!("{} entries", log(&mut c).len()));
+        u.cmd(&["EVAL", "return redis.call('incr', 'foo')", "0"]);
+        let newest = log(&mut c).into_iter().next().unwrap();
+        let Frame::Array(fields) = newest else {
+            panic!("an entry is a map")
+        };
+        let fields: Vec<String> = fields.iter().map(show).collect();
+        let at = fields.iter().position(|f| f.contains("context")).unwrap();
+        seen.push(fields[at + 1].clone());
+        seen
+    };
+    let redis = RedisServer::start().unwrap();
+    let ours = Redline::start();
+    assert_eq!(run(ours.addr), run(redis.addr()));
+}

@@ -1,14 +1,16 @@
 //! ACL LOG: the recent refusals (commands, keys, channels the user may not touch, failed
 //! authentications), newest first, as Redis 7.0 keeps them: a refusal like a recent
 //! one (same reason, context, object and user, within 60 seconds) bumps that entry's
-//! count and moves it to the front instead of adding a new one; at most 128 entries
-//! (Redis's default `acllog-max-len`).
+//! count and moves it to the front instead of adding a new one; at most `acllog-max-len`
+//! entries (128 by default).
 
 use std::collections::VecDeque;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use parking_lot::Mutex;
 
-/// Entries kept (Redis's `acllog-max-len` default).
+/// Entries kept by default (Redis's `acllog-max-len`).
 const MAX_LEN: usize = 128;
 
 /// Refusals this close together are grouped (Redis's `ACL_LOG_GROUPING_MAX_TIME_DELTA`).
@@ -21,7 +23,7 @@ pub struct Entry {
     pub count: u64,
     /// `command`, `key`, `channel` or `auth`.
     pub reason: &'static str,
-    /// `toplevel` or `multi`.
+    /// `toplevel`, `multi` or `lua`.
     pub context: &'static str,
     /// The command, key or channel refused (AUTH/HELLO for a failed authentication).
     pub object: Vec<u8>,
@@ -34,9 +36,20 @@ pub struct Entry {
 }
 
 /// The log.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct AclLog {
     entries: Mutex<VecDeque<Entry>>,
+    /// `acllog-max-len`.
+    max_len: AtomicUsize,
+}
+
+impl Default for AclLog {
+    fn default() -> Self {
+        AclLog {
+            entries: Mutex::default(),
+            max_len: AtomicUsize::new(MAX_LEN),
+        }
+    }
 }
 
 impl AclLog {
@@ -57,7 +70,12 @@ impl AclLog {
         }
         entry.ctime_ms = now;
         entries.push_front(entry);
-        entries.truncate(MAX_LEN);
+        entries.truncate(self.max_len.load(Ordering::Relaxed));
+    }
+
+    /// Applies `acllog-max-len` (the log shrinks at its next entry, as in Redis).
+    pub fn set_max_len(&self, max_len: usize) {
+        self.max_len.store(max_len, Ordering::Relaxed);
     }
 
     /// The newest `count` entries.

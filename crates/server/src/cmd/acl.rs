@@ -66,13 +66,20 @@ pub fn denied_error(spec: &CommandSpec, denied: Denied, in_exec: bool) -> CmdErr
 }
 
 /// Records a refusal in ACL LOG: `reason` and `object` as Redis names them, the user
-/// (the name tried, for authentication), the context (`multi` while queueing or in EXEC).
+/// (the name tried, for authentication), the context (`lua` in a script, `multi` while
+/// queueing or in EXEC).
 pub fn log_refusal(ctx: &Ctx<'_>, reason: &'static str, object: &[u8], username: &[u8]) {
-    let multi = ctx.client.multi.is_some() || ctx.nested;
+    let context = if ctx.client.in_script {
+        "lua"
+    } else if ctx.client.multi.is_some() || ctx.nested {
+        "multi"
+    } else {
+        "toplevel"
+    };
     ctx.shared.acl.log.add(acl::log::Entry {
         count: 1,
         reason,
-        context: if multi { "multi" } else { "toplevel" },
+        context,
         object: object.to_vec(),
         username: username.to_vec(),
         ctime_ms: 0,
@@ -298,6 +305,9 @@ fn acl_whoami(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn acl_cat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() > 3 {
+        return Err(super::reply::subcommand_syntax("ACL", &args[1]));
+    }
     let names: Vec<&str> = match args.get(2) {
         None => AclCategories::from_bits(u32::MAX).names().collect(),
         Some(cat) => {

@@ -29,9 +29,16 @@ fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
             "ERR Background append only file rewriting already in progress",
         ));
     }
-    if ctx.nested {
-        // Inside EXEC the transaction holds the shards the image needs: the cron runs
-        // it after, as Redis schedules a rewrite asked for in a transaction.
+    if ctx.nested
+        || ctx
+            .shared
+            .persistence
+            .bgsave_running
+            .load(Ordering::Acquire)
+    {
+        // Inside EXEC the transaction holds the shards the image needs, and during a
+        // BGSAVE two snapshots would compete: the cron runs it later, as Redis
+        // schedules a rewrite in either case.
         ctx.shared
             .aof
             .rewrite_scheduled

@@ -453,7 +453,8 @@ pub fn stop(shared: &Shared) {
 /// automatic rewrite when the incremental file outgrew `auto-aof-rewrite-percentage`
 /// of the base (and `auto-aof-rewrite-min-size`).
 pub fn cron(shared: &Shared) {
-    if shared.aof.rewrite_scheduled.swap(false, Ordering::AcqRel) {
+    let saving = shared.persistence.bgsave_running.load(Ordering::Acquire);
+    if !saving && shared.aof.rewrite_scheduled.swap(false, Ordering::AcqRel) {
         if let Err(e) = rewrite(shared) {
             tracing::warn!("Can't rewrite the append only file: {e}");
         }
