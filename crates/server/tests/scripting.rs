@@ -441,3 +441,44 @@ fn a_looping_script_on_one_worker_still_lets_script_kill_through() {
     assert_eq!(other.cmd(&["PING"]), Frame::Simple("PONG".into()));
     assert_eq!(looping.cmd(&["EVAL", "return 7", "0"]), Frame::Integer(7));
 }
+
+/// On a replica, a script's declared flags decide as Redis's do: one that may write is
+/// refused with READONLY before it runs; with the master link down and
+/// `replica-serve-stale-data no`, only an `allow-stale` one runs, and its calls of
+/// commands not allowed on a stale replica fail. Compared with redis-server.
+#[test]
+fn declared_script_flags_decide_on_a_replica() {
+    let run = |addr: SocketAddr| {
+        let mut c = Conn::connect(addr);
+        let library = "#!lua name=test\n\
+            redis.register_function('w', function() return redis.call('set', 'x', '1') end)\n\
+            redis.register_function{function_name='f1', callback=function() return 'hello' end, flags={'no-writes'}}\n\
+            redis.register_function{function_name='f2', callback=function() return 'hello' end, flags={'allow-stale', 'no-writes'}}\n\
+            redis.register_function{function_name='f3', callback=function() return redis.call('get', 'x') end, flags={'allow-stale', 'no-writes'}}\n\
+            redis.register_function{function_name='f4', callback=function() return redis.call('ping') end, flags={'allow-stale', 'no-writes'}}";
+        c.cmd(&["FUNCTION", "LOAD", library]);
+        // A master that is not there: the link stays down.
+        c.cmd(&["REPLICAOF", "127.0.0.1", "1"]);
+        let mut seen = Vec::new();
+        for f in ["w", "f1"] {
+            seen.push(show(&c.cmd(&["FCALL", f, "0"])));
+        }
+        seen.push(show(&c.cmd(&[
+            "EVAL",
+            "#!lua\nreturn redis.call('set', 'x', '1')",
+            "0",
+        ])));
+        c.cmd(&["CONFIG", "SET", "replica-serve-stale-data", "no"]);
+        for f in ["f1", "f2", "f3", "f4"] {
+            seen.push(show(&c.cmd(&["FCALL", f, "0"])));
+        }
+        c.cmd(&["CONFIG", "SET", "replica-serve-stale-data", "yes"]);
+        c.cmd(&["REPLICAOF", "NO", "ONE"]);
+        seen
+    };
+    let redis = RedisServer::start().unwrap();
+    let ours = Redline::start();
+    let theirs = run(redis.addr());
+    assert!(theirs[0].contains("READONLY"), "{theirs:?}");
+    assert_eq!(run(ours.addr), theirs);
+}

@@ -223,10 +223,14 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     // Checked when the client sends the command (EXEC's queued commands were checked
     // when queued), and for scripts' calls.
-    if spec.is_write()
-        && (!ctx.nested || ctx.client.in_script)
+    if (!ctx.nested || ctx.client.in_script)
         && !ctx.client.is_master
         && ctx.shared.repl.is_replica()
+        && (if is_script(spec) {
+            effective_flags(ctx, spec, args).0
+        } else {
+            spec.is_write()
+        })
         && ctx.shared.config.read().param_bool("replica-read-only")
     {
         return reject_spec(
@@ -236,7 +240,7 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         );
     }
     if (!ctx.nested || ctx.client.in_script) && !ctx.client.is_master {
-        if let Some(refusal) = replication_state_refusal(ctx, spec) {
+        if let Some(refusal) = replication_state_refusal(ctx, spec, args) {
             return reject_spec(ctx, spec, refusal);
         }
     }
@@ -312,7 +316,14 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 /// The flags of a command, and for EXEC the union of what it queued (Redis checks a
 /// transaction's writes, deny-oom and staleness when EXEC arrives).
-fn effective_flags(ctx: &Ctx<'_>, spec: &CommandSpec) -> (bool, bool) {
+fn effective_flags(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> (bool, bool) {
+    if is_script(spec) {
+        // A script that declared its flags writes and may run stale as they say
+        // (Redis's `scriptFlagsToCmdFlags`); one without a shebang is checked per call.
+        if let Some(flags) = ctx.shared.scripting.declared_flags(args) {
+            return (!flags.no_writes, flags.allow_stale);
+        }
+    }
     let mut write = spec.is_write();
     let mut stale_ok = spec.flags.contains(CommandFlags::STALE);
     if spec.name == "exec" {
@@ -328,7 +339,11 @@ fn effective_flags(ctx: &Ctx<'_>, spec: &CommandSpec) -> (bool, bool) {
 
 /// NOREPLICAS (a write with fewer good replicas than `min-replicas-to-write`) and
 /// MASTERDOWN (a replica whose link is down, with `replica-serve-stale-data no`).
-fn replication_state_refusal(ctx: &Ctx<'_>, spec: &CommandSpec) -> Option<CmdError> {
+fn replication_state_refusal(
+    ctx: &Ctx<'_>,
+    spec: &CommandSpec,
+    args: &[Bytes],
+) -> Option<CmdError> {
     let shared = ctx.shared;
     let (min_replicas, serve_stale) = {
         let config = shared.config.read();
@@ -340,7 +355,7 @@ fn replication_state_refusal(ctx: &Ctx<'_>, spec: &CommandSpec) -> Option<CmdErr
     if min_replicas <= 0 && serve_stale {
         return None;
     }
-    let (write, stale_ok) = effective_flags(ctx, spec);
+    let (write, stale_ok) = effective_flags(ctx, spec, args);
     if shared.repl.is_replica() {
         let link_up = shared
             .repl
@@ -349,9 +364,11 @@ fn replication_state_refusal(ctx: &Ctx<'_>, spec: &CommandSpec) -> Option<CmdErr
             .as_ref()
             .is_some_and(|m| m.status.is_up());
         if !serve_stale && !link_up && !stale_ok {
-            return Some(CmdError::Static(
-                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
-            ));
+            return Some(CmdError::Static(if ctx.client.in_script {
+                "ERR Can not execute the command on a stale replica"
+            } else {
+                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+            }));
         }
         return None;
     }

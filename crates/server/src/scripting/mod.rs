@@ -396,25 +396,31 @@ impl Scripting {
     /// or function flag): CLIENT PAUSE WRITE lets those run, as Redis computes their
     /// flags per call. When the interpreter is busy the answer is "may write".
     pub fn declared_no_writes(&self, args: &[Bytes]) -> bool {
-        let (Some(name), Some(target)) = (args.first(), args.get(1)) else {
-            return false;
-        };
-        if name.eq_ignore_ascii_case(b"eval") {
-            return eval_shebang(target).is_ok_and(|(flags, _)| flags.no_writes);
+        self.declared_flags(args).is_some_and(|f| f.no_writes)
+    }
+
+    /// The flags an EVAL/EVALSHA/FCALL (or their `_RO` forms) declares: its shebang's
+    /// or its function's. `None` for a script without a shebang (it is checked command
+    /// by command), an unknown one, or while the interpreter is busy. Redis derives the
+    /// call's write and stale flags from them.
+    pub fn declared_flags(&self, args: &[Bytes]) -> Option<ScriptFlags> {
+        let (name, target) = (args.first()?, args.get(1)?);
+        let is = |word: &[u8]| name.eq_ignore_ascii_case(word);
+        if is(b"eval") || is(b"eval_ro") {
+            return eval_shebang(target)
+                .ok()
+                .map(|(flags, _)| flags)
+                .filter(|f| !f.eval_compat);
         }
-        let Some(guard) = self.engine.try_lock() else {
-            return false;
-        };
-        let Some(engine) = guard.as_ref() else {
-            return false;
-        };
+        let guard = self.engine.try_lock()?;
+        let engine = guard.as_ref()?;
         let target = String::from_utf8_lossy(target).to_ascii_lowercase();
-        if name.eq_ignore_ascii_case(b"evalsha") {
-            engine.script_flags(&target).is_some_and(|f| f.no_writes)
-        } else if name.eq_ignore_ascii_case(b"fcall") {
-            engine.function(&target).is_some_and(|f| f.flags.no_writes)
+        if is(b"evalsha") || is(b"evalsha_ro") {
+            engine.script_flags(&target).filter(|f| !f.eval_compat)
+        } else if is(b"fcall") || is(b"fcall_ro") {
+            engine.function(&target).map(|f| f.flags)
         } else {
-            false
+            None
         }
     }
 }
