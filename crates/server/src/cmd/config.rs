@@ -218,14 +218,23 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn config_rewrite(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    rewrite_config_file(ctx, false)
+}
+
+/// CONFIG REWRITE, and DEBUG CONFIG-REWRITE-FORCE-ALL (`all`: defaults written too).
+pub fn rewrite_config_file(ctx: &mut Ctx<'_>, all: bool) -> CmdResult {
     let config = ctx.shared.config.read().clone();
     let Some(path) = config.config_file.clone() else {
         return Err(CmdError::Static(
             "ERR The server is running without a config file",
         ));
     };
-    crate::config::rewrite(&config, &path)
-        .map_err(|e| CmdError::Owned(format!("ERR Rewriting config file: {e}")))?;
+    let written = if all {
+        crate::config::rewrite_all(&config, &path)
+    } else {
+        crate::config::rewrite(&config, &path)
+    };
+    written.map_err(|e| CmdError::Owned(format!("ERR Rewriting config file: {e}")))?;
     ok(ctx.out);
     Ok(())
 }

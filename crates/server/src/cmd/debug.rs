@@ -23,6 +23,9 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ok(ctx.out);
         return Ok(());
     }
+    if is(sub, "config-rewrite-force-all") && args.len() == 2 {
+        return super::config::rewrite_config_file(ctx, true);
+    }
     if is(sub, "populate") && (3..=5).contains(&args.len()) {
         return debug_populate(ctx, args);
     }

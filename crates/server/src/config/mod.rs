@@ -21,7 +21,7 @@ use std::path::Path;
 
 pub use args::{repr, split_args};
 pub use directives::{parse_memory, SetError, DIRECTIVES};
-pub use rewrite::rewrite;
+pub use rewrite::{rewrite, rewrite_all};
 
 /// How much redis-server logs; `notice` is the default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

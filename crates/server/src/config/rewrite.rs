@@ -50,6 +50,16 @@ fn line_for(config: &Config, name: &str) -> Option<String> {
 /// # Ok(()) }
 /// ```
 pub fn rewrite(config: &Config, path: &Path) -> io::Result<()> {
+    rewrite_file(config, path, false)
+}
+
+/// [`rewrite`], writing every directive and parameter, defaults included (DEBUG
+/// CONFIG-REWRITE-FORCE-ALL: proves every value written reads back the same).
+pub fn rewrite_all(config: &Config, path: &Path) -> io::Result<()> {
+    rewrite_file(config, path, true)
+}
+
+fn rewrite_file(config: &Config, path: &Path, force_all: bool) -> io::Result<()> {
     let old = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
@@ -79,7 +89,7 @@ pub fn rewrite(config: &Config, path: &Path) -> io::Result<()> {
     let mut header = false;
     let table = PARAMS.iter().filter(|p| !p.hidden).map(|p| p.name);
     for d in DIRECTIVES.iter().copied().chain(table) {
-        if written.contains(d) || config.get(d) == defaults.get(d) {
+        if written.contains(d) || (!force_all && config.get(d) == defaults.get(d)) {
             continue;
         }
         if let Some(new) = line_for(config, d) {
