@@ -228,3 +228,64 @@ fn huge_random_counts_are_refused_like_redis() {
     };
     assert_eq!(run(redis.addr()), run(ours.addr));
 }
+
+/// `client-output-buffer-limit` for normal clients: a reply past the hard limit closes
+/// the client without sending it, as redis-server does; smaller replies pass. A
+/// subscriber that does not read shows its waiting output in CLIENT LIST `omem`.
+#[test]
+fn output_buffer_limits_close_and_omem_shows_waiting_output() {
+    let redis = RedisServer::start().expect("redis-server");
+    let ours = Redline::start();
+    for addr in [redis.addr(), ours.addr] {
+        let mut c = Conn::connect(addr);
+        c.cmd(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 100000 0 0",
+        ]);
+        let item = "x".repeat(100);
+        for _ in 0..20 {
+            let mut args = vec!["RPUSH", "big"];
+            args.extend(std::iter::repeat_n(item.as_str(), 100));
+            c.cmd(&args);
+        }
+        assert!(!show(&c.cmd(&["LRANGE", "big", "0", "9"])).is_empty());
+        let (replies, closed) = attack(
+            addr,
+            b"*4\r\n$6\r\nLRANGE\r\n$3\r\nbig\r\n$1\r\n0\r\n$2\r\n-1\r\n",
+        );
+        assert!(replies.is_empty() && closed, "{addr}: {replies:?}");
+        c.cmd(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 0 0 0",
+        ]);
+
+        // A subscriber that never reads: its output waits, and shows.
+        let mut sub = Conn::connect(addr);
+        sub.send_raw(b"*2\r\n$9\r\nSUBSCRIBE\r\n$2\r\nch\r\n");
+        let message = "m".repeat(64 * 1024);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let waiting = loop {
+            c.cmd(&["PUBLISH", "ch", &message]);
+            let list = show(&c.cmd(&["CLIENT", "LIST"]));
+            let omem: u64 = list
+                .split("omem=")
+                .skip(1)
+                .filter_map(|rest| rest.split(' ').next()?.parse().ok())
+                .max()
+                .unwrap_or(0);
+            if omem > 0 {
+                break omem;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{addr}: omem stayed 0"
+            );
+        };
+        assert!(waiting > 0);
+        drop(sub);
+    }
+}

@@ -137,9 +137,11 @@ fn client_line(
         None => summary.activity.clone(),
     };
     let (sub, psub, ssub) = a.subscriptions;
+    // The caller is running this command: nothing of its own is waiting.
+    let omem = if me.is_some() { 0 } else { summary.omem };
     let _ = writeln!(
         text,
-        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}",
+        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
         summary.id,
         summary.peer,
         summary.local,
@@ -153,6 +155,8 @@ fn client_line(
         ssub,
         a.multi,
         a.qbuf,
+        omem,
+        omem + a.qbuf,
         a.last_cmd,
         String::from_utf8_lossy(&summary.user),
         a.resp

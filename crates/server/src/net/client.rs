@@ -94,6 +94,8 @@ pub struct ClientState {
     /// FLUSHALL ran inside a script with save points set: the dataset is saved when the
     /// script is over (the image needs the interpreter the script holds).
     pub save_after_command: bool,
+    /// Hard `client-output-buffer-limit` of the normal and pub/sub classes (0: none).
+    pub output_hard_limits: [u64; 2],
     /// Commands run since the last flush of the counters to the server's stats.
     pub commands_since_flush: u64,
     /// Per-command and per-error counts since the last flush (INFO commandstats).
@@ -218,6 +220,7 @@ impl ClientState {
             changes: 0,
             changes_saved_at: None,
             save_after_command: false,
+            output_hard_limits: [0; 2],
             cmdstats: crate::cmdstats::Local::default(),
             in_script: false,
             multi: None,

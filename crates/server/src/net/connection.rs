@@ -144,6 +144,7 @@ where
             timeout: None,
         },
     };
+    connection.refresh_limits();
     if let Err(e) = connection.run().await {
         tracing::debug!("Client id={id} addr={peer} closed: {e}");
     }
@@ -186,6 +187,24 @@ pub fn run_commands(
     progress
 }
 
+/// Past the hard `client-output-buffer-limit` of its class (normal or pub/sub) a client
+/// is closed at once and none of the replies pending gets written, as in Redis.
+fn over_output_limit(client: &mut ClientState, output: &mut BytesMut) -> bool {
+    let class = usize::from(client.in_pubsub());
+    let hard = client.output_hard_limits[class];
+    if hard == 0 || (output.len() as u64) <= hard {
+        return false;
+    }
+    tracing::warn!(
+        "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+        client.id,
+        client.peer
+    );
+    output.clear();
+    client.close_after_reply = true;
+    true
+}
+
 fn run_batch(
     shared: &Shared,
     client: &mut ClientState,
@@ -226,6 +245,9 @@ fn run_batch(
                 client.commands_since_flush += 1;
                 if client.reply != ReplyMode::On {
                     apply_reply_mode(client, output, mark);
+                }
+                if over_output_limit(client, output) {
+                    break;
                 }
                 if !client.ready.is_empty() || client.ready_all {
                     let all = std::mem::take(&mut client.ready_all);
@@ -608,7 +630,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         if !self.output.is_empty() {
             // appendfsync always: what these replies acknowledge is on disk first.
             crate::persist::aof::wait_durable(self.shared).await;
-            self.stream.write_all(&self.output).await?;
+            // Shown as `omem` while the client is slow to read it.
+            self.client.mailbox.set_unsent(self.output.len());
+            let written = self.stream.write_all(&self.output).await;
+            self.client.mailbox.set_unsent(0);
+            written?;
             // A no-op on TCP; TLS sends any record still held in its buffer.
             self.stream.flush().await?;
             self.output.clear();
@@ -631,6 +657,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                 .unwrap_or(usize::MAX),
             timeout: (config.timeout > 0).then(|| Duration::from_secs(config.timeout)),
         };
+        self.client.output_hard_limits = [
+            config.client_output_buffer_limit[0].hard,
+            config.client_output_buffer_limit[2].hard,
+        ];
     }
 
     /// Adds this connection's command count to the server's, once per batch: a shared

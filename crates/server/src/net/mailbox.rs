@@ -7,7 +7,7 @@
 //! the soft limit for longer than allowed) the writer reports it so the client can be
 //! disconnected. Memory per slow subscriber is therefore bounded.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use bytes::BytesMut;
@@ -25,6 +25,8 @@ pub struct Mailbox {
     resp3: AtomicBool,
     /// The owner has a pub/sub subscription (it may then get RESP2 invalidations).
     subscribed: AtomicBool,
+    /// Bytes of the owner's replies being written to its socket (CLIENT LIST `omem`).
+    unsent: AtomicUsize,
 }
 
 #[derive(Debug, Default)]
@@ -83,6 +85,17 @@ impl Mailbox {
             }
         }
         state.soft_since = None;
+    }
+
+    /// Records how many reply bytes the owner is writing (0 once written).
+    pub fn set_unsent(&self, bytes: usize) {
+        self.unsent.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Output waiting for the client: replies being written and messages not yet
+    /// taken (CLIENT LIST `omem`).
+    pub fn output_bytes(&self) -> usize {
+        self.unsent.load(Ordering::Relaxed) + self.state.lock().pending.len()
     }
 
     /// Waits until something is pushed (returns at once if something was pushed since the

@@ -87,6 +87,7 @@ impl ClientEntry {
                 .as_ref()
                 .map_or_else(|| b"default".to_vec(), |u| u.name().to_vec()),
             activity: self.activity.lock().clone(),
+            omem: self.mailbox.as_ref().map_or(0, |m| m.output_bytes()),
         }
     }
 }
@@ -110,6 +111,8 @@ pub struct ClientSummary {
     pub user: Vec<u8>,
     /// What its connection last reported.
     pub activity: Activity,
+    /// Output waiting for it: replies being written, messages not taken yet.
+    pub omem: usize,
 }
 
 /// Connected clients.
