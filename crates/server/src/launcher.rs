@@ -109,6 +109,11 @@ async fn serve(config: Config) -> ExitCode {
         stop.shutdown();
     });
     let result = server.run().await;
+    if shared.scripting.flags.busy() {
+        // The script still holds its locks and its worker: the runtime could not wind
+        // down, so the process ends here, as redis-server exits under a busy script.
+        std::process::exit(i32::from(result.is_err()));
+    }
     // SIGTERM saves when save points are configured, as redis-server does (SHUTDOWN
     // decided for itself already).
     let handled = shared

@@ -171,7 +171,14 @@ impl Server {
         listener::stop_accepting(&shared);
         shared.clients.kill_all();
         drop(stop_expiry);
-        let _ = tokio::task::spawn_blocking(move || expiry_thread.join()).await;
+        if shared.scripting.flags.busy() {
+            // SHUTDOWN NOSAVE under a busy script, which Redis allows: the script keeps
+            // its locks, so the expiry thread may never finish; the caller exits the
+            // process instead of waiting (see `launcher`).
+            tracing::warn!("A script is still running: exiting without waiting for it.");
+        } else {
+            let _ = tokio::task::spawn_blocking(move || expiry_thread.join()).await;
+        }
         tracing::warn!("redline-server is now ready to exit, bye bye...");
         Ok(())
     }

@@ -482,3 +482,33 @@ fn declared_script_flags_decide_on_a_replica() {
     assert!(theirs[0].contains("READONLY"), "{theirs:?}");
     assert_eq!(run(ours.addr), theirs);
 }
+
+/// SHUTDOWN NOSAVE stops the server while a script is busy, as redis-server does: the
+/// process exits without waiting for the script, which holds its locks for ever.
+#[test]
+fn shutdown_nosave_stops_the_server_under_a_busy_script() {
+    let mut server = RedlineServer::builder()
+        .args(["--lua-time-limit", "10"])
+        .start()
+        .unwrap();
+    let addr = SocketAddr::from(([127, 0, 0, 1], server.port()));
+    let mut looping = Conn::connect(addr);
+    looping.send(&["EVAL", "while true do end", "0"]);
+    let mut c = Conn::connect(addr);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !show(&c.cmd(&["PING"])).contains("BUSY") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the script never turned busy"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    c.send_raw(b"*2\r\n$8\r\nSHUTDOWN\r\n$6\r\nNOSAVE\r\n");
+    while server.is_running() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server did not exit"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
