@@ -231,7 +231,9 @@ impl Config {
         text.push('\n');
         text.push_str(&options);
         let mut config = Config::from_text(&text)?;
-        config.config_file = file;
+        // Absolute, as redis-server keeps it: the server moves to `dir` at start, and
+        // CONFIG REWRITE must still find the file.
+        config.config_file = file.map(|f| std::path::absolute(&f).unwrap_or(f));
         Ok(config)
     }
 
