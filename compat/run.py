@@ -2,6 +2,12 @@
 """Runs Redis's own Tcl test suite (external-server mode) against redis-server and
 redline-server side by side, unit by unit, and writes compat/REPORT.md.
 
+With `--mode spawned` the suite runs in its own default mode instead: it starts its servers
+itself from `src/redis-server` of a scratch copy of its tree (the server under test linked
+there), with its own configuration files, restarts, replicas and DEBUG commands. That mode
+reaches units and tests external mode skips; it writes compat/REPORT-spawned.md and
+compat/results/summary-spawned.json.
+
 Each unit gets a fresh server of each kind, on a free loopback port, in a private temporary
 directory. The suite runs unmodified with `--tags -slow --ignore-encoding` (the two options
 the compatibility issue allows: slow tests are skipped on both sides, and object encodings
@@ -40,6 +46,22 @@ UNITS = [
 ]
 
 SUITE_OPTIONS = ["--tags", "-slow", "--ignore-encoding"]
+
+# The units of the suite's own list (test_helper.tcl `all_tests`) run in spawned mode:
+# all but the cluster ones (cluster mode is not there yet) and printver.
+SPAWNED_UNITS = [
+    "dump", "auth", "protocol", "keyspace", "scan", "info", "info-command",
+    "type/string", "type/incr", "type/list", "type/list-3", "type/set", "type/zset",
+    "type/hash", "type/stream", "type/stream-cgroups", "sort", "expire", "other", "multi",
+    "quit", "aofrw", "acl", "acl-v2", "latency-monitor", "pubsub", "pubsubshard", "slowlog",
+    "scripting", "functions", "maxmemory", "introspection", "introspection-2", "limits",
+    "obuf-limits", "bitops", "bitfield", "geo", "memefficiency", "hyperloglog", "lazyfree",
+    "wait", "pause", "querybuf", "pendingquerybuf", "tracking", "oom-score-adj", "shutdown",
+    "networking", "client-eviction", "violations", "replybufsize",
+]
+
+# Tools the suite runs from its `src/` besides the server.
+SUITE_TOOLS = ["redis-cli", "redis-benchmark", "redis-check-aof", "redis-check-rdb"]
 
 OK = re.compile(r"^\[ok\]: (.*) \(\d+ ms\)$")
 ERR = re.compile(r"^\[err\]: (.*) in (tests/\S+)$")
@@ -150,6 +172,51 @@ def run_unit(kind: str, binary: str, unit: str, src: Path, results: Path,
     return result
 
 
+def spawned_tree(src: Path, binary: str) -> Path:
+    """A scratch copy of the suite whose `src/redis-server` is `binary`."""
+    tree = Path(tempfile.mkdtemp(prefix="compat-tree-"))
+    shutil.copytree(src / "tests", tree / "tests")
+    (tree / "src").mkdir()
+    (tree / "src" / "redis-server").symlink_to(shutil.which(binary) or binary)
+    for tool in SUITE_TOOLS:
+        found = shutil.which(tool)
+        if found:
+            (tree / "src" / tool).symlink_to(found)
+    return tree
+
+
+def run_unit_spawned(kind: str, tree: Path, unit: str, results: Path, timeout: int,
+                     baseport: int) -> dict:
+    log_path = results / f"{kind}-spawned" / f"{unit.replace('/', '_')}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    cmd = ["tclsh", "tests/test_helper.tcl", "--single", f"unit/{unit}",
+           "--baseport", str(baseport), "--portcount", "4000", "--clients", "2",
+           "--timeout", str(timeout)] + SUITE_OPTIONS
+    proc = subprocess.Popen(cmd, cwd=tree, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    # The suite's servers are in its process group: none outlives the unit.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if timed_out:
+        out, _ = proc.communicate()
+    output = (out or b"").decode("utf-8", "replace")
+    log_path.write_text(output)
+    result = parse(output)
+    if timed_out:
+        result["exception"] = result["exception"] or f"unit timed out after {timeout}s"
+    result["seconds"] = round(time.monotonic() - started, 1)
+    shutil.rmtree(tree / "tests" / "tmp", ignore_errors=True)
+    return result
+
+
 def load_needs(path: Path) -> dict:
     """Tests that need a later issue's feature: `unit<TAB>test name<TAB>reason`."""
     needs = {}
@@ -162,10 +229,11 @@ def load_needs(path: Path) -> dict:
     return needs
 
 
-def write_report(summary: dict, needs: dict, path: Path, meta: dict) -> None:
+def write_report(summary: dict, needs: dict, path: Path, meta: dict,
+                 spawned: bool = False) -> None:
     rows, gaps = [], []
     total_redis = total_redline = total_both = 0
-    for unit in UNITS:
+    for unit in SPAWNED_UNITS if spawned else UNITS:
         entry = summary.get("units", {}).get(unit)
         if not entry or "redis" not in entry:
             continue
@@ -193,9 +261,17 @@ def write_report(summary: dict, needs: dict, path: Path, meta: dict) -> None:
     lines = [
         "# Redis 7.0.15 test suite against redline-server",
         "",
-        "Generated by `make compat` (compat/run.py). Redis's Tcl suite, tag 7.0.15, runs",
-        "unmodified in external-server mode with `" + " ".join(SUITE_OPTIONS) + "`, one",
-        "unit at a time, against a fresh redis-server and a fresh redline-server.",
+        *([
+            "Generated by `make compat MODE=spawned` (compat/run.py --mode spawned). Redis's",
+            "Tcl suite, tag 7.0.15, runs unmodified in its own mode (it starts its servers from",
+            "`src/redis-server`, with its configuration files, restarts and replicas) with `"
+            + " ".join(SUITE_OPTIONS) + "`,",
+            "one unit at a time, once with redis-server and once with redline-server there.",
+        ] if spawned else [
+            "Generated by `make compat` (compat/run.py). Redis's Tcl suite, tag 7.0.15, runs",
+            "unmodified in external-server mode with `" + " ".join(SUITE_OPTIONS) + "`, one",
+            "unit at a time, against a fresh redis-server and a fresh redline-server.",
+        ]),
         "",
         f"- redis-server: {meta.get('redis_version', '?')}; redline-server: {meta.get('redline_version', '?')}",
         f"- run: {meta.get('date', '?')}",
@@ -235,10 +311,13 @@ def main() -> int:
     ap.add_argument("--redis-src", required=True, help="redis source tree at tag 7.0.15")
     ap.add_argument("--redis-bin", default="redis-server")
     ap.add_argument("--redline-bin", default=str(here.parent / "target/release/redline-server"))
-    ap.add_argument("--units", default=",".join(UNITS))
+    ap.add_argument("--units", default=None, help="comma-separated (default: every unit of the mode)")
     ap.add_argument("--servers", default="redis,redline")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per unit")
     ap.add_argument("--out", default=str(here))
+    ap.add_argument("--mode", choices=["external", "spawned"], default="external",
+                    help="external: the suite against running servers (the default); "
+                         "spawned: the suite starts the servers itself")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite REPORT.md from results/summary.json without running")
     args = ap.parse_args()
@@ -250,33 +329,42 @@ def main() -> int:
     out = Path(args.out)
     results = out / "results"
     results.mkdir(parents=True, exist_ok=True)
-    summary_path = results / "summary.json"
+    spawned = args.mode == "spawned"
+    summary_path = results / ("summary-spawned.json" if spawned else "summary.json")
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     summary.setdefault("units", {})
     # The servers start in their own directories: resolve relative paths first.
     binaries = {kind: str(Path(b).resolve()) if "/" in b else b
                 for kind, b in (("redis", args.redis_bin), ("redline", args.redline_bin))}
     servers = [s for s in args.servers.split(",") if s]
-    units = [u for u in args.units.split(",") if u]
+    default_units = SPAWNED_UNITS if spawned else UNITS
+    units = [u for u in (args.units or ",".join(default_units)).split(",") if u]
     meta = summary.setdefault("meta", {})
     meta["redis_version"] = version(binaries["redis"])
     meta["redline_version"] = version(binaries["redline"])
     meta["date"] = time.strftime("%Y-%m-%d %H:%M")
 
+    trees = {kind: spawned_tree(src, binaries[kind]) for kind in servers} if spawned else {}
     for unit in ([] if args.report_only else units):
         for kind in servers:
             # The suite's own test server listens on a port of its range (and that
             # port + 10000): a range per run, so runs side by side do not collide.
             baseport = 20000 + (os.getpid() % 80) * 100
-            r = run_unit(kind, binaries[kind], unit, src, results, args.timeout, baseport)
+            if spawned:
+                r = run_unit_spawned(kind, trees[kind], unit, results, args.timeout, baseport)
+            else:
+                r = run_unit(kind, binaries[kind], unit, src, results, args.timeout, baseport)
             summary["units"].setdefault(unit, {})[kind] = r
             flag = f" (aborted: {r['exception'][:100]})" if r["exception"] else ""
             print(f"compat: {unit:22} {kind:8} ok {len(r['passed']):4} err "
                   f"{len(r['failed']):4} in {r['seconds']}s{flag}", flush=True)
             summary_path.write_text(json.dumps(summary, indent=1, sort_keys=True))
 
-    write_report(summary, load_needs(out / "needs.tsv"), out / "REPORT.md", meta)
-    print(f"compat: wrote {out / 'REPORT.md'}")
+    for tree in trees.values():
+        shutil.rmtree(tree, ignore_errors=True)
+    report = out / ("REPORT-spawned.md" if spawned else "REPORT.md")
+    write_report(summary, load_needs(out / "needs.tsv"), report, meta, spawned)
+    print(f"compat: wrote {report}")
     return 0
 
 
