@@ -911,6 +911,37 @@ fn acl_log_length_and_script_context_match_redis() {
         let fields: Vec<String> = fields.iter().map(show).collect();
         let at = fields.iter().position(|f| f.contains("context")).unwrap();
         seen.push(fields[at + 1].clone());
+        // With selectors, the refusal logged names the last key no selector allows.
+        c.cmd(&[
+            "ACL",
+            "SETUSER",
+            "s",
+            "on",
+            "nopass",
+            "+mget",
+            "~key",
+            "(+mget ~key ~otherkey)",
+        ]);
+        let mut s = Conn::connect(addr);
+        s.cmd(&["AUTH", "s", "x"]);
+        for keys in [
+            &["otherkey", "someotherkey"][..],
+            &["key", "otherkey", "someotherkey"],
+        ] {
+            c.cmd(&["ACL", "LOG", "RESET"]);
+            let mut args = vec!["MGET"];
+            args.extend_from_slice(keys);
+            s.cmd(&args);
+            let Frame::Array(entries) = c.cmd(&["ACL", "LOG", "1"]) else {
+                panic!("ACL LOG is an array")
+            };
+            let Some(Frame::Array(fields)) = entries.first() else {
+                panic!("an entry is a map")
+            };
+            let fields: Vec<String> = fields.iter().map(show).collect();
+            let at = fields.iter().position(|f| f.contains("object")).unwrap();
+            seen.push(fields[at + 1].clone());
+        }
         seen
     };
     let redis = RedisServer::start().unwrap();

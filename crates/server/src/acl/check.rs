@@ -34,7 +34,11 @@ pub fn check(user: &User, spec: &'static CommandSpec, args: &[Bytes]) -> Result<
     for sel in &user.selectors {
         match check_selector(sel, spec, args) {
             Ok(()) => return Ok(()),
-            Err(denied) if rank(denied) > rank(worst) => worst = denied,
+            // The gravest refusal; among equal ones the later argument (Redis's
+            // `ACLCheckAllUserCommandPerm` logs the last key no selector matched).
+            Err(denied) if (rank(denied), position(denied)) > (rank(worst), position(worst)) => {
+                worst = denied
+            }
             Err(_) => {}
         }
     }
@@ -51,6 +55,14 @@ pub fn reads_every_key(user: &User, spec: &'static CommandSpec, args: &[Bytes]) 
             let keys = sel.allkeys || sel.patterns.iter().any(|p| p.read && p.pattern == b"*");
             keys && check_selector(sel, spec, args).is_ok()
         })
+}
+
+/// The argument a refusal names (0 for a command).
+fn position(denied: Denied) -> usize {
+    match denied {
+        Denied::Command => 0,
+        Denied::Key(at) | Denied::Channel(at) => at,
+    }
 }
 
 fn rank(denied: Denied) -> u8 {
