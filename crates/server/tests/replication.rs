@@ -833,3 +833,28 @@ fn wait_without_replicas_times_out_with_zero() {
     assert!(started.elapsed() >= Duration::from_millis(150));
     assert_eq!(c.cmd(&["WAIT", "0", "0"]), Frame::Integer(0));
 }
+
+/// CLIENT PAUSE WRITE on a replica holds its master's commands, as Redis does: they are
+/// read (`slave_read_repl_offset` reaches the master's offset) but not applied
+/// (`slave_repl_offset` stays) until the pause ends.
+#[test]
+fn a_paused_replica_reads_but_does_not_apply_its_master_s_stream() {
+    let master = redis(&["--repl-ping-replica-period", "3600"]);
+    let replica = redline(&[]);
+    let (m, r) = (master.port(), replica.port());
+    conn(r).cmd(&["REPLICAOF", "127.0.0.1", &m.to_string()]);
+    wait_link_up(r);
+    conn(m).cmd(&["SET", "foo", "bar"]);
+    wait_caught_up(m, r);
+    let applied = info_field(r, "slave_repl_offset");
+    conn(r).cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]);
+    conn(m).cmd(&["SET", "foo2", "bar2"]);
+    wait_until("the replica to read the write", || {
+        info_field(r, "slave_read_repl_offset") == info_field(m, "master_repl_offset")
+    });
+    assert_eq!(info_field(r, "slave_repl_offset"), applied);
+    assert_eq!(conn(r).cmd(&["EXISTS", "foo2"]), Frame::Integer(0));
+    conn(r).cmd(&["CLIENT", "UNPAUSE"]);
+    wait_caught_up(m, r);
+    assert_eq!(text(&conn(r).cmd(&["GET", "foo2"])), "bar2");
+}

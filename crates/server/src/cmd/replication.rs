@@ -226,7 +226,7 @@ pub fn info_section(ctx: &Ctx<'_>, text: &mut String) {
                 if status.is_up() { "up" } else { "down" },
                 if last_io == 0 { -1 } else { now.saturating_sub(last_io) as i64 },
                 u8::from(status.syncing()),
-                stream.offset,
+                stream.offset + status.unapplied.load(Ordering::Relaxed),
                 stream.offset,
             );
             if !status.is_up() {

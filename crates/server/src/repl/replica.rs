@@ -40,6 +40,9 @@ pub struct LinkStatus {
     pub stream_db: AtomicUsize,
     /// Unix seconds since when the link is down (0 while up, and before it was ever up).
     pub down_since: AtomicU64,
+    /// Bytes of the master's stream read but not applied yet (a CLIENT PAUSE holds
+    /// them): INFO's `slave_read_repl_offset` is the applied offset plus these.
+    pub unapplied: AtomicU64,
     /// Drops the connection to the master (CLIENT KILL TYPE master); the link then
     /// reconnects and continues with PSYNC, as Redis's does.
     drop_link: tokio::sync::Notify,
@@ -398,14 +401,22 @@ async fn stream(
         held_back: BytesMut::new(),
     };
     let mut ack = tokio::time::interval(Duration::from_secs(1));
+    let mut pause_changes = shared.pause.subscribe();
     loop {
-        if !input.is_empty() {
+        // As in Redis, a CLIENT PAUSE (WRITE or ALL) holds the master's commands too:
+        // they are read (and counted as read) but applied once the pause ends.
+        let paused_until = shared.pause.current().map(|(_, until)| until);
+        if !input.is_empty() && paused_until.is_none() {
             applier.apply(shared, &mut client, &mut input);
             status.stream_db.store(client.db, Ordering::Relaxed);
             if std::mem::take(&mut client.ack_requested) {
                 send_ack(socket, journal.offset()).await?;
             }
         }
+        status
+            .unapplied
+            .store(input.len() as u64, Ordering::Relaxed);
+        let pause_end = paused_until.map_or_else(tokio::time::Instant::now, Into::into);
         tokio::select! {
             read = socket.read_buf(&mut input) => {
                 if read? == 0 {
@@ -414,6 +425,8 @@ async fn stream(
                 status.last_io.store(unix_secs(), Ordering::Relaxed);
             }
             _ = ack.tick() => send_ack(socket, journal.offset()).await?,
+            _ = pause_changes.changed(), if paused_until.is_some() => {}
+            _ = tokio::time::sleep_until(pause_end), if paused_until.is_some() => {}
         }
     }
 }
