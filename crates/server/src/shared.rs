@@ -62,6 +62,8 @@ pub struct Shared {
     pub monitors: crate::monitor::Monitors,
     /// SLOWLOG.
     pub slowlog: crate::slowlog::SlowLog,
+    /// MIGRATE's connections to its targets.
+    pub migrate_cache: crate::cmd::migrate_cache::MigrateCache,
     /// The latency monitor (LATENCY).
     pub latency: crate::latency::LatencyMonitor,
     /// The append-only file's state.
@@ -125,6 +127,7 @@ impl Shared {
             aof: crate::persist::aof::Aof::default(),
             monitors: crate::monitor::Monitors::default(),
             slowlog: crate::slowlog::SlowLog::default(),
+            migrate_cache: crate::cmd::migrate_cache::MigrateCache::default(),
             latency: crate::latency::LatencyMonitor::default(),
             this: std::sync::OnceLock::new(),
             shutdown: watch::channel(false).0,

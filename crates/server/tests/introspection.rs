@@ -202,6 +202,23 @@ fn migrate_moves_keys_to_redis_server() {
     assert_eq!(text(&c.cmd(&["EXISTS", "list"])), "1");
     let reply = c.cmd(&["MIGRATE", host, &port, "list", "3", "1000", "REPLACE"]);
     assert_eq!(text(&reply), "OK");
+    // The connection to the target is kept (one, for every database), and a kept one
+    // the target closed is replaced on the next MIGRATE.
+    let cached = |c: &mut Conn| {
+        text(&c.cmd(&["INFO", "stats"]))
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("migrate_cached_sockets:")
+                    .map(str::to_string)
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(cached(&mut c), "1");
+    r.cmd(&["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]);
+    c.cmd(&["SET", "again", "v"]);
+    let reply = c.cmd(&["MIGRATE", host, &port, "again", "0", "1000"]);
+    assert_eq!(text(&reply), "OK");
+    assert_eq!(cached(&mut c), "1");
     // Nobody listening: an IOERR, the key kept.
     c.cmd(&["SET", "stay", "v"]);
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

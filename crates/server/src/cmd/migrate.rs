@@ -5,7 +5,9 @@
 //! Like Redis, the transfer is synchronous: the keys' shards stay locked while the
 //! target answers, so no client sees a key both here and there, or neither, and a slow
 //! target delays only commands on those shards, for at most `timeout` ms per read or
-//! write. Connections are not cached between calls (INFO `migrate_cached_sockets` is 0).
+//! write. Connections to targets are kept between calls ([`super::migrate_cache`]); a
+//! kept one that fails is dropped and the transfer tried once more on a new one, as
+//! Redis retries.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -20,6 +22,8 @@ use crate::notify::{event, NotifyClass};
 use crate::persist::rdb;
 use crate::repl::journal::write_command;
 use crate::store::now_ms;
+
+use super::migrate_cache::Cached;
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[("migrate", migrate)];
@@ -109,6 +113,58 @@ fn read_line(reader: &mut BufReader<&TcpStream>) -> Result<String, CmdError> {
     }
 }
 
+/// Sends AUTH (if given), SELECT (unless the connection has `db` selected already)
+/// and the RESTOREs, and reads their replies: one result per key.
+fn exchange(
+    conn: &mut Cached,
+    auth: &Option<(Option<Bytes>, Bytes)>,
+    db: i64,
+    request: &[u8],
+    keys: usize,
+) -> Result<Vec<Result<(), String>>, CmdError> {
+    let mut preamble = BytesMut::new();
+    if let Some((user, password)) = auth {
+        let mut command = vec![Bytes::from_static(b"AUTH")];
+        command.extend(user.iter().cloned());
+        command.push(password.clone());
+        write_command(&mut preamble, &command);
+    }
+    let select = conn.db != Some(db);
+    if select {
+        write_command(
+            &mut preamble,
+            &[Bytes::from_static(b"SELECT"), Bytes::from(db.to_string())],
+        );
+    }
+    preamble.extend_from_slice(request);
+    let stream = &conn.stream;
+    (&*stream).write_all(&preamble).map_err(|_| WRITE_ERROR)?;
+    let mut reader = BufReader::new(stream);
+    let mut refused: Option<String> = None;
+    if auth.is_some() {
+        let line = read_line(&mut reader)?;
+        refused = line.strip_prefix('-').map(str::to_string);
+    }
+    if select {
+        let line = read_line(&mut reader)?;
+        if refused.is_none() {
+            refused = line.strip_prefix('-').map(str::to_string);
+        }
+    }
+    let mut replies = Vec::with_capacity(keys);
+    for _ in 0..keys {
+        let line = read_line(&mut reader)?;
+        replies.push(match (&refused, line.strip_prefix('-')) {
+            (Some(e), _) => Err(e.clone()),
+            (None, Some(e)) => Err(e.to_string()),
+            (None, None) => Ok(()),
+        });
+    }
+    // A refused AUTH or SELECT leaves nothing selected.
+    conn.db = refused.is_none().then_some(db);
+    Ok(replies)
+}
+
 fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let opts = parse(args)?;
     let timeout = match int(&args[5])? {
@@ -149,45 +205,34 @@ fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ctx.out.extend_from_slice(b"+NOKEY\r\n");
         return Ok(());
     }
-    let mut preamble = BytesMut::new();
-    if let Some((user, password)) = &opts.auth {
-        let mut auth = vec![Bytes::from_static(b"AUTH")];
-        auth.extend(user.iter().cloned());
-        auth.push(password.clone());
-        write_command(&mut preamble, &auth);
-    }
-    write_command(
-        &mut preamble,
-        &[Bytes::from_static(b"SELECT"), Bytes::from(db.to_string())],
-    );
-    preamble.extend_from_slice(&request);
     let host = args[1].clone();
     let port = args[2].clone();
-    let auth = opts.auth.is_some();
+    let target = format!(
+        "{}:{}",
+        String::from_utf8_lossy(&host),
+        String::from_utf8_lossy(&port)
+    );
+    let cache = &ctx.shared.migrate_cache;
     // Network I/O with the shards held: off the async workers' hands, as a script runs.
     let acked = super::off_the_runtime(|| -> Result<Vec<Result<(), String>>, CmdError> {
-        let stream = connect(&host, &port, timeout)?;
-        (&stream).write_all(&preamble).map_err(|_| WRITE_ERROR)?;
-        let mut reader = BufReader::new(&stream);
-        let mut refused: Option<String> = None;
-        if auth {
-            let line = read_line(&mut reader)?;
-            refused = line.strip_prefix('-').map(str::to_string);
+        // A kept connection may have been closed by the target meanwhile: on an I/O
+        // error with one, try once more on a new connection.
+        let mut cached = cache.take(&target);
+        loop {
+            let reused = cached.is_some();
+            let mut conn = match cached.take() {
+                Some(conn) => conn,
+                None => Cached::new(connect(&host, &port, timeout)?),
+            };
+            match exchange(&mut conn, &opts.auth, db, &request, moving.len()) {
+                Ok(replies) => {
+                    cache.put(target.clone(), conn);
+                    return Ok(replies);
+                }
+                Err(_) if reused => continue,
+                Err(e) => return Err(e),
+            }
         }
-        let line = read_line(&mut reader)?;
-        if refused.is_none() {
-            refused = line.strip_prefix('-').map(str::to_string);
-        }
-        let mut replies = Vec::with_capacity(moving.len());
-        for _ in &moving {
-            let line = read_line(&mut reader)?;
-            replies.push(match (&refused, line.strip_prefix('-')) {
-                (Some(e), _) => Err(e.clone()),
-                (None, Some(e)) => Err(e.to_string()),
-                (None, None) => Ok(()),
-            });
-        }
-        Ok(replies)
     })?;
     let mut first_error = None;
     let mut deleted = vec![Bytes::from_static(b"DEL")];

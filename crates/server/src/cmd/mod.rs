@@ -32,6 +32,7 @@ pub mod lists;
 pub mod long_double;
 pub mod memory;
 pub mod migrate;
+pub mod migrate_cache;
 pub mod persistence;
 pub mod pubsub;
 pub mod replication;
