@@ -89,6 +89,7 @@ async fn serve(config: Config) -> ExitCode {
     );
     log_banner(&server.shared().config.read(), port);
     let shared = server.shared();
+    shared.apply_oom_score(&shared.config.read());
     if let Err(e) = crate::acl::file::load_at_start(&shared) {
         tracing::warn!("{e}");
         return ExitCode::from(1);

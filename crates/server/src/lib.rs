@@ -60,6 +60,7 @@ pub mod log;
 pub mod monitor;
 pub mod net;
 pub mod notify;
+pub mod oom_score;
 pub mod pause;
 pub mod persist;
 pub mod pubsub;

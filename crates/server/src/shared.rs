@@ -64,6 +64,8 @@ pub struct Shared {
     pub slowlog: crate::slowlog::SlowLog,
     /// MIGRATE's connections to its targets.
     pub migrate_cache: crate::cmd::migrate_cache::MigrateCache,
+    /// What `oom-score-adj` changed.
+    pub oom_score: crate::oom_score::OomScore,
     /// The latency monitor (LATENCY).
     pub latency: crate::latency::LatencyMonitor,
     /// The append-only file's state.
@@ -128,6 +130,7 @@ impl Shared {
             monitors: crate::monitor::Monitors::default(),
             slowlog: crate::slowlog::SlowLog::default(),
             migrate_cache: crate::cmd::migrate_cache::MigrateCache::default(),
+            oom_score: crate::oom_score::OomScore::default(),
             latency: crate::latency::LatencyMonitor::default(),
             this: std::sync::OnceLock::new(),
             shutdown: watch::channel(false).0,
@@ -151,6 +154,18 @@ impl Shared {
     /// Records the port after CONFIG SET port.
     pub fn set_port(&self, port: u16) {
         self.port.store(port, Ordering::Relaxed);
+    }
+
+    /// Applies `oom-score-adj` for the current role (after CONFIG SET and REPLICAOF).
+    pub fn apply_oom_score(&self, config: &Config) {
+        let applied = self.oom_score.apply(
+            config.param("oom-score-adj"),
+            config.param("oom-score-adj-values"),
+            config.replicaof().is_some(),
+        );
+        if let Err(e) = applied {
+            tracing::warn!("Unable to write oom_score_adj: {e}");
+        }
     }
 
     /// Applies the slow log's, the latency monitor's and lazy freeing's parameters.
@@ -196,6 +211,7 @@ impl Shared {
     pub fn update_config(&self, config: Config) {
         self.hz.store(config.hz, Ordering::Relaxed);
         self.configure_monitoring(&config);
+        self.apply_oom_score(&config);
         configure_eviction(&self.store, &config);
         self.store
             .events()

@@ -345,3 +345,62 @@ fn save_points_add_up_at_start_and_are_checked() {
         assert_eq!(run(ours.port()), run(redis.port()), "{args:?}");
     }
 }
+
+/// `oom-score-adj` moves the process's OOM score as redis-server moves its own:
+/// relative to the score it had, by role, absolute, and back on `no`; values out of
+/// range are refused with Redis's error. Both servers run the same steps.
+#[test]
+fn oom_score_adj_follows_the_role_and_mode() {
+    fn score(pid: u32) -> i64 {
+        std::fs::read_to_string(format!("/proc/{pid}/oom_score_adj"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+    fn steps(port: u16, pid: u32) -> Vec<String> {
+        let mut c = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+        let base = score(pid);
+        let mut seen = Vec::new();
+        let mut step = |c: &mut Conn, args: &[&str]| {
+            let reply = c.cmd(args);
+            seen.push(format!("{:?} {}", reply, score(pid) - base));
+        };
+        step(
+            &mut c,
+            &["CONFIG", "SET", "oom-score-adj-values", "10 20 30"],
+        );
+        step(&mut c, &["CONFIG", "SET", "oom-score-adj", "yes"]);
+        step(
+            &mut c,
+            &["CONFIG", "SET", "oom-score-adj-values", "15 20 30"],
+        );
+        step(&mut c, &["REPLICAOF", "127.0.0.1", "1"]);
+        step(&mut c, &["REPLICAOF", "NO", "ONE"]);
+        step(
+            &mut c,
+            &["CONFIG", "SET", "oom-score-adj-values", "-2001 0 0"],
+        );
+        step(&mut c, &["CONFIG", "SET", "oom-score-adj-values", "1 2"]);
+        step(&mut c, &["CONFIG", "SET", "oom-score-adj", "absolute"]);
+        step(&mut c, &["CONFIG", "SET", "oom-score-adj", "no"]);
+        seen.push(format!(
+            "{:?}",
+            c.cmd(&["CONFIG", "GET", "oom-score-adj-values"])
+        ));
+        seen
+    }
+    let redis = RedisServer::start().unwrap();
+    let ours = redline_testkit::RedlineServer::start().unwrap();
+    let theirs = steps(redis.port(), redis.pid().unwrap());
+    let mine = steps(ours.port(), ours.pid().unwrap());
+    // Absolute scores depend on the process's own starting score: compare the rest.
+    let strip = |v: Vec<String>| {
+        v.into_iter()
+            .enumerate()
+            .filter(|(i, _)| *i != 7)
+            .map(|(_, s)| s)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(strip(mine), strip(theirs));
+}

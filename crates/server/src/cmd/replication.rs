@@ -99,6 +99,7 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             tracing::info!("MASTER MODE enabled (user request)");
         }
         shared.config.write().set_replicaof(None);
+        shared.apply_oom_score(&shared.config.read());
         ok(ctx.out);
         return Ok(());
     }
@@ -121,6 +122,7 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     *master = Some(crate::repl::follow(this, host.clone(), port));
     drop(master);
     shared.config.write().set_replicaof(Some((&host, port)));
+    shared.apply_oom_score(&shared.config.read());
     tracing::info!(
         "REPLICAOF {host}:{port} enabled (user request from 'id={}')",
         ctx.client.id

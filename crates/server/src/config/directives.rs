@@ -255,7 +255,11 @@ impl Config {
             }
             // A list Redis reads as several arguments in a config file.
             let joined;
-            let values = if param.kind == super::params::Kind::Percentiles && values.len() > 1 {
+            let list = matches!(
+                param.kind,
+                super::params::Kind::Percentiles | super::params::Kind::OomScores
+            );
+            let values = if list && values.len() > 1 {
                 joined = [values.join(&b' ')];
                 &joined[..]
             } else {

@@ -25,6 +25,8 @@ pub enum Kind {
     Text,
     /// Percentiles between 0 and 100, separated by spaces (`latency-tracking-info-percentiles`).
     Percentiles,
+    /// Three scores between -2000 and 2000 (`oom-score-adj-values`).
+    OomScores,
 }
 
 /// One parameter.
@@ -263,7 +265,7 @@ pub static PARAMS: &[Param] = &[
         Kind::Enum(&["no", "yes", "relative", "absolute"]),
         "no",
     ),
-    p("oom-score-adj-values", T, "0 200 800"),
+    p("oom-score-adj-values", Kind::OomScores, "0 200 800"),
     p("pidfile", T, ""),
     p(
         "proc-title-template",
@@ -471,6 +473,22 @@ pub fn canonical(param: &Param, values: &[Vec<u8>]) -> Result<String, String> {
                 .ok_or_else(|| "argument must be a memory or percent value".to_string()),
         },
         Kind::Text => Ok(text),
+        Kind::OomScores => {
+            let words: Vec<&str> = text.split_whitespace().collect();
+            if words.len() != 3 {
+                return Err("wrong number of arguments".into());
+            }
+            let scores = words
+                .iter()
+                .map(|w| w.parse::<i64>().ok().filter(|n| (-2000..=2000).contains(n)))
+                .collect::<Option<Vec<_>>>()
+                .ok_or("Invalid oom-score-adj-values, elements must be between -2000 and 2000.")?;
+            Ok(scores
+                .iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(" "))
+        }
         Kind::Percentiles => {
             let list = percentiles(&text)?;
             Ok(list
