@@ -209,38 +209,34 @@ impl CommandStats {
     /// Every command with recorded latencies, sorted by name, with its calls per
     /// LATENCY HISTOGRAM bucket.
     pub fn latency_buckets(&self) -> Vec<(&'static str, [u64; HISTOGRAM_BUCKETS])> {
-        let mut all: Vec<_> = self
-            .commands
-            .lock()
-            .iter()
-            .filter_map(|(n, t)| {
-                let histogram = t.latency.as_deref()?;
-                let mut buckets = [0; HISTOGRAM_BUCKETS];
-                for v in histogram.iter_recorded() {
-                    buckets[histogram_bucket_ns(v.value_iterated_to())] += v.count_at_value();
-                }
-                Some((*n, buckets))
-            })
-            .collect();
-        all.sort_unstable_by_key(|(n, _)| *n);
-        all
+        self.per_histogram(|histogram| {
+            let mut buckets = [0; HISTOGRAM_BUCKETS];
+            for v in histogram.iter_recorded() {
+                buckets[histogram_bucket_ns(v.value_iterated_to())] += v.count_at_value();
+            }
+            buckets
+        })
     }
 
     /// Every command with recorded latencies, sorted by name, with the latency in
     /// microseconds at each of `percentiles` (INFO latencystats).
     pub fn latency_percentiles(&self, percentiles: &[f64]) -> Vec<(&'static str, Vec<f64>)> {
+        self.per_histogram(|histogram| {
+            percentiles
+                .iter()
+                .map(|p| histogram.value_at_percentile(*p) as f64 / 1000.0)
+                .collect()
+        })
+    }
+
+    /// `f` of each command's latency histogram, for the commands that have one, sorted
+    /// by name.
+    fn per_histogram<T>(&self, f: impl Fn(&Histogram<u64>) -> T) -> Vec<(&'static str, T)> {
         let mut all: Vec<_> = self
             .commands
             .lock()
             .iter()
-            .filter_map(|(n, t)| {
-                let histogram = t.latency.as_deref()?;
-                let values = percentiles
-                    .iter()
-                    .map(|p| histogram.value_at_percentile(*p) as f64 / 1000.0)
-                    .collect();
-                Some((*n, values))
-            })
+            .filter_map(|(n, t)| Some((*n, f(t.latency.as_deref()?))))
             .collect();
         all.sort_unstable_by_key(|(n, _)| *n);
         all

@@ -52,6 +52,20 @@ pub enum SetError {
     Immutable,
 }
 
+/// The words of a directive's values: CONFIG SET gives a list as one value separated by
+/// spaces, the config file as several.
+fn words(values: &[Vec<u8>]) -> Vec<String> {
+    values
+        .iter()
+        .flat_map(|v| {
+            String::from_utf8_lossy(v)
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 fn invalid(message: &str) -> SetError {
     SetError::Invalid(message.to_string())
 }
@@ -196,15 +210,7 @@ impl Config {
     /// add their points, so `save 900 1` and `save 300 10` lines keep both; CONFIG SET
     /// replaces.
     fn set_save(&mut self, values: &[Vec<u8>], startup: bool) -> Result<(), SetError> {
-        let words: Vec<String> = values
-            .iter()
-            .flat_map(|v| {
-                String::from_utf8_lossy(v)
-                    .split_whitespace()
-                    .map(str::to_string)
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let words = words(values);
         let valid = words.len() % 2 == 0
             && words.iter().enumerate().all(|(i, w)| {
                 w.parse::<i64>()
@@ -295,15 +301,7 @@ impl Config {
                     return Err(SetError::Arity);
                 }
                 // CONFIG SET gives the addresses as one space-separated value.
-                self.bind = values
-                    .iter()
-                    .flat_map(|v| {
-                        String::from_utf8_lossy(v)
-                            .split_whitespace()
-                            .map(str::to_string)
-                            .collect::<Vec<_>>()
-                    })
-                    .collect();
+                self.bind = words(values);
             }
             "requirepass" => {
                 if values.len() != 1 {
