@@ -110,6 +110,9 @@ impl Local {
     }
 }
 
+/// Room for samples a connection keeps between flushes, per command.
+const KEPT_SAMPLES: usize = 256;
+
 /// Redis's latency histograms: 1 ns to 1 s, two significant figures.
 const LATENCY_MIN_NS: u64 = 1;
 const LATENCY_MAX_NS: u64 = 1_000_000_000;
@@ -180,7 +183,12 @@ impl CommandStats {
                     totals.record(&e.latencies);
                 }
                 e.counters = Counters::default();
-                e.latencies.clear();
+                // A long pipeline's samples are not kept for the connection's life.
+                if e.latencies.capacity() > KEPT_SAMPLES {
+                    e.latencies = Vec::new();
+                } else {
+                    e.latencies.clear();
+                }
             }
             local.counted = false;
         }
