@@ -160,9 +160,8 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
         }
         "memory" => {
             // What the process holds on the heap, as the allocator counts it.
-            crate::alloc::flush_local();
-            let used = crate::alloc::used();
-            let rss = resident_bytes();
+            let figures = super::memory::MemoryFigures::now();
+            let (used, rss) = (figures.used, figures.rss);
             let config = shared.config.read();
             let maxmemory = config.param_int("maxmemory").max(0) as u64;
             let policy = config.param("maxmemory-policy").to_string();
@@ -170,11 +169,7 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
             let scripts = shared.scripting.flags.cached_scripts();
             let lazy_pending = shared.store.lazyfree.pending();
             let lazy_freed = shared.store.lazyfree.freed();
-            let ratio = if used > 0 {
-                rss as f64 / used as f64
-            } else {
-                0.0
-            };
+            let ratio = figures.fragmentation();
             let _ = write!(
                 text,
                 "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{used}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:100.00%\r\nused_memory_overhead:0\r\nused_memory_startup:0\r\nused_memory_dataset:{used}\r\nused_memory_dataset_perc:100.00%\r\nallocator_allocated:{used}\r\nallocator_active:{rss}\r\nallocator_resident:{rss}\r\ntotal_system_memory:0\r\ntotal_system_memory_human:0B\r\nused_memory_lua:0\r\nused_memory_vm_eval:0\r\nused_memory_lua_human:0B\r\nused_memory_scripts_eval:0\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{functions}\r\nnumber_of_libraries:{libraries}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:0\r\nused_memory_vm_total_human:0B\r\nused_memory_functions:0\r\nused_memory_scripts:0\r\nused_memory_scripts_human:0B\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{policy}\r\nallocator_frag_ratio:1.00\r\nallocator_frag_bytes:0\r\nallocator_rss_ratio:1.00\r\nallocator_rss_bytes:0\r\nrss_overhead_ratio:1.00\r\nrss_overhead_bytes:0\r\nmem_fragmentation_ratio:{ratio:.2}\r\nmem_fragmentation_bytes:{}\r\nmem_not_counted_for_evict:0\r\nmem_replication_backlog:0\r\nmem_total_replication_buffers:0\r\nmem_clients_slaves:0\r\nmem_clients_normal:0\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:{lazy_pending}\r\nlazyfreed_objects:{lazy_freed}\r\n\r\n",

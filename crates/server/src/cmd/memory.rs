@@ -19,27 +19,21 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("memory|help", memory_help),
 ];
 
-/// What the memory figures of INFO and MEMORY STATS are made of.
+/// What the memory figures of INFO memory and MEMORY STATS/DOCTOR are made of.
 pub struct MemoryFigures {
     /// Heap bytes the allocator counts.
     pub used: u64,
     /// The process's resident set.
     pub rss: u64,
-    /// Keys in every database.
-    pub keys: u64,
 }
 
 impl MemoryFigures {
     /// Measures now.
-    pub fn now(ctx: &Ctx<'_>) -> MemoryFigures {
+    pub fn now() -> MemoryFigures {
         crate::alloc::flush_local();
-        let keys = (0..ctx.shared.store.db_count())
-            .map(|db| super::info::db_keys(ctx, db))
-            .sum();
         MemoryFigures {
             used: crate::alloc::used(),
             rss: super::info::resident_bytes(),
-            keys,
         }
     }
 
@@ -57,18 +51,19 @@ impl MemoryFigures {
 /// allocator counts it, the resident set, the keys); the overheads it does not track
 /// separately are 0, as in INFO memory.
 fn memory_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let m = MemoryFigures::now(ctx);
+    let m = MemoryFigures::now();
     let databases: Vec<(usize, u64)> = (0..ctx.shared.store.db_count())
         .map(|db| (db, super::info::db_keys(ctx, db)))
         .filter(|(_, keys)| *keys > 0)
         .collect();
+    let keys: u64 = databases.iter().map(|(_, n)| n).sum();
     let proto = ctx.proto();
     let out = &mut *ctx.out;
     enum Field {
         Int(u64),
         Float(f64),
     }
-    let per_key = m.used.checked_div(m.keys).unwrap_or(0);
+    let per_key = m.used.checked_div(keys).unwrap_or(0);
     let head = [
         ("peak.allocated", Field::Int(m.used)),
         ("total.allocated", Field::Int(m.used)),
@@ -83,7 +78,7 @@ fn memory_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     ];
     let tail = [
         ("overhead.total", Field::Int(0)),
-        ("keys.count", Field::Int(m.keys)),
+        ("keys.count", Field::Int(keys)),
         ("keys.bytes-per-key", Field::Int(per_key)),
         ("dataset.bytes", Field::Int(m.used)),
         ("dataset.percentage", Field::Float(100.0)),
@@ -131,7 +126,7 @@ const DOCTOR_MIN_BYTES: u64 = 5 * 1024 * 1024;
 
 /// MEMORY DOCTOR: a short report on what the figures suggest.
 fn memory_doctor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let m = MemoryFigures::now(ctx);
+    let m = MemoryFigures::now();
     let text = if m.used < DOCTOR_MIN_BYTES {
         "This instance holds too little data (under 5 MB) for a meaningful memory report. \
          Fill it with some data and ask again."

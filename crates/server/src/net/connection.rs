@@ -190,9 +190,13 @@ pub fn run_commands(
 /// Past the hard `client-output-buffer-limit` of its class (normal or pub/sub) a client
 /// is closed at once and none of the replies pending gets written, as in Redis.
 fn over_output_limit(client: &mut ClientState, output: &mut BytesMut) -> bool {
-    let class = usize::from(client.in_pubsub());
-    let hard = client.output_hard_limits[class];
-    if hard == 0 || (output.len() as u64) <= hard {
+    let len = output.len() as u64;
+    let within = |hard: u64| hard == 0 || len <= hard;
+    // Under both limits (nearly always): the client's class need not be looked up.
+    if client.output_hard_limits.iter().all(|&hard| within(hard)) {
+        return false;
+    }
+    if within(client.output_hard_limits[usize::from(client.in_pubsub())]) {
         return false;
     }
     tracing::warn!(
