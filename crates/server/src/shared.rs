@@ -179,6 +179,10 @@ impl Shared {
         self.cmdstats
             .set_latency_tracking(config.param_bool("latency-tracking"));
         self.acl
+            .set_pubsub_default(crate::acl::PubsubDefault::from_config(
+                config.param("acl-pubsub-default"),
+            ));
+        self.acl
             .log
             .set_max_len(usize::try_from(config.param_int("acllog-max-len")).unwrap_or(usize::MAX));
         let lazyfree = &self.store.lazyfree;

@@ -948,3 +948,67 @@ fn acl_log_length_and_script_context_match_redis() {
     let ours = Redline::start();
     assert_eq!(run(ours.addr), run(redis.addr()));
 }
+
+/// `acl-pubsub-default` decides the channels of new users, of `reset` and of new
+/// selectors (never of users already there, nor of `default`), at start and after
+/// CONFIG SET. Compared with redis-server.
+#[test]
+fn acl_pubsub_default_matches_redis() {
+    compare(&[
+        (
+            0,
+            &["CONFIG", "SET", "acl-pubsub-default", "allchannels"],
+            One,
+        ),
+        (0, &["ACL", "SETUSER", "fresh"], One),
+        (
+            0,
+            &["ACL", "SETUSER", "sel", "on", "nopass", "(+get ~x)"],
+            One,
+        ),
+        (0, &["ACL", "SETUSER", "onechannel", "&test"], One),
+        (
+            0,
+            &[
+                "ACL", "SETUSER", "r", "&a", "reset", "on", "nopass", "+@all",
+            ],
+            One,
+        ),
+        (0, &["ACL", "LIST"], Sorted),
+        (1, &["AUTH", "r", "x"], One),
+        (1, &["PUBLISH", "anything", "m"], One),
+        (
+            0,
+            &["CONFIG", "SET", "acl-pubsub-default", "resetchannels"],
+            One,
+        ),
+        (0, &["ACL", "GETUSER", "fresh"], One),
+        (
+            0,
+            &["ACL", "SETUSER", "r", "reset", "on", "nopass", "+@all"],
+            One,
+        ),
+        (1, &["PUBLISH", "anything", "m"], One),
+        (0, &["ACL", "SETUSER", "later"], One),
+        (0, &["ACL", "LIST"], Sorted),
+    ]);
+    let args = [
+        "--acl-pubsub-default",
+        "allchannels",
+        "--user",
+        "dave",
+        "on",
+        "nopass",
+        "+@all",
+    ];
+    let list = |port: u16| {
+        let mut c = Conn::connect(SocketAddr::from(([127, 0, 0, 1], port)));
+        show(&c.cmd(&["ACL", "LIST"]))
+    };
+    let redis = RedisServer::builder().args(args).start().unwrap();
+    let redline = redline_testkit::RedlineServer::builder()
+        .args(args)
+        .start()
+        .unwrap();
+    assert_eq!(list(redline.port()), list(redis.port()));
+}

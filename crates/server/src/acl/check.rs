@@ -165,6 +165,7 @@ pub fn channel_allowed(user: &Selector, channel: &[u8], pattern: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::acl::user::PubsubDefault;
 
     fn args(words: &[&str]) -> Vec<Bytes> {
         words.iter().map(|w| Bytes::from(w.to_string())).collect()
@@ -178,7 +179,7 @@ mod tests {
 
     #[test]
     fn commands_keys_channels() {
-        let mut u = User::new();
+        let mut u = User::new(PubsubDefault::ResetChannels);
         for r in [
             "+get",
             "+set",
@@ -189,7 +190,7 @@ mod tests {
             "+publish",
             "&c*",
         ] {
-            u.apply(r.as_bytes()).unwrap();
+            u.apply(r.as_bytes(), PubsubDefault::ResetChannels).unwrap();
         }
         assert_eq!(run(&u, &["del", "r1"]), Err(Denied::Command));
         assert_eq!(run(&u, &["get", "r1"]), Ok(()));

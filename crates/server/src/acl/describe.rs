@@ -192,11 +192,12 @@ pub fn line(name: &[u8], user: &User) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::acl::user::PubsubDefault;
 
     fn user(rules: &[&str]) -> Selector {
-        let mut u = User::new();
+        let mut u = User::new(PubsubDefault::ResetChannels);
         for r in rules {
-            u.apply(r.as_bytes()).unwrap();
+            u.apply(r.as_bytes(), PubsubDefault::ResetChannels).unwrap();
         }
         u.root
     }
@@ -204,7 +205,7 @@ mod tests {
     #[test]
     fn lines_as_redis_prints_them() {
         assert_eq!(
-            String::from_utf8(line(b"alice", &User::new())).unwrap(),
+            String::from_utf8(line(b"alice", &User::new(PubsubDefault::ResetChannels))).unwrap(),
             "user alice off resetchannels -@all"
         );
         assert_eq!(
@@ -231,9 +232,9 @@ mod tests {
             String::from_utf8(keys(&user(&["%rw~a", "%r~b", "%W~c", "~b"]))).unwrap(),
             "~a ~b %W~c"
         );
-        let mut u = User::new();
-        u.apply(b"(+get ~x)").unwrap();
-        u.apply(b"( )").unwrap();
+        let mut u = User::new(PubsubDefault::ResetChannels);
+        u.apply(b"(+get ~x)", PubsubDefault::ResetChannels).unwrap();
+        u.apply(b"( )", PubsubDefault::ResetChannels).unwrap();
         assert_eq!(
             String::from_utf8(line(b"s", &u)).unwrap(),
             "user s off resetchannels -@all (~x resetchannels -@all +get) (resetchannels -@all)"

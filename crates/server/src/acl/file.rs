@@ -7,20 +7,27 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::user::{merge_selector_args, User};
+use super::user::{merge_selector_args, PubsubDefault, User};
 use super::{describe, Acl};
 
 /// Users from `user <name> <rules>...` lines, each rule applied to a fresh user (off,
-/// no permissions). `origin` names the source in errors.
+/// no permissions, the channels of `acl-pubsub-default`). `origin` names the source in
+/// errors.
 ///
 /// ```
-/// use redline_server::acl::file::parse;
+/// use redline_server::acl::{file::parse, PubsubDefault};
 ///
-/// let users = parse("user alice on >secret ~cache:* +get\n\nuser bob off\n", "users.acl").unwrap();
+/// let text = "user alice on >secret ~cache:* +get\n\nuser bob off\n";
+/// let users = parse(text, "users.acl", PubsubDefault::ResetChannels).unwrap();
 /// assert_eq!(users.len(), 2);
-/// assert!(parse("user alice on +nosuchcommand\n", "users.acl").is_err());
+/// let bad = "user alice on +nosuchcommand\n";
+/// assert!(parse(bad, "users.acl", PubsubDefault::ResetChannels).is_err());
 /// ```
-pub fn parse(text: &str, origin: &str) -> Result<BTreeMap<Vec<u8>, User>, String> {
+pub fn parse(
+    text: &str,
+    origin: &str,
+    pubsub: PubsubDefault,
+) -> Result<BTreeMap<Vec<u8>, User>, String> {
     let lines = text.split('\n').map(|l| l.trim_matches([' ', '\t', '\r']));
     let lines: Vec<Vec<&[u8]>> = lines
         .map(|l| {
@@ -30,11 +37,14 @@ pub fn parse(text: &str, origin: &str) -> Result<BTreeMap<Vec<u8>, User>, String
                 .collect()
         })
         .collect();
-    users_from(lines.iter().map(Vec::as_slice).enumerate(), origin)
+    users_from(lines.iter().map(Vec::as_slice).enumerate(), origin, pubsub)
 }
 
 /// Users from the config file's `user` directives (each its words after `user`).
-pub fn from_directives(directives: &[Vec<Vec<u8>>]) -> Result<BTreeMap<Vec<u8>, User>, String> {
+pub fn from_directives(
+    directives: &[Vec<Vec<u8>>],
+    pubsub: PubsubDefault,
+) -> Result<BTreeMap<Vec<u8>, User>, String> {
     let lines: Vec<Vec<&[u8]>> = directives
         .iter()
         .map(|words| {
@@ -46,6 +56,7 @@ pub fn from_directives(directives: &[Vec<Vec<u8>>]) -> Result<BTreeMap<Vec<u8>, 
     users_from(
         lines.iter().map(Vec::as_slice).enumerate(),
         "the configuration",
+        pubsub,
     )
 }
 
@@ -54,6 +65,7 @@ pub fn from_directives(directives: &[Vec<Vec<u8>>]) -> Result<BTreeMap<Vec<u8>, 
 fn users_from<'a>(
     lines: impl Iterator<Item = (usize, &'a [&'a [u8]])>,
     origin: &str,
+    pubsub: PubsubDefault,
 ) -> Result<BTreeMap<Vec<u8>, User>, String> {
     let mut users = BTreeMap::new();
     let mut errors = String::new();
@@ -91,10 +103,10 @@ fn users_from<'a>(
             errors += &format!("{at}: Unmatched parenthesis in selector definition.");
             continue;
         };
-        let mut user = User::new();
+        let mut user = User::new(pubsub);
         let mut syntax_error = false;
         for rule in &rules {
-            match user.apply(rule) {
+            match user.apply(rule, pubsub) {
                 Ok(()) => {}
                 // A missing command is named (it is no secret); for other errors only
                 // the first is reported, as it may explain the rest (Redis's wording).
@@ -133,7 +145,7 @@ pub fn load_at_start(shared: &crate::shared::Shared) -> Result<(), String> {
         return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
     }
     if !directives.is_empty() {
-        let users = from_directives(&directives)
+        let users = from_directives(&directives, shared.acl.pubsub_default())
             .map_err(|e| format!("Error loading the users of the configuration: {e}. Exiting."))?;
         shared.acl.insert_users(users);
     }
@@ -154,7 +166,11 @@ pub fn load(acl: &Acl, path: &Path) -> Result<Vec<std::sync::Arc<super::UserCell
             strerror(&e)
         )
     })?;
-    let users = parse(&String::from_utf8_lossy(&text), &path.display().to_string())?;
+    let users = parse(
+        &String::from_utf8_lossy(&text),
+        &path.display().to_string(),
+        acl.pubsub_default(),
+    )?;
     Ok(acl.replace_all(users))
 }
 

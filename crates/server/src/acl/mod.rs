@@ -22,7 +22,7 @@ use std::sync::Arc;
 use parking_lot::{RwLock, RwLockReadGuard};
 
 pub use check::Denied;
-pub use user::{RuleError, User};
+pub use user::{PubsubDefault, RuleError, User};
 
 /// One user, shared by the registry and the connections authenticated as it.
 #[derive(Debug)]
@@ -72,6 +72,8 @@ pub struct Acl {
     default: Arc<UserCell>,
     /// Connections must authenticate: the default user has a password or is off.
     auth_required: AtomicBool,
+    /// `acl-pubsub-default` is `allchannels`.
+    pubsub_all: AtomicBool,
     /// ACL LOG.
     pub log: log::AclLog,
 }
@@ -87,6 +89,7 @@ impl Acl {
             users: RwLock::new(BTreeMap::from([(b"default".to_vec(), default.clone())])),
             default,
             auth_required: AtomicBool::new(false),
+            pubsub_all: AtomicBool::new(false),
             log: log::AclLog::default(),
         };
         acl.refresh_auth_required();
@@ -111,6 +114,21 @@ impl Acl {
             .store(!rules.nopass || !rules.enabled, Ordering::Release);
     }
 
+    /// What new users, `reset` and new selectors get for channels now.
+    pub fn pubsub_default(&self) -> PubsubDefault {
+        if self.pubsub_all.load(Ordering::Relaxed) {
+            PubsubDefault::AllChannels
+        } else {
+            PubsubDefault::ResetChannels
+        }
+    }
+
+    /// Applies `acl-pubsub-default` (to users and selectors made from now on).
+    pub fn set_pubsub_default(&self, pubsub: PubsubDefault) {
+        self.pubsub_all
+            .store(pubsub == PubsubDefault::AllChannels, Ordering::Relaxed);
+    }
+
     /// A user by name.
     pub fn get(&self, name: &[u8]) -> Option<Arc<UserCell>> {
         self.users.read().get(name).cloned()
@@ -129,13 +147,14 @@ impl Acl {
         name: &[u8],
         rules: &[impl AsRef<[u8]>],
     ) -> Result<(), (usize, RuleError)> {
+        let pubsub = self.pubsub_default();
         let mut users = self.users.write();
         let existing = users.get(name).cloned();
         let mut user = existing
             .as_ref()
-            .map_or_else(User::new, |cell| cell.rules().clone());
+            .map_or_else(|| User::new(pubsub), |cell| cell.rules().clone());
         for (i, rule) in rules.iter().enumerate() {
-            user.apply(rule.as_ref()).map_err(|e| (i, e))?;
+            user.apply(rule.as_ref(), pubsub).map_err(|e| (i, e))?;
         }
         match existing {
             Some(cell) => cell.replace(user),

@@ -91,6 +91,15 @@ impl Selector {
         }
     }
 
+    /// Nothing allowed but the channels `acl-pubsub-default` gives: a new user's root
+    /// selector, or a new `(...)` one.
+    pub fn with_pubsub_default(pubsub: super::user::PubsubDefault) -> Selector {
+        Selector {
+            allchannels: pubsub == super::user::PubsubDefault::AllChannels,
+            ..Selector::new()
+        }
+    }
+
     /// True when every command, key and channel is allowed.
     pub fn unrestricted(&self) -> bool {
         self.allcommands && self.allkeys && self.allchannels

@@ -19,6 +19,33 @@ pub enum Sanitize {
     Skip,
 }
 
+/// What a new user, `reset` and a new `(...)` selector get for channels: the
+/// `acl-pubsub-default` setting of the moment (Redis ORs it into every selector it
+/// creates).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PubsubDefault {
+    /// `resetchannels`: no channel until one is granted (Redis 7's default).
+    #[default]
+    ResetChannels,
+    /// `allchannels`: every channel, as in Redis 6.
+    AllChannels,
+}
+
+impl PubsubDefault {
+    /// The setting from its `acl-pubsub-default` spelling (anything else resets).
+    pub fn from_config(value: &str) -> PubsubDefault {
+        if value.eq_ignore_ascii_case("allchannels") {
+            PubsubDefault::AllChannels
+        } else {
+            PubsubDefault::ResetChannels
+        }
+    }
+
+    fn all(self) -> bool {
+        self == PubsubDefault::AllChannels
+    }
+}
+
 /// A user: whether it may log in, with which passwords, and what it may do (its root
 /// selector, or any of its extra selectors).
 #[derive(Debug, Clone)]
@@ -137,20 +164,20 @@ fn parse_hash(text: &[u8]) -> Result<[u8; 32], RuleError> {
 
 impl Default for User {
     fn default() -> Self {
-        User::new()
+        User::new(PubsubDefault::ResetChannels)
     }
 }
 
 impl User {
-    /// A user as `ACL SETUSER` creates it: `off`, no password, no keys, no channels, no
-    /// commands.
-    pub fn new() -> User {
+    /// A user as `ACL SETUSER` creates it: `off`, no password, no keys, no commands, and
+    /// the channels `pubsub` gives.
+    pub fn new(pubsub: PubsubDefault) -> User {
         User {
             enabled: false,
             nopass: false,
             sanitize: Sanitize::Unset,
             passwords: Vec::new(),
-            root: Selector::new(),
+            root: Selector::with_pubsub_default(pubsub),
             selectors: Vec::new(),
         }
     }
@@ -158,9 +185,9 @@ impl User {
     /// The `default` user of a fresh server: everything allowed, password from
     /// `requirepass` (none when empty).
     pub fn default_user(requirepass: &[u8]) -> User {
-        let mut user = User::new();
-        for rule in [&b"on"[..], b"allkeys", b"allchannels", b"+@all"] {
-            let _ = user.apply(rule);
+        let mut user = User::new(PubsubDefault::AllChannels);
+        for rule in [&b"on"[..], b"allkeys", b"+@all"] {
+            let _ = user.apply(rule, PubsubDefault::AllChannels);
         }
         user.set_requirepass(requirepass);
         user
@@ -193,8 +220,9 @@ impl User {
         self.passwords.contains(&hash)
     }
 
-    /// Applies one `ACL SETUSER` rule.
-    pub fn apply(&mut self, op: &[u8]) -> Result<(), RuleError> {
+    /// Applies one `ACL SETUSER` rule; `pubsub` is what `reset` and a new selector give
+    /// for channels.
+    pub fn apply(&mut self, op: &[u8], pubsub: PubsubDefault) -> Result<(), RuleError> {
         let is = |word: &str| op.eq_ignore_ascii_case(word.as_bytes());
         if is("on") {
             self.enabled = true;
@@ -222,7 +250,10 @@ impl User {
                 b"clearselectors",
                 b"-@all",
             ] {
-                self.apply(rule)?;
+                self.apply(rule, pubsub)?;
+            }
+            if pubsub.all() {
+                self.root.apply(b"allchannels")?;
             }
         } else if let Some((&first, rest)) = op.split_first() {
             match first {
@@ -251,7 +282,7 @@ impl User {
                 b'(' if op.ends_with(b")") && op.len() >= 2 => {
                     // Rules of a new selector, split as Redis's `sdssplitargs` would
                     // (without its quoting).
-                    let mut selector = Selector::new();
+                    let mut selector = Selector::with_pubsub_default(pubsub);
                     for rule in op[1..op.len() - 1]
                         .split(|b| b.is_ascii_whitespace())
                         .filter(|r| !r.is_empty())
@@ -303,23 +334,42 @@ mod tests {
 
     #[test]
     fn rules() {
-        let mut u = User::new();
-        assert_eq!(u.apply(b"+nope"), Err(RuleError::UnknownName));
-        assert_eq!(u.apply(b"+config|"), Err(RuleError::Syntax));
+        let mut u = User::new(PubsubDefault::ResetChannels);
         assert_eq!(
-            u.apply(b"+config|get|x"),
+            u.apply(b"+nope", PubsubDefault::ResetChannels),
+            Err(RuleError::UnknownName)
+        );
+        assert_eq!(
+            u.apply(b"+config|", PubsubDefault::ResetChannels),
+            Err(RuleError::Syntax)
+        );
+        assert_eq!(
+            u.apply(b"+config|get|x", PubsubDefault::ResetChannels),
             Err(RuleError::SubcommandFirstArg)
         );
-        assert_eq!(u.apply(b"-select|0"), Err(RuleError::UnknownName));
-        assert_eq!(u.apply(b"%~a"), Err(RuleError::Syntax));
-        assert_eq!(u.apply(b"%RR~a"), Err(RuleError::Syntax));
-        assert_eq!(u.apply(b""), Ok(()));
-        u.apply(b"~*").unwrap();
-        assert_eq!(u.apply(b"%R~*"), Err(RuleError::KeysAfterAll));
-        u.apply(b"+@all").unwrap();
-        u.apply(b"allchannels").unwrap();
+        assert_eq!(
+            u.apply(b"-select|0", PubsubDefault::ResetChannels),
+            Err(RuleError::UnknownName)
+        );
+        assert_eq!(
+            u.apply(b"%~a", PubsubDefault::ResetChannels),
+            Err(RuleError::Syntax)
+        );
+        assert_eq!(
+            u.apply(b"%RR~a", PubsubDefault::ResetChannels),
+            Err(RuleError::Syntax)
+        );
+        assert_eq!(u.apply(b"", PubsubDefault::ResetChannels), Ok(()));
+        u.apply(b"~*", PubsubDefault::ResetChannels).unwrap();
+        assert_eq!(
+            u.apply(b"%R~*", PubsubDefault::ResetChannels),
+            Err(RuleError::KeysAfterAll)
+        );
+        u.apply(b"+@all", PubsubDefault::ResetChannels).unwrap();
+        u.apply(b"allchannels", PubsubDefault::ResetChannels)
+            .unwrap();
         assert!(u.unrestricted());
-        u.apply(b"-get").unwrap();
+        u.apply(b"-get", PubsubDefault::ResetChannels).unwrap();
         assert!(!u.unrestricted() && u.root.future);
     }
 }
