@@ -263,7 +263,9 @@ impl Config {
             let joined;
             let list = matches!(
                 param.kind,
-                super::params::Kind::Percentiles | super::params::Kind::OomScores
+                super::params::Kind::Percentiles
+                    | super::params::Kind::OomScores
+                    | super::params::Kind::Flags(_)
             );
             let values = if list && values.len() > 1 {
                 joined = [values.join(&b' ')];

@@ -172,4 +172,29 @@ mod tests {
             Err(super::super::SetError::Immutable)
         );
     }
+
+    #[test]
+    fn force_all_reads_back_multi_word_values() {
+        let dir = std::env::temp_dir().join(format!("redline-rewrite-all-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("redis.conf");
+        std::fs::write(&path, "").unwrap();
+        let mut config = Config::default();
+        for (name, value) in [
+            ("shutdown-on-sigterm", "nosave now"),
+            ("shutdown-on-sigint", "save force"),
+            ("oom-score-adj-values", "1 2 3"),
+            ("latency-tracking-info-percentiles", "50 99.9"),
+            ("save", "3600 1 300 100"),
+        ] {
+            config.set(name, &[value.as_bytes().to_vec()], false).unwrap();
+        }
+        rewrite_all(&config, &path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let back = Config::from_text(&text).unwrap();
+        for name in Config::all_names() {
+            assert_eq!(back.get(name), config.get(name), "{name}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
