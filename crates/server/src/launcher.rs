@@ -105,9 +105,13 @@ async fn serve(config: Config) -> ExitCode {
         return ExitCode::from(1);
     }
     let stop = server.shutdown_handle();
-    tokio::spawn(async move {
-        wait_for_signal().await;
-        stop.shutdown();
+    let signalled = std::sync::Arc::new(std::sync::OnceLock::new());
+    tokio::spawn({
+        let signalled = signalled.clone();
+        async move {
+            let _ = signalled.set(wait_for_signal().await);
+            stop.shutdown();
+        }
     });
     let result = server.run().await;
     if shared.scripting.flags.busy() {
@@ -115,16 +119,18 @@ async fn serve(config: Config) -> ExitCode {
         // down, so the process ends here, as redis-server exits under a busy script.
         std::process::exit(i32::from(result.is_err()));
     }
-    // SIGTERM saves when save points are configured, as redis-server does (SHUTDOWN
-    // decided for itself already).
+    // A signal saves as its `shutdown-on-sig*` parameter says (by default when save
+    // points are set), as redis-server does; SHUTDOWN decided for itself already. The
+    // server has stopped serving, so a failed save cannot keep it running as in Redis:
+    // the exit code says it.
     let handled = shared
         .persistence
         .shutdown_handled
         .load(std::sync::atomic::Ordering::Acquire);
-    if !handled && crate::persist::snapshot::has_save_points(&shared) {
-        tracing::info!("Saving the final RDB snapshot before exiting.");
-        if let Err(e) = crate::persist::snapshot::save(&shared) {
-            tracing::warn!("Error trying to save the DB: {e}");
+    if !handled {
+        let param = signalled.get().copied().unwrap_or("shutdown-on-sigterm");
+        let flags = crate::persist::shutdown::ShutdownFlags::for_signal(&shared, param);
+        if crate::persist::shutdown::final_save(&shared, flags).is_err() {
             return ExitCode::from(1);
         }
     }
@@ -153,8 +159,9 @@ fn log_banner(config: &crate::config::Config, port: u16) {
     }
 }
 
-/// SIGTERM or SIGINT, logged the way redis-server logs them.
-async fn wait_for_signal() {
+/// SIGTERM or SIGINT, logged the way redis-server logs them; gives the parameter that
+/// says what the signal saves.
+async fn wait_for_signal() -> &'static str {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
@@ -163,15 +170,22 @@ async fn wait_for_signal() {
             signal(SignalKind::interrupt()),
         ) else {
             let _ = tokio::signal::ctrl_c().await;
-            return;
+            return "shutdown-on-sigint";
         };
         tokio::select! {
-            _ = term.recv() => tracing::warn!("Received SIGTERM scheduling shutdown..."),
-            _ = int.recv() => tracing::warn!("Received SIGINT scheduling shutdown..."),
+            _ = term.recv() => {
+                tracing::warn!("Received SIGTERM scheduling shutdown...");
+                "shutdown-on-sigterm"
+            }
+            _ = int.recv() => {
+                tracing::warn!("Received SIGINT scheduling shutdown...");
+                "shutdown-on-sigint"
+            }
         }
     }
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+        "shutdown-on-sigint"
     }
 }

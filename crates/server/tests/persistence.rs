@@ -272,6 +272,37 @@ fn data_survives_shutdown_sigterm_and_debug_reload() {
     wait_stopped(&mut server);
     server.restart().unwrap();
     assert_eq!(server.cmd(&["EXISTS", "kept"]).unwrap(), Reply::Integer(1));
+
+    // `shutdown-on-sigterm nosave`: the signal does not save, whatever the save points.
+    let signal = |server: &mut RedlineServer, name: &str| {
+        let pid = server.pid().unwrap();
+        std::process::Command::new("kill")
+            .args([name, &pid.to_string()])
+            .status()
+            .unwrap();
+        wait_stopped(server);
+        server.restart().unwrap();
+    };
+    let set = |server: &RedlineServer, args: &[&str]| {
+        assert_eq!(server.cmd(args).unwrap(), Reply::Simple("OK".into()));
+    };
+    set(
+        &server,
+        &["CONFIG", "SET", "shutdown-on-sigterm", "nosave now"],
+    );
+    set(&server, &["SET", "dropped", "1"]);
+    signal(&mut server, "-TERM");
+    assert_eq!(
+        server.cmd(&["EXISTS", "dropped"]).unwrap(),
+        Reply::Integer(0)
+    );
+
+    // `shutdown-on-sigint save`: saves even with no save point.
+    set(&server, &["CONFIG", "SET", "save", ""]);
+    set(&server, &["CONFIG", "SET", "shutdown-on-sigint", "save"]);
+    set(&server, &["SET", "saved", "1"]);
+    signal(&mut server, "-INT");
+    assert_eq!(server.cmd(&["EXISTS", "saved"]).unwrap(), Reply::Integer(1));
 }
 
 #[test]

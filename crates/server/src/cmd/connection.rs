@@ -317,34 +317,32 @@ fn time(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let (mut save, mut nosave, mut force) = (false, false, false);
-    for arg in &args[1..] {
-        save |= is(arg, "save");
-        nosave |= is(arg, "nosave");
-        force |= is(arg, "force");
-        if !["nosave", "save", "now", "force", "abort"]
-            .iter()
-            .any(|w| is(arg, w))
-        {
-            return Err(SYNTAX);
-        }
-        if is(arg, "abort") {
-            return Err(CmdError::Static("ERR No shutdown in progress."));
-        }
-    }
-    if save && nosave {
-        return Err(SYNTAX);
+    use crate::persist::shutdown::{final_save, ShutdownFlags};
+    let abort = args[1..].iter().any(|a| is(a, "abort"));
+    let words = args[1..]
+        .iter()
+        .filter(|a| !is(a, "abort"))
+        .map(|a| std::str::from_utf8(a))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| SYNTAX)?;
+    let flags = ShutdownFlags::from_words(words.iter().copied()).ok_or(SYNTAX)?;
+    if abort {
+        // ABORT takes no other flag, as in Redis.
+        return Err(if words.is_empty() {
+            CmdError::Static("ERR No shutdown in progress.")
+        } else {
+            SYNTAX
+        });
     }
     tracing::warn!("User requested shutdown...");
     let shared = ctx.shared;
-    if save || (!nosave && crate::persist::snapshot::has_save_points(shared)) {
-        tracing::info!("Saving the final RDB snapshot before exiting.");
-        if crate::persist::snapshot::save(shared).is_err() && !force {
-            tracing::warn!("Error trying to save the DB, can't exit.");
-            return Err(CmdError::Static(
-                "ERR Errors trying to SHUTDOWN. Check logs.",
-            ));
-        }
+    if final_save(shared, flags).is_err() {
+        tracing::warn!(
+            "Errors trying to shut down the server. Check the logs for more information."
+        );
+        return Err(CmdError::Static(
+            "ERR Errors trying to SHUTDOWN. Check logs.",
+        ));
     }
     shared
         .persistence

@@ -12,4 +12,5 @@ pub mod aof;
 pub mod aof_load;
 pub mod bgsave;
 pub mod rdb;
+pub mod shutdown;
 pub mod snapshot;
