@@ -215,19 +215,7 @@ impl Config {
                 file = Some(std::path::PathBuf::from(first));
             }
         }
-        // Like redis-server: each `--name` starts a line, the values follow it quoted.
-        let mut options = String::new();
-        for arg in rest {
-            if let Some(name) = arg.strip_prefix("--") {
-                if !options.is_empty() {
-                    options.push('\n');
-                }
-                options.push_str(name);
-            } else {
-                options.push(' ');
-                options.push_str(&repr(arg.as_bytes()));
-            }
-        }
+        let options = options_text(rest);
         text.push('\n');
         text.push_str(&options);
         let mut config = Config::from_text(&text)?;
@@ -334,6 +322,42 @@ impl fmt::Display for LogLevel {
     }
 }
 
+/// The command line's options as config-file lines, as redis-server builds them: each
+/// `--name` starts a line and the values after it follow quoted. An option given alone
+/// (`--name`, no value in the same argument) takes the next argument as its value even
+/// when it starts with `--` (`--proc-title-template --save`); but `--save` followed by
+/// another option, or last, means `save ""`.
+fn options_text(args: &[String]) -> String {
+    let mut options = String::new();
+    // Whether the last option has a value yet, so a `--word` now starts a new option.
+    let mut has_value = true;
+    for (j, arg) in args.iter().enumerate() {
+        let next_is_option = args.get(j + 1).is_some_and(|a| a.starts_with("--"));
+        match arg.strip_prefix("--") {
+            Some(name) if has_value => {
+                if !options.is_empty() {
+                    options.push('\n');
+                }
+                options.push_str(name);
+                options.push(' ');
+                has_value = split_args(arg.as_bytes()).is_some_and(|words| words.len() > 1);
+                if !has_value && arg.eq_ignore_ascii_case("--save") {
+                    if next_is_option || j + 1 == args.len() {
+                        options.push_str("\"\"");
+                        has_value = true;
+                    }
+                }
+            }
+            _ => {
+                options.push_str(&repr(arg.as_bytes()));
+                options.push(' ');
+                has_value = true;
+            }
+        }
+    }
+    options
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,6 +372,47 @@ mod tests {
             Config::from_args(["--proto-max-bulk-len", "2mb", "--protected-mode", "no"]).unwrap();
         assert_eq!(c.proto_max_bulk_len, 2 * 1024 * 1024);
         assert!(!c.protected_mode);
+    }
+
+    #[test]
+    fn command_line_values_as_redis_reads_them() {
+        let get = |args: &[&str], name: &str| {
+            Config::from_args(args)
+                .unwrap()
+                .get(name)
+                .unwrap_or_default()
+        };
+        // `--save` alone before another option, or last, is `save ""`.
+        assert_eq!(get(&["--save", "--loglevel", "verbose"], "save"), "");
+        assert_eq!(get(&["--loglevel", "verbose", "--save"], "save"), "");
+        assert_eq!(
+            get(&["--save", "--loglevel", "verbose"], "loglevel"),
+            "verbose"
+        );
+        // An option given alone takes the next argument, `--` or not.
+        let args = [
+            "--proc-title-template",
+            "--save",
+            "--save",
+            "",
+            "--loglevel",
+            "verbose",
+        ];
+        assert_eq!(get(&args, "proc-title-template"), "--save");
+        assert_eq!(get(&args, "save"), "");
+        assert_eq!(get(&["--port 7001"], "port"), "7001");
+        let flags = ["--shutdown-on-sigint", "nosave", "force", "now"];
+        assert_eq!(get(&flags, "shutdown-on-sigint"), "nosave now force");
+        let flags = ["--shutdown-on-sigterm", "nosave force"];
+        assert_eq!(get(&flags, "shutdown-on-sigterm"), "nosave force");
+        assert_eq!(
+            get(
+                &["--shutdown-on-sigterm", "default now"],
+                "shutdown-on-sigterm"
+            ),
+            "now"
+        );
+        assert!(Config::from_args(["--shutdown-on-sigterm", "save nosave"]).is_err());
     }
 
     #[test]

@@ -459,7 +459,22 @@ pub fn canonical(param: &Param, values: &[Vec<u8>]) -> Result<String, String> {
             if words.is_empty() || words.iter().any(|w| !options.contains(&w.as_str())) {
                 return Err(one_of(options));
             }
-            Ok(words.join(" "))
+            // The shutdown flags are the only flag lists; Redis refuses this pair.
+            if words.iter().any(|w| w == "save") && words.iter().any(|w| w == "nosave") {
+                return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+            }
+            // In table order, each once, the first (`default`) only alone: Redis keeps
+            // a bit set and prints it back that way.
+            let set: Vec<&str> = options[1..]
+                .iter()
+                .copied()
+                .filter(|o| words.iter().any(|w| w == o))
+                .collect();
+            Ok(if set.is_empty() {
+                options[0].to_string()
+            } else {
+                set.join(" ")
+            })
         }
         Kind::MemoryOrPercent => match text.strip_suffix('%') {
             Some(n) => match n.parse::<i64>() {

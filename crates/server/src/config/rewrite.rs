@@ -187,7 +187,9 @@ mod tests {
             ("latency-tracking-info-percentiles", "50 99.9"),
             ("save", "3600 1 300 100"),
         ] {
-            config.set(name, &[value.as_bytes().to_vec()], false).unwrap();
+            config
+                .set(name, &[value.as_bytes().to_vec()], false)
+                .unwrap();
         }
         rewrite_all(&config, &path).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
