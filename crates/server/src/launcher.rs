@@ -130,7 +130,7 @@ async fn serve(config: Config) -> ExitCode {
     if !handled {
         let param = signalled.get().copied().unwrap_or("shutdown-on-sigterm");
         let flags = crate::persist::shutdown::ShutdownFlags::for_signal(&shared, param);
-        if crate::persist::shutdown::final_save(&shared, flags).is_err() {
+        if !crate::persist::shutdown::final_save(&shared, flags) {
             return ExitCode::from(1);
         }
     }

@@ -336,7 +336,7 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     tracing::warn!("User requested shutdown...");
     let shared = ctx.shared;
-    if final_save(shared, flags).is_err() {
+    if !final_save(shared, flags) {
         tracing::warn!(
             "Errors trying to shut down the server. Check the logs for more information."
         );

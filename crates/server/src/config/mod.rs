@@ -341,11 +341,12 @@ fn options_text(args: &[String]) -> String {
                 options.push_str(name);
                 options.push(' ');
                 has_value = split_args(arg.as_bytes()).is_some_and(|words| words.len() > 1);
-                if !has_value && arg.eq_ignore_ascii_case("--save") {
-                    if next_is_option || j + 1 == args.len() {
-                        options.push_str("\"\"");
-                        has_value = true;
-                    }
+                if !has_value
+                    && arg.eq_ignore_ascii_case("--save")
+                    && (next_is_option || j + 1 == args.len())
+                {
+                    options.push_str("\"\"");
+                    has_value = true;
                 }
             }
             _ => {

@@ -52,17 +52,15 @@ impl ShutdownFlags {
 }
 
 /// The save before exiting: when `save` is given, or when save points are set and
-/// `nosave` is not. `Err` when the save failed and `force` was not given: the server
+/// `nosave` is not. False when the save failed and `force` was not given: the server
 /// must not exit.
-pub fn final_save(shared: &Shared, flags: ShutdownFlags) -> Result<(), ()> {
+pub fn final_save(shared: &Shared, flags: ShutdownFlags) -> bool {
     if flags.save || (!flags.nosave && snapshot::has_save_points(shared)) {
         tracing::info!("Saving the final RDB snapshot before exiting.");
         if let Err(e) = snapshot::save(shared) {
             tracing::warn!("Error trying to save the DB: {e}");
-            if !flags.force {
-                return Err(());
-            }
+            return flags.force;
         }
     }
-    Ok(())
+    true
 }
