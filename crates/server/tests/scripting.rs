@@ -512,3 +512,112 @@ fn shutdown_nosave_stops_the_server_under_a_busy_script() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// The Lua debugger in its synchronous mode (SCRIPT DEBUG SYNC, as `redis-cli
+/// --ldb-sync-mode` drives it): stepping, breakpoints (set and from
+/// `redis.breakpoint()`), listing, printing locals and KEYS/ARGV, `eval`, `redis`
+/// (logged command and reply), a backtrace, `maxlen`, `redis.debug()`, unknown and
+/// malformed commands, the `<endsession>` mark, the EVAL's reply and the closed
+/// connection; a second client waits for the session. Every reply is compared with
+/// redis-server's.
+#[test]
+fn lua_debugger_matches_redis() {
+    let script = "local a = 1\nlocal t = {1,2,'x',{y=true}}\nredis.debug('hi', a, t)\n\
+                  redis.call('set','k','v')\nredis.breakpoint()\nlocal m = {x=1}\n\
+                  return redis.call('get','k')\n";
+    let session = |addr: SocketAddr| {
+        let mut other = Conn::connect(addr);
+        other.cmd(&["FLUSHALL"]);
+        let mut c = Conn::connect(addr);
+        let mut seen = vec![show(&c.cmd(&["SCRIPT", "DEBUG", "SYNC"]))];
+        seen.push(show(&c.cmd(&["EVALSHA", "abc", "0"])));
+        seen.push(show(&c.cmd(&["SCRIPT", "DEBUG", "maybe"])));
+        seen.push(show(&c.cmd(&["EVAL", script, "1", "key1", "arg1"])));
+        let steps: &[&[&str]] = &[
+            &["s"],
+            &["p"],
+            &["next"],
+            &["s"],
+            &["p", "t"],
+            &["p", "ARGV"],
+            &["p", "KEYS"],
+            &["p", "nosuch"],
+            &["b", "6"],
+            &["b", "99"],
+            &["b", "x"],
+            &["b"],
+            &["l", "3", "1"],
+            &["w"],
+            &["e", "1+1"],
+            &["e", "nosuch("],
+            &["r", "incr", "k"],
+            &["r", "get", "nokey"],
+            &["r", "nosuchcmd"],
+            &["r", "hset", "h", "f", "v"],
+            &["r", "hgetall", "h"],
+            &["t"],
+            &["m", "10"],
+            &[
+                "r",
+                "set",
+                "long",
+                "0123456789012345678901234567890123456789012345678901234567890123456789",
+            ],
+            &["m", "0"],
+            &["xyz"],
+            &["hello\0world"],
+            &["h"],
+            &["c"],
+            &["b", "-6"],
+            &["b", "0"],
+            &["p"],
+        ];
+        for step in steps {
+            seen.push(format!("{step:?} -> {}", show(&c.cmd(step))));
+        }
+        let mut many = vec!["redis"];
+        many.extend(std::iter::repeat_n("test", 100));
+        seen.push(format!("redis test x100 -> {}", show(&c.cmd(&many))));
+        // A second client waits for the session, as Redis is blocked by it.
+        other.send(&["GET", "k"]);
+        seen.push(format!("c -> {}", show(&c.cmd(&["c"]))));
+        seen.push(format!("EVAL reply: {}", show(&c.read().unwrap())));
+        seen.push(format!("closed: {}", c.is_closed()));
+        seen.push(format!("other: {}", show(&other.read().unwrap())));
+        seen
+    };
+    let redis = RedisServer::start().unwrap();
+    let ours = Redline::start();
+    let theirs = session(redis.addr());
+    let got = session(ours.addr);
+    for (g, t) in got.iter().zip(&theirs) {
+        assert_eq!(g, t);
+    }
+    assert_eq!(got.len(), theirs.len());
+}
+
+/// A client that leaves in the middle of a debugging session: the script runs to its
+/// end (its writes are kept) and the server serves everyone again, as in Redis.
+#[test]
+fn lua_debugger_client_leaving_lets_the_script_finish() {
+    let run = |addr: SocketAddr| {
+        let mut other = Conn::connect(addr);
+        other.cmd(&["FLUSHALL"]);
+        {
+            let mut c = Conn::connect(addr);
+            c.cmd(&["SCRIPT", "DEBUG", "SYNC"]);
+            c.cmd(&[
+                "EVAL",
+                "redis.call('set','a','1')\nredis.call('set','b','2')",
+                "0",
+            ]);
+            c.cmd(&["s"]);
+        }
+        let mut seen = vec![show(&other.cmd(&["MGET", "a", "b"]))];
+        seen.push(show(&other.cmd(&["EVAL", "return 7", "0"])));
+        seen
+    };
+    let redis = RedisServer::start().unwrap();
+    let ours = Redline::start();
+    assert_eq!(run(ours.addr), run(redis.addr()));
+}

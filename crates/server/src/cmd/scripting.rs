@@ -24,6 +24,7 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("script|exists", script_exists),
     ("script|flush", script_flush),
     ("script|kill", script_kill),
+    ("script|debug", script_debug),
     ("function|load", function_load),
     ("function|list", function_list),
     ("function|delete", function_delete),
@@ -118,6 +119,21 @@ fn run_locked(
 
 fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> CmdResult {
     let (keys, rest) = keys_and_args(args, "ERR value is not an integer or out of range")?;
+    let debug = &mut ctx.client.debug;
+    // EVALSHA is refused (after its length check, as in Redis): the debugger lists the
+    // source the EVAL carries.
+    if debug.sync && !ctx.nested && ctx.client.multi.is_none() && !(by_sha && args[1].len() != 40) {
+        if by_sha {
+            return Err(CmdError::Static(
+                "ERR Please use EVAL instead of EVALSHA for debugging",
+            ));
+        }
+        if debug.io.is_none() {
+            // The connection starts the session, then runs this EVAL in it.
+            debug.pending = Some(args.to_vec());
+            return Ok(());
+        }
+    }
     let body = args[1].clone();
     let over_limit = ctx.shared.store.events().eviction.over_limit();
     let no_replicas = super::writes_refused(ctx.shared);
@@ -223,6 +239,39 @@ fn fcall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn fcall_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     fcall_generic(ctx, args, true)
+}
+
+/// The EVAL of a Lua debugging session, on the session's thread, with the client's
+/// connection in `client.debug.io` (see [`crate::scripting::debugger`]).
+pub fn eval_debugged(ctx: &mut Ctx<'_>, args: &[Bytes]) {
+    if let Err(e) = eval_generic(ctx, args, false, false) {
+        encode::write_error(ctx.out, e.text());
+    }
+}
+
+/// SCRIPT DEBUG YES|SYNC|NO. Only the synchronous debugger is built: a forked session
+/// (YES), whose changes are rolled back, needs `fork`, which a multi-threaded server
+/// cannot use safely.
+fn script_debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if !ctx.out.is_empty() {
+        return Err(CmdError::Static(
+            "ERR SCRIPT DEBUG must be called outside a pipeline",
+        ));
+    }
+    let mode = &args[2];
+    if is(mode, "no") {
+        ctx.client.debug.sync = false;
+    } else if is(mode, "sync") {
+        ctx.client.debug.sync = true;
+    } else if is(mode, "yes") {
+        return Err(CmdError::Static(
+            "ERR SCRIPT DEBUG YES (a forked session) is not supported: use SCRIPT DEBUG SYNC, whose changes are kept",
+        ));
+    } else {
+        return Err(CmdError::Static("ERR Use SCRIPT DEBUG YES/SYNC/NO"));
+    }
+    ok(ctx.out);
+    Ok(())
 }
 
 fn script_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

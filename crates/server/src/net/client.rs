@@ -135,6 +135,8 @@ pub struct ClientState {
     /// The script turn, held from this client's first script of a batch of commands to
     /// the end of the batch.
     pub script_turn: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// SCRIPT DEBUG: the Lua debugger's setting and, during a session, its connection.
+    pub debug: crate::scripting::debugger::ClientDebug,
     /// Raised by CLIENT KILL and the like (shared with the client table): run nothing more.
     pub killed: Arc<AtomicBool>,
     /// CLIENT TRACKING is on (the details live in `crate::tracking`).
@@ -238,6 +240,7 @@ impl ClientState {
             postponed: None,
             script_wait: None,
             script_turn: None,
+            debug: Default::default(),
             killed: Arc::default(),
             tracking: false,
             tracking_caching: false,

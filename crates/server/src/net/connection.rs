@@ -63,6 +63,8 @@ pub enum Progress {
     /// The next command (kept in `postponed`) waits for the script turn or for the
     /// running script to end (`client.script_wait` says which).
     Script,
+    /// An EVAL starts a Lua debugging session (`client.debug.pending`).
+    Debug,
 }
 
 /// A connection being served over stream `S` (TCP or TLS).
@@ -182,8 +184,11 @@ pub fn run_commands(
     output: &mut BytesMut,
 ) -> Progress {
     let progress = run_batch(shared, client, decoder, input, output);
-    // The script turn lasts one batch: the caller may wait next.
-    client.script_turn = None;
+    // The script turn lasts one batch (the caller may wait next), or a debugging
+    // session's EVAL.
+    if progress != Progress::Debug {
+        client.script_turn = None;
+    }
     progress
 }
 
@@ -263,6 +268,9 @@ fn run_batch(
                 }
                 if client.wait.is_some() || client.replica_start.is_some() {
                     return Progress::Replication;
+                }
+                if client.debug.pending.is_some() {
+                    return Progress::Debug;
                 }
                 if output.len() >= FLUSH_AT {
                     return Progress::OutputFull;
@@ -348,6 +356,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                 match self.process_input() {
                     Progress::Drained => break,
                     Progress::Script => self.wait_for_script().await,
+                    Progress::Debug => self.debug_session().await?,
                     Progress::OutputFull => self.flush().await?,
                     Progress::Blocked => {
                         self.client.publish_activity(self.input.len());
@@ -627,6 +636,89 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             Some(ScriptWait::End) => self.shared.scripting.flags.wait_end().await,
             None => {}
         }
+    }
+
+    /// Runs the EVAL of a Lua debugging session on a thread of its own while this task
+    /// relays between it and the client (see `crate::scripting::debugger`); then the
+    /// EVAL's reply goes out and the connection closes, as in Redis.
+    async fn debug_session(&mut self) -> io::Result<()> {
+        use crate::scripting::debugger::{self, IoEvent};
+        let Some(args) = self.client.debug.pending.take() else {
+            return Ok(());
+        };
+        self.flush().await?;
+        let Some(shared) = self.shared.arc() else {
+            return Err(io::Error::other("server state gone"));
+        };
+        let (io, mut relay) = debugger::channel();
+        let (done, result) = tokio::sync::oneshot::channel();
+        let placeholder = ClientState::new(self.client.id, self.client.peer, false);
+        let mut client = std::mem::replace(&mut self.client, placeholder);
+        client.debug.io = Some(io);
+        tracing::warn!("Redis synchronous debugging eval session started");
+        std::thread::Builder::new()
+            .name("redline-ldb".into())
+            .spawn(move || {
+                let mut out = BytesMut::new();
+                {
+                    let mut ctx = Ctx::new(&shared, &mut client, &mut out);
+                    cmd::scripting::eval_debugged(&mut ctx, &args);
+                }
+                client.debug.io = None;
+                after_command(&shared, &client, &mut out);
+                let _ = done.send((client, out));
+            })?;
+        // Bytes that came after the EVAL are the first debugger commands.
+        let mut unread = self.input.split();
+        let mut gone = false;
+        let mut result = std::pin::pin!(result);
+        let finished = loop {
+            let event = tokio::select! {
+                finished = &mut result => break finished,
+                event = relay.events.recv() => event,
+            };
+            let Some(event) = event else {
+                break result.await;
+            };
+            match event {
+                IoEvent::Write(bytes) => {
+                    if !gone {
+                        gone = self.stream.write_all(&bytes).await.is_err()
+                            || self.stream.flush().await.is_err();
+                    }
+                }
+                IoEvent::NeedInput => {
+                    let bytes = if !unread.is_empty() {
+                        Some(unread.split().freeze())
+                    } else if gone {
+                        None
+                    } else {
+                        let mut buf = BytesMut::with_capacity(READ_CHUNK);
+                        match self.stream.read_buf(&mut buf).await {
+                            Ok(n) if n > 0 => Some(buf.freeze()),
+                            _ => {
+                                gone = true;
+                                None
+                            }
+                        }
+                    };
+                    let _ = relay.input.send(bytes);
+                }
+            }
+        };
+        // What the session wrote before it ended (its `<endsession>` mark).
+        while let Ok(IoEvent::Write(bytes)) = relay.events.try_recv() {
+            if !gone {
+                gone = self.stream.write_all(&bytes).await.is_err();
+            }
+        }
+        let (client, out) = finished.map_err(|_| io::Error::other("debugging session failed"))?;
+        tracing::warn!("Redis synchronous debugging eval session ended");
+        self.client = client;
+        self.client.debug = Default::default();
+        self.output.extend_from_slice(&out);
+        self.client.close_after_reply = true;
+        Ok(())
     }
 
     /// Writes everything pending in one call.

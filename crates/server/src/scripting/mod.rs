@@ -39,6 +39,7 @@
 
 mod args;
 mod convert;
+pub mod debugger;
 mod flags;
 mod libs;
 mod msgpack;
@@ -941,8 +942,23 @@ fn run_and_reply(
     *flags.current.lock() = Some((name.clone(), command.to_vec()));
     flags.start(mode == Mode::Eval, threshold);
     let frozen = crate::store::FrozenTime::now();
+    // A debugging session (SCRIPT DEBUG SYNC): its line hook replaces the standard one
+    // for this run.
+    let session = match ctx.client.debug.io.take() {
+        Some(io) => match debug_session(engine, io, command, threshold) {
+            Ok(session) => Some(session),
+            Err(e) => {
+                flags.finish();
+                write_run_error(ctx.out, &name, &lua_message(&e));
+                return false;
+            }
+        },
+        None => None,
+    };
     // Installing the hook costs an allocation: only when it is not the standard one.
-    if !engine.hook_ready || flags.hook_changed.swap(false, Ordering::Relaxed) {
+    if session.is_some() {
+        engine.hook_ready = false;
+    } else if !engine.hook_ready || flags.hook_changed.swap(false, Ordering::Relaxed) {
         if let Err(e) = flags.watch(&engine.lua) {
             flags.finish();
             write_run_error(ctx.out, &name, &lua_message(&e));
@@ -975,15 +991,14 @@ fn run_and_reply(
         let client = RefCell::new(&mut *ctx.client);
         let invoke = |lua: &Lua, argv: &[Value]| {
             let mut client = client.borrow_mut();
-            call_command(
-                lua,
+            let env = CallEnv {
                 shared,
                 held,
-                &mut client,
-                argv,
                 read_only,
-                resp_of(&script_resp),
-            )
+                resp: resp_of(&script_resp),
+                session: session.as_deref(),
+            };
+            call_command(lua, &env, &mut client, argv)
         };
         lua.scope(|scope| {
             // redis.call raises an error reply (marked for the error handler), redis.pcall
@@ -1028,6 +1043,31 @@ fn run_and_reply(
             redis.raw_set(&names.call, call)?;
             redis.raw_set(&names.pcall, pcall)?;
             redis.raw_set(&names.acl_check_cmd, acl_check)?;
+            let debugging = session.as_ref().map(|s| {
+                (
+                    s,
+                    redis.raw_get::<Value>("breakpoint"),
+                    redis.raw_get::<Value>("debug"),
+                )
+            });
+            if let Some((session, _, _)) = &debugging {
+                let s = Arc::clone(session);
+                redis.raw_set(
+                    "breakpoint",
+                    scope.create_function(move |_, ()| {
+                        s.breakpoint();
+                        Ok(true)
+                    })?,
+                )?;
+                let s = Arc::clone(session);
+                redis.raw_set(
+                    "debug",
+                    scope.create_function(move |_, values: Variadic<Value>| {
+                        s.debug(&values);
+                        Ok(())
+                    })?,
+                )?;
+            }
             engine.state.raw_set(&names.call, true)?;
             let outcome = match mode {
                 Mode::Eval => names.run.call::<(bool, Value)>(func.clone()),
@@ -1040,10 +1080,18 @@ fn run_and_reply(
             redis.raw_set(&names.call, outside)?;
             redis.raw_set(&names.pcall, outside)?;
             redis.raw_set(&names.acl_check_cmd, outside)?;
+            if let Some((_, Ok(breakpoint), Ok(debug))) = debugging {
+                redis.raw_set("breakpoint", breakpoint)?;
+                redis.raw_set("debug", debug)?;
+            }
             engine.state.raw_set(&names.call, Value::Nil)?;
             outcome
         })
     })();
+    if let Some(session) = &session {
+        engine.lua.remove_hook();
+        session.end();
+    }
     flags.finish();
     drop(frozen);
     ctx.client.protocol = caller_protocol;
@@ -1100,6 +1148,47 @@ fn run_and_reply(
     }
 }
 
+/// A debugging session for this run of `command` (an EVAL: its body is the source the
+/// debugger lists), with its line hook installed.
+fn debug_session(
+    engine: &Engine,
+    io: debugger::DebugIo,
+    command: &[Bytes],
+    threshold_ms: u64,
+) -> mlua::Result<Arc<debugger::Session>> {
+    let stack = debugger::StackAccess {
+        getlocal: engine.state.get("ldb_getlocal")?,
+        frame: engine.state.get("ldb_frame")?,
+        env: engine.env.clone(),
+        globals: engine.globals.clone(),
+        redis: engine.redis.clone(),
+    };
+    let source = command.get(1).map_or(&[][..], |b| &b[..]);
+    let session = Arc::new(debugger::Session::new(io, source, stack, threshold_ms));
+    // Weak: the hook stays installed until the next run replaces it, and must not keep
+    // the session (and the client's connection) alive.
+    let hooked = Arc::downgrade(&session);
+    engine.lua.set_hook(
+        mlua::HookTriggers::EVERY_LINE.every_nth_instruction(100_000),
+        move |lua, debug| {
+            let line = debug.current_line().map_or(0, |l| l as i64);
+            let in_script = debug
+                .source()
+                .short_src
+                .is_some_and(|s| s.contains("user_script"));
+            let count = matches!(debug.event(), mlua::DebugEvent::Count);
+            let Some(session) = hooked.upgrade() else {
+                return Ok(mlua::VmState::Continue);
+            };
+            match session.on_hook(lua, line, count, in_script) {
+                Ok(()) => Ok(mlua::VmState::Continue),
+                Err(e) => Err(mlua::Error::runtime(format!("\u{1}{e}\u{1}"))),
+            }
+        },
+    )?;
+    Ok(session)
+}
+
 fn write_run_error(out: &mut BytesMut, name: &str, text: &str) {
     let text: String = text.chars().take(100).collect();
     let line = format!("ERR Error running script {name}, {text}");
@@ -1150,17 +1239,54 @@ fn refused(
     }))
 }
 
+/// What a script's `redis.call` runs with, besides its arguments.
+struct CallEnv<'a> {
+    shared: &'a crate::shared::Shared,
+    /// The shards the script holds.
+    held: Option<&'a (dyn crate::store::HeldShards + 'a)>,
+    /// A read-only script (EVAL_RO, `no-writes`).
+    read_only: bool,
+    /// The protocol the script asked for with `redis.setresp`.
+    resp: Protocol,
+    /// The debugging session, which logs the calls while stepping.
+    session: Option<&'a debugger::Session>,
+}
+
 /// `redis.call`/`redis.pcall`: runs one command on the script's (fake) client with the
 /// shards already held; returns the reply as Lua, or the error reply's text.
 fn call_command(
     lua: &Lua,
-    shared: &crate::shared::Shared,
-    held: Option<&(dyn crate::store::HeldShards + '_)>,
+    env: &CallEnv<'_>,
     client: &mut crate::net::client::ClientState,
     argv: &[Value],
-    read_only: bool,
-    resp: Protocol,
 ) -> CallResult {
+    if let Some(session) = env.session {
+        session.take_reply_logged();
+    }
+    let result = call_command_traced(lua, env, client, argv);
+    // An error the command itself replied was logged as its reply; one from before it
+    // ran (unknown command, arity, ACL...) is logged here.
+    if let (Some(session), Ok(Err(e))) = (env.session, &result) {
+        if !session.take_reply_logged() {
+            session.log_error(&e.text);
+        }
+    }
+    result
+}
+
+fn call_command_traced(
+    lua: &Lua,
+    env: &CallEnv<'_>,
+    client: &mut crate::net::client::ClientState,
+    argv: &[Value],
+) -> CallResult {
+    let CallEnv {
+        shared,
+        held,
+        read_only,
+        resp,
+        session,
+    } = *env;
     if argv.is_empty() {
         return error_text("ERR Please specify at least one argument for this redis lib call");
     }
@@ -1174,6 +1300,9 @@ fn call_command(
                 )
             }
         }
+    }
+    if let Some(session) = session {
+        session.log_command(&args);
     }
     let Some(spec) = command::resolve(&args) else {
         return refused(client, None, "ERR Unknown Redis command called from script");
@@ -1217,6 +1346,9 @@ fn call_command(
         Ok(Some(frame)) => frame,
         _ => Frame::NullBulk,
     };
+    if let Some(session) = session {
+        session.log_reply(&frame);
+    }
     match frame {
         Frame::Error(e) | Frame::BulkError(e) => Ok(Err(CallError {
             text: String::from_utf8_lossy(&e).into_owned(),

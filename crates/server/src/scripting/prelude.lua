@@ -50,6 +50,18 @@ function state.run(f)
   return xpcall(f, state.handler)
 end
 
+-- The Lua debugger's view of the stack, called from its line hook (which adds no frame):
+-- level 0 is the function the hook stopped in, two frames below these functions.
+function state.ldb_getlocal(level, i)
+  if not dbg.getinfo(level + 2, 'l') then return false end
+  return true, dbg.getlocal(level + 2, i)
+end
+function state.ldb_frame(level)
+  local info = dbg.getinfo(level + 2, 'Snl')
+  if not info then return nil end
+  return info.short_src, info.name, info.currentline
+end
+
 -- Read-only proxies: writes fail, their metatable reads as a read-only table and cannot
 -- be replaced (Redis's read-only tables).
 local protected = setmetatable({}, {__mode = 'k'})
