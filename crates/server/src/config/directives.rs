@@ -267,7 +267,8 @@ impl Config {
                     | super::params::Kind::OomScores
                     | super::params::Kind::Flags(_)
             );
-            let values = if list && values.len() > 1 {
+            // None at all is an empty list, which the list's own check judges.
+            let values = if list && values.len() != 1 {
                 joined = [values.join(&b' ')];
                 &joined[..]
             } else {

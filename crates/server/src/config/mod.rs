@@ -414,6 +414,20 @@ mod tests {
             "now"
         );
         assert!(Config::from_args(["--shutdown-on-sigterm", "save nosave"]).is_err());
+        let e = Config::from_args(["--shutdown-on-sigint"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("argument(s) must be one of the following"),
+            "{e}"
+        );
+        let e = Config::from_args(["--port", "--loglevel", "verbose"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("'port \"--loglevel\" \"verbose\"'\nwrong number of arguments"),
+            "{e}"
+        );
     }
 
     #[test]
