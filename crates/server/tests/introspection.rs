@@ -404,3 +404,49 @@ fn oom_score_adj_follows_the_role_and_mode() {
     };
     assert_eq!(strip(mine), strip(theirs));
 }
+
+/// Redis 7's protections, by default on: DEBUG and MODULE refused, CONFIG SET of `dir`
+/// and `dbfilename` refused; `yes` allows them, `local` from the loopback address; a
+/// `dbfilename` with a path is refused. Compared with redis-server.
+#[test]
+fn protected_commands_and_configs_match_redis() {
+    use redline_testkit::RedlineServer;
+    let dir = std::env::temp_dir().display().to_string();
+    let run = |port: u16| {
+        let mut c = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+        [
+            c.cmd(&["DEBUG", "HELP"]),
+            c.cmd(&["MODULE", "LIST"]),
+            c.cmd(&["CONFIG", "SET", "dir", &dir]),
+            c.cmd(&["CONFIG", "SET", "dbfilename", "x.rdb"]),
+            c.cmd(&["CONFIG", "SET", "dbfilename", "a/x.rdb"]),
+            c.cmd(&["CONFIG", "GET", "dbfilename"]),
+        ]
+        .iter()
+        .map(|f| match f {
+            Frame::Array(_) if text(f).contains("DEBUG") => "debug help".to_string(),
+            other => text(other),
+        })
+        .collect::<Vec<_>>()
+    };
+    for setting in ["no", "yes", "local"] {
+        let args = [
+            "--enable-debug-command",
+            setting,
+            "--enable-module-command",
+            setting,
+            "--enable-protected-configs",
+            setting,
+        ];
+        let redis = RedisServer::builder().args(args).start().unwrap();
+        let ours = RedlineServer::builder().args(args).start().unwrap();
+        let (theirs, got) = (run(redis.port()), run(ours.port()));
+        // MODULE LIST lists nothing on either; only whether it was refused matters.
+        assert_eq!(got[0], theirs[0], "{setting}");
+        assert_eq!(
+            got[1].contains("not allowed"),
+            theirs[1].contains("not allowed")
+        );
+        assert_eq!(got[2..], theirs[2..], "{setting}");
+    }
+}

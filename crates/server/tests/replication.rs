@@ -650,6 +650,24 @@ fn redline_replicates_from_redis_under_load_continues_and_is_promoted() {
     assert_eq!(digest(replica.port()), before);
     assert_eq!(c.cmd(&["SET", "x", "1"]), Frame::Simple("OK".into()));
     assert!(text(&c.cmd(&["ROLE"])).starts_with("master"));
+
+    // A transaction queued as a master and run as a read-only replica: EXEC refuses it
+    // whole when a queued script declares it may write (Redis sums the queued
+    // commands' flags, a script's as it declares them).
+    let mut t = conn(replica.port());
+    t.cmd(&["MULTI"]);
+    t.cmd(&[
+        "EVAL",
+        "#!lua
+return 1",
+        "0",
+    ]);
+    let port = master.port().to_string();
+    c.cmd(&["REPLICAOF", "127.0.0.1", &port]);
+    assert_eq!(
+        text(&t.cmd(&["EXEC"])),
+        "EXECABORT Transaction discarded because of: READONLY You can't write against a read only replica."
+    );
 }
 
 /// Sends `signal` (STOP, CONT) to a server process.

@@ -142,7 +142,11 @@ impl RedlineServerBuilder {
                         args.extend(certs.redis_server_args());
                     }
                 }
-                args.extend(["--bind".into(), "127.0.0.1".into()]);
+                // DEBUG is off by default, as in Redis 7; tests use it (as Redis's own
+                // test suite turns it on). A test's own arguments come after and win.
+                args.extend(
+                    ["--bind", "127.0.0.1", "--enable-debug-command", "yes"].map(String::from),
+                );
                 args.extend(extra.iter().cloned());
                 args
             }),

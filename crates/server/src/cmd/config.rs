@@ -58,6 +58,16 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 "ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
             )));
         }
+        if crate::config::PROTECTED_PARAMS.contains(&canonical.as_str())
+            && !config.allows(
+                crate::config::ProtectedAction::Configs,
+                ctx.client.peer.ip(),
+            )
+        {
+            return Err(CmdError::Owned(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set protected config"
+            )));
+        }
         seen.push(canonical);
         config
             .set(&name, &[pair[1].to_vec()], false)

@@ -169,6 +169,11 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !spec.arity_ok(args.len()) {
         return reject_spec(ctx, spec, reply::wrong_arity(spec.name));
     }
+    if spec.flags.contains(CommandFlags::PROTECTED) && !ctx.nested {
+        if let Some(refusal) = protected_refusal(ctx, top) {
+            return reject_spec(ctx, spec, refusal);
+        }
+    }
     // SAVE, SHUTDOWN, SYNC, PSYNC: they would wait on the locks EXEC holds.
     if ctx.client.multi.is_some() && !ctx.nested && spec.flags.contains(CommandFlags::NO_MULTI) {
         return reject_spec(
@@ -227,11 +232,7 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if (!ctx.nested || ctx.client.in_script)
         && !ctx.client.is_master
         && ctx.shared.repl.is_replica()
-        && (if is_script(spec) {
-            effective_flags(ctx, spec, args).0
-        } else {
-            spec.is_write()
-        })
+        && effective_flags(ctx, spec, args).0
         && ctx.shared.config.read().param_bool("replica-read-only")
     {
         return reject_spec(
@@ -328,10 +329,17 @@ fn effective_flags(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> (bool, 
     let mut write = spec.is_write();
     let mut stale_ok = spec.flags.contains(CommandFlags::STALE);
     if spec.name == "exec" {
+        // A transaction writes if a queued command does (a queued script as it
+        // declares), as Redis sums the queued commands' flags.
         for queued in ctx.client.multi.iter().flatten() {
             if let Some(q) = command::resolve(queued) {
-                write |= q.is_write();
-                stale_ok &= q.flags.contains(CommandFlags::STALE);
+                let (w, stale) = if is_script(q) {
+                    effective_flags(ctx, q, queued)
+                } else {
+                    (q.is_write(), q.flags.contains(CommandFlags::STALE))
+                };
+                write |= w;
+                stale_ok &= stale;
             }
         }
     }
@@ -374,10 +382,19 @@ fn replication_state_refusal(
         return None;
     }
     if write {
+        if ctx.client.in_script {
+            return shared
+                .scripting
+                .flags
+                .replicas_short()
+                .then_some(CmdError::Static(NOREPLICAS));
+        }
         return writes_refused(shared);
     }
     None
 }
+
+const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// NOREPLICAS when fewer replicas than `min-replicas-to-write` acknowledged within
 /// `min-replicas-max-lag` seconds (this server being a master).
@@ -393,9 +410,7 @@ pub fn writes_refused(shared: &crate::shared::Shared) -> Option<CmdError> {
         return None;
     }
     let good = shared.repl.journal.good_replicas(max_lag.max(0) as u64);
-    ((good as i64) < min_replicas).then_some(CmdError::Static(
-        "NOREPLICAS Not enough good replicas to write.",
-    ))
+    ((good as i64) < min_replicas).then_some(CmdError::Static(NOREPLICAS))
 }
 
 /// Shows a command to the MONITOR connections.
@@ -611,6 +626,28 @@ fn after_tracked_command(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) 
     if !ctx.nested && ctx.client.multi.is_none() && !spec.name.starts_with("client") {
         ctx.client.tracking_caching = false;
     }
+}
+
+/// DEBUG and MODULE run only where `enable-debug-command` / `enable-module-command`
+/// allow (by default nowhere), as in Redis 7.0.
+fn protected_refusal(ctx: &Ctx<'_>, top: &str) -> Option<CmdError> {
+    use crate::config::ProtectedAction;
+    let (action, name, option) = if top == "debug" {
+        (ProtectedAction::Debug, "DEBUG", "enable-debug-command")
+    } else {
+        (ProtectedAction::Module, "MODULE", "enable-module-command")
+    };
+    if ctx
+        .shared
+        .config
+        .read()
+        .allows(action, ctx.client.peer.ip())
+    {
+        return None;
+    }
+    Some(CmdError::Owned(format!(
+        "ERR {name} command not allowed. If the {option} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+    )))
 }
 
 /// What a top-level command must wait for before it runs, if anything: a script takes

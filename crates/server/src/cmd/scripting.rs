@@ -159,6 +159,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Cm
             check_oom(&flags, over_limit)?;
             check_replicas(&flags, &no_replicas)?;
             run_flags.set_allows_oom(flags.allow_oom);
+            run_flags.set_replicas_short(no_replicas.is_some());
             Ok((sha, ro || flags.no_writes))
         },
         false,
@@ -223,6 +224,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ro: bool) -> CmdResult {
             check_oom(&f.flags, over_limit)?;
             check_replicas(&f.flags, &no_replicas)?;
             run_flags.set_allows_oom(f.flags.allow_oom);
+            run_flags.set_replicas_short(no_replicas.is_some());
             let read_only = f.flags.no_writes;
             Ok((name.clone(), read_only))
         },

@@ -278,6 +278,9 @@ impl Config {
                 return Err(SetError::Arity);
             }
             let text = super::params::canonical(param, values).map_err(SetError::Invalid)?;
+            if param.name == "dbfilename" && text.contains(['/', '\\']) {
+                return Err(invalid("dbfilename can't be a path, just a filename"));
+            }
             if param.name == "cluster-enabled" && text == "yes" {
                 return Err(invalid(
                     "cluster-enabled yes is not supported: redline-server runs standalone",

@@ -105,8 +105,8 @@ pub struct Config {
     pub notify_keyspace_events: u32,
     /// `tracking-table-max-keys` (0: no limit).
     pub tracking_table_max_keys: u64,
-    /// `enable-debug-command`, `enable-protected-configs`, `enable-module-command`:
-    /// accepted and shown (`yes`, `no` or `local`).
+    /// `enable-debug-command`, `enable-protected-configs`, `enable-module-command`
+    /// (`yes`, `no` or `local`): see [`Config::allows`].
     pub enable_flags: [String; 3],
     /// The table parameters ([`params::PARAMS`]) set away from their defaults, by name,
     /// as canonical text.
@@ -257,6 +257,19 @@ impl Config {
         Ok(config)
     }
 
+    /// Whether a protected action is allowed for a client (Redis's
+    /// `allowProtectedAction`): `yes`, or `local` for a client on the loopback address.
+    pub fn allows(&self, action: ProtectedAction, peer: std::net::IpAddr) -> bool {
+        match self.enable_flags[action as usize].as_str() {
+            "yes" => true,
+            "local" => {
+                peer == std::net::IpAddr::from([127, 0, 0, 1])
+                    || peer == std::net::IpAddr::from(std::net::Ipv6Addr::LOCALHOST)
+            }
+            _ => false,
+        }
+    }
+
     /// The current text of table parameter `name` (its default when never set); empty for
     /// an unknown name.
     pub fn param(&self, name: &str) -> &str {
@@ -358,6 +371,21 @@ fn options_text(args: &[String]) -> String {
     }
     options
 }
+
+/// What the `enable-*` directives guard, in [`Config::enable_flags`] order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtectedAction {
+    /// The DEBUG command (`enable-debug-command`).
+    Debug = 0,
+    /// CONFIG SET of `dir` and `dbfilename` (`enable-protected-configs`): together they
+    /// let a client write a file anywhere the server may.
+    Configs = 1,
+    /// The MODULE command (`enable-module-command`).
+    Module = 2,
+}
+
+/// The parameters CONFIG SET changes only where `enable-protected-configs` allows.
+pub const PROTECTED_PARAMS: &[&str] = &["dir", "dbfilename"];
 
 #[cfg(test)]
 mod tests {

@@ -210,7 +210,7 @@ pub static PARAMS: &[Param] = &[
     p("cluster-require-full-coverage", B, "yes"),
     p("crash-log-enabled", B, "yes"),
     p("crash-memcheck-enabled", B, "yes"),
-    fixed("dbfilename", T, "dump.rdb"),
+    p("dbfilename", T, "dump.rdb"),
     p("dir", T, ""),
     fixed("disable-thp", B, "yes"),
     p("dynamic-hz", B, "yes"),

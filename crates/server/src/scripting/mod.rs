@@ -125,6 +125,8 @@ pub struct RunFlags {
     busy: AtomicBool,
     /// The running script declared allow-oom.
     allow_oom: AtomicBool,
+    /// Too few good replicas when the script started (`min-replicas-to-write`).
+    replicas_short: AtomicBool,
     kill: AtomicBool,
     wrote: AtomicBool,
     eval: AtomicBool,
@@ -154,6 +156,18 @@ impl RunFlags {
     /// Records whether the script about to run declared allow-oom.
     pub fn set_allows_oom(&self, on: bool) {
         self.allow_oom.store(on, Ordering::Release);
+    }
+
+    /// Records whether too few good replicas were there when the script started.
+    pub fn set_replicas_short(&self, short: bool) {
+        self.replicas_short.store(short, Ordering::Release);
+    }
+
+    /// Whether the running script's writes are refused NOREPLICAS. Decided when it
+    /// started, as Redis counts good replicas in its cron, which does not run while a
+    /// script does: a replica dropping during the script does not fail its next write.
+    pub fn replicas_short(&self) -> bool {
+        self.replicas_short.load(Ordering::Acquire)
     }
 
     /// Whether the running script may write above `maxmemory`: it declared allow-oom, or
