@@ -876,3 +876,43 @@ fn a_paused_replica_reads_but_does_not_apply_its_master_s_stream() {
     wait_caught_up(m, r);
     assert_eq!(text(&conn(r).cmd(&["GET", "foo2"])), "bar2");
 }
+
+/// `redis.set_repl` sends a script's next changes to the AOF, the replicas, both or
+/// neither: the replica gets only what went to it, the AOF (read back with DEBUG
+/// LOADAOF) only what went there; the master keeps everything. Same on redis-server.
+#[test]
+fn script_set_repl_picks_where_changes_go_like_redis() {
+    let script = "redis.call('set','a','1')\n\
+                  redis.set_repl(redis.REPL_NONE)\n\
+                  redis.call('set','b','2')\n\
+                  redis.set_repl(redis.REPL_AOF)\n\
+                  redis.call('set','c','3')\n\
+                  redis.set_repl(redis.REPL_REPLICA)\n\
+                  redis.call('set','e','5')\n\
+                  redis.set_repl(redis.REPL_ALL)\n\
+                  redis.call('set','d','4')\n";
+    let run = |m: u16, r: u16| {
+        conn(r).cmd(&["REPLICAOF", "127.0.0.1", &m.to_string()]);
+        wait_link_up(r);
+        let mut c = conn(m);
+        c.cmd(&["EVAL", script, "0"]);
+        // One more write after a switch back, in another database.
+        c.cmd(&["SELECT", "1"]);
+        c.cmd(&["SET", "f", "6"]);
+        wait_caught_up(m, r);
+        let keys = ["MGET", "a", "b", "c", "d", "e"];
+        let mut seen = vec![text(&conn(m).cmd(&keys)), text(&conn(r).cmd(&keys))];
+        let mut r1 = conn(r);
+        r1.cmd(&["SELECT", "1"]);
+        seen.push(text(&r1.cmd(&["GET", "f"])));
+        let mut m0 = conn(m);
+        m0.cmd(&["DEBUG", "LOADAOF"]);
+        seen.push(text(&m0.cmd(&keys)));
+        m0.cmd(&["SELECT", "1"]);
+        seen.push(text(&m0.cmd(&["GET", "f"])));
+        seen
+    };
+    let (rm, rr) = (redis(&["--appendonly", "yes"]), redis(&[]));
+    let (om, or) = (redline(&["--appendonly", "yes"]), redline(&[]));
+    assert_eq!(run(om.port(), or.port()), run(rm.port(), rr.port()));
+}

@@ -55,7 +55,9 @@ pub struct ClientState {
     pub monitor: bool,
     /// What this command (or transaction, or script) puts in the replication stream,
     /// with the database of each, appended when the top-level command ends.
-    pub propagate: Vec<(usize, Vec<Bytes>)>,
+    pub propagate: Vec<crate::repl::journal::Propagated>,
+    /// Where this client's changes go (`redis.set_repl` inside a script; both else).
+    pub repl_targets: crate::repl::journal::Targets,
     /// A command's own stream form, set by handlers that know it better than the
     /// generic rules (a blocking pop served at once is propagated as the pop).
     pub propagate_as: Option<Vec<Vec<Bytes>>>,
@@ -206,6 +208,7 @@ impl ClientState {
             commands_since_flush: 0,
             monitor: false,
             propagate: Vec::new(),
+            repl_targets: crate::repl::journal::Targets::ALL,
             propagate_as: None,
             last_cmd: "NULL",
             qbuf: 0,

@@ -29,6 +29,54 @@ use tokio::sync::{mpsc, watch};
 
 use super::backlog::Backlog;
 
+/// Where a change goes: the append-only file, the replicas (and backlog), or both
+/// (Redis's `PROPAGATE_AOF` / `PROPAGATE_REPL`; a script picks with `redis.set_repl`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Targets {
+    /// To the append-only file.
+    pub aof: bool,
+    /// To the replicas and the backlog.
+    pub replicas: bool,
+}
+
+impl Targets {
+    /// Both: every change but those a script sent elsewhere.
+    pub const ALL: Targets = Targets {
+        aof: true,
+        replicas: true,
+    };
+
+    /// From `redis.set_repl`'s flags (`REPL_AOF` 1, `REPL_REPLICA` 2).
+    pub fn from_flags(flags: u8) -> Targets {
+        Targets {
+            aof: flags & 1 != 0,
+            replicas: flags & 2 != 0,
+        }
+    }
+}
+
+/// One change for the stream: the command, the database it ran in, where it goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Propagated {
+    /// The database.
+    pub db: usize,
+    /// The command as it is written.
+    pub args: Vec<Bytes>,
+    /// Where it goes.
+    pub to: Targets,
+}
+
+impl Propagated {
+    /// A change for the file and the replicas.
+    pub fn all(db: usize, args: Vec<Bytes>) -> Propagated {
+        Propagated {
+            db,
+            args,
+            to: Targets::ALL,
+        }
+    }
+}
+
 /// Thread slots of the gate (more threads than slots only share slots).
 const GATE_SLOTS: usize = 64;
 
@@ -102,6 +150,9 @@ pub struct Stream {
     pub offset: u64,
     /// The database the stream last selected.
     db: Option<usize>,
+    /// The database the append-only file last selected, when it differs from the
+    /// stream's (a change that went to one of them only).
+    aof_db: Option<usize>,
     /// The last bytes, once a replica has attached.
     backlog: Option<Backlog>,
     /// Attached replicas.
@@ -114,6 +165,7 @@ impl Stream {
     /// Makes the next command name its database (a new reader starts here).
     pub fn force_select(&mut self) {
         self.db = None;
+        self.aof_db = None;
     }
 
     /// The backlog, if one exists.
@@ -170,6 +222,19 @@ impl Stream {
     /// Removes replica `id` (its connection ended).
     pub fn detach(&mut self, id: u64) {
         self.replicas.retain(|r| r.id != id);
+    }
+
+    /// Sends a change that went to the file and the replicas differently.
+    fn push_split(&mut self, aof: &[u8], replicas: Bytes) {
+        if let Some(file) = &mut self.aof {
+            file.write(aof);
+        }
+        self.offset += replicas.len() as u64;
+        if let Some(backlog) = &mut self.backlog {
+            backlog.push(&replicas);
+        }
+        self.replicas
+            .retain(|r| r.tx.send(replicas.clone()).is_ok());
     }
 
     fn push(&mut self, chunk: Bytes) {
@@ -247,6 +312,7 @@ impl Default for Journal {
                 second_offset: -1,
                 offset: 0,
                 db: None,
+                aof_db: None,
                 backlog: None,
                 replicas: Vec::new(),
                 aof: None,
@@ -316,25 +382,27 @@ impl Journal {
     /// Appends commands, each with the database it ran in; more than one are wrapped in
     /// MULTI/EXEC so the replica applies them as one, as Redis 7.0 does. Returns the
     /// offset after them.
-    pub fn append(&self, commands: &[(usize, Vec<Bytes>)]) -> u64 {
+    pub fn append(&self, commands: &[Propagated]) -> u64 {
         let mut stream = self.stream.lock();
         if commands.is_empty() {
             return stream.offset;
         }
-        let mut out = BytesMut::new();
-        let wrap = commands.len() > 1;
-        if wrap {
-            select(&mut out, &mut stream, commands[0].0);
-            write_command(&mut out, &[Bytes::from_static(b"MULTI")]);
+        if commands.iter().all(|c| c.to == Targets::ALL) && stream.aof_db.is_none() {
+            let mut db = stream.db;
+            let out = encode_for(commands, &mut db, |_| true);
+            stream.db = db;
+            stream.push(out.freeze());
+        } else {
+            // A script sent some changes to one side only: each side gets its own
+            // commands and SELECTs (MULTI and EXEC go to both, as in Redis).
+            let mut aof_db = stream.aof_db.or(stream.db);
+            let aof = encode_for(commands, &mut aof_db, |t| t.aof);
+            let mut db = stream.db;
+            let replicas = encode_for(commands, &mut db, |t| t.replicas);
+            stream.db = db;
+            stream.aof_db = if aof_db == db { None } else { aof_db };
+            stream.push_split(&aof, replicas.freeze());
         }
-        for (db, args) in commands {
-            select(&mut out, &mut stream, *db);
-            write_command(&mut out, args);
-        }
-        if wrap {
-            write_command(&mut out, &[Bytes::from_static(b"EXEC")]);
-        }
-        stream.push(out.freeze());
         stream.offset
     }
 
@@ -396,11 +464,34 @@ impl Journal {
     }
 }
 
-fn select(out: &mut BytesMut, stream: &mut Stream, db: usize) {
-    if stream.db != Some(db) {
+/// `commands` as one side receives them (those `side` keeps), with a SELECT wherever
+/// the database changes from `db` (updated); several are wrapped in MULTI/EXEC.
+fn encode_for(
+    commands: &[Propagated],
+    db: &mut Option<usize>,
+    side: impl Fn(Targets) -> bool,
+) -> BytesMut {
+    let mut out = BytesMut::new();
+    let wrap = commands.len() > 1;
+    if wrap {
+        select(&mut out, db, commands[0].db);
+        write_command(&mut out, &[Bytes::from_static(b"MULTI")]);
+    }
+    for c in commands.iter().filter(|c| side(c.to)) {
+        select(&mut out, db, c.db);
+        write_command(&mut out, &c.args);
+    }
+    if wrap {
+        write_command(&mut out, &[Bytes::from_static(b"EXEC")]);
+    }
+    out
+}
+
+fn select(out: &mut BytesMut, current: &mut Option<usize>, db: usize) {
+    if *current != Some(db) {
         let db_text = db.to_string();
         write_command(out, &[Bytes::from_static(b"SELECT"), Bytes::from(db_text)]);
-        stream.db = Some(db);
+        *current = Some(db);
     }
 }
 
@@ -415,7 +506,7 @@ pub fn write_command(out: &mut BytesMut, args: &[Bytes]) {
 impl crate::store::events::DeletionFeed for Journal {
     fn expired(&self, db: usize, key: &[u8]) {
         if self.active() {
-            self.append(&[(
+            self.append(&[Propagated::all(
                 db,
                 vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(key)],
             )]);
@@ -438,9 +529,12 @@ mod tests {
             journal
                 .stream()
                 .attach(1, IpAddr::from([127, 0, 0, 1]), 6380, 1 << 20);
-        journal.append(&[(0, args(&["SET", "a", "1"]))]);
-        journal.append(&[(0, args(&["SET", "b", "2"]))]);
-        journal.append(&[(1, args(&["INCR", "x"])), (2, args(&["DEL", "y"]))]);
+        journal.append(&[Propagated::all(0, args(&["SET", "a", "1"]))]);
+        journal.append(&[Propagated::all(0, args(&["SET", "b", "2"]))]);
+        journal.append(&[
+            Propagated::all(1, args(&["INCR", "x"])),
+            Propagated::all(2, args(&["DEL", "y"])),
+        ]);
         let mut got = Vec::new();
         while let Ok(chunk) = rx.try_recv() {
             got.extend_from_slice(&chunk);

@@ -96,6 +96,7 @@ use parking_lot::Mutex;
 
 use crate::cmd::Ctx;
 pub use journal::Journal;
+use journal::Propagated;
 
 /// This server's replication state.
 #[derive(Debug, Default)]
@@ -177,9 +178,10 @@ pub fn record(ctx: &mut Ctx<'_>, name: &str, args: &[Bytes], reply_start: usize,
             rewrite::propagated(ctx, name, args, &reply)
         }
     };
+    let to = ctx.client.repl_targets;
     ctx.client
         .propagate
-        .extend(forms.into_iter().map(|form| (db, form)));
+        .extend(forms.into_iter().map(|args| Propagated { db, args, to }));
 }
 
 /// Puts `forms` in the stream in place of the running command (Redis's
@@ -201,7 +203,10 @@ pub fn propagate_instead(ctx: &mut Ctx<'_>, forms: Vec<Vec<Bytes>>) {
             .extend(forms);
     } else if !forms.is_empty() {
         let db = ctx.client.db;
-        let pending: Vec<_> = forms.into_iter().map(|form| (db, form)).collect();
+        let pending: Vec<_> = forms
+            .into_iter()
+            .map(|args| Propagated::all(db, args))
+            .collect();
         ctx.client.repl_offset = journal.append(&pending);
     }
 }
@@ -214,7 +219,10 @@ pub fn append_served(shared: &crate::shared::Shared, db: usize, forms: Vec<Vec<B
     if forms.is_empty() || !journal.active() || shared.repl.is_replica() {
         return;
     }
-    let pending: Vec<_> = forms.into_iter().map(|form| (db, form)).collect();
+    let pending: Vec<_> = forms
+        .into_iter()
+        .map(|args| Propagated::all(db, args))
+        .collect();
     journal.append(&pending);
 }
 

@@ -1053,6 +1053,12 @@ fn run_and_reply(
                 let allowed = crate::acl::check::check(&user.rules(), spec, &args).is_ok();
                 Ok(allowed)
             })?;
+            // redis.set_repl: where the script's next changes go.
+            let set_repl = scope.create_function(|_, flags: u8| {
+                client.borrow_mut().repl_targets = crate::repl::journal::Targets::from_flags(flags);
+                Ok(())
+            })?;
+            engine.state.raw_set("set_repl", set_repl)?;
             let (redis, outside, names) = (&engine.redis, &engine.outside, &engine.names);
             redis.raw_set(&names.call, call)?;
             redis.raw_set(&names.pcall, pcall)?;
@@ -1099,6 +1105,7 @@ fn run_and_reply(
                 redis.raw_set("debug", debug)?;
             }
             engine.state.raw_set(&names.call, Value::Nil)?;
+            engine.state.raw_set("set_repl", Value::Nil)?;
             outcome
         })
     })();
@@ -1106,6 +1113,7 @@ fn run_and_reply(
         engine.lua.remove_hook();
         session.end();
     }
+    ctx.client.repl_targets = crate::repl::journal::Targets::ALL;
     flags.finish();
     drop(frozen);
     ctx.client.protocol = caller_protocol;

@@ -134,6 +134,7 @@ redis.set_repl = function(...)
   if type(flags) ~= 'number' or flags < 0 or flags > 3 then
     error({err = 'ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.'})
   end
+  state.set_repl(flags)
 end
 redis.replicate_commands = function() return true end
 redis.breakpoint = function() return false end
