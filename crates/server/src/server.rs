@@ -98,6 +98,12 @@ impl Server {
         } else {
             (Vec::new(), 0)
         };
+        if listeners.is_empty() && tls_listeners.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "Configured to not listen anywhere, exiting.",
+            ));
+        }
         let shared = Arc::new(Shared::new(config, port));
         if let Some(tls_config) = tls_config {
             shared.tls.install(tls_config);

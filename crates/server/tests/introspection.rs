@@ -450,3 +450,27 @@ fn protected_commands_and_configs_match_redis() {
         assert_eq!(got[2..], theirs[2..], "{setting}");
     }
 }
+
+/// Redis 7's default `bind`, `* -::*`: every IPv4 address, and every IPv6 one when the
+/// host has IPv6, both on one port; CONFIG REWRITE leaves it out as a default.
+#[test]
+fn default_bind_is_every_address_like_redis() {
+    use redline_testkit::RedlineServer;
+    assert_eq!(
+        redline_server::Config::default().get("bind").as_deref(),
+        Some("* -::*")
+    );
+    let server = RedlineServer::builder()
+        .args(["--bind", "*", "-::*"])
+        .start()
+        .unwrap();
+    let port = server.port();
+    let mut c = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    assert_eq!(
+        text(&c.cmd(&["CONFIG", "GET", "bind"])),
+        "Array([Bulk(b\"bind\"), Bulk(b\"* -::*\")])"
+    );
+    if std::net::TcpListener::bind("[::1]:0").is_ok() {
+        assert!(std::net::TcpStream::connect(("::1", port)).is_ok());
+    }
+}

@@ -916,3 +916,24 @@ fn script_set_repl_picks_where_changes_go_like_redis() {
     let (om, or) = (redline(&["--appendonly", "yes"]), redline(&[]));
     assert_eq!(run(om.port(), or.port()), run(rm.port(), rr.port()));
 }
+
+/// `bind-source-addr`: a replica connects to its master from that address (the
+/// master sees it in INFO), as Redis's does.
+#[test]
+fn replica_connects_from_bind_source_addr() {
+    for master in [redis(&["--protected-mode", "no"]).port(), 0] {
+        let ours;
+        let m = if master == 0 {
+            ours = redline(&["--protected-mode", "no"]);
+            ours.port()
+        } else {
+            master
+        };
+        let replica = redline(&["--bind-source-addr", "127.0.0.2"]);
+        let r = replica.port();
+        conn(r).cmd(&["REPLICAOF", "127.0.0.1", &m.to_string()]);
+        wait_link_up(r);
+        let slave0 = info_field(m, "slave0");
+        assert!(slave0.contains("ip=127.0.0.2"), "{slave0}");
+    }
+}

@@ -10,7 +10,7 @@
 //! Redis retries.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -83,25 +83,27 @@ fn parse(args: &[Bytes]) -> Result<Options, CmdError> {
     Ok(o)
 }
 
-/// A connection to the target with Redis's per-operation timeout.
-fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Result<TcpStream, CmdError> {
+/// A connection to the target with Redis's per-operation timeout, from
+/// `bind-source-addr` when set.
+fn connect(
+    host: &[u8],
+    port: &[u8],
+    timeout: Duration,
+    source: &str,
+) -> Result<TcpStream, CmdError> {
     let host = std::str::from_utf8(host).map_err(|_| CONNECT_ERROR)?;
     let port: u16 = std::str::from_utf8(port)
         .ok()
         .and_then(|p| p.parse().ok())
         .ok_or(CONNECT_ERROR)?;
-    let addrs = (host, port).to_socket_addrs().map_err(|_| CONNECT_ERROR)?;
-    for addr in addrs {
-        if let Ok(stream) = TcpStream::connect_timeout(&addr, timeout) {
-            let _ = stream.set_nodelay(true);
-            stream
-                .set_read_timeout(Some(timeout))
-                .and_then(|()| stream.set_write_timeout(Some(timeout)))
-                .map_err(|_| CONNECT_ERROR)?;
-            return Ok(stream);
-        }
-    }
-    Err(CONNECT_ERROR)
+    let stream = crate::net::outgoing::connect_blocking(host, port, source, timeout)
+        .map_err(|_| CONNECT_ERROR)?;
+    let _ = stream.set_nodelay(true);
+    stream
+        .set_read_timeout(Some(timeout))
+        .and_then(|()| stream.set_write_timeout(Some(timeout)))
+        .map_err(|_| CONNECT_ERROR)?;
+    Ok(stream)
 }
 
 /// Reads one reply line (the target answers AUTH, SELECT and RESTORE with one line).
@@ -213,6 +215,12 @@ fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         String::from_utf8_lossy(&port)
     );
     let cache = &ctx.shared.migrate_cache;
+    let source = ctx
+        .shared
+        .config
+        .read()
+        .param("bind-source-addr")
+        .to_string();
     // Network I/O with the shards held: off the async workers' hands, as a script runs.
     let acked = super::off_the_runtime(|| -> Result<Vec<Result<(), String>>, CmdError> {
         // A kept connection may have been closed by the target meanwhile: on an I/O
@@ -222,7 +230,7 @@ fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             let reused = cached.is_some();
             let mut conn = match cached.take() {
                 Some(conn) => conn,
-                None => Cached::new(connect(&host, &port, timeout)?),
+                None => Cached::new(connect(&host, &port, timeout, &source)?),
             };
             match exchange(&mut conn, &opts.auth, db, &request, moving.len()) {
                 Ok(replies) => {

@@ -122,7 +122,9 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             port: 6379,
-            bind: vec!["127.0.0.1".to_string()],
+            // Redis 7's: every IPv4 and (if there is one) IPv6 address; protected mode
+            // keeps clients off other than the loopback until a password is set.
+            bind: vec!["*".to_string(), "-::*".to_string()],
             requirepass: Vec::new(),
             maxclients: 10_000,
             timeout: 0,
@@ -262,10 +264,7 @@ impl Config {
     pub fn allows(&self, action: ProtectedAction, peer: std::net::IpAddr) -> bool {
         match self.enable_flags[action as usize].as_str() {
             "yes" => true,
-            "local" => {
-                peer == std::net::IpAddr::from([127, 0, 0, 1])
-                    || peer == std::net::IpAddr::from(std::net::Ipv6Addr::LOCALHOST)
-            }
+            "local" => is_local(peer),
             _ => false,
         }
     }
@@ -370,6 +369,13 @@ fn options_text(args: &[String]) -> String {
         }
     }
     options
+}
+
+/// A client on the loopback address, as Redis's `islocalClient` decides: exactly
+/// 127.0.0.1 or ::1.
+pub fn is_local(peer: std::net::IpAddr) -> bool {
+    peer == std::net::IpAddr::from([127, 0, 0, 1])
+        || peer == std::net::IpAddr::from(std::net::Ipv6Addr::LOCALHOST)
 }
 
 /// What the `enable-*` directives guard, in [`Config::enable_flags`] order.

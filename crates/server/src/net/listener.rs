@@ -76,22 +76,24 @@ fn admit(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, kind: Ki
         .stats
         .connections_received
         .fetch_add(1, Ordering::Relaxed);
-    let (maxclients, protected, has_password, handshake_timeout) = {
+    let (maxclients, protected, handshake_timeout) = {
         let config = shared.config.read();
         (
             config.maxclients,
             config.protected_mode,
-            !config.requirepass.is_empty(),
             super::tls::handshake_timeout(&config),
         )
     };
+    // Protected mode holds while the default user takes any password (Redis's check),
+    // whatever set it: requirepass or ACL SETUSER.
+    let has_password = !shared.acl.default_user().rules().nopass;
     let refusal = if shared.clients.len() as u64 >= maxclients {
         shared
             .stats
             .rejected_connections
             .fetch_add(1, Ordering::Relaxed);
         Some(MAX_CLIENTS_REACHED)
-    } else if protected && !has_password && !peer.ip().is_loopback() {
+    } else if protected && !has_password && !crate::config::is_local(peer.ip()) {
         Some(PROTECTED_MODE_DENIED)
     } else {
         None
@@ -154,9 +156,8 @@ pub fn bind_all(bind: &[String], port: u16) -> io::Result<(Vec<std::net::TcpList
         } else {
             format!("{host}:{port}")
         };
-        match std::net::TcpListener::bind(&target) {
+        match listen(&target) {
             Ok(listener) => {
-                listener.set_nonblocking(true)?;
                 port = listener.local_addr()?.port();
                 listeners.push(listener);
             }
@@ -171,13 +172,27 @@ pub fn bind_all(bind: &[String], port: u16) -> io::Result<(Vec<std::net::TcpList
             }
         }
     }
-    if listeners.is_empty() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "Configured to not listen anywhere, exiting.",
-        ));
-    }
     Ok((listeners, port))
+}
+
+/// One listening socket, as Redis opens them: address reuse, and IPv6 sockets for IPv6
+/// only (so `* -::*` listens on both families instead of the second failing).
+fn listen(target: &str) -> io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    use std::net::ToSocketAddrs;
+    let addr = target
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no such address"))?;
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.bind(&addr.into())?;
+    socket.listen(511)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
 }
 
 /// Starts accepting on `listeners` (inside the runtime), in place of the listeners the

@@ -242,7 +242,8 @@ async fn session(
 ) -> std::io::Result<()> {
     status.set(CONNECTING);
     tracing::info!("Connecting to MASTER {host}:{port}");
-    let mut socket = TcpStream::connect((host, port)).await?;
+    let source = shared.config.read().param("bind-source-addr").to_string();
+    let mut socket = crate::net::outgoing::connect(host, port, &source).await?;
     let _ = socket.set_nodelay(true);
     let mut input = BytesMut::with_capacity(16 * 1024);
     tracing::info!("MASTER <-> REPLICA sync started");

@@ -29,7 +29,16 @@ impl Redline {
     pub fn start_with(args: &[&str]) -> Redline {
         // In-process servers share the test's working directory: no dump file there.
         // DEBUG on, as Redis's own test suite has it (off by default since Redis 7).
-        let mut all = vec!["--port", "0", "--save", "", "--enable-debug-command", "yes"];
+        let mut all = vec![
+            "--port",
+            "0",
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--enable-debug-command",
+            "yes",
+        ];
         all.extend_from_slice(args);
         let config = Config::from_args(all).expect("config");
         let (tx, rx) = std::sync::mpsc::channel();

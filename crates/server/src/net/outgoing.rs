@@ -1,0 +1,76 @@
+//! Connections this server opens (to its master, MIGRATE's target), from the address
+//! `bind-source-addr` names when it is set, as Redis binds them.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+/// The source address `bind-source-addr` holds, if any (a bad one is an error, so the
+/// connection fails as Redis's does instead of leaving from another address).
+fn source(setting: &str) -> io::Result<Option<IpAddr>> {
+    if setting.is_empty() {
+        return Ok(None);
+    }
+    setting
+        .parse()
+        .map(Some)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad bind-source-addr"))
+}
+
+/// Connects to `host:port` (the first address that answers) from `source_setting`.
+pub async fn connect(
+    host: &str,
+    port: u16,
+    source_setting: &str,
+) -> io::Result<tokio::net::TcpStream> {
+    let Some(from) = source(source_setting)? else {
+        return tokio::net::TcpStream::connect((host, port)).await;
+    };
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
+    for addr in tokio::net::lookup_host((host, port)).await? {
+        let socket = if addr.is_ipv6() {
+            tokio::net::TcpSocket::new_v6()?
+        } else {
+            tokio::net::TcpSocket::new_v4()?
+        };
+        socket.bind(SocketAddr::new(from, 0))?;
+        match socket.connect(addr).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// Connects to `host:port` within `timeout` (blocking), from `source_setting`.
+pub fn connect_blocking(
+    host: &str,
+    port: u16,
+    source_setting: &str,
+    timeout: Duration,
+) -> io::Result<std::net::TcpStream> {
+    let from = source(source_setting)?;
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
+    for addr in (host, port).to_socket_addrs()? {
+        let Some(from) = from else {
+            match std::net::TcpStream::connect_timeout(&addr, timeout) {
+                Ok(stream) => return Ok(stream),
+                Err(e) => {
+                    last = e;
+                    continue;
+                }
+            }
+        };
+        let socket = socket2::Socket::new(
+            socket2::Domain::for_address(addr),
+            socket2::Type::STREAM,
+            None,
+        )?;
+        socket.bind(&SocketAddr::new(from, 0).into())?;
+        match socket.connect_timeout(&addr.into(), timeout) {
+            Ok(()) => return Ok(socket.into()),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
