@@ -31,6 +31,8 @@ use crate::store::expiry;
 pub struct Server {
     listeners: Vec<TcpListener>,
     tls_listeners: Vec<TcpListener>,
+    /// The Unix socket (`unixsocket`) and its path.
+    unix: Option<(tokio::net::UnixListener, String)>,
     shared: Arc<Shared>,
 }
 
@@ -98,7 +100,14 @@ impl Server {
         } else {
             (Vec::new(), 0)
         };
-        if listeners.is_empty() && tls_listeners.is_empty() {
+        let unix = match config.param("unixsocket") {
+            "" => None,
+            path => Some((
+                listener::bind_unix(path, config.param("unixsocketperm"))?,
+                path.to_string(),
+            )),
+        };
+        if listeners.is_empty() && tls_listeners.is_empty() && unix.is_none() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "Configured to not listen anywhere, exiting.",
@@ -113,6 +122,7 @@ impl Server {
         Ok(Server {
             listeners,
             tls_listeners,
+            unix,
             shared,
         })
     }
@@ -145,6 +155,7 @@ impl Server {
         let Server {
             listeners,
             tls_listeners,
+            unix,
             shared,
         } = self;
         let (stop_expiry, stop_rx) = std::sync::mpsc::channel::<()>();
@@ -169,6 +180,10 @@ impl Server {
         }
         if !tls_listeners.is_empty() {
             tracing::info!("Ready to accept connections tls");
+        }
+        if let Some((unix, path)) = unix {
+            tracing::info!("Ready to accept connections unix");
+            listener::serve_unix(&shared, unix, path);
         }
         listener::serve(&shared, listeners);
         listener::serve_tls(&shared, tls_listeners);

@@ -88,6 +88,8 @@ pub struct Shared {
     port: std::sync::atomic::AtomicU16,
     /// The accept loops, replaced when CONFIG SET changes `port` or `bind`.
     pub accepting: parking_lot::Mutex<crate::net::listener::Accepting>,
+    /// The Unix socket's accept loop and the socket's path (`unixsocket`).
+    pub unix_accepting: parking_lot::Mutex<Option<(tokio::task::AbortHandle, String)>>,
     /// TLS on the client port: the configuration new connections get, its accept loops.
     pub tls: crate::net::tls::Tls,
 }
@@ -139,6 +141,7 @@ impl Shared {
             run_id,
             port: std::sync::atomic::AtomicU16::new(port),
             accepting: parking_lot::Mutex::default(),
+            unix_accepting: parking_lot::Mutex::default(),
             tls: crate::net::tls::Tls::default(),
         };
         let config = shared.config.read().clone();

@@ -474,3 +474,81 @@ fn default_bind_is_every_address_like_redis() {
         assert!(std::net::TcpStream::connect(("::1", port)).is_ok());
     }
 }
+
+/// The Unix socket (`unixsocket`, `unixsocketperm`): commands answer as on TCP, the
+/// client shows as `/unixsocket:0`, it counts as local (`enable-debug-command local`),
+/// and the socket file has the asked permissions. Compared with redis-server.
+#[test]
+fn unix_socket_clients_match_redis() {
+    use redline_testkit::RedlineServer;
+    use std::io::{Read, Write};
+    use std::os::unix::fs::PermissionsExt;
+    let run = |path: &std::path::Path| {
+        let mut s = std::os::unix::net::UnixStream::connect(path).unwrap();
+        let mut seen = Vec::new();
+        for args in [
+            &["PING"][..],
+            &["CLIENT", "SETNAME", "u"],
+            &["DEBUG", "SLEEP", "0"],
+        ] {
+            let mut out = bytes::BytesMut::new();
+            redline_resp::encode::command(&mut out, args.iter().map(|a| a.as_bytes()));
+            s.write_all(&out).unwrap();
+            let mut buf = bytes::BytesMut::new();
+            let frame = loop {
+                if let Some(f) = redline_resp::parse(&mut buf).unwrap() {
+                    break f;
+                }
+                let mut chunk = [0u8; 4096];
+                let n = s.read(&mut chunk).unwrap();
+                assert!(n > 0, "closed");
+                buf.extend_from_slice(&chunk[..n]);
+            };
+            seen.push(text(&frame));
+        }
+        // Its CLIENT LIST line, as another client sees it.
+        let mut out = bytes::BytesMut::new();
+        redline_resp::encode::command(&mut out, [&b"CLIENT"[..], b"LIST"]);
+        s.write_all(&out).unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while !buf.ends_with(b"\r\n") || buf.len() < 10 {
+            let n = s.read(&mut chunk).unwrap();
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        let list = String::from_utf8_lossy(&buf).to_string();
+        let addr = list
+            .split(' ')
+            .find(|f| f.starts_with("addr="))
+            .map(|a| a.replace(&*path.display().to_string(), "PATH"));
+        seen.push(format!("{addr:?}"));
+        let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        seen.push(format!("{mode:o}"));
+        seen
+    };
+    let dir = std::env::temp_dir().join(format!("redline-unix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (theirs_path, ours_path) = (dir.join("redis.sock"), dir.join("redline.sock"));
+    let args = |p: &std::path::Path| {
+        vec![
+            "--unixsocket".to_string(),
+            p.display().to_string(),
+            "--unixsocketperm".into(),
+            "700".into(),
+            "--enable-debug-command".into(),
+            "local".into(),
+        ]
+    };
+    let redis = RedisServer::builder()
+        .args(args(&theirs_path))
+        .start()
+        .unwrap();
+    let ours = RedlineServer::builder()
+        .args(args(&ours_path))
+        .start()
+        .unwrap();
+    let (theirs, got) = (run(&theirs_path), run(&ours_path));
+    drop((redis, ours));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(got, theirs);
+}

@@ -61,7 +61,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         if crate::config::PROTECTED_PARAMS.contains(&canonical.as_str())
             && !config.allows(
                 crate::config::ProtectedAction::Configs,
-                ctx.client.peer.ip(),
+                ctx.client.peer.is_local(),
             )
         {
             return Err(CmdError::Owned(format!(

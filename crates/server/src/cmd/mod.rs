@@ -641,7 +641,7 @@ fn protected_refusal(ctx: &Ctx<'_>, top: &str) -> Option<CmdError> {
         .shared
         .config
         .read()
-        .allows(action, ctx.client.peer.ip())
+        .allows(action, ctx.client.peer.is_local())
     {
         return None;
     }

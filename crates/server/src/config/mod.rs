@@ -260,11 +260,12 @@ impl Config {
     }
 
     /// Whether a protected action is allowed for a client (Redis's
-    /// `allowProtectedAction`): `yes`, or `local` for a client on the loopback address.
-    pub fn allows(&self, action: ProtectedAction, peer: std::net::IpAddr) -> bool {
+    /// `allowProtectedAction`): `yes`, or `local` for a local client (see
+    /// [`crate::net::peer::Peer::is_local`]).
+    pub fn allows(&self, action: ProtectedAction, local: bool) -> bool {
         match self.enable_flags[action as usize].as_str() {
             "yes" => true,
-            "local" => is_local(peer),
+            "local" => local,
             _ => false,
         }
     }

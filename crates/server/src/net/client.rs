@@ -1,7 +1,6 @@
 //! What the server knows about one connection: its id, selected database, protocol,
 //! name, authentication, and the flags commands set for the connection loop.
 
-use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
@@ -46,7 +45,7 @@ pub struct ClientState {
     /// CLIENT SETINFO LIB-VER.
     pub lib_ver: Option<Vec<u8>>,
     /// The peer's address.
-    pub peer: SocketAddr,
+    pub peer: super::peer::Peer,
     /// When the connection was accepted.
     pub created: Instant,
     /// Close the connection once the replies so far are written (QUIT, protocol errors).
@@ -192,7 +191,7 @@ pub struct WatchedKey {
 
 impl ClientState {
     /// State of a freshly accepted connection.
-    pub fn new(id: u64, peer: SocketAddr, authenticated: bool) -> Self {
+    pub fn new(id: u64, peer: impl Into<super::peer::Peer>, authenticated: bool) -> Self {
         ClientState {
             id,
             db: 0,
@@ -202,7 +201,7 @@ impl ClientState {
             user: None,
             lib_name: None,
             lib_ver: None,
-            peer,
+            peer: peer.into(),
             created: Instant::now(),
             close_after_reply: false,
             commands_since_flush: 0,

@@ -105,11 +105,11 @@ pub async fn serve_tls(
             }
         }
     };
-    serve(shared, stream, peer, id).await;
+    serve(shared, stream, peer.into(), id).await;
 }
 
 /// Serves one accepted connection until it closes, is killed, or the server stops.
-pub async fn serve<S>(shared: Arc<Shared>, stream: S, peer: SocketAddr, id: u64)
+pub async fn serve<S>(shared: Arc<Shared>, stream: S, peer: super::peer::Peer, id: u64)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -127,7 +127,7 @@ where
             },
         )
     };
-    let mut client = ClientState::new(id, peer, authenticated);
+    let mut client = ClientState::new(id, peer.clone(), authenticated);
     if let Some(killed) = shared.clients.killed_flag(id) {
         client.killed = killed;
     }
@@ -652,7 +652,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         };
         let (io, mut relay) = debugger::channel();
         let (done, result) = tokio::sync::oneshot::channel();
-        let placeholder = ClientState::new(self.client.id, self.client.peer, false);
+        let placeholder = ClientState::new(self.client.id, self.client.peer.clone(), false);
         let mut client = std::mem::replace(&mut self.client, placeholder);
         client.debug.io = Some(io);
         tracing::warn!("Redis synchronous debugging eval session started");

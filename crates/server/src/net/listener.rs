@@ -118,7 +118,7 @@ fn admit(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, kind: Ki
             let id = shared.clients.register(peer, local);
             (
                 id,
-                tokio::spawn(connection::serve(shared.clone(), stream, peer, id)),
+                tokio::spawn(connection::serve(shared.clone(), stream, peer.into(), id)),
             )
         }
         Kind::Tls => {
@@ -220,10 +220,71 @@ fn spawn_loops(shared: &Arc<Shared>, listeners: Vec<TcpListener>, kind: Kind) ->
     Accepting { loops }
 }
 
-/// Stops accepting connections on every port (shutdown).
+/// Stops accepting connections on every port and on the Unix socket, whose file is
+/// removed (shutdown).
 pub fn stop_accepting(shared: &Shared) {
     shared.accepting.lock().close();
     shared.tls.accepting.lock().close();
+    if let Some((task, path)) = shared.unix_accepting.lock().take() {
+        task.abort();
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Listens on the Unix socket `path` (`unixsocket`): a file left there by an earlier
+/// run is removed first, and `perm` (`unixsocketperm`, octal; 0 keeps the umask's)
+/// applied, as Redis does.
+pub fn bind_unix(path: &str, perm: &str) -> io::Result<tokio::net::UnixListener> {
+    let _ = std::fs::remove_file(path);
+    let listener = tokio::net::UnixListener::bind(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("Failed opening Unix socket: {e}")))?;
+    let mode = u32::from_str_radix(perm, 8).unwrap_or(0);
+    if mode != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+    }
+    Ok(listener)
+}
+
+/// Accepts on the Unix socket until shutdown. Its clients are local: protected mode
+/// does not apply to them.
+pub fn serve_unix(shared: &Arc<Shared>, listener: tokio::net::UnixListener, path: String) {
+    let this = shared.clone();
+    let socket: std::sync::Arc<str> = path.as_str().into();
+    let task = tokio::spawn(async move {
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => admit_unix(stream, &this, &socket),
+                Err(e) => {
+                    tracing::warn!("Accepting client connection: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            }
+        }
+    });
+    *shared.unix_accepting.lock() = Some((task.abort_handle(), path));
+}
+
+fn admit_unix(mut stream: tokio::net::UnixStream, shared: &Arc<Shared>, path: &Arc<str>) {
+    use super::peer::Peer;
+    shared
+        .stats
+        .connections_received
+        .fetch_add(1, Ordering::Relaxed);
+    if shared.clients.len() as u64 >= shared.config.read().maxclients {
+        shared
+            .stats
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(async move {
+            let _ = stream.write_all(MAX_CLIENTS_REACHED).await;
+        });
+        return;
+    }
+    let peer = Peer::Unix(path.clone());
+    let id = shared.clients.register(peer.clone(), peer.clone());
+    let task = tokio::spawn(connection::serve(shared.clone(), stream, peer, id));
+    shared.clients.set_abort(id, task.abort_handle());
 }
 
 /// CONFIG SET port / bind: listens on the new addresses first and only then closes the

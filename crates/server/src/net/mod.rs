@@ -8,5 +8,6 @@ pub mod connection;
 pub mod listener;
 pub mod mailbox;
 pub mod outgoing;
+pub mod peer;
 pub mod registry;
 pub mod tls;

@@ -1,8 +1,8 @@
 //! The table of connected clients: ids, and the handle that ends a connection task
 //! (CLIENT KILL, SHUTDOWN). Touched on connect and disconnect only, never per command.
 
+use super::peer::Peer;
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,9 +17,9 @@ use crate::acl::UserCell;
 #[derive(Debug)]
 pub struct ClientEntry {
     /// The peer's address.
-    pub peer: SocketAddr,
+    pub peer: Peer,
     /// The address it connected to (CLIENT LIST's `laddr`: the TLS port for TLS clients).
-    pub local: SocketAddr,
+    pub local: Peer,
     /// When it connected.
     pub created: Instant,
     /// CLIENT SETNAME, mirrored here for CLIENT LIST.
@@ -77,8 +77,8 @@ impl ClientEntry {
     fn summary(&self, id: u64) -> ClientSummary {
         ClientSummary {
             id,
-            peer: self.peer,
-            local: self.local,
+            peer: self.peer.clone(),
+            local: self.local.clone(),
             age: self.created.elapsed().as_secs(),
             name: self.name.clone(),
             db: self.db,
@@ -98,9 +98,9 @@ pub struct ClientSummary {
     /// Id.
     pub id: u64,
     /// Peer address.
-    pub peer: SocketAddr,
+    pub peer: Peer,
     /// The server address it connected to.
-    pub local: SocketAddr,
+    pub local: Peer,
     /// Seconds connected.
     pub age: u64,
     /// Name.
@@ -124,7 +124,8 @@ pub struct Clients {
 
 impl Clients {
     /// Registers a connection and returns its id (ids start at 1, like Redis's).
-    pub fn register(&self, peer: SocketAddr, local: SocketAddr) -> u64 {
+    pub fn register(&self, peer: impl Into<Peer>, local: impl Into<Peer>) -> u64 {
+        let (peer, local) = (peer.into(), local.into());
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         self.map.lock().insert(
             id,

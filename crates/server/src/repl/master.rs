@@ -50,7 +50,12 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
     // Recording starts now (waiting for writes in flight), so nothing after the image
     // is missed.
     journal.activate();
-    let ip = ctx.client.peer.ip();
+    // A replica on the Unix socket is this host.
+    let ip = ctx
+        .client
+        .peer
+        .ip()
+        .unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
     let port = ctx.client.repl_listening_port;
     let backlog_size = backlog_size(shared);
     if let Some((replid, offset)) = psync {
