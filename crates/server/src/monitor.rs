@@ -69,30 +69,11 @@ pub fn format_line(db: usize, origin: &str, args: &[Bytes]) -> String {
         if redacted.contains(&i) {
             line.push_str("\"(redacted)\"");
         } else {
-            quote(&mut line, arg);
+            line.push_str(&crate::config::repr(arg));
         }
     }
     line.push_str("\r\n");
     line
-}
-
-/// Redis's `sdscatrepr`: the bytes in double quotes, escaped.
-fn quote(out: &mut String, bytes: &[u8]) {
-    out.push('"');
-    for &b in bytes {
-        match b {
-            b'\\' => out.push_str("\\\\"),
-            b'"' => out.push_str("\\\""),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            7 => out.push_str("\\a"),
-            8 => out.push_str("\\b"),
-            b if b.is_ascii_graphic() || b == b' ' => out.push(char::from(b)),
-            b => out.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    out.push('"');
 }
 
 #[cfg(test)]

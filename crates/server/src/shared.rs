@@ -211,6 +211,8 @@ impl Shared {
 
     /// Asks the server to stop: listeners close, connections end.
     pub fn request_shutdown(&self) {
+        // No client connects from now on (Redis exits before it answers anyone else).
+        crate::net::listener::stop_accepting(self);
         self.shutdown.send_replace(true);
     }
 

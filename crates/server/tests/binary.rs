@@ -129,7 +129,10 @@ fn config_file_directives_take_effect() {
     // it; protected mode keeps other hosts off).
     let addresses = listening_addresses(port);
     assert_eq!(addresses[0], "00000000", "{addresses:?}");
-    assert!(addresses.iter().all(|a| a.chars().all(|c| c == '0')), "{addresses:?}");
+    assert!(
+        addresses.iter().all(|a| a.chars().all(|c| c == '0')),
+        "{addresses:?}"
+    );
     let mut conn = Conn::connect(addr);
     let databases = show(&conn.cmd(&["CONFIG", "GET", "databases"]));
     assert!(databases.contains("b\"4\""), "{databases}");

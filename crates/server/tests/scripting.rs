@@ -472,6 +472,16 @@ fn declared_script_flags_decide_on_a_replica() {
         for f in ["f1", "f2", "f3", "f4"] {
             seen.push(show(&c.cmd(&["FCALL", f, "0"])));
         }
+        // Scripts without a shebang are refused on a stale replica; one that declares
+        // allow-stale runs.
+        for body in [
+            "return 1",
+            "return redis.call('get','x')",
+            "#!lua flags=no-writes\nreturn 1",
+            "#!lua flags=allow-stale,no-writes\nreturn redis.call('echo','e')",
+        ] {
+            seen.push(show(&c.cmd(&["EVAL", body, "0"])));
+        }
         c.cmd(&["CONFIG", "SET", "replica-serve-stale-data", "yes"]);
         c.cmd(&["REPLICAOF", "NO", "ONE"]);
         seen
@@ -504,6 +514,9 @@ fn shutdown_nosave_stops_the_server_under_a_busy_script() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     c.send_raw(b"*2\r\n$8\r\nSHUTDOWN\r\n$6\r\nNOSAVE\r\n");
+    // Once the connection closes nobody can connect any more.
+    assert!(c.read().is_none());
+    assert!(std::net::TcpStream::connect(addr).is_err());
     while server.is_running() {
         assert!(
             std::time::Instant::now() < deadline,

@@ -327,7 +327,9 @@ fn effective_flags(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> (bool, 
         }
     }
     let mut write = spec.is_write();
-    let mut stale_ok = spec.flags.contains(CommandFlags::STALE);
+    // A script without a shebang may not run on a stale replica (redis-server answers
+    // MASTERDOWN to it, though EVAL itself is flagged `stale`).
+    let mut stale_ok = spec.flags.contains(CommandFlags::STALE) && !is_script(spec);
     if spec.name == "exec" {
         // A transaction writes if a queued command does (a queued script as it
         // declares), as Redis sums the queued commands' flags.

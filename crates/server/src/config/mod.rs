@@ -8,7 +8,7 @@
 //! let config = Config::from_args(["--port", "0", "--hz", "20"]).unwrap();
 //! assert_eq!(config.port, 0);
 //! assert_eq!(config.hz, 20);
-//! assert_eq!(config.bind, ["127.0.0.1"]);
+//! assert_eq!(config.bind, ["*", "-::*"]); // Redis 7's default
 //! ```
 
 mod args;

@@ -168,7 +168,8 @@ where
 /// use redline_server::Config;
 ///
 /// let shared = Shared::new(Config::default(), 0);
-/// let mut client = ClientState::new(1, "127.0.0.1:1".parse().unwrap(), true);
+/// let peer: std::net::SocketAddr = "127.0.0.1:1".parse().unwrap();
+/// let mut client = ClientState::new(1, peer, true);
 /// let mut input = BytesMut::from(&b"SET k v\r\nGET k\r\n"[..]);
 /// let mut output = BytesMut::new();
 /// let mut decoder = RequestDecoder::default();
