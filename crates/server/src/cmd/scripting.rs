@@ -246,7 +246,8 @@ fn fcall_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// The EVAL of a Lua debugging session, on the session's thread, with the client's
 /// connection in `client.debug.io` (see [`crate::scripting::debugger`]).
 pub fn eval_debugged(ctx: &mut Ctx<'_>, args: &[Bytes]) {
-    if let Err(e) = eval_generic(ctx, args, false, false) {
+    let ro = is(&args[0], "eval_ro");
+    if let Err(e) = eval_generic(ctx, args, false, ro) {
         encode::write_error(ctx.out, e.text());
     }
 }
