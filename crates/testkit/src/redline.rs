@@ -25,8 +25,9 @@ const MISSING_REDLINE: &str =
     "build it with `cargo build -p redline-server`, or set REDLINE_SERVER_BIN";
 
 /// A `redline-server` on a free loopback port, started with `--port <port> --bind
-/// 127.0.0.1` (with TLS: `--port 0 --tls-port <port>` and the certificate files) plus any
-/// extra arguments; SIGKILLed and its directory removed when dropped.
+/// 127.0.0.1 --enable-debug-command yes` (with TLS: `--port 0 --tls-port <port>` and the
+/// certificate files) plus any extra arguments; SIGKILLed and its directory removed when
+/// dropped.
 ///
 /// ```no_run
 /// use redline_testkit::{RedlineServer, Reply};
@@ -61,7 +62,8 @@ pub struct RedlineServerBuilder {
 }
 
 impl RedlineServerBuilder {
-    /// Adds raw arguments after the kit's `--port` and `--bind`.
+    /// Adds raw arguments after the kit's `--port`, `--bind` and `--enable-debug-command`
+    /// (a later one wins).
     pub fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
