@@ -372,13 +372,6 @@ fn options_text(args: &[String]) -> String {
     options
 }
 
-/// A client on the loopback address, as Redis's `islocalClient` decides: exactly
-/// 127.0.0.1 or ::1.
-pub fn is_local(peer: std::net::IpAddr) -> bool {
-    peer == std::net::IpAddr::from([127, 0, 0, 1])
-        || peer == std::net::IpAddr::from(std::net::Ipv6Addr::LOCALHOST)
-}
-
 /// What the `enable-*` directives guard, in [`Config::enable_flags`] order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProtectedAction {

@@ -93,7 +93,7 @@ fn admit(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, kind: Ki
             .rejected_connections
             .fetch_add(1, Ordering::Relaxed);
         Some(MAX_CLIENTS_REACHED)
-    } else if protected && !has_password && !crate::config::is_local(peer.ip()) {
+    } else if protected && !has_password && !super::peer::is_local_ip(peer.ip()) {
         Some(PROTECTED_MODE_DENIED)
     } else {
         None

@@ -23,9 +23,7 @@ pub async fn connect(
     port: u16,
     source_setting: &str,
 ) -> io::Result<tokio::net::TcpStream> {
-    let Some(from) = source(source_setting)? else {
-        return tokio::net::TcpStream::connect((host, port)).await;
-    };
+    let from = source(source_setting)?;
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
     for addr in tokio::net::lookup_host((host, port)).await? {
         let socket = if addr.is_ipv6() {
@@ -33,7 +31,9 @@ pub async fn connect(
         } else {
             tokio::net::TcpSocket::new_v4()?
         };
-        socket.bind(SocketAddr::new(from, 0))?;
+        if let Some(from) = from {
+            socket.bind(SocketAddr::new(from, 0))?;
+        }
         match socket.connect(addr).await {
             Ok(stream) => return Ok(stream),
             Err(e) => last = e,
@@ -52,21 +52,14 @@ pub fn connect_blocking(
     let from = source(source_setting)?;
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
     for addr in (host, port).to_socket_addrs()? {
-        let Some(from) = from else {
-            match std::net::TcpStream::connect_timeout(&addr, timeout) {
-                Ok(stream) => return Ok(stream),
-                Err(e) => {
-                    last = e;
-                    continue;
-                }
-            }
-        };
         let socket = socket2::Socket::new(
             socket2::Domain::for_address(addr),
             socket2::Type::STREAM,
             None,
         )?;
-        socket.bind(&SocketAddr::new(from, 0).into())?;
+        if let Some(from) = from {
+            socket.bind(&SocketAddr::new(from, 0).into())?;
+        }
         match socket.connect_timeout(&addr.into(), timeout) {
             Ok(()) => return Ok(socket.into()),
             Err(e) => last = e,

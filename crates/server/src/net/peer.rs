@@ -37,10 +37,16 @@ impl Peer {
     /// exactly 127.0.0.1 or ::1.
     pub fn is_local(&self) -> bool {
         match self {
-            Peer::Tcp(addr) => crate::config::is_local(addr.ip()),
+            Peer::Tcp(addr) => is_local_ip(addr.ip()),
             Peer::Unix(_) => true,
         }
     }
+}
+
+/// A TCP client on the loopback address, as Redis's `islocalClient` decides: exactly
+/// 127.0.0.1 or ::1 (not the rest of 127/8).
+pub fn is_local_ip(ip: IpAddr) -> bool {
+    ip == IpAddr::from([127, 0, 0, 1]) || ip == IpAddr::from(std::net::Ipv6Addr::LOCALHOST)
 }
 
 impl From<SocketAddr> for Peer {

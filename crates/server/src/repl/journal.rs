@@ -224,7 +224,8 @@ impl Stream {
         self.replicas.retain(|r| r.id != id);
     }
 
-    /// Sends a change that went to the file and the replicas differently.
+    /// Sends a change to the file (`aof`) and the replicas and backlog (`replicas`):
+    /// the same bytes, unless a script sent some of it to one side only.
     fn push_split(&mut self, aof: &[u8], replicas: Bytes) {
         if let Some(file) = &mut self.aof {
             file.write(aof);
@@ -238,14 +239,7 @@ impl Stream {
     }
 
     fn push(&mut self, chunk: Bytes) {
-        if let Some(aof) = &mut self.aof {
-            aof.write(&chunk);
-        }
-        self.offset += chunk.len() as u64;
-        if let Some(backlog) = &mut self.backlog {
-            backlog.push(&chunk);
-        }
-        self.replicas.retain(|r| r.tx.send(chunk.clone()).is_ok());
+        self.push_split(&chunk.clone(), chunk);
     }
 
     /// Sets the capacity of the backlog (CONFIG SET repl-backlog-size).

@@ -107,6 +107,8 @@ pub struct Engine {
     outside: Value,
     /// The RESP version the running script asked for with `redis.setresp` (2 or 3).
     script_resp: Arc<std::sync::atomic::AtomicU8>,
+    /// Where the running script's changes go (`redis.set_repl`'s flags; 3 is both).
+    script_repl: Arc<std::sync::atomic::AtomicU8>,
     /// What every run looks up, made once: interning a name costs a hash each time.
     names: RunNames,
     /// The interpreter's hook is the standard one (every 100,000 instructions): not yet
@@ -575,6 +577,15 @@ impl Engine {
             Ok(())
         })?;
         state.set("setresp", setresp)?;
+        // redis.set_repl: one function for the engine's life too (the prelude checks its
+        // argument and lets it run only inside a script); each call applies it.
+        let script_repl = Arc::new(std::sync::atomic::AtomicU8::new(3));
+        let repl = script_repl.clone();
+        let set_repl = lua.create_function(move |_, flags: u8| {
+            repl.store(flags, Ordering::Relaxed);
+            Ok(())
+        })?;
+        state.set("set_repl", set_repl)?;
         let names = RunNames::new(&lua, &state)?;
         Ok(Engine {
             lua,
@@ -584,6 +595,7 @@ impl Engine {
             redis,
             outside,
             script_resp,
+            script_repl,
             names,
             hook_ready: false,
             scripts: HashMap::new(),
@@ -943,6 +955,8 @@ fn run_and_reply(
     let caller_db = ctx.client.db;
     let script_resp = engine.script_resp.clone();
     script_resp.store(2, Ordering::Relaxed);
+    let script_repl = engine.script_repl.clone();
+    script_repl.store(3, Ordering::Relaxed);
     let resp_of = |resp: &std::sync::atomic::AtomicU8| {
         if resp.load(Ordering::Relaxed) == 3 {
             Protocol::Resp3
@@ -1010,6 +1024,9 @@ fn run_and_reply(
                 held,
                 read_only,
                 resp: resp_of(&script_resp),
+                repl: crate::repl::journal::Targets::from_flags(
+                    script_repl.load(Ordering::Relaxed),
+                ),
                 session: session.as_deref(),
             };
             call_command(lua, &env, &mut client, argv)
@@ -1053,12 +1070,6 @@ fn run_and_reply(
                 let allowed = crate::acl::check::check(&user.rules(), spec, &args).is_ok();
                 Ok(allowed)
             })?;
-            // redis.set_repl: where the script's next changes go.
-            let set_repl = scope.create_function(|_, flags: u8| {
-                client.borrow_mut().repl_targets = crate::repl::journal::Targets::from_flags(flags);
-                Ok(())
-            })?;
-            engine.state.raw_set("set_repl", set_repl)?;
             let (redis, outside, names) = (&engine.redis, &engine.outside, &engine.names);
             redis.raw_set(&names.call, call)?;
             redis.raw_set(&names.pcall, pcall)?;
@@ -1105,7 +1116,6 @@ fn run_and_reply(
                 redis.raw_set("debug", debug)?;
             }
             engine.state.raw_set(&names.call, Value::Nil)?;
-            engine.state.raw_set("set_repl", Value::Nil)?;
             outcome
         })
     })();
@@ -1270,6 +1280,8 @@ struct CallEnv<'a> {
     read_only: bool,
     /// The protocol the script asked for with `redis.setresp`.
     resp: Protocol,
+    /// Where the command's changes go (`redis.set_repl`).
+    repl: crate::repl::journal::Targets,
     /// The debugging session, which logs the calls while stepping.
     session: Option<&'a debugger::Session>,
 }
@@ -1307,6 +1319,7 @@ fn call_command_traced(
         held,
         read_only,
         resp,
+        repl,
         session,
     } = *env;
     if argv.is_empty() {
@@ -1346,6 +1359,7 @@ fn call_command_traced(
     let mut out = BytesMut::new();
     let saved = client.protocol;
     client.protocol = resp;
+    client.repl_targets = repl;
     client.in_script = true;
     {
         let mut inner = Ctx {
