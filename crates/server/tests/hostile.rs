@@ -289,3 +289,27 @@ fn output_buffer_limits_close_and_omem_shows_waiting_output() {
         drop(sub);
     }
 }
+
+/// A client that sends a long pipeline before reading any reply (here 40 MB of SETs,
+/// far more than both socket buffers hold) gets every reply, as from redis-server: the
+/// server keeps reading while its replies wait, instead of both sides blocking on full
+/// sockets.
+#[test]
+fn a_pipeline_sent_before_reading_any_reply_completes() {
+    let redis = RedisServer::builder().start().expect("redis-server");
+    let redline = Redline::start();
+    let mut one = bytes::BytesMut::new();
+    let value = vec![b'x'; 100];
+    redline_resp::encode::command(&mut one, [&b"SET"[..], b"key", &value]);
+    let count = 40 * 1024 * 1024 / one.len();
+    let batch = one.repeat(count);
+    for addr in [redis.addr(), redline.addr] {
+        let mut conn = Conn::connect(addr);
+        conn.set_write_timeout(std::time::Duration::from_secs(60));
+        conn.try_send_raw(&batch)
+            .expect("the server stopped reading while its replies waited");
+        for _ in 0..count {
+            assert_eq!(conn.read(), Some(redline_resp::Frame::Simple("OK".into())));
+        }
+    }
+}

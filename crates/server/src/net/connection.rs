@@ -14,11 +14,13 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use redline_resp::{encode, Limits, RequestDecoder};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -45,6 +47,16 @@ struct CachedLimits {
     generation: u64,
     query_buffer_limit: usize,
     timeout: Option<Duration>,
+}
+
+/// How [`Connection::write_or_read`] ended.
+enum Sent {
+    /// Every reply was written.
+    All,
+    /// Some replies still wait, and the client sent more.
+    ReadMore,
+    /// The client closed its side.
+    PeerClosed,
 }
 
 /// What [`run_commands`] stopped for.
@@ -358,7 +370,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                     Progress::Drained => break,
                     Progress::Script => self.wait_for_script().await,
                     Progress::Debug => self.debug_session().await?,
-                    Progress::OutputFull => self.flush().await?,
+                    Progress::OutputFull => self.write_ready().await?,
                     Progress::Blocked => {
                         self.client.publish_activity(self.input.len());
                         self.flush().await?;
@@ -406,10 +418,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             // Counted before the replies go out, so a client that reads INFO right after
             // its reply (on any connection) sees these commands and their changes.
             self.flush_counters();
-            self.flush().await?;
             if self.client.close_after_reply {
+                self.flush().await?;
                 return Ok(());
             }
+            let sent = self.write_or_read().await?;
             if self.input.len() > self.limits.query_buffer_limit {
                 tracing::warn!(
                     "Closing client that reached max query buffer length: id={} addr={}",
@@ -417,6 +430,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                     self.client.peer
                 );
                 return Ok(());
+            }
+            match sent {
+                Sent::All => {}
+                // More commands arrived while the replies waited: run them, replies
+                // queued behind those not yet read.
+                Sent::ReadMore => continue,
+                Sent::PeerClosed => return Ok(()),
             }
             if self.input.is_empty() && self.input.capacity() > KEEP_CAPACITY {
                 self.input = BytesMut::with_capacity(READ_CHUNK);
@@ -723,6 +743,72 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     }
 
     /// Writes everything pending in one call.
+    /// Writes the replies while the client reads them, and meanwhile reads what it
+    /// sends: a client that pipelines many commands before reading any reply (or never
+    /// reads) gets its replies buffered, as Redis buffers them (within
+    /// `client-output-buffer-limit`, counted in `used_memory` and so by `maxmemory`),
+    /// instead of both sides blocking on full sockets.
+    async fn write_or_read(&mut self) -> io::Result<Sent> {
+        if self.output.is_empty() {
+            return Ok(Sent::All);
+        }
+        // appendfsync always: what these replies acknowledge is on disk first.
+        crate::persist::aof::wait_durable(self.shared).await;
+        self.client.mailbox.set_unsent(self.output.len());
+        let sent = std::future::poll_fn(|cx| self.poll_write_or_read(cx)).await;
+        self.client.mailbox.set_unsent(self.output.len());
+        if self.output.is_empty() && self.output.capacity() > KEEP_CAPACITY {
+            self.output = BytesMut::with_capacity(READ_CHUNK);
+        }
+        sent
+    }
+
+    fn poll_write_or_read(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Sent>> {
+        loop {
+            if self.output.is_empty() {
+                // A no-op on TCP; TLS sends any record still held in its buffer.
+                return Pin::new(&mut self.stream)
+                    .poll_flush(cx)
+                    .map_ok(|()| Sent::All);
+            }
+            match Pin::new(&mut self.stream).poll_write(cx, &self.output) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => self.output.advance(n),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => break,
+            }
+        }
+        self.reserve_input();
+        match tokio_util::io::poll_read_buf(Pin::new(&mut self.stream), cx, &mut self.input) {
+            Poll::Ready(Ok(0)) => Poll::Ready(Ok(Sent::PeerClosed)),
+            Poll::Ready(Ok(_)) => Poll::Ready(Ok(Sent::ReadMore)),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Writes what the socket takes now, without waiting: a long batch of large replies
+    /// goes out as it is made, and the rest waits for [`Self::write_or_read`].
+    async fn write_ready(&mut self) -> io::Result<()> {
+        crate::persist::aof::wait_durable(self.shared).await;
+        std::future::poll_fn(|cx| {
+            while !self.output.is_empty() {
+                match Pin::new(&mut self.stream).poll_write(cx, &self.output) {
+                    Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                    Poll::Ready(Ok(n)) => self.output.advance(n),
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => break,
+                }
+            }
+            // TLS: send the records made so far; the rest goes with the next write.
+            let _ = Pin::new(&mut self.stream).poll_flush(cx);
+            Poll::Ready(Ok(()))
+        })
+        .await?;
+        self.client.mailbox.set_unsent(self.output.len());
+        Ok(())
+    }
+
     async fn flush(&mut self) -> io::Result<()> {
         if !self.output.is_empty() {
             // appendfsync always: what these replies acknowledge is on disk first.

@@ -97,6 +97,11 @@ impl Conn {
         }
     }
 
+    /// Bounds how long a write may block (none by default).
+    pub fn set_write_timeout(&mut self, timeout: Duration) {
+        self.stream.set_write_timeout(Some(timeout)).unwrap();
+    }
+
     /// Sends raw bytes.
     pub fn send_raw(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).unwrap();
