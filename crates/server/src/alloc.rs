@@ -2,10 +2,13 @@
 //! process really holds on the heap (Redis reads its allocator's counter the same way),
 //! not an estimate of the dataset.
 //!
-//! Each thread keeps its own running delta and adds it to the global counter once it
-//! passes [`FLUSH_BYTES`], so the hot path never shares a cache line between cores; the
-//! global figure is exact to within that much per thread. Code that must see its own
-//! frees at once (eviction) calls [`flush_local`].
+//! Each thread keeps its running total in a slot of its own (one cache line, written
+//! only by that thread), so the hot path never shares a cache line between cores.
+//! [`used`] sums the slots: exact at any moment, whichever thread asks, which
+//! `maxmemory` needs (a connection moves between worker threads, and its INFO must see
+//! what eviction saw). Summing costs a load per slot, so the check before every command
+//! ([`exceeds`]) first reads an approximate total that each thread brings up to date
+//! once its own change passes [`FLUSH_BYTES`], and sums only near the limit.
 //!
 //! This is the one module allowed `unsafe`: a global allocator cannot be written
 //! without it. Every call is forwarded unchanged to the system allocator.
@@ -13,44 +16,132 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
 
-/// Per-thread slack before the global counter is updated.
+/// How far a thread's share of the approximate total may lag behind its slot.
 pub const FLUSH_BYTES: isize = 32 * 1024;
 
-static USED: AtomicIsize = AtomicIsize::new(0);
+/// Threads that get a slot; later ones (after this many threads ever allocated) count
+/// straight into a shared counter, exact but contended. Slots are never reused: a
+/// thread that exits leaves its total, which still counts what it allocated.
+const SLOTS: usize = 128;
+
+/// One thread's running total, alone on its cache line.
+#[repr(align(128))]
+struct Slot {
+    claimed: AtomicBool,
+    total: AtomicIsize,
+}
+
+static SLOT_TABLE: [Slot; SLOTS] = [const {
+    Slot {
+        claimed: AtomicBool::new(false),
+        total: AtomicIsize::new(0),
+    }
+}; SLOTS];
+
+/// Slots handed out so far (the sum reads these).
+static CLAIMED: AtomicUsize = AtomicUsize::new(0);
+
+/// What threads without a slot allocated.
+static UNSLOTTED: AtomicIsize = AtomicIsize::new(0);
+
+/// The sum of every thread's total, each to within `FLUSH_BYTES`.
+static APPROX: AtomicIsize = AtomicIsize::new(0);
+
+const UNCLAIMED: usize = usize::MAX;
+const NO_SLOT: usize = usize::MAX - 1;
 
 thread_local! {
-    static LOCAL: Cell<isize> = const { Cell::new(0) };
+    /// This thread's slot index (or `UNCLAIMED` / `NO_SLOT`).
+    static SLOT: Cell<usize> = const { Cell::new(UNCLAIMED) };
+    /// This thread's change not yet added to `APPROX`.
+    static LAG: Cell<isize> = const { Cell::new(0) };
+    /// What this thread allocated less what it freed (see [`thread_net`]).
+    static NET: Cell<isize> = const { Cell::new(0) };
+}
+
+/// The first free slot, claimed for the calling thread.
+fn claim() -> usize {
+    for (index, slot) in SLOT_TABLE.iter().enumerate() {
+        if slot
+            .claimed
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            CLAIMED.fetch_max(index + 1, Ordering::AcqRel);
+            return index;
+        }
+    }
+    NO_SLOT
+}
+
+fn count_unslotted(delta: isize) {
+    UNSLOTTED.fetch_add(delta, Ordering::Relaxed);
+    APPROX.fetch_add(delta, Ordering::Relaxed);
 }
 
 #[inline]
 fn account(delta: isize) {
-    let flushed = LOCAL.try_with(|local| {
-        let pending = local.get() + delta;
-        if pending.abs() >= FLUSH_BYTES {
-            USED.fetch_add(pending, Ordering::Relaxed);
-            local.set(0);
-        } else {
-            local.set(pending);
+    let counted = SLOT.try_with(|slot| {
+        let _ = NET.try_with(|net| net.set(net.get() + delta));
+        let mut index = slot.get();
+        if index == UNCLAIMED {
+            index = claim();
+            slot.set(index);
         }
+        let Some(own) = SLOT_TABLE.get(index) else {
+            count_unslotted(delta);
+            return;
+        };
+        // Only this thread writes its slot: a load and a store, no locked instruction.
+        own.total
+            .store(own.total.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
+        let _ = LAG.try_with(|lag| {
+            let pending = lag.get() + delta;
+            if pending.abs() >= FLUSH_BYTES {
+                APPROX.fetch_add(pending, Ordering::Relaxed);
+                lag.set(0);
+            } else {
+                lag.set(pending);
+            }
+        });
     });
-    // A thread being torn down has no local counter left: count directly.
-    if flushed.is_err() {
-        USED.fetch_add(delta, Ordering::Relaxed);
+    // A thread being torn down has no thread-locals left: count directly.
+    if counted.is_err() {
+        count_unslotted(delta);
     }
 }
 
-/// Bytes allocated and not freed, across the process.
-pub fn used() -> u64 {
-    u64::try_from(USED.load(Ordering::Relaxed)).unwrap_or(0)
+/// What the calling thread allocated less what it freed, so far: the difference of two
+/// readings is what the code between them allocated or freed, whatever other threads
+/// did meanwhile (eviction measures what removing a key gave back this way).
+pub fn thread_net() -> isize {
+    NET.try_with(Cell::get).unwrap_or(0)
 }
 
-/// Adds this thread's pending delta to the global counter now.
-pub fn flush_local() {
-    let _ = LOCAL.try_with(|local| {
-        USED.fetch_add(local.replace(0), Ordering::Relaxed);
-    });
+/// Bytes allocated and not freed, across the process, exactly.
+pub fn used() -> u64 {
+    let claimed = CLAIMED.load(Ordering::Acquire).min(SLOTS);
+    let slots: isize = SLOT_TABLE[..claimed]
+        .iter()
+        .map(|slot| slot.total.load(Ordering::Relaxed))
+        .sum();
+    u64::try_from(slots + UNSLOTTED.load(Ordering::Relaxed)).unwrap_or(0)
+}
+
+/// Whether more than `limit` bytes are allocated. Cheap while clearly under it: the
+/// approximate total is off by at most `FLUSH_BYTES` per thread, and only within that
+/// margin of the limit are the slots summed.
+#[inline]
+pub fn exceeds(limit: u64) -> bool {
+    let threads = CLAIMED.load(Ordering::Relaxed) as isize + 1;
+    let approx = APPROX.load(Ordering::Relaxed);
+    let margin = threads.saturating_mul(FLUSH_BYTES);
+    if approx.saturating_add(margin) < isize::try_from(limit).unwrap_or(isize::MAX) {
+        return false;
+    }
+    used() > limit
 }
 
 /// Hands the free pages the system allocator keeps back to the kernel (glibc's
@@ -125,15 +216,13 @@ mod tests {
 
     #[test]
     fn a_large_allocation_shows_and_goes() {
-        flush_local();
         let before = used();
         // Other tests allocate meanwhile: look for a change far above their noise.
         let block = vec![1u8; 256 << 20];
-        flush_local();
         let during = used();
         assert!(during >= before + (200 << 20), "{during} vs {before}");
+        assert!(exceeds(before + (100 << 20)));
         drop(block);
-        flush_local();
         assert!(used() < during - (200 << 20), "{} vs {during}", used());
     }
 }

@@ -112,6 +112,7 @@ impl Shared {
         configure_eviction(&store, &config);
         let repl = crate::repl::Replication::default();
         store.events().set_deletion_feed(repl.journal.clone());
+        repl.journal.stream().replica_buffers = store.events().eviction.not_counted.clone();
         let shared = Shared {
             store,
             acl,

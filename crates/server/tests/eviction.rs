@@ -542,3 +542,141 @@ fn lru_and_lfu_hit_rates_match_redis_on_a_zipf_trace() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// A limit 100 KB above what the server holds, as Redis's own suite sets it.
+
+/// Sets keys with a TTL until `used_memory` is within 4 KB of a limit 100 KB above the
+/// start, then as many again: eviction keeps `used_memory` under the limit plus 4 KB
+/// (the tables that held evicted keys give their memory back, and INFO on any thread
+/// reads the exact total).
+#[test]
+fn a_tight_limit_is_honoured_under_every_policy() {
+    let server = RedlineServer::builder()
+        .args(["--save", "", "--enable-debug-command", "yes"])
+        .start()
+        .unwrap();
+    let mut c = conn(server.port());
+    for policy in [
+        "allkeys-random",
+        "allkeys-lru",
+        "allkeys-lfu",
+        "volatile-lru",
+        "volatile-lfu",
+        "volatile-random",
+        "volatile-ttl",
+    ] {
+        c.cmd(&["FLUSHALL"]);
+        c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+        let limit = info(&mut c, "used_memory") + 100 * 1024;
+        c.cmd(&["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+        c.cmd(&["CONFIG", "SET", "maxmemory-policy", policy]);
+        let mut added = 0;
+        while info(&mut c, "used_memory") + 4096 <= limit {
+            let reply = c.cmd(&["SETEX", &format!("{policy}:{added}"), "10000", "x"]);
+            assert_eq!(text(&reply), "OK", "{policy}");
+            added += 1;
+        }
+        assert!(added > 10, "{policy}: {added} keys");
+        for i in 0..added {
+            let key = format!("{policy}:again:{i}:{}", "k".repeat(i % 200));
+            let reply = c.cmd(&["SETEX", &key, "10000", "x"]);
+            assert_eq!(text(&reply), "OK", "{policy}");
+        }
+        let used = info(&mut c, "used_memory");
+        assert!(used < limit + 4096, "{policy}: {used} against {limit}");
+        assert!(text(&c.cmd(&["DBSIZE"])) != "0", "{policy}: emptied");
+    }
+    c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+}
+
+/// Under `maxmemory` with an LRU or LFU policy Redis gives every key its own object, so
+/// small integers are not shared; with other policies, or no limit, they are.
+#[test]
+fn object_refcount_follows_redis_integer_sharing() {
+    let redline = RedlineServer::builder()
+        .args(["--save", ""])
+        .start()
+        .unwrap();
+    let redis = RedisServer::builder().args(["--save", ""]).start().unwrap();
+    for port in [redline.port(), redis.port()] {
+        let mut c = conn(port);
+        let mut refcount = |settings: &[(&str, &str)]| {
+            for (name, value) in settings {
+                c.cmd(&["CONFIG", "SET", name, value]);
+            }
+            c.cmd(&["SET", "a", "1"]);
+            text(&c.cmd(&["OBJECT", "REFCOUNT", "a"]))
+        };
+        let shared = i32::MAX.to_string();
+        assert_eq!(refcount(&[("maxmemory", "0")]), shared);
+        let random = [("maxmemory", "1gb"), ("maxmemory-policy", "allkeys-random")];
+        assert_eq!(refcount(&random), shared);
+        assert_eq!(refcount(&[("maxmemory-policy", "allkeys-lru")]), "1");
+        assert_eq!(refcount(&[("maxmemory-policy", "volatile-lfu")]), "1");
+    }
+}
+
+/// A replica that stops reading makes its master buffer the stream, shown as
+/// `mem_clients_slaves` and left out of `maxmemory` (`mem_not_counted_for_evict`): the
+/// master neither evicts keys nor refuses writes for it.
+#[test]
+fn a_stalled_replica_does_not_cause_eviction() {
+    let master = RedlineServer::builder()
+        .args(["--save", "", "--repl-backlog-size", "16kb"])
+        .start()
+        .unwrap();
+    // A replica link that never reads: what Redis's suite makes with SIGSTOP.
+    let mut link = conn(master.port());
+    link.send(&["SYNC"]);
+    let mut c = conn(master.port());
+    let value = "v".repeat(1000);
+    for i in 0..100 {
+        c.cmd(&["SET", &format!("key:{i}"), &value]);
+    }
+    let limit = info(&mut c, "used_memory") + 64 * 1024;
+    c.cmd(&["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+    c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-random"]);
+    // About 20 MB of stream that the replica never reads.
+    for _ in 0..20_000 {
+        assert_eq!(text(&c.cmd(&["SET", "key:0", &value])), "OK");
+    }
+    assert!(info(&mut c, "mem_clients_slaves") > 4 << 20);
+    assert!(info(&mut c, "mem_not_counted_for_evict") > 4 << 20);
+    assert_eq!(info(&mut c, "evicted_keys"), 0);
+    assert_eq!(text(&c.cmd(&["DBSIZE"])), "100");
+    c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+}
+
+/// Past the `replica` class of `client-output-buffer-limit`, the link is closed and its
+/// buffer freed, as Redis closes a replica that falls too far behind.
+#[test]
+fn a_replica_past_its_output_limit_is_dropped() {
+    let master = RedlineServer::builder()
+        .args([
+            "--save",
+            "",
+            "--client-output-buffer-limit",
+            "replica 1mb 0 0",
+        ])
+        .start()
+        .unwrap();
+    let mut link = conn(master.port());
+    link.send(&["SYNC"]);
+    let mut c = conn(master.port());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while info(&mut c, "connected_slaves") == 0 {
+        assert!(Instant::now() < deadline, "the replica never attached");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let value = "v".repeat(10_000);
+    let mut writes = 0;
+    while info(&mut c, "connected_slaves") > 0 {
+        for _ in 0..100 {
+            c.cmd(&["SET", "k", &value]);
+        }
+        writes += 100;
+        assert!(writes < 200_000, "the replica was never dropped");
+    }
+    assert_eq!(info(&mut c, "mem_clients_slaves"), 0);
+}

@@ -571,9 +571,15 @@ fn object_idletime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn object_refcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    // Redis shares the objects of the integers 0..9999 (refcount INT_MAX).
+    // Redis shares the objects of the integers 0..9999 (refcount INT_MAX), except under
+    // `maxmemory` with an LRU or LFU policy, where each key needs its own access field
+    // (redline keeps one per key anyway, so only the figure follows that rule).
+    let eviction = &ctx.shared.store.events().eviction;
+    let policy = eviction.policy();
+    let sharing = eviction.maxmemory() == 0 || !policy.keeps_own_objects();
     with_object(ctx, args, |e, out| {
-        let shared = matches!(e.value, crate::store::Value::Int(n) if (0..10000).contains(&n));
+        let shared =
+            sharing && matches!(e.value, crate::store::Value::Int(n) if (0..10000).contains(&n));
         encode::write_integer(out, if shared { i64::from(i32::MAX) } else { 1 })
     })
 }

@@ -30,7 +30,6 @@ pub struct MemoryFigures {
 impl MemoryFigures {
     /// Measures now.
     pub fn now() -> MemoryFigures {
-        crate::alloc::flush_local();
         MemoryFigures {
             used: crate::alloc::used(),
             rss: super::info::resident_bytes(),

@@ -25,9 +25,12 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use redline_resp::encode;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use super::backlog::Backlog;
+use super::outbox::Outbox;
+use crate::config::OutputBufferLimit;
+use crate::store::evict::NotCounted;
 
 /// Where a change goes: the append-only file, the replicas (and backlog), or both
 /// (Redis's `PROPAGATE_AOF` / `PROPAGATE_REPL`; a script picks with `redis.set_repl`).
@@ -116,8 +119,8 @@ pub struct ReplicaLink {
     pub ack: AtomicU64,
     /// Unix seconds of its last ACK.
     pub ack_time: AtomicU64,
-    /// The stream, chunk by chunk, to its connection.
-    tx: mpsc::UnboundedSender<Bytes>,
+    /// Its part of the stream, not yet written to its connection.
+    pub outbox: Outbox,
 }
 
 impl ReplicaLink {
@@ -159,6 +162,10 @@ pub struct Stream {
     replicas: Vec<Arc<ReplicaLink>>,
     /// The append-only file's incremental part, when `appendonly yes`.
     pub aof: Option<crate::persist::aof::AofFile>,
+    /// The `replica` class of `client-output-buffer-limit` (kept current by the cron).
+    pub replica_limit: OutputBufferLimit,
+    /// What every replica's outbox holds (shared with `maxmemory`, which leaves it out).
+    pub replica_buffers: Arc<NotCounted>,
 }
 
 impl Stream {
@@ -190,21 +197,20 @@ impl Stream {
     }
 
     /// Adds a replica whose stream starts now (the caller sends it the snapshot or the
-    /// backlog part first). Returns the link and the receiving end of its stream.
+    /// backlog part first); its link reads its stream from `outbox`.
     pub fn attach(
         &mut self,
         id: u64,
         ip: IpAddr,
         listening_port: u16,
         backlog_size: usize,
-    ) -> (Arc<ReplicaLink>, mpsc::UnboundedReceiver<Bytes>) {
+    ) -> Arc<ReplicaLink> {
         if self.backlog.is_none() {
             self.backlog = Some(Backlog::new(backlog_size, self.offset));
         }
         // The next command names its database again, whatever the stream selected
         // before: the replica starts from a snapshot, not from that SELECT.
         self.db = None;
-        let (tx, rx) = mpsc::unbounded_channel();
         let link = Arc::new(ReplicaLink {
             id,
             ip,
@@ -212,11 +218,11 @@ impl Stream {
             state: AtomicU8::new(LinkState::WaitBgsave as u8),
             ack: AtomicU64::new(0),
             ack_time: AtomicU64::new(crate::persist::snapshot::unix_secs()),
-            tx,
+            outbox: Outbox::new(self.replica_buffers.clone()),
         });
         self.replicas.retain(|r| r.id != id);
         self.replicas.push(link.clone());
-        (link, rx)
+        link
     }
 
     /// Removes replica `id` (its connection ended).
@@ -234,8 +240,13 @@ impl Stream {
         if let Some(backlog) = &mut self.backlog {
             backlog.push(&replicas);
         }
-        self.replicas
-            .retain(|r| r.tx.send(replicas.clone()).is_ok());
+        if !self.replicas.is_empty() {
+            let now = crate::store::now_ms();
+            let limit = self.replica_limit;
+            // A replica past its output limit leaves the stream; its link closes.
+            self.replicas
+                .retain(|r| r.outbox.push(&replicas, &limit, now));
+        }
     }
 
     fn push(&mut self, chunk: Bytes) {
@@ -310,6 +321,8 @@ impl Default for Journal {
                 backlog: None,
                 replicas: Vec::new(),
                 aof: None,
+                replica_limit: crate::config::Config::default().client_output_buffer_limit[1],
+                replica_buffers: Arc::default(),
             }),
             acks: watch::channel(0).0,
         }
@@ -519,21 +532,21 @@ mod tests {
     #[test]
     fn selects_once_and_wraps_several_commands() {
         let journal = Journal::default();
-        let (_link, mut rx) =
-            journal
-                .stream()
-                .attach(1, IpAddr::from([127, 0, 0, 1]), 6380, 1 << 20);
+        let link = journal
+            .stream()
+            .attach(1, IpAddr::from([127, 0, 0, 1]), 6380, 1 << 20);
         journal.append(&[Propagated::all(0, args(&["SET", "a", "1"]))]);
         journal.append(&[Propagated::all(0, args(&["SET", "b", "2"]))]);
         journal.append(&[
             Propagated::all(1, args(&["INCR", "x"])),
             Propagated::all(2, args(&["DEL", "y"])),
         ]);
-        let mut got = Vec::new();
-        while let Ok(chunk) = rx.try_recv() {
-            got.extend_from_slice(&chunk);
-        }
-        let text = String::from_utf8(got).unwrap().replace("\r\n", " ");
+        let got = link.outbox.try_take().unwrap_or_default();
+        assert!(link.outbox.try_take().is_none());
+        link.outbox.written();
+        let text = String::from_utf8(got.to_vec())
+            .unwrap()
+            .replace("\r\n", " ");
         assert_eq!(
             text,
             "*2 $6 SELECT $1 0 *3 $3 SET $1 a $1 1 *3 $3 SET $1 b $1 2 \

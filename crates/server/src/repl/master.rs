@@ -21,7 +21,6 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use redline_resp::RequestDecoder;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
 
 use super::journal::{LinkState, ReplicaLink};
 use crate::cmd::args::is;
@@ -36,8 +35,6 @@ use crate::store::Held;
 pub struct ReplicaStart {
     /// The replica as the stream knows it.
     pub link: Arc<ReplicaLink>,
-    /// Its part of the stream.
-    pub rx: mpsc::UnboundedReceiver<Bytes>,
     /// A full sync's image, still being written: it goes out before the stream.
     pub image: Option<Cut>,
 }
@@ -66,7 +63,7 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
         let replid = String::from_utf8_lossy(replid);
         let mut stream = journal.stream();
         if let Some(data) = requested.and_then(|o| stream.continue_from(&replid, o - 1)) {
-            let (link, rx) = stream.attach(ctx.client.id, ip, port, backlog_size);
+            let link = stream.attach(ctx.client.id, ip, port, backlog_size);
             let reply = format!("+CONTINUE {}\r\n", stream.replid);
             drop(stream);
             link.set_state(LinkState::Online);
@@ -76,11 +73,7 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
                 "Partial resynchronization request from {ip}:{port} accepted. Sending {} bytes of backlog.",
                 data.len()
             );
-            ctx.client.replica_start = Some(ReplicaStart {
-                link,
-                rx,
-                image: None,
-            });
+            ctx.client.replica_start = Some(ReplicaStart { link, image: None });
             shared
                 .repl
                 .syncs
@@ -112,11 +105,12 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
     // PING, a REPLCONF GETACK or a proxied byte of our own master could, and would then
     // be neither counted in the offset nor sent, leaving the replica's offset behind ours
     // for good. What is appended while the image is taken reaches the replica after it.
-    let (replid, offset, link, rx) = {
+    let (replid, offset, link) = {
         let mut stream = journal.stream();
         let (replid, offset) = (stream.replid.clone(), stream.offset);
-        let (link, rx) = stream.attach(ctx.client.id, ip, port, backlog_size);
-        (replid, offset, link, rx)
+        stream.replica_limit = shared.config.read().client_output_buffer_limit[1];
+        let link = stream.attach(ctx.client.id, ip, port, backlog_size);
+        (replid, offset, link)
     };
     let stream_db = shared
         .repl
@@ -167,7 +161,7 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
             None
         }
     };
-    ctx.client.replica_start = Some(ReplicaStart { link, rx, image });
+    ctx.client.replica_start = Some(ReplicaStart { link, image });
 }
 
 /// Completes a full sync's cut off the runtime and sends it as a bulk (`$<len>` then the
@@ -211,11 +205,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     input: &mut BytesMut,
     start: ReplicaStart,
 ) -> std::io::Result<()> {
-    let ReplicaStart {
-        link,
-        mut rx,
-        image,
-    } = start;
+    let ReplicaStart { link, image } = start;
     let journal = &shared.repl.journal;
     // However the link ends, killed (CLIENT KILL aborts this task) included, the
     // replica leaves the stream and stops counting for WAIT and min-replicas.
@@ -223,6 +213,35 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         journal,
         id: link.id,
     };
+    let result = tokio::select! {
+        result = carry(journal, socket, input, &link, image) => result,
+        () = link.outbox.overflowed() => {
+            tracing::warn!(
+                "Client id={} addr={}:{} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                link.id,
+                link.ip,
+                link.listening_port.load(Ordering::Relaxed)
+            );
+            Ok(())
+        }
+    };
+    tracing::info!(
+        "Connection with replica {}:{} lost.",
+        link.ip,
+        link.listening_port.load(Ordering::Relaxed)
+    );
+    result
+}
+
+/// The link's work: the image if a full sync started it, then the stream out and the
+/// ACKs in, until either side closes.
+async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
+    journal: &super::Journal,
+    socket: &mut S,
+    input: &mut BytesMut,
+    link: &ReplicaLink,
+    image: Option<Cut>,
+) -> std::io::Result<()> {
     if let Some(cut) = image {
         if let Err(e) = send_image(socket, cut).await {
             tracing::warn!("Full synchronization with replica failed: {e}");
@@ -236,47 +255,34 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         link.listening_port.load(Ordering::Relaxed)
     );
     let mut decoder = RequestDecoder::default();
-    let mut out = BytesMut::new();
-    let result = loop {
+    loop {
         tokio::select! {
-            chunk = rx.recv() => {
-                let Some(chunk) = chunk else { break Ok(()) };
-                out.extend_from_slice(&chunk);
-                while let Ok(more) = rx.try_recv() {
-                    out.extend_from_slice(&more);
+            out = link.outbox.take() => {
+                let sent = async {
+                    socket.write_all(&out).await?;
+                    // A no-op on TCP; a TLS link sends what its buffer still holds.
+                    socket.flush().await
                 }
-                if let Err(e) = socket.write_all(&out).await {
-                    break Err(e);
-                }
-                // A no-op on TCP; a TLS link sends what its buffer still holds.
-                if let Err(e) = socket.flush().await {
-                    break Err(e);
-                }
-                out.clear();
+                .await;
+                drop(out);
+                link.outbox.written();
+                sent?;
             }
             read = socket.read_buf(input) => {
-                match read {
-                    Ok(0) => break Ok(()),
-                    Ok(_) => {}
-                    Err(e) => break Err(e),
+                if read? == 0 {
+                    return Ok(());
                 }
                 while let Ok(Some(args)) = decoder.decode(input) {
                     // REPLCONF ACK <offset> [FACK <offset>]; anything else is ignored.
                     if args.len() >= 3 && is(&args[0], "replconf") && is(&args[1], "ack") {
                         if let Some(offset) = std::str::from_utf8(&args[2]).ok().and_then(|o| o.parse().ok()) {
-                            journal.acked(&link, offset);
+                            journal.acked(link, offset);
                         }
                     }
                 }
             }
         }
-    };
-    tracing::info!(
-        "Connection with replica {}:{} lost.",
-        link.ip,
-        link.listening_port.load(Ordering::Relaxed)
-    );
-    result
+    }
 }
 
 /// Detaches a replica from the stream when its link's task ends or is dropped.
@@ -300,11 +306,15 @@ pub fn cron(shared: &Shared) {
     if !journal.active() || journal.stream().replicas().is_empty() {
         return;
     }
-    let period = shared
-        .config
-        .read()
-        .param_int("repl-ping-replica-period")
-        .max(1) as u64;
+    let (period, limit) = {
+        let config = shared.config.read();
+        (
+            config.param_int("repl-ping-replica-period").max(1) as u64,
+            config.client_output_buffer_limit[1],
+        )
+    };
+    // CONFIG SET client-output-buffer-limit reaches the outboxes within a second.
+    journal.stream().replica_limit = limit;
     let second = shared.started.elapsed().as_secs();
     let last = &shared.repl.last_ping;
     if second % period == 0 && last.swap(second, Ordering::AcqRel) != second {

@@ -86,6 +86,7 @@
 pub mod backlog;
 pub mod journal;
 pub mod master;
+pub mod outbox;
 pub mod replica;
 pub mod rewrite;
 

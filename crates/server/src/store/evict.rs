@@ -16,7 +16,8 @@
 //! time, so eviction never stalls the whole keyspace. An evicted key goes to replicas
 //! and the AOF as a DEL, with an `evicted` keyspace event.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -77,6 +78,15 @@ impl Policy {
         matches!(self, Policy::AllKeysLfu | Policy::VolatileLfu)
     }
 
+    /// Whether Redis gives every key its own object under this policy (LRU and LFU need
+    /// per-key access data, so small integers are not shared: OBJECT REFCOUNT says 1).
+    pub fn keeps_own_objects(self) -> bool {
+        matches!(
+            self,
+            Policy::AllKeysLru | Policy::AllKeysLfu | Policy::VolatileLru | Policy::VolatileLfu
+        )
+    }
+
     fn volatile(self) -> bool {
         matches!(
             self,
@@ -85,6 +95,28 @@ impl Policy {
                 | Policy::VolatileRandom
                 | Policy::VolatileTtl
         )
+    }
+}
+
+/// Memory `maxmemory` leaves out (Redis's `mem_not_counted_for_evict`): what replicas'
+/// output buffers hold. The replication stream keeps it current; a replica that falls
+/// behind must make the master neither evict keys nor refuse writes.
+#[derive(Debug, Default)]
+pub struct NotCounted(AtomicUsize);
+
+impl NotCounted {
+    /// The figure, in bytes of allocation.
+    pub fn bytes(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Something counted here went from `from` to `to` bytes.
+    pub fn change(&self, from: usize, to: usize) {
+        if to >= from {
+            self.0.fetch_add(to - from, Ordering::Relaxed);
+        } else {
+            self.0.fetch_sub(from - to, Ordering::Relaxed);
+        }
     }
 }
 
@@ -103,6 +135,8 @@ pub struct Eviction {
     pub evicted: AtomicU64,
     /// Bytes freed by eviction since the allocator last gave free pages back.
     freed_since_release: AtomicU64,
+    /// Memory the limit does not apply to.
+    pub not_counted: Arc<NotCounted>,
     pool: Mutex<Vec<Candidate>>,
 }
 
@@ -116,6 +150,7 @@ impl Default for Eviction {
             lfu_decay_time: AtomicU32::new(1),
             evicted: AtomicU64::new(0),
             freed_since_release: AtomicU64::new(0),
+            not_counted: Arc::default(),
             pool: Mutex::new(Vec::new()),
         }
     }
@@ -254,7 +289,12 @@ impl Eviction {
     #[inline]
     pub fn over_limit(&self) -> bool {
         let max = self.maxmemory();
-        max > 0 && crate::alloc::used() > max
+        max > 0 && crate::alloc::exceeds(self.counted_limit(max))
+    }
+
+    /// `max` over what the allocator counts: the memory left out is added.
+    fn counted_limit(&self, max: u64) -> u64 {
+        max.saturating_add(self.not_counted.bytes() as u64)
     }
 
     /// Evicts keys until memory is under the limit; false when it cannot be (no
@@ -270,25 +310,32 @@ impl Eviction {
         if max == 0 {
             return true;
         }
-        let mut rounds = 0;
-        crate::alloc::flush_local();
-        let started_at = crate::alloc::used();
-        loop {
-            crate::alloc::flush_local();
-            if crate::alloc::used() <= max {
-                if rounds > 0 {
-                    self.released(max, started_at.saturating_sub(crate::alloc::used()));
-                }
+        let used = crate::alloc::used();
+        let limit = self.counted_limit(max);
+        if used <= limit {
+            return true;
+        }
+        if policy == Policy::NoEviction {
+            return false;
+        }
+        // As Redis's `performEvictions`: the amount to free is fixed now, and only what
+        // removing the keys gave back counts towards it, not what their side effects
+        // (invalidation messages to tracking clients, DELs for replicas) allocate,
+        // which is freed once sent; measuring `used` again after each key would let
+        // those messages drive eviction on until the database is empty.
+        let to_free = used - limit;
+        let mut freed = 0;
+        for _round in 0..10_000 {
+            if freed >= to_free {
+                self.released(max, freed);
                 return true;
             }
-            if policy == Policy::NoEviction || rounds > 10_000 {
-                return false;
-            }
-            rounds += 1;
-            if !self.evict_one(store, policy, &mut evicted) {
-                return false;
+            match self.evict_one(store, policy, &mut evicted) {
+                Some(bytes) => freed += bytes,
+                None => return false,
             }
         }
+        false
     }
 
     /// Counts what an eviction pass freed; past 1/64 of `maxmemory` (at least 1 MB) the
@@ -302,13 +349,14 @@ impl Eviction {
         }
     }
 
-    /// Evicts the best candidate; false when no key qualifies.
+    /// Evicts the best candidate and returns the bytes its removal gave back; `None`
+    /// when no key qualifies.
     fn evict_one(
         &self,
         store: &Store,
         policy: Policy,
         evicted: &mut impl FnMut(&mut super::Shard, usize, &[u8]),
-    ) -> bool {
+    ) -> Option<u64> {
         let random = matches!(policy, Policy::AllKeysRandom | Policy::VolatileRandom);
         let samples = self.samples.load(Ordering::Relaxed) as usize;
         for _attempt in 0..4 {
@@ -329,10 +377,11 @@ impl Eviction {
                     if random {
                         let (key, _) = &picked[fastrand::usize(..picked.len())];
                         let key = key.clone();
-                        if shard.remove(&key).is_some() {
+                        let (removed, freed) = measured(|| shard.remove(&key).is_some());
+                        if removed {
                             evicted(&mut shard, db_index, &key);
                             self.evicted.fetch_add(1, Ordering::Relaxed);
-                            return true;
+                            return Some(freed);
                         }
                         continue;
                     }
@@ -354,7 +403,7 @@ impl Eviction {
                 }
             }
             if !found_any {
-                return false;
+                return None;
             }
             // Evict the best candidate that still exists (and still qualifies).
             loop {
@@ -370,13 +419,26 @@ impl Eviction {
                 let qualifies = shard
                     .peek_stored(&best.key)
                     .is_some_and(|e| !policy.volatile() || e.expires_at != 0);
-                if qualifies && shard.remove_any(&best.key) {
+                if !qualifies {
+                    continue;
+                }
+                let (removed, freed) = measured(|| shard.remove_any(&best.key));
+                if removed {
                     evicted(&mut shard, best.db, &best.key);
                     self.evicted.fetch_add(1, Ordering::Relaxed);
-                    return true;
+                    return Some(freed);
                 }
             }
         }
-        false
+        None
     }
+}
+
+/// Runs `remove` and returns its result with the bytes it gave back (on this thread:
+/// a removal frees where it runs).
+fn measured(remove: impl FnOnce() -> bool) -> (bool, u64) {
+    let before = crate::alloc::thread_net();
+    let removed = remove();
+    let freed = before.saturating_sub(crate::alloc::thread_net());
+    (removed, u64::try_from(freed).unwrap_or(0))
 }

@@ -59,6 +59,10 @@ pub struct Shard {
     cut: Option<Box<CutState>>,
 }
 
+/// Tables at or below this capacity are never shrunk: too small to matter, and a shard
+/// that empties and refills would otherwise reallocate on every cycle.
+const MIN_SHRINK_CAPACITY: usize = 8;
+
 /// Change counter of a watched key.
 #[derive(Debug, Clone, Copy, Default)]
 struct WatchState {
@@ -335,7 +339,26 @@ impl Shard {
         if entry.expires_at != 0 {
             self.ttl_keys.swap_remove(key.as_bytes());
         }
+        self.shrink_if_sparse();
         Some((key, entry))
+    }
+
+    /// A table down to a quarter of its capacity gives half of it back, so the memory of
+    /// deleted, expired or evicted keys is not pinned by the tables that held them: under
+    /// `maxmemory` eviction must be able to get below the limit by removing keys (Redis
+    /// resizes its dicts when they fall under 10% fill). Amortised O(1): a table shrinks
+    /// only after losing three quarters of its capacity in keys, and shrinking keeps the
+    /// order of the entries (scan cursors and snapshot cuts index into it).
+    fn shrink_if_sparse(&mut self) {
+        fn sparse(len: usize, capacity: usize) -> bool {
+            capacity > MIN_SHRINK_CAPACITY && len * 4 < capacity
+        }
+        if sparse(self.map.len(), self.map.capacity()) {
+            self.map.shrink_to(self.map.len() * 2);
+        }
+        if sparse(self.ttl_keys.len(), self.ttl_keys.capacity()) {
+            self.ttl_keys.shrink_to(self.ttl_keys.len() * 2);
+        }
     }
 
     /// Removes every key and returns them, to be dropped elsewhere (FLUSH ASYNC), with

@@ -1,0 +1,161 @@
+//! The stream bytes waiting to go to one replica.
+//!
+//! The journal appends each change to every replica's outbox (under the stream lock, so
+//! in stream order) and the replica's link task takes the whole outbox at once and
+//! writes it. A replica that stops reading does not stop the master: its outbox grows,
+//! as a Redis replica's output buffer does, until the `replica` class of
+//! `client-output-buffer-limit` closes the link.
+//!
+//! What the outboxes hold is counted apart ([`NotCounted`]): INFO reports it as
+//! `mem_clients_slaves`, and `maxmemory` leaves it out (`mem_not_counted_for_evict`), as
+//! Redis does, so a slow replica makes the master neither evict keys nor refuse writes.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use crate::config::OutputBufferLimit;
+use crate::store::evict::NotCounted;
+
+/// One replica's pending stream.
+#[derive(Debug)]
+pub struct Outbox {
+    pending: Mutex<BytesMut>,
+    ready: Notify,
+    /// Told once the replica overflows.
+    overflow: Notify,
+    /// The allocation of `pending`.
+    pending_bytes: AtomicUsize,
+    /// The allocation of the chunk the link is writing.
+    writing_bytes: AtomicUsize,
+    /// Past its output limit: the link closes.
+    overflowed: AtomicBool,
+    /// Unix ms since when the soft limit has been exceeded (0: it is not).
+    soft_since_ms: AtomicU64,
+    total: Arc<NotCounted>,
+}
+
+impl Outbox {
+    /// An empty outbox counted in `total`.
+    pub fn new(total: Arc<NotCounted>) -> Outbox {
+        Outbox {
+            pending: Mutex::new(BytesMut::new()),
+            ready: Notify::new(),
+            overflow: Notify::new(),
+            pending_bytes: AtomicUsize::new(0),
+            writing_bytes: AtomicUsize::new(0),
+            overflowed: AtomicBool::new(false),
+            soft_since_ms: AtomicU64::new(0),
+            total,
+        }
+    }
+
+    /// Appends `bytes`, unless the replica is past `limit` (then the outbox is emptied
+    /// and the link told to close, as Redis closes a client over its limit). Returns
+    /// false once the replica has overflowed.
+    pub fn push(&self, bytes: &[u8], limit: &OutputBufferLimit, now_ms: u64) -> bool {
+        if self.overflowed.load(Ordering::Relaxed) {
+            return false;
+        }
+        let mut pending = self.pending.lock();
+        let spare = pending.capacity() - pending.len();
+        if spare < bytes.len() {
+            // Counted before it is allocated, old and new buffer both while the bytes
+            // move: another thread checking `maxmemory` meanwhile must never see the
+            // allocator's figure grow by more than this one.
+            let before = pending.capacity();
+            let len = pending.len();
+            let wanted = (len + bytes.len()).max(before * 2);
+            self.count(&self.pending_bytes, before + wanted);
+            pending.reserve(wanted - len);
+        }
+        pending.extend_from_slice(bytes);
+        let len = pending.len() as u64;
+        let over = self.over_limit(len, limit, now_ms);
+        if over {
+            *pending = BytesMut::new();
+            self.overflowed.store(true, Ordering::Relaxed);
+            self.overflow.notify_one();
+        }
+        self.count(&self.pending_bytes, pending.capacity());
+        drop(pending);
+        self.ready.notify_one();
+        !over
+    }
+
+    /// Whether `len` pending bytes break the hard limit, or the soft one for longer
+    /// than it allows.
+    fn over_limit(&self, len: u64, limit: &OutputBufferLimit, now_ms: u64) -> bool {
+        if limit.hard > 0 && len > limit.hard {
+            return true;
+        }
+        if limit.soft == 0 || len <= limit.soft {
+            self.soft_since_ms.store(0, Ordering::Relaxed);
+            return false;
+        }
+        let since = self.soft_since_ms.load(Ordering::Relaxed);
+        if since == 0 {
+            self.soft_since_ms.store(now_ms, Ordering::Relaxed);
+            return false;
+        }
+        now_ms.saturating_sub(since) > limit.soft_seconds.saturating_mul(1000)
+    }
+
+    /// Waits until there is something to write, then takes all of it.
+    pub async fn take(&self) -> BytesMut {
+        loop {
+            if let Some(chunk) = self.try_take() {
+                return chunk;
+            }
+            self.ready.notified().await;
+        }
+    }
+
+    /// Resolves once the replica went past its output limit: its link must close, even
+    /// while a write to it is stuck.
+    pub async fn overflowed(&self) {
+        while !self.overflowed.load(Ordering::Relaxed) {
+            self.overflow.notified().await;
+        }
+    }
+
+    /// Takes what is pending, if anything; it counts as being written until
+    /// [`Self::written`].
+    pub fn try_take(&self) -> Option<BytesMut> {
+        let mut pending = self.pending.lock();
+        if pending.is_empty() {
+            return None;
+        }
+        // Counted as being written before it stops counting as pending (the other
+        // order would hide it for a moment).
+        self.count(&self.writing_bytes, pending.capacity());
+        let chunk = std::mem::take(&mut *pending);
+        self.count(&self.pending_bytes, 0);
+        Some(chunk)
+    }
+
+    /// The chunk from [`Self::take`] is written (or dropped).
+    pub fn written(&self) {
+        self.count(&self.writing_bytes, 0);
+    }
+
+    /// Bytes held for this replica (its part of `mem_clients_slaves`).
+    pub fn held(&self) -> usize {
+        self.pending_bytes.load(Ordering::Relaxed) + self.writing_bytes.load(Ordering::Relaxed)
+    }
+
+    fn count(&self, figure: &AtomicUsize, bytes: usize) {
+        let before = figure.swap(bytes, Ordering::Relaxed);
+        self.total.change(before, bytes);
+    }
+}
+
+impl Drop for Outbox {
+    fn drop(&mut self) {
+        self.count(&self.pending_bytes, 0);
+        self.count(&self.writing_bytes, 0);
+    }
+}
