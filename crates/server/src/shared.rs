@@ -113,13 +113,15 @@ impl Shared {
         let repl = crate::repl::Replication::default();
         store.events().set_deletion_feed(repl.journal.clone());
         repl.journal.stream().replica_buffers = store.events().eviction.not_counted.clone();
+        let clients = Clients::default();
+        clients.memory.configure(&config);
         let shared = Shared {
             store,
             acl,
             hz,
             config: RwLock::new(config),
             config_generation: AtomicU64::new(0),
-            clients: Clients::default(),
+            clients,
             blocking: Blocking::default(),
             pubsub: PubSub::default(),
             pause: Pause::default(),
@@ -223,6 +225,7 @@ impl Shared {
         self.configure_monitoring(&config);
         self.apply_oom_score(&config);
         configure_eviction(&self.store, &config);
+        self.clients.memory.configure(&config);
         self.store
             .events()
             .set_notify_flags(config.notify_keyspace_events);

@@ -680,3 +680,35 @@ fn a_replica_past_its_output_limit_is_dropped() {
     }
     assert_eq!(info(&mut c, "mem_clients_slaves"), 0);
 }
+
+/// `maxmemory-clients`: clients whose query buffers hold more than the limit together
+/// are closed, the largest first, `CLIENT NO-EVICT` ones never; keys are left alone and
+/// INFO counts them in `evicted_clients` (CONFIG RESETSTAT clears it).
+#[test]
+fn clients_over_maxmemory_clients_are_evicted_not_keys() {
+    let server = RedlineServer::builder()
+        .args(["--save", ""])
+        .start()
+        .unwrap();
+    let mut c = conn(server.port());
+    c.cmd(&["CONFIG", "SET", "maxmemory-clients", "1mb"]);
+    assert_eq!(text(&c.cmd(&["CLIENT", "NO-EVICT", "on"])), "OK");
+    c.cmd(&["SET", "kept", "v"]);
+    // Ten clients, each stuck in the middle of a 300 KB command: 3 MB of query buffers.
+    let mut stuck: Vec<Conn> = (0..10).map(|_| conn(server.port())).collect();
+    for s in &mut stuck {
+        s.send_raw(b"*2\r\n$3\r\nGET\r\n$400000\r\n");
+        s.send_raw(&vec![b'x'; 300_000]);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while info(&mut c, "evicted_clients") == 0 {
+        assert!(Instant::now() < deadline, "no client was evicted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left = info(&mut c, "connected_clients") - 1;
+    assert!(left < 10, "{left} of 10 left");
+    assert_eq!(info(&mut c, "evicted_keys"), 0);
+    assert_eq!(text(&c.cmd(&["GET", "kept"])), "v");
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    assert_eq!(info(&mut c, "evicted_clients"), 0);
+}

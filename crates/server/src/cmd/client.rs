@@ -389,13 +389,16 @@ fn client_reply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn client_no_evict(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    // There is no eviction (maxmemory is not supported), so the flag changes nothing.
-    if is(&args[2], "on") || is(&args[2], "off") {
-        ok(ctx.out);
-        Ok(())
+    let on = if is(&args[2], "on") {
+        true
+    } else if is(&args[2], "off") {
+        false
     } else {
-        Err(SYNTAX)
-    }
+        return Err(SYNTAX);
+    };
+    ctx.client.mailbox.set_no_evict(on);
+    ok(ctx.out);
+    Ok(())
 }
 
 /// CLIENT PAUSE timeout [WRITE|ALL]: the mode is read before the timeout, as in Redis.

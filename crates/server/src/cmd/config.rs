@@ -223,6 +223,12 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     ctx.shared.cmdstats.reset();
     ctx.shared.repl.syncs.reset();
     ctx.shared.store.lazyfree.reset_stats();
+    ctx.shared.store.reset_stats();
+    ctx.shared
+        .clients
+        .memory
+        .evicted
+        .store(0, Ordering::Relaxed);
     ok(ctx.out);
     Ok(())
 }

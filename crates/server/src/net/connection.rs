@@ -85,6 +85,9 @@ pub struct Connection<'a, S> {
     stream: S,
     input: BytesMut,
     output: BytesMut,
+    /// The output grew past `KEEP_CAPACITY` since it was last replaced. Written bytes
+    /// are advanced past, so `capacity()` then understates what the buffer holds.
+    output_large: bool,
     decoder: RequestDecoder,
     client: ClientState,
     limits: CachedLimits,
@@ -144,12 +147,14 @@ where
         client.killed = killed;
     }
     client.activity_slot = shared.clients.activity(id);
+    client.mailbox.account_in(shared.clients.memory.clone());
     shared.clients.set_mailbox(id, client.mailbox.clone());
     let mut connection = Connection {
         shared: &shared,
         stream,
         input: BytesMut::with_capacity(READ_CHUNK),
         output: BytesMut::with_capacity(READ_CHUNK),
+        output_large: false,
         decoder: RequestDecoder::new(limits),
         client,
         limits: CachedLimits {
@@ -347,6 +352,7 @@ impl<S> Drop for Connection<'_, S> {
     /// Releases the client's WATCHes, blocking registration and subscriptions however the connection ends (closed, killed,
     /// server shutdown), so shards do not keep versions for clients that are gone.
     fn drop(&mut self) {
+        self.client.mailbox.forget();
         cmd::tx::unwatch_all(self.shared, &mut self.client);
         if let Some(blocked) = self.client.blocked.take() {
             cmd::blocking::cancel(self.shared, &blocked.waiter);
@@ -422,6 +428,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                 self.flush().await?;
                 return Ok(());
             }
+            self.count_memory();
             let sent = self.write_or_read().await?;
             if self.input.len() > self.limits.query_buffer_limit {
                 tracing::warn!(
@@ -743,6 +750,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     }
 
     /// Writes everything pending in one call.
+    /// `maxmemory-clients`: counts what this client holds after a batch (its query
+    /// buffer, the replies to write, messages waiting) and closes the clients holding
+    /// the most while all of them together are over the limit. Nothing while it is off.
+    fn count_memory(&self) {
+        let memory = &self.shared.clients.memory;
+        if !memory.enabled() {
+            return;
+        }
+        let mailbox = &self.client.mailbox;
+        mailbox.set_input(self.input.capacity());
+        mailbox.set_unsent(self.output.capacity());
+        mailbox.recount();
+        self.shared.clients.evict_over_limit();
+    }
+
     /// Writes the replies while the client reads them, and meanwhile reads what it
     /// sends: a client that pipelines many commands before reading any reply (or never
     /// reads) gets its replies buffered, as Redis buffers them (within
@@ -754,10 +776,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         }
         // appendfsync always: what these replies acknowledge is on disk first.
         crate::persist::aof::wait_durable(self.shared).await;
+        self.output_large |= self.output.len() > KEEP_CAPACITY;
         self.client.mailbox.set_unsent(self.output.len());
         let sent = std::future::poll_fn(|cx| self.poll_write_or_read(cx)).await;
         self.client.mailbox.set_unsent(self.output.len());
-        if self.output.is_empty() && self.output.capacity() > KEEP_CAPACITY {
+        if self.output.is_empty() && (self.output_large || self.output.capacity() > KEEP_CAPACITY) {
+            self.output_large = false;
             self.output = BytesMut::with_capacity(READ_CHUNK);
         }
         sent
@@ -791,6 +815,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     /// goes out as it is made, and the rest waits for [`Self::write_or_read`].
     async fn write_ready(&mut self) -> io::Result<()> {
         crate::persist::aof::wait_durable(self.shared).await;
+        self.output_large |= self.output.len() > KEEP_CAPACITY;
         std::future::poll_fn(|cx| {
             while !self.output.is_empty() {
                 match Pin::new(&mut self.stream).poll_write(cx, &self.output) {

@@ -8,6 +8,7 @@
 //! disconnected. Memory per slow subscriber is therefore bounded.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use bytes::BytesMut;
@@ -15,6 +16,7 @@ use parking_lot::Mutex;
 use redline_resp::Protocol;
 use tokio::sync::Notify;
 
+use super::client_memory::ClientMemory;
 use crate::config::OutputBufferLimit;
 
 /// A connection's inbox.
@@ -27,6 +29,14 @@ pub struct Mailbox {
     subscribed: AtomicBool,
     /// Bytes of the owner's replies being written to its socket (CLIENT LIST `omem`).
     unsent: AtomicUsize,
+    /// Bytes of the owner's query buffer.
+    input: AtomicUsize,
+    /// What this client last added to the `maxmemory-clients` total.
+    counted: AtomicUsize,
+    /// CLIENT NO-EVICT on: counted, never evicted.
+    no_evict: AtomicBool,
+    /// The `maxmemory-clients` total, once the owner connection is served.
+    accounting: OnceLock<Arc<ClientMemory>>,
 }
 
 #[derive(Debug, Default)]
@@ -62,7 +72,9 @@ impl Mailbox {
             state.pending = BytesMut::new();
             return false;
         }
+        let pending = state.pending.len();
         drop(state);
+        self.recount_with(pending);
         self.notify.notify_one();
         true
     }
@@ -96,6 +108,58 @@ impl Mailbox {
     /// taken (CLIENT LIST `omem`).
     pub fn output_bytes(&self) -> usize {
         self.unsent.load(Ordering::Relaxed) + self.state.lock().pending.len()
+    }
+
+    /// Counts this client in `memory` (`maxmemory-clients`) from now on.
+    pub fn account_in(&self, memory: Arc<ClientMemory>) {
+        let _ = self.accounting.set(memory);
+    }
+
+    /// Records the size of the owner's query buffer.
+    pub fn set_input(&self, bytes: usize) {
+        self.input.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Brings this client's part of the `maxmemory-clients` total up to date: query
+    /// buffer, replies being written, messages waiting.
+    pub fn recount(&self) {
+        if self.accounting.get().is_some_and(|m| m.enabled()) {
+            let pending = self.state.lock().pending.len();
+            self.recount_with(pending);
+        }
+    }
+
+    fn recount_with(&self, pending: usize) {
+        let Some(memory) = self.accounting.get().filter(|m| m.enabled()) else {
+            return;
+        };
+        let now =
+            self.input.load(Ordering::Relaxed) + self.unsent.load(Ordering::Relaxed) + pending;
+        let before = self.counted.swap(now, Ordering::Relaxed);
+        memory.change(before, now);
+    }
+
+    /// What this client counts for in the `maxmemory-clients` total.
+    pub fn memory(&self) -> usize {
+        self.counted.load(Ordering::Relaxed)
+    }
+
+    /// Takes this client out of the total (it is closing).
+    pub fn forget(&self) {
+        if let Some(memory) = self.accounting.get() {
+            let before = self.counted.swap(0, Ordering::Relaxed);
+            memory.change(before, 0);
+        }
+    }
+
+    /// CLIENT NO-EVICT.
+    pub fn set_no_evict(&self, on: bool) {
+        self.no_evict.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether client eviction passes over this client.
+    pub fn no_evict(&self) -> bool {
+        self.no_evict.load(Ordering::Relaxed)
     }
 
     /// Waits until something is pushed (returns at once if something was pushed since the

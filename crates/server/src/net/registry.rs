@@ -10,6 +10,7 @@ use std::time::Instant;
 use parking_lot::Mutex;
 use tokio::task::AbortHandle;
 
+use super::client_memory::ClientMemory;
 use super::mailbox::Mailbox;
 use crate::acl::UserCell;
 
@@ -120,6 +121,8 @@ pub struct ClientSummary {
 pub struct Clients {
     next_id: AtomicU64,
     map: Mutex<HashMap<u64, ClientEntry>>,
+    /// `maxmemory-clients`: what the clients hold, and client eviction.
+    pub memory: Arc<ClientMemory>,
 }
 
 impl Clients {
@@ -192,6 +195,36 @@ impl Clients {
     /// Whether no client is connected.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Client eviction (`maxmemory-clients`): while the clients hold more than the
+    /// limit, closes the one holding the most, passing over `CLIENT NO-EVICT` clients.
+    /// One comparison when under the limit.
+    pub fn evict_over_limit(&self) {
+        if !self.memory.over() {
+            return;
+        }
+        let mut candidates: Vec<(usize, u64, Arc<Mailbox>)> = self
+            .map
+            .lock()
+            .iter()
+            .filter_map(|(&id, entry)| {
+                let mailbox = entry.mailbox.as_ref()?;
+                (!mailbox.no_evict()).then(|| (mailbox.memory(), id, mailbox.clone()))
+            })
+            .collect();
+        candidates.sort_unstable_by_key(|&(bytes, id, _)| std::cmp::Reverse((bytes, id)));
+        for (bytes, id, mailbox) in candidates {
+            if !self.memory.over() {
+                break;
+            }
+            // Out of the total at once, so the next check does not pick it again.
+            mailbox.forget();
+            if self.kill(id) {
+                self.memory.evicted.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!("Evicting client: id={id} tot-mem={bytes}");
+            }
+        }
     }
 
     /// Ends the task of client `id`; false when there is no such client.

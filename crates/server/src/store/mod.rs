@@ -264,6 +264,21 @@ impl Store {
         self.dbs.len()
     }
 
+    /// CONFIG RESETSTAT: the expiry and eviction counters start again from zero.
+    pub fn reset_stats(&self) {
+        for db in &self.dbs {
+            for index in 0..db.shard_count() {
+                let mut shard = db.lock_index(index);
+                shard.expired = 0;
+                shard.sampled = 0;
+            }
+        }
+        self.events
+            .eviction
+            .evicted
+            .store(0, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// All databases.
     pub fn dbs(&self) -> &[Db] {
         &self.dbs
