@@ -52,13 +52,24 @@ static APPROX: AtomicIsize = AtomicIsize::new(0);
 const UNCLAIMED: usize = usize::MAX;
 const NO_SLOT: usize = usize::MAX - 1;
 
+/// This thread's counters, in one thread-local so each allocation looks it up once.
+struct Local {
+    /// Its slot index (or `UNCLAIMED` / `NO_SLOT`).
+    slot: Cell<usize>,
+    /// Its change not yet added to `APPROX`.
+    lag: Cell<isize>,
+    /// What it allocated less what it freed (see [`thread_net`]).
+    net: Cell<isize>,
+}
+
 thread_local! {
-    /// This thread's slot index (or `UNCLAIMED` / `NO_SLOT`).
-    static SLOT: Cell<usize> = const { Cell::new(UNCLAIMED) };
-    /// This thread's change not yet added to `APPROX`.
-    static LAG: Cell<isize> = const { Cell::new(0) };
-    /// What this thread allocated less what it freed (see [`thread_net`]).
-    static NET: Cell<isize> = const { Cell::new(0) };
+    static LOCAL: Local = const {
+        Local {
+            slot: Cell::new(UNCLAIMED),
+            lag: Cell::new(0),
+            net: Cell::new(0),
+        }
+    };
 }
 
 /// The first free slot, claimed for the calling thread.
@@ -83,12 +94,12 @@ fn count_unslotted(delta: isize) {
 
 #[inline]
 fn account(delta: isize) {
-    let counted = SLOT.try_with(|slot| {
-        let _ = NET.try_with(|net| net.set(net.get() + delta));
-        let mut index = slot.get();
+    let counted = LOCAL.try_with(|local| {
+        local.net.set(local.net.get() + delta);
+        let mut index = local.slot.get();
         if index == UNCLAIMED {
             index = claim();
-            slot.set(index);
+            local.slot.set(index);
         }
         let Some(own) = SLOT_TABLE.get(index) else {
             count_unslotted(delta);
@@ -97,15 +108,13 @@ fn account(delta: isize) {
         // Only this thread writes its slot: a load and a store, no locked instruction.
         own.total
             .store(own.total.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
-        let _ = LAG.try_with(|lag| {
-            let pending = lag.get() + delta;
-            if pending.abs() >= FLUSH_BYTES {
-                APPROX.fetch_add(pending, Ordering::Relaxed);
-                lag.set(0);
-            } else {
-                lag.set(pending);
-            }
-        });
+        let pending = local.lag.get() + delta;
+        if pending.abs() >= FLUSH_BYTES {
+            APPROX.fetch_add(pending, Ordering::Relaxed);
+            local.lag.set(0);
+        } else {
+            local.lag.set(pending);
+        }
     });
     // A thread being torn down has no thread-locals left: count directly.
     if counted.is_err() {
@@ -117,7 +126,7 @@ fn account(delta: isize) {
 /// readings is what the code between them allocated or freed, whatever other threads
 /// did meanwhile (eviction measures what removing a key gave back this way).
 pub fn thread_net() -> isize {
-    NET.try_with(Cell::get).unwrap_or(0)
+    LOCAL.try_with(|local| local.net.get()).unwrap_or(0)
 }
 
 /// Bytes allocated and not freed, across the process, exactly.
