@@ -153,6 +153,28 @@ pub fn exceeds(limit: u64) -> bool {
     used() > limit
 }
 
+/// A byte figure kept apart from the allocator's, moved by differences as what it
+/// measures grows and shrinks (replica buffers for `maxmemory`, client buffers for
+/// `maxmemory-clients`).
+#[derive(Debug, Default)]
+pub struct Gauge(AtomicUsize);
+
+impl Gauge {
+    /// The figure.
+    pub fn bytes(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Something it counts went from `from` to `to` bytes.
+    pub fn change(&self, from: usize, to: usize) {
+        if to >= from {
+            self.0.fetch_add(to - from, Ordering::Relaxed);
+        } else {
+            self.0.fetch_sub(from - to, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Hands the free pages the system allocator keeps back to the kernel (glibc's
 /// `malloc_trim`, which also releases whole free pages inside its heaps).
 ///

@@ -59,6 +59,23 @@ pub struct OutputBufferLimit {
     pub soft_seconds: u64,
 }
 
+impl OutputBufferLimit {
+    /// Whether `len` buffered bytes break the hard limit, or the soft one for longer than
+    /// it allows; `soft_since` is when the buffer went over the soft limit, kept by the
+    /// caller between checks.
+    pub fn exceeded(&self, len: u64, soft_since: &mut Option<std::time::Instant>) -> bool {
+        if self.hard > 0 && len > self.hard {
+            return true;
+        }
+        if self.soft == 0 || len <= self.soft {
+            *soft_since = None;
+            return false;
+        }
+        let since = *soft_since.get_or_insert_with(std::time::Instant::now);
+        since.elapsed().as_secs() > self.soft_seconds
+    }
+}
+
 /// Everything the server reads from its configuration. Defaults are redis-server's, except
 /// `bind` (loopback only) and `worker_threads`/`shards` (ours).
 #[derive(Debug, Clone, PartialEq, Eq)]

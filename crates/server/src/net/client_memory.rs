@@ -9,8 +9,9 @@
 //! added for it), so the check after a batch is one comparison; only over the limit are
 //! the clients looked at. Nothing is counted while the limit is off.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::alloc::Gauge;
 use crate::config::Config;
 
 /// The limit and the total, shared by every connection.
@@ -19,7 +20,7 @@ pub struct ClientMemory {
     /// `maxmemory-clients` in bytes (a percentage is applied to `maxmemory`); 0: off.
     limit: AtomicU64,
     /// Bytes every client holds, as last counted.
-    total: AtomicUsize,
+    total: Gauge,
     /// Clients closed for it (INFO `evicted_clients`).
     pub evicted: AtomicU64,
 }
@@ -53,22 +54,18 @@ impl ClientMemory {
 
     /// Every client's memory, as last counted.
     pub fn total(&self) -> usize {
-        self.total.load(Ordering::Relaxed)
+        self.total.bytes()
     }
 
     /// One client's figure went from `from` to `to`.
     pub fn change(&self, from: usize, to: usize) {
-        if to >= from {
-            self.total.fetch_add(to - from, Ordering::Relaxed);
-        } else {
-            self.total.fetch_sub(from - to, Ordering::Relaxed);
-        }
+        self.total.change(from, to);
     }
 
     /// Whether the total is past the limit.
     #[inline]
     pub fn over(&self) -> bool {
         let limit = self.limit.load(Ordering::Relaxed);
-        limit > 0 && self.total.load(Ordering::Relaxed) as u64 > limit
+        limit > 0 && self.total.bytes() as u64 > limit
     }
 }

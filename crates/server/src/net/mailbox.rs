@@ -58,16 +58,7 @@ impl Mailbox {
         }
         state.pending.extend_from_slice(bytes);
         let len = state.pending.len() as u64;
-        let mut over = limit.hard > 0 && len > limit.hard;
-        if limit.soft > 0 && len > limit.soft {
-            let since = *state.soft_since.get_or_insert_with(Instant::now);
-            if since.elapsed().as_secs() > limit.soft_seconds {
-                over = true;
-            }
-        } else {
-            state.soft_since = None;
-        }
-        if over {
+        if limit.exceeded(len, &mut state.soft_since) {
             state.overflowed = true;
             state.pending = BytesMut::new();
             return false;

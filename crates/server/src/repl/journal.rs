@@ -29,8 +29,8 @@ use tokio::sync::watch;
 
 use super::backlog::Backlog;
 use super::outbox::Outbox;
+use crate::alloc::Gauge;
 use crate::config::OutputBufferLimit;
-use crate::store::evict::NotCounted;
 
 /// Where a change goes: the append-only file, the replicas (and backlog), or both
 /// (Redis's `PROPAGATE_AOF` / `PROPAGATE_REPL`; a script picks with `redis.set_repl`).
@@ -165,7 +165,7 @@ pub struct Stream {
     /// The `replica` class of `client-output-buffer-limit` (kept current by the cron).
     pub replica_limit: OutputBufferLimit,
     /// What every replica's outbox holds (shared with `maxmemory`, which leaves it out).
-    pub replica_buffers: Arc<NotCounted>,
+    pub replica_buffers: Arc<Gauge>,
 }
 
 impl Stream {
@@ -241,11 +241,9 @@ impl Stream {
             backlog.push(&replicas);
         }
         if !self.replicas.is_empty() {
-            let now = crate::store::now_ms();
             let limit = self.replica_limit;
             // A replica past its output limit leaves the stream; its link closes.
-            self.replicas
-                .retain(|r| r.outbox.push(&replicas, &limit, now));
+            self.replicas.retain(|r| r.outbox.push(&replicas, &limit));
         }
     }
 

@@ -6,24 +6,31 @@
 //! as a Redis replica's output buffer does, until the `replica` class of
 //! `client-output-buffer-limit` closes the link.
 //!
-//! What the outboxes hold is counted apart ([`NotCounted`]): INFO reports it as
+//! What the outboxes hold is counted apart ([`Gauge`]): INFO reports it as
 //! `mem_clients_slaves`, and `maxmemory` leaves it out (`mem_not_counted_for_evict`), as
 //! Redis does, so a slow replica makes the master neither evict keys nor refuse writes.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::BytesMut;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use crate::alloc::Gauge;
 use crate::config::OutputBufferLimit;
-use crate::store::evict::NotCounted;
+
+/// The bytes waiting, and since when they are over the soft limit.
+#[derive(Debug, Default)]
+struct Pending {
+    bytes: BytesMut,
+    soft_since: Option<std::time::Instant>,
+}
 
 /// One replica's pending stream.
 #[derive(Debug)]
 pub struct Outbox {
-    pending: Mutex<BytesMut>,
+    pending: Mutex<Pending>,
     ready: Notify,
     /// Told once the replica overflows.
     overflow: Notify,
@@ -33,22 +40,19 @@ pub struct Outbox {
     writing_bytes: AtomicUsize,
     /// Past its output limit: the link closes.
     overflowed: AtomicBool,
-    /// Unix ms since when the soft limit has been exceeded (0: it is not).
-    soft_since_ms: AtomicU64,
-    total: Arc<NotCounted>,
+    total: Arc<Gauge>,
 }
 
 impl Outbox {
     /// An empty outbox counted in `total`.
-    pub fn new(total: Arc<NotCounted>) -> Outbox {
+    pub fn new(total: Arc<Gauge>) -> Outbox {
         Outbox {
-            pending: Mutex::new(BytesMut::new()),
+            pending: Mutex::new(Pending::default()),
             ready: Notify::new(),
             overflow: Notify::new(),
             pending_bytes: AtomicUsize::new(0),
             writing_bytes: AtomicUsize::new(0),
             overflowed: AtomicBool::new(false),
-            soft_since_ms: AtomicU64::new(0),
             total,
         }
     }
@@ -56,11 +60,15 @@ impl Outbox {
     /// Appends `bytes`, unless the replica is past `limit` (then the outbox is emptied
     /// and the link told to close, as Redis closes a client over its limit). Returns
     /// false once the replica has overflowed.
-    pub fn push(&self, bytes: &[u8], limit: &OutputBufferLimit, now_ms: u64) -> bool {
+    pub fn push(&self, bytes: &[u8], limit: &OutputBufferLimit) -> bool {
         if self.overflowed.load(Ordering::Relaxed) {
             return false;
         }
-        let mut pending = self.pending.lock();
+        let mut guard = self.pending.lock();
+        let Pending {
+            bytes: pending,
+            soft_since,
+        } = &mut *guard;
         let spare = pending.capacity() - pending.len();
         if spare < bytes.len() {
             // Counted before it is allocated, old and new buffer both while the bytes
@@ -73,35 +81,16 @@ impl Outbox {
             pending.reserve(wanted - len);
         }
         pending.extend_from_slice(bytes);
-        let len = pending.len() as u64;
-        let over = self.over_limit(len, limit, now_ms);
+        let over = limit.exceeded(pending.len() as u64, soft_since);
         if over {
             *pending = BytesMut::new();
             self.overflowed.store(true, Ordering::Relaxed);
             self.overflow.notify_one();
         }
         self.count(&self.pending_bytes, pending.capacity());
-        drop(pending);
+        drop(guard);
         self.ready.notify_one();
         !over
-    }
-
-    /// Whether `len` pending bytes break the hard limit, or the soft one for longer
-    /// than it allows.
-    fn over_limit(&self, len: u64, limit: &OutputBufferLimit, now_ms: u64) -> bool {
-        if limit.hard > 0 && len > limit.hard {
-            return true;
-        }
-        if limit.soft == 0 || len <= limit.soft {
-            self.soft_since_ms.store(0, Ordering::Relaxed);
-            return false;
-        }
-        let since = self.soft_since_ms.load(Ordering::Relaxed);
-        if since == 0 {
-            self.soft_since_ms.store(now_ms, Ordering::Relaxed);
-            return false;
-        }
-        now_ms.saturating_sub(since) > limit.soft_seconds.saturating_mul(1000)
     }
 
     /// Waits until there is something to write, then takes all of it.
@@ -126,13 +115,13 @@ impl Outbox {
     /// [`Self::written`].
     pub fn try_take(&self) -> Option<BytesMut> {
         let mut pending = self.pending.lock();
-        if pending.is_empty() {
+        if pending.bytes.is_empty() {
             return None;
         }
         // Counted as being written before it stops counting as pending (the other
         // order would hide it for a moment).
-        self.count(&self.writing_bytes, pending.capacity());
-        let chunk = std::mem::take(&mut *pending);
+        self.count(&self.writing_bytes, pending.bytes.capacity());
+        let chunk = std::mem::take(&mut pending.bytes);
         self.count(&self.pending_bytes, 0);
         Some(chunk)
     }

@@ -16,7 +16,7 @@
 //! time, so eviction never stalls the whole keyspace. An evicted key goes to replicas
 //! and the AOF as a DEL, with an `evicted` keyspace event.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -98,28 +98,6 @@ impl Policy {
     }
 }
 
-/// Memory `maxmemory` leaves out (Redis's `mem_not_counted_for_evict`): what replicas'
-/// output buffers hold. The replication stream keeps it current; a replica that falls
-/// behind must make the master neither evict keys nor refuse writes.
-#[derive(Debug, Default)]
-pub struct NotCounted(AtomicUsize);
-
-impl NotCounted {
-    /// The figure, in bytes of allocation.
-    pub fn bytes(&self) -> usize {
-        self.0.load(Ordering::Relaxed)
-    }
-
-    /// Something counted here went from `from` to `to` bytes.
-    pub fn change(&self, from: usize, to: usize) {
-        if to >= from {
-            self.0.fetch_add(to - from, Ordering::Relaxed);
-        } else {
-            self.0.fetch_sub(from - to, Ordering::Relaxed);
-        }
-    }
-}
-
 /// Redis's starting LFU counter for a new key.
 const LFU_INIT: u32 = 5;
 
@@ -135,8 +113,10 @@ pub struct Eviction {
     pub evicted: AtomicU64,
     /// Bytes freed by eviction since the allocator last gave free pages back.
     freed_since_release: AtomicU64,
-    /// Memory the limit does not apply to.
-    pub not_counted: Arc<NotCounted>,
+    /// Memory the limit leaves out (Redis's `mem_not_counted_for_evict`): what replicas'
+    /// output buffers hold, kept current by the replication stream. A replica that
+    /// falls behind must make the master neither evict keys nor refuse writes.
+    pub not_counted: Arc<crate::alloc::Gauge>,
     pool: Mutex<Vec<Candidate>>,
 }
 
