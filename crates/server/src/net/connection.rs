@@ -749,7 +749,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         Ok(())
     }
 
-    /// Writes everything pending in one call.
     /// `maxmemory-clients`: counts what this client holds after a batch (its query
     /// buffer, the replies to write, messages waiting) and closes the clients holding
     /// the most while all of them together are over the limit. Nothing while it is off.
@@ -788,19 +787,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     }
 
     fn poll_write_or_read(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Sent>> {
-        loop {
-            if self.output.is_empty() {
+        match self.poll_write_output(cx) {
+            Poll::Ready(Ok(())) => {
                 // A no-op on TCP; TLS sends any record still held in its buffer.
                 return Pin::new(&mut self.stream)
                     .poll_flush(cx)
                     .map_ok(|()| Sent::All);
             }
-            match Pin::new(&mut self.stream).poll_write(cx, &self.output) {
-                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-                Poll::Ready(Ok(n)) => self.output.advance(n),
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => break,
-            }
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => {}
         }
         self.reserve_input();
         match tokio_util::io::poll_read_buf(Pin::new(&mut self.stream), cx, &mut self.input) {
@@ -811,19 +806,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         }
     }
 
+    /// Writes the output until it is empty (ready) or the socket is full (pending).
+    fn poll_write_output(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while !self.output.is_empty() {
+            match Pin::new(&mut self.stream).poll_write(cx, &self.output) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => self.output.advance(n),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
     /// Writes what the socket takes now, without waiting: a long batch of large replies
     /// goes out as it is made, and the rest waits for [`Self::write_or_read`].
     async fn write_ready(&mut self) -> io::Result<()> {
         crate::persist::aof::wait_durable(self.shared).await;
         self.output_large |= self.output.len() > KEEP_CAPACITY;
         std::future::poll_fn(|cx| {
-            while !self.output.is_empty() {
-                match Pin::new(&mut self.stream).poll_write(cx, &self.output) {
-                    Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-                    Poll::Ready(Ok(n)) => self.output.advance(n),
-                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                    Poll::Pending => break,
-                }
+            if let Poll::Ready(Err(e)) = self.poll_write_output(cx) {
+                return Poll::Ready(Err(e));
             }
             // TLS: send the records made so far; the rest goes with the next write.
             let _ = Pin::new(&mut self.stream).poll_flush(cx);
@@ -834,6 +837,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         Ok(())
     }
 
+    /// Writes everything pending in one call.
     async fn flush(&mut self) -> io::Result<()> {
         if !self.output.is_empty() {
             // appendfsync always: what these replies acknowledge is on disk first.

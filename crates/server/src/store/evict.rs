@@ -8,8 +8,10 @@
 //! Redis, the minute of the last decrement in the high 16 bits and a logarithmic access
 //! counter in the low 8 (`lfu-log-factor`, `lfu-decay-time`).
 //!
-//! When `used_memory` (the counted allocator, [`crate::alloc`]) is above `maxmemory`
-//! before a command, keys are evicted one at a time until it is not: each round samples
+//! When `used_memory` (the counted allocator, [`crate::alloc`], less what replicas'
+//! buffers hold) is above `maxmemory` before a command, keys are evicted one at a time
+//! until what their removal gave back covers the excess measured at the start: each
+//! round samples
 //! `maxmemory-samples` keys (keys with a TTL for the `volatile-*` policies) from one
 //! random shard of every database, keeps the best candidates in a 16-entry pool across
 //! rounds, and evicts the best one that still qualifies. Only one shard is locked at a
