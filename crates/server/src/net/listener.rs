@@ -71,15 +71,26 @@ async fn accept_loop(slot: Arc<Slot>, shared: Arc<Shared>, kind: Kind) {
     }
 }
 
-fn admit(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, kind: Kind) {
+/// Counts a new connection, and whether `maxclients` turns it away (counted as rejected).
+fn over_maxclients(shared: &Shared) -> bool {
     shared
         .stats
         .connections_received
         .fetch_add(1, Ordering::Relaxed);
-    let (maxclients, protected, handshake_timeout) = {
+    let full = shared.clients.len() as u64 >= shared.config.read().maxclients;
+    if full {
+        shared
+            .stats
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed);
+    }
+    full
+}
+
+fn admit(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, kind: Kind) {
+    let (protected, handshake_timeout) = {
         let config = shared.config.read();
         (
-            config.maxclients,
             config.protected_mode,
             super::tls::handshake_timeout(&config),
         )
@@ -87,11 +98,7 @@ fn admit(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, kind: Ki
     // Protected mode holds while the default user takes any password (Redis's check),
     // whatever set it: requirepass or ACL SETUSER.
     let has_password = !shared.acl.default_user().rules().nopass;
-    let refusal = if shared.clients.len() as u64 >= maxclients {
-        shared
-            .stats
-            .rejected_connections
-            .fetch_add(1, Ordering::Relaxed);
+    let refusal = if over_maxclients(shared) {
         Some(MAX_CLIENTS_REACHED)
     } else if protected && !has_password && !super::peer::is_local_ip(peer.ip()) {
         Some(PROTECTED_MODE_DENIED)
@@ -267,15 +274,7 @@ pub fn serve_unix(shared: &Arc<Shared>, listener: tokio::net::UnixListener, path
 
 fn admit_unix(mut stream: tokio::net::UnixStream, shared: &Arc<Shared>, path: &Arc<str>) {
     use super::peer::Peer;
-    shared
-        .stats
-        .connections_received
-        .fetch_add(1, Ordering::Relaxed);
-    if shared.clients.len() as u64 >= shared.config.read().maxclients {
-        shared
-            .stats
-            .rejected_connections
-            .fetch_add(1, Ordering::Relaxed);
+    if over_maxclients(shared) {
         tokio::spawn(async move {
             let _ = stream.write_all(MAX_CLIENTS_REACHED).await;
         });
