@@ -112,7 +112,11 @@ impl Shared {
         configure_eviction(&store, &config);
         let repl = crate::repl::Replication::default();
         store.events().set_deletion_feed(repl.journal.clone());
-        repl.journal.stream().replica_buffers = store.events().eviction.not_counted.clone();
+        {
+            let mut stream = repl.journal.stream();
+            stream.replica_buffers = store.events().eviction.not_counted.clone();
+            stream.replica_limit = config.client_output_buffer_limit[1];
+        }
         let clients = Clients::default();
         clients.memory.configure(&config);
         let shared = Shared {
@@ -226,6 +230,7 @@ impl Shared {
         self.apply_oom_score(&config);
         configure_eviction(&self.store, &config);
         self.clients.memory.configure(&config);
+        self.repl.journal.stream().replica_limit = config.client_output_buffer_limit[1];
         self.store
             .events()
             .set_notify_flags(config.notify_keyspace_events);

@@ -29,6 +29,15 @@ fn server(policy: &str) -> RedlineServer {
         .unwrap()
 }
 
+/// A redline-server without persistence, with `args` added.
+fn plain(args: &[&str]) -> RedlineServer {
+    RedlineServer::builder()
+        .args(["--save", ""])
+        .args(args.iter().copied())
+        .start()
+        .unwrap()
+}
+
 fn conn(port: u16) -> Conn {
     Conn::connect(([127, 0, 0, 1], port).into())
 }
@@ -552,10 +561,7 @@ fn lru_and_lfu_hit_rates_match_redis_on_a_zipf_trace() {
 /// reads the exact total).
 #[test]
 fn a_tight_limit_is_honoured_under_every_policy() {
-    let server = RedlineServer::builder()
-        .args(["--save", "", "--enable-debug-command", "yes"])
-        .start()
-        .unwrap();
+    let server = plain(&[]);
     let mut c = conn(server.port());
     for policy in [
         "allkeys-random",
@@ -594,10 +600,7 @@ fn a_tight_limit_is_honoured_under_every_policy() {
 /// small integers are not shared; with other policies, or no limit, they are.
 #[test]
 fn object_refcount_follows_redis_integer_sharing() {
-    let redline = RedlineServer::builder()
-        .args(["--save", ""])
-        .start()
-        .unwrap();
+    let redline = plain(&[]);
     let redis = RedisServer::builder().args(["--save", ""]).start().unwrap();
     for port in [redline.port(), redis.port()] {
         let mut c = conn(port);
@@ -622,10 +625,7 @@ fn object_refcount_follows_redis_integer_sharing() {
 /// master neither evicts keys nor refuses writes for it.
 #[test]
 fn a_stalled_replica_does_not_cause_eviction() {
-    let master = RedlineServer::builder()
-        .args(["--save", "", "--repl-backlog-size", "16kb"])
-        .start()
-        .unwrap();
+    let master = plain(&["--repl-backlog-size", "16kb"]);
     // A replica link that never reads: what Redis's suite makes with SIGSTOP.
     let mut link = conn(master.port());
     link.send(&["SYNC"]);
@@ -652,15 +652,7 @@ fn a_stalled_replica_does_not_cause_eviction() {
 /// buffer freed, as Redis closes a replica that falls too far behind.
 #[test]
 fn a_replica_past_its_output_limit_is_dropped() {
-    let master = RedlineServer::builder()
-        .args([
-            "--save",
-            "",
-            "--client-output-buffer-limit",
-            "replica 1mb 0 0",
-        ])
-        .start()
-        .unwrap();
+    let master = plain(&["--client-output-buffer-limit", "replica 1mb 0 0"]);
     let mut link = conn(master.port());
     link.send(&["SYNC"]);
     let mut c = conn(master.port());
@@ -686,10 +678,7 @@ fn a_replica_past_its_output_limit_is_dropped() {
 /// INFO counts them in `evicted_clients` (CONFIG RESETSTAT clears it).
 #[test]
 fn clients_over_maxmemory_clients_are_evicted_not_keys() {
-    let server = RedlineServer::builder()
-        .args(["--save", ""])
-        .start()
-        .unwrap();
+    let server = plain(&[]);
     let mut c = conn(server.port());
     c.cmd(&["CONFIG", "SET", "maxmemory-clients", "1mb"]);
     assert_eq!(text(&c.cmd(&["CLIENT", "NO-EVICT", "on"])), "OK");

@@ -47,16 +47,6 @@ impl ClientMemory {
         self.limit.load(Ordering::Relaxed) > 0
     }
 
-    /// The limit, 0 when off.
-    pub fn limit(&self) -> u64 {
-        self.limit.load(Ordering::Relaxed)
-    }
-
-    /// Every client's memory, as last counted.
-    pub fn total(&self) -> usize {
-        self.total.bytes()
-    }
-
     /// One client's figure went from `from` to `to`.
     pub fn change(&self, from: usize, to: usize) {
         self.total.change(from, to);

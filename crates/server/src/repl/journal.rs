@@ -162,7 +162,8 @@ pub struct Stream {
     replicas: Vec<Arc<ReplicaLink>>,
     /// The append-only file's incremental part, when `appendonly yes`.
     pub aof: Option<crate::persist::aof::AofFile>,
-    /// The `replica` class of `client-output-buffer-limit` (kept current by the cron).
+    /// The `replica` class of `client-output-buffer-limit` (set where the configuration
+    /// is applied, [`crate::shared::Shared::update_config`]).
     pub replica_limit: OutputBufferLimit,
     /// What every replica's outbox holds (shared with `maxmemory`, which leaves it out).
     pub replica_buffers: Arc<Gauge>,

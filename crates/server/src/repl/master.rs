@@ -108,7 +108,6 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
     let (replid, offset, link) = {
         let mut stream = journal.stream();
         let (replid, offset) = (stream.replid.clone(), stream.offset);
-        stream.replica_limit = shared.config.read().client_output_buffer_limit[1];
         let link = stream.attach(ctx.client.id, ip, port, backlog_size);
         (replid, offset, link)
     };
@@ -306,15 +305,11 @@ pub fn cron(shared: &Shared) {
     if !journal.active() || journal.stream().replicas().is_empty() {
         return;
     }
-    let (period, limit) = {
-        let config = shared.config.read();
-        (
-            config.param_int("repl-ping-replica-period").max(1) as u64,
-            config.client_output_buffer_limit[1],
-        )
-    };
-    // CONFIG SET client-output-buffer-limit reaches the outboxes within a second.
-    journal.stream().replica_limit = limit;
+    let period = shared
+        .config
+        .read()
+        .param_int("repl-ping-replica-period")
+        .max(1) as u64;
     let second = shared.started.elapsed().as_secs();
     let last = &shared.repl.last_ping;
     if second % period == 0 && last.swap(second, Ordering::AcqRel) != second {

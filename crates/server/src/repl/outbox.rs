@@ -131,11 +131,6 @@ impl Outbox {
         self.count(&self.writing_bytes, 0);
     }
 
-    /// Bytes held for this replica (its part of `mem_clients_slaves`).
-    pub fn held(&self) -> usize {
-        self.pending_bytes.load(Ordering::Relaxed) + self.writing_bytes.load(Ordering::Relaxed)
-    }
-
     fn count(&self, figure: &AtomicUsize, bytes: usize) {
         let before = figure.swap(bytes, Ordering::Relaxed);
         self.total.change(before, bytes);
