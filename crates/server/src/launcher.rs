@@ -53,11 +53,7 @@ pub fn run(program: &str, args: &[String]) -> ExitCode {
         eprintln!("Can't open the log file: {e}");
         return ExitCode::from(1);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.effective_workers())
-        .enable_all()
-        .build()
-    {
+    let runtime = match crate::runtime::build(config.effective_workers(), "redline-server") {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("Can't start the runtime: {e}");

@@ -21,6 +21,7 @@
 //! - [`geohash`]: the geohash arithmetic of the GEO commands.
 //! - [`monitor`], [`slowlog`], [`latency`]: MONITOR, SLOWLOG, LATENCY; [`redact`]: what
 //!   they never show.
+//! - [`runtime`]: the tokio runtime a server runs on (connections run in arrival order).
 //! - [`alloc`]: the counting allocator behind `used_memory` and `maxmemory`;
 //!   [`background`]: the priority of threads that must not slow commands.
 //!
@@ -66,6 +67,7 @@ pub mod persist;
 pub mod pubsub;
 pub mod redact;
 pub mod repl;
+pub mod runtime;
 pub mod scripting;
 mod server;
 pub mod shared;

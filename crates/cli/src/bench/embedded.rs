@@ -24,11 +24,7 @@ impl Embedded {
             save: String::new(),
             ..Config::default()
         };
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.effective_workers())
-            .thread_name("redline-server")
-            .enable_all()
-            .build()?;
+        let runtime = redline_server::runtime::build(config.effective_workers(), "redline-server")?;
         let server = runtime.block_on(Server::bind(config))?;
         let addr = server.local_addr();
         let stop = server.shutdown_handle();

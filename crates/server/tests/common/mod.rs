@@ -43,11 +43,7 @@ impl Redline {
         let config = Config::from_args(all).expect("config");
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
+            let runtime = redline_server::runtime::build(2, "redline-server").unwrap();
             runtime.block_on(async move {
                 let server = Server::bind(config).await.unwrap();
                 tx.send((
