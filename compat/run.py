@@ -133,6 +133,12 @@ def parse(output: str) -> dict:
     return {"passed": passed, "failed": failed, "skipped": skipped, "exception": exception}
 
 
+def suite_file(unit: str) -> str:
+    """The suite's name of a unit: `type/list` is `unit/type/list`; `integration/...`
+    units are named in full."""
+    return unit if unit.startswith("integration/") else f"unit/{unit}"
+
+
 def run_unit(kind: str, binary: str, unit: str, src: Path, results: Path,
              timeout: int, baseport: int) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix=f"compat-{kind}-"))
@@ -143,7 +149,7 @@ def run_unit(kind: str, binary: str, unit: str, src: Path, results: Path,
     try:
         proc, port = start_server(kind, binary, workdir)
         cmd = ["tclsh", "tests/test_helper.tcl", "--host", "127.0.0.1", "--port", str(port),
-               "--single", f"unit/{unit}", "--baseport", str(baseport), "--portcount", "100",
+               "--single", suite_file(unit), "--baseport", str(baseport), "--portcount", "100",
                "--timeout", str(timeout)] + SUITE_OPTIONS
         try:
             run = subprocess.run(cmd, cwd=src, stdout=subprocess.PIPE,
@@ -190,7 +196,7 @@ def run_unit_spawned(kind: str, tree: Path, unit: str, results: Path, timeout: i
     log_path = results / f"{kind}-spawned" / f"{unit.replace('/', '_')}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    cmd = ["tclsh", "tests/test_helper.tcl", "--single", f"unit/{unit}",
+    cmd = ["tclsh", "tests/test_helper.tcl", "--single", suite_file(unit),
            "--baseport", str(baseport), "--portcount", "4000", "--clients", "2",
            "--timeout", str(timeout)] + SUITE_OPTIONS
     proc = subprocess.Popen(cmd, cwd=tree, stdout=subprocess.PIPE,
