@@ -657,3 +657,51 @@ fn an_aof_rewrite_without_preamble_keeps_the_functions() {
     assert_eq!(theirs[1], "Integer(1)");
     assert_eq!(steps(ours.port()), theirs);
 }
+
+/// `redis-cli --rdb` and `--functions-rdb` (REPLCONF rdb-filter-only) take a dump from
+/// here that a real redis-server loads: every key, or the function libraries only.
+#[test]
+fn redis_cli_dumps_from_here_load_in_redis_whole_or_functions_only() {
+    let ours = redline();
+    for i in 0..100 {
+        ours.cmd(&["SET", &format!("key:{i}"), "value"]).unwrap();
+    }
+    let library = "#!lua name=lib1\nredis.register_function('func1', function() return 123 end)";
+    ours.cmd(&["FUNCTION", "LOAD", library]).unwrap();
+    let mut theirs = redis();
+    for (flag, keys) in [("--rdb", 100), ("--functions-rdb", 0)] {
+        let file = theirs.dir().join("dump.rdb");
+        let out = std::process::Command::new("redis-cli")
+            .args(["-p", &ours.port().to_string(), flag])
+            .arg(&file)
+            .output()
+            .expect("redis-cli (Debian redis-tools) is installed by make deps");
+        let text = String::from_utf8_lossy(&out.stderr).into_owned()
+            + &String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("Transfer finished with success"),
+            "{flag}: {text}"
+        );
+        theirs.restart().unwrap();
+        assert_eq!(
+            theirs.cmd(&["DBSIZE"]).unwrap(),
+            Reply::Integer(keys),
+            "{flag}"
+        );
+        assert_eq!(
+            theirs.cmd(&["FCALL", "func1", "0"]).unwrap(),
+            Reply::Integer(123),
+            "{flag}"
+        );
+    }
+    // Filters other than `functions` are refused with Redis's words.
+    for server in [
+        ours.cmd(&["REPLCONF", "rdb-filter-only", "keys"]),
+        theirs.cmd(&["REPLCONF", "rdb-filter-only", "keys"]),
+    ] {
+        assert_eq!(
+            server.unwrap(),
+            Reply::Error("ERR Unsupported rdb-filter-only option: keys".into())
+        );
+    }
+}

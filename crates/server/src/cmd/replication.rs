@@ -9,6 +9,7 @@ use redline_resp::encode;
 use super::args::is;
 use super::reply::{ok, CmdError, CmdResult, SYNTAX};
 use super::{Ctx, Handler};
+use crate::net::client::RdbFilter;
 use crate::repl::journal::LinkState;
 use crate::repl::master;
 
@@ -69,7 +70,9 @@ fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         } else if is(option, "ack") || is(option, "fack") {
             // ACKs arrive on the replica link, which reads them itself.
             return Ok(());
-        } else if !["ip-address", "capa", "rdb-only", "rdb-filter-only"]
+        } else if is(option, "rdb-filter-only") {
+            ctx.client.rdb_filter = Some(rdb_filter(value)?);
+        } else if !["ip-address", "capa", "rdb-only"]
             .iter()
             .any(|o| is(option, o))
         {
@@ -83,6 +86,27 @@ fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     ok(ctx.out);
     Ok(())
+}
+
+/// The include filters of REPLCONF rdb-filter-only, as Redis 7.0 reads them: words
+/// (quoted as on a configuration line), of which only `functions` exists; none at all
+/// means an image of neither keys nor functions.
+fn rdb_filter(value: &[u8]) -> Result<RdbFilter, CmdError> {
+    let words = crate::config::split_args(value)
+        .ok_or(CmdError::Static("ERR Missing rdb-filter-only values"))?;
+    let mut filter = RdbFilter::Nothing;
+    for word in words {
+        if !is(&word, "functions") {
+            return Err(super::reply::quoting(
+                "ERR Unsupported rdb-filter-only option: ",
+                &word,
+                usize::MAX,
+                "",
+            ));
+        }
+        filter = RdbFilter::Functions;
+    }
+    Ok(filter)
 }
 
 /// REPLICAOF host port | NO ONE (and SLAVEOF). Allowed inside MULTI: what the

@@ -74,6 +74,9 @@ pub struct ClientState {
     pub repl_offset: u64,
     /// The port a replica said it listens on (REPLCONF listening-port).
     pub repl_listening_port: u16,
+    /// REPLCONF rdb-filter-only: the sync image holds the function libraries only (or,
+    /// with an empty filter, nothing), no keys; what `redis-cli --functions-rdb` asks.
+    pub rdb_filter: Option<RdbFilter>,
     /// This is the link from our master: it may write to a read-only replica.
     pub is_master: bool,
     /// Our master asked for an ACK (REPLCONF GETACK).
@@ -216,6 +219,7 @@ impl ClientState {
             blocked_since: None,
             repl_offset: 0,
             repl_listening_port: 0,
+            rdb_filter: None,
             is_master: false,
             is_replica: false,
             ack_requested: false,
@@ -314,4 +318,13 @@ impl ClientState {
             *slot.lock() = self.activity(qbuf);
         }
     }
+}
+
+/// What a filtered sync image keeps (REPLCONF rdb-filter-only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RdbFilter {
+    /// Neither keys nor functions: an image with the header and aux fields only.
+    Nothing,
+    /// The function libraries, no keys.
+    Functions,
 }

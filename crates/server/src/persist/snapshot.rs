@@ -114,6 +114,22 @@ pub fn capture(shared: &Shared, held: &mut dyn ShardMap, extra_aux: &[(&str, &[u
 /// `aof-base`), and the function libraries. Must be called with every shard held, so
 /// the libraries belong to the same instant as the keys.
 pub fn image_start(shared: &Shared, extra_aux: &[(&str, &[u8])]) -> SnapshotWriter {
+    let mut writer = image_header(extra_aux);
+    write_functions(shared, &mut writer);
+    writer
+}
+
+/// A sync image filtered as REPLCONF rdb-filter-only asks (`redis-cli --functions-rdb`):
+/// header and aux fields, the function libraries when `functions`, never keys.
+pub fn filtered_image(shared: &Shared, extra_aux: &[(&str, &[u8])], functions: bool) -> Vec<u8> {
+    let mut writer = image_header(extra_aux);
+    if functions {
+        write_functions(shared, &mut writer);
+    }
+    writer.finish(shared.config.read().param_bool("rdbchecksum"))
+}
+
+fn image_header(extra_aux: &[(&str, &[u8])]) -> SnapshotWriter {
     let ctime = unix_secs().to_string();
     let used = crate::cmd::info::resident_bytes().to_string();
     let mut aux: Vec<(&str, &[u8])> = vec![
@@ -127,13 +143,15 @@ pub fn image_start(shared: &Shared, extra_aux: &[(&str, &[u8])]) -> SnapshotWrit
     ];
     aux.extend_from_slice(extra_aux);
     aux.push(("aof-base", b"0"));
-    let mut writer = SnapshotWriter::new(&aux);
+    SnapshotWriter::new(&aux)
+}
+
+fn write_functions(shared: &Shared, writer: &mut SnapshotWriter) {
     if let Ok(engine) = shared.scripting.engine() {
         for library in engine.libraries.values() {
             writer.function(&library.code);
         }
     }
-    writer
 }
 
 /// What a load found.

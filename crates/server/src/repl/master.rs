@@ -25,6 +25,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use super::journal::{LinkState, ReplicaLink};
 use crate::cmd::args::is;
 use crate::cmd::Ctx;
+use crate::net::client::RdbFilter;
 use crate::persist::bgsave::{self, Cut};
 use crate::persist::snapshot;
 use crate::shared::Shared;
@@ -131,9 +132,17 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
         std::process::id(),
         ctx.client.id
     ));
-    let image = match bgsave::begin_cut(shared, &mut *held.borrow_mut(), temp, &aux) {
-        Ok(cut) => Ok(cut),
-        Err(_) => Err(snapshot::capture(shared, &mut *held.borrow_mut(), &aux)),
+    let image = match ctx.client.rdb_filter {
+        // A filtered image has no keys: small, made at once.
+        Some(filter) => Err(snapshot::filtered_image(
+            shared,
+            &aux,
+            filter == RdbFilter::Functions,
+        )),
+        None => match bgsave::begin_cut(shared, &mut *held.borrow_mut(), temp, &aux) {
+            Ok(cut) => Ok(cut),
+            Err(_) => Err(snapshot::capture(shared, &mut *held.borrow_mut(), &aux)),
+        },
     };
     drop(held);
     drop(writes);
