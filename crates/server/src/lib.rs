@@ -7,7 +7,8 @@
 //! - [`config`]: redis.conf-style configuration and `CONFIG GET/SET`.
 //! - [`net`]: listener and the per-connection read → execute → write loop.
 //! - [`cmd`]: command dispatch through the shared command table, one file per family;
-//!   [`cmdstats`]: per-command and per-error counters for INFO.
+//!   [`cmdstats`]: per-command and per-error counters for INFO; [`instant`]: its
+//!   sampled rates.
 //! - [`store`]: databases, shards, values, expiry, eviction, lazy freeing.
 //! - [`cstr`]: what C's string functions make of client bytes, where Redis reads them
 //!   so (a NUL ends the text, `isspace`, `strtoull`).
@@ -55,6 +56,7 @@ pub mod config;
 pub mod cstr;
 pub mod geohash;
 pub mod glob;
+pub mod instant;
 pub mod latency;
 pub mod launcher;
 pub mod log;

@@ -49,10 +49,21 @@ impl ShutdownHandle {
     }
 }
 
-/// What the expiry thread does after each cycle besides expiring (Redis's cron): publish
-/// the key events the cycle queued, send BCAST invalidations, keep the tracking table
-/// under its limit.
+/// What the expiry thread does after each cycle besides expiring (Redis's cron): sample
+/// INFO's rates, publish the key events the cycle queued, send BCAST invalidations, keep
+/// the tracking table under its limit.
 fn background_events(shared: &Shared) {
+    let stats = &shared.stats;
+    stats.instant.sample(
+        [
+            &stats.commands_processed,
+            &stats.net_input_bytes,
+            &stats.net_output_bytes,
+            &stats.net_repl_input_bytes,
+            &stats.net_repl_output_bytes,
+        ]
+        .map(|total| total.load(std::sync::atomic::Ordering::Relaxed)),
+    );
     crate::persist::snapshot::cron(shared);
     crate::repl::master::cron(shared);
     crate::persist::aof::cron(shared);

@@ -27,6 +27,20 @@ pub struct Stats {
     pub rejected_connections: AtomicU64,
     /// Commands run; connections add theirs once per batch, not per command.
     pub commands_processed: AtomicU64,
+    /// Bytes read from and written to clients (replica links excluded), added per batch.
+    pub net_input_bytes: AtomicU64,
+    /// See `net_input_bytes`.
+    pub net_output_bytes: AtomicU64,
+    /// Bytes of replica links (ACKs in, the stream out) and of the link to our master.
+    pub net_repl_input_bytes: AtomicU64,
+    /// See `net_repl_input_bytes`.
+    pub net_repl_output_bytes: AtomicU64,
+    /// Key lookups of read commands that found their key (see `store::lookups`).
+    pub keyspace_hits: AtomicU64,
+    /// ... and that did not.
+    pub keyspace_misses: AtomicU64,
+    /// `instantaneous_*` of INFO: rates sampled by the cron.
+    pub instant: crate::instant::Instant,
 }
 
 /// Shared server state.

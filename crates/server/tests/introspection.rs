@@ -552,3 +552,80 @@ fn unix_socket_clients_match_redis() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(got, theirs);
 }
+
+/// One field of INFO `section`.
+fn info_field(c: &mut Conn, section: &str, name: &str) -> String {
+    let info = text(&c.cmd(&["INFO", section]));
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
+        .to_string()
+}
+
+/// INFO stats counts as redis-server does: hits and misses of read commands only (a key
+/// past its TTL is a miss), bytes in and out, commands; rates sampled while loaded;
+/// CONFIG RESETSTAT clears the totals.
+#[test]
+fn info_stats_count_lookups_and_traffic_like_redis() {
+    let ours = Redline::start();
+    let theirs = RedisServer::start().unwrap();
+    let mut figures = Vec::new();
+    for addr in [ours.addr, theirs.addr()] {
+        let mut c = Conn::connect(addr);
+        c.cmd(&["CONFIG", "RESETSTAT"]);
+        let script: &[&[&str]] = &[
+            &["SET", "a", "1"],
+            &["SET", "gone", "1", "PX", "1"],
+            &["GET", "a"],
+            &["GET", "b"],
+            &["EXISTS", "a", "b"],
+            &["MGET", "a", "b", "c"],
+            &["INCR", "a"],
+            &["TYPE", "a"],
+            &["TTL", "b"],
+            &["HGET", "h", "f"],
+            &["DEL", "a"],
+        ];
+        for command in script {
+            c.cmd(command);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+        c.cmd(&["GET", "gone"]);
+        // Read on another connection: the first one's counts are in by then.
+        let mut other = Conn::connect(addr);
+        let fields = ["keyspace_hits", "keyspace_misses", "total_commands_processed"];
+        let values: Vec<String> = fields
+            .iter()
+            .map(|f| info_field(&mut other, "stats", f))
+            .collect();
+        let input: u64 = info_field(&mut other, "stats", "total_net_input_bytes")
+            .parse()
+            .unwrap();
+        let output: u64 = info_field(&mut other, "stats", "total_net_output_bytes")
+            .parse()
+            .unwrap();
+        assert!(input > 300 && output > 50, "{input} {output}");
+        // A load, then a rate within the next second.
+        for i in 0..2000 {
+            c.send(&["SET", &format!("k{i}"), "v"]);
+        }
+        for _ in 0..2000 {
+            c.read();
+        }
+        let mut rate = 0;
+        for _ in 0..40 {
+            rate = info_field(&mut other, "stats", "instantaneous_ops_per_sec")
+                .parse()
+                .unwrap();
+            if rate > 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(rate > 0, "{addr}: no rate after a load");
+        other.cmd(&["CONFIG", "RESETSTAT"]);
+        assert_eq!(info_field(&mut other, "stats", "keyspace_hits"), "0");
+        figures.push(values);
+    }
+    assert_eq!(figures[0], figures[1], "redline, redis");
+}

@@ -220,6 +220,16 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     stats.commands_processed.store(0, Ordering::Relaxed);
     stats.connections_received.store(0, Ordering::Relaxed);
     stats.rejected_connections.store(0, Ordering::Relaxed);
+    for total in [
+        &stats.net_input_bytes,
+        &stats.net_output_bytes,
+        &stats.net_repl_input_bytes,
+        &stats.net_repl_output_bytes,
+        &stats.keyspace_hits,
+        &stats.keyspace_misses,
+    ] {
+        total.store(0, Ordering::Relaxed);
+    }
     ctx.shared.cmdstats.reset();
     ctx.shared.repl.syncs.reset();
     ctx.shared.store.lazyfree.reset_stats();

@@ -15,6 +15,7 @@ use redline_resp::encode;
 use super::connection::REDIS_VERSION;
 use super::reply::CmdResult;
 use super::{Ctx, Handler};
+use crate::instant::Metric;
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[("info", info)];
@@ -237,9 +238,26 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
                 .load(std::sync::atomic::Ordering::Relaxed);
             let errors: u64 = shared.cmdstats.errors().iter().map(|(_, n)| n).sum();
             let migrate_sockets = shared.migrate_cache.len();
+            let stats = &shared.stats;
+            let instant = &stats.instant;
+            let ops_sec = instant.per_second(Metric::Commands);
+            let (in_kbps, out_kbps) = (
+                instant.kbps(Metric::NetInput),
+                instant.kbps(Metric::NetOutput),
+            );
+            let repl_in_kbps = instant.kbps(Metric::ReplInput);
+            let repl_out_kbps = instant.kbps(Metric::ReplOutput);
+            // This connection's batch so far counts too (INFO after GET in one pipeline).
+            let (own_hits, own_misses) = crate::store::lookups::pending();
+            let hits = stats.keyspace_hits.load(Ordering::Relaxed) + own_hits;
+            let misses = stats.keyspace_misses.load(Ordering::Relaxed) + own_misses;
+            let net_in = stats.net_input_bytes.load(Ordering::Relaxed);
+            let net_out = stats.net_output_bytes.load(Ordering::Relaxed);
+            let repl_in = stats.net_repl_input_bytes.load(Ordering::Relaxed);
+            let repl_out = stats.net_repl_output_bytes.load(Ordering::Relaxed);
             let _ = write!(
                 text,
-                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:0\r\ntotal_net_output_bytes:0\r\ntotal_net_repl_input_bytes:0\r\ntotal_net_repl_output_bytes:0\r\ninstantaneous_input_kbps:0.00\r\ninstantaneous_output_kbps:0.00\r\ninstantaneous_input_repl_kbps:0.00\r\ninstantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\nexpired_keys:{expired}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nexpire_cycle_cpu_milliseconds:0\r\nexpire_sampled_keys:{sampled}\r\nevicted_keys:{evicted}\r\nevicted_clients:{evicted_clients}\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\nkeyspace_hits:0\r\nkeyspace_misses:0\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:{migrate_sockets}\r\nslave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{errors}\r\ndump_payload_sanitizations:0\r\ntotal_reads_processed:0\r\ntotal_writes_processed:0\r\nio_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n\r\n",
+                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{ops_sec}\r\ntotal_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\ntotal_net_repl_input_bytes:{repl_in}\r\ntotal_net_repl_output_bytes:{repl_out}\r\ninstantaneous_input_kbps:{in_kbps:.2}\r\ninstantaneous_output_kbps:{out_kbps:.2}\r\ninstantaneous_input_repl_kbps:{repl_in_kbps:.2}\r\ninstantaneous_output_repl_kbps:{repl_out_kbps:.2}\r\nrejected_connections:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\nexpired_keys:{expired}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nexpire_cycle_cpu_milliseconds:0\r\nexpire_sampled_keys:{sampled}\r\nevicted_keys:{evicted}\r\nevicted_clients:{evicted_clients}\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\nkeyspace_hits:{hits}\r\nkeyspace_misses:{misses}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:{migrate_sockets}\r\nslave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{errors}\r\ndump_payload_sanitizations:0\r\ntotal_reads_processed:0\r\ntotal_writes_processed:0\r\nio_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n\r\n",
                 shared.stats.connections_received.load(Ordering::Relaxed),
                 shared.stats.commands_processed.load(Ordering::Relaxed)
                     + ctx.client.commands_since_flush,

@@ -276,7 +276,9 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         // A script shows before the commands it calls.
         feed_monitors(ctx, args);
     }
+    let reading_before = crate::store::lookups::set_reading(spec.is_readonly());
     let result = run_handler(ctx, spec, handler, args);
+    crate::store::lookups::set_reading(reading_before);
     if monitored && !skip_monitor {
         feed_monitors(ctx, args);
     }

@@ -26,6 +26,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::client::{ClientState, ReplyMode};
+use super::counted::Counted;
 use super::registry::Registration;
 use crate::cmd::{self, Ctx};
 use crate::scripting::ScriptWait;
@@ -82,7 +83,7 @@ pub enum Progress {
 /// A connection being served over stream `S` (TCP or TLS).
 pub struct Connection<'a, S> {
     shared: &'a Shared,
-    stream: S,
+    stream: Counted<S>,
     input: BytesMut,
     output: BytesMut,
     /// The output grew past `KEEP_CAPACITY` since it was last replaced. Written bytes
@@ -151,7 +152,7 @@ where
     shared.clients.set_mailbox(id, client.mailbox.clone());
     let mut connection = Connection {
         shared: &shared,
-        stream,
+        stream: Counted::new(stream),
         input: BytesMut::with_capacity(READ_CHUNK),
         output: BytesMut::with_capacity(READ_CHUNK),
         output_large: false,
@@ -398,13 +399,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                             self.client.is_replica = true;
                             self.client.publish_activity(self.input.len());
                             let shared = self.shared;
-                            return crate::repl::master::serve(
+                            // What the link carries from here on is replication traffic.
+                            self.flush_counters();
+                            let served = crate::repl::master::serve(
                                 shared,
                                 &mut self.stream,
                                 &mut self.input,
                                 start,
                             )
                             .await;
+                            let (read, written) = self.stream.take_counts();
+                            let stats = &shared.stats;
+                            stats
+                                .net_repl_input_bytes
+                                .fetch_add(read, Ordering::Relaxed);
+                            stats
+                                .net_repl_output_bytes
+                                .fetch_add(written, Ordering::Relaxed);
+                            return served;
                         }
                         if !self.wait_replicas().await? {
                             return Ok(());
@@ -894,6 +906,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                 .commands_processed
                 .fetch_add(self.client.commands_since_flush, Ordering::Relaxed);
             self.client.commands_since_flush = 0;
+        }
+        let (hits, misses) = crate::store::lookups::take();
+        if hits + misses > 0 {
+            let stats = &self.shared.stats;
+            stats.keyspace_hits.fetch_add(hits, Ordering::Relaxed);
+            stats.keyspace_misses.fetch_add(misses, Ordering::Relaxed);
+        }
+        let (read, written) = self.stream.take_counts();
+        if read > 0 {
+            let stats = &self.shared.stats;
+            stats.net_input_bytes.fetch_add(read, Ordering::Relaxed);
+        }
+        if written > 0 {
+            let stats = &self.shared.stats;
+            stats.net_output_bytes.fetch_add(written, Ordering::Relaxed);
         }
     }
 }

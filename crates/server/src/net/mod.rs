@@ -6,6 +6,7 @@
 pub mod client;
 pub mod client_memory;
 pub mod connection;
+pub mod counted;
 pub mod listener;
 pub mod mailbox;
 pub mod outgoing;

@@ -19,6 +19,7 @@ pub mod expiry;
 mod held;
 pub mod hll;
 pub mod lazyfree;
+pub mod lookups;
 mod shard;
 pub mod stream;
 mod value;

@@ -176,7 +176,9 @@ impl Shard {
     /// The live entry of `key`, recorded as used (eviction's LRU/LFU data).
     #[inline]
     pub fn get(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let index = self.live_index(key)?;
+        let index = self.live_index(key);
+        super::lookups::looked_up(index.is_some());
+        let index = index?;
         self.before_change(index);
         let events = self.events.clone();
         let entry = self.map.get_index_mut(index).map(|(_, e)| e)?;
@@ -188,7 +190,9 @@ impl Shard {
 
     /// The live entry of `key`, without recording a use (OBJECT, DEBUG).
     pub fn get_untouched(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let index = self.live_index(key)?;
+        let index = self.live_index(key);
+        super::lookups::looked_up(index.is_some());
+        let index = index?;
         self.before_change(index);
         self.map.get_index_mut(index).map(|(_, e)| e)
     }
@@ -233,7 +237,9 @@ impl Shard {
 
     /// Whether `key` exists (and is not expired).
     pub fn contains(&mut self, key: &[u8]) -> bool {
-        self.live_index(key).is_some()
+        let found = self.live_index(key).is_some();
+        super::lookups::looked_up(found);
+        found
     }
 
     /// Stores `value` under `key` with deadline `expires_at` (0 = none), replacing any

@@ -1,0 +1,108 @@
+//! A stream that counts the bytes it reads and writes (INFO `total_net_input_bytes`,
+//! `total_net_output_bytes`): one addition per read or write call, moved to the server's
+//! totals with the connection's other counters once per batch.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// `S`, counting its traffic.
+#[derive(Debug)]
+pub struct Counted<S> {
+    inner: S,
+    read: u64,
+    written: u64,
+}
+
+impl<S> Counted<S> {
+    /// Wraps `inner` with both counts at zero.
+    pub fn new(inner: S) -> Self {
+        Counted {
+            inner,
+            read: 0,
+            written: 0,
+        }
+    }
+
+    /// Bytes read and written since the last call; both counts restart at zero.
+    pub fn take_counts(&mut self) -> (u64, u64) {
+        (
+            std::mem::take(&mut self.read),
+            std::mem::take(&mut self.written),
+        )
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = polled {
+            self.read += (buf.filled().len() - before) as u64;
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, data);
+        if let Poll::Ready(Ok(n)) = polled {
+            self.written += n as u64;
+        }
+        polled
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, data);
+        if let Poll::Ready(Ok(n)) = polled {
+            self.written += n as u64;
+        }
+        polled
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn counts_what_goes_through_both_ways() {
+        let (a, mut b) = tokio::io::duplex(64);
+        let mut counted = Counted::new(a);
+        counted.write_all(b"hello").await.unwrap();
+        b.write_all(b"abc").await.unwrap();
+        let mut buf = [0u8; 8];
+        let n = counted.read(&mut buf).await.unwrap();
+        assert_eq!(n, 3);
+        assert_eq!(counted.take_counts(), (3, 5));
+        assert_eq!(counted.take_counts(), (0, 0));
+    }
+}
