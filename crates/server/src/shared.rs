@@ -39,6 +39,8 @@ pub struct Stats {
     pub keyspace_hits: AtomicU64,
     /// ... and that did not.
     pub keyspace_misses: AtomicU64,
+    /// Errors our master's commands met here (a diverged replica).
+    pub unexpected_error_replies: AtomicU64,
     /// `instantaneous_*` of INFO: rates sampled by the cron.
     pub instant: crate::instant::Instant,
 }

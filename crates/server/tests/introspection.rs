@@ -593,7 +593,11 @@ fn info_stats_count_lookups_and_traffic_like_redis() {
         c.cmd(&["GET", "gone"]);
         // Read on another connection: the first one's counts are in by then.
         let mut other = Conn::connect(addr);
-        let fields = ["keyspace_hits", "keyspace_misses", "total_commands_processed"];
+        let fields = [
+            "keyspace_hits",
+            "keyspace_misses",
+            "total_commands_processed",
+        ];
         let values: Vec<String> = fields
             .iter()
             .map(|f| info_field(&mut other, "stats", f))

@@ -937,3 +937,42 @@ fn replica_connects_from_bind_source_addr() {
         assert!(slave0.contains("ip=127.0.0.2"), "{slave0}");
     }
 }
+
+/// A command of the master's stream that fails on the replica (a diverged writable
+/// replica, or DEBUG REPLICATE of something the replica cannot run) is logged as
+/// CRITICAL and counted in INFO `unexpected_error_replies`, as redis-server does, and
+/// replication goes on.
+#[test]
+fn errors_from_the_masters_stream_are_logged_and_counted_like_redis() {
+    for redline_master in [true, false] {
+        let (_ours, _theirs);
+        let master = if redline_master {
+            _ours = redline(&[]);
+            _ours.port()
+        } else {
+            _theirs = redis(&[]);
+            _theirs.port()
+        };
+        let replica = redline(&["--propagation-error-behavior", "ignore"]);
+        conn(replica.port()).cmd(&["REPLICAOF", "127.0.0.1", &master.to_string()]);
+        wait_link_up(replica.port());
+        let mut m = conn(master);
+        m.cmd(&["DEBUG", "REPLICATE", "fake-command-1"]);
+        let mut r = conn(replica.port());
+        r.cmd(&["CONFIG", "SET", "replica-read-only", "no"]);
+        r.cmd(&["SET", "number2", "foo"]);
+        m.cmd(&["INCRBY", "number2", "1"]);
+        m.cmd(&["SET", "after", "1"]);
+        wait_until("the stream after the errors", || {
+            conn(replica.port()).cmd(&["GET", "after"]) == Frame::Bulk("1".into())
+        });
+        let log = replica.log_tail();
+        assert!(log.contains("== CRITICAL == This replica is sending an error to its master: 'ERR unknown command 'fake-command-1'"), "{log}");
+        assert!(
+            log.contains("after processing the command 'incrby'"),
+            "{log}"
+        );
+        assert_eq!(stat(replica.port(), "unexpected_error_replies"), 2);
+        assert_eq!(r.cmd(&["GET", "number2"]), Frame::Bulk("foo".into()));
+    }
+}

@@ -227,6 +227,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         &stats.net_repl_output_bytes,
         &stats.keyspace_hits,
         &stats.keyspace_misses,
+        &stats.unexpected_error_replies,
     ] {
         total.store(0, Ordering::Relaxed);
     }

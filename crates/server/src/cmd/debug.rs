@@ -1,6 +1,6 @@
 //! DEBUG: the subcommands Redis's test suite leans on (SLEEP, RELOAD, LOADAOF, OBJECT,
 //! DIGEST, DIGEST-VALUE, PROTOCOL, POPULATE, SET-ACTIVE-EXPIRE, PAUSE-CRON,
-//! QUICKLIST-PACKED-THRESHOLD, ...), with Redis's replies.
+//! QUICKLIST-PACKED-THRESHOLD, REPLICATE, ...), with Redis's replies.
 
 use bytes::Bytes;
 use redline_resp::encode;
@@ -8,6 +8,7 @@ use redline_resp::encode;
 use super::args::is;
 use super::reply::{ok, CmdError, CmdResult};
 use super::{Ctx, Handler};
+use crate::repl::journal::{Propagated, Targets};
 use crate::store::Value;
 
 /// This family's handlers.
@@ -64,6 +65,24 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ok(ctx.out);
         return Ok(());
     }
+    if is(sub, "replicate") && args.len() >= 3 {
+        // The command goes to the replicas as it is, never run here: how a test makes a
+        // replica diverge (Redis's `replicationFeedSlaves`, in the stream's database).
+        let journal = &ctx.shared.repl.journal;
+        if journal.active() {
+            let db = journal.stream().selected_db().unwrap_or(ctx.client.db);
+            journal.append(&[Propagated {
+                db,
+                args: args[2..].to_vec(),
+                to: Targets {
+                    aof: false,
+                    replicas: true,
+                },
+            }]);
+        }
+        ok(ctx.out);
+        return Ok(());
+    }
     if is(sub, "loadaof") {
         return super::persistence::debug_loadaof(ctx);
     }
@@ -116,6 +135,8 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             "    it is used instead of the 'key' prefix. These are not propagated to",
             "    replicas. Cluster slots are not respected so keys not belonging to the",
             "    current node can be created in cluster mode.",
+            "REPLICATE <command> [<arg> ...]",
+            "    Send the command to the replicas without running it here.",
             "PAUSE-CRON <0|1>",
             "    Stop periodic cron job processing.",
             "SET-ACTIVE-EXPIRE <0|1>",

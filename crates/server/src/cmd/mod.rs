@@ -140,8 +140,29 @@ pub fn handler_of(spec: &'static CommandSpec) -> Option<Handler> {
 pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) {
     if let Err(e) = dispatch(ctx, args) {
         ctx.client.cmdstats.error(e.text());
+        if ctx.client.is_master && !ctx.nested {
+            master_got_an_error(ctx.shared, e.text(), args);
+        }
         encode::write_error(ctx.out, e.text());
     }
+}
+
+/// A command of our master's stream failed here: the replica has diverged (or its
+/// master sent something it cannot run). Logged and counted as Redis does (INFO
+/// `unexpected_error_replies`); the master never sees the error.
+fn master_got_an_error(shared: &crate::shared::Shared, error: &[u8], args: &[Bytes]) {
+    let name = args
+        .first()
+        .and_then(|name| command::lookup(name))
+        .map_or("<unknown>", |spec| spec.name);
+    let error = String::from_utf8_lossy(&error[..error.len().min(4096)]);
+    tracing::warn!(
+        "== CRITICAL == This replica is sending an error to its master: '{error}' after processing the command '{name}'"
+    );
+    shared
+        .stats
+        .unexpected_error_replies
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
 #[inline]

@@ -170,6 +170,11 @@ pub struct Stream {
 }
 
 impl Stream {
+    /// The database the stream last selected, if the next command need not name one.
+    pub fn selected_db(&self) -> Option<usize> {
+        self.db
+    }
+
     /// Makes the next command name its database (a new reader starts here).
     pub fn force_select(&mut self) {
         self.db = None;
