@@ -100,13 +100,23 @@ async fn serve(config: Config) -> ExitCode {
         tracing::warn!("{e}");
         return ExitCode::from(1);
     }
-    let stop = server.shutdown_handle();
-    let signalled = std::sync::Arc::new(std::sync::OnceLock::new());
     tokio::spawn({
-        let signalled = signalled.clone();
+        let shared = shared.clone();
         async move {
-            let _ = signalled.set(wait_for_signal().await);
-            stop.shutdown();
+            // A signal shuts down as SHUTDOWN does, with the flags of its
+            // `shutdown-on-sig*` parameter: after the replicas catch up, saving when save
+            // points are set. As in Redis, a save that fails leaves the server running
+            // (the next signal tries again), and so does a SHUTDOWN ABORT while it waits.
+            loop {
+                let param = wait_for_signal().await;
+                let flags = crate::persist::shutdown::ShutdownFlags::for_signal(&shared, param);
+                tracing::warn!("User requested shutdown...");
+                match crate::persist::graceful::request(&shared, flags, flags.now) {
+                    crate::persist::graceful::Requested::Exiting => break,
+                    crate::persist::graceful::Requested::Waiting(_) => {}
+                    crate::persist::graceful::Requested::Failed => {}
+                }
+            }
         }
     });
     let result = server.run().await;
@@ -114,21 +124,6 @@ async fn serve(config: Config) -> ExitCode {
         // The script still holds its locks and its worker: the runtime could not wind
         // down, so the process ends here, as redis-server exits under a busy script.
         std::process::exit(i32::from(result.is_err()));
-    }
-    // A signal saves as its `shutdown-on-sig*` parameter says (by default when save
-    // points are set), as redis-server does; SHUTDOWN decided for itself already. The
-    // server has stopped serving, so a failed save cannot keep it running as in Redis:
-    // the exit code says it.
-    let handled = shared
-        .persistence
-        .shutdown_handled
-        .load(std::sync::atomic::Ordering::Acquire);
-    if !handled {
-        let param = signalled.get().copied().unwrap_or("shutdown-on-sigterm");
-        let flags = crate::persist::shutdown::ShutdownFlags::for_signal(&shared, param);
-        if !crate::persist::shutdown::final_save(&shared, flags) {
-            return ExitCode::from(1);
-        }
     }
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -65,6 +65,7 @@ fn background_events(shared: &Shared) {
         .map(|total| total.load(std::sync::atomic::Ordering::Relaxed)),
     );
     crate::persist::snapshot::cron(shared);
+    crate::persist::graceful::cron(shared);
     crate::repl::master::cron(shared);
     crate::persist::aof::cron(shared);
     shared.migrate_cache.close_idle();

@@ -66,6 +66,8 @@ pub struct Shared {
     pub pubsub: PubSub,
     /// CLIENT PAUSE.
     pub pause: Pause,
+    /// A shutdown waiting for the replicas to catch up.
+    pub graceful: crate::persist::graceful::Graceful,
     /// Lua scripts and function libraries.
     pub scripting: crate::scripting::Scripting,
     /// CLIENT TRACKING: who caches which keys.
@@ -145,6 +147,7 @@ impl Shared {
             blocking: Blocking::default(),
             pubsub: PubSub::default(),
             pause: Pause::default(),
+            graceful: Default::default(),
             scripting: crate::scripting::Scripting::default(),
             tracking,
             stats: Stats::default(),

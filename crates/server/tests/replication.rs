@@ -976,3 +976,67 @@ fn errors_from_the_masters_stream_are_logged_and_counted_like_redis() {
         assert_eq!(r.cmd(&["GET", "number2"]), Frame::Bulk("foo".into()));
     }
 }
+
+/// SHUTDOWN waits for a replica that lags (writes paused, INFO shutdown_in_milliseconds,
+/// the caller blocked); SHUTDOWN ABORT cancels it and the caller gets Redis's error;
+/// once the replica runs again, a new SHUTDOWN exits after it caught up, with the last
+/// write on the replica.
+#[test]
+fn shutdown_waits_for_a_lagging_replica_and_can_be_aborted() {
+    let mut master = redline(&["--shutdown-timeout", "30"]);
+    let replica = redline(&[]);
+    conn(replica.port()).cmd(&["REPLICAOF", "127.0.0.1", &master.port().to_string()]);
+    wait_link_up(replica.port());
+    let replica_pid = replica.pid();
+    signal(replica_pid, "STOP");
+    let mut m = conn(master.port());
+    m.cmd(&["INCR", "k"]);
+    let mut waiting = conn(master.port());
+    waiting.send(&["SHUTDOWN"]);
+    wait_until("the shutdown to wait", || {
+        section_field(master.port(), "server", "shutdown_in_milliseconds")
+            .parse::<u64>()
+            .is_ok_and(|ms| ms > 0)
+    });
+    assert_eq!(
+        section_field(master.port(), "clients", "blocked_clients"),
+        "1"
+    );
+    assert_eq!(m.cmd(&["SHUTDOWN", "ABORT"]), Frame::Simple("OK".into()));
+    assert_eq!(
+        waiting.read(),
+        Some(Frame::Error(
+            "ERR Errors trying to SHUTDOWN. Check logs.".into()
+        ))
+    );
+    assert_eq!(
+        m.cmd(&["SHUTDOWN", "ABORT"]),
+        Frame::Error("ERR No shutdown in progress.".into())
+    );
+    // Writes run again once aborted.
+    assert_eq!(m.cmd(&["INCR", "k"]), Frame::Integer(2));
+    waiting.send(&["SHUTDOWN", "NOSAVE"]);
+    wait_until("the second shutdown to wait", || {
+        !section_field(master.port(), "server", "shutdown_in_milliseconds").is_empty()
+    });
+    signal(replica_pid, "CONT");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while master.is_running() {
+        assert!(Instant::now() < deadline, "the master did not exit");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        conn(replica.port()).cmd(&["GET", "k"]),
+        Frame::Bulk("2".into())
+    );
+    let log = master.log_tail();
+    assert!(
+        log.contains("Waiting for replicas before shutting down."),
+        "{log}"
+    );
+    assert!(
+        log.contains("1 of 1 replicas are in sync when shutting down."),
+        "{log}"
+    );
+    assert!(log.contains("Shutdown manually aborted."), "{log}");
+}

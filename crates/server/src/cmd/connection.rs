@@ -317,7 +317,8 @@ fn time(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    use crate::persist::shutdown::{final_save, ShutdownFlags};
+    use crate::persist::graceful::{self, Requested};
+    use crate::persist::shutdown::ShutdownFlags;
     let abort = args[1..].iter().any(|a| is(a, "abort"));
     let words = args[1..]
         .iter()
@@ -328,28 +329,24 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let flags = ShutdownFlags::from_words(words.iter().copied()).ok_or(SYNTAX)?;
     if abort {
         // ABORT takes no other flag, as in Redis.
-        return Err(if words.is_empty() {
-            CmdError::Static("ERR No shutdown in progress.")
-        } else {
-            SYNTAX
-        });
+        if !words.is_empty() {
+            return Err(SYNTAX);
+        }
+        if !graceful::abort(ctx.shared) {
+            return Err(CmdError::Static("ERR No shutdown in progress."));
+        }
+        ok(ctx.out);
+        return Ok(());
     }
     tracing::warn!("User requested shutdown...");
-    let shared = ctx.shared;
-    if !final_save(shared, flags) {
-        tracing::warn!(
-            "Errors trying to shut down the server. Check the logs for more information."
-        );
-        return Err(CmdError::Static(
-            "ERR Errors trying to SHUTDOWN. Check logs.",
-        ));
+    match graceful::request(ctx.shared, flags, flags.now) {
+        // Like Redis: no reply, the connection just closes.
+        Requested::Exiting => ctx.client.close_after_reply = true,
+        Requested::Waiting(cancelled) => ctx.client.shutdown_wait = Some(cancelled),
+        Requested::Failed => return Err(CmdError::Static(SHUTDOWN_FAILED)),
     }
-    shared
-        .persistence
-        .shutdown_handled
-        .store(true, std::sync::atomic::Ordering::Release);
-    shared.request_shutdown();
-    // Like Redis: no reply, the connection just closes.
-    ctx.client.close_after_reply = true;
     Ok(())
 }
+
+/// What a SHUTDOWN that could not exit answers (a failed save, or cancelled).
+pub const SHUTDOWN_FAILED: &str = "ERR Errors trying to SHUTDOWN. Check logs.";

@@ -134,7 +134,7 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
                 .unwrap_or_default();
             let _ = write!(
                 text,
-                "# Server\r\nredis_version:{REDIS_VERSION}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\natomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{executable}\r\nconfig_file:{config_file}\r\nio_threads_active:0\r\nredline_version:{}\r\nredline_worker_threads:{}\r\n\r\n",
+                "# Server\r\nredis_version:{REDIS_VERSION}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\natomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{executable}\r\nconfig_file:{config_file}\r\nio_threads_active:0\r\nredline_version:{}\r\nredline_worker_threads:{}\r\n",
                 std::env::consts::OS,
                 std::env::consts::ARCH,
                 std::process::id(),
@@ -148,14 +148,24 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
                 env!("CARGO_PKG_VERSION"),
                 config.effective_workers(),
             );
+            if let Some(ms) = shared.graceful.remaining_ms() {
+                let _ = write!(text, "shutdown_in_milliseconds:{ms}\r\n");
+            }
+            text.push_str("\r\n");
         }
         "clients" => {
             let _ = write!(
                 text,
                 "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:0\r\n\r\n",
-                shared.clients.len(),
+                // As in Redis, replicas' links are not counted.
+                shared
+                    .clients
+                    .len()
+                    .saturating_sub(shared.repl.journal.stream().replicas().len()),
                 shared.config.read().maxclients,
-                shared.blocking.count() + shared.pause.held_back(),
+                shared.blocking.count()
+                    + shared.pause.held_back()
+                    + shared.graceful.waiting_clients(),
                 shared.tracking.stats().clients,
             );
         }

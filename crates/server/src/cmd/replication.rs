@@ -275,11 +275,7 @@ pub fn info_section(ctx: &Ctx<'_>, text: &mut String) {
     }
     let _ = write!(text, "connected_slaves:{}\r\n", stream.replicas().len());
     for (i, r) in stream.replicas().iter().enumerate() {
-        let state = match r.state() {
-            LinkState::WaitBgsave => "wait_bgsave",
-            LinkState::SendBulk => "send_bulk",
-            LinkState::Online => "online",
-        };
+        let state = r.state().name();
         let lag = crate::persist::snapshot::unix_secs()
             .saturating_sub(r.ack_time.load(Ordering::Relaxed));
         let _ = write!(

@@ -88,6 +88,8 @@ pub struct ClientState {
     pub replica_start: Option<crate::repl::master::ReplicaStart>,
     /// WAIT is waiting for replicas.
     pub wait: Option<WaitReplicas>,
+    /// SHUTDOWN is waiting for the replicas to catch up: told if it is cancelled.
+    pub shutdown_wait: Option<tokio::sync::oneshot::Receiver<()>>,
     /// Dataset changes made since the last flush into the server total (Redis's
     /// `server.dirty`), added once per batch like the command count.
     pub changes: u64,
@@ -225,6 +227,7 @@ impl ClientState {
             ack_requested: false,
             replica_start: None,
             wait: None,
+            shutdown_wait: None,
             changes: 0,
             changes_saved_at: None,
             save_after_command: false,

@@ -71,7 +71,7 @@ pub enum Progress {
     Blocked,
     /// CLIENT PAUSE holds the next command (kept in `postponed`): wait for the pause to end.
     Paused,
-    /// WAIT waits for replicas, or SYNC made this connection a replica link.
+    /// WAIT or SHUTDOWN waits for replicas, or SYNC made this connection a replica link.
     Replication,
     /// The next command (kept in `postponed`) waits for the script turn or for the
     /// running script to end (`client.script_wait` says which).
@@ -285,7 +285,10 @@ fn run_batch(
                 if client.blocked.is_some() {
                     return Progress::Blocked;
                 }
-                if client.wait.is_some() || client.replica_start.is_some() {
+                if client.wait.is_some()
+                    || client.replica_start.is_some()
+                    || client.shutdown_wait.is_some()
+                {
                     return Progress::Replication;
                 }
                 if client.debug.pending.is_some() {
@@ -418,7 +421,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                                 .fetch_add(written, Ordering::Relaxed);
                             return served;
                         }
-                        if !self.wait_replicas().await? {
+                        if !self.wait_replicas().await? || !self.wait_shutdown().await? {
                             return Ok(());
                         }
                     }
@@ -639,6 +642,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                 _ = expiry => {
                     let acked = journal.acked_count(wait.offset);
                     encode::write_integer(&mut self.output, acked as i64);
+                    return Ok(true);
+                }
+                read = self.stream.read_buf(&mut self.input) => {
+                    if read? == 0 || self.input.len() > self.limits.query_buffer_limit {
+                        return Ok(false);
+                    }
+                    self.reserve_input();
+                }
+            }
+        }
+    }
+
+    /// A SHUTDOWN waiting for the replicas: answered with an error if it is cancelled;
+    /// false (close) when the server exits, or the peer leaves.
+    async fn wait_shutdown(&mut self) -> io::Result<bool> {
+        let Some(mut cancelled) = self.client.shutdown_wait.take() else {
+            return Ok(true);
+        };
+        loop {
+            tokio::select! {
+                outcome = &mut cancelled => {
+                    if outcome.is_err() {
+                        return Ok(false);
+                    }
+                    encode::write_error(&mut self.output, cmd::connection::SHUTDOWN_FAILED.as_bytes());
                     return Ok(true);
                 }
                 read = self.stream.read_buf(&mut self.input) => {

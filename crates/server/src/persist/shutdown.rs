@@ -23,12 +23,13 @@ pub struct ShutdownFlags {
     pub nosave: bool,
     /// Exit even when the save fails.
     pub force: bool,
+    /// Do not wait for lagging replicas (see [`super::graceful`]).
+    pub now: bool,
 }
 
 impl ShutdownFlags {
     /// The flags from their words, any case; `None` for an unknown word or for both
-    /// `save` and `nosave`. `now` is accepted: there are no replicas to wait for
-    /// before a shutdown here.
+    /// `save` and `nosave`.
     pub fn from_words<'a>(words: impl IntoIterator<Item = &'a str>) -> Option<ShutdownFlags> {
         let mut flags = ShutdownFlags::default();
         for word in words {
@@ -36,7 +37,8 @@ impl ShutdownFlags {
                 "save" => flags.save = true,
                 "nosave" => flags.nosave = true,
                 "force" => flags.force = true,
-                "now" | "default" => {}
+                "now" => flags.now = true,
+                "default" => {}
                 _ => return None,
             }
         }

@@ -45,8 +45,6 @@ pub struct Persistence {
     pub saves: AtomicU64,
     /// A dataset is being loaded: clients get LOADING.
     pub loading: AtomicBool,
-    /// SHUTDOWN already saved (or was told not to): the exit path must not save again.
-    pub shutdown_handled: AtomicBool,
     /// Unix seconds of the last look at the save points.
     last_cron: AtomicU64,
     /// Bumped by every foreground save of the dump file. A BGSAVE renames its file into
@@ -68,7 +66,6 @@ impl Default for Persistence {
             bgsave_started: AtomicU64::new(0),
             saves: AtomicU64::new(0),
             loading: AtomicBool::new(false),
-            shutdown_handled: AtomicBool::new(false),
             last_cron: AtomicU64::new(0),
             dump_generation: parking_lot::Mutex::new(0),
         }

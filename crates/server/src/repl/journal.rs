@@ -105,6 +105,17 @@ pub enum LinkState {
     Online = 2,
 }
 
+impl LinkState {
+    /// As INFO replication and the logs name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkState::WaitBgsave => "wait_bgsave",
+            LinkState::SendBulk => "send_bulk",
+            LinkState::Online => "online",
+        }
+    }
+}
+
 /// One attached replica, as the master sees it.
 #[derive(Debug)]
 pub struct ReplicaLink {

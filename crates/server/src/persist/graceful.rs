@@ -1,0 +1,208 @@
+//! A shutdown that first lets the replicas catch up, as Redis 7.0's: SHUTDOWN (without
+//! NOW) or SIGTERM/SIGINT while a replica has not acknowledged the master's offset
+//! pauses writes, asks the replicas for an ACK, and waits up to `shutdown-timeout`
+//! seconds; the cron then finishes the shutdown once every replica is in sync or the
+//! time is up. SHUTDOWN clients wait meanwhile (counted as blocked); SHUTDOWN ABORT, or
+//! a final save that fails, cancels it: writes resume and the waiting clients get an
+//! error. INFO shows `shutdown_in_milliseconds` while it waits.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+use super::shutdown::{final_save, ShutdownFlags};
+use crate::pause::PauseMode;
+use crate::repl::journal::LinkState;
+use crate::shared::Shared;
+
+/// A shutdown waiting for replicas, if one is.
+#[derive(Debug, Default)]
+pub struct Graceful {
+    pending: Mutex<Option<Pending>>,
+}
+
+#[derive(Debug)]
+struct Pending {
+    deadline: Instant,
+    flags: ShutdownFlags,
+    /// SHUTDOWN clients waiting; each is told (a send) if the shutdown is cancelled.
+    waiters: Vec<oneshot::Sender<()>>,
+    /// The CLIENT PAUSE in effect before, restored on cancel.
+    paused_before: Option<(PauseMode, tokio::time::Instant)>,
+}
+
+/// What a shutdown request came to.
+#[derive(Debug)]
+pub enum Requested {
+    /// The server is exiting.
+    Exiting,
+    /// Waiting for replicas: the receiver gets a message if the shutdown is cancelled
+    /// (it is dropped when the server exits).
+    Waiting(oneshot::Receiver<()>),
+    /// The final save failed: the server keeps running.
+    Failed,
+}
+
+impl Graceful {
+    /// Milliseconds left before a waiting shutdown proceeds anyway (INFO).
+    pub fn remaining_ms(&self) -> Option<u128> {
+        let pending = self.pending.lock();
+        let deadline = pending.as_ref()?.deadline;
+        Some(
+            deadline
+                .saturating_duration_since(Instant::now())
+                .as_millis(),
+        )
+    }
+
+    /// SHUTDOWN clients waiting for it (INFO `blocked_clients`).
+    pub fn waiting_clients(&self) -> usize {
+        self.pending.lock().as_ref().map_or(0, |p| p.waiters.len())
+    }
+}
+
+/// SHUTDOWN (or a signal, with the flags its parameter names): exits now when no
+/// replica lags (or `now`, or `shutdown-timeout 0`), else starts waiting for them. A
+/// request while one waits joins it.
+pub fn request(shared: &Shared, flags: ShutdownFlags, now: bool) -> Requested {
+    let mut pending = shared.graceful.pending.lock();
+    if let Some(waiting) = pending.as_mut() {
+        let (tx, rx) = oneshot::channel();
+        waiting.waiters.push(tx);
+        return Requested::Waiting(rx);
+    }
+    let timeout = shared.config.read().param_int("shutdown-timeout");
+    if !now && timeout > 0 && !replicas_in_sync(shared) {
+        let paused_before = shared.pause.current();
+        // Writes stop, so the offset the replicas must reach stops moving.
+        shared
+            .pause
+            .pause(tokio::time::Instant::now() + FOREVER, PauseMode::Write);
+        shared.repl.journal.append_dbless(&[
+            Bytes::from_static(b"REPLCONF"),
+            Bytes::from_static(b"GETACK"),
+            Bytes::from_static(b"*"),
+        ]);
+        let (tx, rx) = oneshot::channel();
+        *pending = Some(Pending {
+            deadline: Instant::now() + Duration::from_secs(timeout.unsigned_abs()),
+            flags,
+            waiters: vec![tx],
+            paused_before,
+        });
+        tracing::info!("Waiting for replicas before shutting down.");
+        return Requested::Waiting(rx);
+    }
+    drop(pending);
+    if finish(shared, flags) {
+        Requested::Exiting
+    } else {
+        Requested::Failed
+    }
+}
+
+/// A pause that outlasts any shutdown-timeout (ended by `cancel`, or by the exit).
+const FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// From the cron: a waiting shutdown proceeds once every replica is in sync or its
+/// time is up.
+pub fn cron(shared: &Shared) {
+    let flags = {
+        let pending = shared.graceful.pending.lock();
+        match pending.as_ref() {
+            Some(p) if Instant::now() >= p.deadline || replicas_in_sync(shared) => p.flags,
+            _ => return,
+        }
+    };
+    if finish(shared, flags) {
+        // Their connections close as the server exits.
+        shared.graceful.pending.lock().take();
+    } else {
+        cancel(shared);
+    }
+}
+
+/// SHUTDOWN ABORT: false when no shutdown is waiting.
+pub fn abort(shared: &Shared) -> bool {
+    if shared.graceful.pending.lock().is_none() {
+        return false;
+    }
+    cancel(shared);
+    tracing::info!("Shutdown manually aborted.");
+    true
+}
+
+/// Writes resume (a CLIENT PAUSE from before goes on) and the waiting clients are told.
+fn cancel(shared: &Shared) {
+    let Some(pending) = shared.graceful.pending.lock().take() else {
+        return;
+    };
+    shared.pause.unpause();
+    if let Some((mode, until)) = pending.paused_before {
+        if until > tokio::time::Instant::now() {
+            shared.pause.pause(until, mode);
+        }
+    }
+    for waiter in pending.waiters {
+        let _ = waiter.send(());
+    }
+}
+
+/// Every replica acknowledged the master's offset (or there is none).
+fn replicas_in_sync(shared: &Shared) -> bool {
+    let journal = &shared.repl.journal;
+    let offset = journal.offset();
+    let stream = journal.stream();
+    stream
+        .replicas()
+        .iter()
+        .all(|r| r.ack.load(std::sync::atomic::Ordering::Acquire) == offset)
+}
+
+/// Logs the replicas' state, saves as `flags` say and stops the server; false (and
+/// the server keeps running) when the save failed without `force`.
+fn finish(shared: &Shared, flags: ShutdownFlags) -> bool {
+    let journal = &shared.repl.journal;
+    let offset = journal.offset();
+    let replicas: Vec<_> = journal.stream().replicas().to_vec();
+    let now = crate::persist::snapshot::unix_secs();
+    let mut lagging = 0;
+    for replica in &replicas {
+        let acked = replica.ack.load(std::sync::atomic::Ordering::Acquire);
+        if acked != offset {
+            lagging += 1;
+            let online = replica.state() == LinkState::Online;
+            let lag = if online {
+                now.saturating_sub(replica.ack_time.load(std::sync::atomic::Ordering::Relaxed))
+            } else {
+                0
+            };
+            let port = replica
+                .listening_port
+                .load(std::sync::atomic::Ordering::Relaxed);
+            tracing::warn!(
+                "Lagging replica {}:{port} reported offset {} behind master, lag={lag}, state={}.",
+                replica.ip,
+                offset.saturating_sub(acked),
+                replica.state().name()
+            );
+        }
+    }
+    if !replicas.is_empty() {
+        tracing::info!(
+            "{} of {} replicas are in sync when shutting down.",
+            replicas.len() - lagging,
+            replicas.len()
+        );
+    }
+    if !final_save(shared, flags) {
+        tracing::warn!(
+            "Errors trying to shut down the server. Check the logs for more information."
+        );
+        return false;
+    }
+    shared.request_shutdown();
+    true
+}
