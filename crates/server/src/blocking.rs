@@ -136,6 +136,17 @@ impl Registry {
             .cloned()
     }
 
+    /// Every waiter not served yet, once each.
+    pub fn waiters(&self) -> Vec<Arc<Waiter>> {
+        let mut all: Vec<Arc<Waiter>> = Vec::new();
+        for waiter in self.by_key.values().flat_map(|q| q.iter()) {
+            if !waiter.is_served() && !all.iter().any(|w| Arc::ptr_eq(w, waiter)) {
+                all.push(waiter.clone());
+            }
+        }
+        all
+    }
+
     /// Every key someone waits on.
     pub fn keys(&self) -> Vec<(usize, Bytes)> {
         self.by_key.keys().cloned().collect()

@@ -1040,3 +1040,53 @@ fn shutdown_waits_for_a_lagging_replica_and_can_be_aborted() {
     );
     assert!(log.contains("Shutdown manually aborted."), "{log}");
 }
+
+/// As in Redis: a replica counts its master's commands in INFO commandstats; CLIENT KILL
+/// by the master's address (or TYPE master) drops the link, which continues with PSYNC;
+/// a client blocked on a server that becomes a replica gets an UNBLOCKED error instead
+/// of being served by the new master's writes.
+#[test]
+fn a_replica_counts_kills_and_unblocks_like_redis() {
+    let master = redline(&[]);
+    let replica = redline(&[]);
+    let mut blocked = conn(replica.port());
+    blocked.send(&["BLPOP", "foo", "0"]);
+    wait_until("the client to block", || {
+        section_field(replica.port(), "clients", "blocked_clients") == "1"
+    });
+    conn(replica.port()).cmd(&["REPLICAOF", "127.0.0.1", &master.port().to_string()]);
+    assert_eq!(
+        blocked.read(),
+        Some(Frame::Error(
+            "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
+                .into()
+        ))
+    );
+    wait_link_up(replica.port());
+    let mut m = conn(master.port());
+    m.cmd(&["RPUSH", "foo", "a", "b", "c"]);
+    for i in 0..3 {
+        m.cmd(&["SET", &format!("k{i}"), "v"]);
+    }
+    wait_caught_up(master.port(), replica.port());
+    assert_eq!(
+        conn(replica.port()).cmd(&["LRANGE", "foo", "0", "-1"]),
+        Frame::Array(vec![
+            Frame::Bulk("a".into()),
+            Frame::Bulk("b".into()),
+            Frame::Bulk("c".into())
+        ])
+    );
+    let stats = text(&conn(replica.port()).cmd(&["INFO", "commandstats"]));
+    assert!(stats.contains("cmdstat_set:calls=3,"), "{stats}");
+    let partial = stat(master.port(), "sync_partial_ok");
+    let peer = format!("127.0.0.1:{}", master.port());
+    assert_eq!(
+        conn(replica.port()).cmd(&["CLIENT", "KILL", &peer]),
+        Frame::Simple("OK".into())
+    );
+    wait_until("a partial resync", || {
+        stat(master.port(), "sync_partial_ok") == partial + 1
+    });
+    wait_link_up(replica.port());
+}

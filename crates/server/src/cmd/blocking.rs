@@ -731,6 +731,28 @@ pub fn unblock(shared: &Shared, id: u64, with_error: bool) -> bool {
     true
 }
 
+/// REPLICAOF host port: every client blocked on keys gets an UNBLOCKED error, as in
+/// Redis; otherwise what the new master writes would serve them here, and the pops
+/// would make this replica differ from its master.
+pub fn unblock_all_for_replica(shared: &Shared) {
+    const UNBLOCKED: &str =
+        "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)";
+    let mut registry = shared.blocking.lock();
+    let waiters = registry.waiters();
+    if waiters.is_empty() {
+        return;
+    }
+    let mut reply = BytesMut::new();
+    encode::write_error(&mut reply, UNBLOCKED.as_bytes());
+    let mut counted = crate::cmdstats::Local::default();
+    for waiter in waiters {
+        counted.error(UNBLOCKED.as_bytes());
+        registry.serve(&waiter, &reply);
+    }
+    drop(registry);
+    shared.cmdstats.absorb(&mut counted);
+}
+
 /// Forgets a waiter whose client went away.
 pub fn cancel(shared: &Shared, waiter: &Arc<Waiter>) {
     shared.blocking.lock().cancel(waiter);

@@ -282,10 +282,11 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let clients = ctx.shared.clients.summaries();
     if args.len() == 3 {
         let addr = String::from_utf8_lossy(&args[2]).into_owned();
-        let Some(target) = clients.iter().find(|c| c.peer.to_string() == addr) else {
-            return Err(CmdError::Static("ERR No such client"));
-        };
-        kill(ctx, target.id);
+        match clients.iter().find(|c| c.peer.to_string() == addr) {
+            Some(target) => kill(ctx, target.id),
+            None if drop_master_link(ctx, |peer| peer == addr) => {}
+            None => return Err(CmdError::Static("ERR No such client")),
+        }
         ok(ctx.out);
         return Ok(());
     }
@@ -351,16 +352,25 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             killed += 1;
         }
     }
-    // The link to our master is no registered client: only TYPE master reaches it.
-    let only_type = id.is_none() && addr.is_none() && laddr.is_none() && user.is_none();
-    if kind == Some("master") && only_type {
-        let master = ctx.shared.repl.master.lock();
-        if master.as_ref().is_some_and(|m| m.status.drop_link()) {
-            killed += 1;
-        }
+    // The link to our master is no registered client: TYPE master or its address
+    // reaches it.
+    let by_master_filters = id.is_none() && laddr.is_none() && user.is_none();
+    if by_master_filters
+        && (kind == Some("master") || (kind.is_none() && addr.is_some()))
+        && drop_master_link(ctx, |peer| addr.as_ref().is_none_or(|a| *a == peer))
+    {
+        killed += 1;
     }
     encode::write_integer(ctx.out, killed);
     Ok(())
+}
+
+/// Drops the link to our master if its address passes `matches`; whether it did.
+fn drop_master_link(ctx: &Ctx<'_>, matches: impl Fn(&str) -> bool) -> bool {
+    let master = ctx.shared.repl.master.lock();
+    master
+        .as_ref()
+        .is_some_and(|m| matches(m.status.peer.lock().as_str()) && m.status.drop_link())
 }
 
 fn kill(ctx: &mut Ctx<'_>, id: u64) {

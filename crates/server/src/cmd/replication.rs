@@ -143,6 +143,7 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(this) = shared.arc() else {
         return Err(CmdError::Static("ERR replication needs a running server"));
     };
+    super::blocking::unblock_all_for_replica(shared);
     *master = Some(crate::repl::follow(this, host.clone(), port));
     drop(master);
     shared.config.write().set_replicaof(Some((&host, port)));

@@ -43,6 +43,9 @@ pub struct LinkStatus {
     /// Bytes of the master's stream read but not applied yet (a CLIENT PAUSE holds
     /// them): INFO's `slave_read_repl_offset` is the applied offset plus these.
     pub unapplied: AtomicU64,
+    /// The master's address as the connection sees it (`ip:port`), for CLIENT KILL's
+    /// address filters; empty while not connected.
+    pub peer: parking_lot::Mutex<String>,
     /// Drops the connection to the master (CLIENT KILL TYPE master); the link then
     /// reconnects and continues with PSYNC, as Redis's does.
     drop_link: tokio::sync::Notify,
@@ -391,7 +394,9 @@ async fn stream(
     status: &LinkStatus,
 ) -> std::io::Result<()> {
     let journal = &shared.repl.journal;
-    let mut client = ClientState::new(0, socket.peer_addr()?, true);
+    let peer = socket.peer_addr()?;
+    *status.peer.lock() = peer.to_string();
+    let mut client = ClientState::new(0, peer, true);
     client.is_master = true;
     client.reply = ReplyMode::Off;
     client.db = status.stream_db.load(Ordering::Relaxed);
@@ -410,6 +415,15 @@ async fn stream(
         if !input.is_empty() && paused_until.is_none() {
             applier.apply(shared, &mut client, &mut input);
             status.stream_db.store(client.db, Ordering::Relaxed);
+            // Our master's commands count in INFO commandstats and stats, as in Redis.
+            if !client.cmdstats.is_empty() {
+                shared.cmdstats.absorb(&mut client.cmdstats);
+            }
+            let commands = std::mem::take(&mut client.commands_since_flush);
+            shared
+                .stats
+                .commands_processed
+                .fetch_add(commands, Ordering::Relaxed);
             if std::mem::take(&mut client.ack_requested) {
                 send_ack(socket, journal.offset()).await?;
             }
@@ -420,9 +434,14 @@ async fn stream(
         let pause_end = paused_until.map_or_else(tokio::time::Instant::now, Into::into);
         tokio::select! {
             read = socket.read_buf(&mut input) => {
-                if read? == 0 {
+                let read = read?;
+                if read == 0 {
                     return Ok(());
                 }
+                shared
+                    .stats
+                    .net_repl_input_bytes
+                    .fetch_add(read as u64, Ordering::Relaxed);
                 status.last_io.store(unix_secs(), Ordering::Relaxed);
             }
             _ = ack.tick() => send_ack(socket, journal.offset()).await?,
