@@ -37,6 +37,8 @@ pub enum BlockOp {
         from_left: bool,
         /// Push to the head.
         to_left: bool,
+        /// BRPOPLPUSH, replicated as RPOPLPUSH (BLMOVE as LMOVE), as in Redis.
+        rpoplpush: bool,
     },
     /// BLMPOP: `[key, [elements]]`.
     MPop {

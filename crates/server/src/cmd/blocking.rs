@@ -118,6 +118,7 @@ pub fn try_pop(
             dst,
             from_left,
             to_left,
+            ..
         } => {
             match lists::list(shards.shard_of(key), key)? {
                 Some(l) if !l.is_empty() => {}
@@ -213,7 +214,8 @@ pub fn try_pop(
 }
 
 /// What a served pop puts in the replication stream (Redis 7.0 propagates blocking pops
-/// as their non-blocking twins): `[LR]POP key [count]`, `LMOVE src dst from to`,
+/// as their non-blocking twins): `[LR]POP key [count]`, `RPOPLPUSH src dst`,
+/// `LMOVE src dst from to`,
 /// `ZPOP(MIN|MAX) key [count]`.
 pub fn stream_form(op: &BlockOp, key: &[u8], popped: usize) -> Vec<Bytes> {
     let side_word = |left: bool| Bytes::from_static(if left { b"LEFT" } else { b"RIGHT" });
@@ -233,8 +235,14 @@ pub fn stream_form(op: &BlockOp, key: &[u8], popped: usize) -> Vec<Bytes> {
         ],
         BlockOp::Move {
             dst,
+            rpoplpush: true,
+            ..
+        } => vec![Bytes::from_static(b"RPOPLPUSH"), key, dst.clone()],
+        BlockOp::Move {
+            dst,
             from_left,
             to_left,
+            ..
         } => vec![
             Bytes::from_static(b"LMOVE"),
             key,
@@ -562,6 +570,7 @@ fn blmove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         dst: args[2].clone(),
         from_left,
         to_left,
+        rpoplpush: false,
     };
     block_on(ctx, &args[1..2], op, timeout)
 }
@@ -572,6 +581,7 @@ fn brpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         dst: args[2].clone(),
         from_left: false,
         to_left: true,
+        rpoplpush: true,
     };
     block_on(ctx, &args[1..2], op, timeout)
 }
