@@ -1090,3 +1090,36 @@ fn a_replica_counts_kills_and_unblocks_like_redis() {
     });
     wait_link_up(replica.port());
 }
+
+/// A peer that stops answering without closing (a frozen host, a partition) is noticed
+/// after `repl-timeout`, as in Redis: the replica marks its link down and reconnects,
+/// the master drops the replica.
+#[test]
+fn a_silent_master_or_replica_is_dropped_after_repl_timeout() {
+    let master = redline(&["--repl-timeout", "2"]);
+    let replica = redline(&["--repl-timeout", "2"]);
+    conn(replica.port()).cmd(&["REPLICAOF", "127.0.0.1", &master.port().to_string()]);
+    wait_link_up(replica.port());
+    // The master freezes: the replica gives up on it.
+    signal(master.pid(), "STOP");
+    wait_until("the replica to notice", || {
+        info_field(replica.port(), "master_link_status") == "down"
+    });
+    wait_for_log(
+        || replica.log_tail(),
+        "MASTER timeout: no data nor PING received...",
+    );
+    signal(master.pid(), "CONT");
+    wait_link_up(replica.port());
+    // The replica freezes: the master drops it.
+    signal(replica.pid(), "STOP");
+    wait_until("the master to drop the replica", || {
+        info_field(master.port(), "connected_slaves") == "0"
+    });
+    signal(replica.pid(), "CONT");
+    wait_for_log(
+        || master.log_tail(),
+        "Disconnecting timedout replica (streaming sync)",
+    );
+    wait_link_up(replica.port());
+}

@@ -38,6 +38,9 @@ pub struct ReplicaStart {
     pub link: Arc<ReplicaLink>,
     /// A full sync's image, still being written: it goes out before the stream.
     pub image: Option<Cut>,
+    /// Started with PSYNC, so it acknowledges every second (a SYNC client, such as
+    /// `redis-cli --replica`, never does and is not timed out).
+    pub acks: bool,
 }
 
 /// SYNC (`psync` None) or PSYNC replid offset: writes the reply (and the image or the
@@ -74,7 +77,11 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
                 "Partial resynchronization request from {ip}:{port} accepted. Sending {} bytes of backlog.",
                 data.len()
             );
-            ctx.client.replica_start = Some(ReplicaStart { link, image: None });
+            ctx.client.replica_start = Some(ReplicaStart {
+                link,
+                image: None,
+                acks: true,
+            });
             shared
                 .repl
                 .syncs
@@ -169,7 +176,11 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
             None
         }
     };
-    ctx.client.replica_start = Some(ReplicaStart { link, image });
+    ctx.client.replica_start = Some(ReplicaStart {
+        link,
+        image,
+        acks: psync.is_some(),
+    });
 }
 
 /// Completes a full sync's cut off the runtime and sends it as a bulk (`$<len>` then the
@@ -213,7 +224,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     input: &mut BytesMut,
     start: ReplicaStart,
 ) -> std::io::Result<()> {
-    let ReplicaStart { link, image } = start;
+    let ReplicaStart { link, image, acks } = start;
     let journal = &shared.repl.journal;
     // However the link ends, killed (CLIENT KILL aborts this task) included, the
     // replica leaves the stream and stops counting for WAIT and min-replicas.
@@ -222,7 +233,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         id: link.id,
     };
     let result = tokio::select! {
-        result = carry(journal, socket, input, &link, image) => result,
+        result = carry(shared, socket, input, &link, image, acks) => result,
         () = link.outbox.overflowed() => {
             tracing::warn!(
                 "Client id={} addr={}:{} scheduled to be closed ASAP for overcoming of output buffer limits.",
@@ -244,11 +255,12 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
 /// The link's work: the image if a full sync started it, then the stream out and the
 /// ACKs in, until either side closes.
 async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
-    journal: &super::Journal,
+    shared: &Shared,
     socket: &mut S,
     input: &mut BytesMut,
     link: &ReplicaLink,
     image: Option<Cut>,
+    acks: bool,
 ) -> std::io::Result<()> {
     if let Some(cut) = image {
         if let Err(e) = send_image(socket, cut).await {
@@ -262,9 +274,23 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
         link.ip,
         link.listening_port.load(Ordering::Relaxed)
     );
+    let journal = &shared.repl.journal;
     let mut decoder = RequestDecoder::default();
+    let mut last_heard = tokio::time::Instant::now();
     loop {
+        // A replica that stopped acknowledging (it sends REPLCONF ACK every second) for
+        // `repl-timeout` is gone without a word: dropped, as Redis does.
+        let timeout = shared.config.read().param_int("repl-timeout").max(1) as u64;
+        let silent_since = last_heard + std::time::Duration::from_secs(timeout);
         tokio::select! {
+            _ = tokio::time::sleep_until(silent_since), if acks => {
+                tracing::warn!(
+                    "Disconnecting timedout replica (streaming sync): {}:{}",
+                    link.ip,
+                    link.listening_port.load(Ordering::Relaxed)
+                );
+                return Ok(());
+            }
             out = link.outbox.take() => {
                 let sent = async {
                     socket.write_all(&out).await?;
@@ -280,6 +306,7 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
                 if read? == 0 {
                     return Ok(());
                 }
+                last_heard = tokio::time::Instant::now();
                 while let Ok(Some(args)) = decoder.decode(input) {
                     // REPLCONF ACK <offset> [FACK <offset>]; anything else is ignored.
                     if args.len() >= 3 && is(&args[0], "replconf") && is(&args[1], "ack") {

@@ -56,12 +56,14 @@ const CONNECT: u8 = 0;
 const CONNECTING: u8 = 1;
 const SYNC: u8 = 2;
 const CONNECTED: u8 = 3;
+const HANDSHAKE: u8 = 4;
 
 impl LinkStatus {
-    /// ROLE's word for the state: connect, connecting, sync or connected.
+    /// ROLE's word for the state: connect, connecting, handshake, sync or connected.
     pub fn role_state(&self) -> &'static str {
         match self.state.load(Ordering::Relaxed) {
             CONNECTING => "connecting",
+            HANDSHAKE => "handshake",
             SYNC => "sync",
             CONNECTED => "connected",
             _ => "connect",
@@ -142,6 +144,8 @@ pub fn replicate(shared: Arc<Shared>, host: String, port: u16) -> MasterLink {
                 tokio::select! {
                     result = session(&shared, &host, port, &status) => match result {
                         Ok(()) => tracing::info!("Connection with master lost."),
+                        // A silent master: Redis's own words (`repl-timeout`).
+                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => tracing::warn!("{e}"),
                         Err(e) => tracing::warn!("Error condition on socket for SYNC: {e}"),
                     },
                     () = dropped => tracing::info!("Connection with master lost (killed)."),
@@ -171,9 +175,41 @@ async fn send(socket: &mut TcpStream, args: &[&[u8]]) -> std::io::Result<()> {
     socket.write_all(&out).await
 }
 
+/// What the replica says when the master stays silent for `repl-timeout`, by stage.
+const HANDSHAKE_TIMEOUT: &str = "Timeout connecting to the MASTER...";
+const TRANSFER_TIMEOUT: &str = "Timeout receiving bulk data from MASTER... If the problem persists try to set the 'repl-timeout' parameter in redis.conf to a larger value.";
+const STREAM_TIMEOUT: &str = "MASTER timeout: no data nor PING received...";
+
+/// `repl-timeout`: how long the master may stay silent at any stage of the link.
+fn repl_timeout(shared: &Shared) -> Duration {
+    Duration::from_secs(shared.config.read().param_int("repl-timeout").max(1) as u64)
+}
+
+/// Reads what the master sent, or fails with `silent` (kind `TimedOut`) after
+/// `timeout` without a byte: any byte, a keepalive newline too, restarts the wait.
+async fn read_some(
+    socket: &mut TcpStream,
+    input: &mut BytesMut,
+    timeout: Duration,
+    silent: &str,
+) -> std::io::Result<usize> {
+    match tokio::time::timeout(timeout, socket.read_buf(input)).await {
+        Ok(read) => read,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            silent.to_string(),
+        )),
+    }
+}
+
 /// Reads one line (without CRLF), skipping the bare newlines masters send as keepalives
 /// while they prepare a sync.
-async fn read_line(socket: &mut TcpStream, input: &mut BytesMut) -> std::io::Result<String> {
+async fn read_line(
+    socket: &mut TcpStream,
+    input: &mut BytesMut,
+    timeout: Duration,
+    silent: &str,
+) -> std::io::Result<String> {
     loop {
         while input.first() == Some(&b'\n') {
             input.advance(1);
@@ -186,7 +222,7 @@ async fn read_line(socket: &mut TcpStream, input: &mut BytesMut) -> std::io::Res
         if input.len() > 64 * 1024 {
             return Err(other("master sent an overlong line".into()));
         }
-        if socket.read_buf(input).await? == 0 {
+        if read_some(socket, input, timeout, silent).await? == 0 {
             return Err(other("master closed the connection".into()));
         }
     }
@@ -196,16 +232,21 @@ async fn read_line(socket: &mut TcpStream, input: &mut BytesMut) -> std::io::Res
 async fn ask(
     socket: &mut TcpStream,
     input: &mut BytesMut,
+    timeout: Duration,
     args: &[&[u8]],
 ) -> std::io::Result<String> {
     send(socket, args).await?;
-    read_line(socket, input).await
+    read_line(socket, input, timeout, HANDSHAKE_TIMEOUT).await
 }
 
 /// Reads the sync image: `$<len>` then the bytes, or `$EOF:<40-byte mark>` then bytes
 /// up to the mark.
-async fn read_image(socket: &mut TcpStream, input: &mut BytesMut) -> std::io::Result<Vec<u8>> {
-    let header = read_line(socket, input).await?;
+async fn read_image(
+    socket: &mut TcpStream,
+    input: &mut BytesMut,
+    timeout: Duration,
+) -> std::io::Result<Vec<u8>> {
+    let header = read_line(socket, input, timeout, TRANSFER_TIMEOUT).await?;
     let Some(size) = header.strip_prefix('$') else {
         return Err(other(format!(
             "Bad protocol from MASTER, the first byte is not '$': {header}"
@@ -219,7 +260,7 @@ async fn read_image(socket: &mut TcpStream, input: &mut BytesMut) -> std::io::Re
                 input.clear();
                 return Ok(image);
             }
-            if socket.read_buf(input).await? == 0 {
+            if read_some(socket, input, timeout, TRANSFER_TIMEOUT).await? == 0 {
                 return Err(other("master closed the connection during the sync".into()));
             }
         }
@@ -229,7 +270,7 @@ async fn read_image(socket: &mut TcpStream, input: &mut BytesMut) -> std::io::Re
         .map_err(|_| other(format!("Bad bulk length from MASTER: {header}")))?;
     while input.len() < len {
         input.reserve(len - input.len());
-        if socket.read_buf(input).await? == 0 {
+        if read_some(socket, input, timeout, TRANSFER_TIMEOUT).await? == 0 {
             return Err(other("master closed the connection during the sync".into()));
         }
     }
@@ -246,8 +287,13 @@ async fn session(
     status.set(CONNECTING);
     tracing::info!("Connecting to MASTER {host}:{port}");
     let source = shared.config.read().param("bind-source-addr").to_string();
-    let mut socket = crate::net::outgoing::connect(host, port, &source).await?;
+    let timeout = repl_timeout(shared);
+    let connecting = crate::net::outgoing::connect(host, port, &source);
+    let mut socket = tokio::time::timeout(timeout, connecting)
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, HANDSHAKE_TIMEOUT))??;
     let _ = socket.set_nodelay(true);
+    status.set(HANDSHAKE);
     let mut input = BytesMut::with_capacity(16 * 1024);
     tracing::info!("MASTER <-> REPLICA sync started");
     let (user, pass) = {
@@ -257,17 +303,24 @@ async fn session(
             config.param("masterauth").to_string(),
         )
     };
-    let pong = ask(&mut socket, &mut input, &[b"PING"]).await?;
+    let pong = ask(&mut socket, &mut input, timeout, &[b"PING"]).await?;
     if pong.starts_with('-') && !pong.starts_with("-NOAUTH") && !pong.starts_with("-NOPERM") {
         return Err(other(format!("Error reply to PING from master: '{pong}'")));
     }
     if !pass.is_empty() {
         let reply = if user.is_empty() {
-            ask(&mut socket, &mut input, &[b"AUTH", pass.as_bytes()]).await?
+            ask(
+                &mut socket,
+                &mut input,
+                timeout,
+                &[b"AUTH", pass.as_bytes()],
+            )
+            .await?
         } else {
             ask(
                 &mut socket,
                 &mut input,
+                timeout,
                 &[b"AUTH", user.as_bytes(), pass.as_bytes()],
             )
             .await?
@@ -280,12 +333,14 @@ async fn session(
     ask(
         &mut socket,
         &mut input,
+        timeout,
         &[b"REPLCONF", b"listening-port", our_port.as_bytes()],
     )
     .await?;
     ask(
         &mut socket,
         &mut input,
+        timeout,
         &[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"],
     )
     .await?;
@@ -302,6 +357,7 @@ async fn session(
     let reply = ask(
         &mut socket,
         &mut input,
+        timeout,
         &[b"PSYNC", replid.as_bytes(), offset.as_bytes()],
     )
     .await?;
@@ -316,7 +372,7 @@ async fn session(
             };
             tracing::info!("Full resync from master: {id}:{offset}");
             status.set(SYNC);
-            let image = read_image(&mut socket, &mut input).await?;
+            let image = read_image(&mut socket, &mut input, timeout).await?;
             tracing::info!(
                 "MASTER <-> REPLICA sync: received {} bytes of payload",
                 image.len()
@@ -408,6 +464,7 @@ async fn stream(
     };
     let mut ack = tokio::time::interval(Duration::from_secs(1));
     let mut pause_changes = shared.pause.subscribe();
+    let mut last_read = tokio::time::Instant::now();
     loop {
         // As in Redis, a CLIENT PAUSE (WRITE or ALL) holds the master's commands too:
         // they are read (and counted as read) but applied once the pause ends.
@@ -432,6 +489,9 @@ async fn stream(
             .unapplied
             .store(input.len() as u64, Ordering::Relaxed);
         let pause_end = paused_until.map_or_else(tokio::time::Instant::now, Into::into);
+        // A master that died without closing (a partition, a frozen host) is noticed
+        // after `repl-timeout` without a byte; its PINGs keep a quiet link alive.
+        let silent_since = last_read + repl_timeout(shared);
         tokio::select! {
             read = socket.read_buf(&mut input) => {
                 let read = read?;
@@ -442,9 +502,13 @@ async fn stream(
                     .stats
                     .net_repl_input_bytes
                     .fetch_add(read as u64, Ordering::Relaxed);
+                last_read = tokio::time::Instant::now();
                 status.last_io.store(unix_secs(), Ordering::Relaxed);
             }
             _ = ack.tick() => send_ack(socket, journal.offset()).await?,
+            _ = tokio::time::sleep_until(silent_since) => {
+                return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, STREAM_TIMEOUT));
+            }
             _ = pause_changes.changed(), if paused_until.is_some() => {}
             _ = tokio::time::sleep_until(pause_end), if paused_until.is_some() => {}
         }
