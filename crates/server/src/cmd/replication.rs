@@ -118,6 +118,7 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         if previous.is_some() {
             let journal = &shared.repl.journal;
             journal.stream().shift_replid();
+            crate::repl::disconnect_replicas(shared);
             journal.set_proxy(false);
             shared.store.events().set_replica(false);
             tracing::info!("MASTER MODE enabled (user request)");

@@ -80,11 +80,14 @@ pub fn request(shared: &Shared, flags: ShutdownFlags, now: bool) -> Requested {
         shared
             .pause
             .pause(tokio::time::Instant::now() + FOREVER, PauseMode::Write);
-        shared.repl.journal.append_dbless(&[
-            Bytes::from_static(b"REPLCONF"),
-            Bytes::from_static(b"GETACK"),
-            Bytes::from_static(b"*"),
-        ]);
+        // A replica's stream is its master's: it adds nothing of its own.
+        if !shared.repl.is_replica() {
+            shared.repl.journal.append_dbless(&[
+                Bytes::from_static(b"REPLCONF"),
+                Bytes::from_static(b"GETACK"),
+                Bytes::from_static(b"*"),
+            ]);
+        }
         let (tx, rx) = oneshot::channel();
         *pending = Some(Pending {
             deadline: Instant::now() + Duration::from_secs(timeout.unsigned_abs()),

@@ -202,15 +202,36 @@ impl Stream {
         &self.replicas
     }
 
-    /// Everything after offset `from`, if the backlog (under this id) still holds it.
-    pub fn continue_from(&self, replid: &str, from: u64) -> Option<Vec<u8>> {
-        let valid = replid == self.replid
-            || (replid == self.replid2
-                && i64::try_from(from).is_ok_and(|f| f <= self.second_offset));
-        if !valid {
-            return None;
+    /// Everything after offset `from`, if the backlog (under this id) still holds it;
+    /// else why not, in the words Redis logs.
+    pub fn continue_from(&self, replid: &str, from: u64) -> Result<Vec<u8>, String> {
+        if replid != self.replid {
+            if replid != self.replid2 {
+                return Err(format!(
+                    "Partial resynchronization not accepted: Replication ID mismatch (Replica asked for '{replid}', my replication IDs are '{}' and '{}')",
+                    self.replid, self.replid2
+                ));
+            }
+            if i64::try_from(from).map_or(true, |f| f > self.second_offset) {
+                return Err(format!(
+                    "Partial resynchronization not accepted: Requested offset for second ID was {}, but I can reply up to {}",
+                    from + 1,
+                    self.second_offset + 1
+                ));
+            }
         }
-        self.backlog.as_ref()?.since(from)
+        let Some(backlog) = self.backlog.as_ref() else {
+            return Err(format!(
+                "Unable to partial resync with replica for lack of backlog (Replica request was: {}).",
+                from + 1
+            ));
+        };
+        backlog.since(from).ok_or_else(|| {
+            format!(
+                "Unable to partial resync with replica for lack of backlog (Replica request was: {}).",
+                from + 1
+            )
+        })
     }
 
     /// Adds a replica whose stream starts now (the caller sends it the snapshot or the
@@ -573,8 +594,8 @@ mod tests {
             stream.offset as usize,
             text.len() + text.matches(' ').count()
         );
-        assert!(stream.continue_from(&stream.replid.clone(), 0).is_some());
-        assert!(stream.continue_from("other", 0).is_none());
+        assert!(stream.continue_from(&stream.replid.clone(), 0).is_ok());
+        assert!(stream.continue_from("other", 0).is_err());
     }
 
     #[test]

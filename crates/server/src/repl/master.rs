@@ -66,7 +66,16 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
             .filter(|&o| o > 0);
         let replid = String::from_utf8_lossy(replid);
         let mut stream = journal.stream();
-        if let Some(data) = requested.and_then(|o| stream.continue_from(&replid, o - 1)) {
+        let continued = match requested {
+            Some(o) => stream.continue_from(&replid, o - 1),
+            None => Err(String::new()),
+        };
+        if let Err(why) = &continued {
+            if replid != "?" && !why.is_empty() {
+                tracing::info!("{why}");
+            }
+        }
+        if let Ok(data) = continued {
             let link = stream.attach(ctx.client.id, ip, port, backlog_size);
             let reply = format!("+CONTINUE {}\r\n", stream.replid);
             drop(stream);
@@ -338,7 +347,9 @@ impl Drop for Detach<'_> {
 /// start, not from a replica's arrival.
 pub fn cron(shared: &Shared) {
     let journal = &shared.repl.journal;
-    if !journal.active() || journal.stream().replicas().is_empty() {
+    // A replica passes its master's stream on byte for byte (PINGs included) and adds
+    // nothing of its own: its sub-replicas' offsets must stay its master's.
+    if !journal.active() || journal.is_proxy() || journal.stream().replicas().is_empty() {
         return;
     }
     let period = shared

@@ -142,6 +142,24 @@ impl Replication {
     }
 }
 
+/// Closes every replica link, as Redis's `disconnectSlaves` when this server's
+/// replication id changes (a promotion, or a new id from our own master): they
+/// reconnect with PSYNC and learn the new id before any byte of the new history,
+/// instead of receiving it under the old id and needing a full sync later.
+pub fn disconnect_replicas(shared: &crate::shared::Shared) {
+    let ids: Vec<u64> = shared
+        .repl
+        .journal
+        .stream()
+        .replicas()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    for id in ids {
+        shared.clients.kill(id);
+    }
+}
+
 /// Makes this server a replica of `host:port`: its own writes stop going into the
 /// stream, which becomes the master's, and the link task starts. The caller stores the
 /// returned link in [`Replication::master`] (REPLICAOF, or `replicaof` at start).

@@ -385,6 +385,9 @@ async fn session(
                 if stream.replid != id {
                     stream.shift_replid();
                     stream.replid = id.to_string();
+                    drop(stream);
+                    // Our replicas must learn the new id too.
+                    super::disconnect_replicas(shared);
                 }
             }
             tracing::info!("Successful partial resynchronization with master.");
