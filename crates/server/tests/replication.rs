@@ -1123,3 +1123,38 @@ fn a_silent_master_or_replica_is_dropped_after_repl_timeout() {
     );
     wait_link_up(replica.port());
 }
+
+/// A chain master → replica → sub-replica stays on one history, as with redis-server:
+/// the middle server adds nothing to the stream it passes on (its sub-replica's offset
+/// is its master's), and once it is promoted its sub-replica learns the new id by a
+/// partial resync, not a full one.
+#[test]
+fn a_chain_keeps_one_history_through_a_promotion() {
+    let master = redline(&["--repl-ping-replica-period", "1"]);
+    let middle = redline(&["--repl-ping-replica-period", "1"]);
+    let sub = redline(&[]);
+    conn(middle.port()).cmd(&["REPLICAOF", "127.0.0.1", &master.port().to_string()]);
+    wait_link_up(middle.port());
+    conn(sub.port()).cmd(&["REPLICAOF", "127.0.0.1", &middle.port().to_string()]);
+    wait_link_up(sub.port());
+    conn(master.port()).cmd(&["SET", "k", "v"]);
+    // Several ping periods pass: every offset stays the master's.
+    std::thread::sleep(Duration::from_millis(2500));
+    let offset = |port| info_field(port, "master_repl_offset");
+    wait_until("one offset along the chain", || {
+        offset(master.port()) == offset(middle.port())
+            && offset(middle.port()) == offset(sub.port())
+    });
+    let full_before = stat(middle.port(), "sync_full");
+    conn(middle.port()).cmd(&["REPLICAOF", "NO", "ONE"]);
+    wait_until("the sub-replica to learn the new id", || {
+        info_field(sub.port(), "master_replid") == info_field(middle.port(), "master_replid")
+    });
+    wait_link_up(sub.port());
+    conn(middle.port()).cmd(&["SET", "after", "1"]);
+    wait_until("the write to arrive", || {
+        conn(sub.port()).cmd(&["GET", "after"]) == Frame::Bulk("1".into())
+    });
+    assert_eq!(stat(middle.port(), "sync_full"), full_before);
+    assert!(stat(middle.port(), "sync_partial_ok") >= 1);
+}
