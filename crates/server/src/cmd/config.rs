@@ -142,7 +142,13 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let aof_was = ctx.shared.config.read().appendonly;
     let aof_now = config.appendonly;
+    let gc_was = ctx.shared.config.read().param_bool("aof-disable-auto-gc");
+    let gc_now = config.param_bool("aof-disable-auto-gc");
     ctx.shared.update_config(config);
+    if gc_was && !gc_now {
+        // History kept while collection was off goes now, as in Redis.
+        crate::persist::aof::collect_history(ctx.shared);
+    }
     if aof_now && !aof_was && ctx.nested {
         // The transaction holds the shards the first image needs.
         ctx.shared
