@@ -66,6 +66,8 @@ pub struct AofFile {
     failed: bool,
     /// Where replies wait under `appendfsync always`.
     durability: Arc<Durability>,
+    /// The second of the last `#TS` annotation.
+    last_timestamp: u64,
 }
 
 impl AofFile {
@@ -73,6 +75,25 @@ impl AofFile {
     /// the group commit ([`wait_durable`]), which the connection awaits before its
     /// replies go out.
     pub fn write(&mut self, bytes: &[u8]) {
+        let sleep = self.durability.flush_sleep_us.load(Ordering::Relaxed);
+        if sleep > 0 && !bytes.is_empty() {
+            // DEBUG AOF-FLUSH-SLEEP: the write is late, as Redis's flush sleeps (tests
+            // check that replies still wait for it).
+            std::thread::sleep(std::time::Duration::from_micros(sleep));
+        }
+        if self.durability.timestamps.load(Ordering::Relaxed) && !bytes.is_empty() {
+            // `aof-timestamp-enabled`: a `#TS:<unix time>` line before the first write
+            // of each second, as Redis annotates.
+            let now = super::snapshot::unix_secs();
+            if now > self.last_timestamp {
+                self.last_timestamp = now;
+                self.append(format!("#TS:{now}\r\n").as_bytes());
+            }
+        }
+        self.append(bytes);
+    }
+
+    fn append(&mut self, bytes: &[u8]) {
         let mut file: &File = &self.file;
         match file.write_all(bytes) {
             Ok(()) => {
@@ -113,6 +134,10 @@ pub struct Durability {
     synced: tokio::sync::watch::Sender<u64>,
     /// The syncer thread was started.
     syncer: AtomicBool,
+    /// DEBUG AOF-FLUSH-SLEEP: microseconds each write waits first.
+    flush_sleep_us: AtomicU64,
+    /// `aof-timestamp-enabled`.
+    timestamps: AtomicBool,
 }
 
 impl Default for Durability {
@@ -125,6 +150,8 @@ impl Default for Durability {
             wake: parking_lot::Condvar::new(),
             synced: tokio::sync::watch::Sender::new(0),
             syncer: AtomicBool::new(false),
+            flush_sleep_us: AtomicU64::new(0),
+            timestamps: AtomicBool::new(false),
         }
     }
 }
@@ -184,6 +211,15 @@ impl Durability {
             d.synced.send_modify(|s| *s = (*s).max(upto));
         }
     }
+}
+
+/// DEBUG AOF-FLUSH-SLEEP: every AOF write waits `micros` first (0: none).
+pub fn set_flush_sleep(shared: &Shared, micros: u64) {
+    shared
+        .aof
+        .durability
+        .flush_sleep_us
+        .store(micros, Ordering::Relaxed);
 }
 
 /// Under `appendfsync always`, returns once every write appended so far is on disk;
@@ -332,6 +368,7 @@ fn base_image(shared: &Shared, held: &mut Held<'_>, preamble: bool) -> Vec<u8> {
 
 /// Makes `file` the incremental file the stream appends to.
 fn attach(shared: &Shared, file: File, size: u64) {
+    apply_timestamps(shared);
     let fsync = Fsync::from_config(shared.config.read().param("appendfsync"));
     let mut stream = shared.repl.journal.stream();
     stream.force_select();
@@ -347,6 +384,7 @@ fn attach(shared: &Shared, file: File, size: u64) {
         dirty: false,
         failed: false,
         durability: shared.aof.durability.clone(),
+        last_timestamp: 0,
     });
 }
 
@@ -403,6 +441,9 @@ fn rewrite_now(shared: &Shared) -> std::io::Result<()> {
 fn commands_image(shared: &Shared, held: &mut dyn ShardMap) -> Vec<u8> {
     use bytes::Bytes;
     let mut out = BytesMut::new();
+    if shared.config.read().param_bool("aof-timestamp-enabled") {
+        out.extend_from_slice(format!("#TS:{}\r\n", super::snapshot::unix_secs()).as_bytes());
+    }
     // Function libraries first, as Redis's rewrite writes them: a FUNCTION LOAD each.
     if let Ok(engine) = shared.scripting.engine() {
         for library in engine.libraries.values() {
@@ -460,8 +501,15 @@ pub fn sync(shared: &Shared) {
     }
 }
 
+/// `aof-timestamp-enabled` as configured now.
+fn apply_timestamps(shared: &Shared) {
+    let on = shared.config.read().param_bool("aof-timestamp-enabled");
+    shared.aof.durability.timestamps.store(on, Ordering::Relaxed);
+}
+
 /// CONFIG SET appendfsync: the open file follows the new policy at once, as in Redis.
 pub fn apply_fsync(shared: &Shared) {
+    apply_timestamps(shared);
     let fsync = Fsync::from_config(shared.config.read().param("appendfsync"));
     let mut stream = shared.repl.journal.stream();
     let Some(aof) = stream.aof.as_mut() else {
@@ -656,7 +704,10 @@ fn truncate(path: &Path, len: u64) {
 /// incremental file for appending (`aofOpenIfNeededOnServerStart`): a new one when the
 /// manifest has none, and a base of the dataset first when it has nothing at all.
 pub fn start(shared: &Shared) -> Result<(), String> {
-    match load(shared) {
+    shared.persistence.loading.store(true, Ordering::Release);
+    let loaded = load(shared);
+    shared.persistence.loading.store(false, Ordering::Release);
+    match loaded {
         Ok(commands) => tracing::info!("DB loaded from append only file: {commands} commands"),
         Err(LoadError::Missing) => {}
         Err(LoadError::Bad(e)) => return Err(format!("Fatal error loading the AOF: {e}")),

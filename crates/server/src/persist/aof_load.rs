@@ -207,7 +207,7 @@ fn replay(
             before_multi = valid;
         }
         let mut ctx = crate::cmd::Ctx::new(shared, &mut client, &mut output);
-        crate::cmd::execute(&mut ctx, &args);
+        crate::store::while_loading(|| crate::cmd::execute(&mut ctx, &args));
         output.clear();
         *commands += 1;
         valid = reader.pos;
@@ -247,7 +247,13 @@ pub fn load_parts(
         // preamble), then commands: the tail of an old AOF.
         let mut start = 0;
         if part.bytes.starts_with(b"REDIS") {
-            match super::snapshot::load(shared, part.bytes, Default::default(), None) {
+            // Keys already expired load too, as in Redis: the AOF's commands after
+            // the image may act on them.
+            let options = super::snapshot::LoadOptions {
+                keep_expired: true,
+                ..Default::default()
+            };
+            match super::snapshot::load(shared, part.bytes, options, None) {
                 Ok(image) => start = image.len,
                 Err(e) => {
                     tracing::warn!("{e}");
