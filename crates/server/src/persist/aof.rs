@@ -504,7 +504,11 @@ pub fn sync(shared: &Shared) {
 /// `aof-timestamp-enabled` as configured now.
 fn apply_timestamps(shared: &Shared) {
     let on = shared.config.read().param_bool("aof-timestamp-enabled");
-    shared.aof.durability.timestamps.store(on, Ordering::Relaxed);
+    shared
+        .aof
+        .durability
+        .timestamps
+        .store(on, Ordering::Relaxed);
 }
 
 /// CONFIG SET appendfsync: the open file follows the new policy at once, as in Redis.
@@ -673,7 +677,10 @@ pub fn load(shared: &Shared) -> Result<u64, LoadError> {
         })?;
         contents.push(bytes);
     }
-    if let Some(base) = files.first().filter(|f| f.kind == super::aof_manifest::Kind::Base) {
+    if let Some(base) = files
+        .first()
+        .filter(|f| f.kind == super::aof_manifest::Kind::Base)
+    {
         let size = contents.first().map_or(0, Vec::len);
         tracing::debug!("AOF base file {} holds {size} bytes", base.name);
         shared.aof.base_size.store(size as u64, Ordering::Relaxed);

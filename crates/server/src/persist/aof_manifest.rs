@@ -296,7 +296,10 @@ mod tests {
             (b"file a seq 1\n", "Invalid AOF manifest file format"),
             (b"\n", "Invalid AOF manifest file format"),
             (b"file a seq 0 type b\n", "Invalid AOF manifest file format"),
-            (b"file \"a seq 1 type b\n", "Invalid AOF manifest file format"),
+            (
+                b"file \"a seq 1 type b\n",
+                "Invalid AOF manifest file format",
+            ),
             (b"file x/a seq 1 type b\n", "just a filename"),
             (
                 b"file a seq 1 type b\nfile b seq 1 type b\n",

@@ -1,0 +1,212 @@
+//! The AOF's files against a real redis-server 7.0, both servers run through the same
+//! steps and compared: a pre-7.0 `appendonly.aof` in `dir` (commands, or an RDB
+//! preamble and a tail of commands) is moved into the AOF directory and listed as the
+//! base of a new manifest; a restart goes on appending to the last incremental file;
+//! rewrites number their files as Redis does; a manifest with a line too long is
+//! refused.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use redline_testkit::{RedisServer, RedlineServer, Reply};
+
+/// What the steps need of either server.
+trait Server {
+    fn run(&self, args: &[&str]) -> Reply;
+    fn dir(&self) -> &Path;
+    fn stop(&mut self);
+    fn start_again(&mut self) -> bool;
+    fn log(&self) -> String;
+}
+
+impl Server for RedlineServer {
+    fn run(&self, args: &[&str]) -> Reply {
+        self.cmd(args).unwrap()
+    }
+    fn dir(&self) -> &Path {
+        RedlineServer::dir(self)
+    }
+    fn stop(&mut self) {
+        self.kill();
+    }
+    fn start_again(&mut self) -> bool {
+        self.restart().is_ok()
+    }
+    fn log(&self) -> String {
+        self.log_tail()
+    }
+}
+
+impl Server for RedisServer {
+    fn run(&self, args: &[&str]) -> Reply {
+        self.cmd(args).unwrap()
+    }
+    fn dir(&self) -> &Path {
+        RedisServer::dir(self)
+    }
+    fn stop(&mut self) {
+        self.kill();
+    }
+    fn start_again(&mut self) -> bool {
+        self.restart().is_ok()
+    }
+    fn log(&self) -> String {
+        self.log_tail()
+    }
+}
+
+const ARGS: [&str; 6] = [
+    "--appendonly",
+    "yes",
+    "--save",
+    "",
+    "--enable-debug-command",
+    "yes",
+];
+
+fn both(steps: impl Fn(&mut dyn Server) -> Vec<String>) {
+    let mut ours = RedlineServer::builder().args(ARGS).start().unwrap();
+    let mut theirs = RedisServer::builder().args(ARGS).start().unwrap();
+    assert_eq!(steps(&mut ours), steps(&mut theirs));
+}
+
+fn command(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for arg in args {
+        out.extend(format!("${}\r\n{arg}\r\n", arg.len()).bytes());
+    }
+    out
+}
+
+fn manifest(server: &dyn Server) -> String {
+    std::fs::read_to_string(server.dir().join("appendonlydir/appendonly.aof.manifest"))
+        .unwrap_or_default()
+}
+
+fn wait_rewritten(server: &dyn Server) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = server.run(&["INFO", "persistence"]).text().unwrap();
+        if info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the rewrite did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn digest(server: &dyn Server) -> String {
+    server.run(&["DEBUG", "DIGEST"]).text().unwrap()
+}
+
+/// Replaces the server's AOF with `old` as a pre-7.0 `appendonly.aof` and starts it.
+fn start_on_old_aof(server: &mut dyn Server, old: &[u8]) {
+    server.stop();
+    std::fs::remove_dir_all(server.dir().join("appendonlydir")).unwrap();
+    std::fs::write(server.dir().join("appendonly.aof"), old).unwrap();
+    assert!(server.start_again(), "{}", server.log());
+}
+
+/// What an upgraded server shows: its files, its data, then the same after a rewrite
+/// and after a restart.
+fn after_upgrade(server: &mut dyn Server) -> Vec<String> {
+    let dir = server.dir().to_path_buf();
+    let mut seen = vec![
+        manifest(server),
+        format!(
+            "old file left in dir: {}",
+            dir.join("appendonly.aof").exists()
+        ),
+        format!(
+            "moved: {}",
+            dir.join("appendonlydir/appendonly.aof").exists()
+        ),
+        digest(server),
+    ];
+    server.run(&["SET", "k4", "v4"]);
+    seen.push(digest(server));
+    server.run(&["BGREWRITEAOF"]);
+    wait_rewritten(server);
+    server.run(&["SET", "k5", "v5"]);
+    seen.push(manifest(server));
+    seen.push(format!(
+        "old base deleted: {}",
+        !dir.join("appendonlydir/appendonly.aof").exists()
+    ));
+    let before = digest(server);
+    server.stop();
+    assert!(server.start_again(), "{}", server.log());
+    // The restart appends to the incremental file it found, without a new base.
+    seen.push(manifest(server));
+    assert_eq!(digest(server), before);
+    seen.push(before);
+    seen
+}
+
+#[test]
+fn an_old_aof_of_commands_is_upgraded_as_redis_does() {
+    let mut old = Vec::new();
+    for args in [
+        &["SET", "k1", "v1"][..],
+        &["RPUSH", "list", "a", "b"],
+        // Expiry waits for the end of the load: the APPEND acts on the key the past
+        // deadline left, which then expires.
+        &["SET", "gone", "x"],
+        &["PEXPIREAT", "gone", "1000"],
+        &["APPEND", "gone", "y"],
+        &["SELECT", "2"],
+        &["SET", "k2", "v2"],
+    ] {
+        old.extend(command(args));
+    }
+    both(|server| {
+        start_on_old_aof(server, &old);
+        let mut seen = vec![format!(
+            "{:?}",
+            server.run(&["EXISTS", "k1", "list", "gone"])
+        )];
+        seen.extend(after_upgrade(server));
+        seen
+    });
+}
+
+#[test]
+fn an_old_aof_with_an_rdb_preamble_loads_its_tail_too() {
+    both(|server| {
+        server.run(&["SET", "k1", "v1"]);
+        server.run(&["HSET", "h", "f", "v"]);
+        server.run(&["SAVE"]);
+        let mut old = std::fs::read(server.dir().join("dump.rdb")).unwrap();
+        std::fs::remove_file(server.dir().join("dump.rdb")).unwrap();
+        old.extend(command(&["SET", "k3", "v3"]));
+        old.extend(command(&["DEL", "k1"]));
+        start_on_old_aof(server, &old);
+        let mut seen = vec![format!("{:?}", server.run(&["EXISTS", "k1", "h", "k3"]))];
+        seen.extend(after_upgrade(server));
+        seen
+    });
+}
+
+#[test]
+fn a_manifest_line_too_long_is_refused() {
+    both(|server| {
+        server.stop();
+        let long = "file appendonly.aof.1.base.rdb seq 1 type b ".repeat(30);
+        std::fs::write(
+            server.dir().join("appendonlydir/appendonly.aof.manifest"),
+            format!("{long}\nfile appendonly.aof.1.incr.aof seq 1 type i\n"),
+        )
+        .unwrap();
+        let started = server.start_again();
+        vec![
+            format!("started: {started}"),
+            format!(
+                "logged: {}",
+                server
+                    .log()
+                    .contains("The AOF manifest file contains too long line")
+            ),
+        ]
+    });
+}
