@@ -16,8 +16,11 @@
 //!
 //! A rewrite (BGREWRITEAOF, turning AOF on, the automatic rewrite) takes a new base
 //! image while every shard is held, starts the next incremental file at that point,
-//! writes the new manifest and deletes the old files: a directory that loads in
-//! redis-server 7.0 as it loads here.
+//! writes the new manifest and deletes the files it replaced (unless
+//! `aof-disable-auto-gc`): a directory that loads in redis-server 7.0 as it loads here,
+//! its files numbered as Redis numbers them ([`super::aof_manifest`]). A start goes on
+//! appending to the last incremental file, as Redis's; a pre-7.0 `appendonly.aof` in
+//! `dir` is moved into the directory as the base of a new manifest.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -306,9 +309,9 @@ pub fn write_failed(shared: &Shared) -> bool {
         .is_some_and(|a| a.failed)
 }
 
-/// Turns the AOF on (`appendonly yes`, or a rewrite while on): a new base image of the
-/// dataset as it is now, a new incremental file the stream writes from then on, a new
-/// manifest; the previous files are deleted.
+/// Turns the AOF on (`appendonly yes`), or rewrites it: a new base image of the
+/// dataset as it is now, a new incremental file the stream writes from then on (with
+/// the AOF on), a new manifest; the files replaced become history ([`rewrite_now`]).
 pub fn rewrite(shared: &Shared) -> std::io::Result<()> {
     let aof = &shared.aof;
     if aof.rewriting.swap(true, Ordering::AcqRel) {
@@ -407,23 +410,38 @@ fn rewrite_now(shared: &Shared) -> std::io::Result<()> {
     let mut manifest = shared.aof.manifest.lock();
     let mut next = manifest.clone();
     let base = next.new_base(&name, preamble);
-    super::snapshot::write_file(&directory.join(&base), &image)?;
+    let base_path = directory.join(&base);
+    super::snapshot::write_file(&base_path, &image)?;
     // With `appendonly no` (a BGREWRITEAOF while the AOF is off) the base is a copy of
     // the dataset as it is now, and no incremental file follows it, as in Redis.
-    let incr = if writing {
-        let incr = next.new_incr(&name);
-        let file = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .open(directory.join(&incr))?;
-        Some(file)
-    } else {
-        None
+    let incr = writing.then(|| next.new_incr(&name));
+    let opened = (|| {
+        let file = match &incr {
+            Some(incr) => Some(
+                OpenOptions::new()
+                    .create(true)
+                    .write(true)
+                    .truncate(true)
+                    .open(directory.join(incr))?,
+            ),
+            None => None,
+        };
+        next.retire_rewritten_incr(writing);
+        persist_manifest(shared, &mut next)?;
+        Ok(file)
+    })();
+    let file = match opened {
+        Ok(file) => file,
+        Err(e) => {
+            // The manifest still names the previous files: the new ones are nobody's.
+            let _ = std::fs::remove_file(&base_path);
+            if let Some(incr) = &incr {
+                let _ = std::fs::remove_file(directory.join(incr));
+            }
+            return Err(e);
+        }
     };
-    next.retire_rewritten_incr(writing);
-    persist_manifest(shared, &mut next)?;
-    if let Some(file) = incr {
+    if let Some(file) = file {
         attach(shared, file, 0);
     }
     drop(held);
@@ -728,10 +746,12 @@ fn open_at_start(shared: &Shared) -> std::io::Result<()> {
     let name = base_name(shared);
     let preamble = shared.config.read().param_bool("aof-use-rdb-preamble");
     shared.repl.journal.activate();
+    // Shards before the manifest, as in a rewrite (one lock order).
+    let mut held = Held::all(&shared.store);
     let mut manifest = shared.aof.manifest.lock();
     let had_incr = !manifest.incr.is_empty();
     if manifest.is_empty() {
-        let image = base_image(shared, &mut Held::all(&shared.store), preamble);
+        let image = base_image(shared, &mut held, preamble);
         let base = manifest.new_base(&name, preamble);
         super::snapshot::write_file(&directory.join(&base), &image)?;
         shared
@@ -748,6 +768,8 @@ fn open_at_start(shared: &Shared) -> std::io::Result<()> {
     let size = file.metadata()?.len();
     persist_manifest(shared, &mut manifest)?;
     attach(shared, file, size);
+    drop(manifest);
+    drop(held);
     if had_incr {
         tracing::info!("Opening AOF incr file {incr} on server start");
     } else {
