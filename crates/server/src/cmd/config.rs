@@ -149,15 +149,27 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         // History kept while collection was off goes now, as in Redis.
         crate::persist::aof::collect_history(ctx.shared);
     }
-    if aof_now && !aof_was && ctx.nested {
-        // The transaction holds the shards the first image needs.
+    let saving = ctx
+        .shared
+        .persistence
+        .bgsave_running
+        .load(std::sync::atomic::Ordering::Acquire);
+    if aof_now && !aof_was && (ctx.nested || saving) {
+        // The transaction holds the shards the first image needs; a BGSAVE's image
+        // comes first, as Redis waits for its child: the cron starts the rewrite.
         ctx.shared
             .aof
             .rewrite_scheduled
             .store(true, std::sync::atomic::Ordering::Release);
-        tracing::warn!(
-            "AOF was enabled during a transaction. An AOF background was scheduled to start when possible."
-        );
+        if ctx.nested {
+            tracing::warn!(
+                "AOF was enabled during a transaction. An AOF background was scheduled to start when possible."
+            );
+        } else {
+            tracing::warn!(
+                "AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible."
+            );
+        }
     } else if aof_now && !aof_was {
         crate::persist::aof::rewrite(ctx.shared).map_err(|e| {
             CmdError::Owned(format!(

@@ -551,6 +551,8 @@ pub fn apply_fsync(shared: &Shared) {
 
 /// Stops writing the AOF (`appendonly no`); the files stay.
 pub fn stop(shared: &Shared) {
+    // A rewrite waiting to turn the AOF on has nothing to do now, as in Redis.
+    shared.aof.rewrite_scheduled.store(false, Ordering::Release);
     let mut stream = shared.repl.journal.stream();
     if let Some(aof) = stream.aof.take() {
         let _ = aof.file.sync_data();
