@@ -274,3 +274,51 @@ fn rewrites_number_and_collect_their_files_as_redis_does() {
         seen
     });
 }
+
+fn wait_for(server: &dyn Server, what: &str, done: impl Fn(&dyn Server) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done(server) {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A replica with the AOF on that loads its master's dataset starts its AOF again from
+/// it: after a restart on its own files it has the master's keys, not its old ones.
+fn replica_steps(master: &dyn Server, master_port: u16, replica: &mut dyn Server) -> Vec<String> {
+    master.run(&["SET", "k1", "from-sync"]);
+    replica.run(&["SET", "local", "1"]);
+    let port = master_port.to_string();
+    replica.run(&["REPLICAOF", "127.0.0.1", &port]);
+    wait_for(replica, "the sync", |r| {
+        r.run(&["GET", "k1"]) == Reply::Bulk(Some(b"from-sync".to_vec()))
+    });
+    master.run(&["SET", "k2", "from-stream"]);
+    wait_for(replica, "the stream", |r| {
+        r.run(&["EXISTS", "k2"]) == Reply::Integer(1)
+    });
+    replica.run(&["REPLICAOF", "NO", "ONE"]);
+    wait_rewritten(replica);
+    replica.stop();
+    assert!(replica.start_again(), "{}", replica.log());
+    ["k1", "k2", "local"]
+        .iter()
+        .map(|key| format!("{key}: {:?}", replica.run(&["GET", key])))
+        .collect()
+}
+
+#[test]
+fn a_replica_starts_its_aof_again_from_the_masters_dataset() {
+    let ours = {
+        let master = RedlineServer::builder().args(ARGS).start().unwrap();
+        let mut replica = RedlineServer::builder().args(ARGS).start().unwrap();
+        replica_steps(&master, master.port(), &mut replica)
+    };
+    let theirs = {
+        let master = RedisServer::builder().args(ARGS).start().unwrap();
+        let mut replica = RedisServer::builder().args(ARGS).start().unwrap();
+        replica_steps(&master, master.port(), &mut replica)
+    };
+    assert_eq!(ours, theirs);
+    assert!(ours[2].contains("None"), "{ours:?}");
+}
