@@ -608,6 +608,8 @@ pub use super::aof_load::LoadError;
 /// manifest is an empty one; a bad one is fatal. It becomes the server's manifest.
 pub fn read_manifest(shared: &Shared) -> Result<(), LoadError> {
     let path = manifest_path(shared);
+    // Read under the lock: a rewrite on another thread writes the file under it too.
+    let mut current = shared.aof.manifest.lock();
     let manifest = match std::fs::read(&path) {
         Ok(text) => Manifest::parse(&text)?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Manifest::default(),
@@ -618,7 +620,7 @@ pub fn read_manifest(shared: &Shared) -> Result<(), LoadError> {
             )))
         }
     };
-    *shared.aof.manifest.lock() = manifest;
+    *current = manifest;
     Ok(())
 }
 
