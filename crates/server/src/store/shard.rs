@@ -37,12 +37,18 @@ pub fn loading() -> bool {
     LOADING.with(std::cell::Cell::get)
 }
 
-/// Runs `f` as the AOF's replay (see [`loading`]).
+/// Runs `f` as the AOF's replay (see [`loading`]). The flag goes down also on
+/// unwinding, so a failing command cannot leave a worker thread that never expires.
 pub fn while_loading<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            LOADING.with(|m| m.set(false));
+        }
+    }
     LOADING.with(|m| m.set(true));
-    let result = f();
-    LOADING.with(|m| m.set(false));
-    result
+    let _reset = Reset;
+    f()
 }
 
 /// Runs `f` as our master's stream: expired keys stay visible to it (see
