@@ -94,7 +94,14 @@ async fn serve(config: Config) -> ExitCode {
     let loaded = if shared.config.read().appendonly {
         crate::persist::aof::start(&shared)
     } else {
-        crate::persist::snapshot::load_at_start(&shared)
+        // The manifest is read either way, as Redis does: a later BGREWRITEAOF or
+        // `appendonly yes` numbers its files after it.
+        match crate::persist::aof::read_manifest(&shared) {
+            Err(crate::persist::aof::LoadError::Bad(e)) => Err(e),
+            Ok(()) | Err(crate::persist::aof::LoadError::Missing) => {
+                crate::persist::snapshot::load_at_start(&shared)
+            }
+        }
     };
     if let Err(e) = loaded {
         tracing::warn!("{e}");

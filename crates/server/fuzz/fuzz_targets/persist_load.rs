@@ -5,7 +5,7 @@
 //! - one incremental AOF file (`aof_load::load_parts`), with `aof-load-truncated` on or
 //!   off;
 //! - a base and an incremental file, split where the second byte says;
-//! - an AOF manifest (`aof_load::parse_manifest`).
+//! - an AOF manifest (`aof_manifest::Manifest::parse`).
 //!
 //! Nothing may panic, hang or allocate without bound; a load that succeeds must say
 //! whether it cut the file. The AOF runs commands, so the inputs the `requests` target
@@ -14,7 +14,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use redline_server::persist::aof_load::{load_parts, parse_manifest, Part};
+use redline_server::persist::aof_load::{load_parts, Part};
+use redline_server::persist::aof_manifest::Manifest;
 use redline_server::persist::snapshot::{load, LoadOptions};
 use redline_server::shared::Shared;
 use redline_server::Config;
@@ -80,8 +81,10 @@ fuzz_target!(|data: &[u8]| {
             let _ = load_parts(&shared, &parts, mode & 0x80 != 0);
         }
         _ => {
-            if let Ok(files) = parse_manifest(input) {
-                assert!(files.iter().all(|f| f.seq > 0 && !f.name.contains('/')));
+            if let Ok(manifest) = Manifest::parse(input) {
+                assert!(manifest
+                    .loadable()
+                    .all(|f| f.seq > 0 && !f.name.contains('/')));
             }
         }
     }

@@ -142,16 +142,34 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let aof_was = ctx.shared.config.read().appendonly;
     let aof_now = config.appendonly;
+    let gc_was = ctx.shared.config.read().param_bool("aof-disable-auto-gc");
+    let gc_now = config.param_bool("aof-disable-auto-gc");
     ctx.shared.update_config(config);
-    if aof_now && !aof_was && ctx.nested {
-        // The transaction holds the shards the first image needs.
+    if gc_was && !gc_now {
+        // History kept while collection was off goes now, as in Redis.
+        crate::persist::aof::collect_history(ctx.shared);
+    }
+    let saving = ctx
+        .shared
+        .persistence
+        .bgsave_running
+        .load(std::sync::atomic::Ordering::Acquire);
+    if aof_now && !aof_was && (ctx.nested || saving) {
+        // The transaction holds the shards the first image needs; a BGSAVE's image
+        // comes first, as Redis waits for its child: the cron starts the rewrite.
         ctx.shared
             .aof
             .rewrite_scheduled
             .store(true, std::sync::atomic::Ordering::Release);
-        tracing::warn!(
-            "AOF was enabled during a transaction. An AOF background was scheduled to start when possible."
-        );
+        if ctx.nested {
+            tracing::warn!(
+                "AOF was enabled during a transaction. An AOF background was scheduled to start when possible."
+            );
+        } else {
+            tracing::warn!(
+                "AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible."
+            );
+        }
     } else if aof_now && !aof_was {
         crate::persist::aof::rewrite(ctx.shared).map_err(|e| {
             CmdError::Owned(format!(

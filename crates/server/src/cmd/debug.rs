@@ -83,6 +83,13 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ok(ctx.out);
         return Ok(());
     }
+    if is(sub, "aof-flush-sleep") && args.len() == 3 {
+        // Redis reads it with atoi: microseconds each AOF write waits first.
+        let micros = super::args::int(&args[2]).map_or(0, |n| n.max(0) as u64);
+        crate::persist::aof::set_flush_sleep(ctx.shared, micros);
+        ok(ctx.out);
+        return Ok(());
+    }
     if is(sub, "loadaof") {
         return super::persistence::debug_loadaof(ctx);
     }

@@ -313,7 +313,7 @@ fn expire_generic(
         encode::write_integer(ctx.out, 0);
         return Ok(());
     }
-    if when <= now {
+    if when <= now && !crate::store::loading() {
         shard.remove(key);
         event(ctx, NotifyClass::Generic, "del", key);
     } else {

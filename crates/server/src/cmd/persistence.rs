@@ -68,7 +68,11 @@ pub fn debug_loadaof(ctx: &mut Ctx<'_>) -> CmdResult {
             engine.libraries.clear();
         }
     });
-    match crate::persist::aof::load(shared) {
+    let loading = &shared.persistence.loading;
+    loading.store(true, Ordering::Release);
+    let loaded = crate::persist::aof::load(shared);
+    loading.store(false, Ordering::Release);
+    match loaded {
         Ok(_) | Err(crate::persist::aof::LoadError::Missing) => {}
         Err(crate::persist::aof::LoadError::Bad(e)) => {
             tracing::warn!("{e}");

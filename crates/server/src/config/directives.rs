@@ -281,6 +281,19 @@ impl Config {
             if param.name == "dbfilename" && text.contains(['/', '\\']) {
                 return Err(invalid("dbfilename can't be a path, just a filename"));
             }
+            // The AOF's files live in `dir`/`appenddirname`: both names are plain names,
+            // as in Redis (`isValidAOFfilename`, `isValidAOFdirname`).
+            for (name, what) in [("appendfilename", "filename"), ("appenddirname", "dirname")] {
+                if param.name != name {
+                    continue;
+                }
+                if text.is_empty() {
+                    return Err(invalid(&format!("{name} can't be empty")));
+                }
+                if text.contains(['/', '\\']) {
+                    return Err(invalid(&format!("{name} can't be a path, just a {what}")));
+                }
+            }
             if param.name == "cluster-enabled" && text == "yes" {
                 return Err(invalid(
                     "cluster-enabled yes is not supported: redline-server runs standalone",
@@ -534,6 +547,38 @@ mod tests {
                 false
             )
             .is_err());
+    }
+
+    #[test]
+    fn aof_names_are_plain_names_as_in_redis() {
+        let mut c = Config::default();
+        for (name, value, err) in [
+            (
+                "appendfilename",
+                "a/b",
+                "appendfilename can't be a path, just a filename",
+            ),
+            (
+                "appendfilename",
+                "a\\b",
+                "appendfilename can't be a path, just a filename",
+            ),
+            ("appendfilename", "", "appendfilename can't be empty"),
+            (
+                "appenddirname",
+                "x/y",
+                "appenddirname can't be a path, just a dirname",
+            ),
+            ("appenddirname", "", "appenddirname can't be empty"),
+        ] {
+            assert!(
+                matches!(c.set(name, &[value.as_bytes().to_vec()], true), Err(SetError::Invalid(m)) if m == err),
+                "{name} {value}"
+            );
+        }
+        c.set("appendfilename", &[b" a b.aof ".to_vec()], true)
+            .unwrap();
+        assert_eq!(c.get("appendfilename").unwrap(), " a b.aof ");
     }
 
     #[test]

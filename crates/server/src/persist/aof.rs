@@ -16,8 +16,11 @@
 //!
 //! A rewrite (BGREWRITEAOF, turning AOF on, the automatic rewrite) takes a new base
 //! image while every shard is held, starts the next incremental file at that point,
-//! writes the new manifest and deletes the old files: a directory that loads in
-//! redis-server 7.0 as it loads here.
+//! writes the new manifest and deletes the files it replaced (unless
+//! `aof-disable-auto-gc`): a directory that loads in redis-server 7.0 as it loads here,
+//! its files numbered as Redis numbers them ([`super::aof_manifest`]). A start goes on
+//! appending to the last incremental file, as Redis's; a pre-7.0 `appendonly.aof` in
+//! `dir` is moved into the directory as the base of a new manifest.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -28,6 +31,7 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use parking_lot::Mutex;
 
+use super::aof_manifest::Manifest;
 use crate::shared::Shared;
 use crate::store::{Held, ShardMap};
 
@@ -65,6 +69,8 @@ pub struct AofFile {
     failed: bool,
     /// Where replies wait under `appendfsync always`.
     durability: Arc<Durability>,
+    /// The second of the last `#TS` annotation.
+    last_timestamp: u64,
 }
 
 impl AofFile {
@@ -72,6 +78,25 @@ impl AofFile {
     /// the group commit ([`wait_durable`]), which the connection awaits before its
     /// replies go out.
     pub fn write(&mut self, bytes: &[u8]) {
+        let sleep = self.durability.flush_sleep_us.load(Ordering::Relaxed);
+        if sleep > 0 && !bytes.is_empty() {
+            // DEBUG AOF-FLUSH-SLEEP: the write is late, as Redis's flush sleeps (tests
+            // check that replies still wait for it).
+            std::thread::sleep(std::time::Duration::from_micros(sleep));
+        }
+        if self.durability.timestamps.load(Ordering::Relaxed) && !bytes.is_empty() {
+            // `aof-timestamp-enabled`: a `#TS:<unix time>` line before the first write
+            // of each second, as Redis annotates.
+            let now = super::snapshot::unix_secs();
+            if now > self.last_timestamp {
+                self.last_timestamp = now;
+                self.append(format!("#TS:{now}\r\n").as_bytes());
+            }
+        }
+        self.append(bytes);
+    }
+
+    fn append(&mut self, bytes: &[u8]) {
         let mut file: &File = &self.file;
         match file.write_all(bytes) {
             Ok(()) => {
@@ -112,6 +137,10 @@ pub struct Durability {
     synced: tokio::sync::watch::Sender<u64>,
     /// The syncer thread was started.
     syncer: AtomicBool,
+    /// DEBUG AOF-FLUSH-SLEEP: microseconds each write waits first.
+    flush_sleep_us: AtomicU64,
+    /// `aof-timestamp-enabled`.
+    timestamps: AtomicBool,
 }
 
 impl Default for Durability {
@@ -124,6 +153,8 @@ impl Default for Durability {
             wake: parking_lot::Condvar::new(),
             synced: tokio::sync::watch::Sender::new(0),
             syncer: AtomicBool::new(false),
+            flush_sleep_us: AtomicU64::new(0),
+            timestamps: AtomicBool::new(false),
         }
     }
 }
@@ -185,6 +216,15 @@ impl Durability {
     }
 }
 
+/// DEBUG AOF-FLUSH-SLEEP: every AOF write waits `micros` first (0: none).
+pub fn set_flush_sleep(shared: &Shared, micros: u64) {
+    shared
+        .aof
+        .durability
+        .flush_sleep_us
+        .store(micros, Ordering::Relaxed);
+}
+
 /// Under `appendfsync always`, returns once every write appended so far is on disk;
 /// at once otherwise.
 pub async fn wait_durable(shared: &Shared) {
@@ -218,8 +258,8 @@ pub struct Aof {
     pub rewrites: AtomicU64,
     /// Size of the base file at the last rewrite (`aof_base_size`).
     pub base_size: AtomicU64,
-    /// The current sequence number of the base and incremental files.
-    seq: Mutex<u64>,
+    /// The manifest: the files of the AOF and the last sequence numbers given out.
+    manifest: Mutex<Manifest>,
     /// The last rewrite failed.
     pub rewrite_failed: AtomicBool,
     /// A rewrite asked for inside a transaction, where the shards it needs are held:
@@ -269,9 +309,9 @@ pub fn write_failed(shared: &Shared) -> bool {
         .is_some_and(|a| a.failed)
 }
 
-/// Turns the AOF on (`appendonly yes`, or a rewrite while on): a new base image of the
-/// dataset as it is now, a new incremental file the stream writes from then on, a new
-/// manifest; the previous files are deleted.
+/// Turns the AOF on (`appendonly yes`), or rewrites it: a new base image of the
+/// dataset as it is now, a new incremental file the stream writes from then on (with
+/// the AOF on), a new manifest; the files replaced become history ([`rewrite_now`]).
 pub fn rewrite(shared: &Shared) -> std::io::Result<()> {
     let aof = &shared.aof;
     if aof.rewriting.swap(true, Ordering::AcqRel) {
@@ -287,75 +327,130 @@ pub fn rewrite(shared: &Shared) -> std::io::Result<()> {
     result
 }
 
+/// Writes the manifest if it changed (`persistAofManifest`).
+fn persist_manifest(shared: &Shared, manifest: &mut Manifest) -> std::io::Result<()> {
+    if !manifest.dirty {
+        return Ok(());
+    }
+    super::snapshot::write_file(&manifest_path(shared), manifest.to_text().as_bytes())?;
+    manifest.dirty = false;
+    Ok(())
+}
+
+/// Deletes the files a rewrite replaced, unless `aof-disable-auto-gc` keeps them
+/// (`aofDelHistoryFiles`).
+fn delete_history(shared: &Shared, manifest: &mut Manifest) {
+    if manifest.history.is_empty() || shared.config.read().param_bool("aof-disable-auto-gc") {
+        return;
+    }
+    let directory = dir(shared);
+    for info in manifest.history.drain(..) {
+        tracing::info!("Removing the history file {} in the background", info.name);
+        let _ = std::fs::remove_file(directory.join(&info.name));
+    }
+    manifest.dirty = true;
+    if let Err(e) = persist_manifest(shared, manifest) {
+        tracing::warn!("Can't write the AOF manifest: {e}");
+    }
+}
+
+/// CONFIG SET aof-disable-auto-gc no: the history kept meanwhile goes now.
+pub fn collect_history(shared: &Shared) {
+    delete_history(shared, &mut shared.aof.manifest.lock());
+}
+
+/// The base image of the dataset held: RDB with `aof-use-rdb-preamble yes`, else
+/// commands.
+fn base_image(shared: &Shared, held: &mut Held<'_>, preamble: bool) -> Vec<u8> {
+    if preamble {
+        super::snapshot::capture(shared, held, &[])
+    } else {
+        commands_image(shared, held)
+    }
+}
+
+/// Makes `file` the incremental file the stream appends to.
+fn attach(shared: &Shared, file: File, size: u64) {
+    apply_timestamps(shared);
+    let fsync = Fsync::from_config(shared.config.read().param("appendfsync"));
+    let mut stream = shared.repl.journal.stream();
+    stream.force_select();
+    let file = Arc::new(file);
+    shared
+        .aof
+        .durability
+        .switch(Some(file.clone()), fsync == Fsync::Always);
+    stream.aof = Some(AofFile {
+        file,
+        fsync,
+        size,
+        dirty: false,
+        failed: false,
+        durability: shared.aof.durability.clone(),
+        last_timestamp: 0,
+    });
+}
+
+/// A rewrite, as Redis's ends (`backgroundRewriteDoneHandler`): a new base (the
+/// previous one becomes history); with the AOF on, a new incremental file the stream
+/// writes from then on; the incremental files the base covers become history and are
+/// deleted. All of it while every shard is held, so the base and the new incremental
+/// file meet exactly.
 fn rewrite_now(shared: &Shared) -> std::io::Result<()> {
     let directory = dir(shared);
     std::fs::create_dir_all(&directory)?;
     let name = base_name(shared);
-    let (preamble, fsync) = {
+    let (preamble, writing) = {
         let config = shared.config.read();
-        (
-            config.param_bool("aof-use-rdb-preamble"),
-            Fsync::from_config(config.param("appendfsync")),
-        )
+        (config.param_bool("aof-use-rdb-preamble"), config.appendonly)
     };
-    let journal = &shared.repl.journal;
-    journal.activate();
+    shared.repl.journal.activate();
     let mut held = Held::all(&shared.store);
-    let image = if preamble {
-        super::snapshot::capture(shared, &mut held, &[])
-    } else {
-        commands_image(shared, &mut held)
+    let image = base_image(shared, &mut held, preamble);
+    let mut manifest = shared.aof.manifest.lock();
+    let mut next = manifest.clone();
+    let base = next.new_base(&name, preamble);
+    let base_path = directory.join(&base);
+    super::snapshot::write_file(&base_path, &image)?;
+    // With `appendonly no` (a BGREWRITEAOF while the AOF is off) the base is a copy of
+    // the dataset as it is now, and no incremental file follows it, as in Redis.
+    let incr = writing.then(|| next.new_incr(&name));
+    let opened = (|| {
+        let file = match &incr {
+            Some(incr) => Some(
+                OpenOptions::new()
+                    .create(true)
+                    .write(true)
+                    .truncate(true)
+                    .open(directory.join(incr))?,
+            ),
+            None => None,
+        };
+        next.retire_rewritten_incr(writing);
+        persist_manifest(shared, &mut next)?;
+        Ok(file)
+    })();
+    let file = match opened {
+        Ok(file) => file,
+        Err(e) => {
+            // The manifest still names the previous files: the new ones are nobody's.
+            let _ = std::fs::remove_file(&base_path);
+            if let Some(incr) = &incr {
+                let _ = std::fs::remove_file(directory.join(incr));
+            }
+            return Err(e);
+        }
     };
-    let mut seq = shared.aof.seq.lock();
-    let old_seq = *seq;
-    let next = old_seq + 1;
-    let base = format!(
-        "{name}.{next}.base.{}",
-        if preamble { "rdb" } else { "aof" }
-    );
-    let incr = format!("{name}.{next}.incr.aof");
-    super::snapshot::write_file(&directory.join(&base), &image)?;
-    let file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(directory.join(&incr))?;
-    let manifest = format!("file {base} seq {next} type b\nfile {incr} seq {next} type i\n");
-    super::snapshot::write_file(&manifest_path(shared), manifest.as_bytes())?;
-    // With `appendonly no` (a BGREWRITEAOF while the AOF is off) the files are a copy
-    // of the dataset as it is now, and nothing is appended to them, as in Redis.
-    if shared.config.read().appendonly {
-        let mut stream = journal.stream();
-        stream.force_select();
-        let file = Arc::new(file);
-        shared
-            .aof
-            .durability
-            .switch(Some(file.clone()), fsync == Fsync::Always);
-        stream.aof = Some(AofFile {
-            file,
-            fsync,
-            size: 0,
-            dirty: false,
-            failed: false,
-            durability: shared.aof.durability.clone(),
-        });
+    if let Some(file) = file {
+        attach(shared, file, 0);
     }
     drop(held);
-    *seq = next;
+    *manifest = next;
     shared
         .aof
         .base_size
         .store(image.len() as u64, Ordering::Relaxed);
-    // The previous generation is history now.
-    if old_seq > 0 {
-        for old in [
-            format!("{name}.{old_seq}.base.rdb"),
-            format!("{name}.{old_seq}.base.aof"),
-            format!("{name}.{old_seq}.incr.aof"),
-        ] {
-            let _ = std::fs::remove_file(directory.join(old));
-        }
-    }
+    delete_history(shared, &mut manifest);
     Ok(())
 }
 
@@ -364,6 +459,9 @@ fn rewrite_now(shared: &Shared) -> std::io::Result<()> {
 fn commands_image(shared: &Shared, held: &mut dyn ShardMap) -> Vec<u8> {
     use bytes::Bytes;
     let mut out = BytesMut::new();
+    if shared.config.read().param_bool("aof-timestamp-enabled") {
+        out.extend_from_slice(format!("#TS:{}\r\n", super::snapshot::unix_secs()).as_bytes());
+    }
     // Function libraries first, as Redis's rewrite writes them: a FUNCTION LOAD each.
     if let Ok(engine) = shared.scripting.engine() {
         for library in engine.libraries.values() {
@@ -421,8 +519,19 @@ pub fn sync(shared: &Shared) {
     }
 }
 
+/// `aof-timestamp-enabled` as configured now.
+fn apply_timestamps(shared: &Shared) {
+    let on = shared.config.read().param_bool("aof-timestamp-enabled");
+    shared
+        .aof
+        .durability
+        .timestamps
+        .store(on, Ordering::Relaxed);
+}
+
 /// CONFIG SET appendfsync: the open file follows the new policy at once, as in Redis.
 pub fn apply_fsync(shared: &Shared) {
+    apply_timestamps(shared);
     let fsync = Fsync::from_config(shared.config.read().param("appendfsync"));
     let mut stream = shared.repl.journal.stream();
     let Some(aof) = stream.aof.as_mut() else {
@@ -442,6 +551,8 @@ pub fn apply_fsync(shared: &Shared) {
 
 /// Stops writing the AOF (`appendonly no`); the files stay.
 pub fn stop(shared: &Shared) {
+    // A rewrite waiting to turn the AOF on has nothing to do now, as in Redis.
+    shared.aof.rewrite_scheduled.store(false, Ordering::Release);
     let mut stream = shared.repl.journal.stream();
     if let Some(aof) = stream.aof.take() {
         let _ = aof.file.sync_data();
@@ -493,33 +604,108 @@ pub fn cron(shared: &Shared) {
 
 pub use super::aof_load::LoadError;
 
-/// Loads the AOF (at start, DEBUG LOADAOF): the manifest, then the base image or
-/// commands and every incremental file ([`super::aof_load`]). When the last file ends
-/// inside a command and `aof-load-truncated` is on, it is cut after its last whole
-/// command, as Redis does.
-pub fn load(shared: &Shared) -> Result<u64, LoadError> {
-    let text = match std::fs::read(manifest_path(shared)) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::Missing),
+/// Reads the manifest from disk (`aofLoadManifestFromDisk`): no directory or no
+/// manifest is an empty one; a bad one is fatal. It becomes the server's manifest.
+pub fn read_manifest(shared: &Shared) -> Result<(), LoadError> {
+    let path = manifest_path(shared);
+    // Read under the lock: a rewrite on another thread writes the file under it too.
+    let mut current = shared.aof.manifest.lock();
+    let manifest = match std::fs::read(&path) {
+        Ok(text) => Manifest::parse(&text)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Manifest::default(),
         Err(e) => {
             return Err(LoadError::Bad(format!(
                 "Fatal error: can't open the AOF manifest file {} for reading: {e}",
-                manifest_path(shared).display()
+                path.display()
             )))
         }
     };
-    let files = super::aof_load::parse_manifest(&text)?;
-    *shared.aof.seq.lock() = files.iter().map(|f| f.seq).max().unwrap_or(0);
+    *current = manifest;
+    Ok(())
+}
+
+/// A pre-7.0 AOF (`appendfilename` in `dir`, no manifest naming anything else) moves
+/// into the AOF directory as the base of a new manifest (`aofUpgradePrepare`). A
+/// crash half way leaves a state this picks up again at the next start.
+fn upgrade_if_old(shared: &Shared, manifest: &mut Manifest) -> Result<(), LoadError> {
+    let name = base_name(shared);
+    let directory = dir(shared);
+    if !Path::new(&name).is_file() {
+        return Ok(());
+    }
+    let interrupted = manifest.incr.is_empty()
+        && manifest.base.as_ref().is_some_and(|b| b.name == name)
+        && !directory.join(&name).exists();
+    if directory.is_dir() && !manifest.is_empty() && !interrupted {
+        return Ok(());
+    }
+    std::fs::create_dir_all(&directory).map_err(|e| {
+        LoadError::Bad(format!(
+            "Can't open or create append-only dir {}: {e}",
+            directory.display()
+        ))
+    })?;
+    manifest.base = Some(super::aof_manifest::Info {
+        name: name.clone(),
+        seq: 1,
+        kind: super::aof_manifest::Kind::Base,
+    });
+    manifest.base_seq = 1;
+    manifest.dirty = true;
+    persist_manifest(shared, manifest)
+        .map_err(|e| LoadError::Bad(format!("Can't write the AOF manifest: {e}")))?;
+    std::fs::rename(&name, directory.join(&name)).map_err(|e| {
+        LoadError::Bad(format!(
+            "Error trying to move the old AOF file {name} into dir {}: {e}",
+            directory.display()
+        ))
+    })?;
+    tracing::info!(
+        "Successfully migrated an old-style AOF file ({name}) into the AOF directory ({}).",
+        directory.display()
+    );
+    Ok(())
+}
+
+/// Loads the AOF (at start, DEBUG LOADAOF): the manifest from disk (upgrading a pre-7.0
+/// AOF first), then the base and every incremental file ([`super::aof_load`]). When
+/// the last file ends inside a command and `aof-load-truncated` is on, it is cut after
+/// its last whole command, as Redis does. `Missing` when the manifest lists nothing.
+pub fn load(shared: &Shared) -> Result<u64, LoadError> {
+    read_manifest(shared)?;
+    let mut manifest = shared.aof.manifest.lock();
+    upgrade_if_old(shared, &mut manifest)?;
+    delete_history(shared, &mut manifest);
+    if manifest.is_empty() {
+        return Err(LoadError::Missing);
+    }
+    let files = manifest.loadable().cloned().collect::<Vec<_>>();
+    drop(manifest);
     let directory = dir(shared);
     let mut contents = Vec::with_capacity(files.len());
     for file in &files {
         let bytes = std::fs::read(directory.join(&file.name)).map_err(|e| {
-            LoadError::Bad(format!(
-                "Fatal error: can't open the append log file {} for reading: {e}",
-                file.name
-            ))
+            LoadError::Bad(if e.kind() == std::io::ErrorKind::NotFound {
+                format!(
+                    "Unable to obtain the AOF file {} length. stat: {e}",
+                    file.name
+                )
+            } else {
+                format!(
+                    "Fatal error: can't open the append log file {} for reading: {e}",
+                    file.name
+                )
+            })
         })?;
         contents.push(bytes);
+    }
+    if let Some(base) = files
+        .first()
+        .filter(|f| f.kind == super::aof_manifest::Kind::Base)
+    {
+        let size = contents.first().map_or(0, Vec::len);
+        tracing::debug!("AOF base file {} holds {size} bytes", base.name);
+        shared.aof.base_size.store(size as u64, Ordering::Relaxed);
     }
     let parts: Vec<super::aof_load::Part<'_>> = files
         .iter()
@@ -543,13 +729,55 @@ fn truncate(path: &Path, len: u64) {
     }
 }
 
-/// At start with `appendonly yes`: load what the directory holds, then open a new
-/// generation (base + incremental) so the stream has a file to write.
+/// At start with `appendonly yes`: load what the directory holds, then open the last
+/// incremental file for appending (`aofOpenIfNeededOnServerStart`): a new one when the
+/// manifest has none, and a base of the dataset first when it has nothing at all.
 pub fn start(shared: &Shared) -> Result<(), String> {
-    match load(shared) {
+    shared.persistence.loading.store(true, Ordering::Release);
+    let loaded = load(shared);
+    shared.persistence.loading.store(false, Ordering::Release);
+    match loaded {
         Ok(commands) => tracing::info!("DB loaded from append only file: {commands} commands"),
         Err(LoadError::Missing) => {}
         Err(LoadError::Bad(e)) => return Err(format!("Fatal error loading the AOF: {e}")),
     }
-    rewrite(shared).map_err(|e| format!("Can't open the append-only file: {e}"))
+    open_at_start(shared).map_err(|e| format!("Can't open the append-only file: {e}"))
+}
+
+fn open_at_start(shared: &Shared) -> std::io::Result<()> {
+    let directory = dir(shared);
+    std::fs::create_dir_all(&directory)?;
+    let name = base_name(shared);
+    let preamble = shared.config.read().param_bool("aof-use-rdb-preamble");
+    shared.repl.journal.activate();
+    // Shards before the manifest, as in a rewrite (one lock order).
+    let mut held = Held::all(&shared.store);
+    let mut manifest = shared.aof.manifest.lock();
+    let had_incr = !manifest.incr.is_empty();
+    if manifest.is_empty() {
+        let image = base_image(shared, &mut held, preamble);
+        let base = manifest.new_base(&name, preamble);
+        super::snapshot::write_file(&directory.join(&base), &image)?;
+        shared
+            .aof
+            .base_size
+            .store(image.len() as u64, Ordering::Relaxed);
+        tracing::info!("Creating AOF base file {base} on server start");
+    }
+    let incr = manifest.last_incr(&name);
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(directory.join(&incr))?;
+    let size = file.metadata()?.len();
+    persist_manifest(shared, &mut manifest)?;
+    attach(shared, file, size);
+    drop(manifest);
+    drop(held);
+    if had_incr {
+        tracing::info!("Opening AOF incr file {incr} on server start");
+    } else {
+        tracing::info!("Creating AOF incr file {incr} on server start");
+    }
+    Ok(())
 }

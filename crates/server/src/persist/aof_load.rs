@@ -1,6 +1,7 @@
-//! Loading an append-only file as Redis 7.0 does (`aofLoadManifestFromFile`,
-//! `loadSingleAppendOnlyFile`, `loadAppendOnlyFiles`): the manifest, then the base file
-//! (an RDB image, or commands) and every incremental file in order.
+//! Loading an append-only file as Redis 7.0 does (`loadSingleAppendOnlyFile`,
+//! `loadAppendOnlyFiles`): the base file (an RDB image, commands, or both: an RDB
+//! preamble and a tail of commands) and every incremental file in order; the manifest
+//! that lists them is [`super::aof_manifest`].
 //!
 //! Commands are read in Redis's own format, not as a client's requests: each one starts
 //! with `*<argc>` (a line starting with `#` is an annotation and skipped; anything else
@@ -24,119 +25,6 @@ pub enum LoadError {
     Missing,
     /// Unreadable or malformed; the text is what Redis logs.
     Bad(String),
-}
-
-/// A file's role in the manifest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// The base (`type b`).
-    Base,
-    /// An incremental file (`type i`).
-    Incr,
-}
-
-/// One line of the manifest that names a file to load (history files are left out).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listed {
-    /// The file name, inside the AOF directory.
-    pub name: String,
-    /// Its sequence number.
-    pub seq: u64,
-    /// Base or incremental.
-    pub kind: Kind,
-}
-
-fn manifest_error(line: Option<(usize, &str)>, err: &str) -> LoadError {
-    let at = line.map_or(String::new(), |(n, text)| {
-        format!("Reading the manifest file, at line {n}: >>> '{text}': ")
-    });
-    LoadError::Bad(format!("*** FATAL AOF MANIFEST FILE ERROR *** {at}{err}"))
-}
-
-/// The manifest's files to load, base first, then the incremental files in sequence
-/// order; Redis's checks and messages.
-pub fn parse_manifest(text: &[u8]) -> Result<Vec<Listed>, LoadError> {
-    if text.is_empty() {
-        return Err(manifest_error(None, "Found an empty AOF manifest"));
-    }
-    let mut base = None;
-    let mut incrs: Vec<Listed> = Vec::new();
-    for (index, raw) in text.split_inclusive(|&b| b == b'\n').enumerate() {
-        let number = index + 1;
-        if raw.first() == Some(&b'#') {
-            continue;
-        }
-        if raw.last() != Some(&b'\n') {
-            return Err(manifest_error(
-                None,
-                "The AOF manifest file contains too long line",
-            ));
-        }
-        let line = String::from_utf8_lossy(raw);
-        let line = line.trim_matches([' ', '\t', '\r', '\n']);
-        let at = Some((number, line));
-        let words: Vec<&str> = line.split_whitespace().collect();
-        if words.len() < 6 || words.len() % 2 != 0 {
-            return Err(manifest_error(at, "Invalid AOF manifest file format"));
-        }
-        let (mut name, mut seq, mut kind) = (None, 0u64, None);
-        for pair in words.chunks_exact(2) {
-            let value = pair[1];
-            if pair[0].eq_ignore_ascii_case("file") {
-                if value.contains('/') {
-                    return Err(manifest_error(at, "File can't be a path, just a filename"));
-                }
-                name = Some(value.to_string());
-            } else if pair[0].eq_ignore_ascii_case("seq") {
-                seq = atoll(value);
-            } else if pair[0].eq_ignore_ascii_case("type") {
-                kind = value.bytes().next();
-            }
-        }
-        let (Some(name), true, Some(kind)) = (name, seq != 0, kind) else {
-            return Err(manifest_error(at, "Invalid AOF manifest file format"));
-        };
-        match kind {
-            b'b' if base.is_some() => {
-                return Err(manifest_error(at, "Found duplicate base file information"))
-            }
-            b'b' => {
-                base = Some(Listed {
-                    name,
-                    seq,
-                    kind: Kind::Base,
-                })
-            }
-            b'h' => {}
-            b'i' => {
-                if incrs.last().is_some_and(|last| seq <= last.seq) {
-                    return Err(manifest_error(at, "Found a non-monotonic sequence number"));
-                }
-                incrs.push(Listed {
-                    name,
-                    seq,
-                    kind: Kind::Incr,
-                });
-            }
-            _ => return Err(manifest_error(at, "Unknown AOF file type")),
-        }
-    }
-    Ok(base.into_iter().chain(incrs).collect())
-}
-
-/// C's `atoll`: optional blanks and sign, then digits up to the first non-digit.
-fn atoll(text: &str) -> u64 {
-    let text = text.trim_start();
-    let digits = text.strip_prefix('+').unwrap_or(text);
-    if digits.starts_with('-') {
-        return 0;
-    }
-    digits
-        .bytes()
-        .take_while(u8::is_ascii_digit)
-        .fold(0u64, |n, d| {
-            n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
-        })
 }
 
 /// What stopped the reading of a file's commands.
@@ -270,9 +158,10 @@ fn replay(
     shared: &Shared,
     name: &str,
     bytes: &[u8],
+    start: usize,
     commands: &mut u64,
 ) -> Result<Replayed, LoadError> {
-    let mut reader = Commands { bytes, pos: 0 };
+    let mut reader = Commands { bytes, pos: start };
     let mut client = crate::net::client::ClientState::new(
         0,
         std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -281,8 +170,8 @@ fn replay(
     client.is_master = true;
     client.reply = crate::net::client::ReplyMode::Off;
     let mut output = BytesMut::new();
-    let mut valid = 0;
-    let mut before_multi = 0;
+    let mut valid = start;
+    let mut before_multi = start;
     loop {
         let args = match reader.next() {
             Ok(Some(args)) => args,
@@ -318,7 +207,7 @@ fn replay(
             before_multi = valid;
         }
         let mut ctx = crate::cmd::Ctx::new(shared, &mut client, &mut output);
-        crate::cmd::execute(&mut ctx, &args);
+        crate::store::while_loading(|| crate::cmd::execute(&mut ctx, &args));
         output.clear();
         *commands += 1;
         valid = reader.pos;
@@ -354,16 +243,28 @@ pub fn load_parts(
     let mut loaded = Loaded::default();
     for (index, part) in parts.iter().enumerate() {
         let name = part.name;
+        // An RDB image first (a base in RDB format, or a pre-7.0 AOF with an RDB
+        // preamble), then commands: the tail of an old AOF.
+        let mut start = 0;
         if part.bytes.starts_with(b"REDIS") {
-            if let Err(e) = super::snapshot::load(shared, part.bytes, Default::default(), None) {
-                tracing::warn!("{e}");
-                return Err(LoadError::Bad(format!(
-                    "Error reading the RDB base file {name}, AOF loading aborted"
-                )));
+            // Keys already expired load too, as in Redis: the AOF's commands after
+            // the image may act on them.
+            let options = super::snapshot::LoadOptions {
+                keep_expired: true,
+                ..Default::default()
+            };
+            match super::snapshot::load(shared, part.bytes, options, None) {
+                Ok(image) => start = image.len,
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    return Err(LoadError::Bad(format!(
+                        "Error reading the RDB base file {name}, AOF loading aborted"
+                    )));
+                }
             }
-            continue;
         }
-        let Replayed::Short { valid } = replay(shared, name, part.bytes, &mut loaded.commands)?
+        let Replayed::Short { valid } =
+            replay(shared, name, part.bytes, start, &mut loaded.commands)?
         else {
             continue;
         };
@@ -388,36 +289,6 @@ pub fn load_parts(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_manifest_is_read_and_checked_as_redis_does() {
-        let ok = b"file a.1.base.rdb seq 1 type b\nfile a.1.incr.aof seq 1 type i\nfile a.2.incr.aof seq 2 type i\n";
-        let files = parse_manifest(ok).unwrap();
-        assert_eq!(files.len(), 3);
-        assert_eq!(files[0].kind, Kind::Base);
-        assert_eq!(files[2].name, "a.2.incr.aof");
-        for (text, err) in [
-            (&b""[..], "Found an empty AOF manifest"),
-            (b"file a seq 1 type b", "too long line"),
-            (b"file a seq 1\n", "Invalid AOF manifest file format"),
-            (b"file a seq 0 type b\n", "Invalid AOF manifest file format"),
-            (b"file x/a seq 1 type b\n", "just a filename"),
-            (
-                b"file a seq 1 type b\nfile b seq 1 type b\n",
-                "duplicate base",
-            ),
-            (
-                b"file a seq 2 type i\nfile b seq 1 type i\n",
-                "non-monotonic",
-            ),
-            (b"file a seq 1 type z\n", "Unknown AOF file type"),
-        ] {
-            match parse_manifest(text) {
-                Err(LoadError::Bad(message)) => assert!(message.contains(err), "{message}"),
-                other => panic!("{text:?}: {other:?}"),
-            }
-        }
-    }
 
     #[test]
     fn commands_are_read_in_redis_format() {

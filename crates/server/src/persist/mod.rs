@@ -2,7 +2,8 @@
 //!
 //! - [`rdb`]: the RDB codec: one value (DUMP/RESTORE) and whole images ([`rdb::file`]).
 //! - [`aof`]: the multi-part append-only file, fed by the replication stream.
-//! - [`aof_load`]: reading it back (manifest, base, incremental files) as Redis does.
+//! - [`aof_load`]: reading it back (base, incremental files) as Redis does.
+//! - [`aof_manifest`]: the manifest listing the AOF's files.
 //! - [`bgsave`]: BGSAVE and full syncs as a copy-on-write cut of the keyspace, without
 //!   fork.
 //! - [`shutdown`]: what a shutdown saves; [`graceful`]: a shutdown that first waits for
@@ -12,6 +13,7 @@
 
 pub mod aof;
 pub mod aof_load;
+pub mod aof_manifest;
 pub mod bgsave;
 pub mod graceful;
 pub mod rdb;

@@ -166,6 +166,8 @@ pub struct Loaded {
     pub repl: Option<(String, i64)>,
     /// `repl-stream-db`: the database the master's stream had selected.
     pub stream_db: Option<usize>,
+    /// Bytes the image took (what follows is an AOF tail).
+    pub len: usize,
 }
 
 /// Empties every database of `held` (which holds every shard).
@@ -203,7 +205,7 @@ pub fn load(
     let mut repl_id = None;
     let mut repl_offset = None;
     let mut libraries: Vec<Vec<u8>> = Vec::new();
-    read_snapshot(bytes, |item| {
+    loaded.len = read_snapshot(bytes, |item| {
         match item {
             Item::Aux { name, value } => {
                 let text = String::from_utf8_lossy(value).into_owned();

@@ -378,6 +378,16 @@ async fn session(
                 image.len()
             );
             load_image(shared, &image, id, offset, status)?;
+            if shared.config.read().appendonly {
+                // The AOF held the old dataset: it starts again from the master's, as
+                // Redis restarts it after a sync (a new base, a new incremental file).
+                if let Err(e) = crate::persist::aof::rewrite(shared) {
+                    tracing::warn!(
+                        "Failed enabling the AOF after successful master synchronization! Trying it again in one second: {e}"
+                    );
+                    shared.aof.rewrite_scheduled.store(true, Ordering::Release);
+                }
+            }
         }
         Some("+CONTINUE") => {
             if let Some(id) = words.next() {

@@ -36,7 +36,7 @@ pub use compact::{CompactBytes, INLINE_CAPACITY};
 pub use cut::CutSink;
 pub use events::{KeyEvent, KeyEvents};
 pub use held::{Held, HeldShards, ShardMap};
-pub use shard::{as_master, SampleResult, Shard};
+pub use shard::{as_master, loading, while_loading, SampleResult, Shard};
 pub use value::{canonical_int, Entry, HashValue, Hasher, ListValue, SetValue, Value};
 pub use zset::{Score, ZSet};
 

@@ -25,6 +25,32 @@ fn from_master() -> bool {
     FROM_MASTER.with(std::cell::Cell::get)
 }
 
+thread_local! {
+    /// The command running on this thread replays the AOF.
+    static LOADING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this thread replays the AOF: nothing expires meanwhile, and an EXPIRE in
+/// the past sets the deadline instead of deleting, as in Redis, whose loading leaves
+/// expiry for later (an AOF's writes after such an EXPIRE act on the key it kept).
+pub fn loading() -> bool {
+    LOADING.with(std::cell::Cell::get)
+}
+
+/// Runs `f` as the AOF's replay (see [`loading`]). The flag goes down also on
+/// unwinding, so a failing command cannot leave a worker thread that never expires.
+pub fn while_loading<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            LOADING.with(|m| m.set(false));
+        }
+    }
+    LOADING.with(|m| m.set(true));
+    let _reset = Reset;
+    f()
+}
+
 /// Runs `f` as our master's stream: expired keys stay visible to it (see
 /// [`Shard::get`]).
 pub fn as_master<R>(f: impl FnOnce() -> R) -> R {
@@ -152,6 +178,9 @@ impl Shard {
         let expires_at = self.map.get_index(index).map_or(0, |(_, e)| e.expires_at);
         let now = now_ms();
         if expires_at != 0 && expires_at <= now {
+            if loading() {
+                return Some(index);
+            }
             if self.events.as_ref().is_some_and(|e| e.replica()) {
                 return from_master().then_some(index);
             }

@@ -206,11 +206,12 @@ impl From<Corrupt> for LoadError {
 
 /// Reads a whole snapshot, handing every item to `sink` in file order; `sink` may refuse
 /// one (the load stops with its error). Items that only tune memory (IDLE, FREQ,
-/// RESIZEDB) are skipped.
+/// RESIZEDB) are skipped. Returns the length of the image: an AOF with an RDB preamble
+/// goes on with commands after it.
 pub fn read_snapshot(
     bytes: &[u8],
     mut sink: impl FnMut(Item<'_>) -> Result<(), LoadError>,
-) -> Result<(), LoadError> {
+) -> Result<usize, LoadError> {
     if bytes.len() < 9 || &bytes[..5] != b"REDIS" {
         return Err(LoadError::Header(
             "Wrong signature trying to load DB from file".into(),
@@ -304,7 +305,7 @@ pub fn read_snapshot(
             });
         }
     }
-    Ok(())
+    Ok(bytes.len() - r.remaining())
 }
 
 #[cfg(test)]
