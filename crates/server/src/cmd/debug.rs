@@ -44,13 +44,15 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if is(sub, "object") && args.len() == 3 {
         let key = &args[2];
+        // Read before the key's shard is locked.
+        let limits = super::keys::EncodingLimits::from_config(&ctx.shared.config.read());
         let shard = ctx.lock(key);
         let Some(e) = shard.peek_stored(key) else {
             return Err(CmdError::Static("ERR no such key"));
         };
         let line = format!(
             "Value at:0x0 refcount:1 encoding:{} serializedlength:0 lru:0 lru_seconds_idle:0",
-            super::keys::encoding_name(&e.value)
+            super::keys::encoding_name(&e.value, &limits)
         );
         encode::write_simple(ctx.out, line.as_bytes());
         return Ok(());

@@ -10,7 +10,7 @@
 use super::listpack::{self, Elem};
 use super::reader::{parse_double, Reader};
 use super::types::*;
-use super::{intset, ziplist, Corrupt};
+use super::{intset, ziplist, zipmap, Corrupt};
 use crate::store::{CompactBytes, HashValue, ListValue, SetValue, Value, ZSet};
 
 const EMPTY: Corrupt = Corrupt("empty keys are not allowed");
@@ -72,6 +72,20 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
                 }
             }
             non_empty(hash.len(), Value::Hash(Box::new(hash)))
+        }
+        HASH_ZIPMAP => {
+            let blob = r.string()?;
+            let pairs = zipmap::pairs(&blob)?;
+            let mut hash = HashValue::with_capacity_and_hasher(pairs.len(), Default::default());
+            for (field, value) in pairs {
+                if hash
+                    .insert(CompactBytes::new(field), CompactBytes::new(value))
+                    .is_some()
+                {
+                    return Err(Corrupt("Hash zipmap with dup elements"));
+                }
+            }
+            Ok(Value::Hash(Box::new(hash)))
         }
         HASH_ZIPLIST | HASH_LISTPACK => {
             let blob = r.string()?;

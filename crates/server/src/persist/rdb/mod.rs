@@ -7,7 +7,7 @@
 //! before it, 8 bytes little endian ([`dump_payload`], [`restore_payload`]).
 //!
 //! Reading accepts every encoding Redis 7.0 loads for strings, lists, hashes, sets and
-//! sorted sets (including the ziplist-based ones of older versions); writing picks
+//! sorted sets (including the zipmap- and ziplist-based ones of older versions); writing picks
 //! the encoding Redis 7.0 would pick for the value's current contents. Input is never
 //! trusted: each length is checked against the bytes that remain, compact encodings are
 //! validated entry by entry, and any inconsistency is a [`Corrupt`] error.
@@ -21,6 +21,7 @@ pub mod lzf;
 pub mod reader;
 pub mod stream;
 pub mod ziplist;
+pub mod zipmap;
 
 use crate::store::Value;
 
@@ -41,6 +42,8 @@ pub mod types {
     pub const HASH: u8 = 4;
     /// A sorted set with binary scores.
     pub const ZSET_2: u8 = 5;
+    /// A hash as a zipmap (Redis 2.4 and older).
+    pub const HASH_ZIPMAP: u8 = 9;
     /// A list as one ziplist (Redis before 3.2).
     pub const LIST_ZIPLIST: u8 = 10;
     /// A set as an intset.
