@@ -29,6 +29,11 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if is(sub, "populate") && (3..=5).contains(&args.len()) {
         return debug_populate(ctx, args);
     }
+    if is(sub, "log") && args.len() == 3 {
+        tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(&args[2]));
+        ok(ctx.out);
+        return Ok(());
+    }
     if is(sub, "set-active-expire") && args.len() == 3 {
         // Redis reads the flag with atoi: anything but a non-zero number turns it off.
         let on = super::args::int(&args[2]).is_ok_and(|n| n != 0);
@@ -111,6 +116,8 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if is(sub, "help") {
         const LINES: &[&str] = &[
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "LOG <message>",
+            "    Write <message> to the server log.",
             "OBJECT <key>",
             "    Show low level info about the key and associated value.",
             "POPULATE <count> [<prefix>] [<size>]",
