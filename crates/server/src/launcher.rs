@@ -90,16 +90,26 @@ async fn serve(config: Config) -> ExitCode {
         tracing::warn!("{e}");
         return ExitCode::from(1);
     }
-    // With appendonly yes the AOF is the dataset, as in Redis; else the dump file.
-    let loaded = if shared.config.read().appendonly {
-        crate::persist::aof::start(&shared)
+    // With appendonly yes the AOF is the dataset, as in Redis (loaded before serving);
+    // else the dump file, loaded while clients are served with LOADING replies.
+    let appendonly = shared.config.read().appendonly;
+    let load = if appendonly {
+        if let Err(e) = crate::persist::aof::start(&shared) {
+            tracing::warn!("{e}");
+            return ExitCode::from(1);
+        }
+        None
     } else {
-        crate::persist::snapshot::load_at_start(&shared)
+        // Loading from before the first client is served: reading the file takes a
+        // moment, and no PING may be answered PONG meanwhile.
+        shared.persistence.loading.begin(0);
+        let loader = shared.clone();
+        Some(async move {
+            tokio::task::spawn_blocking(move || crate::persist::snapshot::load_at_start(&loader))
+                .await
+                .unwrap_or_else(|e| Err(format!("Fatal error loading the DB: {e}. Exiting.")))
+        })
     };
-    if let Err(e) = loaded {
-        tracing::warn!("{e}");
-        return ExitCode::from(1);
-    }
     let stop = server.shutdown_handle();
     let signalled = std::sync::Arc::new(std::sync::OnceLock::new());
     tokio::spawn({
@@ -109,7 +119,8 @@ async fn serve(config: Config) -> ExitCode {
             stop.shutdown();
         }
     });
-    let result = server.run().await;
+    // A failed load leaves the server loading: nothing below saves over the file.
+    let result = server.run_loading(load).await;
     if shared.scripting.flags.busy() {
         // The script still holds its locks and its worker: the runtime could not wind
         // down, so the process ends here, as redis-server exits under a busy script.

@@ -215,6 +215,17 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         };
         return reject_spec(ctx, spec, CmdError::Static(busy));
     }
+    // While the dataset loads at start, only commands flagged `loading` run.
+    if !ctx.nested
+        && ctx.shared.persistence.loading.is_active()
+        && !spec.flags.contains(CommandFlags::LOADING)
+    {
+        return reject_spec(
+            ctx,
+            spec,
+            CmdError::Static(crate::persist::loading::LOADING_ERROR),
+        );
+    }
     if ctx.client.protocol == Protocol::Resp2
         && !ctx.nested
         && ctx.client.in_pubsub()

@@ -175,8 +175,8 @@ pub fn debug_reload(ctx: &mut Ctx<'_>, options: &[Bytes]) -> CmdResult {
         // NOFLUSH keeps what is there: keys from the file replace theirs, and a library
         // already loaded fails the load unless MERGE lets the file's replace it.
         let options = snapshot::LoadOptions {
-            keep_expired: false,
             merge,
+            ..snapshot::LoadOptions::default()
         };
         snapshot::load(shared, &bytes, options, Some(held))
             .map_err(|_| CmdError::Static("ERR Error trying to load the RDB dump"))

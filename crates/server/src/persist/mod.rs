@@ -5,12 +5,14 @@
 //! - [`aof_load`]: reading it back (manifest, base, incremental files) as Redis does.
 //! - [`bgsave`]: BGSAVE and full syncs as a copy-on-write cut of the keyspace, without
 //!   fork.
+//! - [`loading`]: the load at start as clients and INFO see it, and load counters.
 //! - [`snapshot`]: the dataset as an RDB image: SAVE, BGSAVE, DEBUG RELOAD, loading at
 //!   start, the payload of a replication full sync.
 
 pub mod aof;
 pub mod aof_load;
 pub mod bgsave;
+pub mod loading;
 pub mod rdb;
 pub mod shutdown;
 pub mod snapshot;

@@ -13,7 +13,9 @@ use super::types::*;
 use super::{intset, ziplist, zipmap, Corrupt};
 use crate::store::{CompactBytes, HashValue, ListValue, SetValue, Value, ZSet};
 
-const EMPTY: Corrupt = Corrupt("empty keys are not allowed");
+/// An empty collection: refused in a DUMP payload, skipped in a file (Redis 7.0 once
+/// wrote such keys, see its #8453).
+pub const EMPTY: Corrupt = Corrupt("empty keys are not allowed");
 
 /// Quicklist node kinds (`QUICKLIST_NODE_CONTAINER_*`).
 const NODE_PLAIN: u64 = 1;

@@ -11,10 +11,13 @@
 use super::Corrupt;
 
 const BIGLEN: u8 = 254;
+
+/// One field and its value, borrowed from the zipmap.
+pub type Pair<'a> = (&'a [u8], &'a [u8]);
 const END: u8 = 0xFF;
 
 /// The field/value pairs of `zm`, in order, validated.
-pub fn pairs(zm: &[u8]) -> Result<Vec<(&[u8], &[u8])>, Corrupt> {
+pub fn pairs(zm: &[u8]) -> Result<Vec<Pair<'_>>, Corrupt> {
     let bad = || Corrupt("Zipmap integrity check failed.");
     if zm.len() < 2 || zm.last() != Some(&END) {
         return Err(bad());
@@ -82,7 +85,7 @@ pub(crate) mod tests {
             len(&mut zm, value.len());
             zm.push(free);
             zm.extend_from_slice(value);
-            zm.extend(std::iter::repeat(0).take(usize::from(free)));
+            zm.extend(std::iter::repeat_n(0, usize::from(free)));
         }
         zm.push(END);
         zm
