@@ -46,6 +46,16 @@ impl Loading {
         self.loaded_bytes.store(bytes, Relaxed);
     }
 
+    /// Bytes of the image read so far: where the item being read starts.
+    pub fn loaded_bytes(&self) -> u64 {
+        self.loaded_bytes.load(Relaxed)
+    }
+
+    /// Bytes the load at start reads in all.
+    pub fn total_bytes(&self) -> u64 {
+        self.total_bytes.load(Relaxed)
+    }
+
     /// An image load starts: the key counters start again from zero.
     pub fn reset_keys(&self) {
         self.keys_loaded.store(0, Relaxed);

@@ -375,7 +375,7 @@ pub fn load_at_start(shared: &Shared) -> Result<(), String> {
         interruptible: true,
         ..LoadOptions::default()
     };
-    let loaded = load(shared, &bytes, options, None).map_err(|e| start_failure(&e))?;
+    let loaded = load(shared, &bytes, options, None).map_err(|e| start_failure(&e, loading))?;
     if let Some(version) = &loaded.version {
         tracing::info!("Loading RDB produced by version {version}");
     }
@@ -403,9 +403,10 @@ pub fn load_at_start(shared: &Shared) -> Result<(), String> {
     Ok(())
 }
 
-/// Logs why the load at start failed as Redis's `rdbReportError` does, and gives the
-/// last line, which the caller logs before exiting.
-fn start_failure(e: &LoadError) -> String {
+/// Logs why the load at start failed as Redis's `rdbReportError` does (with the summary
+/// its built-in check prints: where, why, how many keys were read), and gives the last
+/// line, which the caller logs before exiting.
+fn start_failure(e: &LoadError, loading: &Loading) -> String {
     let reason = match e {
         LoadError::Checksum { .. } => {
             tracing::warn!("{e}");
@@ -424,6 +425,19 @@ fn start_failure(e: &LoadError) -> String {
         LoadError::Refused(text) => return format!("Fatal error loading the DB: {text}. Exiting."),
     };
     tracing::warn!("Internal error in RDB reading -> {reason}");
+    // The checksum is the file's last 8 bytes; anything else failed in the item that
+    // starts where the reading stopped.
+    let offset = match e {
+        LoadError::Checksum { .. } => loading.total_bytes().saturating_sub(8),
+        _ => loading.loaded_bytes(),
+    };
+    tracing::warn!("--- RDB ERROR DETECTED ---");
+    tracing::warn!("[offset {offset}] {reason}");
+    tracing::warn!(
+        "[info] {} keys read",
+        loading.keys_loaded() + loading.keys_expired()
+    );
+    tracing::warn!("[info] {} already expired", loading.keys_expired());
     "Terminating server after rdb file reading failure.".into()
 }
 
