@@ -29,6 +29,15 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if is(sub, "populate") && (3..=5).contains(&args.len()) {
         return debug_populate(ctx, args);
     }
+    if is(sub, "set-skip-checksum-validation") && args.len() == 3 {
+        let on = super::args::int(&args[2]).is_ok_and(|n| n != 0);
+        ctx.shared
+            .persistence
+            .skip_checksum_validation
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+        ok(ctx.out);
+        return Ok(());
+    }
     if is(sub, "log") && args.len() == 3 {
         tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(&args[2]));
         ok(ctx.out);

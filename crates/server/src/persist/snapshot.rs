@@ -46,6 +46,8 @@ pub struct Persistence {
     pub saves: AtomicU64,
     /// The load at start (clients get LOADING meanwhile) and the last load's counts.
     pub loading: Loading,
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE does not compare payload CRCs.
+    pub skip_checksum_validation: AtomicBool,
     /// SHUTDOWN already saved (or was told not to): the exit path must not save again.
     pub shutdown_handled: AtomicBool,
     /// Unix seconds of the last look at the save points.
@@ -69,6 +71,7 @@ impl Default for Persistence {
             bgsave_started: AtomicU64::new(0),
             saves: AtomicU64::new(0),
             loading: Loading::default(),
+            skip_checksum_validation: AtomicBool::new(false),
             shutdown_handled: AtomicBool::new(false),
             last_cron: AtomicU64::new(0),
             dump_generation: parking_lot::Mutex::new(0),
