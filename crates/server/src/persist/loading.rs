@@ -10,7 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 pub const LOADING_ERROR: &str = "LOADING Redis is loading the dataset in memory";
 
 /// Load progress and counters, all atomics: read by INFO while a loader thread writes.
+/// Aligned to its own cache lines: every command reads the flag, and neighbours in
+/// [`super::snapshot::Persistence`] (the dirty counter) are written on every batch.
 #[derive(Debug, Default)]
+#[repr(align(128))]
 pub struct Loading {
     active: AtomicBool,
     started: AtomicU64,
