@@ -11,6 +11,13 @@
 //! rewrite and a replication full sync take their image this way; BGSAVE does not stop
 //! the server: it writes a copy-on-write cut ([`super::bgsave`]).
 //!
+//! # How the dump loads at start
+//!
+//! [`load_at_start`] runs on a blocking thread while the server already accepts
+//! clients, as Redis serves between chunks of its load: commands not flagged `loading`
+//! get `-LOADING` ([`super::loading`]), INFO shows the progress, and a shutdown stops
+//! the load without saving the half-read dataset over the file.
+//!
 //! [`Persistence`] keeps what INFO persistence reports and what `save <seconds>
 //! <changes>` schedules from.
 
