@@ -1,7 +1,7 @@
 //! Loading a dump.rdb at start, next to a real redis-server 7.0 on the same file: an old
 //! encoding (a Redis 2.4 zipmap hash) loads with the same contents and encoding, keys
 //! holding empty collections are skipped, a bad checksum stops the start with Redis's
-//! report, INFO counts the keys loaded and expired; while the file loads clients are
+//! report (unless `rdbchecksum no`), INFO counts the keys loaded and expired; while the file loads clients are
 //! served with LOADING, and a shutdown then neither waits for the load nor saves.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -290,4 +290,39 @@ fn clients_get_loading_while_the_dump_loads_and_a_shutdown_does_not_save() {
     // Started again without the delay, it loads the whole file.
     server.restart().unwrap();
     assert_eq!(server.cmd(&["DBSIZE"]).unwrap(), Reply::Integer(20000));
+}
+
+#[test]
+fn rdbchecksum_no_loads_a_file_whose_checksum_is_wrong_as_redis_server_does() {
+    let args = ["--save", "", "--rdbchecksum", "no"];
+    let mut ours = RedlineServer::builder().args(args).start().unwrap();
+    let mut theirs = RedisServer::builder().args(args).start().unwrap();
+    // A file written with a checksum, which is then damaged.
+    let mut donor = RedlineServer::builder()
+        .args(["--save", ""])
+        .start()
+        .unwrap();
+    assert_eq!(
+        donor.cmd(&["SET", "k", "v"]).unwrap(),
+        Reply::Simple("OK".into())
+    );
+    assert_eq!(donor.cmd(&["SAVE"]).unwrap(), Reply::Simple("OK".into()));
+    donor.kill();
+    let mut bytes = std::fs::read(donor.dir().join("dump.rdb")).unwrap();
+    let n = bytes.len();
+    bytes[n - 8..].copy_from_slice(b"foobar00");
+    ours.kill();
+    theirs.kill();
+    std::fs::write(ours.dir().join("dump.rdb"), &bytes).unwrap();
+    std::fs::write(theirs.dir().join("dump.rdb"), &bytes).unwrap();
+    ours.restart().unwrap();
+    theirs.restart().unwrap();
+    assert_eq!(
+        ours.cmd(&["GET", "k"]).unwrap(),
+        Reply::Bulk(Some(b"v".to_vec()))
+    );
+    assert_eq!(
+        theirs.cmd(&["GET", "k"]).unwrap(),
+        Reply::Bulk(Some(b"v".to_vec()))
+    );
 }

@@ -53,7 +53,7 @@ pub struct Persistence {
     pub saves: AtomicU64,
     /// The load at start (clients get LOADING meanwhile) and the last load's counts.
     pub loading: Loading,
-    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE does not compare payload CRCs.
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE and loads do not compare CRCs.
     pub skip_checksum_validation: AtomicBool,
     /// SHUTDOWN already saved (or was told not to): the exit path must not save again.
     pub shutdown_handled: AtomicBool,
@@ -221,10 +221,20 @@ pub fn load(
     let mut libraries: Vec<Vec<u8>> = Vec::new();
     let stats = &shared.persistence.loading;
     stats.reset_keys();
-    let delay = shared.config.read().param_int("key-load-delay");
+    let (delay, verify_checksum) = {
+        let config = shared.config.read();
+        let skip = shared
+            .persistence
+            .skip_checksum_validation
+            .load(Ordering::Relaxed);
+        (
+            config.param_int("key-load-delay"),
+            config.param_bool("rdbchecksum") && !skip,
+        )
+    };
     let mut keys_read = 0u64;
     let progress = |read: usize| stats.set_loaded_bytes(read as u64);
-    read_snapshot_with_progress(bytes, progress, |item| {
+    read_snapshot_with_progress(bytes, verify_checksum, progress, |item| {
         let is_key = matches!(item, Item::Entry { .. } | Item::EmptyKey { .. });
         match item {
             Item::Aux { name, value } => {

@@ -218,12 +218,15 @@ pub fn read_snapshot(
     bytes: &[u8],
     sink: impl FnMut(Item<'_>) -> Result<(), LoadError>,
 ) -> Result<(), LoadError> {
-    read_snapshot_with_progress(bytes, |_| {}, sink)
+    read_snapshot_with_progress(bytes, true, |_| {}, sink)
 }
 
-/// [`read_snapshot`], telling `progress` how many bytes were read after each item.
+/// [`read_snapshot`], telling `progress` how many bytes were read after each item; the
+/// checksum is compared only when `verify_checksum` (Redis skips it under `rdbchecksum
+/// no` and DEBUG SET-SKIP-CHECKSUM-VALIDATION).
 pub fn read_snapshot_with_progress(
     bytes: &[u8],
+    verify_checksum: bool,
     mut progress: impl FnMut(usize),
     mut sink: impl FnMut(Item<'_>) -> Result<(), LoadError>,
 ) -> Result<(), LoadError> {
@@ -316,7 +319,7 @@ pub fn read_snapshot_with_progress(
         let stored = u64::from_le_bytes(stored);
         let body = bytes.len() - r.remaining() - 8;
         let expected = crc64(&bytes[..body]);
-        if stored != 0 && stored != expected {
+        if verify_checksum && stored != 0 && stored != expected {
             return Err(LoadError::Checksum {
                 expected,
                 got: stored,
