@@ -90,23 +90,34 @@ async fn serve(config: Config) -> ExitCode {
         tracing::warn!("{e}");
         return ExitCode::from(1);
     }
-    // With appendonly yes the AOF is the dataset, as in Redis; else the dump file.
-    let loaded = if shared.config.read().appendonly {
-        crate::persist::aof::start(&shared)
+    // With appendonly yes the AOF is the dataset, as in Redis (loaded before serving);
+    // else the dump file, loaded while clients are served with LOADING replies.
+    let appendonly = shared.config.read().appendonly;
+    let load = if appendonly {
+        if let Err(e) = crate::persist::aof::start(&shared) {
+            tracing::warn!("{e}");
+            return ExitCode::from(1);
+        }
+        None
     } else {
         // The manifest is read either way, as Redis does: a later BGREWRITEAOF or
         // `appendonly yes` numbers its files after it.
-        match crate::persist::aof::read_manifest(&shared) {
-            Err(crate::persist::aof::LoadError::Bad(e)) => Err(e),
-            Ok(()) | Err(crate::persist::aof::LoadError::Missing) => {
-                crate::persist::snapshot::load_at_start(&shared)
-            }
+        if let Err(crate::persist::aof::LoadError::Bad(e)) =
+            crate::persist::aof::read_manifest(&shared)
+        {
+            tracing::warn!("{e}");
+            return ExitCode::from(1);
         }
+        // Loading from before the first client is served: reading the file takes a
+        // moment, and no PING may be answered PONG meanwhile.
+        shared.persistence.loading.begin(0);
+        let loader = shared.clone();
+        Some(async move {
+            tokio::task::spawn_blocking(move || crate::persist::snapshot::load_at_start(&loader))
+                .await
+                .unwrap_or_else(|e| Err(format!("Fatal error loading the DB: {e}. Exiting.")))
+        })
     };
-    if let Err(e) = loaded {
-        tracing::warn!("{e}");
-        return ExitCode::from(1);
-    }
     tokio::spawn({
         let shared = shared.clone();
         async move {
@@ -126,7 +137,8 @@ async fn serve(config: Config) -> ExitCode {
             }
         }
     });
-    let result = server.run().await;
+    // A failed load leaves the server loading: nothing below saves over the file.
+    let result = server.run_loading(load).await;
     if shared.scripting.flags.busy() {
         // The script still holds its locks and its worker: the runtime could not wind
         // down, so the process ends here, as redis-server exits under a busy script.

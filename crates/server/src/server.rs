@@ -164,12 +164,57 @@ impl Server {
     /// Serves until shutdown; then every connection is closed and the expiry thread
     /// stopped before it returns.
     pub async fn run(self) -> io::Result<()> {
+        self.run_loading(None::<std::future::Ready<Result<(), String>>>)
+            .await
+    }
+
+    /// [`Server::run`], serving already while `load` fills the dataset: clients get
+    /// LOADING meanwhile (the loader begins `persistence.loading`; it ends here, once a
+    /// configured master is followed, so no write slips in before). "Ready to accept
+    /// connections" and the expiry thread wait for the load, as in Redis. A failed load
+    /// stops the server with its error; a shutdown requested meanwhile stops it too
+    /// (the loader notices it and gives up).
+    pub async fn run_loading(
+        self,
+        load: Option<impl std::future::Future<Output = Result<(), String>>>,
+    ) -> io::Result<()> {
         let Server {
             listeners,
             tls_listeners,
             unix,
             shared,
         } = self;
+        let (tcp, tls) = (!listeners.is_empty(), !tls_listeners.is_empty());
+        let on_unix = unix.is_some();
+        let mut pending = Some((listeners, tls_listeners, unix));
+        let start_serving = |pending: &mut Option<_>| {
+            if let Some((listeners, tls_listeners, unix)) = pending.take() {
+                if let Some((unix, path)) = unix {
+                    listener::serve_unix(&shared, unix, path);
+                }
+                listener::serve(&shared, listeners);
+                listener::serve_tls(&shared, tls_listeners);
+            }
+        };
+        let mut stop = shared.shutdown.subscribe();
+        if let Some(load) = load {
+            start_serving(&mut pending);
+            let loaded = tokio::select! {
+                result = load => Some(result),
+                _ = stop.wait_for(|s| *s) => None,
+            };
+            if !matches!(loaded, Some(Ok(()))) {
+                listener::stop_accepting(&shared);
+                shared.clients.kill_all();
+                return match loaded {
+                    Some(Err(e)) => Err(io::Error::other(e)),
+                    _ => {
+                        tracing::warn!("redline-server is now ready to exit, bye bye...");
+                        Ok(())
+                    }
+                };
+            }
+        }
         let (stop_expiry, stop_rx) = std::sync::mpsc::channel::<()>();
         let expiry_thread = {
             let store = shared.store.clone();
@@ -185,21 +230,20 @@ impl Server {
                     })
                 })?
         };
-        // A configured replica is one before its first client: no write slips in.
+        // A configured replica is one before its first client's command: no write
+        // slips in.
         crate::repl::follow_configured(&shared);
-        if !listeners.is_empty() {
+        shared.persistence.loading.end();
+        if tcp {
             tracing::info!("Ready to accept connections tcp");
         }
-        if !tls_listeners.is_empty() {
+        if tls {
             tracing::info!("Ready to accept connections tls");
         }
-        if let Some((unix, path)) = unix {
+        if on_unix {
             tracing::info!("Ready to accept connections unix");
-            listener::serve_unix(&shared, unix, path);
         }
-        listener::serve(&shared, listeners);
-        listener::serve_tls(&shared, tls_listeners);
-        let mut stop = shared.shutdown.subscribe();
+        start_serving(&mut pending);
         // Already requested (e.g. SHUTDOWN raced with start) or requested later.
         let _ = stop.wait_for(|s| *s).await;
         listener::stop_accepting(&shared);

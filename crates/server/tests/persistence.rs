@@ -341,7 +341,12 @@ fn a_damaged_dump_stops_the_start_with_redis_message() {
     std::fs::write(&path, bytes).unwrap();
     assert!(server.restart().is_err(), "started on a damaged file");
     let log = server.log_tail();
-    assert!(log.contains("Fatal error loading the DB"), "{log}");
+    // Redis's report of a checksum mismatch (`rdbReportCorruptRDB`).
+    assert!(log.contains("RDB CRC error"), "{log}");
+    assert!(
+        log.contains("Terminating server after rdb file reading failure."),
+        "{log}"
+    );
 }
 
 fn wait_stopped(server: &mut RedlineServer) {

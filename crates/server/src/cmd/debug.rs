@@ -30,6 +30,20 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if is(sub, "populate") && (3..=5).contains(&args.len()) {
         return debug_populate(ctx, args);
     }
+    if is(sub, "set-skip-checksum-validation") && args.len() == 3 {
+        let on = super::args::int(&args[2]).is_ok_and(|n| n != 0);
+        ctx.shared
+            .persistence
+            .skip_checksum_validation
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+        ok(ctx.out);
+        return Ok(());
+    }
+    if is(sub, "log") && args.len() == 3 {
+        tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(&args[2]));
+        ok(ctx.out);
+        return Ok(());
+    }
     if is(sub, "set-active-expire") && args.len() == 3 {
         // Redis reads the flag with atoi: anything but a non-zero number turns it off.
         let on = super::args::int(&args[2]).is_ok_and(|n| n != 0);
@@ -45,13 +59,15 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if is(sub, "object") && args.len() == 3 {
         let key = &args[2];
+        // Read before the key's shard is locked.
+        let limits = super::keys::EncodingLimits::from_config(&ctx.shared.config.read());
         let shard = ctx.lock(key);
         let Some(e) = shard.peek_stored(key) else {
             return Err(CmdError::Static("ERR no such key"));
         };
         let line = format!(
             "Value at:0x0 refcount:1 encoding:{} serializedlength:0 lru:0 lru_seconds_idle:0",
-            super::keys::encoding_name(&e.value)
+            super::keys::encoding_name(&e.value, &limits)
         );
         encode::write_simple(ctx.out, line.as_bytes());
         return Ok(());
@@ -135,6 +151,8 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if is(sub, "help") {
         const LINES: &[&str] = &[
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "LOG <message>",
+            "    Write <message> to the server log.",
             "OBJECT <key>",
             "    Show low level info about the key and associated value.",
             "POPULATE <count> [<prefix>] [<size>]",

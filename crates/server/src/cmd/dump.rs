@@ -73,7 +73,11 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let ttl = int(&args[2]);
     let value = match ttl {
-        Ok(ttl) if ttl >= 0 => Some(rdb::restore_payload(&args[3])),
+        Ok(ttl) if ttl >= 0 => {
+            let skip = &ctx.shared.persistence.skip_checksum_validation;
+            let verify_crc = !skip.load(std::sync::atomic::Ordering::Relaxed);
+            Some(rdb::restore_payload_with(&args[3], verify_crc))
+        }
         _ => None,
     };
     let key = &args[1];
@@ -84,7 +88,16 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let ttl = ttl?;
     let value = match value {
         Some(Ok(value)) => value,
-        Some(Err(e)) => return Err(CmdError::Static(e.text())),
+        Some(Err(e)) => {
+            if let rdb::PayloadError::BadData(c) = e {
+                // Redis logs why a payload was refused (its `rdbReportError`), not
+                // for an empty collection, which it refuses without a report.
+                if c != rdb::decode::EMPTY {
+                    tracing::warn!("Internal error in RDB reading -> {}", c.0);
+                }
+            }
+            return Err(CmdError::Static(e.text()));
+        }
         None => return Err(BAD_TTL),
     };
     let now = now_ms() as i64;

@@ -485,33 +485,61 @@ fn move_key(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// Redis 7.0's name for how a value is stored, from its type and size (the thresholds
-/// of its listpack/intset encodings at their default settings).
-pub(crate) fn encoding_name(value: &crate::store::Value) -> &'static str {
+/// The sizes up to which Redis 7.0 keeps a collection in its compact encoding
+/// (`hash-max-listpack-*`, `set-max-intset-entries`, `zset-max-listpack-*`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EncodingLimits {
+    hash_entries: usize,
+    hash_value: usize,
+    set_entries: usize,
+    zset_entries: usize,
+    zset_value: usize,
+}
+
+impl EncodingLimits {
+    /// The limits as configured now.
+    pub(crate) fn from_config(config: &crate::config::Config) -> EncodingLimits {
+        let limit = |name: &str| usize::try_from(config.param_int(name)).unwrap_or(0);
+        EncodingLimits {
+            hash_entries: limit("hash-max-listpack-entries"),
+            hash_value: limit("hash-max-listpack-value"),
+            set_entries: limit("set-max-intset-entries"),
+            zset_entries: limit("zset-max-listpack-entries"),
+            zset_value: limit("zset-max-listpack-value"),
+        }
+    }
+}
+
+/// Redis 7.0's name for how a value is stored, from its type and size and the
+/// configured limits of the compact encodings. Redis decides when a value is written (or
+/// loaded) and never converts back; this looks at the value as it is now.
+pub(crate) fn encoding_name(value: &crate::store::Value, limits: &EncodingLimits) -> &'static str {
     use crate::store::Value;
-    let small = |len: usize| len <= 64;
     match value {
         Value::Int(_) => "int",
         Value::Str(s) if s.len() <= 44 && !s.is_growable() => "embstr",
         Value::Str(_) => "raw",
         Value::List(_) => "quicklist",
         Value::Hash(h) => {
-            // hash-max-listpack-entries is 512 in Redis 7.0 (128 in its sample config).
-            if h.len() <= 512 && h.iter().all(|(f, v)| small(f.len()) && small(v.len())) {
+            let small = |b: &[u8]| b.len() <= limits.hash_value;
+            if h.len() <= limits.hash_entries && h.iter().all(|(f, v)| small(f) && small(v)) {
                 "listpack"
             } else {
                 "hashtable"
             }
         }
         Value::Set(s) => {
-            if s.len() <= 512 && s.iter().all(|m| crate::store::canonical_int(m).is_some()) {
+            if s.len() <= limits.set_entries
+                && s.iter().all(|m| crate::store::canonical_int(m).is_some())
+            {
                 "intset"
             } else {
                 "hashtable"
             }
         }
         Value::ZSet(z) => {
-            if z.len() <= 128 && z.iter().all(|(m, _)| small(m.len())) {
+            if z.len() <= limits.zset_entries && z.iter().all(|(m, _)| m.len() <= limits.zset_value)
+            {
                 "listpack"
             } else {
                 "skiplist"
@@ -539,8 +567,10 @@ fn with_object(
 }
 
 fn object_encoding(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    // Read before the key's shard is locked.
+    let limits = EncodingLimits::from_config(&ctx.shared.config.read());
     with_object(ctx, args, |e, out| {
-        encode::write_bulk(out, encoding_name(&e.value).as_bytes())
+        encode::write_bulk(out, encoding_name(&e.value, &limits).as_bytes())
     })
 }
 

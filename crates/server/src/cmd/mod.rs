@@ -223,22 +223,18 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(handler) = handler_of(spec) else {
         return reject_spec(ctx, spec, reply::unknown_command(args));
     };
-    // While a dataset loads (DEBUG LOADAOF, DEBUG RELOAD) clients get LOADING, except
-    // for the commands allowed then; before BUSY, as in Redis (a slow script in the
+    // While a dataset loads (at start, DEBUG LOADAOF) clients get LOADING, except for
+    // the commands allowed then; before BUSY, as in Redis (a slow script in the
     // AOF being loaded makes the server busy too).
     if !ctx.nested
         && !ctx.client.is_master
         && !spec.flags.contains(CommandFlags::LOADING)
-        && ctx
-            .shared
-            .persistence
-            .loading
-            .load(std::sync::atomic::Ordering::Acquire)
+        && ctx.shared.persistence.loading.is_active()
     {
         return reject_spec(
             ctx,
             spec,
-            CmdError::Static("LOADING Redis is loading the dataset in memory"),
+            CmdError::Static(crate::persist::loading::LOADING_ERROR),
         );
     }
     // A script running past busy-reply-threshold holds every shard: others get BUSY

@@ -69,9 +69,9 @@ pub fn debug_loadaof(ctx: &mut Ctx<'_>) -> CmdResult {
         }
     });
     let loading = &shared.persistence.loading;
-    loading.store(true, Ordering::Release);
+    loading.begin(0);
     let loaded = crate::persist::aof::load(shared);
-    loading.store(false, Ordering::Release);
+    loading.end();
     match loaded {
         Ok(_) | Err(crate::persist::aof::LoadError::Missing) => {}
         Err(crate::persist::aof::LoadError::Bad(e)) => {
@@ -179,8 +179,8 @@ pub fn debug_reload(ctx: &mut Ctx<'_>, options: &[Bytes]) -> CmdResult {
         // NOFLUSH keeps what is there: keys from the file replace theirs, and a library
         // already loaded fails the load unless MERGE lets the file's replace it.
         let options = snapshot::LoadOptions {
-            keep_expired: false,
             merge,
+            ..snapshot::LoadOptions::default()
         };
         snapshot::load(shared, &bytes, options, Some(held))
             .map_err(|_| CmdError::Static("ERR Error trying to load the RDB dump"))

@@ -113,9 +113,12 @@ const SHUTDOWN: &[&str] = &["default", "save", "nosave", "now", "force"];
 
 /// The table, in `CONFIG GET *` order of no importance (the reply is unordered in Redis).
 pub static PARAMS: &[Param] = &[
-    // Redis's hidden debugging knobs: accepted and shown when named; redline's loading
-    // and saving do not pause per key, so they have no effect here.
+    // Redis's hidden debugging knobs: accepted and shown when named. The load pauses
+    // after each key as `key-load-delay` says (clients are served meanwhile, so the
+    // events interval has no use); the others have no effect here (saving does not
+    // pause per key, and a panic is never turned into an exit).
     h("key-load-delay", Kind::Int(i32::MIN as i64, INT_MAX), "0"),
+    h("use-exit-on-panic", B, "no"),
     h(
         "rdb-key-save-delay",
         Kind::Int(i32::MIN as i64, INT_MAX),

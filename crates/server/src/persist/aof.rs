@@ -733,9 +733,9 @@ fn truncate(path: &Path, len: u64) {
 /// incremental file for appending (`aofOpenIfNeededOnServerStart`): a new one when the
 /// manifest has none, and a base of the dataset first when it has nothing at all.
 pub fn start(shared: &Shared) -> Result<(), String> {
-    shared.persistence.loading.store(true, Ordering::Release);
+    shared.persistence.loading.begin(0);
     let loaded = load(shared);
-    shared.persistence.loading.store(false, Ordering::Release);
+    shared.persistence.loading.end();
     match loaded {
         Ok(commands) => tracing::info!("DB loaded from append only file: {commands} commands"),
         Err(LoadError::Missing) => {}

@@ -8,6 +8,7 @@
 //!   fork.
 //! - [`shutdown`]: what a shutdown saves; [`graceful`]: a shutdown that first waits for
 //!   the replicas to catch up.
+//! - [`loading`]: the load at start as clients and INFO see it, and load counters.
 //! - [`snapshot`]: the dataset as an RDB image: SAVE, BGSAVE, DEBUG RELOAD, loading at
 //!   start, the payload of a replication full sync.
 
@@ -16,6 +17,7 @@ pub mod aof_load;
 pub mod aof_manifest;
 pub mod bgsave;
 pub mod graceful;
+pub mod loading;
 pub mod rdb;
 pub mod shutdown;
 pub mod snapshot;

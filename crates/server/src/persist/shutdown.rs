@@ -54,9 +54,14 @@ impl ShutdownFlags {
 }
 
 /// The save before exiting: when `save` is given, or when save points are set and
-/// `nosave` is not. False when the save failed and `force` was not given: the server
-/// must not exit.
+/// `nosave` is not; never while the dataset is loading. False when the save failed and
+/// `force` was not given: the server must not exit.
 pub fn final_save(shared: &Shared, flags: ShutdownFlags) -> bool {
+    if shared.persistence.loading.is_active() {
+        // Half a dataset must not replace the file it is read from (Redis forces
+        // NOSAVE while loading).
+        return true;
+    }
     if flags.save || (!flags.nosave && snapshot::has_save_points(shared)) {
         tracing::info!("Saving the final RDB snapshot before exiting.");
         if let Err(e) = snapshot::save(shared) {

@@ -11,6 +11,13 @@
 //! rewrite and a replication full sync take their image this way; BGSAVE does not stop
 //! the server: it writes a copy-on-write cut ([`super::bgsave`]).
 //!
+//! # How the dump loads at start
+//!
+//! [`load_at_start`] runs on a blocking thread while the server already accepts
+//! clients, as Redis serves between chunks of its load: commands not flagged `loading`
+//! get `-LOADING` ([`super::loading`]), INFO shows the progress, and a shutdown stops
+//! the load without saving the half-read dataset over the file.
+//!
 //! [`Persistence`] keeps what INFO persistence reports and what `save <seconds>
 //! <changes>` schedules from.
 
@@ -18,9 +25,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use super::rdb::file::{read_snapshot, Item, LoadError, SnapshotWriter};
+use super::loading::Loading;
+use super::rdb::file::{read_snapshot_with_progress, Item, LoadError, SnapshotWriter};
 use crate::shared::Shared;
-use crate::store::{Held, ShardMap, Value};
+use crate::store::{Held, ShardMap};
 
 /// Save bookkeeping shared by every save path.
 #[derive(Debug)]
@@ -43,8 +51,10 @@ pub struct Persistence {
     pub bgsave_started: AtomicU64,
     /// Successful saves since start (`rdb_saves`).
     pub saves: AtomicU64,
-    /// A dataset is being loaded: clients get LOADING.
-    pub loading: AtomicBool,
+    /// The load at start (clients get LOADING meanwhile) and the last load's counts.
+    pub loading: Loading,
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE and loads do not compare CRCs.
+    pub skip_checksum_validation: AtomicBool,
     /// Unix seconds of the last look at the save points.
     last_cron: AtomicU64,
     /// Bumped by every foreground save of the dump file. A BGSAVE renames its file into
@@ -65,7 +75,8 @@ impl Default for Persistence {
             last_bgsave_secs: AtomicI64::new(-1),
             bgsave_started: AtomicU64::new(0),
             saves: AtomicU64::new(0),
-            loading: AtomicBool::new(false),
+            loading: Loading::default(),
+            skip_checksum_validation: AtomicBool::new(false),
             last_cron: AtomicU64::new(0),
             dump_generation: parking_lot::Mutex::new(0),
         }
@@ -158,6 +169,8 @@ pub struct Loaded {
     pub keys: u64,
     /// Keys skipped because they had expired.
     pub expired: u64,
+    /// Keys skipped because they held an empty collection.
+    pub empty_skipped: u64,
     /// `redis-ver` of the writer, when given.
     pub version: Option<String>,
     /// `ctime` of the image, when given.
@@ -188,6 +201,24 @@ pub struct LoadOptions {
     /// A function library of the image replaces one of the same name (DEBUG RELOAD
     /// MERGE); otherwise the load fails on it, as Redis's does.
     pub merge: bool,
+    /// Give up when a shutdown is requested (the load at start, which clients do not
+    /// wait for).
+    pub interruptible: bool,
+}
+
+/// Keys between two looks at a shutdown request during an interruptible load.
+const INTERRUPT_CHECK_EVERY: u64 = 1024;
+
+/// `key-load-delay`, a debugging knob of Redis's tests: microseconds to sleep after each
+/// key read; a negative `-n` sleeps one microsecond after one key in `n`.
+fn key_load_delay(usec: i64, keys: u64) {
+    let micros = match usec {
+        0 => return,
+        n if n > 0 => n.unsigned_abs(),
+        n if keys % n.unsigned_abs() == 0 => 1,
+        _ => return,
+    };
+    std::thread::sleep(std::time::Duration::from_micros(micros));
 }
 
 /// Loads an image into the keyspace and function libraries, through `held` when the
@@ -205,7 +236,23 @@ pub fn load(
     let mut repl_id = None;
     let mut repl_offset = None;
     let mut libraries: Vec<Vec<u8>> = Vec::new();
-    loaded.len = read_snapshot(bytes, |item| {
+    let stats = &shared.persistence.loading;
+    stats.reset_keys();
+    let (delay, verify_checksum) = {
+        let config = shared.config.read();
+        let skip = shared
+            .persistence
+            .skip_checksum_validation
+            .load(Ordering::Relaxed);
+        (
+            config.param_int("key-load-delay"),
+            config.param_bool("rdbchecksum") && !skip,
+        )
+    };
+    let mut keys_read = 0u64;
+    let progress = |read: usize| stats.set_loaded_bytes(read as u64);
+    loaded.len = read_snapshot_with_progress(bytes, verify_checksum, progress, |item| {
+        let is_key = matches!(item, Item::Entry { .. } | Item::EmptyKey { .. });
         match item {
             Item::Aux { name, value } => {
                 let text = String::from_utf8_lossy(value).into_owned();
@@ -225,6 +272,17 @@ pub fn load(
                 )))
             }
             Item::SelectDb(_) => {}
+            Item::EmptyKey { key, .. } => {
+                // As Redis 7.0 does: writers once saved such keys (its #8453), which
+                // are dropped rather than failing the load.
+                loaded.empty_skipped += 1;
+                if loaded.empty_skipped <= 10 {
+                    tracing::warn!(
+                        "rdbLoadObject skipping empty key: {}",
+                        String::from_utf8_lossy(key)
+                    );
+                }
+            }
             Item::Entry {
                 db,
                 key,
@@ -233,18 +291,26 @@ pub fn load(
             } => {
                 if expires_at != 0 && expires_at <= now && !options.keep_expired {
                     loaded.expired += 1;
-                    return Ok(());
+                    stats.key_expired();
+                } else {
+                    let store = shared.store.db(db);
+                    match held.as_deref_mut() {
+                        Some(held) => held.shard(db, store.shard_index(key)).insert(key, value, expires_at),
+                        None => store.lock(key).insert(key, value, expires_at),
+                    }
+                    loaded.keys += 1;
+                    stats.key_loaded();
                 }
-                if is_empty(&value) {
-                    // Redis refuses empty collections in an image (a corrupt writer).
-                    return Err(LoadError::Refused("Empty keys skipped".into()));
-                }
-                let store = shared.store.db(db);
-                match held.as_deref_mut() {
-                    Some(held) => held.shard(db, store.shard_index(key)).insert(key, value, expires_at),
-                    None => store.lock(key).insert(key, value, expires_at),
-                }
-                loaded.keys += 1;
+            }
+        }
+        if is_key {
+            keys_read += 1;
+            key_load_delay(delay, keys_read);
+            let look = delay != 0 || keys_read % INTERRUPT_CHECK_EVERY == 0;
+            if options.interruptible && look && *shared.shutdown.borrow() {
+                return Err(LoadError::Refused(
+                    "Loading interrupted by a shutdown".into(),
+                ));
             }
         }
         Ok(())
@@ -259,16 +325,6 @@ pub fn load(
     }
     loaded.repl = repl_id.zip(repl_offset);
     Ok(loaded)
-}
-
-fn is_empty(value: &Value) -> bool {
-    match value {
-        Value::List(l) => l.is_empty(),
-        Value::Hash(h) => h.is_empty(),
-        Value::Set(s) => s.is_empty(),
-        Value::ZSet(z) => z.is_empty(),
-        _ => false,
-    }
 }
 
 /// Where SAVE writes: `dbfilename` in the working directory (`dir` is the cwd).
@@ -339,6 +395,9 @@ pub(super) fn saved(p: &Persistence, result: &std::io::Result<()>, dirty_before:
 }
 
 /// Loads the dump file at start, with Redis's log lines; a missing file is no error.
+/// Clients may be served meanwhile: they get LOADING from here until the server ends
+/// the load ([`crate::Server::run_loading`]; after a failure, until the process exits),
+/// and a shutdown they ask for stops it.
 pub fn load_at_start(shared: &Shared) -> Result<(), String> {
     let path = dump_path(shared);
     let bytes = match std::fs::read(&path) {
@@ -347,26 +406,76 @@ pub fn load_at_start(shared: &Shared) -> Result<(), String> {
         Err(e) => return Err(format!("Fatal error loading the DB: {e}. Exiting.")),
     };
     let started = Instant::now();
-    shared.persistence.loading.store(true, Ordering::Release);
-    let result = load(shared, &bytes, LoadOptions::default(), None);
-    shared.persistence.loading.store(false, Ordering::Release);
-    let loaded = result.map_err(|e| format!("Fatal error loading the DB: {e}. Exiting."))?;
+    let loading = &shared.persistence.loading;
+    loading.begin(bytes.len() as u64);
+    let options = LoadOptions {
+        interruptible: true,
+        ..LoadOptions::default()
+    };
+    let loaded = load(shared, &bytes, options, None).map_err(|e| start_failure(&e, loading))?;
     if let Some(version) = &loaded.version {
         tracing::info!("Loading RDB produced by version {version}");
     }
     if let Some(ctime) = loaded.ctime {
         tracing::info!("RDB age {} seconds", unix_secs().saturating_sub(ctime));
     }
-    tracing::info!(
-        "Done loading RDB, keys loaded: {}, keys expired: {}.",
-        loaded.keys,
-        loaded.expired
-    );
+    if loaded.empty_skipped > 0 {
+        tracing::warn!(
+            "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",
+            loaded.keys,
+            loaded.expired,
+            loaded.empty_skipped
+        );
+    } else {
+        tracing::info!(
+            "Done loading RDB, keys loaded: {}, keys expired: {}.",
+            loaded.keys,
+            loaded.expired
+        );
+    }
     tracing::info!(
         "DB loaded from disk: {:.3} seconds",
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// Logs why the load at start failed as Redis's `rdbReportError` does (with the summary
+/// its built-in check prints: where, why, how many keys were read), and gives the last
+/// line, which the caller logs before exiting.
+fn start_failure(e: &LoadError, loading: &Loading) -> String {
+    let reason = match e {
+        LoadError::Checksum { .. } => {
+            tracing::warn!("{e}");
+            "RDB CRC error"
+        }
+        // Where Redis's reads come up short: its generic end-of-file report.
+        LoadError::Corrupt(c) if c.0 == "truncated" || c.0 == "length beyond the payload" => {
+            tracing::warn!("Short read or OOM loading DB. Unrecoverable error, aborting now.");
+            "Unexpected EOF reading RDB file"
+        }
+        LoadError::Corrupt(c) => c.0,
+        LoadError::Header(text) => {
+            tracing::warn!("{text}");
+            return "Fatal error loading the DB: Invalid argument. Exiting.".into();
+        }
+        LoadError::Refused(text) => return format!("Fatal error loading the DB: {text}. Exiting."),
+    };
+    tracing::warn!("Internal error in RDB reading -> {reason}");
+    // The checksum is the file's last 8 bytes; anything else failed in the item that
+    // starts where the reading stopped.
+    let offset = match e {
+        LoadError::Checksum { .. } => loading.total_bytes().saturating_sub(8),
+        _ => loading.loaded_bytes(),
+    };
+    tracing::warn!("--- RDB ERROR DETECTED ---");
+    tracing::warn!("[offset {offset}] {reason}");
+    tracing::warn!(
+        "[info] {} keys read",
+        loading.keys_loaded() + loading.keys_expired()
+    );
+    tracing::warn!("[info] {} already expired", loading.keys_expired());
+    "Terminating server after rdb file reading failure.".into()
 }
 
 /// `save <seconds> <changes> ...` as pairs; anything unparsable is skipped (CONFIG SET

@@ -434,7 +434,7 @@ fn load_image(
         image,
         snapshot::LoadOptions {
             keep_expired: true,
-            merge: false,
+            ..snapshot::LoadOptions::default()
         },
         Some(&mut *map),
     )

@@ -10,10 +10,12 @@
 use super::listpack::{self, Elem};
 use super::reader::{parse_double, Reader};
 use super::types::*;
-use super::{intset, ziplist, Corrupt};
+use super::{intset, ziplist, zipmap, Corrupt};
 use crate::store::{CompactBytes, HashValue, ListValue, SetValue, Value, ZSet};
 
-const EMPTY: Corrupt = Corrupt("empty keys are not allowed");
+/// An empty collection: refused in a DUMP payload, skipped in a file (Redis 7.0 once
+/// wrote such keys, see its #8453).
+pub const EMPTY: Corrupt = Corrupt("empty keys are not allowed");
 
 /// Quicklist node kinds (`QUICKLIST_NODE_CONTAINER_*`).
 const NODE_PLAIN: u64 = 1;
@@ -39,7 +41,11 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
         }
         LIST_ZIPLIST => {
             let blob = r.string()?;
-            let list: ListValue = ziplist::entries(&blob)?.into_iter().map(compact).collect();
+            let list: ListValue = ziplist::entries(&blob)
+                .map_err(|_| integrity(kind))?
+                .into_iter()
+                .map(compact)
+                .collect();
             non_empty_list(list)
         }
         LIST_QUICKLIST | LIST_QUICKLIST_2 => quicklist(r, kind),
@@ -55,7 +61,8 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
         }
         SET_INTSET => {
             let blob = r.string()?;
-            let set: SetValue = intset::members(&blob)?
+            let set: SetValue = intset::members(&blob)
+                .map_err(|_| integrity(kind))?
                 .into_iter()
                 .map(|n| CompactBytes::new(itoa::Buffer::new().format(n).as_bytes()))
                 .collect();
@@ -73,15 +80,23 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
             }
             non_empty(hash.len(), Value::Hash(Box::new(hash)))
         }
-        HASH_ZIPLIST | HASH_LISTPACK => {
+        HASH_ZIPMAP => {
             let blob = r.string()?;
-            let items = compact_entries(&blob, kind == HASH_ZIPLIST)?;
-            let mut hash = HashValue::with_capacity_and_hasher(items.len() / 2, Default::default());
-            for pair in pairs(&items)? {
-                if hash.insert(compact(pair[0]), compact(pair[1])).is_some() {
-                    return Err(Corrupt("duplicate hash fields"));
+            let pairs = zipmap::pairs(&blob)?;
+            let mut hash = HashValue::with_capacity_and_hasher(pairs.len(), Default::default());
+            for (field, value) in pairs {
+                if hash
+                    .insert(CompactBytes::new(field), CompactBytes::new(value))
+                    .is_some()
+                {
+                    return Err(Corrupt("Hash zipmap with dup elements"));
                 }
             }
+            Ok(Value::Hash(Box::new(hash)))
+        }
+        HASH_ZIPLIST | HASH_LISTPACK => {
+            let blob = r.string()?;
+            let hash = compact_hash(&blob, kind == HASH_ZIPLIST).map_err(|_| integrity(kind))?;
             non_empty(hash.len(), Value::Hash(Box::new(hash)))
         }
         ZSET | ZSET_2 => {
@@ -100,16 +115,7 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
         }
         ZSET_ZIPLIST | ZSET_LISTPACK => {
             let blob = r.string()?;
-            let items = compact_entries(&blob, kind == ZSET_ZIPLIST)?;
-            let mut zset = ZSet::default();
-            for pair in pairs(&items)? {
-                let score = match pair[1] {
-                    Elem::Int(n) => n as f64,
-                    // `zzlStrtod`: at most 127 bytes, and text that is no number reads as 0.
-                    Elem::Str(s) => parse_double(&s[..s.len().min(127)]).unwrap_or(0.0),
-                };
-                add_member(&mut zset, &pair[0].to_bytes(), score)?;
-            }
+            let zset = compact_zset(&blob, kind == ZSET_ZIPLIST).map_err(|_| integrity(kind))?;
             non_empty(zset.len(), Value::ZSet(Box::new(zset)))
         }
         STREAM_LISTPACKS | STREAM_LISTPACKS_2 => super::stream::decode(r, kind),
@@ -129,7 +135,7 @@ fn quicklist(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
             NODE_PACKED
         };
         if container != NODE_PLAIN && container != NODE_PACKED {
-            return Err(Corrupt("quicklist integrity check failed"));
+            return Err(Corrupt("Quicklist integrity check failed."));
         }
         let blob = r.string()?;
         if blob.is_empty() {
@@ -139,13 +145,57 @@ fn quicklist(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
             list.push_back(CompactBytes::new(&blob));
             continue;
         }
-        list.extend(
-            compact_entries(&blob, kind == LIST_QUICKLIST)?
-                .into_iter()
-                .map(compact),
-        );
+        let zip = kind == LIST_QUICKLIST;
+        let node = compact_entries(&blob, zip).map_err(|_| {
+            Corrupt(if zip {
+                "Ziplist integrity check failed."
+            } else {
+                "Listpack integrity check failed."
+            })
+        })?;
+        list.extend(node.into_iter().map(compact));
     }
     non_empty_list(list)
+}
+
+/// Redis's report of a compact encoding of type `kind` that fails validation (bad
+/// structure, an odd count of pair entries, a duplicate), as `rdbLoadObject` words it.
+fn integrity(kind: u8) -> Corrupt {
+    Corrupt(match kind {
+        LIST_ZIPLIST => "List ziplist integrity check failed.",
+        SET_INTSET => "Intset integrity check failed.",
+        HASH_ZIPLIST => "Hash ziplist integrity check failed.",
+        HASH_LISTPACK => "Hash listpack integrity check failed.",
+        ZSET_ZIPLIST => "Zset ziplist integrity check failed.",
+        _ => "Zset listpack integrity check failed.",
+    })
+}
+
+/// A hash from the field/value entries of a ziplist or listpack blob.
+fn compact_hash(blob: &[u8], zip: bool) -> Result<HashValue, Corrupt> {
+    let items = compact_entries(blob, zip)?;
+    let mut hash = HashValue::with_capacity_and_hasher(items.len() / 2, Default::default());
+    for pair in pairs(&items)? {
+        if hash.insert(compact(pair[0]), compact(pair[1])).is_some() {
+            return Err(Corrupt("duplicate hash fields"));
+        }
+    }
+    Ok(hash)
+}
+
+/// A sorted set from the member/score entries of a ziplist or listpack blob.
+fn compact_zset(blob: &[u8], zip: bool) -> Result<ZSet, Corrupt> {
+    let items = compact_entries(blob, zip)?;
+    let mut zset = ZSet::default();
+    for pair in pairs(&items)? {
+        let score = match pair[1] {
+            Elem::Int(n) => n as f64,
+            // `zzlStrtod`: at most 127 bytes, and text that is no number reads as 0.
+            Elem::Str(s) => parse_double(&s[..s.len().min(127)]).unwrap_or(0.0),
+        };
+        add_member(&mut zset, &pair[0].to_bytes(), score)?;
+    }
+    Ok(zset)
 }
 
 /// The entries of a ziplist or listpack blob.

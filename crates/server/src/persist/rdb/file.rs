@@ -150,6 +150,13 @@ pub enum Item<'a> {
     Function(&'a [u8]),
     /// A database starts (its keys follow).
     SelectDb(usize),
+    /// A key holding an empty collection, which the file should not have held.
+    EmptyKey {
+        /// The database.
+        db: usize,
+        /// The key.
+        key: &'a [u8],
+    },
     /// One key.
     Entry {
         /// The database.
@@ -210,6 +217,18 @@ impl From<Corrupt> for LoadError {
 /// goes on with commands after it.
 pub fn read_snapshot(
     bytes: &[u8],
+    sink: impl FnMut(Item<'_>) -> Result<(), LoadError>,
+) -> Result<usize, LoadError> {
+    read_snapshot_with_progress(bytes, true, |_| {}, sink)
+}
+
+/// [`read_snapshot`], telling `progress` how many bytes were read after each item; the
+/// checksum is compared only when `verify_checksum` (Redis skips it under `rdbchecksum
+/// no` and DEBUG SET-SKIP-CHECKSUM-VALIDATION).
+pub fn read_snapshot_with_progress(
+    bytes: &[u8],
+    verify_checksum: bool,
+    mut progress: impl FnMut(usize),
     mut sink: impl FnMut(Item<'_>) -> Result<(), LoadError>,
 ) -> Result<usize, LoadError> {
     if bytes.len() < 9 || &bytes[..5] != b"REDIS" {
@@ -282,23 +301,26 @@ pub fn read_snapshot(
             }
             _ => {
                 let key = r.string()?;
-                let value = decode::body(&mut r, kind)?;
-                sink(Item::Entry {
-                    db,
-                    key: &key,
-                    value,
-                    expires_at,
-                })?;
+                match decode::body(&mut r, kind) {
+                    Err(decode::EMPTY) => sink(Item::EmptyKey { db, key: &key })?,
+                    value => sink(Item::Entry {
+                        db,
+                        key: &key,
+                        value: value?,
+                        expires_at,
+                    })?,
+                }
             }
         }
         expires_at = 0;
+        progress(bytes.len() - r.remaining());
     }
     if version >= 5 {
         let stored: [u8; 8] = r.array()?;
         let stored = u64::from_le_bytes(stored);
         let body = bytes.len() - r.remaining() - 8;
         let expected = crc64(&bytes[..body]);
-        if stored != 0 && stored != expected {
+        if verify_checksum && stored != 0 && stored != expected {
             return Err(LoadError::Checksum {
                 expected,
                 got: stored,
@@ -340,6 +362,7 @@ mod tests {
                 ),
                 Item::Function(code) => format!("fn {}", code.len()),
                 Item::SelectDb(db) => format!("db {db}"),
+                Item::EmptyKey { key, .. } => format!("empty {}", String::from_utf8_lossy(key)),
                 Item::Entry {
                     db,
                     key,

@@ -7,7 +7,7 @@
 //! before it, 8 bytes little endian ([`dump_payload`], [`restore_payload`]).
 //!
 //! Reading accepts every encoding Redis 7.0 loads for strings, lists, hashes, sets and
-//! sorted sets (including the ziplist-based ones of older versions); writing picks
+//! sorted sets (including the zipmap- and ziplist-based ones of older versions); writing picks
 //! the encoding Redis 7.0 would pick for the value's current contents. Input is never
 //! trusted: each length is checked against the bytes that remain, compact encodings are
 //! validated entry by entry, and any inconsistency is a [`Corrupt`] error.
@@ -21,6 +21,7 @@ pub mod lzf;
 pub mod reader;
 pub mod stream;
 pub mod ziplist;
+pub mod zipmap;
 
 use crate::store::Value;
 
@@ -41,6 +42,8 @@ pub mod types {
     pub const HASH: u8 = 4;
     /// A sorted set with binary scores.
     pub const ZSET_2: u8 = 5;
+    /// A hash as a zipmap (Redis 2.4 and older).
+    pub const HASH_ZIPMAP: u8 = 9;
     /// A list as one ziplist (Redis before 3.2).
     pub const LIST_ZIPLIST: u8 = 10;
     /// A set as an intset.
@@ -109,12 +112,21 @@ pub fn dump_payload(value: &Value) -> Vec<u8> {
 /// The body of a DUMP-style payload once its footer (RDB version, CRC64) checks out,
 /// as Redis's `verifyDumpPayload`.
 fn verified_body(payload: &[u8]) -> Result<&[u8], PayloadError> {
+    verified_body_with(payload, true)
+}
+
+/// [`verified_body`], the CRC compared only when `verify_crc` (DEBUG
+/// SET-SKIP-CHECKSUM-VALIDATION turns it off, as Redis's tests do).
+fn verified_body_with(payload: &[u8], verify_crc: bool) -> Result<&[u8], PayloadError> {
     let Some(body_len) = payload.len().checked_sub(10) else {
         return Err(PayloadError::VersionOrChecksum);
     };
     let version = u16::from_le_bytes([payload[body_len], payload[body_len + 1]]);
     if version > RDB_VERSION {
         return Err(PayloadError::VersionOrChecksum);
+    }
+    if !verify_crc {
+        return Ok(&payload[..body_len]);
     }
     let mut stored = [0u8; 8];
     stored.copy_from_slice(&payload[body_len + 2..]);
@@ -157,7 +169,12 @@ pub fn restore_functions_payload(payload: &[u8]) -> Result<Vec<Vec<u8>>, Payload
 /// The value of a DUMP payload, checked as Redis's `verifyDumpPayload` then
 /// `rdbLoadObject` do.
 pub fn restore_payload(payload: &[u8]) -> Result<Value, PayloadError> {
-    verified_body(payload)?;
+    restore_payload_with(payload, true)
+}
+
+/// [`restore_payload`], the CRC compared only when `verify_crc`.
+pub fn restore_payload_with(payload: &[u8], verify_crc: bool) -> Result<Value, PayloadError> {
+    verified_body_with(payload, verify_crc)?;
     // Like Redis, the object is read from the whole payload: bytes left before the
     // footer are ignored.
     let mut reader = reader::Reader::new(payload);

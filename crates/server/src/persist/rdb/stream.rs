@@ -198,7 +198,9 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
     for _ in 0..nodes {
         let master = id_from(&r.string()?)?;
         let lp = r.string()?;
-        let entries = node_entries(master, &lp)?;
+        // Redis words any fault inside a node's listpack this way.
+        let entries = node_entries(master, &lp)
+            .map_err(|_| Corrupt("Stream listpack integrity check failed."))?;
         if let (Some(prev), Some((first, _))) = (previous, entries.first()) {
             if *first <= prev {
                 return Err(Corrupt("stream nodes out of order"));

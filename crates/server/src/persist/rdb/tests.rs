@@ -393,6 +393,36 @@ fn footer_errors() {
         PayloadError::VersionOrChecksum.text(),
         "ERR DUMP payload version or checksum are wrong"
     );
+    // DEBUG SET-SKIP-CHECKSUM-VALIDATION: the CRC is not compared, the version still is.
+    assert!(restore_payload_with(&bad_crc, false).is_ok());
+    assert_eq!(
+        restore_payload_with(&body, false).map(|_| ()),
+        version_or_checksum
+    );
+}
+
+#[test]
+fn bad_compact_encodings_are_reported_in_redis_words() {
+    let s = |out: &mut Vec<u8>, b: &[u8]| encode::string(out, b);
+    let reason = |body: &[u8]| match restore_payload(&payload(body)) {
+        Err(PayloadError::BadData(Corrupt(text))) => text,
+        other => panic!("{other:?}"),
+    };
+    // A duplicate field, an odd count, a broken ziplist: all integrity failures.
+    let mut body = vec![HASH_ZIPLIST];
+    s(&mut body, &ziplist(&[b"f", b"1", b"f", b"2"]));
+    assert_eq!(reason(&body), "Hash ziplist integrity check failed.");
+    let mut body = vec![ZSET_ZIPLIST];
+    s(&mut body, &ziplist(&[b"m", b"1", b"n"]));
+    assert_eq!(reason(&body), "Zset ziplist integrity check failed.");
+    let mut zl = ziplist(&[b"a", b"b"]);
+    zl[4] ^= 1;
+    let mut body = vec![LIST_QUICKLIST, 1];
+    s(&mut body, &zl);
+    assert_eq!(reason(&body), "Ziplist integrity check failed.");
+    let mut body = vec![HASH_ZIPMAP];
+    s(&mut body, b"\x02\x01f\x01\x00v\x01f\x01\x00w\xff");
+    assert_eq!(reason(&body), "Hash zipmap with dup elements");
 }
 
 #[test]
