@@ -48,7 +48,8 @@ UNITS = [
 SUITE_OPTIONS = ["--tags", "-slow", "--ignore-encoding"]
 
 # The units of the suite's own list (test_helper.tcl `all_tests`) run in spawned mode:
-# all but the cluster ones (cluster mode is not there yet) and printver.
+# all but the cluster ones (cluster mode is not there yet) and printver; then its
+# integration/ units (replication, persistence, the tools).
 SPAWNED_UNITS = [
     "dump", "auth", "protocol", "keyspace", "scan", "info", "info-command",
     "type/string", "type/incr", "type/list", "type/list-3", "type/set", "type/zset",
@@ -57,7 +58,16 @@ SPAWNED_UNITS = [
     "scripting", "functions", "maxmemory", "introspection", "introspection-2", "limits",
     "obuf-limits", "bitops", "bitfield", "geo", "memefficiency", "hyperloglog", "lazyfree",
     "wait", "pause", "querybuf", "pendingquerybuf", "tracking", "oom-score-adj", "shutdown",
-    "networking", "client-eviction", "violations", "replybufsize",
+    "networking", "client-eviction", "violations", "replybufsize", "type/list-2",
+    "integration/block-repl", "integration/replication", "integration/replication-2",
+    "integration/replication-3", "integration/replication-4", "integration/replication-psync",
+    "integration/replication-buffer", "integration/shutdown", "integration/aof",
+    "integration/aof-multi-part", "integration/rdb", "integration/corrupt-dump",
+    "integration/corrupt-dump-fuzzer", "integration/convert-zipmap-hash-on-load",
+    "integration/convert-ziplist-hash-on-load", "integration/convert-ziplist-zset-on-load",
+    "integration/logging", "integration/psync2", "integration/psync2-reg",
+    "integration/psync2-pingoff", "integration/psync2-master-restart", "integration/failover",
+    "integration/redis-cli", "integration/redis-benchmark", "integration/dismiss-mem",
 ]
 
 # Tools the suite runs from its `src/` besides the server.
