@@ -130,8 +130,6 @@ pub static PARAMS: &[Param] = &[
         "2097152",
     ),
     h("watchdog-period", Kind::Int(0, INT_MAX), "0"),
-    // Redis exits instead of aborting on an assertion; a panic ends this process too.
-    h("use-exit-on-panic", B, "no"),
     p(
         "acl-pubsub-default",
         Kind::Enum(&["allchannels", "resetchannels"]),
