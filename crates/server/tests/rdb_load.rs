@@ -232,20 +232,23 @@ fn info_text(conn: &mut Conn) -> String {
     }
 }
 
-#[test]
-fn clients_get_loading_while_the_dump_loads_and_a_shutdown_does_not_save() {
+/// A stopped redline-server whose dump holds what `command` made, and the dump's bytes.
+fn saved_dump(command: &[&str]) -> (RedlineServer, Vec<u8>) {
     let mut server = RedlineServer::builder()
         .args(["--save", ""])
         .start()
         .unwrap();
-    assert_eq!(
-        server.cmd(&["DEBUG", "POPULATE", "20000"]).unwrap(),
-        Reply::Simple("OK".into())
-    );
+    assert_eq!(server.cmd(command).unwrap(), Reply::Simple("OK".into()));
     assert_eq!(server.cmd(&["SAVE"]).unwrap(), Reply::Simple("OK".into()));
     server.kill();
+    let bytes = std::fs::read(server.dir().join("dump.rdb")).unwrap();
+    (server, bytes)
+}
+
+#[test]
+fn clients_get_loading_while_the_dump_loads_and_a_shutdown_does_not_save() {
+    let (mut server, saved) = saved_dump(&["DEBUG", "POPULATE", "20000"]);
     let dump = server.dir().join("dump.rdb");
-    let saved = std::fs::read(&dump).unwrap();
     // Started by hand: the test kit would wait for PONG, which comes after the load.
     // 200 µs a key makes the 20000 keys take four seconds at least.
     let port = server.port().to_string();
@@ -298,17 +301,7 @@ fn rdbchecksum_no_loads_a_file_whose_checksum_is_wrong_as_redis_server_does() {
     let mut ours = RedlineServer::builder().args(args).start().unwrap();
     let mut theirs = RedisServer::builder().args(args).start().unwrap();
     // A file written with a checksum, which is then damaged.
-    let mut donor = RedlineServer::builder()
-        .args(["--save", ""])
-        .start()
-        .unwrap();
-    assert_eq!(
-        donor.cmd(&["SET", "k", "v"]).unwrap(),
-        Reply::Simple("OK".into())
-    );
-    assert_eq!(donor.cmd(&["SAVE"]).unwrap(), Reply::Simple("OK".into()));
-    donor.kill();
-    let mut bytes = std::fs::read(donor.dir().join("dump.rdb")).unwrap();
+    let (_donor, mut bytes) = saved_dump(&["SET", "k", "v"]);
     let n = bytes.len();
     bytes[n - 8..].copy_from_slice(b"foobar00");
     ours.kill();
