@@ -1158,3 +1158,50 @@ fn a_chain_keeps_one_history_through_a_promotion() {
     assert_eq!(stat(middle.port(), "sync_full"), full_before);
     assert!(stat(middle.port(), "sync_partial_ok") >= 1);
 }
+
+/// A master restarted from its dump keeps its replication history (saved in the dump's
+/// aux fields, as Redis 7.0 does): its replica continues with PSYNC, no full sync; the
+/// offset goes on from where it was, under a new id with the old one as the second.
+#[test]
+fn a_restarted_master_lets_its_replica_continue() {
+    let mut master = RedlineServer::builder()
+        .args(["--enable-debug-command", "yes", "--save", "3600 1"])
+        .start()
+        .unwrap();
+    let replica = redline(&[]);
+    conn(replica.port()).cmd(&["REPLICAOF", "127.0.0.1", &master.port().to_string()]);
+    wait_link_up(replica.port());
+    let mut m = conn(master.port());
+    for i in 0..100 {
+        m.cmd(&["SET", &format!("k{i}"), "v"]);
+    }
+    wait_caught_up(master.port(), replica.port());
+    let (id, offset) = (
+        info_field(master.port(), "master_replid"),
+        info_field(master.port(), "master_repl_offset"),
+    );
+    // SHUTDOWN saves (a save point is set), then the same server starts again.
+    conn(master.port()).send(&["SHUTDOWN"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while master.is_running() {
+        assert!(Instant::now() < deadline, "the master did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    master.restart().unwrap();
+    assert_eq!(info_field(master.port(), "master_replid2"), id);
+    // On from there (the shutdown may have asked the replica for an ACK meanwhile).
+    let after: u64 = info_field(master.port(), "master_repl_offset")
+        .parse()
+        .unwrap();
+    assert!(
+        after >= offset.parse::<u64>().unwrap(),
+        "{after} < {offset}"
+    );
+    wait_until("the replica to continue", || {
+        stat(master.port(), "sync_partial_ok") == 1
+    });
+    assert_eq!(stat(master.port(), "sync_full"), 0);
+    conn(master.port()).cmd(&["SET", "after", "1"]);
+    wait_caught_up(master.port(), replica.port());
+    assert_same_data(master.port(), replica.port());
+}

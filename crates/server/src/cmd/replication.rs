@@ -295,7 +295,12 @@ pub fn info_section(ctx: &Ctx<'_>, text: &mut String) {
         stream.replid,
         stream.replid2,
         stream.offset,
-        stream.second_offset,
+        // Redis shows the first offset the second id cannot serve; -1 without one.
+        if stream.second_offset < 0 {
+            -1
+        } else {
+            stream.second_offset + 1
+        },
         u8::from(backlog.is_some()),
         shared.config.read().param_int("repl-backlog-size"),
         backlog.map_or(0, |b| b.start() + 1),

@@ -322,7 +322,10 @@ pub fn bgsave(shared: &Shared) -> bool {
         let mut held = Held::all(&shared.store);
         let dirty_before = p.dirty.load(Ordering::Relaxed);
         let generation = *p.dump_generation.lock();
-        begin_cut(shared, &mut held, temp_path(&path), &[])
+        let history = crate::repl::SaveInfo::of(shared);
+        let aux = history.as_ref().map(crate::repl::SaveInfo::aux);
+        let aux = aux.as_ref().map_or(&[][..], |a| &a[..]);
+        begin_cut(shared, &mut held, temp_path(&path), aux)
             .map(|cut| (cut, dirty_before, generation))
     };
     let (cut, dirty_before, generation) = match begun {

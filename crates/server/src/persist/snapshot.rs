@@ -364,7 +364,9 @@ pub fn save(shared: &Shared) -> std::io::Result<()> {
 /// kills its child.
 pub fn save_held(shared: &Shared, held: &mut dyn ShardMap) -> std::io::Result<()> {
     let dirty_before = shared.persistence.dirty.load(Ordering::Relaxed);
-    let image = capture(shared, held, &[]);
+    let history = crate::repl::SaveInfo::of(shared);
+    let aux = history.as_ref().map(crate::repl::SaveInfo::aux);
+    let image = capture(shared, held, aux.as_ref().map_or(&[][..], |a| &a[..]));
     let result = {
         let mut generation = shared.persistence.dump_generation.lock();
         *generation += 1;
@@ -437,7 +439,30 @@ pub fn load_at_start(shared: &Shared) -> Result<(), String> {
         "DB loaded from disk: {:.3} seconds",
         started.elapsed().as_secs_f64()
     );
+    continue_saved_history(shared, &loaded);
     Ok(())
+}
+
+/// A master restarted from a dump that recorded its replication history keeps it as
+/// its second id, so its replicas continue with PSYNC. Not when keys expired during the
+/// load: Redis sends their DELs to the backlog, which this load does not record, and a
+/// replica continuing would keep them; those replicas get a full sync instead. A
+/// configured replica also starts afresh (its master's stream database is not known
+/// here).
+fn continue_saved_history(shared: &Shared, loaded: &Loaded) {
+    let (Some((id, offset)), Some(_)) = (&loaded.repl, loaded.stream_db) else {
+        return;
+    };
+    let Ok(offset) = u64::try_from(*offset) else {
+        return;
+    };
+    if loaded.expired > 0 || shared.config.read().replicaof().is_some() {
+        return;
+    }
+    let journal = &shared.repl.journal;
+    journal.activate();
+    let backlog_size = crate::repl::master::backlog_size(shared);
+    journal.stream().continue_history(id, offset, backlog_size);
 }
 
 /// Logs why the load at start failed as Redis's `rdbReportError` does (with the summary

@@ -303,6 +303,18 @@ impl Stream {
         self.second_offset = i64::try_from(self.offset).unwrap_or(i64::MAX);
     }
 
+    /// At start, as a master whose dump file recorded a replication history (`id` up to
+    /// `offset`): that history becomes the second id, the offset goes on from it and an
+    /// empty backlog starts there, so replicas that had it continue with PSYNC after a
+    /// restart instead of a full sync (Redis 7.0's `loadDataFromDisk`).
+    pub fn continue_history(&mut self, id: &str, offset: u64, backlog_size: usize) {
+        self.replid2 = id.to_string();
+        self.second_offset = i64::try_from(offset).unwrap_or(i64::MAX);
+        self.offset = offset;
+        self.db = None;
+        self.backlog = Some(Backlog::new(backlog_size, offset));
+    }
+
     /// Takes the id and offset of a master this server now replicates (full sync).
     /// The backlog starts there, created if this server had none: as in Redis, a
     /// replica keeps one, so that once promoted it can let the other replicas continue

@@ -142,6 +142,43 @@ impl Replication {
     }
 }
 
+/// What a dump file records of the replication history (Redis's aux fields
+/// `repl-stream-db`, `repl-id`, `repl-offset`), for a master whose stream is recorded.
+/// Read with every shard held: commands append after they change data, so the offset
+/// is at most the image's, and a restart can at worst need a full sync, never continue
+/// from a wrong place.
+#[derive(Debug)]
+pub struct SaveInfo {
+    db: String,
+    id: String,
+    offset: String,
+}
+
+impl SaveInfo {
+    /// The history to save, if there is one (a replica's is its master's: not saved).
+    pub fn of(shared: &crate::shared::Shared) -> Option<SaveInfo> {
+        let journal = &shared.repl.journal;
+        if !journal.active() || shared.repl.is_replica() {
+            return None;
+        }
+        let stream = journal.stream();
+        Some(SaveInfo {
+            db: stream.selected_db().unwrap_or(0).to_string(),
+            id: stream.replid.clone(),
+            offset: stream.offset.to_string(),
+        })
+    }
+
+    /// As aux fields of an image.
+    pub fn aux(&self) -> [(&str, &[u8]); 3] {
+        [
+            ("repl-stream-db", self.db.as_bytes()),
+            ("repl-id", self.id.as_bytes()),
+            ("repl-offset", self.offset.as_bytes()),
+        ]
+    }
+}
+
 /// Closes every replica link, as Redis's `disconnectSlaves` when this server's
 /// replication id changes (a promotion, or a new id from our own master): they
 /// reconnect with PSYNC and learn the new id before any byte of the new history,

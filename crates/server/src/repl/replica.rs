@@ -452,6 +452,8 @@ fn load_image(
         .journal
         .stream()
         .adopt(replid, offset, backlog_size);
+    // Our own replicas hold the history this image replaced: they must sync again.
+    super::disconnect_replicas(shared);
     Ok(())
 }
 
