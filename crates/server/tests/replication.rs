@@ -1205,3 +1205,36 @@ fn a_restarted_master_lets_its_replica_continue() {
     wait_caught_up(master.port(), replica.port());
     assert_same_data(master.port(), replica.port());
 }
+
+/// On a writable replica, keys a client gives a TTL expire there (the master will never
+/// send their DEL), as in Redis; keys from the master still wait for its DEL, and the
+/// replica adds nothing to the stream it passes on.
+#[test]
+fn a_writable_replica_expires_the_keys_written_on_it() {
+    let master = redline(&[]);
+    let replica = redline(&["--replica-read-only", "no"]);
+    conn(replica.port()).cmd(&["REPLICAOF", "127.0.0.1", &master.port().to_string()]);
+    wait_link_up(replica.port());
+    let mut r = conn(replica.port());
+    r.cmd(&["SELECT", "5"]);
+    for key in ["key1", "key2", "key3"] {
+        r.cmd(&["SET", key, "1", "PX", "300"]);
+    }
+    assert_eq!(
+        section_field(replica.port(), "stats", "slave_expires_tracked_keys"),
+        "3"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while r.cmd(&["DBSIZE"]) != Frame::Integer(0) {
+        assert!(Instant::now() < deadline, "the keys did not expire");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        section_field(replica.port(), "stats", "slave_expires_tracked_keys"),
+        "0"
+    );
+    assert_eq!(
+        info_field(master.port(), "master_repl_offset"),
+        info_field(replica.port(), "master_repl_offset")
+    );
+}

@@ -560,7 +560,9 @@ pub fn write_command(out: &mut BytesMut, args: &[Bytes]) {
 
 impl crate::store::events::DeletionFeed for Journal {
     fn expired(&self, db: usize, key: &[u8]) {
-        if self.active() {
+        // A replica's stream is its master's (a key it expires itself, on a writable
+        // replica, is not sent on, as in Redis).
+        if self.active() && !self.is_proxy() {
             self.append(&[Propagated::all(
                 db,
                 vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(key)],

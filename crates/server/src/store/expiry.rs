@@ -75,13 +75,30 @@ pub fn run(
         if store.cron_paused() {
             continue;
         }
-        // A replica's keys expire by its master's DELs only.
+        // A replica's keys expire by its master's DELs, but for those a client gave a
+        // TTL here (a writable replica): no DEL will ever come for them.
         let started = std::time::Instant::now();
         let held = store.events().expiry_held(crate::store::now_ms());
-        if store.active_expire() && !store.events().replica() && !held {
-            run_cycle(&store, &mut cursor, period / 4);
+        if store.active_expire() && !held {
+            if store.events().replica() {
+                expire_replica_keys(&store);
+            } else {
+                run_cycle(&store, &mut cursor, period / 4);
+            }
         }
         after_cycle(started.elapsed());
+    }
+}
+
+/// On a replica: the keys clients gave a TTL here, once it has passed (see
+/// [`super::Shard::expire_replica_keys`]).
+fn expire_replica_keys(store: &Store) {
+    let now = crate::store::now_ms();
+    for db in 0..store.db_count() {
+        let db = store.db(db);
+        for index in 0..db.shard_count() {
+            db.lock_index(index).expire_replica_keys(now);
+        }
     }
 }
 

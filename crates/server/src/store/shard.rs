@@ -5,7 +5,7 @@
 //! Expiry bookkeeping lives here so no command can forget it: every insert, overwrite,
 //! removal and TTL change keeps `ttl_keys` equal to the keys whose `expires_at != 0`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use indexmap::{IndexMap, IndexSet};
@@ -67,6 +67,10 @@ pub struct Shard {
     map: IndexMap<CompactBytes, Entry, Hasher>,
     /// Keys with a TTL, indexable so the active cycle samples them in O(1).
     ttl_keys: IndexSet<CompactBytes, Hasher>,
+    /// On a writable replica, keys a client (not our master) gave a TTL: the master
+    /// will never send their DEL, so this replica expires them itself (Redis's
+    /// `slaveKeysWithExpire`). May name keys gone or changed since: checked when swept.
+    replica_ttl_keys: HashSet<CompactBytes, Hasher>,
     /// Keys removed because they expired (lazily or by the active cycle).
     pub expired: u64,
     /// TTL keys the active cycle has looked at.
@@ -342,6 +346,9 @@ impl Shard {
     }
 
     fn track_ttl(&mut self, key: &[u8], had: bool, has: bool) {
+        if has && !from_master() && self.events.as_ref().is_some_and(|e| e.replica()) {
+            self.replica_ttl_keys.insert(CompactBytes::new(key));
+        }
         match (had, has) {
             (false, true) => {
                 self.ttl_keys.insert(CompactBytes::new(key));
@@ -587,6 +594,41 @@ impl Shard {
         self.sampled += result.sampled as u64;
         self.expired += result.expired as u64;
         result
+    }
+
+    /// On a replica: removes the keys a client gave a TTL here once it has passed (see
+    /// `replica_ttl_keys`), and forgets those that no longer have one. Returns how many
+    /// expired.
+    pub fn expire_replica_keys(&mut self, now: u64) -> usize {
+        if self.replica_ttl_keys.is_empty() {
+            return 0;
+        }
+        let mut expired = 0;
+        let keys: Vec<CompactBytes> = self.replica_ttl_keys.drain().collect();
+        for key in keys {
+            let Some(index) = self.map.get_index_of(key.as_bytes()) else {
+                continue;
+            };
+            let expires_at = self.map.get_index(index).map_or(0, |(_, e)| e.expires_at);
+            if expires_at == 0 {
+                continue;
+            }
+            if expires_at > now {
+                self.replica_ttl_keys.insert(key);
+                continue;
+            }
+            if let Some((key, _)) = self.remove_index_with_key(index) {
+                self.report_expired(&key);
+            }
+            self.expired += 1;
+            expired += 1;
+        }
+        expired
+    }
+
+    /// Keys a client gave a TTL on this replica (INFO `slave_expires_tracked_keys`).
+    pub fn replica_ttl_len(&self) -> usize {
+        self.replica_ttl_keys.len()
     }
 
     /// Starts a snapshot cut (see [`super::cut`]): from now on this shard saves every
