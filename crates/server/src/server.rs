@@ -66,6 +66,7 @@ fn background_events(shared: &Shared) {
     );
     crate::persist::snapshot::cron(shared);
     crate::persist::graceful::cron(shared);
+    crate::repl::failover::cron(shared);
     crate::repl::master::cron(shared);
     crate::persist::aof::cron(shared);
     shared.migrate_cache.close_idle();
@@ -220,9 +221,12 @@ impl Server {
             let store = shared.store.clone();
             let hz = shared.hz.clone();
             let background = shared.clone();
+            // The cron may start tasks (a FAILOVER's link to its target).
+            let runtime = tokio::runtime::Handle::current();
             std::thread::Builder::new()
                 .name("redline-expiry".into())
                 .spawn(move || {
+                    let _runtime = runtime.enter();
                     expiry::run(store, hz, stop_rx, |took| {
                         let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
                         background.latency.add_if_needed("expire-cycle", ms);

@@ -1238,3 +1238,71 @@ fn a_writable_replica_expires_the_keys_written_on_it() {
         info_field(replica.port(), "master_repl_offset")
     );
 }
+
+/// FAILOVER TO hands the master's role to a replica without a full sync, as Redis 6.2+:
+/// the old master ends a replica of the target, a second replica follows with PSYNC, the
+/// data is the same on all three; wrong uses get Redis's errors, and ABORT undoes one.
+#[test]
+fn failover_hands_the_role_to_a_replica() {
+    let a = redline(&[]);
+    let b = redline(&[]);
+    let c = redline(&[]);
+    assert!(matches!(
+        conn(a.port()).cmd(&["FAILOVER"]),
+        Frame::Error(e) if e == "ERR FAILOVER requires connected replicas."
+    ));
+    for r in [&b, &c] {
+        conn(r.port()).cmd(&["REPLICAOF", "127.0.0.1", &a.port().to_string()]);
+        wait_link_up(r.port());
+    }
+    let mut m = conn(a.port());
+    for i in 0..200 {
+        m.cmd(&["SET", &format!("k{i}"), "v"]);
+    }
+    assert!(matches!(
+        m.cmd(&["FAILOVER", "TO", "127.0.0.1", &b.port().to_string(), "FORCE"]),
+        Frame::Error(e) if e == "ERR FAILOVER with force option requires both a timeout and target HOST and IP."
+    ));
+    assert!(matches!(
+        conn(b.port()).cmd(&["FAILOVER"]),
+        Frame::Error(e) if e == "ERR FAILOVER is not valid when server is a replica."
+    ));
+    let full_before = stat(a.port(), "sync_full");
+    assert_eq!(
+        m.cmd(&["FAILOVER", "TO", "127.0.0.1", &b.port().to_string()]),
+        Frame::Simple("OK".into())
+    );
+    wait_until("the failover to finish", || {
+        info_field(a.port(), "master_failover_state") == "no-failover"
+    });
+    assert_eq!(info_field(a.port(), "role"), "slave");
+    assert_eq!(info_field(b.port(), "role"), "master");
+    conn(c.port()).cmd(&["REPLICAOF", "127.0.0.1", &b.port().to_string()]);
+    wait_link_up(a.port());
+    wait_link_up(c.port());
+    assert_eq!(stat(b.port(), "sync_full"), 0);
+    assert_eq!(stat(a.port(), "sync_full"), full_before);
+    conn(b.port()).cmd(&["SET", "after", "1"]);
+    wait_caught_up(b.port(), a.port());
+    wait_caught_up(b.port(), c.port());
+    assert_same_data(b.port(), a.port());
+    assert_same_data(b.port(), c.port());
+    // Started, then aborted: B stays the master, writes go on.
+    let mut m = conn(b.port());
+    signal(a.pid(), "STOP");
+    signal(c.pid(), "STOP");
+    m.cmd(&["SET", "lagging", "1"]);
+    assert_eq!(m.cmd(&["FAILOVER"]), Frame::Simple("OK".into()));
+    assert_eq!(
+        info_field(b.port(), "master_failover_state"),
+        "waiting-for-sync"
+    );
+    assert_eq!(m.cmd(&["FAILOVER", "ABORT"]), Frame::Simple("OK".into()));
+    assert_eq!(info_field(b.port(), "master_failover_state"), "no-failover");
+    assert_eq!(
+        m.cmd(&["SET", "still", "master"]),
+        Frame::Simple("OK".into())
+    );
+    signal(a.pid(), "CONT");
+    signal(c.pid(), "CONT");
+}

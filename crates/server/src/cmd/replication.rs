@@ -11,7 +11,7 @@ use super::reply::{ok, CmdError, CmdResult, SYNTAX};
 use super::{Ctx, Handler};
 use crate::net::client::RdbFilter;
 use crate::repl::journal::LinkState;
-use crate::repl::master;
+use crate::repl::{failover, master};
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
@@ -22,6 +22,7 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("slaveof", replicaof),
     ("role", role),
     ("wait", wait),
+    ("failover", failover),
 ];
 
 fn refuse_nested(ctx: &Ctx<'_>) -> CmdResult {
@@ -41,6 +42,21 @@ fn sync(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     refuse_nested(ctx)?;
+    // A FAILOVER's hand-off: our master asks us to take over its history.
+    if args.len() > 3 && is(&args[3], "failover") {
+        let ours = ctx.shared.repl.journal.stream().replid.clone();
+        if args[1] != ours.as_bytes() {
+            return Err(CmdError::Static(
+                "ERR PSYNC FAILOVER replid must match my replid.",
+            ));
+        }
+        crate::repl::promote(ctx.shared);
+        tracing::info!(
+            "Failover request received for replid {ours}, accepting (id={}, addr={}).",
+            ctx.client.id,
+            ctx.client.peer
+        );
+    }
     master::start(ctx, Some((&args[1], &args[2])));
     Ok(())
 }
@@ -109,22 +125,61 @@ fn rdb_filter(value: &[u8]) -> Result<RdbFilter, CmdError> {
     Ok(filter)
 }
 
+/// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms] (see [`failover`]).
+fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut request = failover::Request::default();
+    let mut abort = false;
+    let mut i = 1;
+    while i < args.len() {
+        let word = &args[i];
+        if is(word, "to") && i + 2 < args.len() && request.target.is_none() {
+            let host = String::from_utf8_lossy(&args[i + 1]).into_owned();
+            let port = super::args::int(&args[i + 2])?;
+            let port = u16::try_from(port).map_err(|_| CmdError::Static("ERR Invalid port"))?;
+            request.target = Some((host, port));
+            i += 3;
+        } else if is(word, "force") && !request.force {
+            request.force = true;
+            i += 1;
+        } else if is(word, "abort") && !abort {
+            abort = true;
+            i += 1;
+        } else if is(word, "timeout") && i + 1 < args.len() && request.timeout_ms.is_none() {
+            let ms = super::args::int(&args[i + 1])?;
+            if ms <= 0 {
+                return Err(CmdError::Static(
+                    "ERR FAILOVER timeout must be greater than 0",
+                ));
+            }
+            request.timeout_ms = Some(ms as u64);
+            i += 2;
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    if abort {
+        if request.target.is_some() || request.force || request.timeout_ms.is_some() {
+            return Err(CmdError::Static(
+                "ERR FAILOVER abort cannot be used with other options.",
+            ));
+        }
+        if !failover::abort(ctx.shared) {
+            return Err(CmdError::Static("ERR No failover in progress."));
+        }
+        ok(ctx.out);
+        return Ok(());
+    }
+    failover::start(ctx.shared, request).map_err(CmdError::Static)?;
+    ok(ctx.out);
+    Ok(())
+}
+
 /// REPLICAOF host port | NO ONE (and SLAVEOF). Allowed inside MULTI: what the
 /// transaction wrote after it is not propagated, as in Redis.
 fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let shared = ctx.shared;
     if is(&args[1], "no") && is(&args[2], "one") {
-        let previous = shared.repl.master.lock().take();
-        if previous.is_some() {
-            let journal = &shared.repl.journal;
-            journal.stream().shift_replid();
-            crate::repl::disconnect_replicas(shared);
-            journal.set_proxy(false);
-            shared.store.events().set_replica(false);
-            tracing::info!("MASTER MODE enabled (user request)");
-        }
-        shared.config.write().set_replicaof(None);
-        shared.apply_oom_score(&shared.config.read());
+        crate::repl::promote(shared);
         ok(ctx.out);
         return Ok(());
     }
@@ -238,6 +293,8 @@ fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// INFO's `# Replication` section.
 pub fn info_section(ctx: &Ctx<'_>, text: &mut String) {
     let shared = ctx.shared;
+    // Before the stream's lock: FAILOVER takes its own lock first, then the stream's.
+    let failover_state = failover::state_name(shared);
     let master = shared.repl.master.lock();
     let stream = shared.repl.journal.stream();
     text.push_str("# Replication\r\n");
@@ -291,7 +348,8 @@ pub fn info_section(ctx: &Ctx<'_>, text: &mut String) {
     let backlog = stream.backlog();
     let _ = write!(
         text,
-        "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:{}\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{}\r\n\r\n",
+        "master_failover_state:{}\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:{}\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{}\r\n\r\n",
+        failover_state,
         stream.replid,
         stream.replid2,
         stream.offset,

@@ -84,6 +84,7 @@
 //! promotes once its processed offset reaches it.
 
 pub mod backlog;
+pub mod failover;
 pub mod journal;
 pub mod master;
 pub mod outbox;
@@ -110,6 +111,8 @@ pub struct Replication {
     pub last_ping: std::sync::atomic::AtomicU64,
     /// Synchronizations served to replicas (INFO stats).
     pub syncs: SyncStats,
+    /// A FAILOVER under way.
+    pub failover: Mutex<Option<failover::Failover>>,
 }
 
 /// INFO's `sync_full`, `sync_partial_ok` and `sync_partial_err`, as Redis counts them:
@@ -195,6 +198,24 @@ pub fn disconnect_replicas(shared: &crate::shared::Shared) {
     for id in ids {
         shared.clients.kill(id);
     }
+}
+
+/// Makes this server a master (REPLICAOF NO ONE, a FAILOVER's target, an aborted
+/// FAILOVER): the link to its master closes, the history goes on under a new id (the
+/// old one stays valid as the second, so the other replicas continue with PSYNC) and
+/// its replicas reconnect to learn it. Nothing happens if it is a master already.
+pub fn promote(shared: &crate::shared::Shared) {
+    let previous = shared.repl.master.lock().take();
+    if previous.is_some() {
+        let journal = &shared.repl.journal;
+        journal.stream().shift_replid();
+        disconnect_replicas(shared);
+        journal.set_proxy(false);
+        shared.store.events().set_replica(false);
+        tracing::info!("MASTER MODE enabled (user request)");
+    }
+    shared.config.write().set_replicaof(None);
+    shared.apply_oom_score(&shared.config.read());
 }
 
 /// Makes this server a replica of `host:port`: its own writes stop going into the

@@ -354,13 +354,19 @@ async fn session(
         let stream = journal.stream();
         (stream.replid.clone(), (stream.offset + 1).to_string())
     };
-    let reply = ask(
-        &mut socket,
-        &mut input,
-        timeout,
-        &[b"PSYNC", replid.as_bytes(), offset.as_bytes()],
-    )
-    .await?;
+    // A FAILOVER's hand-off asks the target to take over this history.
+    let handing_off = super::failover::in_progress(shared);
+    let mut psync: Vec<&[u8]> = vec![b"PSYNC", replid.as_bytes(), offset.as_bytes()];
+    if handing_off {
+        psync.push(b"FAILOVER");
+    }
+    let reply = ask(&mut socket, &mut input, timeout, &psync).await?;
+    if handing_off && !reply.starts_with("+CONTINUE") {
+        super::failover::rejected(shared);
+        return Err(other(format!(
+            "Failover target rejected the PSYNC request: {reply}"
+        )));
+    }
     let mut words = reply.split_whitespace();
     match words.next() {
         Some("+FULLRESYNC") => {
@@ -401,6 +407,9 @@ async fn session(
                 }
             }
             tracing::info!("Successful partial resynchronization with master.");
+            if handing_off {
+                super::failover::completed(shared);
+            }
         }
         _ => {
             return Err(other(format!(
