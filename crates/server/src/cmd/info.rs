@@ -301,6 +301,10 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
         "commandstats" => {
             text.push_str("# Commandstats\r\n");
             for (name, c) in shared.cmdstats.commands() {
+                // As Redis: a command not called since the last RESETSTAT is not shown.
+                if c.calls == 0 && c.rejected == 0 && c.failed == 0 {
+                    continue;
+                }
                 let per_call = if c.calls > 0 {
                     c.usec as f64 / c.calls as f64
                 } else {
