@@ -142,12 +142,19 @@ pub fn replicate(shared: Arc<Shared>, host: String, port: u16) -> MasterLink {
                 // applied and appended, so PSYNC continues from the stream's offset.
                 let dropped = status.drop_link.notified();
                 tokio::select! {
-                    result = session(&shared, &host, port, &status) => match result {
-                        Ok(()) => tracing::info!("Connection with master lost."),
-                        // A silent master: Redis's own words (`repl-timeout`).
-                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => tracing::warn!("{e}"),
-                        Err(e) => tracing::warn!("Error condition on socket for SYNC: {e}"),
-                    },
+                    result = session(&shared, &host, port, &status) => {
+                        match &result {
+                            Ok(()) => tracing::info!("Connection with master lost."),
+                            // A silent master: Redis's own words (`repl-timeout`).
+                            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => tracing::warn!("{e}"),
+                            Err(e) => tracing::warn!("Error condition on socket for SYNC: {e}"),
+                        }
+                        // A FAILOVER's target that cannot be reached ends the hand-off:
+                        // this server becomes a master again, writes resume.
+                        if result.is_err() && super::failover::in_progress(&shared) {
+                            super::failover::rejected(&shared);
+                        }
+                    }
                     () = dropped => tracing::info!("Connection with master lost (killed)."),
                 }
                 status.set(CONNECT);
