@@ -204,6 +204,9 @@ impl Server {
                 result = load => Some(result),
                 _ = stop.wait_for(|s| *s) => None,
             };
+            // A load that gave up because a shutdown was asked for is that shutdown,
+            // whichever of the two was seen first.
+            let loaded = if *stop.borrow() { None } else { loaded };
             if !matches!(loaded, Some(Ok(()))) {
                 listener::stop_accepting(&shared);
                 shared.clients.kill_all();
