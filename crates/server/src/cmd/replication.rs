@@ -275,11 +275,7 @@ fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     }
     // Ask the replicas for an ACK now rather than at their next second.
-    shared.repl.journal.append_dbless(&[
-        Bytes::from_static(b"REPLCONF"),
-        Bytes::from_static(b"GETACK"),
-        Bytes::from_static(b"*"),
-    ]);
+    shared.repl.journal.request_acks();
     ctx.client.wait = Some(crate::net::client::WaitReplicas {
         offset,
         needed: usize::try_from(needed).unwrap_or(usize::MAX),

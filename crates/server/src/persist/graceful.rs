@@ -8,7 +8,6 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
@@ -82,11 +81,7 @@ pub fn request(shared: &Shared, flags: ShutdownFlags, now: bool) -> Requested {
             .pause(tokio::time::Instant::now() + FOREVER, PauseMode::Write);
         // A replica's stream is its master's: it adds nothing of its own.
         if !shared.repl.is_replica() {
-            shared.repl.journal.append_dbless(&[
-                Bytes::from_static(b"REPLCONF"),
-                Bytes::from_static(b"GETACK"),
-                Bytes::from_static(b"*"),
-            ]);
+            shared.repl.journal.request_acks();
         }
         let (tx, rx) = oneshot::channel();
         *pending = Some(Pending {

@@ -8,8 +8,6 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-
 use crate::pause::PauseMode;
 use crate::repl::journal::LinkState;
 use crate::shared::Shared;
@@ -88,11 +86,7 @@ pub fn start(shared: &Shared, request: Request) -> Result<(), &'static str> {
     shared
         .pause
         .pause(tokio::time::Instant::now() + FOREVER, PauseMode::Write);
-    journal.append_dbless(&[
-        Bytes::from_static(b"REPLCONF"),
-        Bytes::from_static(b"GETACK"),
-        Bytes::from_static(b"*"),
-    ]);
+    journal.request_acks();
     *failover = Some(Failover {
         in_progress: false,
         target: request.target,

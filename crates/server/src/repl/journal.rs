@@ -466,6 +466,16 @@ impl Journal {
         self.stream.lock().push(bytes);
     }
 
+    /// Asks every replica for an ACK now rather than at its next second (WAIT, FAILOVER,
+    /// a shutdown waiting for replicas).
+    pub fn request_acks(&self) {
+        self.append_dbless(&[
+            Bytes::from_static(b"REPLCONF"),
+            Bytes::from_static(b"GETACK"),
+            Bytes::from_static(b"*"),
+        ]);
+    }
+
     /// Appends a command that names no database (PING, REPLCONF GETACK).
     pub fn append_dbless(&self, args: &[Bytes]) -> u64 {
         let mut out = BytesMut::new();
