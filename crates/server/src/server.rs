@@ -70,6 +70,7 @@ fn background_events(shared: &Shared) {
     crate::repl::master::cron(shared);
     crate::persist::aof::cron(shared);
     shared.migrate_cache.close_idle();
+    shared.clients.trim_idle();
     // Over maxmemory with no command arriving (CONFIG SET maxmemory lowered it): evict
     // now, as Redis's eviction time proc does. A replica leaves it to its master.
     let eviction = &shared.store.events().eviction;

@@ -249,6 +249,8 @@ impl Shared {
         self.apply_oom_score(&config);
         configure_eviction(&self.store, &config);
         self.clients.memory.configure(&config);
+        // A lower limit (or one just turned on) evicts at once, as in Redis.
+        self.clients.recount_memory();
         self.repl.journal.stream().replica_limit = config.client_output_buffer_limit[1];
         self.store
             .events()

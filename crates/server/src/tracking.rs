@@ -136,14 +136,15 @@ impl Tracking {
     }
 
     /// CLIENT TRACKING ON for client `id` (options validated against the client's current
-    /// state first, with Redis's errors).
+    /// state first, with Redis's errors). Returns how many BCAST prefixes the client now
+    /// has (they count in its memory, `maxmemory-clients`).
     pub fn enable(
         &self,
         shared: &Shared,
         id: u64,
         mailbox: &Arc<Mailbox>,
         options: Options,
-    ) -> Result<(), String> {
+    ) -> Result<usize, String> {
         let mut state = self.state.lock();
         if !options.bcast && !options.prefixes.is_empty() {
             return Err("ERR PREFIX option requires BCAST mode to be enabled".into());
@@ -215,8 +216,9 @@ impl Tracking {
                 tracker.prefixes.insert(p);
             }
         }
+        let prefixes = tracker.prefixes.len();
         self.publish_active(shared);
-        Ok(())
+        Ok(prefixes)
     }
 
     /// CLIENT TRACKING OFF (and disconnect). The client's entries in the key table stay

@@ -704,3 +704,153 @@ fn clients_over_maxmemory_clients_are_evicted_not_keys() {
     c.cmd(&["CONFIG", "RESETSTAT"]);
     assert_eq!(info(&mut c, "evicted_clients"), 0);
 }
+
+/// One field of the CLIENT LIST line of the client named `name`.
+fn client_field(c: &mut Conn, name: &str, field: &str) -> Option<u64> {
+    let list = text(&c.cmd(&["CLIENT", "LIST"]));
+    let line = list
+        .lines()
+        .find(|l| l.split(' ').any(|f| f == format!("name={name}")))?;
+    line.split(' ')
+        .find_map(|f| f.strip_prefix(&format!("{field}=")))
+        .and_then(|v| v.parse().ok())
+}
+
+/// Sends commands on `c` until the server closes it; returns how many it answered.
+fn until_closed(c: &mut Conn, mut command: impl FnMut(usize) -> Vec<String>) -> usize {
+    for i in 0..1_000_000 {
+        let args = command(i);
+        if c.try_send_raw(&encode_command(&args)).is_err() || c.read().is_none() {
+            return i;
+        }
+    }
+    panic!("never closed");
+}
+
+fn encode_command(args: &[String]) -> Vec<u8> {
+    let mut out = bytes::BytesMut::new();
+    redline_resp::encode::command(&mut out, args.iter().map(String::as_bytes));
+    out.to_vec()
+}
+
+/// What a client counts for under `maxmemory-clients` beside its buffers, as in Redis:
+/// a command still arriving counts whole from its length line (`argv-mem`, and a query
+/// buffer sized for a large argument at once), and so do queued MULTI commands
+/// (`multi-mem`), WATCHed keys, subscriptions and tracked prefixes; lowering the limit
+/// evicts at once.
+#[test]
+fn every_part_of_a_client_counts_for_maxmemory_clients() {
+    let server = plain(&[]);
+    let mut c = conn(server.port());
+    c.cmd(&["CLIENT", "SETNAME", "control"]);
+    c.cmd(&["CLIENT", "NO-EVICT", "on"]);
+
+    // A large argument: the query buffer holds all of it as soon as its length is read.
+    let mut big = conn(server.port());
+    big.cmd(&["CLIENT", "SETNAME", "big"]);
+    big.send_raw(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1000000\r\nvvvv");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let tot = client_field(&mut c, "big", "tot-mem").unwrap();
+        let argv = client_field(&mut c, "big", "argv-mem").unwrap();
+        if tot >= 1_000_000 && argv == 4 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "tot-mem {tot}, argv-mem {argv}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Lowering the limit below it closes that client before CONFIG SET returns.
+    assert_eq!(
+        text(&c.cmd(&["CONFIG", "SET", "maxmemory-clients", "500kb"])),
+        "OK"
+    );
+    assert_eq!(client_field(&mut c, "big", "tot-mem"), None);
+    assert!(big.is_closed());
+    assert_eq!(info(&mut c, "evicted_clients"), 1);
+
+    c.cmd(&["CONFIG", "SET", "maxmemory-clients", "200kb"]);
+    // Queued commands.
+    let mut tx = conn(server.port());
+    tx.cmd(&["MULTI"]);
+    let value = "v".repeat(10_000);
+    let queued = until_closed(&mut tx, |_| ["SET", "k", &value].map(String::from).to_vec());
+    assert!((5..30).contains(&queued), "{queued} commands queued");
+    // Watched keys, patterns, channels, shard channels, tracked prefixes: each entry
+    // costs tens of bytes, so a few thousand reach 200 KB.
+    let entries: [(&str, fn(usize) -> Vec<String>); 5] = [
+        ("WATCH", |i| vec!["WATCH".into(), format!("key:{i}")]),
+        ("PSUBSCRIBE", |i| {
+            vec!["PSUBSCRIBE".into(), format!("p:{i}")]
+        }),
+        ("SUBSCRIBE", |i| vec!["SUBSCRIBE".into(), format!("c:{i}")]),
+        ("SSUBSCRIBE", |i| {
+            vec!["SSUBSCRIBE".into(), format!("s:{i}")]
+        }),
+        ("CLIENT TRACKING", |i| {
+            ["CLIENT", "TRACKING", "on", "BCAST", "PREFIX"]
+                .map(String::from)
+                .into_iter()
+                .chain([format!("{i:012}")])
+                .collect()
+        }),
+    ];
+    for (what, command) in entries {
+        let mut client = conn(server.port());
+        let answered = until_closed(&mut client, command);
+        assert!(
+            (500..20_000).contains(&answered),
+            "{what}: closed after {answered}"
+        );
+    }
+    assert_eq!(info(&mut c, "evicted_clients"), 7);
+    // The control client, never evicted, still works.
+    assert_eq!(text(&c.cmd(&["PING"])), "PONG");
+}
+
+/// An idle client gives its buffers' memory back, as Redis's client cron makes it: the
+/// query buffer after 2 s, the reply buffer down to 1 KB after DEBUG REPLYBUFFER's
+/// peak-reset time; with RESIZING 0 the reply buffer keeps its size. It still works
+/// afterwards, with replies larger than what it kept.
+#[test]
+fn idle_clients_give_their_buffers_back() {
+    let server = plain(&["--enable-debug-command", "yes"]);
+    let mut c = conn(server.port());
+    c.cmd(&["CLIENT", "SETNAME", "control"]);
+    c.cmd(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "100"]);
+    let mut idle = conn(server.port());
+    idle.cmd(&["CLIENT", "SETNAME", "idle"]);
+    let field = |c: &mut Conn, f: &str| client_field(c, "idle", f).unwrap();
+    let before = field(&mut c, "tot-mem");
+    assert!(field(&mut c, "rbs") > 1024);
+    assert!(field(&mut c, "qbuf-free") > 0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while field(&mut c, "qbuf-free") > 0 || field(&mut c, "rbs") > 1024 {
+        assert!(Instant::now() < deadline, "never trimmed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(field(&mut c, "rbs"), 1024);
+    let after = field(&mut c, "tot-mem");
+    assert!(after + 16_000 < before, "tot-mem {before} -> {after}");
+    let value = "x".repeat(100_000);
+    assert_eq!(text(&idle.cmd(&["SET", "big", &value])), "OK");
+    assert_eq!(text(&idle.cmd(&["GET", "big"])), value);
+
+    // With resizing off, the reply buffer keeps its size.
+    c.cmd(&["DEBUG", "REPLYBUFFER", "RESIZING", "0"]);
+    let mut kept = conn(server.port());
+    kept.cmd(&["CLIENT", "SETNAME", "kept"]);
+    let rbs = client_field(&mut c, "kept", "rbs").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while client_field(&mut c, "kept", "qbuf-free") != Some(0) {
+        assert!(Instant::now() < deadline, "query buffer never freed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // (`rbs` moves by the few bytes of the last reply written, not more.)
+    let kept_rbs = client_field(&mut c, "kept", "rbs").unwrap();
+    assert!(kept_rbs + 64 > rbs, "rbs {rbs} -> {kept_rbs}");
+    assert_eq!(text(&kept.cmd(&["PING"])), "PONG");
+    assert_eq!(
+        text(&c.cmd(&["DEBUG", "REPLYBUFFER", "RESIZING", "maybe", "x"])),
+        "ERR unknown subcommand or wrong number of arguments for 'REPLYBUFFER'. Try DEBUG HELP."
+    );
+}

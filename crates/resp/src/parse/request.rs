@@ -33,6 +33,8 @@ pub struct RequestDecoder {
     limits: Limits,
     /// Arguments of the multibulk being read.
     args: Vec<Bytes>,
+    /// Their bytes, summed.
+    args_len: usize,
     /// Bulks still expected by that multibulk; 0 between commands.
     remaining: usize,
     /// The length of the next bulk once its `$<len>` line has been read.
@@ -57,6 +59,7 @@ impl RequestDecoder {
         RequestDecoder {
             limits,
             args: Vec::new(),
+            args_len: 0,
             remaining: 0,
             bulk_len: None,
             unauthenticated: false,
@@ -79,6 +82,30 @@ impl RequestDecoder {
     /// ```
     pub fn set_unauthenticated(&mut self, unauthenticated: bool) {
         self.unauthenticated = unauthenticated;
+    }
+
+    /// The length of the bulk argument being received, once its `$<len>` line was read
+    /// and until its last byte arrives: the server sizes its read buffer for a large one
+    /// at once, as Redis does, instead of growing it read after read.
+    ///
+    /// ```
+    /// use bytes::BytesMut;
+    /// use redline_resp::RequestDecoder;
+    ///
+    /// let mut decoder = RequestDecoder::default();
+    /// let mut buf = BytesMut::from(&b"*2\r\n$3\r\nSET\r\n$100000\r\nvvv"[..]);
+    /// assert_eq!(decoder.decode(&mut buf).unwrap(), None);
+    /// assert_eq!(decoder.pending_bulk(), Some(100_000));
+    /// assert_eq!(decoder.pending_args_len(), 3);
+    /// ```
+    pub fn pending_bulk(&self) -> Option<usize> {
+        self.bulk_len.filter(|_| self.remaining > 0)
+    }
+
+    /// Bytes of the arguments of an incomplete command already split off the buffer
+    /// (Redis's `argv-mem` of a client whose command is still arriving).
+    pub fn pending_args_len(&self) -> usize {
+        self.args_len
     }
 
     /// Reads the next command from `buf`: its arguments, never empty. `Ok(None)` means
@@ -113,9 +140,11 @@ impl RequestDecoder {
             let mut arg = buf.split_to(used).freeze();
             arg.truncate(len);
             self.args.push(arg);
+            self.args_len += len;
             self.bulk_len = None;
             self.remaining -= 1;
         }
+        self.args_len = 0;
         Ok(Some(std::mem::take(&mut self.args)))
     }
 

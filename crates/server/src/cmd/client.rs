@@ -12,6 +12,7 @@ use super::connection::describe;
 use super::reply::{self, ok, CmdError, CmdResult, SYNTAX};
 use super::{Ctx, Handler};
 use crate::net::client::ReplyMode;
+use crate::net::client_memory::ClientFigures;
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
@@ -119,9 +120,9 @@ pub fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// One CLIENT LIST line, in Redis 7.0's field order (memory figures we do not track
-/// are 0). `me` is the calling client, whose state is read directly; the others show
-/// what their connections last reported.
+/// One CLIENT LIST line, in Redis 7.0's field order (`rbp`, `obl` and `oll`, which
+/// describe Redis's own buffer layout, are 0). `me` is the calling client, whose state
+/// is read directly; the others show what their connections last reported.
 fn client_line(
     text: &mut String,
     summary: &crate::net::registry::ClientSummary,
@@ -133,15 +134,20 @@ fn client_line(
         .map(|n| String::from_utf8_lossy(n).into_owned())
         .unwrap_or_default();
     let a = match me {
-        Some(c) => c.activity(c.qbuf),
+        Some(c) => {
+            let last = &summary.activity.memory;
+            let memory = ClientFigures::of(c, c.qbuf_capacity, c.qbuf, 0, last.reply_buffer);
+            c.activity(c.qbuf, memory)
+        }
         None => summary.activity.clone(),
     };
     let (sub, psub, ssub) = a.subscriptions;
     // The caller is running this command: nothing of its own is waiting.
     let omem = if me.is_some() { 0 } else { summary.omem };
+    let m = &a.memory;
     let _ = writeln!(
         text,
-        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
+        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
         summary.id,
         summary.peer,
         summary.local,
@@ -155,8 +161,12 @@ fn client_line(
         ssub,
         a.multi,
         a.qbuf,
+        m.qbuf_free,
+        m.argv,
+        m.multi,
+        m.reply_buffer,
         omem,
-        omem + a.qbuf,
+        m.held + summary.pending,
         a.last_cmd,
         String::from_utf8_lossy(&summary.user),
         a.resp
@@ -226,7 +236,7 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         let me = s.id == ctx.client.id;
         let flags = if me {
-            ctx.client.activity(0).flags
+            ctx.client.flags()
         } else {
             s.activity.flags.clone()
         };

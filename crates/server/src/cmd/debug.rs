@@ -2,6 +2,8 @@
 //! DIGEST, DIGEST-VALUE, PROTOCOL, POPULATE, SET-ACTIVE-EXPIRE, PAUSE-CRON,
 //! QUICKLIST-PACKED-THRESHOLD, REPLICATE, ...), with Redis's replies.
 
+use std::sync::atomic::Ordering;
+
 use bytes::Bytes;
 use redline_resp::encode;
 
@@ -48,6 +50,27 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         // Redis reads the flag with atoi: anything but a non-zero number turns it off.
         let on = super::args::int(&args[2]).is_ok_and(|n| n != 0);
         ctx.shared.store.set_active_expire(on);
+        ok(ctx.out);
+        return Ok(());
+    }
+    if is(sub, "replybuffer") && args.len() == 4 {
+        let memory = &ctx.shared.clients.memory;
+        if is(&args[2], "peak-reset-time") {
+            let ms = if is(&args[3], "never") {
+                -1
+            } else if is(&args[3], "reset") {
+                crate::net::client_memory::DEFAULT_PEAK_RESET_MS
+            } else {
+                super::args::int(&args[3])?
+            };
+            memory.peak_reset_ms.store(ms, Ordering::Relaxed);
+        } else if is(&args[2], "resizing") {
+            // Redis reads it with atoi.
+            let on = super::args::int(&args[3]).is_ok_and(|n| n != 0);
+            memory.resizing.store(on, Ordering::Relaxed);
+        } else {
+            return Err(super::reply::subcommand_syntax("DEBUG", sub));
+        }
         ok(ctx.out);
         return Ok(());
     }
@@ -164,6 +187,12 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             "    Send the command to the replicas without running it here.",
             "PAUSE-CRON <0|1>",
             "    Stop periodic cron job processing.",
+            "REPLYBUFFER PEAK-RESET-TIME <NEVER||RESET|time>",
+            "    Sets the time (in milliseconds) to wait between client reply buffer peak resets.",
+            "    In case NEVER is provided the last observed peak will never be reset",
+            "    In case RESET is provided the peak reset time will be restored to the default value",
+            "REPLYBUFFER RESIZING <0|1>",
+            "    Enable or disable the reply buffer resize cron job",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Setting it to 0 disables expiring keys in background when they are not",
             "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",

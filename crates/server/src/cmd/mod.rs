@@ -287,6 +287,7 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if let Some(queue) = ctx.client.multi.as_mut() {
         if !tx::runs_inside_multi(top) {
             queue.push(args.to_vec());
+            ctx.client.multi_bytes += args.iter().map(Bytes::len).sum::<usize>();
             ctx.out.extend_from_slice(b"+QUEUED\r\n");
             return Ok(());
         }

@@ -54,7 +54,8 @@ fn client_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         i += 1;
     }
     if is(&args[2], "on") {
-        ctx.shared
+        ctx.client.tracking_prefixes = ctx
+            .shared
             .tracking
             .enable(ctx.shared, ctx.client.id, &ctx.client.mailbox, options)
             .map_err(CmdError::Owned)?;
@@ -74,6 +75,7 @@ pub fn disable(ctx: &mut Ctx<'_>) {
         ctx.shared.tracking.disable(ctx.shared, ctx.client.id);
     }
     ctx.client.tracking = false;
+    ctx.client.tracking_prefixes = 0;
     ctx.client.tracking_caching = false;
 }
 

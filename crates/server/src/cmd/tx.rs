@@ -44,6 +44,7 @@ fn multi(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         return Err(CmdError::Static("ERR MULTI calls can not be nested"));
     }
     ctx.client.multi = Some(Vec::new());
+    ctx.client.multi_bytes = 0;
     ctx.client.multi_failed = false;
     ok(ctx.out);
     Ok(())

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use indexmap::IndexSet;
 use redline_resp::Protocol;
 
+use super::client_memory::ClientFigures;
 use super::mailbox::Mailbox;
 use super::registry::Activity;
 use crate::acl::UserCell;
@@ -149,6 +150,12 @@ pub struct ClientState {
     pub tracking: bool,
     /// CLIENT CACHING YES/NO applies to the next command (or transaction).
     pub tracking_caching: bool,
+    /// BCAST prefixes it tracks (counted in its memory).
+    pub tracking_prefixes: usize,
+    /// Bytes of the arguments of the commands queued since MULTI (`multi-mem`).
+    pub multi_bytes: usize,
+    /// Capacity of the query buffer, as the connection last saw it.
+    pub qbuf_capacity: usize,
     /// While a tracking client runs a script: whether the script called a read-only
     /// command yet (then the script's declared keys are tracked, as in Redis).
     pub tracking_script: Option<bool>,
@@ -253,6 +260,9 @@ impl ClientState {
             killed: Arc::default(),
             tracking: false,
             tracking_caching: false,
+            tracking_prefixes: 0,
+            multi_bytes: 0,
+            qbuf_capacity: 0,
             tracking_script: None,
         }
     }
@@ -267,8 +277,8 @@ impl ClientState {
         self.subscription_count() + self.shard_channels.len() > 0
     }
 
-    /// What CLIENT LIST shows of this client, with `qbuf` bytes unread.
-    pub fn activity(&self, qbuf: usize) -> Activity {
+    /// Redis's CLIENT LIST flag letters for this client (`N` for none).
+    pub fn flags(&self) -> String {
         let mut flags = String::new();
         if self.monitor {
             flags.push('O');
@@ -296,6 +306,12 @@ impl ClientState {
         if flags.is_empty() {
             flags.push('N');
         }
+        flags
+    }
+
+    /// What CLIENT LIST shows of this client, with `qbuf` bytes unread and its memory.
+    pub fn activity(&self, qbuf: usize, memory: ClientFigures) -> Activity {
+        let flags = self.flags();
         Activity {
             last_cmd: self.last_cmd,
             flags,
@@ -306,6 +322,7 @@ impl ClientState {
             ),
             multi: self.multi.as_ref().map_or(-1, |q| q.len() as i64),
             qbuf,
+            memory,
             resp: if self.protocol == Protocol::Resp3 {
                 3
             } else {
@@ -316,9 +333,9 @@ impl ClientState {
     }
 
     /// Mirrors [`Self::activity`] for other clients to see.
-    pub fn publish_activity(&self, qbuf: usize) {
+    pub fn publish_activity(&self, qbuf: usize, memory: ClientFigures) {
         if let Some(slot) = &self.activity_slot {
-            *slot.lock() = self.activity(qbuf);
+            *slot.lock() = self.activity(qbuf, memory);
         }
     }
 }

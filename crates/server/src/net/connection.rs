@@ -12,6 +12,7 @@
 //! serves the connection and each batch of replies is one write; TLS adds the encryption
 //! and nothing else.
 
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -26,6 +27,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::client::{ClientState, ReplyMode};
+use super::client_memory::{ClientFigures, IDLE_QUERY_BUFFER_AFTER, IDLE_REPLY_BUFFER};
 use super::counted::Counted;
 use super::registry::Registration;
 use crate::cmd::{self, Ctx};
@@ -34,6 +36,10 @@ use crate::shared::Shared;
 
 /// Bytes asked of each read (Redis's `PROTO_IOBUF_LEN`).
 const READ_CHUNK: usize = 16 * 1024;
+
+/// An argument this long gets its whole room in the query buffer as soon as its length
+/// is read (Redis's `PROTO_MBULK_BIG_ARG`).
+const BIG_ARG: usize = 32 * 1024;
 
 /// Write out a batch's replies early once they reach this size, so a long pipeline of
 /// large replies does not pile up in memory.
@@ -92,6 +98,9 @@ pub struct Connection<'a, S> {
     decoder: RequestDecoder,
     client: ClientState,
     limits: CachedLimits,
+    /// The waker the mailbox wakes when the cron asks this idle client to trim its
+    /// buffers, registered on the first wait: a task's waker does not change.
+    trim_waker: Option<std::task::Waker>,
 }
 
 /// Serves one accepted TLS connection: the handshake (bounded by `timeout`), then
@@ -163,6 +172,7 @@ where
             query_buffer_limit: usize::MAX,
             timeout: None,
         },
+        trim_waker: None,
     };
     connection.refresh_limits();
     if let Err(e) = connection.run().await {
@@ -250,6 +260,7 @@ fn run_batch(
             Some(args) => Ok(Some(args)),
             None => {
                 client.qbuf = input.len();
+                client.qbuf_capacity = input.capacity();
                 decoder.set_unauthenticated(!client.authenticated && shared.acl.auth_required());
                 decoder.decode(input)
             }
@@ -382,14 +393,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                     Progress::Debug => self.debug_session().await?,
                     Progress::OutputFull => self.write_ready().await?,
                     Progress::Blocked => {
-                        self.client.publish_activity(self.input.len());
+                        self.publish_activity();
                         self.flush().await?;
                         if !self.wait_unblocked().await? {
                             return Ok(());
                         }
                     }
                     Progress::Paused => {
-                        self.client.publish_activity(self.input.len());
+                        self.publish_activity();
                         self.flush().await?;
                         if !self.wait_unpaused().await? {
                             return Ok(());
@@ -400,7 +411,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                         if let Some(start) = self.client.replica_start.take() {
                             // From here on the connection carries the stream.
                             self.client.is_replica = true;
-                            self.client.publish_activity(self.input.len());
+                            self.publish_activity();
                             let shared = self.shared;
                             // What the link carries from here on is replication traffic.
                             self.flush_counters();
@@ -476,30 +487,70 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                 }
                 continue;
             }
-            let read = self.stream.read_buf(&mut self.input);
-            let n = match self.limits.timeout {
+            let timeout = self.limits.timeout;
+            let read = self.read_or_trim();
+            let read = match timeout {
                 None => read.await?,
                 Some(idle) => match tokio::time::timeout(idle, read).await {
                     Ok(result) => result?,
                     Err(_) => return Ok(()),
                 },
             };
-            if n == 0 {
-                return Ok(());
+            match read {
+                Some(0) => return Ok(()),
+                Some(_) => {}
+                None => {
+                    self.trim_idle_buffers();
+                    self.count_memory();
+                }
             }
         }
     }
 
+    /// Reads what the client sends next (`Some(0)`: the peer closed), or returns `None`
+    /// when the cron asks this idle client to trim its buffers (see
+    /// [`Self::trim_idle_buffers`]).
+    ///
+    /// Not a `select!` over the mailbox as [`Self::read_or_message`] is: registering
+    /// with its `Notify` on every wait cost about 330 instructions a request at `-P 1`
+    /// (callgrind); here the wake-up is a waker registered once per connection and a
+    /// flag read per poll.
+    fn read_or_trim(&mut self) -> impl Future<Output = io::Result<Option<usize>>> + '_ {
+        std::future::poll_fn(|cx| {
+            if self.trim_waker.is_none() {
+                self.client.mailbox.register_trim_waker(cx.waker());
+                self.trim_waker = Some(cx.waker().clone());
+            }
+            if self.client.mailbox.take_trim() {
+                return Poll::Ready(Ok(None));
+            }
+            tokio_util::io::poll_read_buf(Pin::new(&mut self.stream), cx, &mut self.input)
+                .map_ok(Some)
+        })
+    }
+
+    /// Makes room in the query buffer for the next read.
     fn reserve_input(&mut self) {
-        if self.input.capacity() - self.input.len() < READ_CHUNK {
-            // Grow geometrically while a large argument is arriving.
-            self.input.reserve(READ_CHUNK.max(self.input.len()));
+        let spare = self.input.capacity() - self.input.len();
+        match self.decoder.pending_bulk() {
+            // A large argument is arriving: room for all of it at once, as Redis makes
+            // (so it is read without copies), and counted whole from then on.
+            Some(len) if len >= BIG_ARG => {
+                let missing = (len + 2).saturating_sub(self.input.len());
+                if spare < missing {
+                    self.input.reserve(missing);
+                    self.count_memory();
+                }
+            }
+            _ if spare < READ_CHUNK => self.input.reserve(READ_CHUNK.max(self.input.len())),
+            _ => {}
         }
     }
 
-    /// A subscriber (or RESP3 client) waits for input and for messages at once (no idle
-    /// timeout for subscribers, as in Redis). Returns false when the peer closed or
-    /// stayed idle past `timeout`.
+    /// Waits for input, and meanwhile for the mailbox: messages and pushes for
+    /// subscribers and RESP3 clients, and for everyone the cron's request to trim the
+    /// buffers of an idle client. Returns false when the peer closed or stayed idle past
+    /// `timeout` (no idle timeout for subscribers, as in Redis).
     async fn read_or_message(&mut self) -> io::Result<bool> {
         let mailbox = self.client.mailbox.clone();
         let idle = if self.client.in_pubsub() {
@@ -507,22 +558,54 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         } else {
             self.limits.timeout
         };
+        let expiry = idle.map(tokio::time::sleep);
+        tokio::pin!(expiry);
         loop {
-            let expiry = async {
-                match idle {
-                    Some(idle) => tokio::time::sleep(idle).await,
-                    None => std::future::pending().await,
-                }
-            };
             tokio::select! {
                 biased;
                 _ = mailbox.wait() => {
+                    if mailbox.take_trim() {
+                        self.trim_idle_buffers();
+                    }
                     mailbox.drain_into(&mut self.output);
-                    self.flush().await?;
+                    self.count_memory();
+                    if !self.output.is_empty() {
+                        self.flush().await?;
+                        // Writing to the client counts as activity, as in Redis.
+                        if let (Some(sleep), Some(idle)) = (expiry.as_mut().as_pin_mut(), idle) {
+                            sleep.reset(tokio::time::Instant::now() + idle);
+                        }
+                    }
                 }
                 read = self.stream.read_buf(&mut self.input) => return Ok(read? > 0),
-                _ = expiry => return Ok(false),
+                _ = async {
+                    match expiry.as_mut().as_pin_mut() {
+                        Some(sleep) => sleep.await,
+                        None => std::future::pending().await,
+                    }
+                } => return Ok(false),
             }
+        }
+    }
+
+    /// Gives back what an idle client's buffers hold beyond what it needs: the query
+    /// buffer once idle for [`IDLE_QUERY_BUFFER_AFTER`], the reply buffer down to
+    /// [`IDLE_REPLY_BUFFER`] after DEBUG REPLYBUFFER's peak-reset time (as Redis's
+    /// client cron does). The next read starts small and grows again as needed.
+    fn trim_idle_buffers(&mut self) {
+        let idle = self.client.last_interaction.elapsed();
+        if self.input.is_empty() && idle >= IDLE_QUERY_BUFFER_AFTER {
+            self.input = BytesMut::new();
+        }
+        let shrink = self
+            .shared
+            .clients
+            .memory
+            .reply_buffer_idle_after()
+            .is_some_and(|after| idle >= after);
+        if shrink && self.output.is_empty() && self.output.capacity() > IDLE_REPLY_BUFFER {
+            self.output = BytesMut::with_capacity(IDLE_REPLY_BUFFER);
+            self.output_large = false;
         }
     }
 
@@ -789,19 +872,36 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         Ok(())
     }
 
-    /// `maxmemory-clients`: counts what this client holds after a batch (its query
-    /// buffer, the replies to write, messages waiting) and closes the clients holding
-    /// the most while all of them together are over the limit. Nothing while it is off.
+    /// This client's memory (see [`ClientFigures`]).
+    fn figures(&self) -> ClientFigures {
+        ClientFigures::of(
+            &self.client,
+            self.input.capacity(),
+            self.input.len(),
+            self.decoder.pending_args_len(),
+            self.output.capacity(),
+        )
+    }
+
+    /// Mirrors this client's state for other clients' CLIENT LIST.
+    fn publish_activity(&self) {
+        self.client
+            .publish_activity(self.input.len(), self.figures());
+    }
+
+    /// Publishes this client's state for CLIENT LIST and records what it holds for
+    /// `maxmemory-clients` (after a batch, or after messages were taken), the same
+    /// figures for both; while the limit is on, closes the clients holding the most
+    /// while all of them together are over it.
     fn count_memory(&self) {
-        let memory = &self.shared.clients.memory;
-        if !memory.enabled() {
-            return;
-        }
+        let figures = self.figures();
+        self.client.publish_activity(self.input.len(), figures);
         let mailbox = &self.client.mailbox;
-        mailbox.set_input(self.input.capacity());
-        mailbox.set_unsent(self.output.capacity());
-        mailbox.recount();
-        self.shared.clients.evict_over_limit();
+        mailbox.set_held(figures.held);
+        if self.shared.clients.memory.enabled() {
+            mailbox.recount();
+            self.shared.clients.evict_over_limit();
+        }
     }
 
     /// Writes the replies while the client reads them, and meanwhile reads what it
@@ -918,7 +1018,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     /// Adds this connection's command count to the server's, once per batch: a shared
     /// counter bumped per command would bounce its cache line between cores.
     fn flush_counters(&mut self) {
-        self.client.publish_activity(self.input.len());
         if !self.client.cmdstats.is_empty() {
             self.shared.cmdstats.absorb(&mut self.client.cmdstats);
         }

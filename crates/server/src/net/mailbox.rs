@@ -9,6 +9,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::task::Waker;
 use std::time::Instant;
 
 use bytes::BytesMut;
@@ -29,12 +30,16 @@ pub struct Mailbox {
     subscribed: AtomicBool,
     /// Bytes of the owner's replies being written to its socket (CLIENT LIST `omem`).
     unsent: AtomicUsize,
-    /// Bytes of the owner's query buffer.
-    input: AtomicUsize,
+    /// What the owner holds apart from its messages (`ClientFigures::held`).
+    held: AtomicUsize,
     /// What this client last added to the `maxmemory-clients` total.
     counted: AtomicUsize,
     /// CLIENT NO-EVICT on: counted, never evicted.
     no_evict: AtomicBool,
+    /// The owner has been idle long enough to give back its buffers' memory.
+    trim: AtomicBool,
+    /// Wakes the owner for it while it waits for input.
+    trim_waker: Mutex<Option<Waker>>,
     /// The `maxmemory-clients` total, once the owner connection is served.
     accounting: OnceLock<Arc<ClientMemory>>,
 }
@@ -73,7 +78,12 @@ impl Mailbox {
     /// Appends a reply that must be delivered whatever the limits (a served blocking
     /// command), and wakes the owner.
     pub fn deliver(&self, bytes: &[u8]) {
-        self.state.lock().pending.extend_from_slice(bytes);
+        let pending = {
+            let mut state = self.state.lock();
+            state.pending.extend_from_slice(bytes);
+            state.pending.len()
+        };
+        self.recount_with(pending);
         self.notify.notify_one();
     }
 
@@ -98,7 +108,12 @@ impl Mailbox {
     /// Output waiting for the client: replies being written and messages not yet
     /// taken (CLIENT LIST `omem`).
     pub fn output_bytes(&self) -> usize {
-        self.unsent.load(Ordering::Relaxed) + self.state.lock().pending.len()
+        self.unsent.load(Ordering::Relaxed) + self.pending_bytes()
+    }
+
+    /// Messages not yet taken.
+    pub fn pending_bytes(&self) -> usize {
+        self.state.lock().pending.len()
     }
 
     /// Counts this client in `memory` (`maxmemory-clients`) from now on.
@@ -106,13 +121,13 @@ impl Mailbox {
         let _ = self.accounting.set(memory);
     }
 
-    /// Records the size of the owner's query buffer.
-    pub fn set_input(&self, bytes: usize) {
-        self.input.store(bytes, Ordering::Relaxed);
+    /// Records what the owner holds apart from its messages (`ClientFigures::held`).
+    pub fn set_held(&self, bytes: usize) {
+        self.held.store(bytes, Ordering::Relaxed);
     }
 
-    /// Brings this client's part of the `maxmemory-clients` total up to date: query
-    /// buffer, replies being written, messages waiting.
+    /// Brings this client's part of the `maxmemory-clients` total up to date: what its
+    /// connection holds and the messages waiting.
     pub fn recount(&self) {
         if self.accounting.get().is_some_and(|m| m.enabled()) {
             let pending = self.state.lock().pending.len();
@@ -124,8 +139,7 @@ impl Mailbox {
         let Some(memory) = self.accounting.get().filter(|m| m.enabled()) else {
             return;
         };
-        let now =
-            self.input.load(Ordering::Relaxed) + self.unsent.load(Ordering::Relaxed) + pending;
+        let now = self.held.load(Ordering::Relaxed) + pending;
         let before = self.counted.swap(now, Ordering::Relaxed);
         memory.change(before, now);
     }
@@ -141,6 +155,27 @@ impl Mailbox {
             let before = self.counted.swap(0, Ordering::Relaxed);
             memory.change(before, 0);
         }
+    }
+
+    /// Asks the owner, idle, to trim its buffers (it wakes for it).
+    pub fn request_trim(&self) {
+        if !self.trim.swap(true, Ordering::SeqCst) {
+            self.notify.notify_one();
+            if let Some(waker) = self.trim_waker.lock().as_ref() {
+                waker.wake_by_ref();
+            }
+        }
+    }
+
+    /// Whether a trim was asked for since the last call (one load when not).
+    pub fn take_trim(&self) -> bool {
+        self.trim.load(Ordering::SeqCst) && self.trim.swap(false, Ordering::SeqCst)
+    }
+
+    /// The waker [`Mailbox::request_trim`] wakes, registered before the owner checks
+    /// [`Mailbox::take_trim`] so a request between the two is not missed.
+    pub fn register_trim_waker(&self, waker: &Waker) {
+        *self.trim_waker.lock() = Some(waker.clone());
     }
 
     /// CLIENT NO-EVICT.

@@ -5,12 +5,12 @@ use super::peer::Peer;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use tokio::task::AbortHandle;
 
-use super::client_memory::ClientMemory;
+use super::client_memory::{ClientFigures, ClientMemory};
 use super::mailbox::Mailbox;
 use crate::acl::UserCell;
 
@@ -54,6 +54,8 @@ pub struct Activity {
     pub multi: i64,
     /// Bytes waiting in its query buffer.
     pub qbuf: usize,
+    /// Its memory, as its connection last counted it.
+    pub memory: ClientFigures,
     /// Protocol version (2 or 3).
     pub resp: u8,
     /// When it last sent something.
@@ -68,6 +70,7 @@ impl Default for Activity {
             subscriptions: (0, 0, 0),
             multi: -1,
             qbuf: 0,
+            memory: ClientFigures::default(),
             resp: 2,
             last_interaction: Instant::now(),
         }
@@ -89,6 +92,7 @@ impl ClientEntry {
                 .map_or_else(|| b"default".to_vec(), |u| u.name().to_vec()),
             activity: self.activity.lock().clone(),
             omem: self.mailbox.as_ref().map_or(0, |m| m.output_bytes()),
+            pending: self.mailbox.as_ref().map_or(0, |m| m.pending_bytes()),
         }
     }
 }
@@ -114,6 +118,8 @@ pub struct ClientSummary {
     pub activity: Activity,
     /// Output waiting for it: replies being written, messages not taken yet.
     pub omem: usize,
+    /// The messages not taken yet alone (the replies are in its reply buffer).
+    pub pending: usize,
 }
 
 /// Connected clients.
@@ -123,6 +129,8 @@ pub struct Clients {
     map: Mutex<HashMap<u64, ClientEntry>>,
     /// `maxmemory-clients`: what the clients hold, and client eviction.
     pub memory: Arc<ClientMemory>,
+    /// When [`Clients::trim_idle`] last walked the clients.
+    last_trim: Mutex<Option<Instant>>,
 }
 
 impl Clients {
@@ -195,6 +203,58 @@ impl Clients {
     /// Whether no client is connected.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// `maxmemory-clients` was set: every client counted again (their totals are not
+    /// kept while the limit is off), then the clients holding the most closed while
+    /// they are over it.
+    pub fn recount_memory(&self) {
+        if !self.memory.enabled() {
+            return;
+        }
+        let mailboxes: Vec<Arc<Mailbox>> = self
+            .map
+            .lock()
+            .values()
+            .filter_map(|entry| entry.mailbox.clone())
+            .collect();
+        for mailbox in mailboxes {
+            mailbox.recount();
+        }
+        self.evict_over_limit();
+    }
+
+    /// Asks every idle client that holds buffers it does not need to give their memory
+    /// back (Redis's `clientsCronResizeQueryBuffer` and `clientsCronResizeOutputBuffer`).
+    /// The server's cron calls it on every turn; it walks the clients once a second.
+    pub fn trim_idle(&self) {
+        {
+            let mut last = self.last_trim.lock();
+            if last.is_some_and(|at| at.elapsed() < Duration::from_secs(1)) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
+        for entry in self.map.lock().values() {
+            let Some(mailbox) = &entry.mailbox else {
+                continue;
+            };
+            let (idle, memory, qbuf) = {
+                let activity = entry.activity.lock();
+                (
+                    activity.last_interaction.elapsed(),
+                    activity.memory,
+                    activity.qbuf,
+                )
+            };
+            let qbuf_capacity = memory.qbuf_free + qbuf;
+            if self
+                .memory
+                .should_trim(idle, qbuf_capacity, memory.reply_buffer)
+            {
+                mailbox.request_trim();
+            }
+        }
     }
 
     /// Client eviction (`maxmemory-clients`): while the clients hold more than the
