@@ -53,6 +53,9 @@ pub fn run(program: &str, args: &[String]) -> ExitCode {
         eprintln!("Can't open the log file: {e}");
         return ExitCode::from(1);
     }
+    if let Err(e) = crate::crash::install(&config.logfile) {
+        tracing::warn!("Crash reports are off: {e}");
+    }
     let runtime = match crate::runtime::build(config.effective_workers(), "redline-server") {
         Ok(runtime) => runtime,
         Err(e) => {

@@ -53,6 +53,7 @@ pub mod blocking;
 pub mod cmd;
 pub mod cmdstats;
 pub mod config;
+pub mod crash;
 pub mod cstr;
 pub mod geohash;
 pub mod glob;

@@ -53,6 +53,10 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ok(ctx.out);
         return Ok(());
     }
+    if is(sub, "segfault") {
+        tracing::warn!("DEBUG SEGFAULT: crashing the server on purpose");
+        crate::crash::segfault();
+    }
     if is(sub, "replybuffer") && args.len() == 4 {
         let memory = &ctx.shared.clients.memory;
         if is(&args[2], "peak-reset-time") {
@@ -197,6 +201,8 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             "    Setting it to 0 disables expiring keys in background when they are not",
             "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
             "    default.",
+            "SEGFAULT",
+            "    Crash the server with sigsegv.",
             "SLEEP <seconds>",
             "    Stop the server for <seconds>. Decimals allowed.",
             "HELP",
