@@ -175,13 +175,15 @@ enum Incoming {
 /// callers run, the callers idle while it answers. Handing out about a quarter of the
 /// commands in flight per turn, then writing what those callers sent before handing out
 /// the next quarter, keeps several smaller batches in flight, so both sides work at the
-/// same time (`Config::reply_waves` has the figures). Below 8 commands in flight there is
-/// nothing to overlap: one caller pays no extra turn.
+/// same time (`Config::reply_waves` has the figures). Below 32 commands in flight there
+/// are no waves: a wave of under 8 costs a write and a task turn for too few commands
+/// (at 16 callers, waves of 4 made GET 0.82x of fred where none make it 1.19x, on a
+/// quiet machine; bench/NOTES.md), and one caller pays no extra turn.
 fn wave_size(in_flight: usize) -> Option<usize> {
     const SHARE: usize = 4;
-    const MIN: usize = 4;
+    const MIN: usize = 8;
     const MAX: usize = 32;
-    (in_flight >= 2 * MIN).then(|| (in_flight / SHARE).clamp(MIN, MAX))
+    (in_flight >= SHARE * MIN).then(|| (in_flight / SHARE).clamp(MIN, MAX))
 }
 
 impl<'a> Driver<'a> {
