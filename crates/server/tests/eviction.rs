@@ -716,6 +716,9 @@ fn client_field(c: &mut Conn, name: &str, field: &str) -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// The `i`th command of a series.
+type CommandAt = fn(usize) -> Vec<String>;
+
 /// Sends commands on `c` until the server closes it; returns how many it answered.
 fn until_closed(c: &mut Conn, mut command: impl FnMut(usize) -> Vec<String>) -> usize {
     for i in 0..1_000_000 {
@@ -777,7 +780,7 @@ fn every_part_of_a_client_counts_for_maxmemory_clients() {
     assert!((5..30).contains(&queued), "{queued} commands queued");
     // Watched keys, patterns, channels, shard channels, tracked prefixes: each entry
     // costs tens of bytes, so a few thousand reach 200 KB.
-    let entries: [(&str, fn(usize) -> Vec<String>); 5] = [
+    let entries: [(&str, CommandAt); 5] = [
         ("WATCH", |i| vec!["WATCH".into(), format!("key:{i}")]),
         ("PSUBSCRIBE", |i| {
             vec!["PSUBSCRIBE".into(), format!("p:{i}")]
