@@ -812,7 +812,8 @@ fn every_part_of_a_client_counts_for_maxmemory_clients() {
 
 /// An idle client gives its buffers' memory back, as Redis's client cron makes it: the
 /// query buffer after 2 s, the reply buffer down to 1 KB after DEBUG REPLYBUFFER's
-/// peak-reset time; with RESIZING 0 the reply buffer keeps its size. It still works
+/// peak-reset time (INFO `mem_clients_normal` falls with it); with RESIZING 0 the reply
+/// buffer keeps its size. It still works
 /// afterwards, with replies larger than what it kept.
 #[test]
 fn idle_clients_give_their_buffers_back() {
@@ -824,6 +825,8 @@ fn idle_clients_give_their_buffers_back() {
     idle.cmd(&["CLIENT", "SETNAME", "idle"]);
     let field = |c: &mut Conn, f: &str| client_field(c, "idle", f).unwrap();
     let before = field(&mut c, "tot-mem");
+    let clients_before = info(&mut c, "mem_clients_normal");
+    assert!(clients_before > before, "mem_clients_normal {clients_before}");
     assert!(field(&mut c, "rbs") > 1024);
     assert!(field(&mut c, "qbuf-free") > 0);
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -834,6 +837,8 @@ fn idle_clients_give_their_buffers_back() {
     assert_eq!(field(&mut c, "rbs"), 1024);
     let after = field(&mut c, "tot-mem");
     assert!(after + 16_000 < before, "tot-mem {before} -> {after}");
+    let clients_after = info(&mut c, "mem_clients_normal");
+    assert!(clients_after + 16_000 < clients_before, "{clients_before} -> {clients_after}");
     let value = "x".repeat(100_000);
     assert_eq!(text(&idle.cmd(&["SET", "big", &value])), "OK");
     assert_eq!(text(&idle.cmd(&["GET", "big"])), value);

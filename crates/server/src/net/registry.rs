@@ -224,6 +224,28 @@ impl Clients {
         self.evict_over_limit();
     }
 
+    /// What the normal clients (not replica or master links) hold, as each last counted
+    /// itself: INFO `mem_clients_normal`.
+    pub fn normal_memory(&self) -> usize {
+        self.map
+            .lock()
+            .values()
+            .map(|entry| {
+                let (flags_link, held) = {
+                    let activity = entry.activity.lock();
+                    let link = activity.flags.contains('S') || activity.flags.contains('M');
+                    (link, activity.memory.held)
+                };
+                let pending = entry.mailbox.as_ref().map_or(0, |m| m.pending_bytes());
+                if flags_link {
+                    0
+                } else {
+                    held + pending
+                }
+            })
+            .sum()
+    }
+
     /// Asks every idle client that holds buffers it does not need to give their memory
     /// back (Redis's `clientsCronResizeQueryBuffer` and `clientsCronResizeOutputBuffer`).
     /// The server's cron calls it on every turn; it walks the clients once a second.
