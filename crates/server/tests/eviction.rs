@@ -826,7 +826,10 @@ fn idle_clients_give_their_buffers_back() {
     let field = |c: &mut Conn, f: &str| client_field(c, "idle", f).unwrap();
     let before = field(&mut c, "tot-mem");
     let clients_before = info(&mut c, "mem_clients_normal");
-    assert!(clients_before > before, "mem_clients_normal {clients_before}");
+    assert!(
+        clients_before > before,
+        "mem_clients_normal {clients_before}"
+    );
     assert!(field(&mut c, "rbs") > 1024);
     assert!(field(&mut c, "qbuf-free") > 0);
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -838,7 +841,10 @@ fn idle_clients_give_their_buffers_back() {
     let after = field(&mut c, "tot-mem");
     assert!(after + 16_000 < before, "tot-mem {before} -> {after}");
     let clients_after = info(&mut c, "mem_clients_normal");
-    assert!(clients_after + 16_000 < clients_before, "{clients_before} -> {clients_after}");
+    assert!(
+        clients_after + 16_000 < clients_before,
+        "{clients_before} -> {clients_after}"
+    );
     let value = "x".repeat(100_000);
     assert_eq!(text(&idle.cmd(&["SET", "big", &value])), "OK");
     assert_eq!(text(&idle.cmd(&["GET", "big"])), value);

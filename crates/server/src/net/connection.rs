@@ -94,6 +94,9 @@ pub struct Connection<'a, S> {
     /// The output grew past `KEEP_CAPACITY` since it was last replaced. Written bytes
     /// are advanced past, so `capacity()` then understates what the buffer holds.
     output_large: bool,
+    /// Bytes written (advanced past) from the front of `output`'s allocation: the
+    /// allocation is `capacity()` plus this (see [`Self::poll_write_output`]).
+    output_sent: usize,
     decoder: RequestDecoder,
     client: ClientState,
     limits: CachedLimits,
@@ -164,6 +167,7 @@ where
         input: BytesMut::with_capacity(READ_CHUNK),
         output: BytesMut::with_capacity(READ_CHUNK),
         output_large: false,
+        output_sent: 0,
         decoder: RequestDecoder::new(limits),
         client,
         limits: CachedLimits {
@@ -598,6 +602,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         if shrink && self.output.is_empty() && self.output.capacity() > IDLE_REPLY_BUFFER {
             self.output = BytesMut::with_capacity(IDLE_REPLY_BUFFER);
             self.output_large = false;
+            self.output_sent = 0;
         }
     }
 
@@ -871,7 +876,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             self.input.capacity(),
             self.input.len(),
             self.decoder.pending_args_len(),
-            self.output.capacity(),
+            self.output.capacity() + self.output_sent,
         )
     }
 
@@ -887,9 +892,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     /// while all of them together are over it.
     fn count_memory(&self) {
         let figures = self.figures();
-        self.client.publish_activity(self.input.len(), figures);
         let mailbox = &self.client.mailbox;
+        // Recorded before it is shown: what CLIENT LIST shows, a recount already sees.
         mailbox.set_held(figures.held);
+        self.client.publish_activity(self.input.len(), figures);
         if self.shared.clients.memory.enabled() {
             mailbox.recount();
             self.shared.clients.evict_over_limit();
@@ -914,6 +920,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         if self.output.is_empty() && (self.output_large || self.output.capacity() > KEEP_CAPACITY) {
             self.output_large = false;
             self.output = BytesMut::with_capacity(READ_CHUNK);
+            self.output_sent = 0;
         }
         sent
     }
@@ -943,7 +950,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         while !self.output.is_empty() {
             match Pin::new(&mut self.stream).poll_write(cx, &self.output) {
                 Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-                Poll::Ready(Ok(n)) => self.output.advance(n),
+                Poll::Ready(Ok(n)) => {
+                    self.output.advance(n);
+                    self.output_sent += n;
+                    if self.output_sent >= self.output.len() {
+                        // What is left is no longer than what was sent: move it to the
+                        // front, as BytesMut's own `reserve` would on its next growth,
+                        // so the front of the allocation (and its size, counted for
+                        // `maxmemory-clients`) stays known.
+                        let whole = self.output.capacity() - self.output.len() + self.output_sent;
+                        let _ = self.output.try_reclaim(whole);
+                        self.output_sent = 0;
+                    }
+                }
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,
             }
@@ -984,6 +1003,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             self.output.clear();
             if self.output.capacity() > KEEP_CAPACITY {
                 self.output = BytesMut::with_capacity(READ_CHUNK);
+                self.output_sent = 0;
             }
         }
         Ok(())
