@@ -868,3 +868,42 @@ fn idle_clients_give_their_buffers_back() {
         "ERR unknown subcommand or wrong number of arguments for 'REPLYBUFFER'. Try DEBUG HELP."
     );
 }
+
+/// Replies a client does not read count for `maxmemory-clients` whole, the part already
+/// written to its socket's buffer included, so clients that never read are evicted
+/// before their replies push the keys out (Redis's "eviction due to output buffers of
+/// many MGET clients", run first without and then with client eviction).
+#[test]
+fn unread_replies_evict_their_clients_before_keys() {
+    let server = plain(&["--maxmemory", "11mb", "--maxmemory-policy", "allkeys-lru"]);
+    let mut c = conn(server.port());
+    for client_eviction in [false, true] {
+        c.cmd(&["FLUSHDB"]);
+        let limit = if client_eviction { "3mb" } else { "0" };
+        c.cmd(&["CONFIG", "SET", "maxmemory-clients", limit]);
+        c.cmd(&["CLIENT", "NO-EVICT", "on"]);
+        c.cmd(&["CONFIG", "RESETSTAT"]);
+        for key in 0..50 {
+            c.cmd(&["SETRANGE", &key.to_string(), "100000", "x"]);
+        }
+        let mut readers: Vec<Conn> = (0..20).map(|_| conn(server.port())).collect();
+        for r in &mut readers {
+            r.set_write_timeout(Duration::from_millis(200));
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let evicted = |c: &mut Conn| info(c, "evicted_clients") + info(c, "evicted_keys") > 0;
+        while !evicted(&mut c) {
+            assert!(Instant::now() < deadline, "nothing was evicted");
+            for r in &mut readers {
+                let _ = r.try_send_raw(b"*2\r\n$4\r\nMGET\r\n$1\r\n1\r\n");
+            }
+        }
+        if client_eviction {
+            assert_eq!(info(&mut c, "evicted_keys"), 0);
+            assert!(info(&mut c, "evicted_clients") > 0);
+            assert_eq!(text(&c.cmd(&["DBSIZE"])), "50");
+        } else {
+            assert_eq!(info(&mut c, "evicted_clients"), 0);
+        }
+    }
+}

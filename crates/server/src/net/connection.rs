@@ -950,6 +950,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         while !self.output.is_empty() {
             match Pin::new(&mut self.stream).poll_write(cx, &self.output) {
                 Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                // All of it written (the usual case): the buffer stays at its front.
+                Poll::Ready(Ok(n)) if n == self.output.len() && self.output_sent == 0 => {
+                    self.output.clear();
+                }
                 Poll::Ready(Ok(n)) => {
                     self.output.advance(n);
                     self.output_sent += n;
