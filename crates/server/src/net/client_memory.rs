@@ -141,23 +141,23 @@ impl ClientMemory {
         self.total.change(from, to);
     }
 
-    /// After how long idle a client's reply buffer shrinks (`None`: never).
-    pub fn reply_buffer_idle_after(&self) -> Option<Duration> {
-        if !self.resizing.load(Ordering::Relaxed) {
-            return None;
-        }
-        u64::try_from(self.peak_reset_ms.load(Ordering::Relaxed))
-            .ok()
-            .map(Duration::from_millis)
+    /// Whether a client idle this long gives back its (empty) query buffer.
+    pub fn query_buffer_due(&self, idle: Duration) -> bool {
+        idle >= IDLE_QUERY_BUFFER_AFTER
+    }
+
+    /// Whether a client idle this long shrinks its reply buffer: after DEBUG
+    /// REPLYBUFFER's peak-reset time, unless resizing is off or the time is `never`.
+    pub fn reply_buffer_due(&self, idle: Duration) -> bool {
+        self.resizing.load(Ordering::Relaxed)
+            && u64::try_from(self.peak_reset_ms.load(Ordering::Relaxed))
+                .is_ok_and(|ms| idle >= Duration::from_millis(ms))
     }
 
     /// Whether a client idle for `idle`, with these figures, has a buffer to trim.
     pub fn should_trim(&self, idle: Duration, qbuf_capacity: usize, reply_buffer: usize) -> bool {
-        (qbuf_capacity > 0 && idle >= IDLE_QUERY_BUFFER_AFTER)
-            || (reply_buffer > IDLE_REPLY_BUFFER
-                && self
-                    .reply_buffer_idle_after()
-                    .is_some_and(|after| idle >= after))
+        (qbuf_capacity > 0 && self.query_buffer_due(idle))
+            || (reply_buffer > IDLE_REPLY_BUFFER && self.reply_buffer_due(idle))
     }
 
     /// Whether the total is past the limit.

@@ -26,7 +26,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::client::{ClientState, ReplyMode};
-use super::client_memory::{ClientFigures, IDLE_QUERY_BUFFER_AFTER, IDLE_REPLY_BUFFER};
+use super::client_memory::{ClientFigures, IDLE_REPLY_BUFFER};
 use super::counted::Counted;
 use super::registry::Registration;
 use crate::cmd::{self, Ctx};
@@ -91,11 +91,8 @@ pub struct Connection<'a, S> {
     stream: Counted<S>,
     input: BytesMut,
     output: BytesMut,
-    /// The output grew past `KEEP_CAPACITY` since it was last replaced. Written bytes
-    /// are advanced past, so `capacity()` then understates what the buffer holds.
-    output_large: bool,
-    /// Bytes written (advanced past) from the front of `output`'s allocation: the
-    /// allocation is `capacity()` plus this (see [`Self::poll_write_output`]).
+    /// Bytes written (advanced past) from the front of `output`'s allocation, which
+    /// `capacity()` leaves out (see [`Self::output_allocation`]).
     output_sent: usize,
     decoder: RequestDecoder,
     client: ClientState,
@@ -166,7 +163,6 @@ where
         stream: Counted::new(stream),
         input: BytesMut::with_capacity(READ_CHUNK),
         output: BytesMut::with_capacity(READ_CHUNK),
-        output_large: false,
         output_sent: 0,
         decoder: RequestDecoder::new(limits),
         client,
@@ -560,11 +556,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             tokio::select! {
                 biased;
                 _ = mailbox.wait() => {
-                    if mailbox.take_trim() {
+                    let trimmed = mailbox.take_trim();
+                    if trimmed {
                         self.trim_idle_buffers();
                     }
                     mailbox.drain_into(&mut self.output);
-                    self.count_memory();
+                    // Messages delivered cost no recount unless the limit is on (a
+                    // subscriber's figures are otherwise refreshed after its commands).
+                    if trimmed || self.shared.clients.memory.enabled() {
+                        self.count_memory();
+                    }
                     if !self.output.is_empty() {
                         self.flush().await?;
                         // Writing to the client counts as activity, as in Redis.
@@ -585,23 +586,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     }
 
     /// Gives back what an idle client's buffers hold beyond what it needs: the query
-    /// buffer once idle for [`IDLE_QUERY_BUFFER_AFTER`], the reply buffer down to
+    /// buffer once idle for 2 s, the reply buffer down to
     /// [`IDLE_REPLY_BUFFER`] after DEBUG REPLYBUFFER's peak-reset time (as Redis's
     /// client cron does). The next read starts small and grows again as needed.
     fn trim_idle_buffers(&mut self) {
         let idle = self.client.last_interaction.elapsed();
-        if self.input.is_empty() && idle >= IDLE_QUERY_BUFFER_AFTER {
+        let memory = &self.shared.clients.memory;
+        if self.input.is_empty() && memory.query_buffer_due(idle) {
             self.input = BytesMut::new();
         }
-        let shrink = self
-            .shared
-            .clients
-            .memory
-            .reply_buffer_idle_after()
-            .is_some_and(|after| idle >= after);
-        if shrink && self.output.is_empty() && self.output.capacity() > IDLE_REPLY_BUFFER {
+        if memory.reply_buffer_due(idle)
+            && self.output.is_empty()
+            && self.output_allocation() > IDLE_REPLY_BUFFER
+        {
             self.output = BytesMut::with_capacity(IDLE_REPLY_BUFFER);
-            self.output_large = false;
             self.output_sent = 0;
         }
     }
@@ -876,8 +874,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             self.input.capacity(),
             self.input.len(),
             self.decoder.pending_args_len(),
-            self.output.capacity() + self.output_sent,
+            self.output_allocation(),
         )
+    }
+
+    /// The reply buffer's whole allocation: `capacity()` counts only from the first
+    /// byte not yet written.
+    fn output_allocation(&self) -> usize {
+        self.output.capacity() + self.output_sent
     }
 
     /// Mirrors this client's state for other clients' CLIENT LIST.
@@ -913,12 +917,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         }
         // appendfsync always: what these replies acknowledge is on disk first.
         crate::persist::aof::wait_durable(self.shared).await;
-        self.output_large |= self.output.len() > KEEP_CAPACITY;
         self.client.mailbox.set_unsent(self.output.len());
         let sent = std::future::poll_fn(|cx| self.poll_write_or_read(cx)).await;
         self.client.mailbox.set_unsent(self.output.len());
-        if self.output.is_empty() && (self.output_large || self.output.capacity() > KEEP_CAPACITY) {
-            self.output_large = false;
+        if self.output.is_empty() && self.output_allocation() > KEEP_CAPACITY {
             self.output = BytesMut::with_capacity(READ_CHUNK);
             self.output_sent = 0;
         }
@@ -963,8 +965,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                         // so the front of the allocation (and its size, counted for
                         // `maxmemory-clients`) stays known.
                         let whole = self.output.capacity() - self.output.len() + self.output_sent;
-                        let _ = self.output.try_reclaim(whole);
-                        self.output_sent = 0;
+                        if self.output.try_reclaim(whole) {
+                            self.output_sent = 0;
+                        }
                     }
                 }
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
@@ -978,7 +981,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     /// goes out as it is made, and the rest waits for [`Self::write_or_read`].
     async fn write_ready(&mut self) -> io::Result<()> {
         crate::persist::aof::wait_durable(self.shared).await;
-        self.output_large |= self.output.len() > KEEP_CAPACITY;
         std::future::poll_fn(|cx| {
             if let Poll::Ready(Err(e)) = self.poll_write_output(cx) {
                 return Poll::Ready(Err(e));
@@ -1005,7 +1007,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             // A no-op on TCP; TLS sends any record still held in its buffer.
             self.stream.flush().await?;
             self.output.clear();
-            if self.output.capacity() > KEEP_CAPACITY {
+            if self.output_allocation() > KEEP_CAPACITY {
                 self.output = BytesMut::with_capacity(READ_CHUNK);
                 self.output_sent = 0;
             }
