@@ -20,41 +20,31 @@ trait Server {
     fn log(&self) -> String;
 }
 
-impl Server for RedlineServer {
-    fn run(&self, args: &[&str]) -> Reply {
-        self.cmd(args).unwrap()
-    }
-    fn dir(&self) -> &Path {
-        RedlineServer::dir(self)
-    }
-    fn stop(&mut self) {
-        self.kill();
-    }
-    fn start_again(&mut self) -> bool {
-        self.restart().is_ok()
-    }
-    fn log(&self) -> String {
-        self.log_tail()
-    }
+/// The same five calls on either kind of server (their methods share names, not a trait).
+macro_rules! impl_server {
+    ($kind:ty) => {
+        impl Server for $kind {
+            fn run(&self, args: &[&str]) -> Reply {
+                self.cmd(args).unwrap()
+            }
+            fn dir(&self) -> &Path {
+                <$kind>::dir(self)
+            }
+            fn stop(&mut self) {
+                self.kill();
+            }
+            fn start_again(&mut self) -> bool {
+                self.restart().is_ok()
+            }
+            fn log(&self) -> String {
+                self.log_tail()
+            }
+        }
+    };
 }
 
-impl Server for RedisServer {
-    fn run(&self, args: &[&str]) -> Reply {
-        self.cmd(args).unwrap()
-    }
-    fn dir(&self) -> &Path {
-        RedisServer::dir(self)
-    }
-    fn stop(&mut self) {
-        self.kill();
-    }
-    fn start_again(&mut self) -> bool {
-        self.restart().is_ok()
-    }
-    fn log(&self) -> String {
-        self.log_tail()
-    }
-}
+impl_server!(RedlineServer);
+impl_server!(RedisServer);
 
 const ARGS: [&str; 6] = [
     "--appendonly",

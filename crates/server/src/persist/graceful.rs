@@ -153,10 +153,7 @@ fn replicas_in_sync(shared: &Shared) -> bool {
     let journal = &shared.repl.journal;
     let offset = journal.offset();
     let stream = journal.stream();
-    stream
-        .replicas()
-        .iter()
-        .all(|r| r.ack.load(std::sync::atomic::Ordering::Acquire) == offset)
+    stream.replicas().iter().all(|r| r.acked() == offset)
 }
 
 /// Logs the replicas' state, saves as `flags` say and stops the server; false (and
@@ -168,7 +165,7 @@ fn finish(shared: &Shared, flags: ShutdownFlags) -> bool {
     let now = crate::persist::snapshot::unix_secs();
     let mut lagging = 0;
     for replica in &replicas {
-        let acked = replica.ack.load(std::sync::atomic::Ordering::Acquire);
+        let acked = replica.acked();
         if acked != offset {
             lagging += 1;
             let online = replica.state() == LinkState::Online;

@@ -212,9 +212,6 @@ fn synced_target(shared: &Shared, target: Option<&(String, u16)>) -> Option<(Str
             let port = r.listening_port.load(std::sync::atomic::Ordering::Relaxed);
             (r, (r.ip.to_string(), port))
         })
-        .find(|(r, address)| {
-            target.is_none_or(|t| t == address)
-                && r.ack.load(std::sync::atomic::Ordering::Acquire) == offset
-        })
+        .find(|(r, address)| target.is_none_or(|t| t == address) && r.acked() == offset)
         .map(|(_, address)| address)
 }

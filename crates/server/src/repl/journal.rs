@@ -148,6 +148,11 @@ impl ReplicaLink {
     pub fn set_state(&self, state: LinkState) {
         self.state.store(state as u8, Ordering::Relaxed);
     }
+
+    /// The offset it acknowledged last.
+    pub fn acked(&self) -> u64 {
+        self.ack.load(Ordering::Acquire)
+    }
 }
 
 /// The stream's position and its readers.
@@ -524,7 +529,7 @@ impl Journal {
             .lock()
             .replicas
             .iter()
-            .filter(|r| r.state() == LinkState::Online && r.ack.load(Ordering::Acquire) >= offset)
+            .filter(|r| r.state() == LinkState::Online && r.acked() >= offset)
             .count()
     }
 }
