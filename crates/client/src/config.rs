@@ -87,10 +87,13 @@ pub struct Config {
     pub unresponsive_after: Option<Duration>,
     /// While replies are due, how many times in a row a connection's task re-polls itself
     /// before parking until the socket is readable. Spinning saves the park/wake-up per
-    /// batch (+15-25% at 64 callers in the client benchmark) but costs an empty read per
-    /// spin on a worker other tasks may need: a service whose workers are busy with its
-    /// own work (HTTP handlers) can do better with 0 (see bench/NOTES.md). Default 32;
-    /// URL option `busy_polls`.
+    /// batch (+15-25% at 64 callers in the client benchmark). With up to 32 commands in
+    /// flight on a plain TCP connection, each spin also asks the kernel for the reply
+    /// (one `recv`), and the budget is twice this: the round trip is the limit there,
+    /// and catching the reply as it lands doubled GET at one caller. A spin costs CPU on
+    /// a worker other tasks may need: a service whose workers are busy with its own work
+    /// (HTTP handlers) can do better with 0 (see bench/NOTES.md). Default 32; URL option
+    /// `busy_polls`.
     pub busy_polls: u32,
     /// Whether a connection hands replies out in *waves* under load (from 32 commands in
     /// flight): about a quarter of them (8 to 32), then a write of what those callers

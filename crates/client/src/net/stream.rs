@@ -4,6 +4,8 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use bytes::BytesMut;
+
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
@@ -14,6 +16,30 @@ pub(crate) enum Stream {
     Tcp(TcpStream),
     /// TLS over TCP (boxed: the TLS state is large and the enum moves around).
     Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl Stream {
+    /// Reads what the socket holds right now into `buf`'s spare capacity, asking the
+    /// kernel rather than tokio's readiness flag (which only the I/O driver updates):
+    /// `WouldBlock` when nothing is there, and always over TLS, whose records must go
+    /// through its session. The flag is left alone, so tokio's next read still clears
+    /// it only on a real `WouldBlock` and no wake-up is lost.
+    pub(crate) fn read_now(&self, buf: &mut BytesMut) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => {
+                let n = socket2::SockRef::from(s).recv(buf.spare_capacity_mut())?;
+                // SAFETY: `recv` initialised the first `n` bytes of the spare capacity
+                // (socket2's contract). A safe read would need the spare capacity zeroed
+                // first, on every spin (the driver's hot wait, bench/NOTES.md).
+                #[allow(unsafe_code)]
+                unsafe {
+                    buf.set_len(buf.len() + n)
+                };
+                Ok(n)
+            }
+            Stream::Tls(_) => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
 }
 
 impl AsyncRead for Stream {
