@@ -335,6 +335,35 @@ async fn without_busy_polls_every_reply_arrives() {
     each_caller_reads_its_own_writes(&client, 200, 50).await;
 }
 
+/// With few commands in flight the spin reads the socket itself, past tokio's readiness
+/// flag. Replies much larger than one read arrive in pieces, some read by the spin and
+/// some by tokio: each caller still gets its own value, whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_larger_than_a_read_arrive_whole_through_the_spin() {
+    let server = RedisServer::start().unwrap();
+    let client = Client::connect(&server.url()).await.unwrap();
+    let mut tasks = Vec::new();
+    for t in 0..4u8 {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..20u8 {
+                // 300 KB, several times the 64 KB read chunk, its bytes naming the caller
+                // and round so a reply spliced from two would not compare equal.
+                let value: Vec<u8> = (0..300_000u32)
+                    .map(|n| (n as u8) ^ t.wrapping_mul(31) ^ i)
+                    .collect();
+                let key = format!("large:{t}");
+                client.set(&key[..], value.clone()).await.unwrap();
+                let got = client.get(&key[..]).await.unwrap();
+                assert!(got.as_deref() == Some(&value[..]), "caller {t} round {i}");
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
+
 /// On a single-threaded runtime the connection task hands replies out in waves and
 /// writes between them (see the driver's `wave_size`): every caller still gets its own
 /// replies, in order.
