@@ -305,7 +305,8 @@ impl<'a> Driver<'a> {
             }
             if !took && !wrote && !read && !fired && self.spins < self.spin_budget() {
                 // Replies are due: stay runnable (back of the run queue) instead of parking
-                // the worker and being woken by the I/O driver for each batch.
+                // the worker and being woken by the I/O driver for each batch. With few
+                // in flight, look at the socket itself (see `DIRECT_READS_UP_TO`).
                 self.spins += 1;
                 if self.pending.len() <= DIRECT_READS_UP_TO {
                     match self.read_directly() {
@@ -449,23 +450,36 @@ impl<'a> Driver<'a> {
             self.dispatch_frames()?;
             return Ok(true);
         }
+        self.make_read_room();
         let conn = &mut self.conn;
-        if conn.rbuf.capacity() - conn.rbuf.len() < READ_MIN_SPARE {
-            // Frames handed out share the old buffer; reserve reuses it when they are
-            // gone and allocates a fresh one otherwise, never copying their payloads.
-            conn.rbuf.reserve(READ_CHUNK);
-        }
         match tokio_util::io::poll_read_buf(Pin::new(&mut conn.stream), cx, &mut conn.rbuf) {
-            Poll::Ready(Ok(0)) => Err(Error::ConnectionClosed {
+            Poll::Ready(result) => self.took_read(result),
+            Poll::Pending => Ok(false),
+        }
+    }
+
+    /// Frames handed out share the old buffer; reserve reuses it when they are gone and
+    /// allocates a fresh one otherwise, never copying their payloads.
+    fn make_read_room(&mut self) {
+        let rbuf = &mut self.conn.rbuf;
+        if rbuf.capacity() - rbuf.len() < READ_MIN_SPARE {
+            rbuf.reserve(READ_CHUNK);
+        }
+    }
+
+    /// Hands out what a read brought. Returns whether it brought anything.
+    fn took_read(&mut self, result: io::Result<usize>) -> Result<bool, Error> {
+        match result {
+            Ok(0) => Err(Error::ConnectionClosed {
                 addr: self.addr.clone(),
             }),
-            Poll::Ready(Ok(_)) => {
+            Ok(_) => {
                 self.reads += 1;
                 self.dispatch_frames()?;
                 Ok(true)
             }
-            Poll::Ready(Err(e)) => Err(self.io_error(IoOp::Read, e)),
-            Poll::Pending => Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(self.io_error(IoOp::Read, e)),
         }
     }
 
@@ -482,22 +496,9 @@ impl<'a> Driver<'a> {
     /// One spin's read: asks the kernel for what the socket holds, past tokio's readiness
     /// flag (plain TCP only). Returns whether replies were read.
     fn read_directly(&mut self) -> Result<bool, Error> {
-        let conn = &mut self.conn;
-        if conn.rbuf.capacity() - conn.rbuf.len() < READ_MIN_SPARE {
-            conn.rbuf.reserve(READ_CHUNK);
-        }
-        match conn.stream.read_now(&mut conn.rbuf) {
-            Ok(0) => Err(Error::ConnectionClosed {
-                addr: self.addr.clone(),
-            }),
-            Ok(_) => {
-                self.reads += 1;
-                self.dispatch_frames()?;
-                Ok(true)
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
-            Err(e) => Err(self.io_error(IoOp::Read, e)),
-        }
+        self.make_read_room();
+        let read = self.conn.stream.read_now(&mut self.conn.rbuf);
+        self.took_read(read)
     }
 
     /// Dispatches complete frames from the read buffer, stopping after one wave of
