@@ -87,7 +87,7 @@ pub struct Config {
     pub unresponsive_after: Option<Duration>,
     /// While replies are due, how many times in a row a connection's task re-polls itself
     /// before parking until the socket is readable. Spinning saves the park/wake-up per
-    /// batch (+15-25% at 64 callers in the client benchmark). With up to 32 commands in
+    /// batch (+15-25% at 64 callers in the client benchmark). With up to 64 commands in
     /// flight on a plain TCP connection, each spin also asks the kernel for the reply
     /// (one `recv`), and the budget is twice this: the round trip is the limit there,
     /// and catching the reply as it lands doubled GET at one caller. A spin costs CPU on

@@ -175,10 +175,12 @@ enum Incoming {
 /// sees a reply land: the worker parks anyway and the reply waits for a wake-up. A
 /// `recv` per spin sees it at once. With few commands in flight the round trip is the
 /// limit and a core is idle, so the syscalls are cheap: GET at 1 caller 18k → 40k ops/s,
-/// at 16 callers 300k → 390k (one redis-server, quiet machine). With many in flight
-/// every core is busy and an empty `recv` takes CPU from the callers and the servers:
-/// on a 3-master cluster at 256 callers, longer spins cost 5-8% (bench/NOTES.md).
-const DIRECT_READS_UP_TO: usize = 32;
+/// at 16 callers 300k → 390k, at 64 callers 1.0M → 1.3M (one redis-server, quiet
+/// machine). With many in flight every core is busy and an empty `recv` takes CPU from
+/// the callers and the servers: on a 3-master cluster sharing the client's two cores,
+/// 256 callers lost about 5% when their connections (about 85 in flight each) took
+/// direct reads (bench/NOTES.md).
+const DIRECT_READS_UP_TO: usize = 64;
 
 /// How many replies the driver hands out before it lets the woken callers run
 /// (`None`: all it has).
