@@ -101,9 +101,9 @@ pub struct Config {
     /// prepare the next. It pays when the server has a core of its own: GET through
     /// `Client` on one redis-server, 64 / 256 callers, went from 274k / 375k to 439k /
     /// 661k ops/s, p99 lower. Below 32 in flight a wave would be too small to pay for
-    /// its write (bench/NOTES.md, "waves from 32 in flight"). Each wave is one more write for both
-    /// sides, which cost throughput when three cluster nodes and the client shared two
-    /// cores (bench/NOTES.md, "reply waves"). `None` (the default): on for
+    /// its write (bench/NOTES.md, "waves from 32 in flight"). Each wave is one more
+    /// write for both sides, which cost throughput when three cluster nodes and the
+    /// client shared two cores (bench/NOTES.md, "reply waves"). `None` (the default): on for
     /// [`Client`](crate::Client), off for [`ClusterClient`](crate::ClusterClient)'s node
     /// connections. URL option `reply_waves` (`yes`/`no`).
     pub reply_waves: Option<bool>,

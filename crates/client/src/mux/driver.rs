@@ -310,7 +310,7 @@ impl<'a> Driver<'a> {
                 // the worker and being woken by the I/O driver for each batch. With few
                 // in flight, look at the socket itself (see `DIRECT_READS_UP_TO`).
                 self.spins += 1;
-                if self.pending.len() <= DIRECT_READS_UP_TO {
+                if self.reads_directly() {
                     match self.read_directly() {
                         Ok(true) => {
                             self.spins = 0;
@@ -488,11 +488,19 @@ impl<'a> Driver<'a> {
     /// How many spins in a row the driver may take now (see `busy_polls`): none with
     /// nothing due, twice `busy_polls` while it reads the socket itself.
     fn spin_budget(&self) -> u32 {
-        match self.pending.len() {
-            0 => 0,
-            n if n <= DIRECT_READS_UP_TO => self.busy_polls.saturating_mul(2),
-            _ => self.busy_polls,
+        if self.pending.is_empty() {
+            0
+        } else if self.reads_directly() {
+            self.busy_polls.saturating_mul(2)
+        } else {
+            self.busy_polls
         }
+    }
+
+    /// Whether a spin reads the socket itself now: few commands in flight (see
+    /// [`DIRECT_READS_UP_TO`]) on a stream that can be read past tokio.
+    fn reads_directly(&self) -> bool {
+        self.pending.len() <= DIRECT_READS_UP_TO && self.conn.stream.reads_now()
     }
 
     /// One spin's read: asks the kernel for what the socket holds, past tokio's readiness

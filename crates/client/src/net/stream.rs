@@ -19,11 +19,16 @@ pub(crate) enum Stream {
 }
 
 impl Stream {
+    /// Whether [`Self::read_now`] can read: plain TCP only.
+    pub(crate) fn reads_now(&self) -> bool {
+        matches!(self, Stream::Tcp(_))
+    }
+
     /// Reads what the socket holds right now into `buf`'s spare capacity, asking the
     /// kernel rather than tokio's readiness flag (which only the I/O driver updates):
     /// `WouldBlock` when nothing is there, and always over TLS, whose records must go
-    /// through its session. The flag is left alone, so tokio's next read still clears
-    /// it only on a real `WouldBlock` and no wake-up is lost.
+    /// through its session (see [`Self::reads_now`]). The flag is left alone, so tokio's
+    /// next read still clears it only on a real `WouldBlock` and no wake-up is lost.
     pub(crate) fn read_now(&self, buf: &mut BytesMut) -> io::Result<usize> {
         match self {
             Stream::Tcp(s) => {
