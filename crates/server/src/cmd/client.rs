@@ -13,6 +13,7 @@ use super::reply::{self, ok, CmdError, CmdResult, SYNTAX};
 use super::{Ctx, Handler};
 use crate::net::client::ReplyMode;
 use crate::net::client_memory::ClientFigures;
+use crate::net::registry::client_type;
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
@@ -171,21 +172,6 @@ fn client_line(
         String::from_utf8_lossy(&summary.user),
         a.resp
     );
-}
-
-/// Redis's client types, from the flags a connection last reported: the link from our
-/// master, a replica's link, a client with subscriptions, or a normal one (MONITOR
-/// included, as in Redis).
-fn client_type(flags: &str) -> &'static str {
-    if flags.contains('M') {
-        "master"
-    } else if flags.contains('S') {
-        "replica"
-    } else if flags.contains('P') {
-        "pubsub"
-    } else {
-        "normal"
-    }
 }
 
 /// A TYPE argument already checked to be one of Redis's names, canonical (`slave` is

@@ -62,6 +62,21 @@ pub struct Activity {
     pub last_interaction: Instant,
 }
 
+/// Redis's client type, from a connection's flag letters: the link from our master, a
+/// replica's link, a client with subscriptions, or a normal one (MONITOR included, as in
+/// Redis).
+pub fn client_type(flags: &str) -> &'static str {
+    if flags.contains('M') {
+        "master"
+    } else if flags.contains('S') {
+        "replica"
+    } else if flags.contains('P') {
+        "pubsub"
+    } else {
+        "normal"
+    }
+}
+
 impl Default for Activity {
     fn default() -> Self {
         Activity {
@@ -231,17 +246,14 @@ impl Clients {
             .lock()
             .values()
             .map(|entry| {
-                let (flags_link, held) = {
+                let held = {
                     let activity = entry.activity.lock();
-                    let link = activity.flags.contains('S') || activity.flags.contains('M');
-                    (link, activity.memory.held)
+                    match client_type(&activity.flags) {
+                        "master" | "replica" => return 0,
+                        _ => activity.memory.held,
+                    }
                 };
-                let pending = entry.mailbox.as_ref().map_or(0, |m| m.pending_bytes());
-                if flags_link {
-                    0
-                } else {
-                    held + pending
-                }
+                held + entry.mailbox.as_ref().map_or(0, |m| m.pending_bytes())
             })
             .sum()
     }
