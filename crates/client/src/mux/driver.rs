@@ -469,7 +469,7 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// Hands out what a read brought. Returns whether it brought anything.
+    /// Hands out what a read brought; a read of 0 bytes is the server closing.
     fn took_read(&mut self, result: io::Result<usize>) -> Result<bool, Error> {
         match result {
             Ok(0) => Err(Error::ConnectionClosed {
@@ -480,7 +480,6 @@ impl<'a> Driver<'a> {
                 self.dispatch_frames()?;
                 Ok(true)
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
             Err(e) => Err(self.io_error(IoOp::Read, e)),
         }
     }
@@ -507,8 +506,12 @@ impl<'a> Driver<'a> {
     /// flag (plain TCP only). Returns whether replies were read.
     fn read_directly(&mut self) -> Result<bool, Error> {
         self.make_read_room();
-        let read = self.conn.stream.read_now(&mut self.conn.rbuf);
-        self.took_read(read)
+        match self.conn.stream.read_now(&mut self.conn.rbuf) {
+            // Nothing yet. Only here: tokio's own reads turn this into `Pending` and
+            // register the waker, so it must not be swallowed on their path.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+            read => self.took_read(read),
+        }
     }
 
     /// Dispatches complete frames from the read buffer, stopping after one wave of
