@@ -16,6 +16,8 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
 
 /// How far a thread's share of the approximate total may lag behind its slot.
@@ -159,7 +161,17 @@ pub fn exceeds(limit: u64) -> bool {
 #[derive(Debug, Default)]
 pub struct Gauge(AtomicUsize);
 
+/// Per-thread work tables that Redis keeps on its stack (LZF's match table): heap
+/// here, so `used_memory` shows them, but `maxmemory` leaves them out, or the first
+/// compression on a thread would evict half a megabyte of keys.
+pub static WORK_TABLES: Gauge = Gauge::new();
+
 impl Gauge {
+    /// At zero.
+    pub const fn new() -> Gauge {
+        Gauge(AtomicUsize::new(0))
+    }
+
     /// The figure.
     pub fn bytes(&self) -> usize {
         self.0.load(Ordering::Relaxed)
@@ -172,6 +184,49 @@ impl Gauge {
         } else {
             self.0.fetch_sub(from - to, Ordering::Relaxed);
         }
+    }
+}
+
+/// A value whose heap size is kept in a gauge from before it is made until after it is
+/// freed, so no check against a limit ever sees those bytes in the allocator's figure
+/// without the gauge's.
+pub struct Counted<T, G: Deref<Target = Gauge>> {
+    value: ManuallyDrop<T>,
+    bytes: usize,
+    gauge: G,
+}
+
+impl<T, G: Deref<Target = Gauge>> Counted<T, G> {
+    /// Counts `bytes` in `gauge`, then makes the value.
+    pub fn new(gauge: G, bytes: usize, make: impl FnOnce() -> T) -> Self {
+        gauge.change(0, bytes);
+        Counted {
+            value: ManuallyDrop::new(make()),
+            bytes,
+            gauge,
+        }
+    }
+}
+
+impl<T, G: Deref<Target = Gauge>> Deref for Counted<T, G> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T, G: Deref<Target = Gauge>> DerefMut for Counted<T, G> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.value
+    }
+}
+
+impl<T, G: Deref<Target = Gauge>> Drop for Counted<T, G> {
+    fn drop(&mut self) {
+        // SAFETY: dropped once, here, and never used after.
+        unsafe { ManuallyDrop::drop(&mut self.value) };
+        self.gauge.change(self.bytes, 0);
     }
 }
 

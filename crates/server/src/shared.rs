@@ -132,7 +132,7 @@ impl Shared {
         store.events().set_deletion_feed(repl.journal.clone());
         {
             let mut stream = repl.journal.stream();
-            stream.replica_buffers = store.events().eviction.not_counted.clone();
+            stream.replica_buffers = store.events().eviction.replica_buffers.clone();
             stream.replica_limit = config.client_output_buffer_limit[1];
         }
         let clients = Clients::default();

@@ -15,7 +15,9 @@
 //! beyond the dataset: the queue (the walker waits above `MAX_QUEUED` bytes; entries
 //! saved before a change always go in), plus the keys changed during the save (so the
 //! walker skips them); the dataset is never copied and the server never pauses for
-//! longer than beginning the cut.
+//! longer than beginning the cut. The file buffer and the queue are left out of
+//! `maxmemory` ([`crate::store::evict::Eviction::saving`]), as a fork's memory is outside
+//! Redis's `used_memory`.
 //!
 //! BGSAVE and a replication full sync write cuts; SAVE, DEBUG RELOAD and the AOF
 //! rewrite's base still take their image with every shard held
@@ -33,6 +35,7 @@ use parking_lot::Mutex;
 use super::rdb::file::{write_entry, write_select_db, EOF_OPCODE};
 use super::rdb::CRC64;
 use super::snapshot::{dump_path, image_start, saved, temp_path, unix_secs};
+use crate::alloc::{Counted, Gauge};
 use crate::shared::Shared;
 use crate::store::{CutSink, Entry, Held, ShardMap, Store};
 
@@ -43,6 +46,9 @@ const WALK_BATCH: usize = 256;
 /// Serialised bytes the walker lets queue for the file writer before it waits: the
 /// bound on the memory a save adds when the disk is slower than serialising.
 const MAX_QUEUED: usize = 64 << 20;
+
+/// The file writer's buffer: large writes keep the disk streaming.
+const WRITE_BUFFER: usize = 1 << 20;
 
 /// What the file writer receives.
 enum Chunk {
@@ -58,15 +64,34 @@ enum Chunk {
 /// stall a write for milliseconds once gigabytes are dirty).
 pub struct CutFile {
     tx: std::sync::mpsc::Sender<Chunk>,
-    /// Bytes queued and not yet written.
-    queued: Arc<AtomicUsize>,
+    queued: Arc<Queued>,
     writer: Mutex<Option<std::thread::JoinHandle<std::io::Result<u64>>>>,
+}
+
+/// The serialised bytes queued for the writer (allocated, not only used), also kept in
+/// the gauge `maxmemory` leaves out ([`crate::store::evict::Eviction::saving`]).
+struct Queued {
+    bytes: AtomicUsize,
+    saving: Arc<Gauge>,
+}
+
+impl Queued {
+    fn add(&self, n: usize) {
+        self.bytes.fetch_add(n, Ordering::Relaxed);
+        self.saving.change(0, n);
+    }
+
+    fn remove(&self, n: usize) {
+        self.bytes.fetch_sub(n, Ordering::Relaxed);
+        self.saving.change(n, 0);
+    }
 }
 
 /// The writer thread's side: the file, the running checksum, the database of the
 /// entries last written (a run of another one needs a SELECTDB).
 struct CutOutput {
-    file: BufWriter<File>,
+    /// Its buffer is counted in the save's gauge.
+    file: Counted<BufWriter<File>, Arc<Gauge>>,
     crc: crc::Digest<'static, u64>,
     db: Option<usize>,
     written: u64,
@@ -86,7 +111,7 @@ impl CutOutput {
     fn run(
         mut self,
         rx: std::sync::mpsc::Receiver<Chunk>,
-        queued: &AtomicUsize,
+        queued: &Queued,
         checksum: bool,
     ) -> std::io::Result<u64> {
         let mut result = Ok(());
@@ -113,7 +138,10 @@ impl CutOutput {
                             result = self.write(&bytes);
                         }
                     }
-                    queued.fetch_sub(bytes.len(), Ordering::Relaxed);
+                    // Freed, then uncounted: never in the allocator's figure alone.
+                    let size = bytes.capacity();
+                    drop(bytes);
+                    queued.remove(size);
                 }
                 Ok(Chunk::Finish) => break,
                 Err(_) => return Err(std::io::Error::other("the snapshot cut was abandoned")),
@@ -134,12 +162,23 @@ impl CutOutput {
 }
 
 impl CutFile {
-    /// A cut written to `file` by a writer thread of its own, starting with `header`.
-    fn new(file: File, header: &[u8], checksum: bool) -> std::io::Result<CutFile> {
+    /// A cut written to `file` by a writer thread of its own, starting with `header`;
+    /// the memory it holds beyond the dataset is kept in `saving`.
+    fn new(
+        file: File,
+        header: &[u8],
+        checksum: bool,
+        saving: &Arc<Gauge>,
+    ) -> std::io::Result<CutFile> {
         let (tx, rx) = std::sync::mpsc::channel();
-        let queued = Arc::new(AtomicUsize::new(0));
+        let queued = Arc::new(Queued {
+            bytes: AtomicUsize::new(0),
+            saving: saving.clone(),
+        });
         let mut out = CutOutput {
-            file: BufWriter::with_capacity(1 << 20, file),
+            file: Counted::new(saving.clone(), WRITE_BUFFER, || {
+                BufWriter::with_capacity(WRITE_BUFFER, file)
+            }),
             crc: CRC64.digest(),
             db: None,
             written: 0,
@@ -163,7 +202,7 @@ impl CutFile {
 
     /// Bytes waiting for the writer.
     fn queued(&self) -> usize {
-        self.queued.load(Ordering::Relaxed)
+        self.queued.bytes.load(Ordering::Relaxed)
     }
 
     /// Ends the file once everything queued is written; its size.
@@ -191,10 +230,10 @@ impl CutSink for CutFile {
         if bytes.is_empty() {
             return;
         }
-        self.queued.fetch_add(bytes.len(), Ordering::Relaxed);
-        let len = bytes.len();
+        let size = bytes.capacity();
+        self.queued.add(size);
         if self.tx.send(Chunk::Entries { db, bytes }).is_err() {
-            self.queued.fetch_sub(len, Ordering::Relaxed);
+            self.queued.remove(size);
         }
     }
 }
@@ -226,7 +265,8 @@ pub fn begin_cut(
     let file = File::create(&temp)?;
     let checksum = shared.config.read().param_bool("rdbchecksum");
     let header = image_start(shared, extra_aux).into_header();
-    let file = Arc::new(CutFile::new(file, &header, checksum)?);
+    let saving = &shared.store.events().eviction.saving;
+    let file = Arc::new(CutFile::new(file, &header, checksum, saving)?);
     for db in 0..shared.store.db_count() {
         for index in 0..shared.store.db(db).shard_count() {
             held.shard(db, index).begin_cut(file.clone());

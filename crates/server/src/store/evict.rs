@@ -115,10 +115,15 @@ pub struct Eviction {
     pub evicted: AtomicU64,
     /// Bytes freed by eviction since the allocator last gave free pages back.
     freed_since_release: AtomicU64,
-    /// Memory the limit leaves out (Redis's `mem_not_counted_for_evict`): what replicas'
-    /// output buffers hold, kept current by the replication stream. A replica that
+    /// Memory the limit leaves out (part of Redis's `mem_not_counted_for_evict`): what
+    /// replicas' output buffers hold, kept current by the replication stream. A replica that
     /// falls behind must make the master neither evict keys nor refuse writes.
-    pub not_counted: Arc<crate::alloc::Gauge>,
+    pub replica_buffers: Arc<crate::alloc::Gauge>,
+    /// Memory a point-in-time save holds beyond the dataset (its file buffer and the
+    /// entries queued for the disk), also left out: Redis's fork holds the like in a
+    /// child process, outside `used_memory`, so a BGSAVE or a full sync near the limit
+    /// must neither evict keys nor refuse writes.
+    pub saving: Arc<crate::alloc::Gauge>,
     pool: Mutex<Vec<Candidate>>,
 }
 
@@ -132,7 +137,8 @@ impl Default for Eviction {
             lfu_decay_time: AtomicU32::new(1),
             evicted: AtomicU64::new(0),
             freed_since_release: AtomicU64::new(0),
-            not_counted: Arc::default(),
+            replica_buffers: Arc::default(),
+            saving: Arc::default(),
             pool: Mutex::new(Vec::new()),
         }
     }
@@ -271,12 +277,27 @@ impl Eviction {
     #[inline]
     pub fn over_limit(&self) -> bool {
         let max = self.maxmemory();
-        max > 0 && crate::alloc::exceeds(self.counted_limit(max))
+        // The cheap check first (exact only near the limit), then the careful one.
+        max > 0
+            && crate::alloc::exceeds(max.saturating_add(self.left_out() as u64))
+            && self.excess(max) > 0
     }
 
-    /// `max` over what the allocator counts: the memory left out is added.
-    fn counted_limit(&self, max: u64) -> u64 {
-        max.saturating_add(self.not_counted.bytes() as u64)
+    /// How far the allocator's figure is over `max` plus the memory left out (0: not
+    /// over). A gauge of memory left out counts before its allocation and uncounts after
+    /// the free, so it is read on both sides of the allocator's figure and the larger
+    /// reading taken: whatever that figure shows of such memory, one reading counts.
+    fn excess(&self, max: u64) -> u64 {
+        let before = self.left_out();
+        let used = crate::alloc::used();
+        let left_out = before.max(self.left_out());
+        used.saturating_sub(max.saturating_add(left_out as u64))
+    }
+
+    /// Memory `maxmemory` leaves out (INFO `mem_not_counted_for_evict`): replicas'
+    /// buffers, a save's own, and the work tables Redis keeps on its stack.
+    pub fn left_out(&self) -> usize {
+        self.replica_buffers.bytes() + self.saving.bytes() + crate::alloc::WORK_TABLES.bytes()
     }
 
     /// Evicts keys until memory is under the limit; false when it cannot be (no
@@ -292,9 +313,8 @@ impl Eviction {
         if max == 0 {
             return true;
         }
-        let used = crate::alloc::used();
-        let limit = self.counted_limit(max);
-        if used <= limit {
+        let to_free = self.excess(max);
+        if to_free == 0 {
             return true;
         }
         if policy == Policy::NoEviction {
@@ -305,7 +325,6 @@ impl Eviction {
         // (invalidation messages to tracking clients, DELs for replicas) allocate,
         // which is freed once sent; measuring `used` again after each key would let
         // those messages drive eviction on until the database is empty.
-        let to_free = used - limit;
         let mut freed = 0;
         for _round in 0..10_000 {
             if freed >= to_free {

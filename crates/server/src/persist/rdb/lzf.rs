@@ -10,6 +10,8 @@
 //! liblzf's greedy matcher step by step (same hash, same match rules, same output
 //! limits), so Redis and this server usually compress a string to the same bytes.
 
+use crate::alloc::{Counted, Gauge, WORK_TABLES};
+
 /// Longest back reference: 7 + 255 + 2 bytes.
 const MAX_REF_LEN: usize = 264;
 /// Farthest back reference: 13 bits of distance.
@@ -20,6 +22,8 @@ const MAX_LITERALS: usize = 32;
 pub const MAX_DECOMPRESSED: usize = 512 << 20;
 /// Bits of the match-finder hash table (liblzf's `HLOG`, 16 in Redis).
 const HASH_BITS: u32 = 16;
+/// The table's size: one `u64` slot per hash.
+const TABLE_BYTES: usize = (1 << HASH_BITS) * std::mem::size_of::<u64>();
 
 /// Decompresses `input` into exactly `len` bytes; `None` when the data is malformed or
 /// does not decompress to exactly `len` bytes (Redis's "Invalid LZF compressed string").
@@ -84,13 +88,21 @@ pub fn compress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
 
 /// liblzf's hash table (offsets of earlier positions by hash), kept per thread so
 /// short strings do not each clear 256 KB: an entry counts only when stamped with the
-/// current generation.
+/// current generation. Counted in [`WORK_TABLES`] while it lives: Redis's is on the
+/// stack.
 struct Table {
-    slots: Vec<u64>,
+    slots: Counted<Vec<u64>, &'static Gauge>,
     generation: u32,
 }
 
 impl Table {
+    fn new() -> Table {
+        Table {
+            slots: Counted::new(&WORK_TABLES, TABLE_BYTES, || vec![0; 1 << HASH_BITS]),
+            generation: 0,
+        }
+    }
+
     /// Starts a compression: every slot reads as empty.
     fn reset(&mut self) {
         self.generation = self.generation.wrapping_add(1);
@@ -116,10 +128,7 @@ impl Table {
 }
 
 thread_local! {
-    static TABLE: std::cell::RefCell<Table> = std::cell::RefCell::new(Table {
-        slots: vec![0; 1 << HASH_BITS],
-        generation: 0,
-    });
+    static TABLE: std::cell::RefCell<Table> = std::cell::RefCell::new(Table::new());
 }
 
 fn compress_with(table: &mut Table, input: &[u8], out_len: usize) -> Option<Vec<u8>> {
