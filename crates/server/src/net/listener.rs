@@ -122,9 +122,10 @@ fn admit(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, kind: Ki
         .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
     let task = match kind {
         Kind::Plain => {
-            let id = shared.clients.register(peer, local);
+            let (id, killed) = shared.clients.register(peer, local);
             (
                 id,
+                killed,
                 tokio::spawn(connection::serve(shared.clone(), stream, peer.into(), id)),
             )
         }
@@ -133,13 +134,14 @@ fn admit(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, kind: Ki
             let Some(tls) = shared.tls.current() else {
                 return;
             };
-            let id = shared.clients.register(peer, local);
+            let (id, killed) = shared.clients.register(peer, local);
             let serve =
                 connection::serve_tls(shared.clone(), stream, peer, id, tls, handshake_timeout);
-            (id, tokio::spawn(serve))
+            (id, killed, tokio::spawn(serve))
         }
     };
-    shared.clients.set_abort(task.0, task.1.abort_handle());
+    let (id, killed, task) = task;
+    shared.clients.set_abort(id, &killed, task.abort_handle());
 }
 
 /// Binds every `bind` address on `port` (0 = a free port, the same one for all), as
@@ -281,9 +283,9 @@ fn admit_unix(mut stream: tokio::net::UnixStream, shared: &Arc<Shared>, path: &A
         return;
     }
     let peer = Peer::Unix(path.clone());
-    let id = shared.clients.register(peer.clone(), peer.clone());
+    let (id, killed) = shared.clients.register(peer.clone(), peer.clone());
     let task = tokio::spawn(connection::serve(shared.clone(), stream, peer, id));
-    shared.clients.set_abort(id, task.abort_handle());
+    shared.clients.set_abort(id, &killed, task.abort_handle());
 }
 
 /// CONFIG SET port / bind: listens on the new addresses first and only then closes the

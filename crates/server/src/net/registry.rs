@@ -149,10 +149,16 @@ pub struct Clients {
 }
 
 impl Clients {
-    /// Registers a connection and returns its id (ids start at 1, like Redis's).
-    pub fn register(&self, peer: impl Into<Peer>, local: impl Into<Peer>) -> u64 {
+    /// Registers a connection and returns its id (ids start at 1, like Redis's) and the
+    /// flag a kill raises, which [`Clients::set_abort`] needs.
+    pub fn register(
+        &self,
+        peer: impl Into<Peer>,
+        local: impl Into<Peer>,
+    ) -> (u64, Arc<AtomicBool>) {
         let (peer, local) = (peer.into(), local.into());
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let killed = Arc::<AtomicBool>::default();
         self.map.lock().insert(
             id,
             ClientEntry {
@@ -163,12 +169,12 @@ impl Clients {
                 db: 0,
                 user: None,
                 abort: None,
-                killed: Arc::default(),
+                killed: killed.clone(),
                 mailbox: None,
                 activity: Arc::default(),
             },
         );
-        id
+        (id, killed)
     }
 
     /// Records the mailbox of client `id`, so others can reach it by id.
@@ -198,10 +204,16 @@ impl Clients {
         self.map.lock().get(&id).map(|e| e.killed.clone())
     }
 
-    /// Attaches the task's abort handle, unless the task already finished.
-    pub fn set_abort(&self, id: u64, abort: AbortHandle) {
-        if let Some(entry) = self.map.lock().get_mut(&id) {
+    /// Attaches the task's abort handle, unless the task already finished; a client
+    /// killed before it came (`killed`, from [`Clients::register`]) is aborted now.
+    /// The task runs from its spawn, so a loaded machine can run its first commands,
+    /// and another client kill it, before the handle is attached.
+    pub fn set_abort(&self, id: u64, killed: &AtomicBool, abort: AbortHandle) {
+        let mut map = self.map.lock();
+        if let Some(entry) = map.get_mut(&id) {
             entry.abort = Some(abort);
+        } else if killed.load(Ordering::Acquire) {
+            abort.abort();
         }
     }
 
@@ -239,8 +251,9 @@ impl Clients {
         self.evict_over_limit();
     }
 
-    /// What the normal clients (not replica or master links) hold, as each last counted
-    /// itself: INFO `mem_clients_normal`.
+    /// What every client but the replicas' links holds, as each last counted itself:
+    /// INFO `mem_clients_normal`, which in Redis counts the master link, pub/sub and
+    /// normal clients (replicas' links are `mem_clients_slaves`).
     pub fn normal_memory(&self) -> usize {
         self.map
             .lock()
@@ -249,7 +262,7 @@ impl Clients {
                 let held = {
                     let activity = entry.activity.lock();
                     match client_type(&activity.flags) {
-                        "master" | "replica" => return 0,
+                        "replica" => return 0,
                         _ => activity.memory.held,
                     }
                 };
@@ -323,15 +336,14 @@ impl Clients {
 
     /// Ends the task of client `id`; false when there is no such client.
     pub fn kill(&self, id: u64) -> bool {
-        let mut map = self.map.lock();
-        match map.get(&id) {
+        // Gone from the table at once, as Redis's CLIENT KILL skips clients already
+        // closing: the task itself may end a moment later (or, its handle not attached
+        // yet, be aborted by `set_abort`).
+        match self.map.lock().remove(&id) {
             Some(entry) => {
                 entry.killed.store(true, Ordering::Release);
                 if let Some(abort) = &entry.abort {
                     abort.abort();
-                    // Gone from the table at once, as Redis's CLIENT KILL skips clients
-                    // already closing: the task itself may end a moment later.
-                    map.remove(&id);
                 }
                 true
             }
@@ -371,14 +383,14 @@ impl Clients {
                 .user
                 .as_ref()
                 .is_some_and(|u| users.iter().any(|d| Arc::ptr_eq(d, u)));
-            match &entry.abort {
-                Some(abort) if theirs && id != skip => {
-                    entry.killed.store(true, Ordering::Release);
-                    abort.abort();
-                    false
-                }
-                _ => true,
+            if !theirs || id == skip {
+                return true;
             }
+            entry.killed.store(true, Ordering::Release);
+            if let Some(abort) = &entry.abort {
+                abort.abort();
+            }
+            false
         });
     }
 
