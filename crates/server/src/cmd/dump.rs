@@ -12,6 +12,7 @@ use redline_resp::encode;
 use super::args::{int, is};
 use super::reply::{ok, CmdError, CmdResult, SYNTAX};
 use super::{Ctx, Handler};
+use crate::acl::user::Sanitize;
 use crate::persist::rdb;
 use crate::store::now_ms;
 
@@ -41,6 +42,21 @@ fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 /// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency].
+/// Whether RESTORE checks a payload deeply (`sanitize-dump-payload`): `yes` always,
+/// `clients` unless the command comes from our master or a user with
+/// `skip-sanitize-payload`, `no` never.
+fn deep_sanitization(ctx: &Ctx<'_>) -> bool {
+    match ctx.shared.config.read().param("sanitize-dump-payload") {
+        "yes" => true,
+        "clients" => {
+            let acl = &ctx.shared.acl;
+            let user = ctx.client.user.as_ref().unwrap_or(acl.default_user());
+            !ctx.client.is_master && user.rules().sanitize != Sanitize::Skip
+        }
+        _ => false,
+    }
+}
+
 fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (mut replace, mut absttl) = (false, false);
     // Validated like Redis, then unused: this server keeps no LRU/LFU data per key.
@@ -76,7 +92,11 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         Ok(ttl) if ttl >= 0 => {
             let skip = &ctx.shared.persistence.skip_checksum_validation;
             let verify_crc = !skip.load(std::sync::atomic::Ordering::Relaxed);
-            Some(rdb::restore_payload_with(&args[3], verify_crc))
+            Some(rdb::restore_payload_with(
+                &args[3],
+                verify_crc,
+                deep_sanitization(ctx),
+            ))
         }
         _ => None,
     };

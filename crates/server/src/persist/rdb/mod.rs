@@ -169,15 +169,23 @@ pub fn restore_functions_payload(payload: &[u8]) -> Result<Vec<Vec<u8>>, Payload
 /// The value of a DUMP payload, checked as Redis's `verifyDumpPayload` then
 /// `rdbLoadObject` do.
 pub fn restore_payload(payload: &[u8]) -> Result<Value, PayloadError> {
-    restore_payload_with(payload, true)
+    restore_payload_with(payload, true, true)
 }
 
-/// [`restore_payload`], the CRC compared only when `verify_crc`.
-pub fn restore_payload_with(payload: &[u8], verify_crc: bool) -> Result<Value, PayloadError> {
+/// [`restore_payload`], the CRC compared only when `verify_crc`, and redundant counts
+/// only when `deep` (Redis's deep sanitization, see [`reader::Reader::shallow`]).
+pub fn restore_payload_with(
+    payload: &[u8],
+    verify_crc: bool,
+    deep: bool,
+) -> Result<Value, PayloadError> {
     verified_body_with(payload, verify_crc)?;
     // Like Redis, the object is read from the whole payload: bytes left before the
     // footer are ignored.
     let mut reader = reader::Reader::new(payload);
+    if !deep {
+        reader = reader.shallow();
+    }
     decode::value(&mut reader).map_err(PayloadError::BadData)
 }
 

@@ -34,12 +34,30 @@ enum Length {
 pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
+    deep: bool,
 }
 
 impl<'a> Reader<'a> {
-    /// Reads `buf` from the start.
+    /// Reads `buf` from the start, with every check.
     pub fn new(buf: &'a [u8]) -> Self {
-        Reader { buf, pos: 0 }
+        Reader {
+            buf,
+            pos: 0,
+            deep: true,
+        }
+    }
+
+    /// Skips the checks of redundant counts that only Redis's deep sanitization makes
+    /// (`sanitize-dump-payload no`): what is read is still checked whole, since the
+    /// value is rebuilt from it, never kept as the encoded bytes.
+    pub fn shallow(mut self) -> Self {
+        self.deep = false;
+        self
+    }
+
+    /// Whether the deep checks apply.
+    pub fn deep(&self) -> bool {
+        self.deep
     }
 
     /// Bytes left.

@@ -129,12 +129,21 @@ fn bytes_of(elem: Option<&Elem<'_>>) -> Result<Bytes, Corrupt> {
         .ok_or(Corrupt("stream listpack truncated"))
 }
 
-/// The live entries of one node listpack.
-fn node_entries(master: StreamId, lp: &[u8]) -> Result<Vec<(StreamId, Fields)>, Corrupt> {
+/// The live entries of one node listpack. When `deep`, as Redis's deep check, the
+/// header's live and deleted counts must add up to the entries there are, and each
+/// entry's closing element count must match its own size (neither is used here).
+fn node_entries(
+    master: StreamId,
+    lp: &[u8],
+    deep: bool,
+) -> Result<Vec<(StreamId, Fields)>, Corrupt> {
     let elems = listpack::entries(lp)?;
     let mut it = elems.iter();
-    let _count = int_of(it.next())?;
-    let _deleted = int_of(it.next())?;
+    let count = int_of(it.next())?;
+    let deleted = int_of(it.next())?;
+    let mut expected = count
+        .checked_add(deleted)
+        .ok_or(Corrupt("stream node entry count"))?;
     let master_count = usize::try_from(int_of(it.next())?).map_err(|_| Corrupt("field count"))?;
     if master_count > elems.len() {
         return Err(Corrupt("field count"));
@@ -148,15 +157,22 @@ fn node_entries(master: StreamId, lp: &[u8]) -> Result<Vec<(StreamId, Fields)>, 
     }
     let mut entries = Vec::new();
     while let Some(flags) = it.next() {
+        expected -= 1;
+        if deep && expected < 0 {
+            return Err(Corrupt("stream node entry count"));
+        }
         let flags = int_of(Some(flags))?;
         let ms = master.ms.wrapping_add(int_of(it.next())? as u64);
         let seq = master.seq.wrapping_add(int_of(it.next())? as u64);
         let mut fields = Vec::new();
-        if flags & FLAG_SAMEFIELDS != 0 {
+        // The elements an entry spans, its closing count included: flags, two id
+        // deltas and the count, plus the values (and a field count and the names).
+        let span = if flags & FLAG_SAMEFIELDS != 0 {
             for name in &names {
                 fields.push(name.clone());
                 fields.push(bytes_of(it.next())?);
             }
+            names.len() + 3
         } else {
             let n = usize::try_from(int_of(it.next())?).map_err(|_| Corrupt("field count"))?;
             if n > elems.len() {
@@ -166,8 +182,11 @@ fn node_entries(master: StreamId, lp: &[u8]) -> Result<Vec<(StreamId, Fields)>, 
                 fields.push(bytes_of(it.next())?);
                 fields.push(bytes_of(it.next())?);
             }
+            2 * n + 4
+        };
+        if usize::try_from(int_of(it.next())?).ok() != Some(span) && deep {
+            return Err(Corrupt("stream entry element count"));
         }
-        int_of(it.next())?;
         if flags & FLAG_DELETED == 0 {
             let id = StreamId::new(ms, seq);
             if entries
@@ -178,6 +197,9 @@ fn node_entries(master: StreamId, lp: &[u8]) -> Result<Vec<(StreamId, Fields)>, 
             }
             entries.push((id, fields.into_boxed_slice()));
         }
+    }
+    if deep && expected != 0 {
+        return Err(Corrupt("stream node entry count"));
     }
     Ok(entries)
 }
@@ -199,7 +221,7 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
         let master = id_from(&r.string()?)?;
         let lp = r.string()?;
         // Redis words any fault inside a node's listpack this way.
-        let entries = node_entries(master, &lp)
+        let entries = node_entries(master, &lp, r.deep())
             .map_err(|_| Corrupt("Stream listpack integrity check failed."))?;
         if let (Some(prev), Some((first, _))) = (previous, entries.first()) {
             if *first <= prev {
@@ -251,14 +273,16 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
             let id = id_from(r.take(16)?)?;
             let delivery_time = ms_time(r)?;
             let delivery_count = r.count()?;
-            group.pel.insert(
-                id,
-                Nack {
-                    delivery_time,
-                    delivery_count,
-                    consumer: Bytes::new(),
-                },
-            );
+            let nack = Nack {
+                delivery_time,
+                delivery_count,
+                consumer: Bytes::new(),
+            };
+            if group.pel.insert(id, nack).is_some() {
+                return Err(Corrupt(
+                    "Duplicated global PEL entry loading stream consumer group",
+                ));
+            }
         }
         let consumers = r.count()?;
         for _ in 0..consumers {
@@ -275,15 +299,23 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
                     .pel
                     .get_mut(&id)
                     .ok_or(Corrupt("consumer entry missing from the group PEL"))?;
+                if !nack.consumer.is_empty() || !consumer.pel.insert(id) {
+                    return Err(Corrupt(
+                        "Duplicated consumer PEL entry loading a stream consumer group",
+                    ));
+                }
                 nack.consumer = cname.clone();
-                consumer.pel.insert(id);
             }
-            group.consumers.insert(cname, consumer);
+            if group.consumers.insert(cname, consumer).is_some() {
+                return Err(Corrupt("Duplicate stream consumer detected."));
+            }
         }
         if group.pel.values().any(|n| n.consumer.is_empty()) {
             return Err(Corrupt("group PEL entry without a consumer"));
         }
-        stream.groups.insert(name, group);
+        if stream.groups.insert(name, group).is_some() {
+            return Err(Corrupt("Duplicated consumer group name"));
+        }
     }
     Ok(Value::Stream(Box::new(stream)))
 }

@@ -394,9 +394,9 @@ fn footer_errors() {
         "ERR DUMP payload version or checksum are wrong"
     );
     // DEBUG SET-SKIP-CHECKSUM-VALIDATION: the CRC is not compared, the version still is.
-    assert!(restore_payload_with(&bad_crc, false).is_ok());
+    assert!(restore_payload_with(&bad_crc, false, true).is_ok());
     assert_eq!(
-        restore_payload_with(&body, false).map(|_| ()),
+        restore_payload_with(&body, false, true).map(|_| ()),
         version_or_checksum
     );
 }
@@ -520,4 +520,76 @@ fn score_text_matches_d2string() {
     assert_eq!(encode::score_text(f64::NEG_INFINITY), "-inf");
     assert_eq!(encode::score_text(1e20), "1e+20");
     assert_eq!(encode::score_text(4503599627370496.0), "4503599627370496");
+}
+
+/// A one-entry stream body (`XADD s 5-1 f v`) whose node listpack says `live` entries
+/// and ends the entry with element count `lp_count` (3 + 1 value is right), and whose
+/// group `g` lists `consumers` (each with no pending entries).
+fn stream_body(live: i64, lp_count: i64, consumers: &[&[u8]]) -> Vec<u8> {
+    let mut lp = Writer::new();
+    for n in [live, 0, 1] {
+        lp.push_int(n);
+    }
+    lp.push(b"f");
+    for n in [0, 2, 0, 0] {
+        lp.push_int(n); // master terminator, then flags SAMEFIELDS, id deltas 0-0
+    }
+    lp.push(b"v");
+    lp.push_int(lp_count);
+    let mut master = 5u64.to_be_bytes().to_vec();
+    master.extend_from_slice(&1u64.to_be_bytes());
+    let mut body = vec![STREAM_LISTPACKS_2];
+    encode::len(&mut body, 1);
+    encode::string(&mut body, &master);
+    encode::string(&mut body, &lp.finish());
+    // length; last id; first id; max deleted id; entries added; one group.
+    for n in [1, 5, 1, 5, 1, 0, 0, 1, 1] {
+        encode::len(&mut body, n);
+    }
+    encode::string(&mut body, b"g");
+    for n in [5, 1, 1, 0, consumers.len() as u64] {
+        encode::len(&mut body, n); // last id, entries read, PEL size, consumers
+    }
+    for name in consumers {
+        encode::string(&mut body, name);
+        body.extend_from_slice(&0u64.to_le_bytes());
+        encode::len(&mut body, 0);
+    }
+    payload(&body)
+}
+
+/// Redis's deep sanitization (`sanitize-dump-payload yes`) refuses a stream node whose
+/// entry counts are off; without it they are not read (nothing here relies on them).
+/// A consumer listed twice is refused either way, as in Redis.
+#[test]
+fn stream_payload_counts_are_checked_when_deep() {
+    let good = stream_body(1, 4, &[b"alice"]);
+    assert!(restore_payload_with(&good, true, true).is_ok());
+    for bad in [
+        stream_body(1, 5, &[]),
+        stream_body(2, 4, &[]),
+        stream_body(0, 4, &[]),
+    ] {
+        assert!(matches!(
+            restore_payload_with(&bad, true, true),
+            Err(PayloadError::BadData(Corrupt(
+                "Stream listpack integrity check failed."
+            )))
+        ));
+        let value = restore_payload_with(&bad, true, false).expect("shallow load");
+        assert!(
+            canon(&value).starts_with(r#"stream [("5-1", ["f", "v"])]"#),
+            "{}",
+            canon(&value)
+        );
+    }
+    let twice = stream_body(1, 4, &[b"alice", b"alice"]);
+    for deep in [true, false] {
+        assert!(matches!(
+            restore_payload_with(&twice, true, deep),
+            Err(PayloadError::BadData(Corrupt(
+                "Duplicate stream consumer detected."
+            )))
+        ));
+    }
 }
