@@ -36,6 +36,13 @@ const UNKNOWN_COUNT: u16 = u16::MAX;
 
 /// Every entry of `lp`, validated.
 pub fn entries(lp: &[u8]) -> Result<Vec<Elem<'_>>, Corrupt> {
+    entries_checked(lp, true)
+}
+
+/// Every entry of `lp`, read forward; the back-lengths and the header's count, which
+/// reading forward does not use, are checked only when `deep` (Redis's deep
+/// sanitization: its shallow check reads only the header).
+pub fn entries_checked(lp: &[u8], deep: bool) -> Result<Vec<Elem<'_>>, Corrupt> {
     let bad = || Corrupt("listpack integrity check failed");
     let header: &[u8; HEADER] = lp
         .get(..HEADER)
@@ -54,13 +61,13 @@ pub fn entries(lp: &[u8]) -> Result<Vec<Elem<'_>>, Corrupt> {
         pos += size;
         let backlen_size = backlen_size(size);
         let backlen = lp.get(pos..pos + backlen_size).ok_or_else(bad)?;
-        if pos + backlen_size > end || decode_backlen(backlen) != Some(size) {
+        if pos + backlen_size > end || (deep && decode_backlen(backlen) != Some(size)) {
             return Err(bad());
         }
         pos += backlen_size;
         out.push(elem);
     }
-    if count != UNKNOWN_COUNT && usize::from(count) != out.len() {
+    if deep && count != UNKNOWN_COUNT && usize::from(count) != out.len() {
         return Err(bad());
     }
     Ok(out)

@@ -130,14 +130,15 @@ fn bytes_of(elem: Option<&Elem<'_>>) -> Result<Bytes, Corrupt> {
 }
 
 /// The live entries of one node listpack. When `deep`, as Redis's deep check, the
-/// header's live and deleted counts must add up to the entries there are, and each
-/// entry's closing element count must match its own size (neither is used here).
+/// header's live and deleted counts must add up to the entries there are, each
+/// entry's closing element count must match its own size, and the listpack's own
+/// back-lengths and count must hold (none of them is used here).
 fn node_entries(
     master: StreamId,
     lp: &[u8],
     deep: bool,
 ) -> Result<Vec<(StreamId, Fields)>, Corrupt> {
-    let elems = listpack::entries(lp)?;
+    let elems = listpack::entries_checked(lp, deep)?;
     let mut it = elems.iter();
     let count = int_of(it.next())?;
     let deleted = int_of(it.next())?;

@@ -522,10 +522,15 @@ fn score_text_matches_d2string() {
     assert_eq!(encode::score_text(4503599627370496.0), "4503599627370496");
 }
 
-/// A one-entry stream body (`XADD s 5-1 f v`) whose node listpack says `live` entries
-/// and ends the entry with element count `lp_count` (3 + 1 value is right), and whose
-/// group `g` lists `consumers` (each with no pending entries).
+/// A one-entry stream payload (`XADD s 5-1 f v`) whose node listpack says `live`
+/// entries and ends the entry with element count `lp_count` (3 + 1 value is right),
+/// and whose group `g` lists `consumers` (each with no pending entries).
 fn stream_body(live: i64, lp_count: i64, consumers: &[&[u8]]) -> Vec<u8> {
+    stream_payload(live, lp_count, consumers, false)
+}
+
+/// [`stream_body`], the listpack's last back-length wrong when `bad_backlen`.
+fn stream_payload(live: i64, lp_count: i64, consumers: &[&[u8]], bad_backlen: bool) -> Vec<u8> {
     let mut lp = Writer::new();
     for n in [live, 0, 1] {
         lp.push_int(n);
@@ -541,7 +546,12 @@ fn stream_body(live: i64, lp_count: i64, consumers: &[&[u8]]) -> Vec<u8> {
     let mut body = vec![STREAM_LISTPACKS_2];
     encode::len(&mut body, 1);
     encode::string(&mut body, &master);
-    encode::string(&mut body, &lp.finish());
+    let mut lp = lp.finish();
+    if bad_backlen {
+        let last = lp.len() - 2;
+        lp[last] += 1;
+    }
+    encode::string(&mut body, &lp);
     // length; last id; first id; max deleted id; entries added; one group.
     for n in [1, 5, 1, 5, 1, 0, 0, 1, 1] {
         encode::len(&mut body, n);
@@ -559,7 +569,8 @@ fn stream_body(live: i64, lp_count: i64, consumers: &[&[u8]]) -> Vec<u8> {
 }
 
 /// Redis's deep sanitization (`sanitize-dump-payload yes`) refuses a stream node whose
-/// entry counts are off; without it they are not read (nothing here relies on them).
+/// entry counts or listpack back-lengths are off; without it they are not read
+/// (nothing here relies on them).
 /// A consumer listed twice is refused either way, as in Redis.
 #[test]
 fn stream_payload_counts_are_checked_when_deep() {
@@ -569,6 +580,7 @@ fn stream_payload_counts_are_checked_when_deep() {
         stream_body(1, 5, &[]),
         stream_body(2, 4, &[]),
         stream_body(0, 4, &[]),
+        stream_payload(1, 4, &[], true),
     ] {
         assert!(matches!(
             restore_payload_with(&bad, true, true),
