@@ -41,7 +41,6 @@ fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency].
 /// Whether RESTORE checks a payload deeply (`sanitize-dump-payload`): `yes` always,
 /// `clients` unless the command comes from our master or a user with
 /// `skip-sanitize-payload`, `no` never.
@@ -57,6 +56,7 @@ fn deep_sanitization(ctx: &Ctx<'_>) -> bool {
     }
 }
 
+/// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency].
 fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (mut replace, mut absttl) = (false, false);
     // Validated like Redis, then unused: this server keeps no LRU/LFU data per key.

@@ -158,7 +158,7 @@ fn node_entries(
     }
     let mut entries = Vec::new();
     while let Some(flags) = it.next() {
-        expected -= 1;
+        expected = expected.saturating_sub(1);
         if deep && expected < 0 {
             return Err(Corrupt("stream node entry count"));
         }
