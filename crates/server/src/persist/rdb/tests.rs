@@ -580,6 +580,7 @@ fn stream_payload_counts_are_checked_when_deep() {
         stream_body(1, 5, &[]),
         stream_body(2, 4, &[]),
         stream_body(0, 4, &[]),
+        stream_body(i64::MIN, 4, &[]),
         stream_payload(1, 4, &[], true),
     ] {
         assert!(matches!(
