@@ -71,6 +71,8 @@ fn background_events(shared: &Shared) {
     crate::persist::aof::cron(shared);
     shared.migrate_cache.close_idle();
     shared.clients.trim_idle();
+    let pubsub_limit = shared.config.read().client_output_buffer_limit[2];
+    shared.clients.close_over_output_limit(&pubsub_limit);
     // Over maxmemory with no command arriving (CONFIG SET maxmemory lowered it): evict
     // now, as Redis's eviction time proc does. A replica leaves it to its master.
     let eviction = &shared.store.events().eviction;

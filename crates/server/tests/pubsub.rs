@@ -153,3 +153,63 @@ fn slow_subscriber_hits_the_output_buffer_limit() {
         assert_eq!(publisher.cmd(&["PING"]), Frame::Simple("PONG".into()));
     }
 }
+
+/// Past the pubsub soft limit, a subscriber that never reads is closed once the soft
+/// time runs out even when no message arrives any more to find it, on both servers.
+#[test]
+fn the_soft_limit_runs_out_without_traffic() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    for addr in [redis.addr(), redline.addr] {
+        let mut admin = Conn::connect(addr);
+        let r = admin.cmd(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "pubsub 0 100000 1",
+        ]);
+        assert_eq!(show(&r), show(&Frame::Simple("OK".into())));
+        let mut slow = Conn::connect(addr);
+        slow.cmd(&["SUBSCRIBE", "quiet"]);
+        let payload = "x".repeat(10_000);
+        // Publish until the server holds more than the soft limit for the subscriber
+        // (the kernel's socket buffers take the first megabytes), then stop.
+        let mut published = 0;
+        while numsub(&mut admin, "quiet") == 1 && subscriber_omem(&mut admin) <= 100_000 {
+            admin.cmd(&["PUBLISH", "quiet", &payload]);
+            published += 1;
+            assert!(published < 20_000, "the output never grew at {addr}");
+        }
+        let stopped = std::time::Instant::now();
+        while numsub(&mut admin, "quiet") == 1 {
+            assert!(
+                stopped.elapsed() < Duration::from_secs(5),
+                "still subscribed 5 s after the traffic stopped at {addr}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn numsub(c: &mut Conn, channel: &str) -> i64 {
+    match c.cmd(&["PUBSUB", "NUMSUB", channel]) {
+        Frame::Array(v) => match v.get(1) {
+            Some(Frame::Integer(n)) => *n,
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The largest `omem` in CLIENT LIST.
+fn subscriber_omem(c: &mut Conn) -> u64 {
+    let list = match c.cmd(&["CLIENT", "LIST"]) {
+        Frame::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+        other => panic!("{other:?}"),
+    };
+    list.split_whitespace()
+        .filter_map(|f| f.strip_prefix("omem="))
+        .filter_map(|v| v.parse().ok())
+        .max()
+        .unwrap_or(0)
+}

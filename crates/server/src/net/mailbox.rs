@@ -75,6 +75,23 @@ impl Mailbox {
         true
     }
 
+    /// Whether the owner's output (messages waiting and replies being written) is past
+    /// `limit` now: the soft limit runs out also while nothing more arrives, as Redis's
+    /// client cron finds it. The messages are then dropped, as [`Mailbox::push`] does.
+    pub fn over_limit_now(&self, limit: &OutputBufferLimit) -> bool {
+        let mut state = self.state.lock();
+        if state.overflowed {
+            return false;
+        }
+        let len = (state.pending.len() + self.unsent.load(Ordering::Relaxed)) as u64;
+        if !limit.exceeded(len, &mut state.soft_since) {
+            return false;
+        }
+        state.overflowed = true;
+        state.pending = BytesMut::new();
+        true
+    }
+
     /// Appends a reply that must be delivered whatever the limits (a served blocking
     /// command), and wakes the owner.
     pub fn deliver(&self, bytes: &[u8]) {

@@ -304,6 +304,35 @@ impl Clients {
         }
     }
 
+    /// Closes the pub/sub clients whose output is past `limit` (the `pubsub` class of
+    /// `client-output-buffer-limit`) with no message arriving to find it: a soft limit
+    /// runs out on time, as in Redis's client cron. The server's cron calls it on every
+    /// turn.
+    pub fn close_over_output_limit(&self, limit: &crate::config::OutputBufferLimit) {
+        if limit.hard == 0 && limit.soft == 0 {
+            return;
+        }
+        let over: Vec<u64> = self
+            .map
+            .lock()
+            .iter()
+            .filter(|(_, entry)| client_type(&entry.activity.lock().flags) == "pubsub")
+            .filter(|(_, entry)| {
+                entry
+                    .mailbox
+                    .as_ref()
+                    .is_some_and(|m| m.over_limit_now(limit))
+            })
+            .map(|(&id, _)| id)
+            .collect();
+        for id in over {
+            tracing::warn!(
+                "Client id={id} scheduled to be closed ASAP for overcoming of output buffer limits."
+            );
+            self.kill(id);
+        }
+    }
+
     /// Client eviction (`maxmemory-clients`): while the clients hold more than the
     /// limit, closes the one holding the most, passing over `CLIENT NO-EVICT` clients.
     /// One comparison when under the limit.
