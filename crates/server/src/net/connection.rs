@@ -44,9 +44,14 @@ const BIG_ARG: usize = 32 * 1024;
 /// large replies does not pile up in memory.
 const FLUSH_AT: usize = 64 * 1024;
 
-/// Buffers bigger than this are released once empty, so one huge request or reply does
-/// not pin its memory for the life of the connection.
+/// A query buffer bigger than this is released once empty, so one huge request does not
+/// pin its memory for the life of the connection.
 const KEEP_CAPACITY: usize = 1024 * 1024;
+
+/// The reply buffer a connection keeps once its replies are written (Redis's
+/// `PROTO_REPLY_CHUNK_BYTES`, its reply buffer's largest size): larger replies are
+/// written from a buffer of their own, freed after, as Redis's reply list is.
+const REPLY_CHUNK: usize = 16 * 1024;
 
 /// Limits cached from the configuration, refreshed when CONFIG SET bumps its generation.
 struct CachedLimits {
@@ -920,9 +925,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         self.client.mailbox.set_unsent(self.output.len());
         let sent = std::future::poll_fn(|cx| self.poll_write_or_read(cx)).await;
         self.client.mailbox.set_unsent(self.output.len());
-        if self.output.is_empty() && self.output_allocation() > KEEP_CAPACITY {
-            self.output = BytesMut::with_capacity(READ_CHUNK);
-            self.output_sent = 0;
+        // Shown at once: CLIENT LIST's `rbs` is what the client holds now, as in Redis.
+        if self.output.is_empty() && self.release_large_output() {
+            self.count_memory();
         }
         sent
     }
@@ -1007,12 +1012,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             // A no-op on TCP; TLS sends any record still held in its buffer.
             self.stream.flush().await?;
             self.output.clear();
-            if self.output_allocation() > KEEP_CAPACITY {
-                self.output = BytesMut::with_capacity(READ_CHUNK);
-                self.output_sent = 0;
+            if self.release_large_output() {
+                self.count_memory();
             }
         }
         Ok(())
+    }
+
+    /// Gives back an empty reply buffer grown past [`REPLY_CHUNK`]; whether it did.
+    fn release_large_output(&mut self) -> bool {
+        if self.output_allocation() <= REPLY_CHUNK {
+            return false;
+        }
+        self.output = BytesMut::with_capacity(REPLY_CHUNK);
+        self.output_sent = 0;
+        true
     }
 
     fn refresh_limits(&mut self) {

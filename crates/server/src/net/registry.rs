@@ -62,6 +62,10 @@ pub struct Activity {
     pub last_interaction: Instant,
 }
 
+/// Clients the cron visits on every turn at least (Redis's
+/// `CLIENTS_CRON_MIN_ITERATIONS`): with no more than these, each is looked at every turn.
+const CRON_MIN_CLIENTS: usize = 5;
+
 /// Redis's client type, from a connection's flag letters: the link from our master, a
 /// replica's link, a client with subscriptions, or a normal one (MONITOR included, as in
 /// Redis).
@@ -273,11 +277,14 @@ impl Clients {
 
     /// Asks every idle client that holds buffers it does not need to give their memory
     /// back (Redis's `clientsCronResizeQueryBuffer` and `clientsCronResizeOutputBuffer`).
-    /// The server's cron calls it on every turn; it walks the clients once a second.
+    /// The server's cron calls it on every turn; it walks the clients once a second, or
+    /// on every turn while there are at most [`CRON_MIN_CLIENTS`] (Redis's client cron
+    /// visits at least that many clients per turn).
     pub fn trim_idle(&self) {
         {
             let mut last = self.last_trim.lock();
-            if last.is_some_and(|at| at.elapsed() < Duration::from_secs(1)) {
+            let walked_lately = last.is_some_and(|at| at.elapsed() < Duration::from_secs(1));
+            if walked_lately && self.len() > CRON_MIN_CLIENTS {
                 return;
             }
             *last = Some(Instant::now());
