@@ -54,15 +54,16 @@ struct State {
 }
 
 impl Mailbox {
-    /// Appends `bytes` and wakes the owner. Returns false when the mailbox is over
-    /// `limit` (the caller then disconnects the owner); the bytes are then dropped.
+    /// Appends `bytes` and wakes the owner. Returns false when the owner's output
+    /// (CLIENT LIST `omem`: these messages and the replies it is writing) is over `limit`
+    /// (the caller then disconnects the owner); the bytes are then dropped.
     pub fn push(&self, bytes: &[u8], limit: &OutputBufferLimit) -> bool {
         let mut state = self.state.lock();
         if state.overflowed {
             return false;
         }
         state.pending.extend_from_slice(bytes);
-        let len = state.pending.len() as u64;
+        let len = (state.pending.len() + self.unsent.load(Ordering::Relaxed)) as u64;
         if limit.exceeded(len, &mut state.soft_since) {
             state.overflowed = true;
             state.pending = BytesMut::new();
@@ -114,7 +115,8 @@ impl Mailbox {
                 state.pending = BytesMut::new();
             }
         }
-        state.soft_since = None;
+        // The soft limit's clock runs on: the owner may still be writing what it took
+        // (`unsent`); the next check stops it once the output is under the limit.
     }
 
     /// Records how many reply bytes the owner is writing (0 once written).
