@@ -112,6 +112,14 @@ fn pubsub_scenarios_match_redis() {
     }
 }
 
+/// A connection to `addr` after it set `client-output-buffer-limit` to `limit`.
+fn connect_with_output_limit(addr: SocketAddr, limit: &str) -> Conn {
+    let mut admin = Conn::connect(addr);
+    let r = admin.cmd(&["CONFIG", "SET", "client-output-buffer-limit", limit]);
+    assert_eq!(show(&r), show(&Frame::Simple("OK".into())));
+    admin
+}
+
 /// A subscriber that never reads is disconnected once its pending output passes the
 /// pubsub hard limit, on both servers, and the publisher carries on.
 #[test]
@@ -119,14 +127,7 @@ fn slow_subscriber_hits_the_output_buffer_limit() {
     let redis = RedisServer::start().expect("redis-server");
     let redline = Redline::start();
     for addr in [redis.addr(), redline.addr] {
-        let mut admin = Conn::connect(addr);
-        let r = admin.cmd(&[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "pubsub 262144 0 0",
-        ]);
-        assert_eq!(show(&r), show(&Frame::Simple("OK".into())));
+        connect_with_output_limit(addr, "pubsub 262144 0 0");
         let mut slow = Conn::connect(addr);
         slow.cmd(&["SUBSCRIBE", "firehose"]);
         // Shrink the socket buffers' share by sending far more than kernel buffers hold.
@@ -161,14 +162,7 @@ fn the_soft_limit_runs_out_without_traffic() {
     let redis = RedisServer::start().expect("redis-server");
     let redline = Redline::start();
     for addr in [redis.addr(), redline.addr] {
-        let mut admin = Conn::connect(addr);
-        let r = admin.cmd(&[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "pubsub 0 100000 1",
-        ]);
-        assert_eq!(show(&r), show(&Frame::Simple("OK".into())));
+        let mut admin = connect_with_output_limit(addr, "pubsub 0 100000 1");
         let mut slow = Conn::connect(addr);
         slow.cmd(&["SUBSCRIBE", "quiet"]);
         let payload = "x".repeat(10_000);
