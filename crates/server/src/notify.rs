@@ -200,7 +200,7 @@ pub fn publish_pending(shared: &Shared, me: u64, own_output: &mut BytesMut) {
                         .pubsub
                         .publish(Kind::Channel, channel, message, &limit, me, own_output);
                 for id in published.overflowed {
-                    shared.clients.kill(id);
+                    shared.clients.close_for_output_limit(id);
                 }
             };
             if flags & KEYSPACE != 0 {

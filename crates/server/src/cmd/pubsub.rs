@@ -171,10 +171,7 @@ fn publish_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult {
             .pubsub
             .publish(kind, &args[1], &args[2], &limit, ctx.client.id, ctx.out);
     for id in published.overflowed {
-        tracing::warn!(
-            "Client id={id} scheduled to be closed ASAP for overcoming of output buffer limits."
-        );
-        ctx.shared.clients.kill(id);
+        ctx.shared.clients.close_for_output_limit(id);
     }
     encode::write_integer(ctx.out, published.receivers);
     Ok(())

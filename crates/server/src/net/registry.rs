@@ -323,21 +323,25 @@ impl Clients {
             .map
             .lock()
             .iter()
-            .filter(|(_, entry)| client_type(&entry.activity.lock().flags) == "pubsub")
             .filter(|(_, entry)| {
                 entry
                     .mailbox
                     .as_ref()
-                    .is_some_and(|m| m.over_limit_now(limit))
+                    .is_some_and(|m| m.subscribed() && m.over_limit_now(limit))
             })
             .map(|(&id, _)| id)
             .collect();
         for id in over {
-            tracing::warn!(
-                "Client id={id} scheduled to be closed ASAP for overcoming of output buffer limits."
-            );
-            self.kill(id);
+            self.close_for_output_limit(id);
         }
+    }
+
+    /// Closes client `id`, past its `client-output-buffer-limit`, with Redis's warning.
+    pub fn close_for_output_limit(&self, id: u64) {
+        tracing::warn!(
+            "Client id={id} scheduled to be closed ASAP for overcoming of output buffer limits."
+        );
+        self.kill(id);
     }
 
     /// Client eviction (`maxmemory-clients`): while the clients hold more than the
