@@ -63,10 +63,7 @@ impl Mailbox {
             return false;
         }
         state.pending.extend_from_slice(bytes);
-        let len = (state.pending.len() + self.unsent.load(Ordering::Relaxed)) as u64;
-        if limit.exceeded(len, &mut state.soft_since) {
-            state.overflowed = true;
-            state.pending = BytesMut::new();
+        if self.overflows(&mut state, limit) {
             return false;
         }
         let pending = state.pending.len();
@@ -81,9 +78,12 @@ impl Mailbox {
     /// client cron finds it. The messages are then dropped, as [`Mailbox::push`] does.
     pub fn over_limit_now(&self, limit: &OutputBufferLimit) -> bool {
         let mut state = self.state.lock();
-        if state.overflowed {
-            return false;
-        }
+        !state.overflowed && self.overflows(&mut state, limit)
+    }
+
+    /// Checks the output (CLIENT LIST `omem`) against `limit`; past it, marks the
+    /// mailbox overflowed and drops its messages.
+    fn overflows(&self, state: &mut State, limit: &OutputBufferLimit) -> bool {
         let len = (state.pending.len() + self.unsent.load(Ordering::Relaxed)) as u64;
         if !limit.exceeded(len, &mut state.soft_since) {
             return false;
