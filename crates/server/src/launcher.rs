@@ -124,18 +124,18 @@ async fn serve(config: Config) -> ExitCode {
     tokio::spawn({
         let shared = shared.clone();
         async move {
-            // A signal shuts down as SHUTDOWN does, with the flags of its
-            // `shutdown-on-sig*` parameter: after the replicas catch up, saving when save
-            // points are set. As in Redis, a save that fails leaves the server running
-            // (the next signal tries again), and so does a SHUTDOWN ABORT while it waits.
+            // A signal schedules a shutdown as SHUTDOWN does, with the flags of its
+            // `shutdown-on-sig*` parameter; the cron starts it (see
+            // `persist::graceful`). As in Redis, a save that fails leaves the server
+            // running (the next signal tries again), and a second SIGINT while one is
+            // scheduled or under way exits at once.
             loop {
-                let param = wait_for_signal().await;
-                let flags = crate::persist::shutdown::ShutdownFlags::for_signal(&shared, param);
-                tracing::warn!("User requested shutdown...");
-                match crate::persist::graceful::request(&shared, flags, flags.now) {
-                    crate::persist::graceful::Requested::Exiting => break,
-                    crate::persist::graceful::Requested::Waiting(_) => {}
-                    crate::persist::graceful::Requested::Failed => {}
+                let signal = wait_for_signal().await;
+                let param = signal.param();
+                if graceful_signal(&shared, signal, param) {
+                    tracing::warn!("You insist... exiting now.");
+                    crate::persist::snapshot::remove_temp_files(&shared);
+                    std::process::exit(1);
                 }
             }
         }
@@ -172,9 +172,43 @@ fn log_banner(config: &crate::config::Config, port: u16) {
     }
 }
 
-/// SIGTERM or SIGINT, logged the way redis-server logs them; gives the parameter that
-/// says what the signal saves.
-async fn wait_for_signal() -> &'static str {
+/// The signals that shut the server down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Signal {
+    Term,
+    Int,
+}
+
+impl Signal {
+    /// The parameter that says what the signal saves.
+    fn param(self) -> &'static str {
+        match self {
+            Signal::Term => "shutdown-on-sigterm",
+            Signal::Int => "shutdown-on-sigint",
+        }
+    }
+}
+
+/// Logs `signal` the way redis-server does and schedules its shutdown; true when it is
+/// a SIGINT that insists (a signal's shutdown was already scheduled): exit now.
+fn graceful_signal(shared: &crate::shared::Shared, signal: Signal, param: &'static str) -> bool {
+    use crate::persist::graceful;
+    if signal == Signal::Int && graceful::signal_scheduled(shared) {
+        return true;
+    }
+    if shared.persistence.loading.is_active() {
+        tracing::warn!("Received shutdown signal during loading, scheduling shutdown.");
+    } else if signal == Signal::Term {
+        tracing::warn!("Received SIGTERM scheduling shutdown...");
+    } else {
+        tracing::warn!("Received SIGINT scheduling shutdown...");
+    }
+    graceful::schedule_for_signal(shared, param);
+    false
+}
+
+/// The next SIGTERM or SIGINT.
+async fn wait_for_signal() -> Signal {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
@@ -183,22 +217,16 @@ async fn wait_for_signal() -> &'static str {
             signal(SignalKind::interrupt()),
         ) else {
             let _ = tokio::signal::ctrl_c().await;
-            return "shutdown-on-sigint";
+            return Signal::Int;
         };
         tokio::select! {
-            _ = term.recv() => {
-                tracing::warn!("Received SIGTERM scheduling shutdown...");
-                "shutdown-on-sigterm"
-            }
-            _ = int.recv() => {
-                tracing::warn!("Received SIGINT scheduling shutdown...");
-                "shutdown-on-sigint"
-            }
+            _ = term.recv() => Signal::Term,
+            _ = int.recv() => Signal::Int,
         }
     }
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
-        "shutdown-on-sigint"
+        Signal::Int
     }
 }

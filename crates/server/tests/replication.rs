@@ -594,6 +594,88 @@ fn replica_drops_its_link(master: u16, replica: u16) {
     assert_eq!(stat(master, "sync_full"), full);
 }
 
+/// A redline replica of `master` restarted from its own dump continues with PSYNC from
+/// the offset the dump recorded (Redis's `repl-id`/`repl-offset` aux fields), although
+/// the master went on writing after the save: no full sync, the same data.
+fn a_restarted_replica_continues(master: u16) {
+    let mut m = conn(master);
+    assert_eq!(
+        m.cmd(&["CONFIG", "SET", "repl-backlog-size", "16mb"]),
+        Frame::Simple("OK".into())
+    );
+    let mut replica = redline(&["--replicaof", "127.0.0.1", &master.to_string()]);
+    wait_link_up(replica.port());
+    write_load(master, 5);
+    wait_caught_up(master, replica.port());
+    assert_eq!(
+        conn(replica.port()).cmd(&["SAVE"]),
+        Frame::Simple("OK".into())
+    );
+    write_load(master, 5);
+    let [full, partial, _] = sync_counters(master);
+    replica.kill();
+    replica.restart().unwrap();
+    wait_until("a partial resynchronization", || {
+        stat(master, "sync_partial_ok") > partial
+    });
+    wait_link_up(replica.port());
+    assert_same_data(master, replica.port());
+    assert_eq!(stat(master, "sync_full"), full);
+}
+
+/// A redline master restarted from its dump continues its history: its replica
+/// continues with PSYNC, and the keys that expired while it was down reach the replica
+/// as DELs after the restored offset, as Redis feeds them to its backlog.
+#[test]
+fn a_restarted_master_continues_and_sends_the_dels_of_keys_expired_meanwhile() {
+    let mut master = redline(&[]);
+    let port = master.port();
+    let mut m = conn(port);
+    assert_eq!(
+        m.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]),
+        Frame::Simple("OK".into())
+    );
+    let replica = redline(&["--replicaof", "127.0.0.1", &port.to_string()]);
+    wait_link_up(replica.port());
+    for i in 0..100 {
+        m.cmd(&["SET", &format!("short{i}"), "v", "PX", "10"]);
+    }
+    m.cmd(&["SET", "kept", "v"]);
+    wait_caught_up(port, replica.port());
+    assert_eq!(text(&conn(replica.port()).cmd(&["DBSIZE"])), "101");
+    let offset: u64 = info_field(port, "master_repl_offset").parse().unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    m.send(&["SHUTDOWN", "SAVE"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while master.is_running() {
+        assert!(Instant::now() < deadline, "the master did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    master.restart().unwrap();
+    wait_until("a partial resynchronization", || {
+        stat(port, "sync_partial_ok") == 1
+    });
+    assert_eq!(stat(port, "sync_full"), 0);
+    assert_eq!(
+        section_field(port, "persistence", "rdb_last_load_keys_expired"),
+        "100"
+    );
+    // One DEL (and a SELECT) a key, after the offset the dump recorded.
+    let now: u64 = info_field(port, "master_repl_offset").parse().unwrap();
+    assert!(now > offset + 100 * 20, "offset {offset} -> {now}");
+    wait_caught_up(port, replica.port());
+    assert_eq!(text(&conn(replica.port()).cmd(&["DBSIZE"])), "1");
+    assert_eq!(digest(port), digest(replica.port()));
+}
+
+#[test]
+fn a_restarted_replica_continues_from_its_dump_with_psync() {
+    let ours = redline(&[]);
+    a_restarted_replica_continues(ours.port());
+    let theirs = redis(&[]);
+    a_restarted_replica_continues(theirs.port());
+}
+
 #[test]
 fn redline_replicates_from_redline_under_load_and_continues_after_a_cut() {
     let master = redline(&[]);

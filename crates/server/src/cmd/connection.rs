@@ -254,8 +254,10 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let lazy = flush_is_async(ctx, args)?;
-    // With save points, Redis saves the emptied dataset at once (stopping a BGSAVE), so
-    // a restart cannot bring the flushed keys back from an older dump.
+    // A BGSAVE of the keys being flushed stops, as Redis kills its child.
+    ctx.shared.persistence.abort_bgsave();
+    // With save points, Redis saves the emptied dataset at once, so a restart cannot
+    // bring the flushed keys back from an older dump.
     let save = crate::persist::snapshot::has_save_points(ctx.shared);
     if save && !ctx.client.in_script {
         let shared = ctx.shared;
@@ -266,7 +268,7 @@ fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 }
             }
             // A failed save is logged and reported by INFO, as in Redis.
-            let _ = crate::persist::snapshot::save_held(shared, held);
+            let _ = crate::persist::snapshot::save_held(shared, held, false);
         });
         saved_now(ctx.client);
     } else {

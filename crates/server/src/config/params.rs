@@ -115,8 +115,10 @@ const SHUTDOWN: &[&str] = &["default", "save", "nosave", "now", "force"];
 pub static PARAMS: &[Param] = &[
     // Redis's hidden debugging knobs: accepted and shown when named. The load pauses
     // after each key as `key-load-delay` says (clients are served meanwhile, so the
-    // events interval has no use); the others have no effect here (saving does not
-    // pause per key, and a panic is never turned into an exit).
+    // events interval has no use), and saves after each key as `rdb-key-save-delay`
+    // says (SAVE blocking the server, as in Redis; BGSAVE and full syncs walking slower
+    // while clients are served); the others have no effect here (a panic is never
+    // turned into an exit).
     h("key-load-delay", Kind::Int(i32::MIN as i64, INT_MAX), "0"),
     h("use-exit-on-panic", B, "no"),
     h(

@@ -22,11 +22,16 @@
 //! BGSAVE and a replication full sync write cuts; SAVE, DEBUG RELOAD and the AOF
 //! rewrite's base still take their image with every shard held
 //! ([`super::snapshot::capture`]).
+//!
+//! A cut can be aborted (FLUSHALL and SHUTDOWN stop a BGSAVE, a replica leaving stops
+//! its sync), as Redis kills its child: from then on nothing more is serialised into it,
+//! the walk stops and the file is removed. `rdb-key-save-delay` slows the walk down key
+//! by key, as it slows Redis's child.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -34,7 +39,7 @@ use parking_lot::Mutex;
 
 use super::rdb::file::{write_entry, write_select_db, EOF_OPCODE};
 use super::rdb::CRC64;
-use super::snapshot::{dump_path, image_start, saved, temp_path, unix_secs};
+use super::snapshot::{debug_delay_micros, dump_path, image_start, saved, unix_secs};
 use crate::alloc::{Counted, Gauge};
 use crate::shared::Shared;
 use crate::store::{CutSink, Entry, Held, ShardMap, Store};
@@ -66,6 +71,8 @@ pub struct CutFile {
     tx: std::sync::mpsc::Sender<Chunk>,
     queued: Arc<Queued>,
     writer: Mutex<Option<std::thread::JoinHandle<std::io::Result<u64>>>>,
+    /// Set when the cut is aborted: nothing more is serialised into it.
+    abort: Arc<AtomicBool>,
 }
 
 /// The serialised bytes queued for the writer (allocated, not only used), also kept in
@@ -197,7 +204,12 @@ impl CutFile {
             tx,
             queued,
             writer: Mutex::new(Some(writer)),
+            abort: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    fn aborted(&self) -> bool {
+        self.abort.load(Ordering::Relaxed)
     }
 
     /// Bytes waiting for the writer.
@@ -222,7 +234,11 @@ impl CutFile {
 impl CutSink for CutFile {
     fn save(&self, db: usize, entries: &mut dyn Iterator<Item = (&[u8], &Entry)>) {
         // Serialised under the shard's lock (the entries are borrowed from it), handed
-        // to the writer without waiting for the disk.
+        // to the writer without waiting for the disk. An aborted cut takes nothing: the
+        // shards then drop it at no cost.
+        if self.aborted() {
+            return;
+        }
         let mut bytes = Vec::new();
         for (key, entry) in entries {
             write_entry(&mut bytes, key, entry);
@@ -244,6 +260,8 @@ impl CutSink for CutFile {
 pub struct Cut {
     pending: Option<(Arc<CutFile>, PathBuf)>,
     store: Arc<Store>,
+    /// `rdb-key-save-delay` when the cut began.
+    key_delay: i64,
 }
 
 impl std::fmt::Debug for Cut {
@@ -275,31 +293,92 @@ pub fn begin_cut(
     Ok(Cut {
         pending: Some((file, temp)),
         store: shared.store.clone(),
+        key_delay: shared.config.read().param_int("rdb-key-save-delay"),
     })
+}
+
+/// The temporary file a BGSAVE writes for the dump file `path`; a foreground save
+/// (SAVE, FLUSHALL's, a shutdown's) writes another, so neither touches the other's.
+pub fn temp_path(path: &Path) -> PathBuf {
+    path.with_file_name(format!("temp-bgsave-{}.rdb", std::process::id()))
 }
 
 impl Cut {
     /// Saves every shard's rest of the cut and completes the file (EOF, checksum,
-    /// fsync); returns its path and size. On failure the file is removed. Blocks for
-    /// as long as the walk takes: call it on a thread of its own, lowered with
-    /// [`crate::background::lower_this_thread`].
+    /// fsync); returns its path and size. On failure or abort the file is removed
+    /// (aborted: an `Interrupted` error). Blocks for as long as the walk takes: call it
+    /// on a thread of its own, lowered with [`crate::background::lower_this_thread`].
     pub fn complete(mut self) -> std::io::Result<(PathBuf, u64)> {
         let Some((file, temp)) = self.pending.take() else {
             return Err(std::io::Error::other("cut already completed"));
         };
-        finish(&self.store, &file, temp)
+        finish(&self.store, &file, temp, self.key_delay)
+    }
+
+    /// What aborts this cut: set it and [`Cut::complete`] stops soon after.
+    pub fn abort_handle(&self) -> Arc<AtomicBool> {
+        match &self.pending {
+            Some((file, _)) => file.abort.clone(),
+            None => Arc::new(AtomicBool::new(true)),
+        }
     }
 }
 
-/// Walks every shard's rest of the cut into `file`, then ends it (removed on failure).
-fn finish(store: &Store, file: &CutFile, temp: PathBuf) -> std::io::Result<(PathBuf, u64)> {
-    walk(store, WALK_BATCH, || {
+/// Sets an abort flag when dropped, unless disarmed: a full sync whose replica went
+/// away stops its cut.
+pub struct AbortOnDrop(Option<Arc<AtomicBool>>);
+
+impl AbortOnDrop {
+    /// Guards `abort`.
+    pub fn new(abort: Arc<AtomicBool>) -> AbortOnDrop {
+        AbortOnDrop(Some(abort))
+    }
+
+    /// The work finished: nothing to abort.
+    pub fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(abort) = self.0.take() {
+            abort.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Walks every shard's rest of the cut into `file`, sleeping `key_delay` microseconds a
+/// key (`rdb-key-save-delay`), then ends it (removed on failure or abort).
+fn finish(
+    store: &Store,
+    file: &CutFile,
+    temp: PathBuf,
+    key_delay: i64,
+) -> std::io::Result<(PathBuf, u64)> {
+    // One entry a step when slowed down, so that the delay falls between keys.
+    let batch = if key_delay == 0 { WALK_BATCH } else { 1 };
+    let mut steps = 0u64;
+    let walked = walk(store, batch, || {
+        steps += 1;
+        pause(debug_delay_micros(key_delay, steps), &file.abort);
         // Outside the shard's lock: wait for the disk rather than queue the whole
         // dataset in memory.
-        while file.queued() > MAX_QUEUED {
+        while file.queued() > MAX_QUEUED && !file.aborted() {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
+        !file.aborted()
     });
+    if !walked {
+        // The shards still holding the cut drop it unsaved (it takes nothing now).
+        walk(store, usize::MAX, || true);
+        let _ = file.finish();
+        let _ = std::fs::remove_file(&temp);
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "the save was aborted",
+        ));
+    }
     match file.finish() {
         Ok(size) => Ok((temp, size)),
         Err(e) => {
@@ -309,17 +388,46 @@ fn finish(store: &Store, file: &CutFile, temp: PathBuf) -> std::io::Result<(Path
     }
 }
 
+/// Sleeps `micros`, waking early when `abort` is set.
+fn pause(micros: u64, abort: &AtomicBool) {
+    const SLICE: std::time::Duration = std::time::Duration::from_millis(10);
+    let until = Instant::now() + std::time::Duration::from_micros(micros);
+    while !abort.load(Ordering::Relaxed) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(SLICE));
+    }
+}
+
 /// Saves what every shard still owes the pending cut, `batch` entries per lock, calling
-/// `between` (with no lock held) after each batch.
-fn walk(store: &Store, batch: usize, mut between: impl FnMut()) {
+/// `between` (with no lock held) after each batch; stops, returning false, when
+/// `between` does.
+fn walk(store: &Store, batch: usize, mut between: impl FnMut() -> bool) -> bool {
     for db in store.dbs() {
         for index in 0..db.shard_count() {
-            while !db.lock_index(index).cut_step(batch) {
-                std::thread::yield_now();
-                between();
+            loop {
+                let (pending, done) = {
+                    let mut shard = db.lock_index(index);
+                    (shard.cut_pending(), shard.cut_step(batch))
+                };
+                if !pending {
+                    break;
+                }
+                if !done {
+                    std::thread::yield_now();
+                }
+                if !between() {
+                    return false;
+                }
+                if done {
+                    break;
+                }
             }
         }
     }
+    true
 }
 
 impl Drop for Cut {
@@ -330,19 +438,20 @@ impl Drop for Cut {
         let Some((file, temp)) = self.pending.take() else {
             return;
         };
+        // Aborted, the walk drops the cut from each shard unsaved; the writer is
+        // joined on a thread of its own (it may have queued bytes to write first).
+        file.abort.store(true, Ordering::Relaxed);
         let store = self.store.clone();
         let discard = temp.clone();
         let spawned = std::thread::Builder::new()
             .name("redline-cut-drop".into())
             .spawn(move || {
                 crate::background::lower_this_thread();
-                if let Ok((temp, _)) = finish(&store, &file, temp) {
-                    let _ = std::fs::remove_file(temp);
-                }
+                let _ = finish(&store, &file, temp, 0);
             });
         if let Err(e) = spawned {
             tracing::warn!("An abandoned snapshot cut is finished in place: {e}");
-            walk(&self.store, usize::MAX, || {});
+            walk(&self.store, usize::MAX, || true);
             let _ = std::fs::remove_file(discard);
         }
     }
@@ -359,10 +468,16 @@ pub fn bgsave(shared: &Shared) -> bool {
     let started = Instant::now();
     let path = dump_path(shared);
     let begun = {
+        // On a replica the journal's gate first: the image then records the master's
+        // offset it stands at (see `SaveInfo::of`).
+        let writes = shared
+            .repl
+            .is_replica()
+            .then(|| shared.repl.journal.hold_writes());
         let mut held = Held::all(&shared.store);
         let dirty_before = p.dirty.load(Ordering::Relaxed);
         let generation = *p.dump_generation.lock();
-        let history = crate::repl::SaveInfo::of(shared);
+        let history = crate::repl::SaveInfo::of(shared, writes.is_some());
         let aux = history.as_ref().map(crate::repl::SaveInfo::aux);
         let aux = aux.as_ref().map_or(&[][..], |a| &a[..]);
         begin_cut(shared, &mut held, temp_path(&path), aux)
@@ -377,12 +492,17 @@ pub fn bgsave(shared: &Shared) -> bool {
             return false;
         }
     };
+    *p.bgsave_abort.lock() = Some(cut.abort_handle());
     let p = shared.persistence.clone();
     let spawned = std::thread::Builder::new()
         .name("redline-bgsave".into())
         .spawn(move || {
             crate::background::lower_this_thread();
             let p = &*p;
+            let end = || {
+                p.bgsave_abort.lock().take();
+                p.bgsave_running.store(false, Ordering::Release);
+            };
             let result = cut.complete().and_then(|(temp, _)| {
                 let current = p.dump_generation.lock();
                 if *current == generation {
@@ -396,7 +516,14 @@ pub fn bgsave(shared: &Shared) -> bool {
             let result = match result {
                 Ok(false) => {
                     tracing::info!("Background saving abandoned: a newer save replaced it");
-                    p.bgsave_running.store(false, Ordering::Release);
+                    end();
+                    return;
+                }
+                // Stopped on purpose (FLUSHALL, SHUTDOWN): not a failed save, as a
+                // child Redis kills is not.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                    tracing::warn!("Background saving aborted");
+                    end();
                     return;
                 }
                 other => other.map(|_| ()),
@@ -410,13 +537,14 @@ pub fn bgsave(shared: &Shared) -> bool {
             if result.is_ok() {
                 tracing::info!("Background saving terminated with success");
             }
-            p.bgsave_running.store(false, Ordering::Release);
+            end();
         });
     if let Err(e) = spawned {
         // The cut went with the thread's closure: its drop finished it.
         tracing::warn!("Can't save in background: {e}");
         let p = &shared.persistence;
         p.last_bgsave_ok.store(false, Ordering::Relaxed);
+        p.bgsave_abort.lock().take();
         p.bgsave_running.store(false, Ordering::Release);
         return false;
     }

@@ -5,6 +5,10 @@
 //! time is up. SHUTDOWN clients wait meanwhile (counted as blocked); SHUTDOWN ABORT, or
 //! a final save that fails, cancels it: writes resume and the waiting clients get an
 //! error. INFO shows `shutdown_in_milliseconds` while it waits.
+//!
+//! A signal only schedules the shutdown (Redis's `shutdown_asap`): the cron starts it,
+//! so DEBUG PAUSE-CRON holds it and SHUTDOWN ABORT can cancel it first. A second SIGINT
+//! while a signal's shutdown is scheduled or under way exits at once.
 
 use std::time::{Duration, Instant};
 
@@ -20,6 +24,16 @@ use crate::shared::Shared;
 #[derive(Debug, Default)]
 pub struct Graceful {
     pending: Mutex<Option<Pending>>,
+    signalled: Mutex<Option<Signalled>>,
+}
+
+/// A shutdown a signal asked for.
+#[derive(Debug, Clone, Copy)]
+struct Signalled {
+    /// The parameter naming what it saves (`shutdown-on-sigterm`, `shutdown-on-sigint`).
+    param: &'static str,
+    /// The cron has started it.
+    started: bool,
 }
 
 #[derive(Debug)]
@@ -62,6 +76,24 @@ impl Graceful {
     }
 }
 
+/// SIGTERM or SIGINT, whose parameter `param` says what to save: the cron starts the
+/// shutdown (a signal's shutdown already scheduled or under way goes on as it is).
+pub fn schedule_for_signal(shared: &Shared, param: &'static str) {
+    let mut signalled = shared.graceful.signalled.lock();
+    if signalled.is_none() {
+        *signalled = Some(Signalled {
+            param,
+            started: false,
+        });
+    }
+}
+
+/// Whether a signal's shutdown is scheduled or under way (a SIGINT then exits at once,
+/// as in Redis).
+pub fn signal_scheduled(shared: &Shared) -> bool {
+    shared.graceful.signalled.lock().is_some()
+}
+
 /// SHUTDOWN (or a signal, with the flags its parameter names): exits now when no
 /// replica lags (or `now`, or `shutdown-timeout 0`), else starts waiting for them. A
 /// request while one waits joins it.
@@ -97,6 +129,7 @@ pub fn request(shared: &Shared, flags: ShutdownFlags, now: bool) -> Requested {
     if finish(shared, flags) {
         Requested::Exiting
     } else {
+        shared.graceful.signalled.lock().take();
         Requested::Failed
     }
 }
@@ -104,9 +137,26 @@ pub fn request(shared: &Shared, flags: ShutdownFlags, now: bool) -> Requested {
 /// A pause that outlasts any shutdown-timeout (ended by `cancel`, or by the exit).
 const FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);
 
-/// From the cron: a waiting shutdown proceeds once every replica is in sync or its
-/// time is up.
+/// From the cron: a shutdown a signal scheduled starts; a waiting shutdown proceeds
+/// once every replica is in sync or its time is up.
 pub fn cron(shared: &Shared) {
+    let scheduled = {
+        let mut signalled = shared.graceful.signalled.lock();
+        match signalled.as_mut() {
+            Some(s) if !s.started => {
+                s.started = true;
+                Some(s.param)
+            }
+            _ => None,
+        }
+    };
+    if let Some(param) = scheduled {
+        let flags = ShutdownFlags::for_signal(shared, param);
+        tracing::warn!("User requested shutdown...");
+        // Waiting, it goes on below on later turns; failed, the signal is forgotten.
+        let _ = request(shared, flags, flags.now);
+        return;
+    }
     let flags = {
         let pending = shared.graceful.pending.lock();
         match pending.as_ref() {
@@ -122,18 +172,21 @@ pub fn cron(shared: &Shared) {
     }
 }
 
-/// SHUTDOWN ABORT: false when no shutdown is waiting.
+/// SHUTDOWN ABORT: false when no shutdown is waiting or scheduled by a signal.
 pub fn abort(shared: &Shared) -> bool {
-    if shared.graceful.pending.lock().is_none() {
+    if shared.graceful.pending.lock().is_some() {
+        cancel(shared);
+    } else if shared.graceful.signalled.lock().take().is_none() {
         return false;
     }
-    cancel(shared);
     tracing::info!("Shutdown manually aborted.");
     true
 }
 
-/// Writes resume (a CLIENT PAUSE from before goes on) and the waiting clients are told.
+/// Writes resume (a CLIENT PAUSE from before goes on) and the waiting clients are told;
+/// a signal's request is forgotten.
 fn cancel(shared: &Shared) {
+    shared.graceful.signalled.lock().take();
     let Some(pending) = shared.graceful.pending.lock().take() else {
         return;
     };
@@ -191,6 +244,11 @@ fn finish(shared: &Shared, flags: ShutdownFlags) -> bool {
             replicas.len() - lagging,
             replicas.len()
         );
+    }
+    if shared.persistence.abort_bgsave() {
+        // Its file goes with it, as Redis removes its child's.
+        tracing::warn!("There is a background save in progress. Aborting it.");
+        crate::persist::snapshot::remove_temp_files(shared);
     }
     if !final_save(shared, flags) {
         tracing::warn!(

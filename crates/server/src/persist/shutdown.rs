@@ -64,9 +64,14 @@ pub fn final_save(shared: &Shared, flags: ShutdownFlags) -> bool {
     }
     if flags.save || (!flags.nosave && snapshot::has_save_points(shared)) {
         tracing::info!("Saving the final RDB snapshot before exiting.");
-        if let Err(e) = snapshot::save(shared) {
-            tracing::warn!("Error trying to save the DB: {e}");
-            return flags.force;
+        // The save logs its own error first, as Redis's rdbSave does.
+        if snapshot::save(shared).is_err() {
+            if flags.force {
+                tracing::warn!("Error trying to save the DB. Exit anyway.");
+            } else {
+                tracing::warn!("Error trying to save the DB, can't exit.");
+                return false;
+            }
         }
     }
     true

@@ -23,6 +23,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::loading::Loading;
@@ -49,6 +50,8 @@ pub struct Persistence {
     pub last_bgsave_secs: AtomicI64,
     /// Unix seconds when the running BGSAVE started.
     pub bgsave_started: AtomicU64,
+    /// Set to stop the running BGSAVE (FLUSHALL, SHUTDOWN), as Redis kills its child.
+    pub bgsave_abort: parking_lot::Mutex<Option<Arc<AtomicBool>>>,
     /// Successful saves since start (`rdb_saves`).
     pub saves: AtomicU64,
     /// The load at start (clients get LOADING meanwhile) and the last load's counts.
@@ -74,11 +77,26 @@ impl Default for Persistence {
             bgsave_scheduled: AtomicBool::new(false),
             last_bgsave_secs: AtomicI64::new(-1),
             bgsave_started: AtomicU64::new(0),
+            bgsave_abort: parking_lot::Mutex::new(None),
             saves: AtomicU64::new(0),
             loading: Loading::default(),
             skip_checksum_validation: AtomicBool::new(false),
             last_cron: AtomicU64::new(0),
             dump_generation: parking_lot::Mutex::new(0),
+        }
+    }
+}
+
+impl Persistence {
+    /// Stops the running BGSAVE, if any: its file is discarded and the dump file stays
+    /// as it was (Redis kills the child). True when one was running.
+    pub fn abort_bgsave(&self) -> bool {
+        match self.bgsave_abort.lock().as_ref() {
+            Some(abort) => {
+                abort.store(true, Ordering::Relaxed);
+                true
+            }
+            None => false,
         }
     }
 }
@@ -94,8 +112,21 @@ pub fn unix_secs() -> u64 {
 /// transaction's map) with the server's aux fields and function libraries; `extra_aux`
 /// adds fields (replication id and offset for a full sync).
 pub fn capture(shared: &Shared, held: &mut dyn ShardMap, extra_aux: &[(&str, &[u8])]) -> Vec<u8> {
+    capture_with_delay(shared, held, extra_aux, 0)
+}
+
+/// [`capture`], sleeping `key_delay` microseconds after each key (`rdb-key-save-delay`;
+/// see [`debug_delay`]). Only a save that blocks the server in Redis too takes a delay
+/// here: every shard is held meanwhile.
+fn capture_with_delay(
+    shared: &Shared,
+    held: &mut dyn ShardMap,
+    extra_aux: &[(&str, &[u8])],
+    key_delay: i64,
+) -> Vec<u8> {
     let mut writer = image_start(shared, extra_aux);
     let checksum = shared.config.read().param_bool("rdbchecksum");
+    let mut saved = 0u64;
     for db in 0..shared.store.db_count() {
         let shards = shared.store.db(db).shard_count();
         let (mut keys, mut expires) = (0, 0);
@@ -111,8 +142,11 @@ pub fn capture(shared: &Shared, held: &mut dyn ShardMap, extra_aux: &[(&str, &[u
         // Like Redis, keys past their deadline but not reclaimed yet are saved; a master
         // loading the image skips them, a replica keeps them for its master's DEL.
         for index in 0..shards {
-            held.shard(db, index)
-                .for_each_stored(|key, entry| writer.entry(key.as_bytes(), entry));
+            held.shard(db, index).for_each_stored(|key, entry| {
+                writer.entry(key.as_bytes(), entry);
+                saved += 1;
+                debug_delay(key_delay, saved);
+            });
         }
     }
     writer.finish(checksum)
@@ -181,6 +215,9 @@ pub struct Loaded {
     pub stream_db: Option<usize>,
     /// Bytes the image took (what follows is an AOF tail).
     pub len: usize,
+    /// The keys skipped because they had expired, with their database, when
+    /// [`LoadOptions::record_expired`].
+    pub expired_keys: Vec<(usize, Vec<u8>)>,
 }
 
 /// Empties every database of `held` (which holds every shard).
@@ -204,21 +241,32 @@ pub struct LoadOptions {
     /// Give up when a shutdown is requested (the load at start, which clients do not
     /// wait for).
     pub interruptible: bool,
+    /// Keep the names of the keys skipped as expired ([`Loaded::expired_keys`]): a
+    /// master continuing its history sends their DELs.
+    pub record_expired: bool,
 }
 
 /// Keys between two looks at a shutdown request during an interruptible load.
 const INTERRUPT_CHECK_EVERY: u64 = 1024;
 
-/// `key-load-delay`, a debugging knob of Redis's tests: microseconds to sleep after each
-/// key read; a negative `-n` sleeps one microsecond after one key in `n`.
-fn key_load_delay(usec: i64, keys: u64) {
-    let micros = match usec {
-        0 => return,
+/// `key-load-delay` and `rdb-key-save-delay`, debugging knobs of Redis's tests:
+/// microseconds to sleep after each key read or saved (`count` keys so far); a negative
+/// `-n` sleeps one microsecond after one key in `n`.
+pub(crate) fn debug_delay(usec: i64, count: u64) {
+    let micros = debug_delay_micros(usec, count);
+    if micros > 0 {
+        std::thread::sleep(std::time::Duration::from_micros(micros));
+    }
+}
+
+/// The microseconds [`debug_delay`] sleeps after the `count`th key.
+pub(crate) fn debug_delay_micros(usec: i64, count: u64) -> u64 {
+    match usec {
+        0 => 0,
         n if n > 0 => n.unsigned_abs(),
-        n if keys % n.unsigned_abs() == 0 => 1,
-        _ => return,
-    };
-    std::thread::sleep(std::time::Duration::from_micros(micros));
+        n if count % n.unsigned_abs() == 0 => 1,
+        _ => 0,
+    }
 }
 
 /// Loads an image into the keyspace and function libraries, through `held` when the
@@ -292,6 +340,9 @@ pub fn load(
                 if expires_at != 0 && expires_at <= now && !options.keep_expired {
                     loaded.expired += 1;
                     stats.key_expired();
+                    if options.record_expired {
+                        loaded.expired_keys.push((db, key.to_vec()));
+                    }
                 } else {
                     let store = shared.store.db(db);
                     match held.as_deref_mut() {
@@ -305,7 +356,7 @@ pub fn load(
         }
         if is_key {
             keys_read += 1;
-            key_load_delay(delay, keys_read);
+            debug_delay(delay, keys_read);
             let look = delay != 0 || keys_read % INTERRUPT_CHECK_EVERY == 0;
             if options.interruptible && look && *shared.shutdown.borrow() {
                 return Err(LoadError::Refused(
@@ -339,11 +390,18 @@ pub fn temp_path(path: &Path) -> PathBuf {
 
 /// Writes `image` to `path` the way Redis does: a temporary file, fsync, rename.
 pub fn write_file(path: &Path, image: &[u8]) -> std::io::Result<()> {
+    write_file_with(path, || image.to_vec())
+}
+
+/// [`write_file`] of the image `produce` makes once the temporary file exists (a slow
+/// save shows its temporary file meanwhile, as Redis's does). The temporary file goes
+/// whatever fails.
+fn write_file_with(path: &Path, produce: impl FnOnce() -> Vec<u8>) -> std::io::Result<()> {
     use std::io::Write;
     let temp = temp_path(path);
     let result = (|| {
         let mut file = std::fs::File::create(&temp)?;
-        file.write_all(image)?;
+        file.write_all(&produce())?;
         file.sync_all()?;
         std::fs::rename(&temp, path)
     })();
@@ -353,24 +411,45 @@ pub fn write_file(path: &Path, image: &[u8]) -> std::io::Result<()> {
     result
 }
 
-/// SAVE: the image taken and written while every shard is held (as Redis's SAVE blocks
-/// the server).
-pub fn save(shared: &Shared) -> std::io::Result<()> {
-    save_held(shared, &mut Held::all(&shared.store))
+/// Removes the temporary files of the saves this process has under way, foreground
+/// and background (a shutdown does, as Redis removes its own and its child's).
+pub fn remove_temp_files(shared: &Shared) {
+    let path = dump_path(shared);
+    let _ = std::fs::remove_file(temp_path(&path));
+    let _ = std::fs::remove_file(super::bgsave::temp_path(&path));
 }
 
-/// Takes the image from `held` (every shard) and writes the dump file. A BGSAVE still
-/// writing will not replace this file with its older image: it is abandoned, as Redis
-/// kills its child.
-pub fn save_held(shared: &Shared, held: &mut dyn ShardMap) -> std::io::Result<()> {
+/// SAVE: the image taken and written while every shard is held (as Redis's SAVE blocks
+/// the server). On a replica the journal's gate is held first, so the image records
+/// the master's offset it stands at.
+pub fn save(shared: &Shared) -> std::io::Result<()> {
+    let writes = shared
+        .repl
+        .is_replica()
+        .then(|| shared.repl.journal.hold_writes());
+    save_held(shared, &mut Held::all(&shared.store), writes.is_some())
+}
+
+/// Takes the image from `held` (every shard) and writes the dump file; `writes_held`
+/// when the caller holds the journal's gate too (see [`crate::repl::SaveInfo::of`]). A
+/// BGSAVE still writing will not replace this file with its older image: it is
+/// abandoned, as Redis kills its child.
+pub fn save_held(
+    shared: &Shared,
+    held: &mut dyn ShardMap,
+    writes_held: bool,
+) -> std::io::Result<()> {
     let dirty_before = shared.persistence.dirty.load(Ordering::Relaxed);
-    let history = crate::repl::SaveInfo::of(shared);
+    let history = crate::repl::SaveInfo::of(shared, writes_held);
     let aux = history.as_ref().map(crate::repl::SaveInfo::aux);
-    let image = capture(shared, held, aux.as_ref().map_or(&[][..], |a| &a[..]));
+    let aux = aux.as_ref().map_or(&[][..], |a| &a[..]);
+    let delay = shared.config.read().param_int("rdb-key-save-delay");
     let result = {
         let mut generation = shared.persistence.dump_generation.lock();
         *generation += 1;
-        write_file(&dump_path(shared), &image)
+        write_file_with(&dump_path(shared), || {
+            capture_with_delay(shared, held, aux, delay)
+        })
     };
     saved(&shared.persistence, &result, dirty_before);
     if result.is_ok() {
@@ -410,7 +489,12 @@ pub fn load_at_start(shared: &Shared) -> Result<(), String> {
     let started = Instant::now();
     let loading = &shared.persistence.loading;
     loading.begin(bytes.len() as u64);
+    // A replica keeps keys past their deadline for its master's DELs, as Redis's does;
+    // a master skips them, and sends their DELs if it continues its history.
+    let replica = shared.config.read().replicaof().is_some();
     let options = LoadOptions {
+        keep_expired: replica,
+        record_expired: !replica,
         interruptible: true,
         ..LoadOptions::default()
     };
@@ -444,25 +528,31 @@ pub fn load_at_start(shared: &Shared) -> Result<(), String> {
 }
 
 /// A master restarted from a dump that recorded its replication history keeps it as
-/// its second id, so its replicas continue with PSYNC. Not when keys expired during the
-/// load: Redis sends their DELs to the backlog, which this load does not record, and a
-/// replica continuing would keep them; those replicas get a full sync instead. A
-/// configured replica also starts afresh (its master's stream database is not known
-/// here).
+/// its second id, so its replicas continue with PSYNC; the keys the load skipped as
+/// expired go into the stream as DELs after it, as Redis feeds them to its backlog, so
+/// the replicas drop them too. A configured replica takes the history as its master's
+/// (the id, the offset its image stands at, the database the stream had selected), so
+/// its first PSYNC continues from there, as Redis's replica caches itself as its
+/// master.
 fn continue_saved_history(shared: &Shared, loaded: &Loaded) {
-    let (Some((id, offset)), Some(_)) = (&loaded.repl, loaded.stream_db) else {
+    let (Some((id, offset)), Some(db)) = (&loaded.repl, loaded.stream_db) else {
         return;
     };
     let Ok(offset) = u64::try_from(*offset) else {
         return;
     };
-    if loaded.expired > 0 || shared.config.read().replicaof().is_some() {
+    let journal = &shared.repl.journal;
+    let backlog_size = crate::repl::master::backlog_size(shared);
+    if shared.config.read().replicaof().is_some() {
+        journal.stream().adopt(id, offset, backlog_size);
+        *shared.repl.resumed_stream_db.lock() = Some(db);
         return;
     }
-    let journal = &shared.repl.journal;
     journal.activate();
-    let backlog_size = crate::repl::master::backlog_size(shared);
     journal.stream().continue_history(id, offset, backlog_size);
+    for (db, key) in &loaded.expired_keys {
+        crate::store::events::DeletionFeed::expired(&**journal, *db, key);
+    }
 }
 
 /// Logs why the load at start failed as Redis's `rdbReportError` does (with the summary

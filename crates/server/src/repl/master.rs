@@ -193,9 +193,20 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
 }
 
 /// Completes a full sync's cut off the runtime and sends it as a bulk (`$<len>` then the
-/// bytes); the file goes once sent.
-async fn send_image<S: AsyncWrite + Unpin>(socket: &mut S, cut: Cut) -> std::io::Result<()> {
+/// bytes); the file goes once sent. A replica that closes the link meanwhile stops the
+/// cut; what it sends meanwhile waits in `input`.
+async fn send_image<S: AsyncRead + AsyncWrite + Unpin>(
+    socket: &mut S,
+    input: &mut BytesMut,
+    cut: Cut,
+) -> std::io::Result<()> {
+    /// What a replica may send before its image (it sends nothing, as a rule) is kept
+    /// up to this much; past it, it is not read until the image is sent.
+    const EARLY_INPUT: usize = 64 * 1024;
     // A thread of its own rather than the blocking pool: it runs at a lowered priority.
+    // Should the link go first (this future dropped, or the replica gone), the cut
+    // stops.
+    let abort = bgsave::AbortOnDrop::new(cut.abort_handle());
     let (done, finished) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("redline-sync-cut".into())
@@ -203,9 +214,23 @@ async fn send_image<S: AsyncWrite + Unpin>(socket: &mut S, cut: Cut) -> std::io:
             crate::background::lower_this_thread();
             let _ = done.send(cut.complete());
         })?;
-    let (path, size) = finished
-        .await
-        .map_err(|_| std::io::Error::other("the sync image was abandoned"))??;
+    tokio::pin!(finished);
+    let (path, size) = loop {
+        tokio::select! {
+            result = &mut finished => {
+                break result.map_err(|_| std::io::Error::other("the sync image was abandoned"))??;
+            }
+            read = socket.read_buf(input), if input.len() < EARLY_INPUT => {
+                if read? == 0 {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the replica closed the link before its image was ready",
+                    ));
+                }
+            }
+        }
+    };
+    abort.disarm();
     let sent = async {
         socket.write_all(format!("${size}\r\n").as_bytes()).await?;
         let mut file = tokio::fs::File::open(&path).await?;
@@ -272,7 +297,7 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
     acks: bool,
 ) -> std::io::Result<()> {
     if let Some(cut) = image {
-        if let Err(e) = send_image(socket, cut).await {
+        if let Err(e) = send_image(socket, input, cut).await {
             tracing::warn!("Full synchronization with replica failed: {e}");
             return Err(e);
         }

@@ -113,6 +113,9 @@ pub struct Replication {
     pub syncs: SyncStats,
     /// A FAILOVER under way.
     pub failover: Mutex<Option<failover::Failover>>,
+    /// The database the master's stream had selected, from the dump a configured
+    /// replica loaded at start: its link continues from there.
+    pub resumed_stream_db: Mutex<Option<usize>>,
 }
 
 /// INFO's `sync_full`, `sync_partial_ok` and `sync_partial_err`, as Redis counts them:
@@ -146,10 +149,12 @@ impl Replication {
 }
 
 /// What a dump file records of the replication history (Redis's aux fields
-/// `repl-stream-db`, `repl-id`, `repl-offset`), for a master whose stream is recorded.
-/// Read with every shard held: commands append after they change data, so the offset
-/// is at most the image's, and a restart can at worst need a full sync, never continue
-/// from a wrong place.
+/// `repl-stream-db`, `repl-id`, `repl-offset`): a master's own stream, when recorded, or
+/// the master's stream a replica applies. Read with every shard held: a master's
+/// commands append after they change data, so the offset is at most the image's, and a
+/// restart can at worst need a full sync, never continue from a wrong place. A replica
+/// applies its master's stream a batch at a time inside the journal's gate, so its
+/// history is saved only by a save that holds the gate too.
 #[derive(Debug)]
 pub struct SaveInfo {
     db: String,
@@ -158,10 +163,24 @@ pub struct SaveInfo {
 }
 
 impl SaveInfo {
-    /// The history to save, if there is one (a replica's is its master's: not saved).
-    pub fn of(shared: &crate::shared::Shared) -> Option<SaveInfo> {
+    /// The history to save, if there is one. A replica's (its master's, which it
+    /// continues after a restart, as Redis's does) only when `writes_held`: the
+    /// journal's gate is held, so no batch of the master's stream is half applied.
+    pub fn of(shared: &crate::shared::Shared, writes_held: bool) -> Option<SaveInfo> {
         let journal = &shared.repl.journal;
-        if !journal.active() || shared.repl.is_replica() {
+        if shared.repl.is_replica() {
+            if !writes_held {
+                return None;
+            }
+            let db = shared.repl.master.lock().as_ref()?.stream_db();
+            let stream = journal.stream();
+            return Some(SaveInfo {
+                db: db.to_string(),
+                id: stream.replid.clone(),
+                offset: stream.offset.to_string(),
+            });
+        }
+        if !journal.active() {
             return None;
         }
         let stream = journal.stream();
@@ -236,7 +255,13 @@ pub fn follow_configured(shared: &Arc<crate::shared::Shared>) {
     let mut master = shared.repl.master.lock();
     if master.is_none() {
         tracing::info!("Connecting to MASTER {host}:{port}");
-        *master = Some(follow(shared.clone(), host, port));
+        let link = follow(shared.clone(), host, port);
+        if let Some(db) = shared.repl.resumed_stream_db.lock().take() {
+            link.status
+                .stream_db
+                .store(db, std::sync::atomic::Ordering::Relaxed);
+        }
+        *master = Some(link);
     }
 }
 
