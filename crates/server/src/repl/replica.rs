@@ -137,6 +137,9 @@ pub fn replicate(shared: Arc<Shared>, host: String, port: u16) -> MasterLink {
         let status = status.clone();
         let host = host.clone();
         tokio::spawn(async move {
+            // A lost link is tried again at the next tick of a one-second clock, as
+            // Redis's replication cron does: within a second, half a second on average.
+            let clock = tokio::time::Instant::now();
             loop {
                 // Dropping the session at one of its awaits is safe: what it applied is
                 // applied and appended, so PSYNC continues from the stream's offset.
@@ -158,7 +161,7 @@ pub fn replicate(shared: Arc<Shared>, host: String, port: u16) -> MasterLink {
                     () = dropped => tracing::info!("Connection with master lost (killed)."),
                 }
                 status.set(CONNECT);
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                tokio::time::sleep_until(next_tick(clock, Duration::from_secs(1))).await;
             }
         })
     };
@@ -168,6 +171,14 @@ pub fn replicate(shared: Arc<Shared>, host: String, port: u16) -> MasterLink {
         status,
         task,
     }
+}
+
+/// The first instant after now on a clock ticking every `period` since `clock`.
+fn next_tick(clock: tokio::time::Instant, period: Duration) -> tokio::time::Instant {
+    let period_ns = period.as_nanos().max(1);
+    let ticks = clock.elapsed().as_nanos() / period_ns + 1;
+    let offset = u64::try_from(ticks * period_ns).unwrap_or(u64::MAX);
+    clock + Duration::from_nanos(offset)
 }
 
 fn other(text: String) -> std::io::Error {
