@@ -21,8 +21,8 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("bgrewriteaof", bgrewriteaof),
 ];
 
-/// BGREWRITEAOF: a new base image and incremental file (done before the reply: the
-/// image is taken under every shard's lock and written at once).
+/// BGREWRITEAOF: a new base image and incremental file (with an RDB base, written in the
+/// background after the reply; a base of commands is written before it).
 fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     if ctx.shared.aof.rewriting.load(Ordering::Acquire) {
         return Err(CmdError::Static(
@@ -110,12 +110,19 @@ fn bgsave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if p.bgsave_running.load(Ordering::Acquire) {
         return Err(CmdError::Static(BGSAVE_RUNNING));
     }
-    if ctx.nested || (schedule && ctx.shared.aof.rewriting.load(Ordering::Acquire)) {
+    let rewriting = ctx.shared.aof.rewriting.load(Ordering::Acquire);
+    if ctx.nested || (schedule && rewriting) {
         // Inside EXEC the transaction holds the shards the cut needs (and Redis
         // schedules a BGSAVE there too): the cron starts it.
         p.bgsave_scheduled.store(true, Ordering::Release);
         encode::write_simple(ctx.out, b"Background saving scheduled");
         return Ok(());
+    }
+    if rewriting {
+        // One background save at a time, as Redis runs one child.
+        return Err(CmdError::Static(
+            "ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.",
+        ));
     }
     if !crate::persist::bgsave::bgsave(ctx.shared) {
         return Err(CmdError::Static(BGSAVE_RUNNING));

@@ -14,11 +14,18 @@
 //! ([`wait_durable`]: a group commit, as Redis's one fsync per event-loop turn);
 //! `everysec` fsyncs from the server's cron once a second; `no` leaves it to the kernel.
 //!
-//! A rewrite (BGREWRITEAOF, turning AOF on, the automatic rewrite) takes a new base
-//! image while every shard is held, starts the next incremental file at that point,
-//! writes the new manifest and deletes the files it replaced (unless
-//! `aof-disable-auto-gc`): a directory that loads in redis-server 7.0 as it loads here,
-//! its files numbered as Redis numbers them ([`super::aof_manifest`]). A start goes on
+//! A rewrite (BGREWRITEAOF, the automatic rewrite, turning AOF on) makes a new base of
+//! the dataset as it was at one instant, and the stream goes on in a new incremental
+//! file from that instant; then the new manifest is written and the files it replaced
+//! are deleted (unless `aof-disable-auto-gc`): a directory that loads in redis-server
+//! 7.0 as it loads here, its files numbered as Redis numbers them
+//! ([`super::aof_manifest`]). With an RDB base (`aof-use-rdb-preamble yes`, the
+//! default) and the AOF already on (or off), the base is written in the background from
+//! a cut of the keyspace ([`super::bgsave`]), as Redis's child writes it: the manifest
+//! names the new incremental file at once (a restart meanwhile loads the old base, the
+//! old increments and the new one), and the new base replaces the old files once
+//! complete. `appendonly no` and SHUTDOWN stop it. Turning the AOF on, and a base of
+//! commands, still take their image while every shard is held. A start goes on
 //! appending to the last incremental file, as Redis's; a pre-7.0 `appendonly.aof` in
 //! `dir` is moved into the directory as the base of a new manifest.
 
@@ -265,6 +272,8 @@ pub struct Aof {
     /// A rewrite asked for inside a transaction, where the shards it needs are held:
     /// the cron runs it (INFO `aof_rewrite_scheduled`).
     pub rewrite_scheduled: AtomicBool,
+    /// Stops the rewrite running in the background, if one is.
+    rewrite_abort: Mutex<Option<Arc<AtomicBool>>>,
     /// `appendfsync always`'s group commit.
     pub durability: Arc<Durability>,
 }
@@ -314,8 +323,23 @@ pub fn write_failed(shared: &Shared) -> bool {
 /// the AOF on), a new manifest; the files replaced become history ([`rewrite_now`]).
 pub fn rewrite(shared: &Shared) -> std::io::Result<()> {
     let aof = &shared.aof;
+    let (preamble, wanted_on) = {
+        let config = shared.config.read();
+        (config.param_bool("aof-use-rdb-preamble"), config.appendonly)
+    };
+    let on = shared.repl.journal.stream().aof.is_some();
     if aof.rewriting.swap(true, Ordering::AcqRel) {
+        if wanted_on && !on {
+            // Turning the AOF on while a rewrite runs: the cron starts it afterwards.
+            aof.rewrite_scheduled.store(true, Ordering::Release);
+        }
         return Ok(());
+    }
+    if preamble && on == wanted_on {
+        return rewrite_in_background(shared).inspect_err(|_| {
+            aof.rewrite_failed.store(true, Ordering::Relaxed);
+            aof.rewriting.store(false, Ordering::Release);
+        });
     }
     let result = rewrite_now(shared);
     aof.rewrite_failed.store(result.is_err(), Ordering::Relaxed);
@@ -325,6 +349,133 @@ pub fn rewrite(shared: &Shared) -> std::io::Result<()> {
     }
     aof.rewriting.store(false, Ordering::Release);
     result
+}
+
+/// Stops the rewrite running in the background (`appendonly no`, SHUTDOWN), as Redis
+/// kills its child: the manifest stays as it was (the old base and increments, and the
+/// increment begun for the rewrite), the unfinished base is removed. True when one ran.
+pub fn abort_rewrite(shared: &Shared) -> bool {
+    let Some(abort) = shared.aof.rewrite_abort.lock().take() else {
+        return false;
+    };
+    abort.store(true, Ordering::Relaxed);
+    tracing::info!("Killing running AOF rewrite child thread");
+    let _ = std::fs::remove_file(rewrite_temp_path(shared));
+    true
+}
+
+/// Where a background rewrite writes its base until complete.
+fn rewrite_temp_path(shared: &Shared) -> PathBuf {
+    dir(shared).join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()))
+}
+
+/// Starts a rewrite whose RDB base is written in the background (see the module's
+/// documentation); the thread it starts clears `rewriting` when done.
+fn rewrite_in_background(shared: &Shared) -> std::io::Result<()> {
+    let owner = shared
+        .arc()
+        .ok_or_else(|| std::io::Error::other("the server is stopping"))?;
+    let directory = dir(shared);
+    std::fs::create_dir_all(&directory)?;
+    let name = base_name(shared);
+    let journal = &shared.repl.journal;
+    journal.activate();
+    // The instant: no write in flight (a replica's batch of its master's stream is
+    // whole), every shard held. The base holds everything before it, the new increment
+    // everything after.
+    let writes = journal.hold_writes();
+    let mut held = Held::all(&shared.store);
+    let cut = super::bgsave::begin_cut(shared, &mut held, rewrite_temp_path(shared), &[])?;
+    let writing = journal.stream().aof.is_some();
+    if writing {
+        let mut manifest = shared.aof.manifest.lock();
+        let mut next = manifest.clone();
+        let incr = next.new_incr(&name);
+        let incr_path = directory.join(&incr);
+        let opened = (|| {
+            let file = OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(true)
+                .open(&incr_path)?;
+            persist_manifest(shared, &mut next)?;
+            Ok::<_, std::io::Error>(file)
+        })();
+        let file = match opened {
+            Ok(file) => file,
+            Err(e) => {
+                // The cut goes with `cut`'s drop; the manifest still names the old files.
+                let _ = std::fs::remove_file(&incr_path);
+                return Err(e);
+            }
+        };
+        // What `appendfsync always` waits for may be in the old file's tail: on disk
+        // before the stream leaves it.
+        let old = journal.stream().aof.as_ref().map(|a| a.file.clone());
+        if let Some(old) = old {
+            old.sync_data()?;
+        }
+        attach(shared, file, 0);
+        *manifest = next;
+    }
+    drop(held);
+    drop(writes);
+    *shared.aof.rewrite_abort.lock() = Some(cut.abort_handle());
+    tracing::info!("Background append only file rewriting started");
+    let spawned = std::thread::Builder::new()
+        .name("redline-aofrw".into())
+        .spawn(move || {
+            crate::background::lower_this_thread();
+            let shared = &*owner;
+            let result = cut
+                .complete()
+                .and_then(|(temp, size)| complete_rewrite(shared, &temp, size, writing));
+            let aof = &shared.aof;
+            aof.rewrite_abort.lock().take();
+            match &result {
+                Ok(()) => {
+                    aof.rewrite_failed.store(false, Ordering::Relaxed);
+                    aof.rewrites.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!("Background AOF rewrite finished successfully");
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    aof.rewrite_failed.store(true, Ordering::Relaxed);
+                    tracing::warn!("Background AOF rewrite failed: {e}");
+                }
+            }
+            aof.rewriting.store(false, Ordering::Release);
+        });
+    if let Err(e) = spawned {
+        // The cut went with the closure: its drop discarded it.
+        shared.aof.rewrite_abort.lock().take();
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// A background rewrite's base is complete at `temp`: it becomes the base, the
+/// increments before the one begun for it become history (all of them when the AOF
+/// was off), the manifest says so.
+fn complete_rewrite(shared: &Shared, temp: &Path, size: u64, writing: bool) -> std::io::Result<()> {
+    let directory = dir(shared);
+    let mut manifest = shared.aof.manifest.lock();
+    let mut next = manifest.clone();
+    let base = next.new_base(&base_name(shared), true);
+    let base_path = directory.join(&base);
+    if let Err(e) = std::fs::rename(temp, &base_path) {
+        let _ = std::fs::remove_file(temp);
+        return Err(e);
+    }
+    next.retire_rewritten_incr(writing);
+    if let Err(e) = persist_manifest(shared, &mut next) {
+        let _ = std::fs::remove_file(&base_path);
+        return Err(e);
+    }
+    *manifest = next;
+    shared.aof.base_size.store(size, Ordering::Relaxed);
+    delete_history(shared, &mut manifest);
+    Ok(())
 }
 
 /// Writes the manifest if it changed (`persistAofManifest`).
@@ -551,8 +702,10 @@ pub fn apply_fsync(shared: &Shared) {
 
 /// Stops writing the AOF (`appendonly no`); the files stay.
 pub fn stop(shared: &Shared) {
-    // A rewrite waiting to turn the AOF on has nothing to do now, as in Redis.
+    // A rewrite waiting to turn the AOF on has nothing to do now, as in Redis, and one
+    // running stops.
     shared.aof.rewrite_scheduled.store(false, Ordering::Release);
+    abort_rewrite(shared);
     let mut stream = shared.repl.journal.stream();
     if let Some(aof) = stream.aof.take() {
         let _ = aof.file.sync_data();

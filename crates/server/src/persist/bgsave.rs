@@ -369,7 +369,8 @@ fn finish(
         }
         !file.aborted()
     });
-    if !walked {
+    // Aborted during the walk, or just after it: the file is not wanted either way.
+    if !walked || file.aborted() {
         // The shards still holding the cut drop it unsaved (it takes nothing now).
         walk(store, usize::MAX, || true);
         let _ = file.finish();
@@ -447,6 +448,7 @@ impl Drop for Cut {
             .name("redline-cut-drop".into())
             .spawn(move || {
                 crate::background::lower_this_thread();
+                // Aborted, it removes its file itself.
                 let _ = finish(&store, &file, temp, 0);
             });
         if let Err(e) = spawned {

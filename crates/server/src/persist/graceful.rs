@@ -245,6 +245,7 @@ fn finish(shared: &Shared, flags: ShutdownFlags) -> bool {
             replicas.len()
         );
     }
+    crate::persist::aof::abort_rewrite(shared);
     if shared.persistence.abort_bgsave() {
         // Its file goes with it, as Redis removes its child's.
         tracing::warn!("There is a background save in progress. Aborting it.");

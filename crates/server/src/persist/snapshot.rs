@@ -52,6 +52,9 @@ pub struct Persistence {
     pub bgsave_started: AtomicU64,
     /// Set to stop the running BGSAVE (FLUSHALL, SHUTDOWN), as Redis kills its child.
     pub bgsave_abort: parking_lot::Mutex<Option<Arc<AtomicBool>>>,
+    /// Full syncs' cuts being written (INFO `rdb_bgsave_in_progress` counts them, as
+    /// Redis's RDB child for a sync).
+    pub sync_cuts: std::sync::atomic::AtomicUsize,
     /// Successful saves since start (`rdb_saves`).
     pub saves: AtomicU64,
     /// The load at start (clients get LOADING meanwhile) and the last load's counts.
@@ -78,6 +81,7 @@ impl Default for Persistence {
             last_bgsave_secs: AtomicI64::new(-1),
             bgsave_started: AtomicU64::new(0),
             bgsave_abort: parking_lot::Mutex::new(None),
+            sync_cuts: std::sync::atomic::AtomicUsize::new(0),
             saves: AtomicU64::new(0),
             loading: Loading::default(),
             skip_checksum_validation: AtomicBool::new(false),
@@ -615,7 +619,12 @@ pub fn has_save_points(shared: &Shared) -> bool {
 pub fn cron(shared: &Shared) {
     let p = &shared.persistence;
     let now = unix_secs();
-    if p.last_cron.swap(now, Ordering::Relaxed) == now || p.bgsave_running.load(Ordering::Acquire) {
+    // One background save at a time, as Redis runs one child: a rewrite of the AOF
+    // comes first.
+    if p.last_cron.swap(now, Ordering::Relaxed) == now
+        || p.bgsave_running.load(Ordering::Acquire)
+        || shared.aof.rewriting.load(Ordering::Acquire)
+    {
         return;
     }
     if p.bgsave_scheduled.swap(false, Ordering::AcqRel) {

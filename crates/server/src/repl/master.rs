@@ -166,7 +166,11 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
         ctx.out
             .extend_from_slice(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes());
     }
-    link.set_state(LinkState::SendBulk);
+    // With a cut, `wait_bgsave` until it is written (see `send_image`), as Redis's
+    // replica waits for the RDB child; an image made now is sent at once.
+    if image.is_err() {
+        link.set_state(LinkState::SendBulk);
+    }
     let image = match image {
         Ok(cut) => {
             tracing::info!(
@@ -194,10 +198,14 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
 
 /// Completes a full sync's cut off the runtime and sends it as a bulk (`$<len>` then the
 /// bytes); the file goes once sent. A replica that closes the link meanwhile stops the
-/// cut; what it sends meanwhile waits in `input`.
+/// cut; what it sends meanwhile waits in `input`. While the cut is written the link is
+/// `wait_bgsave` and INFO's `rdb_bgsave_in_progress` is 1, as while Redis's RDB child
+/// writes a sync's image.
 async fn send_image<S: AsyncRead + AsyncWrite + Unpin>(
+    shared: &Shared,
     socket: &mut S,
     input: &mut BytesMut,
+    link: &ReplicaLink,
     cut: Cut,
 ) -> std::io::Result<()> {
     /// What a replica may send before its image (it sends nothing, as a rule) is kept
@@ -208,12 +216,25 @@ async fn send_image<S: AsyncRead + AsyncWrite + Unpin>(
     // stops.
     let abort = bgsave::AbortOnDrop::new(cut.abort_handle());
     let (done, finished) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
+    let persistence = shared.persistence.clone();
+    persistence.sync_cuts.fetch_add(1, Ordering::Relaxed);
+    let spawned = std::thread::Builder::new()
         .name("redline-sync-cut".into())
         .spawn(move || {
             crate::background::lower_this_thread();
-            let _ = done.send(cut.complete());
-        })?;
+            let result = cut.complete();
+            persistence.sync_cuts.fetch_sub(1, Ordering::Relaxed);
+            // Nobody waiting any more (the link went just as the image was done): the
+            // file goes here.
+            if let Err(Ok((path, _))) = done.send(result) {
+                let _ = std::fs::remove_file(path);
+            }
+        });
+    if let Err(e) = spawned {
+        // The cut went with the closure (its drop discarded it).
+        shared.persistence.sync_cuts.fetch_sub(1, Ordering::Relaxed);
+        return Err(e);
+    }
     tokio::pin!(finished);
     let (path, size) = loop {
         tokio::select! {
@@ -231,6 +252,7 @@ async fn send_image<S: AsyncRead + AsyncWrite + Unpin>(
         }
     };
     abort.disarm();
+    link.set_state(LinkState::SendBulk);
     let sent = async {
         socket.write_all(format!("${size}\r\n").as_bytes()).await?;
         let mut file = tokio::fs::File::open(&path).await?;
@@ -297,7 +319,7 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
     acks: bool,
 ) -> std::io::Result<()> {
     if let Some(cut) = image {
-        if let Err(e) = send_image(socket, input, cut).await {
+        if let Err(e) = send_image(shared, socket, input, link, cut).await {
             tracing::warn!("Full synchronization with replica failed: {e}");
             return Err(e);
         }

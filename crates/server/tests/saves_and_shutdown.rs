@@ -1,8 +1,9 @@
-//! Shutting down by signal and stopping a save, on redis-server and redline-server side
-//! by side: a signal only schedules the shutdown (the cron starts it, so SHUTDOWN ABORT
-//! can cancel it first); a second SIGINT during the final save exits at once and removes
-//! the save's temporary file; FLUSHALL stops a BGSAVE slowed by `rdb-key-save-delay`;
-//! a replica leaving stops the cut of its full sync.
+//! Background saves and shutdowns, on redis-server and redline-server side by side: a
+//! signal only schedules the shutdown (the cron starts it, so SHUTDOWN ABORT can cancel
+//! it first); a second SIGINT during the final save exits at once and removes the
+//! save's temporary file; FLUSHALL stops a BGSAVE slowed by `rdb-key-save-delay`; a
+//! replica leaving stops the work on its full sync; BGREWRITEAOF runs beside writes,
+//! which land in the new files, and `appendonly no` stops it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -188,10 +189,13 @@ fn flushall_stops_a_slow_bgsave() {
     });
 }
 
-/// redline-server only: each full sync writes a cut of its own (`temp-sync-*`), where
-/// redis-server shares one child between replicas.
+/// A full sync's image is being written (`rdb_bgsave_in_progress:1`, the replica
+/// `wait_bgsave`, as on redis-server) until the replica leaves: then the work stops and
+/// the sync's own file (`temp-sync-*`) goes. redline-server only: redis-server's
+/// diskless sync notices the replica gone only when its child next writes, which with
+/// this delay is seconds later.
 #[test]
-fn a_replica_leaving_stops_the_cut_of_its_full_sync() {
+fn a_replica_leaving_stops_the_work_on_its_full_sync() {
     let master = RedlineServer::builder().args(DEBUG).start().unwrap();
     set_keys(&master, 10);
     // 10 keys at 1 s each: the sync's image would take 10 s.
@@ -201,18 +205,109 @@ fn a_replica_leaving_stops_the_cut_of_its_full_sync() {
         &replica,
         &["REPLICAOF", "127.0.0.1", &master.port().to_string()],
     );
-    let waited = Instant::now();
-    while files_starting(master.dir(), "temp-sync-").is_empty() {
-        assert!(
-            waited.elapsed() < Duration::from_secs(5),
-            "no sync cut: {}",
-            master.log_tail()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for(5, "the sync's image to be written", || {
+        persistence_field(&master, "rdb_bgsave_in_progress") == "1"
+            && Server::cmd(&master, &["INFO", "replication"])
+                .text()
+                .is_some_and(|t| t.contains("state=wait_bgsave"))
+    });
+    assert!(!files_starting(master.dir(), "temp-sync-").is_empty());
     ok(&replica, &["REPLICAOF", "NO", "ONE"]);
-    wait_for(3, "the cut to stop", || {
-        files_starting(master.dir(), "temp-sync-").is_empty()
+    wait_for(3, "the work to stop", || {
+        persistence_field(&master, "rdb_bgsave_in_progress") == "0"
+            && files_starting(master.dir(), "temp-sync-").is_empty()
     });
     assert_eq!(master.cmd(&["PING"]).unwrap(), Reply::Simple("PONG".into()));
+}
+
+fn aof_field(server: &dyn Server, name: &str) -> String {
+    persistence_field(server, name)
+}
+
+/// Turns the AOF on and waits for its first rewrite.
+fn aof_on(server: &dyn Server) {
+    ok(server, &["CONFIG", "SET", "appendonly", "yes"]);
+    wait_for(10, "the first rewrite", || {
+        aof_field(server, "aof_rewrite_in_progress") == "0"
+            && aof_field(server, "aof_rewrite_scheduled") == "0"
+    });
+}
+
+#[test]
+fn bgrewriteaof_runs_beside_writes_and_appendonly_no_stops_it() {
+    on_both(|server| {
+        aof_on(server);
+        set_keys(server, 20);
+        // 20 keys at 100 ms each: the rewrite would take 2 s.
+        ok(server, &["CONFIG", "SET", "rdb-key-save-delay", "100000"]);
+        assert_eq!(
+            server.cmd(&["BGREWRITEAOF"]),
+            Reply::Simple("Background append only file rewriting started".into())
+        );
+        assert_eq!(aof_field(server, "aof_rewrite_in_progress"), "1");
+        assert_eq!(
+            server.cmd(&["BGREWRITEAOF"]),
+            Reply::Error("ERR Background append only file rewriting already in progress".into())
+        );
+        // Writes go on meanwhile.
+        ok(server, &["SET", "during", "1"]);
+        ok(server, &["CONFIG", "SET", "appendonly", "no"]);
+        wait_for(2, "the rewrite to stop", || {
+            aof_field(server, "aof_rewrite_in_progress") == "0"
+        });
+        assert!(
+            server.log_tail().contains("Killing"),
+            "{}",
+            server.log_tail()
+        );
+        assert_eq!(
+            server.cmd(&["GET", "during"]),
+            Reply::Bulk(Some("1".into()))
+        );
+    });
+}
+
+#[test]
+fn writes_during_a_slow_bgrewriteaof_are_in_the_new_files() {
+    on_both(|server| {
+        aof_on(server);
+        set_keys(server, 50);
+        // 50 keys at 20 ms each: the rewrite takes a second.
+        ok(server, &["CONFIG", "SET", "rdb-key-save-delay", "20000"]);
+        assert_eq!(
+            server.cmd(&["BGREWRITEAOF"]),
+            Reply::Simple("Background append only file rewriting started".into())
+        );
+        for i in 0..50 {
+            ok(server, &["SET", &format!("k{i}"), &format!("new{i}")]);
+            assert_eq!(
+                server.cmd(&["DEL", &format!("k{}", 49 - i)]),
+                Reply::Integer(1)
+            );
+            ok(server, &["SET", &format!("k{}", 49 - i), "back"]);
+        }
+        wait_for(10, "the rewrite", || {
+            aof_field(server, "aof_rewrite_in_progress") == "0"
+        });
+        assert_eq!(aof_field(server, "aof_last_bgrewrite_status"), "ok");
+        let before = server.cmd(&["DEBUG", "DIGEST"]);
+        ok(server, &["DEBUG", "LOADAOF"]);
+        assert_eq!(server.cmd(&["DEBUG", "DIGEST"]), before);
+        // The manifest names one base and one increment; the replaced files are gone.
+        let dir = server.dir().join("appendonlydir");
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "appendonly.aof.2.base.rdb",
+                "appendonly.aof.2.incr.aof",
+                "appendonly.aof.manifest"
+            ]
+        );
+    });
 }
