@@ -269,45 +269,52 @@ fn bgrewriteaof_runs_beside_writes_and_appendonly_no_stops_it() {
 
 #[test]
 fn writes_during_a_slow_bgrewriteaof_are_in_the_new_files() {
-    on_both(|server| {
-        aof_on(server);
-        set_keys(server, 50);
-        // 50 keys at 20 ms each: the rewrite takes a second.
-        ok(server, &["CONFIG", "SET", "rdb-key-save-delay", "20000"]);
+    for preamble in ["yes", "no"] {
+        on_both(|server| writes_during_a_slow_bgrewriteaof(server, preamble));
+    }
+}
+
+/// With an RDB base (`preamble` yes) or one of commands.
+fn writes_during_a_slow_bgrewriteaof(server: &mut dyn Server, preamble: &str) {
+    ok(server, &["CONFIG", "SET", "aof-use-rdb-preamble", preamble]);
+    aof_on(server);
+    set_keys(server, 50);
+    // 50 keys at 20 ms each: the rewrite takes a second.
+    ok(server, &["CONFIG", "SET", "rdb-key-save-delay", "20000"]);
+    assert_eq!(
+        server.cmd(&["BGREWRITEAOF"]),
+        Reply::Simple("Background append only file rewriting started".into())
+    );
+    for i in 0..50 {
+        ok(server, &["SET", &format!("k{i}"), &format!("new{i}")]);
         assert_eq!(
-            server.cmd(&["BGREWRITEAOF"]),
-            Reply::Simple("Background append only file rewriting started".into())
+            server.cmd(&["DEL", &format!("k{}", 49 - i)]),
+            Reply::Integer(1)
         );
-        for i in 0..50 {
-            ok(server, &["SET", &format!("k{i}"), &format!("new{i}")]);
-            assert_eq!(
-                server.cmd(&["DEL", &format!("k{}", 49 - i)]),
-                Reply::Integer(1)
-            );
-            ok(server, &["SET", &format!("k{}", 49 - i), "back"]);
-        }
-        wait_for(10, "the rewrite", || {
-            aof_field(server, "aof_rewrite_in_progress") == "0"
-        });
-        assert_eq!(aof_field(server, "aof_last_bgrewrite_status"), "ok");
-        let before = server.cmd(&["DEBUG", "DIGEST"]);
-        ok(server, &["DEBUG", "LOADAOF"]);
-        assert_eq!(server.cmd(&["DEBUG", "DIGEST"]), before);
-        // The manifest names one base and one increment; the replaced files are gone.
-        let dir = server.dir().join("appendonlydir");
-        let mut names: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        assert_eq!(
-            names,
-            [
-                "appendonly.aof.2.base.rdb",
-                "appendonly.aof.2.incr.aof",
-                "appendonly.aof.manifest"
-            ]
-        );
+        ok(server, &["SET", &format!("k{}", 49 - i), "back"]);
+    }
+    wait_for(10, "the rewrite", || {
+        aof_field(server, "aof_rewrite_in_progress") == "0"
     });
+    assert_eq!(aof_field(server, "aof_last_bgrewrite_status"), "ok");
+    let before = server.cmd(&["DEBUG", "DIGEST"]);
+    ok(server, &["DEBUG", "LOADAOF"]);
+    assert_eq!(server.cmd(&["DEBUG", "DIGEST"]), before);
+    // The manifest names one base and one increment; the replaced files are gone.
+    let dir = server.dir().join("appendonlydir");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let base = if preamble == "yes" {
+        "appendonly.aof.2.base.rdb"
+    } else {
+        "appendonly.aof.2.base.aof"
+    };
+    assert_eq!(
+        names,
+        [base, "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"]
+    );
 }

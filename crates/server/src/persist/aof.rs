@@ -19,13 +19,14 @@
 //! file from that instant; then the new manifest is written and the files it replaced
 //! are deleted (unless `aof-disable-auto-gc`): a directory that loads in redis-server
 //! 7.0 as it loads here, its files numbered as Redis numbers them
-//! ([`super::aof_manifest`]). With an RDB base (`aof-use-rdb-preamble yes`, the
-//! default) and the AOF already on (or off), the base is written in the background from
-//! a cut of the keyspace ([`super::bgsave`]), as Redis's child writes it: the manifest
+//! ([`super::aof_manifest`]). With the AOF already on (or off), the base (RDB with
+//! `aof-use-rdb-preamble yes`, the default, else commands) is written in the
+//! background from a cut of the keyspace ([`super::bgsave`]), as Redis's child writes
+//! it: the manifest
 //! names the new incremental file at once (a restart meanwhile loads the old base, the
 //! old increments and the new one), and the new base replaces the old files once
-//! complete. `appendonly no` and SHUTDOWN stop it. Turning the AOF on, and a base of
-//! commands, still take their image while every shard is held. A start goes on
+//! complete. `appendonly no` and SHUTDOWN stop it. Turning the AOF on still takes its
+//! image while every shard is held. A start goes on
 //! appending to the last incremental file, as Redis's; a pre-7.0 `appendonly.aof` in
 //! `dir` is moved into the directory as the base of a new manifest.
 
@@ -39,6 +40,7 @@ use bytes::BytesMut;
 use parking_lot::Mutex;
 
 use super::aof_manifest::Manifest;
+use super::bgsave::CutFormat;
 use crate::shared::Shared;
 use crate::store::{Held, ShardMap};
 
@@ -335,8 +337,8 @@ pub fn rewrite(shared: &Shared) -> std::io::Result<()> {
         }
         return Ok(());
     }
-    if preamble && on == wanted_on {
-        return rewrite_in_background(shared).inspect_err(|_| {
+    if on == wanted_on {
+        return rewrite_in_background(shared, preamble).inspect_err(|_| {
             aof.rewrite_failed.store(true, Ordering::Relaxed);
             aof.rewriting.store(false, Ordering::Release);
         });
@@ -369,9 +371,10 @@ fn rewrite_temp_path(shared: &Shared) -> PathBuf {
     dir(shared).join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()))
 }
 
-/// Starts a rewrite whose RDB base is written in the background (see the module's
-/// documentation); the thread it starts clears `rewriting` when done.
-fn rewrite_in_background(shared: &Shared) -> std::io::Result<()> {
+/// Starts a rewrite whose base (RDB with `preamble`, else commands) is written in the
+/// background (see the module's documentation); the thread it starts clears
+/// `rewriting` when done.
+fn rewrite_in_background(shared: &Shared, preamble: bool) -> std::io::Result<()> {
     let owner = shared
         .arc()
         .ok_or_else(|| std::io::Error::other("the server is stopping"))?;
@@ -385,7 +388,13 @@ fn rewrite_in_background(shared: &Shared) -> std::io::Result<()> {
     // everything after.
     let writes = journal.hold_writes();
     let mut held = Held::all(&shared.store);
-    let cut = super::bgsave::begin_cut(shared, &mut held, rewrite_temp_path(shared), &[])?;
+    let temp = rewrite_temp_path(shared);
+    let cut = if preamble {
+        super::bgsave::begin_cut(shared, &mut held, temp, &[])?
+    } else {
+        let header = commands_header(shared);
+        super::bgsave::begin_cut_as(shared, &mut held, temp, &header, CutFormat::Commands)?
+    };
     let writing = journal.stream().aof.is_some();
     if writing {
         let mut manifest = shared.aof.manifest.lock();
@@ -429,7 +438,7 @@ fn rewrite_in_background(shared: &Shared) -> std::io::Result<()> {
             let shared = &*owner;
             let result = cut
                 .complete()
-                .and_then(|(temp, size)| complete_rewrite(shared, &temp, size, writing));
+                .and_then(|(temp, size)| complete_rewrite(shared, &temp, size, writing, preamble));
             let aof = &shared.aof;
             aof.rewrite_abort.lock().take();
             match &result {
@@ -457,11 +466,17 @@ fn rewrite_in_background(shared: &Shared) -> std::io::Result<()> {
 /// A background rewrite's base is complete at `temp`: it becomes the base, the
 /// increments before the one begun for it become history (all of them when the AOF
 /// was off), the manifest says so.
-fn complete_rewrite(shared: &Shared, temp: &Path, size: u64, writing: bool) -> std::io::Result<()> {
+fn complete_rewrite(
+    shared: &Shared,
+    temp: &Path,
+    size: u64,
+    writing: bool,
+    preamble: bool,
+) -> std::io::Result<()> {
     let directory = dir(shared);
     let mut manifest = shared.aof.manifest.lock();
     let mut next = manifest.clone();
-    let base = next.new_base(&base_name(shared), true);
+    let base = next.new_base(&base_name(shared), preamble);
     let base_path = directory.join(&base);
     if let Err(e) = std::fs::rename(temp, &base_path) {
         let _ = std::fs::remove_file(temp);
@@ -608,12 +623,30 @@ fn rewrite_now(shared: &Shared) -> std::io::Result<()> {
 /// The dataset as commands (a base file without the RDB preamble): each key as one
 /// `RESTORE key deadline payload REPLACE [ABSTTL]`, which redis-server loads as well.
 fn commands_image(shared: &Shared, held: &mut dyn ShardMap) -> Vec<u8> {
+    let mut out = commands_header(shared);
+    for db in 0..shared.store.db_count() {
+        let mut selected = false;
+        for index in 0..shared.store.db(db).shard_count() {
+            held.shard(db, index).for_each_live(|key, entry| {
+                if !selected {
+                    write_select(&mut out, db);
+                    selected = true;
+                }
+                write_restore(&mut out, key.as_bytes(), entry);
+            });
+        }
+    }
+    out
+}
+
+/// The start of a base of commands: a `#TS` line with `aof-timestamp-enabled`, then
+/// the function libraries, a FUNCTION LOAD each, as Redis's rewrite writes them.
+fn commands_header(shared: &Shared) -> Vec<u8> {
     use bytes::Bytes;
     let mut out = BytesMut::new();
     if shared.config.read().param_bool("aof-timestamp-enabled") {
         out.extend_from_slice(format!("#TS:{}\r\n", super::snapshot::unix_secs()).as_bytes());
     }
-    // Function libraries first, as Redis's rewrite writes them: a FUNCTION LOAD each.
     if let Ok(engine) = shared.scripting.engine() {
         for library in engine.libraries.values() {
             crate::repl::journal::write_command(
@@ -626,34 +659,38 @@ fn commands_image(shared: &Shared, held: &mut dyn ShardMap) -> Vec<u8> {
             );
         }
     }
-    for db in 0..shared.store.db_count() {
-        let mut selected = false;
-        for index in 0..shared.store.db(db).shard_count() {
-            held.shard(db, index).for_each_live(|key, entry| {
-                if !selected {
-                    crate::repl::journal::write_command(
-                        &mut out,
-                        &[Bytes::from_static(b"SELECT"), Bytes::from(db.to_string())],
-                    );
-                    selected = true;
-                }
-                // A value the codec can carry is rebuilt with RESTORE's payload.
-                let payload = super::rdb::dump_payload(&entry.value);
-                let mut args = vec![
-                    Bytes::from_static(b"RESTORE"),
-                    Bytes::copy_from_slice(key.as_bytes()),
-                    Bytes::from(entry.expires_at.to_string()),
-                    Bytes::from(payload),
-                    Bytes::from_static(b"REPLACE"),
-                ];
-                if entry.expires_at != 0 {
-                    args.push(Bytes::from_static(b"ABSTTL"));
-                }
-                crate::repl::journal::write_command(&mut out, &args);
-            });
-        }
-    }
     out.to_vec()
+}
+
+/// `SELECT db` in a base of commands.
+pub(super) fn write_select(out: &mut Vec<u8>, db: usize) {
+    use bytes::Bytes;
+    let mut command = BytesMut::new();
+    crate::repl::journal::write_command(
+        &mut command,
+        &[Bytes::from_static(b"SELECT"), Bytes::from(db.to_string())],
+    );
+    out.extend_from_slice(&command);
+}
+
+/// One key of a base of commands: a value the codec can carry is rebuilt with
+/// RESTORE's payload.
+pub(super) fn write_restore(out: &mut Vec<u8>, key: &[u8], entry: &crate::store::Entry) {
+    use bytes::Bytes;
+    let payload = super::rdb::dump_payload(&entry.value);
+    let mut args = vec![
+        Bytes::from_static(b"RESTORE"),
+        Bytes::copy_from_slice(key),
+        Bytes::from(entry.expires_at.to_string()),
+        Bytes::from(payload),
+        Bytes::from_static(b"REPLACE"),
+    ];
+    if entry.expires_at != 0 {
+        args.push(Bytes::from_static(b"ABSTTL"));
+    }
+    let mut command = BytesMut::new();
+    crate::repl::journal::write_command(&mut command, &args);
+    out.extend_from_slice(&command);
 }
 
 /// Writes the AOF to disk now (DEBUG LOADAOF, shutdown).

@@ -55,6 +55,16 @@ const MAX_QUEUED: usize = 64 << 20;
 /// The file writer's buffer: large writes keep the disk streaming.
 const WRITE_BUFFER: usize = 1 << 20;
 
+/// How a cut's file is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CutFormat {
+    /// An RDB image (a dump file, a sync's image, an AOF base with the RDB preamble).
+    Rdb,
+    /// Commands (an AOF base without the preamble): SELECT, then each key as RESTORE;
+    /// keys past their deadline are left out.
+    Commands,
+}
+
 /// What the file writer receives.
 enum Chunk {
     /// Serialised entries of one database.
@@ -73,6 +83,7 @@ pub struct CutFile {
     writer: Mutex<Option<std::thread::JoinHandle<std::io::Result<u64>>>>,
     /// Set when the cut is aborted: nothing more is serialised into it.
     abort: Arc<AtomicBool>,
+    format: CutFormat,
 }
 
 /// The serialised bytes queued for the writer (allocated, not only used), also kept in
@@ -102,6 +113,7 @@ struct CutOutput {
     crc: crc::Digest<'static, u64>,
     db: Option<usize>,
     written: u64,
+    format: CutFormat,
 }
 
 impl CutOutput {
@@ -112,9 +124,9 @@ impl CutOutput {
         Ok(())
     }
 
-    /// Writes chunks until [`Chunk::Finish`], then EOF, the checksum (zeros when
-    /// `checksum` is off) and an fsync. After an error it goes on draining, so savers
-    /// never wait on a dead writer, and reports the first error at the end.
+    /// Writes chunks until [`Chunk::Finish`], then (an RDB image) EOF and the checksum
+    /// (zeros when `checksum` is off), and an fsync. After an error it goes on draining,
+    /// so savers never wait on a dead writer, and reports the first error at the end.
     fn run(
         mut self,
         rx: std::sync::mpsc::Receiver<Chunk>,
@@ -137,7 +149,10 @@ impl CutOutput {
                     if result.is_ok() {
                         if self.db != Some(db) {
                             let mut select = Vec::with_capacity(4);
-                            write_select_db(&mut select, db);
+                            match self.format {
+                                CutFormat::Rdb => write_select_db(&mut select, db),
+                                CutFormat::Commands => super::aof::write_select(&mut select, db),
+                            }
                             result = self.write(&select);
                             self.db = Some(db);
                         }
@@ -155,13 +170,15 @@ impl CutOutput {
             }
         }
         result?;
-        self.write(&[EOF_OPCODE])?;
-        let crc = if checksum {
-            std::mem::replace(&mut self.crc, CRC64.digest()).finalize()
-        } else {
-            0
-        };
-        self.write(&crc.to_le_bytes())?;
+        if self.format == CutFormat::Rdb {
+            self.write(&[EOF_OPCODE])?;
+            let crc = if checksum {
+                std::mem::replace(&mut self.crc, CRC64.digest()).finalize()
+            } else {
+                0
+            };
+            self.write(&crc.to_le_bytes())?;
+        }
         self.file.flush()?;
         self.file.get_ref().sync_all()?;
         Ok(self.written)
@@ -169,11 +186,12 @@ impl CutOutput {
 }
 
 impl CutFile {
-    /// A cut written to `file` by a writer thread of its own, starting with `header`;
-    /// the memory it holds beyond the dataset is kept in `saving`.
+    /// A cut written to `file` in `format` by a writer thread of its own, starting with
+    /// `header`; the memory it holds beyond the dataset is kept in `saving`.
     fn new(
         file: File,
         header: &[u8],
+        format: CutFormat,
         checksum: bool,
         saving: &Arc<Gauge>,
     ) -> std::io::Result<CutFile> {
@@ -189,6 +207,7 @@ impl CutFile {
             crc: CRC64.digest(),
             db: None,
             written: 0,
+            format,
         };
         out.write(header)?;
         let writer = {
@@ -205,6 +224,7 @@ impl CutFile {
             queued,
             writer: Mutex::new(Some(writer)),
             abort: Arc::new(AtomicBool::new(false)),
+            format,
         })
     }
 
@@ -240,8 +260,20 @@ impl CutSink for CutFile {
             return;
         }
         let mut bytes = Vec::new();
-        for (key, entry) in entries {
-            write_entry(&mut bytes, key, entry);
+        match self.format {
+            CutFormat::Rdb => {
+                for (key, entry) in entries {
+                    write_entry(&mut bytes, key, entry);
+                }
+            }
+            CutFormat::Commands => {
+                let now = crate::store::now_ms();
+                for (key, entry) in entries {
+                    if entry.expires_at == 0 || entry.expires_at > now {
+                        super::aof::write_restore(&mut bytes, key, entry);
+                    }
+                }
+            }
         }
         if bytes.is_empty() {
             return;
@@ -280,11 +312,22 @@ pub fn begin_cut(
     temp: PathBuf,
     extra_aux: &[(&str, &[u8])],
 ) -> std::io::Result<Cut> {
+    let header = image_start(shared, extra_aux).into_header();
+    begin_cut_as(shared, held, temp, &header, CutFormat::Rdb)
+}
+
+/// [`begin_cut`] of a file in `format` that starts with `header`.
+pub fn begin_cut_as(
+    shared: &Shared,
+    held: &mut dyn ShardMap,
+    temp: PathBuf,
+    header: &[u8],
+    format: CutFormat,
+) -> std::io::Result<Cut> {
     let file = File::create(&temp)?;
     let checksum = shared.config.read().param_bool("rdbchecksum");
-    let header = image_start(shared, extra_aux).into_header();
     let saving = &shared.store.events().eviction.saving;
-    let file = Arc::new(CutFile::new(file, &header, checksum, saving)?);
+    let file = Arc::new(CutFile::new(file, header, format, checksum, saving)?);
     for db in 0..shared.store.db_count() {
         for index in 0..shared.store.db(db).shard_count() {
             held.shard(db, index).begin_cut(file.clone());
