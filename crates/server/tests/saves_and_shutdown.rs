@@ -318,3 +318,49 @@ fn writes_during_a_slow_bgrewriteaof(server: &mut dyn Server, preamble: &str) {
         [base, "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"]
     );
 }
+
+#[test]
+fn turning_the_aof_on_writes_in_the_background_and_shutdown_waits_for_it() {
+    on_both(|server| {
+        set_keys(server, 20);
+        // 20 keys at 100 ms each: the first base takes 2 s.
+        ok(server, &["CONFIG", "SET", "rdb-key-save-delay", "100000"]);
+        ok(server, &["CONFIG", "SET", "appendonly", "yes"]);
+        assert_eq!(aof_field(server, "aof_rewrite_in_progress"), "1");
+        assert_eq!(aof_field(server, "aof_enabled"), "1");
+        // Writes go on meanwhile, into the increment that follows the base.
+        for i in 0..20 {
+            ok(server, &["SET", &format!("k{i}"), "during"]);
+        }
+        ok(server, &["SET", "new", "1"]);
+        // Without FORCE the server does not exit before the AOF holds the dataset.
+        assert_eq!(
+            server.cmd(&["SHUTDOWN", "NOSAVE"]),
+            Reply::Error("ERR Errors trying to SHUTDOWN. Check logs.".into())
+        );
+        assert!(
+            server
+                .log_tail()
+                .contains("Writing initial AOF, can't exit."),
+            "{}",
+            server.log_tail()
+        );
+        wait_for(10, "the first base", || {
+            aof_field(server, "aof_rewrite_in_progress") == "0"
+        });
+        let before = server.cmd(&["DEBUG", "DIGEST"]);
+        ok(server, &["DEBUG", "LOADAOF"]);
+        assert_eq!(server.cmd(&["DEBUG", "DIGEST"]), before);
+        assert_eq!(
+            server.cmd(&["GET", "k3"]),
+            Reply::Bulk(Some("during".into()))
+        );
+        let manifest =
+            std::fs::read_to_string(server.dir().join("appendonlydir/appendonly.aof.manifest"))
+                .unwrap();
+        assert_eq!(
+            manifest,
+            "file appendonly.aof.1.base.rdb seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n"
+        );
+    });
+}

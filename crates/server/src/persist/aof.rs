@@ -276,6 +276,10 @@ pub struct Aof {
     pub rewrite_scheduled: AtomicBool,
     /// Stops the rewrite running in the background, if one is.
     rewrite_abort: Mutex<Option<Arc<AtomicBool>>>,
+    /// The rewrite running turns the AOF on (Redis's `AOF_WAIT_REWRITE`): until it
+    /// completes, the stream goes to a temporary increment the manifest does not name,
+    /// and a shutdown without FORCE refuses to exit.
+    pub initial_rewrite: AtomicBool,
     /// `appendfsync always`'s group commit.
     pub durability: Arc<Durability>,
 }
@@ -320,9 +324,10 @@ pub fn write_failed(shared: &Shared) -> bool {
         .is_some_and(|a| a.failed)
 }
 
-/// Turns the AOF on (`appendonly yes`), or rewrites it: a new base image of the
-/// dataset as it is now, a new incremental file the stream writes from then on (with
-/// the AOF on), a new manifest; the files replaced become history ([`rewrite_now`]).
+/// Turns the AOF on (`appendonly yes`), or rewrites it: a new base of the dataset as it
+/// is at one instant, a new incremental file the stream writes from then on (with the
+/// AOF on), a new manifest; the files replaced become history. The base is written in
+/// the background ([`rewrite_in_background`]).
 pub fn rewrite(shared: &Shared) -> std::io::Result<()> {
     let aof = &shared.aof;
     let (preamble, wanted_on) = {
@@ -337,20 +342,10 @@ pub fn rewrite(shared: &Shared) -> std::io::Result<()> {
         }
         return Ok(());
     }
-    if on == wanted_on {
-        return rewrite_in_background(shared, preamble).inspect_err(|_| {
-            aof.rewrite_failed.store(true, Ordering::Relaxed);
-            aof.rewriting.store(false, Ordering::Release);
-        });
-    }
-    let result = rewrite_now(shared);
-    aof.rewrite_failed.store(result.is_err(), Ordering::Relaxed);
-    if result.is_ok() {
-        aof.rewrites.fetch_add(1, Ordering::Relaxed);
-        tracing::info!("Background AOF rewrite finished successfully");
-    }
-    aof.rewriting.store(false, Ordering::Release);
-    result
+    rewrite_in_background(shared, preamble).inspect_err(|_| {
+        aof.rewrite_failed.store(true, Ordering::Relaxed);
+        aof.rewriting.store(false, Ordering::Release);
+    })
 }
 
 /// Stops the rewrite running in the background (`appendonly no`, SHUTDOWN), as Redis
@@ -369,6 +364,22 @@ pub fn abort_rewrite(shared: &Shared) -> bool {
 /// Where a background rewrite writes its base until complete.
 fn rewrite_temp_path(shared: &Shared) -> PathBuf {
     dir(shared).join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()))
+}
+
+/// Where the stream goes while a rewrite turns the AOF on (Redis's name for it).
+fn temp_incr_path(shared: &Shared) -> PathBuf {
+    dir(shared).join(format!("temp-{}.incr", base_name(shared)))
+}
+
+/// What a rewrite does with the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    /// The AOF is on: a new increment, named in the manifest at once.
+    NewIncr,
+    /// The AOF is off: the base alone.
+    Off,
+    /// The rewrite turns the AOF on: a temporary increment until the base is complete.
+    TempIncr,
 }
 
 /// Starts a rewrite whose base (RDB with `preamble`, else commands) is written in the
@@ -395,8 +406,22 @@ fn rewrite_in_background(shared: &Shared, preamble: bool) -> std::io::Result<()>
         let header = commands_header(shared);
         super::bgsave::begin_cut_as(shared, &mut held, temp, &header, CutFormat::Commands)?
     };
-    let writing = journal.stream().aof.is_some();
-    if writing {
+    let on = journal.stream().aof.is_some();
+    let stream = match (on, shared.config.read().appendonly) {
+        (true, _) => Stream::NewIncr,
+        (false, true) => Stream::TempIncr,
+        (false, false) => Stream::Off,
+    };
+    if stream == Stream::TempIncr {
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(temp_incr_path(shared))?;
+        attach(shared, file, 0);
+        shared.aof.initial_rewrite.store(true, Ordering::Release);
+    }
+    if stream == Stream::NewIncr {
         let mut manifest = shared.aof.manifest.lock();
         let mut next = manifest.clone();
         let incr = next.new_incr(&name);
@@ -438,7 +463,7 @@ fn rewrite_in_background(shared: &Shared, preamble: bool) -> std::io::Result<()>
             let shared = &*owner;
             let result = cut
                 .complete()
-                .and_then(|(temp, size)| complete_rewrite(shared, &temp, size, writing, preamble));
+                .and_then(|(temp, size)| complete_rewrite(shared, &temp, size, stream, preamble));
             let aof = &shared.aof;
             aof.rewrite_abort.lock().take();
             match &result {
@@ -451,13 +476,28 @@ fn rewrite_in_background(shared: &Shared, preamble: bool) -> std::io::Result<()>
                 Err(e) => {
                     aof.rewrite_failed.store(true, Ordering::Relaxed);
                     tracing::warn!("Background AOF rewrite failed: {e}");
+                    if stream == Stream::TempIncr {
+                        // The AOF is not on yet: the stream stops going to the temporary
+                        // increment, and the cron tries again, as Redis retries.
+                        stop_writing(shared);
+                        aof.rewrite_scheduled.store(true, Ordering::Release);
+                    }
                 }
             }
+            if stream == Stream::TempIncr && result.is_err() {
+                let _ = std::fs::remove_file(temp_incr_path(shared));
+            }
+            aof.initial_rewrite.store(false, Ordering::Release);
             aof.rewriting.store(false, Ordering::Release);
         });
     if let Err(e) = spawned {
         // The cut went with the closure: its drop discarded it.
         shared.aof.rewrite_abort.lock().take();
+        if stream == Stream::TempIncr {
+            stop_writing(shared);
+            let _ = std::fs::remove_file(temp_incr_path(shared));
+            shared.aof.initial_rewrite.store(false, Ordering::Release);
+        }
         return Err(e);
     }
     Ok(())
@@ -465,24 +505,33 @@ fn rewrite_in_background(shared: &Shared, preamble: bool) -> std::io::Result<()>
 
 /// A background rewrite's base is complete at `temp`: it becomes the base, the
 /// increments before the one begun for it become history (all of them when the AOF
-/// was off), the manifest says so.
+/// was off), the manifest says so. A rewrite that turns the AOF on names its temporary
+/// increment now (renamed while the stream writes it: the file stays the same).
 fn complete_rewrite(
     shared: &Shared,
     temp: &Path,
     size: u64,
-    writing: bool,
+    stream: Stream,
     preamble: bool,
 ) -> std::io::Result<()> {
     let directory = dir(shared);
+    let name = base_name(shared);
     let mut manifest = shared.aof.manifest.lock();
     let mut next = manifest.clone();
-    let base = next.new_base(&base_name(shared), preamble);
+    let base = next.new_base(&name, preamble);
     let base_path = directory.join(&base);
     if let Err(e) = std::fs::rename(temp, &base_path) {
         let _ = std::fs::remove_file(temp);
         return Err(e);
     }
-    next.retire_rewritten_incr(writing);
+    if stream == Stream::TempIncr {
+        let incr = next.new_incr(&name);
+        if let Err(e) = std::fs::rename(temp_incr_path(shared), directory.join(&incr)) {
+            let _ = std::fs::remove_file(&base_path);
+            return Err(e);
+        }
+    }
+    next.retire_rewritten_incr(stream != Stream::Off);
     if let Err(e) = persist_manifest(shared, &mut next) {
         let _ = std::fs::remove_file(&base_path);
         return Err(e);
@@ -555,69 +604,6 @@ fn attach(shared: &Shared, file: File, size: u64) {
         durability: shared.aof.durability.clone(),
         last_timestamp: 0,
     });
-}
-
-/// A rewrite, as Redis's ends (`backgroundRewriteDoneHandler`): a new base (the
-/// previous one becomes history); with the AOF on, a new incremental file the stream
-/// writes from then on; the incremental files the base covers become history and are
-/// deleted. All of it while every shard is held, so the base and the new incremental
-/// file meet exactly.
-fn rewrite_now(shared: &Shared) -> std::io::Result<()> {
-    let directory = dir(shared);
-    std::fs::create_dir_all(&directory)?;
-    let name = base_name(shared);
-    let (preamble, writing) = {
-        let config = shared.config.read();
-        (config.param_bool("aof-use-rdb-preamble"), config.appendonly)
-    };
-    shared.repl.journal.activate();
-    let mut held = Held::all(&shared.store);
-    let image = base_image(shared, &mut held, preamble);
-    let mut manifest = shared.aof.manifest.lock();
-    let mut next = manifest.clone();
-    let base = next.new_base(&name, preamble);
-    let base_path = directory.join(&base);
-    super::snapshot::write_file(&base_path, &image)?;
-    // With `appendonly no` (a BGREWRITEAOF while the AOF is off) the base is a copy of
-    // the dataset as it is now, and no incremental file follows it, as in Redis.
-    let incr = writing.then(|| next.new_incr(&name));
-    let opened = (|| {
-        let file = match &incr {
-            Some(incr) => Some(
-                OpenOptions::new()
-                    .create(true)
-                    .write(true)
-                    .truncate(true)
-                    .open(directory.join(incr))?,
-            ),
-            None => None,
-        };
-        next.retire_rewritten_incr(writing);
-        persist_manifest(shared, &mut next)?;
-        Ok(file)
-    })();
-    let file = match opened {
-        Ok(file) => file,
-        Err(e) => {
-            // The manifest still names the previous files: the new ones are nobody's.
-            let _ = std::fs::remove_file(&base_path);
-            if let Some(incr) = &incr {
-                let _ = std::fs::remove_file(directory.join(incr));
-            }
-            return Err(e);
-        }
-    };
-    if let Some(file) = file {
-        attach(shared, file, 0);
-    }
-    drop(held);
-    *manifest = next;
-    shared
-        .aof
-        .base_size
-        .store(image.len() as u64, Ordering::Relaxed);
-    delete_history(shared, &mut manifest);
-    Ok(())
 }
 
 /// The dataset as commands (a base file without the RDB preamble): each key as one
@@ -742,7 +728,16 @@ pub fn stop(shared: &Shared) {
     // A rewrite waiting to turn the AOF on has nothing to do now, as in Redis, and one
     // running stops.
     shared.aof.rewrite_scheduled.store(false, Ordering::Release);
+    let initial = shared.aof.initial_rewrite.load(Ordering::Acquire);
     abort_rewrite(shared);
+    stop_writing(shared);
+    if initial {
+        let _ = std::fs::remove_file(temp_incr_path(shared));
+    }
+}
+
+/// The stream stops going to the AOF file.
+fn stop_writing(shared: &Shared) {
     let mut stream = shared.repl.journal.stream();
     if let Some(aof) = stream.aof.take() {
         let _ = aof.file.sync_data();

@@ -245,18 +245,37 @@ fn finish(shared: &Shared, flags: ShutdownFlags) -> bool {
             replicas.len()
         );
     }
-    crate::persist::aof::abort_rewrite(shared);
-    if shared.persistence.abort_bgsave() {
-        // Its file goes with it, as Redis removes its child's.
-        tracing::warn!("There is a background save in progress. Aborting it.");
-        crate::persist::snapshot::remove_temp_files(shared);
-    }
-    if !final_save(shared, flags) {
+    if !stop_background_work(shared, flags) || !final_save(shared, flags) {
         tracing::warn!(
             "Errors trying to shut down the server. Check the logs for more information."
         );
         return false;
     }
     shared.request_shutdown();
+    true
+}
+
+/// Before the final save, the background work stops: a rewrite or a BGSAVE still
+/// running, and its file goes. Not the rewrite that turns the AOF on, without FORCE: it
+/// holds the only copy of what came after its base, so the server does not exit before
+/// it is written, as in Redis (false).
+fn stop_background_work(shared: &Shared, flags: ShutdownFlags) -> bool {
+    if shared
+        .aof
+        .initial_rewrite
+        .load(std::sync::atomic::Ordering::Acquire)
+    {
+        if !flags.force {
+            tracing::warn!("Writing initial AOF, can't exit.");
+            return false;
+        }
+        tracing::warn!("Writing initial AOF. Exit anyway.");
+    }
+    crate::persist::aof::abort_rewrite(shared);
+    if shared.persistence.abort_bgsave() {
+        // Its file goes with it, as Redis removes its child's.
+        tracing::warn!("There is a background save in progress. Aborting it.");
+        crate::persist::snapshot::remove_temp_files(shared);
+    }
     true
 }
