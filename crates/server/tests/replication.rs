@@ -668,6 +668,36 @@ fn a_restarted_master_continues_and_sends_the_dels_of_keys_expired_meanwhile() {
     assert_eq!(digest(port), digest(replica.port()));
 }
 
+/// A replica with the AOF on starts it again from its master's data after a full sync
+/// (a new base and increment, as Redis restarts its AOF): its files then load into the
+/// master's dataset, writes after the sync included.
+#[test]
+fn a_replica_s_aof_holds_the_master_s_data_after_a_full_sync() {
+    let master = redline(&[]);
+    let port = master.port();
+    write_load(port, 5);
+    let replica = redline(&["--appendonly", "yes"]);
+    let r = replica.port();
+    let mut c = conn(r);
+    c.cmd(&["SET", "old", "only here"]);
+    assert_eq!(
+        c.cmd(&["REPLICAOF", "127.0.0.1", &port.to_string()]),
+        Frame::Simple("OK".into())
+    );
+    wait_link_up(r);
+    write_load(port, 5);
+    wait_caught_up(port, r);
+    wait_until("the replica's AOF rewrite", || {
+        section_field(r, "persistence", "aof_rewrite_in_progress") == "0"
+            && section_field(r, "persistence", "aof_rewrite_scheduled") == "0"
+    });
+    assert_same_data(port, r);
+    let before = digest(r);
+    assert_eq!(c.cmd(&["DEBUG", "LOADAOF"]), Frame::Simple("OK".into()));
+    assert_eq!(digest(r), before);
+    assert_eq!(c.cmd(&["EXISTS", "old"]), Frame::Integer(0));
+}
+
 #[test]
 fn a_restarted_replica_continues_from_its_dump_with_psync() {
     let ours = redline(&[]);

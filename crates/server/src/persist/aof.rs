@@ -348,6 +348,17 @@ pub fn rewrite(shared: &Shared) -> std::io::Result<()> {
     })
 }
 
+/// After a full sync replaced the dataset (a replica's): the AOF starts again from the
+/// new one, as Redis stops and restarts it. A rewrite running stops, the stream stops
+/// going to the old files, and a rewrite turns the AOF on again: the old files stay
+/// named until its base is complete, so a crash meanwhile never pairs the new data's
+/// stream with the old base.
+pub fn restart(shared: &Shared) -> std::io::Result<()> {
+    abort_rewrite(shared);
+    stop_writing(shared);
+    rewrite(shared)
+}
+
 /// Stops the rewrite running in the background (`appendonly no`, SHUTDOWN), as Redis
 /// kills its child: the manifest stays as it was (the old base and increments, and the
 /// increment begun for the rewrite), the unfinished base is removed. True when one ran.

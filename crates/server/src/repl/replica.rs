@@ -405,7 +405,7 @@ async fn session(
             if shared.config.read().appendonly {
                 // The AOF held the old dataset: it starts again from the master's, as
                 // Redis restarts it after a sync (a new base, a new incremental file).
-                if let Err(e) = crate::persist::aof::rewrite(shared) {
+                if let Err(e) = crate::persist::aof::restart(shared) {
                     tracing::warn!(
                         "Failed enabling the AOF after successful master synchronization! Trying it again in one second: {e}"
                     );
