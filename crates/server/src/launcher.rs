@@ -131,8 +131,7 @@ async fn serve(config: Config) -> ExitCode {
             // scheduled or under way exits at once.
             loop {
                 let signal = wait_for_signal().await;
-                let param = signal.param();
-                if graceful_signal(&shared, signal, param) {
+                if graceful_signal(&shared, signal) {
                     tracing::warn!("You insist... exiting now.");
                     crate::persist::snapshot::remove_temp_files(&shared);
                     std::process::exit(1);
@@ -191,19 +190,24 @@ impl Signal {
 
 /// Logs `signal` the way redis-server does and schedules its shutdown; true when it is
 /// a SIGINT that insists (a signal's shutdown was already scheduled): exit now.
-fn graceful_signal(shared: &crate::shared::Shared, signal: Signal, param: &'static str) -> bool {
+fn graceful_signal(shared: &crate::shared::Shared, signal: Signal) -> bool {
     use crate::persist::graceful;
     if signal == Signal::Int && graceful::signal_scheduled(shared) {
         return true;
     }
-    if shared.persistence.loading.is_active() {
+    let loading = shared.persistence.loading.is_active();
+    if loading {
         tracing::warn!("Received shutdown signal during loading, scheduling shutdown.");
     } else if signal == Signal::Term {
         tracing::warn!("Received SIGTERM scheduling shutdown...");
     } else {
         tracing::warn!("Received SIGINT scheduling shutdown...");
     }
-    graceful::schedule_for_signal(shared, param);
+    graceful::schedule_for_signal(shared, signal.param());
+    if loading {
+        // The cron does not run before the load at start ends.
+        graceful::start_signalled(shared);
+    }
     false
 }
 

@@ -247,6 +247,13 @@ fn saved_dump(command: &[&str]) -> (RedlineServer, Vec<u8>) {
 
 #[test]
 fn clients_get_loading_while_the_dump_loads_and_a_shutdown_does_not_save() {
+    shutdown_while_loading(false);
+    // A SIGTERM too: no cron turns during the load, it is acted on at once.
+    shutdown_while_loading(true);
+}
+
+/// SHUTDOWN, or SIGTERM when `by_signal`, while the dump loads.
+fn shutdown_while_loading(by_signal: bool) {
     let (mut server, saved) = saved_dump(&["DEBUG", "POPULATE", "20000"]);
     let dump = server.dir().join("dump.rdb");
     // Started by hand: the test kit would wait for PONG, which comes after the load.
@@ -281,7 +288,15 @@ fn clients_get_loading_while_the_dump_loads_and_a_shutdown_does_not_save() {
     // Save points are set, yet a shutdown while loading saves nothing (half the data
     // would replace the file) and does not wait for the load.
     let asked = Instant::now();
-    conn.send(&["SHUTDOWN"]);
+    if by_signal {
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    } else {
+        conn.send(&["SHUTDOWN"]);
+    }
     let status = child.wait().unwrap();
     assert!(
         asked.elapsed() < Duration::from_secs(3),

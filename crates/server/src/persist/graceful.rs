@@ -140,21 +140,7 @@ const FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);
 /// From the cron: a shutdown a signal scheduled starts; a waiting shutdown proceeds
 /// once every replica is in sync or its time is up.
 pub fn cron(shared: &Shared) {
-    let scheduled = {
-        let mut signalled = shared.graceful.signalled.lock();
-        match signalled.as_mut() {
-            Some(s) if !s.started => {
-                s.started = true;
-                Some(s.param)
-            }
-            _ => None,
-        }
-    };
-    if let Some(param) = scheduled {
-        let flags = ShutdownFlags::for_signal(shared, param);
-        tracing::warn!("User requested shutdown...");
-        // Waiting, it goes on below on later turns; failed, the signal is forgotten.
-        let _ = request(shared, flags, flags.now);
+    if start_signalled(shared) {
         return;
     }
     let flags = {
@@ -170,6 +156,31 @@ pub fn cron(shared: &Shared) {
     } else {
         cancel(shared);
     }
+}
+
+/// Starts the shutdown a signal scheduled, if one waits (false otherwise): from the
+/// cron, or at once while the dataset loads at start (no cron turns then; nothing is
+/// saved, as Redis shuts down from its loading loop).
+pub fn start_signalled(shared: &Shared) -> bool {
+    let scheduled = {
+        let mut signalled = shared.graceful.signalled.lock();
+        match signalled.as_mut() {
+            Some(s) if !s.started => {
+                s.started = true;
+                Some(s.param)
+            }
+            _ => None,
+        }
+    };
+    if let Some(param) = scheduled {
+        let flags = ShutdownFlags::for_signal(shared, param);
+        tracing::warn!("User requested shutdown...");
+        // Waiting, it goes on in the cron's later turns; failed, the signal is
+        // forgotten.
+        let _ = request(shared, flags, flags.now);
+        return true;
+    }
+    false
 }
 
 /// SHUTDOWN ABORT: false when no shutdown is waiting or scheduled by a signal.
