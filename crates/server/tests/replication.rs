@@ -475,6 +475,15 @@ fn wait_until(what: &str, check: impl Fn() -> bool) {
     }
 }
 
+/// Waits up to 30 s for the server's process to exit.
+fn wait_exited(server: &mut RedlineServer) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.is_running() {
+        assert!(Instant::now() < deadline, "the server did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn wait_link_up(replica: u16) {
     wait_until("the link to the master", || {
         info_field(replica, "master_link_status") == "up"
@@ -646,11 +655,7 @@ fn a_restarted_master_continues_and_sends_the_dels_of_keys_expired_meanwhile() {
     let offset: u64 = info_field(port, "master_repl_offset").parse().unwrap();
     std::thread::sleep(Duration::from_millis(20));
     m.send(&["SHUTDOWN", "SAVE"]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while master.is_running() {
-        assert!(Instant::now() < deadline, "the master did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_exited(&mut master);
     master.restart().unwrap();
     wait_until("a partial resynchronization", || {
         stat(port, "sync_partial_ok") == 1
@@ -1132,11 +1137,7 @@ fn shutdown_waits_for_a_lagging_replica_and_can_be_aborted() {
         !section_field(master.port(), "server", "shutdown_in_milliseconds").is_empty()
     });
     signal(replica_pid, "CONT");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while master.is_running() {
-        assert!(Instant::now() < deadline, "the master did not exit");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_exited(&mut master);
     assert_eq!(
         conn(replica.port()).cmd(&["GET", "k"]),
         Frame::Bulk("2".into())
@@ -1294,11 +1295,7 @@ fn a_restarted_master_lets_its_replica_continue() {
     );
     // SHUTDOWN saves (a save point is set), then the same server starts again.
     conn(master.port()).send(&["SHUTDOWN"]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while master.is_running() {
-        assert!(Instant::now() < deadline, "the master did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_exited(&mut master);
     master.restart().unwrap();
     assert_eq!(info_field(master.port(), "master_replid2"), id);
     // On from there (the shutdown may have asked the replica for an ACK meanwhile).

@@ -364,3 +364,39 @@ fn turning_the_aof_on_writes_in_the_background_and_shutdown_waits_for_it() {
         );
     });
 }
+
+/// A BGSAVE while a full sync's image is being written takes a cut of its own and
+/// leaves the sync's going (it used to finish the sync's cut for it, serialising the
+/// rest of the dataset with every shard held). redline-server only: it is about how its
+/// cuts share the shards.
+#[test]
+fn a_bgsave_during_a_full_sync_leaves_the_sync_s_cut_going() {
+    let master = RedlineServer::builder().args(DEBUG).start().unwrap();
+    set_keys(&master, 10);
+    // 10 keys at 300 ms each: the sync's image takes 3 s.
+    ok(&master, &["CONFIG", "SET", "rdb-key-save-delay", "300000"]);
+    let replica = RedlineServer::start().unwrap();
+    ok(
+        &replica,
+        &["REPLICAOF", "127.0.0.1", &master.port().to_string()],
+    );
+    let syncing = || {
+        Server::cmd(&master, &["INFO", "replication"])
+            .text()
+            .is_some_and(|t| t.contains("state=wait_bgsave"))
+    };
+    wait_for(5, "the sync's image to be written", syncing);
+    ok(&master, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    ok(&master, &["SET", "after", "1"]);
+    assert_eq!(
+        master.cmd(&["BGSAVE"]).unwrap(),
+        Reply::Simple("Background saving started".into())
+    );
+    let dump = master.dir().join("dump.rdb");
+    wait_for(2, "the BGSAVE", || dump.exists());
+    assert!(syncing(), "the sync's cut was finished by the BGSAVE");
+    // The sync completes on its own, with the dataset of its instant, then the stream.
+    wait_for(10, "the replica's sync", || {
+        replica.cmd(&["DBSIZE"]).unwrap() == Reply::Integer(11)
+    });
+}

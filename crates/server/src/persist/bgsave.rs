@@ -402,7 +402,7 @@ fn finish(
     // One entry a step when slowed down, so that the delay falls between keys.
     let batch = if key_delay == 0 { WALK_BATCH } else { 1 };
     let mut steps = 0u64;
-    let walked = walk(store, batch, || {
+    let walked = walk(store, file, batch, || {
         steps += 1;
         pause(debug_delay_micros(key_delay, steps), &file.abort);
         // Outside the shard's lock: wait for the disk rather than queue the whole
@@ -415,7 +415,7 @@ fn finish(
     // Aborted during the walk, or just after it: the file is not wanted either way.
     if !walked || file.aborted() {
         // The shards still holding the cut drop it unsaved (it takes nothing now).
-        walk(store, usize::MAX, || true);
+        walk(store, file, usize::MAX, || true);
         let _ = file.finish();
         let _ = std::fs::remove_file(&temp);
         return Err(std::io::Error::new(
@@ -445,16 +445,21 @@ fn pause(micros: u64, abort: &AtomicBool) {
     }
 }
 
-/// Saves what every shard still owes the pending cut, `batch` entries per lock, calling
-/// `between` (with no lock held) after each batch; stops, returning false, when
+/// Saves what every shard still owes the cut into `sink`, `batch` entries per lock,
+/// calling `between` (with no lock held) after each batch; stops, returning false, when
 /// `between` does.
-fn walk(store: &Store, batch: usize, mut between: impl FnMut() -> bool) -> bool {
+fn walk(
+    store: &Store,
+    sink: &dyn CutSink,
+    batch: usize,
+    mut between: impl FnMut() -> bool,
+) -> bool {
     for db in store.dbs() {
         for index in 0..db.shard_count() {
             loop {
                 let (pending, done) = {
                     let mut shard = db.lock_index(index);
-                    (shard.cut_pending(), shard.cut_step(batch))
+                    (shard.cut_pending(sink), shard.cut_step(sink, batch))
                 };
                 if !pending {
                     break;
@@ -487,6 +492,7 @@ impl Drop for Cut {
         file.abort.store(true, Ordering::Relaxed);
         let store = self.store.clone();
         let discard = temp.clone();
+        let kept = file.clone();
         let spawned = std::thread::Builder::new()
             .name("redline-cut-drop".into())
             .spawn(move || {
@@ -496,7 +502,7 @@ impl Drop for Cut {
             });
         if let Err(e) = spawned {
             tracing::warn!("An abandoned snapshot cut is finished in place: {e}");
-            walk(&self.store, usize::MAX, || true);
+            walk(&self.store, &*kept, usize::MAX, || true);
             let _ = std::fs::remove_file(discard);
         }
     }

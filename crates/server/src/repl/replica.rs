@@ -512,8 +512,7 @@ async fn stream(
         // they are read (and counted as read) but applied once the pause ends.
         let paused_until = shared.pause.current().map(|(_, until)| until);
         if !input.is_empty() && paused_until.is_none() {
-            applier.apply(shared, &mut client, &mut input);
-            status.stream_db.store(client.db, Ordering::Relaxed);
+            applier.apply(shared, &mut client, &mut input, &status.stream_db);
             // Our master's commands count in INFO commandstats and stats, as in Redis.
             if !client.cmdstats.is_empty() {
                 shared.cmdstats.absorb(&mut client.cmdstats);
@@ -573,8 +572,15 @@ impl Applier {
     /// what has been applied. Inside the journal's gate, which a full sync of our own
     /// replica holds shut while it takes its image and offset, so a command is in the
     /// image or in the stream after it, never in both (nor, inside a MULTI, queued but
-    /// counted in the offset).
-    fn apply(&mut self, shared: &Shared, client: &mut ClientState, input: &mut BytesMut) {
+    /// counted in the offset). The database the stream has selected is recorded in
+    /// `stream_db` inside the gate too: a dump of ours saves it with the offset.
+    fn apply(
+        &mut self,
+        shared: &Shared,
+        client: &mut ClientState,
+        input: &mut BytesMut,
+        stream_db: &AtomicUsize,
+    ) {
         let journal = &shared.repl.journal;
         let _gate = journal.enter();
         let before = input.clone().freeze();
@@ -617,6 +623,7 @@ impl Applier {
             journal.append_raw(before.slice(..applied));
         }
         self.held_back.extend_from_slice(&before[applied..run]);
+        stream_db.store(client.db, Ordering::Relaxed);
     }
 }
 

@@ -16,7 +16,9 @@
 //!    walker skips them.
 //!
 //! Every key that existed at the cut is thus saved exactly once with its value at the
-//! cut, and nothing created later is. Extra memory is the set of keys changed during the
+//! cut, and nothing created later is. Several cuts can be pending in a shard at once
+//! (a BGSAVE, replicas' full syncs, an AOF rewrite): each keeps its own progress and
+//! saved keys, and a change saves the entry into each one that still needs it. Extra memory is the set of keys changed during the
 //! save plus one batch per thread being serialised, never a second copy of the data;
 //! a writer pays for serialising the one entry it is about to change, never a shard.
 //!
@@ -143,6 +145,11 @@ impl CutState {
     pub(super) fn next(&self) -> usize {
         self.next
     }
+
+    /// Whether this is the cut into `sink`.
+    pub(super) fn is_for(&self, sink: &dyn CutSink) -> bool {
+        std::ptr::addr_eq(Arc::as_ptr(&self.sink), sink as *const dyn CutSink)
+    }
 }
 
 #[cfg(test)]
@@ -190,7 +197,7 @@ mod tests {
             let recorder = Arc::new(Recorder::default());
             shard.begin_cut(recorder.clone());
             let mut round = 0i64;
-            while shard.cut_pending() {
+            while shard.cut_pending(&*recorder) {
                 round += 1;
                 for _ in 0..rng.usize(0..20) {
                     let key = format!("k{}", rng.usize(0..keys.max(1) * 2));
@@ -210,9 +217,49 @@ mod tests {
                         }
                     }
                 }
-                shard.cut_step(rng.usize(1..40));
+                shard.cut_step(&*recorder, rng.usize(1..40));
             }
             assert_eq!(*recorder.0.lock(), expected, "seed {seed}");
+        }
+    }
+
+    /// Two cuts begun at different instants, walked in turns while writes go on, each
+    /// hold the dataset of their own instant (a BGSAVE and a replica's full sync, say).
+    #[test]
+    fn overlapping_cuts_each_save_their_own_instant() {
+        for seed in 0..100u64 {
+            let mut rng = fastrand::Rng::with_seed(seed);
+            let mut shard = Shard::default();
+            for i in 0..rng.usize(1..200) {
+                shard.insert(format!("k{i}").as_bytes(), Value::Int(i as i64), 0);
+            }
+            let first_expected = contents(&shard);
+            let first = Arc::new(Recorder::default());
+            shard.begin_cut(first.clone());
+            shard.cut_step(&*first, rng.usize(0..50));
+            for i in 0..rng.usize(0..50) {
+                shard.insert(format!("k{}", i * 3).as_bytes(), Value::Int(-1), 0);
+                shard.remove(format!("k{}", i * 7).as_bytes());
+            }
+            let second_expected = contents(&shard);
+            let second = Arc::new(Recorder::default());
+            shard.begin_cut(second.clone());
+            let mut round = 0;
+            while shard.cut_pending(&*first) || shard.cut_pending(&*second) {
+                round += 1;
+                for _ in 0..rng.usize(0..10) {
+                    let key = format!("k{}", rng.usize(0..400));
+                    if rng.bool() {
+                        shard.insert(key.as_bytes(), Value::Int(-round), 0);
+                    } else {
+                        shard.remove(key.as_bytes());
+                    }
+                }
+                let which = if rng.bool() { &first } else { &second };
+                shard.cut_step(&**which, rng.usize(1..30));
+            }
+            assert_eq!(*first.0.lock(), first_expected, "seed {seed}, first");
+            assert_eq!(*second.0.lock(), second_expected, "seed {seed}, second");
         }
     }
 
@@ -225,9 +272,9 @@ mod tests {
         let expected = contents(&shard);
         let recorder = Arc::new(Recorder::default());
         shard.begin_cut(recorder.clone());
-        shard.cut_step(10);
+        shard.cut_step(&*recorder, 10);
         shard.clear();
-        assert!(!shard.cut_pending());
+        assert!(!shard.cut_pending(&*recorder));
         assert_eq!(*recorder.0.lock(), expected);
     }
 }

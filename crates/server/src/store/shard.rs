@@ -84,9 +84,11 @@ pub struct Shard {
     /// The database this shard belongs to (its events name it). SWAPDB exchanges the
     /// contents of shards, never this.
     db: usize,
-    /// A snapshot cut this shard has not finished saving (see [`super::cut`]): every
-    /// change below saves what it is about to change first.
-    cut: Option<Box<CutState>>,
+    /// The snapshot cuts this shard has not finished saving (see [`super::cut`]): every
+    /// change below saves what it is about to change into each first. Several run at
+    /// once (a BGSAVE, a replica's full sync, an AOF rewrite), each walked by its own
+    /// writer.
+    cuts: Vec<CutState>,
 }
 
 /// Tables at or below this capacity are never shrunk: too small to matter, and a shard
@@ -150,8 +152,8 @@ impl Shard {
         if let Some(events) = &self.events {
             events.created(self.db, key);
         }
-        // Created after a pending cut began: the cut must not save it.
-        if let Some(cut) = &mut self.cut {
+        // Created after the pending cuts began: they must not save it.
+        for cut in &mut self.cuts {
             cut.created(key);
         }
     }
@@ -373,8 +375,8 @@ impl Shard {
     fn remove_index_with_key(&mut self, index: usize) -> Option<(CompactBytes, Entry)> {
         self.before_change(index);
         let (key, entry) = self.map.swap_remove_index(index)?;
-        if let Some(cut) = &mut self.cut {
-            let len = self.map.len();
+        let len = self.map.len();
+        for cut in &mut self.cuts {
             cut.moved(self.db, index, len, self.map.get_index(index));
         }
         self.touch(&key);
@@ -633,45 +635,57 @@ impl Shard {
 
     /// Starts a snapshot cut (see [`super::cut`]): from now on this shard saves every
     /// entry into `sink`, as it is now, before changing it, and [`Shard::cut_step`]
-    /// saves the rest. An empty shard has nothing to save.
+    /// saves the rest. An empty shard has nothing to save. Cuts already pending go on.
     pub fn begin_cut(&mut self, sink: Arc<dyn CutSink>) {
-        self.finish_cut();
         if !self.map.is_empty() {
-            self.cut = Some(Box::new(CutState::new(sink)));
+            self.cuts.push(CutState::new(sink));
         }
     }
 
-    /// Whether a cut still has entries of this shard to save.
-    pub fn cut_pending(&self) -> bool {
-        self.cut.is_some()
+    /// Whether the cut into `sink` still has entries of this shard to save.
+    pub fn cut_pending(&self, sink: &dyn CutSink) -> bool {
+        self.cuts.iter().any(|cut| cut.is_for(sink))
     }
 
-    /// Saves up to `batch` more entries of the pending cut; true when the shard has
-    /// nothing left to save.
-    pub fn cut_step(&mut self, batch: usize) -> bool {
-        let Some(cut) = &mut self.cut else {
+    /// Saves up to `batch` more entries of the cut into `sink`; true when the shard has
+    /// nothing left to save for it.
+    pub fn cut_step(&mut self, sink: &dyn CutSink, batch: usize) -> bool {
+        let Some(at) = self.cuts.iter().position(|cut| cut.is_for(sink)) else {
             return true;
         };
+        let cut = &mut self.cuts[at];
         let start = cut.next().min(self.map.len());
         let rest = self.map.as_slice()[start..].iter();
         let done = cut.step(self.db, rest, self.map.len(), batch);
         if done {
-            self.cut = None;
+            self.cuts.swap_remove(at);
         }
         done
     }
 
-    /// Saves everything the pending cut still needs (before FLUSH or SWAPDB replace the
+    /// Saves everything the pending cuts still need (before FLUSH or SWAPDB replace the
     /// whole map).
     fn finish_cut(&mut self) {
-        while !self.cut_step(usize::MAX) {}
+        let len = self.map.len();
+        for mut cut in std::mem::take(&mut self.cuts) {
+            let start = cut.next().min(len);
+            cut.step(
+                self.db,
+                self.map.as_slice()[start..].iter(),
+                len,
+                usize::MAX,
+            );
+        }
     }
 
-    /// Saves the entry at `index` for the pending cut before it changes.
+    /// Saves the entry at `index` for the pending cuts before it changes.
     #[inline]
     fn before_change(&mut self, index: usize) {
-        if let Some(cut) = &mut self.cut {
-            if let Some((key, entry)) = self.map.get_index(index) {
+        if self.cuts.is_empty() {
+            return;
+        }
+        if let Some((key, entry)) = self.map.get_index(index) {
+            for cut in &mut self.cuts {
                 cut.before_change(self.db, index, key, entry);
             }
         }
