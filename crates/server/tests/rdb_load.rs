@@ -279,6 +279,15 @@ fn shutdown_while_loading(by_signal: bool) {
         conn.cmd(&["DEBUG", "LOG", "hello"]),
         Frame::Simple("OK".into())
     );
+    // Some parameters may change meanwhile, not those the load depends on.
+    assert_eq!(
+        conn.cmd(&["CONFIG", "SET", "loglevel", "debug"]),
+        Frame::Simple("OK".into())
+    );
+    assert_eq!(
+        conn.cmd(&["CONFIG", "SET", "maxmemory", "0", "dir", "elsewhere"]),
+        Frame::Error("LOADING Redis is loading the dataset in memory".into())
+    );
     let info = info_text(&mut conn);
     assert!(info.contains("loading:1\r\n"), "{info}");
     assert!(

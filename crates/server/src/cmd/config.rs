@@ -44,9 +44,23 @@ fn config_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// Parameters CONFIG SET refuses while the dataset loads (Redis's
+/// `DENY_LOADING_CONFIG`).
+const DENIED_WHILE_LOADING: &[&str] = &["appendonly", "dir", "repl-diskless-load"];
+
 fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() % 2 != 0 {
         return Err(reply::wrong_arity("config|set"));
+    }
+    // What the load in progress depends on cannot change under it; Redis's LOADING
+    // error comes before any other.
+    if ctx.shared.persistence.loading.is_active()
+        && args[2..].chunks(2).any(|pair| {
+            let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
+            DENIED_WHILE_LOADING.contains(&crate::config::Config::canonical_name(&name))
+        })
+    {
+        return Err(CmdError::Static(crate::persist::loading::LOADING_ERROR));
     }
     let mut config = ctx.shared.config.read().clone();
     let mut seen: Vec<String> = Vec::new();
