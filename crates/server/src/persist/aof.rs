@@ -275,7 +275,7 @@ pub struct Aof {
     /// the cron runs it (INFO `aof_rewrite_scheduled`).
     pub rewrite_scheduled: AtomicBool,
     /// Stops the rewrite running in the background, if one is.
-    rewrite_abort: Mutex<Option<Arc<AtomicBool>>>,
+    rewrite_abort: super::bgsave::RunningCut,
     /// The rewrite running turns the AOF on (Redis's `AOF_WAIT_REWRITE`): until it
     /// completes, the stream goes to a temporary increment the manifest does not name,
     /// and a shutdown without FORCE refuses to exit.
@@ -363,10 +363,9 @@ pub fn restart(shared: &Shared) -> std::io::Result<()> {
 /// kills its child: the manifest stays as it was (the old base and increments, and the
 /// increment begun for the rewrite), the unfinished base is removed. True when one ran.
 pub fn abort_rewrite(shared: &Shared) -> bool {
-    let Some(abort) = shared.aof.rewrite_abort.lock().take() else {
+    if !shared.aof.rewrite_abort.abort() {
         return false;
-    };
-    abort.store(true, Ordering::Relaxed);
+    }
     tracing::info!("Killing running AOF rewrite child thread");
     let _ = std::fs::remove_file(rewrite_temp_path(shared));
     true
@@ -465,7 +464,7 @@ fn rewrite_in_background(shared: &Shared, preamble: bool) -> std::io::Result<()>
     }
     drop(held);
     drop(writes);
-    *shared.aof.rewrite_abort.lock() = Some(cut.abort_handle());
+    shared.aof.rewrite_abort.start(&cut);
     tracing::info!("Background append only file rewriting started");
     let spawned = std::thread::Builder::new()
         .name("redline-aofrw".into())
@@ -476,7 +475,7 @@ fn rewrite_in_background(shared: &Shared, preamble: bool) -> std::io::Result<()>
                 .complete()
                 .and_then(|(temp, size)| complete_rewrite(shared, &temp, size, stream, preamble));
             let aof = &shared.aof;
-            aof.rewrite_abort.lock().take();
+            aof.rewrite_abort.end();
             match &result {
                 Ok(()) => {
                     aof.rewrite_failed.store(false, Ordering::Relaxed);
@@ -503,7 +502,7 @@ fn rewrite_in_background(shared: &Shared, preamble: bool) -> std::io::Result<()>
         });
     if let Err(e) = spawned {
         // The cut went with the closure: its drop discarded it.
-        shared.aof.rewrite_abort.lock().take();
+        shared.aof.rewrite_abort.end();
         if stream == Stream::TempIncr {
             stop_writing(shared);
             let _ = std::fs::remove_file(temp_incr_path(shared));

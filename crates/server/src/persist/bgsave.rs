@@ -367,6 +367,34 @@ impl Cut {
     }
 }
 
+/// The background save of one kind running now (a BGSAVE, an AOF rewrite), held so
+/// that it can be stopped, as Redis kills its child.
+#[derive(Debug, Default)]
+pub struct RunningCut(Mutex<Option<Arc<AtomicBool>>>);
+
+impl RunningCut {
+    /// `cut` is the one running.
+    pub fn start(&self, cut: &Cut) {
+        *self.0.lock() = Some(cut.abort_handle());
+    }
+
+    /// It is over.
+    pub fn end(&self) {
+        self.0.lock().take();
+    }
+
+    /// Stops it, if one runs (true); it then ends soon, its file removed.
+    pub fn abort(&self) -> bool {
+        match self.0.lock().take() {
+            Some(abort) => {
+                abort.store(true, Ordering::Relaxed);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 /// Sets an abort flag when dropped, unless disarmed: a full sync whose replica went
 /// away stops its cut.
 pub struct AbortOnDrop(Option<Arc<AtomicBool>>);
@@ -521,10 +549,7 @@ pub fn bgsave(shared: &Shared) -> bool {
     let begun = {
         // On a replica the journal's gate first: the image then records the master's
         // offset it stands at (see `SaveInfo::of`).
-        let writes = shared
-            .repl
-            .is_replica()
-            .then(|| shared.repl.journal.hold_writes());
+        let writes = shared.repl.hold_writes_for_save();
         let mut held = Held::all(&shared.store);
         let dirty_before = p.dirty.load(Ordering::Relaxed);
         let generation = *p.dump_generation.lock();
@@ -543,7 +568,7 @@ pub fn bgsave(shared: &Shared) -> bool {
             return false;
         }
     };
-    *p.bgsave_abort.lock() = Some(cut.abort_handle());
+    p.bgsave_abort.start(&cut);
     let p = shared.persistence.clone();
     let spawned = std::thread::Builder::new()
         .name("redline-bgsave".into())
@@ -551,7 +576,7 @@ pub fn bgsave(shared: &Shared) -> bool {
             crate::background::lower_this_thread();
             let p = &*p;
             let end = || {
-                p.bgsave_abort.lock().take();
+                p.bgsave_abort.end();
                 p.bgsave_running.store(false, Ordering::Release);
             };
             let result = cut.complete().and_then(|(temp, _)| {
@@ -595,7 +620,7 @@ pub fn bgsave(shared: &Shared) -> bool {
         tracing::warn!("Can't save in background: {e}");
         let p = &shared.persistence;
         p.last_bgsave_ok.store(false, Ordering::Relaxed);
-        p.bgsave_abort.lock().take();
+        p.bgsave_abort.end();
         p.bgsave_running.store(false, Ordering::Release);
         return false;
     }

@@ -23,7 +23,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::loading::Loading;
@@ -51,7 +50,7 @@ pub struct Persistence {
     /// Unix seconds when the running BGSAVE started.
     pub bgsave_started: AtomicU64,
     /// Set to stop the running BGSAVE (FLUSHALL, SHUTDOWN), as Redis kills its child.
-    pub bgsave_abort: parking_lot::Mutex<Option<Arc<AtomicBool>>>,
+    pub bgsave_abort: super::bgsave::RunningCut,
     /// Full syncs' cuts being written (INFO `rdb_bgsave_in_progress` counts them, as
     /// Redis's RDB child for a sync).
     pub sync_cuts: std::sync::atomic::AtomicUsize,
@@ -80,7 +79,7 @@ impl Default for Persistence {
             bgsave_scheduled: AtomicBool::new(false),
             last_bgsave_secs: AtomicI64::new(-1),
             bgsave_started: AtomicU64::new(0),
-            bgsave_abort: parking_lot::Mutex::new(None),
+            bgsave_abort: super::bgsave::RunningCut::default(),
             sync_cuts: std::sync::atomic::AtomicUsize::new(0),
             saves: AtomicU64::new(0),
             loading: Loading::default(),
@@ -95,13 +94,7 @@ impl Persistence {
     /// Stops the running BGSAVE, if any: its file is discarded and the dump file stays
     /// as it was (Redis kills the child). True when one was running.
     pub fn abort_bgsave(&self) -> bool {
-        match self.bgsave_abort.lock().as_ref() {
-            Some(abort) => {
-                abort.store(true, Ordering::Relaxed);
-                true
-            }
-            None => false,
-        }
+        self.bgsave_abort.abort()
     }
 }
 
@@ -427,10 +420,7 @@ pub fn remove_temp_files(shared: &Shared) {
 /// the server). On a replica the journal's gate is held first, so the image records
 /// the master's offset it stands at.
 pub fn save(shared: &Shared) -> std::io::Result<()> {
-    let writes = shared
-        .repl
-        .is_replica()
-        .then(|| shared.repl.journal.hold_writes());
+    let writes = shared.repl.hold_writes_for_save();
     save_held(shared, &mut Held::all(&shared.store), writes.is_some())
 }
 

@@ -146,6 +146,13 @@ impl Replication {
     pub fn is_replica(&self) -> bool {
         self.journal.is_proxy()
     }
+
+    /// For a save about to hold every shard: on a replica, the journal's gate first,
+    /// so the image records the master's offset it stands at ([`SaveInfo::of`] with
+    /// `writes_held`); nothing on a master.
+    pub fn hold_writes_for_save(&self) -> Option<Vec<parking_lot::RwLockWriteGuard<'_, ()>>> {
+        self.is_replica().then(|| self.journal.hold_writes())
+    }
 }
 
 /// What a dump file records of the replication history (Redis's aux fields
