@@ -1415,3 +1415,66 @@ fn failover_hands_the_role_to_a_replica() {
     signal(a.pid(), "CONT");
     signal(c.pid(), "CONT");
 }
+
+/// Reads from `socket` until the peer closes it (the server dropped the link).
+fn read_until_closed(socket: &mut TcpStream) {
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        match socket.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return,
+            Err(e) => panic!("the replica link stayed open: {e}"),
+        }
+    }
+}
+
+/// A command on a replica link gets no reply: the master logs it and drops the link
+/// (an error reply logged as a critical one first); a PSYNC offset that is not a number
+/// is refused.
+fn commands_on_a_replica_link(port: u16, log: &dyn Fn() -> String) {
+    let mut link = sync_request(port, b"SYNC\r\nPING\r\n");
+    read_until_closed(&mut link);
+    wait_for_log(
+        log,
+        "Replica generated a reply to command 'ping', disconnecting it: id=",
+    );
+
+    let mut link = sync_request(port, b"PSYNC ? -1\r\n");
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while !line.ends_with(b"\r\n") {
+        link.read_exact(&mut byte).unwrap();
+        line.push(byte[0]);
+    }
+    assert!(line.starts_with(b"+FULLRESYNC "), "{line:?}");
+    link.write_all(b"GET foo\r\n").unwrap();
+    read_until_closed(&mut link);
+    wait_for_log(
+        log,
+        "Replica generated a reply to command 'get', disconnecting it",
+    );
+    wait_for_log(
+        log,
+        "== CRITICAL == This master is sending an error to its replica: 'Replica can't interact with the keyspace' after processing the command 'get'",
+    );
+
+    let mut c = conn(port);
+    assert_eq!(
+        c.cmd(&["PSYNC", "replicationid", "offset_str"]),
+        Frame::Error("ERR value is not an integer or out of range".into())
+    );
+    wait_for_log(log, "asks for synchronization but with a wrong offset");
+    assert_eq!(c.cmd(&["PING"]), Frame::Simple("PONG".into()));
+}
+
+#[test]
+fn commands_on_a_replica_link_drop_it_like_redis() {
+    let ours = redline(&[]);
+    commands_on_a_replica_link(ours.port(), &|| ours.log_tail());
+    let theirs = redis(&[]);
+    commands_on_a_replica_link(theirs.port(), &|| theirs.log_tail());
+}

@@ -254,6 +254,16 @@ pub fn client_info_line(ctx: &Ctx<'_>) -> String {
     text
 }
 
+/// Client `id`'s CLIENT LIST line, without the newline (the replica links' log lines).
+pub fn client_line_of(shared: &crate::shared::Shared, id: u64) -> String {
+    let mut text = String::new();
+    if let Some(s) = shared.clients.summary(id) {
+        client_line(&mut text, &s, None);
+    }
+    text.truncate(text.trim_end().len());
+    text
+}
+
 /// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 when the client was blocked on keys.
 fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let id = int(&args[2])?;

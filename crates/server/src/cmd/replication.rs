@@ -57,6 +57,12 @@ fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ctx.client.peer
         );
     }
+    if let Err(e) = super::args::int(&args[2]) {
+        let (ip, port) = master::replica_address(ctx);
+        tracing::info!("Replica {ip}:{port} asks for synchronization");
+        tracing::warn!("Replica {ip}:{port} asks for synchronization but with a wrong offset");
+        return Err(e);
+    }
     master::start(ctx, Some((&args[1], &args[2])));
     Ok(())
 }

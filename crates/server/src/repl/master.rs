@@ -19,6 +19,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use redline_resp::command::CommandFlags;
 use redline_resp::RequestDecoder;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -43,6 +44,18 @@ pub struct ReplicaStart {
     pub acks: bool,
 }
 
+/// The address a replica is known by: its connection's IP and the port it listens on
+/// (`REPLCONF listening-port`, 0 when not told).
+pub fn replica_address(ctx: &Ctx<'_>) -> (std::net::IpAddr, u16) {
+    // A replica on the Unix socket is this host.
+    let ip = ctx
+        .client
+        .peer
+        .ip()
+        .unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
+    (ip, ctx.client.repl_listening_port)
+}
+
 /// SYNC (`psync` None) or PSYNC replid offset: writes the reply (and the image or the
 /// backlog part) to the output and makes the connection a replica link.
 pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
@@ -51,13 +64,7 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
     // Recording starts now (waiting for writes in flight), so nothing after the image
     // is missed.
     journal.activate();
-    // A replica on the Unix socket is this host.
-    let ip = ctx
-        .client
-        .peer
-        .ip()
-        .unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
-    let port = ctx.client.repl_listening_port;
+    let (ip, port) = replica_address(ctx);
     let backlog_size = backlog_size(shared);
     if let Some((replid, offset)) = psync {
         let requested = std::str::from_utf8(offset)
@@ -206,6 +213,7 @@ async fn send_image<S: AsyncRead + AsyncWrite + Unpin>(
     socket: &mut S,
     input: &mut BytesMut,
     link: &ReplicaLink,
+    replica_input: &mut ReplicaInput,
     cut: Cut,
 ) -> std::io::Result<()> {
     /// What a replica may send before its image (it sends nothing, as a rule) is kept
@@ -248,6 +256,7 @@ async fn send_image<S: AsyncRead + AsyncWrite + Unpin>(
                         "the replica closed the link before its image was ready",
                     ));
                 }
+                replica_input.take(shared, link, input)?;
             }
         }
     };
@@ -318,8 +327,11 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
     image: Option<Cut>,
     acks: bool,
 ) -> std::io::Result<()> {
+    let mut replica_input = ReplicaInput::default();
+    // What came right behind SYNC/PSYNC, before the link was served.
+    replica_input.take(shared, link, input)?;
     if let Some(cut) = image {
-        if let Err(e) = send_image(shared, socket, input, link, cut).await {
+        if let Err(e) = send_image(shared, socket, input, link, &mut replica_input, cut).await {
             tracing::warn!("Full synchronization with replica failed: {e}");
             return Err(e);
         }
@@ -330,8 +342,6 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
         link.ip,
         link.listening_port.load(Ordering::Relaxed)
     );
-    let journal = &shared.repl.journal;
-    let mut decoder = RequestDecoder::default();
     let mut last_heard = tokio::time::Instant::now();
     loop {
         // A replica that stopped acknowledging (it sends REPLCONF ACK every second) for
@@ -363,17 +373,99 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
                     return Ok(());
                 }
                 last_heard = tokio::time::Instant::now();
-                while let Ok(Some(args)) = decoder.decode(input) {
-                    // REPLCONF ACK <offset> [FACK <offset>]; anything else is ignored.
-                    if args.len() >= 3 && is(&args[0], "replconf") && is(&args[1], "ack") {
-                        if let Some(offset) = std::str::from_utf8(&args[2]).ok().and_then(|o| o.parse().ok()) {
-                            journal.acked(link, offset);
-                        }
-                    }
-                }
+                replica_input.take(shared, link, input)?;
             }
         }
     }
+}
+
+/// What a replica sends on its link: `REPLCONF ACK` (and `FACK`, `GETACK`), which get no
+/// reply. Anything else would get one, and a replica link carries no replies: as Redis,
+/// the master logs it (an error reply as a critical one first) and drops the link, so
+/// a replica that stray bytes reached resyncs instead of reading a reply as stream.
+///
+/// Unlike Redis, the command is not run first. Keyspace commands are refused there
+/// anyway ("Replica can't interact with the keyspace"); what is left (PING, SLOWLOG GET,
+/// CONFIG SET...) is not for a replica to send.
+#[derive(Default)]
+struct ReplicaInput {
+    decoder: RequestDecoder,
+}
+
+impl ReplicaInput {
+    /// Handles every complete command in `input`; an error closes the link.
+    fn take(
+        &mut self,
+        shared: &Shared,
+        link: &ReplicaLink,
+        input: &mut BytesMut,
+    ) -> std::io::Result<()> {
+        loop {
+            let args = match self.decoder.decode(input) {
+                Ok(Some(args)) => args,
+                Ok(None) => return Ok(()),
+                Err(e) => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("protocol error on a replica link: {e}"),
+                    ))
+                }
+            };
+            if args.len() >= 2 && is(&args[0], "replconf") {
+                if is(&args[1], "ack") {
+                    if let Some(offset) = args
+                        .get(2)
+                        .and_then(|o| std::str::from_utf8(o).ok())
+                        .and_then(|o| o.parse().ok())
+                    {
+                        shared.repl.journal.acked(link, offset);
+                    }
+                    continue;
+                }
+                if is(&args[1], "getack") || is(&args[1], "fack") {
+                    continue;
+                }
+            }
+            return Err(rogue_command(shared, link, &args));
+        }
+    }
+}
+
+/// Logs a command a replica sent on its link as Redis does, and returns the error that
+/// closes the link.
+fn rogue_command(shared: &Shared, link: &ReplicaLink, args: &[Bytes]) -> std::io::Error {
+    let spec = redline_resp::command::resolve(args);
+    let name = spec.map_or("<unknown>", |spec| spec.name);
+    let error = match spec {
+        None => Some(crate::cmd::reply::unknown_command(args)),
+        Some(spec) if !spec.arity_ok(args.len()) => Some(crate::cmd::reply::wrong_arity(spec.name)),
+        Some(spec)
+            if spec.flags.intersects(
+                CommandFlags::WRITE | CommandFlags::READONLY | CommandFlags::MAY_REPLICATE,
+            ) =>
+        {
+            Some(crate::cmd::reply::CmdError::Static(
+                "ERR Replica can't interact with the keyspace",
+            ))
+        }
+        Some(_) => None,
+    };
+    if let Some(error) = error {
+        let text = String::from_utf8_lossy(error.text());
+        let text = text.strip_prefix("ERR ").unwrap_or(&text);
+        tracing::warn!(
+            "== CRITICAL == This master is sending an error to its replica: '{text}' after processing the command '{name}'"
+        );
+        shared
+            .stats
+            .unexpected_error_replies
+            .fetch_add(1, Ordering::Relaxed);
+    }
+    tracing::warn!(
+        "Replica generated a reply to command '{name}', disconnecting it: {}",
+        crate::cmd::client::client_line_of(shared, link.id)
+    );
+    std::io::Error::other(format!("the replica sent '{name}' on its link"))
 }
 
 /// Detaches a replica from the stream when its link's task ends or is dropped.
