@@ -41,6 +41,12 @@ pub struct Stats {
     pub keyspace_misses: AtomicU64,
     /// Errors our master's commands met here (a diverged replica).
     pub unexpected_error_replies: AtomicU64,
+    /// Background cuts begun (BGSAVE, AOF rewrites, full syncs' images): INFO's
+    /// `total_forks`, as each is where Redis forks.
+    pub forks: AtomicU64,
+    /// Microseconds the last cut held the dataset to begin (INFO `latest_fork_usec`):
+    /// the stall a fork is in Redis.
+    pub latest_fork_usec: AtomicU64,
     /// `instantaneous_*` of INFO: rates sampled by the cron.
     pub instant: crate::instant::Instant,
 }

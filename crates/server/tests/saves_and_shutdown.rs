@@ -3,7 +3,8 @@
 //! it first); a second SIGINT during the final save exits at once and removes the
 //! save's temporary file; FLUSHALL stops a BGSAVE slowed by `rdb-key-save-delay`; a
 //! replica leaving stops the work on its full sync; BGREWRITEAOF runs beside writes,
-//! which land in the new files, and `appendonly no` stops it.
+//! which land in the new files, and `appendonly no` stops it; INFO's `total_forks`
+//! counts background saves and rewrites (redline-server's cuts, Redis's forks).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -398,5 +399,46 @@ fn a_bgsave_during_a_full_sync_leaves_the_sync_s_cut_going() {
     // The sync completes on its own, with the dataset of its instant, then the stream.
     wait_for(10, "the replica's sync", || {
         replica.cmd(&["DBSIZE"]).unwrap() == Reply::Integer(11)
+    });
+}
+
+fn stats_field(server: &dyn Server, name: &str) -> String {
+    let info = server.cmd(&["INFO", "stats"]).text().unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn total_forks_counts_background_saves_and_rewrites() {
+    on_both(|server| {
+        ok(server, &["CONFIG", "RESETSTAT"]);
+        assert_eq!(stats_field(server, "total_forks"), "0");
+        set_keys(server, 10);
+        assert_eq!(
+            server.cmd(&["BGSAVE"]),
+            Reply::Simple("Background saving started".into())
+        );
+        wait_for(10, "the BGSAVE", || {
+            persistence_field(server, "rdb_bgsave_in_progress") == "0"
+        });
+        assert_eq!(stats_field(server, "total_forks"), "1");
+        // A foreground save is no fork.
+        ok(server, &["SAVE"]);
+        assert_eq!(stats_field(server, "total_forks"), "1");
+        assert_eq!(
+            server.cmd(&["BGREWRITEAOF"]),
+            Reply::Simple("Background append only file rewriting started".into())
+        );
+        wait_for(10, "the rewrite", || {
+            aof_field(server, "aof_rewrite_in_progress") == "0"
+        });
+        assert_eq!(stats_field(server, "total_forks"), "2");
+        let usec: u64 = stats_field(server, "latest_fork_usec").parse().unwrap();
+        assert!(usec < 10_000_000, "latest_fork_usec {usec}");
+        ok(server, &["CONFIG", "RESETSTAT"]);
+        assert_eq!(stats_field(server, "total_forks"), "0");
     });
 }

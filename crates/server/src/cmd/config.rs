@@ -260,6 +260,8 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         &stats.keyspace_hits,
         &stats.keyspace_misses,
         &stats.unexpected_error_replies,
+        &stats.forks,
+        &stats.latest_fork_usec,
     ] {
         total.store(0, Ordering::Relaxed);
     }

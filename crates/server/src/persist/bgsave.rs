@@ -324,6 +324,7 @@ pub fn begin_cut_as(
     header: &[u8],
     format: CutFormat,
 ) -> std::io::Result<Cut> {
+    let began = std::time::Instant::now();
     let file = File::create(&temp)?;
     let checksum = shared.config.read().param_bool("rdbchecksum");
     let saving = &shared.store.events().eviction.saving;
@@ -333,11 +334,22 @@ pub fn begin_cut_as(
             held.shard(db, index).begin_cut(file.clone());
         }
     }
+    record_fork(shared, began.elapsed());
     Ok(Cut {
         pending: Some((file, temp)),
         store: shared.store.clone(),
         key_delay: shared.config.read().param_int("rdb-key-save-delay"),
     })
+}
+
+/// Counts a cut begun, with the time it held the dataset, where Redis counts a fork and
+/// its time (INFO `total_forks`, `latest_fork_usec`, the latency monitor's `fork`).
+fn record_fork(shared: &Shared, held_for: std::time::Duration) {
+    let usec = u64::try_from(held_for.as_micros()).unwrap_or(u64::MAX);
+    let stats = &shared.stats;
+    stats.forks.fetch_add(1, Ordering::Relaxed);
+    stats.latest_fork_usec.store(usec, Ordering::Relaxed);
+    shared.latency.add_if_needed("fork", usec / 1000);
 }
 
 /// The temporary file a BGSAVE writes for the dump file `path`; a foreground save
