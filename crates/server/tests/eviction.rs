@@ -1,8 +1,9 @@
 //! maxmemory on a real redline-server process: used_memory stays at the limit under a
 //! writer that fills several times it, each policy evicts the right keys (volatile-*
 //! never a key without TTL, noeviction answers OOM), LRU keeps what is used, OBJECT
-//! IDLETIME/FREQ read the access data, and evictions reach a redis-server replica as
-//! DELs.
+//! IDLETIME/FREQ read the access data, evictions reach a redis-server replica as
+//! DELs, and the invalidations an eviction sends to tracking clients do not drive
+//! eviction on (redis-server and redline-server side by side).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -975,4 +976,70 @@ fn unread_replies_evict_their_clients_before_keys() {
             assert_eq!(info(&mut c, "evicted_clients"), 0);
         }
     }
+}
+
+/// 10 RESP3 clients track 300 keys with 1 KB names; a limit 40 KB under `used_memory`
+/// evicts a few dozen. The invalidations that go to every client (10 KB for each key
+/// evicted) are written and their memory given back; kept, they would count as used
+/// memory and evict more keys, whose invalidations would evict more, until the
+/// database is empty (Redis's "client tracking don't cause eviction feedback loop").
+fn tracking_invalidations_do_not_drive_eviction(port: u16) {
+    let mut c = conn(port);
+    for setting in [
+        // Per-command histograms allocated after the limit is set would count too.
+        ["latency-tracking", "no"],
+        ["maxmemory", "0"],
+        ["maxmemory-policy", "allkeys-lru"],
+        ["maxmemory-eviction-tenacity", "100"],
+    ] {
+        c.cmd(&["CONFIG", "SET", setting[0], setting[1]]);
+    }
+    let mut trackers: Vec<Conn> = (0..10)
+        .map(|_| {
+            let mut t = conn(port);
+            t.cmd(&["HELLO", "3"]);
+            assert_eq!(
+                t.cmd(&["CLIENT", "TRACKING", "on"]),
+                Frame::Simple("OK".into())
+            );
+            t
+        })
+        .collect();
+    for j in 0..300 {
+        let key = format!("{j}{}", "x".repeat(1000));
+        c.cmd(&["SET", &key, "x"]);
+        for t in &mut trackers {
+            t.cmd(&["GET", &key]);
+        }
+    }
+    // Redis trims idle query buffers after a second; so does redline-server.
+    std::thread::sleep(Duration::from_millis(1100));
+    let used = info(&mut c, "used_memory");
+    c.cmd(&["CONFIG", "SET", "maxmemory", &(used - 40_000).to_string()]);
+    // Redis writes every client's output before it reads the next command; here the
+    // trackers' connections write theirs beside this one, so wait until they have.
+    for t in &mut trackers {
+        assert!(matches!(t.read(), Some(Frame::Push(_))));
+    }
+    let evicted = info(&mut c, "evicted_keys");
+    let size = match c.cmd(&["DBSIZE"]) {
+        Frame::Integer(n) => n,
+        other => panic!("DBSIZE: {other:?}"),
+    };
+    assert!(
+        (200..=300).contains(&size),
+        "port {port}: dbsize {size}, evicted {evicted}"
+    );
+    assert!(
+        (10..=50).contains(&evicted),
+        "port {port}: evicted {evicted}"
+    );
+}
+
+#[test]
+fn tracking_invalidations_do_not_drive_eviction_like_redis() {
+    let theirs = RedisServer::builder().args(["--save", ""]).start().unwrap();
+    tracking_invalidations_do_not_drive_eviction(theirs.port());
+    let ours = plain(&[]);
+    tracking_invalidations_do_not_drive_eviction(ours.port());
 }

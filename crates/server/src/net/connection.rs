@@ -51,7 +51,7 @@ const KEEP_CAPACITY: usize = 1024 * 1024;
 /// The reply buffer a connection keeps once its replies are written (Redis's
 /// `PROTO_REPLY_CHUNK_BYTES`, its reply buffer's largest size): larger replies are
 /// written from a buffer of their own, freed after, as Redis's reply list is.
-const REPLY_CHUNK: usize = 16 * 1024;
+pub(super) const REPLY_CHUNK: usize = 16 * 1024;
 
 /// Limits cached from the configuration, refreshed when CONFIG SET bumps its generation.
 struct CachedLimits {

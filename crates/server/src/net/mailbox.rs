@@ -111,7 +111,11 @@ impl Mailbox {
         if !state.pending.is_empty() {
             out.extend_from_slice(&state.pending);
             state.pending.clear();
-            if state.pending.capacity() > 1 << 20 {
+            // Given back past Redis's reply chunk, as the reply buffer is: kept, a burst
+            // of invalidations (a maxmemory eviction's, to every tracking client) stays
+            // allocated and counted in `used_memory`, evicting more keys, whose
+            // invalidations grow it further, until the database is empty.
+            if state.pending.capacity() > super::connection::REPLY_CHUNK {
                 state.pending = BytesMut::new();
             }
         }
