@@ -1043,3 +1043,77 @@ fn tracking_invalidations_do_not_drive_eviction_like_redis() {
     let ours = plain(&[]);
     tracking_invalidations_do_not_drive_eviction(ours.port());
 }
+
+/// `used_memory` less `mem_not_counted_for_evict`, as `maxmemory` sees it.
+fn counted_memory(c: &mut Conn) -> i64 {
+    let all = text(&c.cmd(&["INFO", "memory"]));
+    let field = |name: &str| -> i64 {
+        all.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    field("used_memory") - field("mem_not_counted_for_evict")
+}
+
+/// A stopped replica's buffer grows to about 20 MB; killing the replica gives it back
+/// without its bytes ever counting for `maxmemory` on the way (uncounted only once
+/// freed, which takes a moment for that much).
+fn a_killed_replica_s_buffer_never_counts(master: u16) {
+    let mut c = conn(master);
+    c.cmd(&[
+        "CONFIG",
+        "SET",
+        "client-output-buffer-limit",
+        "replica 0 0 0",
+    ]);
+    c.cmd(&["CONFIG", "SET", "repl-backlog-size", "16kb"]);
+    c.cmd(&["CONFIG", "SET", "latency-tracking", "no"]);
+    let replica = RedisServer::builder()
+        .args(["--replicaof", "127.0.0.1", &master.to_string()])
+        .start()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !text(&conn(replica.port()).cmd(&["INFO", "replication"]))
+        .contains("master_link_status:up")
+    {
+        assert!(Instant::now() < deadline, "the replica never synced");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = replica.pid().unwrap().to_string();
+    let stop = |sig: &str| {
+        std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+    };
+    stop("-STOP");
+    let value = "v".repeat(100);
+    for _ in 0..200 {
+        for _ in 0..1000 {
+            c.send(&["SET", "k", &value]);
+        }
+        for _ in 0..1000 {
+            c.read();
+        }
+    }
+    let before = counted_memory(&mut c);
+    assert_eq!(
+        c.cmd(&["CLIENT", "KILL", "TYPE", "replica"]),
+        Frame::Integer(1)
+    );
+    let after = counted_memory(&mut c);
+    stop("-CONT");
+    assert!(
+        (after - before).abs() < 1 << 20,
+        "port {master}: counted memory went from {before} to {after}"
+    );
+}
+
+#[test]
+fn a_killed_replica_s_buffer_never_counts_like_redis() {
+    let theirs = RedisServer::builder().args(["--save", ""]).start().unwrap();
+    a_killed_replica_s_buffer_never_counts(theirs.port());
+    let ours = plain(&[]);
+    a_killed_replica_s_buffer_never_counts(ours.port());
+}

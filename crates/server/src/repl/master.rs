@@ -365,7 +365,6 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
                 }
                 .await;
                 drop(out);
-                link.outbox.written();
                 sent?;
             }
             read = socket.read_buf(input) => {

@@ -94,7 +94,7 @@ impl Outbox {
     }
 
     /// Waits until there is something to write, then takes all of it.
-    pub async fn take(&self) -> BytesMut {
+    pub async fn take(&self) -> Chunk<'_> {
         loop {
             if let Some(chunk) = self.try_take() {
                 return chunk;
@@ -111,9 +111,9 @@ impl Outbox {
         }
     }
 
-    /// Takes what is pending, if anything; it counts as being written until
-    /// [`Self::written`].
-    pub fn try_take(&self) -> Option<BytesMut> {
+    /// Takes what is pending, if anything; it counts as being written until the chunk
+    /// is dropped.
+    pub fn try_take(&self) -> Option<Chunk<'_>> {
         let mut pending = self.pending.lock();
         if pending.bytes.is_empty() {
             return None;
@@ -121,14 +121,12 @@ impl Outbox {
         // Counted as being written before it stops counting as pending (the other
         // order would hide it for a moment).
         self.count(&self.writing_bytes, pending.bytes.capacity());
-        let chunk = std::mem::take(&mut pending.bytes);
+        let bytes = std::mem::take(&mut pending.bytes);
         self.count(&self.pending_bytes, 0);
-        Some(chunk)
-    }
-
-    /// The chunk from [`Self::take`] is written (or dropped).
-    pub fn written(&self) {
-        self.count(&self.writing_bytes, 0);
+        Some(Chunk {
+            bytes,
+            outbox: self,
+        })
     }
 
     fn count(&self, figure: &AtomicUsize, bytes: usize) {
@@ -139,7 +137,33 @@ impl Outbox {
 
 impl Drop for Outbox {
     fn drop(&mut self) {
+        // Freed, then uncounted: giving back tens of megabytes takes milliseconds, and
+        // a `maxmemory` check meanwhile must not see them as used (it would evict).
+        drop(std::mem::take(&mut self.pending.get_mut().bytes));
         self.count(&self.pending_bytes, 0);
-        self.count(&self.writing_bytes, 0);
+    }
+}
+
+/// What the link took from its outbox to write, counted until it is dropped (written,
+/// or the link gone).
+#[derive(Debug)]
+pub struct Chunk<'a> {
+    bytes: BytesMut,
+    outbox: &'a Outbox,
+}
+
+impl std::ops::Deref for Chunk<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl Drop for Chunk<'_> {
+    fn drop(&mut self) {
+        // Freed, then uncounted (see `Outbox`'s drop).
+        drop(std::mem::take(&mut self.bytes));
+        self.outbox.count(&self.outbox.writing_bytes, 0);
     }
 }
