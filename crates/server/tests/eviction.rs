@@ -1057,8 +1057,8 @@ fn counted_memory(c: &mut Conn) -> i64 {
 }
 
 /// A stopped replica's buffer grows to about 20 MB; killing the replica gives it back
-/// without its bytes ever counting for `maxmemory` on the way (uncounted only once
-/// freed, which takes a moment for that much).
+/// at once, without its bytes ever counting for `maxmemory` on the way (uncounted only
+/// once freed, which takes a moment for that much).
 fn a_killed_replica_s_buffer_never_counts(master: u16) {
     let mut c = conn(master);
     c.cmd(&[
@@ -1103,6 +1103,8 @@ fn a_killed_replica_s_buffer_never_counts(master: u16) {
         Frame::Integer(1)
     );
     let after = counted_memory(&mut c);
+    // Freed with the kill, as Redis frees a killed client.
+    assert_eq!(info(&mut c, "mem_clients_slaves"), 0, "port {master}");
     stop("-CONT");
     assert!(
         (after - before).abs() < 1 << 20,

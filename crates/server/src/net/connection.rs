@@ -166,7 +166,9 @@ where
     let mut connection = Connection {
         shared: &shared,
         stream: Counted::new(stream),
-        input: BytesMut::with_capacity(READ_CHUNK),
+        // No query buffer until the client sends something, as Redis's client: an
+        // idle connection costs its reply buffer only (see `reserve_input`).
+        input: BytesMut::new(),
         output: BytesMut::with_capacity(READ_CHUNK),
         output_sent: 0,
         decoder: RequestDecoder::new(limits),
@@ -539,7 +541,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                     self.count_memory();
                 }
             }
-            _ if spare < READ_CHUNK => self.input.reserve(READ_CHUNK.max(self.input.len())),
+            // Nothing read yet, or an idle client's buffer given back: the read itself
+            // takes a small buffer when bytes arrive, grown here on the next turn.
+            _ if self.input.capacity() == 0 => {}
+            _ if spare < READ_CHUNK => {
+                let before = self.input.capacity();
+                self.input.reserve(READ_CHUNK.max(self.input.len()));
+                // Grown from the small first buffer (not merely moved to its front):
+                // CLIENT LIST and `maxmemory-clients` see the new size at once.
+                if self.input.capacity() > before + READ_CHUNK / 2 {
+                    self.count_memory();
+                }
+            }
             _ => {}
         }
     }

@@ -273,6 +273,12 @@ impl Stream {
         self.replicas.retain(|r| r.id != id);
     }
 
+    /// Detaches replica `id` and returns its link, if it is one of ours.
+    pub fn take_replica(&mut self, id: u64) -> Option<Arc<ReplicaLink>> {
+        let at = self.replicas.iter().position(|r| r.id == id)?;
+        Some(self.replicas.remove(at))
+    }
+
     /// Sends a change to the file (`aof`) and the replicas and backlog (`replicas`):
     /// the same bytes, unless a script sent some of it to one side only.
     fn push_split(&mut self, aof: &[u8], replicas: Bytes) {

@@ -93,6 +93,14 @@ impl Outbox {
         !over
     }
 
+    /// Frees what waits here (the replica is being killed, detached from the stream,
+    /// and will not take it), then uncounts it.
+    pub fn discard(&self) {
+        let bytes = std::mem::take(&mut self.pending.lock().bytes);
+        drop(bytes);
+        self.count(&self.pending_bytes, 0);
+    }
+
     /// Waits until there is something to write, then takes all of it.
     pub async fn take(&self) -> Chunk<'_> {
         loop {
