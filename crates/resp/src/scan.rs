@@ -87,6 +87,22 @@ impl Scanner {
         self.pos > 0
     }
 
+    /// Inside a bulk not yet received in full: how many bytes of the frame it takes to
+    /// complete it (its payload and CRLF included), so a reader can make room for all of
+    /// it at once.
+    ///
+    /// ```
+    /// use redline_resp::scan::{Scanner, Side};
+    ///
+    /// let mut scanner = Scanner::new(Side::Request);
+    /// let partial = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000\r\nxx";
+    /// assert_eq!(scanner.next(partial), Ok(None));
+    /// assert_eq!(scanner.bulk_end(), Some(partial.len() - 2 + 100_002));
+    /// ```
+    pub fn bulk_end(&self) -> Option<usize> {
+        self.payload_end
+    }
+
     /// Forgets the frame in progress: the next call starts at `buf`'s first byte.
     pub fn reset(&mut self) {
         self.pos = 0;

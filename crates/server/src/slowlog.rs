@@ -123,7 +123,9 @@ fn trimmed(args: &[Bytes]) -> Vec<Bytes> {
             s.extend_from_slice(format!("... ({more} more bytes)").as_bytes());
             out.push(Bytes::from(s));
         } else {
-            out.push(arg.clone());
+            // A copy, not a slice: the argument may share its allocation with the whole
+            // read that brought it (a replica's 32 MB SET kept 32 MB alive here).
+            out.push(Bytes::copy_from_slice(arg));
         }
     }
     out
@@ -153,5 +155,16 @@ mod tests {
         assert_eq!(first[31], Bytes::from_static(b"... (9 more arguments)"));
         log.configure(-1, 2);
         assert!(!log.wants(u64::MAX));
+    }
+
+    #[test]
+    fn entries_never_share_the_read_that_brought_their_arguments() {
+        let read = Bytes::from(vec![b'k'; 1 << 20]);
+        let args = [read.slice(..3), read.slice(3..6)];
+        let kept = trimmed(&args);
+        assert_eq!(kept, args);
+        drop(args);
+        // `read` is the last handle on its allocation: the entry holds copies.
+        assert!(read.is_unique());
     }
 }

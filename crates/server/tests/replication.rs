@@ -1478,3 +1478,47 @@ fn commands_on_a_replica_link_drop_it_like_redis() {
     let theirs = redis(&[]);
     commands_on_a_replica_link(theirs.port(), &|| theirs.log_tail());
 }
+
+/// `used_memory` of INFO memory.
+fn used_memory(port: u16) -> i64 {
+    section_field(port, "memory", "used_memory")
+        .parse()
+        .unwrap()
+}
+
+/// An 8 MB value from the master costs the replica about 8 MB, and nothing once
+/// deleted: the read that brought it is sized for it (not doubled past it) and not kept
+/// afterwards, and the backlog keeps only its configured size of it.
+fn a_large_value_costs_the_replica_its_size(master: u16, replica: u16) {
+    const SIZE: i64 = 8 << 20;
+    conn(replica).cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "-1"]);
+    let base = used_memory(replica);
+    let mut m = conn(master);
+    let value = "v".repeat(SIZE as usize);
+    assert_eq!(m.cmd(&["SET", "big", &value]), Frame::Simple("OK".into()));
+    wait_caught_up(master, replica);
+    let with_value = used_memory(replica) - base;
+    assert!(
+        with_value < SIZE + (2 << 20),
+        "the replica holds {with_value} bytes more for an {SIZE}-byte value"
+    );
+    assert_eq!(m.cmd(&["DEL", "big"]), Frame::Integer(1));
+    wait_caught_up(master, replica);
+    let after = used_memory(replica) - base;
+    assert!(after < 2 << 20, "{after} bytes more after the DEL");
+}
+
+#[test]
+fn a_large_value_costs_a_replica_its_size() {
+    let theirs = redis(&[]);
+    let ours = redline(&[]);
+    conn(ours.port()).cmd(&["REPLICAOF", "127.0.0.1", &theirs.port().to_string()]);
+    wait_link_up(ours.port());
+    a_large_value_costs_the_replica_its_size(theirs.port(), ours.port());
+
+    let master = redline(&[]);
+    let replica = redline(&[]);
+    conn(replica.port()).cmd(&["REPLICAOF", "127.0.0.1", &master.port().to_string()]);
+    wait_link_up(replica.port());
+    a_large_value_costs_the_replica_its_size(master.port(), replica.port());
+}

@@ -26,11 +26,19 @@ impl Backlog {
 
     /// Appends stream bytes, dropping the oldest beyond the capacity.
     pub fn push(&mut self, data: &[u8]) {
-        self.bytes.extend(data);
+        // Only what will stay goes in: a change larger than the backlog (a 32 MB value)
+        // must not grow it to that size, which a VecDeque would keep allocated.
+        let kept = &data[data.len().saturating_sub(self.capacity)..];
+        self.start += (data.len() - kept.len()) as u64;
+        self.bytes.extend(kept);
         let excess = self.bytes.len().saturating_sub(self.capacity);
         if excess > 0 {
             self.bytes.drain(..excess);
             self.start += excess as u64;
+        }
+        // After a resize down, the allocation follows.
+        if self.bytes.capacity() > 2 * self.capacity.max(4096) {
+            self.bytes.shrink_to(self.capacity);
         }
     }
 
@@ -90,5 +98,30 @@ mod tests {
         assert_eq!(b.since(103).as_deref(), Some(&b"defghijk"[..]));
         b.resize(3);
         assert_eq!(b.since(108).as_deref(), Some(&b"ijk"[..]));
+    }
+
+    #[test]
+    fn a_change_larger_than_the_backlog_keeps_its_tail_and_no_more_memory() {
+        let mut b = Backlog::new(10_000, 0);
+        b.push(b"abc");
+        let big: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+        b.push(&big);
+        assert_eq!(b.start(), 1_000_003 - 10_000);
+        assert_eq!(b.len(), 10_000);
+        assert_eq!(
+            b.since(b.start()).as_deref(),
+            Some(&big[big.len() - 10_000..])
+        );
+        assert_eq!(b.since(b.start() - 1), None);
+        b.push(b"de");
+        assert_eq!(b.start(), 1_000_005 - 10_000);
+        assert_eq!(b.since(1_000_003).as_deref(), Some(&b"de"[..]));
+        assert!(b.bytes.capacity() < 100_000, "{}", b.bytes.capacity());
+        // Shrunk with the backlog.
+        let mut b = Backlog::new(1 << 20, 0);
+        b.push(&vec![1; 1 << 20]);
+        b.resize(8192);
+        b.push(b"x");
+        assert!(b.bytes.capacity() < 1 << 16, "{}", b.bytes.capacity());
     }
 }

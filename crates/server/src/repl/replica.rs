@@ -503,6 +503,7 @@ async fn stream(
         scanner: Scanner::new(Side::Request),
         output: BytesMut::new(),
         held_back: BytesMut::new(),
+        big_bulk: false,
     };
     let mut ack = tokio::time::interval(Duration::from_secs(1));
     let mut pause_changes = shared.pause.subscribe();
@@ -513,6 +514,12 @@ async fn stream(
         let paused_until = shared.pause.current().map(|(_, until)| until);
         if !input.is_empty() && paused_until.is_none() {
             applier.apply(shared, &mut client, &mut input, &status.stream_db);
+            if input.is_empty() && std::mem::take(&mut applier.big_bulk) {
+                // The view left behind still owns the large bulk's buffer once its
+                // value is gone: without this, reads would reuse it and keep it for
+                // good (Redis trims its master client's query buffer the same way).
+                input = BytesMut::new();
+            }
             // Our master's commands count in INFO commandstats and stats, as in Redis.
             if !client.cmdstats.is_empty() {
                 shared.cmdstats.absorb(&mut client.cmdstats);
@@ -533,6 +540,7 @@ async fn stream(
         // A master that died without closing (a partition, a frozen host) is noticed
         // after `repl-timeout` without a byte; its PINGs keep a quiet link alive.
         let silent_since = last_read + repl_timeout(shared);
+        applier.make_room(&mut input);
         tokio::select! {
             read = socket.read_buf(&mut input) => {
                 let read = read?;
@@ -565,9 +573,25 @@ struct Applier {
     /// Bytes run inside a MULTI our master has not closed yet: they reach our stream
     /// with its EXEC, as one piece, since the transaction is not applied before.
     held_back: BytesMut,
+    /// The read buffer was sized for a large bulk (see [`Applier::make_room`]).
+    big_bulk: bool,
 }
 
 impl Applier {
+    /// A large bulk arriving gets room for all of it at once, as a client's query buffer
+    /// does: the value then lives in a buffer of its own size. Grown by doubling
+    /// instead, a 32 MB value would keep up to 64 MB alive (it is stored without a copy).
+    fn make_room(&mut self, input: &mut BytesMut) {
+        const BIG_BULK: usize = 32 * 1024;
+        if let Some(end) = self.scanner.bulk_end() {
+            let missing = end.saturating_sub(input.len());
+            if missing >= BIG_BULK && input.capacity() - input.len() < missing {
+                input.reserve(missing);
+                self.big_bulk = true;
+            }
+        }
+    }
+
     /// Runs every whole command in `input`, one at a time, and appends to our stream
     /// what has been applied. Inside the journal's gate, which a full sync of our own
     /// replica holds shut while it takes its image and offset, so a command is in the
