@@ -1522,3 +1522,88 @@ fn a_large_value_costs_a_replica_its_size() {
     wait_link_up(replica.port());
     a_large_value_costs_the_replica_its_size(master.port(), replica.port());
 }
+
+fn memory_field(port: u16, name: &str) -> u64 {
+    section_field(port, "memory", name).parse().unwrap()
+}
+
+/// Two stopped replicas tens of MB behind cost the master one copy of that (one
+/// replication buffer, as Redis 7.0's), which keeps what they need beyond
+/// `repl-backlog-size`; a third replica that leaves while 1 MB more is written
+/// continues with PSYNC from it; once the stopped ones catch up it shrinks back to the
+/// backlog's size.
+fn replicas_share_one_buffer(master: u16) {
+    let mut m = conn(master);
+    for (name, value) in [
+        ("repl-backlog-size", "16kb"),
+        ("client-output-buffer-limit", "replica 0 0 0"),
+    ] {
+        assert_eq!(
+            m.cmd(&["CONFIG", "SET", name, value]),
+            Frame::Simple("OK".into())
+        );
+    }
+    let replicas: Vec<RedisServer> = (0..3)
+        .map(|_| redis(&["--replicaof", "127.0.0.1", &master.to_string()]))
+        .collect();
+    for r in &replicas {
+        wait_link_up(r.port());
+    }
+    let (stopped, leaving) = (&replicas[..2], &replicas[2]);
+    for r in stopped {
+        signal(r.pid(), "STOP");
+    }
+    // 40 MB: more than the stopped replicas' sockets take in.
+    let value = "v".repeat(1 << 20);
+    for i in 0..40 {
+        m.cmd(&["SET", &format!("k{i}"), &value]);
+    }
+    wait_caught_up(master, leaving.port());
+    // Away to a stopped server (it keeps its master's history: no promotion), while
+    // 1 MB more is written: far more than `repl-backlog-size`.
+    conn(leaving.port()).cmd(&["REPLICAOF", "127.0.0.1", &stopped[0].port().to_string()]);
+    let partial_before = stat(master, "sync_partial_ok");
+    m.cmd(&["SET", "while-away", &value]);
+    let histlen: u64 = info_field(master, "repl_backlog_histlen").parse().unwrap();
+    assert!(
+        histlen > 16 << 20,
+        "port {master}: repl_backlog_histlen {histlen}"
+    );
+    let total = memory_field(master, "mem_total_replication_buffers");
+    assert!(
+        total < histlen + histlen / 2 + (1 << 20),
+        "port {master}: mem_total_replication_buffers {total}, {histlen} held: one copy"
+    );
+    conn(leaving.port()).cmd(&["REPLICAOF", "127.0.0.1", &master.to_string()]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stat(master, "sync_partial_ok") == partial_before {
+        assert!(
+            Instant::now() < deadline,
+            "port {master}: no partial resynchronization; the replica's log:\n{}",
+            leaving.log_tail()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wait_caught_up(master, leaving.port());
+    assert_same_data(master, leaving.port());
+    for r in stopped {
+        signal(r.pid(), "CONT");
+    }
+    for r in stopped {
+        wait_caught_up(master, r.port());
+    }
+    m.cmd(&["SET", "last", "1"]);
+    wait_until("the buffer back to the backlog size", || {
+        info_field(master, "repl_backlog_histlen")
+            .parse::<u64>()
+            .is_ok_and(|h| h < 100_000)
+    });
+}
+
+#[test]
+fn replicas_share_one_buffer_like_redis() {
+    let theirs = redis(&[]);
+    replicas_share_one_buffer(theirs.port());
+    let ours = redline(&[]);
+    replicas_share_one_buffer(ours.port());
+}

@@ -384,12 +384,10 @@ fn kill(ctx: &mut Ctx<'_>, id: u64) {
         ctx.client.close_after_reply = true;
     } else {
         ctx.shared.clients.kill(id);
-        // A replica's buffer is freed now, as Redis frees a killed client, not when its
-        // link's task next runs: INFO and `maxmemory` right after see it gone.
-        let link = ctx.shared.repl.journal.stream().take_replica(id);
-        if let Some(link) = link {
-            link.outbox.discard();
-        }
+        // What only a replica still needed of the replication buffer is freed now, as
+        // Redis frees a killed client, not when its link's task next runs: INFO and
+        // `maxmemory` right after see it gone.
+        ctx.shared.repl.journal.stream().detach(id);
     }
 }
 

@@ -1,82 +1,168 @@
-//! The replication backlog (`repl-backlog-size`): the last bytes of the command stream,
-//! so a replica that lost its link for a moment continues with PSYNC instead of a full
-//! sync.
+//! The replication buffer (Redis 7.0's shared replication buffer): one copy of the
+//! stream's recent bytes that serves as the backlog (`repl-backlog-size`, so a replica
+//! that lost its link for a moment continues with PSYNC) and as every replica's output:
+//! each replica's link reads from its own offset in it, and nothing is copied per
+//! replica but what a link is writing.
+//!
+//! It keeps at least `repl-backlog-size` bytes and, beyond that, whatever a replica has
+//! not written yet: a slow replica, or one still receiving its full sync's image, makes
+//! it grow (and PSYNC can then go back that far), and it shrinks again once no replica
+//! needs the extra. Bytes live in blocks of [`BLOCK`] bytes, dropped whole from the
+//! front.
+//!
+//! What it holds beyond `repl-backlog-size` is counted in a [`Gauge`] that `maxmemory`
+//! leaves out, as Redis leaves out replicas' buffers: counted before a block is
+//! allocated, uncounted after it is freed.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
-/// A bounded window of the stream ending at the master offset.
+use crate::alloc::Gauge;
+
+/// Bytes per block (Redis's `PROTO_REPLY_CHUNK_BYTES`).
+pub const BLOCK: usize = 16 * 1024;
+
+/// The stream's bytes from `start` to the master offset.
 #[derive(Debug)]
 pub struct Backlog {
-    bytes: VecDeque<u8>,
+    blocks: VecDeque<Vec<u8>>,
+    /// Bytes held.
+    len: usize,
+    /// `repl-backlog-size`.
     capacity: usize,
     /// Stream offset of the first byte held (Redis's `repl_backlog->offset`, 1-based in
-    /// Redis; here the offset *before* that byte).
+    /// Redis; here the offset *before* that byte). Always at a block's start.
     start: u64,
+    /// What the blocks hold beyond `capacity` (see the module's documentation).
+    beyond: Arc<Gauge>,
+    /// This buffer's part of `beyond`.
+    counted: usize,
 }
 
 impl Backlog {
-    /// An empty backlog of `capacity` bytes whose next byte is at `offset`.
-    pub fn new(capacity: usize, offset: u64) -> Backlog {
+    /// An empty buffer of `capacity` bytes whose next byte is at `offset`.
+    pub fn new(capacity: usize, offset: u64, beyond: Arc<Gauge>) -> Backlog {
         Backlog {
-            bytes: VecDeque::new(),
+            blocks: VecDeque::new(),
+            len: 0,
             capacity: capacity.max(1),
             start: offset,
+            beyond,
+            counted: 0,
         }
     }
 
-    /// Appends stream bytes, dropping the oldest beyond the capacity.
-    pub fn push(&mut self, data: &[u8]) {
-        // Only what will stay goes in: a change larger than the backlog (a 32 MB value)
-        // must not grow it to that size, which a VecDeque would keep allocated.
-        let kept = &data[data.len().saturating_sub(self.capacity)..];
-        self.start += (data.len() - kept.len()) as u64;
-        self.bytes.extend(kept);
-        let excess = self.bytes.len().saturating_sub(self.capacity);
-        if excess > 0 {
-            self.bytes.drain(..excess);
-            self.start += excess as u64;
-        }
-        // After a resize down, the allocation follows.
-        if self.bytes.capacity() > 2 * self.capacity.max(4096) {
-            self.bytes.shrink_to(self.capacity);
+    /// Appends `data`.
+    pub fn push(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            if self.blocks.back().is_none_or(|b| b.len() == BLOCK) {
+                // Counted before the allocation.
+                self.count(self.allocated() + BLOCK);
+                self.blocks.push_back(Vec::with_capacity(BLOCK));
+            }
+            let Some(block) = self.blocks.back_mut() else {
+                return;
+            };
+            let n = (BLOCK - block.len()).min(data.len());
+            block.extend_from_slice(&data[..n]);
+            self.len += n;
+            data = &data[n..];
         }
     }
 
-    /// Changes the capacity (CONFIG SET repl-backlog-size), keeping the newest bytes.
+    /// Drops whole blocks from the front while more than `repl-backlog-size` stays and
+    /// no replica still needs them (`needed`: the lowest offset a replica has not
+    /// written yet, if any replica is attached).
+    pub fn trim(&mut self, needed: Option<u64>) {
+        while self.blocks.len() > 1 {
+            let front = self.blocks.front().map_or(0, Vec::len);
+            let needed_here = needed.is_some_and(|n| n < self.start + front as u64);
+            if self.len - front < self.capacity || needed_here {
+                break;
+            }
+            // Freed, then uncounted.
+            drop(self.blocks.pop_front());
+            self.len -= front;
+            self.start += front as u64;
+            self.count(self.allocated());
+        }
+    }
+
+    /// Sets `repl-backlog-size`; the next trim applies it.
     pub fn resize(&mut self, capacity: usize) {
         self.capacity = capacity.max(1);
-        self.push(&[]);
+        // What counts as beyond the backlog changed with it.
+        self.count(self.allocated());
     }
 
-    /// Offset of the first byte held.
+    /// Stream offset of the first byte held.
     pub fn start(&self) -> u64 {
         self.start
     }
 
-    /// Bytes held.
+    /// Bytes held (INFO `repl_backlog_histlen`).
     pub fn len(&self) -> usize {
-        self.bytes.len()
+        self.len
     }
 
     /// Whether nothing is held.
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.len == 0
     }
 
-    /// The capacity in bytes.
+    /// `repl-backlog-size`.
     pub fn capacity(&self) -> usize {
         self.capacity
     }
 
-    /// Everything after stream offset `from` (a replica that has processed `from`
-    /// bytes), or `None` when that part is no longer held.
-    pub fn since(&self, from: u64) -> Option<Vec<u8>> {
-        let end = self.start + self.bytes.len() as u64;
-        if from < self.start || from > end {
+    /// The blocks' allocation (INFO `mem_total_replication_buffers`).
+    pub fn allocated(&self) -> usize {
+        self.blocks.len() * BLOCK
+    }
+
+    /// Whether offset `from` (a replica that has processed `from` bytes) is held, or is
+    /// the end.
+    pub fn holds(&self, from: u64) -> bool {
+        from >= self.start && from <= self.start + self.len as u64
+    }
+
+    /// Up to `max` bytes from offset `from` on, copied; empty at the end, `None` when
+    /// `from` is no longer held.
+    pub fn read(&self, from: u64, max: usize) -> Option<Vec<u8>> {
+        if !self.holds(from) {
             return None;
         }
-        let skip = usize::try_from(from - self.start).ok()?;
-        Some(self.bytes.iter().skip(skip).copied().collect())
+        let mut at = usize::try_from(from - self.start).ok()?;
+        let end = self.len.min(at.saturating_add(max));
+        let mut out = Vec::with_capacity(end - at);
+        while at < end {
+            let block = self.blocks.get(at / BLOCK)?;
+            let within = at % BLOCK;
+            let n = (block.len() - within).min(end - at);
+            out.extend_from_slice(&block[within..within + n]);
+            at += n;
+        }
+        Some(out)
+    }
+
+    /// Everything from offset `from` on, if still held.
+    pub fn since(&self, from: u64) -> Option<Vec<u8>> {
+        self.read(from, usize::MAX)
+    }
+
+    /// Records `allocated` bytes of blocks in the gauge (the part beyond the backlog).
+    fn count(&mut self, allocated: usize) {
+        let beyond = allocated.saturating_sub(self.capacity);
+        self.beyond.change(self.counted, beyond);
+        self.counted = beyond;
+    }
+}
+
+impl Drop for Backlog {
+    fn drop(&mut self) {
+        // Freed, then uncounted.
+        self.blocks = VecDeque::new();
+        self.count(0);
     }
 }
 
@@ -84,44 +170,54 @@ impl Backlog {
 mod tests {
     use super::*;
 
+    fn backlog(capacity: usize, offset: u64) -> (Backlog, Arc<Gauge>) {
+        let gauge = Arc::new(Gauge::new());
+        (Backlog::new(capacity, offset, gauge.clone()), gauge)
+    }
+
     #[test]
-    fn keeps_the_newest_bytes_and_answers_partial_requests() {
-        let mut b = Backlog::new(8, 100);
+    fn keeps_the_backlog_size_and_answers_partial_requests() {
+        let (mut b, _) = backlog(8, 100);
         b.push(b"abcdef");
         assert_eq!(b.since(100).as_deref(), Some(&b"abcdef"[..]));
         assert_eq!(b.since(104).as_deref(), Some(&b"ef"[..]));
         assert_eq!(b.since(106).as_deref(), Some(&b""[..]));
         assert_eq!(b.since(107), None);
-        b.push(b"ghijk");
-        assert_eq!(b.start(), 103);
-        assert_eq!(b.since(102), None);
-        assert_eq!(b.since(103).as_deref(), Some(&b"defghijk"[..]));
-        b.resize(3);
-        assert_eq!(b.since(108).as_deref(), Some(&b"ijk"[..]));
+        assert_eq!(b.since(99), None);
+        assert_eq!(b.read(101, 2).as_deref(), Some(&b"bc"[..]));
+        // Three blocks and a bit; a backlog of 8 bytes keeps the last block only.
+        let big: Vec<u8> = (0..3 * BLOCK + 10).map(|i| (i % 251) as u8).collect();
+        b.push(&big);
+        b.trim(None);
+        assert_eq!(b.start(), 100 + 3 * BLOCK as u64);
+        assert_eq!(b.len(), 16);
+        assert_eq!(b.since(b.start()).as_deref(), Some(&big[big.len() - 16..]));
     }
 
     #[test]
-    fn a_change_larger_than_the_backlog_keeps_its_tail_and_no_more_memory() {
-        let mut b = Backlog::new(10_000, 0);
-        b.push(b"abc");
-        let big: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
-        b.push(&big);
-        assert_eq!(b.start(), 1_000_003 - 10_000);
-        assert_eq!(b.len(), 10_000);
+    fn grows_while_a_replica_needs_it_and_counts_what_is_beyond() {
+        let (mut b, gauge) = backlog(BLOCK, 0);
+        let data = vec![7u8; 10 * BLOCK];
+        b.push(&data);
+        // A replica still at offset 0: nothing goes.
+        b.trim(Some(0));
+        assert_eq!(b.len(), 10 * BLOCK);
+        assert_eq!(gauge.bytes(), 9 * BLOCK);
+        // It wrote five blocks: those go, more than the backlog size stays for it.
+        b.trim(Some(5 * BLOCK as u64));
+        assert_eq!(b.start(), 5 * BLOCK as u64);
+        assert_eq!(gauge.bytes(), 4 * BLOCK);
         assert_eq!(
-            b.since(b.start()).as_deref(),
-            Some(&big[big.len() - 10_000..])
+            b.read(5 * BLOCK as u64 + 1, 3).as_deref(),
+            Some(&[7u8; 3][..])
         );
-        assert_eq!(b.since(b.start() - 1), None);
-        b.push(b"de");
-        assert_eq!(b.start(), 1_000_005 - 10_000);
-        assert_eq!(b.since(1_000_003).as_deref(), Some(&b"de"[..]));
-        assert!(b.bytes.capacity() < 100_000, "{}", b.bytes.capacity());
-        // Shrunk with the backlog.
-        let mut b = Backlog::new(1 << 20, 0);
-        b.push(&vec![1; 1 << 20]);
-        b.resize(8192);
-        b.push(b"x");
-        assert!(b.bytes.capacity() < 1 << 16, "{}", b.bytes.capacity());
+        // No replica: back to the backlog size, nothing counted beyond it.
+        b.trim(None);
+        assert_eq!(b.len(), BLOCK);
+        assert_eq!(gauge.bytes(), 0);
+        b.resize(1);
+        assert_eq!(gauge.bytes(), BLOCK - 1);
+        drop(b);
+        assert_eq!(gauge.bytes(), 0);
     }
 }

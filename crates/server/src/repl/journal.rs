@@ -130,7 +130,7 @@ pub struct ReplicaLink {
     pub ack: AtomicU64,
     /// Unix seconds of its last ACK.
     pub ack_time: AtomicU64,
-    /// Its part of the stream, not yet written to its connection.
+    /// Its place in the replication buffer: what it has written, its output limit.
     pub outbox: Outbox,
 }
 
@@ -172,7 +172,8 @@ pub struct Stream {
     /// The database the append-only file last selected, when it differs from the
     /// stream's (a change that went to one of them only).
     aof_db: Option<usize>,
-    /// The last bytes, once a replica has attached.
+    /// The replication buffer, once a replica has attached: the backlog and what the
+    /// replicas have not written yet.
     backlog: Option<Backlog>,
     /// Attached replicas.
     replicas: Vec<Arc<ReplicaLink>>,
@@ -181,7 +182,8 @@ pub struct Stream {
     /// The `replica` class of `client-output-buffer-limit` (set where the configuration
     /// is applied, [`crate::shared::Shared::update_config`]).
     pub replica_limit: OutputBufferLimit,
-    /// What every replica's outbox holds (shared with `maxmemory`, which leaves it out).
+    /// What the replication buffer holds beyond the backlog's size, and the chunks the
+    /// links are writing (shared with `maxmemory`, which leaves it out).
     pub replica_buffers: Arc<Gauge>,
 }
 
@@ -207,9 +209,9 @@ impl Stream {
         &self.replicas
     }
 
-    /// Everything after offset `from`, if the backlog (under this id) still holds it;
-    /// else why not, in the words Redis logs.
-    pub fn continue_from(&self, replid: &str, from: u64) -> Result<Vec<u8>, String> {
+    /// Whether the buffer (under this id) still holds everything after offset `from`:
+    /// how many bytes that is; else why not, in the words Redis logs.
+    pub fn continue_from(&self, replid: &str, from: u64) -> Result<u64, String> {
         if replid != self.replid {
             if replid != self.replid2 {
                 return Err(format!(
@@ -231,29 +233,85 @@ impl Stream {
                 from + 1
             ));
         };
-        backlog.since(from).ok_or_else(|| {
-            format!(
+        if !backlog.holds(from) {
+            return Err(format!(
                 "Unable to partial resync with replica for lack of backlog (Replica request was: {}).",
                 from + 1
-            )
-        })
+            ));
+        }
+        Ok(self.offset - from)
     }
 
-    /// Adds a replica whose stream starts now (the caller sends it the snapshot or the
-    /// backlog part first); its link reads its stream from `outbox`.
+    /// Copies the next piece of `link`'s stream for it to write; `Ok(None)` when it has
+    /// written everything, an error when the buffer no longer holds its offset (it
+    /// never drops what a replica still needs; this would be a bug, and the link closes).
+    pub fn next_chunk<'a>(
+        &self,
+        link: &'a ReplicaLink,
+    ) -> std::io::Result<Option<super::outbox::Chunk<'a>>> {
+        let from = link.outbox.sent();
+        let Some(backlog) = self.backlog.as_ref().filter(|b| b.holds(from)) else {
+            return Err(std::io::Error::other(
+                "the replication buffer lost a replica's offset",
+            ));
+        };
+        let len = usize::try_from(self.offset - from)
+            .unwrap_or(usize::MAX)
+            .min(super::outbox::CHUNK);
+        if len == 0 {
+            return Ok(None);
+        }
+        Ok(link.outbox.chunk(len, || backlog.read(from, len)))
+    }
+
+    /// Drops from the buffer what neither the backlog nor any replica needs.
+    pub fn trim(&mut self) {
+        let needed = self.replicas.iter().map(|r| r.outbox.sent()).min();
+        if let Some(backlog) = &mut self.backlog {
+            backlog.trim(needed);
+        }
+    }
+
+    /// INFO memory's `mem_total_replication_buffers` (the buffer and the chunks being
+    /// written) and `mem_clients_slaves` (each replica's part: from its offset to the
+    /// end, and its chunk).
+    pub fn buffer_memory(&self) -> (usize, usize) {
+        let writing: usize = self.replicas.iter().map(|r| r.outbox.writing()).sum();
+        let total = self.backlog.as_ref().map_or(0, Backlog::allocated) + writing;
+        let behind: u64 = self
+            .replicas
+            .iter()
+            .map(|r| self.offset.saturating_sub(r.outbox.sent()))
+            .sum();
+        (
+            total,
+            usize::try_from(behind).unwrap_or(usize::MAX) + writing,
+        )
+    }
+
+    /// Adds a replica whose stream starts at offset `from` (now, after a snapshot it is
+    /// sent first; or, continuing, where it left off); its link reads its stream from
+    /// the replication buffer.
     pub fn attach(
         &mut self,
         id: u64,
         ip: IpAddr,
         listening_port: u16,
         backlog_size: usize,
+        from: Option<u64>,
     ) -> Arc<ReplicaLink> {
         if self.backlog.is_none() {
-            self.backlog = Some(Backlog::new(backlog_size, self.offset));
+            self.backlog = Some(Backlog::new(
+                backlog_size,
+                self.offset,
+                self.replica_buffers.clone(),
+            ));
         }
-        // The next command names its database again, whatever the stream selected
-        // before: the replica starts from a snapshot, not from that SELECT.
-        self.db = None;
+        if from.is_none() {
+            // The next command names its database again, whatever the stream selected
+            // before: the replica starts from a snapshot, not from that SELECT.
+            self.db = None;
+        }
         let link = Arc::new(ReplicaLink {
             id,
             ip,
@@ -261,22 +319,20 @@ impl Stream {
             state: AtomicU8::new(LinkState::WaitBgsave as u8),
             ack: AtomicU64::new(0),
             ack_time: AtomicU64::new(crate::persist::snapshot::unix_secs()),
-            outbox: Outbox::new(self.replica_buffers.clone()),
+            outbox: Outbox::new(self.replica_buffers.clone(), from.unwrap_or(self.offset)),
         });
         self.replicas.retain(|r| r.id != id);
         self.replicas.push(link.clone());
+        // Continuing, it has the buffer's part after `from` to send at once.
+        link.outbox.grew(self.offset, &self.replica_limit);
         link
     }
 
-    /// Removes replica `id` (its connection ended).
+    /// Removes replica `id` (its connection ended, or it was killed): what only it
+    /// still needed of the buffer is freed now, as Redis frees a killed replica.
     pub fn detach(&mut self, id: u64) {
         self.replicas.retain(|r| r.id != id);
-    }
-
-    /// Detaches replica `id` and returns its link, if it is one of ours.
-    pub fn take_replica(&mut self, id: u64) -> Option<Arc<ReplicaLink>> {
-        let at = self.replicas.iter().position(|r| r.id == id)?;
-        Some(self.replicas.remove(at))
+        self.trim();
     }
 
     /// Sends a change to the file (`aof`) and the replicas and backlog (`replicas`):
@@ -290,10 +346,11 @@ impl Stream {
             backlog.push(&replicas);
         }
         if !self.replicas.is_empty() {
-            let limit = self.replica_limit;
+            let (limit, head) = (self.replica_limit, self.offset);
             // A replica past its output limit leaves the stream; its link closes.
-            self.replicas.retain(|r| r.outbox.push(&replicas, &limit));
+            self.replicas.retain(|r| r.outbox.grew(head, &limit));
         }
+        self.trim();
     }
 
     fn push(&mut self, chunk: Bytes) {
@@ -305,6 +362,7 @@ impl Stream {
         if let Some(backlog) = &mut self.backlog {
             backlog.resize(size);
         }
+        self.trim();
     }
 
     /// Starts a new history (a replica promoted, or taking a master's): the old id stays
@@ -323,7 +381,11 @@ impl Stream {
         self.second_offset = i64::try_from(offset).unwrap_or(i64::MAX);
         self.offset = offset;
         self.db = None;
-        self.backlog = Some(Backlog::new(backlog_size, offset));
+        self.backlog = Some(Backlog::new(
+            backlog_size,
+            offset,
+            self.replica_buffers.clone(),
+        ));
     }
 
     /// Takes the id and offset of a master this server now replicates (full sync).
@@ -340,7 +402,7 @@ impl Stream {
             .backlog
             .as_ref()
             .map_or(backlog_size, Backlog::capacity);
-        self.backlog = Some(Backlog::new(capacity, offset));
+        self.backlog = Some(Backlog::new(capacity, offset, self.replica_buffers.clone()));
     }
 }
 
@@ -605,19 +667,17 @@ mod tests {
         let journal = Journal::default();
         let link = journal
             .stream()
-            .attach(1, IpAddr::from([127, 0, 0, 1]), 6380, 1 << 20);
+            .attach(1, IpAddr::from([127, 0, 0, 1]), 6380, 1 << 20, None);
         journal.append(&[Propagated::all(0, args(&["SET", "a", "1"]))]);
         journal.append(&[Propagated::all(0, args(&["SET", "b", "2"]))]);
         journal.append(&[
             Propagated::all(1, args(&["INCR", "x"])),
             Propagated::all(2, args(&["DEL", "y"])),
         ]);
-        let got = link
-            .outbox
-            .try_take()
-            .map(|c| c.to_vec())
-            .unwrap_or_default();
-        assert!(link.outbox.try_take().is_none());
+        let chunk = journal.stream().next_chunk(&link).unwrap().unwrap();
+        let got = chunk.to_vec();
+        chunk.written();
+        assert!(journal.stream().next_chunk(&link).unwrap().is_none());
         let text = String::from_utf8(got).unwrap().replace("\r\n", " ");
         assert_eq!(
             text,

@@ -82,16 +82,15 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
                 tracing::info!("{why}");
             }
         }
-        if let Ok(data) = continued {
-            let link = stream.attach(ctx.client.id, ip, port, backlog_size);
+        if let (Ok(behind), Some(from)) = (continued, requested) {
+            // The link sends the missing part from the replication buffer.
+            let link = stream.attach(ctx.client.id, ip, port, backlog_size, Some(from - 1));
             let reply = format!("+CONTINUE {}\r\n", stream.replid);
             drop(stream);
             link.set_state(LinkState::Online);
             ctx.out.extend_from_slice(reply.as_bytes());
-            ctx.out.extend_from_slice(&data);
             tracing::info!(
-                "Partial resynchronization request from {ip}:{port} accepted. Sending {} bytes of backlog.",
-                data.len()
+                "Partial resynchronization request from {ip}:{port} accepted. Sending {behind} bytes of backlog."
             );
             ctx.client.replica_start = Some(ReplicaStart {
                 link,
@@ -132,7 +131,7 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
     let (replid, offset, link) = {
         let mut stream = journal.stream();
         let (replid, offset) = (stream.replid.clone(), stream.offset);
-        let link = stream.attach(ctx.client.id, ip, port, backlog_size);
+        let link = stream.attach(ctx.client.id, ip, port, backlog_size, None);
         (replid, offset, link)
     };
     let stream_db = shared
@@ -342,6 +341,7 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
         link.ip,
         link.listening_port.load(Ordering::Relaxed)
     );
+    let journal = &shared.repl.journal;
     let mut last_heard = tokio::time::Instant::now();
     loop {
         // A replica that stopped acknowledging (it sends REPLCONF ACK every second) for
@@ -357,15 +357,18 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
                 );
                 return Ok(());
             }
-            out = link.outbox.take() => {
-                let sent = async {
-                    socket.write_all(&out).await?;
+            () = link.outbox.ready() => {
+                // Everything it has not written yet, a chunk at a time.
+                loop {
+                    let Some(chunk) = journal.stream().next_chunk(link)? else {
+                        break;
+                    };
+                    socket.write_all(&chunk).await?;
                     // A no-op on TCP; a TLS link sends what its buffer still holds.
-                    socket.flush().await
+                    socket.flush().await?;
+                    chunk.written();
+                    journal.stream().trim();
                 }
-                .await;
-                drop(out);
-                sent?;
             }
             read = socket.read_buf(input) => {
                 if read? == 0 {

@@ -1,114 +1,85 @@
-//! The stream bytes waiting to go to one replica.
+//! One replica's place in the replication buffer ([`super::backlog`]): the offset its
+//! link has written up to, the wake-up for new bytes, and the output limit.
 //!
-//! The journal appends each change to every replica's outbox (under the stream lock, so
-//! in stream order) and the replica's link task takes the whole outbox at once and
-//! writes it. A replica that stops reading does not stop the master: its outbox grows,
-//! as a Redis replica's output buffer does, until the `replica` class of
-//! `client-output-buffer-limit` closes the link.
+//! The stream is not copied per replica: the link copies a piece of the shared buffer
+//! from its offset when it writes ([`Chunk`], at most [`CHUNK`] bytes), and the buffer
+//! keeps every byte some replica has not written yet. A replica that stops reading
+//! makes the buffer grow, as a Redis replica's output does, until the `replica` class of
+//! `client-output-buffer-limit`, measured from its offset to the end of the stream,
+//! closes the link.
 //!
-//! What the outboxes hold is counted apart ([`Gauge`]): INFO reports it as
-//! `mem_clients_slaves`, and `maxmemory` leaves it out (`mem_not_counted_for_evict`), as
-//! Redis does, so a slow replica makes the master neither evict keys nor refuse writes.
+//! The piece being written is counted in the same [`Gauge`] as the buffer beyond the
+//! backlog: INFO reports both, and `maxmemory` leaves them out
+//! (`mem_not_counted_for_evict`), as Redis does, so a slow replica makes the master
+//! neither evict keys nor refuse writes.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use bytes::BytesMut;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use crate::alloc::Gauge;
 use crate::config::OutputBufferLimit;
 
-/// The bytes waiting, and since when they are over the soft limit.
-#[derive(Debug, Default)]
-struct Pending {
-    bytes: BytesMut,
-    soft_since: Option<std::time::Instant>,
-}
+/// The most a link copies out of the buffer for one write.
+pub const CHUNK: usize = 256 * 1024;
 
 /// One replica's pending stream.
 #[derive(Debug)]
 pub struct Outbox {
-    pending: Mutex<Pending>,
+    /// Stream offset up to which the link has written (the next byte it sends).
+    sent: AtomicU64,
     ready: Notify,
     /// Told once the replica overflows.
     overflow: Notify,
-    /// The allocation of `pending`.
-    pending_bytes: AtomicUsize,
-    /// The allocation of the chunk the link is writing.
-    writing_bytes: AtomicUsize,
     /// Past its output limit: the link closes.
     overflowed: AtomicBool,
+    /// Since when it is over the soft limit.
+    soft_since: Mutex<Option<std::time::Instant>>,
+    /// The allocation of the chunk the link is writing.
+    writing: AtomicUsize,
     total: Arc<Gauge>,
 }
 
 impl Outbox {
-    /// An empty outbox counted in `total`.
-    pub fn new(total: Arc<Gauge>) -> Outbox {
+    /// A replica whose stream starts at offset `from`, its writes counted in `total`.
+    pub fn new(total: Arc<Gauge>, from: u64) -> Outbox {
         Outbox {
-            pending: Mutex::new(Pending::default()),
+            sent: AtomicU64::new(from),
             ready: Notify::new(),
             overflow: Notify::new(),
-            pending_bytes: AtomicUsize::new(0),
-            writing_bytes: AtomicUsize::new(0),
             overflowed: AtomicBool::new(false),
+            soft_since: Mutex::new(None),
+            writing: AtomicUsize::new(0),
             total,
         }
     }
 
-    /// Appends `bytes`, unless the replica is past `limit` (then the outbox is emptied
-    /// and the link told to close, as Redis closes a client over its limit). Returns
-    /// false once the replica has overflowed.
-    pub fn push(&self, bytes: &[u8], limit: &OutputBufferLimit) -> bool {
+    /// The offset of the next byte the link sends.
+    pub fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Acquire)
+    }
+
+    /// The stream grew to `head`: wakes the link, unless the replica is now past
+    /// `limit` (then it is told to close). Returns false once it has overflowed.
+    pub fn grew(&self, head: u64, limit: &OutputBufferLimit) -> bool {
         if self.overflowed.load(Ordering::Relaxed) {
             return false;
         }
-        let mut guard = self.pending.lock();
-        let Pending {
-            bytes: pending,
-            soft_since,
-        } = &mut *guard;
-        let spare = pending.capacity() - pending.len();
-        if spare < bytes.len() {
-            // Counted before it is allocated, old and new buffer both while the bytes
-            // move: another thread checking `maxmemory` meanwhile must never see the
-            // allocator's figure grow by more than this one.
-            let before = pending.capacity();
-            let len = pending.len();
-            let wanted = (len + bytes.len()).max(before * 2);
-            self.count(&self.pending_bytes, before + wanted);
-            pending.reserve(wanted - len);
-        }
-        pending.extend_from_slice(bytes);
-        let over = limit.exceeded(pending.len() as u64, soft_since);
-        if over {
-            *pending = BytesMut::new();
+        let behind = head.saturating_sub(self.sent());
+        if limit.exceeded(behind, &mut self.soft_since.lock()) {
             self.overflowed.store(true, Ordering::Relaxed);
             self.overflow.notify_one();
+            return false;
         }
-        self.count(&self.pending_bytes, pending.capacity());
-        drop(guard);
         self.ready.notify_one();
-        !over
+        true
     }
 
-    /// Frees what waits here (the replica is being killed, detached from the stream,
-    /// and will not take it), then uncounts it.
-    pub fn discard(&self) {
-        let bytes = std::mem::take(&mut self.pending.lock().bytes);
-        drop(bytes);
-        self.count(&self.pending_bytes, 0);
-    }
-
-    /// Waits until there is something to write, then takes all of it.
-    pub async fn take(&self) -> Chunk<'_> {
-        loop {
-            if let Some(chunk) = self.try_take() {
-                return chunk;
-            }
-            self.ready.notified().await;
-        }
+    /// Waits until the stream may have grown past what was written.
+    pub async fn ready(&self) {
+        self.ready.notified().await;
     }
 
     /// Resolves once the replica went past its output limit: its link must close, even
@@ -119,45 +90,46 @@ impl Outbox {
         }
     }
 
-    /// Takes what is pending, if anything; it counts as being written until the chunk
-    /// is dropped.
-    pub fn try_take(&self) -> Option<Chunk<'_>> {
-        let mut pending = self.pending.lock();
-        if pending.bytes.is_empty() {
-            return None;
-        }
-        // Counted as being written before it stops counting as pending (the other
-        // order would hide it for a moment).
-        self.count(&self.writing_bytes, pending.bytes.capacity());
-        let bytes = std::mem::take(&mut pending.bytes);
-        self.count(&self.pending_bytes, 0);
-        Some(Chunk {
-            bytes,
-            outbox: self,
-        })
+    /// Bytes this replica's link holds to write.
+    pub fn writing(&self) -> usize {
+        self.writing.load(Ordering::Relaxed)
     }
 
-    fn count(&self, figure: &AtomicUsize, bytes: usize) {
-        let before = figure.swap(bytes, Ordering::Relaxed);
+    /// A chunk of `len` bytes filled by `fill` (a copy out of the buffer), counted from
+    /// before it is allocated until it is freed.
+    pub fn chunk(&self, len: usize, fill: impl FnOnce() -> Option<Vec<u8>>) -> Option<Chunk<'_>> {
+        self.count(len);
+        let bytes = fill();
+        let chunk = Chunk {
+            bytes: bytes.unwrap_or_default(),
+            outbox: self,
+        };
+        // Trued to the copy (never more than `len`); an empty chunk uncounts at once.
+        self.count(chunk.bytes.capacity());
+        (!chunk.bytes.is_empty()).then_some(chunk)
+    }
+
+    fn count(&self, bytes: usize) {
+        let before = self.writing.swap(bytes, Ordering::Relaxed);
         self.total.change(before, bytes);
     }
 }
 
-impl Drop for Outbox {
-    fn drop(&mut self) {
-        // Freed, then uncounted: giving back tens of megabytes takes milliseconds, and
-        // a `maxmemory` check meanwhile must not see them as used (it would evict).
-        drop(std::mem::take(&mut self.pending.get_mut().bytes));
-        self.count(&self.pending_bytes, 0);
-    }
-}
-
-/// What the link took from its outbox to write, counted until it is dropped (written,
-/// or the link gone).
+/// What the link copied from the buffer to write, counted until it is dropped; once
+/// written, [`Chunk::written`] moves the replica's offset past it.
 #[derive(Debug)]
 pub struct Chunk<'a> {
-    bytes: BytesMut,
+    bytes: Vec<u8>,
     outbox: &'a Outbox,
+}
+
+impl Chunk<'_> {
+    /// The chunk reached the replica's connection: its offset moves past it.
+    pub fn written(self) {
+        self.outbox
+            .sent
+            .fetch_add(self.bytes.len() as u64, Ordering::AcqRel);
+    }
 }
 
 impl std::ops::Deref for Chunk<'_> {
@@ -170,8 +142,8 @@ impl std::ops::Deref for Chunk<'_> {
 
 impl Drop for Chunk<'_> {
     fn drop(&mut self) {
-        // Freed, then uncounted (see `Outbox`'s drop).
+        // Freed, then uncounted.
         drop(std::mem::take(&mut self.bytes));
-        self.outbox.count(&self.outbox.writing_bytes, 0);
+        self.outbox.count(0);
     }
 }

@@ -142,6 +142,34 @@ impl Conn {
         self.read().expect("a reply")
     }
 
+    /// Reads and drops whatever arrives until nothing has for `quiet`; returns how
+    /// many bytes came.
+    #[allow(dead_code)]
+    pub fn drain_until_quiet(&mut self, quiet: Duration) -> usize {
+        self.stream.set_read_timeout(Some(quiet)).unwrap();
+        let mut total = std::mem::take(&mut self.buf).len();
+        let mut chunk = [0u8; 16384];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => total += n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    break
+                }
+                Err(e) => panic!("read: {e}"),
+            }
+        }
+        self.stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        total
+    }
+
     /// True when the server has closed the connection (reads EOF).
     pub fn is_closed(&mut self) -> bool {
         self.read().is_none()
