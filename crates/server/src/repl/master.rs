@@ -358,16 +358,19 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
                 return Ok(());
             }
             () = link.outbox.ready() => {
-                // Everything it has not written yet, a chunk at a time.
-                loop {
-                    let Some(chunk) = journal.stream().next_chunk(link)? else {
-                        break;
-                    };
+                // A chunk of what it has not written yet per turn, so its ACKs are read
+                // between chunks of a long catch-up.
+                let chunk = journal.stream().next_chunk(link)?;
+                if let Some(chunk) = chunk {
                     socket.write_all(&chunk).await?;
                     // A no-op on TCP; a TLS link sends what its buffer still holds.
                     socket.flush().await?;
                     chunk.written();
-                    journal.stream().trim();
+                    let mut stream = journal.stream();
+                    stream.trim();
+                    if link.outbox.sent() < stream.offset {
+                        link.outbox.wake();
+                    }
                 }
             }
             read = socket.read_buf(input) => {

@@ -77,6 +77,11 @@ impl Outbox {
         true
     }
 
+    /// Makes the next [`Outbox::ready`] return at once (more to write).
+    pub fn wake(&self) {
+        self.ready.notify_one();
+    }
+
     /// Waits until the stream may have grown past what was written.
     pub async fn ready(&self) {
         self.ready.notified().await;
