@@ -393,22 +393,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     pub async fn run(&mut self) -> io::Result<()> {
         loop {
             loop {
+                // The rare waits are boxed: inline, the largest of them sized every
+                // connection's task (4.8 KB; 2.8 KB so, about Redis's cost per client).
                 match self.process_input() {
                     Progress::Drained => break,
-                    Progress::Script => self.wait_for_script().await,
-                    Progress::Debug => self.debug_session().await?,
+                    Progress::Script => Box::pin(self.wait_for_script()).await,
+                    Progress::Debug => Box::pin(self.debug_session()).await?,
                     Progress::OutputFull => self.write_ready().await?,
                     Progress::Blocked => {
                         self.publish_activity();
                         self.flush().await?;
-                        if !self.wait_unblocked().await? {
+                        if !Box::pin(self.wait_unblocked()).await? {
                             return Ok(());
                         }
                     }
                     Progress::Paused => {
                         self.publish_activity();
                         self.flush().await?;
-                        if !self.wait_unpaused().await? {
+                        if !Box::pin(self.wait_unpaused()).await? {
                             return Ok(());
                         }
                     }
@@ -421,12 +423,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                             let shared = self.shared;
                             // What the link carries from here on is replication traffic.
                             self.flush_counters();
-                            let served = crate::repl::master::serve(
+                            let served = Box::pin(crate::repl::master::serve(
                                 shared,
                                 &mut self.stream,
                                 &mut self.input,
                                 start,
-                            )
+                            ))
                             .await;
                             let (read, written) = self.stream.take_counts();
                             let stats = &shared.stats;
@@ -438,7 +440,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                                 .fetch_add(written, Ordering::Relaxed);
                             return served;
                         }
-                        if !self.wait_replicas().await? || !self.wait_shutdown().await? {
+                        if !Box::pin(self.wait_replicas()).await?
+                            || !Box::pin(self.wait_shutdown()).await?
+                        {
                             return Ok(());
                         }
                     }
