@@ -1036,12 +1036,17 @@ fn tracking_invalidations_do_not_drive_eviction(port: u16) {
     );
 }
 
+/// Runs `check` against a fresh redis-server, then a fresh redline-server.
+fn on_redis_then_redline(check: impl Fn(u16)) {
+    let theirs = RedisServer::builder().args(["--save", ""]).start().unwrap();
+    check(theirs.port());
+    let ours = plain(&[]);
+    check(ours.port());
+}
+
 #[test]
 fn tracking_invalidations_do_not_drive_eviction_like_redis() {
-    let theirs = RedisServer::builder().args(["--save", ""]).start().unwrap();
-    tracking_invalidations_do_not_drive_eviction(theirs.port());
-    let ours = plain(&[]);
-    tracking_invalidations_do_not_drive_eviction(ours.port());
+    on_redis_then_redline(tracking_invalidations_do_not_drive_eviction);
 }
 
 /// `used_memory` less `mem_not_counted_for_evict`, as `maxmemory` sees it.
@@ -1114,8 +1119,5 @@ fn a_killed_replica_s_buffer_never_counts(master: u16) {
 
 #[test]
 fn a_killed_replica_s_buffer_never_counts_like_redis() {
-    let theirs = RedisServer::builder().args(["--save", ""]).start().unwrap();
-    a_killed_replica_s_buffer_never_counts(theirs.port());
-    let ours = plain(&[]);
-    a_killed_replica_s_buffer_never_counts(ours.port());
+    on_redis_then_redline(a_killed_replica_s_buffer_never_counts);
 }

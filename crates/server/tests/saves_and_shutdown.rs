@@ -79,13 +79,18 @@ fn signal(server: &dyn Server, name: &str) {
     assert!(status.success());
 }
 
-fn persistence_field(server: &dyn Server, name: &str) -> String {
-    let info = server.cmd(&["INFO", "persistence"]).text().unwrap();
+/// Field `name` of INFO `section`.
+fn info_field(server: &dyn Server, section: &str, name: &str) -> String {
+    let info = server.cmd(&["INFO", section]).text().unwrap();
     info.lines()
         .find_map(|l| l.strip_prefix(&format!("{name}:")))
         .unwrap_or_default()
         .trim()
         .to_string()
+}
+
+fn persistence_field(server: &dyn Server, name: &str) -> String {
+    info_field(server, "persistence", name)
 }
 
 /// Waits up to `secs` seconds for `cond`.
@@ -403,12 +408,7 @@ fn a_bgsave_during_a_full_sync_leaves_the_sync_s_cut_going() {
 }
 
 fn stats_field(server: &dyn Server, name: &str) -> String {
-    let info = server.cmd(&["INFO", "stats"]).text().unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
+    info_field(server, "stats", name)
 }
 
 #[test]
