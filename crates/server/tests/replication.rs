@@ -1607,3 +1607,52 @@ fn replicas_share_one_buffer_like_redis() {
     let ours = redline(&[]);
     replicas_share_one_buffer(ours.port());
 }
+
+/// Hands the master's role from `from` to `to` with FAILOVER and waits until done.
+fn fail_over(from: u16, to: u16) {
+    assert_eq!(
+        conn(from).cmd(&["FAILOVER", "TO", "127.0.0.1", &to.to_string()]),
+        Frame::Simple("OK".into())
+    );
+    wait_until("the failover to finish", || {
+        info_field(from, "master_failover_state") == "no-failover"
+            && info_field(to, "role") == "master"
+    });
+    wait_link_up(from);
+}
+
+/// A master that was a replica for a while passed its master's SELECTs on without
+/// tracking them; once master again, its first write names its database, so a replica
+/// that stayed attached all along applies it where it ran.
+#[test]
+fn a_master_again_after_a_failover_names_its_database() {
+    let a = redline(&[]);
+    let b = redline(&[]);
+    let c = redline(&[]);
+    for replica in [&b, &c] {
+        conn(replica.port()).cmd(&["REPLICAOF", "127.0.0.1", &a.port().to_string()]);
+        wait_link_up(replica.port());
+    }
+    let write = |port: u16, db: &str, key: &str| {
+        let mut w = conn(port);
+        w.cmd(&["SELECT", db]);
+        assert_eq!(w.cmd(&["SET", key, "1"]), Frame::Simple("OK".into()));
+    };
+    write(a.port(), "9", "x");
+    wait_caught_up(a.port(), c.port());
+    // A becomes B's replica; C stays A's, and gets B's writes through A.
+    fail_over(a.port(), b.port());
+    write(b.port(), "0", "y");
+    wait_caught_up(b.port(), a.port());
+    wait_caught_up(a.port(), c.port());
+    assert_eq!(
+        conn(a.port()).cmd(&["REPLICAOF", "NO", "ONE"]),
+        Frame::Simple("OK".into())
+    );
+    write(a.port(), "9", "z");
+    wait_caught_up(a.port(), c.port());
+    let mut r = conn(c.port());
+    r.cmd(&["SELECT", "9"]);
+    assert_eq!(r.cmd(&["EXISTS", "z"]), Frame::Integer(1));
+    assert_same_data(a.port(), c.port());
+}

@@ -307,11 +307,11 @@ impl Stream {
                 self.replica_buffers.clone(),
             ));
         }
-        if from.is_none() {
-            // The next command names its database again, whatever the stream selected
-            // before: the replica starts from a snapshot, not from that SELECT.
-            self.db = None;
-        }
+        // The next command names its database again, whatever the stream selected
+        // before: a replica starting from a snapshot has not seen that SELECT, and one
+        // continuing may come after a promotion, whose stream's SELECTs were its old
+        // master's bytes, passed on without being tracked here.
+        self.db = None;
         let link = Arc::new(ReplicaLink {
             id,
             ip,
@@ -536,7 +536,11 @@ impl Journal {
 
     /// Appends bytes as they came from this server's master (proxy mode).
     pub fn append_raw(&self, bytes: Bytes) {
-        self.stream.lock().push(bytes);
+        let mut stream = self.stream.lock();
+        // Those bytes may select another database, which is not tracked: once this
+        // server writes on its own (promoted), its first command names its database.
+        stream.force_select();
+        stream.push(bytes);
     }
 
     /// Asks every replica for an ACK now rather than at its next second (WAIT, FAILOVER,
