@@ -43,6 +43,24 @@ fn redis(args: &[&str]) -> RedisServer {
     RedisServer::builder().args(all).start().unwrap()
 }
 
+/// Runs `check` with a fresh redline-server, then a fresh redis-server, as the master.
+fn on_ours_then_theirs(check: impl Fn(u16)) {
+    let ours = redline(&[]);
+    check(ours.port());
+    let theirs = redis(&[]);
+    check(theirs.port());
+}
+
+/// CONFIG SET of each pair, each answered OK.
+fn config_set(c: &mut Conn, settings: &[(&str, &str)]) {
+    for (name, value) in settings {
+        assert_eq!(
+            c.cmd(&["CONFIG", "SET", name, value]),
+            Frame::Simple("OK".into())
+        );
+    }
+}
+
 fn conn(port: u16) -> Conn {
     Conn::connect(([127, 0, 0, 1], port).into())
 }
@@ -580,10 +598,7 @@ fn sync_counters_count(master: u16) {
 
 #[test]
 fn sync_counters_count_like_redis() {
-    let ours = redline(&[]);
-    sync_counters_count(ours.port());
-    let theirs = redis(&[]);
-    sync_counters_count(theirs.port());
+    on_ours_then_theirs(sync_counters_count);
 }
 
 /// The replica drops its link to the master (CLIENT KILL TYPE master): it reconnects
@@ -705,10 +720,7 @@ fn a_replica_s_aof_holds_the_master_s_data_after_a_full_sync() {
 
 #[test]
 fn a_restarted_replica_continues_from_its_dump_with_psync() {
-    let ours = redline(&[]);
-    a_restarted_replica_continues(ours.port());
-    let theirs = redis(&[]);
-    a_restarted_replica_continues(theirs.port());
+    on_ours_then_theirs(a_restarted_replica_continues);
 }
 
 #[test]
@@ -841,15 +853,13 @@ fn wait_and_min_replicas(master: u16, replicas: [u16; 2], stopped: Option<u32>) 
 
     // Two good replicas required: once the stopped one's last ACK is older than the
     // lag allowed, writes are refused, scripts' writes too; reads still work.
-    for (name, value) in [
-        ("min-replicas-to-write", "2"),
-        ("min-replicas-max-lag", "2"),
-    ] {
-        assert_eq!(
-            c.cmd(&["CONFIG", "SET", name, value]),
-            Frame::Simple("OK".into())
-        );
-    }
+    config_set(
+        &mut c,
+        &[
+            ("min-replicas-to-write", "2"),
+            ("min-replicas-max-lag", "2"),
+        ],
+    );
     wait_until("NOREPLICAS", || {
         matches!(conn(master).cmd(&["SET", "w", "3"]), Frame::Error(_))
     });
@@ -892,11 +902,8 @@ fn wait_and_min_replicas_with_each_replica_stopped(master: u16) {
 
 #[test]
 fn wait_and_min_replicas_to_write_count_stopped_replicas_like_redis() {
-    let ours = redline(&[]);
-    wait_and_min_replicas_with_each_replica_stopped(ours.port());
     // redis-server as the master, with the same replicas, behaves alike.
-    let theirs = redis(&[]);
-    wait_and_min_replicas_with_each_replica_stopped(theirs.port());
+    on_ours_then_theirs(wait_and_min_replicas_with_each_replica_stopped);
 }
 
 #[test]
@@ -1534,15 +1541,13 @@ fn memory_field(port: u16, name: &str) -> u64 {
 /// backlog's size.
 fn replicas_share_one_buffer(master: u16) {
     let mut m = conn(master);
-    for (name, value) in [
-        ("repl-backlog-size", "16kb"),
-        ("client-output-buffer-limit", "replica 0 0 0"),
-    ] {
-        assert_eq!(
-            m.cmd(&["CONFIG", "SET", name, value]),
-            Frame::Simple("OK".into())
-        );
-    }
+    config_set(
+        &mut m,
+        &[
+            ("repl-backlog-size", "16kb"),
+            ("client-output-buffer-limit", "replica 0 0 0"),
+        ],
+    );
     let replicas: Vec<RedisServer> = (0..3)
         .map(|_| redis(&["--replicaof", "127.0.0.1", &master.to_string()]))
         .collect();
@@ -1602,10 +1607,7 @@ fn replicas_share_one_buffer(master: u16) {
 
 #[test]
 fn replicas_share_one_buffer_like_redis() {
-    let theirs = redis(&[]);
-    replicas_share_one_buffer(theirs.port());
-    let ours = redline(&[]);
-    replicas_share_one_buffer(ours.port());
+    on_ours_then_theirs(replicas_share_one_buffer);
 }
 
 /// Hands the master's role from `from` to `to` with FAILOVER and waits until done.

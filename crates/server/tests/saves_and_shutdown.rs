@@ -195,6 +195,28 @@ fn flushall_stops_a_slow_bgsave() {
     });
 }
 
+/// A redline-server master of 10 keys that saves one per `key_delay_us`, and a
+/// redline-server replica that has just asked it for a full sync.
+fn slow_full_sync(key_delay_us: u64) -> (RedlineServer, RedlineServer) {
+    let master = RedlineServer::builder().args(DEBUG).start().unwrap();
+    set_keys(&master, 10);
+    ok(
+        &master,
+        &[
+            "CONFIG",
+            "SET",
+            "rdb-key-save-delay",
+            &key_delay_us.to_string(),
+        ],
+    );
+    let replica = RedlineServer::start().unwrap();
+    ok(
+        &replica,
+        &["REPLICAOF", "127.0.0.1", &master.port().to_string()],
+    );
+    (master, replica)
+}
+
 /// A full sync's image is being written (`rdb_bgsave_in_progress:1`, the replica
 /// `wait_bgsave`, as on redis-server) until the replica leaves: then the work stops and
 /// the sync's own file (`temp-sync-*`) goes. redline-server only: redis-server's
@@ -202,15 +224,8 @@ fn flushall_stops_a_slow_bgsave() {
 /// this delay is seconds later.
 #[test]
 fn a_replica_leaving_stops_the_work_on_its_full_sync() {
-    let master = RedlineServer::builder().args(DEBUG).start().unwrap();
-    set_keys(&master, 10);
     // 10 keys at 1 s each: the sync's image would take 10 s.
-    ok(&master, &["CONFIG", "SET", "rdb-key-save-delay", "1000000"]);
-    let replica = RedlineServer::start().unwrap();
-    ok(
-        &replica,
-        &["REPLICAOF", "127.0.0.1", &master.port().to_string()],
-    );
+    let (master, replica) = slow_full_sync(1_000_000);
     wait_for(5, "the sync's image to be written", || {
         persistence_field(&master, "rdb_bgsave_in_progress") == "1"
             && Server::cmd(&master, &["INFO", "replication"])
@@ -377,15 +392,8 @@ fn turning_the_aof_on_writes_in_the_background_and_shutdown_waits_for_it() {
 /// cuts share the shards.
 #[test]
 fn a_bgsave_during_a_full_sync_leaves_the_sync_s_cut_going() {
-    let master = RedlineServer::builder().args(DEBUG).start().unwrap();
-    set_keys(&master, 10);
     // 10 keys at 300 ms each: the sync's image takes 3 s.
-    ok(&master, &["CONFIG", "SET", "rdb-key-save-delay", "300000"]);
-    let replica = RedlineServer::start().unwrap();
-    ok(
-        &replica,
-        &["REPLICAOF", "127.0.0.1", &master.port().to_string()],
-    );
+    let (master, replica) = slow_full_sync(300_000);
     let syncing = || {
         Server::cmd(&master, &["INFO", "replication"])
             .text()

@@ -246,9 +246,18 @@ fn client_info(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 /// This client's CLIENT LIST line, without the newline (CLIENT INFO, ACL LOG).
 pub fn client_info_line(ctx: &Ctx<'_>) -> String {
+    line_of(ctx.shared, ctx.client.id, Some(&*ctx.client))
+}
+
+/// Client `id`'s CLIENT LIST line, without the newline; `me` when it is the caller.
+fn line_of(
+    shared: &crate::shared::Shared,
+    id: u64,
+    me: Option<&crate::net::client::ClientState>,
+) -> String {
     let mut text = String::new();
-    if let Some(s) = ctx.shared.clients.summary(ctx.client.id) {
-        client_line(&mut text, &s, Some(&*ctx.client));
+    if let Some(s) = shared.clients.summary(id) {
+        client_line(&mut text, &s, me);
     }
     text.truncate(text.trim_end().len());
     text
@@ -256,12 +265,7 @@ pub fn client_info_line(ctx: &Ctx<'_>) -> String {
 
 /// Client `id`'s CLIENT LIST line, without the newline (the replica links' log lines).
 pub fn client_line_of(shared: &crate::shared::Shared, id: u64) -> String {
-    let mut text = String::new();
-    if let Some(s) = shared.clients.summary(id) {
-        client_line(&mut text, &s, None);
-    }
-    text.truncate(text.trim_end().len());
-    text
+    line_of(shared, id, None)
 }
 
 /// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 when the client was blocked on keys.

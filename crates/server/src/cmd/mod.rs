@@ -156,8 +156,20 @@ fn master_got_an_error(shared: &crate::shared::Shared, error: &[u8], args: &[Byt
         .and_then(|name| command::lookup(name))
         .map_or("<unknown>", |spec| spec.name);
     let error = String::from_utf8_lossy(&error[..error.len().min(4096)]);
+    unexpected_error_reply(shared, "replica", "master", &error, name);
+}
+
+/// An error reply on a replication link, which carries none (`from` would send it to
+/// `to`): logged as Redis logs it and counted (INFO `unexpected_error_replies`).
+pub(crate) fn unexpected_error_reply(
+    shared: &crate::shared::Shared,
+    from: &str,
+    to: &str,
+    error: &str,
+    command: &str,
+) {
     tracing::warn!(
-        "== CRITICAL == This replica is sending an error to its master: '{error}' after processing the command '{name}'"
+        "== CRITICAL == This {from} is sending an error to its {to}: '{error}' after processing the command '{command}'"
     );
     shared
         .stats

@@ -38,7 +38,7 @@ const READ_CHUNK: usize = 16 * 1024;
 
 /// An argument this long gets its whole room in the query buffer as soon as its length
 /// is read (Redis's `PROTO_MBULK_BIG_ARG`).
-const BIG_ARG: usize = 32 * 1024;
+pub(crate) const BIG_ARG: usize = 32 * 1024;
 
 /// Write out a batch's replies early once they reach this size, so a long pipeline of
 /// large replies does not pile up in memory.

@@ -145,11 +145,6 @@ impl Backlog {
         Some(out)
     }
 
-    /// Everything from offset `from` on, if still held.
-    pub fn since(&self, from: u64) -> Option<Vec<u8>> {
-        self.read(from, usize::MAX)
-    }
-
     /// Records `allocated` bytes of blocks in the gauge (the part beyond the backlog).
     fn count(&mut self, allocated: usize) {
         let beyond = allocated.saturating_sub(self.capacity);
@@ -170,6 +165,12 @@ impl Drop for Backlog {
 mod tests {
     use super::*;
 
+    impl Backlog {
+        fn read_all(&self, from: u64) -> Option<Vec<u8>> {
+            self.read(from, usize::MAX)
+        }
+    }
+
     fn backlog(capacity: usize, offset: u64) -> (Backlog, Arc<Gauge>) {
         let gauge = Arc::new(Gauge::new());
         (Backlog::new(capacity, offset, gauge.clone()), gauge)
@@ -179,11 +180,11 @@ mod tests {
     fn keeps_the_backlog_size_and_answers_partial_requests() {
         let (mut b, _) = backlog(8, 100);
         b.push(b"abcdef");
-        assert_eq!(b.since(100).as_deref(), Some(&b"abcdef"[..]));
-        assert_eq!(b.since(104).as_deref(), Some(&b"ef"[..]));
-        assert_eq!(b.since(106).as_deref(), Some(&b""[..]));
-        assert_eq!(b.since(107), None);
-        assert_eq!(b.since(99), None);
+        assert_eq!(b.read_all(100).as_deref(), Some(&b"abcdef"[..]));
+        assert_eq!(b.read_all(104).as_deref(), Some(&b"ef"[..]));
+        assert_eq!(b.read_all(106).as_deref(), Some(&b""[..]));
+        assert_eq!(b.read_all(107), None);
+        assert_eq!(b.read_all(99), None);
         assert_eq!(b.read(101, 2).as_deref(), Some(&b"bc"[..]));
         // Three blocks and a bit; a backlog of 8 bytes keeps the last block only.
         let big: Vec<u8> = (0..3 * BLOCK + 10).map(|i| (i % 251) as u8).collect();
@@ -191,7 +192,10 @@ mod tests {
         b.trim(None);
         assert_eq!(b.start(), 100 + 3 * BLOCK as u64);
         assert_eq!(b.len(), 16);
-        assert_eq!(b.since(b.start()).as_deref(), Some(&big[big.len() - 16..]));
+        assert_eq!(
+            b.read_all(b.start()).as_deref(),
+            Some(&big[big.len() - 16..])
+        );
     }
 
     #[test]

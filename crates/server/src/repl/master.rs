@@ -458,13 +458,7 @@ fn rogue_command(shared: &Shared, link: &ReplicaLink, args: &[Bytes]) -> std::io
     if let Some(error) = error {
         let text = String::from_utf8_lossy(error.text());
         let text = text.strip_prefix("ERR ").unwrap_or(&text);
-        tracing::warn!(
-            "== CRITICAL == This master is sending an error to its replica: '{text}' after processing the command '{name}'"
-        );
-        shared
-            .stats
-            .unexpected_error_replies
-            .fetch_add(1, Ordering::Relaxed);
+        crate::cmd::unexpected_error_reply(shared, "master", "replica", text, name);
     }
     tracing::warn!(
         "Replica generated a reply to command '{name}', disconnecting it: {}",

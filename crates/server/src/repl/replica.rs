@@ -582,10 +582,11 @@ impl Applier {
     /// does: the value then lives in a buffer of its own size. Grown by doubling
     /// instead, a 32 MB value would keep up to 64 MB alive (it is stored without a copy).
     fn make_room(&mut self, input: &mut BytesMut) {
-        const BIG_BULK: usize = 32 * 1024;
         if let Some(end) = self.scanner.bulk_end() {
             let missing = end.saturating_sub(input.len());
-            if missing >= BIG_BULK && input.capacity() - input.len() < missing {
+            if missing >= crate::net::connection::BIG_ARG
+                && input.capacity() - input.len() < missing
+            {
                 input.reserve(missing);
                 self.big_bulk = true;
             }
