@@ -54,7 +54,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     // What the load in progress depends on cannot change under it; Redis's LOADING
     // error comes before any other.
-    if ctx.shared.persistence.loading.is_active()
+    if ctx.shared.persistence.loading.state() != crate::persist::loading::IDLE
         && args[2..].chunks(2).any(|pair| {
             let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
             DENIED_WHILE_LOADING.contains(&crate::config::Config::canonical_name(&name))

@@ -235,13 +235,13 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(handler) = handler_of(spec) else {
         return reject_spec(ctx, spec, reply::unknown_command(args));
     };
-    // While a dataset loads (at start, DEBUG LOADAOF) clients get LOADING, except for
-    // the commands allowed then; before BUSY, as in Redis (a slow script in the
-    // AOF being loaded makes the server busy too).
+    // While a dataset loads (at start, DEBUG LOADAOF, a replica's disk-less sync)
+    // clients get LOADING, except for the commands allowed then; while a replica loads
+    // asynchronously, only the commands flagged no-async-loading do. Before BUSY, as in
+    // Redis (a slow script in the AOF being loaded makes the server busy too).
     if !ctx.nested
         && !ctx.client.is_master
-        && !spec.flags.contains(CommandFlags::LOADING)
-        && ctx.shared.persistence.loading.is_active()
+        && denied_while_loading(ctx, spec, ctx.shared.persistence.loading.state())
     {
         return reject_spec(
             ctx,
@@ -364,6 +364,29 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         after_tracked_command(ctx, spec, args);
     }
     result
+}
+
+/// Whether `spec` must wait for the load in `state` to end (Redis's
+/// `is_denyloading_command` and `is_deny_async_loading_command`; an EXEC is denied
+/// while loading asynchronously when it queued a command that would be).
+fn denied_while_loading(ctx: &Ctx<'_>, spec: &CommandSpec, state: u8) -> bool {
+    use crate::persist::loading::{ASYNC, BLOCKING};
+    match state {
+        BLOCKING => !spec.flags.contains(CommandFlags::LOADING),
+        ASYNC => {
+            let denied = |s: &CommandSpec| s.flags.contains(CommandFlags::NO_ASYNC_LOADING);
+            denied(spec)
+                || (spec.name == "exec"
+                    && ctx
+                        .client
+                        .multi
+                        .iter()
+                        .flatten()
+                        .filter_map(|queued| command::resolve(queued))
+                        .any(denied))
+        }
+        _ => false,
+    }
 }
 
 /// The flags of a command, and for EXEC the union of what it queued (Redis checks a

@@ -4,7 +4,7 @@
 //! image load: at start, DEBUG RELOAD, a replica's full sync, an AOF's RDB base).
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 
 /// The error commands get while the dataset loads.
 pub const LOADING_ERROR: &str = "LOADING Redis is loading the dataset in memory";
@@ -15,7 +15,8 @@ pub const LOADING_ERROR: &str = "LOADING Redis is loading the dataset in memory"
 #[derive(Debug, Default)]
 #[repr(align(128))]
 pub struct Loading {
-    active: AtomicBool,
+    /// [`IDLE`], [`BLOCKING`] or [`ASYNC`].
+    state: AtomicU8,
     started: AtomicU64,
     total_bytes: AtomicU64,
     loaded_bytes: AtomicU64,
@@ -23,25 +24,55 @@ pub struct Loading {
     keys_expired: AtomicU64,
 }
 
+/// No load under way.
+pub const IDLE: u8 = 0;
+/// A load that clients wait for (they get `-LOADING`): at start, DEBUG LOADAOF, a
+/// replica's disk-less load of an image from another history.
+pub const BLOCKING: u8 = 1;
+/// A replica's disk-less load of a newer image of the same history (Redis's
+/// `async_loading`): the old dataset is served until the new one is swapped in; only
+/// commands flagged `no-async-loading` get `-LOADING`.
+pub const ASYNC: u8 = 2;
+
 impl Loading {
-    /// Whether the load at start is under way (one relaxed load: checked per command).
+    /// [`IDLE`], [`BLOCKING`] or [`ASYNC`] (one relaxed load: checked per command).
     #[inline]
-    pub fn is_active(&self) -> bool {
-        self.active.load(Relaxed)
+    pub fn state(&self) -> u8 {
+        self.state.load(Relaxed)
     }
 
-    /// The load at start begins (again, once the size is known): `total_bytes` to read,
-    /// from now.
+    /// Whether a load clients wait for is under way (INFO `loading`).
+    #[inline]
+    pub fn is_active(&self) -> bool {
+        self.state() == BLOCKING
+    }
+
+    /// Whether an asynchronous load is under way (INFO `async_loading`).
+    pub fn is_async(&self) -> bool {
+        self.state() == ASYNC
+    }
+
+    /// A load begins (again, once the size is known): `total_bytes` to read (0 when
+    /// not known), from now.
     pub fn begin(&self, total_bytes: u64) {
+        self.begin_as(BLOCKING, total_bytes);
+    }
+
+    /// [`Loading::begin`] of an asynchronous load.
+    pub fn begin_async(&self, total_bytes: u64) {
+        self.begin_as(ASYNC, total_bytes);
+    }
+
+    fn begin_as(&self, state: u8, total_bytes: u64) {
         self.started.store(super::snapshot::unix_secs(), Relaxed);
         self.total_bytes.store(total_bytes, Relaxed);
         self.loaded_bytes.store(0, Relaxed);
-        self.active.store(true, Relaxed);
+        self.state.store(state, Relaxed);
     }
 
-    /// The load at start is over, however it ended.
+    /// The load is over, however it ended.
     pub fn end(&self) {
-        self.active.store(false, Relaxed);
+        self.state.store(IDLE, Relaxed);
     }
 
     /// Bytes of the image read so far.
@@ -85,9 +116,9 @@ impl Loading {
         self.keys_expired.load(Relaxed)
     }
 
-    /// Redis's `loading_*` INFO fields, present only while the load at start runs.
+    /// Redis's `loading_*` INFO fields, present only while a load runs.
     pub fn write_progress(&self, text: &mut String) {
-        if !self.is_active() {
+        if self.state() == IDLE {
             return;
         }
         let started = self.started.load(Relaxed);

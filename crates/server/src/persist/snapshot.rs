@@ -26,9 +26,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::loading::Loading;
-use super::rdb::file::{read_snapshot_with_progress, Item, LoadError, SnapshotWriter};
+use super::rdb::file::{Fed, Item, LoadError, SnapshotStream, SnapshotWriter};
 use crate::shared::Shared;
-use crate::store::{Held, ShardMap};
+use crate::store::{Held, Shard, ShardMap, Store};
 
 /// Save bookkeeping shared by every save path.
 #[derive(Debug)]
@@ -273,106 +273,234 @@ pub fn load(
     shared: &Shared,
     bytes: &[u8],
     options: LoadOptions,
-    mut held: Option<&mut dyn ShardMap>,
+    held: Option<&mut dyn ShardMap>,
 ) -> Result<Loaded, LoadError> {
-    let now = crate::store::now_ms();
-    let databases = shared.store.db_count();
-    let mut loaded = Loaded::default();
-    let mut repl_id = None;
-    let mut repl_offset = None;
-    let mut libraries: Vec<Vec<u8>> = Vec::new();
-    let stats = &shared.persistence.loading;
-    stats.reset_keys();
-    let (delay, verify_checksum) = {
-        let config = shared.config.read();
-        let skip = shared
-            .persistence
-            .skip_checksum_validation
-            .load(Ordering::Relaxed);
-        (
-            config.param_int("key-load-delay"),
-            config.param_bool("rdbchecksum") && !skip,
-        )
-    };
-    let mut keys_read = 0u64;
-    let progress = |read: usize| stats.set_loaded_bytes(read as u64);
-    loaded.len = read_snapshot_with_progress(bytes, verify_checksum, progress, |item| {
-        let is_key = matches!(item, Item::Entry { .. } | Item::EmptyKey { .. });
-        match item {
-            Item::Aux { name, value } => {
-                let text = String::from_utf8_lossy(value).into_owned();
-                match name {
-                    b"redis-ver" => loaded.version = Some(text),
-                    b"ctime" => loaded.ctime = text.parse().ok(),
-                    b"repl-id" => repl_id = Some(text),
-                    b"repl-offset" => repl_offset = text.parse().ok(),
-                    b"repl-stream-db" => loaded.stream_db = text.parse().ok(),
-                    _ => {}
-                }
-            }
-            Item::Function(code) => libraries.push(code.to_vec()),
-            Item::SelectDb(db) if db >= databases => {
-                return Err(LoadError::Refused(format!(
-                    "FATAL: Data file was created with a Redis server configured to handle more than {databases} databases. Exiting"
-                )))
-            }
-            Item::SelectDb(_) => {}
-            Item::EmptyKey { key, .. } => {
-                // As Redis 7.0 does: writers once saved such keys (its #8453), which
-                // are dropped rather than failing the load.
-                loaded.empty_skipped += 1;
-                if loaded.empty_skipped <= 10 {
-                    tracing::warn!(
-                        "rdbLoadObject skipping empty key: {}",
-                        String::from_utf8_lossy(key)
-                    );
-                }
-            }
-            Item::Entry {
-                db,
-                key,
-                value,
-                expires_at,
-            } => {
-                if expires_at != 0 && expires_at <= now && !options.keep_expired {
-                    loaded.expired += 1;
-                    stats.key_expired();
-                    if options.record_expired {
-                        loaded.expired_keys.push((db, key.to_vec()));
-                    }
-                } else {
-                    let store = shared.store.db(db);
-                    match held.as_deref_mut() {
-                        Some(held) => held.shard(db, store.shard_index(key)).insert(key, value, expires_at),
-                        None => store.lock(key).insert(key, value, expires_at),
-                    }
-                    loaded.keys += 1;
-                    stats.key_loaded();
-                }
-            }
-        }
-        if is_key {
-            keys_read += 1;
-            debug_delay(delay, keys_read);
-            let look = delay != 0 || keys_read % INTERRUPT_CHECK_EVERY == 0;
-            if options.interruptible && look && *shared.shutdown.borrow() {
-                return Err(LoadError::Refused(
-                    "Loading interrupted by a shutdown".into(),
-                ));
-            }
-        }
-        Ok(())
-    })?;
-    if !libraries.is_empty() {
-        let mut engine = shared.scripting.engine().map_err(LoadError::Refused)?;
-        for code in &libraries {
-            engine
-                .load_library(code, options.merge, &shared.scripting.flags)
-                .map_err(LoadError::Refused)?;
+    let mut load = Load::new(shared, options);
+    match load.feed(shared, bytes, true, held)? {
+        Fed::Done(_) => {}
+        // `last` makes a short image an error, so this is not reached.
+        Fed::More(_) => return Err(LoadError::Corrupt(super::rdb::Corrupt("truncated"))),
+    }
+    let (loaded, libraries) = load.finish();
+    install_libraries(shared, &libraries, options.merge)?;
+    Ok(loaded)
+}
+
+/// Loads each function library of an image into the engine; with `merge`, one replaces
+/// a library of the same name, else the load fails on it, as Redis's does.
+pub fn install_libraries(
+    shared: &Shared,
+    libraries: &[Vec<u8>],
+    merge: bool,
+) -> Result<(), LoadError> {
+    if libraries.is_empty() {
+        return Ok(());
+    }
+    let mut engine = shared.scripting.engine().map_err(LoadError::Refused)?;
+    for code in libraries {
+        engine
+            .load_library(code, merge, &shared.scripting.flags)
+            .map_err(LoadError::Refused)?;
+    }
+    Ok(())
+}
+
+/// An image loaded as it arrives ([`SnapshotStream`]): [`Load::feed`] stores the keys of
+/// each piece, [`Load::finish`] gives what the image held besides (its function
+/// libraries are not installed: the caller decides when). [`load`] is one feed of the
+/// whole image.
+pub struct Load {
+    options: LoadOptions,
+    now: u64,
+    loaded: Loaded,
+    repl_id: Option<String>,
+    repl_offset: Option<i64>,
+    libraries: Vec<Vec<u8>>,
+    /// `key-load-delay`.
+    delay: i64,
+    keys_read: u64,
+    stream: SnapshotStream,
+}
+
+impl Load {
+    /// Starts a load (the key counters of INFO start again).
+    pub fn new(shared: &Shared, options: LoadOptions) -> Load {
+        shared.persistence.loading.reset_keys();
+        let (delay, verify_checksum) = {
+            let config = shared.config.read();
+            let skip = shared
+                .persistence
+                .skip_checksum_validation
+                .load(Ordering::Relaxed);
+            (
+                config.param_int("key-load-delay"),
+                config.param_bool("rdbchecksum") && !skip,
+            )
+        };
+        Load {
+            options,
+            now: crate::store::now_ms(),
+            loaded: Loaded::default(),
+            repl_id: None,
+            repl_offset: None,
+            libraries: Vec::new(),
+            delay,
+            keys_read: 0,
+            stream: SnapshotStream::new(verify_checksum),
         }
     }
-    loaded.repl = repl_id.zip(repl_offset);
-    Ok(loaded)
+
+    /// Bytes of the image read so far.
+    pub fn read(&self) -> usize {
+        self.stream.read()
+    }
+
+    /// Stores the whole items at the start of `bytes` (see [`SnapshotStream::feed`]),
+    /// through `held`, else locking each key's shard of the store.
+    pub fn feed(
+        &mut self,
+        shared: &Shared,
+        bytes: &[u8],
+        last: bool,
+        mut held: Option<&mut dyn ShardMap>,
+    ) -> Result<Fed, LoadError> {
+        let Load {
+            options,
+            now,
+            loaded,
+            repl_id,
+            repl_offset,
+            libraries,
+            delay,
+            keys_read,
+            stream,
+        } = self;
+        let databases = shared.store.db_count();
+        let stats = &shared.persistence.loading;
+        let progress = |read: usize| stats.set_loaded_bytes(read as u64);
+        stream.feed(bytes, last, progress, |item| {
+            let is_key = matches!(item, Item::Entry { .. } | Item::EmptyKey { .. });
+            match item {
+                Item::Aux { name, value } => {
+                    let text = String::from_utf8_lossy(value).into_owned();
+                    match name {
+                        b"redis-ver" => loaded.version = Some(text),
+                        b"ctime" => loaded.ctime = text.parse().ok(),
+                        b"repl-id" => *repl_id = Some(text),
+                        b"repl-offset" => *repl_offset = text.parse().ok(),
+                        b"repl-stream-db" => loaded.stream_db = text.parse().ok(),
+                        _ => {}
+                    }
+                }
+                Item::Function(code) => libraries.push(code.to_vec()),
+                Item::SelectDb(db) if db >= databases => {
+                    return Err(LoadError::Refused(format!(
+                        "FATAL: Data file was created with a Redis server configured to handle more than {databases} databases. Exiting"
+                    )))
+                }
+                Item::SelectDb(_) => {}
+                Item::EmptyKey { key, .. } => {
+                    // As Redis 7.0 does: writers once saved such keys (its #8453), which
+                    // are dropped rather than failing the load.
+                    loaded.empty_skipped += 1;
+                    if loaded.empty_skipped <= 10 {
+                        tracing::warn!(
+                            "rdbLoadObject skipping empty key: {}",
+                            String::from_utf8_lossy(key)
+                        );
+                    }
+                }
+                Item::Entry {
+                    db,
+                    key,
+                    value,
+                    expires_at,
+                } => {
+                    if expires_at != 0 && expires_at <= *now && !options.keep_expired {
+                        loaded.expired += 1;
+                        stats.key_expired();
+                        if options.record_expired {
+                            loaded.expired_keys.push((db, key.to_vec()));
+                        }
+                    } else {
+                        let store = shared.store.db(db);
+                        match held.as_deref_mut() {
+                            Some(held) => held
+                                .shard(db, store.shard_index(key))
+                                .insert(key, value, expires_at),
+                            None => store.lock(key).insert(key, value, expires_at),
+                        }
+                        loaded.keys += 1;
+                        stats.key_loaded();
+                    }
+                }
+            }
+            if is_key {
+                *keys_read += 1;
+                debug_delay(*delay, *keys_read);
+                let look = *delay != 0 || *keys_read % INTERRUPT_CHECK_EVERY == 0;
+                if options.interruptible && look && *shared.shutdown.borrow() {
+                    return Err(LoadError::Refused(
+                        "Loading interrupted by a shutdown".into(),
+                    ));
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// What the image held besides its keys, and its function libraries' code.
+    pub fn finish(self) -> (Loaded, Vec<Vec<u8>>) {
+        let mut loaded = self.loaded;
+        loaded.len = self.stream.read();
+        loaded.repl = self.repl_id.zip(self.repl_offset);
+        (loaded, self.libraries)
+    }
+}
+
+/// A dataset built beside the keyspace (a replica's disk-less load into a temporary
+/// database, Redis's `swapdb`), with the keyspace's databases and shards, then
+/// exchanged with it whole ([`Staging::swap_with`]).
+pub struct Staging {
+    dbs: Vec<Vec<Shard>>,
+}
+
+impl Staging {
+    /// Empty databases shaped as `store`'s. Its shards report no keyspace events:
+    /// loading keys is not a change clients are told about.
+    pub fn new(store: &Store) -> Staging {
+        let dbs = store
+            .dbs()
+            .iter()
+            .map(|db| (0..db.shard_count()).map(|_| Shard::default()).collect())
+            .collect();
+        Staging { dbs }
+    }
+
+    /// Exchanges every shard with `held`'s (which holds every shard of the store):
+    /// the keyspace gets this dataset, this gets the keyspace's.
+    pub fn swap_with(&mut self, held: &mut dyn ShardMap) {
+        for (db, shards) in self.dbs.iter_mut().enumerate() {
+            for (index, shard) in shards.iter_mut().enumerate() {
+                held.shard(db, index).swap(shard);
+            }
+        }
+    }
+}
+
+impl ShardMap for Staging {
+    fn shard(&mut self, db: usize, index: usize) -> &mut Shard {
+        // The load checks the database number against the store's before any key of
+        // it, and shard indexes come from the store: both are in range.
+        &mut self.dbs[db][index]
+    }
+    fn swap(&mut self, a: usize, b: usize) {
+        self.dbs.swap(a, b);
+    }
+    fn pair(&mut self, _: (usize, usize), _: (usize, usize)) -> Option<(&mut Shard, &mut Shard)> {
+        // Only loads use a staging map, and they touch one shard at a time.
+        None
+    }
 }
 
 /// Where SAVE writes: `dbfilename` in the working directory (`dir` is the cwd).

@@ -26,7 +26,8 @@ use tokio::net::TcpStream;
 
 use crate::net::client::{ClientState, ReplyMode};
 use crate::net::connection::run_commands;
-use crate::persist::snapshot::{self, unix_secs};
+use crate::persist::rdb::file::{Fed, LoadError};
+use crate::persist::snapshot::{self, unix_secs, Load, LoadOptions, Loaded, Staging};
 use crate::shared::Shared;
 use crate::store::Held;
 
@@ -257,22 +258,52 @@ async fn ask(
     read_line(socket, input, timeout, HANDSHAKE_TIMEOUT).await
 }
 
-/// Reads the sync image: `$<len>` then the bytes, or `$EOF:<40-byte mark>` then bytes
-/// up to the mark.
+/// How the master sends its image: `$<len>` then the bytes (from a file), or
+/// `$EOF:<40-byte mark>` then the bytes up to the mark (disk-less).
+enum Transfer {
+    Sized(usize),
+    Marked(Vec<u8>),
+}
+
+impl Transfer {
+    /// Reads the line that announces the image.
+    async fn announced(
+        socket: &mut TcpStream,
+        input: &mut BytesMut,
+        timeout: Duration,
+    ) -> std::io::Result<Transfer> {
+        let header = read_line(socket, input, timeout, TRANSFER_TIMEOUT).await?;
+        let Some(size) = header.strip_prefix('$') else {
+            return Err(other(format!(
+                "Bad protocol from MASTER, the first byte is not '$': {header}"
+            )));
+        };
+        if let Some(mark) = size.strip_prefix("EOF:") {
+            return Ok(Transfer::Marked(mark.as_bytes().to_vec()));
+        }
+        size.parse()
+            .map(Transfer::Sized)
+            .map_err(|_| other(format!("Bad bulk length from MASTER: {header}")))
+    }
+
+    /// The image's size when announced (INFO's `loading_total_bytes`), else 0.
+    fn size(&self) -> usize {
+        match self {
+            Transfer::Sized(len) => *len,
+            Transfer::Marked(_) => 0,
+        }
+    }
+}
+
+/// Reads the whole sync image into memory.
 async fn read_image(
     socket: &mut TcpStream,
     input: &mut BytesMut,
     timeout: Duration,
+    transfer: Transfer,
 ) -> std::io::Result<Vec<u8>> {
-    let header = read_line(socket, input, timeout, TRANSFER_TIMEOUT).await?;
-    let Some(size) = header.strip_prefix('$') else {
-        return Err(other(format!(
-            "Bad protocol from MASTER, the first byte is not '$': {header}"
-        )));
-    };
-    if let Some(mark) = size.strip_prefix("EOF:") {
-        let mark = mark.as_bytes().to_vec();
-        loop {
+    match transfer {
+        Transfer::Marked(mark) => loop {
             if input.len() >= mark.len() && input.ends_with(&mark) {
                 let image = input[..input.len() - mark.len()].to_vec();
                 input.clear();
@@ -281,18 +312,17 @@ async fn read_image(
             if read_some(socket, input, timeout, TRANSFER_TIMEOUT).await? == 0 {
                 return Err(other("master closed the connection during the sync".into()));
             }
+        },
+        Transfer::Sized(len) => {
+            while input.len() < len {
+                input.reserve(len - input.len());
+                if read_some(socket, input, timeout, TRANSFER_TIMEOUT).await? == 0 {
+                    return Err(other("master closed the connection during the sync".into()));
+                }
+            }
+            Ok(input.split_to(len).to_vec())
         }
     }
-    let len: usize = size
-        .parse()
-        .map_err(|_| other(format!("Bad bulk length from MASTER: {header}")))?;
-    while input.len() < len {
-        input.reserve(len - input.len());
-        if read_some(socket, input, timeout, TRANSFER_TIMEOUT).await? == 0 {
-            return Err(other("master closed the connection during the sync".into()));
-        }
-    }
-    Ok(input.split_to(len).to_vec())
 }
 
 /// One connection to the master: handshake, sync, stream.
@@ -396,12 +426,27 @@ async fn session(
             };
             tracing::info!("Full resync from master: {id}:{offset}");
             status.set(SYNC);
-            let image = read_image(&mut socket, &mut input, timeout).await?;
-            tracing::info!(
-                "MASTER <-> REPLICA sync: received {} bytes of payload",
-                image.len()
-            );
-            load_image(shared, &image, id, offset, status)?;
+            let transfer = Transfer::announced(&mut socket, &mut input, timeout).await?;
+            if disk_less_load(shared) {
+                load_streamed(
+                    shared,
+                    &mut socket,
+                    &mut input,
+                    timeout,
+                    transfer,
+                    id,
+                    offset,
+                    status,
+                )
+                .await?;
+            } else {
+                let image = read_image(&mut socket, &mut input, timeout, transfer).await?;
+                tracing::info!(
+                    "MASTER <-> REPLICA sync: received {} bytes of payload",
+                    image.len()
+                );
+                load_image(shared, &image, id, offset, status)?;
+            }
             if shared.config.read().appendonly {
                 // The AOF held the old dataset: it starts again from the master's, as
                 // Redis restarts it after a sync (a new base, a new incremental file).
@@ -470,6 +515,12 @@ fn load_image(
             "Failed trying to load the MASTER synchronization DB from socket: {e}"
         ))
     })?;
+    adopt_image(shared, &loaded, replid, offset, status);
+    Ok(())
+}
+
+/// The image is in: the master's history (id, offset, selected database) is ours.
+fn adopt_image(shared: &Shared, loaded: &Loaded, replid: &str, offset: u64, status: &LinkStatus) {
     status
         .stream_db
         .store(loaded.stream_db.unwrap_or(0), Ordering::Relaxed);
@@ -481,7 +532,228 @@ fn load_image(
         .adopt(replid, offset, backlog_size);
     // Our own replicas hold the history this image replaced: they must sync again.
     super::disconnect_replicas(shared);
+}
+
+/// Whether the image is loaded as it arrives (`repl-diskless-load swapdb`, or
+/// `on-empty-db` when there are no keys), rather than read whole first (`disabled`,
+/// where Redis writes it to disk).
+fn disk_less_load(shared: &Shared) -> bool {
+    match shared.config.read().param("repl-diskless-load") {
+        "swapdb" => true,
+        "on-empty-db" => shared.store.dbs().iter().all(|db| db.is_empty()),
+        _ => false,
+    }
+}
+
+/// Bytes read between two attempts to load more of a streamed image, at least: an
+/// item cut short is read again from its start, so the bytes kept must grow by as
+/// much again (or this) before the next attempt, which keeps a large item's reading
+/// linear.
+const FEED_STEP: usize = 64 * 1024;
+
+/// A streamed image's bytes not loaded yet are loaded when the master sends nothing
+/// more for this long, however few.
+const PAUSE: Duration = Duration::from_millis(10);
+
+/// A streamed load's state, moved to a blocking thread for each piece.
+struct StreamedLoad {
+    load: Load,
+    staging: Staging,
+    /// Bytes read and not loaded yet (the start of an item cut short).
+    pending: BytesMut,
+}
+
+/// Ends the load INFO shows, however the sync ends.
+struct LoadingEnds<'a>(&'a crate::persist::loading::Loading);
+
+impl Drop for LoadingEnds<'_> {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
+
+/// Loads the image as it arrives into a dataset beside the keyspace, then swaps it in,
+/// as Redis's disk-less load (`swapdb`) does; the old dataset is discarded on a thread
+/// of its own. Whatever stops it on the way (the link dropped, a bad image), the old
+/// dataset stays. When the master sends a newer image of the history this server has
+/// (same replication id), clients keep reading the old dataset meanwhile (INFO
+/// `async_loading`); else they get `-LOADING` (INFO `loading`). The reading waits for
+/// the loading, so a slow replica slows the master's transfer, not its own memory.
+#[allow(clippy::too_many_arguments)]
+async fn load_streamed(
+    shared: &Arc<Shared>,
+    socket: &mut TcpStream,
+    input: &mut BytesMut,
+    timeout: Duration,
+    transfer: Transfer,
+    replid: &str,
+    offset: u64,
+    status: &LinkStatus,
+) -> std::io::Result<()> {
+    let same_history = shared.config.read().param("repl-diskless-load") == "swapdb"
+        && shared.repl.journal.stream().replid == replid;
+    match &transfer {
+        Transfer::Sized(len) => {
+            tracing::info!("MASTER <-> REPLICA sync: receiving {len} bytes from master to parser")
+        }
+        Transfer::Marked(_) => tracing::info!(
+            "MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to parser"
+        ),
+    }
+    tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+    let loading = &shared.persistence.loading;
+    let size = transfer.size() as u64;
+    if same_history {
+        loading.begin_async(size);
+    } else {
+        loading.begin(size);
+    }
+    let _ends = LoadingEnds(loading);
+    let options = LoadOptions {
+        keep_expired: true,
+        interruptible: true,
+        ..LoadOptions::default()
+    };
+    let mut job = Box::new(StreamedLoad {
+        load: Load::new(shared, options),
+        staging: Staging::new(&shared.store),
+        pending: BytesMut::new(),
+    });
+    let mut image_left = match transfer {
+        Transfer::Sized(len) => Some(len),
+        Transfer::Marked(_) => None,
+    };
+    // Loaded again once the bytes kept have grown enough, or when the master pauses
+    // (the end of a marked image is not known before it is read).
+    let (mut feed_at, mut kept, mut paused) = (0, 0, false);
+    loop {
+        let take = image_left.map_or(input.len(), |left| left.min(input.len()));
+        job.pending.extend_from_slice(&input.split_to(take));
+        if let Some(left) = &mut image_left {
+            *left -= take;
+        }
+        let last = image_left == Some(0);
+        if job.pending.len() >= feed_at || last || paused {
+            let fed;
+            (job, fed) = feed_streamed(shared, job, last).await?;
+            match fed {
+                Ok(Fed::Done(read)) => {
+                    job.pending.advance(read);
+                    break;
+                }
+                Ok(Fed::More(read)) => {
+                    job.pending.advance(read);
+                    kept = job.pending.len();
+                    feed_at = kept + kept.max(FEED_STEP);
+                }
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    return Err(other(
+                        "Failed trying to load the MASTER synchronization DB from socket, check server logs.".into(),
+                    ));
+                }
+            }
+        }
+        let reading = read_some(socket, input, timeout, TRANSFER_TIMEOUT);
+        let read = if job.pending.len() > kept {
+            tokio::time::timeout(PAUSE, reading).await.ok()
+        } else {
+            Some(reading.await)
+        };
+        paused = read.is_none();
+        if read.transpose()? == Some(0) {
+            tracing::warn!(
+                "Internal error in RDB reading offset {} -> Unexpected EOF reading RDB file. Failure loading rdb format from socket, assuming connection error, resuming operation.",
+                job.load.read()
+            );
+            return Err(other(
+                "Failed trying to load the MASTER synchronization DB from socket, check server logs.".into(),
+            ));
+        }
+    }
+    // What follows the image: the rest of a sized one is skipped (Redis loads what it
+    // announced), a marked one must end with its mark; then the stream.
+    let mut rest = std::mem::take(&mut job.pending);
+    match &transfer {
+        Transfer::Sized(_) => {
+            // Announced bytes past the image's end are not the stream.
+            rest.clear();
+            let mut left = image_left.unwrap_or(0);
+            while left > 0 {
+                if input.is_empty()
+                    && read_some(socket, input, timeout, TRANSFER_TIMEOUT).await? == 0
+                {
+                    return Err(other("master closed the connection during the sync".into()));
+                }
+                let skip = left.min(input.len());
+                input.advance(skip);
+                left -= skip;
+            }
+        }
+        Transfer::Marked(mark) => {
+            rest.extend_from_slice(input);
+            input.clear();
+            while rest.len() < mark.len() {
+                if read_some(socket, &mut rest, timeout, TRANSFER_TIMEOUT).await? == 0 {
+                    return Err(other("master closed the connection during the sync".into()));
+                }
+            }
+            if !rest.starts_with(mark) {
+                tracing::warn!("Replication stream EOF marker is broken");
+                return Err(other("Replication stream EOF marker is broken".into()));
+            }
+            rest.advance(mark.len());
+        }
+    }
+    rest.extend_from_slice(input);
+    *input = rest;
+    let StreamedLoad {
+        load, mut staging, ..
+    } = *job;
+    let (loaded, libraries) = load.finish();
+    {
+        let mut held = Held::all(&shared.store);
+        let mut engine = shared.scripting.engine().map_err(other)?;
+        let old = std::mem::take(&mut engine.libraries);
+        for code in &libraries {
+            if let Err(e) = engine.load_library(code, false, &shared.scripting.flags) {
+                engine.libraries = old;
+                tracing::warn!("{e}");
+                return Err(other(
+                    "Failed trying to load the MASTER synchronization DB from socket, check server logs.".into(),
+                ));
+            }
+        }
+        tracing::info!("MASTER <-> REPLICA sync: Swapping active DB with loaded DB");
+        staging.swap_with(&mut held);
+    }
+    tracing::info!("MASTER <-> REPLICA sync: Discarding old DB in background");
+    let _ = std::thread::Builder::new()
+        .name("redline-free-old-db".into())
+        .spawn(move || drop(staging));
+    adopt_image(shared, &loaded, replid, offset, status);
     Ok(())
+}
+
+/// Loads what a streamed load has read, on a blocking thread (the load sleeps for
+/// `key-load-delay` and takes the shards of nothing but its own staging map).
+async fn feed_streamed(
+    shared: &Arc<Shared>,
+    mut job: Box<StreamedLoad>,
+    last: bool,
+) -> std::io::Result<(Box<StreamedLoad>, Result<Fed, LoadError>)> {
+    let shared = shared.clone();
+    tokio::task::spawn_blocking(move || {
+        let StreamedLoad {
+            load,
+            staging,
+            pending,
+        } = &mut *job;
+        let fed = load.feed(&shared, pending, last, Some(staging));
+        (job, fed)
+    })
+    .await
+    .map_err(|e| other(format!("the load stopped: {e}")))
 }
 
 /// Applies the master's stream until the link drops.

@@ -228,9 +228,245 @@ pub fn read_snapshot(
 pub fn read_snapshot_with_progress(
     bytes: &[u8],
     verify_checksum: bool,
-    mut progress: impl FnMut(usize),
-    mut sink: impl FnMut(Item<'_>) -> Result<(), LoadError>,
+    progress: impl FnMut(usize),
+    sink: impl FnMut(Item<'_>) -> Result<(), LoadError>,
 ) -> Result<usize, LoadError> {
+    let mut stream = SnapshotStream::new(verify_checksum);
+    match stream.feed(bytes, true, progress, sink)? {
+        Fed::Done(_) => Ok(stream.read()),
+        // `last` makes a short image an error, so this is not reached.
+        Fed::More(_) => Err(LoadError::Corrupt(Corrupt("truncated"))),
+    }
+}
+
+/// How far [`SnapshotStream::feed`] got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fed {
+    /// It read this many bytes (whole items); the image goes on in bytes to come.
+    More(usize),
+    /// It read this many bytes, the image's last among them (EOF and the checksum).
+    Done(usize),
+}
+
+/// Why one item stopped: the caller's sink refused it (final), or its bytes did not
+/// read (perhaps only not all here yet).
+enum Stop {
+    Sink(LoadError),
+    Parse(Corrupt),
+}
+
+impl From<Corrupt> for Stop {
+    fn from(c: Corrupt) -> Stop {
+        Stop::Parse(c)
+    }
+}
+
+/// A snapshot read as it arrives, in pieces (a replica loading its master's image
+/// straight from the socket, as Redis's disk-less load does): each [`feed`] reads the
+/// whole items at the start of the bytes it is given and says how many bytes those
+/// took; the caller keeps the rest and adds what arrives after it. An item cut short
+/// is read again from its start with more bytes, so a caller feeding a large item
+/// should wait until its bytes have grown (doubling them, say) rather than feed every
+/// small read. The checksum is kept as the bytes are read.
+///
+/// [`feed`]: SnapshotStream::feed
+///
+/// ```
+/// use redline_server::persist::rdb::file::{Fed, Item, SnapshotStream, SnapshotWriter};
+/// use redline_server::store::{Entry, Value};
+///
+/// let mut w = SnapshotWriter::new(&[]);
+/// w.select_db(0, 1, 0);
+/// w.entry(b"k", &Entry { value: Value::string(b"v"), expires_at: 0, access: 0 });
+/// let image = w.finish(true);
+/// let mut stream = SnapshotStream::new(true);
+/// let mut keys = 0;
+/// let mut count = |item: Item<'_>| {
+///     keys += usize::from(matches!(item, Item::Entry { .. }));
+///     Ok(())
+/// };
+/// let half = image.len() / 2;
+/// let Fed::More(read) = stream.feed(&image[..half], false, |_| {}, &mut count).unwrap() else {
+///     panic!("half an image is not all of it");
+/// };
+/// assert_eq!(stream.feed(&image[read..], false, |_| {}, &mut count).unwrap(), Fed::Done(image.len() - read));
+/// assert_eq!(keys, 1);
+/// ```
+pub struct SnapshotStream {
+    verify_checksum: bool,
+    /// The format version, once the header is read.
+    version: Option<u16>,
+    db: usize,
+    /// An expiry opcode read, for the key that follows it.
+    expires_at: u64,
+    crc: crc::Digest<'static, u64>,
+    read: usize,
+    done: bool,
+}
+
+impl SnapshotStream {
+    /// Starts reading an image; its checksum is compared only when `verify_checksum`.
+    pub fn new(verify_checksum: bool) -> SnapshotStream {
+        SnapshotStream {
+            verify_checksum,
+            version: None,
+            db: 0,
+            expires_at: 0,
+            crc: super::CRC64.digest(),
+            read: 0,
+            done: false,
+        }
+    }
+
+    /// Bytes of the image read so far.
+    pub fn read(&self) -> usize {
+        self.read
+    }
+
+    /// Reads the whole items at the start of `bytes` (what follows the bytes read so
+    /// far), handing each to `sink` and telling `progress` the bytes read after each.
+    /// `last`: nothing follows `bytes`, so an item cut short is an error.
+    pub fn feed(
+        &mut self,
+        bytes: &[u8],
+        last: bool,
+        mut progress: impl FnMut(usize),
+        mut sink: impl FnMut(Item<'_>) -> Result<(), LoadError>,
+    ) -> Result<Fed, LoadError> {
+        if self.done {
+            return Ok(Fed::Done(0));
+        }
+        let mut pos = 0;
+        if self.version.is_none() {
+            if bytes.len() < 9 && !last {
+                return Ok(Fed::More(0));
+            }
+            self.version = Some(header_version(bytes)?);
+            self.consume(&bytes[..9]);
+            pos = 9;
+        }
+        while !self.done {
+            let mut r = Reader::new(&bytes[pos..]);
+            match self.item(&mut r, &mut sink) {
+                Ok(()) => {
+                    let used = r.position();
+                    // The EOF item counted its opcode itself (the checksum covers
+                    // everything before its own 8 bytes).
+                    if !self.done {
+                        self.crc.update(&bytes[pos..pos + used]);
+                    }
+                    self.read += used;
+                    pos += used;
+                    progress(self.read);
+                }
+                Err(Stop::Sink(e)) => return Err(e),
+                Err(Stop::Parse(_)) if r.ran_out() && !last => return Ok(Fed::More(pos)),
+                Err(Stop::Parse(c)) => return Err(LoadError::Corrupt(c)),
+            }
+        }
+        Ok(Fed::Done(pos))
+    }
+
+    fn consume(&mut self, bytes: &[u8]) {
+        self.crc.update(bytes);
+        self.read += bytes.len();
+    }
+
+    /// Reads one item (an opcode and what it carries) from the start of `r`. The
+    /// EOF opcode is read with the checksum after it, and compares it.
+    fn item(
+        &mut self,
+        r: &mut Reader<'_>,
+        sink: &mut impl FnMut(Item<'_>) -> Result<(), LoadError>,
+    ) -> Result<(), Stop> {
+        let kind = r.byte()?;
+        match kind {
+            opcode::EOF => {
+                if self.version.unwrap_or(0) >= 5 {
+                    let stored = u64::from_le_bytes(r.array()?);
+                    let mut crc = std::mem::replace(&mut self.crc, super::CRC64.digest());
+                    crc.update(&[opcode::EOF]);
+                    let expected = crc.finalize();
+                    if self.verify_checksum && stored != 0 && stored != expected {
+                        return Err(Stop::Sink(LoadError::Checksum {
+                            expected,
+                            got: stored,
+                        }));
+                    }
+                }
+                self.done = true;
+                return Ok(());
+            }
+            opcode::SELECTDB => {
+                self.db = usize::try_from(r.count()?).map_err(|_| Corrupt("database number"))?;
+                sink(Item::SelectDb(self.db)).map_err(Stop::Sink)?;
+            }
+            opcode::RESIZEDB => {
+                r.count()?;
+                r.count()?;
+            }
+            opcode::AUX => {
+                let name = r.string()?;
+                let value = r.string()?;
+                sink(Item::Aux {
+                    name: &name,
+                    value: &value,
+                })
+                .map_err(Stop::Sink)?;
+            }
+            opcode::EXPIRETIME_MS => {
+                self.expires_at = u64::from_le_bytes(r.array()?);
+                return Ok(());
+            }
+            opcode::EXPIRETIME => {
+                let seconds = u32::from_le_bytes(r.array()?);
+                self.expires_at = u64::from(seconds) * 1000;
+                return Ok(());
+            }
+            opcode::IDLE => {
+                r.count()?;
+                return Ok(());
+            }
+            opcode::FREQ => {
+                r.byte()?;
+                return Ok(());
+            }
+            OPCODE_FUNCTION2 => {
+                let code = r.string()?;
+                sink(Item::Function(&code)).map_err(Stop::Sink)?;
+            }
+            opcode::FUNCTION_PRE_GA => {
+                return Err(Stop::Sink(LoadError::Refused(
+                    "Pre-release function format not supported.".into(),
+                )))
+            }
+            opcode::MODULE_AUX => {
+                return Err(Stop::Sink(LoadError::Refused(
+                    "The RDB file contains AUX module data I can't load: no matching module".into(),
+                )))
+            }
+            _ => {
+                let key = r.string()?;
+                let db = self.db;
+                match decode::body(r, kind) {
+                    Err(decode::EMPTY) => sink(Item::EmptyKey { db, key: &key }),
+                    value => sink(Item::Entry {
+                        db,
+                        key: &key,
+                        value: value?,
+                        expires_at: self.expires_at,
+                    }),
+                }
+                .map_err(Stop::Sink)?;
+            }
+        }
+        self.expires_at = 0;
+        Ok(())
+    }
+}
+
+/// The format version of an image, from its `REDIS0010`-style header.
+fn header_version(bytes: &[u8]) -> Result<u16, LoadError> {
     if bytes.len() < 9 || &bytes[..5] != b"REDIS" {
         return Err(LoadError::Header(
             "Wrong signature trying to load DB from file".into(),
@@ -245,89 +481,7 @@ pub fn read_snapshot_with_progress(
             "Can't handle RDB format version {version}"
         )));
     }
-    let mut r = Reader::new(&bytes[9..]);
-    let mut db = 0usize;
-    let mut expires_at = 0u64;
-    loop {
-        let kind = r.byte()?;
-        match kind {
-            opcode::EOF => break,
-            opcode::SELECTDB => {
-                db = usize::try_from(r.count()?).map_err(|_| Corrupt("database number"))?;
-                sink(Item::SelectDb(db))?;
-            }
-            opcode::RESIZEDB => {
-                r.count()?;
-                r.count()?;
-            }
-            opcode::AUX => {
-                let name = r.string()?;
-                let value = r.string()?;
-                sink(Item::Aux {
-                    name: &name,
-                    value: &value,
-                })?;
-            }
-            opcode::EXPIRETIME_MS => {
-                expires_at = u64::from_le_bytes(r.array()?);
-                continue;
-            }
-            opcode::EXPIRETIME => {
-                let seconds = u32::from_le_bytes(r.array()?);
-                expires_at = u64::from(seconds) * 1000;
-                continue;
-            }
-            opcode::IDLE => {
-                r.count()?;
-                continue;
-            }
-            opcode::FREQ => {
-                r.byte()?;
-                continue;
-            }
-            OPCODE_FUNCTION2 => {
-                let code = r.string()?;
-                sink(Item::Function(&code))?;
-            }
-            opcode::FUNCTION_PRE_GA => {
-                return Err(LoadError::Refused(
-                    "Pre-release function format not supported.".into(),
-                ))
-            }
-            opcode::MODULE_AUX => {
-                return Err(LoadError::Refused(
-                    "The RDB file contains AUX module data I can't load: no matching module".into(),
-                ))
-            }
-            _ => {
-                let key = r.string()?;
-                match decode::body(&mut r, kind) {
-                    Err(decode::EMPTY) => sink(Item::EmptyKey { db, key: &key })?,
-                    value => sink(Item::Entry {
-                        db,
-                        key: &key,
-                        value: value?,
-                        expires_at,
-                    })?,
-                }
-            }
-        }
-        expires_at = 0;
-        progress(bytes.len() - r.remaining());
-    }
-    if version >= 5 {
-        let stored: [u8; 8] = r.array()?;
-        let stored = u64::from_le_bytes(stored);
-        let body = bytes.len() - r.remaining() - 8;
-        let expected = crc64(&bytes[..body]);
-        if verify_checksum && stored != 0 && stored != expected {
-            return Err(LoadError::Checksum {
-                expected,
-                got: stored,
-            });
-        }
-    }
-    Ok(bytes.len() - r.remaining())
+    Ok(version)
 }
 
 #[cfg(test)]
@@ -340,6 +494,87 @@ mod tests {
             expires_at,
             access: 0,
         }
+    }
+
+    /// Every item the sink sees, as text.
+    fn describe(item: &Item<'_>) -> String {
+        match item {
+            Item::Entry {
+                db,
+                key,
+                expires_at,
+                ..
+            } => {
+                format!("{db} {} {expires_at}", String::from_utf8_lossy(key))
+            }
+            other => format!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_image_fed_in_two_pieces_split_anywhere_reads_as_a_whole() {
+        let mut w = SnapshotWriter::new(&[("redis-ver", b"7.0.15")]);
+        w.function(b"#!lua name=lib\nredis.register_function('f', function() return 1 end)");
+        w.select_db(0, 2, 1);
+        w.entry(b"a", &entry(b"1", 0));
+        w.entry(b"b", &entry(&[b'x'; 300], 1_900_000_000_000));
+        w.select_db(2, 1, 0);
+        w.entry(b"c", &entry(b"hello", 0));
+        let image = w.finish(true);
+        let mut whole = Vec::new();
+        read_snapshot(&image, |item| {
+            whole.push(describe(&item));
+            Ok(())
+        })
+        .unwrap();
+        for split in 0..image.len() {
+            let mut seen = Vec::new();
+            let mut stream = SnapshotStream::new(true);
+            let mut sink = |item: Item<'_>| {
+                seen.push(describe(&item));
+                Ok(())
+            };
+            let Fed::More(read) = stream
+                .feed(&image[..split], false, |_| {}, &mut sink)
+                .unwrap()
+            else {
+                panic!("done before the end at {split}");
+            };
+            let fed = stream
+                .feed(&image[read..], false, |_| {}, &mut sink)
+                .unwrap();
+            assert_eq!(fed, Fed::Done(image.len() - read), "split at {split}");
+            assert_eq!(seen, whole, "split at {split}");
+            assert_eq!(stream.read(), image.len());
+        }
+    }
+
+    #[test]
+    fn a_short_image_is_an_error_only_when_nothing_follows() {
+        let mut w = SnapshotWriter::new(&[]);
+        w.select_db(0, 1, 0);
+        w.entry(b"k", &entry(&[b'v'; 100], 0));
+        let image = w.finish(true);
+        let short = &image[..image.len() - 20];
+        let mut stream = SnapshotStream::new(true);
+        assert!(matches!(
+            stream.feed(short, false, |_| {}, |_| Ok(())),
+            Ok(Fed::More(_))
+        ));
+        let mut stream = SnapshotStream::new(true);
+        assert!(matches!(
+            stream.feed(short, true, |_| {}, |_| Ok(())),
+            Err(LoadError::Corrupt(_))
+        ));
+        // A bad checksum is found at the end, whatever the pieces.
+        let mut bad = image.clone();
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        let mut stream = SnapshotStream::new(true);
+        assert!(matches!(
+            stream.feed(&bad, false, |_| {}, |_| Ok(())),
+            Err(LoadError::Checksum { .. })
+        ));
     }
 
     #[test]

@@ -35,6 +35,9 @@ pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
     deep: bool,
+    /// A read went past the end of `buf` (rather than finding it malformed): for an
+    /// image arriving in pieces, the item goes on in bytes not here yet.
+    ran_out: bool,
 }
 
 impl<'a> Reader<'a> {
@@ -44,7 +47,18 @@ impl<'a> Reader<'a> {
             buf,
             pos: 0,
             deep: true,
+            ran_out: false,
         }
+    }
+
+    /// Whether a read went past the end of the bytes given (see [`Reader::new`]).
+    pub fn ran_out(&self) -> bool {
+        self.ran_out
+    }
+
+    /// Bytes read so far.
+    pub fn position(&self) -> usize {
+        self.pos
     }
 
     /// Skips the checks of redundant counts that only Redis's deep sanitization makes
@@ -67,7 +81,10 @@ impl<'a> Reader<'a> {
 
     /// One byte.
     pub fn byte(&mut self) -> Result<u8, Corrupt> {
-        let b = *self.buf.get(self.pos).ok_or(Corrupt("truncated"))?;
+        let Some(&b) = self.buf.get(self.pos) else {
+            self.ran_out = true;
+            return Err(Corrupt("truncated"));
+        };
         self.pos += 1;
         Ok(b)
     }
@@ -75,6 +92,7 @@ impl<'a> Reader<'a> {
     /// The next `n` bytes.
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], Corrupt> {
         if n > self.remaining() {
+            self.ran_out = true;
             return Err(Corrupt("truncated"));
         }
         let bytes = &self.buf[self.pos..self.pos + n];
@@ -119,11 +137,12 @@ impl<'a> Reader<'a> {
     }
 
     /// `n` as a size, if that many bytes remain.
-    fn fit(&self, n: u64) -> Result<usize, Corrupt> {
-        usize::try_from(n)
-            .ok()
-            .filter(|&n| n <= self.remaining())
-            .ok_or(Corrupt("length beyond the payload"))
+    fn fit(&mut self, n: u64) -> Result<usize, Corrupt> {
+        let fits = usize::try_from(n).ok().filter(|&n| n <= self.remaining());
+        if fits.is_none() {
+            self.ran_out = true;
+        }
+        fits.ok_or(Corrupt("length beyond the payload"))
     }
 
     /// A string, decoded: integer encodings become their decimal text, LZF is
