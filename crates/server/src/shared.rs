@@ -134,6 +134,7 @@ impl Shared {
             .events()
             .set_notify_flags(config.notify_keyspace_events);
         configure_eviction(&store, &config);
+        crate::persist::rdb::encode::set_compression(config.param_bool("rdbcompression"));
         let repl = crate::repl::Replication::default();
         store.events().set_deletion_feed(repl.journal.clone());
         {
@@ -254,10 +255,17 @@ impl Shared {
         self.configure_monitoring(&config);
         self.apply_oom_score(&config);
         configure_eviction(&self.store, &config);
+        crate::persist::rdb::encode::set_compression(config.param_bool("rdbcompression"));
         self.clients.memory.configure(&config);
         // A lower limit (or one just turned on) evicts at once, as in Redis.
         self.clients.recount_memory();
-        self.repl.journal.stream().replica_limit = config.client_output_buffer_limit[1];
+        {
+            let mut stream = self.repl.journal.stream();
+            stream.replica_limit = config.client_output_buffer_limit[1];
+            // A smaller backlog gives back its oldest bytes at once, as Redis trims it.
+            let backlog_size = config.param_int("repl-backlog-size");
+            stream.resize_backlog(usize::try_from(backlog_size).unwrap_or(1 << 20));
+        }
         self.store
             .events()
             .set_notify_flags(config.notify_keyspace_events);

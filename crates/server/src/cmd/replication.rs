@@ -92,12 +92,11 @@ fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         } else if is(option, "ack") || is(option, "fack") {
             // ACKs arrive on the replica link, which reads them itself.
             return Ok(());
+        } else if is(option, "capa") {
+            ctx.client.repl_capa_eof |= is(value, "eof");
         } else if is(option, "rdb-filter-only") {
             ctx.client.rdb_filter = Some(rdb_filter(value)?);
-        } else if !["ip-address", "capa", "rdb-only"]
-            .iter()
-            .any(|o| is(option, o))
-        {
+        } else if !["ip-address", "rdb-only"].iter().any(|o| is(option, o)) {
             return Err(super::reply::quoting(
                 "ERR Unrecognized REPLCONF option: ",
                 option,
@@ -334,7 +333,12 @@ pub fn info_section(ctx: &Ctx<'_>, text: &mut String) {
         }
         None => text.push_str("role:master\r\n"),
     }
-    let _ = write!(text, "connected_slaves:{}\r\n", stream.replicas().len());
+    let waiting = shared.repl.disk_less.waiting();
+    let _ = write!(
+        text,
+        "connected_slaves:{}\r\n",
+        stream.replicas().len() + waiting.len()
+    );
     for (i, r) in stream.replicas().iter().enumerate() {
         let state = r.state().name();
         let lag = crate::persist::snapshot::unix_secs()
@@ -345,6 +349,14 @@ pub fn info_section(ctx: &Ctx<'_>, text: &mut String) {
             r.ip,
             r.listening_port.load(Ordering::Relaxed),
             r.ack.load(Ordering::Relaxed),
+        );
+    }
+    let attached = stream.replicas().len();
+    for (i, (ip, port)) in waiting.iter().enumerate() {
+        let _ = write!(
+            text,
+            "slave{}:ip={ip},port={port},state=wait_bgsave,offset=0,lag=0\r\n",
+            attached + i
         );
     }
     let backlog = stream.backlog();

@@ -75,6 +75,8 @@ pub struct ClientState {
     pub repl_offset: u64,
     /// The port a replica said it listens on (REPLCONF listening-port).
     pub repl_listening_port: u16,
+    /// The replica reads an image sent disk-less, `$EOF:<mark>` (REPLCONF capa eof).
+    pub repl_capa_eof: bool,
     /// REPLCONF rdb-filter-only: the sync image holds the function libraries only (or,
     /// with an empty filter, nothing), no keys; what `redis-cli --functions-rdb` asks.
     pub rdb_filter: Option<RdbFilter>,
@@ -228,6 +230,7 @@ impl ClientState {
             blocked_since: None,
             repl_offset: 0,
             repl_listening_port: 0,
+            repl_capa_eof: false,
             rdb_filter: None,
             is_master: false,
             is_replica: false,

@@ -105,11 +105,26 @@ impl Queued {
     }
 }
 
+/// Where a cut's bytes go: a file (synced to disk at the end) or a disk-less sync's
+/// pipe to the replicas ([`crate::repl::disk_less`]).
+pub trait CutOutputSink: Write + Send {
+    /// Makes what was written durable, if that means anything here.
+    fn sync(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl CutOutputSink for File {
+    fn sync(&mut self) -> std::io::Result<()> {
+        self.sync_all()
+    }
+}
+
 /// The writer thread's side: the file, the running checksum, the database of the
 /// entries last written (a run of another one needs a SELECTDB).
 struct CutOutput {
     /// Its buffer is counted in the save's gauge.
-    file: Counted<BufWriter<File>, Arc<Gauge>>,
+    file: Counted<BufWriter<Box<dyn CutOutputSink>>, Arc<Gauge>>,
     crc: crc::Digest<'static, u64>,
     db: Option<usize>,
     written: u64,
@@ -180,7 +195,7 @@ impl CutOutput {
             self.write(&crc.to_le_bytes())?;
         }
         self.file.flush()?;
-        self.file.get_ref().sync_all()?;
+        self.file.get_mut().sync()?;
         Ok(self.written)
     }
 }
@@ -189,7 +204,8 @@ impl CutFile {
     /// A cut written to `file` in `format` by a writer thread of its own, starting with
     /// `header`; the memory it holds beyond the dataset is kept in `saving`.
     fn new(
-        file: File,
+        file: Box<dyn CutOutputSink>,
+        buffer: usize,
         header: &[u8],
         format: CutFormat,
         checksum: bool,
@@ -201,8 +217,8 @@ impl CutFile {
             saving: saving.clone(),
         });
         let mut out = CutOutput {
-            file: Counted::new(saving.clone(), WRITE_BUFFER, || {
-                BufWriter::with_capacity(WRITE_BUFFER, file)
+            file: Counted::new(saving.clone(), buffer, || {
+                BufWriter::with_capacity(buffer, file)
             }),
             crc: CRC64.digest(),
             db: None,
@@ -324,11 +340,35 @@ pub fn begin_cut_as(
     header: &[u8],
     format: CutFormat,
 ) -> std::io::Result<Cut> {
-    let began = std::time::Instant::now();
     let file = File::create(&temp)?;
+    begin_cut_into(
+        shared,
+        held,
+        Box::new(file),
+        WRITE_BUFFER,
+        temp,
+        header,
+        format,
+    )
+}
+
+/// [`begin_cut_as`] into `sink` (buffered by `buffer` bytes) rather than a file; `temp`
+/// names what [`Cut::complete`] returns (and removes on failure), if anything.
+pub fn begin_cut_into(
+    shared: &Shared,
+    held: &mut dyn ShardMap,
+    sink: Box<dyn CutOutputSink>,
+    buffer: usize,
+    temp: PathBuf,
+    header: &[u8],
+    format: CutFormat,
+) -> std::io::Result<Cut> {
+    let began = std::time::Instant::now();
     let checksum = shared.config.read().param_bool("rdbchecksum");
     let saving = &shared.store.events().eviction.saving;
-    let file = Arc::new(CutFile::new(file, header, format, checksum, saving)?);
+    let file = Arc::new(CutFile::new(
+        sink, buffer, header, format, checksum, saving,
+    )?);
     for db in 0..shared.store.db_count() {
         for index in 0..shared.store.db(db).shard_count() {
             held.shard(db, index).begin_cut(file.clone());

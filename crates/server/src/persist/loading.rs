@@ -123,7 +123,13 @@ impl Loading {
         }
         let started = self.started.load(Relaxed);
         let total = self.total_bytes.load(Relaxed);
-        let loaded = self.loaded_bytes.load(Relaxed).min(total);
+        // A replica's disk-less image may come without its size (0 here).
+        let loaded = self.loaded_bytes.load(Relaxed);
+        let loaded = if total == 0 {
+            loaded
+        } else {
+            loaded.min(total)
+        };
         let perc = if total == 0 {
             0.0
         } else {
@@ -134,7 +140,7 @@ impl Loading {
         let eta = if elapsed == 0 {
             1
         } else {
-            elapsed.saturating_mul(total - loaded) / (loaded + 1)
+            elapsed.saturating_mul(total.saturating_sub(loaded)) / (loaded + 1)
         };
         let _ = write!(
             text,

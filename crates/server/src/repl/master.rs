@@ -35,13 +35,26 @@ use crate::store::Held;
 /// A connection that became a replica link, handed to the connection loop.
 #[derive(Debug)]
 pub struct ReplicaStart {
-    /// The replica as the stream knows it.
-    pub link: Arc<ReplicaLink>,
-    /// A full sync's image, still being written: it goes out before the stream.
-    pub image: Option<Cut>,
+    /// Where its sync stands.
+    pub begin: Begin,
     /// Started with PSYNC, so it acknowledges every second (a SYNC client, such as
     /// `redis-cli --replica`, never does and is not timed out).
     pub acks: bool,
+}
+
+/// Where a replica link's sync stands when its connection hands it over.
+#[derive(Debug)]
+pub enum Begin {
+    /// Attached to the stream: a continued PSYNC, or a disk-based full sync whose image
+    /// (a cut still being written) goes out before the stream.
+    Attached {
+        /// The replica as the stream knows it.
+        link: Arc<ReplicaLink>,
+        /// The disk-based image.
+        image: Option<Cut>,
+    },
+    /// Waiting for a disk-less image it shares with the replicas that ask meanwhile.
+    Waiting(super::disk_less::Waiting),
 }
 
 /// The address a replica is known by: its connection's IP and the port it listens on
@@ -93,8 +106,7 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
                 "Partial resynchronization request from {ip}:{port} accepted. Sending {behind} bytes of backlog."
             );
             ctx.client.replica_start = Some(ReplicaStart {
-                link,
-                image: None,
+                begin: Begin::Attached { link, image: None },
                 acks: true,
             });
             shared
@@ -118,6 +130,21 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
         .full
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     tracing::info!("Replica {ip}:{port} asks for synchronization");
+    if psync.is_some() && ctx.client.repl_capa_eof && ctx.client.rdb_filter.is_none() && {
+        let config = shared.config.read();
+        config.param_bool("repl-diskless-sync")
+    } {
+        tracing::info!("Full resync requested by replica {ip}:{port}");
+        if shared.config.read().param_int("repl-diskless-sync-delay") > 0 {
+            tracing::info!("Delay next BGSAVE for diskless SYNC");
+        }
+        let waiting = shared.repl.disk_less.join(ctx.client.id, ip, port);
+        ctx.client.replica_start = Some(ReplicaStart {
+            begin: Begin::Waiting(waiting),
+            acks: true,
+        });
+        return;
+    }
     // Our own master's stream is applied, then appended, a batch at a time inside the
     // gate (see `replica::Applier`): shutting the gate first means the image holds a
     // batch only if the offset counts it, so no command reaches this replica twice.
@@ -134,19 +161,8 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
         let link = stream.attach(ctx.client.id, ip, port, backlog_size, None);
         (replid, offset, link)
     };
-    let stream_db = shared
-        .repl
-        .master
-        .lock()
-        .as_ref()
-        .map_or(0, |m| m.stream_db())
-        .to_string();
-    let offset_text = offset.to_string();
-    let aux: [(&str, &[u8]); 3] = [
-        ("repl-stream-db", stream_db.as_bytes()),
-        ("repl-id", replid.as_bytes()),
-        ("repl-offset", offset_text.as_bytes()),
-    ];
+    let aux = image_aux(shared, &replid, offset);
+    let aux: Vec<(&str, &[u8])> = aux.iter().map(|(n, v)| (*n, v.as_bytes())).collect();
     // A cut into a file when the directory allows it (the replica gets it once
     // complete, the master never pauses); else the image serialised now, in memory.
     let temp = std::path::PathBuf::from(format!(
@@ -196,10 +212,25 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
         }
     };
     ctx.client.replica_start = Some(ReplicaStart {
-        link,
-        image,
+        begin: Begin::Attached { link, image },
         acks: psync.is_some(),
     });
+}
+
+/// The aux fields of a sync's image: the database the stream has selected (this
+/// server's master's, on a replica), the history's id and the image's offset.
+pub(crate) fn image_aux(shared: &Shared, replid: &str, offset: u64) -> [(&'static str, String); 3] {
+    let stream_db = shared
+        .repl
+        .master
+        .lock()
+        .as_ref()
+        .map_or(0, |m| m.stream_db());
+    [
+        ("repl-stream-db", stream_db.to_string()),
+        ("repl-id", replid.to_string()),
+        ("repl-offset", offset.to_string()),
+    ]
 }
 
 /// Completes a full sync's cut off the runtime and sends it as a bulk (`$<len>` then the
@@ -281,6 +312,14 @@ pub(crate) fn backlog_size(shared: &Shared) -> usize {
     usize::try_from(shared.config.read().param_int("repl-backlog-size")).unwrap_or(1 << 20)
 }
 
+/// A full sync's image, sent before the stream.
+enum Image {
+    /// Disk-based: a cut into a file, sent once written.
+    Cut(Cut),
+    /// Disk-less: streamed as it is cut, shared with the replicas of its group.
+    Streamed(super::disk_less::Started),
+}
+
 /// Serves a replica link until either side closes it: the stream out, ACKs in.
 pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     shared: &Shared,
@@ -288,8 +327,15 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     input: &mut BytesMut,
     start: ReplicaStart,
 ) -> std::io::Result<()> {
-    let ReplicaStart { link, image, acks } = start;
+    let ReplicaStart { begin, acks } = start;
     let journal = &shared.repl.journal;
+    let (link, image) = match begin {
+        Begin::Attached { link, image } => (link, image.map(Image::Cut)),
+        Begin::Waiting(waiting) => {
+            let started = waiting.started(shared, socket, input).await?;
+            (started.link.clone(), Some(Image::Streamed(started)))
+        }
+    };
     // However the link ends, killed (CLIENT KILL aborts this task) included, the
     // replica leaves the stream and stops counting for WAIT and min-replicas.
     let _detach = Detach {
@@ -323,17 +369,29 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
     socket: &mut S,
     input: &mut BytesMut,
     link: &ReplicaLink,
-    image: Option<Cut>,
+    image: Option<Image>,
     acks: bool,
 ) -> std::io::Result<()> {
     let mut replica_input = ReplicaInput::default();
     // What came right behind SYNC/PSYNC, before the link was served.
     replica_input.take(shared, link, input)?;
-    if let Some(cut) = image {
-        if let Err(e) = send_image(shared, socket, input, link, &mut replica_input, cut).await {
-            tracing::warn!("Full synchronization with replica failed: {e}");
-            return Err(e);
+    let sent = match image {
+        None => Ok(()),
+        Some(Image::Cut(cut)) => {
+            send_image(shared, socket, input, link, &mut replica_input, cut).await
         }
+        Some(Image::Streamed(started)) => match started.send(shared, socket, input).await {
+            // As Redis: the stream follows a disk-less image once the replica has
+            // acknowledged it, so no byte of it can be taken for the end of the image
+            // (a replica that loads the whole image first looks for its mark at the
+            // end of what it read).
+            Ok(()) => first_ack(shared, socket, input, link, &mut replica_input).await,
+            Err(e) => Err(e),
+        },
+    };
+    if let Err(e) = sent {
+        tracing::warn!("Full synchronization with replica failed: {e}");
+        return Err(e);
     }
     link.set_state(LinkState::Online);
     tracing::info!(
@@ -384,6 +442,39 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
+/// Reads what the replica sends until its first `REPLCONF ACK`, for `repl-timeout` at
+/// most.
+async fn first_ack<S: AsyncRead + AsyncWrite + Unpin>(
+    shared: &Shared,
+    socket: &mut S,
+    input: &mut BytesMut,
+    link: &ReplicaLink,
+    replica_input: &mut ReplicaInput,
+) -> std::io::Result<()> {
+    let timeout = shared.config.read().param_int("repl-timeout").max(1) as u64;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(timeout);
+    while !replica_input.acked {
+        match tokio::time::timeout_at(deadline, socket.read_buf(input)).await {
+            Ok(read) => {
+                if read? == 0 {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the replica closed the link after its image",
+                    ));
+                }
+                replica_input.take(shared, link, input)?;
+            }
+            Err(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the replica did not acknowledge its image",
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What a replica sends on its link: `REPLCONF ACK` (and `FACK`, `GETACK`), which get no
 /// reply. Anything else would get one, and a replica link carries no replies: as Redis,
 /// the master logs it (an error reply as a critical one first) and drops the link, so
@@ -395,6 +486,8 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
 #[derive(Default)]
 struct ReplicaInput {
     decoder: RequestDecoder,
+    /// A `REPLCONF ACK` came.
+    acked: bool,
 }
 
 impl ReplicaInput {
@@ -425,6 +518,7 @@ impl ReplicaInput {
                     {
                         shared.repl.journal.acked(link, offset);
                     }
+                    self.acked = true;
                     continue;
                 }
                 if is(&args[1], "getack") || is(&args[1], "fack") {

@@ -84,6 +84,7 @@
 //! promotes once its processed offset reaches it.
 
 pub mod backlog;
+pub mod disk_less;
 pub mod failover;
 pub mod journal;
 pub mod master;
@@ -113,6 +114,8 @@ pub struct Replication {
     pub syncs: SyncStats,
     /// A FAILOVER under way.
     pub failover: Mutex<Option<failover::Failover>>,
+    /// Replicas waiting for a disk-less sync's image.
+    pub disk_less: disk_less::DiskLessSyncs,
     /// The database the master's stream had selected, from the dump a configured
     /// replica loaded at start: its link continues from there.
     pub resumed_stream_db: Mutex<Option<usize>>,

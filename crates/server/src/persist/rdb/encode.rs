@@ -15,6 +15,8 @@
 
 use super::listpack::Writer;
 use super::types::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use super::{intset, lzf};
 use crate::store::{canonical_int, Value, ZSet};
 
@@ -163,6 +165,16 @@ pub fn len(out: &mut Vec<u8>, n: u64) {
     }
 }
 
+/// `rdbcompression`: strings longer than 20 bytes are LZF-compressed when it pays.
+/// One setting for the process, as Redis's is for the server: every image and DUMP
+/// payload written reads it.
+static COMPRESSION: AtomicBool = AtomicBool::new(true);
+
+/// Sets `rdbcompression` (CONFIG SET, the configuration at start).
+pub fn set_compression(on: bool) {
+    COMPRESSION.store(on, Ordering::Relaxed);
+}
+
 /// A string as `rdbSaveRawString` writes it: integer-encoded, LZF-compressed or raw.
 pub fn string(out: &mut Vec<u8>, s: &[u8]) {
     if s.len() <= 11 {
@@ -184,7 +196,7 @@ pub fn string(out: &mut Vec<u8>, s: &[u8]) {
             }
         }
     }
-    if s.len() > 20 {
+    if s.len() > 20 && COMPRESSION.load(Ordering::Relaxed) {
         if let Some(compressed) = lzf::compress(s, s.len() - 4) {
             out.push(0xC3);
             len(out, compressed.len() as u64);
