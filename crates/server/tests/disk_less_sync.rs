@@ -1,0 +1,198 @@
+//! A master's disk-less full syncs (`repl-diskless-sync yes`, Redis 7.0's default),
+//! redline-server and redis-server 7.0 side by side as the master:
+//!
+//! - replicas that ask within `repl-diskless-sync-delay` share one image (one fork, or
+//!   one cut here), are listed as `wait_bgsave` meanwhile, and start as soon as
+//!   `repl-diskless-sync-max-replicas` of them wait;
+//! - a replica that stops reading its image is dropped after `repl-timeout`, with
+//!   Redis's log line, and the image still reaches the other one.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::Conn;
+use redline_resp::Frame;
+use redline_testkit::{RedisServer, RedlineServer};
+
+fn conn(port: u16) -> Conn {
+    Conn::connect(([127, 0, 0, 1], port).into())
+}
+
+fn ok(c: &mut Conn, args: &[&str]) {
+    let reply = c.cmd(args);
+    assert!(
+        matches!(&reply, Frame::Simple(s) if s.as_ref() == b"OK"),
+        "{args:?}: {reply:?}"
+    );
+}
+
+fn info(port: u16) -> String {
+    match conn(port).cmd(&["INFO"]) {
+        Frame::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+        other => panic!("INFO: {other:?}"),
+    }
+}
+
+fn field(port: u16, name: &str) -> String {
+    info(port)
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+fn wait_until(what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A master of either kind: its port and a way to read its log.
+struct Master {
+    port: u16,
+    log: Box<dyn Fn() -> String>,
+    _server: Box<dyn std::any::Any>,
+}
+
+const MASTER_ARGS: [&str; 6] = [
+    "--enable-debug-command",
+    "yes",
+    "--repl-diskless-sync",
+    "yes",
+    "--rdbcompression",
+    "no",
+];
+
+fn ours() -> Master {
+    let server = RedlineServer::builder()
+        .args(MASTER_ARGS)
+        .args(["--save", ""])
+        .start()
+        .unwrap();
+    let port = server.port();
+    let server = std::rc::Rc::new(server);
+    let logs = server.clone();
+    Master {
+        port,
+        log: Box::new(move || logs.log_tail()),
+        _server: Box::new(server),
+    }
+}
+
+fn theirs() -> Master {
+    let server = RedisServer::builder().args(MASTER_ARGS).start().unwrap();
+    let port = server.port();
+    let server = std::rc::Rc::new(server);
+    let logs = server.clone();
+    Master {
+        port,
+        log: Box::new(move || logs.log_tail()),
+        _server: Box::new(server),
+    }
+}
+
+fn replica() -> RedisServer {
+    RedisServer::builder().start().unwrap()
+}
+
+#[test]
+fn replicas_asking_within_the_delay_share_one_image_like_redis() {
+    for master in [ours(), theirs()] {
+        let mut m = conn(master.port);
+        ok(&mut m, &["DEBUG", "POPULATE", "1000", "key", "100"]);
+        ok(&mut m, &["CONFIG", "SET", "repl-diskless-sync-delay", "2"]);
+        ok(
+            &mut m,
+            &["CONFIG", "SET", "repl-diskless-sync-max-replicas", "0"],
+        );
+        let forks = field(master.port, "total_forks").parse::<u64>().unwrap();
+        let (a, b) = (replica(), replica());
+        for r in [&a, &b] {
+            ok(
+                &mut conn(r.port()),
+                &["REPLICAOF", "127.0.0.1", &master.port.to_string()],
+            );
+        }
+        // Both wait for the delay, listed as waiting for the image.
+        wait_until("two replicas waiting", || {
+            let info = info(master.port);
+            info.contains("connected_slaves:2") && info.matches("state=wait_bgsave").count() == 2
+        });
+        for r in [&a, &b] {
+            wait_until("the sync", || field(r.port(), "master_link_status") == "up");
+            assert_eq!(conn(r.port()).cmd(&["DBSIZE"]), Frame::Integer(1000));
+        }
+        let forks_now = field(master.port, "total_forks").parse::<u64>().unwrap();
+        assert_eq!(forks_now, forks + 1, "one image for both replicas");
+        assert!(
+            (master.log)()
+                .contains("Diskless rdb transfer, done reading from pipe, 2 replicas still up"),
+            "{}",
+            (master.log)()
+        );
+
+        // With max-replicas reached, the image starts without waiting for the delay.
+        ok(&mut m, &["CONFIG", "SET", "repl-diskless-sync-delay", "60"]);
+        ok(
+            &mut m,
+            &["CONFIG", "SET", "repl-diskless-sync-max-replicas", "1"],
+        );
+        let c = replica();
+        let started = Instant::now();
+        ok(
+            &mut conn(c.port()),
+            &["REPLICAOF", "127.0.0.1", &master.port.to_string()],
+        );
+        wait_until("the third sync", || {
+            field(c.port(), "master_link_status") == "up"
+        });
+        assert!(started.elapsed() < Duration::from_secs(30));
+    }
+}
+
+/// A replica that asks for a disk-less sync and then reads nothing (PSYNC once the
+/// REPLCONF reply is read: Redis refuses a PSYNC with replies pending).
+fn silent_replica(master: u16) -> TcpStream {
+    let mut socket = TcpStream::connect(("127.0.0.1", master)).unwrap();
+    socket
+        .write_all(b"*3\r\n$8\r\nREPLCONF\r\n$4\r\ncapa\r\n$3\r\neof\r\n")
+        .unwrap();
+    let mut ok = [0u8; 5];
+    socket.read_exact(&mut ok).unwrap();
+    assert_eq!(&ok, b"+OK\r\n");
+    socket
+        .write_all(b"*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n")
+        .unwrap();
+    socket
+}
+
+#[test]
+fn a_replica_that_stops_reading_its_image_is_dropped_after_repl_timeout_like_redis() {
+    for master in [ours(), theirs()] {
+        let mut m = conn(master.port);
+        // 40 MB of image: more than the sockets' buffers hold.
+        ok(&mut m, &["DEBUG", "POPULATE", "4000", "key", "10000"]);
+        ok(&mut m, &["CONFIG", "SET", "repl-diskless-sync-delay", "1"]);
+        ok(&mut m, &["CONFIG", "SET", "repl-timeout", "2"]);
+        let _silent = silent_replica(master.port);
+        let reader = replica();
+        ok(
+            &mut conn(reader.port()),
+            &["REPLICAOF", "127.0.0.1", &master.port.to_string()],
+        );
+        wait_until("the timeout", || {
+            (master.log)().contains("Disconnecting timedout replica (full sync)")
+        });
+        wait_until("the other replica's sync", || {
+            field(reader.port(), "master_link_status") == "up"
+        });
+        assert_eq!(conn(reader.port()).cmd(&["DBSIZE"]), Frame::Integer(4000));
+    }
+}
