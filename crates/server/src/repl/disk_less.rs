@@ -6,7 +6,7 @@
 //! `+FULLRESYNC <id> <offset>` and `$EOF:<40-byte mark>`, and the cut's bytes go to all
 //! of them as they are written, then the mark, then the stream.
 //!
-//! The cut writes into a pipe ([`Pipe`]) that one relay task reads and hands to every
+//! The cut writes into a pipe (`Pipe`) that one relay task reads and hands to every
 //! replica's link, so the slowest replica paces the image and nothing waits in a file.
 //! A replica that stops reading for `repl-timeout` is dropped ("Disconnecting timedout
 //! replica (full sync)"); when the last one goes the cut stops, as Redis kills its
@@ -98,6 +98,10 @@ impl DiskLessSyncs {
     /// Replica `id` (at `ip`, listening on `port`) waits for the next image.
     pub fn join(&self, id: u64, ip: std::net::IpAddr, port: u16) -> Waiting {
         let mut next = self.next.lock();
+        // A group whose replicas all left is no group: the wait counts from this one.
+        if next.as_ref().is_some_and(|g| g.members.lock().is_empty()) {
+            *next = None;
+        }
         let group = next
             .get_or_insert_with(|| {
                 Arc::new(Group {

@@ -7,7 +7,11 @@
 //! replica receives every byte of the stream after it. Clients keep writing while the
 //! cut is written; once complete it goes out as a bulk (`$<len>` then the bytes, as
 //! Redis's disk-based sync), followed by the stream buffered meanwhile. Should the file
-//! not be creatable, the image is serialised in memory under the locks instead. PSYNC
+//! not be creatable, the image is serialised in memory under the locks instead. That is
+//! the disk-based sync (`repl-diskless-sync no`, SYNC, filtered images); with
+//! `repl-diskless-sync yes` (the default) a replica that announced `capa eof` waits for
+//! an image shared with the others that ask meanwhile, streamed as it is cut
+//! ([`super::disk_less`]). PSYNC
 //! with this server's id (or the previous one, after a promotion) and an offset still in
 //! the backlog continues without an image.
 //!

@@ -7,7 +7,10 @@
 //! - [`master`]: SYNC and PSYNC: a full sync ships an RDB image taken while every shard
 //!   is held, then the stream from the offset it was taken at; PSYNC continues from the
 //!   backlog after a short disconnect. REPLCONF ACKs feed WAIT and INFO.
-//! - [`replica`]: REPLICAOF: the handshake, loading the master's image, applying its
+//! - [`disk_less`]: the default full sync: replicas that ask meanwhile share one image,
+//!   streamed to all of them as it is cut.
+//! - [`replica`]: REPLICAOF: the handshake, loading the master's image (whole, or as it
+//!   arrives with `repl-diskless-load`), applying its
 //!   stream with a client that may write to a read-only replica, ACKs, reconnecting with
 //!   PSYNC, and proxying the stream byte for byte to this server's own replicas.
 //!

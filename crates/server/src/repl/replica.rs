@@ -4,7 +4,9 @@
 //! `masteruser`/`masterauth`, REPLCONF listening-port and capa eof psync2, PSYNC with the
 //! id and offset this server already has, or `? -1`). On FULLRESYNC it reads the image
 //! (a `$<len>` bulk or a disk-less `$EOF:<mark>` stream), then empties the dataset and
-//! loads it while every shard is held, and takes the master's id and offset. On CONTINUE
+//! loads it while every shard is held, and takes the master's id and offset; with
+//! `repl-diskless-load swapdb` (or `on-empty-db` and no keys) it loads the image as it
+//! arrives into a dataset beside the keyspace and swaps it in (`load_streamed`). On CONTINUE
 //! it goes on from where it was. It then applies the stream through a client flagged as
 //! the master (the one writer a read-only replica accepts; its replies go nowhere),
 //! appends the same bytes to this server's own stream (so this server's replicas and
@@ -628,7 +630,8 @@ async fn load_streamed(
     let (mut feed_at, mut kept, mut paused) = (0, 0, false);
     loop {
         let take = image_left.map_or(input.len(), |left| left.min(input.len()));
-        job.pending.extend_from_slice(&input.split_to(take));
+        // Without a copy when nothing is kept (the usual case between items).
+        job.pending.unsplit(input.split_to(take));
         if let Some(left) = &mut image_left {
             *left -= take;
         }
