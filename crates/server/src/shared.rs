@@ -140,7 +140,7 @@ impl Shared {
         {
             let mut stream = repl.journal.stream();
             stream.replica_buffers = store.events().eviction.replica_buffers.clone();
-            stream.replica_limit = config.client_output_buffer_limit[1];
+            stream.replica_limit = replica_output_limit(&config);
         }
         let clients = Clients::default();
         clients.memory.configure(&config);
@@ -261,7 +261,7 @@ impl Shared {
         self.clients.recount_memory();
         {
             let mut stream = self.repl.journal.stream();
-            stream.replica_limit = config.client_output_buffer_limit[1];
+            stream.replica_limit = replica_output_limit(&config);
             // A smaller backlog gives back its oldest bytes at once, as Redis trims it.
             let backlog_size = config.param_int("repl-backlog-size");
             stream.resize_backlog(usize::try_from(backlog_size).unwrap_or(1 << 20));
@@ -283,6 +283,19 @@ impl Shared {
 }
 
 /// Hands `maxmemory` and its policy settings to the store.
+/// The replica class's output limit as Redis applies it: a hard limit below
+/// `repl-backlog-size` counts as that size (a replica continuing with PSYNC would
+/// otherwise be dropped as soon as it is sent what it missed). The backlog's memory is
+/// shared, so this costs nothing.
+fn replica_output_limit(config: &Config) -> crate::config::OutputBufferLimit {
+    let mut limit = config.client_output_buffer_limit[1];
+    let backlog = u64::try_from(config.param_int("repl-backlog-size")).unwrap_or(0);
+    if limit.hard != 0 && limit.hard < backlog {
+        limit.hard = backlog;
+    }
+    limit
+}
+
 fn configure_eviction(store: &Store, config: &Config) {
     let int = |name: &str| u32::try_from(config.param_int(name).max(0)).unwrap_or(u32::MAX);
     store.events().eviction.configure(

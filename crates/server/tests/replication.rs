@@ -1610,6 +1610,44 @@ fn replicas_share_one_buffer_like_redis() {
     on_ours_then_theirs(replicas_share_one_buffer);
 }
 
+/// A replica output limit below `repl-backlog-size` counts as that size, as in Redis:
+/// a replica continuing with PSYNC is sent what it missed (20 MB here, against a 512 KB
+/// hard limit) and stays.
+fn a_replica_continues_past_a_limit_below_the_backlog(master: u16) {
+    let mut m = conn(master);
+    config_set(
+        &mut m,
+        &[
+            ("repl-backlog-size", "100mb"),
+            ("client-output-buffer-limit", "replica 512k 0 0"),
+        ],
+    );
+    let replica = redis(&[]);
+    assert_eq!(
+        conn(replica.port()).cmd(&["REPLICAOF", "127.0.0.1", &master.to_string()]),
+        Frame::Simple("OK".into())
+    );
+    wait_link_up(replica.port());
+    let (full, partial) = (stat(master, "sync_full"), stat(master, "sync_partial_ok"));
+    let big = "A".repeat(10 << 20);
+    m.cmd(&["MULTI"]);
+    m.cmd(&["CLIENT", "KILL", "TYPE", "replica"]);
+    m.cmd(&["SET", "key", &big]);
+    m.cmd(&["SET", "key", &big]);
+    assert!(matches!(m.cmd(&["EXEC"]), Frame::Array(_)));
+    wait_until("a partial resynchronization", || {
+        stat(master, "sync_partial_ok") == partial + 1
+    });
+    wait_caught_up(master, replica.port());
+    assert_eq!(stat(master, "sync_full"), full);
+    assert_eq!(stat(master, "sync_partial_ok"), partial + 1);
+}
+
+#[test]
+fn a_replica_output_limit_below_the_backlog_counts_as_the_backlog_like_redis() {
+    on_ours_then_theirs(a_replica_continues_past_a_limit_below_the_backlog);
+}
+
 /// Hands the master's role from `from` to `to` with FAILOVER and waits until done.
 fn fail_over(from: u16, to: u16) {
     assert_eq!(
