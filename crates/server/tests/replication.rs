@@ -1643,6 +1643,66 @@ fn a_replica_continues_past_a_limit_below_the_backlog(master: u16) {
     assert_eq!(stat(master, "sync_partial_ok"), partial + 1);
 }
 
+/// A port nothing listens on (bound, then closed).
+fn dead_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// A redline replica pointed elsewhere for a while, then back at `master`, continues
+/// with PSYNC in the database the master's stream had selected (the continued bytes
+/// name none): Redis's cached master keeps its database across REPLICAOF. Meanwhile,
+/// with no master link, it refuses SYNC and PSYNC as Redis does.
+fn a_replica_back_from_elsewhere_continues_in_its_database(master: u16) {
+    let replica = redline(&[]);
+    let mut m = conn(master);
+    m.cmd(&["SELECT", "9"]);
+    m.cmd(&["SET", "a", "1"]);
+    let mut r = conn(replica.port());
+    r.cmd(&["REPLICAOF", "127.0.0.1", &master.to_string()]);
+    wait_caught_up(master, replica.port());
+    // The stream's SELECT after the full sync goes with this write: what follows
+    // names no database.
+    m.cmd(&["SET", "a2", "1"]);
+    wait_caught_up(master, replica.port());
+    let partial = stat(master, "sync_partial_ok");
+    r.cmd(&["REPLICAOF", "127.0.0.1", &dead_port().to_string()]);
+    let refused = text(&conn(replica.port()).cmd(&["PSYNC", "?", "-1"]));
+    assert_eq!(
+        refused,
+        "NOMASTERLINK Can't SYNC while not connected with my master"
+    );
+    m.cmd(&["SET", "b", "2"]);
+    r.cmd(&["REPLICAOF", "127.0.0.1", &master.to_string()]);
+    wait_caught_up(master, replica.port());
+    assert_eq!(stat(master, "sync_partial_ok"), partial + 1);
+    r.cmd(&["SELECT", "9"]);
+    assert_eq!(text(&r.cmd(&["GET", "b"])), "2");
+    r.cmd(&["SELECT", "0"]);
+    assert_eq!(r.cmd(&["DBSIZE"]), Frame::Integer(0));
+}
+
+#[test]
+fn a_replica_back_from_elsewhere_continues_in_its_database_like_redis() {
+    on_ours_then_theirs(a_replica_back_from_elsewhere_continues_in_its_database);
+}
+
+#[test]
+fn a_replica_without_its_master_refuses_sync_like_redis() {
+    let dead = dead_port().to_string();
+    let ours = redline(&["--replicaof", "127.0.0.1", &dead]);
+    let theirs = redis(&["--replicaof", "127.0.0.1", &dead]);
+    for port in [ours.port(), theirs.port()] {
+        for command in [&["SYNC"][..], &["PSYNC", "?", "-1"]] {
+            assert_eq!(
+                text(&conn(port).cmd(command)),
+                "NOMASTERLINK Can't SYNC while not connected with my master",
+                "{command:?} on {port}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_replica_output_limit_below_the_backlog_counts_as_the_backlog_like_redis() {
     on_ours_then_theirs(a_replica_continues_past_a_limit_below_the_backlog);

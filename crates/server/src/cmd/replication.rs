@@ -34,8 +34,27 @@ fn refuse_nested(ctx: &Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
+/// A replica not connected to its master has no history to give (a replica of it
+/// would take this server's own id and drop its master's): Redis refuses.
+fn refuse_unlinked(ctx: &Ctx<'_>) -> CmdResult {
+    let linked = ctx
+        .shared
+        .repl
+        .master
+        .lock()
+        .as_ref()
+        .is_none_or(|m| m.status.is_up());
+    if !linked {
+        return Err(CmdError::Static(
+            "NOMASTERLINK Can't SYNC while not connected with my master",
+        ));
+    }
+    Ok(())
+}
+
 fn sync(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     refuse_nested(ctx)?;
+    refuse_unlinked(ctx)?;
     master::start(ctx, None);
     Ok(())
 }
@@ -57,6 +76,7 @@ fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ctx.client.peer
         );
     }
+    refuse_unlinked(ctx)?;
     if let Err(e) = super::args::int(&args[2]) {
         let (ip, port) = master::replica_address(ctx);
         tracing::info!("Replica {ip}:{port} asks for synchronization");
@@ -205,7 +225,16 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::Static("ERR replication needs a running server"));
     };
     super::blocking::unblock_all_for_replica(shared);
-    *master = Some(crate::repl::follow(this, host.clone(), port));
+    // A replica moving to another master keeps the database its stream had selected, as
+    // Redis's cached master does: a PSYNC continuing there goes on in that database.
+    let stream_db = master
+        .as_ref()
+        .map(crate::repl::replica::MasterLink::stream_db);
+    let link = crate::repl::follow(this, host.clone(), port);
+    if let Some(db) = stream_db {
+        link.status.stream_db.store(db, Ordering::Relaxed);
+    }
+    *master = Some(link);
     drop(master);
     shared.config.write().set_replicaof(Some((&host, port)));
     shared.apply_oom_score(&shared.config.read());
