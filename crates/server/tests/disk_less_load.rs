@@ -14,32 +14,9 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
-use common::Conn;
+use common::{conn, text, wait_until, Conn};
 use redline_resp::Frame;
 use redline_testkit::{RedisServer, RedlineServer};
-
-fn conn(port: u16) -> Conn {
-    Conn::connect(([127, 0, 0, 1], port).into())
-}
-
-fn text(frame: &Frame) -> String {
-    match frame {
-        Frame::Bulk(b) | Frame::Simple(b) | Frame::Error(b) => String::from_utf8_lossy(b).into(),
-        Frame::Integer(n) => n.to_string(),
-        Frame::NullBulk => String::new(),
-        other => format!("{other:?}"),
-    }
-}
-
-fn ok(c: &mut Conn, args: &[&str]) {
-    let reply = c.cmd(args);
-    assert!(
-        matches!(&reply, Frame::Simple(s) if s.as_ref() == b"OK"),
-        "{args:?}: {reply:?}"
-    );
-}
 
 fn info_field(port: u16, name: &str) -> String {
     let info = text(&conn(port).cmd(&["INFO"]));
@@ -48,14 +25,6 @@ fn info_field(port: u16, name: &str) -> String {
         .unwrap_or_default()
         .trim()
         .to_string()
-}
-
-fn wait_until(what: &str, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A redis-server master with 1,000 keys of 100 KB, sending its image disk-less. A
@@ -75,7 +44,7 @@ fn master() -> RedisServer {
         .start()
         .unwrap();
     let mut m = conn(master.port());
-    ok(&mut m, &["DEBUG", "POPULATE", "1000", "master", "100000"]);
+    m.ok(&["DEBUG", "POPULATE", "1000", "master", "100000"]);
     master
 }
 
@@ -103,14 +72,14 @@ fn on_both_replicas(scenario: impl Fn(u16, u16)) {
 
 /// Slows the master's next images down to 10 ms a key (10 s for the 1,000 keys).
 fn slow_images(m: &mut Conn) {
-    ok(m, &["CONFIG", "SET", "rdb-key-save-delay", "10000"]);
+    m.ok(&["CONFIG", "SET", "rdb-key-save-delay", "10000"]);
 }
 
 /// Drops the replica's link while its load runs (the next sync waits 5 s), then
 /// lets the sync after it run at full speed.
 fn drop_the_sync(m: &mut Conn, replica: u16, flag: &str) {
-    ok(m, &["CONFIG", "SET", "repl-diskless-sync-delay", "5"]);
-    ok(m, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    m.ok(&["CONFIG", "SET", "repl-diskless-sync-delay", "5"]);
+    m.ok(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
     m.cmd(&["CLIENT", "KILL", "TYPE", "replica"]);
     wait_until("the load to stop", || info_field(replica, flag) == "0");
 }
@@ -119,10 +88,10 @@ fn drop_the_sync(m: &mut Conn, replica: u16, flag: &str) {
 fn an_image_of_another_history_loads_beside_the_data_like_redis() {
     on_both_replicas(|master, replica| {
         let (mut m, mut r) = (conn(master), conn(replica));
-        ok(&mut r, &["DEBUG", "POPULATE", "200", "slave", "10"]);
-        ok(&mut r, &["SET", "mykey", "myvalue"]);
+        r.ok(&["DEBUG", "POPULATE", "200", "slave", "10"]);
+        r.ok(&["SET", "mykey", "myvalue"]);
         slow_images(&mut m);
-        ok(&mut r, &["REPLICAOF", "127.0.0.1", &master.to_string()]);
+        r.ok(&["REPLICAOF", "127.0.0.1", &master.to_string()]);
         wait_until("the replica to load", || {
             info_field(replica, "loading") == "1"
         });
@@ -134,7 +103,7 @@ fn an_image_of_another_history_loads_beside_the_data_like_redis() {
         assert_eq!(text(&r.cmd(&["GET", "mykey"])), "myvalue");
         assert_eq!(r.cmd(&["DBSIZE"]), Frame::Integer(201));
 
-        ok(&mut m, &["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
+        m.ok(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
         wait_until("the sync", || {
             info_field(replica, "master_link_status") == "up"
         });
@@ -147,13 +116,13 @@ fn an_image_of_another_history_loads_beside_the_data_like_redis() {
 fn a_newer_image_of_the_same_history_loads_while_the_old_data_is_served_like_redis() {
     on_both_replicas(|master, replica| {
         let (mut m, mut r) = (conn(master), conn(replica));
-        ok(&mut r, &["CONFIG", "SET", "replica-read-only", "no"]);
-        ok(&mut r, &["REPLICAOF", "127.0.0.1", &master.to_string()]);
+        r.ok(&["CONFIG", "SET", "replica-read-only", "no"]);
+        r.ok(&["REPLICAOF", "127.0.0.1", &master.to_string()]);
         wait_until("the first sync", || {
             info_field(replica, "master_link_status") == "up"
         });
-        ok(&mut r, &["DEBUG", "POPULATE", "100", "slave", "10"]);
-        ok(&mut r, &["SET", "mykey", "myvalue"]);
+        r.ok(&["DEBUG", "POPULATE", "100", "slave", "10"]);
+        r.ok(&["SET", "mykey", "myvalue"]);
         let library = |version: &str| {
             format!("#!lua name=test\nredis.register_function('test', function() return '{version}' end)")
         };
@@ -166,7 +135,7 @@ fn a_newer_image_of_the_same_history_loads_while_the_old_data_is_served_like_red
             "test"
         );
         // Out of the backlog: the replica's PSYNC gets a full sync of the same history.
-        ok(&mut m, &["MULTI"]);
+        m.ok(&["MULTI"]);
         m.cmd(&["CLIENT", "KILL", "TYPE", "replica"]);
         m.cmd(&["CONFIG", "SET", "repl-backlog-size", "16384"]);
         let big = "A".repeat(16384);
@@ -196,7 +165,7 @@ fn a_newer_image_of_the_same_history_loads_while_the_old_data_is_served_like_red
         assert_eq!(text(&r.cmd(&["FCALL", "test", "0"])), "hello1");
         assert_eq!(r.cmd(&["DBSIZE"]), Frame::Integer(1101));
 
-        ok(&mut m, &["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
+        m.ok(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
         wait_until("the sync", || {
             info_field(replica, "master_link_status") == "up"
         });

@@ -14,21 +14,9 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::Conn;
+use common::{conn, wait_until};
 use redline_resp::Frame;
 use redline_testkit::{RedisServer, RedlineServer};
-
-fn conn(port: u16) -> Conn {
-    Conn::connect(([127, 0, 0, 1], port).into())
-}
-
-fn ok(c: &mut Conn, args: &[&str]) {
-    let reply = c.cmd(args);
-    assert!(
-        matches!(&reply, Frame::Simple(s) if s.as_ref() == b"OK"),
-        "{args:?}: {reply:?}"
-    );
-}
 
 fn info(port: u16) -> String {
     match conn(port).cmd(&["INFO"]) {
@@ -44,14 +32,6 @@ fn field(port: u16, name: &str) -> String {
         .unwrap_or_default()
         .trim()
         .to_string()
-}
-
-fn wait_until(what: &str, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A master of either kind: its port and a way to read its log.
@@ -70,32 +50,29 @@ const MASTER_ARGS: [&str; 6] = [
     "no",
 ];
 
+/// A master from a started server, its port and its log reader.
+fn master<S: 'static>(server: S, port: impl Fn(&S) -> u16, log: fn(&S) -> String) -> Master {
+    let server = std::rc::Rc::new(server);
+    let logs = server.clone();
+    Master {
+        port: port(&server),
+        log: Box::new(move || log(&logs)),
+        _server: Box::new(server),
+    }
+}
+
 fn ours() -> Master {
     let server = RedlineServer::builder()
         .args(MASTER_ARGS)
         .args(["--save", ""])
         .start()
         .unwrap();
-    let port = server.port();
-    let server = std::rc::Rc::new(server);
-    let logs = server.clone();
-    Master {
-        port,
-        log: Box::new(move || logs.log_tail()),
-        _server: Box::new(server),
-    }
+    master(server, RedlineServer::port, RedlineServer::log_tail)
 }
 
 fn theirs() -> Master {
     let server = RedisServer::builder().args(MASTER_ARGS).start().unwrap();
-    let port = server.port();
-    let server = std::rc::Rc::new(server);
-    let logs = server.clone();
-    Master {
-        port,
-        log: Box::new(move || logs.log_tail()),
-        _server: Box::new(server),
-    }
+    master(server, RedisServer::port, RedisServer::log_tail)
 }
 
 fn replica() -> RedisServer {
@@ -106,19 +83,13 @@ fn replica() -> RedisServer {
 fn replicas_asking_within_the_delay_share_one_image_like_redis() {
     for master in [ours(), theirs()] {
         let mut m = conn(master.port);
-        ok(&mut m, &["DEBUG", "POPULATE", "1000", "key", "100"]);
-        ok(&mut m, &["CONFIG", "SET", "repl-diskless-sync-delay", "2"]);
-        ok(
-            &mut m,
-            &["CONFIG", "SET", "repl-diskless-sync-max-replicas", "0"],
-        );
+        m.ok(&["DEBUG", "POPULATE", "1000", "key", "100"]);
+        m.ok(&["CONFIG", "SET", "repl-diskless-sync-delay", "2"]);
+        m.ok(&["CONFIG", "SET", "repl-diskless-sync-max-replicas", "0"]);
         let forks = field(master.port, "total_forks").parse::<u64>().unwrap();
         let (a, b) = (replica(), replica());
         for r in [&a, &b] {
-            ok(
-                &mut conn(r.port()),
-                &["REPLICAOF", "127.0.0.1", &master.port.to_string()],
-            );
+            conn(r.port()).ok(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
         }
         // Both wait for the delay, listed as waiting for the image.
         wait_until("two replicas waiting", || {
@@ -139,17 +110,11 @@ fn replicas_asking_within_the_delay_share_one_image_like_redis() {
         );
 
         // With max-replicas reached, the image starts without waiting for the delay.
-        ok(&mut m, &["CONFIG", "SET", "repl-diskless-sync-delay", "60"]);
-        ok(
-            &mut m,
-            &["CONFIG", "SET", "repl-diskless-sync-max-replicas", "1"],
-        );
+        m.ok(&["CONFIG", "SET", "repl-diskless-sync-delay", "60"]);
+        m.ok(&["CONFIG", "SET", "repl-diskless-sync-max-replicas", "1"]);
         let c = replica();
         let started = Instant::now();
-        ok(
-            &mut conn(c.port()),
-            &["REPLICAOF", "127.0.0.1", &master.port.to_string()],
-        );
+        conn(c.port()).ok(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
         wait_until("the third sync", || {
             field(c.port(), "master_link_status") == "up"
         });
@@ -178,15 +143,12 @@ fn a_replica_that_stops_reading_its_image_is_dropped_after_repl_timeout_like_red
     for master in [ours(), theirs()] {
         let mut m = conn(master.port);
         // 40 MB of image: more than the sockets' buffers hold.
-        ok(&mut m, &["DEBUG", "POPULATE", "4000", "key", "10000"]);
-        ok(&mut m, &["CONFIG", "SET", "repl-diskless-sync-delay", "1"]);
-        ok(&mut m, &["CONFIG", "SET", "repl-timeout", "2"]);
+        m.ok(&["DEBUG", "POPULATE", "4000", "key", "10000"]);
+        m.ok(&["CONFIG", "SET", "repl-diskless-sync-delay", "1"]);
+        m.ok(&["CONFIG", "SET", "repl-timeout", "2"]);
         let _silent = silent_replica(master.port);
         let reader = replica();
-        ok(
-            &mut conn(reader.port()),
-            &["REPLICAOF", "127.0.0.1", &master.port.to_string()],
-        );
+        conn(reader.port()).ok(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
         wait_until("the timeout", || {
             (master.log)().contains("Disconnecting timedout replica (full sync)")
         });

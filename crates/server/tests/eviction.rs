@@ -10,7 +10,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::Conn;
+use common::{conn, text, Conn};
 use redline_resp::Frame;
 use redline_testkit::{RedisServer, RedlineServer};
 
@@ -37,18 +37,6 @@ fn plain(args: &[&str]) -> RedlineServer {
         .args(args.iter().copied())
         .start()
         .unwrap()
-}
-
-fn conn(port: u16) -> Conn {
-    Conn::connect(([127, 0, 0, 1], port).into())
-}
-
-fn text(frame: &Frame) -> String {
-    match frame {
-        Frame::Bulk(b) | Frame::Simple(b) | Frame::Error(b) => String::from_utf8_lossy(b).into(),
-        Frame::Integer(n) => n.to_string(),
-        other => format!("{other:?}"),
-    }
 }
 
 fn info(c: &mut Conn, field: &str) -> u64 {

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use common::Conn;
+use common::{conn, text, wait_until, Conn};
 use redline_resp::Frame;
 use redline_testkit::{RedisServer, RedlineServer};
 
@@ -58,19 +58,6 @@ fn config_set(c: &mut Conn, settings: &[(&str, &str)]) {
             c.cmd(&["CONFIG", "SET", name, value]),
             Frame::Simple("OK".into())
         );
-    }
-}
-
-fn conn(port: u16) -> Conn {
-    Conn::connect(([127, 0, 0, 1], port).into())
-}
-
-fn text(frame: &Frame) -> String {
-    match frame {
-        Frame::Bulk(b) | Frame::Simple(b) | Frame::Error(b) => String::from_utf8_lossy(b).into(),
-        Frame::Integer(n) => n.to_string(),
-        Frame::Array(items) => items.iter().map(text).collect::<Vec<_>>().join(" "),
-        other => format!("{other:?}"),
     }
 }
 
@@ -482,15 +469,6 @@ fn stat(port: u16, name: &str) -> u64 {
     value
         .parse()
         .unwrap_or_else(|_| panic!("INFO stats {name}: {value:?}"))
-}
-
-/// Polls `check` until it holds.
-fn wait_until(what: &str, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Waits up to 30 s for the server's process to exit.

@@ -197,18 +197,16 @@ fn flushall_stops_a_slow_bgsave() {
 
 /// A redline-server master of 10 keys that saves one per `key_delay_us`, and a
 /// redline-server replica that has just asked it for a full sync.
-fn slow_full_sync(key_delay_us: u64) -> (RedlineServer, RedlineServer) {
+fn slow_full_sync(key_delay_us: u64, disk_less: &str) -> (RedlineServer, RedlineServer) {
     let master = RedlineServer::builder().args(DEBUG).start().unwrap();
     set_keys(&master, 10);
-    ok(
-        &master,
-        &[
-            "CONFIG",
-            "SET",
-            "rdb-key-save-delay",
-            &key_delay_us.to_string(),
-        ],
-    );
+    for (name, value) in [
+        ("rdb-key-save-delay", key_delay_us.to_string()),
+        ("repl-diskless-sync", disk_less.to_string()),
+        ("repl-diskless-sync-delay", "0".to_string()),
+    ] {
+        ok(&master, &["CONFIG", "SET", name, &value]);
+    }
     let replica = RedlineServer::start().unwrap();
     ok(
         &replica,
@@ -218,27 +216,30 @@ fn slow_full_sync(key_delay_us: u64) -> (RedlineServer, RedlineServer) {
 }
 
 /// A full sync's image is being written (`rdb_bgsave_in_progress:1`, the replica
-/// `wait_bgsave`, as on redis-server) until the replica leaves: then the work stops and
-/// the sync's own file (`temp-sync-*`) goes. redline-server only: redis-server's
-/// diskless sync notices the replica gone only when its child next writes, which with
-/// this delay is seconds later.
+/// `wait_bgsave`, as on redis-server) until the replica leaves: then the work stops,
+/// disk-based (the sync's own file, `temp-sync-*`, goes) and disk-less alike.
+/// redline-server only: redis-server's disk-less sync notices the replica gone only
+/// when its child next writes, which with this delay is seconds later.
 #[test]
 fn a_replica_leaving_stops_the_work_on_its_full_sync() {
-    // 10 keys at 1 s each: the sync's image would take 10 s.
-    let (master, replica) = slow_full_sync(1_000_000);
-    wait_for(5, "the sync's image to be written", || {
-        persistence_field(&master, "rdb_bgsave_in_progress") == "1"
-            && Server::cmd(&master, &["INFO", "replication"])
-                .text()
-                .is_some_and(|t| t.contains("state=wait_bgsave"))
-    });
-    assert!(!files_starting(master.dir(), "temp-sync-").is_empty());
-    ok(&replica, &["REPLICAOF", "NO", "ONE"]);
-    wait_for(3, "the work to stop", || {
-        persistence_field(&master, "rdb_bgsave_in_progress") == "0"
-            && files_starting(master.dir(), "temp-sync-").is_empty()
-    });
-    assert_eq!(master.cmd(&["PING"]).unwrap(), Reply::Simple("PONG".into()));
+    for disk_less in ["no", "yes"] {
+        // 10 keys at 1 s each: the sync's image would take 10 s.
+        let (master, replica) = slow_full_sync(1_000_000, disk_less);
+        wait_for(5, "the sync's image to be written", || {
+            persistence_field(&master, "rdb_bgsave_in_progress") == "1"
+                && Server::cmd(&master, &["INFO", "replication"])
+                    .text()
+                    .is_some_and(|t| t.contains("state=wait_bgsave"))
+        });
+        let files = files_starting(master.dir(), "temp-sync-");
+        assert_eq!(files.is_empty(), disk_less == "yes", "{files:?}");
+        ok(&replica, &["REPLICAOF", "NO", "ONE"]);
+        wait_for(3, "the work to stop", || {
+            persistence_field(&master, "rdb_bgsave_in_progress") == "0"
+                && files_starting(master.dir(), "temp-sync-").is_empty()
+        });
+        assert_eq!(master.cmd(&["PING"]).unwrap(), Reply::Simple("PONG".into()));
+    }
 }
 
 fn aof_field(server: &dyn Server, name: &str) -> String {
@@ -393,7 +394,7 @@ fn turning_the_aof_on_writes_in_the_background_and_shutdown_waits_for_it() {
 #[test]
 fn a_bgsave_during_a_full_sync_leaves_the_sync_s_cut_going() {
     // 10 keys at 300 ms each: the sync's image takes 3 s.
-    let (master, replica) = slow_full_sync(300_000);
+    let (master, replica) = slow_full_sync(300_000, "yes");
     let syncing = || {
         Server::cmd(&master, &["INFO", "replication"])
             .text()

@@ -312,6 +312,19 @@ impl Drop for Transfer {
     }
 }
 
+/// No replica is left for the image: the cut stops, as Redis kills its child.
+fn last_dropped(abort: &std::sync::atomic::AtomicBool) {
+    tracing::warn!("Diskless rdb transfer, last replica dropped, killing fork child.");
+    abort.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Resolves once every replica's link has gone.
+async fn all_closed(outlets: &[mpsc::Sender<Piece>]) {
+    for outlet in outlets {
+        outlet.closed().await;
+    }
+}
+
 /// Hands every piece of the image to every replica's link still there, at the pace of
 /// the slowest; stops the cut when none is left.
 async fn relay(
@@ -321,7 +334,16 @@ async fn relay(
     abort: Arc<std::sync::atomic::AtomicBool>,
     _transfer: Transfer,
 ) {
-    while let Some(piece) = pieces.recv().await {
+    loop {
+        // The last replica may go while the cut has nothing to hand over (a slow
+        // image): the cut stops then, not at its next piece.
+        let next = tokio::select! {
+            piece = pieces.recv() => piece,
+            () = all_closed(&outlets) => return last_dropped(&abort),
+        };
+        let Some(piece) = next else {
+            break;
+        };
         let mut kept = Vec::with_capacity(outlets.len());
         for outlet in outlets {
             if outlet.send(Piece::Bytes(piece.clone())).await.is_ok() {
@@ -330,9 +352,7 @@ async fn relay(
         }
         outlets = kept;
         if outlets.is_empty() {
-            tracing::warn!("Diskless rdb transfer, last replica dropped, killing fork child.");
-            abort.store(true, std::sync::atomic::Ordering::Relaxed);
-            return;
+            return last_dropped(&abort);
         }
     }
     tracing::warn!(

@@ -170,6 +170,15 @@ impl Conn {
         total
     }
 
+    /// Sends a command that must answer `+OK`.
+    pub fn ok<A: AsRef<[u8]> + std::fmt::Debug>(&mut self, args: &[A]) {
+        let reply = self.cmd(args);
+        assert!(
+            matches!(&reply, Frame::Simple(s) if s.as_ref() == b"OK"),
+            "{args:?}: {reply:?}"
+        );
+    }
+
     /// True when the server has closed the connection (reads EOF).
     pub fn is_closed(&mut self) -> bool {
         self.read().is_none()
@@ -179,4 +188,32 @@ impl Conn {
 /// A reply as comparable text.
 pub fn show(frame: &Frame) -> String {
     format!("{frame:?}")
+}
+
+/// A fresh connection to a server on this host.
+pub fn conn(port: u16) -> Conn {
+    Conn::connect(([127, 0, 0, 1], port).into())
+}
+
+/// A reply as text: strings and errors as they are, integers in decimal, arrays
+/// joined by spaces, anything else debug-printed.
+pub fn text(frame: &Frame) -> String {
+    match frame {
+        Frame::Bulk(b) | Frame::Simple(b) | Frame::Error(b) => String::from_utf8_lossy(b).into(),
+        Frame::Integer(n) => n.to_string(),
+        Frame::Array(items) => items.iter().map(text).collect::<Vec<_>>().join(" "),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Polls `check` until it holds, for 30 s at most.
+pub fn wait_until(what: &str, check: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !check() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
