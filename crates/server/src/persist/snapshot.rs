@@ -193,6 +193,24 @@ fn write_functions(shared: &Shared, writer: &mut SnapshotWriter) {
     }
 }
 
+/// A full sync's image being made, counted in [`Persistence::sync_cuts`] (INFO
+/// `rdb_bgsave_in_progress`, as Redis's RDB child for a sync) for as long as it lives.
+pub struct SyncCutInProgress(std::sync::Arc<Persistence>);
+
+impl SyncCutInProgress {
+    /// Counts one more sync image in `persistence`.
+    pub fn new(persistence: std::sync::Arc<Persistence>) -> SyncCutInProgress {
+        persistence.sync_cuts.fetch_add(1, Ordering::Relaxed);
+        SyncCutInProgress(persistence)
+    }
+}
+
+impl Drop for SyncCutInProgress {
+    fn drop(&mut self) {
+        self.0.sync_cuts.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// What a load found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Loaded {
@@ -282,27 +300,13 @@ pub fn load(
         Fed::More(_) => return Err(LoadError::Corrupt(super::rdb::Corrupt("truncated"))),
     }
     let (loaded, libraries) = load.finish();
-    install_libraries(shared, &libraries, options.merge)?;
-    Ok(loaded)
-}
-
-/// Loads each function library of an image into the engine; with `merge`, one replaces
-/// a library of the same name, else the load fails on it, as Redis's does.
-pub fn install_libraries(
-    shared: &Shared,
-    libraries: &[Vec<u8>],
-    merge: bool,
-) -> Result<(), LoadError> {
-    if libraries.is_empty() {
-        return Ok(());
-    }
-    let mut engine = shared.scripting.engine().map_err(LoadError::Refused)?;
-    for code in libraries {
+    if !libraries.is_empty() {
+        let mut engine = shared.scripting.engine().map_err(LoadError::Refused)?;
         engine
-            .load_library(code, merge, &shared.scripting.flags)
+            .load_libraries(&libraries, options.merge, &shared.scripting.flags)
             .map_err(LoadError::Refused)?;
     }
-    Ok(())
+    Ok(loaded)
 }
 
 /// An image loaded as it arrives ([`SnapshotStream`]): [`Load::feed`] stores the keys of

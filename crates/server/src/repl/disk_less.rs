@@ -27,6 +27,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use super::journal::ReplicaLink;
+use super::master::EARLY_INPUT;
 use crate::persist::bgsave::{self, CutFormat, CutOutputSink};
 use crate::persist::snapshot;
 use crate::shared::Shared;
@@ -37,9 +38,6 @@ const PIECE: usize = 64 * 1024;
 const PIPE_PIECES: usize = 16;
 /// Pieces each replica's link may hold before the relay waits for it.
 const LINK_PIECES: usize = 4;
-/// What a waiting replica may send (it sends nothing, as a rule) is kept up to this
-/// much; past it, it is not read until its image has gone out.
-const EARLY_INPUT: usize = 64 * 1024;
 
 /// The disk-less syncs of a master: the group of replicas waiting for the next image.
 #[derive(Debug, Default)]
@@ -288,28 +286,8 @@ fn start(shared: &Shared, group: &Arc<Group>) {
     }
     // INFO's `rdb_bgsave_in_progress` until the relay has handed on the last piece,
     // as Redis's RDB child counts until the pipe is read to its end.
-    let transfer = Transfer::new(shared.persistence.clone());
-    tokio::spawn(relay(pieces, outlets, result, abort, transfer));
-}
-
-/// A disk-less image in progress, counted in INFO `rdb_bgsave_in_progress`.
-struct Transfer(Arc<crate::persist::snapshot::Persistence>);
-
-impl Transfer {
-    fn new(persistence: Arc<crate::persist::snapshot::Persistence>) -> Transfer {
-        persistence
-            .sync_cuts
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Transfer(persistence)
-    }
-}
-
-impl Drop for Transfer {
-    fn drop(&mut self) {
-        self.0
-            .sync_cuts
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-    }
+    let in_progress = snapshot::SyncCutInProgress::new(shared.persistence.clone());
+    tokio::spawn(relay(pieces, outlets, result, abort, in_progress));
 }
 
 /// No replica is left for the image: the cut stops, as Redis kills its child.
@@ -332,7 +310,7 @@ async fn relay(
     mut outlets: Vec<mpsc::Sender<Piece>>,
     written: oneshot::Receiver<bool>,
     abort: Arc<std::sync::atomic::AtomicBool>,
-    _transfer: Transfer,
+    _in_progress: snapshot::SyncCutInProgress,
 ) {
     loop {
         // The last replica may go while the cut has nothing to hand over (a slow

@@ -134,10 +134,8 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
         .full
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     tracing::info!("Replica {ip}:{port} asks for synchronization");
-    if psync.is_some() && ctx.client.repl_capa_eof && ctx.client.rdb_filter.is_none() && {
-        let config = shared.config.read();
-        config.param_bool("repl-diskless-sync")
-    } {
+    let disk_less = shared.config.read().param_bool("repl-diskless-sync");
+    if disk_less && psync.is_some() && ctx.client.repl_capa_eof && ctx.client.rdb_filter.is_none() {
         tracing::info!("Full resync requested by replica {ip}:{port}");
         if shared.config.read().param_int("repl-diskless-sync-delay") > 0 {
             tracing::info!("Delay next BGSAVE for diskless SYNC");
@@ -250,33 +248,26 @@ async fn send_image<S: AsyncRead + AsyncWrite + Unpin>(
     replica_input: &mut ReplicaInput,
     cut: Cut,
 ) -> std::io::Result<()> {
-    /// What a replica may send before its image (it sends nothing, as a rule) is kept
-    /// up to this much; past it, it is not read until the image is sent.
-    const EARLY_INPUT: usize = 64 * 1024;
     // A thread of its own rather than the blocking pool: it runs at a lowered priority.
     // Should the link go first (this future dropped, or the replica gone), the cut
     // stops.
     let abort = bgsave::AbortOnDrop::new(cut.abort_handle());
     let (done, finished) = tokio::sync::oneshot::channel();
-    let persistence = shared.persistence.clone();
-    persistence.sync_cuts.fetch_add(1, Ordering::Relaxed);
+    let in_progress = snapshot::SyncCutInProgress::new(shared.persistence.clone());
     let spawned = std::thread::Builder::new()
         .name("redline-sync-cut".into())
         .spawn(move || {
             crate::background::lower_this_thread();
             let result = cut.complete();
-            persistence.sync_cuts.fetch_sub(1, Ordering::Relaxed);
+            drop(in_progress);
             // Nobody waiting any more (the link went just as the image was done): the
             // file goes here.
             if let Err(Ok((path, _))) = done.send(result) {
                 let _ = std::fs::remove_file(path);
             }
         });
-    if let Err(e) = spawned {
-        // The cut went with the closure (its drop discarded it).
-        shared.persistence.sync_cuts.fetch_sub(1, Ordering::Relaxed);
-        return Err(e);
-    }
+    // Failing, the cut and the count went with the closure (its drop discarded them).
+    spawned?;
     tokio::pin!(finished);
     let (path, size) = loop {
         tokio::select! {
@@ -310,6 +301,10 @@ async fn send_image<S: AsyncRead + AsyncWrite + Unpin>(
     tracing::info!("Synchronization image of {size} bytes sent");
     sent
 }
+
+/// What a replica may send before its image (it sends nothing, as a rule) is kept up
+/// to this much; past it, it is not read until the image is sent.
+pub(super) const EARLY_INPUT: usize = 64 * 1024;
 
 /// `repl-backlog-size`, in bytes.
 pub(crate) fn backlog_size(shared: &Shared) -> usize {

@@ -717,15 +717,14 @@ async fn load_streamed(
     {
         let mut held = Held::all(&shared.store);
         let mut engine = shared.scripting.engine().map_err(other)?;
+        // The image's libraries replace the old ones whole, or not at all.
         let old = std::mem::take(&mut engine.libraries);
-        for code in &libraries {
-            if let Err(e) = engine.load_library(code, false, &shared.scripting.flags) {
-                engine.libraries = old;
-                tracing::warn!("{e}");
-                return Err(other(
-                    "Failed trying to load the MASTER synchronization DB from socket, check server logs.".into(),
-                ));
-            }
+        if let Err(e) = engine.load_libraries(&libraries, false, &shared.scripting.flags) {
+            engine.libraries = old;
+            tracing::warn!("{e}");
+            return Err(other(
+                "Failed trying to load the MASTER synchronization DB from socket, check server logs.".into(),
+            ));
         }
         tracing::info!("MASTER <-> REPLICA sync: Swapping active DB with loaded DB");
         staging.swap_with(&mut held);

@@ -650,6 +650,20 @@ impl Engine {
             .find_map(|lib| lib.functions.get(&key))
     }
 
+    /// Loads each library of an image (its code, in order); with `replace`, one
+    /// replaces a library of the same name, else the load fails on it, as Redis's does.
+    pub fn load_libraries(
+        &mut self,
+        codes: &[Vec<u8>],
+        replace: bool,
+        flags: &Arc<RunFlags>,
+    ) -> Result<(), String> {
+        for code in codes {
+            self.load_library(code, replace, flags)?;
+        }
+        Ok(())
+    }
+
     /// FUNCTION LOAD: evaluates the library's code, which registers its functions.
     pub fn load_library(
         &mut self,
