@@ -217,3 +217,12 @@ pub fn wait_until(what: &str, check: impl Fn() -> bool) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// INFO field `field` as a number (0 when absent).
+pub fn info(c: &mut Conn, field: &str) -> u64 {
+    let all = text(&c.cmd(&["INFO"]));
+    all.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
