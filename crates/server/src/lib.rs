@@ -61,6 +61,7 @@ pub mod instant;
 pub mod latency;
 pub mod launcher;
 pub mod log;
+pub mod maxmemory;
 pub mod monitor;
 pub mod net;
 pub mod notify;

@@ -73,13 +73,7 @@ fn background_events(shared: &Shared) {
     shared.clients.trim_idle();
     let pubsub_limit = shared.config.read().client_output_buffer_limit[2];
     shared.clients.close_over_output_limit(&pubsub_limit);
-    // Over maxmemory with no command arriving (CONFIG SET maxmemory lowered it): evict
-    // now, as Redis's eviction time proc does. A replica leaves it to its master.
-    let eviction = &shared.store.events().eviction;
-    if eviction.over_limit() && !shared.repl.is_replica() {
-        let store = &shared.store;
-        eviction.free_memory(store, |_, db, key| store.events().evicted(db, key));
-    }
+    crate::maxmemory::cron(shared);
     if shared.store.events().pending() {
         crate::notify::publish_pending(shared, 0, &mut bytes::BytesMut::new());
     }

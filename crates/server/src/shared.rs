@@ -282,7 +282,6 @@ impl Shared {
     }
 }
 
-/// Hands `maxmemory` and its policy settings to the store.
 /// The replica class's output limit as Redis applies it: a hard limit below
 /// `repl-backlog-size` counts as that size (a replica continuing with PSYNC would
 /// otherwise be dropped as soon as it is sent what it missed). The backlog's memory is
@@ -296,6 +295,7 @@ fn replica_output_limit(config: &Config) -> crate::config::OutputBufferLimit {
     limit
 }
 
+/// Hands `maxmemory` and its policy settings to the store.
 fn configure_eviction(store: &Store, config: &Config) {
     let int = |name: &str| u32::try_from(config.param_int(name).max(0)).unwrap_or(u32::MAX);
     store.events().eviction.configure(

@@ -10,7 +10,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{conn, info, text, Conn};
+use common::{conn, info, text, wait_until, Conn};
 use redline_resp::Frame;
 use redline_testkit::{RedisServer, RedlineServer};
 
@@ -196,6 +196,45 @@ fn evictions_reach_a_replica_as_deletions() {
             "replica never matched the master"
         );
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A replica over its `maxmemory` keeps every key its master sends while
+/// `replica-ignore-maxmemory` is on (the default), whatever its clients read; turned off,
+/// their commands evict. redis-server and redline-server replicas side by side.
+#[test]
+fn a_replica_leaves_maxmemory_to_its_master_like_redis() {
+    let master = plain(&[]);
+    let mut m = conn(master.port());
+    fill(&mut m, "k", 3000, 0);
+    let master_port = master.port().to_string();
+    let replica_args = [
+        "--save",
+        "",
+        "--maxmemory",
+        "1mb",
+        "--maxmemory-policy",
+        "allkeys-lru",
+        "--replicaof",
+        "127.0.0.1",
+        &master_port,
+    ];
+    let theirs = RedisServer::builder().args(replica_args).start().unwrap();
+    let ours = RedlineServer::builder().args(replica_args).start().unwrap();
+    for port in [theirs.port(), ours.port()] {
+        let mut r = conn(port);
+        wait_until("the replica's sync", || {
+            text(&conn(port).cmd(&["DBSIZE"])) == "3000"
+        });
+        for i in 0..50 {
+            r.cmd(&["GET", &format!("k:{i}")]);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(text(&r.cmd(&["DBSIZE"])), "3000", "port {port}");
+        assert_eq!(info(&mut r, "evicted_keys"), 0, "port {port}");
+        r.ok(&["CONFIG", "SET", "replica-ignore-maxmemory", "no"]);
+        r.cmd(&["GET", "k:0"]);
+        assert!(info(&mut r, "evicted_keys") > 0, "port {port}");
     }
 }
 
@@ -1036,4 +1075,76 @@ fn a_killed_replica_s_buffer_never_counts(master: u16) {
 #[test]
 fn a_killed_replica_s_buffer_never_counts_like_redis() {
     on_redis_then_redline(a_killed_replica_s_buffer_never_counts);
+}
+
+/// 10 RESP3 clients track 300 keys with 1 KB names; a limit 40 KB under `used_memory`
+/// evicts a few dozen. The invalidations that go to every client (10 KB for each key
+/// evicted) are written and their memory given back; kept, they would count as used
+/// memory and evict more keys, whose invalidations would evict more, until the
+/// database is empty (Redis's "client tracking don't cause eviction feedback loop").
+fn tracking_invalidations_do_not_drive_eviction(port: u16) {
+    let mut c = conn(port);
+    for setting in [
+        // Per-command histograms allocated after the limit is set would count too.
+        ["latency-tracking", "no"],
+        ["maxmemory", "0"],
+        ["maxmemory-policy", "allkeys-lru"],
+        ["maxmemory-eviction-tenacity", "100"],
+    ] {
+        c.cmd(&["CONFIG", "SET", setting[0], setting[1]]);
+    }
+    let mut trackers: Vec<Conn> = (0..10)
+        .map(|_| {
+            let mut t = conn(port);
+            t.cmd(&["HELLO", "3"]);
+            assert_eq!(
+                t.cmd(&["CLIENT", "TRACKING", "on"]),
+                Frame::Simple("OK".into())
+            );
+            t
+        })
+        .collect();
+    for j in 0..300 {
+        let key = format!("{j}{}", "x".repeat(1000));
+        c.cmd(&["SET", &key, "x"]);
+        for t in &mut trackers {
+            t.cmd(&["GET", &key]);
+        }
+    }
+    // Redis trims idle query buffers after a second; so does redline-server.
+    std::thread::sleep(Duration::from_millis(1100));
+    let used = info(&mut c, "used_memory");
+    c.cmd(&["CONFIG", "SET", "maxmemory", &(used - 40_000).to_string()]);
+    // CONFIG SET evicted at once. Redis writes every client's output before it reads
+    // the next command; here the trackers' connections write theirs beside this one,
+    // and a command finding their invalidations unsent would count them as used, so
+    // wait until they are sent.
+    for t in &mut trackers {
+        assert!(t.drain_until_quiet(Duration::from_millis(200)) > 0);
+    }
+    let evicted = info(&mut c, "evicted_keys");
+    let size = match c.cmd(&["DBSIZE"]) {
+        Frame::Integer(n) => n,
+        other => panic!("DBSIZE: {other:?}"),
+    };
+    assert!(
+        (200..=300).contains(&size),
+        "port {port}: dbsize {size}, evicted {evicted}"
+    );
+    assert!(
+        (10..=50).contains(&evicted),
+        "port {port}: evicted {evicted}"
+    );
+}
+
+/// Runs `check` against a fresh redis-server, then a fresh redline-server.
+#[test]
+fn tracking_invalidations_do_not_drive_eviction_like_redis() {
+    let theirs = RedisServer::builder().args(["--save", ""]).start().unwrap();
+    tracking_invalidations_do_not_drive_eviction(theirs.port());
+    let ours = RedlineServer::builder()
+        .args(["--save", ""])
+        .start()
+        .unwrap();
+    tracking_invalidations_do_not_drive_eviction(ours.port());
 }

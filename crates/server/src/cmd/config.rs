@@ -196,7 +196,31 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         crate::persist::aof::apply_fsync(ctx.shared);
     }
     ok(ctx.out);
+    if seen.iter().any(|name| name == "maxmemory") {
+        maxmemory_set(ctx);
+    }
     Ok(())
+}
+
+/// A new `maxmemory` evicts at once, as Redis's (its eviction time proc runs before the
+/// next command is read): a client's next command finds memory under the limit, and
+/// the evictions' invalidations are on their way by then.
+fn maxmemory_set(ctx: &mut Ctx<'_>) {
+    let eviction = &ctx.shared.store.events().eviction;
+    let max = eviction.maxmemory();
+    if max == 0 {
+        return;
+    }
+    let used = crate::alloc::used().saturating_sub(eviction.left_out() as u64);
+    if max < used {
+        tracing::warn!("WARNING: the new maxmemory value set via CONFIG SET ({max}) is smaller than the current memory usage ({used}). This will result in key eviction and/or the inability to accept new write commands depending on the maxmemory-policy.");
+    }
+    if ctx.nested {
+        // The transaction holds the keys: the cron evicts once it is done.
+        eviction.schedule();
+    } else {
+        super::evict_before_reply(ctx);
+    }
 }
 
 /// Loads the TLS configuration again when a `tls-*` parameter is set (even to the value

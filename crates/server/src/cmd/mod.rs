@@ -515,22 +515,27 @@ fn out_of_memory(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> bool {
             && spec.flags.contains(CommandFlags::DENYOOM)
             && !ctx.shared.scripting.flags.allows_oom();
     }
-    let store = &ctx.shared.store;
-    let freed = eviction.free_memory(store, |_, db, key| store.events().evicted(db, key));
-    // What the evictions caused (invalidations, keyspace events) goes out ahead of the
-    // command's reply, as Redis sends it.
-    if store.events().pending() {
-        crate::notify::publish_pending(ctx.shared, ctx.client.id, ctx.out);
-        if ctx.client.tracking || ctx.client.protocol == Protocol::Resp3 {
-            ctx.client.mailbox.drain_into(ctx.out);
-        }
-    }
+    let outcome = evict_before_reply(ctx);
     let deny_oom = spec.flags.contains(CommandFlags::DENYOOM)
         || (spec.name == "exec"
             && ctx.client.multi.iter().flatten().any(|queued| {
                 command::resolve(queued).is_some_and(|q| q.flags.contains(CommandFlags::DENYOOM))
             }));
-    !freed && deny_oom
+    outcome == crate::store::evict::Outcome::Stuck && deny_oom
+}
+
+/// An eviction pass for this client's command. What the evictions caused
+/// (invalidations, keyspace events) goes out ahead of what the command writes next, as
+/// Redis sends it.
+fn evict_before_reply(ctx: &mut Ctx<'_>) -> crate::store::evict::Outcome {
+    let outcome = crate::maxmemory::perform(ctx.shared);
+    if ctx.shared.store.events().pending() {
+        crate::notify::publish_pending(ctx.shared, ctx.client.id, ctx.out);
+        if ctx.client.tracking || ctx.client.protocol == Protocol::Resp3 {
+            ctx.client.mailbox.drain_into(ctx.out);
+        }
+    }
+    outcome
 }
 
 /// How a command reaches the replication stream.

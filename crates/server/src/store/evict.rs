@@ -18,7 +18,7 @@
 //! time, so eviction never stalls the whole keyspace. An evicted key goes to replicas
 //! and the AOF as a DEL, with an `evicted` keyspace event.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -124,7 +124,22 @@ pub struct Eviction {
     /// child process, outside `used_memory`, so a BGSAVE or a full sync near the limit
     /// must neither evict keys nor refuse writes.
     pub saving: Arc<crate::alloc::Gauge>,
+    /// A pass is due outside any command (Redis's eviction time proc): one that stopped
+    /// before it was done, or one asked for inside a transaction.
+    scheduled: AtomicBool,
     pool: Mutex<Vec<Candidate>>,
+}
+
+/// What an eviction pass came to (Redis's `EVICT_OK`, `EVICT_RUNNING`, `EVICT_FAIL`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Under the limit (or no limit).
+    Under,
+    /// Still over it, with keys left: the pass stopped after its share of work and
+    /// another is scheduled.
+    Unfinished,
+    /// Over it for good: no eviction policy, or nothing left to evict.
+    Stuck,
 }
 
 impl Default for Eviction {
@@ -139,6 +154,7 @@ impl Default for Eviction {
             freed_since_release: AtomicU64::new(0),
             replica_buffers: Arc::default(),
             saving: Arc::default(),
+            scheduled: AtomicBool::new(false),
             pool: Mutex::new(Vec::new()),
         }
     }
@@ -151,6 +167,10 @@ struct Candidate {
     db: usize,
     key: Vec<u8>,
 }
+
+/// Keys one pass evicts at most before it leaves the rest to the next, so a command
+/// never waits on a whole database's eviction (Redis bounds a pass by time instead).
+const ROUNDS_PER_PASS: usize = 10_000;
 
 /// Size of the candidate pool (Redis's `EVPOOL_SIZE`).
 const POOL: usize = 16;
@@ -300,25 +320,25 @@ impl Eviction {
         self.replica_buffers.bytes() + self.saving.bytes() + crate::alloc::WORK_TABLES.bytes()
     }
 
-    /// Evicts keys until memory is under the limit; false when it cannot be (no
-    /// eviction policy, or nothing left to evict). `evicted` is told each key as it goes
-    /// (while its shard is locked: replication and notifications).
+    /// Evicts keys until memory is under the limit. `evicted` is told each key as it
+    /// goes (while its shard is locked: replication and notifications). A pass that
+    /// stops before it is done schedules the next ([`Eviction::take_scheduled`]).
     pub fn free_memory(
         &self,
         store: &Store,
         mut evicted: impl FnMut(&mut super::Shard, usize, &[u8]),
-    ) -> bool {
+    ) -> Outcome {
         let policy = self.policy();
         let max = self.maxmemory();
         if max == 0 {
-            return true;
+            return Outcome::Under;
         }
         let to_free = self.excess(max);
         if to_free == 0 {
-            return true;
+            return Outcome::Under;
         }
         if policy == Policy::NoEviction {
-            return false;
+            return Outcome::Stuck;
         }
         // As Redis's `performEvictions`: the amount to free is fixed now, and only what
         // removing the keys gave back counts towards it, not what their side effects
@@ -326,17 +346,29 @@ impl Eviction {
         // which is freed once sent; measuring `used` again after each key would let
         // those messages drive eviction on until the database is empty.
         let mut freed = 0;
-        for _round in 0..10_000 {
+        for _round in 0..ROUNDS_PER_PASS {
             if freed >= to_free {
                 self.released(max, freed);
-                return true;
+                return Outcome::Under;
             }
             match self.evict_one(store, policy, &mut evicted) {
                 Some(bytes) => freed += bytes,
-                None => return false,
+                None => return Outcome::Stuck,
             }
         }
-        false
+        self.released(max, freed);
+        self.schedule();
+        Outcome::Unfinished
+    }
+
+    /// Asks for a pass outside any command, as CONFIG SET `maxmemory` does in Redis.
+    pub fn schedule(&self) {
+        self.scheduled.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a pass outside any command is due; taking it clears the request.
+    pub fn take_scheduled(&self) -> bool {
+        self.scheduled.load(Ordering::Relaxed) && self.scheduled.swap(false, Ordering::Relaxed)
     }
 
     /// Counts what an eviction pass freed; past 1/64 of `maxmemory` (at least 1 MB) the
