@@ -144,6 +144,9 @@ impl Shared {
         }
         let clients = Clients::default();
         clients.memory.configure(&config);
+        clients
+            .memory
+            .count_closing_in(store.events().eviction.clients_closing.clone());
         let shared = Shared {
             store,
             acl,

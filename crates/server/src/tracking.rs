@@ -444,7 +444,38 @@ fn send(shared: &Shared, state: &mut State, id: u64, payload: &[u8]) {
         return;
     }
     out.put_slice(payload);
-    target.deliver(&out);
+    let number = target.deliver(&out);
+    SENT.with(|sent| {
+        if let Some(sent) = sent.borrow_mut().as_mut() {
+            sent.push((target.clone(), number));
+        }
+    });
+}
+
+thread_local! {
+    /// The invalidations sent on this thread while [`collect_sent`] runs.
+    static SENT: std::cell::RefCell<Option<Vec<Sent>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// One invalidation sent: its recipient's mailbox and its delivery number there.
+pub type Sent = (Arc<Mailbox>, u64);
+
+/// Runs `f` and returns, with its result, the invalidations it sent on this thread.
+pub fn collect_sent<R>(f: impl FnOnce() -> R) -> (R, Vec<Sent>) {
+    struct Stop;
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            SENT.with(|sent| sent.borrow_mut().take());
+        }
+    }
+    SENT.with(|sent| *sent.borrow_mut() = Some(Vec::new()));
+    let stop = Stop;
+    let result = f();
+    let sent = SENT
+        .with(|sent| sent.borrow_mut().take())
+        .unwrap_or_default();
+    drop(stop);
+    (result, sent)
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 mod common;
 
 use common::{show, Conn, Redline};
+use redline_resp::Frame;
 use redline_testkit::RedisServer;
 
 /// Sends `bytes` on a fresh connection; returns the replies up to the close, and whether
@@ -229,12 +230,16 @@ fn huge_random_counts_are_refused_like_redis() {
     assert_eq!(run(redis.addr()), run(ours.addr));
 }
 
-/// `client-output-buffer-limit` for normal clients: a reply past the hard limit closes
-/// the client without sending it, as redis-server does; smaller replies pass. A
+/// `client-output-buffer-limit` for normal clients: a reply past the hard limit, or a
+/// pipeline's replies together past it, close the client without sending them, as
+/// redis-server does; smaller replies pass. A
 /// subscriber that does not read shows its waiting output in CLIENT LIST `omem`.
 #[test]
 fn output_buffer_limits_close_and_omem_shows_waiting_output() {
-    let redis = RedisServer::start().expect("redis-server");
+    let redis = RedisServer::builder()
+        .args(["--enable-debug-command", "yes"])
+        .start()
+        .expect("redis-server");
     let ours = Redline::start();
     for addr in [redis.addr(), ours.addr] {
         let mut c = Conn::connect(addr);
@@ -256,6 +261,27 @@ fn output_buffer_limits_close_and_omem_shows_waiting_output() {
             b"*4\r\n$6\r\nLRANGE\r\n$3\r\nbig\r\n$1\r\n0\r\n$2\r\n-1\r\n",
         );
         assert!(replies.is_empty() && closed, "{addr}: {replies:?}");
+        // A pipeline whose replies together pass the limit (15 of 10 KB, sent in one
+        // write while a DEBUG SLEEP holds redis-server, so it reads it whole): closed
+        // before they all go, though each is under the limit (redis-server still sends
+        // what its 16 KB reply buffer took, 7 replies; redline-server none).
+        c.cmd(&["SET", "bigkey", &"x".repeat(10_000)]);
+        let mut sleeper = Conn::connect(addr);
+        sleeper.send(&["DEBUG", "SLEEP", "0.3"]);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let pipeline: String = (0..15)
+            .map(|i| format!("set {i} {i}\r\nget {i}\r\ndel {i}\r\nget bigkey\r\n"))
+            .collect();
+        let (replies, closed) = attack(addr, pipeline.as_bytes());
+        assert!(
+            closed && replies.len() <= 7,
+            "{addr}: {} replies, closed {closed}",
+            replies.len()
+        );
+        assert_eq!(
+            show(&sleeper.read().unwrap()),
+            show(&Frame::Simple("OK".into()))
+        );
         c.cmd(&[
             "CONFIG",
             "SET",

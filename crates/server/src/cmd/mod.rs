@@ -528,13 +528,21 @@ fn out_of_memory(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> bool {
 /// (invalidations, keyspace events) goes out ahead of what the command writes next, as
 /// Redis sends it.
 fn evict_before_reply(ctx: &mut Ctx<'_>) -> crate::store::evict::Outcome {
-    let outcome = crate::maxmemory::perform(ctx.shared);
-    if ctx.shared.store.events().pending() {
-        crate::notify::publish_pending(ctx.shared, ctx.client.id, ctx.out);
-        if ctx.client.tracking || ctx.client.protocol == Protocol::Resp3 {
-            ctx.client.mailbox.drain_into(ctx.out);
+    let (outcome, sent) = crate::tracking::collect_sent(|| {
+        let outcome = crate::maxmemory::perform(ctx.shared);
+        if ctx.shared.store.events().pending() {
+            crate::notify::publish_pending(ctx.shared, ctx.client.id, ctx.out);
         }
+        outcome
+    });
+    if ctx.client.tracking || ctx.client.protocol == Protocol::Resp3 {
+        ctx.client.mailbox.drain_into(ctx.out);
     }
+    let own = &ctx.client.mailbox;
+    ctx.client.eviction_invalidations.extend(
+        sent.into_iter()
+            .filter(|(to, _)| !std::sync::Arc::ptr_eq(to, own)),
+    );
     outcome
 }
 

@@ -103,6 +103,10 @@ pub struct ClientState {
     /// FLUSHALL ran inside a script with save points set: the dataset is saved when the
     /// script is over (the image needs the interpreter the script holds).
     pub save_after_command: bool,
+    /// Invalidations the evictions before this client's command sent: their recipients
+    /// write them before this client's next command is read, as Redis writes every
+    /// client's output before it reads again (see [`crate::maxmemory`]).
+    pub eviction_invalidations: Vec<crate::tracking::Sent>,
     /// Hard `client-output-buffer-limit` of the normal and pub/sub classes (0: none).
     pub output_hard_limits: [u64; 2],
     /// Commands run since the last flush of the counters to the server's stats.
@@ -241,6 +245,7 @@ impl ClientState {
             changes: 0,
             changes_saved_at: None,
             save_after_command: false,
+            eviction_invalidations: Vec::new(),
             output_hard_limits: [0; 2],
             cmdstats: crate::cmdstats::Local::default(),
             in_script: false,

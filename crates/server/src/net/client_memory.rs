@@ -12,6 +12,7 @@
 
 use std::mem::size_of;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -97,6 +98,9 @@ pub struct ClientMemory {
     /// DEBUG REPLYBUFFER PEAK-RESET-TIME, in milliseconds (-1: never): how long a reply
     /// buffer's size is kept after its last use.
     pub peak_reset_ms: AtomicI64,
+    /// What clients closed by client eviction hold until their connections have freed
+    /// it: `maxmemory` leaves it out, as Redis frees an evicted client at once.
+    closing: OnceLock<Arc<Gauge>>,
 }
 
 /// Redis's default `reply_buffer_peak_reset_time`.
@@ -110,11 +114,23 @@ impl Default for ClientMemory {
             evicted: AtomicU64::new(0),
             resizing: AtomicBool::new(true),
             peak_reset_ms: AtomicI64::new(DEFAULT_PEAK_RESET_MS),
+            closing: OnceLock::new(),
         }
     }
 }
 
 impl ClientMemory {
+    /// Counts evicted clients' memory, until freed, in `gauge` (which `maxmemory`
+    /// leaves out).
+    pub fn count_closing_in(&self, gauge: Arc<Gauge>) {
+        let _ = self.closing.set(gauge);
+    }
+
+    /// Where evicted clients' memory is counted until freed.
+    pub fn closing(&self) -> Option<&Arc<Gauge>> {
+        self.closing.get()
+    }
+
     /// Applies `maxmemory-clients` (and `maxmemory`, for a percentage).
     pub fn configure(&self, config: &Config) {
         let setting = config.param("maxmemory-clients");

@@ -249,6 +249,22 @@ fn over_output_limit(client: &mut ClientState, output: &mut BytesMut) -> bool {
     true
 }
 
+/// How large a batch's replies grow before they are written early: [`FLUSH_AT`], or
+/// past the client's hard output limit when it has a larger one. Redis writes a batch's
+/// replies only once the batch is done, so a pipeline whose replies pass the limit
+/// closes the client with none of them sent; an early write must not hide that.
+fn flush_at(client: &ClientState) -> usize {
+    let hard = client.output_hard_limits[usize::from(client.in_pubsub())];
+    if hard == 0 {
+        FLUSH_AT
+    } else {
+        usize::try_from(hard)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1)
+            .max(FLUSH_AT)
+    }
+}
+
 fn run_batch(
     shared: &Shared,
     client: &mut ClientState,
@@ -311,7 +327,7 @@ fn run_batch(
                 if client.debug.pending.is_some() {
                     return Progress::Debug;
                 }
-                if output.len() >= FLUSH_AT {
+                if output.len() >= flush_at(client) {
                     return Progress::OutputFull;
                 }
             }
@@ -373,6 +389,11 @@ impl<S> Drop for Connection<'_, S> {
     /// Releases the client's WATCHes, blocking registration and subscriptions however the connection ends (closed, killed,
     /// server shutdown), so shards do not keep versions for clients that are gone.
     fn drop(&mut self) {
+        // Freed first: an evicted client's memory stops being left out of `maxmemory`
+        // only once it is.
+        self.input = BytesMut::new();
+        self.output = BytesMut::new();
+        self.client.mailbox.freed();
         self.client.mailbox.forget();
         cmd::tx::unwatch_all(self.shared, &mut self.client);
         if let Some(blocked) = self.client.blocked.take() {
@@ -465,6 +486,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                 return Ok(());
             }
             self.count_memory();
+            if !self.client.eviction_invalidations.is_empty() {
+                Box::pin(self.await_eviction_invalidations()).await;
+            }
             let sent = self.write_or_read().await?;
             if self.input.len() > self.limits.query_buffer_limit {
                 tracing::warn!(
@@ -574,6 +598,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         };
         let expiry = idle.map(tokio::time::sleep);
         tokio::pin!(expiry);
+        mailbox.set_listening(true);
+        let _listening = Listening(&mailbox);
         loop {
             tokio::select! {
                 biased;
@@ -582,6 +608,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                     if trimmed {
                         self.trim_idle_buffers();
                     }
+                    let through = mailbox.delivered();
                     mailbox.drain_into(&mut self.output);
                     // Messages delivered cost no recount unless the limit is on (a
                     // subscriber's figures are otherwise refreshed after its commands).
@@ -595,6 +622,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                             sleep.reset(tokio::time::Instant::now() + idle);
                         }
                     }
+                    mailbox.written_through(through);
                 }
                 read = self.stream.read_buf(&mut self.input) => return Ok(read? > 0),
                 _ = async {
@@ -604,6 +632,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                     }
                 } => return Ok(false),
             }
+        }
+    }
+
+    /// Waits until the clients this client's evictions sent invalidations to have
+    /// written them (see [`crate::maxmemory`]): kept unwritten, they would count as
+    /// used memory at this client's next command and evict more keys, whose
+    /// invalidations would evict more. A client busy elsewhere is not waited for, nor
+    /// one whose socket stays full.
+    async fn await_eviction_invalidations(&mut self) {
+        let limit = Duration::from_millis(100);
+        for (mailbox, number) in std::mem::take(&mut self.client.eviction_invalidations) {
+            mailbox.written(number, limit).await;
         }
     }
 
@@ -1098,5 +1138,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             let stats = &self.shared.stats;
             stats.net_output_bytes.fetch_add(written, Ordering::Relaxed);
         }
+    }
+}
+
+/// Marks a mailbox's owner as listening for messages while it lives.
+struct Listening<'a>(&'a super::mailbox::Mailbox);
+
+impl Drop for Listening<'_> {
+    fn drop(&mut self) {
+        self.0.set_listening(false);
     }
 }

@@ -7,7 +7,7 @@
 //! the soft limit for longer than allowed) the writer reports it so the client can be
 //! disconnected. Memory per slow subscriber is therefore bounded.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::Waker;
 use std::time::Instant;
@@ -42,6 +42,14 @@ pub struct Mailbox {
     trim_waker: Mutex<Option<Waker>>,
     /// The `maxmemory-clients` total, once the owner connection is served.
     accounting: OnceLock<Arc<ClientMemory>>,
+    /// Deliveries so far, numbered for [`Mailbox::written_through`].
+    delivered: AtomicU64,
+    /// Deliveries the owner has written to its socket.
+    written: AtomicU64,
+    /// Told when `written` moves.
+    on_written: Notify,
+    /// The owner waits for messages with nothing else to do, so it writes them at once.
+    listening: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -51,6 +59,10 @@ struct State {
     soft_since: Option<Instant>,
     /// Over a limit: nothing more is accepted, the owner is being disconnected.
     overflowed: bool,
+    /// What the owner held when client eviction closed it, until its connection freed it.
+    closing: usize,
+    /// The owner's connection has freed its buffers.
+    freed: bool,
 }
 
 impl Mailbox {
@@ -95,14 +107,58 @@ impl Mailbox {
 
     /// Appends a reply that must be delivered whatever the limits (a served blocking
     /// command), and wakes the owner.
-    pub fn deliver(&self, bytes: &[u8]) {
-        let pending = {
+    pub fn deliver(&self, bytes: &[u8]) -> u64 {
+        let (pending, number) = {
             let mut state = self.state.lock();
             state.pending.extend_from_slice(bytes);
-            state.pending.len()
+            (
+                state.pending.len(),
+                self.delivered.fetch_add(1, Ordering::Relaxed) + 1,
+            )
         };
         self.recount_with(pending);
         self.notify.notify_one();
+        number
+    }
+
+    /// Deliveries so far: after a [`Mailbox::drain_into`], what was taken goes at least
+    /// this far.
+    pub fn delivered(&self) -> u64 {
+        self.delivered.load(Ordering::Relaxed)
+    }
+
+    /// The owner wrote to its socket the deliveries up to `number`.
+    pub fn written_through(&self, number: u64) {
+        if self.written.fetch_max(number, Ordering::Release) < number {
+            self.on_written.notify_waiters();
+        }
+    }
+
+    /// Records whether the owner waits for messages with nothing else to do.
+    pub fn set_listening(&self, on: bool) {
+        self.listening.store(on, Ordering::Release);
+    }
+
+    /// Waits, at most `limit`, until the owner has written delivery `number` to its
+    /// socket; at once when the owner is busy elsewhere (it writes the delivery with its
+    /// next replies, holding it meanwhile as Redis holds a reply it could not write).
+    pub async fn written(&self, number: u64, limit: std::time::Duration) {
+        let done = || {
+            self.written.load(Ordering::Acquire) >= number
+                || !self.listening.load(Ordering::Acquire)
+        };
+        let wait = async {
+            loop {
+                let moved = self.on_written.notified();
+                tokio::pin!(moved);
+                moved.as_mut().enable();
+                if done() {
+                    return;
+                }
+                moved.await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, wait).await;
     }
 
     /// Moves everything pending to `out`.
@@ -170,6 +226,31 @@ impl Mailbox {
     /// What this client counts for in the `maxmemory-clients` total.
     pub fn memory(&self) -> usize {
         self.counted.load(Ordering::Relaxed)
+    }
+
+    /// Client eviction closes the owner: what it held (`bytes`) counts as freed for
+    /// `maxmemory` from now on, as in Redis, until the connection has freed it.
+    pub fn evicted(&self, bytes: usize) {
+        let Some(closing) = self.accounting.get().and_then(|m| m.closing()) else {
+            return;
+        };
+        let mut state = self.state.lock();
+        if !state.freed {
+            closing.change(0, bytes);
+            state.closing += bytes;
+        }
+    }
+
+    /// The owner's connection freed its buffers: drops the messages waiting too, and
+    /// what [`Mailbox::evicted`] counted.
+    pub fn freed(&self) {
+        let mut state = self.state.lock();
+        state.freed = true;
+        state.pending = BytesMut::new();
+        let bytes = std::mem::take(&mut state.closing);
+        if let Some(closing) = self.accounting.get().and_then(|m| m.closing()) {
+            closing.change(bytes, 0);
+        }
     }
 
     /// Takes this client out of the total (it is closing).

@@ -368,6 +368,7 @@ impl Clients {
             // Out of the total at once, so the next check does not pick it again.
             mailbox.forget();
             if self.kill(id) {
+                mailbox.evicted(bytes);
                 self.memory.evicted.fetch_add(1, Ordering::Relaxed);
                 tracing::debug!("Evicting client: id={id} tot-mem={bytes}");
             }

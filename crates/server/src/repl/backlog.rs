@@ -12,7 +12,9 @@
 //!
 //! What it holds beyond `repl-backlog-size` is counted in a [`Gauge`] that `maxmemory`
 //! leaves out, as Redis leaves out replicas' buffers: counted before a block is
-//! allocated, uncounted after it is freed.
+//! allocated, uncounted after it is freed. The index of blocks counts too (as Redis
+//! counts its blocks' headers): a replica stalled for long makes it grow to thousands
+//! of entries, which would otherwise show as used memory and evict keys.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -21,6 +23,12 @@ use crate::alloc::Gauge;
 
 /// Bytes per block (Redis's `PROTO_REPLY_CHUNK_BYTES`).
 pub const BLOCK: usize = 16 * 1024;
+
+/// Bytes one block takes in the index.
+const INDEX_ENTRY: usize = std::mem::size_of::<Vec<u8>>();
+
+/// The index's smallest size, in blocks.
+const MIN_INDEX: usize = 4;
 
 /// The stream's bytes from `start` to the master offset.
 #[derive(Debug)]
@@ -56,6 +64,12 @@ impl Backlog {
     pub fn push(&mut self, mut data: &[u8]) {
         while !data.is_empty() {
             if self.blocks.back().is_none_or(|b| b.len() == BLOCK) {
+                if self.blocks.len() == self.blocks.capacity() {
+                    // The index doubles, counted before its allocation.
+                    let index = (self.blocks.capacity() * 2).max(MIN_INDEX);
+                    self.count(self.blocks.len() * BLOCK + index * INDEX_ENTRY);
+                    self.blocks.reserve_exact(index - self.blocks.len());
+                }
                 // Counted before the allocation.
                 self.count(self.allocated() + BLOCK);
                 self.blocks.push_back(Vec::with_capacity(BLOCK));
@@ -84,6 +98,10 @@ impl Backlog {
             drop(self.blocks.pop_front());
             self.len -= front;
             self.start += front as u64;
+            let index = self.blocks.capacity();
+            if index > MIN_INDEX && self.blocks.len() <= index / 4 {
+                self.blocks.shrink_to((index / 2).max(MIN_INDEX));
+            }
             self.count(self.allocated());
         }
     }
@@ -115,9 +133,9 @@ impl Backlog {
         self.capacity
     }
 
-    /// The blocks' allocation (INFO `mem_total_replication_buffers`).
+    /// The blocks' allocation and their index's (INFO `mem_total_replication_buffers`).
     pub fn allocated(&self) -> usize {
-        self.blocks.len() * BLOCK
+        self.blocks.len() * BLOCK + self.blocks.capacity() * INDEX_ENTRY
     }
 
     /// Whether offset `from` (a replica that has processed `from` bytes) is held, or is
@@ -145,9 +163,12 @@ impl Backlog {
         Some(out)
     }
 
-    /// Records `allocated` bytes of blocks in the gauge (the part beyond the backlog).
+    /// Records `allocated` bytes of blocks and index in the gauge: the part beyond what
+    /// `repl-backlog-size` alone takes (its bytes and an index for them).
     fn count(&mut self, allocated: usize) {
-        let beyond = allocated.saturating_sub(self.capacity);
+        let own_blocks = self.capacity.div_ceil(BLOCK) + 1;
+        let own = self.capacity + own_blocks.next_power_of_two().max(MIN_INDEX) * INDEX_ENTRY;
+        let beyond = allocated.saturating_sub(own);
         self.beyond.change(self.counted, beyond);
         self.counted = beyond;
     }
@@ -206,19 +227,22 @@ mod tests {
         // A replica still at offset 0: nothing goes.
         b.trim(Some(0));
         assert_eq!(b.len(), 10 * BLOCK);
-        assert_eq!(gauge.bytes(), 9 * BLOCK);
+        // The index grew from 4 blocks (what the backlog alone takes) to 16.
+        assert_eq!(gauge.bytes(), 9 * BLOCK + 12 * INDEX_ENTRY);
         // It wrote five blocks: those go, more than the backlog size stays for it.
         b.trim(Some(5 * BLOCK as u64));
         assert_eq!(b.start(), 5 * BLOCK as u64);
-        assert_eq!(gauge.bytes(), 4 * BLOCK);
+        assert_eq!(gauge.bytes(), 4 * BLOCK + 12 * INDEX_ENTRY);
         assert_eq!(
             b.read(5 * BLOCK as u64 + 1, 3).as_deref(),
             Some(&[7u8; 3][..])
         );
-        // No replica: back to the backlog size, nothing counted beyond it.
+        // No replica: back to the backlog size, nothing counted beyond it (the index
+        // shrank with the blocks).
         b.trim(None);
         assert_eq!(b.len(), BLOCK);
         assert_eq!(gauge.bytes(), 0);
+        assert_eq!(b.allocated(), BLOCK + MIN_INDEX * INDEX_ENTRY);
         b.resize(1);
         assert_eq!(gauge.bytes(), BLOCK - 1);
         drop(b);

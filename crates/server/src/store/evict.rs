@@ -124,6 +124,10 @@ pub struct Eviction {
     /// child process, outside `used_memory`, so a BGSAVE or a full sync near the limit
     /// must neither evict keys nor refuse writes.
     pub saving: Arc<crate::alloc::Gauge>,
+    /// What clients closed by client eviction hold until their connections free it
+    /// (Redis frees an evicted client at once): left out too, or the keys would pay for
+    /// memory already on its way back.
+    pub clients_closing: Arc<crate::alloc::Gauge>,
     /// A pass is due outside any command (Redis's eviction time proc): one that stopped
     /// before it was done, or one asked for inside a transaction.
     scheduled: AtomicBool,
@@ -154,6 +158,7 @@ impl Default for Eviction {
             freed_since_release: AtomicU64::new(0),
             replica_buffers: Arc::default(),
             saving: Arc::default(),
+            clients_closing: Arc::default(),
             scheduled: AtomicBool::new(false),
             pool: Mutex::new(Vec::new()),
         }
@@ -315,9 +320,13 @@ impl Eviction {
     }
 
     /// Memory `maxmemory` leaves out (INFO `mem_not_counted_for_evict`): replicas'
-    /// buffers, a save's own, and the work tables Redis keeps on its stack.
+    /// buffers, a save's own, evicted clients' on its way back, and the work tables
+    /// Redis keeps on its stack.
     pub fn left_out(&self) -> usize {
-        self.replica_buffers.bytes() + self.saving.bytes() + crate::alloc::WORK_TABLES.bytes()
+        self.replica_buffers.bytes()
+            + self.saving.bytes()
+            + self.clients_closing.bytes()
+            + crate::alloc::WORK_TABLES.bytes()
     }
 
     /// Evicts keys until memory is under the limit. `evicted` is told each key as it
