@@ -184,6 +184,15 @@ fn next_tick(clock: tokio::time::Instant, period: Duration) -> tokio::time::Inst
     clock + Duration::from_nanos(offset)
 }
 
+/// The error a streamed image that could not be loaded ends the sync with (Redis's
+/// wording; the cause is logged first).
+fn load_failed() -> std::io::Error {
+    other(
+        "Failed trying to load the MASTER synchronization DB from socket, check server logs."
+            .into(),
+    )
+}
+
 fn other(text: String) -> std::io::Error {
     std::io::Error::other(text)
 }
@@ -651,9 +660,7 @@ async fn load_streamed(
                 }
                 Err(e) => {
                     tracing::warn!("{e}");
-                    return Err(other(
-                        "Failed trying to load the MASTER synchronization DB from socket, check server logs.".into(),
-                    ));
+                    return Err(load_failed());
                 }
             }
         }
@@ -669,9 +676,7 @@ async fn load_streamed(
                 "Internal error in RDB reading offset {} -> Unexpected EOF reading RDB file. Failure loading rdb format from socket, assuming connection error, resuming operation.",
                 job.load.read()
             );
-            return Err(other(
-                "Failed trying to load the MASTER synchronization DB from socket, check server logs.".into(),
-            ));
+            return Err(load_failed());
         }
     }
     // What follows the image: the rest of a sized one is skipped (Redis loads what it
@@ -722,9 +727,7 @@ async fn load_streamed(
         if let Err(e) = engine.load_libraries(&libraries, false, &shared.scripting.flags) {
             engine.libraries = old;
             tracing::warn!("{e}");
-            return Err(other(
-                "Failed trying to load the MASTER synchronization DB from socket, check server logs.".into(),
-            ));
+            return Err(load_failed());
         }
         tracing::info!("MASTER <-> REPLICA sync: Swapping active DB with loaded DB");
         staging.swap_with(&mut held);
