@@ -55,6 +55,7 @@ pub mod cmdstats;
 pub mod config;
 pub mod crash;
 pub mod cstr;
+pub mod freeze;
 pub mod geohash;
 pub mod glob;
 pub mod instant;

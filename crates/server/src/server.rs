@@ -53,6 +53,9 @@ impl ShutdownHandle {
 /// INFO's rates, publish the key events the cycle queued, send BCAST invalidations, keep
 /// the tracking table under its limit.
 fn background_events(shared: &Shared) {
+    if shared.freeze.stopped() {
+        return;
+    }
     let stats = &shared.stats;
     stats.instant.sample(
         [

@@ -72,6 +72,8 @@ pub struct Shared {
     pub pubsub: PubSub,
     /// CLIENT PAUSE.
     pub pause: Pause,
+    /// DEBUG SLEEP: the whole server stopped for a while.
+    pub freeze: crate::freeze::Freeze,
     /// A shutdown waiting for the replicas to catch up.
     pub graceful: crate::persist::graceful::Graceful,
     /// Lua scripts and function libraries.
@@ -157,6 +159,7 @@ impl Shared {
             blocking: Blocking::default(),
             pubsub: PubSub::default(),
             pause: Pause::default(),
+            freeze: crate::freeze::Freeze::default(),
             graceful: Default::default(),
             scripting: crate::scripting::Scripting::default(),
             tracking,

@@ -927,11 +927,14 @@ fn idle_clients_give_their_buffers_back() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(field(&mut c, "rbs"), 1024);
+    // The reply buffer alone gives back 15 KB (16 KB down to 1 KB); the query buffer
+    // is gone too (`qbuf-free` 0), but how large it was when `before` was read depends
+    // on whether the client had already made room for its next read.
     let after = field(&mut c, "tot-mem");
-    assert!(after + 16_000 < before, "tot-mem {before} -> {after}");
+    assert!(after + 15_000 < before, "tot-mem {before} -> {after}");
     let clients_after = info(&mut c, "mem_clients_normal");
     assert!(
-        clients_after + 16_000 < clients_before,
+        clients_after + 15_000 < clients_before,
         "{clients_before} -> {clients_after}"
     );
     let value = "x".repeat(100_000);

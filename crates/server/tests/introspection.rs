@@ -1,7 +1,8 @@
 //! Introspection and administration on redline-server: SLOWLOG (thresholds, trimming,
 //! redaction), LATENCY (events, histograms), CLIENT LIST as other clients see a
 //! blocked one, CLIENT UNBLOCK, CONFIG SET port moving the listener, and MIGRATE to a
-//! real redis-server (keys arrive with their TTL, leave here, and replicate as DEL).
+//! real redis-server (keys arrive with their TTL, leave here, and replicate as DEL);
+//! DEBUG SLEEP stopping the whole server.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -642,4 +643,28 @@ fn info_stats_count_lookups_and_traffic_like_redis() {
         figures.push(values);
     }
     assert_eq!(figures[0], figures[1], "redline, redis");
+}
+
+/// DEBUG SLEEP stops the whole server, as Redis's: a PING another client sends
+/// meanwhile is answered once the sleep is over, with the sleeper's own reply, not a
+/// second before it.
+#[test]
+fn debug_sleep_stops_the_whole_server_like_redis() {
+    let redis = RedisServer::builder()
+        .args(["--enable-debug-command", "yes"])
+        .start()
+        .unwrap();
+    let ours = Redline::start();
+    for addr in [redis.addr(), ours.addr] {
+        let mut sleeper = Conn::connect(addr);
+        let mut other = Conn::connect(addr);
+        assert_eq!(text(&other.cmd(&["PING"])), "PONG");
+        sleeper.send(&["DEBUG", "SLEEP", "1"]);
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(text(&other.cmd(&["PING"])), "PONG");
+        assert!(
+            sleeper.drain_until_quiet(Duration::from_millis(400)) > 0,
+            "{addr}: PING answered while DEBUG SLEEP ran"
+        );
+    }
 }

@@ -1734,3 +1734,45 @@ fn a_master_again_after_a_failover_names_its_database() {
     assert_eq!(r.cmd(&["EXISTS", "z"]), Frame::Integer(1));
     assert_same_data(a.port(), c.port());
 }
+
+/// A replica promoted with REPLICAOF NO ONE, written to at once, then followed by its
+/// old master: the old master continues with PSYNC and gets that write, as from
+/// redis-server (every write of a server that has a backlog goes into it, replicas
+/// attached or not). A link then killed is tried again at once ("Reconnecting to
+/// MASTER"), not at the next second. redline-server pairs, then redis-server pairs.
+#[test]
+fn a_write_right_after_a_promotion_reaches_the_replicas_that_follow() {
+    let check = |old_master: u16, promoted: u16, old_master_log: &dyn Fn() -> String| {
+        let mut m = conn(old_master);
+        let mut p = conn(promoted);
+        m.cmd(&["SET", "x", "1"]);
+        p.ok(&["REPLICAOF", "127.0.0.1", &old_master.to_string()]);
+        wait_link_up(promoted);
+        wait_until("the first write", || {
+            text(&conn(promoted).cmd(&["GET", "x"])) == "1"
+        });
+        p.ok(&["REPLICAOF", "NO", "ONE"]);
+        assert_eq!(text(&p.cmd(&["INCR", "x"])), "2");
+        m.ok(&["REPLICAOF", "127.0.0.1", &promoted.to_string()]);
+        wait_link_up(old_master);
+        wait_until("the write after the promotion", || {
+            text(&conn(old_master).cmd(&["GET", "x"])) == "2"
+        });
+        // Continued, not sent again.
+        assert_eq!(stat(promoted, "sync_full"), 0, "port {promoted}");
+        assert_eq!(stat(promoted, "sync_partial_ok"), 1, "port {promoted}");
+        assert_eq!(
+            m.cmd(&["CLIENT", "KILL", "TYPE", "master"]),
+            Frame::Integer(1)
+        );
+        wait_for_log(
+            old_master_log,
+            &format!("Reconnecting to MASTER 127.0.0.1:{promoted}"),
+        );
+        wait_link_up(old_master);
+    };
+    let (a, b) = (redline(&[]), redline(&[]));
+    check(a.port(), b.port(), &|| a.log_tail());
+    let (a, b) = (redis(&[]), redis(&[]));
+    check(a.port(), b.port(), &|| a.log_tail());
+}

@@ -20,9 +20,12 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let sub = &args[1];
     if is(sub, "sleep") && args.len() == 3 {
         let seconds = super::args::float(&args[2])?;
-        // Like Redis, the whole connection (not the server) waits; capped for safety.
+        // The whole server stops, as Redis's single thread sleeps (see `crate::freeze`);
+        // capped for safety.
         let ms = (seconds * 1000.0).clamp(0.0, 60_000.0) as u64;
-        std::thread::sleep(std::time::Duration::from_millis(ms));
+        let duration = std::time::Duration::from_millis(ms);
+        ctx.shared.freeze.stop_for(duration);
+        std::thread::sleep(duration);
         ok(ctx.out);
         return Ok(());
     }

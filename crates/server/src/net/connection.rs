@@ -327,7 +327,7 @@ fn run_batch(
                 if client.debug.pending.is_some() {
                     return Progress::Debug;
                 }
-                if output.len() >= flush_at(client) {
+                if output.len() >= FLUSH_AT && output.len() >= flush_at(client) {
                     return Progress::OutputFull;
                 }
             }
@@ -416,6 +416,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             loop {
                 // The rare waits are boxed: inline, the largest of them sized every
                 // connection's task (4.8 KB; 2.8 KB so, about Redis's cost per client).
+                if self.shared.freeze.stopped() {
+                    Box::pin(self.shared.freeze.wait()).await;
+                }
                 match self.process_input() {
                     Progress::Drained => break,
                     Progress::Script => Box::pin(self.wait_for_script()).await,

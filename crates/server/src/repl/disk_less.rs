@@ -188,7 +188,11 @@ impl Waiting {
                 }
                 () = tokio::time::sleep_until(due) => {}
                 () = joined => {}
-                _ = newline.tick() => socket.write_all(b"\n").await?,
+                _ = newline.tick() => {
+                    if !shared.freeze.stopped() {
+                        socket.write_all(b"\n").await?;
+                    }
+                }
                 read = socket.read_buf(input), if input.len() < EARLY_INPUT => {
                     if read? == 0 {
                         return Err(std::io::Error::new(

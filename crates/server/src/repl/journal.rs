@@ -496,6 +496,13 @@ impl Journal {
         self.active.store(true, Ordering::Release);
     }
 
+    /// Turns recording on at once, without waiting for the writes in flight: for a
+    /// replica's promotion, whose writes in flight (a writable replica's own) are not
+    /// propagated anyway, and which may run inside a transaction holding the gate.
+    pub fn activate_now(&self) {
+        self.active.store(true, Ordering::Release);
+    }
+
     /// Waits for every write in flight and keeps new ones out until dropped. Taken
     /// before any shard (the gate comes first in the lock order).
     pub fn hold_writes(&self) -> Vec<RwLockWriteGuard<'_, ()>> {

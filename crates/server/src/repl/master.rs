@@ -415,6 +415,7 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
                 return Ok(());
             }
             () = link.outbox.ready() => {
+                shared.freeze.wait().await;
                 // A chunk of what it has not written yet per turn, so its ACKs are read
                 // between chunks of a long catch-up.
                 let chunk = journal.stream().next_chunk(link)?;

@@ -240,8 +240,18 @@ pub fn promote(shared: &crate::shared::Shared) {
     let previous = shared.repl.master.lock().take();
     if previous.is_some() {
         let journal = &shared.repl.journal;
-        journal.stream().shift_replid();
+        let has_backlog = {
+            let mut stream = journal.stream();
+            stream.shift_replid();
+            stream.backlog().is_some()
+        };
         disconnect_replicas(shared);
+        if has_backlog {
+            // Every write from now on goes into the backlog, as Redis feeds it, so the
+            // replicas that attach next continue from their offsets with those writes
+            // (recording would otherwise start only when the first one attaches).
+            journal.activate_now();
+        }
         journal.set_proxy(false);
         shared.store.events().set_replica(false);
         tracing::info!("MASTER MODE enabled (user request)");
