@@ -447,20 +447,29 @@ fn send(shared: &Shared, state: &mut State, id: u64, payload: &[u8]) {
     let number = target.deliver(&out);
     SENT.with(|sent| {
         if let Some(sent) = sent.borrow_mut().as_mut() {
-            sent.push((target.clone(), number));
+            // One entry per recipient, its last delivery: an eviction of many keys
+            // sends each tracker many.
+            let key = Arc::as_ptr(&target) as usize;
+            sent.entry(key)
+                .or_insert_with(|| (target.clone(), number))
+                .1 = number;
         }
     });
 }
 
+/// Recipients by mailbox address.
+type SentTo = HashMap<usize, Sent>;
+
 thread_local! {
     /// The invalidations sent on this thread while [`collect_sent`] runs.
-    static SENT: std::cell::RefCell<Option<Vec<Sent>>> = const { std::cell::RefCell::new(None) };
+    static SENT: std::cell::RefCell<Option<SentTo>> = const { std::cell::RefCell::new(None) };
 }
 
-/// One invalidation sent: its recipient's mailbox and its delivery number there.
+/// Invalidations sent to one client: its mailbox and the delivery number of the last.
 pub type Sent = (Arc<Mailbox>, u64);
 
-/// Runs `f` and returns, with its result, the invalidations it sent on this thread.
+/// Runs `f` and returns, with its result, the clients it sent invalidations to on this
+/// thread (each once, with its last delivery).
 pub fn collect_sent<R>(f: impl FnOnce() -> R) -> (R, Vec<Sent>) {
     struct Stop;
     impl Drop for Stop {
@@ -468,11 +477,12 @@ pub fn collect_sent<R>(f: impl FnOnce() -> R) -> (R, Vec<Sent>) {
             SENT.with(|sent| sent.borrow_mut().take());
         }
     }
-    SENT.with(|sent| *sent.borrow_mut() = Some(Vec::new()));
+    SENT.with(|sent| *sent.borrow_mut() = Some(HashMap::new()));
     let stop = Stop;
     let result = f();
     let sent = SENT
         .with(|sent| sent.borrow_mut().take())
+        .map(|sent| sent.into_values().collect())
         .unwrap_or_default();
     drop(stop);
     (result, sent)
