@@ -7,15 +7,13 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::store::now_ms;
+
 /// Until when the server is stopped.
 #[derive(Debug, Default)]
 pub struct Freeze {
     /// Milliseconds since the Unix epoch; 0: not stopped.
     until_ms: AtomicU64,
-}
-
-fn now_ms() -> u64 {
-    crate::store::now_ms()
 }
 
 impl Freeze {

@@ -601,8 +601,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         };
         let expiry = idle.map(tokio::time::sleep);
         tokio::pin!(expiry);
-        mailbox.set_listening(true);
-        let _listening = Listening(&mailbox);
+        let _listening = mailbox.listening();
         loop {
             tokio::select! {
                 biased;
@@ -642,11 +641,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     /// written them (see [`crate::maxmemory`]): kept unwritten, they would count as
     /// used memory at this client's next command and evict more keys, whose
     /// invalidations would evict more. A client busy elsewhere is not waited for, nor
-    /// one whose socket stays full.
+    /// one whose socket stays full: 100 ms at most, for all of them together.
     async fn await_eviction_invalidations(&mut self) {
-        let limit = Duration::from_millis(100);
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(100);
         for (mailbox, number) in std::mem::take(&mut self.client.eviction_invalidations) {
-            mailbox.written(number, limit).await;
+            mailbox.written(number, deadline).await;
         }
     }
 
@@ -1141,14 +1140,5 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             let stats = &self.shared.stats;
             stats.net_output_bytes.fetch_add(written, Ordering::Relaxed);
         }
-    }
-}
-
-/// Marks a mailbox's owner as listening for messages while it lives.
-struct Listening<'a>(&'a super::mailbox::Mailbox);
-
-impl Drop for Listening<'_> {
-    fn drop(&mut self) {
-        self.0.set_listening(false);
     }
 }

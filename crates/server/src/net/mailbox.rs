@@ -46,8 +46,10 @@ pub struct Mailbox {
     delivered: AtomicU64,
     /// Deliveries the owner has written to its socket.
     written: AtomicU64,
-    /// Told when `written` moves.
+    /// Told when `written` moves, if someone waits (`waiting`): a subscriber's every
+    /// delivery moves it, and a notification takes a lock.
     on_written: Notify,
+    waiting: AtomicUsize,
     /// The owner waits for messages with nothing else to do, so it writes them at once.
     listening: AtomicBool,
 }
@@ -129,24 +131,25 @@ impl Mailbox {
 
     /// The owner wrote to its socket the deliveries up to `number`.
     pub fn written_through(&self, number: u64) {
-        if self.written.fetch_max(number, Ordering::Release) < number {
+        if self.written.fetch_max(number, Ordering::SeqCst) < number
+            && self.waiting.load(Ordering::SeqCst) > 0
+        {
             self.on_written.notify_waiters();
         }
     }
 
-    /// Records whether the owner waits for messages with nothing else to do.
-    pub fn set_listening(&self, on: bool) {
-        self.listening.store(on, Ordering::Release);
-    }
-
-    /// Waits, at most `limit`, until the owner has written delivery `number` to its
-    /// socket; at once when the owner is busy elsewhere (it writes the delivery with its
-    /// next replies, holding it meanwhile as Redis holds a reply it could not write).
-    pub async fn written(&self, number: u64, limit: std::time::Duration) {
+    /// Waits, until `deadline` at most, until the owner has written delivery `number`
+    /// to its socket; at once when the owner is busy elsewhere (it writes the delivery
+    /// with its next replies, holding it meanwhile as Redis holds a reply it could not
+    /// write).
+    pub async fn written(&self, number: u64, deadline: tokio::time::Instant) {
         let done = || {
-            self.written.load(Ordering::Acquire) >= number
-                || !self.listening.load(Ordering::Acquire)
+            self.written.load(Ordering::SeqCst) >= number || !self.listening.load(Ordering::Acquire)
         };
+        if done() {
+            return;
+        }
+        self.waiting.fetch_add(1, Ordering::SeqCst);
         let wait = async {
             loop {
                 let moved = self.on_written.notified();
@@ -158,7 +161,15 @@ impl Mailbox {
                 moved.await;
             }
         };
-        let _ = tokio::time::timeout(limit, wait).await;
+        let _ = tokio::time::timeout_at(deadline, wait).await;
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Marks the owner as waiting for messages with nothing else to do, until the
+    /// returned guard drops.
+    pub fn listening(&self) -> Listening<'_> {
+        self.listening.store(true, Ordering::Release);
+        Listening(self)
     }
 
     /// Moves everything pending to `out`.
@@ -321,6 +332,15 @@ impl Mailbox {
     pub fn set_protocol(&self, protocol: Protocol) {
         self.resp3
             .store(protocol == Protocol::Resp3, Ordering::Relaxed);
+    }
+}
+
+/// The owner waits for messages ([`Mailbox::listening`]) while this lives.
+pub struct Listening<'a>(&'a Mailbox);
+
+impl Drop for Listening<'_> {
+    fn drop(&mut self) {
+        self.0.listening.store(false, Ordering::Release);
     }
 }
 
