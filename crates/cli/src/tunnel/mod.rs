@@ -150,9 +150,12 @@ async fn tunnel(args: TunnelArgs) -> Result<(), TunnelError> {
         shutdown.cancel();
         return Err(e);
     }
+    // Signals are handled from here on: a script that sends one as soon as it reads
+    // "ready" stops the tunnel cleanly.
+    let stopped = shutdown.run_until_signal()?;
     // Scripts (and tests) wait for this line before they connect.
     println!("ready");
-    let signal = shutdown.run_until_signal().await?;
+    let signal = stopped.await;
     tracing::info!(signal, "tunnel stopped");
     Ok(())
 }

@@ -38,10 +38,22 @@ impl Shutdown {
     }
 
     /// Waits for SIGINT or SIGTERM (or an earlier [`Shutdown::cancel`]), cancels, and gives
-    /// tracked tasks [`GRACE`] to finish. Returns the signal's name.
-    pub(crate) async fn run_until_signal(&self) -> std::io::Result<&'static str> {
+    /// tracked tasks [`GRACE`] to finish. Returns the signal's name. The handlers are
+    /// installed when this is called, before its first await: call it before telling
+    /// anyone the tunnel is ready, or a signal sent at once would kill the process.
+    pub(crate) fn run_until_signal(
+        &self,
+    ) -> std::io::Result<impl std::future::Future<Output = &'static str> + '_> {
         let mut term = signal(SignalKind::terminate())?;
         let mut int = signal(SignalKind::interrupt())?;
+        Ok(async move { self.until(&mut term, &mut int).await })
+    }
+
+    async fn until(
+        &self,
+        term: &mut tokio::signal::unix::Signal,
+        int: &mut tokio::signal::unix::Signal,
+    ) -> &'static str {
         let name = tokio::select! {
             _ = term.recv() => "SIGTERM",
             _ = int.recv() => "SIGINT",
@@ -55,6 +67,6 @@ impl Shutdown {
         {
             tracing::warn!("connections still open after {GRACE:?}; exiting anyway");
         }
-        Ok(name)
+        name
     }
 }
