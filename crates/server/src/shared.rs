@@ -149,6 +149,11 @@ impl Shared {
         clients
             .memory
             .count_closing_in(store.events().eviction.clients_closing.clone());
+        let persistence = Arc::new(crate::persist::snapshot::Persistence::default());
+        persistence.save_points.store(
+            crate::persist::snapshot::configured_save_points(&config.save),
+            Ordering::Relaxed,
+        );
         let shared = Shared {
             store,
             acl,
@@ -165,7 +170,7 @@ impl Shared {
             tracking,
             stats: Stats::default(),
             cmdstats: crate::cmdstats::CommandStats::default(),
-            persistence: Arc::default(),
+            persistence,
             repl,
             aof: crate::persist::aof::Aof::default(),
             monitors: crate::monitor::Monitors::default(),
@@ -263,6 +268,10 @@ impl Shared {
         configure_eviction(&self.store, &config);
         crate::persist::rdb::encode::set_compression(config.param_bool("rdbcompression"));
         self.clients.memory.configure(&config);
+        self.persistence.save_points.store(
+            crate::persist::snapshot::configured_save_points(&config.save),
+            Ordering::Relaxed,
+        );
         // A lower limit (or one just turned on) evicts at once, as in Redis.
         self.clients.recount_memory();
         {

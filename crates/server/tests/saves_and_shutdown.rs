@@ -217,7 +217,8 @@ fn slow_full_sync(key_delay_us: u64, disk_less: &str) -> (RedlineServer, Redline
 
 /// A full sync's image is being written (`rdb_bgsave_in_progress:1`, the replica
 /// `wait_bgsave`, as on redis-server) until the replica leaves: then the work stops,
-/// disk-based (the sync's own file, `temp-sync-*`, goes) and disk-less alike.
+/// disk-based (a BGSAVE into the dump file's `temp-bgsave-*`, which goes, as no save
+/// point is set) and disk-less alike.
 /// redline-server only: redis-server's disk-less sync notices the replica gone only
 /// when its child next writes, which with this delay is seconds later.
 #[test]
@@ -231,12 +232,12 @@ fn a_replica_leaving_stops_the_work_on_its_full_sync() {
                     .text()
                     .is_some_and(|t| t.contains("state=wait_bgsave"))
         });
-        let files = files_starting(master.dir(), "temp-sync-");
+        let files = files_starting(master.dir(), "temp-bgsave-");
         assert_eq!(files.is_empty(), disk_less == "yes", "{files:?}");
         ok(&replica, &["REPLICAOF", "NO", "ONE"]);
         wait_for(3, "the work to stop", || {
             persistence_field(&master, "rdb_bgsave_in_progress") == "0"
-                && files_starting(master.dir(), "temp-sync-").is_empty()
+                && files_starting(master.dir(), "temp-bgsave-").is_empty()
         });
         assert_eq!(master.cmd(&["PING"]).unwrap(), Reply::Simple("PONG".into()));
     }

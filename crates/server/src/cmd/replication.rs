@@ -362,7 +362,8 @@ pub fn info_section(ctx: &Ctx<'_>, text: &mut String) {
         }
         None => text.push_str("role:master\r\n"),
     }
-    let waiting = shared.repl.disk_less.waiting();
+    let mut waiting = shared.repl.disk_less.waiting();
+    waiting.extend(shared.repl.disk_syncs.waiting());
     let _ = write!(
         text,
         "connected_slaves:{}\r\n",

@@ -591,35 +591,83 @@ impl Drop for Cut {
 /// BGSAVE: begins a cut now and writes it on a background thread. Returns false when a
 /// save is already running (or cannot start).
 pub fn bgsave(shared: &Shared) -> bool {
-    let p = &shared.persistence;
-    if p.bgsave_running.swap(true, Ordering::AcqRel) {
-        return false;
-    }
-    p.bgsave_started.store(unix_secs(), Ordering::Relaxed);
-    let started = Instant::now();
-    let path = dump_path(shared);
-    let begun = {
+    let begin = |temp: PathBuf| {
         // On a replica the journal's gate first: the image then records the master's
         // offset it stands at (see `SaveInfo::of`).
         let writes = shared.repl.hold_writes_for_save();
         let mut held = Held::all(&shared.store);
-        let dirty_before = p.dirty.load(Ordering::Relaxed);
-        let generation = *p.dump_generation.lock();
         let history = crate::repl::SaveInfo::of(shared, writes.is_some());
         let aux = history.as_ref().map(crate::repl::SaveInfo::aux);
         let aux = aux.as_ref().map_or(&[][..], |a| &a[..]);
-        begin_cut(shared, &mut held, temp_path(&path), aux)
-            .map(|cut| (cut, dirty_before, generation))
+        begin_cut(shared, &mut held, temp, aux).map(|cut| (Begun::new(shared, cut), ()))
     };
-    let (cut, dirty_before, generation) = match begun {
+    start_bgsave(shared, begin, None).is_ok()
+}
+
+/// A BGSAVE's cut just begun, with what it covers: read at its instant (every shard
+/// held), so that the dirty count and the dump file's generation match the image.
+pub struct Begun {
+    cut: Cut,
+    dirty_before: u64,
+    generation: u64,
+}
+
+impl Begun {
+    /// `cut`, begun now: call it with every shard still held.
+    pub fn new(shared: &Shared, cut: Cut) -> Begun {
+        let p = &shared.persistence;
+        Begun {
+            cut,
+            dirty_before: p.dirty.load(Ordering::Relaxed),
+            generation: *p.dump_generation.lock(),
+        }
+    }
+}
+
+/// Why a BGSAVE did not start.
+#[derive(Debug)]
+pub enum NotStarted {
+    /// Another one is running.
+    Running,
+    /// Its file could not be created, or its thread could not start.
+    Failed(std::io::Error),
+}
+
+/// Told on the BGSAVE's thread how its cut ended: the complete file (its path and
+/// size) before it is renamed into place, or the error. A full sync's replicas open the
+/// file then ([`crate::repl::disk_sync`]).
+pub type Written = Box<dyn FnOnce(Result<(&Path, u64), &std::io::Error>) + Send>;
+
+/// Starts a BGSAVE into the dump file: `begin` takes the image's instant (holding every
+/// shard) and begins its cut into the temporary file it is given; a thread then writes
+/// it, tells `written`, and renames it into place. What `begin` returns beside the cut
+/// comes back.
+pub fn start_bgsave<T>(
+    shared: &Shared,
+    begin: impl FnOnce(PathBuf) -> std::io::Result<(Begun, T)>,
+    written: Option<Written>,
+) -> Result<T, NotStarted> {
+    let p = &shared.persistence;
+    if p.bgsave_running.swap(true, Ordering::AcqRel) {
+        return Err(NotStarted::Running);
+    }
+    p.bgsave_started.store(unix_secs(), Ordering::Relaxed);
+    let started = Instant::now();
+    let path = dump_path(shared);
+    let (begun, value) = match begin(temp_path(&path)) {
         Ok(begun) => begun,
         Err(e) => {
             tracing::warn!("Failed opening the temp RDB file for saving: {e}");
             p.last_bgsave_ok.store(false, Ordering::Relaxed);
             p.bgsave_running.store(false, Ordering::Release);
-            return false;
+            return Err(NotStarted::Failed(e));
         }
     };
+    let Begun {
+        cut,
+        dirty_before,
+        generation,
+    } = begun;
     p.bgsave_abort.start(&cut);
     let p = shared.persistence.clone();
     let spawned = std::thread::Builder::new()
@@ -631,7 +679,14 @@ pub fn bgsave(shared: &Shared) -> bool {
                 p.bgsave_abort.end();
                 p.bgsave_running.store(false, Ordering::Release);
             };
-            let result = cut.complete().and_then(|(temp, _)| {
+            let completed = cut.complete();
+            if let Some(written) = written {
+                written(match &completed {
+                    Ok((temp, size)) => Ok((temp.as_path(), *size)),
+                    Err(e) => Err(e),
+                });
+            }
+            let result = completed.and_then(|(temp, _)| {
                 let current = p.dump_generation.lock();
                 if *current == generation {
                     std::fs::rename(temp, &path).map(|()| true)
@@ -647,8 +702,8 @@ pub fn bgsave(shared: &Shared) -> bool {
                     end();
                     return;
                 }
-                // Stopped on purpose (FLUSHALL, SHUTDOWN): not a failed save, as a
-                // child Redis kills is not.
+                // Stopped on purpose (FLUSHALL, SHUTDOWN, no replica left for a sync's):
+                // not a failed save, as a child Redis kills is not.
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
                     tracing::warn!("Background saving aborted");
                     end();
@@ -668,14 +723,15 @@ pub fn bgsave(shared: &Shared) -> bool {
             end();
         });
     if let Err(e) = spawned {
-        // The cut went with the thread's closure: its drop finished it.
+        // The cut went with the thread's closure: its drop finished it (and `written`
+        // went unsaid: its receivers see it dropped).
         tracing::warn!("Can't save in background: {e}");
         let p = &shared.persistence;
         p.last_bgsave_ok.store(false, Ordering::Relaxed);
         p.bgsave_abort.end();
         p.bgsave_running.store(false, Ordering::Release);
-        return false;
+        return Err(NotStarted::Failed(e));
     }
     tracing::info!("Background saving started");
-    true
+    Ok(value)
 }

@@ -51,9 +51,13 @@ pub struct Persistence {
     pub bgsave_started: AtomicU64,
     /// Set to stop the running BGSAVE (FLUSHALL, SHUTDOWN), as Redis kills its child.
     pub bgsave_abort: super::bgsave::RunningCut,
-    /// Full syncs' cuts being written (INFO `rdb_bgsave_in_progress` counts them, as
-    /// Redis's RDB child for a sync).
+    /// Disk-less syncs' cuts being written (INFO `rdb_bgsave_in_progress` counts them,
+    /// as Redis's RDB child for a sync).
     pub sync_cuts: std::sync::atomic::AtomicUsize,
+    /// Some save point is configured: [`has_save_points`], kept here for what runs
+    /// without the configuration at hand (a disk-based sync's save, when its last
+    /// replica leaves).
+    pub save_points: AtomicBool,
     /// Successful saves since start (`rdb_saves`).
     pub saves: AtomicU64,
     /// The load at start (clients get LOADING meanwhile) and the last load's counts.
@@ -81,6 +85,7 @@ impl Default for Persistence {
             bgsave_started: AtomicU64::new(0),
             bgsave_abort: super::bgsave::RunningCut::default(),
             sync_cuts: std::sync::atomic::AtomicUsize::new(0),
+            save_points: AtomicBool::new(false),
             saves: AtomicU64::new(0),
             loading: Loading::default(),
             skip_checksum_validation: AtomicBool::new(false),
@@ -193,7 +198,7 @@ fn write_functions(shared: &Shared, writer: &mut SnapshotWriter) {
     }
 }
 
-/// A full sync's image being made, counted in [`Persistence::sync_cuts`] (INFO
+/// A disk-less sync's image being made, counted in [`Persistence::sync_cuts`] (INFO
 /// `rdb_bgsave_in_progress`, as Redis's RDB child for a sync) for as long as it lives.
 pub struct SyncCutInProgress(std::sync::Arc<Persistence>);
 
@@ -732,7 +737,12 @@ fn save_points(save: &str) -> Vec<(u64, u64)> {
 /// Whether some save point is configured (`save` not empty): then SIGTERM and
 /// FLUSHALL save, as in Redis.
 pub fn has_save_points(shared: &Shared) -> bool {
-    !save_points(&shared.config.read().save).is_empty()
+    configured_save_points(&shared.config.read().save)
+}
+
+/// Whether the `save` setting `save` names some save point.
+pub fn configured_save_points(save: &str) -> bool {
+    !save_points(save).is_empty()
 }
 
 /// Once a second from the server's cron: start a BGSAVE when a save point is reached

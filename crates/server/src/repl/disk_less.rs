@@ -27,11 +27,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use super::journal::ReplicaLink;
-use super::master::EARLY_INPUT;
+use super::master::{SyncInstant, EARLY_INPUT};
 use crate::persist::bgsave::{self, CutFormat, CutOutputSink};
 use crate::persist::snapshot;
 use crate::shared::Shared;
-use crate::store::Held;
 
 /// Bytes of image the cut hands to the pipe at a time, and pieces the pipe holds.
 const PIECE: usize = 64 * 1024;
@@ -217,35 +216,25 @@ fn start(shared: &Shared, group: &Arc<Group>) {
     }
     let journal = &shared.repl.journal;
     journal.activate();
-    let backlog_size = super::master::backlog_size(shared);
     let (pipe, pieces) = mpsc::channel(PIPE_PIECES);
-    // As for a disk-based sync (see `master::start`): the gate shut, then every shard
-    // held, then the offset and the attachments under one lock of the stream.
-    let writes = journal.hold_writes();
-    let mut held = Held::all(&shared.store);
-    let (replid, offset, links) = {
-        let mut stream = journal.stream();
-        let (replid, offset) = (stream.replid.clone(), stream.offset);
-        let links: Vec<_> = members
-            .iter()
-            .map(|m| stream.attach(m.id, m.ip, m.port, backlog_size, None))
-            .collect();
-        (replid, offset, links)
-    };
-    let aux = super::master::image_aux(shared, &replid, offset);
+    let addresses: Vec<_> = members.iter().map(|m| (m.id, m.ip, m.port)).collect();
+    let mut instant = SyncInstant::take(shared, &addresses);
+    let aux = instant.aux(shared);
     let aux: Vec<(&str, &[u8])> = aux.iter().map(|(n, v)| (*n, v.as_bytes())).collect();
     let header = snapshot::image_start(shared, &aux).into_header();
     let cut = bgsave::begin_cut_into(
         shared,
-        &mut held,
+        &mut instant.held,
         Box::new(Pipe(pipe)),
         PIECE,
         std::path::PathBuf::new(),
         &header,
         CutFormat::Rdb,
     );
-    drop(held);
-    drop(writes);
+    let (replid, offset) = (instant.replid.clone(), instant.offset);
+    let links = std::mem::take(&mut instant.links);
+    // Clients go on.
+    drop(instant);
     let cut = match cut {
         Ok(cut) => cut,
         Err(e) => {

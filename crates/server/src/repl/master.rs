@@ -1,24 +1,17 @@
 //! The master side: SYNC and PSYNC turn a connection into a replica link.
 //!
-//! A full sync holds every shard ([`Held::all`]) for an instant while it reads the
-//! stream's id and offset and attaches the replica to the stream (both under one lock
-//! of the stream), and begins a copy-on-write cut of the dataset into a file
-//! ([`bgsave::begin_cut`]): the image is exactly the state at that offset, and the
-//! replica receives every byte of the stream after it. Clients keep writing while the
-//! cut is written; once complete it goes out as a bulk (`$<len>` then the bytes, as
-//! Redis's disk-based sync), followed by the stream buffered meanwhile. Should the file
-//! not be creatable, the image is serialised in memory under the locks instead. That is
-//! the disk-based sync (`repl-diskless-sync no`, SYNC, filtered images); with
-//! `repl-diskless-sync yes` (the default) a replica that announced `capa eof` waits for
-//! an image shared with the others that ask meanwhile, streamed as it is cut
-//! ([`super::disk_less`]). PSYNC
-//! with this server's id (or the previous one, after a promotion) and an offset still in
-//! the backlog continues without an image.
+//! PSYNC with this server's id (or the previous one, after a promotion) and an offset
+//! still in the backlog continues without an image. A full sync first gets an image
+//! taken at one offset, the replica attached to the stream there, so that it receives
+//! every byte of the stream after it: with `repl-diskless-sync yes` (the default) a
+//! replica that announced `capa eof` shares an image streamed as it is cut
+//! ([`super::disk_less`]); otherwise (and for SYNC and filtered images) the image is a
+//! BGSAVE into the dump file, shared by the replicas that ask while it runs
+//! ([`super::disk_sync`]).
 //!
 //! The link then carries the stream to the replica and reads its `REPLCONF ACK`s, which
 //! WAIT and INFO replication use.
 
-use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -30,9 +23,6 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use super::journal::{LinkState, ReplicaLink};
 use crate::cmd::args::is;
 use crate::cmd::Ctx;
-use crate::net::client::RdbFilter;
-use crate::persist::bgsave::{self, Cut};
-use crate::persist::snapshot;
 use crate::shared::Shared;
 use crate::store::Held;
 
@@ -49,16 +39,12 @@ pub struct ReplicaStart {
 /// Where a replica link's sync stands when its connection hands it over.
 #[derive(Debug)]
 pub enum Begin {
-    /// Attached to the stream: a continued PSYNC, or a disk-based full sync whose image
-    /// (a cut still being written) goes out before the stream.
-    Attached {
-        /// The replica as the stream knows it.
-        link: Arc<ReplicaLink>,
-        /// The disk-based image.
-        image: Option<Cut>,
-    },
+    /// Attached to the stream: a continued PSYNC.
+    Continued(Arc<ReplicaLink>),
     /// Waiting for a disk-less image it shares with the replicas that ask meanwhile.
     Waiting(super::disk_less::Waiting),
+    /// A disk-based full sync, still to join or start its BGSAVE.
+    Disk(super::disk_sync::Request),
 }
 
 /// The address a replica is known by: its connection's IP and the port it listens on
@@ -73,8 +59,9 @@ pub fn replica_address(ctx: &Ctx<'_>) -> (std::net::IpAddr, u16) {
     (ip, ctx.client.repl_listening_port)
 }
 
-/// SYNC (`psync` None) or PSYNC replid offset: writes the reply (and the image or the
-/// backlog part) to the output and makes the connection a replica link.
+/// SYNC (`psync` None) or PSYNC replid offset: makes the connection a replica link. A
+/// continued PSYNC is answered here (`+CONTINUE`); a full sync's answer and image come
+/// from the link's task once its image has its instant ([`serve`]).
 pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
     let shared = ctx.shared;
     let journal = &shared.repl.journal;
@@ -110,7 +97,7 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
                 "Partial resynchronization request from {ip}:{port} accepted. Sending {behind} bytes of backlog."
             );
             ctx.client.replica_start = Some(ReplicaStart {
-                begin: Begin::Attached { link, image: None },
+                begin: Begin::Continued(link),
                 acks: true,
             });
             shared
@@ -147,76 +134,69 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
         });
         return;
     }
-    // Our own master's stream is applied, then appended, a batch at a time inside the
-    // gate (see `replica::Applier`): shutting the gate first means the image holds a
-    // batch only if the offset counts it, so no command reaches this replica twice.
-    let writes = journal.hold_writes();
-    let held = RefCell::new(Held::all(&shared.store));
-    // The image's offset and the replica's first stream byte are taken under one lock of
-    // the stream: with every shard held no data change can come between them, but a
-    // PING, a REPLCONF GETACK or a proxied byte of our own master could, and would then
-    // be neither counted in the offset nor sent, leaving the replica's offset behind ours
-    // for good. What is appended while the image is taken reaches the replica after it.
-    let (replid, offset, link) = {
-        let mut stream = journal.stream();
-        let (replid, offset) = (stream.replid.clone(), stream.offset);
-        let link = stream.attach(ctx.client.id, ip, port, backlog_size, None);
-        (replid, offset, link)
-    };
-    let aux = image_aux(shared, &replid, offset);
-    let aux: Vec<(&str, &[u8])> = aux.iter().map(|(n, v)| (*n, v.as_bytes())).collect();
-    // A cut into a file when the directory allows it (the replica gets it once
-    // complete, the master never pauses); else the image serialised now, in memory.
-    let temp = std::path::PathBuf::from(format!(
-        "temp-sync-{}-{}.rdb",
-        std::process::id(),
-        ctx.client.id
-    ));
-    let image = match ctx.client.rdb_filter {
-        // A filtered image has no keys: small, made at once.
-        Some(filter) => Err(snapshot::filtered_image(
-            shared,
-            &aux,
-            filter == RdbFilter::Functions,
-        )),
-        None => match bgsave::begin_cut(shared, &mut *held.borrow_mut(), temp, &aux) {
-            Ok(cut) => Ok(cut),
-            Err(_) => Err(snapshot::capture(shared, &mut *held.borrow_mut(), &aux)),
-        },
-    };
-    drop(held);
-    drop(writes);
-    if psync.is_some() {
-        ctx.out
-            .extend_from_slice(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes());
-    }
-    // With a cut, `wait_bgsave` until it is written (see `send_image`), as Redis's
-    // replica waits for the RDB child; an image made now is sent at once.
-    if image.is_err() {
-        link.set_state(LinkState::SendBulk);
-    }
-    let image = match image {
-        Ok(cut) => {
-            tracing::info!(
-                "Starting BGSAVE for SYNC with target: disk (replica {ip}:{port}, offset {offset})"
-            );
-            Some(cut)
-        }
-        Err(bytes) => {
-            ctx.out
-                .extend_from_slice(format!("${}\r\n", bytes.len()).as_bytes());
-            ctx.out.extend_from_slice(&bytes);
-            tracing::info!(
-                "Full resync requested by replica {ip}:{port}: {} bytes of RDB at offset {offset}",
-                bytes.len()
-            );
-            None
-        }
-    };
     ctx.client.replica_start = Some(ReplicaStart {
-        begin: Begin::Attached { link, image },
+        begin: Begin::Disk(super::disk_sync::Request {
+            id: ctx.client.id,
+            ip,
+            port,
+            psync: psync.is_some(),
+            filter: ctx.client.rdb_filter,
+        }),
         acks: psync.is_some(),
     });
+}
+
+/// A full sync's image's instant: writes stopped, every shard held, and the replicas
+/// attached to the stream at its offset. Dropped, clients go on.
+pub(super) struct SyncInstant<'a> {
+    /// Every shard: begin the image's cut (or serialise it) with these.
+    pub held: Held<'a>,
+    /// The history's id and the image's offset.
+    pub replid: String,
+    pub offset: u64,
+    /// The replicas, attached where the image ends.
+    pub links: Vec<Arc<ReplicaLink>>,
+    // Released after `held`: fields drop in order.
+    _writes: Vec<parking_lot::RwLockWriteGuard<'a, ()>>,
+}
+
+impl<'a> SyncInstant<'a> {
+    /// Takes the instant for `replicas` (id, address, listening port).
+    pub fn take(shared: &'a Shared, replicas: &[(u64, std::net::IpAddr, u16)]) -> SyncInstant<'a> {
+        let journal = &shared.repl.journal;
+        // Our own master's stream is applied, then appended, a batch at a time inside
+        // the gate (see `replica::Applier`): shutting the gate first means the image
+        // holds a batch only if the offset counts it, so no command reaches a replica
+        // twice.
+        let writes = journal.hold_writes();
+        let held = Held::all(&shared.store);
+        // The offset and the replicas' first stream byte are taken under one lock of the
+        // stream: with every shard held no data change can come between them, but a
+        // PING, a REPLCONF GETACK or a proxied byte of our own master could, and would
+        // then be neither counted in the offset nor sent, leaving a replica's offset
+        // behind ours for good. What is appended while the image is taken reaches the
+        // replicas after it.
+        let backlog_size = backlog_size(shared);
+        let mut stream = journal.stream();
+        let (replid, offset) = (stream.replid.clone(), stream.offset);
+        let links = replicas
+            .iter()
+            .map(|&(id, ip, port)| stream.attach(id, ip, port, backlog_size, None))
+            .collect();
+        drop(stream);
+        SyncInstant {
+            held,
+            replid,
+            offset,
+            links,
+            _writes: writes,
+        }
+    }
+
+    /// The image's aux fields ([`image_aux`]).
+    pub fn aux(&self, shared: &Shared) -> [(&'static str, String); 3] {
+        image_aux(shared, &self.replid, self.offset)
+    }
 }
 
 /// The aux fields of a sync's image: the database the stream has selected (this
@@ -235,73 +215,6 @@ pub(crate) fn image_aux(shared: &Shared, replid: &str, offset: u64) -> [(&'stati
     ]
 }
 
-/// Completes a full sync's cut off the runtime and sends it as a bulk (`$<len>` then the
-/// bytes); the file goes once sent. A replica that closes the link meanwhile stops the
-/// cut; what it sends meanwhile waits in `input`. While the cut is written the link is
-/// `wait_bgsave` and INFO's `rdb_bgsave_in_progress` is 1, as while Redis's RDB child
-/// writes a sync's image.
-async fn send_image<S: AsyncRead + AsyncWrite + Unpin>(
-    shared: &Shared,
-    socket: &mut S,
-    input: &mut BytesMut,
-    link: &ReplicaLink,
-    replica_input: &mut ReplicaInput,
-    cut: Cut,
-) -> std::io::Result<()> {
-    // A thread of its own rather than the blocking pool: it runs at a lowered priority.
-    // Should the link go first (this future dropped, or the replica gone), the cut
-    // stops.
-    let abort = bgsave::AbortOnDrop::new(cut.abort_handle());
-    let (done, finished) = tokio::sync::oneshot::channel();
-    let in_progress = snapshot::SyncCutInProgress::new(shared.persistence.clone());
-    let spawned = std::thread::Builder::new()
-        .name("redline-sync-cut".into())
-        .spawn(move || {
-            crate::background::lower_this_thread();
-            let result = cut.complete();
-            drop(in_progress);
-            // Nobody waiting any more (the link went just as the image was done): the
-            // file goes here.
-            if let Err(Ok((path, _))) = done.send(result) {
-                let _ = std::fs::remove_file(path);
-            }
-        });
-    // Failing, the cut and the count went with the closure (its drop discarded them).
-    spawned?;
-    tokio::pin!(finished);
-    let (path, size) = loop {
-        tokio::select! {
-            result = &mut finished => {
-                break result.map_err(|_| std::io::Error::other("the sync image was abandoned"))??;
-            }
-            read = socket.read_buf(input), if input.len() < EARLY_INPUT => {
-                if read? == 0 {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        "the replica closed the link before its image was ready",
-                    ));
-                }
-                replica_input.take(shared, link, input)?;
-            }
-        }
-    };
-    abort.disarm();
-    link.set_state(LinkState::SendBulk);
-    let sent = async {
-        socket.write_all(format!("${size}\r\n").as_bytes()).await?;
-        let mut file = tokio::fs::File::open(&path).await?;
-        let copied = tokio::io::copy(&mut file, socket).await?;
-        if copied != size {
-            return Err(std::io::Error::other("the sync image changed size"));
-        }
-        Ok(())
-    }
-    .await;
-    let _ = tokio::fs::remove_file(&path).await;
-    tracing::info!("Synchronization image of {size} bytes sent");
-    sent
-}
-
 /// What a replica may send before its image (it sends nothing, as a rule) is kept up
 /// to this much; past it, it is not read until the image is sent.
 pub(super) const EARLY_INPUT: usize = 64 * 1024;
@@ -313,8 +226,8 @@ pub(crate) fn backlog_size(shared: &Shared) -> usize {
 
 /// A full sync's image, sent before the stream.
 enum Image {
-    /// Disk-based: a cut into a file, sent once written.
-    Cut(Cut),
+    /// Disk-based: a BGSAVE's file, sent once written (or an image made at once).
+    Saved(super::disk_sync::Started),
     /// Disk-less: streamed as it is cut, shared with the replicas of its group.
     Streamed(super::disk_less::Started),
 }
@@ -329,7 +242,11 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let ReplicaStart { begin, acks } = start;
     let journal = &shared.repl.journal;
     let (link, image) = match begin {
-        Begin::Attached { link, image } => (link, image.map(Image::Cut)),
+        Begin::Continued(link) => (link, None),
+        Begin::Disk(request) => {
+            let started = super::disk_sync::started(shared, socket, input, request).await?;
+            (started.link.clone(), Some(Image::Saved(started)))
+        }
         Begin::Waiting(waiting) => {
             let started = waiting.started(shared, socket, input).await?;
             (started.link.clone(), Some(Image::Streamed(started)))
@@ -376,9 +293,7 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
     replica_input.take(shared, link, input)?;
     let sent = match image {
         None => Ok(()),
-        Some(Image::Cut(cut)) => {
-            send_image(shared, socket, input, link, &mut replica_input, cut).await
-        }
+        Some(Image::Saved(started)) => started.send(shared, socket, input).await,
         Some(Image::Streamed(started)) => match started.send(shared, socket, input).await {
             // As Redis: the stream follows a disk-less image once the replica has
             // acknowledged it, so no byte of it can be taken for the end of the image
@@ -392,6 +307,8 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
         tracing::warn!("Full synchronization with replica failed: {e}");
         return Err(e);
     }
+    // What it sent while its image was on the way (kept unread until now).
+    replica_input.take(shared, link, input)?;
     link.set_state(LinkState::Online);
     tracing::info!(
         "Synchronization with replica {}:{} succeeded",
@@ -453,6 +370,8 @@ async fn first_ack<S: AsyncRead + AsyncWrite + Unpin>(
 ) -> std::io::Result<()> {
     let timeout = shared.config.read().param_int("repl-timeout").max(1) as u64;
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(timeout);
+    // An ACK may already be in what came during the image.
+    replica_input.take(shared, link, input)?;
     while !replica_input.acked {
         match tokio::time::timeout_at(deadline, socket.read_buf(input)).await {
             Ok(read) => {

@@ -7,6 +7,8 @@
 //! - [`master`]: SYNC and PSYNC: a full sync ships an RDB image taken while every shard
 //!   is held, then the stream from the offset it was taken at; PSYNC continues from the
 //!   backlog after a short disconnect. REPLCONF ACKs feed WAIT and INFO.
+//! - [`disk_sync`]: the disk-based full sync: a BGSAVE into the dump file, shared by
+//!   the replicas that ask while it runs.
 //! - [`disk_less`]: the default full sync: replicas that ask meanwhile share one image,
 //!   streamed to all of them as it is cut.
 //! - [`replica`]: REPLICAOF: the handshake, loading the master's image (whole, or as it
@@ -88,6 +90,7 @@
 
 pub mod backlog;
 pub mod disk_less;
+pub mod disk_sync;
 pub mod failover;
 pub mod journal;
 pub mod master;
@@ -119,6 +122,8 @@ pub struct Replication {
     pub failover: Mutex<Option<failover::Failover>>,
     /// Replicas waiting for a disk-less sync's image.
     pub disk_less: disk_less::DiskLessSyncs,
+    /// Disk-based syncs: the BGSAVE serving them, and replicas waiting for the next.
+    pub disk_syncs: disk_sync::DiskSyncs,
     /// The database the master's stream had selected, from the dump a configured
     /// replica loaded at start: its link continues from there.
     pub resumed_stream_db: Mutex<Option<usize>>,
