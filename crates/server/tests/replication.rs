@@ -1464,6 +1464,41 @@ fn commands_on_a_replica_link_drop_it_like_redis() {
     commands_on_a_replica_link(theirs.port(), &|| theirs.log_tail());
 }
 
+/// Reads `socket` until `expected` bytes came (or it closes) and returns them.
+fn read_exactly(socket: &mut TcpStream, expected: usize) -> String {
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut got = vec![0u8; expected];
+    socket.read_exact(&mut got).unwrap();
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// A SYNC or PSYNC behind a command whose reply is not written yet is refused, and so
+/// is a filtered image asked for without the EOF form, with Redis's errors; the
+/// connection stays a client.
+fn sync_refusals(port: u16) {
+    let mut socket = sync_request(port, b"PING\r\nPSYNC ? -1\r\nPING\r\n");
+    let expected = "+PONG\r\n-ERR SYNC and PSYNC are invalid with pending output\r\n+PONG\r\n";
+    assert_eq!(read_exactly(&mut socket, expected.len()), expected);
+    let mut socket = sync_request(
+        port,
+        b"*3\r\n$8\r\nREPLCONF\r\n$15\r\nrdb-filter-only\r\n$0\r\n\r\n",
+    );
+    assert_eq!(read_exactly(&mut socket, 5), "+OK\r\n");
+    socket.write_all(b"SYNC\r\nPING\r\n").unwrap();
+    let expected = "-ERR Filtered replica requires EOF capability\r\n+PONG\r\n";
+    assert_eq!(read_exactly(&mut socket, expected.len()), expected);
+}
+
+#[test]
+fn sync_requests_refused_like_redis() {
+    let ours = redline(&[]);
+    sync_refusals(ours.port());
+    let theirs = redis(&[]);
+    sync_refusals(theirs.port());
+}
+
 /// `used_memory` of INFO memory.
 fn used_memory(port: u16) -> i64 {
     section_field(port, "memory", "used_memory")

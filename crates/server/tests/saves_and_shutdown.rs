@@ -204,6 +204,8 @@ fn slow_full_sync(key_delay_us: u64, disk_less: &str) -> (RedlineServer, Redline
         ("rdb-key-save-delay", key_delay_us.to_string()),
         ("repl-diskless-sync", disk_less.to_string()),
         ("repl-diskless-sync-delay", "0".to_string()),
+        // No save point wants a disk-based sync's BGSAVE once its replica is gone.
+        ("save", String::new()),
     ] {
         ok(&master, &["CONFIG", "SET", name, &value]);
     }

@@ -34,9 +34,17 @@ fn refuse_nested(ctx: &Ctx<'_>) -> CmdResult {
     Ok(())
 }
 
-/// A replica not connected to its master has no history to give (a replica of it
-/// would take this server's own id and drop its master's): Redis refuses.
-fn refuse_unlinked(ctx: &Ctx<'_>) -> CmdResult {
+/// What Redis refuses a SYNC or PSYNC for, in its order: a failover under way, a
+/// replica not connected to its master (it has no history to give: a replica of it
+/// would take this server's own id and drop its master's), replies still to send on
+/// this connection (the link's output must start with the sync), and a filtered image
+/// asked for without the EOF form.
+fn refuse_sync(ctx: &Ctx<'_>) -> CmdResult {
+    if ctx.shared.repl.failover.lock().is_some() {
+        return Err(CmdError::Static(
+            "NOMASTERLINK Can't SYNC while failing over",
+        ));
+    }
     let linked = ctx
         .shared
         .repl
@@ -49,12 +57,22 @@ fn refuse_unlinked(ctx: &Ctx<'_>) -> CmdResult {
             "NOMASTERLINK Can't SYNC while not connected with my master",
         ));
     }
+    if !ctx.out.is_empty() {
+        return Err(CmdError::Static(
+            "ERR SYNC and PSYNC are invalid with pending output",
+        ));
+    }
+    if ctx.client.rdb_filter.is_some() && !ctx.client.repl_capa_eof {
+        return Err(CmdError::Static(
+            "ERR Filtered replica requires EOF capability",
+        ));
+    }
     Ok(())
 }
 
 fn sync(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     refuse_nested(ctx)?;
-    refuse_unlinked(ctx)?;
+    refuse_sync(ctx)?;
     master::start(ctx, None);
     Ok(())
 }
@@ -76,7 +94,7 @@ fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ctx.client.peer
         );
     }
-    refuse_unlinked(ctx)?;
+    refuse_sync(ctx)?;
     if let Err(e) = super::args::int(&args[2]) {
         let (ip, port) = master::replica_address(ctx);
         tracing::info!("Replica {ip}:{port} asks for synchronization");
