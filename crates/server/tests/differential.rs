@@ -1435,6 +1435,13 @@ fn fixed_cases_match_redis() {
     let cases: &[&[&str]] = &[
         &["PING"],
         &["PING", "a", "b"],
+        &["LOLWUT"],
+        &["LOLWUT", "foo", "bar"],
+        &["LOLWUT", "VERSION", "7"],
+        &["LOLWUT", "VERSION", "55"],
+        &["LOLWUT", "VERSION", "x"],
+        &["LOLWUT", "VERSION", "5", "x"],
+        &["LOLWUT", "VERSION", "6", "10", "x"],
         &["ECHO"],
         &["GET"],
         &["get", "a", "b"],
@@ -1677,6 +1684,41 @@ fn fixed_cases_match_redis() {
 }
 
 /// CLIENT REPLY OFF / SKIP / ON: which replies arrive, compared with Redis.
+/// LOLWUT's pictures are random, on either server: their size and closing lines match.
+#[test]
+fn lolwut_pictures_are_the_size_redis_draws() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let mut a = Conn::connect(redis.addr());
+    let mut b = Conn::connect(redline.addr);
+    let shape = |frame: Frame| match frame {
+        Frame::Bulk(text) => {
+            let text = String::from_utf8(text.to_vec()).unwrap();
+            let lines: Vec<String> = text.lines().map(str::to_string).collect();
+            let widths: Vec<usize> = lines.iter().map(|l| l.chars().count()).collect();
+            let tail = lines[lines.len().saturating_sub(2)..].to_vec();
+            (lines.len(), widths, tail)
+        }
+        other => panic!("LOLWUT: {other:?}"),
+    };
+    for args in [
+        &["LOLWUT", "VERSION", "5"][..],
+        &["LOLWUT", "VERSION", "5", "30", "4", "5"],
+        &["LOLWUT", "VERSION", "5", "1", "200", "200"],
+        &["LOLWUT", "VERSION", "6"],
+        &["LOLWUT", "VERSION", "6", "20", "7", "x"],
+    ] {
+        let (lines, widths, tail) = shape(a.cmd(args));
+        let (ours, our_widths, our_tail) = shape(b.cmd(args));
+        assert_eq!(ours, lines, "{args:?}");
+        assert_eq!(our_tail, tail, "{args:?}");
+        if args[2] == "5" {
+            // Braille characters, one per two columns: every line is as wide.
+            assert_eq!(our_widths[..ours - 1], widths[..lines - 1], "{args:?}");
+        }
+    }
+}
+
 #[test]
 fn client_reply_modes_match_redis() {
     let redis = RedisServer::start().expect("redis-server");

@@ -29,6 +29,7 @@ pub mod keys;
 pub mod latency;
 pub mod lcs;
 pub mod lists;
+pub mod lolwut;
 pub mod long_double;
 pub mod memory;
 pub mod migrate;
@@ -73,6 +74,7 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(bitmaps::COMMANDS);
     all.extend_from_slice(hyperloglog::COMMANDS);
     all.extend_from_slice(lcs::COMMANDS);
+    all.extend_from_slice(lolwut::COMMANDS);
     all.extend_from_slice(sort::COMMANDS);
     all.extend_from_slice(memory::COMMANDS);
     all.extend_from_slice(debug::COMMANDS);
