@@ -928,8 +928,7 @@ fn idle_clients_give_their_buffers_back() {
     }
     assert_eq!(field(&mut c, "rbs"), 1024);
     // The reply buffer alone gives back 15 KB (16 KB down to 1 KB); the query buffer
-    // is gone too (`qbuf-free` 0), but how large it was when `before` was read depends
-    // on whether the client had already made room for its next read.
+    // is gone too (`qbuf-free` 0).
     let after = field(&mut c, "tot-mem");
     assert!(after + 15_000 < before, "tot-mem {before} -> {after}");
     let clients_after = info(&mut c, "mem_clients_normal");
@@ -959,6 +958,43 @@ fn idle_clients_give_their_buffers_back() {
         text(&c.cmd(&["DEBUG", "REPLYBUFFER", "RESIZING", "maybe", "x"])),
         "ERR unknown subcommand or wrong number of arguments for 'REPLYBUFFER'. Try DEBUG HELP."
     );
+}
+
+/// A client's query buffer as CLIENT LIST shows it (`qbuf` + `qbuf-free`), as in
+/// Redis's slow-tagged "query buffer resized correctly" tests: whole once its commands
+/// are done (the read's 16 KB, not less by the bytes the commands took); grown for a
+/// large argument and kept while the client is busy, then cut back once its commands
+/// use much less.
+#[test]
+fn a_client_s_query_buffer_is_shown_and_resized_like_redis() {
+    let ours = plain(&[]);
+    let theirs = RedisServer::start().unwrap();
+    for port in [ours.port(), theirs.port()] {
+        let mut c = conn(port);
+        let mut client = conn(port);
+        client.cmd(&["CLIENT", "SETNAME", "test_client"]);
+        let mut qbuf = || {
+            client_field(&mut c, "test_client", "qbuf").unwrap()
+                + client_field(&mut c, "test_client", "qbuf-free").unwrap()
+        };
+        let fresh = qbuf();
+        assert!((16_384..32_768).contains(&fresh), "{port}: {fresh}");
+        let big = "A".repeat(400_000);
+        assert_eq!(text(&client.cmd(&["SET", "x", &big])), "OK");
+        let grown = qbuf();
+        assert!(grown > 400_000, "{port}: {grown}");
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let shrunk = loop {
+            assert_eq!(text(&client.cmd(&["SET", "x", "small"])), "OK");
+            let now = qbuf();
+            if now < grown {
+                break now;
+            }
+            assert!(Instant::now() < deadline, "{port}: never cut back");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(shrunk > 0, "{port}");
+    }
 }
 
 /// Replies a client does not read count for `maxmemory-clients` whole, the part already

@@ -162,6 +162,9 @@ pub struct ClientState {
     pub multi_bytes: usize,
     /// Capacity of the query buffer, as the connection last saw it.
     pub qbuf_capacity: usize,
+    /// The most of the query buffer the commands used since the connection last
+    /// looked whether to resize it (Redis's `querybuf_peak`).
+    pub qbuf_peak: usize,
     /// While a tracking client runs a script: whether the script called a read-only
     /// command yet (then the script's declared keys are tracked, as in Redis).
     pub tracking_script: Option<bool>,
@@ -271,6 +274,7 @@ impl ClientState {
             tracking_prefixes: 0,
             multi_bytes: 0,
             qbuf_capacity: 0,
+            qbuf_peak: 0,
             tracking_script: None,
         }
     }

@@ -44,6 +44,13 @@ pub(crate) const BIG_ARG: usize = 32 * 1024;
 /// large replies does not pile up in memory.
 const FLUSH_AT: usize = 64 * 1024;
 
+/// A query buffer past this may be cut to its recent use (Redis's
+/// `PROTO_RESIZE_THRESHOLD`; see [`Connection::fit_query_buffer`]).
+const RESIZE_THRESHOLD: usize = 32 * 1024;
+
+/// How often a busy client's query buffer is looked at for resizing.
+const QUERY_PEAK_WINDOW: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// A query buffer bigger than this is released once empty, so one huge request does not
 /// pin its memory for the life of the connection.
 const KEEP_CAPACITY: usize = 1024 * 1024;
@@ -105,6 +112,8 @@ pub struct Connection<'a, S> {
     /// The waker the mailbox wakes when the cron asks this idle client to trim its
     /// buffers, registered on the first wait: a task's waker does not change.
     trim_waker: Option<std::task::Waker>,
+    /// When the query buffer was last looked at for resizing ([`Self::fit_query_buffer`]).
+    qbuf_looked: std::time::Instant,
 }
 
 /// Serves one accepted TLS connection: the handshake (bounded by `timeout`), then
@@ -179,6 +188,7 @@ where
             timeout: None,
         },
         trim_waker: None,
+        qbuf_looked: std::time::Instant::now(),
     };
     connection.refresh_limits();
     if let Err(e) = connection.run().await {
@@ -283,6 +293,7 @@ fn run_batch(
             None => {
                 client.qbuf = input.len();
                 client.qbuf_capacity = input.capacity();
+                client.qbuf_peak = client.qbuf_peak.max(input.len());
                 decoder.set_unauthenticated(!client.authenticated && shared.acl.auth_required());
                 decoder.decode(input)
             }
@@ -488,6 +499,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                 self.flush().await?;
                 return Ok(());
             }
+            if self.input.is_empty() {
+                // The commands consumed the buffer's front: given back now (nothing to
+                // move), as the next read would, so CLIENT LIST shows the whole buffer
+                // as free (`qbuf-free`), as Redis's does.
+                let _ = self.input.try_reclaim(self.input.capacity() + 1);
+                self.fit_query_buffer();
+            }
             self.count_memory();
             if !self.client.eviction_invalidations.is_empty() {
                 Box::pin(self.await_eviction_invalidations()).await;
@@ -649,6 +667,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             let deadline = tokio::time::Instant::now() + Duration::from_millis(100);
             mailbox.written(number, deadline).await;
         }
+    }
+
+    /// Resizes a busy client's query buffer as Redis's client cron does, at most every
+    /// [`QUERY_PEAK_WINDOW`] (about as often as the cron passes a client when there are
+    /// few): one past 32 KB and more than twice the most the commands used since the
+    /// last look (a large argument before, small commands since) is cut to that use,
+    /// and at least a read's worth. Called after a batch, with the buffer empty.
+    fn fit_query_buffer(&mut self) {
+        let now = self.client.last_interaction;
+        if now.saturating_duration_since(self.qbuf_looked) < QUERY_PEAK_WINDOW {
+            return;
+        }
+        let capacity = self.input.capacity();
+        let peak = self.client.qbuf_peak;
+        if capacity > RESIZE_THRESHOLD && capacity / 2 > peak {
+            self.input = BytesMut::with_capacity(peak.max(READ_CHUNK));
+        }
+        self.client.qbuf_peak = 0;
+        self.qbuf_looked = now;
     }
 
     /// Gives back what an idle client's buffers hold beyond what it needs: the query
