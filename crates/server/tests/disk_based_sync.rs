@@ -13,25 +13,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{conn, wait_until};
+use common::{conn, info_field as field, info_text as info, wait_until, AnyServer};
 use redline_resp::Frame;
-use redline_testkit::{RedisServer, RedlineServer};
-
-fn info(port: u16) -> String {
-    match conn(port).cmd(&["INFO"]) {
-        Frame::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
-        other => panic!("INFO: {other:?}"),
-    }
-}
-
-fn field(port: u16, name: &str) -> String {
-    info(port)
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
+use redline_testkit::RedisServer;
 
 fn number(port: u16, name: &str) -> u64 {
     field(port, name).parse().unwrap()
@@ -44,13 +28,6 @@ fn lastsave(port: u16) -> i64 {
     }
 }
 
-/// A master of either kind: its port, its log and its directory.
-struct Master {
-    port: u16,
-    log: Box<dyn Fn() -> String>,
-    _server: Box<dyn std::any::Any>,
-}
-
 const MASTER_ARGS: [&str; 6] = [
     "--enable-debug-command",
     "yes",
@@ -60,24 +37,12 @@ const MASTER_ARGS: [&str; 6] = [
     "",
 ];
 
-fn ours() -> Master {
-    let server = std::rc::Rc::new(RedlineServer::builder().args(MASTER_ARGS).start().unwrap());
-    let logs = server.clone();
-    Master {
-        port: server.port(),
-        log: Box::new(move || logs.log_tail()),
-        _server: Box::new(server),
-    }
+fn ours() -> AnyServer {
+    AnyServer::redline(&MASTER_ARGS)
 }
 
-fn theirs() -> Master {
-    let server = std::rc::Rc::new(RedisServer::builder().args(MASTER_ARGS).start().unwrap());
-    let logs = server.clone();
-    Master {
-        port: server.port(),
-        log: Box::new(move || logs.log_tail()),
-        _server: Box::new(server),
-    }
+fn theirs() -> AnyServer {
+    AnyServer::redis(&MASTER_ARGS)
 }
 
 fn replica() -> RedisServer {

@@ -14,32 +14,9 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{conn, wait_until};
+use common::{conn, info_field as field, info_text as info, wait_until, AnyServer};
 use redline_resp::Frame;
-use redline_testkit::{RedisServer, RedlineServer};
-
-fn info(port: u16) -> String {
-    match conn(port).cmd(&["INFO"]) {
-        Frame::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
-        other => panic!("INFO: {other:?}"),
-    }
-}
-
-fn field(port: u16, name: &str) -> String {
-    info(port)
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
-
-/// A master of either kind: its port and a way to read its log.
-struct Master {
-    port: u16,
-    log: Box<dyn Fn() -> String>,
-    _server: Box<dyn std::any::Any>,
-}
+use redline_testkit::RedisServer;
 
 const MASTER_ARGS: [&str; 6] = [
     "--enable-debug-command",
@@ -50,29 +27,13 @@ const MASTER_ARGS: [&str; 6] = [
     "no",
 ];
 
-/// A master from a started server, its port and its log reader.
-fn master<S: 'static>(server: S, port: impl Fn(&S) -> u16, log: fn(&S) -> String) -> Master {
-    let server = std::rc::Rc::new(server);
-    let logs = server.clone();
-    Master {
-        port: port(&server),
-        log: Box::new(move || log(&logs)),
-        _server: Box::new(server),
-    }
+fn ours() -> AnyServer {
+    let args: Vec<&str> = MASTER_ARGS.iter().copied().chain(["--save", ""]).collect();
+    AnyServer::redline(&args)
 }
 
-fn ours() -> Master {
-    let server = RedlineServer::builder()
-        .args(MASTER_ARGS)
-        .args(["--save", ""])
-        .start()
-        .unwrap();
-    master(server, RedlineServer::port, RedlineServer::log_tail)
-}
-
-fn theirs() -> Master {
-    let server = RedisServer::builder().args(MASTER_ARGS).start().unwrap();
-    master(server, RedisServer::port, RedisServer::log_tail)
+fn theirs() -> AnyServer {
+    AnyServer::redis(&MASTER_ARGS)
 }
 
 fn replica() -> RedisServer {

@@ -27,7 +27,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use super::journal::ReplicaLink;
-use super::master::{SyncInstant, EARLY_INPUT};
+use super::master::{keep_alive, keepalive_ticks, SyncInstant, EARLY_INPUT};
 use crate::persist::bgsave::{self, CutFormat, CutOutputSink};
 use crate::persist::snapshot;
 use crate::shared::Shared;
@@ -162,10 +162,7 @@ impl Waiting {
         socket: &mut S,
         input: &mut BytesMut,
     ) -> std::io::Result<Started> {
-        let mut newline = tokio::time::interval_at(
-            tokio::time::Instant::now() + Duration::from_secs(1),
-            Duration::from_secs(1),
-        );
+        let mut newline = keepalive_ticks();
         loop {
             let (delay, max) = {
                 let config = shared.config.read();
@@ -181,25 +178,18 @@ impl Waiting {
             if full || tokio::time::Instant::now() >= due {
                 start(shared, &self.group);
             }
-            tokio::select! {
-                started = &mut self.started => {
-                    return started.map_err(|_| std::io::Error::other("the sync image could not start"));
+            let started = &mut self.started;
+            let woke = keep_alive(shared, socket, input, &mut newline, async {
+                tokio::select! {
+                    started = started => Some(started),
+                    () = tokio::time::sleep_until(due) => None,
+                    () = joined => None,
                 }
-                () = tokio::time::sleep_until(due) => {}
-                () = joined => {}
-                _ = newline.tick() => {
-                    if !shared.freeze.stopped() {
-                        socket.write_all(b"\n").await?;
-                    }
-                }
-                read = socket.read_buf(input), if input.len() < EARLY_INPUT => {
-                    if read? == 0 {
-                        return Err(std::io::Error::new(
-                            std::io::ErrorKind::UnexpectedEof,
-                            "the replica closed the link before its image started",
-                        ));
-                    }
-                }
+            })
+            .await?;
+            if let Some(started) = woke {
+                return started
+                    .map_err(|_| std::io::Error::other("the sync image could not start"));
             }
         }
     }

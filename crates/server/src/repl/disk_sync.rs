@@ -32,7 +32,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot;
 
 use super::journal::{LinkState, ReplicaLink};
-use super::master::{backlog_size, SyncInstant, EARLY_INPUT};
+use super::master::{backlog_size, keep_alive, keepalive_ticks, SyncInstant};
 use crate::net::client::RdbFilter;
 use crate::persist::bgsave::{self, Begun, NotStarted};
 use crate::persist::snapshot::{self, Persistence};
@@ -283,7 +283,7 @@ pub async fn started<S: AsyncRead + AsyncWrite + Unpin>(
     request: Request,
 ) -> std::io::Result<Started> {
     let syncs = &shared.repl.disk_syncs;
-    let mut newline = keepalive();
+    let mut newline = keepalive_ticks();
     let mut queued = None;
     let (link, replid, offset, image) = loop {
         if let Some(filter) = request.filter {
@@ -352,7 +352,7 @@ impl Started {
                 );
             }
             Image::Saved(mut ticket) => {
-                let mut newline = keepalive();
+                let mut newline = keepalive_ticks();
                 let written =
                     keep_alive(shared, socket, input, &mut newline, &mut ticket.ready).await?;
                 let (file, size) = written
@@ -372,49 +372,6 @@ impl Started {
             }
         }
         Ok(())
-    }
-}
-
-/// A newline a second, from a second from now.
-fn keepalive() -> tokio::time::Interval {
-    tokio::time::interval_at(
-        tokio::time::Instant::now() + Duration::from_secs(1),
-        Duration::from_secs(1),
-    )
-}
-
-/// Waits for `until` while a replica waits for its image: a newline on each tick of
-/// `newline` (none while DEBUG SLEEP stops the server), what it sends kept in `input`
-/// (up to [`EARLY_INPUT`]; it sends nothing, as a rule), its leaving an error.
-pub(super) async fn keep_alive<S, F>(
-    shared: &Shared,
-    socket: &mut S,
-    input: &mut BytesMut,
-    newline: &mut tokio::time::Interval,
-    until: F,
-) -> std::io::Result<F::Output>
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-    F: std::future::Future,
-{
-    tokio::pin!(until);
-    loop {
-        tokio::select! {
-            done = &mut until => return Ok(done),
-            _ = newline.tick() => {
-                if !shared.freeze.stopped() {
-                    socket.write_all(b"\n").await?;
-                }
-            }
-            read = socket.read_buf(input), if input.len() < EARLY_INPUT => {
-                if read? == 0 {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        "the replica closed the link before its image was sent",
-                    ));
-                }
-            }
-        }
     }
 }
 

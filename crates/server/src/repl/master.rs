@@ -14,6 +14,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use redline_resp::command::CommandFlags;
@@ -218,6 +219,49 @@ pub(crate) fn image_aux(shared: &Shared, replid: &str, offset: u64) -> [(&'stati
 /// What a replica may send before its image (it sends nothing, as a rule) is kept up
 /// to this much; past it, it is not read until the image is sent.
 pub(super) const EARLY_INPUT: usize = 64 * 1024;
+
+/// A newline a second, from a second from now.
+pub(super) fn keepalive_ticks() -> tokio::time::Interval {
+    tokio::time::interval_at(
+        tokio::time::Instant::now() + Duration::from_secs(1),
+        Duration::from_secs(1),
+    )
+}
+
+/// Waits for `until` while a replica waits for its image: a newline on each tick of
+/// `newline` (none while DEBUG SLEEP stops the server), what it sends kept in `input`
+/// (up to [`EARLY_INPUT`]; it sends nothing, as a rule), its leaving an error.
+pub(super) async fn keep_alive<S, F>(
+    shared: &Shared,
+    socket: &mut S,
+    input: &mut BytesMut,
+    newline: &mut tokio::time::Interval,
+    until: F,
+) -> std::io::Result<F::Output>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    F: std::future::Future,
+{
+    tokio::pin!(until);
+    loop {
+        tokio::select! {
+            done = &mut until => return Ok(done),
+            _ = newline.tick() => {
+                if !shared.freeze.stopped() {
+                    socket.write_all(b"\n").await?;
+                }
+            }
+            read = socket.read_buf(input), if input.len() < EARLY_INPUT => {
+                if read? == 0 {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the replica closed the link before its image was sent",
+                    ));
+                }
+            }
+        }
+    }
+}
 
 /// `repl-backlog-size`, in bytes.
 pub(crate) fn backlog_size(shared: &Shared) -> usize {

@@ -226,3 +226,67 @@ pub fn info(c: &mut Conn, field: &str) -> u64 {
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0)
 }
+
+/// The whole INFO text of the server on `port`.
+pub fn info_text(port: u16) -> String {
+    match conn(port).cmd(&["INFO"]) {
+        Frame::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+        other => panic!("INFO: {other:?}"),
+    }
+}
+
+/// INFO field `name` of the server on `port`, as text (empty when absent).
+pub fn info_field(port: u16, name: &str) -> String {
+    info_text(port)
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// A started server of either kind, kept running while this lives: its port and a way
+/// to read its log, for checks that run the same on redline-server and redis-server.
+pub struct AnyServer {
+    pub port: u16,
+    pub log: Box<dyn Fn() -> String>,
+    _server: Box<dyn std::any::Any>,
+}
+
+impl AnyServer {
+    /// A redline-server started with `args`.
+    pub fn redline(args: &[&str]) -> AnyServer {
+        let server = redline_testkit::RedlineServer::builder()
+            .args(args.iter().copied())
+            .start()
+            .unwrap();
+        AnyServer::of(
+            server,
+            redline_testkit::RedlineServer::port,
+            redline_testkit::RedlineServer::log_tail,
+        )
+    }
+
+    /// A redis-server started with `args`.
+    pub fn redis(args: &[&str]) -> AnyServer {
+        let server = redline_testkit::RedisServer::builder()
+            .args(args.iter().copied())
+            .start()
+            .unwrap();
+        AnyServer::of(
+            server,
+            redline_testkit::RedisServer::port,
+            redline_testkit::RedisServer::log_tail,
+        )
+    }
+
+    fn of<S: 'static>(server: S, port: impl Fn(&S) -> u16, log: fn(&S) -> String) -> AnyServer {
+        let server = std::rc::Rc::new(server);
+        let logs = server.clone();
+        AnyServer {
+            port: port(&server),
+            log: Box::new(move || log(&logs)),
+            _server: Box::new(server),
+        }
+    }
+}
