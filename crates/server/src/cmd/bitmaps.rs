@@ -9,7 +9,7 @@ use redline_resp::encode;
 use super::args::is;
 use super::reply::{CmdError, CmdResult, NOT_INTEGER, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
-use crate::store::{canonical_int, CompactBytes, Shard, Value};
+use crate::store::{canonical_int, Shard, Value};
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
@@ -68,18 +68,16 @@ fn with_bits_mut<R>(
         None => None,
     };
     let dirty = existing.is_none_or(|old_len| old_len < len);
-    let entry = shard.get_or_insert_with(key, || Value::Str(CompactBytes::new(b"")));
+    let entry = shard.get_or_insert_with(key, || Value::raw(Vec::new()));
+    // Changed in place: `raw` from then on, as Redis leaves the string, whatever its
+    // bytes read as.
     let (result, changes) = match &mut entry.value {
-        Value::Str(s) if s.len() >= len => {
-            let r = f(s.as_mut_bytes(), dirty);
-            // Every string that reads as a canonical integer is int-encoded (INCR and
-            // friends rely on it); a short one may have just become one.
-            if s.len() <= 20 {
-                if let Some(n) = canonical_int(s) {
-                    entry.value = Value::Int(n);
-                }
+        Value::Str(s) => {
+            let bytes = s.vec_mut();
+            if bytes.len() < len {
+                bytes.resize(len, 0);
             }
-            r
+            f(bytes, dirty)
         }
         other => {
             let mut bytes = other.to_vec().ok_or(WRONG_TYPE)?;
@@ -87,11 +85,7 @@ fn with_bits_mut<R>(
                 bytes.resize(len, 0);
             }
             let r = f(&mut bytes, dirty);
-            *other = if bytes.len() <= 20 {
-                Value::string(&bytes)
-            } else {
-                Value::Str(CompactBytes::from_vec(bytes))
-            };
+            *other = Value::raw(bytes);
             r
         }
     };
@@ -425,12 +419,8 @@ fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         *out = v;
     }
-    let value = if result.len() <= 20 {
-        Value::string(&result)
-    } else {
-        Value::Str(CompactBytes::from_vec(result))
-    };
-    shard.insert(dst, value, 0);
+    // A new string built whole, which Redis stores `raw` whatever it reads as.
+    shard.insert(dst, Value::raw(result), 0);
     event(ctx, NotifyClass::String, "set", dst);
     encode::write_integer(ctx.out, max as i64);
     Ok(())

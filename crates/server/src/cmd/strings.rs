@@ -11,7 +11,7 @@ use super::reply::{
 };
 use super::{Ctx, Handler};
 use crate::notify::{event, NotifyClass};
-use crate::store::{now_ms, Entry, Value};
+use crate::store::{canonical_int, now_ms, Entry, Value};
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
@@ -351,13 +351,14 @@ fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             if len as u64 > limit {
                 return Err(STRING_TOO_LONG);
             }
+            // Grown in place (amortised, no full copy), and `raw` from then on, as in
+            // Redis, whatever the bytes read as.
             match &mut entry.value {
-                // Longer than any integer: grow in place (amortised, no full copy).
-                Value::Str(s) if len > 20 => s.append(&args[2]),
+                Value::Str(s) => s.append(&args[2]),
                 value => {
                     let mut bytes = value.to_vec().ok_or(WRONG_TYPE)?;
                     bytes.extend_from_slice(&args[2]);
-                    *value = Value::string(&bytes);
+                    *value = Value::raw(bytes);
                 }
             }
             len
@@ -453,9 +454,10 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     bytes[offset..offset + value.len()].copy_from_slice(value);
     let len = bytes.len();
+    // Changed in place: `raw`, as Redis leaves it.
     match shard.get(key) {
-        Some(entry) => entry.value = Value::string(&bytes),
-        None => shard.insert(key, Value::string(&bytes), 0),
+        Some(entry) => entry.value = Value::raw(bytes),
+        None => shard.insert(key, Value::raw(bytes), 0),
     }
     shard.touch(key);
     event(ctx, NotifyClass::String, "setrange", key);
@@ -468,7 +470,8 @@ fn incr_generic(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> CmdResult {
     let entry = shard.get_or_insert_with(key, || Value::Int(0));
     let current = match &entry.value {
         Value::Int(n) => *n,
-        Value::Str(_) => return Err(super::reply::NOT_INTEGER),
+        // A string changed in place may read as an integer.
+        Value::Str(s) => canonical_int(s).ok_or(super::reply::NOT_INTEGER)?,
         _ => return Err(WRONG_TYPE),
     };
     let next = current.checked_add(delta).ok_or(OVERFLOW)?;
@@ -515,8 +518,8 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     })?;
     match shard.get(key) {
-        Some(entry) => entry.value = Value::string(text.as_bytes()),
-        None => shard.insert(key, Value::string(text.as_bytes()), 0),
+        Some(entry) => entry.value = Value::text(text.as_bytes()),
+        None => shard.insert(key, Value::text(text.as_bytes()), 0),
     }
     shard.touch(key);
     event(ctx, NotifyClass::String, "incrbyfloat", key);

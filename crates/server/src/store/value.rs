@@ -1,6 +1,8 @@
-//! What a key holds. Strings are int-encoded when Redis would (canonical decimal `i64`),
-//! otherwise compact bytes; collections are boxed so an entry stays small whatever its
-//! type.
+//! What a key holds. Strings are int-encoded when Redis would (canonical decimal `i64`,
+//! written whole: SET, INCR, a load), otherwise compact bytes; a string changed in place
+//! (APPEND, SETRANGE, SETBIT, BITFIELD) keeps its bytes whatever they read as, as Redis
+//! keeps such a string `raw`. Collections are boxed so an entry stays small whatever
+//! its type.
 //!
 //! Hashes and sets are `IndexMap`s: insertion order matches Redis's small (listpack)
 //! encodings, and index access gives O(1) random members and stable scan cursors.
@@ -67,6 +69,18 @@ impl Value {
             Some(n) => Value::Int(n),
             None => Value::Str(CompactBytes::new(bytes)),
         }
+    }
+
+    /// A string changed in place: its bytes as they are, with room to change again
+    /// (Redis's `raw` encoding, whatever the bytes read as).
+    pub fn raw(bytes: Vec<u8>) -> Value {
+        Value::Str(CompactBytes::Growable(Box::new(bytes)))
+    }
+
+    /// A string kept as text even when it reads as an integer (a number written as a
+    /// float's text, as Redis's INCRBYFLOAT result is `embstr`).
+    pub fn text(bytes: &[u8]) -> Value {
+        Value::Str(CompactBytes::new(bytes))
     }
 
     /// The name `TYPE` reports.
