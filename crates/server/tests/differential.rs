@@ -1465,6 +1465,13 @@ fn fixed_cases_match_redis() {
         &["APPEND", "enc", "d"],
         &["OBJECT", "ENCODING", "enc"],
         &["DEL", "enc", "enc2"],
+        // A set that held a non-integer stays `hashtable`, as in Redis.
+        &["SADD", "encs", "1", "2", "a"],
+        &["SREM", "encs", "a"],
+        &["OBJECT", "ENCODING", "encs"],
+        &["SUNIONSTORE", "encs2", "encs"],
+        &["OBJECT", "ENCODING", "encs2"],
+        &["DEL", "encs", "encs2"],
         &["LOLWUT"],
         &["LOLWUT", "foo", "bar"],
         &["LOLWUT", "VERSION", "7"],

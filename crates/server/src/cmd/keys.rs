@@ -529,9 +529,7 @@ pub(crate) fn encoding_name(value: &crate::store::Value, limits: &EncodingLimits
             }
         }
         Value::Set(s) => {
-            if s.len() <= limits.set_entries
-                && s.iter().all(|m| crate::store::canonical_int(m).is_some())
-            {
+            if s.is_intset(limits.set_entries) {
                 "intset"
             } else {
                 "hashtable"

@@ -51,7 +51,7 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
         LIST_QUICKLIST | LIST_QUICKLIST_2 => quicklist(r, kind),
         SET => {
             let n = r.count()?;
-            let mut set = SetValue::with_capacity_and_hasher(capacity(n, r), Default::default());
+            let mut set = SetValue::with_capacity(capacity(n, r));
             for _ in 0..n {
                 if !set.insert(CompactBytes::new(&r.string()?)) {
                     return Err(Corrupt("duplicate set members"));
