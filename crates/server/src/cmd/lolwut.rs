@@ -24,14 +24,21 @@ fn lolwut(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         _ => (None, &args[1..]),
     };
-    // Each picture reads its first `count` arguments as integers; the version line reads
-    // none.
-    let numbers =
-        |count: usize| -> Result<Vec<i64>, _> { rest.iter().take(count).map(|a| int(a)).collect() };
+    // Each picture reads its first sizes as integers (and no more: a third argument to
+    // VERSION 6 is ignored, as in Redis); the version line reads none.
+    let count = match version {
+        Some(5) => 3,
+        Some(6) => 2,
+        _ => 0,
+    };
+    let sizes = rest
+        .iter()
+        .take(count)
+        .map(|a| int(a))
+        .collect::<Result<Vec<i64>, _>>()?;
+    let arg = |i: usize, default: i64| sizes.get(i).copied().unwrap_or(default);
     let text = match version {
         Some(5) => {
-            let numbers = numbers(3)?;
-            let arg = |i: usize, default: i64| numbers.get(i).copied().unwrap_or(default);
             let cols = arg(0, 66).clamp(1, 1000) as usize;
             let per_row = arg(1, 8).clamp(1, 200) as usize;
             let per_col = arg(2, 12).clamp(1, 200) as usize;
@@ -42,8 +49,6 @@ fn lolwut(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             text
         }
         Some(6) => {
-            let numbers = numbers(2)?;
-            let arg = |i: usize, default: i64| numbers.get(i).copied().unwrap_or(default);
             let cols = arg(0, 80).clamp(1, 1000) as usize;
             let rows = arg(1, 20).clamp(1, 1000) as usize;
             let mut text = grey_levels(&skyline(cols, rows));

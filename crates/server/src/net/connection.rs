@@ -293,7 +293,6 @@ fn run_batch(
             None => {
                 client.qbuf = input.len();
                 client.qbuf_capacity = input.capacity();
-                client.qbuf_peak = client.qbuf_peak.max(input.len());
                 decoder.set_unauthenticated(!client.authenticated && shared.acl.auth_required());
                 decoder.decode(input)
             }
@@ -864,6 +863,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     fn process_input(&mut self) -> Progress {
         if !self.input.is_empty() {
             self.client.last_interaction = std::time::Instant::now();
+            // The batch only consumes its input: its start is its peak.
+            self.client.qbuf_peak = self.client.qbuf_peak.max(self.input.len());
         }
         run_commands(
             self.shared,

@@ -286,9 +286,8 @@ pub async fn started<S: AsyncRead + AsyncWrite + Unpin>(
     let mut newline = keepalive_ticks();
     let mut queued = None;
     let (link, replid, offset, image) = loop {
-        if let Some(filter) = request.filter {
-            let (link, replid, offset, bytes) =
-                image_now(shared, &request, Some(filter == RdbFilter::Functions));
+        if request.filter.is_some() {
+            let (link, replid, offset, bytes) = image_now(shared, &request);
             break (link, replid, offset, Image::InMemory(bytes));
         }
         match syncs.join(shared, &request) {
@@ -296,7 +295,7 @@ pub async fn started<S: AsyncRead + AsyncWrite + Unpin>(
                 break (link, replid, offset, Image::Saved(ticket))
             }
             Join::NoFile => {
-                let (link, replid, offset, bytes) = image_now(shared, &request, None);
+                let (link, replid, offset, bytes) = image_now(shared, &request);
                 break (link, replid, offset, Image::InMemory(bytes));
             }
             Join::Busy => {
@@ -376,19 +375,15 @@ impl Started {
 }
 
 /// An image serialised now, with every shard held, and the replica attached at its
-/// offset: a filtered one (`functions`: with the function libraries), or the whole
-/// dataset when no file could be made.
-fn image_now(
-    shared: &Shared,
-    request: &Request,
-    filtered: Option<bool>,
-) -> (Arc<ReplicaLink>, String, u64, Vec<u8>) {
+/// offset: the filtered one the replica asked for, or the whole dataset (when no file
+/// could be made).
+fn image_now(shared: &Shared, request: &Request) -> (Arc<ReplicaLink>, String, u64, Vec<u8>) {
     let mut instant = SyncInstant::take(shared, &[(request.id, request.ip, request.port)]);
     let aux = instant.aux(shared);
     let aux: Vec<(&str, &[u8])> = aux.iter().map(|(n, v)| (*n, v.as_bytes())).collect();
-    let bytes = match filtered {
+    let bytes = match request.filter {
         // A filtered image has no keys: small, made at once.
-        Some(functions) => snapshot::filtered_image(shared, &aux, functions),
+        Some(filter) => snapshot::filtered_image(shared, &aux, filter == RdbFilter::Functions),
         None => snapshot::capture(shared, &mut instant.held, &aux),
     };
     let link = instant.links.remove(0);

@@ -58,6 +58,8 @@ impl SetValue {
     /// Whether Redis would still hold it as an `intset` under a limit of `max_entries`:
     /// integers only, now and always, never more than the limit.
     pub fn is_intset(&self, max_entries: usize) -> bool {
+        // The current members are looked at too: an addition through the members'
+        // own methods (`DerefMut`) would pass `insert` by.
         !self.had_text
             && self.peak.max(self.members.len()) <= max_entries
             && self.members.iter().all(|m| canonical_int(m).is_some())
