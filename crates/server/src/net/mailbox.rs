@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 use redline_resp::Protocol;
 use tokio::sync::Notify;
 
-use super::client_memory::ClientMemory;
+use super::client_memory::{ClientMemory, IDLE_REPLY_BUFFER};
 use crate::config::OutputBufferLimit;
 
 /// A connection's inbox.
@@ -178,11 +178,12 @@ impl Mailbox {
         if !state.pending.is_empty() {
             out.extend_from_slice(&state.pending);
             state.pending.clear();
-            // Given back past Redis's reply chunk, as the reply buffer is: kept, a burst
-            // of invalidations (a maxmemory eviction's, to every tracking client) stays
-            // allocated and counted in `used_memory`, evicting more keys, whose
-            // invalidations grow it further, until the database is empty.
-            if state.pending.capacity() > super::connection::REPLY_CHUNK {
+            // Given back past a small message's size: Redis holds a client's messages in
+            // its one reply buffer, and a second buffer kept here would be memory Redis
+            // does not use. Kept, a burst of invalidations (a maxmemory eviction's, to
+            // every tracking client) stays allocated and counted in `used_memory`,
+            // evicting more keys, whose invalidations grow it further.
+            if state.pending.capacity() > IDLE_REPLY_BUFFER {
                 state.pending = BytesMut::new();
             }
         }
