@@ -1811,3 +1811,75 @@ fn a_write_right_after_a_promotion_reaches_the_replicas_that_follow() {
     let (a, b) = (redis(&[]), redis(&[]));
     check(a.port(), b.port(), &|| a.log_tail());
 }
+
+/// The replica's CLIENT LIST line for its master (`addr=` the master, `flags=M`), or
+/// `None` when CLIENT LIST TYPE master lists nothing.
+fn master_client_line(replica: u16) -> Option<String> {
+    let list = text(&conn(replica).cmd(&["CLIENT", "LIST", "TYPE", "master"]));
+    let mut lines = list.lines().map(str::to_string);
+    let line = lines.next();
+    assert!(lines.next().is_none(), "{list}");
+    line
+}
+
+fn client_field<'a>(line: &'a str, name: &str) -> &'a str {
+    line.split(' ')
+        .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+        .unwrap_or_else(|| panic!("no {name} in {line}"))
+}
+
+/// As Redis lists its master client: one CLIENT LIST entry with flags M, the master's
+/// address, the database and last command of the stream, no user (`(superuser)`, out
+/// of reach of CLIENT KILL USER), counted in `connected_clients`; CLIENT KILL ID drops
+/// the link, which continues with PSYNC under the same id (Redis resurrects its cached
+/// master client).
+fn the_master_link_is_listed(master: u16, replica: u16) {
+    let mut r = conn(replica);
+    r.cmd(&["REPLICAOF", "127.0.0.1", &master.to_string()]);
+    wait_link_up(replica);
+    let mut m = conn(master);
+    m.cmd(&["SELECT", "3"]);
+    m.cmd(&["SET", "k", "v"]);
+    wait_caught_up(master, replica);
+    let line = master_client_line(replica).expect("a master client");
+    assert_eq!(client_field(&line, "flags"), "M", "{line}");
+    assert_eq!(
+        client_field(&line, "addr"),
+        format!("127.0.0.1:{master}"),
+        "{line}"
+    );
+    assert_eq!(client_field(&line, "db"), "3", "{line}");
+    assert_eq!(client_field(&line, "cmd"), "set", "{line}");
+    assert_eq!(client_field(&line, "user"), "(superuser)", "{line}");
+    // This connection and the master's, once the others used above have closed.
+    let r = std::cell::RefCell::new(r);
+    wait_until("two clients", || {
+        common::info(&mut r.borrow_mut(), "connected_clients") == 2
+    });
+    let mut r = r.into_inner();
+    assert_eq!(
+        r.cmd(&["CLIENT", "KILL", "USER", "default"]),
+        Frame::Integer(0)
+    );
+    let id = client_field(&line, "id").to_string();
+    let partial = stat(master, "sync_partial_ok");
+    assert_eq!(
+        r.cmd(&["CLIENT", "KILL", "ID", &id]),
+        Frame::Integer(1),
+        "replica {replica}"
+    );
+    wait_until("a partial resync", || {
+        stat(master, "sync_partial_ok") == partial + 1
+    });
+    wait_link_up(replica);
+    let line = master_client_line(replica).expect("a master client again");
+    assert_eq!(client_field(&line, "id"), id, "{line}");
+}
+
+#[test]
+fn the_master_link_is_a_client_like_redis() {
+    let (master, replica) = (redis(&[]), redis(&[]));
+    the_master_link_is_listed(master.port(), replica.port());
+    let (master, replica) = (redline(&["--repl-diskless-sync-delay", "0"]), redline(&[]));
+    the_master_link_is_listed(master.port(), replica.port());
+}

@@ -294,7 +294,6 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let addr = String::from_utf8_lossy(&args[2]).into_owned();
         match clients.iter().find(|c| c.peer.to_string() == addr) {
             Some(target) => kill(ctx, target.id),
-            None if drop_master_link(ctx, |peer| peer == addr) => {}
             None => return Err(CmdError::Static("ERR No such client")),
         }
         ok(ctx.out);
@@ -362,25 +361,21 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             killed += 1;
         }
     }
-    // The link to our master is no registered client: TYPE master or its address
-    // reaches it.
-    let by_master_filters = id.is_none() && laddr.is_none() && user.is_none();
-    if by_master_filters
-        && (kind == Some("master") || (kind.is_none() && addr.is_some()))
-        && drop_master_link(ctx, |peer| addr.as_ref().is_none_or(|a| *a == peer))
-    {
-        killed += 1;
-    }
     encode::write_integer(ctx.out, killed);
     Ok(())
 }
 
-/// Drops the link to our master if its address passes `matches`; whether it did.
-fn drop_master_link(ctx: &Ctx<'_>, matches: impl Fn(&str) -> bool) -> bool {
+/// Drops the link to our master if `id` is its client; whether it did. The link then
+/// reconnects and continues with PSYNC, as Redis's does once its master client is freed.
+fn drop_master_link(ctx: &Ctx<'_>, id: u64) -> bool {
     let master = ctx.shared.repl.master.lock();
-    master
-        .as_ref()
-        .is_some_and(|m| matches(m.status.peer.lock().as_str()) && m.status.drop_link())
+    master.as_ref().is_some_and(|m| {
+        m.status
+            .client_id
+            .load(std::sync::atomic::Ordering::Relaxed)
+            == id
+            && m.status.drop_link()
+    })
 }
 
 fn kill(ctx: &mut Ctx<'_>, id: u64) {
@@ -388,6 +383,9 @@ fn kill(ctx: &mut Ctx<'_>, id: u64) {
         ctx.client.close_after_reply = true;
     } else {
         ctx.shared.clients.kill(id);
+        if drop_master_link(ctx, id) {
+            return;
+        }
         // What only a replica still needed of the replication buffer is freed now, as
         // Redis frees a killed client, not when its link's task next runs: INFO and
         // `maxmemory` right after see it gone.

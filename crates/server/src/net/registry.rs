@@ -29,6 +29,9 @@ pub struct ClientEntry {
     pub db: usize,
     /// The authenticated user (`None`: default), for CLIENT LIST/KILL and ACL DELUSER.
     pub user: Option<Arc<UserCell>>,
+    /// Our master's link, which runs as no user (`(superuser)` in CLIENT LIST) and is
+    /// out of reach of ACL changes.
+    superuser: bool,
     abort: Option<AbortHandle>,
     /// Raised on kill: the connection runs no further command even if the task is
     /// mid-poll when the abort comes (it only takes effect at its next await).
@@ -105,10 +108,11 @@ impl ClientEntry {
             age: self.created.elapsed().as_secs(),
             name: self.name.clone(),
             db: self.db,
-            user: self
-                .user
-                .as_ref()
-                .map_or_else(|| b"default".to_vec(), |u| u.name().to_vec()),
+            user: match &self.user {
+                _ if self.superuser => b"(superuser)".to_vec(),
+                Some(user) => user.name().to_vec(),
+                None => b"default".to_vec(),
+            },
             activity: self.activity.lock().clone(),
             omem: self.mailbox.as_ref().map_or(0, |m| m.output_bytes()),
             pending: self.mailbox.as_ref().map_or(0, |m| m.pending_bytes()),
@@ -160,9 +164,29 @@ impl Clients {
         peer: impl Into<Peer>,
         local: impl Into<Peer>,
     ) -> (u64, Arc<AtomicBool>) {
-        let (peer, local) = (peer.into(), local.into());
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let killed = Arc::<AtomicBool>::default();
+        self.insert(id, peer.into(), local.into(), killed.clone(), false);
+        (id, killed)
+    }
+
+    /// Registers the link from our master and returns its id: `resumed`, the id its
+    /// previous link had, when the link continues that one (a partial resync), as Redis
+    /// resurrects its cached master client; a new id otherwise.
+    pub fn register_master(
+        &self,
+        peer: impl Into<Peer>,
+        local: impl Into<Peer>,
+        resumed: Option<u64>,
+    ) -> u64 {
+        let id = resumed
+            .filter(|id| !self.contains(*id))
+            .unwrap_or_else(|| self.next_id.fetch_add(1, Ordering::Relaxed) + 1);
+        self.insert(id, peer.into(), local.into(), Arc::default(), true);
+        id
+    }
+
+    fn insert(&self, id: u64, peer: Peer, local: Peer, killed: Arc<AtomicBool>, superuser: bool) {
         self.map.lock().insert(
             id,
             ClientEntry {
@@ -172,13 +196,13 @@ impl Clients {
                 name: None,
                 db: 0,
                 user: None,
+                superuser,
                 abort: None,
-                killed: killed.clone(),
+                killed,
                 mailbox: None,
                 activity: Arc::default(),
             },
         );
-        (id, killed)
     }
 
     /// Records the mailbox of client `id`, so others can reach it by id.
@@ -424,7 +448,7 @@ impl Clients {
                 .user
                 .as_ref()
                 .is_some_and(|u| users.iter().any(|d| Arc::ptr_eq(d, u)));
-            if !theirs || id == skip {
+            if !theirs || id == skip || entry.superuser {
                 return true;
             }
             entry.killed.store(true, Ordering::Release);
@@ -440,6 +464,7 @@ impl Clients {
         self.map
             .lock()
             .iter()
+            .filter(|(_, e)| !e.superuser)
             .filter(|(_, e)| match (user, &e.user) {
                 (None, None) => true,
                 (Some(a), Some(b)) => Arc::ptr_eq(a, b),

@@ -27,7 +27,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::net::client::{ClientState, ReplyMode};
+use crate::net::client_memory::ClientFigures;
 use crate::net::connection::run_commands;
+use crate::net::registry::Registration;
 use crate::persist::rdb::file::{Fed, LoadError};
 use crate::persist::snapshot::{self, unix_secs, Load, LoadOptions, Loaded, Staging};
 use crate::shared::Shared;
@@ -46,9 +48,9 @@ pub struct LinkStatus {
     /// Bytes of the master's stream read but not applied yet (a CLIENT PAUSE holds
     /// them): INFO's `slave_read_repl_offset` is the applied offset plus these.
     pub unapplied: AtomicU64,
-    /// The master's address as the connection sees it (`ip:port`), for CLIENT KILL's
-    /// address filters; empty while not connected.
-    pub peer: parking_lot::Mutex<String>,
+    /// The master client's id in the client table while the stream runs (0 before):
+    /// CLIENT LIST shows it, and CLIENT KILL's filters reach it, as any client.
+    pub client_id: AtomicU64,
     /// Drops the connection to the master (CLIENT KILL TYPE master); the link then
     /// reconnects and continues with PSYNC, as Redis's does.
     drop_link: tokio::sync::Notify,
@@ -433,6 +435,7 @@ async fn session(
             "Failover target rejected the PSYNC request: {reply}"
         )));
     }
+    let resumed = reply.starts_with("+CONTINUE");
     let mut words = reply.split_whitespace();
     match words.next() {
         Some("+FULLRESYNC") => {
@@ -500,7 +503,7 @@ async fn session(
     }
     status.set(CONNECTED);
     tracing::info!("MASTER <-> REPLICA sync: Finished with success");
-    stream(shared, &mut socket, input, status).await
+    stream(shared, &mut socket, input, status, resumed).await
 }
 
 /// Replaces the dataset with the master's image, while every shard is held.
@@ -774,14 +777,32 @@ async fn stream(
     socket: &mut TcpStream,
     mut input: BytesMut,
     status: &LinkStatus,
+    resumed: bool,
 ) -> std::io::Result<()> {
     let journal = &shared.repl.journal;
     let peer = socket.peer_addr()?;
-    *status.peer.lock() = peer.to_string();
-    let mut client = ClientState::new(0, peer, true);
+    // Listed as a client (flags M), as Redis lists its master client.
+    let previous = status.client_id.load(Ordering::Relaxed);
+    let id = shared.clients.register_master(
+        peer,
+        socket.local_addr()?,
+        (resumed && previous != 0).then_some(previous),
+    );
+    let _registration = Registration {
+        clients: &shared.clients,
+        id,
+    };
+    status.client_id.store(id, Ordering::Relaxed);
+    let mut client = ClientState::new(id, peer, true);
+    client.activity_slot = shared.clients.activity(id);
     client.is_master = true;
     client.reply = ReplyMode::Off;
     client.db = status.stream_db.load(Ordering::Relaxed);
+    shared.clients.describe(id, None, client.db);
+    client.publish_activity(
+        input.len(),
+        ClientFigures::of(&client, input.capacity(), input.len(), 0, 0),
+    );
     let mut applier = Applier {
         decoder: RequestDecoder::default(),
         scanner: Scanner::new(Side::Request),
@@ -797,7 +818,15 @@ async fn stream(
         // they are read (and counted as read) but applied once the pause ends.
         let paused_until = shared.pause.current().map(|(_, until)| until);
         if !input.is_empty() && paused_until.is_none() {
+            let db = client.db;
             applier.apply(shared, &mut client, &mut input, &status.stream_db);
+            if client.db != db {
+                shared.clients.describe(id, None, client.db);
+            }
+            client.publish_activity(
+                input.len(),
+                ClientFigures::of(&client, input.capacity(), input.len(), 0, 0),
+            );
             if input.is_empty() && std::mem::take(&mut applier.big_bulk) {
                 // The view left behind still owns the large bulk's buffer once its
                 // value is gone: without this, reads would reuse it and keep it for
@@ -836,6 +865,7 @@ async fn stream(
                     .net_repl_input_bytes
                     .fetch_add(read as u64, Ordering::Relaxed);
                 last_read = tokio::time::Instant::now();
+                client.last_interaction = last_read.into_std();
                 status.last_io.store(unix_secs(), Ordering::Relaxed);
             }
             _ = ack.tick() => send_ack(socket, journal.offset()).await?,
