@@ -505,6 +505,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                 let _ = self.input.try_reclaim(self.input.capacity() + 1);
                 self.fit_query_buffer();
             }
+            // Room for the next read made before the replies go out, not after: a client
+            // that reads its reply and looks at CLIENT LIST sees the buffer its next read
+            // uses (the first read's small one grown), as Redis's is sized at the read.
+            self.reserve_input();
             self.count_memory();
             if !self.client.eviction_invalidations.is_empty() {
                 Box::pin(self.await_eviction_invalidations()).await;
