@@ -512,7 +512,7 @@ impl EncodingLimits {
 
 /// Redis 7.0's name for how a value is stored, from its type and size and the
 /// configured limits of the compact encodings. Redis decides when a value is written (or
-/// loaded) and never converts back; this looks at the value as it is now.
+/// loaded) and never converts back; the collections keep what they held for it.
 pub(crate) fn encoding_name(value: &crate::store::Value, limits: &EncodingLimits) -> &'static str {
     use crate::store::Value;
     match value {
@@ -521,8 +521,7 @@ pub(crate) fn encoding_name(value: &crate::store::Value, limits: &EncodingLimits
         Value::Str(_) => "raw",
         Value::List(_) => "quicklist",
         Value::Hash(h) => {
-            let small = |b: &[u8]| b.len() <= limits.hash_value;
-            if h.len() <= limits.hash_entries && h.iter().all(|(f, v)| small(f) && small(v)) {
+            if h.is_listpack(limits.hash_entries, limits.hash_value) {
                 "listpack"
             } else {
                 "hashtable"
@@ -536,8 +535,7 @@ pub(crate) fn encoding_name(value: &crate::store::Value, limits: &EncodingLimits
             }
         }
         Value::ZSet(z) => {
-            if z.len() <= limits.zset_entries && z.iter().all(|(m, _)| m.len() <= limits.zset_value)
-            {
+            if z.is_listpack(limits.zset_entries, limits.zset_value) {
                 "listpack"
             } else {
                 "skiplist"

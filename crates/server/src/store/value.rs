@@ -5,7 +5,9 @@
 //! its type.
 //!
 //! Hashes and sets are `IndexMap`s: insertion order matches Redis's small (listpack)
-//! encodings, and index access gives O(1) random members and stable scan cursors.
+//! encodings, and index access gives O(1) random members and stable scan cursors. Each
+//! collection whose encoding Redis converts once and never back keeps what decides it
+//! (the set's `had_text` and peak, the hash's and sorted set's [`Peaks`]).
 
 use std::collections::VecDeque;
 
@@ -19,8 +21,122 @@ use super::zset::ZSet;
 /// aim collisions.
 pub type Hasher = foldhash::fast::RandomState;
 
-/// Hash field → value.
-pub type HashValue = IndexMap<CompactBytes, CompactBytes, Hasher>;
+/// The most elements a collection held and its longest element: Redis converts a
+/// compact encoding (`listpack`) once either passes its limit and never back, so the
+/// encoding depends on what the value held, not only on what it holds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Peaks {
+    /// The most elements held at once.
+    pub entries: usize,
+    /// The longest element (a hash's field or value, a sorted set's member) added.
+    pub longest: usize,
+}
+
+impl Peaks {
+    /// Records an addition: `entries` held now, an element of `len` bytes.
+    pub fn saw(&mut self, entries: usize, len: usize) {
+        self.entries = self.entries.max(entries);
+        self.longest = self.longest.max(len);
+    }
+
+    /// Whether Redis would still hold the value in its compact encoding under these
+    /// limits, the value now being `now`.
+    pub fn within(&self, now: Peaks, max_entries: usize, max_len: usize) -> bool {
+        self.entries.max(now.entries) <= max_entries && self.longest.max(now.longest) <= max_len
+    }
+}
+
+/// Hash fields and their values, and the peaks that decide Redis's encoding of them
+/// ([`Peaks`]). Reads and removals go through the map (`Deref`); additions through
+/// [`HashValue::insert`], `extend` or `collect`.
+#[derive(Debug, Clone, Default)]
+pub struct HashValue {
+    fields: IndexMap<CompactBytes, CompactBytes, Hasher>,
+    peaks: Peaks,
+}
+
+impl HashValue {
+    /// An empty hash with room for `capacity` fields.
+    pub fn with_capacity(capacity: usize) -> HashValue {
+        HashValue {
+            fields: IndexMap::with_capacity_and_hasher(capacity, Hasher::default()),
+            peaks: Peaks::default(),
+        }
+    }
+
+    /// Sets `field` to `value`; the value it replaced.
+    pub fn insert(&mut self, field: CompactBytes, value: CompactBytes) -> Option<CompactBytes> {
+        let len = field.len().max(value.len());
+        let old = self.fields.insert(field, value);
+        self.peaks.saw(self.fields.len(), len);
+        old
+    }
+
+    /// Whether Redis would still hold it as a `listpack` under these limits.
+    pub fn is_listpack(&self, max_entries: usize, max_value: usize) -> bool {
+        // The current fields are looked at too: a change through the map's own methods
+        // (`DerefMut`: `get_mut`, `entry`) passes `insert` by.
+        let now = Peaks {
+            entries: self.fields.len(),
+            longest: self
+                .fields
+                .iter()
+                .map(|(f, v)| f.len().max(v.len()))
+                .max()
+                .unwrap_or(0),
+        };
+        self.peaks.within(now, max_entries, max_value)
+    }
+}
+
+impl std::ops::Deref for HashValue {
+    type Target = IndexMap<CompactBytes, CompactBytes, Hasher>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.fields
+    }
+}
+
+impl std::ops::DerefMut for HashValue {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.fields
+    }
+}
+
+impl FromIterator<(CompactBytes, CompactBytes)> for HashValue {
+    fn from_iter<I: IntoIterator<Item = (CompactBytes, CompactBytes)>>(pairs: I) -> HashValue {
+        let mut hash = HashValue::default();
+        hash.extend(pairs);
+        hash
+    }
+}
+
+impl Extend<(CompactBytes, CompactBytes)> for HashValue {
+    fn extend<I: IntoIterator<Item = (CompactBytes, CompactBytes)>>(&mut self, pairs: I) {
+        for (field, value) in pairs {
+            self.insert(field, value);
+        }
+    }
+}
+
+impl IntoIterator for HashValue {
+    type Item = (CompactBytes, CompactBytes);
+    type IntoIter = indexmap::map::IntoIter<CompactBytes, CompactBytes>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.fields.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a HashValue {
+    type Item = (&'a CompactBytes, &'a CompactBytes);
+    type IntoIter = indexmap::map::Iter<'a, CompactBytes, CompactBytes>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.fields.iter()
+    }
+}
+
 /// Set members, and what decides Redis's encoding of them: Redis turns an `intset` into
 /// a `hashtable` when a member that is not an integer is added or the set outgrows
 /// `set-max-intset-entries`, and never back, so the encoding depends on what the set

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use indexmap::IndexMap;
 
 use super::compact::CompactBytes;
-use super::value::Hasher;
+use super::value::{Hasher, Peaks};
 
 /// A score with the total order Redis uses (scores are never NaN).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -33,6 +33,8 @@ impl Ord for Score {
 pub struct ZSet {
     scores: IndexMap<CompactBytes, f64, Hasher>,
     order: BTreeSet<(Score, CompactBytes)>,
+    /// What decides Redis's encoding (see [`ZSet::is_listpack`]).
+    peaks: Peaks,
 }
 
 impl ZSet {
@@ -57,11 +59,22 @@ impl ZSet {
         let score = if score == 0.0 { 0.0 } else { score };
         let key = CompactBytes::new(member);
         let old = self.scores.insert(key.clone(), score);
+        self.peaks.saw(self.scores.len(), member.len());
         if let Some(old) = old {
             self.order.remove(&(Score(old), key.clone()));
         }
         self.order.insert((Score(score), key));
         old
+    }
+
+    /// Whether Redis would still hold it as a `listpack` under these limits: it converts
+    /// to a skiplist once the set outgrows them, and never back.
+    pub fn is_listpack(&self, max_entries: usize, max_value: usize) -> bool {
+        let now = Peaks {
+            entries: self.len(),
+            longest: self.scores.keys().map(|m| m.len()).max().unwrap_or(0),
+        };
+        self.peaks.within(now, max_entries, max_value)
     }
 
     /// Removes a member; returns its score.

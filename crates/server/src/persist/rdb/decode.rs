@@ -70,7 +70,7 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
         }
         HASH => {
             let n = r.count()?;
-            let mut hash = HashValue::with_capacity_and_hasher(capacity(n, r), Default::default());
+            let mut hash = HashValue::with_capacity(capacity(n, r));
             for _ in 0..n {
                 let field = CompactBytes::new(&r.string()?);
                 let value = CompactBytes::new(&r.string()?);
@@ -83,7 +83,7 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
         HASH_ZIPMAP => {
             let blob = r.string()?;
             let pairs = zipmap::pairs(&blob)?;
-            let mut hash = HashValue::with_capacity_and_hasher(pairs.len(), Default::default());
+            let mut hash = HashValue::with_capacity(pairs.len());
             for (field, value) in pairs {
                 if hash
                     .insert(CompactBytes::new(field), CompactBytes::new(value))
@@ -174,7 +174,7 @@ fn integrity(kind: u8) -> Corrupt {
 /// A hash from the field/value entries of a ziplist or listpack blob.
 fn compact_hash(blob: &[u8], zip: bool) -> Result<HashValue, Corrupt> {
     let items = compact_entries(blob, zip)?;
-    let mut hash = HashValue::with_capacity_and_hasher(items.len() / 2, Default::default());
+    let mut hash = HashValue::with_capacity(items.len() / 2);
     for pair in pairs(&items)? {
         if hash.insert(compact(pair[0]), compact(pair[1])).is_some() {
             return Err(Corrupt("duplicate hash fields"));
