@@ -799,10 +799,12 @@ async fn stream(
     client.reply = ReplyMode::Off;
     client.db = status.stream_db.load(Ordering::Relaxed);
     shared.clients.describe(id, None, client.db);
-    client.publish_activity(
-        input.len(),
-        ClientFigures::of(&client, input.capacity(), input.len(), 0, 0),
-    );
+    // What CLIENT LIST shows of it: its last command, its query buffer.
+    let publish = |client: &ClientState, input: &BytesMut| {
+        let figures = ClientFigures::of(client, input.capacity(), input.len(), 0, 0);
+        client.publish_activity(input.len(), figures);
+    };
+    publish(&client, &input);
     let mut applier = Applier {
         decoder: RequestDecoder::default(),
         scanner: Scanner::new(Side::Request),
@@ -823,10 +825,7 @@ async fn stream(
             if client.db != db {
                 shared.clients.describe(id, None, client.db);
             }
-            client.publish_activity(
-                input.len(),
-                ClientFigures::of(&client, input.capacity(), input.len(), 0, 0),
-            );
+            publish(&client, &input);
             if input.is_empty() && std::mem::take(&mut applier.big_bulk) {
                 // The view left behind still owns the large bulk's buffer once its
                 // value is gone: without this, reads would reuse it and keep it for
