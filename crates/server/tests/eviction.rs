@@ -1043,6 +1043,33 @@ fn on_redis_then_redline(check: impl Fn(u16)) {
     check(ours.port());
 }
 
+/// A client evicted while its large argument arrives is the only one closed, as in
+/// Redis's "client evicted due to large argv": what it held leaves the
+/// `maxmemory-clients` total for good. Its connection, still finishing its batch when
+/// the eviction came, once counted it back, and the next check closed the next largest
+/// client (the caller here).
+fn only_the_client_with_the_large_argument_is_evicted(port: u16) {
+    let mut c = conn(port);
+    c.ok(&["CONFIG", "SET", "maxmemory-clients", "3000000"]);
+    let mut big = conn(port);
+    big.ok(&["MSET", "k", "v", "k2", &"v".repeat(1_000_000)]);
+    let _ = big.try_send_raw(&{
+        let mut out = bytes::BytesMut::new();
+        let huge = "v".repeat(3_000_000);
+        redline_resp::encode::command(&mut out, ["MSET", "k", "v", "k2", &huge].iter());
+        out
+    });
+    assert!(big.is_closed(), "port {port}: not evicted");
+    assert_eq!(text(&c.cmd(&["PING"])), "PONG", "port {port}");
+    assert_eq!(info(&mut c, "evicted_clients"), 1, "port {port}");
+    c.ok(&["CONFIG", "SET", "maxmemory-clients", "0"]);
+}
+
+#[test]
+fn only_the_client_with_the_large_argument_is_evicted_like_redis() {
+    on_redis_then_redline(only_the_client_with_the_large_argument_is_evicted);
+}
+
 /// `used_memory` less `mem_not_counted_for_evict`, as `maxmemory` sees it.
 fn counted_memory(c: &mut Conn) -> i64 {
     let all = text(&c.cmd(&["INFO", "memory"]));

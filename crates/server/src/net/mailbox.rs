@@ -34,6 +34,10 @@ pub struct Mailbox {
     held: AtomicUsize,
     /// What this client last added to the `maxmemory-clients` total.
     counted: AtomicUsize,
+    /// Taken out of the total for good (evicted or closed): a recount by its connection,
+    /// still finishing its batch, must not add it back, or the next eviction would close
+    /// another client for memory already on its way back.
+    forgotten: AtomicBool,
     /// CLIENT NO-EVICT on: counted, never evicted.
     no_evict: AtomicBool,
     /// The owner has been idle long enough to give back its buffers' memory.
@@ -230,9 +234,18 @@ impl Mailbox {
         let Some(memory) = self.accounting.get().filter(|m| m.enabled()) else {
             return;
         };
+        if self.forgotten.load(Ordering::SeqCst) {
+            return;
+        }
         let now = self.held.load(Ordering::Relaxed) + pending;
-        let before = self.counted.swap(now, Ordering::Relaxed);
+        let before = self.counted.swap(now, Ordering::SeqCst);
         memory.change(before, now);
+        // A `forget` between the check and the swap: whichever swap came last, the
+        // figure ends at 0.
+        if self.forgotten.load(Ordering::SeqCst) {
+            let left = self.counted.swap(0, Ordering::SeqCst);
+            memory.change(left, 0);
+        }
     }
 
     /// What this client counts for in the `maxmemory-clients` total.
@@ -265,10 +278,11 @@ impl Mailbox {
         }
     }
 
-    /// Takes this client out of the total (it is closing).
+    /// Takes this client out of the total for good (it is closing).
     pub fn forget(&self) {
+        self.forgotten.store(true, Ordering::SeqCst);
         if let Some(memory) = self.accounting.get() {
-            let before = self.counted.swap(0, Ordering::Relaxed);
+            let before = self.counted.swap(0, Ordering::SeqCst);
             memory.change(before, 0);
         }
     }
