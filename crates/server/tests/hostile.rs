@@ -339,3 +339,56 @@ fn a_pipeline_sent_before_reading_any_reply_completes() {
         }
     }
 }
+
+/// A string reply that alone passes the normal clients' hard output limit closes the
+/// client without a byte of it (redline-server does not even copy it), alone or after
+/// a transaction; with CLIENT REPLY OFF there is no reply to hold and the client stays,
+/// as in redis-server.
+#[test]
+fn a_value_past_the_hard_output_limit_closes_its_reader_unless_replies_are_off() {
+    let redis = RedisServer::start().expect("redis-server");
+    let ours = Redline::start();
+    for addr in [redis.addr(), ours.addr] {
+        let mut c = Conn::connect(addr);
+        c.cmd(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 100000 0 0",
+        ]);
+        c.cmd(&["SET", "huge", &"x".repeat(200_000)]);
+        for request in [
+            &b"*2\r\n$3\r\nGET\r\n$4\r\nhuge\r\n"[..],
+            b"*2\r\n$6\r\nGETDEL\r\n$7\r\nmissing\r\n*2\r\n$3\r\nGET\r\n$4\r\nhuge\r\n",
+        ] {
+            let (replies, closed) = attack(addr, request);
+            assert!(closed, "{addr}: {replies:?}");
+            assert!(
+                replies.iter().all(|r| r.len() < 1000),
+                "{addr}: the value was sent"
+            );
+        }
+        let (_, closed) = attack(addr, b"MULTI\r\nGET huge\r\nEXEC\r\n");
+        assert!(closed, "{addr}: EXEC");
+        let mut quiet = Conn::connect(addr);
+        quiet.send(&["CLIENT", "REPLY", "OFF"]);
+        quiet.send(&["GET", "huge"]);
+        assert_eq!(
+            show(&quiet.cmd(&["CLIENT", "REPLY", "ON"])),
+            show(&Frame::Simple("OK".into())),
+            "{addr}"
+        );
+        assert_eq!(
+            show(&quiet.cmd(&["GET", "missing"])),
+            show(&Frame::NullBulk),
+            "{addr}"
+        );
+        assert_eq!(ping(addr), show(&Frame::Simple("PONG".into())));
+        c.cmd(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 0 0 0",
+        ]);
+    }
+}

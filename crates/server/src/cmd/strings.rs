@@ -40,8 +40,21 @@ pub const COMMANDS: &[(&str, Handler)] = &[
 
 /// Writes a string entry as a bulk (or WRONGTYPE), straight from the locked entry.
 #[inline]
-fn write_string(out: &mut bytes::BytesMut, entry: &Entry) -> CmdResult {
+fn write_string(ctx: &mut Ctx<'_>, entry: &Entry) -> CmdResult {
+    let out = &mut *ctx.out;
     match &entry.value {
+        // A value that alone passes the client's hard output limit is not copied: the
+        // client is closed with its replies dropped, as Redis closes it once it has
+        // built the reply; copying megabytes only to drop them delays the close.
+        Value::Str(s)
+            if s.len() >= LARGE_REPLY
+                && !ctx.nested
+                && ctx.client.reply == crate::net::client::ReplyMode::On =>
+        {
+            if !ctx.client.reply_passes_hard_limit(out.len(), s.len()) {
+                encode::write_bulk(out, s);
+            }
+        }
         Value::Str(s) => encode::write_bulk(out, s),
         Value::Int(n) => {
             let mut digits = itoa::Buffer::new();
@@ -52,12 +65,16 @@ fn write_string(out: &mut bytes::BytesMut, entry: &Entry) -> CmdResult {
     Ok(())
 }
 
+/// From this size a string reply is checked against the client's hard output limit
+/// before it is copied (smaller ones are checked after the command, with the rest).
+const LARGE_REPLY: usize = 64 * 1024;
+
 /// GET key: the hot path. One shard lock, the reply encoded from the entry in place.
 pub fn get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.lock(key);
     match shard.get(key) {
-        Some(entry) => write_string(ctx.out, entry),
+        Some(entry) => write_string(ctx, entry),
         None => {
             encode::write_null_bulk(ctx.out, ctx.client.protocol);
             Ok(())
@@ -163,7 +180,7 @@ fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if o.get {
         match &existing {
             Some(entry) if !entry.value.is_string() => return Err(WRONG_TYPE),
-            Some(entry) => write_string(ctx.out, entry)?,
+            Some(entry) => write_string(ctx, entry)?,
             None => encode::write_null_bulk(ctx.out, ctx.client.protocol),
         }
     }
@@ -232,7 +249,7 @@ fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.lock(key);
     match shard.get(key) {
-        Some(entry) => write_string(ctx.out, entry)?,
+        Some(entry) => write_string(ctx, entry)?,
         None => encode::write_null_bulk(ctx.out, ctx.client.protocol),
     }
     shard.insert(key, Value::string(&args[2]), 0);
@@ -245,7 +262,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut shard = ctx.lock(key);
     match shard.get(key) {
         Some(entry) => {
-            write_string(ctx.out, entry)?;
+            write_string(ctx, entry)?;
             shard.remove(key);
             event(ctx, NotifyClass::Generic, "del", key);
         }
@@ -270,7 +287,7 @@ fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         Some((unit, at)) => Some(deadline(&args[at], unit, "getex")?),
         None => None,
     };
-    write_string(ctx.out, entry)?;
+    write_string(ctx, entry)?;
     if let Some(at) = expires_at {
         if at <= now_ms() {
             shard.remove(key);
@@ -296,7 +313,7 @@ fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     encode::write_array_len(ctx.out, keys.len());
     for key in keys {
         match locked.shard(key).get(key) {
-            Some(entry) if entry.value.is_string() => write_string(ctx.out, entry)?,
+            Some(entry) if entry.value.is_string() => write_string(ctx, entry)?,
             _ => encode::write_null_bulk(ctx.out, ctx.client.protocol),
         }
     }

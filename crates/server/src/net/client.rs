@@ -109,6 +109,9 @@ pub struct ClientState {
     pub eviction_invalidations: Vec<crate::tracking::Sent>,
     /// Hard `client-output-buffer-limit` of the normal and pub/sub classes (0: none).
     pub output_hard_limits: [u64; 2],
+    /// A reply that alone passed the hard limit was dropped unbuilt: the client closes
+    /// after its command (see [`ClientState::reply_passes_hard_limit`]).
+    pub output_overflowed: bool,
     /// Commands run since the last flush of the counters to the server's stats.
     pub commands_since_flush: u64,
     /// Per-command and per-error counts since the last flush (INFO commandstats).
@@ -250,6 +253,7 @@ impl ClientState {
             save_after_command: false,
             eviction_invalidations: Vec::new(),
             output_hard_limits: [0; 2],
+            output_overflowed: false,
             cmdstats: crate::cmdstats::Local::default(),
             in_script: false,
             multi: None,
@@ -287,6 +291,16 @@ impl ClientState {
     /// Whether the client is in pub/sub mode (any subscription of any kind).
     pub fn in_pubsub(&self) -> bool {
         self.subscription_count() + self.shard_channels.len() > 0
+    }
+
+    /// Whether a reply of `len` bytes after the `buffered` ones would pass this client's
+    /// hard output limit; if so the client is marked to be closed after its command, and
+    /// the reply need not be built.
+    pub fn reply_passes_hard_limit(&mut self, buffered: usize, len: usize) -> bool {
+        let hard = self.output_hard_limits[usize::from(self.in_pubsub())];
+        let over = hard != 0 && buffered.saturating_add(len) as u64 > hard;
+        self.output_overflowed |= over;
+        over
     }
 
     /// Redis's CLIENT LIST flag letters for this client (`N` for none).

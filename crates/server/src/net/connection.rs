@@ -242,12 +242,14 @@ pub fn run_commands(
 fn over_output_limit(client: &mut ClientState, output: &mut BytesMut) -> bool {
     let len = output.len() as u64;
     let within = |hard: u64| hard == 0 || len <= hard;
-    // Under both limits (nearly always): the client's class need not be looked up.
-    if client.output_hard_limits.iter().all(|&hard| within(hard)) {
-        return false;
-    }
-    if within(client.output_hard_limits[usize::from(client.in_pubsub())]) {
-        return false;
+    if !client.output_overflowed {
+        // Under both limits (nearly always): the client's class need not be looked up.
+        if client.output_hard_limits.iter().all(|&hard| within(hard)) {
+            return false;
+        }
+        if within(client.output_hard_limits[usize::from(client.in_pubsub())]) {
+            return false;
+        }
     }
     tracing::warn!(
         "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
