@@ -22,6 +22,11 @@ fn attack(addr: std::net::SocketAddr, bytes: &[u8]) -> (Vec<String>, bool) {
     }
 }
 
+/// CONFIG SET `client-output-buffer-limit` to `limit`.
+fn normal_output_limit(c: &mut Conn, limit: &str) {
+    c.cmd(&["CONFIG", "SET", "client-output-buffer-limit", limit]);
+}
+
 fn ping(addr: std::net::SocketAddr) -> String {
     show(&Conn::connect(addr).cmd(&["PING"]))
 }
@@ -243,12 +248,7 @@ fn output_buffer_limits_close_and_omem_shows_waiting_output() {
     let ours = Redline::start();
     for addr in [redis.addr(), ours.addr] {
         let mut c = Conn::connect(addr);
-        c.cmd(&[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "normal 100000 0 0",
-        ]);
+        normal_output_limit(&mut c, "normal 100000 0 0");
         let item = "x".repeat(100);
         for _ in 0..20 {
             let mut args = vec!["RPUSH", "big"];
@@ -282,12 +282,7 @@ fn output_buffer_limits_close_and_omem_shows_waiting_output() {
             show(&sleeper.read().unwrap()),
             show(&Frame::Simple("OK".into()))
         );
-        c.cmd(&[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "normal 0 0 0",
-        ]);
+        normal_output_limit(&mut c, "normal 0 0 0");
 
         // A subscriber that never reads: its output waits, and shows.
         let mut sub = Conn::connect(addr);
@@ -350,12 +345,7 @@ fn a_value_past_the_hard_output_limit_closes_its_reader_unless_replies_are_off()
     let ours = Redline::start();
     for addr in [redis.addr(), ours.addr] {
         let mut c = Conn::connect(addr);
-        c.cmd(&[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "normal 100000 0 0",
-        ]);
+        normal_output_limit(&mut c, "normal 100000 0 0");
         c.cmd(&["SET", "huge", &"x".repeat(200_000)]);
         for request in [
             &b"*2\r\n$3\r\nGET\r\n$4\r\nhuge\r\n"[..],
@@ -384,11 +374,6 @@ fn a_value_past_the_hard_output_limit_closes_its_reader_unless_replies_are_off()
             "{addr}"
         );
         assert_eq!(ping(addr), show(&Frame::Simple("PONG".into())));
-        c.cmd(&[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "normal 0 0 0",
-        ]);
+        normal_output_limit(&mut c, "normal 0 0 0");
     }
 }
