@@ -7,7 +7,7 @@
 //! Hashes and sets are `IndexMap`s: insertion order matches Redis's small (listpack)
 //! encodings, and index access gives O(1) random members and stable scan cursors. Each
 //! collection whose encoding Redis converts once and never back keeps what decides it
-//! (the set's `had_text` and peak, the hash's and sorted set's [`Peaks`]).
+//! (the set's `had_text`, and every collection's [`Peaks`]).
 
 use std::collections::VecDeque;
 
@@ -147,8 +147,9 @@ pub struct SetValue {
     members: IndexSet<CompactBytes, Hasher>,
     /// A member that is not an integer was added once.
     had_text: bool,
-    /// The most members it held.
-    peak: usize,
+    /// The most members it held (`Peaks::longest` is unused: an intset has no length
+    /// limit of its members).
+    peaks: Peaks,
 }
 
 impl SetValue {
@@ -162,11 +163,13 @@ impl SetValue {
 
     /// Adds `member`; true when it was not there.
     pub fn insert(&mut self, member: CompactBytes) -> bool {
-        let text = canonical_int(&member).is_none();
+        // Parsed only while the set may still be an intset: once it held text, its
+        // encoding is settled and an addition costs no parse.
+        let text = !self.had_text && canonical_int(&member).is_none();
         let added = self.members.insert(member);
         if added {
             self.had_text |= text;
-            self.peak = self.peak.max(self.members.len());
+            self.peaks.saw(self.members.len(), 0);
         }
         added
     }
@@ -177,7 +180,7 @@ impl SetValue {
         // The current members are looked at too: an addition through the members'
         // own methods (`DerefMut`) would pass `insert` by.
         !self.had_text
-            && self.peak.max(self.members.len()) <= max_entries
+            && self.peaks.entries.max(self.members.len()) <= max_entries
             && self.members.iter().all(|m| canonical_int(m).is_some())
     }
 }
