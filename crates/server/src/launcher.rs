@@ -159,15 +159,20 @@ async fn serve(config: Config) -> ExitCode {
 /// port and PID (tools that start servers, Redis's test harness among them, find the
 /// process by its ` PID: ` line), else the one line redis-server logs instead.
 fn log_banner(config: &crate::config::Config, port: u16) {
+    let mode = if config.param_bool("cluster-enabled") {
+        "cluster"
+    } else {
+        "standalone"
+    };
     if config.param("always-show-logo") == "yes" {
         tracing::warn!(
-            "\n    redline-server {} (Redis {} compatible) 64 bit\n    Running in standalone mode\n    Port: {port}\n    PID: {}\n",
+            "\n    redline-server {} (Redis {} compatible) 64 bit\n    Running in {mode} mode\n    Port: {port}\n    PID: {}\n",
             env!("CARGO_PKG_VERSION"),
             crate::cmd::connection::REDIS_VERSION,
             std::process::id()
         );
     } else {
-        tracing::info!("Running mode=standalone, port={port}.");
+        tracing::info!("Running mode={mode}, port={port}.");
     }
 }
 

@@ -50,6 +50,7 @@ pub mod acl;
 pub mod alloc;
 pub mod background;
 pub mod blocking;
+pub mod cluster;
 pub mod cmd;
 pub mod cmdstats;
 pub mod config;

@@ -30,6 +30,8 @@ use crate::store::expiry;
 /// ```
 pub struct Server {
     listeners: Vec<TcpListener>,
+    /// The cluster bus's listeners (cluster mode).
+    bus_listeners: Vec<TcpListener>,
     tls_listeners: Vec<TcpListener>,
     /// The Unix socket (`unixsocket`) and its path.
     unix: Option<(tokio::net::UnixListener, String)>,
@@ -126,7 +128,19 @@ impl Server {
                 "Configured to not listen anywhere, exiting.",
             ));
         }
+        let cluster_mode = config.param_bool("cluster-enabled");
+        let bind = config.bind.clone();
         let shared = Arc::new(Shared::new(config, port));
+        let mut bus_listeners = Vec::new();
+        if cluster_mode {
+            let config = shared.config.read().clone();
+            let bus_port = shared
+                .cluster
+                .open(&config, port, tls_port)
+                .map_err(io::Error::other)?;
+            let (std_listeners, _) = listener::bind_all(&bind, bus_port)?;
+            bus_listeners = listener::to_tokio(std_listeners)?;
+        }
         if let Some(tls_config) = tls_config {
             shared.tls.install(tls_config);
         }
@@ -134,6 +148,7 @@ impl Server {
         shared.set_arc();
         Ok(Server {
             listeners,
+            bus_listeners,
             tls_listeners,
             unix,
             shared,
@@ -181,6 +196,7 @@ impl Server {
     ) -> io::Result<()> {
         let Server {
             listeners,
+            bus_listeners,
             tls_listeners,
             unix,
             shared,
@@ -198,6 +214,10 @@ impl Server {
             }
         };
         let mut stop = shared.shutdown.subscribe();
+        if shared.cluster.enabled() {
+            // The bus runs while the data loads, as Redis's does.
+            crate::cluster::bus::start(&shared, bus_listeners);
+        }
         if let Some(load) = load {
             start_serving(&mut pending);
             let loaded = tokio::select! {

@@ -98,6 +98,8 @@ pub struct Shared {
     pub aof: crate::persist::aof::Aof,
     /// Replication: the command stream, replicas, the master link.
     pub repl: crate::repl::Replication,
+    /// Cluster mode: the slot table and the bus.
+    pub cluster: crate::cluster::Cluster,
     /// This state's own `Arc`, for tasks a command starts (REPLICAOF).
     this: std::sync::OnceLock<std::sync::Weak<Shared>>,
     /// Save bookkeeping (INFO persistence, LASTSAVE, save schedules).
@@ -172,6 +174,7 @@ impl Shared {
             cmdstats: crate::cmdstats::CommandStats::default(),
             persistence,
             repl,
+            cluster: crate::cluster::Cluster::default(),
             aof: crate::persist::aof::Aof::default(),
             monitors: crate::monitor::Monitors::default(),
             slowlog: crate::slowlog::SlowLog::default(),

@@ -55,6 +55,11 @@ fn echo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if ctx.shared.cluster.enabled() && super::args::c_int(&args[1])? != 0 {
+        return Err(CmdError::Static(
+            "ERR SELECT is not allowed in cluster mode",
+        ));
+    }
     ctx.client.db = super::args::db_index(&args[1], ctx.shared.store.db_count())?;
     describe(ctx);
     ok(ctx.out);
@@ -62,6 +67,11 @@ fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if ctx.shared.cluster.enabled() {
+        return Err(CmdError::Static(
+            "ERR SWAPDB is not allowed in cluster mode",
+        ));
+    }
     let parse = |ctx: &Ctx<'_>, arg: &[u8]| -> Result<usize, CmdError> {
         let n = int(arg).map_err(|_| CmdError::Static("ERR invalid first DB index"))?;
         if n < 0 || n as usize >= ctx.shared.store.db_count() {

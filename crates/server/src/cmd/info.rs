@@ -353,7 +353,10 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
             }
             text.push_str("\r\n");
         }
-        "cluster" => text.push_str("# Cluster\r\ncluster_enabled:0\r\n\r\n"),
+        "cluster" => {
+            let enabled = u8::from(shared.cluster.enabled());
+            text.push_str(&format!("# Cluster\r\ncluster_enabled:{enabled}\r\n\r\n"));
+        }
         "keyspace" => {
             text.push_str("# Keyspace\r\n");
             for i in 0..shared.store.db_count() {

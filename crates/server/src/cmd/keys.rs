@@ -416,6 +416,11 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         j += 1;
     }
+    if ctx.shared.cluster.enabled() && (src_db != 0 || dst_db != 0) {
+        return Err(CmdError::Static(
+            "ERR Copying to another database is not allowed in cluster mode",
+        ));
+    }
     let (src, dst) = (&args[1][..], &args[2][..]);
     if src_db == dst_db && src == dst {
         return Err(SAME_OBJECT);
@@ -457,6 +462,9 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn move_key(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if ctx.shared.cluster.enabled() {
+        return Err(CmdError::Static("ERR MOVE is not allowed in cluster mode"));
+    }
     let dst_db = super::args::db_index(&args[2], ctx.shared.store.db_count())?;
     let src_db = ctx.client.db;
     if dst_db == src_db {

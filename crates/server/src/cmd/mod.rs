@@ -140,7 +140,18 @@ pub fn handler_of(spec: &'static CommandSpec) -> Option<Handler> {
 
 /// Runs one command and writes its reply.
 pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) {
-    if let Err(e) = dispatch(ctx, args) {
+    let result = dispatch(ctx, args);
+    // ASKING lasts one command (a whole transaction when sent inside MULTI).
+    if ctx.client.asking
+        && !ctx.nested
+        && ctx.client.multi.is_none()
+        && !args
+            .first()
+            .is_some_and(|a| a.eq_ignore_ascii_case(b"asking"))
+    {
+        ctx.client.asking = false;
+    }
+    if let Err(e) = result {
         ctx.client.cmdstats.error(e.text());
         if ctx.client.is_master && !ctx.nested {
             master_got_an_error(ctx.shared, e.text(), args);
@@ -233,6 +244,12 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             let in_exec = ctx.nested;
             return reject_spec(ctx, spec, acl::denied_error(spec, denied, in_exec));
         }
+    }
+    if ctx.shared.cluster.enabled()
+        && (!ctx.nested || ctx.client.in_script)
+        && !ctx.client.is_master
+    {
+        cluster_route(ctx, spec, args)?;
     }
     let Some(handler) = handler_of(spec) else {
         return reject_spec(ctx, spec, reply::unknown_command(args));
@@ -389,6 +406,12 @@ fn denied_while_loading(ctx: &Ctx<'_>, spec: &CommandSpec, state: u8) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether a command writes: for EXEC, whether anything it queued does; for a script,
+/// what it declared (cluster mode's read-only checks).
+pub(crate) fn writes(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
+    effective_flags(ctx, spec, args).0
 }
 
 /// The flags of a command, and for EXEC the union of what it queued (Redis checks a
@@ -640,8 +663,9 @@ fn record_if_changed(
 ) {
     let changed = crate::store::dirty::count() != changes_before;
     // PUBLISH, and FLUSHALL/FLUSHDB even of empty databases, always propagate (Redis's
-    // forceCommandPropagation).
-    let forced = matches!(spec.name, "publish" | "flushall" | "flushdb");
+    // forceCommandPropagation); in cluster mode PUBLISH goes over the bus instead.
+    let forced = matches!(spec.name, "flushall" | "flushdb")
+        || (spec.name == "publish" && !ctx.shared.cluster.enabled());
     if changed || forced || ctx.client.propagate_as.is_some() {
         crate::repl::record(ctx, spec.name, args, before, db);
     }
@@ -845,6 +869,42 @@ fn reject_spec(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, error: CmdError) -
         )));
     }
     reject(ctx, error)
+}
+
+/// Cluster mode: whether this node runs the command (Redis's `getNodeByQuery` in
+/// `processCommand`, and `scriptVerifyClusterState` for a script's calls).
+fn cluster_route(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, args: &[Bytes]) -> CmdResult {
+    use crate::cluster::route;
+    match route::check(ctx, spec, args) {
+        Ok(slot) if !ctx.nested => {
+            ctx.client.cluster_slot = slot;
+            Ok(())
+        }
+        Ok(Some(slot)) if !ctx.shared.scripting.flags.cross_slot() => {
+            match ctx.client.cluster_slot {
+                None => ctx.client.cluster_slot = Some(slot),
+                Some(first) if first != slot => {
+                    return reject_spec(ctx, spec, CmdError::Static(route::SCRIPT_CROSSSLOT))
+                }
+                Some(_) => {}
+            }
+            Ok(())
+        }
+        Ok(_) => Ok(()),
+        Err(refusal) if ctx.nested => {
+            let name = ctx.shared.scripting.flags.current_name();
+            reject_spec(ctx, spec, route::script_error(refusal.kind, &name))
+        }
+        Err(refusal) if spec.name == "exec" => {
+            // A redirected EXEC discards the transaction, with the redirection as reply.
+            ctx.client.cmdstats.rejected(spec.name);
+            ctx.client.multi = None;
+            ctx.client.multi_failed = false;
+            tx::unwatch_all(ctx.shared, ctx.client);
+            Err(refusal.error)
+        }
+        Err(refusal) => reject_spec(ctx, spec, refusal.error),
+    }
 }
 
 fn reject(ctx: &mut Ctx<'_>, error: CmdError) -> CmdResult {

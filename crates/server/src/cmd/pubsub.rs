@@ -173,6 +173,9 @@ fn publish_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult {
     for id in published.overflowed {
         ctx.shared.clients.close_for_output_limit(id);
     }
+    if ctx.shared.cluster.enabled() {
+        crate::cluster::bus::propagate_publish(ctx.shared, kind == Kind::Shard, &args[1], &args[2]);
+    }
     encode::write_integer(ctx.out, published.receivers);
     Ok(())
 }

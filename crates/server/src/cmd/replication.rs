@@ -221,6 +221,12 @@ fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// transaction wrote after it is not propagated, as in Redis.
 fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let shared = ctx.shared;
+    if shared.cluster.enabled() {
+        // A cluster node's master is set with CLUSTER REPLICATE.
+        return Err(CmdError::Static(
+            "ERR REPLICAOF not allowed in cluster mode.",
+        ));
+    }
     if is(&args[1], "no") && is(&args[2], "one") {
         crate::repl::promote(shared);
         ok(ctx.out);
@@ -231,13 +237,33 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         .and_then(|p| p.parse::<u16>().ok())
         .ok_or(CmdError::Static("ERR Invalid master port"))?;
     let host = String::from_utf8_lossy(&args[1]).into_owned();
+    if !replicate_from(shared, &host, port, true)? {
+        encode::write_simple(ctx.out, b"OK Already connected to specified master");
+        return Ok(());
+    }
+    tracing::info!(
+        "REPLICAOF {host}:{port} enabled (user request from 'id={}')",
+        ctx.client.id
+    );
+    ok(ctx.out);
+    Ok(())
+}
+
+/// Starts replicating `host:port` (REPLICAOF, and CLUSTER REPLICATE); false when that
+/// master is already the one followed. `remember` writes it in the configuration, as
+/// REPLICAOF does (cluster mode keeps it in nodes.conf instead).
+pub(crate) fn replicate_from(
+    shared: &crate::shared::Shared,
+    host: &str,
+    port: u16,
+    remember: bool,
+) -> Result<bool, CmdError> {
     let mut master = shared.repl.master.lock();
     if master
         .as_ref()
-        .is_some_and(|m| m.host.eq_ignore_ascii_case(&host) && m.port == port)
+        .is_some_and(|m| m.host.eq_ignore_ascii_case(host) && m.port == port)
     {
-        encode::write_simple(ctx.out, b"OK Already connected to specified master");
-        return Ok(());
+        return Ok(false);
     }
     let Some(this) = shared.arc() else {
         return Err(CmdError::Static("ERR replication needs a running server"));
@@ -248,20 +274,17 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let stream_db = master
         .as_ref()
         .map(crate::repl::replica::MasterLink::stream_db);
-    let link = crate::repl::follow(this, host.clone(), port);
+    let link = crate::repl::follow(this, host.to_string(), port);
     if let Some(db) = stream_db {
         link.status.stream_db.store(db, Ordering::Relaxed);
     }
     *master = Some(link);
     drop(master);
-    shared.config.write().set_replicaof(Some((&host, port)));
+    if remember {
+        shared.config.write().set_replicaof(Some((host, port)));
+    }
     shared.apply_oom_score(&shared.config.read());
-    tracing::info!(
-        "REPLICAOF {host}:{port} enabled (user request from 'id={}')",
-        ctx.client.id
-    );
-    ok(ctx.out);
-    Ok(())
+    Ok(true)
 }
 
 fn role(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

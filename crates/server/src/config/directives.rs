@@ -294,11 +294,6 @@ impl Config {
                     return Err(invalid(&format!("{name} can't be a path, just a {what}")));
                 }
             }
-            if param.name == "cluster-enabled" && text == "yes" {
-                return Err(invalid(
-                    "cluster-enabled yes is not supported: redline-server runs standalone",
-                ));
-            }
             self.params.insert(param.name, text);
             return Ok(());
         }
@@ -582,14 +577,14 @@ mod tests {
     }
 
     #[test]
-    fn cluster_mode_is_refused_at_start() {
+    fn cluster_mode_is_set_at_start_only() {
         let mut c = Config::default();
-        assert!(matches!(
-            c.set("cluster-enabled", &[b"yes".to_vec()], true),
-            Err(SetError::Invalid(m)) if m.contains("not supported")
-        ));
-        c.set("cluster-enabled", &[b"no".to_vec()], true).unwrap();
-        assert_eq!(c.get("cluster-enabled").unwrap(), "no");
+        c.set("cluster-enabled", &[b"yes".to_vec()], true).unwrap();
+        assert_eq!(c.get("cluster-enabled").unwrap(), "yes");
+        assert_eq!(
+            c.set("cluster-enabled", &[b"no".to_vec()], false),
+            Err(SetError::Immutable)
+        );
     }
 
     #[test]

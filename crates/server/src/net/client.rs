@@ -33,6 +33,13 @@ pub struct ClientState {
     pub id: u64,
     /// Selected database.
     pub db: usize,
+    /// Cluster mode: ASKING was sent; the next command may use an importing slot.
+    pub asking: bool,
+    /// Cluster mode: READONLY, reads of our master's slots are served here.
+    pub readonly: bool,
+    /// Cluster mode: the slot of the running command's keys (a script's calls must stay
+    /// in it unless it allows cross-slot keys).
+    pub cluster_slot: Option<usize>,
     /// RESP2 until HELLO 3.
     pub protocol: Protocol,
     /// CLIENT SETNAME / HELLO SETNAME.
@@ -219,6 +226,9 @@ impl ClientState {
         ClientState {
             id,
             db: 0,
+            asking: false,
+            readonly: false,
+            cluster_slot: None,
             protocol: Protocol::Resp2,
             name: None,
             authenticated,

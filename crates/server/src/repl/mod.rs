@@ -16,77 +16,8 @@
 //!   stream with a client that may write to a read-only replica, ACKs, reconnecting with
 //!   PSYNC, and proxying the stream byte for byte to this server's own replicas.
 //!
-//! # Cluster mode: the plan (not built)
-//!
-//! `cluster-enabled yes` is meant to let redline-server nodes join a Redis Cluster that
-//! `redis-cli --cluster` creates, reshards and fails over, next to redis-server nodes.
-//! Nothing of it exists yet; this is how it fits on what does.
-//!
-//! **Slot ownership.** The keyspace is already sharded by hash slot: a key lives in shard
-//! `key_slot(key) & (shards - 1)` of [`crate::store`], so every slot lies whole inside one
-//! shard and moving a slot never splits a shard's lock. A new `cluster/` module owns a
-//! `ClusterState`: this node's id (40 hex), `current_epoch`, the node table (id, address,
-//! client port and bus port, flags, `config_epoch`, master id, last ping/pong, the slots
-//! it claims) and three `[u16; 16384]` tables into it: owner, `migrating` to,
-//! `importing` from. Commands read an immutable snapshot of it (an `Arc` swapped whole
-//! when the bus or a CLUSTER command changes it, as the client library's slot table is),
-//! one atomic load per command. Only database 0 exists (SELECT n answers Redis's
-//! `ERR SELECT is not allowed in cluster mode`). For CLUSTER COUNTKEYSINSLOT and
-//! GETKEYSINSLOT, which resharding calls for every slot, each shard keeps, only in
-//! cluster mode, a per-slot key count and a per-slot key index maintained on insert and
-//! remove (Redis 7.0's `slots_to_keys`), so neither scans the shard.
-//!
-//! **MOVED and ASK.** The dispatcher already knows every command's key positions from the
-//! command table (`redline_resp::command::keys`, what tracking and ACL use). After the ACL
-//! check and before a command is queued in MULTI or run, as Redis's `getNodeByQuery`
-//! does (for EXEC, over the queued commands), it computes the keys' slots: different
-//! slots answer `-CROSSSLOT Keys in request don't hash to the same slot`; a slot owned
-//! elsewhere `-MOVED <slot> <ip>:<port>`; a slot this node is `migrating` whose key is
-//! missing here `-ASK <slot> <ip>:<port>` (a multi-key command with only some of its keys
-//! here `-TRYAGAIN Multiple keys request during rehashing of slot`); a slot `importing`
-//! is served only after ASKING on that connection (a one-command flag in `ClientState`);
-//! an unowned slot `-CLUSTERDOWN Hash slot not served`. A replica serves reads for its
-//! master's slots to connections that sent READONLY. Our master's stream and the AOF
-//! being loaded skip the check, as `client.is_master` already skips READONLY. Scripts
-//! check their declared keys up front, and their undeclared ones at `redis.call`.
-//!
-//! **The bus.** A second listener on `cluster-port` (default port + 10000) speaks Redis
-//! 7.0's binary protocol, not one of ours: every message starts with the `RCmb` header
-//! (`totlen`, version 1, type, sender id, `current_epoch`, `config_epoch`, the replication
-//! offset, the sender's 16384-bit slot bitmap, its master's id, ip, ports, flags, cluster
-//! state), then PING/PONG/MEET gossip sections about other nodes, or a FAIL, PUBLISH,
-//! FAILOVER_AUTH_REQUEST/ACK, UPDATE or MFSTART body, with the 7.0 extensions (hostname,
-//! forgotten node, shard id) parsed and the unknown ones skipped. One task per link; a
-//! cron task pings a few random nodes every 100 ms, marks PFAIL after `node-timeout`
-//! and FAIL when a majority of masters report it, and resolves epoch collisions. The
-//! configuration is written to `cluster-config-file` (nodes.conf, Redis's text format,
-//! written to a temporary file, fsynced and renamed) before a change is acknowledged, and
-//! read back at start, so a restarted node keeps its id and slots.
-//!
-//! **Slot migration.** `redis-cli --cluster reshard` drives it, as with redis-server: it
-//! sends `CLUSTER SETSLOT <slot> IMPORTING <source>` to the target and `MIGRATING <target>`
-//! to the source, then loops on `CLUSTER GETKEYSINSLOT` and `MIGRATE host port "" 0
-//! <timeout> KEYS ...` on the source, and ends with `CLUSTER SETSLOT <slot> NODE <target>`
-//! on both. [`crate::cmd::migrate`] already moves keys with the RDB value codec while
-//! their shard is locked and propagates the DEL to this node's replicas; in cluster mode
-//! it sends RESTORE-ASKING instead of RESTORE, so the importing target accepts it.
-//!
-//! **Failover from replication.** `CLUSTER REPLICATE <id>` is REPLICAOF to that node's
-//! address ([`replica::replicate`]); the bus header's `offset` is
-//! [`Journal::offset`] (a master's stream offset, a replica's processed offset, which are
-//! one number here since a replica proxies its master's stream). When a master is FAIL,
-//! its replicas rank themselves by that offset (the most up to date first) and ask for
-//! votes after 500 ms + random(500 ms) + rank × 1 s, with `current_epoch + 1`; a replica
-//! whose link has been down longer than `node-timeout × cluster-replica-validity-factor`
-//! plus `repl-ping-replica-period` (its `LinkStatus::down_since`) does not stand. Masters
-//! grant one vote per epoch. The winner does what REPLICAOF NO ONE does here,
-//! [`journal::Stream::shift_replid`], so the old id stays valid up to the failover
-//! offset, then claims the slots with its new `config_epoch` and broadcasts a PONG; the
-//! other replicas, told by the bus to follow it, PSYNC with the old id and continue from
-//! the backlog without a full sync (the chain redis → redline → redis in
-//! `tests/replication.rs` already relies on that). A manual CLUSTER FAILOVER pauses the
-//! master's writes ([`crate::pause`]), sends its offset in MFSTART, and the replica
-//! promotes once its processed offset reaches it.
+//! Cluster mode ([`crate::cluster`]) replicates through this module: CLUSTER REPLICATE
+//! and a won election use REPLICAOF's machinery.
 
 pub mod backlog;
 pub mod disk_less;

@@ -129,6 +129,9 @@ pub struct RunFlags {
     allow_oom: AtomicBool,
     /// Too few good replicas when the script started (`min-replicas-to-write`).
     replicas_short: AtomicBool,
+    /// Cluster mode: the running script may reach keys of several slots (no shebang,
+    /// or `allow-cross-slot-keys`).
+    cross_slot: AtomicBool,
     kill: AtomicBool,
     wrote: AtomicBool,
     eval: AtomicBool,
@@ -158,6 +161,25 @@ impl RunFlags {
     /// Records whether the script about to run declared allow-oom.
     pub fn set_allows_oom(&self, on: bool) {
         self.allow_oom.store(on, Ordering::Release);
+    }
+
+    /// Records whether the script about to run may reach keys of several slots.
+    pub fn set_cross_slot(&self, on: bool) {
+        self.cross_slot.store(on, Ordering::Release);
+    }
+
+    /// Whether the running script may reach keys of several slots (cluster mode).
+    pub fn cross_slot(&self) -> bool {
+        self.cross_slot.load(Ordering::Acquire)
+    }
+
+    /// The running script's name (a SHA1 or a function's name).
+    pub fn current_name(&self) -> String {
+        self.current
+            .lock()
+            .as_ref()
+            .map(|(name, _)| name.clone())
+            .unwrap_or_default()
     }
 
     /// Records whether too few good replicas were there when the script started.
@@ -949,22 +971,33 @@ fn run_and_reply(
     read_only: bool,
     command: &[Bytes],
 ) -> bool {
-    let (func, mode, name) = match target {
+    let (func, mode, name, script_flags) = match target {
         Target::Script(sha) => match engine.scripts.get(sha) {
-            Some(s) => (s.func.clone(), Mode::Eval, sha.to_string()),
+            Some(s) => (s.func.clone(), Mode::Eval, sha.to_string(), s.flags),
             None => {
                 encode::write_error(ctx.out, b"NOSCRIPT No matching script. Please use EVAL.");
                 return false;
             }
         },
         Target::Function(fname) => match engine.function(fname) {
-            Some(f) => (f.func.clone(), Mode::Function, fname.to_string()),
+            Some(f) => (f.func.clone(), Mode::Function, fname.to_string(), f.flags),
             None => {
                 encode::write_error(ctx.out, b"ERR Function not found");
                 return false;
             }
         },
     };
+    if ctx.shared.cluster.enabled() && script_flags.no_cluster {
+        encode::write_error(
+            ctx.out,
+            b"ERR Can not run script on cluster, 'no-cluster' flag is set.",
+        );
+        return false;
+    }
+    ctx.shared
+        .scripting
+        .flags
+        .set_cross_slot(script_flags.eval_compat || script_flags.allow_cross_slot);
     let caller_protocol = ctx.client.protocol;
     let caller_db = ctx.client.db;
     let script_resp = engine.script_resp.clone();

@@ -1,0 +1,403 @@
+//! The bus's connections: an outbound link per known node, opened by the cron, and the
+//! links other nodes open here. Each link has a reader (this task) and a writer task fed
+//! by a channel, so replies and messages from elsewhere keep their order.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use redline_resp::{encode, Protocol};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+use super::super::node::{Flags, NodeId};
+use super::message::{self, DecodeError, Message};
+use super::process::{self, LinkInfo, Outcome};
+use super::LinkHandle;
+use crate::shared::Shared;
+
+/// Reads one message; `None` at a clean end of the connection.
+async fn read_message(
+    reader: &mut tokio::io::ReadHalf<TcpStream>,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Option<Result<Message, DecodeError>>> {
+    let mut first = [0u8; 8];
+    match reader.read_exact(&mut first).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = match message::announced_len(&first) {
+        Ok(len) if (message::HEADER_LEN..=message::MAX_LEN).contains(&len) => len,
+        _ => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "Bad message length or signature received on the Cluster bus.",
+            ))
+        }
+    };
+    buf.clear();
+    buf.extend_from_slice(&first);
+    buf.resize(len, 0);
+    reader.read_exact(&mut buf[8..]).await?;
+    Ok(Some(message::decode(buf)))
+}
+
+/// Writes what the channel brings until it closes or the connection fails.
+fn spawn_writer(
+    mut writer: tokio::io::WriteHalf<TcpStream>,
+    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    queued: Arc<AtomicU64>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Some(bytes) = rx.recv().await {
+            let len = bytes.len() as u64;
+            if writer.write_all(&bytes).await.is_err() {
+                break;
+            }
+            queued.fetch_sub(len.min(queued.load(Ordering::Relaxed)), Ordering::Relaxed);
+        }
+    })
+}
+
+fn ips(stream: &TcpStream) -> (String, String) {
+    let ip = |a: std::io::Result<std::net::SocketAddr>| {
+        a.map(|a| a.ip().to_canonical().to_string())
+            .unwrap_or_default()
+    };
+    (ip(stream.local_addr()), ip(stream.peer_addr()))
+}
+
+/// A node connected to our bus port.
+pub fn accepted(shared: &Arc<Shared>, stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let (local_ip, peer_ip) = ips(&stream);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let id = shared.cluster.bus.next_id();
+    let queued = Arc::new(AtomicU64::new(0));
+    let link = LinkInfo {
+        inbound: true,
+        node: None,
+        local_ip,
+        peer_ip,
+    };
+    let task = {
+        let shared = shared.clone();
+        let tx = tx.clone();
+        let queued = queued.clone();
+        tokio::spawn(async move {
+            serve_link(&shared, stream, link, tx, rx, queued, id).await;
+            shared.cluster.bus.inbound.lock().remove(&id);
+        })
+    };
+    shared.cluster.bus.inbound.lock().insert(
+        id,
+        LinkHandle {
+            id,
+            tx,
+            created: crate::store::now_ms(),
+            queued,
+            task: task.abort_handle(),
+            node: None,
+        },
+    );
+}
+
+/// Opens this node's link to `node` at `ip:cport`, sending MEET or PING first.
+pub fn connect(shared: &Arc<Shared>, node: NodeId, ip: String, cport: u16, timeout: Duration) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let id = shared.cluster.bus.next_id();
+    let queued = Arc::new(AtomicU64::new(0));
+    let task = {
+        let shared = shared.clone();
+        let tx = tx.clone();
+        let queued = queued.clone();
+        tokio::spawn(async move {
+            let target = if ip.contains(':') {
+                format!("[{ip}]:{cport}")
+            } else {
+                format!("{ip}:{cport}")
+            };
+            let stream = match tokio::time::timeout(timeout, TcpStream::connect(&target)).await {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(e)) => {
+                    tracing::debug!("Connection with Node {node} at {target} failed: {e}");
+                    unlink(&shared, &node, id);
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!("Connection with Node {node} at {target} timed out");
+                    unlink(&shared, &node, id);
+                    return;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let (local_ip, peer_ip) = ips(&stream);
+            let first = {
+                let ctx = super::context(&shared);
+                let announce_ip = shared
+                    .config
+                    .read()
+                    .param("cluster-announce-ip")
+                    .to_string();
+                let mut state = shared.cluster.state.write();
+                let Some(n) = state.nodes.get_mut(&node) else {
+                    drop(state);
+                    unlink(&shared, &node, id);
+                    return;
+                };
+                n.linked = true;
+                let meet = n.flags.any(Flags::MEET);
+                n.flags.clear(Flags::MEET);
+                let kind = if meet { message::MEET } else { message::PING };
+                if kind == message::PING && n.ping_sent == 0 {
+                    n.ping_sent = crate::store::now_ms();
+                }
+                super::build::ping(&mut state, kind, ctx, &announce_ip)
+            };
+            let _ = tx.send(first);
+            let link = LinkInfo {
+                inbound: false,
+                node: Some(node),
+                local_ip,
+                peer_ip,
+            };
+            let current = serve_link(&shared, stream, link, tx, rx, queued, id).await;
+            unlink(&shared, &current.unwrap_or(node), id);
+        })
+    };
+    shared.cluster.bus.outbound.lock().insert(
+        node,
+        LinkHandle {
+            id,
+            tx,
+            created: crate::store::now_ms(),
+            queued,
+            task: task.abort_handle(),
+            node: Some(node),
+        },
+    );
+}
+
+/// An outbound link ended: the node is disconnected until the cron links it again.
+fn unlink(shared: &Shared, node: &NodeId, id: u64) {
+    let mut links = shared.cluster.bus.outbound.lock();
+    if links.get(node).is_some_and(|l| l.id == id) {
+        links.remove(node);
+        drop(links);
+        if let Some(n) = shared.cluster.state.write().nodes.get_mut(node) {
+            n.linked = false;
+        }
+    }
+}
+
+/// Reads and processes messages until the link ends; returns the outbound link's node
+/// (renamed if the handshake told its real name).
+async fn serve_link(
+    shared: &Arc<Shared>,
+    stream: TcpStream,
+    mut link: LinkInfo,
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    queued: Arc<AtomicU64>,
+    id: u64,
+) -> Option<NodeId> {
+    let (mut reader, writer) = tokio::io::split(stream);
+    let writer = spawn_writer(writer, rx, queued);
+    let mut buf = Vec::new();
+    loop {
+        let message = match read_message(&mut reader, &mut buf).await {
+            Ok(Some(Ok(message))) => message,
+            Ok(Some(Err(e))) => {
+                // Redis ignores a message it cannot use (another version, a bad length)
+                // and keeps the link.
+                tracing::debug!("Ignoring a cluster bus message: {e}");
+                continue;
+            }
+            Ok(None) => break,
+            Err(e) => {
+                tracing::debug!("Cluster bus link closed: {e}");
+                break;
+            }
+        };
+        let before = link.node;
+        let outcome = {
+            let settings = super::super::settings(shared);
+            let ctx = super::context(shared);
+            let now = crate::store::now_ms();
+            let mut state = shared.cluster.state.write();
+            let outcome = process::process(
+                &mut state,
+                &settings,
+                &mut link,
+                message,
+                now,
+                ctx,
+                &|slot| crate::cmd::cluster::count_keys_in_slot(shared, slot),
+            );
+            state.update_state(now, settings.full_coverage, settings.node_timeout);
+            outcome
+        };
+        if link.inbound && link.node.is_some() && before != link.node {
+            adopt_inbound(shared, id, link.node);
+        }
+        let close = outcome.close;
+        apply(shared, &link, &tx, outcome);
+        if close {
+            break;
+        }
+    }
+    writer.abort();
+    link.node
+}
+
+/// An inbound link now knows its node; an older inbound link from it goes (Redis keeps
+/// one per node).
+fn adopt_inbound(shared: &Shared, id: u64, node: Option<NodeId>) {
+    let mut inbound = shared.cluster.bus.inbound.lock();
+    let older: Vec<u64> = inbound
+        .values()
+        .filter(|l| l.id != id && l.node == node)
+        .map(|l| l.id)
+        .collect();
+    for old in older {
+        if let Some(link) = inbound.remove(&old) {
+            link.task.abort();
+        }
+    }
+    if let Some(link) = inbound.get_mut(&id) {
+        link.node = node;
+    }
+}
+
+/// Carries out a message's effects once the state's lock is released.
+fn apply(
+    shared: &Arc<Shared>,
+    link: &LinkInfo,
+    tx: &mpsc::UnboundedSender<Vec<u8>>,
+    outcome: Outcome,
+) {
+    let bus = &shared.cluster.bus;
+    for reply in outcome.reply {
+        let _ = tx.send(reply);
+    }
+    if let Some((from, to)) = outcome.renamed {
+        let mut links = bus.outbound.lock();
+        if let Some(mut handle) = links.remove(&from) {
+            handle.node = Some(to);
+            links.insert(to, handle);
+        }
+    }
+    for (node, bytes) in outcome.to_nodes {
+        bus.send(&node, bytes);
+    }
+    for bytes in outcome.broadcast {
+        bus.broadcast(&bytes);
+    }
+    for node in &outcome.drop_links {
+        if link.inbound || link.node.as_ref() != Some(node) {
+            bus.drop_link(node);
+        }
+    }
+    if let Some((shard, channel, payload)) = outcome.publish {
+        let kind = if shard {
+            crate::pubsub::Kind::Shard
+        } else {
+            crate::pubsub::Kind::Channel
+        };
+        let limit = shared.config.read().client_output_buffer_limit[2];
+        let published =
+            shared
+                .pubsub
+                .publish(kind, &channel, &payload, &limit, 0, &mut BytesMut::new());
+        for id in published.overflowed {
+            shared.clients.close_for_output_limit(id);
+        }
+    }
+    if !outcome.drop_slots.is_empty() {
+        drop_keys_in_slots(shared, &outcome.drop_slots);
+    }
+    if let Some(replica) = outcome.mfstart {
+        let now = crate::store::now_ms();
+        let ping = {
+            let ctx = super::context(shared);
+            let announce_ip = shared
+                .config
+                .read()
+                .param("cluster-announce-ip")
+                .to_string();
+            let mut state = shared.cluster.state.write();
+            super::failover::on_mfstart(shared, &mut state, replica, now);
+            super::build::ping(&mut state, message::PING, ctx, &announce_ip)
+        };
+        // The paused master's offset reaches the replica in this PING.
+        let _ = tx.send(ping);
+    }
+    if outcome.save || outcome.follow.is_some() {
+        let _ = shared.cluster.save();
+    }
+    if let Some(master) = outcome.follow {
+        super::replicate_master(shared, master);
+    }
+}
+
+/// Drops this node's keys in slots a newer configuration gave to another node, telling
+/// replicas and the AOF (Redis's `delKeysInSlot`).
+pub fn drop_keys_in_slots(shared: &Shared, slots: &[usize]) {
+    let db = shared.store.db(0);
+    for &slot in slots {
+        let keys = crate::cmd::cluster::keys_in_slot(shared, slot, usize::MAX);
+        for key in keys {
+            let mut shard = db.lock(&key);
+            if shard.remove(&key).is_some() {
+                // The DEL replicas and the AOF apply, as for an expired key.
+                crate::store::events::DeletionFeed::expired(&*shared.repl.journal, 0, &key);
+            }
+        }
+    }
+}
+
+/// CLUSTER LINKS: every link with a known node, outbound ("to") and inbound ("from").
+pub fn describe(shared: &Shared, out: &mut BytesMut, proto: Protocol) {
+    let mut rows: Vec<(&str, NodeId, u64, &str, u64)> = Vec::new();
+    for link in shared.cluster.bus.outbound.lock().values() {
+        if let Some(node) = link.node {
+            rows.push((
+                "to",
+                node,
+                link.created,
+                "rw",
+                link.queued.load(Ordering::Relaxed),
+            ));
+        }
+    }
+    for link in shared.cluster.bus.inbound.lock().values() {
+        if let Some(node) = link.node {
+            rows.push((
+                "from",
+                node,
+                link.created,
+                "r",
+                link.queued.load(Ordering::Relaxed),
+            ));
+        }
+    }
+    encode::write_array_len(out, rows.len());
+    for (direction, node, created, events, queued) in rows {
+        encode::write_map_len(out, proto, 6);
+        encode::write_bulk(out, b"direction");
+        encode::write_bulk(out, direction.as_bytes());
+        encode::write_bulk(out, b"node");
+        encode::write_bulk(out, node.as_bytes());
+        encode::write_bulk(out, b"create-time");
+        encode::write_integer(out, i64::try_from(created).unwrap_or(i64::MAX));
+        encode::write_bulk(out, b"events");
+        encode::write_bulk(out, events.as_bytes());
+        encode::write_bulk(out, b"send-buffer-allocated");
+        encode::write_integer(out, i64::try_from(queued).unwrap_or(i64::MAX));
+        encode::write_bulk(out, b"send-buffer-used");
+        encode::write_integer(out, i64::try_from(queued).unwrap_or(i64::MAX));
+    }
+}

@@ -1,0 +1,240 @@
+//! The cluster bus: a listener on the bus port, one outbound link to every other node
+//! (this node's PINGs, MEETs and requests go there), the inbound links other nodes
+//! opened (their PINGs come there, answered with PONG on the same connection), and a
+//! cron every 100 ms that connects, pings, detects failures and runs elections.
+//!
+//! - [`message`]: the wire format.
+//! - [`build`]: the messages this node sends.
+//! - [`process`]: what a received message changes.
+//! - [`failure`], [`failover`]: failure detection, replica promotion.
+//! - [`links`]: the link tasks and CLUSTER LINKS.
+//! - [`cron`]: the periodic work.
+
+pub mod build;
+pub mod cron;
+pub mod failover;
+pub mod failure;
+pub mod links;
+pub mod message;
+pub mod process;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+
+use super::node::{Flags, Node, NodeId};
+use crate::shared::Shared;
+pub use process::FORGET_TTL_MS;
+
+/// A link's sending side.
+#[derive(Debug)]
+pub(crate) struct LinkHandle {
+    /// Distinguishes this link from a later one to the same node.
+    pub id: u64,
+    /// Messages to write.
+    pub tx: mpsc::UnboundedSender<Vec<u8>>,
+    /// Milliseconds since the epoch when it was created.
+    pub created: u64,
+    /// Bytes queued and not yet written.
+    pub queued: Arc<AtomicU64>,
+    /// The link's task.
+    pub task: tokio::task::AbortHandle,
+    /// The node at the other end (inbound links: once known).
+    pub node: Option<NodeId>,
+}
+
+/// The bus's links.
+#[derive(Debug, Default)]
+pub struct Bus {
+    /// Outbound links, by the node they lead to.
+    pub(crate) outbound: Mutex<HashMap<NodeId, LinkHandle>>,
+    /// Inbound links, by link id.
+    pub(crate) inbound: Mutex<HashMap<u64, LinkHandle>>,
+    next_id: AtomicU64,
+}
+
+impl Bus {
+    fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Queues `bytes` on the link to `node`, if there is one.
+    pub fn send(&self, node: &NodeId, bytes: Vec<u8>) {
+        if let Some(link) = self.outbound.lock().get(node) {
+            link.queued.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            let _ = link.tx.send(bytes);
+        }
+    }
+
+    /// Queues `bytes` on every outbound link.
+    pub fn broadcast(&self, bytes: &[u8]) {
+        for link in self.outbound.lock().values() {
+            link.queued.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            let _ = link.tx.send(bytes.to_vec());
+        }
+    }
+
+    /// Closes the outbound link to `node` (the cron opens a new one if it is still known).
+    pub fn drop_link(&self, node: &NodeId) {
+        if let Some(link) = self.outbound.lock().remove(node) {
+            link.task.abort();
+        }
+    }
+
+    /// Closes every link (CLUSTER RESET, shutdown).
+    pub fn drop_all(&self) {
+        for (_, link) in self.outbound.lock().drain() {
+            link.task.abort();
+        }
+        for (_, link) in self.inbound.lock().drain() {
+            link.task.abort();
+        }
+    }
+}
+
+/// What the header needs beyond the state.
+pub fn context(shared: &Shared) -> build::Context {
+    build::Context {
+        offset: shared.repl.journal.offset(),
+    }
+}
+
+/// Starts serving the bus on `listeners` and the cron.
+pub fn start(shared: &Arc<Shared>, listeners: Vec<tokio::net::TcpListener>) {
+    for listener in listeners {
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let mut stop = shared.shutdown.subscribe();
+            loop {
+                let accepted = tokio::select! {
+                    accepted = listener.accept() => accepted,
+                    _ = stop.wait_for(|s| *s) => break,
+                };
+                match accepted {
+                    Ok((stream, _)) => links::accepted(&shared, stream),
+                    Err(e) => {
+                        tracing::warn!("Error accepting cluster node: {e}");
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    }
+                }
+            }
+            shared.cluster.bus.drop_all();
+        });
+    }
+    tokio::spawn(cron::run(shared.clone()));
+}
+
+/// CLUSTER MEET: a node in handshake that the cron links to with MEET.
+pub fn start_handshake(shared: &Shared, ip: &str, port: u16, cport: u16) {
+    let mut state = shared.cluster.state.write();
+    let pending = state.nodes.values().any(|n| {
+        n.in_handshake() && n.ip.eq_ignore_ascii_case(ip) && n.port == port && n.cport == cport
+    });
+    if pending {
+        return;
+    }
+    let node = Node::new(
+        NodeId::random(),
+        ip,
+        port,
+        cport,
+        Flags::HANDSHAKE | Flags::MEET,
+        crate::store::now_ms(),
+    );
+    state.nodes.insert(node.id, node);
+}
+
+/// Replicates `master` (CLUSTER REPLICATE, a slot change, a failover elsewhere), once
+/// its address is known; the cron retries until it is.
+pub fn replicate_master(shared: &Shared, master: NodeId) {
+    let address = {
+        let state = shared.cluster.state.read();
+        state
+            .nodes
+            .get(&master)
+            .filter(|n| !n.ip.is_empty() && n.port != 0)
+            .map(|n| (n.ip.clone(), n.port))
+    };
+    if let Some((ip, port)) = address {
+        match crate::cmd::replication::replicate_from(shared, &ip, port, false) {
+            Ok(_) => {}
+            Err(e) => tracing::warn!(
+                "Can't replicate {master}: {}",
+                String::from_utf8_lossy(e.text())
+            ),
+        }
+    }
+}
+
+/// This replica won an election (or took over): it stops replicating, keeps its data
+/// and history, and tells every node.
+pub fn promoted(shared: &Shared) {
+    crate::repl::promote(shared);
+    {
+        let settings = super::settings(shared);
+        let mut state = shared.cluster.state.write();
+        state.update_state(
+            crate::store::now_ms(),
+            settings.full_coverage,
+            settings.node_timeout,
+        );
+    }
+    let _ = shared.cluster.save();
+    broadcast_pong(shared);
+}
+
+/// A PONG to every node: the fastest way to tell them of a change of slots or role.
+pub fn broadcast_pong(shared: &Shared) {
+    let ctx = context(shared);
+    let announce_ip = shared
+        .config
+        .read()
+        .param("cluster-announce-ip")
+        .to_string();
+    let targets: Vec<NodeId> = shared.cluster.bus.outbound.lock().keys().copied().collect();
+    for node in targets {
+        let pong = build::ping(
+            &mut shared.cluster.state.write(),
+            message::PONG,
+            ctx,
+            &announce_ip,
+        );
+        shared.cluster.bus.send(&node, pong);
+    }
+}
+
+/// PUBLISH goes to every node; SPUBLISH to the nodes of this node's shard.
+pub fn propagate_publish(shared: &Shared, shard: bool, channel: &[u8], payload: &[u8]) {
+    let ctx = context(shared);
+    let (bytes, targets) = {
+        let mut state = shared.cluster.state.write();
+        let targets: Option<Vec<NodeId>> = if shard {
+            let Some(master) = state.my_master() else {
+                return;
+            };
+            Some(
+                std::iter::once(master)
+                    .chain(state.replicas_of(&master).iter().map(|n| n.id))
+                    .filter(|id| *id != state.myself)
+                    .collect(),
+            )
+        } else {
+            None
+        };
+        (
+            build::publish(&mut state, shard, channel, payload, ctx),
+            targets,
+        )
+    };
+    match targets {
+        None => shared.cluster.bus.broadcast(&bytes),
+        Some(nodes) => {
+            for node in nodes {
+                shared.cluster.bus.send(&node, bytes.clone());
+            }
+        }
+    }
+}

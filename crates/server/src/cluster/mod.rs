@@ -1,0 +1,220 @@
+//! Cluster mode (`cluster-enabled yes`): redline-server as a Redis Cluster node, next to
+//! redis-server nodes, managed by `redis-cli --cluster` as they are.
+//!
+//! - [`node`] and [`state`]: the nodes this node knows, who serves each of the 16384
+//!   slots, the slots being migrated, the epochs, and whether the cluster is up.
+//! - [`nodes_file`]: `cluster-config-file` (nodes.conf), Redis's format, written before
+//!   a change is acknowledged and read back at start.
+//! - [`route`]: what a command meets before it runs, as Redis's `getNodeByQuery`:
+//!   `-CROSSSLOT`, `-MOVED`, `-ASK`, `-TRYAGAIN`, `-CLUSTERDOWN`, ASKING and READONLY.
+//! - [`bus`]: the cluster bus on `cluster-port` (default port + 10000), Redis 7.0's
+//!   binary protocol: MEET, PING/PONG with gossip, FAIL, UPDATE, PUBLISH, failover votes.
+//! - `crate::cmd::cluster`: the CLUSTER command.
+//!
+//! The keyspace is already sharded by hash slot (a slot lies whole inside one shard), so
+//! cluster mode needs no second layout: a slot's keys are found in its shard, and every
+//! command reads the slot table under a read lock, only when cluster mode is on.
+
+pub mod bus;
+pub mod node;
+pub mod nodes_file;
+pub mod route;
+pub mod state;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::config::Config;
+use node::{Flags, Node, NodeId};
+use nodes_file::NodesFile;
+use state::ClusterState;
+
+/// The bus port is the client port plus this, unless `cluster-port` says otherwise.
+pub const BUS_PORT_OFFSET: u16 = 10000;
+
+/// Cluster mode's state in the server.
+#[derive(Debug)]
+pub struct Cluster {
+    enabled: AtomicBool,
+    /// The cluster as this node sees it.
+    pub state: RwLock<ClusterState>,
+    file: Mutex<Option<NodesFile>>,
+    /// The bus: links to the other nodes.
+    pub bus: bus::Bus,
+}
+
+impl Default for Cluster {
+    fn default() -> Cluster {
+        let me = Node::new(NodeId::random(), "", 0, 0, Flags::MYSELF | Flags::MASTER, 0);
+        Cluster {
+            enabled: AtomicBool::new(false),
+            state: RwLock::new(ClusterState::new(me, 0)),
+            file: Mutex::new(None),
+            bus: bus::Bus::default(),
+        }
+    }
+}
+
+/// The settings the cluster reads from the configuration.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// `cluster-node-timeout`, in milliseconds.
+    pub node_timeout: u64,
+    /// `cluster-require-full-coverage`.
+    pub full_coverage: bool,
+    /// `cluster-allow-reads-when-down`.
+    pub reads_when_down: bool,
+    /// `cluster-allow-pubsubshard-when-down`.
+    pub pubsubshard_when_down: bool,
+    /// `cluster-allow-replica-migration`.
+    pub replica_migration: bool,
+    /// `cluster-replica-no-failover`.
+    pub no_failover: bool,
+    /// `cluster-replica-validity-factor`.
+    pub validity_factor: u64,
+    /// `cluster-announce-ip`.
+    pub announce_ip: String,
+    /// `cluster-announce-hostname`.
+    pub announce_hostname: String,
+    /// `cluster-preferred-endpoint-type`.
+    pub endpoint: Endpoint,
+}
+
+/// What CLUSTER SLOTS and redirections name a node by (`cluster-preferred-endpoint-type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// Its IP address.
+    Ip,
+    /// Its announced hostname (`?` when it has none).
+    Hostname,
+    /// Neither: clients reuse the address they used.
+    Unknown,
+}
+
+impl Settings {
+    /// The cluster settings in `config`.
+    pub fn from_config(config: &Config) -> Settings {
+        let int = |name: &str| u64::try_from(config.param_int(name)).unwrap_or(0);
+        Settings {
+            node_timeout: int("cluster-node-timeout"),
+            full_coverage: config.param_bool("cluster-require-full-coverage"),
+            reads_when_down: config.param_bool("cluster-allow-reads-when-down"),
+            pubsubshard_when_down: config.param_bool("cluster-allow-pubsubshard-when-down"),
+            replica_migration: config.param_bool("cluster-allow-replica-migration"),
+            no_failover: config.param_bool("cluster-replica-no-failover"),
+            validity_factor: int("cluster-replica-validity-factor"),
+            announce_ip: config.param("cluster-announce-ip").to_string(),
+            announce_hostname: config.param("cluster-announce-hostname").to_string(),
+            endpoint: match config.param("cluster-preferred-endpoint-type") {
+                "hostname" => Endpoint::Hostname,
+                "unknown-endpoint" => Endpoint::Unknown,
+                _ => Endpoint::Ip,
+            },
+        }
+    }
+}
+
+impl Cluster {
+    /// Whether cluster mode is on (one relaxed load: what every command pays).
+    #[inline]
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    /// Turns cluster mode on at start: reads `cluster-config-file` (creating it with a
+    /// fresh node if it does not exist) and takes this node's ports from `config`.
+    /// Returns the bus port.
+    pub fn open(&self, config: &Config, port: u16, tls_port: u16) -> Result<u16, String> {
+        let path = config.param("cluster-config-file").to_string();
+        let (mut file, text) = NodesFile::open(&path)?;
+        let now = crate::store::now_ms();
+        let mut state = if text.trim().is_empty() {
+            let me = Node::new(
+                NodeId::random(),
+                "",
+                0,
+                0,
+                Flags::MYSELF | Flags::MASTER,
+                now,
+            );
+            tracing::info!("No cluster configuration found, I'm {}", me.id);
+            ClusterState::new(me, now)
+        } else {
+            let state = nodes_file::parse(&text, now)?;
+            tracing::info!("Node configuration loaded, I'm {}", state.myself);
+            state
+        };
+        let bus_port = bus_port(config, port);
+        announce_myself(&mut state, config, port, tls_port, bus_port);
+        file.save(&state)
+            .map_err(|e| format!("Fatal: can't update cluster config file {path}: {e}"))?;
+        *self.state.write() = state;
+        *self.file.lock() = Some(file);
+        self.enabled.store(true, Ordering::Relaxed);
+        Ok(bus_port)
+    }
+
+    /// Writes the state to `cluster-config-file` (CLUSTER SAVECONFIG, and after every
+    /// change of configuration).
+    pub fn save(&self) -> std::io::Result<()> {
+        let mut file = self.file.lock();
+        let Some(file) = file.as_mut() else {
+            return Ok(());
+        };
+        let state = self.state.read();
+        file.save(&state).inspect_err(|e| {
+            tracing::warn!(
+                "Could not save the cluster configuration to {}: {e}",
+                file.path()
+            );
+        })
+    }
+}
+
+/// The bus port: `cluster-port`, or the client port + 10000.
+pub fn bus_port(config: &Config, port: u16) -> u16 {
+    match u16::try_from(config.param_int("cluster-port")) {
+        Ok(p) if p != 0 => p,
+        _ => port.wrapping_add(BUS_PORT_OFFSET),
+    }
+}
+
+/// Sets this node's announced address and ports from `config` (Redis's
+/// `clusterUpdateMyselfAnnouncedPorts`, `clusterUpdateMyselfIp`, hostname).
+pub fn announce_myself(
+    state: &mut ClusterState,
+    config: &Config,
+    port: u16,
+    tls_port: u16,
+    bus_port: u16,
+) {
+    let announced = |name: &str| {
+        u16::try_from(config.param_int(name))
+            .ok()
+            .filter(|&p| p != 0)
+    };
+    let tls_cluster = config.param_bool("tls-cluster");
+    let (client_port, plain_port) = if tls_cluster && tls_port != 0 {
+        (
+            announced("cluster-announce-tls-port").unwrap_or(tls_port),
+            announced("cluster-announce-port").unwrap_or(port),
+        )
+    } else {
+        (announced("cluster-announce-port").unwrap_or(port), 0)
+    };
+    let me = state.me_mut();
+    me.port = client_port;
+    me.pport = plain_port;
+    me.cport = announced("cluster-announce-bus-port").unwrap_or(bus_port);
+    let ip = config.param("cluster-announce-ip");
+    if !ip.is_empty() {
+        me.ip = ip.to_string();
+    }
+    me.hostname = config.param("cluster-announce-hostname").to_string();
+}
+
+/// The cluster settings as configured now.
+pub fn settings(shared: &crate::shared::Shared) -> Settings {
+    Settings::from_config(&shared.config.read())
+}

@@ -1,0 +1,237 @@
+//! Whether this node may run a command in cluster mode, as Redis's `getNodeByQuery`
+//! decides it: all the command's keys (and shard channels) in one slot, that slot served
+//! here (or imported here after ASKING, or served by our master to a READONLY client),
+//! and the cluster up. Otherwise the client gets Redis's redirection or error.
+
+use bytes::Bytes;
+use redline_resp::command::{self, CommandFlags, CommandSpec};
+
+use super::node::NodeId;
+use super::state::ClusterState;
+use super::{Endpoint, Settings};
+use crate::cmd::reply::CmdError;
+use crate::cmd::Ctx;
+
+/// Keys of a request in different slots.
+pub const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
+/// Several keys of a slot being migrated, not all of them here.
+const TRYAGAIN: &str = "TRYAGAIN Multiple keys request during rehashing of slot";
+/// The cluster is down.
+const DOWN: &str = "CLUSTERDOWN The cluster is down";
+/// The cluster is down and the command writes.
+const DOWN_RO: &str = "CLUSTERDOWN The cluster is down and only accepts read commands";
+/// Nobody serves the slot.
+const UNBOUND: &str = "CLUSTERDOWN Hash slot not served";
+
+/// The commands whose channels hash to slots (Redis's `is_pubsubshard`).
+fn is_pubsubshard(spec: &CommandSpec) -> bool {
+    matches!(spec.name, "spublish" | "ssubscribe" | "sunsubscribe")
+}
+
+/// The key (and shard channel) positions of one command.
+fn positions(spec: &'static CommandSpec, args: &[Bytes], out: &mut Vec<usize>) {
+    out.clear();
+    let _ = command::keys_into(spec, args, out);
+    if is_pubsubshard(spec) {
+        if let Ok(channels) = command::shard_channels(args) {
+            out.extend(channels);
+        }
+    }
+}
+
+/// Why a command does not run here.
+#[derive(Debug)]
+pub struct Refusal {
+    /// What kind of refusal (scripts word their errors by it).
+    pub kind: RefusalKind,
+    /// The error the client gets.
+    pub error: CmdError,
+}
+
+/// Redis's `CLUSTER_REDIR_*` codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalKind {
+    /// Keys in different slots.
+    CrossSlot,
+    /// Several keys of a slot being migrated.
+    Unstable,
+    /// The cluster is down.
+    Down,
+    /// The cluster is down and the command writes.
+    DownReadOnly,
+    /// Nobody serves the slot.
+    Unbound,
+    /// Another node serves the slot.
+    Moved,
+    /// The key is migrating to another node.
+    Ask,
+}
+
+fn refuse(kind: RefusalKind, error: CmdError) -> Refusal {
+    Refusal { kind, error }
+}
+
+/// Checks `spec` (with `args`) from the calling client. `Ok` with the keys' slot (if the
+/// command has keys) when it runs here.
+pub fn check(
+    ctx: &Ctx<'_>,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+) -> Result<Option<usize>, Refusal> {
+    let exec = spec.name == "exec";
+    if exec && ctx.client.multi.is_none() {
+        // EXEC without MULTI fails on its own.
+        return Ok(None);
+    }
+    let state = ctx.shared.cluster.state.read();
+    let mut first: Option<(Bytes, usize)> = None;
+    let mut multiple_keys = false;
+    let mut keys_seen: Vec<Bytes> = Vec::new();
+    let mut pos = Vec::new();
+    let mut pubsubshard = is_pubsubshard(spec);
+    {
+        let mut visit = |spec: &'static CommandSpec, args: &[Bytes]| -> Result<(), Refusal> {
+            pubsubshard |= is_pubsubshard(spec);
+            positions(spec, args, &mut pos);
+            for &p in &pos {
+                let Some(key) = args.get(p) else { continue };
+                let slot = usize::from(redline_resp::slot::key_slot(key));
+                match &first {
+                    None => first = Some((key.clone(), slot)),
+                    Some((first_key, first_slot)) => {
+                        if first_key != key {
+                            if *first_slot != slot {
+                                return Err(refuse(
+                                    RefusalKind::CrossSlot,
+                                    CmdError::Static(CROSSSLOT),
+                                ));
+                            }
+                            multiple_keys = true;
+                        }
+                    }
+                }
+                keys_seen.push(key.clone());
+            }
+            Ok(())
+        };
+        if exec {
+            for queued in ctx.client.multi.iter().flatten() {
+                if let Some(queued_spec) = command::resolve(queued) {
+                    visit(queued_spec, queued)?;
+                }
+            }
+        } else {
+            visit(spec, args)?;
+        }
+    }
+    let Some((_, slot)) = first else {
+        return Ok(None);
+    };
+    let Some(owner) = state.slots[slot] else {
+        return Err(refuse(RefusalKind::Unbound, CmdError::Static(UNBOUND)));
+    };
+    let myself = state.myself;
+    let migrating = owner == myself && state.migrating[slot].is_some();
+    let importing = !migrating && state.importing[slot].is_some();
+    let (mut missing, mut existing) = (0usize, 0usize);
+    if (migrating || importing) && !pubsubshard {
+        // Expired keys count as missing, as Redis's lookup sees them; nothing is touched.
+        let db = ctx.shared.store.db(0);
+        for key in &keys_seen {
+            if db.lock(key).peek_live(key) {
+                existing += 1;
+            } else {
+                missing += 1;
+            }
+        }
+    }
+    let write = crate::cmd::writes(ctx, spec, args);
+    if !state.ok {
+        let settings = Settings::from_config(&ctx.shared.config.read());
+        if pubsubshard {
+            if !settings.pubsubshard_when_down {
+                return Err(refuse(RefusalKind::Down, CmdError::Static(DOWN)));
+            }
+        } else if !settings.reads_when_down {
+            return Err(refuse(RefusalKind::Down, CmdError::Static(DOWN)));
+        } else if write {
+            return Err(refuse(RefusalKind::DownReadOnly, CmdError::Static(DOWN_RO)));
+        }
+    }
+    if (migrating || importing) && spec.name == "migrate" {
+        return Ok(Some(slot));
+    }
+    if migrating && missing > 0 {
+        if existing > 0 {
+            return Err(refuse(RefusalKind::Unstable, CmdError::Static(TRYAGAIN)));
+        }
+        let to = state.migrating[slot].unwrap_or(owner);
+        return Err(refuse(
+            RefusalKind::Ask,
+            redirect(ctx, &state, "ASK", slot, &to),
+        ));
+    }
+    if importing && (ctx.client.asking || spec.flags.contains(CommandFlags::ASKING)) {
+        if multiple_keys && missing > 0 {
+            return Err(refuse(RefusalKind::Unstable, CmdError::Static(TRYAGAIN)));
+        }
+        return Ok(Some(slot));
+    }
+    let me = state.me();
+    if (ctx.client.readonly || pubsubshard) && !write && me.is_replica() && me.master == Some(owner)
+    {
+        return Ok(Some(slot));
+    }
+    if owner != myself {
+        return Err(refuse(
+            RefusalKind::Moved,
+            redirect(ctx, &state, "MOVED", slot, &owner),
+        ));
+    }
+    Ok(Some(slot))
+}
+
+/// The error a script's `redis.call` gets instead of a redirection (Redis's
+/// `scriptVerifyClusterState`).
+pub fn script_error(kind: RefusalKind, script: &str) -> CmdError {
+    match kind {
+        RefusalKind::DownReadOnly => CmdError::Static(
+            "ERR Script attempted to execute a write command while the cluster is down and readonly",
+        ),
+        RefusalKind::Down => {
+            CmdError::Static("ERR Script attempted to execute a command while the cluster is down")
+        }
+        _ => CmdError::Owned(format!(
+            "ERR Script attempted to access a non local key in a cluster node script: {script}"
+        )),
+    }
+}
+
+/// A script's command reached a slot other than the one its keys (or first command)
+/// used, and the script did not declare `allow-cross-slot-keys`.
+pub const SCRIPT_CROSSSLOT: &str =
+    "ERR Script attempted to access keys that do not hash to the same slot";
+
+/// `-MOVED slot endpoint:port` or `-ASK ...` to `to`.
+fn redirect(ctx: &Ctx<'_>, state: &ClusterState, kind: &str, slot: usize, to: &NodeId) -> CmdError {
+    let endpoint = Settings::from_config(&ctx.shared.config.read()).endpoint;
+    let Some(node) = state.nodes.get(to) else {
+        return CmdError::Static(UNBOUND);
+    };
+    // The bus runs without TLS here (`tls-cluster` is not supported), so a node's
+    // client port is the one every client uses.
+    CmdError::Owned(format!(
+        "{kind} {slot} {}:{}",
+        endpoint_of(node, endpoint),
+        node.port
+    ))
+}
+
+/// What a node is named by in redirections and CLUSTER SLOTS' first field.
+pub fn endpoint_of(node: &super::node::Node, endpoint: Endpoint) -> &str {
+    match endpoint {
+        Endpoint::Ip => &node.ip,
+        Endpoint::Hostname if !node.hostname.is_empty() => &node.hostname,
+        _ => "?",
+    }
+}
