@@ -48,8 +48,8 @@ UNITS = [
 SUITE_OPTIONS = ["--tags", "-slow", "--ignore-encoding"]
 
 # The units of the suite's own list (test_helper.tcl `all_tests`) run in spawned mode:
-# all but the cluster ones (cluster mode is not there yet) and printver; then its
-# integration/ units (replication, persistence, the tools).
+# all but printver and tls (it runs only with --tls); then its integration/ units
+# (replication, persistence, the tools).
 SPAWNED_UNITS = [
     "dump", "auth", "protocol", "keyspace", "scan", "info", "info-command",
     "type/string", "type/incr", "type/list", "type/list-3", "type/set", "type/zset",
@@ -58,7 +58,8 @@ SPAWNED_UNITS = [
     "scripting", "functions", "maxmemory", "introspection", "introspection-2", "limits",
     "obuf-limits", "bitops", "bitfield", "geo", "memefficiency", "hyperloglog", "lazyfree",
     "wait", "pause", "querybuf", "pendingquerybuf", "tracking", "oom-score-adj", "shutdown",
-    "networking", "client-eviction", "violations", "replybufsize", "type/list-2",
+    "networking", "cluster", "client-eviction", "violations", "replybufsize", "cluster-scripting",
+    "cluster/misc", "cluster/links", "type/list-2",
     "integration/block-repl", "integration/replication", "integration/replication-2",
     "integration/replication-3", "integration/replication-4", "integration/replication-psync",
     "integration/replication-buffer", "integration/shutdown", "integration/aof",

@@ -6,8 +6,10 @@
 //!   on the other masters never fail (their p99 latency is printed);
 //! - manual `CLUSTER FAILOVER`: zero errors, zero wrong values.
 //!
-//! Timings are printed, not asserted (beyond generous "no hang" bounds). The tests run
-//! one at a time: each starts its own 6-node cluster and saturates the machine.
+//! Each runs on a cluster of redis-server nodes and again on one of redline-server nodes
+//! (redline-server's cluster mode: its bus, slot migration and elections under the same
+//! load). Timings are printed, not asserted (beyond generous "no hang" bounds). The tests
+//! run one at a time: each starts its own 6-node cluster and saturates the machine.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{HashMap, HashSet};
@@ -18,15 +20,15 @@ use std::time::{Duration, Instant};
 
 use redline::{ClusterClient, ClusterConfig, Cmd};
 use redline_resp::slot::key_slot;
-use redline_testkit::{RedisCluster, Role};
+use redline_testkit::{RedisCluster, RedisClusterBuilder, Role};
 
 const TASKS: usize = 64;
 const KEYS_PER_TASK: usize = 16;
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-async fn start_cluster() -> RedisCluster {
-    tokio::task::spawn_blocking(RedisCluster::start)
+async fn start_cluster(builder: RedisClusterBuilder) -> RedisCluster {
+    tokio::task::spawn_blocking(move || builder.start())
         .await
         .unwrap()
         .unwrap()
@@ -218,8 +220,17 @@ fn reshard(cluster: &RedisCluster, via: usize, from: usize, to: usize, slots: us
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resharding_under_load_is_invisible() {
+    resharding_under_load(RedisCluster::builder()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resharding_under_load_is_invisible_on_redline_server() {
+    resharding_under_load(RedisCluster::builder().redline()).await;
+}
+
+async fn resharding_under_load(builder: RedisClusterBuilder) {
     let _serial = SERIAL.lock().await;
-    let mut cluster = start_cluster().await;
+    let mut cluster = start_cluster(builder).await;
     let client = client_for(&cluster).await;
     let masters = cluster.masters().unwrap();
     let (a, b) = (masters[0], masters[1]);
@@ -266,8 +277,17 @@ async fn resharding_under_load_is_invisible() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_master_recovers_and_others_are_unaffected() {
+    killed_master_recovers(RedisCluster::builder()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_master_recovers_and_others_are_unaffected_on_redline_server() {
+    killed_master_recovers(RedisCluster::builder().redline()).await;
+}
+
+async fn killed_master_recovers(builder: RedisClusterBuilder) {
     let _serial = SERIAL.lock().await;
-    let mut cluster = start_cluster().await;
+    let mut cluster = start_cluster(builder).await;
     let client = client_for(&cluster).await;
     let ranges = cluster.slot_ranges().unwrap();
     let victim = ranges[0].master;
@@ -381,8 +401,17 @@ async fn killed_master_recovers_and_others_are_unaffected() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manual_failover_under_load_is_invisible() {
+    manual_failover_under_load(RedisCluster::builder()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manual_failover_under_load_is_invisible_on_redline_server() {
+    manual_failover_under_load(RedisCluster::builder().redline()).await;
+}
+
+async fn manual_failover_under_load(builder: RedisClusterBuilder) {
     let _serial = SERIAL.lock().await;
-    let mut cluster = start_cluster().await;
+    let mut cluster = start_cluster(builder).await;
     let client = client_for(&cluster).await;
     let ranges = cluster.slot_ranges().unwrap();
     let heir = ranges[0].replicas[0];

@@ -88,6 +88,18 @@ fn background_events(shared: &Shared) {
     }
 }
 
+/// A listening port that could not be bound: the cause is logged, the error says what
+/// redis-server says (its test suite looks for those words to try another port).
+fn failed(port: u16, what: &'static str) -> impl FnOnce(io::Error) -> io::Error {
+    move |e| {
+        tracing::warn!("{e}");
+        io::Error::new(
+            e.kind(),
+            format!("Failed listening on port {port} ({what}), aborting."),
+        )
+    }
+}
+
 impl Server {
     /// Binds every `bind` address on `port` (0 = a free port, the same one for all) and,
     /// with `tls-port`, on the TLS port after loading the certificates. `port 0` with a
@@ -106,11 +118,13 @@ impl Server {
         let (listeners, port) = if config.port == 0 && tls_port != 0 {
             (Vec::new(), 0)
         } else {
-            let (std_listeners, port) = listener::bind_all(&config.bind, config.port)?;
+            let (std_listeners, port) = listener::bind_all(&config.bind, config.port)
+                .map_err(failed(config.port, "TCP"))?;
             (listener::to_tokio(std_listeners)?, port)
         };
         let (tls_listeners, tls_port) = if tls_port != 0 {
-            let (std_listeners, port) = listener::bind_all(&config.bind, tls_port)?;
+            let (std_listeners, port) =
+                listener::bind_all(&config.bind, tls_port).map_err(failed(tls_port, "TLS"))?;
             (listener::to_tokio(std_listeners)?, port)
         } else {
             (Vec::new(), 0)
@@ -138,7 +152,8 @@ impl Server {
                 .cluster
                 .open(&config, port, tls_port)
                 .map_err(io::Error::other)?;
-            let (std_listeners, _) = listener::bind_all(&bind, bus_port)?;
+            let (std_listeners, _) =
+                listener::bind_all(&bind, bus_port).map_err(failed(bus_port, "cluster"))?;
             bus_listeners = listener::to_tokio(std_listeners)?;
         }
         if let Some(tls_config) = tls_config {

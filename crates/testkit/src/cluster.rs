@@ -83,6 +83,7 @@ impl std::fmt::Debug for RedisCluster {
 /// Options for [`RedisCluster`]; see [`RedisCluster::builder`].
 #[derive(Debug, Clone)]
 pub struct RedisClusterBuilder {
+    servers: Servers,
     masters: usize,
     replicas_per_master: usize,
     node_timeout: Duration,
@@ -91,7 +92,31 @@ pub struct RedisClusterBuilder {
     ready_timeout: Duration,
 }
 
+/// Which server program runs each node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Servers {
+    /// `redis-server` everywhere.
+    Redis,
+    /// `redline-server` everywhere.
+    Redline,
+    /// `redline-server` on even node indices, `redis-server` on odd ones.
+    Mixed,
+}
+
 impl RedisClusterBuilder {
+    /// Runs every node on `redline-server` in cluster mode instead of `redis-server`.
+    pub fn redline(mut self) -> Self {
+        self.servers = Servers::Redline;
+        self
+    }
+
+    /// Runs `redline-server` on even node indices and `redis-server` on odd ones: one
+    /// cluster bus, replication both ways.
+    pub fn mixed(mut self) -> Self {
+        self.servers = Servers::Mixed;
+        self
+    }
+
     /// Number of masters (at least 3, as `redis-cli --cluster create` requires). Default 3.
     pub fn masters(mut self, n: usize) -> Self {
         self.masters = n;
@@ -169,8 +194,13 @@ impl RedisClusterBuilder {
             // Replicas authenticate to their master with the same password.
             extra.extend(["--masterauth".to_string(), pw.clone()]);
         }
+        if certs.is_some() && self.servers != Servers::Redis {
+            return Err(Error::Invalid(
+                "redline-server nodes do not speak TLS on the cluster bus".into(),
+            ));
+        }
         let timeout_ms = self.node_timeout.as_millis().max(1).to_string();
-        let spec = Spec {
+        let redis_spec = Spec {
             program: redis_server_bin(),
             name: "redis-cluster-node",
             args: Arc::new(move |port, dir| {
@@ -200,9 +230,36 @@ impl RedisClusterBuilder {
             startup_timeout: redis::STARTUP_TIMEOUT,
             missing_hint: MISSING_REDIS,
         };
+        let redline_spec = match self.servers {
+            Servers::Redis => None,
+            Servers::Redline | Servers::Mixed => {
+                let mut spec = redis_spec.clone();
+                let args = redis_spec.args.clone();
+                spec.program = crate::redline::redline_server_bin()?;
+                spec.name = "redline-cluster-node";
+                spec.check_pid = false;
+                spec.missing_hint = crate::redline::MISSING_REDLINE;
+                spec.args = Arc::new(move |port, dir| {
+                    let mut all = args(port, dir);
+                    // As redis-server nodes in Redis's own suite, DEBUG is on.
+                    all.extend(["--enable-debug-command", "yes"].map(String::from));
+                    all
+                });
+                Some(spec)
+            }
+        };
         let mut nodes = Vec::with_capacity(count);
-        for _ in 0..count {
-            nodes.push(ServerProcess::start(spec.clone())?);
+        for index in 0..count {
+            let redline = match self.servers {
+                Servers::Redis => false,
+                Servers::Redline => true,
+                Servers::Mixed => index % 2 == 0,
+            };
+            let spec = match (&redline_spec, redline) {
+                (Some(spec), true) => spec.clone(),
+                _ => redis_spec.clone(),
+            };
+            nodes.push(ServerProcess::start(spec)?);
         }
         let ids = nodes
             .iter()
@@ -233,6 +290,7 @@ impl RedisCluster {
     /// Options: sizes, node timeout, TLS, extra node arguments.
     pub fn builder() -> RedisClusterBuilder {
         RedisClusterBuilder {
+            servers: Servers::Redis,
             masters: 3,
             replicas_per_master: 1,
             node_timeout: Duration::from_secs(1),

@@ -21,7 +21,7 @@ use crate::tls::TlsCerts;
 /// The configuration file [`RedlineServerBuilder::config_file`] writes.
 const CONFIG_FILE: &str = "redline.conf";
 
-const MISSING_REDLINE: &str =
+pub(crate) const MISSING_REDLINE: &str =
     "build it with `cargo build -p redline-server`, or set REDLINE_SERVER_BIN";
 
 /// A `redline-server` on a free loopback port, started with `--port <port> --bind

@@ -147,7 +147,7 @@ impl Cluster {
         };
         let bus_port = bus_port(config, port);
         announce_myself(&mut state, config, port, tls_port, bus_port);
-        file.save(&state)
+        file.save(&state, true)
             .map_err(|e| format!("Fatal: can't update cluster config file {path}: {e}"))?;
         *self.state.write() = state;
         *self.file.lock() = Some(file);
@@ -155,15 +155,24 @@ impl Cluster {
         Ok(bus_port)
     }
 
-    /// Writes the state to `cluster-config-file` (CLUSTER SAVECONFIG, and after every
-    /// change of configuration).
+    /// Writes the state to `cluster-config-file` after a change made by a command.
     pub fn save(&self) -> std::io::Result<()> {
+        self.write(false)
+    }
+
+    /// Writes the state and waits until it is on disk: epochs, slots the bus brought,
+    /// failovers, CLUSTER SAVECONFIG.
+    pub fn save_synced(&self) -> std::io::Result<()> {
+        self.write(true)
+    }
+
+    fn write(&self, sync: bool) -> std::io::Result<()> {
         let mut file = self.file.lock();
         let Some(file) = file.as_mut() else {
             return Ok(());
         };
         let state = self.state.read();
-        file.save(&state).inspect_err(|e| {
+        file.save(&state, sync).inspect_err(|e| {
             tracing::warn!(
                 "Could not save the cluster configuration to {}: {e}",
                 file.path()

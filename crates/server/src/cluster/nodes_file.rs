@@ -48,13 +48,18 @@ impl NodesFile {
         ))
     }
 
-    /// Writes `state` over the file and syncs it.
-    pub fn save(&mut self, state: &ClusterState) -> std::io::Result<()> {
+    /// Writes `state` over the file; with `sync`, waits until it is on disk (Redis
+    /// syncs after changes of epochs, of slots learned from the bus, and failovers, not
+    /// after each CLUSTER SETSLOT of a resharding).
+    pub fn save(&mut self, state: &ClusterState, sync: bool) -> std::io::Result<()> {
         let text = render(state);
         self.file.seek(SeekFrom::Start(0))?;
         self.file.write_all(text.as_bytes())?;
         self.file.set_len(text.len() as u64)?;
-        self.file.sync_data()
+        if sync {
+            self.file.sync_data()?;
+        }
+        Ok(())
     }
 
     /// The file's path.
@@ -188,7 +193,7 @@ pub fn parse(text: &str, now: u64) -> Result<ClusterState, String> {
             .or_insert_with(|| Node::new(id, "", 0, 0, 0, now));
     }
     for (slot, owner) in slots {
-        state.slots[slot] = Some(owner);
+        state.add_slot(slot, owner);
     }
     for (slot, to) in migrating {
         state.migrating[slot] = Some(to);

@@ -83,7 +83,6 @@ pub fn check(
         // EXEC without MULTI fails on its own.
         return Ok(None);
     }
-    let state = ctx.shared.cluster.state.read();
     let mut first: Option<(Bytes, usize)> = None;
     let mut multiple_keys = false;
     let mut keys_seen: Vec<Bytes> = Vec::new();
@@ -127,6 +126,9 @@ pub fn check(
     let Some((_, slot)) = first else {
         return Ok(None);
     };
+    // Commands without keys (most of those a cluster node answers to tools) never wait
+    // for the slot table.
+    let state = ctx.shared.cluster.state.read();
     let Some(owner) = state.slots[slot] else {
         return Err(refuse(RefusalKind::Unbound, CmdError::Static(UNBOUND)));
     };
@@ -234,4 +236,55 @@ pub fn endpoint_of(node: &super::node::Node, endpoint: Endpoint) -> &str {
         Endpoint::Hostname if !node.hostname.is_empty() => &node.hostname,
         _ => "?",
     }
+}
+
+/// Clients blocked on keys of a slot this node no longer serves (and does not import)
+/// get the redirection, and clients blocked while the cluster is down get CLUSTERDOWN,
+/// so none waits for a push that can never come here (Redis's
+/// `clusterRedirectBlockedClientIfNeeded`).
+pub fn redirect_blocked(shared: &crate::shared::Shared) {
+    if !shared.blocking.any() {
+        return;
+    }
+    let endpoint = super::settings(shared).endpoint;
+    let mut registry = shared.blocking.lock();
+    let waiters = registry.waiters();
+    if waiters.is_empty() {
+        return;
+    }
+    let state = shared.cluster.state.read();
+    let me = state.me();
+    let mut counted = crate::cmdstats::Local::default();
+    for waiter in waiters {
+        let error = if !state.ok {
+            Some(DOWN.to_string())
+        } else {
+            let Some(key) = waiter.keys.first() else {
+                continue;
+            };
+            let slot = usize::from(redline_resp::slot::key_slot(key));
+            let owner = state.slots[slot];
+            // A READONLY client of a replica may wait on its master's slots.
+            let served_here = owner == Some(state.myself)
+                || state.importing[slot].is_some()
+                || (me.is_replica() && owner.is_some() && owner == me.master);
+            match owner.and_then(|o| state.nodes.get(&o)) {
+                _ if served_here => None,
+                None => Some(UNBOUND.to_string()),
+                Some(node) => Some(format!(
+                    "MOVED {slot} {}:{}",
+                    endpoint_of(node, endpoint),
+                    node.port
+                )),
+            }
+        };
+        if let Some(error) = error {
+            let mut reply = bytes::BytesMut::new();
+            redline_resp::encode::write_error(&mut reply, error.as_bytes());
+            counted.error(error.as_bytes());
+            registry.serve(&waiter, &reply);
+        }
+    }
+    drop(registry);
+    shared.cmdstats.absorb(&mut counted);
 }

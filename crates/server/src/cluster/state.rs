@@ -35,6 +35,13 @@ static ABSENT: Node = Node {
     fail_reports: Vec::new(),
 };
 
+/// One node's slots.
+#[derive(Debug)]
+struct Owned {
+    bitmap: Box<[u8; SLOTS / 8]>,
+    count: usize,
+}
+
 /// The cluster from this node's point of view.
 #[derive(Debug)]
 pub struct ClusterState {
@@ -46,8 +53,11 @@ pub struct ClusterState {
     pub last_vote_epoch: u64,
     /// Every known node, this one included.
     pub nodes: BTreeMap<NodeId, Node>,
-    /// Who serves each slot.
+    /// Who serves each slot (changed only through [`Self::add_slot`] and
+    /// [`Self::del_slot`], which keep `owned` in step).
     pub slots: Box<[Option<NodeId>]>,
+    /// Each serving node's slots as the bus's bitmap, and their count.
+    owned: BTreeMap<NodeId, Owned>,
     /// Slots this node is handing to another (CLUSTER SETSLOT MIGRATING).
     pub migrating: Box<[Option<NodeId>]>,
     /// Slots this node is taking from another (CLUSTER SETSLOT IMPORTING).
@@ -82,6 +92,7 @@ impl ClusterState {
             last_vote_epoch: 0,
             nodes,
             slots: vec![None; SLOTS].into_boxed_slice(),
+            owned: BTreeMap::new(),
             migrating: vec![None; SLOTS].into_boxed_slice(),
             importing: vec![None; SLOTS].into_boxed_slice(),
             ok: false,
@@ -113,26 +124,23 @@ impl ClusterState {
         NodeId::parse(name).and_then(|id| self.nodes.get(&id))
     }
 
-    /// The slots `id` serves.
+    /// The number of slots `id` serves.
     pub fn slot_count(&self, id: &NodeId) -> usize {
-        self.slots.iter().filter(|s| s.as_ref() == Some(id)).count()
+        self.owned.get(id).map_or(0, |o| o.count)
     }
 
     /// The slots `id` serves, as a 2048-byte bitmap (the bus's form; slot 0 is bit 0 of
     /// byte 0).
     pub fn slot_bitmap(&self, id: &NodeId) -> [u8; SLOTS / 8] {
-        let mut bitmap = [0u8; SLOTS / 8];
-        for (slot, owner) in self.slots.iter().enumerate() {
-            if owner.as_ref() == Some(id) {
-                bitmap[slot / 8] |= 1 << (slot % 8);
-            }
-        }
-        bitmap
+        self.owned.get(id).map_or([0u8; SLOTS / 8], |o| *o.bitmap)
     }
 
     /// The slots `id` serves, as inclusive ranges in ascending order.
     pub fn slot_ranges(&self, id: &NodeId) -> Vec<(usize, usize)> {
-        ranges(|slot| self.slots[slot].as_ref() == Some(id))
+        match self.owned.get(id) {
+            Some(owned) => ranges(|slot| owned.bitmap[slot / 8] & (1 << (slot % 8)) != 0),
+            None => Vec::new(),
+        }
     }
 
     /// The replicas of `master` this node knows, in name order.
@@ -164,12 +172,28 @@ impl ClusterState {
 
     /// Gives `slot` to `owner`.
     pub fn add_slot(&mut self, slot: usize, owner: NodeId) {
+        self.del_slot(slot);
         self.slots[slot] = Some(owner);
+        let owned = self.owned.entry(owner).or_insert_with(|| Owned {
+            bitmap: Box::new([0u8; SLOTS / 8]),
+            count: 0,
+        });
+        owned.bitmap[slot / 8] |= 1 << (slot % 8);
+        owned.count += 1;
     }
 
     /// Takes `slot` from whoever serves it (a migration of it stays open, as in Redis).
     pub fn del_slot(&mut self, slot: usize) {
-        self.slots[slot] = None;
+        let Some(owner) = self.slots[slot].take() else {
+            return;
+        };
+        if let Some(owned) = self.owned.get_mut(&owner) {
+            owned.bitmap[slot / 8] &= !(1 << (slot % 8));
+            owned.count -= 1;
+            if owned.count == 0 {
+                self.owned.remove(&owner);
+            }
+        }
     }
 
     /// Ends every migration and import (Redis's `clusterCloseAllSlots`).
@@ -198,7 +222,7 @@ impl ClusterState {
                 self.migrating[slot] = None;
             }
             if self.slots[slot].as_ref() == Some(id) {
-                self.slots[slot] = None;
+                self.del_slot(slot);
             }
         }
         for node in self.nodes.values_mut() {
@@ -210,12 +234,28 @@ impl ClusterState {
         self.nodes.remove(id);
     }
 
-    /// A handshake node learned its real name: every reference follows it.
+    /// A node learned its real name (a handshake done, CLUSTER RESET HARD): every
+    /// reference follows it.
     pub fn rename(&mut self, from: &NodeId, to: NodeId) {
         if let Some(mut node) = self.nodes.remove(from) {
             node.id = to;
             node.flags.clear(Flags::HANDSHAKE);
             self.nodes.insert(to, node);
+        }
+        for slot in 0..SLOTS {
+            if self.slots[slot].as_ref() == Some(from) {
+                self.add_slot(slot, to);
+            }
+            for table in [&mut self.migrating, &mut self.importing] {
+                if table[slot].as_ref() == Some(from) {
+                    table[slot] = Some(to);
+                }
+            }
+        }
+        for node in self.nodes.values_mut() {
+            if node.master.as_ref() == Some(from) {
+                node.master = Some(to);
+            }
         }
     }
 
@@ -269,17 +309,16 @@ impl ClusterState {
         }
         let mut ok = true;
         if full_coverage {
-            ok = self.slots.iter().all(|owner| {
-                owner
-                    .and_then(|id| self.nodes.get(&id))
-                    .is_some_and(|n| !n.failed())
-            });
+            let covered: usize = self
+                .owned
+                .iter()
+                .filter(|(id, _)| self.nodes.get(id).is_some_and(|n| !n.failed()))
+                .map(|(_, o)| o.count)
+                .sum();
+            ok = covered == SLOTS;
         }
-        let mut counts: BTreeMap<NodeId, usize> = BTreeMap::new();
-        for owner in self.slots.iter().flatten() {
-            *counts.entry(*owner).or_default() += 1;
-        }
-        let serving: Vec<&Node> = counts
+        let serving: Vec<&Node> = self
+            .owned
             .keys()
             .filter_map(|id| self.nodes.get(id))
             .filter(|n| n.is_master())

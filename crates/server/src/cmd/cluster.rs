@@ -220,12 +220,12 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 let bumped = state.bump_epoch_without_consensus();
                 (bumped, state.me().config_epoch)
             };
-            let _ = ctx.shared.cluster.save();
+            let _ = ctx.shared.cluster.save_synced();
             let word = if bumped { "BUMPED" } else { "STILL" };
             encode::write_simple(ctx.out, format!("{word} {epoch}").as_bytes());
         }
         b"saveconfig" => {
-            ctx.shared.cluster.save().map_err(|e| {
+            ctx.shared.cluster.save_synced().map_err(|e| {
                 CmdError::Owned(format!("ERR error saving the cluster node config: {e}"))
             })?;
             ok(ctx.out);
@@ -452,7 +452,6 @@ fn setslot(shared: &Shared, args: &[Bytes]) -> Result<(), CmdError> {
                     state.migrating[slot] = None;
                 }
                 let importing = state.importing[slot].is_some();
-                state.slots[slot] = None;
                 state.add_slot(slot, target);
                 let mut follow = None;
                 if mine && target != myself && state.slot_count(&myself) == 0 && migration {

@@ -178,9 +178,14 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ok(ctx.out);
         return Ok(());
     }
+    if is(sub, "clusterlink") && args.len() == 5 && is(&args[2], "kill") {
+        return kill_cluster_link(ctx, &args[3], &args[4]);
+    }
     if is(sub, "help") {
         const LINES: &[&str] = &[
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "CLUSTERLINK KILL <to|from|all> <node-id>",
+            "    Kills the link based on the direction to/from (both) with the provided node.",
             "LOG <message>",
             "    Write <message> to the server log.",
             "OBJECT <key>",
@@ -216,6 +221,43 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     // DEBUG answers every unmatched form with Redis's subcommand syntax error.
     Err(super::reply::subcommand_syntax("DEBUG", sub))
+}
+
+/// `DEBUG CLUSTERLINK KILL to|from|all <node>`: closes this node's bus links with
+/// `node` (the cron opens a new outbound one; the node opens a new inbound one).
+fn kill_cluster_link(ctx: &mut Ctx<'_>, direction: &[u8], name: &[u8]) -> CmdResult {
+    let shared = ctx.shared;
+    if !shared.cluster.enabled() {
+        return Err(CmdError::Static(
+            "ERR Debug option only available for cluster mode enabled setup!",
+        ));
+    }
+    let Some(node) = shared.cluster.state.read().lookup(name).map(|n| n.id) else {
+        return Err(CmdError::Owned(format!(
+            "ERR Unknown node {}",
+            String::from_utf8_lossy(name)
+        )));
+    };
+    let (to, from) = if is(direction, "to") {
+        (true, false)
+    } else if is(direction, "from") {
+        (false, true)
+    } else if is(direction, "all") {
+        (true, true)
+    } else {
+        return Err(CmdError::Owned(format!(
+            "ERR Unknown direction {}",
+            String::from_utf8_lossy(direction)
+        )));
+    };
+    if to {
+        shared.cluster.bus.drop_link(&node);
+    }
+    if from {
+        shared.cluster.bus.drop_inbound(&node);
+    }
+    ok(ctx.out);
+    Ok(())
 }
 
 /// `DEBUG DIGEST`: every database's keys folded into one digest (zeros when empty).

@@ -182,6 +182,12 @@ fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut moving: Vec<Bytes> = Vec::new();
     let mut request = BytesMut::new();
     let now = now_ms();
+    // A cluster node's target may be importing the slot: RESTORE-ASKING is served there.
+    let restore_name: &'static [u8] = if ctx.shared.cluster.enabled() {
+        b"RESTORE-ASKING"
+    } else {
+        b"RESTORE"
+    };
     for key in names {
         let Some(entry) = locked.shard(key).get(key) else {
             continue;
@@ -192,7 +198,7 @@ fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             at => (at - now).max(1),
         };
         let mut restore = vec![
-            Bytes::from_static(b"RESTORE"),
+            Bytes::from_static(restore_name),
             key.clone(),
             Bytes::from(ttl.to_string()),
             Bytes::from(rdb::dump_payload(&entry.value)),

@@ -193,6 +193,7 @@ fn tick(shared: &Arc<Shared>, iteration: u64) {
     if let Some(master) = follow {
         super::replicate_master(shared, master);
     }
+    super::super::route::redirect_blocked(shared);
     // Failovers: timeouts of a manual one, and a replica's election.
     let now_secs = now / 1000;
     let data_age = master_data_age(shared, now_secs);
@@ -223,6 +224,6 @@ fn tick(shared: &Arc<Shared>, iteration: u64) {
         super::broadcast_pong(shared);
     }
     if save || step.save {
-        let _ = shared.cluster.save();
+        let _ = shared.cluster.save_synced();
     }
 }

@@ -173,7 +173,10 @@ pub fn cron(
     // A replica doing a manual failover may start once it processed the master's offset.
     if state.election.mf_end != 0
         && !state.election.mf_can_start
-        && state.election.mf_master_offset == Some(my_offset)
+        && state
+            .election
+            .mf_master_offset
+            .is_some_and(|o| my_offset >= o)
     {
         state.election.mf_can_start = true;
         tracing::warn!("All master replication stream processed, manual failover can start.");

@@ -320,23 +320,17 @@ fn apply(
         drop_keys_in_slots(shared, &outcome.drop_slots);
     }
     if let Some(replica) = outcome.mfstart {
+        // The paused master's offset reaches the replica in the cron's next PINGs, once
+        // the writes already running when the pause began have finished.
         let now = crate::store::now_ms();
-        let ping = {
-            let ctx = super::context(shared);
-            let announce_ip = shared
-                .config
-                .read()
-                .param("cluster-announce-ip")
-                .to_string();
-            let mut state = shared.cluster.state.write();
-            super::failover::on_mfstart(shared, &mut state, replica, now);
-            super::build::ping(&mut state, message::PING, ctx, &announce_ip)
-        };
-        // The paused master's offset reaches the replica in this PING.
-        let _ = tx.send(ping);
+        super::failover::on_mfstart(shared, &mut shared.cluster.state.write(), replica, now);
+    }
+    if outcome.follow.is_some() && shared.cluster.state.write().election.reset_manual() {
+        // A master paused for a manual failover is a replica now: its clients go on.
+        shared.pause.unpause();
     }
     if outcome.save || outcome.follow.is_some() {
-        let _ = shared.cluster.save();
+        let _ = shared.cluster.save_synced();
     }
     if let Some(master) = outcome.follow {
         super::replicate_master(shared, master);

@@ -84,6 +84,17 @@ impl Bus {
         }
     }
 
+    /// Closes the links `node` opened to this one.
+    pub fn drop_inbound(&self, node: &NodeId) {
+        self.inbound.lock().retain(|_, link| {
+            let theirs = link.node.as_ref() == Some(node);
+            if theirs {
+                link.task.abort();
+            }
+            !theirs
+        });
+    }
+
     /// Closes every link (CLUSTER RESET, shutdown).
     pub fn drop_all(&self) {
         for (_, link) in self.outbound.lock().drain() {
@@ -182,7 +193,7 @@ pub fn promoted(shared: &Shared) {
             settings.node_timeout,
         );
     }
-    let _ = shared.cluster.save();
+    let _ = shared.cluster.save_synced();
     broadcast_pong(shared);
 }
 

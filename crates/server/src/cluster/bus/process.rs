@@ -113,10 +113,13 @@ pub fn process(
             if hdr.current_epoch > state.current_epoch {
                 state.current_epoch = hdr.current_epoch;
             }
+            // A paused master's offset: the one this replica must reach. Each of its
+            // PINGs says it again; the latest counts (a write already running on
+            // another thread when the pause began may still have added to it).
             if state.election.mf_end != 0
                 && me_replica_of_sender
                 && hdr.mflags[0] & message::FLAG0_PAUSED != 0
-                && state.election.mf_master_offset.is_none()
+                && state.election.mf_master_offset != Some(hdr.offset)
             {
                 state.election.mf_master_offset = Some(hdr.offset);
                 tracing::warn!(

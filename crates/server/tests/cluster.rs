@@ -1,0 +1,359 @@
+//! Cluster mode (`cluster-enabled yes`) against real redis-server 7.0 nodes:
+//!
+//! - one node of each answers the CLUSTER commands, the slot checks (CROSSSLOT, MOVED,
+//!   CLUSTERDOWN) and the commands cluster mode forbids with the same replies, names
+//!   and ports aside;
+//! - nodes.conf keeps a node's name, epoch and slots across a restart, a broken one is
+//!   refused as Redis refuses it, and two nodes cannot share one;
+//! - a cluster of redline-server and redis-server nodes, created by `redis-cli --cluster
+//!   create`, replicates both ways, fails over a killed master of either kind, takes a
+//!   manual CLUSTER FAILOVER both ways, and carries PUBLISH and SPUBLISH between nodes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{conn, text, wait_until, AnyServer};
+use redline_resp::slot::key_slot;
+use redline_resp::Frame;
+use redline_testkit::{RedisCluster, RedlineServer, Reply};
+
+fn cluster_node(redline: bool) -> AnyServer {
+    let args = ["--cluster-enabled", "yes", "--save", ""];
+    if redline {
+        AnyServer::redline(&args)
+    } else {
+        AnyServer::redis(&args)
+    }
+}
+
+/// A reply with this node's name and ports replaced, to compare two nodes.
+fn neutral(frame: &Frame, id: &str, port: u16) -> String {
+    text(frame)
+        .replace(id, "<id>")
+        .replace(&(port + 10000).to_string(), "<cport>")
+        .replace(&port.to_string(), "<port>")
+}
+
+#[test]
+fn one_node_answers_cluster_commands_like_redis() {
+    let mut transcripts = Vec::new();
+    for redline in [true, false] {
+        let node = cluster_node(redline);
+        let mut c = conn(node.port);
+        let id = text(&c.cmd(&["CLUSTER", "MYID"]));
+        assert_eq!(id.len(), 40, "{id}");
+        let other = "0123456789abcdef0123456789abcdef01234567";
+        let foo_slot = key_slot(b"foo").to_string();
+        let script: Vec<Vec<&str>> = vec![
+            vec!["GET", "foo"],
+            vec!["CLUSTER", "ADDSLOTSRANGE", "0", "16383"],
+            vec!["CLUSTER", "ADDSLOTS", "5"],
+            vec!["CLUSTER", "ADDSLOTS", "16384"],
+            vec!["CLUSTER", "DELSLOTS", "abc"],
+            vec!["CLUSTER", "ADDSLOTSRANGE", "10", "5"],
+            vec!["CLUSTER", "ADDSLOTSRANGE", "10"],
+            vec!["CLUSTER", "KEYSLOT", "foo"],
+            vec!["CLUSTER", "KEYSLOT", "{user1}.name"],
+            vec!["CLUSTER", "SET-CONFIG-EPOCH", "5"],
+            vec!["CLUSTER", "SET-CONFIG-EPOCH", "6"],
+            vec!["CLUSTER", "BUMPEPOCH"],
+            vec!["CLUSTER", "SETSLOT", "0", "MIGRATING", other],
+            vec!["CLUSTER", "SETSLOT", "0", "IMPORTING", &id],
+            vec!["CLUSTER", "SETSLOT", "0", "BOGUS"],
+            vec!["CLUSTER", "FORGET", &id],
+            vec!["CLUSTER", "FORGET", other],
+            vec!["CLUSTER", "REPLICATE", &id],
+            vec!["CLUSTER", "REPLICAS", &id],
+            vec!["CLUSTER", "COUNT-FAILURE-REPORTS", &id],
+            vec!["CLUSTER", "FAILOVER"],
+            vec!["CLUSTER", "FAILOVER", "SOFTLY"],
+            vec!["CLUSTER", "RESET", "NOW"],
+            vec!["CLUSTER", "NOPE"],
+            vec!["ASKING"],
+            vec!["READONLY"],
+            vec!["READWRITE"],
+            vec!["REPLICAOF", "127.0.0.1", "1"],
+            vec!["SELECT", "0"],
+            vec!["SELECT", "1"],
+            vec!["SWAPDB", "0", "1"],
+        ];
+        let mut transcript: Vec<String> = script
+            .iter()
+            .map(|args| {
+                let reply = neutral(&c.cmd(args), &id, node.port);
+                format!("{args:?} -> {reply}").replace(&id, "<id>")
+            })
+            .collect();
+        // The cluster is up once the node's start-up delay passed.
+        let port = node.port;
+        wait_until("cluster_state:ok", || {
+            text(&conn(port).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+        });
+        let after: Vec<Vec<&str>> = vec![
+            vec!["SET", "foo", "bar"],
+            vec!["MSET", "foo", "1", "bar", "2"],
+            vec!["MSET", "{t}a", "1", "{t}b", "2"],
+            vec!["MOVE", "foo", "1"],
+            vec!["COPY", "foo", "foo2", "DB", "1"],
+            vec!["CLUSTER", "COUNTKEYSINSLOT", &foo_slot],
+            vec!["CLUSTER", "GETKEYSINSLOT", &foo_slot, "10"],
+            vec!["CLUSTER", "COUNTKEYSINSLOT", "16384"],
+            vec!["CLUSTER", "GETKEYSINSLOT", "0", "-1"],
+            vec!["CLUSTER", "FLUSHSLOTS"],
+            vec!["CLUSTER", "RESET"],
+            vec!["CLUSTER", "DELSLOTS", "0"],
+            vec!["CLUSTER", "DELSLOTS", "0"],
+            vec!["EVAL", "return redis.call('set', KEYS[1], 'x')", "1", "foo"],
+            vec!["EVAL", "return 1", "2", "foo", "bar"],
+            vec![
+                "EVAL",
+                "#!lua\nredis.call('set','foo','1') return redis.call('set','bar','2')",
+                "0",
+            ],
+            vec![
+                "EVAL",
+                "redis.call('set','foo','1') return redis.call('set','bar','2')",
+                "0",
+            ],
+            vec!["EVAL", "#!lua flags=no-cluster\nreturn 1", "0"],
+        ];
+        for args in &after {
+            transcript.push(format!(
+                "{args:?} -> {}",
+                neutral(&c.cmd(args), &id, node.port)
+            ));
+        }
+        // Slot 0 unserved: its keys get "not served", the others "down".
+        let zero_key = (0..)
+            .map(|i| format!("k{i}"))
+            .find(|k| key_slot(k.as_bytes()) == 0)
+            .unwrap();
+        for args in [vec!["GET", zero_key.as_str()], vec!["GET", "foo"]] {
+            transcript.push(format!(
+                "{args:?} -> {}",
+                neutral(&c.cmd(&args), &id, node.port)
+            ));
+        }
+        let info = text(&c.cmd(&["CLUSTER", "INFO"]));
+        for field in [
+            "cluster_state:",
+            "cluster_slots_assigned:",
+            "cluster_known_nodes:",
+            "cluster_size:",
+            "cluster_current_epoch:",
+            "cluster_my_epoch:",
+        ] {
+            let line = info.lines().find(|l| l.starts_with(field)).unwrap_or(field);
+            transcript.push(line.to_string());
+        }
+        transcript.push(neutral(&c.cmd(&["CLUSTER", "NODES"]), &id, node.port));
+        transcript.push(neutral(&c.cmd(&["CLUSTER", "SLOTS"]), &id, node.port));
+        transcripts.push(transcript);
+    }
+    let (ours, theirs) = (&transcripts[0], &transcripts[1]);
+    for (a, b) in ours.iter().zip(theirs) {
+        assert_eq!(
+            a, b,
+            "redline-server (left) and redis-server (right) differ"
+        );
+    }
+    assert_eq!(ours.len(), theirs.len());
+}
+
+#[test]
+fn nodes_conf_keeps_a_node_and_is_not_shared() {
+    let mut node = RedlineServer::builder()
+        .args(["--cluster-enabled", "yes", "--save", ""])
+        .start()
+        .unwrap();
+    let mut c = conn(node.port());
+    let id = text(&c.cmd(&["CLUSTER", "MYID"]));
+    c.ok(&["CLUSTER", "SET-CONFIG-EPOCH", "7"]);
+    c.ok(&["CLUSTER", "ADDSLOTSRANGE", "100", "200"]);
+    c.ok(&["CLUSTER", "ADDSLOTS", "300"]);
+    let nodes_conf = node.dir().join("nodes.conf");
+    let written = std::fs::read_to_string(&nodes_conf).unwrap();
+    assert!(
+        written.contains(&format!(
+            "{id} :{}@{} myself,master - 0 0 7 connected 100-200 300\n",
+            node.port(),
+            node.port() + 10000
+        )),
+        "{written}"
+    );
+    assert!(
+        written.ends_with("vars currentEpoch 7 lastVoteEpoch 0\n"),
+        "{written}"
+    );
+
+    // A second node pointed at the same file is refused, as Redis refuses it.
+    let shared = RedlineServer::builder()
+        .args([
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            nodes_conf.to_str().unwrap(),
+        ])
+        .startup_timeout(Duration::from_secs(5))
+        .start();
+    assert!(shared.is_err(), "two nodes shared one nodes.conf");
+
+    node.restart().unwrap();
+    let mut c = conn(node.port());
+    assert_eq!(text(&c.cmd(&["CLUSTER", "MYID"])), id);
+    let info = text(&c.cmd(&["CLUSTER", "INFO"]));
+    assert!(info.contains("cluster_my_epoch:7"), "{info}");
+    assert!(info.contains("cluster_slots_assigned:102"), "{info}");
+
+    // A broken file stops the node at start with Redis's words.
+    node.kill();
+    std::fs::write(&nodes_conf, "not a node line\n").unwrap();
+    assert!(node.restart().is_err());
+    assert!(
+        node.log_tail()
+            .contains("Unrecoverable error: corrupted cluster config file"),
+        "{}",
+        node.log_tail()
+    );
+}
+
+/// The node serving `key`'s slot.
+fn master_of(cluster: &mut RedisCluster, key: &str) -> usize {
+    cluster.master_of_slot(key_slot(key.as_bytes())).unwrap()
+}
+
+fn set_keys(cluster: &mut RedisCluster, keys: &[String]) {
+    for key in keys {
+        let node = master_of(cluster, key);
+        let reply = cluster
+            .cmd(node, &["SET", key, &format!("v-{key}")])
+            .unwrap();
+        assert_eq!(reply, Reply::Simple("OK".into()));
+    }
+}
+
+/// Every key reads back from its slot's current master, and from a replica once it has
+/// caught up (replicas read with READONLY).
+fn check_keys(cluster: &mut RedisCluster, keys: &[String]) {
+    for key in keys {
+        let node = master_of(cluster, key);
+        let got = cluster.cmd(node, &["GET", key]).unwrap();
+        assert_eq!(got.text(), Some(format!("v-{key}")), "{key} on node {node}");
+    }
+}
+
+#[test]
+fn a_mixed_cluster_replicates_and_fails_over_both_ways() {
+    let mut cluster = RedisCluster::builder().mixed().start().unwrap();
+    let keys: Vec<String> = (0..300).map(|i| format!("key:{i}")).collect();
+    set_keys(&mut cluster, &keys);
+    check_keys(&mut cluster, &keys);
+    // Every replica holds its master's keys (replication crosses server kinds).
+    let ranges = cluster.slot_ranges().unwrap();
+    for range in &ranges {
+        let master_keys = cluster.cmd(range.master, &["DBSIZE"]).unwrap().integer();
+        for &replica in &range.replicas {
+            wait_until("a replica to catch up", || {
+                cluster.cmd(replica, &["DBSIZE"]).unwrap().integer() == master_keys
+            });
+        }
+    }
+    // Kill a redline-server master, then a redis-server one (even indices are redline).
+    for want_redline in [true, false] {
+        let ranges = cluster.slot_ranges().unwrap();
+        let range = ranges
+            .iter()
+            .find(|r| (r.master % 2 == 0) == want_redline)
+            .expect("a master of each kind")
+            .clone();
+        let victim = range.master;
+        cluster.kill(victim).unwrap();
+        let heir = cluster
+            .wait_for_failover(victim, Duration::from_secs(30))
+            .unwrap();
+        assert!(range.replicas.contains(&heir));
+        check_keys(&mut cluster, &keys);
+        cluster.restart(victim).unwrap();
+        cluster.wait_until_healthy(Duration::from_secs(60)).unwrap();
+    }
+    check_keys(&mut cluster, &keys);
+    // A manual failover asked of a replica of each kind.
+    for want_redline in [true, false] {
+        let ranges = cluster.slot_ranges().unwrap();
+        let (range, replica) = ranges
+            .iter()
+            .find_map(|r| {
+                r.replicas
+                    .iter()
+                    .find(|&&n| (n % 2 == 0) == want_redline)
+                    .map(|&n| (r.clone(), n))
+            })
+            .expect("a replica of each kind");
+        assert_eq!(
+            cluster.cmd(replica, &["CLUSTER", "FAILOVER"]).unwrap(),
+            Reply::Simple("OK".into())
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !cluster
+            .slot_ranges()
+            .map(|r| r.iter().any(|x| x.master == replica))
+            .unwrap_or(false)
+        {
+            assert!(
+                Instant::now() < deadline,
+                "manual failover of {replica} ({range:?})"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        cluster.wait_until_healthy(Duration::from_secs(60)).unwrap();
+        check_keys(&mut cluster, &keys);
+    }
+}
+
+#[test]
+fn publish_reaches_every_node_and_spublish_its_shard() {
+    let mut cluster = RedisCluster::builder().mixed().start().unwrap();
+    let ranges = cluster.slot_ranges().unwrap();
+    let slot = key_slot(b"news");
+    let shard = ranges
+        .iter()
+        .find(|r| (r.start..=r.end).contains(&slot))
+        .unwrap()
+        .clone();
+    let mut subscribers = Vec::new();
+    for node in 0..cluster.len() {
+        let mut sub = conn(cluster.addr(node).port());
+        sub.send(&["SUBSCRIBE", "news"]);
+        sub.read().unwrap();
+        subscribers.push(sub);
+    }
+    // SSUBSCRIBE on the shard's replica (READONLY is not needed for shard channels).
+    let replica = shard.replicas[0];
+    let mut shard_sub = conn(cluster.addr(replica).port());
+    shard_sub.send(&["SSUBSCRIBE", "news"]);
+    shard_sub.read().unwrap();
+    let publisher = (shard.master + 1) % cluster.len();
+    let mut c = conn(cluster.addr(publisher).port());
+    c.cmd(&["PUBLISH", "news", "hello"]);
+    for (node, sub) in subscribers.iter_mut().enumerate() {
+        let got = sub.read().unwrap();
+        assert_eq!(text(&got), "message news hello", "node {node}");
+    }
+    let mut c = conn(cluster.addr(shard.master).port());
+    assert_eq!(
+        text(&c.cmd(&["SPUBLISH", "news", "shard"])),
+        "0",
+        "the master itself has no shard subscriber"
+    );
+    assert_eq!(text(&shard_sub.read().unwrap()), "smessage news shard");
+    // SPUBLISH elsewhere is redirected to the shard.
+    let other = ranges
+        .iter()
+        .find(|r| r.master != shard.master)
+        .unwrap()
+        .master;
+    let reply = text(&conn(cluster.addr(other).port()).cmd(&["SPUBLISH", "news", "x"]));
+    assert!(reply.starts_with(&format!("MOVED {slot} ")), "{reply}");
+}
