@@ -1,5 +1,7 @@
 //! A Redis Cluster of real `redis-server` nodes (default 3 masters + 3 replicas) on free
-//! loopback ports, created with `redis-cli --cluster create`, for routing and fault tests.
+//! loopback ports, created with `redis-cli --cluster create`, for routing and fault tests;
+//! or of `redline-server` nodes ([`RedisClusterBuilder::redline`]), or of both kinds
+//! ([`RedisClusterBuilder::mixed`]), created and checked the same way.
 //!
 //! "Healthy" is checked, not assumed: every running node says `cluster_state:ok` and knows
 //! every node, all running nodes return the same `CLUSTER SLOTS` (ranges, masters and
