@@ -153,17 +153,22 @@ class Procs:
         wait_ping(port, proc=p)
         return p, port
 
-    def cluster(self, masters=3):
-        """A Redis Cluster of `masters` masters, no replicas; returns the ports."""
+    def cluster(self, masters=3, server="redis-server"):
+        """A Redis Cluster of `masters` masters, no replicas, of redis-server nodes or
+        (`server="redline-server"`) redline-server nodes; returns the ports."""
         ports = []
         for _ in range(masters):
             port = free_port(bus=True)
             d = self.tmpdir("cluster")
-            p = self.spawn(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+            program = "redis-server"
+            if server == "redline-server":
+                program = os.environ.get("REDLINE_SERVER_BIN",
+                                         os.path.join(RELEASE, "redline-server"))
+            p = self.spawn([program, "--port", str(port), "--bind", "127.0.0.1",
                             "--save", "", "--appendonly", "no", "--dir", d,
                             "--cluster-enabled", "yes", "--cluster-config-file",
                             os.path.join(d, "nodes.conf"), "--cluster-node-timeout", "5000"],
-                           os.path.join(d, "log"))
+                           os.path.join(d, "log"), cwd=d)
             wait_ping(port, proc=p)
             ports.append(port)
         form_cluster(["redis-cli"], ports, lambda p: cli(p, "CLUSTER", "INFO", check=False))

@@ -46,10 +46,9 @@ pub struct Cluster {
 
 impl Default for Cluster {
     fn default() -> Cluster {
-        let me = Node::new(NodeId::random(), "", 0, 0, Flags::MYSELF | Flags::MASTER, 0);
         Cluster {
             enabled: AtomicBool::new(false),
-            state: RwLock::new(ClusterState::new(me, 0)),
+            state: RwLock::new(ClusterState::unused()),
             file: Mutex::new(None),
             bus: bus::Bus::default(),
         }

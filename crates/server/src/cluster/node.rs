@@ -187,15 +187,15 @@ pub struct Node {
 }
 
 impl Node {
-    /// A node known only by name and address.
-    pub fn new(id: NodeId, ip: &str, port: u16, cport: u16, flags: u16, now: u64) -> Node {
+    /// A node known only by name and flags, with no address yet.
+    pub const fn unknown(id: NodeId, flags: u16) -> Node {
         Node {
             id,
-            ip: ip.to_string(),
+            ip: String::new(),
             hostname: String::new(),
-            port,
+            port: 0,
             pport: 0,
-            cport,
+            cport: 0,
             flags: Flags(flags),
             master: None,
             config_epoch: 0,
@@ -206,8 +206,19 @@ impl Node {
             repl_offset: 0,
             linked: false,
             voted_time: 0,
-            created: now,
+            created: 0,
             fail_reports: Vec::new(),
+        }
+    }
+
+    /// A node known only by name and address.
+    pub fn new(id: NodeId, ip: &str, port: u16, cport: u16, flags: u16, now: u64) -> Node {
+        Node {
+            ip: ip.to_string(),
+            port,
+            cport,
+            created: now,
+            ..Node::unknown(id, flags)
         }
     }
 

@@ -14,26 +14,7 @@ pub const SLOTS: usize = 16384;
 const WRITABLE_DELAY_MS: u64 = 2000;
 
 /// What [`ClusterState::me`] would answer if this node were missing from its own table.
-static ABSENT: Node = Node {
-    id: NodeId::ZERO,
-    ip: String::new(),
-    hostname: String::new(),
-    port: 0,
-    pport: 0,
-    cport: 0,
-    flags: Flags(Flags::MYSELF | Flags::MASTER),
-    master: None,
-    config_epoch: 0,
-    ping_sent: 0,
-    pong_received: 0,
-    data_received: 0,
-    fail_time: 0,
-    repl_offset: 0,
-    linked: false,
-    voted_time: 0,
-    created: 0,
-    fail_reports: Vec::new(),
-};
+static ABSENT: Node = Node::unknown(NodeId::ZERO, Flags::MYSELF | Flags::MASTER);
 
 /// One node's slots.
 #[derive(Debug)]
@@ -104,6 +85,17 @@ impl ClusterState {
             messages_received: [0; super::bus::message::TYPES],
             election: super::bus::failover::Election::default(),
         }
+    }
+
+    /// The state of a server not in cluster mode: no slot tables at all (3 × 16384
+    /// entries would count in `used_memory`, which redis-server does not spend either).
+    /// Nothing reads it: every cluster path first checks that cluster mode is on.
+    pub fn unused() -> ClusterState {
+        let mut state = ClusterState::new(Node::unknown(NodeId::ZERO, Flags::MYSELF), 0);
+        state.slots = Box::default();
+        state.migrating = Box::default();
+        state.importing = Box::default();
+        state
     }
 
     /// This node (always in the table: nothing removes it).

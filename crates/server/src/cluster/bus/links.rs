@@ -87,22 +87,13 @@ pub fn accepted(shared: &Arc<Shared>, stream: TcpStream) {
         let shared = shared.clone();
         let tx = tx.clone();
         let queued = queued.clone();
-        tokio::spawn(async move {
+        async move {
             serve_link(&shared, stream, link, tx, rx, queued, id).await;
             shared.cluster.bus.inbound.lock().remove(&id);
-        })
+        }
     };
-    shared.cluster.bus.inbound.lock().insert(
-        id,
-        LinkHandle {
-            id,
-            tx,
-            created: crate::store::now_ms(),
-            queued,
-            task: task.abort_handle(),
-            node: None,
-        },
-    );
+    let handle = LinkHandle::new(id, tx, queued, None);
+    spawn_registered(&shared.cluster.bus.inbound, id, handle, task);
 }
 
 /// Opens this node's link to `node` at `ip:cport`, sending MEET or PING first.
@@ -114,7 +105,7 @@ pub fn connect(shared: &Arc<Shared>, node: NodeId, ip: String, cport: u16, timeo
         let shared = shared.clone();
         let tx = tx.clone();
         let queued = queued.clone();
-        tokio::spawn(async move {
+        async move {
             let target = if ip.contains(':') {
                 format!("[{ip}]:{cport}")
             } else {
@@ -166,19 +157,24 @@ pub fn connect(shared: &Arc<Shared>, node: NodeId, ip: String, cport: u16, timeo
             };
             let current = serve_link(&shared, stream, link, tx, rx, queued, id).await;
             unlink(&shared, &current.unwrap_or(node), id);
-        })
+        }
     };
-    shared.cluster.bus.outbound.lock().insert(
-        node,
-        LinkHandle {
-            id,
-            tx,
-            created: crate::store::now_ms(),
-            queued,
-            task: task.abort_handle(),
-            node: Some(node),
-        },
-    );
+    let handle = LinkHandle::new(id, tx, queued, Some(node));
+    spawn_registered(&shared.cluster.bus.outbound, node, handle, task);
+}
+
+/// Spawns a link's task and records its handle under `key`, holding the table's lock
+/// across both: a task that ends at once (a refused connection) removes its entry only
+/// after it is there, never before.
+fn spawn_registered<K: std::hash::Hash + Eq>(
+    table: &parking_lot::Mutex<std::collections::HashMap<K, LinkHandle>>,
+    key: K,
+    mut handle: LinkHandle,
+    task: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    let mut table = table.lock();
+    handle.task = Some(tokio::spawn(task).abort_handle());
+    table.insert(key, handle);
 }
 
 /// An outbound link ended: the node is disconnected until the cron links it again.
@@ -264,7 +260,7 @@ fn adopt_inbound(shared: &Shared, id: u64, node: Option<NodeId>) {
         .collect();
     for old in older {
         if let Some(link) = inbound.remove(&old) {
-            link.task.abort();
+            link.abort();
         }
     }
     if let Some(link) = inbound.get_mut(&id) {

@@ -604,4 +604,31 @@ mod tests {
             let _ = decode(&good[..cut]);
         }
     }
+
+    proptest::proptest! {
+        /// Any bytes after a valid signature and version decode or are refused; none
+        /// panics (the bus port is reachable by anyone who can reach the server).
+        #[test]
+        fn arbitrary_bytes_never_panic(
+            kind in 0u16..12,
+            count in proptest::prelude::any::<u16>(),
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600),
+            extensions in 0u16..4,
+            ext_flag in proptest::prelude::any::<bool>(),
+        ) {
+            let mut bytes = encode(&Message {
+                header: header(kind),
+                body: Body::Empty,
+            });
+            bytes[14..16].copy_from_slice(&count.to_be_bytes());
+            bytes[2214..2216].copy_from_slice(&extensions.to_be_bytes());
+            if ext_flag {
+                bytes[2253] |= FLAG0_EXT_DATA;
+            }
+            bytes.extend_from_slice(&body);
+            let total = bytes.len() as u32;
+            bytes[4..8].copy_from_slice(&total.to_be_bytes());
+            let _ = decode(&bytes);
+        }
+    }
 }

@@ -40,10 +40,36 @@ pub(crate) struct LinkHandle {
     pub created: u64,
     /// Bytes queued and not yet written.
     pub queued: Arc<AtomicU64>,
-    /// The link's task.
-    pub task: tokio::task::AbortHandle,
+    /// The link's task (set as it is spawned).
+    pub task: Option<tokio::task::AbortHandle>,
     /// The node at the other end (inbound links: once known).
     pub node: Option<NodeId>,
+}
+
+impl LinkHandle {
+    /// A link created now.
+    pub(crate) fn new(
+        id: u64,
+        tx: mpsc::UnboundedSender<Vec<u8>>,
+        queued: Arc<AtomicU64>,
+        node: Option<NodeId>,
+    ) -> LinkHandle {
+        LinkHandle {
+            id,
+            tx,
+            created: crate::store::now_ms(),
+            queued,
+            task: None,
+            node,
+        }
+    }
+
+    /// Stops the link's task (its connection closes).
+    fn abort(&self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
 }
 
 /// The bus's links.
@@ -80,7 +106,7 @@ impl Bus {
     /// Closes the outbound link to `node` (the cron opens a new one if it is still known).
     pub fn drop_link(&self, node: &NodeId) {
         if let Some(link) = self.outbound.lock().remove(node) {
-            link.task.abort();
+            link.abort();
         }
     }
 
@@ -89,7 +115,7 @@ impl Bus {
         self.inbound.lock().retain(|_, link| {
             let theirs = link.node.as_ref() == Some(node);
             if theirs {
-                link.task.abort();
+                link.abort();
             }
             !theirs
         });
@@ -98,10 +124,10 @@ impl Bus {
     /// Closes every link (CLUSTER RESET, shutdown).
     pub fn drop_all(&self) {
         for (_, link) in self.outbound.lock().drain() {
-            link.task.abort();
+            link.abort();
         }
         for (_, link) in self.inbound.lock().drain() {
-            link.task.abort();
+            link.abort();
         }
     }
 }
