@@ -115,12 +115,12 @@ pub fn connect(shared: &Arc<Shared>, node: NodeId, ip: String, cport: u16, timeo
                 Ok(Ok(stream)) => stream,
                 Ok(Err(e)) => {
                     tracing::debug!("Connection with Node {node} at {target} failed: {e}");
-                    unlink(&shared, &node, id);
+                    unreachable(&shared, &node, id);
                     return;
                 }
                 Err(_) => {
                     tracing::debug!("Connection with Node {node} at {target} timed out");
-                    unlink(&shared, &node, id);
+                    unreachable(&shared, &node, id);
                     return;
                 }
             };
@@ -175,6 +175,17 @@ fn spawn_registered<K: std::hash::Hash + Eq>(
     let mut table = table.lock();
     handle.task = Some(tokio::spawn(task).abort_handle());
     table.insert(key, handle);
+}
+
+/// A node could not be reached: as if a PING had gone unanswered, so failure detection
+/// works for a node this one never reached (after its own restart, say).
+fn unreachable(shared: &Shared, node: &NodeId, id: u64) {
+    if let Some(n) = shared.cluster.state.write().nodes.get_mut(node) {
+        if n.ping_sent == 0 {
+            n.ping_sent = crate::store::now_ms();
+        }
+    }
+    unlink(shared, node, id);
 }
 
 /// An outbound link ended: the node is disconnected until the cron links it again.
