@@ -105,11 +105,18 @@ impl Settings {
             validity_factor: int("cluster-replica-validity-factor"),
             announce_ip: config.param("cluster-announce-ip").to_string(),
             announce_hostname: config.param("cluster-announce-hostname").to_string(),
-            endpoint: match config.param("cluster-preferred-endpoint-type") {
-                "hostname" => Endpoint::Hostname,
-                "unknown-endpoint" => Endpoint::Unknown,
-                _ => Endpoint::Ip,
-            },
+            endpoint: Endpoint::from_config(config),
+        }
+    }
+}
+
+impl Endpoint {
+    /// `cluster-preferred-endpoint-type` in `config`.
+    pub fn from_config(config: &Config) -> Endpoint {
+        match config.param("cluster-preferred-endpoint-type") {
+            "hostname" => Endpoint::Hostname,
+            "unknown-endpoint" => Endpoint::Unknown,
+            _ => Endpoint::Ip,
         }
     }
 }

@@ -28,15 +28,21 @@ fn is_pubsubshard(spec: &CommandSpec) -> bool {
     matches!(spec.name, "spublish" | "ssubscribe" | "sunsubscribe")
 }
 
-/// The key (and shard channel) positions of one command.
-fn positions(spec: &'static CommandSpec, args: &[Bytes], out: &mut Vec<usize>) {
-    out.clear();
-    let _ = command::keys_into(spec, args, out);
+/// Appends the keys (and shard channels) of one command to `keys` (`pos`: scratch).
+fn add_keys<'a>(
+    spec: &'static CommandSpec,
+    args: &'a [Bytes],
+    pos: &mut Vec<usize>,
+    keys: &mut Vec<&'a Bytes>,
+) {
+    pos.clear();
+    let _ = command::keys_into(spec, args, pos);
     if is_pubsubshard(spec) {
         if let Ok(channels) = command::shard_channels(args) {
-            out.extend(channels);
+            pos.extend(channels);
         }
     }
+    keys.extend(pos.iter().filter_map(|&p| args.get(p)));
 }
 
 /// Why a command does not run here.
@@ -83,44 +89,34 @@ pub fn check(
         // EXEC without MULTI fails on its own.
         return Ok(None);
     }
-    let mut first: Option<(Bytes, usize)> = None;
-    let mut multiple_keys = false;
-    let mut keys_seen: Vec<Bytes> = Vec::new();
+    // The keys (and shard channels) of the command, or of every command EXEC queued:
+    // borrowed, as they are only read.
+    let mut keys: Vec<&Bytes> = Vec::new();
     let mut pos = Vec::new();
     let mut pubsubshard = is_pubsubshard(spec);
-    {
-        let mut visit = |spec: &'static CommandSpec, args: &[Bytes]| -> Result<(), Refusal> {
-            pubsubshard |= is_pubsubshard(spec);
-            positions(spec, args, &mut pos);
-            for &p in &pos {
-                let Some(key) = args.get(p) else { continue };
-                let slot = usize::from(redline_resp::slot::key_slot(key));
-                match &first {
-                    None => first = Some((key.clone(), slot)),
-                    Some((first_key, first_slot)) => {
-                        if first_key != key {
-                            if *first_slot != slot {
-                                return Err(refuse(
-                                    RefusalKind::CrossSlot,
-                                    CmdError::Static(CROSSSLOT),
-                                ));
-                            }
-                            multiple_keys = true;
-                        }
-                    }
-                }
-                keys_seen.push(key.clone());
+    if exec {
+        for queued in ctx.client.multi.iter().flatten() {
+            if let Some(queued_spec) = command::resolve(queued) {
+                pubsubshard |= is_pubsubshard(queued_spec);
+                add_keys(queued_spec, queued, &mut pos, &mut keys);
             }
-            Ok(())
-        };
-        if exec {
-            for queued in ctx.client.multi.iter().flatten() {
-                if let Some(queued_spec) = command::resolve(queued) {
-                    visit(queued_spec, queued)?;
+        }
+    } else {
+        add_keys(spec, args, &mut pos, &mut keys);
+    }
+    let mut first: Option<(&Bytes, usize)> = None;
+    let mut multiple_keys = false;
+    for &key in &keys {
+        let slot = usize::from(redline_resp::slot::key_slot(key));
+        match first {
+            None => first = Some((key, slot)),
+            Some((first_key, first_slot)) if first_key != key => {
+                if first_slot != slot {
+                    return Err(refuse(RefusalKind::CrossSlot, CmdError::Static(CROSSSLOT)));
                 }
+                multiple_keys = true;
             }
-        } else {
-            visit(spec, args)?;
+            Some(_) => {}
         }
     }
     let Some((_, slot)) = first else {
@@ -139,7 +135,7 @@ pub fn check(
     if (migrating || importing) && !pubsubshard {
         // Expired keys count as missing, as Redis's lookup sees them; nothing is touched.
         let db = ctx.shared.store.db(0);
-        for key in &keys_seen {
+        for key in &keys {
             if db.lock(key).peek_live(key) {
                 existing += 1;
             } else {
@@ -147,7 +143,9 @@ pub fn check(
             }
         }
     }
-    let write = crate::cmd::writes(ctx, spec, args);
+    // Whether it writes matters only when the cluster is down or for a READONLY client
+    // (for EXEC and scripts it is worked out from what they queued or declared).
+    let writes = || crate::cmd::writes(ctx, spec, args);
     if !state.ok {
         let settings = Settings::from_config(&ctx.shared.config.read());
         if pubsubshard {
@@ -156,7 +154,7 @@ pub fn check(
             }
         } else if !settings.reads_when_down {
             return Err(refuse(RefusalKind::Down, CmdError::Static(DOWN)));
-        } else if write {
+        } else if writes() {
             return Err(refuse(RefusalKind::DownReadOnly, CmdError::Static(DOWN_RO)));
         }
     }
@@ -180,7 +178,10 @@ pub fn check(
         return Ok(Some(slot));
     }
     let me = state.me();
-    if (ctx.client.readonly || pubsubshard) && !write && me.is_replica() && me.master == Some(owner)
+    if (ctx.client.readonly || pubsubshard)
+        && me.is_replica()
+        && me.master == Some(owner)
+        && !writes()
     {
         return Ok(Some(slot));
     }
@@ -216,7 +217,7 @@ pub const SCRIPT_CROSSSLOT: &str =
 
 /// `-MOVED slot endpoint:port` or `-ASK ...` to `to`.
 fn redirect(ctx: &Ctx<'_>, state: &ClusterState, kind: &str, slot: usize, to: &NodeId) -> CmdError {
-    let endpoint = Settings::from_config(&ctx.shared.config.read()).endpoint;
+    let endpoint = Endpoint::from_config(&ctx.shared.config.read());
     let Some(node) = state.nodes.get(to) else {
         return CmdError::Static(UNBOUND);
     };

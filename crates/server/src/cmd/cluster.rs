@@ -38,28 +38,26 @@ pub fn registrations() -> Vec<(&'static str, Handler)> {
 }
 
 fn asking(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    if !ctx.shared.cluster.enabled() {
-        return Err(DISABLED);
-    }
-    ctx.client.asking = true;
-    ok(ctx.out);
-    Ok(())
+    set_flag(ctx, |client| client.asking = true)
 }
 
 fn readonly(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    if !ctx.shared.cluster.enabled() {
-        return Err(DISABLED);
-    }
-    ctx.client.readonly = true;
-    ok(ctx.out);
-    Ok(())
+    set_flag(ctx, |client| client.readonly = true)
 }
 
 fn readwrite(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    set_flag(ctx, |client| client.readonly = false)
+}
+
+/// ASKING, READONLY, READWRITE: a connection flag, in cluster mode only.
+fn set_flag(
+    ctx: &mut Ctx<'_>,
+    set: impl FnOnce(&mut crate::net::client::ClientState),
+) -> CmdResult {
     if !ctx.shared.cluster.enabled() {
         return Err(DISABLED);
     }
-    ctx.client.readonly = false;
+    set(ctx.client);
     ok(ctx.out);
     Ok(())
 }

@@ -232,13 +232,20 @@ pub fn broadcast_pong(shared: &Shared) {
         .param("cluster-announce-ip")
         .to_string();
     let targets: Vec<NodeId> = shared.cluster.bus.outbound.lock().keys().copied().collect();
-    for node in targets {
-        let pong = build::ping(
-            &mut shared.cluster.state.write(),
-            message::PONG,
-            ctx,
-            &announce_ip,
-        );
+    // Each node gets its own gossip sample, all built under one lock.
+    let pongs: Vec<(NodeId, Vec<u8>)> = {
+        let mut state = shared.cluster.state.write();
+        targets
+            .into_iter()
+            .map(|node| {
+                (
+                    node,
+                    build::ping(&mut state, message::PONG, ctx, &announce_ip),
+                )
+            })
+            .collect()
+    };
+    for (node, pong) in pongs {
         shared.cluster.bus.send(&node, pong);
     }
 }
