@@ -2,7 +2,7 @@
 //! `cluster.h`): a 2256-byte header in network byte order, then a body that depends on
 //! the type. redline-server nodes speak it with each other and with redis-server nodes.
 
-use super::super::node::{Flags, NodeId};
+use super::super::node::NodeId;
 use super::super::state::SLOTS;
 
 /// Message types, as numbered on the wire.
@@ -448,13 +448,9 @@ pub fn encode(msg: &Message) -> Vec<u8> {
     w.0
 }
 
-/// Whether `flags` (a header's or a gossip entry's) say master.
-pub fn says_master(flags: u16) -> bool {
-    flags & Flags::MASTER != 0
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::super::node::Flags;
     use super::*;
 
     fn header(kind: u16) -> Header {
