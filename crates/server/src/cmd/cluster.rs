@@ -14,6 +14,7 @@ use crate::cluster::node::{Node, NodeId};
 use crate::cluster::state::{ClusterState, SLOTS};
 use crate::cluster::{route, Settings};
 use crate::shared::Shared;
+use crate::store::Shard;
 
 /// Redis's reply to every cluster command when cluster support is disabled.
 const DISABLED: CmdError = CmdError::Static("ERR This instance has cluster support disabled");
@@ -151,7 +152,7 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 .ok()
                 .filter(|&s| s < SLOTS)
                 .ok_or(CmdError::Static("ERR Invalid slot"))?;
-            encode::write_integer(ctx.out, count_keys_in_slot(ctx.shared, slot) as i64);
+            encode::write_integer(ctx.out, count_keys_in_slot(&ctx.lock_slot(slot), slot) as i64);
         }
         b"getkeysinslot" => {
             let slot = int(&args[2])?;
@@ -160,7 +161,7 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 .ok()
                 .filter(|&s| s < SLOTS && max >= 0)
                 .ok_or(CmdError::Static("ERR Invalid slot or number of keys"))?;
-            let keys = keys_in_slot(ctx.shared, slot, usize::try_from(max).unwrap_or(0));
+            let keys = keys_in_slot(&ctx.lock_slot(slot), slot, usize::try_from(max).unwrap_or(0));
             encode::write_array_len(ctx.out, keys.len());
             for key in keys {
                 encode::write_bulk(ctx.out, &key);
@@ -197,7 +198,7 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ok(ctx.out);
         }
         b"flushslots" => {
-            if !ctx.shared.store.db(0).is_empty() {
+            if ctx.db_len(0) != 0 {
                 return Err(CmdError::Static(
                     "ERR DB must be empty to perform CLUSTER FLUSHSLOTS.",
                 ));
@@ -209,7 +210,7 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ok(ctx.out);
         }
         b"setslot" => {
-            setslot(ctx.shared, args)?;
+            setslot(ctx, args)?;
             ok(ctx.out);
         }
         b"bumpepoch" => {
@@ -237,7 +238,7 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ok(ctx.out);
         }
         b"replicate" if args.len() == 3 => {
-            replicate(ctx.shared, &args[2])?;
+            replicate(ctx, &args[2])?;
             ok(ctx.out);
         }
         b"replicas" | b"slaves" if args.len() == 3 => {
@@ -284,7 +285,7 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 Some(a) if is(a, "soft") => false,
                 Some(_) => return Err(CmdError::Static("ERR syntax error")),
             };
-            reset(ctx.shared, hard)?;
+            reset(ctx, hard)?;
             ok(ctx.out);
         }
         b"links" => crate::cluster::bus::links::describe(ctx.shared, ctx.out, ctx.client.protocol),
@@ -386,7 +387,8 @@ fn change_slots(
 }
 
 /// CLUSTER SETSLOT slot IMPORTING|MIGRATING|STABLE|NODE.
-fn setslot(shared: &Shared, args: &[Bytes]) -> Result<(), CmdError> {
+fn setslot(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<(), CmdError> {
+    let shared = ctx.shared;
     if shared.cluster.state.read().me().is_replica() {
         return Err(CmdError::Static(
             "ERR Please use SETSLOT only with masters.",
@@ -439,7 +441,7 @@ fn setslot(shared: &Shared, args: &[Bytes]) -> Result<(), CmdError> {
                 let target = master_named(&state, &args[4], "Unknown node")?;
                 (target, state.slots[slot] == Some(state.myself))
             };
-            let keys = count_keys_in_slot(shared, slot);
+            let keys = count_keys_in_slot(&ctx.lock_slot(slot), slot);
             let myself = shared.cluster.state.read().myself;
             if mine && target != myself && keys != 0 {
                 return Err(CmdError::Owned(format!("ERR Can't assign hashslot {slot} to a different node while I still hold keys for this hash slot.")));
@@ -542,7 +544,8 @@ fn forget(shared: &Shared, name: &[u8]) -> Result<(), CmdError> {
     Ok(())
 }
 
-fn replicate(shared: &Shared, name: &[u8]) -> Result<(), CmdError> {
+fn replicate(ctx: &Ctx<'_>, name: &[u8]) -> Result<(), CmdError> {
+    let shared = ctx.shared;
     let master = {
         let state = shared.cluster.state.read();
         let node = known(&state, name)?;
@@ -555,7 +558,7 @@ fn replicate(shared: &Shared, name: &[u8]) -> Result<(), CmdError> {
             ));
         }
         let me = state.me();
-        if me.is_master() && (state.slot_count(&me.id) != 0 || !shared.store.db(0).is_empty()) {
+        if me.is_master() && (state.slot_count(&me.id) != 0 || ctx.db_len(0) != 0) {
             return Err(CmdError::Static(
                 "ERR To set a master the node must be empty and without assigned slots.",
             ));
@@ -594,16 +597,17 @@ fn set_config_epoch(shared: &Shared, epoch: i64) -> Result<(), CmdError> {
 
 /// CLUSTER RESET: forget every other node and every slot; a replica becomes an empty
 /// master; HARD also zeroes the epochs and takes a new name.
-fn reset(shared: &Shared, hard: bool) -> Result<(), CmdError> {
+fn reset(ctx: &Ctx<'_>, hard: bool) -> Result<(), CmdError> {
+    let shared = ctx.shared;
     let replica = shared.cluster.state.read().me().is_replica();
-    if !replica && !shared.store.db(0).is_empty() {
+    if !replica && ctx.db_len(0) != 0 {
         return Err(CmdError::Static(
             "ERR CLUSTER RESET can't be called with master nodes containing keys",
         ));
     }
     if replica {
         crate::repl::promote(shared);
-        shared.store.db(0).clear();
+        super::connection::clear_db(ctx, 0, false);
     }
     let others = changed(shared, |state| {
         state.set_me_master();
@@ -824,9 +828,8 @@ enum Field {
 }
 
 /// Keys of database 0 in `slot`, expired ones not yet reclaimed included (Redis's
-/// `countKeysInSlot`). The slot lies whole in one shard; only that shard is read.
-pub(crate) fn count_keys_in_slot(shared: &Shared, slot: usize) -> usize {
-    let shard = shared.store.db(0).lock_index(slot);
+/// `countKeysInSlot`). The slot lies whole in one shard, `shard`.
+pub(crate) fn count_keys_in_slot(shard: &Shard, slot: usize) -> usize {
     let mut count = 0;
     shard.for_each_stored(|key, _| {
         if usize::from(redline_resp::slot::key_slot(key)) == slot {
@@ -837,8 +840,7 @@ pub(crate) fn count_keys_in_slot(shared: &Shared, slot: usize) -> usize {
 }
 
 /// Up to `max` keys of database 0 in `slot`.
-pub(crate) fn keys_in_slot(shared: &Shared, slot: usize, max: usize) -> Vec<Vec<u8>> {
-    let shard = shared.store.db(0).lock_index(slot);
+pub(crate) fn keys_in_slot(shard: &Shard, slot: usize, max: usize) -> Vec<Vec<u8>> {
     let mut keys = Vec::new();
     shard.for_each_stored(|key, _| {
         if keys.len() < max && usize::from(redline_resp::slot::key_slot(key)) == slot {

@@ -238,10 +238,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn dbsize(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let len: usize = (0..ctx.db().shard_count())
-        .map(|i| ctx.lock_index(i).len())
-        .sum();
-    encode::write_integer(ctx.out, len as i64);
+    encode::write_integer(ctx.out, ctx.db_len(ctx.client.db) as i64);
     Ok(())
 }
 
@@ -302,7 +299,7 @@ pub fn saved_now(client: &mut crate::net::client::ClientState) {
 
 /// Empties database `db`, shard by shard (each shard under its own lock, or the ones
 /// EXEC holds).
-fn clear_db(ctx: &Ctx<'_>, db: usize, lazy: bool) {
+pub(super) fn clear_db(ctx: &Ctx<'_>, db: usize, lazy: bool) {
     for i in 0..ctx.shared.store.db(db).shard_count() {
         empty_shard(ctx.shared, &mut ctx.lock_in(db, i), lazy);
     }

@@ -126,6 +126,19 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Number of keys in database `db` (DBSIZE), read through the transaction's shards
+    /// when inside one (locking them again would deadlock).
+    pub fn db_len(&self, db: usize) -> usize {
+        (0..self.shared.store.db(db).shard_count())
+            .map(|i| self.lock_in(db, i).len())
+            .sum()
+    }
+
+    /// The shard that holds cluster hash slot `slot` in database 0.
+    pub fn lock_slot(&self, slot: usize) -> ShardRef<'a> {
+        self.lock_in(0, self.shared.store.db(0).shard_of_slot(slot))
+    }
+
     /// The shards of several keys, locked in ascending order (multi-key commands).
     pub fn lock_keys<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> KeysRef<'a> {
         match self.held {

@@ -127,6 +127,12 @@ impl Db {
         key_slot(key) as usize & self.mask
     }
 
+    /// Which shard holds the keys of cluster hash slot `slot`.
+    #[inline]
+    pub fn shard_of_slot(&self, slot: usize) -> usize {
+        slot & self.mask
+    }
+
     /// Number of shards.
     pub fn shard_count(&self) -> usize {
         self.shards.len()

@@ -242,7 +242,10 @@ async fn serve_link(
                 message,
                 now,
                 ctx,
-                &|slot| crate::cmd::cluster::count_keys_in_slot(shared, slot),
+                &|slot| {
+                    let db = shared.store.db(0);
+                    crate::cmd::cluster::count_keys_in_slot(&db.lock_index(db.shard_of_slot(slot)), slot)
+                },
             );
             state.update_state(now, settings.full_coverage, settings.node_timeout);
             outcome
@@ -349,7 +352,11 @@ fn apply(
 pub fn drop_keys_in_slots(shared: &Shared, slots: &[usize]) {
     let db = shared.store.db(0);
     for &slot in slots {
-        let keys = crate::cmd::cluster::keys_in_slot(shared, slot, usize::MAX);
+        let keys = crate::cmd::cluster::keys_in_slot(
+            &db.lock_index(db.shard_of_slot(slot)),
+            slot,
+            usize::MAX,
+        );
         for key in keys {
             let mut shard = db.lock(&key);
             if shard.remove(&key).is_some() {
