@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 use redline_resp::encode;
 
-use super::args::is;
+use super::args::{int, is};
 use super::reply::{ok, CmdError, CmdResult};
 use super::{Ctx, Handler};
 use crate::repl::journal::{Propagated, Targets};
@@ -178,6 +178,11 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ok(ctx.out);
         return Ok(());
     }
+    if is(sub, "drop-cluster-packet-filter") && args.len() == 3 {
+        ctx.shared.cluster.bus.set_drop_filter(int(&args[2])?);
+        ok(ctx.out);
+        return Ok(());
+    }
     if is(sub, "clusterlink") && args.len() == 5 && is(&args[2], "kill") {
         return kill_cluster_link(ctx, &args[3], &args[4]);
     }
@@ -186,6 +191,8 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "CLUSTERLINK KILL <to|from|all> <node-id>",
             "    Kills the link based on the direction to/from (both) with the provided node.",
+            "DROP-CLUSTER-PACKET-FILTER <packet-type>",
+            "    Drop all packets that match the filtered type. Set to -1 allow all packets.",
             "LOG <message>",
             "    Write <message> to the server log.",
             "OBJECT <key>",

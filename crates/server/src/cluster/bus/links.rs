@@ -229,6 +229,18 @@ async fn serve_link(
                 break;
             }
         };
+        if shared.cluster.bus.drops(message.header.kind) {
+            // DEBUG DROP-CLUSTER-PACKET-FILTER: counted as received, then ignored.
+            let mut state = shared.cluster.state.write();
+            if let Some(count) = state
+                .messages_received
+                .get_mut(usize::from(message.header.kind))
+            {
+                *count += 1;
+            }
+            tracing::warn!("Dropping packet that matches debug drop filter");
+            continue;
+        }
         let before = link.node;
         let outcome = {
             let settings = super::super::settings(shared);

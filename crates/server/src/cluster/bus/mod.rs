@@ -19,7 +19,7 @@ pub mod message;
 pub mod process;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -73,16 +73,39 @@ impl LinkHandle {
 }
 
 /// The bus's links.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Bus {
     /// Outbound links, by the node they lead to.
     pub(crate) outbound: Mutex<HashMap<NodeId, LinkHandle>>,
     /// Inbound links, by link id.
     pub(crate) inbound: Mutex<HashMap<u64, LinkHandle>>,
     next_id: AtomicU64,
+    /// `DEBUG DROP-CLUSTER-PACKET-FILTER`: the message type ignored on arrival, or -1.
+    drop_filter: AtomicI64,
+}
+
+impl Default for Bus {
+    fn default() -> Bus {
+        Bus {
+            outbound: Mutex::default(),
+            inbound: Mutex::default(),
+            next_id: AtomicU64::new(0),
+            drop_filter: AtomicI64::new(-1),
+        }
+    }
 }
 
 impl Bus {
+    /// Sets the message type dropped on arrival (`-1`: none), for tests of lost messages.
+    pub fn set_drop_filter(&self, kind: i64) {
+        self.drop_filter.store(kind, Ordering::Relaxed);
+    }
+
+    /// Whether a message of type `kind` is dropped on arrival.
+    fn drops(&self, kind: u16) -> bool {
+        self.drop_filter.load(Ordering::Relaxed) == i64::from(kind)
+    }
+
     fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed) + 1
     }
