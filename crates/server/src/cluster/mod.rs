@@ -70,6 +70,9 @@ pub struct Settings {
     pub replica_migration: bool,
     /// `cluster-replica-no-failover`.
     pub no_failover: bool,
+    /// `cluster-migration-barrier`: the working replicas a master keeps before one of
+    /// them may move to an orphaned master.
+    pub migration_barrier: u64,
     /// `cluster-replica-validity-factor`.
     pub validity_factor: u64,
     /// `cluster-announce-ip`.
@@ -102,6 +105,7 @@ impl Settings {
             pubsubshard_when_down: config.param_bool("cluster-allow-pubsubshard-when-down"),
             replica_migration: config.param_bool("cluster-allow-replica-migration"),
             no_failover: config.param_bool("cluster-replica-no-failover"),
+            migration_barrier: int("cluster-migration-barrier"),
             validity_factor: int("cluster-replica-validity-factor"),
             announce_ip: config.param("cluster-announce-ip").to_string(),
             announce_hostname: config.param("cluster-announce-hostname").to_string(),

@@ -184,6 +184,9 @@ pub struct Node {
     pub created: u64,
     /// Masters that reported it failing, with the time of their last report.
     pub fail_reports: Vec<(NodeId, u64)>,
+    /// Since when it has been a master with slots and no working replica (0: it is
+    /// not), for replica migration.
+    pub orphaned_since: u64,
 }
 
 impl Node {
@@ -208,6 +211,7 @@ impl Node {
             voted_time: 0,
             created: 0,
             fail_reports: Vec::new(),
+            orphaned_since: 0,
         }
     }
 

@@ -192,6 +192,10 @@ pub fn parse(text: &str, now: u64) -> Result<ClusterState, String> {
             .entry(id)
             .or_insert_with(|| Node::new(id, "", 0, 0, 0, now));
     }
+    let masters: Vec<NodeId> = state.nodes.values().filter_map(|n| n.master).collect();
+    for master in masters {
+        state.mark_has_had_replicas(&master);
+    }
     for (slot, owner) in slots {
         state.add_slot(slot, owner);
     }

@@ -261,6 +261,17 @@ impl ClusterState {
         me.flags.clear(Flags::MASTER | Flags::MIGRATE_TO);
         me.flags.set(Flags::REPLICA);
         me.master = Some(master);
+        self.mark_has_had_replicas(&master);
+    }
+
+    /// Marks `master` as one that has had a replica: if it loses them all while serving
+    /// slots, replicas of other masters may move to it (Redis's `MIGRATE_TO` flag).
+    pub fn mark_has_had_replicas(&mut self, master: &NodeId) {
+        if let Some(node) = self.nodes.get_mut(master) {
+            if node.is_master() {
+                node.flags.set(Flags::MIGRATE_TO);
+            }
+        }
     }
 
     /// Makes this node a master again (a failover won, CLUSTER RESET).

@@ -223,6 +223,21 @@ fn tick(shared: &Arc<Shared>, iteration: u64) {
     } else if step.pong_all {
         super::broadcast_pong(shared);
     }
+    let migrate_to = {
+        let mut state = shared.cluster.state.write();
+        let target = super::migration::target(&mut state, &settings, now);
+        if let Some(target) = target {
+            tracing::info!("Migrating to orphaned master {target}");
+            state.set_my_master(target);
+            state.election.reset_manual();
+            state.update_state(now, settings.full_coverage, node_timeout);
+        }
+        target
+    };
+    if let Some(target) = migrate_to {
+        super::replicate_master(shared, target);
+        save = true;
+    }
     if save || step.save {
         let _ = shared.cluster.save_synced();
     }

@@ -7,6 +7,7 @@
 //! - [`build`]: the messages this node sends.
 //! - [`process`]: what a received message changes.
 //! - [`failure`], [`failover`]: failure detection, replica promotion.
+//! - [`migration`]: replicas moving to masters left without one.
 //! - [`links`]: the link tasks and CLUSTER LINKS.
 //! - [`cron`]: the periodic work.
 
@@ -16,6 +17,7 @@ pub mod failover;
 pub mod failure;
 pub mod links;
 pub mod message;
+pub mod migration;
 pub mod process;
 
 use std::collections::HashMap;

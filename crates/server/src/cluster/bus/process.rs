@@ -431,6 +431,9 @@ fn update_role(state: &mut ClusterState, id: &NodeId, master: Option<NodeId>, ou
                     out.save = true;
                 }
             }
+            if known {
+                state.mark_has_had_replicas(&master);
+            }
         }
     }
 }
