@@ -155,6 +155,11 @@ impl Server {
             let (std_listeners, _) =
                 listener::bind_all(&bind, bus_port).map_err(failed(bus_port, "cluster"))?;
             bus_listeners = listener::to_tokio(std_listeners)?;
+            if !shared.is_master() {
+                // A replica by its nodes.conf keeps keys past their deadline for its
+                // master's DELs from the start, before its link to the master begins.
+                shared.store.events().set_replica(true);
+            }
         }
         if let Some(tls_config) = tls_config {
             shared.tls.install(tls_config);

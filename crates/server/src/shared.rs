@@ -201,6 +201,17 @@ impl Shared {
         self.port.load(Ordering::Relaxed)
     }
 
+    /// Whether this server is a master (Redis's `iAmMaster`): in cluster mode as its
+    /// node's role says (nodes.conf is read before the data), else when it has no
+    /// `replicaof`.
+    pub fn is_master(&self) -> bool {
+        if self.cluster.enabled() {
+            self.cluster.state.read().me().is_master()
+        } else {
+            self.config.read().replicaof().is_none()
+        }
+    }
+
     /// Records the port after CONFIG SET port.
     pub fn set_port(&self, port: u16) {
         self.port.store(port, Ordering::Relaxed);

@@ -380,3 +380,119 @@ fn publish_reaches_every_node_and_spublish_its_shard() {
     let reply = text(&conn(cluster.addr(other).port()).cmd(&["SPUBLISH", "news", "x"]));
     assert!(reply.starts_with(&format!("MOVED {slot} ")), "{reply}");
 }
+
+/// The flags `node` has in `observer`'s CLUSTER NODES.
+fn flags_seen(cluster: &RedisCluster, observer: usize, node: usize) -> String {
+    let nodes = cluster
+        .cmd(observer, &["CLUSTER", "NODES"])
+        .unwrap()
+        .text()
+        .unwrap_or_default();
+    let id = cluster.node_id(node);
+    nodes
+        .lines()
+        .find(|l| l.starts_with(id))
+        .and_then(|l| l.split(' ').nth(2))
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn a_replica_moves_to_an_orphaned_master_and_nofailover_spreads() {
+    let mut cluster = RedisCluster::builder()
+        .redline()
+        .masters(3)
+        .replicas_per_master(2)
+        .node_timeout(Duration::from_millis(1000))
+        .start()
+        .unwrap();
+    let ranges = cluster.slot_ranges().unwrap();
+    let orphan = ranges[0].clone();
+    // `cluster-replica-no-failover` shows as a flag of the replica on the other nodes.
+    let careful = ranges[1].replicas[0];
+    cluster
+        .cmd(
+            careful,
+            &["CONFIG", "SET", "cluster-replica-no-failover", "yes"],
+        )
+        .unwrap();
+    wait_until("the nofailover flag to spread", || {
+        flags_seen(&cluster, orphan.master, careful).contains("nofailover")
+    });
+    // The first master loses both replicas; one replica of the others (which keep two)
+    // moves to it once the loss is a FAIL and 5 s have passed.
+    for &replica in &orphan.replicas {
+        cluster.kill(replica).unwrap();
+    }
+    let orphan_id = cluster.node_id(orphan.master).to_string();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let moved = loop {
+        let nodes = text(&conn(cluster.addr(orphan.master).port()).cmd(&["CLUSTER", "NODES"]));
+        let replica = nodes.lines().find_map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            let live_replica = fields[2].contains("slave") && !fields[2].contains("fail");
+            (live_replica && fields[3] == orphan_id)
+                .then(|| (0..cluster.len()).find(|&n| cluster.node_id(n) == fields[0]))
+                .flatten()
+                .filter(|n| !orphan.replicas.contains(n))
+        });
+        if let Some(n) = replica {
+            break n;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no replica moved to the orphaned master:\n{nodes}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(ranges[1..].iter().any(|r| r.replicas.contains(&moved)));
+    // Only one moved: every other master keeps a replica.
+    std::thread::sleep(Duration::from_secs(2));
+    for range in &ranges[1..] {
+        let left = range.replicas.iter().filter(|&&r| r != moved).count();
+        assert!(left >= 1, "{range:?} lost its replicas");
+    }
+}
+
+#[test]
+fn a_restarted_replica_keeps_keys_past_their_deadline_for_its_master() {
+    let mut cluster = RedisCluster::builder().redline().start().unwrap();
+    let range = cluster.slot_ranges().unwrap()[0].clone();
+    let (master, replica) = (range.master, range.replicas[0]);
+    let tag = (0..)
+        .map(|i| format!("t{i}"))
+        .find(|t| (range.start..=range.end).contains(&key_slot(t.as_bytes())))
+        .unwrap();
+    for i in 0..50 {
+        let key = format!("{{{tag}}}:{i}");
+        cluster
+            .cmd(master, &["SET", &key, "v", "PX", "1500"])
+            .unwrap();
+    }
+    cluster
+        .cmd(master, &["SET", &format!("{{{tag}}}:kept"), "v"])
+        .unwrap();
+    let master_keys = cluster.cmd(master, &["DBSIZE"]).unwrap().integer();
+    wait_until("the replica to catch up", || {
+        cluster.cmd(replica, &["DBSIZE"]).unwrap().integer() == master_keys
+    });
+    cluster.cmd(replica, &["SAVE"]).unwrap();
+    cluster.kill(replica).unwrap();
+    cluster
+        .cmd(master, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"])
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2000));
+    // Its nodes.conf says replica: it loads the expired keys and leaves them to the
+    // master's DELs, as a configured replica does.
+    cluster.restart(replica).unwrap();
+    assert_eq!(
+        cluster.cmd(replica, &["DBSIZE"]).unwrap().integer(),
+        master_keys
+    );
+    cluster
+        .cmd(master, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"])
+        .unwrap();
+    wait_until("the master's DELs", || {
+        cluster.cmd(replica, &["DBSIZE"]).unwrap().integer() == Some(1)
+    });
+}

@@ -152,7 +152,10 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 .ok()
                 .filter(|&s| s < SLOTS)
                 .ok_or(CmdError::Static("ERR Invalid slot"))?;
-            encode::write_integer(ctx.out, count_keys_in_slot(&ctx.lock_slot(slot), slot) as i64);
+            encode::write_integer(
+                ctx.out,
+                count_keys_in_slot(&ctx.lock_slot(slot), slot) as i64,
+            );
         }
         b"getkeysinslot" => {
             let slot = int(&args[2])?;
@@ -161,7 +164,11 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 .ok()
                 .filter(|&s| s < SLOTS && max >= 0)
                 .ok_or(CmdError::Static("ERR Invalid slot or number of keys"))?;
-            let keys = keys_in_slot(&ctx.lock_slot(slot), slot, usize::try_from(max).unwrap_or(0));
+            let keys = keys_in_slot(
+                &ctx.lock_slot(slot),
+                slot,
+                usize::try_from(max).unwrap_or(0),
+            );
             encode::write_array_len(ctx.out, keys.len());
             for key in keys {
                 encode::write_bulk(ctx.out, &key);

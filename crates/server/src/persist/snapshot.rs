@@ -622,7 +622,7 @@ pub fn load_at_start(shared: &Shared) -> Result<(), String> {
     loading.begin(bytes.len() as u64);
     // A replica keeps keys past their deadline for its master's DELs, as Redis's does;
     // a master skips them, and sends their DELs if it continues its history.
-    let replica = shared.config.read().replicaof().is_some();
+    let replica = !shared.is_master();
     let options = LoadOptions {
         keep_expired: replica,
         record_expired: !replica,
@@ -674,7 +674,7 @@ fn continue_saved_history(shared: &Shared, loaded: &Loaded) {
     };
     let journal = &shared.repl.journal;
     let backlog_size = crate::repl::master::backlog_size(shared);
-    if shared.config.read().replicaof().is_some() {
+    if !shared.is_master() {
         journal.stream().adopt(id, offset, backlog_size);
         *shared.repl.resumed_stream_db.lock() = Some(db);
         return;

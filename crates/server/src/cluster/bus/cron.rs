@@ -67,6 +67,16 @@ fn tick(shared: &Arc<Shared>, iteration: u64) {
             .collect();
         let mut state = shared.cluster.state.write();
         let myself = state.myself;
+        // `cluster-replica-no-failover` is a flag of this node, which its messages carry.
+        let me = state.me_mut();
+        if me.flags.any(Flags::NOFAILOVER) != settings.no_failover {
+            if settings.no_failover {
+                me.flags.set(Flags::NOFAILOVER);
+            } else {
+                me.flags.clear(Flags::NOFAILOVER);
+            }
+            save = true;
+        }
         let expired: Vec<NodeId> = state
             .nodes
             .values()

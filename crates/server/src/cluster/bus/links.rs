@@ -256,7 +256,10 @@ async fn serve_link(
                 ctx,
                 &|slot| {
                     let db = shared.store.db(0);
-                    crate::cmd::cluster::count_keys_in_slot(&db.lock_index(db.shard_of_slot(slot)), slot)
+                    crate::cmd::cluster::count_keys_in_slot(
+                        &db.lock_index(db.shard_of_slot(slot)),
+                        slot,
+                    )
                 },
             );
             state.update_state(now, settings.full_coverage, settings.node_timeout);

@@ -41,8 +41,7 @@ pub fn target(state: &mut ClusterState, settings: &Settings, now: u64) -> Option
         }
     }
     // Only a replica of one of the best-served masters moves, and only if one has two.
-    if orphaned == 0 || max_replicas < 2 || mine != max_replicas || !settings.replica_migration
-    {
+    if orphaned == 0 || max_replicas < 2 || mine != max_replicas || !settings.replica_migration {
         return None;
     }
     if !state.ok || mine as u64 <= settings.migration_barrier {
