@@ -73,6 +73,8 @@ pub struct Settings {
     /// `cluster-migration-barrier`: the working replicas a master keeps before one of
     /// them may move to an orphaned master.
     pub migration_barrier: u64,
+    /// `cluster-link-sendbuf-limit`: bytes a link may hold unwritten (0: no limit).
+    pub link_sendbuf_limit: u64,
     /// `cluster-replica-validity-factor`.
     pub validity_factor: u64,
     /// `cluster-announce-ip`.
@@ -106,6 +108,7 @@ impl Settings {
             replica_migration: config.param_bool("cluster-allow-replica-migration"),
             no_failover: config.param_bool("cluster-replica-no-failover"),
             migration_barrier: int("cluster-migration-barrier"),
+            link_sendbuf_limit: int("cluster-link-sendbuf-limit"),
             validity_factor: int("cluster-replica-validity-factor"),
             announce_ip: config.param("cluster-announce-ip").to_string(),
             announce_hostname: config.param("cluster-announce-hostname").to_string(),

@@ -3,6 +3,8 @@
 //! [`crate::cluster`]'s state, save it to nodes.conf before answering, and let the bus
 //! tell the other nodes.
 
+use std::sync::atomic::Ordering;
+
 use bytes::Bytes;
 use redline_resp::command;
 use redline_resp::encode;
@@ -138,7 +140,8 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             encode::write_verbatim(ctx.out, ctx.client.protocol, b"txt", text.as_bytes());
         }
         b"info" => {
-            let text = info(&ctx.shared.cluster.state.read());
+            let limited = ctx.shared.cluster.bus.buffer_limit_exceeded.load(Ordering::Relaxed);
+            let text = info(&ctx.shared.cluster.state.read(), limited);
             encode::write_verbatim(ctx.out, ctx.client.protocol, b"txt", text.as_bytes());
         }
         b"slots" => slots(ctx),
@@ -650,7 +653,7 @@ fn reset(ctx: &Ctx<'_>, hard: bool) -> Result<(), CmdError> {
 }
 
 /// CLUSTER INFO.
-fn info(state: &ClusterState) -> String {
+fn info(state: &ClusterState, links_over_limit: u64) -> String {
     use std::fmt::Write;
     let (mut assigned, mut ok, mut pfail, mut fail) = (0, 0, 0, 0);
     for owner in state.slots.iter().flatten() {
@@ -683,7 +686,10 @@ fn info(state: &ClusterState) -> String {
             counts.iter().sum::<u64>()
         );
     }
-    text.push_str("total_cluster_links_buffer_limit_exceeded:0\r\n");
+    let _ = write!(
+        text,
+        "total_cluster_links_buffer_limit_exceeded:{links_over_limit}\r\n"
+    );
     text
 }
 

@@ -58,6 +58,7 @@ fn tick(shared: &Arc<Shared>, iteration: u64) {
     let mut drop_links: Vec<NodeId> = Vec::new();
     let mut follow = None;
     let mut save = false;
+    bus.close_links_over(settings.link_sendbuf_limit);
     {
         let linked: std::collections::HashMap<NodeId, u64> = bus
             .outbound

@@ -11,6 +11,7 @@ use redline_resp::{encode, Protocol};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
+use tokio_util::task::AbortOnDropHandle;
 
 use super::super::node::{Flags, NodeId};
 use super::message::{self, DecodeError, Message};
@@ -45,13 +46,15 @@ async fn read_message(
     Ok(Some(message::decode(buf)))
 }
 
-/// Writes what the channel brings until it closes or the connection fails.
+/// Writes what the channel brings until it closes or the connection fails. The writer
+/// ends with its link's task, even when that task is aborted (a writer blocked on a
+/// peer that stopped reading would otherwise keep the connection and its queue).
 fn spawn_writer(
     mut writer: tokio::io::WriteHalf<TcpStream>,
     mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
     queued: Arc<AtomicU64>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+) -> AbortOnDropHandle<()> {
+    AbortOnDropHandle::new(tokio::spawn(async move {
         while let Some(bytes) = rx.recv().await {
             let len = bytes.len() as u64;
             if writer.write_all(&bytes).await.is_err() {
@@ -59,7 +62,7 @@ fn spawn_writer(
             }
             queued.fetch_sub(len.min(queued.load(Ordering::Relaxed)), Ordering::Relaxed);
         }
-    })
+    }))
 }
 
 fn ips(stream: &TcpStream) -> (String, String) {
@@ -274,7 +277,7 @@ async fn serve_link(
             break;
         }
     }
-    writer.abort();
+    drop(writer);
     link.node
 }
 

@@ -84,6 +84,8 @@ pub struct Bus {
     next_id: AtomicU64,
     /// `DEBUG DROP-CLUSTER-PACKET-FILTER`: the message type ignored on arrival, or -1.
     drop_filter: AtomicI64,
+    /// Links closed for exceeding `cluster-link-sendbuf-limit` (CLUSTER INFO).
+    pub buffer_limit_exceeded: AtomicU64,
 }
 
 impl Default for Bus {
@@ -93,6 +95,7 @@ impl Default for Bus {
             inbound: Mutex::default(),
             next_id: AtomicU64::new(0),
             drop_filter: AtomicI64::new(-1),
+            buffer_limit_exceeded: AtomicU64::new(0),
         }
     }
 }
@@ -144,6 +147,28 @@ impl Bus {
             }
             !theirs
         });
+    }
+
+    /// Closes the links whose unwritten messages exceed `limit` bytes
+    /// (`cluster-link-sendbuf-limit`; 0 is no limit): a node that stopped reading does
+    /// not make this one buffer without end. The cron opens a new outbound link.
+    pub fn close_links_over(&self, limit: u64) {
+        if limit == 0 {
+            return;
+        }
+        let over = |direction: &str, link: &LinkHandle| {
+            let queued = link.queued.load(Ordering::Relaxed);
+            if queued <= limit {
+                return false;
+            }
+            let node = link.node.map(|n| n.to_string()).unwrap_or_default();
+            tracing::warn!("Freeing cluster link({direction} node {node}, used memory: {queued}) due to exceeding send buffer memory limit.");
+            link.abort();
+            self.buffer_limit_exceeded.fetch_add(1, Ordering::Relaxed);
+            true
+        };
+        self.outbound.lock().retain(|_, link| !over("to", link));
+        self.inbound.lock().retain(|_, link| !over("from", link));
     }
 
     /// Closes every link (CLUSTER RESET, shutdown).
