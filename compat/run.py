@@ -69,12 +69,22 @@ SPAWNED_UNITS = [
     "integration/logging", "integration/psync2", "integration/psync2-reg",
     "integration/psync2-pingoff", "integration/psync2-master-restart", "integration/failover",
     "integration/redis-cli", "integration/redis-benchmark", "integration/dismiss-mem",
+    "cluster-suite",
 ]
+
+# Redis's separate cluster test suite (`runtest-cluster`: tests/cluster/tests/*.tcl on up
+# to 20 nodes it starts itself), last in SPAWNED_UNITS. It runs once per server; each of
+# its files is reported as a unit `cluster-suite/<file>`.
+CLUSTER_SUITE = "cluster-suite"
 
 # Tools the suite runs from its `src/` besides the server.
 SUITE_TOOLS = ["redis-cli", "redis-benchmark", "redis-check-aof", "redis-check-rdb"]
 
 OK = re.compile(r"^\[ok\]: (.*) \(\d+ ms\)$")
+# The cluster suite prints "HH:MM:SS> <test>: " then OK or "FAILED: <why>", sometimes
+# with progress output between them.
+CLUSTER_TEST = re.compile(r"^\d\d:\d\d:\d\d> (.*)$")
+CLUSTER_UNIT = re.compile(r"^Testing unit: (\S+)\.tcl$")
 ERR = re.compile(r"^\[err\]: (.*) in (tests/\S+)$")
 SKIP = re.compile(r"^\[(?:skip|ignore)\]: (.*)$")
 EXCEPTION = re.compile(r"^\[exception\]: (.*)$")
@@ -236,6 +246,97 @@ def run_unit_spawned(kind: str, tree: Path, unit: str, results: Path, timeout: i
     return result
 
 
+def cluster_test_name(head: str) -> str:
+    """A cluster-suite test's name from what precedes its verdict: the name and ": ",
+    then any progress output (which has no ": " of its own)."""
+    head = head.rstrip()
+    if head.endswith(":"):
+        return head[:-1]
+    return head.rsplit(": ", 1)[0]
+
+
+def parse_cluster_suite(output: str) -> dict:
+    """Results per `cluster-suite/<file>` unit from one run of the cluster suite."""
+    units: dict = {}
+    current = None
+    pending = None
+    lines = [ANSI.sub("", line.rstrip("\r")) for line in output.splitlines()]
+    for line in lines:
+        if m := CLUSTER_UNIT.match(line):
+            current = units.setdefault(f"{CLUSTER_SUITE}/{m.group(1)}", {
+                "passed": [], "failed": {}, "skipped": [], "exception": None})
+            pending = None
+            continue
+        if current is None:
+            continue
+        if m := CLUSTER_TEST.match(line):
+            pending = line = m.group(1)
+        if pending is None:
+            if line.startswith("FAILED: caught an error") and current["exception"] is None:
+                current["exception"] = line[len("FAILED: "):][:400]
+            continue
+        if "FAILED: " in line:
+            at = line.index("FAILED: ")
+            head = line[:at] if line is pending else pending
+            current["failed"].setdefault(cluster_test_name(head), line[at + 8:][:300])
+            pending = None
+        elif line.endswith("OK"):
+            head = line[:-2] if line is pending else pending
+            current["passed"].append(cluster_test_name(head))
+            pending = None
+    return units
+
+
+def kill_processes_under(tree: Path) -> None:
+    """Kills every process whose working directory is inside `tree`."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if cwd.startswith(f"{tree}/"):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def run_cluster_suite(kind: str, tree: Path, results: Path, timeout: int) -> dict:
+    """Runs Redis's cluster suite once in `tree`; its results per file."""
+    log_path = results / f"{kind}-spawned" / "cluster-suite.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    proc = subprocess.Popen(["tclsh", "tests/cluster/run.tcl"], cwd=tree,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if timed_out:
+        out, _ = proc.communicate()
+    # Its 20 nodes run in the background, outside the suite's process group: the suite
+    # kills them at its end, a timed-out run leaves them behind.
+    kill_processes_under(tree)
+    output = (out or b"").decode("utf-8", "replace")
+    log_path.write_text(output)
+    units = parse_cluster_suite(output)
+    seconds = round(time.monotonic() - started, 1)
+    if timed_out and units:
+        last = list(units.values())[-1]
+        last["exception"] = last["exception"] or f"suite timed out after {timeout}s"
+    for result in units.values():
+        result["seconds"] = seconds
+    shutil.rmtree(tree / "tests" / "cluster" / "tmp", ignore_errors=True)
+    (tree / "tests" / "cluster" / "tmp").mkdir(exist_ok=True)
+    return units
+
+
 # A needs.tsv reason starting with this marks a test redline-server's run skips: one
 # that would abort its unit there (the suite stops a unit at an error outside a test's
 # own checks), so the unit's later tests are reached. It still counts as not passed.
@@ -287,11 +388,23 @@ def missing_tests(redis_ok: Counter, redline_ok: Counter, short: Counter) -> lis
     return missing
 
 
+def report_units(summary: dict, spawned: bool) -> list[str]:
+    """The report's units in order, the cluster suite's files in place of it."""
+    units = []
+    for unit in SPAWNED_UNITS if spawned else UNITS:
+        if unit == CLUSTER_SUITE:
+            prefix = f"{CLUSTER_SUITE}/"
+            units += sorted(u for u in summary.get("units", {}) if u.startswith(prefix))
+        else:
+            units.append(unit)
+    return units
+
+
 def write_report(summary: dict, needs: dict, path: Path, meta: dict,
                  spawned: bool = False) -> None:
     rows, gaps = [], []
     total_redis = total_redline = total_both = 0
-    for unit in SPAWNED_UNITS if spawned else UNITS:
+    for unit in report_units(summary, spawned):
         entry = summary.get("units", {}).get(unit)
         if not entry or "redis" not in entry:
             continue
@@ -329,6 +442,8 @@ def write_report(summary: dict, needs: dict, path: Path, meta: dict,
             "`src/redis-server`, with its configuration files, restarts and replicas) with `"
             + " ".join(SUITE_OPTIONS) + "`,",
             "one unit at a time, once with redis-server and once with redline-server there.",
+            "Redis's separate cluster suite (`runtest-cluster`, up to 20 nodes it starts",
+            "itself) runs once per server; its files are the `cluster-suite/` units.",
         ] if spawned else [
             "Generated by `make compat` (compat/run.py). Redis's Tcl suite, tag 7.0.15, runs",
             "unmodified in external-server mode with `" + " ".join(SUITE_OPTIONS) + "`, one",
@@ -416,6 +531,14 @@ def main() -> int:
             # The suite's own test server listens on a port of its range (and that
             # port + 10000): a range per run, so runs side by side do not collide.
             baseport = 20000 + (os.getpid() % 80) * 100
+            if spawned and unit == CLUSTER_SUITE:
+                timeout = max(args.timeout, 3600)
+                for name, r in run_cluster_suite(kind, trees[kind], results, timeout).items():
+                    summary["units"].setdefault(name, {})[kind] = r
+                    print(f"compat: {name:34} {kind:8} ok {len(r['passed']):4} err "
+                          f"{len(r['failed']):4}", flush=True)
+                summary_path.write_text(json.dumps(summary, indent=1, sort_keys=True))
+                continue
             if spawned:
                 skip = skipped_tests(needs, unit) if kind == "redline" else []
                 r = run_unit_spawned(kind, trees[kind], unit, results, args.timeout, baseport,

@@ -86,6 +86,12 @@ fn one_node_answers_cluster_commands_like_redis() {
                 format!("{args:?} -> {reply}").replace(&id, "<id>")
             })
             .collect();
+        // A READONLY client shows the `r` flag.
+        c.cmd(&["READONLY"]);
+        let client = text(&c.cmd(&["CLIENT", "INFO"]));
+        let flags = client.split(' ').find(|f| f.starts_with("flags="));
+        transcript.push(format!("READONLY, then CLIENT INFO: {flags:?}"));
+        c.cmd(&["READWRITE"]);
         // The cluster is up once the node's start-up delay passed.
         let port = node.port;
         wait_until("cluster_state:ok", || {
@@ -495,4 +501,33 @@ fn a_restarted_replica_keeps_keys_past_their_deadline_for_its_master() {
     wait_until("the master's DELs", || {
         cluster.cmd(replica, &["DBSIZE"]).unwrap().integer() == Some(1)
     });
+}
+
+#[test]
+fn scripts_and_transactions_run_on_a_slot_being_migrated() {
+    let mut cluster = RedisCluster::builder().redline().start().unwrap();
+    let ranges = cluster.slot_ranges().unwrap();
+    let (from, to) = (ranges[0].master, ranges[1].master);
+    let key = (0..)
+        .map(|i| format!("m{i}"))
+        .find(|k| (ranges[0].start..=ranges[0].end).contains(&key_slot(k.as_bytes())))
+        .unwrap();
+    let slot = key_slot(key.as_bytes()).to_string();
+    let mut c = conn(cluster.addr(from).port());
+    c.ok(&["SET", &key, "here"]);
+    let to_id = cluster.node_id(to).to_string();
+    c.ok(&["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id]);
+    // The key is still here: a script's call and a transaction read it (their slot
+    // checks read the shards the script or EXEC already holds).
+    let script = "return redis.call('get', KEYS[1])";
+    assert_eq!(text(&c.cmd(&["EVAL", script, "1", &key])), "here");
+    c.ok(&["MULTI"]);
+    assert_eq!(text(&c.cmd(&["GET", &key])), "QUEUED");
+    assert_eq!(text(&c.cmd(&["EXEC"])), "here");
+    // A missing key of the slot is asked for at the target.
+    let other = format!("{{{key}}}x");
+    let ask = text(&c.cmd(&["EVAL", script, "1", &other]));
+    assert!(ask.starts_with("ASK "), "{ask}");
+    c.ok(&["CLUSTER", "SETSLOT", &slot, "STABLE"]);
+    assert_eq!(text(&c.cmd(&["EVAL", script, "1", &key])), "here");
 }

@@ -134,9 +134,10 @@ pub fn check(
     let (mut missing, mut existing) = (0usize, 0usize);
     if (migrating || importing) && !pubsubshard {
         // Expired keys count as missing, as Redis's lookup sees them; nothing is touched.
+        // Read through the caller's shards when a script or transaction holds them.
         let db = ctx.shared.store.db(0);
         for key in &keys {
-            if db.lock(key).peek_live(key) {
+            if ctx.lock_in(0, db.shard_index(key)).peek_live(key) {
                 existing += 1;
             } else {
                 missing += 1;

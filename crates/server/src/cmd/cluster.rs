@@ -140,7 +140,12 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             encode::write_verbatim(ctx.out, ctx.client.protocol, b"txt", text.as_bytes());
         }
         b"info" => {
-            let limited = ctx.shared.cluster.bus.buffer_limit_exceeded.load(Ordering::Relaxed);
+            let limited = ctx
+                .shared
+                .cluster
+                .bus
+                .buffer_limit_exceeded
+                .load(Ordering::Relaxed);
             let text = info(&ctx.shared.cluster.state.read(), limited);
             encode::write_verbatim(ctx.out, ctx.client.protocol, b"txt", text.as_bytes());
         }

@@ -339,6 +339,9 @@ impl ClientState {
         if self.close_after_reply {
             flags.push('c');
         }
+        if self.readonly {
+            flags.push('r');
+        }
         if flags.is_empty() {
             flags.push('N');
         }
