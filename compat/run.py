@@ -212,6 +212,26 @@ def spawned_tree(src: Path, binary: str) -> Path:
     return tree
 
 
+def run_suite(cmd: list[str], tree: Path, timeout: int) -> tuple[str, bool]:
+    """Runs the suite's `cmd` in `tree` for at most `timeout` seconds, then kills its
+    process group (the servers it started are in it): its output, and whether it timed
+    out."""
+    proc = subprocess.Popen(cmd, cwd=tree, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if timed_out:
+        out, _ = proc.communicate()
+    return (out or b"").decode("utf-8", "replace"), timed_out
+
+
 def run_unit_spawned(kind: str, tree: Path, unit: str, results: Path, timeout: int,
                      baseport: int, skip: list[str]) -> dict:
     log_path = results / f"{kind}-spawned" / f"{unit.replace('/', '_')}.log"
@@ -222,21 +242,7 @@ def run_unit_spawned(kind: str, tree: Path, unit: str, results: Path, timeout: i
            "--timeout", str(timeout)] + SUITE_OPTIONS
     for test in skip:
         cmd += ["--skiptest", test]
-    proc = subprocess.Popen(cmd, cwd=tree, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    # The suite's servers are in its process group: none outlives the unit.
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    if timed_out:
-        out, _ = proc.communicate()
-    output = (out or b"").decode("utf-8", "replace")
+    output, timed_out = run_suite(cmd, tree, timeout)
     log_path.write_text(output)
     result = parse(output)
     if timed_out:
@@ -306,24 +312,10 @@ def run_cluster_suite(kind: str, tree: Path, results: Path, timeout: int) -> dic
     log_path = results / f"{kind}-spawned" / "cluster-suite.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    proc = subprocess.Popen(["tclsh", "tests/cluster/run.tcl"], cwd=tree,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    if timed_out:
-        out, _ = proc.communicate()
+    output, timed_out = run_suite(["tclsh", "tests/cluster/run.tcl"], tree, timeout)
     # Its 20 nodes run in the background, outside the suite's process group: the suite
     # kills them at its end, a timed-out run leaves them behind.
     kill_processes_under(tree)
-    output = (out or b"").decode("utf-8", "replace")
     log_path.write_text(output)
     units = parse_cluster_suite(output)
     seconds = round(time.monotonic() - started, 1)
