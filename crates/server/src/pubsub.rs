@@ -180,6 +180,42 @@ impl PubSub {
         self.table(kind).read().get(name).map_or(0, |l| l.len())
     }
 
+    /// Unsubscribes every listener of the shard channels in `slots` (cluster mode: this
+    /// node's shard no longer serves them). Each listener gets a `sunsubscribe` message
+    /// with the shard channels it has left, and drops the channel from its own list
+    /// before its next command.
+    pub fn drop_shard_slots(&self, slots: &[usize]) {
+        let dropped: Vec<(Bytes, Vec<Listener>)> = {
+            let mut table = self.shard_channels.write();
+            let names: Vec<Bytes> = table
+                .keys()
+                .filter(|c| slots.contains(&usize::from(redline_resp::slot::key_slot(c))))
+                .cloned()
+                .collect();
+            names
+                .into_iter()
+                .filter_map(|name| table.remove(&name).map(|l| (name, l)))
+                .collect()
+        };
+        for (channel, listeners) in dropped {
+            for l in listeners {
+                // The count is of shard channels only, as in SUNSUBSCRIBE's replies.
+                let left = self
+                    .shard_channels
+                    .read()
+                    .values()
+                    .filter(|others| others.iter().any(|o| o.id == l.id))
+                    .count();
+                let mut notice = BytesMut::new();
+                encode::write_push_len(&mut notice, l.mailbox.protocol(), 3);
+                encode::write_bulk(&mut notice, b"sunsubscribe");
+                encode::write_bulk(&mut notice, &channel);
+                encode::write_integer(&mut notice, left as i64);
+                l.mailbox.drop_shard_channel(channel.clone(), &notice);
+            }
+        }
+    }
+
     /// Number of distinct patterns listened to (PUBSUB NUMPAT).
     pub fn pattern_count(&self) -> usize {
         self.patterns.read().len()

@@ -491,6 +491,9 @@ fn a_restarted_replica_keeps_keys_past_their_deadline_for_its_master() {
     // Its nodes.conf says replica: it loads the expired keys and leaves them to the
     // master's DELs, as a configured replica does.
     cluster.restart(replica).unwrap();
+    // Several turns of its expiry cycle later (10 a second), they are still there:
+    // loaded deadlines are its master's to enforce, not ones a client gave it.
+    std::thread::sleep(Duration::from_millis(500));
     assert_eq!(
         cluster.cmd(replica, &["DBSIZE"]).unwrap().integer(),
         master_keys
@@ -504,7 +507,7 @@ fn a_restarted_replica_keeps_keys_past_their_deadline_for_its_master() {
 }
 
 #[test]
-fn scripts_and_transactions_run_on_a_slot_being_migrated() {
+fn a_slot_being_migrated_serves_scripts_transactions_and_shard_subscribers() {
     let mut cluster = RedisCluster::builder().redline().start().unwrap();
     let ranges = cluster.slot_ranges().unwrap();
     let (from, to) = (ranges[0].master, ranges[1].master);
@@ -530,4 +533,32 @@ fn scripts_and_transactions_run_on_a_slot_being_migrated() {
     assert!(ask.starts_with("ASK "), "{ask}");
     c.ok(&["CLUSTER", "SETSLOT", &slot, "STABLE"]);
     assert_eq!(text(&c.cmd(&["EVAL", script, "1", &key])), "here");
+
+    // Once the slot is another node's, the subscribers of its shard channels here are
+    // unsubscribed and told so, each with the shard channels it has left.
+    let channel = format!("{{{key}}}news");
+    let mut sub = conn(cluster.addr(from).port());
+    sub.send(&["SUBSCRIBE", "plain"]);
+    sub.read().unwrap();
+    sub.send(&["SSUBSCRIBE", &channel]);
+    assert_eq!(
+        text(&sub.read().unwrap()),
+        format!("ssubscribe {channel} 1")
+    );
+    c.cmd(&["DEL", &key]);
+    c.ok(&["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
+    assert_eq!(
+        text(&sub.read().unwrap()),
+        format!("sunsubscribe {channel} 0")
+    );
+    // The client forgot it: unsubscribing from every shard channel names none, and it
+    // is still subscribed to its plain channel.
+    sub.send(&["SUNSUBSCRIBE"]);
+    let none = text(&sub.read().unwrap());
+    assert!(
+        none.starts_with("sunsubscribe ") && none.ends_with(" 0"),
+        "{none}"
+    );
+    sub.send(&["PING"]);
+    assert_eq!(text(&sub.read().unwrap()), "pong ");
 }

@@ -59,6 +59,9 @@ pub struct ClusterState {
     pub messages_received: [u64; super::bus::message::TYPES],
     /// Elections and manual failovers.
     pub election: super::bus::failover::Election,
+    /// Slots this node's shard stopped serving since they were last taken: their shard
+    /// channels' subscribers are to be unsubscribed ([`super::drop_lost_channels`]).
+    pub lost_slots: Vec<usize>,
 }
 
 impl ClusterState {
@@ -84,6 +87,7 @@ impl ClusterState {
             messages_sent: [0; super::bus::message::TYPES],
             messages_received: [0; super::bus::message::TYPES],
             election: super::bus::failover::Election::default(),
+            lost_slots: Vec::new(),
         }
     }
 
@@ -164,6 +168,9 @@ impl ClusterState {
 
     /// Gives `slot` to `owner`.
     pub fn add_slot(&mut self, slot: usize, owner: NodeId) {
+        if self.slots[slot] == Some(owner) {
+            return;
+        }
         self.del_slot(slot);
         self.slots[slot] = Some(owner);
         let owned = self.owned.entry(owner).or_insert_with(|| Owned {
@@ -179,6 +186,9 @@ impl ClusterState {
         let Some(owner) = self.slots[slot].take() else {
             return;
         };
+        if owner == self.myself || self.me().is_replica() && self.me().master == Some(owner) {
+            self.lost_slots.push(slot);
+        }
         if let Some(owned) = self.owned.get_mut(&owner) {
             owned.bitmap[slot / 8] &= !(1 << (slot % 8));
             owned.count -= 1;

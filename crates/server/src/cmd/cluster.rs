@@ -351,6 +351,7 @@ pub(crate) fn changed<R>(shared: &Shared, change: impl FnOnce(&mut ClusterState)
         result
     };
     let _ = shared.cluster.save();
+    crate::cluster::drop_lost_channels(shared);
     result
 }
 

@@ -304,6 +304,13 @@ fn run_batch(
                 if shared.tracking.active() {
                     before_tracked_command(shared, client, output);
                 }
+                if let Some(dropped) = client.mailbox.take_dropped_shard_channels() {
+                    // The cluster moved their slots away and told the client so.
+                    for channel in dropped {
+                        client.shard_channels.shift_remove(&channel);
+                    }
+                    client.mailbox.set_subscribed(client.in_pubsub());
+                }
                 let mark = output.len();
                 let mut ctx = Ctx::new(shared, client, output);
                 cmd::execute(&mut ctx, &args);

@@ -50,6 +50,8 @@ pub struct Mailbox {
     delivered: AtomicU64,
     /// Deliveries the owner has written to its socket.
     written: AtomicU64,
+    /// Shard channels the cluster unsubscribed the owner from (`State::dropped_shard`).
+    shard_dropped: AtomicBool,
     /// Told when `written` moves, if someone waits (`waiting`): a subscriber's every
     /// delivery moves it, and a notification takes a lock.
     on_written: Notify,
@@ -69,6 +71,8 @@ struct State {
     closing: usize,
     /// The owner's connection has freed its buffers.
     freed: bool,
+    /// Shard channels the cluster unsubscribed the owner from, for it to forget.
+    dropped_shard: Vec<bytes::Bytes>,
 }
 
 impl Mailbox {
@@ -125,6 +129,25 @@ impl Mailbox {
         self.recount_with(pending);
         self.notify.notify_one();
         number
+    }
+
+    /// The cluster unsubscribed the owner from shard channel `channel` (its slot moved
+    /// away) and tells it with `notice`; the owner forgets the channel before its next
+    /// command ([`Mailbox::take_dropped_shard_channels`]).
+    pub fn drop_shard_channel(&self, channel: bytes::Bytes, notice: &[u8]) {
+        self.state.lock().dropped_shard.push(channel);
+        self.shard_dropped.store(true, Ordering::SeqCst);
+        self.deliver(notice);
+    }
+
+    /// The shard channels dropped since the last call (one load when none).
+    #[inline]
+    pub fn take_dropped_shard_channels(&self) -> Option<Vec<bytes::Bytes>> {
+        if !self.shard_dropped.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.shard_dropped.store(false, Ordering::SeqCst);
+        Some(std::mem::take(&mut self.state.lock().dropped_shard))
     }
 
     /// Deliveries so far: after a [`Mailbox::drain_into`], what was taken goes at least

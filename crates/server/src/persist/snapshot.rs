@@ -371,6 +371,18 @@ impl Load {
         shared: &Shared,
         bytes: &[u8],
         last: bool,
+        held: Option<&mut dyn ShardMap>,
+    ) -> Result<Fed, LoadError> {
+        // As a load, not a client's write: a replica does not take the deadlines it
+        // loads for ones a client gave it (those it expires itself).
+        crate::store::while_loading(|| self.feed_items(shared, bytes, last, held))
+    }
+
+    fn feed_items(
+        &mut self,
+        shared: &Shared,
+        bytes: &[u8],
+        last: bool,
         mut held: Option<&mut dyn ShardMap>,
     ) -> Result<Fed, LoadError> {
         let Load {

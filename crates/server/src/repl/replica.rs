@@ -466,7 +466,9 @@ async fn session(
                     "MASTER <-> REPLICA sync: received {} bytes of payload",
                     image.len()
                 );
-                load_image(shared, &image, id, offset, status)?;
+                // The load holds this worker for its whole length: its other tasks
+                // (a client's INFO, the listener) move to another thread first.
+                crate::cmd::off_the_runtime(|| load_image(shared, &image, id, offset, status))?;
             }
             if shared.config.read().appendonly {
                 // The AOF held the old dataset: it starts again from the master's, as
@@ -506,7 +508,8 @@ async fn session(
     stream(shared, &mut socket, input, status, resumed).await
 }
 
-/// Replaces the dataset with the master's image, while every shard is held.
+/// Replaces the dataset with the master's image, while every shard is held. Clients
+/// get -LOADING meanwhile (INFO `loading:1`), as from Redis's load of the synced file.
 fn load_image(
     shared: &Shared,
     image: &[u8],
@@ -514,6 +517,9 @@ fn load_image(
     offset: u64,
     status: &LinkStatus,
 ) -> std::io::Result<()> {
+    let loading = &shared.persistence.loading;
+    loading.begin(image.len() as u64);
+    let _ends = LoadingEnds(loading);
     let held = RefCell::new(Held::all(&shared.store));
     let mut map = held.borrow_mut();
     tracing::info!("MASTER <-> REPLICA sync: Flushing old data");

@@ -348,7 +348,9 @@ impl Shard {
     }
 
     fn track_ttl(&mut self, key: &[u8], had: bool, has: bool) {
-        if has && !from_master() && self.events.as_ref().is_some_and(|e| e.replica()) {
+        // Only a client's write on a (writable) replica: not its master's, not a load.
+        if has && !from_master() && !loading() && self.events.as_ref().is_some_and(|e| e.replica())
+        {
             self.replica_ttl_keys.insert(CompactBytes::new(key));
         }
         match (had, has) {

@@ -252,4 +252,6 @@ fn tick(shared: &Arc<Shared>, iteration: u64) {
     if save || step.save {
         let _ = shared.cluster.save_synced();
     }
+    // Slots lost by messages or by the steps above.
+    super::super::drop_lost_channels(shared);
 }
