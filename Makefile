@@ -22,7 +22,8 @@ help:
 	@echo "make deps   install redis-server, redis-sentinel and redis-tools with apt-get if missing"
 	@echo "make compat REDIS_SRC=<redis 7.0.15 source tree>  Redis's Tcl suite against redis-server and"
 	@echo "            redline-server side by side; writes compat/REPORT.md (UNITS=a,b for a subset;"
-	@echo "            MODE=spawned: the suite starts the servers itself, compat/REPORT-spawned.md)"
+	@echo "            MODE=spawned: the suite starts the servers itself, and Redis's cluster suite"
+	@echo "            runs too (UNITS=cluster-suite alone), compat/REPORT-spawned.md)"
 	@echo "make fuzz   run every cargo-fuzz target for FUZZ_SECONDS (default 60) each, on nightly"
 
 # Tests start their own redis-server and redis-sentinel processes on free ports, so the

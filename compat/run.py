@@ -357,6 +357,8 @@ VARIABLE_COUNT = {
     "integration/psync2": "runs as many cycles of 10 tests as fit in 40 s, a random number "
                           "on either server (5 or 6 here)",
     "integration/psync2-reg": "runs its two link-killing tests at random for 20 s",
+    "cluster-suite/03-failover-loop": "kills a master or a replica, picked at random, in each "
+                                      "of 19 iterations; a master's iteration runs more tests",
 }
 
 

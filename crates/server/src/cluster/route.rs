@@ -124,7 +124,7 @@ pub fn check(
     };
     // Commands without keys (most of those a cluster node answers to tools) never wait
     // for the slot table.
-    let state = ctx.shared.cluster.state.read();
+    let mut state = ctx.shared.cluster.state.read();
     let Some(owner) = state.slots[slot] else {
         return Err(refuse(RefusalKind::Unbound, CmdError::Static(UNBOUND)));
     };
@@ -133,6 +133,9 @@ pub fn check(
     let importing = !migrating && state.importing[slot].is_some();
     let (mut missing, mut existing) = (0usize, 0usize);
     if (migrating || importing) && !pubsubshard {
+        // The keys are looked at with the state's lock released: shards are never
+        // locked under it (a script holds its shards, then reads the state here).
+        drop(state);
         // Expired keys count as missing, as Redis's lookup sees them; nothing is touched.
         // Read through the caller's shards when a script or transaction holds them.
         let db = ctx.shared.store.db(0);
@@ -143,6 +146,7 @@ pub fn check(
                 missing += 1;
             }
         }
+        state = ctx.shared.cluster.state.read();
     }
     // Whether it writes matters only when the cluster is down or for a READONLY client
     // (for EXEC and scripts it is worked out from what they queued or declared).

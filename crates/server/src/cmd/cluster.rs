@@ -562,6 +562,9 @@ fn forget(shared: &Shared, name: &[u8]) -> Result<(), CmdError> {
 
 fn replicate(ctx: &Ctx<'_>, name: &[u8]) -> Result<(), CmdError> {
     let shared = ctx.shared;
+    // Shards are never locked under the cluster state's lock (a script holds its
+    // shards and then reads the state).
+    let has_keys = ctx.db_len(0) != 0;
     let master = {
         let state = shared.cluster.state.read();
         let node = known(&state, name)?;
@@ -574,7 +577,7 @@ fn replicate(ctx: &Ctx<'_>, name: &[u8]) -> Result<(), CmdError> {
             ));
         }
         let me = state.me();
-        if me.is_master() && (state.slot_count(&me.id) != 0 || ctx.db_len(0) != 0) {
+        if me.is_master() && (state.slot_count(&me.id) != 0 || has_keys) {
             return Err(CmdError::Static(
                 "ERR To set a master the node must be empty and without assigned slots.",
             ));

@@ -250,21 +250,7 @@ async fn serve_link(
             let ctx = super::context(shared);
             let now = crate::store::now_ms();
             let mut state = shared.cluster.state.write();
-            let outcome = process::process(
-                &mut state,
-                &settings,
-                &mut link,
-                message,
-                now,
-                ctx,
-                &|slot| {
-                    let db = shared.store.db(0);
-                    crate::cmd::cluster::count_keys_in_slot(
-                        &db.lock_index(db.shard_of_slot(slot)),
-                        slot,
-                    )
-                },
-            );
+            let outcome = process::process(&mut state, &settings, &mut link, message, now, ctx);
             state.update_state(now, settings.full_coverage, settings.node_timeout);
             outcome
         };

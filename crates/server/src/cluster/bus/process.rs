@@ -64,7 +64,7 @@ fn sender_ip(announced: &str, link: &LinkInfo) -> String {
     }
 }
 
-/// Processes `msg` from `link`. `keys_in_slot` counts this node's keys in a slot.
+/// Processes `msg` from `link`.
 pub fn process(
     state: &mut ClusterState,
     settings: &Settings,
@@ -72,7 +72,6 @@ pub fn process(
     msg: Message,
     now: u64,
     ctx: Context,
-    keys_in_slot: &dyn Fn(usize) -> usize,
 ) -> Outcome {
     let mut out = Outcome::default();
     let hdr = msg.header;
@@ -247,7 +246,6 @@ pub fn process(
                 &id,
                 sender_config_epoch,
                 &hdr.slots,
-                keys_in_slot,
                 &mut out,
             );
         }
@@ -374,15 +372,7 @@ pub fn process(
                 set_as_master(state, &id);
             }
             out.save = true;
-            update_slots(
-                state,
-                settings,
-                &id,
-                *config_epoch,
-                slots,
-                keys_in_slot,
-                &mut out,
-            );
+            update_slots(state, settings, &id, *config_epoch, slots, &mut out);
         }
         _ => {}
     }
@@ -483,7 +473,6 @@ fn update_slots(
     sender: &NodeId,
     sender_epoch: u64,
     claimed: &[u8; SLOTS / 8],
-    keys_in_slot: &dyn Fn(usize) -> usize,
     out: &mut Outcome,
 ) {
     let myself = state.myself;
@@ -510,7 +499,9 @@ fn update_slots(
             .and_then(|o| state.nodes.get(&o))
             .map(|o| o.config_epoch);
         if owner_epoch.is_none_or(|e| e < sender_epoch) {
-            if state.slots[slot] == Some(myself) && keys_in_slot(slot) != 0 {
+            if state.slots[slot] == Some(myself) {
+                // Its keys, if any, are dropped once the state's lock is released
+                // (shards are never locked under it).
                 dirty.push(slot);
             }
             if state.slots[slot].is_some() && state.slots[slot] == current_master {
