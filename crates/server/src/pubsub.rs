@@ -185,11 +185,20 @@ impl PubSub {
     /// with the shard channels it has left, and drops the channel from its own list
     /// before its next command.
     pub fn drop_shard_slots(&self, slots: &[usize]) {
+        if self.shard_channels.read().is_empty() {
+            return;
+        }
+        let mut lost = vec![false; usize::from(redline_resp::slot::SLOTS)];
+        for &slot in slots {
+            if let Some(l) = lost.get_mut(slot) {
+                *l = true;
+            }
+        }
         let dropped: Vec<(Bytes, Vec<Listener>)> = {
             let mut table = self.shard_channels.write();
             let names: Vec<Bytes> = table
                 .keys()
-                .filter(|c| slots.contains(&usize::from(redline_resp::slot::key_slot(c))))
+                .filter(|c| lost[usize::from(redline_resp::slot::key_slot(c))])
                 .cloned()
                 .collect();
             names
