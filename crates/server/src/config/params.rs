@@ -23,6 +23,9 @@ pub enum Kind {
     MemoryOrPercent,
     /// Free text.
     Text,
+    /// A hostname a cluster node announces: under 256 characters, letters, digits,
+    /// hyphens and dots (Redis's `isValidAnnouncedHostname`).
+    Hostname,
     /// Percentiles between 0 and 100, separated by spaces (`latency-tracking-info-percentiles`).
     Percentiles,
     /// Three scores between -2000 and 2000 (`oom-score-adj-values`).
@@ -94,6 +97,7 @@ const fn fixed(name: &'static str, kind: Kind, default: &'static str) -> Param {
 
 const B: Kind = Kind::Bool;
 const T: Kind = Kind::Text;
+const HOST: Kind = Kind::Hostname;
 const INT_MAX: i64 = i32::MAX as i64;
 const LONG_MAX: i64 = i64::MAX;
 const POS: Kind = Kind::Int(0, INT_MAX);
@@ -185,7 +189,7 @@ pub static PARAMS: &[Param] = &[
     p("cluster-allow-reads-when-down", B, "no"),
     p("cluster-allow-replica-migration", B, "yes"),
     p("cluster-announce-bus-port", Kind::Int(0, 65535), "0"),
-    p("cluster-announce-hostname", T, ""),
+    p("cluster-announce-hostname", HOST, ""),
     p("cluster-announce-ip", T, ""),
     p("cluster-announce-port", Kind::Int(0, 65535), "0"),
     p("cluster-announce-tls-port", Kind::Int(0, 65535), "0"),
@@ -493,6 +497,20 @@ pub fn canonical(param: &Param, values: &[Vec<u8>]) -> Result<String, String> {
                 .ok_or_else(|| "argument must be a memory or percent value".to_string()),
         },
         Kind::Text => Ok(text),
+        Kind::Hostname => {
+            if text.len() >= 256 {
+                return Err("Hostnames must be less than 256 characters".into());
+            }
+            if !text
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.')
+            {
+                return Err(
+                    "Hostnames may only contain alphanumeric characters, hyphens or dots".into(),
+                );
+            }
+            Ok(text)
+        }
         Kind::OomScores => {
             let words: Vec<&str> = text.split_whitespace().collect();
             if words.len() != 3 {

@@ -32,7 +32,7 @@ fn line_for(config: &Config, name: &str) -> Option<String> {
         return Some(format!("replicaof {host} {port}"));
     }
     let value = config.get(name)?;
-    let text = params::find(name).is_some_and(|p| p.kind == Kind::Text);
+    let text = params::find(name).is_some_and(|p| matches!(p.kind, Kind::Text | Kind::Hostname));
     let shown = if text || STRING_VALUED.contains(&name) || value.is_empty() {
         repr(value.as_bytes())
     } else {

@@ -184,8 +184,21 @@ impl Bus {
 
 /// What the header needs beyond the state.
 pub fn context(shared: &Shared) -> build::Context {
+    // A replica receiving a full sync has no offset yet (Redis's
+    // `replicationGetSlaveOffset` is 0 then): its master hides it from CLUSTER SLOTS
+    // and shows it `loading` in CLUSTER SHARDS meanwhile.
+    let syncing = shared
+        .repl
+        .master
+        .lock()
+        .as_ref()
+        .is_some_and(|link| link.status.syncing());
     build::Context {
-        offset: shared.repl.journal.offset(),
+        offset: if syncing {
+            0
+        } else {
+            shared.repl.journal.offset()
+        },
     }
 }
 
