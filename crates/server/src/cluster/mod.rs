@@ -44,6 +44,31 @@ pub struct Cluster {
     pub bus: bus::Bus,
 }
 
+/// Brings this node's entry in line with the settings that may change at run time
+/// (Redis's `clusterUpdateMyselfFlags`, `-Ip` and `-Hostname`, which CONFIG SET and the
+/// cron call): `cluster-replica-no-failover` (a flag its messages carry),
+/// `cluster-announce-ip` and `cluster-announce-hostname`. True when nodes.conf changes.
+pub fn update_myself(state: &mut ClusterState, settings: &Settings) -> bool {
+    let me = state.me_mut();
+    let mut save = false;
+    if me.hostname != settings.announce_hostname {
+        me.hostname.clone_from(&settings.announce_hostname);
+    }
+    if !settings.announce_ip.is_empty() && me.ip != settings.announce_ip {
+        me.ip.clone_from(&settings.announce_ip);
+        save = true;
+    }
+    if me.flags.any(Flags::NOFAILOVER) != settings.no_failover {
+        if settings.no_failover {
+            me.flags.set(Flags::NOFAILOVER);
+        } else {
+            me.flags.clear(Flags::NOFAILOVER);
+        }
+        save = true;
+    }
+    save
+}
+
 /// Unsubscribes the subscribers of shard channels in the slots this node's shard lost
 /// (Redis's `removeChannelsInSlot`): each is told with a `sunsubscribe` message.
 pub fn drop_lost_channels(shared: &crate::shared::Shared) {

@@ -235,12 +235,15 @@ fn redirect(ctx: &Ctx<'_>, state: &ClusterState, kind: &str, slot: usize, to: &N
     ))
 }
 
-/// What a node is named by in redirections and CLUSTER SLOTS' first field.
+/// What a node is named by in redirections, CLUSTER SLOTS' first field and CLUSTER
+/// SHARDS' `endpoint`: `?` for a hostname it did not announce, empty for
+/// `unknown-endpoint` (Redis's `getPreferredEndpoint`).
 pub fn endpoint_of(node: &super::node::Node, endpoint: Endpoint) -> &str {
     match endpoint {
         Endpoint::Ip => &node.ip,
         Endpoint::Hostname if !node.hostname.is_empty() => &node.hostname,
-        _ => "?",
+        Endpoint::Hostname => "?",
+        Endpoint::Unknown => "",
     }
 }
 

@@ -159,6 +159,13 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let gc_was = ctx.shared.config.read().param_bool("aof-disable-auto-gc");
     let gc_now = config.param_bool("aof-disable-auto-gc");
     ctx.shared.update_config(config);
+    if ctx.shared.cluster.enabled() && seen.iter().any(|name| name.starts_with("cluster-")) {
+        // The announced hostname and address, and the no-failover flag, apply now.
+        let settings = crate::cluster::settings(ctx.shared);
+        if crate::cluster::update_myself(&mut ctx.shared.cluster.state.write(), &settings) {
+            let _ = ctx.shared.cluster.save();
+        }
+    }
     if gc_was && !gc_now {
         // History kept while collection was off goes now, as in Redis.
         crate::persist::aof::collect_history(ctx.shared);

@@ -68,24 +68,7 @@ fn tick(shared: &Arc<Shared>, iteration: u64) {
             .collect();
         let mut state = shared.cluster.state.write();
         let myself = state.myself;
-        // `cluster-replica-no-failover` is a flag of this node, which its messages carry;
-        // `cluster-announce-hostname` and `-ip` may change at run time (CONFIG SET).
-        let me = state.me_mut();
-        if me.hostname != settings.announce_hostname {
-            me.hostname.clone_from(&settings.announce_hostname);
-        }
-        if !settings.announce_ip.is_empty() && me.ip != settings.announce_ip {
-            me.ip.clone_from(&settings.announce_ip);
-            save = true;
-        }
-        if me.flags.any(Flags::NOFAILOVER) != settings.no_failover {
-            if settings.no_failover {
-                me.flags.set(Flags::NOFAILOVER);
-            } else {
-                me.flags.clear(Flags::NOFAILOVER);
-            }
-            save = true;
-        }
+        save |= super::super::update_myself(&mut state, &settings);
         let expired: Vec<NodeId> = state
             .nodes
             .values()
