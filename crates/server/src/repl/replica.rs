@@ -508,8 +508,11 @@ async fn session(
     stream(shared, &mut socket, input, status, resumed).await
 }
 
-/// Replaces the dataset with the master's image, while every shard is held. Clients
-/// get -LOADING meanwhile (INFO `loading:1`), as from Redis's load of the synced file.
+/// Replaces the dataset with the master's image, while every shard is held. An image
+/// larger than `loading-process-events-interval-bytes` is loaded while clients get
+/// -LOADING (INFO `loading:1`), as Redis answers them between those steps of its load
+/// of the synced file; a smaller one is loaded before Redis would answer anyone, so
+/// commands wait for it here too.
 fn load_image(
     shared: &Shared,
     image: &[u8],
@@ -518,8 +521,14 @@ fn load_image(
     status: &LinkStatus,
 ) -> std::io::Result<()> {
     let loading = &shared.persistence.loading;
-    loading.begin(image.len() as u64);
-    let _ends = LoadingEnds(loading);
+    let step = shared
+        .config
+        .read()
+        .param_int("loading-process-events-interval-bytes");
+    let _ends = (i64::try_from(image.len()).unwrap_or(i64::MAX) > step).then(|| {
+        loading.begin(image.len() as u64);
+        LoadingEnds(loading)
+    });
     let held = RefCell::new(Held::all(&shared.store));
     let mut map = held.borrow_mut();
     tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
