@@ -436,7 +436,9 @@ fn a_replica_moves_to_an_orphaned_master_and_nofailover_spreads() {
         let nodes = text(&conn(cluster.addr(orphan.master).port()).cmd(&["CLUSTER", "NODES"]));
         let replica = nodes.lines().find_map(|line| {
             let fields: Vec<&str> = line.split(' ').collect();
-            let live_replica = fields[2].contains("slave") && !fields[2].contains("fail");
+            // Flags are compared whole: `nofailover` is not `fail`.
+            let flags: Vec<&str> = fields[2].split(',').collect();
+            let live_replica = flags.contains(&"slave") && !flags.contains(&"fail");
             (live_replica && fields[3] == orphan_id)
                 .then(|| (0..cluster.len()).find(|&n| cluster.node_id(n) == fields[0]))
                 .flatten()
