@@ -185,7 +185,7 @@ impl PubSub {
     /// with the shard channels it has left, and drops the channel from its own list
     /// before its next command.
     pub fn drop_shard_slots(&self, slots: &[usize]) {
-        if self.shard_channels.read().is_empty() {
+        if slots.is_empty() || self.shard_channels.read().is_empty() {
             return;
         }
         let mut lost = vec![false; usize::from(redline_resp::slot::SLOTS)];

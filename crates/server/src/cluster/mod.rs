@@ -69,15 +69,6 @@ pub fn update_myself(state: &mut ClusterState, settings: &Settings) -> bool {
     save
 }
 
-/// Unsubscribes the subscribers of shard channels in the slots this node's shard lost
-/// (Redis's `removeChannelsInSlot`): each is told with a `sunsubscribe` message.
-pub fn drop_lost_channels(shared: &crate::shared::Shared) {
-    let slots = std::mem::take(&mut shared.cluster.state.write().lost_slots);
-    if !slots.is_empty() {
-        shared.pubsub.drop_shard_slots(&slots);
-    }
-}
-
 impl Default for Cluster {
     fn default() -> Cluster {
         Cluster {

@@ -60,7 +60,8 @@ pub struct ClusterState {
     /// Elections and manual failovers.
     pub election: super::bus::failover::Election,
     /// Slots this node's shard stopped serving since they were last taken: their shard
-    /// channels' subscribers are to be unsubscribed ([`super::drop_lost_channels`]).
+    /// channels' subscribers are to be unsubscribed (taken by CLUSTER commands and the
+    /// cron, for [`crate::pubsub::PubSub::drop_shard_slots`]).
     pub lost_slots: Vec<usize>,
 }
 

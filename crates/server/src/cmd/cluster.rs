@@ -340,7 +340,7 @@ fn known<'s>(state: &'s ClusterState, name: &[u8]) -> Result<&'s Node, CmdError>
 /// before the client hears back.
 pub(crate) fn changed<R>(shared: &Shared, change: impl FnOnce(&mut ClusterState) -> R) -> R {
     let settings = Settings::from_config(&shared.config.read());
-    let result = {
+    let (result, lost_slots) = {
         let mut state = shared.cluster.state.write();
         let result = change(&mut state);
         state.update_state(
@@ -348,10 +348,10 @@ pub(crate) fn changed<R>(shared: &Shared, change: impl FnOnce(&mut ClusterState)
             settings.full_coverage,
             settings.node_timeout,
         );
-        result
+        (result, std::mem::take(&mut state.lost_slots))
     };
     let _ = shared.cluster.save();
-    crate::cluster::drop_lost_channels(shared);
+    shared.pubsub.drop_shard_slots(&lost_slots);
     result
 }
 

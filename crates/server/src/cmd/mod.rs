@@ -468,10 +468,8 @@ fn replication_state_refusal(
     if shared.repl.is_replica() {
         let link_up = shared
             .repl
-            .master
-            .lock()
-            .as_ref()
-            .is_some_and(|m| m.status.is_up());
+            .with_link(crate::repl::replica::LinkStatus::is_up)
+            .unwrap_or(false);
         if !serve_stale && !link_up && !stale_ok {
             return Some(CmdError::Static(if ctx.client.in_script {
                 "ERR Can not execute the command on a stale replica"

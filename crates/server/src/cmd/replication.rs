@@ -48,10 +48,8 @@ fn refuse_sync(ctx: &Ctx<'_>) -> CmdResult {
     let linked = ctx
         .shared
         .repl
-        .master
-        .lock()
-        .as_ref()
-        .is_none_or(|m| m.status.is_up());
+        .with_link(crate::repl::replica::LinkStatus::is_up)
+        .unwrap_or(true);
     if !linked {
         return Err(CmdError::Static(
             "NOMASTERLINK Can't SYNC while not connected with my master",

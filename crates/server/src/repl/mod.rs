@@ -84,6 +84,11 @@ impl SyncStats {
 }
 
 impl Replication {
+    /// `f` of the link to this server's master, if it replicates one.
+    pub fn with_link<R>(&self, f: impl FnOnce(&replica::LinkStatus) -> R) -> Option<R> {
+        self.master.lock().as_ref().map(|link| f(&link.status))
+    }
+
     /// Whether this server replicates a master.
     pub fn is_replica(&self) -> bool {
         self.journal.is_proxy()

@@ -202,9 +202,11 @@ fn tick(shared: &Arc<Shared>, iteration: u64) {
     let ping_period = u64::try_from(shared.config.read().param_int("repl-ping-replica-period"))
         .unwrap_or(10)
         * 1000;
-    let step = {
+    // Failover, then replica migration (Redis's order), and the slots the shard lost
+    // since the last turn, under one lock.
+    let (step, migrate_to, lost_slots) = {
         let mut state = shared.cluster.state.write();
-        failover::cron(
+        let step = failover::cron(
             &mut state,
             &settings,
             now,
@@ -212,7 +214,15 @@ fn tick(shared: &Arc<Shared>, iteration: u64) {
             data_age,
             ping_period,
             ctx,
-        )
+        );
+        let target = super::migration::target(&mut state, &settings, now);
+        if let Some(target) = target {
+            tracing::info!("Migrating to orphaned master {target}");
+            state.set_my_master(target);
+            state.election.reset_manual();
+            state.update_state(now, settings.full_coverage, node_timeout);
+        }
+        (step, target, std::mem::take(&mut state.lost_slots))
     };
     if step.unpause {
         shared.pause.unpause();
@@ -225,17 +235,6 @@ fn tick(shared: &Arc<Shared>, iteration: u64) {
     } else if step.pong_all {
         super::broadcast_pong(shared);
     }
-    let migrate_to = {
-        let mut state = shared.cluster.state.write();
-        let target = super::migration::target(&mut state, &settings, now);
-        if let Some(target) = target {
-            tracing::info!("Migrating to orphaned master {target}");
-            state.set_my_master(target);
-            state.election.reset_manual();
-            state.update_state(now, settings.full_coverage, node_timeout);
-        }
-        target
-    };
     if let Some(target) = migrate_to {
         super::replicate_master(shared, target);
         save = true;
@@ -243,6 +242,6 @@ fn tick(shared: &Arc<Shared>, iteration: u64) {
     if save || step.save {
         let _ = shared.cluster.save_synced();
     }
-    // Slots lost by messages or by the steps above.
-    super::super::drop_lost_channels(shared);
+    // Slots lost by messages since the last turn.
+    shared.pubsub.drop_shard_slots(&lost_slots);
 }

@@ -3,6 +3,8 @@
 //! `clusterCron` and `clusterHandleSlaveMigration`), so that one more failure does not
 //! leave slots without a copy.
 
+use std::collections::HashMap;
+
 use super::super::node::{Flags, NodeId};
 use super::super::state::ClusterState;
 use super::super::Settings;
@@ -11,35 +13,33 @@ use super::super::Settings;
 /// failover its own replicas have time to announce their new master.
 pub const MIGRATION_DELAY_MS: u64 = 5000;
 
-/// The replicas of `master` not marked FAIL.
-fn working_replicas(state: &ClusterState, master: &NodeId) -> usize {
-    state
-        .replicas_of(master)
-        .iter()
-        .filter(|r| !r.failed())
-        .count()
-}
-
 /// The orphaned master this node, a replica, should now replicate, if any. Keeps each
 /// master's `orphaned_since` up to date.
 pub fn target(state: &mut ClusterState, settings: &Settings, now: u64) -> Option<NodeId> {
     let me = state.me();
     let my_master = me.master.filter(|_| me.is_replica())?;
-    // Count orphaned masters, the most working replicas any master has, and my master's.
-    let (mut orphaned, mut max_replicas, mut mine) = (0, 0, 0);
+    // Working (not FAIL) replicas per master, in one pass over the nodes.
+    let mut working: HashMap<NodeId, usize> = HashMap::new();
     for node in state.nodes.values() {
-        if !node.is_master() || node.failed() {
-            continue;
-        }
-        let working = working_replicas(state, &node.id);
-        if working == 0 && state.slot_count(&node.id) > 0 && node.flags.any(Flags::MIGRATE_TO) {
-            orphaned += 1;
-        }
-        max_replicas = max_replicas.max(working);
-        if node.id == my_master {
-            mine = working;
+        if let Some(master) = node.master.filter(|_| node.is_replica() && !node.failed()) {
+            *working.entry(master).or_default() += 1;
         }
     }
+    let working_of = |id: &NodeId| working.get(id).copied().unwrap_or(0);
+    // Orphaned masters, the most working replicas any master has, and my master's.
+    let (mut orphaned, mut max_replicas) = (0, 0);
+    for node in state
+        .nodes
+        .values()
+        .filter(|n| n.is_master() && !n.failed())
+    {
+        let count = working_of(&node.id);
+        if count == 0 && state.slot_count(&node.id) > 0 && node.flags.any(Flags::MIGRATE_TO) {
+            orphaned += 1;
+        }
+        max_replicas = max_replicas.max(count);
+    }
+    let mine = working_of(&my_master);
     // Only a replica of one of the best-served masters moves, and only if one has two.
     if orphaned == 0 || max_replicas < 2 || mine != max_replicas || !settings.replica_migration {
         return None;
@@ -47,45 +47,37 @@ pub fn target(state: &mut ClusterState, settings: &Settings, now: u64) -> Option
     if !state.ok || mine as u64 <= settings.migration_barrier {
         return None;
     }
-    // The first orphaned master with slots is the target; the replica with the smallest
-    // name among those of the best-served masters is the one that moves.
+    // The replica with the smallest name among those of the best-served masters is the
+    // one that moves (this node unless a smaller one exists).
+    let candidate = state
+        .nodes
+        .values()
+        .filter(|r| r.is_replica() && r.master.is_some_and(|m| working_of(&m) == max_replicas))
+        .map(|r| r.id)
+        .chain(std::iter::once(state.myself))
+        .min_by(|a, b| a.as_bytes().cmp(b.as_bytes()))?;
+    // The first orphaned master with slots is the target; how long each master has been
+    // orphaned is tracked meanwhile.
     let mut target = None;
-    let mut candidate = state.myself;
     let ids: Vec<NodeId> = state.nodes.keys().copied().collect();
     for id in ids {
-        let Some(node) = state.nodes.get(&id) else {
+        let slots = state.slot_count(&id);
+        let Some(node) = state.nodes.get_mut(&id) else {
             continue;
         };
-        let working = if node.is_master() {
-            working_replicas(state, &id)
+        let is_orphaned = node.is_master()
+            && !node.failed()
+            && node.flags.any(Flags::MIGRATE_TO)
+            && working_of(&id) == 0;
+        if is_orphaned {
+            if target.is_none() && slots > 0 {
+                target = Some(id);
+            }
+            if node.orphaned_since == 0 {
+                node.orphaned_since = now;
+            }
         } else {
-            0
-        };
-        let is_orphaned =
-            node.is_master() && !node.failed() && node.flags.any(Flags::MIGRATE_TO) && working == 0;
-        if working == max_replicas {
-            if let Some(smallest) = state
-                .replicas_of(&id)
-                .iter()
-                .map(|r| r.id)
-                .filter(|r| r.as_bytes() < candidate.as_bytes())
-                .min_by(|a, b| a.as_bytes().cmp(b.as_bytes()))
-            {
-                candidate = smallest;
-            }
-        }
-        let slots = state.slot_count(&id);
-        if let Some(node) = state.nodes.get_mut(&id) {
-            if is_orphaned {
-                if target.is_none() && slots > 0 {
-                    target = Some(id);
-                }
-                if node.orphaned_since == 0 {
-                    node.orphaned_since = now;
-                }
-            } else {
-                node.orphaned_since = 0;
-            }
+            node.orphaned_since = 0;
         }
     }
     let target = target?;

@@ -189,10 +189,8 @@ pub fn context(shared: &Shared) -> build::Context {
     // and shows it `loading` in CLUSTER SHARDS meanwhile.
     let syncing = shared
         .repl
-        .master
-        .lock()
-        .as_ref()
-        .is_some_and(|link| link.status.syncing());
+        .with_link(crate::repl::replica::LinkStatus::syncing)
+        .unwrap_or(false);
     build::Context {
         offset: if syncing {
             0
