@@ -98,6 +98,8 @@ pub struct Waiter {
     pub proto: Protocol,
     /// Where the reply goes.
     pub mailbox: Arc<Mailbox>,
+    /// Whether the client is connected over TLS (which port a redirection names).
+    pub tls: bool,
     /// Set (under the registry lock) once the reply is in the mailbox.
     pub served: AtomicBool,
 }

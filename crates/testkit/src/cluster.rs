@@ -196,11 +196,6 @@ impl RedisClusterBuilder {
             // Replicas authenticate to their master with the same password.
             extra.extend(["--masterauth".to_string(), pw.clone()]);
         }
-        if certs.is_some() && self.servers != Servers::Redis {
-            return Err(Error::Invalid(
-                "redline-server nodes do not speak TLS on the cluster bus".into(),
-            ));
-        }
         let timeout_ms = self.node_timeout.as_millis().max(1).to_string();
         let redis_spec = Spec {
             program: redis_server_bin(),

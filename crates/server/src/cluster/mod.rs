@@ -183,7 +183,14 @@ impl Cluster {
             tracing::info!("Node configuration loaded, I'm {}", state.myself);
             state
         };
-        let bus_port = bus_port(config, port);
+        // The bus port follows the port clients of the bus's kind use (Redis's
+        // `clusterInit`): the TLS one with `tls-cluster`.
+        let client_port = if config.param_bool("tls-cluster") && tls_port != 0 {
+            tls_port
+        } else {
+            port
+        };
+        let bus_port = bus_port(config, client_port);
         announce_myself(&mut state, config, port, tls_port, bus_port);
         file.save(&state, true)
             .map_err(|e| format!("Fatal: can't update cluster config file {path}: {e}"))?;
@@ -241,15 +248,25 @@ pub fn announce_myself(
             .ok()
             .filter(|&p| p != 0)
     };
-    let tls_cluster = config.param_bool("tls-cluster");
-    let (client_port, plain_port) = if tls_cluster && tls_port != 0 {
-        (
-            announced("cluster-announce-tls-port").unwrap_or(tls_port),
-            announced("cluster-announce-port").unwrap_or(port),
-        )
+    // Redis's `deriveAnnouncedPorts`: with `tls-cluster` the TLS port is the node's
+    // port and the plain one its pport.
+    let tls_cluster = config.param_bool("tls-cluster") && tls_port != 0;
+    let (mut client_port, mut plain_port) = if tls_cluster {
+        (tls_port, port)
     } else {
-        (announced("cluster-announce-port").unwrap_or(port), 0)
+        (port, 0)
     };
+    match announced("cluster-announce-tls-port") {
+        Some(announced_tls) if tls_cluster => {
+            client_port = announced_tls;
+            plain_port = announced("cluster-announce-port").unwrap_or(0);
+        }
+        _ => {
+            if let Some(announced_port) = announced("cluster-announce-port") {
+                client_port = announced_port;
+            }
+        }
+    }
     let me = state.me_mut();
     me.port = client_port;
     me.pport = plain_port;

@@ -190,6 +190,17 @@ pub struct Node {
 }
 
 impl Node {
+    /// The port a client reaches this node on: its plain port for a plain client of a
+    /// `tls-cluster` (`plain_client`) where it announced one, its port otherwise (Redis's
+    /// `use_pport`).
+    pub fn client_port(&self, plain_client: bool) -> u16 {
+        if plain_client && self.pport != 0 {
+            self.pport
+        } else {
+            self.port
+        }
+    }
+
     /// A node known only by name and flags, with no address yet.
     pub const fn unknown(id: NodeId, flags: u16) -> Node {
         Node {

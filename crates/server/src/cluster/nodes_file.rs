@@ -83,7 +83,7 @@ fn lock(file: &File) -> std::io::Result<()> {
 
 /// The file's text for `state`: every node but those still in a handshake.
 pub fn render(state: &ClusterState) -> String {
-    let mut text = state.describe_all(Flags::HANDSHAKE);
+    let mut text = state.describe_all(Flags::HANDSHAKE, false);
     text.push_str(&format!(
         "vars currentEpoch {} lastVoteEpoch {}\n",
         state.current_epoch, state.last_vote_epoch

@@ -226,13 +226,17 @@ fn redirect(ctx: &Ctx<'_>, state: &ClusterState, kind: &str, slot: usize, to: &N
     let Some(node) = state.nodes.get(to) else {
         return CmdError::Static(UNBOUND);
     };
-    // The bus runs without TLS here (`tls-cluster` is not supported), so a node's
-    // client port is the one every client uses.
     CmdError::Owned(format!(
         "{kind} {slot} {}:{}",
         endpoint_of(node, endpoint),
-        node.port
+        node.client_port(plain_client(ctx))
     ))
+}
+
+/// Whether this client is a plain one of a `tls-cluster`, which replies name nodes'
+/// plain ports to (their announced port is their TLS one).
+pub fn plain_client(ctx: &Ctx<'_>) -> bool {
+    !ctx.client.tls && ctx.shared.config.read().param_bool("tls-cluster")
 }
 
 /// What a node is named by in redirections, CLUSTER SLOTS' first field and CLUSTER
@@ -256,6 +260,7 @@ pub fn redirect_blocked(shared: &crate::shared::Shared) {
         return;
     }
     let endpoint = super::settings(shared).endpoint;
+    let tls_cluster = shared.config.read().param_bool("tls-cluster");
     let mut registry = shared.blocking.lock();
     let waiters = registry.waiters();
     if waiters.is_empty() {
@@ -283,7 +288,7 @@ pub fn redirect_blocked(shared: &crate::shared::Shared) {
                 Some(node) => Some(format!(
                     "MOVED {slot} {}:{}",
                     endpoint_of(node, endpoint),
-                    node.port
+                    node.client_port(tls_cluster && !waiter.tls)
                 )),
             }
         };

@@ -366,9 +366,16 @@ impl ClusterState {
     /// master, ping and pong times, epoch, link state, slots; for this node also the
     /// slots it migrates (`[slot->-id]`) and imports (`[slot-<-id]`).
     pub fn describe(&self, node: &Node) -> String {
+        self.describe_to(node, false)
+    }
+
+    /// [`ClusterState::describe`] for a client: with `plain_ports` (a plain client of a
+    /// `tls-cluster`), the node's plain port where it announced one.
+    pub fn describe_to(&self, node: &Node, plain_ports: bool) -> String {
         use std::fmt::Write;
         let mut line = String::with_capacity(128);
-        let _ = write!(line, "{} {}:{}@{}", node.id, node.ip, node.port, node.cport);
+        let port = node.client_port(plain_ports);
+        let _ = write!(line, "{} {}:{}@{}", node.id, node.ip, port, node.cport);
         if !node.hostname.is_empty() {
             let _ = write!(line, ",{}", node.hostname);
         }
@@ -414,10 +421,10 @@ impl ClusterState {
 
     /// CLUSTER NODES: a line per node, each ending in a newline, leaving out nodes with
     /// any of the `skip` flags.
-    pub fn describe_all(&self, skip: u16) -> String {
+    pub fn describe_all(&self, skip: u16, plain_ports: bool) -> String {
         let mut text = String::new();
         for node in self.nodes.values().filter(|n| !n.flags.any(skip)) {
-            text.push_str(&self.describe(node));
+            text.push_str(&self.describe_to(node, plain_ports));
             text.push('\n');
         }
         text

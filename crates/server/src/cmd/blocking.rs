@@ -302,6 +302,7 @@ pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64
         op: BlockOp::Stream(Box::new(read)),
         proto,
         mailbox: ctx.client.mailbox.clone(),
+        tls: ctx.client.tls,
         served: Default::default(),
     });
     registry.block(&waiter);
@@ -534,6 +535,7 @@ fn block_on(
         op,
         proto,
         mailbox: ctx.client.mailbox.clone(),
+        tls: ctx.client.tls,
         served: Default::default(),
     });
     registry.block(&waiter);

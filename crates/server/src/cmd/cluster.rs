@@ -136,7 +136,8 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             encode::write_bulk(ctx.out, id.as_bytes());
         }
         b"nodes" => {
-            let text = ctx.shared.cluster.state.read().describe_all(0);
+            let plain = route::plain_client(ctx);
+            let text = ctx.shared.cluster.state.read().describe_all(0, plain);
             encode::write_verbatim(ctx.out, ctx.client.protocol, b"txt", text.as_bytes());
         }
         b"info" => {
@@ -257,6 +258,7 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ok(ctx.out);
         }
         b"replicas" | b"slaves" if args.len() == 3 => {
+            let plain = route::plain_client(ctx);
             let state = ctx.shared.cluster.state.read();
             let node = known(&state, &args[2])?;
             if node.is_replica() {
@@ -265,7 +267,8 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             let replicas = state.replicas_of(&node.id);
             encode::write_array_len(ctx.out, replicas.len());
             for replica in replicas {
-                encode::write_bulk(ctx.out, state.describe(replica).as_bytes());
+                let line = state.describe_to(replica, plain);
+                encode::write_bulk(ctx.out, line.as_bytes());
             }
         }
         b"count-failure-reports" if args.len() == 3 => {
@@ -705,6 +708,7 @@ fn info(state: &ClusterState, links_over_limit: u64) -> String {
 /// CLUSTER SLOTS: each range of slots with its master and its available replicas.
 fn slots(ctx: &mut Ctx<'_>) {
     let endpoint = crate::cluster::settings(ctx.shared).endpoint;
+    let plain = route::plain_client(ctx);
     let state = ctx.shared.cluster.state.read();
     let mut ranges: Vec<(usize, usize, NodeId)> = Vec::new();
     for (slot, owner) in state.slots.iter().enumerate() {
@@ -732,7 +736,7 @@ fn slots(ctx: &mut Ctx<'_>) {
         encode::write_integer(ctx.out, start as i64);
         encode::write_integer(ctx.out, end as i64);
         for node in std::iter::once(master).chain(replicas) {
-            node_entry(ctx.out, proto, node, endpoint);
+            node_entry(ctx.out, proto, node, endpoint, plain);
         }
     }
 }
@@ -756,6 +760,7 @@ fn node_entry(
     proto: redline_resp::Protocol,
     node: &Node,
     endpoint: crate::cluster::Endpoint,
+    plain_client: bool,
 ) {
     use crate::cluster::Endpoint;
     encode::write_array_len(out, 4);
@@ -763,7 +768,7 @@ fn node_entry(
         Endpoint::Unknown => encode::write_null_bulk(out, proto),
         _ => encode::write_bulk(out, route::endpoint_of(node, endpoint).as_bytes()),
     }
-    encode::write_integer(out, i64::from(node.port));
+    encode::write_integer(out, i64::from(node.client_port(plain_client)));
     encode::write_bulk(out, node.id.as_bytes());
     let mut extra: Vec<(&str, &str)> = Vec::new();
     if endpoint != Endpoint::Ip {
@@ -782,6 +787,7 @@ fn node_entry(
 /// CLUSTER SHARDS: each master with its slot ranges and its nodes' details.
 fn shards(ctx: &mut Ctx<'_>) {
     let endpoint = crate::cluster::settings(ctx.shared).endpoint;
+    let tls_cluster = ctx.shared.config.read().param_bool("tls-cluster");
     let state = ctx.shared.cluster.state.read();
     let proto = ctx.client.protocol;
     let masters: Vec<&Node> = state.nodes.values().filter(|n| n.is_master()).collect();
@@ -802,15 +808,27 @@ fn shards(ctx: &mut Ctx<'_>) {
         encode::write_array_len(ctx.out, nodes.len());
         for node in nodes {
             let offset = offset_of(&state, node, ctx.shared);
-            let mut fields: Vec<(&str, Field)> = vec![
-                ("id", Field::Text(node.id.as_str().into_owned())),
-                ("port", Field::Int(i64::from(node.port))),
+            let mut fields: Vec<(&str, Field)> =
+                vec![("id", Field::Text(node.id.as_str().into_owned()))];
+            // With `tls-cluster` a node's port is its TLS one and pport its plain one.
+            let (plain_port, tls_port) = if tls_cluster {
+                (node.pport, node.port)
+            } else {
+                (node.port, 0)
+            };
+            if plain_port != 0 {
+                fields.push(("port", Field::Int(i64::from(plain_port))));
+            }
+            if tls_port != 0 {
+                fields.push(("tls-port", Field::Int(i64::from(tls_port))));
+            }
+            fields.extend([
                 ("ip", Field::Text(node.ip.clone())),
                 (
                     "endpoint",
                     Field::Text(route::endpoint_of(node, endpoint).to_string()),
                 ),
-            ];
+            ]);
             if !node.hostname.is_empty() {
                 fields.push(("hostname", Field::Text(node.hostname.clone())));
             }

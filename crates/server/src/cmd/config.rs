@@ -238,7 +238,7 @@ fn rebuild_tls(
     ctx: &Ctx<'_>,
     config: &crate::config::Config,
     seen: &[String],
-) -> Result<Option<std::sync::Arc<rustls::ServerConfig>>, CmdError> {
+) -> Result<Option<crate::net::tls::Contexts>, CmdError> {
     use crate::net::tls;
     let reloading = seen.iter().find(|n| tls::RELOADING.contains(&n.as_str()));
     let port_turns_on = tls::tls_port(config) != 0 && ctx.shared.tls.current().is_none();

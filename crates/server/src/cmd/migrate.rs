@@ -10,7 +10,7 @@
 //! Redis retries.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -23,7 +23,7 @@ use crate::persist::rdb;
 use crate::repl::journal::write_command;
 use crate::store::now_ms;
 
-use super::migrate_cache::Cached;
+use super::migrate_cache::{Cached, TargetStream};
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[("migrate", migrate)];
@@ -84,13 +84,14 @@ fn parse(args: &[Bytes]) -> Result<Options, CmdError> {
 }
 
 /// A connection to the target with Redis's per-operation timeout, from
-/// `bind-source-addr` when set.
+/// `bind-source-addr` when set, over `tls` when given.
 fn connect(
     host: &[u8],
     port: &[u8],
     timeout: Duration,
     source: &str,
-) -> Result<TcpStream, CmdError> {
+    tls: Option<Arc<rustls::ClientConfig>>,
+) -> Result<TargetStream, CmdError> {
     let host = std::str::from_utf8(host).map_err(|_| CONNECT_ERROR)?;
     let port: u16 = std::str::from_utf8(port)
         .ok()
@@ -103,11 +104,20 @@ fn connect(
         .set_read_timeout(Some(timeout))
         .and_then(|()| stream.set_write_timeout(Some(timeout)))
         .map_err(|_| CONNECT_ERROR)?;
-    Ok(stream)
+    match tls {
+        None => Ok(TargetStream::Plain(stream)),
+        Some(config) => {
+            let session = rustls::ClientConnection::new(config, crate::net::tls::server_name(host))
+                .map_err(|_| CONNECT_ERROR)?;
+            Ok(TargetStream::Tls(Box::new(rustls::StreamOwned::new(
+                session, stream,
+            ))))
+        }
+    }
 }
 
 /// Reads one reply line (the target answers AUTH, SELECT and RESTORE with one line).
-fn read_line(reader: &mut BufReader<&TcpStream>) -> Result<String, CmdError> {
+fn read_line(reader: &mut BufReader<&mut TargetStream>) -> Result<String, CmdError> {
     let mut line = String::new();
     match reader.read_line(&mut line) {
         Ok(n) if n > 0 => Ok(line.trim_end().to_string()),
@@ -139,8 +149,11 @@ fn exchange(
         );
     }
     preamble.extend_from_slice(request);
-    let stream = &conn.stream;
-    (&*stream).write_all(&preamble).map_err(|_| WRITE_ERROR)?;
+    let stream = &mut conn.stream;
+    stream
+        .write_all(&preamble)
+        .and_then(|()| stream.flush())
+        .map_err(|_| WRITE_ERROR)?;
     let mut reader = BufReader::new(stream);
     let mut refused: Option<String> = None;
     if auth.is_some() {
@@ -227,6 +240,11 @@ fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         .read()
         .param("bind-source-addr")
         .to_string();
+    let tls = if ctx.shared.config.read().param_bool("tls-cluster") {
+        Some(ctx.shared.tls.client().map_err(|_| CONNECT_ERROR)?)
+    } else {
+        None
+    };
     // Network I/O with the shards held: off the async workers' hands, as a script runs.
     let acked = super::off_the_runtime(|| -> Result<Vec<Result<(), String>>, CmdError> {
         // A kept connection may have been closed by the target meanwhile: on an I/O
@@ -236,7 +254,7 @@ fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             let reused = cached.is_some();
             let mut conn = match cached.take() {
                 Some(conn) => conn,
-                None => Cached::new(connect(&host, &port, timeout, &source)?),
+                None => Cached::new(connect(&host, &port, timeout, &source, tls.clone())?),
             };
             match exchange(&mut conn, &opts.auth, db, &request, moving.len()) {
                 Ok(replies) => {

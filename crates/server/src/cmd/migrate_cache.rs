@@ -8,6 +8,7 @@
 //! that failed is dropped.
 
 use std::collections::HashMap;
+use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -18,11 +19,46 @@ const MAX_CACHED: usize = 64;
 /// Unused this long, a connection is closed (Redis's `MIGRATE_SOCKET_CACHE_TTL`).
 const TTL: Duration = Duration::from_secs(10);
 
+/// A connection to a target: plain, or TLS with `tls-cluster` (Redis's MIGRATE opens
+/// the bus's kind of connection). Blocking, with the socket's timeouts.
+#[derive(Debug)]
+pub enum TargetStream {
+    /// Plain TCP.
+    Plain(TcpStream),
+    /// TLS; the handshake runs with the first write.
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Read for TargetStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            TargetStream::Plain(s) => s.read(buf),
+            TargetStream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for TargetStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            TargetStream::Plain(s) => s.write(buf),
+            TargetStream::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            TargetStream::Plain(s) => s.flush(),
+            TargetStream::Tls(s) => s.flush(),
+        }
+    }
+}
+
 /// A kept connection.
 #[derive(Debug)]
 pub struct Cached {
     /// The connection.
-    pub stream: TcpStream,
+    pub stream: TargetStream,
     /// The database it last selected (`None`: select before use).
     pub db: Option<i64>,
     last_use: Instant,
@@ -30,7 +66,7 @@ pub struct Cached {
 
 impl Cached {
     /// A new connection, nothing selected yet.
-    pub fn new(stream: TcpStream) -> Cached {
+    pub fn new(stream: TargetStream) -> Cached {
         Cached {
             stream,
             db: None,
@@ -91,7 +127,7 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let stream = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let cache = MigrateCache::default();
-        cache.put("h:1".into(), Cached::new(stream));
+        cache.put("h:1".into(), Cached::new(TargetStream::Plain(stream)));
         assert_eq!(cache.len(), 1);
         let mut taken = cache.take("h:1").unwrap();
         assert!(cache.is_empty() && cache.take("h:1").is_none());

@@ -37,6 +37,9 @@ pub struct ClientState {
     pub asking: bool,
     /// Cluster mode: READONLY, reads of our master's slots are served here.
     pub readonly: bool,
+    /// Connected over TLS: with `tls-cluster`, cluster replies name nodes' TLS ports to
+    /// it and their plain ports to other clients, as Redis.
+    pub tls: bool,
     /// Cluster mode: the slot of the running command's keys (a script's calls must stay
     /// in it unless it allows cross-slot keys).
     pub cluster_slot: Option<usize>,
@@ -228,6 +231,7 @@ impl ClientState {
             db: 0,
             asking: false,
             readonly: false,
+            tls: false,
             cluster_slot: None,
             protocol: Protocol::Resp2,
             name: None,

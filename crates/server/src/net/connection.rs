@@ -143,12 +143,25 @@ pub async fn serve_tls(
             }
         }
     };
-    serve(shared, stream, peer.into(), id).await;
+    serve_stream(shared, stream, peer.into(), id, true).await;
 }
 
-/// Serves one accepted connection until it closes, is killed, or the server stops.
+/// Serves one accepted plain connection until it closes, is killed, or the server stops.
 pub async fn serve<S>(shared: Arc<Shared>, stream: S, peer: super::peer::Peer, id: u64)
 where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    serve_stream(shared, stream, peer, id, false).await;
+}
+
+/// [`serve`] for a connection that is TLS (`tls`) or not.
+async fn serve_stream<S>(
+    shared: Arc<Shared>,
+    stream: S,
+    peer: super::peer::Peer,
+    id: u64,
+    tls: bool,
+) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let _registration = Registration {
@@ -166,6 +179,7 @@ where
         )
     };
     let mut client = ClientState::new(id, peer.clone(), authenticated);
+    client.tls = tls;
     if let Some(killed) = shared.clients.killed_flag(id) {
         client.killed = killed;
     }

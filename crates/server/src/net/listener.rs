@@ -131,7 +131,7 @@ fn admit(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, kind: Ki
         }
         Kind::Tls => {
             // The configuration current now: a later CONFIG SET does not touch it.
-            let Some(tls) = shared.tls.current() else {
+            let Some(tls) = shared.tls.server() else {
                 return;
             };
             let (id, killed) = shared.clients.register(peer, local);

@@ -1,9 +1,104 @@
-//! Connections this server opens (to its master, MIGRATE's target), from the address
-//! `bind-source-addr` names when it is set, as Redis binds them.
+//! Connections this server opens (to its master, its cluster peers, MIGRATE's target),
+//! from the address `bind-source-addr` names when it is set, as Redis binds them, and
+//! over TLS when `tls-replication` or `tls-cluster` asks for it ([`PeerStream`]).
 
 use std::io;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+/// A connection between this server and another one (its master, a cluster peer on
+/// either side of the bus): plain TCP or TLS. TLS writes stay in the session until
+/// flushed, so writers flush after each message.
+pub enum PeerStream {
+    /// Plain TCP.
+    Plain(TcpStream),
+    /// TLS, either side of the handshake.
+    Tls(Box<tokio_rustls::TlsStream<TcpStream>>),
+}
+
+impl PeerStream {
+    /// Opens a connection to `host:port` from `source_setting` (`bind-source-addr`),
+    /// with `tls` over it when given.
+    pub async fn connect(
+        host: &str,
+        port: u16,
+        source_setting: &str,
+        tls: Option<Arc<rustls::ClientConfig>>,
+    ) -> io::Result<PeerStream> {
+        let stream = connect(host, port, source_setting).await?;
+        let _ = stream.set_nodelay(true);
+        match tls {
+            None => Ok(PeerStream::Plain(stream)),
+            Some(config) => {
+                let tls = super::tls::connect(config, host, stream).await?;
+                Ok(PeerStream::Tls(Box::new(tls.into())))
+            }
+        }
+    }
+
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            PeerStream::Plain(stream) => stream,
+            PeerStream::Tls(stream) => stream.get_ref().0,
+        }
+    }
+
+    /// The other end's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.tcp().peer_addr()
+    }
+
+    /// This end's address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.tcp().local_addr()
+    }
+}
+
+impl AsyncRead for PeerStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            PeerStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            PeerStream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for PeerStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            PeerStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            PeerStream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            PeerStream::Plain(s) => Pin::new(s).poll_flush(cx),
+            PeerStream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            PeerStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            PeerStream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
 
 /// The source address `bind-source-addr` holds, if any (a bad one is an error, so the
 /// connection fails as Redis's does instead of leaving from another address).
@@ -18,11 +113,7 @@ fn source(setting: &str) -> io::Result<Option<IpAddr>> {
 }
 
 /// Connects to `host:port` (the first address that answers) from `source_setting`.
-pub async fn connect(
-    host: &str,
-    port: u16,
-    source_setting: &str,
-) -> io::Result<tokio::net::TcpStream> {
+pub async fn connect(host: &str, port: u16, source_setting: &str) -> io::Result<TcpStream> {
     let from = source(source_setting)?;
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
     for addr in tokio::net::lookup_host((host, port)).await? {

@@ -1,10 +1,17 @@
-//! TLS on the client port (`tls-port`), with rustls.
+//! TLS with rustls: on the client port (`tls-port`), on the cluster bus (`tls-cluster`)
+//! and on the connections this server opens (`tls-replication`, and with `tls-cluster`
+//! its bus links and MIGRATE).
 //!
-//! [`build`] turns the `tls-*` directives into one rustls [`ServerConfig`], checking them
-//! the way redis-server's `tlsConfigure` does (same log lines). The server keeps the
-//! current one in [`Tls`]; every accepted TLS connection takes the one current at accept
-//! time, so CONFIG SET of a certificate swaps it for new connections while established
-//! ones keep theirs, and a configuration that fails to build never replaces a working one.
+//! [`build`] turns the `tls-*` directives into [`Contexts`]: a rustls [`ServerConfig`]
+//! and, when a CA is configured, a [`ClientConfig`] (Redis's two SSL contexts), checking
+//! them the way redis-server's `tlsConfigure` does (same log lines). The server keeps the
+//! current ones in [`Tls`]; every TLS connection takes the ones current when it starts,
+//! so CONFIG SET of a certificate swaps them for new connections while established ones
+//! keep theirs, and a configuration that fails to build never replaces a working one.
+//!
+//! The client side presents `tls-client-cert-file` (else `tls-cert-file`) and checks the
+//! peer's chain against the CA but not its name, as Redis does: nodes and masters are
+//! reached by the address they announce, which their certificates need not name.
 //!
 //! The handshake runs in the connection's own task ([`handshake`]), bounded by
 //! `tls-handshake-timeout` (ours: Redis has no such directive), so a peer that never
@@ -32,12 +39,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
 use rustls::server::{NoServerSessionStorage, ServerSessionMemoryCache, WebPkiClientVerifier};
 use rustls::sign::{CertifiedKey, SingleCertAndKey};
-use rustls::{CipherSuite, InconsistentKeys, RootCertStore, ServerConfig, SupportedCipherSuite};
+use rustls::{
+    CertificateError, CipherSuite, ClientConfig, DigitallySignedStruct, InconsistentKeys,
+    RootCertStore, ServerConfig, SignatureScheme, SupportedCipherSuite,
+};
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
@@ -75,11 +87,26 @@ pub const UPDATE_FAILED: &str = "Unable to update TLS configuration. Check serve
 /// The start-up failure line (the details are logged before it).
 pub const CONFIGURE_FAILED: &str = "Failed to configure TLS. Check logs for more info.";
 
-/// The server's TLS state: the configuration new connections get, the accept loops of
+/// What the `tls-*` directives build: both sides of every TLS connection this server
+/// takes part in.
+#[derive(Clone, Debug)]
+pub struct Contexts {
+    /// For connections accepted on the TLS port.
+    pub server: Arc<ServerConfig>,
+    /// For connections accepted on the bus port with `tls-cluster`: a certificate the CA
+    /// signed is required whatever `tls-auth-clients` says (Redis's
+    /// `TLS_CLIENT_AUTH_YES` there). `None` without a CA.
+    pub bus: Option<Arc<ServerConfig>>,
+    /// For connections this server opens; `None` without a CA to check peers against
+    /// (then neither `tls-replication` nor `tls-cluster` is on: both require one).
+    pub client: Option<Arc<ClientConfig>>,
+}
+
+/// The server's TLS state: the configurations new connections get, the accept loops of
 /// the TLS port and the port they listen on.
 #[derive(Default)]
 pub struct Tls {
-    current: RwLock<Option<Arc<ServerConfig>>>,
+    current: RwLock<Option<Contexts>>,
     /// The TLS accept loops, replaced when CONFIG SET changes `tls-port` or `bind`.
     pub accepting: Mutex<super::listener::Accepting>,
     port: AtomicU16,
@@ -95,14 +122,33 @@ impl std::fmt::Debug for Tls {
 }
 
 impl Tls {
-    /// The configuration a connection accepted now handshakes with.
-    pub fn current(&self) -> Option<Arc<ServerConfig>> {
+    /// The configurations in use now.
+    pub fn current(&self) -> Option<Contexts> {
         self.current.read().clone()
     }
 
-    /// Replaces the configuration for connections accepted from now on.
-    pub fn install(&self, config: Arc<ServerConfig>) {
-        *self.current.write() = Some(config);
+    /// The configuration a connection accepted now handshakes with.
+    pub fn server(&self) -> Option<Arc<ServerConfig>> {
+        self.current.read().as_ref().map(|c| c.server.clone())
+    }
+
+    /// The configuration a connection accepted on the bus port now handshakes with.
+    pub fn bus(&self) -> Option<Arc<ServerConfig>> {
+        self.current.read().as_ref().and_then(|c| c.bus.clone())
+    }
+
+    /// The configuration a connection opened now handshakes with, or why there is none.
+    pub fn client(&self) -> io::Result<Arc<ClientConfig>> {
+        self.current
+            .read()
+            .as_ref()
+            .and_then(|c| c.client.clone())
+            .ok_or_else(|| io::Error::other("TLS is not configured for outgoing connections"))
+    }
+
+    /// Replaces the configurations for connections started from now on.
+    pub fn install(&self, contexts: Contexts) {
+        *self.current.write() = Some(contexts);
     }
 
     /// The TLS port listened on (0: none).
@@ -134,9 +180,9 @@ pub fn handshake_timeout(config: &Config) -> Duration {
     Duration::from_millis(u64::try_from(config.param_int("tls-handshake-timeout")).unwrap_or(0))
 }
 
-/// Builds the server configuration from the `tls-*` directives. The error is the line
+/// Builds both configurations from the `tls-*` directives. The error is the line
 /// redis-server logs for the same mistake.
-pub fn build(config: &Config) -> Result<Arc<ServerConfig>, String> {
+pub fn build(config: &Config) -> Result<Contexts, String> {
     let text = |name: &str| Some(config.param(name)).filter(|v| !v.is_empty());
     let Some(cert_file) = text("tls-cert-file") else {
         return Err("No tls-cert-file configured!".into());
@@ -168,23 +214,9 @@ pub fn build(config: &Config) -> Result<Arc<ServerConfig>, String> {
             })?),
         };
 
-    let builder = ServerConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(&versions)
-        .map_err(|e| format!("Failed to configure TLS protocols: {e}"))?;
-    let builder = match (auth_clients, roots) {
-        ("no", _) | (_, None) => builder.with_no_client_auth(),
-        (mode, Some(roots)) => {
-            let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider.clone());
-            let verifier = if mode == "optional" {
-                verifier.allow_unauthenticated()
-            } else {
-                verifier
-            };
-            let verifier = verifier.build().map_err(|e| {
-                format!("Failed to configure CA certificate(s) file/directory: {e}")
-            })?;
-            builder.with_client_cert_verifier(verifier)
-        }
+    let client = match &roots {
+        Some(roots) => Some(build_client(config, &provider, &versions, roots.clone())?),
+        None => None,
     };
     let signing_key = provider
         .key_provider
@@ -202,20 +234,161 @@ pub fn build(config: &Config) -> Result<Arc<ServerConfig>, String> {
             "Failed to load private key: {key_file}: key values mismatch"
         ));
     }
-    let mut server = builder.with_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
-    server.ignore_client_order = config.param_bool("tls-prefer-server-ciphers");
-    if config.param_bool("tls-session-caching") {
-        // OpenSSL reads 0 as "no limit"; rustls needs a bound, so 0 is a large one.
-        let size = match config.param_int("tls-session-cache-size") {
-            0 => 1 << 20,
-            n => usize::try_from(n).unwrap_or(1 << 20),
+    let resolver = Arc::new(SingleCertAndKey::from(certified));
+    // The server side, asking clients for a certificate as `auth` says.
+    let server_with = |auth: &str| -> Result<Arc<ServerConfig>, String> {
+        let builder = ServerConfig::builder_with_provider(provider.clone())
+            .with_protocol_versions(&versions)
+            .map_err(|e| format!("Failed to configure TLS protocols: {e}"))?;
+        let builder = match (auth, &roots) {
+            ("no", _) | (_, None) => builder.with_no_client_auth(),
+            (mode, Some(roots)) => {
+                let verifier =
+                    WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone());
+                let verifier = if mode == "optional" {
+                    verifier.allow_unauthenticated()
+                } else {
+                    verifier
+                };
+                let verifier = verifier.build().map_err(|e| {
+                    format!("Failed to configure CA certificate(s) file/directory: {e}")
+                })?;
+                builder.with_client_cert_verifier(verifier)
+            }
         };
-        server.session_storage = ServerSessionMemoryCache::new(size);
-    } else {
-        server.session_storage = Arc::new(NoServerSessionStorage {});
-        server.send_tls13_tickets = 0;
+        let mut server = builder.with_cert_resolver(resolver.clone());
+        server.ignore_client_order = config.param_bool("tls-prefer-server-ciphers");
+        if config.param_bool("tls-session-caching") {
+            // OpenSSL reads 0 as "no limit"; rustls needs a bound, so 0 is a large one.
+            let size = match config.param_int("tls-session-cache-size") {
+                0 => 1 << 20,
+                n => usize::try_from(n).unwrap_or(1 << 20),
+            };
+            server.session_storage = ServerSessionMemoryCache::new(size);
+        } else {
+            server.session_storage = Arc::new(NoServerSessionStorage {});
+            server.send_tls13_tickets = 0;
+        }
+        Ok(Arc::new(server))
+    };
+    Ok(Contexts {
+        server: server_with(auth_clients)?,
+        bus: match roots {
+            Some(_) => Some(server_with("yes")?),
+            None => None,
+        },
+        client,
+    })
+}
+
+/// The client side: the same protocols and suites, `tls-client-cert-file` and its key
+/// (else the server's own pair) as this server's certificate, peers checked against
+/// `roots`.
+fn build_client(
+    config: &Config,
+    provider: &Arc<CryptoProvider>,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+    roots: Arc<RootCertStore>,
+) -> Result<Arc<ClientConfig>, String> {
+    let text = |name: &str| Some(config.param(name)).filter(|v| !v.is_empty());
+    let (cert_file, key_file, pass) = match text("tls-client-cert-file") {
+        Some(cert) => (
+            cert,
+            text("tls-client-key-file").unwrap_or_default(),
+            text("tls-client-key-file-pass"),
+        ),
+        None => (
+            text("tls-cert-file").unwrap_or_default(),
+            text("tls-key-file").unwrap_or_default(),
+            text("tls-key-file-pass"),
+        ),
+    };
+    let chain = load_certs(Path::new(cert_file))
+        .map_err(|e| format!("Failed to load certificate: {cert_file}: {e}"))?;
+    let key = load_key(Path::new(key_file), pass)
+        .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+    let chain_check = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+        .build()
+        .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
+    let mut client = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(versions)
+        .map_err(|e| format!("Failed to configure TLS protocols: {e}"))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(ChainOnly(chain_check)))
+        .with_client_auth_cert(chain, key)
+        .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+    // Redis's client context keeps no session cache: every link is a full handshake.
+    client.resumption = rustls::client::Resumption::disabled();
+    Ok(Arc::new(client))
+}
+
+/// Checks a peer's certificate chain against the CA and ignores the name it is for, as
+/// OpenSSL does for Redis's outgoing connections (`SSL_VERIFY_PEER` with no host set).
+#[derive(Debug)]
+struct ChainOnly(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        // webpki checks the name only once the chain is good, so this error says the
+        // chain is.
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            verified => verified,
+        }
     }
-    Ok(Arc::new(server))
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// The client side of the TLS handshake on a connected socket to `host`.
+pub async fn connect(
+    config: Arc<ClientConfig>,
+    host: &str,
+    stream: TcpStream,
+) -> io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    tokio_rustls::TlsConnector::from(config)
+        .connect(server_name(host), stream)
+        .await
+}
+
+/// The name a handshake to `host` carries: the host itself when it is a DNS name or an
+/// address; anything else (names are not checked) a placeholder, so it still connects.
+pub fn server_name(host: &str) -> ServerName<'static> {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    ServerName::try_from(host.to_string())
+        .unwrap_or_else(|_| ServerName::from(std::net::Ipv4Addr::LOCALHOST))
 }
 
 /// `tls-protocols`: TLSv1.2 and TLSv1.3 by default, as Redis.

@@ -24,11 +24,11 @@ use bytes::{Buf, Bytes, BytesMut};
 use redline_resp::scan::{Scanner, Side};
 use redline_resp::RequestDecoder;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::net::client::{ClientState, ReplyMode};
 use crate::net::client_memory::ClientFigures;
 use crate::net::connection::run_commands;
+use crate::net::outgoing::PeerStream;
 use crate::net::registry::Registration;
 use crate::persist::rdb::file::{Fed, LoadError};
 use crate::persist::snapshot::{self, unix_secs, Load, LoadOptions, Loaded, Staging};
@@ -207,11 +207,13 @@ fn other(text: String) -> std::io::Error {
 }
 
 /// Sends one command.
-async fn send(socket: &mut TcpStream, args: &[&[u8]]) -> std::io::Result<()> {
+async fn send(socket: &mut PeerStream, args: &[&[u8]]) -> std::io::Result<()> {
     let mut out = BytesMut::new();
     let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
     super::journal::write_command(&mut out, &args);
-    socket.write_all(&out).await
+    socket.write_all(&out).await?;
+    // TLS keeps what it encrypted until flushed.
+    socket.flush().await
 }
 
 /// What the replica says when the master stays silent for `repl-timeout`, by stage.
@@ -227,7 +229,7 @@ fn repl_timeout(shared: &Shared) -> Duration {
 /// Reads what the master sent, or fails with `silent` (kind `TimedOut`) after
 /// `timeout` without a byte: any byte, a keepalive newline too, restarts the wait.
 async fn read_some(
-    socket: &mut TcpStream,
+    socket: &mut PeerStream,
     input: &mut BytesMut,
     timeout: Duration,
     silent: &str,
@@ -244,7 +246,7 @@ async fn read_some(
 /// Reads one line (without CRLF), skipping the bare newlines masters send as keepalives
 /// while they prepare a sync.
 async fn read_line(
-    socket: &mut TcpStream,
+    socket: &mut PeerStream,
     input: &mut BytesMut,
     timeout: Duration,
     silent: &str,
@@ -269,7 +271,7 @@ async fn read_line(
 
 /// Sends a command and reads its one-line reply.
 async fn ask(
-    socket: &mut TcpStream,
+    socket: &mut PeerStream,
     input: &mut BytesMut,
     timeout: Duration,
     args: &[&[u8]],
@@ -288,7 +290,7 @@ enum Transfer {
 impl Transfer {
     /// Reads the line that announces the image.
     async fn announced(
-        socket: &mut TcpStream,
+        socket: &mut PeerStream,
         input: &mut BytesMut,
         timeout: Duration,
     ) -> std::io::Result<Transfer> {
@@ -317,7 +319,7 @@ impl Transfer {
 
 /// Reads the whole sync image into memory.
 async fn read_image(
-    socket: &mut TcpStream,
+    socket: &mut PeerStream,
     input: &mut BytesMut,
     timeout: Duration,
     transfer: Transfer,
@@ -354,13 +356,21 @@ async fn session(
 ) -> std::io::Result<()> {
     status.set(CONNECTING);
     tracing::info!("Connecting to MASTER {host}:{port}");
-    let source = shared.config.read().param("bind-source-addr").to_string();
+    let (source, tls) = {
+        let config = shared.config.read();
+        let source = config.param("bind-source-addr").to_string();
+        (source, config.param_bool("tls-replication"))
+    };
+    let tls = if tls {
+        Some(shared.tls.client()?)
+    } else {
+        None
+    };
     let timeout = repl_timeout(shared);
-    let connecting = crate::net::outgoing::connect(host, port, &source);
+    let connecting = PeerStream::connect(host, port, &source, tls);
     let mut socket = tokio::time::timeout(timeout, connecting)
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, HANDSHAKE_TIMEOUT))??;
-    let _ = socket.set_nodelay(true);
     status.set(HANDSHAKE);
     let mut input = BytesMut::with_capacity(16 * 1024);
     tracing::info!("MASTER <-> REPLICA sync started");
@@ -618,7 +628,7 @@ impl Drop for LoadingEnds<'_> {
 #[allow(clippy::too_many_arguments)]
 async fn load_streamed(
     shared: &Arc<Shared>,
-    socket: &mut TcpStream,
+    socket: &mut PeerStream,
     input: &mut BytesMut,
     timeout: Duration,
     transfer: Transfer,
@@ -789,7 +799,7 @@ async fn feed_streamed(
 /// Applies the master's stream until the link drops.
 async fn stream(
     shared: &Arc<Shared>,
-    socket: &mut TcpStream,
+    socket: &mut PeerStream,
     mut input: BytesMut,
     status: &LinkStatus,
     resumed: bool,
@@ -980,7 +990,7 @@ impl Applier {
     }
 }
 
-async fn send_ack(socket: &mut TcpStream, offset: u64) -> std::io::Result<()> {
+async fn send_ack(socket: &mut PeerStream, offset: u64) -> std::io::Result<()> {
     let offset = offset.to_string();
     send(socket, &[b"REPLCONF", b"ACK", offset.as_bytes()]).await
 }

@@ -9,7 +9,6 @@ use std::time::Duration;
 use bytes::BytesMut;
 use redline_resp::{encode, Protocol};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_util::task::AbortOnDropHandle;
 
@@ -17,11 +16,12 @@ use super::super::node::{Flags, NodeId};
 use super::message::{self, DecodeError, Message};
 use super::process::{self, LinkInfo, Outcome};
 use super::LinkHandle;
+use crate::net::outgoing::PeerStream;
 use crate::shared::Shared;
 
 /// Reads one message; `None` at a clean end of the connection.
 async fn read_message(
-    reader: &mut tokio::io::ReadHalf<TcpStream>,
+    reader: &mut tokio::io::ReadHalf<PeerStream>,
     buf: &mut Vec<u8>,
 ) -> std::io::Result<Option<Result<Message, DecodeError>>> {
     let mut first = [0u8; 8];
@@ -50,14 +50,15 @@ async fn read_message(
 /// ends with its link's task, even when that task is aborted (a writer blocked on a
 /// peer that stopped reading would otherwise keep the connection and its queue).
 fn spawn_writer(
-    mut writer: tokio::io::WriteHalf<TcpStream>,
+    mut writer: tokio::io::WriteHalf<PeerStream>,
     mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
     queued: Arc<AtomicU64>,
 ) -> AbortOnDropHandle<()> {
     AbortOnDropHandle::new(tokio::spawn(async move {
         while let Some(bytes) = rx.recv().await {
             let len = bytes.len() as u64;
-            if writer.write_all(&bytes).await.is_err() {
+            // TLS keeps what it encrypted until flushed.
+            if writer.write_all(&bytes).await.is_err() || writer.flush().await.is_err() {
                 break;
             }
             queued.fetch_sub(len.min(queued.load(Ordering::Relaxed)), Ordering::Relaxed);
@@ -65,7 +66,7 @@ fn spawn_writer(
     }))
 }
 
-fn ips(stream: &TcpStream) -> (String, String) {
+fn ips(stream: &PeerStream) -> (String, String) {
     let ip = |a: std::io::Result<std::net::SocketAddr>| {
         a.map(|a| a.ip().to_canonical().to_string())
             .unwrap_or_default()
@@ -73,9 +74,8 @@ fn ips(stream: &TcpStream) -> (String, String) {
     (ip(stream.local_addr()), ip(stream.peer_addr()))
 }
 
-/// A node connected to our bus port.
-pub fn accepted(shared: &Arc<Shared>, stream: TcpStream) {
-    let _ = stream.set_nodelay(true);
+/// A node connected to our bus port (its TLS handshake done, with `tls-cluster`).
+pub fn accepted(shared: &Arc<Shared>, stream: PeerStream) {
     let (local_ip, peer_ip) = ips(&stream);
     let (tx, rx) = mpsc::unbounded_channel();
     let id = shared.cluster.bus.next_id();
@@ -114,7 +114,20 @@ pub fn connect(shared: &Arc<Shared>, node: NodeId, ip: String, cport: u16, timeo
             } else {
                 format!("{ip}:{cport}")
             };
-            let stream = match tokio::time::timeout(timeout, TcpStream::connect(&target)).await {
+            let (source, tls) = {
+                let config = shared.config.read();
+                let source = config.param("bind-source-addr").to_string();
+                (source, config.param_bool("tls-cluster"))
+            };
+            let connecting = async {
+                let tls = if tls {
+                    Some(shared.tls.client()?)
+                } else {
+                    None
+                };
+                PeerStream::connect(&ip, cport, &source, tls).await
+            };
+            let stream = match tokio::time::timeout(timeout, connecting).await {
                 Ok(Ok(stream)) => stream,
                 Ok(Err(e)) => {
                     tracing::debug!("Connection with Node {node} at {target} failed: {e}");
@@ -127,7 +140,6 @@ pub fn connect(shared: &Arc<Shared>, node: NodeId, ip: String, cport: u16, timeo
                     return;
                 }
             };
-            let _ = stream.set_nodelay(true);
             let (local_ip, peer_ip) = ips(&stream);
             let first = {
                 let ctx = super::context(&shared);
@@ -207,7 +219,7 @@ fn unlink(shared: &Shared, node: &NodeId, id: u64) {
 /// (renamed if the handshake told its real name).
 async fn serve_link(
     shared: &Arc<Shared>,
-    stream: TcpStream,
+    stream: PeerStream,
     mut link: LinkInfo,
     tx: mpsc::UnboundedSender<Vec<u8>>,
     rx: mpsc::UnboundedReceiver<Vec<u8>>,

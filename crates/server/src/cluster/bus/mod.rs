@@ -28,6 +28,7 @@ use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
 use super::node::{Flags, Node, NodeId};
+use crate::net::outgoing::PeerStream;
 use crate::shared::Shared;
 pub use process::FORGET_TTL_MS;
 
@@ -212,7 +213,7 @@ pub fn start(shared: &Arc<Shared>, listeners: Vec<tokio::net::TcpListener>) {
                     _ = stop.wait_for(|s| *s) => break,
                 };
                 match accepted {
-                    Ok((stream, _)) => links::accepted(&shared, stream),
+                    Ok((stream, _)) => accept(&shared, stream),
                     Err(e) => {
                         tracing::warn!("Error accepting cluster node: {e}");
                         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -223,6 +224,32 @@ pub fn start(shared: &Arc<Shared>, listeners: Vec<tokio::net::TcpListener>) {
         });
     }
     tokio::spawn(cron::run(shared.clone()));
+}
+
+/// A connection to the bus port: a link at once, or after its TLS handshake (in its own
+/// task, so a slow peer holds up no other) with `tls-cluster`.
+fn accept(shared: &Arc<Shared>, stream: tokio::net::TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let (tls, timeout) = {
+        let config = shared.config.read();
+        let timeout = crate::net::tls::handshake_timeout(&config);
+        (config.param_bool("tls-cluster"), timeout)
+    };
+    if !tls {
+        links::accepted(shared, PeerStream::Plain(stream));
+        return;
+    }
+    // A peer must present a certificate the CA signed (Redis's `TLS_CLIENT_AUTH_YES`).
+    let Some(server) = shared.tls.bus() else {
+        return;
+    };
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        match crate::net::tls::handshake(server, stream, timeout).await {
+            Ok(stream) => links::accepted(&shared, PeerStream::Tls(Box::new(stream.into()))),
+            Err(e) => tracing::debug!("Error accepting cluster node connection: {e}"),
+        }
+    });
 }
 
 /// CLUSTER MEET: a node in handshake that the cron links to with MEET.
