@@ -1883,3 +1883,58 @@ fn the_master_link_is_a_client_like_redis() {
     let (master, replica) = (redline(&["--repl-diskless-sync-delay", "0"]), redline(&[]));
     the_master_link_is_listed(master.port(), replica.port());
 }
+
+/// A replica promoted while it loads a full sync's image (here made slow with
+/// `key-load-delay`) ends with the master's data and a new history that names the
+/// master's as its second id, as redis-server does (it answers REPLICAOF NO ONE only
+/// once the load is over); it never goes on under the master's own id.
+#[test]
+fn a_replica_promoted_during_its_load_starts_a_new_history() {
+    let master = redis(&[]);
+    let mut m = conn(master.port());
+    for i in 0..200 {
+        m.ok(&["SET", &format!("k{i}"), "v"]);
+    }
+    let replica_args = [
+        "--repl-diskless-load",
+        "disabled",
+        "--key-load-delay",
+        "5000",
+    ];
+    for kind in ["redline", "redis"] {
+        let (_keep_a, _keep_b, port) = if kind == "redline" {
+            let s = redline(&replica_args);
+            let port = s.port();
+            (Some(s), None, port)
+        } else {
+            let s = redis(&replica_args);
+            let port = s.port();
+            (None, Some(s), port)
+        };
+        let mut r = conn(port);
+        r.ok(&["REPLICAOF", "127.0.0.1", &master.port().to_string()]);
+        // The image arrives at once; loading its 200 keys takes about a second.
+        // INFO replication only: the keyspace section waits for the load.
+        let replication = |name: &str| {
+            let info = text(&conn(port).cmd(&["INFO", "replication"]));
+            info.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_string))
+                .unwrap_or_default()
+        };
+        wait_until("the full sync to start", || {
+            replication("master_sync_in_progress") == "1"
+                || replication("master_link_status") == "up"
+        });
+        std::thread::sleep(Duration::from_millis(150));
+        r.ok(&["REPLICAOF", "NO", "ONE"]);
+        wait_until("the image to be loaded", || {
+            matches!(conn(port).cmd(&["DBSIZE"]), Frame::Integer(200))
+        });
+        // Read now: a master takes a new id when its first replica attaches.
+        let master_id = common::info_field(master.port(), "master_replid");
+        let field = |name: &str| common::info_field(port, name);
+        assert_eq!(field("role"), "master", "{kind}");
+        assert_ne!(field("master_replid"), master_id, "{kind}");
+        assert_eq!(field("master_replid2"), master_id, "{kind}");
+    }
+}

@@ -58,6 +58,10 @@ pub struct Replication {
     /// The database the master's stream had selected, from the dump a configured
     /// replica loaded at start: its link continues from there.
     pub resumed_stream_db: Mutex<Option<usize>>,
+    /// Held while a full sync's image loads off the runtime (where an aborted link
+    /// task cannot stop it): a new link to a master waits for it before its PSYNC, so
+    /// it names the history of the data it holds.
+    pub load_gate: tokio::sync::Mutex<()>,
 }
 
 /// INFO's `sync_full`, `sync_partial_ok` and `sync_partial_err`, as Redis counts them:
@@ -179,7 +183,9 @@ pub fn disconnect_replicas(shared: &crate::shared::Shared) {
 /// its replicas reconnect to learn it. Nothing happens if it is a master already.
 pub fn promote(shared: &crate::shared::Shared) {
     let previous = shared.repl.master.lock().take();
-    if previous.is_some() {
+    if let Some(link) = &previous {
+        // Before the history moves on: a load still running ends as if before this.
+        link.status.promoted();
         let journal = &shared.repl.journal;
         let has_backlog = {
             let mut stream = journal.stream();

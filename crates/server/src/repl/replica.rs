@@ -16,7 +16,7 @@
 //! REPLCONF GETACK, and reconnects with PSYNC when the link drops.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,6 +54,10 @@ pub struct LinkStatus {
     /// Drops the connection to the master (CLIENT KILL TYPE master); the link then
     /// reconnects and continues with PSYNC, as Redis's does.
     drop_link: tokio::sync::Notify,
+    /// This server became a master (REPLICAOF NO ONE, CLUSTER RESET, a failover) while
+    /// this link was its master's: a full sync's load still running then ends as if the
+    /// promotion came after it (see [`adopt_image`]).
+    promoted: AtomicBool,
 }
 
 /// Link states, as ROLE names them.
@@ -95,6 +99,12 @@ impl LinkStatus {
         // stored, so a later session is not dropped by an old request.
         self.drop_link.notify_waiters();
         true
+    }
+
+    /// Marks the link's master as no longer followed because this server became a
+    /// master: before its history moves on.
+    pub fn promoted(&self) {
+        self.promoted.store(true, Ordering::Release);
     }
 
     fn set(&self, state: u8) {
@@ -354,6 +364,8 @@ async fn session(
     port: u16,
     status: &LinkStatus,
 ) -> std::io::Result<()> {
+    // A load of a previous master's image may still run (see `load_gate`).
+    drop(shared.repl.load_gate.lock().await);
     status.set(CONNECTING);
     tracing::info!("Connecting to MASTER {host}:{port}");
     let (source, tls) = {
@@ -477,7 +489,9 @@ async fn session(
                     image.len()
                 );
                 // The load holds this worker for its whole length: its other tasks
-                // (a client's INFO, the listener) move to another thread first.
+                // (a client's INFO, the listener) move to another thread first. The
+                // gate keeps a new link's PSYNC until it ends.
+                let _gate = shared.repl.load_gate.lock().await;
                 crate::cmd::off_the_runtime(|| load_image(shared, &image, id, offset, status))?;
             }
             if shared.config.read().appendonly {
@@ -489,6 +503,10 @@ async fn session(
                     );
                     shared.aof.rewrite_scheduled.store(true, Ordering::Release);
                 }
+            }
+            if status.promoted.load(Ordering::Acquire) {
+                // Promoted while the image loaded: the link is gone (see `adopt_image`).
+                return Err(other("this server became a master during the sync".into()));
             }
         }
         Some("+CONTINUE") => {
@@ -566,16 +584,24 @@ fn load_image(
 }
 
 /// The image is in: the master's history (id, offset, selected database) is ours.
+///
+/// A load off the runtime runs on after its link task is aborted. If this server was
+/// promoted meanwhile (Redis answers no command during such a load, so there the
+/// promotion comes after it), the history goes on from the master's under a new id,
+/// as if promoted now: no write has reached the held shards since. Checked under the
+/// stream's lock, which the promotion takes after marking the link.
 fn adopt_image(shared: &Shared, loaded: &Loaded, replid: &str, offset: u64, status: &LinkStatus) {
     status
         .stream_db
         .store(loaded.stream_db.unwrap_or(0), Ordering::Relaxed);
     let backlog_size = super::master::backlog_size(shared);
-    shared
-        .repl
-        .journal
-        .stream()
-        .adopt(replid, offset, backlog_size);
+    {
+        let mut stream = shared.repl.journal.stream();
+        stream.adopt(replid, offset, backlog_size);
+        if status.promoted.load(Ordering::Acquire) {
+            stream.shift_replid();
+        }
+    }
     // Our own replicas hold the history this image replaced: they must sync again.
     super::disconnect_replicas(shared);
 }
