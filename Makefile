@@ -23,7 +23,8 @@ help:
 	@echo "make compat REDIS_SRC=<redis 7.0.15 source tree>  Redis's Tcl suite against redis-server and"
 	@echo "            redline-server side by side; writes compat/REPORT.md (UNITS=a,b for a subset;"
 	@echo "            MODE=spawned: the suite starts the servers itself, and Redis's cluster suite"
-	@echo "            runs too (UNITS=cluster-suite alone), compat/REPORT-spawned.md)"
+	@echo "            runs too (UNITS=cluster-suite alone), compat/REPORT-spawned.md; with TLS=1,"
+	@echo "            the suites' --tls mode, compat/REPORT-spawned-tls.md)"
 	@echo "make fuzz   run every cargo-fuzz target for FUZZ_SECONDS (default 60) each, on nightly"
 
 # Tests start their own redis-server and redis-sentinel processes on free ports, so the
@@ -130,6 +131,11 @@ compat: deps
 	  $(APT) update -q; \
 	  $(APT) install -y -q --no-install-recommends tcl; \
 	fi
+	@if [ -n "$(TLS)" ] && ! echo 'package require tls' | tclsh >/dev/null 2>&1; then \
+	  echo "compat: installing tcl-tls and openssl with apt-get"; \
+	  $(APT) update -q; \
+	  $(APT) install -y -q --no-install-recommends tcl-tls openssl; \
+	fi
 	$(CARGO) build --release -p redline-server
 	python3 compat/run.py --redis-src "$(REDIS_SRC)" --redline-bin target/release/redline-server \
-	  $(if $(UNITS),--units $(UNITS)) $(if $(MODE),--mode $(MODE))
+	  $(if $(UNITS),--units $(UNITS)) $(if $(MODE),--mode $(MODE)) $(if $(TLS),--tls)
