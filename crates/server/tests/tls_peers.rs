@@ -1,8 +1,8 @@
 //! TLS between servers, against real redis-server 7.0 with the same certificates:
 //!
 //! - `tls-replication yes`: redline-server replicates from a TLS-only redis-server and
-//!   the other way round, and a replica that does not trust its master's certificate
-//!   never links (no fall-back to plain text);
+//!   the other way round (the replica announcing its TLS port), and a replica that does
+//!   not trust its master's certificate never links (no fall-back to plain text);
 //! - `tls-cluster yes`: a cluster of redline-server and redis-server nodes with no plain
 //!   port speaks TLS on the bus, replicates both ways, moves keys with MIGRATE over TLS
 //!   from either kind of node and fails over a killed master;
@@ -96,6 +96,12 @@ fn replication_runs_over_tls_both_ways() {
         });
         assert_eq!(replica.cmd(&["DBSIZE"]).integer(), Some(101));
         assert_eq!(master.info_field("connected_slaves"), "1");
+        // The replica announces the port it serves TLS on.
+        let role = master.cmd(&["ROLE"]);
+        let announced = role
+            .items()
+            .and_then(|r| r.get(2)?.items()?.first()?.items()?.get(1)?.text());
+        assert_eq!(announced, Some(replica.port().to_string()), "{role:?}");
     }
 }
 

@@ -419,7 +419,8 @@ async fn session(
             return Err(other(format!("Unable to AUTH to MASTER: {reply}")));
         }
     }
-    let our_port = shared.port().to_string();
+    let (our_port, our_ip) = announced_address(shared);
+    let our_port = our_port.to_string();
     ask(
         &mut socket,
         &mut input,
@@ -427,6 +428,15 @@ async fn session(
         &[b"REPLCONF", b"listening-port", our_port.as_bytes()],
     )
     .await?;
+    if let Some(ip) = our_ip {
+        ask(
+            &mut socket,
+            &mut input,
+            timeout,
+            &[b"REPLCONF", b"ip-address", ip.as_bytes()],
+        )
+        .await?;
+    }
     ask(
         &mut socket,
         &mut input,
@@ -534,6 +544,26 @@ async fn session(
     status.set(CONNECTED);
     tracing::info!("MASTER <-> REPLICA sync: Finished with success");
     stream(shared, &mut socket, input, status, resumed).await
+}
+
+/// The port and address this replica tells its master (Redis's
+/// `replicationSendListeningPort` and `replica-announce-ip`): `replica-announce-port`,
+/// else the TLS port when it replicates over TLS, else the plain port.
+fn announced_address(shared: &Shared) -> (u16, Option<String>) {
+    let config = shared.config.read();
+    let announced = u16::try_from(config.param_int("replica-announce-port")).unwrap_or(0);
+    let tls_port = shared.tls.port();
+    let port = if announced != 0 {
+        announced
+    } else if config.param_bool("tls-replication") && tls_port != 0 {
+        tls_port
+    } else {
+        shared.port()
+    };
+    let ip = Some(config.param("replica-announce-ip"))
+        .filter(|ip| !ip.is_empty())
+        .map(str::to_string);
+    (port, ip)
 }
 
 /// Replaces the dataset with the master's image, while every shard is held. An image
