@@ -21,6 +21,7 @@ pub mod hll;
 pub mod lazyfree;
 pub mod lookups;
 mod shard;
+mod slot_keys;
 pub mod stream;
 mod value;
 mod zset;

@@ -14,6 +14,7 @@ use super::compact::CompactBytes;
 use super::cut::{CutSink, CutState};
 use super::events::KeyEvents;
 use super::now_ms;
+use super::slot_keys::SlotKeys;
 use super::value::{Entry, Hasher, Value};
 
 thread_local! {
@@ -89,6 +90,9 @@ pub struct Shard {
     /// once (a BGSAVE, a replica's full sync, an AOF rewrite), each walked by its own
     /// writer.
     cuts: Vec<CutState>,
+    /// The keys by cluster hash slot, once a cluster command asked for them (see
+    /// [`SlotKeys`]); kept up to date from then on.
+    slot_keys: Option<Box<SlotKeys>>,
 }
 
 /// Tables at or below this capacity are never shrunk: too small to matter, and a shard
@@ -303,6 +307,9 @@ impl Shard {
                 );
                 self.track_ttl(key, false, expires_at != 0);
                 self.report_created(key);
+                if let Some(index) = &mut self.slot_keys {
+                    index.added(key);
+                }
             }
         }
     }
@@ -317,6 +324,9 @@ impl Shard {
             None => {
                 self.touch(key);
                 self.report_created(key);
+                if let Some(index) = &mut self.slot_keys {
+                    index.added(key);
+                }
                 let access = self.fresh_access();
                 let (index, _) = self.map.insert_full(
                     CompactBytes::new(key),
@@ -385,6 +395,9 @@ impl Shard {
         if entry.expires_at != 0 {
             self.ttl_keys.swap_remove(key.as_bytes());
         }
+        if let Some(index) = &mut self.slot_keys {
+            index.removed(key.as_bytes());
+        }
         self.shrink_if_sparse();
         Some((key, entry))
     }
@@ -413,6 +426,9 @@ impl Shard {
         self.finish_cut();
         let keys = std::mem::take(&mut self.map);
         let ttls = std::mem::take(&mut self.ttl_keys);
+        if let Some(index) = &mut self.slot_keys {
+            index.clear();
+        }
         self.touch_watched();
         let count = keys.len() as u64;
         super::dirty::mark_n(count);
@@ -425,6 +441,9 @@ impl Shard {
         super::dirty::mark_n(self.map.len() as u64);
         self.map = IndexMap::default();
         self.ttl_keys = IndexSet::default();
+        if let Some(index) = &mut self.slot_keys {
+            index.clear();
+        }
         self.touch_watched();
     }
 
@@ -434,8 +453,17 @@ impl Shard {
         other.finish_cut();
         std::mem::swap(&mut self.map, &mut other.map);
         std::mem::swap(&mut self.ttl_keys, &mut other.ttl_keys);
+        std::mem::swap(&mut self.slot_keys, &mut other.slot_keys);
         self.touch_all();
         other.touch_all();
+    }
+
+    /// The keys by cluster hash slot, built on first use (expired keys not reclaimed yet
+    /// included, as Redis counts them).
+    pub fn slot_keys(&mut self) -> &SlotKeys {
+        let map = &self.map;
+        self.slot_keys
+            .get_or_insert_with(|| Box::new(SlotKeys::of(map.keys())))
     }
 
     /// Records that `key` changed, for WATCH. Every write path calls it: the shard's own

@@ -369,7 +369,7 @@ pub fn drop_keys_in_slots(shared: &Shared, slots: &[usize]) {
     let db = shared.store.db(0);
     for &slot in slots {
         let keys = crate::cmd::cluster::keys_in_slot(
-            &db.lock_index(db.shard_of_slot(slot)),
+            &mut db.lock_index(db.shard_of_slot(slot)),
             slot,
             usize::MAX,
         );
