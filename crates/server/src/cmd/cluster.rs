@@ -163,7 +163,7 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 .ok_or(CmdError::Static("ERR Invalid slot"))?;
             encode::write_integer(
                 ctx.out,
-                count_keys_in_slot(&mut ctx.lock_slot(slot), slot) as i64,
+                count_keys_in_slot(&mut ctx.lock_slot(slot), shard_count(ctx), slot) as i64,
             );
         }
         b"getkeysinslot" => {
@@ -175,6 +175,7 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 .ok_or(CmdError::Static("ERR Invalid slot or number of keys"))?;
             let keys = keys_in_slot(
                 &mut ctx.lock_slot(slot),
+                shard_count(ctx),
                 slot,
                 usize::try_from(max).unwrap_or(0),
             );
@@ -460,7 +461,7 @@ fn setslot(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<(), CmdError> {
                 let target = master_named(&state, &args[4], "Unknown node")?;
                 (target, state.slots[slot] == Some(state.myself))
             };
-            let keys = count_keys_in_slot(&mut ctx.lock_slot(slot), slot);
+            let keys = count_keys_in_slot(&mut ctx.lock_slot(slot), shard_count(ctx), slot);
             let myself = shared.cluster.state.read().myself;
             if mine && target != myself && keys != 0 {
                 return Err(CmdError::Owned(format!("ERR Can't assign hashslot {slot} to a different node while I still hold keys for this hash slot.")));
@@ -868,12 +869,22 @@ enum Field {
 }
 
 /// Keys of database 0 in `slot`, expired ones not yet reclaimed included (Redis's
-/// `countKeysInSlot`). The slot lies whole in one shard, `shard`.
-pub(crate) fn count_keys_in_slot(shard: &mut Shard, slot: usize) -> usize {
-    u16::try_from(slot).map_or(0, |slot| shard.slot_keys().count(slot))
+/// `countKeysInSlot`). The slot lies whole in one shard, `shard`, of `shards`.
+pub(crate) fn count_keys_in_slot(shard: &mut Shard, shards: usize, slot: usize) -> usize {
+    u16::try_from(slot).map_or(0, |slot| shard.slot_count(shards, slot))
 }
 
-/// Up to `max` keys of database 0 in `slot`.
-pub(crate) fn keys_in_slot(shard: &mut Shard, slot: usize, max: usize) -> Vec<Vec<u8>> {
-    u16::try_from(slot).map_or_else(|_| Vec::new(), |slot| shard.slot_keys().keys(slot, max))
+/// The shard count of database 0 (the one cluster mode serves).
+fn shard_count(ctx: &Ctx<'_>) -> usize {
+    ctx.shared.store.db(0).shard_count()
+}
+
+/// Up to `max` keys of database 0 in `slot`, held by `shard` of `shards`.
+pub(crate) fn keys_in_slot(
+    shard: &mut Shard,
+    shards: usize,
+    slot: usize,
+    max: usize,
+) -> Vec<Vec<u8>> {
+    u16::try_from(slot).map_or_else(|_| Vec::new(), |slot| shard.keys_in_slot(shards, slot, max))
 }

@@ -14,8 +14,9 @@ use super::compact::CompactBytes;
 use super::cut::{CutSink, CutState};
 use super::events::KeyEvents;
 use super::now_ms;
-use super::slot_keys::SlotKeys;
+use super::slot_keys::SlotCounts;
 use super::value::{Entry, Hasher, Value};
+use redline_resp::slot::key_slot;
 
 thread_local! {
     /// The command running on this thread comes from our master (replica side).
@@ -90,9 +91,9 @@ pub struct Shard {
     /// once (a BGSAVE, a replica's full sync, an AOF rewrite), each walked by its own
     /// writer.
     cuts: Vec<CutState>,
-    /// The keys by cluster hash slot, once a cluster command asked for them (see
-    /// [`SlotKeys`]); kept up to date from then on.
-    slot_keys: Option<Box<SlotKeys>>,
+    /// How many keys each cluster hash slot holds, once a cluster command asked (see
+    /// [`SlotCounts`]); kept up to date from then on.
+    slot_counts: Option<Box<SlotCounts>>,
 }
 
 /// Tables at or below this capacity are never shrunk: too small to matter, and a shard
@@ -307,8 +308,8 @@ impl Shard {
                 );
                 self.track_ttl(key, false, expires_at != 0);
                 self.report_created(key);
-                if let Some(index) = &mut self.slot_keys {
-                    index.added(key);
+                if let Some(counts) = &mut self.slot_counts {
+                    counts.added(key);
                 }
             }
         }
@@ -324,8 +325,8 @@ impl Shard {
             None => {
                 self.touch(key);
                 self.report_created(key);
-                if let Some(index) = &mut self.slot_keys {
-                    index.added(key);
+                if let Some(counts) = &mut self.slot_counts {
+                    counts.added(key);
                 }
                 let access = self.fresh_access();
                 let (index, _) = self.map.insert_full(
@@ -395,8 +396,8 @@ impl Shard {
         if entry.expires_at != 0 {
             self.ttl_keys.swap_remove(key.as_bytes());
         }
-        if let Some(index) = &mut self.slot_keys {
-            index.removed(key.as_bytes());
+        if let Some(counts) = &mut self.slot_counts {
+            counts.removed(key.as_bytes());
         }
         self.shrink_if_sparse();
         Some((key, entry))
@@ -426,8 +427,8 @@ impl Shard {
         self.finish_cut();
         let keys = std::mem::take(&mut self.map);
         let ttls = std::mem::take(&mut self.ttl_keys);
-        if let Some(index) = &mut self.slot_keys {
-            index.clear();
+        if let Some(counts) = &mut self.slot_counts {
+            counts.clear();
         }
         self.touch_watched();
         let count = keys.len() as u64;
@@ -441,8 +442,8 @@ impl Shard {
         super::dirty::mark_n(self.map.len() as u64);
         self.map = IndexMap::default();
         self.ttl_keys = IndexSet::default();
-        if let Some(index) = &mut self.slot_keys {
-            index.clear();
+        if let Some(counts) = &mut self.slot_counts {
+            counts.clear();
         }
         self.touch_watched();
     }
@@ -453,17 +454,33 @@ impl Shard {
         other.finish_cut();
         std::mem::swap(&mut self.map, &mut other.map);
         std::mem::swap(&mut self.ttl_keys, &mut other.ttl_keys);
-        std::mem::swap(&mut self.slot_keys, &mut other.slot_keys);
+        std::mem::swap(&mut self.slot_counts, &mut other.slot_counts);
         self.touch_all();
         other.touch_all();
     }
 
-    /// The keys by cluster hash slot, built on first use (expired keys not reclaimed yet
-    /// included, as Redis counts them).
-    pub fn slot_keys(&mut self) -> &SlotKeys {
+    /// How many keys cluster hash slot `slot` holds here, expired ones not reclaimed yet
+    /// included as Redis counts them, in a database of `shards` shards (the counts are
+    /// built on first use).
+    pub fn slot_count(&mut self, shards: usize, slot: u16) -> usize {
         let map = &self.map;
-        self.slot_keys
-            .get_or_insert_with(|| Box::new(SlotKeys::of(map.keys())))
+        self.slot_counts
+            .get_or_insert_with(|| Box::new(SlotCounts::of(shards, map.keys())))
+            .count(slot)
+    }
+
+    /// Up to `max` keys of cluster hash slot `slot` (see [`Shard::slot_count`]): the scan
+    /// stops once it found them all. Newest first, as Redis lists them (its list adds at
+    /// the head; after deletions the order may differ, which Redis never promised).
+    pub fn keys_in_slot(&mut self, shards: usize, slot: u16, max: usize) -> Vec<Vec<u8>> {
+        let want = self.slot_count(shards, slot).min(max);
+        self.map
+            .keys()
+            .rev()
+            .filter(|key| key_slot(key.as_bytes()) == slot)
+            .take(want)
+            .map(|key| key.as_bytes().to_vec())
+            .collect()
     }
 
     /// Records that `key` changed, for WATCH. Every write path calls it: the shard's own

@@ -1,76 +1,72 @@
-//! A shard's keys by cluster hash slot (Redis's `slots_to_keys`): COUNTKEYSINSLOT,
-//! GETKEYSINSLOT, SETSLOT NODE's check and the dropping of a lost slot's keys cost the
-//! keys of that slot, not a scan of the shard (with a million keys, a scan per call made
-//! a resharding's GETKEYSINSLOT loop take minutes).
+//! How many keys a shard holds in each cluster hash slot: COUNTKEYSINSLOT and
+//! SETSLOT NODE's check answer at once instead of scanning the shard (830 µs a call
+//! with a million keys), and GETKEYSINSLOT and the dropping of a lost slot's keys stop
+//! scanning once they have found them all (and skip empty slots).
 //!
-//! A shard builds one the first time such a command asks it (one pass over its keys)
-//! and keeps it up to date from then on: a node that never moves slots pays nothing on
-//! its write path, and one that does pays a CRC16, a set update and a copy of the key
-//! for each key created or deleted (Redis pays two pointers per key in cluster mode).
+//! A shard builds its counts the first time such a command asks (one pass over its
+//! keys) and keeps them from then on: a node that never moves slots pays nothing on its
+//! write path, one that does pays an increment per key created or deleted (the key's
+//! slot is one CRC16, which the shard's own index computes too). Redis keeps a list of
+//! each slot's keys instead; a set of keys per slot here cost a third of the throughput
+//! of SETs creating keys (bench/NOTES.md), which counts do not.
 
-use std::collections::HashMap;
-
-use indexmap::IndexSet;
 use redline_resp::slot::key_slot;
 
 use super::compact::CompactBytes;
-use super::value::Hasher;
 
-/// Keys by slot.
-#[derive(Debug, Default)]
-pub struct SlotKeys {
-    slots: HashMap<u16, IndexSet<CompactBytes, Hasher>, Hasher>,
+/// Keys per slot, for the slots of one shard (`slot >> shift` indexes them: a shard
+/// holds the slots equal to its index modulo the shard count, a power of two).
+#[derive(Debug)]
+pub struct SlotCounts {
+    shift: u32,
+    counts: Box<[u32]>,
 }
 
-impl SlotKeys {
-    /// The index of `keys`.
-    pub fn of<'a>(keys: impl Iterator<Item = &'a CompactBytes>) -> SlotKeys {
-        let mut index = SlotKeys::default();
+impl SlotCounts {
+    /// The counts of `keys`, in a shard of a database of `shards` shards.
+    pub fn of<'a>(shards: usize, keys: impl Iterator<Item = &'a CompactBytes>) -> SlotCounts {
+        let shift = shards.max(1).next_power_of_two().trailing_zeros();
+        // Slots are 0..16384.
+        let len = (16383 >> shift) + 1;
+        let mut counts = SlotCounts {
+            shift,
+            counts: vec![0; len].into_boxed_slice(),
+        };
         for key in keys {
-            index.added(key.as_bytes());
+            counts.added(key.as_bytes());
         }
-        index
+        counts
+    }
+
+    fn at(&mut self, key: &[u8]) -> Option<&mut u32> {
+        self.counts
+            .get_mut(usize::from(key_slot(key)) >> self.shift)
     }
 
     /// `key` was created.
     pub fn added(&mut self, key: &[u8]) {
-        self.slots
-            .entry(key_slot(key))
-            .or_default()
-            .insert(CompactBytes::new(key));
+        if let Some(count) = self.at(key) {
+            *count += 1;
+        }
     }
 
     /// `key` was deleted.
     pub fn removed(&mut self, key: &[u8]) {
-        let slot = key_slot(key);
-        if let Some(keys) = self.slots.get_mut(&slot) {
-            keys.swap_remove(key);
-            if keys.is_empty() {
-                self.slots.remove(&slot);
-            }
+        if let Some(count) = self.at(key) {
+            *count = count.saturating_sub(1);
         }
     }
 
     /// Every key is gone.
     pub fn clear(&mut self) {
-        self.slots.clear();
+        self.counts.fill(0);
     }
 
     /// How many keys `slot` holds.
     pub fn count(&self, slot: u16) -> usize {
-        self.slots.get(&slot).map_or(0, IndexSet::len)
-    }
-
-    /// Up to `max` keys of `slot`, the newest first as Redis lists them (its list adds at
-    /// the head; after deletions the order here may differ, which Redis never promised).
-    pub fn keys(&self, slot: u16, max: usize) -> Vec<Vec<u8>> {
-        self.slots.get(&slot).map_or_else(Vec::new, |keys| {
-            keys.iter()
-                .rev()
-                .take(max)
-                .map(|k| k.as_bytes().to_vec())
-                .collect()
-        })
+        self.counts
+            .get(usize::from(slot) >> self.shift)
+            .map_or(0, |&n| n as usize)
     }
 }
 
@@ -83,19 +79,20 @@ mod tests {
         let keys: Vec<CompactBytes> = ["a", "b", "{a}x"]
             .map(|k| CompactBytes::new(k.as_bytes()))
             .into();
-        let mut index = SlotKeys::of(keys.iter());
-        let a = key_slot(b"a");
-        assert_eq!(index.count(a), 2);
-        assert_eq!(index.count(key_slot(b"b")), 1);
-        assert_eq!(index.keys(a, 1).len(), 1);
-        index.removed(b"a");
-        assert_eq!(index.keys(a, 10), vec![b"{a}x".to_vec()]);
-        index.removed(b"{a}x");
-        index.removed(b"missing");
-        assert_eq!(index.count(a), 0);
-        assert!(!index.slots.contains_key(&a));
-        index.added(b"c");
-        index.clear();
-        assert_eq!(index.count(key_slot(b"c")), 0);
+        for shards in [1, 16, 64] {
+            let mut counts = SlotCounts::of(shards, keys.iter());
+            let a = key_slot(b"a");
+            assert_eq!(counts.count(a), 2);
+            assert_eq!(counts.count(key_slot(b"b")), 1);
+            counts.removed(b"a");
+            counts.removed(b"{a}x");
+            counts.removed(b"{a}x");
+            assert_eq!(counts.count(a), 0);
+            counts.added(b"c");
+            assert_eq!(counts.count(key_slot(b"c")), 1);
+            counts.clear();
+            assert_eq!(counts.count(key_slot(b"c")), 0);
+            assert_eq!(counts.count(16383), 0);
+        }
     }
 }

@@ -370,6 +370,7 @@ pub fn drop_keys_in_slots(shared: &Shared, slots: &[usize]) {
     for &slot in slots {
         let keys = crate::cmd::cluster::keys_in_slot(
             &mut db.lock_index(db.shard_of_slot(slot)),
+            db.shard_count(),
             slot,
             usize::MAX,
         );
