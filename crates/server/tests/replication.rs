@@ -1938,3 +1938,31 @@ fn a_replica_promoted_during_its_load_starts_a_new_history() {
         assert_eq!(field("master_replid2"), master_id, "{kind}");
     }
 }
+
+/// `replica-announce-ip` and `-port` reach the master (REPLCONF ip-address and
+/// listening-port), which lists the replica by them (INFO's `slave0`, ROLE), whichever
+/// server is which.
+#[test]
+fn a_replica_is_listed_by_the_address_it_announces() {
+    let announce = [
+        "--replica-announce-ip",
+        "10.1.2.3",
+        "--replica-announce-port",
+        "1234",
+    ];
+    let check = |master: u16, replica: u16| {
+        conn(replica).ok(&["REPLICAOF", "127.0.0.1", &master.to_string()]);
+        wait_until("the replica to be listed", || {
+            common::info_field(master, "slave0").starts_with("ip=10.1.2.3,port=1234,state=online")
+        });
+        let role = text(&conn(master).cmd(&["ROLE"]));
+        assert!(role.contains("10.1.2.3 1234"), "{role}");
+    };
+    let (master, replica) = (
+        redline(&["--repl-diskless-sync-delay", "0"]),
+        redis(&announce),
+    );
+    check(master.port(), replica.port());
+    let (master, replica) = (redis(&[]), redline(&announce));
+    check(master.port(), replica.port());
+}

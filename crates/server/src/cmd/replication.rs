@@ -119,6 +119,8 @@ fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                     "ERR value is not an integer or out of range",
                 ))?;
             ctx.client.repl_listening_port = port;
+        } else if is(option, "ip-address") {
+            ctx.client.repl_ip_address = Some(String::from_utf8_lossy(value).into());
         } else if is(option, "getack") {
             // From our master: answer with our offset (the replica task sends it).
             if ctx.client.is_master {
@@ -132,7 +134,7 @@ fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ctx.client.repl_capa_eof |= is(value, "eof");
         } else if is(option, "rdb-filter-only") {
             ctx.client.rdb_filter = Some(rdb_filter(value)?);
-        } else if !["ip-address", "rdb-only"].iter().any(|o| is(option, o)) {
+        } else if !is(option, "rdb-only") {
             return Err(super::reply::quoting(
                 "ERR Unrecognized REPLCONF option: ",
                 option,

@@ -85,6 +85,8 @@ pub struct ClientState {
     pub repl_offset: u64,
     /// The port a replica said it listens on (REPLCONF listening-port).
     pub repl_listening_port: u16,
+    /// REPLCONF ip-address (a replica's `replica-announce-ip`).
+    pub repl_ip_address: Option<crate::repl::journal::ReplicaIp>,
     /// The replica reads an image sent disk-less, `$EOF:<mark>` (REPLCONF capa eof).
     pub repl_capa_eof: bool,
     /// REPLCONF rdb-filter-only: the sync image holds the function libraries only (or,
@@ -254,6 +256,7 @@ impl ClientState {
             blocked_since: None,
             repl_offset: 0,
             repl_listening_port: 0,
+            repl_ip_address: None,
             repl_capa_eof: false,
             rdb_filter: None,
             is_master: false,

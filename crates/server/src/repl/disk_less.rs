@@ -18,6 +18,7 @@
 //! filtered images of `REPLCONF rdb-filter-only`, get a disk-based sync instead
 //! ([`super::master`]).
 
+use super::journal::ReplicaIp;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -57,7 +58,7 @@ struct Group {
 #[derive(Debug)]
 struct Member {
     id: u64,
-    ip: std::net::IpAddr,
+    ip: ReplicaIp,
     port: u16,
     started: oneshot::Sender<Started>,
 }
@@ -93,7 +94,7 @@ enum Piece {
 
 impl DiskLessSyncs {
     /// Replica `id` (at `ip`, listening on `port`) waits for the next image.
-    pub fn join(&self, id: u64, ip: std::net::IpAddr, port: u16) -> Waiting {
+    pub fn join(&self, id: u64, ip: ReplicaIp, port: u16) -> Waiting {
         let mut next = self.next.lock();
         // A group whose replicas all left is no group: the wait counts from this one.
         if next.as_ref().is_some_and(|g| g.members.lock().is_empty()) {
@@ -125,13 +126,13 @@ impl DiskLessSyncs {
 
     /// The replicas waiting for the next image to start, by address (INFO lists them
     /// as `wait_bgsave`, as Redis lists its replicas waiting for a child).
-    pub fn waiting(&self) -> Vec<(std::net::IpAddr, u16)> {
+    pub fn waiting(&self) -> Vec<(ReplicaIp, u16)> {
         self.next.lock().as_ref().map_or_else(Vec::new, |group| {
             group
                 .members
                 .lock()
                 .iter()
-                .map(|m| (m.ip, m.port))
+                .map(|m| (m.ip.clone(), m.port))
                 .collect()
         })
     }
@@ -207,7 +208,10 @@ fn start(shared: &Shared, group: &Arc<Group>) {
     let journal = &shared.repl.journal;
     journal.activate();
     let (pipe, pieces) = mpsc::channel(PIPE_PIECES);
-    let addresses: Vec<_> = members.iter().map(|m| (m.id, m.ip, m.port)).collect();
+    let addresses: Vec<_> = members
+        .iter()
+        .map(|m| (m.id, m.ip.clone(), m.port))
+        .collect();
     let mut instant = SyncInstant::take(shared, &addresses);
     let aux = instant.aux(shared);
     let aux: Vec<(&str, &[u8])> = aux.iter().map(|(n, v)| (*n, v.as_bytes())).collect();

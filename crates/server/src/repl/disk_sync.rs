@@ -20,8 +20,8 @@
 //! Replicas that ask for a filtered image (`REPLCONF rdb-filter-only`), and any when
 //! no file can be created in `dir`, get an image serialised in memory at once.
 
+use super::journal::ReplicaIp;
 use std::fs::File;
-use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,7 +47,7 @@ pub struct DiskSyncs {
     /// The BGSAVE that serves disk-based syncs, while it runs.
     current: Mutex<Option<Arc<Save>>>,
     /// Replicas waiting for the next BGSAVE: id, address, listening port.
-    queued: Mutex<Vec<(u64, IpAddr, u16)>>,
+    queued: Mutex<Vec<(u64, ReplicaIp, u16)>>,
 }
 
 /// A BGSAVE serving disk-based syncs.
@@ -82,7 +82,7 @@ pub struct Request {
     /// Its connection's id.
     pub id: u64,
     /// Its address.
-    pub ip: IpAddr,
+    pub ip: ReplicaIp,
     /// The port it listens on (`REPLCONF listening-port`).
     pub port: u16,
     /// PSYNC rather than SYNC.
@@ -140,14 +140,18 @@ impl Drop for Queued<'_> {
 impl DiskSyncs {
     /// The replicas waiting for the next BGSAVE, by address (INFO lists them as
     /// `wait_bgsave`, as Redis does its `wait_bgsave_start` replicas).
-    pub fn waiting(&self) -> Vec<(IpAddr, u16)> {
-        self.queued.lock().iter().map(|q| (q.1, q.2)).collect()
+    pub fn waiting(&self) -> Vec<(ReplicaIp, u16)> {
+        self.queued
+            .lock()
+            .iter()
+            .map(|q| (q.1.clone(), q.2))
+            .collect()
     }
 
     fn queue(&self, request: &Request) -> Queued<'_> {
         self.queued
             .lock()
-            .push((request.id, request.ip, request.port));
+            .push((request.id, request.ip.clone(), request.port));
         Queued {
             syncs: self,
             id: request.id,
@@ -164,7 +168,7 @@ impl DiskSyncs {
                 if stream.backlog().is_some_and(|b| b.holds(state.offset)) {
                     let link = stream.attach(
                         request.id,
-                        request.ip,
+                        request.ip.clone(),
                         request.port,
                         backlog_size(shared),
                         Some(state.offset),
@@ -181,7 +185,8 @@ impl DiskSyncs {
             persistence: shared.persistence.clone(),
         });
         let begin = |temp: std::path::PathBuf| {
-            let mut instant = SyncInstant::take(shared, &[(request.id, request.ip, request.port)]);
+            let mut instant =
+                SyncInstant::take(shared, &[(request.id, request.ip.clone(), request.port)]);
             let aux = instant.aux(shared);
             let aux: Vec<(&str, &[u8])> = aux.iter().map(|(n, v)| (*n, v.as_bytes())).collect();
             let link = instant.links.remove(0);
@@ -214,7 +219,7 @@ impl DiskSyncs {
                 *current = Some(save);
                 tracing::info!(
                     "Starting BGSAVE for SYNC with target: disk (replica {}:{}, offset {offset})",
-                    request.ip,
+                    request.ip.clone(),
                     request.port
                 );
                 Join::Joined(link, replid, offset, ticket)
@@ -378,7 +383,7 @@ impl Started {
 /// offset: the filtered one the replica asked for, or the whole dataset (when no file
 /// could be made).
 fn image_now(shared: &Shared, request: &Request) -> (Arc<ReplicaLink>, String, u64, Vec<u8>) {
-    let mut instant = SyncInstant::take(shared, &[(request.id, request.ip, request.port)]);
+    let mut instant = SyncInstant::take(shared, &[(request.id, request.ip.clone(), request.port)]);
     let aux = instant.aux(shared);
     let aux: Vec<(&str, &[u8])> = aux.iter().map(|(n, v)| (*n, v.as_bytes())).collect();
     let bytes = match request.filter {

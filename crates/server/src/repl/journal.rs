@@ -18,7 +18,6 @@
 //! [`Journal::activate`] takes every slot for writing once, which waits for writes in
 //! flight and makes every later one see the flag.
 
-use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -116,13 +115,17 @@ impl LinkState {
     }
 }
 
+/// The address a replica is known by: the IP of its connection, or what it announced
+/// (`REPLCONF ip-address`, from its `replica-announce-ip`: an address or a host name).
+pub type ReplicaIp = Arc<str>;
+
 /// One attached replica, as the master sees it.
 #[derive(Debug)]
 pub struct ReplicaLink {
     /// Its client id.
     pub id: u64,
     /// Its address.
-    pub ip: IpAddr,
+    pub ip: ReplicaIp,
     /// The port it listens on (REPLCONF listening-port).
     pub listening_port: AtomicU16,
     state: AtomicU8,
@@ -295,7 +298,7 @@ impl Stream {
     pub fn attach(
         &mut self,
         id: u64,
-        ip: IpAddr,
+        ip: ReplicaIp,
         listening_port: u16,
         backlog_size: usize,
         from: Option<u64>,
@@ -678,7 +681,7 @@ mod tests {
         let journal = Journal::default();
         let link = journal
             .stream()
-            .attach(1, IpAddr::from([127, 0, 0, 1]), 6380, 1 << 20, None);
+            .attach(1, ReplicaIp::from("127.0.0.1"), 6380, 1 << 20, None);
         journal.append(&[Propagated::all(0, args(&["SET", "a", "1"]))]);
         journal.append(&[Propagated::all(0, args(&["SET", "b", "2"]))]);
         journal.append(&[

@@ -12,6 +12,7 @@
 //! The link then carries the stream to the replica and reads its `REPLCONF ACK`s, which
 //! WAIT and INFO replication use.
 
+use super::journal::ReplicaIp;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,15 +49,19 @@ pub enum Begin {
     Disk(super::disk_sync::Request),
 }
 
-/// The address a replica is known by: its connection's IP and the port it listens on
-/// (`REPLCONF listening-port`, 0 when not told).
-pub fn replica_address(ctx: &Ctx<'_>) -> (std::net::IpAddr, u16) {
-    // A replica on the Unix socket is this host.
-    let ip = ctx
-        .client
-        .peer
-        .ip()
-        .unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
+/// The address a replica is known by: what it announced (`REPLCONF ip-address`), else
+/// its connection's IP; and the port it listens on (`REPLCONF listening-port`, 0 when
+/// not told).
+pub fn replica_address(ctx: &Ctx<'_>) -> (ReplicaIp, u16) {
+    let ip = match &ctx.client.repl_ip_address {
+        Some(ip) => ip.clone(),
+        // A replica on the Unix socket is this host.
+        None => ctx
+            .client
+            .peer
+            .ip()
+            .map_or_else(|| ReplicaIp::from("127.0.0.1"), |ip| ip.to_string().into()),
+    };
     (ip, ctx.client.repl_listening_port)
 }
 
@@ -89,7 +94,13 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
         }
         if let (Ok(behind), Some(from)) = (continued, requested) {
             // The link sends the missing part from the replication buffer.
-            let link = stream.attach(ctx.client.id, ip, port, backlog_size, Some(from - 1));
+            let link = stream.attach(
+                ctx.client.id,
+                ip.clone(),
+                port,
+                backlog_size,
+                Some(from - 1),
+            );
             let reply = format!("+CONTINUE {}\r\n", stream.replid);
             drop(stream);
             link.set_state(LinkState::Online);
@@ -163,7 +174,7 @@ pub(super) struct SyncInstant<'a> {
 
 impl<'a> SyncInstant<'a> {
     /// Takes the instant for `replicas` (id, address, listening port).
-    pub fn take(shared: &'a Shared, replicas: &[(u64, std::net::IpAddr, u16)]) -> SyncInstant<'a> {
+    pub fn take(shared: &'a Shared, replicas: &[(u64, ReplicaIp, u16)]) -> SyncInstant<'a> {
         let journal = &shared.repl.journal;
         // Our own master's stream is applied, then appended, a batch at a time inside
         // the gate (see `replica::Applier`): shutting the gate first means the image
@@ -182,7 +193,7 @@ impl<'a> SyncInstant<'a> {
         let (replid, offset) = (stream.replid.clone(), stream.offset);
         let links = replicas
             .iter()
-            .map(|&(id, ip, port)| stream.attach(id, ip, port, backlog_size, None))
+            .map(|(id, ip, port)| stream.attach(*id, ip.clone(), *port, backlog_size, None))
             .collect();
         drop(stream);
         SyncInstant {
