@@ -75,6 +75,9 @@ SPAWNED_UNITS = [
     "cluster-suite",
 ]
 
+# The suite's unit that runs only in its --tls mode, first in that mode.
+TLS_UNITS = ["tls"]
+
 # Redis's separate cluster test suite (`runtest-cluster`: tests/cluster/tests/*.tcl on up
 # to 20 nodes it starts itself), last in SPAWNED_UNITS. It runs once per server; each of
 # its files is reported as a unit `cluster-suite/<file>`.
@@ -391,10 +394,10 @@ def missing_tests(redis_ok: Counter, redline_ok: Counter, short: Counter) -> lis
     return missing
 
 
-def report_units(summary: dict, spawned: bool) -> list[str]:
+def report_units(summary: dict, spawned: bool, tls: bool = False) -> list[str]:
     """The report's units in order, the cluster suite's files in place of it."""
     units = []
-    for unit in SPAWNED_UNITS if spawned else UNITS:
+    for unit in (TLS_UNITS if tls else []) + (SPAWNED_UNITS if spawned else UNITS):
         if unit == CLUSTER_SUITE:
             prefix = f"{CLUSTER_SUITE}/"
             units += sorted(u for u in summary.get("units", {}) if u.startswith(prefix))
@@ -407,7 +410,7 @@ def write_report(summary: dict, needs: dict, path: Path, meta: dict,
                  spawned: bool = False, tls: bool = False) -> None:
     rows, gaps = [], []
     total_redis = total_redline = total_both = 0
-    for unit in report_units(summary, spawned):
+    for unit in report_units(summary, spawned, tls):
         entry = summary.get("units", {}).get(unit)
         if not entry or "redis" not in entry:
             continue
@@ -533,7 +536,7 @@ def main() -> int:
     binaries = {kind: str(Path(b).resolve()) if "/" in b else b
                 for kind, b in (("redis", args.redis_bin), ("redline", args.redline_bin))}
     servers = [s for s in args.servers.split(",") if s]
-    default_units = SPAWNED_UNITS if spawned else UNITS
+    default_units = (TLS_UNITS if args.tls else []) + (SPAWNED_UNITS if spawned else UNITS)
     units = [u for u in (args.units or ",".join(default_units)).split(",") if u]
     meta = summary.setdefault("meta", {})
     meta["redis_version"] = version(binaries["redis"])

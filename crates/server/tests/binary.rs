@@ -9,18 +9,10 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{show, Conn};
+use common::{free_port, show, Conn};
 use redline_resp::Frame;
 
 const BIN: &str = env!("CARGO_BIN_EXE_redline-server");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 #[test]
 fn config_errors_are_fatal_like_redis() {

@@ -14,7 +14,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{conn, text, wait_until};
+use common::{conn, free_port, text, wait_until};
 use redline_resp::slot::key_slot;
 use redline_resp::Frame;
 use redline_testkit::{RedisCluster, RedisServer, RedlineServer, Reply, TlsCerts};
@@ -239,14 +239,6 @@ fn a_mixed_tls_cluster_replicates_migrates_and_fails_over() {
     cluster.restart(range.master).unwrap();
     cluster.wait_until_healthy(Duration::from_secs(60)).unwrap();
     check_keys(&mut cluster, &keys);
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// The value after `name` in a flat list of names and values.

@@ -4,99 +4,41 @@
 
 use std::io;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tokio_util::either::Either;
 
 /// A connection between this server and another one (its master, a cluster peer on
-/// either side of the bus): plain TCP or TLS. TLS writes stay in the session until
-/// flushed, so writers flush after each message.
-pub enum PeerStream {
-    /// Plain TCP.
-    Plain(TcpStream),
-    /// TLS, either side of the handshake.
-    Tls(Box<tokio_rustls::TlsStream<TcpStream>>),
-}
+/// either side of the bus): plain TCP, or TLS from either side of the handshake. TLS
+/// writes stay in the session until flushed, so writers flush after each message.
+pub type PeerStream = Either<TcpStream, Box<tokio_rustls::TlsStream<TcpStream>>>;
 
-impl PeerStream {
-    /// Opens a connection to `host:port` from `source_setting` (`bind-source-addr`),
-    /// with `tls` over it when given.
-    pub async fn connect(
-        host: &str,
-        port: u16,
-        source_setting: &str,
-        tls: Option<Arc<rustls::ClientConfig>>,
-    ) -> io::Result<PeerStream> {
-        let stream = connect(host, port, source_setting).await?;
-        let _ = stream.set_nodelay(true);
-        match tls {
-            None => Ok(PeerStream::Plain(stream)),
-            Some(config) => {
-                let tls = super::tls::connect(config, host, stream).await?;
-                Ok(PeerStream::Tls(Box::new(tls.into())))
-            }
-        }
-    }
-
-    fn tcp(&self) -> &TcpStream {
-        match self {
-            PeerStream::Plain(stream) => stream,
-            PeerStream::Tls(stream) => stream.get_ref().0,
-        }
-    }
-
-    /// The other end's address.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.tcp().peer_addr()
-    }
-
-    /// This end's address.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.tcp().local_addr()
-    }
-}
-
-impl AsyncRead for PeerStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            PeerStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            PeerStream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+/// Opens a connection to `host:port` from `source_setting` (`bind-source-addr`), with
+/// `tls` over it when given.
+pub async fn connect_peer(
+    host: &str,
+    port: u16,
+    source_setting: &str,
+    tls: Option<Arc<rustls::ClientConfig>>,
+) -> io::Result<PeerStream> {
+    let stream = connect(host, port, source_setting).await?;
+    let _ = stream.set_nodelay(true);
+    match tls {
+        None => Ok(Either::Left(stream)),
+        Some(config) => {
+            let tls = super::tls::connect(config, host, stream).await?;
+            Ok(Either::Right(Box::new(tls.into())))
         }
     }
 }
 
-impl AsyncWrite for PeerStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            PeerStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            PeerStream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            PeerStream::Plain(s) => Pin::new(s).poll_flush(cx),
-            PeerStream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            PeerStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            PeerStream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
+/// The TCP connection under `stream` (its addresses).
+pub fn tcp_of(stream: &PeerStream) -> &TcpStream {
+    match stream {
+        Either::Left(stream) => stream,
+        Either::Right(stream) => stream.get_ref().0,
     }
 }
 

@@ -28,7 +28,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::net::client::{ClientState, ReplyMode};
 use crate::net::client_memory::ClientFigures;
 use crate::net::connection::run_commands;
-use crate::net::outgoing::PeerStream;
+use crate::net::outgoing::{connect_peer, tcp_of, PeerStream};
 use crate::net::registry::Registration;
 use crate::persist::rdb::file::{Fed, LoadError};
 use crate::persist::snapshot::{self, unix_secs, Load, LoadOptions, Loaded, Staging};
@@ -379,7 +379,7 @@ async fn session(
         None
     };
     let timeout = repl_timeout(shared);
-    let connecting = PeerStream::connect(host, port, &source, tls);
+    let connecting = connect_peer(host, port, &source, tls);
     let mut socket = tokio::time::timeout(timeout, connecting)
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, HANDSHAKE_TIMEOUT))??;
@@ -861,12 +861,12 @@ async fn stream(
     resumed: bool,
 ) -> std::io::Result<()> {
     let journal = &shared.repl.journal;
-    let peer = socket.peer_addr()?;
+    let peer = tcp_of(socket).peer_addr()?;
     // Listed as a client (flags M), as Redis lists its master client.
     let previous = status.client_id.load(Ordering::Relaxed);
     let id = shared.clients.register_master(
         peer,
-        socket.local_addr()?,
+        tcp_of(socket).local_addr()?,
         (resumed && previous != 0).then_some(previous),
     );
     let _registration = Registration {

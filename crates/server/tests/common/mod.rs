@@ -206,6 +206,15 @@ pub fn text(frame: &Frame) -> String {
     }
 }
 
+/// A loopback port free now (for servers given an extra port of their own).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// Polls `check` until it holds, for 30 s at most.
 pub fn wait_until(what: &str, check: impl Fn() -> bool) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);

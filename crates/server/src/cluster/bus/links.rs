@@ -16,7 +16,7 @@ use super::super::node::{Flags, NodeId};
 use super::message::{self, DecodeError, Message};
 use super::process::{self, LinkInfo, Outcome};
 use super::LinkHandle;
-use crate::net::outgoing::PeerStream;
+use crate::net::outgoing::{connect_peer, tcp_of, PeerStream};
 use crate::shared::Shared;
 
 /// Reads one message; `None` at a clean end of the connection.
@@ -71,7 +71,8 @@ fn ips(stream: &PeerStream) -> (String, String) {
         a.map(|a| a.ip().to_canonical().to_string())
             .unwrap_or_default()
     };
-    (ip(stream.local_addr()), ip(stream.peer_addr()))
+    let tcp = tcp_of(stream);
+    (ip(tcp.local_addr()), ip(tcp.peer_addr()))
 }
 
 /// A node connected to our bus port (its TLS handshake done, with `tls-cluster`).
@@ -125,7 +126,7 @@ pub fn connect(shared: &Arc<Shared>, node: NodeId, ip: String, cport: u16, timeo
                 } else {
                     None
                 };
-                PeerStream::connect(&ip, cport, &source, tls).await
+                connect_peer(&ip, cport, &source, tls).await
             };
             let stream = match tokio::time::timeout(timeout, connecting).await {
                 Ok(Ok(stream)) => stream,

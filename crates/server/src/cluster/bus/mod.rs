@@ -28,7 +28,6 @@ use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
 use super::node::{Flags, Node, NodeId};
-use crate::net::outgoing::PeerStream;
 use crate::shared::Shared;
 pub use process::FORGET_TTL_MS;
 
@@ -236,7 +235,7 @@ fn accept(shared: &Arc<Shared>, stream: tokio::net::TcpStream) {
         (config.param_bool("tls-cluster"), timeout)
     };
     if !tls {
-        links::accepted(shared, PeerStream::Plain(stream));
+        links::accepted(shared, tokio_util::either::Either::Left(stream));
         return;
     }
     // A peer must present a certificate the CA signed (Redis's `TLS_CLIENT_AUTH_YES`).
@@ -246,7 +245,10 @@ fn accept(shared: &Arc<Shared>, stream: tokio::net::TcpStream) {
     let shared = shared.clone();
     tokio::spawn(async move {
         match crate::net::tls::handshake(server, stream, timeout).await {
-            Ok(stream) => links::accepted(&shared, PeerStream::Tls(Box::new(stream.into()))),
+            Ok(stream) => links::accepted(
+                &shared,
+                tokio_util::either::Either::Right(Box::new(stream.into())),
+            ),
             Err(e) => tracing::debug!("Error accepting cluster node connection: {e}"),
         }
     });
