@@ -330,3 +330,57 @@ fn plain_clients_of_a_tls_cluster_are_told_plain_ports() {
         );
     }
 }
+
+/// Certificates OpenSSL signs without extensions are X.509 v1 (Redis's
+/// utils/gen-test-certs.sh makes one), which webpki cannot read: redline-server still
+/// starts with one, serves it (redis-cli, OpenSSL, accepts it) and presents it to its
+/// master as a client certificate, as redis-server does. Fixtures made with
+/// `openssl x509 -req` (valid until 2126).
+#[test]
+fn an_x509_v1_certificate_is_served_and_presented() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls-v1");
+    let path = |name: &str| fixtures.join(name).display().to_string();
+    let certs = TlsCerts::generate().unwrap();
+    // One file trusting both CAs: the test kit's (the master's certificate) and the one
+    // that signed the v1 certificate.
+    let both = certs.dir().join("both-ca.crt");
+    let v1_ca = std::fs::read_to_string(fixtures.join("ca.crt")).unwrap();
+    std::fs::write(&both, format!("{}{v1_ca}", certs.ca_cert_pem())).unwrap();
+    let both = both.display().to_string();
+    // A master that trusts both (its test kit's control connection has no certificate:
+    // it requires one only once started).
+    let master = Node::start(false, &certs, &["--tls-ca-cert-file", &both]);
+    let tls_port = free_port().to_string();
+    let replica = RedlineServer::builder()
+        .args([
+            "--tls-port",
+            &tls_port,
+            "--tls-cert-file",
+            &path("v1.crt"),
+            "--tls-key-file",
+            &path("v1.key"),
+            "--tls-ca-cert-file",
+            &both,
+            "--tls-replication",
+            "yes",
+            "--tls-auth-clients",
+            "optional",
+        ])
+        .start()
+        .unwrap();
+    let served = std::process::Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &tls_port, "--tls", "--cacert"])
+        .arg(fixtures.join("ca.crt"))
+        .arg("PING")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&served.stdout).trim(), "PONG");
+    master.cmd(&["SET", "k", "v"]);
+    // From now on the master requires a certificate: the replica must present its own.
+    master.cmd(&["CONFIG", "SET", "tls-auth-clients", "yes"]);
+    let mut r = conn(replica.port());
+    r.ok(&["REPLICAOF", "127.0.0.1", &master.port().to_string()]);
+    wait_until("the replica to link with its v1 certificate", || {
+        text(&conn(replica.port()).cmd(&["GET", "k"])) == "v"
+    });
+}

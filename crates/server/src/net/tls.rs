@@ -218,22 +218,7 @@ pub fn build(config: &Config) -> Result<Contexts, String> {
         Some(roots) => Some(build_client(config, &provider, &versions, roots.clone())?),
         None => None,
     };
-    let signing_key = provider
-        .key_provider
-        .load_private_key(key)
-        .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
-    let certified = CertifiedKey::new(chain, signing_key);
-    // A certificate webpki cannot read (X.509 v1, as Redis's gen-test-certs.sh makes
-    // them) is served all the same, as OpenSSL serves it; the client judges it. Only a
-    // key that provably belongs to another certificate is refused.
-    if let Err(rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) =
-        certified.keys_match()
-    {
-        // OpenSSL's words for the same mistake.
-        return Err(format!(
-            "Failed to load private key: {key_file}: key values mismatch"
-        ));
-    }
+    let certified = certified_key(&provider, chain, key, key_file)?;
     let resolver = Arc::new(SingleCertAndKey::from(certified));
     // The server side, asking clients for a certificate as `auth` says.
     let server_with = |auth: &str| -> Result<Arc<ServerConfig>, String> {
@@ -307,6 +292,7 @@ fn build_client(
         .map_err(|e| format!("Failed to load certificate: {cert_file}: {e}"))?;
     let key = load_key(Path::new(key_file), pass)
         .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+    let certified = certified_key(provider, chain, key, key_file)?;
     let chain_check = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
         .build()
         .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
@@ -315,11 +301,36 @@ fn build_client(
         .map_err(|e| format!("Failed to configure TLS protocols: {e}"))?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(ChainOnly(chain_check)))
-        .with_client_auth_cert(chain, key)
-        .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+        .with_client_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
     // Redis's client context keeps no session cache: every link is a full handshake.
     client.resumption = rustls::client::Resumption::disabled();
     Ok(Arc::new(client))
+}
+
+/// A certificate chain with its key. A certificate webpki cannot read (X.509 v1, as
+/// Redis's gen-test-certs.sh makes them) is presented all the same, as OpenSSL presents
+/// it; the peer judges it. Only a key that provably belongs to another certificate is
+/// refused.
+fn certified_key(
+    provider: &CryptoProvider,
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    key_file: &str,
+) -> Result<CertifiedKey, String> {
+    let signing_key = provider
+        .key_provider
+        .load_private_key(key)
+        .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+    let certified = CertifiedKey::new(chain, signing_key);
+    if let Err(rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) =
+        certified.keys_match()
+    {
+        // OpenSSL's words for the same mistake.
+        return Err(format!(
+            "Failed to load private key: {key_file}: key values mismatch"
+        ));
+    }
+    Ok(certified)
 }
 
 /// Checks a peer's certificate chain against the CA and ignores the name it is for, as
