@@ -240,11 +240,12 @@ fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         .read()
         .param("bind-source-addr")
         .to_string();
-    let tls = if ctx.shared.config.read().param_bool("tls-cluster") {
-        Some(ctx.shared.tls.client().map_err(|_| CONNECT_ERROR)?)
-    } else {
-        None
-    };
+    let tls_cluster = ctx.shared.config.read().param_bool("tls-cluster");
+    let tls = ctx
+        .shared
+        .tls
+        .client_for(tls_cluster)
+        .map_err(|_| CONNECT_ERROR)?;
     // Network I/O with the shards held: off the async workers' hands, as a script runs.
     let acked = super::off_the_runtime(|| -> Result<Vec<Result<(), String>>, CmdError> {
         // A kept connection may have been closed by the target meanwhile: on an I/O

@@ -137,12 +137,18 @@ impl Tls {
         self.current.read().as_ref().and_then(|c| c.bus.clone())
     }
 
-    /// The configuration a connection opened now handshakes with, or why there is none.
-    pub fn client(&self) -> io::Result<Arc<ClientConfig>> {
+    /// The configuration a connection opened now handshakes with when `wanted` (the
+    /// directive of its kind: `tls-replication`, `tls-cluster`), `None` for plain TCP,
+    /// or why TLS is wanted and not configured.
+    pub fn client_for(&self, wanted: bool) -> io::Result<Option<Arc<ClientConfig>>> {
+        if !wanted {
+            return Ok(None);
+        }
         self.current
             .read()
             .as_ref()
             .and_then(|c| c.client.clone())
+            .map(Some)
             .ok_or_else(|| io::Error::other("TLS is not configured for outgoing connections"))
     }
 

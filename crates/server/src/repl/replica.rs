@@ -373,11 +373,7 @@ async fn session(
         let source = config.param("bind-source-addr").to_string();
         (source, config.param_bool("tls-replication"))
     };
-    let tls = if tls {
-        Some(shared.tls.client()?)
-    } else {
-        None
-    };
+    let tls = shared.tls.client_for(tls)?;
     let timeout = repl_timeout(shared);
     let connecting = connect_peer(host, port, &source, tls);
     let mut socket = tokio::time::timeout(timeout, connecting)

@@ -21,7 +21,7 @@ pub mod hll;
 pub mod lazyfree;
 pub mod lookups;
 mod shard;
-mod slot_keys;
+mod slot_counts;
 pub mod stream;
 mod value;
 mod zset;

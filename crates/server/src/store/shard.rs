@@ -14,7 +14,7 @@ use super::compact::CompactBytes;
 use super::cut::{CutSink, CutState};
 use super::events::KeyEvents;
 use super::now_ms;
-use super::slot_keys::SlotCounts;
+use super::slot_counts::SlotCounts;
 use super::value::{Entry, Hasher, Value};
 use redline_resp::slot::key_slot;
 

@@ -120,14 +120,8 @@ pub fn connect(shared: &Arc<Shared>, node: NodeId, ip: String, cport: u16, timeo
                 let source = config.param("bind-source-addr").to_string();
                 (source, config.param_bool("tls-cluster"))
             };
-            let connecting = async {
-                let tls = if tls {
-                    Some(shared.tls.client()?)
-                } else {
-                    None
-                };
-                connect_peer(&ip, cport, &source, tls).await
-            };
+            let connecting =
+                async { connect_peer(&ip, cport, &source, shared.tls.client_for(tls)?).await };
             let stream = match tokio::time::timeout(timeout, connecting).await {
                 Ok(Ok(stream)) => stream,
                 Ok(Err(e)) => {
