@@ -41,6 +41,12 @@ pub fn run(program: &str, args: &[String]) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // Before any thread starts: the environment's strings move (see `proc_title`).
+    let titles = if config.param_bool("set-proc-title") {
+        crate::proc_title::init()
+    } else {
+        Ok(())
+    };
     // Like redis-server: `dir` is the working directory, where dump files and logs go.
     let dir = config.param("dir");
     if !dir.is_empty() {
@@ -52,6 +58,9 @@ pub fn run(program: &str, args: &[String]) -> ExitCode {
     if let Err(e) = log::init(&config) {
         eprintln!("Can't open the log file: {e}");
         return ExitCode::from(1);
+    }
+    if let Err(e) = titles {
+        tracing::warn!("The process title is not set: {e}");
     }
     if let Err(e) = crate::crash::install(&config.logfile) {
         tracing::warn!("Crash reports are off: {e}");
@@ -89,6 +98,7 @@ async fn serve(config: Config) -> ExitCode {
     log_banner(&server.shared().config.read(), port);
     let shared = server.shared();
     shared.apply_oom_score(&shared.config.read());
+    shared.apply_proc_title(&shared.config.read());
     if let Err(e) = crate::acl::file::load_at_start(&shared) {
         tracing::warn!("{e}");
         return ExitCode::from(1);

@@ -23,6 +23,7 @@
 //! - [`monitor`], [`slowlog`], [`latency`]: MONITOR, SLOWLOG, LATENCY; [`redact`]: what
 //!   they never show.
 //! - [`runtime`]: the tokio runtime a server runs on (connections run in arrival order).
+//! - [`proc_title`]: the process title `ps` shows (`proc-title-template`).
 //! - [`alloc`]: the counting allocator behind `used_memory` and `maxmemory`;
 //!   [`background`]: the priority of threads that must not slow commands.
 //!
@@ -70,6 +71,7 @@ pub mod notify;
 pub mod oom_score;
 pub mod pause;
 pub mod persist;
+pub mod proc_title;
 pub mod pubsub;
 pub mod redact;
 pub mod repl;

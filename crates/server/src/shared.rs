@@ -229,6 +229,21 @@ impl Shared {
         }
     }
 
+    /// Shows `proc-title-template` as the process title (at start, and after CONFIG
+    /// SET, so that it follows the template and the ports); nothing in a process that
+    /// did not make room for titles (see [`crate::proc_title`]).
+    pub fn apply_proc_title(&self, config: &Config) {
+        if !config.param_bool("set-proc-title") {
+            return;
+        }
+        let Some(program) = crate::proc_title::program() else {
+            return;
+        };
+        if let Some(title) = crate::proc_title::title_for(config, &program, self.port()) {
+            crate::proc_title::set(&title);
+        }
+    }
+
     /// Applies the slow log's, the latency monitor's and lazy freeing's parameters.
     fn configure_monitoring(&self, config: &Config) {
         self.slowlog.configure(
@@ -279,6 +294,7 @@ impl Shared {
         self.hz.store(config.hz, Ordering::Relaxed);
         self.configure_monitoring(&config);
         self.apply_oom_score(&config);
+        self.apply_proc_title(&config);
         configure_eviction(&self.store, &config);
         crate::persist::rdb::encode::set_compression(config.param_bool("rdbcompression"));
         self.clients.memory.configure(&config);

@@ -668,3 +668,56 @@ fn debug_sleep_stops_the_whole_server_like_redis() {
         );
     }
 }
+
+/// The process title, as `ps` shows it: redis-server's default template (the program,
+/// the first bind address and port), a template set with CONFIG SET and its variables,
+/// a template Redis refuses, and `set-proc-title` fixed at start. Both servers run the
+/// same steps.
+#[test]
+fn process_title_follows_the_template_like_redis() {
+    /// The title: the command line up to its first NUL (a title is one string).
+    fn title(pid: u32) -> String {
+        let line = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+        let end = line.iter().position(|&b| b == 0).unwrap_or(line.len());
+        String::from_utf8_lossy(&line[..end]).into_owned()
+    }
+    fn steps(port: u16, pid: u32) -> Vec<String> {
+        let mut c = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+        // The program's path differs between the two servers: only its name is compared.
+        let normalise = |title: String| {
+            let mut words: Vec<String> = title.split(' ').map(str::to_string).collect();
+            for word in &mut words {
+                if word.ends_with("redis-server") || word.ends_with("redline-server") {
+                    *word = "<program>".into();
+                }
+            }
+            words.join(" ").replace(&port.to_string(), "<port>")
+        };
+        let mut seen = vec![normalise(title(pid))];
+        let template =
+            "TEST {title} {listen-addr} {port} {tls-port} [{unixsocket}] {{x} {server-mode}";
+        seen.push(text(&c.cmd(&[
+            "CONFIG",
+            "SET",
+            "proc-title-template",
+            template,
+        ])));
+        seen.push(normalise(title(pid)));
+        for bad in ["{invalid-var}", "{title", "", "{unixsocket}"] {
+            seen.push(text(&c.cmd(&["CONFIG", "SET", "proc-title-template", bad])));
+        }
+        seen.push(text(
+            &items(c.cmd(&["CONFIG", "GET", "proc-title-template"]))[1],
+        ));
+        seen.push(text(&c.cmd(&["CONFIG", "SET", "set-proc-title", "no"])));
+        seen.push(normalise(title(pid)));
+        seen
+    }
+    let redis = RedisServer::start().unwrap();
+    let ours = redline_testkit::RedlineServer::start().unwrap();
+    let theirs = steps(redis.port(), redis.pid().unwrap());
+    let mine = steps(ours.port(), ours.pid().unwrap());
+    assert_eq!(mine, theirs);
+    assert_eq!(mine[0], "<program> 127.0.0.1:<port>");
+    assert_eq!(mine[2], "TEST <program> 127.0.0.1:<port> <port> 0 [] {x}");
+}

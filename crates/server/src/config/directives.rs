@@ -278,6 +278,9 @@ impl Config {
                 return Err(SetError::Arity);
             }
             let text = super::params::canonical(param, values).map_err(SetError::Invalid)?;
+            if param.name == "proc-title-template" && !crate::proc_title::is_valid(self, &text) {
+                return Err(invalid(crate::proc_title::INVALID_TEMPLATE));
+            }
             if param.name == "dbfilename" && text.contains(['/', '\\']) {
                 return Err(invalid("dbfilename can't be a path, just a filename"));
             }

@@ -345,7 +345,7 @@ pub static PARAMS: &[Param] = &[
     ),
     fixed("server_cpulist", T, ""),
     p("set-max-intset-entries", MEM, "512"),
-    p("set-proc-title", B, "yes"),
+    fixed("set-proc-title", B, "yes"),
     p("shutdown-on-sigint", Kind::Flags(SHUTDOWN), "default"),
     p("shutdown-on-sigterm", Kind::Flags(SHUTDOWN), "default"),
     p("shutdown-timeout", POS, "10"),
