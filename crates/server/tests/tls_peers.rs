@@ -384,3 +384,119 @@ fn an_x509_v1_certificate_is_served_and_presented() {
         text(&conn(replica.port()).cmd(&["GET", "k"])) == "v"
     });
 }
+
+/// A server of either kind controlled over its plain port, with TLS set up by `args`.
+fn start_plain(redline: bool, args: &[&str]) -> Node {
+    if redline {
+        Node::Redline(
+            RedlineServer::builder()
+                .args(args.iter().copied())
+                .start()
+                .unwrap(),
+        )
+    } else {
+        Node::Redis(
+            RedisServer::builder()
+                .args(args.iter().copied())
+                .start()
+                .unwrap(),
+        )
+    }
+}
+
+/// X.509 v1 certificates are verified as OpenSSL verifies them, on both kinds of
+/// server alike: a client presenting one its CA signed is accepted and one another CA
+/// signed is refused; a replica links to a master serving one; a master accepts a
+/// replica presenting one.
+#[test]
+fn x509_v1_peers_are_verified_as_openssl_verifies_them() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls-v1");
+    let path = |name: &str| fixtures.join(name).display().to_string();
+    let certs = TlsCerts::generate().unwrap();
+    let both = certs.dir().join("both-ca.crt");
+    let v1_ca = std::fs::read_to_string(fixtures.join("ca.crt")).unwrap();
+    std::fs::write(&both, format!("{}{v1_ca}", certs.ca_cert_pem())).unwrap();
+    let both = both.display().to_string();
+    let kit_cert = certs.server_cert_path().display().to_string();
+    let kit_key = certs.server_key_path().display().to_string();
+    let kit_ca = certs.ca_cert_path().display().to_string();
+    let ping_with_v1 = |port: u16| {
+        let out = std::process::Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "--tls"])
+            .args(["--cacert", &kit_ca, "--cert", &path("v1.crt")])
+            .args(["--key", &path("v1.key"), "PING"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    for redline in [false, true] {
+        let who = if redline { "redline" } else { "redis" };
+        // Clients: trusted through the CA that signed the v1 certificate, or not.
+        for (ca, expected) in [(&both, "PONG"), (&kit_ca, "")] {
+            let tls_port = free_port().to_string();
+            let server = start_plain(
+                redline,
+                &[
+                    "--tls-port",
+                    &tls_port,
+                    "--tls-cert-file",
+                    &kit_cert,
+                    "--tls-key-file",
+                    &kit_key,
+                    "--tls-ca-cert-file",
+                    ca,
+                    "--tls-auth-clients",
+                    "yes",
+                ],
+            );
+            let port = tls_port.parse().unwrap();
+            assert_eq!(ping_with_v1(port), expected, "{who}, CA {ca}");
+            drop(server);
+        }
+        // A master of this kind serving a v1 certificate, and a redline replica.
+        let master_tls = free_port().to_string();
+        let master = start_plain(
+            redline,
+            &[
+                "--tls-port",
+                &master_tls,
+                "--tls-cert-file",
+                &path("v1.crt"),
+                "--tls-key-file",
+                &path("v1.key"),
+                "--tls-ca-cert-file",
+                &both,
+                "--tls-auth-clients",
+                "yes",
+            ],
+        );
+        master.cmd(&["SET", "k", who]);
+        // A replica of the other kind presenting a v1 certificate to it, then a redline
+        // replica presenting the kit's (v3) one: both verify the master's v1 one.
+        for (replica_redline, cert, key) in [
+            (!redline, path("v1.crt"), path("v1.key")),
+            (true, kit_cert.clone(), kit_key.clone()),
+        ] {
+            let replica = start_plain(
+                replica_redline,
+                &[
+                    "--tls-port",
+                    &free_port().to_string(),
+                    "--tls-cert-file",
+                    &cert,
+                    "--tls-key-file",
+                    &key,
+                    "--tls-ca-cert-file",
+                    &both,
+                    "--tls-replication",
+                    "yes",
+                ],
+            );
+            let mut r = conn(replica.port());
+            r.ok(&["REPLICAOF", "127.0.0.1", &master_tls]);
+            wait_until(&format!("a replica of the {who} master to link"), || {
+                text(&conn(replica.port()).cmd(&["GET", "k"])) == who
+            });
+        }
+    }
+}

@@ -13,3 +13,4 @@ pub mod outgoing;
 pub mod peer;
 pub mod registry;
 pub mod tls;
+pub(crate) mod tls_v1;

@@ -11,7 +11,9 @@
 //!
 //! The client side presents `tls-client-cert-file` (else `tls-cert-file`) and checks the
 //! peer's chain against the CA but not its name, as Redis does: nodes and masters are
-//! reached by the address they announce, which their certificates need not name.
+//! reached by the address they announce, which their certificates need not name. Peers'
+//! certificates are checked by webpki, and X.509 v1 ones (which webpki does not read) as
+//! OpenSSL checks them ([`super::tls_v1`]).
 //!
 //! The handshake runs in the connection's own task ([`handshake`]), bounded by
 //! `tls-handshake-timeout` (ours: Redis has no such directive), so a peer that never
@@ -27,8 +29,6 @@
 //! - TLSv1 and TLSv1.1 are not offered (a `tls-protocols` naming only those is an error);
 //! - cipher names outside rustls's suites (the CBC and non-ECDHE ones) are skipped as
 //!   OpenSSL skips unknown names, and a list with none left is an error;
-//! - client certificates are checked by webpki, which wants X.509 v3 (a v1 client
-//!   certificate is refused where OpenSSL would take it);
 //! - `tls-dh-params-file` is accepted and unused (rustls offers ECDHE only), and
 //!   `tls-session-cache-timeout` is accepted and unused (rustls's cache evicts by size).
 
@@ -42,11 +42,13 @@ use parking_lot::{Mutex, RwLock};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
+use rustls::crypto::WebPkiSupportedAlgorithms;
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::{NoServerSessionStorage, ServerSessionMemoryCache, WebPkiClientVerifier};
 use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::{
-    CertificateError, CipherSuite, ClientConfig, DigitallySignedStruct, InconsistentKeys,
-    RootCertStore, ServerConfig, SignatureScheme, SupportedCipherSuite,
+    CertificateError, CipherSuite, ClientConfig, DigitallySignedStruct, DistinguishedName,
+    InconsistentKeys, RootCertStore, ServerConfig, SignatureScheme, SupportedCipherSuite,
 };
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
@@ -54,6 +56,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
+use super::tls_v1::{self, Authorities};
 use crate::config::Config;
 
 /// The parameters whose CONFIG SET rebuilds the TLS configuration (Redis's
@@ -221,7 +224,7 @@ pub fn build(config: &Config) -> Result<Contexts, String> {
         };
 
     let client = match &roots {
-        Some(roots) => Some(build_client(config, &provider, &versions, roots.clone())?),
+        Some(roots) => Some(build_client(config, &provider, &versions, roots)?),
         None => None,
     };
     let certified = certified_key(&provider, chain, key, key_file)?;
@@ -234,8 +237,10 @@ pub fn build(config: &Config) -> Result<Contexts, String> {
         let builder = match (auth, &roots) {
             ("no", _) | (_, None) => builder.with_no_client_auth(),
             (mode, Some(roots)) => {
-                let verifier =
-                    WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone());
+                let verifier = WebPkiClientVerifier::builder_with_provider(
+                    roots.anchors.clone(),
+                    provider.clone(),
+                );
                 let verifier = if mode == "optional" {
                     verifier.allow_unauthenticated()
                 } else {
@@ -244,7 +249,11 @@ pub fn build(config: &Config) -> Result<Contexts, String> {
                 let verifier = verifier.build().map_err(|e| {
                     format!("Failed to configure CA certificate(s) file/directory: {e}")
                 })?;
-                builder.with_client_cert_verifier(verifier)
+                builder.with_client_cert_verifier(Arc::new(OrV1Client {
+                    webpki: verifier,
+                    authorities: roots.authorities.clone(),
+                    algorithms: provider.signature_verification_algorithms,
+                }))
             }
         };
         let mut server = builder.with_cert_resolver(resolver.clone());
@@ -279,7 +288,7 @@ fn build_client(
     config: &Config,
     provider: &Arc<CryptoProvider>,
     versions: &[&'static rustls::SupportedProtocolVersion],
-    roots: Arc<RootCertStore>,
+    roots: &Roots,
 ) -> Result<Arc<ClientConfig>, String> {
     let text = |name: &str| Some(config.param(name)).filter(|v| !v.is_empty());
     let (cert_file, key_file, pass) = match text("tls-client-cert-file") {
@@ -299,14 +308,19 @@ fn build_client(
     let key = load_key(Path::new(key_file), pass)
         .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
     let certified = certified_key(provider, chain, key, key_file)?;
-    let chain_check = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
-        .build()
-        .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
+    let chain_check =
+        WebPkiServerVerifier::builder_with_provider(roots.anchors.clone(), provider.clone())
+            .build()
+            .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
     let mut client = ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(versions)
         .map_err(|e| format!("Failed to configure TLS protocols: {e}"))?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(ChainOnly(chain_check)))
+        .with_custom_certificate_verifier(Arc::new(ChainOnly {
+            webpki: chain_check,
+            authorities: roots.authorities.clone(),
+            algorithms: provider.signature_verification_algorithms,
+        }))
         .with_client_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
     // Redis's client context keeps no session cache: every link is a full handshake.
     client.resumption = rustls::client::Resumption::disabled();
@@ -340,9 +354,14 @@ fn certified_key(
 }
 
 /// Checks a peer's certificate chain against the CA and ignores the name it is for, as
-/// OpenSSL does for Redis's outgoing connections (`SSL_VERIFY_PEER` with no host set).
+/// OpenSSL does for Redis's outgoing connections (`SSL_VERIFY_PEER` with no host set). A
+/// v1 certificate the CA signed passes too (see [`super::tls_v1`]).
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
+struct ChainOnly {
+    webpki: Arc<WebPkiServerVerifier>,
+    authorities: Authorities,
+    algorithms: WebPkiSupportedAlgorithms,
+}
 
 impl ServerCertVerifier for ChainOnly {
     fn verify_server_cert(
@@ -355,13 +374,20 @@ impl ServerCertVerifier for ChainOnly {
     ) -> Result<ServerCertVerified, rustls::Error> {
         // webpki checks the name only once the chain is good, so this error says the
         // chain is.
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
+        match self.webpki.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
+            Err(refused) => self
+                .authorities
+                .verify(end_entity, now, refused)
+                .map(|()| ServerCertVerified::assertion()),
             verified => verified,
         }
     }
@@ -372,7 +398,11 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        self.webpki
+            .verify_tls12_signature(message, cert, dss)
+            .or_else(|refused| {
+                tls_v1::verify_signature(message, cert, dss, &self.algorithms, false, refused)
+            })
     }
 
     fn verify_tls13_signature(
@@ -381,11 +411,84 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        self.webpki
+            .verify_tls13_signature(message, cert, dss)
+            .or_else(|refused| {
+                tls_v1::verify_signature(message, cert, dss, &self.algorithms, true, refused)
+            })
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+/// webpki's check of client certificates, and v1 certificates the CA signed (see
+/// [`super::tls_v1`]): a replica or a client presenting one is accepted, as
+/// redis-server accepts it.
+#[derive(Debug)]
+struct OrV1Client {
+    webpki: Arc<dyn ClientCertVerifier>,
+    authorities: Authorities,
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl ClientCertVerifier for OrV1Client {
+    fn offer_client_auth(&self) -> bool {
+        self.webpki.offer_client_auth()
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.webpki.client_auth_mandatory()
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.webpki.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        self.webpki
+            .verify_client_cert(end_entity, intermediates, now)
+            .or_else(|refused| {
+                self.authorities
+                    .verify(end_entity, now, refused)
+                    .map(|()| ClientCertVerified::assertion())
+            })
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki
+            .verify_tls12_signature(message, cert, dss)
+            .or_else(|refused| {
+                tls_v1::verify_signature(message, cert, dss, &self.algorithms, false, refused)
+            })
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki
+            .verify_tls13_signature(message, cert, dss)
+            .or_else(|refused| {
+                tls_v1::verify_signature(message, cert, dss, &self.algorithms, true, refused)
+            })
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
     }
 }
 
@@ -591,11 +694,17 @@ fn load_key(path: &Path, pass: Option<&str>) -> Result<PrivateKeyDer<'static>, S
 
 /// The trust anchors of `tls-ca-cert-file` and every certificate file in
 /// `tls-ca-cert-dir` (OpenSSL looks those up by hashed name; all are loaded here).
-fn load_roots(file: Option<&str>, dir: Option<&str>) -> Result<Arc<RootCertStore>, String> {
+/// The CA certificates: as webpki's trust anchors, and as they are, for the v1
+/// certificates they signed (see [`super::tls_v1`]).
+fn load_roots(file: Option<&str>, dir: Option<&str>) -> Result<Roots, String> {
     let mut roots = RootCertStore::empty();
+    let mut authorities = Vec::new();
     if let Some(file) = file {
         for cert in load_certs(Path::new(file)).map_err(|e| format!("{file}: {e}"))? {
-            roots.add(cert).map_err(|e| format!("{file}: {e}"))?;
+            roots
+                .add(cert.clone())
+                .map_err(|e| format!("{file}: {e}"))?;
+            authorities.push(cert);
         }
     }
     if let Some(dir) = dir {
@@ -609,7 +718,9 @@ fn load_roots(file: Option<&str>, dir: Option<&str>) -> Result<Arc<RootCertStore
             // lookup never reads them.
             if let Ok(certs) = load_certs(&path) {
                 for cert in certs {
-                    let _ = roots.add(cert);
+                    if roots.add(cert.clone()).is_ok() {
+                        authorities.push(cert);
+                    }
                 }
             }
         }
@@ -617,7 +728,17 @@ fn load_roots(file: Option<&str>, dir: Option<&str>) -> Result<Arc<RootCertStore
     if roots.is_empty() {
         return Err("no CA certificate found".into());
     }
-    Ok(Arc::new(roots))
+    Ok(Roots {
+        anchors: Arc::new(roots),
+        authorities: Authorities::new(authorities),
+    })
+}
+
+/// What [`load_roots`] read.
+#[derive(Clone)]
+struct Roots {
+    anchors: Arc<RootCertStore>,
+    authorities: Authorities,
 }
 
 fn pem_error(path: &Path, e: rustls_pki_types::pem::Error) -> String {
