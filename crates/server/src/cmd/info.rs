@@ -232,8 +232,9 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
                 let base = shared.aof.base_size.load(Relaxed);
                 let _ = write!(
                     text,
-                    "aof_current_size:{}\r\naof_base_size:{base}\r\naof_pending_rewrite:0\r\naof_buffer_length:0\r\naof_pending_bio_fsync:0\r\naof_delayed_fsync:0\r\n",
+                    "aof_current_size:{}\r\naof_base_size:{base}\r\naof_pending_rewrite:0\r\naof_buffer_length:{}\r\naof_pending_bio_fsync:0\r\naof_delayed_fsync:0\r\n",
                     base + crate::persist::aof::current_size(shared),
+                    crate::persist::aof::buffer_length(shared),
                 );
             }
             p.loading.write_progress(text);

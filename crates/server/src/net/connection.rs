@@ -1046,8 +1046,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         if self.output.is_empty() {
             return Ok(Sent::All);
         }
-        // appendfsync always: what these replies acknowledge is on disk first.
-        crate::persist::aof::wait_durable(self.shared).await;
+        // What these replies acknowledge is in the AOF first (on disk: appendfsync always).
+        crate::persist::aof::before_replies(self.shared).await;
         self.client.mailbox.set_unsent(self.output.len());
         let sent = std::future::poll_fn(|cx| self.poll_write_or_read(cx)).await;
         self.client.mailbox.set_unsent(self.output.len());
@@ -1111,7 +1111,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     /// Writes what the socket takes now, without waiting: a long batch of large replies
     /// goes out as it is made, and the rest waits for [`Self::write_or_read`].
     async fn write_ready(&mut self) -> io::Result<()> {
-        crate::persist::aof::wait_durable(self.shared).await;
+        crate::persist::aof::before_replies(self.shared).await;
         std::future::poll_fn(|cx| {
             if let Poll::Ready(Err(e)) = self.poll_write_output(cx) {
                 return Poll::Ready(Err(e));
@@ -1128,8 +1128,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     /// Writes everything pending in one call.
     async fn flush(&mut self) -> io::Result<()> {
         if !self.output.is_empty() {
-            // appendfsync always: what these replies acknowledge is on disk first.
-            crate::persist::aof::wait_durable(self.shared).await;
+            // What these replies acknowledge is in the AOF first (on disk: appendfsync always).
+            crate::persist::aof::before_replies(self.shared).await;
             // Shown as `omem` while the client is slow to read it.
             self.client.mailbox.set_unsent(self.output.len());
             let written = self.stream.write_all(&self.output).await;

@@ -9,10 +9,15 @@
 //!
 //! The incremental file receives the replication stream itself (`crate::repl::journal`):
 //! every change, in the order the shards saw them, with its SELECTs and MULTI/EXEC. It is
-//! written where the stream is appended. With `appendfsync always` a write is on disk
-//! (fsynced) before its reply leaves, one fsync covering every connection waiting
-//! ([`wait_durable`]: a group commit, as Redis's one fsync per event-loop turn);
-//! `everysec` fsyncs from the server's cron once a second; `no` leaves it to the kernel.
+//! buffered where the stream is appended, and written to the file before any reply
+//! goes out ([`before_replies`]), so a reply acknowledges a change the file (at least
+//! the kernel's page cache) holds, whatever the policy, as Redis writes its buffer
+//! before it sends replies; one write covers every connection's changes since the
+//! last, not one write per command. With `appendfsync always` the write is also on
+//! disk (fsynced) before its reply leaves, one fsync covering every connection waiting
+//! (a group commit, as Redis's one fsync per event-loop turn); `everysec` fsyncs from
+//! the server's cron once a second; `no` leaves it to the kernel. The cron also writes
+//! what no reply waited for (expired keys' deletions, a replica's stream).
 //!
 //! A rewrite (BGREWRITEAOF, the automatic rewrite, turning AOF on) makes a new base of
 //! the dataset as it was at one instant, and the stream goes on in a new incremental
@@ -80,19 +85,15 @@ pub struct AofFile {
     durability: Arc<Durability>,
     /// The second of the last `#TS` annotation.
     last_timestamp: u64,
+    /// Appended and not written yet (Redis's `aof_buf`): written by [`AofFile::flush`]
+    /// before the replies that acknowledge it go out.
+    pending: BytesMut,
 }
 
 impl AofFile {
-    /// Appends a piece of the stream. Under `appendfsync always` the fsync is left to
-    /// the group commit ([`wait_durable`]), which the connection awaits before its
-    /// replies go out.
+    /// Appends a piece of the stream to the buffer; [`before_replies`] writes it (and
+    /// under `appendfsync always` fsyncs it) before the connection's replies go out.
     pub fn write(&mut self, bytes: &[u8]) {
-        let sleep = self.durability.flush_sleep_us.load(Ordering::Relaxed);
-        if sleep > 0 && !bytes.is_empty() {
-            // DEBUG AOF-FLUSH-SLEEP: the write is late, as Redis's flush sleeps (tests
-            // check that replies still wait for it).
-            std::thread::sleep(std::time::Duration::from_micros(sleep));
-        }
         if self.durability.timestamps.load(Ordering::Relaxed) && !bytes.is_empty() {
             // `aof-timestamp-enabled`: a `#TS:<unix time>` line before the first write
             // of each second, as Redis annotates.
@@ -106,15 +107,31 @@ impl AofFile {
     }
 
     fn append(&mut self, bytes: &[u8]) {
+        self.pending.extend_from_slice(bytes);
+        self.durability
+            .appended
+            .fetch_add(bytes.len() as u64, Ordering::AcqRel);
+    }
+
+    /// Writes the buffer to the file (called with the stream locked, so writes keep
+    /// the stream's order). A failed write is logged once and its bytes dropped, as
+    /// before buffering; INFO `aof_last_write_status` says so until a write succeeds.
+    fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let sleep = self.durability.flush_sleep_us.load(Ordering::Relaxed);
+        if sleep > 0 {
+            // DEBUG AOF-FLUSH-SLEEP: the write is late, as Redis's flush sleeps (tests
+            // check that replies still wait for it).
+            std::thread::sleep(std::time::Duration::from_micros(sleep));
+        }
         let mut file: &File = &self.file;
-        match file.write_all(bytes) {
+        match file.write_all(&self.pending) {
             Ok(()) => {
-                self.size += bytes.len() as u64;
+                self.size += self.pending.len() as u64;
                 self.failed = false;
                 self.dirty = true;
-                self.durability
-                    .appended
-                    .fetch_add(bytes.len() as u64, Ordering::AcqRel);
             }
             Err(e) => {
                 if !self.failed {
@@ -123,12 +140,24 @@ impl AofFile {
                 self.failed = true;
             }
         }
+        self.pending.clear();
+        // Every byte appended so far is in a file now (this one, or one it replaced).
+        let appended = self.durability.appended.load(Ordering::Acquire);
+        self.durability.written.store(appended, Ordering::Release);
+    }
+}
+
+impl Drop for AofFile {
+    /// A file the stream leaves (a rewrite's new increment, `appendonly no`) gets its
+    /// buffer first.
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
 /// Group commit for `appendfsync always`, as Redis's one fsync per event-loop turn:
 /// a connection about to send replies asks for everything appended so far to be on
-/// disk and awaits it ([`wait_durable`]) without holding its worker thread, so the
+/// disk and awaits it ([`before_replies`]) without holding its worker thread, so the
 /// other connections keep running commands meanwhile; one syncer thread fsyncs
 /// whatever was appended by then, which covers every connection waiting.
 #[derive(Debug)]
@@ -137,6 +166,8 @@ pub struct Durability {
     always: AtomicBool,
     /// Bytes appended ever, across files (a position in the stream of writes).
     appended: AtomicU64,
+    /// Up to which position the appended bytes were written to their file.
+    written: AtomicU64,
     /// The file the syncer fsyncs (the current incremental file).
     file: Mutex<Option<Arc<File>>>,
     /// The highest position a connection waits for.
@@ -157,6 +188,7 @@ impl Default for Durability {
         Durability {
             always: AtomicBool::new(false),
             appended: AtomicU64::new(0),
+            written: AtomicU64::new(0),
             file: Mutex::new(None),
             wanted: Mutex::new(0),
             wake: parking_lot::Condvar::new(),
@@ -206,9 +238,9 @@ impl Durability {
                     continue;
                 }
             }
-            // Everything counted here is in the current file, or (after a rewrite swapped
-            // it) in the new base, which was fsynced before the swap.
-            let upto = d.appended.load(Ordering::Acquire);
+            // Everything written by now is in the current file, or (after a rewrite
+            // swapped it) in the old one, which was fsynced before the swap.
+            let upto = d.written.load(Ordering::Acquire);
             let file = d.file.lock().clone();
             if let Some(file) = file {
                 if let Err(e) = file.sync_data() {
@@ -234,14 +266,18 @@ pub fn set_flush_sleep(shared: &Shared, micros: u64) {
         .store(micros, Ordering::Relaxed);
 }
 
-/// Under `appendfsync always`, returns once every write appended so far is on disk;
-/// at once otherwise.
-pub async fn wait_durable(shared: &Shared) {
+/// Before a connection's replies go out: every change appended so far is written to
+/// the file, and under `appendfsync always` on disk too (awaited without holding the
+/// worker, so other connections run meanwhile).
+pub async fn before_replies(shared: &Shared) {
     let d = &shared.aof.durability;
+    let target = d.appended.load(Ordering::Acquire);
+    if d.written.load(Ordering::Acquire) < target {
+        write_pending(shared);
+    }
     if !d.always.load(Ordering::Acquire) {
         return;
     }
-    let target = d.appended.load(Ordering::Acquire);
     let mut synced = d.synced.subscribe();
     if *synced.borrow_and_update() >= target {
         return;
@@ -255,6 +291,14 @@ pub async fn wait_durable(shared: &Shared) {
         if synced.changed().await.is_err() || !d.always.load(Ordering::Acquire) {
             return;
         }
+    }
+}
+
+/// Writes what the stream appended to the AOF and was not written yet (see
+/// [`AofFile::flush`]); nothing when the AOF is off.
+pub fn write_pending(shared: &Shared) {
+    if let Some(aof) = shared.repl.journal.stream().aof.as_mut() {
+        aof.flush();
     }
 }
 
@@ -311,6 +355,17 @@ pub fn current_size(shared: &Shared) -> u64 {
         .aof
         .as_ref()
         .map_or(0, |a| a.size)
+}
+
+/// Bytes appended and not written to the file yet (`aof_buffer_length`).
+pub fn buffer_length(shared: &Shared) -> usize {
+    shared
+        .repl
+        .journal
+        .stream()
+        .aof
+        .as_ref()
+        .map_or(0, |a| a.pending.len())
 }
 
 /// Whether the last write failed.
@@ -453,9 +508,12 @@ fn rewrite_in_background(shared: &Shared, preamble: bool) -> std::io::Result<()>
                 return Err(e);
             }
         };
-        // What `appendfsync always` waits for may be in the old file's tail: on disk
-        // before the stream leaves it.
-        let old = journal.stream().aof.as_ref().map(|a| a.file.clone());
+        // What `appendfsync always` waits for may be in the old file's tail: written
+        // and on disk before the stream leaves it.
+        let old = journal.stream().aof.as_mut().map(|a| {
+            a.flush();
+            a.file.clone()
+        });
         if let Some(old) = old {
             old.sync_data()?;
         }
@@ -613,6 +671,7 @@ fn attach(shared: &Shared, file: File, size: u64) {
         failed: false,
         durability: shared.aof.durability.clone(),
         last_timestamp: 0,
+        pending: BytesMut::new(),
     });
 }
 
@@ -691,13 +750,10 @@ pub(super) fn write_restore(out: &mut Vec<u8>, key: &[u8], entry: &crate::store:
 
 /// Writes the AOF to disk now (DEBUG LOADAOF, shutdown).
 pub fn sync(shared: &Shared) {
-    let file = shared
-        .repl
-        .journal
-        .stream()
-        .aof
-        .as_ref()
-        .map(|a| a.file.clone());
+    let file = shared.repl.journal.stream().aof.as_mut().map(|a| {
+        a.flush();
+        a.file.clone()
+    });
     if let Some(file) = file {
         let _ = file.sync_data();
     }
@@ -749,7 +805,8 @@ pub fn stop(shared: &Shared) {
 /// The stream stops going to the AOF file.
 fn stop_writing(shared: &Shared) {
     let mut stream = shared.repl.journal.stream();
-    if let Some(aof) = stream.aof.take() {
+    if let Some(mut aof) = stream.aof.take() {
+        aof.flush();
         let _ = aof.file.sync_data();
         shared.aof.durability.switch(None, false);
     }
@@ -770,6 +827,8 @@ pub fn cron(shared: &Shared) {
         let Some(aof) = stream.aof.as_mut() else {
             return;
         };
+        // What no reply waited for (active expiry's deletions, a replica's stream).
+        aof.flush();
         let file = (aof.fsync == Fsync::EverySec && aof.dirty).then(|| aof.file.clone());
         aof.dirty = false;
         (file, aof.size)

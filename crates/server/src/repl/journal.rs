@@ -188,7 +188,13 @@ pub struct Stream {
     /// What the replication buffer holds beyond the backlog's size, and the chunks the
     /// links are writing (shared with `maxmemory`, which leaves it out).
     pub replica_buffers: Arc<Gauge>,
+    /// Where [`Journal::append`] encodes commands (kept between appends).
+    scratch: BytesMut,
 }
+
+/// The largest encoding buffer the stream keeps between appends (a larger one, from a
+/// big value or transaction, is freed).
+const SCRATCH_KEPT: usize = 64 * 1024;
 
 impl Stream {
     /// The database the stream last selected, if the next command need not name one.
@@ -340,13 +346,13 @@ impl Stream {
 
     /// Sends a change to the file (`aof`) and the replicas and backlog (`replicas`):
     /// the same bytes, unless a script sent some of it to one side only.
-    fn push_split(&mut self, aof: &[u8], replicas: Bytes) {
+    fn push_split(&mut self, aof: &[u8], replicas: &[u8]) {
         if let Some(file) = &mut self.aof {
             file.write(aof);
         }
         self.offset += replicas.len() as u64;
         if let Some(backlog) = &mut self.backlog {
-            backlog.push(&replicas);
+            backlog.push(replicas);
         }
         if !self.replicas.is_empty() {
             let (limit, head) = (self.replica_limit, self.offset);
@@ -356,8 +362,8 @@ impl Stream {
         self.trim();
     }
 
-    fn push(&mut self, chunk: Bytes) {
-        self.push_split(&chunk.clone(), chunk);
+    fn push(&mut self, chunk: &[u8]) {
+        self.push_split(chunk, chunk);
     }
 
     /// Sets the capacity of the backlog (CONFIG SET repl-backlog-size).
@@ -447,6 +453,7 @@ impl Default for Journal {
                 aof: None,
                 replica_limit: crate::config::Config::default().client_output_buffer_limit[1],
                 replica_buffers: Arc::default(),
+                scratch: BytesMut::new(),
             }),
             acks: watch::channel(0).0,
         }
@@ -526,20 +533,29 @@ impl Journal {
             return stream.offset;
         }
         if commands.iter().all(|c| c.to == Targets::ALL) && stream.aof_db.is_none() {
+            // Encoded into a buffer the stream keeps: the file and the backlog copy
+            // from it, so a command costs no allocation here.
+            let mut out = std::mem::take(&mut stream.scratch);
+            out.clear();
             let mut db = stream.db;
-            let out = encode_for(commands, &mut db, |_| true);
+            encode_for(commands, &mut db, |_| true, &mut out);
             stream.db = db;
-            stream.push(out.freeze());
+            stream.push(&out);
+            if out.capacity() <= SCRATCH_KEPT {
+                stream.scratch = out;
+            }
         } else {
             // A script sent some changes to one side only: each side gets its own
             // commands and SELECTs (MULTI and EXEC go to both, as in Redis).
             let mut aof_db = stream.aof_db.or(stream.db);
-            let aof = encode_for(commands, &mut aof_db, |t| t.aof);
+            let mut aof = BytesMut::new();
+            encode_for(commands, &mut aof_db, |t| t.aof, &mut aof);
             let mut db = stream.db;
-            let replicas = encode_for(commands, &mut db, |t| t.replicas);
+            let mut replicas = BytesMut::new();
+            encode_for(commands, &mut db, |t| t.replicas, &mut replicas);
             stream.db = db;
             stream.aof_db = if aof_db == db { None } else { aof_db };
-            stream.push_split(&aof, replicas.freeze());
+            stream.push_split(&aof, &replicas);
         }
         stream.offset
     }
@@ -550,7 +566,7 @@ impl Journal {
         // Those bytes may select another database, which is not tracked: once this
         // server writes on its own (promoted), its first command names its database.
         stream.force_select();
-        stream.push(bytes);
+        stream.push(&bytes);
     }
 
     /// Asks every replica for an ACK now rather than at its next second (WAIT, FAILOVER,
@@ -568,7 +584,7 @@ impl Journal {
         let mut out = BytesMut::new();
         write_command(&mut out, args);
         let mut stream = self.stream.lock();
-        stream.push(out.freeze());
+        stream.push(&out);
         stream.offset
     }
 
@@ -622,21 +638,21 @@ fn encode_for(
     commands: &[Propagated],
     db: &mut Option<usize>,
     side: impl Fn(Targets) -> bool,
-) -> BytesMut {
-    let mut out = BytesMut::new();
+    out: &mut BytesMut,
+) {
+    let out = &mut *out;
     let wrap = commands.len() > 1;
     if wrap {
-        select(&mut out, db, commands[0].db);
-        write_command(&mut out, &[Bytes::from_static(b"MULTI")]);
+        select(out, db, commands[0].db);
+        write_command(out, &[Bytes::from_static(b"MULTI")]);
     }
     for c in commands.iter().filter(|c| side(c.to)) {
-        select(&mut out, db, c.db);
-        write_command(&mut out, &c.args);
+        select(out, db, c.db);
+        write_command(out, &c.args);
     }
     if wrap {
-        write_command(&mut out, &[Bytes::from_static(b"EXEC")]);
+        write_command(out, &[Bytes::from_static(b"EXEC")]);
     }
-    out
 }
 
 fn select(out: &mut BytesMut, current: &mut Option<usize>, db: usize) {

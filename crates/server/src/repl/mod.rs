@@ -242,11 +242,14 @@ pub fn record(ctx: &mut Ctx<'_>, name: &str, args: &[Bytes], reply_start: usize,
     let forms = match ctx.client.propagate_as.take() {
         Some(forms) => forms,
         None => {
-            let reply = ctx
-                .out
-                .get(reply_start..)
-                .map(<[u8]>::to_vec)
-                .unwrap_or_default();
+            let reply = if rewrite::reads_reply(name) {
+                ctx.out
+                    .get(reply_start..)
+                    .map(<[u8]>::to_vec)
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
             rewrite::propagated(ctx, name, args, &reply)
         }
     };
@@ -308,6 +311,9 @@ pub fn flush(ctx: &mut Ctx<'_>) {
         ctx.client.propagate.clear();
         return;
     }
-    let pending = std::mem::take(&mut ctx.client.propagate);
-    ctx.client.repl_offset = ctx.shared.repl.journal.append(&pending);
+    // Appended from where it was recorded, and the list kept for the next command.
+    ctx.client.repl_offset = ctx.shared.repl.journal.append(&ctx.client.propagate);
+    ctx.client.propagate.clear();
+    // A long transaction's list is not kept.
+    ctx.client.propagate.shrink_to(16);
 }

@@ -1036,6 +1036,8 @@ impl Applier {
                 journal.append_raw(self.held_back.split().freeze());
             }
             journal.append_raw(before.slice(..applied));
+            // Into the AOF once per batch, as Redis writes it once per event-loop turn.
+            crate::persist::aof::write_pending(shared);
         }
         self.held_back.extend_from_slice(&before[applied..run]);
         stream_db.store(client.db, Ordering::Relaxed);

@@ -21,8 +21,15 @@ fn word(text: &'static str) -> Bytes {
     Bytes::from_static(text.as_bytes())
 }
 
+/// Whether [`propagated`] reads the reply of command `name`: the caller copies the
+/// reply out only then (every other command gets an empty one).
+pub fn reads_reply(name: &str) -> bool {
+    matches!(name, "hincrbyfloat" | "spop" | "lmpop" | "zmpop" | "xadd")
+}
+
 /// The stream form of `args` (its name resolved to `name`), which changed the dataset;
-/// `reply` is what it answered. Empty when nothing must be propagated.
+/// `reply` is what it answered (for the commands [`reads_reply`] names). Empty when
+/// nothing must be propagated.
 pub fn propagated(ctx: &mut Ctx<'_>, name: &str, args: &[Bytes], reply: &[u8]) -> Vec<Vec<Bytes>> {
     let key = args.get(1).cloned().unwrap_or_default();
     let one = |v: Vec<Bytes>| vec![v];
