@@ -75,12 +75,8 @@ impl Fsync {
 pub struct AofFile {
     file: Arc<File>,
     fsync: Fsync,
-    /// Bytes in this incremental file.
-    size: u64,
-    /// Written since the last fsync.
-    dirty: bool,
-    /// The last write failed (INFO `aof_last_write_status`).
-    failed: bool,
+    /// What its writes did, updated by the writer outside the stream's lock.
+    stats: Arc<FileStats>,
     /// Where replies wait under `appendfsync always`.
     durability: Arc<Durability>,
     /// The second of the last `#TS` annotation.
@@ -88,6 +84,37 @@ pub struct AofFile {
     /// Appended and not written yet (Redis's `aof_buf`): written by [`AofFile::flush`]
     /// before the replies that acknowledge it go out.
     pending: BytesMut,
+}
+
+/// What the writes to one incremental file did.
+#[derive(Debug, Default)]
+struct FileStats {
+    /// Bytes in the file.
+    size: AtomicU64,
+    /// Written since the last fsync.
+    dirty: AtomicBool,
+    /// The last write failed (INFO `aof_last_write_status`).
+    failed: AtomicBool,
+}
+
+impl FileStats {
+    /// Writes `bytes` to `file`. A failed write is logged once and its bytes dropped;
+    /// INFO `aof_last_write_status` says so until a write succeeds.
+    fn write(&self, file: &File, bytes: &[u8]) {
+        let mut file = file;
+        match file.write_all(bytes) {
+            Ok(()) => {
+                self.size.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                self.failed.store(false, Ordering::Relaxed);
+                self.dirty.store(true, Ordering::Release);
+            }
+            Err(e) => {
+                if !self.failed.swap(true, Ordering::Relaxed) {
+                    tracing::warn!("Error writing to the AOF file: {e}");
+                }
+            }
+        }
+    }
 }
 
 impl AofFile {
@@ -113,45 +140,48 @@ impl AofFile {
             .fetch_add(bytes.len() as u64, Ordering::AcqRel);
     }
 
-    /// Writes the buffer to the file (called with the stream locked, so writes keep
-    /// the stream's order). A failed write is logged once and its bytes dropped, as
-    /// before buffering; INFO `aof_last_write_status` says so until a write succeeds.
-    fn flush(&mut self) {
+    /// Takes the buffer for [`write_pending`] to write outside the stream's lock: the
+    /// bytes, where they go, and the position they end at.
+    fn take(&mut self) -> Option<Taken> {
         if self.pending.is_empty() {
-            return;
+            return None;
         }
-        let sleep = self.durability.flush_sleep_us.load(Ordering::Relaxed);
+        Some(Taken {
+            bytes: self.pending.split(),
+            file: self.file.clone(),
+            stats: self.stats.clone(),
+            end: self.durability.appended.load(Ordering::Acquire),
+        })
+    }
+
+    /// Writes the buffer with the stream locked: for the file the stream leaves, whose
+    /// caller holds the writer's lock (see [`Durability::writer`]).
+    fn flush_locked(&mut self) {
+        if let Some(taken) = self.take() {
+            taken.write(&self.durability);
+        }
+    }
+}
+
+/// Bytes taken from an [`AofFile`]'s buffer, to be written in the stream's order.
+struct Taken {
+    bytes: BytesMut,
+    file: Arc<File>,
+    stats: Arc<FileStats>,
+    end: u64,
+}
+
+impl Taken {
+    fn write(self, durability: &Durability) {
+        let sleep = durability.flush_sleep_us.load(Ordering::Relaxed);
         if sleep > 0 {
             // DEBUG AOF-FLUSH-SLEEP: the write is late, as Redis's flush sleeps (tests
             // check that replies still wait for it).
             std::thread::sleep(std::time::Duration::from_micros(sleep));
         }
-        let mut file: &File = &self.file;
-        match file.write_all(&self.pending) {
-            Ok(()) => {
-                self.size += self.pending.len() as u64;
-                self.failed = false;
-                self.dirty = true;
-            }
-            Err(e) => {
-                if !self.failed {
-                    tracing::warn!("Error writing to the AOF file: {e}");
-                }
-                self.failed = true;
-            }
-        }
-        self.pending.clear();
-        // Every byte appended so far is in a file now (this one, or one it replaced).
-        let appended = self.durability.appended.load(Ordering::Acquire);
-        self.durability.written.store(appended, Ordering::Release);
-    }
-}
-
-impl Drop for AofFile {
-    /// A file the stream leaves (a rewrite's new increment, `appendonly no`) gets its
-    /// buffer first.
-    fn drop(&mut self) {
-        self.flush();
+        self.stats.write(&self.file, &self.bytes);
+        // Every byte appended up to `end` is in a file now.
+        durability.written.fetch_max(self.end, Ordering::AcqRel);
     }
 }
 
@@ -168,6 +198,10 @@ pub struct Durability {
     appended: AtomicU64,
     /// Up to which position the appended bytes were written to their file.
     written: AtomicU64,
+    /// Held while bytes taken from the buffer are written, so that writes keep the
+    /// stream's order without holding the stream's lock through the syscall (appends
+    /// go on meanwhile). Taken before the stream's lock, never after it.
+    writer: Mutex<()>,
     /// The file the syncer fsyncs (the current incremental file).
     file: Mutex<Option<Arc<File>>>,
     /// The highest position a connection waits for.
@@ -189,6 +223,7 @@ impl Default for Durability {
             always: AtomicBool::new(false),
             appended: AtomicU64::new(0),
             written: AtomicU64::new(0),
+            writer: Mutex::new(()),
             file: Mutex::new(None),
             wanted: Mutex::new(0),
             wake: parking_lot::Condvar::new(),
@@ -272,8 +307,28 @@ pub fn set_flush_sleep(shared: &Shared, micros: u64) {
 pub async fn before_replies(shared: &Shared) {
     let d = &shared.aof.durability;
     let target = d.appended.load(Ordering::Acquire);
-    if d.written.load(Ordering::Acquire) < target {
-        write_pending(shared);
+    let mut turns = 0;
+    while d.written.load(Ordering::Acquire) < target {
+        let wrote = match d.writer.try_lock() {
+            Some(writer) => {
+                write_taken(shared, &writer);
+                true
+            }
+            None => false,
+        };
+        if wrote {
+            break;
+        }
+        // Another connection is writing, maybe these bytes: let this worker run other
+        // connections meanwhile (their changes join the next write) rather than park
+        // it on the lock; a write that takes long is waited for.
+        if turns < WRITER_TURNS {
+            turns += 1;
+            tokio::task::yield_now().await;
+        } else {
+            write_pending(shared);
+            break;
+        }
     }
     if !d.always.load(Ordering::Acquire) {
         return;
@@ -294,12 +349,45 @@ pub async fn before_replies(shared: &Shared) {
     }
 }
 
-/// Writes what the stream appended to the AOF and was not written yet (see
-/// [`AofFile::flush`]); nothing when the AOF is off.
+/// Writes what the stream appended to the AOF and was not written yet; nothing when
+/// the AOF is off. The bytes are taken under the stream's lock and written after it,
+/// under the writer's lock (see [`Durability::writer`]).
 pub fn write_pending(shared: &Shared) {
-    if let Some(aof) = shared.repl.journal.stream().aof.as_mut() {
-        aof.flush();
+    let writer = shared.aof.durability.writer.lock();
+    write_taken(shared, &writer);
+}
+
+/// How many times [`before_replies`] yields while another connection writes, before it
+/// waits on the lock.
+const WRITER_TURNS: u32 = 16;
+
+/// [`write_pending`] with the writer's lock held.
+fn write_taken(shared: &Shared, _writer: &parking_lot::MutexGuard<'_, ()>) {
+    let d = &shared.aof.durability;
+    if d.written.load(Ordering::Acquire) >= d.appended.load(Ordering::Acquire) {
+        // Another connection wrote them while this one waited.
+        return;
     }
+    let taken = shared
+        .repl
+        .journal
+        .stream()
+        .aof
+        .as_mut()
+        .and_then(AofFile::take);
+    if let Some(taken) = taken {
+        taken.write(d);
+    }
+}
+
+/// Writes the current file's buffer and returns the file: before an fsync that must
+/// cover everything appended (a rewrite leaving the file, DEBUG LOADAOF, shutdown).
+fn written_file(shared: &Shared) -> Option<Arc<File>> {
+    let _writer = shared.aof.durability.writer.lock();
+    shared.repl.journal.stream().aof.as_mut().map(|a| {
+        a.flush_locked();
+        a.file.clone()
+    })
 }
 
 /// AOF state and counters.
@@ -354,7 +442,7 @@ pub fn current_size(shared: &Shared) -> u64 {
         .stream()
         .aof
         .as_ref()
-        .map_or(0, |a| a.size)
+        .map_or(0, |a| a.stats.size.load(Ordering::Relaxed))
 }
 
 /// Bytes appended and not written to the file yet (`aof_buffer_length`).
@@ -376,7 +464,7 @@ pub fn write_failed(shared: &Shared) -> bool {
         .stream()
         .aof
         .as_ref()
-        .is_some_and(|a| a.failed)
+        .is_some_and(|a| a.stats.failed.load(Ordering::Relaxed))
 }
 
 /// Turns the AOF on (`appendonly yes`), or rewrites it: a new base of the dataset as it
@@ -510,11 +598,7 @@ fn rewrite_in_background(shared: &Shared, preamble: bool) -> std::io::Result<()>
         };
         // What `appendfsync always` waits for may be in the old file's tail: written
         // and on disk before the stream leaves it.
-        let old = journal.stream().aof.as_mut().map(|a| {
-            a.flush();
-            a.file.clone()
-        });
-        if let Some(old) = old {
+        if let Some(old) = written_file(shared) {
             old.sync_data()?;
         }
         attach(shared, file, 0);
@@ -652,23 +736,28 @@ fn base_image(shared: &Shared, held: &mut Held<'_>, preamble: bool) -> Vec<u8> {
     }
 }
 
-/// Makes `file` the incremental file the stream appends to.
+/// Makes `file` the incremental file the stream appends to; what the stream appended
+/// to the file it leaves is written there first.
 fn attach(shared: &Shared, file: File, size: u64) {
     apply_timestamps(shared);
     let fsync = Fsync::from_config(shared.config.read().param("appendfsync"));
+    let _writer = shared.aof.durability.writer.lock();
     let mut stream = shared.repl.journal.stream();
+    if let Some(old) = stream.aof.as_mut() {
+        old.flush_locked();
+    }
     stream.force_select();
     let file = Arc::new(file);
     shared
         .aof
         .durability
         .switch(Some(file.clone()), fsync == Fsync::Always);
+    let stats = FileStats::default();
+    stats.size.store(size, Ordering::Relaxed);
     stream.aof = Some(AofFile {
         file,
         fsync,
-        size,
-        dirty: false,
-        failed: false,
+        stats: Arc::new(stats),
         durability: shared.aof.durability.clone(),
         last_timestamp: 0,
         pending: BytesMut::new(),
@@ -750,11 +839,7 @@ pub(super) fn write_restore(out: &mut Vec<u8>, key: &[u8], entry: &crate::store:
 
 /// Writes the AOF to disk now (DEBUG LOADAOF, shutdown).
 pub fn sync(shared: &Shared) {
-    let file = shared.repl.journal.stream().aof.as_mut().map(|a| {
-        a.flush();
-        a.file.clone()
-    });
-    if let Some(file) = file {
+    if let Some(file) = written_file(shared) {
         let _ = file.sync_data();
     }
 }
@@ -804,9 +889,10 @@ pub fn stop(shared: &Shared) {
 
 /// The stream stops going to the AOF file.
 fn stop_writing(shared: &Shared) {
+    let _writer = shared.aof.durability.writer.lock();
     let mut stream = shared.repl.journal.stream();
     if let Some(mut aof) = stream.aof.take() {
-        aof.flush();
+        aof.flush_locked();
         let _ = aof.file.sync_data();
         shared.aof.durability.switch(None, false);
     }
@@ -822,16 +908,16 @@ pub fn cron(shared: &Shared) {
             tracing::warn!("Can't rewrite the append only file: {e}");
         }
     }
+    // What no reply waited for (active expiry's deletions, a replica's stream).
+    write_pending(shared);
     let (file, size) = {
         let mut stream = shared.repl.journal.stream();
         let Some(aof) = stream.aof.as_mut() else {
             return;
         };
-        // What no reply waited for (active expiry's deletions, a replica's stream).
-        aof.flush();
-        let file = (aof.fsync == Fsync::EverySec && aof.dirty).then(|| aof.file.clone());
-        aof.dirty = false;
-        (file, aof.size)
+        let dirty = aof.stats.dirty.swap(false, Ordering::AcqRel);
+        let file = (aof.fsync == Fsync::EverySec && dirty).then(|| aof.file.clone());
+        (file, aof.stats.size.load(Ordering::Relaxed))
     };
     if let Some(file) = file {
         // Outside the stream's lock: writers go on while the disk syncs.
