@@ -721,3 +721,33 @@ fn process_title_follows_the_template_like_redis() {
     assert_eq!(mine[0], "<program> 127.0.0.1:<port>");
     assert_eq!(mine[2], "TEST <program> 127.0.0.1:<port> <port> 0 [] {x}");
 }
+
+/// Parameters of several arguments given as one on the command line (`--replicaof
+/// "host port"`, `--client-output-buffer-limit "normal 1mb 2mb 60"`) are split as
+/// redis-server splits them.
+#[test]
+fn multi_argument_parameters_given_as_one_match_redis() {
+    let args = [
+        "--replicaof",
+        "127.0.0.1 1",
+        "--client-output-buffer-limit",
+        "pubsub 1mb 2mb 60",
+        "--save",
+        "100 10",
+    ];
+    let run = |port: u16| {
+        let mut c = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+        ["replicaof", "client-output-buffer-limit", "save"]
+            .iter()
+            .map(|name| format!("{:?}", c.cmd(&["CONFIG", "GET", name])))
+            .collect::<Vec<_>>()
+    };
+    let redis = RedisServer::builder().args(args).start().unwrap();
+    let ours = redline_testkit::RedlineServer::builder()
+        .args(args)
+        .start()
+        .unwrap();
+    let theirs = run(redis.port());
+    assert!(theirs[0].contains("127.0.0.1 1"), "{theirs:?}");
+    assert_eq!(run(ours.port()), theirs);
+}

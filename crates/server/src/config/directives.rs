@@ -203,6 +203,19 @@ fn output_limits(values: &[Vec<u8>]) -> Result<[OutputBufferLimit; 3], SetError>
     Ok(limits)
 }
 
+/// The parameters Redis reads as several arguments (`MULTI_ARG_CONFIG`).
+const MULTI_ARG: &[&str] = &[
+    "save",
+    "client-output-buffer-limit",
+    "oom-score-adj-values",
+    "bind",
+    "replicaof",
+    "slaveof",
+    "latency-tracking-info-percentiles",
+    "shutdown-on-sigint",
+    "shutdown-on-sigterm",
+];
+
 impl Config {
     /// `save <seconds> <changes> ...`, checked as Redis checks it (pairs of integers,
     /// seconds at least 1, changes at least 0; `""` alone for none). In the config file
@@ -236,6 +249,17 @@ impl Config {
     /// not change the directives that need a restart.
     pub fn set(&mut self, name: &str, values: &[Vec<u8>], startup: bool) -> Result<(), SetError> {
         let name = name.to_ascii_lowercase();
+        // A parameter of several arguments given as one (`--replicaof "host port"`,
+        // CONFIG SET bind "a b") is split as Redis splits it (its MULTI_ARG_CONFIGs).
+        let split;
+        let values = match values {
+            [one] if !one.is_empty() && MULTI_ARG.contains(&name.as_str()) => {
+                split = super::args::split_args(one)
+                    .ok_or_else(|| invalid("Unbalanced quotes in configuration line"))?;
+                &split[..]
+            }
+            _ => values,
+        };
         if name == "user" {
             // Only in the config file and on the command line, as in Redis.
             if !startup {
