@@ -27,22 +27,24 @@ enum Node {
 
 impl Node {
     fn start(redline: bool, certs: &TlsCerts, args: &[&str]) -> Node {
+        Node::start_with(redline, Some(certs), args)
+    }
+
+    /// A server of either kind: TLS-only with `certs`, else controlled over its plain
+    /// port with whatever TLS `args` set up.
+    fn start_with(redline: bool, certs: Option<&TlsCerts>, args: &[&str]) -> Node {
         if redline {
-            Node::Redline(
-                RedlineServer::builder()
-                    .tls(certs)
-                    .args(args.iter().copied())
-                    .start()
-                    .unwrap(),
-            )
+            let mut builder = RedlineServer::builder().args(args.iter().copied());
+            if let Some(certs) = certs {
+                builder = builder.tls(certs);
+            }
+            Node::Redline(builder.start().unwrap())
         } else {
-            Node::Redis(
-                RedisServer::builder()
-                    .tls(certs)
-                    .args(args.iter().copied())
-                    .start()
-                    .unwrap(),
-            )
+            let mut builder = RedisServer::builder().args(args.iter().copied());
+            if let Some(certs) = certs {
+                builder = builder.tls(certs);
+            }
+            Node::Redis(builder.start().unwrap())
         }
     }
 
@@ -331,6 +333,19 @@ fn plain_clients_of_a_tls_cluster_are_told_plain_ports() {
     }
 }
 
+/// The test kit's certificates, the path of a file of the v1 fixtures (`v1.crt`,
+/// `v1.key`, made with `openssl x509 -req`, valid until 2126), and one CA file trusting
+/// both the kit's CA and the one that signed the v1 certificate.
+fn v1_fixtures() -> (TlsCerts, impl Fn(&str) -> String, String) {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls-v1");
+    let certs = TlsCerts::generate().unwrap();
+    let both = certs.dir().join("both-ca.crt");
+    let v1_ca = std::fs::read_to_string(fixtures.join("ca.crt")).unwrap();
+    std::fs::write(&both, format!("{}{v1_ca}", certs.ca_cert_pem())).unwrap();
+    let path = move |name: &str| fixtures.join(name).display().to_string();
+    (certs, path, both.display().to_string())
+}
+
 /// Certificates OpenSSL signs without extensions are X.509 v1 (Redis's
 /// utils/gen-test-certs.sh makes one), which webpki cannot read: redline-server still
 /// starts with one, serves it (redis-cli, OpenSSL, accepts it) and presents it to its
@@ -338,15 +353,7 @@ fn plain_clients_of_a_tls_cluster_are_told_plain_ports() {
 /// `openssl x509 -req` (valid until 2126).
 #[test]
 fn an_x509_v1_certificate_is_served_and_presented() {
-    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls-v1");
-    let path = |name: &str| fixtures.join(name).display().to_string();
-    let certs = TlsCerts::generate().unwrap();
-    // One file trusting both CAs: the test kit's (the master's certificate) and the one
-    // that signed the v1 certificate.
-    let both = certs.dir().join("both-ca.crt");
-    let v1_ca = std::fs::read_to_string(fixtures.join("ca.crt")).unwrap();
-    std::fs::write(&both, format!("{}{v1_ca}", certs.ca_cert_pem())).unwrap();
-    let both = both.display().to_string();
+    let (certs, path, both) = v1_fixtures();
     // A master that trusts both (its test kit's control connection has no certificate:
     // it requires one only once started).
     let master = Node::start(false, &certs, &["--tls-ca-cert-file", &both]);
@@ -370,7 +377,7 @@ fn an_x509_v1_certificate_is_served_and_presented() {
         .unwrap();
     let served = std::process::Command::new("redis-cli")
         .args(["-h", "127.0.0.1", "-p", &tls_port, "--tls", "--cacert"])
-        .arg(fixtures.join("ca.crt"))
+        .arg(path("ca.crt"))
         .arg("PING")
         .output()
         .unwrap();
@@ -385,38 +392,13 @@ fn an_x509_v1_certificate_is_served_and_presented() {
     });
 }
 
-/// A server of either kind controlled over its plain port, with TLS set up by `args`.
-fn start_plain(redline: bool, args: &[&str]) -> Node {
-    if redline {
-        Node::Redline(
-            RedlineServer::builder()
-                .args(args.iter().copied())
-                .start()
-                .unwrap(),
-        )
-    } else {
-        Node::Redis(
-            RedisServer::builder()
-                .args(args.iter().copied())
-                .start()
-                .unwrap(),
-        )
-    }
-}
-
 /// X.509 v1 certificates are verified as OpenSSL verifies them, on both kinds of
 /// server alike: a client presenting one its CA signed is accepted and one another CA
 /// signed is refused; a replica links to a master serving one; a master accepts a
 /// replica presenting one.
 #[test]
 fn x509_v1_peers_are_verified_as_openssl_verifies_them() {
-    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls-v1");
-    let path = |name: &str| fixtures.join(name).display().to_string();
-    let certs = TlsCerts::generate().unwrap();
-    let both = certs.dir().join("both-ca.crt");
-    let v1_ca = std::fs::read_to_string(fixtures.join("ca.crt")).unwrap();
-    std::fs::write(&both, format!("{}{v1_ca}", certs.ca_cert_pem())).unwrap();
-    let both = both.display().to_string();
+    let (certs, path, both) = v1_fixtures();
     let kit_cert = certs.server_cert_path().display().to_string();
     let kit_key = certs.server_key_path().display().to_string();
     let kit_ca = certs.ca_cert_path().display().to_string();
@@ -434,8 +416,9 @@ fn x509_v1_peers_are_verified_as_openssl_verifies_them() {
         // Clients: trusted through the CA that signed the v1 certificate, or not.
         for (ca, expected) in [(&both, "PONG"), (&kit_ca, "")] {
             let tls_port = free_port().to_string();
-            let server = start_plain(
+            let server = Node::start_with(
                 redline,
+                None,
                 &[
                     "--tls-port",
                     &tls_port,
@@ -455,8 +438,9 @@ fn x509_v1_peers_are_verified_as_openssl_verifies_them() {
         }
         // A master of this kind serving a v1 certificate, and a redline replica.
         let master_tls = free_port().to_string();
-        let master = start_plain(
+        let master = Node::start_with(
             redline,
+            None,
             &[
                 "--tls-port",
                 &master_tls,
@@ -477,8 +461,9 @@ fn x509_v1_peers_are_verified_as_openssl_verifies_them() {
             (!redline, path("v1.crt"), path("v1.key")),
             (true, kit_cert.clone(), kit_key.clone()),
         ] {
-            let replica = start_plain(
+            let replica = Node::start_with(
                 replica_redline,
+                None,
                 &[
                     "--tls-port",
                     &free_port().to_string(),

@@ -251,8 +251,7 @@ pub fn build(config: &Config) -> Result<Contexts, String> {
                 })?;
                 builder.with_client_cert_verifier(Arc::new(OrV1Client {
                     webpki: verifier,
-                    authorities: roots.authorities.clone(),
-                    algorithms: provider.signature_verification_algorithms,
+                    v1: V1Fallback::new(roots, &provider),
                 }))
             }
         };
@@ -318,8 +317,7 @@ fn build_client(
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(ChainOnly {
             webpki: chain_check,
-            authorities: roots.authorities.clone(),
-            algorithms: provider.signature_verification_algorithms,
+            v1: V1Fallback::new(roots, provider),
         }))
         .with_client_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
     // Redis's client context keeps no session cache: every link is a full handshake.
@@ -353,14 +351,56 @@ fn certified_key(
     Ok(certified)
 }
 
+/// What both verifiers fall back on where webpki refuses a certificate: X.509 v1
+/// certificates the CA signed (see [`super::tls_v1`]).
+#[derive(Debug)]
+struct V1Fallback {
+    authorities: Authorities,
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl V1Fallback {
+    fn new(roots: &Roots, provider: &CryptoProvider) -> V1Fallback {
+        V1Fallback {
+            authorities: roots.authorities.clone(),
+            algorithms: provider.signature_verification_algorithms,
+        }
+    }
+
+    /// webpki refused `end_entity` (`refused`): accepted if it is a v1 certificate
+    /// the CA signed.
+    fn certificate(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        now: UnixTime,
+        refused: rustls::Error,
+    ) -> Result<(), rustls::Error> {
+        self.authorities.verify(end_entity, now, refused)
+    }
+
+    /// webpki's check of a handshake signature, or where it refused, the check with a
+    /// v1 certificate's key.
+    fn signature(
+        &self,
+        webpki: Result<HandshakeSignatureValid, rustls::Error>,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+        tls13: bool,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        webpki.or_else(|refused| {
+            tls_v1::verify_signature(message, cert, dss, &self.algorithms, tls13, refused)
+        })
+    }
+}
+
 /// Checks a peer's certificate chain against the CA and ignores the name it is for, as
 /// OpenSSL does for Redis's outgoing connections (`SSL_VERIFY_PEER` with no host set). A
 /// v1 certificate the CA signed passes too (see [`super::tls_v1`]).
 #[derive(Debug)]
 struct ChainOnly {
     webpki: Arc<WebPkiServerVerifier>,
-    authorities: Authorities,
-    algorithms: WebPkiSupportedAlgorithms,
+    v1: V1Fallback,
 }
 
 impl ServerCertVerifier for ChainOnly {
@@ -385,8 +425,8 @@ impl ServerCertVerifier for ChainOnly {
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
             Err(refused) => self
-                .authorities
-                .verify(end_entity, now, refused)
+                .v1
+                .certificate(end_entity, now, refused)
                 .map(|()| ServerCertVerified::assertion()),
             verified => verified,
         }
@@ -398,11 +438,8 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki
-            .verify_tls12_signature(message, cert, dss)
-            .or_else(|refused| {
-                tls_v1::verify_signature(message, cert, dss, &self.algorithms, false, refused)
-            })
+        let webpki = self.webpki.verify_tls12_signature(message, cert, dss);
+        self.v1.signature(webpki, message, cert, dss, false)
     }
 
     fn verify_tls13_signature(
@@ -411,11 +448,8 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki
-            .verify_tls13_signature(message, cert, dss)
-            .or_else(|refused| {
-                tls_v1::verify_signature(message, cert, dss, &self.algorithms, true, refused)
-            })
+        let webpki = self.webpki.verify_tls13_signature(message, cert, dss);
+        self.v1.signature(webpki, message, cert, dss, true)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -429,8 +463,7 @@ impl ServerCertVerifier for ChainOnly {
 #[derive(Debug)]
 struct OrV1Client {
     webpki: Arc<dyn ClientCertVerifier>,
-    authorities: Authorities,
-    algorithms: WebPkiSupportedAlgorithms,
+    v1: V1Fallback,
 }
 
 impl ClientCertVerifier for OrV1Client {
@@ -455,8 +488,8 @@ impl ClientCertVerifier for OrV1Client {
         self.webpki
             .verify_client_cert(end_entity, intermediates, now)
             .or_else(|refused| {
-                self.authorities
-                    .verify(end_entity, now, refused)
+                self.v1
+                    .certificate(end_entity, now, refused)
                     .map(|()| ClientCertVerified::assertion())
             })
     }
@@ -467,11 +500,8 @@ impl ClientCertVerifier for OrV1Client {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki
-            .verify_tls12_signature(message, cert, dss)
-            .or_else(|refused| {
-                tls_v1::verify_signature(message, cert, dss, &self.algorithms, false, refused)
-            })
+        let webpki = self.webpki.verify_tls12_signature(message, cert, dss);
+        self.v1.signature(webpki, message, cert, dss, false)
     }
 
     fn verify_tls13_signature(
@@ -480,11 +510,8 @@ impl ClientCertVerifier for OrV1Client {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki
-            .verify_tls13_signature(message, cert, dss)
-            .or_else(|refused| {
-                tls_v1::verify_signature(message, cert, dss, &self.algorithms, true, refused)
-            })
+        let webpki = self.webpki.verify_tls13_signature(message, cert, dss);
+        self.v1.signature(webpki, message, cert, dss, true)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

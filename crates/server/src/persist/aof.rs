@@ -434,37 +434,24 @@ pub fn enabled(shared: &Shared) -> bool {
     shared.repl.journal.stream().aof.is_some()
 }
 
+/// `read` of the current incremental file, if the AOF is on.
+fn current<T>(shared: &Shared, read: impl FnOnce(&AofFile) -> T) -> Option<T> {
+    shared.repl.journal.stream().aof.as_ref().map(read)
+}
+
 /// Size of the current incremental file (`aof_current_size` adds the base).
 pub fn current_size(shared: &Shared) -> u64 {
-    shared
-        .repl
-        .journal
-        .stream()
-        .aof
-        .as_ref()
-        .map_or(0, |a| a.stats.size.load(Ordering::Relaxed))
+    current(shared, |a| a.stats.size.load(Ordering::Relaxed)).unwrap_or(0)
 }
 
 /// Bytes appended and not written to the file yet (`aof_buffer_length`).
 pub fn buffer_length(shared: &Shared) -> usize {
-    shared
-        .repl
-        .journal
-        .stream()
-        .aof
-        .as_ref()
-        .map_or(0, |a| a.pending.len())
+    current(shared, |a| a.pending.len()).unwrap_or(0)
 }
 
 /// Whether the last write failed.
 pub fn write_failed(shared: &Shared) -> bool {
-    shared
-        .repl
-        .journal
-        .stream()
-        .aof
-        .as_ref()
-        .is_some_and(|a| a.stats.failed.load(Ordering::Relaxed))
+    current(shared, |a| a.stats.failed.load(Ordering::Relaxed)).unwrap_or(false)
 }
 
 /// Turns the AOF on (`appendonly yes`), or rewrites it: a new base of the dataset as it
