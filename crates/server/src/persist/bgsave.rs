@@ -125,7 +125,7 @@ impl CutOutputSink for File {
 struct CutOutput {
     /// Its buffer is counted in the save's gauge.
     file: Counted<BufWriter<Box<dyn CutOutputSink>>, Arc<Gauge>>,
-    crc: crc::Digest<'static, u64>,
+    crc: super::rdb::Crc64Digest,
     db: Option<usize>,
     written: u64,
     format: CutFormat,

@@ -299,7 +299,7 @@ pub struct SnapshotStream {
     db: usize,
     /// An expiry opcode read, for the key that follows it.
     expires_at: u64,
-    crc: crc::Digest<'static, u64>,
+    crc: super::Crc64Digest,
     read: usize,
     done: bool,
 }

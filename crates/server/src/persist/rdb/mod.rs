@@ -90,9 +90,17 @@ impl PayloadError {
     }
 }
 
+/// How [`CRC64`] is computed: sixteen bytes per step from sixteen tables (32 KB), as
+/// Redis's `crcspeed` computes it eight at a time. The crate's default, a byte per step,
+/// took 39% of the time of loading an RDB of random strings.
+pub type Crc64Table = crc::Table<16>;
+
+/// A CRC-64 computed piece by piece (`CRC64.digest()`).
+pub type Crc64Digest = crc::Digest<'static, u64, Crc64Table>;
+
 /// Redis's CRC-64 (Jones polynomial, reflected, no final xor), for checksums computed
 /// piece by piece (`CRC64.digest()`).
-pub static CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
+pub static CRC64: crc::Crc<u64, Crc64Table> = crc::Crc::<u64, Crc64Table>::new(&crc::CRC_64_REDIS);
 
 /// Redis's CRC-64 of `bytes`.
 pub fn crc64(bytes: &[u8]) -> u64 {
