@@ -751,3 +751,73 @@ fn multi_argument_parameters_given_as_one_match_redis() {
     assert!(theirs[0].contains("127.0.0.1 1"), "{theirs:?}");
     assert_eq!(run(ours.port()), theirs);
 }
+
+/// A failed BGSAVE with save points configured stops writes (MISCONF, PING included)
+/// and not reads, inside scripts too, until a BGSAVE succeeds, as redis-server does
+/// with `stop-writes-on-bgsave-error yes`. The save fails because its directory is gone.
+#[test]
+fn a_failed_bgsave_stops_writes_like_redis() {
+    fn steps(port: u16, dir: &std::path::Path) -> Vec<String> {
+        let mut c = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+        let wait_saved = |c: &mut Conn| {
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            while info_field(c, "persistence", "rdb_bgsave_in_progress") != "0" {
+                assert!(std::time::Instant::now() < deadline, "BGSAVE never ended");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        let mut seen = Vec::new();
+        std::fs::create_dir_all(dir).unwrap();
+        seen.push(text(&c.cmd(&[
+            "CONFIG",
+            "SET",
+            "dir",
+            &dir.display().to_string(),
+        ])));
+        seen.push(text(&c.cmd(&["CONFIG", "SET", "save", "3600 1"])));
+        seen.push(text(&c.cmd(&["SET", "x", "1"])));
+        std::fs::remove_dir_all(dir).unwrap();
+        c.cmd(&["BGSAVE"]);
+        wait_saved(&mut c);
+        seen.push(info_field(&mut c, "persistence", "rdb_last_bgsave_status"));
+        for args in [
+            &["SET", "x", "2"][..],
+            &["GET", "x"],
+            &["PING"],
+            &["EVAL", "return redis.call('set','x',3)", "0"],
+            &["EVAL", "return redis.call('get','x')", "0"],
+            &["EVAL", "#!lua\nreturn redis.call('set','x',4)", "0"],
+            &[
+                "EVAL",
+                "#!lua flags=no-writes\nreturn redis.call('get','x')",
+                "0",
+            ],
+        ] {
+            // Only the error's code and first words: the script's location differs.
+            let reply = text(&c.cmd(args));
+            seen.push(reply.split(' ').take(4).collect::<Vec<_>>().join(" "));
+        }
+        // The directory again (the server's working directory was the removed one).
+        std::fs::create_dir_all(dir).unwrap();
+        c.cmd(&["CONFIG", "SET", "dir", &dir.display().to_string()]);
+        c.cmd(&["BGSAVE"]);
+        wait_saved(&mut c);
+        seen.push(info_field(&mut c, "persistence", "rdb_last_bgsave_status"));
+        seen.push(text(&c.cmd(&["SET", "x", "5"])));
+        seen
+    }
+    let args = ["--enable-protected-configs", "yes"];
+    let base = std::env::temp_dir().join(format!("rl-misconf-{}", std::process::id()));
+    let redis = RedisServer::builder().args(args).start().unwrap();
+    let ours = redline_testkit::RedlineServer::builder()
+        .args(args)
+        .start()
+        .unwrap();
+    let theirs = steps(redis.port(), &base.join("redis"));
+    let mine = steps(ours.port(), &base.join("redline"));
+    let _ = std::fs::remove_dir_all(&base);
+    assert_eq!(theirs[3], "err", "{theirs:?}");
+    assert!(theirs[4].starts_with("MISCONF"), "{theirs:?}");
+    assert_eq!(theirs[11..], ["ok", "OK"], "{theirs:?}");
+    assert_eq!(mine, theirs);
+}

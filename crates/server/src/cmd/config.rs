@@ -101,7 +101,9 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             })?;
     }
     let dir = config.param("dir").to_string();
-    if !dir.is_empty() && ctx.shared.config.read().param("dir") != dir {
+    // Set even to the path it has, as Redis does: the directory may have been removed
+    // and made again under the server, whose working directory is then the old one.
+    if !dir.is_empty() && seen.iter().any(|name| name == "dir") {
         std::env::set_current_dir(&dir).map_err(|e| {
             CmdError::Owned(format!(
                 "ERR CONFIG SET failed (possibly related to argument 'dir') - {e}"

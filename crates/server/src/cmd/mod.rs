@@ -295,6 +295,11 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     // Checked when the client sends the command (EXEC's queued commands were checked
     // when queued), and for scripts' calls.
+    if (!ctx.nested || ctx.client.in_script) && !ctx.client.is_master {
+        if let Some(refusal) = disk_error_refusal(ctx, spec, args) {
+            return reject_spec(ctx, spec, refusal);
+        }
+    }
     if (!ctx.nested || ctx.client.in_script)
         && !ctx.client.is_master
         && ctx.shared.repl.is_replica()
@@ -493,6 +498,31 @@ fn replication_state_refusal(
 }
 
 const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
+/// Redis's answer to a write while the last background save failed.
+const BGSAVE_ERR: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+
+/// MISCONF (Redis's `writeCommandsDeniedByDiskError`): while the last BGSAVE failed,
+/// with save points configured and `stop-writes-on-bgsave-error yes`, writes are
+/// refused, and PING too, so that health checks notice; reads go on. The link from
+/// this server's master is not refused (Redis would stop the replica).
+fn disk_error_refusal(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Option<CmdError> {
+    let persistence = &ctx.shared.persistence;
+    if persistence
+        .last_bgsave_ok
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        return None;
+    }
+    {
+        let config = ctx.shared.config.read();
+        if !config.param_bool("stop-writes-on-bgsave-error") || config.save.is_empty() {
+            return None;
+        }
+    }
+    (spec.name == "ping" || effective_flags(ctx, spec, args).0)
+        .then_some(CmdError::Static(BGSAVE_ERR))
+}
 
 /// NOREPLICAS when fewer replicas than `min-replicas-to-write` acknowledged within
 /// `min-replicas-max-lag` seconds (this server being a master).
