@@ -62,9 +62,14 @@ pub fn expand(template: &str, var: impl Fn(&str) -> Option<String>) -> Option<St
 /// `title`, `listen-addr`, `server-mode`, `config-file`, `port`, `tls-port`,
 /// `unixsocket`. `None` when the template is not valid (see [`expand`]).
 pub fn title_for(config: &Config, program: &str, port: u16) -> Option<String> {
+    expand_with(config, config.param("proc-title-template"), program, port)
+}
+
+/// `template` expanded with `config`'s values (see [`title_for`]).
+fn expand_with(config: &Config, template: &str, program: &str, port: u16) -> Option<String> {
     let tls_port = config.param("tls-port");
     let unixsocket = config.param("unixsocket");
-    expand(config.param("proc-title-template"), |name| {
+    expand(template, |name| {
         Some(match name {
             "title" => program.to_string(),
             "listen-addr" if port != 0 || tls_port != "0" => {
@@ -93,11 +98,7 @@ pub fn title_for(config: &Config, program: &str, port: u16) -> Option<String> {
 /// Whether `template` is one [`set`] could show for `config`: it expands, and not to
 /// nothing (Redis validates with an empty `title`).
 pub fn is_valid(config: &Config, template: &str) -> bool {
-    let mut probe = config.clone();
-    probe
-        .params
-        .insert("proc-title-template", template.to_string());
-    title_for(&probe, "", config.port).is_some_and(|t| !t.is_empty())
+    expand_with(config, template, "", config.port).is_some_and(|t| !t.is_empty())
 }
 
 /// The memory the title is written into, and how the program was started.

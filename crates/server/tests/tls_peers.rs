@@ -392,6 +392,25 @@ fn an_x509_v1_certificate_is_served_and_presented() {
     });
 }
 
+/// A server of either kind controlled over its plain port, with a TLS port using
+/// `[certificate, key, CA]` files and one more directive.
+fn with_tls_port(redline: bool, port: &str, files: [&str; 3], directive: [&str; 2]) -> Node {
+    let [cert, key, ca] = files;
+    let args = [
+        "--tls-port",
+        port,
+        "--tls-cert-file",
+        cert,
+        "--tls-key-file",
+        key,
+        "--tls-ca-cert-file",
+        ca,
+        directive[0],
+        directive[1],
+    ];
+    Node::start_with(redline, None, &args)
+}
+
 /// X.509 v1 certificates are verified as OpenSSL verifies them, on both kinds of
 /// server alike: a client presenting one its CA signed is accepted and one another CA
 /// signed is refused; a replica links to a master serving one; a master accepts a
@@ -416,21 +435,11 @@ fn x509_v1_peers_are_verified_as_openssl_verifies_them() {
         // Clients: trusted through the CA that signed the v1 certificate, or not.
         for (ca, expected) in [(&both, "PONG"), (&kit_ca, "")] {
             let tls_port = free_port().to_string();
-            let server = Node::start_with(
+            let server = with_tls_port(
                 redline,
-                None,
-                &[
-                    "--tls-port",
-                    &tls_port,
-                    "--tls-cert-file",
-                    &kit_cert,
-                    "--tls-key-file",
-                    &kit_key,
-                    "--tls-ca-cert-file",
-                    ca,
-                    "--tls-auth-clients",
-                    "yes",
-                ],
+                &tls_port,
+                [&kit_cert, &kit_key, ca],
+                ["--tls-auth-clients", "yes"],
             );
             let port = tls_port.parse().unwrap();
             assert_eq!(ping_with_v1(port), expected, "{who}, CA {ca}");
@@ -438,21 +447,11 @@ fn x509_v1_peers_are_verified_as_openssl_verifies_them() {
         }
         // A master of this kind serving a v1 certificate, and a redline replica.
         let master_tls = free_port().to_string();
-        let master = Node::start_with(
+        let master = with_tls_port(
             redline,
-            None,
-            &[
-                "--tls-port",
-                &master_tls,
-                "--tls-cert-file",
-                &path("v1.crt"),
-                "--tls-key-file",
-                &path("v1.key"),
-                "--tls-ca-cert-file",
-                &both,
-                "--tls-auth-clients",
-                "yes",
-            ],
+            &master_tls,
+            [&path("v1.crt"), &path("v1.key"), &both],
+            ["--tls-auth-clients", "yes"],
         );
         master.cmd(&["SET", "k", who]);
         // A replica of the other kind presenting a v1 certificate to it, then a redline
@@ -461,21 +460,11 @@ fn x509_v1_peers_are_verified_as_openssl_verifies_them() {
             (!redline, path("v1.crt"), path("v1.key")),
             (true, kit_cert.clone(), kit_key.clone()),
         ] {
-            let replica = Node::start_with(
+            let replica = with_tls_port(
                 replica_redline,
-                None,
-                &[
-                    "--tls-port",
-                    &free_port().to_string(),
-                    "--tls-cert-file",
-                    &cert,
-                    "--tls-key-file",
-                    &key,
-                    "--tls-ca-cert-file",
-                    &both,
-                    "--tls-replication",
-                    "yes",
-                ],
+                &free_port().to_string(),
+                [&cert, &key, &both],
+                ["--tls-replication", "yes"],
             );
             let mut r = conn(replica.port());
             r.ok(&["REPLICAOF", "127.0.0.1", &master_tls]);

@@ -309,14 +309,8 @@ pub async fn before_replies(shared: &Shared) {
     let target = d.appended.load(Ordering::Acquire);
     let mut turns = 0;
     while d.written.load(Ordering::Acquire) < target {
-        let wrote = match d.writer.try_lock() {
-            Some(writer) => {
-                write_taken(shared, &writer);
-                true
-            }
-            None => false,
-        };
-        if wrote {
+        if let Some(writer) = d.writer.try_lock() {
+            write_taken(shared, &writer);
             break;
         }
         // Another connection is writing, maybe these bytes: let this worker run other
@@ -739,12 +733,13 @@ fn attach(shared: &Shared, file: File, size: u64) {
         .aof
         .durability
         .switch(Some(file.clone()), fsync == Fsync::Always);
-    let stats = FileStats::default();
-    stats.size.store(size, Ordering::Relaxed);
     stream.aof = Some(AofFile {
         file,
         fsync,
-        stats: Arc::new(stats),
+        stats: Arc::new(FileStats {
+            size: AtomicU64::new(size),
+            ..FileStats::default()
+        }),
         durability: shared.aof.durability.clone(),
         last_timestamp: 0,
         pending: BytesMut::new(),

@@ -640,7 +640,6 @@ fn encode_for(
     side: impl Fn(Targets) -> bool,
     out: &mut BytesMut,
 ) {
-    let out = &mut *out;
     let wrap = commands.len() > 1;
     if wrap {
         select(out, db, commands[0].db);
