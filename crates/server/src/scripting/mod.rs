@@ -37,6 +37,7 @@
 //! a script's effects, so scripts need not be deterministic. Errors carry
 //! `script: <sha>, on @user_script:<line>.` as in Redis.
 
+mod active;
 mod args;
 mod convert;
 pub mod debugger;
@@ -49,7 +50,7 @@ mod watchdog;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -111,6 +112,8 @@ pub struct Engine {
     script_repl: Arc<std::sync::atomic::AtomicU8>,
     /// What every run looks up, made once: interning a name costs a hash each time.
     names: RunNames,
+    /// `redis.call`, `redis.pcall` and `redis.acl_check_cmd`, made once (see `active`).
+    calls: RunCalls,
     /// The interpreter's hook is the standard one (every 100,000 instructions): not yet
     /// installed, or switched to every line by a kill, means a run installs it again.
     hook_ready: bool,
@@ -490,6 +493,132 @@ impl RunNames {
     }
 }
 
+/// The functions a script calls into the server with. They stay in the interpreter between
+/// runs and act on the run published in [`active`]; outside a run the `redis` table holds
+/// the prelude's stand-in instead, so scripts never reach them then.
+struct RunCalls {
+    call: Function,
+    pcall: Function,
+    acl_check_cmd: Function,
+}
+
+impl RunCalls {
+    fn new(lua: &Lua, resp: &Arc<AtomicU8>, repl: &Arc<AtomicU8>) -> mlua::Result<RunCalls> {
+        // redis.call raises an error reply (marked for the error handler), redis.pcall
+        // returns it as an {err=...} table. The prelude's error handler reads the marker:
+        // \1 for an error the script's reply must count, \2 for one already counted.
+        let (r, p) = (resp.clone(), repl.clone());
+        let call = lua.create_function(move |lua, argv: Variadic<Value>| {
+            invoke(lua, &r, &p, &argv)?.map_err(|e| {
+                let mark = if e.counted { '\u{2}' } else { '\u{1}' };
+                mlua::Error::runtime(format!("{mark}{}{mark}", e.text))
+            })
+        })?;
+        let (r, p) = (resp.clone(), repl.clone());
+        let pcall = lua.create_function(move |lua, argv: Variadic<Value>| {
+            match invoke(lua, &r, &p, &argv)? {
+                Ok(v) => Ok(v),
+                Err(e) => {
+                    let t = lua.create_table()?;
+                    t.raw_set("err", e.text)?;
+                    if e.counted {
+                        t.raw_set("ignore_error_stats_update", true)?;
+                    }
+                    Ok(Value::Table(t))
+                }
+            }
+        })?;
+        let acl_check_cmd = lua.create_function(|_, argv: Variadic<Value>| {
+            let args: Option<Vec<Bytes>> = argv.iter().map(arg_bytes).collect();
+            let spec = args.as_deref().and_then(command::resolve);
+            let (Some(args), Some(spec)) = (args, spec) else {
+                return Err(mlua::Error::runtime(
+                    "\u{1}ERR Invalid command passed to redis.acl_check_cmd()\u{1}",
+                ));
+            };
+            active::with(|run| {
+                let user = run
+                    .client
+                    .user
+                    .clone()
+                    .unwrap_or_else(|| run.shared.acl.default_user().clone());
+                let allowed = crate::acl::check::check(&user.rules(), spec, &args).is_ok();
+                allowed
+            })
+            .ok_or_else(|| mlua::Error::runtime(format!("\u{1}{OUTSIDE_RUN}\u{1}")))
+        })?;
+        Ok(RunCalls {
+            call,
+            pcall,
+            acl_check_cmd,
+        })
+    }
+}
+
+/// What a call made outside a run gets (as the prelude's stand-in says it).
+const OUTSIDE_RUN: &str = "ERR redis.call/pcall can only be called inside a script invocation";
+
+/// One `redis.call`/`redis.pcall` of the run in progress.
+fn invoke(lua: &Lua, resp: &AtomicU8, repl: &AtomicU8, argv: &[Value]) -> CallResult {
+    active::with(|run| {
+        let env = CallEnv {
+            shared: run.shared,
+            held: run.held,
+            read_only: run.read_only,
+            resp: protocol_of(resp),
+            repl: crate::repl::journal::Targets::from_flags(repl.load(Ordering::Relaxed)),
+            session: run.session,
+        };
+        call_command(lua, &env, run.client, argv)
+    })
+    .unwrap_or_else(|| error_text(OUTSIDE_RUN))
+}
+
+/// The protocol `redis.setresp` chose (2 or 3).
+fn protocol_of(resp: &AtomicU8) -> Protocol {
+    if resp.load(Ordering::Relaxed) == 3 {
+        Protocol::Resp3
+    } else {
+        Protocol::Resp2
+    }
+}
+
+/// Runs `call` with `redis.breakpoint` and `redis.debug` talking to the debugging
+/// session, and puts the stand-ins back after.
+fn with_debug_functions(
+    lua: &Lua,
+    redis: &Table,
+    session: &Arc<debugger::Session>,
+    call: impl FnOnce() -> mlua::Result<(bool, Value)>,
+) -> mlua::Result<(bool, Value)> {
+    let saved = (
+        redis.raw_get::<Value>("breakpoint")?,
+        redis.raw_get::<Value>("debug")?,
+    );
+    let outcome = lua.scope(|scope| {
+        let s = Arc::clone(session);
+        redis.raw_set(
+            "breakpoint",
+            scope.create_function(move |_, ()| {
+                s.breakpoint();
+                Ok(true)
+            })?,
+        )?;
+        let s = Arc::clone(session);
+        redis.raw_set(
+            "debug",
+            scope.create_function(move |_, values: Variadic<Value>| {
+                s.debug(&values);
+                Ok(())
+            })?,
+        )?;
+        Ok(call())
+    });
+    redis.raw_set("breakpoint", saved.0)?;
+    redis.raw_set("debug", saved.1)?;
+    outcome?
+}
+
 /// How a run was asked for.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -609,6 +738,7 @@ impl Engine {
         })?;
         state.set("set_repl", set_repl)?;
         let names = RunNames::new(&lua, &state)?;
+        let calls = RunCalls::new(&lua, &script_resp, &script_repl)?;
         Ok(Engine {
             lua,
             state,
@@ -619,6 +749,7 @@ impl Engine {
             script_resp,
             script_repl,
             names,
+            calls,
             hook_ready: false,
             scripts: HashMap::new(),
             libraries: BTreeMap::new(),
@@ -1000,20 +1131,10 @@ fn run_and_reply(
         .set_cross_slot(script_flags.eval_compat || script_flags.allow_cross_slot);
     let caller_protocol = ctx.client.protocol;
     let caller_db = ctx.client.db;
-    let script_resp = engine.script_resp.clone();
-    script_resp.store(2, Ordering::Relaxed);
-    let script_repl = engine.script_repl.clone();
-    script_repl.store(3, Ordering::Relaxed);
-    let resp_of = |resp: &std::sync::atomic::AtomicU8| {
-        if resp.load(Ordering::Relaxed) == 3 {
-            Protocol::Resp3
-        } else {
-            Protocol::Resp2
-        }
-    };
+    engine.script_resp.store(2, Ordering::Relaxed);
+    engine.script_repl.store(3, Ordering::Relaxed);
     let flags = ctx.shared.scripting.flags.clone();
-    let threshold =
-        u64::try_from(ctx.shared.config.read().param_int("busy-reply-threshold")).unwrap_or(0);
+    let threshold = u64::try_from(ctx.shared.hot.busy_reply_threshold()).unwrap_or(0);
     *flags.current.lock() = Some((name.clone(), command.to_vec()));
     flags.start(mode == Mode::Eval, threshold);
     let frozen = crate::store::FrozenTime::now();
@@ -1061,110 +1182,37 @@ fn run_and_reply(
                 .globals
                 .raw_set(&engine.names.argv, args_table.clone())?;
         }
-        let shared = ctx.shared;
-        let held = ctx.held;
-        let client = RefCell::new(&mut *ctx.client);
-        let invoke = |lua: &Lua, argv: &[Value]| {
-            let mut client = client.borrow_mut();
-            let env = CallEnv {
-                shared,
-                held,
-                read_only,
-                resp: resp_of(&script_resp),
-                repl: crate::repl::journal::Targets::from_flags(
-                    script_repl.load(Ordering::Relaxed),
-                ),
-                session: session.as_deref(),
-            };
-            call_command(lua, &env, &mut client, argv)
+        let mut run_ctx = active::RunContext {
+            shared: ctx.shared,
+            held: ctx.held,
+            client: &mut *ctx.client,
+            read_only,
+            session: session.as_deref(),
         };
-        lua.scope(|scope| {
-            // redis.call raises an error reply (marked for the error handler), redis.pcall
-            // returns it as an {err=...} table.
-            // The prelude's error handler reads the marker: \1 for an error the script's
-            // reply must count, \2 for one already counted.
-            let call = scope.create_function(|lua, argv: Variadic<Value>| {
-                invoke(lua, &argv)?.map_err(|e| {
-                    let mark = if e.counted { '\u{2}' } else { '\u{1}' };
-                    mlua::Error::runtime(format!("{mark}{}{mark}", e.text))
-                })
-            })?;
-            let pcall =
-                scope.create_function(|lua, argv: Variadic<Value>| match invoke(lua, &argv)? {
-                    Ok(v) => Ok(v),
-                    Err(e) => {
-                        let t = lua.create_table()?;
-                        t.raw_set("err", e.text)?;
-                        if e.counted {
-                            t.raw_set("ignore_error_stats_update", true)?;
-                        }
-                        Ok(Value::Table(t))
-                    }
-                })?;
-            let acl_check = scope.create_function(|_, argv: Variadic<Value>| {
-                let args: Option<Vec<Bytes>> = argv.iter().map(arg_bytes).collect();
-                let spec = args.as_deref().and_then(command::resolve);
-                let (Some(args), Some(spec)) = (args, spec) else {
-                    return Err(mlua::Error::runtime(
-                        "\u{1}ERR Invalid command passed to redis.acl_check_cmd()\u{1}",
-                    ));
-                };
-                let client = client.borrow();
-                let user = client
-                    .user
-                    .clone()
-                    .unwrap_or_else(|| shared.acl.default_user().clone());
-                let allowed = crate::acl::check::check(&user.rules(), spec, &args).is_ok();
-                Ok(allowed)
-            })?;
-            let (redis, outside, names) = (&engine.redis, &engine.outside, &engine.names);
-            redis.raw_set(&names.call, call)?;
-            redis.raw_set(&names.pcall, pcall)?;
-            redis.raw_set(&names.acl_check_cmd, acl_check)?;
-            let debugging = session.as_ref().map(|s| {
-                (
-                    s,
-                    redis.raw_get::<Value>("breakpoint"),
-                    redis.raw_get::<Value>("debug"),
-                )
-            });
-            if let Some((session, _, _)) = &debugging {
-                let s = Arc::clone(session);
-                redis.raw_set(
-                    "breakpoint",
-                    scope.create_function(move |_, ()| {
-                        s.breakpoint();
-                        Ok(true)
-                    })?,
-                )?;
-                let s = Arc::clone(session);
-                redis.raw_set(
-                    "debug",
-                    scope.create_function(move |_, values: Variadic<Value>| {
-                        s.debug(&values);
-                        Ok(())
-                    })?,
-                )?;
-            }
-            engine.state.raw_set(&names.call, true)?;
-            let outcome = match mode {
-                Mode::Eval => names.run.call::<(bool, Value)>(func.clone()),
-                Mode::Function => names.run_function.call::<(bool, Value)>((
-                    func.clone(),
-                    keys_table.clone(),
-                    args_table.clone(),
-                )),
-            };
-            redis.raw_set(&names.call, outside)?;
-            redis.raw_set(&names.pcall, outside)?;
-            redis.raw_set(&names.acl_check_cmd, outside)?;
-            if let Some((_, Ok(breakpoint), Ok(debug))) = debugging {
-                redis.raw_set("breakpoint", breakpoint)?;
-                redis.raw_set("debug", debug)?;
-            }
-            engine.state.raw_set(&names.call, Value::Nil)?;
-            outcome
-        })
+        let _active = active::enter(&mut run_ctx);
+        let (redis, outside, names, calls) =
+            (&engine.redis, &engine.outside, &engine.names, &engine.calls);
+        redis.raw_set(&names.call, &calls.call)?;
+        redis.raw_set(&names.pcall, &calls.pcall)?;
+        redis.raw_set(&names.acl_check_cmd, &calls.acl_check_cmd)?;
+        engine.state.raw_set(&names.call, true)?;
+        let call = || match mode {
+            Mode::Eval => names.run.call::<(bool, Value)>(func.clone()),
+            Mode::Function => names.run_function.call::<(bool, Value)>((
+                func.clone(),
+                keys_table.clone(),
+                args_table.clone(),
+            )),
+        };
+        let outcome = match &session {
+            Some(session) => with_debug_functions(lua, redis, session, call),
+            None => call(),
+        };
+        redis.raw_set(&names.call, outside)?;
+        redis.raw_set(&names.pcall, outside)?;
+        redis.raw_set(&names.acl_check_cmd, outside)?;
+        engine.state.raw_set(&names.call, Value::Nil)?;
+        outcome
     })();
     if let Some(session) = &session {
         engine.lua.remove_hook();
@@ -1180,7 +1228,7 @@ fn run_and_reply(
             let mut target = convert::ReplyTarget {
                 out: ctx.out,
                 caller: caller_protocol,
-                script: resp_of(&script_resp),
+                script: protocol_of(&engine.script_resp),
             };
             convert::lua_to_reply(&mut target, &value, 0);
             matches!(&value, Value::Table(t) if stats_counted(t))
