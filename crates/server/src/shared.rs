@@ -58,6 +58,8 @@ pub struct Shared {
     pub store: Arc<Store>,
     /// The configuration as it is now (CONFIG SET changes it).
     pub config: RwLock<Config>,
+    /// The parameters every command checks, copied out of `config` when it changes.
+    pub hot: crate::config::HotParams,
     /// Bumped on every CONFIG SET, so connections refresh their cached limits cheaply.
     pub config_generation: AtomicU64,
     /// `hz`, read by the expiry thread each cycle.
@@ -161,6 +163,7 @@ impl Shared {
             acl,
             hz,
             config: RwLock::new(config),
+            hot: crate::config::HotParams::default(),
             config_generation: AtomicU64::new(0),
             clients,
             blocking: Blocking::default(),
@@ -193,6 +196,7 @@ impl Shared {
         };
         let config = shared.config.read().clone();
         shared.configure_monitoring(&config);
+        shared.hot.load(&config);
         shared
     }
 
@@ -293,6 +297,7 @@ impl Shared {
     pub fn update_config(&self, config: Config) {
         self.hz.store(config.hz, Ordering::Relaxed);
         self.configure_monitoring(&config);
+        self.hot.load(&config);
         self.apply_oom_score(&config);
         self.apply_proc_title(&config);
         configure_eviction(&self.store, &config);

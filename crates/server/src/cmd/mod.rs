@@ -304,7 +304,7 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         && !ctx.client.is_master
         && ctx.shared.repl.is_replica()
         && effective_flags(ctx, spec, args).0
-        && ctx.shared.config.read().param_bool("replica-read-only")
+        && ctx.shared.hot.replica_read_only()
     {
         return reject_spec(
             ctx,
@@ -459,13 +459,10 @@ fn replication_state_refusal(
     args: &[Bytes],
 ) -> Option<CmdError> {
     let shared = ctx.shared;
-    let (min_replicas, serve_stale) = {
-        let config = shared.config.read();
-        (
-            config.param_int("min-replicas-to-write"),
-            config.param_bool("replica-serve-stale-data"),
-        )
-    };
+    let (min_replicas, serve_stale) = (
+        shared.hot.min_replicas_to_write(),
+        shared.hot.replica_serve_stale_data(),
+    );
     if min_replicas <= 0 && serve_stale {
         return None;
     }
@@ -527,13 +524,10 @@ fn disk_error_refusal(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Opti
 /// NOREPLICAS when fewer replicas than `min-replicas-to-write` acknowledged within
 /// `min-replicas-max-lag` seconds (this server being a master).
 pub fn writes_refused(shared: &crate::shared::Shared) -> Option<CmdError> {
-    let (min_replicas, max_lag) = {
-        let config = shared.config.read();
-        (
-            config.param_int("min-replicas-to-write"),
-            config.param_int("min-replicas-max-lag"),
-        )
-    };
+    let (min_replicas, max_lag) = (
+        shared.hot.min_replicas_to_write(),
+        shared.hot.min_replicas_max_lag(),
+    );
     if min_replicas <= 0 || shared.repl.is_replica() {
         return None;
     }

@@ -13,6 +13,7 @@
 
 mod args;
 mod directives;
+mod hot;
 pub mod params;
 mod rewrite;
 
@@ -21,6 +22,7 @@ use std::path::Path;
 
 pub use args::{repr, split_args};
 pub use directives::{parse_memory, SetError, DIRECTIVES};
+pub use hot::HotParams;
 pub use rewrite::{rewrite, rewrite_all};
 
 /// How much redis-server logs; `notice` is the default.
