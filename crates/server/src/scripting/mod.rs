@@ -837,7 +837,7 @@ impl Engine {
             .lua
             .load(body)
             .set_name("@user_function")
-            .set_environment(env)
+            .set_environment(env.clone())
             .into_function()
             .map_err(|e| format!("ERR Error compiling function: {}", lua_message(&e)))?;
         let registered: RefCell<Vec<FunctionDef>> = RefCell::new(Vec::new());
@@ -873,6 +873,9 @@ impl Engine {
                 ))
             }
         }
+        self.state
+            .call_function::<()>("library_loaded", env)
+            .map_err(|e| format!("ERR {}", lua_message(&e)))?;
         let functions = registered.into_inner();
         if functions.is_empty() {
             return Err("ERR No functions registered".into());

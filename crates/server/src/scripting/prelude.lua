@@ -164,14 +164,16 @@ for _, lib in ipairs({'redis', 'string', 'table', 'math', 'bit', 'cjson', 'cmsgp
     rawset(G, lib, readonly(rawget(G, lib), lib))
   end
 end
-local proxy = raw_setmetatable({}, {
+-- Reads go from the (empty) proxy to G as a table, which the VM follows without calling
+-- anything; only a name G lacks reaches a function, which raises the error. (An
+-- __index function on the proxy itself ran Lua code on every global a script read.)
+raw_setmetatable(G, {
   __index = function(_, k)
-    local v = rawget(G, k)
-    if v == nil then
-      missing_global(k)
-    end
-    return v
+    missing_global(k)
   end,
+})
+local proxy = raw_setmetatable({}, {
+  __index = G,
   __newindex = readonly_error,
   __metatable = sealed_meta,
 })
@@ -212,8 +214,9 @@ local function strict(fields)
 end
 local load_api = strict(load_fields)
 local load_globals = {}
+local library_metas = setmetatable({}, {__mode = 'k'})
 function state.library_env()
-  return setmetatable({}, {
+  local meta = {
     __index = function(_, k)
       if state.loading then
         if k == 'redis' then return load_api end
@@ -231,7 +234,19 @@ function state.library_env()
     end,
     __newindex = function() error('Attempt to modify a readonly table', 2) end,
     __metatable = false,
-  })
+  }
+  local env = setmetatable({}, meta)
+  library_metas[env] = meta
+  return env
+end
+-- Once its library has loaded, an environment reads globals straight from G (a table
+-- the VM follows without running Lua code, see the script environment above).
+function state.library_loaded(env)
+  local meta = library_metas[env]
+  if meta then
+    meta.__index = G
+    library_metas[env] = nil
+  end
 end
 
 function state.run_function(f, keys, args)
