@@ -62,6 +62,11 @@ impl Drop for Active<'_> {
     }
 }
 
+/// Whether a run is published on this thread (a script is running here).
+pub fn is_published() -> bool {
+    CURRENT.with(|c| !c.get().is_null())
+}
+
 /// Lends the published run to `f`; `None` when no run is published (a call made
 /// outside a run) or when it is already lent (a call re-entered from inside a call).
 pub fn with<R>(f: impl for<'c, 'r> FnOnce(&'c mut RunContext<'r>) -> R) -> Option<R> {
@@ -94,6 +99,7 @@ mod tests {
 
     #[test]
     fn nothing_is_lent_outside_a_run() {
+        assert!(!is_published());
         assert!(with(|_| ()).is_none());
     }
 }

@@ -102,18 +102,14 @@ pub struct Engine {
     state: Table,
     globals: Table,
     env: Table,
-    /// The `redis` table and the stand-in its `call`/`pcall` hold between runs, kept at
-    /// hand (each run swaps them).
+    /// The `redis` table, kept at hand.
     redis: Table,
-    outside: Value,
     /// The RESP version the running script asked for with `redis.setresp` (2 or 3).
     script_resp: Arc<std::sync::atomic::AtomicU8>,
     /// Where the running script's changes go (`redis.set_repl`'s flags; 3 is both).
     script_repl: Arc<std::sync::atomic::AtomicU8>,
     /// What every run looks up, made once: interning a name costs a hash each time.
     names: RunNames,
-    /// `redis.call`, `redis.pcall` and `redis.acl_check_cmd`, made once (see `active`).
-    calls: RunCalls,
     /// The interpreter's hook is the standard one (every 100,000 instructions): not yet
     /// installed, or switched to every line by a kill, means a run installs it again.
     hook_ready: bool,
@@ -469,9 +465,6 @@ impl Scripting {
 
 /// The names and prelude functions every run uses, as Lua values made once.
 struct RunNames {
-    call: mlua::String,
-    pcall: mlua::String,
-    acl_check_cmd: mlua::String,
     keys: mlua::String,
     argv: mlua::String,
     /// `state.run` (an EVAL script under the error handler) and `state.run_function`.
@@ -482,9 +475,6 @@ struct RunNames {
 impl RunNames {
     fn new(lua: &Lua, state: &Table) -> mlua::Result<RunNames> {
         Ok(RunNames {
-            call: lua.create_string("call")?,
-            pcall: lua.create_string("pcall")?,
-            acl_check_cmd: lua.create_string("acl_check_cmd")?,
             keys: lua.create_string("KEYS")?,
             argv: lua.create_string("ARGV")?,
             run: state.get("run")?,
@@ -493,30 +483,29 @@ impl RunNames {
     }
 }
 
-/// The functions a script calls into the server with. They stay in the interpreter between
-/// runs and act on the run published in [`active`]; outside a run the `redis` table holds
-/// the prelude's stand-in instead, so scripts never reach them then.
-struct RunCalls {
-    call: Function,
-    pcall: Function,
-    acl_check_cmd: Function,
-}
-
-impl RunCalls {
-    fn new(lua: &Lua, resp: &Arc<AtomicU8>, repl: &Arc<AtomicU8>) -> mlua::Result<RunCalls> {
-        // redis.call raises an error reply (marked for the error handler), redis.pcall
-        // returns it as an {err=...} table. The prelude's error handler reads the marker:
-        // \1 for an error the script's reply must count, \2 for one already counted.
-        let (r, p) = (resp.clone(), repl.clone());
-        let call = lua.create_function(move |lua, argv: Variadic<Value>| {
-            invoke(lua, &r, &p, &argv)?.map_err(|e| {
-                let mark = if e.counted { '\u{2}' } else { '\u{1}' };
-                mlua::Error::runtime(format!("{mark}{}{mark}", e.text))
-            })
-        })?;
-        let (r, p) = (resp.clone(), repl.clone());
-        let pcall = lua.create_function(move |lua, argv: Variadic<Value>| {
-            match invoke(lua, &r, &p, &argv)? {
+/// Puts the functions a script calls into the server with in the `redis` table:
+/// `call`, `pcall` and `acl_check_cmd`. They stay for the interpreter's life and act on
+/// the run published in [`active`] (outside a run they fail as Redis's do).
+fn install_calls(
+    lua: &Lua,
+    redis: &Table,
+    resp: &Arc<AtomicU8>,
+    repl: &Arc<AtomicU8>,
+) -> mlua::Result<()> {
+    // redis.call raises an error reply (marked for the error handler), redis.pcall
+    // returns it as an {err=...} table. The prelude's error handler reads the marker:
+    // \1 for an error the script's reply must count, \2 for one already counted.
+    let (r, p) = (resp.clone(), repl.clone());
+    let call = lua.create_function(move |lua, argv: Variadic<Value>| {
+        invoke(lua, &r, &p, &argv)?.map_err(|e| {
+            let mark = if e.counted { '\u{2}' } else { '\u{1}' };
+            mlua::Error::runtime(format!("{mark}{}{mark}", e.text))
+        })
+    })?;
+    let (r, p) = (resp.clone(), repl.clone());
+    let pcall =
+        lua.create_function(
+            move |lua, argv: Variadic<Value>| match invoke(lua, &r, &p, &argv)? {
                 Ok(v) => Ok(v),
                 Err(e) => {
                     let t = lua.create_table()?;
@@ -526,36 +515,34 @@ impl RunCalls {
                     }
                     Ok(Value::Table(t))
                 }
-            }
-        })?;
-        let acl_check_cmd = lua.create_function(|_, argv: Variadic<Value>| {
-            let args: Option<Vec<Bytes>> = argv.iter().map(arg_bytes).collect();
-            let spec = args.as_deref().and_then(command::resolve);
-            let (Some(args), Some(spec)) = (args, spec) else {
-                return Err(mlua::Error::runtime(
-                    "\u{1}ERR Invalid command passed to redis.acl_check_cmd()\u{1}",
-                ));
-            };
-            active::with(|run| {
-                let user = run
-                    .client
-                    .user
-                    .clone()
-                    .unwrap_or_else(|| run.shared.acl.default_user().clone());
-                let allowed = crate::acl::check::check(&user.rules(), spec, &args).is_ok();
-                allowed
-            })
-            .ok_or_else(|| mlua::Error::runtime(format!("\u{1}{OUTSIDE_RUN}\u{1}")))
-        })?;
-        Ok(RunCalls {
-            call,
-            pcall,
-            acl_check_cmd,
+            },
+        )?;
+    let acl_check_cmd = lua.create_function(|_, argv: Variadic<Value>| {
+        let args: Option<Vec<Bytes>> = argv.iter().map(arg_bytes).collect();
+        let spec = args.as_deref().and_then(command::resolve);
+        let (Some(args), Some(spec)) = (args, spec) else {
+            return Err(mlua::Error::runtime(
+                "\u{1}ERR Invalid command passed to redis.acl_check_cmd()\u{1}",
+            ));
+        };
+        active::with(|run| {
+            let user = run
+                .client
+                .user
+                .clone()
+                .unwrap_or_else(|| run.shared.acl.default_user().clone());
+            let allowed = crate::acl::check::check(&user.rules(), spec, &args).is_ok();
+            allowed
         })
-    }
+        .ok_or_else(|| mlua::Error::runtime(format!("\u{1}{OUTSIDE_RUN}\u{1}")))
+    })?;
+    redis.raw_set("call", call)?;
+    redis.raw_set("pcall", pcall)?;
+    redis.raw_set("acl_check_cmd", acl_check_cmd)?;
+    Ok(())
 }
 
-/// What a call made outside a run gets (as the prelude's stand-in says it).
+/// What a call made outside a run gets (Redis's text).
 const OUTSIDE_RUN: &str = "ERR redis.call/pcall can only be called inside a script invocation";
 
 /// One `redis.call`/`redis.pcall` of the run in progress.
@@ -705,7 +692,6 @@ impl Engine {
             .set_name("=redline")
             .call::<()>(state.clone())?;
         let env: Table = state.get("env")?;
-        let outside: Value = state.get("outside")?;
         // redis.setresp: one function for the engine's life (the prelude lets it run
         // only inside a script), recording the version for the run's calls and reply.
         let script_resp = Arc::new(std::sync::atomic::AtomicU8::new(2));
@@ -738,18 +724,20 @@ impl Engine {
         })?;
         state.set("set_repl", set_repl)?;
         let names = RunNames::new(&lua, &state)?;
-        let calls = RunCalls::new(&lua, &script_resp, &script_repl)?;
+        install_calls(&lua, &redis, &script_resp, &script_repl)?;
+        state.set(
+            "in_run",
+            lua.create_function(|_, ()| Ok(active::is_published()))?,
+        )?;
         Ok(Engine {
             lua,
             state,
             globals,
             env,
             redis,
-            outside,
             script_resp,
             script_repl,
             names,
-            calls,
             hook_ready: false,
             scripts: HashMap::new(),
             libraries: BTreeMap::new(),
@@ -1193,12 +1181,7 @@ fn run_and_reply(
             session: session.as_deref(),
         };
         let _active = active::enter(&mut run_ctx);
-        let (redis, outside, names, calls) =
-            (&engine.redis, &engine.outside, &engine.names, &engine.calls);
-        redis.raw_set(&names.call, &calls.call)?;
-        redis.raw_set(&names.pcall, &calls.pcall)?;
-        redis.raw_set(&names.acl_check_cmd, &calls.acl_check_cmd)?;
-        engine.state.raw_set(&names.call, true)?;
+        let (redis, names) = (&engine.redis, &engine.names);
         let call = || match mode {
             Mode::Eval => names.run.call::<(bool, Value)>(func.clone()),
             Mode::Function => names.run_function.call::<(bool, Value)>((
@@ -1207,15 +1190,10 @@ fn run_and_reply(
                 args_table.clone(),
             )),
         };
-        let outcome = match &session {
+        match &session {
             Some(session) => with_debug_functions(lua, redis, session, call),
             None => call(),
-        };
-        redis.raw_set(&names.call, outside)?;
-        redis.raw_set(&names.pcall, outside)?;
-        redis.raw_set(&names.acl_check_cmd, outside)?;
-        engine.state.raw_set(&names.call, Value::Nil)?;
-        outcome
+        }
     })();
     if let Some(session) = &session {
         engine.lua.remove_hook();

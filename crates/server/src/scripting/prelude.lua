@@ -94,14 +94,9 @@ loadstring = function(code, name)
 end
 
 local redis = state.redis
--- redis.call and redis.pcall are set by the engine for each run (Rust functions: being
--- C functions they keep the script's frame, so errors point at the script's line).
-local function outside()
-  error({err = 'ERR redis.call/pcall can only be called inside a script invocation'})
-end
-state.outside = outside
-redis.call = outside
-redis.pcall = outside
+-- redis.call, redis.pcall and redis.acl_check_cmd are set by the engine after this
+-- (Rust functions: being C functions they keep the script's frame, so errors point at
+-- the script's line); state.in_run() says whether a script is running.
 redis.error_reply = function(msg)
   if type(msg) ~= 'string' then
     error({err = 'ERR wrong number or type of arguments'})
@@ -117,13 +112,13 @@ redis.status_reply = function(msg)
   return {ok = msg}
 end
 redis.setresp = function(...)
-  if state.call == nil then
+  if not state.in_run() then
     error({err = 'ERR redis.setresp can only be called inside a script invocation'})
   end
   return state.setresp(...)
 end
 redis.set_repl = function(...)
-  if state.call == nil then
+  if not state.in_run() then
     error({err = 'ERR redis.set_repl can only be called inside a script invocation'})
   end
   local n = select('#', ...)
