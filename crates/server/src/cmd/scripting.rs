@@ -142,17 +142,15 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Cm
         ctx,
         |engine| {
             let sha = if by_sha {
-                let sha = String::from_utf8_lossy(&body).to_ascii_lowercase();
-                if !engine.has_script(&sha) {
-                    return Err(CmdError::Static(
-                        "NOSCRIPT No matching script. Please use EVAL.",
-                    ));
-                }
-                sha
+                String::from_utf8_lossy(&body).to_ascii_lowercase()
             } else {
                 engine.load_script(&body).map_err(engine_error)?
             };
-            let flags = engine.script_flags(&sha).unwrap_or_default();
+            let Some(flags) = engine.script_flags(&sha) else {
+                return Err(CmdError::Static(
+                    "NOSCRIPT No matching script. Please use EVAL.",
+                ));
+            };
             if ro && !flags.eval_compat && !flags.no_writes {
                 return Err(CmdError::Static(RO_WITH_WRITES));
             }

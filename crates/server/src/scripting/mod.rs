@@ -44,6 +44,7 @@ pub mod debugger;
 mod flags;
 mod libs;
 mod msgpack;
+mod sequences;
 mod structlib;
 mod turn;
 mod watchdog;
@@ -113,7 +114,8 @@ pub struct Engine {
     /// The interpreter's hook is the standard one (every 100,000 instructions): not yet
     /// installed, or switched to every line by a kill, means a run installs it again.
     hook_ready: bool,
-    scripts: HashMap<String, Script>,
+    /// Cached EVAL scripts by SHA1 (looked up twice per EVALSHA: a fast hash).
+    scripts: HashMap<String, Script, foldhash::fast::RandomState>,
     /// Loaded libraries, by lower-case name (Redis compares names case-insensitively).
     pub libraries: BTreeMap<String, Library>,
 }
@@ -463,20 +465,16 @@ impl Scripting {
     }
 }
 
-/// The names and prelude functions every run uses, as Lua values made once.
+/// The prelude functions every run calls, looked up once.
 struct RunNames {
-    keys: mlua::String,
-    argv: mlua::String,
     /// `state.run` (an EVAL script under the error handler) and `state.run_function`.
     run: Function,
     run_function: Function,
 }
 
 impl RunNames {
-    fn new(lua: &Lua, state: &Table) -> mlua::Result<RunNames> {
+    fn new(state: &Table) -> mlua::Result<RunNames> {
         Ok(RunNames {
-            keys: lua.create_string("KEYS")?,
-            argv: lua.create_string("ARGV")?,
             run: state.get("run")?,
             run_function: state.get("run_function")?,
         })
@@ -723,7 +721,7 @@ impl Engine {
             Ok(())
         })?;
         state.set("set_repl", set_repl)?;
-        let names = RunNames::new(&lua, &state)?;
+        let names = RunNames::new(&state)?;
         install_calls(&lua, &redis, &script_resp, &script_repl)?;
         state.set(
             "in_run",
@@ -739,7 +737,7 @@ impl Engine {
             script_repl,
             names,
             hook_ready: false,
-            scripts: HashMap::new(),
+            scripts: HashMap::default(),
             libraries: BTreeMap::new(),
         })
     }
@@ -1155,24 +1153,14 @@ fn run_and_reply(
     }
     let lua = &engine.lua;
     let result = (|| -> mlua::Result<(bool, Value)> {
-        let keys_table = lua.create_sequence_from(
-            keys.iter()
-                .map(|k| lua.create_string(k))
-                .collect::<mlua::Result<Vec<_>>>()?,
-        )?;
-        let args_table = lua.create_sequence_from(
-            args.iter()
-                .map(|a| lua.create_string(a))
-                .collect::<mlua::Result<Vec<_>>>()?,
-        )?;
-        if mode == Mode::Eval {
-            engine
-                .globals
-                .raw_set(&engine.names.keys, keys_table.clone())?;
-            engine
-                .globals
-                .raw_set(&engine.names.argv, args_table.clone())?;
-        }
+        // KEYS and ARGV: globals of an EVAL, the arguments of a function.
+        let function_args = match mode {
+            Mode::Eval => {
+                sequences::set_globals(lua, &engine.globals, keys, args)?;
+                None
+            }
+            Mode::Function => Some(sequences::tables(lua, keys, args)?),
+        };
         let mut run_ctx = active::RunContext {
             shared: ctx.shared,
             held: ctx.held,
@@ -1182,13 +1170,9 @@ fn run_and_reply(
         };
         let _active = active::enter(&mut run_ctx);
         let (redis, names) = (&engine.redis, &engine.names);
-        let call = || match mode {
-            Mode::Eval => names.run.call::<(bool, Value)>(func.clone()),
-            Mode::Function => names.run_function.call::<(bool, Value)>((
-                func.clone(),
-                keys_table.clone(),
-                args_table.clone(),
-            )),
+        let call = || match &function_args {
+            None => names.run.call::<(bool, Value)>(&func),
+            Some((keys, args)) => names.run_function.call::<(bool, Value)>((&func, keys, args)),
         };
         match &session {
             Some(session) => with_debug_functions(lua, redis, session, call),
