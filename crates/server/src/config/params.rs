@@ -412,10 +412,10 @@ pub static PARAMS: &[Param] = &[
 pub fn find(name: &str) -> Option<&'static Param> {
     // Indexed once: the dispatcher reads parameters on every command (and every command
     // a script calls), and a scan of the table was a visible share of a short script.
-    static BY_NAME: std::sync::OnceLock<std::collections::HashMap<&'static str, &'static Param>> =
-        std::sync::OnceLock::new();
+    type Index = std::collections::HashMap<&'static str, &'static Param, foldhash::fast::FixedState>;
+    static BY_NAME: std::sync::OnceLock<Index> = std::sync::OnceLock::new();
     let index = BY_NAME.get_or_init(|| {
-        let mut index = std::collections::HashMap::new();
+        let mut index = Index::default();
         // In table order, name before alias: the first parameter answering to a name
         // wins, as a scan would find it.
         for p in PARAMS {
