@@ -14,6 +14,7 @@
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr;
+use std::sync::atomic::AtomicU8;
 
 use crate::net::client::ClientState;
 use crate::shared::Shared;
@@ -33,6 +34,10 @@ pub struct RunContext<'a> {
     pub read_only: bool,
     /// The debugging session, which logs the calls while stepping.
     pub session: Option<&'a Session>,
+    /// The protocol the script asked for with `redis.setresp` (2 or 3).
+    pub resp: &'a AtomicU8,
+    /// Where its changes go (`redis.set_repl`'s flags).
+    pub repl: &'a AtomicU8,
 }
 
 thread_local! {

@@ -12,70 +12,14 @@
 //! first nil.
 
 use bytes::BytesMut;
-use mlua::{Lua, Table, Value};
-use redline_resp::{encode, Frame, Protocol};
+use mlua::{Table, Value};
+use redline_resp::{encode, Protocol};
 
 /// Deepest reply or table nesting converted; deeper levels become errors, not a stack
 /// overflow (a script may return a table that contains itself). The bound stays well
 /// inside a worker thread's native stack, and under the nesting limit of RESP parsers
 /// (128 in ours), so the reply still reaches the client.
-const MAX_DEPTH: usize = 64;
-
-/// A command's reply as the Lua value `redis.call` returns.
-pub fn frame_to_lua(lua: &Lua, frame: Frame, depth: usize) -> mlua::Result<Value> {
-    if depth > MAX_DEPTH {
-        return Err(mlua::Error::runtime("reached lua stack limit"));
-    }
-    let tagged = |tag: &str, v: Value| -> mlua::Result<Value> {
-        let t = lua.create_table()?;
-        t.raw_set(tag, v)?;
-        Ok(Value::Table(t))
-    };
-    Ok(match frame {
-        Frame::Integer(n) => Value::Number(n as f64),
-        Frame::Bulk(b) => Value::String(lua.create_string(&b)?),
-        Frame::Simple(s) => tagged("ok", Value::String(lua.create_string(&s)?))?,
-        Frame::Error(e) | Frame::BulkError(e) => {
-            tagged("err", Value::String(lua.create_string(&e)?))?
-        }
-        Frame::NullBulk | Frame::NullArray => Value::Boolean(false),
-        Frame::Null => Value::Nil,
-        Frame::Array(items) | Frame::Push(items) => {
-            let t = lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.into_iter().enumerate() {
-                t.raw_set(i + 1, frame_to_lua(lua, item, depth + 1)?)?;
-            }
-            Value::Table(t)
-        }
-        Frame::Map(pairs) => {
-            let inner = lua.create_table()?;
-            for (k, v) in pairs {
-                inner.raw_set(
-                    frame_to_lua(lua, k, depth + 1)?,
-                    frame_to_lua(lua, v, depth + 1)?,
-                )?;
-            }
-            tagged("map", Value::Table(inner))?
-        }
-        Frame::Set(items) => {
-            let inner = lua.create_table()?;
-            for item in items {
-                inner.raw_set(frame_to_lua(lua, item, depth + 1)?, true)?;
-            }
-            tagged("set", Value::Table(inner))?
-        }
-        Frame::Double(d) => tagged("double", Value::Number(d))?,
-        Frame::Boolean(b) => Value::Boolean(b),
-        Frame::BigNumber(n) => tagged("big_number", Value::String(lua.create_string(&n)?))?,
-        Frame::Verbatim { format, text } => {
-            let inner = lua.create_table()?;
-            inner.raw_set("format", lua.create_string(format)?)?;
-            inner.raw_set("string", lua.create_string(&text)?)?;
-            tagged("verbatim_string", Value::Table(inner))?
-        }
-        Frame::Attribute { value, .. } => frame_to_lua(lua, *value, depth)?,
-    })
-}
+pub(super) const MAX_DEPTH: usize = 64;
 
 /// Where a reply goes and how: the caller's protocol, and the script's (`setresp`).
 pub struct ReplyTarget<'a> {

@@ -39,6 +39,7 @@
 
 mod active;
 mod args;
+mod call;
 mod convert;
 pub mod debugger;
 mod flags;
@@ -58,8 +59,7 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use mlua::{Function, Lua, ObjectLike, StdLib, Table, Value, Variadic};
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
-use redline_resp::command::{self, CommandFlags};
-use redline_resp::{encode, Frame, Protocol};
+use redline_resp::{encode, Protocol};
 use sha1::{Digest, Sha1};
 
 use crate::cmd::Ctx;
@@ -481,84 +481,6 @@ impl RunNames {
     }
 }
 
-/// Puts the functions a script calls into the server with in the `redis` table:
-/// `call`, `pcall` and `acl_check_cmd`. They stay for the interpreter's life and act on
-/// the run published in [`active`] (outside a run they fail as Redis's do).
-fn install_calls(
-    lua: &Lua,
-    redis: &Table,
-    resp: &Arc<AtomicU8>,
-    repl: &Arc<AtomicU8>,
-) -> mlua::Result<()> {
-    // redis.call raises an error reply (marked for the error handler), redis.pcall
-    // returns it as an {err=...} table. The prelude's error handler reads the marker:
-    // \1 for an error the script's reply must count, \2 for one already counted.
-    let (r, p) = (resp.clone(), repl.clone());
-    let call = lua.create_function(move |lua, argv: Variadic<Value>| {
-        invoke(lua, &r, &p, &argv)?.map_err(|e| {
-            let mark = if e.counted { '\u{2}' } else { '\u{1}' };
-            mlua::Error::runtime(format!("{mark}{}{mark}", e.text))
-        })
-    })?;
-    let (r, p) = (resp.clone(), repl.clone());
-    let pcall =
-        lua.create_function(
-            move |lua, argv: Variadic<Value>| match invoke(lua, &r, &p, &argv)? {
-                Ok(v) => Ok(v),
-                Err(e) => {
-                    let t = lua.create_table()?;
-                    t.raw_set("err", e.text)?;
-                    if e.counted {
-                        t.raw_set("ignore_error_stats_update", true)?;
-                    }
-                    Ok(Value::Table(t))
-                }
-            },
-        )?;
-    let acl_check_cmd = lua.create_function(|_, argv: Variadic<Value>| {
-        let args: Option<Vec<Bytes>> = argv.iter().map(arg_bytes).collect();
-        let spec = args.as_deref().and_then(command::resolve);
-        let (Some(args), Some(spec)) = (args, spec) else {
-            return Err(mlua::Error::runtime(
-                "\u{1}ERR Invalid command passed to redis.acl_check_cmd()\u{1}",
-            ));
-        };
-        active::with(|run| {
-            let user = run
-                .client
-                .user
-                .clone()
-                .unwrap_or_else(|| run.shared.acl.default_user().clone());
-            let allowed = crate::acl::check::check(&user.rules(), spec, &args).is_ok();
-            allowed
-        })
-        .ok_or_else(|| mlua::Error::runtime(format!("\u{1}{OUTSIDE_RUN}\u{1}")))
-    })?;
-    redis.raw_set("call", call)?;
-    redis.raw_set("pcall", pcall)?;
-    redis.raw_set("acl_check_cmd", acl_check_cmd)?;
-    Ok(())
-}
-
-/// What a call made outside a run gets (Redis's text).
-const OUTSIDE_RUN: &str = "ERR redis.call/pcall can only be called inside a script invocation";
-
-/// One `redis.call`/`redis.pcall` of the run in progress.
-fn invoke(lua: &Lua, resp: &AtomicU8, repl: &AtomicU8, argv: &[Value]) -> CallResult {
-    active::with(|run| {
-        let env = CallEnv {
-            shared: run.shared,
-            held: run.held,
-            read_only: run.read_only,
-            resp: protocol_of(resp),
-            repl: crate::repl::journal::Targets::from_flags(repl.load(Ordering::Relaxed)),
-            session: run.session,
-        };
-        call_command(lua, &env, run.client, argv)
-    })
-    .unwrap_or_else(|| error_text(OUTSIDE_RUN))
-}
-
 /// The protocol `redis.setresp` chose (2 or 3).
 fn protocol_of(resp: &AtomicU8) -> Protocol {
     if resp.load(Ordering::Relaxed) == 3 {
@@ -722,7 +644,7 @@ impl Engine {
         })?;
         state.set("set_repl", set_repl)?;
         let names = RunNames::new(&state)?;
-        install_calls(&lua, &redis, &script_resp, &script_repl)?;
+        call::install(&lua, &redis)?;
         state.set(
             "in_run",
             lua.create_function(|_, ()| Ok(active::is_published()))?,
@@ -1167,6 +1089,8 @@ fn run_and_reply(
             client: &mut *ctx.client,
             read_only,
             session: session.as_deref(),
+            resp: &engine.script_resp,
+            repl: &engine.script_repl,
         };
         let _active = active::enter(&mut run_ctx);
         let (redis, names) = (&engine.redis, &engine.names);
@@ -1287,169 +1211,3 @@ fn write_run_error(out: &mut BytesMut, name: &str, text: &str) {
     encode::write_error(out, &convert::one_line(line.as_bytes()));
 }
 
-/// One argument of `redis.call` as bytes (numbers as Lua prints them).
-fn arg_bytes(v: &Value) -> Option<Bytes> {
-    match v {
-        Value::String(s) => Some(Bytes::copy_from_slice(&s.as_bytes())),
-        Value::Integer(n) => Some(Bytes::from(n.to_string())),
-        Value::Number(n) => Some(Bytes::from(crate::cmd::float::fmt_g(*n, 14))),
-        _ => None,
-    }
-}
-
-/// An error reply `redis.call`/`redis.pcall` got, and whether the error statistics
-/// already counted it (the command ran, or was refused with the command known), so the
-/// script's own error reply does not count it twice (Redis's `ignore_error_stats_update`).
-struct CallError {
-    text: String,
-    counted: bool,
-}
-
-type CallResult = mlua::Result<Result<Value, CallError>>;
-
-/// An error found before the command could be looked at: the script's reply counts it.
-fn error_text(message: &str) -> CallResult {
-    Ok(Err(CallError {
-        text: message.to_string(),
-        counted: false,
-    }))
-}
-
-/// A refusal of the script layer: counted now, as a rejected call of `spec` if known.
-fn refused(
-    client: &mut crate::net::client::ClientState,
-    spec: Option<&'static command::CommandSpec>,
-    message: &str,
-) -> CallResult {
-    client.cmdstats.error(message.as_bytes());
-    if let Some(spec) = spec {
-        client.cmdstats.rejected(spec.name);
-    }
-    Ok(Err(CallError {
-        text: message.to_string(),
-        counted: true,
-    }))
-}
-
-/// What a script's `redis.call` runs with, besides its arguments.
-struct CallEnv<'a> {
-    shared: &'a crate::shared::Shared,
-    /// The shards the script holds.
-    held: Option<&'a (dyn crate::store::HeldShards + 'a)>,
-    /// A read-only script (EVAL_RO, `no-writes`).
-    read_only: bool,
-    /// The protocol the script asked for with `redis.setresp`.
-    resp: Protocol,
-    /// Where the command's changes go (`redis.set_repl`).
-    repl: crate::repl::journal::Targets,
-    /// The debugging session, which logs the calls while stepping.
-    session: Option<&'a debugger::Session>,
-}
-
-/// `redis.call`/`redis.pcall`: runs one command on the script's (fake) client with the
-/// shards already held; returns the reply as Lua, or the error reply's text.
-fn call_command(
-    lua: &Lua,
-    env: &CallEnv<'_>,
-    client: &mut crate::net::client::ClientState,
-    argv: &[Value],
-) -> CallResult {
-    if let Some(session) = env.session {
-        session.take_reply_logged();
-    }
-    let result = call_command_traced(lua, env, client, argv);
-    // An error the command itself replied was logged as its reply; one from before it
-    // ran (unknown command, arity, ACL...) is logged here.
-    if let (Some(session), Ok(Err(e))) = (env.session, &result) {
-        if !session.take_reply_logged() {
-            session.log_error(&e.text);
-        }
-    }
-    result
-}
-
-fn call_command_traced(
-    lua: &Lua,
-    env: &CallEnv<'_>,
-    client: &mut crate::net::client::ClientState,
-    argv: &[Value],
-) -> CallResult {
-    let CallEnv {
-        shared,
-        held,
-        read_only,
-        resp,
-        repl,
-        session,
-    } = *env;
-    if argv.is_empty() {
-        return error_text("ERR Please specify at least one argument for this redis lib call");
-    }
-    let mut args = Vec::with_capacity(argv.len());
-    for v in argv {
-        match arg_bytes(v) {
-            Some(b) => args.push(b),
-            None => {
-                return error_text(
-                    "ERR Lua redis lib command arguments must be strings or integers",
-                )
-            }
-        }
-    }
-    if let Some(session) = session {
-        session.log_command(&args);
-    }
-    let Some(spec) = command::resolve(&args) else {
-        return refused(client, None, "ERR Unknown Redis command called from script");
-    };
-    if !spec.arity_ok(args.len()) {
-        let text = "ERR Wrong number of args calling Redis command from script";
-        return refused(client, Some(spec), text);
-    }
-    if spec.flags.contains(CommandFlags::NOSCRIPT)
-        && !shared.scripting.allow_denied.load(Ordering::Relaxed)
-    {
-        let text = "ERR This Redis command is not allowed from script";
-        return refused(client, Some(spec), text);
-    }
-    if read_only && (spec.is_write() || spec.may_replicate()) {
-        let text = "ERR Write commands are not allowed from read-only scripts.";
-        return refused(client, Some(spec), text);
-    }
-    let mut out = BytesMut::new();
-    let saved = client.protocol;
-    client.protocol = resp;
-    client.repl_targets = repl;
-    client.in_script = true;
-    {
-        let mut inner = Ctx {
-            shared,
-            client: &mut *client,
-            out: &mut out,
-            held,
-            nested: true,
-        };
-        crate::cmd::execute(&mut inner, &args);
-    }
-    // Marked after the call: a write refused above maxmemory does not count as the
-    // script's first write.
-    if spec.is_write() && !out.starts_with(b"-") {
-        shared.scripting.flags.wrote.store(true, Ordering::Release);
-    }
-    client.protocol = saved;
-    client.in_script = false;
-    let frame = match redline_resp::parse(&mut out) {
-        Ok(Some(frame)) => frame,
-        _ => Frame::NullBulk,
-    };
-    if let Some(session) = session {
-        session.log_reply(&frame);
-    }
-    match frame {
-        Frame::Error(e) | Frame::BulkError(e) => Ok(Err(CallError {
-            text: String::from_utf8_lossy(&e).into_owned(),
-            counted: true,
-        })),
-        other => Ok(Ok(convert::frame_to_lua(lua, other, 0)?)),
-    }
-}

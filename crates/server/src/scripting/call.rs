@@ -1,0 +1,422 @@
+//! `redis.call` and `redis.pcall`: a script's command, run on its client with the
+//! shards the script holds, its reply turned into Lua values.
+//!
+//! Both are C functions working on the interpreter's stack, as Redis's are: through
+//! mlua's safe API every argument and every string of a reply became a handle first (an
+//! allocation, a lock and a reference-thread slot each), about a third of a short
+//! command's cost inside a script. An error is raised as Redis 7.0 raises it, an
+//! `{err=...}` table (`redis.pcall` returns it instead).
+#![allow(unsafe_code)]
+
+use std::ffi::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+
+use bytes::{Bytes, BytesMut};
+use mlua::{ffi, Lua, Table, Value, Variadic};
+use redline_resp::command::{self, CommandFlags};
+use redline_resp::{Frame, Protocol};
+
+use super::{active, convert, debugger};
+use crate::cmd::Ctx;
+use crate::net::client::ClientState;
+
+/// What a call made outside a run gets (Redis's text).
+const OUTSIDE_RUN: &str = "ERR redis.call/pcall can only be called inside a script invocation";
+
+/// Puts `call`, `pcall` and `acl_check_cmd` in the `redis` table, for the interpreter's
+/// life: they act on the run published in [`active`].
+pub fn install(lua: &Lua, redis: &Table) -> mlua::Result<()> {
+    // SAFETY: both are C functions of the signature Lua expects; what they do on the
+    // stack is explained at `call_or_pcall`.
+    let (call, pcall) = unsafe {
+        (
+            lua.create_c_function(lua_call)?,
+            lua.create_c_function(lua_pcall)?,
+        )
+    };
+    redis.raw_set("call", call)?;
+    redis.raw_set("pcall", pcall)?;
+    let acl_check_cmd = lua.create_function(|_, argv: Variadic<Value>| {
+        let args: Option<Vec<Bytes>> = argv.iter().map(value_bytes).collect();
+        let spec = args.as_deref().and_then(command::resolve);
+        let (Some(args), Some(spec)) = (args, spec) else {
+            return Err(mlua::Error::runtime(
+                "\u{1}ERR Invalid command passed to redis.acl_check_cmd()\u{1}",
+            ));
+        };
+        active::with(|run| {
+            let user = run
+                .client
+                .user
+                .clone()
+                .unwrap_or_else(|| run.shared.acl.default_user().clone());
+            let allowed = crate::acl::check::check(&user.rules(), spec, &args).is_ok();
+            allowed
+        })
+        .ok_or_else(|| mlua::Error::runtime(format!("\u{1}{OUTSIDE_RUN}\u{1}")))
+    })?;
+    redis.raw_set("acl_check_cmd", acl_check_cmd)
+}
+
+/// An argument given as a Lua value, as bytes (numbers as [`number_bytes`] writes them).
+fn value_bytes(v: &Value) -> Option<Bytes> {
+    match v {
+        Value::String(s) => Some(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::Integer(n) => Some(Bytes::from(n.to_string())),
+        Value::Number(n) => Some(number_bytes(*n)),
+        _ => None,
+    }
+}
+
+/// A Lua number as a command argument: a whole number within 64 bits in full, anything
+/// else as `%.14g` (as mlua tells integers from other numbers, and as this server
+/// always wrote them).
+fn number_bytes(n: f64) -> Bytes {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+    if (-LIMIT..LIMIT).contains(&n) {
+        let whole = n as i64;
+        if (whole as f64).to_bits() == n.to_bits() {
+            return Bytes::from(whole.to_string());
+        }
+    }
+    Bytes::from(crate::cmd::float::fmt_g(n, 14))
+}
+
+unsafe extern "C-unwind" fn lua_call(state: *mut ffi::lua_State) -> c_int {
+    call_or_pcall(state, false)
+}
+
+unsafe extern "C-unwind" fn lua_pcall(state: *mut ffi::lua_State) -> c_int {
+    call_or_pcall(state, true)
+}
+
+/// What a call leaves for Lua: a number of results on the stack, or an error to raise
+/// (its value on the stack).
+enum Outcome {
+    Return(c_int),
+    Raise,
+}
+
+/// The body of both functions. All the work, and every value that needs dropping, is in
+/// `call_and_push`, which returns before anything is raised: `lua_error` leaves this
+/// frame with a `longjmp`, which must skip no destructor. A panic is caught here, so it
+/// never unwinds through the interpreter's C frames.
+unsafe fn call_or_pcall(state: *mut ffi::lua_State, protected: bool) -> c_int {
+    let outcome = catch_unwind(AssertUnwindSafe(|| call_and_push(state, protected)));
+    match outcome {
+        Ok(Outcome::Return(n)) => n,
+        Ok(Outcome::Raise) => ffi::lua_error(state),
+        Err(payload) => {
+            drop(payload);
+            ffi::lua_pushstring(state, c"redis.call failed unexpectedly".as_ptr());
+            ffi::lua_error(state)
+        }
+    }
+}
+
+/// Reads the arguments, runs the command and pushes its reply (or the error table).
+unsafe fn call_and_push(state: *mut ffi::lua_State, protected: bool) -> Outcome {
+    let argc = ffi::lua_gettop(state);
+    let result = match read_args(state, argc) {
+        Err(text) => Err(CallError {
+            text: text.to_string(),
+            counted: false,
+        }),
+        Ok(args) => {
+            ffi::lua_settop(state, 0);
+            match active::with(|run| {
+                let env = CallEnv {
+                    shared: run.shared,
+                    held: run.held,
+                    read_only: run.read_only,
+                    resp: super::protocol_of(run.resp),
+                    repl: crate::repl::journal::Targets::from_flags(
+                        run.repl.load(Ordering::Relaxed),
+                    ),
+                    session: run.session,
+                };
+                run_call(&env, run.client, args)
+            }) {
+                Some(result) => result,
+                None => {
+                    push_error(state, OUTSIDE_RUN, false);
+                    return Outcome::Raise;
+                }
+            }
+        }
+    };
+    match result {
+        Ok(frame) => match push_frame(state, frame, 0) {
+            Ok(()) => Outcome::Return(1),
+            Err(text) => {
+                ffi::lua_settop(state, 0);
+                ffi::lua_pushstring(state, text.as_ptr());
+                Outcome::Raise
+            }
+        },
+        Err(e) => {
+            push_error(state, &e.text, e.counted);
+            if protected {
+                Outcome::Return(1)
+            } else {
+                Outcome::Raise
+            }
+        }
+    }
+}
+
+/// The arguments on the stack (1..=argc) as bytes, with Redis's errors.
+unsafe fn read_args(state: *mut ffi::lua_State, argc: c_int) -> Result<Vec<Bytes>, &'static str> {
+    if argc == 0 {
+        return Err("ERR Please specify at least one argument for this redis lib call");
+    }
+    let mut args = Vec::with_capacity(usize::try_from(argc).unwrap_or(0));
+    for i in 1..=argc {
+        let arg = match ffi::lua_type(state, i) {
+            ffi::LUA_TSTRING => {
+                let mut len = 0;
+                let data = ffi::lua_tolstring(state, i, &mut len);
+                Bytes::copy_from_slice(std::slice::from_raw_parts(data.cast::<u8>(), len))
+            }
+            ffi::LUA_TNUMBER => number_bytes(ffi::lua_tonumber(state, i)),
+            _ => return Err("ERR Lua redis lib command arguments must be strings or integers"),
+        };
+        args.push(arg);
+    }
+    Ok(args)
+}
+
+/// Pushes `{err = text}`, with `ignore_error_stats_update = true` when the error
+/// statistics counted it already.
+unsafe fn push_error(state: *mut ffi::lua_State, text: &str, counted: bool) {
+    ffi::lua_settop(state, 0);
+    ffi::lua_createtable(state, 0, 2);
+    ffi::lua_pushlstring(state, text.as_ptr().cast(), text.len());
+    ffi::lua_setfield(state, -2, c"err".as_ptr());
+    if counted {
+        ffi::lua_pushboolean(state, 1);
+        ffi::lua_setfield(state, -2, c"ignore_error_stats_update".as_ptr());
+    }
+}
+
+/// Pushes a reply as Redis converts it for scripts (`redisProtocolToLuaType`).
+unsafe fn push_frame(
+    state: *mut ffi::lua_State,
+    frame: Frame,
+    depth: usize,
+) -> Result<(), &'static std::ffi::CStr> {
+    if depth > convert::MAX_DEPTH || ffi::lua_checkstack(state, 4) == 0 {
+        return Err(c"reached lua stack limit");
+    }
+    let bytes = |b: &[u8]| {
+        ffi::lua_pushlstring(state, b.as_ptr().cast(), b.len());
+    };
+    // `{tag = <the value on top>}`.
+    let tagged = |tag: &std::ffi::CStr| {
+        ffi::lua_createtable(state, 0, 1);
+        ffi::lua_insert(state, -2);
+        ffi::lua_setfield(state, -2, tag.as_ptr());
+    };
+    match frame {
+        Frame::Integer(n) => ffi::lua_pushnumber(state, n as f64),
+        Frame::Bulk(b) => bytes(&b),
+        Frame::Simple(s) => {
+            bytes(&s);
+            tagged(c"ok");
+        }
+        Frame::Error(e) | Frame::BulkError(e) => {
+            bytes(&e);
+            tagged(c"err");
+        }
+        Frame::NullBulk | Frame::NullArray => ffi::lua_pushboolean(state, 0),
+        Frame::Null => ffi::lua_pushnil(state),
+        Frame::Array(items) | Frame::Push(items) => {
+            ffi::lua_createtable(state, c_int::try_from(items.len()).unwrap_or(0), 0);
+            for (i, item) in (1..).zip(items) {
+                push_frame(state, item, depth + 1)?;
+                ffi::lua_rawseti(state, -2, i);
+            }
+        }
+        Frame::Map(pairs) => {
+            ffi::lua_createtable(state, 0, c_int::try_from(pairs.len()).unwrap_or(0));
+            for (k, v) in pairs {
+                push_frame(state, k, depth + 1)?;
+                push_frame(state, v, depth + 1)?;
+                ffi::lua_rawset(state, -3);
+            }
+            tagged(c"map");
+        }
+        Frame::Set(items) => {
+            ffi::lua_createtable(state, 0, c_int::try_from(items.len()).unwrap_or(0));
+            for item in items {
+                push_frame(state, item, depth + 1)?;
+                ffi::lua_pushboolean(state, 1);
+                ffi::lua_rawset(state, -3);
+            }
+            tagged(c"set");
+        }
+        Frame::Double(d) => {
+            ffi::lua_pushnumber(state, d);
+            tagged(c"double");
+        }
+        Frame::Boolean(b) => ffi::lua_pushboolean(state, c_int::from(b)),
+        Frame::BigNumber(n) => {
+            bytes(&n);
+            tagged(c"big_number");
+        }
+        Frame::Verbatim { format, text } => {
+            ffi::lua_createtable(state, 0, 2);
+            bytes(&format);
+            ffi::lua_setfield(state, -2, c"format".as_ptr());
+            bytes(&text);
+            ffi::lua_setfield(state, -2, c"string".as_ptr());
+            tagged(c"verbatim_string");
+        }
+        Frame::Attribute { value, .. } => push_frame(state, *value, depth)?,
+    }
+    Ok(())
+}
+
+/// An error reply `redis.call`/`redis.pcall` got, and whether the error statistics
+/// already counted it (the command ran, or was refused with the command known), so the
+/// script's own error reply does not count it twice (Redis's `ignore_error_stats_update`).
+struct CallError {
+    text: String,
+    counted: bool,
+}
+
+/// A refusal of the script layer: counted now, as a rejected call of `spec` if known.
+fn refused(
+    client: &mut ClientState,
+    spec: Option<&'static command::CommandSpec>,
+    message: &str,
+) -> Result<Frame, CallError> {
+    client.cmdstats.error(message.as_bytes());
+    if let Some(spec) = spec {
+        client.cmdstats.rejected(spec.name);
+    }
+    Err(CallError {
+        text: message.to_string(),
+        counted: true,
+    })
+}
+
+/// What a script's `redis.call` runs with, besides its arguments.
+struct CallEnv<'a> {
+    shared: &'a crate::shared::Shared,
+    /// The shards the script holds.
+    held: Option<&'a (dyn crate::store::HeldShards + 'a)>,
+    /// A read-only script (EVAL_RO, `no-writes`).
+    read_only: bool,
+    /// The protocol the script asked for with `redis.setresp`.
+    resp: Protocol,
+    /// Where the command's changes go (`redis.set_repl`).
+    repl: crate::repl::journal::Targets,
+    /// The debugging session, which logs the calls while stepping.
+    session: Option<&'a debugger::Session>,
+}
+
+/// Runs one command on the script's (fake) client with the shards already held; its
+/// reply, or the error reply's text.
+fn run_call(
+    env: &CallEnv<'_>,
+    client: &mut ClientState,
+    args: Vec<Bytes>,
+) -> Result<Frame, CallError> {
+    if let Some(session) = env.session {
+        session.take_reply_logged();
+        session.log_command(&args);
+    }
+    let result = run_call_traced(env, client, &args);
+    // An error the command itself replied was logged as its reply; one from before it
+    // ran (unknown command, arity, ACL...) is logged here.
+    if let (Some(session), Err(e)) = (env.session, &result) {
+        if !session.take_reply_logged() {
+            session.log_error(&e.text);
+        }
+    }
+    result
+}
+
+fn run_call_traced(
+    env: &CallEnv<'_>,
+    client: &mut ClientState,
+    args: &[Bytes],
+) -> Result<Frame, CallError> {
+    let CallEnv {
+        shared,
+        held,
+        read_only,
+        resp,
+        repl,
+        session,
+    } = *env;
+    let Some(spec) = command::resolve(args) else {
+        return refused(client, None, "ERR Unknown Redis command called from script");
+    };
+    if !spec.arity_ok(args.len()) {
+        let text = "ERR Wrong number of args calling Redis command from script";
+        return refused(client, Some(spec), text);
+    }
+    if spec.flags.contains(CommandFlags::NOSCRIPT)
+        && !shared.scripting.allow_denied.load(Ordering::Relaxed)
+    {
+        let text = "ERR This Redis command is not allowed from script";
+        return refused(client, Some(spec), text);
+    }
+    if read_only && (spec.is_write() || spec.may_replicate()) {
+        let text = "ERR Write commands are not allowed from read-only scripts.";
+        return refused(client, Some(spec), text);
+    }
+    let mut out = BytesMut::new();
+    let saved = client.protocol;
+    client.protocol = resp;
+    client.repl_targets = repl;
+    client.in_script = true;
+    {
+        let mut inner = Ctx {
+            shared,
+            client: &mut *client,
+            out: &mut out,
+            held,
+            nested: true,
+        };
+        crate::cmd::execute(&mut inner, args);
+    }
+    // Marked after the call: a write refused above maxmemory does not count as the
+    // script's first write.
+    if spec.is_write() && !out.starts_with(b"-") {
+        shared.scripting.flags.wrote.store(true, Ordering::Release);
+    }
+    client.protocol = saved;
+    client.in_script = false;
+    let frame = match redline_resp::parse(&mut out) {
+        Ok(Some(frame)) => frame,
+        _ => Frame::NullBulk,
+    };
+    if let Some(session) = session {
+        session.log_reply(&frame);
+    }
+    match frame {
+        Frame::Error(e) | Frame::BulkError(e) => Err(CallError {
+            text: String::from_utf8_lossy(&e).into_owned(),
+            counted: true,
+        }),
+        other => Ok(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_as_arguments() {
+        assert_eq!(number_bytes(3.0), "3");
+        assert_eq!(number_bytes(-0.0), "-0");
+        assert_eq!(number_bytes(1e15), "1000000000000000");
+        assert_eq!(number_bytes(0.5), "0.5");
+        assert_eq!(number_bytes(9_223_372_036_854_775_808.0), "9.2233720368548e+18");
+    }
+}
