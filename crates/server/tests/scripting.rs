@@ -58,6 +58,34 @@ const SCRIPTS: &[&[&str]] = &[
     &["EVAL_RO", "#!lua\nreturn 1", "0"],
     &["EVAL", "redis.setresp(3); return redis.call('hgetall','h')", "0"],
     &["EVAL", "return redis.call('hgetall','h')", "0"],
+    // What redis.call raises and pcall returns: a table with the error reply.
+    &[
+        "EVAL",
+        "local ok, e = pcall(redis.call, 'nosuch'); return {tostring(ok), type(e), e.err}",
+        "0",
+    ],
+    &[
+        "EVAL",
+        "local ok, e = pcall(redis.call, 'incr', 'h'); return {type(e), e.err}",
+        "0",
+    ],
+    &["EVAL", "return redis.pcall('incr','h')", "0"],
+    // Numbers as arguments, replies as Lua types.
+    &[
+        "EVAL",
+        "redis.call('set','n',123456789012345); redis.call('set','f',0.5); redis.call('set','m',-3); return redis.call('mget','n','f','m')",
+        "0",
+    ],
+    &[
+        "EVAL",
+        "return {type(redis.call('incr','cnt')), tostring(redis.call('get','missing')), type(redis.call('ping')), redis.call('ping')['ok']}",
+        "0",
+    ],
+    &[
+        "EVAL",
+        "redis.call('sadd','s1','a'); redis.call('zadd','z','1.5','m'); redis.setresp(3); return {tostring(redis.call('smembers','s1').set.a), tostring(redis.call('zscore','z','m').double), redis.call('hgetall','h').map.a}",
+        "0",
+    ],
     &["EVAL", "redis.call('select', 1); return redis.call('set','indb1','x')", "0"],
     &["GET", "indb1"],
     &["SCRIPT", "LOAD", "return 'hello'"],

@@ -93,6 +93,20 @@ loadstring = function(code, name)
   return f, err
 end
 
+-- Redis 7.0's pcall: redis.call raises an {err=...} table, and pcall gives scripts its
+-- text instead, as older versions raised a string.
+local raw_pcall = pcall
+local function pcall_result(ok, ...)
+  if ok then return ok, ... end
+  local e = ...
+  if type(e) == 'table' then
+    local msg = e.err
+    if type(msg) == 'string' or type(msg) == 'number' then e = msg end
+  end
+  return false, e
+end
+pcall = function(...) return pcall_result(raw_pcall(...)) end
+
 local redis = state.redis
 -- redis.call, redis.pcall and redis.acl_check_cmd are set by the engine after this
 -- (Rust functions: being C functions they keep the script's frame, so errors point at
