@@ -8,6 +8,7 @@
 //! `{err=...}` table (`redis.pcall` returns it instead).
 #![allow(unsafe_code)]
 
+use std::cell::Cell;
 use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
@@ -115,8 +116,27 @@ unsafe fn call_or_pcall(state: *mut ffi::lua_State, protected: bool) -> c_int {
     }
 }
 
+thread_local! {
+    /// The buffer a script's commands reply into, kept from call to call: a command's
+    /// reply is parsed out of it and dropped before the next call, so the allocation is
+    /// reused (unless a large reply grew it past `REPLY_KEPT`).
+    static REPLY: Cell<BytesMut> = Cell::new(BytesMut::new());
+}
+
+const REPLY_KEPT: usize = 64 * 1024;
+
 /// Reads the arguments, runs the command and pushes its reply (or the error table).
 unsafe fn call_and_push(state: *mut ffi::lua_State, protected: bool) -> Outcome {
+    let mut out = REPLY.with(Cell::take);
+    let outcome = call_into(state, protected, &mut out);
+    out.clear();
+    if out.capacity() <= REPLY_KEPT {
+        REPLY.with(|r| r.set(out));
+    }
+    outcome
+}
+
+unsafe fn call_into(state: *mut ffi::lua_State, protected: bool, out: &mut BytesMut) -> Outcome {
     let argc = ffi::lua_gettop(state);
     let result = match read_args(state, argc) {
         Err(text) => Err(CallError {
@@ -136,7 +156,7 @@ unsafe fn call_and_push(state: *mut ffi::lua_State, protected: bool) -> Outcome 
                     ),
                     session: run.session,
                 };
-                run_call(&env, run.client, args)
+                run_call(&env, run.client, args, out)
             }) {
                 Some(result) => result,
                 None => {
@@ -323,12 +343,13 @@ fn run_call(
     env: &CallEnv<'_>,
     client: &mut ClientState,
     args: Vec<Bytes>,
+    out: &mut BytesMut,
 ) -> Result<Frame, CallError> {
     if let Some(session) = env.session {
         session.take_reply_logged();
         session.log_command(&args);
     }
-    let result = run_call_traced(env, client, &args);
+    let result = run_call_traced(env, client, &args, out);
     // An error the command itself replied was logged as its reply; one from before it
     // ran (unknown command, arity, ACL...) is logged here.
     if let (Some(session), Err(e)) = (env.session, &result) {
@@ -343,6 +364,7 @@ fn run_call_traced(
     env: &CallEnv<'_>,
     client: &mut ClientState,
     args: &[Bytes],
+    out: &mut BytesMut,
 ) -> Result<Frame, CallError> {
     let CallEnv {
         shared,
@@ -369,7 +391,7 @@ fn run_call_traced(
         let text = "ERR Write commands are not allowed from read-only scripts.";
         return refused(client, Some(spec), text);
     }
-    let mut out = BytesMut::new();
+    out.clear();
     let saved = client.protocol;
     client.protocol = resp;
     client.repl_targets = repl;
@@ -378,7 +400,7 @@ fn run_call_traced(
         let mut inner = Ctx {
             shared,
             client: &mut *client,
-            out: &mut out,
+            out: &mut *out,
             held,
             nested: true,
         };
@@ -391,7 +413,7 @@ fn run_call_traced(
     }
     client.protocol = saved;
     client.in_script = false;
-    let frame = match redline_resp::parse(&mut out) {
+    let frame = match redline_resp::parse(out) {
         Ok(Some(frame)) => frame,
         _ => Frame::NullBulk,
     };
