@@ -412,7 +412,8 @@ pub static PARAMS: &[Param] = &[
 pub fn find(name: &str) -> Option<&'static Param> {
     // Indexed once: the dispatcher reads parameters on every command (and every command
     // a script calls), and a scan of the table was a visible share of a short script.
-    type Index = std::collections::HashMap<&'static str, &'static Param, foldhash::fast::FixedState>;
+    type Index =
+        std::collections::HashMap<&'static str, &'static Param, foldhash::fast::FixedState>;
     static BY_NAME: std::sync::OnceLock<Index> = std::sync::OnceLock::new();
     let index = BY_NAME.get_or_init(|| {
         let mut index = Index::default();

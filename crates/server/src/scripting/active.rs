@@ -16,6 +16,8 @@ use std::marker::PhantomData;
 use std::ptr;
 use std::sync::atomic::AtomicU8;
 
+use bytes::Bytes;
+
 use crate::net::client::ClientState;
 use crate::shared::Shared;
 use crate::store::HeldShards;
@@ -38,6 +40,10 @@ pub struct RunContext<'a> {
     pub resp: &'a AtomicU8,
     /// Where its changes go (`redis.set_repl`'s flags).
     pub repl: &'a AtomicU8,
+    /// Its keys (an EVAL's KEYS, a function's first argument).
+    pub keys: &'a [Bytes],
+    /// Its other arguments (ARGV, a function's second argument).
+    pub args: &'a [Bytes],
 }
 
 thread_local! {

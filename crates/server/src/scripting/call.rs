@@ -439,6 +439,9 @@ mod tests {
         assert_eq!(number_bytes(-0.0), "-0");
         assert_eq!(number_bytes(1e15), "1000000000000000");
         assert_eq!(number_bytes(0.5), "0.5");
-        assert_eq!(number_bytes(9_223_372_036_854_775_808.0), "9.2233720368548e+18");
+        assert_eq!(
+            number_bytes(9_223_372_036_854_775_808.0),
+            "9.2233720368548e+18"
+        );
     }
 }

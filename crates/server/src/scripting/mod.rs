@@ -645,6 +645,7 @@ impl Engine {
         state.set("set_repl", set_repl)?;
         let names = RunNames::new(&state)?;
         call::install(&lua, &redis)?;
+        sequences::install(&lua, &state)?;
         state.set(
             "in_run",
             lua.create_function(|_, ()| Ok(active::is_published()))?,
@@ -1073,16 +1074,7 @@ fn run_and_reply(
         }
         engine.hook_ready = true;
     }
-    let lua = &engine.lua;
-    let result = (|| -> mlua::Result<(bool, Value)> {
-        // KEYS and ARGV: globals of an EVAL, the arguments of a function.
-        let function_args = match mode {
-            Mode::Eval => {
-                sequences::set_globals(lua, &engine.globals, keys, args)?;
-                None
-            }
-            Mode::Function => Some(sequences::tables(lua, keys, args)?),
-        };
+    let result = {
         let mut run_ctx = active::RunContext {
             shared: ctx.shared,
             held: ctx.held,
@@ -1091,18 +1083,20 @@ fn run_and_reply(
             session: session.as_deref(),
             resp: &engine.script_resp,
             repl: &engine.script_repl,
+            keys,
+            args,
         };
         let _active = active::enter(&mut run_ctx);
-        let (redis, names) = (&engine.redis, &engine.names);
-        let call = || match &function_args {
-            None => names.run.call::<(bool, Value)>(&func),
-            Some((keys, args)) => names.run_function.call::<(bool, Value)>((&func, keys, args)),
+        let names = &engine.names;
+        let call = || match mode {
+            Mode::Eval => names.run.call::<(bool, Value)>(&func),
+            Mode::Function => names.run_function.call::<(bool, Value)>(&func),
         };
         match &session {
-            Some(session) => with_debug_functions(lua, redis, session, call),
+            Some(session) => with_debug_functions(&engine.lua, &engine.redis, session, call),
             None => call(),
         }
-    })();
+    };
     if let Some(session) = &session {
         engine.lua.remove_hook();
         session.end();
@@ -1210,4 +1204,3 @@ fn write_run_error(out: &mut BytesMut, name: &str, text: &str) {
     let line = format!("ERR Error running script {name}, {text}");
     encode::write_error(out, &convert::one_line(line.as_bytes()));
 }
-

@@ -46,7 +46,13 @@ function state.handler(err)
   return err
 end
 
+-- KEYS and ARGV of an EVAL are globals, made for each run by state.run_args (the run's
+-- keys and arguments, from the engine).
+local run_globals = state.globals
 function state.run(f)
+  local keys, args = state.run_args()
+  rawset(run_globals, 'KEYS', keys)
+  rawset(run_globals, 'ARGV', args)
   return xpcall(f, state.handler)
 end
 
@@ -258,6 +264,7 @@ function state.library_loaded(env)
   end
 end
 
-function state.run_function(f, keys, args)
+function state.run_function(f)
+  local keys, args = state.run_args()
   return xpcall(function() return f(keys, args) end, state.handler)
 end

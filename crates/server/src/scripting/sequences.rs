@@ -1,51 +1,55 @@
 //! KEYS and ARGV, built on the interpreter's stack.
 //!
 //! Through mlua's safe API every string becomes a handle first (an allocation, a lock
-//! and a slot in its reference thread) before it is put in the table; a run of a short
-//! script spent more on that than on the script. Here the strings go from the request
-//! straight into the tables, inside mlua's protected call (`exec_raw`), which catches
-//! the interpreter's memory errors.
+//! and a slot in its reference thread) before it is put in the table, and the tables
+//! were then set as globals from Rust; a run of a short script spent more on that than
+//! on the script. Instead the prelude's `run` functions call [`lua_run_args`], a C
+//! function that pushes the two tables straight from the request's arguments, which the
+//! run publishes with the rest of its context ([`super::active`]).
 #![allow(unsafe_code)]
+
+use std::ffi::c_int;
 
 use bytes::Bytes;
 use mlua::{ffi, Lua, Table};
 
-/// Sets the `KEYS` and `ARGV` globals of an EVAL run to `keys` and `args`.
-pub fn set_globals(lua: &Lua, globals: &Table, keys: &[Bytes], args: &[Bytes]) -> mlua::Result<()> {
-    // SAFETY: `exec_raw` pushes `globals` (index 1 of the protected call's stack, which
-    // has room for LUA_MINSTACK values: we use three) and runs this closure under
-    // `lua_pcall`; it holds nothing that needs dropping, so an error's `longjmp` out of
-    // it skips no destructor. It leaves the stack empty, for `()`.
-    unsafe {
-        lua.exec_raw::<()>(globals, |state| {
-            for (name, items) in [(c"KEYS", keys), (c"ARGV", args)] {
-                ffi::lua_pushstring(state, name.as_ptr());
-                push_sequence(state, items);
-                ffi::lua_rawset(state, 1);
-            }
-            ffi::lua_settop(state, 0);
-        })
-    }
+use super::active;
+
+/// Makes `state.run_args` for the prelude.
+pub fn install(lua: &Lua, state: &Table) -> mlua::Result<()> {
+    // SAFETY: a C function of the signature Lua expects.
+    let run_args = unsafe { lua.create_c_function(lua_run_args)? };
+    state.set("run_args", run_args)
 }
 
-/// `keys` and `args` as two new sequences (the arguments of an FCALL's function).
-pub fn tables(lua: &Lua, keys: &[Bytes], args: &[Bytes]) -> mlua::Result<(Table, Table)> {
-    // SAFETY: as in `set_globals`; the closure leaves exactly the two tables, read back
-    // as `(Table, Table)`.
-    unsafe {
-        lua.exec_raw::<(Table, Table)>((), |state| {
-            push_sequence(state, keys);
-            push_sequence(state, args);
-        })
+/// `state.run_args()`: the running script's keys and arguments as two new sequences
+/// (empty outside a run).
+///
+/// Its Lua calls allocate; should the interpreter's allocator fail, Lua leaves this
+/// function by `longjmp` to the run's protected call, skipping [`active::with`]'s
+/// guard, which then leaves the run unpublished for the rest of that failed run only.
+unsafe extern "C-unwind" fn lua_run_args(state: *mut ffi::lua_State) -> c_int {
+    ffi::lua_settop(state, 0);
+    let pushed = active::with(|run| {
+        // SAFETY: two values on an emptied stack, within LUA_MINSTACK.
+        unsafe {
+            push_sequence(state, run.keys);
+            push_sequence(state, run.args);
+        }
+    });
+    if pushed.is_none() {
+        ffi::lua_createtable(state, 0, 0);
+        ffi::lua_createtable(state, 0, 0);
     }
+    2
 }
 
 /// Pushes a new table holding `items` as strings at 1..=n.
 ///
 /// # Safety
-/// `state` is a running Lua state inside a protected call, with room for two more values.
+/// `state` is a running Lua state with room for two more values.
 unsafe fn push_sequence(state: *mut ffi::lua_State, items: &[Bytes]) {
-    let size = i32::try_from(items.len()).unwrap_or(i32::MAX);
+    let size = c_int::try_from(items.len()).unwrap_or(c_int::MAX);
     ffi::lua_createtable(state, size, 0);
     for (i, item) in (1..).zip(items) {
         ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
@@ -58,17 +62,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sets_the_globals_and_builds_the_tables() {
+    fn outside_a_run_both_are_empty() {
         let lua = Lua::new();
-        let globals = lua.create_table().unwrap();
-        let keys = [Bytes::from_static(b"k\0ey"), Bytes::from_static(b"")];
-        set_globals(&lua, &globals, &keys, &[]).unwrap();
-        let got: Table = globals.raw_get("KEYS").unwrap();
-        assert_eq!(got.raw_len(), 2);
-        assert_eq!(got.raw_get::<mlua::String>(1).unwrap().as_bytes()[..], b"k\0ey"[..]);
-        let argv: Table = globals.raw_get("ARGV").unwrap();
-        assert_eq!(argv.raw_len(), 0);
-        let (k, a) = tables(&lua, &keys[..1], &keys).unwrap();
-        assert_eq!((k.raw_len(), a.raw_len()), (1, 2));
+        // SAFETY: a C function of the signature Lua expects.
+        let f = unsafe { lua.create_c_function(lua_run_args) }.unwrap();
+        let (keys, args): (Table, Table) = f.call(()).unwrap();
+        assert_eq!((keys.raw_len(), args.raw_len()), (0, 0));
     }
 }

@@ -113,6 +113,7 @@ impl<'a> Held<'a> {
         let dbs = store.dbs();
         while *held <= db && *held < dbs.len() {
             let d = *held;
+            self.guards.reserve(dbs[d].shard_count());
             for i in 0..dbs[d].shard_count() {
                 self.guards.push(((d, i), dbs[d].lock_index(i)));
             }
