@@ -255,8 +255,10 @@ struct Query {
 }
 
 /// One match.
-struct Found {
-    member: Bytes,
+#[derive(Clone)]
+struct Found<'z> {
+    /// Borrowed from the set, whose shard stays locked until the reply is written.
+    member: &'z [u8],
     score: f64,
     position: (f64, f64),
     /// In metres.
@@ -391,7 +393,7 @@ fn parse_query(args: &[Bytes], variant: Variant, z: Option<&ZSet>) -> Result<Que
 
 /// The members inside the search, box by box in Redis's order; with `limit`, stops
 /// once that many are found (ANY).
-fn find(z: &ZSet, search: &Search, limit: usize) -> Vec<Found> {
+fn find<'z>(z: &'z ZSet, search: &Search, limit: usize) -> Vec<Found<'z>> {
     let mut found = Vec::new();
     for hash in search.boxes() {
         if limit > 0 && found.len() >= limit {
@@ -405,7 +407,7 @@ fn find(z: &ZSet, search: &Search, limit: usize) -> Vec<Found> {
             let position = geohash::position(score);
             if let Some(distance) = search.distance_if_inside(position.0, position.1) {
                 found.push(Found {
-                    member: Bytes::copy_from_slice(member),
+                    member,
                     score,
                     position,
                     distance,
@@ -419,9 +421,38 @@ fn find(z: &ZSet, search: &Search, limit: usize) -> Vec<Found> {
     found
 }
 
+/// Keeps the `count` matches a stable sort by `cmp` (on distances) would put first, in
+/// their order of discovery: those before the `count`-th distance, then as many at that
+/// distance as fit, earliest first. Sorting only those (COUNT 10 of a few hundred) costs
+/// a selection instead of a sort of them all.
+fn keep_first(
+    found: &mut Vec<Found<'_>>,
+    count: usize,
+    cmp: impl Fn(f64, f64) -> std::cmp::Ordering,
+) {
+    if count >= found.len() {
+        return;
+    }
+    let mut distances: Vec<f64> = found.iter().map(|f| f.distance).collect();
+    let (_, &mut cut, _) = distances.select_nth_unstable_by(count - 1, |a, b| cmp(*a, *b));
+    let before = found
+        .iter()
+        .filter(|f| cmp(f.distance, cut).is_lt())
+        .count();
+    let mut ties = count - before;
+    found.retain(|f| match cmp(f.distance, cut) {
+        std::cmp::Ordering::Less => true,
+        std::cmp::Ordering::Equal if ties > 0 => {
+            ties -= 1;
+            true
+        }
+        _ => false,
+    });
+}
+
 /// Runs a parsed search on `z`: the matches, nearest first when sorted, distances in
 /// the caller's unit.
-fn run_query(z: &ZSet, q: &Query) -> Vec<Found> {
+fn run_query<'z>(z: &'z ZSet, q: &Query) -> Vec<Found<'z>> {
     let (Some((longitude, latitude)), Some((shape, unit))) = (q.centre, q.shape) else {
         return Vec::new();
     };
@@ -442,10 +473,15 @@ fn run_query(z: &ZSet, q: &Query) -> Vec<Found> {
     } else {
         q.order
     };
-    match order {
-        Order::Asc => found.sort_by(|a, b| a.distance.total_cmp(&b.distance)),
-        Order::Desc => found.sort_by(|a, b| b.distance.total_cmp(&a.distance)),
-        Order::None => {}
+    let by_order = |a: f64, b: f64| match order {
+        Order::Desc => b.total_cmp(&a),
+        _ => a.total_cmp(&b),
+    };
+    if order != Order::None {
+        if q.count > 0 {
+            keep_first(&mut found, q.count, by_order);
+        }
+        found.sort_by(|a, b| by_order(a.distance, b.distance));
     }
     if q.count > 0 {
         found.truncate(q.count);
@@ -469,15 +505,13 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], variant: Variant) -> CmdRes
         std::iter::once(&src[..])
             .chain(indexes.iter().filter_map(|&i| args.get(i).map(|a| &a[..]))),
     );
-    // WRONGTYPE before any argument is looked at, as Redis.
-    let (q, found) = {
-        let z = zset(locked.shard(src), src)?;
-        let q = parse_query(args, variant, z.as_deref())?;
-        let found = z.map(|z| run_query(z, &q));
-        (q, found)
-    };
+    // WRONGTYPE before any argument is looked at, as Redis. The matches borrow the set's
+    // members: a reply is written, and what GEOSEARCHSTORE stores copied, before the
+    // shards are let go.
+    let z = zset(locked.shard(src), src)?;
+    let q = parse_query(args, variant, z.as_deref())?;
+    let found = z.map(|z| run_query(z, &q)).unwrap_or_default();
     if let Some(dst) = &q.store {
-        let found = found.unwrap_or_default();
         let n = found.len();
         let items = found
             .into_iter()
@@ -497,8 +531,6 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], variant: Variant) -> CmdRes
         encode::write_integer(ctx.out, n as i64);
         return Ok(());
     }
-    drop(locked);
-    let found = found.unwrap_or_default();
     let out = &mut *ctx.out;
     let extras = usize::from(q.with_dist) + usize::from(q.with_hash) + usize::from(q.with_coord);
     encode::write_array_len(out, found.len());
@@ -506,7 +538,7 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], variant: Variant) -> CmdRes
         if extras > 0 {
             encode::write_array_len(out, extras + 1);
         }
-        encode::write_bulk(out, &f.member);
+        encode::write_bulk(out, f.member);
         if q.with_dist {
             encode::write_bulk(out, distance_text(f.distance).as_bytes());
         }
@@ -557,5 +589,45 @@ mod tests {
             "13.36138933897018433"
         );
         assert_eq!(coordinate_text(-1.5), "-1.5");
+    }
+
+    #[test]
+    fn keeping_the_first_matches_equals_sorting_then_truncating() {
+        let names: Vec<Vec<u8>> = (0..40).map(|i| format!("m{i}").into_bytes()).collect();
+        for seed in 0..200u64 {
+            let mut rng = fastrand::Rng::with_seed(seed);
+            let n = rng.usize(0..40);
+            // Few distinct distances, so ties straddle the cut.
+            let found: Vec<Found<'_>> = (0..n)
+                .map(|i| Found {
+                    member: &names[i],
+                    score: 0.0,
+                    position: (0.0, 0.0),
+                    distance: f64::from(rng.u8(0..6)),
+                })
+                .collect();
+            let count = rng.usize(1..12);
+            for desc in [false, true] {
+                let cmp = |a: f64, b: f64| {
+                    if desc {
+                        b.total_cmp(&a)
+                    } else {
+                        a.total_cmp(&b)
+                    }
+                };
+                let mut expected: Vec<&[u8]> = {
+                    let mut all: Vec<&Found<'_>> = found.iter().collect();
+                    all.sort_by(|a, b| cmp(a.distance, b.distance));
+                    all.iter().take(count).map(|f| f.member).collect()
+                };
+                let mut got = found.clone();
+                keep_first(&mut got, count, cmp);
+                got.sort_by(|a, b| cmp(a.distance, b.distance));
+                got.truncate(count);
+                let got: Vec<&[u8]> = got.iter().map(|f| f.member).collect();
+                expected.truncate(count);
+                assert_eq!(got, expected, "seed {seed}, count {count}, desc {desc}");
+            }
+        }
     }
 }
