@@ -86,14 +86,15 @@ pub fn interval(arg: &[u8], start: bool) -> Result<StreamId, CmdError> {
 
 /// Writes an id as a bulk string.
 pub fn write_id(out: &mut BytesMut, id: StreamId) {
-    let mut text = itoa::Buffer::new();
-    let ms = text.format(id.ms).to_owned();
-    let seq = itoa::Buffer::new().format(id.seq).to_owned();
-    let mut buf = Vec::with_capacity(ms.len() + seq.len() + 1);
-    buf.extend_from_slice(ms.as_bytes());
-    buf.push(b'-');
-    buf.extend_from_slice(seq.as_bytes());
-    encode::write_bulk(out, &buf);
+    // `<ms>-<seq>` on the stack: two u64s of at most 20 digits each.
+    let (mut ms, mut seq) = (itoa::Buffer::new(), itoa::Buffer::new());
+    let (ms, seq) = (ms.format(id.ms).as_bytes(), seq.format(id.seq).as_bytes());
+    let mut text = [0u8; 41];
+    let len = ms.len() + 1 + seq.len();
+    text[..ms.len()].copy_from_slice(ms);
+    text[ms.len()] = b'-';
+    text[ms.len() + 1..len].copy_from_slice(seq);
+    encode::write_bulk(out, &text[..len]);
 }
 
 /// Writes `[id, [field, value, ...]]`.
@@ -108,10 +109,10 @@ pub fn write_entry(out: &mut BytesMut, id: StreamId, fields: &Fields) {
 
 /// The node limits from the configuration.
 fn node_limits(ctx: &Ctx<'_>) -> NodeLimits {
-    let config = ctx.shared.config.read();
+    let hot = &ctx.shared.hot;
     NodeLimits {
-        max_entries: config.param_int("stream-node-max-entries").max(0) as usize,
-        max_bytes: config.param_int("stream-node-max-bytes").max(0) as usize,
+        max_entries: hot.stream_node_max_entries().max(0) as usize,
+        max_bytes: hot.stream_node_max_bytes().max(0) as usize,
     }
 }
 

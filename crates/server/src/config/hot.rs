@@ -4,7 +4,7 @@
 //! Reading one through [`Config::param`] costs the lock, an index lookup, a walk of the
 //! parameters set and a parse: about a thousand instructions for the two or three that
 //! every command checks (NOREPLICAS, MASTERDOWN, READONLY) and every script run reads
-//! (BUSY). They are copied here whenever the configuration changes
+//! (BUSY), and the two every XADD reads. They are copied here whenever the configuration changes
 //! ([`crate::shared::Shared::update_config`]) instead.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use super::Config;
 
 /// `min-replicas-to-write`, `min-replicas-max-lag`, `replica-serve-stale-data`,
-/// `replica-read-only` and `busy-reply-threshold`, as last configured.
+/// `replica-read-only`, `busy-reply-threshold`, `stream-node-max-entries` and
+/// `stream-node-max-bytes`, as last configured.
 #[derive(Debug, Default)]
 pub struct HotParams {
     min_replicas_to_write: AtomicI64,
@@ -20,6 +21,8 @@ pub struct HotParams {
     replica_serve_stale_data: AtomicBool,
     replica_read_only: AtomicBool,
     busy_reply_threshold: AtomicI64,
+    stream_node_max_entries: AtomicI64,
+    stream_node_max_bytes: AtomicI64,
 }
 
 impl HotParams {
@@ -32,6 +35,8 @@ impl HotParams {
         bool(&self.replica_serve_stale_data, "replica-serve-stale-data");
         bool(&self.replica_read_only, "replica-read-only");
         int(&self.busy_reply_threshold, "busy-reply-threshold");
+        int(&self.stream_node_max_entries, "stream-node-max-entries");
+        int(&self.stream_node_max_bytes, "stream-node-max-bytes");
     }
 
     /// `min-replicas-to-write`.
@@ -58,6 +63,16 @@ impl HotParams {
     pub fn busy_reply_threshold(&self) -> i64 {
         self.busy_reply_threshold.load(Ordering::Relaxed)
     }
+
+    /// `stream-node-max-entries`.
+    pub fn stream_node_max_entries(&self) -> i64 {
+        self.stream_node_max_entries.load(Ordering::Relaxed)
+    }
+
+    /// `stream-node-max-bytes`.
+    pub fn stream_node_max_bytes(&self) -> i64 {
+        self.stream_node_max_bytes.load(Ordering::Relaxed)
+    }
 }
 
 #[cfg(test)]
@@ -74,6 +89,8 @@ mod tests {
         assert!(hot.replica_serve_stale_data());
         assert!(hot.replica_read_only());
         assert_eq!(hot.busy_reply_threshold(), 5000);
+        assert_eq!(hot.stream_node_max_entries(), 100);
+        assert_eq!(hot.stream_node_max_bytes(), 4096);
         config
             .params
             .insert("min-replicas-to-write", "2".to_string());
