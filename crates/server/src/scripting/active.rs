@@ -1,7 +1,7 @@
-//! The run in progress on this thread, as `redis.call`, `redis.pcall` and
-//! `redis.acl_check_cmd` reach it.
+//! The run in progress on this thread, as `redis.call`, `redis.pcall`,
+//! `redis.acl_check_cmd` and the prelude's `state.run_args` reach it.
 //!
-//! Those three are made once per interpreter (making them per run, as scoped functions,
+//! Those are made once per interpreter (making them per run, as scoped functions,
 //! cost more than a short script itself: two C closures, a userdata and their
 //! destructors each, and the garbage they leave). What they act on — the client, its
 //! shards, the server — is borrowed for one run, so it is published here for the run's

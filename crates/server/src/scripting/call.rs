@@ -6,6 +6,12 @@
 //! allocation, a lock and a reference-thread slot each), about a third of a short
 //! command's cost inside a script. An error is raised as Redis 7.0 raises it, an
 //! `{err=...}` table (`redis.pcall` returns it instead).
+//!
+//! Pushing a reply allocates in the interpreter; should its allocator fail, Lua leaves
+//! by `longjmp` to the run's protected call: what the call still holds (the parsed
+//! reply, the reply buffer) is leaked rather than freed, and the run stays unpublished
+//! (later calls of that run fail as outside one). Nothing else is skipped: errors of our
+//! own are raised only after everything is dropped (`call_or_pcall`).
 #![allow(unsafe_code)]
 
 use std::cell::Cell;
