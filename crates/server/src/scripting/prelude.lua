@@ -264,7 +264,19 @@ function state.library_loaded(env)
   end
 end
 
+-- Lua 5.1's xpcall passes no arguments, so a function runs through one trampoline that
+-- reads them from these locals (rather than a new closure per call). Functions cannot
+-- call FCALL, so runs never nest; the locals are cleared after each.
+local pending_f, pending_keys, pending_args
+local function trampoline()
+  return pending_f(pending_keys, pending_args)
+end
+local function finish_function(...)
+  pending_f, pending_keys, pending_args = nil, nil, nil
+  return ...
+end
 function state.run_function(f)
-  local keys, args = state.run_args()
-  return xpcall(function() return f(keys, args) end, state.handler)
+  pending_f = f
+  pending_keys, pending_args = state.run_args()
+  return finish_function(xpcall(trampoline, state.handler))
 end
