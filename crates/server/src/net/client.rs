@@ -163,6 +163,9 @@ pub struct ClientState {
     /// The script turn, held from this client's first script of a batch of commands to
     /// the end of the batch.
     pub script_turn: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// The batch just ended handed the script turn to a waiting client: this task yields
+    /// once before writing its replies (see `Connection::run`).
+    pub handed_turn: bool,
     /// SCRIPT DEBUG: the Lua debugger's setting and, during a session, its connection.
     pub debug: crate::scripting::debugger::ClientDebug,
     /// Raised by CLIENT KILL and the like (shared with the client table): run nothing more.
@@ -288,6 +291,7 @@ impl ClientState {
             postponed: None,
             script_wait: None,
             script_turn: None,
+            handed_turn: false,
             debug: Default::default(),
             killed: Arc::default(),
             tracking: false,

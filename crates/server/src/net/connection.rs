@@ -245,8 +245,8 @@ pub fn run_commands(
     let progress = run_batch(shared, client, decoder, input, output);
     // The script turn lasts one batch (the caller may wait next), or a debugging
     // session's EVAL.
-    if progress != Progress::Debug {
-        client.script_turn = None;
+    if progress != Progress::Debug && client.script_turn.take().is_some() {
+        client.handed_turn = shared.scripting.turn.handed_on();
     }
     progress
 }
@@ -453,7 +453,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                     Box::pin(self.shared.freeze.wait()).await;
                 }
                 match self.process_input() {
-                    Progress::Drained => break,
+                    Progress::Drained => {
+                        // The turn went to a client parked on it, woken onto this
+                        // worker's queue: yielding lets this worker run that script now,
+                        // before this client's write, rather than leave it to another
+                        // worker's wake-up (the hand-off is the script path's serial
+                        // latency at one command per batch).
+                        if std::mem::take(&mut self.client.handed_turn) {
+                            tokio::task::yield_now().await;
+                        }
+                        break;
+                    }
                     Progress::Script => Box::pin(self.wait_for_script()).await,
                     Progress::Debug => Box::pin(self.debug_session()).await?,
                     Progress::OutputFull => self.write_ready().await?,

@@ -48,6 +48,12 @@ impl Turn {
         self.permits.clone().try_acquire_owned().ok()
     }
 
+    /// Whether a turn just let go went straight to a waiting client (the semaphore
+    /// hands a released permit to the first waiter, so none is left available).
+    pub fn handed_on(&self) -> bool {
+        self.permits.available_permits() == 0
+    }
+
     /// Waits for the turn (FIFO).
     pub async fn take(&self) -> Option<OwnedSemaphorePermit> {
         // The semaphore is never closed: `None` cannot happen, and would only mean the
