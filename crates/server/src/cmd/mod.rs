@@ -339,6 +339,14 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if script {
         ctx.client.tracking_script = Some(false);
     }
+    if ctx.client.tracking && !ctx.nested && reads_for_tracking(ctx, spec) {
+        // Before the read, not after: the handler lets its shard go when it returns, and
+        // a write landing between the read and the remembering would find nobody to
+        // invalidate, leaving the client a stale value for good. Remembered first, such
+        // a write invalidates, and the client drops the reply that raced it. (Inside
+        // EXEC or a script the shards stay held, so the order there cannot matter.)
+        remember_keys(ctx, args);
+    }
     let started = std::time::Instant::now();
     let before = ctx.out.len();
     let changes_before = crate::store::dirty::count();
@@ -756,12 +764,22 @@ fn after_tracked_command(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) 
     } else if let Some(read) = ctx.client.tracking_script.as_mut() {
         // A command called by a script: only whether it reads matters.
         *read |= spec.is_readonly();
-    } else if spec.is_readonly() && !spec.flags.contains(CommandFlags::PUBSUB) {
+    } else if ctx.nested && reads_for_tracking(ctx, spec) {
+        // A top-level read remembered its keys before it ran (see `dispatch`).
         remember_keys(ctx, args);
     }
     if !ctx.nested && ctx.client.multi.is_none() && !spec.name.starts_with("client") {
         ctx.client.tracking_caching = false;
     }
+}
+
+/// Whether a tracking client's command remembers the keys it reads (a read-only command
+/// not run by a script, other than pub/sub): Redis's `trackingRememberKeys` condition.
+fn reads_for_tracking(ctx: &Ctx<'_>, spec: &CommandSpec) -> bool {
+    ctx.client.tracking_script.is_none()
+        && !is_script(spec)
+        && spec.is_readonly()
+        && !spec.flags.contains(CommandFlags::PUBSUB)
 }
 
 /// DEBUG and MODULE run only where `enable-debug-command` / `enable-module-command`
