@@ -22,9 +22,10 @@ use std::sync::atomic::Ordering;
 use bytes::{Bytes, BytesMut};
 use mlua::{ffi, Lua, Table, Value, Variadic};
 use redline_resp::command::{self, CommandFlags};
-use redline_resp::{Frame, Protocol};
+use redline_resp::Frame;
 
-use super::{active, convert, debugger};
+use super::active::{self, RunContext};
+use super::convert;
 use crate::cmd::Ctx;
 use crate::net::client::ClientState;
 
@@ -143,34 +144,14 @@ unsafe fn call_and_push(state: *mut ffi::lua_State, protected: bool) -> Outcome 
 }
 
 unsafe fn call_into(state: *mut ffi::lua_State, protected: bool, out: &mut BytesMut) -> Outcome {
-    let argc = ffi::lua_gettop(state);
-    let result = match read_args(state, argc) {
-        Err(text) => Err(CallError {
-            text: text.to_string(),
-            counted: false,
-        }),
-        Ok(args) => {
-            ffi::lua_settop(state, 0);
-            match active::with(|run| {
-                let env = CallEnv {
-                    shared: run.shared,
-                    held: run.held,
-                    read_only: run.read_only,
-                    resp: super::protocol_of(run.resp),
-                    repl: crate::repl::journal::Targets::from_flags(
-                        run.repl.load(Ordering::Relaxed),
-                    ),
-                    session: run.session,
-                };
-                run_call(&env, run.client, args, out)
-            }) {
-                Some(result) => result,
-                None => {
-                    push_error(state, OUTSIDE_RUN, false);
-                    return Outcome::Raise;
-                }
-            }
-        }
+    let args = match read_args(state, ffi::lua_gettop(state)) {
+        Ok(args) => args,
+        Err(text) => return fail(state, protected, text, false),
+    };
+    ffi::lua_settop(state, 0);
+    let Some(result) = active::with(|run| run_call(run, args, out)) else {
+        push_error(state, OUTSIDE_RUN, false);
+        return Outcome::Raise;
     };
     match result {
         Ok(frame) => match push_frame(state, frame, 0) {
@@ -181,14 +162,17 @@ unsafe fn call_into(state: *mut ffi::lua_State, protected: bool, out: &mut Bytes
                 Outcome::Raise
             }
         },
-        Err(e) => {
-            push_error(state, &e.text, e.counted);
-            if protected {
-                Outcome::Return(1)
-            } else {
-                Outcome::Raise
-            }
-        }
+        Err(e) => fail(state, protected, &e.text, e.counted),
+    }
+}
+
+/// An error reply: raised by `redis.call`, returned by `redis.pcall`.
+unsafe fn fail(state: *mut ffi::lua_State, protected: bool, text: &str, counted: bool) -> Outcome {
+    push_error(state, text, counted);
+    if protected {
+        Outcome::Return(1)
+    } else {
+        Outcome::Raise
     }
 }
 
@@ -328,37 +312,21 @@ fn refused(
     })
 }
 
-/// What a script's `redis.call` runs with, besides its arguments.
-struct CallEnv<'a> {
-    shared: &'a crate::shared::Shared,
-    /// The shards the script holds.
-    held: Option<&'a (dyn crate::store::HeldShards + 'a)>,
-    /// A read-only script (EVAL_RO, `no-writes`).
-    read_only: bool,
-    /// The protocol the script asked for with `redis.setresp`.
-    resp: Protocol,
-    /// Where the command's changes go (`redis.set_repl`).
-    repl: crate::repl::journal::Targets,
-    /// The debugging session, which logs the calls while stepping.
-    session: Option<&'a debugger::Session>,
-}
-
 /// Runs one command on the script's (fake) client with the shards already held; its
 /// reply, or the error reply's text.
 fn run_call(
-    env: &CallEnv<'_>,
-    client: &mut ClientState,
+    run: &mut RunContext<'_>,
     args: Vec<Bytes>,
     out: &mut BytesMut,
 ) -> Result<Frame, CallError> {
-    if let Some(session) = env.session {
+    if let Some(session) = run.session {
         session.take_reply_logged();
         session.log_command(&args);
     }
-    let result = run_call_traced(env, client, &args, out);
+    let result = run_call_traced(run, &args, out);
     // An error the command itself replied was logged as its reply; one from before it
     // ran (unknown command, arity, ACL...) is logged here.
-    if let (Some(session), Err(e)) = (env.session, &result) {
+    if let (Some(session), Err(e)) = (run.session, &result) {
         if !session.take_reply_logged() {
             session.log_error(&e.text);
         }
@@ -367,19 +335,20 @@ fn run_call(
 }
 
 fn run_call_traced(
-    env: &CallEnv<'_>,
-    client: &mut ClientState,
+    run: &mut RunContext<'_>,
     args: &[Bytes],
     out: &mut BytesMut,
 ) -> Result<Frame, CallError> {
-    let CallEnv {
+    let RunContext {
         shared,
         held,
+        ref mut client,
         read_only,
+        session,
         resp,
         repl,
-        session,
-    } = *env;
+        ..
+    } = *run;
     let Some(spec) = command::resolve(args) else {
         return refused(client, None, "ERR Unknown Redis command called from script");
     };
@@ -399,13 +368,13 @@ fn run_call_traced(
     }
     out.clear();
     let saved = client.protocol;
-    client.protocol = resp;
-    client.repl_targets = repl;
+    client.protocol = super::protocol_of(resp);
+    client.repl_targets = crate::repl::journal::Targets::from_flags(repl.load(Ordering::Relaxed));
     client.in_script = true;
     {
         let mut inner = Ctx {
             shared,
-            client: &mut *client,
+            client,
             out: &mut *out,
             held,
             nested: true,
