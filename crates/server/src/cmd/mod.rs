@@ -339,7 +339,7 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if script {
         ctx.client.tracking_script = Some(false);
     }
-    if ctx.client.tracking && !ctx.nested && reads_for_tracking(ctx, spec) {
+    if ctx.client.tracking && !ctx.nested && reads_for_tracking(spec) {
         // Before the read, not after: the handler lets its shard go when it returns, and
         // a write landing between the read and the remembering would find nobody to
         // invalidate, leaving the client a stale value for good. Remembered first, such
@@ -764,7 +764,7 @@ fn after_tracked_command(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) 
     } else if let Some(read) = ctx.client.tracking_script.as_mut() {
         // A command called by a script: only whether it reads matters.
         *read |= spec.is_readonly();
-    } else if ctx.nested && reads_for_tracking(ctx, spec) {
+    } else if ctx.nested && reads_for_tracking(spec) {
         // A top-level read remembered its keys before it ran (see `dispatch`).
         remember_keys(ctx, args);
     }
@@ -773,13 +773,11 @@ fn after_tracked_command(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) 
     }
 }
 
-/// Whether a tracking client's command remembers the keys it reads (a read-only command
-/// not run by a script, other than pub/sub): Redis's `trackingRememberKeys` condition.
-fn reads_for_tracking(ctx: &Ctx<'_>, spec: &CommandSpec) -> bool {
-    ctx.client.tracking_script.is_none()
-        && !is_script(spec)
-        && spec.is_readonly()
-        && !spec.flags.contains(CommandFlags::PUBSUB)
+/// Whether a tracking client's command remembers the keys it reads: a read-only command
+/// other than a script or pub/sub (Redis's `trackingRememberKeys` condition; a command a
+/// script calls is the script's, see `after_tracked_command`).
+fn reads_for_tracking(spec: &CommandSpec) -> bool {
+    spec.is_readonly() && !is_script(spec) && !spec.flags.contains(CommandFlags::PUBSUB)
 }
 
 /// DEBUG and MODULE run only where `enable-debug-command` / `enable-module-command`
