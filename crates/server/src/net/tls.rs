@@ -13,7 +13,7 @@
 //! peer's chain against the CA but not its name, as Redis does: nodes and masters are
 //! reached by the address they announce, which their certificates need not name. Peers'
 //! certificates are checked by webpki, and X.509 v1 ones (which webpki does not read) as
-//! OpenSSL checks them ([`super::tls_v1`]).
+//! OpenSSL checks them (`net::tls_v1`).
 //!
 //! The handshake runs in the connection's own task ([`handshake`]), bounded by
 //! `tls-handshake-timeout` (ours: Redis has no such directive), so a peer that never

@@ -345,7 +345,7 @@ pub async fn before_replies(shared: &Shared) {
 
 /// Writes what the stream appended to the AOF and was not written yet; nothing when
 /// the AOF is off. The bytes are taken under the stream's lock and written after it,
-/// under the writer's lock (see [`Durability::writer`]).
+/// under the writer's lock (see `Durability::writer`).
 pub fn write_pending(shared: &Shared) {
     let writer = shared.aof.durability.writer.lock();
     write_taken(shared, &writer);
