@@ -567,6 +567,9 @@ impl Journal {
         // server writes on its own (promoted), its first command names its database.
         stream.force_select();
         stream.push(&bytes);
+        // Freed while the lock is held, so nobody sees the new offset with the copy still
+        // counted in `used_memory` (it may be a large value's second copy).
+        drop(bytes);
     }
 
     /// Asks every replica for an ACK now rather than at its next second (WAIT, FAILOVER,

@@ -998,9 +998,12 @@ impl Applier {
     ) {
         let journal = &shared.repl.journal;
         let _gate = journal.enter();
-        let before = input.clone().freeze();
-        // `before[..applied]` is applied outside any MULTI; `before[..run]` was run.
-        let (mut applied, mut run) = (0, 0);
+        // A copy of each whole command run, taken before the decoder consumes it (its
+        // values are stored without a copy). Only whole commands are copied: a large
+        // bulk still arriving is not copied on every read.
+        let mut ran = BytesMut::with_capacity(input.len().min(crate::net::connection::BIG_ARG));
+        // `ran[..applied]` is applied outside any MULTI.
+        let mut applied = 0;
         crate::store::as_master(|| loop {
             let mut one = match self.scanner.next(input) {
                 Ok(Some(len)) => input.split_to(len),
@@ -1011,7 +1014,7 @@ impl Applier {
                     std::mem::take(input)
                 }
             };
-            let len = one.len();
+            ran.extend_from_slice(&one);
             run_commands(
                 shared,
                 client,
@@ -1019,27 +1022,30 @@ impl Applier {
                 &mut one,
                 &mut self.output,
             );
-            run += len - one.len();
+            // Left by the decoder (only after a refused frame): not run, and the next
+            // read goes on from it.
+            ran.truncate(ran.len() - one.len());
             if client.multi.is_none() {
-                applied = run;
+                applied = ran.len();
             }
             if !one.is_empty() {
-                // Left by the decoder (only after a refused frame): the next read goes on.
                 one.unsplit(std::mem::take(input));
                 *input = one;
                 break;
             }
         });
         self.output.clear();
+        if applied > 0 && !self.held_back.is_empty() {
+            journal.append_raw(self.held_back.split().freeze());
+        }
+        self.held_back.extend_from_slice(&ran[applied..]);
+        ran.truncate(applied);
         if applied > 0 {
-            if !self.held_back.is_empty() {
-                journal.append_raw(self.held_back.split().freeze());
-            }
-            journal.append_raw(before.slice(..applied));
+            // Handed over whole: the journal frees the copy before its new offset shows.
+            journal.append_raw(ran.freeze());
             // Into the AOF once per batch, as Redis writes it once per event-loop turn.
             crate::persist::aof::write_pending(shared);
         }
-        self.held_back.extend_from_slice(&before[applied..run]);
         stream_db.store(client.db, Ordering::Relaxed);
     }
 }
