@@ -10,6 +10,9 @@
 //! overflow apart, runs first: an overflow becomes its message and an abort, reported
 //! as SIGABRT.
 //!
+//! SIGXFSZ is ignored, so that a file past the process's size limit is a write error
+//! the server reports, not its death.
+//!
 //! Installed by the `redline-server` program ([`crate::launcher`]), not by a library
 //! embedding the server, whose process is its own to manage.
 // Signal handling is system calls on raw pointers; each block says why it is sound.
@@ -103,6 +106,12 @@ pub fn install(logfile: &str) -> io::Result<()> {
     }
     // A signal handled before this is set simply does not chain.
     let _ = PREVIOUS.set(previous_actions);
+    // A file grown past RLIMIT_FSIZE fails its write (EFBIG: an AOF write error, which
+    // refuses writes until it clears) instead of killing the server.
+    // SAFETY: ignoring a signal has no memory effect.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     Ok(())
 }
 

@@ -1,7 +1,8 @@
 //! What C's string functions make of a client's bytes, where Redis reads arguments with
 //! them: a C string ends at its first NUL, `isspace` is the "C" locale's, and
-//! `string2ull` falls back to `strtoull`. One place for these, so every parser that
-//! copies Redis's C behaviour (floats, stream IDs, quoted errors) copies it alike.
+//! `string2ull` falls back to `strtoull`; and `strerror`'s wording of an error. One
+//! place for these, so every parser that copies Redis's C behaviour (floats, stream
+//! IDs, quoted errors) copies it alike.
 
 /// What C sees of `bytes` read as a string: the bytes before the first NUL.
 pub fn c_string(bytes: &[u8]) -> &[u8] {
@@ -37,6 +38,16 @@ pub fn string2ull(s: &[u8]) -> Option<u64> {
     } else {
         value
     })
+}
+
+/// An I/O error as C's `strerror` words it (Rust adds ` (os error N)`), as Redis quotes
+/// it in its errors and logs.
+pub fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
 }
 
 #[cfg(test)]

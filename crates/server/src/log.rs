@@ -88,17 +88,26 @@ pub fn level_of(level: LogLevel) -> Level {
 
 /// Installs the global logger for the binary. Embedders keep their own subscriber.
 pub fn init(config: &Config) -> std::io::Result<()> {
-    let builder = tracing_subscriber::fmt()
-        .with_max_level(level_of(config.loglevel))
-        .event_format(RedisFormat);
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+
+    let level = tracing_subscriber::filter::LevelFilter::from_level(level_of(config.loglevel));
+    let layer = tracing_subscriber::fmt::layer()
+        .event_format(RedisFormat)
+        // A line that cannot be written (a full disk) is lost, as Redis's is; reporting
+        // that on standard error would panic the thread logging when that fails too.
+        .log_internal_errors(false);
+    let registry = tracing_subscriber::registry().with(level);
     let result = if config.logfile.is_empty() {
-        builder.with_writer(std::io::stdout).try_init()
+        registry.with(layer.with_writer(std::io::stdout)).try_init()
     } else {
         let file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&config.logfile)?;
-        builder.with_writer(Mutex::new(file)).try_init()
+        registry
+            .with(layer.with_writer(Mutex::new(file)))
+            .try_init()
     };
     // Already installed (tests): keep the existing one.
     let _ = result;

@@ -163,7 +163,7 @@ pub fn load(acl: &Acl, path: &Path) -> Result<Vec<std::sync::Arc<super::UserCell
         format!(
             "Error loading ACLs, opening file '{}': {}",
             path.display(),
-            strerror(&e)
+            crate::cstr::strerror(&e)
         )
     })?;
     let users = parse(
@@ -195,13 +195,4 @@ pub fn save(acl: &Acl, path: &Path) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temp);
     }
     written
-}
-
-/// An I/O error as C's `strerror` words it (Rust adds ` (os error N)`).
-fn strerror(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error") {
-        Some(at) => text[..at].to_string(),
-        None => text,
-    }
 }

@@ -299,6 +299,8 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         if let Some(refusal) = disk_error_refusal(ctx, spec, args) {
             return reject_spec(ctx, spec, refusal);
         }
+    } else if ctx.client.is_master && !ctx.nested {
+        master_write_despite_disk_error(ctx, spec, args);
     }
     if (!ctx.nested || ctx.client.in_script)
         && !ctx.client.is_master
@@ -508,25 +510,61 @@ const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 const BGSAVE_ERR: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
 /// MISCONF (Redis's `writeCommandsDeniedByDiskError`): while the last BGSAVE failed,
-/// with save points configured and `stop-writes-on-bgsave-error yes`, writes are
-/// refused, and PING too, so that health checks notice; reads go on. The link from
-/// this server's master is not refused (Redis would stop the replica).
+/// with save points configured and `stop-writes-on-bgsave-error yes`, or while the AOF
+/// cannot be written or fsynced, writes are refused, and PING too, so that health
+/// checks notice; reads go on. The link from this server's master is not refused
+/// (Redis would stop the replica).
 fn disk_error_refusal(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Option<CmdError> {
-    let persistence = &ctx.shared.persistence;
-    if persistence
+    let refusal = disk_error(ctx.shared)?;
+    (spec.name == "ping" || effective_flags(ctx, spec, args).0).then_some(refusal)
+}
+
+/// A write from this server's master while the disk fails this server: as in Redis, the
+/// replica stops (it would go on diverging from what it can restart with) unless
+/// `replica-ignore-disk-write-errors yes`, where it applies the write and says so in
+/// the log every 10 seconds.
+fn master_write_despite_disk_error(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {
+    static LAST_LOG_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    if spec.name == "ping"
+        || disk_error(ctx.shared).is_none()
+        || !effective_flags(ctx, spec, args).0
+    {
+        return;
+    }
+    if !ctx
+        .shared
+        .config
+        .read()
+        .param_bool("replica-ignore-disk-write-errors")
+    {
+        tracing::warn!("Guru Meditation: Replica was unable to write command to disk.");
+        std::process::abort();
+    }
+    let now = crate::store::now_ms();
+    let last = LAST_LOG_MS.load(std::sync::atomic::Ordering::Relaxed);
+    if now >= last + 10_000 {
+        LAST_LOG_MS.store(now, std::sync::atomic::Ordering::Relaxed);
+        tracing::warn!("Replica is applying a command even though it is unable to write to disk.");
+    }
+}
+
+/// The error that refuses writes while the disk fails this server, if it does.
+fn disk_error(shared: &crate::shared::Shared) -> Option<CmdError> {
+    let persistence = &shared.persistence;
+    if !persistence
         .last_bgsave_ok
         .load(std::sync::atomic::Ordering::Relaxed)
     {
-        return None;
-    }
-    {
-        let config = ctx.shared.config.read();
-        if !config.param_bool("stop-writes-on-bgsave-error") || config.save.is_empty() {
-            return None;
+        let config = shared.config.read();
+        if config.param_bool("stop-writes-on-bgsave-error") && !config.save.is_empty() {
+            return Some(CmdError::Static(BGSAVE_ERR));
         }
     }
-    (spec.name == "ping" || effective_flags(ctx, spec, args).0)
-        .then_some(CmdError::Static(BGSAVE_ERR))
+    let errno = shared.aof.durability.disk_error()?;
+    Some(CmdError::Owned(format!(
+        "MISCONF Errors writing to the AOF file: {}",
+        crate::cstr::strerror(&std::io::Error::from_raw_os_error(errno))
+    )))
 }
 
 /// NOREPLICAS when fewer replicas than `min-replicas-to-write` acknowledged within

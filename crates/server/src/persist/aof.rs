@@ -36,12 +36,12 @@
 //! `dir` is moved into the directory as the base of a new manifest.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use parking_lot::Mutex;
 
 use super::aof_manifest::Manifest;
@@ -93,27 +93,72 @@ struct FileStats {
     size: AtomicU64,
     /// Written since the last fsync.
     dirty: AtomicBool,
-    /// The last write failed (INFO `aof_last_write_status`).
-    failed: AtomicBool,
+}
+
+/// A write to the file that did not complete: how many of its bytes stay in the file,
+/// and the error (Redis's `aof_last_write_errno`).
+struct WriteFailure {
+    kept: usize,
+    /// Bytes the write got in before it failed.
+    written: usize,
+    errno: i32,
+    /// The first write of the bytes came short (logged as a short write).
+    short: bool,
 }
 
 impl FileStats {
-    /// Writes `bytes` to `file`. A failed write is logged once and its bytes dropped;
-    /// INFO `aof_last_write_status` says so until a write succeeds.
-    fn write(&self, file: &File, bytes: &[u8]) {
-        let mut file = file;
-        match file.write_all(bytes) {
-            Ok(()) => {
-                self.size.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-                self.failed.store(false, Ordering::Relaxed);
-                self.dirty.store(true, Ordering::Release);
-            }
-            Err(e) => {
-                if !self.failed.swap(true, Ordering::Relaxed) {
-                    tracing::warn!("Error writing to the AOF file: {e}");
+    /// Writes `bytes` to `file` whole. A write cut short (a full disk) is taken back out
+    /// of the file, as Redis truncates it, so the file never ends inside a command and
+    /// the bytes are written again whole; if the truncation fails too, the part written
+    /// stays (and is counted).
+    fn write(&self, file: &File, bytes: &[u8]) -> Result<(), WriteFailure> {
+        let mut out = file;
+        let mut done = 0;
+        while done < bytes.len() {
+            match out.write(&bytes[done..]) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if done == 0 => {
+                    return Err(WriteFailure {
+                        kept: 0,
+                        written: 0,
+                        errno: e.raw_os_error().unwrap_or(libc::EIO),
+                        short: false,
+                    })
                 }
+                Err(_) => break,
             }
         }
+        if done == bytes.len() {
+            self.size.fetch_add(done as u64, Ordering::Relaxed);
+            self.dirty.store(true, Ordering::Release);
+            return Ok(());
+        }
+        // Some of it is in: Redis reports the disk as full.
+        let before = self.size.load(Ordering::Relaxed);
+        // The position too: a file not opened for appending would write after a hole.
+        let truncated = file
+            .set_len(before)
+            .and_then(|()| out.seek(std::io::SeekFrom::Start(before)));
+        let kept = match truncated {
+            Ok(_) => 0,
+            Err(e) => {
+                tracing::warn!(
+                    "Could not remove short write from the append-only file.  Redis may refuse to load the AOF the next time it starts.  ftruncate: {}",
+                    crate::cstr::strerror(&e)
+                );
+                self.size.fetch_add(done as u64, Ordering::Relaxed);
+                self.dirty.store(true, Ordering::Release);
+                done
+            }
+        };
+        Err(WriteFailure {
+            kept,
+            written: done,
+            errno: libc::ENOSPC,
+            short: true,
+        })
     }
 }
 
@@ -154,11 +199,20 @@ impl AofFile {
         })
     }
 
+    /// Puts bytes a write could not write back before what was appended since, for the
+    /// next write (Redis keeps them in its `aof_buf`).
+    fn requeue(&mut self, mut unwritten: BytesMut) {
+        unwritten.extend_from_slice(&self.pending);
+        self.pending = unwritten;
+    }
+
     /// Writes the buffer with the stream locked: for the file the stream leaves, whose
     /// caller holds the writer's lock (see [`Durability::writer`]).
     fn flush_locked(&mut self) {
         if let Some(taken) = self.take() {
-            taken.write(&self.durability);
+            if let Some(unwritten) = taken.write(&self.durability) {
+                self.requeue(unwritten);
+            }
         }
     }
 }
@@ -172,16 +226,27 @@ struct Taken {
 }
 
 impl Taken {
-    fn write(self, durability: &Durability) {
+    /// Writes the bytes; returns those not written, which go first in the next write.
+    fn write(mut self, durability: &Durability) -> Option<BytesMut> {
         let sleep = durability.flush_sleep_us.load(Ordering::Relaxed);
         if sleep > 0 {
             // DEBUG AOF-FLUSH-SLEEP: the write is late, as Redis's flush sleeps (tests
             // check that replies still wait for it).
             std::thread::sleep(std::time::Duration::from_micros(sleep));
         }
-        self.stats.write(&self.file, &self.bytes);
-        // Every byte appended up to `end` is in a file now.
-        durability.written.fetch_max(self.end, Ordering::AcqRel);
+        match self.stats.write(&self.file, &self.bytes) {
+            Ok(()) => {
+                durability.write_succeeded();
+                // Every byte appended up to `end` is in a file now.
+                durability.written.fetch_max(self.end, Ordering::AcqRel);
+                None
+            }
+            Err(failure) => {
+                durability.write_failed(&failure, self.bytes.len());
+                self.bytes.advance(failure.kept);
+                Some(self.bytes)
+            }
+        }
     }
 }
 
@@ -215,7 +280,19 @@ pub struct Durability {
     flush_sleep_us: AtomicU64,
     /// `aof-timestamp-enabled`.
     timestamps: AtomicBool,
+    /// The errno of the last write when it failed, else 0 (Redis's
+    /// `aof_last_write_status` and `aof_last_write_errno`).
+    write_errno: AtomicI32,
+    /// The errno of the last `everysec` fsync when it failed, else 0 (Redis's
+    /// `aof_bio_fsync_status`).
+    fsync_errno: AtomicI32,
+    /// When a failed write was last logged (seconds), to log one every
+    /// [`ERROR_LOG_PERIOD`].
+    write_error_logged: AtomicU64,
 }
+
+/// Seconds between two logs of failing AOF writes (Redis's `AOF_WRITE_LOG_ERROR_RATE`).
+const ERROR_LOG_PERIOD: u64 = 30;
 
 impl Default for Durability {
     fn default() -> Self {
@@ -231,11 +308,77 @@ impl Default for Durability {
             syncer: AtomicBool::new(false),
             flush_sleep_us: AtomicU64::new(0),
             timestamps: AtomicBool::new(false),
+            write_errno: AtomicI32::new(0),
+            fsync_errno: AtomicI32::new(0),
+            write_error_logged: AtomicU64::new(0),
         }
     }
 }
 
 impl Durability {
+    /// A write failed: logged (once every [`ERROR_LOG_PERIOD`]), and writes are refused
+    /// until one succeeds. Under `appendfsync always` the server exits, as Redis does:
+    /// replies promised that what they acknowledge or show is on disk.
+    fn write_failed(&self, failure: &WriteFailure, expected: usize) {
+        self.write_errno.store(failure.errno, Ordering::Release);
+        let now = super::snapshot::unix_secs();
+        let last = self.write_error_logged.load(Ordering::Relaxed);
+        if now.saturating_sub(last) > ERROR_LOG_PERIOD
+            && self
+                .write_error_logged
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            if failure.short {
+                tracing::warn!(
+                    "Short write while writing to the AOF file: (nwritten={}, expected={expected})",
+                    failure.written
+                );
+            } else {
+                tracing::warn!(
+                    "Error writing to the AOF file: {}",
+                    crate::cstr::strerror(&std::io::Error::from_raw_os_error(failure.errno))
+                );
+            }
+        }
+        if self.always.load(Ordering::Acquire) {
+            tracing::warn!(
+                "Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting..."
+            );
+            std::process::exit(1);
+        }
+    }
+
+    fn write_succeeded(&self) {
+        if self.write_errno.load(Ordering::Relaxed) != 0
+            && self.write_errno.swap(0, Ordering::AcqRel) != 0
+        {
+            tracing::warn!("AOF write error looks solved, Redis can write again.");
+        }
+    }
+
+    /// The `everysec` fsync's outcome: a failure refuses writes until one succeeds.
+    fn fsynced(&self, result: std::io::Result<()>) {
+        match result {
+            Ok(()) => self.fsync_errno.store(0, Ordering::Release),
+            Err(e) => {
+                let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                if self.fsync_errno.swap(errno, Ordering::AcqRel) == 0 {
+                    tracing::warn!("Fail to fsync the AOF file: {}", crate::cstr::strerror(&e));
+                }
+            }
+        }
+    }
+
+    /// The errno that refuses writes (Redis's DISK_ERROR_TYPE_AOF): the last write's,
+    /// else the last fsync's; `None` when both succeeded.
+    pub fn disk_error(&self) -> Option<i32> {
+        [&self.write_errno, &self.fsync_errno]
+            .into_iter()
+            .map(|errno| errno.load(Ordering::Acquire))
+            .find(|&errno| errno != 0)
+    }
+
     /// The file writes go to from now on (`None`: the AOF is off); `always` is the policy.
     fn switch(self: &Arc<Self>, file: Option<Arc<File>>, always: bool) {
         *self.file.lock() = file;
@@ -279,12 +422,14 @@ impl Durability {
             let file = d.file.lock().clone();
             if let Some(file) = file {
                 if let Err(e) = file.sync_data() {
+                    // As Redis: after a failed fsync the kernel may have dropped the
+                    // pages, so a later success would not mean they are on disk, and
+                    // the replies waiting were promised they are.
                     tracing::warn!(
-                        "Can't persist AOF for fsync error when the AOF fsync policy is 'always': {e}"
+                        "Can't persist AOF for fsync error when the AOF fsync policy is 'always': {}. Exiting...",
+                        crate::cstr::strerror(&e)
                     );
-                    // Replies wait until a later fsync succeeds.
-                    std::thread::sleep(std::time::Duration::from_millis(100));
-                    continue;
+                    std::process::exit(1);
                 }
             }
             d.synced.send_modify(|s| *s = (*s).max(upto));
@@ -370,7 +515,15 @@ fn write_taken(shared: &Shared, _writer: &parking_lot::MutexGuard<'_, ()>) {
         .as_mut()
         .and_then(AofFile::take);
     if let Some(taken) = taken {
-        taken.write(d);
+        let file = taken.file.clone();
+        if let Some(unwritten) = taken.write(d) {
+            // Written again first by the next write (the cron's, or a reply's), into
+            // the same file: the writer's lock, still held, keeps it current.
+            let mut stream = shared.repl.journal.stream();
+            if let Some(aof) = stream.aof.as_mut().filter(|a| Arc::ptr_eq(&a.file, &file)) {
+                aof.requeue(unwritten);
+            }
+        }
     }
 }
 
@@ -443,9 +596,9 @@ pub fn buffer_length(shared: &Shared) -> usize {
     current(shared, |a| a.pending.len()).unwrap_or(0)
 }
 
-/// Whether the last write failed.
+/// Whether the last write or fsync failed (INFO `aof_last_write_status`).
 pub fn write_failed(shared: &Shared) -> bool {
-    current(shared, |a| a.stats.failed.load(Ordering::Relaxed)).unwrap_or(false)
+    shared.aof.durability.disk_error().is_some()
 }
 
 /// Turns the AOF on (`appendonly yes`), or rewrites it: a new base of the dataset as it
@@ -876,7 +1029,12 @@ fn stop_writing(shared: &Shared) {
     if let Some(mut aof) = stream.aof.take() {
         aof.flush_locked();
         let _ = aof.file.sync_data();
-        shared.aof.durability.switch(None, false);
+        let d = &shared.aof.durability;
+        d.switch(None, false);
+        // With the AOF off its errors refuse nothing, and turning it on starts afresh
+        // (Redis ignores them when it reopens the file).
+        d.write_errno.store(0, Ordering::Release);
+        d.fsync_errno.store(0, Ordering::Release);
     }
 }
 
@@ -898,12 +1056,14 @@ pub fn cron(shared: &Shared) {
             return;
         };
         let dirty = aof.stats.dirty.swap(false, Ordering::AcqRel);
-        let file = (aof.fsync == Fsync::EverySec && dirty).then(|| aof.file.clone());
+        // A failed fsync is tried again until one succeeds (and writes are allowed).
+        let retry = shared.aof.durability.fsync_errno.load(Ordering::Relaxed) != 0;
+        let file = (aof.fsync == Fsync::EverySec && (dirty || retry)).then(|| aof.file.clone());
         (file, aof.stats.size.load(Ordering::Relaxed))
     };
     if let Some(file) = file {
         // Outside the stream's lock: writers go on while the disk syncs.
-        let _ = file.sync_data();
+        shared.aof.durability.fsynced(file.sync_data());
     }
     let (percentage, min_size) = {
         let config = shared.config.read();
