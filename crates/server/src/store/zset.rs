@@ -38,6 +38,31 @@ pub struct ZSet {
 }
 
 impl ZSet {
+    /// A set of `members` at once (a load): both indexes sized for them, the ordered one
+    /// built in one pass, with full nodes, rather than split on the way as inserts do.
+    /// `None` when a member repeats.
+    pub fn from_members(members: Vec<(CompactBytes, f64)>) -> Option<ZSet> {
+        let mut scores = IndexMap::with_capacity_and_hasher(members.len(), Hasher::default());
+        let mut peaks = Peaks::default();
+        let mut order = Vec::with_capacity(members.len());
+        for (member, score) in members {
+            // -0.0 and 0.0 are the same score to Redis (see `insert`).
+            let score = if score == 0.0 { 0.0 } else { score };
+            peaks.saw(scores.len() + 1, member.len());
+            if scores.insert(member.clone(), score).is_some() {
+                return None;
+            }
+            order.push((Score(score), member));
+        }
+        // Mostly in order already (Redis writes them sorted): the sort only checks.
+        order.sort_unstable();
+        Some(ZSet {
+            scores,
+            order: order.into_iter().collect(),
+            peaks,
+        })
+    }
+
     /// Number of members.
     pub fn len(&self) -> usize {
         self.scores.len()

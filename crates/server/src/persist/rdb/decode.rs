@@ -101,16 +101,18 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
         }
         ZSET | ZSET_2 => {
             let n = r.count()?;
-            let mut zset = ZSet::default();
+            // Grown as read: the count is the file's word, not a size to trust.
+            let mut members = Vec::new();
             for _ in 0..n {
-                let member = r.string()?;
+                let member = CompactBytes::new(&r.string()?);
                 let score = if kind == ZSET_2 {
                     r.binary_double()?
                 } else {
                     r.text_double()?
                 };
-                add_member(&mut zset, &member, score)?;
+                members.push(checked_member(member, score)?);
             }
+            let zset = zset_of(members)?;
             non_empty(zset.len(), Value::ZSet(Box::new(zset)))
         }
         ZSET_ZIPLIST | ZSET_LISTPACK => {
@@ -186,16 +188,16 @@ fn compact_hash(blob: &[u8], zip: bool) -> Result<HashValue, Corrupt> {
 /// A sorted set from the member/score entries of a ziplist or listpack blob.
 fn compact_zset(blob: &[u8], zip: bool) -> Result<ZSet, Corrupt> {
     let items = compact_entries(blob, zip)?;
-    let mut zset = ZSet::default();
+    let mut members = Vec::with_capacity(items.len() / 2);
     for pair in pairs(&items)? {
         let score = match pair[1] {
             Elem::Int(n) => n as f64,
             // `zzlStrtod`: at most 127 bytes, and text that is no number reads as 0.
             Elem::Str(s) => parse_double(&s[..s.len().min(127)]).unwrap_or(0.0),
         };
-        add_member(&mut zset, &pair[0].to_bytes(), score)?;
+        members.push(checked_member(compact(pair[0]), score)?);
     }
-    Ok(zset)
+    zset_of(members)
 }
 
 /// The entries of a ziplist or listpack blob.
@@ -215,14 +217,15 @@ fn pairs<'e, 'b>(items: &'e [Elem<'b>]) -> Result<std::slice::ChunksExact<'e, El
     Ok(items.chunks_exact(2))
 }
 
-fn add_member(zset: &mut ZSet, member: &[u8], score: f64) -> Result<(), Corrupt> {
+fn checked_member(member: CompactBytes, score: f64) -> Result<(CompactBytes, f64), Corrupt> {
     if score.is_nan() {
         return Err(Corrupt("zset with NaN score"));
     }
-    if zset.insert(member, score).is_some() {
-        return Err(Corrupt("duplicate zset members"));
-    }
-    Ok(())
+    Ok((member, score))
+}
+
+fn zset_of(members: Vec<(CompactBytes, f64)>) -> Result<ZSet, Corrupt> {
+    ZSet::from_members(members).ok_or(Corrupt("duplicate zset members"))
 }
 
 fn compact(elem: Elem<'_>) -> CompactBytes {

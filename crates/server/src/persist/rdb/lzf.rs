@@ -62,11 +62,16 @@ pub fn decompress(input: &[u8], len: usize) -> Option<Vec<u8>> {
         if distance > out.len() || out.len() + run > len {
             return None;
         }
-        // Byte by byte: the source may overlap what this run writes (repeats).
+        // The run repeats the last `distance` bytes: from `start` on, the output is
+        // periodic with that period, and stays so when a whole number of periods is
+        // appended. So it is copied in blocks that double (one block when the run does
+        // not overlap itself), not byte by byte.
         let start = out.len() - distance;
-        for i in start..start + run {
-            let byte = out[i];
-            out.push(byte);
+        let mut left = run;
+        while left > 0 {
+            let n = left.min(out.len() - start);
+            out.extend_from_within(start..start + n);
+            left -= n;
         }
     }
     (out.len() == len).then_some(out)
@@ -299,6 +304,42 @@ mod tests {
         assert_eq!(compress(&blob, 36).unwrap(), redis);
         // The same input twice gives the same bytes (no state leaks between calls).
         assert_eq!(compress(&b"ab".repeat(100), 196).unwrap(), c);
+    }
+
+    /// Random streams of literal runs and back references (overlapping ones too),
+    /// decompressed as the format defines them: byte by byte.
+    #[test]
+    fn back_references_copy_as_byte_by_byte() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        for _ in 0..2000 {
+            let (mut stream, mut expected) = (Vec::new(), Vec::<u8>::new());
+            for _ in 0..rng.usize(1..40) {
+                if expected.is_empty() || rng.bool() {
+                    let run: Vec<u8> = (0..rng.usize(1..=32)).map(|_| rng.u8(..)).collect();
+                    stream.push((run.len() - 1) as u8);
+                    stream.extend_from_slice(&run);
+                    expected.extend_from_slice(&run);
+                    continue;
+                }
+                let distance = rng.usize(1..=expected.len().min(MAX_DISTANCE));
+                let run = rng.usize(3..=MAX_REF_LEN);
+                let code = run - 2;
+                let d = distance - 1;
+                if code < 7 {
+                    stream.push((code << 5 | d >> 8) as u8);
+                } else {
+                    stream.extend_from_slice(&[(7 << 5 | d >> 8) as u8, (code - 7) as u8]);
+                }
+                stream.push((d & 0xff) as u8);
+                for _ in 0..run {
+                    expected.push(expected[expected.len() - distance]);
+                }
+            }
+            assert_eq!(
+                decompress(&stream, expected.len()).as_deref(),
+                Some(&expected[..])
+            );
+        }
     }
 
     #[test]
