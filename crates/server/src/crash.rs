@@ -124,7 +124,32 @@ pub fn segfault() -> ! {
     std::process::abort()
 }
 
-fn write_all(fd: RawFd, mut bytes: &[u8]) {
+/// Where reports go (async-signal-safe).
+pub(crate) fn log_fd() -> RawFd {
+    LOG_FD.load(Ordering::Relaxed)
+}
+
+/// Writes the calling thread's stack as redis-server's reports show one, where it can
+/// be taken (async-signal-safe).
+pub(crate) fn write_stack_trace(fd: RawFd) {
+    if trace::SUPPORTED {
+        write_all(
+            fd,
+            b"\n------ STACK TRACE ------\n(addr2line -f -C -e <redline-server> <+offset> names a frame)\n\nBacktrace:\n",
+        );
+        trace::write(fd);
+    } else {
+        write_all(fd, b"Sorry: no support for backtrace().\n");
+    }
+}
+
+/// Loads the unwinder, so that a handler's first stack trace does not allocate.
+pub(crate) fn warm_up_stack_trace() {
+    trace::warm_up();
+}
+
+/// Writes all of `bytes` to `fd`, as far as it goes (async-signal-safe).
+pub(crate) fn write_all(fd: RawFd, mut bytes: &[u8]) {
     while !bytes.is_empty() {
         // SAFETY: `bytes` is a valid buffer of its length.
         let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
@@ -180,13 +205,7 @@ extern "C" fn handle(signal: libc::c_int, info: *mut libc::siginfo_t, context: *
         write_number(fd, i64::from(unsafe { (*info).si_code }));
     }
     write_all(fd, b"\n");
-    if trace::SUPPORTED {
-        write_all(
-            fd,
-            b"\n------ STACK TRACE ------\n(addr2line -f -C -e <redline-server> <+offset> names a frame)\n\nBacktrace:\n",
-        );
-        trace::write(fd);
-    }
+    write_stack_trace(fd);
     write_all(
         fd,
         b"\n=== REDLINE BUG REPORT END. Make sure to include from START to END. ===\n\n",

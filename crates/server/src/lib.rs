@@ -80,6 +80,7 @@ pub mod scripting;
 mod server;
 pub mod shared;
 pub mod slowlog;
+pub mod stall_watchdog;
 pub mod store;
 pub mod tracking;
 

@@ -197,6 +197,7 @@ impl Shared {
         let config = shared.config.read().clone();
         shared.configure_monitoring(&config);
         shared.hot.load(&config);
+        crate::stall_watchdog::configure(config.param_int("watchdog-period"), config.hz);
         shared
     }
 
@@ -296,6 +297,7 @@ impl Shared {
     /// Replaces the configuration (CONFIG SET) and tells connections to refresh.
     pub fn update_config(&self, config: Config) {
         self.hz.store(config.hz, Ordering::Relaxed);
+        crate::stall_watchdog::configure(config.param_int("watchdog-period"), config.hz);
         self.configure_monitoring(&config);
         self.hot.load(&config);
         self.apply_oom_score(&config);

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use redline_testkit::RedlineServer;
+use redline_testkit::{RedisServer, RedlineServer, Reply};
 
 fn debug_server() -> RedlineServer {
     RedlineServer::builder()
@@ -59,4 +59,41 @@ fn sigabrt_is_reported() {
     assert!(status.success());
     wait_for_exit(&mut server);
     assert_report(&log(&server), 6);
+}
+
+/// `watchdog-period` on one server: a batch of commands running past it (here DEBUG
+/// SLEEP) leaves `--- WATCHDOG TIMER EXPIRED ---` and a stack in the log, once; at 0
+/// the watchdog is off and the server stays.
+fn watchdog_reports_a_slow_command(cmd: &dyn Fn(&[&str]) -> Reply, log: &dyn Fn() -> String) {
+    let reports = || log().matches("--- WATCHDOG TIMER EXPIRED ---").count();
+    cmd(&["CONFIG", "SET", "watchdog-period", "200"]);
+    cmd(&["DEBUG", "SLEEP", "1"]);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while reports() == 0 {
+        assert!(Instant::now() < deadline, "no report in:\n{}", log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(log().contains("STACK TRACE"), "{}", log());
+    // Commands that return in time report nothing more.
+    for _ in 0..20 {
+        cmd(&["PING"]);
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(reports(), 1, "{}", log());
+    cmd(&["CONFIG", "SET", "watchdog-period", "0"]);
+    cmd(&["DEBUG", "SLEEP", "0.5"]);
+    assert_eq!(reports(), 1, "{}", log());
+    assert_eq!(cmd(&["PING"]), Reply::Simple("PONG".into()));
+}
+
+#[test]
+fn the_software_watchdog_reports_a_slow_command_like_redis() {
+    let server = debug_server();
+    watchdog_reports_a_slow_command(&|args| server.cmd(args).unwrap(), &|| log(&server));
+    let redis = RedisServer::builder()
+        .args(["--save", "", "--enable-debug-command", "yes"])
+        .start()
+        .unwrap();
+    let redis_log = || std::fs::read_to_string(redis.dir().join("server.log")).unwrap();
+    watchdog_reports_a_slow_command(&|args| redis.cmd(args).unwrap(), &redis_log);
 }

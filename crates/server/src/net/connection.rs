@@ -242,7 +242,9 @@ pub fn run_commands(
     input: &mut BytesMut,
     output: &mut BytesMut,
 ) -> Progress {
+    let batch = crate::stall_watchdog::batch();
     let progress = run_batch(shared, client, decoder, input, output);
+    drop(batch);
     // The script turn lasts one batch (the caller may wait next), or a debugging
     // session's EVAL.
     if progress != Progress::Debug && client.script_turn.take().is_some() {
