@@ -203,12 +203,7 @@ fn value_size(value: &Value) -> usize {
                     .sum::<usize>()
             }
             Value::Set(s) => 64 + s.iter().map(|m| 40 + heap(m.len())).sum::<usize>(),
-            Value::ZSet(z) => {
-                96 + z
-                    .iter()
-                    .map(|(m, _)| 112 + 2 * heap(m.len()))
-                    .sum::<usize>()
-            }
+            Value::ZSet(z) => 96 + z.heap_size(),
             Value::Stream(s) => s.heap_size(),
         }
 }

@@ -28,67 +28,145 @@ impl Ord for Score {
     }
 }
 
+/// Members a small set holds before it takes its indexes (Redis's default
+/// `zset-max-listpack-entries`).
+pub const SMALL_MAX: usize = 128;
+
 /// A sorted set.
 #[derive(Debug, Clone, Default)]
 pub struct ZSet {
-    scores: IndexMap<CompactBytes, f64, Hasher>,
-    order: BTreeSet<(Score, CompactBytes)>,
+    repr: Repr,
     /// What decides Redis's encoding (see [`ZSet::is_listpack`]).
     peaks: Peaks,
 }
 
+/// How the members are held. A small set is one vector in (score, member) order, as
+/// Redis keeps one in a listpack: a third of the memory of the indexes, and its lookups
+/// by member, linear, cost no more than a hash at that size. Past [`SMALL_MAX`] it
+/// takes the indexes for good (as Redis converts to a skiplist and never back).
+#[derive(Debug, Clone)]
+enum Repr {
+    Small(Vec<(Score, CompactBytes)>),
+    Large {
+        scores: IndexMap<CompactBytes, f64, Hasher>,
+        order: BTreeSet<(Score, CompactBytes)>,
+    },
+}
+
+impl Default for Repr {
+    fn default() -> Self {
+        Repr::Small(Vec::new())
+    }
+}
+
+/// -0.0 and 0.0 are the same score to Redis; one spelling keeps the order agreeing.
+fn normal(score: f64) -> Score {
+    Score(if score == 0.0 { 0.0 } else { score })
+}
+
 impl ZSet {
-    /// A set of `members` at once (a load): both indexes sized for them, the ordered one
-    /// built in one pass, with full nodes, rather than split on the way as inserts do.
-    /// `None` when a member repeats.
+    /// A set of `members` at once (a load): sized for them, ordered in one sort, the
+    /// indexes of a large one built in one pass (full nodes, not split on the way as
+    /// inserts leave them). `None` when a member repeats.
     pub fn from_members(members: Vec<(CompactBytes, f64)>) -> Option<ZSet> {
-        let mut scores = IndexMap::with_capacity_and_hasher(members.len(), Hasher::default());
         let mut peaks = Peaks::default();
-        let mut order = Vec::with_capacity(members.len());
-        for (member, score) in members {
-            // -0.0 and 0.0 are the same score to Redis (see `insert`).
-            let score = if score == 0.0 { 0.0 } else { score };
-            peaks.saw(scores.len() + 1, member.len());
-            if scores.insert(member.clone(), score).is_some() {
-                return None;
-            }
-            order.push((Score(score), member));
+        for (i, (member, _)) in members.iter().enumerate() {
+            peaks.saw(i + 1, member.len());
         }
+        let mut order: Vec<(Score, CompactBytes)> = members
+            .into_iter()
+            .map(|(member, score)| (normal(score), member))
+            .collect();
         // Mostly in order already (Redis writes them sorted): the sort only checks.
         order.sort_unstable();
-        Some(ZSet {
-            scores,
-            order: order.into_iter().collect(),
-            peaks,
-        })
+        let repr = if order.len() <= SMALL_MAX {
+            let mut by_member: Vec<&[u8]> = order.iter().map(|(_, m)| m.as_bytes()).collect();
+            by_member.sort_unstable();
+            if by_member.windows(2).any(|w| w[0] == w[1]) {
+                return None;
+            }
+            order.shrink_to_fit();
+            Repr::Small(order)
+        } else {
+            let mut scores = IndexMap::with_capacity_and_hasher(order.len(), Hasher::default());
+            for (score, member) in &order {
+                if scores.insert(member.clone(), score.0).is_some() {
+                    return None;
+                }
+            }
+            Repr::Large {
+                scores,
+                order: order.into_iter().collect(),
+            }
+        };
+        Some(ZSet { repr, peaks })
     }
 
     /// Number of members.
     pub fn len(&self) -> usize {
-        self.scores.len()
+        match &self.repr {
+            Repr::Small(v) => v.len(),
+            Repr::Large { scores, .. } => scores.len(),
+        }
     }
 
     /// Whether there are no members.
     pub fn is_empty(&self) -> bool {
-        self.scores.is_empty()
+        self.len() == 0
+    }
+
+    /// Position of `member` in a small set.
+    fn small_position(v: &[(Score, CompactBytes)], member: &[u8]) -> Option<usize> {
+        v.iter().position(|(_, m)| m.as_bytes() == member)
     }
 
     /// The member's score.
     pub fn score(&self, member: &[u8]) -> Option<f64> {
-        self.scores.get(member).copied()
+        match &self.repr {
+            Repr::Small(v) => Self::small_position(v, member).map(|i| v[i].0 .0),
+            Repr::Large { scores, .. } => scores.get(member).copied(),
+        }
     }
 
     /// Adds or updates a member; returns the previous score.
     pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
-        // -0.0 and 0.0 are the same score to Redis; keep one spelling so ordering agrees.
-        let score = if score == 0.0 { 0.0 } else { score };
-        let key = CompactBytes::new(member);
-        let old = self.scores.insert(key.clone(), score);
-        self.peaks.saw(self.scores.len(), member.len());
-        if let Some(old) = old {
-            self.order.remove(&(Score(old), key.clone()));
+        let score = normal(score);
+        let old = match &mut self.repr {
+            Repr::Small(v) => {
+                let (old, entry) = match Self::small_position(v, member).map(|i| v.remove(i)) {
+                    // The member's own bytes move to the new place.
+                    Some((old, key)) => (Some(old.0), (score, key)),
+                    None => (None, (score, CompactBytes::new(member))),
+                };
+                let at = v.partition_point(|e| *e < entry);
+                v.insert(at, entry);
+                old
+            }
+            Repr::Large { scores, order } => {
+                let key = CompactBytes::new(member);
+                let old = scores.insert(key.clone(), score.0);
+                if let Some(old) = old {
+                    order.remove(&(Score(old), key.clone()));
+                }
+                order.insert((score, key));
+                old
+            }
+        };
+        self.peaks.saw(self.len(), member.len());
+        if let Repr::Small(v) = &mut self.repr {
+            if v.len() > SMALL_MAX {
+                let members = std::mem::take(v);
+                let mut scores =
+                    IndexMap::with_capacity_and_hasher(members.len(), Hasher::default());
+                for (s, m) in &members {
+                    scores.insert(m.clone(), s.0);
+                }
+                self.repr = Repr::Large {
+                    scores,
+                    order: members.into_iter().collect(),
+                };
+            }
         }
-        self.order.insert((Score(score), key));
         old
     }
 
@@ -97,42 +175,193 @@ impl ZSet {
     pub fn is_listpack(&self, max_entries: usize, max_value: usize) -> bool {
         let now = Peaks {
             entries: self.len(),
-            longest: self.scores.keys().map(|m| m.len()).max().unwrap_or(0),
+            longest: self.iter().map(|(m, _)| m.len()).max().unwrap_or(0),
         };
         self.peaks.within(now, max_entries, max_value)
     }
 
     /// Removes a member; returns its score.
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let (key, score) = self.scores.swap_remove_entry(member)?;
-        self.order.remove(&(Score(score), key));
-        Some(score)
+        match &mut self.repr {
+            Repr::Small(v) => {
+                let i = Self::small_position(v, member)?;
+                Some(v.remove(i).0 .0)
+            }
+            Repr::Large { scores, order } => {
+                let (key, score) = scores.swap_remove_entry(member)?;
+                order.remove(&(Score(score), key));
+                Some(score)
+            }
+        }
     }
 
     /// Members in ascending (score, member) order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
-        self.order.iter().map(|(s, m)| (m.as_bytes(), s.0))
+        let (small, large) = match &self.repr {
+            Repr::Small(v) => (Some(v.iter()), None),
+            Repr::Large { order, .. } => (None, Some(order.iter())),
+        };
+        small
+            .into_iter()
+            .flatten()
+            .chain(large.into_iter().flatten())
+            .map(|(s, m)| (m.as_bytes(), s.0))
     }
 
-    /// The member at `index` in the lookup table (random picks and scan cursors; not
-    /// score order).
+    /// The member at `index` (random picks; in no promised order).
     pub fn get_index(&self, index: usize) -> Option<(&[u8], f64)> {
-        self.scores
-            .get_index(index)
-            .map(|(m, s)| (m.as_bytes(), *s))
+        match &self.repr {
+            Repr::Small(v) => v.get(index).map(|(s, m)| (m.as_bytes(), s.0)),
+            Repr::Large { scores, .. } => scores.get_index(index).map(|(m, s)| (m.as_bytes(), *s)),
+        }
     }
 
     /// Members with a score of at least `min`, in ascending (score, member) order.
     pub fn range_from(&self, min: f64) -> impl Iterator<Item = (&[u8], f64)> + '_ {
-        self.order
-            .range((Score(min), CompactBytes::new(b""))..)
+        let from = (Score(min), CompactBytes::new(b""));
+        let (small, large) = match &self.repr {
+            Repr::Small(v) => {
+                let at = v.partition_point(|e| *e < from);
+                (Some(v[at..].iter()), None)
+            }
+            Repr::Large { order, .. } => (None, Some(order.range(from..))),
+        };
+        small
+            .into_iter()
+            .flatten()
+            .chain(large.into_iter().flatten())
             .map(|(s, m)| (m.as_bytes(), s.0))
     }
 
     /// 0-based rank of a member in ascending order.
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
-        let score = self.score(member)?;
-        let key = CompactBytes::new(member);
-        Some(self.order.range(..(Score(score), key)).count())
+        match &self.repr {
+            Repr::Small(v) => Self::small_position(v, member),
+            Repr::Large { scores, order } => {
+                let score = *scores.get(member)?;
+                let key = CompactBytes::new(member);
+                Some(order.range(..(Score(score), key)).count())
+            }
+        }
+    }
+
+    /// Bytes it holds on the heap, estimated (MEMORY USAGE).
+    pub fn heap_size(&self) -> usize {
+        let heap = |m: &[u8]| {
+            if m.len() > super::compact::INLINE_CAPACITY {
+                m.len()
+            } else {
+                0
+            }
+        };
+        match &self.repr {
+            Repr::Small(v) => {
+                v.capacity() * std::mem::size_of::<(Score, CompactBytes)>()
+                    + v.iter().map(|(_, m)| heap(m)).sum::<usize>()
+            }
+            Repr::Large { scores, .. } => scores.keys().map(|m| 112 + 2 * heap(m)).sum::<usize>(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(u8, i8),
+        Remove(u8),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            3 => (any::<u8>(), any::<i8>()).prop_map(|(m, s)| Op::Insert(m, s)),
+            1 => any::<u8>().prop_map(Op::Remove),
+        ]
+    }
+
+    /// Member names: short and long (boxed) ones, so both kinds of bytes move.
+    fn name(m: u8) -> Vec<u8> {
+        if m % 5 == 0 {
+            format!("a-long-member-name-past-the-inline-size-{m}").into_bytes()
+        } else {
+            format!("m{m}").into_bytes()
+        }
+    }
+
+    fn check(z: &ZSet, model: &BTreeMap<Vec<u8>, f64>) {
+        assert_eq!(z.len(), model.len());
+        let mut expected: Vec<(f64, Vec<u8>)> =
+            model.iter().map(|(m, s)| (*s, m.clone())).collect();
+        expected.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let got: Vec<(f64, Vec<u8>)> = z.iter().map(|(m, s)| (s, m.to_vec())).collect();
+        assert_eq!(got, expected);
+        let back: Vec<(f64, Vec<u8>)> = z.iter().rev().map(|(m, s)| (s, m.to_vec())).collect();
+        assert!(back.iter().eq(expected.iter().rev()));
+        for (rank, (score, member)) in expected.iter().enumerate() {
+            assert_eq!(z.score(member), Some(*score));
+            assert_eq!(z.rank(member), Some(rank));
+        }
+        for min in [-200.0, -1.0, 0.0, 3.0, 200.0] {
+            let got: Vec<f64> = z.range_from(min).map(|(_, s)| s).collect();
+            let want: Vec<f64> = expected.iter().map(|e| e.0).filter(|s| *s >= min).collect();
+            assert_eq!(got, want);
+        }
+        let mut picked: Vec<Vec<u8>> = (0..z.len())
+            .map(|i| z.get_index(i).map(|(m, _)| m.to_vec()).unwrap_or_default())
+            .collect();
+        picked.sort();
+        assert!(picked.iter().eq(model.keys()));
+    }
+
+    proptest! {
+        /// Small and large sets (past `SMALL_MAX` on the way) answer as a plain ordered
+        /// map of member to score does.
+        #[test]
+        fn behaves_as_an_ordered_map(ops in proptest::collection::vec(op(), 1..400)) {
+            let mut z = ZSet::default();
+            let mut model = BTreeMap::new();
+            for op in ops {
+                match op {
+                    Op::Insert(m, s) => {
+                        let score = f64::from(s) / 4.0;
+                        assert_eq!(z.insert(&name(m), score), model.insert(name(m), score));
+                    }
+                    Op::Remove(m) => assert_eq!(z.remove(&name(m)), model.remove(&name(m))),
+                }
+            }
+            check(&z, &model);
+        }
+
+        /// A set built at once equals the same members inserted one by one, and a
+        /// repeated member is refused.
+        #[test]
+        fn built_at_once_as_inserted(members in proptest::collection::btree_map(any::<u8>(), any::<i8>(), 0..200)) {
+            let list: Vec<(CompactBytes, f64)> = members
+                .iter()
+                .map(|(m, s)| (CompactBytes::new(&name(*m)), f64::from(*s)))
+                .collect();
+            let model: BTreeMap<Vec<u8>, f64> =
+                members.iter().map(|(m, s)| (name(*m), f64::from(*s))).collect();
+            let z = ZSet::from_members(list.clone()).unwrap();
+            check(&z, &model);
+            if let Some(first) = list.first().cloned() {
+                let mut repeated = list;
+                repeated.push((first.0, 1.5));
+                assert!(ZSet::from_members(repeated).is_none());
+            }
+        }
+    }
+
+    #[test]
+    fn zero_has_one_spelling() {
+        let mut z = ZSet::default();
+        z.insert(b"a", -0.0);
+        z.insert(b"b", 0.0);
+        let scores: Vec<u64> = z.iter().map(|(_, s)| s.to_bits()).collect();
+        assert_eq!(scores, [0.0f64.to_bits(), 0.0f64.to_bits()]);
     }
 }
