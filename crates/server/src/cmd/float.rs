@@ -26,6 +26,19 @@ pub fn fmt_g(value: f64, precision: usize) -> String {
         return if value > 0.0 { "inf" } else { "-inf" }.into();
     }
     let precision = precision.max(1);
+    // A whole number of at most `precision` digits prints as its digits (the common
+    // case: integer scores); -0 keeps its sign, as C prints it.
+    if value.fract() == 0.0 && precision <= 17 && value.abs() < 10f64.powi(precision as i32) {
+        if value == 0.0 && value.is_sign_negative() {
+            return "-0".into();
+        }
+        return itoa::Buffer::new().format(value as i64).to_string();
+    }
+    fmt_g_digits(value, precision)
+}
+
+/// C's `%.<precision>g` of a finite `value`, from its decimal digits.
+fn fmt_g_digits(value: f64, precision: usize) -> String {
     // The exponent %e would print decides between fixed and exponent notation.
     let sci = format!("{:.*e}", precision - 1, value);
     let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
@@ -299,6 +312,17 @@ mod tests {
         }
 
         /// Every finite double printed with `%.17g` reads back as itself.
+        /// Whole numbers take a shortcut; it prints what the digits would.
+        #[test]
+        fn whole_numbers_print_as_their_digits(
+            n in -200_000_000_000_000_000i64..200_000_000_000_000_000,
+            shift in 0u32..18,
+            precision in 1usize..18,
+        ) {
+            let value = (n / 10i64.pow(shift)) as f64;
+            proptest::prop_assert_eq!(fmt_g(value, precision), fmt_g_digits(value, precision));
+        }
+
         #[test]
         fn g17_round_trips(bits in proptest::num::u64::ANY) {
             let value = f64::from_bits(bits);
