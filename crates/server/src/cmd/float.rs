@@ -37,20 +37,42 @@ pub fn fmt_g(value: f64, precision: usize) -> String {
     fmt_g_digits(value, precision)
 }
 
-/// C's `%.<precision>g` of a finite `value`, from its decimal digits.
+/// C's `%.<precision>g` of a finite `value`, from its decimal digits: those `%e` prints
+/// (C defines `%g` by them), placed for the fixed notation when the exponent calls for
+/// it, without formatting the value a second time.
 fn fmt_g_digits(value: f64, precision: usize) -> String {
-    // The exponent %e would print decides between fixed and exponent notation.
     let sci = format!("{:.*e}", precision - 1, value);
     let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exponent: i32 = exponent.parse().unwrap_or(0);
     if exponent < -4 || exponent >= precision as i32 {
         let mantissa = trim_zeros(mantissa);
         let sign = if exponent < 0 { '-' } else { '+' };
-        format!("{mantissa}e{sign}{:02}", exponent.unsigned_abs())
-    } else {
-        let decimals = (precision as i32 - 1 - exponent).max(0) as usize;
-        trim_zeros(&format!("{value:.decimals$}")).to_string()
+        return format!("{mantissa}e{sign}{:02}", exponent.unsigned_abs());
     }
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", mantissa),
+    };
+    let digits = mantissa.as_bytes().iter().filter(|&&b| b != b'.');
+    let mut out = String::with_capacity(precision + 8);
+    out.push_str(sign);
+    if exponent < 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', (-exponent - 1) as usize));
+        out.extend(digits.map(|&b| char::from(b)));
+    } else {
+        // At most `precision` digits before the point (the exponent is below it).
+        let whole = exponent as usize + 1;
+        for (i, &b) in digits.enumerate() {
+            if i == whole {
+                out.push('.');
+            }
+            out.push(char::from(b));
+        }
+    }
+    let kept = trim_zeros(&out).len();
+    out.truncate(kept);
+    out
 }
 
 fn trim_zeros(text: &str) -> &str {
@@ -321,6 +343,26 @@ mod tests {
         ) {
             let value = (n / 10i64.pow(shift)) as f64;
             proptest::prop_assert_eq!(fmt_g(value, precision), fmt_g_digits(value, precision));
+        }
+
+        /// The digits placed for the fixed notation are what formatting the value
+        /// with those decimals prints.
+        #[test]
+        fn fixed_notation_from_the_digits(
+            n in -1_000_000_000_000_000i64..1_000_000_000_000_000,
+            scale in 0i32..24,
+            precision in 1usize..18,
+        ) {
+            let value = n as f64 / 10f64.powi(scale);
+            if value.is_finite() {
+                let sci = format!("{:.*e}", precision - 1, value);
+                let exponent: i32 = sci.split_once('e').map_or(0, |(_, e)| e.parse().unwrap_or(0));
+                if (-4..precision as i32).contains(&exponent) {
+                    let decimals = (precision as i32 - 1 - exponent).max(0) as usize;
+                    let expected = format!("{value:.decimals$}");
+                    proptest::prop_assert_eq!(fmt_g_digits(value, precision), trim_zeros(&expected));
+                }
+            }
         }
 
         #[test]
