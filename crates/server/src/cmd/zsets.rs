@@ -12,7 +12,7 @@ use super::args::{int, is};
 use super::float::parse_f64;
 use super::reply::{double, CmdError, CmdResult, NOT_FLOAT, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
-use crate::store::{canonical_int, Shard, Value, ZSet};
+use crate::store::{canonical_int, ScoreBound, Shard, Value, ZSet};
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
@@ -291,13 +291,6 @@ fn zrevrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 // ---- ranges ----
 
-/// A score bound: value and whether it is exclusive (`(`).
-#[derive(Clone, Copy)]
-struct ScoreBound {
-    value: f64,
-    exclusive: bool,
-}
-
 fn parse_score_bound(arg: &[u8]) -> Option<ScoreBound> {
     let (exclusive, text) = match arg.first() {
         Some(b'(') => (true, &arg[1..]),
@@ -311,22 +304,6 @@ fn score_range(min: &[u8], max: &[u8]) -> Result<(ScoreBound, ScoreBound), CmdEr
     match (parse_score_bound(min), parse_score_bound(max)) {
         (Some(a), Some(b)) => Ok((a, b)),
         _ => Err(CmdError::Static("ERR min or max is not a float")),
-    }
-}
-
-fn above_min(score: f64, min: ScoreBound) -> bool {
-    if min.exclusive {
-        score > min.value
-    } else {
-        score >= min.value
-    }
-}
-
-fn below_max(score: f64, max: ScoreBound) -> bool {
-    if max.exclusive {
-        score < max.value
-    } else {
-        score <= max.value
     }
 }
 
@@ -392,19 +369,31 @@ enum Direction {
 }
 
 /// Members and scores a range selects, in reply order.
-fn select(
-    z: &ZSet,
+/// The members a range picks, in the order it walks them (`reverse`: from the highest;
+/// a reversed score or lex range has its bounds given min first here), after LIMIT.
+fn select<'z>(
+    z: &'z ZSet,
     kind: RangeType,
     reverse: bool,
     args: (&[u8], &[u8]),
     limit: Option<(i64, i64)>,
-) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
-    let ordered: Box<dyn Iterator<Item = (&[u8], f64)>> = if reverse {
-        Box::new(z.iter().rev())
-    } else {
-        Box::new(z.iter())
+) -> Result<Vec<(&'z [u8], f64)>, CmdError> {
+    let (offset, count) = match limit {
+        None => (0, usize::MAX),
+        Some((offset, _)) if offset < 0 => return Ok(Vec::new()),
+        Some((offset, count)) => (
+            offset as usize,
+            usize::try_from(count).unwrap_or(usize::MAX),
+        ),
     };
-    let picked: Vec<(Vec<u8>, f64)> = match kind {
+    fn page<'z>(
+        it: impl Iterator<Item = (&'z [u8], f64)>,
+        offset: usize,
+        count: usize,
+    ) -> Vec<(&'z [u8], f64)> {
+        it.skip(offset).take(count).collect()
+    }
+    Ok(match kind {
         RangeType::Rank | RangeType::Auto => {
             let (start, end) = (int(args.0)?, int(args.1)?);
             let len = z.len() as i64;
@@ -415,58 +404,56 @@ fn select(
                 return Ok(Vec::new());
             }
             end = end.min(len - 1);
-            ordered
-                .skip(start as usize)
-                .take((end - start + 1) as usize)
-                .map(|(m, s)| (m.to_vec(), s))
-                .collect()
+            // Ranks of a reversed range count from the highest member.
+            let (first, last) = if reverse {
+                (len - 1 - end, len - 1 - start)
+            } else {
+                (start, end)
+            };
+            let mut picked = z.by_rank(first as usize, last as usize);
+            if reverse {
+                picked.reverse();
+            }
+            page(picked.into_iter(), offset, count)
         }
         RangeType::Score => {
             let (min, max) = score_range(args.0, args.1)?;
-            ordered
-                .filter(|(_, s)| above_min(*s, min) && below_max(*s, max))
-                .map(|(m, s)| (m.to_vec(), s))
-                .collect()
+            let found = z.by_score(min, max);
+            if reverse {
+                page(found.rev(), offset, count)
+            } else {
+                page(found, offset, count)
+            }
         }
         RangeType::Lex => {
             let (min, max) = lex_range(args.0, args.1)?;
-            ordered
-                .filter(|(m, _)| lex_above_min(m, &min) && lex_below_max(m, &max))
-                .map(|(m, s)| (m.to_vec(), s))
-                .collect()
-        }
-    };
-    Ok(match limit {
-        None => picked,
-        Some((offset, _)) if offset < 0 => Vec::new(),
-        Some((offset, count)) => {
-            let it = picked.into_iter().skip(offset as usize);
-            if count < 0 {
-                it.collect()
+            let within = |(m, _): &(&[u8], f64)| lex_above_min(m, &min) && lex_below_max(m, &max);
+            if reverse {
+                page(z.iter().rev().filter(within), offset, count)
             } else {
-                it.take(count as usize).collect()
+                page(z.iter().filter(within), offset, count)
             }
         }
     })
 }
 
-pub(crate) fn write_range(
+pub(crate) fn write_range<M: AsRef<[u8]>>(
     out: &mut bytes::BytesMut,
     proto: Protocol,
-    items: &[(Vec<u8>, f64)],
+    items: &[(M, f64)],
     scores: bool,
 ) {
     if scores && proto == Protocol::Resp3 {
         encode::write_array_len(out, items.len());
         for (m, s) in items {
             encode::write_array_len(out, 2);
-            encode::write_bulk(out, m);
+            encode::write_bulk(out, m.as_ref());
             double(out, proto, *s);
         }
     } else {
         encode::write_array_len(out, items.len() * if scores { 2 } else { 1 });
         for (m, s) in items {
-            encode::write_bulk(out, m);
+            encode::write_bulk(out, m.as_ref());
             if scores {
                 double(out, proto, *s);
             }
@@ -557,8 +544,11 @@ fn zrange_into(
     let proto = ctx.proto();
     if let Some(dst) = store {
         let mut locked = ctx.lock_keys([&key[..], &dst[..]]);
-        let items = match zset(locked.shard(key), key)? {
-            Some(z) => select(z, kind, reverse, (lo, hi), limit)?,
+        let items: Vec<(Vec<u8>, f64)> = match zset(locked.shard(key), key)? {
+            Some(z) => select(z, kind, reverse, (lo, hi), limit)?
+                .into_iter()
+                .map(|(m, s)| (m.to_vec(), s))
+                .collect(),
             None => Vec::new(),
         };
         let shard = locked.shard(dst);
@@ -732,11 +722,7 @@ fn zcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (min, max) = score_range(&args[2], &args[3])?;
     let key = &args[1];
     let mut shard = ctx.lock(key);
-    let n = zset(&mut shard, key)?.map_or(0, |z| {
-        z.iter()
-            .filter(|(_, s)| above_min(*s, min) && below_max(*s, max))
-            .count()
-    });
+    let n = zset(&mut shard, key)?.map_or(0, |z| z.by_score(min, max).count());
     encode::write_integer(ctx.out, n as i64);
     Ok(())
 }
@@ -772,8 +758,11 @@ fn zremrange(ctx: &mut Ctx<'_>, args: &[Bytes], kind: RangeType) -> CmdResult {
     let removed = match zset(&mut shard, key)? {
         None => 0,
         Some(z) => {
-            let victims = select(z, kind, false, (&args[2], &args[3]), None)?;
-            for (m, _) in &victims {
+            let victims: Vec<Vec<u8>> = select(z, kind, false, (&args[2], &args[3]), None)?
+                .into_iter()
+                .map(|(m, _)| m.to_vec())
+                .collect();
+            for m in &victims {
                 z.remove(m);
             }
             victims.len()

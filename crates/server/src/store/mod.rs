@@ -39,7 +39,7 @@ pub use events::{KeyEvent, KeyEvents};
 pub use held::{Held, HeldShards, ShardMap};
 pub use shard::{as_master, loading, while_loading, SampleResult, Shard};
 pub use value::{canonical_int, Entry, HashValue, Hasher, ListValue, SetValue, Value};
-pub use zset::{Score, ZSet};
+pub use zset::{Score, ScoreBound, ZSet};
 
 thread_local! {
     /// The time a running script sees: frozen at its start on its thread, so a key

@@ -28,6 +28,52 @@ impl Ord for Score {
     }
 }
 
+/// A score bound of a range query: a value, and whether a score equal to it is out
+/// (`(` in Redis's syntax).
+#[derive(Debug, Clone, Copy)]
+pub struct ScoreBound {
+    /// The bound.
+    pub value: f64,
+    /// A score equal to `value` is outside the range.
+    pub exclusive: bool,
+}
+
+/// The float after `x` (`f64::next_up`, newer than this crate's minimum Rust).
+fn next_up(x: f64) -> f64 {
+    if x.is_nan() || x == f64::INFINITY {
+        return x;
+    }
+    if x == 0.0 {
+        return f64::from_bits(1);
+    }
+    let bits = x.to_bits();
+    f64::from_bits(if x > 0.0 { bits + 1 } else { bits - 1 })
+}
+
+/// The scores from `min` to `max` as a half-open range of (score, "") keys, each side
+/// unbounded when `None`: every score lies between two adjacent floats, so "above x"
+/// starts at the float after x and "up to x" ends before it. `None` when it is empty.
+fn score_keys(min: ScoreBound, max: ScoreBound) -> Option<(Option<Score>, Option<Score>)> {
+    let lower = match (min.exclusive, min.value) {
+        (true, f64::INFINITY) => return None,
+        (false, f64::NEG_INFINITY) => None,
+        (true, v) => Some(next_up(normal(v).0)),
+        (false, v) => Some(normal(v).0),
+    };
+    let upper = match (max.exclusive, max.value) {
+        (true, f64::NEG_INFINITY) => return None,
+        (false, f64::INFINITY) => None,
+        (true, v) => Some(normal(v).0),
+        (false, v) => Some(next_up(normal(v).0)),
+    };
+    if let (Some(lo), Some(hi)) = (lower, upper) {
+        if lo.total_cmp(&hi).is_ge() {
+            return None;
+        }
+    }
+    Some((lower.map(Score), upper.map(Score)))
+}
+
 /// Members a small set holds before it takes its indexes (Redis's default
 /// `zset-max-listpack-entries`).
 pub const SMALL_MAX: usize = 128;
@@ -233,6 +279,67 @@ impl ZSet {
             .map(|(s, m)| (m.as_bytes(), s.0))
     }
 
+    /// Members with ranks `start..=end` (0-based, ascending; `end` below the length),
+    /// walked from the nearer end of a large set.
+    pub fn by_rank(&self, start: usize, end: usize) -> Vec<(&[u8], f64)> {
+        fn pair((s, m): &(Score, CompactBytes)) -> (&[u8], f64) {
+            (m.as_bytes(), s.0)
+        }
+        if start > end || end >= self.len() {
+            return Vec::new();
+        }
+        let n = end - start + 1;
+        match &self.repr {
+            Repr::Small(v) => v[start..=end].iter().map(pair).collect(),
+            Repr::Large { order, .. } => {
+                let from_end = order.len() - 1 - end;
+                if start <= from_end {
+                    order.iter().skip(start).take(n).map(pair).collect()
+                } else {
+                    let mut picked: Vec<_> = order
+                        .iter()
+                        .rev()
+                        .skip(from_end)
+                        .take(n)
+                        .map(pair)
+                        .collect();
+                    picked.reverse();
+                    picked
+                }
+            }
+        }
+    }
+
+    /// Members with a score between `min` and `max`, in ascending (score, member) order
+    /// (`rev()` for descending), found without walking the members before them.
+    pub fn by_score(
+        &self,
+        min: ScoreBound,
+        max: ScoreBound,
+    ) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
+        let keys = score_keys(min, max);
+        let (small, large) = match (&self.repr, keys) {
+            (_, None) => (None, None),
+            (Repr::Small(v), Some((lower, upper))) => {
+                let start = lower.map_or(0, |lo| v.partition_point(|e| e.0 < lo));
+                let end = upper.map_or(v.len(), |hi| v.partition_point(|e| e.0 < hi));
+                (Some(v[start..end.max(start)].iter()), None)
+            }
+            (Repr::Large { order, .. }, Some((lower, upper))) => {
+                use std::ops::Bound;
+                let key = |s: Score| (s, CompactBytes::new(b""));
+                let lower = lower.map_or(Bound::Unbounded, |s| Bound::Included(key(s)));
+                let upper = upper.map_or(Bound::Unbounded, |s| Bound::Excluded(key(s)));
+                (None, Some(order.range((lower, upper))))
+            }
+        };
+        small
+            .into_iter()
+            .flatten()
+            .chain(large.into_iter().flatten())
+            .map(|(s, m)| (m.as_bytes(), s.0))
+    }
+
     /// 0-based rank of a member in ascending order.
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         match &self.repr {
@@ -352,6 +459,50 @@ mod tests {
                 let mut repeated = list;
                 repeated.push((first.0, 1.5));
                 assert!(ZSet::from_members(repeated).is_none());
+            }
+        }
+    }
+
+    fn bound() -> impl Strategy<Value = ScoreBound> {
+        let value = prop_oneof![
+            (-40i8..40).prop_map(|v| f64::from(v) / 4.0),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            Just(-0.0),
+        ];
+        (value, any::<bool>()).prop_map(|(value, exclusive)| ScoreBound { value, exclusive })
+    }
+
+    proptest! {
+        /// Score and rank ranges find what filtering every member finds, both ways,
+        /// in small and large sets.
+        #[test]
+        fn ranges_find_what_a_scan_finds(
+            members in proptest::collection::btree_map(any::<u8>(), -40i8..40, 0..300),
+            min in bound(),
+            max in bound(),
+            start in 0usize..320,
+            span in 0usize..320,
+        ) {
+            let list: Vec<(CompactBytes, f64)> = members
+                .iter()
+                .map(|(m, s)| (CompactBytes::new(&name(*m)), f64::from(*s) / 4.0))
+                .collect();
+            let z = ZSet::from_members(list).unwrap();
+            let above = |s: f64| if min.exclusive { s > min.value } else { s >= min.value };
+            let below = |s: f64| if max.exclusive { s < max.value } else { s <= max.value };
+            let scan: Vec<(&[u8], f64)> = z.iter().filter(|(_, s)| above(*s) && below(*s)).collect();
+            let found: Vec<(&[u8], f64)> = z.by_score(min, max).collect();
+            prop_assert_eq!(&found, &scan);
+            let back: Vec<(&[u8], f64)> = z.by_score(min, max).rev().collect();
+            prop_assert!(back.iter().eq(scan.iter().rev()));
+            let end = start + span;
+            let ranked = z.by_rank(start, end);
+            if end < z.len() {
+                let walked: Vec<(&[u8], f64)> = z.iter().skip(start).take(span + 1).collect();
+                prop_assert_eq!(ranked, walked);
+            } else {
+                prop_assert!(ranked.is_empty());
             }
         }
     }
