@@ -353,6 +353,38 @@ fn lex_below_max(member: &[u8], max: &LexBound) -> bool {
     }
 }
 
+/// The members within a lex range, ascending (`rev()` for descending): from the
+/// ordered index where the set allows it ([`ZSet::by_lex`]), else by filtering.
+fn lex_members<'z>(
+    z: &'z ZSet,
+    min: &LexBound,
+    max: &LexBound,
+) -> Box<dyn DoubleEndedIterator<Item = (&'z [u8], f64)> + 'z> {
+    use std::ops::Bound;
+    let lower = match min {
+        LexBound::Min => Some(Bound::Unbounded),
+        LexBound::Max => None,
+        LexBound::Inclusive(v) => Some(Bound::Included(&v[..])),
+        LexBound::Exclusive(v) => Some(Bound::Excluded(&v[..])),
+    };
+    let upper = match max {
+        LexBound::Max => Some(Bound::Unbounded),
+        LexBound::Min => None,
+        LexBound::Inclusive(v) => Some(Bound::Included(&v[..])),
+        LexBound::Exclusive(v) => Some(Bound::Excluded(&v[..])),
+    };
+    if let (Some(lower), Some(upper)) = (lower, upper) {
+        if let Some(found) = z.by_lex(lower, upper) {
+            return Box::new(found);
+        }
+    }
+    let (min, max) = (min.clone(), max.clone());
+    Box::new(
+        z.iter()
+            .filter(move |(m, _)| lex_above_min(m, &min) && lex_below_max(m, &max)),
+    )
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum RangeType {
     Auto,
@@ -368,7 +400,6 @@ enum Direction {
     Reverse,
 }
 
-/// Members and scores a range selects, in reply order.
 /// The members a range picks, in the order it walks them (`reverse`: from the highest;
 /// a reversed score or lex range has its bounds given min first here), after LIMIT.
 fn select<'z>(
@@ -427,11 +458,11 @@ fn select<'z>(
         }
         RangeType::Lex => {
             let (min, max) = lex_range(args.0, args.1)?;
-            let within = |(m, _): &(&[u8], f64)| lex_above_min(m, &min) && lex_below_max(m, &max);
+            let found = lex_members(z, &min, &max);
             if reverse {
-                page(z.iter().rev().filter(within), offset, count)
+                page(found.rev(), offset, count)
             } else {
-                page(z.iter().filter(within), offset, count)
+                page(found, offset, count)
             }
         }
     })
@@ -731,11 +762,7 @@ fn zlexcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (min, max) = lex_range(&args[2], &args[3])?;
     let key = &args[1];
     let mut shard = ctx.lock(key);
-    let n = zset(&mut shard, key)?.map_or(0, |z| {
-        z.iter()
-            .filter(|(m, _)| lex_above_min(m, &min) && lex_below_max(m, &max))
-            .count()
-    });
+    let n = zset(&mut shard, key)?.map_or(0, |z| lex_members(z, &min, &max).count());
     encode::write_integer(ctx.out, n as i64);
     Ok(())
 }

@@ -4,6 +4,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
+use std::ops::Bound;
 
 use indexmap::IndexMap;
 
@@ -36,6 +37,19 @@ pub struct ScoreBound {
     pub value: f64,
     /// A score equal to `value` is outside the range.
     pub exclusive: bool,
+}
+
+/// A member and its score, from an index entry.
+fn pair((s, m): &(Score, CompactBytes)) -> (&[u8], f64) {
+    (m.as_bytes(), s.0)
+}
+
+/// The bytes a bound holds, if it holds any.
+fn bound_value<'a>(bound: &Bound<&'a [u8]>) -> Option<&'a [u8]> {
+    match bound {
+        Bound::Included(v) | Bound::Excluded(v) => Some(v),
+        Bound::Unbounded => None,
+    }
 }
 
 /// The float after `x` (`f64::next_up`, newer than this crate's minimum Rust).
@@ -282,9 +296,6 @@ impl ZSet {
     /// Members with ranks `start..=end` (0-based, ascending; `end` below the length),
     /// walked from the nearer end of a large set.
     pub fn by_rank(&self, start: usize, end: usize) -> Vec<(&[u8], f64)> {
-        fn pair((s, m): &(Score, CompactBytes)) -> (&[u8], f64) {
-            (m.as_bytes(), s.0)
-        }
         if start > end || end >= self.len() {
             return Vec::new();
         }
@@ -326,7 +337,6 @@ impl ZSet {
                 (Some(v[start..end.max(start)].iter()), None)
             }
             (Repr::Large { order, .. }, Some((lower, upper))) => {
-                use std::ops::Bound;
                 let key = |s: Score| (s, CompactBytes::new(b""));
                 let lower = lower.map_or(Bound::Unbounded, |s| Bound::Included(key(s)));
                 let upper = upper.map_or(Bound::Unbounded, |s| Bound::Excluded(key(s)));
@@ -338,6 +348,36 @@ impl ZSet {
             .flatten()
             .chain(large.into_iter().flatten())
             .map(|(s, m)| (m.as_bytes(), s.0))
+    }
+
+    /// Members between two member bounds, ascending (`rev()` for descending), found in
+    /// the ordered index: for a large set whose members all have one score, what lex
+    /// ranges are meant for. `None` otherwise (a small set, or mixed scores: the
+    /// caller filters the members).
+    pub fn by_lex<'a>(
+        &'a self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+    ) -> Option<impl DoubleEndedIterator<Item = (&'a [u8], f64)> + 'a> {
+        let Repr::Large { order, .. } = &self.repr else {
+            return None;
+        };
+        let (first, last) = (order.first()?, order.last()?);
+        if first.0 != last.0 {
+            return None;
+        }
+        let score = first.0;
+        // An empty or inverted range is empty (the index would refuse it).
+        let (lo, hi) = (bound_value(&lower), bound_value(&upper));
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            let both_included =
+                matches!(lower, Bound::Included(_)) && matches!(upper, Bound::Included(_));
+            if lo > hi || (lo == hi && !both_included) {
+                return Some(order.range(..(score, CompactBytes::new(b""))).map(pair));
+            }
+        }
+        let key = |b: Bound<&[u8]>| b.map(|m| (score, CompactBytes::new(m)));
+        Some(order.range((key(lower), key(upper))).map(pair))
     }
 
     /// 0-based rank of a member in ascending order.
@@ -503,6 +543,64 @@ mod tests {
                 prop_assert_eq!(ranked, walked);
             } else {
                 prop_assert!(ranked.is_empty());
+            }
+        }
+    }
+
+    fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+        b.as_ref().map(|v| &v[..])
+    }
+
+    fn member_bound() -> impl Strategy<Value = Bound<Vec<u8>>> {
+        prop_oneof![
+            Just(Bound::Unbounded),
+            any::<u8>().prop_map(|m| Bound::Included(name(m))),
+            any::<u8>().prop_map(|m| Bound::Excluded(name(m))),
+            Just(Bound::Included(Vec::new())),
+            Just(Bound::Excluded(Vec::new())),
+        ]
+    }
+
+    proptest! {
+        /// Lex ranges of a large set of one score find what filtering finds; other sets
+        /// are left to the caller.
+        #[test]
+        fn lex_ranges_find_what_a_scan_finds(
+            members in proptest::collection::btree_set(any::<u8>(), 129..256),
+            lower in member_bound(),
+            upper in member_bound(),
+            mixed in any::<bool>(),
+        ) {
+            let list: Vec<(CompactBytes, f64)> = members
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (CompactBytes::new(&name(*m)), if mixed && i == 0 { 1.0 } else { 2.0 }))
+                .collect();
+            let z = ZSet::from_members(list).unwrap();
+            let found = z.by_lex(as_ref(&lower), as_ref(&upper));
+            prop_assert_eq!(found.is_some(), !mixed);
+            if let Some(found) = found {
+                let within = |m: &[u8]| {
+                    (match &lower {
+                        Bound::Unbounded => true,
+                        Bound::Included(v) => m >= &v[..],
+                        Bound::Excluded(v) => m > &v[..],
+                    }) && (match &upper {
+                        Bound::Unbounded => true,
+                        Bound::Included(v) => m <= &v[..],
+                        Bound::Excluded(v) => m < &v[..],
+                    })
+                };
+                let scan: Vec<(&[u8], f64)> = z.iter().filter(|(m, _)| within(m)).collect();
+                let found: Vec<(&[u8], f64)> = found.collect();
+                prop_assert_eq!(&found, &scan);
+                let back: Vec<(&[u8], f64)> = z
+                    .by_lex(as_ref(&lower), as_ref(&upper))
+                    .into_iter()
+                    .flatten()
+                    .rev()
+                    .collect();
+                prop_assert!(back.iter().eq(scan.iter().rev()));
             }
         }
     }
