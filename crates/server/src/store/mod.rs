@@ -22,6 +22,7 @@ pub mod lazyfree;
 pub mod lookups;
 mod shard;
 mod slot_counts;
+mod sorted_blocks;
 pub mod stream;
 mod value;
 mod zset;

@@ -1,14 +1,13 @@
 //! Sorted sets: member → score for lookups, plus the members ordered by (score, member)
-//! for ranges. Ranks walk the ordered set (O(rank)); an order-statistic tree would make
-//! them O(log n) and is the planned replacement.
+//! for ranges and ranks (a small set is only the ordered vector; see [`ZSet`]).
 
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
 use std::ops::Bound;
 
 use indexmap::IndexMap;
 
 use super::compact::CompactBytes;
+use super::sorted_blocks::SortedBlocks;
 use super::value::{Hasher, Peaks};
 
 /// A score with the total order Redis uses (scores are never NaN).
@@ -42,14 +41,6 @@ pub struct ScoreBound {
 /// A member and its score, from an index entry.
 fn pair((s, m): &(Score, CompactBytes)) -> (&[u8], f64) {
     (m.as_bytes(), s.0)
-}
-
-/// The bytes a bound holds, if it holds any.
-fn bound_value<'a>(bound: &Bound<&'a [u8]>) -> Option<&'a [u8]> {
-    match bound {
-        Bound::Included(v) | Bound::Excluded(v) => Some(v),
-        Bound::Unbounded => None,
-    }
 }
 
 /// The float after `x` (`f64::next_up`, newer than this crate's minimum Rust).
@@ -109,7 +100,7 @@ enum Repr {
     Small(Vec<(Score, CompactBytes)>),
     Large {
         scores: IndexMap<CompactBytes, f64, Hasher>,
-        order: BTreeSet<(Score, CompactBytes)>,
+        order: SortedBlocks<(Score, CompactBytes)>,
     },
 }
 
@@ -156,7 +147,7 @@ impl ZSet {
             }
             Repr::Large {
                 scores,
-                order: order.into_iter().collect(),
+                order: SortedBlocks::from_sorted(order),
             }
         };
         Some(ZSet { repr, peaks })
@@ -166,7 +157,7 @@ impl ZSet {
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Small(v) => v.len(),
-            Repr::Large { scores, .. } => scores.len(),
+            Repr::Large { order, .. } => order.len(),
         }
     }
 
@@ -223,7 +214,7 @@ impl ZSet {
                 }
                 self.repr = Repr::Large {
                     scores,
-                    order: members.into_iter().collect(),
+                    order: SortedBlocks::from_sorted(members),
                 };
             }
         }
@@ -284,7 +275,10 @@ impl ZSet {
                 let at = v.partition_point(|e| *e < from);
                 (Some(v[at..].iter()), None)
             }
-            Repr::Large { order, .. } => (None, Some(order.range(from..))),
+            Repr::Large { order, .. } => {
+                let (start, end) = order.positions(Bound::Included(&from), Bound::Unbounded);
+                (None, Some(order.slice(start, end)))
+            }
         };
         small
             .into_iter()
@@ -299,25 +293,9 @@ impl ZSet {
         if start > end || end >= self.len() {
             return Vec::new();
         }
-        let n = end - start + 1;
         match &self.repr {
             Repr::Small(v) => v[start..=end].iter().map(pair).collect(),
-            Repr::Large { order, .. } => {
-                let from_end = order.len() - 1 - end;
-                if start <= from_end {
-                    order.iter().skip(start).take(n).map(pair).collect()
-                } else {
-                    let mut picked: Vec<_> = order
-                        .iter()
-                        .rev()
-                        .skip(from_end)
-                        .take(n)
-                        .map(pair)
-                        .collect();
-                    picked.reverse();
-                    picked
-                }
-            }
+            Repr::Large { order, .. } => order.slice(start, end + 1).map(pair).collect(),
         }
     }
 
@@ -338,9 +316,12 @@ impl ZSet {
             }
             (Repr::Large { order, .. }, Some((lower, upper))) => {
                 let key = |s: Score| (s, CompactBytes::new(b""));
-                let lower = lower.map_or(Bound::Unbounded, |s| Bound::Included(key(s)));
-                let upper = upper.map_or(Bound::Unbounded, |s| Bound::Excluded(key(s)));
-                (None, Some(order.range((lower, upper))))
+                let (lower, upper) = (lower.map(key), upper.map(key));
+                let (start, end) = order.positions(
+                    lower.as_ref().map_or(Bound::Unbounded, Bound::Included),
+                    upper.as_ref().map_or(Bound::Unbounded, Bound::Excluded),
+                );
+                (None, Some(order.slice(start, end)))
             }
         };
         small
@@ -367,17 +348,10 @@ impl ZSet {
             return None;
         }
         let score = first.0;
-        // An empty or inverted range is empty (the index would refuse it).
-        let (lo, hi) = (bound_value(&lower), bound_value(&upper));
-        if let (Some(lo), Some(hi)) = (lo, hi) {
-            let both_included =
-                matches!(lower, Bound::Included(_)) && matches!(upper, Bound::Included(_));
-            if lo > hi || (lo == hi && !both_included) {
-                return Some(order.range(..(score, CompactBytes::new(b""))).map(pair));
-            }
-        }
         let key = |b: Bound<&[u8]>| b.map(|m| (score, CompactBytes::new(m)));
-        Some(order.range((key(lower), key(upper))).map(pair))
+        let (lower, upper) = (key(lower), key(upper));
+        let (start, end) = order.positions(lower.as_ref(), upper.as_ref());
+        Some(order.slice(start, end).map(pair))
     }
 
     /// 0-based rank of a member in ascending order.
@@ -386,8 +360,7 @@ impl ZSet {
             Repr::Small(v) => Self::small_position(v, member),
             Repr::Large { scores, order } => {
                 let score = *scores.get(member)?;
-                let key = CompactBytes::new(member);
-                Some(order.range(..(Score(score), key)).count())
+                Some(order.rank(&(Score(score), CompactBytes::new(member))))
             }
         }
     }
