@@ -11,26 +11,12 @@
 // `prlimit` on the server's process, a system call on raw pointers.
 #![allow(unsafe_code)]
 
+mod common;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use redline_testkit::{RedlineServer, Reply};
-
-fn server(fsync: &str) -> RedlineServer {
-    RedlineServer::builder()
-        .args([
-            "--save",
-            "",
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            fsync,
-            "--auto-aof-rewrite-percentage",
-            "0",
-        ])
-        .start()
-        .unwrap()
-}
 
 /// The incremental file the server appends to: the last one its manifest names.
 fn incr_file(server: &RedlineServer) -> PathBuf {
@@ -114,7 +100,7 @@ const REFUSED: &str = "MISCONF Errors writing to the AOF file: No space left on 
 
 #[test]
 fn a_failing_aof_refuses_writes_until_it_can_write_and_loses_nothing() {
-    let mut server = server("everysec");
+    let mut server = common::aof_server("everysec");
     write_before(&server);
     let size = std::fs::metadata(incr_file(&server)).unwrap().len();
     // Room for part of the next command only: its write comes short.
@@ -173,7 +159,7 @@ fn a_failing_aof_refuses_writes_until_it_can_write_and_loses_nothing() {
 
 #[test]
 fn a_failing_aof_under_appendfsync_always_stops_the_server() {
-    let mut server = server("always");
+    let mut server = common::aof_server("always");
     write_before(&server);
     let size = std::fs::metadata(incr_file(&server)).unwrap().len();
     limit_file_size(&server, Some(size));
@@ -197,7 +183,7 @@ fn a_failing_aof_under_appendfsync_always_stops_the_server() {
 }
 
 fn replica_of(master: &RedlineServer, ignore_errors: bool) -> RedlineServer {
-    let replica = server("everysec");
+    let replica = common::aof_server("everysec");
     let ignore = if ignore_errors { "yes" } else { "no" };
     replica
         .cmd(&["CONFIG", "SET", "replica-ignore-disk-write-errors", ignore])
@@ -231,7 +217,7 @@ fn wait_for_key(replica: &RedlineServer, key: &str) -> bool {
 
 #[test]
 fn a_replica_that_cannot_write_its_aof_stops_unless_told_to_go_on() {
-    let master = server("everysec");
+    let master = common::aof_server("everysec");
     master
         .cmd(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"])
         .unwrap();

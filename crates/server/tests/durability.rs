@@ -14,6 +14,8 @@
 //! writes), and every value must be the one written.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -101,23 +103,6 @@ fn writer(addr: SocketAddr, client: usize, stop: Arc<AtomicBool>) -> Acks {
         }
     }
     acks
-}
-
-fn server(fsync: &str) -> RedlineServer {
-    RedlineServer::builder()
-        .args([
-            "--save",
-            "",
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            fsync,
-            // The automatic rewrite is exercised on purpose in the rewrite case only.
-            "--auto-aof-rewrite-percentage",
-            "0",
-        ])
-        .start()
-        .unwrap()
 }
 
 /// Runs the writers (and `during`, on its own thread until the kill) against `server`,
@@ -216,7 +201,7 @@ fn check(server: &RedlineServer, acks: &[Acks], deadline: Instant) -> usize {
 
 #[test]
 fn appendfsync_always_keeps_every_acknowledged_write_across_sigkill() {
-    let mut server = server("always");
+    let mut server = common::aof_server("always");
     let (acks, killed_at) = write_then_kill(&mut server, |_, _| {});
     assert_eq!(check(&server, &acks, killed_at), 0);
     assert!(server
@@ -226,7 +211,7 @@ fn appendfsync_always_keeps_every_acknowledged_write_across_sigkill() {
 
 #[test]
 fn appendfsync_everysec_loses_no_acknowledged_write_across_sigkill() {
-    let mut server = server("everysec");
+    let mut server = common::aof_server("everysec");
     let (acks, killed_at) = write_then_kill(&mut server, |_, _| {});
     let missing = check(&server, &acks, killed_at - Duration::from_secs(2));
     // A reply leaves only once its write is in the file (the kernel's page cache,
@@ -242,14 +227,14 @@ fn appendfsync_everysec_loses_no_acknowledged_write_across_sigkill() {
 /// Redis writes its buffer before it sends replies): a SIGKILL loses none.
 #[test]
 fn appendfsync_no_writes_before_it_replies() {
-    let mut server = server("no");
+    let mut server = common::aof_server("no");
     let (acks, killed_at) = write_then_kill(&mut server, |_, _| {});
     assert_eq!(check(&server, &acks, killed_at), 0);
 }
 
 #[test]
 fn a_rewrite_overlapping_the_writes_loses_no_acknowledged_write() {
-    let mut server = server("always");
+    let mut server = common::aof_server("always");
     let (acks, killed_at) = write_then_kill(&mut server, |addr, stop| {
         let mut link = Link::connect(addr);
         let mut rewrites = 0;
@@ -280,7 +265,7 @@ fn a_rewrite_overlapping_the_writes_loses_no_acknowledged_write() {
 
 #[test]
 fn appendfsync_changed_at_runtime_applies_at_once_and_keeps_the_writes() {
-    let mut server = server("everysec");
+    let mut server = common::aof_server("everysec");
     let mut link = Link::connect(server.addr());
     for (round, fsync) in ["always", "no", "always", "everysec"].iter().enumerate() {
         let reply = link.cmd(&[b"CONFIG", b"SET", b"appendfsync", fsync.as_bytes()]);

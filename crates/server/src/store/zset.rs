@@ -248,15 +248,28 @@ impl ZSet {
 
     /// Members in ascending (score, member) order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
+        self.span(|v| 0..v.len(), |order| (0, order.len()))
+    }
+
+    /// The entries at the positions `small` picks in a small set's vector, or `large`
+    /// in a large set's index, as (member, score), ascending (`rev()` for descending).
+    fn span(
+        &self,
+        small: impl FnOnce(&[(Score, CompactBytes)]) -> std::ops::Range<usize>,
+        large: impl FnOnce(&SortedBlocks<(Score, CompactBytes)>) -> (usize, usize),
+    ) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
         let (small, large) = match &self.repr {
-            Repr::Small(v) => (Some(v.iter()), None),
-            Repr::Large { order, .. } => (None, Some(order.iter())),
+            Repr::Small(v) => (Some(v[small(v)].iter()), None),
+            Repr::Large { order, .. } => {
+                let (start, end) = large(order);
+                (None, Some(order.slice(start, end)))
+            }
         };
         small
             .into_iter()
             .flatten()
             .chain(large.into_iter().flatten())
-            .map(|(s, m)| (m.as_bytes(), s.0))
+            .map(pair)
     }
 
     /// The member at `index` (random picks; in no promised order).
@@ -269,26 +282,14 @@ impl ZSet {
 
     /// Members with a score of at least `min`, in ascending (score, member) order.
     pub fn range_from(&self, min: f64) -> impl Iterator<Item = (&[u8], f64)> + '_ {
-        let from = (Score(min), CompactBytes::new(b""));
-        let (small, large) = match &self.repr {
-            Repr::Small(v) => {
-                let at = v.partition_point(|e| *e < from);
-                (Some(v[at..].iter()), None)
-            }
-            Repr::Large { order, .. } => {
-                let (start, end) = order.positions(Bound::Included(&from), Bound::Unbounded);
-                (None, Some(order.slice(start, end)))
-            }
+        let bound = |value| ScoreBound {
+            value,
+            exclusive: false,
         };
-        small
-            .into_iter()
-            .flatten()
-            .chain(large.into_iter().flatten())
-            .map(|(s, m)| (m.as_bytes(), s.0))
+        self.by_score(bound(min), bound(f64::INFINITY))
     }
 
-    /// Members with ranks `start..=end` (0-based, ascending; `end` below the length),
-    /// walked from the nearer end of a large set.
+    /// Members with ranks `start..=end` (0-based, ascending; `end` below the length).
     pub fn by_rank(&self, start: usize, end: usize) -> Vec<(&[u8], f64)> {
         if start > end || end >= self.len() {
             return Vec::new();
@@ -306,29 +307,29 @@ impl ZSet {
         min: ScoreBound,
         max: ScoreBound,
     ) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
+        // `None`: an empty range.
         let keys = score_keys(min, max);
-        let (small, large) = match (&self.repr, keys) {
-            (_, None) => (None, None),
-            (Repr::Small(v), Some((lower, upper))) => {
+        self.span(
+            move |v: &[(Score, CompactBytes)]| {
+                let Some((lower, upper)) = keys else {
+                    return 0..0;
+                };
                 let start = lower.map_or(0, |lo| v.partition_point(|e| e.0 < lo));
                 let end = upper.map_or(v.len(), |hi| v.partition_point(|e| e.0 < hi));
-                (Some(v[start..end.max(start)].iter()), None)
-            }
-            (Repr::Large { order, .. }, Some((lower, upper))) => {
+                start..end.max(start)
+            },
+            move |order: &SortedBlocks<(Score, CompactBytes)>| {
+                let Some((lower, upper)) = keys else {
+                    return (0, 0);
+                };
                 let key = |s: Score| (s, CompactBytes::new(b""));
                 let (lower, upper) = (lower.map(key), upper.map(key));
-                let (start, end) = order.positions(
+                order.positions(
                     lower.as_ref().map_or(Bound::Unbounded, Bound::Included),
                     upper.as_ref().map_or(Bound::Unbounded, Bound::Excluded),
-                );
-                (None, Some(order.slice(start, end)))
-            }
-        };
-        small
-            .into_iter()
-            .flatten()
-            .chain(large.into_iter().flatten())
-            .map(|(s, m)| (m.as_bytes(), s.0))
+                )
+            },
+        )
     }
 
     /// Members between two member bounds, ascending (`rev()` for descending), found in

@@ -1,5 +1,6 @@
-//! Test helpers: an in-process redline-server on a free loopback port, and a raw RESP
-//! connection (our encoder and parser over a blocking socket) to talk to any server.
+//! Test helpers: an in-process redline-server on a free loopback port, a raw RESP
+//! connection (our encoder and parser over a blocking socket) to talk to any server, and
+//! a redline-server process writing an AOF.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{Read, Write};
@@ -298,4 +299,22 @@ impl AnyServer {
             _server: Box::new(server),
         }
     }
+}
+
+/// A redline-server process with `appendonly yes` and `appendfsync <fsync>`, no save
+/// points and no automatic rewrite (tests that want one run it themselves).
+pub fn aof_server(fsync: &str) -> redline_testkit::RedlineServer {
+    redline_testkit::RedlineServer::builder()
+        .args([
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            fsync,
+            "--auto-aof-rewrite-percentage",
+            "0",
+        ])
+        .start()
+        .unwrap()
 }
