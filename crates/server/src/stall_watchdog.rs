@@ -142,9 +142,10 @@ fn monitor() {
             }
             reported.retain(|(t, _)| *t != thread);
             reported.push((thread, since));
-            // SAFETY: the thread registered itself and threads that run commands live
-            // as long as the runtime; a signal to one that ended is refused (ESRCH)
-            // by glibc's check of its own thread list.
+            // SAFETY: the thread registered itself, and it clears its mark before it
+            // leaves a batch (even unwinding), so it can only have ended in the moment
+            // between the read above and this call; glibc answers ESRCH for a thread
+            // that ended and was joined, and worker threads live as long as the runtime.
             unsafe {
                 libc::pthread_kill(thread, libc::SIGALRM);
             }
