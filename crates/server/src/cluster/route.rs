@@ -135,6 +135,10 @@ pub fn check(
     if (migrating || importing) && !pubsubshard {
         // The keys are looked at with the state's lock released: shards are never
         // locked under it (a script holds its shards, then reads the state here).
+        // Known race: the shard is let go between this look and the command, so a
+        // MIGRATE of the key landing in between makes a read miss it (nil instead of
+        // ASK); Redis cannot interleave there. Holding the keys' shards from here
+        // through the command (as EXEC holds them) would close it.
         drop(state);
         // Expired keys count as missing, as Redis's lookup sees them; nothing is touched.
         // Read through the caller's shards when a script or transaction holds them.
