@@ -197,7 +197,6 @@ impl Shared {
         let config = shared.config.read().clone();
         shared.configure_monitoring(&config);
         shared.hot.load(&config);
-        crate::stall_watchdog::configure(config.param_int("watchdog-period"), config.hz);
         shared
     }
 
@@ -251,6 +250,7 @@ impl Shared {
 
     /// Applies the slow log's, the latency monitor's and lazy freeing's parameters.
     fn configure_monitoring(&self, config: &Config) {
+        crate::stall_watchdog::configure(config.param_int("watchdog-period"), config.hz);
         self.slowlog.configure(
             config.param_int("slowlog-log-slower-than"),
             usize::try_from(config.param_int("slowlog-max-len")).unwrap_or(usize::MAX),
@@ -297,7 +297,6 @@ impl Shared {
     /// Replaces the configuration (CONFIG SET) and tells connections to refresh.
     pub fn update_config(&self, config: Config) {
         self.hz.store(config.hz, Ordering::Relaxed);
-        crate::stall_watchdog::configure(config.param_int("watchdog-period"), config.hz);
         self.configure_monitoring(&config);
         self.hot.load(&config);
         self.apply_oom_score(&config);

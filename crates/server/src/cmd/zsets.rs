@@ -417,12 +417,18 @@ fn select<'z>(
             usize::try_from(count).unwrap_or(usize::MAX),
         ),
     };
+    /// LIMIT's page of `found`, walked from the highest when `reverse`.
     fn page<'z>(
-        it: impl Iterator<Item = (&'z [u8], f64)>,
+        found: impl DoubleEndedIterator<Item = (&'z [u8], f64)>,
+        reverse: bool,
         offset: usize,
         count: usize,
     ) -> Vec<(&'z [u8], f64)> {
-        it.skip(offset).take(count).collect()
+        if reverse {
+            found.rev().skip(offset).take(count).collect()
+        } else {
+            found.skip(offset).take(count).collect()
+        }
     }
     Ok(match kind {
         RangeType::Rank | RangeType::Auto => {
@@ -441,29 +447,16 @@ fn select<'z>(
             } else {
                 (start, end)
             };
-            let mut picked = z.by_rank(first as usize, last as usize);
-            if reverse {
-                picked.reverse();
-            }
-            page(picked.into_iter(), offset, count)
+            let found = z.by_rank(first as usize, last as usize + 1);
+            page(found, reverse, offset, count)
         }
         RangeType::Score => {
             let (min, max) = score_range(args.0, args.1)?;
-            let found = z.by_score(min, max);
-            if reverse {
-                page(found.rev(), offset, count)
-            } else {
-                page(found, offset, count)
-            }
+            page(z.by_score(min, max), reverse, offset, count)
         }
         RangeType::Lex => {
             let (min, max) = lex_range(args.0, args.1)?;
-            let found = lex_members(z, &min, &max);
-            if reverse {
-                page(found.rev(), offset, count)
-            } else {
-                page(found, offset, count)
-            }
+            page(lex_members(z, &min, &max), reverse, offset, count)
         }
     })
 }

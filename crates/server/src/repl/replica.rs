@@ -1000,8 +1000,8 @@ impl Applier {
         let _gate = journal.enter();
         // A copy of each whole command run, taken before the decoder consumes it (its
         // values are stored without a copy). Only whole commands are copied: a large
-        // bulk still arriving is not copied on every read.
-        let mut ran = BytesMut::with_capacity(input.len().min(crate::net::connection::BIG_ARG));
+        // bulk still arriving is not copied on every read, nor is room made for it.
+        let mut ran = BytesMut::new();
         // `ran[..applied]` is applied outside any MULTI.
         let mut applied = 0;
         crate::store::as_master(|| loop {
@@ -1014,6 +1014,10 @@ impl Applier {
                     std::mem::take(input)
                 }
             };
+            if ran.capacity() == 0 {
+                // Room for the batch's commands at once, as far as they are small.
+                ran.reserve(one.len() + input.len().min(crate::net::connection::BIG_ARG));
+            }
             ran.extend_from_slice(&one);
             run_commands(
                 shared,

@@ -117,8 +117,7 @@ fn normal(score: f64) -> Score {
 
 impl ZSet {
     /// A set of `members` at once (a load): sized for them, ordered in one sort, the
-    /// indexes of a large one built in one pass (full nodes, not split on the way as
-    /// inserts leave them). `None` when a member repeats.
+    /// indexes of a large one built in one pass. `None` when a member repeats.
     pub fn from_members(members: Vec<(CompactBytes, f64)>) -> Option<ZSet> {
         let mut peaks = Peaks::default();
         for (i, (member, _)) in members.iter().enumerate() {
@@ -139,18 +138,24 @@ impl ZSet {
             order.shrink_to_fit();
             Repr::Small(order)
         } else {
-            let mut scores = IndexMap::with_capacity_and_hasher(order.len(), Hasher::default());
-            for (score, member) in &order {
-                if scores.insert(member.clone(), score.0).is_some() {
-                    return None;
-                }
-            }
-            Repr::Large {
-                scores,
-                order: SortedBlocks::from_sorted(order),
-            }
+            Self::indexed(order)?
         };
         Some(ZSet { repr, peaks })
+    }
+
+    /// The indexes of a large set, from its entries in order; `None` when a member
+    /// repeats.
+    fn indexed(order: Vec<(Score, CompactBytes)>) -> Option<Repr> {
+        let mut scores = IndexMap::with_capacity_and_hasher(order.len(), Hasher::default());
+        for (score, member) in &order {
+            if scores.insert(member.clone(), score.0).is_some() {
+                return None;
+            }
+        }
+        Some(Repr::Large {
+            scores,
+            order: SortedBlocks::from_sorted(order),
+        })
     }
 
     /// Number of members.
@@ -206,16 +211,10 @@ impl ZSet {
         self.peaks.saw(self.len(), member.len());
         if let Repr::Small(v) = &mut self.repr {
             if v.len() > SMALL_MAX {
-                let members = std::mem::take(v);
-                let mut scores =
-                    IndexMap::with_capacity_and_hasher(members.len(), Hasher::default());
-                for (s, m) in &members {
-                    scores.insert(m.clone(), s.0);
+                // Its members are distinct, so the indexes are always made.
+                if let Some(large) = Self::indexed(std::mem::take(v)) {
+                    self.repr = large;
                 }
-                self.repr = Repr::Large {
-                    scores,
-                    order: SortedBlocks::from_sorted(members),
-                };
             }
         }
         old
@@ -275,7 +274,7 @@ impl ZSet {
     /// The member at `index` (random picks; in no promised order).
     pub fn get_index(&self, index: usize) -> Option<(&[u8], f64)> {
         match &self.repr {
-            Repr::Small(v) => v.get(index).map(|(s, m)| (m.as_bytes(), s.0)),
+            Repr::Small(v) => v.get(index).map(pair),
             Repr::Large { scores, .. } => scores.get_index(index).map(|(m, s)| (m.as_bytes(), *s)),
         }
     }
@@ -289,15 +288,18 @@ impl ZSet {
         self.by_score(bound(min), bound(f64::INFINITY))
     }
 
-    /// Members with ranks `start..=end` (0-based, ascending; `end` below the length).
-    pub fn by_rank(&self, start: usize, end: usize) -> Vec<(&[u8], f64)> {
-        if start > end || end >= self.len() {
-            return Vec::new();
-        }
-        match &self.repr {
-            Repr::Small(v) => v[start..=end].iter().map(pair).collect(),
-            Repr::Large { order, .. } => order.slice(start, end + 1).map(pair).collect(),
-        }
+    /// Members with ranks `start..end` (0-based, clamped to the length), ascending
+    /// (`rev()` for descending).
+    pub fn by_rank(
+        &self,
+        start: usize,
+        end: usize,
+    ) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
+        let (start, end) = (start.min(end), end);
+        self.span(
+            move |v: &[(Score, CompactBytes)]| start.min(v.len())..end.min(v.len()),
+            move |_: &SortedBlocks<(Score, CompactBytes)>| (start, end),
+        )
     }
 
     /// Members with a score between `min` and `max`, in ascending (score, member) order
@@ -510,14 +512,11 @@ mod tests {
             prop_assert_eq!(&found, &scan);
             let back: Vec<(&[u8], f64)> = z.by_score(min, max).rev().collect();
             prop_assert!(back.iter().eq(scan.iter().rev()));
-            let end = start + span;
-            let ranked = z.by_rank(start, end);
-            if end < z.len() {
-                let walked: Vec<(&[u8], f64)> = z.iter().skip(start).take(span + 1).collect();
-                prop_assert_eq!(ranked, walked);
-            } else {
-                prop_assert!(ranked.is_empty());
-            }
+            let ranked: Vec<(&[u8], f64)> = z.by_rank(start, start + span + 1).collect();
+            let walked: Vec<(&[u8], f64)> = z.iter().skip(start).take(span + 1).collect();
+            prop_assert_eq!(&ranked, &walked);
+            let back: Vec<(&[u8], f64)> = z.by_rank(start, start + span + 1).rev().collect();
+            prop_assert!(back.iter().eq(walked.iter().rev()));
         }
     }
 
