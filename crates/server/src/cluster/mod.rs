@@ -42,6 +42,9 @@ pub struct Cluster {
     file: Mutex<Option<NodesFile>>,
     /// The bus: links to the other nodes.
     pub bus: bus::Bus,
+    /// Orders MIGRATE against commands on slots being migrated or imported (see
+    /// [`route::SlotGate`]).
+    pub migration_gate: RwLock<()>,
 }
 
 /// Brings this node's entry in line with the settings that may change at run time
@@ -76,6 +79,7 @@ impl Default for Cluster {
             state: RwLock::new(ClusterState::unused()),
             file: Mutex::new(None),
             bus: bus::Bus::default(),
+            migration_gate: RwLock::new(()),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! and the cluster up. Otherwise the client gets Redis's redirection or error.
 
 use bytes::Bytes;
+use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
 use redline_resp::command::{self, CommandFlags, CommandSpec};
 
 use super::node::NodeId;
@@ -77,17 +78,48 @@ fn refuse(kind: RefusalKind, error: CmdError) -> Refusal {
     Refusal { kind, error }
 }
 
+/// Held from the route's look at a migrating (or importing) slot's keys until the
+/// command has run, so that what the look found is what the command meets: commands on
+/// such slots share it, and MIGRATE, which moves keys out from under them, holds it
+/// alone for its transfer. Redis gets this order from its single thread.
+///
+/// Taken before any shard or the replication journal and never by a command inside a
+/// script or transaction (those hold their shards already, so nothing moves under them).
+pub enum SlotGate<'a> {
+    /// A command on a slot being migrated or imported.
+    Shared(RwLockReadGuard<'a, ()>),
+    /// MIGRATE.
+    Exclusive(RwLockWriteGuard<'a, ()>),
+}
+
+/// Where a command that runs here runs.
+pub struct Routed<'a> {
+    /// The slot of its keys, if it has keys.
+    pub slot: Option<usize>,
+    /// Held until it has run, on a slot being migrated or imported.
+    pub gate: Option<SlotGate<'a>>,
+}
+
+impl Routed<'_> {
+    fn keyless() -> Self {
+        Routed {
+            slot: None,
+            gate: None,
+        }
+    }
+}
+
 /// Checks `spec` (with `args`) from the calling client. `Ok` with the keys' slot (if the
 /// command has keys) when it runs here.
-pub fn check(
-    ctx: &Ctx<'_>,
+pub fn check<'a>(
+    ctx: &Ctx<'a>,
     spec: &'static CommandSpec,
     args: &[Bytes],
-) -> Result<Option<usize>, Refusal> {
+) -> Result<Routed<'a>, Refusal> {
     let exec = spec.name == "exec";
     if exec && ctx.client.multi.is_none() {
         // EXEC without MULTI fails on its own.
-        return Ok(None);
+        return Ok(Routed::keyless());
     }
     // The keys (and shard channels) of the command, or of every command EXEC queued:
     // borrowed, as they are only read.
@@ -120,7 +152,7 @@ pub fn check(
         }
     }
     let Some((_, slot)) = first else {
-        return Ok(None);
+        return Ok(Routed::keyless());
     };
     // Commands without keys (most of those a cluster node answers to tools) never wait
     // for the slot table.
@@ -132,18 +164,24 @@ pub fn check(
     let migrating = owner == myself && state.migrating[slot].is_some();
     let importing = !migrating && state.importing[slot].is_some();
     let (mut missing, mut existing) = (0usize, 0usize);
+    let is_migrate = spec.name == "migrate";
+    let mut gate = None;
     if (migrating || importing) && !pubsubshard {
-        // The keys are looked at with the state's lock released: shards are never
-        // locked under it (a script holds its shards, then reads the state here).
-        // Known race: the shard is let go between this look and the command, so a
-        // MIGRATE of the key landing in between makes a read miss it (nil instead of
-        // ASK); Redis cannot interleave there. Holding the keys' shards from here
-        // through the command (as EXEC holds them) would close it.
+        // The gate and the keys are taken with the state's lock released: shards are
+        // never locked under it (a script holds its shards, then reads the state here).
         drop(state);
+        let lock = &ctx.shared.cluster.migration_gate;
+        if !ctx.nested {
+            gate = Some(if is_migrate {
+                SlotGate::Exclusive(lock.write())
+            } else {
+                SlotGate::Shared(lock.read())
+            });
+        }
         // Expired keys count as missing, as Redis's lookup sees them; nothing is touched.
         // Read through the caller's shards when a script or transaction holds them.
         let db = ctx.shared.store.db(0);
-        for key in &keys {
+        for key in keys.iter().filter(|_| !is_migrate) {
             if ctx.lock_in(0, db.shard_index(key)).peek_live(key) {
                 existing += 1;
             } else {
@@ -152,6 +190,7 @@ pub fn check(
         }
         state = ctx.shared.cluster.state.read();
     }
+    let runs_here = |slot| Ok(Routed { slot, gate });
     // Whether it writes matters only when the cluster is down or for a READONLY client
     // (for EXEC and scripts it is worked out from what they queued or declared).
     let writes = || crate::cmd::writes(ctx, spec, args);
@@ -167,8 +206,8 @@ pub fn check(
             return Err(refuse(RefusalKind::DownReadOnly, CmdError::Static(DOWN_RO)));
         }
     }
-    if (migrating || importing) && spec.name == "migrate" {
-        return Ok(Some(slot));
+    if (migrating || importing) && is_migrate {
+        return runs_here(Some(slot));
     }
     if migrating && missing > 0 {
         if existing > 0 {
@@ -184,7 +223,7 @@ pub fn check(
         if multiple_keys && missing > 0 {
             return Err(refuse(RefusalKind::Unstable, CmdError::Static(TRYAGAIN)));
         }
-        return Ok(Some(slot));
+        return runs_here(Some(slot));
     }
     let me = state.me();
     if (ctx.client.readonly || pubsubshard)
@@ -192,7 +231,7 @@ pub fn check(
         && me.master == Some(owner)
         && !writes()
     {
-        return Ok(Some(slot));
+        return runs_here(Some(slot));
     }
     if owner != myself {
         return Err(refuse(
@@ -200,7 +239,7 @@ pub fn check(
             redirect(ctx, &state, "MOVED", slot, &owner),
         ));
     }
-    Ok(Some(slot))
+    runs_here(Some(slot))
 }
 
 /// The error a script's `redis.call` gets instead of a redirection (Redis's

@@ -191,7 +191,7 @@ pub(crate) fn unexpected_error_reply(
 }
 
 #[inline]
-fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     let Some(name) = args.first() else {
         return Ok(());
     };
@@ -245,12 +245,15 @@ fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return reject_spec(ctx, spec, acl::denied_error(spec, denied, in_exec));
         }
     }
-    if ctx.shared.cluster.enabled()
+    // Held until the command has run (see `route::SlotGate`).
+    let _slot_gate = if ctx.shared.cluster.enabled()
         && (!ctx.nested || ctx.client.in_script)
         && !ctx.client.is_master
     {
-        cluster_route(ctx, spec, args)?;
-    }
+        cluster_route(ctx, spec, args)?
+    } else {
+        None
+    };
     let Some(handler) = handler_of(spec) else {
         return reject_spec(ctx, spec, reply::unknown_command(args));
     };
@@ -949,27 +952,33 @@ fn reject_spec(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, error: CmdError) -
 
 /// Cluster mode: whether this node runs the command (Redis's `getNodeByQuery` in
 /// `processCommand`, and `scriptVerifyClusterState` for a script's calls).
-fn cluster_route(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, args: &[Bytes]) -> CmdResult {
+fn cluster_route<'a>(
+    ctx: &mut Ctx<'a>,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+) -> Result<Option<crate::cluster::route::SlotGate<'a>>, CmdError> {
     use crate::cluster::route;
     match route::check(ctx, spec, args) {
-        Ok(slot) if !ctx.nested => {
-            ctx.client.cluster_slot = slot;
-            Ok(())
+        Ok(routed) if !ctx.nested => {
+            ctx.client.cluster_slot = routed.slot;
+            Ok(routed.gate)
         }
-        Ok(Some(slot)) if !ctx.shared.scripting.flags.cross_slot() => {
+        Ok(route::Routed {
+            slot: Some(slot), ..
+        }) if !ctx.shared.scripting.flags.cross_slot() => {
             match ctx.client.cluster_slot {
                 None => ctx.client.cluster_slot = Some(slot),
                 Some(first) if first != slot => {
-                    return reject_spec(ctx, spec, CmdError::Static(route::SCRIPT_CROSSSLOT))
+                    reject_spec(ctx, spec, CmdError::Static(route::SCRIPT_CROSSSLOT))?
                 }
                 Some(_) => {}
             }
-            Ok(())
+            Ok(None)
         }
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(None),
         Err(refusal) if ctx.nested => {
             let name = ctx.shared.scripting.flags.current_name();
-            reject_spec(ctx, spec, route::script_error(refusal.kind, &name))
+            reject_spec(ctx, spec, route::script_error(refusal.kind, &name)).map(|()| None)
         }
         Err(refusal) if spec.name == "exec" => {
             // A redirected EXEC discards the transaction, with the redirection as reply.
@@ -979,7 +988,7 @@ fn cluster_route(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, args: &[Bytes]) 
             tx::unwatch_all(ctx.shared, ctx.client);
             Err(refusal.error)
         }
-        Err(refusal) => reject_spec(ctx, spec, refusal.error),
+        Err(refusal) => reject_spec(ctx, spec, refusal.error).map(|()| None),
     }
 }
 
