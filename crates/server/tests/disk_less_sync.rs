@@ -119,3 +119,43 @@ fn a_replica_that_stops_reading_its_image_is_dropped_after_repl_timeout_like_red
         assert_eq!(conn(reader.port()).cmd(&["DBSIZE"]), Frame::Integer(4000));
     }
 }
+
+#[test]
+fn flushall_during_an_image_stops_it_and_the_replica_syncs_again_like_redis() {
+    for master in [ours(), theirs()] {
+        let mut m = conn(master.port);
+        m.ok(&["DEBUG", "POPULATE", "1000", "key", "100"]);
+        m.ok(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
+        // 20 ms a key: the image would take 20 s.
+        m.ok(&["CONFIG", "SET", "rdb-key-save-delay", "20000"]);
+        let r = replica();
+        conn(r.port()).ok(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
+        wait_until("the image to start", || {
+            field(master.port, "rdb_bgsave_in_progress") == "1"
+        });
+        let started = Instant::now();
+        m.ok(&["FLUSHALL"]);
+        m.ok(&["SET", "after", "flush"]);
+        wait_until("the second sync", || {
+            field(r.port(), "master_link_status") == "up"
+        });
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "the first image ran to its end"
+        );
+        wait_until("the write after FLUSHALL", || {
+            conn(r.port()).cmd(&["DBSIZE"]) == Frame::Integer(1)
+        });
+        assert_eq!(
+            conn(r.port()).cmd(&["GET", "after"]),
+            Frame::Bulk(bytes::Bytes::from_static(b"flush"))
+        );
+        let log = (master.log)();
+        assert_eq!(
+            log.matches("Background RDB transfer started by pid")
+                .count(),
+            2,
+            "{log}"
+        );
+    }
+}

@@ -261,8 +261,10 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let lazy = flush_is_async(ctx, args)?;
-    // A BGSAVE of the keys being flushed stops, as Redis kills its child.
+    // A BGSAVE of the keys being flushed stops, as Redis kills its child, and so does a
+    // disk-less sync's image (its replicas sync again, from the emptied dataset).
     ctx.shared.persistence.abort_bgsave();
+    ctx.shared.repl.disk_less.abort_running();
     // With save points, Redis saves the emptied dataset at once, so a restart cannot
     // bring the flushed keys back from an older dump.
     let save = crate::persist::snapshot::has_save_points(ctx.shared);

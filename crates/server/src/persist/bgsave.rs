@@ -732,6 +732,10 @@ pub fn start_bgsave<T>(
         p.bgsave_running.store(false, Ordering::Release);
         return Err(NotStarted::Failed(e));
     }
-    tracing::info!("Background saving started");
+    // Redis's line names its child; the image is written by a thread of this process.
+    tracing::info!(
+        "Background saving started by pid {} (a thread of this process)",
+        std::process::id()
+    );
     Ok(value)
 }

@@ -19,7 +19,8 @@
 //! ([`super::master`]).
 
 use super::journal::ReplicaIp;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -43,6 +44,9 @@ const LINK_PIECES: usize = 4;
 #[derive(Debug, Default)]
 pub struct DiskLessSyncs {
     next: Mutex<Option<Arc<Group>>>,
+    /// The abort flags of the images being written (gone once an image's cut and relay
+    /// are over).
+    running: Mutex<Vec<Weak<AtomicBool>>>,
 }
 
 /// Replicas waiting for one image.
@@ -135,6 +139,19 @@ impl DiskLessSyncs {
                 .map(|m| (m.ip.clone(), m.port))
                 .collect()
         })
+    }
+
+    /// Stops every image being written (FLUSHALL, as Redis kills its RDB child): their
+    /// replicas lose their links and sync again, from the dataset as it is now. True if
+    /// one was running.
+    pub fn abort_running(&self) -> bool {
+        let running = std::mem::take(&mut *self.running.lock());
+        let mut stopped = false;
+        for abort in running.iter().filter_map(Weak::upgrade) {
+            abort.store(true, Ordering::Relaxed);
+            stopped = true;
+        }
+        stopped
     }
 
     /// Ends the wait of `group` (if it is still the next one): it takes no more
@@ -259,6 +276,11 @@ fn start(shared: &Shared, group: &Arc<Group>) {
         }
     }
     let abort = cut.abort_handle();
+    {
+        let mut running = shared.repl.disk_less.running.lock();
+        running.retain(|a| a.strong_count() > 0);
+        running.push(Arc::downgrade(&abort));
+    }
     let (written, result) = oneshot::channel();
     let spawned = std::thread::Builder::new()
         .name("redline-sync-cut".into())
@@ -271,6 +293,11 @@ fn start(shared: &Shared, group: &Arc<Group>) {
         tracing::warn!("Can't start the disk-less sync image: {e}");
         return;
     }
+    // Redis's line names its child; the image is written by a thread of this process.
+    tracing::info!(
+        "Background RDB transfer started by pid {} (a thread of this process)",
+        std::process::id()
+    );
     // INFO's `rdb_bgsave_in_progress` until the relay has handed on the last piece,
     // as Redis's RDB child counts until the pipe is read to its end.
     let in_progress = snapshot::SyncCutInProgress::new(shared.persistence.clone());
@@ -278,9 +305,9 @@ fn start(shared: &Shared, group: &Arc<Group>) {
 }
 
 /// No replica is left for the image: the cut stops, as Redis kills its child.
-fn last_dropped(abort: &std::sync::atomic::AtomicBool) {
+fn last_dropped(abort: &AtomicBool) {
     tracing::warn!("Diskless rdb transfer, last replica dropped, killing fork child.");
-    abort.store(true, std::sync::atomic::Ordering::Relaxed);
+    abort.store(true, Ordering::Relaxed);
 }
 
 /// Resolves once every replica's link has gone.
@@ -296,7 +323,7 @@ async fn relay(
     mut pieces: mpsc::Receiver<Bytes>,
     mut outlets: Vec<mpsc::Sender<Piece>>,
     written: oneshot::Receiver<bool>,
-    abort: Arc<std::sync::atomic::AtomicBool>,
+    abort: Arc<AtomicBool>,
     _in_progress: snapshot::SyncCutInProgress,
 ) {
     loop {
@@ -328,6 +355,12 @@ async fn relay(
         for outlet in &outlets {
             let _ = outlet.send(Piece::End).await;
         }
+    } else if abort.load(Ordering::Relaxed) {
+        // The links see their pieces end without the end mark and close: the replicas
+        // connect again and sync the dataset as it is now.
+        tracing::warn!("Background transfer stopped (FLUSHALL): the replicas will sync again");
+    } else {
+        tracing::warn!("Background transfer error");
     }
 }
 
