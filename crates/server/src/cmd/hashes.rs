@@ -12,7 +12,7 @@ use super::args::{int, is};
 use super::long_double::{incr_by_float, IncrFloatError, LongDouble, Parsed};
 use super::reply::{ok, wrong_arity, CmdError, CmdResult, NOT_FLOAT, OVERFLOW, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
-use crate::store::{canonical_int, CompactBytes, HashValue, Shard, Value};
+use crate::store::{canonical_int, HashValue, Shard, Value};
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
@@ -66,9 +66,7 @@ fn set_fields(ctx: &mut Ctx<'_>, args: &[Bytes], name: &str) -> Result<usize, Cm
     let h = hash_or_new(&mut shard, key)?;
     let mut created = 0;
     for pair in args[2..].chunks(2) {
-        if h.insert(CompactBytes::new(&pair[0]), CompactBytes::new(&pair[1]))
-            .is_none()
-        {
+        if h.insert(&pair[0], &pair[1]) {
             created += 1;
         }
     }
@@ -95,7 +93,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let h = hash_or_new(&mut shard, key)?;
     let created = !h.contains_key(&args[2][..]);
     if created {
-        h.insert(CompactBytes::new(&args[2]), CompactBytes::new(&args[3]));
+        h.insert(&args[2], &args[3]);
         shard.touch(key);
         event(ctx, NotifyClass::Hash, "hset", key);
     }
@@ -137,7 +135,7 @@ fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if let Some(h) = hash(&mut shard, key)? {
         for field in &args[2..] {
             // Keep the order of the others, as a listpack does.
-            if h.shift_remove(&field[..]).is_some() {
+            if h.remove(field) {
                 removed += 1;
             }
         }
@@ -238,10 +236,7 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let mut digits = itoa::Buffer::new();
     if let Some(h) = hash(&mut shard, key)? {
-        h.insert(
-            CompactBytes::new(&args[2]),
-            CompactBytes::new(digits.format(next).as_bytes()),
-        );
+        h.insert(&args[2], digits.format(next).as_bytes());
     }
     shard.touch(key);
     event(ctx, NotifyClass::Hash, "hincrby", key);
@@ -284,10 +279,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     };
     if let Some(h) = hash(&mut shard, key)? {
-        h.insert(
-            CompactBytes::new(&args[2]),
-            CompactBytes::new(text.as_bytes()),
-        );
+        h.insert(&args[2], text.as_bytes());
     }
     shard.touch(key);
     event(ctx, NotifyClass::Hash, "hincrbyfloat", key);
@@ -429,14 +421,13 @@ fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         scan_positions(h.len(), cursor, count)
     };
     let small = h.len() <= SMALL;
-    let ordered: Vec<usize> = if small {
-        range.collect()
+    let items: Vec<(&[u8], &[u8])> = if small {
+        h.iter().collect()
     } else {
-        range.rev().collect()
+        range.rev().filter_map(|i| h.get_index(i)).collect()
     };
-    let items: Vec<(&CompactBytes, &CompactBytes)> = ordered
+    let items: Vec<(&[u8], &[u8])> = items
         .into_iter()
-        .filter_map(|i| h.get_index(i))
         .filter(|(f, _)| pattern.is_none_or(|p| crate::glob::glob_match(p, f, false)))
         .collect();
     encode::write_array_len(ctx.out, 2);

@@ -196,12 +196,7 @@ fn value_size(value: &Value) -> usize {
             Value::Int(_) => 0,
             Value::Str(s) => heap(s.len()),
             Value::List(l) => 32 + l.iter().map(|e| 24 + heap(e.len())).sum::<usize>(),
-            Value::Hash(h) => {
-                64 + h
-                    .iter()
-                    .map(|(f, v)| 64 + heap(f.len()) + heap(v.len()))
-                    .sum::<usize>()
-            }
+            Value::Hash(h) => 96 + h.heap_size(),
             Value::Set(s) => 64 + s.iter().map(|m| 40 + heap(m.len())).sum::<usize>(),
             Value::ZSet(z) => 96 + z.heap_size(),
             Value::Stream(s) => s.heap_size(),

@@ -83,8 +83,8 @@ fn value_digest_from(mut digest: Digest, entry: &Entry) -> Digest {
         Value::Hash(hash) => {
             for (field, value) in hash.iter() {
                 let mut element = [0u8; 20];
-                mix_digest(&mut element, field.as_bytes());
-                mix_digest(&mut element, value.as_bytes());
+                mix_digest(&mut element, field);
+                mix_digest(&mut element, value);
                 xor_digest(&mut digest, &element);
             }
         }

@@ -4,14 +4,16 @@
 //! keeps such a string `raw`. Collections are boxed so an entry stays small whatever
 //! its type.
 //!
-//! Hashes and sets are `IndexMap`s: insertion order matches Redis's small (listpack)
-//! encodings, and index access gives O(1) random members and stable scan cursors. Each
+//! Sets are `IndexSet`s: insertion order matches Redis's small encodings, and index
+//! access gives O(1) random members and stable scan cursors (hashes: [`super::hash`]). Each
 //! collection whose encoding Redis converts once and never back keeps what decides it
 //! (the set's `had_text`, and every collection's [`Peaks`]).
 
 use std::collections::VecDeque;
 
-use indexmap::{IndexMap, IndexSet};
+use indexmap::IndexSet;
+
+pub use super::hash::HashValue;
 
 use super::compact::CompactBytes;
 use super::stream::Stream;
@@ -43,97 +45,6 @@ impl Peaks {
     /// limits, the value now being `now`.
     pub fn within(&self, now: Peaks, max_entries: usize, max_len: usize) -> bool {
         self.entries.max(now.entries) <= max_entries && self.longest.max(now.longest) <= max_len
-    }
-}
-
-/// Hash fields and their values, and the peaks that decide Redis's encoding of them
-/// ([`Peaks`]). Reads and removals go through the map (`Deref`); additions through
-/// [`HashValue::insert`], `extend` or `collect`.
-#[derive(Debug, Clone, Default)]
-pub struct HashValue {
-    fields: IndexMap<CompactBytes, CompactBytes, Hasher>,
-    peaks: Peaks,
-}
-
-impl HashValue {
-    /// An empty hash with room for `capacity` fields.
-    pub fn with_capacity(capacity: usize) -> HashValue {
-        HashValue {
-            fields: IndexMap::with_capacity_and_hasher(capacity, Hasher::default()),
-            peaks: Peaks::default(),
-        }
-    }
-
-    /// Sets `field` to `value`; the value it replaced.
-    pub fn insert(&mut self, field: CompactBytes, value: CompactBytes) -> Option<CompactBytes> {
-        let len = field.len().max(value.len());
-        let old = self.fields.insert(field, value);
-        self.peaks.saw(self.fields.len(), len);
-        old
-    }
-
-    /// Whether Redis would still hold it as a `listpack` under these limits.
-    pub fn is_listpack(&self, max_entries: usize, max_value: usize) -> bool {
-        // The current fields are looked at too: a change through the map's own methods
-        // (`DerefMut`: `get_mut`, `entry`) passes `insert` by.
-        let now = Peaks {
-            entries: self.fields.len(),
-            longest: self
-                .fields
-                .iter()
-                .map(|(f, v)| f.len().max(v.len()))
-                .max()
-                .unwrap_or(0),
-        };
-        self.peaks.within(now, max_entries, max_value)
-    }
-}
-
-impl std::ops::Deref for HashValue {
-    type Target = IndexMap<CompactBytes, CompactBytes, Hasher>;
-
-    fn deref(&self) -> &Self::Target {
-        &self.fields
-    }
-}
-
-impl std::ops::DerefMut for HashValue {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.fields
-    }
-}
-
-impl FromIterator<(CompactBytes, CompactBytes)> for HashValue {
-    fn from_iter<I: IntoIterator<Item = (CompactBytes, CompactBytes)>>(pairs: I) -> HashValue {
-        let mut hash = HashValue::default();
-        hash.extend(pairs);
-        hash
-    }
-}
-
-impl Extend<(CompactBytes, CompactBytes)> for HashValue {
-    fn extend<I: IntoIterator<Item = (CompactBytes, CompactBytes)>>(&mut self, pairs: I) {
-        for (field, value) in pairs {
-            self.insert(field, value);
-        }
-    }
-}
-
-impl IntoIterator for HashValue {
-    type Item = (CompactBytes, CompactBytes);
-    type IntoIter = indexmap::map::IntoIter<CompactBytes, CompactBytes>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.fields.into_iter()
-    }
-}
-
-impl<'a> IntoIterator for &'a HashValue {
-    type Item = (&'a CompactBytes, &'a CompactBytes);
-    type IntoIter = indexmap::map::Iter<'a, CompactBytes, CompactBytes>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.fields.iter()
     }
 }
 

@@ -74,7 +74,7 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
             for _ in 0..n {
                 let field = CompactBytes::new(&r.string()?);
                 let value = CompactBytes::new(&r.string()?);
-                if hash.insert(field, value).is_some() {
+                if !hash.insert(&field, &value) {
                     return Err(Corrupt("duplicate hash fields"));
                 }
             }
@@ -85,10 +85,7 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
             let pairs = zipmap::pairs(&blob)?;
             let mut hash = HashValue::with_capacity(pairs.len());
             for (field, value) in pairs {
-                if hash
-                    .insert(CompactBytes::new(field), CompactBytes::new(value))
-                    .is_some()
-                {
+                if !hash.insert(field, value) {
                     return Err(Corrupt("Hash zipmap with dup elements"));
                 }
             }
@@ -178,7 +175,7 @@ fn compact_hash(blob: &[u8], zip: bool) -> Result<HashValue, Corrupt> {
     let items = compact_entries(blob, zip)?;
     let mut hash = HashValue::with_capacity(items.len() / 2);
     for pair in pairs(&items)? {
-        if hash.insert(compact(pair[0]), compact(pair[1])).is_some() {
+        if !hash.insert(&compact(pair[0]), &compact(pair[1])) {
             return Err(Corrupt("duplicate hash fields"));
         }
     }

@@ -107,7 +107,7 @@ fn list(items: &[&[u8]]) -> Value {
 fn hash(pairs: &[(&[u8], &[u8])]) -> Value {
     let mut h = HashValue::default();
     for (f, v) in pairs {
-        h.insert(CompactBytes::new(f), CompactBytes::new(v));
+        h.insert(f, v);
     }
     Value::Hash(Box::new(h))
 }

@@ -1,0 +1,308 @@
+//! Hashes: fields and their values, in insertion order.
+//!
+//! A small hash is one buffer of its pairs ([`PackedPairs`]), as Redis keeps one in a
+//! listpack. Past [`PACKED_MAX_ENTRIES`] pairs, or with a field or value longer than
+//! [`PACKED_MAX_LEN`], it becomes a map for good (Redis converts a listpack to a
+//! hashtable and never back). What Redis reports as the encoding follows Redis's own
+//! rules and configured limits ([`Peaks`]), whichever form is held here.
+
+use indexmap::IndexMap;
+
+use super::compact::CompactBytes;
+use super::packed_pairs::{self, PackedPairs};
+use super::value::{Hasher, Peaks};
+
+/// Pairs a packed hash holds at most (Redis's default `hash-max-listpack-entries`).
+pub const PACKED_MAX_ENTRIES: usize = packed_pairs::MAX_PAIRS;
+/// The longest field or value a packed hash holds (Redis's default
+/// `hash-max-listpack-value`).
+pub const PACKED_MAX_LEN: usize = packed_pairs::MAX_LEN;
+
+/// A hash: see the module docs.
+#[derive(Debug, Clone, Default)]
+pub struct HashValue {
+    repr: Repr,
+    /// What decides Redis's encoding (see [`HashValue::is_listpack`]).
+    peaks: Peaks,
+}
+
+#[derive(Debug, Clone)]
+enum Repr {
+    Packed(PackedPairs),
+    /// Removal swaps the last pair in (order is Redis's hashtable's business, and a
+    /// shifting removal costs O(n)); scans walk positions downward, so a swap moves
+    /// nothing a scan still has to see past it.
+    /// Boxed: a packed hash, the common case, stays small.
+    Map(Box<IndexMap<CompactBytes, CompactBytes, Hasher>>),
+}
+
+impl Default for Repr {
+    fn default() -> Self {
+        Repr::Packed(PackedPairs::default())
+    }
+}
+
+/// The pairs of a hash, in order.
+pub enum Iter<'a> {
+    /// Of a packed hash.
+    Packed(packed_pairs::Iter<'a>),
+    /// Of a map.
+    Map(indexmap::map::Iter<'a, CompactBytes, CompactBytes>),
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Iter::Packed(p) => p.next(),
+            Iter::Map(m) => m.next().map(|(f, v)| (f.as_bytes(), v.as_bytes())),
+        }
+    }
+}
+
+impl HashValue {
+    /// An empty hash for `capacity` pairs (a load): a map from the start when they will
+    /// not fit a packed one.
+    pub fn with_capacity(capacity: usize) -> HashValue {
+        let repr = if capacity > PACKED_MAX_ENTRIES {
+            Repr::Map(Box::new(IndexMap::with_capacity_and_hasher(
+                capacity,
+                Hasher::default(),
+            )))
+        } else {
+            Repr::default()
+        };
+        HashValue {
+            repr,
+            peaks: Peaks::default(),
+        }
+    }
+
+    /// How many pairs it holds.
+    #[inline]
+    pub fn len(&self) -> usize {
+        match &self.repr {
+            Repr::Packed(p) => p.len(),
+            Repr::Map(map) => map.len(),
+        }
+    }
+
+    /// Whether it holds none.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value of `field`.
+    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        match &self.repr {
+            Repr::Packed(p) => p.get(field),
+            Repr::Map(map) => map.get(field).map(CompactBytes::as_bytes),
+        }
+    }
+
+    /// Whether `field` is there.
+    pub fn contains_key(&self, field: &[u8]) -> bool {
+        match &self.repr {
+            Repr::Packed(p) => p.find(field).is_some(),
+            Repr::Map(map) => map.contains_key(field),
+        }
+    }
+
+    /// Sets `field` to `value`; true when the field is new.
+    pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
+        let added = self.put(field, value);
+        self.peaks.saw(self.len(), field.len().max(value.len()));
+        added
+    }
+
+    fn put(&mut self, field: &[u8], value: &[u8]) -> bool {
+        if let Repr::Packed(p) = &mut self.repr {
+            if packed_pairs::fits(field, value) {
+                if let Some(i) = p.find(field) {
+                    p.set_value(i, value);
+                    return false;
+                }
+                if p.len() < PACKED_MAX_ENTRIES {
+                    p.push(field, value);
+                    return true;
+                }
+            }
+        }
+        // A packed hash that outgrew its form becomes a map, for good.
+        let mut map = match std::mem::take(&mut self.repr) {
+            Repr::Map(map) => map,
+            Repr::Packed(p) => {
+                let mut map = IndexMap::with_capacity_and_hasher(p.len() + 1, Hasher::default());
+                for (f, v) in p.iter() {
+                    map.insert(CompactBytes::new(f), CompactBytes::new(v));
+                }
+                Box::new(map)
+            }
+        };
+        let added = map
+            .insert(CompactBytes::new(field), CompactBytes::new(value))
+            .is_none();
+        self.repr = Repr::Map(map);
+        added
+    }
+
+    /// Removes `field`; true when it was there. A packed hash keeps the order of the
+    /// others, as a listpack does.
+    pub fn remove(&mut self, field: &[u8]) -> bool {
+        match &mut self.repr {
+            Repr::Packed(p) => match p.find(field) {
+                Some(i) => {
+                    p.remove(i);
+                    true
+                }
+                None => false,
+            },
+            Repr::Map(map) => map.swap_remove(field).is_some(),
+        }
+    }
+
+    /// The pairs, in order.
+    pub fn iter(&self) -> Iter<'_> {
+        match &self.repr {
+            Repr::Packed(p) => Iter::Packed(p.iter()),
+            Repr::Map(map) => Iter::Map(map.iter()),
+        }
+    }
+
+    /// The pair at position `i` (in [`HashValue::iter`]'s order), in O(1).
+    pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        match &self.repr {
+            Repr::Packed(p) => p.get_index(i),
+            Repr::Map(map) => map.get_index(i).map(|(f, v)| (f.as_bytes(), v.as_bytes())),
+        }
+    }
+
+    /// Whether Redis would still hold it as a `listpack` under these limits.
+    pub fn is_listpack(&self, max_entries: usize, max_value: usize) -> bool {
+        let now = Peaks {
+            entries: self.len(),
+            longest: self
+                .iter()
+                .map(|(f, v)| f.len().max(v.len()))
+                .max()
+                .unwrap_or(0),
+        };
+        self.peaks.within(now, max_entries, max_value)
+    }
+
+    /// Bytes it holds on the heap, about (MEMORY USAGE).
+    pub fn heap_size(&self) -> usize {
+        match &self.repr {
+            Repr::Packed(p) => p.heap_size(),
+            Repr::Map(map) => {
+                // Each pair, its hash and its index slot.
+                map.capacity() * (2 * std::mem::size_of::<CompactBytes>() + 16)
+                    + map
+                        .iter()
+                        .map(|(f, v)| f.heap_size() + v.heap_size())
+                        .sum::<usize>()
+            }
+        }
+    }
+}
+
+impl<'a> FromIterator<(&'a [u8], &'a [u8])> for HashValue {
+    fn from_iter<I: IntoIterator<Item = (&'a [u8], &'a [u8])>>(pairs: I) -> HashValue {
+        let mut hash = HashValue::default();
+        for (field, value) in pairs {
+            hash.insert(field, value);
+        }
+        hash
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(Vec<u8>, Vec<u8>),
+        Remove(Vec<u8>),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        // Few distinct fields, so inserts replace and removals find; lengths around
+        // the packed limit.
+        let field = prop_oneof![
+            (0u8..40).prop_map(|n| vec![b'f', n]),
+            (60usize..70).prop_map(|n| vec![b'l'; n]),
+        ];
+        let value = prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..10),
+            proptest::collection::vec(any::<u8>(), 60..70),
+        ];
+        prop_oneof![
+            4 => (field.clone(), value).prop_map(|(f, v)| Op::Insert(f, v)),
+            1 => field.prop_map(Op::Remove),
+        ]
+    }
+
+    proptest! {
+        /// Every operation answers as a map does; a packed hash keeps insertion order
+        /// (removals shift, as a listpack's).
+        #[test]
+        fn behaves_as_a_map(ops in proptest::collection::vec(op(), 0..300)) {
+            let mut hash = HashValue::default();
+            let mut model: IndexMap<Vec<u8>, Vec<u8>> = IndexMap::new();
+            for op in ops {
+                let packed = matches!(hash.repr, Repr::Packed(_));
+                match op {
+                    Op::Insert(f, v) => {
+                        let new = model.insert(f.clone(), v.clone()).is_none();
+                        prop_assert_eq!(hash.insert(&f, &v), new);
+                    }
+                    Op::Remove(f) => {
+                        let there = if packed {
+                            model.shift_remove(&f).is_some()
+                        } else {
+                            model.swap_remove(&f).is_some()
+                        };
+                        prop_assert_eq!(hash.remove(&f), there);
+                    }
+                }
+                prop_assert_eq!(hash.len(), model.len());
+                for (f, v) in &model {
+                    prop_assert_eq!(hash.get(f), Some(&v[..]));
+                }
+                let pairs: Vec<(&[u8], &[u8])> = hash.iter().collect();
+                let expected: Vec<(&[u8], &[u8])> =
+                    model.iter().map(|(f, v)| (&f[..], &v[..])).collect();
+                prop_assert_eq!(pairs, expected);
+                for (i, (f, v)) in model.iter().enumerate() {
+                    prop_assert_eq!(hash.get_index(i), Some((&f[..], &v[..])));
+                }
+                prop_assert_eq!(hash.get_index(model.len()), None);
+            }
+        }
+    }
+
+    #[test]
+    fn packs_until_a_limit_then_stays_a_map() {
+        let mut hash = HashValue::default();
+        for n in 0..PACKED_MAX_ENTRIES {
+            hash.insert(format!("f{n}").as_bytes(), b"v");
+        }
+        assert!(matches!(hash.repr, Repr::Packed(_)));
+        hash.insert(b"one more", b"v");
+        assert!(matches!(hash.repr, Repr::Map(_)));
+        hash.remove(b"one more");
+        assert!(matches!(hash.repr, Repr::Map(_)));
+
+        let mut long = HashValue::default();
+        long.insert(b"f", &[b'x'; PACKED_MAX_LEN]);
+        assert!(matches!(long.repr, Repr::Packed(_)));
+        long.insert(b"f", &[b'x'; PACKED_MAX_LEN + 1]);
+        assert!(matches!(long.repr, Repr::Map(_)));
+        assert_eq!(long.get(b"f").map(<[u8]>::len), Some(PACKED_MAX_LEN + 1));
+    }
+}
