@@ -98,10 +98,15 @@ pub struct ZSet {
 #[derive(Debug, Clone)]
 enum Repr {
     Small(Vec<(Score, CompactBytes)>),
-    Large {
-        scores: IndexMap<CompactBytes, f64, Hasher>,
-        order: SortedBlocks<(Score, CompactBytes)>,
-    },
+    /// Boxed: a small set, the common case, stays small.
+    Large(Box<Indexes>),
+}
+
+/// A large set's indexes.
+#[derive(Debug, Clone)]
+struct Indexes {
+    scores: IndexMap<CompactBytes, f64, Hasher>,
+    order: SortedBlocks<(Score, CompactBytes)>,
 }
 
 impl Default for Repr {
@@ -152,17 +157,17 @@ impl ZSet {
                 return None;
             }
         }
-        Some(Repr::Large {
+        Some(Repr::Large(Box::new(Indexes {
             scores,
             order: SortedBlocks::from_sorted(order),
-        })
+        })))
     }
 
     /// Number of members.
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Small(v) => v.len(),
-            Repr::Large { order, .. } => order.len(),
+            Repr::Large(ix) => ix.order.len(),
         }
     }
 
@@ -180,7 +185,7 @@ impl ZSet {
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.repr {
             Repr::Small(v) => Self::small_position(v, member).map(|i| v[i].0 .0),
-            Repr::Large { scores, .. } => scores.get(member).copied(),
+            Repr::Large(ix) => ix.scores.get(member).copied(),
         }
     }
 
@@ -195,10 +200,16 @@ impl ZSet {
                     None => (None, (score, CompactBytes::new(member))),
                 };
                 let at = v.partition_point(|e| *e < entry);
+                if v.len() == v.capacity() {
+                    // By an eighth, not doubling: a small set's vector is most of its
+                    // memory, and Redis's listpack grows by the entry.
+                    v.reserve_exact((v.len() / 8).max(1));
+                }
                 v.insert(at, entry);
                 old
             }
-            Repr::Large { scores, order } => {
+            Repr::Large(ix) => {
+                let Indexes { scores, order } = &mut **ix;
                 let key = CompactBytes::new(member);
                 let old = scores.insert(key.clone(), score.0);
                 if let Some(old) = old {
@@ -237,7 +248,8 @@ impl ZSet {
                 let i = Self::small_position(v, member)?;
                 Some(v.remove(i).0 .0)
             }
-            Repr::Large { scores, order } => {
+            Repr::Large(ix) => {
+                let Indexes { scores, order } = &mut **ix;
                 let (key, score) = scores.swap_remove_entry(member)?;
                 order.remove(&(Score(score), key));
                 Some(score)
@@ -259,7 +271,8 @@ impl ZSet {
     ) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
         let (small, large) = match &self.repr {
             Repr::Small(v) => (Some(v[small(v)].iter()), None),
-            Repr::Large { order, .. } => {
+            Repr::Large(ix) => {
+                let order = &ix.order;
                 let (start, end) = large(order);
                 (None, Some(order.slice(start, end)))
             }
@@ -275,7 +288,7 @@ impl ZSet {
     pub fn get_index(&self, index: usize) -> Option<(&[u8], f64)> {
         match &self.repr {
             Repr::Small(v) => v.get(index).map(pair),
-            Repr::Large { scores, .. } => scores.get_index(index).map(|(m, s)| (m.as_bytes(), *s)),
+            Repr::Large(ix) => ix.scores.get_index(index).map(|(m, s)| (m.as_bytes(), *s)),
         }
     }
 
@@ -343,9 +356,10 @@ impl ZSet {
         lower: Bound<&[u8]>,
         upper: Bound<&[u8]>,
     ) -> Option<impl DoubleEndedIterator<Item = (&'a [u8], f64)> + 'a> {
-        let Repr::Large { order, .. } = &self.repr else {
+        let Repr::Large(ix) = &self.repr else {
             return None;
         };
+        let order = &ix.order;
         let (first, last) = (order.first()?, order.last()?);
         if first.0 != last.0 {
             return None;
@@ -361,7 +375,8 @@ impl ZSet {
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         match &self.repr {
             Repr::Small(v) => Self::small_position(v, member),
-            Repr::Large { scores, order } => {
+            Repr::Large(ix) => {
+                let Indexes { scores, order } = &**ix;
                 let score = *scores.get(member)?;
                 Some(order.rank(&(Score(score), CompactBytes::new(member))))
             }
@@ -382,7 +397,7 @@ impl ZSet {
                 v.capacity() * std::mem::size_of::<(Score, CompactBytes)>()
                     + v.iter().map(|(_, m)| heap(m)).sum::<usize>()
             }
-            Repr::Large { scores, .. } => scores.keys().map(|m| 112 + 2 * heap(m)).sum::<usize>(),
+            Repr::Large(ix) => ix.scores.keys().map(|m| 112 + 2 * heap(m)).sum::<usize>(),
         }
     }
 }
