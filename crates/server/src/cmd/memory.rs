@@ -197,7 +197,7 @@ fn value_size(value: &Value) -> usize {
             Value::Str(s) => heap(s.len()),
             Value::List(l) => 32 + l.iter().map(|e| 24 + heap(e.len())).sum::<usize>(),
             Value::Hash(h) => 96 + h.heap_size(),
-            Value::Set(s) => 64 + s.iter().map(|m| 40 + heap(m.len())).sum::<usize>(),
+            Value::Set(s) => 64 + s.heap_size(),
             Value::ZSet(z) => 96 + z.heap_size(),
             Value::Stream(s) => s.heap_size(),
         }

@@ -10,7 +10,8 @@ use super::args::is;
 use super::hashes::{scan_cursor, scan_options, scan_positions, write_empty_scan};
 use super::reply::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
-use crate::store::{canonical_int, CompactBytes, SetValue, Shard, Value};
+use crate::store::set::Member;
+use crate::store::{canonical_int, SetValue, Shard, Value};
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
@@ -55,11 +56,11 @@ fn drop_if_empty(shard: &mut Shard, key: &[u8]) -> bool {
 fn write_members<'a>(
     out: &mut bytes::BytesMut,
     proto: Protocol,
-    members: impl ExactSizeIterator<Item = &'a CompactBytes>,
+    members: impl ExactSizeIterator<Item = Member<'a>>,
 ) {
     encode::write_set_len(out, proto, members.len());
     for m in members {
-        encode::write_bulk(out, m);
+        encode::write_bulk(out, &m);
     }
 }
 
@@ -71,10 +72,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Value::Set(s) = &mut entry.value else {
         return Err(WRONG_TYPE);
     };
-    let added = args[2..]
-        .iter()
-        .filter(|m| s.insert(CompactBytes::new(m)))
-        .count();
+    let added = args[2..].iter().filter(|m| s.insert(m)).count();
     if added > 0 {
         shard.touch(key);
         event(ctx, NotifyClass::Set, "sadd", key);
@@ -87,7 +85,7 @@ fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.lock(key);
     let removed = match set(&mut shard, key)? {
-        Some(s) => args[2..].iter().filter(|m| s.swap_remove(&m[..])).count(),
+        Some(s) => args[2..].iter().filter(|m| s.remove(m)).count(),
         None => 0,
     };
     if removed > 0 {
@@ -168,7 +166,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     match count {
         None => {
             let i = fastrand::usize(..s.len());
-            if let Some(m) = s.swap_remove_index(i) {
+            if let Some(m) = s.remove_index(i) {
                 encode::write_bulk(ctx.out, &m);
             }
         }
@@ -177,7 +175,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             encode::write_set_len(ctx.out, proto, n);
             for _ in 0..n {
                 let i = fastrand::usize(..s.len());
-                if let Some(m) = s.swap_remove_index(i) {
+                if let Some(m) = s.remove_index(i) {
                     encode::write_bulk(ctx.out, &m);
                 }
             }
@@ -214,7 +212,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     match count {
         None => {
             if let Some(m) = s.get_index(fastrand::usize(..s.len())) {
-                encode::write_bulk(ctx.out, m);
+                encode::write_bulk(ctx.out, &m);
             }
         }
         Some(n) if n >= 0 => {
@@ -224,7 +222,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             encode::write_array_len(ctx.out, all.len());
             for i in all {
                 if let Some(m) = s.get_index(i) {
-                    encode::write_bulk(ctx.out, m);
+                    encode::write_bulk(ctx.out, &m);
                 }
             }
         }
@@ -233,7 +231,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             encode::write_array_len(ctx.out, n);
             for _ in 0..n {
                 if let Some(m) = s.get_index(fastrand::usize(..s.len())) {
-                    encode::write_bulk(ctx.out, m);
+                    encode::write_bulk(ctx.out, &m);
                 }
             }
         }
@@ -256,7 +254,7 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if src != dst {
         if let Some(from) = set(locked.shard(src), src)? {
-            from.swap_remove(member);
+            from.remove(member);
         }
         event(ctx, NotifyClass::Set, "srem", src);
         if drop_if_empty(locked.shard(src), src) {
@@ -266,7 +264,7 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             .shard(dst)
             .get_or_insert_with(dst, || Value::Set(Box::default()));
         let added = match &mut entry.value {
-            Value::Set(to) => to.insert(CompactBytes::new(member)),
+            Value::Set(to) => to.insert(member),
             _ => false,
         };
         locked.shard(src).touch(src);
@@ -306,7 +304,9 @@ fn combine(
     match op {
         Op::Union => {
             for s in sets.iter().flatten() {
-                result.extend(s.iter().cloned());
+                for m in s.iter() {
+                    result.insert(&m);
+                }
             }
         }
         Op::Inter => {
@@ -316,25 +316,20 @@ fn combine(
             let mut sets: Vec<SetValue> = sets.into_iter().flatten().collect();
             sets.sort_by_key(|s| s.len());
             if let Some((first, rest)) = sets.split_first() {
-                result = first
-                    .iter()
-                    .filter(|m| rest.iter().all(|s| s.contains(m.as_bytes())))
-                    .cloned()
-                    .collect();
+                for m in first.iter() {
+                    if rest.iter().all(|s| s.contains(&m)) {
+                        result.insert(&m);
+                    }
+                }
             }
         }
         Op::Diff => {
             if let Some(Some(first)) = sets.first() {
-                result = first
-                    .iter()
-                    .filter(|m| {
-                        sets[1..]
-                            .iter()
-                            .flatten()
-                            .all(|s| !s.contains(m.as_bytes()))
-                    })
-                    .cloned()
-                    .collect();
+                for m in first.iter() {
+                    if sets[1..].iter().flatten().all(|s| !s.contains(&m)) {
+                        result.insert(&m);
+                    }
+                }
             }
         }
     }
@@ -435,9 +430,19 @@ fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     };
     let (pattern, count) = scan_options(args)?;
-    let (range, next) = scan_positions(s.len(), cursor, count);
-    let items: Vec<&CompactBytes> = range
-        .rev()
+    // A set of integers comes back whole, ascending, as Redis's intsets do.
+    let (range, next) = if s.ints().is_some() {
+        (0..s.len(), 0)
+    } else {
+        scan_positions(s.len(), cursor, count)
+    };
+    let positions: Vec<usize> = if s.ints().is_some() {
+        range.collect()
+    } else {
+        range.rev().collect()
+    };
+    let items: Vec<Member<'_>> = positions
+        .into_iter()
         .filter_map(|i| s.get_index(i))
         .filter(|m| pattern.is_none_or(|p| crate::glob::glob_match(p, m, false)))
         .collect();
@@ -445,7 +450,7 @@ fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     encode::write_bulk(ctx.out, next.to_string().as_bytes());
     encode::write_array_len(ctx.out, items.len());
     for m in items {
-        encode::write_bulk(ctx.out, m);
+        encode::write_bulk(ctx.out, &m);
     }
     Ok(())
 }

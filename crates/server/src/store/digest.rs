@@ -69,7 +69,7 @@ fn value_digest_from(mut digest: Digest, entry: &Entry) -> Digest {
         }
         Value::Set(set) => {
             for member in set.iter() {
-                xor_digest(&mut digest, member.as_bytes());
+                xor_digest(&mut digest, &member);
             }
         }
         Value::ZSet(zset) => {
@@ -146,7 +146,7 @@ mod tests {
     fn set_of(members: &[&str]) -> Entry {
         let mut set = super::super::value::SetValue::default();
         for m in members {
-            set.insert(CompactBytes::new(m.as_bytes()));
+            set.insert(m.as_bytes());
         }
         Entry {
             value: Value::Set(Box::new(set)),

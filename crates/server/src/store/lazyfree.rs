@@ -48,9 +48,8 @@ pub fn free_effort(value: &Value) -> usize {
             bytes.div_ceil(LIST_NODE_BYTES).max(1)
         }
         Value::Set(s) => {
-            let intset = s.len() <= INTSET_ENTRIES
-                && s.iter()
-                    .all(|m| super::canonical_int(m.as_bytes()).is_some());
+            let intset =
+                s.len() <= INTSET_ENTRIES && s.iter().all(|m| super::canonical_int(&m).is_some());
             if intset {
                 1
             } else {
@@ -155,19 +154,16 @@ impl LazyFree {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::compact::CompactBytes;
 
     #[test]
     fn small_values_free_inline_and_big_ones_in_the_background() {
         let lazy = LazyFree::default();
         lazy.free(Value::Int(1));
-        let small: crate::store::value::SetValue = (0..100)
-            .map(|i| CompactBytes::new(i.to_string().as_bytes()))
-            .collect();
+        let small: Vec<String> = (0..100).map(|i| i.to_string()).collect();
+        let small: crate::store::value::SetValue = small.iter().map(|m| m.as_bytes()).collect();
         assert_eq!(free_effort(&Value::Set(Box::new(small))), 1);
-        let big: crate::store::value::SetValue = (0..1000)
-            .map(|i| CompactBytes::new(format!("m{i}").as_bytes()))
-            .collect();
+        let big: Vec<String> = (0..1000).map(|i| format!("m{i}")).collect();
+        let big: crate::store::value::SetValue = big.iter().map(|m| m.as_bytes()).collect();
         lazy.free(Value::Set(Box::new(big)));
         for _ in 0..1000 {
             if lazy.freed() == 1 {

@@ -22,6 +22,7 @@ pub mod hll;
 pub mod lazyfree;
 pub mod lookups;
 pub mod packed_pairs;
+pub mod set;
 mod shard;
 mod slot_counts;
 mod sorted_blocks;

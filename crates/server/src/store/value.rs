@@ -4,16 +4,14 @@
 //! keeps such a string `raw`. Collections are boxed so an entry stays small whatever
 //! its type.
 //!
-//! Sets are `IndexSet`s: insertion order matches Redis's small encodings, and index
-//! access gives O(1) random members and stable scan cursors (hashes: [`super::hash`]). Each
+//! Hashes ([`super::hash`]) and sets ([`super::set`]) have modules of their own. Each
 //! collection whose encoding Redis converts once and never back keeps what decides it
 //! (the set's `had_text`, and every collection's [`Peaks`]).
 
 use std::collections::VecDeque;
 
-use indexmap::IndexSet;
-
 pub use super::hash::HashValue;
+pub use super::set::SetValue;
 
 use super::compact::CompactBytes;
 use super::stream::Stream;
@@ -48,103 +46,6 @@ impl Peaks {
     }
 }
 
-/// Set members, and what decides Redis's encoding of them: Redis turns an `intset` into
-/// a `hashtable` when a member that is not an integer is added or the set outgrows
-/// `set-max-intset-entries`, and never back, so the encoding depends on what the set
-/// held, not only on what it holds. Reads and removals go through the members
-/// (`Deref`); additions through [`SetValue::insert`] or `collect`.
-#[derive(Debug, Clone, Default)]
-pub struct SetValue {
-    members: IndexSet<CompactBytes, Hasher>,
-    /// A member that is not an integer was added once.
-    had_text: bool,
-    /// The most members it held (`Peaks::longest` is unused: an intset has no length
-    /// limit of its members).
-    peaks: Peaks,
-}
-
-impl SetValue {
-    /// An empty set with room for `capacity` members.
-    pub fn with_capacity(capacity: usize) -> SetValue {
-        SetValue {
-            members: IndexSet::with_capacity_and_hasher(capacity, Hasher::default()),
-            ..SetValue::default()
-        }
-    }
-
-    /// Adds `member`; true when it was not there.
-    pub fn insert(&mut self, member: CompactBytes) -> bool {
-        // Parsed only while the set may still be an intset: once it held text, its
-        // encoding is settled and an addition costs no parse.
-        let text = !self.had_text && canonical_int(&member).is_none();
-        let added = self.members.insert(member);
-        if added {
-            self.had_text |= text;
-            self.peaks.saw(self.members.len(), 0);
-        }
-        added
-    }
-
-    /// Whether Redis would still hold it as an `intset` under a limit of `max_entries`:
-    /// integers only, now and always, never more than the limit.
-    pub fn is_intset(&self, max_entries: usize) -> bool {
-        // The current members are looked at too: an addition through the members'
-        // own methods (`DerefMut`) would pass `insert` by.
-        !self.had_text
-            && self.peaks.entries.max(self.members.len()) <= max_entries
-            && self.members.iter().all(|m| canonical_int(m).is_some())
-    }
-}
-
-impl std::ops::Deref for SetValue {
-    type Target = IndexSet<CompactBytes, Hasher>;
-
-    fn deref(&self) -> &Self::Target {
-        &self.members
-    }
-}
-
-impl std::ops::DerefMut for SetValue {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.members
-    }
-}
-
-impl FromIterator<CompactBytes> for SetValue {
-    fn from_iter<I: IntoIterator<Item = CompactBytes>>(members: I) -> SetValue {
-        let mut set = SetValue::default();
-        for member in members {
-            set.insert(member);
-        }
-        set
-    }
-}
-
-impl Extend<CompactBytes> for SetValue {
-    fn extend<I: IntoIterator<Item = CompactBytes>>(&mut self, members: I) {
-        for member in members {
-            self.insert(member);
-        }
-    }
-}
-
-impl IntoIterator for SetValue {
-    type Item = CompactBytes;
-    type IntoIter = indexmap::set::IntoIter<CompactBytes>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.members.into_iter()
-    }
-}
-
-impl<'a> IntoIterator for &'a SetValue {
-    type Item = &'a CompactBytes;
-    type IntoIter = indexmap::set::Iter<'a, CompactBytes>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.members.iter()
-    }
-}
 /// List elements, head first.
 pub type ListValue = VecDeque<CompactBytes>;
 

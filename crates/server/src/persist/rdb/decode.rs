@@ -53,7 +53,7 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
             let n = r.count()?;
             let mut set = SetValue::with_capacity(capacity(n, r));
             for _ in 0..n {
-                if !set.insert(CompactBytes::new(&r.string()?)) {
+                if !set.insert(&r.string()?) {
                     return Err(Corrupt("duplicate set members"));
                 }
             }
@@ -61,11 +61,8 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
         }
         SET_INTSET => {
             let blob = r.string()?;
-            let set: SetValue = intset::members(&blob)
-                .map_err(|_| integrity(kind))?
-                .into_iter()
-                .map(|n| CompactBytes::new(itoa::Buffer::new().format(n).as_bytes()))
-                .collect();
+            let ints = intset::members(&blob).map_err(|_| integrity(kind))?;
+            let set = SetValue::from_ints(ints).ok_or_else(|| integrity(kind))?;
             non_empty(set.len(), Value::Set(Box::new(set)))
         }
         HASH => {

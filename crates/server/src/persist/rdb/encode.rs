@@ -92,7 +92,10 @@ pub fn value(out: &mut Vec<u8>, value: &Value) {
         }
         Value::Set(set) => {
             let ints: Option<Vec<i64>> = if set.len() <= MAX_INTSET_ENTRIES {
-                set.iter().map(|m| canonical_int(m)).collect()
+                match set.ints() {
+                    Some(ints) => Some(ints.to_vec()),
+                    None => set.iter().map(|m| canonical_int(&m)).collect(),
+                }
             } else {
                 None
             };
@@ -105,7 +108,7 @@ pub fn value(out: &mut Vec<u8>, value: &Value) {
                     out.push(SET);
                     len(out, set.len() as u64);
                     for m in set.iter() {
-                        string(out, m);
+                        string(out, &m);
                     }
                 }
             }

@@ -38,7 +38,7 @@ fn canon(value: &Value) -> String {
             format!("hash {pairs:?}")
         }
         Value::Set(s) => {
-            let mut members: Vec<_> = s.iter().map(|m| show(m)).collect();
+            let mut members: Vec<_> = s.iter().map(|m| show(&m)).collect();
             members.sort();
             format!("set {members:?}")
         }
@@ -113,12 +113,7 @@ fn hash(pairs: &[(&[u8], &[u8])]) -> Value {
 }
 
 fn set(members: &[&[u8]]) -> Value {
-    Value::Set(Box::new(
-        members
-            .iter()
-            .map(|m| CompactBytes::new(m))
-            .collect::<SetValue>(),
-    ))
+    Value::Set(Box::new(members.iter().copied().collect::<SetValue>()))
 }
 
 fn zset(members: &[(&[u8], f64)]) -> Value {
