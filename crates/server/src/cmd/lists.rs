@@ -67,6 +67,13 @@ fn push(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool, only_existing: bool) -> C
     let Value::List(list) = &mut entry.value else {
         return Err(WRONG_TYPE);
     };
+    let adding = args.len() - 2;
+    if list.capacity() - list.len() < adding && list.len() < 128 {
+        // A small list grows by what is pushed or by an eighth (at least 8), not by
+        // doubling: its vector is most of its memory (Redis's listpack grows by the
+        // entry). Larger ones double, so a long queue's pushes stay cheap.
+        list.reserve_exact(adding.max(list.len() / 8).max(8));
+    }
     for element in &args[2..] {
         let element = CompactBytes::new(element);
         if left {
