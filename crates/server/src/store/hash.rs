@@ -80,6 +80,35 @@ impl HashValue {
         }
     }
 
+    /// A hash of `pairs` at once (a load), packed in one allocation when they fit;
+    /// `None` when a field repeats.
+    pub fn from_pairs(pairs: &[(&[u8], &[u8])]) -> Option<HashValue> {
+        let mut peaks = Peaks::default();
+        peaks.saw(
+            pairs.len(),
+            pairs
+                .iter()
+                .map(|(f, v)| f.len().max(v.len()))
+                .max()
+                .unwrap_or(0),
+        );
+        let packable = pairs.len() <= PACKED_MAX_ENTRIES
+            && pairs.iter().all(|(f, v)| packed_pairs::fits(f, v));
+        if packable {
+            return Some(HashValue {
+                repr: Repr::Packed(PackedPairs::from_pairs(pairs)?),
+                peaks,
+            });
+        }
+        let mut hash = HashValue::with_capacity(pairs.len());
+        for (field, value) in pairs {
+            if !hash.insert(field, value) {
+                return None;
+            }
+        }
+        Some(hash)
+    }
+
     /// How many pairs it holds.
     #[inline]
     pub fn len(&self) -> usize {
@@ -277,13 +306,28 @@ mod tests {
                 let pairs: Vec<(&[u8], &[u8])> = hash.iter().collect();
                 let expected: Vec<(&[u8], &[u8])> =
                     model.iter().map(|(f, v)| (&f[..], &v[..])).collect();
-                prop_assert_eq!(pairs, expected);
+                prop_assert_eq!(&pairs, &expected);
                 for (i, (f, v)) in model.iter().enumerate() {
                     prop_assert_eq!(hash.get_index(i), Some((&f[..], &v[..])));
                 }
                 prop_assert_eq!(hash.get_index(model.len()), None);
+                // Built at once (a load), the same pairs in the same order.
+                let rebuilt = HashValue::from_pairs(&expected);
+                prop_assert_eq!(
+                    rebuilt.as_ref().map(|h| h.iter().collect::<Vec<_>>()),
+                    Some(expected.clone())
+                );
             }
         }
+    }
+
+    #[test]
+    fn a_load_refuses_a_repeated_field() {
+        let pairs: [(&[u8], &[u8]); 3] = [(b"a", b"1"), (b"b", b"2"), (b"a", b"3")];
+        assert!(HashValue::from_pairs(&pairs).is_none());
+        let long = [b'x'; PACKED_MAX_LEN + 1];
+        let pairs: [(&[u8], &[u8]); 2] = [(b"a", &long), (b"a", b"2")];
+        assert!(HashValue::from_pairs(&pairs).is_none());
     }
 
     #[test]

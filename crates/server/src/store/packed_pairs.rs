@@ -106,6 +106,34 @@ impl PackedPairs {
         self.get_index(self.find(field)?).map(|(_, v)| v)
     }
 
+    /// The pairs at once, in one allocation (a load); the caller keeps to the limits.
+    /// `None` when a field repeats.
+    pub fn from_pairs(pairs: &[(&[u8], &[u8])]) -> Option<PackedPairs> {
+        let mut fields: Vec<&[u8]> = pairs.iter().map(|(f, _)| *f).collect();
+        fields.sort_unstable();
+        if fields.windows(2).any(|w| w[0] == w[1]) {
+            return None;
+        }
+        let area: usize = pairs.iter().map(|(f, v)| 2 + f.len() + v.len()).sum();
+        let mut bytes = Vec::with_capacity(area + 3 * pairs.len());
+        let mut offsets = Vec::with_capacity(pairs.len());
+        for (field, value) in pairs {
+            offsets.push(bytes.len() as u16);
+            bytes.push(field.len() as u8);
+            bytes.extend_from_slice(field);
+            bytes.push(value.len() as u8);
+            bytes.extend_from_slice(value);
+        }
+        bytes.extend(pairs.iter().map(|(f, _)| tag(f)));
+        for offset in offsets {
+            bytes.extend_from_slice(&offset.to_le_bytes());
+        }
+        Some(PackedPairs {
+            bytes,
+            pairs: pairs.len(),
+        })
+    }
+
     /// Appends a pair whose field is not there (the caller looked, and keeps to the
     /// limits).
     pub fn push(&mut self, field: &[u8], value: &[u8]) {

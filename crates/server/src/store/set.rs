@@ -120,8 +120,16 @@ impl ExactSizeIterator for Iter<'_> {}
 impl SetValue {
     /// An empty set with room for `capacity` members (a load).
     pub fn with_capacity(capacity: usize) -> SetValue {
+        let repr = if capacity > INTS_MAX {
+            Repr::Members(IndexSet::with_capacity_and_hasher(
+                capacity,
+                Hasher::default(),
+            ))
+        } else {
+            Repr::Ints(Vec::with_capacity(capacity))
+        };
         SetValue {
-            repr: Repr::Ints(Vec::with_capacity(capacity.min(INTS_MAX))),
+            repr,
             ..SetValue::default()
         }
     }
@@ -208,7 +216,9 @@ impl SetValue {
         let mut members = match std::mem::take(&mut self.repr) {
             Repr::Members(m) => m,
             Repr::Ints(ints) => {
-                let mut m = IndexSet::with_capacity_and_hasher(ints.len() + 1, Hasher::default());
+                // The vector's capacity is what a load expects to add.
+                let room = ints.capacity().max(ints.len() + 1);
+                let mut m = IndexSet::with_capacity_and_hasher(room, Hasher::default());
                 for n in ints {
                     m.insert(CompactBytes::new(itoa::Buffer::new().format(n).as_bytes()));
                 }

@@ -67,25 +67,22 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
         }
         HASH => {
             let n = r.count()?;
-            let mut hash = HashValue::with_capacity(capacity(n, r));
+            let mut read = Vec::with_capacity(capacity(n, r));
             for _ in 0..n {
-                let field = CompactBytes::new(&r.string()?);
-                let value = CompactBytes::new(&r.string()?);
-                if !hash.insert(&field, &value) {
-                    return Err(Corrupt("duplicate hash fields"));
-                }
+                read.push((
+                    CompactBytes::new(&r.string()?),
+                    CompactBytes::new(&r.string()?),
+                ));
             }
+            let pairs: Vec<(&[u8], &[u8])> = read.iter().map(|(f, v)| (&f[..], &v[..])).collect();
+            let hash = HashValue::from_pairs(&pairs).ok_or(Corrupt("duplicate hash fields"))?;
             non_empty(hash.len(), Value::Hash(Box::new(hash)))
         }
         HASH_ZIPMAP => {
             let blob = r.string()?;
             let pairs = zipmap::pairs(&blob)?;
-            let mut hash = HashValue::with_capacity(pairs.len());
-            for (field, value) in pairs {
-                if !hash.insert(field, value) {
-                    return Err(Corrupt("Hash zipmap with dup elements"));
-                }
-            }
+            let hash =
+                HashValue::from_pairs(&pairs).ok_or(Corrupt("Hash zipmap with dup elements"))?;
             Ok(Value::Hash(Box::new(hash)))
         }
         HASH_ZIPLIST | HASH_LISTPACK => {
@@ -170,13 +167,11 @@ fn integrity(kind: u8) -> Corrupt {
 /// A hash from the field/value entries of a ziplist or listpack blob.
 fn compact_hash(blob: &[u8], zip: bool) -> Result<HashValue, Corrupt> {
     let items = compact_entries(blob, zip)?;
-    let mut hash = HashValue::with_capacity(items.len() / 2);
-    for pair in pairs(&items)? {
-        if !hash.insert(&compact(pair[0]), &compact(pair[1])) {
-            return Err(Corrupt("duplicate hash fields"));
-        }
-    }
-    Ok(hash)
+    let read: Vec<(CompactBytes, CompactBytes)> = pairs(&items)?
+        .map(|pair| (compact(pair[0]), compact(pair[1])))
+        .collect();
+    let pairs: Vec<(&[u8], &[u8])> = read.iter().map(|(f, v)| (&f[..], &v[..])).collect();
+    HashValue::from_pairs(&pairs).ok_or(Corrupt("duplicate hash fields"))
 }
 
 /// A sorted set from the member/score entries of a ziplist or listpack blob.
