@@ -26,6 +26,7 @@ pub mod set;
 mod shard;
 mod slot_counts;
 mod sorted_blocks;
+pub mod sorted_ints;
 pub mod stream;
 mod value;
 mod zset;

@@ -1,6 +1,7 @@
-//! Sets. A set of integers is a sorted vector of them, as Redis keeps one in an intset:
-//! 8 bytes a member instead of a hashed entry (50k sets of 10 integers took 6.6x Redis's
-//! memory as maps), members in ascending order as Redis lists an intset's. A member that
+//! Sets. A set of integers is a sorted vector of them ([`SortedInts`]), as Redis keeps
+//! one in an intset: 2, 4 or 8 bytes a member instead of a hashed entry (50k sets of 10
+//! integers took 6.6x Redis's memory as maps), members in ascending order as Redis lists
+//! an intset's. A member that
 //! is not an integer in canonical form, or more than [`INTS_MAX`] of them, makes it a
 //! map of members for good (Redis converts an intset to a hashtable and never back).
 //! What Redis reports as the encoding follows Redis's configured limit (`had_text` and
@@ -11,6 +12,7 @@ use std::ops::Deref;
 use indexmap::IndexSet;
 
 use super::compact::CompactBytes;
+use super::sorted_ints::{self, SortedInts};
 use super::value::{canonical_int, Hasher, Peaks};
 
 /// Integers a set holds as a vector at most (Redis's default `set-max-intset-entries`).
@@ -30,7 +32,7 @@ pub struct SetValue {
 #[derive(Debug, Clone)]
 enum Repr {
     /// Ascending, distinct.
-    Ints(Vec<i64>),
+    Ints(SortedInts),
     /// Removal swaps the last member in (O(1)); scans walk positions downward, so a
     /// swap moves nothing a scan still has to see past it. Not boxed: a set of text
     /// would pay a second allocation (measured 895 against 862 B for 10 members).
@@ -39,7 +41,7 @@ enum Repr {
 
 impl Default for Repr {
     fn default() -> Self {
-        Repr::Ints(Vec::new())
+        Repr::Ints(SortedInts::default())
     }
 }
 
@@ -91,7 +93,7 @@ impl AsRef<[u8]> for Member<'_> {
 /// The members of a set, in its order.
 pub enum Iter<'a> {
     /// Of a set of integers: ascending.
-    Ints(std::slice::Iter<'a, i64>),
+    Ints(sorted_ints::Iter<'a>),
     /// Of a map of members.
     Members(indexmap::set::Iter<'a, CompactBytes>),
 }
@@ -102,7 +104,7 @@ impl<'a> Iterator for Iter<'a> {
     #[inline]
     fn next(&mut self) -> Option<Member<'a>> {
         match self {
-            Iter::Ints(ints) => ints.next().map(|&n| Member::int(n)),
+            Iter::Ints(ints) => ints.next().map(Member::int),
             Iter::Members(m) => m.next().map(|m| Member(Inner::Bytes(m.as_bytes()))),
         }
     }
@@ -126,7 +128,7 @@ impl SetValue {
                 Hasher::default(),
             ))
         } else {
-            Repr::Ints(Vec::with_capacity(capacity))
+            Repr::Ints(SortedInts::with_capacity(capacity))
         };
         SetValue {
             repr,
@@ -144,8 +146,7 @@ impl SetValue {
         let mut set = SetValue::default();
         set.peaks.saw(ints.len(), 0);
         if ints.len() <= INTS_MAX {
-            ints.shrink_to_fit();
-            set.repr = Repr::Ints(ints);
+            set.repr = Repr::Ints(SortedInts::from_sorted(&ints));
         } else {
             for n in ints {
                 set.insert(itoa::Buffer::new().format(n).as_bytes());
@@ -173,9 +174,7 @@ impl SetValue {
     pub fn contains(&self, member: &[u8]) -> bool {
         match &self.repr {
             // A member that is not a canonical integer cannot be in a set of them.
-            Repr::Ints(ints) => {
-                canonical_int(member).is_some_and(|n| ints.binary_search(&n).is_ok())
-            }
+            Repr::Ints(ints) => canonical_int(member).is_some_and(|n| ints.search(n).is_ok()),
             Repr::Members(m) => m.contains(member),
         }
     }
@@ -199,16 +198,9 @@ impl SetValue {
 
     fn put(&mut self, member: &[u8], int: Option<i64>) -> bool {
         if let (Repr::Ints(ints), Some(n)) = (&mut self.repr, int) {
-            match ints.binary_search(&n) {
+            match ints.search(n) {
                 Ok(_) => return false,
-                Err(at) if ints.len() < INTS_MAX => {
-                    if ints.len() == ints.capacity() {
-                        // By an eighth: the vector is the set's memory.
-                        ints.reserve_exact((ints.len() / 8).max(1));
-                    }
-                    ints.insert(at, n);
-                    return true;
-                }
+                Err(_) if ints.len() < INTS_MAX => return ints.insert(n),
                 Err(_) => {}
             }
         }
@@ -217,9 +209,9 @@ impl SetValue {
             Repr::Members(m) => m,
             Repr::Ints(ints) => {
                 // The vector's capacity is what a load expects to add.
-                let room = ints.capacity().max(ints.len() + 1);
+                let room = (ints.heap_size() / 2).max(ints.len() + 1);
                 let mut m = IndexSet::with_capacity_and_hasher(room, Hasher::default());
-                for n in ints {
+                for n in ints.iter() {
                     m.insert(CompactBytes::new(itoa::Buffer::new().format(n).as_bytes()));
                 }
                 m
@@ -233,11 +225,8 @@ impl SetValue {
     /// Removes `member`; true when it was there.
     pub fn remove(&mut self, member: &[u8]) -> bool {
         match &mut self.repr {
-            Repr::Ints(ints) => match canonical_int(member).map(|n| ints.binary_search(&n)) {
-                Some(Ok(at)) => {
-                    ints.remove(at);
-                    true
-                }
+            Repr::Ints(ints) => match canonical_int(member).map(|n| ints.search(n)) {
+                Some(Ok(at)) => ints.remove_at(at).is_some(),
                 _ => false,
             },
             Repr::Members(m) => m.swap_remove(member),
@@ -247,8 +236,9 @@ impl SetValue {
     /// Removes the member at position `i` and returns it (SPOP).
     pub fn remove_index(&mut self, i: usize) -> Option<CompactBytes> {
         match &mut self.repr {
-            Repr::Ints(ints) => (i < ints.len())
-                .then(|| CompactBytes::new(itoa::Buffer::new().format(ints.remove(i)).as_bytes())),
+            Repr::Ints(ints) => ints
+                .remove_at(i)
+                .map(|n| CompactBytes::new(itoa::Buffer::new().format(n).as_bytes())),
             Repr::Members(m) => m.swap_remove_index(i),
         }
     }
@@ -256,7 +246,7 @@ impl SetValue {
     /// The member at position `i` (in [`SetValue::iter`]'s order), in O(1).
     pub fn get_index(&self, i: usize) -> Option<Member<'_>> {
         match &self.repr {
-            Repr::Ints(ints) => ints.get(i).map(|&n| Member::int(n)),
+            Repr::Ints(ints) => ints.get(i).map(Member::int),
             Repr::Members(m) => m.get_index(i).map(|m| Member(Inner::Bytes(m.as_bytes()))),
         }
     }
@@ -270,7 +260,7 @@ impl SetValue {
     }
 
     /// The members as integers, when it is held as a set of them (ascending).
-    pub fn ints(&self) -> Option<&[i64]> {
+    pub fn ints(&self) -> Option<&SortedInts> {
         match &self.repr {
             Repr::Ints(ints) => Some(ints),
             Repr::Members(_) => None,
@@ -288,7 +278,7 @@ impl SetValue {
     /// Bytes it holds on the heap, about (MEMORY USAGE).
     pub fn heap_size(&self) -> usize {
         match &self.repr {
-            Repr::Ints(ints) => ints.capacity() * 8,
+            Repr::Ints(ints) => ints.heap_size(),
             Repr::Members(m) => {
                 // Each member, its hash and its index slot.
                 m.capacity() * (std::mem::size_of::<CompactBytes>() + 16)
@@ -367,6 +357,7 @@ mod tests {
                 sorted.sort();
                 prop_assert_eq!(sorted, model.iter().cloned().collect::<Vec<_>>());
                 if let Some(ints) = set.ints() {
+                    let ints: Vec<i64> = ints.iter().collect();
                     prop_assert!(ints.windows(2).all(|w| w[0] < w[1]));
                 }
             }

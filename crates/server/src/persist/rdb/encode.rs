@@ -93,7 +93,7 @@ pub fn value(out: &mut Vec<u8>, value: &Value) {
         Value::Set(set) => {
             let ints: Option<Vec<i64>> = if set.len() <= MAX_INTSET_ENTRIES {
                 match set.ints() {
-                    Some(ints) => Some(ints.to_vec()),
+                    Some(ints) => Some(ints.iter().collect()),
                     None => set.iter().map(|m| canonical_int(&m)).collect(),
                 }
             } else {
