@@ -11,6 +11,7 @@ use super::listpack::{self, Elem};
 use super::reader::{parse_double, Reader};
 use super::types::*;
 use super::{intset, ziplist, zipmap, Corrupt};
+use crate::store::hash::PACKED_MAX_ENTRIES;
 use crate::store::{CompactBytes, HashValue, ListValue, SetValue, Value, ZSet};
 
 /// An empty collection: refused in a DUMP payload, skipped in a file (Redis 7.0 once
@@ -67,15 +68,28 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
         }
         HASH => {
             let n = r.count()?;
-            let mut read = Vec::with_capacity(capacity(n, r));
-            for _ in 0..n {
-                read.push((
-                    CompactBytes::new(&r.string()?),
-                    CompactBytes::new(&r.string()?),
-                ));
-            }
-            let pairs: Vec<(&[u8], &[u8])> = read.iter().map(|(f, v)| (&f[..], &v[..])).collect();
-            let hash = HashValue::from_pairs(&pairs).ok_or(Corrupt("duplicate hash fields"))?;
+            let hash = if n > PACKED_MAX_ENTRIES as u64 {
+                // Too many to pack: a map from the start, filled as read.
+                let mut hash = HashValue::with_capacity(capacity(n, r));
+                for _ in 0..n {
+                    let field = r.string()?;
+                    if !hash.insert(&field, &r.string()?) {
+                        return Err(Corrupt("duplicate hash fields"));
+                    }
+                }
+                hash
+            } else {
+                let mut read = Vec::with_capacity(capacity(n, r));
+                for _ in 0..n {
+                    read.push((
+                        CompactBytes::new(&r.string()?),
+                        CompactBytes::new(&r.string()?),
+                    ));
+                }
+                let pairs: Vec<(&[u8], &[u8])> =
+                    read.iter().map(|(f, v)| (&f[..], &v[..])).collect();
+                HashValue::from_pairs(&pairs).ok_or(Corrupt("duplicate hash fields"))?
+            };
             non_empty(hash.len(), Value::Hash(Box::new(hash)))
         }
         HASH_ZIPMAP => {
