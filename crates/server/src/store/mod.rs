@@ -21,6 +21,7 @@ mod held;
 pub mod hll;
 pub mod lazyfree;
 pub mod lookups;
+pub mod packed_members;
 pub mod packed_pairs;
 pub mod set;
 mod shard;

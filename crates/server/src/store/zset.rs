@@ -7,6 +7,7 @@ use std::ops::Bound;
 use indexmap::IndexMap;
 
 use super::compact::CompactBytes;
+use super::packed_members::{self, PackedMembers};
 use super::sorted_blocks::SortedBlocks;
 use super::value::{Hasher, Peaks};
 
@@ -91,13 +92,13 @@ pub struct ZSet {
     peaks: Peaks,
 }
 
-/// How the members are held. A small set is one vector in (score, member) order, as
-/// Redis keeps one in a listpack: a third of the memory of the indexes, and its lookups
-/// by member, linear, cost no more than a hash at that size. Past [`SMALL_MAX`] it
-/// takes the indexes for good (as Redis converts to a skiplist and never back).
+/// How the members are held. A small set is one buffer in (score, member) order
+/// ([`PackedMembers`]), as Redis keeps one in a listpack. Past [`SMALL_MAX`] members, or
+/// with a member longer than [`packed_members::MAX_LEN`], it takes the indexes for good
+/// (as Redis converts to a skiplist and never back).
 #[derive(Debug, Clone)]
 enum Repr {
-    Small(Vec<(Score, CompactBytes)>),
+    Small(PackedMembers),
     /// Boxed: a small set, the common case, stays small.
     Large(Box<Indexes>),
 }
@@ -111,7 +112,7 @@ struct Indexes {
 
 impl Default for Repr {
     fn default() -> Self {
-        Repr::Small(Vec::new())
+        Repr::Small(PackedMembers::default())
     }
 }
 
@@ -134,14 +135,15 @@ impl ZSet {
             .collect();
         // Mostly in order already (Redis writes them sorted): the sort only checks.
         order.sort_unstable();
-        let repr = if order.len() <= SMALL_MAX {
+        let packable =
+            order.len() <= SMALL_MAX && order.iter().all(|(_, m)| packed_members::fits(m));
+        let repr = if packable {
             let mut by_member: Vec<&[u8]> = order.iter().map(|(_, m)| m.as_bytes()).collect();
             by_member.sort_unstable();
             if by_member.windows(2).any(|w| w[0] == w[1]) {
                 return None;
             }
-            order.shrink_to_fit();
-            Repr::Small(order)
+            Repr::Small(PackedMembers::from_sorted(order.iter().map(pair)))
         } else {
             Self::indexed(order)?
         };
@@ -166,7 +168,7 @@ impl ZSet {
     /// Number of members.
     pub fn len(&self) -> usize {
         match &self.repr {
-            Repr::Small(v) => v.len(),
+            Repr::Small(p) => p.len(),
             Repr::Large(ix) => ix.order.len(),
         }
     }
@@ -176,15 +178,10 @@ impl ZSet {
         self.len() == 0
     }
 
-    /// Position of `member` in a small set.
-    fn small_position(v: &[(Score, CompactBytes)], member: &[u8]) -> Option<usize> {
-        v.iter().position(|(_, m)| m.as_bytes() == member)
-    }
-
     /// The member's score.
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.repr {
-            Repr::Small(v) => Self::small_position(v, member).map(|i| v[i].0 .0),
+            Repr::Small(p) => p.get(p.find(member)?).map(|(_, s)| s),
             Repr::Large(ix) => ix.scores.get(member).copied(),
         }
     }
@@ -193,19 +190,21 @@ impl ZSet {
     pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
         let score = normal(score);
         let old = match &mut self.repr {
-            Repr::Small(v) => {
-                let (old, entry) = match Self::small_position(v, member).map(|i| v.remove(i)) {
-                    // The member's own bytes move to the new place.
-                    Some((old, key)) => (Some(old.0), (score, key)),
-                    None => (None, (score, CompactBytes::new(member))),
-                };
-                let at = v.partition_point(|e| *e < entry);
-                if v.len() == v.capacity() {
-                    // By an eighth, not doubling: a small set's vector is most of its
-                    // memory, and Redis's listpack grows by the entry.
-                    v.reserve_exact((v.len() / 8).max(1));
+            Repr::Small(p) if packed_members::fits(member) => {
+                let old = p.find(member).and_then(|i| p.remove_at(i));
+                let at = p.partition_point(|m, s| (Score(s), m) < (score, member));
+                p.insert_at(at, member, score.0);
+                old
+            }
+            Repr::Small(p) => {
+                // A member too long to pack: the indexes, for good.
+                let old = p.find(member).and_then(|i| p.remove_at(i));
+                let mut order = Self::unpacked(p);
+                order.push((score, CompactBytes::new(member)));
+                order.sort_unstable();
+                if let Some(large) = Self::indexed(order) {
+                    self.repr = large;
                 }
-                v.insert(at, entry);
                 old
             }
             Repr::Large(ix) => {
@@ -220,15 +219,22 @@ impl ZSet {
             }
         };
         self.peaks.saw(self.len(), member.len());
-        if let Repr::Small(v) = &mut self.repr {
-            if v.len() > SMALL_MAX {
+        if let Repr::Small(p) = &self.repr {
+            if p.len() > SMALL_MAX {
                 // Its members are distinct, so the indexes are always made.
-                if let Some(large) = Self::indexed(std::mem::take(v)) {
+                if let Some(large) = Self::indexed(Self::unpacked(p)) {
                     self.repr = large;
                 }
             }
         }
         old
+    }
+
+    /// A small set's entries, as the indexes take them.
+    fn unpacked(p: &PackedMembers) -> Vec<(Score, CompactBytes)> {
+        p.range(0..p.len())
+            .map(|(m, s)| (Score(s), CompactBytes::new(m)))
+            .collect()
     }
 
     /// Whether Redis would still hold it as a `listpack` under these limits: it converts
@@ -244,9 +250,9 @@ impl ZSet {
     /// Removes a member; returns its score.
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
         match &mut self.repr {
-            Repr::Small(v) => {
-                let i = Self::small_position(v, member)?;
-                Some(v.remove(i).0 .0)
+            Repr::Small(p) => {
+                let i = p.find(member)?;
+                p.remove_at(i)
             }
             Repr::Large(ix) => {
                 let Indexes { scores, order } = &mut **ix;
@@ -259,18 +265,18 @@ impl ZSet {
 
     /// Members in ascending (score, member) order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
-        self.span(|v| 0..v.len(), |order| (0, order.len()))
+        self.span(|p| 0..p.len(), |order| (0, order.len()))
     }
 
     /// The entries at the positions `small` picks in a small set's vector, or `large`
     /// in a large set's index, as (member, score), ascending (`rev()` for descending).
     fn span(
         &self,
-        small: impl FnOnce(&[(Score, CompactBytes)]) -> std::ops::Range<usize>,
+        small: impl FnOnce(&PackedMembers) -> std::ops::Range<usize>,
         large: impl FnOnce(&SortedBlocks<(Score, CompactBytes)>) -> (usize, usize),
     ) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
         let (small, large) = match &self.repr {
-            Repr::Small(v) => (Some(v[small(v)].iter()), None),
+            Repr::Small(p) => (Some(p.range(small(p))), None),
             Repr::Large(ix) => {
                 let order = &ix.order;
                 let (start, end) = large(order);
@@ -280,14 +286,13 @@ impl ZSet {
         small
             .into_iter()
             .flatten()
-            .chain(large.into_iter().flatten())
-            .map(pair)
+            .chain(large.into_iter().flatten().map(pair))
     }
 
     /// The member at `index` (random picks; in no promised order).
     pub fn get_index(&self, index: usize) -> Option<(&[u8], f64)> {
         match &self.repr {
-            Repr::Small(v) => v.get(index).map(pair),
+            Repr::Small(p) => p.get(index),
             Repr::Large(ix) => ix.scores.get_index(index).map(|(m, s)| (m.as_bytes(), *s)),
         }
     }
@@ -310,7 +315,7 @@ impl ZSet {
     ) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
         let (start, end) = (start.min(end), end);
         self.span(
-            move |v: &[(Score, CompactBytes)]| start.min(v.len())..end.min(v.len()),
+            move |p: &PackedMembers| start.min(p.len())..end.min(p.len()),
             move |_: &SortedBlocks<(Score, CompactBytes)>| (start, end),
         )
     }
@@ -325,12 +330,12 @@ impl ZSet {
         // `None`: an empty range.
         let keys = score_keys(min, max);
         self.span(
-            move |v: &[(Score, CompactBytes)]| {
+            move |p: &PackedMembers| {
                 let Some((lower, upper)) = keys else {
                     return 0..0;
                 };
-                let start = lower.map_or(0, |lo| v.partition_point(|e| e.0 < lo));
-                let end = upper.map_or(v.len(), |hi| v.partition_point(|e| e.0 < hi));
+                let start = lower.map_or(0, |lo| p.partition_point(|_, s| Score(s) < lo));
+                let end = upper.map_or(p.len(), |hi| p.partition_point(|_, s| Score(s) < hi));
                 start..end.max(start)
             },
             move |order: &SortedBlocks<(Score, CompactBytes)>| {
@@ -374,7 +379,7 @@ impl ZSet {
     /// 0-based rank of a member in ascending order.
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         match &self.repr {
-            Repr::Small(v) => Self::small_position(v, member),
+            Repr::Small(p) => p.find(member),
             Repr::Large(ix) => {
                 let Indexes { scores, order } = &**ix;
                 let score = *scores.get(member)?;
@@ -393,10 +398,7 @@ impl ZSet {
             }
         };
         match &self.repr {
-            Repr::Small(v) => {
-                v.capacity() * std::mem::size_of::<(Score, CompactBytes)>()
-                    + v.iter().map(|(_, m)| heap(m)).sum::<usize>()
-            }
+            Repr::Small(p) => p.heap_size(),
             Repr::Large(ix) => ix.scores.keys().map(|m| 112 + 2 * heap(m)).sum::<usize>(),
         }
     }
@@ -421,9 +423,12 @@ mod tests {
         ]
     }
 
-    /// Member names: short and long (boxed) ones, so both kinds of bytes move.
+    /// Member names: short and long (boxed) ones, so both kinds of bytes move, and a
+    /// few too long to pack (a small set then takes its indexes).
     fn name(m: u8) -> Vec<u8> {
-        if m % 5 == 0 {
+        if m % 61 == 7 {
+            format!("{m:-<70}").into_bytes()
+        } else if m % 5 == 0 {
             format!("a-long-member-name-past-the-inline-size-{m}").into_bytes()
         } else {
             format!("m{m}").into_bytes()
@@ -462,13 +467,16 @@ mod tests {
         fn behaves_as_an_ordered_map(ops in proptest::collection::vec(op(), 1..400)) {
             let mut z = ZSet::default();
             let mut model = BTreeMap::new();
-            for op in ops {
+            for (i, op) in ops.into_iter().enumerate() {
                 match op {
                     Op::Insert(m, s) => {
                         let score = f64::from(s) / 4.0;
                         assert_eq!(z.insert(&name(m), score), model.insert(name(m), score));
                     }
                     Op::Remove(m) => assert_eq!(z.remove(&name(m)), model.remove(&name(m))),
+                }
+                if i % 16 == 0 {
+                    check(&z, &model);
                 }
             }
             check(&z, &model);
