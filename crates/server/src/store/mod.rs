@@ -29,6 +29,7 @@ mod slot_counts;
 mod sorted_blocks;
 pub mod sorted_ints;
 pub mod stream;
+pub mod tagged_entries;
 mod value;
 mod zset;
 
