@@ -1,5 +1,5 @@
 //! Sorted sets: member → score for lookups, plus the members ordered by (score, member)
-//! for ranges and ranks (a small set is only the ordered vector; see [`ZSet`]).
+//! for ranges and ranks (a small set is only its ordered buffer; see [`ZSet`]).
 
 use std::cmp::Ordering;
 use std::ops::Bound;
@@ -268,7 +268,7 @@ impl ZSet {
         self.span(|p| 0..p.len(), |order| (0, order.len()))
     }
 
-    /// The entries at the positions `small` picks in a small set's vector, or `large`
+    /// The entries at the positions `small` picks in a small set's buffer, or `large`
     /// in a large set's index, as (member, score), ascending (`rev()` for descending).
     fn span(
         &self,
