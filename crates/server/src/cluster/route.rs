@@ -181,11 +181,14 @@ pub fn check<'a>(
         // Expired keys count as missing, as Redis's lookup sees them; nothing is touched.
         // Read through the caller's shards when a script or transaction holds them.
         let db = ctx.shared.store.db(0);
-        for key in keys.iter().filter(|_| !is_migrate) {
-            if ctx.lock_in(0, db.shard_index(key)).peek_live(key) {
-                existing += 1;
-            } else {
-                missing += 1;
+        // MIGRATE is let through whatever its keys (below): no need to look.
+        if !is_migrate {
+            for key in &keys {
+                if ctx.lock_in(0, db.shard_index(key)).peek_live(key) {
+                    existing += 1;
+                } else {
+                    missing += 1;
+                }
             }
         }
         state = ctx.shared.cluster.state.read();

@@ -415,21 +415,15 @@ fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let (pattern, count) = scan_options(args)?;
     // Small hashes come back whole, in order, as Redis's listpack ones do.
-    let (range, next) = if h.len() <= SMALL {
-        (0..h.len(), 0)
+    let keep =
+        |(f, _): &(&[u8], &[u8])| pattern.is_none_or(|p| crate::glob::glob_match(p, f, false));
+    let (items, next) = if h.len() <= SMALL {
+        (h.iter().filter(keep).collect::<Vec<_>>(), 0)
     } else {
-        scan_positions(h.len(), cursor, count)
+        let (range, next) = scan_positions(h.len(), cursor, count);
+        let items = range.rev().filter_map(|i| h.get_index(i)).filter(keep);
+        (items.collect(), next)
     };
-    let small = h.len() <= SMALL;
-    let items: Vec<(&[u8], &[u8])> = if small {
-        h.iter().collect()
-    } else {
-        range.rev().filter_map(|i| h.get_index(i)).collect()
-    };
-    let items: Vec<(&[u8], &[u8])> = items
-        .into_iter()
-        .filter(|(f, _)| pattern.is_none_or(|p| crate::glob::glob_match(p, f, false)))
-        .collect();
     encode::write_array_len(ctx.out, 2);
     encode::write_bulk(ctx.out, next.to_string().as_bytes());
     encode::write_array_len(ctx.out, items.len() * 2);

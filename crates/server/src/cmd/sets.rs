@@ -431,21 +431,14 @@ fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let (pattern, count) = scan_options(args)?;
     // A set of integers comes back whole, ascending, as Redis's intsets do.
-    let (range, next) = if s.ints().is_some() {
-        (0..s.len(), 0)
+    let keep = |m: &Member<'_>| pattern.is_none_or(|p| crate::glob::glob_match(p, m, false));
+    let (items, next): (Vec<Member<'_>>, u64) = if s.ints().is_some() {
+        (s.iter().filter(keep).collect(), 0)
     } else {
-        scan_positions(s.len(), cursor, count)
+        let (range, next) = scan_positions(s.len(), cursor, count);
+        let items = range.rev().filter_map(|i| s.get_index(i)).filter(keep);
+        (items.collect(), next)
     };
-    let positions: Vec<usize> = if s.ints().is_some() {
-        range.collect()
-    } else {
-        range.rev().collect()
-    };
-    let items: Vec<Member<'_>> = positions
-        .into_iter()
-        .filter_map(|i| s.get_index(i))
-        .filter(|m| pattern.is_none_or(|p| crate::glob::glob_match(p, m, false)))
-        .collect();
     encode::write_array_len(ctx.out, 2);
     encode::write_bulk(ctx.out, next.to_string().as_bytes());
     encode::write_array_len(ctx.out, items.len());

@@ -211,15 +211,9 @@ impl HashValue {
 
     /// Whether Redis would still hold it as a `listpack` under these limits.
     pub fn is_listpack(&self, max_entries: usize, max_value: usize) -> bool {
-        let now = Peaks {
-            entries: self.len(),
-            longest: self
-                .iter()
-                .map(|(f, v)| f.len().max(v.len()))
-                .max()
-                .unwrap_or(0),
-        };
-        self.peaks.within(now, max_entries, max_value)
+        // Every addition passes `insert` (or `from_pairs`), so the peaks cover what it
+        // holds now.
+        self.peaks.within(Peaks::default(), max_entries, max_value)
     }
 
     /// Bytes it holds on the heap, about (MEMORY USAGE).

@@ -48,8 +48,11 @@ pub fn free_effort(value: &Value) -> usize {
             bytes.div_ceil(LIST_NODE_BYTES).max(1)
         }
         Value::Set(s) => {
-            let intset =
-                s.len() <= INTSET_ENTRIES && s.iter().all(|m| super::canonical_int(&m).is_some());
+            // A set held as integers is one allocation; one of text that reads as
+            // integers would be an intset in Redis.
+            let intset = s.ints().is_some()
+                || (s.len() <= INTSET_ENTRIES
+                    && s.iter().all(|m| super::canonical_int(&m).is_some()));
             if intset {
                 1
             } else {

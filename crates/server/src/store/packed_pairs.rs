@@ -109,10 +109,8 @@ impl PackedPairs {
         // The value's length byte and the value.
         let at = 1 + field.len();
         let old = at..at + 1 + old.len();
-        let with: Vec<u8> = std::iter::once(value.len() as u8)
-            .chain(value.iter().copied())
-            .collect();
-        self.0.replace(i, old, &with);
+        let with = std::iter::once(value.len() as u8).chain(value.iter().copied());
+        self.0.replace(i, old, 1 + value.len(), with);
     }
 
     /// Removes pair `i`, keeping the order of the others.

@@ -200,7 +200,10 @@ impl SetValue {
         if let (Repr::Ints(ints), Some(n)) = (&mut self.repr, int) {
             match ints.search(n) {
                 Ok(_) => return false,
-                Err(_) if ints.len() < INTS_MAX => return ints.insert(n),
+                Err(at) if ints.len() < INTS_MAX => {
+                    ints.insert_at(at, n);
+                    return true;
+                }
                 Err(_) => {}
             }
         }
@@ -270,9 +273,9 @@ impl SetValue {
     /// Whether Redis would still hold it as an `intset` under a limit of `max_entries`:
     /// integers only, now and always, never more than the limit.
     pub fn is_intset(&self, max_entries: usize) -> bool {
-        !self.had_text
-            && self.peaks.entries.max(self.len()) <= max_entries
-            && self.iter().all(|m| canonical_int(&m).is_some())
+        // Every addition passes `insert` (or `from_ints`), so `had_text` and the peaks
+        // cover what it holds now.
+        !self.had_text && self.peaks.entries.max(self.len()) <= max_entries
     }
 
     /// Bytes it holds on the heap, about (MEMORY USAGE).

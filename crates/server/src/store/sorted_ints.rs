@@ -106,10 +106,17 @@ impl SortedInts {
 
     /// Adds `n`; true when it was not there.
     pub fn insert(&mut self, n: i64) -> bool {
-        let at = match self.search(n) {
-            Ok(_) => return false,
-            Err(at) => at,
-        };
+        match self.search(n) {
+            Ok(_) => false,
+            Err(at) => {
+                self.insert_at(at, n);
+                true
+            }
+        }
+    }
+
+    /// Puts `n` at position `at`, where [`SortedInts::search`] said it goes.
+    pub fn insert_at(&mut self, at: usize, n: i64) {
         if width_of(n) > self.width {
             self.widen(width_of(n));
         }
@@ -122,7 +129,6 @@ impl SortedInts {
         self.bytes
             .splice(start..start, std::iter::repeat_n(0, width));
         write(&mut self.bytes[start..start + width], n);
-        true
     }
 
     /// Rewrites every integer in `width` bytes.

@@ -129,8 +129,15 @@ impl TaggedEntries {
         self.len = n + 1;
     }
 
-    /// Replaces the bytes `range` of entry `i` (relative to its start) with `with`.
-    pub fn replace(&mut self, i: usize, range: std::ops::Range<usize>, with: &[u8]) {
+    /// Replaces the bytes `range` of entry `i` (relative to its start) with `with`, of
+    /// `size` bytes.
+    pub fn replace(
+        &mut self,
+        i: usize,
+        range: std::ops::Range<usize>,
+        size: usize,
+        with: impl Iterator<Item = u8>,
+    ) {
         let Some(start) = self.offset(i) else {
             return;
         };
@@ -138,12 +145,14 @@ impl TaggedEntries {
         if to > self.area_end() || from > to {
             return;
         }
-        if to - from == with.len() {
-            self.bytes[from..to].copy_from_slice(with);
+        if to - from == size {
+            for (slot, byte) in self.bytes[from..to].iter_mut().zip(with) {
+                *slot = byte;
+            }
             return;
         }
-        let grows = with.len() as isize - (to - from) as isize;
-        self.bytes.splice(from..to, with.iter().copied());
+        let grows = size as isize - (to - from) as isize;
+        self.bytes.splice(from..to, with);
         self.shift_offsets_from(i + 1, grows);
         self.bytes.shrink_to(self.bytes.len() * 5 / 4);
     }

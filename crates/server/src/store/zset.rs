@@ -189,22 +189,15 @@ impl ZSet {
     /// Adds or updates a member; returns the previous score.
     pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
         let score = normal(score);
+        if !packed_members::fits(member) {
+            // A member too long to pack: the indexes, for good.
+            self.take_indexes();
+        }
         let old = match &mut self.repr {
-            Repr::Small(p) if packed_members::fits(member) => {
+            Repr::Small(p) => {
                 let old = p.find(member).and_then(|i| p.remove_at(i));
                 let at = p.partition_point(|m, s| (Score(s), m) < (score, member));
                 p.insert_at(at, member, score.0);
-                old
-            }
-            Repr::Small(p) => {
-                // A member too long to pack: the indexes, for good.
-                let old = p.find(member).and_then(|i| p.remove_at(i));
-                let mut order = Self::unpacked(p);
-                order.push((score, CompactBytes::new(member)));
-                order.sort_unstable();
-                if let Some(large) = Self::indexed(order) {
-                    self.repr = large;
-                }
                 old
             }
             Repr::Large(ix) => {
@@ -219,22 +212,24 @@ impl ZSet {
             }
         };
         self.peaks.saw(self.len(), member.len());
-        if let Repr::Small(p) = &self.repr {
-            if p.len() > SMALL_MAX {
-                // Its members are distinct, so the indexes are always made.
-                if let Some(large) = Self::indexed(Self::unpacked(p)) {
-                    self.repr = large;
-                }
-            }
+        if self.len() > SMALL_MAX {
+            self.take_indexes();
         }
         old
     }
 
-    /// A small set's entries, as the indexes take them.
-    fn unpacked(p: &PackedMembers) -> Vec<(Score, CompactBytes)> {
-        p.range(0..p.len())
-            .map(|(m, s)| (Score(s), CompactBytes::new(m)))
-            .collect()
+    /// Turns a small set into a large one (nothing when it is one already).
+    fn take_indexes(&mut self) {
+        if let Repr::Small(p) = &self.repr {
+            let order: Vec<(Score, CompactBytes)> = p
+                .range(0..p.len())
+                .map(|(m, s)| (Score(s), CompactBytes::new(m)))
+                .collect();
+            // Its members are distinct, so the indexes are always made.
+            if let Some(large) = Self::indexed(order) {
+                self.repr = large;
+            }
+        }
     }
 
     /// Whether Redis would still hold it as a `listpack` under these limits: it converts
