@@ -1252,6 +1252,69 @@ fn same_replies_as_redis() {
     });
 }
 
+/// Lists long enough to span many of redline's chunks (and Redis's quicklist nodes):
+/// elements of 0 to 20,000 bytes pushed in bulk at both ends, then edited in the middle
+/// (LSET, LINSERT, LREM, LTRIM) and read by index and range from both ends.
+#[test]
+fn long_lists_match_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    compare_sequences(&redis, &redline, 40, 0x1157, |gen| {
+        let w = |s: &str| s.as_bytes().to_vec();
+        let key = |gen: &mut Gen| gen.pick(&[b"k1", b"k2"]);
+        let element = |gen: &mut Gen| -> Vec<u8> {
+            let len = match gen.rng.usize(..20) {
+                0 => gen.rng.usize(16_000..20_000),
+                1..=4 => gen.rng.usize(100..300),
+                _ => gen.rng.usize(..6),
+            };
+            (0..len).map(|_| b"abc"[gen.rng.usize(..3)]).collect()
+        };
+        let index = |gen: &mut Gen| -> Vec<u8> {
+            let i = gen.rng.i64(-3_000..3_000);
+            i.to_string().into_bytes()
+        };
+        let mut commands = Vec::new();
+        for _ in 0..60 {
+            let c = match gen.rng.usize(..14) {
+                0..=3 => {
+                    let mut c = vec![w(["LPUSH", "RPUSH"][gen.rng.usize(..2)]), key(gen)];
+                    for _ in 0..gen.rng.usize(1..400) {
+                        c.push(element(gen));
+                    }
+                    c
+                }
+                4 => vec![w(["LPOP", "RPOP"][gen.rng.usize(..2)]), key(gen), w("50")],
+                5 => vec![w("LINDEX"), key(gen), index(gen)],
+                6 => vec![w("LSET"), key(gen), index(gen), element(gen)],
+                7 => vec![w("LRANGE"), key(gen), index(gen), index(gen)],
+                8 => vec![w("LTRIM"), key(gen), index(gen), w("-1")],
+                9 => vec![w("LREM"), key(gen), index(gen), element(gen)],
+                10 => vec![
+                    w("LINSERT"),
+                    key(gen),
+                    w(["BEFORE", "AFTER"][gen.rng.usize(..2)]),
+                    element(gen),
+                    element(gen),
+                ],
+                11 => vec![
+                    w("LPOS"),
+                    key(gen),
+                    element(gen),
+                    w("RANK"),
+                    w("-2"),
+                    w("COUNT"),
+                    w("0"),
+                ],
+                12 => vec![w("LMOVE"), key(gen), key(gen), w("LEFT"), w("RIGHT")],
+                _ => vec![w("LLEN"), key(gen)],
+            };
+            commands.push(c);
+        }
+        commands
+    });
+}
+
 /// A full SCAN walk returns every key (at least once), with MATCH and TYPE filters, as
 /// Redis's; and small-COUNT walks finish.
 #[test]

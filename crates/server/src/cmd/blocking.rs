@@ -141,9 +141,9 @@ pub fn try_pop(
             let entry = dst_shard.get_or_insert_with(dst, || Value::List(Box::default()));
             if let Value::List(l) = &mut entry.value {
                 if *to_left {
-                    l.push_front(element);
+                    l.push_front(&element);
                 } else {
-                    l.push_back(element);
+                    l.push_back(&element);
                 }
             }
             dst_shard.touch(dst);

@@ -9,7 +9,7 @@ use redline_resp::encode;
 use super::args::{int, is};
 use super::reply::{ok, CmdError, CmdResult, INDEX_OUT_OF_RANGE, NO_SUCH_KEY, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
-use crate::store::{CompactBytes, ListValue, Shard, Value};
+use crate::store::{ListValue, Shard, Value};
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
@@ -67,15 +67,11 @@ fn push(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool, only_existing: bool) -> C
     let Value::List(list) = &mut entry.value else {
         return Err(WRONG_TYPE);
     };
-    let adding = args.len() - 2;
-    if list.capacity() - list.len() < adding && list.len() < 128 {
-        // A small list grows by what is pushed or by an eighth (at least 8), not by
-        // doubling: its vector is most of its memory (Redis's listpack grows by the
-        // entry). Larger ones double, so a long queue's pushes stay cheap.
-        list.reserve_exact(adding.max(list.len() / 8).max(8));
+    if args.len() > 3 {
+        let bytes = args[2..].iter().map(|e| ListValue::packed_len(e)).sum();
+        list.reserve(bytes, left);
     }
     for element in &args[2..] {
-        let element = CompactBytes::new(element);
         if left {
             list.push_front(element);
         } else {
@@ -231,7 +227,7 @@ fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let list = list(&mut shard, key)?.ok_or(NO_SUCH_KEY)?;
     let index = int(&args[2])?;
     let p = position(index, list.len()).ok_or(INDEX_OUT_OF_RANGE)?;
-    list[p] = CompactBytes::new(&args[3]);
+    list.set(p, &args[3]);
     shard.touch(key);
     event(ctx, NotifyClass::List, "lset", key);
     ok(ctx.out);
@@ -264,7 +260,7 @@ fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         None => encode::write_array_len(ctx.out, 0),
         Some((from, to)) => {
             encode::write_array_len(ctx.out, to - from + 1);
-            for element in list.range(from..=to) {
+            for element in list.iter_from(from).take(to - from + 1) {
                 encode::write_bulk(ctx.out, element);
             }
         }
@@ -280,10 +276,7 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if let Some(list) = list(&mut shard, key)? {
         match range(start, end, list.len()) {
             None => list.clear(),
-            Some((from, to)) => {
-                list.truncate(to + 1);
-                list.drain(..from);
-            }
+            Some((from, to)) => list.keep_range(from, to),
         }
         shard.touch(key);
         event(ctx, NotifyClass::List, "ltrim", key);
@@ -309,27 +302,7 @@ fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     } else {
         count.unsigned_abs() as usize
     };
-    let mut removed = 0;
-    if count >= 0 {
-        let mut i = 0;
-        while i < list.len() && removed < limit {
-            if list[i].as_bytes() == target {
-                list.remove(i);
-                removed += 1;
-            } else {
-                i += 1;
-            }
-        }
-    } else {
-        let mut i = list.len();
-        while i > 0 && removed < limit {
-            i -= 1;
-            if list[i].as_bytes() == target {
-                list.remove(i);
-                removed += 1;
-            }
-        }
-    }
+    let removed = list.remove_equal(target, limit, count < 0);
     if removed > 0 {
         shard.touch(key);
         event(ctx, NotifyClass::List, "lrem", key);
@@ -355,9 +328,9 @@ fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         encode::write_integer(ctx.out, 0);
         return Ok(());
     };
-    let reply = match list.iter().position(|e| e.as_bytes() == &args[3][..]) {
+    let reply = match list.iter().position(|e| e == &args[3][..]) {
         Some(p) => {
-            list.insert(if after { p + 1 } else { p }, CompactBytes::new(&args[4]));
+            list.insert(if after { p + 1 } else { p }, &args[4]);
             list.len() as i64
         }
         None => -1,
@@ -424,9 +397,14 @@ fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         (maxlen as usize).min(len)
     };
     let mut found = Vec::new();
-    for step in 0..limit {
+    let elements: Box<dyn Iterator<Item = &[u8]>> = if from_tail {
+        Box::new(list.iter().rev())
+    } else {
+        Box::new(list.iter())
+    };
+    for (step, element) in elements.take(limit).enumerate() {
         let index = if from_tail { len - 1 - step } else { step };
-        if list[index].as_bytes() == target {
+        if element == target {
             if skip > 0 {
                 skip -= 1;
                 continue;
@@ -497,9 +475,9 @@ fn move_generic(
         .get_or_insert_with(dst, || Value::List(Box::default()));
     if let Value::List(l) = &mut entry.value {
         if to_left {
-            l.push_front(element);
+            l.push_front(&element);
         } else {
-            l.push_back(element);
+            l.push_back(&element);
         }
     }
     locked.shard(src).touch(src);

@@ -195,7 +195,7 @@ fn value_size(value: &Value) -> usize {
         + match value {
             Value::Int(_) => 0,
             Value::Str(s) => heap(s.len()),
-            Value::List(l) => 32 + l.iter().map(|e| 24 + heap(e.len())).sum::<usize>(),
+            Value::List(l) => 48 + l.allocated(),
             Value::Hash(h) => 96 + h.heap_size(),
             Value::Set(s) => 64 + s.heap_size(),
             Value::ZSet(z) => 96 + z.heap_size(),

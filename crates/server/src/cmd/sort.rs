@@ -13,7 +13,7 @@ use super::args::{int, is};
 use super::float::parse_sort_f64;
 use super::reply::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
-use crate::store::{CompactBytes, Value};
+use crate::store::Value;
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[("sort", sort), ("sort_ro", sort_ro)];
@@ -109,7 +109,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
         let mut shard = ctx.lock(key);
         match shard.get(key).map(|e| &e.value) {
             None => (Vec::new(), false, false),
-            Some(Value::List(l)) => (l.iter().map(|e| e.to_vec()).collect(), false, false),
+            Some(Value::List(l)) => (l.iter().map(<[u8]>::to_vec).collect(), false, false),
             Some(Value::Set(s)) => (s.iter().map(|e| e.to_vec()).collect(), true, false),
             Some(Value::ZSet(z)) => (z.iter().map(|(m, _)| m.to_vec()).collect(), false, true),
             Some(_) => return Err(WRONG_TYPE),
@@ -201,8 +201,8 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
                 }
             } else {
                 let list = out
-                    .into_iter()
-                    .map(|v| CompactBytes::from_vec(v.unwrap_or_default()))
+                    .iter()
+                    .map(|v| v.as_deref().unwrap_or_default())
                     .collect();
                 shard.insert(dst, Value::List(Box::new(list)), 0);
                 event(ctx, NotifyClass::List, "sortstore", dst);

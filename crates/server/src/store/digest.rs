@@ -64,7 +64,7 @@ fn value_digest_from(mut digest: Digest, entry: &Entry) -> Digest {
         }
         Value::List(list) => {
             for item in list.iter() {
-                mix_digest(&mut digest, item.as_bytes());
+                mix_digest(&mut digest, item);
             }
         }
         Value::Set(set) => {

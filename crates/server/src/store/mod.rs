@@ -20,6 +20,7 @@ pub mod hash;
 mod held;
 pub mod hll;
 pub mod lazyfree;
+pub mod list;
 pub mod lookups;
 pub mod packed_members;
 pub mod packed_pairs;
@@ -44,8 +45,9 @@ pub use compact::{CompactBytes, INLINE_CAPACITY};
 pub use cut::CutSink;
 pub use events::{KeyEvent, KeyEvents};
 pub use held::{Held, HeldShards, ShardMap};
+pub use list::ListValue;
 pub use shard::{as_master, loading, while_loading, SampleResult, Shard};
-pub use value::{canonical_int, Entry, HashValue, Hasher, ListValue, SetValue, Value};
+pub use value::{canonical_int, Entry, HashValue, Hasher, SetValue, Value};
 pub use zset::{Score, ScoreBound, ZSet};
 
 thread_local! {

@@ -8,8 +8,6 @@
 //! collection whose encoding Redis converts once and never back keeps what decides it
 //! (the set's `had_text`, and every collection's [`Peaks`]).
 
-use std::collections::VecDeque;
-
 pub use super::hash::HashValue;
 pub use super::set::SetValue;
 
@@ -46,9 +44,6 @@ impl Peaks {
     }
 }
 
-/// List elements, head first.
-pub type ListValue = VecDeque<CompactBytes>;
-
 /// A stored value.
 #[derive(Debug, Clone)]
 pub enum Value {
@@ -57,7 +52,7 @@ pub enum Value {
     /// Any other string.
     Str(CompactBytes),
     /// A list.
-    List(Box<ListValue>),
+    List(Box<super::ListValue>),
     /// A hash.
     Hash(Box<HashValue>),
     /// A set.

@@ -34,19 +34,19 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
         STRING => Ok(Value::string(&r.string()?)),
         LIST => {
             let n = r.count()?;
-            let mut list = ListValue::with_capacity(capacity(n, r));
+            let mut list = ListValue::new();
             for _ in 0..n {
-                list.push_back(CompactBytes::new(&r.string()?));
+                list.push_back(&r.string()?);
             }
             non_empty_list(list)
         }
         LIST_ZIPLIST => {
             let blob = r.string()?;
-            let list: ListValue = ziplist::entries(&blob)
-                .map_err(|_| integrity(kind))?
-                .into_iter()
-                .map(compact)
-                .collect();
+            let mut list = ListValue::new();
+            push_elems(
+                &mut list,
+                ziplist::entries(&blob).map_err(|_| integrity(kind))?,
+            );
             non_empty_list(list)
         }
         LIST_QUICKLIST | LIST_QUICKLIST_2 => quicklist(r, kind),
@@ -149,7 +149,7 @@ fn quicklist(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
             return Err(Corrupt("empty quicklist node"));
         }
         if container == NODE_PLAIN {
-            list.push_back(CompactBytes::new(&blob));
+            list.push_back(&blob);
             continue;
         }
         let zip = kind == LIST_QUICKLIST;
@@ -160,7 +160,7 @@ fn quicklist(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
                 "Listpack integrity check failed."
             })
         })?;
-        list.extend(node.into_iter().map(compact));
+        push_elems(&mut list, node);
     }
     non_empty_list(list)
 }
@@ -235,6 +235,25 @@ fn compact(elem: Elem<'_>) -> CompactBytes {
     match elem {
         Elem::Int(n) => CompactBytes::new(itoa::Buffer::new().format(n).as_bytes()),
         Elem::Str(s) => CompactBytes::new(s),
+    }
+}
+
+/// Appends a node's entries to `list`, room for all of them made at once.
+fn push_elems(list: &mut ListValue, node: Vec<Elem<'_>>) {
+    let mut digits = itoa::Buffer::new();
+    let bytes = node
+        .iter()
+        .map(|e| match e {
+            Elem::Int(n) => ListValue::packed_len(digits.format(*n).as_bytes()),
+            Elem::Str(s) => ListValue::packed_len(s),
+        })
+        .sum();
+    list.reserve(bytes, false);
+    for elem in node {
+        match elem {
+            Elem::Int(n) => list.push_back(digits.format(n).as_bytes()),
+            Elem::Str(s) => list.push_back(s),
+        }
     }
 }
 

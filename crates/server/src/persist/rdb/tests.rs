@@ -6,7 +6,7 @@ use super::listpack::Writer;
 use super::types::*;
 use super::ziplist::tests::build as ziplist;
 use super::*;
-use crate::store::{CompactBytes, HashValue, ListValue, SetValue, ZSet};
+use crate::store::{HashValue, ListValue, SetValue, ZSet};
 
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len())
@@ -31,7 +31,7 @@ fn canon(value: &Value) -> String {
     match value {
         Value::Int(n) => format!("int {n}"),
         Value::Str(s) => format!("str {:?}", s.as_bytes()),
-        Value::List(l) => format!("list {:?}", l.iter().map(|e| show(e)).collect::<Vec<_>>()),
+        Value::List(l) => format!("list {:?}", l.iter().map(show).collect::<Vec<_>>()),
         Value::Hash(h) => {
             let mut pairs: Vec<_> = h.iter().map(|(f, v)| (show(f), show(v))).collect();
             pairs.sort();
@@ -96,12 +96,7 @@ fn canon(value: &Value) -> String {
 }
 
 fn list(items: &[&[u8]]) -> Value {
-    Value::List(Box::new(
-        items
-            .iter()
-            .map(|i| CompactBytes::new(i))
-            .collect::<ListValue>(),
-    ))
+    Value::List(Box::new(items.iter().copied().collect::<ListValue>()))
 }
 
 fn hash(pairs: &[(&[u8], &[u8])]) -> Value {
