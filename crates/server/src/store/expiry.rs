@@ -72,6 +72,7 @@ pub fn run(
             Err(RecvTimeoutError::Timeout) => {}
             _ => return,
         }
+        crate::store::evict::tick();
         if store.cron_paused() {
             continue;
         }
