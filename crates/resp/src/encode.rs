@@ -152,8 +152,14 @@ pub fn write_integer(out: &mut BytesMut, n: i64) {
 
 /// Writes a bulk string.
 pub fn write_bulk(out: &mut BytesMut, data: &[u8]) {
-    write_len(out, b'$', data.len());
-    out.reserve(data.len() + 2);
+    // One reservation for header and body: replies of many short elements (LRANGE,
+    // HGETALL) call this once per element.
+    let mut digits = itoa::Buffer::new();
+    let len = digits.format(data.len()).as_bytes();
+    out.reserve(len.len() + data.len() + 5);
+    out.put_u8(b'$');
+    out.put_slice(len);
+    out.put_slice(b"\r\n");
     out.put_slice(data);
     out.put_slice(b"\r\n");
 }

@@ -634,9 +634,9 @@ impl ListValue {
     /// The elements, head first (reversible).
     pub fn iter(&self) -> Iter<'_> {
         Iter {
-            chunks: &self.chunks,
-            front: (0, self.chunks.front().map_or(0, |c| c.start)),
-            back: (self.chunks.len(), self.chunks.back().map_or(0, |c| c.end)),
+            chunks: self.chunks.iter(),
+            front: &[],
+            back: &[],
             remaining: self.len,
         }
     }
@@ -645,18 +645,21 @@ impl ListValue {
     pub fn iter_from(&self, index: usize) -> Iter<'_> {
         if index >= self.len {
             return Iter {
-                chunks: &self.chunks,
-                front: (self.chunks.len(), 0),
-                back: (self.chunks.len(), 0),
+                chunks: self.chunks.range(0..0),
+                front: &[],
+                back: &[],
                 remaining: 0,
             };
         }
         let (c, i) = self.locate(index);
-        let at = self.chunks.get(c).map_or(0, |chunk| chunk.offset_of(i));
+        let front = match self.chunks.get(c) {
+            Some(chunk) => &chunk.buf[chunk.offset_of(i)..chunk.end],
+            None => &[],
+        };
         Iter {
-            chunks: &self.chunks,
-            front: (c, at),
-            back: (self.chunks.len(), self.chunks.back().map_or(0, |c| c.end)),
+            chunks: self.chunks.range(c + 1..),
+            front,
+            back: &[],
             remaining: self.len - index,
         }
     }
@@ -664,34 +667,36 @@ impl ListValue {
 
 /// The elements of a [`ListValue`], from either end.
 pub struct Iter<'a> {
-    chunks: &'a VecDeque<Chunk>,
-    /// Next chunk and byte offset from the head.
-    front: (usize, usize),
-    /// Chunk after the last one not yet read from the tail (`back.0 - 1` is read next),
-    /// and the end offset within it.
-    back: (usize, usize),
+    /// Chunks not yet entered from either end.
+    chunks: std::collections::vec_deque::Iter<'a, Chunk>,
+    /// What is left of the chunk being read from the head.
+    front: &'a [u8],
+    /// What is left of the chunk being read from the tail.
+    back: &'a [u8],
     remaining: usize,
 }
 
 impl<'a> Iterator for Iter<'a> {
     type Item = &'a [u8];
 
+    #[inline]
     fn next(&mut self) -> Option<&'a [u8]> {
         if self.remaining == 0 {
             return None;
         }
-        loop {
-            let chunk = self.chunks.get(self.front.0)?;
-            if self.front.1 >= chunk.end {
-                self.front.0 += 1;
-                self.front.1 = self.chunks.get(self.front.0).map_or(0, |c| c.start);
-                continue;
-            }
-            let (body, len) = read_forward(&chunk.buf, self.front.1);
-            self.front.1 = body + len + length_width(len);
-            self.remaining -= 1;
-            return Some(&chunk.buf[body..body + len]);
+        while self.front.is_empty() {
+            self.front = match self.chunks.next() {
+                Some(chunk) => &chunk.buf[chunk.start..chunk.end],
+                // The last chunk is the one the tail is reading.
+                None if !self.back.is_empty() => std::mem::take(&mut self.back),
+                None => return None,
+            };
         }
+        let (body, len) = read_forward(self.front, 0);
+        let element = &self.front[body..body + len];
+        self.front = &self.front[body + len + length_width(len)..];
+        self.remaining -= 1;
+        Some(element)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -704,21 +709,18 @@ impl<'a> DoubleEndedIterator for Iter<'a> {
         if self.remaining == 0 {
             return None;
         }
-        loop {
-            let chunk = self.chunks.get(self.back.0.checked_sub(1)?)?;
-            if self.back.1 <= chunk.start {
-                self.back.0 -= 1;
-                self.back.1 = match self.back.0.checked_sub(1) {
-                    Some(c) => self.chunks.get(c).map_or(0, |c| c.end),
-                    None => 0,
-                };
-                continue;
-            }
-            let (body, len) = read_backward(&chunk.buf, self.back.1);
-            self.back.1 = body - length_width(len);
-            self.remaining -= 1;
-            return Some(&chunk.buf[body..body + len]);
+        while self.back.is_empty() {
+            self.back = match self.chunks.next_back() {
+                Some(chunk) => &chunk.buf[chunk.start..chunk.end],
+                None if !self.front.is_empty() => std::mem::take(&mut self.front),
+                None => return None,
+            };
         }
+        let (body, len) = read_backward(self.back, self.back.len());
+        let element = &self.back[body..body + len];
+        self.back = &self.back[..body - length_width(len)];
+        self.remaining -= 1;
+        Some(element)
     }
 }
 
