@@ -192,6 +192,9 @@ pub(crate) fn unexpected_error_reply(
 
 #[inline]
 fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
+    // Taken first: a command that stops before it runs breaks the chain, so the next
+    // one's time never includes it.
+    let chained = ctx.client.batch_clock.take();
     let Some(name) = args.first() else {
         return Ok(());
     };
@@ -352,7 +355,10 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
         // EXEC or a script the shards stay held, so the order there cannot matter.)
         remember_keys(ctx, args);
     }
-    let started = std::time::Instant::now();
+    let started = match chained {
+        Some(previous_end) if !ctx.nested => previous_end,
+        _ => std::time::Instant::now(),
+    };
     let before = ctx.out.len();
     let changes_before = crate::store::dirty::count();
     let monitored = ctx.shared.monitors.active() && !spec.flags.contains(CommandFlags::ADMIN);
@@ -381,7 +387,11 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
         ctx.client.changes += crate::store::dirty::count().wrapping_sub(from);
     }
     let failed = result.is_err() || ctx.out.get(before) == Some(&b'-');
-    let elapsed = started.elapsed();
+    let ended = std::time::Instant::now();
+    let elapsed = ended.saturating_duration_since(started);
+    if !ctx.nested && ctx.client.in_batch {
+        ctx.client.batch_clock = Some(ended);
+    }
     let usec = elapsed.as_micros() as u64;
     ctx.client.cmdstats.ran(spec.name, elapsed, failed);
     if ctx.client.blocked.is_some() {

@@ -81,6 +81,13 @@ pub struct ClientState {
     pub activity_slot: Option<Arc<parking_lot::Mutex<Activity>>>,
     /// The blocked command and when it started, for the slow log once it is served.
     pub blocked_since: Option<(Vec<Bytes>, std::time::Instant)>,
+    /// When the previous command of this batch ended: the next one's timing starts
+    /// there (one clock read per command instead of two; the gap is its own parsing).
+    pub batch_clock: Option<std::time::Instant>,
+    /// Whether commands run from a batch read off the socket (`run_commands`), the
+    /// only place where the next command follows at once; a master's stream or a
+    /// served blocked command do not chain.
+    pub in_batch: bool,
     /// Stream offset after this client's last propagated write (WAIT waits for it).
     pub repl_offset: u64,
     /// The port a replica said it listens on (REPLCONF listening-port).
@@ -257,6 +264,8 @@ impl ClientState {
             last_interaction: Instant::now(),
             activity_slot: None,
             blocked_since: None,
+            batch_clock: None,
+            in_batch: false,
             repl_offset: 0,
             repl_listening_port: 0,
             repl_ip_address: None,

@@ -243,7 +243,10 @@ pub fn run_commands(
     output: &mut BytesMut,
 ) -> Progress {
     let batch = crate::stall_watchdog::batch();
+    client.in_batch = true;
     let progress = run_batch(shared, client, decoder, input, output);
+    client.in_batch = false;
+    client.batch_clock = None;
     drop(batch);
     // The script turn lasts one batch (the caller may wait next), or a debugging
     // session's EVAL.
