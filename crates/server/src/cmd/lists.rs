@@ -397,12 +397,16 @@ fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         (maxlen as usize).min(len)
     };
     let mut found = Vec::new();
-    let elements: Box<dyn Iterator<Item = &[u8]>> = if from_tail {
-        Box::new(list.iter().rev())
-    } else {
-        Box::new(list.iter())
-    };
-    for (step, element) in elements.take(limit).enumerate() {
+    let mut elements = list.iter();
+    for step in 0..limit {
+        let element = if from_tail {
+            elements.next_back()
+        } else {
+            elements.next()
+        };
+        let Some(element) = element else {
+            break;
+        };
         let index = if from_tail { len - 1 - step } else { step };
         if element == target {
             if skip > 0 {

@@ -18,7 +18,7 @@ use super::CompactBytes;
 /// Bytes of elements a chunk grows to before pushes start another (8 KB, as Redis).
 pub const CHUNK_BYTES: usize = 8 * 1024;
 
-/// A chunk this much over [`CHUNK_BYTES`] (inserts in the middle) is split in two.
+/// A chunk grown past this by inserts in the middle is split in two.
 const SPLIT_BYTES: usize = 2 * CHUNK_BYTES;
 
 /// Free space a growing chunk gains at least, so a small list's pushes do not each
