@@ -164,8 +164,9 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     }
     if is(sub, "quicklist-packed-threshold") && args.len() == 3 {
-        // Lists here have no quicklist nodes to switch to plain form; the size is
-        // validated as Redis validates it and has no other effect.
+        // An element larger than a list chunk gets a chunk of its own here, whatever
+        // its size: the threshold is validated as Redis validates it, with no other
+        // effect.
         let bytes = std::str::from_utf8(&args[2])
             .ok()
             .and_then(crate::config::parse_memory)

@@ -16,8 +16,6 @@ use super::Value;
 /// Values whose free effort is above this are dropped in the background.
 pub const THRESHOLD: usize = 64;
 
-/// Bytes per list node in Redis's default encoding (`list-max-listpack-size -2`).
-const LIST_NODE_BYTES: usize = 8192;
 /// Default listpack / intset limits of Redis 7.0 (`*-max-listpack-entries`,
 /// `*-max-listpack-value`, `set-max-intset-entries`).
 const LISTPACK_ENTRIES: usize = 128;
@@ -43,10 +41,7 @@ pub struct LazyFree {
 pub fn free_effort(value: &Value) -> usize {
     match value {
         Value::Int(_) | Value::Str(_) => 1,
-        Value::List(l) => {
-            let bytes: usize = l.iter().map(|e| e.len() + 2).sum();
-            bytes.div_ceil(LIST_NODE_BYTES).max(1)
-        }
+        Value::List(l) => l.chunk_count().max(1),
         Value::Set(s) => {
             // A set held as integers is one allocation; one of text that reads as
             // integers would be an intset in Redis.

@@ -318,6 +318,11 @@ impl ListValue {
         self.len == 0
     }
 
+    /// Chunks holding the elements (Redis's quicklist nodes: lazyfree's effort).
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
     /// Bytes allocated for the elements and the chunks' table (MEMORY USAGE).
     pub fn allocated(&self) -> usize {
         self.chunks.capacity() * std::mem::size_of::<Chunk>()

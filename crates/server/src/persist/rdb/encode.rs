@@ -20,8 +20,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::{intset, lzf};
 use crate::store::{canonical_int, Value, ZSet};
 
-/// `list-max-listpack-size -2`: a list node holds up to 8 KB.
-const LIST_NODE_BYTES: usize = 8192;
+/// `list-max-listpack-size -2`: a list node holds up to 8 KB, as a list's chunk here.
+const LIST_NODE_BYTES: usize = crate::store::list::CHUNK_BYTES;
 /// What Redis adds to an element's size when it estimates a node's growth.
 const NODE_ENTRY_OVERHEAD: usize = 8;
 /// `hash-max-listpack-entries` (Redis 7.0's built-in default; its sample redis.conf
