@@ -102,9 +102,15 @@ fn write_pairs(out: &mut BytesMut, pairs: &[(Frame, Frame)]) {
 
 /// Writes a type byte, a decimal length and CRLF: the header of bulks and aggregates.
 pub fn write_len(out: &mut BytesMut, kind: u8, len: usize) {
+    write_len_before(out, kind, len, 0);
+}
+
+/// Writes a length header with room reserved for `body` more bytes after it, so a
+/// header and its body take one reservation.
+fn write_len_before(out: &mut BytesMut, kind: u8, len: usize, body: usize) {
     let mut digits = itoa::Buffer::new();
     let text = digits.format(len);
-    out.reserve(text.len() + 3);
+    out.reserve(text.len() + 3 + body);
     out.put_u8(kind);
     out.put_slice(text.as_bytes());
     out.put_slice(b"\r\n");
@@ -154,12 +160,7 @@ pub fn write_integer(out: &mut BytesMut, n: i64) {
 pub fn write_bulk(out: &mut BytesMut, data: &[u8]) {
     // One reservation for header and body: replies of many short elements (LRANGE,
     // HGETALL) call this once per element.
-    let mut digits = itoa::Buffer::new();
-    let len = digits.format(data.len()).as_bytes();
-    out.reserve(len.len() + data.len() + 5);
-    out.put_u8(b'$');
-    out.put_slice(len);
-    out.put_slice(b"\r\n");
+    write_len_before(out, b'$', data.len(), data.len() + 2);
     out.put_slice(data);
     out.put_slice(b"\r\n");
 }

@@ -491,14 +491,14 @@ impl ListValue {
             return self.clear();
         }
         let to = to.min(self.len - 1);
+        // In place: a capped list (LPUSH then LTRIM) trims on every push.
         let mut index = 0;
-        let mut kept = VecDeque::with_capacity(self.chunks.len());
-        for mut chunk in std::mem::take(&mut self.chunks) {
+        self.chunks.retain_mut(|chunk| {
             let first = index;
             let last = index + chunk.count; // exclusive
             index = last;
             if last <= from || first > to {
-                continue;
+                return false;
             }
             if first < from || last > to + 1 {
                 let skip = from.saturating_sub(first);
@@ -514,9 +514,8 @@ impl ListValue {
                 chunk.count = stop - skip;
                 chunk.shrink();
             }
-            kept.push_back(chunk);
-        }
-        self.chunks = kept;
+            true
+        });
         self.len = to + 1 - from;
         self.merge_small();
     }
@@ -531,12 +530,9 @@ impl ListValue {
     /// `from_tail` (LREM); returns how many.
     pub fn remove_equal(&mut self, element: &[u8], limit: usize, from_tail: bool) -> usize {
         let mut removed = 0;
-        let order: Vec<usize> = if from_tail {
-            (0..self.chunks.len()).rev().collect()
-        } else {
-            (0..self.chunks.len()).collect()
-        };
-        for c in order {
+        let chunks = self.chunks.len();
+        for step in 0..chunks {
+            let c = if from_tail { chunks - 1 - step } else { step };
             if removed == limit {
                 break;
             }
