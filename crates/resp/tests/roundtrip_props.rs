@@ -6,7 +6,7 @@
 use bytes::{Bytes, BytesMut};
 use proptest::collection::vec;
 use proptest::prelude::*;
-use redline_resp::{encode, parse, Decoder, Frame, RequestDecoder};
+use redline_resp::{encode, parse, Decoder, Frame, ProtocolError, RequestDecoder};
 
 fn bytes(max: usize) -> impl Strategy<Value = Bytes> {
     vec(any::<u8>(), 0..max).prop_map(Bytes::from)
@@ -82,6 +82,34 @@ fn chunks(wire: &[u8], cuts: &[f64]) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// Every command read from `chunks` fed in order (through `next_command` when `lend`,
+/// else `decode`), and the error that stopped the reading, if one did.
+fn read_requests(chunks: &[&[u8]], lend: bool) -> (Vec<Vec<Vec<u8>>>, Option<ProtocolError>) {
+    let mut decoder = RequestDecoder::default();
+    let mut buf = BytesMut::new();
+    let mut got = Vec::new();
+    for chunk in chunks {
+        buf.extend_from_slice(chunk);
+        loop {
+            let next = if lend {
+                decoder
+                    .next_command(&mut buf)
+                    .map(|c| c.map(|args| args.iter().map(|a| a.to_vec()).collect()))
+            } else {
+                decoder
+                    .decode(&mut buf)
+                    .map(|c| c.map(|args| args.iter().map(|a| a.to_vec()).collect()))
+            };
+            match next {
+                Ok(Some(args)) => got.push(args),
+                Ok(None) => break,
+                Err(e) => return (got, Some(e)),
+            }
+        }
+    }
+    (got, None)
+}
+
 proptest! {
     #[test]
     fn parse_inverts_encode(f in frame()) {
@@ -152,6 +180,29 @@ proptest! {
             }
         }
         prop_assert_eq!(got, commands);
+    }
+
+    #[test]
+    fn whole_requests_read_as_byte_by_byte(
+        commands in vec(vec(vec(any::<u8>(), 0..12), 1..20), 1..5),
+        edits in vec((any::<prop::sample::Index>(), prop::sample::select(&b"0123456789-+*$\r\n a"[..])), 0..3),
+    ) {
+        // A command whole in the buffer takes the one-pass path; fed one byte at a time,
+        // the header-by-header one. Both must read the same commands and stop on the
+        // same error, including on headers a few edits made odd (leading zeros, signs,
+        // lengths past the end).
+        let mut wire = BytesMut::new();
+        for args in &commands {
+            encode::command(&mut wire, args);
+        }
+        for (at, byte) in &edits {
+            let i = at.index(wire.len());
+            wire[i] = *byte;
+        }
+        let whole = read_requests(&[&wire[..]], true);
+        let bytes: Vec<&[u8]> = wire.chunks(1).collect();
+        let byte_by_byte = read_requests(&bytes, false);
+        prop_assert_eq!(whole, byte_by_byte);
     }
 
     #[test]

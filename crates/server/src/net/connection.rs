@@ -309,13 +309,14 @@ fn run_batch(
             break;
         }
         // A command CLIENT PAUSE held back runs first, once the pause is over.
-        let next = match client.postponed.take() {
-            Some(args) => Ok(Some(args)),
+        let postponed = client.postponed.take();
+        let next = match &postponed {
+            Some(args) => Ok(Some(&args[..])),
             None => {
                 client.qbuf = input.len();
                 client.qbuf_capacity = input.capacity();
                 decoder.set_unauthenticated(!client.authenticated && shared.acl.auth_required());
-                decoder.decode(input)
+                decoder.next_command(input)
             }
         };
         match next {
@@ -332,9 +333,10 @@ fn run_batch(
                 }
                 let mark = output.len();
                 let mut ctx = Ctx::new(shared, client, output);
-                cmd::execute(&mut ctx, &args);
+                cmd::execute(&mut ctx, args);
                 if std::mem::take(&mut client.postpone) {
-                    client.postponed = Some(args);
+                    // Rare (a pause, a script's turn): the decoder's arguments are lent.
+                    client.postponed = Some(args.to_vec());
                     return if client.script_wait.is_some() {
                         Progress::Script
                     } else {
