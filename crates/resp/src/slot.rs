@@ -25,9 +25,9 @@ pub fn key_slot(key: &[u8]) -> u16 {
 
 /// The part of `key` that is hashed: the hash tag if there is a non-empty one, else the key.
 pub fn hash_tag(key: &[u8]) -> &[u8] {
-    if let Some(open) = memchr::memchr(b'{', key) {
+    if let Some(open) = crate::parse::find_byte(b'{', key) {
         let rest = &key[open + 1..];
-        if let Some(close) = memchr::memchr(b'}', rest) {
+        if let Some(close) = crate::parse::find_byte(b'}', rest) {
             if close > 0 {
                 return &rest[..close];
             }
