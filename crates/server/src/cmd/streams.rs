@@ -297,7 +297,7 @@ fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(e);
         }
     };
-    let fields: Fields = args[field_pos..].to_vec().into_boxed_slice();
+    let fields = Fields::new(args[field_pos..].iter().map(|f| &f[..]));
     stream.append(id, fields, limits);
     let trimmed = parsed
         .strategy

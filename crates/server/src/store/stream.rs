@@ -93,8 +93,8 @@ impl fmt::Display for StreamId {
     }
 }
 
-/// An entry's field/value pairs, flattened.
-pub type Fields = Box<[Bytes]>;
+/// An entry's field/value pairs, flattened, in one allocation the entry owns.
+pub type Fields = super::packed_element::PackedElements;
 
 /// One node: the entries that share one of Redis's listpacks, counted as Redis counts
 /// them (deleted entries still occupy the node until it empties).
@@ -180,7 +180,7 @@ pub struct NodeLimits {
 }
 
 /// Approximate listpack bytes of one entry (each element with its small header).
-fn entry_bytes(fields: &[Bytes]) -> usize {
+fn entry_bytes(fields: &Fields) -> usize {
     fields.iter().map(|f| f.len() + 2).sum::<usize>() + 8
 }
 
@@ -452,7 +452,7 @@ impl Stream {
         let entries: usize = self
             .entries
             .values()
-            .map(|f| entry_bytes(f) + std::mem::size_of::<Bytes>() * f.len() + 32)
+            .map(|f| f.heap_size() + std::mem::size_of::<(StreamId, Fields)>())
             .sum();
         let groups: usize = self
             .groups
@@ -487,7 +487,7 @@ mod tests {
         for i in 1..=n {
             s.append(
                 StreamId::new(i, 0),
-                vec![Bytes::from_static(b"f"), Bytes::from_static(b"v")].into(),
+                Fields::new([&b"f"[..], b"v"]),
                 limits(),
             );
         }

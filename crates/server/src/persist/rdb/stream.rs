@@ -48,7 +48,7 @@ pub fn encode(out: &mut Vec<u8>, stream: &Stream) {
         let Some(&(master, master_fields)) = node.first() else {
             continue;
         };
-        let names: Vec<&Bytes> = master_fields.iter().step_by(2).collect();
+        let names: Vec<&[u8]> = master_fields.iter().step_by(2).collect();
         let mut lp = Writer::new();
         lp.push_int(node.len() as i64);
         lp.push_int(0);
@@ -196,7 +196,7 @@ fn node_entries(
             {
                 return Err(Corrupt("stream ids out of order"));
             }
-            entries.push((id, fields.into_boxed_slice()));
+            entries.push((id, Fields::new(fields.iter().map(|f| &f[..]))));
         }
     }
     if deep && expected != 0 {

@@ -50,12 +50,7 @@ fn canon(value: &Value) -> String {
             use crate::store::stream::StreamId;
             let entries: Vec<_> = st
                 .range(StreamId::MIN, StreamId::MAX)
-                .map(|(id, f)| {
-                    (
-                        id.to_string(),
-                        f.iter().map(|b| show(b)).collect::<Vec<_>>(),
-                    )
-                })
+                .map(|(id, f)| (id.to_string(), f.iter().map(show).collect::<Vec<_>>()))
                 .collect();
             let groups: Vec<_> = st
                 .groups
