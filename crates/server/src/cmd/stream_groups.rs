@@ -120,7 +120,8 @@ fn xgroup_create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ));
     }
     stream.groups.insert(
-        args[3].clone(),
+        // Copied: a view would keep the request's read buffer allocated.
+        Bytes::copy_from_slice(&args[3]),
         Group {
             last_id: id,
             entries_read,
@@ -197,7 +198,8 @@ fn xgroup_createconsumer(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let created = !group.consumers.contains_key(&args[4][..]);
     if created {
         group.consumers.insert(
-            args[4].clone(),
+            // Copied: a view would keep the request's read buffer allocated.
+            Bytes::copy_from_slice(&args[4]),
             Consumer {
                 seen_time: now_ms(),
                 ..Consumer::default()
@@ -407,14 +409,10 @@ fn claim_to<'g>(
     consumer: &Bytes,
     now: u64,
 ) -> Option<&'g mut Nack> {
-    group
-        .consumers
-        .entry(consumer.clone())
-        .or_insert_with(|| Consumer {
-            seen_time: now,
-            ..Consumer::default()
-        })
-        .seen_time = now;
+    let (stored, _) = group.consumer_named(consumer, now);
+    if let Some(c) = group.consumers.get_mut(&stored) {
+        c.seen_time = now;
+    }
     let previous = group.pel.get(&id).map(|n| n.consumer.clone())?;
     if previous != *consumer {
         if let Some(old) = group.consumers.get_mut(&previous) {
@@ -425,7 +423,7 @@ fn claim_to<'g>(
         }
     }
     let nack = group.pel.get_mut(&id)?;
-    nack.consumer = consumer.clone();
+    nack.consumer = stored;
     Some(nack)
 }
 
@@ -539,12 +537,12 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             continue;
         }
         if fresh {
-            group.consumers.entry(consumer.clone()).or_default();
-            if let Some(c) = group.consumers.get_mut(&consumer) {
+            let (stored, _) = group.consumer_named(&consumer, 0);
+            if let Some(c) = group.consumers.get_mut(&stored) {
                 c.pel.insert(id);
             }
             if let Some(nack) = group.pel.get_mut(&id) {
-                nack.consumer = consumer.clone();
+                nack.consumer = stored;
             }
         }
         let Some(nack) = claim_to(group, id, &consumer, now as u64) else {

@@ -14,7 +14,7 @@ use crate::blocking::StreamRead;
 use crate::notify::{keyspace_event, NotifyClass};
 use crate::repl::rewrite;
 use crate::store::stream::{
-    Consumer, Fields, Nack, NodeLimits, Stream, StreamId, TrimStrategy, ENTRIES_READ_INVALID,
+    Fields, Nack, NodeLimits, Stream, StreamId, TrimStrategy, ENTRIES_READ_INVALID,
 };
 use crate::store::{now_ms, Shard, Value};
 
@@ -718,11 +718,10 @@ fn read_group(
             let Some(group) = stream.groups.get_mut(group_name) else {
                 return false;
             };
-            group
-                .consumers
-                .entry(consumer_name.clone())
-                .or_default()
-                .seen_time = now;
+            let (stored, _) = group.consumer_named(consumer_name, 0);
+            if let Some(c) = group.consumers.get_mut(&stored) {
+                c.seen_time = now;
+            }
             if proto == Protocol::Resp2 {
                 encode::write_array_len(body, 2);
             }
@@ -768,15 +767,10 @@ fn read_group(
             let Some(group) = stream.groups.get_mut(&group_name[..]) else {
                 return true;
             };
-            let created = !group.consumers.contains_key(&consumer_name[..]);
-            let consumer = group
-                .consumers
-                .entry(consumer_name.clone())
-                .or_insert(Consumer {
-                    seen_time: now,
-                    ..Consumer::default()
-                });
-            consumer.seen_time = now;
+            let (stored, created) = group.consumer_named(consumer_name, now);
+            if let Some(c) = group.consumers.get_mut(&stored) {
+                c.seen_time = now;
+            }
             if noack {
                 if created {
                     propagate.push(rewrite::stream_consumer_created(
@@ -793,7 +787,7 @@ fn read_group(
                         Nack {
                             delivery_time: now,
                             delivery_count: 1,
-                            consumer: consumer_name.clone(),
+                            consumer: stored.clone(),
                         },
                     ) {
                         if let Some(owner) = group.consumers.get_mut(&previous.consumer) {

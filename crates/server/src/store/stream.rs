@@ -142,6 +142,27 @@ pub struct Group {
     pub consumers: BTreeMap<Bytes, Consumer>,
 }
 
+impl Group {
+    /// The stored name of consumer `name`, and whether it was created now (with
+    /// `seen_time` set to `seen`). A new name is copied out of the request that
+    /// carried it: kept as a view into it, the name (and every pending entry naming
+    /// the consumer) would keep that request's whole read buffer allocated.
+    pub fn consumer_named(&mut self, name: &[u8], seen: u64) -> (Bytes, bool) {
+        if let Some((stored, _)) = self.consumers.get_key_value(name) {
+            return (stored.clone(), false);
+        }
+        let stored = Bytes::copy_from_slice(name);
+        self.consumers.insert(
+            stored.clone(),
+            Consumer {
+                seen_time: seen,
+                ..Consumer::default()
+            },
+        );
+        (stored, true)
+    }
+}
+
 /// The unknown `entries_read` marker.
 pub const ENTRIES_READ_INVALID: i64 = -1;
 
@@ -541,6 +562,23 @@ mod tests {
         assert_eq!(s.trim(TrimStrategy::MaxLen(12), false, 0), 3);
         assert_eq!(s.len(), 12);
         assert!(s.max_deleted_id.is_zero());
+    }
+
+    #[test]
+    fn consumer_names_are_copied_once() {
+        let request = Bytes::from_static(b"XREADGROUP GROUP g alice");
+        let name = request.slice(19..);
+        let mut group = Group::default();
+        let (stored, created) = group.consumer_named(&name, 7);
+        assert!(created);
+        assert_eq!(stored, "alice");
+        // Not a view into the request.
+        assert_ne!(stored.as_ptr(), name.as_ptr());
+        assert_eq!(group.consumers[&stored].seen_time, 7);
+        let (again, created) = group.consumer_named(b"alice", 9);
+        assert!(!created);
+        assert_eq!(again.as_ptr(), stored.as_ptr());
+        assert_eq!(group.consumers[&stored].seen_time, 7);
     }
 
     #[test]
