@@ -95,10 +95,14 @@ fn confirm(ctx: &mut Ctx<'_>, word: &[u8], name: Option<&[u8]>, n: i64) {
 fn subscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult {
     ctx.client.mailbox.set_protocol(ctx.client.protocol);
     for name in &args[1..] {
-        if set_of(ctx.client, kind).insert(name.clone()) {
+        if !set_of(ctx.client, kind).contains(&name[..]) {
+            // Copied: kept as a view, the subscription would keep the request's whole
+            // read buffer allocated for as long as it lasts.
+            let name = Bytes::copy_from_slice(name);
+            set_of(ctx.client, kind).insert(name.clone());
             ctx.shared
                 .pubsub
-                .subscribe(kind, name, ctx.client.id, &ctx.client.mailbox);
+                .subscribe(kind, &name, ctx.client.id, &ctx.client.mailbox);
         }
         let n = count(ctx.client, kind);
         confirm(ctx, words(kind).0, Some(name), n);

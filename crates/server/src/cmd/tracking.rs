@@ -47,7 +47,8 @@ fn client_tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             options.noloop = true;
         } else if is(arg, "prefix") && more {
             i += 1;
-            options.prefixes.push(args[i].clone());
+            // Copied: kept as a view, it would keep the request's read buffer allocated.
+            options.prefixes.push(Bytes::copy_from_slice(&args[i]));
         } else {
             return Err(SYNTAX);
         }
