@@ -188,8 +188,10 @@ impl RequestDecoder {
     }
 
     /// Drops the arguments lent by [`Self::next_command`], keeping their vector unless
-    /// a command with many arguments left it large.
-    fn release_returned(&mut self) {
+    /// a command with many arguments left it large. The next call does it too; a caller
+    /// that stops reading for a while (a blocked or paused client) calls this, so the
+    /// arguments do not keep the read buffer they were sliced from allocated.
+    pub fn release_returned(&mut self) {
         if std::mem::take(&mut self.returned) {
             if self.args.capacity() > KEPT_ARGS_CAPACITY {
                 self.args = Vec::new();

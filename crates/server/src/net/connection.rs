@@ -245,6 +245,9 @@ pub fn run_commands(
     let batch = crate::stall_watchdog::batch();
     client.in_batch = true;
     let progress = run_batch(shared, client, decoder, input, output);
+    // The last command's arguments are views into `input`'s buffer: let it go before
+    // the next read (a batch that drained did already; one that stopped early did not).
+    decoder.release_returned();
     client.in_batch = false;
     client.batch_clock = None;
     drop(batch);
