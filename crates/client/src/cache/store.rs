@@ -173,7 +173,7 @@ impl Store {
         }
         let grown = frame_size(frame);
         entry.state = State::Ready {
-            frame: frame.clone(),
+            frame: detached(frame),
             expires,
         };
         entry.size += grown;
@@ -352,6 +352,46 @@ impl Store {
 }
 
 /// Approximate heap bytes of a reply frame (payloads plus a per-frame overhead).
+/// `frame` with every payload copied into an allocation of its own. A reply's bytes are
+/// views into the connection's 64 KiB read buffer: stored as they are, an entry would
+/// keep its whole read buffer allocated, and after evictions have thinned the cache
+/// each survivor could hold a buffer of its own, far past the byte bound.
+fn detached(frame: &Frame) -> Frame {
+    let copy = |b: &Bytes| Bytes::copy_from_slice(b);
+    let all = |items: &[Frame]| items.iter().map(detached).collect();
+    let pairs = |pairs: &[(Frame, Frame)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| (detached(k), detached(v)))
+            .collect()
+    };
+    match frame {
+        Frame::Simple(b) => Frame::Simple(copy(b)),
+        Frame::Error(b) => Frame::Error(copy(b)),
+        Frame::Bulk(b) => Frame::Bulk(copy(b)),
+        Frame::BigNumber(b) => Frame::BigNumber(copy(b)),
+        Frame::BulkError(b) => Frame::BulkError(copy(b)),
+        Frame::Verbatim { format, text } => Frame::Verbatim {
+            format: *format,
+            text: copy(text),
+        },
+        Frame::Array(items) => Frame::Array(all(items)),
+        Frame::Set(items) => Frame::Set(all(items)),
+        Frame::Push(items) => Frame::Push(all(items)),
+        Frame::Map(kv) => Frame::Map(pairs(kv)),
+        Frame::Attribute { attrs, value } => Frame::Attribute {
+            attrs: pairs(attrs),
+            value: Box::new(detached(value)),
+        },
+        Frame::Integer(_)
+        | Frame::NullBulk
+        | Frame::NullArray
+        | Frame::Null
+        | Frame::Double(_)
+        | Frame::Boolean(_) => frame.clone(),
+    }
+}
+
 pub(crate) fn frame_size(frame: &Frame) -> usize {
     const FRAME: usize = std::mem::size_of::<Frame>();
     FRAME
@@ -398,6 +438,45 @@ mod tests {
 
     fn later() -> Instant {
         Instant::now() + Duration::from_secs(60)
+    }
+
+    #[test]
+    fn stored_replies_share_no_read_buffer() {
+        // A reply as the connection decodes it: views into one read buffer.
+        let read = Bytes::from_static(b"+OK\r\n$5\r\nhello\r\n$2\r\nhi\r\n");
+        let reply = Frame::Array(vec![
+            Frame::Bulk(read.slice(9..14)),
+            Frame::Map(vec![(
+                Frame::Simple(read.slice(1..3)),
+                Frame::Bulk(read.slice(20..22)),
+            )]),
+            Frame::Integer(7),
+        ]);
+        let mut s = Store::new(1 << 20, 100);
+        let t = fetch(&mut s, "GET a", "a");
+        assert!(s.fill(&b("GET a"), t, &reply, later()));
+        let Lookup::Hit(stored) = s.lookup(&b("GET a"), &[b("a")], Instant::now()) else {
+            panic!("expected a hit");
+        };
+        assert_eq!(stored, reply);
+        let within = |b: &Bytes| read.as_ptr_range().contains(&b.as_ptr());
+        let Frame::Array(items) = &stored else {
+            panic!("an array");
+        };
+        let Frame::Bulk(hello) = &items[0] else {
+            panic!("a bulk");
+        };
+        assert!(
+            !within(hello),
+            "the stored bulk is a view into the read buffer"
+        );
+        let Frame::Map(kv) = &items[1] else {
+            panic!("a map");
+        };
+        let (Frame::Simple(k), Frame::Bulk(v)) = &kv[0] else {
+            panic!("a pair");
+        };
+        assert!(!within(k) && !within(v));
     }
 
     #[test]
