@@ -6,6 +6,8 @@
 //! `flags, ms-diff, seq-diff, [num-fields, field, value... | values...], lp-count`.
 //! Then the stream's metadata and its consumer groups with their PELs and consumers.
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 
 use super::encode::{len, string};
@@ -124,9 +126,14 @@ fn int_of(elem: Option<&Elem<'_>>) -> Result<i64, Corrupt> {
     }
 }
 
-fn bytes_of(elem: Option<&Elem<'_>>) -> Result<Bytes, Corrupt> {
-    elem.map(|e| Bytes::from(e.to_bytes()))
-        .ok_or(Corrupt("stream listpack truncated"))
+/// An element's bytes, borrowed from the listpack when it is a string: an entry's
+/// fields are copied once, into their packed form.
+fn bytes_of<'a>(elem: Option<&Elem<'a>>) -> Result<Cow<'a, [u8]>, Corrupt> {
+    match elem {
+        Some(Elem::Str(s)) => Ok(Cow::Borrowed(*s)),
+        Some(e @ Elem::Int(_)) => Ok(Cow::Owned(e.to_bytes())),
+        None => Err(Corrupt("stream listpack truncated")),
+    }
 }
 
 /// The live entries of one node listpack. When `deep`, as Redis's deep check, the
