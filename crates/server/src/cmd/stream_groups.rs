@@ -725,10 +725,10 @@ fn field(out: &mut BytesMut, name: &str) {
 fn entry_or_null(
     out: &mut BytesMut,
     proto: Protocol,
-    entry: Option<(&StreamId, &crate::store::stream::Fields)>,
+    entry: Option<(StreamId, crate::store::stream::Entry<'_>)>,
 ) {
     match entry {
-        Some((id, fields)) => write_entry(out, *id, fields),
+        Some((id, fields)) => write_entry(out, id, fields),
         None => encode::write_null_bulk(out, proto),
     }
 }
@@ -785,7 +785,7 @@ fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let entries: Vec<_> = s.range(StreamId::MIN, StreamId::MAX).take(limit).collect();
         encode::write_array_len(out, entries.len());
         for (id, fields) in entries {
-            write_entry(out, *id, fields);
+            write_entry(out, id, fields);
         }
         field(out, "groups");
         encode::write_array_len(out, s.groups.len());

@@ -14,7 +14,7 @@ use crate::blocking::StreamRead;
 use crate::notify::{keyspace_event, NotifyClass};
 use crate::repl::rewrite;
 use crate::store::stream::{
-    Fields, Nack, NodeLimits, Stream, StreamId, TrimStrategy, ENTRIES_READ_INVALID,
+    Entry, Nack, NodeLimits, Stream, StreamId, TrimStrategy, ENTRIES_READ_INVALID,
 };
 use crate::store::{now_ms, Shard, Value};
 
@@ -98,7 +98,7 @@ pub fn write_id(out: &mut BytesMut, id: StreamId) {
 }
 
 /// Writes `[id, [field, value, ...]]`.
-pub fn write_entry(out: &mut BytesMut, id: StreamId, fields: &Fields) {
+pub fn write_entry(out: &mut BytesMut, id: StreamId, fields: Entry<'_>) {
     encode::write_array_len(out, 2);
     write_id(out, id);
     encode::write_array_len(out, fields.len());
@@ -297,8 +297,7 @@ fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(e);
         }
     };
-    let fields = Fields::new(args[field_pos..].iter().map(|f| &f[..]));
-    stream.append(id, fields, limits);
+    stream.append(id, args[field_pos..].iter().map(|f| &f[..]), limits);
     let trimmed = parsed
         .strategy
         .is_some_and(|s| stream.trim(s, parsed.approx, parsed.limit as usize) > 0);
@@ -363,7 +362,7 @@ fn range_cmd(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> CmdResult {
     };
     encode::write_array_len(ctx.out, items.len());
     for (id, fields) in items {
-        write_entry(ctx.out, *id, fields);
+        write_entry(ctx.out, id, fields);
     }
     Ok(())
 }
@@ -605,7 +604,7 @@ pub fn serve_read(
                 encode::write_bulk(&mut body, key);
                 encode::write_array_len(&mut body, items.len());
                 for (id, fields) in items {
-                    write_entry(&mut body, *id, fields);
+                    write_entry(&mut body, id, fields);
                 }
                 true
             }
@@ -713,32 +712,33 @@ fn read_group(
                 .get(&consumer_name[..])
                 .map(|c| c.pel.range(start..).take(limit).copied().collect())
                 .unwrap_or_default();
-            let fields: Vec<Option<Fields>> =
-                ids.iter().map(|id| stream.get(id).cloned()).collect();
-            let Some(group) = stream.groups.get_mut(group_name) else {
-                return false;
-            };
-            let (stored, _) = group.consumer_named(consumer_name, 0);
-            if let Some(c) = group.consumers.get_mut(&stored) {
-                c.seen_time = now;
-            }
             if proto == Protocol::Resp2 {
                 encode::write_array_len(body, 2);
             }
             encode::write_bulk(body, key);
             encode::write_array_len(body, ids.len());
-            for (id, fields) in ids.into_iter().zip(fields) {
-                if let Some(nack) = group.pel.get_mut(&id) {
-                    nack.delivery_time = now;
-                    nack.delivery_count += 1;
-                }
-                match fields {
-                    Some(fields) => write_entry(body, id, &fields),
+            for &id in &ids {
+                match stream.get(&id) {
+                    Some(fields) => write_entry(body, id, fields),
                     None => {
                         encode::write_array_len(body, 2);
                         write_id(body, id);
                         encode::write_null_array(body, proto);
                     }
+                }
+            }
+            // The group was found above; the reply is written either way.
+            let Some(group) = stream.groups.get_mut(group_name) else {
+                return true;
+            };
+            let (stored, _) = group.consumer_named(consumer_name, 0);
+            if let Some(c) = group.consumers.get_mut(&stored) {
+                c.seen_time = now;
+            }
+            for id in ids {
+                if let Some(nack) = group.pel.get_mut(&id) {
+                    nack.delivery_time = now;
+                    nack.delivery_count += 1;
                 }
             }
             true
@@ -747,22 +747,21 @@ fn read_group(
             let Some(start) = last_id.incr() else {
                 return false;
             };
-            let items: Vec<(StreamId, Fields)> = stream
-                .range(start, StreamId::MAX)
-                .take(limit)
-                .map(|(id, f)| (*id, f.clone()))
-                .collect();
-            if items.is_empty() {
+            let entries: Vec<_> = stream.range(start, StreamId::MAX).take(limit).collect();
+            if entries.is_empty() {
                 return false;
             }
             if proto == Protocol::Resp2 {
                 encode::write_array_len(body, 2);
             }
             encode::write_bulk(body, key);
-            encode::write_array_len(body, items.len());
-            for (id, fields) in &items {
-                stream.advance_group(group_name, *id);
-                write_entry(body, *id, fields);
+            encode::write_array_len(body, entries.len());
+            for &(id, fields) in &entries {
+                write_entry(body, id, fields);
+            }
+            let items: Vec<StreamId> = entries.into_iter().map(|(id, _)| id).collect();
+            for &id in &items {
+                stream.advance_group(group_name, id);
             }
             let Some(group) = stream.groups.get_mut(&group_name[..]) else {
                 return true;
@@ -781,7 +780,7 @@ fn read_group(
                 }
                 propagate.push(rewrite::stream_group_position(key, group_name, group));
             } else {
-                for (id, _) in &items {
+                for id in &items {
                     if let Some(previous) = group.pel.insert(
                         *id,
                         Nack {
@@ -944,7 +943,7 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     if id < stream.last_id && !stream.is_empty() {
         if let Some((last, _)) = stream.last_entry() {
-            if id < *last {
+            if id < last {
                 return Err(CmdError::Static(
                     "ERR The ID specified in XSETID is smaller than the target stream top item",
                 ));

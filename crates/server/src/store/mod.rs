@@ -31,6 +31,7 @@ mod slot_counts;
 mod sorted_blocks;
 pub mod sorted_ints;
 pub mod stream;
+mod stream_node;
 pub mod tagged_entries;
 mod value;
 mod zset;

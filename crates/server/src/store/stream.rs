@@ -1,5 +1,5 @@
-//! The stream value (Redis's `t_stream.c` data model): entries keyed by id, grouped in
-//! nodes the way Redis groups them in listpacks (a node closes at
+//! The stream value (Redis's `t_stream.c` data model): entries packed in nodes
+//! (`super::stream_node`) the way Redis packs them in listpacks (a node closes at
 //! `stream-node-max-entries` entries or `stream-node-max-bytes` bytes), so approximate
 //! trimming (`~`) removes exactly the whole nodes Redis would. Consumer groups keep
 //! their pending entries list (PEL), consumers, last delivered id and the 7.0
@@ -93,20 +93,8 @@ impl fmt::Display for StreamId {
     }
 }
 
-/// An entry's field/value pairs, flattened, in one allocation the entry owns.
-pub type Fields = super::packed_element::PackedElements;
-
-/// One node: the entries that share one of Redis's listpacks, counted as Redis counts
-/// them (deleted entries still occupy the node until it empties).
-#[derive(Debug, Clone, Default)]
-struct Node {
-    /// Entries ever appended here, deleted ones included.
-    total: usize,
-    /// Entries still live.
-    live: usize,
-    /// Approximate listpack bytes.
-    bytes: usize,
-}
+use super::stream_node::{Cursor, Located, Node};
+pub use super::stream_node::{Entry, EntryIter};
 
 /// A pending entry: delivered to a consumer and not acknowledged yet.
 #[derive(Debug, Clone)]
@@ -169,9 +157,10 @@ pub const ENTRIES_READ_INVALID: i64 = -1;
 /// A stream.
 #[derive(Debug, Clone, Default)]
 pub struct Stream {
-    entries: BTreeMap<StreamId, Fields>,
-    /// Node boundaries: the first id ever appended to each node.
+    /// Entries in nodes, each keyed by the first id ever appended to it.
     nodes: BTreeMap<StreamId, Node>,
+    /// Live entries.
+    length: usize,
     /// The largest id ever added.
     pub last_id: StreamId,
     /// The largest id ever deleted (XDEL, trimming).
@@ -201,39 +190,157 @@ pub struct NodeLimits {
 }
 
 /// Approximate listpack bytes of one entry (each element with its small header).
-fn entry_bytes(fields: &Fields) -> usize {
-    fields.iter().map(|f| f.len() + 2).sum::<usize>() + 8
+fn entry_bytes<'a>(fields: impl Iterator<Item = &'a [u8]>) -> usize {
+    fields.map(|f| f.len() + 2).sum::<usize>() + 8
+}
+
+/// The entries of one node as an RDB load finds them, packed as they arrive.
+#[derive(Debug, Default)]
+pub struct NodeBuilder {
+    node: Option<(StreamId, Node)>,
+    last: Option<StreamId>,
+}
+
+impl NodeBuilder {
+    /// Adds the next entry (ids must increase: the loader checks).
+    pub fn push<'a, I>(&mut self, id: StreamId, fields: I)
+    where
+        I: ExactSizeIterator<Item = &'a [u8]> + Clone,
+    {
+        let (master, node) = self
+            .node
+            .get_or_insert_with(|| (id, Node::new(fields.clone())));
+        node.lp_bytes += entry_bytes(fields.clone());
+        node.push(*master, id, fields);
+        self.last = Some(id);
+    }
+
+    /// The first id pushed.
+    pub fn first(&self) -> Option<StreamId> {
+        self.node.as_ref().map(|(master, _)| *master)
+    }
+
+    /// The last id pushed.
+    pub fn last(&self) -> Option<StreamId> {
+        self.last
+    }
+}
+
+/// Live entries in `[start, end]` from either end.
+pub struct Range<'a> {
+    nodes: std::collections::btree_map::Range<'a, StreamId, Node>,
+    front: Option<Cursor<'a>>,
+    back: Option<Cursor<'a>>,
+    start: StreamId,
+    end: StreamId,
+    done: bool,
+}
+
+impl<'a> Range<'a> {
+    fn empty(nodes: std::collections::btree_map::Range<'a, StreamId, Node>) -> Range<'a> {
+        Range {
+            nodes,
+            front: None,
+            back: None,
+            start: StreamId::MAX,
+            end: StreamId::MIN,
+            done: true,
+        }
+    }
+
+    fn finish(&mut self) {
+        self.done = true;
+        self.front = None;
+        self.back = None;
+    }
+}
+
+impl<'a> Iterator for Range<'a> {
+    type Item = (StreamId, Entry<'a>);
+
+    fn next(&mut self) -> Option<(StreamId, Entry<'a>)> {
+        while !self.done {
+            let found = self.front.as_mut().and_then(Cursor::next_front);
+            match found {
+                Some(Located { deleted: true, .. }) => {}
+                Some(l) if l.id < self.start => {}
+                Some(l) if l.id > self.end => self.finish(),
+                Some(l) => return Some((l.id, l.entry)),
+                None => match self.nodes.next() {
+                    Some((master, node)) => self.front = Some(node.cursor(*master)),
+                    None => match self.back.take() {
+                        Some(back) => self.front = Some(back),
+                        None => self.finish(),
+                    },
+                },
+            }
+        }
+        None
+    }
+}
+
+impl DoubleEndedIterator for Range<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            let found = self.back.as_mut().and_then(Cursor::next_back);
+            match found {
+                Some(Located { deleted: true, .. }) => {}
+                Some(l) if l.id > self.end => {}
+                Some(l) if l.id < self.start => self.finish(),
+                Some(l) => return Some((l.id, l.entry)),
+                None => match self.nodes.next_back() {
+                    Some((master, node)) => self.back = Some(node.cursor(*master)),
+                    None => match self.front.take() {
+                        Some(front) => self.back = Some(front),
+                        None => self.finish(),
+                    },
+                },
+            }
+        }
+        None
+    }
 }
 
 impl Stream {
     /// Number of live entries.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.length
     }
 
     /// Whether no entry is live.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.length == 0
     }
 
     /// The first live id, `0-0` when empty.
     pub fn first_id(&self) -> StreamId {
-        self.entries.keys().next().copied().unwrap_or_default()
+        self.first_entry().map(|(id, _)| id).unwrap_or_default()
     }
 
     /// The first live entry.
-    pub fn first_entry(&self) -> Option<(&StreamId, &Fields)> {
-        self.entries.iter().next()
+    pub fn first_entry(&self) -> Option<(StreamId, Entry<'_>)> {
+        self.range(StreamId::MIN, StreamId::MAX).next()
     }
 
     /// The last live entry.
-    pub fn last_entry(&self) -> Option<(&StreamId, &Fields)> {
-        self.entries.iter().next_back()
+    pub fn last_entry(&self) -> Option<(StreamId, Entry<'_>)> {
+        self.range(StreamId::MIN, StreamId::MAX).next_back()
+    }
+
+    /// The node that holds `id`, if any could.
+    fn node_of(&self, id: StreamId) -> Option<(StreamId, &Node)> {
+        self.nodes
+            .range(..=id)
+            .next_back()
+            .map(|(master, node)| (*master, node))
     }
 
     /// The live entry `id`.
-    pub fn get(&self, id: &StreamId) -> Option<&Fields> {
-        self.entries.get(id)
+    pub fn get(&self, id: &StreamId) -> Option<Entry<'_>> {
+        let (master, node) = self.node_of(*id)?;
+        node.find(master, *id)
+            .filter(|l| !l.deleted)
+            .map(|l| l.entry)
     }
 
     /// Number of nodes (XINFO STREAM FULL's `radix-tree-nodes` stand-in).
@@ -241,77 +348,74 @@ impl Stream {
         self.nodes.len()
     }
 
-    /// Entries in `[start, end]`, ascending.
-    pub fn range(
-        &self,
-        start: StreamId,
-        end: StreamId,
-    ) -> impl DoubleEndedIterator<Item = (&StreamId, &Fields)> {
-        let bounds = if start <= end {
-            Some((start, end))
-        } else {
-            None
-        };
-        bounds
-            .into_iter()
-            .flat_map(move |(s, e)| self.entries.range(s..=e))
+    /// Live entries in `[start, end]`, ascending (`.rev()` for descending).
+    pub fn range(&self, start: StreamId, end: StreamId) -> Range<'_> {
+        // No entry is above `last_id`: a read of what is new (`XREAD ... $`) that finds
+        // nothing does not walk the last node.
+        if start > end || start > self.last_id {
+            return Range::empty(self.nodes.range(..StreamId::MIN));
+        }
+        // The node holding `start` begins at or before it.
+        let from = self.node_of(start).map_or(start, |(master, _)| master);
+        Range {
+            nodes: self.nodes.range(from..=end),
+            front: None,
+            back: None,
+            start,
+            end,
+            done: false,
+        }
     }
 
-    /// Live entries grouped by node, in order (the RDB encoder writes one listpack each).
-    pub fn nodes(&self) -> Vec<Vec<(StreamId, &Fields)>> {
-        let starts: Vec<StreamId> = self.nodes.keys().copied().collect();
-        let mut out = Vec::with_capacity(starts.len());
-        for (i, start) in starts.iter().enumerate() {
-            let items: Vec<(StreamId, &Fields)> = match starts.get(i + 1).and_then(|n| n.decr()) {
-                Some(end) if end >= *start => self
-                    .entries
-                    .range(*start..=end)
-                    .map(|(k, v)| (*k, v))
-                    .collect(),
-                Some(_) => Vec::new(),
-                None => self.entries.range(*start..).map(|(k, v)| (*k, v)).collect(),
-            };
-            if !items.is_empty() {
-                out.push(items);
+    /// Live entries node by node, in order (the RDB encoder writes one listpack each).
+    pub fn nodes(&self) -> impl Iterator<Item = Vec<(StreamId, Entry<'_>)>> {
+        self.nodes.iter().map(|(master, node)| {
+            let mut cursor = node.cursor(*master);
+            let mut entries = Vec::with_capacity(node.live);
+            while let Some(l) = cursor.next_front() {
+                if !l.deleted {
+                    entries.push((l.id, l.entry));
+                }
             }
-        }
-        out
+            entries
+        })
     }
 
     /// Adds a loaded node of entries (RDB), keeping its boundary.
-    pub fn load_node(&mut self, items: Vec<(StreamId, Fields)>) {
-        let Some(first) = items.first().map(|(id, _)| *id) else {
-            return;
-        };
-        let mut node = Node::default();
-        for (id, fields) in items {
-            node.total += 1;
-            node.live += 1;
-            node.bytes += entry_bytes(&fields);
-            self.entries.insert(id, fields);
+    pub fn load_node(&mut self, built: NodeBuilder) {
+        if let Some((master, mut node)) = built.node {
+            node.shrink();
+            self.length += node.live;
+            self.nodes.insert(master, node);
         }
-        self.nodes.insert(first, node);
     }
 
     /// Appends an entry whose id is larger than `last_id` (checked by the caller).
-    pub fn append(&mut self, id: StreamId, fields: Fields, limits: NodeLimits) {
-        let size = entry_bytes(&fields);
-        let open_new = match self.nodes.iter_mut().next_back() {
+    pub fn append<'a, I>(&mut self, id: StreamId, fields: I, limits: NodeLimits)
+    where
+        I: ExactSizeIterator<Item = &'a [u8]> + Clone,
+    {
+        let size = entry_bytes(fields.clone());
+        let open_new = match self.nodes.last_key_value() {
             None => true,
             Some((_, node)) => {
                 (limits.max_entries > 0 && node.total >= limits.max_entries)
-                    || (limits.max_bytes > 0 && node.bytes + size >= limits.max_bytes)
+                    || (limits.max_bytes > 0 && node.lp_bytes + size >= limits.max_bytes)
             }
         };
         if open_new {
-            self.nodes.insert(id, Node::default());
+            if let Some(mut closed) = self.nodes.last_entry() {
+                closed.get_mut().shrink();
+            }
+            self.nodes.insert(id, Node::new(fields.clone()));
         }
-        if let Some((_, node)) = self.nodes.iter_mut().next_back() {
-            node.total += 1;
-            node.live += 1;
-            node.bytes += size;
+        if let Some(mut last) = self.nodes.last_entry() {
+            let master = *last.key();
+            let node = last.get_mut();
+            node.lp_bytes += size;
+            node.push(master, id, fields);
         }
-        self.entries.insert(id, fields);
+        self.length += 1;
         self.last_id = id;
         self.entries_added += 1;
     }
@@ -319,19 +423,25 @@ impl Stream {
     /// Removes one live entry (XDEL and exact trimming; only XDEL moves
     /// `max_deleted_id`, as in Redis); a node whose entries are all gone goes too.
     pub fn delete(&mut self, id: &StreamId) -> bool {
-        if self.entries.remove(id).is_none() {
+        let Some((master, node)) = self.node_of(*id) else {
             return false;
-        }
-        let node_key = self.nodes.range(..=*id).next_back().map(|(k, _)| *k);
-        if let Some(key) = node_key {
-            if let Some(node) = self.nodes.get_mut(&key) {
-                node.live = node.live.saturating_sub(1);
-                if node.live == 0 {
-                    self.nodes.remove(&key);
-                }
+        };
+        let Some(at) = node.find(master, *id).filter(|l| !l.deleted).map(|l| l.at) else {
+            return false;
+        };
+        self.delete_at(master, at);
+        true
+    }
+
+    /// Flags the live entry at `at` of node `master` deleted.
+    fn delete_at(&mut self, master: StreamId, at: usize) {
+        if let Some(node) = self.nodes.get_mut(&master) {
+            node.mark_deleted(at);
+            self.length -= 1;
+            if node.live == 0 {
+                self.nodes.remove(&master);
             }
         }
-        true
     }
 
     /// Trims as Redis's `streamTrim`: whole nodes first; with `approx` stops at the
@@ -339,39 +449,33 @@ impl Stream {
     /// removed in approximate mode. Returns how many entries went.
     pub fn trim(&mut self, strategy: TrimStrategy, approx: bool, limit: usize) -> usize {
         let mut deleted = 0usize;
-        while let Some((&node_start, node)) = self.nodes.iter().next() {
+        while let Some((&master, node)) = self.nodes.first_key_value() {
             let node_live = node.live;
             if let TrimStrategy::MaxLen(max) = strategy {
-                if self.entries.len() as u64 <= max {
+                if self.length as u64 <= max {
                     break;
                 }
             }
             if limit > 0 && deleted + node_live > limit {
                 break;
             }
-            let node_end = self
-                .nodes
-                .range(node_start..)
-                .nth(1)
-                .map(|(k, _)| *k)
-                .and_then(|k| k.decr());
-            let ids: Vec<StreamId> = match node_end {
-                Some(end) => self
-                    .entries
-                    .range(node_start..=end)
-                    .map(|(k, _)| *k)
-                    .collect(),
-                None => self.entries.range(node_start..).map(|(k, _)| *k).collect(),
-            };
             let whole = match strategy {
-                TrimStrategy::MaxLen(max) => self.entries.len() as u64 - node_live as u64 >= max,
-                TrimStrategy::MinId(min) => ids.last().is_some_and(|last| *last < min),
+                TrimStrategy::MaxLen(max) => (self.length - node_live) as u64 >= max,
+                TrimStrategy::MinId(min) => {
+                    let mut cursor = node.cursor(master);
+                    let mut last_live = None;
+                    while let Some(l) = cursor.next_back() {
+                        if !l.deleted {
+                            last_live = Some(l.id);
+                            break;
+                        }
+                    }
+                    last_live.is_some_and(|last| last < min)
+                }
             };
             if whole {
-                for id in &ids {
-                    self.entries.remove(id);
-                }
-                self.nodes.remove(&node_start);
+                self.nodes.remove(&master);
+                self.length -= node_live;
                 deleted += node_live;
                 continue;
             }
@@ -379,15 +483,25 @@ impl Stream {
                 break;
             }
             // Exact trimming deletes entries one by one inside the node.
-            for id in ids {
+            let mut doomed = Vec::new();
+            let mut left = self.length as u64;
+            let mut cursor = node.cursor(master);
+            while let Some(l) = cursor.next_front() {
+                if l.deleted {
+                    continue;
+                }
                 let stop = match strategy {
-                    TrimStrategy::MaxLen(max) => self.entries.len() as u64 <= max,
-                    TrimStrategy::MinId(min) => id >= min,
+                    TrimStrategy::MaxLen(max) => left <= max,
+                    TrimStrategy::MinId(min) => l.id >= min,
                 };
                 if stop {
                     break;
                 }
-                self.delete(&id);
+                doomed.push(l.at);
+                left -= 1;
+            }
+            for at in doomed {
+                self.delete_at(master, at);
                 deleted += 1;
             }
             break;
@@ -398,7 +512,7 @@ impl Stream {
     /// Whether `[start, end]` may hold a deleted entry (Redis's
     /// `streamRangeHasTombstones`).
     pub fn range_has_tombstones(&self, start: StreamId, end: StreamId) -> bool {
-        if self.entries.is_empty() || self.max_deleted_id.is_zero() {
+        if self.is_empty() || self.max_deleted_id.is_zero() {
             return false;
         }
         if self.first_id() > self.max_deleted_id {
@@ -414,7 +528,7 @@ impl Stream {
         if self.entries_added == 0 {
             return 0;
         }
-        if self.entries.is_empty() && id <= self.last_id {
+        if self.is_empty() && id <= self.last_id {
             return added;
         }
         if id == self.last_id {
@@ -425,7 +539,7 @@ impl Stream {
         }
         let first = self.first_id();
         if self.max_deleted_id.is_zero() || self.max_deleted_id < first {
-            let len = self.entries.len() as i64;
+            let len = self.length as i64;
             if id < first {
                 return added - len;
             }
@@ -471,9 +585,9 @@ impl Stream {
     /// Approximate heap bytes (MEMORY USAGE).
     pub fn heap_size(&self) -> usize {
         let entries: usize = self
-            .entries
+            .nodes
             .values()
-            .map(|f| f.heap_size() + std::mem::size_of::<(StreamId, Fields)>())
+            .map(|node| node.heap_size() + std::mem::size_of::<(StreamId, Node)>())
             .sum();
         let groups: usize = self
             .groups
@@ -488,13 +602,14 @@ impl Stream {
                         .sum::<usize>()
             })
             .sum();
-        entries + self.nodes.len() * 48 + groups + std::mem::size_of::<Stream>()
+        entries + groups + std::mem::size_of::<Stream>()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn limits() -> NodeLimits {
         NodeLimits {
@@ -506,11 +621,7 @@ mod tests {
     fn filled(n: u64) -> Stream {
         let mut s = Stream::default();
         for i in 1..=n {
-            s.append(
-                StreamId::new(i, 0),
-                Fields::new([&b"f"[..], b"v"]),
-                limits(),
-            );
+            s.append(StreamId::new(i, 0), [&b"f"[..], b"v"].into_iter(), limits());
         }
         s
     }
@@ -595,5 +706,171 @@ mod tests {
         s.delete(&StreamId::new(3, 0));
         s.max_deleted_id = StreamId::new(3, 0);
         assert_eq!(s.group_lag(&s.groups[&b"g"[..]]), None);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Append(u64, u64, u8, Vec<u8>),
+        Delete(usize),
+        Trim(bool, usize, bool, usize),
+        Range(usize, usize, u8),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0..3u64, 1..3u64, 0..4u8, prop::collection::vec(any::<u8>(), 0..200))
+                .prop_map(|(ms, seq, shape, v)| Op::Append(ms, seq, shape, v)),
+            1 => any::<usize>().prop_map(Op::Delete),
+            1 => (any::<bool>(), 0..40usize, any::<bool>(), 0..12usize)
+                .prop_map(|(maxlen, n, approx, limit)| Op::Trim(maxlen, n, approx, limit)),
+            2 => (any::<usize>(), any::<usize>(), 0..3u8)
+                .prop_map(|(a, b, how)| Op::Range(a, b, how)),
+        ]
+    }
+
+    fn fields_of(shape: u8, value: &[u8]) -> Vec<Vec<u8>> {
+        let v = value.to_vec();
+        match shape {
+            0 => vec![b"f".to_vec(), v],
+            1 => vec![b"f".to_vec(), v.clone(), b"g".to_vec(), v],
+            2 => vec![v.clone(), v],
+            _ => vec![b"f".to_vec(), b"x".to_vec(), b"other".to_vec(), v],
+        }
+    }
+
+    type Model = BTreeMap<StreamId, Vec<Vec<u8>>>;
+
+    fn owned(entry: (StreamId, Entry<'_>)) -> (StreamId, Vec<Vec<u8>>) {
+        (entry.0, entry.1.iter().map(<[u8]>::to_vec).collect())
+    }
+
+    /// An id near the model's: one of them, or just beside one.
+    fn pick(model: &Model, n: usize) -> StreamId {
+        let ids: Vec<StreamId> = model.keys().copied().collect();
+        if ids.is_empty() {
+            return StreamId::new(n as u64 % 5, 0);
+        }
+        let id = ids[n % ids.len()];
+        match n / ids.len() % 3 {
+            0 => id,
+            1 => id.incr().unwrap_or(id),
+            _ => id.decr().unwrap_or(id),
+        }
+    }
+
+    fn check(stream: &Stream, model: &Model) -> Result<(), TestCaseError> {
+        prop_assert_eq!(stream.len(), model.len());
+        let all: Vec<_> = stream
+            .range(StreamId::MIN, StreamId::MAX)
+            .map(owned)
+            .collect();
+        let want: Vec<_> = model.iter().map(|(k, v)| (*k, v.clone())).collect();
+        prop_assert_eq!(&all, &want);
+        prop_assert_eq!(stream.first_entry().map(owned), want.first().cloned());
+        prop_assert_eq!(stream.last_entry().map(owned), want.last().cloned());
+        for (id, fields) in model {
+            let got: Option<Vec<Vec<u8>>> = stream
+                .get(id)
+                .map(|e| e.iter().map(<[u8]>::to_vec).collect());
+            prop_assert_eq!(got.as_ref(), Some(fields));
+        }
+        let node_live: usize = stream.nodes().map(|n| n.len()).sum();
+        prop_assert_eq!(node_live, model.len());
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn behaves_as_an_ordered_map(
+            ops in prop::collection::vec(op(), 0..300),
+            max_entries in 0..6usize,
+            max_bytes in prop_oneof![Just(0usize), 20..400usize],
+        ) {
+            let limits = NodeLimits { max_entries, max_bytes };
+            let mut stream = Stream::default();
+            let mut model = Model::new();
+            let mut last = StreamId::new(1, 0);
+            for op in ops {
+                match op {
+                    Op::Append(ms, seq, shape, value) => {
+                        let id = if ms == 0 {
+                            StreamId::new(last.ms, last.seq + seq)
+                        } else {
+                            StreamId::new(last.ms + ms * 1000, seq)
+                        };
+                        let fields = fields_of(shape, &value);
+                        stream.append(id, fields.iter().map(|f| &f[..]), limits);
+                        model.insert(id, fields);
+                        last = id;
+                    }
+                    Op::Delete(n) => {
+                        let id = pick(&model, n);
+                        prop_assert_eq!(stream.delete(&id), model.remove(&id).is_some());
+                    }
+                    Op::Trim(maxlen, n, approx, limit) => {
+                        let strategy = if maxlen {
+                            TrimStrategy::MaxLen(n as u64)
+                        } else {
+                            TrimStrategy::MinId(pick(&model, n))
+                        };
+                        let limit = if approx { limit } else { 0 };
+                        let before = model.len();
+                        let removed = stream.trim(strategy, approx, limit);
+                        // What exact trimming leaves; approximate trimming stops at a
+                        // node boundary before it, having removed only a prefix.
+                        let keep_from = match strategy {
+                            TrimStrategy::MaxLen(max) => before.saturating_sub(max as usize),
+                            TrimStrategy::MinId(min) => model.range(..min).count(),
+                        };
+                        if approx {
+                            prop_assert!(removed <= keep_from);
+                            if limit > 0 {
+                                prop_assert!(removed <= limit);
+                            }
+                        } else {
+                            prop_assert_eq!(removed, keep_from);
+                        }
+                        let doomed: Vec<StreamId> = model.keys().take(removed).copied().collect();
+                        for id in doomed {
+                            model.remove(&id);
+                        }
+                    }
+                    Op::Range(a, b, how) => {
+                        let (start, end) = (pick(&model, a), pick(&model, b));
+                        let want: Vec<_> = if start <= end {
+                            model.range(start..=end).map(|(k, v)| (*k, v.clone())).collect()
+                        } else {
+                            Vec::new()
+                        };
+                        let mut range = stream.range(start, end);
+                        let got: Vec<_> = match how {
+                            0 => range.map(owned).collect(),
+                            1 => {
+                                let mut got: Vec<_> = range.rev().map(owned).collect();
+                                got.reverse();
+                                got
+                            }
+                            _ => {
+                                // Alternate ends until they meet.
+                                let (mut front, mut back) = (Vec::new(), Vec::new());
+                                loop {
+                                    let Some(f) = range.next() else { break };
+                                    front.push(owned(f));
+                                    let Some(b) = range.next_back() else { break };
+                                    back.push(owned(b));
+                                }
+                                prop_assert!(range.next().is_none());
+                                back.reverse();
+                                front.extend(back);
+                                front
+                            }
+                        };
+                        prop_assert_eq!(got, want);
+                    }
+                }
+                check(&stream, &model)?;
+            }
+        }
     }
 }

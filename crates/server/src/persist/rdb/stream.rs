@@ -15,7 +15,7 @@ use super::listpack::{self, Elem, Writer};
 use super::reader::Reader;
 use super::types::STREAM_LISTPACKS_2;
 use super::Corrupt;
-use crate::store::stream::{Consumer, Fields, Group, Nack, Stream, StreamId};
+use crate::store::stream::{Consumer, Group, Nack, NodeBuilder, Stream, StreamId};
 use crate::store::Value;
 
 const FLAG_DELETED: i64 = 1;
@@ -44,9 +44,8 @@ fn id_from(raw: &[u8]) -> Result<StreamId, Corrupt> {
 /// Writes `stream` (type byte included) as Redis 7.0 does.
 pub fn encode(out: &mut Vec<u8>, stream: &Stream) {
     out.push(STREAM_LISTPACKS_2);
-    let nodes = stream.nodes();
-    len(out, nodes.len() as u64);
-    for node in &nodes {
+    len(out, stream.node_count() as u64);
+    for node in stream.nodes() {
         let Some(&(master, master_fields)) = node.first() else {
             continue;
         };
@@ -59,7 +58,7 @@ pub fn encode(out: &mut Vec<u8>, stream: &Stream) {
             lp.push(name);
         }
         lp.push_int(0);
-        for (id, fields) in node {
+        for &(id, fields) in &node {
             let same = fields.len() / 2 == names.len()
                 && fields.iter().step_by(2).zip(&names).all(|(a, b)| a == *b);
             lp.push_int(if same { FLAG_SAMEFIELDS } else { 0 });
@@ -136,15 +135,11 @@ fn bytes_of<'a>(elem: Option<&Elem<'a>>) -> Result<Cow<'a, [u8]>, Corrupt> {
     }
 }
 
-/// The live entries of one node listpack. When `deep`, as Redis's deep check, the
+/// The live entries of one node listpack, packed. When `deep`, as Redis's deep check, the
 /// header's live and deleted counts must add up to the entries there are, each
 /// entry's closing element count must match its own size, and the listpack's own
 /// back-lengths and count must hold (none of them is used here).
-fn node_entries(
-    master: StreamId,
-    lp: &[u8],
-    deep: bool,
-) -> Result<Vec<(StreamId, Fields)>, Corrupt> {
+fn node_entries(master: StreamId, lp: &[u8], deep: bool) -> Result<NodeBuilder, Corrupt> {
     let elems = listpack::entries_checked(lp, deep)?;
     let mut it = elems.iter();
     let count = int_of(it.next())?;
@@ -163,7 +158,8 @@ fn node_entries(
     if int_of(it.next())? != 0 {
         return Err(Corrupt("master entry terminator"));
     }
-    let mut entries = Vec::new();
+    let mut entries = NodeBuilder::default();
+    let mut fields = Vec::new();
     while let Some(flags) = it.next() {
         expected = expected.saturating_sub(1);
         if deep && expected < 0 {
@@ -172,7 +168,7 @@ fn node_entries(
         let flags = int_of(Some(flags))?;
         let ms = master.ms.wrapping_add(int_of(it.next())? as u64);
         let seq = master.seq.wrapping_add(int_of(it.next())? as u64);
-        let mut fields = Vec::new();
+        fields.clear();
         // The elements an entry spans, its closing count included: flags, two id
         // deltas and the count, plus the values (and a field count and the names).
         let span = if flags & FLAG_SAMEFIELDS != 0 {
@@ -197,13 +193,10 @@ fn node_entries(
         }
         if flags & FLAG_DELETED == 0 {
             let id = StreamId::new(ms, seq);
-            if entries
-                .last()
-                .is_some_and(|(last, _): &(StreamId, Fields)| *last >= id)
-            {
+            if entries.last().is_some_and(|last| last >= id) {
                 return Err(Corrupt("stream ids out of order"));
             }
-            entries.push((id, Fields::new(fields.iter().map(|f| &f[..]))));
+            entries.push(id, fields.iter().map(|f| &f[..]));
         }
     }
     if deep && expected != 0 {
@@ -231,17 +224,15 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
         // Redis words any fault inside a node's listpack this way.
         let entries = node_entries(master, &lp, r.deep())
             .map_err(|_| Corrupt("Stream listpack integrity check failed."))?;
-        if let (Some(prev), Some((first, _))) = (previous, entries.first()) {
-            if *first <= prev {
+        if let (Some(prev), Some(first)) = (previous, entries.first()) {
+            if first <= prev {
                 return Err(Corrupt("stream nodes out of order"));
             }
         }
-        if let Some((last, _)) = entries.last() {
-            previous = Some(*last);
-        }
-        if entries.is_empty() {
+        let Some(last) = entries.last() else {
             return Err(Corrupt("empty stream node"));
-        }
+        };
+        previous = Some(last);
         stream.load_node(entries);
     }
     let length = r.count()?;
@@ -258,7 +249,7 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
     }
     if stream
         .last_entry()
-        .is_some_and(|(id, _)| *id > stream.last_id)
+        .is_some_and(|(id, _)| id > stream.last_id)
     {
         return Err(Corrupt("stream last id below its entries"));
     }

@@ -1,0 +1,468 @@
+//! A stream node: consecutive entries packed in one buffer, as Redis packs them in a
+//! listpack. The node keeps the field names of its first entry (its "master" names);
+//! an entry whose fields are those names stores only its values. Ids are stored as
+//! differences from the node's master id (the first id appended), so an entry of
+//! `XADD s * f v` costs about six bytes where an entry of its own costs a tree slot and
+//! an allocation.
+//!
+//! Layout: `names-count, name...` then entries of
+//! `flags, ms-diff, seq, [pairs, field, value... | value...], back-length`. Every
+//! integer is a LEB128 varint, every element `length bytes`; the back-length is the
+//! entry's size written backwards, so entries are walked from either end. `seq` is the
+//! difference from the master's sequence when the millisecond is the master's, else the
+//! sequence itself. Deleted entries stay (flagged) until the whole node goes, as in
+//! Redis.
+
+use super::stream::StreamId;
+
+const DELETED: u8 = 1;
+const SAME_FIELDS: u8 = 2;
+
+/// Appends `value` as a LEB128 varint.
+fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push(value as u8 | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// The bytes [`put_varint`] writes for `value`.
+fn varint_len(value: u64) -> usize {
+    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// Reads the varint at `*at`, moving past it. The buffer is written only here, so a
+/// varint always ends inside it.
+#[inline]
+fn get_varint(buf: &[u8], at: &mut usize) -> u64 {
+    let mut value = 0u64;
+    let mut shift = 0;
+    loop {
+        let byte = buf[*at];
+        *at += 1;
+        value |= u64::from(byte & 0x7F) << shift;
+        if byte < 0x80 {
+            return value;
+        }
+        shift += 7;
+    }
+}
+
+/// Appends `value` as a varint written backwards (read from its last byte).
+fn put_back_varint(out: &mut Vec<u8>, value: u64) {
+    let start = out.len();
+    put_varint(out, value);
+    out[start..].reverse();
+}
+
+/// Reads the backwards varint that ends at `*end`, moving before it.
+fn get_back_varint(buf: &[u8], end: &mut usize) -> u64 {
+    let mut value = 0u64;
+    let mut shift = 0;
+    loop {
+        *end -= 1;
+        let byte = buf[*end];
+        value |= u64::from(byte & 0x7F) << shift;
+        if byte < 0x80 {
+            return value;
+        }
+        shift += 7;
+    }
+}
+
+fn put_element(out: &mut Vec<u8>, element: &[u8]) {
+    put_varint(out, element.len() as u64);
+    out.extend_from_slice(element);
+}
+
+#[inline]
+fn get_element<'a>(buf: &'a [u8], at: &mut usize) -> &'a [u8] {
+    let len = get_varint(buf, at) as usize;
+    let start = *at;
+    *at += len;
+    &buf[start..start + len]
+}
+
+fn skip_elements(buf: &[u8], at: &mut usize, count: usize) {
+    for _ in 0..count {
+        let len = get_varint(buf, at) as usize;
+        *at += len;
+    }
+}
+
+/// One node's entries.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Node {
+    buf: Vec<u8>,
+    /// Where the first entry starts (after the master names).
+    entries_at: usize,
+    /// How many master names there are.
+    names: usize,
+    /// Entries ever appended here, deleted ones included.
+    pub(super) total: usize,
+    /// Entries still live.
+    pub(super) live: usize,
+    /// Approximate listpack bytes, for `stream-node-max-bytes`.
+    pub(super) lp_bytes: usize,
+}
+
+/// Where an entry sits in its node, and what it is.
+pub(super) struct Located<'a> {
+    pub(super) id: StreamId,
+    /// Offset of its flags byte.
+    pub(super) at: usize,
+    pub(super) deleted: bool,
+    pub(super) entry: Entry<'a>,
+}
+
+impl Node {
+    /// A node whose master names are the field names (every other element) of `fields`.
+    pub(super) fn new<'a, I>(fields: I) -> Node
+    where
+        I: ExactSizeIterator<Item = &'a [u8]>,
+    {
+        let names = fields.len() / 2;
+        let mut buf = Vec::new();
+        put_varint(&mut buf, names as u64);
+        for name in fields.step_by(2) {
+            put_element(&mut buf, name);
+        }
+        Node {
+            entries_at: buf.len(),
+            buf,
+            names,
+            ..Node::default()
+        }
+    }
+
+    fn names_region(&self) -> &[u8] {
+        let mut at = 0;
+        get_varint(&self.buf, &mut at);
+        &self.buf[at..self.entries_at]
+    }
+
+    /// Whether `fields`' names are the master names, in order.
+    fn has_master_names<'a, I>(&self, fields: I) -> bool
+    where
+        I: ExactSizeIterator<Item = &'a [u8]>,
+    {
+        if fields.len() != 2 * self.names {
+            return false;
+        }
+        let names = self.names_region();
+        let mut at = 0;
+        fields
+            .step_by(2)
+            .all(|name| get_element(names, &mut at) == name)
+    }
+
+    /// Appends entry `id` (larger than every id here; `master` is the node's key).
+    pub(super) fn push<'a, I>(&mut self, master: StreamId, id: StreamId, fields: I)
+    where
+        I: ExactSizeIterator<Item = &'a [u8]> + Clone,
+    {
+        let same = self.has_master_names(fields.clone());
+        let start = self.buf.len();
+        self.buf.push(if same { SAME_FIELDS } else { 0 });
+        let ms_diff = id.ms.wrapping_sub(master.ms);
+        put_varint(&mut self.buf, ms_diff);
+        let seq = if ms_diff == 0 {
+            id.seq.wrapping_sub(master.seq)
+        } else {
+            id.seq
+        };
+        put_varint(&mut self.buf, seq);
+        if same {
+            for value in fields.skip(1).step_by(2) {
+                put_element(&mut self.buf, value);
+            }
+        } else {
+            put_varint(&mut self.buf, (fields.len() / 2) as u64);
+            for element in fields {
+                put_element(&mut self.buf, element);
+            }
+        }
+        let size = self.buf.len() - start;
+        put_back_varint(&mut self.buf, size as u64);
+        self.total += 1;
+        self.live += 1;
+    }
+
+    /// The entry whose flags byte is at `at`, and where the next one starts.
+    fn decode(&self, master: StreamId, at: usize) -> (Located<'_>, usize) {
+        let buf = &self.buf[..];
+        let mut pos = at;
+        let flags = buf[pos];
+        pos += 1;
+        let ms_diff = get_varint(buf, &mut pos);
+        let seq = get_varint(buf, &mut pos);
+        let id = if ms_diff == 0 {
+            StreamId::new(master.ms, master.seq.wrapping_add(seq))
+        } else {
+            StreamId::new(master.ms.wrapping_add(ms_diff), seq)
+        };
+        let same = flags & SAME_FIELDS != 0;
+        let (pairs, body_start) = if same {
+            (self.names, pos)
+        } else {
+            let pairs = get_varint(buf, &mut pos) as usize;
+            (pairs, pos)
+        };
+        skip_elements(buf, &mut pos, if same { pairs } else { 2 * pairs });
+        let entry = Entry {
+            names: if same { self.names_region() } else { &[] },
+            body: &buf[body_start..pos],
+            pairs,
+            same,
+        };
+        let next = pos + varint_len((pos - at) as u64);
+        let located = Located {
+            id,
+            at,
+            deleted: flags & DELETED != 0,
+            entry,
+        };
+        (located, next)
+    }
+
+    /// A cursor over every entry, deleted ones included.
+    pub(super) fn cursor(&self, master: StreamId) -> Cursor<'_> {
+        Cursor {
+            node: self,
+            master,
+            lo: self.entries_at,
+            hi: self.buf.len(),
+        }
+    }
+
+    /// The entry `id`, live or deleted.
+    pub(super) fn find(&self, master: StreamId, id: StreamId) -> Option<Located<'_>> {
+        let mut cursor = self.cursor(master);
+        while let Some(located) = cursor.next_front() {
+            if located.id >= id {
+                return (located.id == id).then_some(located);
+            }
+        }
+        None
+    }
+
+    /// Flags the entry at `at` deleted (it must be live).
+    pub(super) fn mark_deleted(&mut self, at: usize) {
+        self.buf[at] |= DELETED;
+        self.live = self.live.saturating_sub(1);
+    }
+
+    /// Gives back spare capacity once the node is closed to appends.
+    pub(super) fn shrink(&mut self) {
+        self.buf.shrink_to_fit();
+    }
+
+    /// Bytes it allocated.
+    pub(super) fn heap_size(&self) -> usize {
+        self.buf.capacity()
+    }
+}
+
+/// Walks a node's entries from both ends; the ends never cross.
+#[derive(Clone)]
+pub(super) struct Cursor<'a> {
+    node: &'a Node,
+    master: StreamId,
+    lo: usize,
+    hi: usize,
+}
+
+impl<'a> Cursor<'a> {
+    pub(super) fn next_front(&mut self) -> Option<Located<'a>> {
+        if self.lo >= self.hi {
+            return None;
+        }
+        let (located, next) = self.node.decode(self.master, self.lo);
+        self.lo = next;
+        Some(located)
+    }
+
+    pub(super) fn next_back(&mut self) -> Option<Located<'a>> {
+        if self.lo >= self.hi {
+            return None;
+        }
+        let mut end = self.hi;
+        let size = get_back_varint(&self.node.buf, &mut end) as usize;
+        let at = end - size;
+        let (located, _) = self.node.decode(self.master, at);
+        self.hi = at;
+        Some(located)
+    }
+}
+
+/// An entry's field/value pairs, borrowed from its node.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry<'a> {
+    /// The master names, when the entry has them (its body is then values only).
+    names: &'a [u8],
+    body: &'a [u8],
+    pairs: usize,
+    same: bool,
+}
+
+impl<'a> Entry<'a> {
+    /// Fields and values, flattened: `2 × pairs` elements.
+    pub fn len(&self) -> usize {
+        2 * self.pairs
+    }
+
+    /// Whether it has no fields (never, for an entry XADD wrote).
+    pub fn is_empty(&self) -> bool {
+        self.pairs == 0
+    }
+
+    /// Field, value, field, value...
+    pub fn iter(&self) -> EntryIter<'a> {
+        EntryIter {
+            entry: *self,
+            names_at: 0,
+            body_at: 0,
+            left: self.len(),
+        }
+    }
+}
+
+/// The elements of an [`Entry`], in order.
+pub struct EntryIter<'a> {
+    entry: Entry<'a>,
+    names_at: usize,
+    body_at: usize,
+    left: usize,
+}
+
+impl<'a> Iterator for EntryIter<'a> {
+    type Item = &'a [u8];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.left == 0 {
+            return None;
+        }
+        let is_name = self.left % 2 == 0;
+        self.left -= 1;
+        if self.entry.same && is_name {
+            Some(get_element(self.entry.names, &mut self.names_at))
+        } else {
+            Some(get_element(self.entry.body, &mut self.body_at))
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for EntryIter<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip_both_ways() {
+        for value in [
+            0,
+            1,
+            127,
+            128,
+            300,
+            16_383,
+            16_384,
+            u32::MAX as u64,
+            u64::MAX,
+        ] {
+            let mut buf = vec![0xAA];
+            put_varint(&mut buf, value);
+            assert_eq!(buf.len() - 1, varint_len(value));
+            let mut at = 1;
+            assert_eq!(get_varint(&buf, &mut at), value);
+            assert_eq!(at, buf.len());
+            let mut back = vec![0xAA];
+            put_back_varint(&mut back, value);
+            let mut end = back.len();
+            assert_eq!(get_back_varint(&back, &mut end), value);
+            assert_eq!(end, 1);
+        }
+    }
+
+    fn entry_of(located: &Located<'_>) -> Vec<Vec<u8>> {
+        located.entry.iter().map(<[u8]>::to_vec).collect()
+    }
+
+    #[test]
+    fn entries_read_back_from_both_ends() {
+        let master = StreamId::new(1_000, 5);
+        let long = vec![b'x'; 300];
+        let entries: Vec<(StreamId, Vec<&[u8]>)> = vec![
+            (master, vec![b"f", b"v", b"g", b"w"]),
+            (StreamId::new(1_000, 9), vec![b"f", b"1", b"g", b""]),
+            (StreamId::new(1_002, 0), vec![b"other", &long]),
+            (StreamId::new(u64::MAX, 7), vec![b"f", b"x", b"g", b"y"]),
+            (StreamId::new(u64::MAX, u64::MAX), vec![]),
+        ];
+        let mut node = Node::new(entries[0].1.iter().copied());
+        for (id, fields) in &entries {
+            node.push(master, *id, fields.iter().copied());
+        }
+        let want: Vec<(StreamId, Vec<Vec<u8>>)> = entries
+            .iter()
+            .map(|(id, f)| (*id, f.iter().map(|e| e.to_vec()).collect()))
+            .collect();
+        let mut cursor = node.cursor(master);
+        let mut forward = Vec::new();
+        while let Some(l) = cursor.next_front() {
+            assert_eq!(l.entry.iter().len(), l.entry.len());
+            forward.push((l.id, entry_of(&l)));
+        }
+        assert_eq!(forward, want);
+        let mut cursor = node.cursor(master);
+        let mut backward = Vec::new();
+        while let Some(l) = cursor.next_back() {
+            backward.push((l.id, entry_of(&l)));
+        }
+        backward.reverse();
+        assert_eq!(backward, want);
+        // The two ends meet without crossing.
+        let mut cursor = node.cursor(master);
+        let mut seen = vec![cursor.next_front().map(|l| l.id)];
+        seen.push(cursor.next_back().map(|l| l.id));
+        while let Some(l) = cursor.next_front() {
+            seen.push(Some(l.id));
+        }
+        assert_eq!(seen.len(), entries.len());
+        assert!(cursor.next_back().is_none());
+    }
+
+    #[test]
+    fn same_fields_store_values_only_and_deletes_flag() {
+        let master = StreamId::new(1_700_000_000_000, 0);
+        let mut node = Node::new([&b"field"[..], b"v"].into_iter());
+        let before = node.buf.len();
+        node.push(master, master, [&b"field"[..], b"v"].into_iter());
+        // flags, two one-byte diffs, "v" with its length, one back-length byte.
+        assert_eq!(node.buf.len() - before, 6);
+        node.push(
+            master,
+            StreamId::new(master.ms + 1, 0),
+            [&b"field"[..], b"w"].into_iter(),
+        );
+        let second = node
+            .find(master, StreamId::new(master.ms + 1, 0))
+            .map(|l| (l.at, l.deleted));
+        let Some((at, false)) = second else {
+            panic!("entry not found live: {second:?}");
+        };
+        node.mark_deleted(at);
+        assert_eq!(node.live, 1);
+        assert!(node
+            .find(master, StreamId::new(master.ms + 1, 0))
+            .is_some_and(|l| l.deleted));
+        assert!(node.find(master, StreamId::new(master.ms, 1)).is_none());
+    }
+}
