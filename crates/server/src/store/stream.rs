@@ -854,8 +854,7 @@ mod tests {
                             _ => {
                                 // Alternate ends until they meet.
                                 let (mut front, mut back) = (Vec::new(), Vec::new());
-                                loop {
-                                    let Some(f) = range.next() else { break };
+                                while let Some(f) = range.next() {
                                     front.push(owned(f));
                                     let Some(b) = range.next_back() else { break };
                                     back.push(owned(b));
