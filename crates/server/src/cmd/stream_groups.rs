@@ -782,7 +782,8 @@ fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             count as usize
         };
         field(out, "entries");
-        let entries: Vec<_> = s.range(StreamId::MIN, StreamId::MAX).take(limit).collect();
+        let mut entries = Vec::with_capacity(limit.min(s.len()));
+        entries.extend(s.range(StreamId::MIN, StreamId::MAX).take(limit));
         encode::write_array_len(out, entries.len());
         for (id, fields) in entries {
             write_entry(out, id, fields);

@@ -355,11 +355,14 @@ fn range_cmd(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> CmdResult {
     } else {
         count as usize
     };
-    let items: Vec<_> = if rev {
-        stream.range(start, end).rev().take(limit).collect()
+    // Sized up front: a growing vector of entries reallocates into sizes that make
+    // the allocator consolidate its free lists.
+    let mut items = Vec::with_capacity(limit.min(stream.len()));
+    if rev {
+        items.extend(stream.range(start, end).rev().take(limit));
     } else {
-        stream.range(start, end).take(limit).collect()
-    };
+        items.extend(stream.range(start, end).take(limit));
+    }
     encode::write_array_len(ctx.out, items.len());
     for (id, fields) in items {
         write_entry(ctx.out, id, fields);
@@ -591,10 +594,9 @@ pub fn serve_read(
                     continue;
                 };
                 let Some(start) = after.incr() else { continue };
-                let items: Vec<_> = stream
-                    .range(start, StreamId::MAX)
-                    .take(if count == 0 { usize::MAX } else { count })
-                    .collect();
+                let limit = if count == 0 { usize::MAX } else { count };
+                let mut items = Vec::with_capacity(limit.min(stream.len()));
+                items.extend(stream.range(start, StreamId::MAX).take(limit));
                 if items.is_empty() {
                     continue;
                 }
@@ -747,7 +749,8 @@ fn read_group(
             let Some(start) = last_id.incr() else {
                 return false;
             };
-            let entries: Vec<_> = stream.range(start, StreamId::MAX).take(limit).collect();
+            let mut entries = Vec::with_capacity(limit.min(stream.len()));
+            entries.extend(stream.range(start, StreamId::MAX).take(limit));
             if entries.is_empty() {
                 return false;
             }

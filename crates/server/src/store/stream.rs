@@ -161,6 +161,8 @@ pub struct Stream {
     nodes: BTreeMap<StreamId, Node>,
     /// Live entries.
     length: usize,
+    /// The first live id, `0-0` when empty (lag estimates ask for it per entry read).
+    first: StreamId,
     /// The largest id ever added.
     pub last_id: StreamId,
     /// The largest id ever deleted (XDEL, trimming).
@@ -267,7 +269,13 @@ impl<'a> Iterator for Range<'a> {
                 Some(l) if l.id > self.end => self.finish(),
                 Some(l) => return Some((l.id, l.entry)),
                 None => match self.nodes.next() {
-                    Some((master, node)) => self.front = Some(node.cursor(*master)),
+                    Some((master, node)) => {
+                        let mut cursor = node.cursor(*master);
+                        if *master < self.start {
+                            cursor.seek_front(self.start);
+                        }
+                        self.front = Some(cursor);
+                    }
                     None => match self.back.take() {
                         Some(back) => self.front = Some(back),
                         None => self.finish(),
@@ -289,7 +297,11 @@ impl DoubleEndedIterator for Range<'_> {
                 Some(l) if l.id < self.start => self.finish(),
                 Some(l) => return Some((l.id, l.entry)),
                 None => match self.nodes.next_back() {
-                    Some((master, node)) => self.back = Some(node.cursor(*master)),
+                    Some((master, node)) => {
+                        let mut cursor = node.cursor(*master);
+                        cursor.seek_back(self.end);
+                        self.back = Some(cursor);
+                    }
                     None => match self.front.take() {
                         Some(front) => self.back = Some(front),
                         None => self.finish(),
@@ -314,17 +326,29 @@ impl Stream {
 
     /// The first live id, `0-0` when empty.
     pub fn first_id(&self) -> StreamId {
-        self.first_entry().map(|(id, _)| id).unwrap_or_default()
+        self.first
     }
 
-    /// The first live entry.
+    fn refresh_first(&mut self) {
+        self.first = self.first_entry().map(|(id, _)| id).unwrap_or_default();
+    }
+
+    /// The first live entry (nodes with none are gone, so the first node has one).
     pub fn first_entry(&self) -> Option<(StreamId, Entry<'_>)> {
-        self.range(StreamId::MIN, StreamId::MAX).next()
+        let (master, node) = self.nodes.first_key_value()?;
+        let mut cursor = node.cursor(*master);
+        std::iter::from_fn(|| cursor.next_front())
+            .find(|l| !l.deleted)
+            .map(|l| (l.id, l.entry))
     }
 
     /// The last live entry.
     pub fn last_entry(&self) -> Option<(StreamId, Entry<'_>)> {
-        self.range(StreamId::MIN, StreamId::MAX).next_back()
+        let (master, node) = self.nodes.last_key_value()?;
+        let mut cursor = node.cursor(*master);
+        std::iter::from_fn(|| cursor.next_back())
+            .find(|l| !l.deleted)
+            .map(|l| (l.id, l.entry))
     }
 
     /// The node that holds `id`, if any could.
@@ -387,6 +411,7 @@ impl Stream {
             node.shrink();
             self.length += node.live;
             self.nodes.insert(master, node);
+            self.refresh_first();
         }
     }
 
@@ -415,6 +440,9 @@ impl Stream {
             node.lp_bytes += size;
             node.push(master, id, fields);
         }
+        if self.length == 0 {
+            self.first = id;
+        }
         self.length += 1;
         self.last_id = id;
         self.entries_added += 1;
@@ -430,6 +458,9 @@ impl Stream {
             return false;
         };
         self.delete_at(master, at);
+        if *id == self.first {
+            self.refresh_first();
+        }
         true
     }
 
@@ -505,6 +536,9 @@ impl Stream {
                 deleted += 1;
             }
             break;
+        }
+        if deleted > 0 {
+            self.refresh_first();
         }
         deleted
     }
@@ -774,6 +808,10 @@ mod tests {
                 .map(|e| e.iter().map(<[u8]>::to_vec).collect());
             prop_assert_eq!(got.as_ref(), Some(fields));
         }
+        prop_assert_eq!(
+            stream.first_id(),
+            model.keys().next().copied().unwrap_or_default()
+        );
         let node_live: usize = stream.nodes().map(|n| n.len()).sum();
         prop_assert_eq!(node_live, model.len());
         Ok(())

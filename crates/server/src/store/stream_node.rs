@@ -95,6 +95,8 @@ fn skip_elements(buf: &[u8], at: &mut usize, count: usize) {
 #[derive(Debug, Clone, Default)]
 pub(super) struct Node {
     buf: Vec<u8>,
+    /// Where the master names start (after their count).
+    names_at: usize,
     /// Where the first entry starts (after the master names).
     entries_at: usize,
     /// How many master names there are.
@@ -125,10 +127,12 @@ impl Node {
         let names = fields.len() / 2;
         let mut buf = Vec::new();
         put_varint(&mut buf, names as u64);
+        let names_at = buf.len();
         for name in fields.step_by(2) {
             put_element(&mut buf, name);
         }
         Node {
+            names_at,
             entries_at: buf.len(),
             buf,
             names,
@@ -137,9 +141,7 @@ impl Node {
     }
 
     fn names_region(&self) -> &[u8] {
-        let mut at = 0;
-        get_varint(&self.buf, &mut at);
-        &self.buf[at..self.entries_at]
+        &self.buf[self.names_at..self.entries_at]
     }
 
     /// Whether `fields`' names are the master names, in order.
@@ -239,12 +241,8 @@ impl Node {
     /// The entry `id`, live or deleted.
     pub(super) fn find(&self, master: StreamId, id: StreamId) -> Option<Located<'_>> {
         let mut cursor = self.cursor(master);
-        while let Some(located) = cursor.next_front() {
-            if located.id >= id {
-                return (located.id == id).then_some(located);
-            }
-        }
-        None
+        cursor.seek_front(id);
+        cursor.next_front().filter(|located| located.id == id)
     }
 
     /// Flags the entry at `at` deleted (it must be live).
@@ -273,7 +271,85 @@ pub(super) struct Cursor<'a> {
     hi: usize,
 }
 
+/// An id as one number, to compare distances between ids.
+fn linear(id: StreamId) -> u128 {
+    (u128::from(id.ms) << 64) | u128::from(id.seq)
+}
+
 impl<'a> Cursor<'a> {
+    /// Moves the front to the first entry (deleted or not) at or after `start`,
+    /// walking from whichever end the ids say is nearer: entries are only found by
+    /// walking, and a read of what is new starts near a node's end.
+    pub(super) fn seek_front(&mut self, start: StreamId) {
+        let (Some(first), Some(last)) = (self.clone().next_front(), self.clone().next_back())
+        else {
+            return;
+        };
+        if first.id >= start {
+            return;
+        }
+        if last.id < start {
+            self.lo = self.hi;
+            return;
+        }
+        let target = linear(start);
+        if target - linear(first.id) <= linear(last.id) - target {
+            let mut probe = self.clone();
+            while let Some(located) = probe.next_front() {
+                if located.id >= start {
+                    self.lo = located.at;
+                    return;
+                }
+            }
+        } else {
+            let mut probe = self.clone();
+            while let Some(located) = probe.next_back() {
+                if located.id < start {
+                    return;
+                }
+                self.lo = located.at;
+            }
+        }
+    }
+
+    /// Moves the back to just after the last entry (deleted or not) at or before
+    /// `end`, walking from the nearer end as [`Cursor::seek_front`] does.
+    pub(super) fn seek_back(&mut self, end: StreamId) {
+        let (Some(first), Some(last)) = (self.clone().next_front(), self.clone().next_back())
+        else {
+            return;
+        };
+        if last.id <= end {
+            return;
+        }
+        if first.id > end {
+            self.hi = self.lo;
+            return;
+        }
+        let target = linear(end);
+        if target - linear(first.id) <= linear(last.id) - target {
+            let mut probe = self.clone();
+            while let Some(located) = probe.next_front() {
+                if located.id > end {
+                    self.hi = located.at;
+                    return;
+                }
+            }
+        } else {
+            let mut probe = self.clone();
+            loop {
+                let after = probe.hi;
+                let Some(located) = probe.next_back() else {
+                    return;
+                };
+                if located.id <= end {
+                    self.hi = after;
+                    return;
+                }
+            }
+        }
+    }
+
     pub(super) fn next_front(&mut self) -> Option<Located<'a>> {
         if self.lo >= self.hi {
             return None;
