@@ -34,6 +34,7 @@ pub mod stream;
 mod stream_node;
 pub mod tagged_entries;
 mod value;
+mod varint;
 mod zset;
 
 use std::time::{SystemTime, UNIX_EPOCH};

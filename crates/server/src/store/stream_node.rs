@@ -7,69 +7,17 @@
 //!
 //! Layout: `names-count, name...` then entries of
 //! `flags, ms-diff, seq, [pairs, field, value... | value...], back-length`. Every
-//! integer is a LEB128 varint, every element `length bytes`; the back-length is the
+//! integer is a varint (`super::varint`), every element `length bytes`; the back-length is the
 //! entry's size written backwards, so entries are walked from either end. `seq` is the
 //! difference from the master's sequence when the millisecond is the master's, else the
 //! sequence itself. Deleted entries stay (flagged) until the whole node goes, as in
 //! Redis.
 
 use super::stream::StreamId;
+use super::varint::{self, get as get_varint, put as put_varint};
 
 const DELETED: u8 = 1;
 const SAME_FIELDS: u8 = 2;
-
-/// Appends `value` as a LEB128 varint.
-fn put_varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push(value as u8 | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-/// The bytes [`put_varint`] writes for `value`.
-fn varint_len(value: u64) -> usize {
-    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
-}
-
-/// Reads the varint at `*at`, moving past it. The buffer is written only here, so a
-/// varint always ends inside it.
-#[inline]
-fn get_varint(buf: &[u8], at: &mut usize) -> u64 {
-    let mut value = 0u64;
-    let mut shift = 0;
-    loop {
-        let byte = buf[*at];
-        *at += 1;
-        value |= u64::from(byte & 0x7F) << shift;
-        if byte < 0x80 {
-            return value;
-        }
-        shift += 7;
-    }
-}
-
-/// Appends `value` as a varint written backwards (read from its last byte).
-fn put_back_varint(out: &mut Vec<u8>, value: u64) {
-    let start = out.len();
-    put_varint(out, value);
-    out[start..].reverse();
-}
-
-/// Reads the backwards varint that ends at `*end`, moving before it.
-fn get_back_varint(buf: &[u8], end: &mut usize) -> u64 {
-    let mut value = 0u64;
-    let mut shift = 0;
-    loop {
-        *end -= 1;
-        let byte = buf[*end];
-        value |= u64::from(byte & 0x7F) << shift;
-        if byte < 0x80 {
-            return value;
-        }
-        shift += 7;
-    }
-}
 
 fn put_element(out: &mut Vec<u8>, element: &[u8]) {
     put_varint(out, element.len() as u64);
@@ -186,7 +134,7 @@ impl Node {
             }
         }
         let size = self.buf.len() - start;
-        put_back_varint(&mut self.buf, size as u64);
+        varint::put_back(&mut self.buf, size as u64);
         self.total += 1;
         self.live += 1;
     }
@@ -218,7 +166,7 @@ impl Node {
             pairs,
             same,
         };
-        let next = pos + varint_len((pos - at) as u64);
+        let next = pos + varint::len((pos - at) as u64);
         let located = Located {
             id,
             at,
@@ -364,7 +312,7 @@ impl<'a> Cursor<'a> {
             return None;
         }
         let mut end = self.hi;
-        let size = get_back_varint(&self.node.buf, &mut end) as usize;
+        let size = varint::get_back(&self.node.buf, &mut end) as usize;
         let at = end - size;
         let (located, _) = self.node.decode(self.master, at);
         self.hi = at;
@@ -439,33 +387,6 @@ impl ExactSizeIterator for EntryIter<'_> {}
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn varints_round_trip_both_ways() {
-        for value in [
-            0,
-            1,
-            127,
-            128,
-            300,
-            16_383,
-            16_384,
-            u32::MAX as u64,
-            u64::MAX,
-        ] {
-            let mut buf = vec![0xAA];
-            put_varint(&mut buf, value);
-            assert_eq!(buf.len() - 1, varint_len(value));
-            let mut at = 1;
-            assert_eq!(get_varint(&buf, &mut at), value);
-            assert_eq!(at, buf.len());
-            let mut back = vec![0xAA];
-            put_back_varint(&mut back, value);
-            let mut end = back.len();
-            assert_eq!(get_back_varint(&back, &mut end), value);
-            assert_eq!(end, 1);
-        }
-    }
 
     fn entry_of(located: &Located<'_>) -> Vec<Vec<u8>> {
         located.entry.iter().map(<[u8]>::to_vec).collect()
