@@ -280,6 +280,7 @@ pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64
     {
         let mut locked = ctx.lock_keys(keys.iter().map(|k| &k[..]));
         let mut propagate = Vec::new();
+        let record = crate::repl::propagates(ctx);
         if streams::serve_read(
             &mut locked,
             proto,
@@ -289,7 +290,7 @@ pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64
             read.group.as_ref(),
             read.count,
             read.noack,
-            &mut propagate,
+            record.then_some(&mut propagate),
         ) {
             crate::repl::propagate_instead(ctx, propagate);
             return Ok(());
@@ -340,6 +341,7 @@ fn serve_stream_waiters(
             .is_some_and(|g| streams::has_consumer(&mut locked, key, g));
         reply.clear();
         let mut propagate = Vec::new();
+        let record = crate::repl::serves_propagate(shared);
         let outcome = streams::serve_blocked(
             &mut locked,
             waiter.proto,
@@ -349,7 +351,7 @@ fn serve_stream_waiters(
             read.group.as_ref(),
             read.count,
             read.noack,
-            &mut propagate,
+            record.then_some(&mut propagate),
         );
         crate::repl::append_served(shared, db, propagate);
         let created = !had_consumer

@@ -568,7 +568,8 @@ fn resolve_ids(ctx: &Ctx<'_>, parsed: &ReadArgs) -> Result<Vec<ReadFrom>, CmdErr
 
 /// Serves what is available now: writes the whole reply and returns `true`, or writes
 /// nothing and returns `false` when no stream has anything to give. A group read adds
-/// what it changed to `propagate`, in the replication stream's form.
+/// what it changed to `propagate`, in the replication stream's form (`None`: nothing
+/// is propagated now, so nothing is built).
 #[allow(clippy::too_many_arguments)]
 pub fn serve_read(
     shards: &mut dyn KeyShards,
@@ -579,7 +580,7 @@ pub fn serve_read(
     group: Option<&(Bytes, Bytes)>,
     count: usize,
     noack: bool,
-    propagate: &mut Vec<Vec<Bytes>>,
+    mut propagate: Option<&mut Vec<Vec<Bytes>>>,
 ) -> bool {
     let mut body = BytesMut::new();
     let mut served = 0;
@@ -618,7 +619,7 @@ pub fn serve_read(
                 *from,
                 count,
                 noack,
-                propagate,
+                propagate.as_deref_mut(),
             ),
         };
         if wrote {
@@ -651,7 +652,7 @@ pub fn serve_blocked(
     group: Option<&(Bytes, Bytes)>,
     count: usize,
     noack: bool,
-    propagate: &mut Vec<Vec<Bytes>>,
+    propagate: Option<&mut Vec<Vec<Bytes>>>,
 ) -> Result<bool, CmdError> {
     if let Some((name, _)) = group {
         match stream_mut(shards.shard_of(key), key) {
@@ -695,7 +696,7 @@ fn read_group(
     from: ReadFrom,
     count: usize,
     noack: bool,
-    propagate: &mut Vec<Vec<Bytes>>,
+    mut propagate: Option<&mut Vec<Vec<Bytes>>>,
 ) -> bool {
     let now = now_ms();
     let Some(group) = stream.groups.get(group_name) else {
@@ -775,13 +776,17 @@ fn read_group(
             }
             if noack {
                 if created {
-                    propagate.push(rewrite::stream_consumer_created(
-                        key,
-                        group_name,
-                        consumer_name,
-                    ));
+                    if let Some(propagate) = propagate.as_deref_mut() {
+                        propagate.push(rewrite::stream_consumer_created(
+                            key,
+                            group_name,
+                            consumer_name,
+                        ));
+                    }
                 }
-                propagate.push(rewrite::stream_group_position(key, group_name, group));
+                if let Some(propagate) = propagate {
+                    propagate.push(rewrite::stream_group_position(key, group_name, group));
+                }
             } else {
                 for id in &items {
                     if let Some(previous) = group.pel.insert(
@@ -799,7 +804,9 @@ fn read_group(
                     if let Some(consumer) = group.consumers.get_mut(consumer_name) {
                         consumer.pel.insert(*id);
                     }
-                    if let Some(nack) = group.pel.get(id) {
+                    if let (Some(propagate), Some(nack)) =
+                        (propagate.as_deref_mut(), group.pel.get(id))
+                    {
                         // Each delivered entry moved the group to it.
                         propagate.push(rewrite::stream_claim(key, group_name, *id, nack, *id));
                     }
@@ -860,6 +867,7 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
     let served = {
         let mut locked = ctx.lock_keys(parsed.keys.iter().map(|k| &k[..]));
         let mut propagate = Vec::new();
+        let record = group_cmd && crate::repl::propagates(ctx);
         let served = serve_read(
             &mut locked,
             proto,
@@ -869,7 +877,7 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
             parsed.group.as_ref(),
             parsed.count,
             parsed.noack,
-            &mut propagate,
+            record.then_some(&mut propagate),
         );
         if group_cmd {
             // Still under the streams' locks: the stream sees these before any later

@@ -267,8 +267,7 @@ pub fn record(ctx: &mut Ctx<'_>, name: &str, args: &[Bytes], reply_start: usize,
 /// appended now.
 pub fn propagate_instead(ctx: &mut Ctx<'_>, forms: Vec<Vec<Bytes>>) {
     let journal = &ctx.shared.repl.journal;
-    // Our master's stream and an AOF being loaded are already in the stream.
-    if ctx.client.is_master || !journal.active() {
+    if !propagates(ctx) {
         return;
     }
     if ctx.nested || ctx.held.is_some() {
@@ -286,12 +285,24 @@ pub fn propagate_instead(ctx: &mut Ctx<'_>, forms: Vec<Vec<Bytes>>) {
     }
 }
 
+/// Whether [`propagate_instead`] would keep anything now: a command that builds its
+/// forms only for it (one per entry an XREADGROUP delivers) asks first, under the same
+/// locks. Our master's stream and an AOF being loaded are already in the stream.
+pub fn propagates(ctx: &Ctx<'_>) -> bool {
+    !ctx.client.is_master && ctx.shared.repl.journal.active()
+}
+
+/// Whether [`append_served`] would keep anything now.
+pub fn serves_propagate(shared: &crate::shared::Shared) -> bool {
+    shared.repl.journal.active() && !shared.repl.is_replica()
+}
+
 /// Appends what serving a blocked client changed (its pop, its group read), while the
 /// keys' shards are still locked. A replica's stream is its master's: nothing of its own
 /// goes in.
 pub fn append_served(shared: &crate::shared::Shared, db: usize, forms: Vec<Vec<Bytes>>) {
     let journal = &shared.repl.journal;
-    if forms.is_empty() || !journal.active() || shared.repl.is_replica() {
+    if forms.is_empty() || !serves_propagate(shared) {
         return;
     }
     let pending: Vec<_> = forms
