@@ -582,7 +582,9 @@ pub fn serve_read(
     noack: bool,
     mut propagate: Option<&mut Vec<Vec<Bytes>>>,
 ) -> bool {
-    let mut body = BytesMut::new();
+    // Room for a typical read up front: grown from empty, each entry's bulk strings
+    // reallocated it again and again (3k instructions of a 10-entry read).
+    let mut body = BytesMut::with_capacity(1024);
     let mut served = 0;
     for (key, from) in keys.iter().zip(from) {
         let shard = shards.shard_of(key);
