@@ -12,7 +12,9 @@ use super::streams::{interval, stream_mut, strict_id, write_entry, write_id};
 use super::{Ctx, Handler};
 use crate::notify::{keyspace_event, NotifyClass};
 use crate::repl::rewrite;
-use crate::store::stream::{Consumer, Group, Nack, Stream, StreamId, ENTRIES_READ_INVALID};
+use crate::store::stream::{
+    Consumer, ConsumerName, Group, Nack, Stream, StreamId, ENTRIES_READ_INVALID,
+};
 use crate::store::{now_ms, Value};
 
 /// This family's handlers.
@@ -199,7 +201,7 @@ fn xgroup_createconsumer(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if created {
         group.consumers.insert(
             // Copied: a view would keep the request's read buffer allocated.
-            Bytes::copy_from_slice(&args[4]),
+            ConsumerName::from(&args[4][..]),
             Consumer {
                 seen_time: now_ms(),
                 ..Consumer::default()
@@ -414,11 +416,11 @@ fn claim_to<'g>(
         c.seen_time = now;
     }
     let previous = group.pel.get(&id).map(|n| n.consumer.clone())?;
-    if previous != *consumer {
+    if previous[..] != consumer[..] {
         if let Some(old) = group.consumers.get_mut(&previous) {
             old.pel.remove(&id);
         }
-        if let Some(new) = group.consumers.get_mut(consumer) {
+        if let Some(new) = group.consumers.get_mut(&consumer[..]) {
             new.pel.insert(id);
         }
     }
@@ -492,7 +494,7 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let had_consumer = stream
         .groups
         .get(&args[2][..])
-        .is_some_and(|g| g.consumers.contains_key(&consumer));
+        .is_some_and(|g| g.consumers.contains_key(&consumer[..]));
     let exists: Vec<bool> = ids.iter().map(|id| stream.get(id).is_some()).collect();
     let Some(group) = stream.groups.get_mut(&args[2][..]) else {
         return Ok(());
@@ -520,12 +522,16 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         let mut fresh = false;
         if force && !group.pel.contains_key(&id) {
+            let (stored, _) = group.consumer_named(&consumer, 0);
+            if let Some(c) = group.consumers.get_mut(&stored) {
+                c.pel.insert(id);
+            }
             group.pel.insert(
                 id,
                 Nack {
                     delivery_time: 0,
                     delivery_count: 0,
-                    consumer: Bytes::new(),
+                    consumer: stored,
                 },
             );
             fresh = true;
@@ -535,15 +541,6 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         };
         if !fresh && min_idle > 0 && now - (nack.delivery_time as i64) < min_idle {
             continue;
-        }
-        if fresh {
-            let (stored, _) = group.consumer_named(&consumer, 0);
-            if let Some(c) = group.consumers.get_mut(&stored) {
-                c.pel.insert(id);
-            }
-            if let Some(nack) = group.pel.get_mut(&id) {
-                nack.consumer = stored;
-            }
         }
         let Some(nack) = claim_to(group, id, &consumer, now as u64) else {
             continue;
@@ -561,7 +558,7 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if moved && propagate.is_empty() {
         propagate.push(rewrite::stream_group_position(key, &group_name, group));
     }
-    let created = !had_consumer && group.consumers.contains_key(&consumer);
+    let created = !had_consumer && group.consumers.contains_key(&consumer[..]);
     shard.touch(key);
     let Some(stream) = stream_mut(&mut shard, key)? else {
         return Ok(());
@@ -633,7 +630,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(group) = stream.groups.get_mut(&args[2][..]) else {
         return Ok(());
     };
-    let had_consumer = group.consumers.contains_key(&consumer);
+    let had_consumer = group.consumers.contains_key(&consumer[..]);
     let mut propagate = Vec::new();
     let position = group.last_id;
     let mut i = 0;
@@ -677,7 +674,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         next = *id;
     }
     let _ = cursor;
-    let created = !had_consumer && group.consumers.contains_key(&consumer);
+    let created = !had_consumer && group.consumers.contains_key(&consumer[..]);
     shard.touch(key);
     let Some(stream) = stream_mut(&mut shard, key)? else {
         return Ok(());

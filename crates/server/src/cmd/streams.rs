@@ -803,7 +803,7 @@ fn read_group(
                             owner.pel.remove(id);
                         }
                     }
-                    if let Some(consumer) = group.consumers.get_mut(consumer_name) {
+                    if let Some(consumer) = group.consumers.get_mut(&consumer_name[..]) {
                         consumer.pel.insert(*id);
                     }
                     if let (Some(propagate), Some(nack)) =
@@ -826,7 +826,7 @@ pub fn has_consumer(
     (group, consumer): &(Bytes, Bytes),
 ) -> bool {
     matches!(stream_mut(shards.shard_of(key), key), Ok(Some(s))
-        if s.groups.get(group).is_some_and(|g| g.consumers.contains_key(consumer)))
+        if s.groups.get(group).is_some_and(|g| g.consumers.contains_key(&consumer[..])))
 }
 
 /// Whether `consumer` of `group` exists on each stream of `keys`.
@@ -835,7 +835,7 @@ fn consumers_exist(ctx: &Ctx<'_>, keys: &[Bytes], (group, consumer): &(Bytes, By
         .map(|key| {
             let mut shard = ctx.lock(key);
             matches!(stream_mut(&mut shard, key), Ok(Some(s))
-                if s.groups.get(group).is_some_and(|g| g.consumers.contains_key(consumer)))
+                if s.groups.get(group).is_some_and(|g| g.consumers.contains_key(&consumer[..])))
         })
         .collect()
 }

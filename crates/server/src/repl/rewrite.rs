@@ -317,7 +317,7 @@ pub fn stream_claim(
         word("XCLAIM"),
         key.clone(),
         group.clone(),
-        nack.consumer.clone(),
+        Bytes::copy_from_slice(&nack.consumer),
         word("0"),
         text(id),
         word("TIME"),

@@ -96,6 +96,11 @@ impl fmt::Display for StreamId {
 use super::stream_node::{Cursor, Located, Node};
 pub use super::stream_node::{Entry, EntryIter};
 
+/// A consumer's name as groups store it: shared by the group's map and every pending
+/// entry the consumer owns (16 bytes in each, where a `Bytes` took 32: a pending entry
+/// is a B-tree slot of its own).
+pub type ConsumerName = std::sync::Arc<[u8]>;
+
 /// A pending entry: delivered to a consumer and not acknowledged yet.
 #[derive(Debug, Clone)]
 pub struct Nack {
@@ -104,7 +109,7 @@ pub struct Nack {
     /// Times delivered.
     pub delivery_count: u64,
     /// The consumer that owns it.
-    pub consumer: Bytes,
+    pub consumer: ConsumerName,
 }
 
 /// A consumer of a group.
@@ -127,7 +132,7 @@ pub struct Group {
     /// Pending entries, by id.
     pub pel: BTreeMap<StreamId, Nack>,
     /// Consumers, by name.
-    pub consumers: BTreeMap<Bytes, Consumer>,
+    pub consumers: BTreeMap<ConsumerName, Consumer>,
 }
 
 impl Group {
@@ -135,11 +140,11 @@ impl Group {
     /// `seen_time` set to `seen`). A new name is copied out of the request that
     /// carried it: kept as a view into it, the name (and every pending entry naming
     /// the consumer) would keep that request's whole read buffer allocated.
-    pub fn consumer_named(&mut self, name: &[u8], seen: u64) -> (Bytes, bool) {
+    pub fn consumer_named(&mut self, name: &[u8], seen: u64) -> (ConsumerName, bool) {
         if let Some((stored, _)) = self.consumers.get_key_value(name) {
             return (stored.clone(), false);
         }
-        let stored = Bytes::copy_from_slice(name);
+        let stored = ConsumerName::from(name);
         self.consumers.insert(
             stored.clone(),
             Consumer {
@@ -716,7 +721,7 @@ mod tests {
         let mut group = Group::default();
         let (stored, created) = group.consumer_named(&name, 7);
         assert!(created);
-        assert_eq!(stored, "alice");
+        assert_eq!(&stored[..], b"alice");
         // Not a view into the request.
         assert_ne!(stored.as_ptr(), name.as_ptr());
         assert_eq!(group.consumers[&stored].seen_time, 7);

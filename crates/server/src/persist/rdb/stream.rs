@@ -15,7 +15,7 @@ use super::listpack::{self, Elem, Writer};
 use super::reader::Reader;
 use super::types::STREAM_LISTPACKS_2;
 use super::Corrupt;
-use crate::store::stream::{Consumer, Group, Nack, NodeBuilder, Stream, StreamId};
+use crate::store::stream::{Consumer, ConsumerName, Group, Nack, NodeBuilder, Stream, StreamId};
 use crate::store::Value;
 
 const FLAG_DELETED: i64 = 1;
@@ -268,6 +268,8 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
             ..Group::default()
         };
         let pel = r.count()?;
+        // Owners are set when their consumers are read; until then one empty name.
+        let unowned = ConsumerName::from(&[][..]);
         for _ in 0..pel {
             let id = id_from(r.take(16)?)?;
             let delivery_time = ms_time(r)?;
@@ -275,7 +277,7 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
             let nack = Nack {
                 delivery_time,
                 delivery_count,
-                consumer: Bytes::new(),
+                consumer: unowned.clone(),
             };
             if group.pel.insert(id, nack).is_some() {
                 return Err(Corrupt(
@@ -285,7 +287,7 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
         }
         let consumers = r.count()?;
         for _ in 0..consumers {
-            let cname = Bytes::from(r.string()?.into_owned());
+            let cname = ConsumerName::from(&r.string()?[..]);
             let seen_time = ms_time(r)?;
             let mut consumer = Consumer {
                 seen_time,
