@@ -156,6 +156,12 @@ async fn serve(config: Config) -> ExitCode {
         // down, so the process ends here, as redis-server exits under a busy script.
         std::process::exit(i32::from(result.is_err()));
     }
+    // The process ends next: the dataset is left to the kernel, which takes a process's
+    // memory back at once, instead of being freed key by key (1.7M keys took 0.5-1 s
+    // more between SHUTDOWN and exit, every restart). Nothing the shutdown needs is
+    // done in a destructor of the shared state: saves, the AOF's fsync and the files
+    // to remove are done by now.
+    std::mem::forget(shared);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
