@@ -396,8 +396,10 @@ fn turning_the_aof_on_writes_in_the_background_and_shutdown_waits_for_it() {
 /// cuts share the shards.
 #[test]
 fn a_bgsave_during_a_full_sync_leaves_the_sync_s_cut_going() {
-    // 10 keys at 300 ms each: the sync's image takes 3 s.
-    let (master, replica) = slow_full_sync(300_000, "yes");
+    // 10 keys at 500 ms each: the sync's image takes 5 s, time enough for the BGSAVE
+    // to finish first on a loaded machine (at 300 ms it once did not, in a parallel
+    // test run beside release builds).
+    let (master, replica) = slow_full_sync(500_000, "yes");
     let syncing = || {
         Server::cmd(&master, &["INFO", "replication"])
             .text()

@@ -299,7 +299,12 @@ pub struct SnapshotStream {
     db: usize,
     /// An expiry opcode read, for the key that follows it.
     expires_at: u64,
-    crc: super::Crc64Digest,
+    /// The checksum of what was read, when computed here (see
+    /// [`SnapshotStream::deferred_checksum`]).
+    crc: Option<super::Crc64Digest>,
+    /// With the checksum deferred: the one the image ends with, and how many bytes
+    /// of the image it covers.
+    trailer: Option<(u64, usize)>,
     read: usize,
     done: bool,
 }
@@ -312,10 +317,26 @@ impl SnapshotStream {
             version: None,
             db: 0,
             expires_at: 0,
-            crc: super::CRC64.digest(),
+            crc: Some(super::CRC64.digest()),
+            trailer: None,
             read: 0,
             done: false,
         }
+    }
+
+    /// Starts reading an image whose checksum the caller computes and compares (over
+    /// the whole image at once, beside the parse: see [`Self::checksum_trailer`]).
+    pub fn deferred_checksum() -> SnapshotStream {
+        SnapshotStream {
+            crc: None,
+            ..SnapshotStream::new(false)
+        }
+    }
+
+    /// With the checksum deferred, once the image is read: the checksum it ends with
+    /// and the length of the prefix it covers (`None` before format 5, which has none).
+    pub fn checksum_trailer(&self) -> Option<(u64, usize)> {
+        self.trailer
     }
 
     /// Bytes of the image read so far.
@@ -352,8 +373,8 @@ impl SnapshotStream {
                     let used = r.position();
                     // The EOF item counted its opcode itself (the checksum covers
                     // everything before its own 8 bytes).
-                    if !self.done {
-                        self.crc.update(&bytes[pos..pos + used]);
+                    if let (false, Some(crc)) = (self.done, &mut self.crc) {
+                        crc.update(&bytes[pos..pos + used]);
                     }
                     self.read += used;
                     pos += used;
@@ -368,7 +389,9 @@ impl SnapshotStream {
     }
 
     fn consume(&mut self, bytes: &[u8]) {
-        self.crc.update(bytes);
+        if let Some(crc) = &mut self.crc {
+            crc.update(bytes);
+        }
         self.read += bytes.len();
     }
 
@@ -384,14 +407,19 @@ impl SnapshotStream {
             opcode::EOF => {
                 if self.version.unwrap_or(0) >= 5 {
                     let stored = u64::from_le_bytes(r.array()?);
-                    let mut crc = std::mem::replace(&mut self.crc, super::CRC64.digest());
-                    crc.update(&[opcode::EOF]);
-                    let expected = crc.finalize();
-                    if self.verify_checksum && stored != 0 && stored != expected {
-                        return Err(Stop::Sink(LoadError::Checksum {
-                            expected,
-                            got: stored,
-                        }));
+                    match self.crc.take() {
+                        Some(mut crc) => {
+                            crc.update(&[opcode::EOF]);
+                            let expected = crc.finalize();
+                            if self.verify_checksum && stored != 0 && stored != expected {
+                                return Err(Stop::Sink(LoadError::Checksum {
+                                    expected,
+                                    got: stored,
+                                }));
+                            }
+                        }
+                        // Everything before the checksum: what was read, and this opcode.
+                        None => self.trailer = Some((stored, self.read + 1)),
                     }
                 }
                 self.done = true;
