@@ -16,6 +16,7 @@ pub mod aof;
 pub mod aof_load;
 pub mod aof_manifest;
 pub mod bgsave;
+mod dump_file;
 pub mod graceful;
 pub mod loading;
 pub mod rdb;

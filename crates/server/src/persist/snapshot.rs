@@ -309,14 +309,7 @@ pub fn load(
         // `last` makes a short image an error, so this is not reached.
         Fed::More(_) => return Err(LoadError::Corrupt(super::rdb::Corrupt("truncated"))),
     }
-    let (loaded, libraries) = load.finish();
-    if !libraries.is_empty() {
-        let mut engine = shared.scripting.engine().map_err(LoadError::Refused)?;
-        engine
-            .load_libraries(&libraries, options.merge, &shared.scripting.flags)
-            .map_err(LoadError::Refused)?;
-    }
-    Ok(loaded)
+    load.install(shared)
 }
 
 /// An image loaded as it arrives ([`SnapshotStream`]): [`Load::feed`] stores the keys of
@@ -367,6 +360,33 @@ impl Load {
         }
     }
 
+    /// Ends the load: what the image held, its function libraries installed.
+    pub(super) fn install(self, shared: &Shared) -> Result<Loaded, LoadError> {
+        let merge = self.options.merge;
+        let (loaded, libraries) = self.finish();
+        if !libraries.is_empty() {
+            let mut engine = shared.scripting.engine().map_err(LoadError::Refused)?;
+            engine
+                .load_libraries(&libraries, merge, &shared.scripting.flags)
+                .map_err(LoadError::Refused)?;
+        }
+        Ok(loaded)
+    }
+
+    /// When the checksum is verified, leaves it to the caller (who sums the image as it
+    /// reads it); whether it is verified.
+    pub(super) fn defer_checksum(&mut self) -> bool {
+        if self.verify_checksum {
+            self.stream = SnapshotStream::deferred_checksum();
+        }
+        self.verify_checksum
+    }
+
+    /// With the checksum deferred: the one the image ended with and the bytes it covers.
+    pub(super) fn checksum_trailer(&self) -> Option<(u64, usize)> {
+        self.stream.checksum_trailer()
+    }
+
     /// Feeds a whole image, its checksum computed on another thread meanwhile (inline
     /// it was 15% of loading an RDB of random strings) and compared at the end.
     fn feed_checking_beside(
@@ -376,7 +396,7 @@ impl Load {
         held: Option<&mut dyn ShardMap>,
     ) -> Result<Fed, LoadError> {
         use super::rdb::crc64;
-        self.stream = SnapshotStream::deferred_checksum();
+        self.defer_checksum();
         // The checksum ends the image, after everything it covers (trailing bytes are
         // possible, and then the prefix is summed again below).
         let prefix = image.len().saturating_sub(8);
@@ -388,7 +408,7 @@ impl Load {
             (fed, summing.ok().and_then(|h| h.join().ok()))
         });
         let fed = fed?;
-        if let Some((stored, covered)) = self.stream.checksum_trailer() {
+        if let Some((stored, covered)) = self.checksum_trailer() {
             let expected = match beside {
                 Some(sum) if covered == prefix => sum,
                 _ => crc64(image.get(..covered).unwrap_or(image)),
@@ -669,14 +689,15 @@ pub(super) fn saved(p: &Persistence, result: &std::io::Result<()>, dirty_before:
 /// and a shutdown they ask for stops it.
 pub fn load_at_start(shared: &Shared) -> Result<(), String> {
     let path = dump_path(shared);
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
+    let opened = std::fs::File::open(&path).and_then(|f| f.metadata().map(|m| (f, m.len())));
+    let (file, length) = match opened {
+        Ok(opened) => opened,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("Fatal error loading the DB: {e}. Exiting.")),
     };
     let started = Instant::now();
     let loading = &shared.persistence.loading;
-    loading.begin(bytes.len() as u64);
+    loading.begin(length);
     // A replica keeps keys past their deadline for its master's DELs, as Redis's does;
     // a master skips them, and sends their DELs if it continues its history.
     let replica = !shared.is_master();
@@ -686,7 +707,8 @@ pub fn load_at_start(shared: &Shared) -> Result<(), String> {
         interruptible: true,
         ..LoadOptions::default()
     };
-    let loaded = load(shared, &bytes, options, None).map_err(|e| start_failure(&e, loading))?;
+    let loaded = super::dump_file::load_file(shared, &path, file, options)
+        .map_err(|e| start_failure(&e, loading))?;
     if let Some(version) = &loaded.version {
         tracing::info!("Loading RDB produced by version {version}");
     }
