@@ -23,14 +23,26 @@ const AHEAD: usize = 2;
 /// item is whole).
 const FIRST_JOIN: usize = 64 << 10;
 
-/// Loads the dump at `path` (already open as `file`), as [`super::snapshot::load`]
-/// loads a whole image.
+/// Files up to this size are read whole first: the memory is small beside the
+/// dataset, and a key longer than a chunk is parsed once (in chunks, a try that runs
+/// out at a chunk's end starts it over: a 5.7 MB stream key loaded in 0.23 s against
+/// 0.15 s read whole).
+const WHOLE_UP_TO: u64 = 32 << 20;
+
+/// Loads the dump at `path` (already open as `file`, `length` bytes long), as
+/// [`super::snapshot::load`] loads a whole image.
 pub fn load_file(
     shared: &Shared,
     path: &Path,
-    file: File,
+    mut file: File,
+    length: u64,
     options: LoadOptions,
 ) -> Result<Loaded, LoadError> {
+    if length <= WHOLE_UP_TO {
+        let mut image = Vec::with_capacity(length as usize);
+        file.read_to_end(&mut image).map_err(|e| refused(&e))?;
+        return super::snapshot::load(shared, &image, options, None);
+    }
     load_in_chunks(shared, path, file, options, CHUNK)
 }
 
@@ -88,20 +100,31 @@ fn refused(e: &io::Error) -> LoadError {
 }
 
 /// Feeds the chunks as they arrive; an item cut by a chunk's end is completed from the
-/// next ones.
+/// next ones. An item that a try found cut is tried again only once twice as many of
+/// its bytes are there: a parse that runs out starts the item over, and one key of
+/// hundreds of megabytes would otherwise be parsed again for every chunk.
 fn feed_chunks(
     load: &mut Load,
     shared: &Shared,
     arrivals: &Receiver<io::Result<Vec<u8>>>,
     spent: &SyncSender<Vec<u8>>,
 ) -> Result<(), LoadError> {
-    // The start of an item that a chunk's end cut.
+    // The start of an item that a chunk's end cut, and the length it must reach
+    // before it is tried again.
     let mut carry: Vec<u8> = Vec::new();
+    let mut retry_at = 0;
     for chunk in arrivals.iter() {
         let chunk = chunk.map_err(|e| refused(&e))?;
         let mut at = 0;
         if !carry.is_empty() {
-            let mut take = FIRST_JOIN.max(carry.len()).min(chunk.len());
+            if carry.len() + chunk.len() < retry_at {
+                carry.extend_from_slice(&chunk);
+                let _ = spent.try_send(chunk);
+                continue;
+            }
+            let mut take = FIRST_JOIN
+                .max(retry_at.saturating_sub(carry.len()))
+                .min(chunk.len());
             loop {
                 let mut joined = Vec::with_capacity(carry.len() + take);
                 joined.extend_from_slice(&carry);
@@ -111,7 +134,17 @@ fn feed_chunks(
                     Fed::More(0) if take < chunk.len() => take = (2 * take).min(chunk.len()),
                     // Still cut: the whole chunk joins the carry.
                     Fed::More(0) => {
+                        retry_at = 2 * joined.len();
                         carry = joined;
+                        at = chunk.len();
+                        break;
+                    }
+                    // The carry held more than one item (chunks joined it untried)
+                    // and one of them is still cut: the rest of this chunk joins it.
+                    Fed::More(used) if used < carry.len() => {
+                        carry.drain(..used);
+                        carry.extend_from_slice(&chunk);
+                        retry_at = 2 * carry.len();
                         at = chunk.len();
                         break;
                     }
@@ -126,7 +159,10 @@ fn feed_chunks(
         if at < chunk.len() {
             match load.feed(shared, &chunk[at..], false, None)? {
                 Fed::Done(_) => return Ok(()),
-                Fed::More(used) => carry.extend_from_slice(&chunk[at + used..]),
+                Fed::More(used) => {
+                    carry.extend_from_slice(&chunk[at + used..]);
+                    retry_at = 2 * carry.len();
+                }
             }
         }
         let _ = spent.try_send(chunk);

@@ -707,7 +707,7 @@ pub fn load_at_start(shared: &Shared) -> Result<(), String> {
         interruptible: true,
         ..LoadOptions::default()
     };
-    let loaded = super::dump_file::load_file(shared, &path, file, options)
+    let loaded = super::dump_file::load_file(shared, &path, file, length, options)
         .map_err(|e| start_failure(&e, loading))?;
     if let Some(version) = &loaded.version {
         tracing::info!("Loading RDB produced by version {version}");
