@@ -779,7 +779,7 @@ fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             count as usize
         };
         field(out, "entries");
-        let mut entries = Vec::with_capacity(limit.min(s.len()));
+        let mut entries = Vec::with_capacity(super::streams::entries_capacity(limit, s));
         entries.extend(s.range(StreamId::MIN, StreamId::MAX).take(limit));
         encode::write_array_len(out, entries.len());
         for (id, fields) in entries {
