@@ -77,21 +77,14 @@ fn load_in_chunks(
         (fed, sum)
     });
     fed?;
-    if let Some((stored, covered)) = load.checksum_trailer() {
-        let expected = match sum {
-            Some(Ok(Some((sum, length)))) if covered + 8 == length => sum,
-            // Bytes after the image's end: the prefix is summed again.
-            _ => crc64(&read_prefix(path, covered).map_err(|e| refused(&e))?),
-        };
-        if stored != 0 && stored != expected {
-            return Err(LoadError::Checksum {
-                expected,
-                got: stored,
-            });
-        }
-    } else if let Some(Err(e)) = sum {
-        return Err(refused(&e));
+    if let Some(Err(e)) = &sum {
+        return Err(refused(e));
     }
+    load.check_deferred(|covered| match sum {
+        Some(Ok(Some((sum, length)))) if covered + 8 == length => Ok(sum),
+        // Bytes after the image's end: the prefix is summed again.
+        _ => Ok(crc64(&read_prefix(path, covered).map_err(|e| refused(&e))?)),
+    })?;
     load.install(shared)
 }
 

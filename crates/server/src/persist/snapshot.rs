@@ -382,9 +382,24 @@ impl Load {
         self.verify_checksum
     }
 
-    /// With the checksum deferred: the one the image ended with and the bytes it covers.
-    pub(super) fn checksum_trailer(&self) -> Option<(u64, usize)> {
-        self.stream.checksum_trailer()
+    /// With the checksum deferred, once the image is read: compares the checksum it
+    /// ended with to `sum_of(n)`, the caller's checksum of its first `n` bytes (those
+    /// the checksum covers).
+    pub(super) fn check_deferred(
+        &self,
+        sum_of: impl FnOnce(usize) -> Result<u64, LoadError>,
+    ) -> Result<(), LoadError> {
+        let Some((stored, covered)) = self.stream.checksum_trailer() else {
+            return Ok(());
+        };
+        let expected = sum_of(covered)?;
+        if stored != 0 && stored != expected {
+            return Err(LoadError::Checksum {
+                expected,
+                got: stored,
+            });
+        }
+        Ok(())
     }
 
     /// Feeds a whole image, its checksum computed on another thread meanwhile (inline
@@ -408,18 +423,12 @@ impl Load {
             (fed, summing.ok().and_then(|h| h.join().ok()))
         });
         let fed = fed?;
-        if let Some((stored, covered)) = self.checksum_trailer() {
-            let expected = match beside {
+        self.check_deferred(|covered| {
+            Ok(match beside {
                 Some(sum) if covered == prefix => sum,
                 _ => crc64(image.get(..covered).unwrap_or(image)),
-            };
-            if stored != 0 && stored != expected {
-                return Err(LoadError::Checksum {
-                    expected,
-                    got: stored,
-                });
-            }
-        }
+            })
+        })?;
         Ok(fed)
     }
 
