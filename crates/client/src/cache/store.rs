@@ -351,7 +351,6 @@ impl Store {
     }
 }
 
-/// Approximate heap bytes of a reply frame (payloads plus a per-frame overhead).
 /// `frame` with every payload copied into an allocation of its own. A reply's bytes are
 /// views into the connection's 64 KiB read buffer: stored as they are, an entry would
 /// keep its whole read buffer allocated, and after evictions have thinned the cache
@@ -392,6 +391,7 @@ fn detached(frame: &Frame) -> Frame {
     }
 }
 
+/// Approximate heap bytes of a reply frame (payloads plus a per-frame overhead).
 pub(crate) fn frame_size(frame: &Frame) -> usize {
     const FRAME: usize = std::mem::size_of::<Frame>();
     FRAME
