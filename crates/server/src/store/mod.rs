@@ -22,7 +22,6 @@ pub mod hll;
 pub mod lazyfree;
 pub mod list;
 pub mod lookups;
-pub mod packed_element;
 pub mod packed_members;
 pub mod packed_pairs;
 pub mod set;
