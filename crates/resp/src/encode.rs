@@ -108,6 +108,19 @@ pub fn write_len(out: &mut BytesMut, kind: u8, len: usize) {
 /// Writes a length header with room reserved for `body` more bytes after it, so a
 /// header and its body take one reservation.
 fn write_len_before(out: &mut BytesMut, kind: u8, len: usize, body: usize) {
+    // Most lengths have one or two digits (names, keys, small values, small arrays):
+    // one small fixed-size copy, no formatting.
+    if len < 10 {
+        out.reserve(4 + body);
+        out.put_slice(&[kind, b'0' + len as u8, b'\r', b'\n']);
+        return;
+    }
+    if len < 100 {
+        out.reserve(5 + body);
+        let (tens, ones) = ((len / 10) as u8, (len % 10) as u8);
+        out.put_slice(&[kind, b'0' + tens, b'0' + ones, b'\r', b'\n']);
+        return;
+    }
     let mut digits = itoa::Buffer::new();
     let text = digits.format(len);
     out.reserve(text.len() + 3 + body);
@@ -288,6 +301,33 @@ mod tests {
         let mut out = BytesMut::new();
         frame(&mut out, f);
         out.to_vec()
+    }
+
+    #[test]
+    fn lengths_of_every_digit_count() {
+        for len in [
+            0,
+            1,
+            9,
+            10,
+            42,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            123_456,
+            usize::MAX,
+        ] {
+            let mut out = BytesMut::new();
+            write_len(&mut out, b'*', len);
+            assert_eq!(out, format!("*{len}\r\n").as_bytes(), "{len}");
+            let body = vec![b'x'; len.min(1000)];
+            let mut out = BytesMut::new();
+            write_bulk(&mut out, &body);
+            let want = format!("${}\r\n{}\r\n", body.len(), "x".repeat(body.len()));
+            assert_eq!(out, want.as_bytes());
+        }
     }
 
     #[test]

@@ -237,6 +237,48 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     lookup_key(&Key::load(name)?)
 }
 
+/// Where [`lookup`] would find `name` in [`COMMANDS`], computed at compile time for a
+/// name known when the program is built (a scan of the table, free at run time when
+/// used in a constant).
+///
+/// It gives the position, not the entry: a constant holding the entry would point at
+/// a copy of the table in the crate that uses it, not at `COMMANDS`.
+///
+/// ```
+/// use redline_resp::command::{self, COMMANDS};
+///
+/// const GET: Option<usize> = command::position_const("GET");
+/// let get = GET.and_then(|i| COMMANDS.get(i)).unwrap();
+/// assert!(std::ptr::eq(get, command::lookup(b"get").unwrap()));
+/// assert!(command::position_const("NOPE").is_none());
+/// ```
+pub const fn position_const(name: &str) -> Option<usize> {
+    let name = name.as_bytes();
+    let mut i = 0;
+    while i < COMMANDS.len() {
+        if eq_ignore_case(COMMANDS[i].name.as_bytes(), name) {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// `<[u8]>::eq_ignore_ascii_case`, which is `const` only from Rust 1.89.
+const fn eq_ignore_case(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if !a[i].eq_ignore_ascii_case(&b[i]) {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 #[inline(always)]
 fn lookup_key(key: &Key) -> Option<&'static CommandSpec> {
     let entry = TOP_LEVEL.probe(&Key::EMPTY, key).next()?;

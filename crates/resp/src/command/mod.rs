@@ -7,7 +7,7 @@
 //! `COMMAND COUNT`/`LIST`/`INFO`/`GETKEYS` from it.
 //!
 //! - [`lookup`], [`lookup_subcommand`], [`resolve`]: name to [`CommandSpec`], case-insensitive,
-//!   no allocation.
+//!   no allocation; [`position_const`] at compile time.
 //! - [`keys`], [`keys_into`]: the key arguments of a command, exactly as `COMMAND GETKEYS`
 //!   finds them (for routing); [`getkeys`], [`keys_and_flags`]: `COMMAND GETKEYS` and
 //!   `GETKEYSANDFLAGS` replies, errors included; [`shard_channels`] for sharded pub/sub.
@@ -36,7 +36,7 @@ mod table;
 pub use blocking::{blocking, blocking_with, may_block, Block};
 pub use flags::{AclCategories, CommandFlags, KeySpecFlags};
 pub use keys::{getkeys, keys, keys_and_flags, keys_into, shard_channels, KeysError};
-pub use lookup::{all, lookup, lookup_subcommand, resolve, COMMANDS, ENTRY_COUNT};
+pub use lookup::{all, lookup, lookup_subcommand, position_const, resolve, COMMANDS, ENTRY_COUNT};
 pub use per_entry::PerEntry;
 pub use spec::{BeginSearch, CommandDocs, CommandSpec, FindKeys, GetKeysProc, KeySpec};
 pub use table::REDIS_VERSION;
