@@ -44,6 +44,18 @@ pub struct Cmd {
     shape: Option<Shape>,
 }
 
+/// `Cmd::new("NAME")` with the name's table entry found at compile time.
+macro_rules! cmd {
+    ($name:literal) => {
+        $crate::cmd::Cmd::named(
+            $name,
+            const { redline_resp::command::position_const($name) }
+                .and_then(|i| redline_resp::command::COMMANDS.get(i)),
+        )
+    };
+}
+pub(crate) use cmd;
+
 /// Rewrites one reply frame into the shape a typed method's return type converts from.
 pub(crate) type Shape = fn(Frame) -> Frame;
 
@@ -72,18 +84,35 @@ impl Cmd {
     /// assert_eq!(cmd.argc(), 1);
     /// ```
     pub fn new(name: impl ToArg) -> Cmd {
-        // Fits a typical command (e.g. SET with a ~80-byte value) without regrowing.
-        let mut buf = BytesMut::with_capacity(128);
-        buf.put_bytes(0, HEADER_ROOM);
-        let start = buf.len();
+        let mut buf = Cmd::buffer();
         name.write_arg(&mut buf);
-        let spec = command::lookup(bulk_payload(&buf[start..]));
-        let traits = spec.map_or(Traits::PLAIN, traits_of);
+        let spec = command::lookup(bulk_payload(&buf[HEADER_ROOM..]));
+        Cmd::started(buf, spec)
+    }
+
+    /// [`Cmd::new`] for a name written in the source, whose table entry was found when
+    /// the program was built (the [`cmd!`] macro): no lookup per command.
+    pub(crate) fn named(name: &'static str, spec: Option<&'static CommandSpec>) -> Cmd {
+        let mut buf = Cmd::buffer();
+        encode::write_bulk(&mut buf, name.as_bytes());
+        Cmd::started(buf, spec)
+    }
+
+    /// An empty command buffer (see `crate::buffers`) with room for the array header in
+    /// front.
+    fn buffer() -> BytesMut {
+        let mut buf = crate::buffers::take();
+        buf.put_bytes(0, HEADER_ROOM);
+        buf
+    }
+
+    /// A command whose name `buf` holds after the header room.
+    fn started(buf: BytesMut, spec: Option<&'static CommandSpec>) -> Cmd {
         Cmd {
             buf,
             argc: 1,
             spec,
-            traits,
+            traits: spec.map_or(Traits::PLAIN, traits_of),
             shape: None,
         }
     }
@@ -548,6 +577,22 @@ mod tests {
     fn traits_kept_per_entry_are_the_classification() {
         for spec in command::all() {
             assert_eq!(traits_of(spec), classify(spec), "{}", spec.name);
+        }
+    }
+
+    #[test]
+    fn names_known_at_compile_time_build_the_same_command() {
+        let pairs = [
+            (cmd!("GET"), Cmd::new("GET")),
+            (cmd!("client"), Cmd::new("client")),
+            (cmd!("XREADGROUP"), Cmd::new("XREADGROUP")),
+            (cmd!("NOT-A-COMMAND"), Cmd::new("NOT-A-COMMAND")),
+        ];
+        for (known, built) in pairs {
+            let entry = |cmd: &Cmd| cmd.spec().map(|s| s as *const CommandSpec);
+            assert_eq!(entry(&known), entry(&built), "the table's own entry");
+            assert_eq!(known.traits, built.traits);
+            assert_eq!(known.arg("k").into_bytes(), built.arg("k").into_bytes());
         }
     }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use redline_resp::Frame;
 
-use crate::cmd::{Cmd, Restriction, ToArg};
+use crate::cmd::{cmd, Cmd, Restriction, ToArg};
 use crate::error::{not_multiplexable, Error};
 use crate::net::{self, Connection, Endpoint};
 use crate::pipeline::{self, Pipeline};
@@ -196,7 +196,7 @@ impl DedicatedConnection {
     /// # Ok(()) }
     /// ```
     pub async fn watch(&mut self, keys: impl IntoIterator<Item = impl ToArg>) -> Result<(), Error> {
-        self.query(Cmd::new("WATCH").args(keys)).await
+        self.query(cmd!("WATCH").args(keys)).await
     }
 
     /// Runs a pipeline (or transaction) on this connection and converts the replies,

@@ -95,6 +95,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod args;
+mod buffers;
 mod cache;
 mod client;
 mod cluster;

@@ -11,7 +11,7 @@ use std::pin::Pin;
 use redline_resp::Frame;
 
 use crate::client::Client;
-use crate::cmd::{Cmd, ToArg};
+use crate::cmd::{cmd, ToArg};
 use crate::dedicated::DedicatedConnection;
 use crate::error::Error;
 use crate::pipeline::Pipeline;
@@ -87,11 +87,11 @@ impl Client {
             let mut tx = self.pipeline();
             if let Err(e) = body(&mut conn, &mut tx).await {
                 // Best effort: a connection left watching is not reused anyway.
-                let _ = conn.query::<()>(Cmd::new("UNWATCH")).await;
+                let _ = conn.query::<()>(cmd!("UNWATCH")).await;
                 return Err(e);
             }
             if tx.is_empty() {
-                conn.query::<()>(Cmd::new("UNWATCH")).await?;
+                conn.query::<()>(cmd!("UNWATCH")).await?;
                 return T::from_reply(Frame::Array(Vec::new()));
             }
             tx.atomic();

@@ -18,7 +18,7 @@ use super::store::Lookup;
 use super::{Cache, CacheStats};
 use crate::args::Args;
 use crate::cluster::ReadFrom;
-use crate::cmd::{Cmd, ToArg};
+use crate::cmd::{cmd, Cmd, ToArg};
 use crate::error::Error;
 use crate::reply::FromReply;
 use crate::{Client, ClusterClient};
@@ -158,14 +158,12 @@ async fn hit_yield_point() {
 /// `MGET` from the `GET` entries: hits from the cache, the misses in one `MGET`.
 async fn cached_mget<T: Transport>(client: &T, keys: Vec<Bytes>) -> Result<Frame, Error> {
     let Some(cache) = client.cache() else {
-        return client
-            .send_read(Cmd::new("MGET").args(keys).into_bytes())
-            .await;
+        return client.send_read(cmd!("MGET").args(keys).into_bytes()).await;
     };
     let mut out: Vec<Option<Frame>> = Vec::with_capacity(keys.len());
     let mut missing: Vec<(usize, Bytes, Option<InFlight<'_>>)> = Vec::new();
     for key in keys {
-        let get = Cmd::new("GET").arg(&key).into_bytes();
+        let get = cmd!("GET").arg(&key).into_bytes();
         let guard = if cache.covers(std::slice::from_ref(&key)) {
             match cache.lookup(&get, std::slice::from_ref(&key)) {
                 Lookup::Hit(frame) => {
@@ -188,7 +186,7 @@ async fn cached_mget<T: Transport>(client: &T, keys: Vec<Bytes>) -> Result<Frame
     if missing.is_empty() {
         hit_yield_point().await;
     } else {
-        let mget = Cmd::new("MGET").args(missing.iter().map(|(_, k, _)| k));
+        let mget = cmd!("MGET").args(missing.iter().map(|(_, k, _)| k));
         let values = match client.send_read(mget.into_bytes()).await? {
             Frame::Array(values) if values.len() == missing.len() => values,
             // An error reply (or a shape we do not know): the caller converts it.
@@ -227,7 +225,7 @@ macro_rules! cached_reads {
                 &self,
                 key: impl ToArg,
             ) -> impl Future<Output = Result<Option<Bytes>, Error>> + Send + '_ {
-                let cmd = Cmd::new("GET").arg(key);
+                let cmd = cmd!("GET").arg(key);
                 async move { FromReply::from_reply(cached_first_key(self, cmd).await?) }
             }
 
@@ -264,7 +262,7 @@ macro_rules! cached_reads {
                 key: impl ToArg,
                 field: impl ToArg,
             ) -> impl Future<Output = Result<Option<Bytes>, Error>> + Send + '_ {
-                let cmd = Cmd::new("HGET").arg(key).arg(field);
+                let cmd = cmd!("HGET").arg(key).arg(field);
                 async move { FromReply::from_reply(cached_first_key(self, cmd).await?) }
             }
 
@@ -280,7 +278,7 @@ macro_rules! cached_reads {
                 &self,
                 key: impl ToArg,
             ) -> impl Future<Output = Result<HashMap<Bytes, Bytes>, Error>> + Send + '_ {
-                let cmd = Cmd::new("HGETALL").arg(key);
+                let cmd = cmd!("HGETALL").arg(key);
                 async move { FromReply::from_reply(cached_first_key(self, cmd).await?) }
             }
 
@@ -296,7 +294,7 @@ macro_rules! cached_reads {
                 &self,
                 key: impl ToArg,
             ) -> impl Future<Output = Result<HashSet<Bytes>, Error>> + Send + '_ {
-                let cmd = Cmd::new("SMEMBERS").arg(key);
+                let cmd = cmd!("SMEMBERS").arg(key);
                 async move { FromReply::from_reply(cached_first_key(self, cmd).await?) }
             }
 

@@ -18,7 +18,7 @@ use redline_resp::Frame;
 use tokio::sync::Notify;
 
 use crate::cache::Cache;
-use crate::cmd::{Cmd, Restriction, ToArg};
+use crate::cmd::{cmd, Cmd, Restriction, ToArg};
 use crate::error::{Error, ServerErrorKind};
 use crate::reply::FromReply;
 
@@ -338,7 +338,7 @@ impl ClusterClient {
         let learned = match cached {
             Some(learned) => learned,
             None => {
-                let info = Cmd::new("COMMAND").arg("INFO").arg(&name[..]);
+                let info = cmd!("COMMAND").arg("INFO").arg(&name[..]);
                 let learned = LearnedKeys::from_command_info(
                     &fanout::any(shared, info.into_bytes(), true).await?,
                 );
@@ -362,7 +362,7 @@ impl ClusterClient {
                     .filter_map(|i| args.get(i).copied()),
             ),
             LearnedKeys::PerCall => {
-                let getkeys = Cmd::new("COMMAND").arg("GETKEYS").args(args.iter());
+                let getkeys = cmd!("COMMAND").arg("GETKEYS").args(args.iter());
                 match fanout::any(shared, getkeys.into_bytes(), true).await? {
                     Frame::Array(keys) => common_slot(keys.iter().filter_map(|k| match k {
                         Frame::Bulk(k) => Some(&k[..]),
@@ -439,7 +439,7 @@ impl ClusterClient {
     /// `KEYS pattern` on every master, results concatenated. Blocks each master while it
     /// scans; prefer `SCAN` on large datasets.
     pub async fn keys_everywhere(&self, pattern: impl ToArg) -> Result<Vec<Bytes>, Error> {
-        self.query(Cmd::new("KEYS").arg(pattern)).await
+        self.query(cmd!("KEYS").arg(pattern)).await
     }
 }
 

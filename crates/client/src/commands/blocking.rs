@@ -11,7 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::commands;
-use crate::cmd::{Cmd, ToArg};
+use crate::cmd::{cmd, ToArg};
 
 commands! {
     clients_only;
@@ -29,7 +29,7 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn blpop(keys: impl IntoIterator<Item = impl ToArg>, timeout: Duration) -> Option<(Bytes, Bytes)> {
-        Cmd::new("BLPOP").args(keys).arg(timeout.as_secs_f64())
+        cmd!("BLPOP").args(keys).arg(timeout.as_secs_f64())
     }
 
     /// `BRPOP key... timeout`: like [`blpop`](Self::blpop), popping from the tail.
@@ -43,7 +43,7 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn brpop(keys: impl IntoIterator<Item = impl ToArg>, timeout: Duration) -> Option<(Bytes, Bytes)> {
-        Cmd::new("BRPOP").args(keys).arg(timeout.as_secs_f64())
+        cmd!("BRPOP").args(keys).arg(timeout.as_secs_f64())
     }
 
     /// `BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout`: the moved element, or
@@ -61,7 +61,7 @@ commands! {
     /// ```
     fn blmove(source: impl ToArg, destination: impl ToArg, from_left: bool, to_left: bool, timeout: Duration) -> Option<Bytes> {
         let side = |left: bool| if left { "LEFT" } else { "RIGHT" };
-        Cmd::new("BLMOVE")
+        cmd!("BLMOVE")
             .arg(source)
             .arg(destination)
             .arg(side(from_left))
@@ -82,7 +82,7 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn bzpopmin(keys: impl IntoIterator<Item = impl ToArg>, timeout: Duration) -> Option<(Bytes, Bytes, f64)> {
-        Cmd::new("BZPOPMIN").args(keys).arg(timeout.as_secs_f64())
+        cmd!("BZPOPMIN").args(keys).arg(timeout.as_secs_f64())
     }
 
     /// `BZPOPMAX key... timeout`: like [`bzpopmin`](Self::bzpopmin), highest score first.
@@ -96,7 +96,7 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn bzpopmax(keys: impl IntoIterator<Item = impl ToArg>, timeout: Duration) -> Option<(Bytes, Bytes, f64)> {
-        Cmd::new("BZPOPMAX").args(keys).arg(timeout.as_secs_f64())
+        cmd!("BZPOPMAX").args(keys).arg(timeout.as_secs_f64())
     }
 
     /// `WAIT numreplicas timeout`: blocks until the writes made *on the connection that
@@ -117,7 +117,7 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn wait(replicas: u64, timeout: Duration) -> u64 {
-        Cmd::new("WAIT").arg(replicas).arg(timeout_millis(timeout))
+        cmd!("WAIT").arg(replicas).arg(timeout_millis(timeout))
     }
 }
 

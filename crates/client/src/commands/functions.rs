@@ -11,7 +11,7 @@ use redline_resp::Frame;
 
 use super::commands;
 use super::scripting::script_tail;
-use crate::cmd::{Cmd, ToArg};
+use crate::cmd::{cmd, Cmd, ToArg};
 use crate::error::Error;
 use crate::reply::{pairs, FromReply};
 
@@ -261,12 +261,12 @@ commands! {
     /// assert_eq!(name, "lib");
     /// # Ok(()) }
     /// ```
-    fn function_load(code: impl ToArg) -> String { Cmd::new("FUNCTION").arg("LOAD").arg(code) }
+    fn function_load(code: impl ToArg) -> String { cmd!("FUNCTION").arg("LOAD").arg(code) }
 
     /// `FUNCTION LOAD REPLACE code`: loads a library, replacing one of the same name;
     /// its name.
     fn function_load_replace(code: impl ToArg) -> String {
-        Cmd::new("FUNCTION").arg("LOAD").arg("REPLACE").arg(code)
+        cmd!("FUNCTION").arg("LOAD").arg("REPLACE").arg(code)
     }
 
     /// `FUNCTION DELETE library`: removes a library and its functions.
@@ -276,13 +276,13 @@ commands! {
     /// client.function_delete("lib").await?;
     /// # Ok(()) }
     /// ```
-    fn function_delete(library: impl ToArg) -> () { Cmd::new("FUNCTION").arg("DELETE").arg(library) }
+    fn function_delete(library: impl ToArg) -> () { cmd!("FUNCTION").arg("DELETE").arg(library) }
 
     /// `FUNCTION FLUSH`: removes every library.
-    fn function_flush() -> () { Cmd::new("FUNCTION").arg("FLUSH") }
+    fn function_flush() -> () { cmd!("FUNCTION").arg("FLUSH") }
 
     /// `FUNCTION LIST`: every library, without its code.
-    fn function_list() -> Vec<Library> { Cmd::new("FUNCTION").arg("LIST") }
+    fn function_list() -> Vec<Library> { cmd!("FUNCTION").arg("LIST") }
 
     /// `FUNCTION LIST LIBRARYNAME pattern [WITHCODE]`: the libraries whose name matches
     /// the glob pattern, with their code if asked.
@@ -296,7 +296,7 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn function_list_matching(pattern: impl ToArg, with_code: bool) -> Vec<Library> {
-        let cmd = Cmd::new("FUNCTION").arg("LIST").arg("LIBRARYNAME").arg(pattern);
+        let cmd = cmd!("FUNCTION").arg("LIST").arg("LIBRARYNAME").arg(pattern);
         if with_code { cmd.arg("WITHCODE") } else { cmd }
     }
 
@@ -311,12 +311,12 @@ commands! {
     /// other.function_restore(payload, FunctionRestorePolicy::Replace).await?;
     /// # Ok(()) }
     /// ```
-    fn function_dump() -> Bytes { Cmd::new("FUNCTION").arg("DUMP") }
+    fn function_dump() -> Bytes { cmd!("FUNCTION").arg("DUMP") }
 
     /// `FUNCTION RESTORE payload APPEND|REPLACE|FLUSH`: loads the libraries of a
     /// [`function_dump`](Self::function_dump) payload.
     fn function_restore(payload: impl ToArg, policy: FunctionRestorePolicy) -> () {
-        Cmd::new("FUNCTION").arg("RESTORE").arg(payload).arg(policy.as_arg())
+        cmd!("FUNCTION").arg("RESTORE").arg(payload).arg(policy.as_arg())
     }
 
     /// `FUNCTION STATS`: the running function, if any, and libraries/functions loaded per
@@ -330,5 +330,5 @@ commands! {
     /// }
     /// # Ok(()) }
     /// ```
-    fn function_stats() -> FunctionStats { Cmd::new("FUNCTION").arg("STATS") }
+    fn function_stats() -> FunctionStats { cmd!("FUNCTION").arg("STATS") }
 }

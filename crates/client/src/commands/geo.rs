@@ -5,7 +5,7 @@ use bytes::Bytes;
 use redline_resp::Frame;
 
 use super::commands;
-use crate::cmd::{Cmd, ToArg};
+use crate::cmd::{cmd, Cmd, ToArg};
 use crate::error::Error;
 use crate::reply::{check, FromReply};
 
@@ -263,7 +263,7 @@ impl FromReply for GeoMatch {
 commands! {
     /// `GEOADD key longitude latitude member...`: how many members were added.
     fn geoadd(key: impl ToArg, items: impl IntoIterator<Item = (f64, f64, impl ToArg)>) -> u64 {
-        let mut cmd = Cmd::new("GEOADD").arg(key);
+        let mut cmd = cmd!("GEOADD").arg(key);
         for (lon, lat, member) in items {
             cmd.push_arg(lon);
             cmd.push_arg(lat);
@@ -274,17 +274,17 @@ commands! {
 
     /// `GEODIST key member1 member2 unit`: `None` if either member is missing.
     fn geodist(key: impl ToArg, member1: impl ToArg, member2: impl ToArg, unit: GeoUnit) -> Option<f64> {
-        Cmd::new("GEODIST").arg(key).arg(member1).arg(member2).arg(unit.word())
+        cmd!("GEODIST").arg(key).arg(member1).arg(member2).arg(unit.word())
     }
 
     /// `GEOHASH key member...`: 11-character geohashes, `None` for missing members.
     fn geohash(key: impl ToArg, members: impl IntoIterator<Item = impl ToArg>) -> Vec<Option<String>> {
-        Cmd::new("GEOHASH").arg(key).args(members)
+        cmd!("GEOHASH").arg(key).args(members)
     }
 
     /// `GEOPOS key member...`: (longitude, latitude), `None` for missing members.
     fn geopos(key: impl ToArg, members: impl IntoIterator<Item = impl ToArg>) -> Vec<Option<(f64, f64)>> {
-        Cmd::new("GEOPOS").arg(key).args(members)
+        cmd!("GEOPOS").arg(key).args(members)
     }
 
     /// `GEOSEARCH key ...`: matching members.
@@ -300,13 +300,13 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn geosearch(key: impl ToArg, search: GeoSearch) -> Vec<Bytes> {
-        search.apply(Cmd::new("GEOSEARCH").arg(key))
+        search.apply(cmd!("GEOSEARCH").arg(key))
     }
 
     /// `GEOSEARCH key ... WITHDIST WITHHASH WITHCOORD`: matches with their details.
     fn geosearch_with(key: impl ToArg, search: GeoSearch) -> Vec<GeoMatch> as geo_matches {
         search
-            .apply(Cmd::new("GEOSEARCH").arg(key))
+            .apply(cmd!("GEOSEARCH").arg(key))
             .arg("WITHDIST")
             .arg("WITHHASH")
             .arg("WITHCOORD")
@@ -315,7 +315,7 @@ commands! {
     /// `GEOSEARCHSTORE destination source ... [STOREDIST]`: how many members were stored
     /// (with `store_distance`, as scores holding the distance instead of the geohash).
     fn geosearchstore(destination: impl ToArg, source: impl ToArg, search: GeoSearch, store_distance: bool) -> u64 {
-        let cmd = search.apply(Cmd::new("GEOSEARCHSTORE").arg(destination).arg(source));
+        let cmd = search.apply(cmd!("GEOSEARCHSTORE").arg(destination).arg(source));
         if store_distance { cmd.arg("STOREDIST") } else { cmd }
     }
 }

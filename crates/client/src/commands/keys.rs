@@ -3,7 +3,7 @@
 use bytes::Bytes;
 
 use super::commands;
-use crate::cmd::{Cmd, ToArg};
+use crate::cmd::{cmd, ToArg};
 
 /// Condition flags of `EXPIRE`/`PEXPIRE` (Redis 7).
 ///
@@ -41,55 +41,55 @@ impl ExpireCondition {
 
 commands! {
     /// `DEL key...`: how many keys were removed.
-    fn del(keys: impl IntoIterator<Item = impl ToArg>) -> u64 { Cmd::new("DEL").args(keys) }
+    fn del(keys: impl IntoIterator<Item = impl ToArg>) -> u64 { cmd!("DEL").args(keys) }
 
     /// `UNLINK key...`: like DEL, freeing memory in the background.
-    fn unlink(keys: impl IntoIterator<Item = impl ToArg>) -> u64 { Cmd::new("UNLINK").args(keys) }
+    fn unlink(keys: impl IntoIterator<Item = impl ToArg>) -> u64 { cmd!("UNLINK").args(keys) }
 
     /// `EXISTS key...`: how many of the keys exist (a key named twice counts twice).
-    fn exists(keys: impl IntoIterator<Item = impl ToArg>) -> u64 { Cmd::new("EXISTS").args(keys) }
+    fn exists(keys: impl IntoIterator<Item = impl ToArg>) -> u64 { cmd!("EXISTS").args(keys) }
 
     /// `TOUCH key...`: how many keys exist; updates their access time.
-    fn touch(keys: impl IntoIterator<Item = impl ToArg>) -> u64 { Cmd::new("TOUCH").args(keys) }
+    fn touch(keys: impl IntoIterator<Item = impl ToArg>) -> u64 { cmd!("TOUCH").args(keys) }
 
     /// `EXPIRE key seconds`: true if the time to live was set.
-    fn expire(key: impl ToArg, seconds: i64) -> bool { Cmd::new("EXPIRE").arg(key).arg(seconds) }
+    fn expire(key: impl ToArg, seconds: i64) -> bool { cmd!("EXPIRE").arg(key).arg(seconds) }
 
     /// `EXPIRE key seconds NX|XX|GT|LT`: true if the time to live was set.
     fn expire_if(key: impl ToArg, seconds: i64, condition: ExpireCondition) -> bool {
-        Cmd::new("EXPIRE").arg(key).arg(seconds).arg(condition.word())
+        cmd!("EXPIRE").arg(key).arg(seconds).arg(condition.word())
     }
 
     /// `PEXPIRE key millis`: true if the time to live was set.
-    fn pexpire(key: impl ToArg, millis: i64) -> bool { Cmd::new("PEXPIRE").arg(key).arg(millis) }
+    fn pexpire(key: impl ToArg, millis: i64) -> bool { cmd!("PEXPIRE").arg(key).arg(millis) }
 
     /// `EXPIREAT key unix_seconds`: true if the expiry was set.
     fn expire_at(key: impl ToArg, unix_seconds: i64) -> bool {
-        Cmd::new("EXPIREAT").arg(key).arg(unix_seconds)
+        cmd!("EXPIREAT").arg(key).arg(unix_seconds)
     }
 
     /// `TTL key`: seconds to live; -1 without expiry, -2 if the key does not exist.
-    fn ttl(key: impl ToArg) -> i64 { Cmd::new("TTL").arg(key) }
+    fn ttl(key: impl ToArg) -> i64 { cmd!("TTL").arg(key) }
 
     /// `PTTL key`: milliseconds to live; -1 without expiry, -2 if the key does not exist.
-    fn pttl(key: impl ToArg) -> i64 { Cmd::new("PTTL").arg(key) }
+    fn pttl(key: impl ToArg) -> i64 { cmd!("PTTL").arg(key) }
 
     /// `PERSIST key`: true if an expiry was removed.
-    fn persist(key: impl ToArg) -> bool { Cmd::new("PERSIST").arg(key) }
+    fn persist(key: impl ToArg) -> bool { cmd!("PERSIST").arg(key) }
 
     /// `RENAME key newkey`.
-    fn rename(key: impl ToArg, new_key: impl ToArg) -> () { Cmd::new("RENAME").arg(key).arg(new_key) }
+    fn rename(key: impl ToArg, new_key: impl ToArg) -> () { cmd!("RENAME").arg(key).arg(new_key) }
 
     /// `RENAMENX key newkey`: true if renamed (the new name did not exist).
     fn rename_nx(key: impl ToArg, new_key: impl ToArg) -> bool {
-        Cmd::new("RENAMENX").arg(key).arg(new_key)
+        cmd!("RENAMENX").arg(key).arg(new_key)
     }
 
     /// `TYPE key`: `string`, `list`, `set`, `zset`, `hash`, `stream`, or `none`.
-    fn key_type(key: impl ToArg) -> String { Cmd::new("TYPE").arg(key) }
+    fn key_type(key: impl ToArg) -> String { cmd!("TYPE").arg(key) }
 
     /// `KEYS pattern`. Blocks the server on large databases: prefer [`scan`](Self::scan).
-    fn keys(pattern: impl ToArg) -> Vec<Bytes> { Cmd::new("KEYS").arg(pattern) }
+    fn keys(pattern: impl ToArg) -> Vec<Bytes> { cmd!("KEYS").arg(pattern) }
 
     /// `SCAN cursor MATCH pattern COUNT count`: the next cursor (0 when finished) and keys.
     ///
@@ -105,6 +105,6 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn scan(cursor: u64, pattern: impl ToArg, count: u64) -> (u64, Vec<Bytes>) {
-        Cmd::new("SCAN").arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(count)
+        cmd!("SCAN").arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(count)
     }
 }

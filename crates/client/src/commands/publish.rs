@@ -3,7 +3,7 @@
 //! [`ClusterClient::shard_subscriber`](crate::ClusterClient::shard_subscriber).)
 
 use super::commands;
-use crate::cmd::{Cmd, ToArg};
+use crate::cmd::{cmd, ToArg};
 
 commands! {
     /// `PUBLISH channel message`: how many subscribers received it (on a cluster, the
@@ -16,7 +16,7 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn publish(channel: impl ToArg, message: impl ToArg) -> u64 {
-        Cmd::new("PUBLISH").arg(channel).arg(message)
+        cmd!("PUBLISH").arg(channel).arg(message)
     }
 
     /// `SPUBLISH shardchannel message` (Redis 7): how many subscribers received it (on a
@@ -29,6 +29,6 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn spublish(channel: impl ToArg, message: impl ToArg) -> u64 {
-        Cmd::new("SPUBLISH").arg(channel).arg(message)
+        cmd!("SPUBLISH").arg(channel).arg(message)
     }
 }

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use super::commands;
 use crate::client::Client;
 use crate::cluster::ClusterClient;
-use crate::cmd::{Cmd, ToArg};
+use crate::cmd::{cmd, Cmd, ToArg};
 use crate::error::{Error, ServerErrorKind};
 use crate::reply::FromReply;
 
@@ -70,7 +70,7 @@ impl Script {
         keys: impl IntoIterator<Item = impl ToArg>,
         args: impl IntoIterator<Item = impl ToArg>,
     ) -> Cmd {
-        Cmd::new("EVALSHA")
+        cmd!("EVALSHA")
             .arg(&self.sha)
             .append_encoded(&script_tail(keys, args))
     }
@@ -96,13 +96,13 @@ impl Script {
     ) -> Result<T, Error> {
         // Encode keys and arguments once; both attempts reuse them.
         let tail = script_tail(keys, args);
-        let by_sha = Cmd::new("EVALSHA").arg(&self.sha).append_encoded(&tail);
+        let by_sha = cmd!("EVALSHA").arg(&self.sha).append_encoded(&tail);
         match client.query_script::<T>(by_sha).await {
             Err(Error::Server {
                 kind: ServerErrorKind::NoScript,
                 ..
             }) => {
-                let by_source = Cmd::new("EVAL").arg(&self.source).append_encoded(&tail);
+                let by_source = cmd!("EVAL").arg(&self.source).append_encoded(&tail);
                 client.query_script(by_source).await
             }
             other => other,
@@ -192,12 +192,7 @@ pub(crate) async fn load_missing(client: &Client, scripts: &[Script]) -> Result<
     let mut count = 0;
     for (script, known) in scripts.iter().zip(known) {
         if !known {
-            loads.extend_from_slice(
-                &Cmd::new("SCRIPT")
-                    .arg("LOAD")
-                    .arg(&script.source)
-                    .into_bytes(),
-            );
+            loads.extend_from_slice(&cmd!("SCRIPT").arg("LOAD").arg(&script.source).into_bytes());
             count += 1;
         }
     }
@@ -245,7 +240,7 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn eval<T>(script: impl ToArg, keys: impl IntoIterator<Item = impl ToArg>, args: impl IntoIterator<Item = impl ToArg>) -> T {
-        Cmd::new("EVAL").arg(script).append_encoded(&script_tail(keys, args))
+        cmd!("EVAL").arg(script).append_encoded(&script_tail(keys, args))
     }
 
     /// `EVALSHA sha numkeys key... arg...`; a `NOSCRIPT` error if the server does not
@@ -259,7 +254,7 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn evalsha<T>(sha: impl ToArg, keys: impl IntoIterator<Item = impl ToArg>, args: impl IntoIterator<Item = impl ToArg>) -> T {
-        Cmd::new("EVALSHA").arg(sha).append_encoded(&script_tail(keys, args))
+        cmd!("EVALSHA").arg(sha).append_encoded(&script_tail(keys, args))
     }
 
     /// `SCRIPT LOAD script`: caches the script and returns its digest (on a cluster, on
@@ -271,7 +266,7 @@ commands! {
     /// assert_eq!(sha.len(), 40);
     /// # Ok(()) }
     /// ```
-    fn script_load(script: impl ToArg) -> String { Cmd::new("SCRIPT").arg("LOAD").arg(script) }
+    fn script_load(script: impl ToArg) -> String { cmd!("SCRIPT").arg("LOAD").arg(script) }
 
     /// `SCRIPT EXISTS sha...`: one bool per digest (on a cluster, true when every master
     /// knows it).
@@ -283,6 +278,6 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn script_exists(shas: impl IntoIterator<Item = impl ToArg>) -> Vec<bool> {
-        Cmd::new("SCRIPT").arg("EXISTS").args(shas)
+        cmd!("SCRIPT").arg("EXISTS").args(shas)
     }
 }

@@ -5,35 +5,35 @@ use std::collections::HashMap;
 use bytes::Bytes;
 
 use super::commands;
-use crate::cmd::{Cmd, ToArg};
+use crate::cmd::{cmd, ToArg};
 
 commands! {
     /// `PING`: `"PONG"`.
-    fn ping() -> String { Cmd::new("PING") }
+    fn ping() -> String { cmd!("PING") }
 
     /// `ECHO message`.
-    fn echo(message: impl ToArg) -> Bytes { Cmd::new("ECHO").arg(message) }
+    fn echo(message: impl ToArg) -> Bytes { cmd!("ECHO").arg(message) }
 
     /// `INFO [section]`: the report text (`""` for all default sections).
-    fn info(section: impl ToArg) -> String { Cmd::new("INFO").arg(section) }
+    fn info(section: impl ToArg) -> String { cmd!("INFO").arg(section) }
 
     /// `DBSIZE`: keys in the selected database.
-    fn dbsize() -> u64 { Cmd::new("DBSIZE") }
+    fn dbsize() -> u64 { cmd!("DBSIZE") }
 
     /// `FLUSHALL`: removes every key of every database.
-    fn flushall() -> () { Cmd::new("FLUSHALL") }
+    fn flushall() -> () { cmd!("FLUSHALL") }
 
     /// `FLUSHDB`: removes every key of the selected database.
-    fn flushdb() -> () { Cmd::new("FLUSHDB") }
+    fn flushdb() -> () { cmd!("FLUSHDB") }
 
     /// `CONFIG GET pattern`: matching parameters and values.
-    fn config_get(pattern: impl ToArg) -> HashMap<String, String> { Cmd::new("CONFIG").arg("GET").arg(pattern) }
+    fn config_get(pattern: impl ToArg) -> HashMap<String, String> { cmd!("CONFIG").arg("GET").arg(pattern) }
 
     /// `CONFIG SET parameter value`.
     fn config_set(parameter: impl ToArg, value: impl ToArg) -> () {
-        Cmd::new("CONFIG").arg("SET").arg(parameter).arg(value)
+        cmd!("CONFIG").arg("SET").arg(parameter).arg(value)
     }
 
     /// `TIME`: Unix seconds and microseconds.
-    fn time() -> (u64, u64) { Cmd::new("TIME") }
+    fn time() -> (u64, u64) { cmd!("TIME") }
 }

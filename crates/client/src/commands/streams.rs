@@ -8,7 +8,7 @@ use bytes::Bytes;
 use redline_resp::Frame;
 
 use super::commands;
-use crate::cmd::{Cmd, EncodedArgs, ToArg};
+use crate::cmd::{cmd, Cmd, EncodedArgs, ToArg};
 use crate::error::Error;
 use crate::reply::{check, pairs, FromReply};
 
@@ -95,97 +95,97 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn xadd(key: impl ToArg, id: impl ToArg, fields: impl IntoIterator<Item = (impl ToArg, impl ToArg)>) -> String {
-        add_fields(Cmd::new("XADD").arg(key).arg(id), fields)
+        add_fields(cmd!("XADD").arg(key).arg(id), fields)
     }
 
     /// `XADD key MAXLEN ~ max_len id field value...`: adds, trimming the stream to about
     /// `max_len` entries.
     fn xadd_capped(key: impl ToArg, max_len: u64, id: impl ToArg, fields: impl IntoIterator<Item = (impl ToArg, impl ToArg)>) -> String {
-        add_fields(Cmd::new("XADD").arg(key).arg("MAXLEN").arg("~").arg(max_len).arg(id), fields)
+        add_fields(cmd!("XADD").arg(key).arg("MAXLEN").arg("~").arg(max_len).arg(id), fields)
     }
 
     /// `XRANGE key start end` (`"-"` and `"+"` for the ends).
     fn xrange(key: impl ToArg, start: impl ToArg, end: impl ToArg) -> Vec<StreamEntry> {
-        Cmd::new("XRANGE").arg(key).arg(start).arg(end)
+        cmd!("XRANGE").arg(key).arg(start).arg(end)
     }
 
     /// `XRANGE key start end COUNT count`.
     fn xrange_count(key: impl ToArg, start: impl ToArg, end: impl ToArg, count: u64) -> Vec<StreamEntry> {
-        Cmd::new("XRANGE").arg(key).arg(start).arg(end).arg("COUNT").arg(count)
+        cmd!("XRANGE").arg(key).arg(start).arg(end).arg("COUNT").arg(count)
     }
 
     /// `XREVRANGE key end start`: newest first.
     fn xrevrange(key: impl ToArg, end: impl ToArg, start: impl ToArg) -> Vec<StreamEntry> {
-        Cmd::new("XREVRANGE").arg(key).arg(end).arg(start)
+        cmd!("XREVRANGE").arg(key).arg(end).arg(start)
     }
 
     /// `XLEN key`.
-    fn xlen(key: impl ToArg) -> u64 { Cmd::new("XLEN").arg(key) }
+    fn xlen(key: impl ToArg) -> u64 { cmd!("XLEN").arg(key) }
 
     /// `XDEL key id...`: how many entries were deleted.
     fn xdel(key: impl ToArg, ids: impl IntoIterator<Item = impl ToArg>) -> u64 {
-        Cmd::new("XDEL").arg(key).args(ids)
+        cmd!("XDEL").arg(key).args(ids)
     }
 
     /// `XTRIM key MAXLEN max_len`: how many entries were removed.
     fn xtrim(key: impl ToArg, max_len: u64) -> u64 {
-        Cmd::new("XTRIM").arg(key).arg("MAXLEN").arg(max_len)
+        cmd!("XTRIM").arg(key).arg("MAXLEN").arg(max_len)
     }
 
     /// `XREAD [COUNT count] STREAMS key... id...` without blocking: entries after each
     /// id, per stream (streams with nothing new are left out).
     fn xread(streams: impl IntoIterator<Item = (impl ToArg, impl ToArg)>, count: Option<u64>) -> Vec<(Bytes, Vec<StreamEntry>)> as read_reply {
-        read_args(Cmd::new("XREAD"), streams, count).with_shape(read_shape)
+        read_args(cmd!("XREAD"), streams, count).with_shape(read_shape)
     }
 
     /// `XREADGROUP GROUP group consumer [COUNT count] STREAMS key... id...` without
     /// blocking: `">"` for new entries, or an id for the consumer's pending history.
     fn xreadgroup(group: impl ToArg, consumer: impl ToArg, streams: impl IntoIterator<Item = (impl ToArg, impl ToArg)>, count: Option<u64>) -> Vec<(Bytes, Vec<StreamEntry>)> as read_reply {
-        read_args(Cmd::new("XREADGROUP").arg("GROUP").arg(group).arg(consumer), streams, count).with_shape(read_shape)
+        read_args(cmd!("XREADGROUP").arg("GROUP").arg(group).arg(consumer), streams, count).with_shape(read_shape)
     }
 
     /// `XGROUP CREATE key group id [MKSTREAM]` (`"$"`: only entries added from now on).
     fn xgroup_create(key: impl ToArg, group: impl ToArg, id: impl ToArg, mkstream: bool) -> () {
-        let cmd = Cmd::new("XGROUP").arg("CREATE").arg(key).arg(group).arg(id);
+        let cmd = cmd!("XGROUP").arg("CREATE").arg(key).arg(group).arg(id);
         if mkstream { cmd.arg("MKSTREAM") } else { cmd }
     }
 
     /// `XGROUP DESTROY key group`: whether the group existed.
     fn xgroup_destroy(key: impl ToArg, group: impl ToArg) -> bool {
-        Cmd::new("XGROUP").arg("DESTROY").arg(key).arg(group)
+        cmd!("XGROUP").arg("DESTROY").arg(key).arg(group)
     }
 
     /// `XACK key group id...`: how many pending entries were acknowledged.
     fn xack(key: impl ToArg, group: impl ToArg, ids: impl IntoIterator<Item = impl ToArg>) -> u64 {
-        Cmd::new("XACK").arg(key).arg(group).args(ids)
+        cmd!("XACK").arg(key).arg(group).args(ids)
     }
 
     /// `XPENDING key group`: `[count, smallest id, largest id, [[consumer, count]...]]`.
     fn xpending(key: impl ToArg, group: impl ToArg) -> Frame {
-        Cmd::new("XPENDING").arg(key).arg(group)
+        cmd!("XPENDING").arg(key).arg(group)
     }
 
     /// `XCLAIM key group consumer min_idle_ms id... JUSTID`: the ids now owned by
     /// `consumer`.
     fn xclaim_ids(key: impl ToArg, group: impl ToArg, consumer: impl ToArg, min_idle_ms: u64, ids: impl IntoIterator<Item = impl ToArg>) -> Vec<String> {
-        Cmd::new("XCLAIM").arg(key).arg(group).arg(consumer).arg(min_idle_ms).args(ids).arg("JUSTID")
+        cmd!("XCLAIM").arg(key).arg(group).arg(consumer).arg(min_idle_ms).args(ids).arg("JUSTID")
     }
 
     /// `XAUTOCLAIM key group consumer min_idle_ms start COUNT count`:
     /// `[next start, [entries], [deleted ids]]`.
     fn xautoclaim(key: impl ToArg, group: impl ToArg, consumer: impl ToArg, min_idle_ms: u64, start: impl ToArg, count: u64) -> Frame {
-        Cmd::new("XAUTOCLAIM").arg(key).arg(group).arg(consumer).arg(min_idle_ms).arg(start).arg("COUNT").arg(count)
+        cmd!("XAUTOCLAIM").arg(key).arg(group).arg(consumer).arg(min_idle_ms).arg(start).arg("COUNT").arg(count)
     }
 
     /// `XINFO STREAM key`.
-    fn xinfo_stream(key: impl ToArg) -> Frame { Cmd::new("XINFO").arg("STREAM").arg(key) }
+    fn xinfo_stream(key: impl ToArg) -> Frame { cmd!("XINFO").arg("STREAM").arg(key) }
 
     /// `XINFO GROUPS key`.
-    fn xinfo_groups(key: impl ToArg) -> Frame { Cmd::new("XINFO").arg("GROUPS").arg(key) }
+    fn xinfo_groups(key: impl ToArg) -> Frame { cmd!("XINFO").arg("GROUPS").arg(key) }
 
     /// `XINFO CONSUMERS key group`.
     fn xinfo_consumers(key: impl ToArg, group: impl ToArg) -> Frame {
-        Cmd::new("XINFO").arg("CONSUMERS").arg(key).arg(group)
+        cmd!("XINFO").arg("CONSUMERS").arg(key).arg(group)
     }
 }
 
@@ -208,8 +208,8 @@ commands! {
     fn xread_block(streams: impl IntoIterator<Item = (impl ToArg, impl ToArg)>, count: Option<u64>, block: Duration) -> Vec<(Bytes, Vec<StreamEntry>)> as read_reply {
         let millis = super::blocking::timeout_millis(block);
         let cmd = match count {
-            Some(count) => Cmd::new("XREAD").arg("COUNT").arg(count),
-            None => Cmd::new("XREAD"),
+            Some(count) => cmd!("XREAD").arg("COUNT").arg(count),
+            None => cmd!("XREAD"),
         };
         read_args(cmd.arg("BLOCK").arg(millis), streams, None)
     }

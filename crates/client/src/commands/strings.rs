@@ -3,7 +3,7 @@
 use bytes::Bytes;
 
 use super::commands;
-use crate::cmd::{Cmd, ToArg};
+use crate::cmd::{cmd, Cmd, ToArg};
 
 /// When a `SET` should write.
 ///
@@ -121,10 +121,10 @@ commands! {
     /// }
     /// # Ok(()) }
     /// ```
-    fn get(key: impl ToArg) -> Option<Bytes> { Cmd::new("GET").arg(key) }
+    fn get(key: impl ToArg) -> Option<Bytes> { cmd!("GET").arg(key) }
 
     /// `SET key value`.
-    fn set(key: impl ToArg, value: impl ToArg) -> () { Cmd::new("SET").arg(key).arg(value) }
+    fn set(key: impl ToArg, value: impl ToArg) -> () { cmd!("SET").arg(key).arg(value) }
 
     /// `SET key value [NX|XX] [EX|PX|EXAT|PXAT|KEEPTTL]`: true if the value was written
     /// (false when the condition prevented it).
@@ -139,50 +139,50 @@ commands! {
     /// # Ok(()) }
     /// ```
     fn set_with(key: impl ToArg, value: impl ToArg, options: SetOptions) -> bool {
-        options.apply(Cmd::new("SET").arg(key).arg(value))
+        options.apply(cmd!("SET").arg(key).arg(value))
     }
 
     /// `SET key value EX seconds`.
     fn set_ex(key: impl ToArg, value: impl ToArg, seconds: u64) -> () {
-        Cmd::new("SET").arg(key).arg(value).arg("EX").arg(seconds)
+        cmd!("SET").arg(key).arg(value).arg("EX").arg(seconds)
     }
 
     /// `SET key value NX`: true if the key did not exist and was set.
     fn set_nx(key: impl ToArg, value: impl ToArg) -> bool {
-        Cmd::new("SET").arg(key).arg(value).arg("NX")
+        cmd!("SET").arg(key).arg(value).arg("NX")
     }
 
     /// `SET key value GET`: sets the value and returns the previous one.
     fn set_get(key: impl ToArg, value: impl ToArg) -> Option<Bytes> {
-        Cmd::new("SET").arg(key).arg(value).arg("GET")
+        cmd!("SET").arg(key).arg(value).arg("GET")
     }
 
     /// `GETDEL key`: the value, deleting the key.
-    fn get_del(key: impl ToArg) -> Option<Bytes> { Cmd::new("GETDEL").arg(key) }
+    fn get_del(key: impl ToArg) -> Option<Bytes> { cmd!("GETDEL").arg(key) }
 
     /// `GETEX key EX seconds`: the value, setting a new time to live.
     fn get_ex(key: impl ToArg, seconds: u64) -> Option<Bytes> {
-        Cmd::new("GETEX").arg(key).arg("EX").arg(seconds)
+        cmd!("GETEX").arg(key).arg("EX").arg(seconds)
     }
 
     /// `GETRANGE key start end` (inclusive, negative counts from the end).
     fn get_range(key: impl ToArg, start: i64, end: i64) -> Bytes {
-        Cmd::new("GETRANGE").arg(key).arg(start).arg(end)
+        cmd!("GETRANGE").arg(key).arg(start).arg(end)
     }
 
     /// `SETRANGE key offset value`: the new length.
     fn set_range(key: impl ToArg, offset: u64, value: impl ToArg) -> u64 {
-        Cmd::new("SETRANGE").arg(key).arg(offset).arg(value)
+        cmd!("SETRANGE").arg(key).arg(offset).arg(value)
     }
 
     /// `MGET key...`: one `Option` per key, in order.
     fn mget(keys: impl IntoIterator<Item = impl ToArg>) -> Vec<Option<Bytes>> {
-        Cmd::new("MGET").args(keys)
+        cmd!("MGET").args(keys)
     }
 
     /// `MSET key value [key value ...]`.
     fn mset(pairs: impl IntoIterator<Item = (impl ToArg, impl ToArg)>) -> () {
-        let mut cmd = Cmd::new("MSET");
+        let mut cmd = cmd!("MSET");
         for (k, v) in pairs {
             cmd.push_arg(k);
             cmd.push_arg(v);
@@ -192,7 +192,7 @@ commands! {
 
     /// `MSETNX key value [key value ...]`: true if all were set (none existed).
     fn mset_nx(pairs: impl IntoIterator<Item = (impl ToArg, impl ToArg)>) -> bool {
-        let mut cmd = Cmd::new("MSETNX");
+        let mut cmd = cmd!("MSETNX");
         for (k, v) in pairs {
             cmd.push_arg(k);
             cmd.push_arg(v);
@@ -201,25 +201,25 @@ commands! {
     }
 
     /// `APPEND key value`: the new length.
-    fn append(key: impl ToArg, value: impl ToArg) -> u64 { Cmd::new("APPEND").arg(key).arg(value) }
+    fn append(key: impl ToArg, value: impl ToArg) -> u64 { cmd!("APPEND").arg(key).arg(value) }
 
     /// `STRLEN key`.
-    fn strlen(key: impl ToArg) -> u64 { Cmd::new("STRLEN").arg(key) }
+    fn strlen(key: impl ToArg) -> u64 { cmd!("STRLEN").arg(key) }
 
     /// `INCR key`: the new value.
-    fn incr(key: impl ToArg) -> i64 { Cmd::new("INCR").arg(key) }
+    fn incr(key: impl ToArg) -> i64 { cmd!("INCR").arg(key) }
 
     /// `INCRBY key delta`: the new value.
-    fn incr_by(key: impl ToArg, delta: i64) -> i64 { Cmd::new("INCRBY").arg(key).arg(delta) }
+    fn incr_by(key: impl ToArg, delta: i64) -> i64 { cmd!("INCRBY").arg(key).arg(delta) }
 
     /// `DECR key`: the new value.
-    fn decr(key: impl ToArg) -> i64 { Cmd::new("DECR").arg(key) }
+    fn decr(key: impl ToArg) -> i64 { cmd!("DECR").arg(key) }
 
     /// `DECRBY key delta`: the new value.
-    fn decr_by(key: impl ToArg, delta: i64) -> i64 { Cmd::new("DECRBY").arg(key).arg(delta) }
+    fn decr_by(key: impl ToArg, delta: i64) -> i64 { cmd!("DECRBY").arg(key).arg(delta) }
 
     /// `INCRBYFLOAT key delta`: the new value.
     fn incr_by_float(key: impl ToArg, delta: f64) -> f64 {
-        Cmd::new("INCRBYFLOAT").arg(key).arg(delta)
+        cmd!("INCRBYFLOAT").arg(key).arg(delta)
     }
 }

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use redline_resp::Frame;
 
 use super::commands;
-use crate::cmd::{Cmd, ToArg};
+use crate::cmd::{cmd, ToArg};
 use crate::error::Error;
 
 /// Options of [`Client::zadd_with`](crate::Client::zadd_with).
@@ -48,12 +48,12 @@ fn scores_shape(frame: Frame) -> Frame {
 commands! {
     /// `ZADD key score member`: 1 if the member is new.
     fn zadd(key: impl ToArg, score: f64, member: impl ToArg) -> u64 {
-        Cmd::new("ZADD").arg(key).arg(score).arg(member)
+        cmd!("ZADD").arg(key).arg(score).arg(member)
     }
 
     /// `ZADD key score member [score member ...]`: how many members were new.
     fn zadd_multiple(key: impl ToArg, items: impl IntoIterator<Item = (f64, impl ToArg)>) -> u64 {
-        let mut cmd = Cmd::new("ZADD").arg(key);
+        let mut cmd = cmd!("ZADD").arg(key);
         for (score, member) in items {
             cmd.push_arg(score);
             cmd.push_arg(member);
@@ -63,7 +63,7 @@ commands! {
 
     /// `ZADD key [NX|XX] [GT|LT] [CH] score member...`: added (or, with `changed`, changed) count.
     fn zadd_with(key: impl ToArg, options: ZAddOptions, items: impl IntoIterator<Item = (f64, impl ToArg)>) -> u64 {
-        let mut cmd = Cmd::new("ZADD").arg(key);
+        let mut cmd = cmd!("ZADD").arg(key);
         match options.only_new {
             Some(true) => cmd.push_arg("NX"),
             Some(false) => cmd.push_arg("XX"),
@@ -87,67 +87,67 @@ commands! {
 
     /// `ZINCRBY key delta member`: the new score.
     fn zincr_by(key: impl ToArg, delta: f64, member: impl ToArg) -> f64 {
-        Cmd::new("ZINCRBY").arg(key).arg(delta).arg(member)
+        cmd!("ZINCRBY").arg(key).arg(delta).arg(member)
     }
 
     /// `ZSCORE key member`.
     fn zscore(key: impl ToArg, member: impl ToArg) -> Option<f64> {
-        Cmd::new("ZSCORE").arg(key).arg(member)
+        cmd!("ZSCORE").arg(key).arg(member)
     }
 
     /// `ZMSCORE key member...`: one `Option` per member.
     fn zmscore(key: impl ToArg, members: impl IntoIterator<Item = impl ToArg>) -> Vec<Option<f64>> {
-        Cmd::new("ZMSCORE").arg(key).args(members)
+        cmd!("ZMSCORE").arg(key).args(members)
     }
 
     /// `ZREM key member...`: how many were removed.
     fn zrem(key: impl ToArg, members: impl IntoIterator<Item = impl ToArg>) -> u64 {
-        Cmd::new("ZREM").arg(key).args(members)
+        cmd!("ZREM").arg(key).args(members)
     }
 
     /// `ZCARD key`.
-    fn zcard(key: impl ToArg) -> u64 { Cmd::new("ZCARD").arg(key) }
+    fn zcard(key: impl ToArg) -> u64 { cmd!("ZCARD").arg(key) }
 
     /// `ZCOUNT key min max`: members with a score in range (`"-inf"`, `"(5"` accepted).
     fn zcount(key: impl ToArg, min: impl ToArg, max: impl ToArg) -> u64 {
-        Cmd::new("ZCOUNT").arg(key).arg(min).arg(max)
+        cmd!("ZCOUNT").arg(key).arg(min).arg(max)
     }
 
     /// `ZRANGE key start stop`: members by rank, lowest score first.
     fn zrange(key: impl ToArg, start: i64, stop: i64) -> Vec<Bytes> {
-        Cmd::new("ZRANGE").arg(key).arg(start).arg(stop)
+        cmd!("ZRANGE").arg(key).arg(start).arg(stop)
     }
 
     /// `ZRANGE key start stop WITHSCORES`: members and scores by rank.
     fn zrange_withscores(key: impl ToArg, start: i64, stop: i64) -> Vec<(Bytes, f64)> as with_scores {
-        Cmd::new("ZRANGE").arg(key).arg(start).arg(stop).arg("WITHSCORES").with_shape(scores_shape)
+        cmd!("ZRANGE").arg(key).arg(start).arg(stop).arg("WITHSCORES").with_shape(scores_shape)
     }
 
     /// `ZRANGE key start stop REV`: members by rank, highest score first.
     fn zrevrange(key: impl ToArg, start: i64, stop: i64) -> Vec<Bytes> {
-        Cmd::new("ZRANGE").arg(key).arg(start).arg(stop).arg("REV")
+        cmd!("ZRANGE").arg(key).arg(start).arg(stop).arg("REV")
     }
 
     /// `ZRANGE key min max BYSCORE`: members with a score in range.
     fn zrange_by_score(key: impl ToArg, min: impl ToArg, max: impl ToArg) -> Vec<Bytes> {
-        Cmd::new("ZRANGE").arg(key).arg(min).arg(max).arg("BYSCORE")
+        cmd!("ZRANGE").arg(key).arg(min).arg(max).arg("BYSCORE")
     }
 
     /// `ZRANK key member`: 0-based rank, lowest score first.
-    fn zrank(key: impl ToArg, member: impl ToArg) -> Option<u64> { Cmd::new("ZRANK").arg(key).arg(member) }
+    fn zrank(key: impl ToArg, member: impl ToArg) -> Option<u64> { cmd!("ZRANK").arg(key).arg(member) }
 
     /// `ZREVRANK key member`: 0-based rank, highest score first.
     fn zrevrank(key: impl ToArg, member: impl ToArg) -> Option<u64> {
-        Cmd::new("ZREVRANK").arg(key).arg(member)
+        cmd!("ZREVRANK").arg(key).arg(member)
     }
 
     /// `ZPOPMIN key count`: the lowest-scored members with their scores, removed.
     fn zpopmin(key: impl ToArg, count: u64) -> Vec<(Bytes, f64)> as with_scores {
-        Cmd::new("ZPOPMIN").arg(key).arg(count).with_shape(scores_shape)
+        cmd!("ZPOPMIN").arg(key).arg(count).with_shape(scores_shape)
     }
 
     /// `ZPOPMAX key count`: the highest-scored members with their scores, removed.
     fn zpopmax(key: impl ToArg, count: u64) -> Vec<(Bytes, f64)> as with_scores {
-        Cmd::new("ZPOPMAX").arg(key).arg(count).with_shape(scores_shape)
+        cmd!("ZPOPMAX").arg(key).arg(count).with_shape(scores_shape)
     }
 }

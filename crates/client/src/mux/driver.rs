@@ -49,7 +49,7 @@ use tokio::io::AsyncWrite;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, Sleep};
 
-use super::request::{Pending, Reply, Request};
+use super::request::{Encoded, Pending, Reply, Request};
 use super::turns::{TurnMark, Turns};
 use crate::cache::Cache;
 use crate::config::PushHandler;
@@ -158,6 +158,8 @@ pub(crate) struct Driver<'a> {
     waves: bool,
     /// Finds where replies end without decoding them, for raw slots.
     scanner: Scanner,
+    /// Callers' command buffers copied this intake, handed back at its end.
+    copied: Vec<BytesMut>,
 }
 
 /// One reply read from the connection.
@@ -236,6 +238,7 @@ impl<'a> Driver<'a> {
             backlog: false,
             waves: options.waves,
             scanner: Scanner::with_limits(Side::Reply, options.limits),
+            copied: Vec::new(),
         }
     }
 
@@ -349,7 +352,11 @@ impl<'a> Driver<'a> {
         }
         self.wbuf.extend_from_slice(&req.bytes);
         let deadline = req.deadline;
-        self.pending.push_back(req.into_pending());
+        let (bytes, pending) = req.into_parts();
+        self.pending.push_back(pending);
+        if let Encoded::Owned(buf) = bytes {
+            self.copied.push(buf);
+        }
         self.taken += 1;
         if self.watchdog.is_some() {
             // The timer may be set for the watchdog, later than this deadline.
@@ -411,6 +418,7 @@ impl<'a> Driver<'a> {
             }
         }
         self.turns.took(std::mem::take(&mut self.taken));
+        crate::buffers::give_back(&mut self.copied);
         took
     }
 

@@ -35,11 +35,12 @@ pub(crate) struct Request {
 
 /// A request's encoded commands, copied into the connection's write buffer and dropped.
 ///
-/// A command sent once travels as the caller's own buffer: freezing it into `Bytes`
-/// would allocate a shared header for it (its length is below its capacity), and free
-/// that header beside the buffer once written: one allocation and one free per command
-/// on the connection task, measured ~5% of its instructions. Bytes that are sent again
-/// (retries, redirects, pipelines) are shared.
+/// A command sent once travels as the caller's own buffer, which the connection task
+/// hands back for another caller's next command once it is copied (see
+/// `crate::buffers`): freezing it into `Bytes` would allocate a shared header for it, and
+/// freeing it on the connection task's thread, after another thread allocated it, cost
+/// malloc's slow paths on both sides. Bytes that are sent again (retries, redirects,
+/// pipelines) are shared.
 pub(crate) enum Encoded {
     Owned(BytesMut),
     Shared(Bytes),
@@ -141,15 +142,21 @@ impl Request {
     }
 
     pub(crate) fn into_pending(self) -> Pending {
+        self.into_parts().1
+    }
+
+    /// The request's bytes, and its slot waiting for replies.
+    pub(crate) fn into_parts(self) -> (Encoded, Pending) {
         let reply = match self.slot {
             Slot::One(tx) => Reply::One(tx),
             Slot::Many { count, tx } => Reply::Many(Gathering::new(count, tx)),
             Slot::Raw { count, tx } => Reply::Raw(Gathering::new(count, tx)),
         };
-        Pending {
+        let pending = Pending {
             reply,
             deadline: self.deadline,
-        }
+        };
+        (self.bytes, pending)
     }
 }
 

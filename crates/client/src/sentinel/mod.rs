@@ -49,7 +49,7 @@ use std::time::Duration;
 use redline_resp::{Frame, Protocol};
 use tokio::sync::watch as channel;
 
-use crate::cmd::Cmd;
+use crate::cmd::cmd;
 use crate::config::Config;
 use crate::error::Error;
 use crate::net::{self, Connection, Endpoint};
@@ -276,7 +276,7 @@ impl Discovery {
     async fn ask_one(&self, ep: &Endpoint) -> Result<Option<Master>, Error> {
         // Sentinels are dialled directly (`net::connect` would come back here).
         let mut conn = net::dial(ep, &ep.host, ep.port, &ep.addr).await?;
-        let cmd = Cmd::new("SENTINEL")
+        let cmd = cmd!("SENTINEL")
             .arg("get-master-addr-by-name")
             .arg(&*self.name);
         conn.write_all(&cmd.to_bytes(), &ep.addr).await?;
@@ -368,7 +368,7 @@ impl Discovery {
 
 /// `ROLE`'s first element (`master`, `slave`...), or `None` for an unexpected reply.
 async fn role(conn: &mut Connection, addr: &Arc<str>) -> Result<Option<String>, Error> {
-    conn.write_all(&Cmd::new("ROLE").to_bytes(), addr).await?;
+    conn.write_all(&cmd!("ROLE").to_bytes(), addr).await?;
     Ok(match conn.read_reply(addr).await? {
         Frame::Array(items) => items.first().and_then(text),
         Frame::Error(e) | Frame::BulkError(e) => Some(String::from_utf8_lossy(&e).into_owned()),

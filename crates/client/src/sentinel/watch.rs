@@ -13,7 +13,7 @@ use std::time::Duration;
 use redline_resp::Frame;
 
 use super::{parse_switch, Discovery};
-use crate::cmd::Cmd;
+use crate::cmd::cmd;
 use crate::config::Backoff;
 use crate::error::Error;
 use crate::net::{self, Endpoint};
@@ -70,7 +70,7 @@ async fn follow(discovery: &Discovery, ep: &Arc<Endpoint>) -> Result<(), Error> 
         addr: ep.addr.clone(),
         timeout: ep.connect_timeout,
     })??;
-    let subscribe = Cmd::new("SUBSCRIBE").arg(SWITCH_CHANNEL);
+    let subscribe = cmd!("SUBSCRIBE").arg(SWITCH_CHANNEL);
     conn.write_all(&subscribe.to_bytes(), &ep.addr).await?;
     // The confirmation comes before any message on the channel.
     let confirmation = tokio::time::timeout(ep.connect_timeout, conn.read_frame(&ep.addr))
