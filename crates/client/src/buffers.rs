@@ -53,20 +53,44 @@ fn refill(local: &mut Vec<BytesMut>) {
     local.extend(shared.drain(from..));
 }
 
+/// `bytes` in a buffer of their own: a handed-back one when they fit.
+pub(crate) fn copy_of(bytes: &[u8]) -> BytesMut {
+    if bytes.len() > SIZE {
+        return BytesMut::from(bytes);
+    }
+    let mut buf = take();
+    buf.extend_from_slice(bytes);
+    buf
+}
+
+/// Keeps a buffer this thread is done with for its next [`take`] (or frees it).
+pub(crate) fn keep(mut buf: BytesMut) {
+    if reclaim(&mut buf) {
+        LOCAL.with_borrow_mut(|local| {
+            if local.len() < 2 * REFILL {
+                local.push(buf);
+            }
+        });
+    }
+}
+
+/// Empties `buf` for reuse; false if it is not of the usual size (not worth keeping).
+fn reclaim(buf: &mut BytesMut) -> bool {
+    buf.clear();
+    // Takes back the room in front that the encoder skipped (no copy: it is empty).
+    if buf.capacity() < SIZE {
+        buf.reserve(SIZE);
+    }
+    buf.capacity() == SIZE
+}
+
 /// Takes buffers whose bytes were copied out, leaving `bufs` empty: those of the usual
 /// size are kept for [`take`], up to the bound; the others are freed.
 pub(crate) fn give_back(bufs: &mut Vec<BytesMut>) {
     if bufs.is_empty() {
         return;
     }
-    bufs.retain_mut(|buf| {
-        buf.clear();
-        // Takes back the room in front that the encoder skipped (no copy: it is empty).
-        if buf.capacity() < SIZE {
-            buf.reserve(SIZE);
-        }
-        buf.capacity() == SIZE
-    });
+    bufs.retain_mut(reclaim);
     if let Ok(mut shared) = SHARED.lock() {
         let room = SHARED_MAX.saturating_sub(shared.len());
         let keep = bufs.len().min(room);
@@ -94,6 +118,21 @@ mod tests {
         let taken: Vec<BytesMut> = (0..SHARED_MAX + REFILL).map(|_| take()).collect();
         assert!(taken.iter().all(|b| b.is_empty() && b.capacity() == SIZE));
         assert!(taken.iter().any(|b| b.as_ptr() as usize == at));
+    }
+
+    #[test]
+    fn copies_and_kept_buffers() {
+        let short = copy_of(b"*1\r\n$4\r\nPING\r\n");
+        assert_eq!(&short[..], b"*1\r\n$4\r\nPING\r\n");
+        assert_eq!(short.capacity(), SIZE);
+        let long = copy_of(&[b'x'; SIZE + 1]);
+        assert_eq!(long.len(), SIZE + 1);
+        // A kept buffer is this thread's next one.
+        let at = short.as_ptr() as usize;
+        keep(short);
+        let next = take();
+        assert_eq!(next.as_ptr() as usize, at);
+        assert!(next.is_empty());
     }
 
     #[test]

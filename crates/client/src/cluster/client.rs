@@ -250,12 +250,26 @@ impl ClusterClient {
             let block = cmd.block_time();
             return Box::pin(self.blocking_frame(cmd, block)).await;
         }
-        let readonly = cmd.is_readonly();
-        let (bytes, route) = prepare_routed(cmd)?;
-        if self.inner.cache.is_some() && !readonly {
+        if self.inner.cache.is_some() && !cmd.is_readonly() {
+            let (bytes, route) = prepare_routed(cmd)?;
             return Box::pin(self.execute_invalidating(bytes, route, read_from)).await;
         }
-        self.execute_routed(bytes, route, read_from).await
+        let spec = cmd.spec();
+        multiplexable(cmd.restriction())?;
+        let buf = cmd.into_encoded();
+        let route = route_with(spec, &buf);
+        match route.target {
+            // The common case, without freezing the caller's buffer (see `Resendable`).
+            Target::Slot(slot) => {
+                let cmd = SlotCommand {
+                    slot,
+                    readonly: route.readonly,
+                    replica: read_from == ReadFrom::Replica,
+                };
+                send_to_slot(&self.inner, buf, cmd).await
+            }
+            _ => Box::pin(self.execute_routed(buf.freeze(), route, read_from)).await,
+        }
     }
 
     /// A command that may write, with a client-side cache: its keys' entries are dropped
