@@ -258,17 +258,20 @@ impl ClusterClient {
         multiplexable(cmd.restriction())?;
         let buf = cmd.into_encoded();
         let route = route_with(spec, &buf);
-        match route.target {
-            // The common case, without freezing the caller's buffer (see `Resendable`).
-            Target::Slot(slot) => {
-                let cmd = SlotCommand {
-                    slot,
-                    readonly: route.readonly,
-                    replica: read_from == ReadFrom::Replica,
-                };
-                send_to_slot(&self.inner, buf, cmd).await
-            }
-            _ => Box::pin(self.execute_routed(buf.freeze(), route, read_from)).await,
+        let Target::Slot(slot) = route.target else {
+            return Box::pin(self.execute_routed(buf.freeze(), route, read_from)).await;
+        };
+        let cmd = SlotCommand {
+            slot,
+            readonly: route.readonly,
+            replica: read_from == ReadFrom::Replica,
+        };
+        if buf.len() <= crate::buffers::SIZE {
+            // The common case: sent as a copy, the caller's buffer kept (see `Resendable`).
+            send_to_slot(&self.inner, buf, cmd).await
+        } else {
+            // A long command is shared rather than copied.
+            send_to_slot(&self.inner, buf.freeze(), cmd).await
         }
     }
 
