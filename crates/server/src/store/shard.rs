@@ -8,6 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use indexmap::map::raw_entry_v1::{RawEntryApiV1, RawEntryMut};
 use indexmap::{IndexMap, IndexSet};
 
 use super::compact::CompactBytes;
@@ -290,8 +291,12 @@ impl Shard {
     /// previous value and TTL.
     pub fn insert(&mut self, key: &[u8], value: Value, expires_at: u64) {
         self.touch(key);
-        match self.map.get_index_of(key) {
-            Some(index) => {
+        let access = self.fresh_access();
+        // One hash and one probe whether the key is new or not (a lookup then an insert
+        // hashed and probed twice for every new key: every SET of one, every key loaded).
+        match self.map.raw_entry_mut_v1().from_key(key) {
+            RawEntryMut::Occupied(found) => {
+                let index = found.index();
                 self.before_change(index);
                 if let Some((_, entry)) = self.map.get_index_mut(index) {
                     let had_ttl = entry.expires_at != 0;
@@ -300,9 +305,8 @@ impl Shard {
                     self.track_ttl(key, had_ttl, expires_at != 0);
                 }
             }
-            None => {
-                let access = self.fresh_access();
-                self.map.insert(
+            RawEntryMut::Vacant(slot) => {
+                slot.insert(
                     CompactBytes::new(key),
                     Entry {
                         value,
