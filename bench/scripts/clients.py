@@ -6,7 +6,7 @@ import os
 import subprocess
 
 from common import json_line, log, rotation, with_others_cpu
-from procs import GO_BIN, RELEASE, Procs, flushall
+from procs import GO_BIN, RELEASE, ROOT, Procs, flushall
 
 RUST_BIN = f"{RELEASE}/bench-clients"
 GO_CLIENTS = ["rueidis", "go-redis"]
@@ -64,6 +64,11 @@ def run(quick):
     # these three: a third of the full plan's time).
     only = [c for c in os.environ.get("BENCH_CLIENTS", "").split(",") if c]
     runs, notes = [], []
+    go_clients = GO_CLIENTS
+    if not os.path.exists(GO_BIN):
+        go_clients = []
+        notes.append(f"rueidis and go-redis skipped: {os.path.relpath(GO_BIN, ROOT)} is not "
+                     "built (bench.py builds it unless --no-build)")
     procs = Procs()
     try:
         for mode in ("standalone", "cluster"):
@@ -73,7 +78,7 @@ def run(quick):
             if "redline" not in rust:
                 notes.append(f"{mode}: bench-clients has no redline client for this mode; "
                              "redline is missing from this comparison")
-            clients = rust + GO_CLIENTS
+            clients = rust + go_clients
             if only:
                 clients = [c for c in clients if c in only]
             try:
