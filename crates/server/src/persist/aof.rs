@@ -276,6 +276,9 @@ pub struct Durability {
     synced: tokio::sync::watch::Sender<u64>,
     /// The syncer thread was started.
     syncer: AtomicBool,
+    /// The syncer writes the buffer before each fsync, so under `appendfsync always`
+    /// the connections leave the writing to it.
+    syncer_writes: AtomicBool,
     /// DEBUG AOF-FLUSH-SLEEP: microseconds each write waits first.
     flush_sleep_us: AtomicU64,
     /// `aof-timestamp-enabled`.
@@ -306,6 +309,7 @@ impl Default for Durability {
             wake: parking_lot::Condvar::new(),
             synced: tokio::sync::watch::Sender::new(0),
             syncer: AtomicBool::new(false),
+            syncer_writes: AtomicBool::new(false),
             flush_sleep_us: AtomicU64::new(0),
             timestamps: AtomicBool::new(false),
             write_errno: AtomicI32::new(0),
@@ -380,17 +384,20 @@ impl Durability {
     }
 
     /// The file writes go to from now on (`None`: the AOF is off); `always` is the policy.
-    fn switch(self: &Arc<Self>, file: Option<Arc<File>>, always: bool) {
+    fn switch(self: &Arc<Self>, shared: &Shared, file: Option<Arc<File>>, always: bool) {
         *self.file.lock() = file;
         self.always.store(always, Ordering::Release);
         if always && !self.syncer.swap(true, Ordering::AcqRel) {
             let weak = Arc::downgrade(self);
+            let owner = shared.arc().map(|a| Arc::downgrade(&a));
+            self.syncer_writes.store(owner.is_some(), Ordering::Release);
             let spawned = std::thread::Builder::new()
                 .name("redline-aof-fsync".into())
-                .spawn(move || Durability::sync_loop(&weak));
+                .spawn(move || Durability::sync_loop(&weak, owner.as_ref()));
             if let Err(e) = spawned {
                 tracing::warn!("Can't start the AOF fsync thread: {e}");
                 self.syncer.store(false, Ordering::Release);
+                self.syncer_writes.store(false, Ordering::Release);
             }
         }
         if !always {
@@ -402,7 +409,7 @@ impl Durability {
 
     /// The syncer: sleeps until a connection wants a position not synced yet, fsyncs
     /// everything appended by then, publishes it. Ends with the server's state.
-    fn sync_loop(weak: &std::sync::Weak<Durability>) {
+    fn sync_loop(weak: &std::sync::Weak<Durability>, owner: Option<&std::sync::Weak<Shared>>) {
         loop {
             let Some(d) = weak.upgrade() else {
                 return;
@@ -415,6 +422,11 @@ impl Durability {
                         .wait_for(&mut wanted, std::time::Duration::from_secs(1));
                     continue;
                 }
+            }
+            // The syncer writes what was appended, then fsyncs it: one write per fsync
+            // instead of one per reply batch (see `before_replies`).
+            if let Some(shared) = owner.and_then(std::sync::Weak::upgrade) {
+                write_pending(&shared);
             }
             // Everything written by now is in the current file, or (after a rewrite
             // swapped it) in the old one, which was fsynced before the swap.
@@ -452,8 +464,9 @@ pub fn set_flush_sleep(shared: &Shared, micros: u64) {
 pub async fn before_replies(shared: &Shared) {
     let d = &shared.aof.durability;
     let target = d.appended.load(Ordering::Acquire);
+    let syncer_writes = d.always.load(Ordering::Acquire) && d.syncer_writes.load(Ordering::Acquire);
     let mut turns = 0;
-    while d.written.load(Ordering::Acquire) < target {
+    while !syncer_writes && d.written.load(Ordering::Acquire) < target {
         if let Some(writer) = d.writer.try_lock() {
             write_taken(shared, &writer);
             break;
@@ -885,7 +898,7 @@ fn attach(shared: &Shared, file: File, size: u64) {
     shared
         .aof
         .durability
-        .switch(Some(file.clone()), fsync == Fsync::Always);
+        .switch(shared, Some(file.clone()), fsync == Fsync::Always);
     stream.aof = Some(AofFile {
         file,
         fsync,
@@ -1006,7 +1019,7 @@ pub fn apply_fsync(shared: &Shared) {
     shared
         .aof
         .durability
-        .switch(Some(file), fsync == Fsync::Always);
+        .switch(shared, Some(file), fsync == Fsync::Always);
 }
 
 /// Stops writing the AOF (`appendonly no`); the files stay.
@@ -1030,7 +1043,7 @@ fn stop_writing(shared: &Shared) {
         aof.flush_locked();
         let _ = aof.file.sync_data();
         let d = &shared.aof.durability;
-        d.switch(None, false);
+        d.switch(shared, None, false);
         // With the AOF off its errors refuse nothing, and turning it on starts afresh
         // (Redis ignores them when it reopens the file).
         d.write_errno.store(0, Ordering::Release);
