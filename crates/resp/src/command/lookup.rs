@@ -60,6 +60,12 @@ impl Key {
         ]))
     }
 
+    /// `==` in a constant.
+    const fn eq_const(&self, other: &Key) -> bool {
+        let (a, b) = (&self.0, &other.0);
+        a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3]
+    }
+
     /// Hash of a (parent, name) pair mapped to `bits` bits (its top bits).
     const fn slot(parent: &Key, name: &Key, bits: u32) -> usize {
         let [a, b, c, d] = name.0;
@@ -181,6 +187,22 @@ impl<const SLOTS: usize, const N: usize> Index<SLOTS, N> {
         };
     }
 
+    /// The first entry [`Index::probe`] gives, in a constant.
+    const fn find_const(&self, parent: &Key, key: &Key) -> Option<&Entry> {
+        let mut slot = Key::slot(parent, key, Self::BITS);
+        // Ends: the index is at most half full, so an empty slot is always reached.
+        loop {
+            let entry = self.slots[slot] as usize;
+            if entry == 0 {
+                return None;
+            }
+            if self.entries[entry - 1].key.eq_const(key) {
+                return Some(&self.entries[entry - 1]);
+            }
+            slot = (slot + 1) & (SLOTS - 1);
+        }
+    }
+
     /// The entries whose name is `key` under `parent`, in probe order (several for a
     /// subcommand name shared by many parents only if their hashes collide).
     #[inline(always)]
@@ -253,30 +275,13 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
 /// assert!(command::position_const("NOPE").is_none());
 /// ```
 pub const fn position_const(name: &str) -> Option<usize> {
-    let name = name.as_bytes();
-    let mut i = 0;
-    while i < COMMANDS.len() {
-        if eq_ignore_case(COMMANDS[i].name.as_bytes(), name) {
-            return Some(i);
-        }
-        i += 1;
+    let Some(key) = Key::new(name.as_bytes()) else {
+        return None;
+    };
+    match TOP_LEVEL.find_const(&Key::EMPTY, &key) {
+        Some(entry) => Some(entry.top as usize),
+        None => None,
     }
-    None
-}
-
-/// `<[u8]>::eq_ignore_ascii_case`, which is `const` only from Rust 1.89.
-const fn eq_ignore_case(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if !a[i].eq_ignore_ascii_case(&b[i]) {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
 
 #[inline(always)]
@@ -383,6 +388,17 @@ mod tests {
             let found = resolve(&upper.split('|').collect::<Vec<_>>());
             assert!(std::ptr::eq(found.unwrap(), spec), "{upper}");
         }
+    }
+
+    #[test]
+    fn positions_found_in_constants_are_the_lookup_s() {
+        for (i, spec) in COMMANDS.iter().enumerate() {
+            assert_eq!(position_const(spec.name), Some(i), "{}", spec.name);
+            let upper = spec.name.to_ascii_uppercase();
+            assert_eq!(position_const(&upper), Some(i), "{upper}");
+        }
+        assert_eq!(position_const("config|get"), None);
+        assert_eq!(position_const(&"x".repeat(MAX_NAME + 1)), None);
     }
 
     #[test]
