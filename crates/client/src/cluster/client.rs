@@ -12,7 +12,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use redline_resp::slot::{key_slot, SLOTS};
 use redline_resp::Frame;
 use tokio::sync::Notify;
@@ -23,7 +23,7 @@ use crate::error::{Error, ServerErrorKind};
 use crate::reply::FromReply;
 
 use super::config::{ClusterConfig, ReadFrom};
-use super::exec::{send_to_slot, SlotCommand};
+use super::exec::{send_buffer_to_slot, send_to_slot, SlotCommand};
 use super::fanout::{self, Nodes};
 use super::learned::LearnedKeys;
 use super::metrics::{bump, ClusterMetrics, Metrics};
@@ -250,14 +250,11 @@ impl ClusterClient {
             let block = cmd.block_time();
             return Box::pin(self.blocking_frame(cmd, block)).await;
         }
-        if self.inner.cache.is_some() && !cmd.is_readonly() {
-            let (bytes, route) = prepare_routed(cmd)?;
-            return Box::pin(self.execute_invalidating(bytes, route, read_from)).await;
+        let invalidates = self.inner.cache.is_some() && !cmd.is_readonly();
+        let (buf, route) = prepare_routed(cmd)?;
+        if invalidates {
+            return Box::pin(self.execute_invalidating(buf.freeze(), route, read_from)).await;
         }
-        let spec = cmd.spec();
-        multiplexable(cmd.restriction())?;
-        let buf = cmd.into_encoded();
-        let route = route_with(spec, &buf);
         let Target::Slot(slot) = route.target else {
             return Box::pin(self.execute_routed(buf.freeze(), route, read_from)).await;
         };
@@ -266,13 +263,7 @@ impl ClusterClient {
             readonly: route.readonly,
             replica: read_from == ReadFrom::Replica,
         };
-        if buf.len() <= crate::buffers::SIZE {
-            // The common case: sent as a copy, the caller's buffer kept (see `Resendable`).
-            send_to_slot(&self.inner, buf, cmd).await
-        } else {
-            // A long command is shared rather than copied.
-            send_to_slot(&self.inner, buf.freeze(), cmd).await
-        }
+        send_buffer_to_slot(&self.inner, buf, cmd).await
     }
 
     /// A command that may write, with a client-side cache: its keys' entries are dropped
@@ -492,12 +483,14 @@ pub(crate) fn error_as_reply(result: Result<Frame, Error>) -> Result<Frame, Erro
 }
 
 /// [`prepare`], and the command's route, from the table entry [`Cmd::new`] found (the
-/// name is not looked up again).
-pub(crate) fn prepare_routed(cmd: Cmd) -> Result<(Bytes, Route), Error> {
+/// name is not looked up again). The bytes are not frozen yet: a command sent once
+/// need not be (see `Resendable`).
+pub(crate) fn prepare_routed(cmd: Cmd) -> Result<(BytesMut, Route), Error> {
     let spec = cmd.spec();
-    let bytes = prepare(cmd)?;
-    let route = route_with(spec, &bytes);
-    Ok((bytes, route))
+    multiplexable(cmd.restriction())?;
+    let buf = cmd.into_encoded();
+    let route = route_with(spec, &buf);
+    Ok((buf, route))
 }
 
 /// Redis's own error for keys in different slots.

@@ -108,6 +108,21 @@ pub(crate) async fn send_to_slot<B: Resendable>(
     result
 }
 
+/// [`send_to_slot`] for a command in its caller's own buffer: a short one goes out as a
+/// copy and the buffer is kept (see [`Resendable`]); a long one is shared rather than
+/// copied.
+pub(crate) async fn send_buffer_to_slot(
+    shared: &Shared,
+    buf: BytesMut,
+    cmd: SlotCommand,
+) -> Result<Frame, Error> {
+    if buf.len() <= crate::buffers::SIZE {
+        send_to_slot(shared, buf, cmd).await
+    } else {
+        send_to_slot(shared, buf.freeze(), cmd).await
+    }
+}
+
 /// The slot's node: a replica when asked for and available, else the master.
 #[inline]
 fn pick(shared: &Shared, slot: u16, replica: bool) -> Option<(Arc<Node>, bool)> {

@@ -93,7 +93,7 @@ impl ClusterPipeline {
     /// Queues any command.
     pub fn add(&mut self, cmd: Cmd) -> &mut Self {
         match prepare_routed(cmd) {
-            Ok(command) => self.commands.push(command),
+            Ok((bytes, route)) => self.commands.push((bytes.freeze(), route)),
             Err(err) => {
                 self.invalid.get_or_insert(err);
             }
