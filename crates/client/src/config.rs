@@ -95,13 +95,13 @@ pub struct Config {
     /// (HTTP handlers) can do better with 0 (see bench/NOTES.md). Default 32; URL option
     /// `busy_polls`.
     pub busy_polls: u32,
-    /// Whether a connection hands replies out in *waves* under load (from 32 commands in
-    /// flight): about a quarter of them (8 to 32), then a write of what those callers
-    /// sent, then the next wave, so the server works on one batch while the callers
-    /// prepare the next. It pays when the server has a core of its own: GET through
-    /// `Client` on one redis-server, 64 / 256 callers, went from 274k / 375k to 439k /
-    /// 661k ops/s, p99 lower. Below 32 in flight a wave would be too small to pay for
-    /// its write (bench/NOTES.md, "waves from 32 in flight"). Each wave is one more
+    /// Whether a connection hands replies out in *waves* (from 8 commands in flight):
+    /// about a quarter of them (4 to 32), then a write of what those callers sent, then
+    /// the next wave, so the server works on one batch while the callers prepare the
+    /// next, and is not left idle long enough to wake slowly. It pays when the server has
+    /// a core of its own: GET through `Client` on one redis-server at 12 / 16 / 32
+    /// callers went from 220-260k / 280-330k / 280-530k to 300-440k / 420-440k /
+    /// 610-760k ops/s (bench/NOTES.md, "waves from 8 in flight"). Each wave is one more
     /// write for both sides, which cost throughput when three cluster nodes and the
     /// client shared two cores (bench/NOTES.md, "reply waves"). `None` (the default): on for
     /// [`Client`](crate::Client), off for [`ClusterClient`](crate::ClusterClient)'s node

@@ -374,6 +374,17 @@ async fn replies_handed_out_in_waves_reach_their_callers() {
     each_caller_reads_its_own_writes(&client, 256, 40).await;
 }
 
+/// With up to 64 commands in flight the connection task reads the socket itself while it
+/// waits; a read that brings a wave's worth of replies must still let those callers run
+/// before the next wave, and every caller gets its own replies.
+#[tokio::test(flavor = "current_thread")]
+async fn waves_after_direct_reads_reach_their_callers() {
+    let server = RedisServer::start().unwrap();
+    let client = Client::connect(&server.url()).await.unwrap();
+    each_caller_reads_its_own_writes(&client, 16, 200).await;
+    each_caller_reads_its_own_writes(&client, 9, 200).await;
+}
+
 /// `callers` tasks each SET then GET a value naming the task and round, `rounds` times,
 /// over the client's one connection, and check that every GET returns their own value.
 async fn each_caller_reads_its_own_writes(client: &Client, callers: usize, rounds: usize) {
