@@ -317,15 +317,14 @@ impl<'a> Driver<'a> {
                 self.spins += 1;
                 if self.reads_directly() {
                     match self.read_directly() {
-                        Ok(true) if self.backlog => {
-                            // The read handed out a wave: its callers run before the
-                            // next one (looping would hand that out at once).
-                            self.spins = 0;
-                            cx.waker().wake_by_ref();
-                            return Poll::Pending;
-                        }
                         Ok(true) => {
                             self.spins = 0;
+                            if self.backlog {
+                                // The read handed out a wave: its callers run before
+                                // the next one (looping would hand that out at once).
+                                cx.waker().wake_by_ref();
+                                return Poll::Pending;
+                            }
                             continue;
                         }
                         Ok(false) => {}
