@@ -143,13 +143,24 @@ fn config_set_port_moves_the_listener_or_changes_nothing() {
     let me = std::process::id();
     let old = listening_socket_inodes(me, server.addr.port()).unwrap();
     assert!(!old.is_empty());
-    // A free port: new connections go there, the old port closes.
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = free.local_addr().unwrap().port();
-    drop(free);
-    assert_eq!(
-        text(&c.cmd(&["CONFIG", "SET", "port", &port.to_string()])),
-        "OK"
+    // A free port: new connections go there, the old port closes. The port is free when
+    // picked; another process or test may take it before the server binds it (one CI
+    // run did), which the server must refuse as above: then pick another.
+    let mut port = 0;
+    for _ in 0..5 {
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let candidate = free.local_addr().unwrap().port();
+        drop(free);
+        let reply = text(&c.cmd(&["CONFIG", "SET", "port", &candidate.to_string()]));
+        if reply == "OK" {
+            port = candidate;
+            break;
+        }
+        assert!(reply.contains("Unable to listen on this port"), "{reply}");
+    }
+    assert_ne!(
+        port, 0,
+        "five free ports were all taken before the server bound them"
     );
     let mut moved = Conn::connect(([127, 0, 0, 1], port).into());
     assert_eq!(text(&moved.cmd(&["PING"])), "PONG");
