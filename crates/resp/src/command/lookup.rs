@@ -187,8 +187,9 @@ impl<const SLOTS: usize, const N: usize> Index<SLOTS, N> {
         };
     }
 
-    /// The first entry [`Index::probe`] gives, in a constant.
-    const fn find_const(&self, parent: &Key, key: &Key) -> Option<&Entry> {
+    /// The first entry [`Index::probe`] gives; `const`, so names are also found at
+    /// compile time ([`position_const`]).
+    const fn find(&self, parent: &Key, key: &Key) -> Option<&Entry> {
         let mut slot = Key::slot(parent, key, Self::BITS);
         // Ends: the index is at most half full, so an empty slot is always reached.
         loop {
@@ -278,7 +279,7 @@ pub const fn position_const(name: &str) -> Option<usize> {
     let Some(key) = Key::new(name.as_bytes()) else {
         return None;
     };
-    match TOP_LEVEL.find_const(&Key::EMPTY, &key) {
+    match TOP_LEVEL.find(&Key::EMPTY, &key) {
         Some(entry) => Some(entry.top as usize),
         None => None,
     }
@@ -286,7 +287,7 @@ pub const fn position_const(name: &str) -> Option<usize> {
 
 #[inline(always)]
 fn lookup_key(key: &Key) -> Option<&'static CommandSpec> {
-    let entry = TOP_LEVEL.probe(&Key::EMPTY, key).next()?;
+    let entry = TOP_LEVEL.find(&Key::EMPTY, key)?;
     COMMANDS.get(usize::from(entry.top))
 }
 
