@@ -453,8 +453,14 @@ impl ClusterClient {
 
 /// Refuses commands that would take a shared connection over, as the standalone client.
 pub(crate) fn prepare(cmd: Cmd) -> Result<Bytes, Error> {
+    prepare_unfrozen(cmd).map(BytesMut::freeze)
+}
+
+/// [`prepare`] without freezing the bytes: a command sent once need not be (see
+/// `Resendable`).
+fn prepare_unfrozen(cmd: Cmd) -> Result<BytesMut, Error> {
     multiplexable(cmd.restriction())?;
-    Ok(cmd.into_bytes())
+    Ok(cmd.into_encoded())
 }
 
 /// Whether a command with this restriction may go on a shared connection.
@@ -482,13 +488,11 @@ pub(crate) fn error_as_reply(result: Result<Frame, Error>) -> Result<Frame, Erro
     }
 }
 
-/// [`prepare`], and the command's route, from the table entry [`Cmd::new`] found (the
-/// name is not looked up again). The bytes are not frozen yet: a command sent once
-/// need not be (see `Resendable`).
+/// [`prepare_unfrozen`], and the command's route, from the table entry [`Cmd::new`]
+/// found (the name is not looked up again).
 pub(crate) fn prepare_routed(cmd: Cmd) -> Result<(BytesMut, Route), Error> {
     let spec = cmd.spec();
-    multiplexable(cmd.restriction())?;
-    let buf = cmd.into_encoded();
+    let buf = prepare_unfrozen(cmd)?;
     let route = route_with(spec, &buf);
     Ok((buf, route))
 }
