@@ -26,7 +26,11 @@ const SHARED_MAX: usize = 256;
 /// Buffers a thread takes from the shared list at a time.
 const REFILL: usize = 8;
 
-static SHARED: Mutex<Vec<BytesMut>> = Mutex::new(Vec::new());
+/// The list the connection tasks hand buffers back to and the callers' threads refill
+/// from.
+struct Shared(Mutex<Vec<BytesMut>>);
+
+static SHARED: Shared = Shared::new();
 
 thread_local! {
     static LOCAL: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
@@ -37,20 +41,11 @@ pub(crate) fn take() -> BytesMut {
     LOCAL
         .with_borrow_mut(|local| {
             if local.is_empty() {
-                refill(local);
+                SHARED.refill(local);
             }
             local.pop()
         })
         .unwrap_or_else(|| BytesMut::with_capacity(SIZE))
-}
-
-fn refill(local: &mut Vec<BytesMut>) {
-    // A busy list means another thread is at it: allocating is cheaper than waiting.
-    let Ok(mut shared) = SHARED.try_lock() else {
-        return;
-    };
-    let from = shared.len().saturating_sub(REFILL);
-    local.extend(shared.drain(from..));
 }
 
 /// `bytes` in a buffer of their own: a handed-back one when they fit.
@@ -87,16 +82,36 @@ fn reclaim(buf: &mut BytesMut) -> bool {
 /// Takes buffers whose bytes were copied out, leaving `bufs` empty: those of the usual
 /// size are kept for [`take`], up to the bound; the others are freed.
 pub(crate) fn give_back(bufs: &mut Vec<BytesMut>) {
-    if bufs.is_empty() {
-        return;
+    SHARED.give_back(bufs);
+}
+
+impl Shared {
+    const fn new() -> Shared {
+        Shared(Mutex::new(Vec::new()))
     }
-    bufs.retain_mut(reclaim);
-    if let Ok(mut shared) = SHARED.lock() {
-        let room = SHARED_MAX.saturating_sub(shared.len());
-        let keep = bufs.len().min(room);
-        shared.extend(bufs.drain(..keep));
+
+    /// Moves up to [`REFILL`] buffers to a thread's own stack.
+    fn refill(&self, local: &mut Vec<BytesMut>) {
+        // A busy list means another thread is at it: allocating is cheaper than waiting.
+        let Ok(mut shared) = self.0.try_lock() else {
+            return;
+        };
+        let from = shared.len().saturating_sub(REFILL);
+        local.extend(shared.drain(from..));
     }
-    bufs.clear();
+
+    fn give_back(&self, bufs: &mut Vec<BytesMut>) {
+        if bufs.is_empty() {
+            return;
+        }
+        bufs.retain_mut(reclaim);
+        if let Ok(mut shared) = self.0.lock() {
+            let room = SHARED_MAX.saturating_sub(shared.len());
+            let keep = bufs.len().min(room);
+            shared.extend(bufs.drain(..keep));
+        }
+        bufs.clear();
+    }
 }
 
 #[cfg(test)]
@@ -110,14 +125,18 @@ mod tests {
         buf.put_slice(b"*1\r\n$4\r\nPING\r\n");
         buf.advance(4);
         let at = buf.as_ptr() as usize - 4;
-        // Another thread (the connection task's) hands it back.
-        std::thread::spawn(move || give_back(&mut vec![buf]))
+        // Another thread (the connection task's) hands it back, to a list of this test's
+        // own: tests running beside it take from and fill the process's list.
+        let shared = std::sync::Arc::new(Shared::new());
+        let giver = shared.clone();
+        std::thread::spawn(move || giver.give_back(&mut vec![buf]))
             .join()
             .unwrap();
-        // Other tests share the list: look for this buffer among a few taken.
-        let taken: Vec<BytesMut> = (0..SHARED_MAX + REFILL).map(|_| take()).collect();
-        assert!(taken.iter().all(|b| b.is_empty() && b.capacity() == SIZE));
-        assert!(taken.iter().any(|b| b.as_ptr() as usize == at));
+        let mut local = Vec::new();
+        shared.refill(&mut local);
+        assert_eq!(local.len(), 1);
+        assert!(local[0].is_empty() && local[0].capacity() == SIZE);
+        assert_eq!(local[0].as_ptr() as usize, at);
     }
 
     #[test]
