@@ -7,8 +7,12 @@
 //! that one command at once, while the other callers woken by the same batch of replies
 //! are still about to send. Counted per client, it sees that more callers were woken
 //! than have sent, and waits one turn for them.
+//!
+//! It also counts the client's connections that have replies due, which divides the
+//! busy poll between them (`Driver::spin_budget`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Shared by every connection a client opens (all nodes of a cluster, every pooled
 /// connection). Drivers add to it once per batch, not once per command, so the cache
@@ -17,6 +21,52 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub(crate) struct Turns {
     woken: AtomicUsize,
     taken: AtomicUsize,
+    /// Connections with replies due, each counted through its [`Waiting`].
+    waiting: AtomicUsize,
+}
+
+/// One connection's place in [`Turns`]' count of connections with replies due: counted
+/// while it says so, and no longer once dropped (the connection closed or failed).
+#[derive(Debug)]
+pub(crate) struct Waiting {
+    turns: Arc<Turns>,
+    counted: bool,
+}
+
+impl Waiting {
+    pub(crate) fn new(turns: Arc<Turns>) -> Waiting {
+        Waiting {
+            turns,
+            counted: false,
+        }
+    }
+
+    /// Records whether this connection has replies due; touches the shared count only
+    /// when that changes.
+    #[inline]
+    pub(crate) fn set(&mut self, due: bool) {
+        if due != self.counted {
+            if due {
+                self.turns.waiting.fetch_add(1, Ordering::Relaxed);
+            } else {
+                self.turns.waiting.fetch_sub(1, Ordering::Relaxed);
+            }
+            self.counted = due;
+        }
+    }
+
+    /// How many of the client's connections have replies due, this one included when
+    /// it is counted.
+    #[inline]
+    pub(crate) fn connections(&self) -> usize {
+        self.turns.waiting.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.set(false);
+    }
 }
 
 /// One driver's view: the counts at its last write.
@@ -74,6 +124,24 @@ mod tests {
         assert!(turns.callers_pending(&a));
         turns.took(3);
         assert!(!turns.callers_pending(&a), "all 10 sent");
+    }
+
+    #[test]
+    fn waiting_counts_each_connection_once_until_dropped() {
+        let turns = Arc::new(Turns::default());
+        let mut a = Waiting::new(turns.clone());
+        let mut b = Waiting::new(turns.clone());
+        a.set(true);
+        a.set(true);
+        b.set(true);
+        assert_eq!(a.connections(), 2);
+        a.set(false);
+        assert_eq!(b.connections(), 1);
+        drop(b);
+        assert_eq!(a.connections(), 0);
+        a.set(true);
+        drop(a);
+        assert_eq!(turns.waiting.load(Ordering::Relaxed), 0);
     }
 
     #[test]
