@@ -505,7 +505,9 @@ impl<'a> Driver<'a> {
 
     /// How many spins in a row the driver may take now (see `busy_polls`): none with
     /// nothing due, twice `busy_polls` while it reads the socket itself, divided by the
-    /// square of how many of the client's connections have replies due.
+    /// square of how many of the client's connections have replies due. Asked whenever a
+    /// turn made no progress, it also records in that count whether this connection has
+    /// replies due, so the count follows every connection's pending queue.
     ///
     /// A spin keeps the worker awake until the next reply lands. With K connections
     /// waiting (a cluster's nodes), the worker takes their spins in turn, so each needs a
@@ -526,10 +528,8 @@ impl<'a> Driver<'a> {
         } else {
             self.busy_polls
         };
-        let waiting = u32::try_from(self.waiting.connections())
-            .unwrap_or(u32::MAX)
-            .max(1);
-        budget / waiting.saturating_mul(waiting)
+        let waiting = self.waiting.connections().max(1);
+        budget / u32::try_from(waiting.saturating_mul(waiting)).unwrap_or(u32::MAX)
     }
 
     /// Whether a spin reads the socket itself now: few commands in flight (see
