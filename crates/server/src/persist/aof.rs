@@ -40,12 +40,14 @@ use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
 use parking_lot::Mutex;
 
 use super::aof_manifest::Manifest;
 use super::bgsave::CutFormat;
+use super::group_commit::{Pacing, Wants};
 use crate::shared::Shared;
 use crate::store::{Held, ShardMap};
 
@@ -269,8 +271,8 @@ pub struct Durability {
     writer: Mutex<()>,
     /// The file the syncer fsyncs (the current incremental file).
     file: Mutex<Option<Arc<File>>>,
-    /// The highest position a connection waits for.
-    wanted: Mutex<u64>,
+    /// What connections waiting for the disk want (see [`super::group_commit`]).
+    wants: Mutex<Wants>,
     wake: parking_lot::Condvar,
     /// Up to which position the writes are on disk.
     synced: tokio::sync::watch::Sender<u64>,
@@ -305,7 +307,7 @@ impl Default for Durability {
             written: AtomicU64::new(0),
             writer: Mutex::new(()),
             file: Mutex::new(None),
-            wanted: Mutex::new(0),
+            wants: Mutex::new(Wants::default()),
             wake: parking_lot::Condvar::new(),
             synced: tokio::sync::watch::Sender::new(0),
             syncer: AtomicBool::new(false),
@@ -407,22 +409,36 @@ impl Durability {
         }
     }
 
-    /// The syncer: sleeps until a connection wants a position not synced yet, fsyncs
+    /// The syncer: sleeps until a connection wants a position not synced yet, lets the
+    /// group gather when the last one was large ([`super::group_commit`]), fsyncs
     /// everything appended by then, publishes it. Ends with the server's state.
     fn sync_loop(weak: &std::sync::Weak<Durability>, owner: Option<&std::sync::Weak<Shared>>) {
+        let mut pacing = Pacing::default();
         loop {
             let Some(d) = weak.upgrade() else {
                 return;
             };
             {
-                let mut wanted = d.wanted.lock();
-                if *wanted <= *d.synced.borrow() {
+                let mut wants = d.wants.lock();
+                if wants.upto <= *d.synced.borrow() {
                     // Woken by a request, or every second to notice a stopped server.
+                    wants.wake_at = 0;
                     d.wake
-                        .wait_for(&mut wanted, std::time::Duration::from_secs(1));
+                        .wait_for(&mut wants, std::time::Duration::from_secs(1));
                     continue;
                 }
+                if let Some((enough, until)) = pacing.gather(Instant::now()) {
+                    while wants.arrivals < enough {
+                        wants.wake_at = enough;
+                        if d.wake.wait_until(&mut wants, until).timed_out() {
+                            break;
+                        }
+                    }
+                    wants.wake_at = 0;
+                }
+                pacing.start(wants.arrivals);
             }
+            let started = Instant::now();
             // The syncer writes what was appended, then fsyncs it: one write per fsync
             // instead of one per reply batch (see `before_replies`).
             if let Some(shared) = owner.and_then(std::sync::Weak::upgrade) {
@@ -444,6 +460,7 @@ impl Durability {
                     std::process::exit(1);
                 }
             }
+            pacing.done(started);
             d.synced.send_modify(|s| *s = (*s).max(upto));
         }
     }
@@ -489,9 +506,7 @@ pub async fn before_replies(shared: &Shared) {
     if *synced.borrow_and_update() >= target {
         return;
     }
-    {
-        let mut wanted = d.wanted.lock();
-        *wanted = (*wanted).max(target);
+    if d.wants.lock().arrive(target) {
         d.wake.notify_one();
     }
     while *synced.borrow_and_update() < target {

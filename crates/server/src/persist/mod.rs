@@ -8,6 +8,7 @@
 //!   fork.
 //! - [`shutdown`]: what a shutdown saves; [`graceful`]: a shutdown that first waits for
 //!   the replicas to catch up.
+//! - [`group_commit`]: when `appendfsync always` starts its next fsync.
 //! - [`loading`]: the load at start as clients and INFO see it, and load counters.
 //! - [`snapshot`]: the dataset as an RDB image: SAVE, BGSAVE, DEBUG RELOAD, loading at
 //!   start, the payload of a replication full sync.
@@ -18,6 +19,7 @@ pub mod aof_manifest;
 pub mod bgsave;
 mod dump_file;
 pub mod graceful;
+mod group_commit;
 pub mod loading;
 pub mod rdb;
 pub mod shutdown;
