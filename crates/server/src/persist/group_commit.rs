@@ -3,12 +3,12 @@
 //!
 //! Every connection whose replies need the disk waits for an fsync that covers its
 //! changes; one fsync covers everyone waiting when it starts. Started as soon as anyone
-//! waits, fsyncs carried about 6.5 requests each at 50 clients against Redis's 42
-//! (`-c 50 -P 1`, bench/NOTES.md): Redis runs one fsync per event-loop turn, after it
-//! has read every client ready, while a multi-core server's connections arrive one by
-//! one and the first to arrive started the fsync for itself and a few others. Each fsync
-//! costs CPU (the syscall, the journal's commit, waking the syncer and the connections),
-//! so small groups cost about 5 µs of CPU a request more than Redis spends.
+//! waited, fsyncs carried 13 requests each at 50 clients where Redis's carried 29
+//! (`-c 50 -P 1`, bench/NOTES.md, stop 55): Redis runs one fsync per event-loop turn,
+//! after it has read every client ready, while a multi-core server's connections arrive
+//! one by one and the first to arrive started the fsync for itself and a few others.
+//! Each fsync costs CPU (the syscall, the file system's work, waking the syncer and the
+//! connections) and one of the disk's operations.
 //!
 //! The connections an fsync released send their next commands within about one round
 //! trip, so the last group's size says how many to expect. When it was large
