@@ -142,7 +142,11 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Cm
         ctx,
         |engine| {
             let sha = if by_sha {
-                String::from_utf8_lossy(&body).to_ascii_lowercase()
+                // A SHA is ASCII: checked as UTF-8 (not read lossily) on the common path.
+                match std::str::from_utf8(&body) {
+                    Ok(text) => text.to_ascii_lowercase(),
+                    Err(_) => String::from_utf8_lossy(&body).to_ascii_lowercase(),
+                }
             } else {
                 engine.load_script(&body).map_err(engine_error)?
             };

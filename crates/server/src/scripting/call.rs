@@ -85,7 +85,7 @@ fn number_bytes(n: f64) -> Bytes {
     if (-LIMIT..LIMIT).contains(&n) {
         let whole = n as i64;
         if (whole as f64).to_bits() == n.to_bits() {
-            return Bytes::from(whole.to_string());
+            return Bytes::copy_from_slice(itoa::Buffer::new().format(whole).as_bytes());
         }
     }
     Bytes::from(crate::cmd::float::fmt_g(n, 14))

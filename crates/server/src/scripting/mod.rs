@@ -1016,14 +1016,14 @@ fn run_and_reply(
 ) -> bool {
     let (func, mode, name, script_flags) = match target {
         Target::Script(sha) => match engine.scripts.get(sha) {
-            Some(s) => (s.func.clone(), Mode::Eval, sha.to_string(), s.flags),
+            Some(s) => (s.func.clone(), Mode::Eval, sha, s.flags),
             None => {
                 encode::write_error(ctx.out, b"NOSCRIPT No matching script. Please use EVAL.");
                 return false;
             }
         },
         Target::Function(fname) => match engine.function(fname) {
-            Some(f) => (f.func.clone(), Mode::Function, fname.to_string(), f.flags),
+            Some(f) => (f.func.clone(), Mode::Function, fname, f.flags),
             None => {
                 encode::write_error(ctx.out, b"ERR Function not found");
                 return false;
@@ -1047,7 +1047,7 @@ fn run_and_reply(
     engine.script_repl.store(3, Ordering::Relaxed);
     let flags = ctx.shared.scripting.flags.clone();
     let threshold = u64::try_from(ctx.shared.hot.busy_reply_threshold()).unwrap_or(0);
-    *flags.current.lock() = Some((name.clone(), command.to_vec()));
+    *flags.current.lock() = Some((name.to_owned(), command.to_vec()));
     flags.start(mode == Mode::Eval, threshold);
     let frozen = crate::store::FrozenTime::now();
     // A debugging session (SCRIPT DEBUG SYNC): its line hook replaces the standard one
@@ -1057,7 +1057,7 @@ fn run_and_reply(
             Ok(session) => Some(session),
             Err(e) => {
                 flags.finish();
-                write_run_error(ctx.out, &name, &lua_message(&e));
+                write_run_error(ctx.out, name, &lua_message(&e));
                 return false;
             }
         },
@@ -1069,7 +1069,7 @@ fn run_and_reply(
     } else if !engine.hook_ready || flags.hook_changed.swap(false, Ordering::Relaxed) {
         if let Err(e) = flags.watch(&engine.lua) {
             flags.finish();
-            write_run_error(ctx.out, &name, &lua_message(&e));
+            write_run_error(ctx.out, name, &lua_message(&e));
             return false;
         }
         engine.hook_ready = true;
@@ -1148,11 +1148,11 @@ fn run_and_reply(
                 Value::String(s) => s.to_string_lossy(),
                 _ => "execution failure".to_string(),
             };
-            write_run_error(ctx.out, &name, &text);
+            write_run_error(ctx.out, name, &text);
             false
         }
         Err(e) => {
-            write_run_error(ctx.out, &name, &lua_message(&e));
+            write_run_error(ctx.out, name, &lua_message(&e));
             false
         }
     }
