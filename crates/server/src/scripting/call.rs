@@ -128,26 +128,39 @@ thread_local! {
     /// reply is parsed out of it and dropped before the next call, so the allocation is
     /// reused (unless a large reply grew it past `REPLY_KEPT`).
     static REPLY: Cell<BytesMut> = Cell::new(BytesMut::new());
+    /// The list a call's arguments are read into, kept from call to call the same way
+    /// (emptied after each, unless a long call grew it past `ARGS_KEPT`).
+    static ARGS: Cell<Vec<Bytes>> = const { Cell::new(Vec::new()) };
 }
 
 const REPLY_KEPT: usize = 64 * 1024;
+const ARGS_KEPT: usize = 1024;
 
 /// Reads the arguments, runs the command and pushes its reply (or the error table).
 unsafe fn call_and_push(state: *mut ffi::lua_State, protected: bool) -> Outcome {
     let mut out = REPLY.with(Cell::take);
-    let outcome = call_into(state, protected, &mut out);
+    let mut args = ARGS.with(Cell::take);
+    let outcome = call_into(state, protected, &mut args, &mut out);
     out.clear();
     if out.capacity() <= REPLY_KEPT {
         REPLY.with(|r| r.set(out));
     }
+    args.clear();
+    if args.capacity() <= ARGS_KEPT {
+        ARGS.with(|a| a.set(args));
+    }
     outcome
 }
 
-unsafe fn call_into(state: *mut ffi::lua_State, protected: bool, out: &mut BytesMut) -> Outcome {
-    let args = match read_args(state, ffi::lua_gettop(state)) {
-        Ok(args) => args,
-        Err(text) => return fail(state, protected, text, false),
-    };
+unsafe fn call_into(
+    state: *mut ffi::lua_State,
+    protected: bool,
+    args: &mut Vec<Bytes>,
+    out: &mut BytesMut,
+) -> Outcome {
+    if let Err(text) = read_args(state, ffi::lua_gettop(state), args) {
+        return fail(state, protected, text, false);
+    }
     ffi::lua_settop(state, 0);
     let Some(result) = active::with(|run| run_call(run, args, out)) else {
         push_error(state, OUTSIDE_RUN, false);
@@ -176,12 +189,16 @@ unsafe fn fail(state: *mut ffi::lua_State, protected: bool, text: &str, counted:
     }
 }
 
-/// The arguments on the stack (1..=argc) as bytes, with Redis's errors.
-unsafe fn read_args(state: *mut ffi::lua_State, argc: c_int) -> Result<Vec<Bytes>, &'static str> {
+/// The arguments on the stack (1..=argc) as bytes into `args`, with Redis's errors.
+unsafe fn read_args(
+    state: *mut ffi::lua_State,
+    argc: c_int,
+    args: &mut Vec<Bytes>,
+) -> Result<(), &'static str> {
     if argc == 0 {
         return Err("ERR Please specify at least one argument for this redis lib call");
     }
-    let mut args = Vec::with_capacity(usize::try_from(argc).unwrap_or(0));
+    args.reserve(usize::try_from(argc).unwrap_or(0));
     for i in 1..=argc {
         let arg = match ffi::lua_type(state, i) {
             ffi::LUA_TSTRING => {
@@ -194,7 +211,7 @@ unsafe fn read_args(state: *mut ffi::lua_State, argc: c_int) -> Result<Vec<Bytes
         };
         args.push(arg);
     }
-    Ok(args)
+    Ok(())
 }
 
 /// Pushes `{err = text}`, with `ignore_error_stats_update = true` when the error
@@ -316,14 +333,14 @@ fn refused(
 /// reply, or the error reply's text.
 fn run_call(
     run: &mut RunContext<'_>,
-    args: Vec<Bytes>,
+    args: &[Bytes],
     out: &mut BytesMut,
 ) -> Result<Frame, CallError> {
     if let Some(session) = run.session {
         session.take_reply_logged();
-        session.log_command(&args);
+        session.log_command(args);
     }
-    let result = run_call_traced(run, &args, out);
+    let result = run_call_traced(run, args, out);
     // An error the command itself replied was logged as its reply; one from before it
     // ran (unknown command, arity, ACL...) is logged here.
     if let (Some(session), Err(e)) = (run.session, &result) {
