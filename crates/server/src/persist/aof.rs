@@ -422,18 +422,16 @@ impl Durability {
                 let mut wants = d.wants.lock();
                 if wants.upto <= *d.synced.borrow() {
                     // Woken by a request, or every second to notice a stopped server.
-                    wants.wake_at = 0;
                     d.wake
                         .wait_for(&mut wants, std::time::Duration::from_secs(1));
                     continue;
                 }
                 if let Some((enough, until)) = pacing.gather(Instant::now()) {
-                    while wants.arrivals < enough {
-                        wants.wake_at = enough;
-                        if d.wake.wait_until(&mut wants, until).timed_out() {
-                            break;
-                        }
-                    }
+                    // Only here is `wake_at` set: every other arrival wakes the syncer.
+                    wants.wake_at = enough;
+                    while wants.arrivals < enough
+                        && !d.wake.wait_until(&mut wants, until).timed_out()
+                    {}
                     wants.wake_at = 0;
                 }
                 pacing.start(wants.arrivals);
