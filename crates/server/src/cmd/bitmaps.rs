@@ -211,14 +211,16 @@ fn bitcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         4 | 5 => {
             let start = canonical_int(&args[2]).ok_or(NOT_INTEGER)?;
             let end = canonical_int(&args[3]).ok_or(NOT_INTEGER)?;
-            let bits = match args.get(4) {
-                Some(u) => unit(u)?,
-                None => false,
-            };
+            // Redis answers an empty negative range before it reads the unit, so
+            // `BITCOUNT k -1 -2 bad` is 0, not a syntax error.
             if start < 0 && end < 0 && start > end {
                 encode::write_integer(ctx.out, 0);
                 return Ok(());
             }
+            let bits = match args.get(4) {
+                Some(u) => unit(u)?,
+                None => false,
+            };
             resolve(start, end, len, bits)
         }
         2 => Range {
