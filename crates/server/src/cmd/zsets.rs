@@ -541,6 +541,8 @@ fn zrange_into(
             "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
         ));
     }
+    // A rank range ignores a `LIMIT n -1` that passed the check above, offset included.
+    let limit = if kind == RangeType::Rank { None } else { limit };
     if withscores && kind == RangeType::Lex {
         return Err(CmdError::Static(
             "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
