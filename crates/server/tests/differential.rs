@@ -1572,6 +1572,33 @@ fn fixed_cases_match_redis() {
         &["ZUNIONSTORE", "encz2", "1", "encz"],
         &["OBJECT", "ENCODING", "encz2"],
         &["DEL", "ench", "encz", "encz2"],
+        // An empty negative range answers 0 before the unit is read.
+        &["SET", "bits", "abc"],
+        &["BITCOUNT", "bits", "-1", "-2", "bad"],
+        &["BITCOUNT", "bits", "-2", "-1", "bad"],
+        &["DEL", "bits"],
+        // A rank range takes `LIMIT n -1` and ignores it, offset included.
+        &["ZADD", "zr", "1", "a", "2", "b", "3", "c"],
+        &["ZRANGE", "zr", "0", "2", "LIMIT", "1", "-1"],
+        &["ZRANGESTORE", "zr2", "zr", "0", "2", "LIMIT", "1", "-1"],
+        &["ZRANGE", "zr2", "0", "-1"],
+        &["ZRANGE", "zr", "0", "2", "LIMIT", "1", "1"],
+        &["DEL", "zr", "zr2"],
+        // A watched key created and deleted again is a change, though it is missing
+        // at EXEC as it was at WATCH.
+        &["WATCH", "w"],
+        &["SET", "w", "1"],
+        &["DEL", "w"],
+        &["MULTI"],
+        &["GET", "w"],
+        &["EXEC"],
+        // Deleting a missing key, or a FLUSHDB over it, is not.
+        &["WATCH", "w"],
+        &["DEL", "w"],
+        &["FLUSHDB"],
+        &["MULTI"],
+        &["GET", "w"],
+        &["EXEC"],
         &["LOLWUT"],
         &["LOLWUT", "foo", "bar"],
         &["LOLWUT", "VERSION", "7"],

@@ -7,9 +7,9 @@
 //! their shard access redirected to the held guards, and releases everything: the
 //! transaction is atomic and isolated, and other connections only wait for its length.
 //!
-//! WATCH records each key's per-shard version ([`crate::store::Shard::watch`]); every
-//! write path bumps it (including expiry, FLUSHDB/FLUSHALL and SWAPDB), so EXEC sees any
-//! change by anyone.
+//! WATCH registers the client with the key's shard ([`crate::store::Shard::watch`]);
+//! every write path reports its change there (including expiry, FLUSHDB/FLUSHALL and
+//! SWAPDB, with Redis's exceptions for stale keys), so EXEC sees any change by anyone.
 
 use std::cell::RefCell;
 
@@ -74,17 +74,10 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         {
             continue;
         }
-        let mut shard = ctx.lock(key);
-        let expired_at_watch = shard.is_logically_expired(key);
-        let live_at_watch = shard.peek_live(key);
-        let version = shard.watch(key);
-        drop(shard);
+        ctx.lock(key).watch(key, ctx.client.id);
         ctx.client.watched.push(WatchedKey {
             db,
             key: key.to_vec(),
-            version,
-            expired_at_watch,
-            live_at_watch,
         });
     }
     ok(ctx.out);
@@ -94,9 +87,10 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     // Queued UNWATCH runs inside EXEC, whose transaction holds the shards: go through
     // the context rather than locking them again.
+    let client = ctx.client.id;
     for w in std::mem::take(&mut ctx.client.watched) {
         let index = ctx.shared.store.db(w.db).shard_index(&w.key);
-        ctx.lock_in(w.db, index).unwatch(&w.key);
+        ctx.lock_in(w.db, index).unwatch(&w.key, client);
     }
     ok(ctx.out);
     Ok(())
@@ -105,7 +99,11 @@ fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 /// Forgets every WATCH of a client (EXEC, DISCARD, UNWATCH, RESET, disconnect).
 pub fn unwatch_all(shared: &Shared, client: &mut ClientState) {
     for w in client.watched.drain(..) {
-        shared.store.db(w.db).lock(&w.key).unwatch(&w.key);
+        shared
+            .store
+            .db(w.db)
+            .lock(&w.key)
+            .unwatch(&w.key, client.id);
     }
 }
 
@@ -188,15 +186,12 @@ fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         },
     );
     // A watched key changed, or expired since WATCH: the transaction does not run.
+    let client = ctx.client.id;
     let touched = ctx.client.watched.iter().any(|w| {
         let mut held = held.borrow_mut();
         let db = shared.store.db(w.db);
-        let shard = held.get_or_first(w.db, db.shard_index(&w.key));
-        if shard.watch_version(&w.key) != w.version {
-            w.live_at_watch || shard.peek_live(&w.key)
-        } else {
-            !w.expired_at_watch && shard.is_logically_expired(&w.key)
-        }
+        held.get_or_first(w.db, db.shard_index(&w.key))
+            .watch_broken(&w.key, client)
     });
     if touched {
         drop(held);

@@ -223,16 +223,8 @@ pub struct Blocked {
 pub struct WatchedKey {
     /// Database of the key.
     pub db: usize,
-    /// The key.
+    /// The key. Whether it changed since is kept by its shard, under the client's id.
     pub key: Vec<u8>,
-    /// The shard's version of the key when WATCH ran.
-    pub version: u64,
-    /// The key was already expired (not yet reclaimed) when WATCH ran.
-    pub expired_at_watch: bool,
-    /// The key existed, unexpired, when WATCH ran: any later change dirties the
-    /// transaction; otherwise only one that leaves it live does (Redis 7.0 does not
-    /// count deleting a key that was already gone or stale as a change).
-    pub live_at_watch: bool,
 }
 
 impl ClientState {

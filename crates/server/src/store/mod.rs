@@ -34,6 +34,7 @@ mod stream_node;
 pub mod tagged_entries;
 mod value;
 mod varint;
+mod watch;
 mod zset;
 
 use std::time::{SystemTime, UNIX_EPOCH};

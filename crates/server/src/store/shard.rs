@@ -5,7 +5,7 @@
 //! Expiry bookkeeping lives here so no command can forget it: every insert, overwrite,
 //! removal and TTL change keeps `ttl_keys` equal to the keys whose `expires_at != 0`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use indexmap::map::raw_entry_v1::{RawEntryApiV1, RawEntryMut};
@@ -17,6 +17,7 @@ use super::events::KeyEvents;
 use super::now_ms;
 use super::slot_counts::SlotCounts;
 use super::value::{Entry, Hasher, Value};
+use super::watch::{Presence, Watches};
 use redline_resp::slot::key_slot;
 
 thread_local! {
@@ -78,9 +79,8 @@ pub struct Shard {
     pub expired: u64,
     /// TTL keys the active cycle has looked at.
     pub sampled: u64,
-    /// Keys some client WATCHes, with a version bumped on every change: empty (one
-    /// branch per write) unless a transaction watches a key of this shard.
-    watched: HashMap<CompactBytes, WatchState, Hasher>,
+    /// Keys some client WATCHes, and whether a change since broke each watch.
+    watched: Watches,
     /// Where expirations and creations are reported (notifications, tracking); `None`
     /// for a shard outside a store (tests).
     events: Option<Arc<KeyEvents>>,
@@ -101,13 +101,6 @@ pub struct Shard {
 /// that empties and refills would otherwise reallocate on every cycle.
 const MIN_SHRINK_CAPACITY: usize = 8;
 
-/// Change counter of a watched key.
-#[derive(Debug, Clone, Copy, Default)]
-struct WatchState {
-    version: u64,
-    watchers: u32,
-}
-
 /// What one active-expiry round did in a shard.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SampleResult {
@@ -115,6 +108,15 @@ pub struct SampleResult {
     pub sampled: usize,
     /// Keys found expired and removed.
     pub expired: usize,
+}
+
+/// Whether `key` is missing, stale or live in `map` (WATCH's view of a FLUSHDB or SWAPDB).
+fn presence(map: &IndexMap<CompactBytes, Entry, Hasher>, key: &[u8]) -> Presence {
+    match map.get(key) {
+        None => Presence::Missing,
+        Some(e) if e.expires_at != 0 && e.expires_at <= now_ms() => Presence::Stale,
+        Some(_) => Presence::Live,
+    }
 }
 
 impl Shard {
@@ -438,7 +440,8 @@ impl Shard {
         if let Some(counts) = &mut self.slot_counts {
             counts.clear();
         }
-        self.touch_watched();
+        self.watched
+            .replaced(|key| presence(&keys, key), |_| Presence::Missing);
         let count = keys.len() as u64;
         super::dirty::mark_n(count);
         (Box::new((keys, ttls)), count)
@@ -448,23 +451,31 @@ impl Shard {
     pub fn clear(&mut self) {
         self.finish_cut();
         super::dirty::mark_n(self.map.len() as u64);
+        let map = &self.map;
+        self.watched
+            .replaced(|key| presence(map, key), |_| Presence::Missing);
         self.map = IndexMap::default();
         self.ttl_keys = IndexSet::default();
         if let Some(counts) = &mut self.slot_counts {
             counts.clear();
         }
-        self.touch_watched();
     }
 
     /// Exchanges the contents of two shards (SWAPDB).
     pub fn swap(&mut self, other: &mut Shard) {
         self.finish_cut();
         other.finish_cut();
+        // One change per side, as when each shard was touched whole.
+        super::dirty::mark_n(2);
+        let (mine, theirs) = (&self.map, &other.map);
+        self.watched
+            .replaced(|key| presence(mine, key), |key| presence(theirs, key));
+        other
+            .watched
+            .replaced(|key| presence(theirs, key), |key| presence(mine, key));
         std::mem::swap(&mut self.map, &mut other.map);
         std::mem::swap(&mut self.ttl_keys, &mut other.ttl_keys);
         std::mem::swap(&mut self.slot_counts, &mut other.slot_counts);
-        self.touch_all();
-        other.touch_all();
     }
 
     /// How many keys cluster hash slot `slot` holds here, expired ones not reclaimed yet
@@ -496,52 +507,32 @@ impl Shard {
     #[inline]
     pub fn touch(&mut self, key: &[u8]) {
         super::dirty::mark();
-        if !self.watched.is_empty() {
-            if let Some(state) = self.watched.get_mut(key) {
-                state.version += 1;
-            }
+        if self.watched.is_watched(key) {
+            let present = self.map.contains_key(key);
+            self.watched.touched(key, present);
         }
     }
 
-    fn touch_all(&mut self) {
-        super::dirty::mark();
-        self.touch_watched();
+    /// `client` starts watching `key` (WATCH).
+    pub fn watch(&mut self, key: &[u8], client: u64) {
+        let stale = self.is_logically_expired(key);
+        self.watched.watch(key, client, stale);
     }
 
-    /// Every watched key of the shard changed (WATCH sees it).
-    fn touch_watched(&mut self) {
-        for state in self.watched.values_mut() {
-            state.version += 1;
-        }
+    /// `client` stops watching `key`.
+    pub fn unwatch(&mut self, key: &[u8], client: u64) {
+        self.watched.unwatch(key, client);
     }
 
-    /// Starts watching `key`; returns its current version.
-    pub fn watch(&mut self, key: &[u8]) -> u64 {
-        let state = self.watched.entry(CompactBytes::new(key)).or_default();
-        state.watchers += 1;
-        state.version
-    }
-
-    /// Stops one watcher of `key`.
-    pub fn unwatch(&mut self, key: &[u8]) {
-        if let Some(state) = self.watched.get_mut(key) {
-            state.watchers = state.watchers.saturating_sub(1);
-            if state.watchers == 0 {
-                self.watched.remove(key);
-            }
-        }
-    }
-
-    /// The version of a watched key (0 if nobody watches it).
-    pub fn watch_version(&self, key: &[u8]) -> u64 {
-        self.watched.get(key).map_or(0, |s| s.version)
+    /// Whether `key` changed, or expired, since `client` watched it: its EXEC fails.
+    pub fn watch_broken(&self, key: &[u8], client: u64) -> bool {
+        self.watched
+            .broken(key, client, self.is_logically_expired(key))
     }
 
     /// Whether `key` exists but its deadline has passed (not yet reclaimed).
     pub fn is_logically_expired(&self, key: &[u8]) -> bool {
-        self.map
-            .get(key)
-            .is_some_and(|e| e.expires_at != 0 && e.expires_at <= now_ms())
+        presence(&self.map, key) == Presence::Stale
     }
 
     /// Whether `key` exists and is not expired, without reclaiming it.
@@ -773,20 +764,22 @@ mod tests {
     }
 
     #[test]
-    fn watch_versions_move_on_every_write() {
+    fn every_write_breaks_a_watch() {
         let mut s = Shard::default();
-        let v0 = s.watch(b"k");
+        s.watch(b"k", 1);
+        assert!(!s.watch_broken(b"k", 1));
         s.insert(b"k", Value::Int(1), 0);
-        let v1 = s.watch_version(b"k");
-        assert!(v1 > v0);
-        s.set_expires(b"k", 1);
+        s.remove(b"k");
+        assert!(s.watch_broken(b"k", 1), "created and deleted again");
+        s.unwatch(b"k", 1);
+        // Lazily deleting a key that was already stale at WATCH is no change.
+        s.insert(b"k", Value::Int(1), 1);
+        s.watch(b"k", 2);
         assert!(s.get(b"k").is_none(), "lazily expired");
-        let v2 = s.watch_version(b"k");
-        assert!(v2 > v1 + 1, "expire and the lazy deletion both count");
+        assert!(!s.watch_broken(b"k", 2));
+        s.insert(b"k", Value::Int(1), 0);
         s.clear();
-        assert!(s.watch_version(b"k") > v2);
-        s.unwatch(b"k");
-        assert_eq!(s.watch_version(b"k"), 0);
+        assert!(s.watch_broken(b"k", 2));
     }
 
     #[test]
