@@ -1313,6 +1313,88 @@ fn scripted_commands_match_redis() {
     });
 }
 
+/// The keyspace notifications (`notify-keyspace-events KEAn`: both channels, every
+/// class, new keys) a `PSUBSCRIBE *` client receives while `commands` run one at a time.
+fn notifications(addr: std::net::SocketAddr, commands: &[Vec<Vec<u8>>]) -> Vec<String> {
+    let mut writer = Conn::connect(addr);
+    writer.cmd(&["FLUSHALL"]);
+    writer.cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEAn"]);
+    // Keys given 100 ms expire when each server's cycle happens to run: only lazy
+    // expiry, which follows the commands, is compared.
+    let active_off = writer.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    assert_eq!(show(&active_off), "Simple(b\"OK\")");
+    let mut subscriber = Conn::connect(addr);
+    subscriber.cmd(&["PSUBSCRIBE", "*"]);
+    for command in commands {
+        writer.cmd(command);
+    }
+    // A transaction left open would queue the rest.
+    writer.cmd(&["DISCARD"]);
+    writer.cmd(&["CONFIG", "SET", "notify-keyspace-events", ""]);
+    writer.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
+    writer.cmd(&["PUBLISH", "end-of-sequence", "."]);
+    let mut out = Vec::new();
+    loop {
+        let message = show(&subscriber.read().expect("notification"));
+        if message.contains("end-of-sequence") {
+            return out;
+        }
+        out.push(message);
+    }
+}
+
+/// Generated sequences with keyspace notifications on: the messages (channels, events,
+/// order) must be redis-server's. Runs request by request, so the order is the
+/// servers'; `DIFF_SEQUENCES` and `DIFF_SEED` as for [`compare_sequences`].
+#[test]
+fn notifications_match_redis() {
+    let redis = RedisServer::builder()
+        .arg("--enable-debug-command", "yes")
+        .start()
+        .expect("redis-server");
+    let redline = Redline::start();
+    let sequences: u64 = std::env::var("DIFF_SEQUENCES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300);
+    let only: Option<u64> = std::env::var("DIFF_SEED").ok().and_then(|s| s.parse().ok());
+    let mut failures = Vec::new();
+    for seed in (0..sequences).filter(|s| only.is_none_or(|o| o == *s)) {
+        let mut gen = Gen {
+            rng: fastrand::Rng::with_seed(seed ^ 0x0e7e),
+        };
+        let commands: Vec<Vec<Vec<u8>>> = (0..30).map(|_| gen.command()).collect();
+        let want = notifications(redis.addr(), &commands);
+        let got = notifications(redline.addr, &commands);
+        if only.is_some() {
+            for c in &commands {
+                eprintln!(
+                    "{:?}",
+                    c.iter()
+                        .map(|a| String::from_utf8_lossy(a))
+                        .collect::<Vec<_>>()
+                );
+            }
+            eprintln!("redis:\n{}\nredline:\n{}", want.join("\n"), got.join("\n"));
+        }
+        if want != got {
+            let at = want.iter().zip(&got).take_while(|(a, b)| a == b).count();
+            failures.push(format!(
+                "seed {seed}: message {at} of {}: redis {:?} / redline {:?}",
+                want.len(),
+                want.get(at),
+                got.get(at)
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {sequences} sequences differ; first ones:\n{}",
+        failures.len(),
+        failures[..failures.len().min(8)].join("\n")
+    );
+}
+
 /// Lists long enough to span many of redline's chunks (and Redis's quicklist nodes):
 /// elements of 0 to 20,000 bytes pushed in bulk at both ends, then edited in the middle
 /// (LSET, LINSERT, LREM, LTRIM) and read by index and range from both ends.
@@ -2030,6 +2112,21 @@ fn stream_cases_match_redis() {
         &["XADD", "s", "MAXLEN", "5", "LIMIT", "5", "4-0", "a", "1"],
         &["XADD", "nos", "NOMKSTREAM", "1-1", "a", "1"],
         &["EXISTS", "nos"],
+        // ENTRIESREAD is kept as given with `$` too (unknown by default), and the lag
+        // follows from it, negative included (Redis 7.0).
+        &["XGROUP", "CREATE", "s", "g-ahead", "$", "ENTRIESREAD", "3"],
+        &["XGROUP", "CREATE", "s", "g-zero", "$", "ENTRIESREAD", "0"],
+        &["XGROUP", "CREATE", "s", "g-unknown", "$"],
+        &["XGROUP", "CREATE", "fresh", "g", "$", "MKSTREAM"],
+        &["XINFO", "GROUPS", "s"],
+        &["XINFO", "GROUPS", "fresh"],
+        &["XGROUP", "SETID", "s", "g-zero", "$"],
+        &["XGROUP", "SETID", "s", "g-ahead", "$", "ENTRIESREAD", "1"],
+        &["XINFO", "GROUPS", "s"],
+        &["DEL", "fresh"],
+        &["XGROUP", "DESTROY", "s", "g-ahead"],
+        &["XGROUP", "DESTROY", "s", "g-zero"],
+        &["XGROUP", "DESTROY", "s", "g-unknown"],
         &["XADD", "s", "MAXLEN", "=", "10", "4-0", "e", "5"],
         &["XLEN", "s"],
         &["XRANGE", "s", "-", "+"],

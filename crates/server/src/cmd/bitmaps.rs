@@ -398,7 +398,7 @@ fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let max = inputs.iter().map(|s| s.len()).max().unwrap_or(0);
     let shard = locked.shard(dst);
     if max == 0 {
-        if shard.remove(dst).is_some() {
+        if shard.remove_any(dst) {
             event(ctx, NotifyClass::Generic, "del", dst);
         }
         encode::write_integer(ctx.out, 0);

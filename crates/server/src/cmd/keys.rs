@@ -233,7 +233,9 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<bool, C
         return Ok(false);
     }
     if let Some(entry) = locked.shard(from).remove(from) {
-        locked.shard(to).insert(to, entry.value, entry.expires_at);
+        locked
+            .shard(to)
+            .insert_anew(to, entry.value, entry.expires_at);
         event(ctx, NotifyClass::Generic, "rename_from", from);
         event(ctx, NotifyClass::Generic, "rename_to", to);
     }
@@ -397,7 +399,7 @@ const SAME_OBJECT: CmdError = CmdError::Static("ERR source and destination objec
 
 /// Puts a copy of `entry` at `key` of `shard` (COPY's destination side).
 fn place(shard: &mut crate::store::Shard, key: &[u8], entry: &Entry) {
-    shard.insert(key, entry.value.clone(), entry.expires_at);
+    shard.insert_anew(key, entry.value.clone(), entry.expires_at);
 }
 
 fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

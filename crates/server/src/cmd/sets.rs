@@ -348,7 +348,7 @@ fn store_set(ctx: &mut Ctx<'_>, args: &[Bytes], op: Op) -> CmdResult {
     let len = result.len();
     let mut shard = ctx.lock(dst);
     if result.is_empty() {
-        if shard.remove(dst).is_some() {
+        if shard.remove_any(dst) {
             event(ctx, NotifyClass::Generic, "del", dst);
         }
     } else {

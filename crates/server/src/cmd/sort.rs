@@ -196,7 +196,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
             let n = out.len();
             let mut shard = ctx.lock(dst);
             if n == 0 {
-                if shard.remove(dst).is_some() {
+                if shard.remove_any(dst) {
                     event(ctx, NotifyClass::Generic, "del", dst);
                 }
             } else {

@@ -112,10 +112,10 @@ fn xgroup_create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(stream) = stream_mut(&mut shard, key)? else {
         return Ok(());
     };
-    let (id, entries_read) = match id {
-        None => (stream.last_id, stream.entries_added as i64),
-        Some(id) => (id, parsed.entries_read),
-    };
+    // Redis 7.0 keeps ENTRIESREAD as given (unknown, -1, by default) whatever the id,
+    // `$` included; XINFO then estimates the lag from the id.
+    let id = id.unwrap_or(stream.last_id);
+    let entries_read = parsed.entries_read;
     if stream.groups.contains_key(&args[3][..]) {
         return Err(CmdError::Static(
             "BUSYGROUP Consumer Group name already exists",
@@ -152,10 +152,11 @@ fn xgroup_setid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(super::reply::subcommand_syntax("XGROUP", &args[1]));
     }
     // `$`, or an id where `-` and `+` mean the smallest and largest.
-    let (id, entries_read) = match &args[4][..] {
-        b"$" => (stream.last_id, stream.entries_added as i64),
-        given => (super::streams::any_id(given, 0)?, parsed.entries_read),
+    let id = match &args[4][..] {
+        b"$" => stream.last_id,
+        given => super::streams::any_id(given, 0)?,
     };
+    let entries_read = parsed.entries_read;
     let Some(group) = stream.groups.get_mut(&args[3][..]) else {
         return Err(no_such_group_for_key(&args[3], key));
     };

@@ -605,7 +605,8 @@ pub(crate) fn store_zset(
     items: Vec<(Vec<u8>, f64)>,
 ) -> Option<bool> {
     if items.is_empty() {
-        return shard.remove(dst).map(|_| false);
+        // As Redis's `dbDelete`: a stale destination goes too, as `del`, not `expired`.
+        return shard.remove_any(dst).then_some(false);
     }
     let mut z = ZSet::default();
     for (m, s) in items {

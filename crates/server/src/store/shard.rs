@@ -274,7 +274,8 @@ impl Shard {
             .collect()
     }
 
-    /// Removes `key` whether or not it has expired (eviction); true if it was there.
+    /// Removes `key` whether or not it has expired (eviction; an emptied *STORE
+    /// destination, as Redis's `dbDelete`); true if it was there.
     pub fn remove_any(&mut self, key: &[u8]) -> bool {
         match self.map.get_index_of(key) {
             Some(index) => self.remove_index(index).is_some(),
@@ -299,6 +300,23 @@ impl Shard {
         match self.map.raw_entry_mut_v1().from_key(key) {
             RawEntryMut::Occupied(found) => {
                 let index = found.index();
+                let stale = self
+                    .map
+                    .get_index(index)
+                    .is_some_and(|(_, e)| e.expires_at != 0 && e.expires_at <= now_ms());
+                // Redis expires a stale key before writing over it: its `expired` event,
+                // then the new key's `new`.
+                // (A replica, or a paused expiry, keeps the key: written over then.)
+                if stale && self.live_index(key).is_none() && !self.map.contains_key(key) {
+                    let entry = Entry {
+                        value,
+                        expires_at,
+                        access,
+                    };
+                    self.map.insert(CompactBytes::new(key), entry);
+                    self.added(key, expires_at);
+                    return;
+                }
                 self.before_change(index);
                 if let Some((_, entry)) = self.map.get_index_mut(index) {
                     let had_ttl = entry.expires_at != 0;
@@ -316,13 +334,27 @@ impl Shard {
                         access,
                     },
                 );
-                self.track_ttl(key, false, expires_at != 0);
-                self.report_created(key);
-                if let Some(counts) = &mut self.slot_counts {
-                    counts.added(key);
-                }
+                self.added(key, expires_at);
             }
         }
+    }
+
+    /// The bookkeeping of a key just added to the map: its TTL index, its `new` event,
+    /// its slot's count.
+    fn added(&mut self, key: &[u8], expires_at: u64) {
+        self.track_ttl(key, false, expires_at != 0);
+        self.report_created(key);
+        if let Some(counts) = &mut self.slot_counts {
+            counts.added(key);
+        }
+    }
+
+    /// Stores `value` under `key` as a new key, deleting what was there first (Redis's
+    /// `dbDelete` then `dbAdd`, as RENAME and COPY do): its `new` event fires even when
+    /// the key existed.
+    pub fn insert_anew(&mut self, key: &[u8], value: Value, expires_at: u64) {
+        self.remove_any(key);
+        self.insert(key, value, expires_at);
     }
 
     /// The entry of `key`, created with `make()` when missing (or expired).
