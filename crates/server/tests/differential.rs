@@ -1313,12 +1313,13 @@ fn scripted_commands_match_redis() {
     });
 }
 
-/// The keyspace notifications (`notify-keyspace-events KEAn`: both channels, every
-/// class, new keys) a `PSUBSCRIBE *` client receives while `commands` run one at a time.
+/// The keyspace notifications (`notify-keyspace-events KEAnm`: both channels, every
+/// class, new keys, key misses) a `PSUBSCRIBE *` client receives while `commands` run
+/// one at a time.
 fn notifications(addr: std::net::SocketAddr, commands: &[Vec<Vec<u8>>]) -> Vec<String> {
     let mut writer = Conn::connect(addr);
     writer.cmd(&["FLUSHALL"]);
-    writer.cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEAn"]);
+    writer.cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEAnm"]);
     // Keys given 100 ms expire when each server's cycle happens to run: only lazy
     // expiry, which follows the commands, is compared.
     let active_off = writer.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);

@@ -3,6 +3,7 @@
 //! byte; reads past the end see zeros, writes grow the string with zeros.
 
 use crate::notify::{event, NotifyClass};
+use crate::store::lookups::as_read;
 use bytes::Bytes;
 use redline_resp::encode;
 
@@ -393,7 +394,8 @@ fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut locked = ctx.lock_keys(all);
     let mut inputs = Vec::with_capacity(sources.len());
     for key in sources {
-        inputs.push(read_string(locked.shard(key), key)?.unwrap_or_default());
+        let found = as_read(|| read_string(locked.shard(key), key))?;
+        inputs.push(found.unwrap_or_default());
     }
     let max = inputs.iter().map(|s| s.len()).max().unwrap_or(0);
     let shard = locked.shard(dst);
@@ -626,7 +628,8 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly_command: bool) -
     let proto = ctx.proto();
     let mut shard = ctx.lock(key);
     let Some(highest) = highest_write else {
-        let s = read_string(&mut shard, key)?.unwrap_or_default();
+        // Without a write, a read's lookup, as Redis makes it.
+        let s = as_read(|| read_string(&mut shard, key))?.unwrap_or_default();
         encode::write_array_len(ctx.out, fields.len());
         for f in &fields {
             let v = if f.signed {

@@ -8,6 +8,7 @@
 //! growable bytes, changed in place: a dense HLL is 12 KB and is not copied per PFADD.
 
 use crate::notify::{event, NotifyClass};
+use crate::store::lookups::as_read;
 use bytes::Bytes;
 use redline_resp::encode;
 
@@ -129,8 +130,9 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut locked = ctx.lock_keys(keys.iter().map(|k| &k[..]));
     let mut max = Box::new([0u8; REGISTERS]);
     let mut use_dense = false;
+    // Every key, the destination included, is looked up as a read first, as in Redis.
     for key in keys {
-        if let Some(entry) = locked.shard(key).get(key) {
+        if let Some(entry) = as_read(|| locked.shard(key).get(key)) {
             let bytes = hll_bytes(&entry.value)?;
             use_dense |= hll::is_dense(bytes);
             hll::merge(&mut max, bytes).map_err(|_| CORRUPT)?;

@@ -3,6 +3,7 @@
 //! PEXPIRETIME PERSIST COPY MOVE OBJECT.
 
 use crate::notify::{event, event_on, NotifyClass};
+use crate::store::lookups::as_read;
 use bytes::Bytes;
 use redline_resp::encode;
 
@@ -429,7 +430,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     // One step under both locks: look at the source, the destination, then write.
     let run = |from: &mut crate::store::Shard, to: &mut crate::store::Shard| -> i64 {
-        let Some(entry) = from.get(src).cloned() else {
+        let Some(entry) = as_read(|| from.get(src).cloned()) else {
             return 0;
         };
         if to.contains(dst) && !replace {
@@ -440,7 +441,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let done = if src_db == dst_db {
         let mut locked = ctx.lock_keys([src, dst]);
-        match locked.shard(src).get(src).cloned() {
+        match as_read(|| locked.shard(src).get(src).cloned()) {
             None => 0,
             Some(entry) => {
                 let to = locked.shard(dst);
@@ -564,8 +565,8 @@ fn with_object(
     let key = &args[2];
     let proto = ctx.proto();
     let mut shard = ctx.lock(key);
-    // OBJECT looks without counting as a use.
-    match shard.get_untouched(key) {
+    // OBJECT looks without counting as a use, and a miss fires no `keymiss`.
+    match shard.get_untouched_quietly(key) {
         Some(entry) => f(entry, ctx.out),
         None => encode::write_null_bulk(ctx.out, proto),
     }

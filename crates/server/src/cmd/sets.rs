@@ -3,6 +3,7 @@
 //! SSCAN. Replies are sets in RESP3.
 
 use crate::notify::{event, NotifyClass};
+use crate::store::lookups::as_read;
 use bytes::Bytes;
 use redline_resp::{encode, Protocol};
 
@@ -298,7 +299,8 @@ fn combine(
     let mut locked = ctx.lock_keys(all);
     let mut sets: Vec<Option<SetValue>> = Vec::with_capacity(keys.len());
     for key in keys {
-        sets.push(set(locked.shard(key), key)?.map(|s| s.clone()));
+        let found = as_read(|| set(locked.shard(key), key))?;
+        sets.push(found.map(|s| s.clone()));
     }
     let mut result = SetValue::default();
     match op {

@@ -1,6 +1,7 @@
 //! String commands (Redis's `t_string.c`): GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX
 //! MGET MSET MSETNX APPEND STRLEN GETRANGE SETRANGE INCR DECR INCRBY DECRBY INCRBYFLOAT.
 
+use crate::store::lookups::as_read;
 use bytes::Bytes;
 use redline_resp::encode;
 
@@ -176,7 +177,12 @@ fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ok(ctx.out);
         return Ok(());
     }
-    let existing = shard.get(key);
+    // GET reads the old value as GET does (a miss counts, and fires `keymiss`).
+    let existing = if o.get {
+        as_read(|| shard.get(key))
+    } else {
+        shard.get(key)
+    };
     if o.get {
         match &existing {
             Some(entry) if !entry.value.is_string() => return Err(WRONG_TYPE),
@@ -248,7 +254,7 @@ fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.lock(key);
-    match shard.get(key) {
+    match as_read(|| shard.get(key)) {
         Some(entry) => write_string(ctx, entry)?,
         None => encode::write_null_bulk(ctx.out, ctx.client.protocol),
     }
@@ -260,7 +266,7 @@ fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.lock(key);
-    match shard.get(key) {
+    match as_read(|| shard.get(key)) {
         Some(entry) => {
             write_string(ctx, entry)?;
             shard.remove(key);
@@ -275,7 +281,7 @@ fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let o = parse_set_options(args, 2, false)?;
     let key = &args[1];
     let mut shard = ctx.lock(key);
-    let Some(entry) = shard.get(key) else {
+    let Some(entry) = as_read(|| shard.get(key)) else {
         encode::write_null_bulk(ctx.out, ctx.client.protocol);
         return Ok(());
     };

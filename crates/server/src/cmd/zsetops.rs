@@ -3,6 +3,7 @@
 //! scoring 1). Inputs are visited smallest first for union and intersection, as Redis
 //! does, so floating-point sums come out bit for bit the same.
 
+use crate::store::lookups::as_read;
 use std::collections::HashMap;
 
 use bytes::Bytes;
@@ -116,7 +117,7 @@ fn parse<'a>(
         }
         let locked = locked.insert(ctx.lock_keys(all));
         for key in keys {
-            let members = read_input(locked.shard(key), key)?;
+            let members = as_read(|| read_input(locked.shard(key), key))?;
             inputs.push(Input {
                 lookup: HashMap::new(),
                 members,

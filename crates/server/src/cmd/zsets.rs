@@ -5,6 +5,7 @@
 //! Scores print as Redis 7.0 does (`%.17g`).
 
 use crate::notify::{event, NotifyClass};
+use crate::store::lookups::as_read;
 use bytes::Bytes;
 use redline_resp::{encode, Protocol};
 
@@ -570,7 +571,9 @@ fn zrange_into(
     let proto = ctx.proto();
     if let Some(dst) = store {
         let mut locked = ctx.lock_keys([&key[..], &dst[..]]);
-        let items: Vec<(Vec<u8>, f64)> = match zset(locked.shard(key), key)? {
+        // The source is read as ZRANGE reads it (a miss fires `keymiss`).
+        let source = as_read(|| zset(locked.shard(key), key))?;
+        let items: Vec<(Vec<u8>, f64)> = match source {
             Some(z) => select(z, kind, reverse, (lo, hi), limit)?
                 .into_iter()
                 .map(|(m, s)| (m.to_vec(), s))

@@ -32,6 +32,8 @@ pub struct KeyEvent {
 pub const CLASS_EXPIRED: u32 = 1 << 8;
 /// Notification class bit of `evicted` events (Redis's `NOTIFY_EVICTED`).
 pub const CLASS_EVICTED: u32 = 1 << 9;
+/// Notification class bit of `keymiss` events (Redis's `NOTIFY_KEY_MISS`).
+pub const CLASS_KEY_MISS: u32 = 1 << 11;
 /// Notification class bit of `new` events (Redis's `NOTIFY_NEW`).
 pub const CLASS_NEW: u32 = 1 << 14;
 
@@ -164,6 +166,20 @@ impl KeyEvents {
                 class: if notify { CLASS_EVICTED } else { 0 },
                 event: "evicted",
                 modified: tracking,
+            });
+        }
+    }
+
+    /// A read looked `key` up and did not find it.
+    #[inline]
+    pub fn missed(&self, db: usize, key: &[u8]) {
+        if self.wants(CLASS_KEY_MISS) {
+            self.push(KeyEvent {
+                db,
+                key: Bytes::copy_from_slice(key),
+                class: CLASS_KEY_MISS,
+                event: "keymiss",
+                modified: false,
             });
         }
     }

@@ -21,13 +21,26 @@ pub fn set_reading(reading: bool) -> bool {
     READING.with(|r| r.replace(reading))
 }
 
-/// Records one lookup of a key, found or not, if a read is running.
+/// Records one lookup of a key, found or not, if a read is running; returns whether it
+/// counted a miss (Redis then fires a `keymiss` event too).
 #[inline]
-pub fn looked_up(found: bool) {
+pub fn looked_up(found: bool) -> bool {
     if READING.with(Cell::get) {
         let counter = if found { &HITS } else { &MISSES };
         counter.with(|c| c.set(c.get().wrapping_add(1)));
+        return !found;
     }
+    false
+}
+
+/// Runs `f` with its lookups counted as a read's: Redis's `lookupKeyRead` inside a
+/// write command (the sources of SINTERSTORE, ZUNIONSTORE, PFMERGE, BITOP), which
+/// counts in INFO's hits and misses and fires `keymiss`.
+pub fn as_read<T>(f: impl FnOnce() -> T) -> T {
+    let before = set_reading(true);
+    let result = f();
+    set_reading(before);
+    result
 }
 
 /// This thread's hits and misses since the last call; both restart at zero.

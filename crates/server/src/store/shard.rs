@@ -220,11 +220,22 @@ impl Shard {
         self.map.get(key)
     }
 
+    /// Counts a read's lookup of `key` (INFO's hits and misses) and reports a miss as a
+    /// `keymiss` event, as Redis's `lookupKeyRead` does.
+    #[inline]
+    fn looked_up(&self, key: &[u8], found: bool) {
+        if super::lookups::looked_up(found) {
+            if let Some(events) = &self.events {
+                events.missed(self.db, key);
+            }
+        }
+    }
+
     /// The live entry of `key`, recorded as used (eviction's LRU/LFU data).
     #[inline]
     pub fn get(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let index = self.live_index(key);
-        super::lookups::looked_up(index.is_some());
+        self.looked_up(key, index.is_some());
         let index = index?;
         self.before_change(index);
         let events = self.events.clone();
@@ -235,10 +246,24 @@ impl Shard {
         Some(entry)
     }
 
-    /// The live entry of `key`, without recording a use (OBJECT, DEBUG).
+    /// The live entry of `key`, without recording a use (TYPE, TTL: Redis's NOTOUCH).
     pub fn get_untouched(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        self.untouched(key, true)
+    }
+
+    /// As [`Shard::get_untouched`], and a miss fires no `keymiss` (OBJECT: Redis's
+    /// NOTOUCH|NONOTIFY; it still counts in INFO's misses).
+    pub fn get_untouched_quietly(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        self.untouched(key, false)
+    }
+
+    fn untouched(&mut self, key: &[u8], notify: bool) -> Option<&mut Entry> {
         let index = self.live_index(key);
-        super::lookups::looked_up(index.is_some());
+        if notify {
+            self.looked_up(key, index.is_some());
+        } else {
+            super::lookups::looked_up(index.is_some());
+        }
         let index = index?;
         self.before_change(index);
         self.map.get_index_mut(index).map(|(_, e)| e)
@@ -286,7 +311,7 @@ impl Shard {
     /// Whether `key` exists (and is not expired).
     pub fn contains(&mut self, key: &[u8]) -> bool {
         let found = self.live_index(key).is_some();
-        super::lookups::looked_up(found);
+        self.looked_up(key, found);
         found
     }
 
