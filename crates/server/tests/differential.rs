@@ -1179,6 +1179,13 @@ fn keyspace_dump(pair: &mut Pair) -> Vec<Vec<Vec<u8>>> {
     commands
 }
 
+/// How many generated sequences to run (`DIFF_SEQUENCES`, else `count`) and the one seed
+/// to run alone, if any (`DIFF_SEED`).
+fn sequences_to_run(count: u64) -> (u64, Option<u64>) {
+    let var = |name: &str| std::env::var(name).ok().and_then(|s| s.parse().ok());
+    (var("DIFF_SEQUENCES").unwrap_or(count), var("DIFF_SEED"))
+}
+
 /// Runs generated command sequences on both servers and fails with the first that
 /// differ. Each sequence runs on fresh connections (RESP3 and SELECT must not leak
 /// across) after FLUSHALL, in one of four modes by its seed (0 request/reply,
@@ -1193,11 +1200,7 @@ fn compare_sequences(
     salt: u64,
     mut generate: impl FnMut(&mut Gen) -> Vec<Vec<Vec<u8>>>,
 ) {
-    let sequences: u64 = std::env::var("DIFF_SEQUENCES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(count);
-    let only: Option<u64> = std::env::var("DIFF_SEED").ok().and_then(|s| s.parse().ok());
+    let (sequences, only) = sequences_to_run(count);
     let mut failures = Vec::new();
     let mut total = 0;
     for seed in 0..sequences {
@@ -1354,11 +1357,7 @@ fn notifications_match_redis() {
         .start()
         .expect("redis-server");
     let redline = Redline::start();
-    let sequences: u64 = std::env::var("DIFF_SEQUENCES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(300);
-    let only: Option<u64> = std::env::var("DIFF_SEED").ok().and_then(|s| s.parse().ok());
+    let (sequences, only) = sequences_to_run(300);
     let mut failures = Vec::new();
     for seed in (0..sequences).filter(|s| only.is_none_or(|o| o == *s)) {
         let mut gen = Gen {
