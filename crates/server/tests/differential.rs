@@ -26,7 +26,7 @@
 
 mod common;
 
-use common::{show, Conn, Redline};
+use common::{show, text, Conn, Redline};
 use redline_resp::Frame;
 use redline_testkit::RedisServer;
 
@@ -1322,6 +1322,7 @@ fn scripted_commands_match_redis() {
 fn notifications(addr: std::net::SocketAddr, commands: &[Vec<Vec<u8>>]) -> Vec<String> {
     let mut writer = Conn::connect(addr);
     writer.cmd(&["FLUSHALL"]);
+    writer.cmd(&["CONFIG", "RESETSTAT"]);
     writer.cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEAnm"]);
     // Keys given 100 ms expire when each server's cycle happens to run: only lazy
     // expiry, which follows the commands, is compared.
@@ -1334,6 +1335,12 @@ fn notifications(addr: std::net::SocketAddr, commands: &[Vec<Vec<u8>>]) -> Vec<S
     }
     // A transaction left open would queue the rest.
     writer.cmd(&["DISCARD"]);
+    // INFO's hits and misses count the same lookups as `keymiss`, and a few more.
+    let stats = text(&writer.cmd(&["INFO", "stats"]));
+    let counts: Vec<&str> = stats
+        .lines()
+        .filter(|l| l.starts_with("keyspace_hits:") || l.starts_with("keyspace_misses:"))
+        .collect();
     writer.cmd(&["CONFIG", "SET", "notify-keyspace-events", ""]);
     writer.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
     writer.cmd(&["PUBLISH", "end-of-sequence", "."]);
@@ -1341,6 +1348,7 @@ fn notifications(addr: std::net::SocketAddr, commands: &[Vec<Vec<u8>>]) -> Vec<S
     loop {
         let message = show(&subscriber.read().expect("notification"));
         if message.contains("end-of-sequence") {
+            out.push(counts.join(" "));
             return out;
         }
         out.push(message);
