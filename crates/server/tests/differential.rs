@@ -1403,6 +1403,77 @@ fn notifications_match_redis() {
     );
 }
 
+/// Generated sequences on a master, then its replica's keyspace read beside the master's:
+/// redline-server's replication stream applied by a redis-server replica, and
+/// redis-server's applied by a redline-server replica, must leave the same data.
+#[test]
+fn replicas_hold_what_their_master_holds() {
+    let (sequences, only) = sequences_to_run(40);
+    for redline_is_master in [true, false] {
+        let redis = RedisServer::start().expect("redis-server");
+        let redline = Redline::start();
+        let (master, replica) = if redline_is_master {
+            (redline.addr, redis.addr())
+        } else {
+            (redis.addr(), redline.addr)
+        };
+        let port = master.port().to_string();
+        Conn::connect(replica).cmd(&["REPLICAOF", "127.0.0.1", &port]);
+        let mut to_master = Conn::connect(master);
+        let offset = |c: &mut Conn| common::info(c, "master_repl_offset");
+        let link_up =
+            |c: &mut Conn| text(&c.cmd(&["INFO", "replication"])).contains("master_link_status:up");
+        common::wait_until("the replica's link", || {
+            link_up(&mut Conn::connect(replica))
+        });
+        let mut failures = Vec::new();
+        for seed in (0..sequences).filter(|s| only.is_none_or(|o| o == *s)) {
+            let mut gen = Gen {
+                rng: fastrand::Rng::with_seed(seed ^ 0x4e71),
+            };
+            to_master.cmd(&["FLUSHALL"]);
+            for _ in 0..30 {
+                to_master.cmd(&gen.command());
+            }
+            to_master.cmd(&["DISCARD"]);
+            // Keys given 100 ms are gone on the master once read (their DELs then
+            // reach the replica): wait them out, read every key, then let the replica
+            // catch up.
+            std::thread::sleep(std::time::Duration::from_millis(110));
+            for db in ["0", "1"] {
+                to_master.cmd(&["SELECT", db]);
+                let mut touch = vec![&b"EXISTS"[..], b"zlex"];
+                touch.extend(KEYS.iter().copied());
+                to_master.cmd(&touch);
+            }
+            let want = offset(&mut to_master);
+            common::wait_until("the replica to catch up", || {
+                offset(&mut Conn::connect(replica)) == want
+            });
+            let mut pair = Pair {
+                redis: Conn::connect(replica),
+                redline: Conn::connect(master),
+            };
+            let dump = keyspace_dump(&mut pair);
+            if let Some(mismatch) = run_sequence(&mut pair, &dump, 0) {
+                let who = if redline_is_master {
+                    "redis-server replica of redline-server"
+                } else {
+                    "redline-server replica of redis-server"
+                };
+                failures.push(format!("{who}, seed {seed}: {mismatch}"));
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} of {sequences} sequences left the replica different (\"redis\" is the \
+             replica, \"redline\" the master):\n{}",
+            failures.len(),
+            failures[..failures.len().min(8)].join("\n")
+        );
+    }
+}
+
 /// Lists long enough to span many of redline's chunks (and Redis's quicklist nodes):
 /// elements of 0 to 20,000 bytes pushed in bulk at both ends, then edited in the middle
 /// (LSET, LINSERT, LREM, LTRIM) and read by index and range from both ends.
