@@ -1238,9 +1238,17 @@ fn compare_sequences(
             failures.push(format!("seed {seed} (mode {mode}): {mismatch}"));
         }
     }
+    assert_none_differ(
+        &failures,
+        &format!("{sequences} sequences ({total} commands)"),
+    );
+}
+
+/// Fails with the first eight of `failures`, if any, out of `of` (what ran).
+fn assert_none_differ(failures: &[String], of: &str) {
     assert!(
         failures.is_empty(),
-        "{} of {sequences} sequences differ ({total} commands); first ones:\n{}",
+        "{} of {of} differ; first ones:\n{}",
         failures.len(),
         failures[..failures.len().min(8)].join("\n")
     );
@@ -1395,12 +1403,7 @@ fn notifications_match_redis() {
             ));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {sequences} sequences differ; first ones:\n{}",
-        failures.len(),
-        failures[..failures.len().min(8)].join("\n")
-    );
+    assert_none_differ(&failures, &format!("{sequences} sequences"));
 }
 
 /// Generated sequences on a master, then its replica's keyspace read beside the master's:
@@ -1464,13 +1467,8 @@ fn replicas_hold_what_their_master_holds() {
                 failures.push(format!("{who}, seed {seed}: {mismatch}"));
             }
         }
-        assert!(
-            failures.is_empty(),
-            "{} of {sequences} sequences left the replica different (\"redis\" is the \
-             replica, \"redline\" the master):\n{}",
-            failures.len(),
-            failures[..failures.len().min(8)].join("\n")
-        );
+        // In each failure, "redis" is the replica and "redline" the master.
+        assert_none_differ(&failures, &format!("{sequences} sequences' replicas"));
     }
 }
 
