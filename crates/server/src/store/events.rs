@@ -173,26 +173,25 @@ impl KeyEvents {
     /// A read looked `key` up and did not find it.
     #[inline]
     pub fn missed(&self, db: usize, key: &[u8]) {
-        if self.wants(CLASS_KEY_MISS) {
-            self.push(KeyEvent {
-                db,
-                key: Bytes::copy_from_slice(key),
-                class: CLASS_KEY_MISS,
-                event: "keymiss",
-                modified: false,
-            });
-        }
+        self.notify_only(db, key, CLASS_KEY_MISS, "keymiss");
     }
 
     /// A key was created.
     #[inline]
     pub fn created(&self, db: usize, key: &[u8]) {
-        if self.wants(CLASS_NEW) {
+        self.notify_only(db, key, CLASS_NEW, "new");
+    }
+
+    /// An event only notifications want (the value did not change: tracking ignores
+    /// it), queued if `notify-keyspace-events` has its class.
+    #[inline]
+    fn notify_only(&self, db: usize, key: &[u8], class: u32, event: &'static str) {
+        if self.wants(class) {
             self.push(KeyEvent {
                 db,
                 key: Bytes::copy_from_slice(key),
-                class: CLASS_NEW,
-                event: "new",
+                class,
+                event,
                 modified: false,
             });
         }

@@ -114,7 +114,7 @@ pub struct SampleResult {
 fn presence(map: &IndexMap<CompactBytes, Entry, Hasher>, key: &[u8]) -> Presence {
     match map.get(key) {
         None => Presence::Missing,
-        Some(e) if e.expires_at != 0 && e.expires_at <= now_ms() => Presence::Stale,
+        Some(e) if e.is_stale(now_ms()) => Presence::Stale,
         Some(_) => Presence::Live,
     }
 }
@@ -325,13 +325,10 @@ impl Shard {
         match self.map.raw_entry_mut_v1().from_key(key) {
             RawEntryMut::Occupied(found) => {
                 let index = found.index();
-                let stale = self
-                    .map
-                    .get_index(index)
-                    .is_some_and(|(_, e)| e.expires_at != 0 && e.expires_at <= now_ms());
+                let stale = found.get().is_stale(now_ms());
                 // Redis expires a stale key before writing over it: its `expired` event,
-                // then the new key's `new`.
-                // (A replica, or a paused expiry, keeps the key: written over then.)
+                // then the new key's `new`. (A replica, or a paused expiry, keeps the key
+                // in place: it is written over then.)
                 if stale && self.live_index(key).is_none() && !self.map.contains_key(key) {
                     let entry = Entry {
                         value,
@@ -594,9 +591,7 @@ impl Shard {
 
     /// Whether `key` exists and is not expired, without reclaiming it.
     pub fn peek_live(&self, key: &[u8]) -> bool {
-        self.map
-            .get(key)
-            .is_some_and(|e| e.expires_at == 0 || e.expires_at > now_ms())
+        presence(&self.map, key) == Presence::Live
     }
 
     /// A random live key (expired ones met on the way are reclaimed).

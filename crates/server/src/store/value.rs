@@ -74,6 +74,14 @@ pub struct Entry {
     pub access: u32,
 }
 
+impl Entry {
+    /// Whether the deadline has passed at `now` (Unix ms): expired, not yet reclaimed.
+    #[inline]
+    pub fn is_stale(&self, now: u64) -> bool {
+        self.expires_at != 0 && self.expires_at <= now
+    }
+}
+
 /// The value's integer if `bytes` is the canonical text of an `i64`, read as Redis's
 /// `string2ll` reads it (what Redis int-encodes: no `+`, no leading zeros, no spaces).
 pub fn canonical_int(bytes: &[u8]) -> Option<i64> {

@@ -48,16 +48,17 @@ impl Watches {
         !self.keys.is_empty() && self.keys.contains_key(key)
     }
 
-    /// `client` starts watching `key`, which is `stale` right now.
+    /// `client` starts watching `key`, which is `stale` right now. WATCH skips the keys
+    /// a client already watches, so each client is here once per key.
     pub fn watch(&mut self, key: &[u8], client: u64, stale: bool) {
-        let watchers = self.keys.entry(CompactBytes::new(key)).or_default();
-        if !watchers.iter().any(|w| w.client == client) {
-            watchers.push(Watcher {
+        self.keys
+            .entry(CompactBytes::new(key))
+            .or_default()
+            .push(Watcher {
                 client,
                 stale,
                 dirty: false,
             });
-        }
     }
 
     /// `client` stops watching `key`.
