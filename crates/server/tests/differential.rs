@@ -1363,15 +1363,21 @@ fn notifications(addr: std::net::SocketAddr, commands: &[Vec<Vec<u8>>]) -> Vec<S
     }
 }
 
+/// A redis-server that takes DEBUG (off by default since Redis 7), as redline's test
+/// servers do.
+fn redis_with_debug() -> RedisServer {
+    RedisServer::builder()
+        .arg("--enable-debug-command", "yes")
+        .start()
+        .expect("redis-server")
+}
+
 /// Generated sequences with keyspace notifications on: the messages (channels, events,
 /// order) must be redis-server's. Runs request by request, so the order is the
 /// servers'; `DIFF_SEQUENCES` and `DIFF_SEED` as for [`compare_sequences`].
 #[test]
 fn notifications_match_redis() {
-    let redis = RedisServer::builder()
-        .arg("--enable-debug-command", "yes")
-        .start()
-        .expect("redis-server");
+    let redis = redis_with_debug();
     let redline = Redline::start();
     let (sequences, only) = sequences_to_run(300);
     let mut failures = Vec::new();
@@ -2132,10 +2138,7 @@ fn client_reply_modes_match_redis() {
 /// with the DEBUG command enabled: same replies, same keys and values.
 #[test]
 fn debug_populate_matches_redis() {
-    let redis = RedisServer::builder()
-        .arg("--enable-debug-command", "yes")
-        .start()
-        .expect("redis-server");
+    let redis = redis_with_debug();
     let redline = Redline::start();
     let mut results = Vec::new();
     for addr in [redis.addr(), redline.addr] {
