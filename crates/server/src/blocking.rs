@@ -12,7 +12,7 @@
 //! take the registry: they record ready keys in their own connection state.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -126,11 +126,6 @@ impl Registry {
             .unwrap_or_default()
     }
 
-    /// The first waiter for `key` of `db`.
-    pub fn first(&self, db: usize, key: &Bytes) -> Option<Arc<Waiter>> {
-        self.by_key.get(&(db, key.clone()))?.front().cloned()
-    }
-
     /// The waiter of client `id`, if it is blocked.
     pub fn of_client(&self, id: u64) -> Option<Arc<Waiter>> {
         self.by_key
@@ -184,11 +179,39 @@ impl Registry {
     }
 }
 
+/// A client blocked in WAIT, which CLIENT UNBLOCK can end.
+#[derive(Debug, Default)]
+pub struct ReplicaWait {
+    /// How it was ended: 0 not yet, [`UNBLOCKED_AS_TIMEOUT`] or [`UNBLOCKED_WITH_ERROR`].
+    ended: AtomicU8,
+    signal: tokio::sync::Notify,
+}
+
+/// CLIENT UNBLOCK [TIMEOUT]: WAIT answers as if its timeout had passed.
+pub const UNBLOCKED_AS_TIMEOUT: u8 = 1;
+/// CLIENT UNBLOCK ERROR: WAIT answers with an UNBLOCKED error.
+pub const UNBLOCKED_WITH_ERROR: u8 = 2;
+
+impl ReplicaWait {
+    /// Waits until CLIENT UNBLOCK ends the wait; how it did.
+    pub async fn unblocked(&self) -> u8 {
+        loop {
+            let how = self.ended.load(Ordering::Acquire);
+            if how != 0 {
+                return how;
+            }
+            self.signal.notified().await;
+        }
+    }
+}
+
 /// Blocked clients, server-wide.
 #[derive(Debug, Default)]
 pub struct Blocking {
     registry: Mutex<Registry>,
     blocked: AtomicUsize,
+    /// Clients in WAIT, by client id (kept apart from `blocked`, which writes check).
+    replica_waits: Mutex<HashMap<u64, Arc<ReplicaWait>>>,
 }
 
 /// The locked registry, with the counter it keeps in step.
@@ -248,8 +271,31 @@ impl Blocking {
         self.blocked.load(Ordering::Relaxed) > 0
     }
 
-    /// Number of blocked clients (INFO `blocked_clients`).
+    /// Number of blocked clients, WAIT included (INFO `blocked_clients`).
     pub fn count(&self) -> usize {
-        self.blocked.load(Ordering::Relaxed)
+        self.blocked.load(Ordering::Relaxed) + self.replica_waits.lock().len()
+    }
+
+    /// Client `id` starts waiting in WAIT.
+    pub fn begin_replica_wait(&self, id: u64) -> Arc<ReplicaWait> {
+        let wait = Arc::new(ReplicaWait::default());
+        self.replica_waits.lock().insert(id, wait.clone());
+        wait
+    }
+
+    /// Client `id`'s WAIT is over.
+    pub fn end_replica_wait(&self, id: u64) {
+        self.replica_waits.lock().remove(&id);
+    }
+
+    /// CLIENT UNBLOCK of a client in WAIT (`how`: [`UNBLOCKED_AS_TIMEOUT`] or
+    /// [`UNBLOCKED_WITH_ERROR`]); false when client `id` is not in WAIT.
+    pub fn unblock_replica_wait(&self, id: u64, how: u8) -> bool {
+        let Some(wait) = self.replica_waits.lock().remove(&id) else {
+            return false;
+        };
+        wait.ended.store(how, Ordering::Release);
+        wait.signal.notify_one();
+        true
     }
 }

@@ -652,7 +652,12 @@ pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) 
     let mut reply = BytesMut::new();
     while let Some((db, key)) = queue.pop_front() {
         serve_stream_waiters(shared, &mut registry, db, &key, &mut reply);
-        while let Some(waiter) = registry.first(db, &key) {
+        // Redis serves the waiters of the type the key now holds, oldest first, and
+        // passes over the others (a BRPOP on a key that became a sorted set waits on).
+        for waiter in registry.all(db, &key) {
+            if waiter.is_served() || matches!(waiter.op, BlockOp::Stream(_)) {
+                continue;
+            }
             let mut keys: Vec<&[u8]> = vec![&key];
             if let BlockOp::Move { dst, .. } = &waiter.op {
                 keys.push(dst);
@@ -671,12 +676,13 @@ pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) 
                                 Err(WRONG_TYPE)
                             }
                         }
-                        _ => Ok(Outcome::Empty),
+                        Ok(_) => Ok(Outcome::Empty),
+                        Err(_) => continue,
                     }
                 }
                 op => match try_pop(op, &mut locked, &key, waiter.proto, &mut reply) {
                     // A key of another type does not serve, and does not fail, a waiter.
-                    Err(_) => Ok(Outcome::Empty),
+                    Err(_) => continue,
                     other => other,
                 },
             };
@@ -724,25 +730,42 @@ pub fn time_out(shared: &Shared, waiter: &Arc<Waiter>, out: &mut BytesMut) -> bo
     }
 }
 
-/// CLIENT UNBLOCK: ends client `id`'s wait as if it timed out, or with an UNBLOCKED
-/// error; false when it is not blocked on keys.
+/// CLIENT UNBLOCK's error, for a client blocked on keys or in WAIT.
+pub const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+
+/// CLIENT UNBLOCK: ends client `id`'s wait (on keys, or in WAIT) as if it timed out, or
+/// with an UNBLOCKED error; false when it is not blocked.
 pub fn unblock(shared: &Shared, id: u64, with_error: bool) -> bool {
-    const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
     let mut registry = shared.blocking.lock();
     let Some(waiter) = registry.of_client(id) else {
-        return false;
+        drop(registry);
+        let how = if with_error {
+            crate::blocking::UNBLOCKED_WITH_ERROR
+        } else {
+            crate::blocking::UNBLOCKED_AS_TIMEOUT
+        };
+        let ended = shared.blocking.unblock_replica_wait(id, how);
+        if ended && with_error {
+            count_unblocked_error(shared);
+        }
+        return ended;
     };
     let mut reply = BytesMut::new();
     if with_error {
         encode::write_error(&mut reply, UNBLOCKED.as_bytes());
-        let mut counted = crate::cmdstats::Local::default();
-        counted.error(UNBLOCKED.as_bytes());
-        shared.cmdstats.absorb(&mut counted);
+        count_unblocked_error(shared);
     } else {
         write_timeout(&mut reply, waiter.proto);
     }
     registry.serve(&waiter, &reply);
     true
+}
+
+/// INFO errorstats counts CLIENT UNBLOCK's error when it is given.
+fn count_unblocked_error(shared: &Shared) {
+    let mut counted = crate::cmdstats::Local::default();
+    counted.error(UNBLOCKED.as_bytes());
+    shared.cmdstats.absorb(&mut counted);
 }
 
 /// REPLICAOF host port: every client blocked on keys gets an UNBLOCKED error, as in

@@ -342,7 +342,7 @@ impl ClientState {
         if self.multi.is_some() {
             flags.push('x');
         }
-        if self.blocked.is_some() {
+        if self.blocked.is_some() || self.wait.is_some() {
             flags.push('b');
         }
         if self.tracking {

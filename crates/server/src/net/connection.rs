@@ -25,7 +25,7 @@ use redline_resp::{encode, Limits, RequestDecoder};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::client::{ClientState, ReplyMode};
+use super::client::{ClientState, ReplyMode, WaitReplicas};
 use super::client_memory::{ClientFigures, IDLE_REPLY_BUFFER};
 use super::counted::Counted;
 use super::registry::Registration;
@@ -847,9 +847,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     /// enough did or the timeout passed, keeping the socket read meanwhile. Returns false
     /// when the connection should close.
     async fn wait_replicas(&mut self) -> io::Result<bool> {
-        let Some(wait) = self.client.wait.take() else {
+        let Some(wait) = self.client.wait else {
             return Ok(true);
         };
+        // A blocked client from here on: CLIENT LIST's `b`, INFO's count, CLIENT UNBLOCK.
+        let id = self.client.id;
+        let unblock = self.shared.blocking.begin_replica_wait(id);
+        self.publish_activity();
+        let waited = self.wait_for_acks(wait, &unblock).await;
+        self.shared.blocking.end_replica_wait(id);
+        self.client.wait = None;
+        waited
+    }
+
+    /// WAIT's loop: answers once enough replicas acknowledged, at the deadline, or when
+    /// CLIENT UNBLOCK ends it; false when the peer leaves.
+    async fn wait_for_acks(
+        &mut self,
+        wait: WaitReplicas,
+        unblock: &crate::blocking::ReplicaWait,
+    ) -> io::Result<bool> {
         let journal = &self.shared.repl.journal;
         let mut acks = journal.subscribe_acks();
         loop {
@@ -869,6 +886,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                 _ = expiry => {
                     let acked = journal.acked_count(wait.offset);
                     encode::write_integer(&mut self.output, acked as i64);
+                    return Ok(true);
+                }
+                how = unblock.unblocked() => {
+                    if how == crate::blocking::UNBLOCKED_WITH_ERROR {
+                        encode::write_error(&mut self.output, cmd::blocking::UNBLOCKED.as_bytes());
+                        self.client.cmdstats.failed_later("wait");
+                    } else {
+                        let acked = journal.acked_count(wait.offset);
+                        encode::write_integer(&mut self.output, acked as i64);
+                    }
                     return Ok(true);
                 }
                 read = self.stream.read_buf(&mut self.input) => {
