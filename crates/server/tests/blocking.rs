@@ -225,6 +225,16 @@ fn blocking_scenarios_match_redis() {
             Cmd(1, &["RPUSH", "w", "ok"]),
             Read(0),
         ],
+        // Waiters of two types on one key: a sorted set serves its own, past an older
+        // list waiter, which waits on.
+        &[
+            Block(0, &["BRPOP", "mixed", "0"], 1),
+            Block(1, &["BZPOPMIN", "mixed", "0"], 2),
+            Cmd(2, &["ZADD", "mixed", "1", "m"]),
+            Read(1),
+            Cmd(2, &["RPUSH", "mixed", "e"]),
+            Read(0),
+        ],
         // Timeouts and bad timeouts.
         &[
             Cmd(0, &["BLPOP", "none", "0.01"]),
@@ -261,6 +271,47 @@ fn blocking_scenarios_match_redis() {
             assert_eq!(a, b, "scenario {n} (resp3: {resp3})");
         }
     }
+}
+
+/// WAIT for a replica there is not blocks as the key waiters do: CLIENT LIST shows `b`
+/// and `cmd=wait`, INFO counts it, and CLIENT UNBLOCK ends it as a timeout (the number
+/// of replicas that acknowledged) or with an UNBLOCKED error, counted in INFO errorstats.
+#[test]
+fn wait_is_a_blocked_client_as_in_redis() {
+    fn steps(addr: SocketAddr) -> Vec<String> {
+        let mut waiter = Conn::connect(addr);
+        let mut other = Conn::connect(addr);
+        other.cmd(&["CONFIG", "RESETSTAT"]);
+        let id = common::text(&waiter.cmd(&["CLIENT", "ID"]));
+        let mut seen = Vec::new();
+        for how in ["TIMEOUT", "ERROR"] {
+            waiter.send(&["WAIT", "1", "0"]);
+            wait_blocked(addr, 1);
+            let listed = common::text(&other.cmd(&["CLIENT", "LIST", "ID", &id]));
+            seen.extend(
+                listed
+                    .split_whitespace()
+                    .filter(|f| f.starts_with("flags=") || f.starts_with("cmd="))
+                    .map(String::from),
+            );
+            seen.push(show(&other.cmd(&["CLIENT", "UNBLOCK", &id, how])));
+            seen.push(show(&waiter.read().unwrap()));
+        }
+        seen.push(show(&other.cmd(&["CLIENT", "UNBLOCK", &id])));
+        let errors = common::text(&other.cmd(&["INFO", "errorstats"]));
+        seen.extend(
+            errors
+                .lines()
+                .filter(|l| l.contains("UNBLOCKED"))
+                .map(String::from),
+        );
+        seen
+    }
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let want = steps(redis.addr());
+    assert!(want.contains(&"flags=b".to_string()), "{want:?}");
+    assert_eq!(steps(redline.addr), want);
 }
 
 /// A blocked client that disconnects is forgotten; the next push stays in the list.
