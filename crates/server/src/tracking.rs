@@ -283,10 +283,23 @@ impl Tracking {
     /// an invalidation, and BCAST prefixes collect it. `by` is the client whose command
     /// changed it (for NOLOOP); `None` for the server (expiry, eviction).
     pub fn invalidate_key(&self, shared: &Shared, key: &[u8], by: Option<u64>) {
+        self.invalidate_key_written(shared, key, by, by);
+    }
+
+    /// [`Tracking::invalidate_key`] for a key a script changed: as in Redis, NOLOOP in
+    /// default mode spares the script's caller (`by`), while BCAST records the change
+    /// as Lua's client's (`bcast_by`, none), so the caller hears of it.
+    pub fn invalidate_key_written(
+        &self,
+        shared: &Shared,
+        key: &[u8],
+        by: Option<u64>,
+        bcast_by: Option<u64>,
+    ) {
         let mut state = self.state.lock();
         for (prefix, bcast) in state.prefixes.iter_mut() {
             if key.starts_with(prefix) {
-                bcast.keys.insert(Bytes::copy_from_slice(key), by);
+                bcast.keys.insert(Bytes::copy_from_slice(key), bcast_by);
             }
         }
         let Some(ids) = state.table.remove(key) else {

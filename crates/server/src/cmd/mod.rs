@@ -345,7 +345,7 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     }
     let script = ctx.client.tracking && is_script(spec);
     if script {
-        ctx.client.tracking_script = Some(false);
+        ctx.client.tracking_script = Some(args.to_vec());
     }
     if ctx.client.tracking && !ctx.nested && reads_for_tracking(spec) {
         // Before the read, not after: the handler lets its shard go when it returns, and
@@ -367,6 +367,9 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
         // A script shows before the commands it calls.
         feed_monitors(ctx, args);
     }
+    // Tracking invalidates the keys the command changed (see `store::changed_keys`).
+    let collects_changes =
+        spec.is_write() && ctx.shared.tracking.active() && crate::store::changed_keys::begin();
     let reading_before = crate::store::lookups::set_reading(spec.is_readonly());
     let result = run_handler(ctx, spec, handler, args);
     crate::store::lookups::set_reading(reading_before);
@@ -406,6 +409,9 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
             || spec.name.starts_with("flush"))
     {
         note_written_keys(ctx, spec, args, result.is_ok());
+    }
+    if collects_changes {
+        crate::store::changed_keys::end();
     }
     if ctx.client.tracking {
         after_tracked_command(ctx, spec, args);
@@ -808,13 +814,14 @@ fn remember_keys(ctx: &Ctx<'_>, args: &[Bytes]) {
 
 fn after_tracked_command(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {
     if is_script(spec) {
-        // A script that read something tracks the keys it declared.
-        if ctx.client.tracking_script.take() == Some(true) {
-            remember_keys(ctx, args);
+        ctx.client.tracking_script = None;
+    } else if let Some(script) = ctx.client.tracking_script.take() {
+        // A read the script called tracks the keys the script declared, at once: a
+        // write later in the script invalidates them (Redis's `call`).
+        if spec.is_readonly() {
+            remember_keys(ctx, &script);
         }
-    } else if let Some(read) = ctx.client.tracking_script.as_mut() {
-        // A command called by a script: only whether it reads matters.
-        *read |= spec.is_readonly();
+        ctx.client.tracking_script = Some(script);
     } else if ctx.nested && reads_for_tracking(spec) {
         // A top-level read remembered its keys before it ran (see `dispatch`).
         remember_keys(ctx, args);
@@ -906,10 +913,10 @@ fn paused(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
 /// `signalKeyAsReady`); commands that move keys across databases make every waiter
 /// look again.
 ///
-/// The same keys are the ones tracking clients must drop (Redis's `signalModifiedKey`):
-/// a command that failed, or that blocked, changed nothing.
+/// Tracking clients drop the keys the command changed (Redis's `signalModifiedKey`, see
+/// `store::changed_keys`); a command that blocked changed nothing.
 fn note_written_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ok: bool) {
-    let tracking = ctx.shared.tracking.active() && ok && ctx.client.blocked.is_none();
+    let tracking = ctx.shared.tracking.active() && ctx.client.blocked.is_none();
     let blocking = ctx.shared.blocking.any();
     if matches!(spec.name, "flushall" | "flushdb") {
         // The tracking table is emptied even when nobody tracks any more.
@@ -919,23 +926,27 @@ fn note_written_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ok: 
         ctx.client.ready_all |= blocking;
         return;
     }
+    if tracking {
+        // A script's writes are Lua's client's for BCAST's NOLOOP (Redis records the
+        // client that changed the key), the caller's for default mode's.
+        let id = ctx.client.id;
+        let bcast_by = (!ctx.client.in_script).then_some(id);
+        for key in crate::store::changed_keys::take() {
+            ctx.shared
+                .tracking
+                .invalidate_key_written(ctx.shared, &key, Some(id), bcast_by);
+        }
+    }
     let moves_dbs = matches!(spec.name, "swapdb" | "move" | "copy");
     ctx.client.ready_all |= blocking && moves_dbs;
-    if !tracking && (!blocking || moves_dbs) {
+    if !blocking || moves_dbs {
         return;
     }
     if let Ok(indexes) = command::keys(args) {
         let db = ctx.client.db;
         for i in indexes {
             if let Some(key) = args.get(i) {
-                if tracking {
-                    ctx.shared
-                        .tracking
-                        .invalidate_key(ctx.shared, key, Some(ctx.client.id));
-                }
-                if blocking && !moves_dbs {
-                    ctx.client.ready.push((db, key.clone()));
-                }
+                ctx.client.ready.push((db, key.clone()));
             }
         }
     }

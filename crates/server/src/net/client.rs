@@ -190,9 +190,9 @@ pub struct ClientState {
     /// The most of the query buffer the commands used since the connection last
     /// looked whether to resize it (Redis's `querybuf_peak`).
     pub qbuf_peak: usize,
-    /// While a tracking client runs a script: whether the script called a read-only
-    /// command yet (then the script's declared keys are tracked, as in Redis).
-    pub tracking_script: Option<bool>,
+    /// While a tracking client runs a script: the script's own command (EVAL, FCALL),
+    /// whose declared keys each read-only command it calls tracks, as in Redis.
+    pub tracking_script: Option<Vec<bytes::Bytes>>,
 }
 
 /// CLIENT REPLY: whether replies are sent.

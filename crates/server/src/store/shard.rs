@@ -561,6 +561,7 @@ impl Shard {
     #[inline]
     pub fn touch(&mut self, key: &[u8]) {
         super::dirty::mark();
+        super::changed_keys::record(key);
         if self.watched.is_watched(key) {
             let present = self.map.contains_key(key);
             self.watched.touched(key, present);
