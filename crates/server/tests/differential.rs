@@ -1412,6 +1412,93 @@ fn notifications_match_redis() {
     assert_none_differ(&failures, &format!("{sequences} sequences"));
 }
 
+/// Generated commands, each run by one client while another WATCHes every key it names
+/// (as redis-server's COMMAND GETKEYS finds them): the watcher's EXEC must abort exactly
+/// when it aborts on redis-server. So the same writes count as changing a key as in
+/// Redis (its `signalModifiedKey`, which drives tracking invalidations too), and the
+/// same no-op writes (DEL of a missing key, SADD of a member already there) do not.
+/// Active expiry is off; `DIFF_SEQUENCES` and `DIFF_SEED` as for [`compare_sequences`].
+#[test]
+fn watch_breaks_where_redis_does() {
+    const SKIPPED: &[&str] = &[
+        "SELECT", "MULTI", "EXEC", "DISCARD", "RESET", "HELLO", "WATCH", "UNWATCH", "CLIENT",
+        "QUIT", "SWAPDB", "MOVE",
+    ];
+    let redis = redis_with_debug();
+    let redline = Redline::start();
+    let (sequences, only) = sequences_to_run(300);
+    let mut failures = Vec::new();
+    for seed in (0..sequences).filter(|s| only.is_none_or(|o| o == *s)) {
+        let mut gen = Gen {
+            rng: fastrand::Rng::with_seed(seed ^ 0x3a7c),
+        };
+        let mut keys_of = Conn::connect(redis.addr());
+        let mut sides: Vec<(Conn, Conn)> = [redis.addr(), redline.addr]
+            .into_iter()
+            .map(|addr| {
+                let mut writer = Conn::connect(addr);
+                writer.cmd(&["FLUSHALL"]);
+                writer.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+                (writer, Conn::connect(addr))
+            })
+            .collect();
+        let mut log = Vec::new();
+        for _ in 0..30 {
+            let command = gen.command();
+            let name = String::from_utf8_lossy(&command[0]).to_ascii_uppercase();
+            if SKIPPED.contains(&name.as_str()) {
+                continue;
+            }
+            let mut getkeys = vec![b"COMMAND".to_vec(), b"GETKEYS".to_vec()];
+            getkeys.extend(command.iter().cloned());
+            let keys: Vec<Vec<u8>> = match keys_of.cmd(&getkeys) {
+                Frame::Array(keys) => keys
+                    .iter()
+                    .filter_map(|k| match k {
+                        Frame::Bulk(b) => Some(b.to_vec()),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let seen: Vec<String> = sides
+                .iter_mut()
+                .map(|(writer, watcher)| {
+                    if !keys.is_empty() {
+                        let mut watch = vec![b"WATCH".to_vec()];
+                        watch.extend(keys.iter().cloned());
+                        watcher.cmd(&watch);
+                    }
+                    let reply = normalise(&command, writer.cmd(&command));
+                    watcher.cmd(&["MULTI"]);
+                    watcher.cmd(&["PING"]);
+                    let exec = watcher.cmd(&["EXEC"]);
+                    let broke = matches!(exec, Frame::NullArray | Frame::Null);
+                    format!("{reply} / EXEC aborted: {broke}")
+                })
+                .collect();
+            let shown: Vec<String> = command
+                .iter()
+                .map(|a| String::from_utf8_lossy(a).chars().take(60).collect())
+                .collect();
+            if only.is_some() {
+                eprintln!("{shown:?}: {}", seen[0]);
+            }
+            if seen[0] != seen[1] {
+                failures.push(format!(
+                    "seed {seed}: after {} commands, {shown:?}: redis {} / redline {}",
+                    log.len(),
+                    seen[0],
+                    seen[1]
+                ));
+                break;
+            }
+            log.push(shown);
+        }
+    }
+    assert_none_differ(&failures, &format!("{sequences} sequences"));
+}
+
 /// Generated sequences on a master, then its replica's keyspace read beside the master's:
 /// redline-server's replication stream applied by a redis-server replica, and
 /// redis-server's applied by a redline-server replica, must leave the same data.

@@ -1,0 +1,322 @@
+//! Differential test for client-side caching's server half (CLIENT TRACKING): the same
+//! generated steps run on a real redis-server 7.0 and on redline-server, and every
+//! reply and every invalidation message must be the same, in the same place.
+//!
+//! Per server: client 0 speaks RESP3 and tracks in a mode drawn per sequence (default,
+//! OPTIN, OPTOUT, BCAST with or without prefixes, NOLOOP); client 1 speaks RESP2 and
+//! sends its invalidations to client 2, a subscriber of `__redis__:invalidate`; client 3
+//! writes and reads without tracking. Steps are reads, writes of every type, flushes,
+//! transactions, scripts, CLIENT CACHING before a read, and tracking turned off and on.
+//! After each step every client sends PING and what arrived before its PONG is recorded,
+//! so a push is compared where it lands among the replies. No TTL is short enough to
+//! expire during a run.
+//!
+//! `DIFF_SEQUENCES=n` runs n sequences; `DIFF_SEED=n` runs sequence n alone and prints it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::net::SocketAddr;
+
+use common::{show, text, Conn, Redline};
+use redline_resp::Frame;
+use redline_testkit::RedisServer;
+
+const KEYS: &[&str] = &["a:1", "a:2", "b:1", "c"];
+const VALUES: &[&str] = &["1", "x", "2"];
+/// Client 0 (RESP3, tracking), 1 (RESP2, redirecting), 2 (subscriber), 3 (plain).
+const CLIENTS: usize = 4;
+const SUBSCRIBER: usize = 2;
+
+fn words(ws: &[&str]) -> Vec<String> {
+    ws.iter().map(|w| w.to_string()).collect()
+}
+
+struct Gen {
+    rng: fastrand::Rng,
+}
+
+impl Gen {
+    fn pick(&mut self, from: &[&str]) -> String {
+        from[self.rng.usize(..from.len())].to_string()
+    }
+    fn chance(&mut self, percent: u32) -> bool {
+        self.rng.u32(..100) < percent
+    }
+
+    /// CLIENT TRACKING ON and its options (`@2`: client 2's id).
+    fn tracking(&mut self, redirect: bool) -> Vec<String> {
+        let mut c = words(&["CLIENT", "TRACKING", "ON"]);
+        if redirect {
+            c.extend(words(&["REDIRECT", "@2"]));
+        }
+        match self.rng.usize(..5) {
+            0 => {}
+            1 => c.push("OPTIN".into()),
+            2 => c.push("OPTOUT".into()),
+            3 => c.push("BCAST".into()),
+            _ => {
+                c.push("BCAST".into());
+                for prefix in ["a:", "b"] {
+                    if self.chance(70) {
+                        c.extend(words(&["PREFIX", prefix]));
+                    }
+                }
+            }
+        }
+        if self.chance(30) {
+            c.push("NOLOOP".into());
+        }
+        c
+    }
+
+    fn read(&mut self) -> Vec<String> {
+        let k = self.pick(KEYS);
+        match self.rng.usize(..9) {
+            0 | 1 => words(&["GET", &k]),
+            2 => words(&["MGET", &k, &self.pick(KEYS)]),
+            3 => words(&["HGET", &k, "f"]),
+            4 => words(&["LRANGE", &k, "0", "-1"]),
+            5 => words(&["EXISTS", &k]),
+            6 => words(&["STRLEN", &k]),
+            7 => words(&["TYPE", &k]),
+            _ => words(&["SCARD", &k]),
+        }
+    }
+
+    fn write(&mut self) -> Vec<String> {
+        let k = self.pick(KEYS);
+        let v = self.pick(VALUES);
+        match self.rng.usize(..16) {
+            0..=2 => words(&["SET", &k, &v]),
+            3 => words(&["DEL", &k, &self.pick(KEYS)]),
+            4 => words(&["INCR", &k]),
+            5 => words(&["APPEND", &k, &v]),
+            6 => words(&["HSET", &k, "f", &v]),
+            7 => words(&["LPUSH", &k, &v]),
+            8 => words(&["SADD", &k, &v]),
+            9 => words(&["EXPIRE", &k, "1000"]),
+            10 => words(&["RENAME", &k, &self.pick(KEYS)]),
+            11 => words(&["MSET", &k, &v, &self.pick(KEYS), &v]),
+            12 => words(&["COPY", &k, &self.pick(KEYS), "REPLACE"]),
+            13 => words(&[if self.chance(50) {
+                "FLUSHDB"
+            } else {
+                "FLUSHALL"
+            }]),
+            14 => words(&["SELECT", if self.chance(70) { "0" } else { "1" }]),
+            _ => words(&[
+                "EVAL",
+                "redis.call('get', KEYS[1]) return redis.call('set', KEYS[2], ARGV[1])",
+                "2",
+                &k,
+                &self.pick(KEYS),
+                &v,
+            ]),
+        }
+    }
+
+    /// One step: the commands a client sends back to back.
+    fn step(&mut self, client: usize) -> Vec<Vec<String>> {
+        match self.rng.usize(..20) {
+            0..=6 => vec![self.read()],
+            7..=13 => vec![self.write()],
+            14 => vec![words(&["CLIENT", "CACHING", "YES"]), self.read()],
+            15 => vec![words(&["CLIENT", "CACHING", "NO"]), self.read()],
+            16 => vec![self.pick_of(&["MULTI", "EXEC", "DISCARD"])],
+            17 if client != 3 => {
+                if self.chance(50) {
+                    vec![words(&["CLIENT", "TRACKING", "OFF"])]
+                } else {
+                    vec![self.tracking(client == 1)]
+                }
+            }
+            18 => vec![self.pick_of(&["CLIENT TRACKINGINFO", "CLIENT GETREDIR"])],
+            _ => vec![self.read(), self.write()],
+        }
+    }
+
+    fn pick_of(&mut self, from: &[&str]) -> Vec<String> {
+        self.pick(from).split(' ').map(String::from).collect()
+    }
+}
+
+/// One server's clients and their ids.
+struct Side {
+    clients: Vec<Conn>,
+    ids: Vec<String>,
+    /// Clients inside MULTI (a PING would be queued, so they are not synced).
+    in_multi: [bool; CLIENTS],
+}
+
+impl Side {
+    fn connect(addr: SocketAddr) -> Side {
+        let mut clients: Vec<Conn> = (0..CLIENTS).map(|_| Conn::connect(addr)).collect();
+        clients[3].cmd(&["FLUSHALL"]);
+        clients[0].cmd(&["HELLO", "3"]);
+        let ids = clients
+            .iter_mut()
+            .map(|c| text(&c.cmd(&["CLIENT", "ID"])))
+            .collect();
+        clients[SUBSCRIBER].cmd(&["SUBSCRIBE", "__redis__:invalidate"]);
+        Side {
+            clients,
+            ids,
+            in_multi: [false; CLIENTS],
+        }
+    }
+
+    /// A reply as text; a CLIENT command's client ids replaced by `ID<n>`.
+    fn shown(&self, frame: &Frame, command: &[String]) -> String {
+        let mut s = show(frame);
+        if command[0] == "CLIENT" {
+            for (i, id) in self.ids.iter().enumerate() {
+                s = s.replace(&format!("Integer({id})"), &format!("ID{i}"));
+            }
+        }
+        s
+    }
+
+    /// Reads up to and including the next reply that is not a push; pushes first.
+    fn read_reply(&mut self, client: usize, out: &mut Vec<String>) -> Frame {
+        loop {
+            let frame = self.clients[client].read().expect("reply");
+            if matches!(frame, Frame::Push(_)) {
+                out.push(format!("  push to {client}: {}", show(&frame)));
+                continue;
+            }
+            return frame;
+        }
+    }
+
+    /// Runs a step's commands on `client`: what came back, pushes included.
+    fn run(&mut self, client: usize, commands: &[Vec<String>]) -> Vec<String> {
+        let mut out = Vec::new();
+        // Inside MULTI, EXEC's reply would carry client ids where they cannot be told
+        // from other integers: ask outside transactions only.
+        let asks_ids = |c: &Vec<String>| c[0] == "CLIENT" && c[1] != "CACHING";
+        let commands: Vec<Vec<String>> = commands
+            .iter()
+            .map(|c| {
+                if self.in_multi[client] && asks_ids(c) {
+                    words(&["PING"])
+                } else {
+                    c.clone()
+                }
+            })
+            .collect();
+        let commands = &commands[..];
+        for command in commands {
+            let args: Vec<String> = command
+                .iter()
+                .map(
+                    |a| match a.strip_prefix('@').and_then(|n| n.parse::<usize>().ok()) {
+                        Some(n) => self.ids[n].clone(),
+                        None => a.clone(),
+                    },
+                )
+                .collect();
+            self.clients[client].send(&args);
+        }
+        for command in commands {
+            let reply = self.read_reply(client, &mut out);
+            let name = command[0].to_ascii_uppercase();
+            let ok = matches!(&reply, Frame::Simple(s) if &s[..] == b"OK");
+            match name.as_str() {
+                "MULTI" if ok => self.in_multi[client] = true,
+                "EXEC" | "DISCARD" => self.in_multi[client] = false,
+                _ => {}
+            }
+            out.push(format!(
+                "{client} {command:?}: {}",
+                self.shown(&reply, command)
+            ));
+        }
+        out
+    }
+
+    /// PING on every client not in a transaction: what arrived before each PONG.
+    fn sync(&mut self, out: &mut Vec<String>) {
+        for client in 0..CLIENTS {
+            if self.in_multi[client] {
+                continue;
+            }
+            self.clients[client].send(&["PING"]);
+            if client == SUBSCRIBER {
+                loop {
+                    let frame = self.clients[client].read().expect("message");
+                    let shown = show(&frame);
+                    if shown.contains("pong") {
+                        break;
+                    }
+                    out.push(format!("  message to {client}: {shown}"));
+                }
+            } else {
+                self.read_reply(client, out);
+            }
+        }
+    }
+}
+
+fn run_sequence(redis: SocketAddr, redline: SocketAddr, seed: u64, print: bool) -> Option<String> {
+    let mut gen = Gen {
+        rng: fastrand::Rng::with_seed(seed ^ 0x7ac4),
+    };
+    let mut sides = [Side::connect(redis), Side::connect(redline)];
+    let setup = [
+        (0, vec![gen.tracking(false)]),
+        (1, vec![gen.tracking(true)]),
+    ];
+    let mut log: Vec<String> = Vec::new();
+    let steps = (0..25).map(|_| {
+        let client = [0, 1, 3][gen.rng.usize(..3)];
+        (client, gen.step(client))
+    });
+    for (client, commands) in setup.into_iter().chain(steps.collect::<Vec<_>>()) {
+        let mut seen: Vec<Vec<String>> = Vec::new();
+        for side in &mut sides {
+            let mut out = side.run(client, &commands);
+            side.sync(&mut out);
+            seen.push(out);
+        }
+        if print {
+            eprintln!("{}", seen[0].join("\n"));
+        }
+        if seen[0] != seen[1] {
+            let start = log.len().saturating_sub(15);
+            return Some(format!(
+                "{}\n  -> redis:\n{}\n     redline:\n{}",
+                log[start..].join("\n"),
+                seen[0].join("\n"),
+                seen[1].join("\n")
+            ));
+        }
+        log.extend(seen.swap_remove(0));
+    }
+    None
+}
+
+#[test]
+fn tracking_matches_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let var = |name: &str| std::env::var(name).ok().and_then(|s| s.parse::<u64>().ok());
+    let only = var("DIFF_SEED");
+    let seeds: Vec<u64> = match only {
+        Some(seed) => vec![seed],
+        None => (0..var("DIFF_SEQUENCES").unwrap_or(200)).collect(),
+    };
+    let mut failures = Vec::new();
+    for &seed in &seeds {
+        if let Some(difference) = run_sequence(redis.addr(), redline.addr, seed, only.is_some()) {
+            failures.push(format!("seed {seed}:\n{difference}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} sequences differ; first ones:\n{}",
+        failures.len(),
+        seeds.len(),
+        failures[..failures.len().min(3)].join("\n\n")
+    );
+}
