@@ -1420,17 +1420,51 @@ fn notifications_match_redis() {
 /// Active expiry is off; `DIFF_SEQUENCES` and `DIFF_SEED` as for [`compare_sequences`].
 #[test]
 fn watch_breaks_where_redis_does() {
+    let redis = redis_with_debug();
+    let redline = Redline::start();
+    watch_breaks_as_redis(&redis, &redline, 300, 0x3a7c, |gen| {
+        (0..30).map(|_| gen.command()).collect()
+    });
+}
+
+/// [`watch_breaks_where_redis_does`] over the commands redis-server documents (streams,
+/// geo, bitmaps, ...), on keys of every type.
+#[test]
+fn watch_breaks_where_redis_does_for_documented_commands() {
+    let redis = redis_with_debug();
+    let redline = Redline::start();
+    let commands = documented_commands(&mut Conn::connect(redis.addr()));
+    watch_breaks_as_redis(&redis, &redline, 150, 0x3a7d, |gen| {
+        let mut sequence: Vec<Vec<Vec<u8>>> = TYPED_KEYS
+            .iter()
+            .map(|c| c.iter().map(|a| a.to_vec()).collect())
+            .collect();
+        for _ in 0..20 {
+            let command = &commands[gen.rng.usize(..commands.len())];
+            sequence.push(gen.documented_command(command));
+        }
+        sequence
+    });
+}
+
+/// Runs each generated command while a second client WATCHes every key it names; the
+/// command's reply and whether the watcher's EXEC aborted must be redis-server's.
+fn watch_breaks_as_redis(
+    redis: &RedisServer,
+    redline: &Redline,
+    count: u64,
+    salt: u64,
+    mut generate: impl FnMut(&mut Gen) -> Vec<Vec<Vec<u8>>>,
+) {
     const SKIPPED: &[&str] = &[
         "SELECT", "MULTI", "EXEC", "DISCARD", "RESET", "HELLO", "WATCH", "UNWATCH", "CLIENT",
         "QUIT", "SWAPDB", "MOVE",
     ];
-    let redis = redis_with_debug();
-    let redline = Redline::start();
-    let (sequences, only) = sequences_to_run(300);
+    let (sequences, only) = sequences_to_run(count);
     let mut failures = Vec::new();
     for seed in (0..sequences).filter(|s| only.is_none_or(|o| o == *s)) {
         let mut gen = Gen {
-            rng: fastrand::Rng::with_seed(seed ^ 0x3a7c),
+            rng: fastrand::Rng::with_seed(seed ^ salt),
         };
         let mut keys_of = Conn::connect(redis.addr());
         let mut sides: Vec<(Conn, Conn)> = [redis.addr(), redline.addr]
@@ -1442,9 +1476,8 @@ fn watch_breaks_where_redis_does() {
                 (writer, Conn::connect(addr))
             })
             .collect();
-        let mut log = Vec::new();
-        for _ in 0..30 {
-            let command = gen.command();
+        let mut ran = 0;
+        for command in generate(&mut gen) {
             let name = String::from_utf8_lossy(&command[0]).to_ascii_uppercase();
             if SKIPPED.contains(&name.as_str()) {
                 continue;
@@ -1487,13 +1520,11 @@ fn watch_breaks_where_redis_does() {
             if seen[0] != seen[1] {
                 failures.push(format!(
                     "seed {seed}: after {} commands, {shown:?}: redis {} / redline {}",
-                    log.len(),
-                    seen[0],
-                    seen[1]
+                    ran, seen[0], seen[1]
                 ));
                 break;
             }
-            log.push(shown);
+            ran += 1;
         }
     }
     assert_none_differ(&failures, &format!("{sequences} sequences"));
@@ -3142,27 +3173,8 @@ fn documented_commands_match_redis() {
         commands.len()
     );
     // Keys of every type first, then 20 documented commands.
-    let setup: &[&[&[u8]]] = &[
-        &[b"SET", b"k1", b"12"],
-        &[b"RPUSH", b"k2", b"a", b"b", b"c", b"1"],
-        &[b"HSET", b"k3", b"a", b"1", b"b", b"x"],
-        &[b"SADD", b"{t}x", b"a", b"b", b"1"],
-        &[b"ZADD", b"{t}y", b"1", b"a", b"2", b"b", b"-inf", b"c"],
-        &[b"XADD", b"", b"1-1", b"a", b"1"],
-        &[
-            b"GEOADD",
-            b"\x00bin\xff\r\n",
-            b"13.36",
-            b"38.11",
-            b"a",
-            b"15.08",
-            b"37.5",
-            b"b",
-        ],
-        &[b"PFADD", KEYS[7], b"a", b"b"],
-    ];
     compare_sequences(&redis, &redline, 300, 0xd0c5, |gen| {
-        let mut sequence: Vec<Vec<Vec<u8>>> = setup
+        let mut sequence: Vec<Vec<Vec<u8>>> = TYPED_KEYS
             .iter()
             .map(|c| c.iter().map(|a| a.to_vec()).collect())
             .collect();
@@ -3173,3 +3185,24 @@ fn documented_commands_match_redis() {
         sequence
     });
 }
+
+/// A key of every type, written before generated documented commands run.
+const TYPED_KEYS: &[&[&[u8]]] = &[
+    &[b"SET", b"k1", b"12"],
+    &[b"RPUSH", b"k2", b"a", b"b", b"c", b"1"],
+    &[b"HSET", b"k3", b"a", b"1", b"b", b"x"],
+    &[b"SADD", b"{t}x", b"a", b"b", b"1"],
+    &[b"ZADD", b"{t}y", b"1", b"a", b"2", b"b", b"-inf", b"c"],
+    &[b"XADD", b"", b"1-1", b"a", b"1"],
+    &[
+        b"GEOADD",
+        b"\x00bin\xff\r\n",
+        b"13.36",
+        b"38.11",
+        b"a",
+        b"15.08",
+        b"37.5",
+        b"b",
+    ],
+    &[b"PFADD", KEYS[7], b"a", b"b"],
+];

@@ -130,7 +130,7 @@ fn xgroup_create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ..Group::default()
         },
     );
-    shard.touch(key);
+    super::streams::metadata_changed();
     drop(shard);
     ok(ctx.out);
     let db = ctx.client.db;
@@ -162,7 +162,7 @@ fn xgroup_setid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     group.last_id = id;
     group.entries_read = entries_read;
-    shard.touch(key);
+    super::streams::metadata_changed();
     drop(shard);
     ok(ctx.out);
     let db = ctx.client.db;
@@ -178,7 +178,7 @@ fn xgroup_destroy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let removed = stream.groups.remove(&args[3][..]).is_some();
     if removed {
-        shard.touch(key);
+        super::streams::metadata_changed();
     }
     drop(shard);
     encode::write_integer(ctx.out, i64::from(removed));
@@ -208,7 +208,7 @@ fn xgroup_createconsumer(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 ..Consumer::default()
             },
         );
-        shard.touch(key);
+        super::streams::metadata_changed();
     }
     drop(shard);
     encode::write_integer(ctx.out, i64::from(created));
@@ -238,7 +238,7 @@ fn xgroup_delconsumer(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     };
     if pending.is_some() {
-        shard.touch(key);
+        super::streams::metadata_changed();
     }
     drop(shard);
     encode::write_integer(ctx.out, pending.unwrap_or(0) as i64);
@@ -298,7 +298,7 @@ fn xack(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     if acked > 0 {
-        shard.touch(key);
+        super::streams::metadata_changed();
     }
     drop(shard);
     encode::write_integer(ctx.out, acked);
@@ -560,7 +560,7 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         propagate.push(rewrite::stream_group_position(key, &group_name, group));
     }
     let created = !had_consumer && group.consumers.contains_key(&consumer[..]);
-    shard.touch(key);
+    super::streams::metadata_changed();
     let Some(stream) = stream_mut(&mut shard, key)? else {
         return Ok(());
     };
@@ -676,7 +676,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let _ = cursor;
     let created = !had_consumer && group.consumers.contains_key(&consumer[..]);
-    shard.touch(key);
+    super::streams::metadata_changed();
     let Some(stream) = stream_mut(&mut shard, key)? else {
         return Ok(());
     };

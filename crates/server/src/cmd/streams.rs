@@ -38,6 +38,14 @@ pub const COMMANDS: &[(&str, Handler)] = &[
 pub const INVALID_ID: CmdError =
     CmdError::Static("ERR Invalid stream ID specified as stream command argument");
 
+/// A change to a stream's groups, consumers, pending entries or ids (XGROUP, XACK,
+/// XCLAIM, XREADGROUP, XSETID): Redis counts it in `dirty` but does not signal the key
+/// as modified, so it breaks no WATCH and invalidates no tracked key. Only XADD, XDEL,
+/// XTRIM and a stream's creation do.
+pub fn metadata_changed() {
+    crate::store::dirty::mark();
+}
+
 /// The stream at `key`: `Ok(None)` when missing, WRONGTYPE when not a stream.
 pub fn stream_mut<'s>(
     shard: &'s mut Shard,
@@ -632,7 +640,7 @@ pub fn serve_read(
         };
         if wrote {
             served += 1;
-            shard.touch(key);
+            metadata_changed();
         }
     }
     if served == 0 {
@@ -983,7 +991,7 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if let Some(m) = max_deleted {
         stream.max_deleted_id = m;
     }
-    shard.touch(key);
+    metadata_changed();
     drop(shard);
     super::reply::ok(ctx.out);
     let db = ctx.client.db;
