@@ -1435,15 +1435,7 @@ fn watch_breaks_where_redis_does_for_documented_commands() {
     let redline = Redline::start();
     let commands = documented_commands(&mut Conn::connect(redis.addr()));
     watch_breaks_as_redis(&redis, &redline, 150, 0x3a7d, |gen| {
-        let mut sequence: Vec<Vec<Vec<u8>>> = TYPED_KEYS
-            .iter()
-            .map(|c| c.iter().map(|a| a.to_vec()).collect())
-            .collect();
-        for _ in 0..20 {
-            let command = &commands[gen.rng.usize(..commands.len())];
-            sequence.push(gen.documented_command(command));
-        }
-        sequence
+        gen.documented_sequence(&commands)
     });
 }
 
@@ -3174,16 +3166,23 @@ fn documented_commands_match_redis() {
     );
     // Keys of every type first, then 20 documented commands.
     compare_sequences(&redis, &redline, 300, 0xd0c5, |gen| {
+        gen.documented_sequence(&commands)
+    });
+}
+
+impl Gen {
+    /// A key of every type, then 20 commands drawn from `commands`.
+    fn documented_sequence(&mut self, commands: &[DocCommand]) -> Vec<Vec<Vec<u8>>> {
         let mut sequence: Vec<Vec<Vec<u8>>> = TYPED_KEYS
             .iter()
             .map(|c| c.iter().map(|a| a.to_vec()).collect())
             .collect();
         for _ in 0..20 {
-            let command = &commands[gen.rng.usize(..commands.len())];
-            sequence.push(gen.documented_command(command));
+            let command = &commands[self.rng.usize(..commands.len())];
+            sequence.push(self.documented_command(command));
         }
         sequence
-    });
+    }
 }
 
 /// A key of every type, written before generated documented commands run.

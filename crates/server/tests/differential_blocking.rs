@@ -503,15 +503,7 @@ impl Side {
     /// Runs `command` on `client`; a command that can block is followed on CLIENT LIST
     /// until the server has run it.
     fn run(&mut self, client: usize, command: &[String]) -> Result<Outcome, String> {
-        let args: Vec<String> = command
-            .iter()
-            .map(
-                |a| match a.strip_prefix('@').and_then(|n| n.parse::<usize>().ok()) {
-                    Some(n) => self.ids[n].clone(),
-                    None => a.clone(),
-                },
-            )
-            .collect();
+        let args = common::with_client_ids(command, &self.ids);
         let name = command[0].to_ascii_lowercase();
         if !BLOCKING.contains(&name.as_str()) {
             let reply = show(&self.clients[client].cmd(&args));

@@ -207,15 +207,7 @@ impl Side {
             .collect();
         let commands = &commands[..];
         for command in commands {
-            let args: Vec<String> = command
-                .iter()
-                .map(
-                    |a| match a.strip_prefix('@').and_then(|n| n.parse::<usize>().ok()) {
-                        Some(n) => self.ids[n].clone(),
-                        None => a.clone(),
-                    },
-                )
-                .collect();
+            let args = common::with_client_ids(command, &self.ids);
             self.clients[client].send(&args);
         }
         for command in commands {

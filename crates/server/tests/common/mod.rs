@@ -186,6 +186,20 @@ impl Conn {
     }
 }
 
+/// `args` with each `@<n>` replaced by `ids[n]` (generated steps name clients by index;
+/// each server gives them its own ids).
+#[allow(dead_code)]
+pub fn with_client_ids(args: &[String], ids: &[String]) -> Vec<String> {
+    args.iter()
+        .map(
+            |a| match a.strip_prefix('@').and_then(|n| n.parse::<usize>().ok()) {
+                Some(n) => ids[n].clone(),
+                None => a.clone(),
+            },
+        )
+        .collect()
+}
+
 /// A reply as comparable text.
 pub fn show(frame: &Frame) -> String {
     format!("{frame:?}")
