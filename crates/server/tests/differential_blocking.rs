@@ -704,20 +704,12 @@ fn run_sequence(
 fn blocked_clients_match_redis() {
     let redis = RedisServer::start().expect("redis-server");
     let redline = Redline::start();
-    let var = |name: &str| std::env::var(name).ok().and_then(|s| s.parse::<u64>().ok());
-    let (mut sequences, only) = (var("DIFF_SEQUENCES").unwrap_or(200), var("DIFF_SEED"));
-    if only.is_some() {
-        sequences = 1;
-    }
+    let (seeds, print) = common::seeds_to_run(200);
+    let sequences = seeds.len();
     let mut failures = Vec::new();
     let mut tally = Tally::default();
-    let seeds: Vec<u64> = match only {
-        Some(seed) => vec![seed],
-        None => (0..sequences).collect(),
-    };
     for seed in seeds {
-        if let Some(difference) =
-            run_sequence(redis.addr(), redline.addr, seed, only.is_some(), &mut tally)
+        if let Some(difference) = run_sequence(redis.addr(), redline.addr, seed, print, &mut tally)
         {
             failures.push(format!("seed {seed}:\n{difference}"));
         }

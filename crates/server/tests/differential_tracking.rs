@@ -292,15 +292,10 @@ fn run_sequence(redis: SocketAddr, redline: SocketAddr, seed: u64, print: bool) 
 fn tracking_matches_redis() {
     let redis = RedisServer::start().expect("redis-server");
     let redline = Redline::start();
-    let var = |name: &str| std::env::var(name).ok().and_then(|s| s.parse::<u64>().ok());
-    let only = var("DIFF_SEED");
-    let seeds: Vec<u64> = match only {
-        Some(seed) => vec![seed],
-        None => (0..var("DIFF_SEQUENCES").unwrap_or(200)).collect(),
-    };
+    let (seeds, print) = common::seeds_to_run(200);
     let mut failures = Vec::new();
     for &seed in &seeds {
-        if let Some(difference) = run_sequence(redis.addr(), redline.addr, seed, only.is_some()) {
+        if let Some(difference) = run_sequence(redis.addr(), redline.addr, seed, print) {
             failures.push(format!("seed {seed}:\n{difference}"));
         }
     }

@@ -200,6 +200,17 @@ pub fn with_client_ids(args: &[String], ids: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The seeds a generated differential test runs: `DIFF_SEED=n` alone (then printed:
+/// the second value is true), else `0..DIFF_SEQUENCES` (default `count`).
+#[allow(dead_code)]
+pub fn seeds_to_run(count: u64) -> (Vec<u64>, bool) {
+    let var = |name: &str| std::env::var(name).ok().and_then(|s| s.parse::<u64>().ok());
+    match var("DIFF_SEED") {
+        Some(seed) => (vec![seed], true),
+        None => ((0..var("DIFF_SEQUENCES").unwrap_or(count)).collect(), false),
+    }
+}
+
 /// A reply as comparable text.
 pub fn show(frame: &Frame) -> String {
     format!("{frame:?}")
