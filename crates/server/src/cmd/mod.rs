@@ -367,9 +367,10 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
         // A script shows before the commands it calls.
         feed_monitors(ctx, args);
     }
-    // Tracking invalidates the keys the command changed (see `store::changed_keys`).
-    let collects_changes =
-        spec.is_write() && ctx.shared.tracking.active() && crate::store::changed_keys::begin();
+    // Tracking invalidates the keys the command changed (see `store::changed_keys`),
+    // a read's too: PFCOUNT rewrites its cached count, as Redis's signals.
+    let tracking_changes = ctx.shared.tracking.active();
+    let owns_changes = tracking_changes && crate::store::changed_keys::begin();
     let reading_before = crate::store::lookups::set_reading(spec.is_readonly());
     let result = run_handler(ctx, spec, handler, args);
     crate::store::lookups::set_reading(reading_before);
@@ -410,7 +411,10 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     {
         note_written_keys(ctx, spec, args, result.is_ok());
     }
-    if collects_changes {
+    if tracking_changes {
+        invalidate_changed_keys(ctx, spec);
+    }
+    if owns_changes {
         crate::store::changed_keys::end();
     }
     if ctx.client.tracking {
@@ -641,7 +645,10 @@ fn out_of_memory(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> bool {
 /// Redis sends it.
 fn evict_before_reply(ctx: &mut Ctx<'_>) -> crate::store::evict::Outcome {
     let (outcome, sent) = crate::tracking::collect_sent(|| {
-        let outcome = crate::maxmemory::perform(ctx.shared);
+        // Evicted keys are invalidated here, through `collect_sent`, not as keys the
+        // command changed (CONFIG SET maxmemory evicts from inside its handler).
+        let outcome =
+            crate::store::changed_keys::unrecorded(|| crate::maxmemory::perform(ctx.shared));
         if ctx.shared.store.events().pending() {
             crate::notify::publish_pending(ctx.shared, ctx.client.id, ctx.out);
         }
@@ -909,14 +916,31 @@ fn paused(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
     }
 }
 
+/// Tracking clients drop the keys the command changed (Redis's `signalModifiedKey`, see
+/// `store::changed_keys`), as each command ends, inside EXEC and scripts too. FLUSHALL
+/// and FLUSHDB send their one null invalidation instead (see `note_written_keys`).
+fn invalidate_changed_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec) {
+    let keys = crate::store::changed_keys::take();
+    if keys.is_empty() || matches!(spec.name, "flushall" | "flushdb") {
+        return;
+    }
+    // A script's writes are Lua's client's for BCAST's NOLOOP (Redis records the client
+    // that changed the key), the caller's for default mode's.
+    let id = ctx.client.id;
+    let bcast_by = (!ctx.client.in_script).then_some(id);
+    for key in keys {
+        ctx.shared
+            .tracking
+            .invalidate_key_written(ctx.shared, &key, Some(id), bcast_by);
+    }
+}
+
 /// Records the keys a write command touched, for clients blocked on them (Redis's
 /// `signalKeyAsReady`); commands that move keys across databases make every waiter
 /// look again.
 ///
-/// Tracking clients drop the keys the command changed (Redis's `signalModifiedKey`, see
-/// `store::changed_keys`); a command that blocked changed nothing.
+/// FLUSHALL and FLUSHDB also empty the tracking table.
 fn note_written_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ok: bool) {
-    let tracking = ctx.shared.tracking.active() && ctx.client.blocked.is_none();
     let blocking = ctx.shared.blocking.any();
     if matches!(spec.name, "flushall" | "flushdb") {
         // The tracking table is emptied even when nobody tracks any more.
@@ -925,17 +949,6 @@ fn note_written_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ok: 
         }
         ctx.client.ready_all |= blocking;
         return;
-    }
-    if tracking {
-        // A script's writes are Lua's client's for BCAST's NOLOOP (Redis records the
-        // client that changed the key), the caller's for default mode's.
-        let id = ctx.client.id;
-        let bcast_by = (!ctx.client.in_script).then_some(id);
-        for key in crate::store::changed_keys::take() {
-            ctx.shared
-                .tracking
-                .invalidate_key_written(ctx.shared, &key, Some(id), bcast_by);
-        }
     }
     let moves_dbs = matches!(spec.name, "swapdb" | "move" | "copy");
     ctx.client.ready_all |= blocking && moves_dbs;

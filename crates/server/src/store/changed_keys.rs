@@ -1,12 +1,13 @@
-//! The keys a write command changed, for CLIENT TRACKING's invalidations. Redis
-//! invalidates where it calls `signalModifiedKey`, which is where a shard's write paths
-//! call [`super::Shard::touch`] (WATCH relies on the same calls), so a write that changed
-//! nothing (DEL of a missing key, SADD of a member already there) invalidates nothing.
+//! The keys a command changed, for CLIENT TRACKING's invalidations. Redis invalidates
+//! where it calls `signalModifiedKey`, which is where a shard's write paths call
+//! [`super::Shard::touch`] (WATCH relies on the same calls), so a write that changed
+//! nothing (DEL of a missing key, SADD of a member already there) invalidates nothing,
+//! and a read that rewrites its value (PFCOUNT's cached count) does.
 //!
-//! Collected per thread while a write command runs: a command runs on one thread from
-//! start to end, as [`super::dirty`] relies on too. The first command to begin owns the
-//! collection; commands nested in it (inside EXEC or a script) take their own keys as
-//! they end.
+//! Collected per thread while a command runs and some client tracks: a command runs on
+//! one thread from start to end, as [`super::dirty`] relies on too. The first command
+//! to begin owns the collection; commands nested in it (inside EXEC or a script) take
+//! their own keys as they end.
 
 use std::cell::{Cell, RefCell};
 
@@ -28,6 +29,14 @@ pub fn record(key: &[u8]) {
     if COLLECTING.with(Cell::get) {
         KEYS.with(|k| k.borrow_mut().push(Bytes::copy_from_slice(key)));
     }
+}
+
+/// Runs `f` with recording off: changes with their own invalidations (evictions).
+pub fn unrecorded<R>(f: impl FnOnce() -> R) -> R {
+    let was = COLLECTING.with(|c| c.replace(false));
+    let result = f();
+    COLLECTING.with(|c| c.set(was));
+    result
 }
 
 /// The keys changed since the last take, each once, in the order first changed.
