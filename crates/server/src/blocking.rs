@@ -12,7 +12,7 @@
 //! take the registry: they record ready keys in their own connection state.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -179,31 +179,9 @@ impl Registry {
     }
 }
 
-/// A client blocked in WAIT, which CLIENT UNBLOCK can end.
-#[derive(Debug, Default)]
-pub struct ReplicaWait {
-    /// How it was ended: 0 not yet, [`UNBLOCKED_AS_TIMEOUT`] or [`UNBLOCKED_WITH_ERROR`].
-    ended: AtomicU8,
-    signal: tokio::sync::Notify,
-}
-
-/// CLIENT UNBLOCK [TIMEOUT]: WAIT answers as if its timeout had passed.
-pub const UNBLOCKED_AS_TIMEOUT: u8 = 1;
-/// CLIENT UNBLOCK ERROR: WAIT answers with an UNBLOCKED error.
-pub const UNBLOCKED_WITH_ERROR: u8 = 2;
-
-impl ReplicaWait {
-    /// Waits until CLIENT UNBLOCK ends the wait; how it did.
-    pub async fn unblocked(&self) -> u8 {
-        loop {
-            let how = self.ended.load(Ordering::Acquire);
-            if how != 0 {
-                return how;
-            }
-            self.signal.notified().await;
-        }
-    }
-}
+/// How CLIENT UNBLOCK reaches a client blocked in WAIT: `true` to end it with the
+/// UNBLOCKED error, `false` to answer as if its timeout had passed.
+pub type ReplicaWaitEnd = tokio::sync::oneshot::Receiver<bool>;
 
 /// Blocked clients, server-wide.
 #[derive(Debug, Default)]
@@ -211,7 +189,7 @@ pub struct Blocking {
     registry: Mutex<Registry>,
     blocked: AtomicUsize,
     /// Clients in WAIT, by client id (kept apart from `blocked`, which writes check).
-    replica_waits: Mutex<HashMap<u64, Arc<ReplicaWait>>>,
+    replica_waits: Mutex<HashMap<u64, tokio::sync::oneshot::Sender<bool>>>,
 }
 
 /// The locked registry, with the counter it keeps in step.
@@ -276,11 +254,11 @@ impl Blocking {
         self.blocked.load(Ordering::Relaxed) + self.replica_waits.lock().len()
     }
 
-    /// Client `id` starts waiting in WAIT.
-    pub fn begin_replica_wait(&self, id: u64) -> Arc<ReplicaWait> {
-        let wait = Arc::new(ReplicaWait::default());
-        self.replica_waits.lock().insert(id, wait.clone());
-        wait
+    /// Client `id` starts waiting in WAIT; CLIENT UNBLOCK ends it through the receiver.
+    pub fn begin_replica_wait(&self, id: u64) -> ReplicaWaitEnd {
+        let (end, ended) = tokio::sync::oneshot::channel();
+        self.replica_waits.lock().insert(id, end);
+        ended
     }
 
     /// Client `id`'s WAIT is over.
@@ -288,14 +266,12 @@ impl Blocking {
         self.replica_waits.lock().remove(&id);
     }
 
-    /// CLIENT UNBLOCK of a client in WAIT (`how`: [`UNBLOCKED_AS_TIMEOUT`] or
-    /// [`UNBLOCKED_WITH_ERROR`]); false when client `id` is not in WAIT.
-    pub fn unblock_replica_wait(&self, id: u64, how: u8) -> bool {
-        let Some(wait) = self.replica_waits.lock().remove(&id) else {
-            return false;
-        };
-        wait.ended.store(how, Ordering::Release);
-        wait.signal.notify_one();
-        true
+    /// CLIENT UNBLOCK of a client in WAIT, with the UNBLOCKED error or as a timeout;
+    /// false when client `id` is not in WAIT.
+    pub fn unblock_replica_wait(&self, id: u64, with_error: bool) -> bool {
+        match self.replica_waits.lock().remove(&id) {
+            Some(end) => end.send(with_error).is_ok(),
+            None => false,
+        }
     }
 }

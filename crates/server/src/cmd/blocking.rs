@@ -739,12 +739,7 @@ pub fn unblock(shared: &Shared, id: u64, with_error: bool) -> bool {
     let mut registry = shared.blocking.lock();
     let Some(waiter) = registry.of_client(id) else {
         drop(registry);
-        let how = if with_error {
-            crate::blocking::UNBLOCKED_WITH_ERROR
-        } else {
-            crate::blocking::UNBLOCKED_AS_TIMEOUT
-        };
-        let ended = shared.blocking.unblock_replica_wait(id, how);
+        let ended = shared.blocking.unblock_replica_wait(id, with_error);
         if ended && with_error {
             count_unblocked_error(shared);
         }

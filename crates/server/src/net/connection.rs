@@ -854,7 +854,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         let id = self.client.id;
         let unblock = self.shared.blocking.begin_replica_wait(id);
         self.publish_activity();
-        let waited = self.wait_for_acks(wait, &unblock).await;
+        let waited = self.wait_for_acks(wait, unblock).await;
         self.shared.blocking.end_replica_wait(id);
         self.client.wait = None;
         waited
@@ -865,7 +865,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     async fn wait_for_acks(
         &mut self,
         wait: WaitReplicas,
-        unblock: &crate::blocking::ReplicaWait,
+        mut unblock: crate::blocking::ReplicaWaitEnd,
     ) -> io::Result<bool> {
         let journal = &self.shared.repl.journal;
         let mut acks = journal.subscribe_acks();
@@ -888,8 +888,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                     encode::write_integer(&mut self.output, acked as i64);
                     return Ok(true);
                 }
-                how = unblock.unblocked() => {
-                    if how == crate::blocking::UNBLOCKED_WITH_ERROR {
+                Ok(with_error) = &mut unblock => {
+                    if with_error {
                         encode::write_error(&mut self.output, cmd::blocking::UNBLOCKED.as_bytes());
                         self.client.cmdstats.failed_later("wait");
                     } else {
