@@ -225,9 +225,10 @@ impl PubSub {
         }
     }
 
-    /// Number of distinct patterns listened to (PUBSUB NUMPAT).
-    pub fn pattern_count(&self) -> usize {
-        self.patterns.read().len()
+    /// Number of distinct channels, patterns or shard channels listened to (INFO's
+    /// `pubsub_*` fields, PUBSUB NUMPAT).
+    pub fn count(&self, kind: Kind) -> usize {
+        self.table(kind).read().len()
     }
 }
 

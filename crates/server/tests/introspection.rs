@@ -832,3 +832,32 @@ fn a_failed_bgsave_stops_writes_like_redis() {
     assert_eq!(theirs[11..], ["ok", "OK"], "{theirs:?}");
     assert_eq!(mine, theirs);
 }
+
+/// INFO's field names, section by section, in order, without the per-command,
+/// per-error, per-database and per-percentile lines (which depend on what ran).
+fn info_fields(c: &mut Conn) -> Vec<String> {
+    text(&c.cmd(&["INFO", "everything"]))
+        .lines()
+        .filter_map(|line| {
+            let name = line.split(':').next().unwrap_or_default();
+            let varying = ["cmdstat_", "errorstat_", "latency_percentiles_usec_", "db"]
+                .iter()
+                .any(|prefix| name.starts_with(prefix) && line.contains(':'));
+            (!name.is_empty() && !varying).then(|| name.to_string())
+        })
+        .collect()
+}
+
+/// Monitoring tools read INFO by name: every field redis-server 7.0 prints, in its
+/// section and order, and only redline's own two besides.
+#[test]
+fn info_prints_the_fields_redis_prints() {
+    let redis = RedisServer::start().unwrap();
+    let redline = Redline::start();
+    let want = info_fields(&mut Conn::connect(redis.addr()));
+    let got: Vec<String> = info_fields(&mut Conn::connect(redline.addr))
+        .into_iter()
+        .filter(|name| name != "redline_version" && name != "redline_worker_threads")
+        .collect();
+    assert_eq!(got, want);
+}

@@ -174,7 +174,7 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
             let figures = super::memory::MemoryFigures::now();
             let (used, rss) = (figures.used, figures.rss);
             let config = shared.config.read();
-            let maxmemory = config.param_int("maxmemory").max(0) as u64;
+            let maxmemory: u64 = config.param("maxmemory").parse().unwrap_or(0);
             let policy = config.param("maxmemory-policy").to_string();
             let (libraries, functions) = shared.scripting.flags.counts();
             let scripts = shared.scripting.flags.cached_scripts();
@@ -243,7 +243,6 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
         "stats" => {
             let dbs = shared.store.db_count();
             let expired: u64 = (0..dbs).map(|d| sum_shards(ctx, d, |s| s.expired)).sum();
-            let sampled: u64 = (0..dbs).map(|d| sum_shards(ctx, d, |s| s.sampled)).sum();
             let tracked: u64 = (0..dbs)
                 .map(|d| sum_shards(ctx, d, |s| s.replica_ttl_len() as u64))
                 .sum();
@@ -283,7 +282,7 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
             let repl_out = stats.net_repl_output_bytes.load(Ordering::Relaxed);
             let _ = write!(
                 text,
-                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{ops_sec}\r\ntotal_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\ntotal_net_repl_input_bytes:{repl_in}\r\ntotal_net_repl_output_bytes:{repl_out}\r\ninstantaneous_input_kbps:{in_kbps:.2}\r\ninstantaneous_output_kbps:{out_kbps:.2}\r\ninstantaneous_input_repl_kbps:{repl_in_kbps:.2}\r\ninstantaneous_output_repl_kbps:{repl_out_kbps:.2}\r\nrejected_connections:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\nexpired_keys:{expired}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nexpire_cycle_cpu_milliseconds:0\r\nexpire_sampled_keys:{sampled}\r\nevicted_keys:{evicted}\r\nevicted_clients:{evicted_clients}\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\nkeyspace_hits:{hits}\r\nkeyspace_misses:{misses}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nlatest_fork_usec:{fork_usec}\r\ntotal_forks:{forks}\r\nmigrate_cached_sockets:{migrate_sockets}\r\nslave_expires_tracked_keys:{tracked}\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:{unexpected}\r\ntotal_error_replies:{errors}\r\ndump_payload_sanitizations:0\r\ntotal_reads_processed:0\r\ntotal_writes_processed:0\r\nio_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n\r\n",
+                "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{ops_sec}\r\ntotal_net_input_bytes:{net_in}\r\ntotal_net_output_bytes:{net_out}\r\ntotal_net_repl_input_bytes:{repl_in}\r\ntotal_net_repl_output_bytes:{repl_out}\r\ninstantaneous_input_kbps:{in_kbps:.2}\r\ninstantaneous_output_kbps:{out_kbps:.2}\r\ninstantaneous_input_repl_kbps:{repl_in_kbps:.2}\r\ninstantaneous_output_repl_kbps:{repl_out_kbps:.2}\r\nrejected_connections:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\nexpired_keys:{expired}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nexpire_cycle_cpu_milliseconds:0\r\nevicted_keys:{evicted}\r\nevicted_clients:{evicted_clients}\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\nkeyspace_hits:{hits}\r\nkeyspace_misses:{misses}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nlatest_fork_usec:{fork_usec}\r\ntotal_forks:{forks}\r\nmigrate_cached_sockets:{migrate_sockets}\r\nslave_expires_tracked_keys:{tracked}\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:{unexpected}\r\ntotal_error_replies:{errors}\r\ndump_payload_sanitizations:0\r\ntotal_reads_processed:0\r\ntotal_writes_processed:0\r\nio_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n\r\n",
                 shared.stats.connections_received.load(Ordering::Relaxed),
                 shared.stats.commands_processed.load(Ordering::Relaxed)
                     + ctx.client.commands_since_flush,
@@ -291,8 +290,9 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
                 shared.repl.syncs.full.load(Ordering::Relaxed),
                 shared.repl.syncs.partial_ok.load(Ordering::Relaxed),
                 shared.repl.syncs.partial_err.load(Ordering::Relaxed),
-                shared.pubsub.active(crate::pubsub::Kind::Channel, None).len(),
-                shared.pubsub.pattern_count(),
+                shared.pubsub.count(crate::pubsub::Kind::Channel),
+                shared.pubsub.count(crate::pubsub::Kind::Pattern),
+                shared.pubsub.count(crate::pubsub::Kind::Shard),
                 tracking.keys,
                 tracking.items,
                 tracking.prefixes,

@@ -231,7 +231,10 @@ fn pubsub_shardnumsub(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn pubsub_numpat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    encode::write_integer(ctx.out, ctx.shared.pubsub.pattern_count() as i64);
+    encode::write_integer(
+        ctx.out,
+        ctx.shared.pubsub.count(crate::pubsub::Kind::Pattern) as i64,
+    );
     Ok(())
 }
 
