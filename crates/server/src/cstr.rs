@@ -40,6 +40,33 @@ pub fn string2ull(s: &[u8]) -> Option<u64> {
     })
 }
 
+/// C's `strtoll` in base 10 where Redis requires it to read the whole string: leading
+/// white space, a `+` or `-` sign, digits; out of range saturates (Redis does not look
+/// at `errno` there). With no digits `strtoll` leaves its end at the string's start,
+/// which is its end only for an empty string: that reads as 0.
+pub fn strtoll_whole(s: &[u8]) -> Option<i64> {
+    let start = s.iter().position(|&b| !is_c_space(b)).unwrap_or(s.len());
+    let (negative, digits) = match s[start..].first() {
+        Some(b'-') => (true, &s[start + 1..]),
+        Some(b'+') => (false, &s[start + 1..]),
+        _ => (false, &s[start..]),
+    };
+    if digits.is_empty() {
+        return s.is_empty().then_some(0);
+    }
+    if !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let magnitude = digits.iter().fold(0u64, |n, &d| {
+        n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+    });
+    Some(if negative {
+        0i64.checked_sub_unsigned(magnitude).unwrap_or(i64::MIN)
+    } else {
+        i64::try_from(magnitude).unwrap_or(i64::MAX)
+    })
+}
+
 /// An I/O error as C's `strerror` words it (Rust adds ` (os error N)`), as Redis quotes
 /// it in its errors and logs.
 pub fn strerror(e: &std::io::Error) -> String {

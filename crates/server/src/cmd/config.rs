@@ -21,15 +21,29 @@ pub const COMMANDS: &[(&str, Handler)] = &[
 
 fn config_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let config = ctx.shared.config.read().clone();
+    // As Redis: a name is answered under the name asked for, a pattern under the names
+    // it matches (hidden parameters only by name); each parameter once, whatever the
+    // case it was asked in.
     let mut pairs: Vec<(String, String)> = Vec::new();
+    let listed = |pairs: &[(String, String)], name: &str| {
+        pairs.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
     for pattern in &args[2..] {
+        let given = String::from_utf8_lossy(pattern).into_owned();
+        if !pattern.iter().any(|b| matches!(b, b'*' | b'?' | b'[')) {
+            if !listed(&pairs, &given) {
+                if let Some(value) = config.get(&given.to_ascii_lowercase()) {
+                    pairs.push((given, value));
+                }
+            }
+            continue;
+        }
         let lower = pattern.to_ascii_lowercase();
-        let is_glob = lower.iter().any(|b| matches!(b, b'*' | b'?' | b'['));
         for name in crate::config::Config::all_names() {
-            if is_glob && crate::config::Config::is_hidden(name) {
+            if crate::config::Config::is_hidden(name) || listed(&pairs, name) {
                 continue;
             }
-            if glob_match(&lower, name.as_bytes(), true) && !pairs.iter().any(|(n, _)| n == name) {
+            if glob_match(&lower, name.as_bytes(), true) {
                 if let Some(value) = config.get(name) {
                     pairs.push((name.to_string(), value));
                 }
@@ -48,43 +62,62 @@ fn config_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// `DENY_LOADING_CONFIG`).
 const DENIED_WHILE_LOADING: &[&str] = &["appendonly", "dir", "repl-diskless-load"];
 
+/// The floor Redis raises `repl-backlog-size` to when it applies it (16 KB).
+const REPL_BACKLOG_MIN_SIZE: i64 = 16 * 1024;
+
 fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() % 2 != 0 {
-        return Err(reply::wrong_arity("config|set"));
+        return Err(CmdError::Static("ERR syntax error"));
     }
-    // What the load in progress depends on cannot change under it; Redis's LOADING
-    // error comes before any other.
-    if ctx.shared.persistence.loading.state() != crate::persist::loading::IDLE
-        && args[2..].chunks(2).any(|pair| {
-            let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
-            DENIED_WHILE_LOADING.contains(&crate::config::Config::canonical_name(&name))
-        })
-    {
-        return Err(CmdError::Static(crate::persist::loading::LOADING_ERROR));
-    }
+    // First every name, as Redis does: unknown, immutable, protected, refused while
+    // loading, or named twice (an alias and its parameter are two names to Redis, each
+    // with its own entry). The first such error is the reply, naming the argument as
+    // the client wrote it.
+    let loading = ctx.shared.persistence.loading.state() != crate::persist::loading::IDLE;
     let mut config = ctx.shared.config.read().clone();
     let mut seen: Vec<String> = Vec::new();
+    let failed = |given: &Bytes, why: &str| {
+        CmdError::Owned(format!(
+            "ERR CONFIG SET failed (possibly related to argument '{}') - {why}",
+            String::from_utf8_lossy(given)
+        ))
+    };
     for pair in args[2..].chunks(2) {
         let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
-        let canonical = crate::config::Config::canonical_name(&name).to_string();
-        if seen.contains(&canonical) {
-            return Err(CmdError::Owned(format!(
-                "ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
-            )));
+        match crate::config::Config::check_settable(&name) {
+            Err(SetError::Immutable) => return Err(failed(&pair[0], "can't set immutable config")),
+            Err(_) => {
+                return Err(reply::quoting(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '",
+                    &pair[0],
+                    usize::MAX,
+                    "'",
+                ))
+            }
+            Ok(()) => {}
         }
-        if crate::config::PROTECTED_PARAMS.contains(&canonical.as_str())
+        let canonical = crate::config::Config::canonical_name(&name);
+        if crate::config::PROTECTED_PARAMS.contains(&canonical)
             && !config.allows(
                 crate::config::ProtectedAction::Configs,
                 ctx.client.peer.is_local(),
             )
         {
-            return Err(CmdError::Owned(format!(
-                "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set protected config"
-            )));
+            return Err(failed(&pair[0], "can't set protected config"));
         }
-        seen.push(canonical);
+        // What the load in progress depends on cannot change under it.
+        if loading && DENIED_WHILE_LOADING.contains(&canonical) {
+            return Err(CmdError::Static(crate::persist::loading::LOADING_ERROR));
+        }
+        if seen.contains(&name) {
+            return Err(failed(&pair[0], "duplicate parameter"));
+        }
+        seen.push(name);
+    }
+    // Then the values, in order; an error names the parameter in lower case.
+    for (pair, name) in args[2..].chunks(2).zip(&seen) {
         config
-            .set(&name, &[pair[1].to_vec()], false)
+            .set(name, &[pair[1].to_vec()], false)
             .map_err(|e| match e {
                 SetError::Unknown | SetError::Arity => reply::quoting(
                     "ERR Unknown option or number of arguments for CONFIG SET - '",
@@ -100,10 +133,18 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 )),
             })?;
     }
+    let named = |param: &str| {
+        seen.iter()
+            .any(|name| crate::config::Config::canonical_name(name) == param)
+    };
+    if named("repl-backlog-size") && config.param_int("repl-backlog-size") < REPL_BACKLOG_MIN_SIZE {
+        let floor = REPL_BACKLOG_MIN_SIZE.to_string().into_bytes();
+        let _ = config.set("repl-backlog-size", &[floor], false);
+    }
     let dir = config.param("dir").to_string();
     // Set even to the path it has, as Redis does: the directory may have been removed
     // and made again under the server, whose working directory is then the old one.
-    if !dir.is_empty() && seen.iter().any(|name| name == "dir") {
+    if !dir.is_empty() && named("dir") {
         std::env::set_current_dir(&dir).map_err(|e| {
             CmdError::Owned(format!(
                 "ERR CONFIG SET failed (possibly related to argument 'dir') - {e}"
@@ -205,7 +246,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         crate::persist::aof::apply_fsync(ctx.shared);
     }
     ok(ctx.out);
-    if seen.iter().any(|name| name == "maxmemory") {
+    if named("maxmemory") {
         maxmemory_set(ctx);
     }
     Ok(())

@@ -66,6 +66,9 @@ fn words(values: &[Vec<u8>]) -> Vec<String> {
         .collect()
 }
 
+/// Redis's refusal of `activedefrag yes` where its allocator cannot defragment.
+const ACTIVE_DEFRAG_UNAVAILABLE: &str = "Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution";
+
 fn invalid(message: &str) -> SetError {
     SetError::Invalid(message.to_string())
 }
@@ -78,10 +81,8 @@ fn one(values: &[Vec<u8>]) -> Result<&str, SetError> {
 }
 
 fn int(values: &[Vec<u8>], min: i64, max: i64) -> Result<i64, SetError> {
-    let text = one(values)?;
-    let n: i64 = text
-        .parse()
-        .map_err(|_| invalid("argument couldn't be parsed into an integer"))?;
+    let n = redline_resp::parse_i64(one(values)?.as_bytes())
+        .ok_or_else(|| invalid("argument couldn't be parsed into an integer"))?;
     range(n, min, max)
 }
 
@@ -94,15 +95,34 @@ fn range(n: i64, min: i64, max: i64) -> Result<i64, SetError> {
     Ok(n)
 }
 
-/// Parses Redis's memory values: `1024`, `1k` (1000), `1kb` (1024), `m`, `mb`, `g`, `gb`.
+/// Reads a memory value as Redis's `memtoull` does: no sign, decimal digits (none reads
+/// as 0, too many saturate), then an optional unit (`b`, `k` = 1000, `kb` = 1024, `m`,
+/// `mb`, `g`, `gb`, any case); the product wraps, as C's unsigned arithmetic does.
+pub fn memtoull(text: &str) -> Option<u64> {
+    if text.starts_with('-') {
+        return None;
+    }
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let mul = unit_multiplier(&unit.to_ascii_lowercase())?;
+    // Redis copies the digits into a 128-byte buffer first.
+    if digits.len() >= 128 {
+        return None;
+    }
+    let n = if digits.is_empty() {
+        0
+    } else {
+        digits.parse::<u64>().unwrap_or(u64::MAX)
+    };
+    Some(n.wrapping_mul(mul))
+}
+
+/// A memory value as a signed C type holds it (`long long`, `off_t`): [`memtoull`]'s
+/// bits, so a value past `i64::MAX` reads as negative and fails the caller's bounds.
 pub fn parse_memory(text: &str) -> Option<i64> {
-    let lower = text.to_ascii_lowercase();
-    let split = lower
-        .find(|c: char| c.is_ascii_alphabetic())
-        .unwrap_or(lower.len());
-    let (digits, unit) = lower.split_at(split);
-    let mul = i64::try_from(unit_multiplier(unit)?).ok()?;
-    digits.parse::<i64>().ok()?.checked_mul(mul)
+    memtoull(text).map(|n| n as i64)
 }
 
 /// The multiplier of a memory unit (lower case), as Redis's `memtoull` knows them.
@@ -124,30 +144,6 @@ fn memory(values: &[Vec<u8>], min: i64, max: i64) -> Result<i64, SetError> {
     range(n, min, max)
 }
 
-/// A `size_t` memory directive as Redis parses it (`memtoull`): no sign, digits (none
-/// reads as 0, too many saturate), an optional unit; then bounded to `0..=LONG_MAX`.
-fn unsigned_memory(text: &str) -> Result<u64, SetError> {
-    let not_memory = || invalid("argument must be a memory value");
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let mul = unit_multiplier(&unit.to_ascii_lowercase()).ok_or_else(not_memory)?;
-    let n = if digits.is_empty() {
-        0
-    } else {
-        digits.parse::<u64>().unwrap_or(u64::MAX)
-    };
-    let n = n.wrapping_mul(mul);
-    if n > i64::MAX as u64 {
-        return Err(invalid(&format!(
-            "argument must be between 0 and {} inclusive",
-            i64::MAX
-        )));
-    }
-    Ok(n)
-}
-
 fn yes_no(values: &[Vec<u8>]) -> Result<bool, SetError> {
     match one(values)?.to_ascii_lowercase().as_str() {
         "yes" => Ok(true),
@@ -160,19 +156,24 @@ fn yes_no_text(b: bool) -> String {
     if b { "yes" } else { "no" }.to_string()
 }
 
-fn output_limits(values: &[Vec<u8>]) -> Result<[OutputBufferLimit; 3], SetError> {
-    // Both forms: one quoted string with groups of four, or the four words directly.
-    let joined = values
+/// `client-output-buffer-limit`'s groups applied over `current`: a class the value does
+/// not name keeps its limits, as in Redis.
+fn output_limits(
+    values: &[Vec<u8>],
+    current: [OutputBufferLimit; 3],
+) -> Result<[OutputBufferLimit; 3], SetError> {
+    let joined: Vec<String> = values
         .iter()
         .map(|v| String::from_utf8_lossy(v).into_owned())
-        .collect::<Vec<_>>()
-        .join(" ");
-    let words: Vec<&str> = joined.split_whitespace().collect();
-    let wrong = || invalid("Wrong number of arguments in buffer limit configuration.");
-    if words.is_empty() || words.len() % 4 != 0 {
-        return Err(wrong());
+        .collect();
+    let words: Vec<&str> = joined.iter().map(String::as_str).collect();
+    // No words is a multiple of four too: Redis then changes nothing.
+    if words.len() % 4 != 0 {
+        return Err(invalid(
+            "Wrong number of arguments in buffer limit configuration.",
+        ));
     }
-    let mut limits = Config::default().client_output_buffer_limit;
+    let mut limits = current;
     for group in words.chunks(4) {
         let class = match group[0].to_ascii_lowercase().as_str() {
             "normal" => 0,
@@ -187,20 +188,29 @@ fn output_limits(values: &[Vec<u8>]) -> Result<[OutputBufferLimit; 3], SetError>
         let bad = || {
             invalid("Error in hard, soft or soft_seconds setting in buffer limit configuration.")
         };
-        let hard = parse_memory(group[1]).filter(|n| *n >= 0).ok_or_else(bad)?;
-        let soft = parse_memory(group[2]).filter(|n| *n >= 0).ok_or_else(bad)?;
-        let secs = group[3]
-            .parse::<i64>()
-            .ok()
+        let hard = memtoull(group[1]).ok_or_else(bad)?;
+        let soft = memtoull(group[2]).ok_or_else(bad)?;
+        // Redis keeps the seconds in an `int`.
+        let secs = crate::cstr::strtoll_whole(group[3].as_bytes())
+            .map(|n| n as i32)
             .filter(|n| *n >= 0)
             .ok_or_else(bad)?;
         limits[class] = OutputBufferLimit {
-            hard: hard as u64,
-            soft: soft as u64,
+            hard,
+            soft,
             soft_seconds: secs as u64,
         };
     }
     Ok(limits)
+}
+
+/// Redis's `sdssplitlen(value, " ")`: the words between single spaces, empty ones
+/// included; none for an empty value.
+fn split_at_spaces(value: &[u8]) -> Vec<Vec<u8>> {
+    if value.is_empty() {
+        return Vec::new();
+    }
+    value.split(|&b| b == b' ').map(<[u8]>::to_vec).collect()
 }
 
 /// The parameters Redis reads as several arguments (`MULTI_ARG_CONFIG`).
@@ -223,16 +233,25 @@ impl Config {
     /// add their points, so `save 900 1` and `save 300 10` lines keep both; CONFIG SET
     /// replaces.
     fn set_save(&mut self, values: &[Vec<u8>], startup: bool) -> Result<(), SetError> {
-        let words = words(values);
-        let valid = words.len() % 2 == 0
-            && words.iter().enumerate().all(|(i, w)| {
-                w.parse::<i64>()
-                    .is_ok_and(|n| n >= if i % 2 == 0 { 1 } else { 0 })
-            });
-        if !valid {
-            return Err(invalid("Invalid save parameters"));
-        }
-        let words = words.join(" ");
+        // One empty argument is no save points, as none is.
+        let values = match values {
+            [only] if only.is_empty() => &[],
+            _ => values,
+        };
+        // Pairs of seconds (at least 1) and changes (at least 0), each read whole by
+        // C's `strtoll`; the changes are kept in an `int`, as in Redis.
+        let numbers = values
+            .iter()
+            .map(|w| crate::cstr::strtoll_whole(w))
+            .collect::<Option<Vec<i64>>>()
+            .filter(|n| n.len() % 2 == 0)
+            .filter(|n| n.chunks(2).all(|pair| pair[0] >= 1 && pair[1] >= 0))
+            .ok_or_else(|| invalid("Invalid save parameters"))?;
+        let words = numbers
+            .chunks(2)
+            .map(|pair| format!("{} {}", pair[0], pair[1] as i32))
+            .collect::<Vec<_>>()
+            .join(" ");
         if !startup || !self.save_loaded || words.is_empty() {
             self.save = words;
         } else {
@@ -245,15 +264,41 @@ impl Config {
         Ok(())
     }
 
+    /// Whether `CONFIG SET` may set `name` (lower case) at all, before its value is
+    /// looked at: [`SetError::Unknown`] or [`SetError::Immutable`] if not. Redis checks
+    /// every name of a CONFIG SET this way before it reads any value.
+    pub fn check_settable(name: &str) -> Result<(), SetError> {
+        if DIRECTIVES.contains(&name) {
+            // `shards` set to what it is passes (see `set`), so its value decides.
+            let immutable = matches!(name, "databases" | "logfile" | "io-threads" | "daemonize")
+                || ENABLE_DIRECTIVES.contains(&name);
+            return if immutable {
+                Err(SetError::Immutable)
+            } else {
+                Ok(())
+            };
+        }
+        match super::params::find(name) {
+            None => Err(SetError::Unknown),
+            Some(param) if param.immutable => Err(SetError::Immutable),
+            Some(_) => Ok(()),
+        }
+    }
+
     /// Sets one directive from its values. `startup` is false for `CONFIG SET`, which may
     /// not change the directives that need a restart.
     pub fn set(&mut self, name: &str, values: &[Vec<u8>], startup: bool) -> Result<(), SetError> {
         let name = name.to_ascii_lowercase();
-        // A parameter of several arguments given as one (`--replicaof "host port"`,
-        // CONFIG SET bind "a b") is split as Redis splits it (its MULTI_ARG_CONFIGs).
+        // A parameter of several arguments given as one is split as Redis splits its
+        // MULTI_ARG_CONFIGs: a config file's (`--replicaof "host port"`) as a line, with
+        // quotes; CONFIG SET's at every single space, empty words kept, none for "".
         let split;
         let values = match values {
-            [one] if !one.is_empty() && MULTI_ARG.contains(&name.as_str()) => {
+            [one] if MULTI_ARG.contains(&name.as_str()) && !startup => {
+                split = split_at_spaces(one);
+                &split[..]
+            }
+            [one] if MULTI_ARG.contains(&name.as_str()) && !one.is_empty() => {
                 split = super::args::split_args(one)
                     .ok_or_else(|| invalid("Unbalanced quotes in configuration line"))?;
                 &split[..]
@@ -283,27 +328,28 @@ impl Config {
             if param.name == "replicaof" {
                 return self.set_replicaof_directive(values);
             }
-            // A list Redis reads as several arguments in a config file.
-            let joined;
             let list = matches!(
                 param.kind,
                 super::params::Kind::Percentiles
                     | super::params::Kind::OomScores
                     | super::params::Kind::Flags(_)
             );
-            // None at all is an empty list, which the list's own check judges.
-            let values = if list && values.len() != 1 {
-                joined = [values.join(&b' ')];
-                &joined[..]
-            } else {
-                values
-            };
-            if values.len() != 1 {
+            if !list && values.len() != 1 {
                 return Err(SetError::Arity);
             }
             let text = super::params::canonical(param, values).map_err(SetError::Invalid)?;
             if param.name == "proc-title-template" && !crate::proc_title::is_valid(self, &text) {
                 return Err(invalid(crate::proc_title::INVALID_TEMPLATE));
+            }
+            // No active defragmentation here, as in a Redis built without its own
+            // jemalloc: CONFIG SET refuses it with Redis's words; a config file
+            // written for a Redis that has it still starts, without it.
+            if param.name == "activedefrag" && text == "yes" {
+                if !startup {
+                    return Err(invalid(ACTIVE_DEFRAG_UNAVAILABLE));
+                }
+                tracing::warn!("activedefrag yes ignored: {ACTIVE_DEFRAG_UNAVAILABLE}");
+                return Ok(());
             }
             if param.name == "dbfilename" && text.contains(['/', '\\']) {
                 return Err(invalid("dbfilename can't be a path, just a filename"));
@@ -360,7 +406,8 @@ impl Config {
                 self.client_query_buffer_limit = memory(values, 1024 * 1024, i64::MAX)? as u64
             }
             "client-output-buffer-limit" => {
-                self.client_output_buffer_limit = output_limits(values)?
+                self.client_output_buffer_limit =
+                    output_limits(values, self.client_output_buffer_limit)?
             }
             // Redis accepts any non-negative hz and clamps it.
             "hz" => self.hz = int(values, 0, i32::MAX as i64)?.clamp(1, 500) as u32,
@@ -388,7 +435,7 @@ impl Config {
             "save" => self.set_save(values, startup)?,
             "appendonly" => self.appendonly = yes_no(values)?,
             "hll-sparse-max-bytes" => {
-                self.hll_sparse_max_bytes = unsigned_memory(one(values)?)?;
+                self.hll_sparse_max_bytes = memory(values, 0, i64::MAX)? as u64;
             }
             "notify-keyspace-events" => {
                 self.notify_keyspace_events =

@@ -298,9 +298,12 @@ impl Config {
         }
     }
 
-    /// Table parameter `name` as an integer (0 when it is not one).
+    /// Table parameter `name` as an integer (0 when it is not one; `i64::MAX` for an
+    /// unsigned value past it, such as a `maxmemory` of 2^64-1).
     pub fn param_int(&self, name: &str) -> i64 {
-        self.param(name).parse().unwrap_or(0)
+        let text = self.param(name);
+        text.parse()
+            .unwrap_or_else(|_| text.parse::<u64>().map_or(0, |_| i64::MAX))
     }
 
     /// Table parameter `name` as a yes/no switch.

@@ -13,8 +13,12 @@ pub enum Kind {
     Bool,
     /// A signed integer within bounds.
     Int(i64, i64),
-    /// A memory value (`1kb`, `5mb`...) within bounds, printed in bytes.
+    /// A memory value (`1kb`, `5mb`...) within bounds, printed in bytes, held in a signed
+    /// C type by Redis (a value past `i64::MAX` wraps negative and fails the bounds).
     Memory(i64, i64),
+    /// A memory value held in an `unsigned long long` by Redis, with no bound but its
+    /// type's (`maxmemory`).
+    UnsignedMemory,
     /// One word of a fixed list, printed in lower case.
     Enum(&'static [&'static str]),
     /// Several words of a fixed list (`shutdown-on-sigterm save now`).
@@ -132,7 +136,7 @@ pub static PARAMS: &[Param] = &[
     ),
     h(
         "loading-process-events-interval-bytes",
-        Kind::Memory(1024, INT_MAX),
+        Kind::Int(1024, INT_MAX),
         "2097152",
     ),
     h("watchdog-period", Kind::Int(0, INT_MAX), "0"),
@@ -171,7 +175,7 @@ pub static PARAMS: &[Param] = &[
     fixed("appendfilename", T, "appendonly.aof"),
     p(
         "appendfsync",
-        Kind::Enum(&["always", "everysec", "no"]),
+        Kind::Enum(&["everysec", "always", "no"]),
         "everysec",
     ),
     p("auto-aof-rewrite-min-size", MEM, "67108864"),
@@ -195,7 +199,7 @@ pub static PARAMS: &[Param] = &[
     p("cluster-announce-tls-port", Kind::Int(0, 65535), "0"),
     fixed("cluster-config-file", T, "nodes.conf"),
     fixed("cluster-enabled", B, "no"),
-    p("cluster-link-sendbuf-limit", MEM, "0"),
+    p("cluster-link-sendbuf-limit", Kind::UnsignedMemory, "0"),
     p("cluster-migration-barrier", POS, "1"),
     p("cluster-node-timeout", Kind::Int(0, LONG_MAX), "15000"),
     fixed("cluster-port", Kind::Int(0, 65535), "0"),
@@ -226,7 +230,7 @@ pub static PARAMS: &[Param] = &[
     a(
         "hash-max-listpack-entries",
         "hash-max-ziplist-entries",
-        MEM,
+        Kind::Int(0, LONG_MAX),
         "512",
     ),
     a(
@@ -236,7 +240,7 @@ pub static PARAMS: &[Param] = &[
         "64",
     ),
     p("ignore-warnings", T, ""),
-    p("io-threads-do-reads", B, "no"),
+    fixed("io-threads-do-reads", B, "no"),
     p("jemalloc-bg-thread", B, "yes"),
     p("latency-monitor-threshold", Kind::Int(0, LONG_MAX), "0"),
     p("latency-tracking", B, "yes"),
@@ -261,11 +265,11 @@ pub static PARAMS: &[Param] = &[
     ),
     p("masterauth", T, ""),
     p("masteruser", T, ""),
-    p("maxmemory", MEM, "0"),
+    p("maxmemory", Kind::UnsignedMemory, "0"),
     p("maxmemory-clients", Kind::MemoryOrPercent, "0"),
     p("maxmemory-eviction-tenacity", Kind::Int(0, 100), "10"),
     p("maxmemory-policy", Kind::Enum(POLICIES), "noeviction"),
-    p("maxmemory-samples", Kind::Int(1, 64), "5"),
+    p("maxmemory-samples", Kind::Int(1, INT_MAX), "5"),
     a("min-replicas-max-lag", "min-slaves-max-lag", POS, "10"),
     a("min-replicas-to-write", "min-slaves-to-write", POS, "0"),
     p("no-appendfsync-on-rewrite", B, "no"),
@@ -275,7 +279,7 @@ pub static PARAMS: &[Param] = &[
         "no",
     ),
     p("oom-score-adj-values", Kind::OomScores, "0 200 800"),
-    p("pidfile", T, ""),
+    fixed("pidfile", T, ""),
     p(
         "proc-title-template",
         T,
@@ -288,7 +292,7 @@ pub static PARAMS: &[Param] = &[
     ),
     p("rdb-del-sync-files", B, "no"),
     p("rdb-save-incremental-fsync", B, "yes"),
-    p("rdbchecksum", B, "yes"),
+    fixed("rdbchecksum", B, "yes"),
     p("rdbcompression", B, "yes"),
     p("repl-backlog-size", Kind::Memory(1, LONG_MAX), "1048576"),
     p("repl-backlog-ttl", Kind::Int(0, LONG_MAX), "3600"),
@@ -344,14 +348,14 @@ pub static PARAMS: &[Param] = &[
         "no",
     ),
     fixed("server_cpulist", T, ""),
-    p("set-max-intset-entries", MEM, "512"),
+    p("set-max-intset-entries", Kind::Int(0, LONG_MAX), "512"),
     fixed("set-proc-title", B, "yes"),
     p("shutdown-on-sigint", Kind::Flags(SHUTDOWN), "default"),
     p("shutdown-on-sigterm", Kind::Flags(SHUTDOWN), "default"),
     p("shutdown-timeout", POS, "10"),
     p("slowlog-log-slower-than", Kind::Int(-1, LONG_MAX), "10000"),
     p("slowlog-max-len", Kind::Int(0, LONG_MAX), "128"),
-    p("socket-mark-id", Kind::Int(0, u32::MAX as i64), "0"),
+    fixed("socket-mark-id", Kind::Int(0, u32::MAX as i64), "0"),
     p("stop-writes-on-bgsave-error", B, "yes"),
     p("stream-node-max-bytes", MEM, "4096"),
     p("stream-node-max-entries", Kind::Int(0, LONG_MAX), "100"),
@@ -361,7 +365,13 @@ pub static PARAMS: &[Param] = &[
         "no",
     ),
     fixed("syslog-enabled", B, "no"),
-    fixed("syslog-facility", T, "local0"),
+    fixed(
+        "syslog-facility",
+        Kind::Enum(&[
+            "user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7",
+        ]),
+        "local0",
+    ),
     fixed("syslog-ident", T, "redis"),
     fixed("tcp-backlog", POS, "511"),
     p("tcp-keepalive", POS, "300"),
@@ -397,7 +407,7 @@ pub static PARAMS: &[Param] = &[
     a(
         "zset-max-listpack-entries",
         "zset-max-ziplist-entries",
-        MEM,
+        Kind::Int(0, LONG_MAX),
         "128",
     ),
     a(
@@ -432,6 +442,13 @@ pub fn find(name: &str) -> Option<&'static Param> {
 
 /// Validates `values` for `param` and returns the canonical text `CONFIG GET` prints.
 pub fn canonical(param: &Param, values: &[Vec<u8>]) -> Result<String, String> {
+    // Lists take their arguments one by one, as Redis's MULTI_ARG_CONFIGs do.
+    match param.kind {
+        Kind::Flags(options) => return flags(options, values),
+        Kind::OomScores => return oom_scores(values),
+        Kind::Percentiles => return percentile_list(values),
+        _ => {}
+    }
     let text = match values {
         [v] => String::from_utf8_lossy(v).into_owned(),
         _ => return Err("wrong number of arguments".into()),
@@ -443,9 +460,8 @@ pub fn canonical(param: &Param, values: &[Vec<u8>]) -> Result<String, String> {
             _ => Err("argument must be 'yes' or 'no'".into()),
         },
         Kind::Int(min, max) => {
-            let n: i64 = text
-                .parse()
-                .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            let n = redline_resp::parse_i64(text.as_bytes())
+                .ok_or("argument couldn't be parsed into an integer")?;
             bounded(n, min, max)
         }
         Kind::Memory(min, max) => {
@@ -453,6 +469,9 @@ pub fn canonical(param: &Param, values: &[Vec<u8>]) -> Result<String, String> {
                 .ok_or_else(|| "argument must be a memory value".to_string())?;
             bounded(n, min, max)
         }
+        Kind::UnsignedMemory => super::directives::memtoull(&text)
+            .map(|n| n.to_string())
+            .ok_or_else(|| "argument must be a memory value".to_string()),
         Kind::Enum(options) => {
             let lower = text.to_ascii_lowercase();
             options
@@ -461,43 +480,30 @@ pub fn canonical(param: &Param, values: &[Vec<u8>]) -> Result<String, String> {
                 .map(|o| o.to_string())
                 .ok_or_else(|| one_of(options))
         }
-        Kind::Flags(options) => {
-            let words: Vec<String> = text
-                .split_whitespace()
-                .map(|w| w.to_ascii_lowercase())
-                .collect();
-            if words.is_empty() || words.iter().any(|w| !options.contains(&w.as_str())) {
-                return Err(one_of(options));
+        Kind::MemoryOrPercent => {
+            // Redis's order: a memory value first (its bits in a signed `ssize_t`), then
+            // `N%` with N a non-negative integer; percentages are held as negatives.
+            let held = match super::directives::parse_memory(&text) {
+                Some(n) => n,
+                None => match text.strip_suffix('%').filter(|n| !n.is_empty()) {
+                    Some(n) => redline_resp::parse_i64(n.as_bytes())
+                        .filter(|n| *n >= 0)
+                        .map(|n| -n)
+                        .ok_or("argument must be a memory or percent value")?,
+                    None => return Err("argument must be a memory or percent value".into()),
+                },
+            };
+            match held {
+                n if n < -100 => Err("percentage argument must be less or equal to 100".into()),
+                n if n < 0 => Ok(format!("{}%", -n)),
+                n => Ok(n.to_string()),
             }
-            // The shutdown flags are the only flag lists; Redis refuses this pair.
-            if words.iter().any(|w| w == "save") && words.iter().any(|w| w == "nosave") {
-                return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
-            }
-            // In table order, each once, the first (`default`) only alone: Redis keeps
-            // a bit set and prints it back that way.
-            let set: Vec<&str> = options[1..]
-                .iter()
-                .copied()
-                .filter(|o| words.iter().any(|w| w == o))
-                .collect();
-            Ok(if set.is_empty() {
-                options[0].to_string()
-            } else {
-                set.join(" ")
-            })
         }
-        Kind::MemoryOrPercent => match text.strip_suffix('%') {
-            Some(n) => match n.parse::<i64>() {
-                Ok(n) if n > 100 => Err("percentage argument must be less or equal to 100".into()),
-                Ok(n) if n >= 0 => Ok(format!("{n}%")),
-                _ => Err("argument must be a memory or percent value".into()),
-            },
-            None => super::directives::parse_memory(&text)
-                .filter(|n| *n >= 0)
-                .map(|n| n.to_string())
-                .ok_or_else(|| "argument must be a memory or percent value".to_string()),
-        },
         Kind::Text => Ok(text),
+        // Returned above, argument by argument.
+        Kind::Flags(_) | Kind::OomScores | Kind::Percentiles => {
+            Err("wrong number of arguments".into())
+        }
         Kind::Hostname => {
             if text.len() >= 256 {
                 return Err("Hostnames must be less than 256 characters".into());
@@ -512,49 +518,87 @@ pub fn canonical(param: &Param, values: &[Vec<u8>]) -> Result<String, String> {
             }
             Ok(text)
         }
-        Kind::OomScores => {
-            let words: Vec<&str> = text.split_whitespace().collect();
-            if words.len() != 3 {
-                return Err("wrong number of arguments".into());
-            }
-            let scores = words
-                .iter()
-                .map(|w| w.parse::<i64>().ok().filter(|n| (-2000..=2000).contains(n)))
-                .collect::<Option<Vec<_>>>()
-                .ok_or("Invalid oom-score-adj-values, elements must be between -2000 and 2000.")?;
-            Ok(scores
-                .iter()
-                .map(i64::to_string)
-                .collect::<Vec<_>>()
-                .join(" "))
-        }
-        Kind::Percentiles => {
-            let list = percentiles(&text)?;
-            Ok(list
-                .iter()
-                .map(|p| percentile_label(*p))
-                .collect::<Vec<_>>()
-                .join(" "))
-        }
     }
 }
 
-/// Reads a `latency-tracking-info-percentiles` value as Redis does: numbers as
-/// `strtod` reads them, each within 0..=100, separated by spaces; empty for none.
+/// Several words of `options`, each matched without case, as Redis's bit-flag enums.
+fn flags(options: &[&str], words: &[Vec<u8>]) -> Result<String, String> {
+    let words: Vec<String> = words
+        .iter()
+        .map(|w| String::from_utf8_lossy(w).to_ascii_lowercase())
+        .collect();
+    if words.is_empty() || words.iter().any(|w| !options.contains(&w.as_str())) {
+        return Err(one_of(options));
+    }
+    // The shutdown flags are the only flag lists; Redis refuses this pair.
+    if words.iter().any(|w| w == "save") && words.iter().any(|w| w == "nosave") {
+        return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+    }
+    // In table order, each once, the first (`default`) only alone: Redis keeps a bit
+    // set and prints it back that way.
+    let set: Vec<&str> = options[1..]
+        .iter()
+        .copied()
+        .filter(|o| words.iter().any(|w| w == o))
+        .collect();
+    Ok(if set.is_empty() {
+        options[0].to_string()
+    } else {
+        set.join(" ")
+    })
+}
+
+/// `oom-score-adj-values`: three integers as C's `strtoll` reads them whole.
+fn oom_scores(words: &[Vec<u8>]) -> Result<String, String> {
+    if words.len() != 3 {
+        return Err("wrong number of arguments".into());
+    }
+    let scores = words
+        .iter()
+        .map(|w| crate::cstr::strtoll_whole(w).filter(|n| (-2000..=2000).contains(n)))
+        .collect::<Option<Vec<_>>>()
+        .ok_or("Invalid oom-score-adj-values, elements must be between -2000 and 2000.")?;
+    Ok(scores
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(" "))
+}
+
+/// `latency-tracking-info-percentiles`: one number per argument; a single empty
+/// argument, or none, is the empty list.
+fn percentile_list(words: &[Vec<u8>]) -> Result<String, String> {
+    if let [only] = words {
+        if only.is_empty() {
+            return Ok(String::new());
+        }
+    }
+    let labels = words
+        .iter()
+        .map(|w| percentile(w).map(percentile_label))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(labels.join(" "))
+}
+
+/// Reads a stored `latency-tracking-info-percentiles` value: numbers separated by
+/// spaces, each as [`percentile`] reads it; empty for none.
 pub fn percentiles(text: &str) -> Result<Vec<f64>, String> {
     text.split_whitespace()
-        .map(|word| {
-            let p = crate::cmd::float::parse_f64(word.as_bytes())
-                .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
-            if !(0.0..=100.0).contains(&p) {
-                return Err(
-                    "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]",
-                );
-            }
-            Ok(p)
-        })
-        .collect::<Result<_, _>>()
-        .map_err(str::to_string)
+        .map(|word| percentile(word.as_bytes()))
+        .collect()
+}
+
+/// One percentile as Redis reads it: a number as `strtod` reads it whole, within
+/// 0..=100.
+fn percentile(word: &[u8]) -> Result<f64, String> {
+    let p = crate::cmd::float::parse_f64(word)
+        .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
+    if !(0.0..=100.0).contains(&p) {
+        return Err(
+            "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into(),
+        );
+    }
+    Ok(p)
 }
 
 /// A percentile as Redis prints it: C's `%f`, trailing zeros and point trimmed (`99.9`,
@@ -600,9 +644,23 @@ mod tests {
 
     #[test]
     fn aliases_and_canonical_values() {
-        let p = find("hash-max-ziplist-entries").unwrap();
-        assert_eq!(p.name, "hash-max-listpack-entries");
+        let p = find("hash-max-ziplist-value").unwrap();
+        assert_eq!(p.name, "hash-max-listpack-value");
         assert_eq!(canonical(p, &[b"1kb".to_vec()]).unwrap(), "1024");
+        // A count is a plain integer to Redis, not a memory value.
+        let p = find("hash-max-ziplist-entries").unwrap();
+        assert!(canonical(p, &[b"1kb".to_vec()]).is_err());
+        assert!(canonical(p, &[b"+5".to_vec()]).is_err());
+        let p = find("maxmemory").unwrap();
+        assert_eq!(
+            canonical(p, &[b"99999999999999999999".to_vec()]).unwrap(),
+            u64::MAX.to_string()
+        );
+        assert!(canonical(p, &[b"-1".to_vec()]).is_err());
+        let p = find("maxmemory-clients").unwrap();
+        assert_eq!(canonical(p, &[b"0%".to_vec()]).unwrap(), "0");
+        assert_eq!(canonical(p, &[b"10%".to_vec()]).unwrap(), "10%");
+        assert!(canonical(p, &[b"101%".to_vec()]).is_err());
         let p = find("maxmemory-policy").unwrap();
         assert_eq!(
             canonical(p, &[b"ALLKEYS-LRU".to_vec()]).unwrap(),
@@ -612,7 +670,7 @@ mod tests {
         let p = find("maxmemory-samples").unwrap();
         assert_eq!(
             canonical(p, &[b"0".to_vec()]).unwrap_err(),
-            "argument must be between 1 and 64 inclusive"
+            "argument must be between 1 and 2147483647 inclusive"
         );
     }
 
