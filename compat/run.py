@@ -92,6 +92,9 @@ OK = re.compile(r"^\[ok\]: (.*) \(\d+ ms\)$")
 CLUSTER_TEST = re.compile(r"^\d\d:\d\d:\d\d> (.*)$")
 CLUSTER_UNIT = re.compile(r"^Testing unit: (\S+)\.tcl$")
 ERR = re.compile(r"^\[err\]: (.*) in (tests/\S+)$")
+# An error the suite reports outside a test's assertions ("Can't start the Redis
+# server"): the test around it still prints [ok] since its body never ran.
+OTHER_ERR = re.compile(r"^\[err\]: (.*)$")
 SKIP = re.compile(r"^\[(?:skip|ignore)\]: (.*)$")
 EXCEPTION = re.compile(r"^\[exception\]: (.*)$")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -145,12 +148,19 @@ def parse(output: str) -> dict:
     passed, failed, skipped = [], {}, []
     exception = None
     lines = [ANSI.sub("", line.rstrip("\r")) for line in output.splitlines()]
+    pending = None  # an OTHER_ERR the next [ok] is failed with
     for i, line in enumerate(lines):
         if m := OK.match(line):
-            passed.append(m.group(1))
+            if pending is None:
+                passed.append(m.group(1))
+            else:
+                failed.setdefault(m.group(1), pending[:300])
+                pending = None
         elif m := ERR.match(line):
             detail = lines[i + 1].strip() if i + 1 < len(lines) else ""
             failed.setdefault(m.group(1), detail[:300])
+        elif m := OTHER_ERR.match(line):
+            pending = m.group(1)
         elif m := SKIP.match(line):
             skipped.append(m.group(1))
         elif m := EXCEPTION.match(line):

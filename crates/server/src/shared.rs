@@ -64,6 +64,8 @@ pub struct Shared {
     pub config_generation: AtomicU64,
     /// `hz`, read by the expiry thread each cycle.
     pub hz: Arc<AtomicU32>,
+    /// Commands the config file renamed, fixed at start (see `cmd::lookup_command`).
+    pub renamed: crate::config::RenamedCommands,
     /// Users and their permissions.
     pub acl: Acl,
     /// Connected clients.
@@ -160,6 +162,7 @@ impl Shared {
         );
         let shared = Shared {
             store,
+            renamed: config.renamed.clone(),
             acl,
             hz,
             config: RwLock::new(config),

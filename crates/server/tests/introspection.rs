@@ -861,3 +861,66 @@ fn info_prints_the_fields_redis_prints() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// `rename-command` in the configuration: the command answers to its new name only, in
+/// requests, transactions, scripts and COMMAND INFO; an empty name removes it; CONFIG
+/// SET cannot change it. Every reply as redis-server gives it.
+#[test]
+fn renamed_commands_answer_as_in_redis() {
+    let args = [
+        "--rename-command",
+        "flushdb",
+        "badger",
+        "--rename-command",
+        "append",
+        "",
+        "--rename-command",
+        "get",
+        "fetch",
+        "--rename-command",
+        "FETCH",
+        "grab",
+    ];
+    let redis = RedisServer::builder()
+        .args(args)
+        .arg("--enable-debug-command", "yes")
+        .start()
+        .unwrap();
+    let redline = Redline::start_with(&args);
+    let steps: &[&[&str]] = &[
+        &["SET", "k", "v"],
+        &["FLUSHDB"],
+        &["DBSIZE"],
+        &["BADGER"],
+        &["DBSIZE"],
+        &["SET", "k", "v"],
+        &["GET", "k"],
+        &["FETCH", "k"],
+        &["grab", "k"],
+        &["APPEND", "k", "x"],
+        &["MULTI"],
+        &["GET", "k"],
+        &["GRAB", "k"],
+        &["EXEC"],
+        &["EVAL", "return redis.pcall('get', KEYS[1])", "1", "k"],
+        &["EVAL", "return redis.call('grab', KEYS[1])", "1", "k"],
+        &["COMMAND", "INFO", "get", "flushdb"],
+        &["CONFIG", "SET", "rename-command", "set x"],
+        &["CONFIG", "GET", "rename-command"],
+    ];
+    let mut want = Conn::connect(redis.addr());
+    let mut got = Conn::connect(redline.addr);
+    for step in steps {
+        let (w, g) = (want.cmd(step), got.cmd(step));
+        // COMMAND INFO's bodies are compared elsewhere; here, which ones are nil.
+        let shape = |f: &Frame| match (step[0], f) {
+            ("COMMAND", Frame::Array(items)) => items
+                .iter()
+                .map(|i| matches!(i, Frame::Null | Frame::NullArray).to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            _ => format!("{f:?}"),
+        };
+        assert_eq!(shape(&g), shape(&w), "{step:?}");
+    }
+}

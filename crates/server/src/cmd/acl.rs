@@ -339,7 +339,7 @@ fn acl_dryrun(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         )));
     };
     let run = &args[3..];
-    let Some(spec) = command::resolve(run) else {
+    let Some(spec) = ctx.shared.renamed.resolve(run) else {
         return Err(CmdError::Owned(format!(
             "ERR Command '{}' not found",
             String::from_utf8_lossy(&run[0])

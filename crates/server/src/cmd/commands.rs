@@ -74,7 +74,7 @@ fn command_info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     encode::write_array_len(ctx.out, args.len() - 2);
     for name in &args[2..] {
-        match find_command(name) {
+        match find_command(ctx.shared, name) {
             Some(spec) => write_command_info(ctx.out, ctx.client.protocol, spec),
             None => encode::write_null_bulk(ctx.out, ctx.client.protocol),
         }
@@ -82,11 +82,14 @@ fn command_info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// A command by name, subcommands as `parent|sub`.
-fn find_command(name: &[u8]) -> Option<&'static CommandSpec> {
+/// A command by the name it has on this server, subcommands as `parent|sub`.
+fn find_command(shared: &crate::shared::Shared, name: &[u8]) -> Option<&'static CommandSpec> {
     match name.iter().position(|&c| c == b'|') {
-        Some(bar) => command::lookup_subcommand(command::lookup(&name[..bar])?, &name[bar + 1..]),
-        None => command::lookup(name),
+        Some(bar) => command::lookup_subcommand(
+            super::lookup_command(shared, &name[..bar])?,
+            &name[bar + 1..],
+        ),
+        None => super::lookup_command(shared, name),
     }
 }
 
@@ -215,7 +218,10 @@ fn command_docs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let specs: Vec<&'static CommandSpec> = if args.len() == 2 {
         command::COMMANDS.iter().collect()
     } else {
-        args[2..].iter().filter_map(|n| find_command(n)).collect()
+        args[2..]
+            .iter()
+            .filter_map(|n| find_command(ctx.shared, n))
+            .collect()
     };
     let proto = ctx.client.protocol;
     encode::write_map_len(ctx.out, proto, specs.len());

@@ -190,6 +190,20 @@ pub(crate) fn unexpected_error_reply(
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// The command a client's `name` names on this server: the table's, unless the config
+/// file renamed commands.
+#[inline]
+pub(crate) fn lookup_command(
+    shared: &crate::shared::Shared,
+    name: &[u8],
+) -> Option<&'static command::CommandSpec> {
+    if shared.renamed.is_empty() {
+        command::lookup(name)
+    } else {
+        shared.renamed.lookup(name)
+    }
+}
+
 #[inline]
 fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     // Taken first: a command that stops before it runs breaks the chain, so the next
@@ -198,7 +212,7 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     let Some(name) = args.first() else {
         return Ok(());
     };
-    let Some(mut spec) = command::lookup(name) else {
+    let Some(mut spec) = lookup_command(ctx.shared, name) else {
         return reject(ctx, reply::unknown_command(args));
     };
     let top = spec.name;
@@ -439,7 +453,7 @@ fn denied_while_loading(ctx: &Ctx<'_>, spec: &CommandSpec, state: u8) -> bool {
                         .multi
                         .iter()
                         .flatten()
-                        .filter_map(|queued| command::resolve(queued))
+                        .filter_map(|queued| ctx.shared.renamed.resolve(queued))
                         .any(denied))
         }
         _ => false,
@@ -470,7 +484,7 @@ fn effective_flags(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> (bool, 
         // A transaction writes if a queued command does (a queued script as it
         // declares), as Redis sums the queued commands' flags.
         for queued in ctx.client.multi.iter().flatten() {
-            if let Some(q) = command::resolve(queued) {
+            if let Some(q) = ctx.shared.renamed.resolve(queued) {
                 let (w, stale) = if is_script(q) {
                     effective_flags(ctx, q, queued)
                 } else {
@@ -635,7 +649,10 @@ fn out_of_memory(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> bool {
     let deny_oom = spec.flags.contains(CommandFlags::DENYOOM)
         || (spec.name == "exec"
             && ctx.client.multi.iter().flatten().any(|queued| {
-                command::resolve(queued).is_some_and(|q| q.flags.contains(CommandFlags::DENYOOM))
+                ctx.shared
+                    .renamed
+                    .resolve(queued)
+                    .is_some_and(|q| q.flags.contains(CommandFlags::DENYOOM))
             }));
     outcome == crate::store::evict::Outcome::Stuck && deny_oom
 }
@@ -908,7 +925,7 @@ fn paused(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
             (spec.may_replicate() && !ctx.shared.scripting.declared_no_writes(args))
                 || (spec.name == "exec"
                     && ctx.client.multi.iter().flatten().any(|queued| {
-                        command::resolve(queued).is_some_and(|s| {
+                        ctx.shared.renamed.resolve(queued).is_some_and(|s| {
                             s.may_replicate() && !ctx.shared.scripting.declared_no_writes(queued)
                         })
                     }))

@@ -236,7 +236,7 @@ fn full_key_access(ctx: &Ctx<'_>, args: &[Bytes]) -> bool {
     if user.unrestricted() {
         return true;
     }
-    let Some(spec) = redline_resp::command::resolve(args) else {
+    let Some(spec) = ctx.shared.renamed.resolve(args) else {
         return false;
     };
     crate::acl::check::reads_every_key(&user.rules(), spec, args)

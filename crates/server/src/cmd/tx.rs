@@ -155,7 +155,7 @@ pub(crate) fn plan(
         .collect();
     let store = shared.store.db(db);
     for args in queued {
-        let spec = command::resolve(args)?;
+        let spec = shared.renamed.resolve(args)?;
         let in_family = spec.acl_categories.intersects(data)
             && !matches!(spec.name, "sort" | "sort_ro" | "copy" | "move");
         if !in_family && !NARROW_OK.contains(&spec.name) {

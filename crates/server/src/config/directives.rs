@@ -305,6 +305,16 @@ impl Config {
             }
             _ => values,
         };
+        if name == "rename-command" {
+            // Only in the config file and on the command line, as in Redis.
+            if !startup {
+                return Err(SetError::Unknown);
+            }
+            let [from, to] = values else {
+                return Err(SetError::Arity);
+            };
+            return self.renamed.rename(from, to).map_err(invalid);
+        }
         if name == "user" {
             // Only in the config file and on the command line, as in Redis.
             if !startup {

@@ -15,6 +15,7 @@ mod args;
 mod directives;
 mod hot;
 pub mod params;
+mod renamed;
 mod rewrite;
 
 use std::fmt;
@@ -23,6 +24,7 @@ use std::path::Path;
 pub use args::{repr, split_args};
 pub use directives::{parse_memory, SetError, DIRECTIVES};
 pub use hot::HotParams;
+pub use renamed::RenamedCommands;
 pub use rewrite::{rewrite, rewrite_all};
 
 /// How much redis-server logs; `notice` is the default.
@@ -135,6 +137,8 @@ pub struct Config {
     pub users: Vec<Vec<Vec<u8>>>,
     /// A `save` line was read at start: later ones add save points (see `set_save`).
     pub save_loaded: bool,
+    /// Commands the config file renamed (`rename-command`).
+    pub renamed: RenamedCommands,
 }
 
 impl Default for Config {
@@ -182,6 +186,7 @@ impl Default for Config {
             enable_flags: ["no".into(), "no".into(), "no".into()],
             params: std::collections::BTreeMap::new(),
             users: Vec::new(),
+            renamed: RenamedCommands::default(),
             save_loaded: false,
         }
     }

@@ -799,7 +799,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         }
         self.client.blocked = None;
         if let Some((args, started)) = self.client.blocked_since.take() {
-            if let Some(spec) = redline_resp::command::resolve(&args) {
+            if let Some(spec) = self.shared.renamed.resolve(&args) {
                 let usec = started.elapsed().as_micros() as u64;
                 cmd::observe_duration(self.shared, &self.client, spec, &args, usec);
                 // Ended by an error (its stream or group deleted, CLIENT UNBLOCK ERROR).

@@ -126,10 +126,14 @@ fn atoi(text: &[u8]) -> i64 {
     }
 }
 
-/// Whether this server runs the command (`lookupCommand` with its subcommand).
-fn known(args: &[Bytes]) -> bool {
+/// Whether this server runs the command (`lookupCommand` with its subcommand, under
+/// the names the config file gave).
+fn known(shared: &Shared, args: &[Bytes]) -> bool {
     use redline_resp::command;
-    let Some(spec) = args.first().and_then(|name| command::lookup(name)) else {
+    let Some(spec) = args
+        .first()
+        .and_then(|name| crate::cmd::lookup_command(shared, name))
+    else {
         return false;
     };
     let spec = if spec.has_subcommands() && args.len() >= 2 {
@@ -197,7 +201,7 @@ fn replay(
                 )))
             }
         };
-        if !known(&args) {
+        if !known(shared, &args) {
             return Err(LoadError::Bad(format!(
                 "Unknown command '{}' reading the append only file {name}",
                 String::from_utf8_lossy(&args[0])

@@ -507,7 +507,7 @@ impl ReplicaInput {
 /// Logs a command a replica sent on its link as Redis does, and returns the error that
 /// closes the link.
 fn rogue_command(shared: &Shared, link: &ReplicaLink, args: &[Bytes]) -> std::io::Error {
-    let spec = redline_resp::command::resolve(args);
+    let spec = shared.renamed.resolve(args);
     let name = spec.map_or("<unknown>", |spec| spec.name);
     let error = match spec {
         None => Some(crate::cmd::reply::unknown_command(args)),

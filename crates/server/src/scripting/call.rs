@@ -366,7 +366,7 @@ fn run_call_traced(
         repl,
         ..
     } = *run;
-    let Some(spec) = command::resolve(args) else {
+    let Some(spec) = shared.renamed.resolve(args) else {
         return refused(client, None, "ERR Unknown Redis command called from script");
     };
     if !spec.arity_ok(args.len()) {
