@@ -258,3 +258,51 @@ fn used_memory_follows_the_keyspace() {
     assert!(conn.is_closed());
     assert_eq!(wait_exit(&mut child), Some(0));
 }
+
+/// `include` reads another file where it stands, a pattern every file it matches in
+/// name order (none is fine), and a missing plain file stops the start: the same
+/// values and the same fatal message as redis-server.
+#[test]
+fn includes_are_read_as_redis_reads_them() {
+    let dir = std::env::temp_dir().join(format!("redline-include-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("conf.d")).unwrap();
+    std::fs::write(dir.join("a.conf"), "hz 11\nmaxmemory-samples 7\n").unwrap();
+    std::fs::write(dir.join("conf.d/2.conf"), "lfu-log-factor 3\n").unwrap();
+    std::fs::write(dir.join("conf.d/1.conf"), "hz 12\nlfu-log-factor 4\n").unwrap();
+    let text = format!(
+        "include {d}/a.conf\nhz 13\ninclude {d}/conf.d/*.conf\ninclude {d}/empty.d/*.conf\n",
+        d = dir.display()
+    );
+    let redis = redline_testkit::RedisServer::builder()
+        .config_file(text.clone())
+        .start()
+        .unwrap();
+    let redline = redline_testkit::RedlineServer::builder()
+        .config_file(text)
+        .start()
+        .unwrap();
+    for name in ["hz", "maxmemory-samples", "lfu-log-factor"] {
+        let want = show(&Conn::connect(redis.addr()).cmd(&["CONFIG", "GET", name]));
+        let got = show(&Conn::connect(redline.addr()).cmd(&["CONFIG", "GET", name]));
+        assert_eq!(got, want, "{name}");
+    }
+
+    let missing = dir.join("missing.conf");
+    let conf = dir.join("main.conf");
+    std::fs::write(&conf, format!("include {}\n", missing.display())).unwrap();
+    let fatal = format!(
+        "Fatal error, can't open config file '{}': No such file or directory",
+        missing.display()
+    );
+    for bin in ["redis-server", BIN] {
+        let out = Command::new(bin).arg(&conf).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{bin}");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(said.contains(&fatal), "{bin}: {said}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -14,6 +14,7 @@
 mod args;
 mod directives;
 mod hot;
+mod include;
 pub mod params;
 mod renamed;
 mod rewrite;
@@ -254,6 +255,12 @@ impl Config {
     /// Parses the text of a configuration file.
     pub fn from_text(text: &str) -> Result<Config, ConfigError> {
         let mut config = Config::default();
+        config.apply_text(text, 0)?;
+        Ok(config)
+    }
+
+    /// Applies the lines of `text`, read `depth` includes deep.
+    fn apply_text(&mut self, text: &str, depth: usize) -> Result<(), ConfigError> {
         for (index, raw) in text.split('\n').enumerate() {
             let line = raw.trim_matches(|c: char| c == ' ' || c == '\t' || c == '\r');
             if line.is_empty() || line.starts_with('#') {
@@ -271,7 +278,18 @@ impl Config {
                 continue;
             };
             let name = String::from_utf8_lossy(name).to_ascii_lowercase();
-            config.set(&name, values, true).map_err(|e| {
+            if let ("include", [path]) = (name.as_str(), values) {
+                if depth >= include::MAX_DEPTH {
+                    return Err(fail(format!(
+                        "includes nested more than {} deep",
+                        include::MAX_DEPTH
+                    )));
+                }
+                let included = include::read(&String::from_utf8_lossy(path))?;
+                self.apply_text(&included, depth + 1)?;
+                continue;
+            }
+            self.set(&name, values, true).map_err(|e| {
                 fail(match e {
                     SetError::Unknown => "Bad directive or wrong number of arguments".into(),
                     SetError::Arity => "wrong number of arguments".into(),
@@ -280,7 +298,7 @@ impl Config {
                 })
             })?;
         }
-        Ok(config)
+        Ok(())
     }
 
     /// Whether a protected action is allowed for a client (Redis's
