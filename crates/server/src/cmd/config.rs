@@ -147,9 +147,14 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !dir.is_empty() && named("dir") {
         std::env::set_current_dir(&dir).map_err(|e| {
             CmdError::Owned(format!(
-                "ERR CONFIG SET failed (possibly related to argument 'dir') - {e}"
+                "ERR CONFIG SET failed (possibly related to argument 'dir') - {}",
+                crate::cstr::strerror(&e)
             ))
         })?;
+        // Shown and rewritten as the absolute path it is now, as Redis shows getcwd().
+        if let Ok(cwd) = std::env::current_dir() {
+            let _ = config.set("dir", &[cwd.display().to_string().into_bytes()], false);
+        }
     }
     // TLS first: its files are checked (the configuration in use stays if they do not
     // load) and its port moved before the plain port, which `port 0` closes only once
@@ -364,10 +369,20 @@ pub fn rewrite_config_file(ctx: &mut Ctx<'_>, all: bool) -> CmdResult {
             "ERR The server is running without a config file",
         ));
     };
+    let users: Vec<String> = ctx
+        .shared
+        .acl
+        .all()
+        .iter()
+        .map(|cell| {
+            let line = crate::acl::describe::line(cell.name(), &cell.rules());
+            String::from_utf8_lossy(&line).into_owned()
+        })
+        .collect();
     let written = if all {
-        crate::config::rewrite_all(&config, &path)
+        crate::config::rewrite_all(&config, &users, &path)
     } else {
-        crate::config::rewrite(&config, &path)
+        crate::config::rewrite(&config, &users, &path)
     };
     written.map_err(|e| CmdError::Owned(format!("ERR Rewriting config file: {e}")))?;
     ok(ctx.out);
