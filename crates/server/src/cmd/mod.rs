@@ -34,6 +34,7 @@ pub mod long_double;
 pub mod memory;
 pub mod migrate;
 pub mod migrate_cache;
+mod module;
 pub mod persistence;
 pub mod pubsub;
 pub mod replication;
@@ -91,6 +92,7 @@ fn registrations() -> Vec<(&'static str, Handler)> {
     all.extend_from_slice(geo::COMMANDS);
     all.extend_from_slice(latency::COMMANDS);
     all.extend_from_slice(slowlog::COMMANDS);
+    all.extend_from_slice(module::COMMANDS);
     all.extend_from_slice(migrate::COMMANDS);
     all.extend_from_slice(tx::COMMANDS);
     all.extend_from_slice(blocking::COMMANDS);
