@@ -3213,3 +3213,31 @@ const TYPED_KEYS: &[&[&[u8]]] = &[
     ],
     &[b"PFADD", KEYS[7], b"a", b"b"],
 ];
+
+/// DEBUG ERROR (client libraries' tests use it to stand in for LOADING, READONLY,
+/// OOM...): the text as the error, newlines as spaces, kept out of errorstats.
+#[test]
+fn debug_error_replies_as_redis() {
+    let redis = redis_with_debug();
+    let redline = Redline::start();
+    let mut pair = Pair {
+        redis: Conn::connect(redis.addr()),
+        redline: Conn::connect(redline.addr),
+    };
+    let commands: &[&[&str]] = &[
+        &["DEBUG", "ERROR", "LOADING fake message"],
+        &[
+            "DEBUG",
+            "ERROR",
+            "READONLY You can't write against a read only replica.",
+        ],
+        &["DEBUG", "ERROR", "two\r\nlines"],
+        &["DEBUG", "ERROR", ""],
+        &["DEBUG", "ERROR"],
+        &["DEBUG", "CHANGE-REPL-ID", "x"],
+        &["INFO", "errorstats"],
+    ];
+    let commands: Vec<Vec<&str>> = commands.iter().map(|c| c.to_vec()).collect();
+    let differences = pair.differences(&commands, 1);
+    assert_same(&differences, commands.len(), "DEBUG ERROR replies");
+}

@@ -187,13 +187,36 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if is(sub, "clusterlink") && args.len() == 5 && is(&args[2], "kill") {
         return kill_cluster_link(ctx, &args[3], &args[4]);
     }
+    if is(sub, "error") && args.len() == 3 {
+        // The text as the error, as Redis sends it: its own prefix, on one line, and
+        // not counted in errorstats.
+        ctx.out.extend_from_slice(b"-");
+        ctx.out.extend(args[2].iter().map(|&b| match b {
+            b'\r' | b'\n' => b' ',
+            b => b,
+        }));
+        ctx.out.extend_from_slice(b"\r\n");
+        return Ok(());
+    }
+    if is(sub, "change-repl-id") && args.len() == 2 {
+        tracing::warn!("Changing replication IDs after receiving DEBUG change-repl-id");
+        ctx.shared.repl.journal.stream().change_replid();
+        super::reply::ok(ctx.out);
+        return Ok(());
+    }
     if is(sub, "help") {
         const LINES: &[&str] = &[
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "CLUSTERLINK KILL <to|from|all> <node-id>",
             "    Kills the link based on the direction to/from (both) with the provided node.",
+            "CHANGE-REPL-ID",
+            "    Change the replication IDs of the instance.",
+            "    Dangerous: should be used only for testing the replication subsystem.",
             "DROP-CLUSTER-PACKET-FILTER <packet-type>",
             "    Drop all packets that match the filtered type. Set to -1 allow all packets.",
+            "ERROR <string>",
+            "    Return a Redis protocol error with <string> as message. Useful for clients",
+            "    unit tests to simulate Redis errors.",
             "LOG <message>",
             "    Write <message> to the server log.",
             "OBJECT <key>",

@@ -381,6 +381,14 @@ impl Stream {
         self.second_offset = i64::try_from(self.offset).unwrap_or(i64::MAX);
     }
 
+    /// A new id with no history behind it (DEBUG CHANGE-REPL-ID): no replica can
+    /// continue from before it.
+    pub fn change_replid(&mut self) {
+        self.replid = new_replid();
+        self.replid2 = "0".repeat(40);
+        self.second_offset = -1;
+    }
+
     /// At start, as a master whose dump file recorded a replication history (`id` up to
     /// `offset`): that history becomes the second id, the offset goes on from it and an
     /// empty backlog starts there, so replicas that had it continue with PSYNC after a
