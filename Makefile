@@ -7,7 +7,7 @@ CARGO ?= cargo
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat
+.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat compat-redis-py
 
 help:
 	@echo "make run    build in release and run redline bench against its embedded redline-server (ping/set/get/mixed, P=1 and P=16,"
@@ -25,6 +25,8 @@ help:
 	@echo "            MODE=spawned: the suite starts the servers itself, and Redis's cluster suite"
 	@echo "            runs too (UNITS=cluster-suite alone), compat/REPORT-spawned.md; with TLS=1,"
 	@echo "            the suites' --tls mode, compat/REPORT-spawned-tls.md)"
+	@echo "make compat-redis-py REDIS_PY_SRC=<redis-py v5.0.9 checkout>  redis-py's own tests against"
+	@echo "            redis-server and redline-server; writes compat/REPORT-redis-py.md"
 	@echo "make fuzz   run every cargo-fuzz target for FUZZ_SECONDS (default 60) each, on nightly"
 
 # Tests start their own redis-server and redis-sentinel processes on free ports, so the
@@ -139,3 +141,12 @@ compat: deps
 	$(CARGO) build --release -p redline-server
 	python3 compat/run.py --redis-src "$(REDIS_SRC)" --redline-bin target/release/redline-server \
 	  $(if $(UNITS),--units $(UNITS)) $(if $(MODE),--mode $(MODE)) $(if $(TLS),--tls)
+
+# redis-py's own test suite (a checkout at tag v5.0.9) against redis-server and
+# redline-server; writes compat/REPORT-redis-py.md. Its test dependencies go into a
+# virtual environment under target/.
+compat-redis-py: deps
+	@test -n "$(REDIS_PY_SRC)" -a -f "$(REDIS_PY_SRC)/tests/conftest.py" || \
+	  { echo "usage: make compat-redis-py REDIS_PY_SRC=<redis-py checkout at tag v5.0.9>" >&2; exit 2; }
+	$(CARGO) build --release -p redline-server
+	python3 compat/redis_py.py --redis-py-src "$(REDIS_PY_SRC)" --redline-bin target/release/redline-server
