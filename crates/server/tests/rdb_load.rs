@@ -285,8 +285,17 @@ fn shutdown_while_loading(by_signal: bool) {
         Frame::Simple("OK".into())
     );
     assert_eq!(
-        conn.cmd(&["CONFIG", "SET", "maxmemory", "0", "dir", "elsewhere"]),
+        conn.cmd(&["CONFIG", "SET", "maxmemory", "0", "appendonly", "yes"]),
         Frame::Error("LOADING Redis is loading the dataset in memory".into())
+    );
+    // A protected parameter is refused as such first, as Redis checks it before the
+    // load.
+    assert_eq!(
+        conn.cmd(&["CONFIG", "SET", "maxmemory", "0", "dir", "elsewhere"]),
+        Frame::Error(
+            "ERR CONFIG SET failed (possibly related to argument 'dir') - can't set protected config"
+                .into()
+        )
     );
     let info = info_text(&mut conn);
     assert!(info.contains("loading:1\r\n"), "{info}");
