@@ -672,6 +672,17 @@ mod tests {
     }
 
     #[test]
+    fn active_defrag_is_refused_at_run_time_and_ignored_at_start() {
+        let mut c = Config::from_text("activedefrag yes").unwrap();
+        assert_eq!(c.get("activedefrag").as_deref(), Some("no"));
+        assert_eq!(
+            c.set("activedefrag", &[b"yes".to_vec()], false),
+            Err(SetError::Invalid(ACTIVE_DEFRAG_UNAVAILABLE.into()))
+        );
+        assert!(c.set("activedefrag", &[b"no".to_vec()], false).is_ok());
+    }
+
+    #[test]
     fn immutable_at_run_time() {
         let mut c = Config::default();
         assert_eq!(
