@@ -394,6 +394,35 @@ fn publish_reaches_every_node_and_spublish_its_shard() {
         .master;
     let reply = text(&conn(cluster.addr(other).port()).cmd(&["SPUBLISH", "news", "x"]));
     assert!(reply.starts_with(&format!("MOVED {slot} ")), "{reply}");
+    // CLUSTER LINKS, node by node: its link to it, then its link from it, as Redis
+    // lists them (redis-py's test pairs them up).
+    for node in 0..cluster.len() {
+        let port = cluster.addr(node).port();
+        wait_until(&format!("node {node}'s links in pairs"), || {
+            links_in_pairs(&conn(port).cmd(&["CLUSTER", "LINKS"]))
+        });
+    }
+}
+
+/// Whether a CLUSTER LINKS reply lists a `to` link then a `from` link per node.
+fn links_in_pairs(reply: &Frame) -> bool {
+    let Frame::Array(links) = reply else {
+        return false;
+    };
+    let field = |link: &Frame, name: &str| match link {
+        Frame::Array(kv) => kv
+            .chunks(2)
+            .find(|pair| text(&pair[0]) == name)
+            .map(|pair| text(&pair[1])),
+        _ => None,
+    };
+    !links.is_empty()
+        && links.len() % 2 == 0
+        && links.chunks(2).all(|pair| {
+            field(&pair[0], "direction").as_deref() == Some("to")
+                && field(&pair[1], "direction").as_deref() == Some("from")
+                && field(&pair[0], "node") == field(&pair[1], "node")
+        })
 }
 
 /// The flags `node` has in `observer`'s CLUSTER NODES.

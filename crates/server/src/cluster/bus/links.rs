@@ -381,14 +381,13 @@ pub fn drop_keys_in_slots(shared: &Shared, slots: &[usize]) {
 
 /// CLUSTER LINKS: every link with a known node, outbound ("to") and inbound ("from").
 pub fn describe(shared: &Shared, out: &mut BytesMut, proto: Protocol) {
-    let mut rows: Vec<(&str, NodeId, u64, &str, u64)> = Vec::new();
+    let mut rows: Vec<(&str, NodeId, u64, u64)> = Vec::new();
     for link in shared.cluster.bus.outbound.lock().values() {
         if let Some(node) = link.node {
             rows.push((
                 "to",
                 node,
                 link.created,
-                "rw",
                 link.queued.load(Ordering::Relaxed),
             ));
         }
@@ -399,13 +398,25 @@ pub fn describe(shared: &Shared, out: &mut BytesMut, proto: Protocol) {
                 "from",
                 node,
                 link.created,
-                "r",
                 link.queued.load(Ordering::Relaxed),
             ));
         }
     }
+    // Node by node, its link to it before its link from it, as Redis walks its nodes
+    // (clients pair them up).
+    let mut order: Vec<NodeId> = Vec::new();
+    for (_, node, _, _) in &rows {
+        if !order.contains(node) {
+            order.push(*node);
+        }
+    }
+    rows.sort_by_key(|(direction, node, _, _)| {
+        (order.iter().position(|n| n == node), *direction == "from")
+    });
     encode::write_array_len(out, rows.len());
-    for (direction, node, created, events, queued) in rows {
+    for (direction, node, created, queued) in rows {
+        // Readable always; writable while something waits to be sent.
+        let events = if queued > 0 { "rw" } else { "r" };
         encode::write_map_len(out, proto, 6);
         encode::write_bulk(out, b"direction");
         encode::write_bulk(out, direction.as_bytes());
