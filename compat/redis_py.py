@@ -5,8 +5,9 @@ redis-server and redline-server side by side and writes compat/REPORT-redis-py.m
 A second suite beside Redis's Tcl one: written by a client library's authors, it checks
 what a client sees (replies, errors, connection handling) through a real client. The
 tests run with redis-py's own conftest against one server at a time (`--redis-url`),
-without the cluster, module and TLS tests (`-m "not onlycluster and not redismod and
-not ssl"`), in a virtual environment with pinned test dependencies from PyPI.
+without the module and TLS tests (`-m "not onlycluster and not redismod and not ssl"`),
+then its cluster tests against a cluster of three masters of each kind, in a virtual
+environment with pinned test dependencies from PyPI.
 
     python3 compat/redis_py.py --redis-py-src /path/to/redis-py --redline-bin target/release/redline-server
 """
@@ -30,10 +31,22 @@ REQUIREMENTS = ["pytest==7.4.4", "pytest-asyncio==0.21.1", "pytest-timeout==2.3.
 MARKERS = "not onlycluster and not redismod and not ssl"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_port(cluster: bool = False) -> int:
+    """A free loopback port; for a cluster node, one whose bus port (+10000) is free
+    and valid too."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if not cluster:
+            return port
+        if port + 10000 < 65536:
+            try:
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port + 10000))
+                return port
+            except OSError:
+                pass
 
 
 def venv_python() -> Path:
@@ -58,22 +71,49 @@ def start(command: list, port: int) -> subprocess.Popen:
     sys.exit(f"redis_py: {command[0]} did not start on port {port}")
 
 
-def run_suite(python: Path, src: Path, name: str, binary: str) -> dict:
-    """Outcome per test id for one server."""
-    port = free_port()
+def cluster_ready(port: int) -> bool:
+    out = subprocess.run(["redis-cli", "-p", str(port), "cluster", "info"],
+                         capture_output=True, text=True).stdout
+    return "cluster_state:ok" in out
+
+
+def run_suite(python: Path, src: Path, name: str, binary: str, cluster: bool) -> dict:
+    """Outcome per test id for one server, or for a cluster of three masters."""
+    ports = [free_port(cluster) for _ in range(3 if cluster else 1)]
     with tempfile.TemporaryDirectory() as scratch:
-        proc = start([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                      "--dir", scratch, "--enable-debug-command", "yes"], port)
+        procs = []
+        for port in ports:
+            node_dir = Path(scratch) / str(port)
+            node_dir.mkdir()
+            extra = ["--cluster-enabled", "yes"] if cluster else []
+            procs.append(start([binary, "--port", str(port), "--bind", "127.0.0.1",
+                                "--save", "", "--dir", str(node_dir),
+                                "--enable-debug-command", "yes", *extra], port))
         xml = Path(scratch) / "results.xml"
         try:
-            subprocess.run([str(python), "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider",
-                            "--timeout", "30", "-m", MARKERS, f"--junitxml={xml}",
-                            f"--redis-url=redis://127.0.0.1:{port}/9"],
+            if cluster:
+                subprocess.run(["redis-cli", "--cluster", "create",
+                                *[f"127.0.0.1:{p}" for p in ports], "--cluster-yes"],
+                               check=True, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+                deadline = time.time() + 30
+                while not all(cluster_ready(p) for p in ports):
+                    if time.time() > deadline:
+                        sys.exit(f"redis_py: the {name} cluster did not come up")
+                    time.sleep(0.2)
+            selection = (["tests/test_cluster.py", "tests/test_asyncio/test_cluster.py",
+                          "--redis-cluster-nodes", "3", "-m", "not redismod and not ssl"]
+                         if cluster else ["tests", "-m", MARKERS])
+            subprocess.run([str(python), "-m", "pytest", *selection, "-q",
+                            "-p", "no:cacheprovider", "--timeout", "30",
+                            f"--junitxml={xml}",
+                            f"--redis-url=redis://127.0.0.1:{ports[0]}/{0 if cluster else 9}"],
                            cwd=src, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            timeout=1800)
         finally:
-            proc.terminate()
-            proc.wait()
+            for proc in procs:
+                proc.terminate()
+                proc.wait()
         outcomes = {}
         for case in ET.parse(xml).getroot().iter("testcase"):
             test = f"{case.get('classname')}::{case.get('name')}"
@@ -84,6 +124,7 @@ def run_suite(python: Path, src: Path, name: str, binary: str) -> dict:
                 outcomes[test] = "skipped"
             else:
                 outcomes[test] = "passed"
+    name = f"{name} ({'cluster' if cluster else 'standalone'})"
     print(f"redis_py: {name}: {sum(v == 'passed' for v in outcomes.values())} passed, "
           f"{sum(v == 'failed' for v in outcomes.values())} failed")
     return outcomes
@@ -98,8 +139,12 @@ def main():
     if not (args.redis_py_src / "tests" / "conftest.py").exists():
         sys.exit(f"redis_py: {args.redis_py_src} is not a redis-py checkout")
     python = venv_python()
-    redis = run_suite(python, args.redis_py_src, "redis-server", args.redis_bin)
-    redline = run_suite(python, args.redis_py_src, "redline-server", args.redline_bin)
+    redis, redline = {}, {}
+    for cluster in (False, True):
+        redis.update(run_suite(python, args.redis_py_src, "redis-server", args.redis_bin,
+                               cluster))
+        redline.update(run_suite(python, args.redis_py_src, "redline-server",
+                                 args.redline_bin, cluster))
     passed = lambda r: {t for t, v in r.items() if v == "passed"}  # noqa: E731
     missing = sorted(passed(redis) - passed(redline))
     extra = sorted(passed(redline) - passed(redis))
@@ -110,7 +155,9 @@ def main():
         "",
         "Generated by `make compat-redis-py REDIS_PY_SRC=<redis-py checkout>` "
         "(compat/redis_py.py): redis-py's own tests, run with its conftest against one "
-        f"server at a time, `-m \"{MARKERS}\"`.",
+        f"server at a time, `-m \"{MARKERS}\"`; then its cluster tests "
+        "(`test_cluster.py`, sync and asyncio) against a cluster of three masters of "
+        "each kind, made by `redis-cli --cluster create`.",
         "",
         f"- redis-server: {version}",
         f"- run: {time.strftime('%Y-%m-%d %H:%M')}",
