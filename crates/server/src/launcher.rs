@@ -48,15 +48,11 @@ pub fn run(program: &str, args: &[String]) -> ExitCode {
         Ok(())
     };
     // Like redis-server: `dir` is the working directory, where dump files and logs go.
-    let dir = config.param("dir").to_string();
-    if !dir.is_empty() {
-        if let Err(e) = std::env::set_current_dir(&dir) {
+    if !config.param("dir").is_empty() {
+        if let Err(e) = config.enter_dir() {
+            let dir = config.param("dir");
             eprintln!("Can't chdir to '{dir}': {}", crate::cstr::strerror(&e));
             return ExitCode::from(1);
-        }
-        // CONFIG GET and CONFIG REWRITE show the absolute path, as Redis shows getcwd().
-        if let Ok(cwd) = std::env::current_dir() {
-            let _ = config.set("dir", &[cwd.display().to_string().into_bytes()], true);
         }
     }
     if let Err(e) = log::init(&config) {

@@ -64,7 +64,7 @@ pub struct Shared {
     pub config_generation: AtomicU64,
     /// `hz`, read by the expiry thread each cycle.
     pub hz: Arc<AtomicU32>,
-    /// Commands the config file renamed, fixed at start (see `cmd::lookup_command`).
+    /// Commands the config file renamed, fixed at start (every command is looked up through it).
     pub renamed: crate::config::RenamedCommands,
     /// Users and their permissions.
     pub acl: Acl,

@@ -85,11 +85,10 @@ fn command_info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// A command by the name it has on this server, subcommands as `parent|sub`.
 fn find_command(shared: &crate::shared::Shared, name: &[u8]) -> Option<&'static CommandSpec> {
     match name.iter().position(|&c| c == b'|') {
-        Some(bar) => command::lookup_subcommand(
-            super::lookup_command(shared, &name[..bar])?,
-            &name[bar + 1..],
-        ),
-        None => super::lookup_command(shared, name),
+        Some(bar) => {
+            command::lookup_subcommand(shared.renamed.lookup(&name[..bar])?, &name[bar + 1..])
+        }
+        None => shared.renamed.lookup(name),
     }
 }
 

@@ -76,24 +76,25 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let loading = ctx.shared.persistence.loading.state() != crate::persist::loading::IDLE;
     let mut config = ctx.shared.config.read().clone();
     let mut seen: Vec<String> = Vec::new();
-    let failed = |given: &Bytes, why: &str| {
+    let failed = |name: &[u8], why: &str| {
         CmdError::Owned(format!(
             "ERR CONFIG SET failed (possibly related to argument '{}') - {why}",
-            String::from_utf8_lossy(given)
+            String::from_utf8_lossy(name)
         ))
+    };
+    let unknown = |given: &[u8]| {
+        reply::quoting(
+            "ERR Unknown option or number of arguments for CONFIG SET - '",
+            given,
+            usize::MAX,
+            "'",
+        )
     };
     for pair in args[2..].chunks(2) {
         let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
         match crate::config::Config::check_settable(&name) {
             Err(SetError::Immutable) => return Err(failed(&pair[0], "can't set immutable config")),
-            Err(_) => {
-                return Err(reply::quoting(
-                    "ERR Unknown option or number of arguments for CONFIG SET - '",
-                    &pair[0],
-                    usize::MAX,
-                    "'",
-                ))
-            }
+            Err(_) => return Err(unknown(&pair[0])),
             Ok(()) => {}
         }
         let canonical = crate::config::Config::canonical_name(&name);
@@ -119,18 +120,9 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         config
             .set(name, &[pair[1].to_vec()], false)
             .map_err(|e| match e {
-                SetError::Unknown | SetError::Arity => reply::quoting(
-                    "ERR Unknown option or number of arguments for CONFIG SET - '",
-                    &pair[0],
-                    usize::MAX,
-                    "'",
-                ),
-                SetError::Immutable => CmdError::Owned(format!(
-                    "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
-                )),
-                SetError::Invalid(message) => CmdError::Owned(format!(
-                    "ERR CONFIG SET failed (possibly related to argument '{name}') - {message}"
-                )),
+                SetError::Unknown | SetError::Arity => unknown(&pair[0]),
+                SetError::Immutable => failed(name.as_bytes(), "can't set immutable config"),
+                SetError::Invalid(message) => failed(name.as_bytes(), &message),
             })?;
     }
     let named = |param: &str| {
@@ -141,20 +133,12 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let floor = REPL_BACKLOG_MIN_SIZE.to_string().into_bytes();
         let _ = config.set("repl-backlog-size", &[floor], false);
     }
-    let dir = config.param("dir").to_string();
     // Set even to the path it has, as Redis does: the directory may have been removed
     // and made again under the server, whose working directory is then the old one.
-    if !dir.is_empty() && named("dir") {
-        std::env::set_current_dir(&dir).map_err(|e| {
-            CmdError::Owned(format!(
-                "ERR CONFIG SET failed (possibly related to argument 'dir') - {}",
-                crate::cstr::strerror(&e)
-            ))
-        })?;
-        // Shown and rewritten as the absolute path it is now, as Redis shows getcwd().
-        if let Ok(cwd) = std::env::current_dir() {
-            let _ = config.set("dir", &[cwd.display().to_string().into_bytes()], false);
-        }
+    if named("dir") && !config.param("dir").is_empty() {
+        config
+            .enter_dir()
+            .map_err(|e| failed(b"dir", &crate::cstr::strerror(&e)))?;
     }
     // TLS first: its files are checked (the configuration in use stays if they do not
     // load) and its port moved before the plain port, which `port 0` closes only once

@@ -192,20 +192,6 @@ pub(crate) fn unexpected_error_reply(
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// The command a client's `name` names on this server: the table's, unless the config
-/// file renamed commands.
-#[inline]
-pub(crate) fn lookup_command(
-    shared: &crate::shared::Shared,
-    name: &[u8],
-) -> Option<&'static command::CommandSpec> {
-    if shared.renamed.is_empty() {
-        command::lookup(name)
-    } else {
-        shared.renamed.lookup(name)
-    }
-}
-
 #[inline]
 fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     // Taken first: a command that stops before it runs breaks the chain, so the next
@@ -214,7 +200,7 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     let Some(name) = args.first() else {
         return Ok(());
     };
-    let Some(mut spec) = lookup_command(ctx.shared, name) else {
+    let Some(mut spec) = ctx.shared.renamed.lookup(name) else {
         return reject(ctx, reply::unknown_command(args));
     };
     let top = spec.name;

@@ -162,11 +162,8 @@ fn output_limits(
     values: &[Vec<u8>],
     current: [OutputBufferLimit; 3],
 ) -> Result<[OutputBufferLimit; 3], SetError> {
-    let joined: Vec<String> = values
-        .iter()
-        .map(|v| String::from_utf8_lossy(v).into_owned())
-        .collect();
-    let words: Vec<&str> = joined.iter().map(String::as_str).collect();
+    let words: Vec<std::borrow::Cow<'_, str>> =
+        values.iter().map(|v| String::from_utf8_lossy(v)).collect();
     // No words is a multiple of four too: Redis then changes nothing.
     if words.len() % 4 != 0 {
         return Err(invalid(
@@ -188,8 +185,8 @@ fn output_limits(
         let bad = || {
             invalid("Error in hard, soft or soft_seconds setting in buffer limit configuration.")
         };
-        let hard = memtoull(group[1]).ok_or_else(bad)?;
-        let soft = memtoull(group[2]).ok_or_else(bad)?;
+        let hard = memtoull(&group[1]).ok_or_else(bad)?;
+        let soft = memtoull(&group[2]).ok_or_else(bad)?;
         // Redis keeps the seconds in an `int`.
         let secs = crate::cstr::strtoll_whole(group[3].as_bytes())
             .map(|n| n as i32)
@@ -202,6 +199,15 @@ fn output_limits(
         };
     }
     Ok(limits)
+}
+
+/// Whether hand-parsed directive `name` is set at start only (`shards` may still be
+/// set to what it is, see `Config::set`).
+fn immutable_directive(name: &str) -> bool {
+    matches!(
+        name,
+        "databases" | "logfile" | "io-threads" | "shards" | "daemonize"
+    ) || ENABLE_DIRECTIVES.contains(&name)
 }
 
 /// Redis's `sdssplitlen(value, " ")`: the words between single spaces, empty ones
@@ -270,9 +276,7 @@ impl Config {
     pub fn check_settable(name: &str) -> Result<(), SetError> {
         if DIRECTIVES.contains(&name) {
             // `shards` set to what it is passes (see `set`), so its value decides.
-            let immutable = matches!(name, "databases" | "logfile" | "io-threads" | "daemonize")
-                || ENABLE_DIRECTIVES.contains(&name);
-            return if immutable {
+            return if immutable_directive(name) && name != "shards" {
                 Err(SetError::Immutable)
             } else {
                 Ok(())
@@ -326,10 +330,7 @@ impl Config {
             self.users.push(values.to_vec());
             return Ok(());
         }
-        let immutable = matches!(
-            name.as_str(),
-            "databases" | "logfile" | "io-threads" | "shards" | "daemonize"
-        ) || ENABLE_DIRECTIVES.contains(&name.as_str());
+        let immutable = immutable_directive(&name);
         if !DIRECTIVES.contains(&name.as_str()) {
             let param = super::params::find(&name).ok_or(SetError::Unknown)?;
             if param.immutable && !startup {

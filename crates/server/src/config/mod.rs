@@ -301,6 +301,18 @@ impl Config {
         Ok(())
     }
 
+    /// Makes `dir` the working directory, as Redis does with it, and keeps it as the
+    /// absolute path it now is: CONFIG GET and CONFIG REWRITE show getcwd() in Redis.
+    pub fn enter_dir(&mut self) -> std::io::Result<()> {
+        let dir = self.param("dir").to_string();
+        std::env::set_current_dir(&dir)?;
+        let cwd = std::env::current_dir()?.display().to_string();
+        if let Some(param) = params::find("dir") {
+            self.params.insert(param.name, cwd);
+        }
+        Ok(())
+    }
+
     /// Whether a protected action is allowed for a client (Redis's
     /// `allowProtectedAction`): `yes`, or `local` for a local client (see
     /// [`crate::net::peer::Peer::is_local`]).

@@ -3,8 +3,6 @@
 //! empty. The command is then unknown under its own name, everywhere a client names a
 //! command (requests, MULTI, scripts, a master's stream).
 
-use std::collections::HashMap;
-
 use redline_resp::command::{self, CommandSpec};
 
 /// The renames of the config file, applied in order.
@@ -20,8 +18,9 @@ use redline_resp::command::{self, CommandSpec};
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RenamedCommands {
-    /// New name (lower case) to the table name of the command it names.
-    by_new_name: HashMap<Vec<u8>, &'static str>,
+    /// New names (lower case), each with the table name of the command it names: a
+    /// few at most, scanned without allocating.
+    by_new_name: Vec<(Vec<u8>, &'static str)>,
     /// Table names no longer known as themselves.
     hidden: Vec<&'static str>,
 }
@@ -33,15 +32,25 @@ impl RenamedCommands {
         self.by_new_name.is_empty() && self.hidden.is_empty()
     }
 
-    /// The command `name` (any case) names now.
+    /// The command `name` (any case) names now; the table's own lookup when nothing
+    /// was renamed (every command comes this way).
+    #[inline]
     pub fn lookup(&self, name: &[u8]) -> Option<&'static CommandSpec> {
         if self.is_empty() {
             return command::lookup(name);
         }
-        if let Some(table_name) = self.by_new_name.get(&name.to_ascii_lowercase()) {
+        if let Some(table_name) = self.renamed_to(name) {
             return command::lookup(table_name.as_bytes());
         }
         command::lookup(name).filter(|spec| !self.hidden.contains(&spec.name))
+    }
+
+    /// The table name of the command renamed to `name`, if any.
+    fn renamed_to(&self, name: &[u8]) -> Option<&'static str> {
+        self.by_new_name
+            .iter()
+            .find(|(new, _)| new.eq_ignore_ascii_case(name))
+            .map(|(_, table_name)| *table_name)
     }
 
     /// The command or subcommand `args` calls ([`command::resolve`] under the names
@@ -63,11 +72,11 @@ impl RenamedCommands {
         let spec = self
             .lookup(from)
             .ok_or("No such command in rename-command")?;
-        if self
-            .by_new_name
-            .remove(&from.to_ascii_lowercase())
-            .is_none()
-        {
+        // A command known by a new name loses it; one known by its own name is hidden.
+        let before = self.by_new_name.len();
+        self.by_new_name
+            .retain(|(new, _)| !new.eq_ignore_ascii_case(from));
+        if self.by_new_name.len() == before {
             self.hidden.push(spec.name);
         }
         if to.is_empty() {
@@ -76,7 +85,7 @@ impl RenamedCommands {
         if self.lookup(to).is_some() {
             return Err("Target command name already exists");
         }
-        self.by_new_name.insert(to.to_ascii_lowercase(), spec.name);
+        self.by_new_name.push((to.to_ascii_lowercase(), spec.name));
         Ok(())
     }
 }

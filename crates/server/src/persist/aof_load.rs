@@ -130,10 +130,7 @@ fn atoi(text: &[u8]) -> i64 {
 /// the names the config file gave).
 fn known(shared: &Shared, args: &[Bytes]) -> bool {
     use redline_resp::command;
-    let Some(spec) = args
-        .first()
-        .and_then(|name| crate::cmd::lookup_command(shared, name))
-    else {
+    let Some(spec) = args.first().and_then(|name| shared.renamed.lookup(name)) else {
         return false;
     };
     let spec = if spec.has_subcommands() && args.len() >= 2 {
