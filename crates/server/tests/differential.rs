@@ -3241,3 +3241,40 @@ fn debug_error_replies_as_redis() {
     let differences = pair.differences(&commands, 1);
     assert_same(&differences, commands.len(), "DEBUG ERROR replies");
 }
+
+/// MIGRATE's failures to reach a target, worded as Redis words them: a refused plain
+/// connection is reported by the first write (Redis 7.0 goes on as if connected), the
+/// key stays, and a call with no key to move never connects.
+#[test]
+fn migrate_failures_reply_as_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let mut pair = Pair {
+        redis: Conn::connect(redis.addr()),
+        redline: Conn::connect(redline.addr),
+    };
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = closed.local_addr().expect("its address").port().to_string();
+    drop(closed);
+    let commands: &[&[&str]] = &[
+        &["MIGRATE", "127.0.0.1", &port, "nokey", "0", "100"],
+        &["SET", "stay", "v"],
+        &["MIGRATE", "127.0.0.1", &port, "stay", "0", "100"],
+        &["MIGRATE", "localhost", &port, "stay", "0", "0"],
+        &[
+            "MIGRATE",
+            "127.0.0.1",
+            &port,
+            "",
+            "0",
+            "100",
+            "KEYS",
+            "stay",
+        ],
+        &["GET", "stay"],
+        &["INFO", "errorstats"],
+    ];
+    let commands: Vec<Vec<&str>> = commands.iter().map(|c| c.to_vec()).collect();
+    let differences = pair.differences(&commands, 1);
+    assert_same(&differences, commands.len(), "MIGRATE failures");
+}

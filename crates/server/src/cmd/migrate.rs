@@ -98,7 +98,7 @@ fn connect(
         .and_then(|p| p.parse().ok())
         .ok_or(CONNECT_ERROR)?;
     let stream = crate::net::outgoing::connect_blocking(host, port, source, timeout)
-        .map_err(|_| CONNECT_ERROR)?;
+        .map_err(|e| connect_error(&e, tls.is_some()))?;
     let _ = stream.set_nodelay(true);
     stream
         .set_read_timeout(Some(timeout))
@@ -109,10 +109,30 @@ fn connect(
         Some(config) => {
             let session = rustls::ClientConnection::new(config, crate::net::tls::server_name(host))
                 .map_err(|_| CONNECT_ERROR)?;
-            Ok(TargetStream::Tls(Box::new(rustls::StreamOwned::new(
-                session, stream,
-            ))))
+            // The handshake belongs to the connect, as in Redis: its failure (a plain
+            // connection refused included) is a connect error, not a write error.
+            let mut tls = rustls::StreamOwned::new(session, stream);
+            while tls.conn.is_handshaking() {
+                tls.conn
+                    .complete_io(&mut tls.sock)
+                    .map_err(|_| CONNECT_ERROR)?;
+            }
+            Ok(TargetStream::Tls(Box::new(tls)))
         }
+    }
+}
+
+/// The reply for a plain connection that failed, as Redis 7.0 words it. Redis starts a
+/// non-blocking connect and, once the socket turns writable or the timeout passes, goes
+/// on as if connected (its blocking connect never reads the socket's error), so a
+/// connection refused or timed out is reported by the first write. Only a connect that
+/// fails at once (no address, no route, no socket) reports the connection; over TLS the
+/// handshake fails first and reports it too.
+fn connect_error(e: &std::io::Error, tls: bool) -> CmdError {
+    use std::io::ErrorKind::{ConnectionRefused, ConnectionReset, HostUnreachable, TimedOut};
+    match e.kind() {
+        ConnectionRefused | ConnectionReset | HostUnreachable | TimedOut if !tls => WRITE_ERROR,
+        _ => CONNECT_ERROR,
     }
 }
 
