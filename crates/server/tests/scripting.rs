@@ -662,3 +662,48 @@ fn lua_debugger_client_leaving_lets_the_script_finish() {
     let ours = Redline::start();
     assert_eq!(run(ours.addr), run(redis.addr()));
 }
+
+/// SCRIPT KILL and FUNCTION KILL reply once the script has stopped, as Redis's do (Redis
+/// stops it before reading another client's command): a command another client sends
+/// right after the reply never gets BUSY. go-redis's suite found this, as a spec that
+/// followed its FUNCTION KILL getting BUSY.
+#[test]
+fn a_command_sent_after_a_kill_never_gets_busy() {
+    let server = RedlineServer::builder()
+        .args(["--save", "", "--busy-reply-threshold", "10"])
+        .start()
+        .unwrap();
+    let addr = server.addr();
+    let mut admin = Conn::connect(addr);
+    let library = "#!lua name=spin\nredis.register_function{function_name='spin', \
+                   callback=function() while true do end end, flags={'no-writes'}}";
+    assert_eq!(
+        admin.cmd(&["FUNCTION", "LOAD", library]),
+        Frame::Bulk("spin".into())
+    );
+    let mut next = Conn::connect(addr);
+    for round in 0..20 {
+        let function = round % 2 == 1;
+        let mut looping = Conn::connect(addr);
+        if function {
+            looping.send(&["FCALL", "spin", "0"]);
+        } else {
+            looping.send(&["EVAL", "while true do end", "0"]);
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !matches!(admin.cmd(&["PING"]), Frame::Error(e) if e.starts_with(b"BUSY")) {
+            assert!(std::time::Instant::now() < deadline, "never BUSY");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let kill = if function { "FUNCTION" } else { "SCRIPT" };
+        assert_eq!(admin.cmd(&[kill, "KILL"]), Frame::Simple("OK".into()));
+        let reply = next.cmd(&["PING"]);
+        assert_eq!(
+            reply,
+            Frame::Simple("PONG".into()),
+            "round {round}: {}",
+            show(&reply)
+        );
+        assert!(matches!(looping.read(), Some(Frame::Error(_))));
+    }
+}

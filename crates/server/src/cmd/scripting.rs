@@ -316,10 +316,16 @@ fn script_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// How long SCRIPT KILL and FUNCTION KILL wait for the script to stop before replying.
+const KILL_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// SCRIPT KILL (`eval`) and FUNCTION KILL: each stops only its own kind of script.
 fn kill(ctx: &mut Ctx<'_>, eval: bool) -> CmdResult {
     let flags = &ctx.shared.scripting.flags;
     flags.kill(eval).map_err(CmdError::Static)?;
+    // Replies once the script has stopped, as Redis does (see `wait_killed`); a script
+    // stuck in one long command does not hold the reply past the limit.
+    super::off_the_runtime(|| flags.wait_killed(KILL_WAIT));
     ok(ctx.out);
     Ok(())
 }

@@ -250,6 +250,18 @@ impl RunFlags {
         Ok(())
     }
 
+    /// After [`Self::kill`]: waits, up to `limit`, until the killed script has ended (a
+    /// finished or newly started script clears the request). Redis stops the script
+    /// before it reads another client's command, so a command sent after the kill's
+    /// reply never gets BUSY; here the script stops at its next hook check, on its own
+    /// thread, which is why the reply waits for it.
+    pub fn wait_killed(&self, limit: std::time::Duration) {
+        let deadline = Instant::now() + limit;
+        while self.kill.load(Ordering::Acquire) && Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
+
     /// The running script: its name, the command that started it, and how long it has
     /// run.
     pub fn current(&self) -> Option<(String, Vec<Bytes>, u64)> {
