@@ -7,7 +7,7 @@ CARGO ?= cargo
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat compat-redis-py
+.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat compat-redis-py compat-go-redis
 
 help:
 	@echo "make run    build in release and run redline bench against its embedded redline-server (ping/set/get/mixed, P=1 and P=16,"
@@ -27,6 +27,9 @@ help:
 	@echo "            the suites' --tls mode, compat/REPORT-spawned-tls.md)"
 	@echo "make compat-redis-py REDIS_PY_SRC=<redis-py v5.0.9 checkout>  redis-py's own tests against"
 	@echo "            redis-server and redline-server; writes compat/REPORT-redis-py.md"
+	@echo "make compat-go-redis GO_REDIS_SRC=<go-redis v9.7.0 checkout> [REDIS_SRC=<redis 7.0.15 tree>]"
+	@echo "            go-redis's own specs against redis-server and redline-server (with Redis's"
+	@echo "            redis.conf when REDIS_SRC is given); writes compat/REPORT-go-redis.md"
 	@echo "make fuzz   run every cargo-fuzz target for FUZZ_SECONDS (default 60) each, on nightly"
 
 # Tests start their own redis-server and redis-sentinel processes on free ports, so the
@@ -150,3 +153,13 @@ compat-redis-py: deps
 	  { echo "usage: make compat-redis-py REDIS_PY_SRC=<redis-py checkout at tag v5.0.9>" >&2; exit 2; }
 	$(CARGO) build --release -p redline-server
 	python3 compat/redis_py.py --redis-py-src "$(REDIS_PY_SRC)" --redline-bin target/release/redline-server
+
+# go-redis's own Ginkgo specs (a checkout at tag v9.7.0) against redis-server and
+# redline-server, every server started from Redis's own redis.conf when REDIS_SRC is
+# given; writes compat/REPORT-go-redis.md. Needs Go (modules from the Go proxy).
+compat-go-redis: deps
+	@test -n "$(GO_REDIS_SRC)" -a -f "$(GO_REDIS_SRC)/main_test.go" || \
+	  { echo "usage: make compat-go-redis GO_REDIS_SRC=<go-redis checkout at tag v9.7.0> [REDIS_SRC=<redis tree>]" >&2; exit 2; }
+	$(CARGO) build --release -p redline-server
+	python3 compat/go_redis.py --go-redis-src "$(GO_REDIS_SRC)" --redline-bin target/release/redline-server \
+	  $(if $(REDIS_SRC),--redis-conf $(REDIS_SRC)/redis.conf)
