@@ -352,3 +352,45 @@ fn rdbchecksum_no_loads_a_file_whose_checksum_is_wrong_as_redis_server_does() {
         Reply::Bulk(Some(b"v".to_vec()))
     );
 }
+
+/// With no dump file there is nothing to load: the first command of a client that
+/// connects the moment the port opens is served, never LOADING, as by redis-server
+/// (redis-rs's tests send FLUSHDB right after connecting). Started by hand, 10 times:
+/// the test kit would wait for PONG first.
+#[test]
+fn without_a_dump_the_first_client_never_gets_loading() {
+    for round in 0..10 {
+        let dir =
+            std::env::temp_dir().join(format!("redline-no-dump-{}-{round}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = std::process::Command::new(redline_testkit::redline_server_bin().unwrap())
+            .current_dir(&dir)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "port {port} never opened");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let mut conn = Conn::connect(([127, 0, 0, 1], port).into());
+        let reply = conn.cmd(&["FLUSHDB"]);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(reply, Frame::Simple("OK".into()), "round {round}");
+    }
+}
