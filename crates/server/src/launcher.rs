@@ -121,24 +121,25 @@ async fn serve(config: Config) -> ExitCode {
             tracing::warn!("{e}");
             return ExitCode::from(1);
         }
-        let dump = crate::persist::snapshot::dump_path(&shared);
-        if matches!(std::fs::metadata(&dump), Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
-            // Nothing to load: the first client is served the empty dataset, never
-            // LOADING, as by Redis (a client that connects and at once sends FLUSHDB,
-            // as redis-rs's tests do, got LOADING in the moment the load took to look).
-            None
-        } else {
-            // Loading from before the first client is served: reading the file takes a
-            // moment, and no PING may be answered PONG meanwhile.
-            shared.persistence.loading.begin(0);
-            let loader = shared.clone();
-            Some(async move {
-                tokio::task::spawn_blocking(move || {
-                    crate::persist::snapshot::load_at_start(&loader)
+        match crate::persist::snapshot::open_at_start(&shared) {
+            Err(e) => {
+                tracing::warn!("{e}");
+                return ExitCode::from(1);
+            }
+            Ok(None) => None,
+            Ok(Some(dump)) => {
+                // Loading from before the first client is served: reading the file
+                // takes a moment, and no PING may be answered PONG meanwhile.
+                shared.persistence.loading.begin(0);
+                let loader = shared.clone();
+                Some(async move {
+                    tokio::task::spawn_blocking(move || {
+                        crate::persist::snapshot::load_at_start(&loader, dump)
+                    })
+                    .await
+                    .unwrap_or_else(|e| Err(format!("Fatal error loading the DB: {e}. Exiting.")))
                 })
-                .await
-                .unwrap_or_else(|e| Err(format!("Fatal error loading the DB: {e}. Exiting.")))
-            })
+            }
         }
     };
     tokio::spawn({

@@ -692,18 +692,34 @@ pub(super) fn saved(p: &Persistence, result: &std::io::Result<()>, dirty_before:
     }
 }
 
-/// Loads the dump file at start, with Redis's log lines; a missing file is no error.
-/// Clients may be served meanwhile: they get LOADING from here until the server ends
-/// the load ([`crate::Server::run_loading`]; after a failure, until the process exits),
-/// and a shutdown they ask for stops it.
-pub fn load_at_start(shared: &Shared) -> Result<(), String> {
+/// The dump file a start loads, opened before any client is served.
+#[derive(Debug)]
+pub struct DumpAtStart {
+    path: PathBuf,
+    file: std::fs::File,
+    length: u64,
+}
+
+/// Opens the dump file for [`load_at_start`]; `None` when there is none, and then
+/// nothing loads and no client is told LOADING, as Redis serves the empty dataset (a
+/// client that connected and at once sent FLUSHDB, as redis-rs's tests do, got LOADING
+/// in the moment a load took to find no file).
+pub fn open_at_start(shared: &Shared) -> Result<Option<DumpAtStart>, String> {
     let path = dump_path(shared);
     let opened = std::fs::File::open(&path).and_then(|f| f.metadata().map(|m| (f, m.len())));
-    let (file, length) = match opened {
-        Ok(opened) => opened,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("Fatal error loading the DB: {e}. Exiting.")),
-    };
+    match opened {
+        Ok((file, length)) => Ok(Some(DumpAtStart { path, file, length })),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("Fatal error loading the DB: {e}. Exiting.")),
+    }
+}
+
+/// Loads the dump file [`open_at_start`] opened, with Redis's log lines. Clients may be
+/// served meanwhile: they get LOADING from here until the server ends the load
+/// ([`crate::Server::run_loading`]; after a failure, until the process exits), and a
+/// shutdown they ask for stops it.
+pub fn load_at_start(shared: &Shared, dump: DumpAtStart) -> Result<(), String> {
+    let DumpAtStart { path, file, length } = dump;
     let started = Instant::now();
     let loading = &shared.persistence.loading;
     loading.begin(length);
