@@ -55,9 +55,21 @@ pub fn run(program: &str, args: &[String]) -> ExitCode {
             return ExitCode::from(1);
         }
     }
+    // The log first (it starts no thread, and a log file stays open across the fork),
+    // so the supervisor's lines are logged.
     if let Err(e) = log::init(&config) {
         eprintln!("Can't open the log file: {e}");
         return ExitCode::from(1);
+    }
+    // As in Redis: the supervisor is found before the fork, and a supervised server
+    // stays in the foreground whatever `daemonize` says.
+    let supervised = crate::supervision::detect(&mut config);
+    let background = config.daemonize && !supervised;
+    if background {
+        if let Err(e) = crate::supervision::daemonize() {
+            tracing::warn!("Can't fork into the background: {e}");
+            return ExitCode::from(1);
+        }
     }
     if let Err(e) = titles {
         tracing::warn!("The process title is not set: {e}");
@@ -72,10 +84,10 @@ pub fn run(program: &str, args: &[String]) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    runtime.block_on(serve(config))
+    runtime.block_on(serve(config, background))
 }
 
-async fn serve(config: Config) -> ExitCode {
+async fn serve(mut config: Config, background: bool) -> ExitCode {
     tracing::warn!("oO0OoO0OoO0Oo redline-server is starting oO0OoO0OoO0Oo");
     tracing::warn!(
         "redline-server version={}, pid={}, just started",
@@ -84,9 +96,14 @@ async fn serve(config: Config) -> ExitCode {
     );
     let workers = config.effective_workers();
     let shards = config.effective_shards();
+    // Before the ports open (Redis writes it just after): whoever sees the port open
+    // finds the pid file there. A server that cannot bind removes it again.
+    crate::supervision::write_pid_file(&mut config, background);
+    let pidfile = config.param("pidfile").to_string();
     let server = match Server::bind(config).await {
         Ok(server) => server,
         Err(e) => {
+            crate::supervision::remove_pid_file(&pidfile);
             tracing::warn!("{e}");
             return ExitCode::from(1);
         }
@@ -95,8 +112,8 @@ async fn serve(config: Config) -> ExitCode {
     tracing::info!(
         "Server initialized: port {port}, {workers} worker threads, {shards} shards per database"
     );
-    log_banner(&server.shared().config.read(), port);
     let shared = server.shared();
+    log_banner(&shared.config.read(), port);
     shared.apply_oom_score(&shared.config.read());
     shared.apply_proc_title(&shared.config.read());
     if let Err(e) = crate::acl::file::load_at_start(&shared) {

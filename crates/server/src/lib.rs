@@ -82,6 +82,7 @@ pub mod shared;
 pub mod slowlog;
 pub mod stall_watchdog;
 pub mod store;
+pub mod supervision;
 pub mod tracking;
 
 pub use config::{Config, ConfigError};

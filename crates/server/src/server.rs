@@ -290,6 +290,12 @@ impl Server {
         if on_unix {
             tracing::info!("Ready to accept connections unix");
         }
+        crate::supervision::notify(if shared.repl.is_replica() {
+            "STATUS=Ready to accept connections in read-only mode. Waiting for MASTER <-> REPLICA sync\n"
+        } else {
+            "STATUS=Ready to accept connections\n"
+        });
+        crate::supervision::notify("READY=1\n");
         start_serving(&mut pending);
         // Already requested (e.g. SHUTDOWN raced with start) or requested later.
         let _ = stop.wait_for(|s| *s).await;

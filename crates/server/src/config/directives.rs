@@ -467,11 +467,7 @@ impl Config {
                     self.enable_flags[i] = value;
                 }
             }
-            "daemonize" => {
-                if yes_no(values)? {
-                    return Err(invalid("daemonize yes is not supported"));
-                }
-            }
+            "daemonize" => self.daemonize = yes_no(values)?,
             _ => return Err(SetError::Unknown),
         }
         Ok(())
@@ -542,7 +538,7 @@ impl Config {
             "shards" => self.effective_shards().to_string(),
             "save" => self.save.clone(),
             "appendonly" => yes_no_text(self.appendonly),
-            "daemonize" => "no".to_string(),
+            "daemonize" => yes_no_text(self.daemonize),
             "hll-sparse-max-bytes" => self.hll_sparse_max_bytes.to_string(),
             "notify-keyspace-events" => crate::notify::flags_to_string(self.notify_keyspace_events),
             "tracking-table-max-keys" => self.tracking_table_max_keys.to_string(),

@@ -121,6 +121,8 @@ pub struct Config {
     pub save: String,
     /// Whether the append-only file is written (`crate::persist::aof`).
     pub appendonly: bool,
+    /// `daemonize`: fork into the background at start (`crate::supervision`).
+    pub daemonize: bool,
     /// Largest sparse HyperLogLog, header included, before it turns dense.
     pub hll_sparse_max_bytes: u64,
     /// `notify-keyspace-events`, as flag bits (see `crate::notify`).
@@ -181,6 +183,7 @@ impl Default for Config {
             shards: 0,
             save: "3600 1 300 100 60 10000".into(),
             appendonly: false,
+            daemonize: false,
             hll_sparse_max_bytes: crate::store::hll::DEFAULT_SPARSE_MAX_BYTES as u64,
             notify_keyspace_events: 0,
             tracking_table_max_keys: 1_000_000,

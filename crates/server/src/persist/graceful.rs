@@ -98,6 +98,7 @@ pub fn signal_scheduled(shared: &Shared) -> bool {
 /// replica lags (or `now`, or `shutdown-timeout 0`), else starts waiting for them. A
 /// request while one waits joins it.
 pub fn request(shared: &Shared, flags: ShutdownFlags, now: bool) -> Requested {
+    crate::supervision::notify("STOPPING=1\n");
     let mut pending = shared.graceful.pending.lock();
     if let Some(waiting) = pending.as_mut() {
         let (tx, rx) = oneshot::channel();
@@ -262,6 +263,7 @@ fn finish(shared: &Shared, flags: ShutdownFlags) -> bool {
         );
         return false;
     }
+    crate::supervision::remove_pid_file(shared.config.read().param("pidfile"));
     shared.request_shutdown();
     true
 }

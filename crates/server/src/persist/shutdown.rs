@@ -64,12 +64,14 @@ pub fn final_save(shared: &Shared, flags: ShutdownFlags) -> bool {
     }
     if flags.save || (!flags.nosave && snapshot::has_save_points(shared)) {
         tracing::info!("Saving the final RDB snapshot before exiting.");
+        crate::supervision::notify("STATUS=Saving the final RDB snapshot\n");
         // The save logs its own error first, as Redis's rdbSave does.
         if snapshot::save(shared).is_err() {
             if flags.force {
                 tracing::warn!("Error trying to save the DB. Exit anyway.");
             } else {
                 tracing::warn!("Error trying to save the DB, can't exit.");
+                crate::supervision::notify("STATUS=Error trying to save the DB, can't exit.\n");
                 return false;
             }
         }

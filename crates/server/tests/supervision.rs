@@ -1,0 +1,261 @@
+//! Starting as init systems start redis-server, on redis-server and redline-server side
+//! by side: `daemonize yes` forks into the background (the command returns at once,
+//! the server runs in a session of its own, writes its pid file and removes it on the
+//! way out); `supervised systemd` (or `auto` with `$NOTIFY_SOCKET` set) tells systemd's
+//! notify socket the same states in the same order, and keeps the server in the
+//! foreground whatever `daemonize` says.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{free_port, Conn};
+use redline_resp::Frame;
+
+/// The two servers under test, by binary.
+fn servers() -> [(&'static str, PathBuf); 2] {
+    [
+        ("redis-server", PathBuf::from("redis-server")),
+        (
+            "redline-server",
+            redline_testkit::redline_server_bin().unwrap(),
+        ),
+    ]
+}
+
+/// A scratch directory, removed at the end.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let dir =
+            std::env::temp_dir().join(format!("redline-supervision-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Kills a daemonized server (not our child) if the test ends before it exits.
+struct Daemon(Option<i32>);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+    }
+}
+
+fn wait_for_port(port: u16) -> Conn {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "port {port} never opened");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Conn::connect(([127, 0, 0, 1], port).into())
+}
+
+fn alive(pid: i32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| stat.split(' ').nth(2) == Some("Z"))
+}
+
+fn config_get(conn: &mut Conn, name: &str) -> Frame {
+    conn.cmd(&["CONFIG", "GET", name])
+}
+
+/// What each server shows of one daemonized run: the launching command's status, then
+/// whether the pid file named the serving process (a session leader, not our child),
+/// CONFIG GET daemonize and pidfile, and whether SHUTDOWN removed the file.
+fn daemonized_run(name: &str, bin: &Path) -> Vec<String> {
+    let scratch = Scratch::new(name);
+    let pidfile = scratch.0.join("server.pid");
+    let port = free_port();
+    let status = Command::new(bin)
+        .current_dir(&scratch.0)
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .args(["--daemonize", "yes", "--pidfile", pidfile.to_str().unwrap()])
+        .args(["--logfile", "server.log"])
+        .stdin(Stdio::null())
+        .status()
+        .unwrap();
+    let mut conn = wait_for_port(port);
+    // Redis writes the file just after its port opens.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !pidfile.exists() {
+        assert!(Instant::now() < deadline, "{name} wrote no pid file");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let text = std::fs::read_to_string(&pidfile).unwrap();
+    let pid: i32 = text.trim().parse().unwrap();
+    let mut daemon = Daemon(Some(pid));
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat.rsplit(") ").next().unwrap().split(' ').collect();
+    let (parent, session) = (fields[1], fields[3]);
+    let mut seen = vec![
+        format!("launcher exit: {:?}", status.code()),
+        format!("pid file ends in a newline: {}", text.ends_with('\n')),
+        format!("session leader: {}", session == pid.to_string()),
+        format!(
+            "parent is not the test: {}",
+            parent != std::process::id().to_string()
+        ),
+        format!("{:?}", config_get(&mut conn, "daemonize")),
+        format!(
+            "CONFIG GET pidfile is the file: {}",
+            config_get(&mut conn, "pidfile")
+                == Frame::Array(vec![
+                    Frame::Bulk("pidfile".into()),
+                    Frame::Bulk(pidfile.to_str().unwrap().to_string().into()),
+                ])
+        ),
+    ];
+    conn.send(&["SHUTDOWN", "NOSAVE"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while alive(pid) {
+        assert!(Instant::now() < deadline, "{name} did not exit");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    daemon.0 = None;
+    seen.push(format!("pid file left: {}", pidfile.exists()));
+    seen
+}
+
+#[test]
+fn daemonize_forks_writes_the_pid_file_and_removes_it_as_redis() {
+    let [redis, redline] = servers();
+    let expected = daemonized_run(redis.0, &redis.1);
+    assert!(expected[0].ends_with("Some(0)"), "{expected:?}");
+    assert_eq!(daemonized_run(redline.0, &redline.1), expected);
+}
+
+/// A foreground server with a `pidfile` writes it too, and removes it at SHUTDOWN.
+#[test]
+fn a_foreground_server_writes_its_pid_file_too() {
+    let scratch = Scratch::new("foreground");
+    let pidfile = scratch.0.join("fg.pid");
+    let port = free_port();
+    let mut child = Command::new(redline_testkit::redline_server_bin().unwrap())
+        .current_dir(&scratch.0)
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .args(["--pidfile", pidfile.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut conn = wait_for_port(port);
+    let written = std::fs::read_to_string(&pidfile);
+    conn.send(&["SHUTDOWN", "NOSAVE"]);
+    let status = child.wait().unwrap();
+    assert_eq!(written.unwrap(), format!("{}\n", child.id()));
+    assert!(status.success());
+    assert!(!pidfile.exists());
+}
+
+/// What systemd hears from one run under `supervised` (`mode`), with `daemonize yes`:
+/// every datagram up to the exit, then INFO's `process_supervised` and CONFIG GET
+/// supervised as the server answered them.
+fn supervised_run(name: &str, bin: &Path, mode: &str, abstract_socket: bool) -> Vec<String> {
+    let scratch = Scratch::new(&format!("{name}-{mode}"));
+    let (socket, address) = if abstract_socket {
+        use std::os::linux::net::SocketAddrExt;
+        let label = format!("redline-notify-{name}-{}", std::process::id());
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(label.as_bytes()).unwrap();
+        (UnixDatagram::bind_addr(&addr).unwrap(), format!("@{label}"))
+    } else {
+        let path = scratch.0.join("notify.sock");
+        (
+            UnixDatagram::bind(&path).unwrap(),
+            path.to_str().unwrap().to_string(),
+        )
+    };
+    socket
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let port = free_port();
+    let mut child = Command::new(bin)
+        .current_dir(&scratch.0)
+        .env("NOTIFY_SOCKET", &address)
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .args(["--supervised", mode, "--daemonize", "yes"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut conn = wait_for_port(port);
+    let mut heard = Vec::new();
+    let mut buf = [0u8; 512];
+    // The ready message comes once loading is over; wait for it before asking.
+    while !heard.iter().any(|m: &String| m.contains("READY=1")) {
+        let n = socket.recv(&mut buf).unwrap();
+        heard.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
+    let info = conn.cmd(&["INFO", "server"]);
+    let supervised = common::text(&info)
+        .lines()
+        .find(|l| l.starts_with("process_supervised:"))
+        .unwrap_or("process_supervised missing")
+        .to_string();
+    let config = format!("{:?}", config_get(&mut conn, "supervised"));
+    conn.send(&["SHUTDOWN", "NOSAVE"]);
+    // Still our child: a supervised server stays in the foreground.
+    let status = child.wait().unwrap();
+    while let Ok(n) = {
+        socket
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        socket.recv(&mut buf)
+    } {
+        heard.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
+    heard.extend([supervised, config, format!("exit: {:?}", status.code())]);
+    heard
+}
+
+#[test]
+fn systemd_hears_the_same_states_as_from_redis() {
+    let [redis, redline] = servers();
+    for (mode, abstract_socket) in [("systemd", false), ("auto", true)] {
+        let expected = supervised_run(redis.0, &redis.1, mode, abstract_socket);
+        assert!(
+            expected.iter().any(|m| m == "READY=1\n"),
+            "{mode}: {expected:?}"
+        );
+        assert_eq!(
+            supervised_run(redline.0, &redline.1, mode, abstract_socket),
+            expected,
+            "{mode}"
+        );
+    }
+}
