@@ -502,6 +502,10 @@ fn unix_socket_clients_match_redis() {
             &["PING"][..],
             &["CLIENT", "SETNAME", "u"],
             &["DEBUG", "SLEEP", "0"],
+            // Read with strtod, never an error (hiredis's tests send "0\r\n").
+            &["DEBUG", "SLEEP", "0\r\n"],
+            &["DEBUG", "SLEEP", "abc"],
+            &["DEBUG", "SLEEP", "nan"],
         ] {
             let mut out = bytes::BytesMut::new();
             redline_resp::encode::command(&mut out, args.iter().map(|a| a.as_bytes()));

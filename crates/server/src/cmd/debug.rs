@@ -19,7 +19,11 @@ pub const COMMANDS: &[(&str, Handler)] = &[("debug", debug)];
 fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let sub = &args[1];
     if is(sub, "sleep") && args.len() == 3 {
-        let seconds = super::args::float(&args[2])?;
+        // Read as Redis reads it, with strtod and no error: what starts the argument
+        // ("0\r\n", as hiredis's tests send it, is 0), else 0; a value that is not
+        // finite sleeps not at all, as Redis's conversion to microseconds goes negative.
+        let seconds = super::float::strtod(&args[2]).value;
+        let seconds = if seconds.is_finite() { seconds } else { 0.0 };
         // The whole server stops, as Redis's single thread sleeps (see `crate::freeze`);
         // capped for safety.
         let ms = (seconds * 1000.0).clamp(0.0, 60_000.0) as u64;
