@@ -1,10 +1,13 @@
 //! Logging in redis-server's format: `pid:M 22 Nov 2026 07:53:50.798 * message`, with
 //! Redis's level marks (`.` debug, `-` verbose, `*` notice, `#` warning), to standard
-//! output or the configured `logfile`.
+//! output or the configured `logfile`, which is opened anew for each line as Redis
+//! opens it: a log rotated away by renaming (logrotate without `copytruncate`, as
+//! Debian's rule for Redis is) is followed by a new file at the configured path.
 
 use std::fmt;
-use std::fs::OpenOptions;
-use std::sync::Mutex;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tracing::{Event, Level, Subscriber};
@@ -86,6 +89,46 @@ pub fn level_of(level: LogLevel) -> Level {
     }
 }
 
+/// The `logfile`, opened in append mode for each line (one write each: the formatter
+/// hands a whole line over at once).
+struct LogFile {
+    path: PathBuf,
+}
+
+impl LogFile {
+    fn open(&self) -> io::Result<File> {
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+    }
+}
+
+/// One line's handle on the log file; none when it could not be opened (the line is
+/// lost, as Redis's is).
+struct LogLine(Option<File>);
+
+impl io::Write for LogLine {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.0 {
+            Some(file) => file.write(buf),
+            None => Ok(buf.len()),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogFile {
+    type Writer = LogLine;
+
+    fn make_writer(&'a self) -> LogLine {
+        LogLine(self.open().ok())
+    }
+}
+
 /// Installs the global logger for the binary. Embedders keep their own subscriber.
 pub fn init(config: &Config) -> std::io::Result<()> {
     use tracing_subscriber::layer::SubscriberExt;
@@ -101,13 +144,12 @@ pub fn init(config: &Config) -> std::io::Result<()> {
     let result = if config.logfile.is_empty() {
         registry.with(layer.with_writer(std::io::stdout)).try_init()
     } else {
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&config.logfile)?;
-        registry
-            .with(layer.with_writer(Mutex::new(file)))
-            .try_init()
+        let file = LogFile {
+            path: PathBuf::from(&config.logfile),
+        };
+        // Opened once here so that a log file that cannot be written stops the start.
+        file.open()?;
+        registry.with(layer.with_writer(file)).try_init()
     };
     // Already installed (tests): keep the existing one.
     let _ = result;

@@ -3,7 +3,8 @@
 //! the server runs in a session of its own, writes its pid file and removes it on the
 //! way out); `supervised systemd` (or `auto` with `$NOTIFY_SOCKET` set) tells systemd's
 //! notify socket the same states in the same order, and keeps the server in the
-//! foreground whatever `daemonize` says.
+//! foreground whatever `daemonize` says; a log file rotated away by renaming is
+//! followed by a new one at the configured path.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -257,5 +258,39 @@ fn systemd_hears_the_same_states_as_from_redis() {
             expected,
             "{mode}"
         );
+    }
+}
+
+/// logrotate without `copytruncate` (Debian's rule for Redis) renames the log file: the
+/// next line goes to a new file at the configured path, as Redis opens it per line.
+#[test]
+fn a_log_rotated_away_is_followed_by_a_new_file_as_redis() {
+    for (name, bin) in servers() {
+        let scratch = Scratch::new(&format!("{name}-rotate"));
+        let port = free_port();
+        let mut child = Command::new(&bin)
+            .current_dir(&scratch.0)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args(["--logfile", "server.log"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut conn = wait_for_port(port);
+        let log = scratch.0.join("server.log");
+        std::fs::rename(&log, scratch.0.join("server.log.1")).unwrap();
+        assert_eq!(conn.cmd(&["SAVE"]), Frame::Simple("OK".into()), "{name}");
+        conn.send(&["SHUTDOWN", "NOSAVE"]);
+        child.wait().unwrap();
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(text.contains("DB saved on disk"), "{name}: {text:?}");
+        let old = std::fs::read_to_string(scratch.0.join("server.log.1")).unwrap();
+        assert!(!old.contains("DB saved on disk"), "{name}: {old:?}");
     }
 }
