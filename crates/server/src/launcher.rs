@@ -63,6 +63,7 @@ pub fn run(program: &str, args: &[String]) -> ExitCode {
     }
     // As in Redis: the supervisor is found before the fork, and a supervised server
     // stays in the foreground whatever `daemonize` says.
+    crate::supervision::ignore_hangup();
     let supervised = crate::supervision::detect(&mut config);
     let background = config.daemonize && !supervised;
     if background {

@@ -126,6 +126,14 @@ fn send_to_systemd(message: &str) -> bool {
     }
 }
 
+/// Ignores SIGHUP as redis-server does: a server started from a terminal (or an ssh
+/// session) outlives it, and a HUP sent to reopen logs, as to other daemons, does not
+/// stop it.
+pub fn ignore_hangup() {
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code.
+    unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
+}
+
 /// Forks into the background as redis-server's `daemonize yes` does: the parent exits
 /// at once with status 0, the child leaves the terminal's session and reads and writes
 /// `/dev/null` instead of the terminal (so with no `logfile`, nothing is logged).

@@ -294,3 +294,39 @@ fn a_log_rotated_away_is_followed_by_a_new_file_as_redis() {
         assert!(!old.contains("DB saved on disk"), "{name}: {old:?}");
     }
 }
+
+/// SIGHUP neither stops nor disturbs the server, as redis-server ignores it.
+#[test]
+fn a_hangup_is_ignored_as_by_redis() {
+    for (name, bin) in servers() {
+        let scratch = Scratch::new(&format!("{name}-hup"));
+        let port = free_port();
+        let mut child = Command::new(&bin)
+            .current_dir(&scratch.0)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut conn = wait_for_port(port);
+        let sent = Command::new("kill")
+            .args(["-HUP", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "{name} exited on SIGHUP"
+        );
+        assert_eq!(conn.cmd(&["PING"]), Frame::Simple("PONG".into()), "{name}");
+        conn.send(&["SHUTDOWN", "NOSAVE"]);
+        child.wait().unwrap();
+    }
+}
