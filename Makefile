@@ -7,7 +7,7 @@ CARGO ?= cargo
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat compat-redis-py compat-go-redis
+.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat compat-redis-py compat-go-redis compat-hiredis
 
 help:
 	@echo "make run    build in release and run redline bench against its embedded redline-server (ping/set/get/mixed, P=1 and P=16,"
@@ -30,6 +30,8 @@ help:
 	@echo "make compat-go-redis GO_REDIS_SRC=<go-redis v9.7.0 checkout> [REDIS_SRC=<redis 7.0.15 tree>]"
 	@echo "            go-redis's own specs against redis-server and redline-server (with Redis's"
 	@echo "            redis.conf when REDIS_SRC is given); writes compat/REPORT-go-redis.md"
+	@echo "make compat-hiredis HIREDIS_SRC=<hiredis v1.2.0 checkout>  hiredis's test.sh (TCP, Unix socket,"
+	@echo "            TLS) against redis-server and redline-server; writes compat/REPORT-hiredis.md"
 	@echo "make fuzz   run every cargo-fuzz target for FUZZ_SECONDS (default 60) each, on nightly"
 
 # Tests start their own redis-server and redis-sentinel processes on free ports, so the
@@ -163,3 +165,12 @@ compat-go-redis: deps
 	$(CARGO) build --release -p redline-server
 	python3 compat/go_redis.py --go-redis-src "$(GO_REDIS_SRC)" --redline-bin target/release/redline-server \
 	  $(if $(REDIS_SRC),--redis-conf $(REDIS_SRC)/redis.conf)
+
+# hiredis's own tests (a checkout at tag v1.2.0): its test.sh starts the server daemonized
+# from its own configuration file and tests over TCP, a Unix socket and TLS; writes
+# compat/REPORT-hiredis.md. Needs a C compiler and OpenSSL's headers (libssl-dev).
+compat-hiredis: deps
+	@test -n "$(HIREDIS_SRC)" -a -f "$(HIREDIS_SRC)/test.sh" || \
+	  { echo "usage: make compat-hiredis HIREDIS_SRC=<hiredis checkout at tag v1.2.0>" >&2; exit 2; }
+	$(CARGO) build --release -p redline-server
+	python3 compat/hiredis.py --hiredis-src "$(HIREDIS_SRC)" --redline-bin target/release/redline-server
