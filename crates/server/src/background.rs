@@ -13,9 +13,14 @@
 
 /// Lowers the calling thread's scheduling priority (nice +10). Best effort: a failure
 /// (another OS, a restricted container) leaves the thread as it is.
+///
+/// Not under a seccomp filter: a service unit's `SystemCallFilter=~@resources` (as in
+/// Debian's unit for redis-server) kills the whole process at its first `setpriority`,
+/// and which calls a filter allows cannot be asked. Redis never changes priorities, so
+/// such units are written without them.
 pub fn lower_this_thread() {
     #[cfg(target_os = "linux")]
-    {
+    if !under_syscall_filter() {
         extern "C" {
             fn setpriority(
                 which: std::ffi::c_int,
@@ -30,4 +35,18 @@ pub fn lower_this_thread() {
             setpriority(PRIO_PROCESS, 0, 10);
         }
     }
+}
+
+/// Whether a seccomp filter restricts this process's system calls (`Seccomp: 2` in
+/// `/proc/self/status`); read once.
+#[cfg(target_os = "linux")]
+fn under_syscall_filter() -> bool {
+    static FILTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FILTERED.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+            status
+                .lines()
+                .any(|line| line.strip_prefix("Seccomp:").map(str::trim) == Some("2"))
+        })
+    })
 }

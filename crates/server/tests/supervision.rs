@@ -4,8 +4,11 @@
 //! way out); `supervised systemd` (or `auto` with `$NOTIFY_SOCKET` set) tells systemd's
 //! notify socket the same states in the same order, and keeps the server in the
 //! foreground whatever `daemonize` says; a log file rotated away by renaming is
-//! followed by a new one at the configured path.
+//! followed by a new one at the configured path; a system call filter like Debian's
+//! unit's (`SystemCallFilter=~@resources`) does not kill a background save.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// The seccomp filter of the last test is installed with libc calls.
+#![allow(unsafe_code)]
 
 mod common;
 
@@ -326,6 +329,116 @@ fn a_hangup_is_ignored_as_by_redis() {
             "{name} exited on SIGHUP"
         );
         assert_eq!(conn.cmd(&["PING"]), Frame::Simple("PONG".into()), "{name}");
+        conn.send(&["SHUTDOWN", "NOSAVE"]);
+        child.wait().unwrap();
+    }
+}
+
+/// Installs, in the process about to exec, a seccomp filter that kills the process at
+/// its first `setpriority`, as systemd's `SystemCallFilter=~@resources` does (Debian's
+/// unit for redis-server has it).
+#[cfg(target_arch = "x86_64")]
+fn kill_on_setpriority(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
+    const BPF_JEQ: u16 = 0x10;
+    let ld = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    let jeq = (libc::BPF_JMP | libc::BPF_K) as u16 | BPF_JEQ;
+    let ret = (libc::BPF_RET | libc::BPF_K) as u16;
+    let stmt = |code, k| libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jump = |k, jt, jf| libc::sock_filter {
+        code: jeq,
+        jt,
+        jf,
+        k,
+    };
+    // seccomp_data: nr at offset 0, arch at offset 4.
+    let filter = [
+        stmt(ld, 4),
+        jump(AUDIT_ARCH_X86_64, 1, 0),
+        stmt(ret, libc::SECCOMP_RET_ALLOW),
+        stmt(ld, 0),
+        jump(libc::SYS_setpriority as u32, 0, 1),
+        stmt(ret, libc::SECCOMP_RET_KILL_PROCESS),
+        stmt(ret, libc::SECCOMP_RET_ALLOW),
+    ];
+    // SAFETY: between fork and exec only prctl runs, on a filter that lives in this
+    // (copied) stack frame until the call returns.
+    unsafe {
+        command.pre_exec(move || {
+            let program = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr() as *mut libc::sock_filter,
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(
+                    libc::PR_SET_SECCOMP,
+                    libc::SECCOMP_MODE_FILTER as libc::c_ulong,
+                    &program as *const libc::sock_fprog,
+                ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Under a filter that kills on `setpriority` (systemd's `@resources`, in Debian's unit
+/// for redis-server), BGSAVE completes and the server lives on, as redis-server does.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn a_background_save_under_debians_syscall_filter_lives_as_redis() {
+    // The filter works: `nice` calls setpriority and dies of it.
+    let mut nice = Command::new("nice");
+    nice.args(["-n", "1", "true"]);
+    kill_on_setpriority(&mut nice);
+    let status = nice.status().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGSYS),
+        "the filter did not stop nice: {status:?}"
+    );
+    for (name, bin) in servers() {
+        let scratch = Scratch::new(&format!("{name}-seccomp"));
+        let port = free_port();
+        let mut command = Command::new(&bin);
+        command
+            .current_dir(&scratch.0)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .stdout(Stdio::null());
+        kill_on_setpriority(&mut command);
+        let mut child = command.spawn().unwrap();
+        let mut conn = wait_for_port(port);
+        conn.ok(&["SET", "k", "v"]);
+        assert_eq!(
+            conn.cmd(&["BGSAVE"]),
+            Frame::Simple("Background saving started".into()),
+            "{name}"
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while common::info_field(port, "rdb_bgsave_in_progress") != "0" {
+            assert!(Instant::now() < deadline, "{name}: BGSAVE never ended");
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "{name} died during BGSAVE"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(common::info_field(port, "rdb_last_bgsave_status"), "ok");
+        assert!(child.try_wait().unwrap().is_none(), "{name} died");
         conn.send(&["SHUTDOWN", "NOSAVE"]);
         child.wait().unwrap();
     }
