@@ -1,9 +1,10 @@
-//! Starting as init systems start redis-server, on redis-server and redline-server side
-//! by side: `daemonize yes` forks into the background (the command returns at once,
-//! the server runs in a session of its own, writes its pid file and removes it on the
-//! way out); `supervised systemd` (or `auto` with `$NOTIFY_SOCKET` set) tells systemd's
-//! notify socket the same states in the same order, and keeps the server in the
-//! foreground whatever `daemonize` says; a log file rotated away by renaming is
+//! Starting as init systems and scripts start redis-server, on redis-server and
+//! redline-server side by side: `-` reads configuration from standard input;
+//! `daemonize yes` forks into the background (the command returns at once, the server
+//! runs in a session of its own, writes its pid file and removes it on the way out);
+//! `supervised systemd` (or `auto` with `$NOTIFY_SOCKET` set) tells systemd's notify
+//! socket the same states in the same order, and keeps the server in the foreground
+//! whatever `daemonize` says; SIGHUP is ignored; a log file rotated away by renaming is
 //! followed by a new one at the configured path; a system call filter like Debian's
 //! unit's (`SystemCallFilter=~@resources`) does not kill a background save.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -441,5 +442,71 @@ fn a_background_save_under_debians_syscall_filter_lives_as_redis() {
         assert!(child.try_wait().unwrap().is_none(), "{name} died");
         conn.send(&["SHUTDOWN", "NOSAVE"]);
         child.wait().unwrap();
+    }
+}
+
+/// `-` first or last on the command line reads configuration from standard input, after
+/// the file and before the options (the last one set wins), as redis-server does.
+#[test]
+fn configuration_from_standard_input_as_redis() {
+    use std::io::Write;
+    let run = |bin: &Path, scratch: &Path, with_file: bool| -> Vec<String> {
+        let port = free_port();
+        std::fs::write(
+            scratch.join("base.conf"),
+            "hz 11\nmaxmemory 2mb\nslowlog-max-len 7\n",
+        )
+        .unwrap();
+        let port_text = port.to_string();
+        let options = [
+            "--port",
+            &port_text,
+            "--bind",
+            "127.0.0.1",
+            "--maxmemory",
+            "3mb",
+            "--save",
+            "",
+        ];
+        let mut command = Command::new(bin);
+        command.current_dir(scratch);
+        if with_file {
+            command.arg("base.conf").args(options).arg("-");
+        } else {
+            command.arg("-").args(options);
+        }
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b"hz 12\nmaxmemory 1mb\nlatency-monitor-threshold 5\n")
+            .unwrap();
+        drop(stdin);
+        let mut conn = wait_for_port(port);
+        let seen = [
+            "hz",
+            "maxmemory",
+            "slowlog-max-len",
+            "latency-monitor-threshold",
+        ]
+        .iter()
+        .map(|name| format!("{:?}", config_get(&mut conn, name)))
+        .collect();
+        conn.send(&["SHUTDOWN", "NOSAVE"]);
+        child.wait().unwrap();
+        seen
+    };
+    let [redis, redline] = servers();
+    for with_file in [false, true] {
+        let scratch = Scratch::new(&format!("stdin-{with_file}"));
+        let expected = run(&redis.1, &scratch.0, with_file);
+        assert_eq!(
+            run(&redline.1, &scratch.0, with_file),
+            expected,
+            "with file: {with_file}"
+        );
     }
 }

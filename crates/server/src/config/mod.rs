@@ -230,12 +230,21 @@ impl Config {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let args: Vec<String> = args.into_iter().map(|a| a.as_ref().to_string()).collect();
+        let mut args: Vec<String> = args.into_iter().map(|a| a.as_ref().to_string()).collect();
+        // As redis-server: a `-` first or last reads more configuration from standard
+        // input, after the file and before the options (last one set wins).
+        let last = args.len().saturating_sub(1);
+        let from_stdin = [0, last]
+            .into_iter()
+            .find(|&j| args.get(j).is_some_and(|a| a == "-"));
+        if let Some(j) = from_stdin {
+            args.remove(j);
+        }
         let mut text = String::new();
         let mut rest = &args[..];
         let mut file = None;
-        if let Some(first) = args.first() {
-            if !first.starts_with("--") {
+        if let Some(first) = args.first().filter(|_| from_stdin != Some(0)) {
+            if !first.starts_with('-') {
                 text =
                     std::fs::read_to_string(Path::new(first)).map_err(|e| ConfigError::Open {
                         path: first.clone(),
@@ -244,6 +253,17 @@ impl Config {
                 rest = &args[1..];
                 file = Some(std::path::PathBuf::from(first));
             }
+        }
+        if from_stdin.is_some() {
+            let mut input = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut input).map_err(|e| {
+                ConfigError::Open {
+                    path: "-".into(),
+                    reason: e.to_string(),
+                }
+            })?;
+            text.push('\n');
+            text.push_str(&input);
         }
         let options = options_text(rest);
         text.push('\n');
