@@ -99,9 +99,17 @@ bench-deps: deps
 fmt:
 	$(CARGO) fmt --all
 
+# The fuzz targets live in workspaces of their own (outside clippy's), so they are
+# checked here too: a server API they call must not drift from under them unnoticed.
+FUZZ_DIRS = $(sort $(foreach entry,$(FUZZ_TARGETS),$(firstword $(subst :, ,$(entry)))))
+
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	@for dir in $(FUZZ_DIRS); do \
+	  echo "check: $$dir"; \
+	  $(CARGO) check --quiet --manifest-path $$dir/Cargo.toml --target-dir target/fuzz-check --bins || exit 1; \
+	done
 
 # Fuzzing needs the nightly toolchain (rustup) and cargo-fuzz; both are installed when missing.
 # Each entry is <fuzz workspace dir>:<target>; a crate's fuzz/ folder is its own workspace.

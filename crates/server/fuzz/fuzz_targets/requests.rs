@@ -54,6 +54,9 @@ fuzz_target!(|data: &[u8]| {
         "1048576",
         "--databases",
         "4",
+        // A SHUTDOWN must not write a dump into the fuzzer's directory.
+        "--save",
+        "",
     ]) else {
         return;
     };
@@ -110,6 +113,12 @@ fuzz_target!(|data: &[u8]| {
                 Progress::Script => {
                     client.state.script_wait = None;
                     client.state.script_turn = shared.scripting.turn.try_take();
+                }
+                // No debugger client here: the session is dropped unstarted and the
+                // script turn it held is let go.
+                Progress::Debug => {
+                    client.state.debug.pending = None;
+                    client.state.script_turn = None;
                 }
                 Progress::Blocked => {
                     // No clock runs here: the wait times out at once.
