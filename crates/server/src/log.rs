@@ -1,5 +1,5 @@
-//! Logging in redis-server's format: `pid:M 22 Nov 2026 07:53:50.798 * message`, with
-//! Redis's level marks (`.` debug, `-` verbose, `*` notice, `#` warning), to standard
+//! Logging in redis-server's format: `pid:M 22 Nov 2026 07:53:50.798 * message` (`S`
+//! instead of `M` while the server is a replica), with Redis's level marks (`.` debug, `-` verbose, `*` notice, `#` warning), to standard
 //! output or the configured `logfile`, which is opened anew for each line as Redis
 //! opens it: a log rotated away by renaming (logrotate without `copytruncate`, as
 //! Debian's rule for Redis is) is followed by a new file at the configured path.
@@ -8,6 +8,7 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tracing::{Event, Level, Subscriber};
@@ -19,6 +20,16 @@ use crate::config::{Config, LogLevel};
 
 /// Formats events like redis-server's log lines.
 pub struct RedisFormat;
+
+/// The role mark of the process's log lines: `M`, or `S` on a replica (one server per
+/// process; servers embedded side by side in tests share it).
+static ROLE: AtomicU8 = AtomicU8::new(b'M');
+
+/// Marks the lines logged from now on as a replica's (`S`) or a master's (`M`), as
+/// Redis marks them.
+pub fn set_replica(replica: bool) {
+    ROLE.store(if replica { b'S' } else { b'M' }, Ordering::Relaxed);
+}
 
 const MONTHS: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
@@ -63,8 +74,9 @@ where
         };
         write!(
             writer,
-            "{}:M {:02} {} {} {:02}:{:02}:{:02}.{:03} {} ",
+            "{}:{} {:02} {} {} {:02}:{:02}:{:02}.{:03} {} ",
             std::process::id(),
+            char::from(ROLE.load(Ordering::Relaxed)),
             day,
             MONTHS[month],
             year,

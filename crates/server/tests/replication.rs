@@ -1966,3 +1966,56 @@ fn a_replica_is_listed_by_the_address_it_announces() {
     let (master, replica) = (redis(&[]), redline(&announce));
     check(master.port(), replica.port());
 }
+
+/// A replica's log lines carry Redis's `S` role mark, a master's `M` (from REPLICAOF NO
+/// ONE on), on both servers: log scrapers tell the two apart by it.
+#[test]
+fn log_lines_mark_the_role_as_redis() {
+    // Lines after the last one that names `needle`, by role mark.
+    fn marks_after(log: &str, needle: &str) -> Vec<char> {
+        let tail = &log[log.rfind(needle).unwrap_or(0)..];
+        tail.lines()
+            .skip(1)
+            .filter_map(|line| {
+                line.split_once(':')
+                    .and_then(|(_, rest)| rest.chars().next())
+            })
+            .collect()
+    }
+    let check = |master: u16, replica: u16, log: &dyn Fn() -> String, name: &str| {
+        let mut r = conn(replica);
+        r.ok(&["REPLICAOF", "127.0.0.1", &master.to_string()]);
+        wait_link_up(replica);
+        wait_for_log(log, "MASTER <-> REPLICA sync: Finished with success");
+        let as_replica = marks_after(&log(), "REPLICAOF 127.0.0.1");
+        assert!(
+            !as_replica.is_empty() && as_replica.iter().all(|&c| c == 'S'),
+            "{name} as a replica: {as_replica:?}\n{}",
+            log()
+        );
+        r.ok(&["REPLICAOF", "NO", "ONE"]);
+        wait_for_log(log, "MASTER MODE enabled");
+        r.ok(&["SAVE"]);
+        wait_for_log(log, "DB saved on disk");
+        let as_master = marks_after(&log(), "MASTER MODE enabled");
+        assert!(
+            !as_master.is_empty() && as_master.iter().all(|&c| c == 'M'),
+            "{name} as a master again: {as_master:?}\n{}",
+            log()
+        );
+    };
+    let (master, replica) = (redline(&[]), redline(&[]));
+    check(
+        master.port(),
+        replica.port(),
+        &|| replica.log_tail(),
+        "redline-server",
+    );
+    let (master, replica) = (redis(&[]), redis(&[]));
+    check(
+        master.port(),
+        replica.port(),
+        &|| replica.log_tail(),
+        "redis-server",
+    );
+}

@@ -201,6 +201,7 @@ pub fn promote(shared: &crate::shared::Shared) {
         }
         journal.set_proxy(false);
         shared.store.events().set_replica(false);
+        crate::log::set_replica(false);
         tracing::info!("MASTER MODE enabled (user request)");
     }
     shared.config.write().set_replicaof(None);
@@ -213,6 +214,7 @@ pub fn promote(shared: &crate::shared::Shared) {
 pub fn follow(shared: Arc<crate::shared::Shared>, host: String, port: u16) -> replica::MasterLink {
     shared.repl.journal.set_proxy(true);
     shared.store.events().set_replica(true);
+    crate::log::set_replica(true);
     replica::replicate(shared, host, port)
 }
 
