@@ -97,6 +97,12 @@ async fn serve(mut config: Config, background: bool) -> ExitCode {
     );
     let workers = config.effective_workers();
     let shards = config.effective_shards();
+    // As Redis does before it listens: `maxclients` fits the open-files limit.
+    match crate::open_files::fit(config.maxclients) {
+        crate::open_files::Fitted::Fits => {}
+        crate::open_files::Fitted::Lowered(maxclients) => config.maxclients = maxclients,
+        crate::open_files::Fitted::TooLow(_) => return ExitCode::from(1),
+    }
     // Before the ports open (Redis writes it just after): whoever sees the port open
     // finds the pid file there. A server that cannot bind removes it again.
     crate::supervision::write_pid_file(&mut config, background);

@@ -69,6 +69,7 @@ pub mod monitor;
 pub mod net;
 pub mod notify;
 pub mod oom_score;
+pub mod open_files;
 pub mod pause;
 pub mod persist;
 pub mod proc_title;

@@ -6,7 +6,8 @@
 //! socket the same states in the same order, and keeps the server in the foreground
 //! whatever `daemonize` says; SIGHUP is ignored; a log file rotated away by renaming is
 //! followed by a new one at the configured path; a system call filter like Debian's
-//! unit's (`SystemCallFilter=~@resources`) does not kill a background save.
+//! unit's (`SystemCallFilter=~@resources`) does not kill a background save; under a
+//! low `ulimit -n`, `maxclients` is lowered to fit and the clients past it are refused.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // The seccomp filter of the last test is installed with libc calls.
 #![allow(unsafe_code)]
@@ -509,4 +510,71 @@ fn configuration_from_standard_input_as_redis() {
             "with file: {with_file}"
         );
     }
+}
+
+/// Under `ulimit -n 64`, `maxclients 10000` is lowered to what fits (64 less Redis's 32
+/// reserved descriptors): of 100 clients, the first 32 are served and the rest refused
+/// at once, and CONFIG SET of a `maxclients` past the limit names the most that fits.
+#[test]
+fn a_low_open_files_limit_lowers_maxclients_as_redis() {
+    use std::io::{Read, Write};
+    let run = |bin: &Path| -> Vec<String> {
+        let scratch = Scratch::new("ulimit");
+        let port = free_port();
+        let script = format!(
+            "ulimit -n 64 && exec {} --port {port} --bind 127.0.0.1 --save '' --maxclients 10000",
+            bin.display()
+        );
+        let mut child = Command::new("sh")
+            .current_dir(&scratch.0)
+            .args(["-c", &script])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut conn = wait_for_port(port);
+        // The probes of the port gone: `conn` is the only client before the 100.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !common::text(&conn.cmd(&["INFO", "clients"])).contains("connected_clients:1\r\n") {
+            assert!(Instant::now() < deadline, "the port's probes never left");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut clients = Vec::new();
+        for _ in 0..100 {
+            let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            stream.write_all(b"PING\r\n").unwrap();
+            clients.push(stream);
+        }
+        // Every client stays connected until all have their replies: one leaving early
+        // would free a place for a later one the server has not admitted yet.
+        let mut replies = std::collections::BTreeMap::new();
+        for stream in &mut clients {
+            let mut buf = [0u8; 64];
+            let reply = match stream.read(&mut buf) {
+                Ok(n) => String::from_utf8_lossy(&buf[..n]).into_owned(),
+                Err(e) => format!("no reply: {:?}", e.kind()),
+            };
+            *replies.entry(reply).or_insert(0) += 1;
+        }
+        drop(clients);
+        let seen = vec![
+            format!("{replies:?}"),
+            format!("{:?}", config_get(&mut conn, "maxclients")),
+            format!("{:?}", conn.cmd(&["CONFIG", "SET", "maxclients", "40"])),
+            format!("{:?}", conn.cmd(&["CONFIG", "SET", "maxclients", "20"])),
+            format!("{:?}", config_get(&mut conn, "maxclients")),
+        ];
+        conn.send(&["SHUTDOWN", "NOSAVE"]);
+        child.wait().unwrap();
+        seen
+    };
+    let [redis, redline] = servers();
+    let expected = run(&redis.1);
+    assert!(
+        expected[0].contains("max number of clients reached"),
+        "{expected:?}"
+    );
+    assert_eq!(run(&redline.1), expected);
 }

@@ -129,6 +129,24 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         seen.iter()
             .any(|name| crate::config::Config::canonical_name(name) == param)
     };
+    // As Redis: a `maxclients` the open-files limit cannot be raised to is refused,
+    // naming the most that fits.
+    if named("maxclients") && config.maxclients != ctx.shared.config.read().maxclients {
+        use crate::open_files::{fit, Fitted, RESERVED_FDS};
+        let most = match fit(config.maxclients) {
+            Fitted::Fits => None,
+            Fitted::Lowered(most) => Some(most),
+            Fitted::TooLow(files) => Some(files.saturating_sub(RESERVED_FDS)),
+        };
+        if let Some(most) = most {
+            return Err(failed(
+                b"maxclients",
+                &format!(
+                    "The operating system is not able to handle the specified number of clients, try with {most}"
+                ),
+            ));
+        }
+    }
     if named("repl-backlog-size") && config.param_int("repl-backlog-size") < REPL_BACKLOG_MIN_SIZE {
         let floor = REPL_BACKLOG_MIN_SIZE.to_string().into_bytes();
         let _ = config.set("repl-backlog-size", &[floor], false);

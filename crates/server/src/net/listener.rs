@@ -8,7 +8,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::AbortHandle;
 
@@ -87,7 +86,7 @@ fn over_maxclients(shared: &Shared) -> bool {
     full
 }
 
-fn admit(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, kind: Kind) {
+fn admit(stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, kind: Kind) {
     let (protected, handshake_timeout) = {
         let config = shared.config.read();
         (
@@ -108,10 +107,11 @@ fn admit(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, kind: Ki
     if let Some(message) = refusal {
         // Before a handshake there is no way to say it over TLS (Redis's attempt to
         // write fails the same way): a TLS client is just closed.
+        // As Redis: one non-blocking write (a fresh socket's send buffer is empty),
+        // its result ignored, and the socket closed at once, so refused clients hold
+        // no descriptors while more keep arriving past `maxclients`.
         if kind == Kind::Plain {
-            tokio::spawn(async move {
-                let _ = stream.write_all(message).await;
-            });
+            let _ = stream.try_write(message);
         }
         return;
     }
@@ -274,12 +274,10 @@ pub fn serve_unix(shared: &Arc<Shared>, listener: tokio::net::UnixListener, path
     *shared.unix_accepting.lock() = Some((task.abort_handle(), path));
 }
 
-fn admit_unix(mut stream: tokio::net::UnixStream, shared: &Arc<Shared>, path: &Arc<str>) {
+fn admit_unix(stream: tokio::net::UnixStream, shared: &Arc<Shared>, path: &Arc<str>) {
     use super::peer::Peer;
     if over_maxclients(shared) {
-        tokio::spawn(async move {
-            let _ = stream.write_all(MAX_CLIENTS_REACHED).await;
-        });
+        let _ = stream.try_write(MAX_CLIENTS_REACHED);
         return;
     }
     let peer = Peer::Unix(path.clone());
