@@ -105,6 +105,15 @@ fn daemonized_run(name: &str, bin: &Path) -> Vec<String> {
         .status()
         .unwrap();
     let mut conn = wait_for_port(port);
+    // The server is not our child: it is killed by the pid it reports if the test
+    // fails before its SHUTDOWN.
+    let info = common::text(&conn.cmd(&["INFO", "server"]));
+    let pid: i32 = info
+        .lines()
+        .find_map(|line| line.strip_prefix("process_id:"))
+        .and_then(|pid| pid.trim().parse().ok())
+        .unwrap();
+    let mut daemon = Daemon(Some(pid));
     // Redis writes the file just after its port opens.
     let deadline = Instant::now() + Duration::from_secs(5);
     while !pidfile.exists() {
@@ -112,8 +121,7 @@ fn daemonized_run(name: &str, bin: &Path) -> Vec<String> {
         std::thread::sleep(Duration::from_millis(5));
     }
     let text = std::fs::read_to_string(&pidfile).unwrap();
-    let pid: i32 = text.trim().parse().unwrap();
-    let mut daemon = Daemon(Some(pid));
+    assert_eq!(text.trim(), pid.to_string(), "{name}'s pid file");
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let fields: Vec<&str> = stat.rsplit(") ").next().unwrap().split(' ').collect();
     let (parent, session) = (fields[1], fields[3]);
