@@ -63,6 +63,31 @@ impl Drop for Daemon {
     }
 }
 
+/// A server started as our child, killed if the test ends before it exits.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+impl std::ops::Deref for Running {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
 fn wait_for_port(port: u16) -> Conn {
     let deadline = Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -181,6 +206,7 @@ fn a_foreground_server_writes_its_pid_file_too() {
         .args(["--pidfile", pidfile.to_str().unwrap()])
         .stdout(Stdio::null())
         .spawn()
+        .map(Running)
         .unwrap();
     let mut conn = wait_for_port(port);
     let written = std::fs::read_to_string(&pidfile);
@@ -226,6 +252,7 @@ fn supervised_run(name: &str, bin: &Path, mode: &str, abstract_socket: bool) -> 
         .args(["--supervised", mode, "--daemonize", "yes"])
         .stdout(Stdio::null())
         .spawn()
+        .map(Running)
         .unwrap();
     let mut conn = wait_for_port(port);
     let mut heard = Vec::new();
@@ -294,6 +321,7 @@ fn a_log_rotated_away_is_followed_by_a_new_file_as_redis() {
             .args(["--logfile", "server.log"])
             .stdout(Stdio::null())
             .spawn()
+            .map(Running)
             .unwrap();
         let mut conn = wait_for_port(port);
         let log = scratch.0.join("server.log");
@@ -326,6 +354,7 @@ fn a_hangup_is_ignored_as_by_redis() {
             ])
             .stdout(Stdio::null())
             .spawn()
+            .map(Running)
             .unwrap();
         let mut conn = wait_for_port(port);
         let sent = Command::new("kill")
@@ -430,7 +459,7 @@ fn a_background_save_under_debians_syscall_filter_lives_as_redis() {
             ])
             .stdout(Stdio::null());
         kill_on_setpriority(&mut command);
-        let mut child = command.spawn().unwrap();
+        let mut child = command.spawn().map(Running).unwrap();
         let mut conn = wait_for_port(port);
         conn.ok(&["SET", "k", "v"]);
         assert_eq!(
@@ -488,6 +517,7 @@ fn configuration_from_standard_input_as_redis() {
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .spawn()
+            .map(Running)
             .unwrap();
         let mut stdin = child.stdin.take().unwrap();
         stdin
@@ -538,6 +568,7 @@ fn a_low_open_files_limit_lowers_maxclients_as_redis() {
             .args(["-c", &script])
             .stdout(Stdio::null())
             .spawn()
+            .map(Running)
             .unwrap();
         let mut conn = wait_for_port(port);
         // The probes of the port gone: `conn` is the only client before the 100.
