@@ -97,6 +97,45 @@ fn wait_for_port(port: u16) -> Conn {
     Conn::connect(([127, 0, 0, 1], port).into())
 }
 
+/// A free loopback port's arguments, with no save points.
+fn loopback_args(port: u16) -> [String; 6] {
+    [
+        "--port",
+        &port.to_string(),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+    ]
+    .map(String::from)
+}
+
+/// Starts `bin` in the foreground in `dir` on a free loopback port with no save points,
+/// then `args` (`adjust` may change the command first); returns once the port answers.
+fn start(
+    bin: &Path,
+    dir: &Path,
+    args: &[&str],
+    adjust: impl FnOnce(&mut Command),
+) -> (Running, Conn, u16) {
+    let port = free_port();
+    let mut command = Command::new(bin);
+    command
+        .current_dir(dir)
+        .args(loopback_args(port))
+        .args(args)
+        .stdout(Stdio::null());
+    adjust(&mut command);
+    let child = command.spawn().map(Running).unwrap();
+    (child, wait_for_port(port), port)
+}
+
+/// SHUTDOWN NOSAVE, then the exit status.
+fn stop(mut child: Running, mut conn: Conn) -> std::process::ExitStatus {
+    conn.send(&["SHUTDOWN", "NOSAVE"]);
+    child.wait().unwrap()
+}
+
 fn alive(pid: i32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
         && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -116,14 +155,7 @@ fn daemonized_run(name: &str, bin: &Path) -> Vec<String> {
     let port = free_port();
     let status = Command::new(bin)
         .current_dir(&scratch.0)
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
+        .args(loopback_args(port))
         .args(["--daemonize", "yes", "--pidfile", pidfile.to_str().unwrap()])
         .args(["--logfile", "server.log"])
         .stdin(Stdio::null())
@@ -192,27 +224,17 @@ fn daemonize_forks_writes_the_pid_file_and_removes_it_as_redis() {
 fn a_foreground_server_writes_its_pid_file_too() {
     let scratch = Scratch::new("foreground");
     let pidfile = scratch.0.join("fg.pid");
-    let port = free_port();
-    let mut child = Command::new(redline_testkit::redline_server_bin().unwrap())
-        .current_dir(&scratch.0)
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
-        .args(["--pidfile", pidfile.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .spawn()
-        .map(Running)
-        .unwrap();
-    let mut conn = wait_for_port(port);
+    let bin = redline_testkit::redline_server_bin().unwrap();
+    let (child, conn, _) = start(
+        &bin,
+        &scratch.0,
+        &["--pidfile", pidfile.to_str().unwrap()],
+        |_| {},
+    );
+    let pid = child.id();
     let written = std::fs::read_to_string(&pidfile);
-    conn.send(&["SHUTDOWN", "NOSAVE"]);
-    let status = child.wait().unwrap();
-    assert_eq!(written.unwrap(), format!("{}\n", child.id()));
+    let status = stop(child, conn);
+    assert_eq!(written.unwrap(), format!("{pid}\n"));
     assert!(status.success());
     assert!(!pidfile.exists());
 }
@@ -241,14 +263,7 @@ fn supervised_run(name: &str, bin: &Path, mode: &str, abstract_socket: bool) -> 
     let mut child = Command::new(bin)
         .current_dir(&scratch.0)
         .env("NOTIFY_SOCKET", &address)
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
+        .args(loopback_args(port))
         .args(["--supervised", mode, "--daemonize", "yes"])
         .stdout(Stdio::null())
         .spawn()
@@ -307,28 +322,11 @@ fn systemd_hears_the_same_states_as_from_redis() {
 fn a_log_rotated_away_is_followed_by_a_new_file_as_redis() {
     for (name, bin) in servers() {
         let scratch = Scratch::new(&format!("{name}-rotate"));
-        let port = free_port();
-        let mut child = Command::new(&bin)
-            .current_dir(&scratch.0)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-            ])
-            .args(["--logfile", "server.log"])
-            .stdout(Stdio::null())
-            .spawn()
-            .map(Running)
-            .unwrap();
-        let mut conn = wait_for_port(port);
+        let (child, mut conn, _) = start(&bin, &scratch.0, &["--logfile", "server.log"], |_| {});
         let log = scratch.0.join("server.log");
         std::fs::rename(&log, scratch.0.join("server.log.1")).unwrap();
         assert_eq!(conn.cmd(&["SAVE"]), Frame::Simple("OK".into()), "{name}");
-        conn.send(&["SHUTDOWN", "NOSAVE"]);
-        child.wait().unwrap();
+        stop(child, conn);
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         assert!(text.contains("DB saved on disk"), "{name}: {text:?}");
         let old = std::fs::read_to_string(scratch.0.join("server.log.1")).unwrap();
@@ -341,22 +339,7 @@ fn a_log_rotated_away_is_followed_by_a_new_file_as_redis() {
 fn a_hangup_is_ignored_as_by_redis() {
     for (name, bin) in servers() {
         let scratch = Scratch::new(&format!("{name}-hup"));
-        let port = free_port();
-        let mut child = Command::new(&bin)
-            .current_dir(&scratch.0)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-            ])
-            .stdout(Stdio::null())
-            .spawn()
-            .map(Running)
-            .unwrap();
-        let mut conn = wait_for_port(port);
+        let (mut child, mut conn, _) = start(&bin, &scratch.0, &[], |_| {});
         let sent = Command::new("kill")
             .args(["-HUP", &child.id().to_string()])
             .status()
@@ -368,8 +351,7 @@ fn a_hangup_is_ignored_as_by_redis() {
             "{name} exited on SIGHUP"
         );
         assert_eq!(conn.cmd(&["PING"]), Frame::Simple("PONG".into()), "{name}");
-        conn.send(&["SHUTDOWN", "NOSAVE"]);
-        child.wait().unwrap();
+        stop(child, conn);
     }
 }
 
@@ -445,22 +427,7 @@ fn a_background_save_under_debians_syscall_filter_lives_as_redis() {
     );
     for (name, bin) in servers() {
         let scratch = Scratch::new(&format!("{name}-seccomp"));
-        let port = free_port();
-        let mut command = Command::new(&bin);
-        command
-            .current_dir(&scratch.0)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-            ])
-            .stdout(Stdio::null());
-        kill_on_setpriority(&mut command);
-        let mut child = command.spawn().map(Running).unwrap();
-        let mut conn = wait_for_port(port);
+        let (mut child, mut conn, port) = start(&bin, &scratch.0, &[], kill_on_setpriority);
         conn.ok(&["SET", "k", "v"]);
         assert_eq!(
             conn.cmd(&["BGSAVE"]),
@@ -478,8 +445,7 @@ fn a_background_save_under_debians_syscall_filter_lives_as_redis() {
         }
         assert_eq!(common::info_field(port, "rdb_last_bgsave_status"), "ok");
         assert!(child.try_wait().unwrap().is_none(), "{name} died");
-        conn.send(&["SHUTDOWN", "NOSAVE"]);
-        child.wait().unwrap();
+        stop(child, conn);
     }
 }
 
