@@ -38,6 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from suite_report import free_port, server_version as version
+
 # The units the compatibility issue measures (Redis 7.0.15 passes 1,924 tests in them
 # here). Order: quick core types first, so a partial run is still useful.
 UNITS = [
@@ -98,12 +100,6 @@ OTHER_ERR = re.compile(r"^\[err\]: (.*)$")
 SKIP = re.compile(r"^\[(?:skip|ignore)\]: (.*)$")
 EXCEPTION = re.compile(r"^\[exception\]: (.*)$")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None:
@@ -496,14 +492,6 @@ def write_report(summary: dict, needs: dict, path: Path, meta: dict,
         esc = lambda s: s.replace("|", "\\|").replace("\n", " ")
         lines.append(f"| {unit} | {esc(test)} | {reason or ''} | {esc(error)[:200]} |")
     path.write_text("\n".join(lines) + "\n")
-
-
-def version(binary: str) -> str:
-    try:
-        out = subprocess.run([binary, "--version"], stdout=subprocess.PIPE, timeout=10)
-        return out.stdout.decode().strip()
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
 
 
 def main() -> int:

@@ -1,8 +1,27 @@
 """The side-by-side report of a client library's own test suite, run once against
-redis-server and once against redline-server (redis_py.py, go_redis.py)."""
+redis-server and once against redline-server (redis_py.py, go_redis.py, hiredis.py),
+and what those runners share."""
 
+import socket
+import subprocess
 import time
 from pathlib import Path
+
+
+def free_port() -> int:
+    """A loopback port free now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_version(binary: str) -> str:
+    """What `binary --version` prints, or "unknown"."""
+    try:
+        out = subprocess.run([binary, "--version"], stdout=subprocess.PIPE, timeout=10)
+        return out.stdout.decode().strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
 
 
 def passed(outcomes: dict) -> set:
