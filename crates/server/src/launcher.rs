@@ -61,9 +61,9 @@ pub fn run(program: &str, args: &[String]) -> ExitCode {
         eprintln!("Can't open the log file: {e}");
         return ExitCode::from(1);
     }
+    crate::supervision::ignore_hangup();
     // As in Redis: the supervisor is found before the fork, and a supervised server
     // stays in the foreground whatever `daemonize` says.
-    crate::supervision::ignore_hangup();
     let supervised = crate::supervision::detect(&mut config);
     let background = config.daemonize && !supervised;
     if background {
