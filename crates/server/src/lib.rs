@@ -84,6 +84,7 @@ pub mod slowlog;
 pub mod stall_watchdog;
 pub mod store;
 pub mod supervision;
+pub mod syslog;
 pub mod tracking;
 
 pub use config::{Config, ConfigError};

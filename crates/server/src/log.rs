@@ -91,6 +91,25 @@ where
     }
 }
 
+/// A log line's message alone (what Redis sends to the system log).
+struct MessageOnly;
+
+impl<S, N> FormatEvent<S, N> for MessageOnly
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
+    }
+}
+
 /// The tracing level that shows what `loglevel` shows.
 pub fn level_of(level: LogLevel) -> Level {
     match level {
@@ -152,7 +171,15 @@ pub fn init(config: &Config) -> std::io::Result<()> {
         // A line that cannot be written (a full disk) is lost, as Redis's is; reporting
         // that on standard error would panic the thread logging when that fails too.
         .log_internal_errors(false);
-    let registry = tracing_subscriber::registry().with(level);
+    // With `syslog-enabled yes`, every line goes to the system log too, without the
+    // prefix the log file's lines have (the system log adds its own).
+    let system_log = crate::syslog::open(config).map(|writer| {
+        tracing_subscriber::fmt::layer()
+            .event_format(MessageOnly)
+            .log_internal_errors(false)
+            .with_writer(writer)
+    });
+    let registry = tracing_subscriber::registry().with(level).with(system_log);
     let result = if config.logfile.is_empty() {
         registry.with(layer.with_writer(std::io::stdout)).try_init()
     } else {

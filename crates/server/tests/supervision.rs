@@ -7,7 +7,8 @@
 //! whatever `daemonize` says; SIGHUP is ignored; a log file rotated away by renaming is
 //! followed by a new one at the configured path; a system call filter like Debian's
 //! unit's (`SystemCallFilter=~@resources`) does not kill a background save; under a
-//! low `ulimit -n`, `maxclients` is lowered to fit and the clients past it are refused.
+//! low `ulimit -n`, `maxclients` is lowered to fit and the clients past it are refused;
+//! `syslog-enabled yes` sends the same lines to the system log.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // The seccomp filter of the last test is installed with libc calls.
 #![allow(unsafe_code)]
@@ -582,4 +583,84 @@ fn a_low_open_files_limit_lowers_maxclients_as_redis() {
         "{expected:?}"
     );
     assert_eq!(run(&redline.1), expected);
+}
+
+/// `syslog-enabled yes` sends each log line to the system log as redis-server does:
+/// `<priority>` of the facility and level, `ident[pid]: ` and the message alone. The
+/// servers run in a user and mount namespace of their own (`unshare`), whose `/dev/log`
+/// is this test's socket, so the machine's own system log, if any, is left alone.
+#[test]
+fn syslog_lines_as_redis() {
+    let run = |name: &str, bin: &Path| -> Vec<String> {
+        let scratch = Scratch::new(&format!("{name}-syslog"));
+        let socket_path = scratch.0.join("log.sock");
+        let socket = UnixDatagram::bind(&socket_path).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        // Read as the lines come: a datagram queue holds 10, and a sender waits past that.
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let listener = {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let mut heard = Vec::new();
+                let mut buf = [0u8; 2048];
+                loop {
+                    match socket.recv(&mut buf) {
+                        Ok(n) => heard.push(String::from_utf8_lossy(&buf[..n]).into_owned()),
+                        Err(_) if done.load(std::sync::atomic::Ordering::Acquire) => return heard,
+                        Err(_) => {}
+                    }
+                }
+            })
+        };
+        let dev = scratch.0.join("dev");
+        std::fs::create_dir(&dev).unwrap();
+        for file in ["null", "urandom", "log"] {
+            std::fs::write(dev.join(file), "").unwrap();
+        }
+        let port = free_port();
+        let script = format!(
+            "mount --bind /dev/null {d}/null && mount --bind /dev/urandom {d}/urandom \
+             && mount --bind {s} {d}/log && mount --rbind {d} /dev \
+             && exec {bin} --port {port} --bind 127.0.0.1 --save '' \
+             --syslog-enabled yes --syslog-ident rtest --syslog-facility local3",
+            d = dev.display(),
+            s = socket_path.display(),
+            bin = bin.display(),
+        );
+        let child = Command::new("unshare")
+            .current_dir(&scratch.0)
+            .args(["--user", "--map-root-user", "--mount", "sh", "-c", &script])
+            .stdout(Stdio::null())
+            .spawn()
+            .map(Running)
+            .unwrap();
+        let mut conn = wait_for_port(port);
+        assert_eq!(conn.cmd(&["SAVE"]), Frame::Simple("OK".into()), "{name}");
+        let pid = child.id();
+        stop(child, conn);
+        done.store(true, std::sync::atomic::Ordering::Release);
+        let heard = listener.join().unwrap();
+        // `<PRI>Mmm dd hh:mm:ss ident[pid]: message`: the priority, ident and message,
+        // for the lines both servers log.
+        heard
+            .iter()
+            .filter(|line| {
+                ["DB saved on disk", "User requested shutdown..."]
+                    .iter()
+                    .any(|m| line.ends_with(m))
+            })
+            .map(|line| {
+                let priority = line.split('>').next().unwrap_or_default().to_string();
+                let rest = line.split_once(": ").map_or("", |(_, m)| m).to_string();
+                let ident = line.contains(&format!(" rtest[{pid}]: "));
+                format!("{priority}> ident and pid: {ident}: {rest}")
+            })
+            .collect()
+    };
+    let [redis, redline] = servers();
+    let expected = run(redis.0, &redis.1);
+    assert_eq!(expected.len(), 2, "{expected:?}");
+    assert_eq!(run(redline.0, &redline.1), expected);
 }
