@@ -18,8 +18,12 @@ use tracing_subscriber::registry::LookupSpan;
 
 use crate::config::{Config, LogLevel};
 
-/// Formats events like redis-server's log lines.
-pub struct RedisFormat;
+/// Formats events like redis-server's log lines; with `message_only`, without the pid,
+/// role, time and level mark (what Redis sends to the system log).
+pub struct RedisFormat {
+    /// The message alone, without the prefix.
+    pub message_only: bool,
+}
 
 /// The role mark of the process's log lines: `M`, or `S` on a replica (one server per
 /// process; servers embedded side by side in tests share it).
@@ -60,54 +64,42 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        let secs = now.as_secs() as i64;
-        let (year, month, day) = civil(secs.div_euclid(86_400));
-        let in_day = secs.rem_euclid(86_400);
-        let mark = match *event.metadata().level() {
-            Level::TRACE => '.',
-            Level::DEBUG => '-',
-            Level::INFO => '*',
-            _ => '#',
-        };
-        write!(
-            writer,
-            "{}:{} {:02} {} {} {:02}:{:02}:{:02}.{:03} {} ",
-            std::process::id(),
-            char::from(ROLE.load(Ordering::Relaxed)),
-            day,
-            MONTHS[month],
-            year,
-            in_day / 3600,
-            in_day % 3600 / 60,
-            in_day % 60,
-            now.subsec_millis(),
-            mark
-        )?;
+        if !self.message_only {
+            write_prefix(&mut writer, event)?;
+        }
         ctx.field_format().format_fields(writer.by_ref(), event)?;
         writeln!(writer)
     }
 }
 
-/// A log line's message alone (what Redis sends to the system log).
-struct MessageOnly;
-
-impl<S, N> FormatEvent<S, N> for MessageOnly
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-    N: for<'a> FormatFields<'a> + 'static,
-{
-    fn format_event(
-        &self,
-        ctx: &FmtContext<'_, S, N>,
-        mut writer: Writer<'_>,
-        event: &Event<'_>,
-    ) -> fmt::Result {
-        ctx.field_format().format_fields(writer.by_ref(), event)?;
-        writeln!(writer)
-    }
+/// `pid:M 22 Nov 2026 07:53:50.798 * ` before a log file's line.
+fn write_prefix(writer: &mut Writer<'_>, event: &Event<'_>) -> fmt::Result {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs() as i64;
+    let (year, month, day) = civil(secs.div_euclid(86_400));
+    let in_day = secs.rem_euclid(86_400);
+    let mark = match *event.metadata().level() {
+        Level::TRACE => '.',
+        Level::DEBUG => '-',
+        Level::INFO => '*',
+        _ => '#',
+    };
+    write!(
+        writer,
+        "{}:{} {:02} {} {} {:02}:{:02}:{:02}.{:03} {} ",
+        std::process::id(),
+        char::from(ROLE.load(Ordering::Relaxed)),
+        day,
+        MONTHS[month],
+        year,
+        in_day / 3600,
+        in_day % 3600 / 60,
+        in_day % 60,
+        now.subsec_millis(),
+        mark
+    )
 }
 
 /// The tracing level that shows what `loglevel` shows.
@@ -167,7 +159,9 @@ pub fn init(config: &Config) -> std::io::Result<()> {
 
     let level = tracing_subscriber::filter::LevelFilter::from_level(level_of(config.loglevel));
     let layer = tracing_subscriber::fmt::layer()
-        .event_format(RedisFormat)
+        .event_format(RedisFormat {
+            message_only: false,
+        })
         // A line that cannot be written (a full disk) is lost, as Redis's is; reporting
         // that on standard error would panic the thread logging when that fails too.
         .log_internal_errors(false);
@@ -175,7 +169,7 @@ pub fn init(config: &Config) -> std::io::Result<()> {
     // prefix the log file's lines have (the system log adds its own).
     let system_log = crate::syslog::open(config).map(|writer| {
         tracing_subscriber::fmt::layer()
-            .event_format(MessageOnly)
+            .event_format(RedisFormat { message_only: true })
             .log_internal_errors(false)
             .with_writer(writer)
     });
