@@ -363,30 +363,14 @@ fn without_a_dump_the_first_client_never_gets_loading() {
         let dir =
             std::env::temp_dir().join(format!("redline-no-dump-{}-{round}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = common::free_port();
         let mut child = std::process::Command::new(redline_testkit::redline_server_bin().unwrap())
             .current_dir(&dir)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-            ])
+            .args(common::loopback_args(port))
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "port {port} never opened");
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        let mut conn = Conn::connect(([127, 0, 0, 1], port).into());
+        let mut conn = common::wait_for_port(port);
         let reply = conn.cmd(&["FLUSHDB"]);
         child.kill().unwrap();
         child.wait().unwrap();

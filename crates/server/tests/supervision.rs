@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, Conn};
+use common::{free_port, loopback_args, wait_for_port, Conn};
 use redline_resp::Frame;
 
 /// The two servers under test, by binary.
@@ -87,28 +87,6 @@ impl std::ops::DerefMut for Running {
     fn deref_mut(&mut self) -> &mut std::process::Child {
         &mut self.0
     }
-}
-
-fn wait_for_port(port: u16) -> Conn {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "port {port} never opened");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    Conn::connect(([127, 0, 0, 1], port).into())
-}
-
-/// A free loopback port's arguments, with no save points.
-fn loopback_args(port: u16) -> [String; 6] {
-    [
-        "--port",
-        &port.to_string(),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-    ]
-    .map(String::from)
 }
 
 /// Starts `bin` in the foreground in `dir` on a free loopback port with no save points,

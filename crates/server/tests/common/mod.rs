@@ -241,6 +241,33 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A server process's arguments for loopback `port`, with no save points.
+pub fn loopback_args(port: u16) -> [String; 6] {
+    [
+        "--port",
+        &port.to_string(),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+    ]
+    .map(String::from)
+}
+
+/// Waits up to 20 s for a server process to open loopback `port` (polled every 200 µs,
+/// so a test can connect the moment it opens), then connects.
+pub fn wait_for_port(port: u16) -> Conn {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "port {port} never opened"
+        );
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    Conn::connect(([127, 0, 0, 1], port).into())
+}
+
 /// Polls `check` until it holds, for 30 s at most.
 pub fn wait_until(what: &str, check: impl Fn() -> bool) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
