@@ -20,10 +20,13 @@ pub fn run(program: &str, args: &[String]) -> ExitCode {
     if let Some(first) = args.first() {
         match first.as_str() {
             "-v" | "--version" => {
+                // Redis's own line, so scripts that read `v=` get the Redis version
+                // this server answers as (INFO says the same); ours comes last.
                 println!(
-                    "redline-server v={} (Redis {} compatible)",
+                    "Redis server v={} sha=00000000:0 malloc=libc bits={} build=0 redline-server={}",
+                    crate::cmd::connection::REDIS_VERSION,
+                    usize::BITS,
                     env!("CARGO_PKG_VERSION"),
-                    crate::cmd::connection::REDIS_VERSION
                 );
                 return ExitCode::SUCCESS;
             }

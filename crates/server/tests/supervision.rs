@@ -8,7 +8,8 @@
 //! followed by a new one at the configured path; a system call filter like Debian's
 //! unit's (`SystemCallFilter=~@resources`) does not kill a background save; under a
 //! low `ulimit -n`, `maxclients` is lowered to fit and the clients past it are refused;
-//! `syslog-enabled yes` sends the same lines to the system log.
+//! `syslog-enabled yes` sends the same lines to the system log; `--version` prints
+//! Redis's line.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // The seccomp filter of the last test is installed with libc calls.
 #![allow(unsafe_code)]
@@ -641,4 +642,24 @@ fn syslog_lines_as_redis() {
     let expected = run(redis.0, &redis.1);
     assert_eq!(expected.len(), 2, "{expected:?}");
     assert_eq!(run(redline.0, &redline.1), expected);
+}
+
+/// `--version` and `-v` print one line in Redis's shape, whose `v=` is the Redis version
+/// the server answers as: scripts that check the installed server read it on both.
+#[test]
+fn the_version_line_reads_as_redis() {
+    for (name, bin) in servers() {
+        for flag in ["--version", "-v"] {
+            let out = Command::new(&bin).arg(flag).output().unwrap();
+            assert!(out.status.success(), "{name} {flag}: {out:?}");
+            let line = String::from_utf8(out.stdout).unwrap();
+            let fields: Vec<&str> = line.trim_end().split(' ').collect();
+            assert_eq!(fields[..2], ["Redis", "server"], "{name}: {line}");
+            let version = fields[2].strip_prefix("v=").unwrap();
+            assert!(version.starts_with("7.0."), "{name}: {line}");
+            for (i, key) in ["sha=", "malloc=", "bits=64", "build="].iter().enumerate() {
+                assert!(fields[3 + i].starts_with(key), "{name}: {line}");
+            }
+        }
+    }
 }
