@@ -275,7 +275,7 @@ impl SetValue {
     pub fn is_intset(&self, max_entries: usize) -> bool {
         // Every addition passes `insert` (or `from_ints`), so `had_text` and the peaks
         // cover what it holds now.
-        !self.had_text && self.peaks.entries.max(self.len()) <= max_entries
+        !self.had_text && self.peaks.entries().max(self.len()) <= max_entries
     }
 
     /// Bytes it holds on the heap, about (MEMORY USAGE).

@@ -16,7 +16,9 @@
 #[derive(Debug, Clone, Default)]
 pub struct TaggedEntries {
     bytes: Vec<u8>,
-    len: usize,
+    /// Fewer than 2^16 (the buffer's limit); 32 bits keep the owner's size class
+    /// small (see [`super::value::Peaks`]).
+    len: u32,
 }
 
 /// One byte of `key`'s hash under `seed` (fixed: tags are stored, and only narrow
@@ -39,14 +41,14 @@ impl TaggedEntries {
         }
         TaggedEntries {
             bytes: area,
-            len: entries.len(),
+            len: entries.len() as u32,
         }
     }
 
     /// How many entries it holds.
     #[inline]
     pub fn len(&self) -> usize {
-        self.len
+        self.len as usize
     }
 
     /// Whether it holds none.
@@ -64,22 +66,22 @@ impl TaggedEntries {
     /// Where the entries end (and the tags start).
     #[inline]
     fn area_end(&self) -> usize {
-        self.bytes.len() - 3 * self.len
+        self.bytes.len() - 3 * self.len()
     }
 
     /// Where entry `i` starts.
     #[inline]
     pub fn offset(&self, i: usize) -> Option<usize> {
-        if i >= self.len {
+        if i >= self.len() {
             return None;
         }
-        let at = self.area_end() + self.len + 2 * i;
+        let at = self.area_end() + self.len() + 2 * i;
         let raw = self.bytes.get(at..at + 2)?;
         Some(usize::from(u16::from_le_bytes([raw[0], raw[1]])))
     }
 
     fn set_offset(&mut self, i: usize, offset: usize) {
-        let at = self.area_end() + self.len + 2 * i;
+        let at = self.area_end() + self.len() + 2 * i;
         if let Some(slot) = self.bytes.get_mut(at..at + 2) {
             slot.copy_from_slice(&(offset as u16).to_le_bytes());
         }
@@ -87,7 +89,7 @@ impl TaggedEntries {
 
     /// Moves the offsets of the entries from `i` on by `by` bytes.
     fn shift_offsets_from(&mut self, i: usize, by: isize) {
-        for j in i..self.len {
+        for j in i..self.len() {
             if let Some(offset) = self.offset(j) {
                 self.set_offset(j, offset.wrapping_add_signed(by));
             }
@@ -105,13 +107,13 @@ impl TaggedEntries {
     /// The positions whose tag is `tag`, in order.
     pub fn with_tag(&self, tag: u8) -> impl Iterator<Item = usize> + '_ {
         let end = self.area_end();
-        let tags = self.bytes.get(end..end + self.len).unwrap_or_default();
+        let tags = self.bytes.get(end..end + self.len()).unwrap_or_default();
         memchr::memchr_iter(tag, tags)
     }
 
     /// Puts `entry` (of `size` bytes) at position `i`, tagged `tag`.
     pub fn insert(&mut self, i: usize, tag: u8, size: usize, entry: impl Iterator<Item = u8>) {
-        let n = self.len;
+        let n = self.len();
         let i = i.min(n);
         let at = self.offset(i).unwrap_or_else(|| self.area_end());
         if self.bytes.capacity() - self.bytes.len() < size + 3 {
@@ -126,7 +128,7 @@ impl TaggedEntries {
         self.bytes.insert(tags + i, tag);
         let slot = tags + n + 1 + 2 * i;
         self.bytes.splice(slot..slot, (at as u16).to_le_bytes());
-        self.len = n + 1;
+        self.len = (n + 1) as u32;
     }
 
     /// Replaces the bytes `range` of entry `i` (relative to its start) with `with`, of
@@ -159,7 +161,7 @@ impl TaggedEntries {
 
     /// Removes entry `i`, keeping the order of the others.
     pub fn remove(&mut self, i: usize) {
-        let n = self.len;
+        let n = self.len();
         let Some(start) = self.offset(i) else {
             return;
         };
@@ -171,7 +173,7 @@ impl TaggedEntries {
         let slot = tags + n + 2 * i;
         self.bytes.drain(slot..slot + 2);
         self.bytes.remove(tags + i);
-        self.len = n - 1;
+        self.len = (n - 1) as u32;
         self.bytes.shrink_to(self.bytes.len() * 5 / 4);
     }
 

@@ -22,25 +22,48 @@ pub type Hasher = foldhash::fast::RandomState;
 /// The most elements a collection held and its longest element: Redis converts a
 /// compact encoding (`listpack`) once either passes its limit and never back, so the
 /// encoding depends on what the value held, not only on what it holds.
+///
+/// Both are kept in 32 bits (saturating: past 4 Gi the answer is the same for every
+/// limit that can matter), so that with a small collection's buffer they fit the
+/// allocator's next smaller size class: every small hash and sorted set carries one.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Peaks {
     /// The most elements held at once.
-    pub entries: usize,
+    entries: u32,
     /// The longest element (a hash's field or value, a sorted set's member) added.
-    pub longest: usize,
+    longest: u32,
+}
+
+/// `n` in 32 bits, saturating.
+fn saturating_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 impl Peaks {
+    /// Peaks of `entries` elements whose longest is `longest` bytes.
+    pub fn new(entries: usize, longest: usize) -> Peaks {
+        Peaks {
+            entries: saturating_u32(entries),
+            longest: saturating_u32(longest),
+        }
+    }
+
     /// Records an addition: `entries` held now, an element of `len` bytes.
     pub fn saw(&mut self, entries: usize, len: usize) {
-        self.entries = self.entries.max(entries);
-        self.longest = self.longest.max(len);
+        self.entries = self.entries.max(saturating_u32(entries));
+        self.longest = self.longest.max(saturating_u32(len));
+    }
+
+    /// The most elements held at once (saturated at `u32::MAX`).
+    pub fn entries(&self) -> usize {
+        self.entries as usize
     }
 
     /// Whether Redis would still hold the value in its compact encoding under these
     /// limits, the value now being `now`.
     pub fn within(&self, now: Peaks, max_entries: usize, max_len: usize) -> bool {
-        self.entries.max(now.entries) <= max_entries && self.longest.max(now.longest) <= max_len
+        self.entries.max(now.entries) as usize <= max_entries
+            && self.longest.max(now.longest) as usize <= max_len
     }
 }
 
@@ -169,5 +192,14 @@ mod tests {
     fn small_entries() {
         assert_eq!(std::mem::size_of::<Value>(), 24);
         assert_eq!(std::mem::size_of::<Entry>(), 40);
+    }
+
+    /// A small hash or sorted set is its boxed value and its buffer: the box must stay
+    /// within 40 bytes, which glibc's allocator serves from 48-byte chunks (48 bytes
+    /// take 64, a sixth of a 10-field hash's whole cost).
+    #[test]
+    fn small_collections_box_within_40_bytes() {
+        assert!(std::mem::size_of::<crate::store::HashValue>() <= 40);
+        assert!(std::mem::size_of::<crate::store::ZSet>() <= 40);
     }
 }

@@ -235,10 +235,10 @@ impl ZSet {
     /// Whether Redis would still hold it as a `listpack` under these limits: it converts
     /// to a skiplist once the set outgrows them, and never back.
     pub fn is_listpack(&self, max_entries: usize, max_value: usize) -> bool {
-        let now = Peaks {
-            entries: self.len(),
-            longest: self.iter().map(|(m, _)| m.len()).max().unwrap_or(0),
-        };
+        let now = Peaks::new(
+            self.len(),
+            self.iter().map(|(m, _)| m.len()).max().unwrap_or(0),
+        );
         self.peaks.within(now, max_entries, max_value)
     }
 
