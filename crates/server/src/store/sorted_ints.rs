@@ -2,21 +2,30 @@
 //! that holds the widest of them, as Redis's intset: a set of small integers takes a
 //! quarter of the bytes of a `Vec<i64>`. Adding one that needs more bytes rewrites the
 //! others wider, once (Redis's upgrade); nothing narrows again.
+//!
+//! Up to [`INLINE`] bytes (20 small integers) are held inline, in the room the set's
+//! other form (a map) takes anyway: a small set of integers is then one allocation, as
+//! Redis's intset is, instead of two.
+
+use smallvec::SmallVec;
+
+/// Bytes held without an allocation of their own.
+pub const INLINE: usize = 40;
 
 /// See the module docs.
 #[derive(Debug, Clone)]
 pub struct SortedInts {
-    /// Bytes per integer: 2, 4 or 8.
-    width: usize,
     /// The integers, little-endian, `width` bytes each.
-    bytes: Vec<u8>,
+    bytes: SmallVec<[u8; INLINE]>,
+    /// Bytes per integer: 2, 4 or 8.
+    width: u8,
 }
 
 impl Default for SortedInts {
     fn default() -> Self {
         SortedInts {
             width: 2,
-            bytes: Vec::new(),
+            bytes: SmallVec::new(),
         }
     }
 }
@@ -53,24 +62,33 @@ impl SortedInts {
     pub fn with_capacity(capacity: usize) -> SortedInts {
         SortedInts {
             width: 2,
-            bytes: Vec::with_capacity(2 * capacity),
+            bytes: SmallVec::with_capacity(2 * capacity),
         }
     }
 
     /// Integers already ascending and distinct.
     pub fn from_sorted(ints: &[i64]) -> SortedInts {
         let width = ints.iter().map(|&n| width_of(n)).max().unwrap_or(2);
-        let mut bytes = vec![0u8; width * ints.len()];
+        let mut bytes = SmallVec::from_elem(0u8, width * ints.len());
         for (slot, &n) in bytes.chunks_exact_mut(width).zip(ints) {
             write(slot, n);
         }
-        SortedInts { width, bytes }
+        SortedInts {
+            width: width as u8,
+            bytes,
+        }
     }
 
     /// How many it holds.
     #[inline]
     pub fn len(&self) -> usize {
-        self.bytes.len() / self.width
+        self.bytes.len() / self.width()
+    }
+
+    /// Bytes per integer.
+    #[inline]
+    fn width(&self) -> usize {
+        usize::from(self.width)
     }
 
     /// Whether it holds none.
@@ -82,13 +100,14 @@ impl SortedInts {
     /// The integer at position `i`.
     #[inline]
     pub fn get(&self, i: usize) -> Option<i64> {
-        let at = i.checked_mul(self.width)?;
-        self.bytes.get(at..at + self.width).map(read)
+        let width = self.width();
+        let at = i.checked_mul(width)?;
+        self.bytes.get(at..at + width).map(read)
     }
 
     /// Where `n` is (`Ok`) or would go (`Err`).
     pub fn search(&self, n: i64) -> Result<usize, usize> {
-        if width_of(n) > self.width {
+        if width_of(n) > self.width() {
             // Wider than every member: beyond one end.
             return Err(if n < 0 { 0 } else { self.len() });
         }
@@ -117,46 +136,53 @@ impl SortedInts {
 
     /// Puts `n` at position `at`, where [`SortedInts::search`] said it goes.
     pub fn insert_at(&mut self, at: usize, n: i64) {
-        if width_of(n) > self.width {
+        if width_of(n) > self.width() {
             self.widen(width_of(n));
         }
-        let width = self.width;
+        let width = self.width();
         if self.bytes.len() == self.bytes.capacity() {
             // By an eighth: the vector is the set's memory.
             self.bytes.reserve_exact((self.bytes.len() / 8).max(width));
         }
         let start = at * width;
         self.bytes
-            .splice(start..start, std::iter::repeat_n(0, width));
-        write(&mut self.bytes[start..start + width], n);
+            .insert_from_slice(start, &n.to_le_bytes()[..width]);
     }
 
     /// Rewrites every integer in `width` bytes.
     fn widen(&mut self, width: usize) {
         let ints: Vec<i64> = self.iter().collect();
-        let mut bytes = Vec::with_capacity(width * (ints.len() + 1));
+        let mut bytes = SmallVec::with_capacity(width * (ints.len() + 1));
         for n in ints {
             bytes.extend_from_slice(&n.to_le_bytes()[..width]);
         }
-        *self = SortedInts { width, bytes };
+        *self = SortedInts {
+            width: width as u8,
+            bytes,
+        };
     }
 
     /// Removes and returns the integer at position `i`.
     pub fn remove_at(&mut self, i: usize) -> Option<i64> {
         let n = self.get(i)?;
-        let start = i * self.width;
-        self.bytes.drain(start..start + self.width);
+        let width = self.width();
+        let start = i * width;
+        self.bytes.drain(start..start + width);
         Some(n)
     }
 
     /// Ascending.
     pub fn iter(&self) -> Iter<'_> {
-        Iter(self.bytes.chunks_exact(self.width))
+        Iter(self.bytes.chunks_exact(self.width()))
     }
 
-    /// Bytes it holds on the heap.
+    /// Bytes it holds on the heap (none while inline).
     pub fn heap_size(&self) -> usize {
-        self.bytes.capacity()
+        if self.bytes.spilled() {
+            self.bytes.capacity()
+        } else {
+            0
+        }
     }
 }
 
@@ -225,12 +251,29 @@ mod tests {
         let mut ints = SortedInts::default();
         ints.insert(5);
         ints.insert(-7);
-        assert!(ints.heap_size() >= 4);
         assert_eq!(ints.bytes.len(), 4);
         ints.insert(70_000);
         assert_eq!(ints.bytes.len(), 12);
         ints.insert(i64::MIN);
         assert_eq!(ints.bytes.len(), 32);
         assert_eq!(ints.iter().collect::<Vec<_>>(), [i64::MIN, -7, 5, 70_000]);
+    }
+
+    /// Small sets take no allocation of their own; past `INLINE` bytes they move to
+    /// the heap whole.
+    #[test]
+    fn inline_until_it_outgrows_the_room() {
+        let mut ints = SortedInts::default();
+        for n in 0..(INLINE / 2) as i64 {
+            ints.insert(n);
+        }
+        assert_eq!(ints.heap_size(), 0);
+        ints.insert(-1);
+        assert!(ints.heap_size() > INLINE);
+        assert_eq!(
+            ints.iter().collect::<Vec<_>>(),
+            (-1..(INLINE / 2) as i64).collect::<Vec<_>>()
+        );
+        assert_eq!(SortedInts::from_sorted(&[1, 2, 3]).heap_size(), 0);
     }
 }
