@@ -24,9 +24,10 @@ pub struct SetValue {
     repr: Repr,
     /// A member that is not an integer was added once.
     had_text: bool,
-    /// The most members it held (an intset has no length limit of its members, so
-    /// [`super::value::Peaks`]' longest is not kept): 32 bits, saturating, keep the struct within
-    /// 72 bytes, which glibc serves from 80-byte chunks (73 take 96).
+    /// The most members it held (an intset has no length limit of its members, so no
+    /// longest member is kept, as [`super::value::Peaks`] keeps one). In 32 bits,
+    /// saturating, so the struct stays within 72 bytes: glibc serves those from
+    /// 80-byte chunks, and 73 from 96.
     most_members: u32,
 }
 
