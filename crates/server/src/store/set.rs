@@ -13,7 +13,7 @@ use indexmap::IndexSet;
 
 use super::compact::CompactBytes;
 use super::sorted_ints::{self, SortedInts};
-use super::value::{canonical_int, Hasher};
+use super::value::{canonical_int, saturating_u32, Hasher};
 
 /// Integers a set holds as a vector at most (Redis's default `set-max-intset-entries`).
 pub const INTS_MAX: usize = 512;
@@ -274,8 +274,7 @@ impl SetValue {
 
     /// Records that it holds `members` now.
     fn saw_members(&mut self, members: usize) {
-        let members = u32::try_from(members).unwrap_or(u32::MAX);
-        self.most_members = self.most_members.max(members);
+        self.most_members = self.most_members.max(saturating_u32(members));
     }
 
     /// Whether Redis would still hold it as an `intset` under a limit of `max_entries`:

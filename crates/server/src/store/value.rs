@@ -35,7 +35,7 @@ pub struct Peaks {
 }
 
 /// `n` in 32 bits, saturating.
-fn saturating_u32(n: usize) -> u32 {
+pub(super) fn saturating_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
