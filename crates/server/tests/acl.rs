@@ -575,6 +575,34 @@ fn requirepass_sets_the_default_password_like_redis() {
     compare(S);
 }
 
+/// A refused EXEC answers EXECABORT with the refusal, in a transaction or not (Redis's
+/// `execCommandAbort`): after RESET dropped a client's MULTI and its login, EXEC says
+/// NOAUTH inside EXECABORT, as a client that queued commands expects.
+#[test]
+fn a_refused_exec_answers_execabort_like_redis() {
+    const S: &[Step] = &[
+        (0, &["CONFIG", "SET", "requirepass", "foo"], One),
+        (1, &["AUTH", "foo"], One),
+        (1, &["MULTI"], One),
+        (1, &["INCR", "counter"], One),
+        (1, &["RESET"], One),
+        (1, &["EXEC"], One),
+        (1, &["EXEC", "extra"], One),
+        (1, &["AUTH", "foo"], One),
+        (1, &["EXEC", "extra"], One),
+        (1, &["EXEC"], One),
+        (1, &["GET", "counter"], One),
+        (1, &["WATCH", "counter"], One),
+        (1, &["EXEC", "extra"], One),
+        (0, &["SET", "counter", "1"], One),
+        (1, &["MULTI"], One),
+        (1, &["GET", "counter"], One),
+        (1, &["EXEC"], One),
+        (0, &["CONFIG", "SET", "requirepass", ""], One),
+    ];
+    compare(S);
+}
+
 #[test]
 fn shrinking_channels_disconnects_subscribers_like_redis() {
     const S: &[Step] = &[

@@ -602,3 +602,33 @@ fn a_slot_being_migrated_serves_scripts_transactions_and_shard_subscribers() {
     sub.send(&["PING"]);
     assert_eq!(text(&sub.read().unwrap()), "pong ");
 }
+
+/// A node that forgets another (CLUSTER RESET, CLUSTER FORGET) closes both links with
+/// it, as Redis frees a deleted node's links: the other node, which still knows this
+/// one, connects again, but CLUSTER LINKS does not list that link until the two meet
+/// again (Jedis's test reads zero links right after a soft reset).
+#[test]
+fn a_forgotten_node_s_links_leave_cluster_links_like_redis() {
+    for redline in [true, false] {
+        let (a, b) = (cluster_node(redline), cluster_node(redline));
+        let mut ca = conn(a.port);
+        let b_id = text(&conn(b.port).cmd(&["CLUSTER", "MYID"]));
+        let links = |c: &mut common::Conn| match c.cmd(&["CLUSTER", "LINKS"]) {
+            Frame::Array(links) => links.len(),
+            other => panic!("CLUSTER LINKS: {other:?}"),
+        };
+        for forget in [
+            &["CLUSTER", "RESET", "SOFT"][..],
+            &["CLUSTER", "FORGET", &b_id],
+        ] {
+            ca.ok(&["CLUSTER", "MEET", "127.0.0.1", &b.port.to_string()]);
+            wait_until("both links up", || links(&mut conn(a.port)) == 2);
+            ca.ok(forget);
+            // b keeps pinging a, whose new inbound link stays nameless.
+            std::thread::sleep(Duration::from_millis(1500));
+            assert_eq!(links(&mut ca), 0, "redline {redline}, after {forget:?}");
+            // b forgets a too, so the next round meets afresh.
+            conn(b.port).ok(&["CLUSTER", "RESET", "SOFT"]);
+        }
+    }
+}

@@ -779,7 +779,14 @@ impl Gen {
         let w = |s: &str| s.as_bytes().to_vec();
         match self.rng.usize(..8) {
             0..=2 => vec![w("MULTI")],
-            3 | 4 => vec![w("EXEC")],
+            3 | 4 => {
+                let mut c = vec![w("EXEC")];
+                // A refused EXEC: EXECABORT in a transaction or not.
+                if self.chance(10) {
+                    c.push(w("x"));
+                }
+                c
+            }
             5 => vec![w("DISCARD")],
             6 => {
                 let mut c = vec![w("WATCH")];

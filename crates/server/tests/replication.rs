@@ -2019,3 +2019,36 @@ fn log_lines_mark_the_role_as_redis() {
         "redis-server",
     );
 }
+
+/// What a master reads to rewrite a write for its replicas (a RESTORE's deadline, an
+/// INCRBYFLOAT's result) is not a use of the key: RESTORE IDLETIME and FREQ still read
+/// back as given with a replica attached, on both servers.
+#[test]
+fn the_stream_s_rewrites_leave_a_key_s_idle_time_and_frequency() {
+    let check = |master: u16, replica: u16| {
+        let mut r = conn(replica);
+        r.ok(&["REPLICAOF", "127.0.0.1", &master.to_string()]);
+        wait_link_up(replica);
+        let mut m = conn(master);
+        m.ok(&["SET", "from", "a"]);
+        let Frame::Bulk(payload) = m.cmd(&["DUMP", "from"]) else {
+            panic!("DUMP gave no payload");
+        };
+        let restore = |m: &mut Conn, key: &str, tail: &[&str]| {
+            let mut args: Vec<&[u8]> = vec![b"RESTORE", key.as_bytes(), b"100000", &payload];
+            args.push(b"REPLACE");
+            args.extend(tail.iter().map(|a| a.as_bytes()));
+            assert_eq!(m.cmd(&args), Frame::Simple("OK".into()), "{key} {tail:?}");
+        };
+        restore(&mut m, "idle", &["IDLETIME", "1000"]);
+        assert_eq!(m.cmd(&["OBJECT", "IDLETIME", "idle"]), Frame::Integer(1000));
+        m.ok(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]);
+        restore(&mut m, "hot", &["FREQ", "100"]);
+        assert_eq!(m.cmd(&["OBJECT", "FREQ", "hot"]), Frame::Integer(100));
+        m.ok(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+    };
+    let (master, replica) = (redline(&[]), redline(&[]));
+    check(master.port(), replica.port());
+    let (master, replica) = (redis(&[]), redis(&[]));
+    check(master.port(), replica.port());
+}

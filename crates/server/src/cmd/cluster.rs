@@ -560,7 +560,7 @@ fn forget(shared: &Shared, name: &[u8]) -> Result<(), CmdError> {
         );
         state.del_node(&id);
     });
-    shared.cluster.bus.drop_link(&id);
+    shared.cluster.bus.forget(&id);
     Ok(())
 }
 
@@ -660,7 +660,7 @@ fn reset(ctx: &Ctx<'_>, hard: bool) -> Result<(), CmdError> {
         others
     });
     for id in others {
-        shared.cluster.bus.drop_link(&id);
+        shared.cluster.bus.forget(&id);
     }
     Ok(())
 }

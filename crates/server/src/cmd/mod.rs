@@ -975,15 +975,20 @@ fn note_written_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ok: 
 /// A refusal of a known command: counted as its rejected call (INFO commandstats).
 fn reject_spec(ctx: &mut Ctx<'_>, spec: &'static CommandSpec, error: CmdError) -> CmdResult {
     ctx.client.cmdstats.rejected(spec.name);
-    if spec.name == "exec" && ctx.client.multi.is_some() {
-        // A refused EXEC ends the transaction (Redis's `execCommandAbort`).
+    if spec.name == "exec" {
+        // A refused EXEC ends the transaction, and answers EXECABORT even outside one
+        // (Redis's `execCommandAbort`): a client that lost its MULTI to RESET or a
+        // reconnect learns why its transaction did not run.
         ctx.client.multi = None;
         ctx.client.multi_failed = false;
         tx::unwatch_all(ctx.shared, ctx.client);
+        // Redis formats these refusals without the `ERR ` that its plain error replies
+        // add, so only codes such as NOAUTH or OOM show inside EXECABORT.
         let text = String::from_utf8_lossy(error.text()).into_owned();
+        let text = text.trim_start_matches('-');
         return Err(CmdError::Owned(format!(
             "EXECABORT Transaction discarded because of: {}",
-            text.trim_start_matches('-')
+            text.strip_prefix("ERR ").unwrap_or(text)
         )));
     }
     reject(ctx, error)

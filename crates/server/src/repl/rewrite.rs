@@ -8,7 +8,8 @@
 //!
 //! The rules read the result where it is: in the shards, still held by the command
 //! (`crate::cmd` runs a propagating command with its shards held until its effects are
-//! appended), or in the reply the command just wrote.
+//! appended), or in the reply the command just wrote. Reading a key here is not a use
+//! of it: OBJECT IDLETIME, LFU counts and INFO's hits and misses never see these reads.
 
 use bytes::Bytes;
 use redline_resp::{Frame, RequestDecoder};
@@ -110,14 +111,14 @@ fn deadline_or_del(ctx: &mut Ctx<'_>, key: &Bytes) -> Vec<Bytes> {
 /// The key's deadline as text: `None` when the key is missing, `Some(None)` when it
 /// has none.
 fn deadline(ctx: &mut Ctx<'_>, key: &[u8]) -> Option<Option<Bytes>> {
-    let mut shard = ctx.lock(key);
-    let entry = shard.get(key)?;
+    let shard = ctx.lock(key);
+    let entry = shard.peek(key)?;
     Some((entry.expires_at != 0).then(|| Bytes::from(entry.expires_at.to_string())))
 }
 
 fn string_value(ctx: &mut Ctx<'_>, key: &[u8]) -> Option<Bytes> {
-    let mut shard = ctx.lock(key);
-    let entry = shard.get(key)?;
+    let shard = ctx.lock(key);
+    let entry = shard.peek(key)?;
     let mut out = None;
     entry
         .value
@@ -176,7 +177,7 @@ fn spop(ctx: &mut Ctx<'_>, key: Bytes, reply: &[u8]) -> Vec<Vec<Bytes>> {
             .collect(),
         _ => Vec::new(),
     };
-    let exists = ctx.lock(&key).contains(&key);
+    let exists = ctx.lock(&key).peek(&key).is_some();
     if !exists && members.len() > 1 {
         return vec![vec![word("DEL"), key]];
     }
@@ -270,8 +271,8 @@ fn trim_exact(ctx: &mut Ctx<'_>, key: &Bytes, mut head: Vec<Bytes>) -> Vec<Bytes
 /// server applies the same way, whatever its node layout (approximate trimming depends
 /// on it).
 fn exact_trim(ctx: &mut Ctx<'_>, key: &[u8]) -> Vec<Bytes> {
-    let mut shard = ctx.lock(key);
-    let first = shard.get(key).and_then(|e| match &e.value {
+    let shard = ctx.lock(key);
+    let first = shard.peek(key).and_then(|e| match &e.value {
         Value::Stream(s) => s
             .range(
                 crate::store::stream::StreamId::MIN,

@@ -595,6 +595,13 @@ impl Shard {
         presence(&self.map, key) == Presence::Live
     }
 
+    /// The live entry of `key` as the server reads it for itself (a write's
+    /// propagation): no use recorded, no hit or miss counted, no event, nothing
+    /// reclaimed, so a client's OBJECT IDLETIME and INFO never see it.
+    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+        self.map.get(key).filter(|e| !e.is_stale(now_ms()))
+    }
+
     /// A random live key (expired ones met on the way are reclaimed).
     pub fn random_key(&mut self) -> Option<CompactBytes> {
         while !self.map.is_empty() {

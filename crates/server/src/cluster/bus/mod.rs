@@ -171,7 +171,16 @@ impl Bus {
         self.inbound.lock().retain(|_, link| !over("from", link));
     }
 
-    /// Closes every link (CLUSTER RESET, shutdown).
+    /// Closes both links with `node`, which this node no longer knows (CLUSTER FORGET,
+    /// CLUSTER RESET), as Redis frees a deleted node's links: if `node` still knows
+    /// this one it connects again, and that link stays nameless (CLUSTER LINKS leaves
+    /// it out) until `node` is met again.
+    pub fn forget(&self, node: &NodeId) {
+        self.drop_link(node);
+        self.drop_inbound(node);
+    }
+
+    /// Closes every link (when the bus stops listening).
     pub fn drop_all(&self) {
         for (_, link) in self.outbound.lock().drain() {
             link.abort();
