@@ -254,6 +254,35 @@ def key_spec(raw, pad):
     ]
 
 
+def doc_arg(raw, pad):
+    """One documented argument as a `DocArg` builder chain, one argument a line (the
+    fields Redis omits when unset are left at their defaults)."""
+    a = pairs(raw)
+    out = "DocArg::new(%s, %s)" % (rust_str(a["name"]), rust_str(a["type"]))
+    if "key_spec_index" in a:
+        out += ".key_spec(%d)" % a["key_spec_index"]
+    for field in ("token", "summary", "since", "deprecated_since"):
+        if field in a:
+            out += ".%s(%s)" % (field, rust_str(a[field]))
+    if a.get("flags"):
+        out += ".flags(&[%s])" % ", ".join(rust_str(f) for f in a["flags"])
+    if "arguments" in a:
+        out += ".arguments(&[\n%s%s])" % (
+            doc_args(a["arguments"], pad + "    "), pad)
+    return pad + out + ",\n"
+
+
+def doc_args(args, pad):
+    return "".join(doc_arg(a, pad) for a in args)
+
+
+def listed(items, pad):
+    """A slice literal, one item a line."""
+    if not items:
+        return "&[]"
+    return "&[\n%s%s]" % ("".join(pad + "    " + i + ",\n" for i in items), pad)
+
+
 def command(info, docs, hidden, depth, ids):
     name, arity, flags, first, last, step, cats, tips, specs, subs = info
     flags = list(flags) + sorted(hidden.get(name, ()))
@@ -290,6 +319,15 @@ def command(info, docs, hidden, depth, ids):
         pad + "        since: %s," % rust_str(doc.get("since", "")),
         pad + "        group: %s," % rust_str(doc.get("group", "")),
         pad + "        complexity: %s," % rust_str(doc.get("complexity", "")),
+        pad + "        doc_flags: &[%s]," % ", ".join(rust_str(f) for f in doc.get("doc_flags", [])),
+        pad + "        deprecated_since: %s," % rust_str(doc.get("deprecated_since", "")),
+        pad + "        replaced_by: %s," % rust_str(doc.get("replaced_by", "")),
+        pad + "        history: %s," % listed(
+            ["(%s, %s)" % (rust_str(v), rust_str(c)) for v, c in doc.get("history", [])],
+            pad + "        "),
+        pad + "        arguments: %s," % (
+            "&[\n%s%s]" % (doc_args(doc["arguments"], pad + "            "), pad + "        ")
+            if doc.get("arguments") else "&[]"),
         pad + "    },",
     ]
     if subs:
@@ -342,7 +380,9 @@ def main():
         "//! key-extraction procedures listed in the generator.",
         "",
         "use super::flags::{AclCategories as A, CommandFlags as F, KeySpecFlags as K};",
-        "use super::spec::{BeginSearch, CommandDocs, CommandSpec, FindKeys, GetKeysProc, KeySpec};",
+        "use super::spec::{",
+        "    BeginSearch, CommandDocs, CommandSpec, DocArg, FindKeys, GetKeysProc, KeySpec,",
+        "};",
         "",
         "/// Version of the redis-server this table was generated from.",
         "pub const REDIS_VERSION: &str = %s;" % rust_str(version),

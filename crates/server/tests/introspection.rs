@@ -928,3 +928,87 @@ fn renamed_commands_answer_as_in_redis() {
         assert_eq!(shape(&g), shape(&w), "{step:?}");
     }
 }
+
+/// The (field, value) pairs of a map reply: a RESP3 map, or RESP2's flat array.
+fn map_pairs(frame: &Frame) -> Vec<(String, &Frame)> {
+    match frame {
+        Frame::Map(pairs) => pairs.iter().map(|(k, v)| (text(k), v)).collect(),
+        Frame::Array(flat) => flat.chunks(2).map(|p| (text(&p[0]), &p[1])).collect(),
+        other => panic!("not a map: {other:?}"),
+    }
+}
+
+/// COMMAND DOCS's map of commands as text; Redis lists commands and subcommands in
+/// hash-table order, so those are sorted, and nothing else is.
+fn docs_by_name(frame: &Frame) -> String {
+    let mut entries: Vec<String> = map_pairs(frame)
+        .into_iter()
+        .map(|(name, docs)| format!("{name}: {}", docs_text(docs)))
+        .collect();
+    entries.sort();
+    entries.join("\n")
+}
+
+fn docs_text(docs: &Frame) -> String {
+    let fields: Vec<String> = map_pairs(docs)
+        .into_iter()
+        .map(|(field, value)| match field.as_str() {
+            "subcommands" => format!("subcommands {{{}}}", docs_by_name(value)),
+            "arguments" => format!("arguments [{}]", args_text(value)),
+            _ => format!("{field} {}", common::show(value)),
+        })
+        .collect();
+    fields.join("; ")
+}
+
+fn args_text(args: &Frame) -> String {
+    items(args.clone())
+        .iter()
+        .map(|arg| {
+            let fields: Vec<String> = map_pairs(arg)
+                .into_iter()
+                .map(|(field, value)| match field.as_str() {
+                    "arguments" => format!("arguments [{}]", args_text(value)),
+                    _ => format!("{field} {}", common::show(value)),
+                })
+                .collect();
+            format!("{{{}}}", fields.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// COMMAND DOCS is Redis's, field for field, in RESP2 and RESP3: summaries, doc flags,
+/// deprecation, history, the argument trees and subcommands (redis-cli 7.2 builds its
+/// hints from them; clients such as Jedis read the history), for every command, a
+/// subcommand by its full name, and the whole table.
+#[test]
+fn command_docs_match_redis() {
+    let redis = RedisServer::start().unwrap();
+    let ours = Redline::start();
+    for proto in ["2", "3"] {
+        let mut theirs = Conn::connect(redis.addr());
+        let mut mine = Conn::connect(ours.addr);
+        theirs.cmd(&["HELLO", proto]);
+        mine.cmd(&["HELLO", proto]);
+        let mut names: Vec<String> = items(theirs.cmd(&["COMMAND", "LIST"]))
+            .iter()
+            .map(text)
+            .collect();
+        names.sort();
+        names.extend(["config|get", "CLIENT|Kill", "nosuch", "get|x"].map(String::from));
+        for name in &names {
+            let expected = docs_by_name(&theirs.cmd(&["COMMAND", "DOCS", name]));
+            let got = docs_by_name(&mine.cmd(&["COMMAND", "DOCS", name]));
+            assert_eq!(got, expected, "COMMAND DOCS {name}, RESP{proto}");
+        }
+        let expected = docs_by_name(&theirs.cmd(&["COMMAND", "DOCS"]));
+        let got = docs_by_name(&mine.cmd(&["COMMAND", "DOCS"]));
+        assert!(got == expected, "COMMAND DOCS, RESP{proto}");
+        let several = ["COMMAND", "DOCS", "set", "nosuch", "get"];
+        assert_eq!(
+            docs_by_name(&mine.cmd(&several)),
+            docs_by_name(&theirs.cmd(&several))
+        );
+    }
+}

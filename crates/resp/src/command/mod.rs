@@ -38,7 +38,7 @@ pub use flags::{AclCategories, CommandFlags, KeySpecFlags};
 pub use keys::{getkeys, keys, keys_and_flags, keys_into, shard_channels, KeysError};
 pub use lookup::{all, lookup, lookup_subcommand, position_const, resolve, COMMANDS, ENTRY_COUNT};
 pub use per_entry::PerEntry;
-pub use spec::{BeginSearch, CommandDocs, CommandSpec, FindKeys, GetKeysProc, KeySpec};
+pub use spec::{BeginSearch, CommandDocs, CommandSpec, DocArg, FindKeys, GetKeysProc, KeySpec};
 pub use table::REDIS_VERSION;
 
 /// True when `spec` may modify the keyspace (the `write` flag): the server refuses it on a

@@ -227,8 +227,18 @@ pub enum GetKeysProc {
     Bitfield,
 }
 
-/// The short documentation of a command, from `COMMAND DOCS` (arguments and history left
-/// out).
+/// The documentation of a command, as `COMMAND DOCS` gives it. An empty string or list
+/// is a field Redis leaves out.
+///
+/// ```
+/// use redline_resp::command;
+///
+/// let set = command::lookup(b"set").unwrap();
+/// assert_eq!(set.docs.since, "1.0.0");
+/// assert_eq!(set.docs.history[0].0, "2.6.12");
+/// assert_eq!(set.docs.arguments[0].name, "key");
+/// assert_eq!(set.docs.arguments[0].key_spec_index, Some(0));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommandDocs {
     /// One-line summary.
@@ -239,4 +249,100 @@ pub struct CommandDocs {
     pub group: &'static str,
     /// Time complexity, as Redis documents it.
     pub complexity: &'static str,
+    /// `deprecated` and `syscmd`, the ones that apply.
+    pub doc_flags: &'static [&'static str],
+    /// The version that deprecated it.
+    pub deprecated_since: &'static str,
+    /// What replaces it, when deprecated.
+    pub replaced_by: &'static str,
+    /// Its changes, oldest first: (version, what changed).
+    pub history: &'static [(&'static str, &'static str)],
+    /// Its arguments, in order.
+    pub arguments: &'static [DocArg],
+}
+
+/// One documented argument of a command (`COMMAND DOCS`'s `arguments`); a `oneof` or
+/// `block` holds its own. An empty string or list is a field Redis leaves out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DocArg {
+    /// Its name.
+    pub name: &'static str,
+    /// `string`, `integer`, `double`, `key`, `pattern`, `unix-time`, `pure-token`,
+    /// `oneof` or `block`.
+    pub kind: &'static str,
+    /// For a key, the index of its key spec.
+    pub key_spec_index: Option<u8>,
+    /// The literal word that introduces it (`EX`, `LIMIT`; MIGRATE's `""` stands for no
+    /// key, so an empty token is still one).
+    pub token: Option<&'static str>,
+    /// What it does.
+    pub summary: &'static str,
+    /// The version that added it.
+    pub since: &'static str,
+    /// The version that deprecated it.
+    pub deprecated_since: &'static str,
+    /// `optional`, `multiple`, `multiple_token`: the ones that apply.
+    pub flags: &'static [&'static str],
+    /// The arguments of a `oneof` or `block`.
+    pub arguments: &'static [DocArg],
+}
+
+impl DocArg {
+    /// An argument with only its name and kind; the methods below add the rest, so the
+    /// generated table states only what Redis documents.
+    pub const fn new(name: &'static str, kind: &'static str) -> DocArg {
+        DocArg {
+            name,
+            kind,
+            key_spec_index: None,
+            token: None,
+            summary: "",
+            since: "",
+            deprecated_since: "",
+            flags: &[],
+            arguments: &[],
+        }
+    }
+
+    /// With the index of its key spec.
+    pub const fn key_spec(mut self, index: u8) -> DocArg {
+        self.key_spec_index = Some(index);
+        self
+    }
+
+    /// With the word that introduces it.
+    pub const fn token(mut self, token: &'static str) -> DocArg {
+        self.token = Some(token);
+        self
+    }
+
+    /// With what it does.
+    pub const fn summary(mut self, summary: &'static str) -> DocArg {
+        self.summary = summary;
+        self
+    }
+
+    /// With the version that added it.
+    pub const fn since(mut self, since: &'static str) -> DocArg {
+        self.since = since;
+        self
+    }
+
+    /// With the version that deprecated it.
+    pub const fn deprecated_since(mut self, version: &'static str) -> DocArg {
+        self.deprecated_since = version;
+        self
+    }
+
+    /// With its flags.
+    pub const fn flags(mut self, flags: &'static [&'static str]) -> DocArg {
+        self.flags = flags;
+        self
+    }
+
+    /// With the arguments of a `oneof` or `block`.
+    pub const fn arguments(mut self, arguments: &'static [DocArg]) -> DocArg {
+        self.arguments = arguments;
+        self
+    }
 }

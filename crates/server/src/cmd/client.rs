@@ -66,7 +66,7 @@ fn client_getname(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 /// their handshake: this entry (flags and categories as Redis 7.2 has them) lets it go
 /// through the dispatcher's checks like any other subcommand.
 pub static CLIENT_SETINFO: redline_resp::command::CommandSpec = {
-    use redline_resp::command::{AclCategories, CommandDocs, CommandFlags, CommandSpec};
+    use redline_resp::command::{AclCategories, CommandDocs, CommandFlags, CommandSpec, DocArg};
     CommandSpec {
         name: "client|setinfo",
         id: CommandSpec::NO_ID,
@@ -88,6 +88,14 @@ pub static CLIENT_SETINFO: redline_resp::command::CommandSpec = {
             since: "7.2.0",
             group: "connection",
             complexity: "O(1)",
+            doc_flags: &[],
+            deprecated_since: "",
+            replaced_by: "",
+            history: &[],
+            arguments: &[DocArg::new("attr", "oneof").arguments(&[
+                DocArg::new("libname", "string").token("LIB-NAME"),
+                DocArg::new("libver", "string").token("LIB-VER"),
+            ])],
         },
         subcommands: &[],
     }

@@ -2,7 +2,7 @@
 //! shared command table.
 
 use bytes::Bytes;
-use redline_resp::command::{self, BeginSearch, CommandSpec, FindKeys, KeysError};
+use redline_resp::command::{self, BeginSearch, CommandSpec, DocArg, FindKeys, KeysError};
 use redline_resp::{encode, Protocol};
 
 use super::reply::{CmdError, CmdResult, SYNTAX};
@@ -226,18 +226,112 @@ fn command_docs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     encode::write_map_len(ctx.out, proto, specs.len());
     for spec in specs {
         encode::write_bulk(ctx.out, spec.name.as_bytes());
-        encode::write_map_len(ctx.out, proto, 4);
-        for (field, value) in [
-            ("summary", spec.docs.summary),
-            ("since", spec.docs.since),
-            ("group", spec.docs.group),
-            ("complexity", spec.docs.complexity),
-        ] {
-            encode::write_bulk(ctx.out, field.as_bytes());
-            encode::write_bulk(ctx.out, value.as_bytes());
-        }
+        write_command_docs(ctx.out, proto, spec);
     }
     Ok(())
+}
+
+/// One command's documentation, as Redis's `addReplyCommandDocs` writes it: the fields
+/// it has, in Redis's order, then its subcommands' by their full names.
+fn write_command_docs(out: &mut bytes::BytesMut, proto: Protocol, spec: &CommandSpec) {
+    let docs = &spec.docs;
+    let texts = [
+        ("summary", docs.summary),
+        ("since", docs.since),
+        ("group", docs.group),
+        ("complexity", docs.complexity),
+    ];
+    let tail = [
+        ("deprecated_since", docs.deprecated_since),
+        ("replaced_by", docs.replaced_by),
+    ];
+    let fields = texts
+        .iter()
+        .chain(&tail)
+        .filter(|(_, v)| !v.is_empty())
+        .count()
+        + usize::from(!docs.doc_flags.is_empty())
+        + usize::from(!docs.history.is_empty())
+        + usize::from(!docs.arguments.is_empty())
+        + usize::from(!spec.subcommands.is_empty());
+    encode::write_map_len(out, proto, fields);
+    let write_texts = |out: &mut bytes::BytesMut, pairs: &[(&str, &str)]| {
+        for (field, value) in pairs.iter().filter(|(_, v)| !v.is_empty()) {
+            encode::write_bulk(out, field.as_bytes());
+            encode::write_bulk(out, value.as_bytes());
+        }
+    };
+    write_texts(out, &texts);
+    if !docs.doc_flags.is_empty() {
+        encode::write_bulk(out, b"doc_flags");
+        write_status_set(out, proto, docs.doc_flags.iter().copied(), "");
+    }
+    write_texts(out, &tail);
+    if !docs.history.is_empty() {
+        encode::write_bulk(out, b"history");
+        encode::write_set_len(out, proto, docs.history.len());
+        for (version, change) in docs.history {
+            encode::write_array_len(out, 2);
+            encode::write_bulk(out, version.as_bytes());
+            encode::write_bulk(out, change.as_bytes());
+        }
+    }
+    if !docs.arguments.is_empty() {
+        encode::write_bulk(out, b"arguments");
+        write_doc_args(out, proto, docs.arguments);
+    }
+    if !spec.subcommands.is_empty() {
+        encode::write_bulk(out, b"subcommands");
+        encode::write_map_len(out, proto, spec.subcommands.len());
+        for sub in spec.subcommands {
+            encode::write_bulk(out, sub.name.as_bytes());
+            write_command_docs(out, proto, sub);
+        }
+    }
+}
+
+/// Documented arguments, as Redis's `addReplyCommandArgList` writes them.
+fn write_doc_args(out: &mut bytes::BytesMut, proto: Protocol, args: &[DocArg]) {
+    encode::write_array_len(out, args.len());
+    for arg in args {
+        let texts = [
+            ("summary", arg.summary),
+            ("since", arg.since),
+            ("deprecated_since", arg.deprecated_since),
+        ];
+        let nested = matches!(arg.kind, "oneof" | "block");
+        let fields = 2
+            + usize::from(arg.key_spec_index.is_some())
+            + usize::from(arg.token.is_some())
+            + texts.iter().filter(|(_, v)| !v.is_empty()).count()
+            + usize::from(!arg.flags.is_empty())
+            + usize::from(nested);
+        encode::write_map_len(out, proto, fields);
+        encode::write_bulk(out, b"name");
+        encode::write_bulk(out, arg.name.as_bytes());
+        encode::write_bulk(out, b"type");
+        encode::write_bulk(out, arg.kind.as_bytes());
+        if let Some(index) = arg.key_spec_index {
+            encode::write_bulk(out, b"key_spec_index");
+            encode::write_integer(out, i64::from(index));
+        }
+        if let Some(token) = arg.token {
+            encode::write_bulk(out, b"token");
+            encode::write_bulk(out, token.as_bytes());
+        }
+        for (field, value) in texts.iter().filter(|(_, v)| !v.is_empty()) {
+            encode::write_bulk(out, field.as_bytes());
+            encode::write_bulk(out, value.as_bytes());
+        }
+        if !arg.flags.is_empty() {
+            encode::write_bulk(out, b"flags");
+            write_status_set(out, proto, arg.flags.iter().copied(), "");
+        }
+        if nested {
+            encode::write_bulk(out, b"arguments");
+            write_doc_args(out, proto, arg.arguments);
+        }
+    }
 }
 
 fn keys_error(e: KeysError) -> CmdError {
