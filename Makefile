@@ -7,7 +7,7 @@ CARGO ?= cargo
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat compat-redis-py compat-go-redis compat-hiredis
+.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat compat-redis-py compat-go-redis compat-hiredis compat-jedis
 
 help:
 	@echo "make run    build in release and run redline bench against its embedded redline-server (ping/set/get/mixed, P=1 and P=16,"
@@ -32,6 +32,8 @@ help:
 	@echo "            redis.conf when REDIS_SRC is given); writes compat/REPORT-go-redis.md"
 	@echo "make compat-hiredis HIREDIS_SRC=<hiredis v1.2.0 checkout>  hiredis's test.sh (TCP, Unix socket,"
 	@echo "            TLS) against redis-server and redline-server; writes compat/REPORT-hiredis.md"
+	@echo "make compat-jedis JEDIS_SRC=<jedis v5.1.5 checkout>  Jedis's JUnit tests (its Makefile's servers)"
+	@echo "            against redis-server and redline-server; writes compat/REPORT-jedis.md"
 	@echo "make fuzz   run every cargo-fuzz target for FUZZ_SECONDS (default 60) each, on nightly"
 
 # Tests start their own redis-server and redis-sentinel processes on free ports, so the
@@ -182,3 +184,12 @@ compat-hiredis: deps
 	  { echo "usage: make compat-hiredis HIREDIS_SRC=<hiredis checkout at tag v1.2.0>" >&2; exit 2; }
 	$(CARGO) build --release -p redline-server
 	python3 compat/hiredis.py --hiredis-src "$(HIREDIS_SRC)" --redline-bin target/release/redline-server
+
+# Jedis's own tests (a checkout at tag v5.1.5): its Makefile starts the servers by the
+# name redis-server on fixed ports (6379-6389, 6400, 7379-7383, 26379-26383); writes
+# compat/REPORT-jedis.md. Needs a JDK, Maven (Maven Central reachable) and gcc.
+compat-jedis: deps
+	@test -n "$(JEDIS_SRC)" -a -f "$(JEDIS_SRC)/pom.xml" || \
+	  { echo "usage: make compat-jedis JEDIS_SRC=<jedis checkout at tag v5.1.5>" >&2; exit 2; }
+	$(CARGO) build --release -p redline-server
+	python3 compat/jedis.py --jedis-src "$(JEDIS_SRC)" --redline-bin target/release/redline-server

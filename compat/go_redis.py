@@ -6,8 +6,8 @@ A third suite beside Redis's Tcl one and redis-py's: go-redis's Ginkgo specs sta
 own servers (`testdata/redis/src/redis-server` with `testdata/redis/redis.conf`): a
 main server, three ring shards, a 6-node cluster with replicas, and a master with two
 replicas watched by three Sentinels. This script puts a small launcher at that path
-which starts the server under test, or redis-server for a Sentinel (redline-server has
-no Sentinel mode, and the Sentinels are not what is tested), and runs the specs
+(suite_report.install_launcher), which starts the server under test, or redis-server
+for a Sentinel, and runs the specs
 (`go test -run TestGinkgoSuite`) once per server. The specs use fixed ports (6380,
 6390-6392, 8220-8225 and 9123-9128 for their servers; 6381 as a MIGRATE target nobody
 listens on), which must be free.
@@ -17,34 +17,22 @@ listens on), which must be free.
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from suite_report import passed, server_version, write_report
+from suite_report import install_launcher, launcher_env, print_counts, server_version, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "compat" / "REPORT-go-redis.md"
-LAUNCHER = """#!/bin/sh
-# Written by redline's compat/go_redis.py: the server under test is $GO_REDIS_SERVER;
-# a Sentinel is always redis-server's.
-for a in "$@"; do
-  if [ "$a" = "--sentinel" ]; then exec "${SENTINEL_SERVER:-redis-server}" "$@"; fi
-done
-exec "$GO_REDIS_SERVER" "$@"
-"""
 
 
-def install_launcher(src: Path, redis_conf: Path) -> None:
+def install_server(src: Path, redis_conf: Path) -> None:
     """The server binary and configuration file go-redis's specs start."""
     data = src / "testdata" / "redis"
-    (data / "src").mkdir(parents=True, exist_ok=True)
-    launcher = data / "src" / "redis-server"
-    launcher.write_text(LAUNCHER)
-    launcher.chmod(0o755)
+    install_launcher(data / "src" / "redis-server")
     if redis_conf:
         shutil.copyfile(redis_conf, data / "redis.conf")
     elif not (data / "redis.conf").exists():
@@ -54,9 +42,7 @@ def install_launcher(src: Path, redis_conf: Path) -> None:
 def run_specs(src: Path, name: str, binary: str, sentinel: str) -> tuple:
     """Outcome per spec (its containers and text) for one server, and the first line of
     each failure's message."""
-    server = os.path.abspath(binary) if os.sep in binary else shutil.which(binary) or binary
-    env = dict(os.environ, GO_REDIS_SERVER=server,
-               SENTINEL_SERVER=sentinel)
+    env = launcher_env(binary, sentinel)
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "report.json"
         subprocess.run(["go", "test", "-count=1", "-timeout", "20m", "-run", "TestGinkgoSuite",
@@ -79,8 +65,7 @@ def run_specs(src: Path, name: str, binary: str, sentinel: str) -> tuple:
             message = ((spec.get("Failure") or {}).get("Message") or "").strip()
             if outcomes[test] == "failed" and message:
                 reasons[test] = " ".join(message.split())[:200]
-    print(f"go_redis: {name}: {len(passed(outcomes))} passed, "
-          f"{sum(v == 'failed' for v in outcomes.values())} failed")
+    print_counts("go_redis", name, outcomes)
     return outcomes, reasons
 
 
@@ -96,7 +81,7 @@ def main():
     src = args.go_redis_src.resolve()
     if not (src / "main_test.go").exists() or not (src / "go.mod").exists():
         sys.exit(f"go_redis: {src} is not a go-redis checkout")
-    install_launcher(src, args.redis_conf)
+    install_server(src, args.redis_conf)
     redis, _ = run_specs(src, "redis-server", args.redis_bin, args.redis_bin)
     redline, reasons = run_specs(src, "redline-server", args.redline_bin, args.redis_bin)
     version = server_version(args.redis_bin)

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from suite_report import free_port, passed, server_version, write_report
+from suite_report import free_port, print_counts, server_version, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "compat" / "REPORT-hiredis.md"
@@ -42,9 +42,7 @@ def run_tests(src: Path, name: str, server: str):
                 m[3], "skipped")
     if not outcomes:
         sys.exit(f"hiredis: no test ran against {name}:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
-    print(f"hiredis: {name}: {len(passed(outcomes))} passed, "
-          f"{sum(v == 'failed' for v in outcomes.values())} failed, "
-          f"{sum(v == 'skipped' for v in outcomes.values())} skipped (exit {run.returncode})")
+    print_counts("hiredis", f"{name} (exit {run.returncode})", outcomes)
     return outcomes
 
 

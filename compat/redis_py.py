@@ -22,7 +22,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from suite_report import server_version, write_report
+from suite_report import print_counts, server_version, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / "target" / "redis-py-venv"
@@ -127,8 +127,7 @@ def run_suite(python: Path, src: Path, name: str, binary: str, cluster: bool) ->
             else:
                 outcomes[test] = "passed"
     name = f"{name} ({'cluster' if cluster else 'standalone'})"
-    print(f"redis_py: {name}: {sum(v == 'passed' for v in outcomes.values())} passed, "
-          f"{sum(v == 'failed' for v in outcomes.values())} failed")
+    print_counts("redis_py", name, outcomes)
     return outcomes
 
 

@@ -1,7 +1,9 @@
 """The side-by-side report of a client library's own test suite, run once against
-redis-server and once against redline-server (redis_py.py, go_redis.py, hiredis.py),
-and what those runners share."""
+redis-server and once against redline-server (redis_py.py, go_redis.py, hiredis.py,
+jedis.py), and what those runners share."""
 
+import os
+import shutil
 import socket
 import subprocess
 import time
@@ -24,8 +26,45 @@ def server_version(binary: str) -> str:
         return "unknown"
 
 
+LAUNCHER = """#!/bin/sh
+# Written by redline's compat runners: the server under test is $SERVER_UNDER_TEST;
+# a Sentinel is always redis-server's.
+for a in "$@"; do
+  if [ "$a" = "--sentinel" ]; then exec "${SENTINEL_SERVER:-redis-server}" "$@"; fi
+done
+exec "$SERVER_UNDER_TEST" "$@"
+"""
+
+
+def install_launcher(path: Path) -> None:
+    """A `redis-server` at `path` for suites that start servers by that name: it runs
+    $SERVER_UNDER_TEST, or $SENTINEL_SERVER for a Sentinel (redline-server has no
+    Sentinel mode, and the Sentinels are not what is tested)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(LAUNCHER)
+    path.chmod(0o755)
+
+
+def launcher_env(binary: str, sentinel: str) -> dict:
+    """The environment that points the launcher at `binary`, and at `sentinel` for a
+    Sentinel. Both are made absolute here: a suite may put the launcher itself first on
+    PATH under the name `redis-server`."""
+    def absolute(name: str) -> str:
+        return os.path.abspath(name) if os.sep in name else shutil.which(name) or name
+    return dict(os.environ, SERVER_UNDER_TEST=absolute(binary),
+                SENTINEL_SERVER=absolute(sentinel))
+
+
 def passed(outcomes: dict) -> set:
     return {test for test, outcome in outcomes.items() if outcome == "passed"}
+
+
+def print_counts(suite: str, server: str, outcomes: dict) -> None:
+    """One line: how many of the suite's tests passed, failed and were skipped."""
+    counts = {kind: sum(v == kind for v in outcomes.values())
+              for kind in ("passed", "failed", "skipped")}
+    print(f"{suite}: {server}: {counts['passed']} passed, {counts['failed']} failed, "
+          f"{counts['skipped']} skipped")
 
 
 def write_report(path: Path, title: str, how: str, versions: list, redis: dict,
