@@ -396,10 +396,10 @@ fn turning_the_aof_on_writes_in_the_background_and_shutdown_waits_for_it() {
 /// cuts share the shards.
 #[test]
 fn a_bgsave_during_a_full_sync_leaves_the_sync_s_cut_going() {
-    // 10 keys at 500 ms each: the sync's image takes 5 s, time enough for the BGSAVE
-    // to finish first on a loaded machine (at 300 ms it once did not, in a parallel
-    // test run beside release builds).
-    let (master, replica) = slow_full_sync(500_000, "yes");
+    // 10 keys at 1 s each: the sync's image takes 10 s, time enough for the BGSAVE to
+    // finish first on a loaded machine (at 300 ms it once did not, in a parallel test
+    // run beside release builds; at 500 ms once in a clean-clone `make test`).
+    let (master, replica) = slow_full_sync(1_000_000, "yes");
     let syncing = || {
         Server::cmd(&master, &["INFO", "replication"])
             .text()
@@ -416,7 +416,7 @@ fn a_bgsave_during_a_full_sync_leaves_the_sync_s_cut_going() {
     wait_for(2, "the BGSAVE", || dump.exists());
     assert!(syncing(), "the sync's cut was finished by the BGSAVE");
     // The sync completes on its own, with the dataset of its instant, then the stream.
-    wait_for(10, "the replica's sync", || {
+    wait_for(20, "the replica's sync", || {
         replica.cmd(&["DBSIZE"]).unwrap() == Reply::Integer(11)
     });
 }
