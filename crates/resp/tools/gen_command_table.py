@@ -267,13 +267,15 @@ def doc_arg(raw, pad):
     if a.get("flags"):
         out += ".flags(&[%s])" % ", ".join(rust_str(f) for f in a["flags"])
     if "arguments" in a:
-        out += ".arguments(&[\n%s%s])" % (
-            doc_args(a["arguments"], pad + "    "), pad)
+        out += ".arguments(%s)" % doc_args(a["arguments"], pad)
     return pad + out + ",\n"
 
 
 def doc_args(args, pad):
-    return "".join(doc_arg(a, pad) for a in args)
+    """A slice of `DocArg`s, one a line, indented one level below `pad`."""
+    if not args:
+        return "&[]"
+    return "&[\n%s%s]" % ("".join(doc_arg(a, pad + "    ") for a in args), pad)
 
 
 def listed(items, pad):
@@ -325,9 +327,7 @@ def command(info, docs, hidden, depth, ids):
         pad + "        history: %s," % listed(
             ["(%s, %s)" % (rust_str(v), rust_str(c)) for v, c in doc.get("history", [])],
             pad + "        "),
-        pad + "        arguments: %s," % (
-            "&[\n%s%s]" % (doc_args(doc["arguments"], pad + "            "), pad + "        ")
-            if doc.get("arguments") else "&[]"),
+        pad + "        arguments: %s," % doc_args(doc.get("arguments", []), pad + "        "),
         pad + "    },",
     ]
     if subs:

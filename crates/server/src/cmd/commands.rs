@@ -245,28 +245,19 @@ fn write_command_docs(out: &mut bytes::BytesMut, proto: Protocol, spec: &Command
         ("deprecated_since", docs.deprecated_since),
         ("replaced_by", docs.replaced_by),
     ];
-    let fields = texts
-        .iter()
-        .chain(&tail)
-        .filter(|(_, v)| !v.is_empty())
-        .count()
+    let fields = present(&texts)
+        + present(&tail)
         + usize::from(!docs.doc_flags.is_empty())
         + usize::from(!docs.history.is_empty())
         + usize::from(!docs.arguments.is_empty())
         + usize::from(!spec.subcommands.is_empty());
     encode::write_map_len(out, proto, fields);
-    let write_texts = |out: &mut bytes::BytesMut, pairs: &[(&str, &str)]| {
-        for (field, value) in pairs.iter().filter(|(_, v)| !v.is_empty()) {
-            encode::write_bulk(out, field.as_bytes());
-            encode::write_bulk(out, value.as_bytes());
-        }
-    };
-    write_texts(out, &texts);
+    write_present(out, &texts);
     if !docs.doc_flags.is_empty() {
         encode::write_bulk(out, b"doc_flags");
         write_status_set(out, proto, docs.doc_flags.iter().copied(), "");
     }
-    write_texts(out, &tail);
+    write_present(out, &tail);
     if !docs.history.is_empty() {
         encode::write_bulk(out, b"history");
         encode::write_set_len(out, proto, docs.history.len());
@@ -290,6 +281,20 @@ fn write_command_docs(out: &mut bytes::BytesMut, proto: Protocol, spec: &Command
     }
 }
 
+/// How many of these documentation fields Redis writes: those it has (an empty text is
+/// one it leaves out).
+fn present(fields: &[(&str, &str)]) -> usize {
+    fields.iter().filter(|(_, value)| !value.is_empty()).count()
+}
+
+/// Writes the fields [`present`] counts, name then text.
+fn write_present(out: &mut bytes::BytesMut, fields: &[(&str, &str)]) {
+    for (field, value) in fields.iter().filter(|(_, value)| !value.is_empty()) {
+        encode::write_bulk(out, field.as_bytes());
+        encode::write_bulk(out, value.as_bytes());
+    }
+}
+
 /// Documented arguments, as Redis's `addReplyCommandArgList` writes them.
 fn write_doc_args(out: &mut bytes::BytesMut, proto: Protocol, args: &[DocArg]) {
     encode::write_array_len(out, args.len());
@@ -303,7 +308,7 @@ fn write_doc_args(out: &mut bytes::BytesMut, proto: Protocol, args: &[DocArg]) {
         let fields = 2
             + usize::from(arg.key_spec_index.is_some())
             + usize::from(arg.token.is_some())
-            + texts.iter().filter(|(_, v)| !v.is_empty()).count()
+            + present(&texts)
             + usize::from(!arg.flags.is_empty())
             + usize::from(nested);
         encode::write_map_len(out, proto, fields);
@@ -319,10 +324,7 @@ fn write_doc_args(out: &mut bytes::BytesMut, proto: Protocol, args: &[DocArg]) {
             encode::write_bulk(out, b"token");
             encode::write_bulk(out, token.as_bytes());
         }
-        for (field, value) in texts.iter().filter(|(_, v)| !v.is_empty()) {
-            encode::write_bulk(out, field.as_bytes());
-            encode::write_bulk(out, value.as_bytes());
-        }
+        write_present(out, &texts);
         if !arg.flags.is_empty() {
             encode::write_bulk(out, b"flags");
             write_status_set(out, proto, arg.flags.iter().copied(), "");

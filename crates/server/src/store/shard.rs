@@ -592,7 +592,7 @@ impl Shard {
 
     /// Whether `key` exists and is not expired, without reclaiming it.
     pub fn peek_live(&self, key: &[u8]) -> bool {
-        presence(&self.map, key) == Presence::Live
+        self.peek(key).is_some()
     }
 
     /// The live entry of `key` as the server reads it for itself (a write's
