@@ -7,7 +7,7 @@ CARGO ?= cargo
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat compat-redis-py compat-go-redis compat-hiredis compat-jedis
+.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat compat-redis-py compat-go-redis compat-hiredis compat-jedis compat-lettuce
 
 help:
 	@echo "make run    build in release and run redline bench against its embedded redline-server (ping/set/get/mixed, P=1 and P=16,"
@@ -34,6 +34,8 @@ help:
 	@echo "            TLS) against redis-server and redline-server; writes compat/REPORT-hiredis.md"
 	@echo "make compat-jedis JEDIS_SRC=<jedis v5.1.5 checkout>  Jedis's JUnit tests (its Makefile's servers)"
 	@echo "            against redis-server and redline-server; writes compat/REPORT-jedis.md"
+	@echo "make compat-lettuce LETTUCE_SRC=<lettuce 6.2.7.RELEASE checkout>  Lettuce's tests"
+	@echo "            (its Makefile's servers) against both servers; writes compat/REPORT-lettuce.md"
 	@echo "make fuzz   run every cargo-fuzz target for FUZZ_SECONDS (default 60) each, on nightly"
 
 # Tests start their own redis-server and redis-sentinel processes on free ports, so the
@@ -193,3 +195,17 @@ compat-jedis: deps
 	  { echo "usage: make compat-jedis JEDIS_SRC=<jedis checkout at tag v5.1.5>" >&2; exit 2; }
 	$(CARGO) build --release -p redline-server
 	python3 compat/jedis.py --jedis-src "$(JEDIS_SRC)" --redline-bin target/release/redline-server
+
+# Lettuce's own tests (a checkout at tag 6.2.7.RELEASE): its Makefile starts the servers
+# by the name redis-server on fixed ports (6443-6445, 6479-6484, 6925-6926, 7379-7385,
+# 7442-7445, 7479-7481, 7582, 8443-8444, 26379-26381, 26822-26824) and stops them with
+# `pkill redis-server`; writes compat/REPORT-lettuce.md. Needs a JDK, Maven (Maven
+# Central reachable), openssl and stunnel (installed with apt-get when missing).
+compat-lettuce: deps
+	@test -n "$(LETTUCE_SRC)" -a -f "$(LETTUCE_SRC)/pom.xml" || \
+	  { echo "usage: make compat-lettuce LETTUCE_SRC=<lettuce checkout at tag 6.2.7.RELEASE>" >&2; exit 2; }
+	@command -v stunnel4 >/dev/null 2>&1 && command -v openssl >/dev/null 2>&1 || { \
+	  echo "compat-lettuce: installing stunnel4 and openssl with apt-get"; \
+	  $(APT) update -q && $(APT) install -y -q --no-install-recommends stunnel4 openssl; }
+	$(CARGO) build --release -p redline-server
+	python3 compat/lettuce.py --lettuce-src "$(LETTUCE_SRC)" --redline-bin target/release/redline-server
