@@ -21,33 +21,13 @@ import shutil
 import subprocess
 import sys
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from suite_report import install_launcher, launcher_env, print_counts, server_version, write_report
+from suite_report import (install_launcher, launcher_env, print_counts, server_version,
+                          surefire_outcomes, write_report)
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "compat" / "REPORT-jedis.md"
-
-
-def surefire_outcomes(reports: Path) -> tuple:
-    """Outcome per test (`Class.method`) from Surefire's XML reports, and the first line
-    of each failure's message."""
-    outcomes, reasons = {}, {}
-    for report in sorted(reports.glob("TEST-*.xml")):
-        for case in ET.parse(report).getroot().iter("testcase"):
-            test = f"{case.get('classname')}.{case.get('name')}"
-            outcome, reason = "passed", ""
-            for child in case:
-                if child.tag in ("failure", "error"):
-                    outcome = "failed"
-                    reason = " ".join((child.get("message") or child.tag).split())[:200]
-                elif child.tag == "skipped" and outcome == "passed":
-                    outcome = "skipped"
-            outcomes[test] = outcome
-            if reason:
-                reasons[test] = reason
-    return outcomes, reasons
 
 
 def run_tests(src: Path, name: str, binary: str, sentinel: str) -> tuple:

@@ -26,8 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from jedis import surefire_outcomes
-from suite_report import install_launcher, launcher_env, print_counts, server_version, write_report
+from suite_report import (install_launcher, launcher_env, print_counts, server_version,
+                          surefire_outcomes, write_report)
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "compat" / "REPORT-lettuce.md"
@@ -50,7 +50,6 @@ def run_tests(src: Path, name: str, binary: str, sentinel: str) -> tuple:
     env = launcher_env(binary, sentinel)
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     stop_servers(src, env)
-    target = src / "target"
     try:
         subprocess.run(["make", "start"], cwd=src, env=env, check=True, **quiet, timeout=300)
         # The servers are daemons: give the replica, the cluster and the Sentinels
@@ -66,7 +65,7 @@ def run_tests(src: Path, name: str, binary: str, sentinel: str) -> tuple:
                        cwd=src, env=env, **quiet, timeout=5400)
     finally:
         stop_servers(src, env)
-    outcomes, reasons = surefire_outcomes(target / "failsafe-reports")
+    outcomes, reasons = surefire_outcomes(src / "target" / "failsafe-reports")
     if not outcomes:
         sys.exit(f"lettuce: no test ran against {name}")
     print_counts("lettuce", name, outcomes)

@@ -1,12 +1,13 @@
 """The side-by-side report of a client library's own test suite, run once against
 redis-server and once against redline-server (redis_py.py, go_redis.py, hiredis.py,
-jedis.py), and what those runners share."""
+jedis.py, lettuce.py), and what those runners share."""
 
 import os
 import shutil
 import socket
 import subprocess
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 
@@ -97,3 +98,24 @@ def write_report(path: Path, title: str, how: str, versions: list, redis: dict,
     path.write_text("\n".join(lines))
     print(f"wrote {path}")
     return missing
+
+
+def surefire_outcomes(reports: Path) -> tuple:
+    """Outcome per test (`Class.method`) from Surefire's or Failsafe's XML reports (one
+    format), and the first line
+    of each failure's message."""
+    outcomes, reasons = {}, {}
+    for report in sorted(reports.glob("TEST-*.xml")):
+        for case in ET.parse(report).getroot().iter("testcase"):
+            test = f"{case.get('classname')}.{case.get('name')}"
+            outcome, reason = "passed", ""
+            for child in case:
+                if child.tag in ("failure", "error"):
+                    outcome = "failed"
+                    reason = " ".join((child.get("message") or child.tag).split())[:200]
+                elif child.tag == "skipped" and outcome == "passed":
+                    outcome = "skipped"
+            outcomes[test] = outcome
+            if reason:
+                reasons[test] = reason
+    return outcomes, reasons
