@@ -102,8 +102,7 @@ def write_report(path: Path, title: str, how: str, versions: list, redis: dict,
 
 def surefire_outcomes(reports: Path) -> tuple:
     """Outcome per test (`Class.method`) from Surefire's or Failsafe's XML reports (one
-    format), and the first line
-    of each failure's message."""
+    format), and the first line of each failure's message."""
     outcomes, reasons = {}, {}
     for report in sorted(reports.glob("TEST-*.xml")):
         for case in ET.parse(report).getroot().iter("testcase"):
