@@ -100,6 +100,19 @@ def write_report(path: Path, title: str, how: str, versions: list, redis: dict,
     return missing
 
 
+def compare_with_launcher(run_tests, src: Path, redline_bin: str, redis_bin: str,
+                          report: Path, title: str, how: str) -> int:
+    """For the suites that start their servers through the launcher: `run_tests(src,
+    name, binary, sentinel)` once with redis-server and once with redline-server (the
+    Sentinels redis-server's both times), then the report. 1 when redline-server
+    misses a test redis-server passes."""
+    redis, _ = run_tests(src, "redis-server", redis_bin, redis_bin)
+    redline, reasons = run_tests(src, "redline-server", redline_bin, redis_bin)
+    missing = write_report(report, title, how, [f"redis-server: {server_version(redis_bin)}"],
+                           redis, redline, reasons)
+    return 1 if missing else 0
+
+
 def surefire_outcomes(reports: Path) -> tuple:
     """Outcome per test (`Class.method`) from Surefire's or Failsafe's XML reports (one
     format), and the first line of each failure's message."""
