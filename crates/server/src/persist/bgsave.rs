@@ -364,6 +364,9 @@ pub fn begin_cut_into(
     format: CutFormat,
 ) -> std::io::Result<Cut> {
     let began = std::time::Instant::now();
+    // Read before the cut is counted (INFO `total_forks`), so a client that sees the
+    // count sees a cut that will keep the delay of its instant.
+    let key_delay = shared.config.read().param_int("rdb-key-save-delay");
     let checksum = shared.config.read().param_bool("rdbchecksum");
     let saving = &shared.store.events().eviction.saving;
     let file = Arc::new(CutFile::new(
@@ -378,7 +381,7 @@ pub fn begin_cut_into(
     Ok(Cut {
         pending: Some((file, temp)),
         store: shared.store.clone(),
-        key_delay: shared.config.read().param_int("rdb-key-save-delay"),
+        key_delay,
     })
 }
 
