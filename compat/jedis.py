@@ -17,14 +17,11 @@ Jedis's dependencies from Maven Central the first time.
 """
 
 import argparse
-import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from suite_report import (compare_with_launcher, install_launcher, launcher_env, print_counts,
-                          surefire_outcomes)
+from suite_report import compare_with_launcher, install_launcher, launcher_env, run_maven_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "compat" / "REPORT-jedis.md"
@@ -32,24 +29,16 @@ REPORT = ROOT / "compat" / "REPORT-jedis.md"
 
 def run_tests(src: Path, name: str, binary: str, sentinel: str) -> tuple:
     env = launcher_env(binary, sentinel)
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    subprocess.run(["make", "stop"], cwd=src, env=env, **quiet)
-    reports = src / "target" / "surefire-reports"
-    shutil.rmtree(reports, ignore_errors=True)
-    try:
-        subprocess.run(["make", "compile-module", "start"], cwd=src, env=env, check=True,
-                       **quiet, timeout=120)
-        # The servers are daemons: give the replicas and Sentinels their first sync.
-        time.sleep(2)
-        subprocess.run(["mvn", "-B", "-q", "-Dtest=!SSL*", "test"], cwd=src, env=env,
-                       **quiet, timeout=2400)
-    finally:
-        subprocess.run(["make", "stop"], cwd=src, env=env, **quiet)
-    outcomes, reasons = surefire_outcomes(reports)
-    if not outcomes:
-        sys.exit(f"jedis: no test ran against {name}")
-    print_counts("jedis", name, outcomes)
-    return outcomes, reasons
+
+    def stop():
+        subprocess.run(["make", "stop"], cwd=src, env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+
+    # 2 s after the start: the servers are daemons; give the replicas and Sentinels
+    # their first sync.
+    return run_maven_suite("jedis", name, src, env, ["make", "compile-module", "start"], 2,
+                           ["mvn", "-B", "-q", "-Dtest=!SSL*", "test"], 2400,
+                           src / "target" / "surefire-reports", stop)
 
 
 def main():

@@ -23,11 +23,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from suite_report import (compare_with_launcher, install_launcher, launcher_env, print_counts,
-                          surefire_outcomes)
+from suite_report import compare_with_launcher, install_launcher, launcher_env, run_maven_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "compat" / "REPORT-lettuce.md"
@@ -48,28 +46,17 @@ def stop_servers(src: Path, env: dict) -> None:
 
 def run_tests(src: Path, name: str, binary: str, sentinel: str) -> tuple:
     env = launcher_env(binary, sentinel)
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    stop_servers(src, env)
-    try:
-        subprocess.run(["make", "start"], cwd=src, env=env, check=True, **quiet, timeout=300)
-        # The servers are daemons: give the replica, the cluster and the Sentinels
-        # their first sync.
-        time.sleep(3)
-        # Integration tests only (the unit tests need no server), each class in a JVM
-        # of its own: the classes share connections within a JVM, and after one class
-        # failed, every later class's commands waited out their 60 s timeouts, on
-        # redis-server as well (bench/NOTES.md, stop 64).
-        subprocess.run(["mvn", "-B", "-q", "-DskipITs=false", "-Dtest=NoUnitTests",
-                        "-Dsurefire.failIfNoSpecifiedTests=false", "-DreuseForks=false",
-                        "clean", "verify", "-Pci"],
-                       cwd=src, env=env, **quiet, timeout=5400)
-    finally:
-        stop_servers(src, env)
-    outcomes, reasons = surefire_outcomes(src / "target" / "failsafe-reports")
-    if not outcomes:
-        sys.exit(f"lettuce: no test ran against {name}")
-    print_counts("lettuce", name, outcomes)
-    return outcomes, reasons
+    # 3 s after the start: the servers are daemons; give the replica, the cluster and
+    # the Sentinels their first sync. Integration tests only (the unit tests need no
+    # server), each class in a JVM of its own: the classes share connections within a
+    # JVM, and after one class failed, every later class's commands waited out their
+    # 60 s timeouts, on redis-server as well (bench/NOTES.md, stop 64).
+    mvn = ["mvn", "-B", "-q", "-DskipITs=false", "-Dtest=NoUnitTests",
+           "-Dsurefire.failIfNoSpecifiedTests=false", "-DreuseForks=false", "clean",
+           "verify", "-Pci"]
+    return run_maven_suite("lettuce", name, src, env, ["make", "start"], 3, mvn, 5400,
+                           src / "target" / "failsafe-reports",
+                           lambda: stop_servers(src, env))
 
 
 def main():

@@ -6,6 +6,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -111,6 +112,27 @@ def compare_with_launcher(run_tests, src: Path, redline_bin: str, redis_bin: str
     missing = write_report(report, title, how, [f"redis-server: {server_version(redis_bin)}"],
                            redis, redline, reasons)
     return 1 if missing else 0
+
+
+def run_maven_suite(suite: str, name: str, src: Path, env: dict, start: list, settle: float,
+                    mvn: list, mvn_timeout: int, reports: Path, stop) -> tuple:
+    """A Maven suite's run against one server: `stop()`, the suite's `start` command,
+    `settle` seconds for its daemons' first syncs, `mvn`, `stop()` again; then the
+    outcomes read from `reports` (exits when none ran)."""
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    stop()
+    shutil.rmtree(reports, ignore_errors=True)
+    try:
+        subprocess.run(start, cwd=src, env=env, check=True, **quiet, timeout=300)
+        time.sleep(settle)
+        subprocess.run(mvn, cwd=src, env=env, **quiet, timeout=mvn_timeout)
+    finally:
+        stop()
+    outcomes, reasons = surefire_outcomes(reports)
+    if not outcomes:
+        sys.exit(f"{suite}: no test ran against {name}")
+    print_counts(suite, name, outcomes)
+    return outcomes, reasons
 
 
 def surefire_outcomes(reports: Path) -> tuple:
