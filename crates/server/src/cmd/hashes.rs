@@ -49,7 +49,7 @@ fn hash<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<Option<&'s mut HashValue
 fn hash_or_new<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<&'s mut HashValue, CmdError> {
     hash(shard, key)?;
     match &mut shard
-        .get_or_insert_with(key, || Value::Hash(Box::default()))
+        .get_or_insert_with(key, || Value::Hash(HashValue::default()))
         .value
     {
         Value::Hash(h) => Ok(h),

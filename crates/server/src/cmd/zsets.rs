@@ -131,7 +131,7 @@ fn zadd_generic(
     let (mut added, mut updated, mut processed) = (0, 0, 0);
     let mut last_score = 0.0;
     if exists || !flags.xx {
-        let entry = shard.get_or_insert_with(key, || Value::ZSet(Box::default()));
+        let entry = shard.get_or_insert_with(key, || Value::ZSet(ZSet::default()));
         let Value::ZSet(z) = &mut entry.value else {
             return Err(WRONG_TYPE);
         };
@@ -615,7 +615,7 @@ pub(crate) fn store_zset(
     for (m, s) in items {
         z.insert(&m, s);
     }
-    shard.insert(dst, Value::ZSet(Box::new(z)), 0);
+    shard.insert(dst, Value::ZSet(z), 0);
     Some(true)
 }
 

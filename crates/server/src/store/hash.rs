@@ -19,21 +19,39 @@ pub const PACKED_MAX_ENTRIES: usize = packed_pairs::MAX_PAIRS;
 pub const PACKED_MAX_LEN: usize = packed_pairs::MAX_LEN;
 
 /// A hash: see the module docs.
+///
+/// Its [`Peaks`] (what decides Redis's encoding, see [`HashValue::is_listpack`]) live
+/// in the packed buffer's header or beside the map, so a small hash is one allocation,
+/// which a key's entry holds without a box.
 #[derive(Debug, Clone, Default)]
 pub struct HashValue {
     repr: Repr,
-    /// What decides Redis's encoding (see [`HashValue::is_listpack`]).
-    peaks: Peaks,
 }
 
 #[derive(Debug, Clone)]
 enum Repr {
     Packed(PackedPairs),
+    /// Boxed: a packed hash, the common case, stays two words wide.
+    Map(Box<Table>),
+}
+
+/// A large hash.
+#[derive(Debug, Clone)]
+struct Table {
     /// Removal swaps the last pair in (order is Redis's hashtable's business, and a
     /// shifting removal costs O(n)); scans walk positions downward, so a swap moves
     /// nothing a scan still has to see past it.
-    /// Boxed: a packed hash, the common case, stays small.
-    Map(Box<IndexMap<CompactBytes, CompactBytes, Hasher>>),
+    map: IndexMap<CompactBytes, CompactBytes, Hasher>,
+    peaks: Peaks,
+}
+
+impl Table {
+    fn with_capacity(capacity: usize, peaks: Peaks) -> Box<Table> {
+        Box::new(Table {
+            map: IndexMap::with_capacity_and_hasher(capacity, Hasher::default()),
+            peaks,
+        })
+    }
 }
 
 impl Default for Repr {
@@ -67,17 +85,11 @@ impl HashValue {
     /// not fit a packed one.
     pub fn with_capacity(capacity: usize) -> HashValue {
         let repr = if capacity > PACKED_MAX_ENTRIES {
-            Repr::Map(Box::new(IndexMap::with_capacity_and_hasher(
-                capacity,
-                Hasher::default(),
-            )))
+            Repr::Map(Table::with_capacity(capacity, Peaks::default()))
         } else {
             Repr::default()
         };
-        HashValue {
-            repr,
-            peaks: Peaks::default(),
-        }
+        HashValue { repr }
     }
 
     /// A hash of `pairs` at once (a load), packed in one allocation when they fit;
@@ -96,8 +108,7 @@ impl HashValue {
             && pairs.iter().all(|(f, v)| packed_pairs::fits(f, v));
         if packable {
             return Some(HashValue {
-                repr: Repr::Packed(PackedPairs::from_pairs(pairs)?),
-                peaks,
+                repr: Repr::Packed(PackedPairs::from_pairs(pairs, peaks)?),
             });
         }
         let mut hash = HashValue::with_capacity(pairs.len());
@@ -114,7 +125,7 @@ impl HashValue {
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Packed(p) => p.len(),
-            Repr::Map(map) => map.len(),
+            Repr::Map(t) => t.map.len(),
         }
     }
 
@@ -128,7 +139,7 @@ impl HashValue {
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match &self.repr {
             Repr::Packed(p) => p.get(field),
-            Repr::Map(map) => map.get(field).map(CompactBytes::as_bytes),
+            Repr::Map(t) => t.map.get(field).map(CompactBytes::as_bytes),
         }
     }
 
@@ -136,15 +147,27 @@ impl HashValue {
     pub fn contains_key(&self, field: &[u8]) -> bool {
         match &self.repr {
             Repr::Packed(p) => p.find(field).is_some(),
-            Repr::Map(map) => map.contains_key(field),
+            Repr::Map(t) => t.map.contains_key(field),
         }
     }
 
     /// Sets `field` to `value`; true when the field is new.
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
         let added = self.put(field, value);
-        self.peaks.saw(self.len(), field.len().max(value.len()));
+        let (len, longest) = (self.len(), field.len().max(value.len()));
+        match &mut self.repr {
+            Repr::Packed(p) => p.saw(len, longest),
+            Repr::Map(t) => t.peaks.saw(len, longest),
+        }
         added
+    }
+
+    /// What Redis's encoding depends on (see [`Peaks`]).
+    fn peaks(&self) -> Peaks {
+        match &self.repr {
+            Repr::Packed(p) => p.peaks(),
+            Repr::Map(t) => t.peaks,
+        }
     }
 
     fn put(&mut self, field: &[u8], value: &[u8]) -> bool {
@@ -161,20 +184,21 @@ impl HashValue {
             }
         }
         // A packed hash that outgrew its form becomes a map, for good.
-        let mut map = match std::mem::take(&mut self.repr) {
-            Repr::Map(map) => map,
+        let mut table = match std::mem::take(&mut self.repr) {
+            Repr::Map(table) => table,
             Repr::Packed(p) => {
-                let mut map = IndexMap::with_capacity_and_hasher(p.len() + 1, Hasher::default());
+                let mut table = Table::with_capacity(p.len() + 1, p.peaks());
                 for (f, v) in p.iter() {
-                    map.insert(CompactBytes::new(f), CompactBytes::new(v));
+                    table.map.insert(CompactBytes::new(f), CompactBytes::new(v));
                 }
-                Box::new(map)
+                table
             }
         };
-        let added = map
+        let added = table
+            .map
             .insert(CompactBytes::new(field), CompactBytes::new(value))
             .is_none();
-        self.repr = Repr::Map(map);
+        self.repr = Repr::Map(table);
         added
     }
 
@@ -189,7 +213,7 @@ impl HashValue {
                 }
                 None => false,
             },
-            Repr::Map(map) => map.swap_remove(field).is_some(),
+            Repr::Map(t) => t.map.swap_remove(field).is_some(),
         }
     }
 
@@ -197,7 +221,7 @@ impl HashValue {
     pub fn iter(&self) -> Iter<'_> {
         match &self.repr {
             Repr::Packed(p) => Iter::Packed(p.iter()),
-            Repr::Map(map) => Iter::Map(map.iter()),
+            Repr::Map(t) => Iter::Map(t.map.iter()),
         }
     }
 
@@ -205,7 +229,10 @@ impl HashValue {
     pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match &self.repr {
             Repr::Packed(p) => p.get_index(i),
-            Repr::Map(map) => map.get_index(i).map(|(f, v)| (f.as_bytes(), v.as_bytes())),
+            Repr::Map(t) => {
+                let (f, v) = t.map.get_index(i)?;
+                Some((f.as_bytes(), v.as_bytes()))
+            }
         }
     }
 
@@ -213,17 +240,18 @@ impl HashValue {
     pub fn is_listpack(&self, max_entries: usize, max_value: usize) -> bool {
         // Every addition passes `insert` (or `from_pairs`), so the peaks cover what it
         // holds now.
-        self.peaks.within(Peaks::default(), max_entries, max_value)
+        self.peaks()
+            .within(Peaks::default(), max_entries, max_value)
     }
 
     /// Bytes it holds on the heap, about (MEMORY USAGE).
     pub fn heap_size(&self) -> usize {
         match &self.repr {
             Repr::Packed(p) => p.heap_size(),
-            Repr::Map(map) => {
+            Repr::Map(t) => {
                 // Each pair, its hash and its index slot.
-                map.capacity() * (2 * std::mem::size_of::<CompactBytes>() + 16)
-                    + map
+                t.map.capacity() * (2 * std::mem::size_of::<CompactBytes>() + 16)
+                    + t.map
                         .iter()
                         .map(|(f, v)| f.heap_size() + v.heap_size())
                         .sum::<usize>()

@@ -12,6 +12,7 @@
 //! caller keeps to them), so a length fits a byte and the buffer stays under 64 KiB.
 
 use super::tagged_entries::{self, TaggedEntries};
+use super::value::Peaks;
 use super::varint;
 
 /// The most members a buffer holds.
@@ -103,16 +104,27 @@ impl PackedMembers {
     /// Entries already in (score, member) order, distinct, within the limits.
     pub fn from_sorted<'a>(
         entries: impl ExactSizeIterator<Item = (&'a [u8], f64)> + Clone,
+        peaks: Peaks,
     ) -> Self {
-        let size: usize = entries.clone().map(|(m, s)| entry(m, s).1 + 3).sum();
-        let mut area = Vec::with_capacity(size);
+        let size: usize = entries.clone().map(|(m, s)| entry(m, s).1).sum();
+        let mut area = tagged_entries::Area::with_capacity(size, entries.len());
         let mut index = Vec::with_capacity(entries.len());
         for (member, score) in entries {
             let (bytes, len) = entry(member, score);
             area.extend(bytes);
             index.push((tag(member), len));
         }
-        PackedMembers(TaggedEntries::from_area(area, &index))
+        PackedMembers(TaggedEntries::from_area(area, &index, peaks))
+    }
+
+    /// The owner's peaks, kept in the buffer (see [`TaggedEntries::peaks`]).
+    pub fn peaks(&self) -> Peaks {
+        self.0.peaks()
+    }
+
+    /// Records an addition in the owner's peaks (see [`Peaks::saw`]).
+    pub fn saw(&mut self, entries: usize, len: usize) {
+        self.0.saw(entries, len);
     }
 
     /// How many members it holds.
@@ -253,7 +265,7 @@ mod tests {
             .map(|i| vec![b'a' + i as u8; i * 5])
             .collect();
         let entries = || members.iter().map(|m| &m[..]).zip(SCORES);
-        let built = PackedMembers::from_sorted(entries());
+        let built = PackedMembers::from_sorted(entries(), Peaks::default());
         let mut inserted = PackedMembers::default();
         for (i, (member, score)) in entries().enumerate().rev() {
             inserted.insert_at(0, member, score);
@@ -275,8 +287,8 @@ mod tests {
             assert_eq!(backward, want);
         }
         // Whole scores take their varint, others the f64's eight bytes.
-        let small = PackedMembers::from_sorted([(&b"m"[..], 5.0)].into_iter());
-        let fraction = PackedMembers::from_sorted([(&b"m"[..], 0.5)].into_iter());
+        let small = PackedMembers::from_sorted([(&b"m"[..], 5.0)].into_iter(), Peaks::default());
+        let fraction = PackedMembers::from_sorted([(&b"m"[..], 0.5)].into_iter(), Peaks::default());
         assert_eq!(small.heap_size() + 7, fraction.heap_size());
         assert_eq!(
             inserted.remove_at(5).map(f64::to_bits),

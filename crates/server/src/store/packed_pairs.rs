@@ -9,6 +9,7 @@
 //! under 64 KiB.
 
 use super::tagged_entries::{self, TaggedEntries};
+use super::value::Peaks;
 
 /// The most pairs a buffer holds.
 pub const MAX_PAIRS: usize = 128;
@@ -48,20 +49,30 @@ fn entry<'a>(field: &'a [u8], value: &'a [u8]) -> impl Iterator<Item = u8> + 'a 
 impl PackedPairs {
     /// The pairs at once, in one allocation (a load); the caller keeps to the limits.
     /// `None` when a field repeats.
-    pub fn from_pairs(pairs: &[(&[u8], &[u8])]) -> Option<PackedPairs> {
+    pub fn from_pairs(pairs: &[(&[u8], &[u8])], peaks: Peaks) -> Option<PackedPairs> {
         let mut fields: Vec<&[u8]> = pairs.iter().map(|(f, _)| *f).collect();
         fields.sort_unstable();
         if fields.windows(2).any(|w| w[0] == w[1]) {
             return None;
         }
-        let size: usize = pairs.iter().map(|(f, v)| 5 + f.len() + v.len()).sum();
-        let mut area = Vec::with_capacity(size);
+        let size: usize = pairs.iter().map(|(f, v)| 2 + f.len() + v.len()).sum();
+        let mut area = tagged_entries::Area::with_capacity(size, pairs.len());
         let mut index = Vec::with_capacity(pairs.len());
         for (field, value) in pairs {
             area.extend(entry(field, value));
             index.push((tag(field), 2 + field.len() + value.len()));
         }
-        Some(PackedPairs(TaggedEntries::from_area(area, &index)))
+        Some(PackedPairs(TaggedEntries::from_area(area, &index, peaks)))
+    }
+
+    /// The owner's peaks, kept in the buffer (see [`TaggedEntries::peaks`]).
+    pub fn peaks(&self) -> Peaks {
+        self.0.peaks()
+    }
+
+    /// Records an addition in the owner's peaks (see [`Peaks::saw`]).
+    pub fn saw(&mut self, entries: usize, len: usize) {
+        self.0.saw(entries, len);
     }
 
     /// How many pairs it holds.

@@ -2,7 +2,8 @@
 //! written whole: SET, INCR, a load), otherwise compact bytes; a string changed in place
 //! (APPEND, SETRANGE, SETBIT, BITFIELD) keeps its bytes whatever they read as, as Redis
 //! keeps such a string `raw`. Collections are boxed so an entry stays small whatever
-//! its type.
+//! its type, except hashes and sorted sets, whose small form is one buffer that holds
+//! its own header.
 //!
 //! Hashes ([`super::hash`]) and sets ([`super::set`]) have modules of their own. Each
 //! collection whose encoding Redis converts once and never back keeps what decides it
@@ -40,6 +41,28 @@ pub(super) fn saturating_u32(n: usize) -> u32 {
 }
 
 impl Peaks {
+    /// The bytes of [`Peaks::to_narrow_bytes`].
+    pub const NARROW_BYTES: usize = 4;
+
+    /// Both peaks as `u16`s, little-endian, saturating: how a packed collection's header
+    /// keeps them (see [`super::tagged_entries`]). A packed collection never holds more
+    /// entries or longer elements than its packing limits (a few hundred at most), so
+    /// nothing it can record saturates.
+    pub fn to_narrow_bytes(self) -> [u8; Peaks::NARROW_BYTES] {
+        let narrow = |n: u32| u16::try_from(n).unwrap_or(u16::MAX).to_le_bytes();
+        let ([e0, e1], [l0, l1]) = (narrow(self.entries), narrow(self.longest));
+        [e0, e1, l0, l1]
+    }
+
+    /// Read back from [`Peaks::to_narrow_bytes`].
+    pub fn from_narrow_bytes(bytes: [u8; Peaks::NARROW_BYTES]) -> Peaks {
+        let [e0, e1, l0, l1] = bytes;
+        Peaks {
+            entries: u32::from(u16::from_le_bytes([e0, e1])),
+            longest: u32::from(u16::from_le_bytes([l0, l1])),
+        }
+    }
+
     /// Peaks of `entries` elements whose longest is `longest` bytes.
     pub fn new(entries: usize, longest: usize) -> Peaks {
         Peaks {
@@ -71,12 +94,12 @@ pub enum Value {
     Str(CompactBytes),
     /// A list.
     List(Box<super::ListValue>),
-    /// A hash.
-    Hash(Box<HashValue>),
+    /// A hash (two words, without a box: see [`HashValue`]).
+    Hash(HashValue),
     /// A set.
     Set(Box<SetValue>),
-    /// A sorted set.
-    ZSet(Box<ZSet>),
+    /// A sorted set (two words, without a box: see [`ZSet`]).
+    ZSet(ZSet),
     /// A stream.
     Stream(Box<Stream>),
 }
@@ -189,13 +212,13 @@ mod tests {
         assert_eq!(std::mem::size_of::<Entry>(), 40);
     }
 
-    /// A small hash or sorted set is its boxed value and its buffer: the box must stay
-    /// within 40 bytes, which glibc's allocator serves from 48-byte chunks (48 bytes
-    /// take 64, a sixth of a 10-field hash's whole cost).
+    /// A small hash or sorted set is its key's entry and one buffer: the value is the
+    /// buffer's (pointer, length) and nothing else, so the entry holds it without a
+    /// box (a 48-byte chunk, a seventh of a 10-field hash's whole cost, when it had one).
     #[test]
-    fn small_collections_box_within_40_bytes() {
-        assert!(std::mem::size_of::<crate::store::HashValue>() <= 40);
-        assert!(std::mem::size_of::<crate::store::ZSet>() <= 40);
+    fn small_collections_need_no_box() {
+        assert_eq!(std::mem::size_of::<crate::store::HashValue>(), 16);
+        assert_eq!(std::mem::size_of::<crate::store::ZSet>(), 16);
     }
 
     /// A set's box (its map inline: boxing it costs a text set a second allocation)

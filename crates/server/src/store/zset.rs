@@ -85,11 +85,13 @@ fn score_keys(min: ScoreBound, max: ScoreBound) -> Option<(Option<Score>, Option
 pub const SMALL_MAX: usize = 128;
 
 /// A sorted set.
+///
+/// Its [`Peaks`] (what decides Redis's encoding, see [`ZSet::is_listpack`]) live in the
+/// packed buffer's header or beside the indexes, so a small set is one allocation,
+/// which a key's entry holds without a box.
 #[derive(Debug, Clone, Default)]
 pub struct ZSet {
     repr: Repr,
-    /// What decides Redis's encoding (see [`ZSet::is_listpack`]).
-    peaks: Peaks,
 }
 
 /// How the members are held. A small set is one buffer in (score, member) order
@@ -99,7 +101,7 @@ pub struct ZSet {
 #[derive(Debug, Clone)]
 enum Repr {
     Small(PackedMembers),
-    /// Boxed: a small set, the common case, stays small.
+    /// Boxed: a small set, the common case, stays two words wide.
     Large(Box<Indexes>),
 }
 
@@ -108,6 +110,7 @@ enum Repr {
 struct Indexes {
     scores: IndexMap<CompactBytes, f64, Hasher>,
     order: SortedBlocks<(Score, CompactBytes)>,
+    peaks: Peaks,
 }
 
 impl Default for Repr {
@@ -143,16 +146,16 @@ impl ZSet {
             if by_member.windows(2).any(|w| w[0] == w[1]) {
                 return None;
             }
-            Repr::Small(PackedMembers::from_sorted(order.iter().map(pair)))
+            Repr::Small(PackedMembers::from_sorted(order.iter().map(pair), peaks))
         } else {
-            Self::indexed(order)?
+            Self::indexed(order, peaks)?
         };
-        Some(ZSet { repr, peaks })
+        Some(ZSet { repr })
     }
 
     /// The indexes of a large set, from its entries in order; `None` when a member
     /// repeats.
-    fn indexed(order: Vec<(Score, CompactBytes)>) -> Option<Repr> {
+    fn indexed(order: Vec<(Score, CompactBytes)>, peaks: Peaks) -> Option<Repr> {
         let mut scores = IndexMap::with_capacity_and_hasher(order.len(), Hasher::default());
         for (score, member) in &order {
             if scores.insert(member.clone(), score.0).is_some() {
@@ -162,6 +165,7 @@ impl ZSet {
         Some(Repr::Large(Box::new(Indexes {
             scores,
             order: SortedBlocks::from_sorted(order),
+            peaks,
         })))
     }
 
@@ -201,7 +205,7 @@ impl ZSet {
                 old
             }
             Repr::Large(ix) => {
-                let Indexes { scores, order } = &mut **ix;
+                let Indexes { scores, order, .. } = &mut **ix;
                 let key = CompactBytes::new(member);
                 let old = scores.insert(key.clone(), score.0);
                 if let Some(old) = old {
@@ -211,7 +215,11 @@ impl ZSet {
                 old
             }
         };
-        self.peaks.saw(self.len(), member.len());
+        let len = self.len();
+        match &mut self.repr {
+            Repr::Small(p) => p.saw(len, member.len()),
+            Repr::Large(ix) => ix.peaks.saw(len, member.len()),
+        }
         if self.len() > SMALL_MAX {
             self.take_indexes();
         }
@@ -226,7 +234,7 @@ impl ZSet {
                 .map(|(m, s)| (Score(s), CompactBytes::new(m)))
                 .collect();
             // Its members are distinct, so the indexes are always made.
-            if let Some(large) = Self::indexed(order) {
+            if let Some(large) = Self::indexed(order, p.peaks()) {
                 self.repr = large;
             }
         }
@@ -239,7 +247,11 @@ impl ZSet {
             self.len(),
             self.iter().map(|(m, _)| m.len()).max().unwrap_or(0),
         );
-        self.peaks.within(now, max_entries, max_value)
+        let peaks = match &self.repr {
+            Repr::Small(p) => p.peaks(),
+            Repr::Large(ix) => ix.peaks,
+        };
+        peaks.within(now, max_entries, max_value)
     }
 
     /// Removes a member; returns its score.
@@ -250,7 +262,7 @@ impl ZSet {
                 p.remove_at(i)
             }
             Repr::Large(ix) => {
-                let Indexes { scores, order } = &mut **ix;
+                let Indexes { scores, order, .. } = &mut **ix;
                 let (key, score) = scores.swap_remove_entry(member)?;
                 order.remove(&(Score(score), key));
                 Some(score)
@@ -376,7 +388,7 @@ impl ZSet {
         match &self.repr {
             Repr::Small(p) => p.find(member),
             Repr::Large(ix) => {
-                let Indexes { scores, order } = &**ix;
+                let Indexes { scores, order, .. } = &**ix;
                 let score = *scores.get(member)?;
                 Some(order.rank(&(Score(score), CompactBytes::new(member))))
             }

@@ -90,19 +90,19 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
                     read.iter().map(|(f, v)| (&f[..], &v[..])).collect();
                 HashValue::from_pairs(&pairs).ok_or(Corrupt("duplicate hash fields"))?
             };
-            non_empty(hash.len(), Value::Hash(Box::new(hash)))
+            non_empty(hash.len(), Value::Hash(hash))
         }
         HASH_ZIPMAP => {
             let blob = r.string()?;
             let pairs = zipmap::pairs(&blob)?;
             let hash =
                 HashValue::from_pairs(&pairs).ok_or(Corrupt("Hash zipmap with dup elements"))?;
-            Ok(Value::Hash(Box::new(hash)))
+            Ok(Value::Hash(hash))
         }
         HASH_ZIPLIST | HASH_LISTPACK => {
             let blob = r.string()?;
             let hash = compact_hash(&blob, kind == HASH_ZIPLIST).map_err(|_| integrity(kind))?;
-            non_empty(hash.len(), Value::Hash(Box::new(hash)))
+            non_empty(hash.len(), Value::Hash(hash))
         }
         ZSET | ZSET_2 => {
             let n = r.count()?;
@@ -118,12 +118,12 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
                 members.push(checked_member(member, score)?);
             }
             let zset = zset_of(members)?;
-            non_empty(zset.len(), Value::ZSet(Box::new(zset)))
+            non_empty(zset.len(), Value::ZSet(zset))
         }
         ZSET_ZIPLIST | ZSET_LISTPACK => {
             let blob = r.string()?;
             let zset = compact_zset(&blob, kind == ZSET_ZIPLIST).map_err(|_| integrity(kind))?;
-            non_empty(zset.len(), Value::ZSet(Box::new(zset)))
+            non_empty(zset.len(), Value::ZSet(zset))
         }
         STREAM_LISTPACKS | STREAM_LISTPACKS_2 => super::stream::decode(r, kind),
         _ => Err(Corrupt("unsupported object type")),

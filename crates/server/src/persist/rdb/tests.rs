@@ -99,7 +99,7 @@ fn hash(pairs: &[(&[u8], &[u8])]) -> Value {
     for (f, v) in pairs {
         h.insert(f, v);
     }
-    Value::Hash(Box::new(h))
+    Value::Hash(h)
 }
 
 fn set(members: &[&[u8]]) -> Value {
@@ -111,7 +111,7 @@ fn zset(members: &[(&[u8], f64)]) -> Value {
     for (m, s) in members {
         z.insert(m, *s);
     }
-    Value::ZSet(Box::new(z))
+    Value::ZSet(z)
 }
 
 fn round_trip(value: &Value) -> Vec<u8> {
