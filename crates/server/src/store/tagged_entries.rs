@@ -128,14 +128,14 @@ impl TaggedEntries {
 
     /// Records an addition in the owner's peaks: `entries` held now, an element of
     /// `len` bytes.
+    #[inline]
     pub fn saw(&mut self, entries: usize, len: usize) {
-        let mut peaks = self.peaks();
-        peaks.saw(entries, len);
         if self.buf.len() < HEADER {
             self.edit(|_| ());
         }
-        if let Some(slot) = self.buf.get_mut(COUNT..HEADER) {
-            slot.copy_from_slice(&peaks.to_narrow_bytes());
+        let slot = self.buf.get_mut(COUNT..HEADER);
+        if let Some(slot) = slot.and_then(|s| <&mut [u8; Peaks::NARROW_BYTES]>::try_from(s).ok()) {
+            Peaks::saw_narrow(slot, entries, len);
         }
     }
 
