@@ -69,7 +69,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.lock(key);
     set(&mut shard, key)?;
-    let entry = shard.get_or_insert_with(key, || Value::Set(Box::default()));
+    let entry = shard.get_or_insert_with(key, || Value::Set(SetValue::default()));
     let Value::Set(s) = &mut entry.value else {
         return Err(WRONG_TYPE);
     };
@@ -263,7 +263,7 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         let entry = locked
             .shard(dst)
-            .get_or_insert_with(dst, || Value::Set(Box::default()));
+            .get_or_insert_with(dst, || Value::Set(SetValue::default()));
         let added = match &mut entry.value {
             Value::Set(to) => to.insert(member),
             _ => false,
@@ -354,7 +354,7 @@ fn store_set(ctx: &mut Ctx<'_>, args: &[Bytes], op: Op) -> CmdResult {
             event(ctx, NotifyClass::Generic, "del", dst);
         }
     } else {
-        shard.insert(dst, Value::Set(Box::new(result)), 0);
+        shard.insert(dst, Value::Set(result), 0);
         let name = match op {
             Op::Inter => "sinterstore",
             Op::Union => "sunionstore",

@@ -149,7 +149,7 @@ mod tests {
             set.insert(m.as_bytes());
         }
         Entry {
-            value: Value::Set(Box::new(set)),
+            value: Value::Set(set),
             expires_at: 0,
             access: 0,
         }

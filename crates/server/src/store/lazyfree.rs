@@ -159,10 +159,10 @@ mod tests {
         lazy.free(Value::Int(1));
         let small: Vec<String> = (0..100).map(|i| i.to_string()).collect();
         let small: crate::store::value::SetValue = small.iter().map(|m| m.as_bytes()).collect();
-        assert_eq!(free_effort(&Value::Set(Box::new(small))), 1);
+        assert_eq!(free_effort(&Value::Set(small)), 1);
         let big: Vec<String> = (0..1000).map(|i| format!("m{i}")).collect();
         let big: crate::store::value::SetValue = big.iter().map(|m| m.as_bytes()).collect();
-        lazy.free(Value::Set(Box::new(big)));
+        lazy.free(Value::Set(big));
         for _ in 0..1000 {
             if lazy.freed() == 1 {
                 break;

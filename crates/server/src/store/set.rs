@@ -19,26 +19,45 @@ use super::value::{canonical_int, saturating_u32, Hasher};
 pub const INTS_MAX: usize = 512;
 
 /// A set: see the module docs.
+///
+/// What decides Redis's encoding (whether a member that is not an integer was ever
+/// added, and the most members held; an intset has no length limit of its members, so
+/// no longest member is kept, as [`super::value::Peaks`] keeps one) lives in the
+/// integers' buffer or beside the map, so a set of integers is one allocation, which a
+/// key's entry holds without a box.
 #[derive(Debug, Clone, Default)]
 pub struct SetValue {
     repr: Repr,
-    /// A member that is not an integer was added once.
-    had_text: bool,
-    /// The most members it held (an intset has no length limit of its members, so no
-    /// longest member is kept, as [`super::value::Peaks`] keeps one). In 32 bits,
-    /// saturating, so the struct stays within 72 bytes: glibc serves those from
-    /// 80-byte chunks, and 73 from 96.
-    most_members: u32,
 }
 
 #[derive(Debug, Clone)]
 enum Repr {
-    /// Ascending, distinct.
+    /// Ascending, distinct; never text (the first text member makes a map).
     Ints(SortedInts),
+    /// Boxed: a set of integers, the common small case, stays two words wide.
+    Members(Box<Members>),
+}
+
+/// A set held as a map.
+#[derive(Debug, Clone)]
+struct Members {
     /// Removal swaps the last member in (O(1)); scans walk positions downward, so a
-    /// swap moves nothing a scan still has to see past it. Not boxed: a set of text
-    /// would pay a second allocation (measured 895 against 862 B for 10 members).
-    Members(IndexSet<CompactBytes, Hasher>),
+    /// swap moves nothing a scan still has to see past it.
+    set: IndexSet<CompactBytes, Hasher>,
+    /// A member that is not an integer was added once.
+    had_text: bool,
+    /// The most members it held; in 32 bits, saturating.
+    most_members: u32,
+}
+
+impl Members {
+    fn with_capacity(capacity: usize, most_members: u32) -> Box<Members> {
+        Box::new(Members {
+            set: IndexSet::with_capacity_and_hasher(capacity, Hasher::default()),
+            had_text: false,
+            most_members,
+        })
+    }
 }
 
 impl Default for Repr {
@@ -124,17 +143,13 @@ impl ExactSizeIterator for Iter<'_> {}
 impl SetValue {
     /// An empty set with room for `capacity` members (a load).
     pub fn with_capacity(capacity: usize) -> SetValue {
-        let repr = if capacity > INTS_MAX {
-            Repr::Members(IndexSet::with_capacity_and_hasher(
-                capacity,
-                Hasher::default(),
-            ))
+        if capacity > INTS_MAX {
+            SetValue {
+                repr: Repr::Members(Members::with_capacity(capacity, 0)),
+            }
         } else {
-            Repr::Ints(SortedInts::with_capacity(capacity))
-        };
-        SetValue {
-            repr,
-            ..SetValue::default()
+            // Integers are added one reallocation at a time, as to an intset.
+            SetValue::default()
         }
     }
 
@@ -146,9 +161,9 @@ impl SetValue {
             return None;
         }
         let mut set = SetValue::default();
-        set.saw_members(ints.len());
         if ints.len() <= INTS_MAX {
             set.repr = Repr::Ints(SortedInts::from_sorted(&ints));
+            set.saw_members(ints.len());
         } else {
             for n in ints {
                 set.insert(itoa::Buffer::new().format(n).as_bytes());
@@ -162,7 +177,7 @@ impl SetValue {
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Ints(ints) => ints.len(),
-            Repr::Members(m) => m.len(),
+            Repr::Members(m) => m.set.len(),
         }
     }
 
@@ -177,7 +192,7 @@ impl SetValue {
         match &self.repr {
             // A member that is not a canonical integer cannot be in a set of them.
             Repr::Ints(ints) => canonical_int(member).is_some_and(|n| ints.search(n).is_ok()),
-            Repr::Members(m) => m.contains(member),
+            Repr::Members(m) => m.set.contains(member),
         }
     }
 
@@ -185,17 +200,27 @@ impl SetValue {
     pub fn insert(&mut self, member: &[u8]) -> bool {
         // Parsed only while the set may still be an intset: once it held text, its
         // encoding is settled and an addition costs no parse.
-        let int = if self.had_text {
+        let int = if self.had_text() {
             None
         } else {
             canonical_int(member)
         };
         let added = self.put(member, int);
         if added {
-            self.had_text |= int.is_none();
+            if let (Repr::Members(m), None) = (&mut self.repr, int) {
+                m.had_text = true;
+            }
             self.saw_members(self.len());
         }
         added
+    }
+
+    /// Whether a member that is not an integer was ever added.
+    fn had_text(&self) -> bool {
+        match &self.repr {
+            Repr::Ints(_) => false,
+            Repr::Members(m) => m.had_text,
+        }
     }
 
     fn put(&mut self, member: &[u8], int: Option<i64>) -> bool {
@@ -213,16 +238,16 @@ impl SetValue {
         let mut members = match std::mem::take(&mut self.repr) {
             Repr::Members(m) => m,
             Repr::Ints(ints) => {
-                // The vector's capacity is what a load expects to add.
-                let room = (ints.heap_size() / 2).max(ints.len() + 1);
-                let mut m = IndexSet::with_capacity_and_hasher(room, Hasher::default());
+                let most = saturating_u32(ints.most());
+                let mut m = Members::with_capacity(ints.len() + 1, most);
                 for n in ints.iter() {
-                    m.insert(CompactBytes::new(itoa::Buffer::new().format(n).as_bytes()));
+                    m.set
+                        .insert(CompactBytes::new(itoa::Buffer::new().format(n).as_bytes()));
                 }
                 m
             }
         };
-        let added = members.insert(CompactBytes::new(member));
+        let added = members.set.insert(CompactBytes::new(member));
         self.repr = Repr::Members(members);
         added
     }
@@ -234,7 +259,7 @@ impl SetValue {
                 Some(Ok(at)) => ints.remove_at(at).is_some(),
                 _ => false,
             },
-            Repr::Members(m) => m.swap_remove(member),
+            Repr::Members(m) => m.set.swap_remove(member),
         }
     }
 
@@ -244,7 +269,7 @@ impl SetValue {
             Repr::Ints(ints) => ints
                 .remove_at(i)
                 .map(|n| CompactBytes::new(itoa::Buffer::new().format(n).as_bytes())),
-            Repr::Members(m) => m.swap_remove_index(i),
+            Repr::Members(m) => m.set.swap_remove_index(i),
         }
     }
 
@@ -252,7 +277,10 @@ impl SetValue {
     pub fn get_index(&self, i: usize) -> Option<Member<'_>> {
         match &self.repr {
             Repr::Ints(ints) => ints.get(i).map(Member::int),
-            Repr::Members(m) => m.get_index(i).map(|m| Member(Inner::Bytes(m.as_bytes()))),
+            Repr::Members(m) => {
+                let member = m.set.get_index(i)?;
+                Some(Member(Inner::Bytes(member.as_bytes())))
+            }
         }
     }
 
@@ -260,7 +288,7 @@ impl SetValue {
     pub fn iter(&self) -> Iter<'_> {
         match &self.repr {
             Repr::Ints(ints) => Iter::Ints(ints.iter()),
-            Repr::Members(m) => Iter::Members(m.iter()),
+            Repr::Members(m) => Iter::Members(m.set.iter()),
         }
     }
 
@@ -274,7 +302,10 @@ impl SetValue {
 
     /// Records that it holds `members` now.
     fn saw_members(&mut self, members: usize) {
-        self.most_members = self.most_members.max(saturating_u32(members));
+        match &mut self.repr {
+            Repr::Ints(ints) => ints.saw(members),
+            Repr::Members(m) => m.most_members = m.most_members.max(saturating_u32(members)),
+        }
     }
 
     /// Whether Redis would still hold it as an `intset` under a limit of `max_entries`:
@@ -282,7 +313,11 @@ impl SetValue {
     pub fn is_intset(&self, max_entries: usize) -> bool {
         // Every addition passes `insert` (or `from_ints`), so `had_text` and the peaks
         // cover what it holds now.
-        !self.had_text && (self.most_members as usize).max(self.len()) <= max_entries
+        let most = match &self.repr {
+            Repr::Ints(ints) => ints.most(),
+            Repr::Members(m) => m.most_members as usize,
+        };
+        !self.had_text() && most.max(self.len()) <= max_entries
     }
 
     /// Bytes it holds on the heap, about (MEMORY USAGE).
@@ -291,8 +326,8 @@ impl SetValue {
             Repr::Ints(ints) => ints.heap_size(),
             Repr::Members(m) => {
                 // Each member, its hash and its index slot.
-                m.capacity() * (std::mem::size_of::<CompactBytes>() + 16)
-                    + m.iter().map(CompactBytes::heap_size).sum::<usize>()
+                m.set.capacity() * (std::mem::size_of::<CompactBytes>() + 16)
+                    + m.set.iter().map(CompactBytes::heap_size).sum::<usize>()
             }
         }
     }

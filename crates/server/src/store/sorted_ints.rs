@@ -3,31 +3,20 @@
 //! quarter of the bytes of a `Vec<i64>`. Adding one that needs more bytes rewrites the
 //! others wider, once (Redis's upgrade); nothing narrows again.
 //!
-//! Up to [`INLINE`] bytes (20 small integers) are held inline, in the room the set's
-//! other form (a map) takes anyway: a small set of integers is then one allocation, as
-//! Redis's intset is, instead of two.
+//! The integers and a 3-byte header (the width, then the owner's most members held)
+//! are one exact-size allocation behind one pointer (a `Box<[u8]>`), so the set that
+//! owns it needs no box of its own: a small set of integers is its key's entry and this
+//! buffer, as in Redis an intset and its `robj`. A change reallocates, as an intset's
+//! does.
 
-use smallvec::SmallVec;
-
-/// Bytes held without an allocation of their own.
-pub const INLINE: usize = 40;
+/// The header's bytes: the width, then the most members held (a `u16`).
+const HEADER: usize = 3;
 
 /// See the module docs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct SortedInts {
-    /// The integers, little-endian, `width` bytes each.
-    bytes: SmallVec<[u8; INLINE]>,
-    /// Bytes per integer: 2, 4 or 8.
-    width: u8,
-}
-
-impl Default for SortedInts {
-    fn default() -> Self {
-        SortedInts {
-            width: 2,
-            bytes: SmallVec::new(),
-        }
-    }
+    /// Empty (no allocation) until the first integer or count is stored.
+    buf: Box<[u8]>,
 }
 
 /// The fewest bytes that hold `n`.
@@ -58,43 +47,44 @@ fn read(raw: &[u8]) -> i64 {
 }
 
 impl SortedInts {
-    /// Room for `capacity` integers of the narrowest width.
-    pub fn with_capacity(capacity: usize) -> SortedInts {
-        SortedInts {
-            width: 2,
-            bytes: SmallVec::with_capacity(2 * capacity),
-        }
-    }
-
     /// Integers already ascending and distinct.
     pub fn from_sorted(ints: &[i64]) -> SortedInts {
         let width = ints.iter().map(|&n| width_of(n)).max().unwrap_or(2);
-        let mut bytes = SmallVec::from_elem(0u8, width * ints.len());
-        for (slot, &n) in bytes.chunks_exact_mut(width).zip(ints) {
+        let mut buf = vec![0u8; HEADER + width * ints.len()];
+        buf[0] = width as u8;
+        for (slot, &n) in buf[HEADER..].chunks_exact_mut(width).zip(ints) {
             write(slot, n);
         }
         SortedInts {
-            width: width as u8,
-            bytes,
+            buf: buf.into_boxed_slice(),
         }
+    }
+
+    /// The integers' bytes.
+    #[inline]
+    fn bytes(&self) -> &[u8] {
+        self.buf.get(HEADER..).unwrap_or_default()
     }
 
     /// How many it holds.
     #[inline]
     pub fn len(&self) -> usize {
-        self.bytes.len() / self.width()
+        self.bytes().len() / self.width()
     }
 
     /// Bytes per integer.
     #[inline]
     fn width(&self) -> usize {
-        usize::from(self.width)
+        match self.buf.first() {
+            Some(&w @ (4 | 8)) => usize::from(w),
+            _ => 2,
+        }
     }
 
     /// Whether it holds none.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.bytes().is_empty()
     }
 
     /// The integer at position `i`.
@@ -102,7 +92,7 @@ impl SortedInts {
     pub fn get(&self, i: usize) -> Option<i64> {
         let width = self.width();
         let at = i.checked_mul(width)?;
-        self.bytes.get(at..at + width).map(read)
+        self.bytes().get(at..at + width).map(read)
     }
 
     /// Where `n` is (`Ok`) or would go (`Err`).
@@ -134,55 +124,83 @@ impl SortedInts {
         }
     }
 
+    /// Runs `change` on the whole buffer (header first, always there) as a vector, then
+    /// keeps it at its exact size again.
+    fn edit(&mut self, change: impl FnOnce(&mut Vec<u8>)) {
+        let mut buf = std::mem::take(&mut self.buf).into_vec();
+        if buf.len() < HEADER {
+            buf.resize(HEADER, 0);
+            buf[0] = 2;
+        }
+        change(&mut buf);
+        self.buf = buf.into_boxed_slice();
+    }
+
     /// Puts `n` at position `at`, where [`SortedInts::search`] said it goes.
     pub fn insert_at(&mut self, at: usize, n: i64) {
         if width_of(n) > self.width() {
             self.widen(width_of(n));
         }
         let width = self.width();
-        if self.bytes.len() == self.bytes.capacity() {
-            // By an eighth: the vector is the set's memory.
-            self.bytes.reserve_exact((self.bytes.len() / 8).max(width));
-        }
-        let start = at * width;
-        self.bytes
-            .insert_from_slice(start, &n.to_le_bytes()[..width]);
+        let start = (HEADER + at * width).min(HEADER + self.bytes().len());
+        self.edit(|buf| {
+            // Exactly what is added: the box it becomes again keeps no spare room.
+            buf.reserve_exact(width);
+            buf.splice(start..start, n.to_le_bytes()[..width].iter().copied());
+        });
     }
 
     /// Rewrites every integer in `width` bytes.
     fn widen(&mut self, width: usize) {
-        let ints: Vec<i64> = self.iter().collect();
-        let mut bytes = SmallVec::with_capacity(width * (ints.len() + 1));
-        for n in ints {
-            bytes.extend_from_slice(&n.to_le_bytes()[..width]);
+        let mut buf = Vec::with_capacity(HEADER + width * (self.len() + 1));
+        buf.extend_from_slice(self.buf.get(..HEADER).unwrap_or(&[0; HEADER]));
+        buf[0] = width as u8;
+        for n in self.iter() {
+            buf.extend_from_slice(&n.to_le_bytes()[..width]);
         }
-        *self = SortedInts {
-            width: width as u8,
-            bytes,
-        };
+        self.buf = buf.into_boxed_slice();
     }
 
     /// Removes and returns the integer at position `i`.
     pub fn remove_at(&mut self, i: usize) -> Option<i64> {
         let n = self.get(i)?;
-        let width = self.width();
-        let start = i * width;
-        self.bytes.drain(start..start + width);
+        let start = HEADER + i * self.width();
+        let end = start + self.width();
+        self.edit(|buf| {
+            buf.drain(start..end);
+        });
         Some(n)
     }
 
     /// Ascending.
     pub fn iter(&self) -> Iter<'_> {
-        Iter(self.bytes.chunks_exact(self.width()))
+        Iter(self.bytes().chunks_exact(self.width()))
     }
 
-    /// Bytes it holds on the heap (none while inline).
-    pub fn heap_size(&self) -> usize {
-        if self.bytes.spilled() {
-            self.bytes.capacity()
-        } else {
-            0
+    /// The most integers the owner held at once (see `SortedInts::saw`).
+    pub fn most(&self) -> usize {
+        self.buf
+            .get(1..HEADER)
+            .map_or(0, |m| usize::from(u16::from_le_bytes([m[0], m[1]])))
+    }
+
+    /// Records that the owner holds `members` now: kept here so that it needs no
+    /// allocation of its own. In 16 bits, saturating: a set held as integers holds at
+    /// most a few hundred (see `super::set::INTS_MAX`).
+    pub fn saw(&mut self, members: usize) {
+        let most = u16::try_from(members).unwrap_or(u16::MAX);
+        if most as usize <= self.most() {
+            return;
         }
+        self.edit(|_| ());
+        if let Some(slot) = self.buf.get_mut(1..HEADER) {
+            slot.copy_from_slice(&most.to_le_bytes());
+        }
+    }
+
+    /// Bytes it holds on the heap.
+    pub fn heap_size(&self) -> usize {
+        self.buf.len()
     }
 }
 
@@ -251,29 +269,36 @@ mod tests {
         let mut ints = SortedInts::default();
         ints.insert(5);
         ints.insert(-7);
-        assert_eq!(ints.bytes.len(), 4);
+        assert_eq!(ints.heap_size(), HEADER + 4);
         ints.insert(70_000);
-        assert_eq!(ints.bytes.len(), 12);
+        assert_eq!(ints.heap_size(), HEADER + 12);
         ints.insert(i64::MIN);
-        assert_eq!(ints.bytes.len(), 32);
+        assert_eq!(ints.heap_size(), HEADER + 32);
         assert_eq!(ints.iter().collect::<Vec<_>>(), [i64::MIN, -7, 5, 70_000]);
     }
 
-    /// Small sets take no allocation of their own; past `INLINE` bytes they move to
-    /// the heap whole.
+    /// One exact allocation: the header and the integers, nothing spare; none at all
+    /// while empty.
     #[test]
-    fn inline_until_it_outgrows_the_room() {
+    fn exact_size_with_the_owner_s_count() {
         let mut ints = SortedInts::default();
-        for n in 0..(INLINE / 2) as i64 {
-            ints.insert(n);
-        }
         assert_eq!(ints.heap_size(), 0);
-        ints.insert(-1);
-        assert!(ints.heap_size() > INLINE);
-        assert_eq!(
-            ints.iter().collect::<Vec<_>>(),
-            (-1..(INLINE / 2) as i64).collect::<Vec<_>>()
-        );
-        assert_eq!(SortedInts::from_sorted(&[1, 2, 3]).heap_size(), 0);
+        assert_eq!(ints.most(), 0);
+        ints.saw(0);
+        assert_eq!(ints.heap_size(), 0);
+        for n in 0..20 {
+            ints.insert(n);
+            ints.saw(ints.len());
+        }
+        assert_eq!(ints.heap_size(), HEADER + 40);
+        assert_eq!(ints.most(), 20);
+        ints.remove_at(0);
+        assert_eq!(ints.heap_size(), HEADER + 38);
+        assert_eq!(ints.most(), 20);
+        ints.saw(70_000);
+        assert_eq!(ints.most(), usize::from(u16::MAX));
+        let built = SortedInts::from_sorted(&[1, 2, 3]);
+        assert_eq!(built.heap_size(), HEADER + 6);
+        assert_eq!(built.iter().collect::<Vec<_>>(), [1, 2, 3]);
     }
 }

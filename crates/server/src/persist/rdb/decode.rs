@@ -58,13 +58,13 @@ pub fn body(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
                     return Err(Corrupt("duplicate set members"));
                 }
             }
-            non_empty(set.len(), Value::Set(Box::new(set)))
+            non_empty(set.len(), Value::Set(set))
         }
         SET_INTSET => {
             let blob = r.string()?;
             let ints = intset::members(&blob).map_err(|_| integrity(kind))?;
             let set = SetValue::from_ints(ints).ok_or_else(|| integrity(kind))?;
-            non_empty(set.len(), Value::Set(Box::new(set)))
+            non_empty(set.len(), Value::Set(set))
         }
         HASH => {
             let n = r.count()?;

@@ -103,7 +103,7 @@ fn hash(pairs: &[(&[u8], &[u8])]) -> Value {
 }
 
 fn set(members: &[&[u8]]) -> Value {
-    Value::Set(Box::new(members.iter().copied().collect::<SetValue>()))
+    Value::Set(members.iter().copied().collect::<SetValue>())
 }
 
 fn zset(members: &[(&[u8], f64)]) -> Value {
