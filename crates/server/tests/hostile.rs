@@ -52,7 +52,12 @@ fn protocol_errors_match_redis_and_close() {
         ("bulk length not a number", b"*1\r\n$abc\r\n".to_vec()),
         ("missing $", b"*1\r\n+PING\r\n".to_vec()),
         ("unbalanced quotes inline", b"SET \"a b\r\n".to_vec()),
-        ("inline line too long", long_inline),
+        ("inline line too long", long_inline.clone()),
+        (
+            // A TLS handshake at a plain port looks like this: a NUL hides the LF.
+            "NUL before an inline line's newline",
+            [&b"\x16\x03\x01 \x00\xa5\r\nPING\r\n"[..], &long_inline].concat(),
+        ),
         (
             "pipeline then garbage",
             b"PING\r\n*1\r\n$4\r\nPING\r\n*x\r\n".to_vec(),

@@ -357,10 +357,16 @@ impl RequestDecoder {
 
     /// Reads one inline line (ending in LF, CRLF accepted) and splits it; an empty result
     /// is a blank line the caller skips. `None` if the line is incomplete.
+    ///
+    /// A NUL byte before the line's LF hides the LF, as in Redis, which looks for it with
+    /// `strchr`: such a line is never complete, and fails only once it passes the inline
+    /// limit. So a TLS handshake sent to a plain port (binary, with NULs) gets no reply and
+    /// the client times out, as against Redis, instead of reading an error reply as TLS.
     fn inline(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
         let max = self.limits.max_inline_len;
         let window = max.saturating_add(1).min(buf.len());
-        let Some(lf) = find_byte(b'\n', &buf[..window]) else {
+        let lf = memchr::memchr2(b'\n', 0, &buf[..window]).filter(|&at| buf[at] == b'\n');
+        let Some(lf) = lf else {
             return if buf.len() > max {
                 Err(ProtocolError::TooBigInlineRequest)
             } else {
@@ -458,6 +464,26 @@ mod tests {
         assert_eq!(
             decoder.decode(&mut BytesMut::from(&b"*100\r\n"[..])),
             Ok(None)
+        );
+    }
+
+    /// Redis finds an inline line's end with `strchr`, which stops at a NUL: a NUL
+    /// before the LF leaves the line incomplete until it passes the inline limit, while
+    /// one after the LF (in the next line) does not matter.
+    #[test]
+    fn a_nul_before_the_newline_hides_it() {
+        let mut decoder = RequestDecoder::default();
+        let mut buf = BytesMut::from(&b"\x16\x03\x01 \x00\xa5\r\nPING\r\n"[..]);
+        assert_eq!(decoder.decode(&mut buf), Ok(None));
+        assert_eq!(buf.len(), 14, "nothing consumed");
+        buf.extend_from_slice(&vec![b'x'; decoder.limits.max_inline_len]);
+        assert_eq!(
+            decoder.decode(&mut buf),
+            Err(ProtocolError::TooBigInlineRequest)
+        );
+        assert_eq!(
+            decode_all(b"PING\r\n\x00"),
+            Ok(vec![vec![Bytes::from("PING")]])
         );
     }
 
