@@ -59,6 +59,14 @@ fn protocol_errors_match_redis_and_close() {
             [&b"\x16\x03\x01 \x00\xa5\r\nPING\r\n"[..], &long_inline].concat(),
         ),
         (
+            "NUL before a multibulk count's CR",
+            [&b"*1\x00\r\n"[..], &long_inline].concat(),
+        ),
+        (
+            "NUL before a bulk length's CR",
+            [&b"*1\r\n$4\x00\r\n"[..], &long_inline].concat(),
+        ),
+        (
             "pipeline then garbage",
             b"PING\r\n*1\r\n$4\r\nPING\r\n*x\r\n".to_vec(),
         ),

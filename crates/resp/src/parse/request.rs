@@ -385,7 +385,7 @@ impl RequestDecoder {
 }
 
 /// Finds the CR ending a `*`/`$` header line, as Redis does: the first CR, with one more
-/// byte (taken as LF) already received. Only the first `max + 1` bytes are searched, so a
+/// byte (taken as LF) already received, and no NUL before it. Only the first `max + 1` bytes are searched, so a
 /// line too long is `too_long` however the stream was chunked.
 fn find_cr(
     buf: &[u8],
@@ -394,6 +394,16 @@ fn find_cr(
 ) -> Result<Option<usize>, ProtocolError> {
     let window = max.saturating_add(1).min(buf.len());
     match find_byte(b'\r', &buf[..window]) {
+        // Redis looks for the CR with `strchr`, which stops at a NUL: one before the CR
+        // hides it (see `inline`). Headers are a few bytes; the whole-command path,
+        // which reads most of them, never comes here.
+        Some(cr) if memchr::memchr(0, &buf[..cr]).is_some() => {
+            if buf.len() > max {
+                Err(too_long)
+            } else {
+                Ok(None)
+            }
+        }
         Some(cr) if cr + 1 < buf.len() => Ok(Some(cr)),
         Some(_) => Ok(None),
         None if buf.len() > max => Err(too_long),
@@ -481,6 +491,16 @@ mod tests {
             decoder.decode(&mut buf),
             Err(ProtocolError::TooBigInlineRequest)
         );
+        // The same for the CR of a `*` or `$` header, which Redis finds the same way.
+        for header in [
+            &b"*1\x00\r\n"[..],
+            b"*1\r\n$4\x00\r\nPING\r\n",
+            b"*1\r\n+\x00\r\n",
+        ] {
+            let mut decoder = RequestDecoder::default();
+            let mut buf = BytesMut::from(header);
+            assert_eq!(decoder.decode(&mut buf), Ok(None), "{header:?}");
+        }
         assert_eq!(
             decode_all(b"PING\r\n\x00"),
             Ok(vec![vec![Bytes::from("PING")]])
