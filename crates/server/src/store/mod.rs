@@ -16,6 +16,7 @@ pub mod digest;
 pub mod dirty;
 pub mod events;
 pub mod evict;
+mod exact_buf;
 pub mod expiry;
 pub mod hash;
 mod held;

@@ -4,10 +4,12 @@
 //! others wider, once (Redis's upgrade); nothing narrows again.
 //!
 //! The integers and a 3-byte header (the width, then the owner's most members held)
-//! are one exact-size allocation behind one pointer (a `Box<[u8]>`), so the set that
+//! are one exact-size allocation (a `Box<[u8]>`, see [`super::exact_buf`]), so the set that
 //! owns it needs no box of its own: a small set of integers is its key's entry and this
 //! buffer, as in Redis an intset and its `robj`. A change reallocates, as an intset's
 //! does.
+
+use super::exact_buf;
 
 /// The header's bytes: the width, then the most members held (a `u16`).
 const HEADER: usize = 3;
@@ -124,16 +126,9 @@ impl SortedInts {
         }
     }
 
-    /// Runs `change` on the whole buffer (header first, always there) as a vector, then
-    /// keeps it at its exact size again.
+    /// Runs `change` on the whole buffer (header first, always there) as a vector.
     fn edit(&mut self, change: impl FnOnce(&mut Vec<u8>)) {
-        let mut buf = std::mem::take(&mut self.buf).into_vec();
-        if buf.len() < HEADER {
-            buf.resize(HEADER, 0);
-            buf[0] = 2;
-        }
-        change(&mut buf);
-        self.buf = buf.into_boxed_slice();
+        exact_buf::edit(&mut self.buf, &[2, 0, 0], change);
     }
 
     /// Puts `n` at position `at`, where [`SortedInts::search`] said it goes.

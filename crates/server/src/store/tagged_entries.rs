@@ -10,8 +10,8 @@
 //! behind the entries so that adding one at the end moves only the index, not every
 //! entry, as a listpack's append moves nothing.
 //!
-//! Everything, the header included, is one exact-size allocation behind one pointer
-//! (a `Box<[u8]>`), so the collection that owns it needs no box of its own: a small hash
+//! Everything, the header included, is one exact-size allocation (a `Box<[u8]>`, see
+//! [`super::exact_buf`]), so the collection that owns it needs no box of its own: a small hash
 //! or sorted set is its key's entry and this buffer, as in Redis a listpack and its
 //! `robj`. A change reallocates, as a listpack's does.
 //!
@@ -19,6 +19,7 @@
 //! offset fits a `u16`. Reads go through `get`: nothing here panics on a buffer it did
 //! not build.
 
+use super::exact_buf;
 use super::value::Peaks;
 
 /// The header's bytes: the entry count, then the owner's peaks (six in all: every
@@ -179,16 +180,9 @@ impl TaggedEntries {
         memchr::memchr_iter(tag, tags)
     }
 
-    /// Runs `change` on the whole buffer (header first, always there) as a vector, then
-    /// keeps it at its exact size again.
+    /// Runs `change` on the whole buffer (header first, always there) as a vector.
     fn edit<R>(&mut self, change: impl FnOnce(&mut Vec<u8>) -> R) -> R {
-        let mut buf = std::mem::take(&mut self.buf).into_vec();
-        if buf.len() < HEADER {
-            buf.resize(HEADER, 0);
-        }
-        let out = change(&mut buf);
-        self.buf = buf.into_boxed_slice();
-        out
+        exact_buf::edit(&mut self.buf, &[0; HEADER], change)
     }
 
     /// Puts `entry` (of `size` bytes) at position `i`, tagged `tag`.

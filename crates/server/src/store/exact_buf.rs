@@ -1,0 +1,19 @@
+//! Exact-size byte buffers that start with a header: what the packed collections
+//! ([`super::tagged_entries`], [`super::sorted_ints`]) are, so that each is one
+//! allocation with no spare room, as Redis's listpacks and intsets are.
+
+/// Runs `change` on `buf` as a vector, then keeps it at its exact size again. An empty
+/// buffer (no allocation yet) is given `header` first, so `change` always finds one.
+///
+/// `change` should reserve exactly what it adds: the vector then becomes a box again
+/// without a second reallocation.
+pub fn edit<R>(buf: &mut Box<[u8]>, header: &[u8], change: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    let mut vec = std::mem::take(buf).into_vec();
+    if vec.len() < header.len() {
+        vec.clear();
+        vec.extend_from_slice(header);
+    }
+    let out = change(&mut vec);
+    *buf = vec.into_boxed_slice();
+    out
+}
