@@ -486,6 +486,27 @@ fn wait_link_up(replica: u16) {
     });
 }
 
+/// A link that has just come up counts as fresh contact with the master, as Redis's
+/// master client is created with its last interaction set: `master_last_io_seconds_ago`
+/// reads 0, not -1 ("never"), until the master's first ping. A cluster replica judges
+/// its data's age by it, so a master lost before that ping used to leave its replica
+/// refusing to take over ("data too old"): found by redis-rb's cluster failover test.
+#[test]
+fn a_link_just_up_had_its_io_now() {
+    on_ours_then_theirs(|master| {
+        let (ours, theirs) = (redline(&[]), redis(&[]));
+        for replica in [ours.port(), theirs.port()] {
+            let reply = conn(replica).cmd(&["REPLICAOF", "127.0.0.1", &master.to_string()]);
+            assert_eq!(reply, Frame::Simple("OK".into()));
+            wait_link_up(replica);
+            let io: i64 = info_field(replica, "master_last_io_seconds_ago")
+                .parse()
+                .unwrap();
+            assert!((0..=1).contains(&io), "replica {replica} of {master}: {io}");
+        }
+    });
+}
+
 /// Writers while the replica syncs, during a cut, after both.
 const WRITERS: usize = 16;
 

@@ -111,6 +111,12 @@ impl LinkStatus {
         let previous = self.state.swap(state, Ordering::Relaxed);
         if state == CONNECTED {
             self.down_since.store(0, Ordering::Relaxed);
+            // The sync was contact, as Redis's master client starts with its last
+            // interaction now. Without it the link reads as silent forever until the
+            // master's first ping (up to `repl-ping-replica-period`), and a cluster
+            // replica whose master dies in that window judges its data too old to take
+            // over.
+            self.last_io.store(unix_secs(), Ordering::Relaxed);
         } else if previous == CONNECTED {
             // Down since the link was lost; a link never up stays at 0 (INFO shows -1,
             // "down since ever", as Redis does: Sentinel reads it to pick a replica).
