@@ -19,6 +19,7 @@ trait Server {
     fn dir(&self) -> &Path;
     fn is_running(&mut self) -> bool;
     fn log_tail(&self) -> String;
+    fn port(&self) -> u16;
 }
 
 impl Server for RedisServer {
@@ -37,6 +38,9 @@ impl Server for RedisServer {
     fn log_tail(&self) -> String {
         RedisServer::log_tail(self)
     }
+    fn port(&self) -> u16 {
+        RedisServer::port(self)
+    }
 }
 
 impl Server for RedlineServer {
@@ -54,6 +58,9 @@ impl Server for RedlineServer {
     }
     fn log_tail(&self) -> String {
         RedlineServer::log_tail(self)
+    }
+    fn port(&self) -> u16 {
+        RedlineServer::port(self)
     }
 }
 
@@ -459,5 +466,45 @@ fn total_forks_counts_background_saves_and_rewrites() {
         assert!(usec < 10_000_000, "latest_fork_usec {usec}");
         ok(server, &["CONFIG", "RESETSTAT"]);
         assert_eq!(stats_field(server, "total_forks"), "0");
+    });
+}
+
+/// SHUTDOWN waits for a replica still waiting for its first image, as for one that
+/// lags (Redis counts its acknowledged offset as 0): the image goes out after the
+/// disk-less delay, and the replica leaves with the data and a link that was up. A
+/// cluster replica whose master shut down at once had no data and, its link never up,
+/// judged it too old to take over (found by redis-rb's cluster node-failure test).
+#[test]
+fn shutdown_waits_for_a_replica_waiting_for_its_image() {
+    on_both(|master| {
+        set_keys(master, 3);
+        ok(master, &["CONFIG", "SET", "repl-diskless-sync-delay", "1"]);
+        let replica = RedlineServer::builder().args(DEBUG).start().unwrap();
+        let port = master.port().to_string();
+        assert_eq!(
+            replica.cmd(&["REPLICAOF", "127.0.0.1", &port]).unwrap(),
+            Reply::Simple("OK".into())
+        );
+        wait_for(10, "the replica waiting for its image", || {
+            info_field(master, "replication", "slave0").contains("wait_bgsave")
+        });
+        // A write the replica has not acknowledged (before it, a master's offset can
+        // still be 0, and an offset of 0 is one a waiting replica has).
+        ok(master, &["SET", "k3", "v"]);
+        // The reply is the connection closing as the server exits.
+        let mut shutdown = std::net::TcpStream::connect(("127.0.0.1", master.port())).unwrap();
+        std::io::Write::write_all(&mut shutdown, b"SHUTDOWN NOSAVE\r\n").unwrap();
+        let _ = std::io::Read::read_to_end(&mut shutdown, &mut Vec::new());
+        wait_for(20, "the master's exit", || !master.is_running());
+        assert_eq!(replica.cmd(&["DBSIZE"]).unwrap(), Reply::Integer(4));
+        let info = replica
+            .cmd(&["INFO", "replication"])
+            .unwrap()
+            .text()
+            .unwrap();
+        assert!(
+            !info.contains("master_link_down_since_seconds:-1"),
+            "the link was never up: {info}"
+        );
     });
 }

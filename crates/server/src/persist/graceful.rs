@@ -217,6 +217,15 @@ fn cancel(shared: &Shared) {
 fn replicas_in_sync(shared: &Shared) -> bool {
     let journal = &shared.repl.journal;
     let offset = journal.offset();
+    // A replica still waiting for its first image has acknowledged nothing, as Redis's
+    // replicas in `wait_bgsave_start` (their ack offset is 0): waiting for it lets its
+    // sync run, so it leaves with the data and a link that was up (a cluster replica
+    // needs that to take over).
+    let waiting =
+        !shared.repl.disk_less.waiting().is_empty() || !shared.repl.disk_syncs.waiting().is_empty();
+    if waiting && offset != 0 {
+        return false;
+    }
     let stream = journal.stream();
     stream.replicas().iter().all(|r| r.acked() == offset)
 }
