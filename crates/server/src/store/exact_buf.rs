@@ -17,3 +17,13 @@ pub fn edit<R>(buf: &mut Box<[u8]>, header: &[u8], change: impl FnOnce(&mut Vec<
     *buf = vec.into_boxed_slice();
     out
 }
+
+/// The header of `buf`, given `empty` first when it has none yet (no allocation), so an
+/// owner's count can be recorded before anything else is stored.
+pub fn header_mut<'b>(buf: &'b mut Box<[u8]>, empty: &[u8]) -> &'b mut [u8] {
+    if buf.len() < empty.len() {
+        edit(buf, empty, |_| ());
+    }
+    let len = empty.len().min(buf.len());
+    &mut buf[..len]
+}

@@ -14,6 +14,9 @@ use super::exact_buf;
 /// The header's bytes: the width, then the most members held (a `u16`).
 const HEADER: usize = 3;
 
+/// The header of a set that held nothing yet: the narrowest width.
+const EMPTY_HEADER: [u8; HEADER] = [2, 0, 0];
+
 /// See the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct SortedInts {
@@ -128,7 +131,7 @@ impl SortedInts {
 
     /// Runs `change` on the whole buffer (header first, always there) as a vector.
     fn edit(&mut self, change: impl FnOnce(&mut Vec<u8>)) {
-        exact_buf::edit(&mut self.buf, &[2, 0, 0], change);
+        exact_buf::edit(&mut self.buf, &EMPTY_HEADER, change);
     }
 
     /// Puts `n` at position `at`, where [`SortedInts::search`] said it goes.
@@ -148,7 +151,7 @@ impl SortedInts {
     /// Rewrites every integer in `width` bytes.
     fn widen(&mut self, width: usize) {
         let mut buf = Vec::with_capacity(HEADER + width * (self.len() + 1));
-        buf.extend_from_slice(self.buf.get(..HEADER).unwrap_or(&[0; HEADER]));
+        buf.extend_from_slice(self.buf.get(..HEADER).unwrap_or(&EMPTY_HEADER));
         buf[0] = width as u8;
         for n in self.iter() {
             buf.extend_from_slice(&n.to_le_bytes()[..width]);
@@ -187,8 +190,8 @@ impl SortedInts {
         if most as usize <= self.most() {
             return;
         }
-        self.edit(|_| ());
-        if let Some(slot) = self.buf.get_mut(1..HEADER) {
+        let header = exact_buf::header_mut(&mut self.buf, &EMPTY_HEADER);
+        if let Some(slot) = header.get_mut(1..HEADER) {
             slot.copy_from_slice(&most.to_le_bytes());
         }
     }

@@ -73,6 +73,13 @@ fn offset_in(body: &[u8], n: usize, i: usize) -> Option<usize> {
     Some(usize::from(u16::from_le_bytes([raw[0], raw[1]])))
 }
 
+/// Writes the entry count `n` into the header at the front of `buf`.
+fn write_count(buf: &mut [u8], n: usize) {
+    if let Some(count) = buf.get_mut(..COUNT) {
+        count.copy_from_slice(&(n as u16).to_le_bytes());
+    }
+}
+
 /// Moves the offsets of entries `from..n` of `body` by `by` bytes.
 fn shift_offsets(body: &mut [u8], n: usize, from: usize, by: isize) {
     let Some(index) = body.len().checked_sub(2 * n) else {
@@ -97,7 +104,7 @@ impl TaggedEntries {
             area.extend_from_slice(&(offset as u16).to_le_bytes());
             offset += len;
         }
-        area[..COUNT].copy_from_slice(&(entries.len() as u16).to_le_bytes());
+        write_count(&mut area, entries.len());
         area[COUNT..HEADER].copy_from_slice(&peaks.to_narrow_bytes());
         TaggedEntries {
             buf: area.into_boxed_slice(),
@@ -131,10 +138,8 @@ impl TaggedEntries {
     /// `len` bytes.
     #[inline]
     pub fn saw(&mut self, entries: usize, len: usize) {
-        if self.buf.len() < HEADER {
-            self.edit(|_| ());
-        }
-        let slot = self.buf.get_mut(COUNT..HEADER);
+        let header = exact_buf::header_mut(&mut self.buf, &[0; HEADER]);
+        let slot = header.get_mut(COUNT..HEADER);
         if let Some(slot) = slot.and_then(|s| <&mut [u8; Peaks::NARROW_BYTES]>::try_from(s).ok()) {
             Peaks::saw_narrow(slot, entries, len);
         }
@@ -204,7 +209,7 @@ impl TaggedEntries {
             buf.insert(tags + i, tag);
             let slot = tags + n + 1 + 2 * i;
             buf.splice(slot..slot, (at as u16).to_le_bytes());
-            buf[..COUNT].copy_from_slice(&((n + 1) as u16).to_le_bytes());
+            write_count(buf, n + 1);
         });
     }
 
@@ -236,6 +241,9 @@ impl TaggedEntries {
         let n = self.len();
         let grows = size as isize - (to - from) as isize;
         self.edit(|buf| {
+            // Exactly what is added, as in `insert` (a splice alone would double the
+            // buffer, and the box it becomes again would reallocate it back).
+            buf.reserve_exact(size.saturating_sub(to - from));
             buf.splice(from..to, with);
             if let Some(body) = buf.get_mut(HEADER..) {
                 shift_offsets(body, n, i + 1, grows);
@@ -260,7 +268,7 @@ impl TaggedEntries {
             let slot = tags + n + 2 * i;
             buf.drain(slot..slot + 2);
             buf.remove(tags + i);
-            buf[..COUNT].copy_from_slice(&((n - 1) as u16).to_le_bytes());
+            write_count(buf, n - 1);
         });
     }
 

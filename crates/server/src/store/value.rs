@@ -54,17 +54,12 @@ impl Peaks {
         [e0, e1, l0, l1]
     }
 
-    /// [`Peaks::saw`] on peaks kept as [`Peaks::to_narrow_bytes`], in place: every
-    /// addition to a packed collection records one, so it reads and writes the bytes
-    /// without a round trip through `Peaks`.
+    /// [`Peaks::saw`] on peaks kept as [`Peaks::to_narrow_bytes`], in place.
     #[inline]
     pub fn saw_narrow(bytes: &mut [u8; Peaks::NARROW_BYTES], entries: usize, len: usize) {
-        let narrow = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
-        let [e0, e1, l0, l1] = *bytes;
-        let entries = u16::from_le_bytes([e0, e1]).max(narrow(entries));
-        let longest = u16::from_le_bytes([l0, l1]).max(narrow(len));
-        let ([e0, e1], [l0, l1]) = (entries.to_le_bytes(), longest.to_le_bytes());
-        *bytes = [e0, e1, l0, l1];
+        let mut peaks = Peaks::from_narrow_bytes(*bytes);
+        peaks.saw(entries, len);
+        *bytes = peaks.to_narrow_bytes();
     }
 
     /// Read back from [`Peaks::to_narrow_bytes`].
