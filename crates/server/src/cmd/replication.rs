@@ -403,8 +403,7 @@ pub fn info_section(ctx: &Ctx<'_>, text: &mut String) {
         }
         None => text.push_str("role:master\r\n"),
     }
-    let mut waiting = shared.repl.disk_less.waiting();
-    waiting.extend(shared.repl.disk_syncs.waiting());
+    let waiting = shared.repl.waiting_for_image();
     let _ = write!(
         text,
         "connected_slaves:{}\r\n",

@@ -221,9 +221,7 @@ fn replicas_in_sync(shared: &Shared) -> bool {
     // replicas in `wait_bgsave_start` (their ack offset is 0): waiting for it lets its
     // sync run, so it leaves with the data and a link that was up (a cluster replica
     // needs that to take over).
-    let waiting =
-        !shared.repl.disk_less.waiting().is_empty() || !shared.repl.disk_syncs.waiting().is_empty();
-    if waiting && offset != 0 {
+    if offset != 0 && !shared.repl.waiting_for_image().is_empty() {
         return false;
     }
     let stream = journal.stream();

@@ -93,6 +93,15 @@ impl Replication {
         self.master.lock().as_ref().map(|link| f(&link.status))
     }
 
+    /// The replicas waiting for a full sync's image to start, disk-less or from a
+    /// BGSAVE, by address (INFO lists them as `wait_bgsave`; they have acknowledged
+    /// nothing yet).
+    pub fn waiting_for_image(&self) -> Vec<(journal::ReplicaIp, u16)> {
+        let mut waiting = self.disk_less.waiting();
+        waiting.extend(self.disk_syncs.waiting());
+        waiting
+    }
+
     /// Whether this server replicates a master.
     pub fn is_replica(&self) -> bool {
         self.journal.is_proxy()
