@@ -385,8 +385,8 @@ impl RequestDecoder {
 }
 
 /// Finds the CR ending a `*`/`$` header line, as Redis does: the first CR, with one more
-/// byte (taken as LF) already received, and no NUL before it. Only the first `max + 1` bytes are searched, so a
-/// line too long is `too_long` however the stream was chunked.
+/// byte (taken as LF) already received, and no NUL before it. Only the first `max + 1`
+/// bytes are searched, so a line too long is `too_long` however the stream was chunked.
 fn find_cr(
     buf: &[u8],
     max: usize,
