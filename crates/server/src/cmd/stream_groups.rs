@@ -756,7 +756,7 @@ fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         field(out, "radix-tree-keys");
         encode::write_integer(out, s.node_count() as i64);
         field(out, "radix-tree-nodes");
-        encode::write_integer(out, (s.node_count() + 1) as i64);
+        encode::write_integer(out, s.radix_tree_nodes() as i64);
         field(out, "last-generated-id");
         write_id(out, s.last_id);
         field(out, "max-deleted-entry-id");

@@ -23,6 +23,7 @@ mod held;
 pub mod hll;
 pub mod lazyfree;
 pub mod list;
+pub mod listpack_size;
 pub mod lookups;
 pub mod packed_members;
 pub mod packed_pairs;

@@ -35,6 +35,15 @@ impl StreamId {
         StreamId { ms, seq }
     }
 
+    /// The id as Redis keys its radix tree and writes it in RDB files: milliseconds,
+    /// then sequence, both big-endian, so byte order is id order.
+    pub fn to_be_bytes(self) -> [u8; 16] {
+        let mut raw = [0u8; 16];
+        raw[..8].copy_from_slice(&self.ms.to_be_bytes());
+        raw[8..].copy_from_slice(&self.seq.to_be_bytes());
+        raw
+    }
+
     /// Whether this is `0-0`.
     pub fn is_zero(&self) -> bool {
         self.ms == 0 && self.seq == 0
@@ -196,9 +205,21 @@ pub struct NodeLimits {
     pub max_bytes: usize,
 }
 
-/// Approximate listpack bytes of one entry (each element with its small header).
-fn entry_bytes<'a>(fields: impl Iterator<Item = &'a [u8]>) -> usize {
-    fields.map(|f| f.len() + 2).sum::<usize>() + 8
+impl NodeLimits {
+    /// Whether an entry of `fields` opens a new node after `node`, as Redis's
+    /// `streamAppendItem` decides: the node's listpack bytes plus the entry's raw text
+    /// reach `stream-node-max-bytes` (0 or past 1 GB means 1 GB, a listpack's most), or
+    /// the node holds `stream-node-max-entries`, deleted ones counted.
+    fn full<'a>(&self, node: &Node, fields: impl Iterator<Item = &'a [u8]>) -> bool {
+        const LISTPACK_MAX: usize = 1 << 30;
+        let max_bytes = match self.max_bytes {
+            0 => LISTPACK_MAX,
+            n => n.min(LISTPACK_MAX),
+        };
+        let text: usize = fields.map(<[u8]>::len).sum();
+        node.redis_bytes() + text >= max_bytes
+            || (self.max_entries > 0 && node.total >= self.max_entries)
+    }
 }
 
 /// The entries of one node as an RDB load finds them, packed as they arrive.
@@ -217,7 +238,6 @@ impl NodeBuilder {
         let (master, node) = self
             .node
             .get_or_insert_with(|| (id, Node::new(fields.clone())));
-        node.lp_bytes += entry_bytes(fields.clone());
         node.push(*master, id, fields);
         self.last = Some(id);
     }
@@ -372,9 +392,39 @@ impl Stream {
             .map(|l| l.entry)
     }
 
-    /// Number of nodes (XINFO STREAM FULL's `radix-tree-nodes` stand-in).
+    /// Number of nodes (XINFO STREAM's `radix-tree-keys`).
     pub fn node_count(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// The nodes Redis's radix tree of these node keys (16-byte big-endian master ids)
+    /// has (XINFO STREAM's `radix-tree-nodes`): a compressed node for each run of bytes
+    /// the keys below it share, a branching node where they part, a leaf for each key,
+    /// and the head of an empty tree.
+    pub fn radix_tree_nodes(&self) -> usize {
+        fn below(keys: &[[u8; 16]], depth: usize) -> usize {
+            let (Some(first), Some(last)) = (keys.first(), keys.last()) else {
+                return 0;
+            };
+            if depth == 16 {
+                return 1;
+            }
+            // Sorted keys: what the first and the last share, all of them share.
+            let shared = (depth..16).take_while(|&i| first[i] == last[i]).count();
+            if shared > 0 {
+                return 1 + below(keys, depth + shared);
+            }
+            let mut nodes = 1;
+            let mut rest = keys;
+            while let Some(head) = rest.first() {
+                let run = rest.iter().take_while(|k| k[depth] == head[depth]).count();
+                nodes += below(&rest[..run], depth + 1);
+                rest = &rest[run..];
+            }
+            nodes
+        }
+        let keys: Vec<[u8; 16]> = self.nodes.keys().map(|id| id.to_be_bytes()).collect();
+        below(&keys, 0).max(1)
     }
 
     /// Live entries in `[start, end]`, ascending (`.rev()` for descending).
@@ -425,13 +475,9 @@ impl Stream {
     where
         I: ExactSizeIterator<Item = &'a [u8]> + Clone,
     {
-        let size = entry_bytes(fields.clone());
         let open_new = match self.nodes.last_key_value() {
             None => true,
-            Some((_, node)) => {
-                (limits.max_entries > 0 && node.total >= limits.max_entries)
-                    || (limits.max_bytes > 0 && node.lp_bytes + size >= limits.max_bytes)
-            }
+            Some((_, node)) => limits.full(node, fields.clone()),
         };
         if open_new {
             if let Some(mut closed) = self.nodes.last_entry() {
@@ -441,9 +487,7 @@ impl Stream {
         }
         if let Some(mut last) = self.nodes.last_entry() {
             let master = *last.key();
-            let node = last.get_mut();
-            node.lp_bytes += size;
-            node.push(master, id, fields);
+            last.get_mut().push(master, id, fields);
         }
         if self.length == 0 {
             self.first = id;
@@ -497,17 +541,12 @@ impl Stream {
             }
             let whole = match strategy {
                 TrimStrategy::MaxLen(max) => (self.length - node_live) as u64 >= max,
-                TrimStrategy::MinId(min) => {
-                    let mut cursor = node.cursor(master);
-                    let mut last_live = None;
-                    while let Some(l) = cursor.next_back() {
-                        if !l.deleted {
-                            last_live = Some(l.id);
-                            break;
-                        }
-                    }
-                    last_live.is_some_and(|last| last < min)
-                }
+                // Redis compares the node's last entry, deleted or not
+                // (`lpGetEdgeStreamID`).
+                TrimStrategy::MinId(min) => node
+                    .cursor(master)
+                    .next_back()
+                    .is_some_and(|last| last.id < min),
             };
             if whole {
                 self.nodes.remove(&master);

@@ -13,6 +13,7 @@
 //! sequence itself. Deleted entries stay (flagged) until the whole node goes, as in
 //! Redis.
 
+use super::listpack_size;
 use super::stream::StreamId;
 use super::varint::{self, get as get_varint, put as put_varint};
 
@@ -39,6 +40,32 @@ fn skip_elements(buf: &[u8], at: &mut usize, count: usize) {
     }
 }
 
+/// The bytes of one entry in Redis's node listpack: `flags, ms-diff, seq-diff,
+/// [num-fields, field, value... | value...], lp-count`, each difference taken from the
+/// master id as Redis takes it (the sequence's even when the milliseconds differ).
+fn redis_entry_bytes<'a, I>(master: StreamId, id: StreamId, fields: I, same: bool) -> usize
+where
+    I: ExactSizeIterator<Item = &'a [u8]>,
+{
+    let pairs = fields.len() / 2;
+    let ms_diff = id.ms.wrapping_sub(master.ms) as i64;
+    let seq_diff = id.seq.wrapping_sub(master.seq) as i64;
+    let mut bytes = 2 + listpack_size::int(ms_diff) + listpack_size::int(seq_diff);
+    let elements = if same {
+        bytes += fields
+            .skip(1)
+            .step_by(2)
+            .map(listpack_size::string)
+            .sum::<usize>();
+        pairs + 3
+    } else {
+        bytes += listpack_size::int(pairs as i64);
+        bytes += fields.map(listpack_size::string).sum::<usize>();
+        2 * pairs + 4
+    };
+    bytes + listpack_size::int(elements as i64)
+}
+
 /// One node's entries.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Node {
@@ -53,8 +80,9 @@ pub(super) struct Node {
     pub(super) total: usize,
     /// Entries still live.
     pub(super) live: usize,
-    /// Approximate listpack bytes, for `stream-node-max-bytes`.
-    pub(super) lp_bytes: usize,
+    /// The bytes of Redis's listpack for this node but its live and deleted counts
+    /// (see [`Node::redis_bytes`]).
+    redis_rest: usize,
 }
 
 /// Where an entry sits in its node, and what it is.
@@ -76,16 +104,29 @@ impl Node {
         let mut buf = Vec::new();
         put_varint(&mut buf, names as u64);
         let names_at = buf.len();
+        // Redis's master entry: live count, deleted count (see `redis_bytes`), the
+        // number of names, the names, a 0 terminator.
+        let mut redis_rest = listpack_size::EMPTY + listpack_size::int(names as i64) + 2;
         for name in fields.step_by(2) {
             put_element(&mut buf, name);
+            redis_rest += listpack_size::string(name);
         }
         Node {
             names_at,
             entries_at: buf.len(),
             buf,
             names,
+            redis_rest,
             ..Node::default()
         }
+    }
+
+    /// The size Redis's listpack for this node would have (`lpBytes`), which decides
+    /// where a node ends (`stream-node-max-bytes`), and so what an approximate trim
+    /// can drop: Redis packs the same entries in the same nodes.
+    pub(super) fn redis_bytes(&self) -> usize {
+        let deleted = self.total - self.live;
+        self.redis_rest + listpack_size::int(self.live as i64) + listpack_size::int(deleted as i64)
     }
 
     fn names_region(&self) -> &[u8] {
@@ -113,6 +154,7 @@ impl Node {
         I: ExactSizeIterator<Item = &'a [u8]> + Clone,
     {
         let same = self.has_master_names(fields.clone());
+        self.redis_rest += redis_entry_bytes(master, id, fields.clone(), same);
         let start = self.buf.len();
         self.buf.push(if same { SAME_FIELDS } else { 0 });
         let ms_diff = id.ms.wrapping_sub(master.ms);

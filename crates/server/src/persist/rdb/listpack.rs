@@ -9,6 +9,7 @@
 //! clients. [`Writer`] builds one exactly as Redis's `lpAppend` would, integers included.
 
 use super::Corrupt;
+use crate::store::listpack_size::backlen;
 
 /// One listpack entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,9 +60,9 @@ pub fn entries_checked(lp: &[u8], deep: bool) -> Result<Vec<Elem<'_>>, Corrupt> 
     while pos < end {
         let (elem, size) = entry(&lp[pos..end]).ok_or_else(bad)?;
         pos += size;
-        let backlen_size = backlen_size(size);
-        let backlen = lp.get(pos..pos + backlen_size).ok_or_else(bad)?;
-        if pos + backlen_size > end || (deep && decode_backlen(backlen) != Some(size)) {
+        let backlen_size = backlen(size);
+        let tail = lp.get(pos..pos + backlen_size).ok_or_else(bad)?;
+        if pos + backlen_size > end || (deep && decode_backlen(tail) != Some(size)) {
             return Err(bad());
         }
         pos += backlen_size;
@@ -110,17 +111,6 @@ fn entry(at: &[u8]) -> Option<(Elem<'_>, usize)> {
     }
 }
 
-/// How many bytes the backlen of an entry of `size` bytes takes.
-fn backlen_size(size: usize) -> usize {
-    match size {
-        0..=127 => 1,
-        128..16383 => 2,
-        16383..2097151 => 3,
-        2097151..268435455 => 4,
-        _ => 5,
-    }
-}
-
 /// Reads a backlen written left to right: 7 bits per byte, most significant first, every
 /// byte but the first flagged with the high bit.
 fn decode_backlen(bytes: &[u8]) -> Option<usize> {
@@ -135,7 +125,7 @@ fn decode_backlen(bytes: &[u8]) -> Option<usize> {
 }
 
 fn push_backlen(out: &mut Vec<u8>, size: usize) {
-    let n = backlen_size(size);
+    let n = backlen(size);
     for i in (0..n).rev() {
         let bits = ((size >> (7 * i)) & 0x7F) as u8;
         out.push(if i == n - 1 { bits } else { bits | 0x80 });
@@ -290,6 +280,30 @@ mod tests {
         assert_eq!(got, want);
     }
 
+    /// Streams size their nodes with `store::listpack_size`: it must give the bytes this
+    /// writer (checked against Redis's own above and below) actually writes.
+    #[test]
+    fn the_size_model_matches_what_is_written() {
+        use crate::store::listpack_size;
+        let mut texts: Vec<Vec<u8>> = [0i64, 127, 128, -4096, 4096, 32768, 1 << 23, 1 << 40]
+            .iter()
+            .flat_map(|n| [n.to_string().into_bytes(), (-n).to_string().into_bytes()])
+            .collect();
+        texts.extend([b"".to_vec(), b"01".to_vec(), b"+5".to_vec(), b"-0".to_vec()]);
+        texts.extend([1, 63, 64, 125, 126, 4095, 4096, 20000].map(|n| vec![b'v'; n]));
+        for text in &texts {
+            let mut w = Writer::new();
+            w.push(text);
+            let want = listpack_size::EMPTY + listpack_size::string(text);
+            assert_eq!(
+                w.finish().len(),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(text)
+            );
+        }
+    }
+
     #[test]
     fn redis_bytes() {
         // RPUSH l a 1 -> listpack as Redis 7.0 builds it.
@@ -330,7 +344,7 @@ mod tests {
         for size in [1, 127, 128, 16382, 16383, 2097150, 2097151, 268435455] {
             let mut out = Vec::new();
             push_backlen(&mut out, size);
-            assert_eq!(out.len(), backlen_size(size));
+            assert_eq!(out.len(), backlen(size));
             assert_eq!(decode_backlen(&out), Some(size));
         }
     }

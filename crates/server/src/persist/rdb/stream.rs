@@ -21,13 +21,6 @@ use crate::store::Value;
 const FLAG_DELETED: i64 = 1;
 const FLAG_SAMEFIELDS: i64 = 2;
 
-fn id_bytes(id: StreamId) -> [u8; 16] {
-    let mut raw = [0u8; 16];
-    raw[..8].copy_from_slice(&id.ms.to_be_bytes());
-    raw[8..].copy_from_slice(&id.seq.to_be_bytes());
-    raw
-}
-
 fn id_from(raw: &[u8]) -> Result<StreamId, Corrupt> {
     let bad = Corrupt("stream id of the wrong size");
     let ms: [u8; 8] = raw.get(..8).and_then(|s| s.try_into().ok()).ok_or(bad)?;
@@ -78,7 +71,7 @@ pub fn encode(out: &mut Vec<u8>, stream: &Stream) {
                 lp.push_int(2 * pairs as i64 + 4);
             }
         }
-        string(out, &id_bytes(master));
+        string(out, &master.to_be_bytes());
         string(out, &lp.finish());
     }
     len(out, stream.len() as u64);
@@ -98,7 +91,7 @@ pub fn encode(out: &mut Vec<u8>, stream: &Stream) {
         len(out, group.entries_read as u64);
         len(out, group.pel.len() as u64);
         for (id, nack) in &group.pel {
-            out.extend_from_slice(&id_bytes(*id));
+            out.extend_from_slice(&id.to_be_bytes());
             out.extend_from_slice(&nack.delivery_time.to_le_bytes());
             len(out, nack.delivery_count);
         }
@@ -108,7 +101,7 @@ pub fn encode(out: &mut Vec<u8>, stream: &Stream) {
             out.extend_from_slice(&consumer.seen_time.to_le_bytes());
             len(out, consumer.pel.len() as u64);
             for id in &consumer.pel {
-                out.extend_from_slice(&id_bytes(*id));
+                out.extend_from_slice(&id.to_be_bytes());
             }
         }
     }
