@@ -2451,6 +2451,209 @@ fn stream_cases_match_redis() {
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }
 
+/// Stream nodes end where Redis's listpacks end (their size in Redis's encoding against
+/// `stream-node-max-bytes`, their entries against `stream-node-max-entries`), so an
+/// approximate trim drops the same entries and XINFO counts the same nodes: random
+/// entries (fields like the node's first or not, integers, short, 64-byte-boundary and
+/// long values, ids close together and far apart) with deletions and trims between them,
+/// under several node limits, every reply compared.
+#[test]
+fn stream_nodes_split_where_redis_splits() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let mut a = Conn::connect(redis.addr());
+    let mut b = Conn::connect(redline.addr);
+    let limits: &[(&str, &str)] = &[("100", "4096"), ("10", "4096"), ("0", "300"), ("7", "0")];
+    let mut mismatches = Vec::new();
+    for (round, (entries, bytes)) in limits.iter().enumerate() {
+        let mut rng = fastrand::Rng::with_seed(round as u64 + 1);
+        let setup: [&[&str]; 3] = [
+            &["DEL", "s"],
+            &["CONFIG", "SET", "stream-node-max-entries", entries],
+            &["CONFIG", "SET", "stream-node-max-bytes", bytes],
+        ];
+        for case in setup {
+            a.cmd(case);
+            b.cmd(case);
+        }
+        let (mut ms, mut seq) = (1_700_000_000_000u64, 0u64);
+        let mut ids = Vec::new();
+        for step in 0..600 {
+            let mut case: Vec<String> = match rng.u32(0..100) {
+                0..=84 => {
+                    match rng.u32(0..10) {
+                        0..=5 => seq += 1,
+                        6..=8 => (ms, seq) = (ms + rng.u64(1..200), rng.u64(0..3)),
+                        _ => (ms, seq) = (ms + rng.u64(10_000..10_000_000), 0),
+                    }
+                    let id = format!("{ms}-{seq}");
+                    ids.push(id.clone());
+                    let mut case = vec!["XADD".into(), "s".into()];
+                    if rng.u32(0..8) == 0 {
+                        case.extend(["MAXLEN".into(), "~".into(), rng.u32(0..60).to_string()]);
+                    }
+                    case.push(id);
+                    let fields: &[&str] = match rng.u32(0..4) {
+                        0 | 1 => &["event", "jobId", "prev"],
+                        2 => &["event", "jobId", "returnvalue", "prev"],
+                        _ => &["n"],
+                    };
+                    for field in fields {
+                        case.push((*field).into());
+                        case.push(match rng.u32(0..6) {
+                            0 => rng.i64(-100_000..100_000).to_string(),
+                            1 => "x".repeat(rng.usize(60..70)),
+                            2 => "y".repeat(rng.usize(120..140)),
+                            3 if rng.u32(0..20) == 0 => "z".repeat(5000),
+                            _ => format!("v{step}"),
+                        });
+                    }
+                    case
+                }
+                85..=91 if !ids.is_empty() => {
+                    let id = ids[rng.usize(0..ids.len())].clone();
+                    vec!["XDEL".into(), "s".into(), id]
+                }
+                92..=96 => {
+                    let n = rng.u32(0..80).to_string();
+                    let how = if rng.bool() { "~" } else { "=" };
+                    vec!["XTRIM".into(), "s".into(), "MAXLEN".into(), how.into(), n]
+                }
+                _ if !ids.is_empty() => {
+                    let id = ids[rng.usize(0..ids.len())].clone();
+                    vec!["XTRIM".into(), "s".into(), "MINID".into(), "~".into(), id]
+                }
+                _ => vec!["XLEN".into(), "s".into()],
+            };
+            if step % 50 == 49 {
+                case = vec!["XINFO".into(), "STREAM".into(), "s".into()];
+            }
+            let owned: Vec<Vec<u8>> = case.iter().map(|s| s.as_bytes().to_vec()).collect();
+            let x = normalise(&owned, a.cmd(&case));
+            let y = normalise(&owned, b.cmd(&case));
+            if x != y {
+                mismatches.push(format!("limits {entries}/{bytes}, step {step}: {case:?}\n  redis:   {x}\n  redline: {y}"));
+            }
+        }
+        for case in [
+            &["XINFO", "STREAM", "s"][..],
+            &["XRANGE", "s", "-", "+"][..],
+        ] {
+            let owned: Vec<Vec<u8>> = case.iter().map(|s| s.as_bytes().to_vec()).collect();
+            let x = normalise(&owned, a.cmd(case));
+            let y = normalise(&owned, b.cmd(case));
+            if x != y {
+                mismatches.push(format!(
+                    "limits {entries}/{bytes}: {case:?}\n  redis:   {x}\n  redline: {y}"
+                ));
+            }
+        }
+    }
+    let shown: Vec<&String> = mismatches.iter().take(5).collect();
+    assert!(
+        mismatches.is_empty(),
+        "{} differ:\n{shown:#?}",
+        mismatches.len()
+    );
+}
+
+/// HSCAN, SSCAN and ZSCAN answer a collection whole, cursor 0, exactly when Redis holds
+/// it in a compact encoding (a hash listpack, up to 512 short fields by default; an
+/// intset), and page a hash table by COUNT, whatever its size: 72 fields of 83 bytes
+/// page, 300 short fields do not. Every page walk returns every member.
+#[test]
+fn collection_scans_page_where_redis_pages() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let mut a = Conn::connect(redis.addr());
+    let mut b = Conn::connect(redline.addr);
+    let long = "f".repeat(83);
+    let mut fill: Vec<Vec<String>> = Vec::new();
+    let hash = |key: &str, fields: usize, prefix: &str| {
+        let mut cmd = vec!["HSET".to_string(), key.to_string()];
+        for i in 0..fields {
+            cmd.extend([format!("{prefix}{i}"), "null".to_string()]);
+        }
+        cmd
+    };
+    fill.push(hash("h-long", 72, &long));
+    fill.push(hash("h-short", 300, "f"));
+    fill.push(hash("h-many", 600, "f"));
+    fill.push(hash("h-small", 5, "f"));
+    let mut ints = vec!["SADD".to_string(), "s-ints".to_string()];
+    ints.extend((0..300).map(|i| (i * 7).to_string()));
+    fill.push(ints);
+    let mut many_ints = vec!["SADD".to_string(), "s-many-ints".to_string()];
+    many_ints.extend((0..600).map(|i| (i * 7).to_string()));
+    fill.push(many_ints);
+    let mut texts = vec!["SADD".to_string(), "s-text".to_string()];
+    texts.extend((0..40).map(|i| format!("m{i}")));
+    fill.push(texts);
+    let mut zset = vec!["ZADD".to_string(), "z-many".to_string()];
+    for i in 0..200 {
+        zset.extend([i.to_string(), format!("m{i}")]);
+    }
+    fill.push(zset);
+    fill.push(vec![
+        "ZADD".into(),
+        "z-small".into(),
+        "1".into(),
+        "a".into(),
+        "2".into(),
+        "b".into(),
+    ]);
+    for cmd in &fill {
+        a.cmd(cmd);
+        b.cmd(cmd);
+    }
+    let scans: &[(&str, &str)] = &[
+        ("HSCAN", "h-long"),
+        ("HSCAN", "h-short"),
+        ("HSCAN", "h-many"),
+        ("HSCAN", "h-small"),
+        ("SSCAN", "s-ints"),
+        ("SSCAN", "s-many-ints"),
+        ("SSCAN", "s-text"),
+        ("ZSCAN", "z-many"),
+        ("ZSCAN", "z-small"),
+    ];
+    let mut mismatches = Vec::new();
+    for &(command, key) in scans {
+        let walk = |conn: &mut Conn| {
+            let (mut cursor, mut calls, mut first_whole) = ("0".to_string(), 0, false);
+            let mut seen = std::collections::BTreeSet::new();
+            loop {
+                let reply = conn.cmd(&[command, key, &cursor, "COUNT", "50"]);
+                let Frame::Array(parts) = reply else {
+                    panic!("{command} {key}: {reply:?}")
+                };
+                cursor = text(&parts[0]);
+                let Frame::Array(items) = &parts[1] else {
+                    panic!("{command} {key}")
+                };
+                seen.extend(items.iter().map(text));
+                calls += 1;
+                first_whole |= calls == 1 && cursor == "0";
+                if cursor == "0" || calls > 1000 {
+                    break;
+                }
+            }
+            (first_whole, seen)
+        };
+        let (redis_whole, redis_seen) = walk(&mut a);
+        let (redline_whole, redline_seen) = walk(&mut b);
+        if redis_whole != redline_whole || redis_seen != redline_seen {
+            mismatches.push(format!(
+                "{command} {key}: whole in one call: redis {redis_whole}, redline {redline_whole}; \
+                 distinct replies {} / {}",
+                redis_seen.len(),
+                redline_seen.len()
+            ));
+        }
+    }
+    assert!(mismatches.is_empty(), "{mismatches:#?}");
+}
+
 /// Glob patterns (KEYS, SCAN MATCH, PSUBSCRIBE, ACL key patterns all share one matcher)
 /// match the same keys as Redis's `stringmatchlen`: every key of up to 3 characters over
 /// an alphabet of letters and the pattern metacharacters, against random patterns of

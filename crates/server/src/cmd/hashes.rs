@@ -355,9 +355,6 @@ pub fn write_empty_scan(out: &mut bytes::BytesMut) {
     encode::write_array_len(out, 0);
 }
 
-/// Up to this many entries a collection is scanned in one call (Redis's listpack size).
-pub const SMALL: usize = 128;
-
 /// Parses `cursor [MATCH p] [COUNT n]` for HSCAN/SSCAN/ZSCAN.
 /// Redis reads the cursor first, then looks the key up, and only then the options
 /// ([`scan_options`]): a missing key answers an empty scan whatever the options.
@@ -407,6 +404,8 @@ pub fn scan_positions(len: usize, cursor: u64, count: usize) -> (std::ops::Range
 
 fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let cursor = scan_cursor(args)?;
+    // Read before the key's shard is locked.
+    let limits = super::keys::EncodingLimits::from_config(&ctx.shared.config.read());
     let key = &args[1];
     let mut shard = ctx.lock(key);
     let Some(h) = hash(&mut shard, key)? else {
@@ -414,10 +413,12 @@ fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     };
     let (pattern, count) = scan_options(args)?;
-    // Small hashes come back whole, in order, as Redis's listpack ones do.
+    // A hash Redis holds as a listpack comes back whole, in order, whatever COUNT says;
+    // a hash table is paged (positions stay put: fields are appended, and removing one
+    // keeps the others' order or moves the last, already returned, into its place).
     let keep =
         |(f, _): &(&[u8], &[u8])| pattern.is_none_or(|p| crate::glob::glob_match(p, f, false));
-    let (items, next) = if h.len() <= SMALL {
+    let (items, next) = if h.is_listpack(limits.hash_entries, limits.hash_value) {
         (h.iter().filter(keep).collect::<Vec<_>>(), 0)
     } else {
         let (range, next) = scan_positions(h.len(), cursor, count);

@@ -500,11 +500,11 @@ fn move_key(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// (`hash-max-listpack-*`, `set-max-intset-entries`, `zset-max-listpack-*`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct EncodingLimits {
-    hash_entries: usize,
-    hash_value: usize,
-    set_entries: usize,
-    zset_entries: usize,
-    zset_value: usize,
+    pub(crate) hash_entries: usize,
+    pub(crate) hash_value: usize,
+    pub(crate) set_entries: usize,
+    pub(crate) zset_entries: usize,
+    pub(crate) zset_value: usize,
 }
 
 impl EncodingLimits {

@@ -425,6 +425,8 @@ fn sintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let cursor = scan_cursor(args)?;
+    // Read before the key's shard is locked.
+    let limits = super::keys::EncodingLimits::from_config(&ctx.shared.config.read());
     let key = &args[1];
     let mut shard = ctx.lock(key);
     let Some(s) = set(&mut shard, key)? else {
@@ -432,15 +434,18 @@ fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     };
     let (pattern, count) = scan_options(args)?;
-    // A set of integers comes back whole, ascending, as Redis's intsets do.
+    // A set Redis holds as an intset comes back whole, ascending, whatever COUNT says;
+    // a hash table is paged. Integers kept sorted are sent whole even past the intset
+    // limit: an insertion in the middle would move a member past the cursor.
     let keep = |m: &Member<'_>| pattern.is_none_or(|p| crate::glob::glob_match(p, m, false));
-    let (items, next): (Vec<Member<'_>>, u64) = if s.ints().is_some() {
-        (s.iter().filter(keep).collect(), 0)
-    } else {
-        let (range, next) = scan_positions(s.len(), cursor, count);
-        let items = range.rev().filter_map(|i| s.get_index(i)).filter(keep);
-        (items.collect(), next)
-    };
+    let (items, next): (Vec<Member<'_>>, u64) =
+        if s.is_intset(limits.set_entries) || s.ints().is_some() {
+            (s.iter().filter(keep).collect(), 0)
+        } else {
+            let (range, next) = scan_positions(s.len(), cursor, count);
+            let items = range.rev().filter_map(|i| s.get_index(i)).filter(keep);
+            (items.collect(), next)
+        };
     encode::write_array_len(ctx.out, 2);
     encode::write_bulk(ctx.out, next.to_string().as_bytes());
     encode::write_array_len(ctx.out, items.len());

@@ -690,8 +690,10 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    use super::hashes::{scan_cursor, scan_options, scan_positions, write_empty_scan, SMALL};
+    use super::hashes::{scan_cursor, scan_options, scan_positions, write_empty_scan};
     let cursor = scan_cursor(args)?;
+    // Read before the key's shard is locked.
+    let limits = super::keys::EncodingLimits::from_config(&ctx.shared.config.read());
     let key = &args[1];
     let mut shard = ctx.lock(key);
     let Some(z) = zset(&mut shard, key)? else {
@@ -700,20 +702,24 @@ fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let (pattern, count) = scan_options(args)?;
     let matches = |m: &[u8]| pattern.is_none_or(|p| crate::glob::glob_match(p, m, false));
-    let (items, next): (Vec<(&[u8], f64)>, u64) = if z.len() <= SMALL {
-        // Small sets come back whole, in score order, as Redis's listpack ones do.
-        (z.iter().filter(|(m, _)| matches(m)).collect(), 0)
-    } else {
-        let (range, next) = scan_positions(z.len(), cursor, count);
-        (
-            range
-                .rev()
-                .filter_map(|i| z.get_index(i))
-                .filter(|(m, _)| matches(m))
-                .collect(),
-            next,
-        )
-    };
+    // A sorted set Redis holds as a listpack comes back whole, in score order, whatever
+    // COUNT says; a skiplist is paged over its member map. Members kept packed in score
+    // order are sent whole even when Redis would page them: an insertion in the middle
+    // would move a member past the cursor.
+    let (items, next): (Vec<(&[u8], f64)>, u64) =
+        if z.is_listpack(limits.zset_entries, limits.zset_value) || z.is_packed() {
+            (z.iter().filter(|(m, _)| matches(m)).collect(), 0)
+        } else {
+            let (range, next) = scan_positions(z.len(), cursor, count);
+            (
+                range
+                    .rev()
+                    .filter_map(|i| z.get_index(i))
+                    .filter(|(m, _)| matches(m))
+                    .collect(),
+                next,
+            )
+        };
     encode::write_array_len(ctx.out, 2);
     encode::write_bulk(ctx.out, next.to_string().as_bytes());
     encode::write_array_len(ctx.out, items.len() * 2);

@@ -182,6 +182,12 @@ impl ZSet {
         self.len() == 0
     }
 
+    /// Whether the members are packed in score order (small sets), rather than in a map
+    /// beside the order.
+    pub fn is_packed(&self) -> bool {
+        matches!(self.repr, Repr::Small(_))
+    }
+
     /// The member's score.
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.repr {
