@@ -2560,7 +2560,8 @@ fn stream_nodes_split_where_redis_splits() {
 /// HSCAN, SSCAN and ZSCAN answer a collection whole, cursor 0, exactly when Redis holds
 /// it in a compact encoding (a hash listpack, up to 512 short fields by default; an
 /// intset), and page a hash table by COUNT, whatever its size: 72 fields of 83 bytes
-/// page, 300 short fields do not. Every page walk returns every member.
+/// page, 300 short fields do not; a sorted set with a 70-byte member pages. Every page
+/// walk returns every member.
 #[test]
 fn collection_scans_page_where_redis_pages() {
     let redis = RedisServer::start().expect("redis-server");
@@ -2602,6 +2603,16 @@ fn collection_scans_page_where_redis_pages() {
         "2".into(),
         "b".into(),
     ]);
+    let mut z_long = vec![
+        "ZADD".to_string(),
+        "z-long".to_string(),
+        "0".to_string(),
+        "m".repeat(70),
+    ];
+    for i in 1..60 {
+        z_long.extend([i.to_string(), format!("m{i}")]);
+    }
+    fill.push(z_long);
     for cmd in &fill {
         a.cmd(cmd);
         b.cmd(cmd);
@@ -2616,6 +2627,7 @@ fn collection_scans_page_where_redis_pages() {
         ("SSCAN", "s-text"),
         ("ZSCAN", "z-many"),
         ("ZSCAN", "z-small"),
+        ("ZSCAN", "z-long"),
     ];
     let mut mismatches = Vec::new();
     for &(command, key) in scans {
