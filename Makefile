@@ -7,7 +7,7 @@ CARGO ?= cargo
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat compat-redis-py compat-go-redis compat-hiredis compat-jedis compat-lettuce
+.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat compat-redis-py compat-go-redis compat-hiredis compat-jedis compat-lettuce compat-bullmq
 
 help:
 	@echo "make run    build in release and run redline bench against its embedded redline-server (ping/set/get/mixed, P=1 and P=16,"
@@ -35,6 +35,7 @@ help:
 	@echo "make compat-jedis JEDIS_SRC=<jedis v5.1.5 checkout>  Jedis's JUnit tests (its Makefile's servers)"
 	@echo "            against redis-server and redline-server; writes compat/REPORT-jedis.md"
 	@echo "make compat-lettuce LETTUCE_SRC=<lettuce 6.2.7.RELEASE checkout>  Lettuce's tests"
+	@echo "make compat-bullmq BULLMQ_SRC=<bullmq v5.81.3 checkout>  BullMQ's tests (port 6379)"
 	@echo "            (its Makefile's servers) against both servers; writes compat/REPORT-lettuce.md"
 	@echo "make fuzz   run every cargo-fuzz target for FUZZ_SECONDS (default 60) each, on nightly"
 
@@ -209,3 +210,13 @@ compat-lettuce: deps
 	  $(APT) update -q && $(APT) install -y -q --no-install-recommends stunnel4 openssl; }
 	$(CARGO) build --release -p redline-server
 	python3 compat/lettuce.py --lettuce-src "$(LETTUCE_SRC)" --redline-bin target/release/redline-server
+
+# BullMQ's own tests (a checkout at tag v5.81.3): a Node.js job queue built on Lua
+# scripts, streams and blocking commands; its tests use a server on localhost:6379, which
+# must be free; writes compat/REPORT-bullmq.md. Needs Node.js 20 and npm (the npm
+# registry reachable).
+compat-bullmq: deps
+	@test -n "$(BULLMQ_SRC)" -a -f "$(BULLMQ_SRC)/package.json" || \
+	  { echo "usage: make compat-bullmq BULLMQ_SRC=<bullmq checkout at tag v5.81.3>" >&2; exit 2; }
+	$(CARGO) build --release -p redline-server
+	python3 compat/bullmq.py --bullmq-src "$(BULLMQ_SRC)" --redline-bin target/release/redline-server

@@ -22,7 +22,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from suite_report import print_counts, server_version, write_report
+from suite_report import print_counts, server_version, start_server, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / "target" / "redis-py-venv"
@@ -59,20 +59,6 @@ def venv_python() -> Path:
     return python
 
 
-def start(command: list, port: int) -> subprocess.Popen:
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2) as s:
-                s.sendall(b"PING\r\n")
-                if s.recv(16).startswith(b"+PONG"):
-                    return proc
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    sys.exit(f"redis_py: {command[0]} did not start on port {port}")
-
-
 def cluster_ready(port: int) -> bool:
     out = subprocess.run(["redis-cli", "-p", str(port), "cluster", "info"],
                          capture_output=True, text=True).stdout
@@ -88,9 +74,10 @@ def run_suite(python: Path, src: Path, name: str, binary: str, cluster: bool) ->
             node_dir = Path(scratch) / str(port)
             node_dir.mkdir()
             extra = ["--cluster-enabled", "yes"] if cluster else []
-            procs.append(start([binary, "--port", str(port), "--bind", "127.0.0.1",
-                                "--save", "", "--dir", str(node_dir),
-                                "--enable-debug-command", "yes", *extra], port))
+            procs.append(start_server([binary, "--port", str(port), "--bind", "127.0.0.1",
+                                       "--save", "", "--dir", str(node_dir),
+                                       "--enable-debug-command", "yes", *extra], port,
+                                      "redis_py"))
         xml = Path(scratch) / "results.xml"
         try:
             if cluster:

@@ -1,6 +1,6 @@
 """The side-by-side report of a client library's own test suite, run once against
 redis-server and once against redline-server (redis_py.py, go_redis.py, hiredis.py,
-jedis.py, lettuce.py), and what those runners share."""
+jedis.py, lettuce.py, bullmq.py), and what those runners share."""
 
 import os
 import shutil
@@ -55,6 +55,22 @@ def launcher_env(binary: str, sentinel: str) -> dict:
         return os.path.abspath(name) if os.sep in name else shutil.which(name) or name
     return dict(os.environ, SERVER_UNDER_TEST=absolute(binary),
                 SENTINEL_SERVER=absolute(sentinel))
+
+
+def start_server(command: list, port: int, suite: str) -> subprocess.Popen:
+    """Starts `command`, a server on loopback `port`, and waits until it answers PING;
+    exits naming `suite` when it has not within 10 s."""
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16).startswith(b"+PONG"):
+                    return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    sys.exit(f"{suite}: {command[0]} did not start on port {port}")
 
 
 def passed(outcomes: dict) -> set:
