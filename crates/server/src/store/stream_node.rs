@@ -50,6 +50,7 @@ where
     let pairs = fields.len() / 2;
     let ms_diff = id.ms.wrapping_sub(master.ms) as i64;
     let seq_diff = id.seq.wrapping_sub(master.seq) as i64;
+    // The flags (0 to 3) take one byte and its back-length.
     let mut bytes = 2 + listpack_size::int(ms_diff) + listpack_size::int(seq_diff);
     let elements = if same {
         bytes += fields
@@ -125,7 +126,7 @@ impl Node {
     /// where a node ends (`stream-node-max-bytes`), and so what an approximate trim
     /// can drop: Redis packs the same entries in the same nodes.
     pub(super) fn redis_bytes(&self) -> usize {
-        let deleted = self.total - self.live;
+        let deleted = self.total.saturating_sub(self.live);
         self.redis_rest + listpack_size::int(self.live as i64) + listpack_size::int(deleted as i64)
     }
 
