@@ -93,8 +93,7 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if is(sub, "object") && args.len() == 3 {
         let key = &args[2];
-        // Read before the key's shard is locked.
-        let limits = super::keys::EncodingLimits::from_config(&ctx.shared.config.read());
+        let limits = super::keys::EncodingLimits::now(&ctx.shared.hot);
         let shard = ctx.lock(key);
         let Some(e) = shard.peek_stored(key) else {
             return Err(CmdError::Static("ERR no such key"));

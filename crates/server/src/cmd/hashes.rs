@@ -390,22 +390,33 @@ pub fn scan_options(args: &[Bytes]) -> Result<(Option<&[u8]>, usize), CmdError> 
     Ok((pattern, count))
 }
 
-/// Walks indexes `[0, cursor)` downward (cursor 0 = start at the end), like the
-/// keyspace SCAN, and returns the next cursor (0 when done).
-pub fn scan_positions(len: usize, cursor: u64, count: usize) -> (std::ops::Range<usize>, u64) {
+/// One call of HSCAN/SSCAN/ZSCAN: every element of `all` (cursor 0) when `whole`, else
+/// the next `count` positions below `cursor` read through `at`, walked downward like the
+/// keyspace SCAN (cursor 0 starts at the end), with the next cursor (0 when done). Only
+/// the elements `keep` accepts are returned.
+pub fn scan_page<T>(
+    whole: bool,
+    all: impl Iterator<Item = T>,
+    (len, at): (usize, impl Fn(usize) -> Option<T>),
+    (cursor, count): (u64, usize),
+    keep: impl Fn(&T) -> bool,
+) -> (Vec<T>, u64) {
+    if whole {
+        return (all.filter(|item| keep(item)).collect(), 0);
+    }
     let top = if cursor == 0 {
         len
     } else {
         (cursor as usize).min(len)
     };
     let bottom = top.saturating_sub(count);
-    (bottom..top, bottom as u64)
+    let items = (bottom..top).rev().filter_map(at).filter(|item| keep(item));
+    (items.collect(), bottom as u64)
 }
 
 fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let cursor = scan_cursor(args)?;
-    // Read before the key's shard is locked.
-    let limits = super::keys::EncodingLimits::from_config(&ctx.shared.config.read());
+    let limits = super::keys::EncodingLimits::now(&ctx.shared.hot);
     let key = &args[1];
     let mut shard = ctx.lock(key);
     let Some(h) = hash(&mut shard, key)? else {
@@ -416,15 +427,13 @@ fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     // A hash Redis holds as a listpack comes back whole, in order, whatever COUNT says;
     // a hash table is paged (positions stay put: fields are appended, and removing one
     // keeps the others' order or moves the last, already returned, into its place).
-    let keep =
-        |(f, _): &(&[u8], &[u8])| pattern.is_none_or(|p| crate::glob::glob_match(p, f, false));
-    let (items, next) = if h.is_listpack(limits.hash_entries, limits.hash_value) {
-        (h.iter().filter(keep).collect::<Vec<_>>(), 0)
-    } else {
-        let (range, next) = scan_positions(h.len(), cursor, count);
-        let items = range.rev().filter_map(|i| h.get_index(i)).filter(keep);
-        (items.collect(), next)
-    };
+    let (items, next) = scan_page(
+        h.is_listpack(limits.hash_entries, limits.hash_value),
+        h.iter(),
+        (h.len(), |i| h.get_index(i)),
+        (cursor, count),
+        |(f, _)| pattern.is_none_or(|p| crate::glob::glob_match(p, f, false)),
+    );
     encode::write_array_len(ctx.out, 2);
     encode::write_bulk(ctx.out, next.to_string().as_bytes());
     encode::write_array_len(ctx.out, items.len() * 2);

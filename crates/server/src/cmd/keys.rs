@@ -509,14 +509,14 @@ pub(crate) struct EncodingLimits {
 
 impl EncodingLimits {
     /// The limits as configured now.
-    pub(crate) fn from_config(config: &crate::config::Config) -> EncodingLimits {
-        let limit = |name: &str| usize::try_from(config.param_int(name)).unwrap_or(0);
+    pub(crate) fn now(hot: &crate::config::HotParams) -> EncodingLimits {
+        let limit = |n: i64| usize::try_from(n).unwrap_or(0);
         EncodingLimits {
-            hash_entries: limit("hash-max-listpack-entries"),
-            hash_value: limit("hash-max-listpack-value"),
-            set_entries: limit("set-max-intset-entries"),
-            zset_entries: limit("zset-max-listpack-entries"),
-            zset_value: limit("zset-max-listpack-value"),
+            hash_entries: limit(hot.hash_max_listpack_entries()),
+            hash_value: limit(hot.hash_max_listpack_value()),
+            set_entries: limit(hot.set_max_intset_entries()),
+            zset_entries: limit(hot.zset_max_listpack_entries()),
+            zset_value: limit(hot.zset_max_listpack_value()),
         }
     }
 }
@@ -574,8 +574,7 @@ fn with_object(
 }
 
 fn object_encoding(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    // Read before the key's shard is locked.
-    let limits = EncodingLimits::from_config(&ctx.shared.config.read());
+    let limits = EncodingLimits::now(&ctx.shared.hot);
     with_object(ctx, args, |e, out| {
         encode::write_bulk(out, encoding_name(&e.value, &limits).as_bytes())
     })

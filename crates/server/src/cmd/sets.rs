@@ -8,7 +8,7 @@ use bytes::Bytes;
 use redline_resp::{encode, Protocol};
 
 use super::args::is;
-use super::hashes::{scan_cursor, scan_options, scan_positions, write_empty_scan};
+use super::hashes::{scan_cursor, scan_options, scan_page, write_empty_scan};
 use super::reply::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
 use crate::store::set::Member;
@@ -425,8 +425,7 @@ fn sintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let cursor = scan_cursor(args)?;
-    // Read before the key's shard is locked.
-    let limits = super::keys::EncodingLimits::from_config(&ctx.shared.config.read());
+    let limits = super::keys::EncodingLimits::now(&ctx.shared.hot);
     let key = &args[1];
     let mut shard = ctx.lock(key);
     let Some(s) = set(&mut shard, key)? else {
@@ -437,15 +436,13 @@ fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     // A set Redis holds as an intset comes back whole, ascending, whatever COUNT says;
     // a hash table is paged. Integers kept sorted are sent whole even past the intset
     // limit: an insertion in the middle would move a member past the cursor.
-    let keep = |m: &Member<'_>| pattern.is_none_or(|p| crate::glob::glob_match(p, m, false));
-    let (items, next): (Vec<Member<'_>>, u64) =
-        if s.is_intset(limits.set_entries) || s.ints().is_some() {
-            (s.iter().filter(keep).collect(), 0)
-        } else {
-            let (range, next) = scan_positions(s.len(), cursor, count);
-            let items = range.rev().filter_map(|i| s.get_index(i)).filter(keep);
-            (items.collect(), next)
-        };
+    let (items, next) = scan_page(
+        s.is_intset(limits.set_entries) || s.ints().is_some(),
+        s.iter(),
+        (s.len(), |i| s.get_index(i)),
+        (cursor, count),
+        |m: &Member<'_>| pattern.is_none_or(|p| crate::glob::glob_match(p, m, false)),
+    );
     encode::write_array_len(ctx.out, 2);
     encode::write_bulk(ctx.out, next.to_string().as_bytes());
     encode::write_array_len(ctx.out, items.len());

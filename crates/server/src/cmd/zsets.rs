@@ -690,10 +690,9 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    use super::hashes::{scan_cursor, scan_options, scan_positions, write_empty_scan};
+    use super::hashes::{scan_cursor, scan_options, scan_page, write_empty_scan};
     let cursor = scan_cursor(args)?;
-    // Read before the key's shard is locked.
-    let limits = super::keys::EncodingLimits::from_config(&ctx.shared.config.read());
+    let limits = super::keys::EncodingLimits::now(&ctx.shared.hot);
     let key = &args[1];
     let mut shard = ctx.lock(key);
     let Some(z) = zset(&mut shard, key)? else {
@@ -701,25 +700,13 @@ fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     };
     let (pattern, count) = scan_options(args)?;
-    let matches = |m: &[u8]| pattern.is_none_or(|p| crate::glob::glob_match(p, m, false));
-    // A sorted set Redis holds as a listpack comes back whole, in score order, whatever
-    // COUNT says; a skiplist is paged over its member map. Members kept packed in score
-    // order are sent whole even when Redis would page them: an insertion in the middle
-    // would move a member past the cursor.
-    let (items, next): (Vec<(&[u8], f64)>, u64) =
-        if z.is_listpack(limits.zset_entries, limits.zset_value) || z.is_packed() {
-            (z.iter().filter(|(m, _)| matches(m)).collect(), 0)
-        } else {
-            let (range, next) = scan_positions(z.len(), cursor, count);
-            (
-                range
-                    .rev()
-                    .filter_map(|i| z.get_index(i))
-                    .filter(|(m, _)| matches(m))
-                    .collect(),
-                next,
-            )
-        };
+    let (items, next) = scan_page(
+        z.is_listpack(limits.zset_entries, limits.zset_value) || z.is_packed(),
+        z.iter(),
+        (z.len(), |i| z.get_index(i)),
+        (cursor, count),
+        |(m, _)| pattern.is_none_or(|p| crate::glob::glob_match(p, m, false)),
+    );
     encode::write_array_len(ctx.out, 2);
     encode::write_bulk(ctx.out, next.to_string().as_bytes());
     encode::write_array_len(ctx.out, items.len() * 2);

@@ -4,7 +4,8 @@
 //! Reading one through [`Config::param`] costs the lock, an index lookup, a walk of the
 //! parameters set and a parse: about a thousand instructions for the two or three that
 //! every command checks (NOREPLICAS, MASTERDOWN, READONLY) and every script run reads
-//! (BUSY), and the two every XADD reads. They are copied here whenever the
+//! (BUSY), the two every XADD reads, and the encoding limits every collection scan
+//! reads. They are copied here whenever the
 //! configuration changes ([`crate::shared::Shared::update_config`]) instead.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -52,6 +53,17 @@ hot_params! {
     stream_node_max_entries: AtomicI64 => i64 = param_int("stream-node-max-entries");
     /// `stream-node-max-bytes`.
     stream_node_max_bytes: AtomicI64 => i64 = param_int("stream-node-max-bytes");
+    /// `hash-max-listpack-entries` (OBJECT ENCODING and the collection scans read the
+    /// five compact-encoding limits).
+    hash_max_listpack_entries: AtomicI64 => i64 = param_int("hash-max-listpack-entries");
+    /// `hash-max-listpack-value`.
+    hash_max_listpack_value: AtomicI64 => i64 = param_int("hash-max-listpack-value");
+    /// `set-max-intset-entries`.
+    set_max_intset_entries: AtomicI64 => i64 = param_int("set-max-intset-entries");
+    /// `zset-max-listpack-entries`.
+    zset_max_listpack_entries: AtomicI64 => i64 = param_int("zset-max-listpack-entries");
+    /// `zset-max-listpack-value`.
+    zset_max_listpack_value: AtomicI64 => i64 = param_int("zset-max-listpack-value");
 }
 
 #[cfg(test)]
@@ -70,6 +82,8 @@ mod tests {
         assert_eq!(hot.busy_reply_threshold(), 5000);
         assert_eq!(hot.stream_node_max_entries(), 100);
         assert_eq!(hot.stream_node_max_bytes(), 4096);
+        assert_eq!(hot.hash_max_listpack_entries(), 512);
+        assert_eq!(hot.zset_max_listpack_value(), 64);
         config
             .params
             .insert("min-replicas-to-write", "2".to_string());
