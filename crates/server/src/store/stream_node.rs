@@ -50,8 +50,9 @@ where
     let pairs = fields.len() / 2;
     let ms_diff = id.ms.wrapping_sub(master.ms) as i64;
     let seq_diff = id.seq.wrapping_sub(master.seq) as i64;
-    // The flags (0 to 3) take one byte and its back-length.
-    let mut bytes = 2 + listpack_size::int(ms_diff) + listpack_size::int(seq_diff);
+    // The flags are 0 to 3, all of one size.
+    let flags = listpack_size::int(0);
+    let mut bytes = flags + listpack_size::int(ms_diff) + listpack_size::int(seq_diff);
     let elements = if same {
         bytes += fields
             .skip(1)
@@ -107,7 +108,8 @@ impl Node {
         let names_at = buf.len();
         // Redis's master entry: live count, deleted count (see `redis_bytes`), the
         // number of names, the names, a 0 terminator.
-        let mut redis_rest = listpack_size::EMPTY + listpack_size::int(names as i64) + 2;
+        let mut redis_rest =
+            listpack_size::EMPTY + listpack_size::int(names as i64) + listpack_size::int(0);
         for name in fields.step_by(2) {
             put_element(&mut buf, name);
             redis_rest += listpack_size::string(name);
