@@ -1,8 +1,8 @@
 //! How many bytes an element takes in one of Redis's listpacks (7.0's `listpack.c`):
 //! its encoding header, its data and its back-length. Streams decide where a node ends
 //! from the size its listpack would have in Redis (`stream-node-max-bytes`), and the RDB
-//! writer sizes its back-lengths with [`backlen`], so both follow one reading of the
-//! format.
+//! writer picks its encodings with [`int_encoded`], [`str_header`] and [`backlen`], so
+//! both follow one reading of the format.
 
 /// A listpack with no element: the 6-byte header and the end byte.
 pub const EMPTY: usize = 7;
@@ -18,9 +18,10 @@ pub fn backlen(size: usize) -> usize {
     }
 }
 
-/// Bytes of integer `n` as an element, in its smallest encoding.
-pub fn int(n: i64) -> usize {
-    let encoded = if (0..=127).contains(&n) {
+/// Bytes of integer `n`'s smallest encoding (tag and data, no back-length): 1 for
+/// 0..=127, 2 for 13 bits, then 3, 4, 5 and 9 for 16, 24, 32 and 64 bits.
+pub fn int_encoded(n: i64) -> usize {
+    if (0..=127).contains(&n) {
         1
     } else if (-4096..=4095).contains(&n) {
         2
@@ -32,7 +33,21 @@ pub fn int(n: i64) -> usize {
         5
     } else {
         9
-    };
+    }
+}
+
+/// Bytes of a string's length header: 1 up to 63 bytes, 2 up to 4095, else 5.
+pub fn str_header(len: usize) -> usize {
+    match len {
+        0..64 => 1,
+        64..4096 => 2,
+        _ => 5,
+    }
+}
+
+/// Bytes of integer `n` as an element, in its smallest encoding.
+pub fn int(n: i64) -> usize {
+    let encoded = int_encoded(n);
     encoded + backlen(encoded)
 }
 
@@ -42,12 +57,7 @@ pub fn string(s: &[u8]) -> usize {
     if let Some(n) = super::canonical_int(s) {
         return int(n);
     }
-    let header = match s.len() {
-        0..64 => 1,
-        64..4096 => 2,
-        _ => 5,
-    };
-    let encoded = header + s.len();
+    let encoded = str_header(s.len()) + s.len();
     encoded + backlen(encoded)
 }
 

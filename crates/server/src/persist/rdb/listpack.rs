@@ -9,7 +9,7 @@
 //! clients. [`Writer`] builds one exactly as Redis's `lpAppend` would, integers included.
 
 use super::Corrupt;
-use crate::store::listpack_size::backlen;
+use crate::store::listpack_size::{self, backlen};
 
 /// One listpack entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,24 +182,29 @@ impl Writer {
     pub fn push_int(&mut self, n: i64) {
         let start = self.buf.len();
         let bytes = n.to_le_bytes();
-        if (0..=127).contains(&n) {
-            self.buf.push(n as u8);
-        } else if (-4096..=4095).contains(&n) {
-            let raw = (n as u16) & 0x1FFF;
-            self.buf.push(0xC0 | (raw >> 8) as u8);
-            self.buf.push((raw & 0xFF) as u8);
-        } else if i16::try_from(n).is_ok() {
-            self.buf.push(0xF1);
-            self.buf.extend_from_slice(&bytes[..2]);
-        } else if (-(1 << 23)..(1 << 23)).contains(&n) {
-            self.buf.push(0xF2);
-            self.buf.extend_from_slice(&bytes[..3]);
-        } else if i32::try_from(n).is_ok() {
-            self.buf.push(0xF3);
-            self.buf.extend_from_slice(&bytes[..4]);
-        } else {
-            self.buf.push(0xF4);
-            self.buf.extend_from_slice(&bytes);
+        match listpack_size::int_encoded(n) {
+            1 => self.buf.push(n as u8),
+            2 => {
+                let raw = (n as u16) & 0x1FFF;
+                self.buf.push(0xC0 | (raw >> 8) as u8);
+                self.buf.push((raw & 0xFF) as u8);
+            }
+            3 => {
+                self.buf.push(0xF1);
+                self.buf.extend_from_slice(&bytes[..2]);
+            }
+            4 => {
+                self.buf.push(0xF2);
+                self.buf.extend_from_slice(&bytes[..3]);
+            }
+            5 => {
+                self.buf.push(0xF3);
+                self.buf.extend_from_slice(&bytes[..4]);
+            }
+            _ => {
+                self.buf.push(0xF4);
+                self.buf.extend_from_slice(&bytes);
+            }
         }
         self.end_entry(start);
     }
@@ -207,14 +212,16 @@ impl Writer {
     fn push_str(&mut self, s: &[u8]) {
         let start = self.buf.len();
         let len = s.len();
-        if len < 64 {
-            self.buf.push(0x80 | len as u8);
-        } else if len < 4096 {
-            self.buf.push(0xE0 | (len >> 8) as u8);
-            self.buf.push((len & 0xFF) as u8);
-        } else {
-            self.buf.push(0xF0);
-            self.buf.extend_from_slice(&(len as u32).to_le_bytes());
+        match listpack_size::str_header(len) {
+            1 => self.buf.push(0x80 | len as u8),
+            2 => {
+                self.buf.push(0xE0 | (len >> 8) as u8);
+                self.buf.push((len & 0xFF) as u8);
+            }
+            _ => {
+                self.buf.push(0xF0);
+                self.buf.extend_from_slice(&(len as u32).to_le_bytes());
+            }
         }
         self.buf.extend_from_slice(s);
         self.end_entry(start);
@@ -284,7 +291,6 @@ mod tests {
     /// writer (checked against Redis's own above and below) actually writes.
     #[test]
     fn the_size_model_matches_what_is_written() {
-        use crate::store::listpack_size;
         let mut texts: Vec<Vec<u8>> = [0i64, 127, 128, -4096, 4096, 32768, 1 << 23, 1 << 40]
             .iter()
             .flat_map(|n| [n.to_string().into_bytes(), (-n).to_string().into_bytes()])
