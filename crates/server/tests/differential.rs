@@ -2294,6 +2294,18 @@ fn debug_populate_matches_redis() {
     assert_eq!(results[0], results[1]);
 }
 
+/// `case` sent to both servers: the two replies, normalised, when they differ.
+fn replies_differ<A: AsRef<[u8]> + std::fmt::Debug>(
+    a: &mut Conn,
+    b: &mut Conn,
+    case: &[A],
+) -> Option<String> {
+    let owned: Vec<Vec<u8>> = case.iter().map(|s| s.as_ref().to_vec()).collect();
+    let x = normalise(&owned, a.cmd(case));
+    let y = normalise(&owned, b.cmd(case));
+    (x != y).then(|| format!("{case:?}\n  redis:   {x}\n  redline: {y}"))
+}
+
 /// Stream commands with explicit ids (so no reply depends on the clock), errors word
 /// for word, consumer groups, PEL and lag included; idle times are left out (XPENDING
 /// summary form only, XCLAIM JUSTID).
@@ -2441,12 +2453,7 @@ fn stream_cases_match_redis() {
     ];
     let mut mismatches = Vec::new();
     for case in cases {
-        let owned: Vec<Vec<u8>> = case.iter().map(|s| s.as_bytes().to_vec()).collect();
-        let x = normalise(&owned, a.cmd(case));
-        let y = normalise(&owned, b.cmd(case));
-        if x != y {
-            mismatches.push(format!("{case:?}\n  redis:   {x}\n  redline: {y}"));
-        }
+        mismatches.extend(replies_differ(&mut a, &mut b, case));
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }
@@ -2528,24 +2535,16 @@ fn stream_nodes_split_where_redis_splits() {
             if step % 50 == 49 {
                 case = vec!["XINFO".into(), "STREAM".into(), "s".into()];
             }
-            let owned: Vec<Vec<u8>> = case.iter().map(|s| s.as_bytes().to_vec()).collect();
-            let x = normalise(&owned, a.cmd(&case));
-            let y = normalise(&owned, b.cmd(&case));
-            if x != y {
-                mismatches.push(format!("limits {entries}/{bytes}, step {step}: {case:?}\n  redis:   {x}\n  redline: {y}"));
+            if let Some(differs) = replies_differ(&mut a, &mut b, &case) {
+                mismatches.push(format!("limits {entries}/{bytes}, step {step}: {differs}"));
             }
         }
         for case in [
             &["XINFO", "STREAM", "s"][..],
             &["XRANGE", "s", "-", "+"][..],
         ] {
-            let owned: Vec<Vec<u8>> = case.iter().map(|s| s.as_bytes().to_vec()).collect();
-            let x = normalise(&owned, a.cmd(case));
-            let y = normalise(&owned, b.cmd(case));
-            if x != y {
-                mismatches.push(format!(
-                    "limits {entries}/{bytes}: {case:?}\n  redis:   {x}\n  redline: {y}"
-                ));
+            if let Some(differs) = replies_differ(&mut a, &mut b, case) {
+                mismatches.push(format!("limits {entries}/{bytes}: {differs}"));
             }
         }
     }
