@@ -92,6 +92,34 @@ fn timeout_answers_nil_not_before_the_deadline() {
     assert_eq!(redline.shared.blocking.count(), 0);
 }
 
+/// Redis 7.0.15 rounds a timeout up to the next millisecond: the smallest positive
+/// double (node-redis's "do not wait") times out at once, where truncating it would
+/// block forever. The connection's 10 s read timeout turns a hang into a failure.
+#[test]
+fn tiny_timeouts_round_up_to_a_millisecond_as_in_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    for addr in [redis.addr(), redline.addr] {
+        let mut c = Conn::connect(addr);
+        for timeout in ["5e-324", "0.0001", "1e-400"] {
+            assert_eq!(
+                c.cmd(&["BLPOP", "nokey", timeout]),
+                Frame::NullArray,
+                "{timeout} at {addr}"
+            );
+            assert_eq!(
+                c.cmd(&["BZPOPMIN", "nokey", timeout]),
+                Frame::NullArray,
+                "{timeout} at {addr}"
+            );
+        }
+        assert_eq!(
+            show(&c.cmd(&["BLPOP", "nokey", "-0.002"])),
+            show(&Frame::Error("ERR timeout is negative".into())),
+        );
+    }
+}
+
 /// A step of a multi-connection scenario.
 enum Step {
     /// Send and read the reply.

@@ -21,6 +21,7 @@ use redline_resp::{encode, Protocol};
 
 use super::args::is;
 use super::lists::{self, side};
+use super::long_double::{LongDouble, Parsed};
 use super::reply::{double, CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use super::streams;
 use super::zsets;
@@ -387,21 +388,29 @@ fn write_timeout(out: &mut BytesMut, proto: Protocol) {
 }
 
 /// Redis's `getTimeoutFromObjectOrReply` in seconds: `None` blocks forever.
+///
+/// Redis 7.0.15 reads the seconds as a long double and rounds the milliseconds up,
+/// `(long long) ceill(seconds * 1000.0)`: any positive timeout, however small (clients
+/// send `5e-324` for "do not wait"), waits at least 1 ms, and only 0 (or a negative
+/// fraction of a millisecond) waits forever.
 pub fn parse_timeout(arg: &[u8]) -> Result<Option<Duration>, CmdError> {
-    let seconds = super::float::parse_f64(arg).ok_or(CmdError::Static(
+    const NEGATIVE: CmdError = CmdError::Static("ERR timeout is negative");
+    let seconds = LongDouble::parse(arg).ok_or(CmdError::Static(
         "ERR timeout is not a float or out of range",
     ))?;
-    // C converts seconds * 1000 to a long long: truncation, and an out-of-range value
-    // (infinities included) becomes LLONG_MIN on x86, which is "negative".
-    let ms = seconds * 1000.0;
-    if !(ms > -9.3e18 && ms < 9.2e18) || ms <= -1.0 {
-        return Err(CmdError::Static("ERR timeout is negative"));
+    // An infinite or out-of-range product converts to LLONG_MIN in C: "negative".
+    let ms = match seconds {
+        Parsed::Infinite(_) => return Err(NEGATIVE),
+        Parsed::Finite(seconds) => seconds
+            .mul_small(1000)
+            .and_then(|ms| ms.ceil_i64())
+            .ok_or(NEGATIVE)?,
+    };
+    match u64::try_from(ms) {
+        Err(_) => Err(NEGATIVE),
+        Ok(0) => Ok(None),
+        Ok(ms) => Ok(Some(Duration::from_millis(ms))),
     }
-    let ms = ms as i64;
-    if ms < 0 {
-        return Err(CmdError::Static("ERR timeout is negative"));
-    }
-    Ok((ms > 0).then(|| Duration::from_millis(ms as u64)))
 }
 
 /// Parsed `numkeys key... LEFT|RIGHT|MIN|MAX [COUNT n]` (LMPOP family).
@@ -788,4 +797,48 @@ pub fn unblock_all_for_replica(shared: &Shared) {
 /// Forgets a waiter whose client went away.
 pub fn cancel(shared: &Shared, waiter: &Arc<Waiter>) {
     shared.blocking.lock().cancel(waiter);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(arg: &str) -> Result<Option<u128>, String> {
+        parse_timeout(arg.as_bytes())
+            .map(|t| t.map(|d| d.as_millis()))
+            .map_err(|e| String::from_utf8_lossy(e.text()).into_owned())
+    }
+
+    #[test]
+    fn timeouts_round_up_to_the_millisecond_as_redis_7_0_15() {
+        assert_eq!(ms("0"), Ok(None));
+        assert_eq!(ms("0.0"), Ok(None));
+        // The smallest positive double, node-redis's "do not wait": 1 ms, not forever.
+        assert_eq!(ms("5e-324"), Ok(Some(1)));
+        assert_eq!(ms("1e-400"), Ok(Some(1)));
+        assert_eq!(ms("0.0001"), Ok(Some(1)));
+        assert_eq!(ms("0.001"), Ok(Some(1)));
+        assert_eq!(ms("0.0015"), Ok(Some(2)));
+        assert_eq!(ms("1"), Ok(Some(1000)));
+        assert_eq!(ms("1.5"), Ok(Some(1500)));
+        assert_eq!(ms("0x1p-3"), Ok(Some(125)));
+        // A subnormal long double is a timeout too.
+        assert_eq!(ms("1e-4940"), Ok(Some(1)));
+        // A negative fraction of a millisecond rounds up to 0: forever, as in Redis.
+        // So does -0.001: as a long double it is a hair above -1 ms once multiplied.
+        assert_eq!(ms("-0.0005"), Ok(None));
+        assert_eq!(ms("-0.001"), Ok(None));
+        assert_eq!(ms("-0.002"), Err("ERR timeout is negative".into()));
+        assert_eq!(ms("-1"), Err("ERR timeout is negative".into()));
+        for huge in ["inf", "-inf", "1e400", "9300000000000000"] {
+            assert_eq!(ms(huge), Err("ERR timeout is negative".into()), "{huge}");
+        }
+        for bad in ["", " 1", "1 ", "abc", "nan", "1e99999", "1e-4951"] {
+            assert_eq!(
+                ms(bad),
+                Err("ERR timeout is not a float or out of range".into()),
+                "{bad}"
+            );
+        }
+    }
 }

@@ -281,7 +281,7 @@ fn parse_hex(negative: bool, hex: &[u8]) -> Option<Parsed> {
         return None;
     }
     let value = round(negative, &digits, exp2, false)?;
-    if value.exp + 63 < -16382 {
+    if value.underflows_to_zero() {
         return None;
     }
     Some(Parsed::Finite(value))
@@ -362,6 +362,15 @@ impl LongDouble {
         }
     }
 
+    /// Whether `strtold` would round it to zero with an underflow, which `string2ld`
+    /// rejects: below half the smallest subnormal (2^-16445). A subnormal value is
+    /// accepted (kept here with its full mantissa; every use prints or compares it far
+    /// below what a digit shows).
+    fn underflows_to_zero(&self) -> bool {
+        let bits = i64::from(64 - self.mantissa.leading_zeros());
+        self.mantissa != 0 && self.exp + bits <= -16446
+    }
+
     fn magnitude(&self) -> Big {
         Big::from_u64(self.mantissa)
     }
@@ -440,11 +449,48 @@ impl LongDouble {
             let (quotient, rem) = num.div(&den);
             round(negative, &quotient, -k, !rem.is_zero())?
         };
-        // Below the smallest normal value: strtold reports an underflow.
-        if value.mantissa != 0 && value.exp + 63 < -16382 {
+        if value.underflows_to_zero() {
             return None;
         }
         Some(Parsed::Finite(value))
+    }
+
+    /// `self × k`, rounded once to the 64-bit mantissa (C's `ftval * 1000.0` on a long
+    /// double); `None` when the product overflows.
+    pub fn mul_small(&self, k: u32) -> Option<LongDouble> {
+        let mut n = self.magnitude();
+        n.mul_small(k);
+        round(self.negative, &n, self.exp, false)
+    }
+
+    /// `(long long) ceill(self)`: the smallest integer not below it, or `None` when that
+    /// is outside `i64` (where C's conversion gives `LLONG_MIN` on x86).
+    pub fn ceil_i64(&self) -> Option<i64> {
+        if self.mantissa == 0 {
+            return Some(0);
+        }
+        let (whole, fraction) = if self.exp >= 0 {
+            if self.exp > i64::from(self.mantissa.leading_zeros()) {
+                return None;
+            }
+            (self.mantissa << self.exp, false)
+        } else {
+            let shift = self.exp.unsigned_abs();
+            if shift >= 64 {
+                (0, true)
+            } else {
+                (
+                    self.mantissa >> shift,
+                    self.mantissa & ((1u64 << shift) - 1) != 0,
+                )
+            }
+        };
+        if self.negative {
+            // Rounding up a negative value drops its fraction.
+            i64::try_from(-i128::from(whole)).ok()
+        } else {
+            i64::try_from(whole.checked_add(u64::from(fraction))?).ok()
+        }
     }
 
     /// `self + other`, rounded once; `None` when the sum overflows.
