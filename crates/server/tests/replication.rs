@@ -2073,3 +2073,36 @@ fn the_stream_s_rewrites_leave_a_key_s_idle_time_and_frequency() {
     let (master, replica) = (redis(&[]), redis(&[]));
     check(master.port(), replica.port());
 }
+
+/// A master's offset counts what went to its replicas: before the first one attaches
+/// it stays 0, whatever the AOF or a rewrite records (node-redis's ROLE test expects
+/// 0 on a server that ran BGREWRITEAOF); once one has attached, writes move it.
+#[test]
+fn a_master_s_offset_stays_zero_until_a_replica_attaches() {
+    on_ours_then_theirs(|port| {
+        let mut c = conn(port);
+        c.cmd(&["BGREWRITEAOF"]);
+        config_set(&mut c, &[("appendonly", "yes")]);
+        for i in 0..50 {
+            c.cmd(&["SET", &format!("k{i}"), "v"]);
+        }
+        c.cmd(&["FUNCTION", "FLUSH"]);
+        assert_eq!(info_field(port, "master_repl_offset"), "0", "port {port}");
+        let role = c.cmd(&["ROLE"]);
+        assert_eq!(
+            role,
+            Frame::Array(vec![
+                Frame::Bulk("master".into()),
+                Frame::Integer(0),
+                Frame::Array(vec![])
+            ]),
+            "port {port}"
+        );
+        let replica = redline(&["--replicaof", "127.0.0.1", &port.to_string()]);
+        wait_link_up(replica.port());
+        c.cmd(&["SET", "after", "v"]);
+        wait_caught_up(port, replica.port());
+        let offset: u64 = info_field(port, "master_repl_offset").parse().unwrap();
+        assert!(offset > 0, "port {port}");
+    });
+}

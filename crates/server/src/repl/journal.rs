@@ -168,7 +168,8 @@ pub struct Stream {
     pub replid2: String,
     /// Offset up to which `replid2` is valid, -1 when none.
     pub second_offset: i64,
-    /// Bytes ever appended (`master_repl_offset`).
+    /// Bytes ever appended to the replication buffer (`master_repl_offset`): none before
+    /// the first replica attached.
     pub offset: u64,
     /// The database the stream last selected.
     db: Option<usize>,
@@ -298,6 +299,19 @@ impl Stream {
         )
     }
 
+    /// Starts the backlog, if there is none yet, when a replica first asks to sync (as
+    /// Redis's `syncCommand`): from then on the offset counts what is appended, while
+    /// the replica still waits for its image.
+    pub fn ensure_backlog(&mut self, backlog_size: usize) {
+        if self.backlog.is_none() {
+            self.backlog = Some(Backlog::new(
+                backlog_size,
+                self.offset,
+                self.replica_buffers.clone(),
+            ));
+        }
+    }
+
     /// Adds a replica whose stream starts at offset `from` (now, after a snapshot it is
     /// sent first; or, continuing, where it left off); its link reads its stream from
     /// the replication buffer.
@@ -309,13 +323,7 @@ impl Stream {
         backlog_size: usize,
         from: Option<u64>,
     ) -> Arc<ReplicaLink> {
-        if self.backlog.is_none() {
-            self.backlog = Some(Backlog::new(
-                backlog_size,
-                self.offset,
-                self.replica_buffers.clone(),
-            ));
-        }
+        self.ensure_backlog(backlog_size);
         // The next command names its database again, whatever the stream selected
         // before: a replica starting from a snapshot has not seen that SELECT, and one
         // continuing may come after a promotion, whose stream's SELECTs were its old
@@ -350,8 +358,11 @@ impl Stream {
         if let Some(file) = &mut self.aof {
             file.write(aof);
         }
-        self.offset += replicas.len() as u64;
+        // As in Redis, the offset counts what went into the replication buffer: a
+        // master that never had a replica (none, so no backlog) stays at 0, whatever
+        // its AOF or a rewrite records.
         if let Some(backlog) = &mut self.backlog {
+            self.offset += replicas.len() as u64;
             backlog.push(replicas);
         }
         if !self.replicas.is_empty() {

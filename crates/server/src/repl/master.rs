@@ -133,6 +133,9 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
         .full
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     tracing::info!("Replica {ip}:{port} asks for synchronization");
+    // A full sync starts the backlog now, as Redis's `syncCommand`: writes made while
+    // the replica waits for its image move the offset.
+    journal.stream().ensure_backlog(backlog_size);
     let disk_less = shared.config.read().param_bool("repl-diskless-sync");
     if disk_less && psync.is_some() && ctx.client.repl_capa_eof && ctx.client.rdb_filter.is_none() {
         tracing::info!("Full resync requested by replica {ip}:{port}");
