@@ -21,7 +21,7 @@ pub mod nodes_file;
 pub mod route;
 pub mod state;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
@@ -45,6 +45,11 @@ pub struct Cluster {
     /// Orders MIGRATE against commands on slots being migrated or imported (see
     /// [`route::SlotGate`]).
     pub migration_gate: RwLock<()>,
+    /// Changes commands made (counted after each), and the count nodes.conf holds: a
+    /// pipeline of CLUSTER SETSLOTs writes the file once, before its replies leave, as
+    /// Redis's `clusterBeforeSleep` does, not once a command.
+    changes: AtomicU64,
+    saved: AtomicU64,
 }
 
 /// Brings this node's entry in line with the settings that may change at run time
@@ -80,6 +85,8 @@ impl Default for Cluster {
             file: Mutex::new(None),
             bus: bus::Bus::default(),
             migration_gate: RwLock::new(()),
+            changes: AtomicU64::new(0),
+            saved: AtomicU64::new(0),
         }
     }
 }
@@ -204,19 +211,41 @@ impl Cluster {
         Ok(bus_port)
     }
 
-    /// Writes the state to `cluster-config-file` after a change made by a command.
+    /// Records a change a command made: [`Cluster::save_changes`] writes it before the
+    /// command's reply leaves.
+    pub fn note_change(&self) {
+        self.changes.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Writes the state to `cluster-config-file` if a command changed it since the last
+    /// write; when another connection is writing it, waits for that write, which may
+    /// hold this connection's change. Called before replies go out.
+    pub fn save_changes(&self) {
+        if self.saved.load(Ordering::Acquire) >= self.changes.load(Ordering::Acquire) {
+            return;
+        }
+        let mut file = self.file.lock();
+        // Read before the state is: a change counted later is written again.
+        let changes = self.changes.load(Ordering::Acquire);
+        if self.saved.load(Ordering::Acquire) >= changes {
+            return;
+        }
+        let _ = self.write_locked(&mut file, false);
+        self.saved.store(changes, Ordering::Release);
+    }
+
+    /// Writes the state to `cluster-config-file` now (CONFIG SET of a setting it holds).
     pub fn save(&self) -> std::io::Result<()> {
-        self.write(false)
+        self.write_locked(&mut self.file.lock(), false)
     }
 
     /// Writes the state and waits until it is on disk: epochs, slots the bus brought,
     /// failovers, CLUSTER SAVECONFIG.
     pub fn save_synced(&self) -> std::io::Result<()> {
-        self.write(true)
+        self.write_locked(&mut self.file.lock(), true)
     }
 
-    fn write(&self, sync: bool) -> std::io::Result<()> {
-        let mut file = self.file.lock();
+    fn write_locked(&self, file: &mut Option<NodesFile>, sync: bool) -> std::io::Result<()> {
         let Some(file) = file.as_mut() else {
             return Ok(());
         };

@@ -340,8 +340,8 @@ fn known<'s>(state: &'s ClusterState, name: &[u8]) -> Result<&'s Node, CmdError>
     })
 }
 
-/// Applies a change of configuration, recomputes the cluster's state and saves it
-/// before the client hears back.
+/// Applies a change of configuration and recomputes the cluster's state; the change is
+/// saved before the client hears back ([`crate::cluster::Cluster::save_changes`]).
 pub(crate) fn changed<R>(shared: &Shared, change: impl FnOnce(&mut ClusterState) -> R) -> R {
     let settings = Settings::from_config(&shared.config.read());
     let (result, lost_slots) = {
@@ -354,7 +354,7 @@ pub(crate) fn changed<R>(shared: &Shared, change: impl FnOnce(&mut ClusterState)
         );
         (result, std::mem::take(&mut state.lost_slots))
     };
-    let _ = shared.cluster.save();
+    shared.cluster.note_change();
     shared.pubsub.drop_shard_slots(&lost_slots);
     result
 }
@@ -467,7 +467,7 @@ fn setslot(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<(), CmdError> {
                 return Err(CmdError::Owned(format!("ERR Can't assign hashslot {slot} to a different node while I still hold keys for this hash slot.")));
             }
             let migration = crate::cluster::settings(shared).replica_migration;
-            let follow = changed(shared, |state| {
+            let (follow, closed_import) = changed(shared, |state| {
                 if keys == 0 {
                     state.migrating[slot] = None;
                 }
@@ -481,19 +481,24 @@ fn setslot(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<(), CmdError> {
                     state.set_my_master(target);
                     follow = Some(target);
                 }
-                if target == myself && importing {
+                let closed_import = target == myself && importing;
+                if closed_import {
                     if state.bump_epoch_without_consensus() {
                         tracing::warn!("configEpoch updated after importing slot {slot}");
                     }
                     state.importing[slot] = None;
                 }
-                follow
+                (follow, closed_import)
             });
             if let Some(master) = follow {
                 crate::cluster::bus::replicate_master(shared, master);
             }
-            // Every node hears of the new owner at once.
-            crate::cluster::bus::broadcast_pong(shared);
+            // A slot imported here has a new epoch: every node hears of it at once. Other
+            // changes travel with the next pings, as in Redis (a pipeline of SETSLOTs
+            // would otherwise send a message to every node per command).
+            if closed_import {
+                crate::cluster::bus::broadcast_pong(shared);
+            }
         }
         _ => {
             return Err(CmdError::Static(

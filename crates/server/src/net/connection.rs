@@ -1094,7 +1094,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             return Ok(Sent::All);
         }
         // What these replies acknowledge is in the AOF first (on disk: appendfsync always).
-        crate::persist::aof::before_replies(self.shared).await;
+        before_replies(self.shared).await;
         self.client.mailbox.set_unsent(self.output.len());
         let sent = std::future::poll_fn(|cx| self.poll_write_or_read(cx)).await;
         self.client.mailbox.set_unsent(self.output.len());
@@ -1158,7 +1158,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     /// Writes what the socket takes now, without waiting: a long batch of large replies
     /// goes out as it is made, and the rest waits for [`Self::write_or_read`].
     async fn write_ready(&mut self) -> io::Result<()> {
-        crate::persist::aof::before_replies(self.shared).await;
+        before_replies(self.shared).await;
         std::future::poll_fn(|cx| {
             if let Poll::Ready(Err(e)) = self.poll_write_output(cx) {
                 return Poll::Ready(Err(e));
@@ -1176,7 +1176,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     async fn flush(&mut self) -> io::Result<()> {
         if !self.output.is_empty() {
             // What these replies acknowledge is in the AOF first (on disk: appendfsync always).
-            crate::persist::aof::before_replies(self.shared).await;
+            before_replies(self.shared).await;
             // Shown as `omem` while the client is slow to read it.
             self.client.mailbox.set_unsent(self.output.len());
             let written = self.stream.write_all(&self.output).await;
@@ -1255,4 +1255,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             stats.net_output_bytes.fetch_add(written, Ordering::Relaxed);
         }
     }
+}
+
+/// What replies acknowledge is on record before they leave: the AOF's bytes (on disk
+/// under `appendfsync always`) and a change of the cluster's configuration (nodes.conf).
+async fn before_replies(shared: &Shared) {
+    shared.cluster.save_changes();
+    crate::persist::aof::before_replies(shared).await;
 }

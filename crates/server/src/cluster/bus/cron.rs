@@ -242,6 +242,8 @@ fn tick(shared: &Arc<Shared>, iteration: u64) {
     if save || step.save {
         let _ = shared.cluster.save_synced();
     }
+    // A command's change whose client left before its reply was written.
+    shared.cluster.save_changes();
     // Slots lost by messages since the last turn.
     shared.pubsub.drop_shard_slots(&lost_slots);
 }
