@@ -7,7 +7,7 @@ CARGO ?= cargo
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat compat-redis-py compat-go-redis compat-hiredis compat-jedis compat-lettuce compat-bullmq
+.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat compat-redis-py compat-go-redis compat-hiredis compat-jedis compat-lettuce compat-bullmq compat-node-redis
 
 help:
 	@echo "make run    build in release and run redline bench against its embedded redline-server (ping/set/get/mixed, P=1 and P=16,"
@@ -36,6 +36,7 @@ help:
 	@echo "            against redis-server and redline-server; writes compat/REPORT-jedis.md"
 	@echo "make compat-lettuce LETTUCE_SRC=<lettuce 6.2.7.RELEASE checkout>  Lettuce's tests"
 	@echo "make compat-bullmq BULLMQ_SRC=<bullmq v5.81.3 checkout>  BullMQ's tests (port 6379)"
+	@echo "make compat-node-redis NODE_REDIS_SRC=<node-redis redis@5.12.1 checkout>  node-redis's client tests"
 	@echo "            (its Makefile's servers) against both servers; writes compat/REPORT-lettuce.md"
 	@echo "make fuzz   run every cargo-fuzz target for FUZZ_SECONDS (default 60) each, on nightly"
 
@@ -220,3 +221,13 @@ compat-bullmq: deps
 	  { echo "usage: make compat-bullmq BULLMQ_SRC=<bullmq checkout at tag v5.81.3>" >&2; exit 2; }
 	$(CARGO) build --release -p redline-server
 	python3 compat/bullmq.py --bullmq-src "$(BULLMQ_SRC)" --redline-bin target/release/redline-server
+
+# node-redis's own client tests (a checkout at tag redis@5.12.1): its test utilities
+# start servers with `docker run`, which a stand-in on PATH turns into local processes
+# of the server under test (no Docker needed); writes compat/REPORT-node-redis.md.
+# Needs Node.js 20 and npm (the npm registry reachable).
+compat-node-redis: deps
+	@test -n "$(NODE_REDIS_SRC)" -a -f "$(NODE_REDIS_SRC)/packages/client/package.json" || \
+	  { echo "usage: make compat-node-redis NODE_REDIS_SRC=<node-redis checkout at tag redis@5.12.1>" >&2; exit 2; }
+	$(CARGO) build --release -p redline-server
+	python3 compat/node_redis.py --node-redis-src "$(NODE_REDIS_SRC)" --redline-bin target/release/redline-server
