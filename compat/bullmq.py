@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from suite_report import print_counts, server_version, start_server, write_report
+from suite_report import print_counts, server_version, start_server, unique_name, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "compat" / "REPORT-bullmq.md"
@@ -58,13 +58,8 @@ def run_suite(src: Path, name: str, binary: str) -> tuple:
     for test_file in report["testResults"]:
         file = Path(test_file["name"]).relative_to(src)
         for case in test_file["assertionResults"]:
-            test = f"{file} > {case['fullName']}"
-            # A few tests share their full name with another of their file: number the
-            # later ones (in file order, the same on both runs).
-            repeat = 2
-            while test in outcomes:
-                test = f"{file} > {case['fullName']} ({repeat})"
-                repeat += 1
+            # A few tests share their full name with another of their file.
+            test = unique_name(outcomes, f"{file} > {case['fullName']}")
             outcomes[test] = STATUS.get(case["status"], "skipped")
             messages = case.get("failureMessages") or [""]
             reasons[test] = (messages[0].splitlines() or [""])[0][:200]

@@ -26,7 +26,8 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from suite_report import print_counts, server_version, write_report
+from suite_report import (case_outcome, print_counts, server_version, unique_name,
+                          write_report)
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "compat" / "REPORT-node-redis.md"
@@ -112,21 +113,8 @@ def run_suite(src: Path, name: str, binary: str, sentinel: str) -> tuple:
         root = ET.parse(results).getroot()
     outcomes, reasons = {}, {}
     for case in root.iter("testcase"):
-        test = f"{case.get('classname')} > {case.get('name')}"
-        # Tests run once per client kind share their names: number the later ones (in
-        # run order, the same on both runs).
-        repeat, base = 2, test
-        while test in outcomes:
-            test = f"{base} ({repeat})"
-            repeat += 1
-        outcome, reason = "passed", ""
-        for child in case:
-            if child.tag in ("failure", "error"):
-                outcome = "failed"
-                reason = " ".join((child.get("message") or child.tag).split())[:200]
-            elif child.tag == "skipped" and outcome == "passed":
-                outcome = "skipped"
-        outcomes[test] = outcome
+        test = unique_name(outcomes, f"{case.get('classname')} > {case.get('name')}")
+        outcomes[test], reason = case_outcome(case)
         if reason:
             reasons[test] = reason
     print_counts("node-redis", name, outcomes)

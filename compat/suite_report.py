@@ -158,14 +158,31 @@ def surefire_outcomes(reports: Path) -> tuple:
     for report in sorted(reports.glob("TEST-*.xml")):
         for case in ET.parse(report).getroot().iter("testcase"):
             test = f"{case.get('classname')}.{case.get('name')}"
-            outcome, reason = "passed", ""
-            for child in case:
-                if child.tag in ("failure", "error"):
-                    outcome = "failed"
-                    reason = " ".join((child.get("message") or child.tag).split())[:200]
-                elif child.tag == "skipped" and outcome == "passed":
-                    outcome = "skipped"
-            outcomes[test] = outcome
+            outcomes[test], reason = case_outcome(case)
             if reason:
                 reasons[test] = reason
     return outcomes, reasons
+
+
+def case_outcome(case: ET.Element) -> tuple:
+    """A JUnit-format `<testcase>`'s outcome (passed, failed or skipped) and its failure's
+    message on one line ("" when it did not fail)."""
+    outcome, reason = "passed", ""
+    for child in case:
+        if child.tag in ("failure", "error"):
+            outcome = "failed"
+            reason = " ".join((child.get("message") or child.tag).split())[:200]
+        elif child.tag == "skipped" and outcome == "passed":
+            outcome = "skipped"
+    return outcome, reason
+
+
+def unique_name(outcomes: dict, test: str) -> str:
+    """`test`, numbered when an earlier test of the run already has its name (suites
+    that run a test once per client kind, or repeat a name within a file): the later
+    ones become `name (2)`, `name (3)`, in run order, the same on both runs."""
+    name, repeat = test, 2
+    while name in outcomes:
+        name = f"{test} ({repeat})"
+        repeat += 1
+    return name
