@@ -134,8 +134,20 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     tracing::info!("Replica {ip}:{port} asks for synchronization");
     // A full sync starts the backlog now, as Redis's `syncCommand`: writes made while
-    // the replica waits for its image move the offset.
-    journal.stream().ensure_backlog(backlog_size);
+    // the replica waits for its image move the offset. A backlog made from scratch
+    // starts a new history (no past one can be continued), as in Redis.
+    {
+        let mut stream = journal.stream();
+        if stream.backlog().is_none() {
+            stream.change_replid();
+            stream.ensure_backlog(backlog_size);
+            tracing::info!(
+                "Replication backlog created, my new replication IDs are '{}' and '{}'",
+                stream.replid,
+                stream.replid2
+            );
+        }
+    }
     let disk_less = shared.config.read().param_bool("repl-diskless-sync");
     if disk_less && psync.is_some() && ctx.client.repl_capa_eof && ctx.client.rdb_filter.is_none() {
         tracing::info!("Full resync requested by replica {ip}:{port}");
