@@ -169,7 +169,7 @@ pub struct Stream {
     /// Offset up to which `replid2` is valid, -1 when none.
     pub second_offset: i64,
     /// Bytes ever appended to the replication buffer (`master_repl_offset`): none before
-    /// the first replica attached.
+    /// a replica first asked to sync, which starts the backlog.
     pub offset: u64,
     /// The database the stream last selected.
     db: Option<usize>,
@@ -359,8 +359,8 @@ impl Stream {
             file.write(aof);
         }
         // As in Redis, the offset counts what went into the replication buffer: a
-        // master that never had a replica (none, so no backlog) stays at 0, whatever
-        // its AOF or a rewrite records.
+        // master no replica ever asked to sync (so no backlog) stays at 0, whatever its
+        // AOF or a rewrite records.
         if let Some(backlog) = &mut self.backlog {
             self.offset += replicas.len() as u64;
             backlog.push(replicas);
