@@ -21,7 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from suite_report import print_counts, server_version, start_server, unique_name, write_report
+from suite_report import (npm_build, print_counts, server_version, start_server, unique_name,
+                          write_report)
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "compat" / "REPORT-bullmq.md"
@@ -79,11 +80,7 @@ def main():
         sys.exit(f"bullmq: {src} is not a BullMQ checkout")
     if port_in_use(PORT):
         sys.exit(f"bullmq: port {PORT} is in use; BullMQ's tests need it")
-    if not (src / "node_modules").exists():
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund"], cwd=src, check=True,
-                       stdout=subprocess.DEVNULL)
-    subprocess.run(["npm", "run", "build"], cwd=src, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    npm_build(src)
     redline_bin = str(Path(args.redline_bin).resolve())
     redis, _ = run_suite(src, "redis-server", args.redis_bin)
     redline, reasons = run_suite(src, "redline-server", redline_bin)

@@ -26,7 +26,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from suite_report import (case_outcome, print_counts, server_version, unique_name,
+from suite_report import (case_outcome, npm_build, print_counts, server_version, unique_name,
                           write_report)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,11 +131,7 @@ def main():
     package = src / "packages" / "client" / "package.json"
     if not package.exists() or json.loads(package.read_text()).get("name") != "@redis/client":
         sys.exit(f"node-redis: {src} is not a node-redis checkout")
-    if not (src / "node_modules").exists():
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund"], cwd=src, check=True,
-                       stdout=subprocess.DEVNULL)
-    subprocess.run(["npm", "run", "build"], cwd=src, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    npm_build(src)
     redis_bin = shutil.which(args.redis_bin) or args.redis_bin
     redline_bin = str(Path(args.redline_bin).resolve())
     redis, _ = run_suite(src, "redis-server", redis_bin, redis_bin)

@@ -73,6 +73,16 @@ def start_server(command: list, port: int, suite: str) -> subprocess.Popen:
     sys.exit(f"{suite}: {command[0]} did not start on port {port}")
 
 
+def npm_build(src: Path) -> None:
+    """`npm install` (the first time) and `npm run build` in a Node.js checkout, as the
+    suites' CI does before their tests."""
+    if not (src / "node_modules").exists():
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund"], cwd=src, check=True,
+                       stdout=subprocess.DEVNULL)
+    subprocess.run(["npm", "run", "build"], cwd=src, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+
+
 def passed(outcomes: dict) -> set:
     return {test for test, outcome in outcomes.items() if outcome == "passed"}
 
