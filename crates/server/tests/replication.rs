@@ -2122,3 +2122,38 @@ fn a_master_s_offset_stays_zero_until_a_replica_syncs() {
         );
     });
 }
+
+/// A master left without replicas for `repl-backlog-ttl` seconds frees its backlog, as
+/// Redis's replication cron does, under a new history with no second id: without a
+/// backlog its offset stops moving, so no one may continue the old history. A replica
+/// connected keeps it.
+#[test]
+fn a_master_frees_its_backlog_after_repl_backlog_ttl_without_replicas() {
+    on_ours_then_theirs(|port| {
+        let mut c = conn(port);
+        config_set(&mut c, &[("repl-backlog-ttl", "1")]);
+        let replica = redline(&["--replicaof", "127.0.0.1", &port.to_string()]);
+        wait_link_up(replica.port());
+        c.cmd(&["SET", "k", "v"]);
+        wait_caught_up(port, replica.port());
+        // Longer than the time to live, with the replica attached.
+        std::thread::sleep(Duration::from_millis(2500));
+        assert_eq!(info_field(port, "repl_backlog_active"), "1", "port {port}");
+        let history = info_field(port, "master_replid");
+        drop(replica);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while info_field(port, "repl_backlog_active") != "0" {
+            assert!(Instant::now() < deadline, "port {port}: backlog kept");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_ne!(info_field(port, "master_replid"), history, "port {port}");
+        assert_eq!(info_field(port, "master_replid2"), "0".repeat(40));
+        let offset = info_field(port, "master_repl_offset");
+        c.cmd(&["SET", "k", "w"]);
+        assert_eq!(
+            info_field(port, "master_repl_offset"),
+            offset,
+            "port {port}"
+        );
+    });
+}

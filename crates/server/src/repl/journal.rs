@@ -181,6 +181,8 @@ pub struct Stream {
     backlog: Option<Backlog>,
     /// Attached replicas.
     replicas: Vec<Arc<ReplicaLink>>,
+    /// The replica connections, and since when there has been none.
+    presence: Arc<ReplicaPresence>,
     /// The append-only file's incremental part, when `appendonly yes`.
     pub aof: Option<crate::persist::aof::AofFile>,
     /// The `replica` class of `client-output-buffer-limit` (set where the configuration
@@ -191,6 +193,30 @@ pub struct Stream {
     pub replica_buffers: Arc<Gauge>,
     /// Where [`Journal::append`] encodes commands (kept between appends).
     scratch: BytesMut,
+}
+
+/// How many replica connections there are, from their SYNC or PSYNC until their link
+/// ends, and since when (Unix seconds) there has been none, or the backlog's creation or
+/// a promotion when later: Redis's `server.slaves`, which holds a replica from its sync
+/// request on, and `repl_no_slaves_since`. A master frees its backlog once it has had
+/// none for `repl-backlog-ttl`.
+#[derive(Debug)]
+pub struct ReplicaPresence {
+    count: AtomicUsize,
+    none_since: AtomicU64,
+}
+
+/// One replica connection, counted in [`ReplicaPresence`] until dropped.
+#[derive(Debug)]
+pub struct Present(Arc<ReplicaPresence>);
+
+impl Drop for Present {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let now = crate::persist::snapshot::unix_secs();
+            self.0.none_since.store(now, Ordering::Release);
+        }
+    }
 }
 
 /// The largest encoding buffer the stream keeps between appends (a larger one, from a
@@ -309,7 +335,43 @@ impl Stream {
                 self.offset,
                 self.replica_buffers.clone(),
             ));
+            // Its time to live starts now, not when the server last had a replica: the
+            // replica that asked for it is not attached until its image is taken.
+            self.restart_idle();
         }
+    }
+
+    /// Counts the time without replicas from now (a new backlog, a promotion, a start
+    /// from a dump file's history), so a backlog is never freed before replicas had
+    /// `repl-backlog-ttl` to attach.
+    pub fn restart_idle(&mut self) {
+        self.presence
+            .none_since
+            .store(crate::persist::snapshot::unix_secs(), Ordering::Release);
+    }
+
+    /// Counts a replica connection (its SYNC or PSYNC has arrived) until the returned
+    /// guard drops.
+    pub fn present(&self) -> Present {
+        self.presence.count.fetch_add(1, Ordering::AcqRel);
+        Present(self.presence.clone())
+    }
+
+    /// A master's backlog after `ttl` seconds (more than) without replicas, at Unix time
+    /// `now`: freed, under a new replication id with no second one (Redis's
+    /// `replicationCron`). Without a backlog the offset stops moving, so the old id must
+    /// not let anyone continue from it after writes it no longer counts. Returns whether
+    /// it was freed; a `ttl` of 0 keeps it forever.
+    pub fn free_idle_backlog(&mut self, ttl: u64, now: u64) -> bool {
+        let presence = &self.presence;
+        let idle = now.saturating_sub(presence.none_since.load(Ordering::Acquire));
+        let replicas = presence.count.load(Ordering::Acquire);
+        if ttl == 0 || replicas > 0 || self.backlog.is_none() || idle <= ttl {
+            return false;
+        }
+        self.change_replid();
+        self.backlog = None;
+        true
     }
 
     /// Adds a replica whose stream starts at offset `from` (now, after a snapshot it is
@@ -414,6 +476,7 @@ impl Stream {
             offset,
             self.replica_buffers.clone(),
         ));
+        self.restart_idle();
     }
 
     /// Takes the id and offset of a master this server now replicates (full sync).
@@ -469,6 +532,10 @@ impl Default for Journal {
                 aof_db: None,
                 backlog: None,
                 replicas: Vec::new(),
+                presence: Arc::new(ReplicaPresence {
+                    count: AtomicUsize::new(0),
+                    none_since: AtomicU64::new(crate::persist::snapshot::unix_secs()),
+                }),
                 aof: None,
                 replica_limit: crate::config::Config::default().client_output_buffer_limit[1],
                 replica_buffers: Arc::default(),

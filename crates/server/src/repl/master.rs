@@ -36,6 +36,9 @@ pub struct ReplicaStart {
     /// Started with PSYNC, so it acknowledges every second (a SYNC client, such as
     /// `redis-cli --replica`, never does and is not timed out).
     pub acks: bool,
+    /// Counts it as a replica from its sync request until its link ends, waiting for
+    /// its image included, so the backlog is not freed under it.
+    pub present: super::journal::Present,
 }
 
 /// Where a replica link's sync stands when its connection hands it over.
@@ -76,6 +79,7 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
     journal.activate();
     let (ip, port) = replica_address(ctx);
     let backlog_size = backlog_size(shared);
+    let present = journal.stream().present();
     if let Some((replid, offset)) = psync {
         let requested = std::str::from_utf8(offset)
             .ok()
@@ -111,6 +115,7 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
             ctx.client.replica_start = Some(ReplicaStart {
                 begin: Begin::Continued(link),
                 acks: true,
+                present,
             });
             shared
                 .repl
@@ -158,6 +163,7 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
         ctx.client.replica_start = Some(ReplicaStart {
             begin: Begin::Waiting(waiting),
             acks: true,
+            present,
         });
         return;
     }
@@ -170,6 +176,7 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
             filter: ctx.client.rdb_filter,
         }),
         acks: psync.is_some(),
+        present,
     });
 }
 
@@ -309,7 +316,11 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     input: &mut BytesMut,
     start: ReplicaStart,
 ) -> std::io::Result<()> {
-    let ReplicaStart { begin, acks } = start;
+    let ReplicaStart {
+        begin,
+        acks,
+        present: _present,
+    } = start;
     let journal = &shared.repl.journal;
     let (link, image) = match begin {
         Begin::Continued(link) => (link, None),
@@ -567,6 +578,7 @@ impl Drop for Detach<'_> {
 /// link silent for `repl-timeout`). As in Redis the period counts from the server's
 /// start, not from a replica's arrival.
 pub fn cron(shared: &Shared) {
+    free_idle_backlog(shared);
     let journal = &shared.repl.journal;
     // A replica passes its master's stream on byte for byte (PINGs included) and adds
     // nothing of its own: its sub-replicas' offsets must stay its master's.
@@ -582,5 +594,21 @@ pub fn cron(shared: &Shared) {
     let last = &shared.repl.last_ping;
     if second % period == 0 && last.swap(second, Ordering::AcqRel) != second {
         journal.append_dbless(&[Bytes::from_static(b"PING")]);
+    }
+}
+
+/// From the server's cron: a master without replicas for `repl-backlog-ttl` seconds
+/// frees its backlog, as Redis's `replicationCron` does. A replica keeps its own (it
+/// may be promoted, and its replicas continue from it).
+fn free_idle_backlog(shared: &Shared) {
+    let journal = &shared.repl.journal;
+    if journal.is_proxy() {
+        return;
+    }
+    let ttl = shared.config.read().param_int("repl-backlog-ttl");
+    let ttl = u64::try_from(ttl).unwrap_or(0);
+    let now = crate::persist::snapshot::unix_secs();
+    if journal.stream().free_idle_backlog(ttl, now) {
+        tracing::info!("Replication backlog freed after {ttl} seconds without connected replicas.");
     }
 }

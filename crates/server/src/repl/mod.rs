@@ -199,6 +199,9 @@ pub fn promote(shared: &crate::shared::Shared) {
         let has_backlog = {
             let mut stream = journal.stream();
             stream.shift_replid();
+            // The backlog's time to live counts from the promotion, or it could be
+            // freed before the old master's replicas reconnect.
+            stream.restart_idle();
             stream.backlog().is_some()
         };
         disconnect_replicas(shared);
