@@ -2118,6 +2118,13 @@ fn fixed_cases_match_redis() {
         &["SORT", "sl", "LIMIT", "1", "9223372036854775807"],
         &["SORT", "sl", "LIMIT", "-5", "2", "DESC"],
         &["SORT", "sl", "BY", "nosort", "GET", "#", "GET", "nokey*"],
+        // Unsorted, a list keeps its order and DESC reads it from the tail, LIMIT
+        // counting from there.
+        &["SORT", "sl", "BY", "nosort", "DESC"],
+        &["SORT", "sl", "BY", "nosort", "DESC", "LIMIT", "1", "1"],
+        &["SORT_RO", "sl", "BY", "nosort", "DESC", "LIMIT", "0", "2"],
+        &["ZADD", "sz", "3", "a", "2", "c", "1", "b"],
+        &["SORT", "sz", "BY", "nosort", "DESC", "LIMIT", "1", "5"],
         // The empty key, field and member: only the empty pattern matches them, but
         // `MATCH *` and `KEYS *` skip matching (one key per scan, so order is moot).
         &["SELECT", "9"],

@@ -124,7 +124,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
         alpha = true;
         sort_by = None;
     }
-    if dont_sort && is_zset && desc {
+    // Lists and sorted sets keep their own order without sorting, read from the tail
+    // under DESC (before LIMIT, which counts from that end).
+    if dont_sort && !is_set && desc {
         elements.reverse();
     }
     let len = elements.len() as i64;
