@@ -105,13 +105,13 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
         j += 1;
     }
     let key = &args[1];
-    let (mut elements, is_set, is_zset) = {
+    let (mut elements, is_set) = {
         let mut shard = ctx.lock(key);
         match shard.get(key).map(|e| &e.value) {
-            None => (Vec::new(), false, false),
-            Some(Value::List(l)) => (l.iter().map(<[u8]>::to_vec).collect(), false, false),
-            Some(Value::Set(s)) => (s.iter().map(|e| e.to_vec()).collect(), true, false),
-            Some(Value::ZSet(z)) => (z.iter().map(|(m, _)| m.to_vec()).collect(), false, true),
+            None => (Vec::new(), false),
+            Some(Value::List(l)) => (l.iter().map(<[u8]>::to_vec).collect(), false),
+            Some(Value::Set(s)) => (s.iter().map(|e| e.to_vec()).collect(), true),
+            Some(Value::ZSet(z)) => (z.iter().map(|(m, _)| m.to_vec()).collect(), false),
             Some(_) => return Err(WRONG_TYPE),
         }
     };
