@@ -115,10 +115,8 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
             Some(_) => return Err(WRONG_TYPE),
         }
     };
-    // Sets have no order of their own: when storing, sort them anyway so the stored list
-    // does not depend on hash order (what Redis does too).
-    // A set's order is not deterministic: when it is stored or goes to a script, Redis
-    // sorts it (alphabetically) instead.
+    // A set has no order of its own: when it is stored or goes to a script, it is sorted
+    // (alphabetically) so the result does not depend on hash order, as in Redis.
     if dont_sort && is_set && (store.is_some() || ctx.client.in_script) {
         dont_sort = false;
         alpha = true;
