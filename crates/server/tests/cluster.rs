@@ -163,6 +163,9 @@ fn one_node_answers_cluster_commands_like_redis() {
             let line = info.lines().find(|l| l.starts_with(field)).unwrap_or(field);
             transcript.push(line.to_string());
         }
+        let server = text(&c.cmd(&["INFO", "server"]));
+        let mode = server.lines().find(|l| l.starts_with("redis_mode:"));
+        transcript.push(format!("{mode:?}"));
         transcript.push(neutral(&c.cmd(&["CLUSTER", "NODES"]), &id, node.port));
         transcript.push(neutral(&c.cmd(&["CLUSTER", "SLOTS"]), &id, node.port));
         // Inside a transaction, which holds the keyspace: the commands that read the

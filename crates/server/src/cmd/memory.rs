@@ -123,28 +123,60 @@ fn memory_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 /// Below this much heap the doctor has nothing to go on (as Redis's).
 const DOCTOR_MIN_BYTES: u64 = 5 * 1024 * 1024;
 
-/// MEMORY DOCTOR: a short report on what the figures suggest.
+/// MEMORY DOCTOR: Redis's report, in its words, on the figures this server measures.
+/// Redis's peak and allocator findings cannot arise here (INFO reports the peak as the
+/// current use and the allocator's ratios as 1, as the system allocator keeps none).
 fn memory_doctor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    let m = MemoryFigures::now();
-    let text = if m.used < DOCTOR_MIN_BYTES {
-        "This instance holds too little data (under 5 MB) for a meaningful memory report. \
-         Fill it with some data and ask again."
-            .to_string()
-    } else if m.fragmentation() > 1.4 {
-        format!(
-            "High fragmentation: the process holds {:.2} times the memory its data uses \
-             ({} resident bytes for {} allocated). This is common after many keys were \
-             deleted; memory is reused as new data arrives, or returned after a restart.",
-            m.fragmentation(),
-            m.rss,
-            m.used
-        )
-    } else {
-        "No memory issue found: resident memory is in line with the data held.".to_string()
-    };
+    let text = doctor_report(ctx.shared);
     encode::write_verbatim(ctx.out, ctx.client.protocol, b"txt", text.as_bytes());
     Ok(())
 }
+
+fn doctor_report(shared: &crate::shared::Shared) -> String {
+    const MB: usize = 1024 * 1024;
+    let m = MemoryFigures::now();
+    if m.used < DOCTOR_MIN_BYTES {
+        return "Hi Sam, this instance is empty or is using very little memory, my issues \
+                detector can't be used in these conditions. Please, leave for your mission on \
+                Earth and fill it with some data. The new Sam and I will be back to our \
+                programming as soon as I finished rebooting.\n"
+            .to_string();
+    }
+    let replicas = shared.repl.journal.stream().replicas().len();
+    let clients = shared.clients.len().saturating_sub(replicas).max(1);
+    let (_, replicas_behind) = shared.repl.journal.stream().buffer_memory();
+    let mut findings = Vec::new();
+    if m.fragmentation() > 1.4 && m.rss.saturating_sub(m.used) > 10 << 20 {
+        findings.push(DOCTOR_HIGH_RSS);
+    }
+    if replicas > 0 && replicas_behind > 10 * MB {
+        findings.push(DOCTOR_REPLICA_BUFFERS);
+    }
+    if shared.clients.normal_memory() / clients > 200 * 1024 {
+        findings.push(DOCTOR_CLIENT_BUFFERS);
+    }
+    if shared.scripting.flags.cached_scripts() > 1000 {
+        findings.push(DOCTOR_MANY_SCRIPTS);
+    }
+    if findings.is_empty() {
+        return "Hi Sam, I can't find any memory issue in your instance. I can only account \
+                for what occurs on this base.\n"
+            .to_string();
+    }
+    let mut text =
+        String::from("Sam, I detected a few issues in this Redis instance memory implants:\n\n");
+    for finding in findings {
+        text.push_str(finding);
+        text.push_str("\n\n");
+    }
+    text.push_str("I'm here to keep you safe, Sam. I want to help you.\n");
+    text
+}
+
+const DOCTOR_HIGH_RSS: &str = " * High total RSS: This instance has a memory fragmentation and RSS overhead greater than 1.4 (this means that the Resident Set Size of the Redis process is much larger than the sum of the logical allocations Redis performed). This problem is usually due either to a large peak memory (check if there is a peak memory entry above in the report) or may result from a workload that causes the allocator to fragment memory a lot. If the problem is a large peak memory, then there is no issue. Otherwise, make sure you are using the Jemalloc allocator and not the default libc malloc. Note: The currently used allocator is \"libc\".";
+const DOCTOR_REPLICA_BUFFERS: &str = " * Big replica buffers: The replica output buffers in this instance are greater than 10MB for each replica (on average). This likely means that there is some replica instance that is struggling receiving data, either because it is too slow or because of networking issues. As a result, data piles on the master output buffers. Please try to identify what replica is not receiving data correctly and why. You can use the INFO output in order to check the replicas delays and the CLIENT LIST command to check the output buffers of each replica.";
+const DOCTOR_CLIENT_BUFFERS: &str = " * Big client buffers: The clients output buffers in this instance are greater than 200K per client (on average). This may result from different causes, like Pub/Sub clients subscribed to channels bot not receiving data fast enough, so that data piles on the Redis instance output buffer, or clients sending commands with large replies or very large sequences of commands in the same pipeline. Please use the CLIENT LIST command in order to investigate the issue if it causes problems in your instance, or to understand better why certain clients are using a big amount of memory.";
+const DOCTOR_MANY_SCRIPTS: &str = " * Many scripts: There seem to be many cached scripts in this instance (more than 1000). This may be because scripts are generated and `EVAL`ed, instead of being parameterized (with KEYS and ARGV), `SCRIPT LOAD`ed and `EVALSHA`ed. Unless `SCRIPT FLUSH` is called periodically, the scripts' caches may end up consuming most of your memory.";
 
 /// MEMORY MALLOC-STATS: the system allocator keeps no report to give (Redis built with
 /// libc answers the same).
