@@ -165,6 +165,37 @@ impl PubSub {
         result
     }
 
+    /// The listeners a message to `channel` would reach, other than `me`, that have
+    /// input they have not run yet, each with the input turn to wait for (see
+    /// [`crate::net::input_turns`]). Looked at under the tables' locks, so no listener
+    /// leaves (and closes its socket) meanwhile.
+    pub fn unsettled_listeners(
+        &self,
+        kind: Kind,
+        channel: &[u8],
+        me: u64,
+    ) -> Vec<(Arc<Mailbox>, u64)> {
+        let mut unsettled = Vec::new();
+        let mut look = |listeners: &[Listener]| {
+            for l in listeners.iter().filter(|l| l.id != me) {
+                if let Some(turn) = l.mailbox.input_turns().unsettled() {
+                    unsettled.push((l.mailbox.clone(), turn));
+                }
+            }
+        };
+        if let Some(listeners) = self.table(kind).read().get(channel) {
+            look(listeners);
+        }
+        if kind == Kind::Channel {
+            for (pattern, listeners) in self.patterns.read().iter() {
+                if glob_match(pattern, channel, false) {
+                    look(listeners);
+                }
+            }
+        }
+        unsettled
+    }
+
     /// Channels (or shard channels) with at least one listener, matching `pattern`.
     pub fn active(&self, kind: Kind, pattern: Option<&[u8]>) -> Vec<Bytes> {
         self.table(kind)

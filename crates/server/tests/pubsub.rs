@@ -219,3 +219,46 @@ fn subscriber_omem(c: &mut Conn) -> u64 {
         .max()
         .unwrap_or(0)
 }
+
+/// Of `rounds` PUBLISHes, each sent on a second connection right after a subscriber
+/// sent (P)UNSUBSCRIBE without waiting for its reply, the first that still reached that
+/// subscriber (its round), if any.
+fn first_publish_after_unsubscribe_that_arrived(addr: SocketAddr, rounds: usize) -> Option<usize> {
+    let mut subscriber = Conn::connect(addr);
+    let mut publisher = Conn::connect(addr);
+    for round in 0..rounds {
+        let (subscribe, unsubscribe) = if round % 2 == 0 {
+            (["PSUBSCRIBE", "chan1.*"], ["PUNSUBSCRIBE"])
+        } else {
+            (["SUBSCRIBE", "chan1.hi"], ["UNSUBSCRIBE"])
+        };
+        subscriber.cmd(&subscribe);
+        subscriber.send(&unsubscribe);
+        match publisher.cmd(&["PUBLISH", "chan1.hi", "hello"]) {
+            Frame::Integer(0) => {}
+            Frame::Integer(_) => return Some(round),
+            other => panic!("{other:?}"),
+        }
+        subscriber.read().unwrap(); // the unsubscribe confirmation
+    }
+    None
+}
+
+/// A subscriber's UNSUBSCRIBE that reached the server before another connection's
+/// PUBLISH runs first, as on Redis's one thread, though the two connections are served
+/// on different workers here: the PUBLISH lets its listeners run the input they have
+/// already received (Redis's suite: "PUBLISH/PSUBSCRIBE after PUNSUBSCRIBE without
+/// arguments").
+#[test]
+fn a_publish_after_an_unsubscribe_already_sent_does_not_reach_it() {
+    let redis = RedisServer::start().unwrap();
+    let ours = Redline::start();
+    assert_eq!(
+        first_publish_after_unsubscribe_that_arrived(redis.addr(), 300),
+        None
+    );
+    assert_eq!(
+        first_publish_after_unsubscribe_that_arrived(ours.addr, 300),
+        None
+    );
+}

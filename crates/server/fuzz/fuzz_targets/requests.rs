@@ -120,6 +120,11 @@ fuzz_target!(|data: &[u8]| {
                     client.state.debug.pending = None;
                     client.state.script_turn = None;
                 }
+                // In-process clients have no socket: nobody has input to run first.
+                Progress::Listeners => {
+                    client.state.listener_wait.clear();
+                    client.state.listeners_waited = true;
+                }
                 Progress::Blocked => {
                     // No clock runs here: the wait times out at once.
                     if let Some(blocked) = client.state.blocked.take() {

@@ -344,6 +344,10 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
             ctx.client.postpone = true;
             return Ok(());
         }
+        if pubsub::lets_listeners_run_first(ctx, spec, args) {
+            ctx.client.postpone = true;
+            return Ok(());
+        }
     }
     let script = ctx.client.tracking && is_script(spec);
     if script {

@@ -168,6 +168,34 @@ fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     unsubscribe_generic(ctx, args, Kind::Shard)
 }
 
+/// Whether this PUBLISH (or SPUBLISH) waits first for listeners that have input they
+/// have not run yet, as Redis, on one thread, would have run it before (see
+/// [`crate::net::input_turns`]); the wait goes into `listener_wait`. Once waited for,
+/// the command runs whatever they do by then.
+pub fn lets_listeners_run_first(
+    ctx: &mut Ctx<'_>,
+    spec: &redline_resp::command::CommandSpec,
+    args: &[Bytes],
+) -> bool {
+    let kind = match spec.name {
+        "publish" => Kind::Channel,
+        "spublish" => Kind::Shard,
+        _ => return false,
+    };
+    if std::mem::take(&mut ctx.client.listeners_waited) || args.len() != 3 {
+        return false;
+    }
+    let unsettled = ctx
+        .shared
+        .pubsub
+        .unsettled_listeners(kind, &args[1], ctx.client.id);
+    if unsettled.is_empty() {
+        return false;
+    }
+    ctx.client.listener_wait = unsettled;
+    true
+}
+
 fn publish_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult {
     let limit = ctx.shared.config.read().client_output_buffer_limit[2];
     let published =

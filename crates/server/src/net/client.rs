@@ -167,6 +167,11 @@ pub struct ClientState {
     /// Set with `postpone` by the dispatcher: the command waits for the script turn or
     /// for the running script to end (see `crate::scripting::turn`), not for a pause.
     pub script_wait: Option<crate::scripting::ScriptWait>,
+    /// Set with `postpone` by PUBLISH: listeners with input to run first, each with the
+    /// input turn to wait for (see [`crate::net::input_turns`]).
+    pub listener_wait: Vec<(std::sync::Arc<super::mailbox::Mailbox>, u64)>,
+    /// The postponed PUBLISH has waited for its listeners: it runs now, whatever they do.
+    pub listeners_waited: bool,
     /// The script turn, held from this client's first script of a batch of commands to
     /// the end of the batch.
     pub script_turn: Option<tokio::sync::OwnedSemaphorePermit>,
@@ -291,6 +296,8 @@ impl ClientState {
             postpone: false,
             postponed: None,
             script_wait: None,
+            listener_wait: Vec::new(),
+            listeners_waited: false,
             script_turn: None,
             handed_turn: false,
             debug: Default::default(),

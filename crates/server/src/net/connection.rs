@@ -28,6 +28,7 @@ use tokio::net::TcpStream;
 use super::client::{ClientState, ReplyMode, WaitReplicas};
 use super::client_memory::{ClientFigures, IDLE_REPLY_BUFFER};
 use super::counted::Counted;
+use super::input_turns::{ReadyWaker, SETTLE_LIMIT};
 use super::registry::Registration;
 use crate::cmd::{self, Ctx};
 use crate::scripting::ScriptWait;
@@ -95,6 +96,9 @@ pub enum Progress {
     Script,
     /// An EVAL starts a Lua debugging session (`client.debug.pending`).
     Debug,
+    /// The next command (a PUBLISH, kept in `postponed`) lets listeners run the input
+    /// they have already received first (`client.listener_wait`).
+    Listeners,
 }
 
 /// A connection being served over stream `S` (TCP or TLS).
@@ -114,6 +118,9 @@ pub struct Connection<'a, S> {
     trim_waker: Option<std::task::Waker>,
     /// When the query buffer was last looked at for resizing ([`Self::fit_query_buffer`]).
     qbuf_looked: std::time::Instant,
+    /// A listener's reads wake the task through this (the task's waker, then the
+    /// wrapping one), which marks the input ready first (see [`crate::net::input_turns`]).
+    reader_waker: Option<(std::task::Waker, std::task::Waker)>,
 }
 
 /// Serves one accepted TLS connection: the handshake (bounded by `timeout`), then
@@ -203,6 +210,7 @@ async fn serve_stream<S>(
         },
         trim_waker: None,
         qbuf_looked: std::time::Instant::now(),
+        reader_waker: None,
     };
     connection.refresh_limits();
     if let Err(e) = connection.run().await {
@@ -342,6 +350,8 @@ fn run_batch(
                     client.postponed = Some(args.to_vec());
                     return if client.script_wait.is_some() {
                         Progress::Script
+                    } else if !client.listener_wait.is_empty() {
+                        Progress::Listeners
                     } else {
                         Progress::Paused
                     };
@@ -475,6 +485,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                         break;
                     }
                     Progress::Script => Box::pin(self.wait_for_script()).await,
+                    Progress::Listeners => Box::pin(self.wait_for_listeners()).await,
                     Progress::Debug => Box::pin(self.debug_session()).await?,
                     Progress::OutputFull => self.write_ready().await?,
                     Progress::Blocked => {
@@ -690,7 +701,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                     }
                     mailbox.written_through(through);
                 }
-                read = self.stream.read_buf(&mut self.input) => return Ok(read? > 0),
+                read = std::future::poll_fn(|cx| self.poll_read_in_turn(cx)) => return Ok(read? > 0),
                 _ = async {
                     match expiry.as_mut().as_pin_mut() {
                         Some(sleep) => sleep.await,
@@ -699,6 +710,36 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                 } => return Ok(false),
             }
         }
+    }
+
+    /// A read of a client that waits for input and messages (see
+    /// [`crate::net::input_turns`]). A listener's turn lasts from its first read until
+    /// it finds its socket empty, with its task's waker registered there, wrapped so
+    /// that input arriving from then on is marked ready before the task runs.
+    fn poll_read_in_turn(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if !self.client.in_pubsub() {
+            return tokio_util::io::poll_read_buf(Pin::new(&mut self.stream), cx, &mut self.input);
+        }
+        if self
+            .reader_waker
+            .as_ref()
+            .is_some_and(|(task, _)| !task.will_wake(cx.waker()))
+        {
+            self.reader_waker = None;
+        }
+        let turns = self.client.mailbox.input_turns();
+        let (_, waker) = self.reader_waker.get_or_insert_with(|| {
+            let task = cx.waker().clone();
+            (task.clone(), ReadyWaker::wrap(turns.clone(), task))
+        });
+        turns.begin();
+        let mut cx = Context::from_waker(waker);
+        let read =
+            tokio_util::io::poll_read_buf(Pin::new(&mut self.stream), &mut cx, &mut self.input);
+        if !matches!(read, Poll::Ready(Ok(n)) if n > 0) {
+            turns.end();
+        }
+        read
     }
 
     /// Waits until the clients this client's evictions sent invalidations to have
@@ -940,13 +981,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             // The batch only consumes its input: its start is its peak.
             self.client.qbuf_peak = self.client.qbuf_peak.max(self.input.len());
         }
-        run_commands(
+        let progress = run_commands(
             self.shared,
             &mut self.client,
             &mut self.decoder,
             &mut self.input,
             &mut self.output,
-        )
+        );
+        // A listener's turn (see `poll_read_in_turn`) goes on until it finds its socket
+        // empty; a client that just became one starts its first here: input that
+        // arrives before it waits on its socket again finds nobody to mark it ready.
+        if self.client.in_pubsub() {
+            self.client.mailbox.input_turns().begin();
+        }
+        progress
     }
 
     /// Waits for what the postponed command needs (see `crate::scripting::turn`): the
@@ -960,6 +1008,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             Some(ScriptWait::End) => self.shared.scripting.flags.wait_end().await,
             None => {}
         }
+    }
+
+    /// Waits (within [`SETTLE_LIMIT`]) until the listeners of the postponed PUBLISH have
+    /// run the input they had when it came, then lets it run.
+    async fn wait_for_listeners(&mut self) {
+        let deadline = tokio::time::Instant::now() + SETTLE_LIMIT;
+        // Two listeners publishing to each other must not wait for each other's turn.
+        let _parked = self.client.mailbox.input_turns().park();
+        for (mailbox, turn) in std::mem::take(&mut self.client.listener_wait) {
+            mailbox.input_turns().settled(turn, deadline).await;
+        }
+        self.client.listeners_waited = true;
     }
 
     /// Runs the EVAL of a Lua debugging session on a thread of its own while this task
@@ -1117,7 +1177,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             Poll::Pending => {}
         }
         self.reserve_input();
-        match tokio_util::io::poll_read_buf(Pin::new(&mut self.stream), cx, &mut self.input) {
+        // A listener whose replies wait for room ends its turn here once its socket is
+        // empty, rather than hold publishers until the replies are out.
+        match self.poll_read_in_turn(cx) {
             Poll::Ready(Ok(0)) => Poll::Ready(Ok(Sent::PeerClosed)),
             Poll::Ready(Ok(_)) => Poll::Ready(Ok(Sent::ReadMore)),
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),

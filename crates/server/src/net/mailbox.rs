@@ -18,6 +18,7 @@ use redline_resp::Protocol;
 use tokio::sync::Notify;
 
 use super::client_memory::{ClientMemory, IDLE_REPLY_BUFFER};
+use super::input_turns::InputTurns;
 use crate::config::OutputBufferLimit;
 
 /// A connection's inbox.
@@ -58,6 +59,8 @@ pub struct Mailbox {
     waiting: AtomicUsize,
     /// The owner waits for messages with nothing else to do, so it writes them at once.
     listening: AtomicBool,
+    /// Whether the owner has input a publisher must let it run first.
+    input_turns: Arc<InputTurns>,
 }
 
 #[derive(Debug, Default)]
@@ -354,6 +357,12 @@ impl Mailbox {
         } else {
             Protocol::Resp2
         }
+    }
+
+    /// The owner's input turns: a PUBLISH lets a listener run the commands it has
+    /// already received first (see [`InputTurns`]).
+    pub fn input_turns(&self) -> &Arc<InputTurns> {
+        &self.input_turns
     }
 
     /// Whether the owner is subscribed to something.
