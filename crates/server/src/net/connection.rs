@@ -345,6 +345,10 @@ fn run_batch(
                 let mark = output.len();
                 let mut ctx = Ctx::new(shared, client, output);
                 cmd::execute(&mut ctx, args);
+                if postponed.is_some() {
+                    // What the postponed command waited for serves it alone.
+                    client.listeners_waited = false;
+                }
                 if std::mem::take(&mut client.postpone) {
                     // Rare (a pause, a script's turn): the decoder's arguments are lent.
                     client.postponed = Some(args.to_vec());
@@ -693,10 +697,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                         self.count_memory();
                     }
                     if !self.output.is_empty() {
-                        self.flush().await?;
+                        // Input is read while a slow reader's socket is full: a listener's
+                        // turn ends there (see `poll_read_in_turn`), not after the write.
+                        let sent = self.write_or_read().await?;
                         // Writing to the client counts as activity, as in Redis.
                         if let (Some(sleep), Some(idle)) = (expiry.as_mut().as_pin_mut(), idle) {
                             sleep.reset(tokio::time::Instant::now() + idle);
+                        }
+                        match sent {
+                            Sent::All => {}
+                            // The rest of the messages go out with the replies.
+                            Sent::ReadMore => return Ok(true),
+                            Sent::PeerClosed => return Ok(false),
                         }
                     }
                     mailbox.written_through(through);
@@ -991,8 +1003,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         // A listener's turn (see `poll_read_in_turn`) goes on until it finds its socket
         // empty; a client that just became one starts its first here: input that
         // arrives before it waits on its socket again finds nobody to mark it ready.
-        if self.client.in_pubsub() {
-            self.client.mailbox.input_turns().begin();
+        // A client that waits now (blocked, paused...) runs none of its input until it
+        // is served, as in Redis, and one that is no longer a listener gets no message:
+        // nothing for a PUBLISH to wait for.
+        let turns = self.client.mailbox.input_turns();
+        if self.client.in_pubsub() && matches!(progress, Progress::Drained | Progress::OutputFull) {
+            turns.begin();
+        } else {
+            turns.end();
         }
         progress
     }

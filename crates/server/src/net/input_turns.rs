@@ -19,17 +19,23 @@
 //! socket is read, and the publisher looks at `ready` first and the count second, so
 //! whichever way the two interleave, input that arrived before the PUBLISH is seen. No
 //! system call is made on either side.
+//!
+//! What this cannot order: a PUBLISH the runtime did not wake its connection for (the
+//! first command of a connection just accepted, read at once; or one already waiting
+//! when its connection finished its previous replies) can be read before the runtime
+//! has handled the listener's earlier readiness.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Wake, Waker};
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use super::signal::Signal;
 
-/// The longest a PUBLISH waits for its listeners' turns: the turn normally ends within
-/// microseconds; this bounds a listener whose worker is starved.
-pub const SETTLE_LIMIT: Duration = Duration::from_millis(10);
+/// The longest a PUBLISH waits for its listeners' turns. A turn normally ends within
+/// microseconds, or as long as its commands run (Redis would hold the PUBLISH as
+/// long); this bounds a listener whose worker is starved on a loaded machine.
+pub const SETTLE_LIMIT: Duration = Duration::from_millis(50);
 
 /// A listener connection's input turns (see the module documentation).
 #[derive(Debug, Default)]
@@ -43,9 +49,8 @@ pub struct InputTurns {
     /// that PUBLISH has run, so nobody waits for it (two listeners publishing to each
     /// other would otherwise each wait for the other's turn).
     parked: AtomicBool,
-    /// Told when a turn ends, if someone waits (`waiters`).
-    ended: Notify,
-    waiters: AtomicUsize,
+    /// Told when a turn ends or the owner parks.
+    ended: Signal,
 }
 
 impl InputTurns {
@@ -64,9 +69,7 @@ impl InputTurns {
         let turn = self.turns.load(Ordering::Relaxed);
         if turn & 1 == 1 {
             self.turns.store(turn + 1, Ordering::SeqCst);
-            if self.waiters.load(Ordering::SeqCst) > 0 {
-                self.ended.notify_waiters();
-            }
+            self.ended.notify();
         }
     }
 
@@ -91,9 +94,7 @@ impl InputTurns {
     /// `parked`).
     pub fn park(&self) -> Parked<'_> {
         self.parked.store(true, Ordering::SeqCst);
-        if self.waiters.load(Ordering::SeqCst) > 0 {
-            self.ended.notify_waiters();
-        }
+        self.ended.notify();
         Parked(self)
     }
 
@@ -101,23 +102,7 @@ impl InputTurns {
     pub async fn settled(&self, target: u64, deadline: tokio::time::Instant) {
         let done =
             || self.turns.load(Ordering::SeqCst) >= target || self.parked.load(Ordering::SeqCst);
-        if done() {
-            return;
-        }
-        self.waiters.fetch_add(1, Ordering::SeqCst);
-        let wait = async {
-            loop {
-                let ended = self.ended.notified();
-                tokio::pin!(ended);
-                ended.as_mut().enable();
-                if done() {
-                    return;
-                }
-                ended.await;
-            }
-        };
-        let _ = tokio::time::timeout_at(deadline, wait).await;
-        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        self.ended.wait_until(done, deadline).await;
     }
 }
 

@@ -19,6 +19,7 @@ use tokio::sync::Notify;
 
 use super::client_memory::{ClientMemory, IDLE_REPLY_BUFFER};
 use super::input_turns::InputTurns;
+use super::signal::Signal;
 use crate::config::OutputBufferLimit;
 
 /// A connection's inbox.
@@ -53,10 +54,9 @@ pub struct Mailbox {
     written: AtomicU64,
     /// Shard channels the cluster unsubscribed the owner from (`State::dropped_shard`).
     shard_dropped: AtomicBool,
-    /// Told when `written` moves, if someone waits (`waiting`): a subscriber's every
-    /// delivery moves it, and a notification takes a lock.
-    on_written: Notify,
-    waiting: AtomicUsize,
+    /// Told when `written` moves: a subscriber's every delivery moves it, and only a
+    /// waiter makes that cost a notification.
+    on_written: Signal,
     /// The owner waits for messages with nothing else to do, so it writes them at once.
     listening: AtomicBool,
     /// Whether the owner has input a publisher must let it run first.
@@ -161,10 +161,8 @@ impl Mailbox {
 
     /// The owner wrote to its socket the deliveries up to `number`.
     pub fn written_through(&self, number: u64) {
-        if self.written.fetch_max(number, Ordering::SeqCst) < number
-            && self.waiting.load(Ordering::SeqCst) > 0
-        {
-            self.on_written.notify_waiters();
+        if self.written.fetch_max(number, Ordering::SeqCst) < number {
+            self.on_written.notify();
         }
     }
 
@@ -176,23 +174,7 @@ impl Mailbox {
         let done = || {
             self.written.load(Ordering::SeqCst) >= number || !self.listening.load(Ordering::Acquire)
         };
-        if done() {
-            return;
-        }
-        self.waiting.fetch_add(1, Ordering::SeqCst);
-        let wait = async {
-            loop {
-                let moved = self.on_written.notified();
-                tokio::pin!(moved);
-                moved.as_mut().enable();
-                if done() {
-                    return;
-                }
-                moved.await;
-            }
-        };
-        let _ = tokio::time::timeout_at(deadline, wait).await;
-        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        self.on_written.wait_until(done, deadline).await;
     }
 
     /// Marks the owner as waiting for messages with nothing else to do, until the
