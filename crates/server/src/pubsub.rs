@@ -14,6 +14,7 @@ use redline_resp::{encode, Protocol};
 
 use crate::config::OutputBufferLimit;
 use crate::glob::glob_match;
+use crate::net::input_turns::InputTurns;
 use crate::net::mailbox::Mailbox;
 
 /// Which namespace a subscription lives in.
@@ -138,31 +139,43 @@ impl PubSub {
         } else {
             b"message"
         };
-        let mut direct = Encoded {
-            forms: [None, None],
-        };
-        if let Some(listeners) = self.table(kind).read().get(channel) {
+        self.for_each_reached(kind, channel, |pattern, listeners| {
+            let mut form = Encoded {
+                forms: [None, None],
+            };
             for l in listeners {
-                let bytes = direct.get(l.mailbox.protocol(), &[word, channel, message]);
+                let bytes = match pattern {
+                    None => form.get(l.mailbox.protocol(), &[word, channel, message]),
+                    Some(p) => {
+                        let parts: [&[u8]; 4] = [b"pmessage", p, channel, message];
+                        form.get(l.mailbox.protocol(), &parts)
+                    }
+                };
                 deliver(l, bytes, limit, &mut result, me, own_output);
             }
+        });
+        result
+    }
+
+    /// Calls `reach` with the listeners a message to `channel` reaches: the channel's
+    /// own (pattern `None`), then, unless `kind` is [`Kind::Shard`], those of each
+    /// matching pattern, each under its table's read lock.
+    fn for_each_reached(
+        &self,
+        kind: Kind,
+        channel: &[u8],
+        mut reach: impl FnMut(Option<&[u8]>, &[Listener]),
+    ) {
+        if let Some(listeners) = self.table(kind).read().get(channel) {
+            reach(None, listeners);
         }
         if kind == Kind::Channel {
             for (pattern, listeners) in self.patterns.read().iter() {
-                if !glob_match(pattern, channel, false) {
-                    continue;
-                }
-                let mut form = Encoded {
-                    forms: [None, None],
-                };
-                for l in listeners {
-                    let parts: [&[u8]; 4] = [b"pmessage", pattern, channel, message];
-                    let bytes = form.get(l.mailbox.protocol(), &parts);
-                    deliver(l, bytes, limit, &mut result, me, own_output);
+                if glob_match(pattern, channel, false) {
+                    reach(Some(pattern), listeners);
                 }
             }
         }
-        result
     }
 
     /// The listeners a message to `channel` would reach, other than `me`, that have
@@ -174,25 +187,16 @@ impl PubSub {
         kind: Kind,
         channel: &[u8],
         me: u64,
-    ) -> Vec<(Arc<Mailbox>, u64)> {
+    ) -> Vec<(Arc<InputTurns>, u64)> {
         let mut unsettled = Vec::new();
-        let mut look = |listeners: &[Listener]| {
+        self.for_each_reached(kind, channel, |_, listeners| {
             for l in listeners.iter().filter(|l| l.id != me) {
-                if let Some(turn) = l.mailbox.input_turns().unsettled() {
-                    unsettled.push((l.mailbox.clone(), turn));
+                let turns = l.mailbox.input_turns();
+                if let Some(turn) = turns.unsettled() {
+                    unsettled.push((turns.clone(), turn));
                 }
             }
-        };
-        if let Some(listeners) = self.table(kind).read().get(channel) {
-            look(listeners);
-        }
-        if kind == Kind::Channel {
-            for (pattern, listeners) in self.patterns.read().iter() {
-                if glob_match(pattern, channel, false) {
-                    look(listeners);
-                }
-            }
-        }
+        });
         unsettled
     }
 

@@ -254,9 +254,8 @@ fn first_publish_after_unsubscribe_that_arrived(addr: SocketAddr, rounds: usize)
 /// already received (Redis's suite: "PUBLISH/PSUBSCRIBE after PUNSUBSCRIBE without
 /// arguments"). Without the wait, a run here failed at round 12 (and `race.py`, as
 /// bench/NOTES.md says, half its rounds); the rounds are kept few because the
-/// publisher's own read can still
-/// outrun the runtime on a machine loaded enough to stall its worker between a reply
-/// and its next read (see `net::input_turns`).
+/// publisher's own read can still outrun the runtime on a machine loaded enough to
+/// stall its worker between a reply and its next read (see `net::input_turns`).
 #[test]
 fn a_publish_after_an_unsubscribe_already_sent_does_not_reach_it() {
     let redis = RedisServer::start().unwrap();

@@ -146,7 +146,7 @@ fn doctor_report(shared: &crate::shared::Shared) -> String {
     let clients = shared.clients.len().saturating_sub(replicas).max(1);
     let (_, replicas_behind) = shared.repl.journal.stream().buffer_memory();
     let mut findings = Vec::new();
-    if m.fragmentation() > 1.4 && m.rss.saturating_sub(m.used) > 10 << 20 {
+    if m.fragmentation() > 1.4 && m.rss.saturating_sub(m.used) > 10 * MB as u64 {
         findings.push(DOCTOR_HIGH_RSS);
     }
     if replicas > 0 && replicas_behind > 10 * MB {

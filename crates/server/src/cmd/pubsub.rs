@@ -7,6 +7,7 @@
 //! readers past `client-output-buffer-limit pubsub` are disconnected.
 
 use bytes::Bytes;
+use redline_resp::command::CommandFlags;
 use redline_resp::encode;
 
 use super::reply::{subcommand_syntax, CmdResult};
@@ -177,6 +178,10 @@ pub fn lets_listeners_run_first(
     spec: &redline_resp::command::CommandSpec,
     args: &[Bytes],
 ) -> bool {
+    // One bit test for every other command before any name is compared.
+    if !spec.flags.contains(CommandFlags::PUBSUB) {
+        return false;
+    }
     let kind = match spec.name {
         "publish" => Kind::Channel,
         "spublish" => Kind::Shard,

@@ -169,7 +169,7 @@ pub struct ClientState {
     pub script_wait: Option<crate::scripting::ScriptWait>,
     /// Set with `postpone` by PUBLISH: listeners with input to run first, each with the
     /// input turn to wait for (see [`crate::net::input_turns`]).
-    pub listener_wait: Vec<(std::sync::Arc<super::mailbox::Mailbox>, u64)>,
+    pub listener_wait: Vec<(std::sync::Arc<super::input_turns::InputTurns>, u64)>,
     /// The postponed PUBLISH has waited for its listeners: it runs now, whatever they do.
     pub listeners_waited: bool,
     /// The script turn, held from this client's first script of a batch of commands to

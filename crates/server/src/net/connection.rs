@@ -1034,8 +1034,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         let deadline = tokio::time::Instant::now() + SETTLE_LIMIT;
         // Two listeners publishing to each other must not wait for each other's turn.
         let _parked = self.client.mailbox.input_turns().park();
-        for (mailbox, turn) in std::mem::take(&mut self.client.listener_wait) {
-            mailbox.input_turns().settled(turn, deadline).await;
+        for (turns, turn) in std::mem::take(&mut self.client.listener_wait) {
+            turns.settled(turn, deadline).await;
         }
         self.client.listeners_waited = true;
     }
