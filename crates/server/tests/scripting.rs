@@ -122,6 +122,30 @@ const SCRIPTS: &[&[&str]] = &[
     &["FUNCTION", "LIST"],
     &["FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "lib*"],
     &["FUNCTION", "FLUSH"],
+    // The library's arguments checked as Redis checks them: an error table returned, or
+    // raised at the script's line (also from a tail call), in Redis's words.
+    &["EVAL", "return type(redis.status_reply(1))", "0"],
+    &["EVAL", "return redis.status_reply('a', 'b')", "0"],
+    &["EVAL", "return redis.error_reply()", "0"],
+    &["EVAL", "return redis.sha1hex()", "0"],
+    &["EVAL", "return redis.log()", "0"],
+    &["EVAL", "return redis.log(9, 'x')", "0"],
+    &["EVAL", "return redis.setresp('x')", "0"],
+    &["EVAL", "redis.setresp()", "0"],
+    &["EVAL", "return redis.set_repl(9)", "0"],
+    &["EVAL", "return redis.set_repl('x')", "0"],
+    &["EVAL", "return redis.acl_check_cmd()", "0"],
+    &["EVAL", "return redis.acl_check_cmd({})", "0"],
+    &["EVAL", "return redis.acl_check_cmd('nosuch')", "0"],
+    // What FUNCTION LOAD says when the library fails while it loads.
+    &["FUNCTION", "LOAD", "#!lua name=bad1\nlocal x = 1 + {}"],
+    &["FUNCTION", "LOAD", "#!lua name=bad2\nredis.register_function()"],
+    &["FUNCTION", "LOAD", "#!lua name=bad3\nredis.setresp(3)"],
+    &[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=bad4\nredis.register_function('a', function() end)\nredis.register_function('a', function() end)",
+    ],
 ];
 
 fn replies(addr: SocketAddr) -> Vec<String> {
@@ -422,6 +446,42 @@ fn a_self_containing_table_is_not_a_crash() {
     assert!(depth > 1);
     assert_eq!(reply, Frame::Error("ERR reached lua stack limit".into()));
     assert_eq!(c.cmd(&["PING"]), Frame::Simple("PONG".into()));
+}
+
+/// A script may hold far more values than the interpreter's stack has slots (about
+/// 8,000): a long array, map or set returned, a long reply read, many arguments given.
+/// The same replies on both servers, and the connection stays.
+#[test]
+fn long_tables_and_argument_lists_are_answered_like_redis() {
+    const LONG: &[&[&str]] = &[
+        &["EVAL", "local t = {} for i = 1, 20000 do t[i] = tostring(i) end return t", "0"],
+        &["EVAL", "local t = {} for i = 1, 20000 do t[i] = {i, 'v'} end return t", "0"],
+        &["EVAL", "local t = {} for i = 1, 20000 do t[tostring(i)] = i end redis.setresp(3) return {map = t}", "0"],
+        &["EVAL", "local t = {} for i = 1, 20000 do t[tostring(i)] = true end redis.setresp(3) return {set = t}", "0"],
+        &["EVAL", "for i = 1, 20000 do redis.call('rpush', 'l', i) end return redis.call('lrange', 'l', 0, -1)", "0"],
+        &["EVAL", "local t = {} for i = 1, 7990 do t[i] = i end return redis.call('rpush', 'l2', unpack(t))", "0"],
+        &["EVAL", "local t = {} for i = 1, 9000 do t[i] = i end return redis.call('rpush', 'l3', unpack(t))", "0"],
+    ];
+    let run = |addr: SocketAddr| -> Vec<String> {
+        let mut c = Conn::connect(addr);
+        c.cmd(&["FLUSHALL"]);
+        let mut out: Vec<String> = LONG.iter().map(|args| show(&c.cmd(args))).collect();
+        out.push(show(&c.cmd(&["PING"])));
+        out
+    };
+    let redis = RedisServer::start().expect("redis-server");
+    let ours = Redline::start();
+    let expected = run(redis.addr());
+    let got = run(ours.addr);
+    for (i, (e, g)) in expected.iter().zip(&got).enumerate() {
+        assert!(
+            e == g,
+            "{:?}: {} ... vs {} ...",
+            LONG.get(i),
+            &e[..e.len().min(200)],
+            &g[..g.len().min(200)]
+        );
+    }
 }
 
 /// Scripts start inline on the connection's worker thread. With a single worker, one

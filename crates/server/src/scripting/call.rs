@@ -29,6 +29,9 @@ use super::convert;
 use crate::cmd::Ctx;
 use crate::net::client::ClientState;
 
+/// Redis's errors for a library call's arguments.
+const NO_ARGS: &str = "ERR Please specify at least one argument for this redis lib call";
+const BAD_ARG: &str = "ERR Lua redis lib command arguments must be strings or integers";
 /// What a call made outside a run gets (Redis's text).
 const OUTSIDE_RUN: &str = "ERR redis.call/pcall can only be called inside a script invocation";
 
@@ -46,11 +49,15 @@ pub fn install(lua: &Lua, redis: &Table) -> mlua::Result<()> {
     redis.raw_set("call", call)?;
     redis.raw_set("pcall", pcall)?;
     let acl_check_cmd = lua.create_function(|_, argv: Variadic<Value>| {
-        let args: Option<Vec<Bytes>> = argv.iter().map(value_bytes).collect();
-        let spec = args.as_deref().and_then(command::resolve);
-        let (Some(args), Some(spec)) = (args, spec) else {
-            return Err(mlua::Error::runtime(
-                "\u{1}ERR Invalid command passed to redis.acl_check_cmd()\u{1}",
+        if argv.is_empty() {
+            return Err(mlua::Error::runtime(format!("\u{1}{NO_ARGS}\u{1}")));
+        }
+        let Some(args) = argv.iter().map(value_bytes).collect::<Option<Vec<Bytes>>>() else {
+            return Err(mlua::Error::runtime(format!("\u{1}{BAD_ARG}\u{1}")));
+        };
+        let Some(spec) = command::resolve(&args) else {
+            return Err(super::lib_error(
+                "Invalid command passed to redis.acl_check_cmd()",
             ));
         };
         active::with(|run| {
@@ -196,7 +203,7 @@ unsafe fn read_args(
     args: &mut Vec<Bytes>,
 ) -> Result<(), &'static str> {
     if argc == 0 {
-        return Err("ERR Please specify at least one argument for this redis lib call");
+        return Err(NO_ARGS);
     }
     args.reserve(usize::try_from(argc).unwrap_or(0));
     for i in 1..=argc {
@@ -207,7 +214,7 @@ unsafe fn read_args(
                 Bytes::copy_from_slice(std::slice::from_raw_parts(data.cast::<u8>(), len))
             }
             ffi::LUA_TNUMBER => number_bytes(ffi::lua_tonumber(state, i)),
-            _ => return Err("ERR Lua redis lib command arguments must be strings or integers"),
+            _ => return Err(BAD_ARG),
         };
         args.push(arg);
     }

@@ -116,36 +116,46 @@ fn table_to_reply(target: &mut ReplyTarget<'_>, t: &Table, depth: usize) {
             return;
         }
     }
+    // Each element is converted as soon as it is read: a Lua value held in Rust takes a
+    // slot of a stack with room for about 8,000, and a script's table may be far longer.
     if let Some(map) = table_field(t, "map") {
-        let pairs: Vec<(Value, Value)> = map.pairs::<Value, Value>().flatten().collect();
-        encode::write_map_len(target.out, target.caller, pairs.len());
-        for (k, v) in &pairs {
-            lua_to_reply(target, k, depth + 1);
-            lua_to_reply(target, v, depth + 1);
+        encode::write_map_len(
+            target.out,
+            target.caller,
+            map.pairs::<Value, Value>().flatten().count(),
+        );
+        for (k, v) in map.pairs::<Value, Value>().flatten() {
+            lua_to_reply(target, &k, depth + 1);
+            lua_to_reply(target, &v, depth + 1);
         }
         return;
     }
     if let Some(set) = table_field(t, "set") {
-        let members: Vec<Value> = set
-            .pairs::<Value, Value>()
-            .flatten()
-            .map(|(k, _)| k)
-            .collect();
-        encode::write_set_len(target.out, target.caller, members.len());
-        for m in &members {
-            lua_to_reply(target, m, depth + 1);
+        encode::write_set_len(
+            target.out,
+            target.caller,
+            set.pairs::<Value, Value>().flatten().count(),
+        );
+        for (member, _) in set.pairs::<Value, Value>().flatten() {
+            lua_to_reply(target, &member, depth + 1);
         }
         return;
     }
-    let mut items = Vec::new();
-    for i in 1.. {
+    let len = array_len(t);
+    encode::write_array_len(target.out, len);
+    for i in 1..=len {
         match t.raw_get::<Value>(i) {
-            Ok(Value::Nil) | Err(_) => break,
-            Ok(v) => items.push(v),
+            Ok(item) => lua_to_reply(target, &item, depth + 1),
+            Err(_) => encode::write_null_bulk(target.out, target.caller),
         }
     }
-    encode::write_array_len(target.out, items.len());
-    for item in &items {
-        lua_to_reply(target, item, depth + 1);
+}
+
+/// How many elements a table has as an array for Redis: up to its first nil.
+fn array_len(t: &Table) -> usize {
+    let mut len = 0;
+    while matches!(t.raw_get::<Value>(len + 1), Ok(v) if !v.is_nil()) {
+        len += 1;
     }
+    len
 }

@@ -328,7 +328,7 @@ impl RunFlags {
     fn tick(self: &Arc<Self>, lua: &Lua) -> mlua::Result<mlua::VmState> {
         if let Some(deadline) = *self.load_deadline.lock() {
             if Instant::now() >= deadline {
-                return Err(mlua::Error::runtime("FUNCTION LOAD timeout"));
+                return Err(lib_error("FUNCTION LOAD timeout"));
             }
         }
         if !self.running.load(Ordering::Acquire) {
@@ -389,6 +389,18 @@ impl std::fmt::Debug for Scripting {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Scripting")
     }
+}
+
+/// An error raised the way Redis's library functions raise theirs: an `{err=...}` table
+/// with Redis's text, placed at the script's line, without Lua's position prefix.
+pub(super) fn lib_error(text: &str) -> mlua::Error {
+    mlua::Error::runtime(format!("\u{1}ERR {text}\u{1}"))
+}
+
+/// `lua_tonumber` cast to a C integer, as Redis reads a numeric argument: what is not a
+/// number (nor a string of one) reads as 0.
+fn lua_int(lua: &Lua, v: &Value) -> mlua::Result<i64> {
+    Ok(lua.coerce_number(v.clone())?.map_or(0, args::c_cast_i64))
 }
 
 /// The lower-case hex SHA1 of `data` (script ids, `redis.sha1hex`).
@@ -564,7 +576,7 @@ impl Engine {
             "sha1hex",
             lua.create_function(|lua, args: Variadic<Value>| {
                 if args.len() != 1 {
-                    return Err(mlua::Error::runtime("wrong number of arguments"));
+                    return Err(lib_error("wrong number of arguments"));
                 }
                 let bytes = match &args[0] {
                     Value::String(s) => s.as_bytes().to_vec(),
@@ -579,21 +591,15 @@ impl Engine {
             "log",
             lua.create_function(|_, args: Variadic<Value>| {
                 if args.len() < 2 {
-                    return Err(mlua::Error::runtime(
-                        "redis.log() requires two arguments or more.",
-                    ));
+                    return Err(lib_error("redis.log() requires two arguments or more."));
                 }
                 let level = match &args[0] {
                     Value::Integer(n) => *n,
                     Value::Number(n) => *n as i64,
-                    _ => {
-                        return Err(mlua::Error::runtime(
-                            "First argument must be a number (log level).",
-                        ))
-                    }
+                    _ => return Err(lib_error("First argument must be a number (log level).")),
                 };
                 if !(0..=3).contains(&level) {
-                    return Err(mlua::Error::runtime("Invalid debug level."));
+                    return Err(lib_error("Invalid debug level."));
                 }
                 let text: Vec<String> = args[1..]
                     .iter()
@@ -624,44 +630,51 @@ impl Engine {
             .set_name("=redline")
             .call::<()>(state.clone())?;
         let env: Table = state.get("env")?;
-        // redis.setresp: one function for the engine's life (the prelude lets it run
-        // only inside a script), recording the version for the run's calls and reply.
+        // redis.setresp and redis.set_repl: one function each for the engine's life,
+        // recording the run's choice. Written in Rust, as Redis writes them in C, so an
+        // error points at the script's line even from a tail call.
         let script_resp = Arc::new(std::sync::atomic::AtomicU8::new(2));
         let resp = script_resp.clone();
-        let setresp = lua.create_function(move |_, argv: Variadic<Value>| {
-            if argv.len() != 1 {
-                return Err(mlua::Error::runtime(
-                    "redis.setresp() requires one argument.",
+        let setresp = lua.create_function(move |lua, argv: Variadic<Value>| {
+            if !active::is_published() {
+                return Err(lib_error(
+                    "redis.setresp can only be called inside a script invocation",
                 ));
             }
-            let n = match &argv[0] {
-                Value::Integer(n) => *n,
-                Value::Number(n) => *n as i64,
-                _ => 0,
-            };
-            match n {
-                2 | 3 => resp.store(n as u8, Ordering::Relaxed),
-                _ => return Err(mlua::Error::runtime("RESP version must be 2 or 3.")),
+            if argv.len() != 1 {
+                return Err(lib_error("redis.setresp() requires one argument."));
+            }
+            match lua_int(lua, &argv[0])? {
+                n @ (2 | 3) => resp.store(n as u8, Ordering::Relaxed),
+                _ => return Err(lib_error("RESP version must be 2 or 3.")),
             }
             Ok(())
         })?;
-        state.set("setresp", setresp)?;
-        // redis.set_repl: one function for the engine's life too (the prelude checks its
-        // argument and lets it run only inside a script); each call applies it.
+        redis.raw_set("setresp", setresp)?;
         let script_repl = Arc::new(std::sync::atomic::AtomicU8::new(3));
         let repl = script_repl.clone();
-        let set_repl = lua.create_function(move |_, flags: u8| {
-            repl.store(flags, Ordering::Relaxed);
+        let set_repl = lua.create_function(move |lua, argv: Variadic<Value>| {
+            if !active::is_published() {
+                return Err(lib_error(
+                    "redis.set_repl can only be called inside a script invocation",
+                ));
+            }
+            // Redis's own wording, though it takes one argument.
+            if argv.len() != 1 {
+                return Err(lib_error("redis.set_repl() requires two arguments."));
+            }
+            match lua_int(lua, &argv[0])? {
+                n @ 0..=3 => repl.store(n as u8, Ordering::Relaxed),
+                _ => return Err(lib_error(
+                    "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+                )),
+            }
             Ok(())
         })?;
-        state.set("set_repl", set_repl)?;
+        redis.raw_set("set_repl", set_repl)?;
         let names = RunNames::new(&state)?;
         call::install(&lua, &redis)?;
         sequences::install(&lua, &state)?;
-        state.set(
-            "in_run",
-            lua.create_function(|_, ()| Ok(active::is_published()))?,
-        )?;
         Ok(Engine {
             lua,
             state,
@@ -764,12 +777,10 @@ impl Engine {
         let registered: RefCell<Vec<FunctionDef>> = RefCell::new(Vec::new());
         let outcome = self.lua.scope(|scope| {
             let register = scope.create_function(|_, args: Variadic<Value>| {
-                let def = register_args(&args).map_err(mlua::Error::runtime)?;
+                let def = register_args(&args).map_err(|e| lib_error(&e))?;
                 let mut list = registered.borrow_mut();
                 if list.iter().any(|f| f.name.eq_ignore_ascii_case(&def.name)) {
-                    return Err(mlua::Error::runtime(
-                        "Function already exists in the library",
-                    ));
+                    return Err(lib_error("Function already exists in the library"));
                 }
                 list.push(def);
                 Ok(())
@@ -790,7 +801,7 @@ impl Engine {
             Ok(Err(e)) | Err(e) => {
                 return Err(format!(
                     "ERR Error registering functions: {}",
-                    lua_message(&e)
+                    load_error_text(&e)
                 ))
             }
         }
@@ -864,6 +875,17 @@ fn lua_message(e: &mlua::Error) -> String {
     .next()
     .unwrap_or_default()
     .to_string()
+}
+
+/// What FUNCTION LOAD says of an error raised while the library ran: Redis's error
+/// text for the errors Redis raises as `{err=...}` tables, `ERR` and Lua's message
+/// (with its position) for the others.
+fn load_error_text(e: &mlua::Error) -> String {
+    let text = lua_message(e);
+    match text.split('\u{1}').nth(1) {
+        Some(marked) => marked.to_string(),
+        None => format!("ERR {text}"),
+    }
 }
 
 /// The name a library's shebang declares.

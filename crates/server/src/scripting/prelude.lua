@@ -116,40 +116,23 @@ pcall = function(...) return pcall_result(raw_pcall(...)) end
 local redis = state.redis
 -- redis.call, redis.pcall and redis.acl_check_cmd are set by the engine after this
 -- (Rust functions: being C functions they keep the script's frame, so errors point at
--- the script's line); state.in_run() says whether a script is running.
-redis.error_reply = function(msg)
-  if type(msg) ~= 'string' then
-    error({err = 'ERR wrong number or type of arguments'})
+-- the script's line), and so are redis.setresp and redis.set_repl.
+-- Wrong arguments give an error table back, not an error raised: Redis's behaviour.
+redis.error_reply = function(...)
+  local msg = ...
+  if select('#', ...) ~= 1 or type(msg) ~= 'string' then
+    return {err = 'ERR wrong number or type of arguments'}
   end
   if msg:sub(1, 1) == '-' then msg = msg:sub(2) end
   if not msg:find(' ') then msg = 'ERR ' .. msg end
   return {err = msg}
 end
-redis.status_reply = function(msg)
-  if type(msg) ~= 'string' then
-    error({err = 'ERR wrong number or type of arguments'})
+redis.status_reply = function(...)
+  local msg = ...
+  if select('#', ...) ~= 1 or type(msg) ~= 'string' then
+    return {err = 'ERR wrong number or type of arguments'}
   end
   return {ok = msg}
-end
-redis.setresp = function(...)
-  if not state.in_run() then
-    error({err = 'ERR redis.setresp can only be called inside a script invocation'})
-  end
-  return state.setresp(...)
-end
-redis.set_repl = function(...)
-  if not state.in_run() then
-    error({err = 'ERR redis.set_repl can only be called inside a script invocation'})
-  end
-  local n = select('#', ...)
-  if n ~= 1 then
-    error({err = 'ERR redis.set_repl() requires two arguments.'})
-  end
-  local flags = ...
-  if type(flags) ~= 'number' or flags < 0 or flags > 3 then
-    error({err = 'ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.'})
-  end
-  state.set_repl(flags)
 end
 redis.replicate_commands = function() return true end
 redis.breakpoint = function() return false end
