@@ -2266,6 +2266,61 @@ fn client_reply_modes_match_redis() {
     assert_eq!(results[0], results[1]);
 }
 
+/// CLIENT REPLY OFF or ON queued in a transaction takes effect midway through EXEC's
+/// reply, as in Redis: the replies before it follow the old mode, the rest the new one
+/// (so EXEC's array can be cut short, and Redisson's skip-result batches read the reply
+/// they expect). Compared byte for byte.
+#[test]
+fn client_reply_inside_a_transaction_matches_redis() {
+    use std::io::{Read, Write};
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let script: &[&[&str]] = &[
+        &["MULTI"],
+        &["SET", "a", "1"],
+        &["CLIENT", "REPLY", "OFF"],
+        &["SET", "b", "2"],
+        &["EXEC"],
+        &["CLIENT", "REPLY", "ON"],
+        &["CLIENT", "REPLY", "OFF"],
+        &["MULTI"],
+        &["SET", "a", "x"],
+        &["CLIENT", "REPLY", "ON"],
+        &["GET", "a"],
+        &["EXEC"],
+        &["MULTI"],
+        &["CLIENT", "REPLY", "SKIP"],
+        &["GET", "a"],
+        &["EXEC"],
+        &["GET", "a"],
+        &["GET", "b"],
+        &["PING", "end"],
+    ];
+    let mut results = Vec::new();
+    for addr in [redis.addr(), redline.addr] {
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        for args in script {
+            let mut frame = format!("*{}\r\n", args.len());
+            for a in *args {
+                frame.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+            }
+            stream.write_all(frame.as_bytes()).unwrap();
+        }
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !got.ends_with(b"$3\r\nend\r\n") {
+            let n = stream.read(&mut buf).unwrap();
+            assert!(n > 0, "closed after {:?}", String::from_utf8_lossy(&got));
+            got.extend_from_slice(&buf[..n]);
+        }
+        results.push(String::from_utf8_lossy(&got).into_owned());
+    }
+    assert_eq!(results[0], results[1]);
+}
+
 /// `DEBUG POPULATE` (the Redis test suite's way of filling a database) against a Redis
 /// with the DEBUG command enabled: same replies, same keys and values.
 #[test]

@@ -404,9 +404,15 @@ fn kill(ctx: &mut Ctx<'_>, id: u64) {
 fn client_reply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mode = &args[2];
     if is(mode, "on") {
+        if ctx.client.reply == ReplyMode::Off {
+            ctx.client.reply_switched_at = Some(ctx.out.len());
+        }
         ctx.client.reply = ReplyMode::On;
         ok(ctx.out);
     } else if is(mode, "off") {
+        if ctx.client.reply != ReplyMode::Off {
+            ctx.client.reply_switched_at = Some(ctx.out.len());
+        }
         ctx.client.reply = ReplyMode::Off;
     } else if is(mode, "skip") {
         if ctx.client.reply == ReplyMode::On {

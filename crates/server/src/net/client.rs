@@ -160,6 +160,9 @@ pub struct ClientState {
     pub shard_channels: IndexSet<Bytes>,
     /// CLIENT REPLY state.
     pub reply: ReplyMode,
+    /// Where in the output CLIENT REPLY last switched between OFF and ON during the
+    /// command being run (EXEC runs a queued one midway through its reply).
+    pub reply_switched_at: Option<usize>,
     /// Set by the dispatcher: CLIENT PAUSE holds this command back.
     pub postpone: bool,
     /// The command held back by CLIENT PAUSE, run again once the pause ends.
@@ -293,6 +296,7 @@ impl ClientState {
             patterns: IndexSet::new(),
             shard_channels: IndexSet::new(),
             reply: ReplyMode::On,
+            reply_switched_at: None,
             postpone: false,
             postponed: None,
             script_wait: None,

@@ -361,7 +361,9 @@ fn run_batch(
                     };
                 }
                 client.commands_since_flush += 1;
-                if client.reply != ReplyMode::On {
+                if let Some(at) = client.reply_switched_at.take() {
+                    apply_reply_switch(client, output, mark, at);
+                } else if client.reply != ReplyMode::On {
                     apply_reply_mode(client, output, mark);
                 }
                 if over_output_limit(client, output) {
@@ -438,6 +440,22 @@ fn apply_reply_mode(client: &mut ClientState, output: &mut BytesMut, mark: usize
         ReplyMode::Skipping => {
             output.truncate(mark);
             client.reply = ReplyMode::On;
+        }
+    }
+}
+
+/// CLIENT REPLY OFF or ON ran at `at`, within the command whose output starts at `mark`
+/// (inside EXEC, or the command itself): as in Redis, which decides each reply as it is
+/// written, what came before the switch follows the old mode and the rest the new one.
+fn apply_reply_switch(client: &ClientState, output: &mut BytesMut, mark: usize, at: usize) {
+    let at = at.clamp(mark, output.len());
+    match client.reply {
+        ReplyMode::Off => output.truncate(at),
+        // Switched on from off: the replies before the switch were not to be sent.
+        _ => {
+            let after = output.split_off(at);
+            output.truncate(mark);
+            output.unsplit(after);
         }
     }
 }
