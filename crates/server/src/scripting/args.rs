@@ -4,6 +4,17 @@
 
 use mlua::{Lua, Value};
 
+/// Most values a library function returns at once. Lua 5.1 lets a C function grow its
+/// stack to about 8,000 slots (`luaL_checkstack` fails past that), and each value held
+/// in Rust until it is returned takes one of mlua's reference slots, of which there are
+/// about as many: past them mlua panics. A little under both.
+pub const MAX_RESULTS: usize = 7_900;
+
+/// `luaL_checkstack`'s error when a function would return more than [`MAX_RESULTS`].
+pub fn too_many_results(msg: &str) -> mlua::Error {
+    mlua::Error::runtime(format!("stack overflow ({msg})"))
+}
+
 /// `luaL_argerror`: "bad argument #n to 'func' (msg)".
 pub fn arg_error(n: usize, func: &str, msg: &str) -> mlua::Error {
     mlua::Error::runtime(format!("bad argument #{n} to '{func}' ({msg})"))

@@ -4,7 +4,12 @@
 
 use mlua::{Lua, Table, Value, Variadic};
 
-use super::args::{arg_error, check_integer, check_string, opt_integer};
+use super::args::{
+    arg_error, check_integer, check_string, opt_integer, too_many_results, MAX_RESULTS,
+};
+
+/// lua-cmsgpack's words when an unpack would return too many values.
+const TOO_MANY: &str = "too many return values at once; use unpack_one or unpack_limit instead.";
 
 /// Tables nested deeper than this pack as nil (lua-cmsgpack's LUACMSGPACK_MAX_NESTING).
 const MAX_NESTING: usize = 16;
@@ -34,6 +39,9 @@ pub fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
             let mut pos = 0;
             let mut values = Vec::new();
             while pos < bytes.len() {
+                if values.len() >= MAX_RESULTS {
+                    return Err(too_many_results(TOO_MANY));
+                }
                 values.push(unpack(lua, &bytes, &mut pos, 0)?);
             }
             Ok(Variadic::from_iter(values))
@@ -81,6 +89,9 @@ fn unpack_limited(
     }
     let mut values = Vec::new();
     while pos < bytes.len() && (limit <= 0 || (values.len() as i64) < limit) {
+        if values.len() >= MAX_RESULTS {
+            return Err(too_many_results(TOO_MANY));
+        }
         values.push(unpack(lua, bytes, &mut pos, 0)?);
     }
     let next = if pos >= bytes.len() { -1 } else { pos as i64 };

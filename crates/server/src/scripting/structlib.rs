@@ -10,7 +10,9 @@
 
 use mlua::{Lua, Table, Value, Variadic};
 
-use super::args::{arg_error, c_cast_i64, check_number, check_string};
+use super::args::{
+    arg_error, c_cast_i64, check_number, check_string, too_many_results, MAX_RESULTS,
+};
 
 /// Largest integer size (lua-struct's MAXINTSIZE).
 const MAX_INT_SIZE: usize = 32;
@@ -274,6 +276,9 @@ fn unpack(lua: &Lua, args: Variadic<Value>) -> mlua::Result<Variadic<Value>> {
     let mut out: Vec<Value> = Vec::new();
     let short = || arg_error(2, F, "data string too short");
     while let Some(opt) = format.next() {
+        if out.len() >= MAX_RESULTS {
+            return Err(too_many_results("too many results"));
+        }
         let mut size = format.size(opt)?;
         pos = pos.wrapping_add(padding(pos, &h, opt, size));
         if size > data.len() || pos > data.len() - size {
