@@ -461,6 +461,10 @@ fn long_tables_and_argument_lists_are_answered_like_redis() {
         &["EVAL", "for i = 1, 20000 do redis.call('rpush', 'l', i) end return redis.call('lrange', 'l', 0, -1)", "0"],
         &["EVAL", "local t = {} for i = 1, 7990 do t[i] = i end return redis.call('rpush', 'l2', unpack(t))", "0"],
         &["EVAL", "local t = {} for i = 1, 9000 do t[i] = i end return redis.call('rpush', 'l3', unpack(t))", "0"],
+        // Library functions returning more values than the stack holds: Redis's error.
+        &["EVAL", "local t = {} for i = 1, 9000 do t[i] = cmsgpack.pack('s' .. i) end return select('#', cmsgpack.unpack(table.concat(t)))", "0"],
+        &["EVAL", "return select('#', struct.unpack(string.rep('c1', 9000), string.rep('a', 9000)))", "0"],
+        &["EVAL", "return select('#', struct.unpack(string.rep('c1', 7800), string.rep('a', 7800)))", "0"],
     ];
     let run = |addr: SocketAddr| -> Vec<String> {
         let mut c = Conn::connect(addr);
