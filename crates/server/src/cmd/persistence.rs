@@ -172,7 +172,8 @@ pub fn debug_reload(ctx: &mut Ctx<'_>, options: &[Bytes]) -> CmdResult {
     let result = with_all_shards(ctx, |held| {
         if save {
             let image = snapshot::capture(shared, held, &[]);
-            snapshot::write_file(&path, &image)
+            let autosync = shared.config.read().param_bool(snapshot::RDB_AUTOSYNC);
+            snapshot::write_file(&path, &image, autosync)
                 .map_err(|_| CmdError::Static("ERR Error trying to save the DB"))?;
         }
         let bytes = std::fs::read(&path)

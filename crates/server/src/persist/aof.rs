@@ -117,7 +117,7 @@ impl FileStats {
         let mut out = file;
         let mut done = 0;
         while done < bytes.len() {
-            match out.write(&bytes[done..]) {
+            match out.write(super::data_file::piece(&bytes[done..])) {
                 Ok(0) => break,
                 Ok(n) => done += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -298,6 +298,9 @@ pub struct Durability {
 
 /// Seconds between two logs of failing AOF writes (Redis's `AOF_WRITE_LOG_ERROR_RATE`).
 const ERROR_LOG_PERIOD: u64 = 30;
+
+/// Whether a rewrite's base file is sent to disk as it is written.
+const AOF_AUTOSYNC: &str = "aof-rewrite-incremental-fsync";
 
 impl Default for Durability {
     fn default() -> Self {
@@ -713,12 +716,13 @@ fn rewrite_in_background(shared: &Shared, preamble: bool) -> std::io::Result<()>
     let writes = journal.hold_writes();
     let mut held = Held::all(&shared.store);
     let temp = rewrite_temp_path(shared);
-    let cut = if preamble {
-        super::bgsave::begin_cut(shared, &mut held, temp, &[])?
+    let (header, format) = if preamble {
+        let header = super::snapshot::image_start(shared, &[]).into_header();
+        (header, CutFormat::Rdb)
     } else {
-        let header = commands_header(shared);
-        super::bgsave::begin_cut_as(shared, &mut held, temp, &header, CutFormat::Commands)?
+        (commands_header(shared), CutFormat::Commands)
     };
+    let cut = super::bgsave::begin_cut_as(shared, &mut held, temp, &header, format, AOF_AUTOSYNC)?;
     let on = journal.stream().aof.is_some();
     let stream = match (on, shared.config.read().appendonly) {
         (true, _) => Stream::NewIncr,
@@ -859,7 +863,7 @@ fn persist_manifest(shared: &Shared, manifest: &mut Manifest) -> std::io::Result
     if !manifest.dirty {
         return Ok(());
     }
-    super::snapshot::write_file(&manifest_path(shared), manifest.to_text().as_bytes())?;
+    super::snapshot::write_file(&manifest_path(shared), manifest.to_text().as_bytes(), false)?;
     manifest.dirty = false;
     Ok(())
 }
@@ -1265,7 +1269,8 @@ fn open_at_start(shared: &Shared) -> std::io::Result<()> {
     if manifest.is_empty() {
         let image = base_image(shared, &mut held, preamble);
         let base = manifest.new_base(&name, preamble);
-        super::snapshot::write_file(&directory.join(&base), &image)?;
+        let autosync = shared.config.read().param_bool(AOF_AUTOSYNC);
+        super::snapshot::write_file(&directory.join(&base), &image, autosync)?;
         shared
             .aof
             .base_size

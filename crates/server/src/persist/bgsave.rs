@@ -37,9 +37,10 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
+use super::data_file::DataFile;
 use super::rdb::file::{write_entry, write_select_db, EOF_OPCODE};
 use super::rdb::CRC64;
-use super::snapshot::{debug_delay_micros, dump_path, image_start, saved, unix_secs};
+use super::snapshot::{debug_delay_micros, dump_path, image_start, saved, unix_secs, RDB_AUTOSYNC};
 use crate::alloc::{Counted, Gauge};
 use crate::shared::Shared;
 use crate::store::{CutSink, Entry, Held, ShardMap, Store};
@@ -114,9 +115,9 @@ pub trait CutOutputSink: Write + Send {
     }
 }
 
-impl CutOutputSink for File {
+impl CutOutputSink for DataFile {
     fn sync(&mut self) -> std::io::Result<()> {
-        self.sync_all()
+        self.file().sync_all()
     }
 }
 
@@ -329,18 +330,21 @@ pub fn begin_cut(
     extra_aux: &[(&str, &[u8])],
 ) -> std::io::Result<Cut> {
     let header = image_start(shared, extra_aux).into_header();
-    begin_cut_as(shared, held, temp, &header, CutFormat::Rdb)
+    begin_cut_as(shared, held, temp, &header, CutFormat::Rdb, RDB_AUTOSYNC)
 }
 
-/// [`begin_cut`] of a file in `format` that starts with `header`.
+/// [`begin_cut`] of a file in `format` that starts with `header`, sent to disk as it is
+/// written when the configuration parameter `autosync` is on.
 pub fn begin_cut_as(
     shared: &Shared,
     held: &mut dyn ShardMap,
     temp: PathBuf,
     header: &[u8],
     format: CutFormat,
+    autosync: &str,
 ) -> std::io::Result<Cut> {
-    let file = File::create(&temp)?;
+    let file = DataFile::new(File::create(&temp)?)
+        .synced_as_written(shared.config.read().param_bool(autosync));
     begin_cut_into(
         shared,
         held,

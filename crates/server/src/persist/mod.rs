@@ -10,6 +10,7 @@
 //!   the replicas to catch up.
 //! - [`group_commit`]: when `appendfsync always` starts its next fsync.
 //! - [`loading`]: the load at start as clients and INFO see it, and load counters.
+//! - [`data_file`]: data files written in pieces of a size the kernel copies fast.
 //! - [`snapshot`]: the dataset as an RDB image: SAVE, BGSAVE, DEBUG RELOAD, loading at
 //!   start, the payload of a replication full sync.
 
@@ -17,6 +18,7 @@ pub mod aof;
 pub mod aof_load;
 pub mod aof_manifest;
 pub mod bgsave;
+pub mod data_file;
 mod dump_file;
 pub mod graceful;
 mod group_commit;

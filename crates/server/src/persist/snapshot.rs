@@ -598,6 +598,9 @@ impl ShardMap for Staging {
     }
 }
 
+/// Whether RDB files are sent to disk as they are written.
+pub const RDB_AUTOSYNC: &str = "rdb-save-incremental-fsync";
+
 /// Where SAVE writes: `dbfilename` in the working directory (`dir` is the cwd).
 pub fn dump_path(shared: &Shared) -> PathBuf {
     PathBuf::from(shared.config.read().param("dbfilename"))
@@ -608,21 +611,27 @@ pub fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(format!("temp-{}.rdb", std::process::id()))
 }
 
-/// Writes `image` to `path` the way Redis does: a temporary file, fsync, rename.
-pub fn write_file(path: &Path, image: &[u8]) -> std::io::Result<()> {
-    write_file_with(path, || image.to_vec())
+/// Writes `image` to `path` the way Redis does: a temporary file, fsync, rename; sent to
+/// disk as it is written when `autosync` (Redis's incremental fsync).
+pub fn write_file(path: &Path, image: &[u8], autosync: bool) -> std::io::Result<()> {
+    write_file_with(path, autosync, || image.to_vec())
 }
 
 /// [`write_file`] of the image `produce` makes once the temporary file exists (a slow
 /// save shows its temporary file meanwhile, as Redis's does). The temporary file goes
 /// whatever fails.
-fn write_file_with(path: &Path, produce: impl FnOnce() -> Vec<u8>) -> std::io::Result<()> {
+fn write_file_with(
+    path: &Path,
+    autosync: bool,
+    produce: impl FnOnce() -> Vec<u8>,
+) -> std::io::Result<()> {
     use std::io::Write;
     let temp = temp_path(path);
     let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
+        let mut file = super::data_file::DataFile::new(std::fs::File::create(&temp)?)
+            .synced_as_written(autosync);
         file.write_all(&produce())?;
-        file.sync_all()?;
+        file.file().sync_all()?;
         std::fs::rename(&temp, path)
     })();
     if result.is_err() {
@@ -664,7 +673,8 @@ pub fn save_held(
     let result = {
         let mut generation = shared.persistence.dump_generation.lock();
         *generation += 1;
-        write_file_with(&dump_path(shared), || {
+        let autosync = shared.config.read().param_bool(RDB_AUTOSYNC);
+        write_file_with(&dump_path(shared), autosync, || {
             capture_with_delay(shared, held, aux, delay)
         })
     };
