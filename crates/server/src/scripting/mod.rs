@@ -397,6 +397,20 @@ pub(super) fn lib_error(text: &str) -> mlua::Error {
     mlua::Error::runtime(format!("\u{1}ERR {text}\u{1}"))
 }
 
+/// The one argument of `redis.<name>`, a setting of the running script, read as Redis
+/// reads it: refused outside a run, or with another count of arguments (`count_error`).
+fn run_setting(lua: &Lua, argv: &[Value], name: &str, count_error: &str) -> mlua::Result<i64> {
+    if !active::is_published() {
+        return Err(lib_error(&format!(
+            "redis.{name} can only be called inside a script invocation"
+        )));
+    }
+    if argv.len() != 1 {
+        return Err(lib_error(count_error));
+    }
+    lua_int(lua, &argv[0])
+}
+
 /// `lua_tonumber` cast to a C integer, as Redis reads a numeric argument: what is not a
 /// number (nor a string of one) reads as 0.
 fn lua_int(lua: &Lua, v: &Value) -> mlua::Result<i64> {
@@ -636,16 +650,14 @@ impl Engine {
         let script_resp = Arc::new(std::sync::atomic::AtomicU8::new(2));
         let resp = script_resp.clone();
         let setresp = lua.create_function(move |lua, argv: Variadic<Value>| {
-            if !active::is_published() {
-                return Err(lib_error(
-                    "redis.setresp can only be called inside a script invocation",
-                ));
-            }
-            if argv.len() != 1 {
-                return Err(lib_error("redis.setresp() requires one argument."));
-            }
-            match lua_int(lua, &argv[0])? {
-                n @ (2 | 3) => resp.store(n as u8, Ordering::Relaxed),
+            let n = run_setting(
+                lua,
+                &argv,
+                "setresp",
+                "redis.setresp() requires one argument.",
+            )?;
+            match n {
+                2 | 3 => resp.store(n as u8, Ordering::Relaxed),
                 _ => return Err(lib_error("RESP version must be 2 or 3.")),
             }
             Ok(())
@@ -654,17 +666,15 @@ impl Engine {
         let script_repl = Arc::new(std::sync::atomic::AtomicU8::new(3));
         let repl = script_repl.clone();
         let set_repl = lua.create_function(move |lua, argv: Variadic<Value>| {
-            if !active::is_published() {
-                return Err(lib_error(
-                    "redis.set_repl can only be called inside a script invocation",
-                ));
-            }
             // Redis's own wording, though it takes one argument.
-            if argv.len() != 1 {
-                return Err(lib_error("redis.set_repl() requires two arguments."));
-            }
-            match lua_int(lua, &argv[0])? {
-                n @ 0..=3 => repl.store(n as u8, Ordering::Relaxed),
+            let n = run_setting(
+                lua,
+                &argv,
+                "set_repl",
+                "redis.set_repl() requires two arguments.",
+            )?;
+            match n {
+                0..=3 => repl.store(n as u8, Ordering::Relaxed),
                 _ => return Err(lib_error(
                     "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
                 )),
