@@ -33,9 +33,16 @@ pub fn piece(bytes: &[u8]) -> &[u8] {
 /// A file whose every write carries at most [`MAX_WRITE`] bytes, and which is sent to
 /// disk as it grows when made [`DataFile::synced_as_written`].
 ///
-/// ```ignore
-/// let mut file = DataFile::new(std::fs::File::create("dump.rdb")?);
-/// file.write_all(&image)?; // in 256 KB writes
+/// ```no_run
+/// use std::io::Write;
+/// use redline_server::persist::data_file::DataFile;
+/// # fn main() -> std::io::Result<()> {
+/// let image = vec![0u8; 1 << 20];
+/// let mut file = DataFile::new(std::fs::File::create("dump.rdb")?).synced_as_written(true);
+/// file.write_all(&image)?; // in 256 KB writes, each 4 MB sent to disk
+/// file.file().sync_all()?;
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Debug)]
 pub struct DataFile {
