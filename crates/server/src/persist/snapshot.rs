@@ -614,23 +614,23 @@ pub fn temp_path(path: &Path) -> PathBuf {
 /// Writes `image` to `path` the way Redis does: a temporary file, fsync, rename; sent to
 /// disk as it is written when `autosync` (Redis's incremental fsync).
 pub fn write_file(path: &Path, image: &[u8], autosync: bool) -> std::io::Result<()> {
-    write_file_with(path, autosync, || image.to_vec())
+    write_file_with(path, autosync, || image)
 }
 
 /// [`write_file`] of the image `produce` makes once the temporary file exists (a slow
 /// save shows its temporary file meanwhile, as Redis's does). The temporary file goes
 /// whatever fails.
-fn write_file_with(
+fn write_file_with<I: AsRef<[u8]>>(
     path: &Path,
     autosync: bool,
-    produce: impl FnOnce() -> Vec<u8>,
+    produce: impl FnOnce() -> I,
 ) -> std::io::Result<()> {
     use std::io::Write;
     let temp = temp_path(path);
     let result = (|| {
         let mut file = super::data_file::DataFile::new(std::fs::File::create(&temp)?)
             .synced_as_written(autosync);
-        file.write_all(&produce())?;
+        file.write_all(produce().as_ref())?;
         file.file().sync_all()?;
         std::fs::rename(&temp, path)
     })();

@@ -50,10 +50,10 @@ pub fn install(lua: &Lua, redis: &Table) -> mlua::Result<()> {
     redis.raw_set("pcall", pcall)?;
     let acl_check_cmd = lua.create_function(|_, argv: Variadic<Value>| {
         if argv.is_empty() {
-            return Err(mlua::Error::runtime(format!("\u{1}{NO_ARGS}\u{1}")));
+            return Err(super::redis_error(NO_ARGS));
         }
         let Some(args) = argv.iter().map(value_bytes).collect::<Option<Vec<Bytes>>>() else {
-            return Err(mlua::Error::runtime(format!("\u{1}{BAD_ARG}\u{1}")));
+            return Err(super::redis_error(BAD_ARG));
         };
         let Some(spec) = command::resolve(&args) else {
             return Err(super::lib_error(
@@ -69,7 +69,7 @@ pub fn install(lua: &Lua, redis: &Table) -> mlua::Result<()> {
             let allowed = crate::acl::check::check(&user.rules(), spec, &args).is_ok();
             allowed
         })
-        .ok_or_else(|| mlua::Error::runtime(format!("\u{1}{OUTSIDE_RUN}\u{1}")))
+        .ok_or_else(|| super::redis_error(OUTSIDE_RUN))
     })?;
     redis.raw_set("acl_check_cmd", acl_check_cmd)
 }

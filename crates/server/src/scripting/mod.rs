@@ -357,9 +357,7 @@ impl RunFlags {
             lua.set_hook(mlua::HookTriggers::EVERY_LINE, move |lua, _| {
                 flags.tick(lua)
             })?;
-            return Err(mlua::Error::runtime(
-                "\u{1}ERR Script killed by user with SCRIPT KILL...\u{1}",
-            ));
+            return Err(lib_error("Script killed by user with SCRIPT KILL..."));
         }
         Ok(mlua::VmState::Continue)
     }
@@ -391,24 +389,48 @@ impl std::fmt::Debug for Scripting {
     }
 }
 
-/// An error raised the way Redis's library functions raise theirs: an `{err=...}` table
-/// with Redis's text, placed at the script's line, without Lua's position prefix.
-pub(super) fn lib_error(text: &str) -> mlua::Error {
-    mlua::Error::runtime(format!("\u{1}ERR {text}\u{1}"))
+/// An error raised the way Redis raises its own: an `{err=...}` table with `reply`
+/// (Redis's error text, code first), placed at the script's line, without Lua's position
+/// prefix. The prelude's error handler reads the text between the markers.
+pub(super) fn redis_error(reply: &str) -> mlua::Error {
+    mlua::Error::runtime(format!("\u{1}{reply}\u{1}"))
 }
 
-/// The one argument of `redis.<name>`, a setting of the running script, read as Redis
-/// reads it: refused outside a run, or with another count of arguments (`count_error`).
-fn run_setting(lua: &Lua, argv: &[Value], name: &str, count_error: &str) -> mlua::Result<i64> {
-    if !active::is_published() {
-        return Err(lib_error(&format!(
-            "redis.{name} can only be called inside a script invocation"
-        )));
-    }
-    if argv.len() != 1 {
-        return Err(lib_error(count_error));
-    }
-    lua_int(lua, &argv[0])
+/// [`redis_error`] with the `ERR` code, as Redis's library functions raise theirs.
+pub(super) fn lib_error(text: &str) -> mlua::Error {
+    redis_error(&format!("ERR {text}"))
+}
+
+/// A setting a running script makes with `redis.<name>(n)`: Redis's checks and errors.
+struct RunSetting {
+    name: &'static str,
+    /// The error for another count of arguments.
+    count_error: &'static str,
+    valid: std::ops::RangeInclusive<i64>,
+    /// The error for a number outside `valid`.
+    invalid: &'static str,
+}
+
+/// `redis.<name>`: stores its one argument in `cell` for the run, read as Redis reads
+/// it, and refuses it outside a run, with another count of arguments, or out of range.
+fn run_setting(lua: &Lua, setting: RunSetting, cell: Arc<AtomicU8>) -> mlua::Result<Function> {
+    lua.create_function(move |lua, argv: Variadic<Value>| {
+        if !active::is_published() {
+            return Err(lib_error(&format!(
+                "redis.{} can only be called inside a script invocation",
+                setting.name
+            )));
+        }
+        let [arg] = &argv[..] else {
+            return Err(lib_error(setting.count_error));
+        };
+        let n = lua_int(lua, arg)?;
+        if !setting.valid.contains(&n) {
+            return Err(lib_error(setting.invalid));
+        }
+        cell.store(n as u8, Ordering::Relaxed);
+        Ok(())
+    })
 }
 
 /// `lua_tonumber` cast to a C integer, as Redis reads a numeric argument: what is not a
@@ -648,39 +670,30 @@ impl Engine {
         // recording the run's choice. Written in Rust, as Redis writes them in C, so an
         // error points at the script's line even from a tail call.
         let script_resp = Arc::new(std::sync::atomic::AtomicU8::new(2));
-        let resp = script_resp.clone();
-        let setresp = lua.create_function(move |lua, argv: Variadic<Value>| {
-            let n = run_setting(
-                lua,
-                &argv,
-                "setresp",
-                "redis.setresp() requires one argument.",
-            )?;
-            match n {
-                2 | 3 => resp.store(n as u8, Ordering::Relaxed),
-                _ => return Err(lib_error("RESP version must be 2 or 3.")),
-            }
-            Ok(())
-        })?;
+        let setresp = run_setting(
+            &lua,
+            RunSetting {
+                name: "setresp",
+                count_error: "redis.setresp() requires one argument.",
+                valid: 2..=3,
+                invalid: "RESP version must be 2 or 3.",
+            },
+            script_resp.clone(),
+        )?;
         redis.raw_set("setresp", setresp)?;
         let script_repl = Arc::new(std::sync::atomic::AtomicU8::new(3));
-        let repl = script_repl.clone();
-        let set_repl = lua.create_function(move |lua, argv: Variadic<Value>| {
-            // Redis's own wording, though it takes one argument.
-            let n = run_setting(
-                lua,
-                &argv,
-                "set_repl",
-                "redis.set_repl() requires two arguments.",
-            )?;
-            match n {
-                0..=3 => repl.store(n as u8, Ordering::Relaxed),
-                _ => return Err(lib_error(
+        let set_repl = run_setting(
+            &lua,
+            RunSetting {
+                name: "set_repl",
+                // Redis's own wording, though it takes one argument.
+                count_error: "redis.set_repl() requires two arguments.",
+                valid: 0..=3,
+                invalid:
                     "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
-                )),
-            }
-            Ok(())
-        })?;
+            },
+            script_repl.clone(),
+        )?;
         redis.raw_set("set_repl", set_repl)?;
         let names = RunNames::new(&state)?;
         call::install(&lua, &redis)?;
@@ -1236,7 +1249,7 @@ fn debug_session(
             };
             match session.on_hook(lua, line, count, in_script) {
                 Ok(()) => Ok(mlua::VmState::Continue),
-                Err(e) => Err(mlua::Error::runtime(format!("\u{1}{e}\u{1}"))),
+                Err(e) => Err(redis_error(&e.to_string())),
             }
         },
     )?;

@@ -37,14 +37,9 @@ pub fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
             let data = check_string(lua, &args, 1, "unpack")?;
             let bytes = data.as_bytes();
             let mut pos = 0;
-            let mut values = Vec::new();
-            while pos < bytes.len() {
-                if values.len() >= MAX_RESULTS {
-                    return Err(too_many_results(TOO_MANY));
-                }
-                values.push(unpack(lua, &bytes, &mut pos, 0)?);
-            }
-            Ok(Variadic::from_iter(values))
+            Ok(Variadic::from_iter(unpack_values(
+                lua, &bytes, &mut pos, 0,
+            )?))
         })?,
     )?;
     t.set(
@@ -87,17 +82,24 @@ fn unpack_limited(
             "Start offset greater than input length",
         ));
     }
-    let mut values = Vec::new();
-    while pos < bytes.len() && (limit <= 0 || (values.len() as i64) < limit) {
-        if values.len() >= MAX_RESULTS {
-            return Err(too_many_results(TOO_MANY));
-        }
-        values.push(unpack(lua, bytes, &mut pos, 0)?);
-    }
+    let values = unpack_values(lua, bytes, &mut pos, limit)?;
     let next = if pos >= bytes.len() { -1 } else { pos as i64 };
     let mut all = vec![Value::Integer(next)];
     all.extend(values);
     Ok(Variadic::from_iter(all))
+}
+
+/// The values from `pos` on, up to `limit` of them (0 or less: all), refused past
+/// [`MAX_RESULTS`] as lua-cmsgpack refuses more than its stack holds.
+fn unpack_values(lua: &Lua, bytes: &[u8], pos: &mut usize, limit: i64) -> mlua::Result<Vec<Value>> {
+    let mut values = Vec::new();
+    while *pos < bytes.len() && (limit <= 0 || (values.len() as i64) < limit) {
+        if values.len() >= MAX_RESULTS {
+            return Err(too_many_results(TOO_MANY));
+        }
+        values.push(unpack(lua, bytes, pos, 0)?);
+    }
+    Ok(values)
 }
 
 fn pack_int(n: i64, out: &mut Vec<u8>) {
