@@ -323,9 +323,8 @@ async fn slots_routing_and_multikey_commands() {
 async fn seeds_and_replica_reads() {
     let mut cluster = start_cluster().await;
     // A dead first seed: a port nothing listens on.
-    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let dead_port = dead.local_addr().unwrap().port();
-    drop(dead);
+    let dead = redline_testkit::ClosedPort::new().unwrap();
+    let dead_port = dead.port();
     let replicas = cluster.replicas().unwrap();
     let seed = replicas[0];
     let mut cfg = ClusterConfig::from_urls([

@@ -181,12 +181,9 @@ async fn acl_user() {
 
 #[tokio::test]
 async fn connect_failures_are_typed() {
-    // A port nothing listens on: reserve one by binding, then close it.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let err = Client::connect(&format!("redis://127.0.0.1:{port}"))
+    // A port nothing listens on.
+    let closed = redline_testkit::ClosedPort::new().unwrap();
+    let err = Client::connect(&format!("redis://{}", closed.addr()))
         .await
         .unwrap_err();
     assert!(

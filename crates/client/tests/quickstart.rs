@@ -20,12 +20,8 @@ async fn quickstart_example_passes_against_redis() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quickstart_example_reports_an_unreachable_server() {
     // A port nothing listens on: an error to print, not a hang or a panic.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let err = quickstart::run(&format!("redis://127.0.0.1:{port}"))
+    let closed = redline_testkit::ClosedPort::new().unwrap();
+    let err = quickstart::run(&format!("redis://{}", closed.addr()))
         .await
         .unwrap_err();
     assert!(!err.to_string().is_empty());

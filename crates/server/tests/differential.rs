@@ -3536,9 +3536,8 @@ fn migrate_failures_reply_as_redis() {
         redis: Conn::connect(redis.addr()),
         redline: Conn::connect(redline.addr),
     };
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    let port = closed.local_addr().expect("its address").port().to_string();
-    drop(closed);
+    let closed = redline_testkit::ClosedPort::new().expect("a closed port");
+    let port = closed.port().to_string();
     let commands: &[&[&str]] = &[
         &["MIGRATE", "127.0.0.1", &port, "nokey", "0", "100"],
         &["SET", "stay", "v"],

@@ -233,9 +233,8 @@ fn migrate_moves_keys_to_redis_server() {
     assert_eq!(cached(&mut c), "1");
     // Nobody listening: an IOERR, the key kept.
     c.cmd(&["SET", "stay", "v"]);
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let closed_port = closed.local_addr().unwrap().port().to_string();
-    drop(closed);
+    let closed = redline_testkit::ClosedPort::new().unwrap();
+    let closed_port = closed.port().to_string();
     let reply = c.cmd(&["MIGRATE", host, &closed_port, "stay", "0", "500"]);
     assert!(text(&reply).starts_with("IOERR"), "{reply:?}");
     assert_eq!(text(&c.cmd(&["EXISTS", "stay"])), "1");

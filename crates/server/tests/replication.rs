@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use common::{conn, text, wait_until, Conn};
 use redline_resp::Frame;
-use redline_testkit::{RedisServer, RedlineServer};
+use redline_testkit::{ClosedPort, RedisServer, RedlineServer};
 
 fn redline(args: &[&str]) -> RedlineServer {
     let mut all = vec!["--enable-debug-command", "yes", "--save", ""];
@@ -1684,12 +1684,6 @@ fn a_replica_continues_past_a_limit_below_the_backlog(master: u16) {
     assert_eq!(stat(master, "sync_partial_ok"), partial + 1);
 }
 
-/// A port nothing listens on (bound, then closed).
-fn dead_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
 /// A redline replica pointed elsewhere for a while, then back at `master`, continues
 /// with PSYNC in the database the master's stream had selected (the continued bytes
 /// name none): Redis's cached master keeps its database across REPLICAOF. Meanwhile,
@@ -1707,7 +1701,8 @@ fn a_replica_back_from_elsewhere_continues_in_its_database(master: u16) {
     m.cmd(&["SET", "a2", "1"]);
     wait_caught_up(master, replica.port());
     let partial = stat(master, "sync_partial_ok");
-    r.cmd(&["REPLICAOF", "127.0.0.1", &dead_port().to_string()]);
+    let dead = ClosedPort::new().unwrap();
+    r.cmd(&["REPLICAOF", "127.0.0.1", &dead.port().to_string()]);
     let refused = text(&conn(replica.port()).cmd(&["PSYNC", "?", "-1"]));
     assert_eq!(
         refused,
@@ -1730,7 +1725,8 @@ fn a_replica_back_from_elsewhere_continues_in_its_database_like_redis() {
 
 #[test]
 fn a_replica_without_its_master_refuses_sync_like_redis() {
-    let dead = dead_port().to_string();
+    let closed = ClosedPort::new().unwrap();
+    let dead = closed.port().to_string();
     let ours = redline(&["--replicaof", "127.0.0.1", &dead]);
     let theirs = redis(&["--replicaof", "127.0.0.1", &dead]);
     for port in [ours.port(), theirs.port()] {

@@ -56,5 +56,5 @@ pub use error::{Error, Result};
 pub use redis::{RedisServer, RedisServerBuilder};
 pub use redline::{redline_server_bin, RedlineServer, RedlineServerBuilder};
 pub use sentinel::{RedisSentinels, RedisSentinelsBuilder};
-pub use sockets::{listening_socket_inodes, listening_sockets};
+pub use sockets::{listening_socket_inodes, listening_sockets, ClosedPort};
 pub use tls::TlsCerts;

@@ -7,6 +7,9 @@
 
 use std::collections::HashSet;
 use std::io;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+
+use socket2::{Domain, Socket, Type};
 
 /// TCP state code of a listening socket in `/proc/<pid>/net/tcp`.
 const LISTEN: &str = "0A";
@@ -77,6 +80,51 @@ pub fn listening_socket_inodes(pid: u32, port: u16) -> io::Result<HashSet<u64>> 
         );
     }
     Ok(listening)
+}
+
+/// A loopback port that refuses connections for as long as this value lives.
+///
+/// Binding port 0 and closing the listener is not enough: the freed port lies in the
+/// ephemeral range, where the kernel may hand it to an outgoing connection at once (or to
+/// the probing connection itself, which then connects to itself). A socket that is bound
+/// but never listens keeps the port out of everyone's hands and answers SYNs with a reset.
+///
+/// ```
+/// let closed = redline_testkit::ClosedPort::new()?;
+/// let refused = std::net::TcpStream::connect(closed.addr()).unwrap_err();
+/// assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct ClosedPort {
+    _socket: Socket,
+    addr: SocketAddr,
+}
+
+impl ClosedPort {
+    /// Binds a fresh loopback port without listening on it.
+    pub fn new() -> io::Result<Self> {
+        let socket = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+        socket.bind(&SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0).into())?;
+        let addr = socket
+            .local_addr()?
+            .as_socket()
+            .ok_or_else(|| io::Error::other("an IPv4 socket without an IPv4 address"))?;
+        Ok(Self {
+            _socket: socket,
+            addr,
+        })
+    }
+
+    /// `127.0.0.1:<port>`.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The port number.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
 }
 
 #[cfg(test)]
