@@ -35,6 +35,10 @@ pub struct Stats {
     pub net_repl_input_bytes: AtomicU64,
     /// See `net_repl_input_bytes`.
     pub net_repl_output_bytes: AtomicU64,
+    /// Read calls on client and replication connections (INFO `total_reads_processed`).
+    pub reads_processed: AtomicU64,
+    /// Write calls on them (INFO `total_writes_processed`).
+    pub writes_processed: AtomicU64,
     /// Key lookups of read commands that found their key (see `store::lookups`).
     pub keyspace_hits: AtomicU64,
     /// ... and that did not.
@@ -49,6 +53,20 @@ pub struct Stats {
     pub latest_fork_usec: AtomicU64,
     /// `instantaneous_*` of INFO: rates sampled by the cron.
     pub instant: crate::instant::Instant,
+}
+
+impl Stats {
+    /// Adds a connection's read and write calls to the totals.
+    pub fn add_calls(&self, traffic: crate::net::counted::Traffic) {
+        if traffic.reads > 0 {
+            self.reads_processed
+                .fetch_add(traffic.reads, Ordering::Relaxed);
+        }
+        if traffic.writes > 0 {
+            self.writes_processed
+                .fetch_add(traffic.writes, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Shared server state.

@@ -1013,3 +1013,37 @@ fn command_docs_match_redis() {
         );
     }
 }
+
+/// A pipelined transaction is read in chunks of Redis's size on both servers
+/// (INFO `total_reads_processed`): queued commands keep their bytes, and a buffer they
+/// used up to its end once made every later read a 64-byte one.
+#[test]
+fn pipelined_transactions_are_read_in_large_chunks_like_redis() {
+    let redis = RedisServer::start().unwrap();
+    let ours = Redline::start();
+    const COMMANDS: usize = 3_000;
+    let mut pipeline = b"*1\r\n$5\r\nMULTI\r\n".to_vec();
+    for _ in 0..COMMANDS {
+        pipeline.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$4\r\ntest\r\n$3\r\n123\r\n");
+    }
+    pipeline.extend_from_slice(b"*1\r\n$4\r\nEXEC\r\n");
+    for addr in [redis.addr(), ours.addr] {
+        let mut info = Conn::connect(addr);
+        let reads = |c: &mut Conn| common::info(c, "total_reads_processed");
+        let before = reads(&mut info);
+        let mut c = Conn::connect(addr);
+        c.send_raw(&pipeline);
+        assert_eq!(c.read(), Some(Frame::Simple("OK".into())));
+        for _ in 0..COMMANDS {
+            assert_eq!(c.read(), Some(Frame::Simple("QUEUED".into())));
+        }
+        let Some(Frame::Array(replies)) = c.read() else {
+            panic!("EXEC on {addr}");
+        };
+        assert_eq!(replies.len(), COMMANDS);
+        // About 100 KB: 7 reads of 16 KB, more when the bytes arrive in pieces; 1,500
+        // of 64 bytes.
+        let during = reads(&mut info) - before;
+        assert!((1..200).contains(&during), "{during} reads on {addr}");
+    }
+}

@@ -338,6 +338,8 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         &stats.net_output_bytes,
         &stats.net_repl_input_bytes,
         &stats.net_repl_output_bytes,
+        &stats.reads_processed,
+        &stats.writes_processed,
         &stats.keyspace_hits,
         &stats.keyspace_misses,
         &stats.unexpected_error_replies,

@@ -1,5 +1,6 @@
 //! A stream that counts the bytes it reads and writes (INFO `total_net_input_bytes`,
-//! `total_net_output_bytes`): one addition per read or write call, moved to the server's
+//! `total_net_output_bytes`) and the calls that moved them (`total_reads_processed`,
+//! `total_writes_processed`): additions per read or write call, moved to the server's
 //! totals with the connection's other counters once per batch.
 
 use std::io;
@@ -12,26 +13,35 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 #[derive(Debug)]
 pub struct Counted<S> {
     inner: S,
-    read: u64,
-    written: u64,
+    traffic: Traffic,
+}
+
+/// What went through a stream: bytes, and the read and write calls that completed (a
+/// read that found the peer closed counts, as Redis counts each read it makes).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Traffic {
+    /// Bytes read.
+    pub read: u64,
+    /// Bytes written.
+    pub written: u64,
+    /// Read calls that returned data or end of stream.
+    pub reads: u64,
+    /// Write calls that wrote something.
+    pub writes: u64,
 }
 
 impl<S> Counted<S> {
-    /// Wraps `inner` with both counts at zero.
+    /// Wraps `inner` with every count at zero.
     pub fn new(inner: S) -> Self {
         Counted {
             inner,
-            read: 0,
-            written: 0,
+            traffic: Traffic::default(),
         }
     }
 
-    /// Bytes read and written since the last call; both counts restart at zero.
-    pub fn take_counts(&mut self) -> (u64, u64) {
-        (
-            std::mem::take(&mut self.read),
-            std::mem::take(&mut self.written),
-        )
+    /// The traffic since the last call; the counts restart at zero.
+    pub fn take_counts(&mut self) -> Traffic {
+        std::mem::take(&mut self.traffic)
     }
 }
 
@@ -44,7 +54,8 @@ impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if let Poll::Ready(Ok(())) = polled {
-            self.read += (buf.filled().len() - before) as u64;
+            self.traffic.read += (buf.filled().len() - before) as u64;
+            self.traffic.reads += 1;
         }
         polled
     }
@@ -58,7 +69,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
     ) -> Poll<io::Result<usize>> {
         let polled = Pin::new(&mut self.inner).poll_write(cx, data);
         if let Poll::Ready(Ok(n)) = polled {
-            self.written += n as u64;
+            self.traffic.written += n as u64;
+            self.traffic.writes += u64::from(n > 0);
         }
         polled
     }
@@ -70,7 +82,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
     ) -> Poll<io::Result<usize>> {
         let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, data);
         if let Poll::Ready(Ok(n)) = polled {
-            self.written += n as u64;
+            self.traffic.written += n as u64;
+            self.traffic.writes += u64::from(n > 0);
         }
         polled
     }
@@ -102,7 +115,13 @@ mod tests {
         let mut buf = [0u8; 8];
         let n = counted.read(&mut buf).await.unwrap();
         assert_eq!(n, 3);
-        assert_eq!(counted.take_counts(), (3, 5));
-        assert_eq!(counted.take_counts(), (0, 0));
+        let traffic = Traffic {
+            read: 3,
+            written: 5,
+            reads: 1,
+            writes: 1,
+        };
+        assert_eq!(counted.take_counts(), traffic);
+        assert_eq!(counted.take_counts(), Traffic::default());
     }
 }
