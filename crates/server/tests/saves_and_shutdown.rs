@@ -508,3 +508,34 @@ fn shutdown_waits_for_a_replica_waiting_for_its_image() {
         );
     });
 }
+
+/// A field of `/proc/<pid>/status` in kB.
+fn status_kb(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// SAVE writes the image to its file as it makes it, as Redis's does: the server's
+/// peak memory grows by a small part of the image's 48 MB, not by the whole of it.
+#[test]
+fn save_writes_the_image_as_it_makes_it() {
+    on_both(|server| {
+        ok(server, &["CONFIG", "SET", "rdbcompression", "no"]);
+        ok(server, &["DEBUG", "POPULATE", "48", "big", "1048576"]);
+        let pid = server.pid();
+        // Peak memory from now on (Linux: "5" resets VmHWM to the current VmRSS).
+        std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
+        let before = status_kb(pid, "VmRSS");
+        ok(server, &["SAVE"]);
+        let image = std::fs::metadata(server.dir().join("dump.rdb"))
+            .unwrap()
+            .len();
+        assert!(image > 48 << 20, "{image}");
+        let grown = status_kb(pid, "VmHWM").saturating_sub(before);
+        assert!(grown < 12 << 10, "peak grew by {grown} kB during SAVE");
+    });
+}

@@ -171,9 +171,7 @@ pub fn debug_reload(ctx: &mut Ctx<'_>, options: &[Bytes]) -> CmdResult {
     let path = snapshot::dump_path(shared);
     let result = with_all_shards(ctx, |held| {
         if save {
-            let image = snapshot::capture(shared, held, &[]);
-            let autosync = shared.config.read().param_bool(snapshot::RDB_AUTOSYNC);
-            snapshot::write_file(&path, &image, autosync)
+            snapshot::write_image(shared, held, &path, &[])
                 .map_err(|_| CmdError::Static("ERR Error trying to save the DB"))?;
         }
         let bytes = std::fs::read(&path)

@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use super::data_file;
 use super::loading::Loading;
 use super::rdb::file::{Fed, Item, LoadError, SnapshotStream, SnapshotWriter};
 use crate::shared::Shared;
@@ -114,18 +115,24 @@ pub fn unix_secs() -> u64 {
 /// transaction's map) with the server's aux fields and function libraries; `extra_aux`
 /// adds fields (replication id and offset for a full sync).
 pub fn capture(shared: &Shared, held: &mut dyn ShardMap, extra_aux: &[(&str, &[u8])]) -> Vec<u8> {
-    capture_with_delay(shared, held, extra_aux, 0)
+    let mut image = Vec::new();
+    // Writing into memory cannot fail.
+    let _ = capture_into(shared, held, extra_aux, 0, &mut image);
+    image
 }
 
-/// [`capture`], sleeping `key_delay` microseconds after each key (`rdb-key-save-delay`;
-/// see [`debug_delay`]). Only a save that blocks the server in Redis too takes a delay
-/// here: every shard is held meanwhile.
-fn capture_with_delay(
+/// [`capture`], written to `sink` a piece of about [`data_file::MAX_WRITE`] bytes at a
+/// time rather than built whole: a SAVE of a large dataset needs no second copy of it in
+/// memory, as Redis's SAVE needs none. Sleeps `key_delay` microseconds after each key
+/// (`rdb-key-save-delay`; see [`debug_delay`]): only a save that blocks the server in
+/// Redis too takes a delay here, as every shard is held meanwhile.
+fn capture_into(
     shared: &Shared,
     held: &mut dyn ShardMap,
     extra_aux: &[(&str, &[u8])],
     key_delay: i64,
-) -> Vec<u8> {
+    sink: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     let mut writer = image_start(shared, extra_aux);
     let checksum = shared.config.read().param_bool("rdbchecksum");
     let mut saved = 0u64;
@@ -144,14 +151,22 @@ fn capture_with_delay(
         // Like Redis, keys past their deadline but not reclaimed yet are saved; a master
         // loading the image skips them, a replica keeps them for its master's DEL.
         for index in 0..shards {
+            let mut written = Ok(());
             held.shard(db, index).for_each_stored(|key, entry| {
+                if written.is_err() {
+                    return;
+                }
                 writer.entry(key.as_bytes(), entry);
+                if writer.len() >= data_file::MAX_WRITE {
+                    written = writer.write_out(sink, checksum);
+                }
                 saved += 1;
                 debug_delay(key_delay, saved);
             });
+            written?;
         }
     }
-    writer.finish(checksum)
+    sink.write_all(&writer.finish(checksum))
 }
 
 /// The start of an image: header, aux fields (`extra_aux` last but one, before
@@ -614,23 +629,21 @@ pub fn temp_path(path: &Path) -> PathBuf {
 /// Writes `image` to `path` the way Redis does: a temporary file, fsync, rename; sent to
 /// disk as it is written when `autosync` (Redis's incremental fsync).
 pub fn write_file(path: &Path, image: &[u8], autosync: bool) -> std::io::Result<()> {
-    write_file_with(path, autosync, || image)
+    write_file_with(path, autosync, |file| file.write_all(image))
 }
 
-/// [`write_file`] of the image `produce` makes once the temporary file exists (a slow
-/// save shows its temporary file meanwhile, as Redis's does). The temporary file goes
-/// whatever fails.
-fn write_file_with<I: AsRef<[u8]>>(
+/// [`write_file`] of what `write` writes to the temporary file (a slow save shows its
+/// temporary file meanwhile, as Redis's does). The temporary file goes whatever fails.
+fn write_file_with(
     path: &Path,
     autosync: bool,
-    produce: impl FnOnce() -> I,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    use std::io::Write;
     let temp = temp_path(path);
     let result = (|| {
-        let mut file = super::data_file::DataFile::new(std::fs::File::create(&temp)?)
-            .synced_as_written(autosync);
-        file.write_all(produce().as_ref())?;
+        let mut file =
+            data_file::DataFile::new(std::fs::File::create(&temp)?).synced_as_written(autosync);
+        write(&mut file)?;
         file.file().sync_all()?;
         std::fs::rename(&temp, path)
     })();
@@ -638,6 +651,26 @@ fn write_file_with<I: AsRef<[u8]>>(
         let _ = std::fs::remove_file(&temp);
     }
     result
+}
+
+/// Writes the image of `held` (every shard) to `path` as it is made, the way Redis's
+/// `rdbSave` does: `rdb-key-save-delay` after each key, `rdb-save-incremental-fsync`.
+pub fn write_image(
+    shared: &Shared,
+    held: &mut dyn ShardMap,
+    path: &Path,
+    extra_aux: &[(&str, &[u8])],
+) -> std::io::Result<()> {
+    let (delay, autosync) = {
+        let config = shared.config.read();
+        (
+            config.param_int("rdb-key-save-delay"),
+            config.param_bool(RDB_AUTOSYNC),
+        )
+    };
+    write_file_with(path, autosync, |file| {
+        capture_into(shared, held, extra_aux, delay, file)
+    })
 }
 
 /// Removes the temporary files of the saves this process has under way, foreground
@@ -669,14 +702,10 @@ pub fn save_held(
     let history = crate::repl::SaveInfo::of(shared, writes_held);
     let aux = history.as_ref().map(crate::repl::SaveInfo::aux);
     let aux = aux.as_ref().map_or(&[][..], |a| &a[..]);
-    let delay = shared.config.read().param_int("rdb-key-save-delay");
     let result = {
         let mut generation = shared.persistence.dump_generation.lock();
         *generation += 1;
-        let autosync = shared.config.read().param_bool(RDB_AUTOSYNC);
-        write_file_with(&dump_path(shared), autosync, || {
-            capture_with_delay(shared, held, aux, delay)
-        })
+        write_image(shared, held, &dump_path(shared), aux)
     };
     saved(&shared.persistence, &result, dirty_before);
     if result.is_ok() {

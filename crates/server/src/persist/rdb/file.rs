@@ -8,7 +8,7 @@
 //! [`super::decode`]; reading trusts nothing, like the rest of the codec.
 
 use super::reader::Reader;
-use super::{crc64, decode, encode, Corrupt, OPCODE_FUNCTION2, RDB_VERSION};
+use super::{decode, encode, Corrupt, Crc64Digest, CRC64, OPCODE_FUNCTION2, RDB_VERSION};
 use crate::store::{Entry, Value};
 
 /// Opcodes between entries (`RDB_OPCODE_*`).
@@ -26,7 +26,8 @@ mod opcode {
     pub const FUNCTION_PRE_GA: u8 = 246;
 }
 
-/// Builds a snapshot in memory, piece by piece, in the order the format requires.
+/// Builds a snapshot piece by piece, in the order the format requires: in memory, or
+/// written out as it grows ([`SnapshotWriter::write_out`]).
 ///
 /// ```
 /// use redline_server::persist::rdb::file::{read_snapshot, Item, SnapshotWriter};
@@ -49,6 +50,8 @@ mod opcode {
 /// ```
 pub struct SnapshotWriter {
     out: Vec<u8>,
+    /// The checksum of what [`SnapshotWriter::write_out`] wrote out.
+    crc: Crc64Digest,
 }
 
 impl SnapshotWriter {
@@ -61,7 +64,10 @@ impl SnapshotWriter {
             encode::string(&mut out, name.as_bytes());
             encode::string(&mut out, value);
         }
-        SnapshotWriter { out }
+        SnapshotWriter {
+            out,
+            crc: CRC64.digest(),
+        }
     }
 
     /// A function library's code (written before the databases, as Redis does).
@@ -100,11 +106,32 @@ impl SnapshotWriter {
         self.out.is_empty()
     }
 
+    /// Writes the bytes so far to `sink` and lets them go: a snapshot written to a file
+    /// as it is made holds one piece in memory, not the whole image. `checksum` as
+    /// given to [`Self::finish`].
+    pub fn write_out(
+        &mut self,
+        sink: &mut dyn std::io::Write,
+        checksum: bool,
+    ) -> std::io::Result<()> {
+        if checksum {
+            self.crc.update(&self.out);
+        }
+        let written = sink.write_all(&self.out);
+        self.out.clear();
+        written
+    }
+
     /// Ends the snapshot: EOF and the checksum (zeros when `checksum` is off, which
-    /// Redis's loader takes as "not checked").
+    /// Redis's loader takes as "not checked"); returns what was not written out.
     pub fn finish(mut self, checksum: bool) -> Vec<u8> {
         self.out.push(opcode::EOF);
-        let crc = if checksum { crc64(&self.out) } else { 0 };
+        let crc = if checksum {
+            self.crc.update(&self.out);
+            self.crc.finalize()
+        } else {
+            0
+        };
         self.out.extend_from_slice(&crc.to_le_bytes());
         self.out
     }
@@ -116,13 +143,17 @@ pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
         out.push(opcode::EXPIRETIME_MS);
         out.extend_from_slice(&entry.expires_at.to_le_bytes());
     }
-    // The type byte comes first, then the key, then the body: split what the value
-    // codec writes as one piece.
+    // The type byte comes first, then the key, then the body, and the value codec writes
+    // type and body as one piece: it writes them after a gap as long as the encoded key,
+    // then the type byte moves to the gap's start and the key after it. The body stays
+    // where it was written (a large value is not copied again).
+    let mut encoded_key = Vec::with_capacity(key.len() + 5);
+    encode::string(&mut encoded_key, key);
     let start = out.len();
+    out.resize(start + encoded_key.len(), 0);
     encode::value(out, &entry.value);
-    let body = out.split_off(start + 1);
-    encode::string(out, key);
-    out.extend_from_slice(&body);
+    out[start] = out[start + encoded_key.len()];
+    out[start + 1..start + 1 + encoded_key.len()].copy_from_slice(&encoded_key);
 }
 
 /// Appends a SELECTDB opcode without the RESIZEDB hint (which is optional: an image
