@@ -84,6 +84,8 @@ struct State {
     prefixes: BTreeMap<Bytes, Prefix>,
     /// Rounds in a row the table stayed over `tracking-table-max-keys`.
     over_limit_rounds: usize,
+    /// Commands running that may still record BCAST keys (see [`Tracking::command_runs`]).
+    running: usize,
 }
 
 /// Every tracking client and the keys they cache.
@@ -283,38 +285,44 @@ impl Tracking {
     /// an invalidation, and BCAST prefixes collect it. `by` is the client whose command
     /// changed it (for NOLOOP); `None` for the server (expiry, eviction).
     pub fn invalidate_key(&self, shared: &Shared, key: &[u8], by: Option<u64>) {
-        self.invalidate_key_written(shared, key, by, by);
+        self.invalidate_keys_written(shared, &[key], by, by);
     }
 
-    /// [`Tracking::invalidate_key`] for a key a script changed: as in Redis, NOLOOP in
-    /// default mode spares the script's caller (`by`), while BCAST records the change
-    /// as Lua's client's (`bcast_by`, none), so the caller hears of it.
-    pub fn invalidate_key_written(
+    /// [`Tracking::invalidate_key`] for the keys one command changed, under one lock: a
+    /// broadcast (another client's, or the cron's) sends all of them to BCAST clients or
+    /// none, as Redis sends a command's keys together before its event loop sleeps. For
+    /// a script's keys, NOLOOP in default mode spares the script's caller (`by`), while
+    /// BCAST records the change as Lua's client's (`bcast_by`, none), so the caller hears
+    /// of it, as in Redis.
+    pub fn invalidate_keys_written<K: AsRef<[u8]>>(
         &self,
         shared: &Shared,
-        key: &[u8],
+        keys: &[K],
         by: Option<u64>,
         bcast_by: Option<u64>,
     ) {
         let mut state = self.state.lock();
-        for (prefix, bcast) in state.prefixes.iter_mut() {
-            if key.starts_with(prefix) {
-                bcast.keys.insert(Bytes::copy_from_slice(key), bcast_by);
+        for key in keys {
+            let key = key.as_ref();
+            for (prefix, bcast) in state.prefixes.iter_mut() {
+                if key.starts_with(prefix) {
+                    bcast.keys.insert(Bytes::copy_from_slice(key), bcast_by);
+                }
             }
-        }
-        let Some(ids) = state.table.remove(key) else {
-            return;
-        };
-        state.items -= ids.len();
-        for id in ids {
-            let Some(t) = state.trackers.get(&id) else {
+            let Some(ids) = state.table.remove(key) else {
                 continue;
             };
-            if t.options.bcast || (t.options.noloop && by == Some(id)) {
-                continue;
+            state.items -= ids.len();
+            for id in ids {
+                let Some(t) = state.trackers.get(&id) else {
+                    continue;
+                };
+                if t.options.bcast || (t.options.noloop && by == Some(id)) {
+                    continue;
+                }
+                let payload = keys_payload(std::iter::once(key));
+                send(shared, &mut state, id, &payload);
             }
-            let payload = keys_payload(std::iter::once(key));
-            send(shared, &mut state, id, &payload);
         }
     }
 
@@ -339,11 +347,22 @@ impl Tracking {
         state.items = 0;
     }
 
+    /// A command that may change keys starts (the outermost one: EXEC and scripts
+    /// cover what they run). Until the guard drops, broadcasts wait: a transaction's or
+    /// a script's keys go to BCAST clients in one message, as Redis sends them before
+    /// its event loop sleeps, never split by the cron's or another client's broadcast.
+    /// The last command to end broadcasts after it (see [`Tracking::broadcast`]).
+    pub fn command_runs(&self) -> RunningCommand<'_> {
+        self.state.lock().running += 1;
+        RunningCommand { tracking: self }
+    }
+
     /// Sends the keys BCAST prefixes collected (Redis does it before each event-loop
-    /// sleep; here after each command).
+    /// sleep; here after each command, and from the cron), unless a command is still
+    /// recording its keys: the last one to end sends them.
     pub fn broadcast(&self, shared: &Shared) {
         let mut state = self.state.lock();
-        if state.prefixes.values().all(|p| p.keys.is_empty()) {
+        if state.running > 0 || state.prefixes.values().all(|p| p.keys.is_empty()) {
             return;
         }
         let mut batches = Vec::new();
@@ -412,6 +431,18 @@ impl Tracking {
             items: state.items,
             prefixes: state.prefixes.len(),
         }
+    }
+}
+
+/// A command running while tracking is on (see [`Tracking::command_runs`]).
+#[must_use = "broadcasts wait while this lives"]
+pub struct RunningCommand<'t> {
+    tracking: &'t Tracking,
+}
+
+impl Drop for RunningCommand<'_> {
+    fn drop(&mut self) {
+        self.tracking.state.lock().running -= 1;
     }
 }
 

@@ -336,3 +336,59 @@ fn tracking_matches_redis() {
         failures[..failures.len().min(3)].join("\n\n")
     );
 }
+
+/// A transaction's keys reach a BCAST client in one invalidation, on both servers,
+/// however often the server's cron runs meanwhile (Redis sends them together before its
+/// event loop sleeps; the cron here broadcasts too, and once split a transaction's keys
+/// or an MSET's between two messages).
+#[test]
+fn a_transaction_s_keys_are_broadcast_together_like_redis() {
+    const WRITES: usize = 200;
+    const ROUNDS: usize = 60;
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    for addr in [redis.addr(), redline.addr] {
+        let mut watcher = Conn::connect(addr);
+        watcher.cmd(&["HELLO", "3"]);
+        assert_eq!(
+            text(&watcher.cmd(&["CLIENT", "TRACKING", "ON", "BCAST"])),
+            "OK"
+        );
+        let mut writer = Conn::connect(addr);
+        writer.cmd(&["CONFIG", "SET", "hz", "500"]);
+        let mut mset = vec!["MSET".to_string()];
+        for i in 0..WRITES {
+            mset.extend([format!("m{i}"), "v".into()]);
+        }
+        for round in 0..ROUNDS {
+            if round % 2 == 0 {
+                writer.cmd(&["MULTI"]);
+                for i in 0..WRITES {
+                    writer.cmd(&["SET", &format!("t{i}"), &round.to_string()]);
+                }
+                writer.cmd(&["EXEC"]);
+            } else {
+                writer.cmd(&mset);
+            }
+            // What arrived before PING's reply: this round's invalidations.
+            watcher.send(&["PING"]);
+            let mut messages = Vec::new();
+            loop {
+                match watcher.read() {
+                    Some(Frame::Push(items)) => messages.push(items),
+                    Some(Frame::Simple(pong)) if &pong[..] == b"PONG" => break,
+                    other => panic!("{other:?} on {addr}"),
+                }
+            }
+            let sizes: Vec<usize> = messages
+                .iter()
+                .map(|m| match m.get(1) {
+                    Some(Frame::Array(keys)) => keys.len(),
+                    other => panic!("{other:?} on {addr}"),
+                })
+                .collect();
+            assert_eq!(sizes, [WRITES], "round {round} on {addr}");
+        }
+        writer.cmd(&["CONFIG", "SET", "hz", "10"]);
+    }
+}

@@ -377,6 +377,7 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     // a read's too: PFCOUNT rewrites its cached count, as Redis's signals.
     let tracking_changes = ctx.shared.tracking.active();
     let owns_changes = tracking_changes && crate::store::changed_keys::begin();
+    let _running = owns_changes.then(|| ctx.shared.tracking.command_runs());
     let reading_before = crate::store::lookups::set_reading(spec.is_readonly());
     let result = run_handler(ctx, spec, handler, args);
     crate::store::lookups::set_reading(reading_before);
@@ -937,11 +938,9 @@ fn invalidate_changed_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec) {
     // that changed the key), the caller's for default mode's.
     let id = ctx.client.id;
     let bcast_by = (!ctx.client.in_script).then_some(id);
-    for key in keys {
-        ctx.shared
-            .tracking
-            .invalidate_key_written(ctx.shared, &key, Some(id), bcast_by);
-    }
+    ctx.shared
+        .tracking
+        .invalidate_keys_written(ctx.shared, &keys, Some(id), bcast_by);
 }
 
 /// Records the keys a write command touched, for clients blocked on them (Redis's
