@@ -22,8 +22,8 @@ const MAX_LITERALS: usize = 32;
 pub const MAX_DECOMPRESSED: usize = 512 << 20;
 /// Bits of the match-finder hash table (liblzf's `HLOG`, 16 in Redis).
 const HASH_BITS: u32 = 16;
-/// The table's size: one `u64` slot per hash.
-const TABLE_BYTES: usize = (1 << HASH_BITS) * std::mem::size_of::<u64>();
+/// The table's size: one `u32` slot per hash (liblzf's offsets on 64-bit machines).
+const TABLE_BYTES: usize = (1 << HASH_BITS) * std::mem::size_of::<u32>();
 
 /// Decompresses `input` into exactly `len` bytes; `None` when the data is malformed or
 /// does not decompress to exactly `len` bytes (Redis's "Invalid LZF compressed string").
@@ -85,50 +85,44 @@ pub fn decompress(input: &[u8], len: usize) -> Option<Vec<u8>> {
 /// liblzf leaves its hash table uninitialised, so in rare cases Redis's output can also
 /// depend on earlier compressions; this is its output from a clean table.
 pub fn compress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
-    if input.is_empty() || out_len == 0 {
+    // Positions are kept in 32 bits; a longer string (beyond Redis's 512 MB limit,
+    // possible with a larger `proto-max-bulk-len`) is stored uncompressed.
+    if input.is_empty() || out_len == 0 || input.len() >= u32::MAX as usize {
         return None;
     }
     TABLE.with(|table| compress_with(&mut table.borrow_mut(), input, out_len))
 }
 
 /// liblzf's hash table (offsets of earlier positions by hash), kept per thread so
-/// short strings do not each clear 256 KB: an entry counts only when stamped with the
-/// current generation. Counted in [`WORK_TABLES`] while it lives: Redis's is on the
-/// stack.
+/// short strings do not each clear 256 KB. A compression's positions are stored from a
+/// base above every earlier one's, so a slot below the base reads as empty; the table
+/// is cleared only when the bases run out of 32 bits. Counted in [`WORK_TABLES`] while
+/// it lives: Redis's is on the stack.
 struct Table {
-    slots: Counted<Vec<u64>, &'static Gauge>,
-    generation: u32,
+    slots: Counted<Vec<u32>, &'static Gauge>,
+    /// Where the next compression's positions start.
+    next_base: u32,
 }
 
 impl Table {
     fn new() -> Table {
         Table {
             slots: Counted::new(&WORK_TABLES, TABLE_BYTES, || vec![0; 1 << HASH_BITS]),
-            generation: 0,
+            next_base: 1,
         }
     }
 
-    /// Starts a compression: every slot reads as empty.
-    fn reset(&mut self) {
-        self.generation = self.generation.wrapping_add(1);
-        if self.generation == 0 {
+    /// Starts a compression of `len` bytes (less than `u32::MAX`): every slot reads as
+    /// empty. Returns the base its positions are stored from.
+    fn begin(&mut self, len: usize) -> u32 {
+        let len = len as u32;
+        if self.next_base.checked_add(len).is_none() {
             self.slots.fill(0);
-            self.generation = 1;
+            self.next_base = 1;
         }
-    }
-
-    /// The offset in `slot` (0 when empty: a reference to position 0 is never taken,
-    /// liblzf's `ref > in_data`), replaced by `ip`.
-    fn swap(&mut self, slot: usize, ip: usize) -> usize {
-        let entry = std::mem::replace(
-            &mut self.slots[slot],
-            u64::from(self.generation) << 32 | ip as u64,
-        );
-        if (entry >> 32) as u32 == self.generation {
-            (entry & 0xFFFF_FFFF) as usize
-        } else {
-            0
-        }
+        let base = self.next_base;
+        self.next_base = base + len;
+        base
     }
 }
 
@@ -137,7 +131,14 @@ thread_local! {
 }
 
 fn compress_with(table: &mut Table, input: &[u8], out_len: usize) -> Option<Vec<u8>> {
-    table.reset();
+    let base = table.begin(input.len());
+    let slots = &mut table.slots[..];
+    // The offset in `slot` (0 when empty: a reference to position 0 is never taken,
+    // liblzf's `ref > in_data`), replaced by `ip`.
+    let mut swap = |slot: usize, ip: usize| {
+        let entry = std::mem::replace(&mut slots[slot], base + ip as u32);
+        entry.saturating_sub(base) as usize
+    };
     let in_end = input.len();
     let mut out = vec![0u8; out_len];
     let at = |i: usize| u32::from(input.get(i).copied().unwrap_or(0));
@@ -149,8 +150,8 @@ fn compress_with(table: &mut Table, input: &[u8], out_len: usize) -> Option<Vec<
     let mut ip = 0usize;
     let mut hval = first(0);
     while ip + 2 < in_end {
-        hval = next(hval, ip);
-        let reference = table.swap(slot_of(hval), ip);
+        hval = (hval << 8) | u32::from(input[ip + 2]);
+        let reference = swap(slot_of(hval), ip);
         let off = ip.wrapping_sub(reference).wrapping_sub(1);
         if off < MAX_DISTANCE
             && reference > 0
@@ -184,7 +185,7 @@ fn compress_with(table: &mut Table, input: &[u8], out_len: usize) -> Option<Vec<
             hval = first(ip);
             for _ in 0..2 {
                 hval = next(hval, ip);
-                table.swap(slot_of(hval), ip);
+                swap(slot_of(hval), ip);
                 ip += 1;
             }
         } else {
