@@ -684,7 +684,7 @@ fn a_stalled_replica_does_not_cause_eviction() {
 }
 
 /// A save near the limit neither evicts keys nor refuses writes: its file buffer (1 MB),
-/// its queue for the disk and LZF's match table (512 KB per thread that compresses,
+/// its queue for the disk and LZF's match table (256 KB per thread that compresses,
 /// where Redis's is on the stack) are left out of `maxmemory`, as a fork's memory is
 /// outside Redis's `used_memory`, and shown in `mem_not_counted_for_evict`.
 #[test]

@@ -124,3 +124,34 @@ fn debug_set_active_expire_switches_the_cycle() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A transaction judges expiry at one instant, EXEC's start, on both servers: a key
+/// that expires while EXEC runs (DEBUG SLEEP inside it) is still there for the
+/// transaction's last command.
+#[test]
+fn a_transaction_sees_no_key_expire_half_way_like_redis() {
+    let redis = redline_testkit::RedisServer::builder()
+        .args(["--enable-debug-command", "yes"])
+        .start()
+        .unwrap();
+    let redline = Redline::start();
+    for addr in [redis.addr(), redline.addr] {
+        let mut c = Conn::connect(addr);
+        c.cmd(&["SET", "k", "v", "PX", "150"]);
+        c.cmd(&["MULTI"]);
+        c.cmd(&["GET", "k"]);
+        c.cmd(&["DEBUG", "SLEEP", "0.3"]);
+        c.cmd(&["GET", "k"]);
+        c.cmd(&["PTTL", "k"]);
+        let Frame::Array(replies) = c.cmd(&["EXEC"]) else {
+            panic!("EXEC on {addr}");
+        };
+        let value = Frame::Bulk("v".into());
+        assert_eq!(replies[0], value, "{addr}");
+        assert_eq!(replies[2], value, "{addr}");
+        // The remaining time is read from the running clock, as Redis 7.0 reads it.
+        assert_eq!(replies[3], Frame::Integer(0), "{addr}");
+        // After EXEC, the clock runs again.
+        assert_eq!(c.cmd(&["GET", "k"]), Frame::NullBulk, "{addr}");
+    }
+}

@@ -352,10 +352,13 @@ fn ttl_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ms: bool, absolute: bool) -> C
         Some(entry) if entry.expires_at == 0 => -1,
         Some(entry) => {
             let at = entry.expires_at as i64;
+            // From the running clock, as Redis 7.0's `ttlGenericCommand` reads it, also
+            // where expiry is judged at a frozen instant (inside EXEC or a script): a key
+            // still alive there shows 0.
             let ttl = if absolute {
                 at
             } else {
-                (at - now_ms() as i64).max(0)
+                (at - crate::store::wall_clock_ms() as i64).max(0)
             };
             if ms {
                 ttl

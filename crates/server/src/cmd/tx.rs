@@ -179,6 +179,9 @@ fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         ));
     }
     let shared = ctx.shared;
+    // The transaction's commands judge expiry at one instant, EXEC's start, as in Redis:
+    // a key alive for the first is alive for the last.
+    let _frozen = crate::store::FrozenTime::now();
     let held = RefCell::new(
         match plan(shared, ctx.client.db, &queued, &ctx.client.watched) {
             Some(shards) => Held::some(&shared.store, shards),

@@ -57,40 +57,49 @@ pub use value::{canonical_int, Entry, HashValue, Hasher, SetValue, Value};
 pub use zset::{Score, ScoreBound, ZSet};
 
 thread_local! {
-    /// The time a running script sees: frozen at its start on its thread, so a key
-    /// cannot expire half way through a script (Redis's "scripts block the time").
+    /// The time a running script or transaction sees: frozen at its start on its
+    /// thread, so a key cannot expire half way through (Redis's "scripts block the
+    /// time", and its `fixed_time_expire` for a command and what EXEC runs).
     static FROZEN_NOW: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
 }
 
 /// Milliseconds since the Unix epoch: the clock of every deadline (frozen while this
-/// thread runs a script).
+/// thread runs a script or a transaction).
 #[inline]
 pub fn now_ms() -> u64 {
     if let Some(frozen) = FROZEN_NOW.with(|f| f.get()) {
         return frozen;
     }
+    wall_clock_ms()
+}
+
+/// Milliseconds since the Unix epoch, never frozen.
+pub fn wall_clock_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// This thread's clock, frozen at the current time until the guard is dropped (also on
-/// unwinding, so a failing script cannot leave a worker thread's clock stopped).
+/// unwinding, so a failing script cannot leave a worker thread's clock stopped). A
+/// freeze inside another (a script inside EXEC) takes the time it starts at, as Redis's
+/// script snapshot does, and gives the outer one back when it ends.
 #[must_use = "the clock runs again when the guard is dropped"]
-pub struct FrozenTime(());
+pub struct FrozenTime {
+    outer: Option<u64>,
+}
 
 impl FrozenTime {
     /// Freezes the clock now.
     pub fn now() -> FrozenTime {
-        let now = now_ms();
-        FROZEN_NOW.with(|f| f.set(Some(now)));
-        FrozenTime(())
+        let outer = FROZEN_NOW.with(|f| f.replace(Some(wall_clock_ms())));
+        FrozenTime { outer }
     }
 }
 
 impl Drop for FrozenTime {
     fn drop(&mut self) {
-        FROZEN_NOW.with(|f| f.set(None));
+        FROZEN_NOW.with(|f| f.set(self.outer));
     }
 }
 
