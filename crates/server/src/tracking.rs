@@ -84,8 +84,6 @@ struct State {
     prefixes: BTreeMap<Bytes, Prefix>,
     /// Rounds in a row the table stayed over `tracking-table-max-keys`.
     over_limit_rounds: usize,
-    /// Commands running that may still record BCAST keys (see [`Tracking::command_runs`]).
-    running: usize,
 }
 
 /// Every tracking client and the keys they cache.
@@ -93,6 +91,11 @@ struct State {
 pub struct Tracking {
     clients: AtomicUsize,
     max_keys: AtomicUsize,
+    /// Commands running that may still record BCAST keys (see [`Tracking::command_runs`]):
+    /// an atomic, not a field under `state`, so a command pays no lock for it. A command
+    /// counts itself before it records keys under the lock, so a broadcast that finds
+    /// its keys (holding the lock after it) also finds it counted.
+    running: AtomicUsize,
     state: Mutex<State>,
 }
 
@@ -100,6 +103,7 @@ impl Default for Tracking {
     fn default() -> Self {
         Tracking {
             clients: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
             max_keys: AtomicUsize::new(1_000_000),
             state: Mutex::default(),
         }
@@ -353,7 +357,7 @@ impl Tracking {
     /// its event loop sleeps, never split by the cron's or another client's broadcast.
     /// The last command to end broadcasts after it (see [`Tracking::broadcast`]).
     pub fn command_runs(&self) -> RunningCommand<'_> {
-        self.state.lock().running += 1;
+        self.running.fetch_add(1, Ordering::SeqCst);
         RunningCommand { tracking: self }
     }
 
@@ -362,7 +366,9 @@ impl Tracking {
     /// recording its keys: the last one to end sends them.
     pub fn broadcast(&self, shared: &Shared) {
         let mut state = self.state.lock();
-        if state.running > 0 || state.prefixes.values().all(|p| p.keys.is_empty()) {
+        if self.running.load(Ordering::SeqCst) > 0
+            || state.prefixes.values().all(|p| p.keys.is_empty())
+        {
             return;
         }
         let mut batches = Vec::new();
@@ -442,7 +448,7 @@ pub struct RunningCommand<'t> {
 
 impl Drop for RunningCommand<'_> {
     fn drop(&mut self) {
-        self.tracking.state.lock().running -= 1;
+        self.tracking.running.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

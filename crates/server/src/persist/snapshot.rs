@@ -115,17 +115,13 @@ pub fn unix_secs() -> u64 {
 /// transaction's map) with the server's aux fields and function libraries; `extra_aux`
 /// adds fields (replication id and offset for a full sync).
 pub fn capture(shared: &Shared, held: &mut dyn ShardMap, extra_aux: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut image = Vec::new();
-    // Writing into memory cannot fail.
-    let _ = capture_into(shared, held, extra_aux, 0, &mut image);
-    image
+    // Without a sink nothing is written out, so nothing can fail.
+    capture_with(shared, held, extra_aux, 0, None).unwrap_or_default()
 }
 
 /// [`capture`], written to `sink` a piece of about [`data_file::MAX_WRITE`] bytes at a
 /// time rather than built whole: a SAVE of a large dataset needs no second copy of it in
-/// memory, as Redis's SAVE needs none. Sleeps `key_delay` microseconds after each key
-/// (`rdb-key-save-delay`; see [`debug_delay`]): only a save that blocks the server in
-/// Redis too takes a delay here, as every shard is held meanwhile.
+/// memory, as Redis's SAVE needs none.
 fn capture_into(
     shared: &Shared,
     held: &mut dyn ShardMap,
@@ -133,6 +129,22 @@ fn capture_into(
     key_delay: i64,
     sink: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
+    let tail = capture_with(shared, held, extra_aux, key_delay, Some(&mut *sink))?;
+    sink.write_all(&tail)
+}
+
+/// The image of `held`: written out to `sink` piece by piece when there is one, and what
+/// was not written out returned (all of it without a sink). Sleeps `key_delay`
+/// microseconds after each key (`rdb-key-save-delay`; see [`debug_delay`]): only a save
+/// that blocks the server in Redis too takes a delay here, as every shard is held
+/// meanwhile.
+fn capture_with(
+    shared: &Shared,
+    held: &mut dyn ShardMap,
+    extra_aux: &[(&str, &[u8])],
+    key_delay: i64,
+    mut sink: Option<&mut dyn std::io::Write>,
+) -> std::io::Result<Vec<u8>> {
     let mut writer = image_start(shared, extra_aux);
     let checksum = shared.config.read().param_bool("rdbchecksum");
     let mut saved = 0u64;
@@ -157,8 +169,11 @@ fn capture_into(
                     return;
                 }
                 writer.entry(key.as_bytes(), entry);
-                if writer.len() >= data_file::MAX_WRITE {
-                    written = writer.write_out(sink, checksum);
+                match sink.as_mut() {
+                    Some(sink) if writer.len() >= data_file::MAX_WRITE => {
+                        written = writer.write_out(&mut **sink, checksum);
+                    }
+                    _ => {}
                 }
                 saved += 1;
                 debug_delay(key_delay, saved);
@@ -166,7 +181,7 @@ fn capture_into(
             written?;
         }
     }
-    sink.write_all(&writer.finish(checksum))
+    Ok(writer.finish(checksum))
 }
 
 /// The start of an image: header, aux fields (`extra_aux` last but one, before

@@ -411,10 +411,19 @@ struct RunSetting {
     invalid: &'static str,
 }
 
-/// `redis.<name>`: stores its one argument in `cell` for the run, read as Redis reads
-/// it, and refuses it outside a run, with another count of arguments, or out of range.
-fn run_setting(lua: &Lua, setting: RunSetting, cell: Arc<AtomicU8>) -> mlua::Result<Function> {
-    lua.create_function(move |lua, argv: Variadic<Value>| {
+/// Installs `redis.<name>`, which stores its one argument in the returned cell (at
+/// `initial` until a script sets it) for the run, read as Redis reads it, and refuses it
+/// outside a run, with another count of arguments, or out of range.
+fn install_run_setting(
+    lua: &Lua,
+    redis: &Table,
+    setting: RunSetting,
+    initial: u8,
+) -> mlua::Result<Arc<AtomicU8>> {
+    let cell = Arc::new(AtomicU8::new(initial));
+    let name = setting.name;
+    let stored = cell.clone();
+    let function = lua.create_function(move |lua, argv: Variadic<Value>| {
         if !active::is_published() {
             return Err(lib_error(&format!(
                 "redis.{} can only be called inside a script invocation",
@@ -428,9 +437,11 @@ fn run_setting(lua: &Lua, setting: RunSetting, cell: Arc<AtomicU8>) -> mlua::Res
         if !setting.valid.contains(&n) {
             return Err(lib_error(setting.invalid));
         }
-        cell.store(n as u8, Ordering::Relaxed);
+        stored.store(n as u8, Ordering::Relaxed);
         Ok(())
-    })
+    })?;
+    redis.raw_set(name, function)?;
+    Ok(cell)
 }
 
 /// `lua_tonumber` cast to a C integer, as Redis reads a numeric argument: what is not a
@@ -669,21 +680,20 @@ impl Engine {
         // redis.setresp and redis.set_repl: one function each for the engine's life,
         // recording the run's choice. Written in Rust, as Redis writes them in C, so an
         // error points at the script's line even from a tail call.
-        let script_resp = Arc::new(std::sync::atomic::AtomicU8::new(2));
-        let setresp = run_setting(
+        let script_resp = install_run_setting(
             &lua,
+            &redis,
             RunSetting {
                 name: "setresp",
                 count_error: "redis.setresp() requires one argument.",
                 valid: 2..=3,
                 invalid: "RESP version must be 2 or 3.",
             },
-            script_resp.clone(),
+            2,
         )?;
-        redis.raw_set("setresp", setresp)?;
-        let script_repl = Arc::new(std::sync::atomic::AtomicU8::new(3));
-        let set_repl = run_setting(
+        let script_repl = install_run_setting(
             &lua,
+            &redis,
             RunSetting {
                 name: "set_repl",
                 // Redis's own wording, though it takes one argument.
@@ -692,9 +702,8 @@ impl Engine {
                 invalid:
                     "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
             },
-            script_repl.clone(),
+            3,
         )?;
-        redis.raw_set("set_repl", set_repl)?;
         let names = RunNames::new(&state)?;
         call::install(&lua, &redis)?;
         sequences::install(&lua, &state)?;

@@ -144,16 +144,14 @@ pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
         out.extend_from_slice(&entry.expires_at.to_le_bytes());
     }
     // The type byte comes first, then the key, then the body, and the value codec writes
-    // type and body as one piece: it writes them after a gap as long as the encoded key,
-    // then the type byte moves to the gap's start and the key after it. The body stays
-    // where it was written (a large value is not copied again).
-    let mut encoded_key = Vec::with_capacity(key.len() + 5);
-    encode::string(&mut encoded_key, key);
+    // type and body as one piece: the key goes first, then type and body, then the type
+    // byte rotates in front of the key. The body stays where it was written (a large
+    // value is not copied again) and nothing is allocated.
     let start = out.len();
-    out.resize(start + encoded_key.len(), 0);
+    encode::string(out, key);
+    let key_end = out.len();
     encode::value(out, &entry.value);
-    out[start] = out[start + encoded_key.len()];
-    out[start + 1..start + 1 + encoded_key.len()].copy_from_slice(&encoded_key);
+    out[start..=key_end].rotate_right(1);
 }
 
 /// Appends a SELECTDB opcode without the RESIZEDB hint (which is optional: an image
