@@ -121,9 +121,9 @@ fuzz_target!(|data: &[u8]| {
                     client.state.script_turn = None;
                 }
                 // In-process clients have no socket: nobody has input to run first.
-                Progress::Listeners => {
-                    client.state.listener_wait.clear();
-                    client.state.listeners_waited = true;
+                Progress::OthersInput => {
+                    client.state.input_wait.clear();
+                    client.state.input_waited = true;
                 }
                 Progress::Blocked => {
                     // No clock runs here: the wait times out at once.

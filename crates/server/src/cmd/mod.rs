@@ -344,7 +344,11 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
             ctx.client.postpone = true;
             return Ok(());
         }
-        if pubsub::lets_listeners_run_first(ctx, spec, args) {
+        // Once waited for, the command runs whatever the others do by then.
+        if !std::mem::take(&mut ctx.client.input_waited)
+            && (pubsub::lets_listeners_run_first(ctx, spec, args)
+                || crate::repl::replica::lets_stream_run_first(ctx))
+        {
             ctx.client.postpone = true;
             return Ok(());
         }

@@ -171,8 +171,7 @@ fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 /// Whether this PUBLISH (or SPUBLISH) waits first for listeners that have input they
 /// have not run yet, as Redis, on one thread, would have run it before (see
-/// [`crate::net::input_turns`]); the wait goes into `listener_wait`. Once waited for,
-/// the command runs whatever they do by then.
+/// [`crate::net::input_turns`]); the wait goes into `input_wait`.
 pub fn lets_listeners_run_first(
     ctx: &mut Ctx<'_>,
     spec: &redline_resp::command::CommandSpec,
@@ -187,7 +186,7 @@ pub fn lets_listeners_run_first(
         "spublish" => Kind::Shard,
         _ => return false,
     };
-    if std::mem::take(&mut ctx.client.listeners_waited) || args.len() != 3 {
+    if args.len() != 3 {
         return false;
     }
     let unsettled = ctx
@@ -197,7 +196,7 @@ pub fn lets_listeners_run_first(
     if unsettled.is_empty() {
         return false;
     }
-    ctx.client.listener_wait = unsettled;
+    ctx.client.input_wait = unsettled;
     true
 }
 

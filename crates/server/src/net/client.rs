@@ -170,11 +170,12 @@ pub struct ClientState {
     /// Set with `postpone` by the dispatcher: the command waits for the script turn or
     /// for the running script to end (see `crate::scripting::turn`), not for a pause.
     pub script_wait: Option<crate::scripting::ScriptWait>,
-    /// Set with `postpone` by PUBLISH: listeners with input to run first, each with the
-    /// input turn to wait for (see [`crate::net::input_turns`]).
-    pub listener_wait: Vec<(std::sync::Arc<super::input_turns::InputTurns>, u64)>,
-    /// The postponed PUBLISH has waited for its listeners: it runs now, whatever they do.
-    pub listeners_waited: bool,
+    /// Set with `postpone` by the dispatcher: other connections with input to run first
+    /// (a PUBLISH's listeners, a replica's master link), each with the input turn to wait
+    /// for (see [`crate::net::input_turns`]).
+    pub input_wait: Vec<(std::sync::Arc<super::input_turns::InputTurns>, u64)>,
+    /// The postponed command has waited for that input: it runs now, whatever it does.
+    pub input_waited: bool,
     /// The script turn, held from this client's first script of a batch of commands to
     /// the end of the batch.
     pub script_turn: Option<tokio::sync::OwnedSemaphorePermit>,
@@ -300,8 +301,8 @@ impl ClientState {
             postpone: false,
             postponed: None,
             script_wait: None,
-            listener_wait: Vec::new(),
-            listeners_waited: false,
+            input_wait: Vec::new(),
+            input_waited: false,
             script_turn: None,
             handed_turn: false,
             debug: Default::default(),

@@ -28,7 +28,7 @@ use tokio::net::TcpStream;
 use super::client::{ClientState, ReplyMode, WaitReplicas};
 use super::client_memory::{ClientFigures, IDLE_REPLY_BUFFER};
 use super::counted::Counted;
-use super::input_turns::{ReadyWaker, SETTLE_LIMIT};
+use super::input_turns::{TurnReader, SETTLE_LIMIT};
 use super::registry::Registration;
 use crate::cmd::{self, Ctx};
 use crate::scripting::ScriptWait;
@@ -96,9 +96,9 @@ pub enum Progress {
     Script,
     /// An EVAL starts a Lua debugging session (`client.debug.pending`).
     Debug,
-    /// The next command (a PUBLISH, kept in `postponed`) lets listeners run the input
-    /// they have already received first (`client.listener_wait`).
-    Listeners,
+    /// The next command (kept in `postponed`) lets other connections run the input
+    /// they have already received first (`client.input_wait`).
+    OthersInput,
 }
 
 /// A connection being served over stream `S` (TCP or TLS).
@@ -121,9 +121,12 @@ pub struct Connection<'a, S> {
     /// Nothing read since the connection opened or its idle query buffer was given
     /// back: the next read may take a small buffer (see [`Self::reserve_input`]).
     input_at_rest: bool,
-    /// A listener's reads wake the task through this (the task's waker, then the
-    /// wrapping one), which marks the input ready first (see [`crate::net::input_turns`]).
-    reader_waker: Option<(std::task::Waker, std::task::Waker)>,
+    /// A listener's reads, which mark its input ready before the task runs (see
+    /// [`crate::net::input_turns`]).
+    turn_reader: TurnReader,
+    /// The replication offset up to which this client's changes have been handed to
+    /// the replicas' links before its replies went out (see [`Self::before_replies`]).
+    replicas_handed: u64,
 }
 
 /// Serves one accepted TLS connection: the handshake (bounded by `timeout`), then
@@ -214,7 +217,8 @@ async fn serve_stream<S>(
         trim_waker: None,
         qbuf_looked: std::time::Instant::now(),
         input_at_rest: true,
-        reader_waker: None,
+        turn_reader: TurnReader::default(),
+        replicas_handed: 0,
     };
     connection.refresh_limits();
     if let Err(e) = connection.run().await {
@@ -351,15 +355,15 @@ fn run_batch(
                 cmd::execute(&mut ctx, args);
                 if postponed.is_some() {
                     // What the postponed command waited for serves it alone.
-                    client.listeners_waited = false;
+                    client.input_waited = false;
                 }
                 if std::mem::take(&mut client.postpone) {
                     // Rare (a pause, a script's turn): the decoder's arguments are lent.
                     client.postponed = Some(args.to_vec());
                     return if client.script_wait.is_some() {
                         Progress::Script
-                    } else if !client.listener_wait.is_empty() {
-                        Progress::Listeners
+                    } else if !client.input_wait.is_empty() {
+                        Progress::OthersInput
                     } else {
                         Progress::Paused
                     };
@@ -511,7 +515,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                         break;
                     }
                     Progress::Script => Box::pin(self.wait_for_script()).await,
-                    Progress::Listeners => Box::pin(self.wait_for_listeners()).await,
+                    Progress::OthersInput => Box::pin(self.wait_for_others_input()).await,
                     Progress::Debug => Box::pin(self.debug_session()).await?,
                     Progress::OutputFull => self.write_ready().await?,
                     Progress::Blocked => {
@@ -758,26 +762,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         if !self.client.in_pubsub() {
             return tokio_util::io::poll_read_buf(Pin::new(&mut self.stream), cx, &mut self.input);
         }
-        if self
-            .reader_waker
-            .as_ref()
-            .is_some_and(|(task, _)| !task.will_wake(cx.waker()))
-        {
-            self.reader_waker = None;
-        }
         let turns = self.client.mailbox.input_turns();
-        let (_, waker) = self.reader_waker.get_or_insert_with(|| {
-            let task = cx.waker().clone();
-            (task.clone(), ReadyWaker::wrap(turns.clone(), task))
-        });
-        turns.begin();
-        let mut cx = Context::from_waker(waker);
-        let read =
-            tokio_util::io::poll_read_buf(Pin::new(&mut self.stream), &mut cx, &mut self.input);
-        if !matches!(read, Poll::Ready(Ok(n)) if n > 0) {
-            turns.end();
-        }
-        read
+        self.turn_reader
+            .poll_read(turns, cx, &mut self.stream, &mut self.input)
     }
 
     /// Waits until the clients this client's evictions sent invalidations to have
@@ -1056,16 +1043,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         }
     }
 
-    /// Waits (within [`SETTLE_LIMIT`]) until the listeners of the postponed PUBLISH have
-    /// run the input they had when it came, then lets it run.
-    async fn wait_for_listeners(&mut self) {
+    /// Waits (within [`SETTLE_LIMIT`]) until the connections the postponed command
+    /// waits for (a PUBLISH's listeners, a replica's master link) have run the input
+    /// they had when it came, then lets it run.
+    async fn wait_for_others_input(&mut self) {
         let deadline = tokio::time::Instant::now() + SETTLE_LIMIT;
         // Two listeners publishing to each other must not wait for each other's turn.
         let _parked = self.client.mailbox.input_turns().park();
-        for (turns, turn) in std::mem::take(&mut self.client.listener_wait) {
+        for (turns, turn) in std::mem::take(&mut self.client.input_wait) {
             turns.settled(turn, deadline).await;
         }
-        self.client.listeners_waited = true;
+        self.client.input_waited = true;
     }
 
     /// Runs the EVAL of a Lua debugging session on a thread of its own while this task
@@ -1199,8 +1187,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         if self.output.is_empty() {
             return Ok(Sent::All);
         }
-        // What these replies acknowledge is in the AOF first (on disk: appendfsync always).
-        before_replies(self.shared).await;
+        // What these replies acknowledge is on record first (see `before_replies`).
+        self.before_replies().await;
         self.client.mailbox.set_unsent(self.output.len());
         let sent = std::future::poll_fn(|cx| self.poll_write_or_read(cx)).await;
         self.client.mailbox.set_unsent(self.output.len());
@@ -1266,7 +1254,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     /// Writes what the socket takes now, without waiting: a long batch of large replies
     /// goes out as it is made, and the rest waits for [`Self::write_or_read`].
     async fn write_ready(&mut self) -> io::Result<()> {
-        before_replies(self.shared).await;
+        self.before_replies().await;
         std::future::poll_fn(|cx| {
             if let Poll::Ready(Err(e)) = self.poll_write_output(cx) {
                 return Poll::Ready(Err(e));
@@ -1283,8 +1271,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     /// Writes everything pending in one call.
     async fn flush(&mut self) -> io::Result<()> {
         if !self.output.is_empty() {
-            // What these replies acknowledge is in the AOF first (on disk: appendfsync always).
-            before_replies(self.shared).await;
+            // What these replies acknowledge is on record first (see `before_replies`).
+            self.before_replies().await;
             // Shown as `omem` while the client is slow to read it.
             self.client.mailbox.set_unsent(self.output.len());
             let written = self.stream.write_all(&self.output).await;
@@ -1298,6 +1286,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             }
         }
         Ok(())
+    }
+
+    /// What replies acknowledge is on record before they leave: a change of the
+    /// cluster's configuration (nodes.conf), the AOF's bytes (on disk under `appendfsync
+    /// always`), and the stream handed to the replicas' links (see
+    /// [`crate::repl::journal::Journal::hand_off`]).
+    async fn before_replies(&mut self) {
+        self.shared.cluster.save_changes();
+        crate::persist::aof::before_replies(self.shared).await;
+        let offset = self.client.repl_offset;
+        if offset != self.replicas_handed {
+            self.replicas_handed = offset;
+            self.shared.repl.journal.hand_off(offset).await;
+        }
     }
 
     /// Gives back an empty reply buffer grown past [`REPLY_CHUNK`]; whether it did.
@@ -1367,11 +1369,4 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         }
         stats.add_calls(traffic);
     }
-}
-
-/// What replies acknowledge is on record before they leave: the AOF's bytes (on disk
-/// under `appendfsync always`) and a change of the cluster's configuration (nodes.conf).
-async fn before_replies(shared: &Shared) {
-    shared.cluster.save_changes();
-    crate::persist::aof::before_replies(shared).await;
 }

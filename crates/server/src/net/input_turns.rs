@@ -24,11 +24,21 @@
 //! first command of a connection just accepted, read at once; or one already waiting
 //! when its connection finished its previous replies) can be read before the runtime
 //! has handled the listener's earlier readiness.
+//!
+//! A replica's link to its master counts its turns the same way, one per read and the
+//! commands applied from it (see `crate::repl::replica`): a client's command that came
+//! after the master's stream waits for the stream to be applied, as Redis, reading both
+//! sockets on one thread, would have applied it first.
 
+use std::io;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Wake, Waker};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio::io::AsyncRead;
 
 use super::signal::Signal;
 
@@ -112,6 +122,45 @@ pub struct Parked<'a>(&'a InputTurns);
 impl Drop for Parked<'_> {
     fn drop(&mut self) {
         self.0.parked.store(false, Ordering::SeqCst);
+    }
+}
+
+/// The owner's reads: each opens a turn (ended at once when it finds nothing), with the
+/// task's waker wrapped in a [`ReadyWaker`] (made once per task waker).
+#[derive(Default)]
+pub struct TurnReader {
+    /// The task's waker and its wrapped form.
+    waker: Option<(Waker, Waker)>,
+}
+
+impl TurnReader {
+    /// Reads into `input` within a turn of `turns`; the turn stays open when bytes
+    /// came, for the owner to end once it has run them.
+    pub fn poll_read<R: AsyncRead + Unpin>(
+        &mut self,
+        turns: &Arc<InputTurns>,
+        cx: &mut Context<'_>,
+        reader: &mut R,
+        input: &mut BytesMut,
+    ) -> Poll<io::Result<usize>> {
+        if self
+            .waker
+            .as_ref()
+            .is_some_and(|(task, _)| !task.will_wake(cx.waker()))
+        {
+            self.waker = None;
+        }
+        let (_, waker) = self.waker.get_or_insert_with(|| {
+            let task = cx.waker().clone();
+            (task.clone(), ReadyWaker::wrap(turns.clone(), task))
+        });
+        turns.begin();
+        let mut cx = Context::from_waker(waker);
+        let read = tokio_util::io::poll_read_buf(Pin::new(reader), &mut cx, input);
+        if !matches!(read, Poll::Ready(Ok(n)) if n > 0) {
+            turns.end();
+        }
+        read
     }
 }
 

@@ -30,6 +30,7 @@ use super::backlog::Backlog;
 use super::outbox::Outbox;
 use crate::alloc::Gauge;
 use crate::config::OutputBufferLimit;
+use crate::net::signal::Signal;
 
 /// Where a change goes: the append-only file, the replicas (and backlog), or both
 /// (Redis's `PROPAGATE_AOF` / `PROPAGATE_REPL`; a script picks with `redis.set_repl`).
@@ -193,6 +194,9 @@ pub struct Stream {
     pub replica_buffers: Arc<Gauge>,
     /// Where [`Journal::append`] encodes commands (kept between appends).
     scratch: BytesMut,
+    /// The offset every online replica's link has been handed (see
+    /// [`Journal::hand_off`]), shared with the journal, which reads it without the lock.
+    handed: Arc<AtomicU64>,
 }
 
 /// How many replica connections there are, from their SYNC or PSYNC until their link
@@ -218,6 +222,11 @@ impl Drop for Present {
         }
     }
 }
+
+/// The longest a client's replies wait for the replicas' links to take its changes
+/// ([`Journal::hand_off`]): a link normally does within microseconds; this bounds one
+/// starved on a loaded machine.
+const HANDOFF_LIMIT: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// The largest encoding buffer the stream keeps between appends (a larger one, from a
 /// big value or transaction, is freed).
@@ -412,6 +421,20 @@ impl Stream {
     pub fn detach(&mut self, id: u64) {
         self.replicas.retain(|r| r.id != id);
         self.trim();
+        self.refresh_handed();
+    }
+
+    /// Recomputes the offset every online link has been handed (after a link tried a
+    /// write, went online, or left).
+    pub fn refresh_handed(&self) {
+        let handed = self
+            .replicas
+            .iter()
+            .filter(|link| link.state() == LinkState::Online)
+            .map(|link| link.outbox.handed())
+            .min()
+            .unwrap_or(u64::MAX);
+        self.handed.store(handed, Ordering::Release);
     }
 
     /// Sends a change to the file (`aof`) and the replicas and backlog (`replicas`):
@@ -515,10 +538,15 @@ pub struct Journal {
     stream: Mutex<Stream>,
     /// Bumped on every replica ACK (WAIT waits on it).
     acks: watch::Sender<u64>,
+    /// Told when a replica's link has tried to write more of the stream.
+    handoff: Signal,
+    /// [`Stream`]'s `handed`.
+    handed: Arc<AtomicU64>,
 }
 
 impl Default for Journal {
     fn default() -> Self {
+        let handed = Arc::new(AtomicU64::new(u64::MAX));
         Journal {
             active: AtomicBool::new(false),
             proxy: AtomicBool::new(false),
@@ -540,8 +568,11 @@ impl Default for Journal {
                 replica_limit: crate::config::Config::default().client_output_buffer_limit[1],
                 replica_buffers: Arc::default(),
                 scratch: BytesMut::new(),
+                handed: handed.clone(),
             }),
+            handed,
             acks: watch::channel(0).0,
+            handoff: Signal::default(),
         }
     }
 }
@@ -675,6 +706,39 @@ impl Journal {
         let mut stream = self.stream.lock();
         stream.push(&out);
         stream.offset
+    }
+
+    /// `link` made its first write of a chunk that ends at stream offset `end`; `whole`
+    /// when its socket took all of it (see [`Self::hand_off`]).
+    pub fn link_tried(&self, link: &ReplicaLink, end: u64, whole: bool) {
+        link.outbox.tried(end, whole);
+        self.stream.lock().refresh_handed();
+        self.handoff.notify();
+    }
+
+    /// `link` has written the chunk it tried: if its socket was full, clients wait for
+    /// it again from now on.
+    pub fn link_unstuck(&self, link: &ReplicaLink) {
+        if link.outbox.unstuck() {
+            self.stream.lock().refresh_handed();
+        }
+    }
+
+    /// Waits until every online replica's link has made its first write of the stream
+    /// up to `offset` (or found its socket full), for [`HANDOFF_LIMIT`] at most: a
+    /// client's reply then leaves after the change it acknowledges, as Redis writes its
+    /// replicas' output before its clients' in each event-loop turn, and a client that
+    /// reads from a replica right after its write's reply finds the write there.
+    pub async fn hand_off(&self, offset: u64) {
+        if !self.active() {
+            return;
+        }
+        let handed = || self.handed.load(Ordering::Acquire) >= offset;
+        if handed() {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + HANDOFF_LIMIT;
+        self.handoff.wait_until(handed, deadline).await;
     }
 
     /// Current offset.

@@ -13,8 +13,10 @@
 //! WAIT and INFO replication use.
 
 use super::journal::ReplicaIp;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -106,8 +108,10 @@ pub fn start(ctx: &mut Ctx<'_>, psync: Option<(&[u8], &[u8])>) {
                 Some(from - 1),
             );
             let reply = format!("+CONTINUE {}\r\n", stream.replid);
-            drop(stream);
             link.set_state(LinkState::Online);
+            // Clients' replies wait for it from here on (see `Journal::hand_off`).
+            stream.refresh_handed();
+            drop(stream);
             ctx.out.extend_from_slice(reply.as_bytes());
             tracing::info!(
                 "Partial resynchronization request from {ip}:{port} accepted. Sending {behind} bytes of backlog."
@@ -391,6 +395,7 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
     // What it sent while its image was on the way (kept unread until now).
     replica_input.take(shared, link, input)?;
     link.set_state(LinkState::Online);
+    shared.repl.journal.stream().refresh_handed();
     tracing::info!(
         "Synchronization with replica {}:{} succeeded",
         link.ip,
@@ -418,9 +423,15 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
                 // between chunks of a long catch-up.
                 let chunk = journal.stream().next_chunk(link)?;
                 if let Some(chunk) = chunk {
-                    socket.write_all(&chunk).await?;
+                    // One write first, without waiting: clients whose replies wait for
+                    // their changes to reach the replicas go on once it is made.
+                    let end = link.outbox.sent() + chunk.len() as u64;
+                    let done = write_now(socket, &chunk).await?;
+                    journal.link_tried(link, end, done == chunk.len());
+                    socket.write_all(&chunk[done..]).await?;
                     // A no-op on TCP; a TLS link sends what its buffer still holds.
                     socket.flush().await?;
+                    journal.link_unstuck(link);
                     chunk.written();
                     let mut stream = journal.stream();
                     stream.trim();
@@ -437,6 +448,16 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
                 replica_input.take(shared, link, input)?;
             }
         }
+    }
+}
+
+/// One write of `bytes`, as far as the socket takes it now: how many it took.
+async fn write_now<S: AsyncWrite + Unpin>(socket: &mut S, bytes: &[u8]) -> std::io::Result<usize> {
+    let first =
+        std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *socket).poll_write(cx, bytes))).await;
+    match first {
+        Poll::Ready(result) => result,
+        Poll::Pending => Ok(0),
     }
 }
 

@@ -45,6 +45,8 @@ pub struct Replication {
     pub journal: Arc<Journal>,
     /// The master this server replicates, if any.
     pub master: Mutex<Option<replica::MasterLink>>,
+    /// The link to that master's input turns, for clients that come after its stream.
+    pub master_input: replica::MasterInput,
     /// The second (since start) of the last PING into the stream.
     pub last_ping: std::sync::atomic::AtomicU64,
     /// Synchronizations served to replicas (INFO stats).

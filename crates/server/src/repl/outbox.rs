@@ -30,6 +30,12 @@ pub const CHUNK: usize = 256 * 1024;
 pub struct Outbox {
     /// Stream offset up to which the link has written (the next byte it sends).
     sent: AtomicU64,
+    /// Stream offset up to which the link has made its first write (see
+    /// [`Outbox::handed`]).
+    tried: AtomicU64,
+    /// The link's last first write did not take its whole chunk (the replica's socket
+    /// is full): until that chunk is out, nobody waits for the link.
+    stuck: AtomicBool,
     ready: Notify,
     /// Told once the replica overflows.
     overflow: Notify,
@@ -47,6 +53,8 @@ impl Outbox {
     pub fn new(total: Arc<Gauge>, from: u64) -> Outbox {
         Outbox {
             sent: AtomicU64::new(from),
+            tried: AtomicU64::new(from),
+            stuck: AtomicBool::new(false),
             ready: Notify::new(),
             overflow: Notify::new(),
             overflowed: AtomicBool::new(false),
@@ -75,6 +83,31 @@ impl Outbox {
         }
         self.ready.notify_one();
         true
+    }
+
+    /// The link made its first write of a chunk that ends at stream offset `end`;
+    /// `whole` when the socket took all of it.
+    pub fn tried(&self, end: u64, whole: bool) {
+        self.stuck.store(!whole, Ordering::Release);
+        self.tried.fetch_max(end, Ordering::AcqRel);
+    }
+
+    /// The chunk the link was writing is out; whether the socket had been full.
+    pub fn unstuck(&self) -> bool {
+        self.stuck.swap(false, Ordering::AcqRel)
+    }
+
+    /// The stream offset up to which changes have been handed to the replica's socket
+    /// (written, or at least tried); everything while the socket is full. A reply
+    /// acknowledging a change up to there may go out, as Redis writes its replicas'
+    /// output before its clients' in one event-loop turn (and buffers what a full
+    /// socket does not take).
+    pub fn handed(&self) -> u64 {
+        if self.stuck.load(Ordering::Acquire) {
+            u64::MAX
+        } else {
+            self.tried.load(Ordering::Acquire)
+        }
     }
 
     /// Makes the next [`Outbox::ready`] return at once (more to write).

@@ -28,6 +28,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::net::client::{ClientState, ReplyMode};
 use crate::net::client_memory::ClientFigures;
 use crate::net::connection::run_commands;
+use crate::net::input_turns::{InputTurns, TurnReader};
 use crate::net::outgoing::{connect_peer, tcp_of, PeerStream};
 use crate::net::registry::Registration;
 use crate::persist::rdb::file::{Fed, LoadError};
@@ -58,6 +59,56 @@ pub struct LinkStatus {
     /// this link was its master's: a full sync's load still running then ends as if the
     /// promotion came after it (see [`adopt_image`]).
     promoted: AtomicBool,
+}
+
+/// The input turns of the link to our master while its stream is applied, one per read
+/// and the commands applied from it (see [`crate::net::input_turns`]).
+///
+/// A client of this replica that reads a key just after its write to our master was
+/// acknowledged finds the write here, as on a Redis replica: the master hands its
+/// stream to the link before the reply goes out (see
+/// [`crate::repl::journal::Journal::hand_off`]), and a client's command that reaches
+/// this server after the stream waits until what the link had then is applied.
+#[derive(Debug, Default)]
+pub struct MasterInput {
+    /// The stream is being read and applied (the turns mean something).
+    streaming: AtomicBool,
+    turns: Arc<InputTurns>,
+}
+
+impl MasterInput {
+    /// Marks the stream as being read until the guard drops.
+    fn streaming(&self) -> Streaming<'_> {
+        self.streaming.store(true, Ordering::SeqCst);
+        Streaming(self)
+    }
+}
+
+/// The stream is read while this lives ([`MasterInput::streaming`]).
+struct Streaming<'a>(&'a MasterInput);
+
+impl Drop for Streaming<'_> {
+    fn drop(&mut self) {
+        self.0.streaming.store(false, Ordering::SeqCst);
+        self.0.turns.end();
+    }
+}
+
+/// Whether this client's command waits first for the master's stream that reached this
+/// replica before it ([`MasterInput`]); the wait goes into `input_wait`.
+pub fn lets_stream_run_first(ctx: &mut crate::cmd::Ctx<'_>) -> bool {
+    if !ctx.shared.repl.is_replica() {
+        return false;
+    }
+    let input = &ctx.shared.repl.master_input;
+    if !input.streaming.load(Ordering::SeqCst) {
+        return false;
+    }
+    let Some(turn) = input.turns.unsettled() else {
+        return false;
+    };
+    ctx.client.input_wait.push((input.turns.clone(), turn));
+    true
 }
 
 /// Link states, as ROLE names them.
@@ -898,6 +949,9 @@ async fn stream(
     let mut ack = tokio::time::interval(Duration::from_secs(1));
     let mut pause_changes = shared.pause.subscribe();
     let mut last_read = tokio::time::Instant::now();
+    let master_input = &shared.repl.master_input;
+    let _streaming = master_input.streaming();
+    let mut reader = TurnReader::default();
     loop {
         // As in Redis, a CLIENT PAUSE (WRITE or ALL) holds the master's commands too:
         // they are read (and counted as read) but applied once the pause ends.
@@ -928,6 +982,8 @@ async fn stream(
                 send_ack(socket, journal.offset()).await?;
             }
         }
+        // What was read has run (or waits for a pause to end): clients go on.
+        master_input.turns.end();
         status
             .unapplied
             .store(input.len() as u64, Ordering::Relaxed);
@@ -937,7 +993,9 @@ async fn stream(
         let silent_since = last_read + repl_timeout(shared);
         applier.make_room(&mut input);
         tokio::select! {
-            read = socket.read_buf(&mut input) => {
+            read = std::future::poll_fn(|cx| {
+                reader.poll_read(&master_input.turns, cx, socket, &mut input)
+            }) => {
                 let read = read?;
                 if read == 0 {
                     return Ok(());
