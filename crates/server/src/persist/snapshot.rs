@@ -168,12 +168,17 @@ fn capture_with(
                 if written.is_err() {
                     return;
                 }
-                writer.entry(key.as_bytes(), entry);
                 match sink.as_mut() {
-                    Some(sink) if writer.len() >= data_file::MAX_WRITE => {
-                        written = writer.write_out(&mut **sink, checksum);
+                    Some(sink) => {
+                        written = writer.entry_into(
+                            key.as_bytes(),
+                            entry,
+                            &mut **sink,
+                            checksum,
+                            data_file::MAX_WRITE,
+                        );
                     }
-                    _ => {}
+                    None => writer.entry(key.as_bytes(), entry),
                 }
                 saved += 1;
                 debug_delay(key_delay, saved);

@@ -15,6 +15,7 @@
 
 use super::listpack::Writer;
 use super::types::*;
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{intset, lzf};
@@ -180,22 +181,30 @@ pub fn set_compression(on: bool) {
 
 /// A string as `rdbSaveRawString` writes it: integer-encoded, LZF-compressed or raw.
 pub fn string(out: &mut Vec<u8>, s: &[u8]) {
+    let body = string_head(out, s);
+    out.extend_from_slice(&body);
+}
+
+/// [`string`] in two parts: its encoding and lengths are appended to `out`, and the body
+/// that follows them is returned (the string itself when raw, its LZF form, or nothing
+/// when integer-encoded), so a large value can be written from where it is.
+pub fn string_head<'a>(out: &mut Vec<u8>, s: &'a [u8]) -> Cow<'a, [u8]> {
     if s.len() <= 11 {
         if let Some(n) = canonical_int(s) {
             if let Ok(n) = i8::try_from(n) {
                 out.push(0xC0);
                 out.extend_from_slice(&n.to_le_bytes());
-                return;
+                return Cow::Borrowed(&[]);
             }
             if let Ok(n) = i16::try_from(n) {
                 out.push(0xC1);
                 out.extend_from_slice(&n.to_le_bytes());
-                return;
+                return Cow::Borrowed(&[]);
             }
             if let Ok(n) = i32::try_from(n) {
                 out.push(0xC2);
                 out.extend_from_slice(&n.to_le_bytes());
-                return;
+                return Cow::Borrowed(&[]);
             }
         }
     }
@@ -204,10 +213,9 @@ pub fn string(out: &mut Vec<u8>, s: &[u8]) {
             out.push(0xC3);
             len(out, compressed.len() as u64);
             len(out, s.len() as u64);
-            out.extend_from_slice(&compressed);
-            return;
+            return Cow::Owned(compressed);
         }
     }
     len(out, s.len() as u64);
-    out.extend_from_slice(s);
+    Cow::Borrowed(s)
 }

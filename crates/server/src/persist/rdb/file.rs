@@ -90,6 +90,39 @@ impl SnapshotWriter {
         write_entry(&mut self.out, key, entry);
     }
 
+    /// One key of the current database, for an image written to `sink` as it is made:
+    /// the bytes so far go out once they reach `piece`, and a string value of `piece`
+    /// bytes or more is written from where it is (or from its LZF form) rather than
+    /// copied into the piece first, as Redis writes a large string from its object.
+    pub fn entry_into(
+        &mut self,
+        key: &[u8],
+        entry: &Entry,
+        sink: &mut dyn std::io::Write,
+        checksum: bool,
+        piece: usize,
+    ) -> std::io::Result<()> {
+        let value = match &entry.value {
+            Value::Str(value) if value.len() >= piece => value,
+            _ => {
+                self.entry(key, entry);
+                if self.out.len() >= piece {
+                    self.write_out(sink, checksum)?;
+                }
+                return Ok(());
+            }
+        };
+        write_expiry(&mut self.out, entry.expires_at);
+        self.out.push(super::types::STRING);
+        encode::string(&mut self.out, key);
+        let body = encode::string_head(&mut self.out, value);
+        self.write_out(sink, checksum)?;
+        if checksum {
+            self.crc.update(&body);
+        }
+        sink.write_all(&body)
+    }
+
     /// The bytes so far, without EOF and checksum: the start of an image whose entries
     /// are written elsewhere ([`write_select_db`], [`write_entry`], then [`EOF_OPCODE`] and the checksum).
     pub fn into_header(self) -> Vec<u8> {
@@ -139,10 +172,7 @@ impl SnapshotWriter {
 
 /// Appends one key (optional expiry, type byte, key, value) to `out`.
 pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
-    if entry.expires_at != 0 {
-        out.push(opcode::EXPIRETIME_MS);
-        out.extend_from_slice(&entry.expires_at.to_le_bytes());
-    }
+    write_expiry(out, entry.expires_at);
     // The type byte comes first, then the key, then the body, and the value codec writes
     // type and body as one piece: the key goes first, then type and body, then the type
     // byte rotates in front of the key. The body stays where it was written (a large
@@ -152,6 +182,14 @@ pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
     let key_end = out.len();
     encode::value(out, &entry.value);
     out[start..=key_end].rotate_right(1);
+}
+
+/// An entry's expiry opcode and deadline, when it has one.
+fn write_expiry(out: &mut Vec<u8>, expires_at: u64) {
+    if expires_at != 0 {
+        out.push(opcode::EXPIRETIME_MS);
+        out.extend_from_slice(&expires_at.to_le_bytes());
+    }
 }
 
 /// Appends a SELECTDB opcode without the RESIZEDB hint (which is optional: an image
