@@ -246,3 +246,79 @@ fn a_full_sync_under_sixteen_writers_gives_the_replica_the_masters_data() {
         conn.cmd(&["DEBUG", "DIGEST"])
     );
 }
+
+/// A field of `/proc/<pid>/status` in kB.
+fn status_kb(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+fn bgsave_and_wait(server: &RedlineServer) {
+    assert_eq!(
+        server.cmd(&["BGSAVE"]).unwrap(),
+        Reply::Simple("Background saving started".into())
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while info_field(server, "persistence", "rdb_bgsave_in_progress") != "0" {
+        assert!(Instant::now() < deadline, "the BGSAVE did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        info_field(server, "persistence", "rdb_last_bgsave_status"),
+        "ok"
+    );
+}
+
+/// A large string goes into a BGSAVE's file by reference, as a forked child shares its
+/// parent's pages: the save of one 48 MB value grows the server's peak by a small part
+/// of it (it copied the value whole before). A change to the value while the save
+/// holds it copies it first, so the file keeps the value as it was at BGSAVE.
+#[test]
+fn bgsave_shares_a_large_string_and_copies_it_on_write() {
+    const SIZE: usize = 48 << 20;
+    let server = RedlineServer::builder()
+        .args(["--enable-debug-command", "yes", "--save", ""])
+        .args(["--rdbcompression", "no"])
+        .start()
+        .unwrap();
+    let ok = |args: &[&str]| assert_eq!(server.cmd(args).unwrap(), Reply::Simple("OK".into()));
+    ok(&["DEBUG", "POPULATE", "1", "big", &SIZE.to_string()]);
+    let pid = server.pid().unwrap();
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
+    let before = status_kb(pid, "VmRSS");
+    bgsave_and_wait(&server);
+    let grown = status_kb(pid, "VmHWM").saturating_sub(before);
+    assert!(grown < 12 << 10, "peak grew by {grown} kB during BGSAVE");
+
+    // Slowed down by small keys (0.5 ms each), so the change lands during the save.
+    ok(&["DEBUG", "POPULATE", "2000", "small", "10"]);
+    ok(&["CONFIG", "SET", "rdb-key-save-delay", "500"]);
+    assert_eq!(
+        server.cmd(&["BGSAVE"]).unwrap(),
+        Reply::Simple("Background saving started".into())
+    );
+    let changed = server.cmd(&["SETRANGE", "big:0", "0", "X"]).unwrap();
+    assert_eq!(changed, Reply::Integer(SIZE as i64));
+    assert_eq!(
+        info_field(&server, "persistence", "rdb_bgsave_in_progress"),
+        "1",
+        "the change came after the save"
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while info_field(&server, "persistence", "rdb_bgsave_in_progress") != "0" {
+        assert!(Instant::now() < deadline, "the BGSAVE did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    ok(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    ok(&["DEBUG", "RELOAD", "NOSAVE"]);
+    let first = server.cmd(&["GETRANGE", "big:0", "0", "0"]).unwrap();
+    assert_eq!(first, Reply::Bulk(b"v".to_vec().into()));
+    assert_eq!(
+        server.cmd(&["STRLEN", "big:0"]).unwrap(),
+        Reply::Integer(SIZE as i64)
+    );
+}

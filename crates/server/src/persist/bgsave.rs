@@ -38,7 +38,7 @@ use std::time::Instant;
 use parking_lot::Mutex;
 
 use super::data_file::DataFile;
-use super::rdb::file::{write_entry, write_select_db, EOF_OPCODE};
+use super::rdb::file::{write_entry, write_select_db, write_string_entry_start, EOF_OPCODE};
 use super::rdb::CRC64;
 use super::snapshot::{debug_delay_micros, dump_path, image_start, saved, unix_secs, RDB_AUTOSYNC};
 use crate::alloc::{Counted, Gauge};
@@ -70,6 +70,15 @@ pub enum CutFormat {
 enum Chunk {
     /// Serialised entries of one database.
     Entries { db: usize, bytes: Vec<u8> },
+    /// A large string entry of one database: its start (expiry, type, key) and the
+    /// value itself, shared with the store rather than copied (see
+    /// [`crate::store::compact::SHARED_FROM`]); the writer encodes it (LZF included),
+    /// off every shard's lock.
+    LargeString {
+        db: usize,
+        start: Vec<u8>,
+        value: Arc<[u8]>,
+    },
     /// The walk is over: end the file.
     Finish,
 }
@@ -104,6 +113,17 @@ impl Queued {
         self.bytes.fetch_sub(n, Ordering::Relaxed);
         self.saving.change(n, 0);
     }
+
+    /// A value shared with the store: it holds the walker back like serialised bytes,
+    /// but it is the dataset's own memory, not the save's (`add_shared`).
+    fn add_shared(&self, n: usize) {
+        self.bytes.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// [`Self::add_shared`]'s value was written.
+    fn take_back(&self, n: usize) {
+        self.bytes.fetch_sub(n, Ordering::Relaxed);
+    }
 }
 
 /// Where a cut's bytes go: a file (synced to disk at the end) or a disk-less sync's
@@ -133,6 +153,20 @@ struct CutOutput {
 }
 
 impl CutOutput {
+    /// Selects database `db` for the entries that follow, unless it is selected.
+    fn select(&mut self, db: usize) -> std::io::Result<()> {
+        if self.db == Some(db) {
+            return Ok(());
+        }
+        let mut select = Vec::with_capacity(4);
+        match self.format {
+            CutFormat::Rdb => write_select_db(&mut select, db),
+            CutFormat::Commands => super::aof::write_select(&mut select, db),
+        }
+        self.db = Some(db);
+        self.write(&select)
+    }
+
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.file.write_all(bytes)?;
         self.crc.update(bytes);
@@ -163,23 +197,26 @@ impl CutOutput {
             match chunk {
                 Ok(Chunk::Entries { db, bytes }) => {
                     if result.is_ok() {
-                        if self.db != Some(db) {
-                            let mut select = Vec::with_capacity(4);
-                            match self.format {
-                                CutFormat::Rdb => write_select_db(&mut select, db),
-                                CutFormat::Commands => super::aof::write_select(&mut select, db),
-                            }
-                            result = self.write(&select);
-                            self.db = Some(db);
-                        }
-                        if result.is_ok() {
-                            result = self.write(&bytes);
-                        }
+                        result = self.select(db).and_then(|()| self.write(&bytes));
                     }
                     // Freed, then uncounted: never in the allocator's figure alone.
                     let size = bytes.capacity();
                     drop(bytes);
                     queued.remove(size);
+                }
+                Ok(Chunk::LargeString {
+                    db,
+                    mut start,
+                    value,
+                }) => {
+                    if result.is_ok() {
+                        let body = super::rdb::encode::string_head(&mut start, &value);
+                        result = self
+                            .select(db)
+                            .and_then(|()| self.write(&start))
+                            .and_then(|()| self.write(&body));
+                    }
+                    queued.take_back(value.len());
                 }
                 Ok(Chunk::Finish) => break,
                 Err(_) => return Err(std::io::Error::other("the snapshot cut was abandoned")),
@@ -280,7 +317,23 @@ impl CutSink for CutFile {
         match self.format {
             CutFormat::Rdb => {
                 for (key, entry) in entries {
-                    write_entry(&mut bytes, key, entry);
+                    match large_string(entry) {
+                        Some(value) => {
+                            // What came before it goes first, in order.
+                            self.queue(db, std::mem::take(&mut bytes));
+                            let mut start = Vec::new();
+                            write_string_entry_start(&mut start, key, entry.expires_at);
+                            self.queued.add_shared(value.len());
+                            let value = value.clone();
+                            let chunk = Chunk::LargeString { db, start, value };
+                            if let Err(unsent) = self.tx.send(chunk) {
+                                if let Chunk::LargeString { value, .. } = unsent.0 {
+                                    self.queued.take_back(value.len());
+                                }
+                            }
+                        }
+                        None => write_entry(&mut bytes, key, entry),
+                    }
                 }
             }
             CutFormat::Commands => {
@@ -292,6 +345,13 @@ impl CutSink for CutFile {
                 }
             }
         }
+        self.queue(db, bytes);
+    }
+}
+
+impl CutFile {
+    /// Hands serialised entries of `db` to the writer.
+    fn queue(&self, db: usize, bytes: Vec<u8>) {
         if bytes.is_empty() {
             return;
         }
@@ -300,6 +360,14 @@ impl CutSink for CutFile {
         if self.tx.send(Chunk::Entries { db, bytes }).is_err() {
             self.queued.remove(size);
         }
+    }
+}
+
+/// The shared bytes of a string entry large enough to be written from where it is.
+fn large_string(entry: &Entry) -> Option<&Arc<[u8]>> {
+    match &entry.value {
+        crate::store::Value::Str(value) => value.shared(),
+        _ => None,
     }
 }
 

@@ -1,5 +1,8 @@
 //! `CompactBytes`: binary-safe bytes stored inline when short, boxed otherwise. Keys and
 //! small values are mostly short, so most entries cost no allocation of their own.
+//! Large ones are reference-counted: a snapshot being written takes a reference instead
+//! of a copy, and a change while it is held copies the bytes first (copy on write, as
+//! Redis's forked child shares the parent's pages).
 //!
 //! It hashes and compares exactly like `[u8]`, so maps keyed by it are looked up with a
 //! plain `&[u8]` (no copy of the request's key to probe the map).
@@ -8,9 +11,14 @@ use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
+use std::sync::Arc;
 
 /// Bytes up to this length live inside the value itself: 24 bytes in all with the tag.
 pub const INLINE_CAPACITY: usize = 22;
+
+/// Bytes from this length on are reference-counted ([`CompactBytes::Shared`]): the size
+/// from which a snapshot writes a string from where it is rather than from a copy.
+pub const SHARED_FROM: usize = 256 * 1024;
 
 /// Owned bytes, inline up to [`INLINE_CAPACITY`], on the heap beyond.
 #[derive(Clone)]
@@ -27,6 +35,8 @@ pub enum CompactBytes {
     /// Bytes that are being appended to (APPEND): spare capacity makes each append
     /// amortised O(1) instead of a copy of the whole string, like Redis's sds.
     Growable(Box<Vec<u8>>),
+    /// [`SHARED_FROM`] bytes or more, which a snapshot being written may also hold.
+    Shared(Arc<[u8]>),
 }
 
 impl CompactBytes {
@@ -39,17 +49,27 @@ impl CompactBytes {
                 len: bytes.len() as u8,
                 data,
             }
-        } else {
+        } else if bytes.len() < SHARED_FROM {
             CompactBytes::Heap(bytes.into())
+        } else {
+            CompactBytes::Shared(bytes.into())
         }
     }
 
-    /// Takes ownership of a vector (no copy when it goes to the heap).
+    /// Takes ownership of a vector (no copy when it goes to the heap unshared).
     pub fn from_vec(bytes: Vec<u8>) -> Self {
-        if bytes.len() <= INLINE_CAPACITY {
+        if bytes.len() <= INLINE_CAPACITY || bytes.len() >= SHARED_FROM {
             Self::new(&bytes)
         } else {
             CompactBytes::Heap(bytes.into_boxed_slice())
+        }
+    }
+
+    /// The reference-counted bytes of a large value, for a snapshot to write later.
+    pub fn shared(&self) -> Option<&Arc<[u8]>> {
+        match self {
+            CompactBytes::Shared(bytes) => Some(bytes),
+            _ => None,
         }
     }
 
@@ -60,6 +80,7 @@ impl CompactBytes {
             CompactBytes::Inline { len, data } => &data[..*len as usize],
             CompactBytes::Heap(b) => b,
             CompactBytes::Growable(v) => v,
+            CompactBytes::Shared(b) => b,
         }
     }
 
@@ -75,13 +96,21 @@ impl CompactBytes {
         *self = CompactBytes::Growable(Box::new(v));
     }
 
-    /// The bytes, for changing in place (the length stays).
+    /// The bytes, for changing in place (the length stays). Shared bytes a snapshot
+    /// still holds are copied first.
     #[inline]
     pub fn as_mut_bytes(&mut self) -> &mut [u8] {
+        if let CompactBytes::Shared(b) = self {
+            if Arc::get_mut(b).is_none() {
+                *b = Arc::from(&b[..]);
+            }
+        }
         match self {
             CompactBytes::Inline { len, data } => &mut data[..*len as usize],
             CompactBytes::Heap(b) => b,
             CompactBytes::Growable(v) => v,
+            // Unique now: copied just above if it was not.
+            CompactBytes::Shared(b) => Arc::get_mut(b).map_or(&mut [], |b| b),
         }
     }
 
@@ -92,7 +121,7 @@ impl CompactBytes {
             CompactBytes::Growable(_) => None,
             // A heap value's allocation is taken over as it is, not copied.
             CompactBytes::Heap(b) => Some(std::mem::take(b).into_vec()),
-            CompactBytes::Inline { .. } => Some(self.as_bytes().to_vec()),
+            CompactBytes::Inline { .. } | CompactBytes::Shared(_) => Some(self.as_bytes().to_vec()),
         };
         if let Some(bytes) = bytes {
             *self = CompactBytes::Growable(Box::new(bytes));
@@ -116,6 +145,8 @@ impl CompactBytes {
             CompactBytes::Inline { .. } => 0,
             CompactBytes::Heap(b) => b.len(),
             CompactBytes::Growable(v) => v.capacity() + std::mem::size_of::<Vec<u8>>(),
+            // The counts in front of the bytes.
+            CompactBytes::Shared(b) => b.len() + 2 * std::mem::size_of::<usize>(),
         }
     }
 }
@@ -180,6 +211,27 @@ impl From<&[u8]> for CompactBytes {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn large_bytes_are_shared_and_copied_on_write() {
+        let mut value = CompactBytes::new(&vec![1u8; SHARED_FROM]);
+        let snapshot = value.shared().cloned().unwrap();
+        value.as_mut_bytes()[0] = 2;
+        // The holder keeps the bytes as they were; the value got its own copy.
+        assert_eq!(snapshot[0], 1);
+        assert_eq!(value[0], 2);
+        assert!(value.shared().is_some());
+        // Unshared, a change needs no copy.
+        let before = value.as_ptr();
+        value.as_mut_bytes()[1] = 3;
+        assert_eq!(value.as_ptr(), before);
+        value.append(b"x");
+        assert_eq!(value.len(), SHARED_FROM + 1);
+        assert!(value.is_growable());
+        assert!(CompactBytes::from_vec(vec![0; SHARED_FROM])
+            .shared()
+            .is_some());
+    }
 
     #[test]
     fn inline_and_heap() {

@@ -112,9 +112,7 @@ impl SnapshotWriter {
                 return Ok(());
             }
         };
-        write_expiry(&mut self.out, entry.expires_at);
-        self.out.push(super::types::STRING);
-        encode::string(&mut self.out, key);
+        write_string_entry_start(&mut self.out, key, entry.expires_at);
         let body = encode::string_head(&mut self.out, value);
         self.write_out(sink, checksum)?;
         if checksum {
@@ -182,6 +180,14 @@ pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
     let key_end = out.len();
     encode::value(out, &entry.value);
     out[start..=key_end].rotate_right(1);
+}
+
+/// The start of a string entry (expiry, type byte, key) whose value is written apart,
+/// after [`encode::string_head`]: a large value from where it is.
+pub fn write_string_entry_start(out: &mut Vec<u8>, key: &[u8], expires_at: u64) {
+    write_expiry(out, expires_at);
+    out.push(super::types::STRING);
+    encode::string(out, key);
 }
 
 /// An entry's expiry opcode and deadline, when it has one.
