@@ -13,7 +13,7 @@ mod common;
 
 use common::Conn;
 use redline_resp::Frame;
-use redline_testkit::{RedisServer, RedlineServer, Reply};
+use redline_testkit::{PeakMemory, RedisServer, RedlineServer, Reply};
 
 const WRITERS: usize = 50;
 /// Keys each writer cycles through: marker `i` goes to key `i % SLOTS`.
@@ -247,21 +247,14 @@ fn a_full_sync_under_sixteen_writers_gives_the_replica_the_masters_data() {
     );
 }
 
-/// A field of `/proc/<pid>/status` in kB.
-fn status_kb(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
-
-fn bgsave_and_wait(server: &RedlineServer) {
+fn start_bgsave(server: &RedlineServer) {
     assert_eq!(
         server.cmd(&["BGSAVE"]).unwrap(),
         Reply::Simple("Background saving started".into())
     );
+}
+
+fn wait_bgsave(server: &RedlineServer) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while info_field(server, "persistence", "rdb_bgsave_in_progress") != "0" {
         assert!(Instant::now() < deadline, "the BGSAVE did not end");
@@ -287,20 +280,16 @@ fn bgsave_shares_a_large_string_and_copies_it_on_write() {
         .unwrap();
     let ok = |args: &[&str]| assert_eq!(server.cmd(args).unwrap(), Reply::Simple("OK".into()));
     ok(&["DEBUG", "POPULATE", "1", "big", &SIZE.to_string()]);
-    let pid = server.pid().unwrap();
-    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
-    let before = status_kb(pid, "VmRSS");
-    bgsave_and_wait(&server);
-    let grown = status_kb(pid, "VmHWM").saturating_sub(before);
+    let span = PeakMemory::start(server.pid().unwrap()).unwrap();
+    start_bgsave(&server);
+    wait_bgsave(&server);
+    let grown = span.grown_kb().unwrap();
     assert!(grown < 12 << 10, "peak grew by {grown} kB during BGSAVE");
 
     // Slowed down by small keys (0.5 ms each), so the change lands during the save.
     ok(&["DEBUG", "POPULATE", "2000", "small", "10"]);
     ok(&["CONFIG", "SET", "rdb-key-save-delay", "500"]);
-    assert_eq!(
-        server.cmd(&["BGSAVE"]).unwrap(),
-        Reply::Simple("Background saving started".into())
-    );
+    start_bgsave(&server);
     let changed = server.cmd(&["SETRANGE", "big:0", "0", "X"]).unwrap();
     assert_eq!(changed, Reply::Integer(SIZE as i64));
     assert_eq!(
@@ -308,11 +297,7 @@ fn bgsave_shares_a_large_string_and_copies_it_on_write() {
         "1",
         "the change came after the save"
     );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while info_field(&server, "persistence", "rdb_bgsave_in_progress") != "0" {
-        assert!(Instant::now() < deadline, "the BGSAVE did not end");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_bgsave(&server);
     ok(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
     ok(&["DEBUG", "RELOAD", "NOSAVE"]);
     let first = server.cmd(&["GETRANGE", "big:0", "0", "0"]).unwrap();

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use redline_testkit::{RedisServer, RedlineServer, Reply};
+use redline_testkit::{PeakMemory, RedisServer, RedlineServer, Reply};
 
 /// What these tests need of either server.
 trait Server {
@@ -509,16 +509,6 @@ fn shutdown_waits_for_a_replica_waiting_for_its_image() {
     });
 }
 
-/// A field of `/proc/<pid>/status` in kB.
-fn status_kb(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
-
 /// One large string is written to the file from where it is, as Redis writes it from
 /// its object, not copied into the image's buffer first: a SAVE of a single 48 MB value
 /// grows the peak by a small part of it, and the image loads back whole.
@@ -531,11 +521,9 @@ fn save_writes_a_large_string_from_where_it_is() {
             server,
             &["DEBUG", "POPULATE", "1", "big", &SIZE.to_string()],
         );
-        let pid = server.pid();
-        std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
-        let before = status_kb(pid, "VmRSS");
+        let span = PeakMemory::start(server.pid()).unwrap();
         ok(server, &["SAVE"]);
-        let grown = status_kb(pid, "VmHWM").saturating_sub(before);
+        let grown = span.grown_kb().unwrap();
         assert!(grown < 12 << 10, "peak grew by {grown} kB during SAVE");
         ok(server, &["DEBUG", "RELOAD"]);
         assert_eq!(
@@ -552,16 +540,13 @@ fn save_writes_the_image_as_it_makes_it() {
     on_both(|server| {
         ok(server, &["CONFIG", "SET", "rdbcompression", "no"]);
         ok(server, &["DEBUG", "POPULATE", "48", "big", "1048576"]);
-        let pid = server.pid();
-        // Peak memory from now on (Linux: "5" resets VmHWM to the current VmRSS).
-        std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
-        let before = status_kb(pid, "VmRSS");
+        let span = PeakMemory::start(server.pid()).unwrap();
         ok(server, &["SAVE"]);
         let image = std::fs::metadata(server.dir().join("dump.rdb"))
             .unwrap()
             .len();
         assert!(image > 48 << 20, "{image}");
-        let grown = status_kb(pid, "VmHWM").saturating_sub(before);
+        let grown = span.grown_kb().unwrap();
         assert!(grown < 12 << 10, "peak grew by {grown} kB during SAVE");
     });
 }

@@ -41,6 +41,7 @@
 mod cluster;
 mod control;
 mod error;
+mod peak_memory;
 mod ports;
 mod process;
 mod reaper;
@@ -53,6 +54,7 @@ mod tls;
 pub use cluster::{RedisCluster, RedisClusterBuilder, Role, SlotRange, SLOTS};
 pub use control::Reply;
 pub use error::{Error, Result};
+pub use peak_memory::PeakMemory;
 pub use redis::{RedisServer, RedisServerBuilder};
 pub use redline::{redline_server_bin, RedlineServer, RedlineServerBuilder};
 pub use sentinel::{RedisSentinels, RedisSentinelsBuilder};
