@@ -708,16 +708,17 @@ impl Journal {
         stream.offset
     }
 
-    /// `link` made its first write of a chunk that ends at stream offset `end`; `whole`
-    /// when its socket took all of it (see [`Self::hand_off`]).
-    pub fn link_tried(&self, link: &ReplicaLink, end: u64, whole: bool) {
-        link.outbox.tried(end, whole);
+    /// `link` made its first write of a chunk that ends at stream offset `end`;
+    /// `caught_up` when its socket took all of it and it reached the end of the stream
+    /// (see [`Self::hand_off`]).
+    pub fn link_tried(&self, link: &ReplicaLink, end: u64, caught_up: bool) {
+        link.outbox.tried(end, caught_up);
         self.stream.lock().refresh_handed();
         self.handoff.notify();
     }
 
-    /// `link` has written the chunk it tried: if its socket was full, clients wait for
-    /// it again from now on.
+    /// `link` has written the chunk it tried: if it was behind, clients wait for it
+    /// again from now on.
     pub fn link_unstuck(&self, link: &ReplicaLink) {
         if link.outbox.unstuck() {
             self.stream.lock().refresh_handed();
@@ -725,7 +726,8 @@ impl Journal {
     }
 
     /// Waits until every online replica's link has made its first write of the stream
-    /// up to `offset` (or found its socket full), for [`HANDOFF_LIMIT`] at most: a
+    /// up to `offset` (or is behind: its socket full, or more than a chunk to write),
+    /// for [`HANDOFF_LIMIT`] at most: a
     /// client's reply then leaves after the change it acknowledges, as Redis writes its
     /// replicas' output before its clients' in each event-loop turn, and a client that
     /// reads from a replica right after its write's reply finds the write there.

@@ -421,13 +421,17 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
                 shared.freeze.wait().await;
                 // A chunk of what it has not written yet per turn, so its ACKs are read
                 // between chunks of a long catch-up.
-                let chunk = journal.stream().next_chunk(link)?;
+                let (chunk, head) = {
+                    let stream = journal.stream();
+                    (stream.next_chunk(link)?, stream.offset)
+                };
                 if let Some(chunk) = chunk {
                     // One write first, without waiting: clients whose replies wait for
                     // their changes to reach the replicas go on once it is made.
                     let end = link.outbox.sent() + chunk.len() as u64;
                     let done = write_now(socket, &chunk).await?;
-                    journal.link_tried(link, end, done == chunk.len());
+                    let caught_up = done == chunk.len() && end >= head;
+                    journal.link_tried(link, end, caught_up);
                     socket.write_all(&chunk[done..]).await?;
                     // A no-op on TCP; a TLS link sends what its buffer still holds.
                     socket.flush().await?;

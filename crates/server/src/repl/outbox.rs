@@ -33,8 +33,11 @@ pub struct Outbox {
     /// Stream offset up to which the link has made its first write (see
     /// [`Outbox::handed`]).
     tried: AtomicU64,
-    /// The link's last first write did not take its whole chunk (the replica's socket
-    /// is full): until that chunk is out, nobody waits for the link.
+    /// The link is behind: its last first write did not take its whole chunk (the
+    /// replica's socket is full), or that chunk did not reach the end of the stream (a
+    /// catch-up after a sync, or writers faster than the replica). Until that chunk is
+    /// out, nobody waits for the link, as Redis's replies do not wait for a replica's
+    /// output buffer.
     stuck: AtomicBool,
     ready: Notify,
     /// Told once the replica overflows.
@@ -86,19 +89,19 @@ impl Outbox {
     }
 
     /// The link made its first write of a chunk that ends at stream offset `end`;
-    /// `whole` when the socket took all of it.
-    pub fn tried(&self, end: u64, whole: bool) {
-        self.stuck.store(!whole, Ordering::Release);
+    /// `caught_up` when the socket took all of it and it reached the stream's end.
+    pub fn tried(&self, end: u64, caught_up: bool) {
+        self.stuck.store(!caught_up, Ordering::Release);
         self.tried.fetch_max(end, Ordering::AcqRel);
     }
 
-    /// The chunk the link was writing is out; whether the socket had been full.
+    /// The chunk the link was writing is out; whether the link had been behind.
     pub fn unstuck(&self) -> bool {
         self.stuck.swap(false, Ordering::AcqRel)
     }
 
     /// The stream offset up to which changes have been handed to the replica's socket
-    /// (written, or at least tried); everything while the socket is full. A reply
+    /// (written, or at least tried); everything while the link is behind. A reply
     /// acknowledging a change up to there may go out, as Redis writes its replicas'
     /// output before its clients' in one event-loop turn (and buffers what a full
     /// socket does not take).
