@@ -321,16 +321,7 @@ impl CutSink for CutFile {
                         Some(value) => {
                             // What came before it goes first, in order.
                             self.queue(db, std::mem::take(&mut bytes));
-                            let mut start = Vec::new();
-                            write_string_entry_start(&mut start, key, entry.expires_at);
-                            self.queued.add_shared(value.len());
-                            let value = value.clone();
-                            let chunk = Chunk::LargeString { db, start, value };
-                            if let Err(unsent) = self.tx.send(chunk) {
-                                if let Chunk::LargeString { value, .. } = unsent.0 {
-                                    self.queued.take_back(value.len());
-                                }
-                            }
+                            self.queue_large(db, key, entry.expires_at, value.clone());
                         }
                         None => write_entry(&mut bytes, key, entry),
                     }
@@ -361,9 +352,25 @@ impl CutFile {
             self.queued.remove(size);
         }
     }
+
+    /// Hands a large string entry of `db` to the writer, its value by reference.
+    fn queue_large(&self, db: usize, key: &[u8], expires_at: u64, value: Arc<[u8]>) {
+        let mut start = Vec::new();
+        write_string_entry_start(&mut start, key, expires_at);
+        let len = value.len();
+        self.queued.add_shared(len);
+        if self
+            .tx
+            .send(Chunk::LargeString { db, start, value })
+            .is_err()
+        {
+            self.queued.take_back(len);
+        }
+    }
 }
 
-/// The shared bytes of a string entry large enough to be written from where it is.
+/// The shared bytes of a string entry large enough for the cut to take by reference
+/// (SAVE writes any string of a piece or more from where it is, shared or not).
 fn large_string(entry: &Entry) -> Option<&Arc<[u8]>> {
     match &entry.value {
         crate::store::Value::Str(value) => value.shared(),
