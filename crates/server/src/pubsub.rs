@@ -14,7 +14,7 @@ use redline_resp::{encode, Protocol};
 
 use crate::config::OutputBufferLimit;
 use crate::glob::glob_match;
-use crate::net::input_turns::InputTurns;
+use crate::net::input_turns::{unsettled_of, InputTurns};
 use crate::net::mailbox::Mailbox;
 
 /// Which namespace a subscription lives in.
@@ -190,12 +190,8 @@ impl PubSub {
     ) -> Vec<(Arc<InputTurns>, u64)> {
         let mut unsettled = Vec::new();
         self.for_each_reached(kind, channel, |_, listeners| {
-            for l in listeners.iter().filter(|l| l.id != me) {
-                let turns = l.mailbox.input_turns();
-                if let Some(turn) = turns.unsettled() {
-                    unsettled.push((turns.clone(), turn));
-                }
-            }
+            let others = listeners.iter().filter(|l| l.id != me);
+            unsettled.extend(unsettled_of(others.map(|l| l.mailbox.input_turns())));
         });
         unsettled
     }

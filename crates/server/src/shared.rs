@@ -92,6 +92,9 @@ pub struct Shared {
     pub blocking: Blocking,
     /// Pub/sub subscriptions.
     pub pubsub: PubSub,
+    /// The connections that WATCH keys, which a write waits for (see
+    /// [`crate::net::input_turns`]).
+    pub watching: crate::net::input_turns::Watching,
     /// CLIENT PAUSE.
     pub pause: Pause,
     /// DEBUG SLEEP: the whole server stopped for a while.
@@ -189,6 +192,7 @@ impl Shared {
             clients,
             blocking: Blocking::default(),
             pubsub: PubSub::default(),
+            watching: Default::default(),
             pause: Pause::default(),
             freeze: crate::freeze::Freeze::default(),
             graceful: Default::default(),

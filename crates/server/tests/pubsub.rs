@@ -269,3 +269,43 @@ fn a_publish_after_an_unsubscribe_already_sent_does_not_reach_it() {
         None
     );
 }
+
+/// Of `rounds` PUBSUB NUMSUBs, each sent on a second connection right after a client
+/// sent SUBSCRIBE (then UNSUBSCRIBE) without waiting for its reply, how many did not
+/// count the change.
+fn numsubs_before_a_subscribe_already_sent(addr: SocketAddr, rounds: usize) -> usize {
+    let mut subscriber = Conn::connect(addr);
+    let mut asker = Conn::connect(addr);
+    // Established connections, as in `first_publish_after_unsubscribe_that_arrived`.
+    subscriber.cmd(&["PING"]);
+    asker.cmd(&["PING"]);
+    let mut missed = 0;
+    for _ in 0..rounds {
+        subscriber.send(&["SUBSCRIBE", "ordered"]);
+        missed += usize::from(numsub(&mut asker, "ordered") != 1);
+        subscriber.read().unwrap();
+        subscriber.send(&["UNSUBSCRIBE", "ordered"]);
+        missed += usize::from(numsub(&mut asker, "ordered") != 0);
+        subscriber.read().unwrap();
+    }
+    missed
+}
+
+/// PUBSUB's introspection counts a (UN)SUBSCRIBE that reached the server before it,
+/// as on Redis's one thread: it lets every connection run the input it has already
+/// received (go-redis's spec "should pub/sub channels" checks PUBSUB CHANNELS right
+/// after a SUBSCRIBE it did not wait for). Without the wait, `order.py`
+/// (bench/NOTES.md, stop 74) saw 32 of 2,000 miss. redis-server itself is not held to
+/// it: here it missed 0 to 116 of 600 from run to run (its one thread takes the two
+/// sockets' input in the order one `epoll_wait` lists them).
+#[test]
+fn pubsub_numsub_counts_a_subscribe_already_sent() {
+    let redis = RedisServer::start().unwrap();
+    let ours = Redline::start();
+    let theirs = numsubs_before_a_subscribe_already_sent(redis.addr(), 300);
+    let missed = numsubs_before_a_subscribe_already_sent(ours.addr, 300);
+    assert!(
+        missed <= 2,
+        "missed {missed} of 600 (redis-server: {theirs})"
+    );
+}

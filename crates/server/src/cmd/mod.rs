@@ -345,9 +345,11 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
             return Ok(());
         }
         // Once waited for, the command runs whatever the others do by then.
+        // Each check adds the connections it waits for: `|`, not `||`.
         if !std::mem::take(&mut ctx.client.input_waited)
             && (pubsub::lets_listeners_run_first(ctx, spec, args)
-                || crate::repl::replica::lets_stream_run_first(ctx))
+                | tx::lets_watchers_run_first(ctx, spec, args)
+                | crate::repl::replica::lets_stream_run_first(ctx))
         {
             ctx.client.postpone = true;
             return Ok(());
@@ -903,7 +905,7 @@ fn script_wait(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> Option<crate::scripting
 }
 
 /// EVAL, EVALSHA, FCALL and their read-only variants.
-fn is_script(spec: &CommandSpec) -> bool {
+pub(crate) fn is_script(spec: &CommandSpec) -> bool {
     matches!(
         spec.name,
         "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"

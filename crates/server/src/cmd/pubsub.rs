@@ -171,7 +171,8 @@ fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 /// Whether this PUBLISH (or SPUBLISH) waits first for listeners that have input they
 /// have not run yet, as Redis, on one thread, would have run it before (see
-/// [`crate::net::input_turns`]); the wait goes into `input_wait`.
+/// [`crate::net::input_turns`]); so does PUBSUB's introspection for every connection,
+/// any of which may be subscribing. The wait goes into `input_wait`.
 pub fn lets_listeners_run_first(
     ctx: &mut Ctx<'_>,
     spec: &redline_resp::command::CommandSpec,
@@ -181,22 +182,27 @@ pub fn lets_listeners_run_first(
     if !spec.flags.contains(CommandFlags::PUBSUB) {
         return false;
     }
-    let kind = match spec.name {
-        "publish" => Kind::Channel,
-        "spublish" => Kind::Shard,
+    let me = ctx.client.id;
+    let unsettled = match (spec.name, args) {
+        ("publish", [_, channel, _]) => {
+            ctx.shared
+                .pubsub
+                .unsettled_listeners(Kind::Channel, channel, me)
+        }
+        ("spublish", [_, channel, _]) => {
+            ctx.shared
+                .pubsub
+                .unsettled_listeners(Kind::Shard, channel, me)
+        }
+        (name, _) if name.starts_with("pubsub|") && name != "pubsub|help" => {
+            ctx.shared.clients.unsettled_inputs(me)
+        }
         _ => return false,
     };
-    if args.len() != 3 {
-        return false;
-    }
-    let unsettled = ctx
-        .shared
-        .pubsub
-        .unsettled_listeners(kind, &args[1], ctx.client.id);
     if unsettled.is_empty() {
         return false;
     }
-    ctx.client.input_wait = unsettled;
+    ctx.client.input_wait.extend(unsettled);
     true
 }
 

@@ -14,6 +14,7 @@
 use std::cell::RefCell;
 
 use bytes::Bytes;
+use redline_resp::command::CommandSpec;
 use redline_resp::encode;
 
 use super::reply::{ok, CmdError, CmdResult};
@@ -75,6 +76,8 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             continue;
         }
         ctx.lock(key).watch(key, ctx.client.id);
+        let turns = ctx.client.mailbox.input_turns();
+        ctx.shared.watching.add(ctx.client.id, turns, key);
         ctx.client.watched.push(WatchedKey {
             db,
             key: key.to_vec(),
@@ -88,7 +91,11 @@ fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     // Queued UNWATCH runs inside EXEC, whose transaction holds the shards: go through
     // the context rather than locking them again.
     let client = ctx.client.id;
-    for w in std::mem::take(&mut ctx.client.watched) {
+    let watched = std::mem::take(&mut ctx.client.watched);
+    ctx.shared
+        .watching
+        .remove(client, watched.iter().map(|w| &w.key[..]));
+    for w in watched {
         let index = ctx.shared.store.db(w.db).shard_index(&w.key);
         ctx.lock_in(w.db, index).unwatch(&w.key, client);
     }
@@ -98,6 +105,12 @@ fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 /// Forgets every WATCH of a client (EXEC, DISCARD, UNWATCH, RESET, disconnect).
 pub fn unwatch_all(shared: &Shared, client: &mut ClientState) {
+    if client.watched.is_empty() {
+        return;
+    }
+    shared
+        .watching
+        .remove(client.id, client.watched.iter().map(|w| &w.key[..]));
     for w in client.watched.drain(..) {
         shared
             .store
@@ -105,6 +118,65 @@ pub fn unwatch_all(shared: &Shared, client: &mut ClientState) {
             .lock(&w.key)
             .unwatch(&w.key, client.id);
     }
+}
+
+/// Whether this command, which may change keys, waits first for the connections that
+/// WATCH those keys and have input they have not run yet: an EXEC among it would have
+/// run before this command in Redis, and found its keys unchanged (see
+/// [`crate::net::input_turns`]). The wait goes into `input_wait`.
+pub fn lets_watchers_run_first(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
+    if !(spec.may_replicate() || spec.name == "exec") || !ctx.shared.watching.any() {
+        return false;
+    }
+    let mut keys = Vec::new();
+    let precise = written_keys(ctx, spec, args, &mut keys);
+    let unsettled = ctx
+        .shared
+        .watching
+        .unsettled(ctx.client.id, precise.then_some(&keys[..]));
+    if unsettled.is_empty() {
+        return false;
+    }
+    ctx.client.input_wait.extend(unsettled);
+    true
+}
+
+/// Adds to `keys` the keys the command (or EXEC's queued commands) names; false when it
+/// may change keys it does not name (a script, FLUSHALL, SWAPDB...).
+fn written_keys<'a>(
+    ctx: &'a Ctx<'_>,
+    spec: &CommandSpec,
+    args: &'a [Bytes],
+    keys: &mut Vec<&'a [u8]>,
+) -> bool {
+    if spec.name == "exec" {
+        let queued = ctx.client.multi.iter().flatten();
+        return queued.into_iter().all(|queued| {
+            ctx.shared
+                .renamed
+                .resolve(queued)
+                .is_none_or(|spec| !spec.may_replicate() || written_keys(ctx, spec, queued, keys))
+        });
+    }
+    if matches!(spec.name, "flushall" | "flushdb" | "swapdb") || super::is_script(spec) {
+        return false;
+    }
+    // A list it pushes to (or makes: RENAME, COPY, SORT STORE...) can serve a blocked
+    // BLMOVE, which writes its own destination.
+    if ctx.shared.blocking.any() && matches!(spec.docs.group, "list" | "generic") {
+        return false;
+    }
+    let mut positions = Vec::new();
+    if redline_resp::command::keys_into(spec, args, &mut positions).is_err() {
+        return false;
+    }
+    keys.extend(
+        positions
+            .iter()
+            .filter_map(|&i| args.get(i))
+            .map(|k| &k[..]),
+    );
+    true
 }
 
 /// Commands outside the data families whose effect stays within the keys the command

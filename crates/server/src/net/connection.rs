@@ -478,6 +478,8 @@ impl<S> Drop for Connection<'_, S> {
         self.output = BytesMut::new();
         self.client.mailbox.freed();
         self.client.mailbox.forget();
+        // Nobody waits for the turn of a connection that is gone.
+        self.client.mailbox.input_turns().end();
         cmd::tx::unwatch_all(self.shared, &mut self.client);
         if let Some(blocked) = self.client.blocked.take() {
             cmd::blocking::cancel(self.shared, &blocked.waiter);
@@ -662,7 +664,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             self.trim_idle_buffers();
             self.count_memory();
         }
-        tokio_util::io::poll_read_buf(Pin::new(&mut self.stream), cx, &mut self.input)
+        self.poll_read_in_turn(cx)
     }
 
     /// Makes room in the query buffer for the next read.
@@ -727,7 +729,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                         self.count_memory();
                     }
                     if !self.output.is_empty() {
-                        // Input is read while a slow reader's socket is full: a listener's
+                        // Input is read while a slow reader's socket is full: a
                         // turn ends there (see `poll_read_in_turn`), not after the write.
                         let sent = self.write_or_read().await?;
                         // Writing to the client counts as activity, as in Redis.
@@ -754,14 +756,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         }
     }
 
-    /// A read of a client that waits for input and messages (see
-    /// [`crate::net::input_turns`]). A listener's turn lasts from its first read until
-    /// it finds its socket empty, with its task's waker registered there, wrapped so
-    /// that input arriving from then on is marked ready before the task runs.
+    /// A read of a client between batches (see [`crate::net::input_turns`]). A turn
+    /// lasts from its first read until it finds its socket empty, with its task's waker
+    /// registered there, wrapped so that input arriving from then on is marked ready
+    /// before the task runs.
     fn poll_read_in_turn(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        if !self.client.in_pubsub() {
-            return tokio_util::io::poll_read_buf(Pin::new(&mut self.stream), cx, &mut self.input);
-        }
         let turns = self.client.mailbox.input_turns();
         self.turn_reader
             .poll_read(turns, cx, &mut self.stream, &mut self.input)
@@ -1015,14 +1014,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             &mut self.input,
             &mut self.output,
         );
-        // A listener's turn (see `poll_read_in_turn`) goes on until it finds its socket
-        // empty; a client that just became one starts its first here: input that
-        // arrives before it waits on its socket again finds nobody to mark it ready.
-        // A client that waits now (blocked, paused...) runs none of its input until it
-        // is served, as in Redis, and one that is no longer a listener gets no message:
-        // nothing for a PUBLISH to wait for.
+        // A turn (see `poll_read_in_turn`) goes on until the connection finds its socket
+        // empty: input that arrives before it waits on its socket again finds nobody to
+        // mark it ready. (One whose commands ran with no read, after a wait, starts its
+        // turn here.) A client that waits now (blocked, paused...) runs none of its
+        // input until it is served, as in Redis: nothing for others to wait for.
         let turns = self.client.mailbox.input_turns();
-        if self.client.in_pubsub() && matches!(progress, Progress::Drained | Progress::OutputFull) {
+        if matches!(progress, Progress::Drained | Progress::OutputFull) {
             turns.begin();
         } else {
             turns.end();
@@ -1211,8 +1209,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             Poll::Pending => {}
         }
         self.reserve_input();
-        // A listener whose replies wait for room ends its turn here once its socket is
-        // empty, rather than hold publishers until the replies are out.
+        // A client whose replies wait for room ends its turn here once its socket is
+        // empty, rather than hold others until the replies are out.
         match self.poll_read_in_turn(cx) {
             Poll::Ready(Ok(0)) => Poll::Ready(Ok(Sent::PeerClosed)),
             Poll::Ready(Ok(_)) => Poll::Ready(Ok(Sent::ReadMore)),

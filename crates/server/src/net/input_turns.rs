@@ -1,53 +1,64 @@
-//! Whether a listener has commands that reached the server before a PUBLISH and that
-//! it has not run yet.
+//! Whether another connection has commands that reached the server before this one's
+//! command and that it has not run yet.
 //!
 //! Redis runs the commands of all connections on one thread, in about the order they
 //! arrive: a subscriber's UNSUBSCRIBE sent just before another connection's PUBLISH
-//! nearly always runs first, even when neither client waited for a reply. Here the two
+//! nearly always runs first, even when neither client waited for a reply; so does an
+//! EXEC sent just before another connection's write to a key it watches. Here the two
 //! connections run on two workers at once, and the PUBLISH could count (and message) a
-//! subscriber whose UNSUBSCRIBE was already in its socket. So a publisher looks at each
-//! listener first: input the runtime found in its socket, or a batch it is running, and
-//! the PUBLISH waits (briefly, see [`SETTLE_LIMIT`]) for that turn to end, as Redis
-//! would have run it.
+//! subscriber whose UNSUBSCRIBE was already in its socket, or the write break the
+//! transaction. So the few commands whose outcome depends on other connections' state
+//! look at those connections first: input the runtime found in their socket, or a
+//! batch they are running, and wait (briefly, see [`SETTLE_LIMIT`]) for that turn to
+//! end, as Redis would have run it. Who is looked at:
+//! - a PUBLISH: the listeners it would reach;
+//! - PUBSUB CHANNELS, NUMSUB...: every connection (any may be subscribing);
+//! - a write, a script or EXEC: the connections that WATCH keys ([`Watching`]), whose
+//!   EXEC it could break;
+//! - on a replica, any client command: the link from the master (below).
 //!
-//! The listener's connection numbers its turns: a turn (odd) lasts from a read until
-//! the connection finds its socket empty again, its task's waker registered there; in
+//! Every connection numbers its turns: a turn (odd) lasts from a read until the
+//! connection finds its socket empty again, its task's waker registered there; in
 //! between (even), new input reaches it through that waker, which first raises `ready`
 //! ([`ReadyWaker`]). The runtime wakes readers in the order the kernel reported their
-//! sockets readable, so a listener whose input came before the PUBLISH's is marked
+//! sockets readable, so a connection whose input came before the PUBLISH's is marked
 //! before the publisher's task even runs. The turn opens (and `ready` drops) before the
 //! socket is read, and the publisher looks at `ready` first and the count second, so
 //! whichever way the two interleave, input that arrived before the PUBLISH is seen. No
-//! system call is made on either side.
+//! system call is made on either side: a read costs two atomic stores more.
 //!
-//! What this cannot order: a PUBLISH the runtime did not wake its connection for (the
+//! What this cannot order: a command the runtime did not wake its connection for (the
 //! first command of a connection just accepted, read at once; or one already waiting
 //! when its connection finished its previous replies) can be read before the runtime
-//! has handled the listener's earlier readiness.
+//! has handled the other's earlier readiness; and a connection that is not yet a
+//! listener or a watcher (its SUBSCRIBE or WATCH still unread) is not looked at by a
+//! PUBLISH or a write.
 //!
 //! A replica's link to its master counts its turns the same way, one per read and the
 //! commands applied from it (see `crate::repl::replica`): a client's command that came
 //! after the master's stream waits for the stream to be applied, as Redis, reading both
 //! sockets on one thread, would have applied it first.
 
+use std::collections::HashMap;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use bytes::BytesMut;
+use parking_lot::Mutex;
 use tokio::io::AsyncRead;
 
 use super::signal::Signal;
 
-/// The longest a PUBLISH waits for its listeners' turns. A turn normally ends within
-/// microseconds, or as long as its commands run (Redis would hold the PUBLISH as
-/// long); this bounds a listener whose worker is starved on a loaded machine.
+/// The longest a command waits for the others' turns. A turn normally ends within
+/// microseconds, or as long as its commands run (Redis would hold the command as
+/// long); this bounds a connection whose worker is starved on a loaded machine.
 pub const SETTLE_LIMIT: Duration = Duration::from_millis(50);
 
-/// A listener connection's input turns (see the module documentation).
+/// A connection's input turns (see the module documentation).
 #[derive(Debug, Default)]
 pub struct InputTurns {
     /// Odd while the owner reads and runs a batch.
@@ -55,9 +66,9 @@ pub struct InputTurns {
     /// The runtime found the owner's socket readable and the owner has not begun
     /// reading it since.
     ready: AtomicBool,
-    /// The owner is itself a publisher waiting for its listeners: what it read before
-    /// that PUBLISH has run, so nobody waits for it (two listeners publishing to each
-    /// other would otherwise each wait for the other's turn).
+    /// The owner itself waits for others' turns: what it read before the command that
+    /// waits has run, so nobody waits for it (two listeners publishing to each other
+    /// would otherwise each wait for the other's turn).
     parked: AtomicBool,
     /// Told when a turn ends or the owner parks.
     ended: Signal,
@@ -71,7 +82,10 @@ impl InputTurns {
             self.turns.store(turn + 1, Ordering::SeqCst);
         }
         // After the turn opened: a publisher that finds `ready` down finds the turn.
-        self.ready.store(false, Ordering::SeqCst);
+        // (Stored only when up: the usual read pays a load, not a locked store.)
+        if self.ready.load(Ordering::SeqCst) {
+            self.ready.store(false, Ordering::SeqCst);
+        }
     }
 
     /// Owner: what was read has run (or nothing came): the turn ends.
@@ -83,8 +97,8 @@ impl InputTurns {
         }
     }
 
-    /// Publisher: `None` when the owner has no input waiting or running; else the turn
-    /// count to wait for ([`Self::settled`]).
+    /// Another connection: `None` when the owner has no input waiting or running; else
+    /// the turn count to wait for ([`Self::settled`]).
     pub fn unsettled(&self) -> Option<u64> {
         if self.parked.load(Ordering::SeqCst) {
             return None;
@@ -100,7 +114,7 @@ impl InputTurns {
         }
     }
 
-    /// Owner: it waits for its own listeners until the returned guard drops (see
+    /// Owner: it waits for others' turns until the returned guard drops (see
     /// `parked`).
     pub fn park(&self) -> Parked<'_> {
         self.parked.store(true, Ordering::SeqCst);
@@ -108,7 +122,7 @@ impl InputTurns {
         Parked(self)
     }
 
-    /// Publisher: waits until the turn count reaches `target`, or `deadline`.
+    /// Another connection: waits until the turn count reaches `target`, or `deadline`.
     pub async fn settled(&self, target: u64, deadline: tokio::time::Instant) {
         let done =
             || self.turns.load(Ordering::SeqCst) >= target || self.parked.load(Ordering::SeqCst);
@@ -116,7 +130,98 @@ impl InputTurns {
     }
 }
 
-/// The owner waits for its own listeners while this lives ([`InputTurns::park`]).
+/// The connections that WATCH keys, with their turns and the keys they watch: a write
+/// to a watched key, sent after the watcher's EXEC (or UNWATCH, DISCARD...), waits for
+/// it, as its outcome depends on which runs first. Empty unless somebody watches, so a
+/// write pays one atomic load.
+#[derive(Debug, Default)]
+pub struct Watching {
+    /// How many connections watch keys.
+    count: AtomicUsize,
+    inner: Mutex<WatchingTable>,
+}
+
+#[derive(Debug, Default)]
+struct WatchingTable {
+    turns: HashMap<u64, Arc<InputTurns>>,
+    /// Who watches each key, whatever its database (a write to the same name in
+    /// another database waits too: rare, and only a wait).
+    keys: HashMap<Vec<u8>, Vec<u64>>,
+}
+
+impl Watching {
+    /// Whether any connection watches a key.
+    pub fn any(&self) -> bool {
+        self.count.load(Ordering::Acquire) > 0
+    }
+
+    /// Client `id` watches `key` (once per key: WATCH skips keys already watched).
+    pub fn add(&self, id: u64, turns: &Arc<InputTurns>, key: &[u8]) {
+        let mut table = self.inner.lock();
+        table.turns.entry(id).or_insert_with(|| turns.clone());
+        table.keys.entry(key.to_vec()).or_default().push(id);
+        self.count.store(table.turns.len(), Ordering::Release);
+    }
+
+    /// Client `id` watches none of `keys` any more (all it watched).
+    pub fn remove<'a>(&self, id: u64, keys: impl Iterator<Item = &'a [u8]>) {
+        let mut table = self.inner.lock();
+        if table.turns.remove(&id).is_none() {
+            return;
+        }
+        for key in keys {
+            if let Some(ids) = table.keys.get_mut(key) {
+                ids.retain(|w| *w != id);
+                if ids.is_empty() {
+                    table.keys.remove(key);
+                }
+            }
+        }
+        self.count.store(table.turns.len(), Ordering::Release);
+    }
+
+    /// The watchers other than `me` that have input they have not run yet, each with
+    /// the turn to wait for: those watching one of `keys`, or all of them (`None`).
+    pub fn unsettled(&self, me: u64, keys: Option<&[&[u8]]>) -> Vec<(Arc<InputTurns>, u64)> {
+        if !self.any() {
+            return Vec::new();
+        }
+        let table = self.inner.lock();
+        let others = |id: &&u64| **id != me;
+        match keys {
+            None => unsettled_of(
+                table
+                    .turns
+                    .iter()
+                    .filter(|(id, _)| others(id))
+                    .map(|(_, t)| t),
+            ),
+            Some(keys) => {
+                let mut ids: Vec<u64> = keys
+                    .iter()
+                    .filter_map(|key| table.keys.get(*key))
+                    .flatten()
+                    .filter(others)
+                    .copied()
+                    .collect();
+                ids.sort_unstable();
+                ids.dedup();
+                unsettled_of(ids.iter().filter_map(|id| table.turns.get(id)))
+            }
+        }
+    }
+}
+
+/// Those of `turns` that have input not run yet, with the turn to wait for.
+pub fn unsettled_of<'a>(
+    turns: impl Iterator<Item = &'a Arc<InputTurns>>,
+) -> Vec<(Arc<InputTurns>, u64)> {
+    turns
+        .filter_map(|t| t.unsettled().map(|turn| (t.clone(), turn)))
+        .collect()
+}
+
+/// The owner waits for others' turns while this lives ([`InputTurns::park`]).
 pub struct Parked<'a>(&'a InputTurns);
 
 impl Drop for Parked<'_> {
@@ -164,7 +269,7 @@ impl TurnReader {
     }
 }
 
-/// The waker a listener reads its socket with: raises `ready`, then wakes the task.
+/// The waker a connection reads its socket with: raises `ready`, then wakes the task.
 pub struct ReadyWaker {
     turns: Arc<InputTurns>,
     task: Waker,
@@ -206,6 +311,43 @@ mod tests {
         waker.wake();
         // Readable again after a turn: another whole turn is needed.
         assert_eq!(turns.unsettled(), Some(4));
+    }
+
+    #[test]
+    fn a_write_looks_at_the_watchers_of_its_keys_only() {
+        let watching = Watching::default();
+        let (a, b) = (
+            Arc::new(InputTurns::default()),
+            Arc::new(InputTurns::default()),
+        );
+        watching.add(1, &a, b"k1");
+        watching.add(1, &a, b"k2");
+        watching.add(2, &b, b"k2");
+        a.begin();
+        b.begin();
+        let ids = |found: Vec<(Arc<InputTurns>, u64)>| {
+            let mut ids: Vec<u64> = found
+                .iter()
+                .map(|(t, _)| if Arc::ptr_eq(t, &a) { 1 } else { 2 })
+                .collect();
+            ids.sort_unstable();
+            ids
+        };
+        assert_eq!(ids(watching.unsettled(9, Some(&[b"k1"]))), [1]);
+        assert_eq!(ids(watching.unsettled(9, Some(&[b"k2", b"k1"]))), [1, 2]);
+        assert_eq!(
+            ids(watching.unsettled(9, Some(&[b"other"]))),
+            Vec::<u64>::new()
+        );
+        assert_eq!(ids(watching.unsettled(1, None)), [2]);
+        // A watcher with nothing unread is not waited for.
+        b.end();
+        assert_eq!(ids(watching.unsettled(9, Some(&[b"k2"]))), [1]);
+        watching.remove(1, [&b"k1"[..], b"k2"].into_iter());
+        assert_eq!(ids(watching.unsettled(9, None)), Vec::<u64>::new());
+        assert!(watching.any());
+        watching.remove(2, [&b"k2"[..]].into_iter());
+        assert!(!watching.any());
     }
 
     #[tokio::test]

@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use tokio::task::AbortHandle;
 
 use super::client_memory::{ClientFigures, ClientMemory};
+use super::input_turns::{unsettled_of, InputTurns};
 use super::mailbox::Mailbox;
 use crate::acl::UserCell;
 
@@ -215,6 +216,18 @@ impl Clients {
     /// The mailbox of client `id`, if it is connected.
     pub fn mailbox(&self, id: u64) -> Option<Arc<Mailbox>> {
         self.map.lock().get(&id).and_then(|e| e.mailbox.clone())
+    }
+
+    /// The connections other than `me` that have input they have not run yet, each with
+    /// the turn to wait for (see [`crate::net::input_turns`]).
+    pub fn unsettled_inputs(&self, me: u64) -> Vec<(Arc<InputTurns>, u64)> {
+        let map = self.map.lock();
+        unsettled_of(
+            map.iter()
+                .filter(|(id, _)| **id != me)
+                .filter_map(|(_, e)| e.mailbox.as_deref())
+                .map(Mailbox::input_turns),
+        )
     }
 
     /// Whether client `id` is connected.
