@@ -14,7 +14,7 @@ use redline_resp::{encode, Protocol};
 
 use crate::config::OutputBufferLimit;
 use crate::glob::glob_match;
-use crate::net::input_turns::{unsettled_of, InputTurns};
+use crate::net::input_turns::{unsettled_of, Due, InputTurns};
 use crate::net::mailbox::Mailbox;
 
 /// Which namespace a subscription lives in.
@@ -187,7 +187,7 @@ impl PubSub {
         kind: Kind,
         channel: &[u8],
         me: u64,
-    ) -> Vec<(Arc<InputTurns>, u64)> {
+    ) -> Vec<(Arc<InputTurns>, Due)> {
         let mut unsettled = Vec::new();
         self.for_each_reached(kind, channel, |_, listeners| {
             let others = listeners.iter().filter(|l| l.id != me);

@@ -124,10 +124,16 @@ pub fn unwatch_all(shared: &Shared, client: &mut ClientState) {
 /// WATCH those keys and have input they have not run yet: an EXEC among it would have
 /// run before this command in Redis, and found its keys unchanged (see
 /// [`crate::net::input_turns`]). The wait goes into `input_wait`.
+#[inline]
 pub fn lets_watchers_run_first(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
-    if !(spec.may_replicate() || spec.name == "exec") || !ctx.shared.watching.any() {
-        return false;
-    }
+    // One load for every command while nobody watches.
+    ctx.shared.watching.any()
+        && (spec.may_replicate() || spec.name == "exec")
+        && wait_for_watchers(ctx, spec, args)
+}
+
+#[cold]
+fn wait_for_watchers(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
     let mut keys = Vec::new();
     let precise = written_keys(ctx, spec, args, &mut keys);
     let unsettled = ctx

@@ -173,7 +173,10 @@ pub struct ClientState {
     /// Set with `postpone` by the dispatcher: other connections with input to run first
     /// (a PUBLISH's listeners, a replica's master link), each with the input turn to wait
     /// for (see [`crate::net::input_turns`]).
-    pub input_wait: Vec<(std::sync::Arc<super::input_turns::InputTurns>, u64)>,
+    pub input_wait: Vec<(
+        std::sync::Arc<super::input_turns::InputTurns>,
+        super::input_turns::Due,
+    )>,
     /// The postponed command has waited for that input: it runs now, whatever it does.
     pub input_waited: bool,
     /// The script turn, held from this client's first script of a batch of commands to

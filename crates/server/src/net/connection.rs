@@ -1020,6 +1020,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         // turn here.) A client that waits now (blocked, paused...) runs none of its
         // input until it is served, as in Redis: nothing for others to wait for.
         let turns = self.client.mailbox.input_turns();
+        turns.batch_ran();
         if matches!(progress, Progress::Drained | Progress::OutputFull) {
             turns.begin();
         } else {
@@ -1048,8 +1049,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         let deadline = tokio::time::Instant::now() + SETTLE_LIMIT;
         // Two listeners publishing to each other must not wait for each other's turn.
         let _parked = self.client.mailbox.input_turns().park();
-        for (turns, turn) in std::mem::take(&mut self.client.input_wait) {
-            turns.settled(turn, deadline).await;
+        for (turns, due) in std::mem::take(&mut self.client.input_wait) {
+            turns.settled(due, deadline).await;
         }
         self.client.input_waited = true;
     }

@@ -70,8 +70,21 @@ pub struct InputTurns {
     /// waits has run, so nobody waits for it (two listeners publishing to each other
     /// would otherwise each wait for the other's turn).
     parked: AtomicBool,
-    /// Told when a turn ends or the owner parks.
+    /// Batches the owner has run (see [`Due`]).
+    batches: AtomicU64,
+    /// Told when a turn or a batch ends, or the owner parks.
     ended: Signal,
+}
+
+/// What another connection waits for: the turn count to reach `turn`, or two more
+/// batches to have run. A connection that never finds its socket empty (a client
+/// streaming commands) keeps one turn open for good; two batches (the one running, the
+/// next read and its commands) run the input it had when the other looked, as Redis,
+/// which reads a client's input a chunk at a time, would have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Due {
+    turn: u64,
+    batches: u64,
 }
 
 impl InputTurns {
@@ -97,21 +110,30 @@ impl InputTurns {
         }
     }
 
+    /// Owner: a batch of commands has run.
+    pub fn batch_ran(&self) {
+        let batches = self.batches.load(Ordering::Relaxed);
+        self.batches.store(batches + 1, Ordering::Release);
+        self.ended.notify();
+    }
+
     /// Another connection: `None` when the owner has no input waiting or running; else
-    /// the turn count to wait for ([`Self::settled`]).
-    pub fn unsettled(&self) -> Option<u64> {
+    /// what to wait for ([`Self::settled`]).
+    pub fn unsettled(&self) -> Option<Due> {
         if self.parked.load(Ordering::SeqCst) {
             return None;
         }
         let ready = self.ready.load(Ordering::SeqCst);
         let turn = self.turns.load(Ordering::SeqCst);
-        if turn & 1 == 1 {
-            Some(turn + 1)
+        let turn = if turn & 1 == 1 {
+            turn + 1
         } else if ready {
-            Some(turn + 2)
+            turn + 2
         } else {
-            None
-        }
+            return None;
+        };
+        let batches = self.batches.load(Ordering::Acquire) + 2;
+        Some(Due { turn, batches })
     }
 
     /// Owner: it waits for others' turns until the returned guard drops (see
@@ -122,10 +144,13 @@ impl InputTurns {
         Parked(self)
     }
 
-    /// Another connection: waits until the turn count reaches `target`, or `deadline`.
-    pub async fn settled(&self, target: u64, deadline: tokio::time::Instant) {
-        let done =
-            || self.turns.load(Ordering::SeqCst) >= target || self.parked.load(Ordering::SeqCst);
+    /// Another connection: waits until `due` (or the owner parks), or `deadline`.
+    pub async fn settled(&self, due: Due, deadline: tokio::time::Instant) {
+        let done = || {
+            self.turns.load(Ordering::SeqCst) >= due.turn
+                || self.batches.load(Ordering::Acquire) >= due.batches
+                || self.parked.load(Ordering::SeqCst)
+        };
         self.ended.wait_until(done, deadline).await;
     }
 }
@@ -151,6 +176,7 @@ struct WatchingTable {
 
 impl Watching {
     /// Whether any connection watches a key.
+    #[inline]
     pub fn any(&self) -> bool {
         self.count.load(Ordering::Acquire) > 0
     }
@@ -182,7 +208,7 @@ impl Watching {
 
     /// The watchers other than `me` that have input they have not run yet, each with
     /// the turn to wait for: those watching one of `keys`, or all of them (`None`).
-    pub fn unsettled(&self, me: u64, keys: Option<&[&[u8]]>) -> Vec<(Arc<InputTurns>, u64)> {
+    pub fn unsettled(&self, me: u64, keys: Option<&[&[u8]]>) -> Vec<(Arc<InputTurns>, Due)> {
         if !self.any() {
             return Vec::new();
         }
@@ -215,9 +241,9 @@ impl Watching {
 /// Those of `turns` that have input not run yet, with the turn to wait for.
 pub fn unsettled_of<'a>(
     turns: impl Iterator<Item = &'a Arc<InputTurns>>,
-) -> Vec<(Arc<InputTurns>, u64)> {
+) -> Vec<(Arc<InputTurns>, Due)> {
     turns
-        .filter_map(|t| t.unsettled().map(|turn| (t.clone(), turn)))
+        .filter_map(|t| t.unsettled().map(|due| (t.clone(), due)))
         .collect()
 }
 
@@ -303,14 +329,14 @@ mod tests {
         assert_eq!(turns.unsettled(), None);
         let waker = ReadyWaker::wrap(turns.clone(), Waker::noop().clone());
         waker.wake_by_ref();
-        assert_eq!(turns.unsettled(), Some(2));
+        assert_eq!(turns.unsettled().map(|d| d.turn), Some(2));
         turns.begin();
-        assert_eq!(turns.unsettled(), Some(2));
+        assert_eq!(turns.unsettled().map(|d| d.turn), Some(2));
         turns.end();
         assert_eq!(turns.unsettled(), None);
         waker.wake();
         // Readable again after a turn: another whole turn is needed.
-        assert_eq!(turns.unsettled(), Some(4));
+        assert_eq!(turns.unsettled().map(|d| d.turn), Some(4));
     }
 
     #[test]
@@ -325,7 +351,7 @@ mod tests {
         watching.add(2, &b, b"k2");
         a.begin();
         b.begin();
-        let ids = |found: Vec<(Arc<InputTurns>, u64)>| {
+        let ids = |found: Vec<(Arc<InputTurns>, Due)>| {
             let mut ids: Vec<u64> = found
                 .iter()
                 .map(|(t, _)| if Arc::ptr_eq(t, &a) { 1 } else { 2 })
@@ -348,6 +374,25 @@ mod tests {
         assert!(watching.any());
         watching.remove(2, [&b"k2"[..]].into_iter());
         assert!(!watching.any());
+    }
+
+    #[tokio::test]
+    async fn a_turn_left_open_settles_after_two_batches() {
+        let turns = Arc::new(InputTurns::default());
+        turns.begin();
+        let due = turns.unsettled().unwrap();
+        turns.batch_ran();
+        let owner = turns.clone();
+        let streamer = tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            // Still reading (a client streaming commands): the turn stays open.
+            owner.batch_ran();
+        });
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        turns.settled(due, deadline).await;
+        assert!(tokio::time::Instant::now() < deadline);
+        assert!(turns.unsettled().is_some());
+        streamer.await.unwrap();
     }
 
     #[tokio::test]

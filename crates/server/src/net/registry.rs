@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use tokio::task::AbortHandle;
 
 use super::client_memory::{ClientFigures, ClientMemory};
-use super::input_turns::{unsettled_of, InputTurns};
+use super::input_turns::{unsettled_of, Due, InputTurns};
 use super::mailbox::Mailbox;
 use crate::acl::UserCell;
 
@@ -220,7 +220,7 @@ impl Clients {
 
     /// The connections other than `me` that have input they have not run yet, each with
     /// the turn to wait for (see [`crate::net::input_turns`]).
-    pub fn unsettled_inputs(&self, me: u64) -> Vec<(Arc<InputTurns>, u64)> {
+    pub fn unsettled_inputs(&self, me: u64) -> Vec<(Arc<InputTurns>, Due)> {
         let map = self.map.lock();
         unsettled_of(
             map.iter()
