@@ -134,8 +134,8 @@ pub fn lets_watchers_run_first(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[By
 
 #[cold]
 fn wait_for_watchers(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
-    let mut keys = Vec::new();
-    let precise = written_keys(ctx, spec, args, &mut keys);
+    let (mut keys, mut positions) = (Vec::new(), Vec::new());
+    let precise = written_keys(ctx, spec, args, &mut keys, &mut positions);
     let unsettled = ctx
         .shared
         .watching
@@ -148,20 +148,21 @@ fn wait_for_watchers(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> b
 }
 
 /// Adds to `keys` the keys the command (or EXEC's queued commands) names; false when it
-/// may change keys it does not name (a script, FLUSHALL, SWAPDB...).
+/// may change keys it does not name (a script, FLUSHALL, SWAPDB...). `positions` is
+/// room for the key positions, reused across EXEC's commands.
 fn written_keys<'a>(
     ctx: &'a Ctx<'_>,
     spec: &CommandSpec,
     args: &'a [Bytes],
     keys: &mut Vec<&'a [u8]>,
+    positions: &mut Vec<usize>,
 ) -> bool {
     if spec.name == "exec" {
         let queued = ctx.client.multi.iter().flatten();
         return queued.into_iter().all(|queued| {
-            ctx.shared
-                .renamed
-                .resolve(queued)
-                .is_none_or(|spec| !spec.may_replicate() || written_keys(ctx, spec, queued, keys))
+            ctx.shared.renamed.resolve(queued).is_none_or(|spec| {
+                !spec.may_replicate() || written_keys(ctx, spec, queued, keys, positions)
+            })
         });
     }
     if matches!(spec.name, "flushall" | "flushdb" | "swapdb") || super::is_script(spec) {
@@ -172,8 +173,8 @@ fn written_keys<'a>(
     if ctx.shared.blocking.any() && matches!(spec.docs.group, "list" | "generic") {
         return false;
     }
-    let mut positions = Vec::new();
-    if redline_resp::command::keys_into(spec, args, &mut positions).is_err() {
+    positions.clear();
+    if redline_resp::command::keys_into(spec, args, positions).is_err() {
         return false;
     }
     keys.extend(
