@@ -18,6 +18,7 @@ pub mod events;
 pub mod evict;
 mod exact_buf;
 pub mod expiry;
+mod free_slots;
 pub mod hash;
 mod held;
 pub mod hll;

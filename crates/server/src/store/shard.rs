@@ -14,6 +14,7 @@ use indexmap::{IndexMap, IndexSet};
 use super::compact::CompactBytes;
 use super::cut::{CutSink, CutState};
 use super::events::KeyEvents;
+use super::free_slots::FreeSlots;
 use super::now_ms;
 use super::slot_counts::SlotCounts;
 use super::value::{Entry, Hasher, Value};
@@ -95,6 +96,9 @@ pub struct Shard {
     /// How many keys each cluster hash slot holds, once a cluster command asked (see
     /// [`SlotCounts`]); kept up to date from then on.
     slot_counts: Option<Box<SlotCounts>>,
+    /// The empty slots of `map` and `ttl_keys`, as reported to `maxmemory` (see
+    /// [`super::free_slots`]).
+    free_slots: FreeSlots,
 }
 
 /// Tables at or below this capacity are never shrunk: too small to matter, and a shard
@@ -320,6 +324,7 @@ impl Shard {
     pub fn insert(&mut self, key: &[u8], value: Value, expires_at: u64) {
         self.touch(key);
         let access = self.fresh_access();
+        self.room_for_one_key();
         // One hash and one probe whether the key is new or not (a lookup then an insert
         // hashed and probed twice for every new key: every SET of one, every key loaded).
         match self.map.raw_entry_mut_v1().from_key(key) {
@@ -393,6 +398,7 @@ impl Shard {
                     counts.added(key);
                 }
                 let access = self.fresh_access();
+                self.room_for_one_key();
                 let (index, _) = self.map.insert_full(
                     CompactBytes::new(key),
                     Entry {
@@ -401,6 +407,7 @@ impl Shard {
                         access,
                     },
                 );
+                self.settle_free_slots();
                 index
             }
         };
@@ -430,6 +437,7 @@ impl Shard {
         }
         match (had, has) {
             (false, true) => {
+                self.room_for_one_ttl();
                 self.ttl_keys.insert(CompactBytes::new(key));
             }
             (true, false) => {
@@ -437,6 +445,31 @@ impl Shard {
             }
             _ => {}
         }
+        self.settle_free_slots();
+    }
+
+    /// Makes room for one more key in a full key table: an eighth more (see
+    /// [`super::free_slots::growth`]).
+    #[inline]
+    fn room_for_one_key(&mut self) {
+        if let Some(more) = self.free_slots.key_room(self.map.len()) {
+            self.map.reserve_exact(more);
+        }
+    }
+
+    /// [`Self::room_for_one_key`] for the TTL index.
+    #[inline]
+    fn room_for_one_ttl(&mut self) {
+        if let Some(more) = self.free_slots.ttl_room(self.ttl_keys.len()) {
+            self.ttl_keys.reserve_exact(more);
+        }
+    }
+
+    /// Reports the tables' empty slots as they are now (after any change of a table's
+    /// length or size; see [`super::free_slots`]).
+    #[inline]
+    fn settle_free_slots(&mut self) {
+        self.free_slots.settle(self.map.len(), self.ttl_keys.len());
     }
 
     /// Removes `key`, returning its entry if it was live.
@@ -464,6 +497,7 @@ impl Shard {
             counts.removed(key.as_bytes());
         }
         self.shrink_if_sparse();
+        self.settle_free_slots();
         Some((key, entry))
     }
 
@@ -477,12 +511,18 @@ impl Shard {
         fn sparse(len: usize, capacity: usize) -> bool {
             capacity > MIN_SHRINK_CAPACITY && len * 4 < capacity
         }
-        if sparse(self.map.len(), self.map.capacity()) {
-            self.map.shrink_to(self.map.len() * 2);
+        let (keys, ttls) = self.free_slots.sizes();
+        let (key_len, ttl_len) = (self.map.len(), self.ttl_keys.len());
+        let (mut keys_to, mut ttls_to) = (keys, ttls);
+        if sparse(key_len, keys) {
+            keys_to = key_len * 2;
+            self.map.shrink_to(keys_to);
         }
-        if sparse(self.ttl_keys.len(), self.ttl_keys.capacity()) {
-            self.ttl_keys.shrink_to(self.ttl_keys.len() * 2);
+        if sparse(ttl_len, ttls) {
+            ttls_to = ttl_len * 2;
+            self.ttl_keys.shrink_to(ttls_to);
         }
+        self.free_slots.shrunk(keys_to, ttls_to);
     }
 
     /// Removes every key and returns them, to be dropped elsewhere (FLUSH ASYNC), with
@@ -498,6 +538,10 @@ impl Shard {
             .replaced(|key| presence(&keys, key), |_| Presence::Missing);
         let count = keys.len() as u64;
         super::dirty::mark_n(count);
+        // Reported gone now, before the tables are dropped elsewhere: the eviction
+        // that might meanwhile count their slots as used has nothing left to evict.
+        self.free_slots.emptied();
+        self.settle_free_slots();
         (Box::new((keys, ttls)), count)
     }
 
@@ -510,6 +554,8 @@ impl Shard {
             .replaced(|key| presence(map, key), |_| Presence::Missing);
         self.map = IndexMap::default();
         self.ttl_keys = IndexSet::default();
+        self.free_slots.emptied();
+        self.settle_free_slots();
         if let Some(counts) = &mut self.slot_counts {
             counts.clear();
         }
@@ -530,6 +576,9 @@ impl Shard {
         std::mem::swap(&mut self.map, &mut other.map);
         std::mem::swap(&mut self.ttl_keys, &mut other.ttl_keys);
         std::mem::swap(&mut self.slot_counts, &mut other.slot_counts);
+        self.free_slots.swap_tables(&mut other.free_slots);
+        self.settle_free_slots();
+        other.settle_free_slots();
     }
 
     /// How many keys cluster hash slot `slot` holds here, expired ones not reclaimed yet
@@ -689,6 +738,7 @@ impl Shard {
             let Some(index) = self.map.get_index_of(key.as_bytes()) else {
                 // Cannot happen while the invariant holds; repair rather than loop.
                 self.ttl_keys.swap_remove_index(pick);
+                self.settle_free_slots();
                 continue;
             };
             let expires_at = self.map.get_index(index).map_or(0, |(_, e)| e.expires_at);

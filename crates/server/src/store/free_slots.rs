@@ -1,0 +1,168 @@
+//! How a shard's key tables grow, and the count of their empty slots that `maxmemory`
+//! leaves out.
+//!
+//! A shard's keys are one array of slots (hash, key, entry: 72 bytes, with keys and
+//! values of up to 22 bytes inside), and its TTL index another. Left to themselves
+//! they double when full: a table is then between half and all full, and since keys
+//! spread evenly over the shards, every shard doubles at about the same count (at 1M
+//! short keys the tables held 151 bytes a key; redis-server's dict entries take 105).
+//! So a full table grows by an eighth ([`growth`]): 98 bytes a key.
+//!
+//! Removing a key whose slot holds it whole frees nothing: the slot waits for the next
+//! key. [`FreeSlots`] reports each table's empty slots to the allocator's count
+//! (`crate::alloc::empty_key_slots`), and `maxmemory` leaves them out, so evicting
+//! such a key counts as giving its slot back. Before, eviction went on while the
+//! allocator's figure stood still, until a table fell to a quarter full and shrank:
+//! under a 64 MB limit, of 1M keys written it kept 275k where redis-server keeps 602k
+//! (now 797k; bench/NOTES.md, "Stop 75").
+
+use std::mem::size_of;
+
+use super::compact::CompactBytes;
+use super::value::Entry;
+
+/// One slot of the key table: the hash the table keeps, the key, its entry.
+pub const KEY_SLOT_BYTES: usize = size_of::<(u64, CompactBytes, Entry)>();
+
+/// One slot of the TTL index: the hash and the key.
+pub const TTL_SLOT_BYTES: usize = size_of::<(u64, CompactBytes)>();
+
+/// How many slots a full table of `len` keys grows by: an eighth, at least 8 (so that
+/// small tables do not reallocate on every new key).
+pub fn growth(len: usize) -> usize {
+    (len / 8).max(8)
+}
+
+/// A shard's two tables' sizes, as this module sized them, and their empty slots as
+/// last reported to the allocator's count (reported as none when dropped with the
+/// shard).
+///
+/// The sizes are kept here because the maps do not tell them: `IndexMap::capacity` is
+/// the smaller of its array's and its hash index's, and the index loses capacity to
+/// the tombstones removals leave (a hash table's, not the array's). Growing the array
+/// whenever that figure equals the length grew it on churn alone, with no key added,
+/// and counted its empty slots short.
+#[derive(Debug, Default)]
+pub struct FreeSlots {
+    /// Slots the key table's array holds.
+    keys: usize,
+    /// Slots the TTL index's array holds.
+    ttls: usize,
+    reported: usize,
+}
+
+impl FreeSlots {
+    /// Before a key is added to a key table of `len` keys: how many slots to reserve
+    /// (`None`: there is room). The new slots are reported empty before the caller
+    /// allocates them, so no `maxmemory` check sees them allocated and not left out.
+    #[inline]
+    pub fn key_room(&mut self, len: usize) -> Option<usize> {
+        let more = Self::room(&mut self.keys, len)?;
+        self.report(self.reported + more * KEY_SLOT_BYTES);
+        Some(more)
+    }
+
+    /// [`Self::key_room`] for the TTL index.
+    #[inline]
+    pub fn ttl_room(&mut self, len: usize) -> Option<usize> {
+        let more = Self::room(&mut self.ttls, len)?;
+        self.report(self.reported + more * TTL_SLOT_BYTES);
+        Some(more)
+    }
+
+    fn room(slots: &mut usize, len: usize) -> Option<usize> {
+        if len < *slots {
+            return None;
+        }
+        let more = growth(len);
+        *slots = len + more;
+        Some(more)
+    }
+
+    /// Slots of the key table's and the TTL index's arrays.
+    pub fn sizes(&self) -> (usize, usize) {
+        (self.keys, self.ttls)
+    }
+
+    /// The arrays were shrunk with `shrink_to(keys)` and `shrink_to(ttls)`, each at
+    /// least its length (an array shrinks to exactly that, or keeps its size when
+    /// already smaller).
+    pub fn shrunk(&mut self, keys: usize, ttls: usize) {
+        self.keys = self.keys.min(keys);
+        self.ttls = self.ttls.min(ttls);
+    }
+
+    /// The tables were replaced by empty ones.
+    pub fn emptied(&mut self) {
+        self.keys = 0;
+        self.ttls = 0;
+    }
+
+    /// The tables were exchanged with `other`'s (SWAPDB); each side's report follows
+    /// at its next [`Self::settle`].
+    pub fn swap_tables(&mut self, other: &mut FreeSlots) {
+        std::mem::swap(&mut self.keys, &mut other.keys);
+        std::mem::swap(&mut self.ttls, &mut other.ttls);
+    }
+
+    /// Reports the empty slots of tables holding `key_len` keys and `ttl_len` deadlines.
+    #[inline]
+    pub fn settle(&mut self, key_len: usize, ttl_len: usize) {
+        let empty = self.keys.saturating_sub(key_len) * KEY_SLOT_BYTES
+            + self.ttls.saturating_sub(ttl_len) * TTL_SLOT_BYTES;
+        self.report(empty);
+    }
+
+    #[inline]
+    fn report(&mut self, bytes: usize) {
+        if bytes != self.reported {
+            crate::alloc::empty_key_slots(self.reported, bytes);
+            self.reported = bytes;
+        }
+    }
+}
+
+impl Drop for FreeSlots {
+    fn drop(&mut self) {
+        self.report(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_the_sizes_the_tables_hold() {
+        // indexmap's bucket is (hash: usize, key, value); the figures the module's
+        // documentation quotes.
+        assert_eq!(KEY_SLOT_BYTES, 72);
+        assert_eq!(TTL_SLOT_BYTES, 32);
+    }
+
+    #[test]
+    fn room_is_made_only_when_full_and_empty_slots_follow() {
+        let mut slots = FreeSlots::default();
+        assert_eq!(slots.key_room(0), Some(8));
+        assert_eq!(slots.reported, 8 * KEY_SLOT_BYTES);
+        assert_eq!(slots.key_room(7), None);
+        slots.settle(8, 0);
+        assert_eq!(slots.reported, 0);
+        assert_eq!(slots.key_room(8), Some(8));
+        assert_eq!(slots.ttl_room(0), Some(8));
+        slots.settle(9, 1);
+        assert_eq!(slots.reported, 7 * KEY_SLOT_BYTES + 7 * TTL_SLOT_BYTES);
+        slots.shrunk(16, 8);
+        assert_eq!(slots.sizes(), (16, 8));
+        slots.emptied();
+        slots.settle(0, 0);
+        assert_eq!(slots.reported, 0);
+    }
+
+    #[test]
+    fn growth_is_an_eighth_and_at_least_eight() {
+        assert_eq!(growth(0), 8);
+        assert_eq!(growth(63), 8);
+        assert_eq!(growth(80_000), 10_000);
+    }
+}
