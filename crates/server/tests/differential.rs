@@ -1199,7 +1199,8 @@ fn sequences_to_run(count: u64) -> (u64, Option<u64>) {
 /// 1 pipelined, 2 RESP3, 3 inline commands where possible), and ends with a DISCARD (a
 /// transaction left open must not hold the dump) and a dump of the keyspace.
 /// `DIFF_SEQUENCES=n` runs n sequences instead of `count`; `DIFF_SEED=n` runs and prints
-/// sequence n only.
+/// sequence n only; `DIFF_TRACE=1` prints each sequence's number as it starts (a
+/// server that closes the connection ends the test at once, without its number).
 fn compare_sequences(
     redis: &RedisServer,
     redline: &Redline,
@@ -1240,6 +1241,9 @@ fn compare_sequences(
                     .collect();
                 eprintln!("{}", shown.join(" "));
             }
+        }
+        if std::env::var_os("DIFF_TRACE").is_some() {
+            eprintln!("sequence {seed}");
         }
         if let Some(mismatch) = run_sequence(&mut pair, &commands, mode) {
             failures.push(format!("seed {seed} (mode {mode}): {mismatch}"));

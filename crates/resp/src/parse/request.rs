@@ -362,12 +362,16 @@ impl RequestDecoder {
     /// `strchr`: such a line is never complete, and fails only once it passes the inline
     /// limit. So a TLS handshake sent to a plain port (binary, with NULs) gets no reply and
     /// the client times out, as against Redis, instead of reading an error reply as TLS.
+    ///
+    /// The limit is where Redis's reads put it (see [`INLINE_READ`]): a line is taken
+    /// when its LF is within the first `max_inline_len + INLINE_READ` bytes, and fails
+    /// once that many have come without one, however the stream was chunked.
     fn inline(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
-        let max = self.limits.max_inline_len;
-        let window = max.saturating_add(1).min(buf.len());
+        let limit = self.limits.max_inline_len.saturating_add(INLINE_READ);
+        let window = limit.min(buf.len());
         let lf = memchr::memchr2(b'\n', 0, &buf[..window]).filter(|&at| buf[at] == b'\n');
         let Some(lf) = lf else {
-            return if buf.len() > max {
+            return if buf.len() >= limit {
                 Err(ProtocolError::TooBigInlineRequest)
             } else {
                 Ok(None)
@@ -383,6 +387,13 @@ impl RequestDecoder {
         Ok(Some(args))
     }
 }
+
+/// Redis reads a client's input 16 KB at a time (`PROTO_IOBUF_LEN`) and fails an inline
+/// line only when a read leaves more than `PROTO_INLINE_MAX_SIZE` (64 KB) without a
+/// newline: a line sent whole is read in 16 KB pieces, the fifth of which ends at 80 KB,
+/// so lines whose newline comes within 80 KB are taken (a 72 KB `LPUSH` typed inline
+/// is), and longer ones fail.
+const INLINE_READ: usize = 16 * 1024;
 
 /// Finds the CR ending a `*`/`$` header line, as Redis does: the first CR, with one more
 /// byte (taken as LF) already received, and no NUL before it. Only the first `max + 1`
@@ -477,6 +488,38 @@ mod tests {
         );
     }
 
+    /// A line longer than 64 KB whose newline comes within 80 KB is taken, whole or in
+    /// pieces; 80 KB without a newline fail (see [`INLINE_READ`]).
+    #[test]
+    fn inline_lines_are_taken_up_to_where_redis_reads_them() {
+        let mut decoder = RequestDecoder::default();
+        let arg = vec![b'a'; 72 * 1024];
+        let mut line = b"LPUSH k ".to_vec();
+        line.extend_from_slice(&arg);
+        line.extend_from_slice(b"\r\n");
+        let mut buf = BytesMut::new();
+        for piece in line.chunks(5000) {
+            buf.extend_from_slice(piece);
+            if buf.len() < line.len() {
+                assert_eq!(decoder.decode(&mut buf), Ok(None));
+            }
+        }
+        let args = decoder.decode(&mut buf).unwrap().unwrap();
+        assert_eq!(args.len(), 3);
+        assert_eq!(args[2].len(), arg.len());
+        let mut too_long = BytesMut::from(&vec![b'a'; 80 * 1024][..]);
+        assert_eq!(
+            decoder.decode(&mut too_long),
+            Err(ProtocolError::TooBigInlineRequest)
+        );
+        let mut late_newline = BytesMut::from(&vec![b'a'; 90 * 1024][..]);
+        late_newline.extend_from_slice(b"\r\n");
+        assert_eq!(
+            decoder.decode(&mut late_newline),
+            Err(ProtocolError::TooBigInlineRequest)
+        );
+    }
+
     /// Redis finds an inline line's end with `strchr`, which stops at a NUL: a NUL
     /// before the LF leaves the line incomplete until it passes the inline limit, while
     /// one after the LF (in the next line) does not matter.
@@ -486,7 +529,7 @@ mod tests {
         let mut buf = BytesMut::from(&b"\x16\x03\x01 \x00\xa5\r\nPING\r\n"[..]);
         assert_eq!(decoder.decode(&mut buf), Ok(None));
         assert_eq!(buf.len(), 14, "nothing consumed");
-        buf.extend_from_slice(&vec![b'x'; decoder.limits.max_inline_len]);
+        buf.extend_from_slice(&vec![b'x'; decoder.limits.max_inline_len + INLINE_READ]);
         assert_eq!(
             decoder.decode(&mut buf),
             Err(ProtocolError::TooBigInlineRequest)
