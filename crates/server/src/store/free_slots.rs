@@ -113,6 +113,12 @@ impl FreeSlots {
         self.report(empty);
     }
 
+    /// What was last reported.
+    #[cfg(test)]
+    pub fn reported(&self) -> usize {
+        self.reported
+    }
+
     #[inline]
     fn report(&mut self, bytes: usize) {
         if bytes != self.reported {

@@ -538,11 +538,10 @@ impl Shard {
             .replaced(|key| presence(&keys, key), |_| Presence::Missing);
         let count = keys.len() as u64;
         super::dirty::mark_n(count);
-        // Reported gone now, before the tables are dropped elsewhere: the eviction
-        // that might meanwhile count their slots as used has nothing left to evict.
-        self.free_slots.emptied();
-        self.settle_free_slots();
-        (Box::new((keys, ttls)), count)
+        // The tables' empty slots stay reported until they are dropped (after them,
+        // as the tuple drops in order); the new, empty tables have none.
+        let slots = std::mem::take(&mut self.free_slots);
+        (Box::new((keys, ttls, slots)), count)
     }
 
     /// Removes every key; each counts as one change, as in Redis's `emptyData`.
@@ -856,6 +855,7 @@ impl Shard {
 
 #[cfg(test)]
 mod tests {
+    use super::super::free_slots::{KEY_SLOT_BYTES, TTL_SLOT_BYTES};
     use super::*;
 
     #[test]
@@ -871,6 +871,30 @@ mod tests {
         s.remove(b"b");
         assert_eq!(s.ttl_len(), 0);
         assert!(!s.set_expires(b"zz", 5));
+    }
+
+    /// Churn (a key removed, another added) leaves tombstones in the hash index, which
+    /// shrink `IndexMap::capacity`; the key array must not grow for it, and its empty
+    /// slots must be reported as they are.
+    #[test]
+    fn churn_does_not_grow_the_key_array() {
+        let mut s = Shard::default();
+        for n in 0..1000u32 {
+            s.insert(format!("key:{n}").as_bytes(), Value::Int(1), u64::MAX);
+        }
+        let (keys, ttls) = s.free_slots.sizes();
+        for n in 1000..30_000u32 {
+            let victim = format!("key:{}", n - 1000);
+            assert!(s.remove(victim.as_bytes()).is_some());
+            s.insert(format!("key:{n}").as_bytes(), Value::Int(1), u64::MAX);
+        }
+        assert_eq!(s.free_slots.sizes(), (keys, ttls));
+        assert!(keys <= 1000 + 1000 / 8 + 8, "{keys} slots for 1000 keys");
+        let empty = (keys - 1000) * KEY_SLOT_BYTES + (ttls - 1000) * TTL_SLOT_BYTES;
+        assert_eq!(s.free_slots.reported(), empty);
+        // Emptied tables report none.
+        s.clear();
+        assert_eq!(s.free_slots.reported(), 0);
     }
 
     #[test]
