@@ -28,20 +28,17 @@ pub const FLUSH_BYTES: isize = 32 * 1024;
 /// thread that exits leaves its total, which still counts what it allocated.
 const SLOTS: usize = 128;
 
-/// One thread's running totals, alone on their cache line.
+/// One thread's running total, alone on its cache line.
 #[repr(align(128))]
 struct Slot {
     claimed: AtomicBool,
     total: AtomicIsize,
-    /// Its share of the key tables' empty slots (see [`empty_key_slots`]).
-    empty_slots: AtomicIsize,
 }
 
 static SLOT_TABLE: [Slot; SLOTS] = [const {
     Slot {
         claimed: AtomicBool::new(false),
         total: AtomicIsize::new(0),
-        empty_slots: AtomicIsize::new(0),
     }
 }; SLOTS];
 
@@ -50,9 +47,6 @@ static CLAIMED: AtomicUsize = AtomicUsize::new(0);
 
 /// What threads without a slot allocated.
 static UNSLOTTED: AtomicIsize = AtomicIsize::new(0);
-
-/// The key tables' empty slots that threads without a slot reported.
-static UNSLOTTED_EMPTY: AtomicIsize = AtomicIsize::new(0);
 
 /// The sum of every thread's total, each to within `FLUSH_BYTES`.
 static APPROX: AtomicIsize = AtomicIsize::new(0);
@@ -100,22 +94,16 @@ fn count_unslotted(delta: isize) {
     APPROX.fetch_add(delta, Ordering::Relaxed);
 }
 
-/// The calling thread's slot, claimed on first use (`None` past [`SLOTS`] threads).
-#[inline]
-fn own_slot(local: &Local) -> Option<&'static Slot> {
-    let mut index = local.slot.get();
-    if index == UNCLAIMED {
-        index = claim();
-        local.slot.set(index);
-    }
-    SLOT_TABLE.get(index)
-}
-
 #[inline]
 fn account(delta: isize) {
     let counted = LOCAL.try_with(|local| {
         local.net.set(local.net.get() + delta);
-        let Some(own) = own_slot(local) else {
+        let mut index = local.slot.get();
+        if index == UNCLAIMED {
+            index = claim();
+            local.slot.set(index);
+        }
+        let Some(own) = SLOT_TABLE.get(index) else {
             count_unslotted(delta);
             return;
         };
@@ -136,55 +124,25 @@ fn account(delta: isize) {
     }
 }
 
-/// The key tables' empty slots went from `from` to `to` bytes (one table's figure,
-/// `crate::store::free_slots`).
+/// The key tables' empty slots went from `from` to `to` bytes (one shard's figure,
+/// `crate::store::free_slots`); they are counted as not allocated.
 ///
 /// A key table is one array of slots, grown ahead of the keys that fill it, and a key
 /// short enough to live in its slot frees nothing when it goes: its slot waits for the
-/// next key. So `maxmemory` leaves empty slots out (see [`empty_key_slot_bytes`]), as
-/// memory already paid for: evicting a key then counts its slot as given back, and
-/// eviction stops once the keys that remain fit, instead of evicting on while the
-/// allocator's figure stands still. Counted on the calling thread's slot, like an
-/// allocation: no shared cache line is written.
+/// next key. Counted as allocated, empty slots made `maxmemory` evict on while the
+/// figure stood still, and left `used_memory` above the limit by the room a table grew
+/// by. Counted as free, evicting a key gives its slot back, and `used_memory` is what
+/// the keys hold, as Redis's is (its dict entries are allocated one per key); the room
+/// shows in RSS and the fragmentation ratio instead.
 pub fn empty_key_slots(from: usize, to: usize) {
-    let delta =
-        isize::try_from(to).unwrap_or(isize::MAX) - isize::try_from(from).unwrap_or(isize::MAX);
-    if delta == 0 {
-        return;
-    }
-    let counted = LOCAL.try_with(|local| {
-        // A slot emptied is given back, for what [`thread_net`] measures.
-        local.net.set(local.net.get() - delta);
-        match own_slot(local) {
-            Some(own) => own.empty_slots.store(
-                own.empty_slots.load(Ordering::Relaxed) + delta,
-                Ordering::Relaxed,
-            ),
-            None => {
-                UNSLOTTED_EMPTY.fetch_add(delta, Ordering::Relaxed);
-            }
-        }
-    });
-    if counted.is_err() {
-        UNSLOTTED_EMPTY.fetch_add(delta, Ordering::Relaxed);
-    }
+    let to = isize::try_from(to).unwrap_or(isize::MAX);
+    let from = isize::try_from(from).unwrap_or(isize::MAX);
+    account(from - to);
 }
 
-/// Bytes of the key tables' slots that hold no key (see [`empty_key_slots`]), across
-/// the process.
-pub fn empty_key_slot_bytes() -> u64 {
-    let claimed = CLAIMED.load(Ordering::Acquire).min(SLOTS);
-    let slots: isize = SLOT_TABLE[..claimed]
-        .iter()
-        .map(|slot| slot.empty_slots.load(Ordering::Relaxed))
-        .sum();
-    u64::try_from(slots + UNSLOTTED_EMPTY.load(Ordering::Relaxed)).unwrap_or(0)
-}
-
-/// What the calling thread allocated less what it freed, key-table slots it emptied
-/// counting as freed, so far: the difference of two readings is what the code between
-/// them allocated or freed, whatever other threads did meanwhile (eviction measures
-/// what removing a key gave back this way).
+/// What the calling thread allocated less what it freed, so far: the difference of two
+/// readings is what the code between them allocated or freed, whatever other threads
+/// did meanwhile (eviction measures what removing a key gave back this way).
 pub fn thread_net() -> isize {
     LOCAL.try_with(|local| local.net.get()).unwrap_or(0)
 }

@@ -321,10 +321,9 @@ impl Eviction {
     #[inline]
     pub fn over_limit(&self) -> bool {
         let max = self.maxmemory();
-        // The cheap check first (exact only near the limit, and without the key tables'
-        // empty slots, whose sum reads every thread's slot), then the careful one.
+        // The cheap check first (exact only near the limit), then the careful one.
         max > 0
-            && crate::alloc::exceeds(max.saturating_add(self.gauges() as u64))
+            && crate::alloc::exceeds(max.saturating_add(self.left_out() as u64))
             && self.excess(max) > 0
     }
 
@@ -340,16 +339,9 @@ impl Eviction {
     }
 
     /// Memory `maxmemory` leaves out (INFO `mem_not_counted_for_evict`): replicas'
-    /// buffers, a save's own, evicted clients' on its way back, the work tables
-    /// Redis keeps on its stack, and the key tables' empty slots (room for keys
-    /// already paid for: `crate::store::free_slots`).
+    /// buffers, a save's own, evicted clients' on its way back, and the work tables
+    /// Redis keeps on its stack.
     pub fn left_out(&self) -> usize {
-        let empty_slots = usize::try_from(crate::alloc::empty_key_slot_bytes()).unwrap_or(0);
-        self.gauges() + empty_slots
-    }
-
-    /// The part of [`Self::left_out`] kept in gauges (a load each).
-    fn gauges(&self) -> usize {
         self.replica_buffers.bytes()
             + self.saving.bytes()
             + self.clients_closing.bytes()

@@ -1,18 +1,17 @@
-//! How a shard's key tables grow, and the count of their empty slots that `maxmemory`
-//! leaves out.
+//! How a shard's key tables grow, and their empty slots, counted as free memory.
 //!
 //! A shard's keys are one array of slots (hash, key, entry: 72 bytes, with keys and
 //! values of up to 22 bytes inside), and its TTL index another. Left to themselves
 //! they double when full: a table is then between half and all full, and since keys
 //! spread evenly over the shards, every shard doubles at about the same count (at 1M
 //! short keys the tables held 151 bytes a key; redis-server's dict entries take 105).
-//! So a full table grows by an eighth ([`growth`]): 98 bytes a key.
+//! So a full table grows by an eighth ([`growth`]).
 //!
 //! Removing a key whose slot holds it whole frees nothing: the slot waits for the next
-//! key. [`FreeSlots`] reports each table's empty slots to the allocator's count
-//! (`crate::alloc::empty_key_slots`), and `maxmemory` leaves them out, so evicting
-//! such a key counts as giving its slot back. Before, eviction went on while the
-//! allocator's figure stood still, until a table fell to a quarter full and shrank:
+//! key. [`FreeSlots`] reports each table's empty slots to the allocator's count, which
+//! counts them as free (`crate::alloc::empty_key_slots`): evicting such a key gives its
+//! slot back, and `used_memory` is what the keys hold. Before, eviction went on while
+//! the allocator's figure stood still, until a table fell to a quarter full and shrank:
 //! under a 64 MB limit, of 1M keys written it kept 275k where redis-server keeps 602k
 //! (now 797k; bench/NOTES.md, "Stop 75").
 
@@ -35,7 +34,7 @@ pub fn growth(len: usize) -> usize {
 
 /// A shard's two tables' sizes, as this module sized them, and their empty slots as
 /// last reported to the allocator's count (reported as none when dropped with the
-/// shard).
+/// tables).
 ///
 /// The sizes are kept here because the maps do not tell them: `IndexMap::capacity` is
 /// the smaller of its array's and its hash index's, and the index loses capacity to
@@ -54,7 +53,7 @@ pub struct FreeSlots {
 impl FreeSlots {
     /// Before a key is added to a key table of `len` keys: how many slots to reserve
     /// (`None`: there is room). The new slots are reported empty before the caller
-    /// allocates them, so no `maxmemory` check sees them allocated and not left out.
+    /// allocates them, so no `maxmemory` check sees them allocated and not yet free.
     #[inline]
     pub fn key_room(&mut self, len: usize) -> Option<usize> {
         let more = Self::room(&mut self.keys, len)?;

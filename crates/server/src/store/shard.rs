@@ -96,8 +96,8 @@ pub struct Shard {
     /// How many keys each cluster hash slot holds, once a cluster command asked (see
     /// [`SlotCounts`]); kept up to date from then on.
     slot_counts: Option<Box<SlotCounts>>,
-    /// The empty slots of `map` and `ttl_keys`, as reported to `maxmemory` (see
-    /// [`super::free_slots`]).
+    /// The sizes of `map` and `ttl_keys` and their empty slots, as reported to the
+    /// allocator's count (see [`super::free_slots`]).
     free_slots: FreeSlots,
 }
 
