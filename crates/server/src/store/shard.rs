@@ -448,7 +448,7 @@ impl Shard {
         self.settle_free_slots();
     }
 
-    /// Makes room for one more key in a full key table: an eighth more (see
+    /// Makes room for one more key in a full key table: a quarter more (see
     /// [`super::free_slots::growth`]).
     #[inline]
     fn room_for_one_key(&mut self) {
@@ -889,7 +889,7 @@ mod tests {
             s.insert(format!("key:{n}").as_bytes(), Value::Int(1), u64::MAX);
         }
         assert_eq!(s.free_slots.sizes(), (keys, ttls));
-        assert!(keys <= 1000 + 1000 / 8 + 8, "{keys} slots for 1000 keys");
+        assert!(keys <= 1000 + 1000 / 4 + 8, "{keys} slots for 1000 keys");
         let empty = (keys - 1000) * KEY_SLOT_BYTES + (ttls - 1000) * TTL_SLOT_BYTES;
         assert_eq!(s.free_slots.reported(), empty);
         // Emptied tables report none.
