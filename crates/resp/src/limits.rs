@@ -19,7 +19,8 @@ pub struct Limits {
     /// Deepest nesting of aggregates. Requests are one level; replies rarely exceed a few.
     pub max_depth: usize,
     /// Longest inline command line (and longest simple line of any type): Redis's
-    /// `PROTO_INLINE_MAX_SIZE`, 64 KiB.
+    /// `PROTO_INLINE_MAX_SIZE`, 64 KiB. The request decoder lets an inline request run
+    /// 16 KiB past it, as Redis's 16 KiB reads do.
     pub max_inline_len: usize,
 }
 
