@@ -20,7 +20,7 @@ pub struct Limits {
     pub max_depth: usize,
     /// Longest inline command line (and longest simple line of any type): Redis's
     /// `PROTO_INLINE_MAX_SIZE`, 64 KiB. The request decoder lets an inline request run
-    /// 16 KiB past it, as Redis's 16 KiB reads do.
+    /// a quarter past it (16 KiB by default), as Redis's 16 KiB reads do.
     pub max_inline_len: usize,
 }
 

@@ -363,11 +363,11 @@ impl RequestDecoder {
     /// limit. So a TLS handshake sent to a plain port (binary, with NULs) gets no reply and
     /// the client times out, as against Redis, instead of reading an error reply as TLS.
     ///
-    /// The limit is where Redis's reads put it (see [`INLINE_READ`]): a line is taken
-    /// when its LF is within the first `max_inline_len + INLINE_READ` bytes, and fails
-    /// once that many have come without one, however the stream was chunked.
+    /// The limit is where Redis's reads put it (see [`inline_limit`]): a line is taken
+    /// when its LF is within that many bytes, and fails once that many have come without
+    /// one, however the stream was chunked.
     fn inline(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
-        let limit = self.limits.max_inline_len.saturating_add(INLINE_READ);
+        let limit = inline_limit(self.limits.max_inline_len);
         let window = limit.min(buf.len());
         let lf = memchr::memchr2(b'\n', 0, &buf[..window]).filter(|&at| buf[at] == b'\n');
         let Some(lf) = lf else {
@@ -388,12 +388,17 @@ impl RequestDecoder {
     }
 }
 
-/// Redis reads a client's input 16 KB at a time (`PROTO_IOBUF_LEN`) and fails an inline
-/// line only when a read leaves more than `PROTO_INLINE_MAX_SIZE` (64 KB) without a
-/// newline: a line sent whole is read in 16 KB pieces, the fifth of which ends at 80 KB,
-/// so lines whose newline comes within 80 KB are taken (a 72 KB `LPUSH` typed inline
-/// is), and longer ones fail.
-const INLINE_READ: usize = 16 * 1024;
+/// How far an inline line may run before its newline: `max_inline_len` and a quarter.
+///
+/// Redis reads a client's input 16 KB at a time (`PROTO_IOBUF_LEN`, a quarter of its
+/// `PROTO_INLINE_MAX_SIZE`) and fails an inline line only when a read leaves more than
+/// 64 KB without a newline: a line sent whole is read in pieces, the fifth of which
+/// ends at 80 KB, so lines whose newline comes within 80 KB are taken (a 72 KB `LPUSH`
+/// typed inline is; by hand it took 81,900 bytes and refused 81,910), and longer ones
+/// fail. A smaller configured limit keeps the same proportion.
+fn inline_limit(max_inline_len: usize) -> usize {
+    max_inline_len.saturating_add(max_inline_len / 4)
+}
 
 /// Finds the CR ending a `*`/`$` header line, as Redis does: the first CR, with one more
 /// byte (taken as LF) already received, and no NUL before it. Only the first `max + 1`
@@ -489,7 +494,7 @@ mod tests {
     }
 
     /// A line longer than 64 KB whose newline comes within 80 KB is taken, whole or in
-    /// pieces; 80 KB without a newline fail (see [`INLINE_READ`]).
+    /// pieces; 80 KB without a newline fail (see [`inline_limit`]).
     #[test]
     fn inline_lines_are_taken_up_to_where_redis_reads_them() {
         let mut decoder = RequestDecoder::default();
@@ -529,7 +534,7 @@ mod tests {
         let mut buf = BytesMut::from(&b"\x16\x03\x01 \x00\xa5\r\nPING\r\n"[..]);
         assert_eq!(decoder.decode(&mut buf), Ok(None));
         assert_eq!(buf.len(), 14, "nothing consumed");
-        buf.extend_from_slice(&vec![b'x'; decoder.limits.max_inline_len + INLINE_READ]);
+        buf.extend_from_slice(&vec![b'x'; inline_limit(decoder.limits.max_inline_len)]);
         assert_eq!(
             decoder.decode(&mut buf),
             Err(ProtocolError::TooBigInlineRequest)
