@@ -1,4 +1,5 @@
-//! How a shard's key tables grow, and their empty slots, counted as free memory.
+//! How a shard's key tables grow and shrink, and their empty slots, counted as free
+//! memory.
 //!
 //! A shard's keys are one array of slots (hash, key, entry: 72 bytes, with keys and
 //! values of up to 22 bytes inside), and its TTL index another. Left to themselves
@@ -27,6 +28,10 @@ pub const KEY_SLOT_BYTES: usize = size_of::<(u64, CompactBytes, Entry)>();
 
 /// One slot of the TTL index: the hash and the key.
 pub const TTL_SLOT_BYTES: usize = size_of::<(u64, CompactBytes)>();
+
+/// Tables at or below this size are never shrunk: too small to matter, and a shard that
+/// empties and refills would otherwise reallocate on every cycle.
+const MIN_SHRINK: usize = 8;
 
 /// How many slots a full table of `len` keys grows by: a quarter, at least 8 (so that
 /// small tables do not reallocate on every new key).
@@ -80,23 +85,40 @@ impl FreeSlots {
         Some(more)
     }
 
+    /// After a key left a key table of `len` keys: the size to shrink it to
+    /// (`shrink_to`, which sizes its array exactly), when it is down to a quarter of its
+    /// size; `None` otherwise. Half is given back, so the memory of deleted, expired or
+    /// evicted keys is not pinned by the tables that held them (Redis resizes its dicts
+    /// under 10% fill). Amortised O(1): a table shrinks only after losing three
+    /// quarters of its size in keys.
+    pub fn key_shrink(&mut self, len: usize) -> Option<usize> {
+        Self::shrink(&mut self.keys, len)
+    }
+
+    /// [`Self::key_shrink`] for the TTL index.
+    pub fn ttl_shrink(&mut self, len: usize) -> Option<usize> {
+        Self::shrink(&mut self.ttls, len)
+    }
+
+    fn shrink(slots: &mut usize, len: usize) -> Option<usize> {
+        if *slots <= MIN_SHRINK || len * 4 >= *slots {
+            return None;
+        }
+        *slots = len * 2;
+        Some(*slots)
+    }
+
     /// Slots of the key table's and the TTL index's arrays.
+    #[cfg(test)]
     pub fn sizes(&self) -> (usize, usize) {
         (self.keys, self.ttls)
     }
 
-    /// The arrays were shrunk with `shrink_to(keys)` and `shrink_to(ttls)`, each at
-    /// least its length (an array shrinks to exactly that, or keeps its size when
-    /// already smaller).
-    pub fn shrunk(&mut self, keys: usize, ttls: usize) {
-        self.keys = self.keys.min(keys);
-        self.ttls = self.ttls.min(ttls);
-    }
-
-    /// The tables were replaced by empty ones.
+    /// The tables were replaced by empty ones: they have no empty slots.
     pub fn emptied(&mut self) {
         self.keys = 0;
         self.ttls = 0;
+        self.report(0);
     }
 
     /// The tables were exchanged with `other`'s (SWAPDB); each side's report follows
@@ -159,10 +181,11 @@ mod tests {
         assert_eq!(slots.ttl_room(0), Some(8));
         slots.settle(9, 1);
         assert_eq!(slots.reported, 7 * KEY_SLOT_BYTES + 7 * TTL_SLOT_BYTES);
-        slots.shrunk(16, 8);
-        assert_eq!(slots.sizes(), (16, 8));
+        assert_eq!(slots.key_shrink(9), None, "not down to a quarter");
+        assert_eq!(slots.key_shrink(3), Some(6));
+        assert_eq!(slots.ttl_shrink(1), None, "too small to shrink");
+        assert_eq!(slots.sizes(), (6, 8));
         slots.emptied();
-        slots.settle(0, 0);
         assert_eq!(slots.reported, 0);
     }
 

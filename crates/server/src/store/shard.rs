@@ -101,10 +101,6 @@ pub struct Shard {
     free_slots: FreeSlots,
 }
 
-/// Tables at or below this capacity are never shrunk: too small to matter, and a shard
-/// that empties and refills would otherwise reallocate on every cycle.
-const MIN_SHRINK_CAPACITY: usize = 8;
-
 /// What one active-expiry round did in a shard.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SampleResult {
@@ -501,28 +497,16 @@ impl Shard {
         Some((key, entry))
     }
 
-    /// A table down to a quarter of its capacity gives half of it back, so the memory of
-    /// deleted, expired or evicted keys is not pinned by the tables that held them: under
-    /// `maxmemory` eviction must be able to get below the limit by removing keys (Redis
-    /// resizes its dicts when they fall under 10% fill). Amortised O(1): a table shrinks
-    /// only after losing three quarters of its capacity in keys, and shrinking keeps the
-    /// order of the entries (scan cursors and snapshot cuts index into it).
+    /// A table down to a quarter of its size gives half of it back (see
+    /// [`super::free_slots::FreeSlots::key_shrink`]); shrinking keeps the order of the
+    /// entries (scan cursors and snapshot cuts index into it).
     fn shrink_if_sparse(&mut self) {
-        fn sparse(len: usize, capacity: usize) -> bool {
-            capacity > MIN_SHRINK_CAPACITY && len * 4 < capacity
+        if let Some(to) = self.free_slots.key_shrink(self.map.len()) {
+            self.map.shrink_to(to);
         }
-        let (keys, ttls) = self.free_slots.sizes();
-        let (key_len, ttl_len) = (self.map.len(), self.ttl_keys.len());
-        let (mut keys_to, mut ttls_to) = (keys, ttls);
-        if sparse(key_len, keys) {
-            keys_to = key_len * 2;
-            self.map.shrink_to(keys_to);
+        if let Some(to) = self.free_slots.ttl_shrink(self.ttl_keys.len()) {
+            self.ttl_keys.shrink_to(to);
         }
-        if sparse(ttl_len, ttls) {
-            ttls_to = ttl_len * 2;
-            self.ttl_keys.shrink_to(ttls_to);
-        }
-        self.free_slots.shrunk(keys_to, ttls_to);
     }
 
     /// Removes every key and returns them, to be dropped elsewhere (FLUSH ASYNC), with
@@ -554,7 +538,6 @@ impl Shard {
         self.map = IndexMap::default();
         self.ttl_keys = IndexSet::default();
         self.free_slots.emptied();
-        self.settle_free_slots();
         if let Some(counts) = &mut self.slot_counts {
             counts.clear();
         }
