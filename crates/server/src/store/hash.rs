@@ -6,7 +6,7 @@
 //! hashtable and never back). What Redis reports as the encoding follows Redis's own
 //! rules and configured limits ([`Peaks`]), whichever form is held here.
 
-use indexmap::IndexMap;
+use super::incremental_map::{self, IncrementalMap};
 
 use super::compact::CompactBytes;
 use super::packed_pairs::{self, PackedPairs};
@@ -41,14 +41,14 @@ struct Table {
     /// Removal swaps the last pair in (order is Redis's hashtable's business, and a
     /// shifting removal costs O(n)); scans walk positions downward, so a swap moves
     /// nothing a scan still has to see past it.
-    map: IndexMap<CompactBytes, CompactBytes, Hasher>,
+    map: IncrementalMap<CompactBytes, CompactBytes, Hasher>,
     peaks: Peaks,
 }
 
 impl Table {
     fn with_capacity(capacity: usize, peaks: Peaks) -> Box<Table> {
         Box::new(Table {
-            map: IndexMap::with_capacity_and_hasher(capacity, Hasher::default()),
+            map: IncrementalMap::with_capacity(capacity),
             peaks,
         })
     }
@@ -65,7 +65,7 @@ pub enum Iter<'a> {
     /// Of a packed hash.
     Packed(packed_pairs::Iter<'a>),
     /// Of a map.
-    Map(indexmap::map::Iter<'a, CompactBytes, CompactBytes>),
+    Map(incremental_map::Iter<'a, CompactBytes, CompactBytes>),
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -273,6 +273,7 @@ impl<'a> FromIterator<(&'a [u8], &'a [u8])> for HashValue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use indexmap::IndexMap;
     use proptest::prelude::*;
 
     #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@
 
 use std::ops::Deref;
 
-use indexmap::IndexSet;
+use super::incremental_map::{self, IncrementalMap};
 
 use super::compact::CompactBytes;
 use super::sorted_ints::{self, SortedInts};
@@ -43,7 +43,7 @@ enum Repr {
 struct Members {
     /// Removal swaps the last member in (O(1)); scans walk positions downward, so a
     /// swap moves nothing a scan still has to see past it.
-    set: IndexSet<CompactBytes, Hasher>,
+    set: IncrementalMap<CompactBytes, (), Hasher>,
     /// A member that is not an integer was added once.
     had_text: bool,
     /// The most members it held; in 32 bits, saturating.
@@ -53,7 +53,7 @@ struct Members {
 impl Members {
     fn with_capacity(capacity: usize, most_members: u32) -> Box<Members> {
         Box::new(Members {
-            set: IndexSet::with_capacity_and_hasher(capacity, Hasher::default()),
+            set: IncrementalMap::with_capacity(capacity),
             had_text: false,
             most_members,
         })
@@ -116,7 +116,7 @@ pub enum Iter<'a> {
     /// Of a set of integers: ascending.
     Ints(sorted_ints::Iter<'a>),
     /// Of a map of members.
-    Members(indexmap::set::Iter<'a, CompactBytes>),
+    Members(incremental_map::Iter<'a, CompactBytes, ()>),
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -126,7 +126,7 @@ impl<'a> Iterator for Iter<'a> {
     fn next(&mut self) -> Option<Member<'a>> {
         match self {
             Iter::Ints(ints) => ints.next().map(Member::int),
-            Iter::Members(m) => m.next().map(|m| Member(Inner::Bytes(m.as_bytes()))),
+            Iter::Members(m) => m.next().map(|(m, ())| Member(Inner::Bytes(m.as_bytes()))),
         }
     }
 
@@ -192,7 +192,7 @@ impl SetValue {
         match &self.repr {
             // A member that is not a canonical integer cannot be in a set of them.
             Repr::Ints(ints) => canonical_int(member).is_some_and(|n| ints.search(n).is_ok()),
-            Repr::Members(m) => m.set.contains(member),
+            Repr::Members(m) => m.set.contains_key(member),
         }
     }
 
@@ -241,13 +241,15 @@ impl SetValue {
                 let most = saturating_u32(ints.most());
                 let mut m = Members::with_capacity(ints.len() + 1, most);
                 for n in ints.iter() {
-                    m.set
-                        .insert(CompactBytes::new(itoa::Buffer::new().format(n).as_bytes()));
+                    m.set.insert(
+                        CompactBytes::new(itoa::Buffer::new().format(n).as_bytes()),
+                        (),
+                    );
                 }
                 m
             }
         };
-        let added = members.set.insert(CompactBytes::new(member));
+        let added = members.set.insert(CompactBytes::new(member), ()).is_none();
         self.repr = Repr::Members(members);
         added
     }
@@ -259,7 +261,7 @@ impl SetValue {
                 Some(Ok(at)) => ints.remove_at(at).is_some(),
                 _ => false,
             },
-            Repr::Members(m) => m.set.swap_remove(member),
+            Repr::Members(m) => m.set.swap_remove(member).is_some(),
         }
     }
 
@@ -269,7 +271,7 @@ impl SetValue {
             Repr::Ints(ints) => ints
                 .remove_at(i)
                 .map(|n| CompactBytes::new(itoa::Buffer::new().format(n).as_bytes())),
-            Repr::Members(m) => m.set.swap_remove_index(i),
+            Repr::Members(m) => m.set.swap_remove_index(i).map(|(member, ())| member),
         }
     }
 
@@ -278,7 +280,7 @@ impl SetValue {
         match &self.repr {
             Repr::Ints(ints) => ints.get(i).map(Member::int),
             Repr::Members(m) => {
-                let member = m.set.get_index(i)?;
+                let (member, ()) = m.set.get_index(i)?;
                 Some(Member(Inner::Bytes(member.as_bytes())))
             }
         }
@@ -327,7 +329,7 @@ impl SetValue {
             Repr::Members(m) => {
                 // Each member, its hash and its index slot.
                 m.set.capacity() * (std::mem::size_of::<CompactBytes>() + 16)
-                    + m.set.iter().map(CompactBytes::heap_size).sum::<usize>()
+                    + m.set.keys().map(CompactBytes::heap_size).sum::<usize>()
             }
         }
     }

@@ -8,13 +8,11 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use indexmap::map::raw_entry_v1::{RawEntryApiV1, RawEntryMut};
-use indexmap::{IndexMap, IndexSet};
-
 use super::compact::CompactBytes;
 use super::cut::{CutSink, CutState};
 use super::events::KeyEvents;
 use super::free_slots::FreeSlots;
+use super::incremental_map::IncrementalMap;
 use super::now_ms;
 use super::slot_counts::SlotCounts;
 use super::value::{Entry, Hasher, Value};
@@ -68,10 +66,11 @@ pub fn as_master<R>(f: impl FnOnce() -> R) -> R {
 /// Keys of one shard.
 #[derive(Debug, Default)]
 pub struct Shard {
-    /// Key → entry. An `IndexMap` so random keys and scan cursors are O(1) and stable.
-    map: IndexMap<CompactBytes, Entry, Hasher>,
+    /// Key → entry, by position too, so random keys and scan cursors are O(1) and
+    /// stable; its hash index grows incrementally (see [`super::incremental_map`]).
+    map: IncrementalMap<CompactBytes, Entry, Hasher>,
     /// Keys with a TTL, indexable so the active cycle samples them in O(1).
-    ttl_keys: IndexSet<CompactBytes, Hasher>,
+    ttl_keys: IncrementalMap<CompactBytes, (), Hasher>,
     /// On a writable replica, keys a client (not our master) gave a TTL: the master
     /// will never send their DEL, so this replica expires them itself (Redis's
     /// `slaveKeysWithExpire`). May name keys gone or changed since: checked when swept.
@@ -111,7 +110,7 @@ pub struct SampleResult {
 }
 
 /// Whether `key` is missing, stale or live in `map` (WATCH's view of a FLUSHDB or SWAPDB).
-fn presence(map: &IndexMap<CompactBytes, Entry, Hasher>, key: &[u8]) -> Presence {
+fn presence(map: &IncrementalMap<CompactBytes, Entry, Hasher>, key: &[u8]) -> Presence {
     match map.get(key) {
         None => Presence::Missing,
         Some(e) if e.is_stale(now_ms()) => Presence::Stale,
@@ -289,7 +288,7 @@ impl Shard {
             .filter_map(|_| {
                 let i = fastrand::usize(..population);
                 let key = if volatile {
-                    self.ttl_keys.get_index(i)?.as_bytes()
+                    self.ttl_keys.get_index(i)?.0.as_bytes()
                 } else {
                     self.map.get_index(i)?.0.as_bytes()
                 };
@@ -323,10 +322,9 @@ impl Shard {
         self.room_for_one_key();
         // One hash and one probe whether the key is new or not (a lookup then an insert
         // hashed and probed twice for every new key: every SET of one, every key loaded).
-        match self.map.raw_entry_mut_v1().from_key(key) {
-            RawEntryMut::Occupied(found) => {
-                let index = found.index();
-                let stale = found.get().is_stale(now_ms());
+        match self.map.find_or_hash(key) {
+            Ok(index) => {
+                let stale = self.map[index].is_stale(now_ms());
                 // Redis expires a stale key before writing over it: its `expired` event,
                 // then the new key's `new`. (A replica, or a paused expiry, keeps the key
                 // in place: it is written over then.)
@@ -348,8 +346,9 @@ impl Shard {
                     self.track_ttl(key, had_ttl, expires_at != 0);
                 }
             }
-            RawEntryMut::Vacant(slot) => {
-                slot.insert(
+            Err(hash) => {
+                self.map.push_new(
+                    hash,
                     CompactBytes::new(key),
                     Entry {
                         value,
@@ -434,7 +433,7 @@ impl Shard {
         match (had, has) {
             (false, true) => {
                 self.room_for_one_ttl();
-                self.ttl_keys.insert(CompactBytes::new(key));
+                self.ttl_keys.insert(CompactBytes::new(key), ());
             }
             (true, false) => {
                 self.ttl_keys.swap_remove(key);
@@ -535,8 +534,8 @@ impl Shard {
         let map = &self.map;
         self.watched
             .replaced(|key| presence(map, key), |_| Presence::Missing);
-        self.map = IndexMap::default();
-        self.ttl_keys = IndexSet::default();
+        self.map = IncrementalMap::default();
+        self.ttl_keys = IncrementalMap::default();
         self.free_slots.emptied();
         if let Some(counts) = &mut self.slot_counts {
             counts.clear();
@@ -689,7 +688,7 @@ impl Shard {
     /// Every stored key, expired or not yet reclaimed (DEBUG DIGEST, like Redis's walk
     /// of its dictionary).
     pub fn for_each_stored(&self, mut f: impl FnMut(&CompactBytes, &Entry)) {
-        for (key, entry) in &self.map {
+        for (key, entry) in self.map.iter() {
             f(key, entry);
         }
     }
@@ -697,7 +696,7 @@ impl Shard {
     /// Every live key (KEYS, snapshots).
     pub fn for_each_live(&self, mut f: impl FnMut(&CompactBytes, &Entry)) {
         let now = now_ms();
-        for (key, entry) in &self.map {
+        for (key, entry) in self.map.iter() {
             if entry.expires_at == 0 || entry.expires_at > now {
                 f(key, entry);
             }
@@ -714,7 +713,7 @@ impl Shard {
             }
             let pick = fastrand::usize(..self.ttl_keys.len());
             result.sampled += 1;
-            let Some(key) = self.ttl_keys.get_index(pick) else {
+            let Some((key, _)) = self.ttl_keys.get_index(pick) else {
                 break;
             };
             let Some(index) = self.map.get_index_of(key.as_bytes()) else {
@@ -766,6 +765,13 @@ impl Shard {
         expired
     }
 
+    /// The background cycle's share of moving the key indexes into their regrown
+    /// tables (see [`super::incremental_map`]).
+    pub fn tidy_indexes(&mut self) {
+        self.map.tidy();
+        self.ttl_keys.tidy();
+    }
+
     /// Keys a client gave a TTL on this replica (INFO `slave_expires_tracked_keys`).
     pub fn replica_ttl_len(&self) -> usize {
         self.replica_ttl_keys.len()
@@ -793,7 +799,7 @@ impl Shard {
         };
         let cut = &mut self.cuts[at];
         let start = cut.next().min(self.map.len());
-        let rest = self.map.as_slice()[start..].iter();
+        let rest = self.map.iter_from(start);
         let done = cut.step(self.db, rest, self.map.len(), batch);
         if done {
             self.cuts.swap_remove(at);
@@ -807,12 +813,7 @@ impl Shard {
         let len = self.map.len();
         for mut cut in std::mem::take(&mut self.cuts) {
             let start = cut.next().min(len);
-            cut.step(
-                self.db,
-                self.map.as_slice()[start..].iter(),
-                len,
-                usize::MAX,
-            );
+            cut.step(self.db, self.map.iter_from(start), len, usize::MAX);
         }
     }
 

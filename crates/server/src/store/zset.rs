@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 use std::ops::Bound;
 
-use indexmap::IndexMap;
+use super::incremental_map::IncrementalMap;
 
 use super::compact::CompactBytes;
 use super::packed_members::{self, PackedMembers};
@@ -108,7 +108,7 @@ enum Repr {
 /// A large set's indexes.
 #[derive(Debug, Clone)]
 struct Indexes {
-    scores: IndexMap<CompactBytes, f64, Hasher>,
+    scores: IncrementalMap<CompactBytes, f64, Hasher>,
     order: SortedBlocks<(Score, CompactBytes)>,
     peaks: Peaks,
 }
@@ -156,7 +156,7 @@ impl ZSet {
     /// The indexes of a large set, from its entries in order; `None` when a member
     /// repeats.
     fn indexed(order: Vec<(Score, CompactBytes)>, peaks: Peaks) -> Option<Repr> {
-        let mut scores = IndexMap::with_capacity_and_hasher(order.len(), Hasher::default());
+        let mut scores: IncrementalMap<_, _, Hasher> = IncrementalMap::with_capacity(order.len());
         for (score, member) in &order {
             if scores.insert(member.clone(), score.0).is_some() {
                 return None;
@@ -269,7 +269,7 @@ impl ZSet {
             }
             Repr::Large(ix) => {
                 let Indexes { scores, order, .. } = &mut **ix;
-                let (key, score) = scores.swap_remove_entry(member)?;
+                let (key, score) = scores.swap_remove(member)?;
                 order.remove(&(Score(score), key));
                 Some(score)
             }
