@@ -10,7 +10,7 @@
 //! (bench/NOTES.md, "Stop 76").
 //!
 //! Here a full index (tombstones count as full, as they do in the table) is replaced by
-//! an empty one twice the entries' size, and the old one's positions move over
+//! an empty one with twice the buckets (the same number when tombstones filled it), and the old one's positions move over
 //! [`MOVES_PER_CHANGE`] at a time with each change, and more in the background cycle
 //! ([`IncrementalMap::tidy`]). While they move, a lookup probes the new index, then the
 //! old. Every position below the move's frontier is in the new index; those above may
@@ -27,8 +27,8 @@ use std::ops::{Index, IndexMut};
 use hashbrown::HashTable;
 
 /// Positions moved from the old index to the new one with each insertion or removal:
-/// enough that the new index, sized for twice the entries, never fills before the
-/// move ends; few enough to cost a change a few microseconds at most.
+/// enough that the new index, with room for 3/4 more than the entries it starts with,
+/// never fills before the move ends; few enough to cost a change a few microseconds.
 const MOVES_PER_CHANGE: usize = 32;
 
 /// Positions moved per call of [`IncrementalMap::tidy`] (the background cycle's), so a
@@ -94,6 +94,15 @@ impl<K: fmt::Debug, V: fmt::Debug, S> fmt::Debug for IncrementalMap<K, V, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map().entries(self.iter()).finish()
     }
+}
+
+/// The capacity of a new index for `len` entries. A full index holds 7/8 of its
+/// buckets; 7/4 of that asks for exactly twice the buckets (twice `len` would ask for
+/// just over, and get four times), and an index full of tombstones, with half its
+/// buckets' worth of entries, is replaced by one of the same size. Either leaves the
+/// new index room for the move and the changes made while it runs.
+fn index_capacity(len: usize) -> usize {
+    (len / 4 * 7).max(8)
 }
 
 /// Removes position `at` (of hash `hash`) from `table`; false when it is not there.
@@ -226,7 +235,7 @@ impl<K, V, S> IncrementalMap<K, V, S> {
                 return;
             }
         }
-        self.start_moving(((self.entries.len() + 1) * 2).max(8));
+        self.start_moving(index_capacity(self.entries.len()));
     }
 
     /// Position `hole` now holds what was at `from` (the last position, swapped in):
@@ -274,7 +283,7 @@ impl<K, V, S> IncrementalMap<K, V, S> {
     /// incrementally when it is far larger than needed).
     pub fn shrink_to(&mut self, min: usize) {
         self.entries.shrink_to(min);
-        let wanted = min.max(self.entries.len() * 2).max(8);
+        let wanted = index_capacity(min.max(self.entries.len()));
         if self.moving.is_none() && self.index.capacity() > 4 * wanted {
             self.start_moving(wanted);
         }
