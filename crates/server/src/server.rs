@@ -273,6 +273,9 @@ impl Server {
                     expiry::run(store, hz, stop_rx, |took| {
                         let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
                         background.latency.add_if_needed("expire-cycle", ms);
+                        if background.config.read().param_bool("activerehashing") {
+                            background.store.tidy_indexes();
+                        }
                         background_events(&background);
                     })
                 })?

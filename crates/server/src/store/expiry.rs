@@ -76,7 +76,6 @@ pub fn run(
         if store.cron_paused() {
             continue;
         }
-        tidy_indexes(&store);
         // A replica's keys expire by its master's DELs, but for those a client gave a
         // TTL here (a writable replica): no DEL will ever come for them.
         let started = std::time::Instant::now();
@@ -89,17 +88,6 @@ pub fn run(
             }
         }
         after_cycle(started.elapsed());
-    }
-}
-
-/// Moves on the shards' key indexes that are being regrown, so a move ends even when
-/// no command changes the shard (Redis's `incrementallyRehash` in its cron).
-fn tidy_indexes(store: &Store) {
-    for db in 0..store.db_count() {
-        let db = store.db(db);
-        for index in 0..db.shard_count() {
-            db.lock_index(index).tidy_indexes();
-        }
     }
 }
 

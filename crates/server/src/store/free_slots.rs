@@ -43,11 +43,11 @@ pub fn growth(len: usize) -> usize {
 /// last reported to the allocator's count (reported as none when dropped with the
 /// tables).
 ///
-/// The sizes are kept here because the maps do not tell them: `IndexMap::capacity` is
-/// the smaller of its array's and its hash index's, and the index loses capacity to
-/// the tombstones removals leave (a hash table's, not the array's). Growing the array
-/// whenever that figure equals the length grew it on churn alone, with no key added,
-/// and counted its empty slots short.
+/// The sizes are kept here, as asked for, rather than read back from the maps, so that
+/// the figure reported is the one this module decided. (`IndexMap`, the maps before
+/// [`super::incremental_map`], reported the smaller of its array's capacity and its
+/// hash index's, which the tombstones removals leave shrink: growing the array whenever
+/// that figure equalled the length grew it on churn alone.)
 #[derive(Debug, Default)]
 pub struct FreeSlots {
     /// Slots the key table's array holds.
@@ -163,7 +163,7 @@ mod tests {
 
     #[test]
     fn slots_are_the_sizes_the_tables_hold() {
-        // indexmap's bucket is (hash: usize, key, value); the figures the module's
+        // The map's bucket is (hash: u64, key, value); the figures the module's
         // documentation quotes.
         assert_eq!(KEY_SLOT_BYTES, 72);
         assert_eq!(TTL_SLOT_BYTES, 32);

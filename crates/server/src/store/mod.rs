@@ -282,6 +282,17 @@ impl Store {
             .store(paused, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Moves on the shards' key indexes that are being regrown, so a move ends even
+    /// when no command changes the shard (Redis's `incrementallyRehash` in its cron,
+    /// under `activerehashing yes`; see [`incremental_map`]).
+    pub fn tidy_indexes(&self) {
+        for db in self.dbs() {
+            for index in 0..db.shard_count() {
+                db.lock_index(index).tidy_indexes();
+            }
+        }
+    }
+
     /// Whether the background cycle is held.
     pub fn cron_paused(&self) -> bool {
         self.cron_paused.load(std::sync::atomic::Ordering::Relaxed)

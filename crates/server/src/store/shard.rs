@@ -857,9 +857,9 @@ mod tests {
         assert!(!s.set_expires(b"zz", 5));
     }
 
-    /// Churn (a key removed, another added) leaves tombstones in the hash index, which
-    /// shrink `IndexMap::capacity`; the key array must not grow for it, and its empty
-    /// slots must be reported as they are.
+    /// Churn (a key removed, another added) leaves tombstones in the hash index; the
+    /// key array must not grow for it, and its empty slots must be reported as they
+    /// are.
     #[test]
     fn churn_does_not_grow_the_key_array() {
         let mut s = Shard::default();
