@@ -63,6 +63,9 @@ struct Moving {
 pub struct IncrementalMap<K, V, S> {
     entries: Vec<Bucket<K, V>>,
     index: HashTable<usize>,
+    /// The capacity `index` was made with (its buckets follow from it; the table's own
+    /// `capacity` shrinks as tombstones take free slots).
+    index_asked: usize,
     moving: Option<Moving>,
     hasher: S,
 }
@@ -72,6 +75,7 @@ impl<K, V, S: Default> Default for IncrementalMap<K, V, S> {
         IncrementalMap {
             entries: Vec::new(),
             index: HashTable::new(),
+            index_asked: 0,
             moving: None,
             hasher: S::default(),
         }
@@ -84,6 +88,7 @@ impl<K, V, S: Default> IncrementalMap<K, V, S> {
         IncrementalMap {
             entries: Vec::with_capacity(capacity),
             index: HashTable::with_capacity(capacity),
+            index_asked: capacity,
             moving: None,
             hasher: S::default(),
         }
@@ -213,6 +218,7 @@ impl<K, V, S> IncrementalMap<K, V, S> {
     fn start_moving(&mut self, capacity: usize) {
         self.finish_moving();
         let old = std::mem::replace(&mut self.index, HashTable::with_capacity(capacity));
+        self.index_asked = capacity;
         if !old.is_empty() {
             self.moving = Some(Moving {
                 table: old,
@@ -279,12 +285,12 @@ impl<K, V, S> IncrementalMap<K, V, S> {
         Some((removed.key, removed.value))
     }
 
-    /// Shrinks the array to hold at least `min` entries (and the index with it, moved
-    /// incrementally when it is far larger than needed).
+    /// Shrinks the array to hold at least `min` entries, and the index with it (moved
+    /// incrementally) when an index for them would have half the buckets or fewer.
     pub fn shrink_to(&mut self, min: usize) {
         self.entries.shrink_to(min);
         let wanted = index_capacity(min.max(self.entries.len()));
-        if self.moving.is_none() && self.index.capacity() > 4 * wanted {
+        if self.moving.is_none() && wanted * 2 <= self.index_asked {
             self.start_moving(wanted);
         }
     }
