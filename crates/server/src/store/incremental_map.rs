@@ -10,11 +10,13 @@
 //! (bench/NOTES.md, "Stop 76").
 //!
 //! Here a full index (tombstones count as full, as they do in the table) is replaced by
-//! an empty one with twice the buckets (the same number when tombstones filled it), and the old one's positions move over
-//! [`MOVES_PER_CHANGE`] at a time with each change, and more in the background cycle
-//! ([`IncrementalMap::tidy`]). While they move, a lookup probes the new index, then the
-//! old. Every position below the move's frontier is in the new index; those above may
-//! be in either, and are moved as the frontier passes them.
+//! an empty one with twice the buckets (the same number when tombstones filled it), and
+//! the old one's positions move over [`MOVES_PER_CHANGE`] at a time with each change,
+//! and more in the background cycle ([`IncrementalMap::tidy`]). While they move, a
+//! lookup probes the new index, then the old. Every position below the move's frontier
+//! is in the new index; those above may be in either, and are moved as the frontier
+//! passes them. An index shrinks the same way, when one for the entries left would
+//! have half the buckets or fewer ([`IncrementalMap::shrink_to`]).
 //!
 //! The entries array still grows by reallocation, which for large arrays glibc does by
 //! remapping pages, not copying.
