@@ -56,7 +56,7 @@ struct Moving {
 /// grows incrementally (see the module's documentation). Removal swaps the last entry
 /// into the hole, as `IndexMap::swap_remove_index` does.
 ///
-/// ```ignore
+/// ```text
 /// let mut map: IncrementalMap<CompactBytes, u32, Hasher> = IncrementalMap::default();
 /// map.insert(CompactBytes::new(b"a"), 1);
 /// assert_eq!(map.get_index_of(b"a".as_slice()), Some(0));
