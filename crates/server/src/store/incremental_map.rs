@@ -123,6 +123,21 @@ fn take_position(table: &mut HashTable<usize>, hash: u64, at: usize) -> bool {
     }
 }
 
+/// Moves position `at` (of hash `hash`) from the old index `old`, when it is there,
+/// into `index`, filed as `to`.
+fn move_position<K, V>(
+    old: &mut HashTable<usize>,
+    index: &mut HashTable<usize>,
+    entries: &[Bucket<K, V>],
+    hash: u64,
+    at: usize,
+    to: usize,
+) {
+    if take_position(old, hash, at) {
+        index.insert_unique(hash, to, |&p| entries[p].hash);
+    }
+}
+
 impl<K, V, S> IncrementalMap<K, V, S> {
     /// Number of entries.
     #[inline]
@@ -191,9 +206,7 @@ impl<K, V, S> IncrementalMap<K, V, S> {
         while left > 0 && moving.next < entries.len() && !moving.table.is_empty() {
             let at = moving.next;
             let hash = entries[at].hash;
-            if take_position(&mut moving.table, hash, at) {
-                self.index.insert_unique(hash, at, |&p| entries[p].hash);
-            }
+            move_position(&mut moving.table, &mut self.index, entries, hash, at, at);
             moving.next += 1;
             left -= 1;
         }
@@ -258,10 +271,14 @@ impl<K, V, S> IncrementalMap<K, V, S> {
             return;
         };
         if hole < moving.next {
-            if take_position(&mut moving.table, hash, from) {
-                let entries = &self.entries;
-                self.index.insert_unique(hash, hole, |&p| entries[p].hash);
-            }
+            move_position(
+                &mut moving.table,
+                &mut self.index,
+                &self.entries,
+                hash,
+                from,
+                hole,
+            );
         } else if let Some(p) = moving.table.find_mut(hash, |&p| p == from) {
             *p = hole;
         }
