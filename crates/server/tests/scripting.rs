@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
-use common::{show, Conn, Redline};
+use common::{info, show, Conn, Redline};
 use redline_resp::Frame;
 use redline_testkit::{RedisServer, RedlineServer};
 
@@ -699,6 +699,177 @@ fn lua_debugger_matches_redis() {
         assert_eq!(g, t);
     }
     assert_eq!(got.len(), theirs.len());
+}
+
+/// The Lua debugger's forked mode (SCRIPT DEBUG YES, what `redis-cli --ldb` sends):
+/// the session sees the dataset as it was when it began, other clients are served
+/// while it is stopped (their writes do not reach it), its own changes are dropped when
+/// it ends, and it counts as a fork. Every reply is compared with redis-server's.
+#[test]
+fn lua_debugger_forked_session_matches_redis() {
+    let script = "redis.call('set','k','changed')\nredis.call('set','new','x')\n\
+                  redis.call('incr','counter')\nreturn redis.call('mget','k','late','counter')\n";
+    let forks = |c: &mut Conn| info(c, "total_forks");
+    let session = |addr: SocketAddr| {
+        let mut other = Conn::connect(addr);
+        other.cmd(&["FLUSHALL"]);
+        other.cmd(&["SET", "k", "orig"]);
+        other.cmd(&["SET", "counter", "10"]);
+        let forks_before = forks(&mut other);
+        let mut c = Conn::connect(addr);
+        let mut seen = vec![show(&c.cmd(&["SCRIPT", "DEBUG", "YES"]))];
+        seen.push(show(&c.cmd(&["EVAL", script, "0"])));
+        // Stopped at the first line: the server serves others, and their writes stay
+        // out of the session's copy.
+        seen.push(format!(
+            "other: {}",
+            show(&other.cmd(&["SET", "late", "1"]))
+        ));
+        seen.push(format!(
+            "other: {}",
+            show(&other.cmd(&["SET", "k", "during"]))
+        ));
+        seen.push(format!(
+            "other: {}",
+            show(&other.cmd(&["EVAL", "return 7", "0"]))
+        ));
+        let steps: &[&[&str]] = &[
+            &["r", "get", "late"],
+            &["r", "get", "k"],
+            &["s"],
+            &["r", "get", "k"],
+            &["r", "dbsize"],
+            &["n"],
+        ];
+        for step in steps {
+            seen.push(format!("{step:?} -> {}", show(&c.cmd(step))));
+        }
+        seen.push(format!("c -> {}", show(&c.cmd(&["c"]))));
+        seen.push(format!("EVAL reply: {}", show(&c.read().unwrap())));
+        seen.push(format!("closed: {}", c.is_closed()));
+        // The session's changes are gone; the other client's are kept.
+        seen.push(show(&other.cmd(&["MGET", "k", "new", "late", "counter"])));
+        seen.push(format!("forks: {}", forks(&mut other) - forks_before));
+        // A second session on the same terms, and the mode stays per connection.
+        let mut d = Conn::connect(addr);
+        seen.push(show(&d.cmd(&["SCRIPT", "DEBUG", "YES"])));
+        seen.push(show(&d.cmd(&["SCRIPT", "DEBUG", "NO"])));
+        seen.push(show(&d.cmd(&["EVAL", script, "0"])));
+        seen.push(show(&other.cmd(&["MGET", "k", "new", "late", "counter"])));
+        seen
+    };
+    let redis = RedisServer::start().unwrap();
+    let ours = Redline::start();
+    let theirs = session(redis.addr());
+    let got = session(ours.addr);
+    for (g, t) in got.iter().zip(&theirs) {
+        assert_eq!(g, t);
+    }
+    assert_eq!(got.len(), theirs.len());
+}
+
+/// A forked session's copy is the dataset at one instant while writers keep going:
+/// transactions that add one to each of 50 counters on different shards are, in every
+/// copy, all in or all out (all counters equal), and the writers are never stopped for
+/// the length of a copy.
+#[test]
+fn lua_debugger_forked_copy_is_one_instant() {
+    let server = Redline::start();
+    let addr = server.addr;
+    let keys: Vec<String> = (0..50).map(|i| format!("counter:{i}")).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|_| {
+            let keys = keys.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut c = Conn::connect(addr);
+                let mut done = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    c.cmd(&["MULTI"]);
+                    for key in &keys {
+                        c.cmd(&["INCR", key.as_str()]);
+                    }
+                    c.cmd(&["EXEC"]);
+                    done += 1;
+                }
+                done
+            })
+        })
+        .collect();
+    let mut eval = vec!["EVAL", "return redis.call('mget', unpack(KEYS))", "50"];
+    eval.extend(keys.iter().map(String::as_str));
+    let mut watcher = Conn::connect(addr);
+    while watcher.cmd(&["GET", "counter:0"]) == Frame::NullBulk {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..10 {
+        let mut c = Conn::connect(addr);
+        c.ok(&["SCRIPT", "DEBUG", "YES"]);
+        c.cmd(&eval);
+        c.cmd(&["c"]);
+        let Some(Frame::Array(values)) = c.read() else {
+            panic!("no EVAL reply");
+        };
+        let values: Vec<String> = values.iter().map(show).collect();
+        assert_eq!(values.len(), 50);
+        assert!(
+            values.iter().all(|v| *v == values[0]),
+            "a copy caught a transaction half done: {values:?}"
+        );
+        seen.insert(values[0].clone());
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(seen.len() > 1, "the writers never moved: {seen:?}");
+    for writer in writers {
+        assert!(writer.join().unwrap() > 0);
+    }
+}
+
+/// A forked session's copy of the dataset is left out of `maxmemory`, as a forked
+/// child's memory is outside its parent's: debugging a server at its limit evicts none
+/// of its keys, on either server.
+#[test]
+fn lua_debugger_forked_session_evicts_nothing() {
+    let run = |addr: SocketAddr| {
+        let mut c = Conn::connect(addr);
+        c.cmd(&["FLUSHALL"]);
+        let value = "v".repeat(1000);
+        for chunk in 0..20 {
+            let mut cmd = vec!["MSET".to_string()];
+            for i in 0..1000 {
+                cmd.push(format!("key:{}", chunk * 1000 + i));
+                cmd.push(value.clone());
+            }
+            let refs: Vec<&str> = cmd.iter().map(String::as_str).collect();
+            c.cmd(&refs);
+        }
+        let limit = (info(&mut c, "used_memory") + 4 * 1024 * 1024).to_string();
+        c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+        c.cmd(&["CONFIG", "SET", "maxmemory", &limit]);
+        let mut d = Conn::connect(addr);
+        d.cmd(&["SCRIPT", "DEBUG", "YES"]);
+        d.cmd(&[
+            "EVAL",
+            "redis.call('set','k','v')\nreturn redis.call('dbsize')",
+            "0",
+        ]);
+        // While the session holds its copy, the server keeps writing.
+        let mut seen = vec![show(&d.cmd(&["s"]))];
+        for i in 0..100 {
+            c.cmd(&["SET", &format!("more:{i}"), "x"]);
+        }
+        seen.push(show(&d.cmd(&["c"])));
+        seen.push(show(&d.read().unwrap()));
+        seen.push(show(&c.cmd(&["DBSIZE"])));
+        seen.push(format!("evicted: {}", info(&mut c, "evicted_keys")));
+        c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+        seen
+    };
+    let redis = RedisServer::start().unwrap();
+    let ours = Redline::start();
+    assert_eq!(run(ours.addr), run(redis.addr()));
 }
 
 /// A client that leaves in the middle of a debugging session: the script runs to its

@@ -214,7 +214,7 @@ fn memory_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 
 /// Bytes a value takes, estimated from its layout (entry, inline or heap bytes, and the
 /// per-element overhead of its collection).
-fn value_size(value: &Value) -> usize {
+pub(crate) fn value_size(value: &Value) -> usize {
     const ENTRY: usize = 56;
     let heap = |len: usize| {
         if len > crate::store::INLINE_CAPACITY {

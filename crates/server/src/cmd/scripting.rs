@@ -9,6 +9,7 @@ use redline_resp::encode;
 use super::args::is;
 use super::reply::{ok, CmdError, CmdResult};
 use super::{Ctx, Handler};
+use crate::scripting::debugger::DebugMode;
 use crate::scripting::{self, Engine, Target};
 use crate::store::Held;
 
@@ -122,7 +123,11 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Cm
     let debug = &mut ctx.client.debug;
     // EVALSHA is refused (after its length check, as in Redis): the debugger lists the
     // source the EVAL carries.
-    if debug.sync && !ctx.nested && ctx.client.multi.is_none() && !(by_sha && args[1].len() != 40) {
+    if debug.mode != DebugMode::Off
+        && !ctx.nested
+        && ctx.client.multi.is_none()
+        && !(by_sha && args[1].len() != 40)
+    {
         if by_sha {
             return Err(CmdError::Static(
                 "ERR Please use EVAL instead of EVALSHA for debugging",
@@ -254,9 +259,8 @@ pub fn eval_debugged(ctx: &mut Ctx<'_>, args: &[Bytes]) {
     }
 }
 
-/// SCRIPT DEBUG YES|SYNC|NO. Only the synchronous debugger is built: a forked session
-/// (YES), whose changes are rolled back, needs `fork`, which a multi-threaded server
-/// cannot use safely.
+/// SCRIPT DEBUG YES|SYNC|NO: how the client's next EVAL is debugged (see
+/// [`crate::scripting::debugger`]).
 fn script_debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !ctx.out.is_empty() {
         return Err(CmdError::Static(
@@ -264,17 +268,15 @@ fn script_debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ));
     }
     let mode = &args[2];
-    if is(mode, "no") {
-        ctx.client.debug.sync = false;
+    ctx.client.debug.mode = if is(mode, "no") {
+        DebugMode::Off
     } else if is(mode, "sync") {
-        ctx.client.debug.sync = true;
+        DebugMode::Sync
     } else if is(mode, "yes") {
-        return Err(CmdError::Static(
-            "ERR SCRIPT DEBUG YES (a forked session) is not supported: use SCRIPT DEBUG SYNC, whose changes are kept",
-        ));
+        DebugMode::Forked
     } else {
         return Err(CmdError::Static("ERR Use SCRIPT DEBUG YES/SYNC/NO"));
-    }
+    };
     ok(ctx.out);
     Ok(())
 }

@@ -1057,9 +1057,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
 
     /// Runs the EVAL of a Lua debugging session on a thread of its own while this task
     /// relays between it and the client (see `crate::scripting::debugger`); then the
-    /// EVAL's reply goes out and the connection closes, as in Redis.
+    /// EVAL's reply goes out and the connection closes, as in Redis. A forked session
+    /// (`SCRIPT DEBUG YES`) runs on a copy of the dataset and leaves the script turn to
+    /// other clients at once.
     async fn debug_session(&mut self) -> io::Result<()> {
-        use crate::scripting::debugger::{self, IoEvent};
+        use crate::scripting::debugger::{self, DebugMode, IoEvent};
+        use crate::scripting::forked::Forked;
         let Some(args) = self.client.debug.pending.take() else {
             return Ok(());
         };
@@ -1067,22 +1070,37 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         let Some(shared) = self.shared.arc() else {
             return Err(io::Error::other("server state gone"));
         };
+        let forked = self.client.debug.mode == DebugMode::Forked;
+        if forked && self.client.script_turn.take().is_some() {
+            self.client.handed_turn = shared.scripting.turn.handed_on();
+        }
         let (io, mut relay) = debugger::channel();
         let (done, result) = tokio::sync::oneshot::channel();
         let placeholder = ClientState::new(self.client.id, self.client.peer.clone(), false);
         let mut client = std::mem::replace(&mut self.client, placeholder);
         client.debug.io = Some(io);
-        tracing::warn!("Redis synchronous debugging eval session started");
+        if !forked {
+            tracing::warn!("Redis synchronous debugging eval session started");
+        }
         std::thread::Builder::new()
             .name("redline-ldb".into())
             .spawn(move || {
+                let copy = forked.then(|| Forked::new(&shared));
+                let server = copy.as_ref().and_then(Forked::shared).unwrap_or(&shared);
+                if copy.is_some() {
+                    tracing::warn!("Redis forked for debugging eval");
+                }
                 let mut out = BytesMut::new();
                 {
-                    let mut ctx = Ctx::new(&shared, &mut client, &mut out);
+                    let mut ctx = Ctx::new(server, &mut client, &mut out);
                     cmd::scripting::eval_debugged(&mut ctx, &args);
                 }
                 client.debug.io = None;
-                after_command(&shared, &client, &mut out);
+                after_command(server, &client, &mut out);
+                if copy.is_some() {
+                    tracing::warn!("Lua debugging session child exiting");
+                }
+                drop(copy);
                 let _ = done.send((client, out));
             })?;
         // Bytes that came after the EVAL are the first debugger commands.
@@ -1130,7 +1148,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             }
         }
         let (client, out) = finished.map_err(|_| io::Error::other("debugging session failed"))?;
-        tracing::warn!("Redis synchronous debugging eval session ended");
+        if !forked {
+            tracing::warn!("Redis synchronous debugging eval session ended");
+        }
         self.client = client;
         self.client.debug = Default::default();
         self.output.extend_from_slice(&out);

@@ -43,6 +43,7 @@ use super::rdb::CRC64;
 use super::snapshot::{debug_delay_micros, dump_path, image_start, saved, unix_secs, RDB_AUTOSYNC};
 use crate::alloc::{Counted, Gauge};
 use crate::shared::Shared;
+use crate::store::cut::walk;
 use crate::store::{CutSink, Entry, Held, ShardMap, Store};
 
 /// Entries the walker saves per lock of a shard: small enough that a command waiting
@@ -466,7 +467,7 @@ pub fn begin_cut_into(
 
 /// Counts a cut begun, with the time it held the dataset, where Redis counts a fork and
 /// its time (INFO `total_forks`, `latest_fork_usec`, the latency monitor's `fork`).
-fn record_fork(shared: &Shared, held_for: std::time::Duration) {
+pub(crate) fn record_fork(shared: &Shared, held_for: std::time::Duration) {
     let usec = u64::try_from(held_for.as_micros()).unwrap_or(u64::MAX);
     let stats = &shared.stats;
     stats.forks.fetch_add(1, Ordering::Relaxed);
@@ -605,40 +606,6 @@ fn pause(micros: u64, abort: &AtomicBool) {
         }
         std::thread::sleep(left.min(SLICE));
     }
-}
-
-/// Saves what every shard still owes the cut into `sink`, `batch` entries per lock,
-/// calling `between` (with no lock held) after each batch; stops, returning false, when
-/// `between` does.
-fn walk(
-    store: &Store,
-    sink: &dyn CutSink,
-    batch: usize,
-    mut between: impl FnMut() -> bool,
-) -> bool {
-    for db in store.dbs() {
-        for index in 0..db.shard_count() {
-            loop {
-                let (pending, done) = {
-                    let mut shard = db.lock_index(index);
-                    (shard.cut_pending(sink), shard.cut_step(sink, batch))
-                };
-                if !pending {
-                    break;
-                }
-                if !done {
-                    std::thread::yield_now();
-                }
-                if !between() {
-                    return false;
-                }
-                if done {
-                    break;
-                }
-            }
-        }
-    }
-    true
 }
 
 impl Drop for Cut {

@@ -1,15 +1,17 @@
-//! The Lua debugger, as Redis 7.0's LDB in its synchronous mode (`SCRIPT DEBUG SYNC`,
-//! `redis-cli --ldb-sync-mode`): the next EVAL of the client runs under a line hook
-//! that stops where the client asks (step, breakpoints, `redis.breakpoint()`), and in
-//! between reads debugger commands from the client's connection and answers them with
-//! an array of status lines. Changes are kept, and the connection is closed after the
-//! EVAL's reply, as in Redis.
+//! The Lua debugger, as Redis 7.0's LDB, in both its modes (`SCRIPT DEBUG YES`, which
+//! `redis-cli --ldb` sends, and `SCRIPT DEBUG SYNC`, `redis-cli --ldb-sync-mode`): the
+//! next EVAL of the client runs under a line hook that stops where the client asks
+//! (step, breakpoints, `redis.breakpoint()`), and in between reads debugger commands
+//! from the client's connection and answers them with an array of status lines. The
+//! connection is closed after the EVAL's reply, as in Redis.
 //!
 //! The script runs on a thread of its own for the session ([`DebugIo`] is its side of
 //! the connection): the connection's task relays the client's bytes to it and its
 //! output to the client ([`Relay`]), so the session works over TCP and TLS alike and
-//! never blocks a runtime worker. While it runs, other clients wait for it (it holds
-//! the script turn and the shards), as Redis is blocked during a synchronous session.
+//! never blocks a runtime worker. A synchronous session runs on the dataset and keeps
+//! its changes; other clients wait for it (it holds the script turn and the shards), as
+//! Redis is blocked then. A forked one runs on a copy ([`super::forked`]) and other
+//! clients go on meanwhile.
 
 use std::sync::mpsc;
 use std::time::Instant;
@@ -82,11 +84,25 @@ impl DebugIo {
     }
 }
 
+/// What `SCRIPT DEBUG` set: whether a client's next EVAL starts a session, and which.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum DebugMode {
+    /// `NO`: EVAL runs as usual.
+    #[default]
+    Off,
+    /// `YES`: the session runs on a copy of the dataset, and its changes are dropped,
+    /// while the server goes on serving (Redis forks; see [`super::forked`]).
+    Forked,
+    /// `SYNC`: the session runs on the dataset itself, keeping its changes, and the
+    /// server waits for it.
+    Sync,
+}
+
 /// A debugging client's setting and, on the session's thread, its connection.
 #[derive(Debug, Default)]
 pub struct ClientDebug {
-    /// `SCRIPT DEBUG SYNC` is on: the next EVAL starts a session.
-    pub sync: bool,
+    /// What `SCRIPT DEBUG` set.
+    pub mode: DebugMode,
     /// The EVAL waiting for its session (the connection starts it).
     pub pending: Option<Vec<Bytes>>,
     /// The connection, while the session's EVAL runs.

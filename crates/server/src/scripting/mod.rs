@@ -43,6 +43,7 @@ mod call;
 mod convert;
 pub mod debugger;
 mod flags;
+pub mod forked;
 mod libs;
 mod msgpack;
 mod sequences;

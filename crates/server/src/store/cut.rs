@@ -32,6 +32,7 @@ use std::sync::Arc;
 
 use super::compact::CompactBytes;
 use super::value::{Entry, Hasher};
+use super::Store;
 
 /// Where a cut's entries go: the snapshot being written (see `persist::snapshot`).
 /// Called under the lock of the shard the entries belong to; an implementation must not
@@ -150,6 +151,40 @@ impl CutState {
     pub(super) fn is_for(&self, sink: &dyn CutSink) -> bool {
         std::ptr::addr_eq(Arc::as_ptr(&self.sink), sink as *const dyn CutSink)
     }
+}
+
+/// Saves what every shard still owes the cut into `sink`, `batch` entries per lock,
+/// calling `between` (with no lock held) after each batch; stops, returning false, when
+/// `between` does.
+pub fn walk(
+    store: &Store,
+    sink: &dyn CutSink,
+    batch: usize,
+    mut between: impl FnMut() -> bool,
+) -> bool {
+    for db in store.dbs() {
+        for index in 0..db.shard_count() {
+            loop {
+                let (pending, done) = {
+                    let mut shard = db.lock_index(index);
+                    (shard.cut_pending(sink), shard.cut_step(sink, batch))
+                };
+                if !pending {
+                    break;
+                }
+                if !done {
+                    std::thread::yield_now();
+                }
+                if !between() {
+                    return false;
+                }
+                if done {
+                    break;
+                }
+            }
+        }
+    }
+    true
 }
 
 #[cfg(test)]

@@ -371,6 +371,36 @@ impl Shard {
         }
     }
 
+    /// Adds a copy of another store's entry (value, deadline, last use) under `key`,
+    /// quietly: no change is counted and no event fires, so the commands of the store
+    /// copied from, on whose threads the copy is made, see nothing (a forked debugging
+    /// session's dataset: `crate::scripting::forked`).
+    pub fn insert_copy(&mut self, key: &[u8], entry: &Entry) {
+        self.room_for_one_key();
+        let copy = Entry {
+            value: entry.value.clone(),
+            expires_at: entry.expires_at,
+            access: entry.access,
+        };
+        let has_ttl = copy.expires_at != 0;
+        match self.map.find_or_hash(key) {
+            Ok(index) => {
+                if let Some((_, stored)) = self.map.get_index_mut(index) {
+                    let had_ttl = stored.expires_at != 0;
+                    *stored = copy;
+                    self.track_ttl(key, had_ttl, has_ttl);
+                }
+            }
+            Err(hash) => {
+                self.map.push_new(hash, CompactBytes::new(key), copy);
+                self.track_ttl(key, false, has_ttl);
+                if let Some(counts) = &mut self.slot_counts {
+                    counts.added(key);
+                }
+            }
+        }
+    }
+
     /// Stores `value` under `key` as a new key, deleting what was there first (Redis's
     /// `dbDelete` then `dbAdd`, as RENAME and COPY do): its `new` event fires even when
     /// the key existed.

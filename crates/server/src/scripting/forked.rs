@@ -1,0 +1,113 @@
+//! The server a forked Lua debugging session runs on (`SCRIPT DEBUG YES`).
+//!
+//! Redis forks: the child runs the debugged EVAL on its copy of the dataset while the
+//! parent goes on serving, and the child's changes vanish with it. A multi-threaded
+//! server cannot fork safely (another thread may hold a lock the child would need), so
+//! a session gets a server state of its own instead: the same configuration without
+//! saves, and a copy of every key made by a snapshot cut ([`crate::store::cut`]), the
+//! dataset at one instant, copied while clients keep writing, which stops them only as
+//! long as a BGSAVE's start does. Whatever the session does (writes, notifications, its
+//! replication stream, statistics) stays in that state and is dropped with it.
+//!
+//! The copy's memory is left out of `maxmemory` with a save's own, as a forked child's
+//! is outside its parent's `used_memory`: debugging never evicts the server's keys.
+//! The copy itself has no limit (nothing is evicted from it, no write in it is refused
+//! OOM): its keys share the process's memory figure with the server's, which no limit
+//! of its own could tell apart.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crate::alloc::{thread_net, Gauge};
+use crate::shared::Shared;
+use crate::store::{cut, CutSink, Entry, Held, Store};
+
+/// Entries copied per hold of a shard: a writer waits at most this long for the copy.
+const COPY_BATCH: usize = 64;
+
+/// A forked session's server state; its memory leaves the `maxmemory` exemption when
+/// dropped.
+pub struct Forked {
+    shared: Option<Arc<Shared>>,
+    /// Where the copy's bytes are left out of `maxmemory`.
+    gauge: Arc<Gauge>,
+    /// The copy's bytes counted there.
+    counted: usize,
+}
+
+impl Forked {
+    /// A server state like `real`'s, holding its keys as they are now. Blocks for as
+    /// long as the copy takes: call it on the session's thread.
+    pub fn new(real: &Shared) -> Forked {
+        let mut config = real.config.read().clone();
+        // FLUSHALL saves when save points are set: not from the copy.
+        config.save.clear();
+        config.appendonly = false;
+        config.params.insert("maxmemory", "0".into());
+        let shared = Arc::new(Shared::new(config, real.port()));
+        shared.set_arc();
+        let gauge = real.store.events().eviction.saving.clone();
+        let sink = Arc::new(CopyInto {
+            store: shared.store.clone(),
+            gauge: gauge.clone(),
+            counted: AtomicUsize::new(0),
+        });
+        let began = std::time::Instant::now();
+        {
+            // The copy's instant: every shard held while its cut begins.
+            let mut held = Held::all(&real.store);
+            for db in 0..real.store.db_count() {
+                for index in 0..real.store.db(db).shard_count() {
+                    if let Some(shard) = held.get(db, index) {
+                        shard.begin_cut(sink.clone());
+                    }
+                }
+            }
+        }
+        // Counted as Redis counts its fork (INFO `total_forks`, `latest_fork_usec`).
+        crate::persist::bgsave::record_fork(real, began.elapsed());
+        cut::walk(&real.store, &*sink, COPY_BATCH, || true);
+        Forked {
+            shared: Some(shared),
+            gauge,
+            counted: sink.counted.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The session's server state.
+    pub fn shared(&self) -> Option<&Arc<Shared>> {
+        self.shared.as_ref()
+    }
+}
+
+impl Drop for Forked {
+    fn drop(&mut self) {
+        // Freed first, then no longer left out: no limit check sees the bytes uncounted.
+        drop(self.shared.take());
+        self.gauge.change(self.counted, 0);
+    }
+}
+
+/// A cut that copies each entry into another store, counting what the copy takes as
+/// left out of `maxmemory` before it is allocated.
+struct CopyInto {
+    store: Arc<Store>,
+    gauge: Arc<Gauge>,
+    counted: AtomicUsize,
+}
+
+impl CutSink for CopyInto {
+    fn save(&self, db: usize, entries: &mut dyn Iterator<Item = (&[u8], &Entry)>) {
+        let db = self.store.db(db);
+        for (key, entry) in entries {
+            // An estimate first, corrected to what the copy took once it is made.
+            let estimate = crate::cmd::memory::value_size(&entry.value) + key.len();
+            self.gauge.change(0, estimate);
+            let before = thread_net();
+            db.lock(key).insert_copy(key, entry);
+            let took = usize::try_from(thread_net() - before).unwrap_or(0);
+            self.gauge.change(estimate, took);
+            self.counted.fetch_add(took, Ordering::Relaxed);
+        }
+    }
+}
