@@ -618,6 +618,19 @@ fn shutdown_nosave_stops_the_server_under_a_busy_script() {
     }
 }
 
+/// Runs `session` against a fresh redis-server and a fresh redline-server and asserts
+/// that they saw the same, step by step (the first difference is the one reported).
+fn same_as_redis(session: impl Fn(SocketAddr) -> Vec<String>) {
+    let redis = RedisServer::start().unwrap();
+    let ours = Redline::start();
+    let theirs = session(redis.addr());
+    let got = session(ours.addr);
+    for (g, t) in got.iter().zip(&theirs) {
+        assert_eq!(g, t);
+    }
+    assert_eq!(got.len(), theirs.len());
+}
+
 /// The Lua debugger in its synchronous mode (SCRIPT DEBUG SYNC, as `redis-cli
 /// --ldb-sync-mode` drives it): stepping, breakpoints (set and from
 /// `redis.breakpoint()`), listing, printing locals and KEYS/ARGV, `eval`, `redis`
@@ -691,14 +704,7 @@ fn lua_debugger_matches_redis() {
         seen.push(format!("other: {}", show(&other.read().unwrap())));
         seen
     };
-    let redis = RedisServer::start().unwrap();
-    let ours = Redline::start();
-    let theirs = session(redis.addr());
-    let got = session(ours.addr);
-    for (g, t) in got.iter().zip(&theirs) {
-        assert_eq!(g, t);
-    }
-    assert_eq!(got.len(), theirs.len());
+    same_as_redis(session);
 }
 
 /// The Lua debugger's forked mode (SCRIPT DEBUG YES, what `redis-cli --ldb` sends):
@@ -758,14 +764,7 @@ fn lua_debugger_forked_session_matches_redis() {
         seen.push(show(&other.cmd(&["MGET", "k", "new", "late", "counter"])));
         seen
     };
-    let redis = RedisServer::start().unwrap();
-    let ours = Redline::start();
-    let theirs = session(redis.addr());
-    let got = session(ours.addr);
-    for (g, t) in got.iter().zip(&theirs) {
-        assert_eq!(g, t);
-    }
-    assert_eq!(got.len(), theirs.len());
+    same_as_redis(session);
 }
 
 /// A forked session's copy is the dataset at one instant while writers keep going:

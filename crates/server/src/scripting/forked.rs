@@ -44,6 +44,11 @@ impl Forked {
         config.save.clear();
         config.appendonly = false;
         config.params.insert("maxmemory", "0".into());
+        // The copy has no replicas: it refuses writes for want of them only when the
+        // server does now (a forked child keeps its parent's count).
+        if crate::cmd::writes_refused(real).is_none() {
+            config.params.insert("min-replicas-to-write", "0".into());
+        }
         let shared = Arc::new(Shared::new(config, real.port()));
         shared.set_arc();
         let gauge = real.store.events().eviction.saving.clone();
