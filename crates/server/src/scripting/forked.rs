@@ -108,11 +108,25 @@ impl CutSink for CopyInto {
             // An estimate first, corrected to what the copy took once it is made.
             let estimate = crate::cmd::memory::value_size(&entry.value) + key.len();
             self.gauge.change(0, estimate);
+            // Counted under the shard's lock, so that a copy freeing what another
+            // counted (below) is always counted after it.
+            let mut shard = db.lock(key);
             let before = thread_net();
-            db.lock(key).insert_copy(key, entry);
-            let took = usize::try_from(thread_net() - before).unwrap_or(0);
-            self.gauge.change(estimate, took);
-            self.counted.fetch_add(took, Ordering::Relaxed);
+            shard.insert_copy(key, entry);
+            // Signed: an insert may free more than it takes (the end of an index's
+            // move frees the old index, which earlier copies counted).
+            let took = thread_net() - before;
+            match usize::try_from(took) {
+                Ok(grew) => {
+                    self.gauge.change(estimate, grew);
+                    self.counted.fetch_add(grew, Ordering::Relaxed);
+                }
+                Err(_) => {
+                    let freed = took.unsigned_abs();
+                    self.gauge.change(estimate + freed, 0);
+                    self.counted.fetch_sub(freed, Ordering::Relaxed);
+                }
+            }
         }
     }
 }
