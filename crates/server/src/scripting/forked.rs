@@ -25,6 +25,11 @@ use crate::store::{cut, CutSink, Entry, Held, Store};
 /// Entries copied per hold of a shard: a writer waits at most this long for the copy.
 const COPY_BATCH: usize = 64;
 
+/// Bytes a slot of a presized table's hash index takes, about (8 for the position, 1
+/// of control, buckets rounded up to a power of two): the estimate counted before the
+/// index is allocated, corrected once it is.
+const PRESIZE_SLOT_ESTIMATE: usize = 18;
+
 /// A forked session's server state; its memory leaves the `maxmemory` exemption when
 /// dropped.
 pub struct Forked {
@@ -58,20 +63,45 @@ impl Forked {
             counted: AtomicUsize::new(0),
         });
         let began = std::time::Instant::now();
+        // The copy's instant: every shard held while its cut begins. Each shard's size
+        // then is what its copy will hold.
+        let mut sizes = Vec::new();
         {
-            // The copy's instant: every shard held while its cut begins.
             let mut held = Held::all(&real.store);
             for db in 0..real.store.db_count() {
                 for index in 0..real.store.db(db).shard_count() {
                     if let Some(shard) = held.get(db, index) {
                         shard.begin_cut(sink.clone());
+                        sizes.push((db, index, shard.len(), shard.ttl_len()));
                     }
                 }
             }
         }
         // Counted as Redis counts its fork (INFO `total_forks`, `latest_fork_usec`).
         crate::persist::bgsave::record_fork(real, began.elapsed());
-        cut::walk(&real.store, &*sink, COPY_BATCH, || true);
+        for (db, index, keys, ttls) in sizes {
+            let estimate = (keys + ttls) * PRESIZE_SLOT_ESTIMATE;
+            sink.counted_while(estimate, || {
+                let mut shard = sink.store.db(db).lock_index(index);
+                shard.presize(keys, ttls);
+                shard
+            });
+        }
+        // On a thread of lower priority, as a save's walk: on a busy server the copy
+        // takes longer rather than the clients. Should that thread fail, this one
+        // walks (what is left).
+        let walked = std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("redline-ldb-copy".into())
+                .spawn_scoped(scope, || {
+                    crate::background::lower_this_thread();
+                    cut::walk(&real.store, &*sink, COPY_BATCH, || true);
+                })
+                .map(|walker| walker.join().is_ok())
+        });
+        if !matches!(walked, Ok(true)) {
+            cut::walk(&real.store, &*sink, COPY_BATCH, || true);
+        }
         Forked {
             shared: Some(shared),
             gauge,
@@ -101,32 +131,43 @@ struct CopyInto {
     counted: AtomicUsize,
 }
 
+impl CopyInto {
+    /// Runs `change` on the copy, counting what it allocates (or frees) as left out of
+    /// `maxmemory`: `estimate` before, corrected to the measure after. `change` returns
+    /// the lock of the shard it changed, released only once counted, so that a change
+    /// freeing what another counted is always counted after it.
+    fn counted_while<G>(&self, estimate: usize, change: impl FnOnce() -> G) {
+        self.gauge.change(0, estimate);
+        let before = thread_net();
+        let guard = change();
+        // Signed: a change may free more than it takes (the end of an index's move frees
+        // the old index, which earlier changes counted).
+        let took = thread_net() - before;
+        match usize::try_from(took) {
+            Ok(grew) => {
+                self.gauge.change(estimate, grew);
+                self.counted.fetch_add(grew, Ordering::Relaxed);
+            }
+            Err(_) => {
+                let freed = took.unsigned_abs();
+                self.gauge.change(estimate + freed, 0);
+                self.counted.fetch_sub(freed, Ordering::Relaxed);
+            }
+        }
+        drop(guard);
+    }
+}
+
 impl CutSink for CopyInto {
     fn save(&self, db: usize, entries: &mut dyn Iterator<Item = (&[u8], &Entry)>) {
         let db = self.store.db(db);
         for (key, entry) in entries {
-            // An estimate first, corrected to what the copy took once it is made.
             let estimate = crate::cmd::memory::value_size(&entry.value) + key.len();
-            self.gauge.change(0, estimate);
-            // Counted under the shard's lock, so that a copy freeing what another
-            // counted (below) is always counted after it.
-            let mut shard = db.lock(key);
-            let before = thread_net();
-            shard.insert_copy(key, entry);
-            // Signed: an insert may free more than it takes (the end of an index's
-            // move frees the old index, which earlier copies counted).
-            let took = thread_net() - before;
-            match usize::try_from(took) {
-                Ok(grew) => {
-                    self.gauge.change(estimate, grew);
-                    self.counted.fetch_add(grew, Ordering::Relaxed);
-                }
-                Err(_) => {
-                    let freed = took.unsigned_abs();
-                    self.gauge.change(estimate + freed, 0);
-                    self.counted.fetch_sub(freed, Ordering::Relaxed);
-                }
-            }
+            self.counted_while(estimate, || {
+                let mut shard = db.lock(key);
+                shard.insert_copy(key, entry);
+                shard
+            });
         }
     }
 }

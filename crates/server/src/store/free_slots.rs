@@ -114,6 +114,14 @@ impl FreeSlots {
         (self.keys, self.ttls)
     }
 
+    /// The tables were replaced by empty ones with room for `keys` keys and `ttls`
+    /// deadlines: all their slots are empty, reported before the caller allocates them.
+    pub fn presized(&mut self, keys: usize, ttls: usize) {
+        self.keys = keys;
+        self.ttls = ttls;
+        self.report(keys * KEY_SLOT_BYTES + ttls * TTL_SLOT_BYTES);
+    }
+
     /// The tables were replaced by empty ones: they have no empty slots.
     pub fn emptied(&mut self) {
         self.keys = 0;

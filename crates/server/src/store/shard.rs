@@ -371,6 +371,19 @@ impl Shard {
         }
     }
 
+    /// Gives an empty shard tables with room for `keys` keys and `ttls` deadlines at
+    /// once, so that filling them grows none (a copy of a shard whose size is known:
+    /// growing by a quarter at a time, the copy would reallocate its arrays under the
+    /// locks of the shards it copies from). A shard holding keys is left as it is.
+    pub fn presize(&mut self, keys: usize, ttls: usize) {
+        if !self.map.is_empty() || !self.ttl_keys.is_empty() {
+            return;
+        }
+        self.free_slots.presized(keys, ttls);
+        self.map = IncrementalMap::with_capacity(keys);
+        self.ttl_keys = IncrementalMap::with_capacity(ttls);
+    }
+
     /// Adds a copy of another store's entry (value, deadline, last use) under `key`,
     /// quietly: no change is counted and no event fires, so the commands of the store
     /// copied from, on whose threads the copy is made, see nothing (a forked debugging
