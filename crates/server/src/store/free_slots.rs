@@ -198,6 +198,19 @@ mod tests {
     }
 
     #[test]
+    fn presized_tables_need_no_room_until_full() {
+        let mut slots = FreeSlots::default();
+        slots.presized(1000, 10);
+        assert_eq!(slots.reported, 1000 * KEY_SLOT_BYTES + 10 * TTL_SLOT_BYTES);
+        assert_eq!(slots.key_room(999), None);
+        assert_eq!(slots.ttl_room(9), None);
+        slots.settle(1000, 10);
+        assert_eq!(slots.reported, 0);
+        assert_eq!(slots.key_room(1000), Some(250));
+        slots.emptied();
+    }
+
+    #[test]
     fn growth_is_a_quarter_and_at_least_eight() {
         assert_eq!(growth(0), 8);
         assert_eq!(growth(31), 8);
