@@ -1100,8 +1100,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                 if copy.is_some() {
                     tracing::warn!("Lua debugging session child exiting");
                 }
-                drop(copy);
                 let _ = done.send((client, out));
+                // Freed after the reply leaves: a copy of many keys takes a while.
+                drop(copy);
             })?;
         // Bytes that came after the EVAL are the first debugger commands.
         let mut unread = self.input.split();
