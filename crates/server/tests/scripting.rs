@@ -767,6 +767,24 @@ fn lua_debugger_forked_session_matches_redis() {
     same_as_redis(session);
 }
 
+/// A debugging session whose script never runs (it does not compile, or EVALSHA is
+/// refused): the `<endsession>` mark, then the error, then the connection closes, in
+/// both modes, as in Redis.
+#[test]
+fn lua_debugger_script_that_never_starts_matches_redis() {
+    same_as_redis(|addr| {
+        let mut seen = Vec::new();
+        for mode in ["SYNC", "YES"] {
+            let mut c = Conn::connect(addr);
+            seen.push(show(&c.cmd(&["SCRIPT", "DEBUG", mode])));
+            seen.push(show(&c.cmd(&["EVAL", "retur 1", "0"])));
+            seen.push(show(&c.read().unwrap()));
+            seen.push(format!("closed: {}", c.is_closed()));
+        }
+        seen
+    });
+}
+
 /// A forked session's copy is the dataset at one instant while writers keep going:
 /// transactions that add one to each of 50 counters on different shards are, in every
 /// copy, all in or all out (all counters equal), and the writers are never stopped for

@@ -257,6 +257,10 @@ pub fn eval_debugged(ctx: &mut Ctx<'_>, args: &[Bytes]) {
     if let Err(e) = eval_generic(ctx, args, false, ro) {
         encode::write_error(ctx.out, e.text());
     }
+    // Still here: the script never ran under the debugger.
+    if let Some(io) = ctx.client.debug.io.take() {
+        io.end_unstarted();
+    }
 }
 
 /// SCRIPT DEBUG YES|SYNC|NO: how the client's next EVAL is debugged (see

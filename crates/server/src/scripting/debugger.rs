@@ -21,6 +21,8 @@ use mlua::{Function, Lua, Table, Value};
 use parking_lot::Mutex;
 use redline_resp::Frame;
 
+/// The last log line of a session.
+const END_MARK: &str = "<endsession>";
 /// Breakpoints kept at most (Redis's `LDB_BREAKPOINTS_MAX`).
 const MAX_BREAKPOINTS: usize = 64;
 /// Default trimming of logged replies and values (Redis's `LDB_MAX_LEN_DEFAULT`).
@@ -75,6 +77,27 @@ impl DebugIo {
     fn write(&self, bytes: Vec<u8>) {
         // A closed connection shows on the next read.
         let _ = self.events.send(IoEvent::Write(bytes.into()));
+    }
+
+    /// Sends log lines: an array of status lines (line breaks made spaces).
+    fn send_log(&self, lines: impl ExactSizeIterator<Item = String>) {
+        let mut out = format!("*{}\r\n", lines.len()).into_bytes();
+        for line in lines {
+            out.push(b'+');
+            out.extend(line.bytes().map(|b| match b {
+                b'\r' | b'\n' => b' ',
+                b => b,
+            }));
+            out.extend_from_slice(b"\r\n");
+        }
+        self.write(out);
+    }
+
+    /// Ends a session whose script never started (it failed to compile, or was
+    /// refused): the `<endsession>` mark goes ahead of the EVAL's error, as in Redis,
+    /// whose session begins before the script is looked at.
+    pub fn end_unstarted(&self) {
+        self.send_log(std::iter::once(END_MARK.to_string()));
     }
 
     /// The client's next bytes; `None` once it is gone.
@@ -256,7 +279,7 @@ impl Session {
     /// The end: what is left of the log and the `<endsession>` mark.
     pub fn end(&self) {
         let mut state = self.state.lock();
-        state.logs.push("<endsession>".into());
+        state.logs.push(END_MARK.into());
         self.send_logs(&mut state);
     }
 
@@ -401,16 +424,7 @@ impl Session {
 
     /// Sends the log as an array of status lines, CR and LF made spaces.
     fn send_logs(&self, state: &mut State) {
-        let mut out = format!("*{}\r\n", state.logs.len()).into_bytes();
-        for line in state.logs.drain(..) {
-            out.push(b'+');
-            out.extend(line.bytes().map(|b| match b {
-                b'\r' | b'\n' => b' ',
-                b => b,
-            }));
-            out.extend_from_slice(b"\r\n");
-        }
-        self.io.write(out);
+        self.io.send_log(state.logs.drain(..));
     }
 
     fn maxlen(&self, argv: &[Vec<u8>]) {
