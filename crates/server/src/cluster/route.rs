@@ -247,7 +247,7 @@ pub fn check<'a>(
 
 /// The error a script's `redis.call` gets instead of a redirection (Redis's
 /// `scriptVerifyClusterState`).
-pub fn script_error(kind: RefusalKind, script: &str) -> CmdError {
+pub fn script_error(kind: RefusalKind) -> CmdError {
     match kind {
         RefusalKind::DownReadOnly => CmdError::Static(
             "ERR Script attempted to execute a write command while the cluster is down and readonly",
@@ -255,9 +255,8 @@ pub fn script_error(kind: RefusalKind, script: &str) -> CmdError {
         RefusalKind::Down => {
             CmdError::Static("ERR Script attempted to execute a command while the cluster is down")
         }
-        _ => CmdError::Owned(format!(
-            "ERR Script attempted to access a non local key in a cluster node script: {script}"
-        )),
+        // The script's name and line are added when the error ends the script.
+        _ => CmdError::Static("ERR Script attempted to access a non local key in a cluster node"),
     }
 }
 

@@ -1030,8 +1030,7 @@ fn cluster_route<'a>(
         }
         Ok(_) => Ok(None),
         Err(refusal) if ctx.nested => {
-            let name = ctx.shared.scripting.flags.current_name();
-            reject_spec(ctx, spec, route::script_error(refusal.kind, &name)).map(|()| None)
+            reject_spec(ctx, spec, route::script_error(refusal.kind)).map(|()| None)
         }
         Err(refusal) if spec.name == "exec" => {
             // A redirected EXEC discards the transaction, with the redirection as reply.

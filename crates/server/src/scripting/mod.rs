@@ -175,15 +175,6 @@ impl RunFlags {
         self.cross_slot.load(Ordering::Acquire)
     }
 
-    /// The running script's name (a SHA1 or a function's name).
-    pub fn current_name(&self) -> String {
-        self.current
-            .lock()
-            .as_ref()
-            .map(|(name, _)| name.clone())
-            .unwrap_or_default()
-    }
-
     /// Records whether too few good replicas were there when the script started.
     pub fn set_replicas_short(&self, short: bool) {
         self.replicas_short.store(short, Ordering::Release);
