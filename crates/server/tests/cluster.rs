@@ -203,6 +203,55 @@ fn one_node_answers_cluster_commands_like_redis() {
     assert_eq!(ours.len(), theirs.len());
 }
 
+/// A forked Lua debugging session (SCRIPT DEBUG YES) on a cluster node meets the
+/// cluster's checks as a script on the node does: a `no-cluster` script is refused
+/// (after the `<endsession>` mark), and a key of a slot the node does not serve fails
+/// the script, while one it serves is written in the session's copy only.
+#[test]
+fn a_forked_debugging_session_meets_the_cluster_checks() {
+    let mut transcripts = Vec::new();
+    for redline in [true, false] {
+        let args = [
+            "--cluster-enabled",
+            "yes",
+            "--cluster-require-full-coverage",
+            "no",
+            "--save",
+            "",
+        ];
+        let node = if redline {
+            AnyServer::redline(&args)
+        } else {
+            AnyServer::redis(&args)
+        };
+        let port = node.port;
+        let mut c = conn(port);
+        c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "8000"]);
+        wait_until("cluster_state:ok", || {
+            text(&conn(port).cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+        });
+        assert!(key_slot(b"bar") <= 8000 && key_slot(b"foo") > 8000);
+        let mut transcript = Vec::new();
+        let mut d = conn(port);
+        transcript.push(text(&d.cmd(&["SCRIPT", "DEBUG", "YES"])));
+        transcript.push(text(&d.cmd(&[
+            "EVAL",
+            "#!lua flags=no-cluster\nreturn 1",
+            "0",
+        ])));
+        transcript.push(text(&d.read().unwrap_or(Frame::Null)));
+        let mut e = conn(port);
+        transcript.push(text(&e.cmd(&["SCRIPT", "DEBUG", "YES"])));
+        let script = "redis.call('set','bar','1')\nreturn redis.call('get','foo')";
+        transcript.push(text(&e.cmd(&["EVAL", script, "0"])));
+        transcript.push(text(&e.cmd(&["c"])));
+        transcript.push(text(&e.read().unwrap_or(Frame::Null)));
+        transcript.push(text(&c.cmd(&["EXISTS", "bar"])));
+        transcripts.push(transcript);
+    }
+    assert_eq!(transcripts[0], transcripts[1]);
+}
+
 #[test]
 fn nodes_conf_keeps_a_node_and_is_not_shared() {
     let mut node = RedlineServer::builder()

@@ -211,6 +211,14 @@ impl Cluster {
         Ok(bus_port)
     }
 
+    /// Takes `other`'s view of the cluster as it is now, without its nodes.conf or its
+    /// bus links: a forked debugging session's copy (`crate::scripting::forked`), whose
+    /// scripts meet the cluster's checks as they would on the node.
+    pub fn copy_view_of(&self, other: &Cluster) {
+        *self.state.write() = other.state.read().clone();
+        self.enabled.store(other.enabled(), Ordering::Relaxed);
+    }
+
     /// Records a change a command made: [`Cluster::save_changes`] writes it before the
     /// command's reply leaves.
     pub fn note_change(&self) {

@@ -17,14 +17,14 @@ const WRITABLE_DELAY_MS: u64 = 2000;
 static ABSENT: Node = Node::unknown(NodeId::ZERO, Flags::MYSELF | Flags::MASTER);
 
 /// One node's slots.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Owned {
     bitmap: Box<[u8; SLOTS / 8]>,
     count: usize,
 }
 
 /// The cluster from this node's point of view.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ClusterState {
     /// This node's name.
     pub myself: NodeId,

@@ -56,6 +56,7 @@ impl Forked {
         }
         let shared = Arc::new(Shared::new(config, real.port()));
         shared.set_arc();
+        shared.cluster.copy_view_of(&real.cluster);
         let gauge = real.store.events().eviction.saving.clone();
         let sink = Arc::new(CopyInto {
             store: shared.store.clone(),

@@ -19,7 +19,7 @@ const MF_TIMEOUT_MS: u64 = 5000;
 const MF_PAUSE_MULT: u64 = 2;
 
 /// Election and manual failover state.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Election {
     /// When this replica asks (or asked) for votes.
     pub auth_time: u64,
