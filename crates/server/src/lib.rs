@@ -85,6 +85,7 @@ pub mod stall_watchdog;
 pub mod store;
 pub mod supervision;
 pub mod syslog;
+pub mod system_memory;
 pub mod tracking;
 
 pub use config::{Config, ConfigError};

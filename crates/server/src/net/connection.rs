@@ -1085,12 +1085,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         std::thread::Builder::new()
             .name("redline-ldb".into())
             .spawn(move || {
-                let copy = forked.then(|| Forked::new(&shared));
+                let mut out = BytesMut::new();
+                let copy = match forked.then(|| Forked::new(&shared)).transpose() {
+                    Ok(copy) => copy,
+                    Err(reason) => {
+                        // As Redis when its fork fails: the error, and the client goes
+                        // on, without the debugger.
+                        let text = format!(
+                            "ERR Fork() failed: can't run EVAL in debugging mode: {reason}"
+                        );
+                        encode::write_error(&mut out, text.as_bytes());
+                        client.debug.io = None;
+                        let _ = done.send((client, out, false));
+                        return;
+                    }
+                };
                 let server = copy.as_ref().and_then(Forked::shared).unwrap_or(&shared);
                 if copy.is_some() {
                     tracing::warn!("Redis forked for debugging eval");
                 }
-                let mut out = BytesMut::new();
                 {
                     let mut ctx = Ctx::new(server, &mut client, &mut out);
                     cmd::scripting::eval_debugged(&mut ctx, &args);
@@ -1100,7 +1113,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                 if copy.is_some() {
                     tracing::warn!("Lua debugging session child exiting");
                 }
-                let _ = done.send((client, out));
+                let _ = done.send((client, out, true));
                 // Freed after the reply leaves: a copy of many keys takes a while.
                 drop(copy);
             })?;
@@ -1148,14 +1161,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                 gone = self.stream.write_all(&bytes).await.is_err();
             }
         }
-        let (client, out) = finished.map_err(|_| io::Error::other("debugging session failed"))?;
+        let (client, out, ran) =
+            finished.map_err(|_| io::Error::other("debugging session failed"))?;
         if !forked {
             tracing::warn!("Redis synchronous debugging eval session ended");
         }
         self.client = client;
         self.client.debug = Default::default();
         self.output.extend_from_slice(&out);
-        self.client.close_after_reply = true;
+        if ran {
+            self.client.close_after_reply = true;
+        } else {
+            // No session: what the client sent after the EVAL is commands again.
+            unread.extend_from_slice(&self.input);
+            self.input = unread;
+        }
         Ok(())
     }
 

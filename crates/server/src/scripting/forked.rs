@@ -42,8 +42,20 @@ pub struct Forked {
 
 impl Forked {
     /// A server state like `real`'s, holding its keys as they are now. Blocks for as
-    /// long as the copy takes: call it on the session's thread.
-    pub fn new(real: &Shared) -> Forked {
+    /// long as the copy takes: call it on the session's thread. Refused, with the
+    /// reason Redis gives for a fork that fails for want of memory, when the copy would
+    /// leave the machine (or the container) less than a quarter of the memory it has
+    /// available now.
+    pub fn new(real: &Shared) -> Result<Forked, &'static str> {
+        let need = crate::alloc::used();
+        if let Some(available) = crate::system_memory::available() {
+            if need > available / 4 * 3 {
+                tracing::warn!(
+                    "Can't fork for debugging: a copy of the dataset ({need} bytes) would leave too little of the {available} bytes available"
+                );
+                return Err("Cannot allocate memory");
+            }
+        }
         let mut config = real.config.read().clone();
         // FLUSHALL saves when save points are set: not from the copy.
         config.save.clear();
@@ -103,11 +115,11 @@ impl Forked {
         if !matches!(walked, Ok(true)) {
             cut::walk(&real.store, &*sink, COPY_BATCH, || true);
         }
-        Forked {
+        Ok(Forked {
             shared: Some(shared),
             gauge,
             counted: sink.counted.load(Ordering::Relaxed),
-        }
+        })
     }
 
     /// The session's server state.
