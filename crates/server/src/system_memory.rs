@@ -97,29 +97,40 @@ mod tests {
         assert_eq!(room_below("100\n", "200\n"), Some(0));
     }
 
+    /// [`cgroup_room`] over a scratch tree: `/proc/self/cgroup` says `entry`, and
+    /// `files` are (path under the cgroup root, contents).
+    fn room_in_tree(name: &str, entry: &str, files: &[(&str, &str)]) -> Option<u64> {
+        let dir = std::env::temp_dir().join(format!("redline-{name}-{}", std::process::id()));
+        let root = dir.join("sys/fs/cgroup");
+        for (path, text) in files {
+            let file = root.join(path);
+            if let Some(parent) = file.parent() {
+                std::fs::create_dir_all(parent).unwrap_or_default();
+            }
+            std::fs::write(file, text).unwrap_or_default();
+        }
+        std::fs::write(dir.join("cgroup"), entry).unwrap_or_default();
+        let room = cgroup_room(&dir.join("cgroup"), &root);
+        let _ = std::fs::remove_dir_all(&dir);
+        room
+    }
+
     #[test]
     fn a_v1_memory_cgroup_is_read_too() {
-        let dir = std::env::temp_dir().join(format!("redline-cg1-{}", std::process::id()));
-        let group = dir.join("sys/fs/cgroup/memory");
-        std::fs::create_dir_all(&group).unwrap_or_default();
-        std::fs::write(dir.join("cgroup"), "4:memory:/docker/abc\n0::/\n").unwrap_or_default();
-        std::fs::write(group.join("memory.limit_in_bytes"), "5000\n").unwrap_or_default();
-        std::fs::write(group.join("memory.usage_in_bytes"), "1000\n").unwrap_or_default();
-        let room = cgroup_room(&dir.join("cgroup"), &dir.join("sys/fs/cgroup"));
-        let _ = std::fs::remove_dir_all(&dir);
-        assert_eq!(room, Some(4000));
+        let files = [
+            ("memory/memory.limit_in_bytes", "5000\n"),
+            ("memory/memory.usage_in_bytes", "1000\n"),
+        ];
+        let entry = "4:memory:/docker/abc\n0::/\n";
+        assert_eq!(room_in_tree("cg1", entry, &files), Some(4000));
     }
 
     #[test]
     fn the_cgroup_is_found_from_the_process_s_entry() {
-        let dir = std::env::temp_dir().join(format!("redline-cg-{}", std::process::id()));
-        let group = dir.join("sys/fs/cgroup/app.slice");
-        std::fs::create_dir_all(&group).unwrap_or_default();
-        std::fs::write(dir.join("cgroup"), "0::/app.slice\n").unwrap_or_default();
-        std::fs::write(group.join("memory.max"), "1000\n").unwrap_or_default();
-        std::fs::write(group.join("memory.current"), "400\n").unwrap_or_default();
-        let room = cgroup_room(&dir.join("cgroup"), &dir.join("sys/fs/cgroup"));
-        let _ = std::fs::remove_dir_all(&dir);
-        assert_eq!(room, Some(600));
+        let files = [
+            ("app.slice/memory.max", "1000\n"),
+            ("app.slice/memory.current", "400\n"),
+        ];
+        assert_eq!(room_in_tree("cg2", "0::/app.slice\n", &files), Some(600));
     }
 }
