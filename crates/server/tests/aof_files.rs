@@ -46,9 +46,13 @@ macro_rules! impl_server {
 impl_server!(RedlineServer);
 impl_server!(RedisServer);
 
-const ARGS: [&str; 6] = [
+/// `appendfsync always`: under everysec redis-server may postpone a write while the
+/// previous second's fsync runs, and still reply, so the kills here could lose it.
+const ARGS: [&str; 8] = [
     "--appendonly",
     "yes",
+    "--appendfsync",
+    "always",
     "--save",
     "",
     "--enable-debug-command",

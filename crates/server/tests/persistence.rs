@@ -430,7 +430,16 @@ fn the_aof_keeps_every_write_and_loads_in_redis_and_back() {
 
     // redis-server loads the same directory.
     let mut theirs = RedisServer::builder()
-        .args(["--enable-debug-command", "yes", "--appendonly", "yes"])
+        .args([
+            "--enable-debug-command",
+            "yes",
+            "--appendonly",
+            "yes",
+            // Under everysec, redis-server postpones a write while the previous
+            // second's fsync runs and still replies, so SIGKILL can lose it.
+            "--appendfsync",
+            "always",
+        ])
         .start()
         .unwrap();
     theirs.cmd(&["CONFIG", "SET", "appendonly", "no"]).unwrap();
