@@ -577,6 +577,15 @@ def bgsave_section(src, data, v):
                    f"{c['idle_save_s']:.1f} s / {c['loaded_save_s']:.1f} s | "
                    f"{c['p99_base']:.2f} / {c['p99_during']:.2f} ms | "
                    f"{c['ops_base']:,.0f} / {c['ops_during']:,.0f} |")
+    sampled = {server: med([r["during_sampled"]["p99_ms"] for r in data["runs"]
+                            if r["server"] == server and "during_sampled" in r])
+               for server in cells
+               if any(r["server"] == server and "during_sampled" in r for r in data["runs"])}
+    if sampled:
+        out.append("")
+        out.append("Writers' p99 in the memory run, whose sampling slows the server: "
+                   + ", ".join(f"{server} {p99:.2f} ms" for server, p99 in sampled.items())
+                   + ".")
     if len(cells) == 2:
         ours, theirs = cells["redline-server"], cells["redis-server"]
         v.add("peak memory during BGSAVE, redis ÷ redline",
