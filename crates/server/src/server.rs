@@ -275,6 +275,7 @@ impl Server {
                         background.latency.add_if_needed("expire-cycle", ms);
                         if background.config.read().param_bool("activerehashing") {
                             background.store.tidy_indexes();
+                            background.pubsub.tidy();
                         }
                         background_events(&background);
                     })

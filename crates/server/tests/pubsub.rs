@@ -309,3 +309,66 @@ fn pubsub_numsub_counts_a_subscribe_already_sent() {
         "missed {missed} of 600 (redis-server: {theirs})"
     );
 }
+
+/// What a client that subscribes many channels, drops every third by name and then
+/// the rest without naming them is told, and what the server counts afterwards.
+/// The confirmations of the unnamed UNSUBSCRIBE come in the server's own order (a
+/// dict's in Redis; no order is promised), so they are compared as a set.
+fn many_channels(addr: SocketAddr, n: usize) -> Vec<String> {
+    let mut sub = Conn::connect(addr);
+    let mut other = Conn::connect(addr);
+    let names: Vec<String> = (0..n).map(|i| format!("channel:{i}")).collect();
+    let mut seen = Vec::new();
+    for batch in names.chunks(1000) {
+        let mut args = vec!["SUBSCRIBE"];
+        args.extend(batch.iter().map(String::as_str));
+        sub.send(&args);
+    }
+    let last = (0..n).map(|_| sub.read().unwrap()).last().unwrap();
+    seen.push(show(&last));
+    let mut dropped = vec!["UNSUBSCRIBE"];
+    dropped.extend(names.iter().step_by(3).map(String::as_str));
+    sub.send(&dropped);
+    let named: Vec<String> = (1..dropped.len())
+        .map(|_| show(&sub.read().unwrap()))
+        .collect();
+    seen.extend(named);
+    seen.push(show(&other.cmd(&[
+        "PUBSUB",
+        "NUMSUB",
+        "channel:0",
+        "channel:1",
+    ])));
+    seen.push(show(&other.cmd(&["PUBLISH", "channel:2", "x"])));
+    seen.push(show(&sub.read().unwrap()));
+    let left = n - dropped.len() + 1;
+    sub.send(&["UNSUBSCRIBE"]);
+    let mut rest: Vec<String> = (0..left)
+        .map(|_| match sub.read().unwrap() {
+            Frame::Array(parts) if parts.len() == 3 => show(&parts[1]),
+            other => show(&other),
+        })
+        .collect();
+    rest.sort();
+    seen.extend(rest);
+    seen.push(show(&sub.cmd(&["PING"])));
+    seen.push(show(&other.cmd(&[
+        "PUBSUB",
+        "NUMSUB",
+        "channel:1",
+        "channel:2",
+    ])));
+    seen.push(show(&other.cmd(&["PUBLISH", "channel:2", "x"])));
+    seen
+}
+
+#[test]
+fn many_channels_subscribed_and_dropped_match_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let n = 30_000;
+    assert_eq!(
+        many_channels(redline.addr, n),
+        many_channels(redis.addr(), n)
+    );
+}

@@ -12,7 +12,7 @@ use redline_resp::encode;
 
 use super::reply::{subcommand_syntax, CmdResult};
 use super::{Ctx, Handler};
-use crate::net::client::{ClientState, ReplyMode};
+use crate::net::client::{ClientState, ReplyMode, Subscriptions};
 use crate::pubsub::Kind;
 use crate::shared::Shared;
 
@@ -58,7 +58,7 @@ fn words(kind: Kind) -> (&'static [u8], &'static [u8]) {
     }
 }
 
-fn set_of(client: &mut ClientState, kind: Kind) -> &mut indexmap::IndexSet<Bytes> {
+fn set_of(client: &mut ClientState, kind: Kind) -> &mut Subscriptions {
     match kind {
         Kind::Channel => &mut client.channels,
         Kind::Pattern => &mut client.patterns,
@@ -96,11 +96,11 @@ fn confirm(ctx: &mut Ctx<'_>, word: &[u8], name: Option<&[u8]>, n: i64) {
 fn subscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult {
     ctx.client.mailbox.set_protocol(ctx.client.protocol);
     for name in &args[1..] {
-        if !set_of(ctx.client, kind).contains(&name[..]) {
+        if !set_of(ctx.client, kind).contains_key(&name[..]) {
             // Copied: kept as a view, the subscription would keep the request's whole
             // read buffer allocated for as long as it lasts.
             let name = Bytes::copy_from_slice(name);
-            set_of(ctx.client, kind).insert(name.clone());
+            set_of(ctx.client, kind).insert(name.clone(), ());
             ctx.shared
                 .pubsub
                 .subscribe(kind, &name, ctx.client.id, &ctx.client.mailbox);
@@ -117,7 +117,7 @@ fn unsubscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResu
     let names: Vec<Bytes> = if args.len() > 1 {
         args[1..].to_vec()
     } else {
-        set_of(ctx.client, kind).iter().cloned().collect()
+        set_of(ctx.client, kind).keys().cloned().collect()
     };
     if names.is_empty() {
         let n = count(ctx.client, kind);
@@ -125,11 +125,16 @@ fn unsubscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResu
         return Ok(());
     }
     for name in names {
-        if set_of(ctx.client, kind).shift_remove(&name) {
+        if set_of(ctx.client, kind).swap_remove(&name[..]).is_some() {
             ctx.shared.pubsub.unsubscribe(kind, &name, ctx.client.id);
         }
         let n = count(ctx.client, kind);
         confirm(ctx, word, Some(&name), n);
+    }
+    let set = set_of(ctx.client, kind);
+    if set.is_empty() {
+        // What a million subscriptions grew is given back.
+        *set = Subscriptions::default();
     }
     ctx.client.mailbox.set_subscribed(ctx.client.in_pubsub());
     Ok(())
@@ -138,8 +143,8 @@ fn unsubscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResu
 /// Drops every subscription of a client (RESET, disconnect), without replies.
 pub fn unsubscribe_all(shared: &Shared, client: &mut ClientState) {
     for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
-        for name in std::mem::take(set_of(client, kind)) {
-            shared.pubsub.unsubscribe(kind, &name, client.id);
+        for name in std::mem::take(set_of(client, kind)).keys() {
+            shared.pubsub.unsubscribe(kind, name, client.id);
         }
     }
     client.mailbox.set_subscribed(false);

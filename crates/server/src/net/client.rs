@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use indexmap::IndexSet;
 use redline_resp::Protocol;
 
 use super::client_memory::ClientFigures;
@@ -14,6 +13,14 @@ use super::mailbox::Mailbox;
 use super::registry::Activity;
 use crate::acl::UserCell;
 use crate::blocking::Waiter;
+use crate::store::incremental_map::IncrementalMap;
+use crate::store::Hasher;
+
+/// A client's channels, patterns or shard channels: removal in constant time (a client
+/// may unsubscribe a million channels) and an index that grows a few entries at a time,
+/// as Redis's per-client dicts. UNSUBSCRIBE without arguments goes in the set's order,
+/// as Redis's goes in its dict's: no order is promised.
+pub type Subscriptions = IncrementalMap<Bytes, (), Hasher>;
 
 /// A WAIT in progress.
 #[derive(Debug, Clone, Copy)]
@@ -152,12 +159,12 @@ pub struct ClientState {
     pub ready: Vec<(usize, Bytes)>,
     /// A command moved whole databases or keys between them: check every waiter.
     pub ready_all: bool,
-    /// SUBSCRIBE channels, in subscription order.
-    pub channels: IndexSet<Bytes>,
+    /// SUBSCRIBE channels.
+    pub channels: Subscriptions,
     /// PSUBSCRIBE patterns.
-    pub patterns: IndexSet<Bytes>,
+    pub patterns: Subscriptions,
     /// SSUBSCRIBE shard channels.
-    pub shard_channels: IndexSet<Bytes>,
+    pub shard_channels: Subscriptions,
     /// CLIENT REPLY state.
     pub reply: ReplyMode,
     /// Where in the output CLIENT REPLY last switched between OFF and ON during the
@@ -296,9 +303,9 @@ impl ClientState {
             blocked: None,
             ready: Vec::new(),
             ready_all: false,
-            channels: IndexSet::new(),
-            patterns: IndexSet::new(),
-            shard_channels: IndexSet::new(),
+            channels: Subscriptions::default(),
+            patterns: Subscriptions::default(),
+            shard_channels: Subscriptions::default(),
             reply: ReplyMode::On,
             reply_switched_at: None,
             postpone: false,

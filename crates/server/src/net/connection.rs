@@ -346,7 +346,7 @@ fn run_batch(
                 if let Some(dropped) = client.mailbox.take_dropped_shard_channels() {
                     // The cluster moved their slots away and told the client so.
                     for channel in dropped {
-                        client.shard_channels.shift_remove(&channel);
+                        client.shard_channels.swap_remove(&channel[..]);
                     }
                     client.mailbox.set_subscribed(client.in_pubsub());
                 }

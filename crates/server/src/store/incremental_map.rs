@@ -190,7 +190,6 @@ impl<K, V, S> IncrementalMap<K, V, S> {
     }
 
     /// Whether positions are still moving between two indexes.
-    #[cfg(test)]
     pub fn is_moving(&self) -> bool {
         self.moving.is_some()
     }

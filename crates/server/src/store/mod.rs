@@ -22,7 +22,7 @@ mod free_slots;
 pub mod hash;
 mod held;
 pub mod hll;
-mod incremental_map;
+pub(crate) mod incremental_map;
 pub mod lazyfree;
 pub mod list;
 pub mod listpack_size;
