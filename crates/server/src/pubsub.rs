@@ -42,12 +42,6 @@ struct Listener {
 
 type Table = IncrementalMap<Bytes, Vec<Listener>, Hasher>;
 
-/// A table this many times its entries' capacity gives half of it back.
-const SPARSE: usize = 4;
-
-/// Below this capacity a table keeps what it has.
-const SHRINK_FROM: usize = 1024;
-
 /// Every subscription on the server.
 #[derive(Debug, Default)]
 pub struct PubSub {
@@ -132,10 +126,7 @@ impl PubSub {
         table[at].retain(|l| l.id != id);
         if table[at].is_empty() {
             table.swap_remove_index(at);
-            if table.capacity() >= SHRINK_FROM && table.len() * SPARSE <= table.capacity() {
-                let half = table.capacity() / 2;
-                table.shrink_to(half);
-            }
+            table.shrink_if_sparse();
         }
     }
 

@@ -276,6 +276,7 @@ impl Server {
                         if background.config.read().param_bool("activerehashing") {
                             background.store.tidy_indexes();
                             background.pubsub.tidy();
+                            background.tracking.tidy();
                         }
                         background_events(&background);
                     })

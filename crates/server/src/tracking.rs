@@ -16,6 +16,9 @@
 //! When no client tracks, the hot path pays one relaxed load ([`Tracking::active`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::store::incremental_map::IncrementalMap;
+use crate::store::Hasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -76,8 +79,10 @@ struct Prefix {
 
 #[derive(Debug, Default)]
 struct State {
-    /// Key → ids of the clients that may cache it.
-    table: HashMap<Bytes, Vec<u64>>,
+    /// Key → ids of the clients that may cache it. Its index grows a few entries at a
+    /// time (Redis keeps a radix tree, which never rehashes): rebuilt whole, under this
+    /// lock every tracked read and invalidation takes, it stopped them all.
+    table: IncrementalMap<Bytes, Vec<u64>, Hasher>,
     /// Sum of the id lists' lengths.
     items: usize,
     trackers: HashMap<u64, Tracker>,
@@ -274,10 +279,13 @@ impl Tracking {
             return;
         }
         for key in keys {
-            let ids = match state.table.get_mut(key) {
-                Some(ids) => ids,
-                None => state.table.entry(Bytes::copy_from_slice(key)).or_default(),
+            let at = match state.table.find_or_hash(key) {
+                Ok(at) => at,
+                Err(hash) => state
+                    .table
+                    .push_new(hash, Bytes::copy_from_slice(key), Vec::new()),
             };
+            let ids = &mut state.table[at];
             if !ids.contains(&id) {
                 ids.push(id);
                 state.items += 1;
@@ -313,9 +321,10 @@ impl Tracking {
                     bcast.keys.insert(Bytes::copy_from_slice(key), bcast_by);
                 }
             }
-            let Some(ids) = state.table.remove(key) else {
+            let Some((_, ids)) = state.table.swap_remove(key) else {
                 continue;
             };
+            state.table.shrink_if_sparse();
             state.items -= ids.len();
             for id in ids {
                 let Some(t) = state.trackers.get(&id) else {
@@ -347,7 +356,7 @@ impl Tracking {
                 send(shared, &mut state, id, payload);
             }
         }
-        state.table = HashMap::new();
+        state.table = IncrementalMap::default();
         state.items = 0;
     }
 
@@ -398,6 +407,12 @@ impl Tracking {
                 }
             }
         }
+    }
+
+    /// The background cycle's share of the key table's index move (see
+    /// [`IncrementalMap::tidy`]), so a move ends even when no key is tracked or changed.
+    pub fn tidy(&self) {
+        self.state.lock().table.tidy();
     }
 
     /// Brings the key table back under `tracking-table-max-keys`, invalidating keys, with

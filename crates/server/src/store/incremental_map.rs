@@ -303,6 +303,16 @@ impl<K, V, S> IncrementalMap<K, V, S> {
         Some((removed.key, removed.value))
     }
 
+    /// Gives half the array back (and the index, moved incrementally) once it is at most
+    /// a quarter full, for a map with no policy of its own (a shard keeps its own in
+    /// `FreeSlots`). A small map keeps what it has.
+    pub fn shrink_if_sparse(&mut self) {
+        const SMALL: usize = 1024;
+        if self.capacity() >= SMALL && self.len() * 4 <= self.capacity() {
+            self.shrink_to(self.capacity() / 2);
+        }
+    }
+
     /// Shrinks the array to hold at least `min` entries, and the index with it (moved
     /// incrementally) when an index for them would have half the buckets or fewer.
     pub fn shrink_to(&mut self, min: usize) {
