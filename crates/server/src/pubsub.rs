@@ -7,7 +7,8 @@
 //!
 //! The tables' hash indexes grow a few entries at a time, as Redis's dicts rehash
 //! ([`IncrementalMap`]): rebuilt whole under the write lock, the index of a million
-//! channels stopped every PUBLISH for 321 ms while a client subscribed them.
+//! channels stopped every PUBLISH for up to a quarter of a second while a client
+//! subscribed them.
 
 use std::sync::Arc;
 

@@ -16,9 +16,6 @@
 //! When no client tracks, the hot path pays one relaxed load ([`Tracking::active`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-
-use crate::store::incremental_map::IncrementalMap;
-use crate::store::Hasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -28,6 +25,8 @@ use redline_resp::Protocol;
 
 use crate::net::mailbox::Mailbox;
 use crate::shared::Shared;
+use crate::store::incremental_map::IncrementalMap;
+use crate::store::Hasher;
 
 /// The channel RESP2 redirect clients receive invalidations on.
 pub const INVALIDATE_CHANNEL: &[u8] = b"__redis__:invalidate";
