@@ -87,6 +87,57 @@ fn protocol_errors_match_redis_and_close() {
     }
 }
 
+/// CONFIG SET `proto-max-bulk-len` applies to connections already open, the one that
+/// sent it included, as Redis reads the setting at every bulk header.
+#[test]
+fn proto_max_bulk_len_set_at_run_time_applies_to_open_connections() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let two_mb = vec![b'x'; 2 * 1024 * 1024];
+    let set_two_mb: Vec<u8> = [
+        &b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2097152\r\n"[..],
+        &two_mb,
+        b"\r\n",
+    ]
+    .concat();
+    let transcript = |addr| {
+        let mut lines = Vec::new();
+        // Opened before the change, on another connection: lowered, then raised.
+        let mut early = Conn::connect(addr);
+        early.cmd(&["PING"]);
+        let mut admin = Conn::connect(addr);
+        lines.push(show(&admin.cmd(&[
+            "CONFIG",
+            "SET",
+            "proto-max-bulk-len",
+            "1mb",
+        ])));
+        let mut refused = Conn::connect(addr);
+        early.send_raw(&set_two_mb);
+        let reply = early.read().map(|f| show(&f));
+        let closed = early.read().is_none();
+        lines.push(format!("{reply:?} closed={closed}"));
+        // The connection that raises it may send a larger bulk right after.
+        lines.push(show(&refused.cmd(&[
+            "CONFIG",
+            "SET",
+            "proto-max-bulk-len",
+            "4mb",
+        ])));
+        refused.send_raw(&set_two_mb);
+        lines.push(format!("{:?}", refused.read().map(|f| show(&f))));
+        lines.push(show(&admin.cmd(&["STRLEN", "k"])));
+        lines.push(show(&admin.cmd(&[
+            "CONFIG",
+            "SET",
+            "proto-max-bulk-len",
+            "512mb",
+        ])));
+        lines
+    };
+    assert_eq!(transcript(redis.addr()), transcript(redline.addr));
+}
+
 #[test]
 fn query_buffer_limit_closes_only_that_client() {
     let redline = Redline::start_with(&["--client-query-buffer-limit", "1mb"]);

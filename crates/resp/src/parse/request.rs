@@ -132,6 +132,25 @@ impl RequestDecoder {
         self.unauthenticated = unauthenticated;
     }
 
+    /// Changes the longest bulk argument accepted (`proto-max-bulk-len`, which a server
+    /// may change while the connection is open); it applies from the next `$` line.
+    ///
+    /// ```
+    /// use bytes::BytesMut;
+    /// use redline_resp::{Limits, ProtocolError, RequestDecoder};
+    ///
+    /// let mut decoder = RequestDecoder::new(Limits { max_bulk_len: 4, ..Limits::DEFAULT });
+    /// decoder.set_max_bulk_len(8);
+    /// let mut buf = BytesMut::from(&b"*1\r\n$6\r\nfoobar\r\n"[..]);
+    /// assert_eq!(decoder.decode(&mut buf).unwrap().unwrap(), ["foobar"]);
+    /// decoder.set_max_bulk_len(2);
+    /// let mut buf = BytesMut::from(&b"*1\r\n$6\r\nfoobar\r\n"[..]);
+    /// assert_eq!(decoder.decode(&mut buf), Err(ProtocolError::InvalidBulkLength));
+    /// ```
+    pub fn set_max_bulk_len(&mut self, max_bulk_len: usize) {
+        self.limits.max_bulk_len = max_bulk_len;
+    }
+
     /// The length of the bulk argument being received, once its `$<len>` line was read
     /// and until its last byte arrives: the server sizes its read buffer for a large one
     /// at once, as Redis does, instead of growing it read after read.

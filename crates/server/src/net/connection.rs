@@ -498,6 +498,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     /// The read → execute → write loop.
     pub async fn run(&mut self) -> io::Result<()> {
         loop {
+            // Settings changed since the last batch (on any connection) apply to this
+            // one's input, read just now, as Redis reads them at each use.
+            self.refresh_limits();
             loop {
                 // The rare waits are boxed: inline, the largest of them sized every
                 // connection's task (4.8 KB; 2.8 KB so, about Redis's cost per client).
@@ -619,6 +622,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             if self.input.is_empty() && self.input.capacity() > KEEP_CAPACITY {
                 self.input = BytesMut::with_capacity(READ_CHUNK);
             }
+            // And to the wait for the next read (`timeout`), which a command of this batch
+            // may have changed.
             self.refresh_limits();
             self.reserve_input();
             // Subscribers and RESP3 clients (pushes: invalidations, messages) read and
@@ -1368,6 +1373,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
             config.client_output_buffer_limit[0].hard,
             config.client_output_buffer_limit[2].hard,
         ];
+        // Redis reads `proto-max-bulk-len` at every bulk header: a CONFIG SET applies to
+        // open connections too, the one that sent it included.
+        self.decoder
+            .set_max_bulk_len(usize::try_from(config.proto_max_bulk_len).unwrap_or(usize::MAX));
     }
 
     /// Adds this connection's command count to the server's, once per batch: a shared
