@@ -273,6 +273,15 @@ fn next_id(stream: &Stream, given: Option<(StreamId, bool)>) -> Result<StreamId,
     Ok(id)
 }
 
+/// Most bytes an entry's fields and values may hold together: Redis refuses more, as a
+/// listpack cannot hold it (`STREAM_LISTPACK_MAX_SIZE`, 1 GiB).
+const ENTRY_MAX_BYTES: usize = 1 << 30;
+
+/// Whether an entry of these fields and values is more than Redis stores.
+fn entry_too_large(fields: &[Bytes]) -> bool {
+    fields.iter().map(Bytes::len).sum::<usize>() > ENTRY_MAX_BYTES
+}
+
 fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let parsed = parse_add_trim(ctx, args, true)?;
     let field_pos = parsed.id_index + 1;
@@ -313,6 +322,10 @@ fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(e);
         }
     };
+    if entry_too_large(&args[field_pos..]) {
+        drop_empty(&mut shard, key);
+        return Err(CmdError::Static("ERR Elements are too large to be stored"));
+    }
     stream.append(id, args[field_pos..].iter().map(|f| &f[..]), limits);
     let trimmed = parsed
         .strategy
@@ -1016,6 +1029,15 @@ mod tests {
         assert_eq!(interval(b"(1", false), Ok(StreamId::new(1, u64::MAX - 1)));
         assert!(interval(b"(-", true).is_err());
         assert!(interval(b"(0-0", false).is_err());
+    }
+
+    #[test]
+    fn an_entry_holds_a_gibibyte_at_most() {
+        // Zeroed by the allocator and never touched: no memory is used for it.
+        let most = Bytes::from(vec![0u8; ENTRY_MAX_BYTES - 1]);
+        let one = Bytes::from_static(b"a");
+        assert!(!entry_too_large(&[most.clone(), one.clone()]));
+        assert!(entry_too_large(&[most, one.clone(), one]));
     }
 
     #[test]

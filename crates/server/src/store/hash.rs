@@ -10,7 +10,7 @@ use super::incremental_map::{self, IncrementalMap};
 
 use super::compact::CompactBytes;
 use super::packed_pairs::{self, PackedPairs};
-use super::value::{Hasher, Peaks};
+use super::value::{ElementBytes, Hasher, Peaks};
 
 /// Pairs a packed hash holds at most (Redis's default `hash-max-listpack-entries`).
 pub const PACKED_MAX_ENTRIES: usize = packed_pairs::MAX_PAIRS;
@@ -43,6 +43,8 @@ struct Table {
     /// nothing a scan still has to see past it.
     map: IncrementalMap<CompactBytes, CompactBytes, Hasher>,
     peaks: Peaks,
+    /// Its fields' and values' bytes together.
+    bytes: ElementBytes,
 }
 
 impl Table {
@@ -50,6 +52,7 @@ impl Table {
         Box::new(Table {
             map: IncrementalMap::with_capacity(capacity),
             peaks,
+            bytes: ElementBytes::default(),
         })
     }
 }
@@ -190,14 +193,22 @@ impl HashValue {
                 let mut table = Table::with_capacity(p.len() + 1, p.peaks());
                 for (f, v) in p.iter() {
                     table.map.insert(CompactBytes::new(f), CompactBytes::new(v));
+                    table.bytes.add(f.len() + v.len());
                 }
                 table
             }
         };
-        let added = table
+        let old = table
             .map
-            .insert(CompactBytes::new(field), CompactBytes::new(value))
-            .is_none();
+            .insert(CompactBytes::new(field), CompactBytes::new(value));
+        let added = match old {
+            Some(old) => {
+                table.bytes.remove(field.len() + old.len());
+                false
+            }
+            None => true,
+        };
+        table.bytes.add(field.len() + value.len());
         self.repr = Repr::Map(table);
         added
     }
@@ -213,7 +224,13 @@ impl HashValue {
                 }
                 None => false,
             },
-            Repr::Map(t) => t.map.swap_remove(field).is_some(),
+            Repr::Map(t) => match t.map.swap_remove(field) {
+                Some((_, value)) => {
+                    t.bytes.remove(field.len() + value.len());
+                    true
+                }
+                None => false,
+            },
         }
     }
 
@@ -240,8 +257,11 @@ impl HashValue {
     pub fn is_listpack(&self, max_entries: usize, max_value: usize) -> bool {
         // Every addition passes `insert` (or `from_pairs`), so the peaks cover what it
         // holds now.
-        self.peaks()
-            .within(Peaks::default(), max_entries, max_value)
+        let outgrew = matches!(&self.repr, Repr::Map(t) if t.bytes.outgrew_listpack());
+        !outgrew
+            && self
+                .peaks()
+                .within(Peaks::default(), max_entries, max_value)
     }
 
     /// Bytes it holds on the heap, about (MEMORY USAGE).

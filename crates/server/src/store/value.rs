@@ -93,6 +93,40 @@ impl Peaks {
     }
 }
 
+/// Most bytes Redis lets a listpack hold (`LISTPACK_MAX_SAFETY_SIZE`, 1 GiB): it
+/// converts a hash or sorted set whose listpack would grow past it, whatever the
+/// configured limits.
+pub const LISTPACK_MAX_BYTES: usize = 1 << 30;
+
+/// The bytes of a large collection's elements, and whether they ever passed
+/// [`LISTPACK_MAX_BYTES`] (Redis's conversion, which it never undoes). Only a large form
+/// keeps it: a packed one cannot hold that much.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ElementBytes {
+    bytes: usize,
+    outgrew_listpack: bool,
+}
+
+impl ElementBytes {
+    /// Counts `n` bytes in.
+    #[inline]
+    pub fn add(&mut self, n: usize) {
+        self.bytes += n;
+        self.outgrew_listpack |= self.bytes > LISTPACK_MAX_BYTES;
+    }
+
+    /// Counts `n` bytes, counted in before, out.
+    #[inline]
+    pub fn remove(&mut self, n: usize) {
+        self.bytes -= n;
+    }
+
+    /// Whether Redis would have converted the collection from a listpack by now.
+    pub fn outgrew_listpack(&self) -> bool {
+        self.outgrew_listpack
+    }
+}
+
 /// A stored value.
 #[derive(Debug, Clone)]
 pub enum Value {
@@ -212,6 +246,19 @@ mod tests {
         assert_eq!(canonical_int(b"-0"), None);
         assert_eq!(canonical_int(b" 1"), None);
         assert_eq!(canonical_int(b"9223372036854775808"), None);
+    }
+
+    /// Redis converts once a listpack would pass 1 GiB, and never back.
+    #[test]
+    fn element_bytes_remember_outgrowing_a_listpack() {
+        let mut bytes = ElementBytes::default();
+        bytes.add(LISTPACK_MAX_BYTES);
+        assert!(!bytes.outgrew_listpack());
+        bytes.remove(10);
+        bytes.add(11);
+        assert!(bytes.outgrew_listpack());
+        bytes.remove(LISTPACK_MAX_BYTES);
+        assert!(bytes.outgrew_listpack());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use super::incremental_map::IncrementalMap;
 use super::compact::CompactBytes;
 use super::packed_members::{self, PackedMembers};
 use super::sorted_blocks::SortedBlocks;
-use super::value::{Hasher, Peaks};
+use super::value::{ElementBytes, Hasher, Peaks};
 
 /// A score with the total order Redis uses (scores are never NaN).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -111,6 +111,8 @@ struct Indexes {
     scores: IncrementalMap<CompactBytes, f64, Hasher>,
     order: SortedBlocks<(Score, CompactBytes)>,
     peaks: Peaks,
+    /// Its members' bytes together.
+    bytes: ElementBytes,
 }
 
 impl Default for Repr {
@@ -157,15 +159,18 @@ impl ZSet {
     /// repeats.
     fn indexed(order: Vec<(Score, CompactBytes)>, peaks: Peaks) -> Option<Repr> {
         let mut scores: IncrementalMap<_, _, Hasher> = IncrementalMap::with_capacity(order.len());
+        let mut bytes = ElementBytes::default();
         for (score, member) in &order {
             if scores.insert(member.clone(), score.0).is_some() {
                 return None;
             }
+            bytes.add(member.len());
         }
         Some(Repr::Large(Box::new(Indexes {
             scores,
             order: SortedBlocks::from_sorted(order),
             peaks,
+            bytes,
         })))
     }
 
@@ -211,11 +216,19 @@ impl ZSet {
                 old
             }
             Repr::Large(ix) => {
-                let Indexes { scores, order, .. } = &mut **ix;
+                let Indexes {
+                    scores,
+                    order,
+                    bytes,
+                    ..
+                } = &mut **ix;
                 let key = CompactBytes::new(member);
                 let old = scores.insert(key.clone(), score.0);
-                if let Some(old) = old {
-                    order.remove(&(Score(old), key.clone()));
+                match old {
+                    Some(old) => {
+                        order.remove(&(Score(old), key.clone()));
+                    }
+                    None => bytes.add(member.len()),
                 }
                 order.insert((score, key));
                 old
@@ -255,6 +268,7 @@ impl ZSet {
         );
         let peaks = match &self.repr {
             Repr::Small(p) => p.peaks(),
+            Repr::Large(ix) if ix.bytes.outgrew_listpack() => return false,
             Repr::Large(ix) => ix.peaks,
         };
         peaks.within(now, max_entries, max_value)
@@ -268,8 +282,14 @@ impl ZSet {
                 p.remove_at(i)
             }
             Repr::Large(ix) => {
-                let Indexes { scores, order, .. } = &mut **ix;
+                let Indexes {
+                    scores,
+                    order,
+                    bytes,
+                    ..
+                } = &mut **ix;
                 let (key, score) = scores.swap_remove(member)?;
+                bytes.remove(key.len());
                 order.remove(&(Score(score), key));
                 Some(score)
             }
