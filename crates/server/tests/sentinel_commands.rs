@@ -278,3 +278,36 @@ fn a_promoted_replica_lets_a_lagging_one_continue() {
         "(sync_full, sync_partial_ok) of the promoted replica"
     );
 }
+
+/// The fields Sentinel reads from a replica's INFO to choose and announce it
+/// (`replica_announced:0` leaves it out of SENTINEL REPLICAS), as each setting changes.
+fn replica_fields_sentinel_reads(redline: bool) -> Vec<String> {
+    let replica = Node::start(redline, Some("replicaof 127.0.0.1 1\n"));
+    let mut conn = Conn::connect(replica.addr());
+    let mut seen = Vec::new();
+    let settings = [
+        ("replica-announced", "no"),
+        ("replica-priority", "7"),
+        ("replica-read-only", "no"),
+        ("replica-announced", "yes"),
+        ("replica-announced", "321"),
+    ];
+    for (name, value) in settings {
+        seen.push(show(&conn.cmd(&["CONFIG", "SET", name, value])));
+        for field in ["slave_priority", "slave_read_only", "replica_announced"] {
+            seen.push(format!(
+                "{field}:{}",
+                info_field(&mut conn, "replication", field)
+            ));
+        }
+    }
+    seen
+}
+
+#[test]
+fn replica_fields_sentinel_reads_follow_their_settings() {
+    assert_eq!(
+        replica_fields_sentinel_reads(true),
+        replica_fields_sentinel_reads(false)
+    );
+}

@@ -394,12 +394,16 @@ pub fn info_section(ctx: &Ctx<'_>, text: &mut String) {
                 };
                 let _ = write!(text, "master_link_down_since_seconds:{down}\r\n");
             }
+            let config = shared.config.read();
+            // Sentinel leaves a replica that says `replica_announced:0` out of its replies.
             let _ = write!(
                 text,
-                "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:1\r\n",
-                shared.config.read().param_int("replica-priority"),
-                u8::from(shared.config.read().param_bool("replica-read-only")),
+                "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:{}\r\n",
+                config.param_int("replica-priority"),
+                u8::from(config.param_bool("replica-read-only")),
+                u8::from(config.param_bool("replica-announced")),
             );
+            drop(config);
         }
         None => text.push_str("role:master\r\n"),
     }
