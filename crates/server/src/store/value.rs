@@ -118,7 +118,7 @@ impl ElementBytes {
     /// Counts `n` bytes, counted in before, out.
     #[inline]
     pub fn remove(&mut self, n: usize) {
-        self.bytes -= n;
+        self.bytes = self.bytes.saturating_sub(n);
     }
 
     /// Whether Redis would have converted the collection from a listpack by now.
