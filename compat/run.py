@@ -12,9 +12,11 @@ utils/gen-test-certs.sh; Tcl's `tls` package is needed): compat/REPORT-spawned-t
 summary-spawned-tls.json.
 
 Each unit gets a fresh server of each kind, on a free loopback port, in a private temporary
-directory. The suite runs unmodified with `--tags -slow --ignore-encoding` (the two options
-the compatibility issue allows: slow tests are skipped on both sides, and object encodings
-are Redis internals). Raw output goes to compat/results/<server>/<unit>.log and the parsed
+directory. The suite runs unmodified with `--tags -slow --ignore-encoding` in external mode
+(Redis's own external-server CI: slow tests are skipped on both sides, and object
+encodings are Redis internals) and with `--ignore-encoding` alone in spawned mode, whose
+slow tests run as in Redis's daily CI. Spawned mode also runs Redis's separate cluster
+and Sentinel suites (real Sentinels, `redis-sentinel`, watching the servers under test). Raw output goes to compat/results/<server>/<unit>.log and the parsed
 results to compat/results/summary.json; REPORT.md is generated from the summary.
 
     python3 compat/run.py --redis-src /path/to/redis-7.0.15 --redline-bin target/release/redline-server
@@ -50,7 +52,11 @@ UNITS = [
     "latency-monitor", "lazyfree", "slowlog", "pause", "quit", "scripting", "functions",
 ]
 
-SUITE_OPTIONS = ["--tags", "-slow", "--ignore-encoding"]
+# Redis's external-server CI skips slow tests (one of them needs a forked child, which
+# an external server's test cannot find, and aborts its unit on redis-server too); its
+# daily CI runs them in spawned mode.
+EXTERNAL_OPTIONS = ["--tags", "-slow", "--ignore-encoding"]
+SPAWNED_OPTIONS = ["--ignore-encoding"]
 
 # The units of the suite's own list (test_helper.tcl `all_tests`) run in spawned mode:
 # all but printver and tls (it runs only with --tls); then its integration/ units
@@ -74,16 +80,21 @@ SPAWNED_UNITS = [
     "integration/logging", "integration/psync2", "integration/psync2-reg",
     "integration/psync2-pingoff", "integration/psync2-master-restart", "integration/failover",
     "integration/redis-cli", "integration/redis-benchmark", "integration/dismiss-mem",
-    "cluster-suite",
+    "cluster-suite", "sentinel-suite",
 ]
 
 # The suite's unit that runs only in its --tls mode, first in that mode.
 TLS_UNITS = ["tls"]
 
-# Redis's separate cluster test suite (`runtest-cluster`: tests/cluster/tests/*.tcl on up
-# to 20 nodes it starts itself), last in SPAWNED_UNITS. It runs once per server; each of
-# its files is reported as a unit `cluster-suite/<file>`.
+# Redis's separate suites, last in SPAWNED_UNITS, each run once per server, each of
+# their files reported as a unit `<suite>/<file>`: the cluster suite (`runtest-cluster`:
+# tests/cluster/tests/*.tcl on up to 20 nodes it starts itself) and the Sentinel suite
+# (`runtest-sentinel`: five real Sentinels, src/redis-sentinel, failing over five
+# servers under test).
 CLUSTER_SUITE = "cluster-suite"
+SENTINEL_SUITE = "sentinel-suite"
+SEPARATE_SUITES = {CLUSTER_SUITE: "tests/cluster/run.tcl",
+                   SENTINEL_SUITE: "tests/sentinel/run.tcl"}
 
 # Tools the suite runs from its `src/` besides the server.
 SUITE_TOOLS = ["redis-cli", "redis-benchmark", "redis-check-aof", "redis-check-rdb"]
@@ -183,7 +194,7 @@ def run_unit(kind: str, binary: str, unit: str, src: Path, results: Path,
         proc, port = start_server(kind, binary, workdir)
         cmd = ["tclsh", "tests/test_helper.tcl", "--host", "127.0.0.1", "--port", str(port),
                "--single", suite_file(unit), "--baseport", str(baseport), "--portcount", "100",
-               "--timeout", str(timeout)] + SUITE_OPTIONS
+               "--timeout", str(timeout)] + EXTERNAL_OPTIONS
         try:
             run = subprocess.run(cmd, cwd=src, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, timeout=timeout,
@@ -221,6 +232,10 @@ def spawned_tree(src: Path, binary: str, tls: bool = False) -> Path:
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     (tree / "src").mkdir()
     (tree / "src" / "redis-server").symlink_to(shutil.which(binary) or binary)
+    # Sentinels are always Redis's: a redis-server binary called by this name runs as one.
+    sentinel = shutil.which("redis-sentinel") or shutil.which("redis-server")
+    if sentinel:
+        (tree / "src" / "redis-sentinel").symlink_to(sentinel)
     for tool in SUITE_TOOLS:
         found = shutil.which(tool)
         if found:
@@ -255,7 +270,7 @@ def run_unit_spawned(kind: str, tree: Path, unit: str, results: Path, timeout: i
     started = time.monotonic()
     cmd = ["tclsh", "tests/test_helper.tcl", "--single", suite_file(unit),
            "--baseport", str(baseport), "--portcount", "4000", "--clients", "2",
-           "--timeout", str(timeout)] + SUITE_OPTIONS + (["--tls"] if tls else [])
+           "--timeout", str(timeout)] + SPAWNED_OPTIONS + (["--tls"] if tls else [])
     for test in skip:
         cmd += ["--skiptest", test]
     output, timed_out = run_suite(cmd, tree, timeout)
@@ -269,7 +284,8 @@ def run_unit_spawned(kind: str, tree: Path, unit: str, results: Path, timeout: i
 
 
 def cluster_test_name(head: str) -> str:
-    """A cluster-suite test's name from what precedes its verdict: the name and ": ",
+    """A cluster- or Sentinel-suite test's name from what precedes its verdict: the name
+    and ": ",
     then any progress output (which has no ": " of its own)."""
     head = head.rstrip()
     if head.endswith(":"):
@@ -277,15 +293,15 @@ def cluster_test_name(head: str) -> str:
     return head.rsplit(": ", 1)[0]
 
 
-def parse_cluster_suite(output: str) -> dict:
-    """Results per `cluster-suite/<file>` unit from one run of the cluster suite."""
+def parse_separate_suite(suite: str, output: str) -> dict:
+    """Results per `<suite>/<file>` unit from one run of the cluster or Sentinel suite."""
     units: dict = {}
     current = None
     pending = None
     lines = [ANSI.sub("", line.rstrip("\r")) for line in output.splitlines()]
     for line in lines:
         if m := CLUSTER_UNIT.match(line):
-            current = units.setdefault(f"{CLUSTER_SUITE}/{m.group(1)}", {
+            current = units.setdefault(f"{suite}/{m.group(1)}", {
                 "passed": [], "failed": {}, "skipped": [], "exception": None})
             pending = None
             continue
@@ -323,27 +339,29 @@ def kill_processes_under(tree: Path) -> None:
                 pass
 
 
-def run_cluster_suite(kind: str, tree: Path, results: Path, timeout: int, tag: str,
-                      tls: bool) -> dict:
-    """Runs Redis's cluster suite once in `tree`; its results per file."""
-    log_path = results / f"{kind}-{tag}" / "cluster-suite.log"
+def run_separate_suite(suite: str, kind: str, tree: Path, results: Path, timeout: int,
+                       tag: str, tls: bool) -> dict:
+    """Runs Redis's cluster or Sentinel suite once in `tree`; its results per file."""
+    log_path = results / f"{kind}-{tag}" / f"{suite}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    cmd = ["tclsh", "tests/cluster/run.tcl"] + (["--tls"] if tls else [])
+    script = SEPARATE_SUITES[suite]
+    cmd = ["tclsh", script] + (["--tls"] if tls else [])
     output, timed_out = run_suite(cmd, tree, timeout)
-    # Its 20 nodes run in the background, outside the suite's process group: the suite
+    # Its servers run in the background, outside the suite's process group: the suite
     # kills them at its end, a timed-out run leaves them behind.
     kill_processes_under(tree)
     log_path.write_text(output)
-    units = parse_cluster_suite(output)
+    units = parse_separate_suite(suite, output)
     seconds = round(time.monotonic() - started, 1)
     if timed_out and units:
         last = list(units.values())[-1]
         last["exception"] = last["exception"] or f"suite timed out after {timeout}s"
     for result in units.values():
         result["seconds"] = seconds
-    shutil.rmtree(tree / "tests" / "cluster" / "tmp", ignore_errors=True)
-    (tree / "tests" / "cluster" / "tmp").mkdir(exist_ok=True)
+    tmp = tree / Path(script).parent / "tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(exist_ok=True)
     return units
 
 
@@ -404,8 +422,8 @@ def report_units(summary: dict, spawned: bool, tls: bool = False) -> list[str]:
     """The report's units in order, the cluster suite's files in place of it."""
     units = []
     for unit in (TLS_UNITS if tls else []) + (SPAWNED_UNITS if spawned else UNITS):
-        if unit == CLUSTER_SUITE:
-            prefix = f"{CLUSTER_SUITE}/"
+        if unit in SEPARATE_SUITES:
+            prefix = f"{unit}/"
             units += sorted(u for u in summary.get("units", {}) if u.startswith(prefix))
         else:
             units.append(unit)
@@ -452,10 +470,13 @@ def write_report(summary: dict, needs: dict, path: Path, meta: dict,
             "Generated by `make compat MODE=spawned` (compat/run.py --mode spawned). Redis's",
             "Tcl suite, tag 7.0.15, runs unmodified in its own mode (it starts its servers from",
             "`src/redis-server`, with its configuration files, restarts and replicas) with `"
-            + " ".join(SUITE_OPTIONS) + "`,",
-            "one unit at a time, once with redis-server and once with redline-server there.",
-            "Redis's separate cluster suite (`runtest-cluster`, up to 20 nodes it starts",
-            "itself) runs once per server; its files are the `cluster-suite/` units.",
+            + " ".join(SPAWNED_OPTIONS) + "`",
+            "(slow tests included, as Redis's daily CI runs them), one unit at a time, once",
+            "with redis-server and once with redline-server there. Redis's separate cluster",
+            "suite (`runtest-cluster`, up to 20 nodes it starts itself) and Sentinel suite",
+            "(`runtest-sentinel`: five real Sentinels, `redis-sentinel` 7.0, fail over five",
+            "servers under test) run once per server; their files are the `cluster-suite/`",
+            "and `sentinel-suite/` units.",
             *([
                 "",
                 "**TLS mode** (`make compat MODE=spawned TLS=1`, the suites' `--tls`): the",
@@ -464,7 +485,7 @@ def write_report(summary: dict, needs: dict, path: Path, meta: dict,
             ] if tls else []),
         ] if spawned else [
             "Generated by `make compat` (compat/run.py). Redis's Tcl suite, tag 7.0.15, runs",
-            "unmodified in external-server mode with `" + " ".join(SUITE_OPTIONS) + "`, one",
+            "unmodified in external-server mode with `" + " ".join(EXTERNAL_OPTIONS) + "`, one",
             "unit at a time, against a fresh redis-server and a fresh redline-server.",
         ]),
         "",
@@ -550,9 +571,10 @@ def main() -> int:
             # The suite's own test server listens on a port of its range (and that
             # port + 10000): a range per run, so runs side by side do not collide.
             baseport = 20000 + (os.getpid() % 80) * 100
-            if spawned and unit == CLUSTER_SUITE:
+            if spawned and unit in SEPARATE_SUITES:
                 timeout = max(args.timeout, 3600)
-                suite = run_cluster_suite(kind, trees[kind], results, timeout, tag, args.tls)
+                suite = run_separate_suite(unit, kind, trees[kind], results, timeout, tag,
+                                           args.tls)
                 for name, r in suite.items():
                     summary["units"].setdefault(name, {})[kind] = r
                     print(f"compat: {name:34} {kind:8} ok {len(r['passed']):4} err "
