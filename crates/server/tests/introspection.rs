@@ -1047,3 +1047,52 @@ fn pipelined_transactions_are_read_in_large_chunks_like_redis() {
         assert!((1..200).contains(&during), "{during} reads on {addr}");
     }
 }
+
+/// INFO's `client_recent_max_input_buffer` and `client_recent_max_output_buffer`: a
+/// client holding half of a 256 KB argument, and one whose 16 MB of replies are not
+/// read (more than the sockets hold), show within a few seconds (the client cron looks at each client about once a
+/// second), as on redis-server. Returns the two fields once both passed 100 KB, or
+/// what they were after 5 s.
+fn recent_max_buffers(addr: std::net::SocketAddr) -> (bool, bool) {
+    let mut admin = Conn::connect(addr);
+    admin.cmd(&["SET", "big", &"x".repeat(64 * 1024)]);
+    let mut sender = Conn::connect(addr);
+    sender.send_raw(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$262144\r\n");
+    sender.send_raw(&vec![b'y'; 128 * 1024]);
+    let mut reader = Conn::connect(addr);
+    // Not read: the replies wait in the socket, then in the server's output buffer.
+    let gets: Vec<u8> = b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n".repeat(256);
+    reader.send_raw(&gets);
+    let big = |field: &str, admin: &mut Conn| {
+        info_field(admin, "clients", field)
+            .parse::<usize>()
+            .is_ok_and(|n| n > 100_000)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let seen = (
+            big("client_recent_max_input_buffer", &mut admin),
+            big("client_recent_max_output_buffer", &mut admin),
+        );
+        if seen == (true, true) || std::time::Instant::now() > deadline {
+            return seen;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn recent_max_buffers_show_large_clients_like_redis() {
+    let redis = RedisServer::start().unwrap();
+    let redline = Redline::start();
+    assert_eq!(
+        recent_max_buffers(redis.addr()),
+        (true, true),
+        "redis-server"
+    );
+    assert_eq!(
+        recent_max_buffers(redline.addr),
+        (true, true),
+        "redline-server"
+    );
+}

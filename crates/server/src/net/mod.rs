@@ -5,6 +5,7 @@
 //! other connections' progress ([`signal`]), TLS on the
 //! client port ([`tls`]) and the connections the server opens itself ([`outgoing`]).
 
+pub mod buffer_peaks;
 pub mod client;
 pub mod client_memory;
 pub mod connection;

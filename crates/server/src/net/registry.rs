@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use tokio::task::AbortHandle;
 
+use super::buffer_peaks::BufferPeaks;
 use super::client_memory::{ClientFigures, ClientMemory};
 use super::input_turns::{unsettled_of, Due, InputTurns};
 use super::mailbox::Mailbox;
@@ -155,6 +156,8 @@ pub struct Clients {
     pub memory: Arc<ClientMemory>,
     /// When [`Clients::trim_idle`] last walked the clients.
     last_trim: Mutex<Option<Instant>>,
+    /// The largest buffers that walk saw lately (INFO's `client_recent_max_*`).
+    buffer_peaks: Mutex<BufferPeaks>,
 }
 
 impl Clients {
@@ -326,6 +329,8 @@ impl Clients {
             }
             *last = Some(Instant::now());
         }
+        let second = crate::persist::snapshot::unix_secs();
+        let mut peaks = self.buffer_peaks.lock();
         for entry in self.map.lock().values() {
             let Some(mailbox) = &entry.mailbox else {
                 continue;
@@ -339,6 +344,7 @@ impl Clients {
                 )
             };
             let qbuf_capacity = memory.qbuf_free + qbuf;
+            peaks.record(second, qbuf_capacity + memory.argv, mailbox.output_bytes());
             if self
                 .memory
                 .should_trim(idle, qbuf_capacity, memory.reply_buffer)
@@ -346,6 +352,16 @@ impl Clients {
                 mailbox.request_trim();
             }
         }
+    }
+
+    /// The largest query buffer (with the arguments split off it) and the largest
+    /// output waiting of any client in the last few seconds, as the walk of
+    /// [`Clients::trim_idle`] saw them (INFO's `client_recent_max_input_buffer` and
+    /// `client_recent_max_output_buffer`).
+    pub fn recent_max_buffers(&self) -> (usize, usize) {
+        self.buffer_peaks
+            .lock()
+            .recent_max(crate::persist::snapshot::unix_secs())
     }
 
     /// Closes the pub/sub clients whose output is past `limit` (the `pubsub` class of
