@@ -340,6 +340,20 @@ fn a_mixed_cluster_replicates_and_fails_over_both_ways() {
     let keys: Vec<String> = (0..300).map(|i| format!("key:{i}")).collect();
     set_keys(&mut cluster, &keys);
     check_keys(&mut cluster, &keys);
+    // INFO's count of bus links, as Redis counts them (two for each other node), on
+    // both kinds of node.
+    for node in 0..cluster.len() {
+        let Reply::Bulk(Some(info)) = cluster.cmd(node, &["INFO", "clients"]).unwrap() else {
+            panic!("INFO clients of node {node}");
+        };
+        let expected = format!("cluster_connections:{}", (cluster.len() - 1) * 2);
+        assert!(
+            String::from_utf8_lossy(&info)
+                .lines()
+                .any(|l| l == expected),
+            "node {node}: {expected}"
+        );
+    }
     // Every replica holds its master's keys (replication crosses server kinds).
     let ranges = cluster.slot_ranges().unwrap();
     for range in &ranges {

@@ -161,9 +161,15 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
         }
         "clients" => {
             let (recent_input, recent_output) = shared.clients.recent_max_buffers();
+            // Redis's count: a link each way to every other node it knows.
+            let cluster_connections = if shared.cluster.enabled() {
+                shared.cluster.state.read().nodes.len().saturating_sub(1) * 2
+            } else {
+                0
+            };
             let _ = write!(
                 text,
-                "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:{recent_input}\r\nclient_recent_max_output_buffer:{recent_output}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:0\r\n\r\n",
+                "# Clients\r\nconnected_clients:{}\r\ncluster_connections:{cluster_connections}\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:{recent_input}\r\nclient_recent_max_output_buffer:{recent_output}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:0\r\n\r\n",
                 // As in Redis, replicas' links are not counted.
                 shared
                     .clients
