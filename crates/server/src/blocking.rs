@@ -102,6 +102,8 @@ pub struct Waiter {
     pub tls: bool,
     /// Set (under the registry lock) once the reply is in the mailbox.
     pub served: AtomicBool,
+    /// Whether it blocked with a timeout (INFO's `clients_in_timeout_table`).
+    pub timed: bool,
 }
 
 impl Waiter {
@@ -188,6 +190,8 @@ pub type ReplicaWaitEnd = tokio::sync::oneshot::Receiver<bool>;
 pub struct Blocking {
     registry: Mutex<Registry>,
     blocked: AtomicUsize,
+    /// Blocked clients, WAIT included, that blocked with a timeout: Redis's timeout table.
+    timed: AtomicUsize,
     /// Clients in WAIT, by client id (kept apart from `blocked`, which writes check).
     replica_waits: Mutex<HashMap<u64, tokio::sync::oneshot::Sender<bool>>>,
 }
@@ -196,6 +200,7 @@ pub struct Blocking {
 pub struct RegistryGuard<'a> {
     guard: MutexGuard<'a, Registry>,
     blocked: &'a AtomicUsize,
+    timed: &'a AtomicUsize,
 }
 
 impl std::ops::Deref for RegistryGuard<'_> {
@@ -210,12 +215,23 @@ impl RegistryGuard<'_> {
     pub fn block(&mut self, waiter: &Arc<Waiter>) {
         self.guard.add(waiter);
         self.blocked.fetch_add(1, Ordering::Relaxed);
+        if waiter.timed {
+            self.timed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts `waiter`, just removed, out.
+    fn forget(&self, waiter: &Waiter) {
+        self.blocked.fetch_sub(1, Ordering::Relaxed);
+        if waiter.timed {
+            self.timed.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     /// Delivers `reply` to `waiter` and forgets it.
     pub fn serve(&mut self, waiter: &Arc<Waiter>, reply: &[u8]) {
         if self.guard.remove(waiter) {
-            self.blocked.fetch_sub(1, Ordering::Relaxed);
+            self.forget(waiter);
         }
         waiter.served.store(true, Ordering::Release);
         waiter.mailbox.deliver(reply);
@@ -228,7 +244,7 @@ impl RegistryGuard<'_> {
             return false;
         }
         if self.guard.remove(waiter) {
-            self.blocked.fetch_sub(1, Ordering::Relaxed);
+            self.forget(waiter);
         }
         true
     }
@@ -240,6 +256,7 @@ impl Blocking {
         RegistryGuard {
             guard: self.registry.lock(),
             blocked: &self.blocked,
+            timed: &self.timed,
         }
     }
 
@@ -254,15 +271,29 @@ impl Blocking {
         self.blocked.load(Ordering::Relaxed) + self.replica_waits.lock().len()
     }
 
-    /// Client `id` starts waiting in WAIT; CLIENT UNBLOCK ends it through the receiver.
-    pub fn begin_replica_wait(&self, id: u64) -> ReplicaWaitEnd {
+    /// Blocked clients that blocked with a timeout, WAIT included (INFO
+    /// `clients_in_timeout_table`).
+    pub fn timed_count(&self) -> usize {
+        self.timed.load(Ordering::Relaxed)
+    }
+
+    /// Client `id` starts waiting in WAIT (`timed`: with a timeout); CLIENT UNBLOCK ends
+    /// it through the receiver. [`Blocking::end_replica_wait`] must follow, with the
+    /// same `timed`.
+    pub fn begin_replica_wait(&self, id: u64, timed: bool) -> ReplicaWaitEnd {
+        if timed {
+            self.timed.fetch_add(1, Ordering::Relaxed);
+        }
         let (end, ended) = tokio::sync::oneshot::channel();
         self.replica_waits.lock().insert(id, end);
         ended
     }
 
     /// Client `id`'s WAIT is over.
-    pub fn end_replica_wait(&self, id: u64) {
+    pub fn end_replica_wait(&self, id: u64, timed: bool) {
+        if timed {
+            self.timed.fetch_sub(1, Ordering::Relaxed);
+        }
         self.replica_waits.lock().remove(&id);
     }
 

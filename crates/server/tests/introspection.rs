@@ -1096,3 +1096,64 @@ fn recent_max_buffers_show_large_clients_like_redis() {
         "redline-server"
     );
 }
+
+/// INFO's `clients_in_timeout_table`: clients blocked with a timeout (BLPOP, XREAD
+/// BLOCK, WAIT), not those blocked for good; as on redis-server.
+fn clients_in_timeout_table(addr: std::net::SocketAddr) -> Vec<String> {
+    let mut admin = Conn::connect(addr);
+    let mut seen = vec![info_field(
+        &mut admin,
+        "clients",
+        "clients_in_timeout_table",
+    )];
+    let blockers: Vec<(Conn, &[&str])> = vec![
+        (Conn::connect(addr), &["BLPOP", "list", "10"]),
+        (Conn::connect(addr), &["BLPOP", "list", "0"]),
+        (
+            Conn::connect(addr),
+            &["XREAD", "BLOCK", "10000", "STREAMS", "s", "$"],
+        ),
+        (Conn::connect(addr), &["WAIT", "1", "10000"]),
+        (Conn::connect(addr), &["WAIT", "1", "0"]),
+    ];
+    let mut blocked = Vec::new();
+    for (mut conn, args) in blockers {
+        let bytes: Vec<u8> = std::iter::once(format!("*{}\r\n", args.len()))
+            .chain(args.iter().map(|a| format!("${}\r\n{a}\r\n", a.len())))
+            .collect::<String>()
+            .into_bytes();
+        conn.send_raw(&bytes);
+        blocked.push(conn);
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while info_field(&mut admin, "clients", "blocked_clients") != "5" {
+        assert!(std::time::Instant::now() < deadline, "five clients blocked");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    seen.push(info_field(
+        &mut admin,
+        "clients",
+        "clients_in_timeout_table",
+    ));
+    admin.cmd(&["RPUSH", "list", "a", "b"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while info_field(&mut admin, "clients", "blocked_clients") != "3" {
+        assert!(std::time::Instant::now() < deadline, "two clients served");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    seen.push(info_field(
+        &mut admin,
+        "clients",
+        "clients_in_timeout_table",
+    ));
+    seen
+}
+
+#[test]
+fn clients_in_timeout_table_counts_timed_blocks_like_redis() {
+    let redis = RedisServer::start().unwrap();
+    let redline = Redline::start();
+    let expected = clients_in_timeout_table(redis.addr());
+    assert_eq!(expected, ["0", "3", "2"], "redis-server");
+    assert_eq!(clients_in_timeout_table(redline.addr), expected);
+}

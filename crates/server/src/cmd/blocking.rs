@@ -306,6 +306,7 @@ pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64
         mailbox: ctx.client.mailbox.clone(),
         tls: ctx.client.tls,
         served: Default::default(),
+        timed: ms > 0,
     });
     registry.block(&waiter);
     let timeout = (ms > 0).then(|| Duration::from_millis(ms as u64));
@@ -548,6 +549,7 @@ fn block_on(
         mailbox: ctx.client.mailbox.clone(),
         tls: ctx.client.tls,
         served: Default::default(),
+        timed: timeout.is_some(),
     });
     registry.block(&waiter);
     ctx.client.blocked = Some(Blocked {

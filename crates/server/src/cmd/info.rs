@@ -169,7 +169,7 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
             };
             let _ = write!(
                 text,
-                "# Clients\r\nconnected_clients:{}\r\ncluster_connections:{cluster_connections}\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:{recent_input}\r\nclient_recent_max_output_buffer:{recent_output}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:0\r\n\r\n",
+                "# Clients\r\nconnected_clients:{}\r\ncluster_connections:{cluster_connections}\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:{recent_input}\r\nclient_recent_max_output_buffer:{recent_output}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:{}\r\n\r\n",
                 // As in Redis, replicas' links are not counted.
                 shared
                     .clients
@@ -180,6 +180,7 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
                     + shared.pause.held_back()
                     + shared.graceful.waiting_clients(),
                 shared.tracking.stats().clients,
+                shared.blocking.timed_count(),
             );
         }
         "memory" => {

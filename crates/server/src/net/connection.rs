@@ -923,10 +923,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         };
         // A blocked client from here on: CLIENT LIST's `b`, INFO's count, CLIENT UNBLOCK.
         let id = self.client.id;
-        let unblock = self.shared.blocking.begin_replica_wait(id);
+        let timed = wait.deadline.is_some();
+        let unblock = self.shared.blocking.begin_replica_wait(id, timed);
         self.publish_activity();
         let waited = self.wait_for_acks(wait, unblock).await;
-        self.shared.blocking.end_replica_wait(id);
+        self.shared.blocking.end_replica_wait(id, timed);
         self.client.wait = None;
         waited
     }
