@@ -25,10 +25,19 @@ fn safe(shared: &Shared) -> bool {
 pub fn perform(shared: &Shared) -> Outcome {
     let store = &shared.store;
     let eviction = &store.events().eviction;
-    if !eviction.over_limit() || !safe(shared) {
+    if !eviction.over_limit() {
+        eviction.exceeded.under_limit(eviction.maxmemory());
         return Outcome::Under;
     }
-    eviction.free_memory(store, |_, db, key| store.events().evicted(db, key))
+    if !safe(shared) {
+        return Outcome::Under;
+    }
+    let outcome = eviction.free_memory(store, |_, db, key| store.events().evicted(db, key));
+    match outcome {
+        Outcome::Under => eviction.exceeded.under(),
+        Outcome::Unfinished | Outcome::Stuck => eviction.exceeded.over(),
+    }
+    outcome
 }
 
 /// The cron's part: a pass that was scheduled (an unfinished one, or one asked for where

@@ -1278,3 +1278,47 @@ fn tracking_invalidations_do_not_drive_eviction_like_redis() {
         .unwrap();
     tracking_invalidations_do_not_drive_eviction(ours.port());
 }
+
+/// INFO's `total_eviction_exceeded_time` and `current_eviction_exceeded_time`: a spell
+/// over `maxmemory` (noeviction, so every write is refused) runs from the first check
+/// that finds memory over the limit to the first that finds it under, as in
+/// redis-server. What each step shows, as facts about the figures.
+fn exceeded_time(addr: std::net::SocketAddr) -> Vec<String> {
+    let mut c = Conn::connect(addr);
+    let mut seen = Vec::new();
+    let mut look = |c: &mut Conn, step: &str| {
+        let (total, current) = (
+            info(c, "total_eviction_exceeded_time"),
+            info(c, "current_eviction_exceeded_time"),
+        );
+        seen.push(format!(
+            "{step}: current {} 200 ms, total {} current",
+            if current >= 200 { ">=" } else { "<" },
+            if total >= current { ">=" } else { "<" },
+        ));
+        (total, current)
+    };
+    look(&mut c, "start");
+    c.cmd(&["SET", "k", "v"]);
+    c.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
+    let refused = text(&c.cmd(&["SET", "k2", "v"]));
+    std::thread::sleep(Duration::from_millis(300));
+    look(&mut c, &format!("over ({refused})"));
+    c.cmd(&["CONFIG", "SET", "maxmemory", "1gb"]);
+    c.cmd(&["PING"]);
+    let (total, current) = look(&mut c, "under again");
+    assert!(total >= 300 && current == 0, "{total} {current}");
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    look(&mut c, "reset");
+    seen
+}
+
+#[test]
+fn eviction_exceeded_time_matches_redis() {
+    let redis = RedisServer::start().unwrap();
+    let redline = RedlineServer::builder()
+        .args(["--save", ""])
+        .start()
+        .unwrap();
+    assert_eq!(exceeded_time(redline.addr()), exceeded_time(redis.addr()));
+}

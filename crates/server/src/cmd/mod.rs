@@ -636,7 +636,11 @@ pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 /// checked when queued; a script's calls are checked unless it declared allow-oom.
 fn out_of_memory(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> bool {
     let eviction = &ctx.shared.store.events().eviction;
-    if !eviction.over_limit() || ctx.client.is_master {
+    if !eviction.over_limit() {
+        eviction.exceeded.under_limit(eviction.maxmemory());
+        return false;
+    }
+    if ctx.client.is_master {
         return false;
     }
     if ctx.nested {

@@ -132,6 +132,83 @@ pub struct Eviction {
     /// before it was done, or one asked for inside a transaction.
     scheduled: AtomicBool,
     pool: Mutex<Vec<Candidate>>,
+    /// How long memory stayed over the limit (INFO `total_eviction_exceeded_time`).
+    pub exceeded: ExceededTime,
+}
+
+/// Time spent over `maxmemory` with eviction unfinished or stuck, as Redis measures it:
+/// from a pass that leaves memory over the limit to the next check that finds it under.
+#[derive(Debug, Default)]
+pub struct ExceededTime {
+    /// When the current spell began (microseconds on [`ExceededTime::clock`]; 0: memory
+    /// is not over).
+    since: AtomicU64,
+    /// The spells that ended, in microseconds.
+    total: AtomicU64,
+}
+
+impl ExceededTime {
+    /// Microseconds since the first use, from 1: monotonic, unlike the keyspace's clock.
+    fn clock() -> u64 {
+        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        START
+            .get_or_init(std::time::Instant::now)
+            .elapsed()
+            .as_micros() as u64
+            + 1
+    }
+
+    /// A pass left memory over the limit: a spell begins, unless one is on.
+    pub fn over(&self) {
+        if self.since.load(Ordering::Relaxed) == 0 {
+            let _ =
+                self.since
+                    .compare_exchange(0, Self::clock(), Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
+
+    /// Memory was found under `maxmemory`: the spell on, if any, ends. Without a limit
+    /// (0) Redis does not look, and a spell goes on until a limit is set again.
+    #[inline]
+    pub fn under_limit(&self, maxmemory: u64) {
+        if maxmemory > 0 {
+            self.under();
+        }
+    }
+
+    /// Memory is under the limit: the spell on, if any, ends (one relaxed load when
+    /// none is, as on every command under a limit).
+    #[inline]
+    pub fn under(&self) {
+        if self.since.load(Ordering::Relaxed) != 0 {
+            let since = self.since.swap(0, Ordering::Relaxed);
+            if since != 0 {
+                self.total
+                    .fetch_add(Self::clock().saturating_sub(since), Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Forgets every spell, the current one included (CONFIG RESETSTAT: Redis starts
+    /// the next one at the next pass that leaves memory over the limit).
+    pub fn reset(&self) {
+        self.since.store(0, Ordering::Relaxed);
+        self.total.store(0, Ordering::Relaxed);
+    }
+
+    /// The total and the current spell, in milliseconds (INFO's
+    /// `total_eviction_exceeded_time`, which includes the current one, and
+    /// `current_eviction_exceeded_time`).
+    pub fn millis(&self) -> (u64, u64) {
+        let since = self.since.load(Ordering::Relaxed);
+        let current = if since == 0 {
+            0
+        } else {
+            Self::clock().saturating_sub(since)
+        };
+        let total = self.total.load(Ordering::Relaxed) + current;
+        (total / 1000, current / 1000)
+    }
 }
 
 /// What an eviction pass came to (Redis's `EVICT_OK`, `EVICT_RUNNING`, `EVICT_FAIL`).
@@ -161,6 +238,7 @@ impl Default for Eviction {
             clients_closing: Arc::default(),
             scheduled: AtomicBool::new(false),
             pool: Mutex::new(Vec::new()),
+            exceeded: ExceededTime::default(),
         }
     }
 }

@@ -322,6 +322,7 @@ impl Store {
             .eviction
             .evicted
             .store(0, std::sync::atomic::Ordering::Relaxed);
+        self.events.eviction.exceeded.reset();
     }
 
     /// All databases.
