@@ -155,3 +155,61 @@ fn a_transaction_sees_no_key_expire_half_way_like_redis() {
         assert_eq!(c.cmd(&["GET", "k"]), Frame::NullBulk, "{addr}");
     }
 }
+
+/// INFO's figures of the active cycle, as facts (their values depend on timing): a
+/// burst of keys expiring unread raises `expired_stale_perc`, the cycles' time adds up
+/// in `expire_cycle_cpu_milliseconds`, and CONFIG RESETSTAT clears them; as on
+/// redis-server.
+fn expire_cycle_figures(addr: std::net::SocketAddr) -> Vec<String> {
+    let mut conn = Conn::connect(addr);
+    let field = |conn: &mut Conn, name: &str| -> f64 {
+        let info = match conn.cmd(&["INFO", "stats"]) {
+            Frame::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+            other => panic!("INFO: {other:?}"),
+        };
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    let mut seen = vec![format!(
+        "at start: stale {}",
+        field(&mut conn, "expired_stale_perc")
+    )];
+    for i in 0..20_000 {
+        conn.send(&["SET", &format!("temp:{i}"), "v", "PX", "20"]);
+    }
+    for _ in 0..20_000 {
+        conn.read().unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while field(&mut conn, "expired_keys") < 20_000.0 {
+        assert!(Instant::now() < deadline, "the cycle expires the burst");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    seen.push(format!(
+        "after the burst: stale above 0 {}, cycles' time counted {}",
+        field(&mut conn, "expired_stale_perc") > 0.0,
+        field(&mut conn, "expire_cycle_cpu_milliseconds") >= 0.0,
+    ));
+    conn.cmd(&["CONFIG", "RESETSTAT"]);
+    seen.push(format!(
+        "reset: stale {}, capped {}",
+        field(&mut conn, "expired_stale_perc"),
+        field(&mut conn, "expired_time_cap_reached_count")
+    ));
+    seen
+}
+
+#[test]
+fn expire_cycle_figures_match_redis() {
+    let redis = redline_testkit::RedisServer::builder()
+        .args(["--hz", "100"])
+        .start()
+        .unwrap();
+    let redline = Redline::start_with(&["--hz", "100"]);
+    assert_eq!(
+        expire_cycle_figures(redline.addr),
+        expire_cycle_figures(redis.addr())
+    );
+}

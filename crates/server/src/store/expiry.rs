@@ -4,7 +4,7 @@
 //! cycle's time budget (25% of the period, as Redis) runs out. Work per cycle is bounded
 //! by the budget, never by the number of keys; commands never pay for it.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,12 +23,71 @@ pub struct Cursor {
     next: usize,
 }
 
-/// Runs one cycle within `budget`; returns how many keys it expired.
-pub fn run_cycle(store: &Store, cursor: &mut Cursor, budget: Duration) -> usize {
+/// What one cycle did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cycle {
+    /// Keys it removed.
+    pub expired: usize,
+    /// Keys with a TTL it looked at.
+    pub sampled: usize,
+    /// Whether it stopped at its time budget.
+    pub capped: bool,
+}
+
+/// The active expiry cycles' figures for INFO, as Redis keeps them.
+#[derive(Debug, Default)]
+pub struct CycleStats {
+    /// `expired_stale_perc` as a fraction (an `f64`'s bits): each cycle's share of
+    /// expired keys among those sampled, averaged with a weight of 5% for the newest.
+    stale: AtomicU64,
+    /// Cycles that stopped at their time budget (`expired_time_cap_reached_count`).
+    capped: AtomicU64,
+    /// Time spent in cycles, in microseconds (`expire_cycle_cpu_milliseconds`).
+    micros: AtomicU64,
+}
+
+impl CycleStats {
+    /// Counts a cycle that took `took`. Only the expiry thread records.
+    pub fn record(&self, cycle: Cycle, took: Duration) {
+        let share = if cycle.sampled == 0 {
+            0.0
+        } else {
+            cycle.expired as f64 / cycle.sampled as f64
+        };
+        let stale = f64::from_bits(self.stale.load(Ordering::Relaxed));
+        self.stale
+            .store((share * 0.05 + stale * 0.95).to_bits(), Ordering::Relaxed);
+        if cycle.capped {
+            self.capped.fetch_add(1, Ordering::Relaxed);
+        }
+        self.micros
+            .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// `expired_stale_perc` (a percentage), `expired_time_cap_reached_count` and
+    /// `expire_cycle_cpu_milliseconds`.
+    pub fn snapshot(&self) -> (f64, u64, u64) {
+        (
+            f64::from_bits(self.stale.load(Ordering::Relaxed)) * 100.0,
+            self.capped.load(Ordering::Relaxed),
+            self.micros.load(Ordering::Relaxed) / 1000,
+        )
+    }
+
+    /// Clears them (CONFIG RESETSTAT).
+    pub fn reset(&self) {
+        for figure in [&self.stale, &self.capped, &self.micros] {
+            figure.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Runs one cycle within `budget`.
+pub fn run_cycle(store: &Store, cursor: &mut Cursor, budget: Duration) -> Cycle {
     let start = Instant::now();
     let per_db = store.db(0).shard_count();
     let total = per_db * store.db_count();
-    let mut expired = 0;
+    let mut cycle = Cycle::default();
     for _ in 0..total {
         let position = cursor.next % total;
         cursor.next = (position + 1) % total;
@@ -41,9 +100,11 @@ pub fn run_cycle(store: &Store, cursor: &mut Cursor, budget: Duration) -> usize 
                 }
                 shard.expire_sample(SAMPLES_PER_ROUND, now_ms())
             };
-            expired += result.expired;
+            cycle.expired += result.expired;
+            cycle.sampled += result.sampled;
             if start.elapsed() >= budget {
-                return expired;
+                cycle.capped = true;
+                return cycle;
             }
             if result.sampled == 0 || result.expired * 100 <= result.sampled * REPEAT_ABOVE_PERCENT
             {
@@ -51,7 +112,7 @@ pub fn run_cycle(store: &Store, cursor: &mut Cursor, budget: Duration) -> usize 
             }
         }
     }
-    expired
+    cycle
 }
 
 /// The background loop: a cycle every `1000 / hz` ms until `stop` fires or is dropped.
@@ -84,7 +145,8 @@ pub fn run(
             if store.events().replica() {
                 expire_replica_keys(&store);
             } else {
-                run_cycle(&store, &mut cursor, period / 4);
+                let cycle = run_cycle(&store, &mut cursor, period / 4);
+                store.expire_cycles.record(cycle, started.elapsed());
             }
         }
         after_cycle(started.elapsed());
@@ -128,7 +190,7 @@ mod tests {
         let mut cursor = Cursor::default();
         let mut expired = 0;
         for _ in 0..1000 {
-            expired += run_cycle(&store, &mut cursor, Duration::from_secs(1));
+            expired += run_cycle(&store, &mut cursor, Duration::from_secs(1)).expired;
             if expired == 1000 {
                 break;
             }

@@ -240,6 +240,8 @@ pub struct Store {
     events: Arc<KeyEvents>,
     /// The background freer (UNLINK, FLUSH ASYNC).
     pub lazyfree: lazyfree::LazyFree,
+    /// What the active expiry cycles did (INFO's `expired_stale_perc` and the like).
+    pub expire_cycles: expiry::CycleStats,
 }
 
 impl Store {
@@ -254,6 +256,7 @@ impl Store {
             cron_paused: std::sync::atomic::AtomicBool::new(false),
             events,
             lazyfree: lazyfree::LazyFree::default(),
+            expire_cycles: expiry::CycleStats::default(),
         }
     }
 
@@ -323,6 +326,7 @@ impl Store {
             .evicted
             .store(0, std::sync::atomic::Ordering::Relaxed);
         self.events.eviction.exceeded.reset();
+        self.expire_cycles.reset();
     }
 
     /// All databases.
