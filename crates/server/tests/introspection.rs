@@ -1118,34 +1118,22 @@ fn clients_in_timeout_table(addr: std::net::SocketAddr) -> Vec<String> {
     ];
     let mut blocked = Vec::new();
     for (mut conn, args) in blockers {
-        let bytes: Vec<u8> = std::iter::once(format!("*{}\r\n", args.len()))
-            .chain(args.iter().map(|a| format!("${}\r\n{a}\r\n", a.len())))
-            .collect::<String>()
-            .into_bytes();
-        conn.send_raw(&bytes);
+        conn.send(args);
         blocked.push(conn);
     }
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while info_field(&mut admin, "clients", "blocked_clients") != "5" {
-        assert!(std::time::Instant::now() < deadline, "five clients blocked");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    seen.push(info_field(
-        &mut admin,
-        "clients",
-        "clients_in_timeout_table",
-    ));
+    // The count once `n` clients are blocked.
+    let timed_with_blocked = |admin: &mut Conn, n: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while info_field(admin, "clients", "blocked_clients") != n {
+            assert!(std::time::Instant::now() < deadline, "{n} clients blocked");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        info_field(admin, "clients", "clients_in_timeout_table")
+    };
+    seen.push(timed_with_blocked(&mut admin, "5"));
+    // Both BLPOPs served.
     admin.cmd(&["RPUSH", "list", "a", "b"]);
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while info_field(&mut admin, "clients", "blocked_clients") != "3" {
-        assert!(std::time::Instant::now() < deadline, "two clients served");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    seen.push(info_field(
-        &mut admin,
-        "clients",
-        "clients_in_timeout_table",
-    ));
+    seen.push(timed_with_blocked(&mut admin, "3"));
     seen
 }
 
