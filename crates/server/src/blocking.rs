@@ -190,10 +190,11 @@ pub type ReplicaWaitEnd = tokio::sync::oneshot::Receiver<bool>;
 pub struct Blocking {
     registry: Mutex<Registry>,
     blocked: AtomicUsize,
-    /// Blocked clients, WAIT included, that blocked with a timeout: Redis's timeout table.
+    /// Blocked clients that blocked with a timeout, WAIT aside: Redis's timeout table.
     timed: AtomicUsize,
-    /// Clients in WAIT, by client id (kept apart from `blocked`, which writes check).
-    replica_waits: Mutex<HashMap<u64, tokio::sync::oneshot::Sender<bool>>>,
+    /// Clients in WAIT, by client id (kept apart from `blocked`, which writes check),
+    /// and whether each waits with a timeout.
+    replica_waits: Mutex<HashMap<u64, (tokio::sync::oneshot::Sender<bool>, bool)>>,
 }
 
 /// The locked registry, with the counter it keeps in step.
@@ -274,26 +275,21 @@ impl Blocking {
     /// Blocked clients that blocked with a timeout, WAIT included (INFO
     /// `clients_in_timeout_table`).
     pub fn timed_count(&self) -> usize {
-        self.timed.load(Ordering::Relaxed)
+        let waits = self.replica_waits.lock();
+        self.timed.load(Ordering::Relaxed) + waits.values().filter(|(_, timed)| *timed).count()
     }
 
     /// Client `id` starts waiting in WAIT (`timed`: with a timeout); CLIENT UNBLOCK ends
-    /// it through the receiver. [`Blocking::end_replica_wait`] must follow, with the
-    /// same `timed`.
+    /// it through the receiver. [`Blocking::end_replica_wait`] must follow, however the
+    /// wait ends (the connection's end included).
     pub fn begin_replica_wait(&self, id: u64, timed: bool) -> ReplicaWaitEnd {
-        if timed {
-            self.timed.fetch_add(1, Ordering::Relaxed);
-        }
         let (end, ended) = tokio::sync::oneshot::channel();
-        self.replica_waits.lock().insert(id, end);
+        self.replica_waits.lock().insert(id, (end, timed));
         ended
     }
 
     /// Client `id`'s WAIT is over.
-    pub fn end_replica_wait(&self, id: u64, timed: bool) {
-        if timed {
-            self.timed.fetch_sub(1, Ordering::Relaxed);
-        }
+    pub fn end_replica_wait(&self, id: u64) {
         self.replica_waits.lock().remove(&id);
     }
 
@@ -301,7 +297,7 @@ impl Blocking {
     /// false when client `id` is not in WAIT.
     pub fn unblock_replica_wait(&self, id: u64, with_error: bool) -> bool {
         match self.replica_waits.lock().remove(&id) {
-            Some(end) => end.send(with_error).is_ok(),
+            Some((end, _)) => end.send(with_error).is_ok(),
             None => false,
         }
     }

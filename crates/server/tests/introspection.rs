@@ -1134,6 +1134,9 @@ fn clients_in_timeout_table(addr: std::net::SocketAddr) -> Vec<String> {
     // Both BLPOPs served.
     admin.cmd(&["RPUSH", "list", "a", "b"]);
     seen.push(timed_with_blocked(&mut admin, "3"));
+    // Killed while blocked (in XREAD and in WAIT): blocked no longer.
+    admin.cmd(&["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]);
+    seen.push(timed_with_blocked(&mut admin, "0"));
     seen
 }
 
@@ -1142,6 +1145,6 @@ fn clients_in_timeout_table_counts_timed_blocks_like_redis() {
     let redis = RedisServer::start().unwrap();
     let redline = Redline::start();
     let expected = clients_in_timeout_table(redis.addr());
-    assert_eq!(expected, ["0", "3", "2"], "redis-server");
+    assert_eq!(expected, ["0", "3", "2", "0"], "redis-server");
     assert_eq!(clients_in_timeout_table(redline.addr), expected);
 }

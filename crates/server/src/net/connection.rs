@@ -484,6 +484,10 @@ impl<S> Drop for Connection<'_, S> {
         if let Some(blocked) = self.client.blocked.take() {
             cmd::blocking::cancel(self.shared, &blocked.waiter);
         }
+        if self.client.wait.is_some() {
+            // Ended in WAIT (CLIENT KILL aborts the task mid-wait): no longer blocked.
+            self.shared.blocking.end_replica_wait(self.client.id);
+        }
         cmd::pubsub::unsubscribe_all(self.shared, &mut self.client);
         if self.client.monitor {
             self.shared.monitors.remove(self.client.id);
@@ -927,7 +931,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
         let unblock = self.shared.blocking.begin_replica_wait(id, timed);
         self.publish_activity();
         let waited = self.wait_for_acks(wait, unblock).await;
-        self.shared.blocking.end_replica_wait(id, timed);
+        self.shared.blocking.end_replica_wait(id);
         self.client.wait = None;
         waited
     }
