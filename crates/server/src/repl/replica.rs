@@ -12,8 +12,9 @@
 //! appends the same bytes to this server's own stream (so this server's replicas and
 //! backlog see exactly the master's stream and offsets) once they are applied: a
 //! MULTI's bytes wait for its EXEC, and a full sync of our own replicas never falls
-//! between applying and appending (see `Applier`). It ACKs every second and on
-//! REPLCONF GETACK, and reconnects with PSYNC when the link drops.
+//! between applying and appending (see `Applier`). It ACKs every second (more often
+//! after a full sync, until the stream starts: `EarlyAcks`) and on REPLCONF GETACK, and
+//! reconnects with PSYNC when the link drops.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -947,6 +948,7 @@ async fn stream(
         big_bulk: false,
     };
     let mut ack = tokio::time::interval(Duration::from_secs(1));
+    let mut early_acks = (!resumed).then(EarlyAcks::new);
     let mut pause_changes = shared.pause.subscribe();
     let mut last_read = tokio::time::Instant::now();
     let master_input = &shared.repl.master_input;
@@ -1005,10 +1007,15 @@ async fn stream(
                     .net_repl_input_bytes
                     .fetch_add(read as u64, Ordering::Relaxed);
                 last_read = tokio::time::Instant::now();
+                early_acks = None;
                 client.last_interaction = last_read.into_std();
                 status.last_io.store(unix_secs(), Ordering::Relaxed);
             }
             _ = ack.tick() => send_ack(socket, journal.offset()).await?,
+            _ = EarlyAcks::due(&early_acks) => {
+                send_ack(socket, journal.offset()).await?;
+                early_acks = early_acks.and_then(EarlyAcks::next);
+            }
             _ = tokio::time::sleep_until(silent_since) => {
                 return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, STREAM_TIMEOUT));
             }
@@ -1115,6 +1122,47 @@ impl Applier {
             crate::persist::aof::write_pending(shared);
         }
         stream_db.store(client.db, Ordering::Relaxed);
+    }
+}
+
+/// ACKs sent after a full sync until the master's first byte comes, closer together
+/// than the one a second. A master that sent its image disk-less starts the stream on
+/// an ACK that finds its image's child gone (Redis's `repl_start_cmd_stream_on_ack`);
+/// the first ACK, sent as the stream starts, can come before the child has exited, and
+/// the master would then hold the stream, and every write, until the next ACK a second
+/// later, while the replica reports its link up.
+struct EarlyAcks {
+    at: tokio::time::Instant,
+    gap: Duration,
+}
+
+impl EarlyAcks {
+    const FIRST_GAP: Duration = Duration::from_millis(5);
+    /// Past this gap, the ACK a second takes over.
+    const LAST_GAP: Duration = Duration::from_millis(500);
+
+    fn new() -> Self {
+        EarlyAcks {
+            at: tokio::time::Instant::now() + Self::FIRST_GAP,
+            gap: Self::FIRST_GAP,
+        }
+    }
+
+    /// When the next one is due; never while there is none.
+    async fn due(acks: &Option<Self>) {
+        match acks {
+            Some(acks) => tokio::time::sleep_until(acks.at).await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The one after, twice as far (none past [`Self::LAST_GAP`]).
+    fn next(self) -> Option<Self> {
+        let gap = self.gap * 2;
+        (gap <= Self::LAST_GAP).then(|| EarlyAcks {
+            at: self.at + gap,
+            gap,
+        })
     }
 }
 
