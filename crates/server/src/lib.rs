@@ -87,6 +87,7 @@ pub mod supervision;
 pub mod syslog;
 pub mod system_memory;
 pub mod tracking;
+pub mod uptime_clock;
 
 pub use config::{Config, ConfigError};
 pub use server::{Server, ShutdownHandle};

@@ -13,7 +13,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The period in milliseconds; 0 when off.
 static PERIOD_MS: AtomicU64 = AtomicU64::new(0);
@@ -37,10 +37,9 @@ thread_local! {
     static OWN: OnceLock<Arc<Slot>> = const { OnceLock::new() };
 }
 
-/// Milliseconds since the first use: monotonic, unlike the keyspace's clock.
+/// Milliseconds of the process-wide monotonic clock.
 fn clock() -> u64 {
-    static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_millis() as u64
+    crate::uptime_clock::elapsed().as_millis() as u64
 }
 
 /// A batch in progress on this thread; its end clears the mark.

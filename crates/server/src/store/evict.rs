@@ -148,14 +148,9 @@ pub struct ExceededTime {
 }
 
 impl ExceededTime {
-    /// Microseconds since the first use, from 1: monotonic, unlike the keyspace's clock.
+    /// Microseconds of the process-wide monotonic clock, from 1 (0 is "no spell").
     fn clock() -> u64 {
-        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-        START
-            .get_or_init(std::time::Instant::now)
-            .elapsed()
-            .as_micros() as u64
-            + 1
+        crate::uptime_clock::elapsed().as_micros() as u64 + 1
     }
 
     /// A pass left memory over the limit: a spell begins, unless one is on.
