@@ -403,7 +403,6 @@ pub fn info_section(ctx: &Ctx<'_>, text: &mut String) {
                 u8::from(config.param_bool("replica-read-only")),
                 u8::from(config.param_bool("replica-announced")),
             );
-            drop(config);
         }
         None => text.push_str("role:master\r\n"),
     }
