@@ -10,7 +10,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{conn, info, text, wait_until, Conn};
+use common::{conn, field_of, info, text, wait_until, Conn};
 use redline_resp::Frame;
 use redline_testkit::{RedisServer, RedlineServer};
 
@@ -330,9 +330,8 @@ fn fill_ten_times(
 
 fn memory(c: &mut Conn, field: &str) -> u64 {
     let all = text(&c.cmd(&["INFO", "memory"]));
-    all.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .and_then(|v| v.trim().parse().ok())
+    field_of(&all, field)
+        .and_then(|v| v.parse().ok())
         .unwrap_or(0)
 }
 
@@ -1140,9 +1139,8 @@ fn only_the_client_with_the_large_argument_is_evicted_like_redis() {
 fn counted_memory(c: &mut Conn) -> i64 {
     let all = text(&c.cmd(&["INFO", "memory"]));
     let field = |name: &str| -> i64 {
-        all.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}:")))
-            .and_then(|v| v.trim().parse().ok())
+        field_of(&all, name)
+            .and_then(|v| v.parse().ok())
             .unwrap_or(0)
     };
     field("used_memory") - field("mem_not_counted_for_evict")
@@ -1290,10 +1288,8 @@ fn exceeded_time(addr: std::net::SocketAddr) -> Vec<String> {
         // Both from one INFO: the current spell grows between two.
         let stats = text(&c.cmd(&["INFO", "stats"]));
         let field = |name: &str| -> u64 {
-            stats
-                .lines()
-                .find_map(|l| l.strip_prefix(&format!("{name}:")))
-                .and_then(|v| v.trim().parse().ok())
+            field_of(&stats, name)
+                .and_then(|v| v.parse().ok())
                 .unwrap_or_else(|| panic!("no {name}"))
         };
         let (total, current) = (

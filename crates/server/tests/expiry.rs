@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Conn, Redline};
+use common::{field_of, text, Conn, Redline};
 use redline_resp::Frame;
 
 fn int(frame: Frame) -> i64 {
@@ -163,12 +163,8 @@ fn a_transaction_sees_no_key_expire_half_way_like_redis() {
 fn expire_cycle_figures(addr: std::net::SocketAddr) -> Vec<String> {
     let mut conn = Conn::connect(addr);
     let field = |conn: &mut Conn, name: &str| -> f64 {
-        let info = match conn.cmd(&["INFO", "stats"]) {
-            Frame::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
-            other => panic!("INFO: {other:?}"),
-        };
-        info.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        let info = text(&conn.cmd(&["INFO", "stats"]));
+        field_of(&info, name)
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("no {name}"))
     };

@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Conn, Redline};
+use common::{field_of, Conn, Redline};
 use redline_resp::Frame;
 use redline_testkit::{listening_socket_inodes, listening_sockets, RedisServer};
 
@@ -573,8 +573,7 @@ fn unix_socket_clients_match_redis() {
 /// One field of INFO `section`.
 fn info_field(c: &mut Conn, section: &str, name: &str) -> String {
     let info = text(&c.cmd(&["INFO", section]));
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+    field_of(&info, name)
         .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
         .to_string()
 }

@@ -280,12 +280,18 @@ pub fn wait_until(what: &str, check: impl Fn() -> bool) {
     }
 }
 
+/// Field `name` of an INFO text, trimmed (`None` when absent).
+pub fn field_of<'a>(info: &'a str, name: &str) -> Option<&'a str> {
+    info.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(str::trim)
+}
+
 /// INFO field `field` as a number (0 when absent).
 pub fn info(c: &mut Conn, field: &str) -> u64 {
     let all = text(&c.cmd(&["INFO"]));
-    all.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .and_then(|v| v.trim().parse().ok())
+    field_of(&all, field)
+        .and_then(|v| v.parse().ok())
         .unwrap_or(0)
 }
 
@@ -299,11 +305,8 @@ pub fn info_text(port: u16) -> String {
 
 /// INFO field `name` of the server on `port`, as text (empty when absent).
 pub fn info_field(port: u16, name: &str) -> String {
-    info_text(port)
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+    field_of(&info_text(port), name)
         .unwrap_or_default()
-        .trim()
         .to_string()
 }
 
