@@ -73,8 +73,9 @@ fn a_read_on_the_replica_after_the_write_s_reply_nearly_always_finds_the_write()
 /// ACK can come before, and with only the ACK a second the master held every write for
 /// about a second while the replica said its link was up (1 sync in 20 to 30 on this
 /// machine, and a CI run where all 500 reads of the check above were stale). The
-/// replica now ACKs at shrinking rates until the stream's first byte. 500 ms is far
-/// above a write's way (well under a millisecond) and half the held second.
+/// replica now ACKs at doubling gaps (5 to 320 ms) until the stream's first byte.
+/// 500 ms is far above a write's way (well under a millisecond) and half the held
+/// second.
 #[test]
 fn writes_reach_the_replica_at_once_after_each_disk_less_full_sync_from_redis_server() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
