@@ -25,8 +25,7 @@ fn safe(shared: &Shared) -> bool {
 pub fn perform(shared: &Shared) -> Outcome {
     let store = &shared.store;
     let eviction = &store.events().eviction;
-    if !eviction.over_limit() {
-        eviction.exceeded.under_limit(eviction.maxmemory());
+    if !eviction.check_limit() {
         return Outcome::Under;
     }
     if !safe(shared) {

@@ -636,8 +636,7 @@ pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 /// checked when queued; a script's calls are checked unless it declared allow-oom.
 fn out_of_memory(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> bool {
     let eviction = &ctx.shared.store.events().eviction;
-    if !eviction.over_limit() {
-        eviction.exceeded.under_limit(eviction.maxmemory());
+    if !eviction.check_limit() {
         return false;
     }
     if ctx.client.is_master {

@@ -162,15 +162,6 @@ impl ExceededTime {
         }
     }
 
-    /// Memory was found under `maxmemory`: the spell on, if any, ends. Without a limit
-    /// (0) Redis does not look, and a spell goes on until a limit is set again.
-    #[inline]
-    pub fn under_limit(&self, maxmemory: u64) {
-        if maxmemory > 0 {
-            self.under();
-        }
-    }
-
     /// Memory is under the limit: the spell on, if any, ends (one relaxed load when
     /// none is, as on every command under a limit).
     #[inline]
@@ -388,6 +379,21 @@ impl Eviction {
             Policy::VolatileTtl => u64::MAX - expires_at,
             _ => self.idle_ms(access),
         }
+    }
+
+    /// [`Eviction::over_limit`], for the checks Redis makes before a command and in its
+    /// cron: memory found under the limit also ends a spell over it
+    /// ([`ExceededTime`]). Without a limit Redis does not look, and a spell goes on
+    /// until a limit is set again.
+    #[inline]
+    pub fn check_limit(&self) -> bool {
+        if self.over_limit() {
+            return true;
+        }
+        if self.maxmemory() > 0 {
+            self.exceeded.under();
+        }
+        false
     }
 
     /// Whether memory is over the limit now.
