@@ -1049,9 +1049,9 @@ fn pipelined_transactions_are_read_in_large_chunks_like_redis() {
 
 /// INFO's `client_recent_max_input_buffer` and `client_recent_max_output_buffer`: a
 /// client holding half of a 256 KB argument, and one whose 16 MB of replies are not
-/// read (more than the sockets hold), show within a few seconds (the client cron looks at each client about once a
-/// second), as on redis-server. Returns the two fields once both passed 100 KB, or
-/// what they were after 5 s.
+/// read (more than the sockets hold), show within a few seconds (the client cron looks
+/// at each client about once a second), as on redis-server. Returns whether each field
+/// passed 100 KB, once both did or after 5 s.
 fn recent_max_buffers(addr: std::net::SocketAddr) -> (bool, bool) {
     let mut admin = Conn::connect(addr);
     admin.cmd(&["SET", "big", &"x".repeat(64 * 1024)]);
