@@ -79,12 +79,17 @@ fn background_events(shared: &Shared) {
     let pubsub_limit = shared.config.read().client_output_buffer_limit[2];
     shared.clients.close_over_output_limit(&pubsub_limit);
     crate::maxmemory::cron(shared);
-    if shared.store.events().pending() {
-        crate::notify::publish_pending(shared, 0, &mut bytes::BytesMut::new());
-    }
+    publish_expired(shared);
     if shared.tracking.active() {
         shared.tracking.broadcast(shared);
         shared.tracking.enforce_limit(shared);
+    }
+}
+
+/// Publishes the events of keys the background removed (expired, evicted).
+fn publish_expired(shared: &Shared) {
+    if shared.store.events().pending() {
+        crate::notify::publish_pending(shared, 0, &mut bytes::BytesMut::new());
     }
 }
 
@@ -270,9 +275,14 @@ impl Server {
                 .name("redline-expiry".into())
                 .spawn(move || {
                     let _runtime = runtime.enter();
-                    expiry::run(store, hz, stop_rx, |took| {
+                    let effort = || background.config.read().param_int("active-expire-effort");
+                    expiry::run(store, hz, stop_rx, effort, |took, pace| {
                         let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
                         background.latency.add_if_needed("expire-cycle", ms);
+                        if pace == expiry::Pace::Fast {
+                            publish_expired(&background);
+                            return;
+                        }
                         if background.config.read().param_bool("activerehashing") {
                             background.store.tidy_indexes();
                             background.pubsub.tidy();

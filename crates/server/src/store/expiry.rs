@@ -1,8 +1,12 @@
 //! Active expiry: Redis's `activeExpireCycle`. Every `1000 / hz` ms a background thread
-//! visits the shards round-robin; in each it samples 20 keys that have a TTL, removes the
-//! expired ones, and samples again while more than a quarter were expired, until the
-//! cycle's time budget (25% of the period, as Redis) runs out. Work per cycle is bounded
-//! by the budget, never by the number of keys; commands never pay for it.
+//! runs a slow cycle: it visits the shards round-robin; in each it samples 20 keys that
+//! have a TTL, removes the expired ones, and samples again while more than a tenth were
+//! expired, until the cycle's time budget (25% of the period, as Redis) runs out. A
+//! cycle that ran out of time leaves expired keys behind, so fast cycles follow (1 ms,
+//! at most one every 2 ms, as Redis runs them before each event-loop sleep) until one
+//! finishes within its budget. `active-expire-effort` scales all of it as in Redis.
+//! Work per cycle is bounded by the budget, never by the number of keys; commands never
+//! pay for it.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -11,11 +15,47 @@ use std::time::{Duration, Instant};
 
 use super::{now_ms, Store};
 
-/// Keys sampled per round (Redis's `ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP`).
-pub const SAMPLES_PER_ROUND: usize = 20;
+/// How hard the cycles work, from `active-expire-effort` (1-10, default 1), with Redis's
+/// scaling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Effort {
+    /// Keys sampled per round (20 at effort 1, `ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP`).
+    pub keys_per_round: usize,
+    /// A fast cycle's budget (1 ms at effort 1).
+    pub fast_budget: Duration,
+    /// A slow cycle's budget, as a percentage of its period (25% at effort 1).
+    pub slow_percent: u32,
+    /// A round is repeated in its shard while more than this percentage of its sample
+    /// was expired (10% at effort 1).
+    pub acceptable_stale: usize,
+}
 
-/// A round is repeated while more than this percentage of its sample was expired.
-pub const REPEAT_ABOVE_PERCENT: usize = 25;
+impl Effort {
+    /// The figures for `active-expire-effort` `effort` (clamped to 1-10).
+    ///
+    /// ```
+    /// use redline_server::store::expiry::Effort;
+    ///
+    /// assert_eq!(Effort::new(1).keys_per_round, 20);
+    /// assert_eq!(Effort::new(10).keys_per_round, 65);
+    /// ```
+    pub fn new(effort: i64) -> Effort {
+        // Redis rescales 1-10 to 0-9.
+        let e = u32::try_from(effort.clamp(1, 10) - 1).unwrap_or(0);
+        Effort {
+            keys_per_round: 20 + 5 * e as usize,
+            fast_budget: Duration::from_micros(1000 + 250 * u64::from(e)),
+            slow_percent: 25 + 2 * e,
+            acceptable_stale: 10 - e as usize,
+        }
+    }
+}
+
+impl Default for Effort {
+    fn default() -> Effort {
+        Effort::new(1)
+    }
+}
 
 /// Where the next cycle resumes, so a budget cut does not always favour the first shards.
 #[derive(Debug, Default)]
@@ -83,7 +123,7 @@ impl CycleStats {
 }
 
 /// Runs one cycle within `budget`.
-pub fn run_cycle(store: &Store, cursor: &mut Cursor, budget: Duration) -> Cycle {
+pub fn run_cycle(store: &Store, cursor: &mut Cursor, budget: Duration, effort: Effort) -> Cycle {
     let start = Instant::now();
     let per_db = store.db(0).shard_count();
     let total = per_db * store.db_count();
@@ -98,7 +138,7 @@ pub fn run_cycle(store: &Store, cursor: &mut Cursor, budget: Duration) -> Cycle 
                 if shard.ttl_len() == 0 {
                     break;
                 }
-                shard.expire_sample(SAMPLES_PER_ROUND, now_ms())
+                shard.expire_sample(effort.keys_per_round, now_ms())
             };
             cycle.expired += result.expired;
             cycle.sampled += result.sampled;
@@ -106,7 +146,8 @@ pub fn run_cycle(store: &Store, cursor: &mut Cursor, budget: Duration) -> Cycle 
                 cycle.capped = true;
                 return cycle;
             }
-            if result.sampled == 0 || result.expired * 100 <= result.sampled * REPEAT_ABOVE_PERCENT
+            if result.sampled == 0
+                || result.expired * 100 <= result.sampled * effort.acceptable_stale
             {
                 break;
             }
@@ -115,41 +156,114 @@ pub fn run_cycle(store: &Store, cursor: &mut Cursor, budget: Duration) -> Cycle 
     cycle
 }
 
-/// The background loop: a cycle every `1000 / hz` ms until `stop` fires or is dropped.
-/// `hz` is read each time, so `CONFIG SET hz` applies at once. `after_cycle` runs after
-/// each period with how long its cycle took (the server publishes the events the cycle
-/// queued there, and feeds the latency monitor).
+/// Which cycle runs when: a slow one every period; after any cycle that ran out of
+/// time, fast ones in between, each at least twice its budget after the last.
+#[derive(Debug)]
+pub struct Schedule {
+    next_slow: Instant,
+    last_fast: Option<Instant>,
+    /// The last cycle stopped at its budget: expired keys are left.
+    behind: bool,
+}
+
+/// A cycle to run ([`Schedule::due`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pace {
+    /// The period's cycle, with the cron's other work.
+    Slow,
+    /// A short cycle between two slow ones, while expired keys are left.
+    Fast,
+}
+
+impl Schedule {
+    /// The first slow cycle is a period after `now`.
+    pub fn new(now: Instant, period: Duration) -> Schedule {
+        Schedule {
+            next_slow: now + period,
+            last_fast: None,
+            behind: false,
+        }
+    }
+
+    /// When the next cycle is due, and which.
+    pub fn due(&self, effort: Effort) -> (Instant, Pace) {
+        if self.behind {
+            let fast = self
+                .last_fast
+                .map_or(Instant::now(), |at| at + effort.fast_budget * 2);
+            if fast < self.next_slow {
+                return (fast, Pace::Fast);
+            }
+        }
+        (self.next_slow, Pace::Slow)
+    }
+
+    /// A cycle of `pace` started at `at` (`capped`: it stopped at its budget); the next
+    /// slow one is a `period` after this slow one.
+    pub fn ran(&mut self, pace: Pace, at: Instant, period: Duration, capped: bool) {
+        match pace {
+            Pace::Slow => self.next_slow = at + period,
+            Pace::Fast => self.last_fast = Some(at),
+        }
+        self.behind = capped;
+    }
+}
+
+/// The background loop: a slow cycle every `1000 / hz` ms, and fast ones while a cycle
+/// leaves expired keys, until `stop` fires or is dropped. `hz` is read each time, so
+/// `CONFIG SET hz` applies at once, and `effort` (`active-expire-effort`) before each
+/// cycle. `after_cycle` runs after each cycle with how long it took and its pace (the
+/// server publishes the events the cycle queued there, feeds the latency monitor, and
+/// after a slow one does the rest of its periodic work).
 pub fn run(
     store: Arc<Store>,
     hz: Arc<AtomicU32>,
     stop: Receiver<()>,
-    mut after_cycle: impl FnMut(Duration),
+    effort: impl Fn() -> i64,
+    mut after_cycle: impl FnMut(Duration, Pace),
 ) {
     let mut cursor = Cursor::default();
+    let period = |hz: &AtomicU32| {
+        Duration::from_micros(1_000_000 / u64::from(hz.load(Ordering::Relaxed).clamp(1, 500)))
+    };
+    let mut schedule = Schedule::new(Instant::now(), period(&hz));
     loop {
-        let hz = hz.load(Ordering::Relaxed).clamp(1, 500);
-        let period = Duration::from_micros(1_000_000 / u64::from(hz));
-        match stop.recv_timeout(period) {
+        let effort = Effort::new(effort());
+        let (at, pace) = schedule.due(effort);
+        match stop.recv_timeout(at.saturating_duration_since(Instant::now())) {
             Err(RecvTimeoutError::Timeout) => {}
             _ => return,
         }
-        crate::store::evict::tick();
+        let period = period(&hz);
+        let started = Instant::now();
+        if pace == Pace::Slow {
+            crate::store::evict::tick();
+        }
         if store.cron_paused() {
+            schedule.ran(pace, started, period, false);
             continue;
         }
         // A replica's keys expire by its master's DELs, but for those a client gave a
         // TTL here (a writable replica): no DEL will ever come for them.
-        let started = std::time::Instant::now();
         let held = store.events().expiry_held(crate::store::now_ms());
+        let mut capped = false;
         if store.active_expire() && !held {
             if store.events().replica() {
-                expire_replica_keys(&store);
+                if pace == Pace::Slow {
+                    expire_replica_keys(&store);
+                }
             } else {
-                let cycle = run_cycle(&store, &mut cursor, period / 4);
+                let budget = match pace {
+                    Pace::Slow => period * effort.slow_percent / 100,
+                    Pace::Fast => effort.fast_budget,
+                };
+                let cycle = run_cycle(&store, &mut cursor, budget, effort);
                 store.expire_cycles.record(cycle, started.elapsed());
+                capped = cycle.capped;
             }
         }
-        after_cycle(started.elapsed());
+        schedule.ran(pace, started, period, capped);
+        after_cycle(started.elapsed(), pace);
     }
 }
 
@@ -190,7 +304,13 @@ mod tests {
         let mut cursor = Cursor::default();
         let mut expired = 0;
         for _ in 0..1000 {
-            expired += run_cycle(&store, &mut cursor, Duration::from_secs(1)).expired;
+            expired += run_cycle(
+                &store,
+                &mut cursor,
+                Duration::from_secs(1),
+                Effort::default(),
+            )
+            .expired;
             if expired == 1000 {
                 break;
             }
@@ -198,5 +318,60 @@ mod tests {
         assert_eq!(expired, 1000);
         assert_eq!(store.db(0).len() + store.db(1).len(), 10);
         assert!(store.expiry_stats().sampled >= 1000);
+    }
+
+    #[test]
+    fn effort_sets_the_sample_per_round() {
+        let store = Store::new(1, 1);
+        for i in 0..1000u32 {
+            let key = i.to_string();
+            // Live keys: each shard gets one round, whatever the effort.
+            store
+                .db(0)
+                .lock(key.as_bytes())
+                .insert(key.as_bytes(), Value::Int(1), u64::MAX);
+        }
+        for (effort, sampled) in [(1, 20), (5, 40), (10, 65)] {
+            let cycle = run_cycle(
+                &store,
+                &mut Cursor::default(),
+                Duration::from_secs(1),
+                Effort::new(effort),
+            );
+            assert_eq!(cycle.sampled, sampled, "effort {effort}");
+        }
+    }
+
+    #[test]
+    fn a_capped_cycle_is_followed_by_fast_ones_until_one_keeps_up() {
+        let effort = Effort::default();
+        let period = Duration::from_millis(100);
+        let start = Instant::now();
+        let mut schedule = Schedule::new(start, period);
+        assert_eq!(schedule.due(effort), (start + period, Pace::Slow));
+        // The slow cycle ran out of time: a fast one follows at once.
+        let slow = start + period;
+        schedule.ran(Pace::Slow, slow, period, true);
+        let (at, pace) = schedule.due(effort);
+        assert_eq!(pace, Pace::Fast);
+        assert!(at <= Instant::now());
+        // Fast ones never closer than twice their budget.
+        let fast = slow + Duration::from_millis(30);
+        schedule.ran(Pace::Fast, fast, period, true);
+        assert_eq!(
+            schedule.due(effort),
+            (fast + effort.fast_budget * 2, Pace::Fast)
+        );
+        // One that finished in time: back to the period's slow cycle.
+        schedule.ran(Pace::Fast, fast + Duration::from_millis(2), period, false);
+        assert_eq!(schedule.due(effort), (slow + period, Pace::Slow));
+        // Fast cycles never push the slow one back.
+        schedule.ran(
+            Pace::Fast,
+            slow + period - Duration::from_micros(500),
+            period,
+            true,
+        );
+        assert_eq!(schedule.due(effort), (slow + period, Pace::Slow));
     }
 }
