@@ -250,9 +250,8 @@ fn start(shared: &Shared, group: &Arc<Group>) {
         Ok(cut) => cut,
         Err(e) => {
             tracing::warn!("Can't start the disk-less sync image: {e}");
-            let mut stream = journal.stream();
             for m in &members {
-                stream.detach(m.id);
+                journal.detach(m.id);
             }
             return;
         }
@@ -272,7 +271,7 @@ fn start(shared: &Shared, group: &Arc<Group>) {
         match member.started.send(started) {
             Ok(()) => outlets.push(to_link),
             // Its link went meanwhile.
-            Err(_) => journal.stream().detach(member.id),
+            Err(_) => journal.detach(member.id),
         }
     }
     let abort = cut.abort_handle();

@@ -205,7 +205,7 @@ impl DiskSyncs {
                 }
                 Err(e) => {
                     drop(instant);
-                    shared.repl.journal.stream().detach(request.id);
+                    shared.repl.journal.detach(request.id);
                     Err(e)
                 }
             }

@@ -418,15 +418,17 @@ impl Stream {
 
     /// Removes replica `id` (its connection ended, or it was killed): what only it
     /// still needed of the buffer is freed now, as Redis frees a killed replica.
-    pub fn detach(&mut self, id: u64) {
+    /// Returns whether the offset handed to every link moved forward.
+    pub fn detach(&mut self, id: u64) -> bool {
         self.replicas.retain(|r| r.id != id);
         self.trim();
-        self.refresh_handed();
+        self.refresh_handed()
     }
 
     /// Recomputes the offset every online link has been handed (after a link tried a
-    /// write, went online, or left).
-    pub fn refresh_handed(&self) {
+    /// write, went online, or left); whether it moved forward (then clients waiting in
+    /// [`Journal::hand_off`] may go on).
+    pub fn refresh_handed(&self) -> bool {
         let handed = self
             .replicas
             .iter()
@@ -434,7 +436,7 @@ impl Stream {
             .map(|link| link.outbox.handed())
             .min()
             .unwrap_or(u64::MAX);
-        self.handed.store(handed, Ordering::Release);
+        self.handed.swap(handed, Ordering::AcqRel) < handed
     }
 
     /// Sends a change to the file (`aof`) and the replicas and backlog (`replicas`):
@@ -713,8 +715,19 @@ impl Journal {
     /// (see [`Self::hand_off`]).
     pub fn link_tried(&self, link: &ReplicaLink, end: u64, caught_up: bool) {
         link.outbox.tried(end, caught_up);
-        self.stream.lock().refresh_handed();
-        self.handoff.notify();
+        // Only when every link has gone further: with several replicas, the waiting
+        // clients are woken by the last of them, not once per link.
+        if self.stream.lock().refresh_handed() {
+            self.handoff.notify();
+        }
+    }
+
+    /// Replica `id` leaves the stream (see [`Stream::detach`]); clients that waited for
+    /// its link go on.
+    pub fn detach(&self, id: u64) {
+        if self.stream.lock().detach(id) {
+            self.handoff.notify();
+        }
     }
 
     /// `link` has written the chunk it tried: if it was behind, clients wait for it

@@ -594,7 +594,7 @@ struct Detach<'a> {
 
 impl Drop for Detach<'_> {
     fn drop(&mut self) {
-        self.journal.stream().detach(self.id);
+        self.journal.detach(self.id);
     }
 }
 
