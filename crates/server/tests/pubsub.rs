@@ -362,6 +362,46 @@ fn many_channels(addr: SocketAddr, n: usize) -> Vec<String> {
     seen
 }
 
+/// Whether a subscriber whose UNSUBSCRIBE of all its `n` channels (subscribed a
+/// thousand at a time) confirms past the pubsub hard limit is closed. The client is in
+/// the pub/sub class while the confirmations are made, and in the normal one (no limit)
+/// after the command.
+fn closed_by_confirmations(addr: SocketAddr, n: usize) -> bool {
+    let names: Vec<String> = (0..n).map(|i| format!("channel:{i}")).collect();
+    let mut sub = Conn::connect(addr);
+    for batch in names.chunks(1000) {
+        let mut args = vec!["SUBSCRIBE"];
+        args.extend(batch.iter().map(String::as_str));
+        sub.send(&args);
+        for _ in batch {
+            sub.read().unwrap();
+        }
+    }
+    sub.send(&["UNSUBSCRIBE"]);
+    // Either the connection ends with no reply, or every confirmation comes.
+    match sub.read() {
+        None => true,
+        Some(_) => {
+            for _ in 1..n {
+                assert!(sub.read().is_some(), "a confirmation missing at {addr}");
+            }
+            false
+        }
+    }
+}
+
+#[test]
+fn confirmations_past_the_hard_limit_close_the_client_like_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    for addr in [redis.addr(), redline.addr] {
+        connect_with_output_limit(addr, "pubsub 262144 0 0");
+        assert!(closed_by_confirmations(addr, 20_000), "{addr}");
+        // Under the limit, every confirmation comes.
+        assert!(!closed_by_confirmations(addr, 2_000), "{addr}");
+    }
+}
+
 #[test]
 fn many_channels_subscribed_and_dropped_match_redis() {
     let redis = RedisServer::start().expect("redis-server");

@@ -74,11 +74,24 @@ fn count(client: &ClientState, kind: Kind) -> i64 {
     }
 }
 
+/// A confirmation's bytes besides the channel's name (its word, count and lengths).
+const CONFIRM_FRAMING: usize = 40;
+
 fn confirm(ctx: &mut Ctx<'_>, word: &[u8], name: Option<&[u8]>, n: i64) {
     let proto = ctx.proto();
     // A confirmation is pub/sub traffic, which CLIENT REPLY OFF/SKIP does not silence
     // (Redis's CLIENT_PUSHING): it goes out through the mailbox, past the reply filter.
     let pushed = ctx.client.reply != ReplyMode::On;
+    // As Redis checks each reply it adds: past the hard limit of the client's class at
+    // this point (pub/sub while it is subscribed, even if an UNSUBSCRIBE of everything
+    // ends it in the normal class), it is closed after the command and the rest of a
+    // million confirmations is not built.
+    let len = name.map_or(0, <[u8]>::len) + CONFIRM_FRAMING;
+    if !pushed
+        && (ctx.client.output_overflowed || ctx.client.reply_passes_hard_limit(ctx.out.len(), len))
+    {
+        return;
+    }
     let mut own = bytes::BytesMut::new();
     let out = if pushed { &mut own } else { &mut *ctx.out };
     encode::write_push_len(out, proto, 3);
