@@ -314,18 +314,24 @@ fn pubsub_numsub_counts_a_subscribe_already_sent() {
 /// the rest without naming them is told, and what the server counts afterwards.
 /// The confirmations of the unnamed UNSUBSCRIBE come in the server's own order (a
 /// dict's in Redis; no order is promised), so they are compared as a set.
-fn many_channels(addr: SocketAddr, n: usize) -> Vec<String> {
-    let mut sub = Conn::connect(addr);
-    let mut other = Conn::connect(addr);
-    let names: Vec<String> = (0..n).map(|i| format!("channel:{i}")).collect();
-    let mut seen = Vec::new();
+/// Subscribes `sub` to `names`, a thousand per SUBSCRIBE; the last confirmation.
+fn subscribe_all(sub: &mut Conn, names: &[String]) -> Frame {
     for batch in names.chunks(1000) {
         let mut args = vec!["SUBSCRIBE"];
         args.extend(batch.iter().map(String::as_str));
         sub.send(&args);
     }
-    let last = (0..n).map(|_| sub.read().unwrap()).last().unwrap();
-    seen.push(show(&last));
+    (0..names.len())
+        .map(|_| sub.read().unwrap())
+        .last()
+        .unwrap()
+}
+
+fn many_channels(addr: SocketAddr, n: usize) -> Vec<String> {
+    let mut sub = Conn::connect(addr);
+    let mut other = Conn::connect(addr);
+    let names: Vec<String> = (0..n).map(|i| format!("channel:{i}")).collect();
+    let mut seen = vec![show(&subscribe_all(&mut sub, &names))];
     let mut dropped = vec!["UNSUBSCRIBE"];
     dropped.extend(names.iter().step_by(3).map(String::as_str));
     sub.send(&dropped);
@@ -369,14 +375,7 @@ fn many_channels(addr: SocketAddr, n: usize) -> Vec<String> {
 fn closed_by_confirmations(addr: SocketAddr, n: usize) -> bool {
     let names: Vec<String> = (0..n).map(|i| format!("channel:{i}")).collect();
     let mut sub = Conn::connect(addr);
-    for batch in names.chunks(1000) {
-        let mut args = vec!["SUBSCRIBE"];
-        args.extend(batch.iter().map(String::as_str));
-        sub.send(&args);
-        for _ in batch {
-            sub.read().unwrap();
-        }
-    }
+    subscribe_all(&mut sub, &names);
     sub.send(&["UNSUBSCRIBE"]);
     // Either the connection ends with no reply, or every confirmation comes.
     match sub.read() {
