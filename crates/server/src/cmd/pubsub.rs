@@ -83,13 +83,10 @@ fn confirm(ctx: &mut Ctx<'_>, word: &[u8], name: Option<&[u8]>, n: i64) {
     // (Redis's CLIENT_PUSHING): it goes out through the mailbox, past the reply filter.
     let pushed = ctx.client.reply != ReplyMode::On;
     // As Redis checks each reply it adds: past the hard limit of the client's class at
-    // this point (pub/sub while it is subscribed, even if an UNSUBSCRIBE of everything
-    // ends it in the normal class), it is closed after the command and the rest of a
-    // million confirmations is not built.
+    // this point (pub/sub while it is subscribed), it is closed after the command and
+    // the rest of a million confirmations is not built.
     let len = name.map_or(0, <[u8]>::len) + CONFIRM_FRAMING;
-    if !pushed
-        && (ctx.client.output_overflowed || ctx.client.reply_passes_hard_limit(ctx.out.len(), len))
-    {
+    if !pushed && ctx.client.reply_passes_hard_limit(ctx.out.len(), len) {
         return;
     }
     let mut own = bytes::BytesMut::new();

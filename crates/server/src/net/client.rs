@@ -338,13 +338,16 @@ impl ClientState {
     }
 
     /// Whether a reply of `len` bytes after the `buffered` ones would pass this client's
-    /// hard output limit; if so the client is marked to be closed after its command, and
-    /// the reply need not be built.
+    /// hard output limit, or an earlier reply already did (even under the limit of the
+    /// class the client has moved to since, as after an UNSUBSCRIBE of everything); if
+    /// so the client is marked to be closed after its command, and the reply need not
+    /// be built, as Redis adds nothing to a client it is closing.
     pub fn reply_passes_hard_limit(&mut self, buffered: usize, len: usize) -> bool {
-        let hard = self.output_hard_limits[usize::from(self.in_pubsub())];
-        let over = hard != 0 && buffered.saturating_add(len) as u64 > hard;
-        self.output_overflowed |= over;
-        over
+        if !self.output_overflowed {
+            let hard = self.output_hard_limits[usize::from(self.in_pubsub())];
+            self.output_overflowed = hard != 0 && buffered.saturating_add(len) as u64 > hard;
+        }
+        self.output_overflowed
     }
 
     /// Redis's CLIENT LIST flag letters for this client (`N` for none).
