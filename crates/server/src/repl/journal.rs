@@ -419,7 +419,7 @@ impl Stream {
     /// Removes replica `id` (its connection ended, or it was killed): what only it
     /// still needed of the buffer is freed now, as Redis frees a killed replica.
     /// Returns whether the offset handed to every link moved forward.
-    pub fn detach(&mut self, id: u64) -> bool {
+    fn detach(&mut self, id: u64) -> bool {
         self.replicas.retain(|r| r.id != id);
         self.trim();
         self.refresh_handed()

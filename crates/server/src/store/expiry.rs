@@ -185,12 +185,12 @@ impl Schedule {
         }
     }
 
-    /// When the next cycle is due, and which.
-    pub fn due(&self, effort: Effort) -> (Instant, Pace) {
+    /// When the next cycle is due (`now` at the soonest), and which.
+    pub fn due(&self, now: Instant, effort: Effort) -> (Instant, Pace) {
         if self.behind {
             let fast = self
                 .last_fast
-                .map_or(Instant::now(), |at| at + effort.fast_budget * 2);
+                .map_or(now, |at| (at + effort.fast_budget * 2).max(now));
             if fast < self.next_slow {
                 return (fast, Pace::Fast);
             }
@@ -223,18 +223,19 @@ pub fn run(
     mut after_cycle: impl FnMut(Duration, Pace),
 ) {
     let mut cursor = Cursor::default();
-    let period = |hz: &AtomicU32| {
+    let period_of = |hz: &AtomicU32| {
         Duration::from_micros(1_000_000 / u64::from(hz.load(Ordering::Relaxed).clamp(1, 500)))
     };
-    let mut schedule = Schedule::new(Instant::now(), period(&hz));
+    let mut schedule = Schedule::new(Instant::now(), period_of(&hz));
     loop {
         let effort = Effort::new(effort());
-        let (at, pace) = schedule.due(effort);
-        match stop.recv_timeout(at.saturating_duration_since(Instant::now())) {
+        let now = Instant::now();
+        let (at, pace) = schedule.due(now, effort);
+        match stop.recv_timeout(at.saturating_duration_since(now)) {
             Err(RecvTimeoutError::Timeout) => {}
             _ => return,
         }
-        let period = period(&hz);
+        let period = period_of(&hz);
         let started = Instant::now();
         if pace == Pace::Slow {
             crate::store::evict::tick();
@@ -348,23 +349,24 @@ mod tests {
         let period = Duration::from_millis(100);
         let start = Instant::now();
         let mut schedule = Schedule::new(start, period);
-        assert_eq!(schedule.due(effort), (start + period, Pace::Slow));
+        assert_eq!(schedule.due(start, effort), (start + period, Pace::Slow));
         // The slow cycle ran out of time: a fast one follows at once.
         let slow = start + period;
         schedule.ran(Pace::Slow, slow, period, true);
-        let (at, pace) = schedule.due(effort);
+        let now = Instant::now();
+        let (at, pace) = schedule.due(now, effort);
         assert_eq!(pace, Pace::Fast);
         assert!(at <= Instant::now());
         // Fast ones never closer than twice their budget.
         let fast = slow + Duration::from_millis(30);
         schedule.ran(Pace::Fast, fast, period, true);
         assert_eq!(
-            schedule.due(effort),
+            schedule.due(start, effort),
             (fast + effort.fast_budget * 2, Pace::Fast)
         );
         // One that finished in time: back to the period's slow cycle.
         schedule.ran(Pace::Fast, fast + Duration::from_millis(2), period, false);
-        assert_eq!(schedule.due(effort), (slow + period, Pace::Slow));
+        assert_eq!(schedule.due(start, effort), (slow + period, Pace::Slow));
         // Fast cycles never push the slow one back.
         schedule.ran(
             Pace::Fast,
@@ -372,6 +374,6 @@ mod tests {
             period,
             true,
         );
-        assert_eq!(schedule.due(effort), (slow + period, Pace::Slow));
+        assert_eq!(schedule.due(start, effort), (slow + period, Pace::Slow));
     }
 }
