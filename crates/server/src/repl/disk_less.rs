@@ -404,6 +404,10 @@ impl Started {
             write_or_time_out(shared, socket, &bytes, link).await?;
         }
         socket.write_all(self.mark.as_bytes()).await?;
+        // A TLS link may still hold the image's last records (the socket was full at
+        // the last write): out now, or the replica waits for its mark while this side
+        // waits for its ACK.
+        socket.flush().await?;
         tracing::info!(
             "Streamed RDB transfer with replica {}:{} succeeded (socket). Waiting for REPLCONF ACK from slave to enable streaming",
             link.ip,
@@ -434,8 +438,7 @@ async fn write_or_time_out<S: AsyncWrite + Unpin>(
                 progress = tokio::time::Instant::now();
             }
             Err(_) => {
-                let timeout = shared.config.read().param_int("repl-timeout").max(1) as u64;
-                if progress.elapsed() >= Duration::from_secs(timeout) {
+                if progress.elapsed() >= super::repl_timeout(shared) {
                     tracing::warn!(
                         "Disconnecting timedout replica (full sync): {}:{}",
                         link.ip,

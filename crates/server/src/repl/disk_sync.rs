@@ -375,7 +375,9 @@ impl Started {
                 tracing::info!("Synchronization image of {size} bytes sent");
             }
         }
-        Ok(())
+        // A TLS link may still hold the image's last records (the socket was full at
+        // the last write): out now, not with the stream's first change.
+        socket.flush().await
     }
 }
 

@@ -286,6 +286,7 @@ where
             _ = newline.tick() => {
                 if !shared.freeze.stopped() {
                     socket.write_all(b"\n").await?;
+                    socket.flush().await?;
                 }
             }
             read = socket.read_buf(input), if input.len() < EARLY_INPUT => {

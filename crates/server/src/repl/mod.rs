@@ -170,6 +170,12 @@ impl SaveInfo {
     }
 }
 
+/// `repl-timeout`: how long either end of a link may stay silent, at any stage.
+pub fn repl_timeout(shared: &crate::shared::Shared) -> std::time::Duration {
+    let secs = shared.config.read().param_int("repl-timeout").max(1);
+    std::time::Duration::from_secs(u64::try_from(secs).unwrap_or(1))
+}
+
 /// Closes every replica link, as Redis's `disconnectSlaves` when this server's
 /// replication id changes (a promotion, or a new id from our own master): they
 /// reconnect with PSYNC and learn the new id before any byte of the new history,

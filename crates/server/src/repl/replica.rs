@@ -289,11 +289,6 @@ const HANDSHAKE_TIMEOUT: &str = "Timeout connecting to the MASTER...";
 const TRANSFER_TIMEOUT: &str = "Timeout receiving bulk data from MASTER... If the problem persists try to set the 'repl-timeout' parameter in redis.conf to a larger value.";
 const STREAM_TIMEOUT: &str = "MASTER timeout: no data nor PING received...";
 
-/// `repl-timeout`: how long the master may stay silent at any stage of the link.
-fn repl_timeout(shared: &Shared) -> Duration {
-    Duration::from_secs(shared.config.read().param_int("repl-timeout").max(1) as u64)
-}
-
 /// Reads what the master sent, or fails with `silent` (kind `TimedOut`) after
 /// `timeout` without a byte: any byte, a keepalive newline too, restarts the wait.
 async fn read_some(
@@ -303,6 +298,9 @@ async fn read_some(
     silent: &str,
 ) -> std::io::Result<usize> {
     match tokio::time::timeout(timeout, socket.read_buf(input)).await {
+        // A TLS master that closes without `close_notify` (killed, or its link
+        // dropped) has closed the link, as a plain one whose read returns 0.
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(0),
         Ok(read) => read,
         Err(_) => Err(std::io::Error::new(
             std::io::ErrorKind::TimedOut,
@@ -432,7 +430,7 @@ async fn session(
         (source, config.param_bool("tls-replication"))
     };
     let tls = shared.tls.client_for(tls)?;
-    let timeout = repl_timeout(shared);
+    let timeout = super::repl_timeout(shared);
     let connecting = connect_peer(host, port, &source, tls);
     let mut socket = tokio::time::timeout(timeout, connecting)
         .await
@@ -992,7 +990,7 @@ async fn stream(
         let pause_end = paused_until.map_or_else(tokio::time::Instant::now, Into::into);
         // A master that died without closing (a partition, a frozen host) is noticed
         // after `repl-timeout` without a byte; its PINGs keep a quiet link alive.
-        let silent_since = last_read + repl_timeout(shared);
+        let silent_since = last_read + super::repl_timeout(shared);
         applier.make_room(&mut input);
         tokio::select! {
             read = std::future::poll_fn(|cx| {
