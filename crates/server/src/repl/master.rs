@@ -404,13 +404,21 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
     );
     let journal = &shared.repl.journal;
     let mut last_heard = tokio::time::Instant::now();
+    // One timer for the link's life, re-armed only when it fires (at least once a second,
+    // as Redis's cron looks, so a lowered `repl-timeout` applies): a replica's reads and
+    // the stream's writes never touch the timer wheel.
+    let silence = tokio::time::sleep_until(next_silence_check(shared, last_heard));
+    tokio::pin!(silence);
     loop {
-        // A replica that stopped acknowledging (it sends REPLCONF ACK every second) for
-        // `repl-timeout` is gone without a word: dropped, as Redis does.
-        let timeout = shared.config.read().param_int("repl-timeout").max(1) as u64;
-        let silent_since = last_heard + std::time::Duration::from_secs(timeout);
         tokio::select! {
-            _ = tokio::time::sleep_until(silent_since), if acks => {
+            () = silence.as_mut(), if acks => {
+                // A replica that stopped acknowledging (it sends REPLCONF ACK every
+                // second) for `repl-timeout` is gone without a word: dropped, as Redis
+                // does.
+                if last_heard + super::repl_timeout(shared) > tokio::time::Instant::now() {
+                    silence.as_mut().reset(next_silence_check(shared, last_heard));
+                    continue;
+                }
                 tracing::warn!(
                     "Disconnecting timedout replica (streaming sync): {}:{}",
                     link.ip,
@@ -454,6 +462,12 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
             }
         }
     }
+}
+
+/// When the link next checks whether its replica went silent (see [`carry`]).
+fn next_silence_check(shared: &Shared, last_heard: tokio::time::Instant) -> tokio::time::Instant {
+    let cron = tokio::time::Instant::now() + Duration::from_secs(1);
+    (last_heard + super::repl_timeout(shared)).min(cron)
 }
 
 /// One write of `bytes`, as far as the socket takes it now: how many it took.
