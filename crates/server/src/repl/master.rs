@@ -404,10 +404,7 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
     );
     let journal = &shared.repl.journal;
     let mut last_heard = tokio::time::Instant::now();
-    // One timer for the link's life, re-armed only when it fires (at least once a second,
-    // as Redis's cron looks, so a lowered `repl-timeout` applies): a replica's reads and
-    // the stream's writes never touch the timer wheel.
-    let silence = tokio::time::sleep_until(next_silence_check(shared, last_heard));
+    let silence = tokio::time::sleep_until(super::next_silence_check(shared, last_heard));
     tokio::pin!(silence);
     loop {
         tokio::select! {
@@ -416,7 +413,7 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
                 // second) for `repl-timeout` is gone without a word: dropped, as Redis
                 // does.
                 if last_heard + super::repl_timeout(shared) > tokio::time::Instant::now() {
-                    silence.as_mut().reset(next_silence_check(shared, last_heard));
+                    silence.as_mut().reset(super::next_silence_check(shared, last_heard));
                     continue;
                 }
                 tracing::warn!(
@@ -462,12 +459,6 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
             }
         }
     }
-}
-
-/// When the link next checks whether its replica went silent (see [`carry`]).
-fn next_silence_check(shared: &Shared, last_heard: tokio::time::Instant) -> tokio::time::Instant {
-    let cron = tokio::time::Instant::now() + Duration::from_secs(1);
-    (last_heard + super::repl_timeout(shared)).min(cron)
 }
 
 /// One write of `bytes`, as far as the socket takes it now: how many it took.

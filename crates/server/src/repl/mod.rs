@@ -176,6 +176,27 @@ pub fn repl_timeout(shared: &crate::shared::Shared) -> std::time::Duration {
     std::time::Duration::from_secs(u64::try_from(secs).unwrap_or(1))
 }
 
+/// When a streaming link, last heard from at `last_heard`, next checks whether its peer
+/// went silent for `repl-timeout`: then, or in a second if sooner (as Redis's cron looks
+/// once a second, so a lowered timeout applies). One timer re-armed here serves the
+/// link's life, so its reads and writes never touch the timer wheel.
+pub fn next_silence_check(
+    shared: &crate::shared::Shared,
+    last_heard: tokio::time::Instant,
+) -> tokio::time::Instant {
+    let cron = tokio::time::Instant::now() + std::time::Duration::from_secs(1);
+    (last_heard + repl_timeout(shared)).min(cron)
+}
+
+/// A link's read, with a TLS peer's close without `close_notify` (killed, or its link
+/// dropped) read as what it is, a close (0), as a plain link's.
+pub fn read_or_closed(read: std::io::Result<usize>) -> std::io::Result<usize> {
+    match read {
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(0),
+        read => read,
+    }
+}
+
 /// Closes every replica link, as Redis's `disconnectSlaves` when this server's
 /// replication id changes (a promotion, or a new id from our own master): they
 /// reconnect with PSYNC and learn the new id before any byte of the new history,

@@ -298,10 +298,7 @@ async fn read_some(
     silent: &str,
 ) -> std::io::Result<usize> {
     match tokio::time::timeout(timeout, socket.read_buf(input)).await {
-        // A TLS master that closes without `close_notify` (killed, or its link
-        // dropped) has closed the link, as a plain one whose read returns 0.
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(0),
-        Ok(read) => read,
+        Ok(read) => super::read_or_closed(read),
         Err(_) => Err(std::io::Error::new(
             std::io::ErrorKind::TimedOut,
             silent.to_string(),
@@ -949,6 +946,10 @@ async fn stream(
     let mut early_acks = (!resumed).then(EarlyAcks::new);
     let mut pause_changes = shared.pause.subscribe();
     let mut last_read = tokio::time::Instant::now();
+    // A master that died without closing (a partition, a frozen host) is noticed after
+    // `repl-timeout` without a byte; its PINGs keep a quiet link alive.
+    let silence = tokio::time::sleep_until(super::next_silence_check(shared, last_read));
+    tokio::pin!(silence);
     let master_input = &shared.repl.master_input;
     let _streaming = master_input.streaming();
     let mut reader = TurnReader::default();
@@ -988,15 +989,12 @@ async fn stream(
             .unapplied
             .store(input.len() as u64, Ordering::Relaxed);
         let pause_end = paused_until.map_or_else(tokio::time::Instant::now, Into::into);
-        // A master that died without closing (a partition, a frozen host) is noticed
-        // after `repl-timeout` without a byte; its PINGs keep a quiet link alive.
-        let silent_since = last_read + super::repl_timeout(shared);
         applier.make_room(&mut input);
         tokio::select! {
             read = std::future::poll_fn(|cx| {
                 reader.poll_read(&master_input.turns, cx, socket, &mut input)
             }) => {
-                let read = read?;
+                let read = super::read_or_closed(read)?;
                 if read == 0 {
                     return Ok(());
                 }
@@ -1014,7 +1012,11 @@ async fn stream(
                 send_ack(socket, journal.offset()).await?;
                 early_acks = early_acks.and_then(EarlyAcks::next);
             }
-            _ = tokio::time::sleep_until(silent_since) => {
+            () = silence.as_mut() => {
+                if last_read + super::repl_timeout(shared) > tokio::time::Instant::now() {
+                    silence.as_mut().reset(super::next_silence_check(shared, last_read));
+                    continue;
+                }
                 return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, STREAM_TIMEOUT));
             }
             _ = pause_changes.changed(), if paused_until.is_some() => {}
