@@ -7,6 +7,10 @@ rotation, medians over rounds:
   the master's offset (bytes, sampled every 50 ms), the time the replica needed after the
   benchmark ended to reach the master's offset, and the writes/s the replica kept up with
   (requests / (benchmark time + catch-up time)).
+- light load: a replica attached, then `redis-benchmark -P 1 -c 10` INCRs against the
+  master: a write's reply waits for the replica's link, and at this load every command
+  costs the master wake-ups (bench/NOTES.md, stop 82). Reported: the master's requests/s
+  and its CPU per command (user + system, from /proc).
 - full sync: the master filled with DEBUG POPULATE to the dataset size (default 1 GB of
   values, 1,000-byte values), then REPLICAOF on an empty replica; reported: the seconds
   from REPLICAOF until the replica's link is up with nothing left to load, and MB of
@@ -49,8 +53,12 @@ COMMON = ["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0",
 
 def plan(quick):
     if quick:
-        return {"rounds": 2, "requests": 300_000, "clients": 50, "size_mb": 64}
-    return {"rounds": 3, "requests": 2_000_000, "clients": 50, "size_mb": 1024}
+        return {"rounds": 2, "requests": 300_000, "clients": 50, "size_mb": 64,
+                "light_requests": 50_000}
+    return {"rounds": 3, "requests": 2_000_000, "clients": 50, "size_mb": 1024,
+            "light_requests": 200_000}
+
+LIGHT_CLIENTS = 10
 
 
 def start(procs, kind):
@@ -169,6 +177,29 @@ def throughput(procs, pair, p):
             "offset": offset}
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds of process `pid` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def light_load(procs, pair, p):
+    (master_proc, master), (_, replica) = start(procs, pair[0]), start(procs, pair[1])
+    attach(replica, master)
+    wait("the initial sync", lambda: link_ready(replica), 60)
+    n = p["light_requests"]
+    argv = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(master), "-n", str(n),
+            "-c", str(LIGHT_CLIENTS), "-P", "1", "-t", "incr", "--csv"]
+    cpu0 = cpu_seconds(master_proc.pid)
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+    cpu = cpu_seconds(master_proc.pid) - cpu0
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    if not rows:
+        raise RuntimeError(f"redis-benchmark printed nothing: {out.stderr[-300:]}")
+    return {"master_rps": float(rows[-1]["rps"]), "master_cpu_us": round(cpu / n * 1e6, 2)}
+
+
 def full_sync(procs, pair, p):
     (_, master), (_, replica) = start(procs, pair[0]), start(procs, pair[1])
     keys = p["size_mb"] * 1024 * 1024 // VALUE_BYTES
@@ -194,7 +225,8 @@ def run(quick, **overrides):
     for r in range(p["rounds"]):
         for pair in rotation(PAIRS, r):
             name = f"{pair[0]} -> {pair[1]}"
-            for test, fn in (("throughput", throughput), ("full-sync", full_sync)):
+            for test, fn in (("throughput", throughput), ("light", light_load),
+                             ("full-sync", full_sync)):
                 procs = Procs()
                 try:
                     row = fn(procs, pair, p)
@@ -210,6 +242,8 @@ def run(quick, **overrides):
                                 if k not in ("master", "replica", "test", "round")))
     flags = {"throughput": f"redis-benchmark -P 16 -c {p['clients']} -n {p['requests']} "
                            "-t set -r 1000000 -d 16 against the master, replica attached",
+             "light": f"redis-benchmark -P 1 -c {LIGHT_CLIENTS} -n {p['light_requests']} "
+                      "-t incr against the master, replica attached",
              "full-sync": f"DEBUG POPULATE {p['size_mb'] * 1024 * 1024 // VALUE_BYTES} key "
                           f"{VALUE_BYTES} ({p['size_mb']} MB of values) on the master, then "
                           "REPLICAOF on an empty replica",

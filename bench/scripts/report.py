@@ -512,11 +512,14 @@ def replication_section(src, data, v):
     out.append("")
     out.append(f"- throughput: `{f['throughput']}`; *kept up*: requests ÷ (benchmark time + "
                "the replica's catch-up to the master's offset afterwards).")
+    if "light" in f:
+        out.append(f"- light load: `{f['light']}`; the master's requests/s and its CPU per "
+                   "command (µs, user + system).")
     out.append(f"- full sync: {f['full-sync']}; time from REPLICAOF until the link is up.")
     out.append("")
     out.append("| master → replica | master SET/s | kept up, writes/s | catch-up s | max lag | "
-               "full sync s | MB/s |")
-    out.append("|---|---:|---:|---:|---:|---:|---:|")
+               "light INCR/s | light µs/cmd | full sync s | MB/s |")
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     cells = {}
     pairs = []
     for r in data["runs"]:
@@ -527,22 +530,29 @@ def replication_section(src, data, v):
         rs = [r for r in data["runs"] if (r["master"], r["replica"]) == pair]
         tp = [r for r in rs if r["test"] == "throughput"]
         fs = [r for r in rs if r["test"] == "full-sync"]
+        ll = [r for r in rs if r["test"] == "light"]
         c = {"rps": med([r["master_rps"] for r in tp]),
              "kept": med([r["kept_up_rps"] for r in tp]),
              "catch": med([r["catch_up_s"] for r in tp]),
              "lag": med([r["max_lag_bytes"] for r in tp]),
+             "light": med([r["master_rps"] for r in ll]),
+             "light_cpu": med([r["master_cpu_us"] for r in ll]),
              "sync": med([r["sync_s"] for r in fs]),
              "mbs": med([r["mb_per_s"] for r in fs])}
         cells[pair] = c
         lag = "–" if c["lag"] is None else f"{c['lag'] / 1024:,.0f} KB"
         catch = "–" if c["catch"] is None else f"{c['catch']:.3f}"
         sync = "–" if c["sync"] is None else f"{c['sync']:.2f}"
+        light_cpu = "–" if c["light_cpu"] is None else f"{c['light_cpu']:.1f}"
         out.append(f"| {pair[0]} → {pair[1]} | {fmt_n(c['rps'])} | {fmt_n(c['kept'])} | "
-                   f"{catch} | {lag} | {sync} | {fmt_n(c['mbs'])} |")
+                   f"{catch} | {lag} | {fmt_n(c['light'])} | {light_cpu} | {sync} | "
+                   f"{fmt_n(c['mbs'])} |")
     ours, theirs = ("redline-server",) * 2, ("redis-server",) * 2
     if ours in cells and theirs in cells:
         g = "replication, redline → redline vs redis → redis"
         v.add("writes/s kept up", ratio(cells[ours]["kept"], cells[theirs]["kept"]), g)
+        if cells[ours]["light"] is not None and cells[theirs]["light"] is not None:
+            v.add("light-load INCR/s", ratio(cells[ours]["light"], cells[theirs]["light"]), g)
         s_ours, s_theirs = cells[ours]["sync"], cells[theirs]["sync"]
         v.add("full sync speed", ratio(s_theirs, s_ours), g)
     out.append("")
