@@ -93,6 +93,11 @@ def _pid_ticks(pid):
         return 0
 
 
+def cpu_seconds(pid):
+    """user + system CPU seconds of process `pid` so far (0 once it is gone)."""
+    return _pid_ticks(pid) / os.sysconf("SC_CLK_TCK")
+
+
 def with_others_cpu(pids, run):
     """Calls `run()` (which waits for its child process) and adds two noise figures to the
     dict it returns: `others_cpu`, the cores that processes other than that child and the

@@ -39,7 +39,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import log, rotation  # noqa: E402
+from common import cpu_seconds, log, rotation  # noqa: E402
 from procs import Procs, cli, info_field  # noqa: E402
 
 # (master, replica)
@@ -175,13 +175,6 @@ def throughput(procs, pair, p):
             "catch_up_s": round(catch_up_s, 3), "max_lag_bytes": max_lag[0],
             "kept_up_rps": round(p["requests"] / (bench_s + catch_up_s), 1),
             "offset": offset}
-
-
-def cpu_seconds(pid):
-    """User + system CPU seconds of process `pid` so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def light_load(procs, pair, p):
