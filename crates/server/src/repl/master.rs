@@ -404,18 +404,12 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
     );
     let journal = &shared.repl.journal;
     let mut last_heard = tokio::time::Instant::now();
-    let silence = tokio::time::sleep_until(super::next_silence_check(shared, last_heard));
-    tokio::pin!(silence);
+    let mut silence = super::silence::Silence::new(shared, last_heard);
     loop {
         tokio::select! {
-            () = silence.as_mut(), if acks => {
-                // A replica that stopped acknowledging (it sends REPLCONF ACK every
-                // second) for `repl-timeout` is gone without a word: dropped, as Redis
-                // does.
-                if last_heard + super::repl_timeout(shared) > tokio::time::Instant::now() {
-                    silence.as_mut().reset(super::next_silence_check(shared, last_heard));
-                    continue;
-                }
+            // A replica that stopped acknowledging (it sends REPLCONF ACK every second)
+            // for `repl-timeout` is gone without a word: dropped, as Redis does.
+            () = silence.passed(shared, last_heard), if acks => {
                 tracing::warn!(
                     "Disconnecting timedout replica (streaming sync): {}:{}",
                     link.ip,

@@ -28,6 +28,7 @@ pub mod master;
 pub mod outbox;
 pub mod replica;
 pub mod rewrite;
+pub mod silence;
 
 use std::sync::Arc;
 
@@ -174,18 +175,6 @@ impl SaveInfo {
 pub fn repl_timeout(shared: &crate::shared::Shared) -> std::time::Duration {
     let secs = shared.config.read().param_int("repl-timeout").max(1);
     std::time::Duration::from_secs(u64::try_from(secs).unwrap_or(1))
-}
-
-/// When a streaming link, last heard from at `last_heard`, next checks whether its peer
-/// went silent for `repl-timeout`: then, or in a second if sooner (as Redis's cron looks
-/// once a second, so a lowered timeout applies). One timer re-armed here serves the
-/// link's life, so its reads and writes never touch the timer wheel.
-pub fn next_silence_check(
-    shared: &crate::shared::Shared,
-    last_heard: tokio::time::Instant,
-) -> tokio::time::Instant {
-    let cron = tokio::time::Instant::now() + std::time::Duration::from_secs(1);
-    (last_heard + repl_timeout(shared)).min(cron)
 }
 
 /// A link's read, with a TLS peer's close without `close_notify` (killed, or its link

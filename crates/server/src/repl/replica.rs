@@ -948,8 +948,7 @@ async fn stream(
     let mut last_read = tokio::time::Instant::now();
     // A master that died without closing (a partition, a frozen host) is noticed after
     // `repl-timeout` without a byte; its PINGs keep a quiet link alive.
-    let silence = tokio::time::sleep_until(super::next_silence_check(shared, last_read));
-    tokio::pin!(silence);
+    let mut silence = super::silence::Silence::new(shared, last_read);
     let master_input = &shared.repl.master_input;
     let _streaming = master_input.streaming();
     let mut reader = TurnReader::default();
@@ -1012,11 +1011,7 @@ async fn stream(
                 send_ack(socket, journal.offset()).await?;
                 early_acks = early_acks.and_then(EarlyAcks::next);
             }
-            () = silence.as_mut() => {
-                if last_read + super::repl_timeout(shared) > tokio::time::Instant::now() {
-                    silence.as_mut().reset(super::next_silence_check(shared, last_read));
-                    continue;
-                }
+            () = silence.passed(shared, last_read) => {
                 return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, STREAM_TIMEOUT));
             }
             _ = pause_changes.changed(), if paused_until.is_some() => {}
