@@ -310,10 +310,6 @@ fn pubsub_numsub_counts_a_subscribe_already_sent() {
     );
 }
 
-/// What a client that subscribes many channels, drops every third by name and then
-/// the rest without naming them is told, and what the server counts afterwards.
-/// The confirmations of the unnamed UNSUBSCRIBE come in the server's own order (a
-/// dict's in Redis; no order is promised), so they are compared as a set.
 /// Subscribes `sub` to `names`, a thousand per SUBSCRIBE; the last confirmation.
 fn subscribe_all(sub: &mut Conn, names: &[String]) -> Frame {
     for batch in names.chunks(1000) {
@@ -327,6 +323,10 @@ fn subscribe_all(sub: &mut Conn, names: &[String]) -> Frame {
         .unwrap()
 }
 
+/// What a client that subscribes many channels, drops every third by name and then
+/// the rest without naming them is told, and what the server counts afterwards.
+/// The confirmations of the unnamed UNSUBSCRIBE come in the server's own order (a
+/// dict's in Redis; no order is promised), so they are compared as a set.
 fn many_channels(addr: SocketAddr, n: usize) -> Vec<String> {
     let mut sub = Conn::connect(addr);
     let mut other = Conn::connect(addr);
