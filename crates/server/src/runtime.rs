@@ -1,12 +1,16 @@
 //! The tokio runtime a server runs on.
 //!
-//! One setting matters beyond the worker count: tokio's LIFO slot is turned off. With it,
+//! Two settings matter beyond the worker count. Tokio's LIFO slot is turned off: with it,
 //! the last connection woken in a reactor turn runs first, so of two commands sent one
 //! after the other on two connections (a blocking XREADGROUP, then a DEL of its stream)
 //! the second could run first. Redis runs them in the order they arrived; without the
 //! slot, connections woken together run in the order the kernel reported them. Turning
 //! it off is a tokio unstable API: builds without `--cfg tokio_unstable` (set in
 //! `.cargo/config.toml`) still work and only lose that ordering.
+//!
+//! And the task-poll hooks (also unstable) let a task that changes data write the change to
+//! the replicas itself ([`crate::repl::direct`]); without them every change wakes the
+//! replica links' tasks.
 
 use std::io;
 
@@ -31,6 +35,9 @@ pub fn build(workers: usize, thread_name: &str) -> io::Result<tokio::runtime::Ru
         .thread_name(thread_name)
         .enable_all();
     #[cfg(tokio_unstable)]
-    builder.disable_lifo_slot();
+    builder
+        .disable_lifo_slot()
+        .on_before_task_poll(|_| crate::repl::direct::task_started())
+        .on_after_task_poll(|_| crate::repl::direct::task_ended());
     builder.build()
 }

@@ -1160,6 +1160,50 @@ fn shutdown_waits_for_a_lagging_replica_and_can_be_aborted() {
     assert!(log.contains("Shutdown manually aborted."), "{log}");
 }
 
+/// Clients write the stream to a plain TCP replica's socket themselves when they can
+/// (`repl::direct`), and its link's task writes when they cannot. A replica that stops
+/// reading (SIGSTOP) makes their writes partial, and the link takes over from where
+/// they stopped. Four writers at once, values larger than the socket buffers, the
+/// replica stopped for part of it: it ends with the master's data, each writer's
+/// appends in its order.
+#[test]
+fn a_replica_that_stops_reading_gets_every_write_in_order() {
+    let master = redline(&[]);
+    let replica = redline(&["--replicaof", "127.0.0.1", &master.port().to_string()]);
+    wait_link_up(replica.port());
+    let big = "x".repeat(64 * 1024);
+    let port = master.port();
+    let writers = |from: usize, to: usize| {
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                let big = &big;
+                scope.spawn(move || {
+                    let mut c = conn(port);
+                    for i in from..to {
+                        c.cmd(&["SET", &format!("big:{t}:{i}"), big]);
+                        c.cmd(&["INCR", &format!("count:{t}")]);
+                        c.cmd(&["APPEND", &format!("log:{t}"), &format!("{i},")]);
+                    }
+                });
+            }
+        });
+    };
+    writers(0, 50);
+    signal(replica.pid(), "STOP");
+    // 4 × 50 × 64 KB while it reads nothing.
+    writers(50, 100);
+    signal(replica.pid(), "CONT");
+    writers(100, 120);
+    assert_same_data(master.port(), replica.port());
+    let expected: String = (0..120).map(|i| format!("{i},")).collect();
+    let mut r = conn(replica.port());
+    for t in 0..4 {
+        let log = text(&r.cmd(&["GET", &format!("log:{t}")]));
+        assert_eq!(log, expected, "writer {t}");
+    }
+    assert_eq!(stat(master.port(), "sync_full"), 1);
+}
+
 /// As in Redis: a replica counts its master's commands in INFO commandstats; CLIENT KILL
 /// by the master's address (or TYPE master) drops the link, which continues with PSYNC;
 /// a client blocked on a server that becomes a replica gets an UNBLOCKED error instead

@@ -162,7 +162,7 @@ pub async fn serve_tls(
 /// Serves one accepted plain connection until it closes, is killed, or the server stops.
 pub async fn serve<S>(shared: Arc<Shared>, stream: S, peer: super::peer::Peer, id: u64)
 where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin + 'static,
 {
     serve_stream(shared, stream, peer, id, false).await;
 }
@@ -175,7 +175,7 @@ async fn serve_stream<S>(
     id: u64,
     tls: bool,
 ) where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin + 'static,
 {
     let _registration = Registration {
         clients: &shared.clients,
@@ -498,7 +498,7 @@ impl<S> Drop for Connection<'_, S> {
     }
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
+impl<S: AsyncRead + AsyncWrite + Unpin + 'static> Connection<'_, S> {
     /// The read → execute → write loop.
     pub async fn run(&mut self) -> io::Result<()> {
         loop {
@@ -550,11 +550,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
                             let shared = self.shared;
                             // What the link carries from here on is replication traffic.
                             self.flush_counters();
+                            let direct = self.stream.duplicate_tcp();
                             let served = Box::pin(crate::repl::master::serve(
                                 shared,
                                 &mut self.stream,
                                 &mut self.input,
                                 start,
+                                direct,
                             ))
                             .await;
                             let traffic = self.stream.take_counts();
@@ -1345,6 +1347,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<'_, S> {
     async fn before_replies(&mut self) {
         self.shared.cluster.save_changes();
         crate::persist::aof::before_replies(self.shared).await;
+        // What this task appended goes to the replicas from here when it can.
+        crate::repl::direct::write_deferred(self.shared);
         let offset = self.client.repl_offset;
         if offset != self.replicas_handed {
             self.replicas_handed = offset;

@@ -39,6 +39,19 @@ impl<S> Counted<S> {
         }
     }
 
+    /// A duplicate of the socket's descriptor when it is a plain TCP socket (it shares
+    /// the socket's non-blocking mode), for writes from another task
+    /// ([`crate::repl::direct`]); `None` for TLS, Unix sockets, or when `dup` fails.
+    pub fn duplicate_tcp(&self) -> Option<std::net::TcpStream>
+    where
+        S: 'static,
+    {
+        use std::os::fd::AsFd;
+        let tcp = (&self.inner as &dyn std::any::Any).downcast_ref::<tokio::net::TcpStream>()?;
+        let fd = tcp.as_fd().try_clone_to_owned().ok()?;
+        Some(std::net::TcpStream::from(fd))
+    }
+
     /// The traffic since the last call; the counts restart at zero.
     pub fn take_counts(&mut self) -> Traffic {
         std::mem::take(&mut self.traffic)

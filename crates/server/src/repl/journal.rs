@@ -136,6 +136,8 @@ pub struct ReplicaLink {
     pub ack_time: AtomicU64,
     /// Its place in the replication buffer: what it has written, its output limit.
     pub outbox: Outbox,
+    /// Its socket for writes from the tasks that append (see [`super::direct`]).
+    pub direct: super::direct::Direct,
 }
 
 impl ReplicaLink {
@@ -408,6 +410,7 @@ impl Stream {
             ack: AtomicU64::new(0),
             ack_time: AtomicU64::new(crate::persist::snapshot::unix_secs()),
             outbox: Outbox::new(self.replica_buffers.clone(), from.unwrap_or(self.offset)),
+            direct: super::direct::Direct::default(),
         });
         self.replicas.retain(|r| r.id != id);
         self.replicas.push(link.clone());
@@ -455,7 +458,14 @@ impl Stream {
         if !self.replicas.is_empty() {
             let (limit, head) = (self.replica_limit, self.offset);
             // A replica past its output limit leaves the stream; its link closes.
-            self.replicas.retain(|r| r.outbox.grew(head, &limit));
+            self.replicas.retain(|r| {
+                let fits = r.outbox.fits(head, &limit);
+                // The task that appended may write it itself (see `direct`).
+                if fits && !super::direct::defer(r) {
+                    r.outbox.wake();
+                }
+                fits
+            });
         }
         self.trim();
     }
@@ -718,6 +728,21 @@ impl Journal {
         // Only when every link has gone further: with several replicas, the waiting
         // clients are woken by the last of them, not once per link.
         if self.stream.lock().refresh_handed() {
+            self.handoff.notify();
+        }
+    }
+
+    /// `link`'s chunk, up to stream offset `end`, was written by a task that appended
+    /// (see [`super::direct`]): as [`Self::link_tried`], and what no replica needs any
+    /// more is freed.
+    pub fn link_wrote(&self, link: &ReplicaLink, end: u64, caught_up: bool) {
+        link.outbox.tried(end, caught_up);
+        let moved = {
+            let mut stream = self.stream.lock();
+            stream.trim();
+            stream.refresh_handed()
+        };
+        if moved {
             self.handoff.notify();
         }
     }

@@ -315,18 +315,20 @@ enum Image {
 }
 
 /// Serves a replica link until either side closes it: the stream out, ACKs in.
+/// `direct`, a duplicate of a plain TCP socket, lets the tasks that append write the
+/// stream to it too (see [`super::direct`]).
 pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     shared: &Shared,
     socket: &mut S,
     input: &mut BytesMut,
     start: ReplicaStart,
+    direct: Option<std::net::TcpStream>,
 ) -> std::io::Result<()> {
     let ReplicaStart {
         begin,
         acks,
         present: _present,
     } = start;
-    let journal = &shared.repl.journal;
     let (link, image) = match begin {
         Begin::Continued(link) => (link, None),
         Begin::Disk(request) => {
@@ -341,11 +343,11 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     // However the link ends, killed (CLIENT KILL aborts this task) included, the
     // replica leaves the stream and stops counting for WAIT and min-replicas.
     let _detach = Detach {
-        journal,
-        id: link.id,
+        shared,
+        link: &link,
     };
     let result = tokio::select! {
-        result = carry(shared, socket, input, &link, image, acks) => result,
+        result = carry(shared, socket, input, &link, image, acks, direct) => result,
         () = link.outbox.overflowed() => {
             tracing::warn!(
                 "Client id={} addr={}:{} scheduled to be closed ASAP for overcoming of output buffer limits.",
@@ -373,6 +375,7 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
     link: &ReplicaLink,
     image: Option<Image>,
     acks: bool,
+    direct: Option<std::net::TcpStream>,
 ) -> std::io::Result<()> {
     let mut replica_input = ReplicaInput::default();
     // What came right behind SYNC/PSYNC, before the link was served.
@@ -395,6 +398,9 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
     }
     // What it sent while its image was on the way (kept unread until now).
     replica_input.take(shared, link, input)?;
+    if let Some(direct) = direct {
+        link.direct.open(direct);
+    }
     link.set_state(LinkState::Online);
     shared.repl.journal.stream().refresh_handed();
     tracing::info!(
@@ -419,6 +425,11 @@ async fn carry<S: AsyncRead + AsyncWrite + Unpin>(
             }
             () = link.outbox.ready() => {
                 shared.freeze.wait().await;
+                // Held until the chunk is out: a task that appends may write to the
+                // replica too (see `direct`), and wakes the link when it is done.
+                let Some(_busy) = super::direct::link_busy(link) else {
+                    continue;
+                };
                 // A chunk of what it has not written yet per turn, so its ACKs are read
                 // between chunks of a long catch-up.
                 let (chunk, head) = {
@@ -586,15 +597,26 @@ fn rogue_command(shared: &Shared, link: &ReplicaLink, args: &[Bytes]) -> std::io
     std::io::Error::other(format!("the replica sent '{name}' on its link"))
 }
 
-/// Detaches a replica from the stream when its link's task ends or is dropped.
+/// Detaches a replica from the stream when its link's task ends or is dropped, and
+/// closes the duplicate of its socket (counting what went through it).
 struct Detach<'a> {
-    journal: &'a super::Journal,
-    id: u64,
+    shared: &'a Shared,
+    link: &'a ReplicaLink,
 }
 
 impl Drop for Detach<'_> {
     fn drop(&mut self) {
-        self.journal.detach(self.id);
+        self.link.direct.close();
+        let (written, writes) = self.link.direct.traffic();
+        let stats = &self.shared.stats;
+        stats
+            .net_repl_output_bytes
+            .fetch_add(written, Ordering::Relaxed);
+        stats.add_calls(crate::net::counted::Traffic {
+            writes,
+            ..Default::default()
+        });
+        self.shared.repl.journal.detach(self.link.id);
     }
 }
 

@@ -7,6 +7,8 @@
 //! - [`master`]: SYNC and PSYNC: a full sync ships an RDB image taken while every shard
 //!   is held, then the stream from the offset it was taken at; PSYNC continues from the
 //!   backlog after a short disconnect. REPLCONF ACKs feed WAIT and INFO.
+//! - [`direct`]: the stream written to a replica by the client that changed the data,
+//!   before its reply, when the link keeps up (else by the link's own task).
 //! - [`disk_sync`]: the disk-based full sync: a BGSAVE into the dump file, shared by
 //!   the replicas that ask while it runs.
 //! - [`disk_less`]: the default full sync: replicas that ask meanwhile share one image,
@@ -20,6 +22,7 @@
 //! and a won election use REPLICAOF's machinery.
 
 pub mod backlog;
+pub mod direct;
 pub mod disk_less;
 pub mod disk_sync;
 pub mod failover;

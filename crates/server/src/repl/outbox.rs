@@ -75,6 +75,16 @@ impl Outbox {
     /// The stream grew to `head`: wakes the link, unless the replica is now past
     /// `limit` (then it is told to close). Returns false once it has overflowed.
     pub fn grew(&self, head: u64, limit: &OutputBufferLimit) -> bool {
+        let fits = self.fits(head, limit);
+        if fits {
+            self.ready.notify_one();
+        }
+        fits
+    }
+
+    /// Whether the replica is still within `limit` with the stream grown to `head`; once
+    /// it is not, it is told to close (and this stays false).
+    pub fn fits(&self, head: u64, limit: &OutputBufferLimit) -> bool {
         if self.overflowed.load(Ordering::Relaxed) {
             return false;
         }
@@ -84,7 +94,6 @@ impl Outbox {
             self.overflow.notify_one();
             return false;
         }
-        self.ready.notify_one();
         true
     }
 
@@ -93,6 +102,11 @@ impl Outbox {
     pub fn tried(&self, end: u64, caught_up: bool) {
         self.stuck.store(!caught_up, Ordering::Release);
         self.tried.fetch_max(end, Ordering::AcqRel);
+    }
+
+    /// Whether the link is behind (see [`Outbox::handed`]).
+    pub fn is_stuck(&self) -> bool {
+        self.stuck.load(Ordering::Acquire)
     }
 
     /// The chunk the link was writing is out; whether the link had been behind.
@@ -167,9 +181,14 @@ pub struct Chunk<'a> {
 impl Chunk<'_> {
     /// The chunk reached the replica's connection: its offset moves past it.
     pub fn written(self) {
-        self.outbox
-            .sent
-            .fetch_add(self.bytes.len() as u64, Ordering::AcqRel);
+        let len = self.bytes.len();
+        self.written_part(len);
+    }
+
+    /// The chunk's first `n` bytes reached the replica's connection: its offset moves
+    /// past them, and the rest is copied again for the next write.
+    pub fn written_part(self, n: usize) {
+        self.outbox.sent.fetch_add(n as u64, Ordering::AcqRel);
     }
 }
 

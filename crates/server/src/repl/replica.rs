@@ -1115,6 +1115,8 @@ impl Applier {
             journal.append_raw(ran.freeze());
             // Into the AOF once per batch, as Redis writes it once per event-loop turn.
             crate::persist::aof::write_pending(shared);
+            // And to this server's own replicas, from here when it can.
+            super::direct::write_deferred(shared);
         }
         stream_db.store(client.db, Ordering::Relaxed);
     }
