@@ -56,15 +56,15 @@ pub struct Direct {
     writes: AtomicU64,
 }
 
-/// [`Direct::busy`]: nobody writes to the replica.
+/// A link's write token: nobody writes to the replica.
 const FREE: u8 = 0;
 /// Somebody writes.
 const BUSY: u8 = 1;
 /// Somebody writes, and the link's task waits for its turn.
 const WANTED: u8 = 2;
 
-/// The write token [`Direct::try_busy`] and [`Direct::link_busy`] hand out, given back
-/// when dropped (waking the link's task if it asked for a turn meanwhile).
+/// A link's write token, held by a direct writer or the link's task ([`link_busy`]) and
+/// given back when dropped (waking the link's task if it asked for a turn meanwhile).
 #[derive(Debug)]
 pub struct Busy<'a>(&'a ReplicaLink);
 
@@ -97,6 +97,23 @@ impl Direct {
             self.writes.load(Ordering::Relaxed),
         )
     }
+
+    /// One non-blocking write: how many bytes the socket took (0 when it took none, is
+    /// closed, or failed; the link's task meets a failure on its own socket).
+    fn write(&self, bytes: &[u8]) -> usize {
+        let socket = self.socket.lock();
+        let Some(mut socket) = socket.as_ref() else {
+            return 0;
+        };
+        match socket.write(bytes) {
+            Ok(n) => {
+                self.written.fetch_add(n as u64, Ordering::Relaxed);
+                self.writes.fetch_add(1, Ordering::Relaxed);
+                n
+            }
+            Err(_) => 0,
+        }
+    }
 }
 
 /// The write token for a direct writer, if nobody holds it.
@@ -125,25 +142,6 @@ pub fn link_busy(link: &ReplicaLink) -> Option<Busy<'_>> {
                 }
                 // Given back meanwhile: try again.
             }
-        }
-    }
-}
-
-impl Direct {
-    /// One non-blocking write: how many bytes the socket took (0 when it took none, is
-    /// closed, or failed; the link's task meets a failure on its own socket).
-    fn write(&self, bytes: &[u8]) -> usize {
-        let socket = self.socket.lock();
-        let Some(mut socket) = socket.as_ref() else {
-            return 0;
-        };
-        match socket.write(bytes) {
-            Ok(n) => {
-                self.written.fetch_add(n as u64, Ordering::Relaxed);
-                self.writes.fetch_add(1, Ordering::Relaxed);
-                n
-            }
-            Err(_) => 0,
         }
     }
 }

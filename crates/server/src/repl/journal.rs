@@ -736,15 +736,8 @@ impl Journal {
     /// (see [`super::direct`]): as [`Self::link_tried`], and what no replica needs any
     /// more is freed.
     pub fn link_wrote(&self, link: &ReplicaLink, end: u64, caught_up: bool) {
-        link.outbox.tried(end, caught_up);
-        let moved = {
-            let mut stream = self.stream.lock();
-            stream.trim();
-            stream.refresh_handed()
-        };
-        if moved {
-            self.handoff.notify();
-        }
+        self.stream.lock().trim();
+        self.link_tried(link, end, caught_up);
     }
 
     /// Replica `id` leaves the stream (see [`Stream::detach`]); clients that waited for
