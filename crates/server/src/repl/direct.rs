@@ -16,7 +16,7 @@
 //! Redis writes a replica once for the clients one event-loop turn served. The link's
 //! task also writes whatever the socket did not take, what another writer was busy
 //! with, what came during DEBUG SLEEP, TLS and Unix links, and changes made by tasks
-//! that do not write them (the cron, a served blocked client). Whoever writes holds
+//! that do not write them (the cron's expiries, the keep-alive PING). Whoever writes holds
 //! the link's write token ([`link_busy`]), so the stream goes out once and in order.
 //!
 //! The link's wake-up is deferred only inside a task polled by the server's runtime
