@@ -47,7 +47,12 @@ def fmt_n(x):
 
 
 def fmt_r(x):
-    return "–" if x is None else f"{x:.2f}x"
+    return fmt_or_dash(x, "{:.2f}x")
+
+
+def fmt_or_dash(x, spec):
+    """`x` formatted with `spec` (a str.format pattern), or a dash when it is missing."""
+    return "–" if x is None else spec.format(x)
 
 
 def ratio(a, b):
@@ -540,10 +545,10 @@ def replication_section(src, data, v):
              "sync": med([r["sync_s"] for r in fs]),
              "mbs": med([r["mb_per_s"] for r in fs])}
         cells[pair] = c
-        lag = "–" if c["lag"] is None else f"{c['lag'] / 1024:,.0f} KB"
-        catch = "–" if c["catch"] is None else f"{c['catch']:.3f}"
-        sync = "–" if c["sync"] is None else f"{c['sync']:.2f}"
-        light_cpu = "–" if c["light_cpu"] is None else f"{c['light_cpu']:.1f}"
+        lag = fmt_or_dash(None if c["lag"] is None else c["lag"] / 1024, "{:,.0f} KB")
+        catch = fmt_or_dash(c["catch"], "{:.3f}")
+        sync = fmt_or_dash(c["sync"], "{:.2f}")
+        light_cpu = fmt_or_dash(c["light_cpu"], "{:.1f}")
         out.append(f"| {pair[0]} → {pair[1]} | {fmt_n(c['rps'])} | {fmt_n(c['kept'])} | "
                    f"{catch} | {lag} | {fmt_n(c['light'])} | {light_cpu} | {sync} | "
                    f"{fmt_n(c['mbs'])} |")
