@@ -1,5 +1,5 @@
 //! Clients blocked on keys (BLPOP, BLMOVE, BZPOPMIN, ...): who waits for which key, in
-//! arrival order.
+//! the order their commands arrived.
 //!
 //! Redis's model, kept exactly: a blocked client is served by the connection whose
 //! write made its key ready, right after that write's command, so elements go to waiters
@@ -104,6 +104,9 @@ pub struct Waiter {
     pub served: AtomicBool,
     /// Whether it blocked with a timeout (INFO's `clients_in_timeout_table`).
     pub timed: bool,
+    /// The arrival number of the input its command came in
+    /// ([`crate::net::input_turns::InputTurns::arrival`]): its place in each queue.
+    pub arrived: u64,
 }
 
 impl Waiter {
@@ -126,6 +129,11 @@ impl Registry {
             .get(&(db, key.clone()))
             .map(|q| q.iter().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// Whether anyone waits for `key` of `db`.
+    pub fn has_waiters(&self, db: usize, key: &Bytes) -> bool {
+        self.by_key.contains_key(&(db, key.clone()))
     }
 
     /// The waiter of client `id`, if it is blocked.
@@ -157,9 +165,17 @@ impl Registry {
         for key in &waiter.keys {
             let queue = self.by_key.entry((waiter.db, key.clone())).or_default();
             // BLPOP k k: wait once per key.
-            if !queue.iter().any(|w| Arc::ptr_eq(w, waiter)) {
-                queue.push_back(waiter.clone());
+            if queue.iter().any(|w| Arc::ptr_eq(w, waiter)) {
+                continue;
             }
+            // In arrival order: a command that came first but ran second (its
+            // connection's worker was busier) still goes first, as in Redis. Nearly
+            // always the back.
+            let place = queue
+                .iter()
+                .rposition(|w| w.arrived <= waiter.arrived)
+                .map_or(0, |i| i + 1);
+            queue.insert(place, waiter.clone());
         }
     }
 
@@ -300,5 +316,41 @@ impl Blocking {
             Some((end, _)) => end.send(with_error).is_ok(),
             None => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiter(client_id: u64, keys: &[&'static [u8]], arrived: u64) -> Arc<Waiter> {
+        Arc::new(Waiter {
+            client_id,
+            db: 0,
+            keys: keys.iter().map(|k| Bytes::from_static(k)).collect(),
+            op: BlockOp::Pop { left: true },
+            proto: Protocol::Resp2,
+            mailbox: Arc::new(Mailbox::default()),
+            tls: false,
+            served: AtomicBool::new(false),
+            timed: false,
+            arrived,
+        })
+    }
+
+    #[test]
+    fn waiters_queue_in_the_order_their_commands_arrived() {
+        let blocking = Blocking::default();
+        let key = Bytes::from_static(b"k");
+        let mut registry = blocking.lock();
+        // Client 2's command came second but ran first; client 3's came last.
+        registry.block(&waiter(2, &[b"k"], 20));
+        registry.block(&waiter(3, &[b"k", b"other"], 30));
+        registry.block(&waiter(1, &[b"k", b"k"], 10));
+        let order: Vec<u64> = registry.all(0, &key).iter().map(|w| w.client_id).collect();
+        assert_eq!(order, [1, 2, 3]);
+        assert!(registry.has_waiters(0, &Bytes::from_static(b"other")));
+        assert!(!registry.has_waiters(1, &key));
+        assert_eq!(blocking.count(), 3);
     }
 }

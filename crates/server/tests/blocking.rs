@@ -8,7 +8,7 @@ mod common;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use common::{show, Conn, Redline};
+use common::{show, text, Conn, Redline};
 use redline_resp::Frame;
 use redline_testkit::RedisServer;
 
@@ -491,5 +491,55 @@ fn an_exec_already_sent_runs_before_a_later_write() {
             first_exec_aborted_by_a_later_write(ours.addr, 150, by_blocked_pop),
             None
         );
+    }
+}
+
+/// Two clients' BLPOPs reach the server one after the other while a DEBUG SLEEP holds
+/// it; once it wakes, a push of two elements serves them. Redis, reading its sockets in
+/// order, serves the first arrival first. Here both connections run at once when the
+/// sleep ends, in either order, and their places in the key's queue come from their
+/// input's arrival numbers, not from which registered first. Returns what each got.
+fn blockers_after_a_sleep(addr: SocketAddr) -> (String, String) {
+    let mut c = Conn::connect(addr);
+    c.cmd(&["DEL", "q"]);
+    let (mut first, mut second) = (Conn::connect(addr), Conn::connect(addr));
+    first.cmd(&["PING"]);
+    second.cmd(&["PING"]);
+    let mut sleeper = Conn::connect(addr);
+    sleeper.send(&["DEBUG", "SLEEP", "0.3"]);
+    std::thread::sleep(Duration::from_millis(50));
+    first.send(&["BLPOP", "q", "0"]);
+    std::thread::sleep(Duration::from_millis(20));
+    second.send(&["BLPOP", "q", "0"]);
+    assert_eq!(text(&sleeper.read().unwrap()), "OK");
+    wait_blocked(addr, 2);
+    c.cmd(&["RPUSH", "q", "a", "b"]);
+    (show(&first.read().unwrap()), show(&second.read().unwrap()))
+}
+
+#[test]
+fn blockers_are_served_in_the_order_their_commands_arrived() {
+    let redis = RedisServer::builder()
+        .args(["--enable-debug-command", "yes"])
+        .start()
+        .unwrap();
+    let ours = Redline::start();
+    let expected = (
+        show(&Frame::Array(vec![
+            Frame::Bulk("q".into()),
+            Frame::Bulk("a".into()),
+        ])),
+        show(&Frame::Array(vec![
+            Frame::Bulk("q".into()),
+            Frame::Bulk("b".into()),
+        ])),
+    );
+    assert_eq!(
+        blockers_after_a_sleep(redis.addr()),
+        expected,
+        "redis itself"
+    );
+    for round in 0..5 {
+        assert_eq!(blockers_after_a_sleep(ours.addr), expected, "round {round}");
     }
 }

@@ -307,6 +307,7 @@ pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64
         tls: ctx.client.tls,
         served: Default::default(),
         timed: ms > 0,
+        arrived: ctx.client.mailbox.input_turns().arrival(),
     });
     registry.block(&waiter);
     let timeout = (ms > 0).then(|| Duration::from_millis(ms as u64));
@@ -315,6 +316,51 @@ pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64
         deadline: timeout.map(|t| tokio::time::Instant::now() + t),
     });
     Ok(())
+}
+
+/// Whether this write waits first for connections whose input came before it and has
+/// not run yet, because a key it writes has blocked clients: a blocking command among
+/// that input would have been queued on the key in Redis, and served first, before this
+/// write's element went to the clients already queued (see
+/// [`crate::net::input_turns`]). The wait goes into `input_wait`.
+pub fn lets_earlier_blockers_run_first(
+    ctx: &mut Ctx<'_>,
+    spec: &redline_resp::command::CommandSpec,
+    args: &[Bytes],
+) -> bool {
+    // One load for every command while nobody is blocked.
+    ctx.shared.blocking.any()
+        && spec.may_replicate()
+        && matches!(
+            spec.docs.group,
+            "list" | "sorted-set" | "stream" | "generic"
+        )
+        && wait_for_earlier_blockers(ctx, args)
+}
+
+#[cold]
+fn wait_for_earlier_blockers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> bool {
+    let Ok(indexes) = redline_resp::command::keys(args) else {
+        return false;
+    };
+    let db = ctx.client.db;
+    let waited_on = {
+        let registry = ctx.shared.blocking.lock();
+        indexes
+            .into_iter()
+            .filter_map(|i| args.get(i))
+            .any(|key| registry.has_waiters(db, key))
+    };
+    if !waited_on {
+        return false;
+    }
+    let arrival = ctx.client.mailbox.input_turns().arrival();
+    let unsettled = ctx.shared.clients.unsettled_inputs(ctx.client.id, arrival);
+    if unsettled.is_empty() {
+        return false;
+    }
+    ctx.client.input_wait.extend(unsettled);
+    true
 }
 
 /// Serves every XREAD / XREADGROUP waiter of `key` the stream now satisfies (all of
@@ -550,6 +596,7 @@ fn block_on(
         tls: ctx.client.tls,
         served: Default::default(),
         timed: timeout.is_some(),
+        arrived: ctx.client.mailbox.input_turns().arrival(),
     });
     registry.block(&waiter);
     ctx.client.blocked = Some(Blocked {

@@ -210,7 +210,7 @@ pub fn lets_listeners_run_first(
                 .unsettled_listeners(Kind::Shard, channel, me)
         }
         (name, _) if name.starts_with("pubsub|") && name != "pubsub|help" => {
-            ctx.shared.clients.unsettled_inputs(me)
+            ctx.shared.clients.unsettled_inputs(me, u64::MAX)
         }
         _ => return false,
     };

@@ -875,6 +875,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> Connection<'_, S> {
             }
         }
         self.client.blocked = None;
+        // What was pipelined behind the blocked command runs now, as Redis runs it once
+        // the client is served: it queues behind clients that blocked meanwhile.
+        self.client.mailbox.input_turns().resumed();
         if let Some((args, started)) = self.client.blocked_since.take() {
             if let Some(spec) = self.shared.renamed.resolve(&args) {
                 let usec = started.elapsed().as_micros() as u64;

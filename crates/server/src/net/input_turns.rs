@@ -19,11 +19,11 @@
 //!
 //! Every connection numbers its turns: a turn (odd) lasts from a read until the
 //! connection finds its socket empty again, its task's waker registered there; in
-//! between (even), new input reaches it through that waker, which first raises `ready`
+//! between (even), new input reaches it through that waker, which first marks it ready
 //! ([`ReadyWaker`]). The runtime wakes readers in the order the kernel reported their
 //! sockets readable, so a connection whose input came before the PUBLISH's is marked
-//! before the publisher's task even runs. The turn opens (and `ready` drops) before the
-//! socket is read, and the publisher looks at `ready` first and the count second, so
+//! before the publisher's task even runs. The turn opens (and `ready_at` drops) before the
+//! socket is read, and the publisher looks at `ready_at` first and the count second, so
 //! whichever way the two interleave, input that arrived before the PUBLISH is seen. No
 //! system call is made on either side: a read costs two atomic stores more.
 //!
@@ -33,6 +33,12 @@
 //! has handled the other's earlier readiness; and a connection that is not yet a
 //! listener or a watcher (its SUBSCRIBE or WATCH still unread) is not looked at by a
 //! PUBLISH or a write.
+//!
+//! Each read also takes an arrival number (see [`InputTurns::arrival`]): the one its
+//! wake-up drew, as the runtime woke readers in the order the kernel reported their
+//! sockets readable, or a fresh one for a read made without a wake-up. Clients blocked
+//! on a key queue by it, so of two BLPOPs sent one after the other on two connections
+//! the first is served first even when the second's worker ran it first.
 //!
 //! A replica's link to its master counts its turns the same way, one per read and the
 //! commands applied from it (see `crate::repl::replica`): a client's command that came
@@ -64,8 +70,12 @@ pub struct InputTurns {
     /// Odd while the owner reads and runs a batch.
     turns: AtomicU64,
     /// The runtime found the owner's socket readable and the owner has not begun
-    /// reading it since.
-    ready: AtomicBool,
+    /// reading it since: the wake-up's arrival number (0: not ready).
+    ready_at: AtomicU64,
+    /// The arrival number of a wake-up the owner consumed and has not read from yet.
+    woken_at: AtomicU64,
+    /// The arrival number of the input the owner read last.
+    read_at: AtomicU64,
     /// The owner itself waits for others' turns: what it read before the command that
     /// waits has run, so nobody waits for it (two listeners publishing to each other
     /// would otherwise each wait for the other's turn).
@@ -94,11 +104,34 @@ impl InputTurns {
         if turn & 1 == 0 {
             self.turns.store(turn + 1, Ordering::SeqCst);
         }
-        // After the turn opened: a publisher that finds `ready` down finds the turn.
+        // After the turn opened: a publisher that finds `ready_at` down finds the turn.
         // (Stored only when up: the usual read pays a load, not a locked store.)
-        if self.ready.load(Ordering::SeqCst) {
-            self.ready.store(false, Ordering::SeqCst);
+        let ready_at = self.ready_at.load(Ordering::SeqCst);
+        if ready_at != 0 {
+            self.ready_at.store(0, Ordering::SeqCst);
+            self.woken_at.store(ready_at, Ordering::Relaxed);
         }
+    }
+
+    /// Owner: a read brought input: it takes the number of the wake-up that announced
+    /// it, or a fresh one when it came without.
+    fn arrived(&self) {
+        let woken = self.woken_at.swap(0, Ordering::Relaxed);
+        let at = if woken != 0 { woken } else { next_arrival() };
+        self.read_at.store(at, Ordering::SeqCst);
+    }
+
+    /// Owner: its input, held while it waited (a blocked command's pipeline), runs from
+    /// now on: it takes a fresh arrival number.
+    pub fn resumed(&self) {
+        self.read_at.store(next_arrival(), Ordering::Relaxed);
+    }
+
+    /// Owner: the arrival number of the input it read last, which its commands run
+    /// from. Numbers grow server-wide in the order input came (see the module
+    /// documentation); 0 before the first read.
+    pub fn arrival(&self) -> u64 {
+        self.read_at.load(Ordering::Relaxed)
     }
 
     /// Owner: what was read has run (or nothing came): the turn ends.
@@ -108,6 +141,8 @@ impl InputTurns {
             self.turns.store(turn + 1, Ordering::SeqCst);
             self.ended.notify();
         }
+        // A wake-up that brought nothing numbers no later input.
+        self.woken_at.store(0, Ordering::Relaxed);
     }
 
     /// Owner: a batch of commands has run.
@@ -120,12 +155,26 @@ impl InputTurns {
     /// Another connection: `None` when the owner has no input waiting or running; else
     /// what to wait for ([`Self::settled`]).
     pub fn unsettled(&self) -> Option<Due> {
+        self.unsettled_before(u64::MAX)
+    }
+
+    /// Another connection, whose command came with arrival number `arrival`: what to
+    /// wait for ([`Self::settled`]) when the owner has input that came before it and
+    /// has not run yet (a wake-up numbered earlier, or a turn reading input numbered
+    /// earlier); else `None`.
+    pub fn unsettled_before(&self, arrival: u64) -> Option<Due> {
         if self.parked.load(Ordering::SeqCst) {
             return None;
         }
-        let ready = self.ready.load(Ordering::SeqCst);
+        let ready_at = self.ready_at.load(Ordering::SeqCst);
+        let ready = ready_at != 0 && ready_at < arrival;
         let turn = self.turns.load(Ordering::SeqCst);
         let turn = if turn & 1 == 1 {
+            // Read before the turn opened (its wake-up's number, once taken, is no
+            // later than the input's), so a stale one only makes the caller wait.
+            if !ready && self.read_at.load(Ordering::SeqCst) >= arrival {
+                return None;
+            }
             turn + 1
         } else if ready {
             turn + 2
@@ -242,8 +291,17 @@ impl Watching {
 pub fn unsettled_of<'a>(
     turns: impl Iterator<Item = &'a Arc<InputTurns>>,
 ) -> Vec<(Arc<InputTurns>, Due)> {
+    unsettled_before(turns, u64::MAX)
+}
+
+/// Those of `turns` that have input which came before arrival number `arrival` and has
+/// not run yet, with the turn to wait for.
+pub fn unsettled_before<'a>(
+    turns: impl Iterator<Item = &'a Arc<InputTurns>>,
+    arrival: u64,
+) -> Vec<(Arc<InputTurns>, Due)> {
     turns
-        .filter_map(|t| t.unsettled().map(|due| (t.clone(), due)))
+        .filter_map(|t| t.unsettled_before(arrival).map(|due| (t.clone(), due)))
         .collect()
 }
 
@@ -288,21 +346,34 @@ impl TurnReader {
         turns.begin();
         let mut cx = Context::from_waker(waker);
         let read = tokio_util::io::poll_read_buf(Pin::new(reader), &mut cx, input);
-        if !matches!(read, Poll::Ready(Ok(n)) if n > 0) {
+        if matches!(read, Poll::Ready(Ok(n)) if n > 0) {
+            turns.arrived();
+        } else {
             turns.end();
         }
         read
     }
 }
 
-/// The waker a connection reads its socket with: raises `ready`, then wakes the task.
+/// The server-wide arrival counter (see the module documentation). One shared counter:
+/// the runtime's reactor, one thread at a time, draws most numbers.
+static ARRIVALS: AtomicU64 = AtomicU64::new(1);
+
+/// The next arrival number (never 0).
+fn next_arrival() -> u64 {
+    ARRIVALS.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The waker a connection reads its socket with: marks it ready with the next arrival
+/// number (unless already ready: the earlier input is what others wait for), then wakes
+/// the task.
 pub struct ReadyWaker {
     turns: Arc<InputTurns>,
     task: Waker,
 }
 
 impl ReadyWaker {
-    /// `task`'s waker, raising `turns`' `ready` first.
+    /// `task`'s waker, marking `turns` ready first.
     pub fn wrap(turns: Arc<InputTurns>, task: Waker) -> Waker {
         Waker::from(Arc::new(ReadyWaker { turns, task }))
     }
@@ -314,7 +385,11 @@ impl Wake for ReadyWaker {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        self.turns.ready.store(true, Ordering::SeqCst);
+        let ready_at = &self.turns.ready_at;
+        if ready_at.load(Ordering::SeqCst) == 0 {
+            let _ =
+                ready_at.compare_exchange(0, next_arrival(), Ordering::SeqCst, Ordering::SeqCst);
+        }
         self.task.wake_by_ref();
     }
 }
@@ -337,6 +412,47 @@ mod tests {
         waker.wake();
         // Readable again after a turn: another whole turn is needed.
         assert_eq!(turns.unsettled().map(|d| d.turn), Some(4));
+    }
+
+    #[test]
+    fn only_input_that_came_earlier_is_waited_for() {
+        let (early, late) = (
+            Arc::new(InputTurns::default()),
+            Arc::new(InputTurns::default()),
+        );
+        let wake_early = ReadyWaker::wrap(early.clone(), Waker::noop().clone());
+        let wake_late = ReadyWaker::wrap(late.clone(), Waker::noop().clone());
+        wake_early.wake_by_ref();
+        wake_late.wake_by_ref();
+        // The later reader opens its turn and reads: its input takes its wake-up's number.
+        late.begin();
+        late.arrived();
+        let arrival = late.arrival();
+        assert!(early.unsettled_before(arrival).is_some());
+        assert_eq!(late.unsettled_before(arrival), None);
+        // Once the earlier one reads, its number is below, so it is still waited for
+        // while its turn is open, and not after.
+        early.begin();
+        early.arrived();
+        assert!(early.arrival() < arrival);
+        assert!(early.unsettled_before(arrival).is_some());
+        early.end();
+        assert_eq!(early.unsettled_before(arrival), None);
+        // A second wake-up before the read keeps the first number.
+        wake_early.wake_by_ref();
+        wake_early.wake_by_ref();
+        early.begin();
+        early.arrived();
+        let first = early.arrival();
+        // A read without a wake-up draws a fresh, later number; so does input that ran
+        // only after its client was served.
+        early.end();
+        early.begin();
+        early.arrived();
+        assert!(early.arrival() > first);
+        let before = early.arrival();
+        early.resumed();
+        assert!(early.arrival() > before);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use tokio::task::AbortHandle;
 
 use super::buffer_peaks::BufferPeaks;
 use super::client_memory::{ClientFigures, ClientMemory};
-use super::input_turns::{unsettled_of, Due, InputTurns};
+use super::input_turns::{unsettled_before, Due, InputTurns};
 use super::mailbox::Mailbox;
 use crate::acl::UserCell;
 
@@ -222,14 +222,16 @@ impl Clients {
     }
 
     /// The connections other than `me` that have input they have not run yet, each with
-    /// the turn to wait for (see [`crate::net::input_turns`]).
-    pub fn unsettled_inputs(&self, me: u64) -> Vec<(Arc<InputTurns>, Due)> {
+    /// the turn to wait for (see [`crate::net::input_turns`]); only input that came
+    /// before arrival number `before` (`u64::MAX`: all).
+    pub fn unsettled_inputs(&self, me: u64, before: u64) -> Vec<(Arc<InputTurns>, Due)> {
         let map = self.map.lock();
-        unsettled_of(
+        unsettled_before(
             map.iter()
                 .filter(|(id, _)| **id != me)
                 .filter_map(|(_, e)| e.mailbox.as_deref())
                 .map(Mailbox::input_turns),
+            before,
         )
     }
 
