@@ -18,7 +18,7 @@ use redline_resp::{encode, Protocol};
 
 use crate::config::OutputBufferLimit;
 use crate::glob::glob_match;
-use crate::net::input_turns::{unsettled_of, Due, InputTurns};
+use crate::net::input_turns::{unsettled_before, Due, InputTurns};
 use crate::net::mailbox::Mailbox;
 use crate::store::incremental_map::IncrementalMap;
 use crate::store::Hasher;
@@ -202,19 +202,21 @@ impl PubSub {
     }
 
     /// The listeners a message to `channel` would reach, other than `me`, that have
-    /// input they have not run yet, each with the input turn to wait for (see
-    /// [`crate::net::input_turns`]). Looked at under the tables' locks, so no listener
-    /// leaves (and closes its socket) meanwhile.
+    /// input they have not run yet, which came before arrival number `before`, each
+    /// with the input turn to wait for (see [`crate::net::input_turns`]). Looked at
+    /// under the tables' locks, so no listener leaves (and closes its socket) meanwhile.
     pub fn unsettled_listeners(
         &self,
         kind: Kind,
         channel: &[u8],
         me: u64,
+        before: u64,
     ) -> Vec<(Arc<InputTurns>, Due)> {
         let mut unsettled = Vec::new();
         self.for_each_reached(kind, channel, |_, listeners| {
             let others = listeners.iter().filter(|l| l.id != me);
-            unsettled.extend(unsettled_of(others.map(|l| l.mailbox.input_turns())));
+            let turns = others.map(|l| l.mailbox.input_turns());
+            unsettled.extend(unsettled_before(turns, before));
         });
         unsettled
     }

@@ -198,19 +198,20 @@ pub fn lets_listeners_run_first(
         return false;
     }
     let me = ctx.client.id;
+    let arrival = ctx.client.mailbox.input_turns().arrival();
     let unsettled = match (spec.name, args) {
         ("publish", [_, channel, _]) => {
             ctx.shared
                 .pubsub
-                .unsettled_listeners(Kind::Channel, channel, me)
+                .unsettled_listeners(Kind::Channel, channel, me, arrival)
         }
         ("spublish", [_, channel, _]) => {
             ctx.shared
                 .pubsub
-                .unsettled_listeners(Kind::Shard, channel, me)
+                .unsettled_listeners(Kind::Shard, channel, me, arrival)
         }
         (name, _) if name.starts_with("pubsub|") && name != "pubsub|help" => {
-            ctx.shared.clients.unsettled_inputs(me, u64::MAX)
+            ctx.shared.clients.unsettled_inputs(me, arrival)
         }
         _ => return false,
     };

@@ -136,10 +136,11 @@ pub fn lets_watchers_run_first(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[By
 fn wait_for_watchers(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
     let (mut keys, mut positions) = (Vec::new(), Vec::new());
     let precise = written_keys(ctx, spec, args, &mut keys, &mut positions);
-    let unsettled = ctx
-        .shared
-        .watching
-        .unsettled(ctx.client.id, precise.then_some(&keys[..]));
+    let unsettled = ctx.shared.watching.unsettled(
+        ctx.client.id,
+        ctx.client.mailbox.input_turns().arrival(),
+        precise.then_some(&keys[..]),
+    );
     if unsettled.is_empty() {
         return false;
     }

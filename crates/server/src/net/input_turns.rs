@@ -9,12 +9,15 @@
 //! subscriber whose UNSUBSCRIBE was already in its socket, or the write break the
 //! transaction. So the few commands whose outcome depends on other connections' state
 //! look at those connections first: input the runtime found in their socket, or a
-//! batch they are running, and wait (briefly, see [`SETTLE_LIMIT`]) for that turn to
-//! end, as Redis would have run it. Who is looked at:
+//! batch they are running, that came before the command, and wait (briefly, see
+//! [`SETTLE_LIMIT`]) for that turn to end, as Redis would have run it. Who is looked
+//! at:
 //! - a PUBLISH: the listeners it would reach;
 //! - PUBSUB CHANNELS, NUMSUB...: every connection (any may be subscribing);
 //! - a write, a script or EXEC: the connections that WATCH keys ([`Watching`]), whose
 //!   EXEC it could break;
+//! - a write to a key clients are blocked on: every connection (any may be blocking on
+//!   it, and would have been queued, and served, first);
 //! - on a replica, any client command: the link from the master (below).
 //!
 //! Every connection numbers its turns: a turn (odd) lasts from a read until the
@@ -22,23 +25,26 @@
 //! between (even), new input reaches it through that waker, which first marks it ready
 //! ([`ReadyWaker`]). The runtime wakes readers in the order the kernel reported their
 //! sockets readable, so a connection whose input came before the PUBLISH's is marked
-//! before the publisher's task even runs. The turn opens (and `ready_at` drops) before the
-//! socket is read, and the publisher looks at `ready_at` first and the count second, so
-//! whichever way the two interleave, input that arrived before the PUBLISH is seen. No
-//! system call is made on either side: a read costs two atomic stores more.
+//! before the publisher's task even runs. The turn opens (and `ready_at` drops) before
+//! the socket is read, and the publisher looks at `ready_at` first and the count
+//! second, so whichever way the two interleave, input that arrived before the PUBLISH
+//! is seen. No system call is made on either side.
+//!
+//! "Before" is told by arrival numbers, drawn from one server-wide counter: a wake-up
+//! draws one as it marks its connection ready, in the order the runtime reports
+//! readiness, and the read that follows takes it ([`InputTurns::arrival`]); a read
+//! made without a wake-up draws a fresh one, which may be later than its input came,
+//! so others treat it as no later than theirs. Input that came after a command is not
+//! waited for: Redis would have run the command first. Clients blocked on a key queue
+//! by the number too, so of two BLPOPs sent one after the other on two connections the
+//! first is served first even when the second's worker ran it first.
 //!
 //! What this cannot order: a command the runtime did not wake its connection for (the
 //! first command of a connection just accepted, read at once; or one already waiting
 //! when its connection finished its previous replies) can be read before the runtime
-//! has handled the other's earlier readiness; and a connection that is not yet a
-//! listener or a watcher (its SUBSCRIBE or WATCH still unread) is not looked at by a
-//! PUBLISH or a write.
-//!
-//! Each read also takes an arrival number (see [`InputTurns::arrival`]): the one its
-//! wake-up drew, as the runtime woke readers in the order the kernel reported their
-//! sockets readable, or a fresh one for a read made without a wake-up. Clients blocked
-//! on a key queue by it, so of two BLPOPs sent one after the other on two connections
-//! the first is served first even when the second's worker ran it first.
+//! has handled the other's earlier readiness; a connection that is not yet a listener
+//! or a watcher (its SUBSCRIBE or WATCH still unread) is not looked at by a PUBLISH or
+//! a write; nor are connections by a push to a key nobody is blocked on yet.
 //!
 //! A replica's link to its master counts its turns the same way, one per read and the
 //! commands applied from it (see `crate::repl::replica`): a client's command that came
@@ -76,6 +82,9 @@ pub struct InputTurns {
     woken_at: AtomicU64,
     /// The arrival number of the input the owner read last.
     read_at: AtomicU64,
+    /// The same when its wake-up drew it, so it is exact; 0 when the read drew it, as
+    /// the input may have come earlier than that.
+    read_woken_at: AtomicU64,
     /// The owner itself waits for others' turns: what it read before the command that
     /// waits has run, so nobody waits for it (two listeners publishing to each other
     /// would otherwise each wait for the other's turn).
@@ -118,7 +127,8 @@ impl InputTurns {
     fn arrived(&self) {
         let woken = self.woken_at.swap(0, Ordering::Relaxed);
         let at = if woken != 0 { woken } else { next_arrival() };
-        self.read_at.store(at, Ordering::SeqCst);
+        self.read_at.store(at, Ordering::Relaxed);
+        self.read_woken_at.store(woken, Ordering::SeqCst);
     }
 
     /// Owner: its input, held while it waited (a blocked command's pipeline), runs from
@@ -152,16 +162,10 @@ impl InputTurns {
         self.ended.notify();
     }
 
-    /// Another connection: `None` when the owner has no input waiting or running; else
-    /// what to wait for ([`Self::settled`]).
-    pub fn unsettled(&self) -> Option<Due> {
-        self.unsettled_before(u64::MAX)
-    }
-
-    /// Another connection, whose command came with arrival number `arrival`: what to
-    /// wait for ([`Self::settled`]) when the owner has input that came before it and
-    /// has not run yet (a wake-up numbered earlier, or a turn reading input numbered
-    /// earlier); else `None`.
+    /// Another connection, whose command came with arrival number `arrival`
+    /// (`u64::MAX`: any input counts): what to wait for ([`Self::settled`]) when the
+    /// owner has input that came before it and has not run yet (a wake-up numbered
+    /// earlier, or a turn whose input is not known to be later); else `None`.
     pub fn unsettled_before(&self, arrival: u64) -> Option<Due> {
         if self.parked.load(Ordering::SeqCst) {
             return None;
@@ -170,9 +174,11 @@ impl InputTurns {
         let ready = ready_at != 0 && ready_at < arrival;
         let turn = self.turns.load(Ordering::SeqCst);
         let turn = if turn & 1 == 1 {
-            // Read before the turn opened (its wake-up's number, once taken, is no
-            // later than the input's), so a stale one only makes the caller wait.
-            if !ready && self.read_at.load(Ordering::SeqCst) >= arrival {
+            // The turn runs input that came after the caller's only when its read's
+            // number is exact and later. (Looked at after the turn opened: a number
+            // left from the turn before is older, so at worst the caller waits.)
+            let woken_at = self.read_woken_at.load(Ordering::SeqCst);
+            if !ready && woken_at != 0 && woken_at >= arrival {
                 return None;
             }
             turn + 1
@@ -255,21 +261,28 @@ impl Watching {
         self.count.store(table.turns.len(), Ordering::Release);
     }
 
-    /// The watchers other than `me` that have input they have not run yet, each with
-    /// the turn to wait for: those watching one of `keys`, or all of them (`None`).
-    pub fn unsettled(&self, me: u64, keys: Option<&[&[u8]]>) -> Vec<(Arc<InputTurns>, Due)> {
+    /// The watchers other than `me` that have input they have not run yet, which came
+    /// before arrival number `before`, each with the turn to wait for: those watching
+    /// one of `keys`, or all of them (`None`).
+    pub fn unsettled(
+        &self,
+        me: u64,
+        before: u64,
+        keys: Option<&[&[u8]]>,
+    ) -> Vec<(Arc<InputTurns>, Due)> {
         if !self.any() {
             return Vec::new();
         }
         let table = self.inner.lock();
         let others = |id: &&u64| **id != me;
         match keys {
-            None => unsettled_of(
+            None => unsettled_before(
                 table
                     .turns
                     .iter()
                     .filter(|(id, _)| others(id))
                     .map(|(_, t)| t),
+                before,
             ),
             Some(keys) => {
                 let mut ids: Vec<u64> = keys
@@ -281,17 +294,10 @@ impl Watching {
                     .collect();
                 ids.sort_unstable();
                 ids.dedup();
-                unsettled_of(ids.iter().filter_map(|id| table.turns.get(id)))
+                unsettled_before(ids.iter().filter_map(|id| table.turns.get(id)), before)
             }
         }
     }
-}
-
-/// Those of `turns` that have input not run yet, with the turn to wait for.
-pub fn unsettled_of<'a>(
-    turns: impl Iterator<Item = &'a Arc<InputTurns>>,
-) -> Vec<(Arc<InputTurns>, Due)> {
-    unsettled_before(turns, u64::MAX)
 }
 
 /// Those of `turns` that have input which came before arrival number `arrival` and has
@@ -401,17 +407,17 @@ mod tests {
     #[test]
     fn a_ready_socket_or_an_open_turn_is_unsettled() {
         let turns = Arc::new(InputTurns::default());
-        assert_eq!(turns.unsettled(), None);
+        assert_eq!(turns.unsettled_before(u64::MAX), None);
         let waker = ReadyWaker::wrap(turns.clone(), Waker::noop().clone());
         waker.wake_by_ref();
-        assert_eq!(turns.unsettled().map(|d| d.turn), Some(2));
+        assert_eq!(turns.unsettled_before(u64::MAX).map(|d| d.turn), Some(2));
         turns.begin();
-        assert_eq!(turns.unsettled().map(|d| d.turn), Some(2));
+        assert_eq!(turns.unsettled_before(u64::MAX).map(|d| d.turn), Some(2));
         turns.end();
-        assert_eq!(turns.unsettled(), None);
+        assert_eq!(turns.unsettled_before(u64::MAX), None);
         waker.wake();
         // Readable again after a turn: another whole turn is needed.
-        assert_eq!(turns.unsettled().map(|d| d.turn), Some(4));
+        assert_eq!(turns.unsettled_before(u64::MAX).map(|d| d.turn), Some(4));
     }
 
     #[test]
@@ -450,6 +456,9 @@ mod tests {
         early.begin();
         early.arrived();
         assert!(early.arrival() > first);
+        // Its input may have come before that number: a caller that came after the
+        // earlier wake-up still waits for the turn.
+        assert!(early.unsettled_before(first + 1).is_some());
         let before = early.arrival();
         early.resumed();
         assert!(early.arrival() > before);
@@ -475,18 +484,24 @@ mod tests {
             ids.sort_unstable();
             ids
         };
-        assert_eq!(ids(watching.unsettled(9, Some(&[b"k1"]))), [1]);
-        assert_eq!(ids(watching.unsettled(9, Some(&[b"k2", b"k1"]))), [1, 2]);
+        assert_eq!(ids(watching.unsettled(9, u64::MAX, Some(&[b"k1"]))), [1]);
         assert_eq!(
-            ids(watching.unsettled(9, Some(&[b"other"]))),
+            ids(watching.unsettled(9, u64::MAX, Some(&[b"k2", b"k1"]))),
+            [1, 2]
+        );
+        assert_eq!(
+            ids(watching.unsettled(9, u64::MAX, Some(&[b"other"]))),
             Vec::<u64>::new()
         );
-        assert_eq!(ids(watching.unsettled(1, None)), [2]);
+        assert_eq!(ids(watching.unsettled(1, u64::MAX, None)), [2]);
         // A watcher with nothing unread is not waited for.
         b.end();
-        assert_eq!(ids(watching.unsettled(9, Some(&[b"k2"]))), [1]);
+        assert_eq!(ids(watching.unsettled(9, u64::MAX, Some(&[b"k2"]))), [1]);
         watching.remove(1, [&b"k1"[..], b"k2"].into_iter());
-        assert_eq!(ids(watching.unsettled(9, None)), Vec::<u64>::new());
+        assert_eq!(
+            ids(watching.unsettled(9, u64::MAX, None)),
+            Vec::<u64>::new()
+        );
         assert!(watching.any());
         watching.remove(2, [&b"k2"[..]].into_iter());
         assert!(!watching.any());
@@ -496,7 +511,7 @@ mod tests {
     async fn a_turn_left_open_settles_after_two_batches() {
         let turns = Arc::new(InputTurns::default());
         turns.begin();
-        let due = turns.unsettled().unwrap();
+        let due = turns.unsettled_before(u64::MAX).unwrap();
         turns.batch_ran();
         let owner = turns.clone();
         let streamer = tokio::spawn(async move {
@@ -507,7 +522,7 @@ mod tests {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         turns.settled(due, deadline).await;
         assert!(tokio::time::Instant::now() < deadline);
-        assert!(turns.unsettled().is_some());
+        assert!(turns.unsettled_before(u64::MAX).is_some());
         streamer.await.unwrap();
     }
 
@@ -515,7 +530,7 @@ mod tests {
     async fn settled_returns_when_the_turn_ends() {
         let turns = Arc::new(InputTurns::default());
         turns.begin();
-        let target = turns.unsettled().unwrap();
+        let target = turns.unsettled_before(u64::MAX).unwrap();
         let owner = turns.clone();
         let ender = tokio::spawn(async move {
             tokio::task::yield_now().await;
@@ -523,7 +538,7 @@ mod tests {
         });
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         turns.settled(target, deadline).await;
-        assert_eq!(turns.unsettled(), None);
+        assert_eq!(turns.unsettled_before(u64::MAX), None);
         ender.await.unwrap();
     }
 }

@@ -105,7 +105,8 @@ pub fn lets_stream_run_first(ctx: &mut crate::cmd::Ctx<'_>) -> bool {
     if !input.streaming.load(Ordering::SeqCst) {
         return false;
     }
-    let Some(turn) = input.turns.unsettled() else {
+    let arrival = ctx.client.mailbox.input_turns().arrival();
+    let Some(turn) = input.turns.unsettled_before(arrival) else {
         return false;
     };
     ctx.client.input_wait.push((input.turns.clone(), turn));

@@ -1,0 +1,169 @@
+"""Cross-connection order: how often a server runs two clients' commands in another
+order than they were sent, when neither client waits for a reply in between.
+
+Redis, on one thread, runs them in arrival order; a multi-core server runs connections
+in parallel and must keep that order where the outcome shows it (see redline-server's
+`net::input_turns`). Each scenario is a race run `--trials` times; the figure is how
+many trials ended as Redis would not have ended them. Rounds alternate the servers.
+
+    python3 bench/scripts/order.py [--trials 500] [--rounds 2] [--bin PATH ...]
+
+`--bin` compares redline-server builds (default: target/release/redline-server);
+redis-server runs beside them as the reference.
+
+Scenarios:
+- blpop-new: two new connections send BLPOP k 0 one after the other, a third LPUSHes;
+  out of order when the second BLPOP gets the element.
+- blpop-open: the same on connections that have already run a command (PING), as a
+  client library's pooled connections have.
+- publish-then-unsubscribe: a PUBLISH, then the subscriber's UNSUBSCRIBE; out of order
+  when the PUBLISH reached nobody.
+- unsubscribe-then-publish: the reverse; out of order when it reached the subscriber.
+"""
+
+import argparse
+import os
+import socket
+
+import procs as procs_mod
+
+
+def enc(*args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a.encode() if isinstance(a, str) else a
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+class Conn:
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def send(self, *args):
+        self.sock.sendall(enc(*args))
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            data = self.sock.recv(65536)
+            if not data:
+                raise EOFError("server closed the connection")
+            self.buf += data
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def read(self):
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.read() for _ in range(n)]
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            while len(self.buf) < n + 2:
+                self.buf += self.sock.recv(65536)
+            value, self.buf = self.buf[:n], self.buf[n + 2:]
+            return value
+        if kind == b":":
+            return int(rest)
+        return line
+
+    def cmd(self, *args):
+        self.send(*args)
+        return self.read()
+
+    def close(self):
+        self.sock.close()
+
+
+def blpop(port, trials, warm):
+    r = Conn(port)
+    wrong = 0
+    for i in range(trials):
+        key = f"order:{i}"
+        first, second = Conn(port), Conn(port)
+        if warm:
+            first.cmd("PING")
+            second.cmd("PING")
+        first.send("BLPOP", key, "0")
+        second.send("BLPOP", key, "0")
+        r.cmd("LPUSH", key, "x")
+        first.sock.settimeout(1.0)
+        try:
+            got = first.read()
+        except socket.timeout:
+            got = None
+        wrong += got is None
+        first.close()
+        second.close()
+        r.cmd("DEL", key)
+    r.close()
+    return wrong
+
+
+def publish(port, trials, publish_first):
+    publisher = Conn(port)
+    wrong = 0
+    for i in range(trials):
+        channel = f"order:{i}"
+        sub = Conn(port)
+        sub.cmd("SUBSCRIBE", channel)
+        if publish_first:
+            publisher.send("PUBLISH", channel, "m")
+            sub.send("UNSUBSCRIBE", channel)
+        else:
+            sub.send("UNSUBSCRIBE", channel)
+            publisher.send("PUBLISH", channel, "m")
+        reached = publisher.read()
+        wrong += (reached == 0) if publish_first else (reached == 1)
+        sub.close()
+    publisher.close()
+    return wrong
+
+
+SCENARIOS = [
+    ("blpop-new", lambda port, n: blpop(port, n, warm=False)),
+    ("blpop-open", lambda port, n: blpop(port, n, warm=True)),
+    ("publish-then-unsubscribe", lambda port, n: publish(port, n, publish_first=True)),
+    ("unsubscribe-then-publish", lambda port, n: publish(port, n, publish_first=False)),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trials", type=int, default=500)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--bin", action="append", default=[],
+                    help="a redline-server binary (repeat to compare builds)")
+    args = ap.parse_args()
+    bins = args.bin or [os.path.join(procs_mod.RELEASE, "redline-server")]
+    servers = [("redis-server", None)] + [(b, b) for b in bins]
+    totals = {}
+    for _ in range(args.rounds):
+        for label, binary in servers:
+            procs = procs_mod.Procs()
+            try:
+                if binary is None:
+                    _, port = procs.redis()
+                else:
+                    os.environ["REDLINE_SERVER_BIN"] = binary
+                    _, port = procs.redline_server()
+                for name, run in SCENARIOS:
+                    wrong = run(port, args.trials)
+                    totals.setdefault((label, name), []).append(wrong)
+                    load = open("/proc/loadavg").read().split()[0]
+                    print(f"{label} {name}: {wrong} of {args.trials} out of order "
+                          f"(load {load})", flush=True)
+            finally:
+                procs.close()
+    print("\nout of order, per round:")
+    for (label, name), counts in totals.items():
+        print(f"  {label:40} {name:26} {counts}")
+
+
+if __name__ == "__main__":
+    main()
