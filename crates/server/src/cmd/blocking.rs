@@ -354,7 +354,7 @@ fn wait_for_earlier_blockers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> bool {
     if !waited_on {
         return false;
     }
-    let arrival = ctx.client.mailbox.input_turns().arrival();
+    let arrival = ctx.client.mailbox.input_turns().waits_before();
     let unsettled = ctx.shared.clients.unsettled_inputs(ctx.client.id, arrival);
     if unsettled.is_empty() {
         return false;

@@ -198,7 +198,7 @@ pub fn lets_listeners_run_first(
         return false;
     }
     let me = ctx.client.id;
-    let arrival = ctx.client.mailbox.input_turns().arrival();
+    let arrival = ctx.client.mailbox.input_turns().waits_before();
     let unsettled = match (spec.name, args) {
         ("publish", [_, channel, _]) => {
             ctx.shared

@@ -138,7 +138,7 @@ fn wait_for_watchers(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> b
     let precise = written_keys(ctx, spec, args, &mut keys, &mut positions);
     let unsettled = ctx.shared.watching.unsettled(
         ctx.client.id,
-        ctx.client.mailbox.input_turns().arrival(),
+        ctx.client.mailbox.input_turns().waits_before(),
         precise.then_some(&keys[..]),
     );
     if unsettled.is_empty() {

@@ -33,9 +33,10 @@
 //! "Before" is told by arrival numbers, drawn from one server-wide counter: a wake-up
 //! draws one as it marks its connection ready, in the order the runtime reports
 //! readiness, and the read that follows takes it ([`InputTurns::arrival`]); a read
-//! made without a wake-up draws a fresh one, which may be later than its input came,
-//! so others treat it as no later than theirs. Input that came after a command is not
-//! waited for: Redis would have run the command first. Clients blocked on a key queue
+//! made without a wake-up draws a fresh one, which may be later than its input came
+//! (it is not exact): others treat it as no later than theirs, and its own commands
+//! wait for all others' input, as if it came last. Input that came after a command is
+//! not waited for: Redis would have run the command first. Clients blocked on a key queue
 //! by the number too, so of two BLPOPs sent one after the other on two connections the
 //! first is served first even when the second's worker ran it first.
 //!
@@ -142,6 +143,17 @@ impl InputTurns {
     /// documentation); 0 before the first read.
     pub fn arrival(&self) -> u64 {
         self.read_at.load(Ordering::Relaxed)
+    }
+
+    /// Owner: the number to pass to others' [`Self::unsettled_before`]: its input's
+    /// when its wake-up drew it; `u64::MAX` when its read drew it, as its input may have
+    /// come before input numbered earlier that the runtime had not reported yet, so it
+    /// waits for all of it.
+    pub fn waits_before(&self) -> u64 {
+        match self.read_woken_at.load(Ordering::Relaxed) {
+            0 => u64::MAX,
+            exact => exact,
+        }
     }
 
     /// Owner: what was read has run (or nothing came): the turn ends.
@@ -434,6 +446,7 @@ mod tests {
         late.begin();
         late.arrived();
         let arrival = late.arrival();
+        assert_eq!(late.waits_before(), arrival);
         assert!(early.unsettled_before(arrival).is_some());
         assert_eq!(late.unsettled_before(arrival), None);
         // Once the earlier one reads, its number is below, so it is still waited for
@@ -457,8 +470,9 @@ mod tests {
         early.arrived();
         assert!(early.arrival() > first);
         // Its input may have come before that number: a caller that came after the
-        // earlier wake-up still waits for the turn.
+        // earlier wake-up still waits for the turn, and its own commands wait for all.
         assert!(early.unsettled_before(first + 1).is_some());
+        assert_eq!(early.waits_before(), u64::MAX);
         let before = early.arrival();
         early.resumed();
         assert!(early.arrival() > before);

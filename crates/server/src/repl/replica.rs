@@ -105,7 +105,7 @@ pub fn lets_stream_run_first(ctx: &mut crate::cmd::Ctx<'_>) -> bool {
     if !input.streaming.load(Ordering::SeqCst) {
         return false;
     }
-    let arrival = ctx.client.mailbox.input_turns().arrival();
+    let arrival = ctx.client.mailbox.input_turns().waits_before();
     let Some(turn) = input.turns.unsettled_before(arrival) else {
         return false;
     };
