@@ -1,12 +1,13 @@
 """Small shared pieces: running a command that prints one JSON line, running
 redis-benchmark and keeping its rows, rotation order for alternating runs, the CPU others
-used during a run, logging to stderr."""
+used during a run, logging to stderr, a minimal RESP connection."""
 
 import csv
 import io
 import json
 import os
 import resource
+import socket
 import subprocess
 import sys
 import time
@@ -118,3 +119,60 @@ def with_others_cpu(pids, run):
         res["others_cpu"] = round(max(0.0, others) / wall, 2)
     res["loadavg"] = round(os.getloadavg()[0], 2)
     return res
+
+
+class Resp:
+    """One kept-open RESP2 connection, for scripts that look often or race commands
+    (a redis-cli process per look would blur their timings)."""
+
+    def __init__(self, port, timeout=30):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def send(self, *args):
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a.encode() if isinstance(a, str) else a
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        self.sock.sendall(out)
+
+    def _more(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise RuntimeError("server closed the connection")
+        self.buf += chunk
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            self._more()
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def read(self):
+        """One reply: bytes, int, list or None; an error reply raises RuntimeError."""
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.read() for _ in range(n)]
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            while len(self.buf) < n + 2:
+                self._more()
+            value, self.buf = self.buf[:n], self.buf[n + 2:]
+            return value
+        if kind == b":":
+            return int(rest)
+        if kind == b"-":
+            raise RuntimeError(f"server answered {line!r}")
+        return rest
+
+    def cmd(self, *args):
+        self.send(*args)
+        return self.read()
+
+    def close(self):
+        self.sock.close()

@@ -26,66 +26,15 @@ import os
 import socket
 
 import procs as procs_mod
-
-
-def enc(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a.encode() if isinstance(a, str) else a
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
-
-
-class Conn:
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buf = b""
-
-    def send(self, *args):
-        self.sock.sendall(enc(*args))
-
-    def _line(self):
-        while b"\r\n" not in self.buf:
-            data = self.sock.recv(65536)
-            if not data:
-                raise EOFError("server closed the connection")
-            self.buf += data
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        return line
-
-    def read(self):
-        line = self._line()
-        kind, rest = line[:1], line[1:]
-        if kind == b"*":
-            n = int(rest)
-            return None if n < 0 else [self.read() for _ in range(n)]
-        if kind == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            while len(self.buf) < n + 2:
-                self.buf += self.sock.recv(65536)
-            value, self.buf = self.buf[:n], self.buf[n + 2:]
-            return value
-        if kind == b":":
-            return int(rest)
-        return line
-
-    def cmd(self, *args):
-        self.send(*args)
-        return self.read()
-
-    def close(self):
-        self.sock.close()
+from common import Resp
 
 
 def blpop(port, trials, warm):
-    r = Conn(port)
+    r = Resp(port, timeout=10)
     wrong = 0
     for i in range(trials):
         key = f"order:{i}"
-        first, second = Conn(port), Conn(port)
+        first, second = Resp(port, timeout=10), Resp(port, timeout=10)
         if warm:
             first.cmd("PING")
             second.cmd("PING")
@@ -106,11 +55,11 @@ def blpop(port, trials, warm):
 
 
 def publish(port, trials, publish_first):
-    publisher = Conn(port)
+    publisher = Resp(port, timeout=10)
     wrong = 0
     for i in range(trials):
         channel = f"order:{i}"
-        sub = Conn(port)
+        sub = Resp(port, timeout=10)
         sub.cmd("SUBSCRIBE", channel)
         if publish_first:
             publisher.send("PUBLISH", channel, "m")

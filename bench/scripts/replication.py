@@ -31,7 +31,6 @@ import csv
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -39,7 +38,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import cpu_seconds, log, rotation  # noqa: E402
+from common import Resp, cpu_seconds, log, rotation  # noqa: E402
 from procs import Procs, cli, info_field  # noqa: E402
 
 # (master, replica)
@@ -72,37 +71,19 @@ class Info:
     start per look and blur the catch-up times."""
 
     def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-        self.buf = b""
-
-    def _line(self):
-        while b"\r\n" not in self.buf:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise RuntimeError("server closed the connection")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        return line
+        self.conn = Resp(port)
 
     def field(self, section, name):
-        self.sock.sendall(f"INFO {section}\r\n".encode())
-        head = self._line()
-        if not head.startswith(b"$"):
-            raise RuntimeError(f"INFO answered {head!r}")
-        size = int(head[1:])
-        while len(self.buf) < size + 2:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise RuntimeError("server closed the connection")
-            self.buf += chunk
-        body, self.buf = self.buf[:size], self.buf[size + 2:]
+        body = self.conn.cmd("INFO", section)
+        if not isinstance(body, bytes):
+            raise RuntimeError(f"INFO answered {body!r}")
         for line in body.decode().splitlines():
             if line.startswith(name + ":"):
                 return line.split(":", 1)[1].strip()
         return None
 
     def close(self):
-        self.sock.close()
+        self.conn.close()
 
 
 def offsets(master, replica):
