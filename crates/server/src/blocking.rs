@@ -131,9 +131,11 @@ impl Registry {
             .unwrap_or_default()
     }
 
-    /// Whether anyone waits for `key` of `db`.
-    pub fn has_waiters(&self, db: usize, key: &Bytes) -> bool {
-        self.by_key.contains_key(&(db, key.clone()))
+    /// Of the first `count` waiters for `key` of `db` (all when fewer), the one that
+    /// queued last (by arrival); `None` when nobody waits.
+    pub fn last_served(&self, db: usize, key: &Bytes, count: usize) -> Option<&Arc<Waiter>> {
+        let queue = self.by_key.get(&(db, key.clone()))?;
+        queue.get(count.min(queue.len()).checked_sub(1)?)
     }
 
     /// The waiter of client `id`, if it is blocked.
@@ -349,8 +351,14 @@ mod tests {
         registry.block(&waiter(1, &[b"k", b"k"], 10));
         let order: Vec<u64> = registry.all(0, &key).iter().map(|w| w.client_id).collect();
         assert_eq!(order, [1, 2, 3]);
-        assert!(registry.has_waiters(0, &Bytes::from_static(b"other")));
-        assert!(!registry.has_waiters(1, &key));
+        let other = Bytes::from_static(b"other");
+        let last = |key: &Bytes, count| registry.last_served(0, key, count).map(|w| w.client_id);
+        assert_eq!(last(&other, 1), Some(3));
+        assert_eq!(last(&key, 1), Some(1));
+        assert_eq!(last(&key, 2), Some(2));
+        assert_eq!(last(&key, usize::MAX), Some(3));
+        assert_eq!(last(&key, 0), None);
+        assert!(registry.last_served(1, &key, 1).is_none());
         assert_eq!(blocking.count(), 3);
     }
 }

@@ -211,7 +211,7 @@ pub fn lets_listeners_run_first(
                 .unsettled_listeners(Kind::Shard, channel, me, arrival)
         }
         (name, _) if name.starts_with("pubsub|") && name != "pubsub|help" => {
-            ctx.shared.clients.unsettled_inputs(me, arrival)
+            ctx.shared.clients.unsettled_inputs(me, arrival, usize::MAX)
         }
         _ => return false,
     };

@@ -133,9 +133,13 @@ impl InputTurns {
     }
 
     /// Owner: its input, held while it waited (a blocked command's pipeline), runs from
-    /// now on: it takes a fresh arrival number.
+    /// now on: it takes a fresh arrival number, as if it came now, which Redis, running
+    /// a served client's input at once, also makes true. (Exact, so that a served client
+    /// looking for more input is not waited for by writes to the keys it waited on.)
     pub fn resumed(&self) {
-        self.read_at.store(next_arrival(), Ordering::Relaxed);
+        let now = next_arrival();
+        self.read_at.store(now, Ordering::Relaxed);
+        self.read_woken_at.store(now, Ordering::SeqCst);
     }
 
     /// Owner: the arrival number of the input it read last, which its commands run

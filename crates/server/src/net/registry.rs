@@ -223,9 +223,18 @@ impl Clients {
 
     /// The connections other than `me` that have input they have not run yet, each with
     /// the turn to wait for (see [`crate::net::input_turns`]); only input that came
-    /// before arrival number `before` (`u64::MAX`: all).
-    pub fn unsettled_inputs(&self, me: u64, before: u64) -> Vec<(Arc<InputTurns>, Due)> {
+    /// before arrival number `before` (`u64::MAX`: all). None at all, without looking,
+    /// when more than `limit` connections are open: the look is a pass over all of them.
+    pub fn unsettled_inputs(
+        &self,
+        me: u64,
+        before: u64,
+        limit: usize,
+    ) -> Vec<(Arc<InputTurns>, Due)> {
         let map = self.map.lock();
+        if map.len() > limit {
+            return Vec::new();
+        }
         unsettled_before(
             map.iter()
                 .filter(|(id, _)| **id != me)
