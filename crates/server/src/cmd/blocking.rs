@@ -336,10 +336,10 @@ pub fn lets_earlier_blockers_run_first(
     spec: &CommandSpec,
     args: &[Bytes],
 ) -> bool {
-    // One load for every command while nobody is blocked.
-    // A blocking pop on a key others wait on finds it empty and queues by its arrival
-    // anyway; left out, so a job queue's consumers do not look (BLMOVE's push to a
-    // destination others wait on goes unordered: rare).
+    // One load for every command while nobody is blocked. Blocking commands do not
+    // look: a pop on a key others wait on finds it empty and queues by its arrival
+    // anyway, so a job queue's consumers pay nothing (BLMOVE's push to a destination
+    // others wait on goes unordered: rare).
     ctx.shared.blocking.any()
         && spec.may_replicate()
         && !spec.is_blocking()
