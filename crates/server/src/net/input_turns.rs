@@ -33,8 +33,8 @@
 //! "Before" is told by arrival numbers, drawn from one server-wide counter: a wake-up
 //! draws one as it marks its connection ready, in the order the runtime reports
 //! readiness, and the read that follows takes it ([`InputTurns::arrival`]); a read
-//! made without a wake-up draws a fresh one, which may be later than its input came
-//! (it is not exact): others treat it as no later than theirs, and its own commands
+//! made without a wake-up draws a fresh one when its number is first needed (a client
+//! blocking), which may be later than its input came (it is not exact): others treat it as no later than theirs, and its own commands
 //! wait for all others' input, as if it came last. Input that came after a command is
 //! not waited for: Redis would have run the command first. Clients blocked on a key queue
 //! by the number too, so of two BLPOPs sent one after the other on two connections the
@@ -81,11 +81,10 @@ pub struct InputTurns {
     ready_at: AtomicU64,
     /// The arrival number of a wake-up the owner consumed and has not read from yet.
     woken_at: AtomicU64,
-    /// The arrival number of the input the owner read last.
-    read_at: AtomicU64,
-    /// The same when its wake-up drew it, so it is exact; 0 when the read drew it, as
-    /// the input may have come earlier than that.
-    read_woken_at: AtomicU64,
+    /// The input the owner read last: its arrival number shifted left once, the low bit
+    /// set when its wake-up drew it (exact); 0 when the read came without one (the
+    /// number is drawn when first asked for, [`Self::arrival`]).
+    read: AtomicU64,
     /// The owner itself waits for others' turns: what it read before the command that
     /// waits has run, so nobody waits for it (two listeners publishing to each other
     /// would otherwise each wait for the other's turn).
@@ -124,12 +123,16 @@ impl InputTurns {
     }
 
     /// Owner: a read brought input: it takes the number of the wake-up that announced
-    /// it, or a fresh one when it came without.
+    /// it, if any. (Owner-only fields: loads and stores, no read-modify-write, and the
+    /// shared counter is not touched by a read that came without a wake-up.)
     fn arrived(&self) {
-        let woken = self.woken_at.swap(0, Ordering::Relaxed);
-        let at = if woken != 0 { woken } else { next_arrival() };
-        self.read_at.store(at, Ordering::Relaxed);
-        self.read_woken_at.store(woken, Ordering::SeqCst);
+        let woken = self.woken_at.load(Ordering::Relaxed);
+        if woken != 0 {
+            self.woken_at.store(0, Ordering::Relaxed);
+            self.read.store(woken << 1 | 1, Ordering::Release);
+        } else {
+            self.read.store(0, Ordering::Release);
+        }
     }
 
     /// Owner: its input, held while it waited (a blocked command's pipeline), runs from
@@ -137,16 +140,22 @@ impl InputTurns {
     /// a served client's input at once, also makes true. (Exact, so that a served client
     /// looking for more input is not waited for by writes to the keys it waited on.)
     pub fn resumed(&self) {
-        let now = next_arrival();
-        self.read_at.store(now, Ordering::Relaxed);
-        self.read_woken_at.store(now, Ordering::SeqCst);
+        self.read.store(next_arrival() << 1 | 1, Ordering::Release);
     }
 
     /// Owner: the arrival number of the input it read last, which its commands run
     /// from. Numbers grow server-wide in the order input came (see the module
-    /// documentation); 0 before the first read.
+    /// documentation). A read that came without a wake-up gets a fresh one here, the
+    /// first time it is asked for.
     pub fn arrival(&self) -> u64 {
-        self.read_at.load(Ordering::Relaxed)
+        match self.read.load(Ordering::Relaxed) {
+            0 => {
+                let fresh = next_arrival();
+                self.read.store(fresh << 1, Ordering::Release);
+                fresh
+            }
+            read => read >> 1,
+        }
     }
 
     /// Owner: the number to pass to others' [`Self::unsettled_before`]: its input's
@@ -154,9 +163,9 @@ impl InputTurns {
     /// come before input numbered earlier that the runtime had not reported yet, so it
     /// waits for all of it.
     pub fn waits_before(&self) -> u64 {
-        match self.read_woken_at.load(Ordering::Relaxed) {
-            0 => u64::MAX,
-            exact => exact,
+        match self.read.load(Ordering::Relaxed) {
+            read if read & 1 == 1 => read >> 1,
+            _ => u64::MAX,
         }
     }
 
@@ -193,8 +202,8 @@ impl InputTurns {
             // The turn runs input that came after the caller's only when its read's
             // number is exact and later. (Looked at after the turn opened: a number
             // left from the turn before is older, so at worst the caller waits.)
-            let woken_at = self.read_woken_at.load(Ordering::SeqCst);
-            if !ready && woken_at != 0 && woken_at >= arrival {
+            let read = self.read.load(Ordering::Acquire);
+            if !ready && read & 1 == 1 && read >> 1 >= arrival {
                 return None;
             }
             turn + 1
@@ -407,10 +416,11 @@ impl Wake for ReadyWaker {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
+        // A plain store, as the flag it replaced: only the runtime's reactor wakes a
+        // socket's reader, and the owner only ever clears the mark.
         let ready_at = &self.turns.ready_at;
         if ready_at.load(Ordering::SeqCst) == 0 {
-            let _ =
-                ready_at.compare_exchange(0, next_arrival(), Ordering::SeqCst, Ordering::SeqCst);
+            ready_at.store(next_arrival(), Ordering::SeqCst);
         }
         self.task.wake_by_ref();
     }
