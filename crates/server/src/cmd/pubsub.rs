@@ -215,11 +215,7 @@ pub fn lets_listeners_run_first(
         }
         _ => return false,
     };
-    if unsettled.is_empty() {
-        return false;
-    }
-    ctx.client.input_wait.extend(unsettled);
-    true
+    ctx.client.waits_for_inputs(unsettled)
 }
 
 fn publish_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult {

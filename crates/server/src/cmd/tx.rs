@@ -141,11 +141,7 @@ fn wait_for_watchers(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> b
         ctx.client.mailbox.input_turns().waits_before(),
         precise.then_some(&keys[..]),
     );
-    if unsettled.is_empty() {
-        return false;
-    }
-    ctx.client.input_wait.extend(unsettled);
-    true
+    ctx.client.waits_for_inputs(unsettled)
 }
 
 /// Adds to `keys` the keys the command (or EXEC's queued commands) names; false when it

@@ -247,6 +247,22 @@ pub struct WatchedKey {
 }
 
 impl ClientState {
+    /// The command waits first for `unsettled`, others' input to run before it (see
+    /// [`crate::net::input_turns`]), added to `input_wait`; whether there was any.
+    pub fn waits_for_inputs(
+        &mut self,
+        unsettled: impl IntoIterator<
+            Item = (
+                std::sync::Arc<super::input_turns::InputTurns>,
+                super::input_turns::Due,
+            ),
+        >,
+    ) -> bool {
+        let before = self.input_wait.len();
+        self.input_wait.extend(unsettled);
+        self.input_wait.len() > before
+    }
+
     /// State of a freshly accepted connection.
     pub fn new(id: u64, peer: impl Into<super::peer::Peer>, authenticated: bool) -> Self {
         ClientState {

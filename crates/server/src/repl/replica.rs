@@ -106,11 +106,9 @@ pub fn lets_stream_run_first(ctx: &mut crate::cmd::Ctx<'_>) -> bool {
         return false;
     }
     let arrival = ctx.client.mailbox.input_turns().waits_before();
-    let Some(turn) = input.turns.unsettled_before(arrival) else {
-        return false;
-    };
-    ctx.client.input_wait.push((input.turns.clone(), turn));
-    true
+    let unsettled = input.turns.unsettled_before(arrival);
+    ctx.client
+        .waits_for_inputs(unsettled.map(|due| (input.turns.clone(), due)))
 }
 
 /// Link states, as ROLE names them.
