@@ -7,9 +7,13 @@ in parallel and must keep that order where the outcome shows it (see redline-ser
 many trials ended as Redis would not have ended them. Rounds alternate the servers.
 
     python3 bench/scripts/order.py [--trials 500] [--rounds 2] [--bin PATH ...]
+                                   [--idle N] [--busy N] [--scenario NAME ...]
 
 `--bin` compares redline-server builds (default: target/release/redline-server);
-redis-server runs beside them as the reference.
+redis-server runs beside them as the reference. `--idle N` keeps N more connections
+open and idle during the run, as a server with many clients has (redline-server
+orders a push differently past 256 connections); `--busy N` keeps N connections
+sending GETs meanwhile (redis-benchmark), so that other input interleaves.
 
 Scenarios:
 - blpop-new: two new connections send BLPOP k 0 one after the other, a third LPUSHes;
@@ -24,6 +28,7 @@ Scenarios:
 import argparse
 import os
 import socket
+import subprocess
 
 import procs as procs_mod
 from common import Resp
@@ -88,7 +93,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--bin", action="append", default=[],
                     help="a redline-server binary (repeat to compare builds)")
+    ap.add_argument("--idle", type=int, default=0,
+                    help="idle connections held open during the run")
+    ap.add_argument("--busy", type=int, default=0,
+                    help="connections kept busy with GETs during the run "
+                         "(redis-benchmark -c BUSY)")
+    ap.add_argument("--scenario", action="append", default=[],
+                    choices=[name for name, _ in SCENARIOS],
+                    help="run only these scenarios (repeat)")
     args = ap.parse_args()
+    scenarios = [s for s in SCENARIOS if not args.scenario or s[0] in args.scenario]
     bins = args.bin or [os.path.join(procs_mod.RELEASE, "redline-server")]
     servers = [("redis-server", None)] + [(b, b) for b in bins]
     totals = {}
@@ -101,12 +115,26 @@ def main():
                 else:
                     os.environ["REDLINE_SERVER_BIN"] = binary
                     _, port = procs.redline_server()
-                for name, run in SCENARIOS:
+                idle = [Resp(port, timeout=10) for _ in range(args.idle)]
+                for conn in idle:
+                    conn.cmd("PING")
+                busy = None
+                if args.busy:
+                    busy = subprocess.Popen(
+                        ["redis-benchmark", "-p", str(port), "-c", str(args.busy),
+                         "-n", "1000000000", "-q", "-t", "get"],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                for name, run in scenarios:
                     wrong = run(port, args.trials)
                     totals.setdefault((label, name), []).append(wrong)
                     load = open("/proc/loadavg").read().split()[0]
                     print(f"{label} {name}: {wrong} of {args.trials} out of order "
                           f"(load {load})", flush=True)
+                for conn in idle:
+                    conn.close()
+                if busy:
+                    busy.kill()
+                    busy.wait()
             finally:
                 procs.close()
     print("\nout of order, per round:")

@@ -320,10 +320,11 @@ pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64
 }
 
 /// Up to how many open connections a write to a key clients are blocked on looks at
-/// the others' input first ([`lets_earlier_blockers_run_first`]). The look is a pass
-/// over every connection, about 6 µs a push for 1,000 (a job queue's producers with
-/// 1,000 idle connections open pushed 0.81x as fast, with 4,000 0.30x): past this,
-/// pushes keep their speed and blocked clients queue by arrival only.
+/// every other connection's input first ([`lets_earlier_blockers_run_first`]). That
+/// pass costs about 6 µs a push for 1,000 (a job queue's producers with 1,000 idle
+/// connections open pushed 0.81x as fast, with 4,000 0.30x): past this, a push looks
+/// only at the connections the last few hundred wake-ups were for
+/// ([`crate::net::recent_arrivals`]).
 pub const ORDERED_PUSH_CLIENTS: usize = 256;
 
 /// Whether this write waits first for connections whose input came before it and has
@@ -383,11 +384,7 @@ fn wait_for_earlier_blockers(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Byte
         ctx.shared
             .clients
             .unsettled_inputs(ctx.client.id, before, ORDERED_PUSH_CLIENTS);
-    if unsettled.is_empty() {
-        return false;
-    }
-    ctx.client.input_wait.extend(unsettled);
-    true
+    ctx.client.waits_for_inputs(unsettled)
 }
 
 /// How many waiters of a key a write can serve at most: one per element it adds for

@@ -217,7 +217,7 @@ async fn serve_stream<S>(
         trim_waker: None,
         qbuf_looked: std::time::Instant::now(),
         input_at_rest: true,
-        turn_reader: TurnReader::default(),
+        turn_reader: TurnReader::for_client(id),
         replicas_handed: 0,
     };
     connection.refresh_limits();

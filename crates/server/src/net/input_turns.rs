@@ -17,7 +17,8 @@
 //! - a write, a script or EXEC: the connections that WATCH keys ([`Watching`]), whose
 //!   EXEC it could break;
 //! - a write to a key clients are blocked on: every connection (any may be blocking on
-//!   it, and would have been queued, and served, first);
+//!   it, and would have been queued, and served, first); past a few hundred
+//!   connections, those the last wake-ups were for (`crate::net::recent_arrivals`);
 //! - on a replica, any client command: the link from the master (below).
 //!
 //! Every connection numbers its turns: a turn (odd) lasts from a read until the
@@ -64,6 +65,7 @@ use bytes::BytesMut;
 use parking_lot::Mutex;
 use tokio::io::AsyncRead;
 
+use super::recent_arrivals::RECENT_ARRIVALS;
 use super::signal::Signal;
 
 /// The longest a command waits for the others' turns. A turn normally ends within
@@ -349,11 +351,19 @@ impl Drop for Parked<'_> {
 /// task's waker wrapped in a [`ReadyWaker`] (made once per task waker).
 #[derive(Default)]
 pub struct TurnReader {
+    /// The client id its wake-ups are recorded under ([`RECENT_ARRIVALS`]); 0 for a
+    /// reader that is not a client's.
+    owner: u64,
     /// The task's waker and its wrapped form.
     waker: Option<(Waker, Waker)>,
 }
 
 impl TurnReader {
+    /// The reader of client `owner`'s connection.
+    pub fn for_client(owner: u64) -> Self {
+        TurnReader { owner, waker: None }
+    }
+
     /// Reads into `input` within a turn of `turns`; the turn stays open when bytes
     /// came, for the owner to end once it has run them.
     pub fn poll_read<R: AsyncRead + Unpin>(
@@ -372,7 +382,10 @@ impl TurnReader {
         }
         let (_, waker) = self.waker.get_or_insert_with(|| {
             let task = cx.waker().clone();
-            (task.clone(), ReadyWaker::wrap(turns.clone(), task))
+            (
+                task.clone(),
+                ReadyWaker::wrap(turns.clone(), self.owner, task),
+            )
         });
         turns.begin();
         let mut cx = Context::from_waker(waker);
@@ -395,18 +408,24 @@ fn next_arrival() -> u64 {
     ARRIVALS.fetch_add(1, Ordering::Relaxed)
 }
 
+/// The number the next arrival will draw: every arrival so far is numbered below it.
+pub fn arrivals_so_far() -> u64 {
+    ARRIVALS.load(Ordering::Relaxed)
+}
+
 /// The waker a connection reads its socket with: marks it ready with the next arrival
-/// number (unless already ready: the earlier input is what others wait for), then wakes
-/// the task.
+/// number (unless already ready: the earlier input is what others wait for) and records
+/// the number as client `owner`'s ([`RECENT_ARRIVALS`]), then wakes the task.
 pub struct ReadyWaker {
     turns: Arc<InputTurns>,
+    owner: u64,
     task: Waker,
 }
 
 impl ReadyWaker {
-    /// `task`'s waker, marking `turns` ready first.
-    pub fn wrap(turns: Arc<InputTurns>, task: Waker) -> Waker {
-        Waker::from(Arc::new(ReadyWaker { turns, task }))
+    /// `task`'s waker, marking `turns` (client `owner`'s) ready first.
+    pub fn wrap(turns: Arc<InputTurns>, owner: u64, task: Waker) -> Waker {
+        Waker::from(Arc::new(ReadyWaker { turns, owner, task }))
     }
 }
 
@@ -420,7 +439,9 @@ impl Wake for ReadyWaker {
         // socket's reader, and the owner only ever clears the mark.
         let ready_at = &self.turns.ready_at;
         if ready_at.load(Ordering::SeqCst) == 0 {
-            ready_at.store(next_arrival(), Ordering::SeqCst);
+            let arrival = next_arrival();
+            ready_at.store(arrival, Ordering::SeqCst);
+            RECENT_ARRIVALS.record(arrival, self.owner);
         }
         self.task.wake_by_ref();
     }
@@ -434,7 +455,7 @@ mod tests {
     fn a_ready_socket_or_an_open_turn_is_unsettled() {
         let turns = Arc::new(InputTurns::default());
         assert_eq!(turns.unsettled_before(u64::MAX), None);
-        let waker = ReadyWaker::wrap(turns.clone(), Waker::noop().clone());
+        let waker = ReadyWaker::wrap(turns.clone(), 0, Waker::noop().clone());
         waker.wake_by_ref();
         assert_eq!(turns.unsettled_before(u64::MAX).map(|d| d.turn), Some(2));
         turns.begin();
@@ -452,8 +473,8 @@ mod tests {
             Arc::new(InputTurns::default()),
             Arc::new(InputTurns::default()),
         );
-        let wake_early = ReadyWaker::wrap(early.clone(), Waker::noop().clone());
-        let wake_late = ReadyWaker::wrap(late.clone(), Waker::noop().clone());
+        let wake_early = ReadyWaker::wrap(early.clone(), 0, Waker::noop().clone());
+        let wake_late = ReadyWaker::wrap(late.clone(), 0, Waker::noop().clone());
         wake_early.wake_by_ref();
         wake_late.wake_by_ref();
         // The later reader opens its turn and reads: its input takes its wake-up's number.

@@ -15,6 +15,7 @@ pub mod listener;
 pub mod mailbox;
 pub mod outgoing;
 pub mod peer;
+pub mod recent_arrivals;
 pub mod registry;
 pub mod signal;
 pub mod tls;

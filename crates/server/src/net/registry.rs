@@ -12,8 +12,9 @@ use tokio::task::AbortHandle;
 
 use super::buffer_peaks::BufferPeaks;
 use super::client_memory::{ClientFigures, ClientMemory};
-use super::input_turns::{unsettled_before, Due, InputTurns};
+use super::input_turns::{arrivals_so_far, unsettled_before, Due, InputTurns};
 use super::mailbox::Mailbox;
+use super::recent_arrivals::{self, RECENT_ARRIVALS};
 use crate::acl::UserCell;
 
 /// One registered connection.
@@ -42,6 +43,13 @@ pub struct ClientEntry {
     mailbox: Option<Arc<Mailbox>>,
     /// What the connection last reported of itself.
     activity: Arc<Mutex<Activity>>,
+}
+
+impl ClientEntry {
+    /// The connection's input turns, once its mailbox is set.
+    fn input_turns(&self) -> Option<&Arc<InputTurns>> {
+        self.mailbox.as_deref().map(Mailbox::input_turns)
+    }
 }
 
 /// What CLIENT LIST shows that only a connection knows: its last command, flags, query
@@ -223,8 +231,10 @@ impl Clients {
 
     /// The connections other than `me` that have input they have not run yet, each with
     /// the turn to wait for (see [`crate::net::input_turns`]); only input that came
-    /// before arrival number `before` (`u64::MAX`: all). None at all, without looking,
-    /// when more than `limit` connections are open: the look is a pass over all of them.
+    /// before arrival number `before` (`u64::MAX`: all). With more than `limit`
+    /// connections open, only those woken for input by the last
+    /// [`recent_arrivals::LOOK_BACK`] wake-ups before it are looked at: a pass over all
+    /// of them would cost every caller time in proportion to the idle ones.
     pub fn unsettled_inputs(
         &self,
         me: u64,
@@ -233,13 +243,21 @@ impl Clients {
     ) -> Vec<(Arc<InputTurns>, Due)> {
         let map = self.map.lock();
         if map.len() > limit {
-            return Vec::new();
+            let recent = RECENT_ARRIVALS
+                .owners_before(before.min(arrivals_so_far()), recent_arrivals::LOOK_BACK);
+            return unsettled_before(
+                recent
+                    .iter()
+                    .filter(|id| **id != me)
+                    .filter_map(|id| map.get(id))
+                    .filter_map(ClientEntry::input_turns),
+                before,
+            );
         }
         unsettled_before(
             map.iter()
                 .filter(|(id, _)| **id != me)
-                .filter_map(|(_, e)| e.mailbox.as_deref())
-                .map(Mailbox::input_turns),
+                .filter_map(|(_, e)| e.input_turns()),
             before,
         )
     }
@@ -550,5 +568,48 @@ pub struct Registration<'a> {
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
         self.clients.unregister(self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+    use std::task::Waker;
+
+    use super::*;
+    use crate::net::input_turns::ReadyWaker;
+
+    #[test]
+    fn past_the_limit_only_connections_woken_lately_are_looked_at() {
+        let clients = Clients::default();
+        let addr: SocketAddr = ([127, 0, 0, 1], 1).into();
+        let connect = || {
+            let (id, _) = clients.register(addr, addr);
+            let mailbox = Arc::new(Mailbox::default());
+            clients.set_mailbox(id, mailbox.clone());
+            (id, mailbox.input_turns().clone())
+        };
+        let (me, _) = connect();
+        let (woken, woken_turns) = connect();
+        let (_, reading_turns) = connect();
+        let (_, idle_turns) = connect();
+        // One connection the runtime woke for input, one reading without a wake-up (a
+        // client streaming commands), one idle.
+        ReadyWaker::wrap(woken_turns.clone(), woken, Waker::noop().clone()).wake_by_ref();
+        reading_turns.begin();
+        let found = |limit| {
+            let mut found: Vec<_> = clients
+                .unsettled_inputs(me, u64::MAX, limit)
+                .into_iter()
+                .map(|(turns, _)| Arc::as_ptr(&turns))
+                .collect();
+            found.sort_unstable();
+            found
+        };
+        let mut all = vec![Arc::as_ptr(&woken_turns), Arc::as_ptr(&reading_turns)];
+        all.sort_unstable();
+        assert_eq!(found(usize::MAX), all);
+        assert_eq!(found(2), [Arc::as_ptr(&woken_turns)]);
+        assert!(!found(2).contains(&Arc::as_ptr(&idle_turns)));
     }
 }
