@@ -2,7 +2,7 @@
 //! leading zeros, no spaces), floats like `strtod`, case-insensitive option names.
 
 use super::float::parse_f64;
-use super::reply::{CmdError, DB_INDEX, NOT_FLOAT, NOT_INTEGER};
+use super::reply::{CmdError, DB_INDEX, MUST_BE_POSITIVE, NOT_FLOAT, NOT_INTEGER};
 use crate::store::canonical_int;
 
 /// A strict 64-bit integer, else "value is not an integer or out of range".
@@ -26,6 +26,17 @@ pub fn db_index(arg: &[u8], databases: usize) -> Result<usize, CmdError> {
         .ok()
         .filter(|&n| n < databases)
         .ok_or(DB_INDEX)
+}
+
+/// The optional count of LPOP / RPOP, SPOP and ZPOPMIN / ZPOPMAX: a strict integer of
+/// 0 or more, else "value is out of range, must be positive".
+pub fn pop_count(arg: Option<&[u8]>) -> Result<Option<usize>, CmdError> {
+    arg.map(|arg| {
+        canonical_int(arg)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or(MUST_BE_POSITIVE)
+    })
+    .transpose()
 }
 
 /// A float, else "value is not a valid float".

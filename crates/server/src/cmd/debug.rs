@@ -376,17 +376,18 @@ fn debug_protocol(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
 /// `DEBUG POPULATE count [prefix] [size]`: keys `prefix:N` (default `key:N`) holding
 /// `value:N`, cut or zero-padded to `size` bytes when given; existing keys are left alone.
 fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    const NOT_POSITIVE: CmdError = CmdError::Static("ERR value is out of range, must be positive");
     let positive = |arg: &Bytes| {
         super::args::int(arg)
             .ok()
             .and_then(|n| u64::try_from(n).ok())
-            .ok_or(NOT_POSITIVE)
+            .ok_or(super::reply::MUST_BE_POSITIVE)
     };
     let count = positive(&args[2])?;
     let prefix = args.get(3).map_or(&b"key"[..], |p| &p[..]);
     let size = match args.get(4) {
-        Some(size) => usize::try_from(positive(size)?).map_err(|_| NOT_POSITIVE)?,
+        Some(size) => {
+            usize::try_from(positive(size)?).map_err(|_| super::reply::MUST_BE_POSITIVE)?
+        }
         None => 0,
     };
     if size as u64 > ctx.shared.config.read().proto_max_bulk_len {

@@ -122,13 +122,7 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
             "rpop"
         }));
     }
-    let count = match args.get(2) {
-        Some(arg) => Some(positive(
-            arg,
-            "ERR value is out of range, must be positive",
-        )?),
-        None => None,
-    };
+    let count = super::args::pop_count(args.get(2).map(|a| &a[..]))?;
     let key = &args[1];
     let proto = ctx.proto();
     let mut shard = ctx.lock(key);
@@ -153,7 +147,7 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
             }
         }
         Some(count) => {
-            let n = (count as usize).min(list.len());
+            let n = count.min(list.len());
             encode::write_array_len(ctx.out, n);
             for _ in 0..n {
                 let element = if left {

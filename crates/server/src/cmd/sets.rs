@@ -143,17 +143,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() > 3 {
         return Err(SYNTAX);
     }
-    let count = match args.get(2) {
-        Some(a) => match canonical_int(a) {
-            Some(n) if n >= 0 => Some(n as usize),
-            _ => {
-                return Err(CmdError::Static(
-                    "ERR value is out of range, must be positive",
-                ))
-            }
-        },
-        None => None,
-    };
+    let count = super::args::pop_count(args.get(2).map(|a| &a[..]))?;
     let key = &args[1];
     let proto = ctx.proto();
     let mut shard = ctx.lock(key);

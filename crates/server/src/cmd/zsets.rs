@@ -13,7 +13,7 @@ use super::args::{int, is};
 use super::float::parse_f64;
 use super::reply::{double, CmdError, CmdResult, NOT_FLOAT, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
-use crate::store::{canonical_int, ScoreBound, Shard, Value, ZSet};
+use crate::store::{ScoreBound, Shard, Value, ZSet};
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
@@ -819,17 +819,7 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> CmdResult {
     if args.len() > 3 {
         return Err(SYNTAX);
     }
-    let count = match args.get(2) {
-        Some(a) => match canonical_int(a) {
-            Some(n) if n >= 0 => Some(n as usize),
-            _ => {
-                return Err(CmdError::Static(
-                    "ERR value is out of range, must be positive",
-                ))
-            }
-        },
-        None => None,
-    };
+    let count = super::args::pop_count(args.get(2).map(|a| &a[..]))?;
     let key = &args[1];
     let proto = ctx.proto();
     let mut shard = ctx.lock(key);
