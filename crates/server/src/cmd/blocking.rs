@@ -323,7 +323,7 @@ pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64
 /// every other connection's input first ([`lets_earlier_blockers_run_first`]). That
 /// pass costs about 6 µs a push for 1,000 (a job queue's producers with 1,000 idle
 /// connections open pushed 0.81x as fast, with 4,000 0.30x): past this, a push looks
-/// only at the connections the last few hundred wake-ups were for
+/// only at the connections the last wake-ups before the waiters it serves were for
 /// ([`crate::net::recent_arrivals`]).
 pub const ORDERED_PUSH_CLIENTS: usize = 256;
 
