@@ -32,6 +32,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::journal::{LinkState, ReplicaLink};
+use crate::net::counted::Traffic;
 use crate::shared::Shared;
 
 thread_local! {
@@ -49,6 +50,7 @@ pub struct Direct {
     busy: AtomicU8,
     /// The duplicate descriptor, while the link is online over plain TCP.
     socket: Mutex<Option<std::net::TcpStream>>,
+    /// Whether `socket` is set: read on every append, without taking its lock.
     open: AtomicBool,
     /// Bytes and write calls that went through it (counted in INFO's stats when the
     /// link ends, as its own socket's are).
@@ -90,12 +92,13 @@ impl Direct {
         drop(self.socket.lock().take());
     }
 
-    /// Bytes and write calls made through the duplicate so far.
-    pub fn traffic(&self) -> (u64, u64) {
-        (
-            self.written.load(Ordering::Relaxed),
-            self.writes.load(Ordering::Relaxed),
-        )
+    /// The bytes and write calls made through the duplicate so far.
+    pub fn traffic(&self) -> Traffic {
+        Traffic {
+            written: self.written.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+            ..Traffic::default()
+        }
     }
 
     /// One non-blocking write: how many bytes the socket took (0 when it took none, is
@@ -155,12 +158,18 @@ pub fn task_started() {
 /// appends the task did not write itself are woken.
 pub fn task_ended() {
     let _ = IN_TASK.try_with(|t| t.set(false));
-    let _ = DEFERRED.try_with(|deferred| {
-        let mut deferred = deferred.borrow_mut();
-        for link in deferred.drain(..) {
-            link.outbox.wake();
-        }
-    });
+    while let Some(link) = next_deferred() {
+        link.outbox.wake();
+    }
+}
+
+/// Takes one link off this thread's deferred list (its allocation stays for the next
+/// appends; no borrow of it is held while the caller writes or wakes).
+fn next_deferred() -> Option<Arc<ReplicaLink>> {
+    DEFERRED
+        .try_with(|deferred| deferred.borrow_mut().pop())
+        .ok()
+        .flatten()
 }
 
 /// Defers waking `link` for new bytes (see [`write_deferred`]); false when it must be
@@ -205,23 +214,11 @@ pub fn write_deferred(shared: &Shared) {
     if !pending || others_queued() {
         return;
     }
-    let links = DEFERRED
-        .try_with(|deferred| std::mem::take(&mut *deferred.borrow_mut()))
-        .unwrap_or_default();
-    for link in &links {
-        if shared.freeze.stopped() || !write(shared, link) {
+    while let Some(link) = next_deferred() {
+        if shared.freeze.stopped() || !write(shared, &link) {
             link.outbox.wake();
         }
     }
-    // The list's allocation is kept for the next appends.
-    let _ = DEFERRED.try_with(|deferred| {
-        let mut deferred = deferred.borrow_mut();
-        if deferred.is_empty() {
-            let mut links = links;
-            links.clear();
-            *deferred = links;
-        }
-    });
 }
 
 /// Writes the stream `link` has not written yet, if nobody else is writing to it;
@@ -246,6 +243,6 @@ fn write(shared: &Shared, link: &ReplicaLink) -> bool {
     let n = link.direct.write(&chunk);
     let caught_up = n == chunk.len() && end >= head;
     chunk.written_part(n);
-    journal.link_wrote(link, end, caught_up);
+    journal.link_tried(link, end, caught_up);
     caught_up
 }

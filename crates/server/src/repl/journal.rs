@@ -415,7 +415,7 @@ impl Stream {
         self.replicas.retain(|r| r.id != id);
         self.replicas.push(link.clone());
         // Continuing, it has the buffer's part after `from` to send at once.
-        link.outbox.grew(self.offset, &self.replica_limit);
+        grew_for(&link, self.offset, &self.replica_limit);
         link
     }
 
@@ -456,16 +456,9 @@ impl Stream {
             backlog.push(replicas);
         }
         if !self.replicas.is_empty() {
-            let (limit, head) = (self.replica_limit, self.offset);
             // A replica past its output limit leaves the stream; its link closes.
-            self.replicas.retain(|r| {
-                let fits = r.outbox.fits(head, &limit);
-                // The task that appended may write it itself (see `direct`).
-                if fits && !super::direct::defer(r) {
-                    r.outbox.wake();
-                }
-                fits
-            });
+            let (head, limit) = (self.offset, self.replica_limit);
+            self.replicas.retain(|r| grew_for(r, head, &limit));
         }
         self.trim();
     }
@@ -537,6 +530,17 @@ pub fn new_replid() -> String {
     (0..40)
         .map(|_| char::from(b"0123456789abcdef"[fastrand::usize(..16)]))
         .collect()
+}
+
+/// The stream grew to `head` for `link`: it is told there is more to write (or the task
+/// that appended writes it itself, see [`super::direct`]), unless it is now past `limit`,
+/// the replica output limit (then it is told to close). Returns false once it is.
+fn grew_for(link: &Arc<ReplicaLink>, head: u64, limit: &OutputBufferLimit) -> bool {
+    let fits = link.outbox.fits(head, limit);
+    if fits && !super::direct::defer(link) {
+        link.outbox.wake();
+    }
+    fits
 }
 
 /// The command stream of this server.
@@ -722,22 +726,21 @@ impl Journal {
 
     /// `link` made its first write of a chunk that ends at stream offset `end`;
     /// `caught_up` when its socket took all of it and it reached the end of the stream
-    /// (see [`Self::hand_off`]).
+    /// (see [`Self::hand_off`]). What no replica needs any more is freed, under the
+    /// same lock: a direct writer ([`super::direct`]) has moved the link's offset by
+    /// then (the link's own task moves it once its chunk is out, and trims again).
     pub fn link_tried(&self, link: &ReplicaLink, end: u64, caught_up: bool) {
         link.outbox.tried(end, caught_up);
+        let moved = {
+            let mut stream = self.stream.lock();
+            stream.trim();
+            stream.refresh_handed()
+        };
         // Only when every link has gone further: with several replicas, the waiting
         // clients are woken by the last of them, not once per link.
-        if self.stream.lock().refresh_handed() {
+        if moved {
             self.handoff.notify();
         }
-    }
-
-    /// `link`'s chunk, up to stream offset `end`, was written by a task that appended
-    /// (see [`super::direct`]): as [`Self::link_tried`], and what no replica needs any
-    /// more is freed.
-    pub fn link_wrote(&self, link: &ReplicaLink, end: u64, caught_up: bool) {
-        self.stream.lock().trim();
-        self.link_tried(link, end, caught_up);
     }
 
     /// Replica `id` leaves the stream (see [`Stream::detach`]); clients that waited for

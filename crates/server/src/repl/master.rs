@@ -607,15 +607,12 @@ struct Detach<'a> {
 impl Drop for Detach<'_> {
     fn drop(&mut self) {
         self.link.direct.close();
-        let (written, writes) = self.link.direct.traffic();
+        let traffic = self.link.direct.traffic();
         let stats = &self.shared.stats;
         stats
             .net_repl_output_bytes
-            .fetch_add(written, Ordering::Relaxed);
-        stats.add_calls(crate::net::counted::Traffic {
-            writes,
-            ..Default::default()
-        });
+            .fetch_add(traffic.written, Ordering::Relaxed);
+        stats.add_calls(traffic);
         self.shared.repl.journal.detach(self.link.id);
     }
 }

@@ -72,16 +72,6 @@ impl Outbox {
         self.sent.load(Ordering::Acquire)
     }
 
-    /// The stream grew to `head`: wakes the link, unless the replica is now past
-    /// `limit` (then it is told to close). Returns false once it has overflowed.
-    pub fn grew(&self, head: u64, limit: &OutputBufferLimit) -> bool {
-        let fits = self.fits(head, limit);
-        if fits {
-            self.ready.notify_one();
-        }
-        fits
-    }
-
     /// Whether the replica is still within `limit` with the stream grown to `head`; once
     /// it is not, it is told to close (and this stays false).
     pub fn fits(&self, head: u64, limit: &OutputBufferLimit) -> bool {
