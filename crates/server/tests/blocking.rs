@@ -29,8 +29,16 @@ fn wait_blocked(addr: SocketAddr, n: usize) {
 }
 
 /// 100 clients block on one list in a known order; pushes wake them first come, first
-/// served, whether the elements come one per command or many in one.
-fn fifo(addr: SocketAddr) -> Vec<String> {
+/// served, whether the elements come one per command or many in one. `idle` more
+/// connections, each of which has run a command, stay open meanwhile.
+fn fifo(addr: SocketAddr, idle: usize) -> Vec<String> {
+    let _idle: Vec<Conn> = (0..idle)
+        .map(|_| {
+            let mut c = Conn::connect(addr);
+            c.cmd(&["PING"]);
+            c
+        })
+        .collect();
     let mut waiters: Vec<Conn> = Vec::new();
     for i in 0..100 {
         let mut c = Conn::connect(addr);
@@ -64,8 +72,16 @@ fn hundred_clients_wake_in_fifo_order() {
             ]))
         })
         .collect();
-    assert_eq!(fifo(redis.addr()), expected, "redis itself");
-    assert_eq!(fifo(redline.addr), expected);
+    assert_eq!(fifo(redis.addr(), 0), expected, "redis itself");
+    assert_eq!(fifo(redline.addr, 0), expected);
+    assert_eq!(redline.shared.blocking.count(), 0);
+    // Past 256 open connections a push looks at the connections woken lately instead
+    // of every one (`cmd::blocking::ORDERED_PUSH_CLIENTS`): the same order.
+    assert_eq!(
+        fifo(redline.addr, 200),
+        expected,
+        "with 200 more connections"
+    );
     assert_eq!(redline.shared.blocking.count(), 0);
 }
 
