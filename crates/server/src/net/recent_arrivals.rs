@@ -19,9 +19,11 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 /// How many wake-ups back a write looks for earlier input: the earlier input a push
 /// must wait for came just before the clients it serves (two BLPOPs sent one after the
-/// other are a few numbers apart), and each wake-up looked at costs the push a slot's
-/// read and, for an owner not seen yet, a look at its connection. (256 cost a job
-/// queue's producers 0.77x of no look at all with 1,000 connections open; 64, 0.89x.)
+/// other are a few numbers apart). Looking further back finds more input that came
+/// long before and has still not run on a busy server, and waits for it: a job queue's
+/// producers with 1,000 connections open pushed 0.77x as fast as with no look at 256,
+/// 0.89x at 64, where the look itself costs nothing measurable (bench/NOTES.md, stop
+/// 85).
 pub const LOOK_BACK: u64 = 64;
 
 /// Slots in the ring: many times [`LOOK_BACK`], so that a slot being read is seldom the
