@@ -38,7 +38,7 @@ struct Slot {
     owner: AtomicU64,
 }
 
-/// The last [`SLOTS`] wake-ups (see the module documentation).
+/// The last 1,024 wake-ups (see the module documentation).
 #[derive(Debug)]
 pub struct RecentArrivals {
     slots: [Slot; SLOTS],
