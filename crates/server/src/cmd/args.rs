@@ -1,6 +1,8 @@
 //! Reading arguments the way Redis does: strict integers (`string2ll`: no `+`, no
 //! leading zeros, no spaces), floats like `strtod`, case-insensitive option names.
 
+use bytes::Bytes;
+
 use super::float::parse_f64;
 use super::reply::{CmdError, DB_INDEX, MUST_BE_POSITIVE, NOT_FLOAT, NOT_INTEGER};
 use crate::store::canonical_int;
@@ -30,7 +32,7 @@ pub fn db_index(arg: &[u8], databases: usize) -> Result<usize, CmdError> {
 
 /// The optional count of LPOP / RPOP, SPOP and ZPOPMIN / ZPOPMAX: a strict integer of
 /// 0 or more, else "value is out of range, must be positive".
-pub fn pop_count(arg: Option<&[u8]>) -> Result<Option<usize>, CmdError> {
+pub fn pop_count(arg: Option<&Bytes>) -> Result<Option<usize>, CmdError> {
     arg.map(|arg| {
         canonical_int(arg)
             .and_then(|n| usize::try_from(n).ok())

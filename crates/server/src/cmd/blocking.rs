@@ -389,11 +389,12 @@ fn wait_for_earlier_blockers(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Byte
 
 /// How many waiters of a key a write can serve at most: one per element it adds for
 /// the commands that add elements named in their arguments, else any number (a RENAME
-/// or a ZUNIONSTORE brings a whole value).
+/// or a ZUNIONSTORE brings a whole value). (Blocking commands never ask: see
+/// [`lets_earlier_blockers_run_first`].)
 fn waiters_served_at_most(spec: &CommandSpec, args: &[Bytes]) -> usize {
     match spec.name {
-        "lpush" | "rpush" | "lpushx" | "rpushx" | "linsert" | "lmove" | "rpoplpush" | "blmove"
-        | "brpoplpush" | "zadd" | "zincrby" => args.len().saturating_sub(2),
+        "lpush" | "rpush" | "lpushx" | "rpushx" | "linsert" | "lmove" | "rpoplpush" | "zadd"
+        | "zincrby" => args.len().saturating_sub(2),
         _ => usize::MAX,
     }
 }

@@ -122,7 +122,7 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
             "rpop"
         }));
     }
-    let count = super::args::pop_count(args.get(2).map(|a| &a[..]))?;
+    let count = super::args::pop_count(args.get(2))?;
     let key = &args[1];
     let proto = ctx.proto();
     let mut shard = ctx.lock(key);

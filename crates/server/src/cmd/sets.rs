@@ -143,7 +143,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() > 3 {
         return Err(SYNTAX);
     }
-    let count = super::args::pop_count(args.get(2).map(|a| &a[..]))?;
+    let count = super::args::pop_count(args.get(2))?;
     let key = &args[1];
     let proto = ctx.proto();
     let mut shard = ctx.lock(key);

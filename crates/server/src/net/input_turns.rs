@@ -35,11 +35,12 @@
 //! draws one as it marks its connection ready, in the order the runtime reports
 //! readiness, and the read that follows takes it ([`InputTurns::arrival`]); a read
 //! made without a wake-up draws a fresh one when its number is first needed (a client
-//! blocking), which may be later than its input came (it is not exact): others treat it as no later than theirs, and its own commands
-//! wait for all others' input, as if it came last. Input that came after a command is
-//! not waited for: Redis would have run the command first. Clients blocked on a key queue
-//! by the number too, so of two BLPOPs sent one after the other on two connections the
-//! first is served first even when the second's worker ran it first.
+//! blocking), which may be later than its input came (it is not exact): others treat
+//! it as no later than theirs, and its own commands wait for all others' input, as if
+//! it came last. Input that came after a command is not waited for: Redis would have
+//! run the command first. Clients blocked on a key queue by the number too, so of two
+//! BLPOPs sent one after the other on two connections the first is served first even
+//! when the second's worker ran it first.
 //!
 //! What this cannot order: a command the runtime did not wake its connection for (the
 //! first command of a connection just accepted, read at once; or one already waiting
