@@ -7,7 +7,7 @@ CARGO ?= cargo
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat compat-redis-py compat-go-redis compat-hiredis compat-jedis compat-lettuce compat-bullmq compat-node-redis
+.PHONY: help deps run test bench bench-codec bench-deps fmt lint fuzz fuzz-deps compat compat-redis-py compat-go-redis compat-hiredis compat-jedis compat-lettuce compat-bullmq compat-node-redis compat-ioredis
 
 help:
 	@echo "make run    build in release and run redline bench against its embedded redline-server (ping/set/get/mixed, P=1 and P=16,"
@@ -38,6 +38,7 @@ help:
 	@echo "make compat-lettuce LETTUCE_SRC=<lettuce 6.2.7.RELEASE checkout>  Lettuce's tests"
 	@echo "make compat-bullmq BULLMQ_SRC=<bullmq v5.81.3 checkout>  BullMQ's tests (port 6379)"
 	@echo "make compat-node-redis NODE_REDIS_SRC=<node-redis redis@5.12.1 checkout>  node-redis's client tests"
+	@echo "make compat-ioredis IOREDIS_SRC=<ioredis v5.11.1 checkout>  ioredis's tests (ports 6379, 3000-3005)"
 	@echo "            (its Makefile's servers) against both servers; writes compat/REPORT-lettuce.md"
 	@echo "make fuzz   run every cargo-fuzz target for FUZZ_SECONDS (default 60) each, on nightly"
 
@@ -232,3 +233,13 @@ compat-node-redis: deps
 	  { echo "usage: make compat-node-redis NODE_REDIS_SRC=<node-redis checkout at tag redis@5.12.1>" >&2; exit 2; }
 	$(CARGO) build --release -p redline-server
 	python3 compat/node_redis.py --node-redis-src "$(NODE_REDIS_SRC)" --redline-bin target/release/redline-server
+
+# ioredis's own tests (a checkout at tag v5.11.1): unit and functional tests against one
+# server on localhost:6379, cluster tests against three masters with a replica each on
+# ports 3000-3005 (all must be free); writes compat/REPORT-ioredis.md. Needs Node.js 20,
+# npm (the npm registry reachable) and redis-cli.
+compat-ioredis: deps
+	@test -n "$(IOREDIS_SRC)" -a -f "$(IOREDIS_SRC)/package.json" || \
+	  { echo "usage: make compat-ioredis IOREDIS_SRC=<ioredis checkout at tag v5.11.1>" >&2; exit 2; }
+	$(CARGO) build --release -p redline-server
+	python3 compat/ioredis.py --ioredis-src "$(IOREDIS_SRC)" --redline-bin target/release/redline-server

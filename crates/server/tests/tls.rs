@@ -624,6 +624,33 @@ fn the_same_port_switches_between_tls_and_plain_tcp() {
     );
 }
 
+/// A TLS-only server (`--port 0 --tls-port N`, as redis-rs's tests start theirs) shows
+/// its TLS port as INFO's `tcp_port`, as Redis does (clients match nodes by it).
+#[test]
+fn info_shows_the_tls_port_of_a_tls_only_server() {
+    let certs = TlsCerts::generate().unwrap();
+    let redis = RedisServer::builder().tls(&certs).start().unwrap();
+    let redline = RedlineServer::builder().tls(&certs).start().unwrap();
+    for port in [redis.port(), redline.port()] {
+        let mut tls = tls_connect(port, &certs);
+        let request = "*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n";
+        tls.write_all(request.as_bytes()).unwrap();
+        tls.flush().unwrap();
+        let mut reply = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while !reply.ends_with(b"\r\n\r\n") {
+            let n = tls.read(&mut chunk).unwrap();
+            assert!(n > 0, "closed after {reply:?}");
+            reply.extend_from_slice(&chunk[..n]);
+        }
+        let text = String::from_utf8_lossy(&reply);
+        assert!(
+            text.contains(&format!("\r\ntcp_port:{port}\r\n")),
+            "INFO server on TLS port {port}: {text}"
+        );
+    }
+}
+
 /// Redis's "TLS: Not accepting non-TLS connections on a TLS port": a client speaking
 /// plain RESP gets a reset, as from redis-server, not TLS alert bytes.
 #[test]

@@ -145,7 +145,11 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
                 std::process::id(),
                 crate::supervision::supervised_name(),
                 shared.run_id,
-                shared.port(),
+                // A TLS-only server (`port 0`) shows its TLS port, as Redis does.
+                match shared.port() {
+                    0 => shared.tls.port(),
+                    port => port,
+                },
                 now.as_micros(),
                 uptime / 86400,
                 config.hz,
