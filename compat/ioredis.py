@@ -83,15 +83,19 @@ def start_cluster(binary: str, scratch: Path) -> list:
 
 
 def settled(port: int) -> bool:
-    """Whether the node on `port` reports the cluster ok and knows all three replicas
-    (the tests read replicas from CLUSTER SLOTS as soon as they start)."""
+    """Whether the node on `port` reports the cluster ok and lists all three replicas in
+    CLUSTER SLOTS, which the tests read as soon as they start (a replica is listed once
+    its gossiped replication offset is past 0, on both servers)."""
     def ask(*command: str) -> str:
-        return subprocess.run(["redis-cli", "-p", str(port), *command],
+        return subprocess.run(["redis-cli", "-p", str(port), "--json", *command],
                               stdout=subprocess.PIPE, timeout=10).stdout.decode()
-    nodes = [line.split() for line in ask("cluster", "nodes").splitlines()]
-    replicas = [n for n in nodes if len(n) >= 8 and "slave" in n[2].split(",")]
-    return ("cluster_state:ok" in ask("cluster", "info") and len(replicas) == 3
-            and all(n[7] == "connected" for n in replicas))
+    try:
+        ranges = json.loads(ask("cluster", "slots"))
+    except ValueError:
+        return False
+    # Each range: start, end, its master, then its replicas.
+    replicas = sum(len(r) - 3 for r in ranges if isinstance(r, list))
+    return "cluster_state:ok" in ask("cluster", "info") and replicas == 3
 
 
 def stop(procs: list) -> None:

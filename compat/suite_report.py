@@ -1,6 +1,7 @@
 """The side-by-side report of a client library's own test suite, run once against
 redis-server and once against redline-server (redis_py.py, go_redis.py, hiredis.py,
-jedis.py, lettuce.py, bullmq.py, node_redis.py), and what those runners share."""
+jedis.py, lettuce.py, bullmq.py, node_redis.py, ioredis.py), and what those
+runners share."""
 
 import os
 import shutil
