@@ -15,25 +15,19 @@ so that port must be free.
 
 import argparse
 import json
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from suite_report import (npm_build, print_counts, server_version, start_server, unique_name,
-                          write_report)
+from suite_report import (npm_build, port_in_use, print_counts, server_version, start_server,
+                          unique_name, write_report)
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "compat" / "REPORT-bullmq.md"
 PORT = 6379
 # vitest's statuses, as the report counts them.
 STATUS = {"passed": "passed", "failed": "failed"}
-
-
-def port_in_use(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def run_suite(src: Path, name: str, binary: str) -> tuple:

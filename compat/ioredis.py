@@ -23,7 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from suite_report import print_counts, server_version, start_server, unique_name, write_report
+from suite_report import (npm_install, port_in_use, print_counts, server_version, start_server,
+                          unique_name, write_report)
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "compat" / "REPORT-ioredis.md"
@@ -139,9 +140,10 @@ def main():
     package = src / "package.json"
     if not package.exists() or json.loads(package.read_text()).get("name") != "ioredis":
         sys.exit(f"ioredis: {src} is not an ioredis checkout")
-    if not (src / "node_modules").exists():
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund"], cwd=src, check=True,
-                       stdout=subprocess.DEVNULL)
+    busy = [p for p in (PORT, *CLUSTER_PORTS) if port_in_use(p)]
+    if busy:
+        sys.exit(f"ioredis: ports {busy} are in use; ioredis's tests need them")
+    npm_install(src)
     redis_bin = shutil.which(args.redis_bin) or args.redis_bin
     redline_bin = str(Path(args.redline_bin).resolve())
     redis, _ = run_suite(src, "redis-server", redis_bin)

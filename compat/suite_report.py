@@ -74,12 +74,24 @@ def start_server(command: list, port: int, suite: str) -> subprocess.Popen:
     sys.exit(f"{suite}: {command[0]} did not start on port {port}")
 
 
-def npm_build(src: Path) -> None:
-    """`npm install` (the first time) and `npm run build` in a Node.js checkout, as the
-    suites' CI does before their tests."""
+def port_in_use(port: int) -> bool:
+    """Whether something listens on loopback `port` (suites with fixed ports need them
+    free)."""
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def npm_install(src: Path) -> None:
+    """`npm install` in a Node.js checkout, the first time only."""
     if not (src / "node_modules").exists():
         subprocess.run(["npm", "install", "--no-audit", "--no-fund"], cwd=src, check=True,
                        stdout=subprocess.DEVNULL)
+
+
+def npm_build(src: Path) -> None:
+    """`npm install` (the first time) and `npm run build` in a Node.js checkout, as the
+    suites' CI does before their tests."""
+    npm_install(src)
     subprocess.run(["npm", "run", "build"], cwd=src, check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
 
