@@ -36,10 +36,10 @@ help:
 	@echo "make compat-jedis JEDIS_SRC=<jedis v5.1.5 checkout>  Jedis's JUnit tests (its Makefile's servers)"
 	@echo "            against redis-server and redline-server; writes compat/REPORT-jedis.md"
 	@echo "make compat-lettuce LETTUCE_SRC=<lettuce 6.2.7.RELEASE checkout>  Lettuce's tests"
+	@echo "            (its Makefile's servers) against both servers; writes compat/REPORT-lettuce.md"
 	@echo "make compat-bullmq BULLMQ_SRC=<bullmq v5.81.3 checkout>  BullMQ's tests (port 6379)"
 	@echo "make compat-node-redis NODE_REDIS_SRC=<node-redis redis@5.12.1 checkout>  node-redis's client tests"
 	@echo "make compat-ioredis IOREDIS_SRC=<ioredis v5.11.1 checkout>  ioredis's tests (ports 6379, 3000-3005)"
-	@echo "            (its Makefile's servers) against both servers; writes compat/REPORT-lettuce.md"
 	@echo "make fuzz   run every cargo-fuzz target for FUZZ_SECONDS (default 60) each, on nightly"
 
 # Tests start their own redis-server and redis-sentinel processes on free ports, so the
