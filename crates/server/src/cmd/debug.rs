@@ -8,7 +8,7 @@ use bytes::Bytes;
 use redline_resp::encode;
 
 use super::args::{int, is};
-use super::reply::{ok, CmdError, CmdResult};
+use super::reply::{ok, CmdError, CmdResult, MUST_BE_POSITIVE};
 use super::{Ctx, Handler};
 use crate::repl::journal::{Propagated, Targets};
 use crate::store::Value;
@@ -377,17 +377,15 @@ fn debug_protocol(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
 /// `value:N`, cut or zero-padded to `size` bytes when given; existing keys are left alone.
 fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let positive = |arg: &Bytes| {
-        super::args::int(arg)
+        int(arg)
             .ok()
             .and_then(|n| u64::try_from(n).ok())
-            .ok_or(super::reply::MUST_BE_POSITIVE)
+            .ok_or(MUST_BE_POSITIVE)
     };
     let count = positive(&args[2])?;
     let prefix = args.get(3).map_or(&b"key"[..], |p| &p[..]);
     let size = match args.get(4) {
-        Some(size) => {
-            usize::try_from(positive(size)?).map_err(|_| super::reply::MUST_BE_POSITIVE)?
-        }
+        Some(size) => usize::try_from(positive(size)?).map_err(|_| MUST_BE_POSITIVE)?,
         None => 0,
     };
     if size as u64 > ctx.shared.config.read().proto_max_bulk_len {
