@@ -158,13 +158,7 @@ fn tls_against_redline_server_with_and_without_a_client_certificate() {
 
 #[test]
 fn server_subcommand_serves_until_sigterm() {
-    // A free port: bind, read it, release (the server binds it again right away).
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let port = redline_testkit::reserve_port().unwrap().to_string();
     let mut child = redline()
         .args(["server", "--port", &port, "--save", ""])
         .stdout(Stdio::null())

@@ -194,11 +194,7 @@ async fn expired_certificate_from_redline_server_is_a_tls_error() {
     let (cert, key) = certs
         .issue_server_cert("expired", &["127.0.0.1", "localhost"], true)
         .unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = redline_testkit::reserve_port().unwrap();
     let path = |p: &std::path::Path| p.display().to_string();
     // Plain port for the kit's readiness check, the bad certificate on the TLS port.
     let _server = RedlineServer::builder()

@@ -315,7 +315,7 @@ fn shutdown_while_loading(by_signal: bool) {
     } else {
         conn.send(&["SHUTDOWN"]);
     }
-    let status = child.wait().unwrap();
+    let status = common::wait_exit(&mut child);
     assert!(
         asked.elapsed() < Duration::from_secs(3),
         "{:?}",

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, loopback_args, wait_for_port, Conn};
+use common::{free_port, loopback_args, wait_exit, wait_for_port, Conn};
 use redline_resp::Frame;
 
 /// The two servers under test, by binary.
@@ -113,7 +113,7 @@ fn start(
 /// SHUTDOWN NOSAVE, then the exit status.
 fn stop(mut child: Running, mut conn: Conn) -> std::process::ExitStatus {
     conn.send(&["SHUTDOWN", "NOSAVE"]);
-    child.wait().unwrap()
+    wait_exit(&mut child)
 }
 
 fn alive(pid: i32) -> bool {
@@ -266,7 +266,7 @@ fn supervised_run(name: &str, bin: &Path, mode: &str, abstract_socket: bool) -> 
     let config = format!("{:?}", config_get(&mut conn, "supervised"));
     conn.send(&["SHUTDOWN", "NOSAVE"]);
     // Still our child: a supervised server stays in the foreground.
-    let status = child.wait().unwrap();
+    let status = wait_exit(&mut child);
     while let Ok(n) = {
         socket
             .set_read_timeout(Some(Duration::from_millis(200)))
@@ -481,7 +481,7 @@ fn configuration_from_standard_input_as_redis() {
         .map(|name| format!("{:?}", config_get(&mut conn, name)))
         .collect();
         conn.send(&["SHUTDOWN", "NOSAVE"]);
-        child.wait().unwrap();
+        wait_exit(&mut child);
         seen
     };
     let [redis, redline] = servers();
@@ -552,7 +552,7 @@ fn a_low_open_files_limit_lowers_maxclients_as_redis() {
             format!("{:?}", config_get(&mut conn, "maxclients")),
         ];
         conn.send(&["SHUTDOWN", "NOSAVE"]);
-        child.wait().unwrap();
+        wait_exit(&mut child);
         seen
     };
     let [redis, redline] = servers();

@@ -49,13 +49,10 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).trim().to_string()
 }
 
-/// A port nothing listens on right now.
+/// A port for a server this test starts itself (the kit's: below the ephemeral range,
+/// drawn once per test binary).
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    redline_testkit::reserve_port().unwrap()
 }
 
 fn ok() -> Reply {

@@ -55,6 +55,7 @@ pub use cluster::{RedisCluster, RedisClusterBuilder, Role, SlotRange, SLOTS};
 pub use control::Reply;
 pub use error::{Error, Result};
 pub use peak_memory::PeakMemory;
+pub use ports::reserve_port;
 pub use redis::{RedisServer, RedisServerBuilder};
 pub use redline::{redline_server_bin, RedlineServer, RedlineServerBuilder};
 pub use sentinel::{RedisSentinels, RedisSentinelsBuilder};

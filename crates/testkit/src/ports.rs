@@ -75,6 +75,25 @@ pub(crate) fn lease(with_bus: bool) -> Result<PortLease> {
     Err(Error::NoFreePort { attempts: ATTEMPTS })
 }
 
+/// A loopback port for a server a test starts itself: below the ephemeral range (so no
+/// outgoing connection, not even a probe connecting to itself, sits on it), free now,
+/// and never drawn again by this test binary, which may start servers from many threads.
+/// Another process can still take it before the server binds; a server that cannot bind
+/// exits, and the test fails instead of talking to a stranger.
+///
+/// ```
+/// let port = redline_testkit::reserve_port()?;
+/// assert!(port < 32768);
+/// # Ok::<(), redline_testkit::Error>(())
+/// ```
+pub fn reserve_port() -> Result<u16> {
+    let lease = lease(false)?;
+    let port = lease.port;
+    // Held for the rest of the process: its server may outlive any scope we could see.
+    std::mem::forget(lease);
+    Ok(port)
+}
+
 fn bindable(port: u16) -> bool {
     TcpListener::bind(("127.0.0.1", port)).is_ok()
 }

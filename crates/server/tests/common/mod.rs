@@ -232,13 +232,13 @@ pub fn text(frame: &Frame) -> String {
     }
 }
 
-/// A loopback port free now (for servers given an extra port of their own).
+/// A loopback port for a server a test starts itself (or gives an extra port): the
+/// kit's, below the ephemeral range and drawn once per test binary. A port that the
+/// kernel also hands out to outgoing connections can be taken by one before the server
+/// binds, even by `wait_for_port`'s own probe connecting to itself, and the test then
+/// talks to a stranger (one CI run waited for an exit that never came).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    redline_testkit::reserve_port().unwrap()
 }
 
 /// A server process's arguments for loopback `port`, with no save points.
@@ -266,6 +266,23 @@ pub fn wait_for_port(port: u16) -> Conn {
         std::thread::sleep(Duration::from_micros(200));
     }
     Conn::connect(([127, 0, 0, 1], port).into())
+}
+
+/// Waits up to 30 s for a server process to exit (after a SHUTDOWN, say), then its exit
+/// status; a server that stays up fails the test instead of hanging it.
+pub fn wait_exit(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("process {} did not exit within 30 s", child.id());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// Polls `check` until it holds, for 30 s at most.
