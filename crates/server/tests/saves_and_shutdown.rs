@@ -493,6 +493,10 @@ fn shutdown_waits_for_a_replica_waiting_for_its_image() {
         ok(master, &["SET", "k3", "v"]);
         // The reply is the connection closing as the server exits.
         let mut shutdown = std::net::TcpStream::connect(("127.0.0.1", master.port())).unwrap();
+        // Only a guard against a hang: the exit is checked below.
+        shutdown
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
         std::io::Write::write_all(&mut shutdown, b"SHUTDOWN NOSAVE\r\n").unwrap();
         let _ = std::io::Read::read_to_end(&mut shutdown, &mut Vec::new());
         wait_for(20, "the master's exit", || !master.is_running());
