@@ -73,8 +73,15 @@ deps:
 run:
 	$(CARGO) run --release -p redline-cli --bin redline -- bench --mode both
 
+# Each test binary runs under `timeout`, through cargo's runner for the host: one that
+# hangs (a server that never exits, say) is killed and fails with its name, and the rest
+# still run, instead of the whole job meeting CI's limit. The slowest binary takes about
+# two minutes here.
+TEST_BINARY_TIMEOUT ?= 1200
+HOST_RUNNER := CARGO_TARGET_$(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p' | tr 'a-z.-' 'A-Z__')_RUNNER
+
 test: deps lint
-	$(CARGO) test --workspace
+	$(HOST_RUNNER)="timeout -k 10 $(TEST_BINARY_TIMEOUT)" $(CARGO) test --workspace --no-fail-fast
 
 # Peer comparisons: bench/scripts/bench.py builds the release binaries and bench/go, runs
 # the sections with alternating rounds, writes bench/results/<date>-<section>.json and
