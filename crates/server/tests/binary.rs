@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{free_port, show, Conn};
+use common::{free_port, show, wait_exit, Conn};
 use redline_resp::Frame;
 
 const BIN: &str = env!("CARGO_BIN_EXE_redline-server");
@@ -137,7 +137,7 @@ fn config_file_directives_take_effect() {
     assert!(maxclients.contains("b\"77\""), "{maxclients}");
     conn.send(&["SHUTDOWN", "NOSAVE"]);
     assert!(conn.is_closed());
-    assert_eq!(wait_exit(&mut child), Some(0));
+    assert_eq!(wait_exit(&mut child).code(), Some(0));
     let logged = std::fs::read_to_string(&log).unwrap();
     assert!(logged.contains("ready to exit, bye bye"), "{logged}");
     let _ = std::fs::remove_dir_all(dir);
@@ -169,17 +169,6 @@ fn start(port: u16) -> (std::process::Child, BufReader<std::process::ChildStdout
     }
 }
 
-fn wait_exit(child: &mut std::process::Child) -> Option<i32> {
-    for _ in 0..200 {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code();
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    let _ = child.kill();
-    None
-}
-
 #[test]
 fn sigterm_stops_gracefully() {
     let port = free_port();
@@ -191,7 +180,7 @@ fn sigterm_stops_gracefully() {
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
-    assert_eq!(wait_exit(&mut child), Some(0));
+    assert_eq!(wait_exit(&mut child).code(), Some(0));
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
     assert!(
@@ -212,7 +201,7 @@ fn shutdown_command_stops_the_server() {
         conn.is_closed(),
         "SHUTDOWN has no reply, the connection closes"
     );
-    assert_eq!(wait_exit(&mut child), Some(0));
+    assert_eq!(wait_exit(&mut child).code(), Some(0));
 }
 
 /// INFO's used_memory follows the keyspace: it grows with the keys written (by at least
@@ -256,7 +245,7 @@ fn used_memory_follows_the_keyspace() {
     );
     conn.send(&["SHUTDOWN", "NOSAVE"]);
     assert!(conn.is_closed());
-    assert_eq!(wait_exit(&mut child), Some(0));
+    assert_eq!(wait_exit(&mut child).code(), Some(0));
 }
 
 /// `include` reads another file where it stands, a pattern every file it matches in
