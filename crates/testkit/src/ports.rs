@@ -78,8 +78,8 @@ pub(crate) fn lease(with_bus: bool) -> Result<PortLease> {
 /// A loopback port for a server a test starts itself: below the ephemeral range (so no
 /// outgoing connection, not even a probe connecting to itself, sits on it), free now,
 /// and never drawn again by this test binary, which may start servers from many threads.
-/// Another process can still take it before the server binds; a server that cannot bind
-/// exits, and the test fails instead of talking to a stranger.
+/// Another process can still take it before the server binds (two test binaries drawing
+/// at once; `cargo test` runs them one at a time).
 ///
 /// ```
 /// let port = redline_testkit::reserve_port()?;
