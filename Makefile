@@ -78,7 +78,7 @@ run:
 # still run, instead of the whole job meeting CI's limit. The slowest binary takes about
 # two minutes here.
 TEST_BINARY_TIMEOUT ?= 1200
-HOST_RUNNER := CARGO_TARGET_$(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p' | tr 'a-z.-' 'A-Z__')_RUNNER
+HOST_RUNNER = CARGO_TARGET_$(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p' | tr 'a-z.-' 'A-Z__')_RUNNER
 
 test: deps lint
 	$(HOST_RUNNER)="timeout -k 10 $(TEST_BINARY_TIMEOUT)" $(CARGO) test --workspace --no-fail-fast

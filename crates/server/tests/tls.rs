@@ -12,7 +12,9 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redline_testkit::{listening_sockets, RedisServer, RedlineServer, Reply, TlsCerts};
+use redline_testkit::{
+    listening_sockets, reserve_port, RedisServer, RedlineServer, Reply, TlsCerts,
+};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName};
 
@@ -47,12 +49,6 @@ fn stdout(output: &Output) -> String {
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).trim().to_string()
-}
-
-/// A port for a server this test starts itself (the kit's: below the ephemeral range,
-/// drawn once per test binary).
-fn free_port() -> u16 {
-    redline_testkit::reserve_port().unwrap()
 }
 
 fn ok() -> Reply {
@@ -298,7 +294,7 @@ fn cli_against_bad_cert(
             "no".into(),
         ]
     };
-    let (redis_port, redline_port) = (free_port(), free_port());
+    let (redis_port, redline_port) = (reserve_port().unwrap(), reserve_port().unwrap());
     let _redis = RedisServer::builder()
         .args(tls_args(redis_port))
         .start()
@@ -482,7 +478,7 @@ fn tls_directives_read_and_fail_as_in_redis() {
 fn the_tls_port_opens_and_closes_at_run_time() {
     let certs = TlsCerts::generate().unwrap();
     let redline = RedlineServer::start().unwrap();
-    let port = free_port();
+    let port = reserve_port().unwrap();
     let path = |p: std::path::PathBuf| p.display().to_string();
     let reply = redline
         .cmd(&[
