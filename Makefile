@@ -22,6 +22,8 @@ help:
 	@echo "make deps   install redis-server, redis-sentinel and redis-tools with apt-get if missing"
 	@echo "make compat REDIS_SRC=<redis 7.0.15 source tree>  Redis's Tcl suite against redis-server and"
 	@echo "            redline-server side by side; writes compat/REPORT.md (UNITS=a,b for a subset;"
+	@echo "            MODE=external-cluster or external-nodebug: Redis's other two external CI jobs,"
+	@echo "            compat/REPORT-<mode>.md;"
 	@echo "            MODE=spawned: the suite starts the servers itself, slow tests included, and"
 	@echo "            Redis's cluster and Sentinel suites run too (UNITS=cluster-suite or"
 	@echo "            sentinel-suite alone), compat/REPORT-spawned.md; with TLS=1, the suites'"

@@ -14,7 +14,6 @@ environment with pinned test dependencies from PyPI.
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,7 +21,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from suite_report import print_counts, server_version, start_server, write_report
+from suite_report import free_port, print_counts, server_version, start_server, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / "target" / "redis-py-venv"
@@ -31,24 +30,6 @@ REPORT = ROOT / "compat" / "REPORT-redis-py.md"
 REQUIREMENTS = ["pytest==7.4.4", "pytest-asyncio==0.21.1", "pytest-timeout==2.3.1",
                 "mock==4.0.3", "packaging", "async-timeout>=4.0.2", "ujson", "numpy"]
 MARKERS = "not onlycluster and not redismod and not ssl"
-
-
-def free_port(cluster: bool = False) -> int:
-    """A free loopback port; for a cluster node, one whose bus port (+10000) is free
-    and valid too."""
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if not cluster:
-            return port
-        if port + 10000 < 65536:
-            try:
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", port + 10000))
-                return port
-            except OSError:
-                pass
 
 
 def venv_python() -> Path:

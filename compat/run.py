@@ -12,10 +12,11 @@ utils/gen-test-certs.sh; Tcl's `tls` package is needed): compat/REPORT-spawned-t
 summary-spawned-tls.json.
 
 Each unit gets a fresh server of each kind, on a free loopback port, in a private temporary
-directory. The suite runs unmodified with `--tags -slow --ignore-encoding` in external mode
-(Redis's own external-server CI: slow tests are skipped on both sides, and object
-encodings are Redis internals) and with `--ignore-encoding` alone in spawned mode, whose
-slow tests run as in Redis's daily CI. Spawned mode also runs Redis's separate cluster
+directory. External mode runs the suite unmodified as each job of Redis's own
+external-server CI does (`--tags -slow`; `--mode external-cluster`: `--cluster-mode`
+against a one-node cluster; `--mode external-nodebug`: a server with the default
+configuration, tests needing DEBUG skipped), REPORT-<mode>.md for the latter two.
+Spawned mode runs it as Redis's daily CI does, slow tests included. Spawned mode also runs Redis's separate cluster
 and Sentinel suites (real Sentinels, `redis-sentinel`, watching the servers under test). Raw output goes to compat/results/<server>/<unit>.log and the parsed
 results to compat/results/summary.json; REPORT.md is generated from the summary.
 
@@ -52,11 +53,36 @@ UNITS = [
     "latency-monitor", "lazyfree", "slowlog", "pause", "quit", "scripting", "functions",
 ]
 
-# Redis's external-server CI skips slow tests (one of them needs a forked child, which
-# an external server's test cannot find, and aborts its unit on redis-server too); its
-# daily CI runs them in spawned mode.
-EXTERNAL_OPTIONS = ["--tags", "-slow", "--ignore-encoding"]
-SPAWNED_OPTIONS = ["--ignore-encoding"]
+# The configuration Redis's own external-server CI starts its server with
+# (.github/workflows/external.yml), besides the port, the address and the directory.
+DEBUG_ARGS = ["--enable-protected-configs", "yes", "--enable-debug-command", "yes",
+              "--enable-module-command", "yes"]
+
+
+class ExternalJob:
+    """One job of Redis's external-server CI: the server's arguments, whether it is made a
+    one-node cluster owning every slot first, and the suite's options."""
+
+    def __init__(self, server_args: list[str], cluster: bool, options: list[str]):
+        self.server_args = server_args
+        self.cluster = cluster
+        self.options = options
+
+
+# Redis's external-server CI runs three jobs, each a mode here. All skip slow tests (one
+# of them needs a forked child, which an external server's test cannot find, and aborts
+# its unit on redis-server too; its daily CI runs them in spawned mode) and check object
+# encodings.
+EXTERNAL_JOBS = {
+    "external": ExternalJob(DEBUG_ARGS, False, ["--tags", "-slow"]),
+    # The suite in its cluster-protocol mode (one database, no tests tagged
+    # cluster:skip) against a cluster-enabled server.
+    "external-cluster": ExternalJob(["--cluster-enabled", "yes"] + DEBUG_ARGS, True,
+                                    ["--cluster-mode", "--tags", "-slow"]),
+    # A server with the default configuration: DEBUG, protected configurations and
+    # MODULE refused, and the tests that need them skipped.
+    "external-nodebug": ExternalJob([], False, ["--tags", "-slow -needs:debug"]),
+}
 
 # The units of the suite's own list (test_helper.tcl `all_tests`) run in spawned mode:
 # all but printver and tls (it runs only with --tls); then its integration/ units
@@ -129,17 +155,35 @@ def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None
     raise RuntimeError(f"server on port {port} not ready after {timeout}s")
 
 
-def start_server(kind: str, binary: str, workdir: Path) -> tuple[subprocess.Popen, int]:
-    port = free_port()
-    # Both servers get the configuration Redis's own external-server CI uses
-    # (.github/workflows/external.yml), on a loopback port, started in a private directory.
+def start_server(binary: str, workdir: Path, job: ExternalJob) -> tuple[subprocess.Popen, int]:
+    """Starts a server as `job`'s CI does, on a loopback port, in a private directory."""
+    port = free_port(cluster=job.cluster)
     args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-            "--logfile", str(workdir / "server.log"), "--enable-protected-configs", "yes",
-            "--enable-debug-command", "yes", "--enable-module-command", "yes"]
+            "--logfile", str(workdir / "server.log")] + job.server_args
     proc = subprocess.Popen(args, cwd=workdir, stdout=subprocess.DEVNULL,
                             stderr=subprocess.STDOUT, start_new_session=True)
     wait_ready(port, proc)
+    if job.cluster:
+        own_every_slot(port)
     return proc, port
+
+
+def own_every_slot(port: int, timeout: float = 30.0) -> None:
+    """Makes the server on `port` a one-node cluster owning all 16,384 slots, as the CI's
+    `redis-cli cluster addslots $(seq 0 16383)`, and waits until it says so."""
+    cli = ["redis-cli", "-h", "127.0.0.1", "-p", str(port)]
+    added = subprocess.run(cli + ["cluster", "addslots"] + [str(s) for s in range(16384)],
+                           capture_output=True, text=True, timeout=timeout)
+    if added.stdout.strip() != "OK":
+        raise RuntimeError(f"CLUSTER ADDSLOTS answered {added.stdout.strip() or added.stderr.strip()}")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = subprocess.run(cli + ["cluster", "info"], capture_output=True, text=True,
+                              timeout=timeout).stdout
+        if "cluster_state:ok" in info:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"cluster on port {port} not ok after {timeout}s")
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -184,17 +228,19 @@ def suite_file(unit: str) -> str:
 
 
 def run_unit(kind: str, binary: str, unit: str, src: Path, results: Path,
-             timeout: int, baseport: int) -> dict:
+             timeout: int, baseport: int, mode: str) -> dict:
+    job = EXTERNAL_JOBS[mode]
     workdir = Path(tempfile.mkdtemp(prefix=f"compat-{kind}-"))
-    log_path = results / kind / f"{unit.replace('/', '_')}.log"
+    logs = kind if mode == "external" else f"{kind}-{mode}"
+    log_path = results / logs / f"{unit.replace('/', '_')}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     proc = None
     try:
-        proc, port = start_server(kind, binary, workdir)
+        proc, port = start_server(binary, workdir, job)
         cmd = ["tclsh", "tests/test_helper.tcl", "--host", "127.0.0.1", "--port", str(port),
                "--single", suite_file(unit), "--baseport", str(baseport), "--portcount", "100",
-               "--timeout", str(timeout)] + EXTERNAL_OPTIONS
+               "--timeout", str(timeout)] + job.options
         try:
             run = subprocess.run(cmd, cwd=src, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, timeout=timeout,
@@ -270,7 +316,7 @@ def run_unit_spawned(kind: str, tree: Path, unit: str, results: Path, timeout: i
     started = time.monotonic()
     cmd = ["tclsh", "tests/test_helper.tcl", "--single", suite_file(unit),
            "--baseport", str(baseport), "--portcount", "4000", "--clients", "2",
-           "--timeout", str(timeout)] + SPAWNED_OPTIONS + (["--tls"] if tls else [])
+           "--timeout", str(timeout)] + (["--tls"] if tls else [])
     for test in skip:
         cmd += ["--skiptest", test]
     output, timed_out = run_suite(cmd, tree, timeout)
@@ -430,8 +476,25 @@ def report_units(summary: dict, spawned: bool, tls: bool = False) -> list[str]:
     return units
 
 
-def write_report(summary: dict, needs: dict, path: Path, meta: dict,
-                 spawned: bool = False, tls: bool = False) -> None:
+def external_header(mode: str) -> list[str]:
+    """The report's opening lines for one of the external-server CI's jobs."""
+    job = EXTERNAL_JOBS[mode]
+    make = "make compat" + ("" if mode == "external" else f" MODE={mode}")
+    server = " ".join(job.server_args) or "its default configuration"
+    return [
+        f"Generated by `{make}` (compat/run.py --mode {mode}), as Redis's own external-server",
+        "CI job does it (.github/workflows/external.yml). Redis's Tcl suite, tag 7.0.15, runs",
+        f"unmodified in external-server mode with `{' '.join(job.options)}`, one unit at a",
+        "time, against a fresh redis-server and a fresh redline-server, each started with",
+        f"`--save \"\"` and {'`' + server + '`' if job.server_args else server}"
+        + (", then made a one-node cluster owning every slot (CLUSTER ADDSLOTS)."
+           if job.cluster else "."),
+    ]
+
+
+def write_report(summary: dict, needs: dict, path: Path, meta: dict, mode: str,
+                 tls: bool = False) -> None:
+    spawned = mode == "spawned"
     rows, gaps = [], []
     total_redis = total_redline = total_both = 0
     for unit in report_units(summary, spawned, tls):
@@ -469,9 +532,8 @@ def write_report(summary: dict, needs: dict, path: Path, meta: dict,
         *([
             "Generated by `make compat MODE=spawned` (compat/run.py --mode spawned). Redis's",
             "Tcl suite, tag 7.0.15, runs unmodified in its own mode (it starts its servers from",
-            "`src/redis-server`, with its configuration files, restarts and replicas) with `"
-            + " ".join(SPAWNED_OPTIONS) + "`",
-            "(slow tests included, as Redis's daily CI runs them), one unit at a time, once",
+            "`src/redis-server`, with its configuration files, restarts and replicas) as Redis's",
+            "daily CI runs it (slow tests included, object encodings checked), one unit at a time, once",
             "with redis-server and once with redline-server there. Redis's separate cluster",
             "suite (`runtest-cluster`, up to 20 nodes it starts itself) and Sentinel suite",
             "(`runtest-sentinel`: five real Sentinels, `redis-sentinel` 7.0, fail over five",
@@ -483,11 +545,7 @@ def write_report(summary: dict, needs: dict, path: Path, meta: dict,
                 "servers listen on TLS only and replicate and run the cluster bus over TLS,",
                 "with the certificates Redis's utils/gen-test-certs.sh makes.",
             ] if tls else []),
-        ] if spawned else [
-            "Generated by `make compat` (compat/run.py). Redis's Tcl suite, tag 7.0.15, runs",
-            "unmodified in external-server mode with `" + " ".join(EXTERNAL_OPTIONS) + "`, one",
-            "unit at a time, against a fresh redis-server and a fresh redline-server.",
-        ]),
+        ] if spawned else external_header(mode)),
         "",
         f"- redis-server: {meta.get('redis_version', '?')}; redline-server: {meta.get('redline_version', '?')}",
         f"- run: {meta.get('date', '?')}",
@@ -525,9 +583,11 @@ def main() -> int:
     ap.add_argument("--servers", default="redis,redline")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per unit")
     ap.add_argument("--out", default=str(here))
-    ap.add_argument("--mode", choices=["external", "spawned"], default="external",
+    ap.add_argument("--mode", choices=list(EXTERNAL_JOBS) + ["spawned"], default="external",
                     help="external: the suite against running servers (the default); "
-                         "spawned: the suite starts the servers itself")
+                         "external-cluster: the same in its cluster mode against one-node "
+                         "clusters; external-nodebug: against servers with the default "
+                         "configuration; spawned: the suite starts the servers itself")
     ap.add_argument("--tls", action="store_true",
                     help="spawned mode only: the suite's --tls mode (clients, replication "
                          "and the cluster bus over TLS)")
@@ -547,8 +607,8 @@ def main() -> int:
         print("compat: --tls needs --mode spawned", file=sys.stderr)
         return 2
     # Names of the summary, the report and the logs' directories.
-    tag = "spawned-tls" if args.tls else "spawned"
-    summary_path = results / (f"summary-{tag}.json" if spawned else "summary.json")
+    tag = "spawned-tls" if args.tls else args.mode
+    summary_path = results / ("summary.json" if tag == "external" else f"summary-{tag}.json")
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     summary.setdefault("units", {})
     # The servers start in their own directories: resolve relative paths first.
@@ -586,7 +646,8 @@ def main() -> int:
                 r = run_unit_spawned(kind, trees[kind], unit, results, args.timeout, baseport,
                                      skip, tag, args.tls)
             else:
-                r = run_unit(kind, binaries[kind], unit, src, results, args.timeout, baseport)
+                r = run_unit(kind, binaries[kind], unit, src, results, args.timeout, baseport,
+                             args.mode)
             summary["units"].setdefault(unit, {})[kind] = r
             flag = f" (aborted: {r['exception'][:100]})" if r["exception"] else ""
             print(f"compat: {unit:22} {kind:8} ok {len(r['passed']):4} err "
@@ -595,8 +656,8 @@ def main() -> int:
 
     for tree in trees.values():
         shutil.rmtree(tree, ignore_errors=True)
-    report = out / (f"REPORT-{tag}.md" if spawned else "REPORT.md")
-    write_report(summary, needs, report, meta, spawned, args.tls)
+    report = out / ("REPORT.md" if tag == "external" else f"REPORT-{tag}.md")
+    write_report(summary, needs, report, meta, args.mode, args.tls)
     print(f"compat: wrote {report}")
     return 0
 
