@@ -12,8 +12,9 @@
 //! take the registry: they record ready keys in their own connection state.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard};
@@ -120,6 +121,9 @@ impl Waiter {
 #[derive(Debug, Default)]
 pub struct Registry {
     by_key: HashMap<(usize, Bytes), VecDeque<Arc<Waiter>>>,
+    /// Stream keys blocking reads named lately, and when last (see
+    /// [`Blocking::may_have_stream_waits`]).
+    stream_waits: HashMap<(usize, Bytes), Instant>,
 }
 
 impl Registry {
@@ -163,6 +167,14 @@ impl Registry {
         self.by_key.keys().cloned().collect()
     }
 
+    /// Whether a blocking XREAD or XREADGROUP named `key` of `db` in the last
+    /// [`STREAM_WAITS_KEPT`].
+    pub fn had_stream_waits(&self, db: usize, key: &Bytes) -> bool {
+        self.stream_waits
+            .get(&(db, key.clone()))
+            .is_some_and(|at| at.elapsed() < STREAM_WAITS_KEPT)
+    }
+
     fn add(&mut self, waiter: &Arc<Waiter>) {
         for key in &waiter.keys {
             let queue = self.by_key.entry((waiter.db, key.clone())).or_default();
@@ -203,10 +215,27 @@ impl Registry {
 /// UNBLOCKED error, `false` to answer as if its timeout had passed.
 pub type ReplicaWaitEnd = tokio::sync::oneshot::Receiver<bool>;
 
+/// How long a stream key a blocking read named counts as one clients block on.
+pub const STREAM_WAITS_KEPT: Duration = Duration::from_secs(10);
+
+/// The bit of [`Blocking::stream_wait_bits`] that stands for `key`: its last 8 bytes and
+/// length, mixed, so keys told apart by a counter at their end take different bits.
+fn stream_wait_bit(key: &[u8]) -> u64 {
+    let mut tail = [0u8; 8];
+    let n = key.len().min(8);
+    tail[..n].copy_from_slice(&key[key.len() - n..]);
+    let mixed = (u64::from_le_bytes(tail) ^ key.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    1 << (mixed >> 58)
+}
+
 /// Blocked clients, server-wide.
 #[derive(Debug, Default)]
 pub struct Blocking {
     registry: Mutex<Registry>,
+    /// A bit for each key of the registry's `stream_waits` (see [`stream_wait_bit`]), so
+    /// a write looks at its keys with one load and locks nothing while they are none of
+    /// them.
+    stream_wait_bits: AtomicU64,
     blocked: AtomicUsize,
     /// Blocked clients that blocked with a timeout, WAIT aside: Redis's timeout table.
     timed: AtomicUsize,
@@ -215,11 +244,12 @@ pub struct Blocking {
     replica_waits: Mutex<HashMap<u64, (tokio::sync::oneshot::Sender<bool>, bool)>>,
 }
 
-/// The locked registry, with the counter it keeps in step.
+/// The locked registry, with the counters it keeps in step.
 pub struct RegistryGuard<'a> {
     guard: MutexGuard<'a, Registry>,
     blocked: &'a AtomicUsize,
     timed: &'a AtomicUsize,
+    stream_wait_bits: &'a AtomicU64,
 }
 
 impl std::ops::Deref for RegistryGuard<'_> {
@@ -236,6 +266,17 @@ impl RegistryGuard<'_> {
         self.blocked.fetch_add(1, Ordering::Relaxed);
         if waiter.timed {
             self.timed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Records that a blocking XREAD or XREADGROUP named `keys` of `db` (whether it
+    /// blocked or was served at once).
+    pub fn note_stream_wait(&mut self, db: usize, keys: &[Bytes]) {
+        let now = Instant::now();
+        for key in keys {
+            self.guard.stream_waits.insert((db, key.clone()), now);
+            self.stream_wait_bits
+                .fetch_or(stream_wait_bit(key), Ordering::Relaxed);
         }
     }
 
@@ -276,7 +317,39 @@ impl Blocking {
             guard: self.registry.lock(),
             blocked: &self.blocked,
             timed: &self.timed,
+            stream_wait_bits: &self.stream_wait_bits,
         }
+    }
+
+    /// Whether a blocking stream read may have named `key` lately (any database): one
+    /// relaxed load; [`Registry::had_stream_waits`] answers exactly.
+    #[inline]
+    pub fn may_have_stream_waits(&self, key: &[u8]) -> bool {
+        let bits = self.stream_wait_bits.load(Ordering::Relaxed);
+        bits != 0 && bits & stream_wait_bit(key) != 0
+    }
+
+    /// Whether any stream key counts as one clients block on.
+    #[inline]
+    pub fn any_stream_waits(&self) -> bool {
+        self.stream_wait_bits.load(Ordering::Relaxed) != 0
+    }
+
+    /// Forgets the stream keys no blocking read named for [`STREAM_WAITS_KEPT`] (the
+    /// cron's).
+    pub fn forget_old_stream_waits(&self) {
+        if !self.any_stream_waits() {
+            return;
+        }
+        let mut registry = self.registry.lock();
+        registry
+            .stream_waits
+            .retain(|_, at| at.elapsed() < STREAM_WAITS_KEPT);
+        let bits = registry
+            .stream_waits
+            .keys()
+            .fold(0, |bits, (_, key)| bits | stream_wait_bit(key));
+        self.stream_wait_bits.store(bits, Ordering::Relaxed);
     }
 
     /// Whether any client is blocked: one relaxed load, checked after each write command.

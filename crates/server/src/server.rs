@@ -75,6 +75,7 @@ fn background_events(shared: &Shared) {
     crate::repl::master::cron(shared);
     crate::persist::aof::cron(shared);
     shared.migrate_cache.close_idle();
+    shared.blocking.forget_old_stream_waits();
     shared.clients.trim_idle();
     let pubsub_limit = shared.config.read().client_output_buffer_limit[2];
     shared.clients.close_over_output_limit(&pubsub_limit);

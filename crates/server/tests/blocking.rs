@@ -15,17 +15,26 @@ use redline_testkit::RedisServer;
 /// Waits until the server reports `n` blocked clients (so the next push is ordered
 /// after the registrations, on both servers).
 fn wait_blocked(addr: SocketAddr, n: usize) {
+    assert!(
+        wait_blocked_within(addr, n, Duration::from_secs(5)),
+        "never saw {n} blocked clients at {addr}"
+    );
+}
+
+/// Whether `n` clients are blocked within `limit`.
+fn wait_blocked_within(addr: SocketAddr, n: usize, limit: Duration) -> bool {
     let mut c = Conn::connect(addr);
     let want = format!("blocked_clients:{n}\r\n");
-    for _ in 0..1000 {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
         if let Frame::Bulk(b) = c.cmd(&["INFO", "clients"]) {
             if String::from_utf8_lossy(&b).contains(&want) {
-                return;
+                return true;
             }
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    panic!("never saw {n} blocked clients at {addr}");
+    false
 }
 
 /// 100 clients block on one list in a known order; pushes wake them first come, first
@@ -557,5 +566,76 @@ fn blockers_are_served_in_the_order_their_commands_arrived() {
     );
     for round in 0..5 {
         assert_eq!(blockers_after_a_sleep(ours.addr), expected, "round {round}");
+    }
+}
+
+/// A blocking XREADGROUP (or XREAD) on a stream this reader has blocked on before, then
+/// a write from another connection that deletes or replaces the stream, both reaching
+/// the server while a DEBUG SLEEP holds it. Redis reads them in order: the read blocks,
+/// and the write ends its wait. Here both connections run at once when the sleep ends;
+/// the write, which may remove a stream blocking reads name, waits for the read that
+/// came first. Returns what the reader got.
+fn stream_read_then_removal(addr: SocketAddr, read: &[&str], write: &[&str]) -> String {
+    let mut c = Conn::connect(addr);
+    c.cmd(&["DEL", "s"]);
+    c.cmd(&["XADD", "s", "1-1", "f", "v"]);
+    c.cmd(&["XGROUP", "CREATE", "s", "g", "$"]);
+    let mut reader = Conn::connect(addr);
+    // Its first blocking read times out; the stream now counts as one readers block on.
+    reader.cmd(read);
+    let mut sleeper = Conn::connect(addr);
+    sleeper.send(&["DEBUG", "SLEEP", "0.3"]);
+    std::thread::sleep(Duration::from_millis(50));
+    let blocking: Vec<&str> = read
+        .iter()
+        .map(|a| if *a == "1" { "0" } else { *a })
+        .collect();
+    reader.send(&blocking);
+    std::thread::sleep(Duration::from_millis(20));
+    c.send(write);
+    assert_eq!(text(&sleeper.read().unwrap()), "OK");
+    c.read().unwrap();
+    // A read still blocked (XREAD across a type change) is let go.
+    if wait_blocked_within(addr, 1, Duration::from_millis(200)) {
+        c.cmd(&["DEL", "s"]);
+        c.cmd(&["XADD", "s", "2-1", "f", "v"]);
+    }
+    show(&reader.read().unwrap())
+}
+
+#[test]
+fn a_stream_removed_after_a_blocking_read_arrived_ends_that_read_as_in_redis() {
+    let redis = RedisServer::builder()
+        .args(["--enable-debug-command", "yes"])
+        .start()
+        .unwrap();
+    let ours = Redline::start();
+    let group_read = [
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "alice",
+        "BLOCK",
+        "1",
+        "STREAMS",
+        "s",
+        ">",
+    ];
+    let plain_read = ["XREAD", "BLOCK", "1", "STREAMS", "s", "$"];
+    let cases: [(&[&str], &[&str]); 4] = [
+        (&group_read, &["DEL", "s"]),
+        (&group_read, &["SET", "s", "string"]),
+        (&group_read, &["FLUSHALL"]),
+        (&plain_read, &["SET", "s", "string"]),
+    ];
+    for (read, write) in cases {
+        let expected = stream_read_then_removal(redis.addr(), read, write);
+        for round in 0..4 {
+            assert_eq!(
+                stream_read_then_removal(ours.addr, read, write),
+                expected,
+                "{read:?} then {write:?}, round {round}"
+            );
+        }
     }
 }

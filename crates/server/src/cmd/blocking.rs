@@ -279,6 +279,7 @@ pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64
     let proto = ctx.proto();
     let shared = ctx.shared;
     let mut registry = shared.blocking.lock();
+    registry.note_stream_wait(ctx.client.db, keys);
     {
         let mut locked = ctx.lock_keys(keys.iter().map(|k| &k[..]));
         let mut propagate = Vec::new();
@@ -385,6 +386,70 @@ fn wait_for_earlier_blockers(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Byte
             .clients
             .unsettled_inputs(ctx.client.id, before, ORDERED_PUSH_CLIENTS);
     ctx.client.waits_for_inputs(unsettled)
+}
+
+/// Whether this write waits first for every connection's input that came before it and
+/// has not run yet, because it may delete or replace a stream key that blocking reads
+/// have named lately ([`crate::blocking::STREAM_WAITS_KEPT`]). A blocking XREADGROUP
+/// among that input would have blocked first in Redis, and this write would then have
+/// ended its wait ("the stream key no longer exists"); run after the write, it finds no
+/// stream (NOGROUP) or another type (WRONGTYPE) instead. Pushes order themselves by the
+/// waiters they serve ([`lets_earlier_blockers_run_first`]); scripts do not look.
+#[inline]
+pub fn lets_stream_readers_run_first(
+    ctx: &mut Ctx<'_>,
+    spec: &CommandSpec,
+    args: &[Bytes],
+) -> bool {
+    // One load for every command while no blocking read named a stream lately.
+    ctx.shared.blocking.any_stream_waits() && wait_for_stream_readers(ctx, spec, args)
+}
+
+fn wait_for_stream_readers(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
+    let removes = match spec.name {
+        "flushall" | "flushdb" | "swapdb" => true,
+        "exec" => ctx.client.multi.iter().flatten().any(|queued| {
+            ctx.shared
+                .renamed
+                .resolve(queued)
+                .is_some_and(|spec| may_remove_stream_waited_on(ctx, spec, queued))
+        }),
+        _ => may_remove_stream_waited_on(ctx, spec, args),
+    };
+    if !removes {
+        return false;
+    }
+    let unsettled = ctx.shared.clients.unsettled_inputs(
+        ctx.client.id,
+        ctx.client.mailbox.input_turns().waits_before(),
+        ORDERED_PUSH_CLIENTS,
+    );
+    ctx.client.waits_for_inputs(unsettled)
+}
+
+/// Whether `spec` with `args` may delete or replace a key of the client's database that
+/// blocking stream reads named lately: the commands that remove a key or store a value
+/// of any type over one, and XGROUP (a group's end). The others fail on a stream
+/// (WRONGTYPE) or cannot remove it.
+fn may_remove_stream_waited_on(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
+    let waited_on = |key: &Bytes| {
+        let blocking = &ctx.shared.blocking;
+        blocking.may_have_stream_waits(key) && blocking.lock().had_stream_waits(ctx.client.db, key)
+    };
+    match spec.name {
+        // The frequent ones, whose keys are known without the command table.
+        "set" | "setex" | "psetex" => args.get(1).is_some_and(waited_on),
+        "del" | "unlink" => args.iter().skip(1).any(waited_on),
+        "rename" | "renamenx" | "move" | "copy" | "restore" | "expire" | "pexpire" | "expireat"
+        | "pexpireat" | "migrate" | "sort" | "mset" | "sunionstore" | "sinterstore"
+        | "sdiffstore" | "zunionstore" | "zinterstore" | "zdiffstore" | "zrangestore"
+        | "georadius" | "georadiusbymember" | "geosearchstore" | "bitop" | "xgroup" => {
+            let mut keys = Vec::new();
+            redline_resp::command::keys_into(spec, args, &mut keys).is_ok()
+                && keys.into_iter().filter_map(|i| args.get(i)).any(waited_on)
+        }
+        _ => false,
+    }
 }
 
 /// How many waiters of a key a write can serve at most: one per element it adds for

@@ -350,6 +350,7 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
             && (pubsub::lets_listeners_run_first(ctx, spec, args)
                 | tx::lets_watchers_run_first(ctx, spec, args)
                 | blocking::lets_earlier_blockers_run_first(ctx, spec, args)
+                | blocking::lets_stream_readers_run_first(ctx, spec, args)
                 | crate::repl::replica::lets_stream_run_first(ctx))
         {
             ctx.client.postpone = true;
