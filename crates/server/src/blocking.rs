@@ -12,7 +12,7 @@
 //! take the registry: they record ready keys in their own connection state.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -218,15 +218,38 @@ pub type ReplicaWaitEnd = tokio::sync::oneshot::Receiver<bool>;
 /// How long a stream key a blocking read named counts as one clients block on.
 pub const STREAM_WAITS_KEPT: Duration = Duration::from_secs(10);
 
-/// The bit of [`Blocking::stream_wait_bits`] that stands for `key`: its last 8 bytes and
-/// length, mixed, so keys told apart by a counter at their end take different bits.
-fn stream_wait_bit(key: &[u8]) -> u64 {
+/// Which of 64 classes `key` falls in, for the lock-free filters of [`Blocking`]: its
+/// last 8 bytes and length, mixed, so keys told apart by a counter at their end fall in
+/// different classes.
+fn key_class(key: &[u8]) -> usize {
     let mut tail = [0u8; 8];
     let n = key.len().min(8);
     tail[..n].copy_from_slice(&key[key.len() - n..]);
     let mixed = (u64::from_le_bytes(tail) ^ key.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    1 << (mixed >> 58)
+    (mixed >> 58) as usize
 }
+
+/// The bit of [`Blocking::stream_wait_bits`] that stands for `key`.
+fn stream_wait_bit(key: &[u8]) -> u64 {
+    1 << key_class(key)
+}
+
+/// Per key class ([`key_class`]), how many keys blocked clients wait on: a write
+/// signals its keys for waiters only when their classes count any.
+#[derive(Debug)]
+struct WaitedClasses([AtomicU32; 64]);
+
+impl Default for WaitedClasses {
+    fn default() -> Self {
+        WaitedClasses(std::array::from_fn(|_| AtomicU32::new(0)))
+    }
+}
+
+/// What [`Blocking::count_waiting`] returns: that a blocking command counted its keys as
+/// waited on while it still held their shards, so [`RegistryGuard::block`] can register
+/// it.
+#[must_use]
+pub struct WaitCounted(());
 
 /// Blocked clients, server-wide.
 #[derive(Debug, Default)]
@@ -236,6 +259,7 @@ pub struct Blocking {
     /// a write looks at its keys with one load and locks nothing while they are none of
     /// them.
     stream_wait_bits: AtomicU64,
+    waited: WaitedClasses,
     blocked: AtomicUsize,
     /// Blocked clients that blocked with a timeout, WAIT aside: Redis's timeout table.
     timed: AtomicUsize,
@@ -247,9 +271,7 @@ pub struct Blocking {
 /// The locked registry, with the counters it keeps in step.
 pub struct RegistryGuard<'a> {
     guard: MutexGuard<'a, Registry>,
-    blocked: &'a AtomicUsize,
-    timed: &'a AtomicUsize,
-    stream_wait_bits: &'a AtomicU64,
+    blocking: &'a Blocking,
 }
 
 impl std::ops::Deref for RegistryGuard<'_> {
@@ -260,12 +282,12 @@ impl std::ops::Deref for RegistryGuard<'_> {
 }
 
 impl RegistryGuard<'_> {
-    /// Registers a blocked client.
-    pub fn block(&mut self, waiter: &Arc<Waiter>) {
+    /// Registers a blocked client, whose keys [`Blocking::count_waiting`] counted.
+    pub fn block(&mut self, waiter: &Arc<Waiter>, _counted: WaitCounted) {
         self.guard.add(waiter);
-        self.blocked.fetch_add(1, Ordering::Relaxed);
+        self.blocking.blocked.fetch_add(1, Ordering::Relaxed);
         if waiter.timed {
-            self.timed.fetch_add(1, Ordering::Relaxed);
+            self.blocking.timed.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -275,16 +297,20 @@ impl RegistryGuard<'_> {
         let now = Instant::now();
         for key in keys {
             self.guard.stream_waits.insert((db, key.clone()), now);
-            self.stream_wait_bits
+            self.blocking
+                .stream_wait_bits
                 .fetch_or(stream_wait_bit(key), Ordering::Relaxed);
         }
     }
 
     /// Counts `waiter`, just removed, out.
     fn forget(&self, waiter: &Waiter) {
-        self.blocked.fetch_sub(1, Ordering::Relaxed);
+        self.blocking.blocked.fetch_sub(1, Ordering::Relaxed);
         if waiter.timed {
-            self.timed.fetch_sub(1, Ordering::Relaxed);
+            self.blocking.timed.fetch_sub(1, Ordering::Relaxed);
+        }
+        for key in &waiter.keys {
+            self.blocking.waited.0[key_class(key)].fetch_sub(1, Ordering::Relaxed);
         }
     }
 
@@ -315,10 +341,26 @@ impl Blocking {
     pub fn lock(&self) -> RegistryGuard<'_> {
         RegistryGuard {
             guard: self.registry.lock(),
-            blocked: &self.blocked,
-            timed: &self.timed,
-            stream_wait_bits: &self.stream_wait_bits,
+            blocking: self,
         }
+    }
+
+    /// Counts `keys` as waited on, for a blocking command about to block on them. It
+    /// must count while it still holds their shards after finding them empty: a write
+    /// to one of them then either came before (and the command found what it wrote) or
+    /// sees the count when it ends, and signals the key ([`Blocking::may_be_waited_on`]).
+    pub fn count_waiting(&self, keys: &[Bytes]) -> WaitCounted {
+        for key in keys {
+            self.waited.0[key_class(key)].fetch_add(1, Ordering::Relaxed);
+        }
+        WaitCounted(())
+    }
+
+    /// Whether a client may be blocked on `key` (in any database): false when no
+    /// blocked client waits on a key of its class, so a write need not signal it.
+    #[inline]
+    pub fn may_be_waited_on(&self, key: &[u8]) -> bool {
+        self.waited.0[key_class(key)].load(Ordering::Relaxed) != 0
     }
 
     /// Whether a blocking stream read may have named `key` lately (any database): one
@@ -419,9 +461,14 @@ mod tests {
         let key = Bytes::from_static(b"k");
         let mut registry = blocking.lock();
         // Client 2's command came second but ran first; client 3's came last.
-        registry.block(&waiter(2, &[b"k"], 20));
-        registry.block(&waiter(3, &[b"k", b"other"], 30));
-        registry.block(&waiter(1, &[b"k", b"k"], 10));
+        for w in [
+            waiter(2, &[b"k"], 20),
+            waiter(3, &[b"k", b"other"], 30),
+            waiter(1, &[b"k", b"k"], 10),
+        ] {
+            let counted = blocking.count_waiting(&w.keys);
+            registry.block(&w, counted);
+        }
         let order: Vec<u64> = registry.all(0, &key).iter().map(|w| w.client_id).collect();
         assert_eq!(order, [1, 2, 3]);
         let other = Bytes::from_static(b"other");
@@ -433,5 +480,29 @@ mod tests {
         assert_eq!(last(&key, 0), None);
         assert!(registry.last_served(1, &key, 1).is_none());
         assert_eq!(blocking.count(), 3);
+    }
+
+    #[test]
+    fn keys_count_as_waited_on_until_their_last_waiter_goes() {
+        let blocking = Blocking::default();
+        assert!(!blocking.may_be_waited_on(b"k"));
+        let (one, two) = (waiter(1, &[b"k", b"k"], 10), waiter(2, &[b"k", b"j"], 20));
+        let mut registry = blocking.lock();
+        for w in [&one, &two] {
+            let counted = blocking.count_waiting(&w.keys);
+            registry.block(w, counted);
+        }
+        assert!(blocking.may_be_waited_on(b"k") && blocking.may_be_waited_on(b"j"));
+        registry.serve(&one, b"+OK\r\n");
+        assert!(blocking.may_be_waited_on(b"k"));
+        assert!(registry.cancel(&two));
+        assert!(!blocking.may_be_waited_on(b"k") && !blocking.may_be_waited_on(b"j"));
+        // Gone already: nothing is counted out twice.
+        registry.cancel(&two);
+        assert!(blocking
+            .waited
+            .0
+            .iter()
+            .all(|c| c.load(Ordering::Relaxed) == 0));
     }
 }

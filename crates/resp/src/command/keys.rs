@@ -555,6 +555,26 @@ mod tests {
     }
 
     #[test]
+    fn a_sole_first_key_is_what_the_key_specs_find() {
+        let mut checked = 0;
+        for spec in crate::command::all().filter(|s| s.has_sole_first_key()) {
+            // Every argument count the arity allows, up to a few past its minimum.
+            let least = spec.arity.unsigned_abs() as usize;
+            let most = if spec.arity < 0 { least + 4 } else { least };
+            for len in least.max(2)..=most {
+                let mut args = vec!["x"; len];
+                args[0] = spec.name;
+                let mut out = Vec::new();
+                if keys_into(spec, &args, &mut out).is_ok() {
+                    assert_eq!(out, [1], "{} with {len} arguments", spec.name);
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 100, "only {checked} checked");
+    }
+
+    #[test]
     fn index_and_range() {
         assert_eq!(k(&["GET", "a"]), Ok(vec![1]));
         assert_eq!(k(&["get", "a", "b"]), Err(KeysError::WrongArity));

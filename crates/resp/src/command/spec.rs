@@ -113,6 +113,28 @@ impl CommandSpec {
         }
     }
 
+    /// True when the command's one key is always its first argument (GET, SET, LPUSH and
+    /// most others), so a caller can take it without walking the key specs. Without the
+    /// `movablekeys` flag the legacy range gives every key, as Redis defines it (a key
+    /// finder such as SET's then only tells the keys' access flags).
+    ///
+    /// ```
+    /// use redline_resp::command;
+    ///
+    /// assert!(command::lookup(b"SET").unwrap().has_sole_first_key());
+    /// assert!(!command::lookup(b"MSET").unwrap().has_sole_first_key());
+    /// assert!(!command::lookup(b"SORT").unwrap().has_sole_first_key());
+    /// // A shard channel is hashed like a key, but is not one.
+    /// assert!(!command::lookup(b"SPUBLISH").unwrap().has_sole_first_key());
+    /// ```
+    pub const fn has_sole_first_key(&self) -> bool {
+        self.first_key == 1
+            && self.last_key == 1
+            && self.key_specs.len() == 1
+            && !self.key_specs[0].flags.contains(KeySpecFlags::NOT_KEY)
+            && !self.flags.contains(CommandFlags::MOVABLE_KEYS)
+    }
+
     /// True when Redis considers that the command has key arguments at all: a key finder or
     /// a key spec that is not `not_key`. `COMMAND GETKEYS` answers "The command has no key
     /// arguments" for the others.

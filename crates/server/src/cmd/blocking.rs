@@ -280,7 +280,7 @@ pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64
     let shared = ctx.shared;
     let mut registry = shared.blocking.lock();
     registry.note_stream_wait(ctx.client.db, keys);
-    {
+    let counted = {
         let mut locked = ctx.lock_keys(keys.iter().map(|k| &k[..]));
         let mut propagate = Vec::new();
         let record = crate::repl::propagates(ctx);
@@ -298,7 +298,8 @@ pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64
             crate::repl::propagate_instead(ctx, propagate);
             return Ok(());
         }
-    }
+        shared.blocking.count_waiting(keys)
+    };
     let waiter = Arc::new(Waiter {
         client_id: ctx.client.id,
         db: ctx.client.db,
@@ -311,7 +312,7 @@ pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64
         timed: ms > 0,
         arrived: ctx.client.mailbox.input_turns().arrival(),
     });
-    registry.block(&waiter);
+    registry.block(&waiter, counted);
     let timeout = (ms > 0).then(|| Duration::from_millis(ms as u64));
     ctx.client.blocked = Some(Blocked {
         waiter,
@@ -354,9 +355,11 @@ pub fn lets_earlier_blockers_run_first(
 
 #[cold]
 fn wait_for_earlier_blockers(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
-    let Ok(indexes) = redline_resp::command::keys(args) else {
+    let blocking = &ctx.shared.blocking;
+    let keys = super::keys_where(spec, args, |key| blocking.may_be_waited_on(key));
+    if keys.is_empty() {
         return false;
-    };
+    }
     let db = ctx.client.db;
     let mine = ctx.client.mailbox.input_turns().waits_before();
     let served = waiters_served_at_most(spec, args);
@@ -368,9 +371,7 @@ fn wait_for_earlier_blockers(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Byte
     // there any earlier input counts.
     let before = {
         let registry = ctx.shared.blocking.lock();
-        indexes
-            .into_iter()
-            .filter_map(|i| args.get(i))
+        keys.into_iter()
             .filter_map(|key| registry.last_served(db, key, served))
             .map(|last| match last.op {
                 BlockOp::Stream(_) => mine,
@@ -432,24 +433,50 @@ fn wait_for_stream_readers(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]
 /// of any type over one, and XGROUP (a group's end). The others fail on a stream
 /// (WRONGTYPE) or cannot remove it.
 fn may_remove_stream_waited_on(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
-    let waited_on = |key: &Bytes| {
-        let blocking = &ctx.shared.blocking;
-        blocking.may_have_stream_waits(key) && blocking.lock().had_stream_waits(ctx.client.db, key)
-    };
-    match spec.name {
-        // The frequent ones, whose keys are known without the command table.
-        "set" | "setex" | "psetex" => args.get(1).is_some_and(waited_on),
-        "del" | "unlink" => args.iter().skip(1).any(waited_on),
-        "rename" | "renamenx" | "move" | "copy" | "restore" | "expire" | "pexpire" | "expireat"
-        | "pexpireat" | "migrate" | "sort" | "mset" | "sunionstore" | "sinterstore"
-        | "sdiffstore" | "zunionstore" | "zinterstore" | "zdiffstore" | "zrangestore"
-        | "georadius" | "georadiusbymember" | "geosearchstore" | "bitop" | "xgroup" => {
-            let mut keys = Vec::new();
-            redline_resp::command::keys_into(spec, args, &mut keys).is_ok()
-                && keys.into_iter().filter_map(|i| args.get(i)).any(waited_on)
-        }
-        _ => false,
+    let blocking = &ctx.shared.blocking;
+    let removes = matches!(
+        spec.name,
+        "set"
+            | "setex"
+            | "psetex"
+            | "del"
+            | "unlink"
+            | "rename"
+            | "renamenx"
+            | "move"
+            | "copy"
+            | "restore"
+            | "expire"
+            | "pexpire"
+            | "expireat"
+            | "pexpireat"
+            | "migrate"
+            | "sort"
+            | "mset"
+            | "sunionstore"
+            | "sinterstore"
+            | "sdiffstore"
+            | "zunionstore"
+            | "zinterstore"
+            | "zdiffstore"
+            | "zrangestore"
+            | "georadius"
+            | "georadiusbymember"
+            | "geosearchstore"
+            | "bitop"
+            | "xgroup"
+    );
+    if !removes {
+        return false;
     }
+    let named = super::keys_where(spec, args, |key| blocking.may_have_stream_waits(key));
+    if named.is_empty() {
+        return false;
+    }
+    let registry = blocking.lock();
+    named
+        .into_iter()
+        .any(|key| registry.had_stream_waits(ctx.client.db, key))
 }
 
 /// How many waiters of a key a write can serve at most: one per element it adds for
@@ -667,7 +694,7 @@ fn block_on(
     }
     let shared = ctx.shared;
     let mut registry = shared.blocking.lock();
-    {
+    let counted = {
         let mut locked = ctx.lock_keys(all);
         for key in keys {
             let outcome = match &op {
@@ -686,7 +713,8 @@ fn block_on(
                 return Ok(());
             }
         }
-    }
+        shared.blocking.count_waiting(keys)
+    };
     let waiter = Arc::new(Waiter {
         client_id: ctx.client.id,
         db: ctx.client.db,
@@ -699,7 +727,7 @@ fn block_on(
         timed: timeout.is_some(),
         arrived: ctx.client.mailbox.input_turns().arrival(),
     });
-    registry.block(&waiter);
+    registry.block(&waiter, counted);
     ctx.client.blocked = Some(Blocked {
         waiter,
         deadline: timeout.map(|t| tokio::time::Instant::now() + t),

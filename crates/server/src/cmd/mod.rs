@@ -954,7 +954,7 @@ fn invalidate_changed_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec) {
         .invalidate_keys_written(ctx.shared, &keys, Some(id), bcast_by);
 }
 
-/// Records the keys a write command touched, for clients blocked on them (Redis's
+/// Records the keys a write command touched that clients may be blocked on (Redis's
 /// `signalKeyAsReady`); commands that move keys across databases make every waiter
 /// look again.
 ///
@@ -974,14 +974,33 @@ fn note_written_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ok: 
     if !blocking || moves_dbs {
         return;
     }
-    if let Ok(indexes) = command::keys(args) {
-        let db = ctx.client.db;
-        for i in indexes {
-            if let Some(key) = args.get(i) {
-                ctx.client.ready.push((db, key.clone()));
-            }
-        }
+    // A key nobody waits on needs no look under the registry's lock.
+    let blocking = &ctx.shared.blocking;
+    let db = ctx.client.db;
+    for key in keys_where(spec, args, |key| blocking.may_be_waited_on(key)) {
+        ctx.client.ready.push((db, key.clone()));
     }
+}
+
+/// The keys `spec` names in `args` that pass `keep`: for the commands whose one key is
+/// their first argument (most), that argument, without walking the key specs.
+pub(crate) fn keys_where<'a>(
+    spec: &CommandSpec,
+    args: &'a [Bytes],
+    keep: impl Fn(&[u8]) -> bool,
+) -> Vec<&'a Bytes> {
+    if spec.has_sole_first_key() {
+        return args.get(1).filter(|key| keep(key)).into_iter().collect();
+    }
+    let mut positions = Vec::new();
+    if command::keys_into(spec, args, &mut positions).is_err() {
+        return Vec::new();
+    }
+    positions
+        .into_iter()
+        .filter_map(|i| args.get(i))
+        .filter(|key| keep(key))
+        .collect()
 }
 
 /// A command refused before it runs; inside MULTI that also dooms the transaction
