@@ -23,6 +23,9 @@ Scenarios:
 - publish-then-unsubscribe: a PUBLISH, then the subscriber's UNSUBSCRIBE; out of order
   when the PUBLISH reached nobody.
 - unsubscribe-then-publish: the reverse; out of order when it reached the subscriber.
+- xreadgroup-then-del: a consumer that has blocked on the stream before sends
+  XREADGROUP ... BLOCK 0, then another connection DELs the stream; out of order when
+  the read gets NOGROUP (it ran after the DEL) instead of being ended by it.
 """
 
 import argparse
@@ -79,11 +82,37 @@ def publish(port, trials, publish_first):
     return wrong
 
 
+def xreadgroup_then_del(port, trials):
+    r = Resp(port, timeout=10)
+    wrong = 0
+    for i in range(trials):
+        key = f"order:{i}"
+        r.cmd("XGROUP", "CREATE", key, "g", "$", "MKSTREAM")
+        reader = Resp(port, timeout=10)
+        read = ["XREADGROUP", "GROUP", "g", "c", "BLOCK", "1", "STREAMS", key, ">"]
+        reader.cmd(*read)
+        read[5] = "0"
+        reader.send(*read)
+        r.cmd("DEL", key)
+        reader.sock.settimeout(1.0)
+        try:
+            got = reader.read()
+        except socket.timeout:
+            got = None
+        except RuntimeError as error:  # the error reply
+            got = str(error)
+        wrong += "no longer exists" not in str(got)
+        reader.close()
+    r.close()
+    return wrong
+
+
 SCENARIOS = [
     ("blpop-new", lambda port, n: blpop(port, n, warm=False)),
     ("blpop-open", lambda port, n: blpop(port, n, warm=True)),
     ("publish-then-unsubscribe", lambda port, n: publish(port, n, publish_first=True)),
     ("unsubscribe-then-publish", lambda port, n: publish(port, n, publish_first=False)),
+    ("xreadgroup-then-del", xreadgroup_then_del),
 ]
 
 

@@ -428,45 +428,24 @@ fn wait_for_stream_readers(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]
     ctx.client.waits_for_inputs(unsettled)
 }
 
+/// The commands that delete a key or store a value of any type over one, and XGROUP (it
+/// can end a group): the writes that can take a stream away from readers blocked on it.
+/// The others fail on a stream (WRONGTYPE) or cannot remove it.
+#[rustfmt::skip]
+fn removes_or_replaces_keys(name: &str) -> bool {
+    matches!(name,
+        "set" | "setex" | "psetex" | "mset" | "del" | "unlink" | "rename" | "renamenx"
+        | "move" | "copy" | "restore" | "migrate" | "expire" | "pexpire" | "expireat"
+        | "pexpireat" | "sort" | "sunionstore" | "sinterstore" | "sdiffstore" | "zunionstore"
+        | "zinterstore" | "zdiffstore" | "zrangestore" | "georadius" | "georadiusbymember"
+        | "geosearchstore" | "bitop" | "xgroup")
+}
+
 /// Whether `spec` with `args` may delete or replace a key of the client's database that
-/// blocking stream reads named lately: the commands that remove a key or store a value
-/// of any type over one, and XGROUP (a group's end). The others fail on a stream
-/// (WRONGTYPE) or cannot remove it.
+/// blocking stream reads named lately ([`removes_or_replaces_keys`]).
 fn may_remove_stream_waited_on(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
     let blocking = &ctx.shared.blocking;
-    let removes = matches!(
-        spec.name,
-        "set"
-            | "setex"
-            | "psetex"
-            | "del"
-            | "unlink"
-            | "rename"
-            | "renamenx"
-            | "move"
-            | "copy"
-            | "restore"
-            | "expire"
-            | "pexpire"
-            | "expireat"
-            | "pexpireat"
-            | "migrate"
-            | "sort"
-            | "mset"
-            | "sunionstore"
-            | "sinterstore"
-            | "sdiffstore"
-            | "zunionstore"
-            | "zinterstore"
-            | "zdiffstore"
-            | "zrangestore"
-            | "georadius"
-            | "georadiusbymember"
-            | "geosearchstore"
-            | "bitop"
-            | "xgroup"
-    );
-    if !removes {
+    if !removes_or_replaces_keys(spec.name) {
         return false;
     }
     let named = super::keys_where(spec, args, |key| blocking.may_have_stream_waits(key));
