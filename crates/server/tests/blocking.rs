@@ -622,10 +622,11 @@ fn a_stream_removed_after_a_blocking_read_arrived_ends_that_read_as_in_redis() {
         ">",
     ];
     let plain_read = ["XREAD", "BLOCK", "1", "STREAMS", "s", "$"];
-    let cases: [(&[&str], &[&str]); 4] = [
+    let cases: [(&[&str], &[&str]); 5] = [
         (&group_read, &["DEL", "s"]),
         (&group_read, &["SET", "s", "string"]),
         (&group_read, &["FLUSHALL"]),
+        (&group_read, &["XGROUP", "DESTROY", "s", "g"]),
         (&plain_read, &["SET", "s", "string"]),
     ];
     for (read, write) in cases {

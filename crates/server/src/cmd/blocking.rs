@@ -428,8 +428,9 @@ fn wait_for_stream_readers(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]
     ctx.client.waits_for_inputs(unsettled)
 }
 
-/// The commands that delete a key or store a value of any type over one, and XGROUP (it
-/// can end a group): the writes that can take a stream away from readers blocked on it.
+/// The commands that delete a key or store a value of any type over one, and XGROUP
+/// DESTROY (it ends a group): the writes that can take a stream away from readers
+/// blocked on it.
 /// The others fail on a stream (WRONGTYPE) or cannot remove it.
 #[rustfmt::skip]
 fn removes_or_replaces_keys(name: &str) -> bool {
@@ -438,7 +439,7 @@ fn removes_or_replaces_keys(name: &str) -> bool {
         | "move" | "copy" | "restore" | "migrate" | "expire" | "pexpire" | "expireat"
         | "pexpireat" | "sort" | "sunionstore" | "sinterstore" | "sdiffstore" | "zunionstore"
         | "zinterstore" | "zdiffstore" | "zrangestore" | "georadius" | "georadiusbymember"
-        | "geosearchstore" | "bitop" | "xgroup")
+        | "geosearchstore" | "bitop" | "xgroup|destroy")
 }
 
 /// Whether `spec` with `args` may delete or replace a key of the client's database that
