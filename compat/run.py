@@ -29,6 +29,7 @@ part of the report.
 
 import argparse
 from collections import Counter
+from dataclasses import dataclass
 import json
 import os
 import re
@@ -59,14 +60,14 @@ DEBUG_ARGS = ["--enable-protected-configs", "yes", "--enable-debug-command", "ye
               "--enable-module-command", "yes"]
 
 
+@dataclass(frozen=True)
 class ExternalJob:
     """One job of Redis's external-server CI: the server's arguments, whether it is made a
     one-node cluster owning every slot first, and the suite's options."""
 
-    def __init__(self, server_args: list[str], cluster: bool, options: list[str]):
-        self.server_args = server_args
-        self.cluster = cluster
-        self.options = options
+    server_args: list[str]
+    cluster: bool
+    options: list[str]
 
 
 # Redis's external-server CI runs three jobs, each a mode here. All skip slow tests (one
