@@ -982,8 +982,9 @@ fn note_written_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ok: 
     }
 }
 
-/// The keys `spec` names in `args` that pass `keep`: for the commands whose one key is
-/// their first argument (most), that argument, without walking the key specs.
+/// The keys `spec` names in `args` that pass `keep`. Asked after every write while a
+/// client is blocked, and most keys pass nothing: a command whose one key is its first
+/// argument allocates no buffer of positions (about 300 instructions a write).
 pub(crate) fn keys_where<'a>(
     spec: &CommandSpec,
     args: &'a [Bytes],
