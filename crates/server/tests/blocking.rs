@@ -8,7 +8,7 @@ mod common;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use common::{show, text, Conn, Redline};
+use common::{redis_with_debug, show, text, Conn, Redline};
 use redline_resp::Frame;
 use redline_testkit::RedisServer;
 
@@ -544,10 +544,7 @@ fn blockers_after_a_sleep(addr: SocketAddr) -> (String, String) {
 
 #[test]
 fn blockers_are_served_in_the_order_their_commands_arrived() {
-    let redis = RedisServer::builder()
-        .args(["--enable-debug-command", "yes"])
-        .start()
-        .unwrap();
+    let redis = redis_with_debug();
     let ours = Redline::start();
     let expected = (
         show(&Frame::Array(vec![
@@ -605,10 +602,7 @@ fn stream_read_then_removal(addr: SocketAddr, read: &[&str], write: &[&str]) -> 
 
 #[test]
 fn a_stream_removed_after_a_blocking_read_arrived_ends_that_read_as_in_redis() {
-    let redis = RedisServer::builder()
-        .args(["--enable-debug-command", "yes"])
-        .start()
-        .unwrap();
+    let redis = redis_with_debug();
     let ours = Redline::start();
     let group_read = [
         "XREADGROUP",

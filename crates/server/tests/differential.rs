@@ -26,7 +26,7 @@
 
 mod common;
 
-use common::{show, text, Conn, Redline};
+use common::{redis_with_debug, show, text, Conn, Redline};
 use redline_resp::Frame;
 use redline_testkit::RedisServer;
 
@@ -1372,15 +1372,6 @@ fn notifications(addr: std::net::SocketAddr, commands: &[Vec<Vec<u8>>]) -> Vec<S
         }
         out.push(message);
     }
-}
-
-/// A redis-server that takes DEBUG (off by default since Redis 7), as redline's test
-/// servers do.
-fn redis_with_debug() -> RedisServer {
-    RedisServer::builder()
-        .arg("--enable-debug-command", "yes")
-        .start()
-        .expect("redis-server")
 }
 
 /// Generated sequences with keyspace notifications on: the messages (channels, events,

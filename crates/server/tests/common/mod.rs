@@ -390,3 +390,13 @@ pub fn aof_server(fsync: &str) -> redline_testkit::RedlineServer {
         .start()
         .unwrap()
 }
+
+/// A redis-server that takes DEBUG (off by default since Redis 7), as redline's test
+/// servers do.
+#[allow(dead_code)]
+pub fn redis_with_debug() -> redline_testkit::RedisServer {
+    redline_testkit::RedisServer::builder()
+        .arg("--enable-debug-command", "yes")
+        .start()
+        .expect("redis-server")
+}
