@@ -93,7 +93,7 @@ impl PubSub {
         let mut table = self.table(kind).write();
         let at = match table.find_or_hash(name.as_ref()) {
             Ok(at) => at,
-            Err(hash) => table.push_new(hash, name.clone(), Vec::new()),
+            Err(hash) => table.add_new(hash, name.clone(), Vec::new()),
         };
         let listeners = &mut table[at];
         if !listeners.iter().any(|l| l.id == id) {

@@ -282,7 +282,7 @@ impl Tracking {
                 Ok(at) => at,
                 Err(hash) => state
                     .table
-                    .push_new(hash, Bytes::copy_from_slice(key), Vec::new()),
+                    .add_new(hash, Bytes::copy_from_slice(key), Vec::new()),
             };
             let ids = &mut state.table[at];
             if !ids.contains(&id) {

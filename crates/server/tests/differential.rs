@@ -2724,6 +2724,105 @@ fn collection_scans_page_where_redis_pages() {
     assert!(mismatches.is_empty(), "{mismatches:#?}");
 }
 
+/// A scan that has begun, then an element it has not returned yet deleted: the rest of
+/// the walk returns every other element exactly once and never the deleted one, for the
+/// keyspace's SCAN and a paged SSCAN, HSCAN and ZSCAN, as on Redis (whose dict moves
+/// entries only while it resizes). fakeredis's scan tests check this on real servers.
+#[test]
+fn scans_repeat_nothing_when_an_unreturned_element_goes() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    const SIZE: usize = 600;
+    let name = |i: usize| i.to_string();
+    for addr in [redis.addr(), redline.addr] {
+        let mut c = Conn::connect(addr);
+        for i in 0..SIZE {
+            c.send(&["SET", &format!("key:{i}"), "v"]);
+        }
+        for _ in 0..SIZE {
+            c.read().unwrap();
+        }
+        let mut sadd = vec!["SADD".to_string(), "set".to_string()];
+        let mut hset = vec!["HSET".to_string(), "hash".to_string()];
+        let mut zadd = vec!["ZADD".to_string(), "zset".to_string()];
+        for i in 0..SIZE {
+            sadd.push(name(i));
+            hset.extend([format!("field:{i}"), name(i)]);
+            zadd.extend([name(i), format!("member:{i}")]);
+        }
+        for cmd in [&sadd, &hset, &zadd] {
+            c.cmd(cmd);
+        }
+    }
+    // (scan, its key or none, how a returned item names its element, the delete, the
+    // element it deletes by the same name).
+    type Remove = fn(&str) -> Vec<String>;
+    let cases: [(&str, Option<&str>, usize, Remove); 4] = [
+        ("SCAN", None, 1, |k| vec!["DEL".into(), k.into()]),
+        ("SSCAN", Some("set"), 1, |m| {
+            vec!["SREM".into(), "set".into(), m.into()]
+        }),
+        ("HSCAN", Some("hash"), 2, |f| {
+            vec!["HDEL".into(), "hash".into(), f.into()]
+        }),
+        ("ZSCAN", Some("zset"), 2, |m| {
+            vec!["ZREM".into(), "zset".into(), m.into()]
+        }),
+    ];
+    let all_of = |command: &str| -> Vec<String> {
+        (0..SIZE)
+            .map(|i| match command {
+                "SCAN" => format!("key:{i}"),
+                "SSCAN" => name(i),
+                "HSCAN" => format!("field:{i}"),
+                _ => format!("member:{i}"),
+            })
+            .collect()
+    };
+    for addr in [redis.addr(), redline.addr] {
+        let mut c = Conn::connect(addr);
+        for (command, key, stride, remove) in cases {
+            let mut call = |cursor: &str| -> (String, Vec<String>) {
+                let mut args = vec![command];
+                args.extend(key);
+                args.push(cursor);
+                let Frame::Array(parts) = c.cmd(&args) else {
+                    panic!("{command}")
+                };
+                let Frame::Array(items) = &parts[1] else {
+                    panic!("{command}")
+                };
+                let named = items.iter().step_by(stride).map(text);
+                // The keyspace also holds the three collections.
+                let elements = named.filter(|e| command != "SCAN" || e.starts_with("key:"));
+                (text(&parts[0]), elements.collect())
+            };
+            let (mut cursor, mut seen) = call("0");
+            assert_ne!(cursor, "0", "{command} at {addr} paged");
+            let gone = all_of(command)
+                .into_iter()
+                .find(|e| !seen.contains(e))
+                .unwrap_or_default();
+            let mut calls = 0;
+            let mut c2 = Conn::connect(addr);
+            assert_eq!(c2.cmd(&remove(&gone)), Frame::Integer(1));
+            while cursor != "0" && calls < 10_000 {
+                let (next, items) = call(&cursor);
+                seen.extend(items);
+                cursor = next;
+                calls += 1;
+            }
+            let distinct: std::collections::BTreeSet<&String> = seen.iter().collect();
+            assert_eq!(distinct.len(), seen.len(), "{command} at {addr} repeated");
+            assert_eq!(seen.len(), SIZE - 1, "{command} at {addr}");
+            assert!(
+                !distinct.contains(&gone),
+                "{command} at {addr} returned {gone}"
+            );
+        }
+    }
+}
+
 /// Glob patterns (KEYS, SCAN MATCH, PSUBSCRIBE, ACL key patterns all share one matcher)
 /// match the same keys as Redis's `stringmatchlen`: every key of up to 3 characters over
 /// an alphabet of letters and the pattern metacharacters, against random patterns of

@@ -69,6 +69,29 @@ pub fn random_count(arg: &[u8]) -> Result<i64, CmdError> {
     Ok(n)
 }
 
+/// The positions SRANDMEMBER, HRANDFIELD and ZRANDMEMBER with a count read, from a
+/// collection read by position: `positions` of them, `live(i)` when position `i` holds
+/// an element, `draw()` a random one that does. A count of 0 or more picks distinct
+/// elements (at most all of them); a negative one draws `|count|` times (at most 2^24),
+/// repeats allowed.
+pub fn random_picks(
+    count: i64,
+    positions: usize,
+    live: impl Fn(usize) -> bool,
+    mut draw: impl FnMut() -> Option<usize>,
+) -> Vec<usize> {
+    if count >= 0 {
+        let mut all: Vec<usize> = (0..positions).filter(|&i| live(i)).collect();
+        fastrand::shuffle(&mut all);
+        all.truncate(usize::try_from(count).unwrap_or(usize::MAX));
+        all
+    } else {
+        (0..count.unsigned_abs().min(1 << 24))
+            .filter_map(|_| draw())
+            .collect()
+    }
+}
+
 /// With values (pairs) the count's doubled length must not overflow; checked after the
 /// option's syntax, as Redis orders the checks.
 pub fn random_pairs_count(n: i64) -> Result<i64, CmdError> {

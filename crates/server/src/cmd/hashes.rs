@@ -313,22 +313,18 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     };
     let Some(count) = count else {
-        if let Some((f, _)) = h.get_index(fastrand::usize(..h.len())) {
+        if let Some((f, _)) = h.random_index().and_then(|i| h.get_index(i)) {
             encode::write_bulk(ctx.out, f);
         }
         return Ok(());
     };
     // Positive: distinct fields; negative: repeats allowed.
-    let picks: Vec<usize> = if count >= 0 {
-        let mut all: Vec<usize> = (0..h.len()).collect();
-        fastrand::shuffle(&mut all);
-        all.truncate(count as usize);
-        all
-    } else {
-        (0..count.unsigned_abs().min(1 << 24))
-            .map(|_| fastrand::usize(..h.len()))
-            .collect()
-    };
+    let picks = super::args::random_picks(
+        count,
+        h.positions(),
+        |i| h.get_index(i).is_some(),
+        || h.random_index(),
+    );
     if with_values && proto == redline_resp::Protocol::Resp3 {
         encode::write_array_len(ctx.out, picks.len());
     } else {
@@ -425,12 +421,12 @@ fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let (pattern, count) = scan_options(args)?;
     // A hash Redis holds as a listpack comes back whole, in order, whatever COUNT says;
-    // a hash table is paged (positions stay put: fields are appended, and removing one
-    // keeps the others' order or moves the last, already returned, into its place).
+    // a hash table is paged (positions stay put: a removal leaves its position vacant,
+    // and a new field takes a vacant position or the end).
     let (items, next) = scan_page(
         h.is_listpack(limits.hash_entries, limits.hash_value),
         h.iter(),
-        (h.len(), |i| h.get_index(i)),
+        (h.positions(), |i| h.get_index(i)),
         (cursor, count),
         |(f, _)| pattern.is_none_or(|p| crate::glob::glob_match(p, f, false)),
     );

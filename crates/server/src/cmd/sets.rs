@@ -156,8 +156,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     match count {
         None => {
-            let i = fastrand::usize(..s.len());
-            if let Some(m) = s.remove_index(i) {
+            if let Some(m) = s.random_index().and_then(|i| s.remove_index(i)) {
                 encode::write_bulk(ctx.out, &m);
             }
         }
@@ -165,8 +164,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             let n = n.min(s.len());
             encode::write_set_len(ctx.out, proto, n);
             for _ in 0..n {
-                let i = fastrand::usize(..s.len());
-                if let Some(m) = s.remove_index(i) {
+                if let Some(m) = s.random_index().and_then(|i| s.remove_index(i)) {
                     encode::write_bulk(ctx.out, &m);
                 }
             }
@@ -200,31 +198,22 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         return Ok(());
     };
-    match count {
-        None => {
-            if let Some(m) = s.get_index(fastrand::usize(..s.len())) {
-                encode::write_bulk(ctx.out, &m);
-            }
+    let Some(count) = count else {
+        if let Some(m) = s.random_index().and_then(|i| s.get_index(i)) {
+            encode::write_bulk(ctx.out, &m);
         }
-        Some(n) if n >= 0 => {
-            let mut all: Vec<usize> = (0..s.len()).collect();
-            fastrand::shuffle(&mut all);
-            all.truncate(n as usize);
-            encode::write_array_len(ctx.out, all.len());
-            for i in all {
-                if let Some(m) = s.get_index(i) {
-                    encode::write_bulk(ctx.out, &m);
-                }
-            }
-        }
-        Some(n) => {
-            let n = n.unsigned_abs().min(1 << 24) as usize;
-            encode::write_array_len(ctx.out, n);
-            for _ in 0..n {
-                if let Some(m) = s.get_index(fastrand::usize(..s.len())) {
-                    encode::write_bulk(ctx.out, &m);
-                }
-            }
+        return Ok(());
+    };
+    let picks = super::args::random_picks(
+        count,
+        s.positions(),
+        |i| s.get_index(i).is_some(),
+        || s.random_index(),
+    );
+    encode::write_array_len(ctx.out, picks.len());
+    for i in picks {
+        if let Some(m) = s.get_index(i) {
+            encode::write_bulk(ctx.out, &m);
         }
     }
     Ok(())
@@ -429,7 +418,7 @@ fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (items, next) = scan_page(
         s.is_intset(limits.set_entries) || s.ints().is_some(),
         s.iter(),
-        (s.len(), |i| s.get_index(i)),
+        (s.positions(), |i| s.get_index(i)),
         (cursor, count),
         |m: &Member<'_>| pattern.is_none_or(|p| crate::glob::glob_match(p, m, false)),
     );

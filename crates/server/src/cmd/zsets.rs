@@ -665,22 +665,18 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     };
     let Some(count) = count else {
-        if let Some((m, _)) = z.get_index(fastrand::usize(..z.len())) {
+        if let Some((m, _)) = z.random_index().and_then(|i| z.get_index(i)) {
             encode::write_bulk(ctx.out, m);
         }
         return Ok(());
     };
     // Positive: distinct members; negative: repeats allowed.
-    let picks: Vec<usize> = if count >= 0 {
-        let mut all: Vec<usize> = (0..z.len()).collect();
-        fastrand::shuffle(&mut all);
-        all.truncate(count as usize);
-        all
-    } else {
-        (0..count.unsigned_abs().min(1 << 24))
-            .map(|_| fastrand::usize(..z.len()))
-            .collect()
-    };
+    let picks = super::args::random_picks(
+        count,
+        z.positions(),
+        |i| z.get_index(i).is_some(),
+        || z.random_index(),
+    );
     let items: Vec<(Vec<u8>, f64)> = picks
         .into_iter()
         .filter_map(|i| z.get_index(i).map(|(m, s)| (m.to_vec(), s)))
@@ -703,7 +699,7 @@ fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (items, next) = scan_page(
         z.is_listpack(limits.zset_entries, limits.zset_value) || z.is_packed(),
         z.iter(),
-        (z.len(), |i| z.get_index(i)),
+        (z.positions(), |i| z.get_index(i)),
         (cursor, count),
         |(m, _)| pattern.is_none_or(|p| crate::glob::glob_match(p, m, false)),
     );

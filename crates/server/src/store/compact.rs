@@ -39,6 +39,16 @@ pub enum CompactBytes {
     Shared(Arc<[u8]>),
 }
 
+/// No bytes (inline, no allocation).
+impl Default for CompactBytes {
+    fn default() -> Self {
+        CompactBytes::Inline {
+            len: 0,
+            data: [0; INLINE_CAPACITY],
+        }
+    }
+}
+
 impl CompactBytes {
     /// Copies `bytes`; no allocation when they fit inline.
     pub fn new(bytes: &[u8]) -> Self {

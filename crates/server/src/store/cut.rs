@@ -22,8 +22,9 @@
 //! save plus one batch per thread being serialised, never a second copy of the data;
 //! a writer pays for serialising the one entry it is about to change, never a shard.
 //!
-//! The walker goes by map index. The shard's map only appends (new keys) and
-//! swap-removes (the last entry fills the hole), so the entries below the walker's
+//! The walker goes by map position. The shard's map adds a key at a vacant position or
+//! at the end, and a removal leaves its position vacant; only while the map compacts
+//! does an entry move, the last one into a hole. So the entries below the walker's
 //! position stay visited; the one case that breaks this, the last unvisited entry moving
 //! into a visited hole, is handled by saving it as it moves (`CutState::moved`).
 
@@ -103,10 +104,10 @@ impl CutState {
         self.saved.insert(CompactBytes::new(key));
     }
 
-    /// After a swap-remove at `hole` left `len` entries: `moved` is the entry that was
-    /// last (index `len`) and now sits at `hole` (none when the last entry itself went).
-    /// If it moved from the unvisited part into the visited one, it is saved now, or
-    /// the walker would never meet it.
+    /// After the entry at position `len`, the last, moved into `hole` (`moved`, now
+    /// there), or, with `moved` `None`, after a removal left `len` positions: an entry
+    /// moved from the unvisited part into the visited one is saved now, or the walker
+    /// would never meet it.
     pub(super) fn moved(
         &mut self,
         db: usize,
@@ -122,19 +123,21 @@ impl CutState {
         self.next = self.next.min(len);
     }
 
-    /// Walks up to `batch` entries of `map` (the shard's entries in index order from
-    /// `self.next`), saving the unsaved ones; true once the walk reached the end.
+    /// Walks up to `batch` of the shard's `len` positions (`positions`, from
+    /// `self.next` on: `None` where one is vacant), saving the unsaved entries; true
+    /// once the walk reached the end.
     pub(super) fn step<'a>(
         &mut self,
         db: usize,
-        entries: impl Iterator<Item = (&'a CompactBytes, &'a Entry)>,
+        positions: impl Iterator<Item = Option<(&'a CompactBytes, &'a Entry)>>,
         len: usize,
         batch: usize,
     ) -> bool {
         let end = self.next.saturating_add(batch).min(len);
         let saved = &self.saved;
-        let mut todo = entries
+        let mut todo = positions
             .take(end - self.next.min(end))
+            .flatten()
             .filter(|(key, _)| !saved.contains(key.as_bytes()))
             .map(|(key, entry)| (key.as_bytes(), entry));
         self.sink.save(db, &mut todo);

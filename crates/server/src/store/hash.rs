@@ -38,9 +38,8 @@ enum Repr {
 /// A large hash.
 #[derive(Debug, Clone)]
 struct Table {
-    /// Removal swaps the last pair in (order is Redis's hashtable's business, and a
-    /// shifting removal costs O(n)); scans walk positions downward, so a swap moves
-    /// nothing a scan still has to see past it.
+    /// Removal leaves the pair's position vacant and moves no other pair (see
+    /// [`IncrementalMap::vacate`]): HSCAN's cursors are positions.
     map: IncrementalMap<CompactBytes, CompactBytes, Hasher>,
     peaks: Peaks,
     /// Its fields' and values' bytes together.
@@ -224,7 +223,7 @@ impl HashValue {
                 }
                 None => false,
             },
-            Repr::Map(t) => match t.map.swap_remove(field) {
+            Repr::Map(t) => match t.map.vacate_key(field) {
                 Some((_, value)) => {
                     t.bytes.remove(field.len() + value.len());
                     true
@@ -242,7 +241,24 @@ impl HashValue {
         }
     }
 
-    /// The pair at position `i` (in [`HashValue::iter`]'s order), in O(1).
+    /// Positions [`HashValue::get_index`] reads: its pairs and any vacant ones between.
+    pub fn positions(&self) -> usize {
+        match &self.repr {
+            Repr::Packed(p) => p.len(),
+            Repr::Map(t) => t.map.positions(),
+        }
+    }
+
+    /// A random pair's position (`None` when it is empty).
+    pub fn random_index(&self) -> Option<usize> {
+        match &self.repr {
+            Repr::Packed(p) => (!p.is_empty()).then(|| fastrand::usize(..p.len())),
+            Repr::Map(t) => t.map.random_index(),
+        }
+    }
+
+    /// The pair at position `i` (in [`HashValue::iter`]'s order; `None` where it is
+    /// vacant), in O(1).
     pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match &self.repr {
             Repr::Packed(p) => p.get_index(i),
@@ -321,7 +337,8 @@ mod tests {
 
     proptest! {
         /// Every operation answers as a map does; a packed hash keeps insertion order
-        /// (removals shift, as a listpack's).
+        /// (removals shift, as a listpack's); a large one keeps every pair where it is
+        /// as others come and go (HSCAN's cursors are positions).
         #[test]
         fn behaves_as_a_map(ops in proptest::collection::vec(op(), 0..300)) {
             let mut hash = HashValue::default();
@@ -334,12 +351,16 @@ mod tests {
                         prop_assert_eq!(hash.insert(&f, &v), new);
                     }
                     Op::Remove(f) => {
-                        let there = if packed {
-                            model.shift_remove(&f).is_some()
-                        } else {
-                            model.swap_remove(&f).is_some()
-                        };
+                        let there = model.shift_remove(&f).is_some();
+                        let before: Vec<(Vec<u8>, usize)> = (0..hash.positions())
+                            .filter_map(|i| hash.get_index(i).map(|(f, _)| (f.to_vec(), i)))
+                            .collect();
                         prop_assert_eq!(hash.remove(&f), there);
+                        if !packed {
+                            for (other, at) in before.iter().filter(|(o, _)| *o != f) {
+                                prop_assert_eq!(hash.get_index(*at).map(|(o, _)| o), Some(&other[..]));
+                            }
+                        }
                     }
                 }
                 prop_assert_eq!(hash.len(), model.len());
@@ -349,11 +370,21 @@ mod tests {
                 let pairs: Vec<(&[u8], &[u8])> = hash.iter().collect();
                 let expected: Vec<(&[u8], &[u8])> =
                     model.iter().map(|(f, v)| (&f[..], &v[..])).collect();
-                prop_assert_eq!(&pairs, &expected);
-                for (i, (f, v)) in model.iter().enumerate() {
-                    prop_assert_eq!(hash.get_index(i), Some((&f[..], &v[..])));
+                if matches!(hash.repr, Repr::Packed(_)) {
+                    prop_assert_eq!(&pairs, &expected);
+                } else {
+                    let (mut got, mut want) = (pairs.clone(), expected.clone());
+                    got.sort();
+                    want.sort();
+                    prop_assert_eq!(got, want);
                 }
-                prop_assert_eq!(hash.get_index(model.len()), None);
+                let by_position: Vec<(&[u8], &[u8])> =
+                    (0..hash.positions()).filter_map(|i| hash.get_index(i)).collect();
+                prop_assert_eq!(&by_position, &pairs);
+                prop_assert_eq!(hash.get_index(hash.positions()), None);
+                if let Some(i) = hash.random_index() {
+                    prop_assert!(hash.get_index(i).is_some());
+                }
                 // Built at once (a load), the same pairs in the same order.
                 let rebuilt = HashValue::from_pairs(&expected);
                 prop_assert_eq!(

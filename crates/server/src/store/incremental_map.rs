@@ -20,6 +20,13 @@
 //!
 //! The entries array still grows by reallocation, which for large arrays glibc does by
 //! remapping pages, not copying.
+//!
+//! Removal swaps the last entry into the hole ([`IncrementalMap::swap_remove_index`]),
+//! or, for a map whose positions are cursors that must not move (the keyspace's SCAN),
+//! leaves the position vacant ([`IncrementalMap::vacate`]): the next new key fills it,
+//! and once more than half the positions are vacant, [`IncrementalMap::compact_step`]
+//! moves the last entries into the holes a few at a time (the only moves such a map
+//! makes, as Redis's dict moves entries only while it resizes).
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -37,6 +44,10 @@ const MOVES_PER_CHANGE: usize = 32;
 /// move ends even when nothing changes the map.
 const MOVES_PER_TIDY: usize = 1024;
 
+/// The hash a vacant position keeps (see [`IncrementalMap::vacate`]). No key is filed
+/// under it: [`IncrementalMap::hash_of`] files such a key under its neighbour.
+const VACANT: u64 = u64::MAX;
+
 #[derive(Clone)]
 struct Bucket<K, V> {
     hash: u64,
@@ -52,9 +63,10 @@ struct Moving {
     next: usize,
 }
 
-/// Entries in positions `0..len`, found by key through a hash index of positions that
-/// grows incrementally (see the module's documentation). Removal swaps the last entry
-/// into the hole, as `IndexMap::swap_remove_index` does.
+/// Entries in positions `0..positions()`, found by key through a hash index of
+/// positions that grows incrementally (see the module's documentation). Removal swaps
+/// the last entry into the hole, as `IndexMap::swap_remove_index` does, or leaves the
+/// position vacant ([`IncrementalMap::vacate`]).
 ///
 /// ```text
 /// let mut map: IncrementalMap<CompactBytes, u32, Hasher> = IncrementalMap::default();
@@ -70,17 +82,19 @@ pub struct IncrementalMap<K, V, S> {
     index_asked: usize,
     moving: Option<Moving>,
     hasher: S,
+    /// Positions [`IncrementalMap::vacate`] left vacant, to be filled first. May also
+    /// name positions filled or cut off since (checked when taken).
+    vacated: Vec<usize>,
+    /// How many positions below `entries.len()` are vacant.
+    vacant: usize,
+    /// Whether [`IncrementalMap::compact_step`] is filling the holes (from when more
+    /// than half the positions are vacant until none is).
+    compacting: bool,
 }
 
 impl<K, V, S: Default> Default for IncrementalMap<K, V, S> {
     fn default() -> Self {
-        IncrementalMap {
-            entries: Vec::new(),
-            index: HashTable::new(),
-            index_asked: 0,
-            moving: None,
-            hasher: S::default(),
-        }
+        IncrementalMap::with_capacity(0)
     }
 }
 
@@ -93,6 +107,9 @@ impl<K, V, S: Default> IncrementalMap<K, V, S> {
             index_asked: capacity,
             moving: None,
             hasher: S::default(),
+            vacated: Vec::new(),
+            vacant: 0,
+            compacting: false,
         }
     }
 }
@@ -142,13 +159,25 @@ impl<K, V, S> IncrementalMap<K, V, S> {
     /// Number of entries.
     #[inline]
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.entries.len() - self.vacant
     }
 
     /// Whether there is no entry.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
+    }
+
+    /// Positions in use or vacant: every entry's position is below it.
+    #[inline]
+    pub fn positions(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Vacant positions (see [`Self::vacate`]).
+    #[inline]
+    pub fn vacant(&self) -> usize {
+        self.vacant
     }
 
     /// Entries the array holds without reallocating.
@@ -156,32 +185,63 @@ impl<K, V, S> IncrementalMap<K, V, S> {
         self.entries.capacity()
     }
 
-    /// The entry at `index`.
+    /// The entry at `index` (`None` past the end or where it is vacant).
     #[inline]
     pub fn get_index(&self, index: usize) -> Option<(&K, &V)> {
-        self.entries.get(index).map(|b| (&b.key, &b.value))
+        self.entries
+            .get(index)
+            .filter(|b| b.hash != VACANT)
+            .map(|b| (&b.key, &b.value))
     }
 
     /// The entry at `index`, its value writable.
     #[inline]
     pub fn get_index_mut(&mut self, index: usize) -> Option<(&K, &mut V)> {
-        self.entries.get_mut(index).map(|b| (&b.key, &mut b.value))
+        self.entries
+            .get_mut(index)
+            .filter(|b| b.hash != VACANT)
+            .map(|b| (&b.key, &mut b.value))
+    }
+
+    /// A random entry's position (`None` when the map is empty). Vacant positions are
+    /// at most about half of them (see [`Self::compact_step`]), so a few draws find one;
+    /// a walk from the last draw bounds the worst case.
+    pub fn random_index(&self) -> Option<usize> {
+        if self.is_empty() {
+            return None;
+        }
+        let positions = self.entries.len();
+        let mut at = fastrand::usize(..positions);
+        for _ in 0..16 {
+            if self.entries[at].hash != VACANT {
+                return Some(at);
+            }
+            at = fastrand::usize(..positions);
+        }
+        (0..positions)
+            .map(|step| (at + step) % positions)
+            .find(|&p| self.entries[p].hash != VACANT)
     }
 
     /// Entries in position order.
     pub fn iter(&self) -> Iter<'_, K, V> {
-        self.iter_from(0)
+        Iter {
+            buckets: self.entries.iter(),
+            left: self.len(),
+        }
     }
 
-    /// Entries from position `start` on (none when it is past the end).
-    pub fn iter_from(&self, start: usize) -> Iter<'_, K, V> {
+    /// Each position from `start` on, `None` where it is vacant (a walk by position).
+    pub fn positions_from(&self, start: usize) -> impl Iterator<Item = Option<(&K, &V)>> + '_ {
         let start = start.min(self.entries.len());
-        Iter(self.entries[start..].iter())
+        self.entries[start..]
+            .iter()
+            .map(|b| (b.hash != VACANT).then_some((&b.key, &b.value)))
     }
 
     /// Keys in position order.
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &K> + ExactSizeIterator {
-        self.entries.iter().map(|b| &b.key)
+        self.iter().map(|(key, _)| key)
     }
 
     /// Room for `additional` more entries in the array (the index grows by itself).
@@ -283,14 +343,20 @@ impl<K, V, S> IncrementalMap<K, V, S> {
         }
     }
 
-    /// Removes the entry at `index`, the last one taking its place.
-    pub fn swap_remove_index(&mut self, index: usize) -> Option<(K, V)> {
-        let hash = self.entries.get(index)?.hash;
-        if !take_position(&mut self.index, hash, index) {
+    /// Takes position `at` (of hash `hash`) out of whichever index files it.
+    fn forget_position(&mut self, hash: u64, at: usize) {
+        if !take_position(&mut self.index, hash, at) {
             if let Some(moving) = &mut self.moving {
-                take_position(&mut moving.table, hash, index);
+                take_position(&mut moving.table, hash, at);
             }
         }
+    }
+
+    /// Removes the entry at `index`, the last one taking its place.
+    pub fn swap_remove_index(&mut self, index: usize) -> Option<(K, V)> {
+        self.trim_vacant_tail();
+        let hash = self.entries.get(index).filter(|b| b.hash != VACANT)?.hash;
+        self.forget_position(hash, index);
         let last = self.entries.len() - 1;
         if index != last {
             // The insertions below may need room: `relocate` inserts at most one.
@@ -299,8 +365,105 @@ impl<K, V, S> IncrementalMap<K, V, S> {
             self.relocate(moved_hash, last, index);
         }
         let removed = self.entries.swap_remove(index);
+        self.trim_vacant_tail();
         self.step(MOVES_PER_CHANGE);
         Some((removed.key, removed.value))
+    }
+
+    /// Removes the entry at `index` and leaves its position vacant, so that no other
+    /// entry moves (SCAN's cursors are positions: see the module's documentation). The
+    /// next new key fills it; [`Self::compact_step`] fills the holes once more than
+    /// half the positions are vacant.
+    pub fn vacate(&mut self, index: usize) -> Option<(K, V)>
+    where
+        K: Default,
+        V: Default,
+    {
+        let hash = self.entries.get(index).filter(|b| b.hash != VACANT)?.hash;
+        self.forget_position(hash, index);
+        let bucket = &mut self.entries[index];
+        bucket.hash = VACANT;
+        let key = std::mem::take(&mut bucket.key);
+        let value = std::mem::take(&mut bucket.value);
+        self.vacant += 1;
+        if index + 1 == self.entries.len() {
+            self.trim_vacant_tail();
+        } else {
+            self.vacated.push(index);
+        }
+        if self.vacant * 2 > self.entries.len() {
+            self.compacting = true;
+        }
+        self.step(MOVES_PER_CHANGE);
+        Some((key, value))
+    }
+
+    /// [`Self::vacate`], then [`Self::compact_step`] with a few moves nobody hears of:
+    /// for a map that nothing walks by position but its own scans (a large set's, hash's
+    /// or sorted set's members, whose SSCAN, HSCAN and ZSCAN cursors are positions).
+    pub fn vacate_and_compact(&mut self, index: usize) -> Option<(K, V)>
+    where
+        K: Default,
+        V: Default,
+    {
+        let removed = self.vacate(index)?;
+        self.compact_step(MOVES_PER_CHANGE, |_, _, _, _| {});
+        Some(removed)
+    }
+
+    /// Drops the vacant positions at the end.
+    fn trim_vacant_tail(&mut self) {
+        while self.vacant > 0 && self.entries.last().is_some_and(|b| b.hash == VACANT) {
+            self.entries.pop();
+            self.vacant -= 1;
+        }
+        if self.vacant == 0 {
+            self.vacated.clear();
+            self.compacting = false;
+        }
+    }
+
+    /// A vacant position to fill, taken off the list.
+    fn take_vacated(&mut self) -> Option<usize> {
+        if self.vacant == 0 {
+            return None;
+        }
+        while let Some(at) = self.vacated.pop() {
+            if self.entries.get(at).is_some_and(|b| b.hash == VACANT) {
+                return Some(at);
+            }
+        }
+        None
+    }
+
+    /// While compacting (see [`Self::vacate`]), moves up to `budget` entries from the
+    /// end into vacant positions, calling `moved(hole, from, key, value)` for each (a
+    /// move a walk by position must hear of, as after a swap-remove).
+    pub fn compact_step(&mut self, budget: usize, mut moved: impl FnMut(usize, usize, &K, &V)) {
+        for _ in 0..budget {
+            self.trim_vacant_tail();
+            if !self.compacting {
+                return;
+            }
+            let Some(hole) = self.take_vacated() else {
+                return;
+            };
+            // After the trim the last position holds an entry, and the hole is below it.
+            let last = self.entries.len() - 1;
+            self.room_in_index();
+            let moved_hash = self.entries[last].hash;
+            self.relocate(moved_hash, last, hole);
+            self.entries.swap_remove(hole);
+            self.vacant -= 1;
+            let bucket = &self.entries[hole];
+            moved(hole, last, &bucket.key, &bucket.value);
+        }
+        self.trim_vacant_tail();
+    }
+
+    /// Whether [`Self::compact_step`] has holes to fill.
+    pub fn is_compacting(&self) -> bool {
+        self.compacting
     }
 
     /// Gives half the array back (and the index, moved incrementally) once it is at most
@@ -325,10 +488,15 @@ impl<K, V, S> IncrementalMap<K, V, S> {
 }
 
 impl<K: Hash + Eq, V, S: BuildHasher> IncrementalMap<K, V, S> {
-    /// The hash the index files `key` under.
+    /// The hash the index files `key` under (never [`VACANT`]).
     #[inline]
     fn hash_of<Q: Hash + ?Sized>(&self, key: &Q) -> u64 {
-        self.hasher.hash_one(key)
+        let hash = self.hasher.hash_one(key);
+        if hash == VACANT {
+            VACANT - 1
+        } else {
+            hash
+        }
     }
 
     #[inline]
@@ -360,7 +528,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> IncrementalMap<K, V, S> {
     }
 
     /// The position of `key`, or the hash to add it under with
-    /// [`Self::push_new`] (one hash whether it is there or not).
+    /// [`Self::add_new`] (one hash whether it is there or not).
     #[inline]
     pub fn find_or_hash<Q>(&self, key: &Q) -> Result<usize, u64>
     where
@@ -391,34 +559,60 @@ impl<K: Hash + Eq, V, S: BuildHasher> IncrementalMap<K, V, S> {
         self.get_index_of(key).is_some()
     }
 
-    /// Adds `key`, which must not be present, at the end; `hash` is its hash (from
-    /// [`Self::find_or_hash`]). Returns its position.
-    pub fn push_new(&mut self, hash: u64, key: K, value: V) -> usize {
+    /// Adds `key`, which must not be present, at a vacant position if there is one, else
+    /// at the end; `hash` is its hash (from [`Self::find_or_hash`]). Returns its
+    /// position.
+    pub fn add_new(&mut self, hash: u64, key: K, value: V) -> usize {
         debug_assert_eq!(hash, self.hash_of(&key));
         self.room_in_index();
-        let at = self.entries.len();
-        self.entries.push(Bucket { hash, key, value });
+        let bucket = Bucket { hash, key, value };
+        let at = match self.take_vacated() {
+            Some(at) => {
+                self.entries[at] = bucket;
+                self.vacant -= 1;
+                if self.vacant == 0 {
+                    self.vacated.clear();
+                    self.compacting = false;
+                }
+                at
+            }
+            None => {
+                self.entries.push(bucket);
+                self.entries.len() - 1
+            }
+        };
         let entries = &self.entries;
         self.index.insert_unique(hash, at, |&p| entries[p].hash);
         self.step(MOVES_PER_CHANGE);
         at
     }
 
-    /// Sets `key` to `value`: in place when present (returning the old value), else at
-    /// the end. Returns the position and any old value.
+    /// Sets `key` to `value`: in place when present (returning the old value), else as
+    /// [`Self::add_new`] adds it. Returns the position and any old value.
     pub fn insert_full(&mut self, key: K, value: V) -> (usize, Option<V>) {
         match self.find_or_hash(&key) {
             Ok(at) => (
                 at,
                 Some(std::mem::replace(&mut self.entries[at].value, value)),
             ),
-            Err(hash) => (self.push_new(hash, key, value), None),
+            Err(hash) => (self.add_new(hash, key, value), None),
         }
     }
 
     /// [`Self::insert_full`] without the position.
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
         self.insert_full(key, value).1
+    }
+
+    /// Removes `key` as [`Self::vacate_and_compact`] does.
+    pub fn vacate_key<Q>(&mut self, key: &Q) -> Option<(K, V)>
+    where
+        K: Borrow<Q> + Default,
+        V: Default,
+        Q: Hash + Eq + ?Sized,
+    {
+        let at = self.get_index_of(key)?;
+        self.vacate_and_compact(at)
     }
 
     /// Removes `key`, the last entry taking its place.
@@ -432,25 +626,33 @@ impl<K: Hash + Eq, V, S: BuildHasher> IncrementalMap<K, V, S> {
     }
 }
 
-/// The entries of an [`IncrementalMap`] in position order.
-pub struct Iter<'a, K, V>(std::slice::Iter<'a, Bucket<K, V>>);
+/// The entries of an [`IncrementalMap`] in position order (vacant positions skipped).
+pub struct Iter<'a, K, V> {
+    buckets: std::slice::Iter<'a, Bucket<K, V>>,
+    /// Entries not yet returned.
+    left: usize,
+}
 
 impl<'a, K, V> Iterator for Iter<'a, K, V> {
     type Item = (&'a K, &'a V);
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        self.0.next().map(|b| (&b.key, &b.value))
+        let bucket = self.buckets.find(|b| b.hash != VACANT)?;
+        self.left -= 1;
+        Some((&bucket.key, &bucket.value))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.0.size_hint()
+        (self.left, Some(self.left))
     }
 }
 
 impl<K, V> DoubleEndedIterator for Iter<'_, K, V> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.0.next_back().map(|b| (&b.key, &b.value))
+        let bucket = self.buckets.rfind(|b| b.hash != VACANT)?;
+        self.left -= 1;
+        Some((&bucket.key, &bucket.value))
     }
 }
 
@@ -539,6 +741,129 @@ mod tests {
                 prop_assert_eq!(indexed, map.len());
             }
             check(&map, &model);
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum VacatingOp {
+        Insert(u32, u32),
+        Vacate(u32),
+        /// Vacates every key but one in three (a bulk delete that starts a compaction).
+        Thin(u32),
+        Compact(usize),
+        Shrink(usize),
+        Tidy,
+    }
+
+    fn vacating_op() -> impl Strategy<Value = VacatingOp> {
+        prop_oneof![
+            5 => (0..2000u32, any::<u32>()).prop_map(|(k, v)| VacatingOp::Insert(k, v)),
+            5 => (0..2000u32).prop_map(VacatingOp::Vacate),
+            1 => (0..3u32).prop_map(VacatingOp::Thin),
+            2 => (0..64usize).prop_map(VacatingOp::Compact),
+            1 => (0..64usize).prop_map(VacatingOp::Shrink),
+            1 => Just(VacatingOp::Tidy),
+        ]
+    }
+
+    proptest! {
+        /// A map that vacates positions moves an entry only in `compact_step`, which
+        /// reports each move; a new key takes a vacant position or the end. Checked
+        /// against a model of positions, moves in progress or not.
+        #[test]
+        fn vacated_positions_keep_every_other_entry_in_place(
+            ops in proptest::collection::vec(vacating_op(), 1..4000)
+        ) {
+            let mut map = Map::default();
+            let mut model: Vec<Option<(u32, u32)>> = Vec::new();
+            for op in ops {
+                match op {
+                    VacatingOp::Insert(k, v) => {
+                        let was_vacant = |at: usize| model.get(at).is_none_or(Option::is_none);
+                        let existing = model.iter().position(|e| e.is_some_and(|(mk, _)| mk == k));
+                        let (at, old) = map.insert_full(k, v);
+                        match existing {
+                            Some(p) => {
+                                prop_assert_eq!(at, p);
+                                prop_assert_eq!(old, model[p].map(|(_, mv)| mv));
+                            }
+                            None => {
+                                prop_assert!(old.is_none());
+                                prop_assert!(was_vacant(at), "new key at taken position {}", at);
+                                prop_assert!(at <= model.len());
+                                if at == model.len() {
+                                    prop_assert!(model.iter().all(Option::is_some), "appended past a hole");
+                                    model.push(None);
+                                }
+                            }
+                        }
+                        model[at] = Some((k, v));
+                    }
+                    VacatingOp::Vacate(k) => {
+                        let at = map.get_index_of(&k);
+                        let expected = model.iter().position(|e| e.is_some_and(|(mk, _)| mk == k));
+                        prop_assert_eq!(at, expected);
+                        if let Some(at) = at {
+                            prop_assert_eq!(map.vacate(at), model[at].take());
+                        }
+                    }
+                    VacatingOp::Thin(keep) => {
+                        for (at, slot) in model.iter_mut().enumerate() {
+                            if let Some((k, v)) = *slot {
+                                if k % 3 != keep {
+                                    prop_assert_eq!(map.vacate(at), Some((k, v)));
+                                    *slot = None;
+                                }
+                            }
+                        }
+                    }
+                    VacatingOp::Compact(budget) => {
+                        let mut moves = Vec::new();
+                        map.compact_step(budget, |hole, from, k, v| moves.push((hole, from, *k, *v)));
+                        for (hole, from, k, v) in moves {
+                            while model.last().is_some_and(Option::is_none) {
+                                model.pop();
+                            }
+                            prop_assert_eq!(from, model.len() - 1);
+                            prop_assert!(model[hole].is_none());
+                            prop_assert_eq!(model.pop().flatten(), Some((k, v)));
+                            model[hole] = Some((k, v));
+                        }
+                    }
+                    VacatingOp::Shrink(min) => map.shrink_to(min),
+                    VacatingOp::Tidy => map.tidy(),
+                }
+                while model.last().is_some_and(Option::is_none) {
+                    model.pop();
+                }
+                prop_assert_eq!(map.positions(), model.len());
+                let live = model.iter().flatten().count();
+                prop_assert_eq!(map.len(), live);
+                prop_assert_eq!(map.vacant(), model.len() - live);
+                prop_assert!(!map.is_compacting() || map.vacant() > 0);
+            }
+            for (at, e) in model.iter().enumerate() {
+                prop_assert_eq!(map.get_index(at), e.as_ref().map(|(k, v)| (k, v)));
+                if let Some((k, _)) = e {
+                    prop_assert_eq!(map.get_index_of(k), Some(at));
+                }
+            }
+            let live = map.len();
+            let indexed = map.index.len() + map.moving.as_ref().map_or(0, |m| m.table.len());
+            prop_assert_eq!(indexed, live, "each entry indexed once");
+            prop_assert!(map.iter().eq(model.iter().flatten().map(|(k, v)| (k, v))));
+            // A compaction run to its end leaves no hole.
+            if map.vacant() * 2 > map.positions() {
+                prop_assert!(map.is_compacting());
+                map.compact_step(usize::MAX, |_, _, _, _| {});
+                prop_assert_eq!(map.vacant(), 0);
+                prop_assert_eq!(map.positions(), live);
+            }
+            if let Some(at) = map.random_index() {
+                prop_assert!(map.get_index(at).is_some());
+            } else {
+                prop_assert_eq!(live, 0);
+            }
         }
     }
 

@@ -41,8 +41,8 @@ enum Repr {
 /// A set held as a map.
 #[derive(Debug, Clone)]
 struct Members {
-    /// Removal swaps the last member in (O(1)); scans walk positions downward, so a
-    /// swap moves nothing a scan still has to see past it.
+    /// Removal leaves the member's position vacant and moves no other member (see
+    /// [`IncrementalMap::vacate`]): SSCAN's cursors are positions.
     set: IncrementalMap<CompactBytes, (), Hasher>,
     /// A member that is not an integer was added once.
     had_text: bool,
@@ -261,7 +261,7 @@ impl SetValue {
                 Some(Ok(at)) => ints.remove_at(at).is_some(),
                 _ => false,
             },
-            Repr::Members(m) => m.set.swap_remove(member).is_some(),
+            Repr::Members(m) => m.set.vacate_key(member).is_some(),
         }
     }
 
@@ -271,11 +271,28 @@ impl SetValue {
             Repr::Ints(ints) => ints
                 .remove_at(i)
                 .map(|n| CompactBytes::new(itoa::Buffer::new().format(n).as_bytes())),
-            Repr::Members(m) => m.set.swap_remove_index(i).map(|(member, ())| member),
+            Repr::Members(m) => m.set.vacate_and_compact(i).map(|(member, ())| member),
         }
     }
 
-    /// The member at position `i` (in [`SetValue::iter`]'s order), in O(1).
+    /// Positions [`SetValue::get_index`] reads: its members and any vacant ones between.
+    pub fn positions(&self) -> usize {
+        match &self.repr {
+            Repr::Ints(ints) => ints.len(),
+            Repr::Members(m) => m.set.positions(),
+        }
+    }
+
+    /// A random member's position (`None` when it is empty).
+    pub fn random_index(&self) -> Option<usize> {
+        match &self.repr {
+            Repr::Ints(ints) => (!ints.is_empty()).then(|| fastrand::usize(..ints.len())),
+            Repr::Members(m) => m.set.random_index(),
+        }
+    }
+
+    /// The member at position `i` (in [`SetValue::iter`]'s order; `None` where it is
+    /// vacant), in O(1).
     pub fn get_index(&self, i: usize) -> Option<Member<'_>> {
         match &self.repr {
             Repr::Ints(ints) => ints.get(i).map(Member::int),
@@ -385,10 +402,11 @@ mod tests {
                     Op::Insert(m) => prop_assert_eq!(set.insert(&m), model.insert(m)),
                     Op::Remove(m) => prop_assert_eq!(set.remove(&m), model.remove(&m)),
                     Op::RemoveIndex(i) => {
-                        let got = set.remove_index(i);
-                        prop_assert_eq!(got.is_some(), i < model.len());
+                        let there = set.get_index(i).map(|m| m.to_vec());
+                        let got = set.remove_index(i).map(|m| m.as_bytes().to_vec());
+                        prop_assert_eq!(&got, &there);
                         if let Some(m) = got {
-                            prop_assert!(model.remove(m.as_bytes()));
+                            prop_assert!(model.remove(&m));
                         }
                     }
                 }
@@ -397,9 +415,14 @@ mod tests {
                     prop_assert!(set.contains(m));
                 }
                 let members: Vec<Vec<u8>> = set.iter().map(|m| m.to_vec()).collect();
-                let by_position: Vec<Vec<u8>> =
-                    (0..set.len()).filter_map(|i| set.get_index(i)).map(|m| m.to_vec()).collect();
+                let by_position: Vec<Vec<u8>> = (0..set.positions())
+                    .filter_map(|i| set.get_index(i))
+                    .map(|m| m.to_vec())
+                    .collect();
                 prop_assert_eq!(&members, &by_position);
+                if let Some(i) = set.random_index() {
+                    prop_assert!(set.get_index(i).is_some());
+                }
                 let mut sorted = members.clone();
                 sorted.sort();
                 prop_assert_eq!(sorted, model.iter().cloned().collect::<Vec<_>>());

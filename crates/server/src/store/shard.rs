@@ -63,6 +63,13 @@ pub fn as_master<R>(f: impl FnOnce() -> R) -> R {
     result
 }
 
+/// Vacant key positions filled with each removal while the key table compacts (see
+/// [`Shard::compact`]): more than one, so that a compaction ends while keys go.
+const MOVES_PER_REMOVAL: usize = 16;
+
+/// The same, with each background cycle (as [`Shard::tidy_indexes`]).
+const MOVES_PER_TIDY: usize = 1024;
+
 /// Keys of one shard.
 #[derive(Debug, Default)]
 pub struct Shard {
@@ -286,12 +293,12 @@ impl Shard {
         }
         (0..n.min(population))
             .filter_map(|_| {
-                let i = fastrand::usize(..population);
                 let key = if volatile {
-                    self.ttl_keys.get_index(i)?.0.as_bytes()
+                    self.ttl_keys.get_index(fastrand::usize(..population))?.0
                 } else {
-                    self.map.get_index(i)?.0.as_bytes()
-                };
+                    self.map.get_index(self.map.random_index()?)?.0
+                }
+                .as_bytes();
                 let entry = self.map.get(key)?;
                 Some((key.to_vec(), (entry.access, entry.expires_at)))
             })
@@ -347,7 +354,7 @@ impl Shard {
                 }
             }
             Err(hash) => {
-                self.map.push_new(
+                self.map.add_new(
                     hash,
                     CompactBytes::new(key),
                     Entry {
@@ -405,7 +412,7 @@ impl Shard {
                 }
             }
             Err(hash) => {
-                self.map.push_new(hash, CompactBytes::new(key), copy);
+                self.map.add_new(hash, CompactBytes::new(key), copy);
                 self.track_ttl(key, false, has_ttl);
                 if let Some(counts) = &mut self.slot_counts {
                     counts.added(key);
@@ -487,9 +494,12 @@ impl Shard {
     }
 
     /// Makes room for one more key in a full key table: a quarter more (see
-    /// [`super::free_slots::growth`]).
+    /// [`super::free_slots::growth`]). A vacant position is room already.
     #[inline]
     fn room_for_one_key(&mut self) {
+        if self.map.vacant() > 0 {
+            return;
+        }
         if let Some(more) = self.free_slots.key_room(self.map.len()) {
             self.map.reserve_exact(more);
         }
@@ -522,11 +532,13 @@ impl Shard {
 
     fn remove_index_with_key(&mut self, index: usize) -> Option<(CompactBytes, Entry)> {
         self.before_change(index);
-        let (key, entry) = self.map.swap_remove_index(index)?;
-        let len = self.map.len();
+        // The position is left vacant, so no other key moves under a SCAN cursor.
+        let (key, entry) = self.map.vacate(index)?;
+        let positions = self.map.positions();
         for cut in &mut self.cuts {
-            cut.moved(self.db, index, len, self.map.get_index(index));
+            cut.moved(self.db, index, positions, None);
         }
+        self.compact(MOVES_PER_REMOVAL);
         self.touch(&key);
         if entry.expires_at != 0 {
             self.ttl_keys.swap_remove(key.as_bytes());
@@ -539,12 +551,30 @@ impl Shard {
         Some((key, entry))
     }
 
+    /// Fills up to `budget` vacant positions of the key table once it is compacting
+    /// (see [`IncrementalMap::vacate`]): the one time keys move, as Redis's entries move
+    /// only while its dict resizes, so a SCAN under way may then see a key twice.
+    fn compact(&mut self, budget: usize) {
+        if !self.map.is_compacting() {
+            return;
+        }
+        let (db, cuts) = (self.db, &mut self.cuts);
+        self.map.compact_step(budget, |hole, from, key, entry| {
+            for cut in cuts.iter_mut() {
+                cut.moved(db, hole, from, Some((key, entry)));
+            }
+        });
+    }
+
     /// A table down to a quarter of its size gives half of it back (see
-    /// [`super::free_slots::FreeSlots::key_shrink`]); shrinking keeps the order of the
-    /// entries (scan cursors and snapshot cuts index into it).
+    /// [`super::free_slots::FreeSlots::key_shrink`]) once it has no vacant position
+    /// left; shrinking keeps the order of the entries (scan cursors and snapshot cuts
+    /// index into it).
     fn shrink_if_sparse(&mut self) {
-        if let Some(to) = self.free_slots.key_shrink(self.map.len()) {
-            self.map.shrink_to(to);
+        if self.map.vacant() == 0 {
+            if let Some(to) = self.free_slots.key_shrink(self.map.len()) {
+                self.map.shrink_to(to);
+            }
         }
         if let Some(to) = self.free_slots.ttl_shrink(self.ttl_keys.len()) {
             self.ttl_keys.shrink_to(to);
@@ -677,8 +707,7 @@ impl Shard {
 
     /// A random live key (expired ones met on the way are reclaimed).
     pub fn random_key(&mut self) -> Option<CompactBytes> {
-        while !self.map.is_empty() {
-            let index = fastrand::usize(..self.map.len());
+        while let Some(index) = self.map.random_index() {
             let (key, entry) = self.map.get_index(index)?;
             if entry.expires_at != 0 && entry.expires_at <= now_ms() {
                 if let Some((key, _)) = self.remove_index_with_key(index) {
@@ -693,10 +722,12 @@ impl Shard {
     }
 
     /// Calls `f` for entries at indexes below `cursor` going down, at most `count` of
-    /// them, and returns the next cursor (0 = done). Walking down from the end keeps
-    /// Redis's SCAN guarantee: a removal moves the last (already visited) entry into the
-    /// hole, so no entry present throughout is ever skipped, at worst repeated.
-    /// `cursor == None` starts from the current end.
+    /// them, and returns the next cursor (0 = done). `cursor == None` starts from the
+    /// current end. A removal leaves its position vacant and a new key fills a vacant
+    /// position, so an entry present throughout is met exactly once; keys move only
+    /// while the table compacts, each from the end (already visited) into a hole, so
+    /// even then none is skipped, at worst repeated (Redis's SCAN guarantee, and its
+    /// repeats while a dict resizes).
     pub fn scan(
         &mut self,
         cursor: Option<usize>,
@@ -704,24 +735,24 @@ impl Shard {
         mut f: impl FnMut(&CompactBytes, &Entry),
     ) -> usize {
         let now = now_ms();
-        let mut pos = cursor.unwrap_or(usize::MAX).min(self.map.len());
+        let mut pos = cursor.unwrap_or(usize::MAX).min(self.map.positions());
         let mut visited = 0;
         while pos > 0 && visited < count {
             pos -= 1;
-            visited += 1;
             let expired_key = match self.map.get_index(pos) {
                 Some((key, entry)) if entry.expires_at != 0 && entry.expires_at <= now => {
+                    visited += 1;
                     Some(key.clone())
                 }
                 Some((key, entry)) => {
+                    visited += 1;
                     f(key, entry);
                     None
                 }
                 None => None,
             };
             if let Some(key) = expired_key {
-                // Reclaimed as it is met, as Redis's scan callback does (the last entry,
-                // already visited, fills its place).
+                // Reclaimed as it is met, as Redis's scan callback does.
                 let _ = self.live_index(key.as_bytes());
             }
         }
@@ -813,6 +844,11 @@ impl Shard {
     pub fn tidy_indexes(&mut self) {
         self.map.tidy();
         self.ttl_keys.tidy();
+        if self.map.is_compacting() {
+            self.compact(MOVES_PER_TIDY);
+            self.shrink_if_sparse();
+            self.settle_free_slots();
+        }
     }
 
     /// Keys a client gave a TTL on this replica (INFO `slave_expires_tracked_keys`).
@@ -841,9 +877,10 @@ impl Shard {
             return true;
         };
         let cut = &mut self.cuts[at];
-        let start = cut.next().min(self.map.len());
-        let rest = self.map.iter_from(start);
-        let done = cut.step(self.db, rest, self.map.len(), batch);
+        let positions = self.map.positions();
+        let start = cut.next().min(positions);
+        let rest = self.map.positions_from(start);
+        let done = cut.step(self.db, rest, positions, batch);
         if done {
             self.cuts.swap_remove(at);
         }
@@ -853,10 +890,15 @@ impl Shard {
     /// Saves everything the pending cuts still need (before FLUSH or SWAPDB replace the
     /// whole map).
     fn finish_cut(&mut self) {
-        let len = self.map.len();
+        let positions = self.map.positions();
         for mut cut in std::mem::take(&mut self.cuts) {
-            let start = cut.next().min(len);
-            cut.step(self.db, self.map.iter_from(start), len, usize::MAX);
+            let start = cut.next().min(positions);
+            cut.step(
+                self.db,
+                self.map.positions_from(start),
+                positions,
+                usize::MAX,
+            );
         }
     }
 
@@ -978,5 +1020,109 @@ mod tests {
         seen.sort();
         seen.dedup();
         assert_eq!(seen.len(), 50);
+    }
+
+    /// Scans `s` to the end with COUNT `count`, calling `between` after each call;
+    /// returns how many times each key came back.
+    fn scan_counting(
+        s: &mut Shard,
+        count: usize,
+        mut between: impl FnMut(&mut Shard, &HashSet<Vec<u8>>),
+    ) -> std::collections::HashMap<Vec<u8>, usize> {
+        let mut seen = std::collections::HashMap::new();
+        let mut cursor = None;
+        loop {
+            let next = s.scan(cursor, count, |k, _| {
+                *seen.entry(k.as_bytes().to_vec()).or_insert(0) += 1;
+            });
+            if next == 0 {
+                return seen;
+            }
+            between(s, &seen.keys().cloned().collect());
+            cursor = Some(next);
+        }
+    }
+
+    /// Deleting keys the scan has not reached yet, and adding others, neither repeats
+    /// nor skips a key present throughout (Redis's SCAN, whose dict does not move
+    /// entries unless it resizes; fakeredis's scan tests check it on a real server).
+    #[test]
+    fn scan_repeats_nothing_while_unvisited_keys_go_and_new_ones_come() {
+        let mut s = Shard::default();
+        for i in 0..1000u32 {
+            s.insert(format!("k{i}").as_bytes(), Value::Int(1), 0);
+        }
+        let mut gone = HashSet::new();
+        let mut added = 0u32;
+        let seen = scan_counting(&mut s, 10, |s, seen| {
+            let victim = (0..1000u32)
+                .map(|i| format!("k{i}").into_bytes())
+                .find(|k| !seen.contains(k) && !gone.contains(k));
+            if let Some(victim) = victim {
+                assert!(s.remove(&victim).is_some());
+                gone.insert(victim);
+            }
+            for _ in 0..2 {
+                s.insert(format!("new{added}").as_bytes(), Value::Int(1), 0);
+                added += 1;
+            }
+        });
+        assert!(!s.map.is_compacting());
+        assert!(seen.values().all(|&n| n == 1), "a key came back twice");
+        for i in 0..1000u32 {
+            let key = format!("k{i}").into_bytes();
+            assert!(
+                gone.contains(&key) || seen.contains_key(&key),
+                "k{i} skipped"
+            );
+        }
+    }
+
+    /// A bulk delete compacts the table: keys move then, and a scan under way may
+    /// repeat one, but never skips a key present throughout.
+    #[test]
+    fn scan_skips_nothing_while_the_table_compacts() {
+        let mut s = Shard::default();
+        for i in 0..2000u32 {
+            s.insert(format!("k{i}").as_bytes(), Value::Int(1), 0);
+        }
+        let mut deleted = false;
+        let mut compacted = false;
+        let seen = scan_counting(&mut s, 25, |s, _| {
+            if !deleted {
+                for i in (0..2000u32).filter(|i| i % 4 != 0) {
+                    s.remove(format!("k{i}").as_bytes());
+                    compacted |= s.map.is_compacting();
+                }
+                deleted = true;
+            }
+            s.tidy_indexes();
+        });
+        assert!(compacted);
+        assert!(s.map.vacant() * 2 <= s.map.positions());
+        for i in (0..2000u32).filter(|i| i % 4 == 0) {
+            assert!(
+                seen.contains_key(format!("k{i}").as_bytes()),
+                "k{i} skipped"
+            );
+        }
+        assert_eq!(s.len(), 500);
+    }
+
+    /// Random keys and eviction's samples find keys in a table with vacant positions.
+    #[test]
+    fn random_keys_come_from_the_keys_left() {
+        let mut s = Shard::default();
+        for i in 0..100u32 {
+            s.insert(format!("k{i}").as_bytes(), Value::Int(1), 0);
+        }
+        for i in 0..99u32 {
+            s.remove(format!("k{i}").as_bytes());
+        }
+        for _ in 0..50 {
+            assert_eq!(s.random_key().as_deref(), Some(&b"k99"[..]));
+            let sample = s.sample(3, false);
+            assert!(sample.iter().all(|(k, _)| k == b"k99"), "{sample:?}");
+        }
     }
 }

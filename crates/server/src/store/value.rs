@@ -157,6 +157,18 @@ pub struct Entry {
     pub access: u32,
 }
 
+/// A placeholder (the string "0", no deadline): what a vacant position of a shard's key table
+/// holds (see `IncrementalMap::vacate`), allocating nothing.
+impl Default for Entry {
+    fn default() -> Self {
+        Entry {
+            value: Value::Int(0),
+            expires_at: 0,
+            access: 0,
+        }
+    }
+}
+
 impl Entry {
     /// Whether the deadline has passed at `now` (Unix ms): expired, not yet reclaimed.
     #[inline]

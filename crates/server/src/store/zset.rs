@@ -288,7 +288,7 @@ impl ZSet {
                     bytes,
                     ..
                 } = &mut **ix;
-                let (key, score) = scores.swap_remove(member)?;
+                let (key, score) = scores.vacate_key(member)?;
                 bytes.remove(key.len());
                 order.remove(&(Score(score), key));
                 Some(score)
@@ -322,7 +322,24 @@ impl ZSet {
             .chain(large.into_iter().flatten().map(pair))
     }
 
-    /// The member at `index` (random picks; in no promised order).
+    /// Positions [`ZSet::get_index`] reads: its members and any vacant ones between.
+    pub fn positions(&self) -> usize {
+        match &self.repr {
+            Repr::Small(p) => p.len(),
+            Repr::Large(ix) => ix.scores.positions(),
+        }
+    }
+
+    /// A random member's position (`None` when it is empty).
+    pub fn random_index(&self) -> Option<usize> {
+        match &self.repr {
+            Repr::Small(p) => (!p.is_empty()).then(|| fastrand::usize(..p.len())),
+            Repr::Large(ix) => ix.scores.random_index(),
+        }
+    }
+
+    /// The member at `index` (random picks and ZSCAN; in no promised order; `None`
+    /// where it is vacant).
     pub fn get_index(&self, index: usize) -> Option<(&[u8], f64)> {
         match &self.repr {
             Repr::Small(p) => p.get(index),
@@ -486,9 +503,10 @@ mod tests {
             let want: Vec<f64> = expected.iter().map(|e| e.0).filter(|s| *s >= min).collect();
             assert_eq!(got, want);
         }
-        let mut picked: Vec<Vec<u8>> = (0..z.len())
-            .map(|i| z.get_index(i).map(|(m, _)| m.to_vec()).unwrap_or_default())
+        let mut picked: Vec<Vec<u8>> = (0..z.positions())
+            .filter_map(|i| z.get_index(i).map(|(m, _)| m.to_vec()))
             .collect();
+        assert!(z.random_index().is_none_or(|i| z.get_index(i).is_some()));
         picked.sort();
         assert!(picked.iter().eq(model.keys()));
     }
