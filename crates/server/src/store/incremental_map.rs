@@ -423,6 +423,23 @@ impl<K, V, S> IncrementalMap<K, V, S> {
         }
     }
 
+    /// Puts `bucket` at a vacant position (at the end if, against the list's invariant,
+    /// none is found); returns the position.
+    #[inline(never)]
+    fn fill_vacant(&mut self, bucket: Bucket<K, V>) -> usize {
+        let Some(at) = self.take_vacated() else {
+            self.entries.push(bucket);
+            return self.entries.len() - 1;
+        };
+        self.entries[at] = bucket;
+        self.vacant -= 1;
+        if self.vacant == 0 {
+            self.vacated.clear();
+            self.compacting = false;
+        }
+        at
+    }
+
     /// A vacant position to fill, taken off the list.
     fn take_vacated(&mut self) -> Option<usize> {
         if self.vacant == 0 {
@@ -565,21 +582,11 @@ impl<K: Hash + Eq, V, S: BuildHasher> IncrementalMap<K, V, S> {
     pub fn add_new(&mut self, hash: u64, key: K, value: V) -> usize {
         debug_assert_eq!(hash, self.hash_of(&key));
         self.room_in_index();
-        let bucket = Bucket { hash, key, value };
-        let at = match self.take_vacated() {
-            Some(at) => {
-                self.entries[at] = bucket;
-                self.vacant -= 1;
-                if self.vacant == 0 {
-                    self.vacated.clear();
-                    self.compacting = false;
-                }
-                at
-            }
-            None => {
-                self.entries.push(bucket);
-                self.entries.len() - 1
-            }
+        let at = if self.vacant == 0 {
+            self.entries.push(Bucket { hash, key, value });
+            self.entries.len() - 1
+        } else {
+            self.fill_vacant(Bucket { hash, key, value })
         };
         let entries = &self.entries;
         self.index.insert_unique(hash, at, |&p| entries[p].hash);

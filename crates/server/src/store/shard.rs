@@ -497,11 +497,10 @@ impl Shard {
     /// [`super::free_slots::growth`]). A vacant position is room already.
     #[inline]
     fn room_for_one_key(&mut self) {
-        if self.map.vacant() > 0 {
-            return;
-        }
-        if let Some(more) = self.free_slots.key_room(self.map.len()) {
-            self.map.reserve_exact(more);
+        if self.map.vacant() == 0 {
+            if let Some(more) = self.free_slots.key_room(self.map.len()) {
+                self.map.reserve_exact(more);
+            }
         }
     }
 
