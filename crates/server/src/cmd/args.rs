@@ -5,6 +5,7 @@ use bytes::Bytes;
 
 use super::float::parse_f64;
 use super::reply::{CmdError, DB_INDEX, MUST_BE_POSITIVE, NOT_FLOAT, NOT_INTEGER};
+use crate::store::by_position::ByPosition;
 use crate::store::canonical_int;
 
 /// A strict 64-bit integer, else "value is not an integer or out of range".
@@ -69,25 +70,20 @@ pub fn random_count(arg: &[u8]) -> Result<i64, CmdError> {
     Ok(n)
 }
 
-/// The positions SRANDMEMBER, HRANDFIELD and ZRANDMEMBER with a count read, from a
-/// collection read by position: `positions` of them, `live(i)` when position `i` holds
-/// an element, `draw()` a random one that does. A count of 0 or more picks distinct
-/// elements (at most all of them); a negative one draws `|count|` times (at most 2^24),
-/// repeats allowed.
-pub fn random_picks(
-    count: i64,
-    positions: usize,
-    live: impl Fn(usize) -> bool,
-    mut draw: impl FnMut() -> Option<usize>,
-) -> Vec<usize> {
+/// The positions of `collection` SRANDMEMBER, HRANDFIELD and ZRANDMEMBER with a count
+/// read: a count of 0 or more picks distinct elements (at most all of them), a
+/// negative one draws `|count|` times (at most 2^24), repeats allowed.
+pub fn random_picks(count: i64, collection: &impl ByPosition) -> Vec<usize> {
     if count >= 0 {
-        let mut all: Vec<usize> = (0..positions).filter(|&i| live(i)).collect();
+        let mut all: Vec<usize> = (0..collection.positions())
+            .filter(|&i| collection.holds(i))
+            .collect();
         fastrand::shuffle(&mut all);
         all.truncate(usize::try_from(count).unwrap_or(usize::MAX));
         all
     } else {
         (0..count.unsigned_abs().min(1 << 24))
-            .filter_map(|_| draw())
+            .filter_map(|_| collection.random_index())
             .collect()
     }
 }

@@ -12,6 +12,7 @@ use super::args::{int, is};
 use super::long_double::{incr_by_float, IncrFloatError, LongDouble, Parsed};
 use super::reply::{ok, wrong_arity, CmdError, CmdResult, NOT_FLOAT, OVERFLOW, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
+use crate::store::by_position::ByPosition;
 use crate::store::{canonical_int, HashValue, Shard, Value};
 
 /// This family's handlers.
@@ -319,12 +320,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     };
     // Positive: distinct fields; negative: repeats allowed.
-    let picks = super::args::random_picks(
-        count,
-        h.positions(),
-        |i| h.get_index(i).is_some(),
-        || h.random_index(),
-    );
+    let picks = super::args::random_picks(count, h);
     if with_values && proto == redline_resp::Protocol::Resp3 {
         encode::write_array_len(ctx.out, picks.len());
     } else {

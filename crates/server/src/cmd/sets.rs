@@ -11,6 +11,7 @@ use super::args::is;
 use super::hashes::{scan_cursor, scan_options, scan_page, write_empty_scan};
 use super::reply::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
+use crate::store::by_position::ByPosition;
 use crate::store::set::Member;
 use crate::store::{canonical_int, SetValue, Shard, Value};
 
@@ -204,12 +205,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         return Ok(());
     };
-    let picks = super::args::random_picks(
-        count,
-        s.positions(),
-        |i| s.get_index(i).is_some(),
-        || s.random_index(),
-    );
+    let picks = super::args::random_picks(count, s);
     encode::write_array_len(ctx.out, picks.len());
     for i in picks {
         if let Some(m) = s.get_index(i) {

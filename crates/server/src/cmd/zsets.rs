@@ -13,6 +13,7 @@ use super::args::{int, is};
 use super::float::parse_f64;
 use super::reply::{double, CmdError, CmdResult, NOT_FLOAT, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
+use crate::store::by_position::ByPosition;
 use crate::store::{ScoreBound, Shard, Value, ZSet};
 
 /// This family's handlers.
@@ -671,12 +672,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     };
     // Positive: distinct members; negative: repeats allowed.
-    let picks = super::args::random_picks(
-        count,
-        z.positions(),
-        |i| z.get_index(i).is_some(),
-        || z.random_index(),
-    );
+    let picks = super::args::random_picks(count, z);
     let items: Vec<(Vec<u8>, f64)> = picks
         .into_iter()
         .filter_map(|i| z.get_index(i).map(|(m, s)| (m.to_vec(), s)))

@@ -8,6 +8,7 @@
 
 use super::incremental_map::{self, IncrementalMap};
 
+use super::by_position::{random_below, ByPosition};
 use super::compact::CompactBytes;
 use super::packed_pairs::{self, PackedPairs};
 use super::value::{ElementBytes, Hasher, Peaks};
@@ -241,22 +242,6 @@ impl HashValue {
         }
     }
 
-    /// Positions [`HashValue::get_index`] reads: its pairs and any vacant ones between.
-    pub fn positions(&self) -> usize {
-        match &self.repr {
-            Repr::Packed(p) => p.len(),
-            Repr::Map(t) => t.map.positions(),
-        }
-    }
-
-    /// A random pair's position (`None` when it is empty).
-    pub fn random_index(&self) -> Option<usize> {
-        match &self.repr {
-            Repr::Packed(p) => (!p.is_empty()).then(|| fastrand::usize(..p.len())),
-            Repr::Map(t) => t.map.random_index(),
-        }
-    }
-
     /// The pair at position `i` (in [`HashValue::iter`]'s order; `None` where it is
     /// vacant), in O(1).
     pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
@@ -303,6 +288,27 @@ impl<'a> FromIterator<(&'a [u8], &'a [u8])> for HashValue {
             hash.insert(field, value);
         }
         hash
+    }
+}
+
+/// Positions as [`HashValue::get_index`] reads them.
+impl ByPosition for HashValue {
+    fn positions(&self) -> usize {
+        match &self.repr {
+            Repr::Packed(p) => p.len(),
+            Repr::Map(t) => t.map.positions(),
+        }
+    }
+
+    fn holds(&self, i: usize) -> bool {
+        self.get_index(i).is_some()
+    }
+
+    fn random_index(&self) -> Option<usize> {
+        match &self.repr {
+            Repr::Packed(p) => random_below(p.len()),
+            Repr::Map(t) => t.map.random_index(),
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 //! shard is chosen by hash slot, keys sharing a hash tag share a shard, and cluster mode
 //! can hand over whole slots.
 
+pub mod by_position;
 pub mod changed_keys;
 mod compact;
 pub mod cut;

@@ -11,6 +11,7 @@ use std::ops::Deref;
 
 use super::incremental_map::{self, IncrementalMap};
 
+use super::by_position::{random_below, ByPosition};
 use super::compact::CompactBytes;
 use super::sorted_ints::{self, SortedInts};
 use super::value::{canonical_int, saturating_u32, Hasher};
@@ -275,22 +276,6 @@ impl SetValue {
         }
     }
 
-    /// Positions [`SetValue::get_index`] reads: its members and any vacant ones between.
-    pub fn positions(&self) -> usize {
-        match &self.repr {
-            Repr::Ints(ints) => ints.len(),
-            Repr::Members(m) => m.set.positions(),
-        }
-    }
-
-    /// A random member's position (`None` when it is empty).
-    pub fn random_index(&self) -> Option<usize> {
-        match &self.repr {
-            Repr::Ints(ints) => (!ints.is_empty()).then(|| fastrand::usize(..ints.len())),
-            Repr::Members(m) => m.set.random_index(),
-        }
-    }
-
     /// The member at position `i` (in [`SetValue::iter`]'s order; `None` where it is
     /// vacant), in O(1).
     pub fn get_index(&self, i: usize) -> Option<Member<'_>> {
@@ -359,6 +344,27 @@ impl<'a> FromIterator<&'a [u8]> for SetValue {
             set.insert(member);
         }
         set
+    }
+}
+
+/// Positions as [`SetValue::get_index`] reads them.
+impl ByPosition for SetValue {
+    fn positions(&self) -> usize {
+        match &self.repr {
+            Repr::Ints(ints) => ints.len(),
+            Repr::Members(m) => m.set.positions(),
+        }
+    }
+
+    fn holds(&self, i: usize) -> bool {
+        self.get_index(i).is_some()
+    }
+
+    fn random_index(&self) -> Option<usize> {
+        match &self.repr {
+            Repr::Ints(ints) => random_below(ints.len()),
+            Repr::Members(m) => m.set.random_index(),
+        }
     }
 }
 

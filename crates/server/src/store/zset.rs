@@ -6,6 +6,7 @@ use std::ops::Bound;
 
 use super::incremental_map::IncrementalMap;
 
+use super::by_position::{random_below, ByPosition};
 use super::compact::CompactBytes;
 use super::packed_members::{self, PackedMembers};
 use super::sorted_blocks::SortedBlocks;
@@ -322,22 +323,6 @@ impl ZSet {
             .chain(large.into_iter().flatten().map(pair))
     }
 
-    /// Positions [`ZSet::get_index`] reads: its members and any vacant ones between.
-    pub fn positions(&self) -> usize {
-        match &self.repr {
-            Repr::Small(p) => p.len(),
-            Repr::Large(ix) => ix.scores.positions(),
-        }
-    }
-
-    /// A random member's position (`None` when it is empty).
-    pub fn random_index(&self) -> Option<usize> {
-        match &self.repr {
-            Repr::Small(p) => (!p.is_empty()).then(|| fastrand::usize(..p.len())),
-            Repr::Large(ix) => ix.scores.random_index(),
-        }
-    }
-
     /// The member at `index` (random picks and ZSCAN; in no promised order; `None`
     /// where it is vacant).
     pub fn get_index(&self, index: usize) -> Option<(&[u8], f64)> {
@@ -450,6 +435,27 @@ impl ZSet {
         match &self.repr {
             Repr::Small(p) => p.heap_size(),
             Repr::Large(ix) => ix.scores.keys().map(|m| 112 + 2 * heap(m)).sum::<usize>(),
+        }
+    }
+}
+
+/// Positions as [`ZSet::get_index`] reads them.
+impl ByPosition for ZSet {
+    fn positions(&self) -> usize {
+        match &self.repr {
+            Repr::Small(p) => p.len(),
+            Repr::Large(ix) => ix.scores.positions(),
+        }
+    }
+
+    fn holds(&self, i: usize) -> bool {
+        self.get_index(i).is_some()
+    }
+
+    fn random_index(&self) -> Option<usize> {
+        match &self.repr {
+            Repr::Small(p) => random_below(p.len()),
+            Repr::Large(ix) => ix.scores.random_index(),
         }
     }
 }
