@@ -104,23 +104,21 @@ impl CutState {
         self.saved.insert(CompactBytes::new(key));
     }
 
-    /// After the entry at position `len`, the last, moved into `hole` (`moved`, now
-    /// there), or, with `moved` `None`, after a removal left `len` positions: an entry
-    /// moved from the unvisited part into the visited one is saved now, or the walker
-    /// would never meet it.
+    /// After the last entry, `key` at position `from`, moved into `hole` (the map's
+    /// compaction): moved from the unvisited part into the visited one, it is saved
+    /// now, or the walker would never meet it.
     pub(super) fn moved(
         &mut self,
         db: usize,
         hole: usize,
-        len: usize,
-        moved: Option<(&CompactBytes, &Entry)>,
+        from: usize,
+        key: &CompactBytes,
+        entry: &Entry,
     ) {
-        if let Some((key, entry)) = moved {
-            if hole < self.next && len >= self.next && !self.saved.contains(key.as_bytes()) {
-                self.save_one(db, key, entry);
-            }
+        if hole < self.next && from >= self.next && !self.saved.contains(key.as_bytes()) {
+            self.save_one(db, key, entry);
         }
-        self.next = self.next.min(len);
+        self.next = self.next.min(from);
     }
 
     /// Walks up to `batch` of the shard's `len` positions (`positions`, from

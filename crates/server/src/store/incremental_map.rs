@@ -24,9 +24,9 @@
 //! Removal swaps the last entry into the hole ([`IncrementalMap::swap_remove_index`]),
 //! or, for a map whose positions are cursors that must not move (the keyspace's SCAN),
 //! leaves the position vacant ([`IncrementalMap::vacate`]): the next new key fills it,
-//! and once more than half the positions are vacant, [`IncrementalMap::compact_step`]
-//! moves the last entries into the holes a few at a time (the only moves such a map
-//! makes, as Redis's dict moves entries only while it resizes).
+//! and once more than half the positions are vacant, the last entries move into the
+//! holes a few at a time (the only moves such a map makes, as Redis's dict moves
+//! entries only while it resizes).
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -87,8 +87,8 @@ pub struct IncrementalMap<K, V, S> {
     vacated: Vec<usize>,
     /// How many positions below `entries.len()` are vacant.
     vacant: usize,
-    /// Whether [`IncrementalMap::compact_step`] is filling the holes (from when more
-    /// than half the positions are vacant until none is).
+    /// Whether removals and [`IncrementalMap::compact_in_background`] fill the holes
+    /// (from when more than half the positions are vacant until none is).
     compacting: bool,
 }
 
@@ -204,7 +204,7 @@ impl<K, V, S> IncrementalMap<K, V, S> {
     }
 
     /// A random entry's position (`None` when the map is empty). Vacant positions are
-    /// at most about half of them (see [`Self::compact_step`]), so a few draws find one;
+    /// at most about half of them (see [`Self::vacate`]), so a few draws find one;
     /// a walk from the last draw bounds the worst case.
     pub fn random_index(&self) -> Option<usize> {
         if self.is_empty() {
@@ -372,9 +372,15 @@ impl<K, V, S> IncrementalMap<K, V, S> {
 
     /// Removes the entry at `index` and leaves its position vacant, so that no other
     /// entry moves (SCAN's cursors are positions: see the module's documentation). The
-    /// next new key fills it; [`Self::compact_step`] fills the holes once more than
-    /// half the positions are vacant.
-    pub fn vacate(&mut self, index: usize) -> Option<(K, V)>
+    /// next new key fills it. Once more than half the positions are vacant the map
+    /// compacts: each removal (and [`Self::compact_in_background`]) moves a few entries
+    /// from the end into holes, calling `moved(hole, from, key, value)` for each, a move
+    /// a walk by position must hear of (as of a swap-remove).
+    pub fn vacate(
+        &mut self,
+        index: usize,
+        moved: impl FnMut(usize, usize, &K, &V),
+    ) -> Option<(K, V)>
     where
         K: Default,
         V: Default,
@@ -395,20 +401,14 @@ impl<K, V, S> IncrementalMap<K, V, S> {
             self.compacting = true;
         }
         self.step(MOVES_PER_CHANGE);
+        self.compact_step(MOVES_PER_CHANGE, moved);
         Some((key, value))
     }
 
-    /// [`Self::vacate`], then [`Self::compact_step`] with a few moves nobody hears of:
-    /// for a map that nothing walks by position but its own scans (a large set's, hash's
-    /// or sorted set's members, whose SSCAN, HSCAN and ZSCAN cursors are positions).
-    pub fn vacate_and_compact(&mut self, index: usize) -> Option<(K, V)>
-    where
-        K: Default,
-        V: Default,
-    {
-        let removed = self.vacate(index)?;
-        self.compact_step(MOVES_PER_CHANGE, |_, _, _, _| {});
-        Some(removed)
+    /// The background cycle's share of a compaction ([`Self::vacate`]), as
+    /// [`Self::tidy`] is of a move of the index.
+    pub fn compact_in_background(&mut self, moved: impl FnMut(usize, usize, &K, &V)) {
+        self.compact_step(MOVES_PER_TIDY, moved);
     }
 
     /// Drops the vacant positions at the end.
@@ -433,10 +433,7 @@ impl<K, V, S> IncrementalMap<K, V, S> {
         };
         self.entries[at] = bucket;
         self.vacant -= 1;
-        if self.vacant == 0 {
-            self.vacated.clear();
-            self.compacting = false;
-        }
+        self.trim_vacant_tail();
         at
     }
 
@@ -454,9 +451,8 @@ impl<K, V, S> IncrementalMap<K, V, S> {
     }
 
     /// While compacting (see [`Self::vacate`]), moves up to `budget` entries from the
-    /// end into vacant positions, calling `moved(hole, from, key, value)` for each (a
-    /// move a walk by position must hear of, as after a swap-remove).
-    pub fn compact_step(&mut self, budget: usize, mut moved: impl FnMut(usize, usize, &K, &V)) {
+    /// end into vacant positions, calling `moved(hole, from, key, value)` for each.
+    fn compact_step(&mut self, budget: usize, mut moved: impl FnMut(usize, usize, &K, &V)) {
         for _ in 0..budget {
             self.trim_vacant_tail();
             if !self.compacting {
@@ -478,7 +474,7 @@ impl<K, V, S> IncrementalMap<K, V, S> {
         self.trim_vacant_tail();
     }
 
-    /// Whether [`Self::compact_step`] has holes to fill.
+    /// Whether a compaction has holes to fill (see [`Self::vacate`]).
     pub fn is_compacting(&self) -> bool {
         self.compacting
     }
@@ -611,7 +607,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> IncrementalMap<K, V, S> {
         self.insert_full(key, value).1
     }
 
-    /// Removes `key` as [`Self::vacate_and_compact`] does.
+    /// Removes `key` as [`Self::vacate`] does, for a map that nothing walks by position
+    /// but its own scans, so no move needs hearing of (a large set's, hash's or sorted
+    /// set's members: SSCAN, HSCAN and ZSCAN).
     pub fn vacate_key<Q>(&mut self, key: &Q) -> Option<(K, V)>
     where
         K: Borrow<Q> + Default,
@@ -619,7 +617,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> IncrementalMap<K, V, S> {
         Q: Hash + Eq + ?Sized,
     {
         let at = self.get_index_of(key)?;
-        self.vacate_and_compact(at)
+        self.vacate(at, |_, _, _, _| {})
     }
 
     /// Removes `key`, the last entry taking its place.
@@ -773,8 +771,25 @@ mod tests {
         ]
     }
 
+    /// A move a compaction reported, `(hole, from, key, value)`.
+    type Move = (usize, usize, u32, u32);
+
+    /// Applies `moves` to a model of positions, checking each moved the last entry
+    /// into a hole.
+    fn follow(model: &mut Vec<Option<(u32, u32)>>, moves: Vec<Move>) {
+        for (hole, from, k, v) in moves {
+            while model.last().is_some_and(Option::is_none) {
+                model.pop();
+            }
+            assert_eq!(from, model.len() - 1);
+            assert!(model[hole].is_none());
+            assert_eq!(model.pop().flatten(), Some((k, v)));
+            model[hole] = Some((k, v));
+        }
+    }
+
     proptest! {
-        /// A map that vacates positions moves an entry only in `compact_step`, which
+        /// A map that vacates positions moves an entry only while it compacts, and
         /// reports each move; a new key takes a vacant position or the end. Checked
         /// against a model of positions, moves in progress or not.
         #[test]
@@ -811,31 +826,29 @@ mod tests {
                         let expected = model.iter().position(|e| e.is_some_and(|(mk, _)| mk == k));
                         prop_assert_eq!(at, expected);
                         if let Some(at) = at {
-                            prop_assert_eq!(map.vacate(at), model[at].take());
+                            let mut moves = Vec::new();
+                            let removed = map.vacate(at, |hole, from, k, v| moves.push((hole, from, *k, *v)));
+                            prop_assert_eq!(removed, model[at].take());
+                            follow(&mut model, moves);
                         }
                     }
                     VacatingOp::Thin(keep) => {
-                        for (at, slot) in model.iter_mut().enumerate() {
-                            if let Some((k, v)) = *slot {
-                                if k % 3 != keep {
-                                    prop_assert_eq!(map.vacate(at), Some((k, v)));
-                                    *slot = None;
-                                }
-                            }
+                        let doomed: Vec<(u32, u32)> =
+                            model.iter().flatten().copied().filter(|(k, _)| k % 3 != keep).collect();
+                        for (k, v) in doomed {
+                            let at = model.iter().position(|e| *e == Some((k, v)));
+                            prop_assert_eq!(map.get_index_of(&k), at);
+                            let Some(at) = at else { continue };
+                            let mut moves = Vec::new();
+                            let removed = map.vacate(at, |hole, from, k, v| moves.push((hole, from, *k, *v)));
+                            prop_assert_eq!(removed, model[at].take());
+                            follow(&mut model, moves);
                         }
                     }
                     VacatingOp::Compact(budget) => {
                         let mut moves = Vec::new();
                         map.compact_step(budget, |hole, from, k, v| moves.push((hole, from, *k, *v)));
-                        for (hole, from, k, v) in moves {
-                            while model.last().is_some_and(Option::is_none) {
-                                model.pop();
-                            }
-                            prop_assert_eq!(from, model.len() - 1);
-                            prop_assert!(model[hole].is_none());
-                            prop_assert_eq!(model.pop().flatten(), Some((k, v)));
-                            model[hole] = Some((k, v));
-                        }
+                        follow(&mut model, moves);
                     }
                     VacatingOp::Shrink(min) => map.shrink_to(min),
                     VacatingOp::Tidy => map.tidy(),

@@ -272,7 +272,7 @@ impl SetValue {
             Repr::Ints(ints) => ints
                 .remove_at(i)
                 .map(|n| CompactBytes::new(itoa::Buffer::new().format(n).as_bytes())),
-            Repr::Members(m) => m.set.vacate_and_compact(i).map(|(member, ())| member),
+            Repr::Members(m) => m.set.vacate(i, |_, _, _, _| {}).map(|(member, ())| member),
         }
     }
 

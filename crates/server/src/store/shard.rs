@@ -63,13 +63,6 @@ pub fn as_master<R>(f: impl FnOnce() -> R) -> R {
     result
 }
 
-/// Vacant key positions filled with each removal while the key table compacts (see
-/// [`Shard::compact`]): more than one, so that a compaction ends while keys go.
-const MOVES_PER_REMOVAL: usize = 16;
-
-/// The same, with each background cycle (as [`Shard::tidy_indexes`]).
-const MOVES_PER_TIDY: usize = 1024;
-
 /// Keys of one shard.
 #[derive(Debug, Default)]
 pub struct Shard {
@@ -114,6 +107,19 @@ pub struct SampleResult {
     pub sampled: usize,
     /// Keys found expired and removed.
     pub expired: usize,
+}
+
+/// What the pending `cuts` of database `db` do when the key table, compacting, moves
+/// an entry from position `from` into `hole` (see [`IncrementalMap::vacate`]).
+fn cuts_hear_moves(
+    cuts: &mut [CutState],
+    db: usize,
+) -> impl FnMut(usize, usize, &CompactBytes, &Entry) + '_ {
+    move |hole, from, key, entry| {
+        for cut in cuts.iter_mut() {
+            cut.moved(db, hole, from, key, entry);
+        }
+    }
 }
 
 /// Whether `key` is missing, stale or live in `map` (WATCH's view of a FLUSHDB or SWAPDB).
@@ -531,13 +537,11 @@ impl Shard {
 
     fn remove_index_with_key(&mut self, index: usize) -> Option<(CompactBytes, Entry)> {
         self.before_change(index);
-        // The position is left vacant, so no other key moves under a SCAN cursor.
-        let (key, entry) = self.map.vacate(index)?;
-        let positions = self.map.positions();
-        for cut in &mut self.cuts {
-            cut.moved(self.db, index, positions, None);
-        }
-        self.compact(MOVES_PER_REMOVAL);
+        // The position is left vacant, so no other key moves under a SCAN cursor (but
+        // while the table compacts: the cuts hear of those moves).
+        let (key, entry) = self
+            .map
+            .vacate(index, cuts_hear_moves(&mut self.cuts, self.db))?;
         self.touch(&key);
         if entry.expires_at != 0 {
             self.ttl_keys.swap_remove(key.as_bytes());
@@ -548,21 +552,6 @@ impl Shard {
         self.shrink_if_sparse();
         self.settle_free_slots();
         Some((key, entry))
-    }
-
-    /// Fills up to `budget` vacant positions of the key table once it is compacting
-    /// (see [`IncrementalMap::vacate`]): the one time keys move, as Redis's entries move
-    /// only while its dict resizes, so a SCAN under way may then see a key twice.
-    fn compact(&mut self, budget: usize) {
-        if !self.map.is_compacting() {
-            return;
-        }
-        let (db, cuts) = (self.db, &mut self.cuts);
-        self.map.compact_step(budget, |hole, from, key, entry| {
-            for cut in cuts.iter_mut() {
-                cut.moved(db, hole, from, Some((key, entry)));
-            }
-        });
     }
 
     /// A table down to a quarter of its size gives half of it back (see
@@ -844,7 +833,10 @@ impl Shard {
         self.map.tidy();
         self.ttl_keys.tidy();
         if self.map.is_compacting() {
-            self.compact(MOVES_PER_TIDY);
+            // The one time keys move, as Redis's entries move only while its dict
+            // resizes: a SCAN under way may then see a key twice.
+            self.map
+                .compact_in_background(cuts_hear_moves(&mut self.cuts, self.db));
             self.shrink_if_sparse();
             self.settle_free_slots();
         }
