@@ -188,11 +188,5 @@ pub fn save(acl: &Acl, path: &Path) -> std::io::Result<()> {
             .map_or("acl".into(), |n| n.to_string_lossy()),
         std::process::id()
     ));
-    let written = std::fs::write(&temp, &text)
-        .and_then(|()| std::fs::File::open(&temp)?.sync_all())
-        .and_then(|()| std::fs::rename(&temp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written
+    crate::persist::durable::write(&temp, path, &text)
 }

@@ -5,8 +5,8 @@
 //! default, or that Redis always writes, is appended under a signature line when the
 //! file has no line for it. Comments, blank lines (each run kept as one) and
 //! directives the rewrite does not own (`include`, `rename-command`) stay; a line
-//! nothing knows becomes a `# ??? ` comment. The new file replaces the old one by
-//! rename, so a crash never leaves half a file.
+//! nothing knows becomes a `# ??? ` comment. The new file is synced and replaces the
+//! old one by a rename that is synced too, so a crash never leaves half a file.
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -265,8 +265,7 @@ fn rewrite_file(config: &Config, users: &[String], path: &Path, force_all: bool)
         text.push('\n');
     }
     let tmp = path.with_extension("rewrite.tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+    crate::persist::durable::write(&tmp, path, text.as_bytes())
 }
 
 #[cfg(test)]

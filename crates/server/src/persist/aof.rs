@@ -836,6 +836,7 @@ fn complete_rewrite(
     let mut next = manifest.clone();
     let base = next.new_base(&name, preamble);
     let base_path = directory.join(&base);
+    // Plain renames: the manifest's write below syncs their directory after them.
     if let Err(e) = std::fs::rename(temp, &base_path) {
         let _ = std::fs::remove_file(temp);
         return Err(e);

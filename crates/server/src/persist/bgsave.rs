@@ -738,7 +738,7 @@ pub fn start_bgsave<T>(
             let result = completed.and_then(|(temp, _)| {
                 let current = p.dump_generation.lock();
                 if *current == generation {
-                    std::fs::rename(temp, &path).map(|()| true)
+                    super::durable::rename(temp, &path).map(|()| true)
                 } else {
                     // A foreground save (FLUSHALL's) wrote a newer dump meanwhile.
                     let _ = std::fs::remove_file(temp);

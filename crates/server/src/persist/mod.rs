@@ -11,6 +11,7 @@
 //! - [`group_commit`]: when `appendfsync always` starts its next fsync.
 //! - [`loading`]: the load at start as clients and INFO see it, and load counters.
 //! - [`data_file`]: data files written in pieces of a size the kernel copies fast.
+//! - [`durable`]: renames that survive a crash (the directory synced after them).
 //! - [`snapshot`]: the dataset as an RDB image: SAVE, BGSAVE, DEBUG RELOAD, loading at
 //!   start, the payload of a replication full sync.
 
@@ -20,6 +21,7 @@ pub mod aof_manifest;
 pub mod bgsave;
 pub mod data_file;
 mod dump_file;
+pub mod durable;
 pub mod graceful;
 mod group_commit;
 pub mod loading;

@@ -646,8 +646,9 @@ pub fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(format!("temp-{}.rdb", std::process::id()))
 }
 
-/// Writes `image` to `path` the way Redis does: a temporary file, fsync, rename; sent to
-/// disk as it is written when `autosync` (Redis's incremental fsync).
+/// Writes `image` to `path` the way Redis does: a temporary file, fsync, rename, fsync of
+/// the directory; sent to disk as it is written when `autosync` (Redis's incremental
+/// fsync).
 pub fn write_file(path: &Path, image: &[u8], autosync: bool) -> std::io::Result<()> {
     write_file_with(path, autosync, |file| file.write_all(image))
 }
@@ -665,7 +666,7 @@ fn write_file_with(
             data_file::DataFile::new(std::fs::File::create(&temp)?).synced_as_written(autosync);
         write(&mut file)?;
         file.file().sync_all()?;
-        std::fs::rename(&temp, path)
+        super::durable::rename(&temp, path)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
