@@ -722,6 +722,120 @@ fn a_restarted_replica_continues_from_its_dump_with_psync() {
     on_ours_then_theirs(a_restarted_replica_continues);
 }
 
+/// A replica killed after its full sync, before any save of its own (`save ""`),
+/// restarts from the image the sync wrote as its dump file (`repl-diskless-load
+/// disabled`, the default) and continues with PSYNC: no second full sync, same data.
+fn a_replica_killed_after_its_sync_continues(
+    master: u16,
+    replica: u16,
+    dir: &std::path::Path,
+    kill_and_restart: &mut dyn FnMut(),
+) {
+    wait_link_up(replica);
+    write_load(master, 5);
+    wait_caught_up(master, replica);
+    assert!(
+        dir.join("dump.rdb").is_file(),
+        "the synced image is the dump file"
+    );
+    let [full, partial, _] = sync_counters(master);
+    kill_and_restart();
+    wait_until("a partial resynchronization", || {
+        stat(master, "sync_partial_ok") > partial
+    });
+    wait_link_up(replica);
+    assert_same_data(master, replica);
+    assert_eq!(stat(master, "sync_full"), full);
+}
+
+#[test]
+fn a_replica_killed_after_its_full_sync_continues_from_the_synced_file_like_redis() {
+    let master = redline(&["--repl-backlog-size", "16mb"]);
+    let port = master.port().to_string();
+    write_load(master.port(), 5);
+    let mut ours = redline(&["--replicaof", "127.0.0.1", &port]);
+    let (replica, dir) = (ours.port(), ours.dir().to_path_buf());
+    a_replica_killed_after_its_sync_continues(master.port(), replica, &dir, &mut || {
+        ours.kill();
+        ours.restart().unwrap();
+    });
+    let mut theirs = redis(&["--save", "", "--replicaof", "127.0.0.1", &port]);
+    let (replica, dir) = (theirs.port(), theirs.dir().to_path_buf());
+    a_replica_killed_after_its_sync_continues(master.port(), replica, &dir, &mut || {
+        theirs.kill();
+        theirs.restart().unwrap();
+    });
+}
+
+/// With `rdb-del-sync-files yes` and no persistence, neither end keeps the file of a
+/// disk-based full sync: the replica deletes what it received once loaded, the master
+/// the dump file its BGSAVE wrote for the sync once the replica has it. With a save
+/// point, both keep theirs.
+fn sync_files_go_without_persistence(
+    master: u16,
+    master_dir: &std::path::Path,
+    replica: u16,
+    replica_dir: &std::path::Path,
+    persistent: bool,
+) {
+    let mut r = conn(replica);
+    assert_eq!(
+        r.cmd(&["REPLICAOF", "127.0.0.1", &master.to_string()]),
+        Frame::Simple("OK".into())
+    );
+    wait_link_up(replica);
+    assert_same_data(master, replica);
+    let (kept_by_master, kept_by_replica) =
+        (master_dir.join("dump.rdb"), replica_dir.join("dump.rdb"));
+    if persistent {
+        assert!(kept_by_replica.is_file());
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(kept_by_master.is_file());
+    } else {
+        assert!(
+            !kept_by_replica.exists(),
+            "the replica kept {kept_by_replica:?}"
+        );
+        wait_until("the master's cron to remove its sync file", || {
+            !kept_by_master.exists()
+        });
+    }
+    r.ok(&["REPLICAOF", "NO", "ONE"]);
+}
+
+#[test]
+fn rdb_del_sync_files_leaves_no_file_without_persistence_like_redis() {
+    for persistent in [false, true] {
+        let save = if persistent { "3600 1" } else { "" };
+        let args = [
+            "--repl-diskless-sync",
+            "no",
+            "--rdb-del-sync-files",
+            "yes",
+            "--save",
+            save,
+        ];
+        let (master, replica) = (redline(&args), redline(&args));
+        write_load(master.port(), 2);
+        sync_files_go_without_persistence(
+            master.port(),
+            master.dir(),
+            replica.port(),
+            replica.dir(),
+            persistent,
+        );
+        let (master, replica) = (redis(&args), redis(&args));
+        write_load(master.port(), 2);
+        sync_files_go_without_persistence(
+            master.port(),
+            master.dir(),
+            replica.port(),
+            replica.dir(),
+            persistent,
+        );
+    }
+}
+
 #[test]
 fn redline_replicates_from_redline_under_load_and_continues_after_a_cut() {
     let master = redline(&[]);

@@ -904,6 +904,13 @@ pub fn has_save_points(shared: &Shared) -> bool {
     configured_save_points(&shared.config.read().save)
 }
 
+/// Whether nothing persists the dataset: no save point and no AOF (Redis's
+/// `allPersistenceDisabled`).
+pub fn all_persistence_disabled(shared: &Shared) -> bool {
+    let config = shared.config.read();
+    !configured_save_points(&config.save) && !config.appendonly
+}
+
 /// Whether the `save` setting `save` names some save point.
 pub fn configured_save_points(save: &str) -> bool {
     !save_points(save).is_empty()

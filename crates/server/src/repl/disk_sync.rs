@@ -48,6 +48,9 @@ pub struct DiskSyncs {
     current: Mutex<Option<Arc<Save>>>,
     /// Replicas waiting for the next BGSAVE: id, address, listening port.
     queued: Mutex<Vec<(u64, ReplicaIp, u16)>>,
+    /// A sync's BGSAVE wrote the dump file while `rdb-del-sync-files` was on (Redis's
+    /// `RDBGeneratedByReplication`): see [`remove_file_of_syncs`].
+    wrote_dump_file: AtomicBool,
 }
 
 /// A BGSAVE serving disk-based syncs.
@@ -217,6 +220,9 @@ impl DiskSyncs {
         match bgsave::start_bgsave(shared, begin, Some(written)) {
             Ok((link, replid, offset, ticket)) => {
                 *current = Some(save);
+                if shared.config.read().param_bool("rdb-del-sync-files") {
+                    self.wrote_dump_file.store(true, Ordering::Relaxed);
+                }
                 tracing::info!(
                     "Starting BGSAVE for SYNC with target: disk (replica {}:{}, offset {offset})",
                     request.ip.clone(),
@@ -378,6 +384,41 @@ impl Started {
         // A TLS link may still hold the image's last records (the socket was full at
         // the last write): out now, not with the stream's first change.
         socket.flush().await
+    }
+}
+
+/// From the server's cron (Redis's `removeRDBUsedToSyncReplicas`): with
+/// `rdb-del-sync-files yes` and no persistence configured, the dump file a disk-based
+/// sync wrote goes once no replica waits for an image or is being sent one, so an
+/// instance without persistence does not keep the dataset on disk.
+pub fn remove_file_of_syncs(shared: &Shared) {
+    let syncs = &shared.repl.disk_syncs;
+    if !shared.config.read().param_bool("rdb-del-sync-files") {
+        // Cleared, so that turning the option on later does not delete a file written
+        // while it was off.
+        syncs.wrote_dump_file.store(false, Ordering::Relaxed);
+        return;
+    }
+    if !syncs.wrote_dump_file.load(Ordering::Relaxed)
+        || !snapshot::all_persistence_disabled(shared)
+        || !syncs.queued.lock().is_empty()
+    {
+        return;
+    }
+    let syncing = shared
+        .repl
+        .journal
+        .stream()
+        .replicas()
+        .iter()
+        .any(|link| link.state() != LinkState::Online);
+    let path = snapshot::dump_path(shared);
+    if !syncing && path.symlink_metadata().is_ok() {
+        syncs.wrote_dump_file.store(false, Ordering::Relaxed);
+        tracing::info!(
+            "Removing the RDB file used to feed replicas in a persistence-less instance"
+        );
+        let _ = std::fs::remove_file(path);
     }
 }
 

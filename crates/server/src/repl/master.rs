@@ -623,6 +623,7 @@ impl Drop for Detach<'_> {
 /// start, not from a replica's arrival.
 pub fn cron(shared: &Shared) {
     free_idle_backlog(shared);
+    super::disk_sync::remove_file_of_syncs(shared);
     let journal = &shared.repl.journal;
     // A replica passes its master's stream on byte for byte (PINGs included) and adds
     // nothing of its own: its sub-replicas' offsets must stay its master's.

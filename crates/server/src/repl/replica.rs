@@ -3,8 +3,8 @@
 //! A background task connects to the master and does Redis's handshake (PING, AUTH with
 //! `masteruser`/`masterauth`, REPLCONF listening-port and capa eof psync2, PSYNC with the
 //! id and offset this server already has, or `? -1`). On FULLRESYNC it reads the image
-//! (a `$<len>` bulk or a disk-less `$EOF:<mark>` stream), then empties the dataset and
-//! loads it while every shard is held, and takes the master's id and offset; with
+//! (a `$<len>` bulk or a disk-less `$EOF:<mark>` stream), writes it to the dump file
+//! (`keep_image`), then empties the dataset and loads it while every shard is held, and takes the master's id and offset; with
 //! `repl-diskless-load swapdb` (or `on-empty-db` and no keys) it loads the image as it
 //! arrives into a dataset beside the keyspace and swaps it in (`load_streamed`). On CONTINUE
 //! it goes on from where it was. It then applies the stream through a client flagged as
@@ -550,7 +550,12 @@ async fn session(
                 // (a client's INFO, the listener) move to another thread first. The
                 // gate keeps a new link's PSYNC until it ends.
                 let _gate = shared.repl.load_gate.lock().await;
-                crate::cmd::off_the_runtime(|| load_image(shared, &image, id, offset, status))?;
+                crate::cmd::off_the_runtime(|| {
+                    keep_image(shared, &image)?;
+                    let loaded = load_image(shared, &image, id, offset, status);
+                    forget_kept_image(shared);
+                    loaded
+                })?;
             }
             if shared.config.read().appendonly {
                 // The AOF held the old dataset: it starts again from the master's, as
@@ -612,6 +617,34 @@ fn announced_address(shared: &Shared) -> (u16, Option<String>) {
         .filter(|ip| !ip.is_empty())
         .map(str::to_string);
     (port, ip)
+}
+
+/// A disk-based load's image becomes the dump file before it is loaded, as Redis's
+/// replica writes what it receives to disk (`repl-diskless-load disabled`): restarted
+/// later, even after a crash before any save of its own, the replica loads it and
+/// continues with PSYNC from the master's offset it records. A BGSAVE still under way
+/// will not rename its older image over it. No file, no sync, as in Redis.
+fn keep_image(shared: &Shared, image: &[u8]) -> std::io::Result<()> {
+    let mut generation = shared.persistence.dump_generation.lock();
+    *generation += 1;
+    snapshot::write_file(&snapshot::dump_path(shared), image, true).map_err(|e| {
+        other(format!(
+            "Failed trying to sync the temp DB to disk in MASTER <-> REPLICA synchronization: {e}"
+        ))
+    })
+}
+
+/// With `rdb-del-sync-files yes` and no persistence configured, the file the sync
+/// wrote goes once it was loaded (or failed to), as Redis deletes it.
+fn forget_kept_image(shared: &Shared) {
+    if shared.config.read().param_bool("rdb-del-sync-files")
+        && snapshot::all_persistence_disabled(shared)
+    {
+        tracing::info!(
+            "Removing the RDB file obtained from the master. This replica has persistence disabled"
+        );
+        let _ = std::fs::remove_file(snapshot::dump_path(shared));
+    }
 }
 
 /// Replaces the dataset with the master's image, while every shard is held. An image
