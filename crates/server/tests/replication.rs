@@ -767,6 +767,38 @@ fn a_replica_killed_after_its_full_sync_continues_from_the_synced_file_like_redi
     });
 }
 
+/// The image a full sync read is freed once loaded, whether it came disk-less (an
+/// `EOF:` mark) or as a sized bulk: the link's read buffer kept its allocation, about
+/// twice the image, for as long as the link lived.
+#[test]
+fn a_full_sync_leaves_no_buffer_of_the_image_behind() {
+    let used = |port: u16| -> i64 {
+        section_field(port, "memory", "used_memory")
+            .parse()
+            .unwrap()
+    };
+    for disk_less in ["yes", "no"] {
+        let master = redline(&[
+            "--repl-diskless-sync",
+            disk_less,
+            "--repl-diskless-sync-delay",
+            "0",
+            "--rdbcompression",
+            "no",
+        ]);
+        let port = master.port();
+        conn(port).ok(&["DEBUG", "POPULATE", "30000", "key", "1000"]);
+        let replica = redline(&["--replicaof", "127.0.0.1", &port.to_string()]);
+        wait_link_up(replica.port());
+        wait_caught_up(port, replica.port());
+        let (theirs, ours) = (used(port), used(replica.port()));
+        assert!(
+            ours < theirs + (12 << 20),
+            "disk-less {disk_less}: the replica uses {ours} bytes, its master {theirs}"
+        );
+    }
+}
+
 /// With `rdb-del-sync-files yes` and no persistence, neither end keeps the file of a
 /// disk-based full sync: the replica deletes what it received once loaded, the master
 /// the dump file its BGSAVE wrote for the sync once the replica has it. With a save

@@ -379,18 +379,19 @@ impl Transfer {
     }
 }
 
-/// Reads the whole sync image into memory.
+/// Reads the whole sync image into memory: the read buffer itself, not a copy of it
+/// (a copy would hold the image twice at its peak).
 async fn read_image(
     socket: &mut PeerStream,
     input: &mut BytesMut,
     timeout: Duration,
     transfer: Transfer,
-) -> std::io::Result<Vec<u8>> {
+) -> std::io::Result<BytesMut> {
     match transfer {
         Transfer::Marked(mark) => loop {
             if input.len() >= mark.len() && input.ends_with(&mark) {
-                let image = input[..input.len() - mark.len()].to_vec();
-                input.clear();
+                let mut image = std::mem::take(input);
+                image.truncate(image.len() - mark.len());
                 return Ok(image);
             }
             if read_some(socket, input, timeout, TRANSFER_TIMEOUT).await? == 0 {
@@ -404,7 +405,11 @@ async fn read_image(
                     return Err(other("master closed the connection during the sync".into()));
                 }
             }
-            Ok(input.split_to(len).to_vec())
+            let image = input.split_to(len);
+            // The stream's first bytes, if any, move to a buffer of their own: the
+            // image's allocation then goes with the image, not with the link.
+            *input = BytesMut::from(&input[..]);
+            Ok(image)
         }
     }
 }
