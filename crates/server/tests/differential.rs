@@ -1532,7 +1532,9 @@ fn replicas_hold_what_their_master_holds() {
     let (sequences, only) = sequences_to_run(40);
     for redline_is_master in [true, false] {
         let redis = RedisServer::start().expect("redis-server");
-        let redline = Redline::start();
+        // In process, the replica's directory is the test's: the image it keeps as its
+        // dump file goes once loaded.
+        let redline = Redline::start_with(&["--rdb-del-sync-files", "yes"]);
         let (master, replica) = if redline_is_master {
             (redline.addr, redis.addr())
         } else {

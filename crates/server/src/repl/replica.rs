@@ -379,6 +379,9 @@ impl Transfer {
     }
 }
 
+/// The most room a sized image gets before any of it arrived (see [`read_image`]).
+const IMAGE_ROOM_AT_ONCE: usize = 64 << 20;
+
 /// Reads the whole sync image into memory: the read buffer itself, not a copy of it
 /// (a copy would hold the image twice at its peak).
 async fn read_image(
@@ -400,7 +403,11 @@ async fn read_image(
         },
         Transfer::Sized(len) => {
             while input.len() < len {
-                input.reserve(len - input.len());
+                // Room for the whole image at once when it is small; a large one's
+                // room grows with what arrived, so a length no master would send
+                // (or a lying one) cannot make the replica ask for memory up front.
+                let missing = len - input.len();
+                input.reserve(missing.min(input.len().max(IMAGE_ROOM_AT_ONCE)));
                 if read_some(socket, input, timeout, TRANSFER_TIMEOUT).await? == 0 {
                     return Err(other("master closed the connection during the sync".into()));
                 }
