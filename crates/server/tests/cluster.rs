@@ -698,3 +698,39 @@ fn a_forgotten_node_s_links_leave_cluster_links_like_redis() {
         }
     }
 }
+
+/// A bus message announced at nearly the largest length a node takes, and never sent,
+/// costs the node no memory: the room for a message grows with the bytes that arrive.
+/// Before, the announced 512 MB were allocated and zeroed at once, per connection,
+/// for anyone who could reach the bus port.
+#[test]
+fn a_bus_message_announced_and_never_sent_costs_no_memory() {
+    use std::io::Write;
+    let node = RedlineServer::builder()
+        .args(["--cluster-enabled", "yes", "--save", ""])
+        .start()
+        .unwrap();
+    let bus = node.port() + 10000;
+    let peers: Vec<_> = (0..4)
+        .map(|_| {
+            let mut peer = std::net::TcpStream::connect(("127.0.0.1", bus)).unwrap();
+            peer.write_all(b"RCmb\x1f\xff\xff\xff").unwrap();
+            peer.write_all(&[0u8; 4096]).unwrap();
+            peer
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let info = text(&conn(node.port()).cmd(&["INFO", "memory"]));
+    let used: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        used < 64 << 20,
+        "used_memory {used} with {} peers",
+        peers.len()
+    );
+}

@@ -19,6 +19,9 @@ use super::LinkHandle;
 use crate::net::outgoing::{connect_peer, tcp_of, PeerStream};
 use crate::shared::Shared;
 
+/// The most room a message's body gets before its bytes arrive.
+const READ_STEP: usize = 1 << 20;
+
 /// Reads one message; `None` at a clean end of the connection.
 async fn read_message(
     reader: &mut tokio::io::ReadHalf<PeerStream>,
@@ -41,8 +44,13 @@ async fn read_message(
     };
     buf.clear();
     buf.extend_from_slice(&first);
-    buf.resize(len, 0);
-    reader.read_exact(&mut buf[8..]).await?;
+    // The room grows with what arrives: a length announced and never sent (up to
+    // MAX_LEN, from anyone who can reach the bus port) costs no memory.
+    while buf.len() < len {
+        let start = buf.len();
+        buf.resize(start + (len - start).min(READ_STEP), 0);
+        reader.read_exact(&mut buf[start..]).await?;
+    }
     Ok(Some(message::decode(buf)))
 }
 
