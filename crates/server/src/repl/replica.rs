@@ -563,10 +563,20 @@ async fn session(
                 // gate keeps a new link's PSYNC until it ends.
                 let _gate = shared.repl.load_gate.lock().await;
                 crate::cmd::off_the_runtime(|| {
-                    keep_image(shared, &image)?;
-                    let loaded = load_image(shared, &image, id, offset, status);
-                    forget_kept_image(shared);
-                    loaded
+                    // The file is written while the image loads (Redis writes it while
+                    // it arrives): a failed write leaves the synced data without its
+                    // file, as before the file was kept.
+                    std::thread::scope(|scope| {
+                        let kept = scope.spawn(|| keep_image(shared, &image));
+                        let loaded = load_image(shared, &image, id, offset, status);
+                        match kept.join() {
+                            Ok(Ok(())) => {}
+                            Ok(Err(e)) => tracing::warn!("{e}"),
+                            Err(_) => tracing::warn!("the synced image's writer failed"),
+                        }
+                        forget_kept_image(shared);
+                        loaded
+                    })
                 })?;
             }
             if shared.config.read().appendonly {
@@ -635,7 +645,7 @@ fn announced_address(shared: &Shared) -> (u16, Option<String>) {
 /// replica writes what it receives to disk (`repl-diskless-load disabled`): restarted
 /// later, even after a crash before any save of its own, the replica loads it and
 /// continues with PSYNC from the master's offset it records. A BGSAVE still under way
-/// will not rename its older image over it. No file, no sync, as in Redis.
+/// will not rename its older image over it.
 fn keep_image(shared: &Shared, image: &[u8]) -> std::io::Result<()> {
     let mut generation = shared.persistence.dump_generation.lock();
     *generation += 1;
