@@ -1,7 +1,7 @@
 //! Renames that survive a crash.
 //!
-//! A file replaced by a rename (the dump file, the AOF's manifest and base, the
-//! configuration file, the ACL file) is fsynced before the rename, but the rename itself
+//! A file replaced by a rename (the dump file, the AOF's manifest, the configuration
+//! file, the ACL file) is fsynced before the rename, but the rename itself
 //! is a change of its directory: until the directory is on disk too, a power loss can
 //! bring back the old name, or no file at all. Redis 7.0 syncs the directory after each
 //! such rename (`fsyncFileDir`); so does [`rename`].

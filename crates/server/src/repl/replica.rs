@@ -3,8 +3,9 @@
 //! A background task connects to the master and does Redis's handshake (PING, AUTH with
 //! `masteruser`/`masterauth`, REPLCONF listening-port and capa eof psync2, PSYNC with the
 //! id and offset this server already has, or `? -1`). On FULLRESYNC it reads the image
-//! (a `$<len>` bulk or a disk-less `$EOF:<mark>` stream), writes it to the dump file
-//! (`keep_image`), then empties the dataset and loads it while every shard is held, and takes the master's id and offset; with
+//! (a `$<len>` bulk or a disk-less `$EOF:<mark>` stream), then empties the dataset and
+//! loads it while every shard is held, writing it to the dump file meanwhile
+//! (`keep_image`), and takes the master's id and offset; with
 //! `repl-diskless-load swapdb` (or `on-empty-db` and no keys) it loads the image as it
 //! arrives into a dataset beside the keyspace and swaps it in (`load_streamed`). On CONTINUE
 //! it goes on from where it was. It then applies the stream through a client flagged as
@@ -641,8 +642,8 @@ fn announced_address(shared: &Shared) -> (u16, Option<String>) {
     (port, ip)
 }
 
-/// A disk-based load's image becomes the dump file before it is loaded, as Redis's
-/// replica writes what it receives to disk (`repl-diskless-load disabled`): restarted
+/// A disk-based load's image becomes the dump file as it is loaded, as Redis's replica
+/// writes what it receives to disk (`repl-diskless-load disabled`): restarted
 /// later, even after a crash before any save of its own, the replica loads it and
 /// continues with PSYNC from the master's offset it records. A BGSAVE still under way
 /// will not rename its older image over it.
