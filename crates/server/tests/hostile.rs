@@ -492,6 +492,7 @@ fn an_image_announced_larger_than_memory_ends_the_sync_not_the_replica() {
         .args(["--save", ""])
         .start()
         .expect("redis-server");
+    // In process, a replica's dump file would land in the test's directory.
     let redline = Redline::start_with(&["--rdb-del-sync-files", "yes"]);
     for replica in [redline.addr, redis.addr()] {
         let (port, master) = lying_master(b"$100000000000");

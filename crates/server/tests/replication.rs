@@ -847,24 +847,25 @@ fn rdb_del_sync_files_leaves_no_file_without_persistence_like_redis() {
             "--save",
             save,
         ];
-        let (master, replica) = (redline(&args), redline(&args));
-        write_load(master.port(), 2);
-        sync_files_go_without_persistence(
-            master.port(),
-            master.dir(),
-            replica.port(),
-            replica.dir(),
-            persistent,
-        );
-        let (master, replica) = (redis(&args), redis(&args));
-        write_load(master.port(), 2);
-        sync_files_go_without_persistence(
-            master.port(),
-            master.dir(),
-            replica.port(),
-            replica.dir(),
-            persistent,
-        );
+        let (ours, our_replica) = (redline(&args), redline(&args));
+        let (theirs, their_replica) = (redis(&args), redis(&args));
+        for (master, master_dir, replica, replica_dir) in [
+            (
+                ours.port(),
+                ours.dir(),
+                our_replica.port(),
+                our_replica.dir(),
+            ),
+            (
+                theirs.port(),
+                theirs.dir(),
+                their_replica.port(),
+                their_replica.dir(),
+            ),
+        ] {
+            write_load(master, 2);
+            sync_files_go_without_persistence(master, master_dir, replica, replica_dir, persistent);
+        }
     }
 }
 
