@@ -380,6 +380,11 @@ impl Transfer {
     }
 }
 
+/// The room the link reads into: at the start, and again once a sync's image, which
+/// took the buffer with it, is split off (an empty buffer would be read 64 bytes at a
+/// time).
+const READ_ROOM: usize = 16 * 1024;
+
 /// The most room a sized image gets before any of it arrived (see [`read_image`]).
 const IMAGE_ROOM_AT_ONCE: usize = 64 << 20;
 
@@ -394,7 +399,7 @@ async fn read_image(
     match transfer {
         Transfer::Marked(mark) => loop {
             if input.len() >= mark.len() && input.ends_with(&mark) {
-                let mut image = std::mem::take(input);
+                let mut image = std::mem::replace(input, BytesMut::with_capacity(READ_ROOM));
                 image.truncate(image.len() - mark.len());
                 return Ok(image);
             }
@@ -416,7 +421,9 @@ async fn read_image(
             let image = input.split_to(len);
             // The stream's first bytes, if any, move to a buffer of their own: the
             // image's allocation then goes with the image, not with the link.
-            *input = BytesMut::from(&input[..]);
+            let mut rest = BytesMut::with_capacity(READ_ROOM.max(input.len()));
+            rest.extend_from_slice(input);
+            *input = rest;
             Ok(image)
         }
     }
@@ -445,7 +452,7 @@ async fn session(
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, HANDSHAKE_TIMEOUT))??;
     status.set(HANDSHAKE);
-    let mut input = BytesMut::with_capacity(16 * 1024);
+    let mut input = BytesMut::with_capacity(READ_ROOM);
     tracing::info!("MASTER <-> REPLICA sync started");
     let (user, pass) = {
         let config = shared.config.read();
