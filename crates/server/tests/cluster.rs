@@ -720,12 +720,7 @@ fn a_bus_message_announced_and_never_sent_costs_no_memory() {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(500));
-    let info = text(&conn(node.port()).cmd(&["INFO", "memory"]));
-    let used: u64 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .unwrap()
-        .trim()
+    let used: u64 = common::info_field(node.port(), "used_memory")
         .parse()
         .unwrap();
     assert!(
