@@ -723,16 +723,23 @@ pub fn save_held(
     let history = crate::repl::SaveInfo::of(shared, writes_held);
     let aux = history.as_ref().map(crate::repl::SaveInfo::aux);
     let aux = aux.as_ref().map_or(&[][..], |a| &a[..]);
-    let result = {
-        let mut generation = shared.persistence.dump_generation.lock();
-        *generation += 1;
-        write_image(shared, held, &dump_path(shared), aux)
-    };
+    let result = replace_dump(shared, |path| write_image(shared, held, path, aux));
     saved(&shared.persistence, &result, dirty_before);
     if result.is_ok() {
         tracing::info!("DB saved on disk");
     }
     result
+}
+
+/// Writes the dump file with `write`; a BGSAVE still writing will not rename its older
+/// image over it afterwards (it is abandoned, as Redis kills its child).
+pub fn replace_dump(
+    shared: &Shared,
+    write: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut generation = shared.persistence.dump_generation.lock();
+    *generation += 1;
+    write(&dump_path(shared))
 }
 
 /// Records the outcome of a save.

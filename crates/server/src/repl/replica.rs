@@ -655,9 +655,7 @@ fn announced_address(shared: &Shared) -> (u16, Option<String>) {
 /// continues with PSYNC from the master's offset it records. A BGSAVE still under way
 /// will not rename its older image over it.
 fn keep_image(shared: &Shared, image: &[u8]) -> std::io::Result<()> {
-    let mut generation = shared.persistence.dump_generation.lock();
-    *generation += 1;
-    snapshot::write_file(&snapshot::dump_path(shared), image, true).map_err(|e| {
+    snapshot::replace_dump(shared, |path| snapshot::write_file(path, image, true)).map_err(|e| {
         other(format!(
             "Failed trying to sync the temp DB to disk in MASTER <-> REPLICA synchronization: {e}"
         ))
