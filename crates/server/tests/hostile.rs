@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::io::{Read, Write};
-
 use common::{show, Conn, Redline};
 use redline_resp::Frame;
 use redline_testkit::RedisServer;
@@ -449,40 +447,6 @@ fn a_value_past_the_hard_output_limit_closes_its_reader_unless_replies_are_off()
     }
 }
 
-/// A master on a port of its own that answers a replica's handshake, then sends
-/// `+FULLRESYNC`, the line `announce`, the start of an image, and closes.
-fn lying_master(announce: &'static [u8]) -> (u16, std::thread::JoinHandle<()>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let master = std::thread::spawn(move || {
-        let (mut link, _) = listener.accept().unwrap();
-        let mut buf = [0u8; 4096];
-        loop {
-            let n = link.read(&mut buf).unwrap();
-            assert!(n > 0, "the replica left before PSYNC");
-            // The command names are bulk strings of their own between CRLFs.
-            for word in String::from_utf8_lossy(&buf[..n]).split("\r\n") {
-                match word.to_ascii_uppercase().as_str() {
-                    "PING" => link.write_all(b"+PONG\r\n").unwrap(),
-                    "REPLCONF" | "AUTH" => link.write_all(b"+OK\r\n").unwrap(),
-                    "PSYNC" => {
-                        let id = "a".repeat(40);
-                        link.write_all(format!("+FULLRESYNC {id} 0\r\n").as_bytes())
-                            .unwrap();
-                        link.write_all(announce).unwrap();
-                        link.write_all(b"\r\nREDIS0010").unwrap();
-                        link.write_all(&[0u8; 1000]).unwrap();
-                        std::thread::sleep(std::time::Duration::from_millis(500));
-                        return;
-                    }
-                    _ => {}
-                }
-            }
-        }
-    });
-    (port, master)
-}
-
 /// A master announcing an image of 100 GB (and sending 1 KB) ends its sync, not the
 /// replica: nothing is reserved for bytes that have not come. redline-server asked
 /// for the whole announced size at once, and the failed allocation aborted it.
@@ -495,7 +459,8 @@ fn an_image_announced_larger_than_memory_ends_the_sync_not_the_replica() {
     // In process, a replica's dump file would land in the test's directory.
     let redline = Redline::start_with(&["--rdb-del-sync-files", "yes"]);
     for replica in [redline.addr, redis.addr()] {
-        let (port, master) = lying_master(b"$100000000000");
+        let (port, release, master) = common::fake_master(b"$100000000000", 1000);
+        drop(release);
         let mut c = Conn::connect(replica);
         assert_eq!(
             c.cmd(&["REPLICAOF", "127.0.0.1", &port.to_string()]),

@@ -799,6 +799,98 @@ fn a_full_sync_leaves_no_buffer_of_the_image_behind() {
     }
 }
 
+/// A replica that cannot create the file its disk-based load writes (`dir` is gone)
+/// fails the sync before it touches its dataset, and tries again each second; once
+/// `dir` is usable again, the next sync goes through. redline-server loaded the image
+/// from memory and wrote the file beside the load, so it replaced its data and only
+/// warned about the file.
+fn a_sync_without_a_file_keeps_the_old_data(master: u16, replica: u16, log: &dyn Fn() -> String) {
+    let scratch = tempfile::tempdir().unwrap();
+    let gone = scratch.path().join("gone");
+    std::fs::create_dir(&gone).unwrap();
+    let mut r = conn(replica);
+    config_set(&mut r, &[("dir", gone.to_str().unwrap())]);
+    std::fs::remove_dir(&gone).unwrap();
+    r.ok(&["SET", "own", "1"]);
+    r.ok(&["REPLICAOF", "127.0.0.1", &master.to_string()]);
+    wait_for_log(
+        log,
+        "Opening the temp file needed for MASTER <-> REPLICA synchronization",
+    );
+    let full = stat(master, "sync_full");
+    wait_until("a second try", || stat(master, "sync_full") > full);
+    assert_eq!(r.cmd(&["GET", "own"]), Frame::Bulk("1".into()));
+    assert_eq!(info_field(replica, "master_link_status"), "down");
+    config_set(&mut r, &[("dir", scratch.path().to_str().unwrap())]);
+    wait_link_up(replica);
+    assert_same_data(master, replica);
+    assert!(scratch.path().join("dump.rdb").is_file());
+    r.ok(&["REPLICAOF", "NO", "ONE"]);
+}
+
+#[test]
+fn a_replica_that_cannot_write_its_sync_file_keeps_its_data_like_redis() {
+    let master = redline(&["--repl-diskless-sync-delay", "0"]);
+    write_load(master.port(), 2);
+    let ours = redline(&["--enable-protected-configs", "yes"]);
+    a_sync_without_a_file_keeps_the_old_data(master.port(), ours.port(), &|| ours.log_tail());
+    let theirs = redis(&["--save", "", "--enable-protected-configs", "yes"]);
+    a_sync_without_a_file_keeps_the_old_data(master.port(), theirs.port(), &|| theirs.log_tail());
+}
+
+/// INFO's `master_sync_*` lines while an image arrives, from a master that sent part of
+/// it and waits: the same figures as redis-server's for a sized image and for one a
+/// mark ends.
+#[test]
+fn info_shows_a_full_sync_s_progress_like_redis() {
+    let mark = format!("$EOF:{}", "m".repeat(40)).leak().as_bytes();
+    let progress = |replica: u16, announce: &'static [u8]| {
+        let (port, release, master) = common::fake_master(announce, 1000);
+        let mut r = conn(replica);
+        r.ok(&["REPLICAOF", "127.0.0.1", &port.to_string()]);
+        wait_until("the first bytes of the image", || {
+            info_field(replica, "master_sync_read_bytes") == "1000"
+        });
+        let info = text(&r.cmd(&["INFO", "replication"]));
+        drop(release);
+        master.join().unwrap();
+        r.ok(&["REPLICAOF", "NO", "ONE"]);
+        let lines: Vec<String> = info
+            .lines()
+            .filter(|l| l.starts_with("master_sync_"))
+            .filter(|l| !l.starts_with("master_sync_last_io_seconds_ago:"))
+            .map(str::to_string)
+            .collect();
+        assert!(info.contains("master_sync_in_progress:1"), "{info}");
+        assert!(info.contains("master_sync_last_io_seconds_ago:"), "{info}");
+        lines
+    };
+    let ours = redline(&[]);
+    let theirs = redis(&["--save", ""]);
+    for (announce, expected) in [
+        (&b"$2000"[..], ["2000", "1000", "1000", "50.00"]),
+        (mark, ["0", "1000", "-1000", "0.00"]),
+    ] {
+        let want: Vec<String> = ["total_bytes", "read_bytes", "left_bytes", "perc"]
+            .iter()
+            .zip(expected)
+            .map(|(name, value)| format!("master_sync_{name}:{value}"))
+            .collect();
+        let mut expect_in_progress = want.clone();
+        expect_in_progress.insert(0, "master_sync_in_progress:1".into());
+        assert_eq!(
+            progress(theirs.port(), announce),
+            expect_in_progress,
+            "redis-server"
+        );
+        assert_eq!(
+            progress(ours.port(), announce),
+            expect_in_progress,
+            "redline-server"
+        );
+    }
+}
+
 /// With `rdb-del-sync-files yes` and no persistence, neither end keeps the file of a
 /// disk-based full sync: the replica deletes what it received once loaded, the master
 /// the dump file its BGSAVE wrote for the sync once the replica has it. With a save

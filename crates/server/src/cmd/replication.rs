@@ -385,6 +385,9 @@ pub fn info_section(ctx: &Ctx<'_>, text: &mut String) {
                 stream.offset + status.unapplied.load(Ordering::Relaxed),
                 stream.offset,
             );
+            if status.syncing() {
+                status.transfer.info(text);
+            }
             if !status.is_up() {
                 let since = status.down_since.load(Ordering::Relaxed);
                 let down = if since == 0 {

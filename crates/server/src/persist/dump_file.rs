@@ -12,6 +12,7 @@ use super::rdb::file::{Fed, LoadError};
 use super::rdb::{crc64, Corrupt, CRC64};
 use super::snapshot::{Load, LoadOptions, Loaded};
 use crate::shared::Shared;
+use crate::store::ShardMap;
 
 /// Bytes read at a time.
 const CHUNK: usize = 4 << 20;
@@ -30,20 +31,22 @@ const FIRST_JOIN: usize = 64 << 10;
 const WHOLE_UP_TO: u64 = 32 << 20;
 
 /// Loads the dump at `path` (already open as `file`, `length` bytes long), as
-/// [`super::snapshot::load`] loads a whole image.
+/// [`super::snapshot::load`] loads a whole image: through `held` (every shard, held by
+/// the caller), else locking each key's shard.
 pub fn load_file(
     shared: &Shared,
     path: &Path,
     mut file: File,
     length: u64,
     options: LoadOptions,
+    held: Option<&mut dyn ShardMap>,
 ) -> Result<Loaded, LoadError> {
     if length <= WHOLE_UP_TO {
         let mut image = Vec::with_capacity(length as usize);
         file.read_to_end(&mut image).map_err(|e| refused(&e))?;
-        return super::snapshot::load(shared, &image, options, None);
+        return super::snapshot::load(shared, &image, options, held);
     }
-    load_in_chunks(shared, path, file, options, CHUNK)
+    load_in_chunks(shared, path, file, options, CHUNK, held)
 }
 
 fn load_in_chunks(
@@ -52,6 +55,7 @@ fn load_in_chunks(
     file: File,
     options: LoadOptions,
     chunk: usize,
+    held: Option<&mut dyn ShardMap>,
 ) -> Result<Loaded, LoadError> {
     let mut load = Load::new(shared, options);
     let summing = load.defer_checksum();
@@ -64,7 +68,7 @@ fn load_in_chunks(
                 read_chunks(file, chunk, summing, &chunks, &recycled)
             });
         let fed = match &reader {
-            Ok(_) => feed_chunks(&mut load, shared, &arrivals, &spent),
+            Ok(_) => feed_chunks(&mut load, shared, &arrivals, &spent, held),
             Err(e) => Err(refused(e)),
         };
         // Whatever is left (bytes after the image's end) is read so the sum covers
@@ -88,6 +92,14 @@ fn load_in_chunks(
     load.install(shared)
 }
 
+/// `held` for one more feed (the object's lifetime shortened to the borrow's).
+fn reborrow<'a>(held: &'a mut Option<&mut dyn ShardMap>) -> Option<&'a mut dyn ShardMap> {
+    match held {
+        Some(map) => Some(&mut **map),
+        None => None,
+    }
+}
+
 fn refused(e: &io::Error) -> LoadError {
     LoadError::Refused(e.to_string())
 }
@@ -101,6 +113,7 @@ fn feed_chunks(
     shared: &Shared,
     arrivals: &Receiver<io::Result<Vec<u8>>>,
     spent: &SyncSender<Vec<u8>>,
+    mut held: Option<&mut dyn ShardMap>,
 ) -> Result<(), LoadError> {
     // The start of an item that a chunk's end cut, and the length it must reach
     // before it is tried again.
@@ -122,7 +135,7 @@ fn feed_chunks(
                 let mut joined = Vec::with_capacity(carry.len() + take);
                 joined.extend_from_slice(&carry);
                 joined.extend_from_slice(&chunk[..take]);
-                match load.feed(shared, &joined, false, None)? {
+                match load.feed(shared, &joined, false, reborrow(&mut held))? {
                     Fed::Done(_) => return Ok(()),
                     Fed::More(0) if take < chunk.len() => take = (2 * take).min(chunk.len()),
                     // Still cut: the whole chunk joins the carry.
@@ -150,7 +163,7 @@ fn feed_chunks(
             }
         }
         if at < chunk.len() {
-            match load.feed(shared, &chunk[at..], false, None)? {
+            match load.feed(shared, &chunk[at..], false, reborrow(&mut held))? {
                 Fed::Done(_) => return Ok(()),
                 Fed::More(used) => {
                     carry.extend_from_slice(&chunk[at + used..]);
@@ -161,7 +174,7 @@ fn feed_chunks(
         let _ = spent.try_send(chunk);
     }
     // The file ended: what is carried is the whole rest, and must finish the image.
-    match load.feed(shared, &carry, true, None)? {
+    match load.feed(shared, &carry, true, reborrow(&mut held))? {
         Fed::Done(_) => Ok(()),
         Fed::More(_) => Err(LoadError::Corrupt(Corrupt("truncated"))),
     }
@@ -279,7 +292,7 @@ mod tests {
             std::fs::write(&path, bytes).unwrap();
             let shared = Shared::new(crate::Config::default(), 0);
             let file = File::open(&path).unwrap();
-            let loaded = load_in_chunks(&shared, &path, file, LoadOptions::default(), chunk);
+            let loaded = load_in_chunks(&shared, &path, file, LoadOptions::default(), chunk, None);
             (loaded, keys(&shared))
         };
         for chunk in [

@@ -20,7 +20,7 @@ pub mod aof_load;
 pub mod aof_manifest;
 pub mod bgsave;
 pub mod data_file;
-mod dump_file;
+pub mod dump_file;
 pub mod durable;
 pub mod graceful;
 mod group_commit;

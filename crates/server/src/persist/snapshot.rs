@@ -799,7 +799,7 @@ pub fn load_at_start(shared: &Shared, dump: DumpAtStart) -> Result<(), String> {
         interruptible: true,
         ..LoadOptions::default()
     };
-    let loaded = super::dump_file::load_file(shared, &path, file, length, options)
+    let loaded = super::dump_file::load_file(shared, &path, file, length, options, None)
         .map_err(|e| start_failure(&e, loading))?;
     if let Some(version) = &loaded.version {
         tracing::info!("Loading RDB produced by version {version}");

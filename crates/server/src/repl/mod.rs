@@ -13,8 +13,9 @@
 //!   the replicas that ask while it runs.
 //! - [`disk_less`]: the default full sync: replicas that ask meanwhile share one image,
 //!   streamed to all of them as it is cut.
-//! - [`replica`]: REPLICAOF: the handshake, loading the master's image (whole, or as it
-//!   arrives with `repl-diskless-load`), applying its
+//! - [`replica`]: REPLICAOF: the handshake, loading the master's image (from the file
+//!   [`synced_file`] wrote as it arrived, or as it arrives with `repl-diskless-load`),
+//!   applying its
 //!   stream with a client that may write to a read-only replica, ACKs, reconnecting with
 //!   PSYNC, and proxying the stream byte for byte to this server's own replicas.
 //!
@@ -32,6 +33,7 @@ pub mod outbox;
 pub mod replica;
 pub mod rewrite;
 pub mod silence;
+pub mod synced_file;
 
 use std::sync::Arc;
 

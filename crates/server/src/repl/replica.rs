@@ -2,10 +2,11 @@
 //!
 //! A background task connects to the master and does Redis's handshake (PING, AUTH with
 //! `masteruser`/`masterauth`, REPLCONF listening-port and capa eof psync2, PSYNC with the
-//! id and offset this server already has, or `? -1`). On FULLRESYNC it reads the image
-//! (a `$<len>` bulk or a disk-less `$EOF:<mark>` stream), then empties the dataset and
-//! loads it while every shard is held, writing it to the dump file meanwhile
-//! (`keep_image`), and takes the master's id and offset; with
+//! id and offset this server already has, or `? -1`). On FULLRESYNC it writes the image
+//! (a `$<len>` bulk or a disk-less `$EOF:<mark>` stream) to a temporary file as it
+//! arrives ([`super::synced_file`]), renames it over the dump file, then empties the
+//! dataset and loads the file while every shard is held, and takes the master's id and
+//! offset; with
 //! `repl-diskless-load swapdb` (or `on-empty-db` and no keys) it loads the image as it
 //! arrives into a dataset beside the keyspace and swaps it in (`load_streamed`). On CONTINUE
 //! it goes on from where it was. It then applies the stream through a client flagged as
@@ -18,7 +19,8 @@
 //! reconnects with PSYNC when the link drops.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +29,7 @@ use redline_resp::scan::{Scanner, Side};
 use redline_resp::RequestDecoder;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use super::synced_file::{self, SyncedFile};
 use crate::net::client::{ClientState, ReplyMode};
 use crate::net::client_memory::ClientFigures;
 use crate::net::connection::run_commands;
@@ -35,6 +38,7 @@ use crate::net::outgoing::{connect_peer, tcp_of, PeerStream};
 use crate::net::registry::Registration;
 use crate::persist::rdb::file::{Fed, LoadError};
 use crate::persist::snapshot::{self, unix_secs, Load, LoadOptions, Loaded, Staging};
+use crate::persist::{dump_file, durable};
 use crate::shared::Shared;
 use crate::store::Held;
 
@@ -61,6 +65,63 @@ pub struct LinkStatus {
     /// this link was its master's: a full sync's load still running then ends as if the
     /// promotion came after it (see [`adopt_image`]).
     promoted: AtomicBool,
+    /// The full sync's transfer, while one runs.
+    pub transfer: TransferProgress,
+}
+
+/// A full sync's transfer, for INFO's `master_sync_*` lines (Redis's
+/// `repl_transfer_size`, `repl_transfer_read` and `repl_transfer_lastio`). As in Redis,
+/// only an image read to disk counts its bytes; a disk-less load's read stays 0.
+#[derive(Debug, Default)]
+pub struct TransferProgress {
+    /// The announced size: -1 until the image is announced, 0 when a mark ends it.
+    size: AtomicI64,
+    read: AtomicU64,
+    /// Unix seconds of the last byte of the transfer.
+    last_io: AtomicU64,
+}
+
+impl TransferProgress {
+    /// A full sync starts: nothing announced or read yet.
+    fn begin(&self) {
+        self.size.store(-1, Ordering::Relaxed);
+        self.read.store(0, Ordering::Relaxed);
+        self.last_io.store(unix_secs(), Ordering::Relaxed);
+    }
+
+    fn announced(&self, transfer: &Transfer) {
+        let size = match transfer {
+            Transfer::Sized(len) => i64::try_from(*len).unwrap_or(i64::MAX),
+            Transfer::Marked(_) => 0,
+        };
+        self.size.store(size, Ordering::Relaxed);
+        self.last_io.store(unix_secs(), Ordering::Relaxed);
+    }
+
+    /// The image's bytes read so far.
+    fn read_up_to(&self, bytes: u64) {
+        if self.read.swap(bytes, Ordering::Relaxed) != bytes {
+            self.last_io.store(unix_secs(), Ordering::Relaxed);
+        }
+    }
+
+    /// INFO's lines while a full sync runs, Redis's figures and format.
+    pub fn info(&self, text: &mut String) {
+        use std::fmt::Write;
+        let size = self.size.load(Ordering::Relaxed);
+        let read = i64::try_from(self.read.load(Ordering::Relaxed)).unwrap_or(i64::MAX);
+        let perc = if size == 0 {
+            0.0
+        } else {
+            read as f64 / size as f64 * 100.0
+        };
+        let last_io = unix_secs().saturating_sub(self.last_io.load(Ordering::Relaxed));
+        let _ = write!(
+            text,
+            "master_sync_total_bytes:{size}\r\nmaster_sync_read_bytes:{read}\r\nmaster_sync_left_bytes:{}\r\nmaster_sync_perc:{perc:.2}\r\nmaster_sync_last_io_seconds_ago:{last_io}\r\n",
+            size.saturating_sub(read),
+        );
+    }
 }
 
 /// The input turns of the link to our master while its stream is applied, one per read
@@ -380,51 +441,54 @@ impl Transfer {
     }
 }
 
-/// The room the link reads into: at the start, and again once a sync's image, which
-/// took the buffer with it, is split off (an empty buffer would be read 64 bytes at a
-/// time).
+/// The room the link reads into: at the start, and again once a sync's image was
+/// read (an empty buffer would be read 64 bytes at a time).
 const READ_ROOM: usize = 16 * 1024;
 
-/// The most room a sized image gets before any of it arrived (see [`read_image`]).
-const IMAGE_ROOM_AT_ONCE: usize = 64 << 20;
-
-/// Reads the whole sync image into memory: the read buffer itself, not a copy of it
-/// (a copy would hold the image twice at its peak).
-async fn read_image(
+/// Reads the image into the synced file as it arrives; its size.
+async fn receive_image(
     socket: &mut PeerStream,
     input: &mut BytesMut,
     timeout: Duration,
     transfer: Transfer,
-) -> std::io::Result<BytesMut> {
-    match transfer {
-        Transfer::Marked(mark) => loop {
-            if input.len() >= mark.len() && input.ends_with(&mark) {
-                let mut image = std::mem::replace(input, BytesMut::with_capacity(READ_ROOM));
-                image.truncate(image.len() - mark.len());
-                return Ok(image);
+    file: &mut SyncedFile,
+    progress: &TransferProgress,
+) -> std::io::Result<u64> {
+    let mut received = 0u64;
+    loop {
+        // The image's bytes at the start of `input` (the line that announced it may
+        // have brought the first ones), whether they end it, and how many can go to
+        // the file now: with a mark, the last bytes may be the mark, so they stay
+        // until more arrive.
+        let (of_image, done, writable) = match &transfer {
+            Transfer::Sized(len) => {
+                let n = input.len().min(*len - received as usize);
+                (n, received as usize + n == *len, n)
             }
-            if read_some(socket, input, timeout, TRANSFER_TIMEOUT).await? == 0 {
-                return Err(other("master closed the connection during the sync".into()));
+            Transfer::Marked(mark) => (
+                input.len(),
+                input.ends_with(mark),
+                input.len().saturating_sub(mark.len()),
+            ),
+        };
+        progress.read_up_to(received + of_image as u64);
+        if done || writable >= synced_file::PIECE {
+            file.write(input.split_to(writable).freeze()).await?;
+            received += writable as u64;
+        }
+        if done {
+            if let Transfer::Marked(mark) = &transfer {
+                input.advance(mark.len());
             }
-        },
-        Transfer::Sized(len) => {
-            while input.len() < len {
-                // Room for the whole image at once when it is small; a large one's
-                // room grows with what arrived, so a length no master would send
-                // (or a lying one) cannot make the replica ask for memory up front.
-                let missing = len - input.len();
-                input.reserve(missing.min(input.len().max(IMAGE_ROOM_AT_ONCE)));
-                if read_some(socket, input, timeout, TRANSFER_TIMEOUT).await? == 0 {
-                    return Err(other("master closed the connection during the sync".into()));
-                }
-            }
-            let image = input.split_to(len);
-            // The stream's first bytes, if any, move to a buffer of their own: the
-            // image's allocation then goes with the image, not with the link.
+            // The stream's first bytes, if any, move to a buffer of their own.
             let mut rest = BytesMut::with_capacity(READ_ROOM.max(input.len()));
             rest.extend_from_slice(input);
             *input = rest;
-            Ok(image)
+            return Ok(received);
+        }
+        input.reserve(synced_file::PIECE);
+        if read_some(socket, input, timeout, TRANSFER_TIMEOUT).await? == 0 {
+            return Err(other("master closed the connection during the sync".into()));
         }
     }
 }
@@ -547,45 +611,53 @@ async fn session(
             };
             tracing::info!("Full resync from master: {id}:{offset}");
             status.set(SYNC);
-            let transfer = Transfer::announced(&mut socket, &mut input, timeout).await?;
-            if disk_less_load(shared) {
-                load_streamed(
-                    shared,
-                    &mut socket,
-                    &mut input,
-                    timeout,
-                    transfer,
-                    id,
-                    offset,
-                    status,
-                )
-                .await?;
+            let progress = &status.transfer;
+            progress.begin();
+            // Redis opens the file before the image is announced: a replica that cannot
+            // write one fails here, before it reads anything.
+            let file = if disk_less_load(shared) {
+                None
             } else {
-                let image = read_image(&mut socket, &mut input, timeout, transfer).await?;
-                tracing::info!(
-                    "MASTER <-> REPLICA sync: received {} bytes of payload",
-                    image.len()
-                );
-                // The load holds this worker for its whole length: its other tasks
-                // (a client's INFO, the listener) move to another thread first. The
-                // gate keeps a new link's PSYNC until it ends.
-                let _gate = shared.repl.load_gate.lock().await;
-                crate::cmd::off_the_runtime(|| {
-                    // The file is written while the image loads (Redis writes it while
-                    // it arrives): a failed write leaves the synced data without its
-                    // file, as before the file was kept.
-                    std::thread::scope(|scope| {
-                        let kept = scope.spawn(|| keep_image(shared, &image));
-                        let loaded = load_image(shared, &image, id, offset, status);
-                        match kept.join() {
-                            Ok(Ok(())) => {}
-                            Ok(Err(e)) => tracing::warn!("{e}"),
-                            Err(_) => tracing::warn!("the synced image's writer failed"),
-                        }
+                Some(SyncedFile::create()?)
+            };
+            let transfer = Transfer::announced(&mut socket, &mut input, timeout).await?;
+            progress.announced(&transfer);
+            match file {
+                None => {
+                    load_streamed(
+                        shared,
+                        &mut socket,
+                        &mut input,
+                        timeout,
+                        transfer,
+                        id,
+                        offset,
+                        status,
+                    )
+                    .await?
+                }
+                Some(mut file) => {
+                    let len = receive_image(
+                        &mut socket,
+                        &mut input,
+                        timeout,
+                        transfer,
+                        &mut file,
+                        progress,
+                    )
+                    .await?;
+                    tracing::info!("MASTER <-> REPLICA sync: received {len} bytes of payload");
+                    let path = file.finish().await?;
+                    // The load holds this worker for its whole length: its other tasks
+                    // (a client's INFO, the listener) move to another thread first. The
+                    // gate keeps a new link's PSYNC until it ends.
+                    let _gate = shared.repl.load_gate.lock().await;
+                    crate::cmd::off_the_runtime(|| {
+                        let loaded = load_synced_file(shared, &path, id, offset, status);
                         forget_kept_image(shared);
                         loaded
-                    })
-                })?;
+                    })?;
+                }
             }
             if shared.config.read().appendonly {
                 // The AOF held the old dataset: it starts again from the master's, as
@@ -649,19 +721,6 @@ fn announced_address(shared: &Shared) -> (u16, Option<String>) {
     (port, ip)
 }
 
-/// A disk-based load's image becomes the dump file as it is loaded, as Redis's replica
-/// writes what it receives to disk (`repl-diskless-load disabled`): restarted
-/// later, even after a crash before any save of its own, the replica loads it and
-/// continues with PSYNC from the master's offset it records. A BGSAVE still under way
-/// will not rename its older image over it.
-fn keep_image(shared: &Shared, image: &[u8]) -> std::io::Result<()> {
-    snapshot::replace_dump(shared, |path| snapshot::write_file(path, image, true)).map_err(|e| {
-        other(format!(
-            "Failed trying to sync the temp DB to disk in MASTER <-> REPLICA synchronization: {e}"
-        ))
-    })
-}
-
 /// With `rdb-del-sync-files yes` and no persistence configured, the file the sync
 /// wrote goes once it was loaded (or failed to), as Redis deletes it.
 fn forget_kept_image(shared: &Shared) {
@@ -675,25 +734,43 @@ fn forget_kept_image(shared: &Shared) {
     }
 }
 
-/// Replaces the dataset with the master's image, while every shard is held. An image
-/// larger than `loading-process-events-interval-bytes` is loaded while clients get
-/// -LOADING (INFO `loading:1`), as Redis answers them between those steps of its load
-/// of the synced file; a smaller one is loaded before Redis would answer anyone, so
-/// commands wait for it here too.
-fn load_image(
+/// Makes the synced file at `temp` the dump file, then replaces the dataset with it
+/// while every shard is held, as Redis's replica renames before it loads: restarted
+/// later, even after a crash before any save of its own, the replica loads that file
+/// and continues with PSYNC from the master's offset it records, and a BGSAVE still
+/// under way will not rename its older image over it. A file larger than
+/// `loading-process-events-interval-bytes` is loaded while clients get -LOADING (INFO
+/// `loading:1`), as Redis answers them between those steps of its load; a smaller one
+/// is loaded before Redis would answer anyone, so commands wait for it here too.
+fn load_synced_file(
     shared: &Shared,
-    image: &[u8],
+    temp: &Path,
     replid: &str,
     offset: u64,
     status: &LinkStatus,
 ) -> std::io::Result<()> {
+    let dump = snapshot::dump_path(shared);
+    if let Err(e) = snapshot::replace_dump(shared, |path| durable::rename(temp, path)) {
+        let _ = std::fs::remove_file(temp);
+        return Err(other(format!(
+            "Failed trying to rename the temp DB into {} in MASTER <-> REPLICA synchronization: {e}",
+            dump.display()
+        )));
+    }
+    let load_failed = |e: &dyn std::fmt::Display| {
+        other(format!(
+            "Failed trying to load the MASTER synchronization DB from disk: {e}"
+        ))
+    };
+    let file = std::fs::File::open(&dump).map_err(|e| load_failed(&e))?;
+    let length = file.metadata().map_err(|e| load_failed(&e))?.len();
     let loading = &shared.persistence.loading;
     let step = shared
         .config
         .read()
         .param_int("loading-process-events-interval-bytes");
-    let _ends = (i64::try_from(image.len()).unwrap_or(i64::MAX) > step).then(|| {
-        loading.begin(image.len() as u64);
+    let _ends = (i64::try_from(length).unwrap_or(i64::MAX) > step).then(|| {
+        loading.begin(length);
         LoadingEnds(loading)
     });
     let held = RefCell::new(Held::all(&shared.store));
@@ -704,20 +781,12 @@ fn load_image(
         engine.libraries.clear();
     }
     tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
-    let loaded = snapshot::load(
-        shared,
-        image,
-        snapshot::LoadOptions {
-            keep_expired: true,
-            ..snapshot::LoadOptions::default()
-        },
-        Some(&mut *map),
-    )
-    .map_err(|e| {
-        other(format!(
-            "Failed trying to load the MASTER synchronization DB from socket: {e}"
-        ))
-    })?;
+    let options = snapshot::LoadOptions {
+        keep_expired: true,
+        ..snapshot::LoadOptions::default()
+    };
+    let loaded = dump_file::load_file(shared, &dump, file, length, options, Some(&mut *map))
+        .map_err(|e| load_failed(&e))?;
     adopt_image(shared, &loaded, replid, offset, status);
     Ok(())
 }

@@ -400,3 +400,50 @@ pub fn redis_with_debug() -> redline_testkit::RedisServer {
         .start()
         .expect("redis-server")
 }
+
+/// A master on a port of its own that answers a replica's handshake, then sends
+/// `+FULLRESYNC`, the line `announce` (`$<len>` or `$EOF:<mark>`), the first `sent`
+/// bytes of an image (`REDIS0010`, then zeros), and closes once `release` is dropped
+/// (or after 500 ms more).
+pub fn fake_master(
+    announce: &'static [u8],
+    sent: usize,
+) -> (
+    u16,
+    std::sync::mpsc::Sender<()>,
+    std::thread::JoinHandle<()>,
+) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let master = std::thread::spawn(move || {
+        let (mut link, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = link.read(&mut buf).unwrap();
+            assert!(n > 0, "the replica left before PSYNC");
+            // The command names are bulk strings of their own between CRLFs.
+            for word in String::from_utf8_lossy(&buf[..n]).split("\r\n") {
+                match word.to_ascii_uppercase().as_str() {
+                    "PING" => link.write_all(b"+PONG\r\n").unwrap(),
+                    "REPLCONF" | "AUTH" => link.write_all(b"+OK\r\n").unwrap(),
+                    "PSYNC" => {
+                        let id = "a".repeat(40);
+                        link.write_all(format!("+FULLRESYNC {id} 0\r\n").as_bytes())
+                            .unwrap();
+                        link.write_all(announce).unwrap();
+                        let mut image = b"REDIS0010".to_vec();
+                        image.resize(sent.max(image.len()), 0);
+                        link.write_all(b"\r\n").unwrap();
+                        link.write_all(&image[..sent]).unwrap();
+                        let _ = released.recv();
+                        std::thread::sleep(Duration::from_millis(500));
+                        return;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    });
+    (port, release, master)
+}
