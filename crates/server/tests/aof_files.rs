@@ -167,7 +167,23 @@ fn an_old_aof_of_commands_is_upgraded_as_redis_does() {
 
 #[test]
 fn an_old_aof_with_an_rdb_preamble_loads_its_tail_too() {
+    an_old_aof_with_a_preamble_of(0);
+}
+
+/// A preamble larger than what is read whole (32 MB): redline-server loads it in
+/// chunks, then reads the tail from where the image ended.
+#[test]
+fn an_old_aof_with_a_large_rdb_preamble_loads_its_tail_too() {
+    an_old_aof_with_a_preamble_of(40 << 20);
+}
+
+fn an_old_aof_with_a_preamble_of(big_value: usize) {
     both(|server| {
+        if big_value > 0 {
+            server.run(&["CONFIG", "SET", "rdbcompression", "no"]);
+            let last = (big_value - 1).to_string();
+            server.run(&["SETRANGE", "big", &last, "x"]);
+        }
         server.run(&["SET", "k1", "v1"]);
         server.run(&["HSET", "h", "f", "v"]);
         server.run(&["SAVE"]);
@@ -177,6 +193,7 @@ fn an_old_aof_with_an_rdb_preamble_loads_its_tail_too() {
         old.extend(command(&["DEL", "k1"]));
         start_on_old_aof(server, &old);
         let mut seen = vec![format!("{:?}", server.run(&["EXISTS", "k1", "h", "k3"]))];
+        seen.push(format!("{:?}", server.run(&["STRLEN", "big"])));
         seen.extend(after_upgrade(server));
         seen
     });

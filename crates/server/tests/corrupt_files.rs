@@ -15,7 +15,7 @@ use bytes::BytesMut;
 use redline_resp::{encode, parse, Frame, RequestDecoder};
 use redline_server::net::client::ClientState;
 use redline_server::net::connection::run_commands;
-use redline_server::persist::aof_load::{load_parts, LoadError, Loaded, Part};
+use redline_server::persist::aof_load::{load_parts, Contents, LoadError, Loaded, Part};
 use redline_server::persist::snapshot::{load, LoadOptions};
 use redline_server::shared::Shared;
 use redline_server::Config;
@@ -172,17 +172,26 @@ const AOF: &[&[&str]] = &[
     &["SET", "b", "two"],
 ];
 
+/// Loads `bytes` as an AOF file, from memory and from a file on disk (read as it
+/// loads): both must load the same.
 fn load_aof(bytes: &[u8], truncated_ok: bool) -> (Result<Loaded, LoadError>, Frame) {
-    catch_unwind(AssertUnwindSafe(|| {
-        let shared = fresh();
-        let parts = [Part {
-            name: "appendonly.aof.1.incr.aof",
-            bytes,
-        }];
-        let result = load_parts(&shared, &parts, truncated_ok);
-        (result, digest(&shared))
-    }))
-    .unwrap_or_else(|_| panic!("the AOF loader panicked on {} bytes", bytes.len()))
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("appendonly.aof.1.incr.aof");
+    std::fs::write(&path, bytes).unwrap();
+    let [in_memory, from_file] = [Contents::Bytes(bytes), Contents::File(&path)].map(|contents| {
+        catch_unwind(AssertUnwindSafe(|| {
+            let shared = fresh();
+            let parts = [Part {
+                name: "appendonly.aof.1.incr.aof",
+                contents,
+            }];
+            let result = load_parts(&shared, &parts, truncated_ok);
+            (result, digest(&shared))
+        }))
+        .unwrap_or_else(|_| panic!("the AOF loader panicked on {} bytes", bytes.len()))
+    });
+    assert_eq!(in_memory, from_file, "{} bytes", bytes.len());
+    in_memory
 }
 
 #[test]

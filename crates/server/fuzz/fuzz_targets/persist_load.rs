@@ -14,7 +14,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use redline_server::persist::aof_load::{load_parts, Part};
+use redline_server::persist::aof_load::{load_parts, Contents, Part};
 use redline_server::persist::aof_manifest::Manifest;
 use redline_server::persist::snapshot::{load, LoadOptions};
 use redline_server::shared::Shared;
@@ -55,7 +55,7 @@ fuzz_target!(|data: &[u8]| {
         1 => {
             let parts = [Part {
                 name: "fuzz.1.incr.aof",
-                bytes: input,
+                contents: Contents::Bytes(input),
             }];
             if let Ok(loaded) = load_parts(&shared, &parts, mode & 0x80 != 0) {
                 if let Some(at) = loaded.truncated_at {
@@ -71,11 +71,11 @@ fuzz_target!(|data: &[u8]| {
             let parts = [
                 Part {
                     name: "fuzz.1.base.rdb",
-                    bytes: base,
+                    contents: Contents::Bytes(base),
                 },
                 Part {
                     name: "fuzz.1.incr.aof",
-                    bytes: incr,
+                    contents: Contents::Bytes(incr),
                 },
             ];
             let _ = load_parts(&shared, &parts, mode & 0x80 != 0);

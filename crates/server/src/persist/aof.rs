@@ -1195,37 +1195,32 @@ pub fn load(shared: &Shared) -> Result<u64, LoadError> {
     let files = manifest.loadable().cloned().collect::<Vec<_>>();
     drop(manifest);
     let directory = dir(shared);
-    let mut contents = Vec::with_capacity(files.len());
-    for file in &files {
-        let bytes = std::fs::read(directory.join(&file.name)).map_err(|e| {
-            LoadError::Bad(if e.kind() == std::io::ErrorKind::NotFound {
-                format!(
-                    "Unable to obtain the AOF file {} length. stat: {e}",
-                    file.name
-                )
-            } else {
-                format!(
-                    "Fatal error: can't open the append log file {} for reading: {e}",
-                    file.name
-                )
-            })
-        })?;
-        contents.push(bytes);
-    }
-    if let Some(base) = files
-        .first()
-        .filter(|f| f.kind == super::aof_manifest::Kind::Base)
-    {
-        let size = contents.first().map_or(0, Vec::len);
-        tracing::debug!("AOF base file {} holds {size} bytes", base.name);
-        shared.aof.base_size.store(size as u64, Ordering::Relaxed);
+    let paths = files
+        .iter()
+        .map(|file| {
+            let path = directory.join(&file.name);
+            std::fs::metadata(&path)
+                .map(|m| (path, m.len()))
+                .map_err(|e| {
+                    LoadError::Bad(format!(
+                        "Unable to obtain the AOF file {} length. stat: {e}",
+                        file.name
+                    ))
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if let (Some(base), Some((_, size))) = (files.first(), paths.first()) {
+        if base.kind == super::aof_manifest::Kind::Base {
+            tracing::debug!("AOF base file {} holds {size} bytes", base.name);
+            shared.aof.base_size.store(*size, Ordering::Relaxed);
+        }
     }
     let parts: Vec<super::aof_load::Part<'_>> = files
         .iter()
-        .zip(&contents)
-        .map(|(file, bytes)| super::aof_load::Part {
+        .zip(&paths)
+        .map(|(file, (path, _))| super::aof_load::Part {
             name: &file.name,
-            bytes,
+            contents: super::aof_load::Contents::File(path),
         })
         .collect();
     let truncated_ok = shared.config.read().param_bool("aof-load-truncated");

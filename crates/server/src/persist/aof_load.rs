@@ -11,8 +11,14 @@
 //! cut there), anywhere else it is fatal; so is a MULTI left open at the end. A command
 //! this server does not know stops the load, as in Redis.
 //!
-//! Everything here works on bytes already read ([`load_parts`]), so the fuzz target
-//! and the tests drive exactly what the server runs at start.
+//! Files are read as they are loaded, never whole in memory (read whole, every file of
+//! the AOF sat in memory beside the dataset it was building: a restart of 569 MB of
+//! data with a 483 MB base peaked at 1,115 MB, redis-server's at 611 MB). The fuzz
+//! target and the tests hand [`load_parts`] bytes already read instead, through the same
+//! reader.
+
+use std::io::Read;
+use std::path::Path;
 
 use bytes::{Bytes, BytesMut};
 
@@ -28,73 +34,139 @@ pub enum LoadError {
 }
 
 /// What stopped the reading of a file's commands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Stop {
     /// The input ended inside a command (Redis's `readerr` at end of file).
     Short,
     /// Not the AOF format (Redis's `fmterr`).
     Format,
+    /// The file could not be read.
+    Io(String),
 }
 
-/// Redis's reader over one file's commands.
-struct Commands<'a> {
-    bytes: &'a [u8],
+/// Bytes read from a file at a time (more when one argument is longer).
+const READ_AT_ONCE: usize = 256 << 10;
+
+/// Redis's reader over one file's commands, reading the file as it goes: it holds the
+/// command being read, not the file.
+struct Commands<R> {
+    source: R,
+    /// Bytes the source has not given yet: a length claimed past them is a short read
+    /// at once, with nothing read or reserved for it.
+    unread: u64,
+    window: Vec<u8>,
+    /// The read position in `window`.
     pos: usize,
+    /// The file offset of `window[0]`.
+    base: u64,
 }
 
-impl<'a> Commands<'a> {
-    /// One line as `fgets` gives it: up to and including `\n`, or to the end.
-    fn line(&mut self) -> Option<&'a [u8]> {
-        if self.pos >= self.bytes.len() {
-            return None;
+impl<R: Read> Commands<R> {
+    /// Reads `source`, `len` bytes long, which starts at offset `start` of its file.
+    fn new(source: R, len: u64, start: u64) -> Commands<R> {
+        Commands {
+            source,
+            unread: len,
+            window: Vec::new(),
+            pos: 0,
+            base: start,
         }
-        let rest = &self.bytes[self.pos..];
-        let len = rest
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(rest.len(), |i| i + 1);
-        self.pos += len;
-        Some(&rest[..len])
     }
 
-    fn take(&mut self, len: usize) -> Option<&'a [u8]> {
-        let end = self.pos.checked_add(len)?;
-        let taken = self.bytes.get(self.pos..end)?;
-        self.pos = end;
-        Some(taken)
+    /// The file offset of the next byte.
+    fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    /// Reads at least `more` bytes (fewer at the end of the source) after what the
+    /// window holds, dropping what was read first; false at the end.
+    fn read_more(&mut self, more: usize) -> Result<bool, Stop> {
+        if self.unread == 0 {
+            return Ok(false);
+        }
+        self.window.drain(..self.pos);
+        self.base += self.pos as u64;
+        self.pos = 0;
+        let want = more.max(READ_AT_ONCE).min(self.unread as usize);
+        let had = self.window.len();
+        self.window.reserve(want);
+        (&mut self.source)
+            .take(want as u64)
+            .read_to_end(&mut self.window)
+            .map_err(|e| Stop::Io(e.to_string()))?;
+        let got = self.window.len() - had;
+        // A file that ended early ends here.
+        self.unread = if got < want {
+            0
+        } else {
+            self.unread - got as u64
+        };
+        Ok(got > 0)
+    }
+
+    /// One line as `fgets` gives it: up to and including `\n`, or to the end.
+    fn line(&mut self) -> Result<Option<&[u8]>, Stop> {
+        let mut searched = 0;
+        let len = loop {
+            let rest = &self.window[self.pos..];
+            if let Some(i) = rest[searched..].iter().position(|&b| b == b'\n') {
+                break searched + i + 1;
+            }
+            searched = rest.len();
+            if !self.read_more(1)? {
+                break searched;
+            }
+        };
+        if len == 0 {
+            return Ok(None);
+        }
+        let line = &self.window[self.pos..self.pos + len];
+        self.pos += len;
+        Ok(Some(line))
+    }
+
+    fn take(&mut self, len: usize) -> Result<Option<&[u8]>, Stop> {
+        let have = self.window.len() - self.pos;
+        if have < len {
+            let missing = len - have;
+            if missing as u64 > self.unread || !self.read_more(missing)? {
+                return Ok(None);
+            }
+            if self.window.len() - self.pos < len {
+                return Ok(None);
+            }
+        }
+        let taken = &self.window[self.pos..self.pos + len];
+        self.pos += len;
+        Ok(Some(taken))
     }
 
     /// The next command, `Ok(None)` at a clean end.
     fn next(&mut self) -> Result<Option<Vec<Bytes>>, Stop> {
-        let header = loop {
-            match self.line() {
+        let argc = loop {
+            match self.line()? {
                 None => return Ok(None),
                 Some(line) if line.first() == Some(&b'#') => continue,
-                Some(line) => break line,
+                Some(line) if line.first() != Some(&b'*') => return Err(Stop::Format),
+                Some(line) if line.len() == 1 => return Err(Stop::Short),
+                Some(line) => break atoi(&line[1..]),
             }
         };
-        if header.first() != Some(&b'*') {
-            return Err(Stop::Format);
-        }
-        if header.len() == 1 {
-            return Err(Stop::Short);
-        }
-        let argc = atoi(&header[1..]);
         if argc < 1 {
             return Err(Stop::Format);
         }
         // No allocation from the claimed count: arguments are pushed as they are read.
         let mut args = Vec::new();
         for _ in 0..argc {
-            let line = self.line().ok_or(Stop::Short)?;
+            let line = self.line()?.ok_or(Stop::Short)?;
             if line.first() != Some(&b'$') {
                 return Err(Stop::Format);
             }
             let len = usize::try_from(atoi(&line[1..])).map_err(|_| Stop::Format)?;
-            let arg = self.take(len).ok_or(Stop::Short)?;
-            // The CRLF after the argument is skipped unread, as Redis does.
-            self.take(2).ok_or(Stop::Short)?;
+            let arg = self.take(len)?.ok_or(Stop::Short)?;
             args.push(Bytes::copy_from_slice(arg));
+            // The CRLF after the argument is skipped unread, as Redis does.
+            self.take(2)?.ok_or(Stop::Short)?;
         }
         Ok(Some(args))
     }
@@ -150,19 +222,17 @@ enum Replayed {
     Whole,
     /// The input ended inside a command or an open MULTI; the bytes up to the last
     /// whole command (before the MULTI) are `valid`.
-    Short { valid: usize },
+    Short { valid: u64 },
 }
 
 /// Runs the commands of one file through a client that propagates nothing and gets
 /// no replies, as Redis's fake AOF client.
-fn replay(
+fn replay<R: Read>(
     shared: &Shared,
     name: &str,
-    bytes: &[u8],
-    start: usize,
+    mut reader: Commands<R>,
     commands: &mut u64,
 ) -> Result<Replayed, LoadError> {
-    let mut reader = Commands { bytes, pos: start };
     let mut client = crate::net::client::ClientState::new(
         0,
         std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -171,8 +241,8 @@ fn replay(
     client.is_master = true;
     client.reply = crate::net::client::ReplyMode::Off;
     let mut output = BytesMut::new();
-    let mut valid = start;
-    let mut before_multi = start;
+    let mut valid = reader.offset();
+    let mut before_multi = valid;
     loop {
         let args = match reader.next() {
             Ok(Some(args)) => args,
@@ -197,6 +267,11 @@ fn replay(
                     "Bad file format reading the append only file {name}: make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>"
                 )))
             }
+            Err(Stop::Io(e)) => {
+                return Err(LoadError::Bad(format!(
+                    "Unrecoverable error reading the append only file {name}: {e}"
+                )))
+            }
         };
         if !known(shared, &args) {
             return Err(LoadError::Bad(format!(
@@ -211,17 +286,26 @@ fn replay(
         crate::store::while_loading(|| crate::cmd::execute(&mut ctx, &args));
         output.clear();
         *commands += 1;
-        valid = reader.pos;
+        valid = reader.offset();
     }
 }
 
-/// One file of the AOF, already read.
+/// Where a file of the AOF is read from.
+#[derive(Debug, Clone, Copy)]
+pub enum Contents<'a> {
+    /// The file itself, read as it is loaded (at start, DEBUG LOADAOF).
+    File(&'a Path),
+    /// Its bytes, already read (the fuzz target, tests).
+    Bytes(&'a [u8]),
+}
+
+/// One file of the AOF.
 #[derive(Debug, Clone, Copy)]
 pub struct Part<'a> {
     /// Its name (for messages).
     pub name: &'a str,
     /// Its contents.
-    pub bytes: &'a [u8],
+    pub contents: Contents<'a>,
 }
 
 /// What a load did.
@@ -244,29 +328,18 @@ pub fn load_parts(
     let mut loaded = Loaded::default();
     for (index, part) in parts.iter().enumerate() {
         let name = part.name;
-        // An RDB image first (a base in RDB format, or a pre-7.0 AOF with an RDB
-        // preamble), then commands: the tail of an old AOF.
-        let mut start = 0;
-        if part.bytes.starts_with(b"REDIS") {
-            // Keys already expired load too, as in Redis: the AOF's commands after
-            // the image may act on them.
-            let options = super::snapshot::LoadOptions {
-                keep_expired: true,
-                ..Default::default()
-            };
-            match super::snapshot::load(shared, part.bytes, options, None) {
-                Ok(image) => start = image.len,
-                Err(e) => {
-                    tracing::warn!("{e}");
-                    return Err(LoadError::Bad(format!(
-                        "Error reading the RDB base file {name}, AOF loading aborted"
-                    )));
-                }
+        let replayed = match part.contents {
+            Contents::Bytes(bytes) => {
+                let start = load_image(name, bytes.starts_with(b"REDIS"), |options| {
+                    super::snapshot::load(shared, bytes, options, None)
+                })?;
+                let rest = bytes.get(start..).unwrap_or_default();
+                let reader = Commands::new(rest, rest.len() as u64, start as u64);
+                replay(shared, name, reader, &mut loaded.commands)?
             }
-        }
-        let Replayed::Short { valid } =
-            replay(shared, name, part.bytes, start, &mut loaded.commands)?
-        else {
+            Contents::File(path) => replay_file(shared, name, path, &mut loaded.commands)?,
+        };
+        let Replayed::Short { valid } = replayed else {
             continue;
         };
         if !truncated_ok {
@@ -282,25 +355,96 @@ pub fn load_parts(
         }
         tracing::warn!("!!! Truncating the AOF {name} at offset {valid} !!!");
         tracing::warn!("AOF {name} loaded anyway because aof-load-truncated is enabled");
-        loaded.truncated_at = Some(valid as u64);
+        loaded.truncated_at = Some(valid);
     }
     Ok(loaded)
+}
+
+/// The RDB image a file starts with, if `is_rdb` (a base in RDB format, or a pre-7.0
+/// AOF with an RDB preamble, whose tail holds commands), loaded by `load`; the offset
+/// its commands start at.
+fn load_image(
+    name: &str,
+    is_rdb: bool,
+    load: impl FnOnce(
+        super::snapshot::LoadOptions,
+    ) -> Result<super::snapshot::Loaded, super::rdb::file::LoadError>,
+) -> Result<usize, LoadError> {
+    if !is_rdb {
+        return Ok(0);
+    }
+    // Keys already expired load too, as in Redis: the AOF's commands after the image
+    // may act on them.
+    let options = super::snapshot::LoadOptions {
+        keep_expired: true,
+        ..Default::default()
+    };
+    match load(options) {
+        Ok(image) => Ok(image.len),
+        Err(e) => {
+            tracing::warn!("{e}");
+            Err(LoadError::Bad(format!(
+                "Error reading the RDB base file {name}, AOF loading aborted"
+            )))
+        }
+    }
+}
+
+/// [`load_parts`]'s work on a file read as it is loaded: its image in chunks
+/// ([`super::dump_file`]), then its commands from where the image ended.
+fn replay_file(
+    shared: &Shared,
+    name: &str,
+    path: &Path,
+    commands: &mut u64,
+) -> Result<Replayed, LoadError> {
+    use std::io::{Seek, SeekFrom};
+    let open = || {
+        std::fs::File::open(path).map_err(|e| {
+            LoadError::Bad(format!(
+                "Fatal error: can't open the append log file {name} for reading: {e}"
+            ))
+        })
+    };
+    let unreadable = |e: std::io::Error| {
+        LoadError::Bad(format!(
+            "Unrecoverable error reading the append only file {name}: {e}"
+        ))
+    };
+    let mut file = open()?;
+    let len = file.metadata().map_err(unreadable)?.len();
+    let mut signature = Vec::with_capacity(5);
+    (&mut file)
+        .take(5)
+        .read_to_end(&mut signature)
+        .map_err(unreadable)?;
+    let start = load_image(name, signature == b"REDIS", |options| {
+        let image = std::fs::File::open(path)
+            .map_err(|e| super::rdb::file::LoadError::Refused(e.to_string()))?;
+        super::dump_file::load_file(shared, path, image, len, options, None)
+    })?;
+    file.seek(SeekFrom::Start(start as u64))
+        .map_err(unreadable)?;
+    let reader = Commands::new(file, len.saturating_sub(start as u64), start as u64);
+    replay(shared, name, reader, commands)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn reader(bytes: &[u8]) -> Commands<&[u8]> {
+        Commands::new(bytes, bytes.len() as u64, 0)
+    }
+
     #[test]
     fn commands_are_read_in_redis_format() {
-        let mut r = Commands {
-            bytes: b"#TS:1\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPI",
-            pos: 0,
-        };
+        let mut r = reader(b"#TS:1\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPI");
         assert_eq!(
             r.next().unwrap().unwrap(),
             vec![Bytes::from("GET"), Bytes::from("k")]
         );
+        assert_eq!(r.offset(), 27);
         assert_eq!(r.next(), Err(Stop::Short));
         for bad in [
             &b"GET k\r\n"[..],
@@ -308,17 +452,39 @@ mod tests {
             b"*1\r\nGET\r\n",
             b"*1\r\n$-1\r\n",
         ] {
-            assert_eq!(
-                Commands { bytes: bad, pos: 0 }.next(),
-                Err(Stop::Format),
-                "{bad:?}"
-            );
+            assert_eq!(reader(bad).next(), Err(Stop::Format), "{bad:?}");
         }
         // A huge claimed length is a short read, not an allocation.
-        let mut huge = Commands {
-            bytes: b"*2000000000\r\n$9000000000000\r\n",
-            pos: 0,
-        };
+        let mut huge = reader(b"*2000000000\r\n$9000000000000\r\n");
         assert_eq!(huge.next(), Err(Stop::Short));
+    }
+
+    /// Commands and arguments that cross the reader's window are read whole, and the
+    /// offsets it gives are the file's.
+    #[test]
+    fn commands_across_reads_are_read_whole() {
+        let big = vec![b'x'; READ_AT_ONCE * 2 + 7];
+        let mut file = Vec::new();
+        let mut ends = Vec::new();
+        for i in 0..2000 {
+            let value: &[u8] = if i % 500 == 7 { &big } else { b"v" };
+            file.extend_from_slice(
+                format!("*3\r\n$3\r\nSET\r\n$5\r\nk{i:04}\r\n${}\r\n", value.len()).as_bytes(),
+            );
+            file.extend_from_slice(value);
+            file.extend_from_slice(b"\r\n");
+            ends.push(file.len() as u64);
+        }
+        // Started after the first command, as after an RDB preamble: the offsets are
+        // the file's.
+        let rest = &file[ends[0] as usize..];
+        let mut r = Commands::new(rest, rest.len() as u64, ends[0]);
+        for (i, end) in ends.iter().enumerate().skip(1) {
+            let args = r.next().unwrap().unwrap();
+            assert_eq!(args[1], format!("k{i:04}").as_bytes());
+            assert_eq!(args[2].len(), if i % 500 == 7 { big.len() } else { 1 });
+            assert_eq!(r.offset(), *end);
+        }
+        assert_eq!(r.next(), Ok(None));
     }
 }
