@@ -174,8 +174,10 @@ pub fn debug_reload(ctx: &mut Ctx<'_>, options: &[Bytes]) -> CmdResult {
             snapshot::write_image(shared, held, &path, &[])
                 .map_err(|_| CmdError::Static("ERR Error trying to save the DB"))?;
         }
-        let bytes = std::fs::read(&path)
-            .map_err(|_| CmdError::Static("ERR Error trying to load the RDB dump"))?;
+        // Read as it loads, as Redis's rdbLoad reads it: never whole in memory.
+        let unreadable = |_| CmdError::Static("ERR Error trying to load the RDB dump");
+        let file = std::fs::File::open(&path).map_err(unreadable)?;
+        let length = file.metadata().map_err(unreadable)?.len();
         if flush {
             snapshot::clear(shared, held);
             if let Ok(mut engine) = shared.scripting.engine() {
@@ -188,7 +190,7 @@ pub fn debug_reload(ctx: &mut Ctx<'_>, options: &[Bytes]) -> CmdResult {
             merge,
             ..snapshot::LoadOptions::default()
         };
-        snapshot::load(shared, &bytes, options, Some(held))
+        crate::persist::dump_file::load_file(shared, &path, file, length, options, Some(held))
             .map_err(|_| CmdError::Static("ERR Error trying to load the RDB dump"))
     });
     result?;
