@@ -617,6 +617,38 @@ fn replica_drops_its_link(master: u16, replica: u16) {
     assert_eq!(stat(master, "sync_full"), full);
 }
 
+/// A master's CLIENT KILL TYPE replica closes the link before its reply leaves, and the
+/// replica handles that close before a command that came after it: its INFO, asked
+/// once the kill was answered, reads the link down (Redis's replication unit relies on
+/// it: "Diskless load swapdb (async_loading): new database is exposed after swapping"
+/// failed when redline's replica still read `up` from before the kill).
+fn a_killed_link_reads_down_at_once(master: u16, replica: u16) {
+    let mut m = conn(master);
+    let mut r = conn(replica);
+    for round in 0..50 {
+        wait_link_up(replica);
+        assert_eq!(
+            m.cmd(&["CLIENT", "KILL", "TYPE", "replica"]),
+            Frame::Integer(1)
+        );
+        let info = text(&r.cmd(&["INFO", "replication"]));
+        assert!(
+            info.contains("master_link_status:down"),
+            "round {round}: {info}"
+        );
+    }
+}
+
+#[test]
+fn a_killed_link_reads_down_at_once_like_redis() {
+    let ours = redline(&[]);
+    let our_replica = redline(&["--replicaof", "127.0.0.1", &ours.port().to_string()]);
+    a_killed_link_reads_down_at_once(ours.port(), our_replica.port());
+    let theirs = redis(&[]);
+    let their_replica = redis(&["--replicaof", "127.0.0.1", &theirs.port().to_string()]);
+    a_killed_link_reads_down_at_once(theirs.port(), their_replica.port());
+}
+
 /// A redline replica of `master` restarted from its own dump continues with PSYNC from
 /// the offset the dump recorded (Redis's `repl-id`/`repl-offset` aux fields), although
 /// the master went on writing after the save: no full sync, the same data.

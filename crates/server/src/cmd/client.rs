@@ -396,8 +396,8 @@ fn kill(ctx: &mut Ctx<'_>, id: u64) {
         }
         // What only a replica still needed of the replication buffer is freed now, as
         // Redis frees a killed client, not when its link's task next runs: INFO and
-        // `maxmemory` right after see it gone.
-        ctx.shared.repl.journal.detach(id);
+        // `maxmemory` right after see it gone, and the replica its connection closed.
+        ctx.shared.repl.journal.kill(id);
     }
 }
 

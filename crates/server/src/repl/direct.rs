@@ -92,6 +92,16 @@ impl Direct {
         drop(self.socket.lock().take());
     }
 
+    /// Shuts the connection down now (CLIENT KILL): the replica sees it closed before
+    /// the killer's reply leaves, as Redis closes a killed client's socket at once,
+    /// rather than when the link's aborted task is dropped.
+    pub fn shut_down(&self) {
+        if let Some(socket) = self.socket.lock().as_ref() {
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        }
+        self.close();
+    }
+
     /// The bytes and write calls made through the duplicate so far.
     pub fn traffic(&self) -> Traffic {
         Traffic {

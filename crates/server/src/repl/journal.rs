@@ -428,6 +428,11 @@ impl Stream {
         self.refresh_handed()
     }
 
+    /// The link of replica `id`, if attached.
+    fn link(&self, id: u64) -> Option<&Arc<ReplicaLink>> {
+        self.replicas.iter().find(|r| r.id == id)
+    }
+
     /// Recomputes the offset every online link has been handed (after a link tried a
     /// write, went online, or left); whether it moved forward (then clients waiting in
     /// [`Journal::hand_off`] may go on).
@@ -747,6 +752,18 @@ impl Journal {
     /// its link go on.
     pub fn detach(&self, id: u64) {
         if self.stream.lock().detach(id) {
+            self.handoff.notify();
+        }
+    }
+
+    /// Replica `id` was killed (CLIENT KILL): detached, and its connection shut down at
+    /// once where this side holds its socket (see [`super::direct::Direct::shut_down`]).
+    pub fn kill(&self, id: u64) {
+        let mut stream = self.stream.lock();
+        if let Some(link) = stream.link(id) {
+            link.direct.shut_down();
+        }
+        if stream.detach(id) {
             self.handoff.notify();
         }
     }

@@ -67,6 +67,8 @@ pub struct LinkStatus {
     promoted: AtomicBool,
     /// The full sync's transfer, while one runs.
     pub transfer: TransferProgress,
+    /// The link was up when it was lost: it reconnects at once (see [`LinkLost`]).
+    lost_up: AtomicBool,
 }
 
 /// A full sync's transfer, for INFO's `master_sync_*` lines (Redis's
@@ -296,7 +298,7 @@ pub fn replicate(shared: Arc<Shared>, host: String, port: u16) -> MasterLink {
                     }
                     () = dropped => tracing::info!("Connection with master lost (killed)."),
                 }
-                let was_up = status.is_up();
+                let was_up = status.is_up() || status.lost_up.swap(false, Ordering::Relaxed);
                 status.set(CONNECT);
                 if was_up {
                     tracing::info!("Reconnecting to MASTER {host}:{port}");
@@ -1080,6 +1082,11 @@ async fn stream(
     let mut silence = super::silence::Silence::new(shared, last_read);
     let master_input = &shared.repl.master_input;
     let _streaming = master_input.streaming();
+    // Dropped before `_streaming` (declared after it): the link reads as down before
+    // the turn that found it closed ends, so a client's command that came after the
+    // master closed it (INFO, ROLE) sees it down, as Redis, whose one thread handles
+    // the close first, answers.
+    let _lost = LinkLost(status);
     let mut reader = TurnReader::default();
     loop {
         // As in Redis, a CLIENT PAUSE (WRITE or ALL) holds the master's commands too:
@@ -1146,6 +1153,16 @@ async fn stream(
             _ = pause_changes.changed(), if paused_until.is_some() => {}
             _ = tokio::time::sleep_until(pause_end), if paused_until.is_some() => {}
         }
+    }
+}
+
+/// Marks a link that was up as lost when dropped (see [`stream`]).
+struct LinkLost<'a>(&'a LinkStatus);
+
+impl Drop for LinkLost<'_> {
+    fn drop(&mut self) {
+        self.0.lost_up.store(true, Ordering::Relaxed);
+        self.0.set(CONNECT);
     }
 }
 
