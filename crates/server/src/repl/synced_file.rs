@@ -127,7 +127,7 @@ fn write_pieces(mut file: DataFile, mut arrivals: mpsc::Receiver<Piece>) -> io::
             Piece::Bytes(bytes) => file.write_all(&bytes).map_err(|e| {
                 io::Error::new(
                     e.kind(),
-                    format!("Write error writing to the DB dump file needed for MASTER <-> REPLICA synchronization: {e}"),
+                    format!("Write error or short write writing to the DB dump file needed for MASTER <-> REPLICA synchronization: {e}"),
                 )
             })?,
             Piece::End => {
