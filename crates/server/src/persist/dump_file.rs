@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use super::rdb::file::{Fed, LoadError};
-use super::rdb::{crc64, Corrupt, CRC64};
+use super::rdb::{Corrupt, CRC64};
 use super::snapshot::{Load, LoadOptions, Loaded};
 use crate::shared::Shared;
 use crate::store::ShardMap;
@@ -87,7 +87,7 @@ fn load_in_chunks(
     load.check_deferred(|covered| match sum {
         Some(Ok(Some((sum, length)))) if covered + 8 == length => Ok(sum),
         // Bytes after the image's end: the prefix is summed again.
-        _ => Ok(crc64(&read_prefix(path, covered).map_err(|e| refused(&e))?)),
+        _ => sum_of_prefix(path, covered).map_err(|e| refused(&e)),
     })?;
     load.install(shared)
 }
@@ -232,13 +232,19 @@ fn read_chunks(
     Ok(summing.then(|| (crc.finalize(), length)))
 }
 
-/// The first `len` bytes of the file at `path`.
-fn read_prefix(path: &Path, len: usize) -> io::Result<Vec<u8>> {
-    let mut prefix = Vec::with_capacity(len);
-    File::open(path)?
-        .take(len as u64)
-        .read_to_end(&mut prefix)?;
-    Ok(prefix)
+/// The checksum of the first `len` bytes of the file at `path`, read a chunk at a time
+/// (an old AOF's RDB preamble, followed by commands, is summed again this way).
+fn sum_of_prefix(path: &Path, len: usize) -> io::Result<u64> {
+    let mut crc = CRC64.digest();
+    let mut file = File::open(path)?.take(len as u64);
+    let mut buf = vec![0u8; CHUNK.min(len.max(1))];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok(crc.finalize());
+        }
+        crc.update(&buf[..n]);
+    }
 }
 
 #[cfg(test)]
