@@ -89,6 +89,10 @@ impl<R: Read> Commands<R> {
         self.pos = 0;
         let want = more.max(READ_AT_ONCE).min(self.unread as usize);
         let had = self.window.len();
+        // Room a large argument needed goes once it is read.
+        if self.window.capacity() > 2 * (had + want) {
+            self.window.shrink_to(had + want);
+        }
         self.window.reserve(want);
         (&mut self.source)
             .take(want as u64)
