@@ -759,13 +759,10 @@ impl Journal {
     /// Replica `id` was killed (CLIENT KILL): detached, and its connection shut down at
     /// once where this side holds its socket (see [`super::direct::Direct::shut_down`]).
     pub fn kill(&self, id: u64) {
-        let mut stream = self.stream.lock();
-        if let Some(link) = stream.link(id) {
+        if let Some(link) = self.stream.lock().link(id) {
             link.direct.shut_down();
         }
-        if stream.detach(id) {
-            self.handoff.notify();
-        }
+        self.detach(id);
     }
 
     /// `link` has written the chunk it tried: if it was behind, clients wait for it

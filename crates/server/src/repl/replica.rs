@@ -92,10 +92,7 @@ impl TransferProgress {
     }
 
     fn announced(&self, transfer: &Transfer) {
-        let size = match transfer {
-            Transfer::Sized(len) => i64::try_from(*len).unwrap_or(i64::MAX),
-            Transfer::Marked(_) => 0,
-        };
+        let size = i64::try_from(transfer.size()).unwrap_or(i64::MAX);
         self.size.store(size, Ordering::Relaxed);
         self.last_io.store(unix_secs(), Ordering::Relaxed);
     }
@@ -759,13 +756,13 @@ fn load_synced_file(
             dump.display()
         )));
     }
-    let load_failed = |e: &dyn std::fmt::Display| {
+    let unloadable = |e: &dyn std::fmt::Display| {
         other(format!(
             "Failed trying to load the MASTER synchronization DB from disk: {e}"
         ))
     };
-    let file = std::fs::File::open(&dump).map_err(|e| load_failed(&e))?;
-    let length = file.metadata().map_err(|e| load_failed(&e))?.len();
+    let file = std::fs::File::open(&dump).map_err(|e| unloadable(&e))?;
+    let length = file.metadata().map_err(|e| unloadable(&e))?.len();
     let loading = &shared.persistence.loading;
     let step = shared
         .config
@@ -788,7 +785,7 @@ fn load_synced_file(
         ..snapshot::LoadOptions::default()
     };
     let loaded = dump_file::load_file(shared, &dump, file, length, options, Some(&mut *map))
-        .map_err(|e| load_failed(&e))?;
+        .map_err(|e| unloadable(&e))?;
     adopt_image(shared, &loaded, replid, offset, status);
     Ok(())
 }

@@ -63,9 +63,9 @@ impl SyncedFile {
             std::process::id()
         ));
         let file = std::fs::File::create(&path).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}"),
+            failed(
+                e,
+                "Opening the temp file needed for MASTER <-> REPLICA synchronization",
             )
         })?;
         let (pieces, arrivals) = mpsc::channel(IN_FLIGHT);
@@ -115,6 +115,11 @@ impl SyncedFile {
     }
 }
 
+/// `e` after Redis's words for what failed.
+fn failed(e: io::Error, what: &str) -> io::Error {
+    io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
 fn writer_gone() -> io::Error {
     io::Error::other("the writer of the MASTER <-> REPLICA synchronization file stopped")
 }
@@ -125,17 +130,11 @@ fn write_pieces(mut file: DataFile, mut arrivals: mpsc::Receiver<Piece>) -> io::
     while let Some(piece) = arrivals.blocking_recv() {
         match piece {
             Piece::Bytes(bytes) => file.write_all(&bytes).map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("Write error or short write writing to the DB dump file needed for MASTER <-> REPLICA synchronization: {e}"),
-                )
+                failed(e, "Write error or short write writing to the DB dump file needed for MASTER <-> REPLICA synchronization")
             })?,
             Piece::End => {
                 file.file().sync_all().map_err(|e| {
-                    io::Error::new(
-                        e.kind(),
-                        format!("Failed trying to sync the temp DB to disk in MASTER <-> REPLICA synchronization: {e}"),
-                    )
+                    failed(e, "Failed trying to sync the temp DB to disk in MASTER <-> REPLICA synchronization")
                 })?;
                 return Ok(true);
             }
