@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
-use common::{info, show, Conn, Redline};
+use common::{info, show, text, Conn, Redline};
 use redline_resp::Frame;
 use redline_testkit::{RedisServer, RedlineServer};
 
@@ -486,6 +486,61 @@ fn long_tables_and_argument_lists_are_answered_like_redis() {
             &g[..g.len().min(200)]
         );
     }
+}
+
+/// Redis's script cache and function libraries have no bound. 10,000 distinct scripts
+/// (EVAL and SCRIPT LOAD), then a library of 9,000 functions, then the cache flushed and
+/// filled again: the same replies on both servers. Each cached script used to hold an
+/// interpreter handle, and past about 8,000 of them the interpreter panicked and every
+/// client hung.
+#[test]
+fn ten_thousand_scripts_and_functions_are_served_like_redis() {
+    const SCRIPTS: usize = 10_000;
+    const FUNCTIONS: usize = 9_000;
+    same_as_redis(|addr| {
+        let mut c = Conn::connect(addr);
+        let mut out = Vec::new();
+        let fill = |c: &mut Conn, round: usize| {
+            for i in 0..SCRIPTS {
+                let body = format!("return {i} + {round}");
+                if i % 2 == 0 {
+                    c.send(&["EVAL", &body, "0"]);
+                } else {
+                    c.send(&["SCRIPT", "LOAD", &body]);
+                }
+            }
+            let replies: Vec<Frame> = (0..SCRIPTS).map(|_| c.read().unwrap()).collect();
+            let sum: i64 = replies.iter().step_by(2).map(int).sum();
+            let first_loaded = replies[1].clone();
+            (sum, first_loaded)
+        };
+        let (sum, loaded) = fill(&mut c, 0);
+        out.push(sum.to_string());
+        let sha = text(&loaded);
+        out.push(show(&c.cmd(&["EVALSHA", &sha, "0"])));
+        out.push(info(&mut c, "number_of_cached_scripts").to_string());
+        let mut library = String::from("#!lua name=many\n");
+        for i in 0..FUNCTIONS {
+            library.push_str(&format!(
+                "redis.register_function('f{i}', function() return {i} end)\n"
+            ));
+        }
+        out.push(show(&c.cmd(&["FUNCTION", "LOAD", &library])));
+        out.push(show(&c.cmd(&["FCALL", "f0", "0"])));
+        out.push(show(&c.cmd(&[
+            "FCALL",
+            &format!("f{}", FUNCTIONS - 1),
+            "0",
+        ])));
+        out.push(show(&c.cmd(&["FUNCTION", "LOAD", "REPLACE", &library])));
+        out.push(show(&c.cmd(&["SCRIPT", "FLUSH"])));
+        let (sum, _) = fill(&mut c, 1);
+        out.push(sum.to_string());
+        out.push(show(&c.cmd(&["FCALL", "f1234", "0"])));
+        out.push(show(&c.cmd(&["FUNCTION", "DELETE", "many"])));
+        out.push(show(&c.cmd(&["PING"])));
+        out
+    });
 }
 
 /// Scripts start inline on the connection's worker thread. With a single worker, one

@@ -58,7 +58,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
-use mlua::{Function, Lua, ObjectLike, StdLib, Table, Value, Variadic};
+use mlua::{Function, Lua, ObjectLike, RegistryKey, StdLib, Table, Value, Variadic};
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use redline_resp::{encode, Protocol};
 use sha1::{Digest, Sha1};
@@ -68,9 +68,11 @@ use crate::cmd::Ctx;
 pub use flags::{eval_shebang, ScriptFlags};
 pub use turn::{ScriptWait, Turn};
 
-/// A compiled EVAL script.
+/// A compiled EVAL script. Held through the Lua registry, never as an mlua handle: each
+/// live handle takes a slot of mlua's auxiliary stack, which Lua 5.1 caps at about
+/// 8,000, past which mlua panics; Redis's script cache has no such bound.
 struct Script {
-    func: Function,
+    func: RegistryKey,
     flags: ScriptFlags,
 }
 
@@ -79,8 +81,8 @@ struct Script {
 pub struct FunctionDef {
     /// Its name.
     pub name: String,
-    /// The Lua callback.
-    func: Function,
+    /// The Lua callback, in the registry (see [`Script`]).
+    func: Arc<RegistryKey>,
     /// Its flags.
     pub flags: ScriptFlags,
     /// Its description, if given.
@@ -119,6 +121,16 @@ pub struct Engine {
     scripts: HashMap<String, Script, foldhash::fast::RandomState>,
     /// Loaded libraries, by lower-case name (Redis compares names case-insensitively).
     pub libraries: BTreeMap<String, Library>,
+}
+
+/// A script's run, from [`RunFlags::start`] to its drop.
+#[must_use]
+struct Running<'a>(&'a RunFlags);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.finish();
+    }
 }
 
 /// What other connections may know about the script running now (lock-free: they read
@@ -283,7 +295,9 @@ impl RunFlags {
         self.functions.store(functions, Ordering::Relaxed);
     }
 
-    fn start(&self, eval: bool, threshold_ms: u64) {
+    /// Marks a script as running until the returned guard drops: however the run ends
+    /// (a panic included), other clients' commands stop waiting for it.
+    fn start(&self, eval: bool, threshold_ms: u64) -> Running<'_> {
         *self.started.lock() = Some(Instant::now());
         self.threshold_ms.store(threshold_ms, Ordering::Release);
         self.kill.store(false, Ordering::Release);
@@ -296,6 +310,7 @@ impl RunFlags {
         };
         self.release_at_ms.store(release_at, Ordering::Relaxed);
         self.running.store(true, Ordering::Release);
+        Running(self)
     }
 
     fn finish(&self) {
@@ -733,6 +748,10 @@ impl Engine {
                     lua_message(&e)
                 )
             })?;
+        let func = self
+            .lua
+            .create_registry_value(func)
+            .map_err(|e| format!("ERR {}", lua_message(&e)))?;
         self.scripts.insert(sha.clone(), Script { func, flags });
         Ok(sha)
     }
@@ -744,7 +763,10 @@ impl Engine {
 
     /// SCRIPT FLUSH.
     pub fn flush_scripts(&mut self) {
-        self.scripts.clear();
+        // A new table, as Redis's SCRIPT FLUSH makes a new dict: one that held many
+        // scripts would keep its room.
+        self.scripts = HashMap::default();
+        self.lua.expire_registry_values();
         let _ = self.lua.gc_collect();
     }
 
@@ -800,8 +822,8 @@ impl Engine {
             .map_err(|e| format!("ERR Error compiling function: {}", lua_message(&e)))?;
         let registered: RefCell<Vec<FunctionDef>> = RefCell::new(Vec::new());
         let outcome = self.lua.scope(|scope| {
-            let register = scope.create_function(|_, args: Variadic<Value>| {
-                let def = register_args(&args).map_err(|e| lib_error(&e))?;
+            let register = scope.create_function(|lua, args: Variadic<Value>| {
+                let def = register_args(lua, &args).map_err(|e| lib_error(&e))?;
                 let mut list = registered.borrow_mut();
                 if list.iter().any(|f| f.name.eq_ignore_ascii_case(&def.name)) {
                     return Err(lib_error("Function already exists in the library"));
@@ -965,7 +987,7 @@ fn valid_name(name: &str) -> bool {
 }
 
 /// `redis.register_function(name, callback)` or `redis.register_function{...}`.
-fn register_args(args: &[Value]) -> Result<FunctionDef, String> {
+fn register_args(lua: &Lua, args: &[Value]) -> Result<FunctionDef, String> {
     let (name, func, flags, description) = match args {
         [Value::String(name), Value::Function(f)] => (
             name.to_string_lossy(),
@@ -1014,9 +1036,12 @@ fn register_args(args: &[Value]) -> Result<FunctionDef, String> {
     if !valid_name(&name) {
         return Err("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
     }
+    let func = lua
+        .create_registry_value(func)
+        .map_err(|e| lua_message(&e))?;
     Ok(FunctionDef {
         name,
-        func,
+        func: Arc::new(func),
         flags,
         description,
     })
@@ -1072,21 +1097,28 @@ fn run_and_reply(
     read_only: bool,
     command: &[Bytes],
 ) -> bool {
-    let (func, mode, name, script_flags) = match target {
+    let (key, mode, name, script_flags) = match target {
         Target::Script(sha) => match engine.scripts.get(sha) {
-            Some(s) => (s.func.clone(), Mode::Eval, sha, s.flags),
+            Some(s) => (&s.func, Mode::Eval, sha, s.flags),
             None => {
                 encode::write_error(ctx.out, b"NOSCRIPT No matching script. Please use EVAL.");
                 return false;
             }
         },
         Target::Function(fname) => match engine.function(fname) {
-            Some(f) => (f.func.clone(), Mode::Function, fname, f.flags),
+            Some(f) => (&*f.func, Mode::Function, fname, f.flags),
             None => {
                 encode::write_error(ctx.out, b"ERR Function not found");
                 return false;
             }
         },
+    };
+    let func: Function = match engine.lua.registry_value(key) {
+        Ok(func) => func,
+        Err(e) => {
+            write_run_error(ctx.out, name, &lua_message(&e));
+            return false;
+        }
     };
     if ctx.shared.cluster.enabled() && script_flags.no_cluster {
         encode::write_error(
@@ -1106,7 +1138,7 @@ fn run_and_reply(
     let flags = ctx.shared.scripting.flags.clone();
     let threshold = u64::try_from(ctx.shared.hot.busy_reply_threshold()).unwrap_or(0);
     *flags.current.lock() = Some((name.to_owned(), command.to_vec()));
-    flags.start(mode == Mode::Eval, threshold);
+    let running = flags.start(mode == Mode::Eval, threshold);
     let frozen = crate::store::FrozenTime::now();
     // A debugging session (SCRIPT DEBUG SYNC): its line hook replaces the standard one
     // for this run.
@@ -1114,7 +1146,7 @@ fn run_and_reply(
         Some(io) => match debug_session(engine, io, command, threshold) {
             Ok(session) => Some(session),
             Err(e) => {
-                flags.finish();
+                drop(running);
                 write_run_error(ctx.out, name, &lua_message(&e));
                 return false;
             }
@@ -1126,7 +1158,7 @@ fn run_and_reply(
         engine.hook_ready = false;
     } else if !engine.hook_ready || flags.hook_changed.swap(false, Ordering::Relaxed) {
         if let Err(e) = flags.watch(&engine.lua) {
-            flags.finish();
+            drop(running);
             write_run_error(ctx.out, name, &lua_message(&e));
             return false;
         }
@@ -1160,7 +1192,7 @@ fn run_and_reply(
         session.end();
     }
     ctx.client.repl_targets = crate::repl::journal::Targets::ALL;
-    flags.finish();
+    drop(running);
     drop(frozen);
     ctx.client.protocol = caller_protocol;
     ctx.client.db = caller_db;
