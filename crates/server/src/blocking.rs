@@ -296,7 +296,15 @@ impl RegistryGuard<'_> {
     pub fn note_stream_wait(&mut self, db: usize, keys: &[Bytes]) {
         let now = Instant::now();
         for key in keys {
-            self.guard.stream_waits.insert((db, key.clone()), now);
+            match self.guard.stream_waits.get_mut(&(db, key.clone())) {
+                Some(at) => *at = now,
+                // Copied: the key is a view into the request's read buffer, which it
+                // would keep allocated for as long as it is remembered.
+                None => {
+                    let key = Bytes::copy_from_slice(key);
+                    self.guard.stream_waits.insert((db, key), now);
+                }
+            }
             self.blocking
                 .stream_wait_bits
                 .fetch_or(stream_wait_bit(key), Ordering::Relaxed);

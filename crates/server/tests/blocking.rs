@@ -8,7 +8,7 @@ mod common;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use common::{redis_with_debug, show, text, Conn, Redline};
+use common::{info, redis_with_debug, show, text, wait_until, Conn, Redline};
 use redline_resp::Frame;
 use redline_testkit::RedisServer;
 
@@ -379,6 +379,34 @@ fn disconnected_waiters_are_dropped() {
     let mut p = Conn::connect(redline.addr);
     assert_eq!(p.cmd(&["RPUSH", "gone", "x"]), Frame::Integer(1));
     assert_eq!(p.cmd(&["LLEN", "gone"]), Frame::Integer(1));
+}
+
+/// A blocking stream read remembers the keys it named for a while after it ends (a
+/// write to them must still look for waiters). What it remembers is a copy: a view into
+/// the request kept the connection's whole read buffer (16 KB) allocated for ten seconds
+/// after the connection left, 8 MB for these 500 short-lived readers.
+#[test]
+fn short_lived_stream_readers_leave_no_read_buffers_behind() {
+    const READERS: u64 = 500;
+    let redline = Redline::start();
+    let mut admin = Conn::connect(redline.addr);
+    let before = info(&mut admin, "used_memory");
+    for i in 0..READERS {
+        let mut c = Conn::connect(redline.addr);
+        let key = format!("stream:of:short-lived:reader:{i:08}");
+        assert_eq!(
+            c.cmd(&["XREAD", "BLOCK", "1", "STREAMS", &key, "$"]),
+            Frame::NullArray
+        );
+    }
+    wait_until("the readers' connections to close", || {
+        info(&mut Conn::connect(redline.addr), "connected_clients") == 2
+    });
+    let grown = info(&mut admin, "used_memory").saturating_sub(before);
+    assert!(
+        grown < READERS * 2048,
+        "{grown} bytes more after {READERS} readers left"
+    );
 }
 
 /// Blocked stream readers: several XREAD waiters are all served by one XADD (reading
