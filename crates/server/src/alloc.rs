@@ -18,7 +18,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, AtomicUsize, Ordering};
 
 /// How far a thread's share of the approximate total may lag behind its slot.
 pub const FLUSH_BYTES: isize = 32 * 1024;
@@ -50,6 +50,16 @@ static UNSLOTTED: AtomicIsize = AtomicIsize::new(0);
 
 /// The sum of every thread's total, each to within `FLUSH_BYTES`.
 static APPROX: AtomicIsize = AtomicIsize::new(0);
+
+/// The most `APPROX` read since the server started: Redis's `stat_peak_memory`,
+/// which it records after each command. Here it moves when a thread brings its share
+/// up to date (once per `FLUSH_BYTES` of change), so a peak is missed by at most that
+/// much per thread, and the hot path pays nothing more.
+static PEAK: AtomicIsize = AtomicIsize::new(0);
+
+/// What was allocated once the server had started, before it loaded data (Redis's
+/// `used_memory_startup`).
+static STARTUP: AtomicU64 = AtomicU64::new(0);
 
 const UNCLAIMED: usize = usize::MAX;
 const NO_SLOT: usize = usize::MAX - 1;
@@ -91,7 +101,14 @@ fn claim() -> usize {
 
 fn count_unslotted(delta: isize) {
     UNSLOTTED.fetch_add(delta, Ordering::Relaxed);
-    APPROX.fetch_add(delta, Ordering::Relaxed);
+    add_to_approx(delta);
+}
+
+fn add_to_approx(delta: isize) {
+    let total = APPROX.fetch_add(delta, Ordering::Relaxed) + delta;
+    if delta > 0 {
+        PEAK.fetch_max(total, Ordering::Relaxed);
+    }
 }
 
 #[inline]
@@ -112,7 +129,7 @@ fn account(delta: isize) {
             .store(own.total.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
         let pending = local.lag.get() + delta;
         if pending.abs() >= FLUSH_BYTES {
-            APPROX.fetch_add(pending, Ordering::Relaxed);
+            add_to_approx(pending);
             local.lag.set(0);
         } else {
             local.lag.set(pending);
@@ -155,6 +172,35 @@ pub fn used() -> u64 {
         .map(|slot| slot.total.load(Ordering::Relaxed))
         .sum();
     u64::try_from(slots + UNSLOTTED.load(Ordering::Relaxed)).unwrap_or(0)
+}
+
+/// The most bytes allocated at once since the server started (INFO's
+/// `used_memory_peak`; CONFIG RESETSTAT leaves it, as Redis's).
+pub fn peak() -> u64 {
+    let now = isize::try_from(used()).unwrap_or(isize::MAX);
+    let peak = PEAK.fetch_max(now, Ordering::Relaxed).max(now);
+    u64::try_from(peak).unwrap_or(0)
+}
+
+/// Starts the peak again from what is allocated now.
+fn reset_peak() {
+    PEAK.store(
+        isize::try_from(used()).unwrap_or(isize::MAX),
+        Ordering::Relaxed,
+    );
+}
+
+/// Records what is allocated now as the started server's own (see [`startup`]), and
+/// starts the peak from there: Redis records its peak from its first event-loop turn,
+/// after its setup's passing allocations.
+pub fn mark_startup() {
+    STARTUP.store(used(), Ordering::Relaxed);
+    reset_peak();
+}
+
+/// What was allocated when the server had started (INFO's `used_memory_startup`).
+pub fn startup() -> u64 {
+    STARTUP.load(Ordering::Relaxed)
 }
 
 /// Whether more than `limit` bytes are allocated. Cheap while clearly under it: the

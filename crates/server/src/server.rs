@@ -244,6 +244,8 @@ impl Server {
             // The bus runs while the data loads, as Redis's does.
             crate::cluster::bus::start(&shared, bus_listeners);
         }
+        // What the started server holds before any data (INFO's used_memory_startup).
+        crate::alloc::mark_startup();
         if let Some(load) = load {
             start_serving(&mut pending);
             let loaded = tokio::select! {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::{field_of, Conn, Redline};
 use redline_resp::Frame;
-use redline_testkit::{listening_socket_inodes, listening_sockets, RedisServer};
+use redline_testkit::{listening_socket_inodes, listening_sockets, RedisServer, RedlineServer};
 
 /// A reply as text: strings, statuses and errors by their content, integers in decimal.
 fn text(frame: &Frame) -> String {
@@ -311,7 +311,8 @@ fn latencystats_report_the_configured_percentiles() {
 #[test]
 fn memory_subcommands_answer_as_redis_does() {
     let redis = RedisServer::start().unwrap();
-    let ours = Redline::start();
+    // A process of its own: an in-process server's heap figures count the other tests'.
+    let ours = RedlineServer::start().unwrap();
     let names = |addr| {
         let mut c = Conn::connect(addr);
         c.cmd(&["SET", "k", "v"]);
@@ -325,7 +326,7 @@ fn memory_subcommands_answer_as_redis_does() {
         names.push(text(&c.cmd(&["MEMORY", "PURGE"])));
         names
     };
-    assert_eq!(names(ours.addr), names(redis.addr()));
+    assert_eq!(names(ours.addr()), names(redis.addr()));
 }
 
 /// `save` lines add up at start (the first replaces the defaults), `save ""` empties,
@@ -576,6 +577,113 @@ fn info_field(c: &mut Conn, section: &str, name: &str) -> String {
     field_of(&info, name)
         .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
         .to_string()
+}
+
+/// INFO memory's peak, startup, overhead, dataset and scripting figures move as
+/// redis-server's do (the figures themselves differ, so what is compared is how they
+/// move): an 8 MB value made and deleted raises the peak by it and leaves it there, CONFIG
+/// RESETSTAT included; 200 EVAL scripts grow the interpreter's heap and the cache's
+/// figure, SCRIPT FLUSH takes them back; a library grows the functions' figure.
+#[test]
+fn memory_peak_overhead_and_script_figures_move_like_redis() {
+    const BIG: u64 = 8 << 20;
+    let facts = |addr| -> Vec<String> {
+        let mut c = Conn::connect(addr);
+        let figure = |c: &mut Conn, name: &str| -> u64 {
+            let value = info_field(c, "memory", name);
+            value.parse().unwrap_or_else(|_| panic!("{name}: {value}"))
+        };
+        let percent = |c: &mut Conn, name: &str| -> f64 {
+            let value = info_field(c, "memory", name);
+            value.trim_end_matches('%').parse().unwrap()
+        };
+        let mut out = Vec::new();
+        let (used, peak, startup) = (
+            figure(&mut c, "used_memory"),
+            figure(&mut c, "used_memory_peak"),
+            figure(&mut c, "used_memory_startup"),
+        );
+        let overhead = figure(&mut c, "used_memory_overhead");
+        let dataset = figure(&mut c, "used_memory_dataset");
+        out.push(format!(
+            "startup within used: {}",
+            startup > 0 && startup <= used
+        ));
+        out.push(format!("peak at least used: {}", peak >= used));
+        out.push(format!(
+            "overhead at least startup: {}",
+            overhead >= startup
+        ));
+        out.push(format!("dataset below used: {}", dataset < used));
+        // Made by the server (a request this big would stay as the client's buffer).
+        c.cmd(&["SETRANGE", "big", &(BIG - 1).to_string(), "x"]);
+        c.cmd(&["DEL", "big"]);
+        let (used, peak) = (
+            figure(&mut c, "used_memory"),
+            figure(&mut c, "used_memory_peak"),
+        );
+        // Within what the threads' counters may lag by.
+        out.push(format!(
+            "peak holds the big value: {}",
+            peak >= used + BIG * 9 / 10
+        ));
+        out.push(format!(
+            "peak percentage below half: {}",
+            percent(&mut c, "used_memory_peak_perc") < 50.0
+        ));
+        c.cmd(&["CONFIG", "RESETSTAT"]);
+        out.push(format!(
+            "peak stays through a stats reset: {}",
+            percent(&mut c, "used_memory_peak_perc") < 50.0
+        ));
+        c.cmd(&["EVAL", "return 0", "0"]);
+        let (lua, eval) = (
+            figure(&mut c, "used_memory_lua"),
+            figure(&mut c, "used_memory_scripts_eval"),
+        );
+        for i in 0..200 {
+            c.cmd(&[
+                "EVAL",
+                &format!("local t = {{}} for i = 1, {i} do t[i] = i end return #t"),
+                "0",
+            ]);
+        }
+        out.push(format!(
+            "scripts grow the interpreter: {}",
+            figure(&mut c, "used_memory_lua") > lua
+        ));
+        let cached = figure(&mut c, "used_memory_scripts_eval");
+        out.push(format!("scripts grow the cache: {}", cached > eval));
+        out.push(format!(
+            "scripts count in the total: {}",
+            figure(&mut c, "used_memory_scripts") >= cached
+        ));
+        let lua = figure(&mut c, "used_memory_lua");
+        c.cmd(&["SCRIPT", "FLUSH"]);
+        out.push(format!(
+            "flush shrinks the interpreter: {}",
+            figure(&mut c, "used_memory_lua") < lua
+        ));
+        out.push(format!(
+            "flush empties the cache: {}",
+            figure(&mut c, "used_memory_scripts_eval")
+        ));
+        let functions = figure(&mut c, "used_memory_functions");
+        c.cmd(&[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=lib\nredis.register_function('f', function() return 1 end)",
+        ]);
+        out.push(format!(
+            "a library grows the functions' figure: {}",
+            figure(&mut c, "used_memory_functions") > functions
+        ));
+        out
+    };
+    let redis = RedisServer::start().unwrap();
+    // A process of its own: an in-process server's heap figures count the other tests'.
+    let ours = RedlineServer::start().unwrap();
+    assert_eq!(facts(ours.addr()), facts(redis.addr()));
 }
 
 /// INFO stats counts as redis-server does: hits and misses of read commands only (a key

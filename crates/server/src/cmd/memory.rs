@@ -25,15 +25,24 @@ pub struct MemoryFigures {
     pub used: u64,
     /// The process's resident set.
     pub rss: u64,
+    /// The most heap bytes held at once since the start.
+    pub peak: u64,
 }
 
 impl MemoryFigures {
     /// Measures now.
     pub fn now() -> MemoryFigures {
+        let used = crate::alloc::used();
         MemoryFigures {
-            used: crate::alloc::used(),
+            used,
             rss: super::info::resident_bytes(),
+            peak: crate::alloc::peak().max(used),
         }
+    }
+
+    /// The heap now as a percentage of the peak (Redis's `used_memory_peak_perc`).
+    pub fn peak_percentage(&self) -> f64 {
+        self.used as f64 * 100.0 / self.peak.max(1) as f64
     }
 
     /// Resident bytes per heap byte.
@@ -46,11 +55,65 @@ impl MemoryFigures {
     }
 }
 
+/// The parts of the heap this server measures apart from the dataset, as Redis's
+/// `getMemoryOverheadData` sums them: what the started server held, the replication
+/// buffers, the normal clients' buffers and the scripting engine. What is left is the
+/// dataset, key tables included (Redis counts its dicts' tables as overhead; here they
+/// are the shards' own and not measured apart). The interpreter's heap counts too:
+/// Redis's Lua allocates outside its counted heap, this server's inside.
+pub struct Overhead {
+    /// Heap held once the server had started, before any data.
+    pub startup: u64,
+    /// Replication buffers, all of them (Redis's backlog and replicas' buffers).
+    pub replication: u64,
+    /// Of those, what replicas have not read yet (Redis's `mem_clients_slaves`).
+    pub replicas_behind: u64,
+    /// Normal and pub/sub clients' buffers.
+    pub clients: u64,
+    /// The scripting engine.
+    pub scripts: crate::scripting::ScriptMemory,
+}
+
+impl Overhead {
+    /// Measures now.
+    pub fn now(shared: &crate::shared::Shared) -> Overhead {
+        let (replication, behind) = shared.repl.journal.stream().buffer_memory();
+        let widen = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        Overhead {
+            startup: crate::alloc::startup(),
+            replication: widen(replication),
+            replicas_behind: widen(behind),
+            clients: widen(shared.clients.normal_memory()),
+            scripts: shared.scripting.flags.memory(),
+        }
+    }
+
+    /// The sum (INFO's `used_memory_overhead`).
+    pub fn total(&self) -> u64 {
+        let scripts = self.scripts.vm + self.scripts.scripts + self.scripts.functions;
+        self.startup + self.replication + self.clients + u64::try_from(scripts).unwrap_or(u64::MAX)
+    }
+
+    /// The heap less the overhead (INFO's `used_memory_dataset`).
+    pub fn dataset(&self, used: u64) -> u64 {
+        used.saturating_sub(self.total())
+    }
+
+    /// The dataset as a percentage of the heap grown since the start (Redis's
+    /// `used_memory_dataset_perc`).
+    pub fn dataset_percentage(&self, used: u64) -> f64 {
+        let grown = used.saturating_sub(self.startup).max(1);
+        self.dataset(used) as f64 * 100.0 / grown as f64
+    }
+}
+
 /// MEMORY STATS: Redis's fields, from what this server measures (the heap as the
-/// allocator counts it, the resident set, the keys); the overheads it does not track
-/// separately are 0, as in INFO memory.
+/// allocator counts it, its peak, the resident set, the keys, the overheads of
+/// [`Overhead`]); what it does not measure apart (per-database table overheads, the
+/// allocator's own ratios) is 0 or 1.
 fn memory_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let m = MemoryFigures::now();
+    let overhead = Overhead::now(ctx.shared);
     let databases: Vec<(usize, u64)> = (0..ctx.shared.store.db_count())
         .map(|db| (db, super::info::db_keys(ctx, db)))
         .filter(|(_, keys)| *keys > 0)
@@ -62,26 +125,46 @@ fn memory_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         Int(u64),
         Float(f64),
     }
-    let per_key = m.used.checked_div(keys).unwrap_or(0);
+    let dataset = overhead.dataset(m.used);
+    // Redis's figure: the heap grown since the start, per key.
+    let per_key = m
+        .used
+        .saturating_sub(overhead.startup)
+        .checked_div(keys)
+        .unwrap_or(0);
+    let widen = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
     let head = [
-        ("peak.allocated", Field::Int(m.used)),
+        ("peak.allocated", Field::Int(m.peak)),
         ("total.allocated", Field::Int(m.used)),
-        ("startup.allocated", Field::Int(0)),
-        ("replication.backlog", Field::Int(0)),
-        ("clients.slaves", Field::Int(0)),
-        ("clients.normal", Field::Int(0)),
+        ("startup.allocated", Field::Int(overhead.startup)),
+        (
+            "replication.backlog",
+            Field::Int(
+                overhead
+                    .replication
+                    .saturating_sub(overhead.replicas_behind),
+            ),
+        ),
+        ("clients.slaves", Field::Int(overhead.replicas_behind)),
+        ("clients.normal", Field::Int(overhead.clients)),
         ("cluster.links", Field::Int(0)),
         ("aof.buffer", Field::Int(0)),
-        ("lua.caches", Field::Int(0)),
-        ("functions.caches", Field::Int(0)),
+        ("lua.caches", Field::Int(widen(overhead.scripts.scripts))),
+        (
+            "functions.caches",
+            Field::Int(widen(overhead.scripts.functions)),
+        ),
     ];
     let tail = [
-        ("overhead.total", Field::Int(0)),
+        ("overhead.total", Field::Int(overhead.total())),
         ("keys.count", Field::Int(keys)),
         ("keys.bytes-per-key", Field::Int(per_key)),
-        ("dataset.bytes", Field::Int(m.used)),
-        ("dataset.percentage", Field::Float(100.0)),
-        ("peak.percentage", Field::Float(100.0)),
+        ("dataset.bytes", Field::Int(dataset)),
+        (
+            "dataset.percentage",
+            Field::Float(overhead.dataset_percentage(m.used)),
+        ),
+        ("peak.percentage", Field::Float(m.peak_percentage())),
         ("allocator.allocated", Field::Int(m.used)),
         ("allocator.active", Field::Int(m.rss)),
         ("allocator.resident", Field::Int(m.rss)),
@@ -124,8 +207,8 @@ fn memory_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 const DOCTOR_MIN_BYTES: u64 = 5 * 1024 * 1024;
 
 /// MEMORY DOCTOR: Redis's report, in its words, on the figures this server measures.
-/// Redis's peak and allocator findings cannot arise here (INFO reports the peak as the
-/// current use and the allocator's ratios as 1, as the system allocator keeps none).
+/// Redis's allocator findings cannot arise here (INFO reports the allocator's ratios as
+/// 1, as the system allocator keeps none).
 fn memory_doctor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     let text = doctor_report(ctx.shared);
     encode::write_verbatim(ctx.out, ctx.client.protocol, b"txt", text.as_bytes());
@@ -146,6 +229,9 @@ fn doctor_report(shared: &crate::shared::Shared) -> String {
     let clients = shared.clients.len().saturating_sub(replicas).max(1);
     let (_, replicas_behind) = shared.repl.journal.stream().buffer_memory();
     let mut findings = Vec::new();
+    if m.peak as f64 / m.used as f64 > 1.5 {
+        findings.push(DOCTOR_BIG_PEAK);
+    }
     if m.fragmentation() > 1.4 && m.rss.saturating_sub(m.used) > 10 * MB as u64 {
         findings.push(DOCTOR_HIGH_RSS);
     }
@@ -173,6 +259,7 @@ fn doctor_report(shared: &crate::shared::Shared) -> String {
     text
 }
 
+const DOCTOR_BIG_PEAK: &str = " * Peak memory: In the past this instance used more than 150% the memory that is currently using. The allocator is normally not able to release memory after a peak, so you can expect to see a big fragmentation ratio, however this is actually harmless and is only due to the memory peak, and if the Redis instance Resident Set Size (RSS) is currently bigger than expected, the memory will be used as soon as you fill the Redis instance with more data. If the memory peak was only occasional and you want to try to reclaim memory, please try the MEMORY PURGE command, otherwise the only other option is to shutdown and restart the instance.";
 const DOCTOR_HIGH_RSS: &str = " * High total RSS: This instance has a memory fragmentation and RSS overhead greater than 1.4 (this means that the Resident Set Size of the Redis process is much larger than the sum of the logical allocations Redis performed). This problem is usually due either to a large peak memory (check if there is a peak memory entry above in the report) or may result from a workload that causes the allocator to fragment memory a lot. If the problem is a large peak memory, then there is no issue. Otherwise, make sure you are using the Jemalloc allocator and not the default libc malloc. Note: The currently used allocator is \"libc\".";
 const DOCTOR_REPLICA_BUFFERS: &str = " * Big replica buffers: The replica output buffers in this instance are greater than 10MB for each replica (on average). This likely means that there is some replica instance that is struggling receiving data, either because it is too slow or because of networking issues. As a result, data piles on the master output buffers. Please try to identify what replica is not receiving data correctly and why. You can use the INFO output in order to check the replicas delays and the CLIENT LIST command to check the output buffers of each replica.";
 const DOCTOR_CLIENT_BUFFERS: &str = " * Big client buffers: The clients output buffers in this instance are greater than 200K per client (on average). This may result from different causes, like Pub/Sub clients subscribed to channels bot not receiving data fast enough, so that data piles on the Redis instance output buffer, or clients sending commands with large replies or very large sequences of commands in the same pipeline. Please use the CLIENT LIST command in order to investigate the issue if it causes problems in your instance, or to understand better why certain clients are using a big amount of memory.";

@@ -117,10 +117,26 @@ pub struct Engine {
     /// The interpreter's hook is the standard one (every 100,000 instructions): not yet
     /// installed, or switched to every line by a kill, means a run installs it again.
     hook_ready: bool,
+    /// Runs since the collector last took a step (see [`GC_STEP_EVERY`]).
+    runs_since_gc: u32,
     /// Cached EVAL scripts by SHA1 (looked up twice per EVALSHA: a fast hash).
     scripts: HashMap<String, Script, foldhash::fast::RandomState>,
     /// Loaded libraries, by lower-case name (Redis compares names case-insensitively).
     pub libraries: BTreeMap<String, Library>,
+}
+
+/// What the scripting engine holds, in bytes, as INFO memory reports it. One interpreter
+/// runs both EVAL scripts and functions here (Redis has one for each), so `vm` is all of
+/// it: INFO shows it as the EVAL interpreter's, and the functions' as 0.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScriptMemory {
+    /// The interpreter's heap (compiled scripts and functions, their data).
+    pub vm: usize,
+    /// The EVAL cache's table: its slots and the SHA1s (Redis's `lua_caches`).
+    pub scripts: usize,
+    /// The libraries: their code, names and function entries (Redis's
+    /// `functions_caches`).
+    pub functions: usize,
 }
 
 /// A script's run, from [`RunFlags::start`] to its drop.
@@ -158,6 +174,11 @@ pub struct RunFlags {
     libraries: AtomicUsize,
     functions: AtomicUsize,
     scripts: AtomicUsize,
+    /// Bytes: the interpreter's heap, the EVAL cache's table and the libraries (INFO
+    /// memory's Lua and script fields), published with the counts.
+    vm_bytes: AtomicUsize,
+    scripts_bytes: AtomicUsize,
+    functions_bytes: AtomicUsize,
     /// While FUNCTION LOAD runs library code: when it must have finished (Redis allows
     /// 500 ms).
     load_deadline: Mutex<Option<Instant>>,
@@ -287,8 +308,23 @@ impl RunFlags {
         )
     }
 
+    /// What the scripting engine holds, in bytes (see [`ScriptMemory`]).
+    pub fn memory(&self) -> ScriptMemory {
+        ScriptMemory {
+            vm: self.vm_bytes.load(Ordering::Relaxed),
+            scripts: self.scripts_bytes.load(Ordering::Relaxed),
+            functions: self.functions_bytes.load(Ordering::Relaxed),
+        }
+    }
+
     fn publish_counts(&self, engine: &Engine) {
         let functions = engine.libraries.values().map(|l| l.functions.len()).sum();
+        self.vm_bytes
+            .store(engine.lua.used_memory(), Ordering::Relaxed);
+        self.scripts_bytes
+            .store(engine.scripts_memory(), Ordering::Relaxed);
+        self.functions_bytes
+            .store(engine.functions_memory(), Ordering::Relaxed);
         self.scripts.store(engine.scripts.len(), Ordering::Relaxed);
         self.libraries
             .store(engine.libraries.len(), Ordering::Relaxed);
@@ -714,6 +750,8 @@ impl Engine {
         let names = RunNames::new(&state)?;
         call::install(&lua, &redis)?;
         sequences::install(&lua, &state)?;
+        // What setting up left behind goes now, not in the first scripts' runs.
+        lua.gc_collect()?;
         Ok(Engine {
             lua,
             state,
@@ -724,6 +762,7 @@ impl Engine {
             script_repl,
             names,
             hook_ready: false,
+            runs_since_gc: 0,
             scripts: HashMap::default(),
             libraries: BTreeMap::new(),
         })
@@ -754,6 +793,38 @@ impl Engine {
             .map_err(|e| format!("ERR {}", lua_message(&e)))?;
         self.scripts.insert(sha.clone(), Script { func, flags });
         Ok(sha)
+    }
+
+    /// Bytes of the EVAL cache's table: a slot per entry of its room (key, value and a
+    /// control byte) and each SHA1's text.
+    fn scripts_memory(&self) -> usize {
+        let slot = std::mem::size_of::<(String, Script)>() + 1;
+        self.scripts.capacity() * slot + self.scripts.keys().map(String::capacity).sum::<usize>()
+    }
+
+    /// Bytes of the libraries: each one's entry, name and code, and its functions'
+    /// entries, names and descriptions.
+    fn functions_memory(&self) -> usize {
+        self.libraries
+            .iter()
+            .map(|(key, lib)| {
+                let functions: usize = lib
+                    .functions
+                    .iter()
+                    .map(|(key, f)| {
+                        std::mem::size_of::<(String, FunctionDef)>()
+                            + key.len()
+                            + f.name.len()
+                            + f.description.as_ref().map_or(0, String::len)
+                    })
+                    .sum();
+                std::mem::size_of::<(String, Library)>()
+                    + key.len()
+                    + lib.name.len()
+                    + lib.code.len()
+                    + functions
+            })
+            .sum()
     }
 
     /// Whether a script with this SHA1 is cached.
@@ -1047,6 +1118,11 @@ fn register_args(lua: &Lua, args: &[Value]) -> Result<FunctionDef, String> {
     })
 }
 
+/// Every this many runs the collector takes a step of as many kilobytes, as Redis's
+/// `LUA_GC_CYCLE_PERIOD`: garbage goes a little at a time instead of piling up until a
+/// full cycle (a latency spike) runs.
+const GC_STEP_EVERY: u32 = 50;
+
 /// What to run: a cached script or a library function.
 pub enum Target<'a> {
     /// A cached EVAL script, by SHA1.
@@ -1190,6 +1266,11 @@ fn run_and_reply(
     if let Some(session) = &session {
         engine.lua.remove_hook();
         session.end();
+    }
+    engine.runs_since_gc += 1;
+    if engine.runs_since_gc >= GC_STEP_EVERY {
+        engine.runs_since_gc = 0;
+        let _ = engine.lua.gc_step_kbytes(GC_STEP_EVERY as i32);
     }
     ctx.client.repl_targets = crate::repl::journal::Targets::ALL;
     drop(running);
