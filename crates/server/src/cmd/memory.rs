@@ -84,7 +84,7 @@ impl Overhead {
             replication: widen(replication),
             replicas_behind: widen(behind),
             clients: widen(shared.clients.normal_memory()),
-            scripts: shared.scripting.flags.memory(),
+            scripts: shared.scripting.memory(),
         }
     }
 
