@@ -362,11 +362,10 @@ fn function_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     }
     let scripting = &ctx.shared.scripting;
-    let name = scripting
-        .engine()
-        .map_err(engine_error)?
-        .load_library(code, replace, &scripting.flags)
-        .map_err(engine_error)?;
+    let mut engine = scripting.engine().map_err(engine_error)?;
+    let loaded = engine.load_library(code, replace, &scripting.flags);
+    engine.collect();
+    let name = loaded.map_err(engine_error)?;
     // Libraries are part of the dataset: saves and replicas count the change.
     crate::store::dirty::mark();
     encode::write_bulk(ctx.out, name.as_bytes());
@@ -379,6 +378,7 @@ fn function_delete(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if engine.libraries.remove(&name).is_none() {
         return Err(CmdError::Static("ERR Library not found"));
     }
+    engine.collect();
     crate::store::dirty::mark();
     ok(ctx.out);
     Ok(())
@@ -389,12 +389,9 @@ fn function_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(super::reply::subcommand_syntax("FUNCTION", &args[1]));
     }
     flush_mode(args, "ERR FUNCTION FLUSH only supports SYNC|ASYNC option")?;
-    ctx.shared
-        .scripting
-        .engine()
-        .map_err(engine_error)?
-        .libraries
-        .clear();
+    let mut engine = ctx.shared.scripting.engine().map_err(engine_error)?;
+    engine.libraries.clear();
+    engine.collect();
     crate::store::dirty::mark();
     ok(ctx.out);
     Ok(())
@@ -554,9 +551,12 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     for code in &codes {
         if let Err(e) = engine.load_library(code, policy == Policy::Replace, &scripting.flags) {
             engine.libraries = saved;
+            engine.collect();
             return Err(CmdError::Owned(e));
         }
     }
+    drop(saved);
+    engine.collect();
     crate::store::dirty::mark();
     ok(ctx.out);
     Ok(())

@@ -849,6 +849,15 @@ impl Engine {
         // A new table, as Redis's SCRIPT FLUSH makes a new dict: one that held many
         // scripts would keep its room.
         self.scripts = HashMap::default();
+        self.collect();
+    }
+
+    /// A full collection, with the registry slots of dropped scripts and functions
+    /// given back. After SCRIPT FLUSH and the FUNCTION commands that load or drop
+    /// libraries: a library's load leaves its compilation and the library it replaced
+    /// behind (10,000 FUNCTION LOAD REPLACE and FCALL left 152 KB where 62 KB were
+    /// live), and these commands are rare enough to pay for a whole cycle.
+    pub fn collect(&mut self) {
         self.lua.expire_registry_values();
         let _ = self.lua.gc_collect();
     }
