@@ -182,20 +182,16 @@ pub fn peak() -> u64 {
     u64::try_from(peak).unwrap_or(0)
 }
 
-/// Starts the peak again from what is allocated now.
-fn reset_peak() {
-    PEAK.store(
-        isize::try_from(used()).unwrap_or(isize::MAX),
-        Ordering::Relaxed,
-    );
-}
-
 /// Records what is allocated now as the started server's own (see [`startup`]), and
 /// starts the peak from there: Redis records its peak from its first event-loop turn,
 /// after its setup's passing allocations.
 pub fn mark_startup() {
-    STARTUP.store(used(), Ordering::Relaxed);
-    reset_peak();
+    let now = used();
+    STARTUP.store(now, Ordering::Relaxed);
+    PEAK.store(
+        isize::try_from(now).unwrap_or(isize::MAX),
+        Ordering::Relaxed,
+    );
 }
 
 /// What was allocated when the server had started (INFO's `used_memory_startup`).

@@ -209,10 +209,12 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
             let lazy_freed = shared.store.lazyfree.freed();
             let ratio = figures.fragmentation();
             let eviction = &shared.store.events().eviction;
-            let (replica_buffers, replicas_behind) =
-                ctx.shared.repl.journal.stream().buffer_memory();
+            let (replica_buffers, replicas_behind, clients_normal) = (
+                overhead.replication,
+                overhead.replicas_behind,
+                overhead.clients,
+            );
             let left_out = eviction.left_out();
-            let clients_normal = shared.clients.normal_memory();
             let _ = write!(
                 text,
                 "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{peak_perc:.2}%\r\nused_memory_overhead:{overhead_total}\r\nused_memory_startup:{startup}\r\nused_memory_dataset:{dataset}\r\nused_memory_dataset_perc:{dataset_perc:.2}%\r\nallocator_allocated:{used}\r\nallocator_active:{rss}\r\nallocator_resident:{rss}\r\ntotal_system_memory:0\r\ntotal_system_memory_human:0B\r\nused_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts_eval}\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{functions}\r\nnumber_of_libraries:{libraries}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:{lua}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:{functions_caches}\r\nused_memory_scripts:{scripts_memory}\r\nused_memory_scripts_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{policy}\r\nallocator_frag_ratio:1.00\r\nallocator_frag_bytes:0\r\nallocator_rss_ratio:1.00\r\nallocator_rss_bytes:0\r\nrss_overhead_ratio:1.00\r\nrss_overhead_bytes:0\r\nmem_fragmentation_ratio:{ratio:.2}\r\nmem_fragmentation_bytes:{}\r\nmem_not_counted_for_evict:{left_out}\r\nmem_replication_backlog:0\r\nmem_total_replication_buffers:{replica_buffers}\r\nmem_clients_slaves:{replicas_behind}\r\nmem_clients_normal:{clients_normal}\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:{lazy_pending}\r\nlazyfreed_objects:{lazy_freed}\r\n\r\n",

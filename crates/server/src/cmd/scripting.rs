@@ -548,15 +548,18 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     } else {
         engine.libraries.clone()
     };
-    for code in &codes {
-        if let Err(e) = engine.load_library(code, policy == Policy::Replace, &scripting.flags) {
-            engine.libraries = saved;
-            engine.collect();
-            return Err(CmdError::Owned(e));
-        }
+    let loaded = codes.iter().try_for_each(|code| {
+        engine
+            .load_library(code, policy == Policy::Replace, &scripting.flags)
+            .map(drop)
+    });
+    if loaded.is_err() {
+        engine.libraries = saved;
+    } else {
+        drop(saved);
     }
-    drop(saved);
     engine.collect();
+    loaded.map_err(CmdError::Owned)?;
     crate::store::dirty::mark();
     ok(ctx.out);
     Ok(())

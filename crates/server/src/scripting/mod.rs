@@ -174,9 +174,9 @@ pub struct RunFlags {
     libraries: AtomicUsize,
     functions: AtomicUsize,
     scripts: AtomicUsize,
-    /// Bytes: the interpreter's heap, published with the counts (reading it is one
-    /// load); the EVAL cache's table and the libraries, measured when INFO asks (see
-    /// [`Scripting::memory`]), kept for when the engine is busy.
+    /// Bytes: the interpreter's heap, the EVAL cache's table and the libraries,
+    /// measured when INFO asks (see [`Scripting::memory`]), kept for when the engine is
+    /// busy.
     vm_bytes: AtomicUsize,
     scripts_bytes: AtomicUsize,
     functions_bytes: AtomicUsize,
@@ -311,8 +311,6 @@ impl RunFlags {
 
     fn publish_counts(&self, engine: &Engine) {
         let functions = engine.libraries.values().map(|l| l.functions.len()).sum();
-        self.vm_bytes
-            .store(engine.lua.used_memory(), Ordering::Relaxed);
         self.scripts.store(engine.scripts.len(), Ordering::Relaxed);
         self.libraries
             .store(engine.libraries.len(), Ordering::Relaxed);
@@ -415,13 +413,16 @@ pub struct Scripting {
 }
 
 impl Scripting {
-    /// What the scripting engine holds, in bytes (see [`ScriptMemory`]). The cache's
-    /// and the libraries' figures walk them, so they are measured here, when asked,
-    /// not after every run; while a script holds the engine, the last ones measured.
+    /// What the scripting engine holds, in bytes (see [`ScriptMemory`]). Measured here,
+    /// when asked, not after every run (the cache's and the libraries' figures walk
+    /// them); while a script holds the engine, the last ones measured.
     pub fn memory(&self) -> ScriptMemory {
         let flags = &self.flags;
         if let Some(guard) = self.engine.try_lock() {
             if let Some(engine) = guard.as_ref() {
+                flags
+                    .vm_bytes
+                    .store(engine.lua.used_memory(), Ordering::Relaxed);
                 flags
                     .scripts_bytes
                     .store(engine.scripts_memory(), Ordering::Relaxed);
