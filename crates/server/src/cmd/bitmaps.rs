@@ -43,6 +43,20 @@ fn bit_offset(ctx: &Ctx<'_>, arg: &[u8], hash_bits: Option<u32>) -> Result<u64, 
     Ok(n as u64)
 }
 
+/// Runs `f` on the string at `key` where it stands, under the shard's lock: these reads
+/// look at a range of a string that may be hundreds of MB, and a copy would cost its
+/// whole size each call. `Ok(None)` when missing, WRONGTYPE when not a string.
+fn read_in_place<R>(
+    shard: &mut Shard,
+    key: &[u8],
+    f: impl FnOnce(&[u8]) -> R,
+) -> Result<Option<R>, CmdError> {
+    match shard.get(key) {
+        None => Ok(None),
+        Some(e) => e.value.with_str(f).map(Some).ok_or(WRONG_TYPE),
+    }
+}
+
 /// The string at `key` for reading: `Ok(None)` when missing, WRONGTYPE when not a string.
 fn read_string(shard: &mut Shard, key: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
     match shard.get(key) {
@@ -69,27 +83,10 @@ fn with_bits_mut<R>(
         None => None,
     };
     let dirty = existing.is_none_or(|old_len| old_len < len);
-    let entry = shard.get_or_insert_with(key, || Value::raw(Vec::new()));
-    // Changed in place: `raw` from then on, as Redis leaves the string, whatever its
-    // bytes read as.
-    let (result, changes) = match &mut entry.value {
-        Value::Str(s) => {
-            let bytes = s.vec_mut();
-            if bytes.len() < len {
-                bytes.resize(len, 0);
-            }
-            f(bytes, dirty)
-        }
-        other => {
-            let mut bytes = other.to_vec().ok_or(WRONG_TYPE)?;
-            if bytes.len() < len {
-                bytes.resize(len, 0);
-            }
-            let r = f(&mut bytes, dirty);
-            *other = Value::raw(bytes);
-            r
-        }
-    };
+    // A new string is made its exact size, as Redis makes it.
+    let entry = shard.get_or_insert_with(key, || Value::raw(vec![0; len]));
+    let bytes = entry.value.str_grown_mut(len).ok_or(WRONG_TYPE)?;
+    let (result, changes) = f(bytes, dirty);
     // Creating the key counted one change already.
     let counted = u64::from(existing.is_none());
     if changes > 0 && existing.is_some() {
@@ -197,16 +194,15 @@ fn unit(arg: &[u8]) -> Result<bool, CmdError> {
 
 fn bitcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let s = {
-        let mut shard = ctx.lock(key);
-        match read_string(&mut shard, key)? {
-            Some(s) => s,
-            None => {
-                encode::write_integer(ctx.out, 0);
-                return Ok(());
-            }
-        }
-    };
+    let mut shard = ctx.lock(key);
+    let count = read_in_place(&mut shard, key, |s| bits_counted(s, args))?.unwrap_or(Ok(0))?;
+    drop(shard);
+    encode::write_integer(ctx.out, count);
+    Ok(())
+}
+
+/// BITCOUNT's answer for the string `s` and the command's range arguments.
+fn bits_counted(s: &[u8], args: &[Bytes]) -> Result<i64, CmdError> {
     let len = s.len() as i64;
     let range = match args.len() {
         4 | 5 => {
@@ -215,8 +211,7 @@ fn bitcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             // Redis answers an empty negative range before it reads the unit, so
             // `BITCOUNT k -1 -2 bad` is 0, not a syntax error.
             if start < 0 && end < 0 && start > end {
-                encode::write_integer(ctx.out, 0);
-                return Ok(());
+                return Ok(0);
             }
             let bits = match args.get(4) {
                 Some(u) => unit(u)?,
@@ -233,8 +228,7 @@ fn bitcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         _ => return Err(SYNTAX),
     };
     if range.start > range.end {
-        encode::write_integer(ctx.out, 0);
-        return Ok(());
+        return Ok(0);
     }
     let (a, b) = (range.start as usize, range.end as usize);
     let mut count: i64 = s[a..=b].iter().map(|x| i64::from(x.count_ones())).sum();
@@ -244,8 +238,7 @@ fn bitcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if range.last_mask != 0 {
         count -= i64::from((s[b] & range.last_mask).count_ones());
     }
-    encode::write_integer(ctx.out, count);
-    Ok(())
+    Ok(count)
 }
 
 /// Redis's `redisBitpos`: the first bit equal to `bit` in `bytes`; not found is -1 for
@@ -272,16 +265,18 @@ fn bitpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         _ => return Err(CmdError::Static("ERR The bit argument must be 1 or 0.")),
     };
     let key = &args[1];
-    let s = {
-        let mut shard = ctx.lock(key);
-        match read_string(&mut shard, key)? {
-            Some(s) => s,
-            None => {
-                encode::write_integer(ctx.out, if bit { -1 } else { 0 });
-                return Ok(());
-            }
-        }
-    };
+    let mut shard = ctx.lock(key);
+    let missing = if bit { -1 } else { 0 };
+    let pos =
+        read_in_place(&mut shard, key, |s| bit_position(s, bit, args))?.unwrap_or(Ok(missing))?;
+    drop(shard);
+    encode::write_integer(ctx.out, pos);
+    Ok(())
+}
+
+/// BITPOS's answer for the string `s`, the bit looked for and the command's range
+/// arguments.
+fn bit_position(s: &[u8], bit: bool, args: &[Bytes]) -> Result<i64, CmdError> {
     let len = s.len() as i64;
     let mut end_given = false;
     let range = match args.len() {
@@ -310,8 +305,7 @@ fn bitpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         _ => return Err(SYNTAX),
     };
     if range.start > range.end {
-        encode::write_integer(ctx.out, -1);
-        return Ok(());
+        return Ok(-1);
     }
     let mut start = range.start as usize;
     let end = range.end as usize;
@@ -354,16 +348,13 @@ fn bitpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         first_bit(&[c], bit)
     };
     if end_given && !bit && pos == (bytes as i64) << 3 {
-        encode::write_integer(ctx.out, -1);
-        return Ok(());
+        return Ok(-1);
     }
-    let pos = if pos != -1 {
+    Ok(if pos != -1 {
         pos + ((start as i64) << 3)
     } else {
         pos
-    };
-    encode::write_integer(ctx.out, pos);
-    Ok(())
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -629,14 +620,20 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly_command: bool) -
     let mut shard = ctx.lock(key);
     let Some(highest) = highest_write else {
         // Without a write, a read's lookup, as Redis makes it.
-        let s = as_read(|| read_string(&mut shard, key))?.unwrap_or_default();
-        encode::write_array_len(ctx.out, fields.len());
-        for f in &fields {
-            let v = if f.signed {
-                get_signed(&s, f.offset, f.bits)
-            } else {
-                get_unsigned(&s, f.offset, f.bits) as i64
+        let read = |s: &[u8]| -> Vec<i64> {
+            let field = |f: &Field| {
+                if f.signed {
+                    get_signed(s, f.offset, f.bits)
+                } else {
+                    get_unsigned(s, f.offset, f.bits) as i64
+                }
             };
+            fields.iter().map(field).collect()
+        };
+        let values = as_read(|| read_in_place(&mut shard, key, read))?.unwrap_or_else(|| read(&[]));
+        drop(shard);
+        encode::write_array_len(ctx.out, values.len());
+        for v in values {
             encode::write_integer(ctx.out, v);
         }
         return Ok(());

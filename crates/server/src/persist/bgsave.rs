@@ -78,7 +78,7 @@ enum Chunk {
     LargeString {
         db: usize,
         start: Vec<u8>,
-        value: Arc<[u8]>,
+        value: Arc<Vec<u8>>,
     },
     /// The walk is over: end the file.
     Finish,
@@ -355,7 +355,7 @@ impl CutFile {
     }
 
     /// Hands a large string entry of `db` to the writer, its value by reference.
-    fn queue_large(&self, db: usize, key: &[u8], expires_at: u64, value: Arc<[u8]>) {
+    fn queue_large(&self, db: usize, key: &[u8], expires_at: u64, value: Arc<Vec<u8>>) {
         let mut start = Vec::new();
         write_string_entry_start(&mut start, key, expires_at);
         let len = value.len();
@@ -372,7 +372,7 @@ impl CutFile {
 
 /// The shared bytes of a string entry large enough for the cut to take by reference
 /// (SAVE writes any string of a piece or more from where it is, shared or not).
-fn large_string(entry: &Entry) -> Option<&Arc<[u8]>> {
+fn large_string(entry: &Entry) -> Option<&Arc<Vec<u8>>> {
     match &entry.value {
         crate::store::Value::Str(value) => value.shared(),
         _ => None,

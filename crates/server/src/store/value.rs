@@ -234,6 +234,24 @@ impl Value {
         }
     }
 
+    /// The string's bytes for changing in place, grown with zeros to at least `len`
+    /// (SETRANGE, SETBIT, BITFIELD): no copy of the rest, however large. An int becomes
+    /// its text first; the string is `raw` from then on, as Redis leaves a string
+    /// changed in place. `None` for non-strings.
+    pub fn str_grown_mut(&mut self, len: usize) -> Option<&mut Vec<u8>> {
+        if let Value::Int(_) = self {
+            *self = Value::raw(self.to_vec()?);
+        }
+        let Value::Str(s) = self else {
+            return None;
+        };
+        let bytes = s.vec_with_room(len.saturating_sub(s.len()));
+        if bytes.len() < len {
+            bytes.resize(len, 0);
+        }
+        Some(bytes)
+    }
+
     /// The string's bytes as a fresh vector (for read-modify-write commands).
     pub fn to_vec(&self) -> Option<Vec<u8>> {
         self.with_str(|b| b.to_vec())
