@@ -75,11 +75,27 @@ pub fn random_count(arg: &[u8]) -> Result<i64, CmdError> {
 /// negative one draws `|count|` times (at most 2^24), repeats allowed.
 pub fn random_picks(count: i64, collection: &impl ByPosition) -> Vec<usize> {
     if count >= 0 {
+        let count = usize::try_from(count).unwrap_or(usize::MAX);
+        // A few of many: drawn until that many are distinct, as Redis does below a third
+        // of the size (a shuffle of every position would cost the collection's size).
+        if count.saturating_mul(3) <= collection.elements() {
+            let mut picked = std::collections::HashSet::with_capacity(count);
+            let mut picks = Vec::with_capacity(count);
+            while picks.len() < count {
+                let Some(i) = collection.random_index() else {
+                    break;
+                };
+                if picked.insert(i) {
+                    picks.push(i);
+                }
+            }
+            return picks;
+        }
         let mut all: Vec<usize> = (0..collection.positions())
             .filter(|&i| collection.holds(i))
             .collect();
         fastrand::shuffle(&mut all);
-        all.truncate(usize::try_from(count).unwrap_or(usize::MAX));
+        all.truncate(count);
         all
     } else {
         (0..count.unsigned_abs().min(1 << 24))
@@ -95,4 +111,63 @@ pub fn random_pairs_count(n: i64) -> Result<i64, CmdError> {
         return Err(CmdError::Static("ERR value is out of range"));
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::collections::HashSet;
+
+    /// Every even position of `positions` holds an element; counts the positions
+    /// looked at one by one.
+    struct Evens {
+        positions: usize,
+        looked_at: Cell<usize>,
+    }
+
+    impl ByPosition for Evens {
+        fn positions(&self) -> usize {
+            self.positions
+        }
+        fn holds(&self, i: usize) -> bool {
+            self.looked_at.set(self.looked_at.get() + 1);
+            i % 2 == 0
+        }
+        fn random_index(&self) -> Option<usize> {
+            (self.positions > 1).then(|| fastrand::usize(..self.positions / 2) * 2)
+        }
+        fn elements(&self) -> usize {
+            self.positions.div_ceil(2)
+        }
+    }
+
+    fn evens(positions: usize) -> Evens {
+        Evens {
+            positions,
+            looked_at: Cell::new(0),
+        }
+    }
+
+    fn distinct_elements(picks: &[usize]) -> bool {
+        picks.iter().all(|i| i % 2 == 0)
+            && picks.iter().collect::<HashSet<_>>().len() == picks.len()
+    }
+
+    #[test]
+    fn a_few_distinct_picks_of_many_do_not_walk_the_collection() {
+        let many = evens(2_000_000);
+        let picks = random_picks(5, &many);
+        assert_eq!(picks.len(), 5);
+        assert!(distinct_elements(&picks));
+        assert_eq!(many.looked_at.get(), 0);
+        // From a third of the size on, the picks come from every position.
+        let few = evens(20);
+        let picks = random_picks(5, &few);
+        assert!(distinct_elements(&picks) && picks.len() == 5);
+        assert_eq!(few.looked_at.get(), 20);
+        let all = random_picks(100, &evens(30));
+        assert!(distinct_elements(&all) && all.len() == 15);
+        assert_eq!(random_picks(-40, &evens(30)).len(), 40);
+    }
 }

@@ -300,8 +300,9 @@ fn memory_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 }
 
 /// Bytes a value takes, estimated from its layout (entry, inline or heap bytes, and the
-/// per-element overhead of its collection).
-pub(crate) fn value_size(value: &Value) -> usize {
+/// per-element overhead of its collection), a large hash's, set's or sorted set's
+/// elements from `samples` of them (0: all).
+pub(crate) fn value_size(value: &Value, samples: usize) -> usize {
     const ENTRY: usize = 56;
     let heap = |len: usize| {
         if len > crate::store::INLINE_CAPACITY {
@@ -315,14 +316,15 @@ pub(crate) fn value_size(value: &Value) -> usize {
             Value::Int(_) => 0,
             Value::Str(s) => heap(s.len()),
             Value::List(l) => 48 + l.allocated(),
-            Value::Hash(h) => 96 + h.heap_size(),
-            Value::Set(s) => 64 + s.heap_size(),
-            Value::ZSet(z) => 96 + z.heap_size(),
+            Value::Hash(h) => 96 + h.heap_size(samples),
+            Value::Set(s) => 64 + s.heap_size(samples),
+            Value::ZSet(z) => 96 + z.heap_size(samples),
             Value::Stream(s) => s.heap_size(),
         }
 }
 
 fn memory_usage(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut samples = crate::store::sampled::DEFAULT_SAMPLES;
     let mut j = 3;
     while j < args.len() {
         if is(&args[j], "samples") && j + 1 < args.len() {
@@ -330,6 +332,7 @@ fn memory_usage(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             if n < 0 {
                 return Err(SYNTAX);
             }
+            samples = usize::try_from(n).unwrap_or(usize::MAX);
             j += 2;
         } else {
             return Err(SYNTAX);
@@ -340,7 +343,7 @@ fn memory_usage(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut shard = ctx.lock(key);
     match shard.get(key) {
         Some(e) => {
-            let size = value_size(&e.value) + key.len();
+            let size = value_size(&e.value, samples) + key.len();
             encode::write_integer(ctx.out, size as i64);
         }
         None => encode::write_null_bulk(ctx.out, proto),

@@ -8,6 +8,7 @@ use crate::notify::{event, NotifyClass};
 use crate::store::lookups::as_read;
 use bytes::Bytes;
 use redline_resp::{encode, Protocol};
+use std::ops::Bound;
 
 use super::args::{int, is};
 use super::float::parse_f64;
@@ -355,6 +356,27 @@ fn lex_below_max(member: &[u8], max: &LexBound) -> bool {
     }
 }
 
+/// The lower and upper bound of a lex range.
+type MemberBounds<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
+
+/// A lex range as bounds on the members; `None` when it is empty by its ends alone
+/// (a minimum of `+` or a maximum of `-`).
+fn lex_bounds<'a>(min: &'a LexBound, max: &'a LexBound) -> Option<MemberBounds<'a>> {
+    let lower = match min {
+        LexBound::Min => Bound::Unbounded,
+        LexBound::Max => return None,
+        LexBound::Inclusive(v) => Bound::Included(&v[..]),
+        LexBound::Exclusive(v) => Bound::Excluded(&v[..]),
+    };
+    let upper = match max {
+        LexBound::Max => Bound::Unbounded,
+        LexBound::Min => return None,
+        LexBound::Inclusive(v) => Bound::Included(&v[..]),
+        LexBound::Exclusive(v) => Bound::Excluded(&v[..]),
+    };
+    Some((lower, upper))
+}
+
 /// The members within a lex range, ascending (`rev()` for descending): from the
 /// ordered index where the set allows it ([`ZSet::by_lex`]), else by filtering.
 fn lex_members<'z>(
@@ -362,23 +384,8 @@ fn lex_members<'z>(
     min: &LexBound,
     max: &LexBound,
 ) -> Box<dyn DoubleEndedIterator<Item = (&'z [u8], f64)> + 'z> {
-    use std::ops::Bound;
-    let lower = match min {
-        LexBound::Min => Some(Bound::Unbounded),
-        LexBound::Max => None,
-        LexBound::Inclusive(v) => Some(Bound::Included(&v[..])),
-        LexBound::Exclusive(v) => Some(Bound::Excluded(&v[..])),
-    };
-    let upper = match max {
-        LexBound::Max => Some(Bound::Unbounded),
-        LexBound::Min => None,
-        LexBound::Inclusive(v) => Some(Bound::Included(&v[..])),
-        LexBound::Exclusive(v) => Some(Bound::Excluded(&v[..])),
-    };
-    if let (Some(lower), Some(upper)) = (lower, upper) {
-        if let Some(found) = z.by_lex(lower, upper) {
-            return Box::new(found);
-        }
+    if let Some(found) = lex_bounds(min, max).and_then(|(lower, upper)| z.by_lex(lower, upper)) {
+        return Box::new(found);
     }
     let (min, max) = (min.clone(), max.clone());
     Box::new(
@@ -737,7 +744,7 @@ fn zcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (min, max) = score_range(&args[2], &args[3])?;
     let key = &args[1];
     let mut shard = ctx.lock(key);
-    let n = zset(&mut shard, key)?.map_or(0, |z| z.by_score(min, max).count());
+    let n = zset(&mut shard, key)?.map_or(0, |z| z.count_by_score(min, max));
     encode::write_integer(ctx.out, n as i64);
     Ok(())
 }
@@ -746,7 +753,11 @@ fn zlexcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (min, max) = lex_range(&args[2], &args[3])?;
     let key = &args[1];
     let mut shard = ctx.lock(key);
-    let n = zset(&mut shard, key)?.map_or(0, |z| lex_members(z, &min, &max).count());
+    let n = zset(&mut shard, key)?.map_or(0, |z| {
+        lex_bounds(&min, &max)
+            .and_then(|(lower, upper)| z.count_by_lex(lower, upper))
+            .unwrap_or_else(|| lex_members(z, &min, &max).count())
+    });
     encode::write_integer(ctx.out, n as i64);
     Ok(())
 }

@@ -175,7 +175,10 @@ impl CutSink for CopyInto {
     fn save(&self, db: usize, entries: &mut dyn Iterator<Item = (&[u8], &Entry)>) {
         let db = self.store.db(db);
         for (key, entry) in entries {
-            let estimate = crate::cmd::memory::value_size(&entry.value) + key.len();
+            let estimate = crate::cmd::memory::value_size(
+                &entry.value,
+                crate::store::sampled::DEFAULT_SAMPLES,
+            ) + key.len();
             self.counted_while(estimate, || {
                 let mut shard = db.lock(key);
                 shard.insert_copy(key, entry);

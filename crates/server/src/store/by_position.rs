@@ -12,6 +12,9 @@ pub trait ByPosition {
 
     /// A random element's position (`None` when it is empty).
     fn random_index(&self) -> Option<usize>;
+
+    /// How many elements it holds.
+    fn elements(&self) -> usize;
 }
 
 /// A random position below `len`, for a form without vacant positions.

@@ -265,17 +265,16 @@ impl HashValue {
                 .within(Peaks::default(), max_entries, max_value)
     }
 
-    /// Bytes it holds on the heap, about (MEMORY USAGE).
-    pub fn heap_size(&self) -> usize {
+    /// Bytes it holds on the heap, about (MEMORY USAGE), the pairs' own bytes estimated
+    /// from `samples` of them ([`super::sampled::sampled_sum`]).
+    pub fn heap_size(&self, samples: usize) -> usize {
         match &self.repr {
             Repr::Packed(p) => p.heap_size(),
             Repr::Map(t) => {
                 // Each pair, its hash and its index slot.
+                let pairs = t.map.iter().map(|(f, v)| f.heap_size() + v.heap_size());
                 t.map.capacity() * (2 * std::mem::size_of::<CompactBytes>() + 16)
-                    + t.map
-                        .iter()
-                        .map(|(f, v)| f.heap_size() + v.heap_size())
-                        .sum::<usize>()
+                    + super::sampled::sampled_sum(pairs, t.map.len(), samples)
             }
         }
     }
@@ -293,6 +292,10 @@ impl<'a> FromIterator<(&'a [u8], &'a [u8])> for HashValue {
 
 /// Positions as [`HashValue::get_index`] reads them.
 impl ByPosition for HashValue {
+    fn elements(&self) -> usize {
+        self.len()
+    }
+
     fn positions(&self) -> usize {
         match &self.repr {
             Repr::Packed(p) => p.len(),

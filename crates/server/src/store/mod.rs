@@ -30,6 +30,7 @@ pub mod listpack_size;
 pub mod lookups;
 pub mod packed_members;
 pub mod packed_pairs;
+pub mod sampled;
 pub mod set;
 mod shard;
 mod slot_counts;

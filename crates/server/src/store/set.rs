@@ -324,14 +324,16 @@ impl SetValue {
         !self.had_text() && most.max(self.len()) <= max_entries
     }
 
-    /// Bytes it holds on the heap, about (MEMORY USAGE).
-    pub fn heap_size(&self) -> usize {
+    /// Bytes it holds on the heap, about (MEMORY USAGE), the members' own bytes
+    /// estimated from `samples` of them ([`super::sampled::sampled_sum`]).
+    pub fn heap_size(&self, samples: usize) -> usize {
         match &self.repr {
             Repr::Ints(ints) => ints.heap_size(),
             Repr::Members(m) => {
                 // Each member, its hash and its index slot.
+                let members = m.set.keys().map(CompactBytes::heap_size);
                 m.set.capacity() * (std::mem::size_of::<CompactBytes>() + 16)
-                    + m.set.keys().map(CompactBytes::heap_size).sum::<usize>()
+                    + super::sampled::sampled_sum(members, m.set.len(), samples)
             }
         }
     }
@@ -349,6 +351,10 @@ impl<'a> FromIterator<&'a [u8]> for SetValue {
 
 /// Positions as [`SetValue::get_index`] reads them.
 impl ByPosition for SetValue {
+    fn elements(&self) -> usize {
+        self.len()
+    }
+
     fn positions(&self) -> usize {
         match &self.repr {
             Repr::Ints(ints) => ints.len(),

@@ -110,7 +110,7 @@ enum Repr {
 #[derive(Debug, Clone)]
 struct Indexes {
     scores: IncrementalMap<CompactBytes, f64, Hasher>,
-    order: SortedBlocks<(Score, CompactBytes)>,
+    order: Order,
     peaks: Peaks,
     /// Its members' bytes together.
     bytes: ElementBytes,
@@ -121,6 +121,42 @@ impl Default for Repr {
         Repr::Small(PackedMembers::default())
     }
 }
+
+/// Where the members with a score between `min` and `max` start and end: in a small
+/// set's buffer, and in a large set's ordered index.
+fn score_span(
+    min: ScoreBound,
+    max: ScoreBound,
+) -> (
+    impl Fn(&PackedMembers) -> std::ops::Range<usize>,
+    impl Fn(&Order) -> (usize, usize),
+) {
+    // `None`: an empty range.
+    let keys = score_keys(min, max);
+    let small = move |p: &PackedMembers| {
+        let Some((lower, upper)) = keys else {
+            return 0..0;
+        };
+        let start = lower.map_or(0, |lo| p.partition_point(|_, s| Score(s) < lo));
+        let end = upper.map_or(p.len(), |hi| p.partition_point(|_, s| Score(s) < hi));
+        start..end.max(start)
+    };
+    let large = move |order: &Order| {
+        let Some((lower, upper)) = keys else {
+            return (0, 0);
+        };
+        let key = |s: Score| (s, CompactBytes::new(b""));
+        let (lower, upper) = (lower.map(key), upper.map(key));
+        order.positions(
+            lower.as_ref().map_or(Bound::Unbounded, Bound::Included),
+            upper.as_ref().map_or(Bound::Unbounded, Bound::Excluded),
+        )
+    };
+    (small, large)
+}
+
+/// A large set's members in (score, member) order.
+type Order = SortedBlocks<(Score, CompactBytes)>;
 
 /// -0.0 and 0.0 are the same score to Redis; one spelling keeps the order agreeing.
 fn normal(score: f64) -> Score {
@@ -263,10 +299,9 @@ impl ZSet {
     /// Whether Redis would still hold it as a `listpack` under these limits: it converts
     /// to a skiplist once the set outgrows them, and never back.
     pub fn is_listpack(&self, max_entries: usize, max_value: usize) -> bool {
-        let now = Peaks::new(
-            self.len(),
-            self.iter().map(|(m, _)| m.len()).max().unwrap_or(0),
-        );
+        // Every addition passes `insert` (or `from_members`), so the peaks cover what it
+        // holds now: no walk over the members (OBJECT ENCODING and each ZSCAN page ask).
+        let now = Peaks::new(self.len(), 0);
         let peaks = match &self.repr {
             Repr::Small(p) => p.peaks(),
             Repr::Large(ix) if ix.bytes.outgrew_listpack() => return false,
@@ -307,7 +342,7 @@ impl ZSet {
     fn span(
         &self,
         small: impl FnOnce(&PackedMembers) -> std::ops::Range<usize>,
-        large: impl FnOnce(&SortedBlocks<(Score, CompactBytes)>) -> (usize, usize),
+        large: impl FnOnce(&Order) -> (usize, usize),
     ) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
         let (small, large) = match &self.repr {
             Repr::Small(p) => (Some(p.range(small(p))), None),
@@ -351,7 +386,7 @@ impl ZSet {
         let (start, end) = (start.min(end), end);
         self.span(
             move |p: &PackedMembers| start.min(p.len())..end.min(p.len()),
-            move |_: &SortedBlocks<(Score, CompactBytes)>| (start, end),
+            move |_: &Order| (start, end),
         )
     }
 
@@ -362,29 +397,21 @@ impl ZSet {
         min: ScoreBound,
         max: ScoreBound,
     ) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
-        // `None`: an empty range.
-        let keys = score_keys(min, max);
-        self.span(
-            move |p: &PackedMembers| {
-                let Some((lower, upper)) = keys else {
-                    return 0..0;
-                };
-                let start = lower.map_or(0, |lo| p.partition_point(|_, s| Score(s) < lo));
-                let end = upper.map_or(p.len(), |hi| p.partition_point(|_, s| Score(s) < hi));
-                start..end.max(start)
-            },
-            move |order: &SortedBlocks<(Score, CompactBytes)>| {
-                let Some((lower, upper)) = keys else {
-                    return (0, 0);
-                };
-                let key = |s: Score| (s, CompactBytes::new(b""));
-                let (lower, upper) = (lower.map(key), upper.map(key));
-                order.positions(
-                    lower.as_ref().map_or(Bound::Unbounded, Bound::Included),
-                    upper.as_ref().map_or(Bound::Unbounded, Bound::Excluded),
-                )
-            },
-        )
+        let (small, large) = score_span(min, max);
+        self.span(small, large)
+    }
+
+    /// How many members have a score between `min` and `max` (ZCOUNT), from where the
+    /// range starts and ends, without walking it.
+    pub fn count_by_score(&self, min: ScoreBound, max: ScoreBound) -> usize {
+        let (small, large) = score_span(min, max);
+        match &self.repr {
+            Repr::Small(p) => small(p).len(),
+            Repr::Large(ix) => {
+                let (start, end) = large(&ix.order);
+                end.saturating_sub(start)
+            }
+        }
     }
 
     /// Members between two member bounds, ascending (`rev()` for descending), found in
@@ -396,6 +423,19 @@ impl ZSet {
         lower: Bound<&[u8]>,
         upper: Bound<&[u8]>,
     ) -> Option<impl DoubleEndedIterator<Item = (&'a [u8], f64)> + 'a> {
+        let (order, start, end) = self.lex_span(lower, upper)?;
+        Some(order.slice(start, end).map(pair))
+    }
+
+    /// How many members lie between two member bounds (ZLEXCOUNT), under the same
+    /// condition as [`ZSet::by_lex`], without walking them.
+    pub fn count_by_lex(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Option<usize> {
+        let (_, start, end) = self.lex_span(lower, upper)?;
+        Some(end.saturating_sub(start))
+    }
+
+    /// Where [`ZSet::by_lex`]'s members start and end in the ordered index.
+    fn lex_span(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Option<(&Order, usize, usize)> {
         let Repr::Large(ix) = &self.repr else {
             return None;
         };
@@ -408,7 +448,7 @@ impl ZSet {
         let key = |b: Bound<&[u8]>| b.map(|m| (score, CompactBytes::new(m)));
         let (lower, upper) = (key(lower), key(upper));
         let (start, end) = order.positions(lower.as_ref(), upper.as_ref());
-        Some(order.slice(start, end).map(pair))
+        Some((order, start, end))
     }
 
     /// 0-based rank of a member in ascending order.
@@ -423,8 +463,9 @@ impl ZSet {
         }
     }
 
-    /// Bytes it holds on the heap, estimated (MEMORY USAGE).
-    pub fn heap_size(&self) -> usize {
+    /// Bytes it holds on the heap, estimated (MEMORY USAGE), from `samples` of its
+    /// members ([`super::sampled::sampled_sum`]).
+    pub fn heap_size(&self, samples: usize) -> usize {
         let heap = |m: &[u8]| {
             if m.len() > super::compact::INLINE_CAPACITY {
                 m.len()
@@ -434,13 +475,20 @@ impl ZSet {
         };
         match &self.repr {
             Repr::Small(p) => p.heap_size(),
-            Repr::Large(ix) => ix.scores.keys().map(|m| 112 + 2 * heap(m)).sum::<usize>(),
+            Repr::Large(ix) => {
+                let members = ix.scores.keys().map(|m| 112 + 2 * heap(m));
+                super::sampled::sampled_sum(members, ix.scores.len(), samples)
+            }
         }
     }
 }
 
 /// Positions as [`ZSet::get_index`] reads them.
 impl ByPosition for ZSet {
+    fn elements(&self) -> usize {
+        self.len()
+    }
+
     fn positions(&self) -> usize {
         match &self.repr {
             Repr::Small(p) => p.len(),
@@ -500,6 +548,12 @@ mod tests {
         assert_eq!(got, expected);
         let back: Vec<(f64, Vec<u8>)> = z.iter().rev().map(|(m, s)| (s, m.to_vec())).collect();
         assert!(back.iter().eq(expected.iter().rev()));
+        // The encoding is read from the peaks, not the members: they must cover them.
+        for (entries, value) in [(128, 64), (16, 10)] {
+            if z.is_listpack(entries, value) {
+                assert!(z.len() <= entries && z.iter().all(|(m, _)| m.len() <= value));
+            }
+        }
         for (rank, (score, member)) in expected.iter().enumerate() {
             assert_eq!(z.score(member), Some(*score));
             assert_eq!(z.rank(member), Some(rank));
@@ -570,8 +624,8 @@ mod tests {
     }
 
     proptest! {
-        /// Score and rank ranges find what filtering every member finds, both ways,
-        /// in small and large sets.
+        /// Score and rank ranges find (and count) what filtering every member finds,
+        /// both ways, in small and large sets.
         #[test]
         fn ranges_find_what_a_scan_finds(
             members in proptest::collection::btree_map(any::<u8>(), -40i8..40, 0..300),
@@ -590,6 +644,7 @@ mod tests {
             let scan: Vec<(&[u8], f64)> = z.iter().filter(|(_, s)| above(*s) && below(*s)).collect();
             let found: Vec<(&[u8], f64)> = z.by_score(min, max).collect();
             prop_assert_eq!(&found, &scan);
+            prop_assert_eq!(z.count_by_score(min, max), scan.len());
             let back: Vec<(&[u8], f64)> = z.by_score(min, max).rev().collect();
             prop_assert!(back.iter().eq(scan.iter().rev()));
             let ranked: Vec<(&[u8], f64)> = z.by_rank(start, start + span + 1).collect();
@@ -615,8 +670,8 @@ mod tests {
     }
 
     proptest! {
-        /// Lex ranges of a large set of one score find what filtering finds; other sets
-        /// are left to the caller.
+        /// Lex ranges of a large set of one score find (and count) what filtering finds;
+        /// other sets are left to the caller.
         #[test]
         fn lex_ranges_find_what_a_scan_finds(
             members in proptest::collection::btree_set(any::<u8>(), 129..256),
@@ -647,6 +702,7 @@ mod tests {
                 let scan: Vec<(&[u8], f64)> = z.iter().filter(|(m, _)| within(m)).collect();
                 let found: Vec<(&[u8], f64)> = found.collect();
                 prop_assert_eq!(&found, &scan);
+                prop_assert_eq!(z.count_by_lex(as_ref(&lower), as_ref(&upper)), Some(scan.len()));
                 let back: Vec<(&[u8], f64)> = z
                     .by_lex(as_ref(&lower), as_ref(&upper))
                     .into_iter()
