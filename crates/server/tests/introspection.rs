@@ -755,6 +755,69 @@ fn large_strings_change_in_place_and_grow_like_redis() {
     assert_eq!(facts(ours.addr()), facts(redis.addr()));
 }
 
+/// Set algebra with a large input and random picks from a large collection read it
+/// where it stands, as the used_memory peak shows: before, SINTER, SINTERCARD and SDIFF
+/// copied every input set, ZINTER, ZINTERCARD and ZDIFF every input with an index of
+/// it, and SRANDMEMBER and ZRANDMEMBER with a count listed every position, each a
+/// copy the size of the large collection (tens of MB for 300,000 members).
+#[test]
+fn set_algebra_and_random_picks_read_large_collections_where_they_stand() {
+    const MEMBERS: usize = 300_000;
+    let facts = |addr| -> Vec<String> {
+        let mut c = Conn::connect(addr);
+        let peak = |c: &mut Conn| -> u64 {
+            let value = info_field(c, "memory", "used_memory_peak");
+            value.parse().unwrap_or_else(|_| panic!("peak: {value}"))
+        };
+        for start in (0..MEMBERS).step_by(1000) {
+            let members: Vec<String> = (start..start + 1000).map(|i| format!("m{i}")).collect();
+            let mut sadd = vec!["SADD".to_string(), "big".into()];
+            sadd.extend(members.iter().cloned());
+            c.cmd(&sadd);
+            let mut zadd = vec!["ZADD".to_string(), "bigz".into()];
+            for (i, m) in (start..).zip(&members) {
+                zadd.extend([i.to_string(), m.clone()]);
+            }
+            c.cmd(&zadd);
+        }
+        c.cmd(&["SADD", "small", "m1", "m2", "zz"]);
+        c.cmd(&["ZADD", "smallz", "1", "m1", "2", "m2", "3", "zz"]);
+        let before = peak(&mut c);
+        let mut out = Vec::new();
+        let sorted = |frame: Frame| {
+            let mut items: Vec<String> = items(frame).iter().map(text).collect();
+            items.sort();
+            items.join(" ")
+        };
+        for command in [
+            &["SINTER", "small", "big"][..],
+            &["SDIFF", "small", "big"],
+            &["ZINTER", "2", "smallz", "bigz", "WITHSCORES"],
+            &["ZDIFF", "2", "smallz", "bigz"],
+        ] {
+            out.push(format!("{command:?}: {}", sorted(c.cmd(command))));
+        }
+        for command in [
+            &["SINTERCARD", "2", "small", "big"][..],
+            &["SINTERSTORE", "dst", "big", "small"],
+            &["ZINTERCARD", "2", "bigz", "smallz"],
+            &["ZINTERSTORE", "dstz", "2", "bigz", "smallz"],
+        ] {
+            out.push(format!("{command:?}: {}", text(&c.cmd(command))));
+        }
+        for command in [&["SRANDMEMBER", "big", "5"], &["ZRANDMEMBER", "bigz", "5"]] {
+            out.push(format!("{command:?}: {}", items(c.cmd(command)).len()));
+        }
+        let rose = peak(&mut c).saturating_sub(before);
+        out.push(format!("nothing copied: {}", rose < 1536 * 1024));
+        out
+    };
+    let redis = RedisServer::start().unwrap();
+    // A process of its own: an in-process server's heap figures count the other tests'.
+    let ours = RedlineServer::start().unwrap();
+    assert_eq!(facts(ours.addr()), facts(redis.addr()));
+}
+
 /// INFO stats counts as redis-server does: hits and misses of read commands only (a key
 /// past its TTL is a miss), bytes in and out, commands; rates sampled while loaded;
 /// CONFIG RESETSTAT clears the totals.

@@ -10,7 +10,7 @@ use redline_resp::{encode, Protocol};
 use super::args::is;
 use super::hashes::{scan_cursor, scan_options, scan_page, write_empty_scan};
 use super::reply::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
-use super::{Ctx, Handler};
+use super::{Ctx, Handler, KeysRef};
 use crate::store::by_position::ByPosition;
 use crate::store::set::Member;
 use crate::store::{canonical_int, SetValue, Shard, Value};
@@ -264,6 +264,11 @@ enum Op {
 
 /// Computes an intersection, union or difference of the sets at `keys` (missing keys
 /// are empty sets; any other type is WRONGTYPE), with every shard locked at once.
+///
+/// Each key is looked up once first, as Redis does; the sets are then read where they
+/// are stored, one at a time. Only the members the result can hold are copied: an
+/// intersection starts from its smallest set and looks the others up, a difference
+/// from its first set, so neither costs the size of a large set it is given.
 fn combine(
     ctx: &Ctx<'_>,
     keys: &[Bytes],
@@ -272,45 +277,66 @@ fn combine(
 ) -> Result<SetValue, CmdError> {
     let all = keys.iter().map(|k| &k[..]).chain(extra_lock);
     let mut locked = ctx.lock_keys(all);
-    let mut sets: Vec<Option<SetValue>> = Vec::with_capacity(keys.len());
+    let mut sizes = Vec::with_capacity(keys.len());
     for key in keys {
-        let found = as_read(|| set(locked.shard(key), key))?;
-        sets.push(found.map(|s| s.clone()));
+        sizes.push(as_read(|| set(locked.shard(key), key))?.map(|s| s.len()));
     }
-    let mut result = SetValue::default();
-    match op {
+    let copied = |s: Option<&SetValue>| -> Vec<Vec<u8>> {
+        s.map(|s| s.iter().map(|m| m.to_vec()).collect())
+            .unwrap_or_default()
+    };
+    let members = match op {
         Op::Union => {
-            for s in sets.iter().flatten() {
-                for m in s.iter() {
+            let mut result = SetValue::default();
+            for key in keys {
+                for m in stored(&mut locked, key).iter().flat_map(|s| s.iter()) {
                     result.insert(&m);
                 }
             }
+            return Ok(result);
         }
         Op::Inter => {
-            if sets.iter().any(|s| s.is_none()) {
-                return Ok(result);
+            if sizes.iter().any(Option::is_none) {
+                return Ok(SetValue::default());
             }
-            let mut sets: Vec<SetValue> = sets.into_iter().flatten().collect();
-            sets.sort_by_key(|s| s.len());
-            if let Some((first, rest)) = sets.split_first() {
-                for m in first.iter() {
-                    if rest.iter().all(|s| s.contains(&m)) {
-                        result.insert(&m);
-                    }
-                }
+            let mut by_size: Vec<usize> = (0..keys.len()).collect();
+            by_size.sort_by_key(|&i| sizes[i]);
+            let Some((&first, rest)) = by_size.split_first() else {
+                return Ok(SetValue::default());
+            };
+            let mut members = copied(stored(&mut locked, &keys[first]));
+            for &i in rest {
+                let other = stored(&mut locked, &keys[i]);
+                members.retain(|m| other.is_some_and(|s| s.contains(m)));
             }
+            members
         }
         Op::Diff => {
-            if let Some(Some(first)) = sets.first() {
-                for m in first.iter() {
-                    if sets[1..].iter().flatten().all(|s| !s.contains(&m)) {
-                        result.insert(&m);
-                    }
+            let Some((first, rest)) = keys.split_first() else {
+                return Ok(SetValue::default());
+            };
+            let mut members = copied(stored(&mut locked, first));
+            for key in rest {
+                if members.is_empty() {
+                    break;
+                }
+                if let Some(other) = stored(&mut locked, key) {
+                    members.retain(|m| !other.contains(m));
                 }
             }
+            members
         }
+    };
+    Ok(members.iter().map(|m| &m[..]).collect())
+}
+
+/// The set at `key`, read as the server reads for itself ([`combine`] counted its
+/// lookup already).
+fn stored<'s>(locked: &'s mut KeysRef<'_>, key: &[u8]) -> Option<&'s SetValue> {
+    match locked.shard(key).peek(key).map(|e| &e.value) {
+        Some(Value::Set(s)) => Some(s),
+        _ => None,
     }
-    Ok(result)
 }
 
 fn reply_set(ctx: &mut Ctx<'_>, args: &[Bytes], op: Op) -> CmdResult {

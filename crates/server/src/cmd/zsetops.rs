@@ -61,21 +61,51 @@ fn aggregate(target: &mut f64, value: f64, how: Aggregate) {
     }
 }
 
-/// One input, copied out of its shard: members with their scores, in the order Redis
-/// iterates them (score order for sorted sets, insertion order for sets).
+/// One input: its key, how many members it holds (looked up once, when the command is
+/// parsed, as Redis does) and its weight. Its members are read where they are stored
+/// when the result is computed, and only the inputs that must be walked are: an
+/// intersection walks its smallest input and looks the others' members up, a
+/// difference walks its first, so neither costs the size of a large input.
 struct Input {
-    members: Vec<(Vec<u8>, f64)>,
-    lookup: HashMap<Vec<u8>, f64>,
+    key: Bytes,
+    len: usize,
     weight: f64,
 }
 
-fn read_input(shard: &mut Shard, key: &[u8]) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
+/// How many members the input at `key` has (a set's members score 1); a missing key is
+/// empty, any other type WRONGTYPE.
+fn input_len(shard: &mut Shard, key: &[u8]) -> Result<usize, CmdError> {
     Ok(match shard.get(key).map(|e| &e.value) {
-        None => Vec::new(),
-        Some(Value::ZSet(z)) => z.iter().map(|(m, s)| (m.to_vec(), s)).collect(),
-        Some(Value::Set(s)) => s.iter().map(|m| (m.to_vec(), 1.0)).collect(),
+        None => 0,
+        Some(Value::ZSet(z)) => z.len(),
+        Some(Value::Set(s)) => s.len(),
         Some(_) => return Err(WRONG_TYPE),
     })
+}
+
+/// Runs `f` on the stored value of `key`, read as the server reads for itself: the
+/// command's lookup was counted when it was parsed.
+fn with_input<R>(locked: &mut KeysRef<'_>, key: &[u8], f: impl FnOnce(Option<&Value>) -> R) -> R {
+    f(locked.shard(key).peek(key).map(|e| &e.value))
+}
+
+/// Calls `f` with each member of an input and its score, in the order Redis iterates
+/// them (score order for sorted sets, insertion order for sets).
+fn each_member(value: Option<&Value>, mut f: impl FnMut(&[u8], f64)) {
+    match value {
+        Some(Value::ZSet(z)) => z.iter().for_each(|(m, s)| f(m, s)),
+        Some(Value::Set(s)) => s.iter().for_each(|m| f(&m, 1.0)),
+        _ => {}
+    }
+}
+
+/// The score of `member` in an input, `None` when it is not there.
+fn score_in(value: Option<&Value>, member: &[u8]) -> Option<f64> {
+    match value {
+        Some(Value::ZSet(z)) => z.score(member),
+        Some(Value::Set(s)) => s.contains(member).then_some(1.0),
+        _ => None,
+    }
 }
 
 struct Parsed {
@@ -117,10 +147,10 @@ fn parse<'a>(
         }
         let locked = locked.insert(ctx.lock_keys(all));
         for key in keys {
-            let members = as_read(|| read_input(locked.shard(key), key))?;
+            let len = as_read(|| input_len(locked.shard(key), key))?;
             inputs.push(Input {
-                lookup: HashMap::new(),
-                members,
+                key: key.clone(),
+                len,
                 weight: 1.0,
             });
         }
@@ -174,73 +204,87 @@ fn parse<'a>(
 }
 
 /// Computes the result, in the result set's (score, member) order; for ZINTERCARD only
-/// the count matters.
-fn compute(mut p: Parsed, op: Op, card_only: bool) -> (Vec<(Vec<u8>, f64)>, usize) {
+/// the count matters. The inputs are read from `locked`, where they are stored.
+fn compute(
+    mut p: Parsed,
+    op: Op,
+    card_only: bool,
+    locked: &mut KeysRef<'_>,
+) -> (Vec<(Vec<u8>, f64)>, usize) {
+    let weighted = |score: f64, weight: f64| {
+        let score = weight * score;
+        if score.is_nan() {
+            0.0
+        } else {
+            score
+        }
+    };
     let mut acc: Vec<(Vec<u8>, f64)> = Vec::new();
     let mut cardinality = 0;
     match op {
         Op::Union => {
-            p.inputs.sort_by_key(|i| i.members.len());
+            p.inputs.sort_by_key(|i| i.len);
             let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
             for input in &p.inputs {
-                for (m, s) in &input.members {
-                    let mut score = input.weight * s;
-                    if score.is_nan() {
-                        score = 0.0;
-                    }
-                    match index.get(m) {
-                        Some(&at) => aggregate(&mut acc[at].1, score, p.how),
-                        None => {
-                            index.insert(m.clone(), acc.len());
-                            acc.push((m.clone(), score));
+                with_input(locked, &input.key, |value| {
+                    each_member(value, |m, s| {
+                        let score = weighted(s, input.weight);
+                        match index.get(m) {
+                            Some(&at) => aggregate(&mut acc[at].1, score, p.how),
+                            None => {
+                                index.insert(m.to_vec(), acc.len());
+                                acc.push((m.to_vec(), score));
+                            }
                         }
-                    }
-                }
+                    });
+                });
             }
         }
         Op::Inter => {
-            p.inputs.sort_by_key(|i| i.members.len());
-            for input in p.inputs.iter_mut().skip(1) {
-                input.lookup = input.members.iter().cloned().collect();
-            }
-            let (first, rest) = p.inputs.split_at(1);
-            for (m, s) in &first[0].members {
-                let mut score = first[0].weight * s;
-                if score.is_nan() {
-                    score = 0.0;
-                }
-                let mut everywhere = true;
-                for input in rest {
-                    match input.lookup.get(m) {
-                        Some(v) => aggregate(&mut score, v * input.weight, p.how),
-                        None => {
-                            everywhere = false;
-                            break;
+            // The smallest input's members, looked up in each other input in turn (in
+            // size order, so each member's score aggregates in Redis's order).
+            p.inputs.sort_by_key(|i| i.len);
+            let Some((first, rest)) = p.inputs.split_first() else {
+                return (Vec::new(), 0);
+            };
+            with_input(locked, &first.key, |value| {
+                each_member(value, |m, s| {
+                    acc.push((m.to_vec(), weighted(s, first.weight)))
+                });
+            });
+            for input in rest {
+                with_input(locked, &input.key, |value| {
+                    acc.retain_mut(|(m, score)| match score_in(value, m) {
+                        Some(v) => {
+                            aggregate(score, v * input.weight, p.how);
+                            true
                         }
-                    }
-                }
-                if !everywhere {
-                    continue;
-                }
-                if card_only {
-                    cardinality += 1;
-                    if p.limit != 0 && cardinality >= p.limit {
-                        break;
-                    }
-                } else {
-                    acc.push((m.clone(), score));
-                }
+                        None => false,
+                    });
+                });
+            }
+            if card_only {
+                cardinality = match p.limit {
+                    0 => acc.len(),
+                    limit => acc.len().min(limit),
+                };
+                return (Vec::new(), cardinality);
             }
         }
         Op::Diff => {
-            for input in p.inputs.iter_mut().skip(1) {
-                input.lookup = input.members.iter().cloned().collect();
-            }
-            let (first, rest) = p.inputs.split_at(1);
-            for (m, s) in &first[0].members {
-                if rest.iter().all(|i| !i.lookup.contains_key(m)) {
-                    acc.push((m.clone(), *s));
+            let Some((first, rest)) = p.inputs.split_first() else {
+                return (Vec::new(), 0);
+            };
+            with_input(locked, &first.key, |value| {
+                each_member(value, |m, s| acc.push((m.to_vec(), s)));
+            });
+            for input in rest {
+                if acc.is_empty() {
+                    break;
                 }
+                with_input(locked, &input.key, |value| {
+                    acc.retain(|(m, _)| score_in(value, m).is_none());
+                });
             }
         }
     }
@@ -267,7 +311,11 @@ fn generic(ctx: &mut Ctx<'_>, args: &[Bytes], op: Op, store: bool, name: &str) -
         name,
     )?;
     let withscores = parsed.withscores;
-    let (items, _) = compute(parsed, op, false);
+    // Parsing locked the keys.
+    let Some(held) = locked.as_mut() else {
+        return Ok(());
+    };
+    let (items, _) = compute(parsed, op, false, held);
     if let (true, Some(locked)) = (store, locked.as_mut()) {
         let dst = &args[1];
         encode::write_integer(ctx.out, items.len() as i64);
@@ -321,7 +369,11 @@ fn zintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         true,
         "zintercard",
     )?;
-    let (_, n) = compute(parsed, Op::Inter, true);
+    // Parsing locked the keys.
+    let Some(held) = locked.as_mut() else {
+        return Ok(());
+    };
+    let (_, n) = compute(parsed, Op::Inter, true, held);
     encode::write_integer(ctx.out, n as i64);
     Ok(())
 }
