@@ -818,6 +818,84 @@ fn set_algebra_and_random_picks_read_large_collections_where_they_stand() {
     assert_eq!(facts(ours.addr()), facts(redis.addr()));
 }
 
+/// XPENDING and XAUTOCLAIM with a COUNT read only as far into a long pending list as
+/// the count (and XAUTOCLAIM's attempts) take them, and SORT ... BY nosort LIMIT only
+/// its window, as the used_memory peak shows: before, each listed the whole pending
+/// list or copied the whole list first.
+#[test]
+fn pending_lists_and_unsorted_sorts_read_only_what_they_answer() {
+    const ENTRIES: usize = 150_000;
+    let facts = |addr| -> Vec<String> {
+        let mut c = Conn::connect(addr);
+        let peak = |c: &mut Conn| -> u64 {
+            let value = info_field(c, "memory", "used_memory_peak");
+            value.parse().unwrap_or_else(|_| panic!("peak: {value}"))
+        };
+        for start in (0..ENTRIES).step_by(1000) {
+            for i in start..start + 1000 {
+                c.send(&["XADD", "s", &format!("{}-1", i + 1), "f", "v"]);
+            }
+            for _ in start..start + 1000 {
+                c.read();
+            }
+            let elements: Vec<String> = (start..start + 1000).map(|i| format!("e{i}")).collect();
+            let mut rpush = vec!["RPUSH".to_string(), "l".into()];
+            rpush.extend(elements);
+            c.cmd(&rpush);
+            // Pending in small reads: one large reply would set the peak above what
+            // the commands measured below copied.
+            if start == 0 {
+                c.cmd(&["XGROUP", "CREATE", "s", "g", "0"]);
+            }
+            c.cmd(&["XREADGROUP", "GROUP", "g", "c1", "COUNT", "1000", "STREAMS", "s", ">"]);
+        }
+        let before = peak(&mut c);
+        let mut out = Vec::new();
+        // Ids and owners (idle times differ from run to run).
+        let rows = |frame: Frame| -> String {
+            let rows: Vec<String> = items(frame)
+                .into_iter()
+                .map(|row| {
+                    items(row)[..2]
+                        .iter()
+                        .map(text)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .collect();
+            rows.join(", ")
+        };
+        out.push(rows(c.cmd(&["XPENDING", "s", "g", "-", "+", "3"])));
+        out.push(rows(c.cmd(&["XPENDING", "s", "g", "-", "+", "3", "c1"])));
+        let claimed = items(c.cmd(&[
+            "XAUTOCLAIM",
+            "s",
+            "g",
+            "c2",
+            "0",
+            "0",
+            "COUNT",
+            "3",
+            "JUSTID",
+        ]));
+        out.push(format!(
+            "{:?}",
+            claimed.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>()
+        ));
+        let sorted = items(c.cmd(&["SORT", "l", "BY", "nosort", "LIMIT", "5", "3"]));
+        out.push(sorted.iter().map(text).collect::<Vec<_>>().join(" "));
+        let sorted = items(c.cmd(&["SORT", "l", "BY", "nosort", "LIMIT", "0", "2", "DESC"]));
+        out.push(sorted.iter().map(text).collect::<Vec<_>>().join(" "));
+        let rose = peak(&mut c).saturating_sub(before);
+        out.push(format!("nothing listed whole: {}", rose < 1024 * 1024));
+        out
+    };
+    let redis = RedisServer::start().unwrap();
+    // A process of its own: an in-process server's heap figures count the other tests'.
+    let ours = RedlineServer::start().unwrap();
+    assert_eq!(facts(ours.addr()), facts(redis.addr()));
+}
+
 /// INFO stats counts as redis-server does: hits and misses of read commands only (a key
 /// past its TTL is a miss), bytes in and out, commands; rates sampled while loaded;
 /// CONFIG RESETSTAT clears the totals.

@@ -48,6 +48,19 @@ fn lookup(ctx: &Ctx<'_>, pattern: &[u8], element: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
+/// LIMIT's `(start, count)` as positions in `len` elements (no LIMIT: all of them).
+fn window(limit: Option<(i64, i64)>, len: usize) -> (usize, usize) {
+    let len = len as i64;
+    let (start, count) = limit.unwrap_or((0, -1));
+    let start = start.clamp(0, len);
+    let count = if count < 0 || start.saturating_add(count) > len {
+        len - start
+    } else {
+        count
+    };
+    (start as usize, count as usize)
+}
+
 fn sort(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     sort_generic(ctx, args, false)
 }
@@ -105,13 +118,43 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
         j += 1;
     }
     let key = &args[1];
-    let (mut elements, is_set) = {
+    // Lists and sorted sets keep their own order without sorting, read from the tail
+    // under DESC (before LIMIT, which counts from that end): then only LIMIT's window
+    // is read, not the whole collection.
+    let (mut elements, is_set, windowed) = {
         let mut shard = ctx.lock(key);
         match shard.get(key).map(|e| &e.value) {
-            None => (Vec::new(), false),
-            Some(Value::List(l)) => (l.iter().map(<[u8]>::to_vec).collect(), false),
-            Some(Value::Set(s)) => (s.iter().map(|e| e.to_vec()).collect(), true),
-            Some(Value::ZSet(z)) => (z.iter().map(|(m, _)| m.to_vec()).collect(), false),
+            None => (Vec::new(), false, false),
+            Some(Value::List(l)) if dont_sort => {
+                let (start, count) = window(limit, l.len());
+                let picked = |it: &mut dyn Iterator<Item = &[u8]>| -> Vec<Vec<u8>> {
+                    it.skip(start).take(count).map(<[u8]>::to_vec).collect()
+                };
+                let elements = if desc {
+                    picked(&mut l.iter().rev())
+                } else {
+                    picked(&mut l.iter())
+                };
+                (elements, false, true)
+            }
+            Some(Value::ZSet(z)) if dont_sort => {
+                let (start, count) = window(limit, z.len());
+                let picked = |it: &mut dyn Iterator<Item = (&[u8], f64)>| -> Vec<Vec<u8>> {
+                    it.skip(start)
+                        .take(count)
+                        .map(|(m, _)| m.to_vec())
+                        .collect()
+                };
+                let elements = if desc {
+                    picked(&mut z.iter().rev())
+                } else {
+                    picked(&mut z.iter())
+                };
+                (elements, false, true)
+            }
+            Some(Value::List(l)) => (l.iter().map(<[u8]>::to_vec).collect(), false, false),
+            Some(Value::Set(s)) => (s.iter().map(|e| e.to_vec()).collect(), true, false),
+            Some(Value::ZSet(z)) => (z.iter().map(|(m, _)| m.to_vec()).collect(), false, false),
             Some(_) => return Err(WRONG_TYPE),
         }
     };
@@ -122,22 +165,11 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
         alpha = true;
         sort_by = None;
     }
-    // Lists and sorted sets keep their own order without sorting, read from the tail
-    // under DESC (before LIMIT, which counts from that end).
-    if dont_sort && !is_set && desc {
-        elements.reverse();
-    }
-    let len = elements.len() as i64;
-    let (mut start, mut count) = limit.unwrap_or((0, -1));
-    if start < 0 {
-        start = 0;
-    }
-    if start > len {
-        start = len;
-    }
-    if count < 0 || start.saturating_add(count) > len {
-        count = len - start;
-    }
+    let (start, count) = if windowed {
+        (0, elements.len())
+    } else {
+        window(limit, elements.len())
+    };
     if !dont_sort {
         // Sort keys: the element or its BY value, as a number or as bytes.
         let mut keyed: Vec<(Vec<u8>, Option<Vec<u8>>, f64)> = Vec::with_capacity(elements.len());
@@ -180,7 +212,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
         });
         elements = keyed.into_iter().map(|(e, _, _)| e).collect();
     }
-    let picked = &elements[start as usize..(start + count) as usize];
+    let picked = &elements[start..start + count];
     let mut out: Vec<Option<Vec<u8>>> = Vec::new();
     for e in picked {
         if gets.is_empty() {

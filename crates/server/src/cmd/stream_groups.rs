@@ -366,17 +366,18 @@ fn xpending(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some((start, end, count)) = range else {
         return Ok(());
     };
-    let ids: Vec<StreamId> = match consumer_name {
+    // Walked only as far as COUNT rows take: a group's pending list may hold millions.
+    let ids: Box<dyn Iterator<Item = StreamId> + '_> = match consumer_name {
         Some(name) => match group.consumers.get(&name[..]) {
-            Some(c) if start <= end => c.pel.range(start..=end).copied().collect(),
-            Some(_) => Vec::new(),
+            Some(c) if start <= end => Box::new(c.pel.range(start..=end).copied()),
+            Some(_) => Box::new(std::iter::empty()),
             None => {
                 encode::write_array_len(out, 0);
                 return Ok(());
             }
         },
-        None if start <= end => group.pel.range(start..=end).map(|(k, _)| *k).collect(),
-        None => Vec::new(),
+        None if start <= end => Box::new(group.pel.range(start..=end).map(|(k, _)| *k)),
+        None => Box::new(std::iter::empty()),
     };
     let now = now_ms() as i64;
     let mut rows = Vec::new();
@@ -621,11 +622,21 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut deleted = Vec::new();
     let mut cursor = start;
     let mut next = StreamId::MIN;
+    // The entries the attempts can reach, and the one after them (the next cursor): not
+    // the whole pending list, which may hold millions.
+    let reach = usize::try_from(attempts)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1);
     let pending: Vec<StreamId> = {
         let Some(group) = stream.groups.get(&args[2][..]) else {
             return Ok(());
         };
-        group.pel.range(start..).map(|(k, _)| *k).collect()
+        group
+            .pel
+            .range(start..)
+            .map(|(k, _)| *k)
+            .take(reach)
+            .collect()
     };
     let exists: Vec<bool> = pending.iter().map(|id| stream.get(id).is_some()).collect();
     let Some(group) = stream.groups.get_mut(&args[2][..]) else {
