@@ -579,6 +579,21 @@ fn info_field(c: &mut Conn, section: &str, name: &str) -> String {
         .to_string()
 }
 
+/// One byte figure of INFO memory.
+fn memory_figure(c: &mut Conn, name: &str) -> u64 {
+    let value = info_field(c, "memory", name);
+    value.parse().unwrap_or_else(|_| panic!("{name}: {value}"))
+}
+
+/// Runs `facts` against a redis-server and a redline-server and expects the same. The
+/// redline-server runs in a process of its own: an in-process server's heap figures
+/// would count the other tests'.
+fn same_memory_facts_on_both(facts: impl Fn(std::net::SocketAddr) -> Vec<String>) {
+    let redis = RedisServer::start().unwrap();
+    let ours = RedlineServer::start().unwrap();
+    assert_eq!(facts(ours.addr()), facts(redis.addr()));
+}
+
 /// INFO memory's peak, startup, overhead, dataset and scripting figures move as
 /// redis-server's do (the figures themselves differ, so what is compared is how they
 /// move): an 8 MB value made and deleted raises the peak by it and leaves it there, CONFIG
@@ -590,22 +605,18 @@ fn memory_peak_overhead_and_script_figures_move_like_redis() {
     const BIG: u64 = 8 << 20;
     let facts = |addr| -> Vec<String> {
         let mut c = Conn::connect(addr);
-        let figure = |c: &mut Conn, name: &str| -> u64 {
-            let value = info_field(c, "memory", name);
-            value.parse().unwrap_or_else(|_| panic!("{name}: {value}"))
-        };
         let percent = |c: &mut Conn, name: &str| -> f64 {
             let value = info_field(c, "memory", name);
             value.trim_end_matches('%').parse().unwrap()
         };
         let mut out = Vec::new();
         let (used, peak, startup) = (
-            figure(&mut c, "used_memory"),
-            figure(&mut c, "used_memory_peak"),
-            figure(&mut c, "used_memory_startup"),
+            memory_figure(&mut c, "used_memory"),
+            memory_figure(&mut c, "used_memory_peak"),
+            memory_figure(&mut c, "used_memory_startup"),
         );
-        let overhead = figure(&mut c, "used_memory_overhead");
-        let dataset = figure(&mut c, "used_memory_dataset");
+        let overhead = memory_figure(&mut c, "used_memory_overhead");
+        let dataset = memory_figure(&mut c, "used_memory_dataset");
         out.push(format!(
             "startup within used: {}",
             startup > 0 && startup <= used
@@ -620,8 +631,8 @@ fn memory_peak_overhead_and_script_figures_move_like_redis() {
         c.cmd(&["SETRANGE", "big", &(BIG - 1).to_string(), "x"]);
         c.cmd(&["DEL", "big"]);
         let (used, peak) = (
-            figure(&mut c, "used_memory"),
-            figure(&mut c, "used_memory_peak"),
+            memory_figure(&mut c, "used_memory"),
+            memory_figure(&mut c, "used_memory_peak"),
         );
         // Within what the threads' counters may lag by.
         out.push(format!(
@@ -639,8 +650,8 @@ fn memory_peak_overhead_and_script_figures_move_like_redis() {
         ));
         c.cmd(&["EVAL", "return 0", "0"]);
         let (lua, eval) = (
-            figure(&mut c, "used_memory_lua"),
-            figure(&mut c, "used_memory_scripts_eval"),
+            memory_figure(&mut c, "used_memory_lua"),
+            memory_figure(&mut c, "used_memory_scripts_eval"),
         );
         for i in 0..200 {
             c.cmd(&[
@@ -651,25 +662,25 @@ fn memory_peak_overhead_and_script_figures_move_like_redis() {
         }
         out.push(format!(
             "scripts grow the interpreter: {}",
-            figure(&mut c, "used_memory_lua") > lua
+            memory_figure(&mut c, "used_memory_lua") > lua
         ));
-        let cached = figure(&mut c, "used_memory_scripts_eval");
+        let cached = memory_figure(&mut c, "used_memory_scripts_eval");
         out.push(format!("scripts grow the cache: {}", cached > eval));
         out.push(format!(
             "scripts count in the total: {}",
-            figure(&mut c, "used_memory_scripts") >= cached
+            memory_figure(&mut c, "used_memory_scripts") >= cached
         ));
-        let lua = figure(&mut c, "used_memory_lua");
+        let lua = memory_figure(&mut c, "used_memory_lua");
         c.cmd(&["SCRIPT", "FLUSH"]);
         out.push(format!(
             "flush shrinks the interpreter: {}",
-            figure(&mut c, "used_memory_lua") < lua
+            memory_figure(&mut c, "used_memory_lua") < lua
         ));
         out.push(format!(
             "flush empties the cache: {}",
-            figure(&mut c, "used_memory_scripts_eval")
+            memory_figure(&mut c, "used_memory_scripts_eval")
         ));
-        let functions = figure(&mut c, "used_memory_functions");
+        let functions = memory_figure(&mut c, "used_memory_functions");
         c.cmd(&[
             "FUNCTION",
             "LOAD",
@@ -677,7 +688,7 @@ fn memory_peak_overhead_and_script_figures_move_like_redis() {
         ]);
         out.push(format!(
             "a library grows the functions' figure: {}",
-            figure(&mut c, "used_memory_functions") > functions
+            memory_figure(&mut c, "used_memory_functions") > functions
         ));
         // Redis's scripting unit reloads a library 10,000 times and expects the EVAL
         // interpreter under 100 KB; here one interpreter holds both.
@@ -692,14 +703,11 @@ fn memory_peak_overhead_and_script_figures_move_like_redis() {
         }
         out.push(format!(
             "reloaded libraries leave the interpreter small: {}",
-            figure(&mut c, "used_memory_lua") < 100 * 1024
+            memory_figure(&mut c, "used_memory_lua") < 100 * 1024
         ));
         out
     };
-    let redis = RedisServer::start().unwrap();
-    // A process of its own: an in-process server's heap figures count the other tests'.
-    let ours = RedlineServer::start().unwrap();
-    assert_eq!(facts(ours.addr()), facts(redis.addr()));
+    same_memory_facts_on_both(facts);
 }
 
 /// Commands that read or change part of a large string work where it stands, and a
@@ -712,16 +720,12 @@ fn large_strings_change_in_place_and_grow_like_redis() {
     const BIG: u64 = 32 << 20;
     let facts = |addr| -> Vec<String> {
         let mut c = Conn::connect(addr);
-        let figure = |c: &mut Conn, name: &str| -> u64 {
-            let value = info_field(c, "memory", name);
-            value.parse().unwrap_or_else(|_| panic!("{name}: {value}"))
-        };
         let mut out = Vec::new();
         // Made by the server (a request this big would stay as the client's buffer).
         c.cmd(&["SETRANGE", "big", &(BIG - 1).to_string(), "x"]);
         let (used, peak) = (
-            figure(&mut c, "used_memory"),
-            figure(&mut c, "used_memory_peak"),
+            memory_figure(&mut c, "used_memory"),
+            memory_figure(&mut c, "used_memory_peak"),
         );
         let end = BIG.to_string();
         let commands: &[&[&str]] = &[
@@ -742,17 +746,14 @@ fn large_strings_change_in_place_and_grow_like_redis() {
         for command in commands {
             out.push(format!("{command:?}: {}", text(&c.cmd(command))));
         }
-        let grew = figure(&mut c, "used_memory").saturating_sub(used);
+        let grew = memory_figure(&mut c, "used_memory").saturating_sub(used);
         out.push(format!("grown by less than half: {}", grew < BIG / 2));
         // Within what the threads' counters may lag by.
-        let peak_rise = figure(&mut c, "used_memory_peak").saturating_sub(peak);
+        let peak_rise = memory_figure(&mut c, "used_memory_peak").saturating_sub(peak);
         out.push(format!("no copy raised the peak: {}", peak_rise < BIG / 2));
         out
     };
-    let redis = RedisServer::start().unwrap();
-    // A process of its own: an in-process server's heap figures count the other tests'.
-    let ours = RedlineServer::start().unwrap();
-    assert_eq!(facts(ours.addr()), facts(redis.addr()));
+    same_memory_facts_on_both(facts);
 }
 
 /// Set algebra with a large input and random picks from a large collection read it
@@ -765,10 +766,6 @@ fn set_algebra_and_random_picks_read_large_collections_where_they_stand() {
     const MEMBERS: usize = 300_000;
     let facts = |addr| -> Vec<String> {
         let mut c = Conn::connect(addr);
-        let peak = |c: &mut Conn| -> u64 {
-            let value = info_field(c, "memory", "used_memory_peak");
-            value.parse().unwrap_or_else(|_| panic!("peak: {value}"))
-        };
         for start in (0..MEMBERS).step_by(1000) {
             let members: Vec<String> = (start..start + 1000).map(|i| format!("m{i}")).collect();
             let mut sadd = vec!["SADD".to_string(), "big".into()];
@@ -782,7 +779,7 @@ fn set_algebra_and_random_picks_read_large_collections_where_they_stand() {
         }
         c.cmd(&["SADD", "small", "m1", "m2", "zz"]);
         c.cmd(&["ZADD", "smallz", "1", "m1", "2", "m2", "3", "zz"]);
-        let before = peak(&mut c);
+        let before = memory_figure(&mut c, "used_memory_peak");
         let mut out = Vec::new();
         let sorted = |frame: Frame| {
             let mut items: Vec<String> = items(frame).iter().map(text).collect();
@@ -808,14 +805,11 @@ fn set_algebra_and_random_picks_read_large_collections_where_they_stand() {
         for command in [&["SRANDMEMBER", "big", "5"], &["ZRANDMEMBER", "bigz", "5"]] {
             out.push(format!("{command:?}: {}", items(c.cmd(command)).len()));
         }
-        let rose = peak(&mut c).saturating_sub(before);
+        let rose = memory_figure(&mut c, "used_memory_peak").saturating_sub(before);
         out.push(format!("nothing copied: {}", rose < 1536 * 1024));
         out
     };
-    let redis = RedisServer::start().unwrap();
-    // A process of its own: an in-process server's heap figures count the other tests'.
-    let ours = RedlineServer::start().unwrap();
-    assert_eq!(facts(ours.addr()), facts(redis.addr()));
+    same_memory_facts_on_both(facts);
 }
 
 /// XPENDING and XAUTOCLAIM with a COUNT read only as far into a long pending list as
@@ -827,10 +821,6 @@ fn pending_lists_and_unsorted_sorts_read_only_what_they_answer() {
     const ENTRIES: usize = 150_000;
     let facts = |addr| -> Vec<String> {
         let mut c = Conn::connect(addr);
-        let peak = |c: &mut Conn| -> u64 {
-            let value = info_field(c, "memory", "used_memory_peak");
-            value.parse().unwrap_or_else(|_| panic!("peak: {value}"))
-        };
         for start in (0..ENTRIES).step_by(1000) {
             for i in start..start + 1000 {
                 c.send(&["XADD", "s", &format!("{}-1", i + 1), "f", "v"]);
@@ -847,9 +837,19 @@ fn pending_lists_and_unsorted_sorts_read_only_what_they_answer() {
             if start == 0 {
                 c.cmd(&["XGROUP", "CREATE", "s", "g", "0"]);
             }
-            c.cmd(&["XREADGROUP", "GROUP", "g", "c1", "COUNT", "1000", "STREAMS", "s", ">"]);
+            c.cmd(&[
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                "c1",
+                "COUNT",
+                "1000",
+                "STREAMS",
+                "s",
+                ">",
+            ]);
         }
-        let before = peak(&mut c);
+        let before = memory_figure(&mut c, "used_memory_peak");
         let mut out = Vec::new();
         // Ids and owners (idle times differ from run to run).
         let rows = |frame: Frame| -> String {
@@ -886,14 +886,11 @@ fn pending_lists_and_unsorted_sorts_read_only_what_they_answer() {
         out.push(sorted.iter().map(text).collect::<Vec<_>>().join(" "));
         let sorted = items(c.cmd(&["SORT", "l", "BY", "nosort", "LIMIT", "0", "2", "DESC"]));
         out.push(sorted.iter().map(text).collect::<Vec<_>>().join(" "));
-        let rose = peak(&mut c).saturating_sub(before);
+        let rose = memory_figure(&mut c, "used_memory_peak").saturating_sub(before);
         out.push(format!("nothing listed whole: {}", rose < 1024 * 1024));
         out
     };
-    let redis = RedisServer::start().unwrap();
-    // A process of its own: an in-process server's heap figures count the other tests'.
-    let ours = RedlineServer::start().unwrap();
-    assert_eq!(facts(ours.addr()), facts(redis.addr()));
+    same_memory_facts_on_both(facts);
 }
 
 /// INFO stats counts as redis-server does: hits and misses of read commands only (a key
