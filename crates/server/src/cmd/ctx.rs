@@ -14,7 +14,7 @@ use redline_resp::Protocol;
 
 use crate::net::client::ClientState;
 use crate::shared::Shared;
-use crate::store::{Db, HeldShards, Locked, Shard, ShardMap};
+use crate::store::{Db, HeldShards, Locked, Shard, ShardMap, Value};
 
 /// What a handler can reach: the server, its own connection's state, and the output.
 pub struct Ctx<'a> {
@@ -84,6 +84,12 @@ impl KeysRef<'_> {
                 held.shard(*index, shard)
             }
         }
+    }
+
+    /// The value at `key`, read as the server reads for itself (no hit or miss counted,
+    /// nothing reclaimed): for a command that has looked its keys up already.
+    pub fn peek(&mut self, key: &[u8]) -> Option<&Value> {
+        self.shard(key).peek(key).map(|e| &e.value)
     }
 }
 

@@ -333,7 +333,7 @@ fn combine(
 /// The set at `key`, read as the server reads for itself ([`combine`] counted its
 /// lookup already).
 fn stored<'s>(locked: &'s mut KeysRef<'_>, key: &[u8]) -> Option<&'s SetValue> {
-    match locked.shard(key).peek(key).map(|e| &e.value) {
+    match locked.peek(key) {
         Some(Value::Set(s)) => Some(s),
         _ => None,
     }

@@ -61,6 +61,31 @@ fn window(limit: Option<(i64, i64)>, len: usize) -> (usize, usize) {
     (start as usize, count as usize)
 }
 
+/// The elements of an ordered collection of `len` in LIMIT's window, counted from the
+/// tail under DESC, copied out: only those are read.
+fn in_window<'a>(
+    elements: impl DoubleEndedIterator<Item = &'a [u8]>,
+    len: usize,
+    limit: Option<(i64, i64)>,
+    desc: bool,
+) -> Vec<Vec<u8>> {
+    let (start, count) = window(limit, len);
+    if desc {
+        elements
+            .rev()
+            .skip(start)
+            .take(count)
+            .map(<[u8]>::to_vec)
+            .collect()
+    } else {
+        elements
+            .skip(start)
+            .take(count)
+            .map(<[u8]>::to_vec)
+            .collect()
+    }
+}
+
 fn sort(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     sort_generic(ctx, args, false)
 }
@@ -126,31 +151,11 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
         match shard.get(key).map(|e| &e.value) {
             None => (Vec::new(), false, false),
             Some(Value::List(l)) if dont_sort => {
-                let (start, count) = window(limit, l.len());
-                let picked = |it: &mut dyn Iterator<Item = &[u8]>| -> Vec<Vec<u8>> {
-                    it.skip(start).take(count).map(<[u8]>::to_vec).collect()
-                };
-                let elements = if desc {
-                    picked(&mut l.iter().rev())
-                } else {
-                    picked(&mut l.iter())
-                };
-                (elements, false, true)
+                (in_window(l.iter(), l.len(), limit, desc), false, true)
             }
             Some(Value::ZSet(z)) if dont_sort => {
-                let (start, count) = window(limit, z.len());
-                let picked = |it: &mut dyn Iterator<Item = (&[u8], f64)>| -> Vec<Vec<u8>> {
-                    it.skip(start)
-                        .take(count)
-                        .map(|(m, _)| m.to_vec())
-                        .collect()
-                };
-                let elements = if desc {
-                    picked(&mut z.iter().rev())
-                } else {
-                    picked(&mut z.iter())
-                };
-                (elements, false, true)
+                let members = z.iter().map(|(m, _)| m);
+                (in_window(members, z.len(), limit, desc), false, true)
             }
             Some(Value::List(l)) => (l.iter().map(<[u8]>::to_vec).collect(), false, false),
             Some(Value::Set(s)) => (s.iter().map(|e| e.to_vec()).collect(), true, false),

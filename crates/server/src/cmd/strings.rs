@@ -463,9 +463,8 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(STRING_TOO_LONG);
     }
     let (offset, end) = (offset as usize, offset as usize + value.len());
-    // Written where it is: a copy of the whole string would make each SETRANGE cost
-    // the string's size (a 64 MB record, 40 ms a call).
-    // A new string is made its exact size, as Redis makes it.
+    // Written where it is (a copy would make each SETRANGE cost the string's size); a
+    // new string is made its exact size, as Redis makes it.
     let entry = shard.get_or_insert_with(key, || Value::raw(vec![0; end]));
     let bytes = entry.value.str_grown_mut(end).ok_or(WRONG_TYPE)?;
     bytes[offset..end].copy_from_slice(value);

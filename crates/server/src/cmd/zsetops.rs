@@ -63,7 +63,7 @@ fn aggregate(target: &mut f64, value: f64, how: Aggregate) {
 
 /// One input: its key, how many members it holds (looked up once, when the command is
 /// parsed, as Redis does) and its weight. Its members are read where they are stored
-/// when the result is computed, and only the inputs that must be walked are: an
+/// ([`KeysRef::peek`]) when the result is computed, and only the inputs that must be walked are: an
 /// intersection walks its smallest input and looks the others' members up, a
 /// difference walks its first, so neither costs the size of a large input.
 struct Input {
@@ -81,12 +81,6 @@ fn input_len(shard: &mut Shard, key: &[u8]) -> Result<usize, CmdError> {
         Some(Value::Set(s)) => s.len(),
         Some(_) => return Err(WRONG_TYPE),
     })
-}
-
-/// Runs `f` on the stored value of `key`, read as the server reads for itself: the
-/// command's lookup was counted when it was parsed.
-fn with_input<R>(locked: &mut KeysRef<'_>, key: &[u8], f: impl FnOnce(Option<&Value>) -> R) -> R {
-    f(locked.shard(key).peek(key).map(|e| &e.value))
 }
 
 /// Calls `f` with each member of an input and its score, in the order Redis iterates
@@ -226,17 +220,15 @@ fn compute(
             p.inputs.sort_by_key(|i| i.len);
             let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
             for input in &p.inputs {
-                with_input(locked, &input.key, |value| {
-                    each_member(value, |m, s| {
-                        let score = weighted(s, input.weight);
-                        match index.get(m) {
-                            Some(&at) => aggregate(&mut acc[at].1, score, p.how),
-                            None => {
-                                index.insert(m.to_vec(), acc.len());
-                                acc.push((m.to_vec(), score));
-                            }
+                each_member(locked.peek(&input.key), |m, s| {
+                    let score = weighted(s, input.weight);
+                    match index.get(m) {
+                        Some(&at) => aggregate(&mut acc[at].1, score, p.how),
+                        None => {
+                            index.insert(m.to_vec(), acc.len());
+                            acc.push((m.to_vec(), score));
                         }
-                    });
+                    }
                 });
             }
         }
@@ -247,20 +239,17 @@ fn compute(
             let Some((first, rest)) = p.inputs.split_first() else {
                 return (Vec::new(), 0);
             };
-            with_input(locked, &first.key, |value| {
-                each_member(value, |m, s| {
-                    acc.push((m.to_vec(), weighted(s, first.weight)))
-                });
+            each_member(locked.peek(&first.key), |m, s| {
+                acc.push((m.to_vec(), weighted(s, first.weight)))
             });
             for input in rest {
-                with_input(locked, &input.key, |value| {
-                    acc.retain_mut(|(m, score)| match score_in(value, m) {
-                        Some(v) => {
-                            aggregate(score, v * input.weight, p.how);
-                            true
-                        }
-                        None => false,
-                    });
+                let value = locked.peek(&input.key);
+                acc.retain_mut(|(m, score)| match score_in(value, m) {
+                    Some(v) => {
+                        aggregate(score, v * input.weight, p.how);
+                        true
+                    }
+                    None => false,
                 });
             }
             if card_only {
@@ -275,16 +264,13 @@ fn compute(
             let Some((first, rest)) = p.inputs.split_first() else {
                 return (Vec::new(), 0);
             };
-            with_input(locked, &first.key, |value| {
-                each_member(value, |m, s| acc.push((m.to_vec(), s)));
-            });
+            each_member(locked.peek(&first.key), |m, s| acc.push((m.to_vec(), s)));
             for input in rest {
                 if acc.is_empty() {
                     break;
                 }
-                with_input(locked, &input.key, |value| {
-                    acc.retain(|(m, _)| score_in(value, m).is_none());
-                });
+                let value = locked.peek(&input.key);
+                acc.retain(|(m, _)| score_in(value, m).is_none());
             }
         }
     }

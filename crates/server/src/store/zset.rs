@@ -301,13 +301,12 @@ impl ZSet {
     pub fn is_listpack(&self, max_entries: usize, max_value: usize) -> bool {
         // Every addition passes `insert` (or `from_members`), so the peaks cover what it
         // holds now: no walk over the members (OBJECT ENCODING and each ZSCAN page ask).
-        let now = Peaks::new(self.len(), 0);
         let peaks = match &self.repr {
             Repr::Small(p) => p.peaks(),
             Repr::Large(ix) if ix.bytes.outgrew_listpack() => return false,
             Repr::Large(ix) => ix.peaks,
         };
-        peaks.within(now, max_entries, max_value)
+        peaks.within(Peaks::default(), max_entries, max_value)
     }
 
     /// Removes a member; returns its score.
