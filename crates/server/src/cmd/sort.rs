@@ -148,7 +148,13 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
     // is read, not the whole collection.
     let (mut elements, is_set, windowed) = {
         let mut shard = ctx.lock(key);
-        match shard.get(key).map(|e| &e.value) {
+        let value = shard.get(key).map(|e| &mut e.value);
+        // Redis converts a sorted set to its skiplist form for good before reading it,
+        // even for SORT_RO: OBJECT ENCODING tells.
+        if let Some(Value::ZSet(z)) = value {
+            z.convert_to_skiplist();
+        }
+        match value.map(|v| &*v) {
             None => (Vec::new(), false, false),
             Some(Value::List(l)) if dont_sort => {
                 (in_window(l.iter(), l.len(), limit, desc), false, true)

@@ -7,7 +7,7 @@ use redline_resp::{encode, Protocol};
 
 use super::args::{int, is};
 use super::reply::Piece::{Arg, Text};
-use super::reply::{error_from, help, ok, CmdError, CmdResult, NOT_INTEGER, SYNTAX};
+use super::reply::{error_from, help, ok, CmdError, CmdResult, SYNTAX};
 use super::streams::{interval, stream_mut, strict_id, write_entry, write_id};
 use super::{Ctx, Handler};
 use crate::notify::{keyspace_event, NotifyClass};
@@ -583,9 +583,12 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     const ATTEMPTS_FACTOR: i64 = 10;
+    const ID_BYTES: i64 = 16;
     let key = &args[1];
     let mut shard = ctx.lock(key);
-    let found = stream_mut(&mut shard, key)?.is_some_and(|s| s.groups.contains_key(&args[2][..]));
+    // Looked up first, refused for its type only once the arguments parsed, as in Redis.
+    let found =
+        stream_mut(&mut shard, key).map(|s| s.is_some_and(|s| s.groups.contains_key(&args[2][..])));
     let min_idle = int(&args[4])
         .map_err(|_| CmdError::Static("ERR Invalid min-idle-time argument for XAUTOCLAIM"))?
         .max(0);
@@ -597,10 +600,11 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let more = args.len() - 1 - j;
         if is(&args[j], "count") && more > 0 {
             j += 1;
+            // Redis bounds it by what its reply's ID array can hold (16 bytes an ID)
+            // and words a bad number as an out-of-range one.
             count = match int(&args[j]) {
-                Ok(n) if (1..=i64::MAX / ATTEMPTS_FACTOR).contains(&n) => n,
-                Ok(_) => return Err(CmdError::Static("ERR COUNT must be > 0")),
-                Err(_) => return Err(NOT_INTEGER),
+                Ok(n) if (1..=i64::MAX / ID_BYTES.max(ATTEMPTS_FACTOR)).contains(&n) => n,
+                _ => return Err(CmdError::Static("ERR COUNT must be > 0")),
             };
         } else if is(&args[j], "justid") {
             justid = true;
@@ -609,7 +613,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         j += 1;
     }
-    if !found {
+    if !found? {
         return Err(no_group(key, &args[2]));
     }
     let Some(stream) = stream_mut(&mut shard, key)? else {

@@ -587,7 +587,14 @@ fn resolve_ids(ctx: &Ctx<'_>, parsed: &ReadArgs) -> Result<Vec<ReadFrom>, CmdErr
             }
             from.push(ReadFrom::New);
         } else {
-            from.push(ReadFrom::After(strict_id(id, 0)?));
+            let after = strict_id(id, 0)?;
+            // Redis spells `>` as the largest ID, so a group read naming that ID
+            // explicitly reads new entries too.
+            from.push(if after == StreamId::MAX && parsed.group.is_some() {
+                ReadFrom::New
+            } else {
+                ReadFrom::After(after)
+            });
         }
     }
     Ok(from)

@@ -121,6 +121,12 @@ impl ElementBytes {
         self.bytes = self.bytes.saturating_sub(n);
     }
 
+    /// Records a conversion a command made whatever the size (SORT converts a sorted
+    /// set to a skiplist before it reads it), which Redis never undoes either.
+    pub fn mark_converted(&mut self) {
+        self.outgrew_listpack = true;
+    }
+
     /// Whether Redis would have converted the collection from a listpack by now.
     pub fn outgrew_listpack(&self) -> bool {
         self.outgrew_listpack

@@ -296,6 +296,15 @@ impl ZSet {
         }
     }
 
+    /// Converts it to the skiplist form for good, whatever its size: what Redis's SORT
+    /// does to a sorted set before reading it (OBJECT ENCODING says `skiplist` after).
+    pub fn convert_to_skiplist(&mut self) {
+        self.take_indexes();
+        if let Repr::Large(ix) = &mut self.repr {
+            ix.bytes.mark_converted();
+        }
+    }
+
     /// Whether Redis would still hold it as a `listpack` under these limits: it converts
     /// to a skiplist once the set outgrows them, and never back.
     pub fn is_listpack(&self, max_entries: usize, max_value: usize) -> bool {
