@@ -435,10 +435,14 @@ fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let (pattern, count) = scan_options(args)?;
     // A set Redis holds as an intset comes back whole, ascending, whatever COUNT says;
-    // a hash table is paged. Integers kept sorted are sent whole even past the intset
-    // limit: an insertion in the middle would move a member past the cursor.
+    // a hash table is paged, by positions that only a map keeps put (integers kept
+    // sorted under a small limit are moved to one first).
+    let whole = s.is_intset(limits.set_entries);
+    if !whole {
+        s.unpack();
+    }
     let (items, next) = scan_page(
-        s.is_intset(limits.set_entries) || s.ints().is_some(),
+        whole,
         s.iter(),
         (s.positions(), |i| s.get_index(i)),
         (cursor, count),

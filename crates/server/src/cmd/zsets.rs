@@ -699,8 +699,13 @@ fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     };
     let (pattern, count) = scan_options(args)?;
+    let whole = z.is_listpack(limits.zset_entries, limits.zset_value);
+    if !whole {
+        // Redis pages a skiplist; the packed form (kept under small limits) cannot be.
+        z.unpack();
+    }
     let (items, next) = scan_page(
-        z.is_listpack(limits.zset_entries, limits.zset_value) || z.is_packed(),
+        whole,
         z.iter(),
         (z.positions(), |i| z.get_index(i)),
         (cursor, count),

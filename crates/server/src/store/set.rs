@@ -59,6 +59,18 @@ impl Members {
             most_members,
         })
     }
+
+    /// The map of a set of integers, with room for `capacity` members and its peak.
+    fn of_ints(ints: &SortedInts, capacity: usize) -> Box<Members> {
+        let mut m = Members::with_capacity(capacity, saturating_u32(ints.most()));
+        for n in ints.iter() {
+            m.set.insert(
+                CompactBytes::new(itoa::Buffer::new().format(n).as_bytes()),
+                (),
+            );
+        }
+        m
+    }
 }
 
 impl Default for Repr {
@@ -238,17 +250,7 @@ impl SetValue {
         // A set of integers that outgrew its form becomes a map, for good.
         let mut members = match std::mem::take(&mut self.repr) {
             Repr::Members(m) => m,
-            Repr::Ints(ints) => {
-                let most = saturating_u32(ints.most());
-                let mut m = Members::with_capacity(ints.len() + 1, most);
-                for n in ints.iter() {
-                    m.set.insert(
-                        CompactBytes::new(itoa::Buffer::new().format(n).as_bytes()),
-                        (),
-                    );
-                }
-                m
-            }
+            Repr::Ints(ints) => Members::of_ints(&ints, ints.len() + 1),
         };
         let added = members.set.insert(CompactBytes::new(member), ()).is_none();
         self.repr = Repr::Members(members);
@@ -309,6 +311,15 @@ impl SetValue {
         match &mut self.repr {
             Repr::Ints(ints) => ints.saw(members),
             Repr::Members(m) => m.most_members = m.most_members.max(saturating_u32(members)),
+        }
+    }
+
+    /// Holds it as a map from now on, as it is: SSCAN pages a set Redis keeps as a hash
+    /// table by positions, which a map keeps put and sorted integers do not (an insertion
+    /// moves every larger one). Its encoding history is unchanged.
+    pub fn unpack(&mut self) {
+        if let Repr::Ints(ints) = &self.repr {
+            self.repr = Repr::Members(Members::of_ints(ints, ints.len()));
         }
     }
 

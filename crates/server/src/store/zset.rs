@@ -224,12 +224,6 @@ impl ZSet {
         self.len() == 0
     }
 
-    /// Whether the members are packed in score order (small sets), rather than in a map
-    /// beside the order.
-    pub fn is_packed(&self) -> bool {
-        matches!(self.repr, Repr::Small(_))
-    }
-
     /// The member's score.
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.repr {
@@ -294,6 +288,14 @@ impl ZSet {
                 self.repr = large;
             }
         }
+    }
+
+    /// Holds it in the large form from now on, as it is: ZSCAN pages a sorted set Redis
+    /// keeps as a skiplist by positions, which the large form's map keeps put and the
+    /// packed form does not (an insertion moves every later member). Its encoding
+    /// history is unchanged.
+    pub fn unpack(&mut self) {
+        self.take_indexes();
     }
 
     /// Converts it to the skiplist form for good, whatever its size: what Redis's SORT
