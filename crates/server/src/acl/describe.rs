@@ -3,12 +3,10 @@
 //!
 //! Command rules are not kept as typed: like Redis 7.0 (`ACLDescribeSelectorCommandRules`)
 //! they are rebuilt from the bitmap: start from `+@all` or `-@all` (the future-commands
-//! bit), add or remove each category whose commands are mostly on (or off), then single
-//! commands and allowed first arguments for what is still different. Redis walks
-//! categories and commands in hash-table orders that are random per process, so its own
-//! text varies between runs (only the permissions it spells are fixed); this takes
-//! exactly matching categories first, largest first, then the others in `ACL CAT`
-//! order, then commands in table order.
+//! bit), add or remove categories by Redis's best fit (the same categories, in the same
+//! order), then single commands and allowed first arguments for what is still
+//! different. Redis walks the single commands in hash-table order, random per process,
+//! so only their order differs from its text; here they come in table order.
 
 use redline_resp::command::AclCategories;
 
@@ -100,29 +98,34 @@ pub fn commands(user: &Selector) -> String {
         .names()
         .filter_map(|name| Some((name, AclCategories::from_name(name)?)))
         .collect();
-    // First the categories that match exactly, largest first (so `+@dangerous` is not
-    // spelled `+@admin` plus ten commands), then the majority rule in `ACL CAT` order.
-    let mut by_size = all.clone();
-    by_size.sort_by_key(|(_, flag)| {
-        let (on, off) = count_category(&CommandBits::none(), *flag);
-        std::cmp::Reverse(on + off)
-    });
-    let passes = [(by_size, true), (all, false)];
-    for (categories, exact) in passes {
-        for (name, flag) in categories {
-            let (on, off) = count_category(&temp.commands, flag);
-            let (agree, disagree) = if additive { (on, off) } else { (off, on) };
-            let fits = if exact {
-                agree > 0 && disagree == 0
-            } else {
-                agree > disagree
+    // Redis's best fit, round after round: of the categories not yet emitted (in
+    // `ACL CAT` order), the one with more commands agreeing than not, the fewest
+    // disagreeing, then the most agreeing; the first such wins a tie.
+    let mut applied = vec![false; all.len()];
+    loop {
+        let mut best: Option<(usize, usize, usize)> = None;
+        for (j, (_, flag)) in all.iter().enumerate() {
+            if applied[j] {
+                continue;
+            }
+            let (on, off) = count_category(&temp.commands, *flag);
+            let (same, diff) = if additive { (on, off) } else { (off, on) };
+            let better = match best {
+                None => true,
+                Some((_, best_diff, best_same)) => {
+                    diff < best_diff || (diff == best_diff && same > best_same)
+                }
             };
-            if fits {
-                fake.set_category(flag, additive);
-                temp.set_category(flag, !additive);
-                rules.push(format!("{}@{name}", if additive { '+' } else { '-' }));
+            if same > diff && better {
+                best = Some((j, diff, same));
             }
         }
+        let Some((j, _, _)) = best else { break };
+        let (name, flag) = all[j];
+        fake.set_category(flag, additive);
+        temp.set_category(flag, !additive);
+        rules.push(format!("{}@{name}", if additive { '+' } else { '-' }));
+        applied[j] = true;
     }
     for spec in ids::top_level() {
         for s in std::iter::once(spec).chain(spec.subcommands) {
