@@ -1457,15 +1457,36 @@ fn notifications(addr: std::net::SocketAddr, commands: &[Vec<Vec<u8>>]) -> Vec<S
 /// servers'; `DIFF_SEQUENCES` and `DIFF_SEED` as for [`compare_sequences`].
 #[test]
 fn notifications_match_redis() {
+    notifications_as_redis(300, 0x0e7e, |gen| (0..30).map(|_| gen.command()).collect());
+}
+
+/// [`notifications_match_redis`] over streams, geo sets and SORT (`families`).
+#[test]
+fn family_notifications_match_redis() {
+    notifications_as_redis(300, 0x0e7f, |gen| {
+        (0..30)
+            .map(|_| gen.family_command())
+            .filter(|c| !families::looks_up_in_hash_order(c))
+            .collect()
+    });
+}
+
+/// Runs `count` generated sequences on both servers with notifications on and fails
+/// with the first messages that differ.
+fn notifications_as_redis(
+    count: u64,
+    salt: u64,
+    mut generate: impl FnMut(&mut Gen) -> Vec<Vec<Vec<u8>>>,
+) {
     let redis = redis_with_debug();
     let redline = Redline::start();
-    let (sequences, only) = sequences_to_run(300);
+    let (sequences, only) = sequences_to_run(count);
     let mut failures = Vec::new();
     for seed in (0..sequences).filter(|s| only.is_none_or(|o| o == *s)) {
         let mut gen = Gen {
-            rng: fastrand::Rng::with_seed(seed ^ 0x0e7e),
+            rng: fastrand::Rng::with_seed(seed ^ salt),
         };
-        let commands: Vec<Vec<Vec<u8>>> = (0..30).map(|_| gen.command()).collect();
+        let commands = generate(&mut gen);
         let want = notifications(redis.addr(), &commands);
         let got = notifications(redline.addr, &commands);
         if only.is_some() {
@@ -1504,6 +1525,16 @@ fn watch_breaks_where_redis_does() {
     let redline = Redline::start();
     watch_breaks_as_redis(&redis, &redline, 300, 0x3a7c, |gen| {
         (0..30).map(|_| gen.command()).collect()
+    });
+}
+
+/// [`watch_breaks_where_redis_does`] over streams, geo sets and SORT (`families`).
+#[test]
+fn watch_breaks_where_redis_does_for_families() {
+    let redis = redis_with_debug();
+    let redline = Redline::start();
+    watch_breaks_as_redis(&redis, &redline, 300, 0x3a7e, |gen| {
+        (0..30).map(|_| gen.family_command()).collect()
     });
 }
 

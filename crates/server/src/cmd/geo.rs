@@ -14,6 +14,7 @@ use super::reply::{CmdError, CmdResult, NOT_FLOAT, SYNTAX};
 use super::zsets::{notify_store, store_zset, zset};
 use super::{Ctx, Handler};
 use crate::geohash::{self, Search, Shape};
+use crate::store::lookups::as_read;
 use crate::store::ZSet;
 
 /// This family's handlers.
@@ -508,7 +509,8 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], variant: Variant) -> CmdRes
     // WRONGTYPE before any argument is looked at, as Redis. The matches borrow the set's
     // members: a reply is written, and what GEOSEARCHSTORE stores copied, before the
     // shards are let go.
-    let z = zset(locked.shard(src), src)?;
+    // A read lookup, as Redis's, for the forms that may store too.
+    let z = as_read(|| zset(locked.shard(src), src))?;
     let q = parse_query(args, variant, z.as_deref())?;
     let found = z.map(|z| run_query(z, &q)).unwrap_or_default();
     if let Some(dst) = &q.store {

@@ -13,6 +13,7 @@ use super::args::{int, is};
 use super::float::parse_sort_f64;
 use super::reply::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
+use crate::store::lookups::as_read;
 use crate::store::Value;
 
 /// This family's handlers.
@@ -38,7 +39,7 @@ fn lookup(ctx: &Ctx<'_>, pattern: &[u8], element: &[u8]) -> Option<Vec<u8>> {
     key.extend_from_slice(element);
     key.extend_from_slice(&pattern[star + 1..key_end]);
     let mut shard = ctx.lock(&key);
-    let entry = shard.get(&key)?;
+    let entry = as_read(|| shard.get(&key))?;
     match arrow {
         Some(a) => match &entry.value {
             Value::Hash(h) => h.get(&pattern[a + 2..]).map(|v| v.to_vec()),
@@ -148,7 +149,8 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
     // is read, not the whole collection.
     let (mut elements, is_set, windowed) = {
         let mut shard = ctx.lock(key);
-        let value = shard.get(key).map(|e| &mut e.value);
+        // Read lookups, as Redis's (`keymiss`, INFO's misses), for SORT too.
+        let value = as_read(|| shard.get(key)).map(|e| &mut e.value);
         // Redis converts a sorted set to its skiplist form for good before reading it,
         // even for SORT_RO: OBJECT ENCODING tells.
         if let Some(Value::ZSet(z)) = value {

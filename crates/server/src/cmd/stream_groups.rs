@@ -12,6 +12,7 @@ use super::streams::{interval, stream_mut, strict_id, write_entry, write_id};
 use super::{Ctx, Handler};
 use crate::notify::{keyspace_event, NotifyClass};
 use crate::repl::rewrite;
+use crate::store::lookups::as_read;
 use crate::store::stream::{
     Consumer, ConsumerName, Group, Nack, Stream, StreamId, ENTRIES_READ_INVALID,
 };
@@ -278,7 +279,9 @@ fn xgroup_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 fn xack(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.lock(key);
-    let Some(group) = stream_mut(&mut shard, key)?.and_then(|s| s.groups.get_mut(&args[2][..]))
+    // A write that looks its stream up as Redis's reads do (`keymiss`, INFO's misses).
+    let Some(group) =
+        as_read(|| stream_mut(&mut shard, key))?.and_then(|s| s.groups.get_mut(&args[2][..]))
     else {
         drop(shard);
         encode::write_integer(ctx.out, 0);
@@ -434,7 +437,7 @@ fn claim_to<'g>(
 fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.lock(key);
-    let Some(stream) = stream_mut(&mut shard, key)? else {
+    let Some(stream) = as_read(|| stream_mut(&mut shard, key))? else {
         return Err(no_group(key, &args[2]));
     };
     if !stream.groups.contains_key(&args[2][..]) {
@@ -587,8 +590,8 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.lock(key);
     // Looked up first, refused for its type only once the arguments parsed, as in Redis.
-    let found =
-        stream_mut(&mut shard, key).map(|s| s.is_some_and(|s| s.groups.contains_key(&args[2][..])));
+    let found = as_read(|| stream_mut(&mut shard, key))
+        .map(|s| s.is_some_and(|s| s.groups.contains_key(&args[2][..])));
     let min_idle = int(&args[4])
         .map_err(|_| CmdError::Static("ERR Invalid min-idle-time argument for XAUTOCLAIM"))?
         .max(0);

@@ -13,6 +13,7 @@ use super::{Ctx, Handler};
 use crate::blocking::StreamRead;
 use crate::notify::{keyspace_event, NotifyClass};
 use crate::repl::rewrite;
+use crate::store::lookups::as_read;
 use crate::store::stream::{
     Entry, Nack, NodeLimits, Stream, StreamId, TrimStrategy, ENTRIES_READ_INVALID,
 };
@@ -894,7 +895,9 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
             "ERR {name} command is not allowed with BLOCK option from scripts"
         )));
     }
-    let from = resolve_ids(ctx, &parsed)?;
+    // Both lookups of each stream count as reads (`keymiss`, INFO's misses), for
+    // XREADGROUP too, as Redis's `lookupKeyRead`s; the consumer checks do not.
+    let from = as_read(|| resolve_ids(ctx, &parsed))?;
     let proto = ctx.proto();
     let existed = match &parsed.group {
         Some(group) => consumers_exist(ctx, &parsed.keys, group),
@@ -904,17 +907,19 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
         let mut locked = ctx.lock_keys(parsed.keys.iter().map(|k| &k[..]));
         let mut propagate = Vec::new();
         let record = group_cmd && crate::repl::propagates(ctx);
-        let served = serve_read(
-            &mut locked,
-            proto,
-            ctx.out,
-            &parsed.keys,
-            &from,
-            parsed.group.as_ref(),
-            parsed.count,
-            parsed.noack,
-            record.then_some(&mut propagate),
-        );
+        let served = as_read(|| {
+            serve_read(
+                &mut locked,
+                proto,
+                ctx.out,
+                &parsed.keys,
+                &from,
+                parsed.group.as_ref(),
+                parsed.count,
+                parsed.noack,
+                record.then_some(&mut propagate),
+            )
+        });
         if group_cmd {
             // Still under the streams' locks: the stream sees these before any later
             // change to them.
