@@ -1294,7 +1294,7 @@ fn same_replies_as_redis() {
 /// keyspaces, must match.
 #[test]
 fn stream_geo_and_sort_sequences_match_redis() {
-    let redis = RedisServer::start().expect("redis-server");
+    let redis = redis_with_debug();
     let redline = Redline::start();
     compare_sequences(&redis, &redline, 600, 0xfa31, |gen| {
         let mut sequence: Vec<Vec<Vec<u8>>> = (0..40).map(|_| gen.family_command()).collect();
@@ -1392,7 +1392,7 @@ fn scripted_family_commands_match_redis() {
 
 /// Sequences of `command`s, two in three run inside EVAL or EVAL_RO.
 fn scripted_as_redis(count: u64, salt: u64, mut command: impl FnMut(&mut Gen) -> Vec<Vec<u8>>) {
-    let redis = RedisServer::start().expect("redis-server");
+    let redis = redis_with_debug();
     let redline = Redline::start();
     compare_sequences(&redis, &redline, count, salt, |gen| {
         (0..30)

@@ -475,14 +475,13 @@ impl Gen {
                 let name = if self.chance(25) { "SORT_RO" } else { "SORT" };
                 let key = sortable(self);
                 let alpha = self.chance(40);
-                // Under ALPHA, elements of equal weight keep the order they were read
-                // in (numbers tie-break on the element): a set's and a sorted set's is
-                // their hash-table order (Redis reads a sorted set from its dict), so
-                // those are weighed by numbers only. A set read unsorted is in hash
-                // order too: whole (`normalise` sorts it), never a LIMIT window of it.
+                // Under ALPHA, elements of equal weight (two missing keys) are left in
+                // whatever order the C library's qsort leaves them, which is not the
+                // input's (glibc's is not stable here): weights come with numbers only,
+                // whose ties fall back to the elements. A set read unsorted is in
+                // hash-table order: whole (`normalise` sorts it), never a LIMIT window.
                 let patterns: &[&[u8]] = match (&key[..], alpha) {
-                    (b"ss", _) => &[b"nosort"],
-                    (b"sz", true) => &[b"nosort"],
+                    (b"ss", _) | (_, true) => &[b"nosort"],
                     _ => &[b"w_*", b"h_*->f", b"nosort", b"nokey_*", b"w_*->"],
                 };
                 let mut c = vec![w(name), key.clone()];
@@ -520,9 +519,25 @@ impl Gen {
     /// A sequence over streams, geo sets and SORT, with OBJECT ENCODING of the keys
     /// they wrote now and then.
     pub(super) fn family_command(&mut self) -> Vec<Vec<u8>> {
+        let keys: &[&[u8]] = &[b"s1", b"s2", b"g1", b"gdst", b"sl", b"ss", b"sz", b"sdst"];
         if self.chance(8) {
-            let key = self.pick(&[b"s1", b"s2", b"g1", b"gdst", b"sl", b"ss", b"sz", b"sdst"]);
-            return vec![b"OBJECT".to_vec(), b"ENCODING".to_vec(), key];
+            return vec![b"OBJECT".to_vec(), b"ENCODING".to_vec(), self.pick(keys)];
+        }
+        // Whole values copied, renamed, and saved and loaded again: groups, pending
+        // entries, consumers and encodings must come through alike.
+        if self.chance(5) {
+            let mut c = vec![
+                self.pick(&[b"COPY", b"RENAME", b"COPY"]),
+                self.pick(keys),
+                self.pick(keys),
+            ];
+            if c[0] == b"COPY" && self.chance(50) {
+                c.push(b"REPLACE".to_vec());
+            }
+            return c;
+        }
+        if self.chance(2) {
+            return vec![b"DEBUG".to_vec(), b"RELOAD".to_vec()];
         }
         match self.rng.usize(..10) {
             0..=4 => self.stream_command(),

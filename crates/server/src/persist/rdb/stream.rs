@@ -261,8 +261,10 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
             ..Group::default()
         };
         let pel = r.count()?;
-        // Owners are set when their consumers are read; until then one empty name.
-        let unowned = ConsumerName::from(&[][..]);
+        // Owners are set when their consumers are read: every entry must get exactly
+        // one. Tracked apart from the names, since a consumer may be named "".
+        let mut unowned = std::collections::HashSet::new();
+        let placeholder = ConsumerName::from(&[][..]);
         for _ in 0..pel {
             let id = id_from(r.take(16)?)?;
             let delivery_time = ms_time(r)?;
@@ -270,8 +272,9 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
             let nack = Nack {
                 delivery_time,
                 delivery_count,
-                consumer: unowned.clone(),
+                consumer: placeholder.clone(),
             };
+            unowned.insert(id);
             if group.pel.insert(id, nack).is_some() {
                 return Err(Corrupt(
                     "Duplicated global PEL entry loading stream consumer group",
@@ -293,7 +296,7 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
                     .pel
                     .get_mut(&id)
                     .ok_or(Corrupt("consumer entry missing from the group PEL"))?;
-                if !nack.consumer.is_empty() || !consumer.pel.insert(id) {
+                if !unowned.remove(&id) || !consumer.pel.insert(id) {
                     return Err(Corrupt(
                         "Duplicated consumer PEL entry loading a stream consumer group",
                     ));
@@ -304,7 +307,7 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
                 return Err(Corrupt("Duplicate stream consumer detected."));
             }
         }
-        if group.pel.values().any(|n| n.consumer.is_empty()) {
+        if !unowned.is_empty() {
             return Err(Corrupt("group PEL entry without a consumer"));
         }
         if stream.groups.insert(name, group).is_some() {

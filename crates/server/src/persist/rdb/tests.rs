@@ -495,6 +495,34 @@ fn corrupted_payloads_never_panic() {
     }
 }
 
+/// A consumer may be named "" (XREADGROUP GROUP g "" ... creates one): its pending
+/// entries load back as its own. The loader once used "" to mean "no owner yet" and
+/// refused the payload, so DEBUG RELOAD and a restart failed.
+#[test]
+fn a_consumer_named_empty_owns_its_pending_entries_after_a_reload() {
+    let redis = hex("13011000000000000000010000000000000001c3383d123d000000190002010101020181610281620200200900002001401102050103600902030104200b401301dfff202b0781630205010601ff0202000101010203010167000081ffffffffffffffff0100000000000000020000000000000000e803000000000000030105616c6963654f958d0fa201000001000000000000000200000000000000000a0056b6271e2c23f872");
+    let Ok(Value::Stream(mut stream)) = restore_payload(&redis) else {
+        panic!("Redis's stream payload loads as a stream");
+    };
+    let empty = crate::store::stream::ConsumerName::from(&b""[..]);
+    for group in stream.groups.values_mut() {
+        let consumers = std::mem::take(&mut group.consumers);
+        for (_, consumer) in consumers {
+            group.consumers.insert(empty.clone(), consumer);
+        }
+        for nack in group.pel.values_mut() {
+            nack.consumer = empty.clone();
+        }
+    }
+    let value = Value::Stream(stream);
+    round_trip(&value);
+    assert!(
+        canon(&value).contains(r#"("2-0", "", 1000, 3)"#),
+        "{}",
+        canon(&value)
+    );
+}
+
 #[test]
 fn score_text_matches_d2string() {
     assert_eq!(encode::score_text(1.0), "1");
