@@ -30,7 +30,7 @@ mod encodings;
 #[path = "differential/families.rs"]
 mod families;
 
-use common::{redis_with_debug, show, text, Conn, Redline};
+use common::{redis_with_debug, show, text, Conn, Redline, RedlineInDir};
 use redline_resp::Frame;
 use redline_testkit::RedisServer;
 
@@ -1295,7 +1295,7 @@ fn same_replies_as_redis() {
 #[test]
 fn stream_geo_and_sort_sequences_match_redis() {
     let redis = redis_with_debug();
-    let redline = Redline::start();
+    let redline = RedlineInDir::start();
     compare_sequences(&redis, &redline, 600, 0xfa31, |gen| {
         let mut sequence: Vec<Vec<Vec<u8>>> = (0..40).map(|_| gen.family_command()).collect();
         sequence.extend(families::dump());
@@ -1393,7 +1393,7 @@ fn scripted_family_commands_match_redis() {
 /// Sequences of `command`s, two in three run inside EVAL or EVAL_RO.
 fn scripted_as_redis(count: u64, salt: u64, mut command: impl FnMut(&mut Gen) -> Vec<Vec<u8>>) {
     let redis = redis_with_debug();
-    let redline = Redline::start();
+    let redline = RedlineInDir::start();
     compare_sequences(&redis, &redline, count, salt, |gen| {
         (0..30)
             .map(|_| {
@@ -1494,7 +1494,7 @@ fn notifications_as_redis(
     mut generate: impl FnMut(&mut Gen) -> Vec<Vec<Vec<u8>>>,
 ) {
     let redis = redis_with_debug();
-    let redline = Redline::start();
+    let redline = RedlineInDir::start();
     let (sequences, only) = sequences_to_run(count);
     let mut failures = Vec::new();
     for seed in (0..sequences).filter(|s| only.is_none_or(|o| o == *s)) {
@@ -1547,7 +1547,7 @@ fn watch_breaks_where_redis_does() {
 #[test]
 fn watch_breaks_where_redis_does_for_families() {
     let redis = redis_with_debug();
-    let redline = Redline::start();
+    let redline = RedlineInDir::start();
     watch_breaks_as_redis(&redis, &redline, 300, 0x3a7e, |gen| {
         (0..30).map(|_| gen.family_command()).collect()
     });

@@ -557,8 +557,8 @@ impl Load {
                         match held.as_deref_mut() {
                             Some(held) => held
                                 .shard(db, store.shard_index(key))
-                                .insert(key, value, expires_at),
-                            None => store.lock(key).insert(key, value, expires_at),
+                                .insert_loaded(key, value, expires_at),
+                            None => store.lock(key).insert_loaded(key, value, expires_at),
                         }
                         loaded.keys += 1;
                         stats.key_loaded();

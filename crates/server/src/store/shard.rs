@@ -168,8 +168,8 @@ impl Shard {
 
     /// Reports that `key` was created (notifications, tracking, a pending cut).
     #[inline]
-    fn report_created(&mut self, key: &[u8]) {
-        if let Some(events) = &self.events {
+    fn report_created(&mut self, key: &[u8], announce: bool) {
+        if let (Some(events), true) = (&self.events, announce) {
             events.created(self.db, key);
         }
         // Created after the pending cuts began: they must not save it.
@@ -331,6 +331,17 @@ impl Shard {
     /// previous value and TTL.
     pub fn insert(&mut self, key: &[u8], value: Value, expires_at: u64) {
         self.touch(key);
+        self.store(key, value, expires_at, true);
+    }
+
+    /// [`Shard::insert`] of a key read from an RDB image (a start, DEBUG RELOAD, a
+    /// replica's full sync): as Redis's `dbAddRDBLoad`, no `new` event fires and no
+    /// change is counted; the load is not a write clients are told about.
+    pub fn insert_loaded(&mut self, key: &[u8], value: Value, expires_at: u64) {
+        self.store(key, value, expires_at, false);
+    }
+
+    fn store(&mut self, key: &[u8], value: Value, expires_at: u64, announce: bool) {
         let access = self.fresh_access();
         self.room_for_one_key();
         // One hash and one probe whether the key is new or not (a lookup then an insert
@@ -348,7 +359,7 @@ impl Shard {
                         access,
                     };
                     self.map.insert(CompactBytes::new(key), entry);
-                    self.added(key, expires_at);
+                    self.added(key, expires_at, announce);
                     return;
                 }
                 self.before_change(index);
@@ -369,16 +380,16 @@ impl Shard {
                         access,
                     },
                 );
-                self.added(key, expires_at);
+                self.added(key, expires_at, announce);
             }
         }
     }
 
     /// The bookkeeping of a key just added to the map: its TTL index, its `new` event,
     /// its slot's count.
-    fn added(&mut self, key: &[u8], expires_at: u64) {
+    fn added(&mut self, key: &[u8], expires_at: u64, announce: bool) {
         self.track_ttl(key, false, expires_at != 0);
-        self.report_created(key);
+        self.report_created(key, announce);
         if let Some(counts) = &mut self.slot_counts {
             counts.added(key);
         }
@@ -444,7 +455,7 @@ impl Shard {
             }
             None => {
                 self.touch(key);
-                self.report_created(key);
+                self.report_created(key, true);
                 if let Some(counts) = &mut self.slot_counts {
                     counts.added(key);
                 }
