@@ -1289,6 +1289,26 @@ fn same_replies_as_redis() {
     });
 }
 
+/// The main generator's sequences with DEBUG RELOAD now and then: what an RDB image
+/// keeps (values, TTLs, the expired keys dropped) and how each value reads back must be
+/// what redis-server keeps.
+#[test]
+fn reloads_keep_what_redis_keeps() {
+    let redis = redis_with_debug();
+    let redline = RedlineInDir::start();
+    compare_sequences(&redis, &redline, 300, 0x2e10, |gen| {
+        (0..30)
+            .map(|_| {
+                if gen.chance(6) {
+                    vec![b"DEBUG".to_vec(), b"RELOAD".to_vec()]
+                } else {
+                    gen.command()
+                }
+            })
+            .collect()
+    });
+}
+
 /// Streams (consumer groups, pending entries, claims, trimming), geo sets and SORT,
 /// with OBJECT ENCODING of what they wrote (see `families`): replies, then both
 /// keyspaces, must match.
@@ -1309,8 +1329,8 @@ fn stream_geo_and_sort_sequences_match_redis() {
 /// and the keyspace dump, is compared as a multiset (`encodings::unordered`).
 #[test]
 fn encodings_follow_redis() {
-    let redis = RedisServer::start().expect("redis-server");
-    let redline = Redline::start();
+    let redis = redis_with_debug();
+    let redline = RedlineInDir::start();
     let (sequences, only) = sequences_to_run(600);
     let mut failures = Vec::new();
     for seed in (0..sequences).filter(|s| only.is_none_or(|o| o == *s)) {

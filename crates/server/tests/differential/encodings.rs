@@ -27,8 +27,13 @@ impl Gen {
     }
 
     /// A collection command (lists, hashes, sets, sorted sets, their algebra and STORE
-    /// forms), or OBJECT ENCODING of a key.
+    /// forms), OBJECT ENCODING of a key, or DEBUG RELOAD (the servers need
+    /// `enable-debug-command`).
     pub(super) fn encoding_command(&mut self) -> Vec<Vec<u8>> {
+        // Saved and loaded again: Redis picks each encoding afresh from the size.
+        if self.chance(3) {
+            return vec![b"DEBUG".to_vec(), b"RELOAD".to_vec()];
+        }
         match self.rng.usize(..10) {
             0..=2 => vec![b"OBJECT".to_vec(), b"ENCODING".to_vec(), self.pick(KEYS)],
             3..=5 => self.collection_command(),
