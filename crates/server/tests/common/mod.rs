@@ -66,32 +66,6 @@ impl Redline {
     }
 }
 
-/// A redline-server that saves into a directory of its own (removed when dropped), for
-/// tests that SAVE or DEBUG RELOAD beside others of the same binary: in-process servers
-/// otherwise share the test's working directory, and its `dump.rdb`.
-pub struct RedlineInDir {
-    pub server: Redline,
-    _dir: tempfile::TempDir,
-}
-
-impl RedlineInDir {
-    pub fn start() -> RedlineInDir {
-        let dir = tempfile::tempdir().expect("a scratch directory");
-        let path = dir.path().to_str().expect("a UTF-8 path").to_string();
-        RedlineInDir {
-            server: Redline::start_with(&["--dir", &path]),
-            _dir: dir,
-        }
-    }
-}
-
-impl std::ops::Deref for RedlineInDir {
-    type Target = Redline;
-    fn deref(&self) -> &Redline {
-        &self.server
-    }
-}
-
 impl Drop for Redline {
     fn drop(&mut self) {
         self.stop.shutdown();
