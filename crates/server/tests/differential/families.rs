@@ -635,6 +635,7 @@ fn without_clocks(frame: &Frame) -> Frame {
 /// Reads of every key the families write: entries, groups, members with their scores.
 pub(super) fn dump() -> Vec<Vec<Vec<u8>>> {
     let read: &[&[&str]] = &[
+        &["SELECT", "0"],
         &["XRANGE", "s1", "-", "+"],
         &["XRANGE", "s2", "-", "+"],
         &["XINFO", "GROUPS", "s1"],
