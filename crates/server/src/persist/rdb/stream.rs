@@ -262,9 +262,10 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
         };
         let pel = r.count()?;
         // Owners are set when their consumers are read: every entry must get exactly
-        // one. Tracked apart from the names, since a consumer may be named "".
-        let mut unowned = std::collections::HashSet::new();
-        let placeholder = ConsumerName::from(&[][..]);
+        // one. Until then an entry holds this very allocation, told apart by address
+        // (any name, "" included, may be a consumer's).
+        let unowned = ConsumerName::from(&b"unowned"[..]);
+        let is_unowned = |nack: &Nack| std::sync::Arc::ptr_eq(&nack.consumer, &unowned);
         for _ in 0..pel {
             let id = id_from(r.take(16)?)?;
             let delivery_time = ms_time(r)?;
@@ -272,9 +273,8 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
             let nack = Nack {
                 delivery_time,
                 delivery_count,
-                consumer: placeholder.clone(),
+                consumer: unowned.clone(),
             };
-            unowned.insert(id);
             if group.pel.insert(id, nack).is_some() {
                 return Err(Corrupt(
                     "Duplicated global PEL entry loading stream consumer group",
@@ -296,7 +296,7 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
                     .pel
                     .get_mut(&id)
                     .ok_or(Corrupt("consumer entry missing from the group PEL"))?;
-                if !unowned.remove(&id) || !consumer.pel.insert(id) {
+                if !is_unowned(nack) || !consumer.pel.insert(id) {
                     return Err(Corrupt(
                         "Duplicated consumer PEL entry loading a stream consumer group",
                     ));
@@ -307,7 +307,7 @@ pub fn decode(r: &mut Reader<'_>, kind: u8) -> Result<Value, Corrupt> {
                 return Err(Corrupt("Duplicate stream consumer detected."));
             }
         }
-        if !unowned.is_empty() {
+        if group.pel.values().any(is_unowned) {
             return Err(Corrupt("group PEL entry without a consumer"));
         }
         if stream.groups.insert(name, group).is_some() {
