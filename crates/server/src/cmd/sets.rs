@@ -442,7 +442,11 @@ fn intersection_size(ctx: &Ctx<'_>, keys: &[Bytes], limit: usize) -> Result<usiz
     };
     let positions = stored(&mut locked, &keys[first]).map_or(0, |s| s.positions());
     // Counting them all, the order does not matter: memory order is the fastest.
-    let stride = if limit == 0 { 1 } else { coprime_stride(positions) };
+    let stride = if limit == 0 {
+        1
+    } else {
+        coprime_stride(positions)
+    };
     let (mut count, mut at) = (0, 0);
     while at < positions && (limit == 0 || count < limit) {
         let end = (at + CHUNK).min(positions);
