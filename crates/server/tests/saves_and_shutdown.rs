@@ -235,11 +235,14 @@ fn a_replica_leaving_stops_the_work_on_its_full_sync() {
     for disk_less in ["no", "yes"] {
         // 10 keys at 1 s each: the sync's image would take 10 s.
         let (master, replica) = slow_full_sync(1_000_000, disk_less);
+        // The save is marked running a moment before its temporary file is created:
+        // a disk-based one is waited for until the file is there too.
         wait_for(5, "the sync's image to be written", || {
             persistence_field(&master, "rdb_bgsave_in_progress") == "1"
                 && Server::cmd(&master, &["INFO", "replication"])
                     .text()
                     .is_some_and(|t| t.contains("state=wait_bgsave"))
+                && (disk_less == "yes" || !files_starting(master.dir(), "temp-bgsave-").is_empty())
         });
         let files = files_starting(master.dir(), "temp-bgsave-");
         assert_eq!(files.is_empty(), disk_less == "yes", "{files:?}");
