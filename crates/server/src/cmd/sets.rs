@@ -296,11 +296,7 @@ fn combine(
             return Ok(result);
         }
         Op::Inter => {
-            if sizes.iter().any(Option::is_none) {
-                return Ok(SetValue::default());
-            }
-            let mut by_size: Vec<usize> = (0..keys.len()).collect();
-            by_size.sort_by_key(|&i| sizes[i]);
+            let by_size = smallest_first(&sizes).unwrap_or_default();
             let Some((&first, rest)) = by_size.split_first() else {
                 return Ok(SetValue::default());
             };
@@ -328,6 +324,17 @@ fn combine(
         }
     };
     Ok(members.iter().map(|m| &m[..]).collect())
+}
+
+/// The inputs' indexes, smallest set first (the order an intersection looks members up
+/// in); `None` when one is missing, which makes the intersection empty.
+fn smallest_first(sizes: &[Option<usize>]) -> Option<Vec<usize>> {
+    if sizes.iter().any(Option::is_none) {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..sizes.len()).collect();
+    order.sort_by_key(|&i| sizes[i]);
+    Some(order)
 }
 
 /// The set at `key`, read as the server reads for itself ([`combine`] counted its
@@ -432,11 +439,7 @@ fn intersection_size(ctx: &Ctx<'_>, keys: &[Bytes], limit: usize) -> Result<usiz
     for key in keys {
         sizes.push(as_read(|| set(locked.shard(key), key))?.map(|s| s.len()));
     }
-    if sizes.iter().any(Option::is_none) {
-        return Ok(0);
-    }
-    let mut by_size: Vec<usize> = (0..keys.len()).collect();
-    by_size.sort_by_key(|&i| sizes[i]);
+    let by_size = smallest_first(&sizes).unwrap_or_default();
     let Some((&first, rest)) = by_size.split_first() else {
         return Ok(0);
     };
