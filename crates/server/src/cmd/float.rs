@@ -20,7 +20,13 @@ pub fn fmt_g17(value: f64) -> String {
 /// C's `%.<precision>g`.
 pub fn fmt_g(value: f64, precision: usize) -> String {
     if value.is_nan() {
-        return "nan".into();
+        // glibc prints a NaN's sign (0/0 is a negative NaN on x86).
+        return if value.is_sign_negative() {
+            "-nan"
+        } else {
+            "nan"
+        }
+        .into();
     }
     if value.is_infinite() {
         return if value > 0.0 { "inf" } else { "-inf" }.into();
@@ -176,8 +182,9 @@ pub fn strtod(text: &[u8]) -> Strtod {
                 len += chars + 2;
             }
         }
+        // glibc keeps the sign on a NaN (`-nan` prints as such).
         return Strtod {
-            value: f64::NAN,
+            value: signed(f64::NAN),
             len,
             range_error: false,
         };

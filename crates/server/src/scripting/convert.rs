@@ -71,6 +71,12 @@ fn table_field(t: &Table, name: &str) -> Option<Table> {
     }
 }
 
+/// The bytes before the first NUL, as C reads a string.
+pub(super) fn c_string(bytes: &[u8]) -> &[u8] {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    &bytes[..end]
+}
+
 /// Replaces CR and LF by spaces: a status or error line must stay one line.
 pub(super) fn one_line(bytes: &[u8]) -> Vec<u8> {
     bytes
@@ -80,12 +86,22 @@ pub(super) fn one_line(bytes: &[u8]) -> Vec<u8> {
 }
 
 fn table_to_reply(target: &mut ReplyTarget<'_>, t: &Table, depth: usize) {
+    // Redis reads both as C strings (up to a NUL); an error's line breaks at its end
+    // are trimmed before the others become spaces.
     if let Some(err) = string_field(t, "err") {
-        encode::write_error(target.out, &one_line(&err.as_bytes()));
+        let err = err.as_bytes();
+        let text = c_string(&err);
+        let kept = text.len()
+            - text
+                .iter()
+                .rev()
+                .take_while(|&&b| b == b'\r' || b == b'\n')
+                .count();
+        encode::write_error(target.out, &one_line(&text[..kept]));
         return;
     }
     if let Some(ok) = string_field(t, "ok") {
-        encode::write_simple(target.out, &one_line(&ok.as_bytes()));
+        encode::write_simple(target.out, &one_line(c_string(&ok.as_bytes())));
         return;
     }
     let double = match t.raw_get::<Value>("double") {

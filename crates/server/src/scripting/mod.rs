@@ -40,6 +40,7 @@
 mod active;
 mod args;
 mod call;
+mod cjson;
 mod convert;
 pub mod debugger;
 mod flags;
@@ -123,6 +124,8 @@ pub struct Engine {
     scripts: HashMap<String, Script, foldhash::fast::RandomState>,
     /// Loaded libraries, by lower-case name (Redis compares names case-insensitively).
     pub libraries: BTreeMap<String, Library>,
+    /// `cjson`'s settings, which SCRIPT FLUSH sets back.
+    json_settings: cjson::SettingsHandle,
 }
 
 /// What the scripting engine holds, in bytes, as INFO memory reports it. One interpreter
@@ -724,7 +727,7 @@ impl Engine {
             })?,
         )?;
         g.set("redis", redis.clone())?;
-        libs::install(&lua)?;
+        let json_settings = libs::install(&lua)?;
         let state = lua.create_table()?;
         state.set("redis", redis.clone())?;
         let globals = lua.create_table()?;
@@ -778,6 +781,7 @@ impl Engine {
             runs_since_gc: 0,
             scripts: HashMap::default(),
             libraries: BTreeMap::new(),
+            json_settings,
         })
     }
 
@@ -850,6 +854,8 @@ impl Engine {
         // A new table, as Redis's SCRIPT FLUSH makes a new dict: one that held many
         // scripts would keep its room.
         self.scripts = HashMap::default();
+        // Redis's flush starts a new interpreter: `cjson` has its defaults again.
+        self.json_settings.reset();
         self.collect();
     }
 
@@ -1315,8 +1321,9 @@ fn run_and_reply(
             matches!(&value, Value::Table(t) if stats_counted(t))
         }
         Ok((false, Value::Table(err))) => {
+            // Redis reads the message as a C string: a NUL ends it.
             let msg = match err.raw_get::<Value>("err") {
-                Ok(Value::String(s)) => s.as_bytes().to_vec(),
+                Ok(Value::String(s)) => convert::c_string(&s.as_bytes()).to_vec(),
                 _ => b"ERR unknown error".to_vec(),
             };
             let mut line = msg;
