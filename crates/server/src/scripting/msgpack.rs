@@ -7,6 +7,7 @@ use mlua::{Lua, Table, Value, Variadic};
 use super::args::{
     arg_error, check_integer, check_string, opt_integer, too_many_results, MAX_RESULTS,
 };
+use super::lib_error;
 
 /// lua-cmsgpack's words when an unpack would return too many values.
 const TOO_MANY: &str = "too many return values at once; use unpack_one or unpack_limit instead.";
@@ -35,71 +36,78 @@ pub fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
         "unpack",
         lua.create_function(|lua, args: Variadic<Value>| {
             let data = check_string(lua, &args, 1, "unpack")?;
-            let bytes = data.as_bytes();
-            let mut pos = 0;
-            Ok(Variadic::from_iter(unpack_values(
-                lua, &bytes, &mut pos, 0,
-            )?))
+            unpack_full(lua, &data.as_bytes(), 0, 0)
         })?,
     )?;
+    // Both read their numbers before the string, as lua-cmsgpack does.
     t.set(
         "unpack_one",
         lua.create_function(|lua, args: Variadic<Value>| {
             const F: &str = "unpack_one";
-            let data = check_string(lua, &args, 1, F)?;
             let offset = opt_integer(lua, &args, 2, F, 0)?;
-            unpack_limited(lua, &data.as_bytes(), 1, offset)
+            let data = check_string(lua, &args, 1, F)?;
+            unpack_full(lua, &data.as_bytes(), 1, offset)
         })?,
     )?;
     t.set(
         "unpack_limit",
         lua.create_function(|lua, args: Variadic<Value>| {
             const F: &str = "unpack_limit";
-            let data = check_string(lua, &args, 1, F)?;
             let limit = check_integer(lua, &args, 2, F)?;
             let offset = opt_integer(lua, &args, 3, F, 0)?;
-            unpack_limited(lua, &data.as_bytes(), limit, offset)
+            let data = check_string(lua, &args, 1, F)?;
+            unpack_full(lua, &data.as_bytes(), limit, offset)
         })?,
     )?;
     Ok(t)
 }
 
-/// Up to `limit` values (0: all) from `offset`; returns the next offset (-1 at the end)
-/// and the values.
-fn unpack_limited(
-    lua: &Lua,
-    bytes: &[u8],
-    limit: i64,
-    offset: i64,
-) -> mlua::Result<Variadic<Value>> {
-    let Ok(mut pos) = usize::try_from(offset) else {
-        return Err(mlua::Error::runtime(
-            "Offset must be greater than or equal to zero",
-        ));
-    };
-    if pos > bytes.len() {
-        return Err(mlua::Error::runtime(
-            "Start offset greater than input length",
-        ));
+/// lua-cmsgpack's `mp_unpack_full`: up to `limit` values from byte `offset`. With
+/// neither (both 0) every value, and nothing else; otherwise the offset to go on from
+/// (-1 at the end) first, then the values.
+fn unpack_full(lua: &Lua, bytes: &[u8], limit: i64, offset: i64) -> mlua::Result<Variadic<Value>> {
+    if offset < 0 || limit < 0 {
+        // Its message prints the input's length where it means the limit.
+        return Err(mlua::Error::runtime(format!(
+            "Invalid request to unpack with offset of {} and limit of {}.",
+            offset as i32,
+            bytes.len() as i32
+        )));
     }
-    let values = unpack_values(lua, bytes, &mut pos, limit)?;
-    let next = if pos >= bytes.len() { -1 } else { pos as i64 };
-    let mut all = vec![Value::Integer(next)];
-    all.extend(values);
-    Ok(Variadic::from_iter(all))
-}
-
-/// The values from `pos` on, up to `limit` of them (0 or less: all), refused past
-/// [`MAX_RESULTS`] as lua-cmsgpack refuses more than its stack holds.
-fn unpack_values(lua: &Lua, bytes: &[u8], pos: &mut usize, limit: i64) -> mlua::Result<Vec<Value>> {
+    let Some(rest) = usize::try_from(offset).ok().and_then(|o| bytes.get(o..)) else {
+        return Err(mlua::Error::runtime(format!(
+            "Start offset {} greater than input length {}.",
+            offset as i32,
+            bytes.len() as i32
+        )));
+    };
+    let all = limit == 0 && offset == 0;
+    let limit = if all { i64::from(i32::MAX) } else { limit };
+    let mut cursor = Cursor {
+        bytes: rest,
+        pos: 0,
+    };
     let mut values = Vec::new();
-    while *pos < bytes.len() && (limit <= 0 || (values.len() as i64) < limit) {
+    while cursor.pos < rest.len() && (values.len() as i64) < limit {
         if values.len() >= MAX_RESULTS {
             return Err(too_many_results(TOO_MANY));
         }
-        values.push(unpack(lua, bytes, pos, 0)?);
+        match cursor.value(lua) {
+            Ok(v) => values.push(v),
+            Err(Fault::Lua(e)) => return Err(e),
+            Err(Fault::Eof) => return Err(mlua::Error::runtime("Missing bytes in input.")),
+            Err(Fault::BadFormat) => return Err(mlua::Error::runtime("Bad data format in input.")),
+        }
     }
-    Ok(values)
+    if !all {
+        let next = if cursor.pos == rest.len() {
+            -1
+        } else {
+            (bytes.len() - rest.len() + cursor.pos) as i64
+        };
+        values.insert(0, Value::Integer(next));
+    }
+    Ok(Variadic::from_iter(values))
 }
 
 fn pack_int(n: i64, out: &mut Vec<u8>) {
@@ -138,7 +146,8 @@ fn pack_int(n: i64, out: &mut Vec<u8>) {
 fn pack_number(n: f64, out: &mut Vec<u8>) {
     if n.fract() == 0.0 && n >= i64::MIN as f64 && n < i64::MAX as f64 {
         pack_int(n as i64, out);
-    } else if f64::from(n as f32) == n || n.is_nan() {
+    } else if f64::from(n as f32) == n {
+        // Compared as C compares them: NaN is never equal, so it goes as a double.
         out.push(0xca);
         out.extend_from_slice(&(n as f32).to_be_bytes());
     } else {
@@ -157,6 +166,31 @@ fn pack_len(len: usize, fix: u8, fix_max: usize, big16: u8, big32: u8, out: &mut
         out.push(big32);
         out.extend_from_slice(&(len as u32).to_be_bytes());
     }
+}
+
+/// How many pairs a table has, and lua-cmsgpack's `table_is_an_array`: every key a
+/// positive number that is a C `int`, the largest equal to the count (so 1..n).
+fn array_shape(t: &Table) -> (usize, bool) {
+    let mut count = 0usize;
+    let mut max: i64 = 0;
+    let mut array = true;
+    for (k, _) in t.pairs::<Value, Value>().flatten() {
+        count += 1;
+        let n = match k {
+            Value::Integer(n) => n as f64,
+            Value::Number(n) => n,
+            _ => {
+                array = false;
+                continue;
+            }
+        };
+        if n <= 0.0 || n.is_nan() || n > f64::from(i32::MAX) || n.fract() != 0.0 {
+            array = false;
+        } else {
+            max = max.max(n as i64);
+        }
+    }
+    (count, array && max == count as i64)
 }
 
 fn pack(v: &Value, out: &mut Vec<u8>, depth: usize) {
@@ -184,10 +218,9 @@ fn pack(v: &Value, out: &mut Vec<u8>, depth: usize) {
         Value::Table(t) if depth < MAX_NESTING => {
             // Counted and packed as a stream: holding every pair at once would exhaust
             // the interpreter's reference slots on large tables.
-            let count = t.pairs::<Value, Value>().flatten().count();
-            let len = t.raw_len();
-            let is_array = count == len;
+            let (count, is_array) = array_shape(t);
             if is_array {
+                let len = t.raw_len();
                 pack_len(len, 0x90, 16, 0xdc, 0xdd, out);
                 for i in 1..=len {
                     let item: Value = t.raw_get(i).unwrap_or(Value::Nil);
@@ -205,80 +238,190 @@ fn pack(v: &Value, out: &mut Vec<u8>, depth: usize) {
     }
 }
 
-fn missing() -> mlua::Error {
-    mlua::Error::runtime("Missing bytes in input.")
+/// Why a value could not be read: lua-cmsgpack's two cursor errors, reported once its
+/// top-level loop sees them, and an error Lua raised (a nil or NaN map key).
+enum Fault {
+    Eof,
+    BadFormat,
+    Lua(mlua::Error),
 }
 
-fn take<'a>(bytes: &'a [u8], pos: &mut usize, n: usize) -> mlua::Result<&'a [u8]> {
-    let end = pos.checked_add(n).ok_or_else(missing)?;
-    let slice = bytes.get(*pos..end).ok_or_else(missing)?;
-    *pos = end;
-    Ok(slice)
-}
-
-fn be(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0, |acc, b| (acc << 8) | u64::from(*b))
-}
-
-fn unpack(lua: &Lua, bytes: &[u8], pos: &mut usize, depth: usize) -> mlua::Result<Value> {
-    if depth > 1000 {
-        return Err(mlua::Error::runtime("Bad data format in input."));
+impl From<mlua::Error> for Fault {
+    fn from(e: mlua::Error) -> Self {
+        Fault::Lua(e)
     }
-    let tag = take(bytes, pos, 1)?[0];
-    let number = |n: f64| Ok(Value::Number(n));
-    match tag {
-        0x00..=0x7f => number(f64::from(tag)),
-        0xe0..=0xff => number(f64::from(tag as i8)),
-        0xc0 => Ok(Value::Nil),
-        0xc2 => Ok(Value::Boolean(false)),
-        0xc3 => Ok(Value::Boolean(true)),
-        0xcc..=0xcf => {
-            let n = 1usize << (tag - 0xcc);
-            number(be(take(bytes, pos, n)?) as f64)
-        }
-        0xd0 => number(f64::from(take(bytes, pos, 1)?[0] as i8)),
-        0xd1 => number(f64::from(be(take(bytes, pos, 2)?) as u16 as i16)),
-        0xd2 => number(f64::from(be(take(bytes, pos, 4)?) as u32 as i32)),
-        0xd3 => number(be(take(bytes, pos, 8)?) as i64 as f64),
-        0xca => number(f64::from(f32::from_bits(be(take(bytes, pos, 4)?) as u32))),
-        0xcb => number(f64::from_bits(be(take(bytes, pos, 8)?))),
-        0xa0..=0xbf | 0xd9 | 0xda | 0xdb | 0xc4 | 0xc5 | 0xc6 => {
-            let len = match tag {
-                0xa0..=0xbf => usize::from(tag & 0x1f),
-                0xd9 | 0xc4 => be(take(bytes, pos, 1)?) as usize,
-                0xda | 0xc5 => be(take(bytes, pos, 2)?) as usize,
-                _ => be(take(bytes, pos, 4)?) as usize,
-            };
-            Ok(Value::String(lua.create_string(take(bytes, pos, len)?)?))
-        }
-        0x90..=0x9f | 0xdc | 0xdd => {
-            let len = match tag {
-                0x90..=0x9f => usize::from(tag & 0x0f),
-                0xdc => be(take(bytes, pos, 2)?) as usize,
-                _ => be(take(bytes, pos, 4)?) as usize,
-            };
-            let t = lua.create_table()?;
-            for i in 1..=len {
-                t.raw_set(i, unpack(lua, bytes, pos, depth + 1)?)?;
-            }
-            Ok(Value::Table(t))
-        }
-        0x80..=0x8f | 0xde | 0xdf => {
-            let len = match tag {
-                0x80..=0x8f => usize::from(tag & 0x0f),
-                0xde => be(take(bytes, pos, 2)?) as usize,
-                _ => be(take(bytes, pos, 4)?) as usize,
-            };
-            let t = lua.create_table()?;
-            for _ in 0..len {
-                let k = unpack(lua, bytes, pos, depth + 1)?;
-                let v = unpack(lua, bytes, pos, depth + 1)?;
-                if k != Value::Nil {
-                    t.raw_set(k, v)?;
+}
+
+/// Deepest nesting unpacked. lua-cmsgpack stops near 4,000 levels, when Lua's C stack
+/// (about 8,000 slots, two per level) is full; each level here holds a table in mlua's
+/// reference slots, of which there are about as many, so this stops sooner, with the
+/// same message.
+const MAX_UNPACK_NESTING: usize = 2000;
+
+/// What one tag starts.
+enum Item {
+    Value(Value),
+    Container { array: bool, len: u64 },
+}
+
+/// An array or map being filled, innermost last.
+enum Open {
+    Array {
+        table: Table,
+        next: u64,
+        len: u64,
+    },
+    Map {
+        table: Table,
+        left: u64,
+        key: Option<Value>,
+    },
+}
+
+/// A reading position in a payload.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Cursor<'_> {
+    /// The next `n` bytes, consumed.
+    fn take(&mut self, n: usize) -> Result<&[u8], Fault> {
+        let end = self.pos.checked_add(n).ok_or(Fault::Eof)?;
+        let slice = self.bytes.get(self.pos..end).ok_or(Fault::Eof)?;
+        self.pos = end;
+        Ok(slice)
+    }
+
+    /// A big-endian unsigned number of `n` bytes.
+    fn be(&mut self, n: usize) -> Result<u64, Fault> {
+        Ok(self
+            .take(n)?
+            .iter()
+            .fold(0, |acc, b| (acc << 8) | u64::from(*b)))
+    }
+
+    /// `mp_decode_to_lua_type`: one value, nested ones within it read in a loop rather
+    /// than by recursion (a payload chooses how deep it nests).
+    fn value(&mut self, lua: &Lua) -> Result<Value, Fault> {
+        let mut open: Vec<Open> = Vec::new();
+        loop {
+            let mut value = match self.item(lua)? {
+                Item::Value(v) => v,
+                Item::Container { array, len } => {
+                    if open.len() >= MAX_UNPACK_NESTING {
+                        return Err(Fault::Lua(mlua::Error::runtime(if array {
+                            "stack overflow (in function mp_decode_to_lua_array)".to_string()
+                        } else {
+                            format!("stack overflow ({TOO_MANY})")
+                        })));
+                    }
+                    let table = lua.create_table()?;
+                    if len == 0 {
+                        Value::Table(table)
+                    } else {
+                        open.push(if array {
+                            Open::Array {
+                                table,
+                                next: 1,
+                                len,
+                            }
+                        } else {
+                            Open::Map {
+                                table,
+                                left: len,
+                                key: None,
+                            }
+                        });
+                        continue;
+                    }
                 }
+            };
+            // Store the value in its container, and each container it completes in
+            // the one around it.
+            loop {
+                let complete = match open.last_mut() {
+                    None => return Ok(value),
+                    Some(Open::Array { table, next, len }) => {
+                        table.raw_set(*next, value)?;
+                        *next += 1;
+                        *next > *len
+                    }
+                    Some(Open::Map { table, left, key }) => match key.take() {
+                        None => {
+                            *key = Some(value);
+                            false
+                        }
+                        Some(k) => {
+                            // lua_settable's own errors: raised inside the C function,
+                            // so without the script's position.
+                            match &k {
+                                Value::Nil => return Err(lib_error("table index is nil").into()),
+                                Value::Number(n) if n.is_nan() => {
+                                    return Err(lib_error("table index is NaN").into())
+                                }
+                                _ => table.raw_set(k, value)?,
+                            }
+                            *left -= 1;
+                            *left == 0
+                        }
+                    },
+                };
+                if !complete {
+                    break;
+                }
+                value = match open.pop() {
+                    Some(Open::Array { table, .. } | Open::Map { table, .. }) => {
+                        Value::Table(table)
+                    }
+                    None => Value::Nil,
+                };
             }
-            Ok(Value::Table(t))
         }
-        _ => Err(mlua::Error::runtime("Bad data format in input.")),
+    }
+
+    /// One item: a value, or the header of an array or map (its elements follow). The
+    /// types lua-cmsgpack 0.4 knows (no bin, no ext); numbers are Lua numbers, and a
+    /// uint 64 passes through a signed integer first.
+    fn item(&mut self, lua: &Lua) -> Result<Item, Fault> {
+        let tag = self.take(1)?[0];
+        let number = |n: f64| Ok(Item::Value(Value::Number(n)));
+        match tag {
+            0x00..=0x7f => number(f64::from(tag)),
+            0xe0..=0xff => number(f64::from(tag as i8)),
+            0xc0 => Ok(Item::Value(Value::Nil)),
+            0xc2 => Ok(Item::Value(Value::Boolean(false))),
+            0xc3 => Ok(Item::Value(Value::Boolean(true))),
+            0xcc => number(self.be(1)? as f64),
+            0xcd => number(self.be(2)? as f64),
+            0xce => number(self.be(4)? as f64),
+            0xcf => number(self.be(8)? as i64 as f64),
+            0xd0 => number(f64::from(self.be(1)? as u8 as i8)),
+            0xd1 => number(f64::from(self.be(2)? as u16 as i16)),
+            0xd2 => number(f64::from(self.be(4)? as u32 as i32)),
+            0xd3 => number(self.be(8)? as i64 as f64),
+            0xca => number(f64::from(f32::from_bits(self.be(4)? as u32))),
+            0xcb => number(f64::from_bits(self.be(8)?)),
+            0xa0..=0xbf | 0xd9 | 0xda | 0xdb => {
+                let len = match tag {
+                    0xd9 => self.be(1)?,
+                    0xda => self.be(2)?,
+                    0xdb => self.be(4)?,
+                    _ => u64::from(tag & 0x1f),
+                };
+                let text = self.take(usize::try_from(len).map_err(|_| Fault::Eof)?)?;
+                Ok(Item::Value(Value::String(lua.create_string(text)?)))
+            }
+            0x90..=0x9f | 0xdc | 0xdd | 0x80..=0x8f | 0xde | 0xdf => {
+                let array = matches!(tag, 0x90..=0x9f | 0xdc | 0xdd);
+                let len = match tag {
+                    0xdc | 0xde => self.be(2)?,
+                    0xdd | 0xdf => self.be(4)?,
+                    _ => u64::from(tag & 0x0f),
+                };
+                Ok(Item::Container { array, len })
+            }
+            _ => Err(Fault::BadFormat),
+        }
     }
 }

@@ -123,9 +123,15 @@ redis.error_reply = function(...)
   if select('#', ...) ~= 1 or type(msg) ~= 'string' then
     return {err = 'ERR wrong number or type of arguments'}
   end
+  -- As Redis reads it: a C string (up to a NUL), `-CODE text` or `text` (code ERR),
+  -- line breaks trimmed off both ends of the text.
+  msg = msg:match('^[^%z]*')
   if msg:sub(1, 1) == '-' then msg = msg:sub(2) end
-  if not msg:find(' ') then msg = 'ERR ' .. msg end
-  return {err = msg}
+  local code, text = 'ERR', msg
+  local space = msg:find(' ', 1, true)
+  if space then code, text = msg:sub(1, space - 1), msg:sub(space + 1) end
+  text = (text:gsub('^[\r\n]+', ''):gsub('[\r\n]+$', ''))
+  return {err = code .. ' ' .. text}
 end
 redis.status_reply = function(...)
   local msg = ...

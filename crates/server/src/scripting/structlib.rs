@@ -317,7 +317,8 @@ fn unpack(lua: &Lua, args: Variadic<Value>) -> mlua::Result<Variadic<Value>> {
                         return Err(mlua::Error::runtime("format 'c0' needs a previous size"));
                     };
                     out.pop();
-                    size = c_cast_u64(len.max(0.0)) as usize;
+                    // `size = lua_tonumber(...)` into a size_t: a negative size wraps to a huge one.
+                    size = c_cast_u64(len) as usize;
                     if size > data.len() || pos > data.len() - size {
                         return Err(short());
                     }
