@@ -29,6 +29,8 @@ mod common;
 mod encodings;
 #[path = "differential/families.rs"]
 mod families;
+#[path = "differential/script_libs.rs"]
+mod script_libs;
 
 use common::{redis_with_debug, show, text, Conn, Redline};
 use redline_resp::Frame;
@@ -1101,6 +1103,23 @@ fn inline(command: &[Vec<u8>]) -> Option<Vec<u8>> {
     Some(line)
 }
 
+/// The failure of a sequence whose command `c` found redline-server's connection closed
+/// (the server died, if it runs in a process of its own).
+fn closed_at(c: &[Vec<u8>]) -> String {
+    format!("{CLOSED} {}", shown(c))
+}
+
+const CLOSED: &str = "redline-server closed the connection at";
+
+/// A command as its arguments' debug-quoted text, space separated.
+fn shown(c: &[Vec<u8>]) -> String {
+    let quoted: Vec<String> = c
+        .iter()
+        .map(|x| format!("{:?}", String::from_utf8_lossy(x)))
+        .collect();
+    quoted.join(" ")
+}
+
 fn run_sequence(pair: &mut Pair, commands: &[Vec<Vec<u8>>], mode: u64) -> Option<String> {
     let mut raw: Vec<(Frame, Frame)> = Vec::new();
     if mode == 1 {
@@ -1108,9 +1127,11 @@ fn run_sequence(pair: &mut Pair, commands: &[Vec<Vec<u8>>], mode: u64) -> Option
             pair.redis.send(c);
             pair.redline.send(c);
         }
-        for _ in commands {
+        for c in commands {
             let a = pair.redis.read().expect("redis reply");
-            let b = pair.redline.read().expect("redline reply");
+            let Some(b) = pair.redline.read() else {
+                return Some(closed_at(c));
+            };
             raw.push((a, b));
         }
     } else {
@@ -1126,7 +1147,9 @@ fn run_sequence(pair: &mut Pair, commands: &[Vec<Vec<u8>>], mode: u64) -> Option
                 }
             }
             let a = pair.redis.read().expect("redis reply");
-            let b = pair.redline.read().expect("redline reply");
+            let Some(b) = pair.redline.read() else {
+                return Some(closed_at(c));
+            };
             raw.push((a, b));
         }
     }
@@ -1164,14 +1187,10 @@ fn run_sequence(pair: &mut Pair, commands: &[Vec<Vec<u8>>], mode: u64) -> Option
             _ => {}
         }
         if x != y {
-            let shown: Vec<String> = c
-                .iter()
-                .map(|x| format!("{:?}", String::from_utf8_lossy(x)))
-                .collect();
             let clip = |t: &str| t.chars().take(300).collect::<String>();
             return Some(format!(
                 "command {}\n  redis:   {}\n  redline: {}",
-                shown.join(" "),
+                shown(c),
                 clip(&x),
                 clip(&y)
             ));
@@ -1271,18 +1290,18 @@ fn compare_sequences(
         total += commands.len();
         if only.is_some() {
             for c in &commands {
-                let shown: Vec<String> = c
-                    .iter()
-                    .map(|x| format!("{:?}", String::from_utf8_lossy(x)))
-                    .collect();
-                eprintln!("{}", shown.join(" "));
+                eprintln!("{}", shown(c));
             }
         }
         if std::env::var_os("DIFF_TRACE").is_some() {
             eprintln!("sequence {seed}");
         }
         if let Some(mismatch) = run_sequence(&mut pair, &commands, mode) {
+            let died = mismatch.starts_with(CLOSED);
             failures.push(format!("seed {seed} (mode {mode}): {mismatch}"));
+            if died {
+                break;
+            }
         }
     }
     assert_none_differ(
@@ -1297,7 +1316,13 @@ fn assert_none_differ(failures: &[String], of: &str) {
         failures.is_empty(),
         "{} of {of} differ; first ones:\n{}",
         failures.len(),
-        failures[..failures.len().min(8)].join("\n")
+        failures[..failures.len().min(
+            std::env::var("DIFF_SHOW")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(8)
+        )]
+            .join("\n")
     );
 }
 
@@ -3391,6 +3416,20 @@ fn ranges_and_indexes_match_redis() {
         commands.len(),
         "commands",
     );
+}
+
+/// Generated scripts over the libraries Redis gives Lua and the conversion of their
+/// results (see `script_libs`), 20 to a sequence after a SCRIPT FLUSH (which also sets
+/// `cjson`'s options back).
+#[test]
+fn generated_library_scripts_match_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = own_process(&[]);
+    compare_sequences(&redis, redline.addr, 600, 0x5c1b, |gen| {
+        let mut sequence = vec![vec![b"SCRIPT".to_vec(), b"FLUSH".to_vec()]];
+        sequence.extend((0..20).map(|_| gen.script_lib_command()));
+        sequence
+    });
 }
 
 /// The libraries Redis gives scripts (`struct`, `bit`, `cmsgpack`, `cjson`) and the conversion
