@@ -19,16 +19,18 @@ function state.handler(err)
     info = dbg.getinfo(level, 'nSl')
   end
   if type(err) ~= 'table' then
-    -- Errors the engine raises from Rust carry their Redis text between markers: \2
-    -- when the error statistics counted it already (a command's error reply).
+    -- Errors the engine raises from Rust (userdata, never a script's string) carry
+    -- their Redis text between markers: \2 when the error statistics counted it
+    -- already (a command's error reply).
     local text = tostring(err)
-    local marked = text:match('\1(.-)\1')
-    local counted = text:match('\2(.-)\2')
+    local rust = type(err) == 'userdata'
+    local marked = rust and text:match('\1(.-)\1')
+    local counted = rust and text:match('\2(.-)\2')
     if marked then
       err = {err = marked}
     elseif counted then
       err = {err = counted, ignore_error_stats_update = true}
-    elseif type(err) == 'userdata' then
+    elseif rust then
       -- A library function written in Rust failed (bit, cjson, cmsgpack, struct):
       -- keep its message, without mlua's prefix and traceback, and say where the
       -- script called it, as luaL_error does for C libraries.
