@@ -29,6 +29,8 @@ mod common;
 mod encodings;
 #[path = "differential/families.rs"]
 mod families;
+#[path = "differential/functions.rs"]
+mod functions;
 #[path = "differential/script_libs.rs"]
 mod script_libs;
 
@@ -982,6 +984,18 @@ fn normalise(command: &[Vec<u8>], reply: Frame) -> String {
     if let Some(text) = families::normalise(&name, command, &reply) {
         return text;
     }
+    // Libraries and their functions are listed in hash-table order.
+    if name == "FUNCTION" && sub == "LIST" {
+        return encodings::sorted(&reply);
+    }
+    // Of a library's functions that clash with another's, Redis names the first in
+    // its hash table's order (seeded at random when it starts).
+    if let Frame::Error(e) = &reply {
+        if name == "FUNCTION" && e.starts_with(b"ERR Function ") && e.ends_with(b" already exists")
+        {
+            return "ERR Function <one of them> already exists".into();
+        }
+    }
     // SORT BY nosort of a set answers in hash-table order (sorted only for STORE).
     let unsorted = (name == "SORT" || name == "SORT_RO")
         && command.iter().any(|a| a.eq_ignore_ascii_case(b"nosort"));
@@ -1128,7 +1142,9 @@ fn run_sequence(pair: &mut Pair, commands: &[Vec<Vec<u8>>], mode: u64) -> Option
             pair.redline.send(c);
         }
         for c in commands {
-            let a = pair.redis.read().expect("redis reply");
+            let Some(a) = pair.redis.read() else {
+                panic!("redis-server closed the connection at {}", shown(c));
+            };
             let Some(b) = pair.redline.read() else {
                 return Some(closed_at(c));
             };
@@ -1146,7 +1162,9 @@ fn run_sequence(pair: &mut Pair, commands: &[Vec<Vec<u8>>], mode: u64) -> Option
                     pair.redline.send(c);
                 }
             }
-            let a = pair.redis.read().expect("redis reply");
+            let Some(a) = pair.redis.read() else {
+                panic!("redis-server closed the connection at {}", shown(c));
+            };
             let Some(b) = pair.redline.read() else {
                 return Some(closed_at(c));
             };
@@ -3416,6 +3434,19 @@ fn ranges_and_indexes_match_redis() {
         commands.len(),
         "commands",
     );
+}
+
+/// Generated libraries loaded with FUNCTION LOAD, called with FCALL and FCALL_RO, listed,
+/// deleted and flushed (see `functions`), 30 commands to a sequence after FUNCTION FLUSH.
+#[test]
+fn function_sequences_match_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = own_process(&[]);
+    compare_sequences(&redis, redline.addr, 400, 0xf7c1, |gen| {
+        let mut sequence = vec![vec![b"FUNCTION".to_vec(), b"FLUSH".to_vec()]];
+        sequence.extend((0..30).map(|_| gen.function_command()));
+        sequence
+    });
 }
 
 /// Generated scripts over the libraries Redis gives Lua and the conversion of their

@@ -14,6 +14,43 @@ pub fn int(arg: &[u8]) -> Result<i64, CmdError> {
     canonical_int(arg).ok_or(NOT_INTEGER)
 }
 
+/// A SCAN cursor as Redis reads it (`strtoul`, whole): no leading space, an optional
+/// sign (a negative cursor wraps around, as unsigned arithmetic does), decimal digits,
+/// nothing after; the empty text is cursor 0; past 2^64 - 1 it is refused.
+pub fn scan_cursor(arg: &[u8]) -> Result<u64, CmdError> {
+    const INVALID: CmdError = CmdError::Static("ERR invalid cursor");
+    if matches!(
+        arg.first(),
+        Some(b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+    ) {
+        return Err(INVALID);
+    }
+    let (negative, digits) = match arg.first() {
+        Some(b'-') => (true, &arg[1..]),
+        Some(b'+') => (false, &arg[1..]),
+        _ => (false, arg),
+    };
+    if digits.is_empty() {
+        // strtoul reads nothing and stops at the start: whole only if that is the end.
+        return if arg.is_empty() { Ok(0) } else { Err(INVALID) };
+    }
+    let mut value: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return Err(INVALID);
+        }
+        value = value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(d - b'0')))
+            .ok_or(INVALID)?;
+    }
+    Ok(if negative {
+        value.wrapping_neg()
+    } else {
+        value
+    })
+}
+
 /// A C `int` as Redis's `getIntFromObjectOrReply` reads it: a strict integer, then its
 /// own range error.
 pub fn c_int(arg: &[u8]) -> Result<i32, CmdError> {

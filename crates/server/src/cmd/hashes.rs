@@ -351,10 +351,7 @@ pub fn write_empty_scan(out: &mut bytes::BytesMut) {
 /// Redis reads the cursor first, then looks the key up, and only then the options
 /// ([`scan_options`]): a missing key answers an empty scan whatever the options.
 pub fn scan_cursor(args: &[Bytes]) -> Result<u64, CmdError> {
-    std::str::from_utf8(&args[2])
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .ok_or(CmdError::Static("ERR invalid cursor"))
+    super::args::scan_cursor(&args[2])
 }
 
 /// Parses `[MATCH p] [COUNT n]` after the cursor.

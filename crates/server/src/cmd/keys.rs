@@ -134,10 +134,7 @@ fn keys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// SCAN's cursor: `shard + shards * position`, where position 0 starts the shard from
 /// its end and position p resumes below index p (see `Shard::scan`).
 fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let cursor: u64 = std::str::from_utf8(&args[1])
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .ok_or(CmdError::Static("ERR invalid cursor"))?;
+    let cursor = super::args::scan_cursor(&args[1])?;
     let mut count = 10usize;
     let mut pattern: Option<&[u8]> = None;
     let mut type_filter: Option<&[u8]> = None;

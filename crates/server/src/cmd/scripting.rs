@@ -46,10 +46,8 @@ fn keys_and_args<'a>(
     args: &'a [Bytes],
     not_a_number: &'static str,
 ) -> Result<(&'a [Bytes], &'a [Bytes]), CmdError> {
-    let numkeys: i64 = std::str::from_utf8(&args[2])
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .ok_or(CmdError::Static(not_a_number))?;
+    // string2ll: no `+`, no leading zeros, no `-0`.
+    let numkeys = crate::store::canonical_int(&args[2]).ok_or(CmdError::Static(not_a_number))?;
     if numkeys < 0 {
         return Err(CmdError::Static("ERR Number of keys can't be negative"));
     }
@@ -214,8 +212,18 @@ fn evalsha_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn fcall_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ro: bool) -> CmdResult {
-    let (keys, rest) = keys_and_args(args, "ERR Bad number of keys provided")?;
     let name = String::from_utf8_lossy(&args[1]).into_owned();
+    let (keys, rest) = match keys_and_args(args, "ERR Bad number of keys provided") {
+        Ok(split) => split,
+        // Redis looks the function up before it reads the number of keys.
+        Err(e) => {
+            let engine = ctx.shared.scripting.engine().map_err(engine_error)?;
+            if engine.function(&name).is_none() {
+                return Err(CmdError::Static("ERR Function not found"));
+            }
+            return Err(e);
+        }
+    };
     let over_limit = ctx.shared.store.events().eviction.over_limit();
     let no_replicas = super::writes_refused(ctx.shared);
     let run_flags = ctx.shared.scripting.flags.clone();
@@ -373,9 +381,9 @@ fn function_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn function_delete(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let name = String::from_utf8_lossy(&args[2]).to_ascii_lowercase();
+    let name = String::from_utf8_lossy(&args[2]);
     let mut engine = ctx.shared.scripting.engine().map_err(engine_error)?;
-    if engine.libraries.remove(&name).is_none() {
+    if engine.libraries.remove(&*name).is_none() {
         return Err(CmdError::Static("ERR Library not found"));
     }
     engine.collect();
@@ -427,7 +435,8 @@ fn function_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         .libraries
         .values()
         .filter(|lib| {
-            pattern.is_none_or(|p| crate::glob::glob_match(p, lib.name.as_bytes(), false))
+            // The pattern matches without case, as Redis's FUNCTION LIST matches it.
+            pattern.is_none_or(|p| crate::glob::glob_match(p, lib.name.as_bytes(), true))
         })
         .collect();
     encode::write_array_len(ctx.out, libraries.len());

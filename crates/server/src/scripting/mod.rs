@@ -122,7 +122,8 @@ pub struct Engine {
     runs_since_gc: u32,
     /// Cached EVAL scripts by SHA1 (looked up twice per EVALSHA: a fast hash).
     scripts: HashMap<String, Script, foldhash::fast::RandomState>,
-    /// Loaded libraries, by lower-case name (Redis compares names case-insensitively).
+    /// Loaded libraries, by name (compared with case, as Redis's library table does;
+    /// their functions are found without case).
     pub libraries: BTreeMap<String, Library>,
     /// `cjson`'s settings, which SCRIPT FLUSH sets back.
     json_settings: cjson::SettingsHandle,
@@ -904,7 +905,8 @@ impl Engine {
         flags: &Arc<RunFlags>,
     ) -> Result<String, String> {
         let (name, body) = library_shebang(code)?;
-        let key = name.to_ascii_lowercase();
+        // Library names compare with case (functions' names do not).
+        let key = name.clone();
         if self.libraries.contains_key(&key) && !replace {
             return Err(format!("ERR Library '{name}' already exists"));
         }
@@ -1085,51 +1087,74 @@ fn valid_name(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
-/// `redis.register_function(name, callback)` or `redis.register_function{...}`.
+/// `lua_isstring`/`lua_tostring`: a string, or a number as Lua prints it (`%.14g`).
+fn lua_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.to_string_lossy()),
+        Value::Integer(n) => Some(crate::cmd::float::fmt_g(*n as f64, 14)),
+        Value::Number(n) => Some(crate::cmd::float::fmt_g(*n, 14)),
+        _ => None,
+    }
+}
+
+/// `redis.register_function(name, callback)` or `redis.register_function{...}`, read
+/// as Redis reads them: names may be numbers, the named arguments' keys and the flags
+/// compare without case, and the first bad argument met (in the table's own order)
+/// is the one reported.
 fn register_args(lua: &Lua, args: &[Value]) -> Result<FunctionDef, String> {
     let (name, func, flags, description) = match args {
-        [Value::String(name), Value::Function(f)] => (
-            name.to_string_lossy(),
-            f.clone(),
-            ScriptFlags::default(),
-            None,
-        ),
         [Value::Table(t)] => {
             let mut name = None;
             let mut func = None;
             let mut flags = ScriptFlags::default();
             let mut description = None;
-            for pair in t.pairs::<String, Value>() {
-                let (key, value) = pair
-                    .map_err(|_| "wrong argument given to redis.register_function".to_string())?;
-                match (key.as_str(), value) {
-                    ("function_name", Value::String(s)) => name = Some(s.to_string_lossy()),
-                    ("callback", Value::Function(f)) => func = Some(f),
-                    ("description", Value::String(s)) => description = Some(s.to_string_lossy()),
-                    ("flags", Value::Table(list)) => {
-                        for flag in list.sequence_values::<String>() {
-                            let flag = flag.map_err(|_| "unknown flag given".to_string())?;
-                            if !flags.add(&flag) {
-                                return Err("unknown flag given".into());
+            for pair in t.pairs::<Value, Value>() {
+                let (key, value) = pair.map_err(|e| lua_message(&e))?;
+                let Some(key) = lua_text(&key) else {
+                    return Err("named argument key given to redis.register_function is not a string".into());
+                };
+                match key.to_ascii_lowercase().as_str() {
+                    "function_name" => {
+                        name = Some(lua_text(&value).ok_or("function_name argument given to redis.register_function must be a string")?);
+                    }
+                    "description" => {
+                        description = Some(lua_text(&value).ok_or("description argument given to redis.register_function must be a string")?);
+                    }
+                    "callback" => match value {
+                        Value::Function(f) => func = Some(f),
+                        _ => return Err("callback argument given to redis.register_function must be a function".into()),
+                    },
+                    "flags" => {
+                        let Value::Table(list) = value else {
+                            return Err("flags argument to redis.register_function must be a table representing function flags".into());
+                        };
+                        // From 1 up to the first nil; each a known name, in any case.
+                        for i in 1.. {
+                            let flag: Value = list.raw_get(i).map_err(|e| lua_message(&e))?;
+                            if flag == Value::Nil {
+                                break;
+                            }
+                            match lua_text(&flag) {
+                                Some(text) if flags.add(&text.to_ascii_lowercase()) => {}
+                                _ => return Err("unknown flag given".into()),
                             }
                         }
                     }
-                    ("function_name", _) => return Err("function_name argument given to redis.register_function must be a string".into()),
-                    ("callback", _) => return Err("callback argument given to redis.register_function must be a function".into()),
-                    ("description", _) => return Err("description argument given to redis.register_function must be a string".into()),
-                    ("flags", _) => return Err("flags argument to redis.register_function must be a table representing function flags".into()),
-                    (other, _) => return Err(format!("unknown argument given to redis.register_function: {other}")),
+                    _ => return Err("unknown argument given to redis.register_function".into()),
                 }
             }
             let name = name.ok_or("redis.register_function must get a function name argument")?;
             let func = func.ok_or("redis.register_function must get a callback argument")?;
             (name, func, flags, description)
         }
-        [Value::String(_), _] => {
-            return Err("second argument to redis.register_function must be a function".into())
-        }
-        [_, _] => return Err("first argument to redis.register_function must be a string".into()),
         [_] => return Err("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).".into()),
+        [first, second] => {
+            let name = lua_text(first).ok_or("first argument to redis.register_function must be a string")?;
+            let Value::Function(f) = second else {
+                return Err("second argument to redis.register_function must be a function".into());
+            };
+            (name, f.clone(), ScriptFlags::default(), None)
+        }
         _ => return Err("wrong number of arguments to redis.register_function".into()),
     };
     if !valid_name(&name) {

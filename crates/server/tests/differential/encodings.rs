@@ -63,7 +63,7 @@ pub(super) fn unordered(command: &[Vec<u8>], reply: Frame) -> String {
     }
 }
 
-fn sorted(frame: &Frame) -> String {
+pub(super) fn sorted(frame: &Frame) -> String {
     let mut items: Vec<String> = match frame {
         Frame::Array(items) | Frame::Set(items) => items.iter().map(sorted).collect(),
         Frame::Map(pairs) => pairs
