@@ -448,6 +448,49 @@ fn a_self_containing_table_is_not_a_crash() {
     assert_eq!(c.cmd(&["PING"]), Frame::Simple("PONG".into()));
 }
 
+/// Lua 5.1 does not verify bytecode, so a server that loads a precompiled chunk runs
+/// whatever it says (Redis's CVE-2015-4335). A chunk made by `string.dump` is refused
+/// as EVAL's body, by `loadstring` and by SCRIPT LOAD, with Redis's words, and the
+/// function inside never runs.
+#[test]
+fn precompiled_chunks_are_refused_like_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let ours = Redline::start();
+    // This server's dump: Redis refuses to load anything it could make itself.
+    let mut c = Conn::connect(ours.addr);
+    let Frame::Bulk(chunk) = c.cmd(&["EVAL", "return string.dump(function() return 42 end)", "0"])
+    else {
+        panic!("string.dump gave no chunk");
+    };
+    assert_eq!(chunk.first(), Some(&0x1b));
+    for addr in [redis.addr(), ours.addr] {
+        let mut c = Conn::connect(addr);
+        let body: &[u8] = &chunk;
+        let eval = c.cmd(&[&b"EVAL"[..], body, b"0"]);
+        let load = c.cmd(&[&b"SCRIPT"[..], b"LOAD", body]);
+        let inner = c.cmd(&[
+            &b"EVAL"[..],
+            b"return {select(2, loadstring(ARGV[1]))}",
+            b"0",
+            body,
+        ]);
+        for reply in [&eval, &load] {
+            assert_eq!(
+                show(reply),
+                show(&Frame::Error(
+                    "ERR Error compiling script (new function): user_script:1: unexpected symbol near 'char(27)'".into()
+                )),
+                "{addr}"
+            );
+        }
+        assert!(
+            text(&inner).ends_with(":1: unexpected symbol near 'char(27)'"),
+            "{addr}: {}",
+            show(&inner)
+        );
+    }
+}
+
 /// A script may hold far more values than the interpreter's stack has slots (about
 /// 8,000): a long array, map or set returned, a long reply read, many arguments given.
 /// The same replies on both servers, and the connection stays.

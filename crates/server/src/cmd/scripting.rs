@@ -151,7 +151,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Cm
                     Err(_) => String::from_utf8_lossy(&body).to_ascii_lowercase(),
                 }
             } else {
-                engine.load_script(&body).map_err(engine_error)?
+                engine.load_script(&body).map_err(CmdError::Bytes)?
             };
             let Some(flags) = engine.script_flags(&sha) else {
                 return Err(CmdError::Static(
@@ -295,7 +295,7 @@ fn script_debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn script_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut engine = ctx.shared.scripting.engine().map_err(engine_error)?;
-    let sha = engine.load_script(&args[2]).map_err(engine_error)?;
+    let sha = engine.load_script(&args[2]).map_err(CmdError::Bytes)?;
     encode::write_bulk(ctx.out, sha.as_bytes());
     Ok(())
 }

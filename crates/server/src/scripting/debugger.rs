@@ -545,6 +545,7 @@ impl Session {
         let load = |text: &[u8]| {
             lua.load(text)
                 .set_name("@ldb_eval")
+                .set_mode(mlua::ChunkMode::Text)
                 .set_environment(env.clone())
                 .into_function()
         };

@@ -787,30 +787,48 @@ impl Engine {
     }
 
     /// Compiles `body` as a script (cached by its SHA1, also on failure nothing is kept).
-    pub fn load_script(&mut self, body: &[u8]) -> Result<String, String> {
+    /// The error is bytes: Lua's message quotes the source near the fault as it is.
+    pub fn load_script(&mut self, body: &[u8]) -> Result<String, Vec<u8>> {
         let sha = sha1_hex(body);
         if self.scripts.contains_key(&sha) {
             return Ok(sha);
         }
-        let (flags, code) = eval_shebang(body)?;
+        let (flags, code) = eval_shebang(body).map_err(String::into_bytes)?;
+        let code = as_text(code);
         let func = self
             .lua
-            .load(code)
+            .load(&code[..])
             .set_name("@user_script")
+            .set_mode(mlua::ChunkMode::Text)
             .set_environment(self.env.clone())
             .into_function()
             .map_err(|e| {
-                format!(
-                    "ERR Error compiling script (new function): {}",
-                    lua_message(&e)
-                )
+                let mut text = b"ERR Error compiling script (new function): ".to_vec();
+                text.extend(
+                    self.syntax_error(&code, "@user_script")
+                        .unwrap_or_else(|| lua_message(&e).into_bytes()),
+                );
+                text
             })?;
         let func = self
             .lua
             .create_registry_value(func)
-            .map_err(|e| format!("ERR {}", lua_message(&e)))?;
+            .map_err(|e| format!("ERR {}", lua_message(&e)).into_bytes())?;
         self.scripts.insert(sha.clone(), Script { func, flags });
         Ok(sha)
+    }
+
+    /// Lua's own message for code that does not compile, as bytes (mlua's error holds
+    /// it as lossy UTF-8).
+    fn syntax_error(&self, code: &[u8], name: &str) -> Option<Vec<u8>> {
+        let code = self.lua.create_string(code).ok()?;
+        match self
+            .state
+            .call_function::<Value>("syntax_error", (code, name))
+        {
+            Ok(Value::String(message)) => Some(message.as_bytes().to_vec()),
+            _ => None,
+        }
     }
 
     /// Bytes of the EVAL cache's table: a slot per entry of its room (key, value and a
@@ -916,11 +934,18 @@ impl Engine {
             .map_err(|e| format!("ERR {}", lua_message(&e)))?;
         let chunk = self
             .lua
-            .load(body)
+            .load(&body[..])
             .set_name("@user_function")
+            .set_mode(mlua::ChunkMode::Text)
             .set_environment(env.clone())
             .into_function()
-            .map_err(|e| format!("ERR Error compiling function: {}", lua_message(&e)))?;
+            .map_err(|e| {
+                let message = self
+                    .syntax_error(&body, "@user_function")
+                    .map(|m| String::from_utf8_lossy(&m).into_owned())
+                    .unwrap_or_else(|| lua_message(&e));
+                format!("ERR Error compiling function: {message}")
+            })?;
         let registered: RefCell<Vec<FunctionDef>> = RefCell::new(Vec::new());
         let outcome = self.lua.scope(|scope| {
             let register = scope.create_function(|lua, args: Variadic<Value>| {
@@ -982,6 +1007,17 @@ impl Engine {
         );
         Ok(name)
     }
+}
+
+/// Code to compile as source text, never as a precompiled chunk: Redis's Lua has no
+/// loader for those (Lua 5.1 does not verify bytecode, so loading it could run
+/// anything), and reads the escape byte that starts one as a stray symbol. A space
+/// before it makes this Lua say the same; lines are unchanged.
+pub(super) fn as_text(mut code: Vec<u8>) -> Vec<u8> {
+    if code.first() == Some(&0x1b) {
+        code.insert(0, b' ');
+    }
+    code
 }
 
 /// A Lua state with the libraries Redis opens. `debug` makes mlua call this unsafe: Lua
