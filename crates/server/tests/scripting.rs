@@ -137,6 +137,25 @@ const SCRIPTS: &[&[&str]] = &[
     &["EVAL", "return redis.acl_check_cmd()", "0"],
     &["EVAL", "return redis.acl_check_cmd({})", "0"],
     &["EVAL", "return redis.acl_check_cmd('nosuch')", "0"],
+    // The sandbox: no script changes what the next one sees, by any way in
+    // (rawset, load's environment, strings' metatable, a library table), and the
+    // globals are Redis's (no getfenv/setfenv/newproxy, as redis-server 7.0.15 with
+    // the fixes for CVE-2025-46818 has them). Then both servers still see the real
+    // functions.
+    &["EVAL", "rawset(string, 'upper', 1) return 1", "0"],
+    &["EVAL", "rawset(redis, 'call', 1) return 1", "0"],
+    &["EVAL", "rawset(_G, 'x', 1) return 1", "0"],
+    &["EVAL", "local r = rawset({}, nil, 1) return r", "0"],
+    &["EVAL", "local s = 'redis.call = 1' return {pcall(load(function() local r = s s = nil return r end))}", "0"],
+    &["EVAL", "local s = '\\27Lua' return {load(function() local r = s s = nil return r end)}", "0"],
+    &["EVAL", "getmetatable('').foo = 1", "0"],
+    &["EVAL", "getmetatable('').__index.upper = 1", "0"],
+    &["EVAL", "coroutine.create = 1", "0"],
+    &["EVAL", "return {type(getfenv), type(setfenv), type(newproxy)}", "0"],
+    &["EVAL", "return type(rawget(string, 'upper'))", "0"],
+    &["EVAL", "local t = {} for k in pairs(string) do t[#t+1] = k end table.sort(t) return t", "0"],
+    &["EVAL", "local t = {} for k in pairs(cjson) do t[#t+1] = k end table.sort(t) return t", "0"],
+    &["EVAL", "return {type(redis.call), type(string.upper), ('x'):upper()}", "0"],
     // What FUNCTION LOAD says when the library fails while it loads.
     &["FUNCTION", "LOAD", "#!lua name=bad1\nlocal x = 1 + {}"],
     &["FUNCTION", "LOAD", "#!lua name=bad2\nredis.register_function()"],

@@ -73,6 +73,8 @@ end
 -- Read-only proxies: writes fail, their metatable reads as a read-only table and cannot
 -- be replaced (Redis's read-only tables).
 local protected = setmetatable({}, {__mode = 'k'})
+-- The table behind each proxy, for the raw functions (next, pairs, rawget) to read.
+local real_of = setmetatable({}, {__mode = 'k'})
 local raw_setmetatable = setmetatable
 local function readonly_error() error('Attempt to modify a readonly table', 2) end
 local sealed_meta = raw_setmetatable({}, {__newindex = readonly_error, __metatable = false})
@@ -83,6 +85,7 @@ local function readonly(real)
     __metatable = sealed_meta,
   })
   protected[proxy] = true
+  real_of[proxy] = real
   return proxy
 end
 state.readonly = readonly
@@ -102,6 +105,71 @@ loadstring = function(code, name)
   if f and state.env then setfenv(f, state.env) end
   return f, err
 end
+-- load(reader [, name]): the same, for code a function hands over in pieces.
+local raw_load = load
+local safe_load = function(...)
+  local reader, name = ...
+  if type(reader) ~= 'function' then
+    local got = select('#', ...) < 1 and 'no value' or type(reader)
+    error("bad argument #1 to 'load' (function expected, got " .. got .. ")", 2)
+  end
+  if name ~= nil and type(name) ~= 'string' and type(name) ~= 'number' then
+    error("bad argument #2 to 'load' (string expected, got " .. type(name) .. ")", 2)
+  end
+  local first = true
+  local function pieces()
+    local piece = reader()
+    if first and type(piece) == 'string' and piece ~= '' then
+      first = false
+      if piece:sub(1, 1) == '\27' then piece = ' ' .. piece end
+    end
+    return piece
+  end
+  local f, err = raw_load(pieces, name or '=(load)')
+  if f and state.env then setfenv(f, state.env) end
+  return f, err
+end
+
+-- The raw functions see through a proxy to its table, and rawset refuses one, as
+-- Redis's read-only tables do (checking the arguments first, as the C functions do,
+-- so that an error names the script's line).
+local raw_rawset, raw_rawget, raw_next = rawset, rawget, next
+local function check_table(fname, count, t)
+  if type(t) ~= 'table' then
+    local got = count < 1 and 'no value' or type(t)
+    error('bad argument #1 to ' .. "'" .. fname .. "'" .. ' (table expected, got ' .. got .. ')', 3)
+  end
+end
+local function check_any(fname, count, n)
+  if count < n then
+    error('bad argument #' .. n .. ' to ' .. "'" .. fname .. "'" .. ' (value expected)', 3)
+  end
+end
+local safe_rawset = function(...)
+  local count, t = select('#', ...), ...
+  check_table('rawset', count, t)
+  check_any('rawset', count, 2)
+  check_any('rawset', count, 3)
+  if protected[t] then error('Attempt to modify a readonly table', 0) end
+  return raw_rawset(...)
+end
+local safe_rawget = function(...)
+  local count, t, k = select('#', ...), ...
+  check_table('rawget', count, t)
+  check_any('rawget', count, 2)
+  return raw_rawget(real_of[t] or t, k)
+end
+local safe_next = function(...)
+  local count, t, k = select('#', ...), ...
+  check_table('next', count, t)
+  return raw_next(real_of[t] or t, k)
+end
+local safe_pairs = function(...)
+  local count, t = select('#', ...), ...
+  check_table('pairs', count, t)
+  return safe_next, t, nil
+end
+
 -- The engine's compiler reports through this: Lua's message with its bytes.
 function state.syntax_error(code, name)
   local _, err = raw_loadstring(code, name)
@@ -165,18 +233,27 @@ redis.LOG_WARNING = 3
 -- The globals scripts see: everything set up so far, read-only; reading a missing name
 -- is an error, as in Redis.
 local G = state.globals
-for k, v in pairs(_G) do
-  if k ~= '_G' then rawset(G, k, v) end
+-- Not getfenv/setfenv (a C function's environment is the interpreter's own global
+-- table, behind every proxy) nor newproxy: redis-server 7.0.15 as Debian ships it
+-- (with the fixes for CVE-2025-46818) has none of them either.
+local withheld = {_G = true, getfenv = true, setfenv = true, newproxy = true}
+for k, v in raw_next, _G do
+  if not withheld[k] then raw_rawset(G, k, v) end
 end
 -- Level 3: blame the script line that read the global, not the __index function.
 local function missing_global(k)
   error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 3)
 end
-for _, lib in ipairs({'redis', 'string', 'table', 'math', 'bit', 'cjson', 'cmsgpack', 'struct'}) do
-  if rawget(G, lib) ~= nil then
-    rawset(G, lib, readonly(rawget(G, lib), lib))
+for _, lib in ipairs({'redis', 'string', 'table', 'math', 'bit', 'cjson', 'cmsgpack', 'struct', 'coroutine'}) do
+  if raw_rawget(G, lib) ~= nil then
+    raw_rawset(G, lib, readonly(raw_rawget(G, lib), lib))
   end
 end
+-- Strings' metatable: getmetatable('') gives a read-only view of it, and its __index
+-- is the string library's proxy, so no script reaches a table the others use.
+local string_meta = getmetatable('')
+string_meta.__index = raw_rawget(G, 'string')
+string_meta.__metatable = readonly(string_meta)
 -- Reads go from the (empty) proxy to G as a table, which the VM follows without calling
 -- anything; only a name G lacks reaches a function, which raises the error. (An
 -- __index function on the proxy itself ran Lua code on every global a script read.)
@@ -191,9 +268,14 @@ local proxy = raw_setmetatable({}, {
   __metatable = sealed_meta,
 })
 protected[proxy] = true
-rawset(G, '_G', proxy)
-rawset(G, 'setmetatable', setmetatable)
-rawset(G, 'loadstring', loadstring)
+raw_rawset(G, '_G', proxy)
+real_of[proxy] = G
+for name, f in raw_next, {
+  setmetatable = setmetatable, loadstring = loadstring, load = safe_load,
+  rawset = safe_rawset, rawget = safe_rawget, next = safe_next, pairs = safe_pairs,
+} do
+  raw_rawset(G, name, f)
+end
 state.env = proxy
 
 -- FUNCTION LOAD: library code runs in its own environment where `redis` is the
