@@ -164,6 +164,23 @@ local safe_next = function(...)
   check_table('next', count, t)
   return raw_next(real_of[t] or t, k)
 end
+-- table.insert writes with rawseti, past any __newindex: a read-only table refuses
+-- it, after the checks the C function makes first (remove and sort write nothing into
+-- a proxy, whose own array is empty).
+local raw_insert = table.insert
+local safe_insert = function(...)
+  local count, t, pos = select('#', ...), ...
+  check_table('insert', count, t)
+  if count ~= 2 and count ~= 3 then
+    error("wrong number of arguments to 'insert'", 2)
+  end
+  if count == 3 and tonumber(pos) == nil then
+    error("bad argument #2 to 'insert' (number expected, got " .. type(pos) .. ")", 2)
+  end
+  if protected[t] then error('Attempt to modify a readonly table', 0) end
+  return raw_insert(...)
+end
+table.insert = safe_insert
 local safe_pairs = function(...)
   local count, t = select('#', ...), ...
   check_table('pairs', count, t)
