@@ -2,7 +2,7 @@
 //! library gives C libraries (`luaL_checknumber`, `luaL_checklstring`, `luaL_argerror`),
 //! so a script's error reads as it does on redis-server.
 
-use mlua::{Lua, Value};
+use mlua::{FromLuaMulti, IntoLuaMulti, Lua, Value};
 
 /// Most values a library function returns at once. Lua 5.1 lets a C function grow its
 /// stack to about 8,000 slots (`luaL_checkstack` fails past that), and each value held
@@ -69,4 +69,55 @@ pub fn c_cast_i64(n: f64) -> i64 {
     } else {
         n as i64
     }
+}
+
+/// A library function written in Rust whose errors read as a C library's do: an
+/// argument error names the function as its caller called it (`'?'` from C, such as
+/// `pcall(f, ...)`), and any error starts with the caller's place when the caller is
+/// Lua code (`luaL_where`). The `\u{3}` before it tells the error handler that the
+/// place is there already.
+pub fn function<A, R>(
+    lua: &Lua,
+    f: impl Fn(&Lua, A) -> mlua::Result<R> + Send + 'static,
+) -> mlua::Result<mlua::Function>
+where
+    A: FromLuaMulti,
+    R: IntoLuaMulti,
+{
+    lua.create_function(move |lua, args: A| f(lua, args).map_err(|e| locate(lua, e)))
+}
+
+/// [`function`]'s error: named and placed as `luaL_argerror`/`luaL_error` would.
+fn locate(lua: &Lua, e: mlua::Error) -> mlua::Error {
+    let mlua::Error::RuntimeError(message) = &e else {
+        return e;
+    };
+    // The engine's marked errors, and errors placed already, go through untouched.
+    if message.starts_with('\u{1}') || message.starts_with('\u{3}') {
+        return e;
+    }
+    let mut message = message.clone();
+    if let Some(rest) = message.strip_prefix("bad argument #") {
+        if let (Some(open), Some(close)) = (rest.find("to '"), rest.find("' (")) {
+            let called = lua
+                .inspect_stack(0, |d| d.names().name.map(|n| n.into_owned()))
+                .flatten()
+                .unwrap_or_else(|| "?".into());
+            message = format!(
+                "bad argument #{}to '{called}{}",
+                &rest[..open],
+                &rest[close..]
+            );
+        }
+    }
+    let place = lua
+        .inspect_stack(1, |d| {
+            let source = d.source();
+            match (source.what, source.short_src, d.current_line()) {
+                ("Lua" | "main", Some(src), Some(line)) => format!("{src}:{line}: "),
+                _ => String::new(),
+            }
+        })
+        .unwrap_or_default();
+    mlua::Error::runtime(format!("\u{3}{place}{message}"))
 }

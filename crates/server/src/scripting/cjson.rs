@@ -6,10 +6,13 @@
 //! does, so `+1`, `0x10`, `inf` and `nan`; the text up to its first NUL), failing with
 //! its messages and character positions. Tables are built as Lua CJSON builds them
 //! (one `rawset` at a time), so `pairs` visits a decoded table in the same order.
+#![allow(unsafe_code)]
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mlua::{LightUserData, Lua, Table, Value, Variadic};
+use std::ffi::c_int;
+
+use mlua::{ffi, LightUserData, Lua, Table, Value, Variadic};
 
 use super::args::{arg_error, check_integer, check_string};
 
@@ -17,11 +20,6 @@ use super::args::{arg_error, check_integer, check_string};
 /// past this many slots, which is what bounds Lua CJSON's nesting when its depth
 /// settings are raised.
 const MAX_C_STACK: usize = 8000;
-
-/// Deepest nesting either direction goes here, whatever the settings say: every level
-/// holds a value or two in mlua's reference slots, of which there are about
-/// [`MAX_C_STACK`], and past them mlua panics. The default depth (1000) is well inside.
-const MAX_NESTING: i64 = 2000;
 
 /// Lua CJSON's settings (`cjson.encode_max_depth(n)`...), one set per `cjson` table.
 #[derive(Debug, Clone, Copy)]
@@ -80,23 +78,18 @@ pub fn cjson(lua: &Lua) -> mlua::Result<(Table, SettingsHandle)> {
     let s = shared.clone();
     t.set(
         "encode",
-        lua.create_function(move |lua, args: Variadic<Value>| {
+        super::args::function(lua, move |lua, args: Variadic<Value>| {
             if args.len() != 1 {
                 return Err(arg_error(1, "encode", "expected 1 argument"));
             }
-            let mut out = Vec::new();
-            Encoder {
-                settings: read(&s),
-                out: &mut out,
-            }
-            .value(&args[0], 0, 1)?;
+            let out = encode(lua, read(&s), args[0].clone())?;
             lua.create_string(&out)
         })?,
     )?;
     let s = shared.clone();
     t.set(
         "decode",
-        lua.create_function(move |lua, args: Variadic<Value>| {
+        super::args::function(lua, move |lua, args: Variadic<Value>| {
             if args.len() != 1 {
                 return Err(arg_error(1, "decode", "expected 1 argument"));
             }
@@ -192,7 +185,10 @@ pub fn cjson(lua: &Lua) -> mlua::Result<(Table, SettingsHandle)> {
             })?,
         )?;
     }
-    t.set("new", lua.create_function(|lua, ()| Ok(cjson(lua)?.0))?)?;
+    t.set(
+        "new",
+        super::args::function(lua, |lua, ()| Ok(cjson(lua)?.0))?,
+    )?;
     t.set(
         "null",
         Value::LightUserData(LightUserData(std::ptr::null_mut())),
@@ -209,7 +205,7 @@ fn setting(
     max_args: usize,
     f: impl Fn(&Lua, &[Value]) -> mlua::Result<Vec<Value>> + Send + 'static,
 ) -> mlua::Result<mlua::Function> {
-    lua.create_function(move |lua, args: Variadic<Value>| {
+    super::args::function(lua, move |lua, args: Variadic<Value>| {
         if args.len() > max_args {
             return Err(arg_error(max_args + 1, name, "found too many arguments"));
         }
@@ -290,74 +286,220 @@ fn enum_option(
     })
 }
 
-/// Writes Lua values as JSON text.
-struct Encoder<'a> {
-    settings: Settings,
-    out: &'a mut Vec<u8>,
-}
-
 /// `Cannot serialise <type>: <reason>`.
 fn cannot(type_name: &str, reason: &str) -> mlua::Error {
     mlua::Error::runtime(format!("Cannot serialise {type_name}: {reason}"))
 }
 
+/// Lua's name of the type of the value at `index`.
+///
+/// # Safety
+/// `index` is a valid index of `state`'s stack.
+unsafe fn type_name(state: *mut ffi::lua_State, index: c_int) -> String {
+    let name = ffi::lua_typename(state, ffi::lua_type(state, index));
+    std::ffi::CStr::from_ptr(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `cjson.encode`: the value as JSON text.
+///
+/// It works on the interpreter's stack, as Lua CJSON does: through mlua's handles each
+/// string, table and key would take (and give back) a reference slot, which cost about
+/// three times Redis's time for a whole encode. Tables are walked in a loop with their
+/// own iteration keys on the stack, so the depth is bounded by the settings and Lua's C
+/// stack, not by this thread's.
+fn encode(lua: &Lua, settings: Settings, value: Value) -> mlua::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut failure = None;
+    // SAFETY: the closure runs in a protected call with the value as its one argument;
+    // it only reads the stack and pushes within `lua_checkstack`'s room. Should Lua
+    // raise (memory), what is held in Rust is leaked, not freed twice.
+    unsafe {
+        lua.exec_raw::<()>(value, |state| {
+            let mut encoder = Encoder {
+                settings,
+                out: &mut out,
+            };
+            if let Err(e) = encoder.run(state) {
+                failure = Some(e);
+            }
+            ffi::lua_settop(state, 0);
+        })?;
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// Writes the value at the top of a stack as JSON text.
+struct Encoder<'a> {
+    settings: Settings,
+    out: &'a mut Vec<u8>,
+}
+
+/// A table being written, innermost last; the table is on the stack (an object's
+/// iteration key above it).
+enum Open {
+    Array { next: c_int, len: c_int },
+    Object { first: bool },
+}
+
 impl Encoder<'_> {
-    /// One value at `depth` tables deep; `slots` is how much of the C stack Lua CJSON
-    /// would be using there (its argument, then one or two per enclosing table).
-    fn value(&mut self, v: &Value, depth: i64, slots: usize) -> mlua::Result<()> {
-        match v {
-            Value::String(s) => self.string(&s.as_bytes()),
-            Value::Integer(n) => self.number(*n as f64, "number")?,
-            Value::Number(n) => self.number(*n, "number")?,
-            Value::Boolean(b) => self
-                .out
-                .extend_from_slice(if *b { b"true" } else { b"false" }),
-            Value::Nil => self.out.extend_from_slice(b"null"),
-            Value::LightUserData(p) if p.0.is_null() => self.out.extend_from_slice(b"null"),
-            Value::Table(t) => {
-                let depth = depth + 1;
+    /// Writes the value at the top of the stack (the argument), in a loop over the
+    /// tables it holds.
+    ///
+    /// # Safety
+    /// `state` has the value at the top of its stack.
+    unsafe fn run(&mut self, state: *mut ffi::lua_State) -> mlua::Result<()> {
+        let mut open: Vec<Open> = Vec::new();
+        // Lua CJSON's C stack: the argument, then one slot per enclosing array (its
+        // element) and two per enclosing object (key and value).
+        let mut slots = 1usize;
+        loop {
+            // The value at the top: a scalar is written and popped; a table opens.
+            if ffi::lua_type(state, -1) == ffi::LUA_TTABLE {
+                let depth = open.len() as i64 + 1;
                 if depth > i64::from(self.settings.encode_max_depth)
-                    || depth > MAX_NESTING
                     || slots + 3 > MAX_C_STACK
+                    || ffi::lua_checkstack(state, 3) == 0
                 {
                     return Err(mlua::Error::runtime(format!(
                         "Cannot serialise, excessive nesting ({depth})"
                     )));
                 }
-                match self.array_length(t)? {
-                    Some(len) => self.array(t, len, depth, slots)?,
-                    None => self.object(t, depth, slots)?,
+                match self.array_length(state)? {
+                    Some(len) => {
+                        self.out.push(b'[');
+                        open.push(Open::Array { next: 1, len });
+                        slots += 1;
+                    }
+                    None => {
+                        self.out.push(b'{');
+                        ffi::lua_pushnil(state);
+                        open.push(Open::Object { first: true });
+                        slots += 2;
+                    }
+                }
+            } else {
+                self.scalar(state)?;
+                ffi::lua_pop(state, 1);
+            }
+            // Move on: the next element of the innermost table, closing those done.
+            loop {
+                let Some(innermost) = open.last_mut() else {
+                    return Ok(());
+                };
+                match innermost {
+                    Open::Array { next, len } => {
+                        if *next > *len {
+                            self.out.push(b']');
+                            ffi::lua_pop(state, 1);
+                            open.pop();
+                            slots -= 1;
+                            continue;
+                        }
+                        if *next > 1 {
+                            self.out.push(b',');
+                        }
+                        ffi::lua_rawgeti(state, -1, i64::from(*next));
+                        *next += 1;
+                        break;
+                    }
+                    Open::Object { first } => {
+                        // Stack: table, key.
+                        if ffi::lua_next(state, -2) == 0 {
+                            self.out.push(b'}');
+                            ffi::lua_pop(state, 1);
+                            open.pop();
+                            slots -= 2;
+                            continue;
+                        }
+                        if !*first {
+                            self.out.push(b',');
+                        }
+                        *first = false;
+                        // Stack: table, key, value.
+                        match ffi::lua_type(state, -2) {
+                            ffi::LUA_TNUMBER => {
+                                self.out.push(b'"');
+                                self.number(ffi::lua_tonumber(state, -2))?;
+                                self.out.extend_from_slice(b"\":");
+                            }
+                            ffi::LUA_TSTRING => {
+                                self.string(stack_bytes(state, -2));
+                                self.out.push(b':');
+                            }
+                            _ => {
+                                return Err(cannot(
+                                    &type_name(state, -2),
+                                    "table key must be a number or string",
+                                ))
+                            }
+                        }
+                        break;
+                    }
                 }
             }
-            other => return Err(cannot(other.type_name(), "type not supported")),
+        }
+    }
+
+    /// A value that is not a table.
+    ///
+    /// # Safety
+    /// The value is at the top of `state`'s stack.
+    unsafe fn scalar(&mut self, state: *mut ffi::lua_State) -> mlua::Result<()> {
+        match ffi::lua_type(state, -1) {
+            ffi::LUA_TSTRING => self.string(stack_bytes(state, -1)),
+            ffi::LUA_TNUMBER => self.number(ffi::lua_tonumber(state, -1))?,
+            ffi::LUA_TBOOLEAN => {
+                self.out
+                    .extend_from_slice(if ffi::lua_toboolean(state, -1) != 0 {
+                        b"true"
+                    } else {
+                        b"false"
+                    })
+            }
+            ffi::LUA_TNIL => self.out.extend_from_slice(b"null"),
+            ffi::LUA_TLIGHTUSERDATA if ffi::lua_touserdata(state, -1).is_null() => {
+                self.out.extend_from_slice(b"null")
+            }
+            _ => return Err(cannot(&type_name(state, -1), "type not supported")),
         }
         Ok(())
     }
 
-    /// `lua_array_length`: `Some(n)` for an array of n (> 0) elements, holes included;
-    /// `None` for an object, the empty table and (when converting) a sparse array.
-    fn array_length(&self, t: &Table) -> mlua::Result<Option<i32>> {
-        let mut max: i32 = 0;
-        let mut items: i32 = 0;
-        for pair in t.pairs::<Value, Value>() {
-            let (k, _) = pair?;
-            let k = match k {
-                Value::Integer(k) => k as f64,
-                Value::Number(k) => k,
-                _ => return Ok(None),
+    /// `lua_array_length` of the table at the top: `Some(n)` for an array of n (> 0)
+    /// elements, holes included; `None` for an object, the empty table and (when
+    /// converting) a sparse array.
+    ///
+    /// # Safety
+    /// A table is at the top of `state`'s stack, with room for two more values.
+    unsafe fn array_length(&self, state: *mut ffi::lua_State) -> mlua::Result<Option<c_int>> {
+        let mut max: c_int = 0;
+        let mut items: c_int = 0;
+        ffi::lua_pushnil(state);
+        while ffi::lua_next(state, -2) != 0 {
+            let k = if ffi::lua_type(state, -2) == ffi::LUA_TNUMBER {
+                ffi::lua_tonumber(state, -2)
+            } else {
+                0.0
             };
             if k == 0.0 || k.is_nan() || k.floor() != k || k < 1.0 {
+                ffi::lua_pop(state, 2);
                 return Ok(None);
             }
             if k > f64::from(max) {
                 // `max = k` into a C int: x86-64 gives INT_MIN when it does not fit.
                 max = if k < 2_147_483_648.0 {
-                    k as i32
+                    k as c_int
                 } else {
-                    i32::MIN
+                    c_int::MIN
                 };
             }
             items = items.wrapping_add(1);
+            ffi::lua_pop(state, 1);
         }
         let s = &self.settings;
         if s.sparse_ratio > 0 && max > items.wrapping_mul(s.sparse_ratio) && max > s.sparse_safe {
@@ -369,59 +511,10 @@ impl Encoder<'_> {
         Ok((max > 0).then_some(max))
     }
 
-    fn array(&mut self, t: &Table, len: i32, depth: i64, slots: usize) -> mlua::Result<()> {
-        self.out.push(b'[');
-        for i in 1..=len {
-            if i > 1 {
-                self.out.push(b',');
-            }
-            let item: Value = t.raw_get(i)?;
-            self.value(&item, depth, slots + 1)?;
-        }
-        self.out.push(b']');
-        Ok(())
-    }
-
-    fn object(&mut self, t: &Table, depth: i64, slots: usize) -> mlua::Result<()> {
-        self.out.push(b'{');
-        let mut first = true;
-        for pair in t.pairs::<Value, Value>() {
-            let (k, item) = pair?;
-            if !first {
-                self.out.push(b',');
-            }
-            first = false;
-            match &k {
-                Value::Integer(n) => self.key_number(*n as f64)?,
-                Value::Number(n) => self.key_number(*n)?,
-                Value::String(s) => {
-                    self.string(&s.as_bytes());
-                    self.out.push(b':');
-                }
-                other => {
-                    return Err(cannot(
-                        other.type_name(),
-                        "table key must be a number or string",
-                    ))
-                }
-            }
-            self.value(&item, depth, slots + 2)?;
-        }
-        self.out.push(b'}');
-        Ok(())
-    }
-
-    fn key_number(&mut self, n: f64) -> mlua::Result<()> {
-        self.out.push(b'"');
-        self.number(n, "number")?;
-        self.out.extend_from_slice(b"\":");
-        Ok(())
-    }
-
     /// `json_append_number`: `%.<precision>g`; NaN and infinities as the setting says.
-    fn number(&mut self, n: f64, type_name: &str) -> mlua::Result<()> {
+    fn number(&mut self, n: f64) -> mlua::Result<()> {
         match self.settings.encode_invalid_numbers {
-            0 if !n.is_finite() => return Err(cannot(type_name, "must not be NaN or Inf")),
+            0 if !n.is_finite() => return Err(cannot("number", "must not be NaN or Inf")),
             0 => {}
             1 if n.is_nan() => {
                 self.out.extend_from_slice(b"nan");
@@ -463,6 +556,19 @@ impl Encoder<'_> {
         }
         out.push(b'"');
     }
+}
+
+/// The bytes of the string at `index` (valid while it stays on the stack).
+///
+/// # Safety
+/// A string is at `index` of `state`'s stack, and stays there while the slice is used.
+unsafe fn stack_bytes<'a>(state: *mut ffi::lua_State, index: c_int) -> &'a [u8] {
+    let mut len = 0usize;
+    let ptr = ffi::lua_tolstring(state, index, &mut len);
+    if ptr.is_null() {
+        return &[];
+    }
+    std::slice::from_raw_parts(ptr.cast::<u8>(), len)
 }
 
 /// A token of the decoder, with where it starts (0-based); an error token carries
@@ -691,14 +797,9 @@ fn parse_error(what: &str, token: &Token, at: usize) -> mlua::Error {
     ))
 }
 
-/// An array or object being filled, innermost last.
-enum Open {
-    Array(Table, i64),
-    Object(Table, mlua::String),
-}
-
-/// `cjson.decode`: the text's one value, without recursion (the depth a text asks for
-/// is bounded by the settings and [`MAX_NESTING`], not by this thread's stack).
+/// `cjson.decode`: the text's one value, built on the interpreter's stack (as Lua
+/// CJSON builds it: a new table, then one raw set per element) in a loop, so the depth
+/// a text asks for is bounded by the settings and Lua's C stack, not by this thread's.
 fn decode(lua: &Lua, settings: Settings, text: &[u8]) -> mlua::Result<Value> {
     if text.len() >= 2 && (text[0] == 0 || text[1] == 0) {
         return Err(mlua::Error::runtime(
@@ -706,100 +807,124 @@ fn decode(lua: &Lua, settings: Settings, text: &[u8]) -> mlua::Result<Value> {
         ));
     }
     let end = text.iter().position(|&c| c == 0).unwrap_or(text.len());
+    let mut failure = None;
+    // SAFETY: the closure runs in a protected call; it pushes within
+    // `lua_checkstack`'s room and leaves one value (or nothing, on an error of ours).
+    // Should Lua raise (memory), what is held in Rust is leaked, not freed twice.
+    let value: Value = unsafe {
+        lua.exec_raw((), |state| match build(state, settings, &text[..end]) {
+            Ok(()) => {}
+            Err(e) => {
+                failure = Some(e);
+                ffi::lua_settop(state, 0);
+            }
+        })?
+    };
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(value),
+    }
+}
+
+/// Pushes the value `text` holds.
+///
+/// # Safety
+/// `state` is the stack of a C function (or protected call) being run.
+unsafe fn build(state: *mut ffi::lua_State, settings: Settings, text: &[u8]) -> mlua::Result<()> {
     let mut lexer = Lexer {
-        text: &text[..end],
+        text,
         pos: 0,
         invalid_numbers: settings.decode_invalid_numbers != 0,
     };
-    let mut open: Vec<Open> = Vec::new();
+    // The arrays and objects being filled, innermost last, each on the stack (an
+    // object's pending key above it); an array's next index.
+    let mut open: Vec<Option<c_int>> = Vec::new();
     // Lua CJSON's C stack: the text, then a table per open array, a table and a key
     // per open object.
     let mut slots = 1usize;
-    // Lua CJSON's `json_decode_descend`: one level more, refused past the settings or
-    // the C stack.
-    let descend = |open: &Vec<Open>, slots: usize, needs: usize, pos: usize| {
-        let depth = open.len() as i64 + 1;
-        if depth > i64::from(settings.decode_max_depth)
-            || depth > MAX_NESTING
-            || slots + needs > MAX_C_STACK
-        {
-            return Err(mlua::Error::runtime(format!(
-                "Found too many nested data structures ({depth}) at character {pos}"
-            )));
-        }
-        Ok(())
-    };
     let (mut token, mut at) = lexer.next();
     loop {
-        // `token` starts a value.
-        let mut value = match token {
-            Token::Str(s) => Value::String(lua.create_string(s)?),
-            Token::Number(n) => Value::Number(n),
-            Token::Boolean(b) => Value::Boolean(b),
-            Token::Null => Value::LightUserData(LightUserData(std::ptr::null_mut())),
-            Token::ArrBegin => {
-                descend(&open, slots, 2, lexer.pos)?;
-                let table = lua.create_table()?;
-                let (next, next_at) = lexer.next();
-                if matches!(next, Token::ArrEnd) {
-                    Value::Table(table)
-                } else {
-                    open.push(Open::Array(table, 1));
-                    slots += 1;
-                    (token, at) = (next, next_at);
-                    continue;
+        // `token` starts a value: push it (a table with its first element to come
+        // opens instead).
+        match token {
+            Token::Str(s) => push_bytes(state, &s),
+            Token::Number(n) => ffi::lua_pushnumber(state, n),
+            Token::Boolean(b) => ffi::lua_pushboolean(state, c_int::from(b)),
+            Token::Null => ffi::lua_pushlightuserdata(state, std::ptr::null_mut()),
+            Token::ArrBegin | Token::ObjBegin => {
+                let array = matches!(token, Token::ArrBegin);
+                // Lua CJSON's `json_decode_descend`: refused past the settings or the
+                // C stack.
+                let depth = open.len() as i64 + 1;
+                let needs = if array { 2 } else { 3 };
+                if depth > i64::from(settings.decode_max_depth)
+                    || slots + needs > MAX_C_STACK
+                    || ffi::lua_checkstack(state, needs as c_int) == 0
+                {
+                    return Err(mlua::Error::runtime(format!(
+                        "Found too many nested data structures ({depth}) at character {}",
+                        lexer.pos
+                    )));
                 }
-            }
-            Token::ObjBegin => {
-                descend(&open, slots, 3, lexer.pos)?;
-                let table = lua.create_table()?;
+                ffi::lua_createtable(state, 0, 0);
                 let (next, next_at) = lexer.next();
-                if matches!(next, Token::ObjEnd) {
-                    Value::Table(table)
+                let empty = if array {
+                    matches!(next, Token::ArrEnd)
                 } else {
-                    let key = object_key(lua, &mut lexer, next, next_at)?;
-                    open.push(Open::Object(table, key));
-                    slots += 2;
-                    (token, at) = lexer.next();
+                    matches!(next, Token::ObjEnd)
+                };
+                if !empty {
+                    if array {
+                        open.push(Some(1));
+                        slots += 1;
+                        (token, at) = (next, next_at);
+                    } else {
+                        object_key(state, &mut lexer, next, next_at)?;
+                        open.push(None);
+                        slots += 2;
+                        (token, at) = lexer.next();
+                    }
                     continue;
                 }
             }
             other => return Err(parse_error("value", &other, at)),
-        };
-        // Put the finished value in its container; close the containers it ends.
+        }
+        // Put the value in its container; close the containers it ends.
         loop {
             let Some(innermost) = open.last_mut() else {
                 let (next, next_at) = lexer.next();
                 if !matches!(next, Token::End) {
                     return Err(parse_error("the end", &next, next_at));
                 }
-                return Ok(value);
+                return Ok(());
             };
             let (next, next_at) = match innermost {
-                Open::Array(table, i) => {
-                    table.raw_set(*i, value)?;
-                    *i += 1;
+                Some(index) => {
+                    ffi::lua_rawseti(state, -2, i64::from(*index));
+                    *index += 1;
                     let (next, next_at) = lexer.next();
                     match next {
                         Token::ArrEnd => {
-                            value = close(&mut open, &mut slots);
+                            open.pop();
+                            slots -= 1;
                             continue;
                         }
                         Token::Comma => lexer.next(),
                         other => return Err(parse_error("comma or array end", &other, next_at)),
                     }
                 }
-                Open::Object(table, key) => {
-                    table.raw_set(key.clone(), value)?;
+                None => {
+                    ffi::lua_rawset(state, -3);
                     let (next, next_at) = lexer.next();
                     match next {
                         Token::ObjEnd => {
-                            value = close(&mut open, &mut slots);
+                            open.pop();
+                            slots -= 2;
                             continue;
                         }
                         Token::Comma => {
-                            let (next, next_at) = lexer.next();
-                            *key = object_key(lua, &mut lexer, next, next_at)?;
+                            let (key, key_at) = lexer.next();
+                            object_key(state, &mut lexer, key, key_at)?;
                             lexer.next()
                         }
                         other => return Err(parse_error("comma or object end", &other, next_at)),
@@ -812,37 +937,33 @@ fn decode(lua: &Lua, settings: Settings, text: &[u8]) -> mlua::Result<Value> {
     }
 }
 
-/// An object's key and the colon after it.
-fn object_key(
-    lua: &Lua,
+/// Pushes a string.
+///
+/// # Safety
+/// `state` has room for one more value.
+unsafe fn push_bytes(state: *mut ffi::lua_State, bytes: &[u8]) {
+    ffi::lua_pushlstring(state, bytes.as_ptr().cast(), bytes.len());
+}
+
+/// An object's key (pushed) and the colon after it.
+///
+/// # Safety
+/// `state` has room for one more value.
+unsafe fn object_key(
+    state: *mut ffi::lua_State,
     lexer: &mut Lexer<'_>,
     token: Token,
     at: usize,
-) -> mlua::Result<mlua::String> {
+) -> mlua::Result<()> {
     let Token::Str(key) = token else {
         return Err(parse_error("object key string", &token, at));
     };
-    let key = lua.create_string(key)?;
+    push_bytes(state, &key);
     let (colon, colon_at) = lexer.next();
     if !matches!(colon, Token::Colon) {
         return Err(parse_error("colon", &colon, colon_at));
     }
-    Ok(key)
-}
-
-/// Pops the innermost container, which is complete, as a value.
-fn close(open: &mut Vec<Open>, slots: &mut usize) -> Value {
-    match open.pop() {
-        Some(Open::Array(table, _)) => {
-            *slots -= 1;
-            Value::Table(table)
-        }
-        Some(Open::Object(table, _)) => {
-            *slots -= 2;
-            Value::Table(table)
-        }
-        None => Value::Nil,
-    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -30,13 +30,15 @@ fn barg(lua: &Lua, args: &[Value], n: usize, func: &str) -> mlua::Result<i32> {
 fn bit(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     let unary = |name: &'static str, op: fn(i32) -> i32| {
-        lua.create_function(move |lua, a: Variadic<Value>| Ok(op(barg(lua, &a, 1, name)?)))
+        super::args::function(lua, move |lua, a: Variadic<Value>| {
+            Ok(op(barg(lua, &a, 1, name)?))
+        })
     };
     t.set("tobit", unary("tobit", |x| x)?)?;
     t.set("bnot", unary("bnot", |x| !x)?)?;
     t.set("bswap", unary("bswap", |x| (x as u32).swap_bytes() as i32)?)?;
     let fold = |name: &'static str, op: fn(i32, i32) -> i32| {
-        lua.create_function(move |lua, a: Variadic<Value>| {
+        super::args::function(lua, move |lua, a: Variadic<Value>| {
             let mut acc = barg(lua, &a, 1, name)?;
             // LuaBitOp folds from the last argument down: a bad one is found last first.
             for n in (2..=a.len()).rev() {
@@ -49,7 +51,7 @@ fn bit(lua: &Lua) -> mlua::Result<Table> {
     t.set("bor", fold("bor", |x, y| x | y)?)?;
     t.set("bxor", fold("bxor", |x, y| x ^ y)?)?;
     let shift = |name: &'static str, op: fn(i32, u32) -> i32| {
-        lua.create_function(move |lua, a: Variadic<Value>| {
+        super::args::function(lua, move |lua, a: Variadic<Value>| {
             let x = barg(lua, &a, 1, name)?;
             let n = barg(lua, &a, 2, name)? as u32 & 31;
             Ok(op(x, n))
@@ -68,7 +70,7 @@ fn bit(lua: &Lua) -> mlua::Result<Table> {
     )?;
     t.set(
         "tohex",
-        lua.create_function(|lua, a: Variadic<Value>| {
+        super::args::function(lua, |lua, a: Variadic<Value>| {
             let x = barg(lua, &a, 1, "tohex")? as u32;
             // Absent: 8 digits; present (even nil), read as a number.
             let n = if a.len() < 2 {

@@ -7,7 +7,6 @@ use mlua::{Lua, Table, Value, Variadic};
 use super::args::{
     arg_error, check_integer, check_string, opt_integer, too_many_results, MAX_RESULTS,
 };
-use super::lib_error;
 
 /// lua-cmsgpack's words when an unpack would return too many values.
 const TOO_MANY: &str = "too many return values at once; use unpack_one or unpack_limit instead.";
@@ -20,7 +19,7 @@ pub fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.set(
         "pack",
-        lua.create_function(|lua, args: Variadic<Value>| {
+        super::args::function(lua, |lua, args: Variadic<Value>| {
             if args.is_empty() {
                 // lua-cmsgpack reports it as argument 0.
                 return Err(arg_error(0, "pack", "MessagePack pack needs input."));
@@ -34,7 +33,7 @@ pub fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
     )?;
     t.set(
         "unpack",
-        lua.create_function(|lua, args: Variadic<Value>| {
+        super::args::function(lua, |lua, args: Variadic<Value>| {
             let data = check_string(lua, &args, 1, "unpack")?;
             unpack_full(lua, &data.as_bytes(), 0, 0)
         })?,
@@ -42,7 +41,7 @@ pub fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
     // Both read their numbers before the string, as lua-cmsgpack does.
     t.set(
         "unpack_one",
-        lua.create_function(|lua, args: Variadic<Value>| {
+        super::args::function(lua, |lua, args: Variadic<Value>| {
             const F: &str = "unpack_one";
             let offset = opt_integer(lua, &args, 2, F, 0)?;
             let data = check_string(lua, &args, 1, F)?;
@@ -51,7 +50,7 @@ pub fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
     )?;
     t.set(
         "unpack_limit",
-        lua.create_function(|lua, args: Variadic<Value>| {
+        super::args::function(lua, |lua, args: Variadic<Value>| {
             const F: &str = "unpack_limit";
             let limit = check_integer(lua, &args, 2, F)?;
             let offset = opt_integer(lua, &args, 3, F, 0)?;
@@ -258,6 +257,11 @@ impl From<mlua::Error> for Fault {
 /// same message.
 const MAX_UNPACK_NESTING: usize = 2000;
 
+/// An error Lua raises inside a C function: no place before its text.
+fn unplaced(text: &str) -> Fault {
+    Fault::Lua(mlua::Error::runtime(format!("\u{3}{text}")))
+}
+
 /// What one tag starts.
 enum Item {
     Value(Value),
@@ -354,11 +358,11 @@ impl Cursor<'_> {
                         }
                         Some(k) => {
                             // lua_settable's own errors: raised inside the C function,
-                            // so without the script's position.
+                            // so without the script's position (the \u{3} says so).
                             match &k {
-                                Value::Nil => return Err(lib_error("table index is nil").into()),
+                                Value::Nil => return Err(unplaced("table index is nil")),
                                 Value::Number(n) if n.is_nan() => {
-                                    return Err(lib_error("table index is NaN").into())
+                                    return Err(unplaced("table index is NaN"))
                                 }
                                 _ => table.raw_set(k, value)?,
                             }

@@ -9,6 +9,15 @@ dofile = nil
 print = nil
 local rawget, rawset, error, type, tostring, setmetatable = rawget, rawset, error, type, tostring, setmetatable
 
+-- The text of an error a Rust function raised (mlua's userdata): without mlua's
+-- prefix and traceback, and without the \3 that says it names its place already.
+local function rust_message(text)
+  text = text:gsub('\nstack traceback:.*$', ''):gsub('^runtime error: ', '')
+  local located = text:sub(1, 1) == '\3'
+  if located then text = text:sub(2) end
+  return text, located
+end
+
 -- Redis's error handler: errors become {err=...} tables carrying where they happened
 -- (the first frame that is neither C nor this prelude).
 function state.handler(err)
@@ -32,10 +41,13 @@ function state.handler(err)
       err = {err = counted, ignore_error_stats_update = true}
     elseif rust then
       -- A library function written in Rust failed (bit, cjson, cmsgpack, struct):
-      -- keep its message, without mlua's prefix and traceback, and say where the
-      -- script called it, as luaL_error does for C libraries.
-      text = text:gsub('\nstack traceback:.*$', ''):gsub('^runtime error: ', '')
-      local where = info and (info.short_src .. ':' .. info.currentline .. ': ') or ''
+      -- keep its message, without mlua's prefix and traceback. It says where the
+      -- script called it (after a \3) as luaL_error does; one that does not is given
+      -- the script's place.
+      local located
+      text, located = rust_message(text)
+      local where = ''
+      if not located and info then where = info.short_src .. ':' .. info.currentline .. ': ' end
       err = {err = 'ERR ' .. where .. text}
     else
       err = {err = 'ERR ' .. text}
@@ -202,6 +214,11 @@ local function pcall_result(ok, ...)
   if type(e) == 'table' then
     local msg = e.err
     if type(msg) == 'string' or type(msg) == 'number' then e = msg end
+  elseif type(e) == 'userdata' then
+    -- A Rust library function's error: the string a C library raises.
+    local text = rust_message(tostring(e))
+    local marked = text:match('\1(.-)\1')
+    e = marked or text
   end
   return false, e
 end

@@ -22,9 +22,9 @@ const MAX_ALIGN: usize = 8;
 /// Builds the `struct` table.
 pub fn structlib(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    t.set("pack", lua.create_function(pack)?)?;
-    t.set("unpack", lua.create_function(unpack)?)?;
-    t.set("size", lua.create_function(size)?)?;
+    t.set("pack", super::args::function(lua, pack)?)?;
+    t.set("unpack", super::args::function(lua, unpack)?)?;
+    t.set("size", super::args::function(lua, size)?)?;
     Ok(t)
 }
 

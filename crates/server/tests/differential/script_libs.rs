@@ -531,7 +531,7 @@ impl Gen {
     /// with its payload (JSON, msgpack or struct bytes) as ARGV[1].
     pub(super) fn script_lib_command(&mut self) -> Vec<Vec<u8>> {
         let mut argv: Option<Vec<u8>> = None;
-        let body = match self.rng.usize(..26) {
+        let body = match self.rng.usize(..28) {
             0..=2 => format!("return cjson.encode({})", self.lua_value(0)),
             3 => format!(
                 "return D(cjson.decode(cjson.encode({})))",
@@ -631,6 +631,34 @@ impl Gen {
                     2 => format!("error({{err = {text}}})"),
                     3 => format!("error({text})"),
                     _ => format!("return {{pcall(error, {{err = {text}}})}}"),
+                }
+            }
+            23 => {
+                // Errors caught by pcall: the string a C library raises, with the
+                // caller's place only when the caller is Lua code.
+                match self.rng.usize(..5) {
+                    0 => {
+                        argv = Some(self.json_text(0));
+                        "return D({pcall(cjson.decode, ARGV[1])})".to_string()
+                    }
+                    1 => {
+                        argv = Some(self.msgpack_payload());
+                        "return D({pcall(cmsgpack.unpack, ARGV[1])})".to_string()
+                    }
+                    2 => {
+                        argv = Some(self.struct_data());
+                        format!("return D({{pcall(struct.unpack, '{}', ARGV[1])}})", self.struct_format())
+                    }
+                    3 => format!(
+                        "return D({{pcall(function() return cjson.encode({}) end)}})",
+                        self.lua_value(0)
+                    ),
+                    _ => format!(
+                        "local f = bit.{} return D({{pcall(f, {}), pcall(function() return f({}) end)}})",
+                        ["band", "tohex", "lshift"][self.rng.usize(..3)],
+                        self.lua_number(),
+                        ["'x'", "{}", "nil"][self.rng.usize(..3)]
+                    ),
                 }
             }
             _ => self.script_result(),
