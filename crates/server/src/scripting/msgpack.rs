@@ -1,8 +1,11 @@
 //! `cmsgpack` for scripts: MessagePack pack/unpack with lua-cmsgpack's conventions
 //! (integral numbers as the smallest integer form, other numbers as float32 when exact
 //! else float64, tables with keys 1..n as arrays, nesting past 16 levels packed as nil).
+#![allow(unsafe_code)]
 
-use mlua::{Lua, Table, Value, Variadic};
+use std::ffi::c_int;
+
+use mlua::{ffi, Lua, Table, Value, Variadic};
 
 use super::args::{
     arg_error, check_integer, check_string, opt_integer, too_many_results, MAX_RESULTS,
@@ -82,27 +85,53 @@ fn unpack_full(lua: &Lua, bytes: &[u8], limit: i64, offset: i64) -> mlua::Result
     };
     let all = limit == 0 && offset == 0;
     let limit = if all { i64::from(i32::MAX) } else { limit };
-    let mut cursor = Cursor {
-        bytes: rest,
-        pos: 0,
+    let mut failure = None;
+    let mut consumed = 0;
+    // SAFETY: the closure runs in a protected call; it pushes within `lua_checkstack`'s
+    // room and leaves the values (or nothing, on an error of ours). Should Lua raise
+    // (memory, a nil map key), what is held in Rust is leaked, not freed twice.
+    let values: Variadic<Value> = unsafe {
+        lua.exec_raw((), |state| {
+            let mut cursor = Cursor {
+                bytes: rest,
+                pos: 0,
+            };
+            let mut count: i64 = 0;
+            while cursor.pos < rest.len() && count < limit {
+                if count as usize >= MAX_RESULTS {
+                    failure = Some(too_many_results(TOO_MANY));
+                    break;
+                }
+                // lua-cmsgpack's C stack: the payload, then the values so far.
+                match cursor.push_value(state, 1 + count as usize) {
+                    Ok(()) => count += 1,
+                    Err(Fault::Lua(e)) => failure = Some(e),
+                    Err(Fault::Eof) => {
+                        failure = Some(mlua::Error::runtime("Missing bytes in input."))
+                    }
+                    Err(Fault::BadFormat) => {
+                        failure = Some(mlua::Error::runtime("Bad data format in input."))
+                    }
+                }
+                if failure.is_some() {
+                    break;
+                }
+            }
+            consumed = cursor.pos;
+            if failure.is_some() {
+                ffi::lua_settop(state, 0);
+            }
+        })?
     };
-    let mut values = Vec::new();
-    while cursor.pos < rest.len() && (values.len() as i64) < limit {
-        if values.len() >= MAX_RESULTS {
-            return Err(too_many_results(TOO_MANY));
-        }
-        match cursor.value(lua) {
-            Ok(v) => values.push(v),
-            Err(Fault::Lua(e)) => return Err(e),
-            Err(Fault::Eof) => return Err(mlua::Error::runtime("Missing bytes in input.")),
-            Err(Fault::BadFormat) => return Err(mlua::Error::runtime("Bad data format in input.")),
-        }
+    if let Some(e) = failure {
+        return Err(e);
     }
+    let mut values: Vec<Value> = values.into_iter().collect();
     if !all {
-        let next = if cursor.pos == rest.len() {
+        let next = if consumed == rest.len() {
             -1
         } else {
-            (bytes.len() - rest.len() + cursor.pos) as i64
+            (bytes.len() - rest.len() + consumed) as i64
         };
         values.insert(0, Value::Integer(next));
     }
@@ -251,35 +280,19 @@ impl From<mlua::Error> for Fault {
     }
 }
 
-/// Deepest nesting unpacked. lua-cmsgpack stops near 4,000 levels, when Lua's C stack
-/// (about 8,000 slots, two per level) is full; each level here holds a table in mlua's
-/// reference slots, of which there are about as many, so this stops sooner, with the
-/// same message.
-const MAX_UNPACK_NESTING: usize = 2000;
+/// Lua 5.1's `LUAI_MAXCSTACK`: the slots a C function's stack may grow to.
+const MAX_C_STACK: usize = 8000;
 
 /// An error Lua raises inside a C function: no place before its text.
 fn unplaced(text: &str) -> Fault {
     Fault::Lua(mlua::Error::runtime(format!("\u{3}{text}")))
 }
 
-/// What one tag starts.
-enum Item {
-    Value(Value),
-    Container { array: bool, len: u64 },
-}
-
-/// An array or map being filled, innermost last.
+/// An array or map being filled, innermost last (its table on the stack, a map's
+/// key above it once read).
 enum Open {
-    Array {
-        table: Table,
-        next: u64,
-        len: u64,
-    },
-    Map {
-        table: Table,
-        left: u64,
-        key: Option<Value>,
-    },
+    Array { next: u64, len: u64 },
+    Map { left: u64, key: bool },
 }
 
 /// A reading position in a payload.
@@ -305,107 +318,127 @@ impl Cursor<'_> {
             .fold(0, |acc, b| (acc << 8) | u64::from(*b)))
     }
 
-    /// `mp_decode_to_lua_type`: one value, nested ones within it read in a loop rather
-    /// than by recursion (a payload chooses how deep it nests).
-    fn value(&mut self, lua: &Lua) -> Result<Value, Fault> {
+    /// `mp_decode_to_lua_type`: pushes one value, nested ones within it read in a loop
+    /// rather than by recursion (a payload chooses how deep it nests). `slots` is how
+    /// much of Lua's C stack lua-cmsgpack would be using before it: its limits (about
+    /// 8,000 slots; an array holds its table and the index being filled, a map its
+    /// table and the key) give its errors at the same depths.
+    ///
+    /// # Safety
+    /// `state` is the stack of a C function (or protected call) being run.
+    unsafe fn push_value(&mut self, state: *mut ffi::lua_State, slots: usize) -> Result<(), Fault> {
         let mut open: Vec<Open> = Vec::new();
+        let mut slots = slots;
         loop {
-            let mut value = match self.item(lua)? {
-                Item::Value(v) => v,
-                Item::Container { array, len } => {
-                    if open.len() >= MAX_UNPACK_NESTING {
-                        return Err(Fault::Lua(mlua::Error::runtime(if array {
-                            "stack overflow (in function mp_decode_to_lua_array)".to_string()
-                        } else {
-                            format!("stack overflow ({TOO_MANY})")
-                        })));
+            if self.pos >= self.bytes.len() {
+                return Err(Fault::Eof);
+            }
+            if slots + 1 > MAX_C_STACK || ffi::lua_checkstack(state, 2) == 0 {
+                return Err(Fault::Lua(mlua::Error::runtime(format!(
+                    "stack overflow ({TOO_MANY})"
+                ))));
+            }
+            match self.push_item(state)? {
+                None => {}
+                Some((array, len)) => {
+                    ffi::lua_createtable(state, 0, 0);
+                    if array && slots + 2 > MAX_C_STACK {
+                        return Err(Fault::Lua(mlua::Error::runtime(
+                            "stack overflow (in function mp_decode_to_lua_array)",
+                        )));
                     }
-                    let table = lua.create_table()?;
-                    if len == 0 {
-                        Value::Table(table)
-                    } else {
-                        open.push(if array {
-                            Open::Array {
-                                table,
-                                next: 1,
-                                len,
-                            }
+                    if len > 0 {
+                        // The table, and an array's index (a map's key comes later).
+                        if array {
+                            open.push(Open::Array { next: 1, len });
+                            slots += 2;
                         } else {
-                            Open::Map {
-                                table,
+                            open.push(Open::Map {
                                 left: len,
-                                key: None,
-                            }
-                        });
+                                key: false,
+                            });
+                            slots += 1;
+                        }
                         continue;
                     }
                 }
-            };
+            }
             // Store the value in its container, and each container it completes in
             // the one around it.
             loop {
                 let complete = match open.last_mut() {
-                    None => return Ok(value),
-                    Some(Open::Array { table, next, len }) => {
-                        table.raw_set(*next, value)?;
+                    None => return Ok(()),
+                    Some(Open::Array { next, len }) => {
+                        ffi::lua_rawseti(state, -2, *next as i64);
                         *next += 1;
                         *next > *len
                     }
-                    Some(Open::Map { table, left, key }) => match key.take() {
-                        None => {
-                            *key = Some(value);
+                    Some(Open::Map { left, key }) => {
+                        if !*key {
+                            *key = true;
+                            slots += 1;
                             false
-                        }
-                        Some(k) => {
+                        } else {
                             // lua_settable's own errors: raised inside the C function,
                             // so without the script's position (the \u{3} says so).
-                            match &k {
-                                Value::Nil => return Err(unplaced("table index is nil")),
-                                Value::Number(n) if n.is_nan() => {
+                            match ffi::lua_type(state, -2) {
+                                ffi::LUA_TNIL => return Err(unplaced("table index is nil")),
+                                ffi::LUA_TNUMBER if ffi::lua_tonumber(state, -2).is_nan() => {
                                     return Err(unplaced("table index is NaN"))
                                 }
-                                _ => table.raw_set(k, value)?,
+                                _ => ffi::lua_rawset(state, -3),
                             }
+                            *key = false;
+                            slots -= 1;
                             *left -= 1;
                             *left == 0
                         }
-                    },
+                    }
                 };
                 if !complete {
                     break;
                 }
-                value = match open.pop() {
-                    Some(Open::Array { table, .. } | Open::Map { table, .. }) => {
-                        Value::Table(table)
-                    }
-                    None => Value::Nil,
+                slots -= match open.pop() {
+                    Some(Open::Array { .. }) => 2,
+                    _ => 1,
                 };
             }
         }
     }
 
-    /// One item: a value, or the header of an array or map (its elements follow). The
-    /// types lua-cmsgpack 0.4 knows (no bin, no ext); numbers are Lua numbers, and a
-    /// uint 64 passes through a signed integer first.
-    fn item(&mut self, lua: &Lua) -> Result<Item, Fault> {
+    /// Pushes one item, or for the header of an array or map returns whether it is an
+    /// array and its length (its elements follow). The types lua-cmsgpack 0.4 knows
+    /// (no bin, no ext); numbers are Lua numbers, and a uint 64 passes through a
+    /// signed integer first.
+    ///
+    /// # Safety
+    /// `state` has room for one more value.
+    unsafe fn push_item(
+        &mut self,
+        state: *mut ffi::lua_State,
+    ) -> Result<Option<(bool, u64)>, Fault> {
         let tag = self.take(1)?[0];
-        let number = |n: f64| Ok(Item::Value(Value::Number(n)));
-        match tag {
-            0x00..=0x7f => number(f64::from(tag)),
-            0xe0..=0xff => number(f64::from(tag as i8)),
-            0xc0 => Ok(Item::Value(Value::Nil)),
-            0xc2 => Ok(Item::Value(Value::Boolean(false))),
-            0xc3 => Ok(Item::Value(Value::Boolean(true))),
-            0xcc => number(self.be(1)? as f64),
-            0xcd => number(self.be(2)? as f64),
-            0xce => number(self.be(4)? as f64),
-            0xcf => number(self.be(8)? as i64 as f64),
-            0xd0 => number(f64::from(self.be(1)? as u8 as i8)),
-            0xd1 => number(f64::from(self.be(2)? as u16 as i16)),
-            0xd2 => number(f64::from(self.be(4)? as u32 as i32)),
-            0xd3 => number(self.be(8)? as i64 as f64),
-            0xca => number(f64::from(f32::from_bits(self.be(4)? as u32))),
-            0xcb => number(f64::from_bits(self.be(8)?)),
+        let n = match tag {
+            0x00..=0x7f => f64::from(tag),
+            0xe0..=0xff => f64::from(tag as i8),
+            0xc0 => {
+                ffi::lua_pushnil(state);
+                return Ok(None);
+            }
+            0xc2 | 0xc3 => {
+                ffi::lua_pushboolean(state, c_int::from(tag == 0xc3));
+                return Ok(None);
+            }
+            0xcc => self.be(1)? as f64,
+            0xcd => self.be(2)? as f64,
+            0xce => self.be(4)? as f64,
+            0xcf => self.be(8)? as i64 as f64,
+            0xd0 => f64::from(self.be(1)? as u8 as i8),
+            0xd1 => f64::from(self.be(2)? as u16 as i16),
+            0xd2 => f64::from(self.be(4)? as u32 as i32),
+            0xd3 => self.be(8)? as i64 as f64,
+            0xca => f64::from(f32::from_bits(self.be(4)? as u32)),
+            0xcb => f64::from_bits(self.be(8)?),
             0xa0..=0xbf | 0xd9 | 0xda | 0xdb => {
                 let len = match tag {
                     0xd9 => self.be(1)?,
@@ -414,7 +447,8 @@ impl Cursor<'_> {
                     _ => u64::from(tag & 0x1f),
                 };
                 let text = self.take(usize::try_from(len).map_err(|_| Fault::Eof)?)?;
-                Ok(Item::Value(Value::String(lua.create_string(text)?)))
+                ffi::lua_pushlstring(state, text.as_ptr().cast(), text.len());
+                return Ok(None);
             }
             0x90..=0x9f | 0xdc | 0xdd | 0x80..=0x8f | 0xde | 0xdf => {
                 let array = matches!(tag, 0x90..=0x9f | 0xdc | 0xdd);
@@ -423,9 +457,11 @@ impl Cursor<'_> {
                     0xdd | 0xdf => self.be(4)?,
                     _ => u64::from(tag & 0x0f),
                 };
-                Ok(Item::Container { array, len })
+                return Ok(Some((array, len)));
             }
-            _ => Err(Fault::BadFormat),
-        }
+            _ => return Err(Fault::BadFormat),
+        };
+        ffi::lua_pushnumber(state, n);
+        Ok(None)
     }
 }

@@ -472,7 +472,7 @@ impl Gen {
         let mut out = Vec::new();
         if self.chance(5) {
             // Arrays nested around lua-cmsgpack's limits (and past the C stack's).
-            let levels = [15, 16, 17, 100, 1000, 1999, 5000][self.rng.usize(..7)];
+            let levels = [15, 16, 17, 100, 1999, 3998, 3999, 4000, 5000][self.rng.usize(..9)];
             out.extend(std::iter::repeat_n(0x91, levels));
             out.push(0xc0);
             return out;
