@@ -28,8 +28,18 @@ pub fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
                 return Err(arg_error(0, "pack", "MessagePack pack needs input."));
             }
             let mut out = Vec::new();
-            for v in args.iter() {
-                pack(v, &mut out, 0);
+            // SAFETY: the closure runs in a protected call with the arguments on its
+            // stack; it pushes within `lua_checkstack`'s room (a table's metamethods
+            // may run, as lua_gettable runs them). Should Lua raise, what is held in
+            // Rust is leaked, not freed twice.
+            unsafe {
+                lua.exec_raw::<()>(args, |state| {
+                    for i in 1..=ffi::lua_gettop(state) {
+                        ffi::lua_pushvalue(state, i);
+                        pack_top(state, &mut out, 0);
+                    }
+                    ffi::lua_settop(state, 0);
+                })?;
             }
             lua.create_string(out)
         })?,
@@ -196,40 +206,22 @@ fn pack_len(len: usize, fix: u8, fix_max: usize, big16: u8, big32: u8, out: &mut
     }
 }
 
-/// How many pairs a table has, and lua-cmsgpack's `table_is_an_array`: every key a
-/// positive number that is a C `int`, the largest equal to the count (so 1..n).
-fn array_shape(t: &Table) -> (usize, bool) {
-    let mut count = 0usize;
-    let mut max: i64 = 0;
-    let mut array = true;
-    for (k, _) in t.pairs::<Value, Value>().flatten() {
-        count += 1;
-        let n = match k {
-            Value::Integer(n) => n as f64,
-            Value::Number(n) => n,
-            _ => {
-                array = false;
-                continue;
-            }
-        };
-        if n <= 0.0 || n.is_nan() || n > f64::from(i32::MAX) || n.fract() != 0.0 {
-            array = false;
-        } else {
-            max = max.max(n as i64);
-        }
-    }
-    (count, array && max == count as i64)
-}
-
-fn pack(v: &Value, out: &mut Vec<u8>, depth: usize) {
-    match v {
-        Value::Nil => out.push(0xc0),
-        Value::Boolean(b) => out.push(if *b { 0xc3 } else { 0xc2 }),
-        Value::Integer(n) => pack_int(*n, out),
-        Value::Number(n) => pack_number(*n, out),
-        Value::String(s) => {
-            let bytes = s.as_bytes();
-            let len = bytes.len();
+/// `mp_encode_lua_type`: packs the value at the top of the stack and pops it. A table
+/// `depth` levels in that is [`MAX_NESTING`] deep packs as nil (lua-cmsgpack's guard
+/// against tables that hold themselves), which bounds the recursion.
+///
+/// # Safety
+/// A value is at the top of `state`'s stack.
+unsafe fn pack_top(state: *mut ffi::lua_State, out: &mut Vec<u8>, depth: usize) {
+    match ffi::lua_type(state, -1) {
+        ffi::LUA_TSTRING => {
+            let mut len = 0usize;
+            let ptr = ffi::lua_tolstring(state, -1, &mut len);
+            let bytes: &[u8] = if ptr.is_null() {
+                &[]
+            } else {
+                std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+            };
             if len < 32 {
                 out.push(0xa0 | len as u8);
             } else if len <= 0xff {
@@ -241,29 +233,66 @@ fn pack(v: &Value, out: &mut Vec<u8>, depth: usize) {
                 out.push(0xdb);
                 out.extend_from_slice(&(len as u32).to_be_bytes());
             }
-            out.extend_from_slice(&bytes);
+            out.extend_from_slice(bytes);
         }
-        Value::Table(t) if depth < MAX_NESTING => {
-            // Counted and packed as a stream: holding every pair at once would exhaust
-            // the interpreter's reference slots on large tables.
-            let (count, is_array) = array_shape(t);
+        ffi::LUA_TBOOLEAN => out.push(if ffi::lua_toboolean(state, -1) != 0 {
+            0xc3
+        } else {
+            0xc2
+        }),
+        ffi::LUA_TNUMBER => pack_number(ffi::lua_tonumber(state, -1), out),
+        ffi::LUA_TTABLE if depth < MAX_NESTING && ffi::lua_checkstack(state, 3) != 0 => {
+            let (count, is_array) = array_shape(state);
             if is_array {
-                let len = t.raw_len();
+                let len = ffi::lua_objlen(state, -1);
                 pack_len(len, 0x90, 16, 0xdc, 0xdd, out);
                 for i in 1..=len {
-                    let item: Value = t.raw_get(i).unwrap_or(Value::Nil);
-                    pack(&item, out, depth + 1);
+                    ffi::lua_pushnumber(state, i as f64);
+                    ffi::lua_gettable(state, -2);
+                    pack_top(state, out, depth + 1);
                 }
             } else {
                 pack_len(count, 0x80, 16, 0xde, 0xdf, out);
-                for (k, item) in t.pairs::<Value, Value>().flatten() {
-                    pack(&k, out, depth + 1);
-                    pack(&item, out, depth + 1);
+                ffi::lua_pushnil(state);
+                while ffi::lua_next(state, -2) != 0 {
+                    // Stack: table, key, value: pack a copy of the key, then the value.
+                    ffi::lua_pushvalue(state, -2);
+                    pack_top(state, out, depth + 1);
+                    pack_top(state, out, depth + 1);
                 }
             }
         }
         _ => out.push(0xc0),
     }
+    ffi::lua_pop(state, 1);
+}
+
+/// How many pairs the table at the top has, and lua-cmsgpack's `table_is_an_array`:
+/// every key a positive number that is a C `int`, the largest equal to the count (so
+/// 1..n).
+///
+/// # Safety
+/// A table is at the top of `state`'s stack, with room for two more values.
+unsafe fn array_shape(state: *mut ffi::lua_State) -> (usize, bool) {
+    let mut count = 0usize;
+    let mut max: i64 = 0;
+    let mut array = true;
+    ffi::lua_pushnil(state);
+    while ffi::lua_next(state, -2) != 0 {
+        ffi::lua_pop(state, 1);
+        count += 1;
+        if ffi::lua_type(state, -1) != ffi::LUA_TNUMBER {
+            array = false;
+            continue;
+        }
+        let n = ffi::lua_tonumber(state, -1);
+        if n <= 0.0 || n.is_nan() || n > f64::from(i32::MAX) || n.fract() != 0.0 {
+            array = false;
+        } else {
+            max = max.max(n as i64);
+        }
+    }
+    (count, array && max == count as i64)
 }
 
 /// Why a value could not be read: lua-cmsgpack's two cursor errors, reported once its
