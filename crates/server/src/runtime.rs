@@ -14,10 +14,11 @@
 
 use std::io;
 
-/// Each thread's stack: scripts' libraries recurse as deep as Lua CJSON lets a value
-/// nest (1,000 tables by default, 2,000 at most here), as Redis does on its 8 MB main
-/// stack; tokio's 2 MB is too little for that in a debug build. Only what is touched
-/// is ever committed.
+/// Each thread's stack, as Redis's 8 MB main stack and more: scripts run on these
+/// threads, and Lua recurses in C (nested calls through pcall, metamethods and the
+/// libraries, up to 200 levels) with large frames in a debug build, where tokio's 2 MB
+/// once overflowed under `cjson.encode` of a table holding itself. Only what is
+/// touched is ever committed.
 const THREAD_STACK: usize = 16 << 20;
 
 /// A multi-thread runtime of `workers` threads, with I/O and timers, for a server.
