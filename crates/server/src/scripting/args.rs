@@ -10,6 +10,11 @@ use mlua::{FromLuaMulti, IntoLuaMulti, Lua, Value};
 /// about as many: past them mlua panics. A little under both.
 pub const MAX_RESULTS: usize = 7_900;
 
+/// Lua 5.1's `LUAI_MAXCSTACK`: `lua_checkstack` refuses to grow a C function's stack
+/// past this many slots. The C libraries' nesting limits (Lua CJSON's, lua-cmsgpack's)
+/// come from it, so the libraries here count the slots theirs would hold against it.
+pub const MAX_C_STACK: usize = 8000;
+
 /// `luaL_checkstack`'s error when a function would return more than [`MAX_RESULTS`].
 pub fn too_many_results(msg: &str) -> mlua::Error {
     mlua::Error::runtime(format!("stack overflow ({msg})"))

@@ -8,18 +8,12 @@
 //! (one `rawset` at a time), so `pairs` visits a decoded table in the same order.
 #![allow(unsafe_code)]
 
-use std::sync::{Arc, Mutex, PoisonError};
-
 use std::ffi::c_int;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use mlua::{ffi, LightUserData, Lua, Table, Value, Variadic};
 
-use super::args::{arg_error, check_integer, check_string};
-
-/// Lua 5.1's `LUAI_MAXCSTACK`: `lua_checkstack` refuses to grow a C function's stack
-/// past this many slots, which is what bounds Lua CJSON's nesting when its depth
-/// settings are raised.
-const MAX_C_STACK: usize = 8000;
+use super::args::{arg_error, check_integer, check_string, MAX_C_STACK};
 
 /// Lua CJSON's settings (`cjson.encode_max_depth(n)`...), one set per `cjson` table.
 #[derive(Debug, Clone, Copy)]

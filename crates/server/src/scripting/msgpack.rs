@@ -8,7 +8,7 @@ use std::ffi::c_int;
 use mlua::{ffi, Lua, Table, Value, Variadic};
 
 use super::args::{
-    arg_error, check_integer, check_string, opt_integer, too_many_results, MAX_RESULTS,
+    arg_error, check_integer, check_string, opt_integer, too_many_results, MAX_C_STACK, MAX_RESULTS,
 };
 
 /// lua-cmsgpack's words when an unpack would return too many values.
@@ -308,9 +308,6 @@ impl From<mlua::Error> for Fault {
         Fault::Lua(e)
     }
 }
-
-/// Lua 5.1's `LUAI_MAXCSTACK`: the slots a C function's stack may grow to.
-const MAX_C_STACK: usize = 8000;
 
 /// An error Lua raises inside a C function: no place before its text.
 fn unplaced(text: &str) -> Fault {
