@@ -14,13 +14,6 @@
 
 use std::io;
 
-/// Each thread's stack, as Redis's 8 MB main stack and more: scripts run on these
-/// threads, and Lua recurses in C (nested calls through pcall, metamethods and the
-/// libraries, up to 200 levels) with large frames in a debug build, where tokio's 2 MB
-/// once overflowed under `cjson.encode` of a table holding itself. Only what is
-/// touched is ever committed.
-const THREAD_STACK: usize = 16 << 20;
-
 /// A multi-thread runtime of `workers` threads, with I/O and timers, for a server.
 ///
 /// ```no_run
@@ -40,7 +33,6 @@ pub fn build(workers: usize, thread_name: &str) -> io::Result<tokio::runtime::Ru
     builder
         .worker_threads(workers.max(1))
         .thread_name(thread_name)
-        .thread_stack_size(THREAD_STACK)
         .enable_all();
     #[cfg(tokio_unstable)]
     builder

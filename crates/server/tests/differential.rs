@@ -3440,13 +3440,13 @@ fn ranges_and_indexes_match_redis() {
 /// deleted and flushed (see `functions`), 30 commands to a sequence after FUNCTION FLUSH.
 #[test]
 fn function_sequences_match_redis() {
-    let redis = RedisServer::start().expect("redis-server");
-    let redline = own_process(&[]);
-    compare_sequences(&redis, redline.addr, 400, 0xf7c1, |gen| {
-        let mut sequence = vec![vec![b"FUNCTION".to_vec(), b"FLUSH".to_vec()]];
-        sequence.extend((0..30).map(|_| gen.function_command()));
-        sequence
-    });
+    fresh_sequences(
+        &["FUNCTION", "FLUSH"],
+        400,
+        0xf7c1,
+        30,
+        Gen::function_command,
+    );
 }
 
 /// Generated scripts over the libraries Redis gives Lua and the conversion of their
@@ -3454,11 +3454,30 @@ fn function_sequences_match_redis() {
 /// `cjson`'s options back).
 #[test]
 fn generated_library_scripts_match_redis() {
+    fresh_sequences(
+        &["SCRIPT", "FLUSH"],
+        600,
+        0x5c1b,
+        20,
+        Gen::script_lib_command,
+    );
+}
+
+/// [`compare_sequences`] against a redline-server in a process of its own (a crash
+/// ends the test with the command that caused it), `count` sequences of `length`
+/// commands from `command`, each after `reset`.
+fn fresh_sequences(
+    reset: &[&str],
+    count: u64,
+    salt: u64,
+    length: usize,
+    command: fn(&mut Gen) -> Vec<Vec<u8>>,
+) {
     let redis = RedisServer::start().expect("redis-server");
     let redline = own_process(&[]);
-    compare_sequences(&redis, redline.addr, 600, 0x5c1b, |gen| {
-        let mut sequence = vec![vec![b"SCRIPT".to_vec(), b"FLUSH".to_vec()]];
-        sequence.extend((0..20).map(|_| gen.script_lib_command()));
+    compare_sequences(&redis, redline.addr, count, salt, |gen| {
+        let mut sequence = vec![reset.iter().map(|a| a.as_bytes().to_vec()).collect()];
+        sequence.extend((0..length).map(|_| command(gen)));
         sequence
     });
 }

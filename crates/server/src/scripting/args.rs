@@ -126,3 +126,20 @@ fn locate(lua: &Lua, e: mlua::Error) -> mlua::Error {
         .unwrap_or_default();
     mlua::Error::runtime(format!("\u{3}{place}{message}"))
 }
+
+/// The bytes of the string at `index` (valid while it stays on the stack).
+///
+/// # Safety
+/// A string is at `index` of `state`'s stack, and stays there while the slice is used.
+#[allow(unsafe_code)]
+pub unsafe fn stack_bytes<'a>(
+    state: *mut mlua::ffi::lua_State,
+    index: std::ffi::c_int,
+) -> &'a [u8] {
+    let mut len = 0usize;
+    let ptr = mlua::ffi::lua_tolstring(state, index, &mut len);
+    if ptr.is_null() {
+        return &[];
+    }
+    std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+}

@@ -208,11 +208,7 @@ unsafe fn read_args(
     args.reserve(usize::try_from(argc).unwrap_or(0));
     for i in 1..=argc {
         let arg = match ffi::lua_type(state, i) {
-            ffi::LUA_TSTRING => {
-                let mut len = 0;
-                let data = ffi::lua_tolstring(state, i, &mut len);
-                Bytes::copy_from_slice(std::slice::from_raw_parts(data.cast::<u8>(), len))
-            }
+            ffi::LUA_TSTRING => Bytes::copy_from_slice(super::args::stack_bytes(state, i)),
             ffi::LUA_TNUMBER => number_bytes(ffi::lua_tonumber(state, i)),
             _ => return Err(BAD_ARG),
         };

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use mlua::{ffi, LightUserData, Lua, Table, Value, Variadic};
 
-use super::args::{arg_error, check_integer, check_string, MAX_C_STACK};
+use super::args::{arg_error, check_integer, check_string, stack_bytes, MAX_C_STACK};
 
 /// Lua CJSON's settings (`cjson.encode_max_depth(n)`...), one set per `cjson` table.
 #[derive(Debug, Clone, Copy)]
@@ -91,39 +91,20 @@ pub fn cjson(lua: &Lua) -> mlua::Result<(Table, SettingsHandle)> {
             decode(lua, read(&s), &text.as_bytes())
         })?,
     )?;
-    let s = shared.clone();
-    t.set(
+    setting(
+        lua,
+        &t,
+        &shared,
         "encode_sparse_array",
-        setting(lua, "encode_sparse_array", 3, move |lua, args| {
-            let mut set = s.lock().unwrap_or_else(PoisonError::into_inner);
-            let convert = enum_option(
-                lua,
-                args,
-                1,
-                "encode_sparse_array",
-                &mut set.sparse_convert,
-                None,
-            )?;
-            let ratio = integer_option(
-                lua,
-                args,
-                2,
-                "encode_sparse_array",
-                &mut set.sparse_ratio,
-                0,
-                i32::MAX,
-            )?;
-            let safe = integer_option(
-                lua,
-                args,
-                3,
-                "encode_sparse_array",
-                &mut set.sparse_safe,
-                0,
-                i32::MAX,
-            )?;
-            Ok(vec![convert, ratio, safe])
-        })?,
+        3,
+        |lua, args, set| {
+            const F: &str = "encode_sparse_array";
+            Ok(vec![
+                enum_option(lua, args, 1, F, &mut set.sparse_convert, None)?,
+                integer_option(lua, args, 2, F, &mut set.sparse_ratio, 0, i32::MAX)?,
+                integer_option(lua, args, 3, F, &mut set.sparse_safe, 0, i32::MAX)?,
+            ])
+        },
     )?;
     type Field = fn(&mut Settings) -> &mut i32;
     let integers: [(&'static str, Field, i32, i32); 3] = [
@@ -132,22 +113,17 @@ pub fn cjson(lua: &Lua) -> mlua::Result<(Table, SettingsHandle)> {
         ("encode_number_precision", |s| &mut s.precision, 1, 14),
     ];
     for (name, field, min, max) in integers {
-        let s = shared.clone();
-        t.set(
-            name,
-            setting(lua, name, 1, move |lua, args| {
-                let mut set = s.lock().unwrap_or_else(PoisonError::into_inner);
-                Ok(vec![integer_option(
-                    lua,
-                    args,
-                    1,
-                    name,
-                    field(&mut set),
-                    min,
-                    max,
-                )?])
-            })?,
-        )?;
+        setting(lua, &t, &shared, name, 1, move |lua, args, set| {
+            Ok(vec![integer_option(
+                lua,
+                args,
+                1,
+                name,
+                field(set),
+                min,
+                max,
+            )?])
+        })?;
     }
     let choices: [(&'static str, Field, Option<&'static [&'static str]>); 3] = [
         ("encode_keep_buffer", |s| &mut s.keep_buffer, None),
@@ -163,21 +139,9 @@ pub fn cjson(lua: &Lua) -> mlua::Result<(Table, SettingsHandle)> {
         ),
     ];
     for (name, field, options) in choices {
-        let s = shared.clone();
-        t.set(
-            name,
-            setting(lua, name, 1, move |lua, args| {
-                let mut set = s.lock().unwrap_or_else(PoisonError::into_inner);
-                Ok(vec![enum_option(
-                    lua,
-                    args,
-                    1,
-                    name,
-                    field(&mut set),
-                    options,
-                )?])
-            })?,
-        )?;
+        setting(lua, &t, &shared, name, 1, move |lua, args, set| {
+            Ok(vec![enum_option(lua, args, 1, name, field(set), options)?])
+        })?;
     }
     t.set(
         "new",
@@ -192,19 +156,25 @@ pub fn cjson(lua: &Lua) -> mlua::Result<(Table, SettingsHandle)> {
     Ok((t, handle))
 }
 
-/// A settings function: at most `max_args` arguments (`json_arg_init`), then `f`.
+/// Sets `table.name` to a settings function: at most `max_args` arguments
+/// (`json_arg_init`), then `f` on the table's settings.
 fn setting(
     lua: &Lua,
+    table: &Table,
+    shared: &Shared,
     name: &'static str,
     max_args: usize,
-    f: impl Fn(&Lua, &[Value]) -> mlua::Result<Vec<Value>> + Send + 'static,
-) -> mlua::Result<mlua::Function> {
-    super::args::function(lua, move |lua, args: Variadic<Value>| {
+    f: impl Fn(&Lua, &[Value], &mut Settings) -> mlua::Result<Vec<Value>> + Send + 'static,
+) -> mlua::Result<()> {
+    let shared = shared.clone();
+    let function = super::args::function(lua, move |lua, args: Variadic<Value>| {
         if args.len() > max_args {
             return Err(arg_error(max_args + 1, name, "found too many arguments"));
         }
-        f(lua, &args).map(Variadic::from_iter)
-    })
+        let mut settings = shared.lock().unwrap_or_else(PoisonError::into_inner);
+        f(lua, &args, &mut settings).map(Variadic::from_iter)
+    })?;
+    table.set(name, function)
 }
 
 /// `json_integer_option`: sets the value when the argument is not nil (as a C `int`,
@@ -247,20 +217,9 @@ fn enum_option(
     match args.get(n - 1) {
         None | Some(Value::Nil) => {}
         Some(Value::Boolean(b)) => *setting = i32::from(*b),
-        Some(v) => {
+        Some(_) => {
             // luaL_checkoption: a string (numbers as Lua prints them) naming an option.
-            let text = match v {
-                Value::String(s) => s.as_bytes().to_vec(),
-                Value::Integer(i) => i.to_string().into_bytes(),
-                Value::Number(x) => crate::cmd::float::fmt_g(*x, 14).into_bytes(),
-                other => {
-                    return Err(arg_error(
-                        n,
-                        name,
-                        &format!("string expected, got {}", other.type_name()),
-                    ))
-                }
-            };
+            let text = check_string(lua, args, n, name)?.as_bytes().to_vec();
             match options.iter().position(|o| o.as_bytes() == text.as_slice()) {
                 Some(i) => *setting = i as i32,
                 None => {
@@ -550,19 +509,6 @@ impl Encoder<'_> {
         }
         out.push(b'"');
     }
-}
-
-/// The bytes of the string at `index` (valid while it stays on the stack).
-///
-/// # Safety
-/// A string is at `index` of `state`'s stack, and stays there while the slice is used.
-unsafe fn stack_bytes<'a>(state: *mut ffi::lua_State, index: c_int) -> &'a [u8] {
-    let mut len = 0usize;
-    let ptr = ffi::lua_tolstring(state, index, &mut len);
-    if ptr.is_null() {
-        return &[];
-    }
-    std::slice::from_raw_parts(ptr.cast::<u8>(), len)
 }
 
 /// A token of the decoder, with where it starts (0-based); an error token carries

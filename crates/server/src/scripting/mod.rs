@@ -1123,14 +1123,12 @@ fn valid_name(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
-/// `lua_isstring`/`lua_tostring`: a string, or a number as Lua prints it (`%.14g`).
-fn lua_text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.to_string_lossy()),
-        Value::Integer(n) => Some(crate::cmd::float::fmt_g(*n as f64, 14)),
-        Value::Number(n) => Some(crate::cmd::float::fmt_g(*n, 14)),
-        _ => None,
-    }
+/// `lua_isstring`/`lua_tostring`: a string, or a number as Lua prints it.
+fn lua_text(lua: &Lua, v: &Value) -> Option<String> {
+    lua.coerce_string(v.clone())
+        .ok()
+        .flatten()
+        .map(|s| s.to_string_lossy())
 }
 
 /// `redis.register_function(name, callback)` or `redis.register_function{...}`, read
@@ -1146,15 +1144,15 @@ fn register_args(lua: &Lua, args: &[Value]) -> Result<FunctionDef, String> {
             let mut description = None;
             for pair in t.pairs::<Value, Value>() {
                 let (key, value) = pair.map_err(|e| lua_message(&e))?;
-                let Some(key) = lua_text(&key) else {
+                let Some(key) = lua_text(lua, &key) else {
                     return Err("named argument key given to redis.register_function is not a string".into());
                 };
                 match key.to_ascii_lowercase().as_str() {
                     "function_name" => {
-                        name = Some(lua_text(&value).ok_or("function_name argument given to redis.register_function must be a string")?);
+                        name = Some(lua_text(lua, &value).ok_or("function_name argument given to redis.register_function must be a string")?);
                     }
                     "description" => {
-                        description = Some(lua_text(&value).ok_or("description argument given to redis.register_function must be a string")?);
+                        description = Some(lua_text(lua, &value).ok_or("description argument given to redis.register_function must be a string")?);
                     }
                     "callback" => match value {
                         Value::Function(f) => func = Some(f),
@@ -1170,7 +1168,7 @@ fn register_args(lua: &Lua, args: &[Value]) -> Result<FunctionDef, String> {
                             if flag == Value::Nil {
                                 break;
                             }
-                            match lua_text(&flag) {
+                            match lua_text(lua, &flag) {
                                 Some(text) if flags.add(&text.to_ascii_lowercase()) => {}
                                 _ => return Err("unknown flag given".into()),
                             }
@@ -1185,7 +1183,7 @@ fn register_args(lua: &Lua, args: &[Value]) -> Result<FunctionDef, String> {
         }
         [_] => return Err("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).".into()),
         [first, second] => {
-            let name = lua_text(first).ok_or("first argument to redis.register_function must be a string")?;
+            let name = lua_text(lua, first).ok_or("first argument to redis.register_function must be a string")?;
             let Value::Function(f) = second else {
                 return Err("second argument to redis.register_function must be a function".into());
             };

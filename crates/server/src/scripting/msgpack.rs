@@ -8,7 +8,8 @@ use std::ffi::c_int;
 use mlua::{ffi, Lua, Table, Value, Variadic};
 
 use super::args::{
-    arg_error, check_integer, check_string, opt_integer, too_many_results, MAX_C_STACK, MAX_RESULTS,
+    arg_error, check_integer, check_string, opt_integer, stack_bytes, too_many_results,
+    MAX_C_STACK, MAX_RESULTS,
 };
 
 /// lua-cmsgpack's words when an unpack would return too many values.
@@ -215,13 +216,8 @@ fn pack_len(len: usize, fix: u8, fix_max: usize, big16: u8, big32: u8, out: &mut
 unsafe fn pack_top(state: *mut ffi::lua_State, out: &mut Vec<u8>, depth: usize) {
     match ffi::lua_type(state, -1) {
         ffi::LUA_TSTRING => {
-            let mut len = 0usize;
-            let ptr = ffi::lua_tolstring(state, -1, &mut len);
-            let bytes: &[u8] = if ptr.is_null() {
-                &[]
-            } else {
-                std::slice::from_raw_parts(ptr.cast::<u8>(), len)
-            };
+            let bytes = stack_bytes(state, -1);
+            let len = bytes.len();
             if len < 32 {
                 out.push(0xa0 | len as u8);
             } else if len <= 0xff {
@@ -301,12 +297,6 @@ enum Fault {
     Eof,
     BadFormat,
     Lua(mlua::Error),
-}
-
-impl From<mlua::Error> for Fault {
-    fn from(e: mlua::Error) -> Self {
-        Fault::Lua(e)
-    }
 }
 
 /// An error Lua raises inside a C function: no place before its text.
