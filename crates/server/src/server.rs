@@ -279,7 +279,8 @@ impl Server {
                 .spawn(move || {
                     let _runtime = runtime.enter();
                     let effort = || background.config.read().param_int("active-expire-effort");
-                    expiry::run(store, hz, stop_rx, effort, |took, pace| {
+                    let loading = || background.persistence.loading.is_active();
+                    expiry::run(store, hz, stop_rx, effort, loading, |took, pace| {
                         let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
                         background.latency.add_if_needed("expire-cycle", ms);
                         if pace == expiry::Pace::Fast {

@@ -719,3 +719,41 @@ fn redis_cli_dumps_from_here_load_in_redis_whole_or_functions_only() {
         );
     }
 }
+
+/// Keys the AOF set with a deadline that has passed stay while it replays, as in Redis,
+/// which expires nothing during a load: an active expiry cycle deleting them mid-load
+/// appended its DELs after the writes that had recreated them, and the next load lost
+/// those keys.
+#[test]
+fn a_replay_expires_nothing_that_later_writes_recreate() {
+    const KEYS: usize = 20_000;
+    let server = common::aof_server("everysec");
+    let mut c = common::conn(server.port());
+    c.ok(&["CONFIG", "SET", "hz", "500"]);
+    c.ok(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    let pipelined = |c: &mut Conn, make: &dyn Fn(usize) -> Vec<String>| {
+        for i in 0..KEYS {
+            c.send(&make(i));
+        }
+        for _ in 0..KEYS {
+            assert!(!matches!(c.read(), Some(Frame::Error(_)) | None));
+        }
+    };
+    pipelined(&mut c, &|i| {
+        ["SET", &format!("key:{i}"), "old", "PX", "1"]
+            .map(String::from)
+            .to_vec()
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    // Each SET over the expired key logs its DEL, then the new value.
+    pipelined(&mut c, &|i| {
+        ["SET", &format!("key:{i}"), "new"]
+            .map(String::from)
+            .to_vec()
+    });
+    c.ok(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
+    for _ in 0..3 {
+        c.ok(&["DEBUG", "LOADAOF"]);
+        assert_eq!(c.cmd(&["DBSIZE"]), Frame::Integer(KEYS as i64));
+    }
+}

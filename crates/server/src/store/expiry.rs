@@ -122,8 +122,17 @@ impl CycleStats {
     }
 }
 
-/// Runs one cycle within `budget`.
-pub fn run_cycle(store: &Store, cursor: &mut Cursor, budget: Duration, effort: Effort) -> Cycle {
+/// Runs one cycle within `budget`. It stops at the first shard it finds while
+/// `loading()` holds: a load replays writes whose keys may have expired since, and
+/// those must stay until the load ends, as in Redis (the DELs a cycle would log land
+/// after writes the replay has not reached yet).
+pub fn run_cycle(
+    store: &Store,
+    cursor: &mut Cursor,
+    budget: Duration,
+    effort: Effort,
+    loading: &dyn Fn() -> bool,
+) -> Cycle {
     let start = Instant::now();
     let per_db = store.db(0).shard_count();
     let total = per_db * store.db_count();
@@ -135,6 +144,11 @@ pub fn run_cycle(store: &Store, cursor: &mut Cursor, budget: Duration, effort: E
         loop {
             let result = {
                 let mut shard = db.lock_index(position % per_db);
+                // Checked under the shard's lock, which the load takes to fill it: a
+                // load that began before is seen here.
+                if loading() {
+                    return cycle;
+                }
                 if shard.ttl_len() == 0 {
                     break;
                 }
@@ -212,7 +226,8 @@ impl Schedule {
 /// The background loop: a slow cycle every `1000 / hz` ms, and fast ones while a cycle
 /// leaves expired keys, until `stop` fires or is dropped. `hz` is read each time, so
 /// `CONFIG SET hz` applies at once, and `effort` (`active-expire-effort`) before each
-/// cycle. `after_cycle` runs after each cycle with how long it took and its pace (the
+/// cycle. No cycle runs while `loading()` holds (see [`run_cycle`]). `after_cycle` runs
+/// after each cycle with how long it took and its pace (the
 /// server publishes the events the cycle queued there, feeds the latency monitor, and
 /// after a slow one does the rest of its periodic work).
 pub fn run(
@@ -220,6 +235,7 @@ pub fn run(
     hz: Arc<AtomicU32>,
     stop: Receiver<()>,
     effort: impl Fn() -> i64,
+    loading: impl Fn() -> bool,
     mut after_cycle: impl FnMut(Duration, Pace),
 ) {
     let mut cursor = Cursor::default();
@@ -248,7 +264,7 @@ pub fn run(
         // TTL here (a writable replica): no DEL will ever come for them.
         let held = store.events().expiry_held(crate::store::now_ms());
         let mut capped = false;
-        if store.active_expire() && !held {
+        if store.active_expire() && !held && !loading() {
             if store.events().replica() {
                 if pace == Pace::Slow {
                     expire_replica_keys(&store);
@@ -258,7 +274,7 @@ pub fn run(
                     Pace::Slow => period * effort.slow_percent / 100,
                     Pace::Fast => effort.fast_budget,
                 };
-                let cycle = run_cycle(&store, &mut cursor, budget, effort);
+                let cycle = run_cycle(&store, &mut cursor, budget, effort, &loading);
                 store.expire_cycles.record(cycle, started.elapsed());
                 capped = cycle.capped;
             }
@@ -310,6 +326,7 @@ mod tests {
                 &mut cursor,
                 Duration::from_secs(1),
                 Effort::default(),
+                &|| false,
             )
             .expired;
             if expired == 1000 {
@@ -319,6 +336,26 @@ mod tests {
         assert_eq!(expired, 1000);
         assert_eq!(store.db(0).len() + store.db(1).len(), 10);
         assert!(store.expiry_stats().sampled >= 1000);
+    }
+
+    #[test]
+    fn a_cycle_expires_nothing_while_a_load_runs() {
+        let store = Store::new(1, 4);
+        for i in 0..100u32 {
+            let key = i.to_string();
+            store
+                .db(0)
+                .lock(key.as_bytes())
+                .insert(key.as_bytes(), Value::Int(1), 1);
+        }
+        let cycle = run_cycle(
+            &store,
+            &mut Cursor::default(),
+            Duration::from_secs(1),
+            Effort::default(),
+            &|| true,
+        );
+        assert_eq!((cycle.expired, store.db(0).len()), (0, 100));
     }
 
     #[test]
@@ -338,6 +375,7 @@ mod tests {
                 &mut Cursor::default(),
                 Duration::from_secs(1),
                 Effort::new(effort),
+                &|| false,
             );
             assert_eq!(cycle.sampled, sampled, "effort {effort}");
         }
