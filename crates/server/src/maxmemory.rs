@@ -12,8 +12,13 @@ use crate::store::evict::Outcome;
 
 /// Whether eviction may run now (Redis's `isSafeToPerformEvictions`): not on a replica
 /// that leaves `maxmemory` to its master (`replica-ignore-maxmemory`), nor while
-/// CLIENT PAUSE keeps the dataset still.
+/// CLIENT PAUSE keeps the dataset still, nor while a load replays the dataset (an
+/// unfinished pass the cron would go on with: its DELs would land in the AOF after
+/// writes the replay has not reached).
 fn safe(shared: &Shared) -> bool {
+    if shared.persistence.loading.is_active() {
+        return false;
+    }
     if shared.repl.is_replica() && shared.config.read().param_bool("replica-ignore-maxmemory") {
         return false;
     }
