@@ -510,6 +510,31 @@ fn precompiled_chunks_are_refused_like_redis() {
     }
 }
 
+/// Compile errors quote the source near the fault byte for byte, for scripts and
+/// libraries alike, as Redis's do (not as replacement characters).
+#[test]
+fn compile_errors_quote_the_source_bytes_like_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let ours = Redline::start();
+    let cases: [&[&[u8]]; 4] = [
+        &[b"EVAL", b"return \xff\xfe x", b"0"],
+        &[b"SCRIPT", b"LOAD", b"local x = '\xff"],
+        &[
+            b"FUNCTION",
+            b"LOAD",
+            b"#!lua name=lib1\nreturn \xff\xfe foo bar\n",
+        ],
+        &[b"FUNCTION", b"LOAD", b"#!lua name=lib2\nlocal x = '\xff\n"],
+    ];
+    let replies = |addr| {
+        let mut c = Conn::connect(addr);
+        cases.iter().map(|args| c.cmd(args)).collect::<Vec<_>>()
+    };
+    let expected = replies(redis.addr());
+    assert!(matches!(&expected[2], Frame::Error(e) if e.ends_with(b"near '\xff'")));
+    assert_eq!(replies(ours.addr), expected);
+}
+
 /// A script may hold far more values than the interpreter's stack has slots (about
 /// 8,000): a long array, map or set returned, a long reply read, many arguments given.
 /// The same replies on both servers, and the connection stays.

@@ -373,7 +373,7 @@ fn function_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut engine = scripting.engine().map_err(engine_error)?;
     let loaded = engine.load_library(code, replace, &scripting.flags);
     engine.collect();
-    let name = loaded.map_err(engine_error)?;
+    let name = loaded.map_err(CmdError::Bytes)?;
     // Libraries are part of the dataset: saves and replicas count the change.
     crate::store::dirty::mark();
     encode::write_bulk(ctx.out, name.as_bytes());
@@ -568,7 +568,7 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         drop(saved);
     }
     engine.collect();
-    loaded.map_err(CmdError::Owned)?;
+    loaded.map_err(CmdError::Bytes)?;
     crate::store::dirty::mark();
     ok(ctx.out);
     Ok(())

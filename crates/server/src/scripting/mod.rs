@@ -910,28 +910,30 @@ impl Engine {
         flags: &Arc<RunFlags>,
     ) -> Result<(), String> {
         for code in codes {
-            self.load_library(code, replace, flags)?;
+            self.load_library(code, replace, flags)
+                .map_err(|e| String::from_utf8_lossy(&e).into_owned())?;
         }
         Ok(())
     }
 
     /// FUNCTION LOAD: evaluates the library's code, which registers its functions.
+    /// The error is bytes: a compile error quotes the source near the fault as it is.
     pub fn load_library(
         &mut self,
         code: &[u8],
         replace: bool,
         flags: &Arc<RunFlags>,
-    ) -> Result<String, String> {
-        let (name, body) = library_shebang(code)?;
+    ) -> Result<String, Vec<u8>> {
+        let (name, body) = library_shebang(code).map_err(String::into_bytes)?;
         // Library names compare with case (functions' names do not).
         let key = name.clone();
         if self.libraries.contains_key(&key) && !replace {
-            return Err(format!("ERR Library '{name}' already exists"));
+            return Err(format!("ERR Library '{name}' already exists").into_bytes());
         }
         let env: Table = self
             .state
             .call_function("library_env", ())
-            .map_err(|e| format!("ERR {}", lua_message(&e)))?;
+            .map_err(|e| format!("ERR {}", lua_message(&e)).into_bytes())?;
         let chunk = self
             .lua
             .load(&body[..])
@@ -940,11 +942,12 @@ impl Engine {
             .set_environment(env.clone())
             .into_function()
             .map_err(|e| {
-                let message = self
-                    .syntax_error(&body, "@user_function")
-                    .map(|m| String::from_utf8_lossy(&m).into_owned())
-                    .unwrap_or_else(|| lua_message(&e));
-                format!("ERR Error compiling function: {message}")
+                let mut text = b"ERR Error compiling function: ".to_vec();
+                text.extend(
+                    self.syntax_error(&body, "@user_function")
+                        .unwrap_or_else(|| lua_message(&e).into_bytes()),
+                );
+                text
             })?;
         let registered: RefCell<Vec<FunctionDef>> = RefCell::new(Vec::new());
         let outcome = self.lua.scope(|scope| {
@@ -971,18 +974,18 @@ impl Engine {
         match outcome {
             Ok(Ok(_)) => {}
             Ok(Err(e)) | Err(e) => {
-                return Err(format!(
-                    "ERR Error registering functions: {}",
-                    load_error_text(&e)
-                ))
+                return Err(
+                    format!("ERR Error registering functions: {}", load_error_text(&e))
+                        .into_bytes(),
+                )
             }
         }
         self.state
             .call_function::<()>("library_loaded", env)
-            .map_err(|e| format!("ERR {}", lua_message(&e)))?;
+            .map_err(|e| format!("ERR {}", lua_message(&e)).into_bytes())?;
         let functions = registered.into_inner();
         if functions.is_empty() {
-            return Err("ERR No functions registered".into());
+            return Err(b"ERR No functions registered".to_vec());
         }
         for f in &functions {
             let fkey = f.name.to_ascii_lowercase();
@@ -991,7 +994,7 @@ impl Engine {
                 .iter()
                 .any(|(lib, l)| *lib != key && l.functions.contains_key(&fkey))
             {
-                return Err(format!("ERR Function {} already exists", f.name));
+                return Err(format!("ERR Function {} already exists", f.name).into_bytes());
             }
         }
         self.libraries.insert(
