@@ -278,6 +278,26 @@ end
 local function missing_global(k)
   error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 3)
 end
+-- Redis's error handler, a global of EVAL's (scripts may call it or give it to xpcall):
+-- the error as an {err=...} table, with the place of the first caller not in C.
+raw_rawset(G, '__redis__err__handler', function(err)
+  local i = dbg.getinfo(2, 'nSl')
+  if i and i.what == 'C' then i = dbg.getinfo(3, 'nSl') end
+  if type(err) ~= 'table' then
+    local text = tostring(err)
+    if type(err) == 'userdata' then
+      -- A Rust library function's error: the text a C library raises.
+      text = rust_message(text)
+      text = text:match('\1(.-)\1') or text
+    end
+    err = {err = 'ERR ' .. text}
+  end
+  if i then
+    err['source'] = i.source
+    err['line'] = i.currentline
+  end
+  return err
+end)
 for _, lib in ipairs({'redis', 'string', 'table', 'math', 'bit', 'cjson', 'cmsgpack', 'struct', 'coroutine'}) do
   if raw_rawget(G, lib) ~= nil then
     raw_rawset(G, lib, readonly(raw_rawget(G, lib), lib))
@@ -311,6 +331,23 @@ for name, f in raw_next, {
   raw_rawset(G, name, f)
 end
 state.env = proxy
+
+-- FCALL's functions see the same globals but for EVAL's: neither the error handler nor
+-- the KEYS and ARGV the last EVAL set (Redis runs functions in a Lua state of their
+-- own). A copy, taken now that the globals are complete, behind a proxy of its own.
+local function_G = {}
+for k, v in raw_next, G do
+  if k ~= '__redis__err__handler' then raw_rawset(function_G, k, v) end
+end
+raw_setmetatable(function_G, getmetatable(G))
+local function_proxy = raw_setmetatable({}, {
+  __index = function_G,
+  __newindex = readonly_error,
+  __metatable = sealed_meta,
+})
+protected[function_proxy] = true
+raw_rawset(function_G, '_G', function_proxy)
+real_of[function_proxy] = function_G
 
 -- FUNCTION LOAD: library code runs in its own environment where `redis` is the
 -- load-time API (register_function) while loading and the full API when called.
@@ -355,7 +392,7 @@ function state.library_env()
         end
         return v
       end
-      local v = rawget(G, k)
+      local v = rawget(function_G, k)
       if v == nil then
         missing_global(k)
       end
@@ -368,12 +405,12 @@ function state.library_env()
   library_metas[env] = meta
   return env
 end
--- Once its library has loaded, an environment reads globals straight from G (a table
--- the VM follows without running Lua code, see the script environment above).
+-- Once its library has loaded, an environment reads globals straight from function_G
+-- (a table the VM follows without running Lua code, see the script environment above).
 function state.library_loaded(env)
   local meta = library_metas[env]
   if meta then
-    meta.__index = G
+    meta.__index = function_G
     library_metas[env] = nil
   end
 end
