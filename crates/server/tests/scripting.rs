@@ -165,16 +165,19 @@ const SCRIPTS: &[&[&str]] = &[
         "LOAD",
         "#!lua name=bad4\nredis.register_function('a', function() end)\nredis.register_function('a', function() end)",
     ],
-    // EVAL's globals hold Redis's error handler; a function's hold neither it nor the
-    // KEYS the last EVAL set.
+    // EVAL's globals hold Redis's error handler; a function's (and a chunk it loads)
+    // hold neither it nor the KEYS the last EVAL set.
     &["EVAL", "return 1", "1", "kk"],
     &[
         "FUNCTION",
         "LOAD",
-        "#!lua name=globals\nredis.register_function('f', function() return {type(_G), type(rawget(_G, 'KEYS')), type(rawget(_G, '__redis__err__handler'))} end)\nredis.register_function('g', function() return KEYS end)",
+        "#!lua name=globals\nredis.register_function('f', function() return {type(_G), type(rawget(_G, 'KEYS')), type(rawget(_G, '__redis__err__handler'))} end)\nredis.register_function('g', function() return KEYS end)\nredis.register_function('h', function() return loadstring('return KEYS')() end)\nredis.register_function('i', function() local _, f = pcall(loadstring, 'return __redis__err__handler') return f() end)",
     ],
     &["FCALL", "f", "0"],
     &["FCALL", "g", "0"],
+    &["FCALL", "h", "0"],
+    &["FCALL", "i", "0"],
+    &["EVAL", "local _, f = pcall(loadstring, 'return type(__redis__err__handler)') return f()", "0"],
     &["EVAL", "local n = 0 for k in pairs(_G) do n = n + 1 end return n", "0"],
     &["EVAL", "local t = __redis__err__handler('x') return {t.err, t.source, t.line}", "0"],
     &["EVAL", "local t = __redis__err__handler({err='y'}) return {t.err, t.source, t.line}", "0"],

@@ -105,16 +105,31 @@ setmetatable = function(t, mt)
   if protected[t] then error('Attempt to modify a readonly table', 2) end
   return raw_setmetatable(t, mt)
 end
+-- The environments code runs in: EVAL's and each library's. A chunk a script loads
+-- gets the one of the nearest Lua code that called the loader (through pcall, say): a
+-- function's sees what functions see, as in Redis, where they have a Lua state of their
+-- own. Never the interpreter's own globals (a C function's environment).
+local chunk_envs = setmetatable({}, {__mode = 'k'})
+local function loaded_chunk_env()
+  -- From level 3: the caller of loadstring or load (1 is this, 2 the loader).
+  for level = 3, 12 do
+    local info = dbg.getinfo(level, 'f')
+    if not info then break end
+    local env = getfenv(info.func)
+    if chunk_envs[env] then return env end
+  end
+  return state.env
+end
 -- Precompiled (binary) chunks are read as source text, as Redis's Lua (which has no
 -- loader for them) reads them: a space before the escape byte that starts one makes
--- the parser refuse it as Redis's does. Loaded code sees the script globals.
+-- the parser refuse it as Redis's does.
 local raw_loadstring = loadstring
 loadstring = function(code, name)
   if type(code) == 'string' and code:sub(1, 1) == '\27' then
     return raw_loadstring(' ' .. code, name or code)
   end
   local f, err = raw_loadstring(code, name)
-  if f and state.env then setfenv(f, state.env) end
+  if f and state.env then setfenv(f, loaded_chunk_env()) end
   return f, err
 end
 -- load(reader [, name]): the same, for code a function hands over in pieces.
@@ -138,7 +153,7 @@ local safe_load = function(...)
     return piece
   end
   local f, err = raw_load(pieces, name or '=(load)')
-  if f and state.env then setfenv(f, state.env) end
+  if f and state.env then setfenv(f, loaded_chunk_env()) end
   return f, err
 end
 
@@ -331,6 +346,7 @@ for name, f in raw_next, {
   raw_rawset(G, name, f)
 end
 state.env = proxy
+chunk_envs[proxy] = true
 
 -- FCALL's functions see the same globals but for EVAL's: neither the error handler nor
 -- the KEYS and ARGV the last EVAL set (Redis runs functions in a Lua state of their
@@ -403,6 +419,7 @@ function state.library_env()
   }
   local env = setmetatable({}, meta)
   library_metas[env] = meta
+  chunk_envs[env] = true
   return env
 end
 -- Once its library has loaded, an environment reads globals straight from function_G
