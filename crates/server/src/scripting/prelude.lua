@@ -356,14 +356,7 @@ for k, v in raw_next, G do
   if k ~= '__redis__err__handler' then raw_rawset(function_G, k, v) end
 end
 raw_setmetatable(function_G, getmetatable(G))
-local function_proxy = raw_setmetatable({}, {
-  __index = function_G,
-  __newindex = readonly_error,
-  __metatable = sealed_meta,
-})
-protected[function_proxy] = true
-raw_rawset(function_G, '_G', function_proxy)
-real_of[function_proxy] = function_G
+raw_rawset(function_G, '_G', readonly(function_G))
 
 -- FUNCTION LOAD: library code runs in its own environment where `redis` is the
 -- load-time API (register_function) while loading and the full API when called.
