@@ -171,8 +171,9 @@ const SCRIPTS: &[&[&str]] = &[
     &[
         "FUNCTION",
         "LOAD",
-        "#!lua name=globals\nredis.register_function('f', function() return {type(_G), type(rawget(_G, 'KEYS')), type(rawget(_G, '__redis__err__handler'))} end)\nredis.register_function('g', function() return KEYS end)\nredis.register_function('h', function() return loadstring('return KEYS')() end)\nredis.register_function('i', function() local _, f = pcall(loadstring, 'return __redis__err__handler') return f() end)",
+        "#!lua name=globals\nredis.register_function('f', function() return {type(_G), type(rawget(_G, 'KEYS')), type(rawget(_G, '__redis__err__handler'))} end)\nredis.register_function('g', function() return KEYS end)\nredis.register_function('h', function() return loadstring('return KEYS')() end)\nredis.register_function('i', function() local _, f = pcall(loadstring, 'return __redis__err__handler') return f() end)\nredis.register_function('j', function() return {type(redis.call), type(redis.breakpoint), type(redis.debug), type(redis.replicate_commands), type(redis.setresp)} end)",
     ],
+    &["FCALL", "j", "0"],
     &["FCALL", "f", "0"],
     &["FCALL", "g", "0"],
     &["FCALL", "h", "0"],

@@ -390,7 +390,22 @@ end
 local load_api = strict(load_fields)
 local load_globals = {}
 local library_metas = setmetatable({}, {__mode = 'k'})
+-- Functions' `redis` has neither the debugger's functions nor replicate_commands, as
+-- in Redis. Made at the first library's load, once the engine has set its Rust fields.
+local function functions_redis()
+  local view = {}
+  local real = real_of[raw_rawget(G, 'redis')]
+  for k, v in raw_next, real do
+    if k ~= 'breakpoint' and k ~= 'debug' and k ~= 'replicate_commands' then
+      raw_rawset(view, k, v)
+    end
+  end
+  return readonly(view)
+end
 function state.library_env()
+  if raw_rawget(function_G, 'redis') == raw_rawget(G, 'redis') then
+    raw_rawset(function_G, 'redis', functions_redis())
+  end
   local meta = {
     __index = function(_, k)
       if state.loading then
