@@ -171,6 +171,22 @@ impl Gen {
         flags
     }
 
+    /// A [`Gen::command`] whose effect a redis-server 7.0 master sends on, for the
+    /// comparisons of replicas and AOF replays: not a BITFIELD whose only writes fail
+    /// (OVERFLOW FAIL), which still creates its key there but sends nothing, so its
+    /// replicas and its AOF lack the key (checked with two redis-servers; this server
+    /// sends it).
+    fn propagated_command(&mut self) -> Vec<Vec<u8>> {
+        loop {
+            let command = self.command();
+            let failing_bitfield = command[0].eq_ignore_ascii_case(b"bitfield")
+                && command.iter().any(|a| a.eq_ignore_ascii_case(b"fail"));
+            if !failing_bitfield {
+                return command;
+            }
+        }
+    }
+
     fn command(&mut self) -> Vec<Vec<u8>> {
         let w = |s: &str| s.as_bytes().to_vec();
         if self.chance(6) {
@@ -1396,7 +1412,7 @@ fn aof_replays_keep_what_redis_keeps() {
                 if !in_transaction && gen.chance(6) {
                     return vec![b"DEBUG".to_vec(), b"LOADAOF".to_vec()];
                 }
-                let command = gen.command();
+                let command = gen.propagated_command();
                 match &command[0].to_ascii_uppercase()[..] {
                     b"MULTI" => in_transaction = true,
                     b"EXEC" | b"DISCARD" => in_transaction = false,
@@ -1772,7 +1788,7 @@ fn watch_breaks_as_redis(
 /// redis-server's applied by a redline-server replica, must leave the same data.
 #[test]
 fn replicas_hold_what_their_master_holds() {
-    replicas_hold_as_master(40, 0x4e71, Gen::command, Vec::new());
+    replicas_hold_as_master(40, 0x4e71, Gen::propagated_command, Vec::new());
 }
 
 /// [`replicas_hold_what_their_master_holds`] over streams (XREADGROUP, XCLAIM and
