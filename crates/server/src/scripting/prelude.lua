@@ -348,15 +348,6 @@ end
 state.env = proxy
 chunk_envs[proxy] = true
 
--- FCALL's functions see the same globals but for EVAL's: neither the error handler nor
--- the KEYS and ARGV the last EVAL set (Redis runs functions in a Lua state of their
--- own). A copy, taken now that the globals are complete, behind a proxy of its own.
-local function_G = {}
-for k, v in raw_next, G do
-  if k ~= '__redis__err__handler' then raw_rawset(function_G, k, v) end
-end
-raw_setmetatable(function_G, getmetatable(G))
-raw_rawset(function_G, '_G', readonly(function_G))
 
 -- FUNCTION LOAD: library code runs in its own environment where `redis` is the
 -- load-time API (register_function) while loading and the full API when called.
@@ -390,22 +381,29 @@ end
 local load_api = strict(load_fields)
 local load_globals = {}
 local library_metas = setmetatable({}, {__mode = 'k'})
--- Functions' `redis` has neither the debugger's functions nor replicate_commands, as
--- in Redis. Made at the first library's load, once the engine has set its Rust fields.
-local function functions_redis()
-  local view = {}
-  local real = real_of[raw_rawget(G, 'redis')]
-  for k, v in raw_next, real do
-    if k ~= 'breakpoint' and k ~= 'debug' and k ~= 'replicate_commands' then
-      raw_rawset(view, k, v)
-    end
+-- FCALL's functions see the same globals but for EVAL's: neither the error handler nor
+-- the KEYS and ARGV an EVAL sets (Redis runs functions in a Lua state of their own),
+-- and a `redis` without the debugger's functions or replicate_commands. A copy made at
+-- the first library's load (the engine has set `redis`'s Rust fields by then; a server
+-- that never loads one does not hold it), behind a proxy of its own.
+local EVAL_ONLY = {__redis__err__handler = true, KEYS = true, ARGV = true}
+local REDIS_EVAL_ONLY = {breakpoint = true, debug = true, replicate_commands = true}
+local function_G
+local function functions_globals()
+  local globals = {}
+  for k, v in raw_next, G do
+    if not EVAL_ONLY[k] then raw_rawset(globals, k, v) end
   end
-  return readonly(view)
+  local view = {}
+  for k, v in raw_next, real_of[raw_rawget(G, 'redis')] do
+    if not REDIS_EVAL_ONLY[k] then raw_rawset(view, k, v) end
+  end
+  raw_rawset(globals, 'redis', readonly(view))
+  raw_rawset(globals, '_G', readonly(globals))
+  return raw_setmetatable(globals, getmetatable(G))
 end
 function state.library_env()
-  if raw_rawget(function_G, 'redis') == raw_rawget(G, 'redis') then
-    raw_rawset(function_G, 'redis', functions_redis())
-  end
+  function_G = function_G or functions_globals()
   local meta = {
     __index = function(_, k)
       if state.loading then
