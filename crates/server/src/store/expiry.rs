@@ -301,22 +301,22 @@ mod tests {
     use super::*;
     use crate::store::Value;
 
+    /// Adds `key` to database `db` with the deadline `expires_at` (1: long past).
+    fn put(store: &Store, db: usize, key: &str, expires_at: u64) {
+        store
+            .db(db)
+            .lock(key.as_bytes())
+            .insert(key.as_bytes(), Value::Int(1), expires_at);
+    }
+
     #[test]
     fn cycle_reclaims_without_access() {
         let store = Store::new(2, 4);
-        for i in 0..1000u32 {
-            let key = i.to_string();
-            store
-                .db(i as usize % 2)
-                .lock(key.as_bytes())
-                .insert(key.as_bytes(), Value::Int(1), 1);
+        for i in 0..1000 {
+            put(&store, i % 2, &i.to_string(), 1);
         }
-        for i in 0..10u32 {
-            let key = format!("keep{i}");
-            store
-                .db(0)
-                .lock(key.as_bytes())
-                .insert(key.as_bytes(), Value::Int(1), u64::MAX);
+        for i in 0..10 {
+            put(&store, 0, &format!("keep{i}"), u64::MAX);
         }
         let mut cursor = Cursor::default();
         let mut expired = 0;
@@ -341,12 +341,8 @@ mod tests {
     #[test]
     fn a_cycle_expires_nothing_while_a_load_runs() {
         let store = Store::new(1, 4);
-        for i in 0..100u32 {
-            let key = i.to_string();
-            store
-                .db(0)
-                .lock(key.as_bytes())
-                .insert(key.as_bytes(), Value::Int(1), 1);
+        for i in 0..100 {
+            put(&store, 0, &i.to_string(), 1);
         }
         let cycle = run_cycle(
             &store,
@@ -361,13 +357,9 @@ mod tests {
     #[test]
     fn effort_sets_the_sample_per_round() {
         let store = Store::new(1, 1);
-        for i in 0..1000u32 {
-            let key = i.to_string();
+        for i in 0..1000 {
             // Live keys: each shard gets one round, whatever the effort.
-            store
-                .db(0)
-                .lock(key.as_bytes())
-                .insert(key.as_bytes(), Value::Int(1), u64::MAX);
+            put(&store, 0, &i.to_string(), u64::MAX);
         }
         for (effort, sampled) in [(1, 20), (5, 40), (10, 65)] {
             let cycle = run_cycle(
