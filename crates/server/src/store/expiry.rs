@@ -227,9 +227,9 @@ impl Schedule {
 /// leaves expired keys, until `stop` fires or is dropped. `hz` is read each time, so
 /// `CONFIG SET hz` applies at once, and `effort` (`active-expire-effort`) before each
 /// cycle. No cycle runs while `loading()` holds (see [`run_cycle`]). `after_cycle` runs
-/// after each cycle with how long it took and its pace (the
-/// server publishes the events the cycle queued there, feeds the latency monitor, and
-/// after a slow one does the rest of its periodic work).
+/// after each cycle with how long it took and its pace (the server publishes the events
+/// the cycle queued there, feeds the latency monitor, and after a slow one does the
+/// rest of its periodic work).
 pub fn run(
     store: Arc<Store>,
     hz: Arc<AtomicU32>,
