@@ -18,6 +18,13 @@ local function rust_message(text)
   return text, located
 end
 
+-- What a script sees of a Rust library function's error (mlua's userdata): the string
+-- a C library raises, or the Redis text between \1 markers when there is one.
+local function rust_error_text(e)
+  local text = rust_message(tostring(e))
+  return text:match('\1(.-)\1') or text
+end
+
 -- Redis's error handler: errors become {err=...} tables carrying where they happened
 -- (the first frame that is neither C nor this prelude).
 function state.handler(err)
@@ -230,10 +237,7 @@ local function pcall_result(ok, ...)
     local msg = e.err
     if type(msg) == 'string' or type(msg) == 'number' then e = msg end
   elseif type(e) == 'userdata' then
-    -- A Rust library function's error: the string a C library raises.
-    local text = rust_message(tostring(e))
-    local marked = text:match('\1(.-)\1')
-    e = marked or text
+    e = rust_error_text(e)
   end
   return false, e
 end
@@ -298,14 +302,10 @@ end
 raw_rawset(G, '__redis__err__handler', function(err)
   local i = dbg.getinfo(2, 'nSl')
   if i and i.what == 'C' then i = dbg.getinfo(3, 'nSl') end
-  if type(err) ~= 'table' then
-    local text = tostring(err)
-    if type(err) == 'userdata' then
-      -- A Rust library function's error: the text a C library raises.
-      text = rust_message(text)
-      text = text:match('\1(.-)\1') or text
-    end
-    err = {err = 'ERR ' .. text}
+  if type(err) == 'userdata' then
+    err = {err = 'ERR ' .. rust_error_text(err)}
+  elseif type(err) ~= 'table' then
+    err = {err = 'ERR ' .. tostring(err)}
   end
   if i then
     err['source'] = i.source
