@@ -156,6 +156,16 @@ const SCRIPTS: &[&[&str]] = &[
     &["EVAL", "local t = {} for k in pairs(string) do t[#t+1] = k end table.sort(t) return t", "0"],
     &["EVAL", "local t = {} for k in pairs(cjson) do t[#t+1] = k end table.sort(t) return t", "0"],
     &["EVAL", "return {type(redis.call), type(string.upper), ('x'):upper()}", "0"],
+    // table.insert writes raw, past any metatable: the read-only tables still refuse
+    // it, and nothing it tried is left for the next script to read.
+    &["EVAL", "table.insert(redis, 1)", "0"],
+    &["EVAL", "table.insert(string, 1, 'x')", "0"],
+    &["EVAL", "table.insert(_G, 'x')", "0"],
+    &["EVAL", "return {pcall(table.insert, table, 1)}", "0"],
+    &["EVAL", "table.insert(cjson)", "0"],
+    &["EVAL", "table.insert(redis, 'x', 1)", "0"],
+    &["EVAL", "return {redis[1], string[1], #table, #_G}", "0"],
+    &["EVAL", "local t = {} table.insert(t, 'a') table.insert(t, 1, 'b') return t", "0"],
     // What FUNCTION LOAD says when the library fails while it loads.
     &["FUNCTION", "LOAD", "#!lua name=bad1\nlocal x = 1 + {}"],
     &["FUNCTION", "LOAD", "#!lua name=bad2\nredis.register_function()"],
@@ -178,6 +188,14 @@ const SCRIPTS: &[&[&str]] = &[
     &["FCALL", "g", "0"],
     &["FCALL", "h", "0"],
     &["FCALL", "i", "0"],
+    &[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=inserts\nredis.register_function('ins', function() table.insert(redis, 1) end)\nredis.register_function('ins_g', function() table.insert(_G, 1) end)",
+    ],
+    &["FCALL", "ins", "0"],
+    &["FCALL", "ins_g", "0"],
+    &["FUNCTION", "LOAD", "#!lua name=insload\ntable.insert(redis, 1)"],
     &["EVAL", "local _, f = pcall(loadstring, 'return type(__redis__err__handler)') return f()", "0"],
     &["EVAL", "local n = 0 for k in pairs(_G) do n = n + 1 end return n", "0"],
     &["EVAL", "local t = __redis__err__handler('x') return {t.err, t.source, t.line}", "0"],

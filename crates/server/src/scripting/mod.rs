@@ -49,6 +49,7 @@ mod libs;
 mod msgpack;
 mod sequences;
 mod structlib;
+mod table_insert;
 mod turn;
 mod watchdog;
 
@@ -767,6 +768,7 @@ impl Engine {
         let names = RunNames::new(&state)?;
         call::install(&lua, &redis)?;
         sequences::install(&lua, &state)?;
+        table_insert::install(&lua, state.get("protected")?)?;
         // What setting up left behind goes now, not in the first scripts' runs.
         lua.gc_collect()?;
         Ok(Engine {

@@ -108,6 +108,8 @@ local function readonly(real)
   return proxy
 end
 state.readonly = readonly
+-- For the C-written table.insert, which cannot see a proxy's metatable (a raw write).
+state.protected = protected
 setmetatable = function(t, mt)
   if protected[t] then error('Attempt to modify a readonly table', 2) end
   return raw_setmetatable(t, mt)
