@@ -78,24 +78,22 @@ pub fn install(lua: &Lua, redis: &Table) -> mlua::Result<()> {
 fn value_bytes(v: &Value) -> Option<Bytes> {
     match v {
         Value::String(s) => Some(Bytes::copy_from_slice(&s.as_bytes())),
-        Value::Integer(n) => Some(Bytes::from(n.to_string())),
+        // Lua 5.1 has only doubles: mlua calls the whole ones integers.
+        Value::Integer(n) => Some(number_bytes(*n as f64)),
         Value::Number(n) => Some(number_bytes(*n)),
         _ => None,
     }
 }
 
-/// A Lua number as a command argument: a whole number within 64 bits in full, anything
-/// else as `%.14g` (as mlua tells integers from other numbers, and as this server
-/// always wrote them).
+/// A Lua number as a command argument: `%.17g`, as Redis 7.0 writes it (not Lua's own
+/// `%.14g`, which loses digits). Whole numbers that `%.17g` prints in full take the
+/// integer formatter, the same text for less work.
 fn number_bytes(n: f64) -> Bytes {
-    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
-    if (-LIMIT..LIMIT).contains(&n) {
-        let whole = n as i64;
-        if (whole as f64).to_bits() == n.to_bits() {
-            return Bytes::copy_from_slice(itoa::Buffer::new().format(whole).as_bytes());
-        }
+    const FULL: f64 = 1e17; // below this, %.17g prints a whole number's every digit
+    if n.abs() < FULL && n.fract() == 0.0 && !(n == 0.0 && n.is_sign_negative()) {
+        return Bytes::copy_from_slice(itoa::Buffer::new().format(n as i64).as_bytes());
     }
-    Bytes::from(crate::cmd::float::fmt_g(n, 14))
+    Bytes::from(crate::cmd::float::fmt_g(n, 17))
 }
 
 unsafe extern "C-unwind" fn lua_call(state: *mut ffi::lua_State) -> c_int {
@@ -434,9 +432,18 @@ mod tests {
         assert_eq!(number_bytes(-0.0), "-0");
         assert_eq!(number_bytes(1e15), "1000000000000000");
         assert_eq!(number_bytes(0.5), "0.5");
+        // What redis-server 7.0.15 sends for each.
+        assert_eq!(number_bytes(0.1), "0.10000000000000001");
+        assert_eq!(number_bytes(99_999_999_999_999_999.0), "1e+17");
         assert_eq!(
-            number_bytes(9_223_372_036_854_775_808.0),
-            "9.2233720368548e+18"
+            number_bytes(123_456_789_012_345_678.0),
+            "1.2345678901234568e+17"
         );
+        assert_eq!(
+            number_bytes(-9_223_372_036_854_775_808.0),
+            "-9.2233720368547758e+18"
+        );
+        assert_eq!(number_bytes(1e300), "1.0000000000000001e+300");
+        assert_eq!(number_bytes(f64::INFINITY), "inf");
     }
 }

@@ -47,9 +47,9 @@ mod flags;
 pub mod forked;
 mod libs;
 mod msgpack;
+mod readonly;
 mod sequences;
 mod structlib;
-mod table_insert;
 mod turn;
 mod watchdog;
 
@@ -688,9 +688,7 @@ impl Engine {
                 }
                 let bytes = match &args[0] {
                     Value::String(s) => s.as_bytes().to_vec(),
-                    Value::Integer(n) => n.to_string().into_bytes(),
-                    Value::Number(n) => crate::cmd::float::fmt_g(*n, 14).into_bytes(),
-                    _ => Vec::new(),
+                    other => convert::number_text(other).unwrap_or_default().into_bytes(),
                 };
                 lua.create_string(sha1_hex(&bytes))
             })?,
@@ -713,9 +711,7 @@ impl Engine {
                     .iter()
                     .map(|v| match v {
                         Value::String(s) => s.to_string_lossy(),
-                        Value::Integer(n) => n.to_string(),
-                        Value::Number(n) => crate::cmd::float::fmt_g(*n, 14),
-                        _ => String::new(),
+                        other => convert::number_text(other).unwrap_or_default(),
                     })
                     .collect();
                 let line = text.join(" ");
@@ -734,6 +730,20 @@ impl Engine {
         state.set("redis", redis.clone())?;
         let globals = lua.create_table()?;
         state.set("globals", globals.clone())?;
+        state.set("protected_table_error", readonly::globals_index(&lua)?)?;
+        state.set(
+            "guards",
+            lua.create_function(|lua, (protected, real_of, shown_meta)| {
+                readonly::guards(
+                    lua,
+                    readonly::Proxies {
+                        protected,
+                        real_of,
+                        shown_meta,
+                    },
+                )
+            })?,
+        )?;
         lua.load(include_str!("prelude.lua"))
             .set_name("=redline")
             .call::<()>(state.clone())?;
@@ -768,7 +778,6 @@ impl Engine {
         let names = RunNames::new(&state)?;
         call::install(&lua, &redis)?;
         sequences::install(&lua, &state)?;
-        table_insert::install(&lua, state.get("protected")?)?;
         // What setting up left behind goes now, not in the first scripts' runs.
         lua.gc_collect()?;
         Ok(Engine {
@@ -1386,10 +1395,15 @@ fn run_and_reply(
             matches!(&value, Value::Table(t) if stats_counted(t))
         }
         Ok((false, Value::Table(err))) => {
-            // Redis reads the message as a C string: a NUL ends it.
+            // Redis reads the message as a C string: a NUL ends it. A number is
+            // taken as Lua's tostring writes it. (redis-server 7.0.15 crashes on a
+            // table without either; this server names that.)
             let msg = match err.raw_get::<Value>("err") {
                 Ok(Value::String(s)) => convert::c_string(&s.as_bytes()).to_vec(),
-                _ => b"ERR unknown error".to_vec(),
+                Ok(other) => convert::number_text(&other)
+                    .map(String::into_bytes)
+                    .unwrap_or_else(|| b"ERR unknown error".to_vec()),
+                Err(_) => b"ERR unknown error".to_vec(),
             };
             let mut line = msg;
             if let (Ok(Value::String(source)), Ok(line_no)) =

@@ -89,13 +89,36 @@ function state.ldb_frame(level)
   return info.short_src, info.name, info.currentline
 end
 
--- Read-only proxies: writes fail, their metatable reads as a read-only table and cannot
--- be replaced (Redis's read-only tables).
+-- Read-only proxies: empty tables whose metatable reads from the real table and refuses
+-- writes (Redis's read-only tables, which its Lua marks inside the VM).
 local protected = setmetatable({}, {__mode = 'k'})
 -- The table behind each proxy, for the raw functions (next, pairs, rawget) to read.
 local real_of = setmetatable({}, {__mode = 'k'})
+-- What getmetatable shows of a read-only table: none (Redis's read-only tables have
+-- no metatable) but for the globals', which holds the missing-global error.
+local shown_meta = setmetatable({}, {__mode = 'k'})
 local raw_setmetatable = setmetatable
 local function readonly_error() error('Attempt to modify a readonly table', 2) end
+
+-- luaL_argerror's text for a wrapper written here (the function two levels up from
+-- this): the name its caller used for it ('?' through pcall), blaming the caller's line
+-- (no place when the caller is C). What the C function it wraps would say. Called as a
+-- statement, never a tail call, so that the levels hold.
+local function argument_error(narg, extramsg)
+  local info = dbg.getinfo(3, 'n')
+  local name = info and info.name or '?'
+  if info and info.namewhat == 'method' then
+    narg = narg - 1
+    if narg == 0 then
+      error("calling '" .. name .. "' on bad self (" .. extramsg .. ')', 4)
+    end
+  end
+  error('bad argument #' .. narg .. " to '" .. name .. "' (" .. extramsg .. ')', 4)
+end
+-- luaL_typerror's: argument narg (of count given), v, is not of the expected type.
+local function type_error(narg, count, v, expected)
+  argument_error(narg, expected .. ' expected, got ' .. (count < narg and 'no value' or type(v)))
+end
 local sealed_meta = raw_setmetatable({}, {__newindex = readonly_error, __metatable = false})
 local function readonly(real)
   local proxy = raw_setmetatable({}, {
@@ -108,12 +131,11 @@ local function readonly(real)
   return proxy
 end
 state.readonly = readonly
--- For the C-written table.insert, which cannot see a proxy's metatable (a raw write).
-state.protected = protected
-setmetatable = function(t, mt)
-  if protected[t] then error('Attempt to modify a readonly table', 2) end
-  return raw_setmetatable(t, mt)
-end
+-- rawset, setmetatable and table.insert refuse a proxy, rawget, next and pairs see
+-- through one, getmetatable shows what Redis's table would have: C functions over these
+-- tables and the library's own (`readonly.rs`), made before anything here replaces them.
+local guards = state.guards(protected, real_of, shown_meta)
+setmetatable = guards.setmetatable
 -- The environments code runs in: EVAL's and each library's. A chunk a script loads
 -- gets the one of the nearest Lua code that called the loader (through pcall, say): a
 -- function's sees what functions see, as in Redis, where they have a Lua state of their
@@ -133,8 +155,21 @@ end
 -- loader for them) reads them: a space before the escape byte that starts one makes
 -- the parser refuse it as Redis's does.
 local raw_loadstring = loadstring
-loadstring = function(code, name)
-  if type(code) == 'string' and code:sub(1, 1) == '\27' then
+-- luaL_optstring's check of a chunk's name: nil or absent, a string or a number.
+local function check_chunk_name(name)
+  local kind = type(name)
+  if kind ~= 'nil' and kind ~= 'string' and kind ~= 'number' then
+    argument_error(2, 'string expected, got ' .. kind)
+  end
+end
+loadstring = function(...)
+  local code, name = ...
+  local kind = type(code)
+  if kind ~= 'string' and kind ~= 'number' then
+    type_error(1, select('#', ...), code, 'string')
+  end
+  check_chunk_name(name)
+  if kind == 'string' and code:sub(1, 1) == '\27' then
     return raw_loadstring(' ' .. code, name or code)
   end
   local f, err = raw_loadstring(code, name)
@@ -145,13 +180,8 @@ end
 local raw_load = load
 local safe_load = function(...)
   local reader, name = ...
-  if type(reader) ~= 'function' then
-    local got = select('#', ...) < 1 and 'no value' or type(reader)
-    error("bad argument #1 to 'load' (function expected, got " .. got .. ")", 2)
-  end
-  if name ~= nil and type(name) ~= 'string' and type(name) ~= 'number' then
-    error("bad argument #2 to 'load' (string expected, got " .. type(name) .. ")", 2)
-  end
+  if type(reader) ~= 'function' then type_error(1, select('#', ...), reader, 'function') end
+  check_chunk_name(name)
   local first = true
   local function pieces()
     local piece = reader()
@@ -170,58 +200,6 @@ end
 -- Redis's read-only tables do (checking the arguments first, as the C functions do,
 -- so that an error names the script's line).
 local raw_rawset, raw_rawget, raw_next = rawset, rawget, next
-local function check_table(fname, count, t)
-  if type(t) ~= 'table' then
-    local got = count < 1 and 'no value' or type(t)
-    error('bad argument #1 to ' .. "'" .. fname .. "'" .. ' (table expected, got ' .. got .. ')', 3)
-  end
-end
-local function check_any(fname, count, n)
-  if count < n then
-    error('bad argument #' .. n .. ' to ' .. "'" .. fname .. "'" .. ' (value expected)', 3)
-  end
-end
--- Each takes the common case first (a table of the script's own, well-formed
--- arguments) with a few lookups; only the rest pays for counting its arguments.
-local safe_rawset = function(...)
-  local t, k, v = ...
-  if v ~= nil and protected[t] == nil and type(t) == 'table' then
-    return raw_rawset(t, k, v)
-  end
-  local count = select('#', ...)
-  check_table('rawset', count, t)
-  check_any('rawset', count, 2)
-  check_any('rawset', count, 3)
-  if protected[t] then error('Attempt to modify a readonly table', 0) end
-  return raw_rawset(...)
-end
-local safe_rawget = function(...)
-  local t, k = ...
-  if k ~= nil then
-    local real = real_of[t]
-    if real ~= nil then return raw_rawget(real, k) end
-    if type(t) == 'table' then return raw_rawget(t, k) end
-  end
-  local count = select('#', ...)
-  check_table('rawget', count, t)
-  check_any('rawget', count, 2)
-  return raw_rawget(real_of[t] or t, k)
-end
-local safe_next = function(...)
-  local t, k = ...
-  local real = real_of[t]
-  if real ~= nil then return raw_next(real, k) end
-  if type(t) == 'table' then return raw_next(t, k) end
-  check_table('next', select('#', ...), t)
-end
--- A proxy's pairs walk the table behind it.
-local safe_pairs = function(...)
-  local t = ...
-  local real = real_of[t]
-  if real ~= nil then return raw_next, real, nil end
-  if type(t) == 'table' then return raw_next, t, nil end
-  check_table('pairs', select('#', ...), t)
-end
 
 -- The engine's compiler reports through this: Lua's message with its bytes.
 function state.syntax_error(code, name)
@@ -328,11 +306,9 @@ string_meta.__metatable = readonly(string_meta)
 -- Reads go from the (empty) proxy to G as a table, which the VM follows without calling
 -- anything; only a name G lacks reaches a function, which raises the error. (An
 -- __index function on the proxy itself ran Lua code on every global a script read.)
-raw_setmetatable(G, {
-  __index = function(_, k)
-    missing_global(k)
-  end,
-})
+-- Written in C (scripts reach it as getmetatable(_G).__index, and may call it with
+-- anything, in tail position too).
+raw_setmetatable(G, {__index = state.protected_table_error})
 local proxy = raw_setmetatable({}, {
   __index = G,
   __newindex = readonly_error,
@@ -341,9 +317,14 @@ local proxy = raw_setmetatable({}, {
 protected[proxy] = true
 raw_rawset(G, '_G', proxy)
 real_of[proxy] = G
+-- Redis's globals have a metatable of their own, read-only, holding the missing-global
+-- error; so do a function's, which share G's.
+local globals_meta = readonly(dbg.getmetatable(G))
+shown_meta[proxy] = globals_meta
 for name, f in raw_next, {
-  setmetatable = setmetatable, loadstring = loadstring, load = safe_load,
-  rawset = safe_rawset, rawget = safe_rawget, next = safe_next, pairs = safe_pairs,
+  setmetatable = setmetatable, getmetatable = guards.getmetatable,
+  loadstring = loadstring, load = safe_load,
+  rawset = guards.rawset, rawget = guards.rawget, next = guards.next, pairs = guards.pairs,
 } do
   raw_rawset(G, name, f)
 end
@@ -368,7 +349,7 @@ local load_fields = {
 -- While a library loads, `redis` offers only the fields above and the globals nothing
 -- else: anything else is a missing global, as in Redis 7.0.
 local function strict(fields)
-  return setmetatable({}, {
+  local view = setmetatable({}, {
     __index = function(_, k)
       local v = fields[k]
       if v == nil then
@@ -379,6 +360,9 @@ local function strict(fields)
     __newindex = function() error('Attempt to modify a readonly table', 2) end,
     __metatable = false,
   })
+  -- Read-only to rawset, setmetatable and table.insert as well.
+  protected[view] = true
+  return view
 end
 local load_api = strict(load_fields)
 local load_globals = {}
@@ -401,8 +385,10 @@ local function functions_globals()
     if not REDIS_EVAL_ONLY[k] then raw_rawset(view, k, v) end
   end
   raw_rawset(globals, 'redis', readonly(view))
-  raw_rawset(globals, '_G', readonly(globals))
-  return raw_setmetatable(globals, getmetatable(G))
+  local proxy = readonly(globals)
+  shown_meta[proxy] = globals_meta
+  raw_rawset(globals, '_G', proxy)
+  return raw_setmetatable(globals, dbg.getmetatable(G))
 end
 function state.library_env()
   function_G = function_G or functions_globals()
