@@ -1462,3 +1462,45 @@ fn clients_in_timeout_table_counts_timed_blocks_like_redis() {
     assert_eq!(expected, ["0", "3", "2", "0"], "redis-server");
     assert_eq!(clients_in_timeout_table(redline.addr), expected);
 }
+
+/// DEBUG HELP lists the subcommands this server has, each in redis-server's own words
+/// and order (its lines are a subsequence of Redis's), and none it lacks.
+#[test]
+fn debug_help_is_redis_s_for_the_subcommands_here() {
+    let redis = common::redis_with_debug();
+    let ours = Redline::start();
+    let lines = |addr| -> Vec<String> {
+        items(Conn::connect(addr).cmd(&["DEBUG", "HELP"]))
+            .iter()
+            .map(text)
+            .collect()
+    };
+    let theirs = lines(redis.addr());
+    let mine = lines(ours.addr);
+    let mut rest = theirs.iter();
+    for line in &mine {
+        assert!(
+            rest.any(|l| l == line),
+            "{line:?} is not in Redis's DEBUG HELP, or not in its order"
+        );
+    }
+    let mut c = Conn::connect(ours.addr);
+    for sub in [
+        "DIGEST",
+        "DIGEST-VALUE",
+        "LOADAOF",
+        "RELOAD",
+        "PROTOCOL",
+        "SET-SKIP-CHECKSUM-VALIDATION",
+        "QUICKLIST-PACKED-THRESHOLD",
+        "AOF-FLUSH-SLEEP",
+    ] {
+        assert!(
+            mine.iter().any(|l| l.split(' ').next() == Some(sub)),
+            "{sub} missing from DEBUG HELP"
+        );
+    }
+    // A subcommand Redis lists and this server lacks is not offered.
+    assert!(is_error(&c.cmd(&["DEBUG", "STRUCTSIZE"])));
+    assert!(!mine.iter().any(|l| l.starts_with("STRUCTSIZE")));
+}
