@@ -1504,3 +1504,38 @@ fn debug_help_is_redis_s_for_the_subcommands_here() {
     assert!(is_error(&c.cmd(&["DEBUG", "STRUCTSIZE"])));
     assert!(!mine.iter().any(|l| l.starts_with("STRUCTSIZE")));
 }
+
+/// Every subcommand COMMAND INFO lists is served (called bare, it may fail on its
+/// arguments, never as unknown), and every container's HELP is redis-server's text
+/// (DEBUG aside: it lists only what this server has, see above).
+#[test]
+fn every_listed_subcommand_is_served_and_helps_as_redis_does() {
+    let redis = common::redis_with_debug();
+    let ours = Redline::start();
+    let mut c = Conn::connect(ours.addr);
+    let mut r = Conn::connect(redis.addr());
+    let mut containers = Vec::new();
+    for entry in items(c.cmd(&["COMMAND", "INFO"])) {
+        let fields = items(entry);
+        let subcommands = fields.get(9).cloned().map(items).unwrap_or_default();
+        if subcommands.is_empty() {
+            continue;
+        }
+        containers.push(text(&fields[0]));
+        for sub in subcommands {
+            let name = text(&items(sub)[0]);
+            let words: Vec<&str> = name.split('|').collect();
+            let reply = text(&c.cmd(&words));
+            assert!(
+                !reply.contains("unknown command") && !reply.contains("unknown subcommand"),
+                "{name}: {reply}"
+            );
+        }
+    }
+    assert!(containers.len() > 10, "{containers:?}");
+    for container in containers.iter().filter(|name| *name != "debug") {
+        // An array of lines, or an error (CLUSTER HELP when cluster mode is off).
+        let help = |conn: &mut Conn| format!("{:?}", conn.cmd(&[container.as_str(), "HELP"]));
+        assert_eq!(help(&mut c), help(&mut r), "{container} HELP");
+    }
+}

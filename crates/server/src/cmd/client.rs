@@ -17,6 +17,7 @@ use crate::net::registry::client_type;
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
+    ("client|help", client_help),
     ("client|id", client_id),
     ("client|setname", client_setname),
     ("client|getname", client_getname),
@@ -487,4 +488,60 @@ fn client_unpause(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 /// Text as Redis sends it: a verbatim string in RESP3, a bulk string in RESP2.
 fn verbatim(ctx: &mut Ctx<'_>, text: &[u8]) {
     encode::write_verbatim(ctx.out, ctx.client.protocol, b"txt", text);
+}
+
+/// CLIENT HELP: Redis's text.
+fn client_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    const LINES: &[&str] = &[
+        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CACHING (YES|NO)",
+        "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+        "GETREDIR",
+        "    Return the client ID we are redirecting to when tracking is enabled.",
+        "GETNAME",
+        "    Return the name of the current connection.",
+        "ID",
+        "    Return the ID of the current connection.",
+        "INFO",
+        "    Return information about the current client connection.",
+        "KILL <ip:port>",
+        "    Kill connection made from <ip:port>.",
+        "KILL <option> <value> [<option> <value> [...]]",
+        "    Kill connections. Options are:",
+        "    * ADDR (<ip:port>|<unixsocket>:0)",
+        "      Kill connections made from the specified address",
+        "    * LADDR (<ip:port>|<unixsocket>:0)",
+        "      Kill connections made to specified local address",
+        "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+        "      Kill connections by type.",
+        "    * USER <username>",
+        "      Kill connections authenticated by <username>.",
+        "    * SKIPME (YES|NO)",
+        "      Skip killing current connection (default: yes).",
+        "LIST [options ...]",
+        "    Return information about client connections. Options:",
+        "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+        "      Return clients of specified type.",
+        "UNPAUSE",
+        "    Stop the current client pause, resuming traffic.",
+        "PAUSE <timeout> [WRITE|ALL]",
+        "    Suspend all, or just write, clients for <timeout> milliseconds.",
+        "REPLY (ON|OFF|SKIP)",
+        "    Control the replies sent to the current connection.",
+        "SETNAME <name>",
+        "    Assign the name <name> to the current connection.",
+        "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+        "    Unblock the specified blocked client.",
+        "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+        "         [OPTIN] [OPTOUT] [NOLOOP]",
+        "    Control server assisted client side caching.",
+        "TRACKINGINFO",
+        "    Report tracking status for the current connection.",
+        "NO-EVICT (ON|OFF)",
+        "    Protect current client connection from eviction.",
+        "HELP",
+        "    Prints this help.",
+    ];
+    super::reply::help(ctx.out, LINES);
+    Ok(())
 }

@@ -12,6 +12,7 @@ use crate::glob::glob_match;
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
     ("command", command_all),
+    ("command|help", command_help),
     ("command|count", command_count),
     ("command|list", command_list),
     ("command|info", command_info),
@@ -373,5 +374,34 @@ fn command_getkeys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             command_args.get(index).map_or(&b""[..], |a| &a[..]),
         );
     }
+    Ok(())
+}
+
+/// COMMAND HELP: Redis's text.
+fn command_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    const LINES: &[&str] = &[
+        "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "(no subcommand)",
+        "    Return details about all Redis commands.",
+        "COUNT",
+        "    Return the total number of commands in this Redis server.",
+        "LIST",
+        "    Return a list of all commands in this Redis server.",
+        "INFO [<command-name> ...]",
+        "    Return details about multiple Redis commands.",
+        "    If no command names are given, documentation details for all",
+        "    commands are returned.",
+        "DOCS [<command-name> ...]",
+        "    Return documentation details about multiple Redis commands.",
+        "    If no command names are given, documentation details for all",
+        "    commands are returned.",
+        "GETKEYS <full-command>",
+        "    Return the keys from a full Redis command.",
+        "GETKEYSANDFLAGS <full-command>",
+        "    Return the keys and the access flags from a full Redis command.",
+        "HELP",
+        "    Prints this help.",
+    ];
+    super::reply::help(ctx.out, LINES);
     Ok(())
 }

@@ -13,6 +13,7 @@ use crate::glob::glob_match;
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
+    ("config|help", config_help),
     ("config|get", config_get),
     ("config|set", config_set),
     ("config|resetstat", config_resetstat),
@@ -390,5 +391,24 @@ pub fn rewrite_config_file(ctx: &mut Ctx<'_>, all: bool) -> CmdResult {
     };
     written.map_err(|e| CmdError::Owned(format!("ERR Rewriting config file: {e}")))?;
     ok(ctx.out);
+    Ok(())
+}
+
+/// CONFIG HELP: Redis's text.
+fn config_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
+    const LINES: &[&str] = &[
+        "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GET <pattern>",
+        "    Return parameters matching the glob-like <pattern> and their values.",
+        "SET <directive> <value>",
+        "    Set the configuration <directive> to <value>.",
+        "RESETSTAT",
+        "    Reset statistics reported by the INFO command.",
+        "REWRITE",
+        "    Rewrite the configuration file.",
+        "HELP",
+        "    Prints this help.",
+    ];
+    super::reply::help(ctx.out, LINES);
     Ok(())
 }

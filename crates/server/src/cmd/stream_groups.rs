@@ -270,7 +270,7 @@ fn xgroup_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
             "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
             "    Set the current group ID and entries_read counter.",
             "HELP",
-            "    Print this help.",
+            "    Prints this help.",
         ],
     );
     Ok(())
@@ -923,7 +923,7 @@ fn xinfo_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
             "STREAM <key> [FULL [COUNT <count>]",
             "    Show information about the stream.",
             "HELP",
-            "    Print this help.",
+            "    Prints this help.",
         ],
     );
     Ok(())
