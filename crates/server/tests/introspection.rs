@@ -1539,3 +1539,26 @@ fn every_listed_subcommand_is_served_and_helps_as_redis_does() {
         assert_eq!(help(&mut c), help(&mut r), "{container} HELP");
     }
 }
+
+/// CLIENT LIST's `redir` is what CLIENT GETREDIR answers: -1 without tracking, 0
+/// tracking without a redirect, the target's id with one (as Redis shows it).
+#[test]
+fn client_list_shows_the_tracking_redirect() {
+    let server = Redline::start();
+    let mut target = Conn::connect(server.addr);
+    let target_id = text(&target.cmd(&["CLIENT", "ID"]));
+    let mut c = Conn::connect(server.addr);
+    let redir = |c: &mut Conn| -> Option<String> {
+        text(&c.cmd(&["CLIENT", "INFO"]))
+            .split(' ')
+            .find_map(|f| f.strip_prefix("redir="))
+            .map(|v| v.trim().to_string())
+    };
+    assert_eq!(redir(&mut c).as_deref(), Some("-1"));
+    c.cmd(&["CLIENT", "TRACKING", "ON", "REDIRECT", &target_id]);
+    assert_eq!(redir(&mut c), Some(target_id));
+    c.cmd(&["CLIENT", "TRACKING", "OFF"]);
+    c.cmd(&["HELLO", "3"]);
+    c.cmd(&["CLIENT", "TRACKING", "ON"]);
+    assert_eq!(redir(&mut c).as_deref(), Some("0"));
+}

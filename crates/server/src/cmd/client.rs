@@ -135,6 +135,7 @@ pub fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// is read directly; the others show what their connections last reported.
 fn client_line(
     text: &mut String,
+    shared: &crate::shared::Shared,
     summary: &crate::net::registry::ClientSummary,
     me: Option<&crate::net::client::ClientState>,
 ) {
@@ -155,9 +156,14 @@ fn client_line(
     // The caller is running this command: nothing of its own is waiting.
     let omem = if me.is_some() { 0 } else { summary.omem };
     let m = &a.memory;
+    // As CLIENT GETREDIR answers: -1 when not tracking, 0 when tracking unredirected.
+    let redir = shared
+        .tracking
+        .info(summary.id)
+        .map_or(-1, |info| info.options.redirect as i64);
     let _ = writeln!(
         text,
-        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
+        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
         summary.id,
         summary.peer,
         summary.local,
@@ -179,6 +185,7 @@ fn client_line(
         m.held + summary.pending,
         a.last_cmd,
         String::from_utf8_lossy(&summary.user),
+        redir,
         a.resp
     );
 }
@@ -238,7 +245,7 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         if kind.is_some_and(|k| k != client_type(&flags)) {
             continue;
         }
-        client_line(&mut text, &s, me.then_some(&*ctx.client));
+        client_line(&mut text, ctx.shared, &s, me.then_some(&*ctx.client));
     }
     verbatim(ctx, text.as_bytes());
     Ok(())
@@ -266,7 +273,7 @@ fn line_of(
 ) -> String {
     let mut text = String::new();
     if let Some(s) = shared.clients.summary(id) {
-        client_line(&mut text, &s, me);
+        client_line(&mut text, shared, &s, me);
     }
     text.truncate(text.trim_end().len());
     text
