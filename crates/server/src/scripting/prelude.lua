@@ -196,9 +196,7 @@ local safe_load = function(...)
   return f, err
 end
 
--- The raw functions see through a proxy to its table, and rawset refuses one, as
--- Redis's read-only tables do (checking the arguments first, as the C functions do,
--- so that an error names the script's line).
+-- The library's own raw functions, for the prelude itself (scripts get the guards).
 local raw_rawset, raw_rawget, raw_next = rawset, rawget, next
 
 -- The engine's compiler reports through this: Lua's message with its bytes.
