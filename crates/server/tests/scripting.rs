@@ -198,6 +198,10 @@ const SCRIPTS: &[&[&str]] = &[
     &["EVAL", "return {pcall(getmetatable)}", "0"],
     // ... and so they do in tail position, where Lua drops the caller's frame.
     &["EVAL", "return rawset({}, 1)", "0"],
+    &["EVAL", "return loadstring(nil)", "0"],
+    &["EVAL", "return load(1)", "0"],
+    &["EVAL", "return {pcall(load, function() return nil end, {})}", "0"],
+    &["EVAL", "return {loadstring(5)}", "0"],
     &["EVAL", "return setmetatable()", "0"],
     &["EVAL", "return pairs()", "0"],
     &["EVAL", "return {pairs({}) == next, pairs(redis) == next, select(2, pairs(redis)) == redis}", "0"],

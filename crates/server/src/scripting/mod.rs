@@ -46,6 +46,7 @@ pub mod debugger;
 mod flags;
 pub mod forked;
 mod libs;
+mod loaders;
 mod msgpack;
 mod readonly;
 mod sequences;
@@ -731,6 +732,17 @@ impl Engine {
         let globals = lua.create_table()?;
         state.set("globals", globals.clone())?;
         state.set("protected_table_error", readonly::globals_index(&lua)?)?;
+        state.set(
+            "checked",
+            lua.create_function(|lua, (name, inner): (mlua::String, Function)| {
+                let loader = if &*name.as_bytes() == b"load" {
+                    loaders::Loader::Load
+                } else {
+                    loaders::Loader::LoadString
+                };
+                loaders::checked(lua, loader, inner)
+            })?,
+        )?;
         state.set(
             "guards",
             lua.create_function(|lua, (protected, real_of, shown_meta)| {

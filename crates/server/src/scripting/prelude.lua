@@ -99,26 +99,6 @@ local real_of = setmetatable({}, {__mode = 'k'})
 local shown_meta = setmetatable({}, {__mode = 'k'})
 local raw_setmetatable = setmetatable
 local function readonly_error() error('Attempt to modify a readonly table', 2) end
-
--- luaL_argerror's text for a wrapper written here (the function two levels up from
--- this): the name its caller used for it ('?' through pcall), blaming the caller's line
--- (no place when the caller is C). What the C function it wraps would say. Called as a
--- statement, never a tail call, so that the levels hold.
-local function argument_error(narg, extramsg)
-  local info = dbg.getinfo(3, 'n')
-  local name = info and info.name or '?'
-  if info and info.namewhat == 'method' then
-    narg = narg - 1
-    if narg == 0 then
-      error("calling '" .. name .. "' on bad self (" .. extramsg .. ')', 4)
-    end
-  end
-  error('bad argument #' .. narg .. " to '" .. name .. "' (" .. extramsg .. ')', 4)
-end
--- luaL_typerror's: argument narg (of count given), v, is not of the expected type.
-local function type_error(narg, count, v, expected)
-  argument_error(narg, expected .. ' expected, got ' .. (count < narg and 'no value' or type(v)))
-end
 local sealed_meta = raw_setmetatable({}, {__newindex = readonly_error, __metatable = false})
 local function readonly(real)
   local proxy = raw_setmetatable({}, {
@@ -154,34 +134,20 @@ end
 -- Precompiled (binary) chunks are read as source text, as Redis's Lua (which has no
 -- loader for them) reads them: a space before the escape byte that starts one makes
 -- the parser refuse it as Redis's does.
+-- The arguments are checked in C first (`loaders.rs`), as Lua's own functions check
+-- them: code a string or number, reader a function, name absent, nil or a string.
 local raw_loadstring = loadstring
--- luaL_optstring's check of a chunk's name: nil or absent, a string or a number.
-local function check_chunk_name(name)
-  local kind = type(name)
-  if kind ~= 'nil' and kind ~= 'string' and kind ~= 'number' then
-    argument_error(2, 'string expected, got ' .. kind)
-  end
-end
-loadstring = function(...)
-  local code, name = ...
-  local kind = type(code)
-  if kind ~= 'string' and kind ~= 'number' then
-    type_error(1, select('#', ...), code, 'string')
-  end
-  check_chunk_name(name)
-  if kind == 'string' and code:sub(1, 1) == '\27' then
+loadstring = state.checked('loadstring', function(code, name)
+  if code:sub(1, 1) == '\27' then
     return raw_loadstring(' ' .. code, name or code)
   end
   local f, err = raw_loadstring(code, name)
   if f and state.env then setfenv(f, loaded_chunk_env()) end
   return f, err
-end
+end)
 -- load(reader [, name]): the same, for code a function hands over in pieces.
 local raw_load = load
-local safe_load = function(...)
-  local reader, name = ...
-  if type(reader) ~= 'function' then type_error(1, select('#', ...), reader, 'function') end
-  check_chunk_name(name)
+local safe_load = state.checked('load', function(reader, name)
   local first = true
   local function pieces()
     local piece = reader()
@@ -194,7 +160,7 @@ local safe_load = function(...)
   local f, err = raw_load(pieces, name or '=(load)')
   if f and state.env then setfenv(f, loaded_chunk_env()) end
   return f, err
-end
+end)
 
 -- The library's own raw functions, for the prelude itself (scripts get the guards).
 local raw_rawset, raw_rawget, raw_next = rawset, rawget, next
