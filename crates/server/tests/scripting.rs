@@ -199,6 +199,8 @@ const SCRIPTS: &[&[&str]] = &[
     // ... and so they do in tail position, where Lua drops the caller's frame.
     &["EVAL", "return rawset({}, 1)", "0"],
     &["EVAL", "return loadstring(nil)", "0"],
+    &["EVAL", "return {pcall()}", "0"],
+    &["EVAL", "return {pcall(5)}", "0"],
     &["EVAL", "return load(1)", "0"],
     &["EVAL", "return {pcall(load, function() return nil end, {})}", "0"],
     &["EVAL", "return {loadstring(5)}", "0"],

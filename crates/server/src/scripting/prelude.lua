@@ -185,7 +185,11 @@ local function pcall_result(ok, ...)
   end
   return false, e
 end
-pcall = function(...) return pcall_result(raw_pcall(...)) end
+-- With nothing to call, Redis's pcall calls its own result placeholder, a boolean.
+pcall = function(...)
+  if select('#', ...) == 0 then return false, 'attempt to call a boolean value' end
+  return pcall_result(raw_pcall(...))
+end
 
 local redis = state.redis
 -- redis.call, redis.pcall and redis.acl_check_cmd are set by the engine after this
