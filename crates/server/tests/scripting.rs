@@ -202,6 +202,7 @@ const SCRIPTS: &[&[&str]] = &[
     &["EVAL", "return {pcall()}", "0"],
     &["EVAL", "return {pcall(5)}", "0"],
     &["EVAL", "return load(1)", "0"],
+    &["EVAL", "return load({}, {})", "0"],
     &["EVAL", "return {pcall(load, function() return nil end, {})}", "0"],
     &["EVAL", "return {loadstring(5)}", "0"],
     &["EVAL", "return setmetatable()", "0"],

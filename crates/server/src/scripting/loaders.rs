@@ -44,8 +44,9 @@ unsafe extern "C-unwind" fn checked_loadstring(state: *mut ffi::lua_State) -> c_
 }
 
 unsafe extern "C-unwind" fn checked_load(state: *mut ffi::lua_State) -> c_int {
-    ffi::luaL_checktype(state, 1, ffi::LUA_TFUNCTION);
+    // Lua 5.1's load reads the name before the reader.
     check_name(state);
+    ffi::luaL_checktype(state, 1, ffi::LUA_TFUNCTION);
     call_inner(state)
 }
 
