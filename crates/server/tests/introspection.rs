@@ -1562,3 +1562,21 @@ fn client_list_shows_the_tracking_redirect() {
     c.cmd(&["CLIENT", "TRACKING", "ON"]);
     assert_eq!(redir(&mut c).as_deref(), Some("0"));
 }
+
+/// CLIENT LIST's `fd` is each connection's socket descriptor, as in Redis: past the
+/// standard streams, and a different one for each open connection.
+#[test]
+fn client_list_shows_each_connection_s_descriptor() {
+    let server = Redline::start();
+    let fd_of = |c: &mut Conn| -> i64 {
+        text(&c.cmd(&["CLIENT", "INFO"]))
+            .split(' ')
+            .find_map(|f| f.strip_prefix("fd="))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(-1)
+    };
+    let mut a = Conn::connect(server.addr);
+    let mut b = Conn::connect(server.addr);
+    let (fa, fb) = (fd_of(&mut a), fd_of(&mut b));
+    assert!(fa > 2 && fb > 2 && fa != fb, "{fa} {fb}");
+}

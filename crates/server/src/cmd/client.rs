@@ -163,10 +163,11 @@ fn client_line(
         .map_or(-1, |info| info.options.redirect as i64);
     let _ = writeln!(
         text,
-        "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={}",
         summary.id,
         summary.peer,
         summary.local,
+        summary.fd,
         name,
         summary.age,
         a.last_interaction.elapsed().as_secs(),

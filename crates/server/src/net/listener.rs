@@ -120,9 +120,10 @@ fn admit(stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, kind: Kind) 
     let local = stream
         .local_addr()
         .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
     let task = match kind {
         Kind::Plain => {
-            let (id, killed) = shared.clients.register(peer, local);
+            let (id, killed) = shared.clients.register(peer, local, fd);
             (
                 id,
                 killed,
@@ -134,7 +135,7 @@ fn admit(stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, kind: Kind) 
             let Some(tls) = shared.tls.server() else {
                 return;
             };
-            let (id, killed) = shared.clients.register(peer, local);
+            let (id, killed) = shared.clients.register(peer, local, fd);
             let serve =
                 connection::serve_tls(shared.clone(), stream, peer, id, tls, handshake_timeout);
             (id, killed, tokio::spawn(serve))
@@ -281,7 +282,8 @@ fn admit_unix(stream: tokio::net::UnixStream, shared: &Arc<Shared>, path: &Arc<s
         return;
     }
     let peer = Peer::Unix(path.clone());
-    let (id, killed) = shared.clients.register(peer.clone(), peer.clone());
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    let (id, killed) = shared.clients.register(peer.clone(), peer.clone(), fd);
     let task = tokio::spawn(connection::serve(shared.clone(), stream, peer, id));
     shared.clients.set_abort(id, &killed, task.abort_handle());
 }

@@ -24,6 +24,8 @@ pub struct ClientEntry {
     pub peer: Peer,
     /// The address it connected to (CLIENT LIST's `laddr`: the TLS port for TLS clients).
     pub local: Peer,
+    /// Its socket's descriptor (CLIENT LIST's `fd`).
+    pub fd: i32,
     /// When it connected.
     pub created: Instant,
     /// CLIENT SETNAME, mirrored here for CLIENT LIST.
@@ -115,6 +117,7 @@ impl ClientEntry {
             id,
             peer: self.peer.clone(),
             local: self.local.clone(),
+            fd: self.fd,
             age: self.created.elapsed().as_secs(),
             name: self.name.clone(),
             db: self.db,
@@ -139,6 +142,8 @@ pub struct ClientSummary {
     pub peer: Peer,
     /// The server address it connected to.
     pub local: Peer,
+    /// Its socket's descriptor.
+    pub fd: i32,
     /// Seconds connected.
     pub age: u64,
     /// Name.
@@ -175,10 +180,11 @@ impl Clients {
         &self,
         peer: impl Into<Peer>,
         local: impl Into<Peer>,
+        fd: i32,
     ) -> (u64, Arc<AtomicBool>) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let killed = Arc::<AtomicBool>::default();
-        self.insert(id, peer.into(), local.into(), killed.clone(), false);
+        self.insert(id, (peer.into(), local.into(), fd), killed.clone(), false);
         (id, killed)
     }
 
@@ -189,21 +195,30 @@ impl Clients {
         &self,
         peer: impl Into<Peer>,
         local: impl Into<Peer>,
+        fd: i32,
         resumed: Option<u64>,
     ) -> u64 {
         let id = resumed
             .filter(|id| !self.contains(*id))
             .unwrap_or_else(|| self.next_id.fetch_add(1, Ordering::Relaxed) + 1);
-        self.insert(id, peer.into(), local.into(), Arc::default(), true);
+        self.insert(id, (peer.into(), local.into(), fd), Arc::default(), true);
         id
     }
 
-    fn insert(&self, id: u64, peer: Peer, local: Peer, killed: Arc<AtomicBool>, superuser: bool) {
+    /// The socket is the peer's address, the address it reached and the descriptor.
+    fn insert(
+        &self,
+        id: u64,
+        (peer, local, fd): (Peer, Peer, i32),
+        killed: Arc<AtomicBool>,
+        superuser: bool,
+    ) {
         self.map.lock().insert(
             id,
             ClientEntry {
                 peer,
                 local,
+                fd,
                 created: Instant::now(),
                 name: None,
                 db: 0,
@@ -584,7 +599,7 @@ mod tests {
         let clients = Clients::default();
         let addr: SocketAddr = ([127, 0, 0, 1], 1).into();
         let connect = || {
-            let (id, _) = clients.register(addr, addr);
+            let (id, _) = clients.register(addr, addr, -1);
             let mailbox = Arc::new(Mailbox::default());
             clients.set_mailbox(id, mailbox.clone());
             (id, mailbox.input_turns().clone())

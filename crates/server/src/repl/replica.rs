@@ -1044,6 +1044,7 @@ async fn stream(
     let id = shared.clients.register_master(
         peer,
         tcp_of(socket).local_addr()?,
+        std::os::fd::AsRawFd::as_raw_fd(tcp_of(socket)),
         (resumed && previous != 0).then_some(previous),
     );
     let _registration = Registration {
