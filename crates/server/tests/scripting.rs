@@ -218,6 +218,10 @@ const SCRIPTS: &[&[&str]] = &[
         "0",
     ],
     &["EVAL", "error({err=5})", "0"],
+    // A library's error quotes the bytes it was given, as the C libraries do.
+    &["EVAL", "return {pcall(struct.pack, '\\255')}", "0"],
+    &["EVAL", "return {pcall(cjson.encode_keep_buffer, '\\4\\200\\0x')}", "0"],
+    &["EVAL", "cjson.encode_keep_buffer('\\200x')", "0"],
     &["EVAL", "error({err=1e15})", "0"],
     &["EVAL", "return {redis.sha1hex(1e15), redis.sha1hex(100000000000000)}", "0"],
     // What FUNCTION LOAD says when the library fails while it loads.

@@ -20,6 +20,32 @@ pub fn too_many_results(msg: &str) -> mlua::Error {
     mlua::Error::runtime(format!("stack overflow ({msg})"))
 }
 
+/// `%s` of a Lua string in a C library's message: its bytes up to the first NUL.
+/// An error's text is a Rust string, so bytes that are not UTF-8 (and the escape byte
+/// itself) travel as `\x04` and two hex digits, which the prelude's `rust_message` turns
+/// back into the bytes.
+pub fn c_text(bytes: &[u8]) -> String {
+    let bytes = bytes.split(|&b| b == 0).next().unwrap_or_default();
+    let mut out = String::with_capacity(bytes.len());
+    let escape = |b: u8, out: &mut String| {
+        out.push('\u{4}');
+        out.push_str(&format!("{b:02x}"));
+    };
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c == '\u{4}' {
+                escape(4, &mut out);
+            } else {
+                out.push(c);
+            }
+        }
+        for &b in chunk.invalid() {
+            escape(b, &mut out);
+        }
+    }
+    out
+}
+
 /// `luaL_argerror`: "bad argument #n to 'func' (msg)".
 pub fn arg_error(n: usize, func: &str, msg: &str) -> mlua::Error {
     mlua::Error::runtime(format!("bad argument #{n} to '{func}' ({msg})"))
@@ -142,4 +168,17 @@ pub unsafe fn stack_bytes<'a>(
         return &[];
     }
     std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_text_stops_at_a_nul_and_escapes_what_is_not_utf8() {
+        assert_eq!(c_text(b"abc"), "abc");
+        assert_eq!(c_text(b"a\0b"), "a");
+        assert_eq!(c_text("é".as_bytes()), "é");
+        assert_eq!(c_text(b"\xff\x04x"), "\u{4}ff\u{4}04x");
+    }
 }

@@ -226,7 +226,7 @@ fn enum_option(
                     return Err(arg_error(
                         n,
                         name,
-                        &format!("invalid option '{}'", String::from_utf8_lossy(&text)),
+                        &format!("invalid option '{}'", super::args::c_text(&text)),
                     ))
                 }
             }

@@ -11,8 +11,12 @@ local rawget, rawset, error, type, tostring, setmetatable = rawget, rawset, erro
 
 -- The text of an error a Rust function raised (mlua's userdata): without mlua's
 -- prefix and traceback, and without the \3 that says it names its place already.
+-- Bytes a Rust string cannot hold came as \4 and two hex digits (`args::c_text`).
+local char, tonumber = string.char, tonumber
+local function raw_byte(hex) return char(tonumber(hex, 16)) end
 local function rust_message(text)
   text = text:gsub('\nstack traceback:.*$', ''):gsub('^runtime error: ', '')
+  if text:find('\4', 1, true) then text = text:gsub('\4(%x%x)', raw_byte) end
   local located = text:sub(1, 1) == '\3'
   if located then text = text:sub(2) end
   return text, located

@@ -117,7 +117,7 @@ impl Format<'_> {
                 h.align = a;
             }
             other => {
-                let shown = char::from(other);
+                let shown = super::args::c_text(&[other]);
                 return Err(arg_error(
                     1,
                     func,
