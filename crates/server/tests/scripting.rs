@@ -614,13 +614,17 @@ fn precompiled_chunks_are_refused_like_redis() {
 }
 
 /// Compile errors quote the source near the fault byte for byte, for scripts and
-/// libraries alike, as Redis's do (not as replacement characters).
+/// libraries alike, as Redis's do (not as replacement characters); so do a library's
+/// shebang errors.
 #[test]
 fn compile_errors_quote_the_source_bytes_like_redis() {
     let redis = RedisServer::start().expect("redis-server");
     let ours = Redline::start();
-    let cases: [&[&[u8]]; 4] = [
+    let cases: [&[&[u8]]; 6] = [
         &[b"EVAL", b"return \xff\xfe x", b"0"],
+        // The shebang's bytes too, and a library's error quoting what it was given.
+        &[b"FUNCTION", b"LOAD", b"#!\xfelua name=x\n"],
+        &[b"FUNCTION", b"LOAD", b"#!lua name=x f\xffoo\n"],
         &[b"SCRIPT", b"LOAD", b"local x = '\xff"],
         &[
             b"FUNCTION",
@@ -634,7 +638,7 @@ fn compile_errors_quote_the_source_bytes_like_redis() {
         cases.iter().map(|args| c.cmd(args)).collect::<Vec<_>>()
     };
     let expected = replies(redis.addr());
-    assert!(matches!(&expected[2], Frame::Error(e) if e.ends_with(b"near '\xff'")));
+    assert!(matches!(&expected[4], Frame::Error(e) if e.ends_with(b"near '\xff'")));
     assert_eq!(replies(ours.addr), expected);
 }
 

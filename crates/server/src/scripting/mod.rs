@@ -947,7 +947,7 @@ impl Engine {
         replace: bool,
         flags: &Arc<RunFlags>,
     ) -> Result<String, Vec<u8>> {
-        let (name, body) = library_shebang(code).map_err(String::into_bytes)?;
+        let (name, body) = library_shebang(code)?;
         // Library names compare with case (functions' names do not).
         let key = name.clone();
         if self.libraries.contains_key(&key) && !replace {
@@ -1098,47 +1098,47 @@ fn load_error_text(e: &mlua::Error) -> String {
 }
 
 /// The name a library's shebang declares.
-pub fn library_name(code: &[u8]) -> Result<String, String> {
+pub fn library_name(code: &[u8]) -> Result<String, Vec<u8>> {
     library_shebang(code).map(|(name, _)| name)
 }
 
 /// Reads `#!lua name=<lib>` (split as Redis splits it, quotes allowed) and returns the
-/// name and the code to evaluate.
-fn library_shebang(code: &[u8]) -> Result<(String, Vec<u8>), String> {
-    const INVALID: &str = "ERR Invalid library metadata";
+/// name and the code to evaluate. An error quotes the shebang's bytes as they are.
+fn library_shebang(code: &[u8]) -> Result<(String, Vec<u8>), Vec<u8>> {
+    const INVALID: &[u8] = b"ERR Invalid library metadata";
+    let quoting = |head: &[u8], quoted: &[u8], tail: &[u8]| [head, quoted, tail].concat();
     if !code.starts_with(b"#!") {
-        return Err("ERR Missing library metadata".into());
+        return Err(b"ERR Missing library metadata".to_vec());
     }
     let end = code
         .iter()
         .position(|&b| b == b'\n')
-        .ok_or_else(|| INVALID.to_string())?;
+        .ok_or_else(|| INVALID.to_vec())?;
     let parts = crate::config::split_args(&code[..end])
         .filter(|p| !p.is_empty())
-        .ok_or_else(|| INVALID.to_string())?;
-    let engine = String::from_utf8_lossy(&parts[0]);
-    let engine = engine.strip_prefix("#!").unwrap_or(&engine);
-    if !engine.eq_ignore_ascii_case("lua") {
-        return Err(format!("ERR Engine '{engine}' not found"));
+        .ok_or_else(|| INVALID.to_vec())?;
+    let engine = parts[0].strip_prefix(b"#!").unwrap_or(&parts[0]);
+    if !engine.eq_ignore_ascii_case(b"lua") {
+        return Err(quoting(b"ERR Engine '", engine, b"' not found"));
     }
     let mut name: Option<String> = None;
     for part in &parts[1..] {
-        let text = String::from_utf8_lossy(part);
-        match text.get(..5) {
-            Some(prefix) if prefix.eq_ignore_ascii_case("name=") => {
+        match part.get(..5) {
+            Some(prefix) if prefix.eq_ignore_ascii_case(b"name=") => {
                 if name.is_some() {
                     return Err(
-                        "ERR Invalid metadata value, name argument was given multiple times".into(),
+                        b"ERR Invalid metadata value, name argument was given multiple times"
+                            .to_vec(),
                     );
                 }
-                name = Some(text[5..].to_string());
+                name = Some(String::from_utf8_lossy(&part[5..]).into_owned());
             }
-            _ => return Err(format!("ERR Invalid metadata value given: {text}")),
+            _ => return Err(quoting(b"ERR Invalid metadata value given: ", part, b"")),
         }
     }
-    let name = name.ok_or_else(|| "ERR Library name was not given".to_string())?;
+    let name = name.ok_or_else(|| b"ERR Library name was not given".to_vec())?;
     if !valid_name(&name) {
-        return Err("ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
+        return Err(b"ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".to_vec());
     }
     let mut body = code[end..].to_vec();
     body.insert(0, b' ');
