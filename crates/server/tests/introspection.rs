@@ -1580,3 +1580,32 @@ fn client_list_shows_each_connection_s_descriptor() {
     let (fa, fb) = (fd_of(&mut a), fd_of(&mut b));
     assert!(fa > 2 && fb > 2 && fa != fb, "{fa} {fb}");
 }
+
+/// Errors and ACL DRYRUN's verdicts quote a client's bytes as given (not lossy UTF-8),
+/// up to a NUL as Redis's `%s` does; SLOWLOG GET's count has its own message for
+/// anything below -1, an integer or not. All as redis-server answers.
+#[test]
+fn replies_quote_client_bytes_as_redis_does() {
+    let redis = RedisServer::start().expect("redis-server");
+    let ours = Redline::start();
+    let odd: &[u8] = b"\xff\xfe";
+    let cases: &[&[&[u8]]] = &[
+        &[b"ACL", b"CAT", odd],
+        &[b"ACL", b"DRYRUN", b"default", odd],
+        &[b"ACL", b"DRYRUN", odd, b"get"],
+        &[
+            b"ACL", b"SETUSER", b"lim", b"on", b"nopass", b"+get", b"~a*",
+        ],
+        &[b"ACL", b"DRYRUN", b"lim", b"get", b"b\xff\x00c"],
+        &[b"FUNCTION", b"LIST", odd],
+        &[b"FUNCTION", b"LOAD", odd, b"x"],
+        &[b"CLIENT", b"LIST", b"TYPE", odd],
+        &[b"SLOWLOG", b"GET", odd],
+        &[b"SLOWLOG", b"GET", b"-2"],
+    ];
+    let replies = |addr| {
+        let mut c = Conn::connect(addr);
+        cases.iter().map(|args| c.cmd(args)).collect::<Vec<_>>()
+    };
+    assert_eq!(replies(ours.addr), replies(redis.addr()));
+}

@@ -312,10 +312,12 @@ fn acl_cat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         None => AclCategories::from_bits(u32::MAX).names().collect(),
         Some(cat) => {
             let Some(flag) = acl::selector::category(cat) else {
-                return Err(CmdError::Owned(format!(
-                    "ERR Unknown category '{}'",
-                    String::from_utf8_lossy(cat)
-                )));
+                return Err(super::reply::quoting(
+                    "ERR Unknown category '",
+                    cat,
+                    usize::MAX,
+                    "'",
+                ));
             };
             command::all()
                 .filter(|spec| spec.acl_categories.contains(flag))
@@ -333,17 +335,21 @@ fn acl_cat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// Whether a user could run a command, without running it: OK, or the reason as text.
 fn acl_dryrun(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(cell) = ctx.shared.acl.get(&args[2]) else {
-        return Err(CmdError::Owned(format!(
-            "ERR User '{}' not found",
-            String::from_utf8_lossy(&args[2])
-        )));
+        return Err(super::reply::quoting(
+            "ERR User '",
+            &args[2],
+            usize::MAX,
+            "' not found",
+        ));
     };
     let run = &args[3..];
     let Some(spec) = ctx.shared.renamed.resolve(run) else {
-        return Err(CmdError::Owned(format!(
-            "ERR Command '{}' not found",
-            String::from_utf8_lossy(&run[0])
-        )));
+        return Err(super::reply::quoting(
+            "ERR Command '",
+            &run[0],
+            usize::MAX,
+            "' not found",
+        ));
     };
     if !spec.arity_ok(run.len()) {
         return Err(wrong_arity(spec.name));
@@ -352,21 +358,26 @@ fn acl_dryrun(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     match verdict {
         Ok(()) => ok(ctx.out),
         Err(denied) => {
+            // The key or channel quoted as given: its bytes up to a NUL (Redis's %s).
             let what = |pos: usize, kind: &str| {
-                format!(
-                    "This user has no permissions to access the '{}' {kind}",
-                    String::from_utf8_lossy(run.get(pos).map_or(&b""[..], |a| &a[..]))
-                )
+                let named = crate::cstr::c_string(run.get(pos).map_or(&b""[..], |a| &a[..]));
+                [
+                    &b"This user has no permissions to access the '"[..],
+                    named,
+                    format!("' {kind}").as_bytes(),
+                ]
+                .concat()
             };
             let text = match denied {
                 Denied::Command => format!(
                     "This user has no permissions to run the '{}' command",
                     spec.name
-                ),
+                )
+                .into_bytes(),
                 Denied::Key(pos) => what(pos, "key"),
                 Denied::Channel(pos) => what(pos, "channel"),
             };
-            encode::write_bulk(ctx.out, text.as_bytes());
+            encode::write_bulk(ctx.out, &text);
         }
     }
     Ok(())

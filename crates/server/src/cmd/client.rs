@@ -211,10 +211,12 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 .iter()
                 .any(|w| is(t, w))
             {
-                return Err(CmdError::Owned(format!(
-                    "ERR Unknown client type '{}'",
-                    String::from_utf8_lossy(t)
-                )));
+                return Err(reply::quoting(
+                    "ERR Unknown client type '",
+                    t,
+                    usize::MAX,
+                    "'",
+                ));
             }
             kind = Some(client_type_name(t));
             j += 2;

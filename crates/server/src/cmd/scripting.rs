@@ -365,10 +365,12 @@ fn function_load(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         if is(option, "replace") {
             replace = true;
         } else {
-            return Err(CmdError::Owned(format!(
-                "ERR Unknown option given: {}",
-                String::from_utf8_lossy(option)
-            )));
+            return Err(super::reply::quoting(
+                "ERR Unknown option given: ",
+                option,
+                usize::MAX,
+                "",
+            ));
         }
     }
     let scripting = &ctx.shared.scripting;
@@ -412,12 +414,7 @@ fn function_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut pattern: Option<&[u8]> = None;
     let mut i = 2;
     while i < args.len() {
-        let unknown = || {
-            CmdError::Owned(format!(
-                "ERR Unknown argument {}",
-                String::from_utf8_lossy(&args[i])
-            ))
-        };
+        let unknown = || super::reply::quoting("ERR Unknown argument ", &args[i], usize::MAX, "");
         if is(&args[i], "withcode") && !with_code {
             with_code = true;
             i += 1;

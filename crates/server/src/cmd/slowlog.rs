@@ -21,14 +21,15 @@ const DEFAULT_COUNT: usize = 10;
 fn slowlog_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let count = match args.get(2) {
         None => Some(DEFAULT_COUNT),
-        Some(arg) => match int(arg)? {
-            -1 => None,
-            n if n < -1 => {
+        // Redis gives this one text for a count that is no integer and for one below -1.
+        Some(arg) => match int(arg).ok().filter(|&n| n >= -1) {
+            Some(-1) => None,
+            Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+            None => {
                 return Err(CmdError::Static(
                     "ERR count should be greater than or equal to -1",
                 ))
             }
-            n => Some(usize::try_from(n).unwrap_or(usize::MAX)),
         },
     };
     let entries = ctx.shared.slowlog.newest(count);
