@@ -1583,7 +1583,8 @@ fn client_list_shows_each_connection_s_descriptor() {
 
 /// Errors and ACL DRYRUN's verdicts quote a client's bytes as given (not lossy UTF-8),
 /// up to a NUL as Redis's `%s` does; SLOWLOG GET's count has its own message for
-/// anything below -1, an integer or not. All as redis-server answers.
+/// anything below -1, an integer or not; CLIENT UNBLOCK checks its reason first. All
+/// as redis-server answers.
 #[test]
 fn replies_quote_client_bytes_as_redis_does() {
     let redis = RedisServer::start().expect("redis-server");
@@ -1602,6 +1603,10 @@ fn replies_quote_client_bytes_as_redis_does() {
         &[b"CLIENT", b"LIST", b"TYPE", odd],
         &[b"SLOWLOG", b"GET", odd],
         &[b"SLOWLOG", b"GET", b"-2"],
+        &[b"LATENCY", b"GRAPH", odd],
+        // CLIENT UNBLOCK reads its reason before its id, and takes nothing more.
+        &[b"CLIENT", b"UNBLOCK", b"s", odd],
+        &[b"CLIENT", b"UNBLOCK", b"1", b"error", b"x"],
     ];
     let replies = |addr| {
         let mut c = Conn::connect(addr);

@@ -289,7 +289,11 @@ pub fn client_line_of(shared: &crate::shared::Shared, id: u64) -> String {
 
 /// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 when the client was blocked on keys.
 fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let id = int(&args[2])?;
+    // Redis takes the id and an optional reason, nothing more, and reads the reason
+    // before the id.
+    if args.len() > 4 {
+        return Err(reply::subcommand_syntax("CLIENT", &args[1]));
+    }
     let with_error = match args.get(3) {
         None => false,
         Some(a) if is(a, "timeout") => false,
@@ -300,6 +304,7 @@ fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ))
         }
     };
+    let id = int(&args[2])?;
     let done =
         u64::try_from(id).is_ok_and(|id| super::blocking::unblock(ctx.shared, id, with_error));
     encode::write_integer(ctx.out, i64::from(done));

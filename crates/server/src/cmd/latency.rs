@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use bytes::Bytes;
 use redline_resp::encode;
 
-use super::reply::{help, CmdError, CmdResult};
+use super::reply::{help, CmdResult};
 use super::{Ctx, Handler};
 use crate::latency::{histogram_report, Series, HISTOGRAM_BUCKETS};
 
@@ -115,9 +115,12 @@ fn graph(name: &str, series: &Series) -> String {
 fn latency_graph(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let name = String::from_utf8_lossy(&args[2]).into_owned();
     let Some(series) = ctx.shared.latency.series(&args[2]) else {
-        return Err(CmdError::Owned(format!(
-            "ERR No samples available for event '{name}'"
-        )));
+        return Err(super::reply::quoting(
+            "ERR No samples available for event '",
+            &args[2],
+            usize::MAX,
+            "'",
+        ));
     };
     let text = graph(&name, &series);
     encode::write_verbatim(ctx.out, ctx.client.protocol, b"txt", text.as_bytes());
