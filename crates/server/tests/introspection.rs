@@ -1607,6 +1607,7 @@ fn replies_quote_client_bytes_as_redis_does() {
         // CLIENT UNBLOCK reads its reason before its id, and takes nothing more.
         &[b"CLIENT", b"UNBLOCK", b"s", odd],
         &[b"CLIENT", b"UNBLOCK", b"1", b"error", b"x"],
+        &[b"SLOWLOG", b"GET", b"1", b"x"],
     ];
     let replies = |addr| {
         let mut c = Conn::connect(addr);

@@ -19,6 +19,10 @@ pub const COMMANDS: &[(&str, Handler)] = &[
 const DEFAULT_COUNT: usize = 10;
 
 fn slowlog_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    // An optional count, nothing more.
+    if args.len() > 3 {
+        return Err(super::reply::subcommand_syntax("SLOWLOG", &args[1]));
+    }
     let count = match args.get(2) {
         None => Some(DEFAULT_COUNT),
         // Redis gives this one text for a count that is no integer and for one below -1.
