@@ -12,9 +12,9 @@
 //! Each is a C closure over the prelude's tables and the library's own function, which
 //! it runs on the same stack once the proxy case is out of the way. Being C, their
 //! errors name the function as the caller called it and place it at the caller's line,
-//! even from a tail call, and a loop over a script's own tables costs what it did
-//! without them: only a table with a metatable is looked up (Lua wrappers made a loop
-//! of `rawset`s 0.35x, of `setmetatable`s 0.66x).
+//! even from a tail call, and a loop over a script's own tables pays little for them:
+//! only a table with a metatable is looked up (against the Lua wrappers they replace, a
+//! loop of `rawset`s runs 1.66x, of `setmetatable`s 1.19x; `table.insert` as unguarded).
 //!
 //! Every function here raises with `lua_error`, a `longjmp`: nothing in them needs
 //! dropping, so no destructor is skipped.
@@ -62,6 +62,7 @@ pub fn guards(lua: &Lua, proxies: Proxies) -> mlua::Result<Table> {
     };
     out.set("rawget", see_through_of("rawget")?)?;
     out.set("next", see_through_of("next")?)?;
+    // Upvalue 1 unused: every guard keeps its function at 2.
     let iterator = see_through_of("next")?;
     out.set(
         "pairs",
