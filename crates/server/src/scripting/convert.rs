@@ -57,16 +57,6 @@ pub fn lua_to_reply(target: &mut ReplyTarget<'_>, value: &Value, depth: usize) {
     }
 }
 
-/// What Lua's `tostring` (C's `lua_tolstring`) makes of a number: `%.14g`. `None` for
-/// any other value. mlua calls whole numbers integers; Lua 5.1 has only doubles.
-pub fn number_text(v: &Value) -> Option<String> {
-    match v {
-        Value::Integer(n) => Some(crate::cmd::float::fmt_g(*n as f64, 14)),
-        Value::Number(n) => Some(crate::cmd::float::fmt_g(*n, 14)),
-        _ => None,
-    }
-}
-
 fn string_field(t: &Table, name: &str) -> Option<mlua::String> {
     match t.raw_get::<Value>(name) {
         Ok(Value::String(s)) => Some(s),

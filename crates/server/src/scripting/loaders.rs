@@ -9,31 +9,22 @@
 
 use std::ffi::c_int;
 
-use mlua::{ffi, Function, Lua};
+use mlua::{ffi, Function, Lua, Table};
 
-/// The loader whose arguments a [`checked`] function checks.
-#[derive(Clone, Copy)]
-pub enum Loader {
-    /// `loadstring(code [, name])`: a string (or number), then an optional name.
-    LoadString,
-    /// `load(reader [, name])`: a function, then an optional name.
-    Load,
-}
+use super::readonly::c_closure;
 
-/// `inner` behind the argument checks of `loader`: a C closure that checks, then calls
-/// `inner` with the same arguments and returns what it returns.
-pub fn checked(lua: &Lua, loader: Loader, inner: Function) -> mlua::Result<Function> {
-    let f: ffi::lua_CFunction = match loader {
-        Loader::LoadString => checked_loadstring,
-        Loader::Load => checked_load,
-    };
-    // SAFETY: the closure runs in a protected call with `inner` as its one argument and
-    // leaves one value, the new closure holding it as its upvalue.
-    unsafe {
-        lua.exec_raw(inner, |state| {
-            ffi::lua_pushcclosure(state, f, 1);
-        })
+/// Makes `state.checked_loadstring(f)` and `state.checked_load(f)` for the prelude:
+/// each returns `f` behind the argument checks of the Lua function it stands for.
+pub fn install(lua: &Lua, state: &Table) -> mlua::Result<()> {
+    let checks: [(&str, ffi::lua_CFunction); 2] = [
+        ("checked_loadstring", checked_loadstring),
+        ("checked_load", checked_load),
+    ];
+    for (name, check) in checks {
+        let wrap = lua.create_function(move |lua, inner: Function| c_closure(lua, check, inner))?;
+        state.set(name, wrap)?;
     }
+    Ok(())
 }
 
 unsafe extern "C-unwind" fn checked_loadstring(state: *mut ffi::lua_State) -> c_int {
@@ -53,10 +44,8 @@ unsafe extern "C-unwind" fn checked_load(state: *mut ffi::lua_State) -> c_int {
 /// luaL_optstring's check of argument 2, the chunk's name: absent, nil, or a string (a
 /// number counts, as Lua converts it).
 unsafe fn check_name(state: *mut ffi::lua_State) {
-    if ffi::lua_type(state, 2) > ffi::LUA_TNIL {
-        let mut len = 0;
-        ffi::luaL_checklstring(state, 2, &mut len);
-    }
+    let mut len = 0;
+    ffi::luaL_optlstring(state, 2, c"".as_ptr(), &mut len);
 }
 
 /// Calls upvalue 1 with this call's arguments; returns its results.
@@ -74,17 +63,20 @@ unsafe fn call_inner(state: *mut ffi::lua_State) -> c_int {
 mod tests {
     use super::*;
 
-    fn lua_with(name: &str, loader: Loader) -> Lua {
+    fn lua_with(name: &str) -> Lua {
         let lua = Lua::new();
+        let state = lua.create_table().unwrap();
+        install(&lua, &state).unwrap();
+        let wrap: Function = state.get(format!("checked_{name}")).unwrap();
         let inner: Function = lua.globals().get(name).unwrap();
-        let f = checked(&lua, loader, inner).unwrap();
+        let f: Function = wrap.call(inner).unwrap();
         lua.globals().set(name, f).unwrap();
         lua
     }
 
     #[test]
     fn bad_arguments_are_named_and_placed_from_a_tail_call() {
-        let lua = lua_with("loadstring", Loader::LoadString);
+        let lua = lua_with("loadstring");
         let err = lua
             .load("return loadstring(nil)")
             .set_name("=s")
@@ -101,7 +93,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("bad argument #2 to 'loadstring'"), "{err}");
-        let lua = lua_with("load", Loader::Load);
+        let lua = lua_with("load");
         let err = lua.load("return load(1)").exec().unwrap_err().to_string();
         assert!(
             err.contains("bad argument #1 to 'load' (function expected, got number)"),
@@ -111,7 +103,7 @@ mod tests {
 
     #[test]
     fn good_arguments_reach_the_loader() {
-        let lua = lua_with("loadstring", Loader::LoadString);
+        let lua = lua_with("loadstring");
         let n: i64 = lua
             .load("return loadstring('return 1 + 1', 'c')()")
             .eval()

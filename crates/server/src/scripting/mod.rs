@@ -687,16 +687,16 @@ impl Engine {
                 if args.len() != 1 {
                     return Err(lib_error("wrong number of arguments"));
                 }
-                let bytes = match &args[0] {
-                    Value::String(s) => s.as_bytes().to_vec(),
-                    other => convert::number_text(other).unwrap_or_default().into_bytes(),
-                };
+                // lua_tolstring: a string, a number as Lua writes it, else nothing.
+                let bytes = lua
+                    .coerce_string(args[0].clone())?
+                    .map_or_else(Vec::new, |s| s.as_bytes().to_vec());
                 lua.create_string(sha1_hex(&bytes))
             })?,
         )?;
         redis.set(
             "log",
-            lua.create_function(|_, args: Variadic<Value>| {
+            lua.create_function(|lua, args: Variadic<Value>| {
                 if args.len() < 2 {
                     return Err(lib_error("redis.log() requires two arguments or more."));
                 }
@@ -710,10 +710,7 @@ impl Engine {
                 }
                 let text: Vec<String> = args[1..]
                     .iter()
-                    .map(|v| match v {
-                        Value::String(s) => s.to_string_lossy(),
-                        other => convert::number_text(other).unwrap_or_default(),
-                    })
+                    .map(|v| lua_text(lua, v).unwrap_or_default())
                     .collect();
                 let line = text.join(" ");
                 match level {
@@ -731,31 +728,8 @@ impl Engine {
         state.set("redis", redis.clone())?;
         let globals = lua.create_table()?;
         state.set("globals", globals.clone())?;
-        state.set("protected_table_error", readonly::globals_index(&lua)?)?;
-        state.set(
-            "checked",
-            lua.create_function(|lua, (name, inner): (mlua::String, Function)| {
-                let loader = if &*name.as_bytes() == b"load" {
-                    loaders::Loader::Load
-                } else {
-                    loaders::Loader::LoadString
-                };
-                loaders::checked(lua, loader, inner)
-            })?,
-        )?;
-        state.set(
-            "guards",
-            lua.create_function(|lua, (protected, real_of, shown_meta)| {
-                readonly::guards(
-                    lua,
-                    readonly::Proxies {
-                        protected,
-                        real_of,
-                        shown_meta,
-                    },
-                )
-            })?,
-        )?;
+        readonly::install(&lua, &state)?;
+        loaders::install(&lua, &state)?;
         lua.load(include_str!("prelude.lua"))
             .set_name("=redline")
             .call::<()>(state.clone())?;
@@ -1410,12 +1384,12 @@ fn run_and_reply(
             // Redis reads the message as a C string: a NUL ends it. A number is
             // taken as Lua's tostring writes it. (redis-server 7.0.15 crashes on a
             // table without either; this server names that.)
-            let msg = match err.raw_get::<Value>("err") {
-                Ok(Value::String(s)) => convert::c_string(&s.as_bytes()).to_vec(),
-                Ok(other) => convert::number_text(&other)
-                    .map(String::into_bytes)
-                    .unwrap_or_else(|| b"ERR unknown error".to_vec()),
-                Err(_) => b"ERR unknown error".to_vec(),
+            let msg = match err
+                .raw_get::<Value>("err")
+                .map(|v| engine.lua.coerce_string(v))
+            {
+                Ok(Ok(Some(s))) => convert::c_string(&s.as_bytes()).to_vec(),
+                _ => b"ERR unknown error".to_vec(),
             };
             let mut line = msg;
             if let (Ok(Value::String(source)), Ok(line_no)) =

@@ -141,7 +141,7 @@ end
 -- The arguments are checked in C first (`loaders.rs`), as Lua's own functions check
 -- them: code a string or number, reader a function, name absent, nil or a string.
 local raw_loadstring = loadstring
-loadstring = state.checked('loadstring', function(code, name)
+loadstring = state.checked_loadstring(function(code, name)
   if code:sub(1, 1) == '\27' then
     return raw_loadstring(' ' .. code, name or code)
   end
@@ -151,7 +151,7 @@ loadstring = state.checked('loadstring', function(code, name)
 end)
 -- load(reader [, name]): the same, for code a function hands over in pieces.
 local raw_load = load
-local safe_load = state.checked('load', function(reader, name)
+local safe_load = state.checked_load(function(reader, name)
   local first = true
   local function pieces()
     local piece = reader()

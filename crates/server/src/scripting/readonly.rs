@@ -25,40 +25,53 @@ use std::ffi::c_int;
 use mlua::{ffi, Function, Lua, Table, Value};
 
 /// The prelude's tables of proxies, each keyed by proxy (weak keys).
-pub struct Proxies {
+struct Proxies {
     /// proxy → true.
-    pub protected: Table,
+    protected: Table,
     /// proxy → the table it shows.
-    pub real_of: Table,
+    real_of: Table,
     /// proxy → what `getmetatable` returns for it (absent: nil).
-    pub shown_meta: Table,
+    shown_meta: Table,
+}
+
+/// Makes, for the prelude, `state.guards(protected, real_of, shown_meta)` (see
+/// [`guards`]) and `state.protected_table_error`, the globals' `__index`.
+pub fn install(lua: &Lua, state: &Table) -> mlua::Result<()> {
+    // SAFETY: a C function of the signature Lua expects.
+    let index = unsafe { lua.create_c_function(protected_table_error)? };
+    state.set("protected_table_error", index)?;
+    let make = lua.create_function(|lua, (protected, real_of, shown_meta)| {
+        let proxies = Proxies {
+            protected,
+            real_of,
+            shown_meta,
+        };
+        guards(lua, proxies)
+    })?;
+    state.set("guards", make)
 }
 
 /// The guarded functions by their global names, for the prelude to install; replaces
 /// `table.insert` in the interpreter's `table` library (the table behind the scripts'
 /// view of it). Call before the prelude replaces any of the base functions.
-pub fn guards(lua: &Lua, proxies: Proxies) -> mlua::Result<Table> {
+fn guards(lua: &Lua, proxies: Proxies) -> mlua::Result<Table> {
     let g = lua.globals();
     let library: Table = g.get("table")?;
     let out = lua.create_table()?;
-    let refusing: [(&str, ffi::lua_CFunction); 3] = [
-        ("rawset", guarded_rawset),
-        ("setmetatable", guarded_setmetatable),
-        ("insert", guarded_insert),
+    let refusing: [(&str, ffi::lua_CFunction, Function); 3] = [
+        ("rawset", guarded_rawset, g.get("rawset")?),
+        ("setmetatable", guarded_setmetatable, g.get("setmetatable")?),
+        ("insert", guarded_insert, library.get("insert")?),
     ];
-    for (name, guard) in refusing {
-        let original: Function = match name {
-            "insert" => library.get(name)?,
-            _ => g.get(name)?,
-        };
+    for (name, guard, original) in refusing {
         out.set(
             name,
-            closure(lua, guard, (proxies.protected.clone(), original))?,
+            c_closure(lua, guard, (proxies.protected.clone(), original))?,
         )?;
     }
     let see_through_of = |name: &str| -> mlua::Result<Function> {
         let original: Function = g.get(name)?;
-        closure(lua, see_through, (proxies.real_of.clone(), original))
+        c_closure(lua, see_through, (proxies.real_of.clone(), original))
     };
     out.set("rawget", see_through_of("rawget")?)?;
     out.set("next", see_through_of("next")?)?;
@@ -66,12 +79,12 @@ pub fn guards(lua: &Lua, proxies: Proxies) -> mlua::Result<Table> {
     let iterator = see_through_of("next")?;
     out.set(
         "pairs",
-        closure(lua, guarded_pairs, (Value::Nil, iterator))?,
+        c_closure(lua, guarded_pairs, (Value::Nil, iterator))?,
     )?;
     let original: Function = g.get("getmetatable")?;
     out.set(
         "getmetatable",
-        closure(
+        c_closure(
             lua,
             guarded_getmetatable,
             (proxies.protected, original, proxies.shown_meta),
@@ -81,8 +94,8 @@ pub fn guards(lua: &Lua, proxies: Proxies) -> mlua::Result<Table> {
     Ok(out)
 }
 
-/// A C closure of `f` over `upvalues`.
-fn closure(
+/// A C closure of `f` over `upvalues` (also the loaders' way to make theirs).
+pub(super) fn c_closure(
     lua: &Lua,
     f: ffi::lua_CFunction,
     upvalues: impl mlua::IntoLuaMulti,
@@ -95,12 +108,6 @@ fn closure(
             ffi::lua_pushcclosure(state, f, n);
         })
     }
-}
-
-/// The globals' `__index`, [`protected_table_error`], as a Lua function.
-pub fn globals_index(lua: &Lua) -> mlua::Result<Function> {
-    // SAFETY: a C function of the signature Lua expects.
-    unsafe { lua.create_c_function(protected_table_error) }
 }
 
 /// Pushes `upvalue[argument 1]` and returns true when argument 1 has a metatable, as
