@@ -184,7 +184,7 @@ impl Clients {
     ) -> (u64, Arc<AtomicBool>) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let killed = Arc::<AtomicBool>::default();
-        self.insert(id, (peer.into(), local.into(), fd), killed.clone(), false);
+        self.insert(id, peer.into(), local.into(), fd, killed.clone(), false);
         (id, killed)
     }
 
@@ -201,15 +201,16 @@ impl Clients {
         let id = resumed
             .filter(|id| !self.contains(*id))
             .unwrap_or_else(|| self.next_id.fetch_add(1, Ordering::Relaxed) + 1);
-        self.insert(id, (peer.into(), local.into(), fd), Arc::default(), true);
+        self.insert(id, peer.into(), local.into(), fd, Arc::default(), true);
         id
     }
 
-    /// The socket is the peer's address, the address it reached and the descriptor.
     fn insert(
         &self,
         id: u64,
-        (peer, local, fd): (Peer, Peer, i32),
+        peer: Peer,
+        local: Peer,
+        fd: i32,
         killed: Arc<AtomicBool>,
         superuser: bool,
     ) {
