@@ -25,7 +25,7 @@ pub fn too_many_results(msg: &str) -> mlua::Error {
 /// itself) travel as `\x04` and two hex digits, which the prelude's `rust_message` turns
 /// back into the bytes.
 pub fn c_text(bytes: &[u8]) -> String {
-    let bytes = bytes.split(|&b| b == 0).next().unwrap_or_default();
+    let bytes = crate::cstr::c_string(bytes);
     let mut out = String::with_capacity(bytes.len());
     let escape = |b: u8, out: &mut String| {
         out.push('\u{4}');

@@ -239,7 +239,7 @@ unsafe extern "C-unwind" fn protected_table_error(state: *mut ffi::lua_State) ->
     // SAFETY: Lua's string at index 2 (converted in place if it was a number), which
     // stays on the stack until the error is raised. Redis formats it with %s: up to a NUL.
     let name = std::slice::from_raw_parts(name.cast::<u8>(), len);
-    let name = name.split(|&b| b == 0).next().unwrap_or_default();
+    let name = crate::cstr::c_string(name);
     ffi::luaL_where(state, 1);
     ffi::lua_pushstring(
         state,
