@@ -136,30 +136,27 @@ pub fn check<'a>(
     } else {
         add_keys(spec, args, &mut pos, &mut keys);
     }
-    let mut first: Option<(&Bytes, usize)> = None;
-    let mut multiple_keys = false;
-    for &key in &keys {
-        let slot = usize::from(redline_resp::slot::key_slot(key));
-        match first {
-            None => first = Some((key, slot)),
-            Some((first_key, first_slot)) if first_key != key => {
-                if first_slot != slot {
-                    return Err(refuse(RefusalKind::CrossSlot, CmdError::Static(CROSSSLOT)));
-                }
-                multiple_keys = true;
-            }
-            Some(_) => {}
-        }
-    }
-    let Some((_, slot)) = first else {
+    let Some(&first_key) = keys.first() else {
         return Ok(Routed::keyless());
     };
+    let slot = usize::from(redline_resp::slot::key_slot(first_key));
     // Commands without keys (most of those a cluster node answers to tools) never wait
     // for the slot table.
     let mut state = ctx.shared.cluster.state.read();
+    // An unserved first slot is reported before the other keys are looked at, as Redis
+    // does: `MGET a b` on a node that serves neither is CLUSTERDOWN, not CROSSSLOT.
     let Some(owner) = state.slots[slot] else {
         return Err(refuse(RefusalKind::Unbound, CmdError::Static(UNBOUND)));
     };
+    let mut multiple_keys = false;
+    for &key in &keys[1..] {
+        if key != first_key {
+            if usize::from(redline_resp::slot::key_slot(key)) != slot {
+                return Err(refuse(RefusalKind::CrossSlot, CmdError::Static(CROSSSLOT)));
+            }
+            multiple_keys = true;
+        }
+    }
     let myself = state.myself;
     let migrating = owner == myself && state.migrating[slot].is_some();
     let importing = !migrating && state.importing[slot].is_some();
