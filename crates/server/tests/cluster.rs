@@ -71,6 +71,7 @@ fn one_node_answers_cluster_commands_like_redis() {
             vec!["CLUSTER", "COUNT-FAILURE-REPORTS", &id],
             vec!["CLUSTER", "FAILOVER"],
             vec!["CLUSTER", "FAILOVER", "SOFTLY"],
+            vec!["FAILOVER"],
             vec!["CLUSTER", "RESET", "NOW"],
             vec!["CLUSTER", "NOPE"],
             vec!["ASKING"],

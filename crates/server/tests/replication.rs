@@ -1743,6 +1743,46 @@ fn failover_hands_the_role_to_a_replica() {
     signal(c.pid(), "CONT");
 }
 
+/// FAILOVER and WAIT check their arguments in Redis's order: FAILOVER's state before its
+/// FORCE rule, a port that names no replica as such, ABORT only on its own.
+#[test]
+fn failover_and_wait_check_their_arguments_like_redis() {
+    let script: [&[&str]; 14] = [
+        &["FAILOVER", "FORCE"],
+        &["FAILOVER", "ABORT", "FORCE"],
+        &["FAILOVER", "FORCE", "ABORT"],
+        &["FAILOVER", "ABORT"],
+        &["FAILOVER", "TO", "127.0.0.1", "99999"],
+        &[
+            "FAILOVER",
+            "TO",
+            "127.0.0.1",
+            "-5",
+            "TIMEOUT",
+            "10",
+            "FORCE",
+        ],
+        &["FAILOVER", "TO", "127.0.0.1", "x"],
+        &["FAILOVER", "TIMEOUT", "0"],
+        &["FAILOVER", "TIMEOUT", "5", "TIMEOUT", "6"],
+        &["FAILOVER", "FORCE", "FORCE"],
+        &["WAIT", "0", "abc"],
+        &["WAIT", "0", "-1"],
+        &["WAIT", "abc", "0"],
+        &["WAIT", "0", "0"],
+    ];
+    let transcript = |port: u16| -> Vec<String> {
+        let mut c = conn(port);
+        script
+            .iter()
+            .map(|args| format!("{args:?} -> {:?}", c.cmd(args)))
+            .collect()
+    };
+    let ours = transcript(redline(&[]).port());
+    let theirs = transcript(redis(&[]).port());
+    assert_eq!(ours, theirs);
+}
+
 /// Reads from `socket` until the peer closes it (the server dropped the link).
 fn read_until_closed(socket: &mut TcpStream) {
     socket

@@ -14,6 +14,19 @@ pub fn int(arg: &[u8]) -> Result<i64, CmdError> {
     canonical_int(arg).ok_or(NOT_INTEGER)
 }
 
+/// A timeout in milliseconds as Redis reads it (`getTimeoutFromObjectOrReply` with
+/// `UNIT_MILLISECONDS`): a whole number, not negative. WAIT, CLIENT PAUSE and XREAD's
+/// BLOCK take theirs this way.
+pub fn timeout_ms(arg: &[u8]) -> Result<i64, CmdError> {
+    let ms = canonical_int(arg).ok_or(CmdError::Static(
+        "ERR timeout is not an integer or out of range",
+    ))?;
+    if ms < 0 {
+        return Err(CmdError::Static("ERR timeout is negative"));
+    }
+    Ok(ms)
+}
+
 /// A SCAN cursor as Redis reads it (`strtoul`, whole): no leading space, an optional
 /// sign (a negative cursor wraps around, as unsigned arithmetic does), decimal digits,
 /// nothing after; the empty text is cursor 0; past 2^64 - 1 it is refused.

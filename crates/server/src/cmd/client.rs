@@ -467,11 +467,7 @@ fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ))
         }
     };
-    let ms = int(&args[2])
-        .map_err(|_| CmdError::Static("ERR timeout is not an integer or out of range"))?;
-    if ms < 0 {
-        return Err(CmdError::Static("ERR timeout is negative"));
-    }
+    let ms = super::args::timeout_ms(&args[2])?;
     let now_ms = i64::try_from(crate::store::now_ms()).unwrap_or(i64::MAX);
     let now = tokio::time::Instant::now();
     // Redis adds the timeout to the clock in a signed 64-bit integer: past its range the

@@ -170,22 +170,29 @@ fn rdb_filter(value: &[u8]) -> Result<RdbFilter, CmdError> {
 
 /// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms] (see [`failover`]).
 fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if ctx.shared.cluster.enabled() {
+        return Err(CmdError::Static(
+            "ERR FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead.",
+        ));
+    }
+    // ABORT stands alone; among other options it is a syntax error, as in Redis.
+    if args.len() == 2 && is(&args[1], "abort") {
+        if !failover::abort(ctx.shared) {
+            return Err(CmdError::Static("ERR No failover in progress."));
+        }
+        ok(ctx.out);
+        return Ok(());
+    }
     let mut request = failover::Request::default();
-    let mut abort = false;
     let mut i = 1;
     while i < args.len() {
         let word = &args[i];
         if is(word, "to") && i + 2 < args.len() && request.target.is_none() {
             let host = String::from_utf8_lossy(&args[i + 1]).into_owned();
-            let port = super::args::int(&args[i + 2])?;
-            let port = u16::try_from(port).map_err(|_| CmdError::Static("ERR Invalid port"))?;
-            request.target = Some((host, port));
+            request.target = Some((host, super::args::int(&args[i + 2])?));
             i += 3;
         } else if is(word, "force") && !request.force {
             request.force = true;
-            i += 1;
-        } else if is(word, "abort") && !abort {
-            abort = true;
             i += 1;
         } else if is(word, "timeout") && i + 1 < args.len() && request.timeout_ms.is_none() {
             let ms = super::args::int(&args[i + 1])?;
@@ -199,18 +206,6 @@ fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         } else {
             return Err(SYNTAX);
         }
-    }
-    if abort {
-        if request.target.is_some() || request.force || request.timeout_ms.is_some() {
-            return Err(CmdError::Static(
-                "ERR FAILOVER abort cannot be used with other options.",
-            ));
-        }
-        if !failover::abort(ctx.shared) {
-            return Err(CmdError::Static("ERR No failover in progress."));
-        }
-        ok(ctx.out);
-        return Ok(());
     }
     failover::start(ctx.shared, request).map_err(CmdError::Static)?;
     ok(ctx.out);
@@ -339,10 +334,7 @@ fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::Static("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."));
     }
     let needed = super::args::int(&args[1])?;
-    let timeout = super::args::int(&args[2])?;
-    if timeout < 0 {
-        return Err(CmdError::Static("ERR timeout is negative"));
-    }
+    let timeout = super::args::timeout_ms(&args[2])?;
     let offset = ctx.client.repl_offset;
     let acked = shared.repl.journal.acked_count(offset);
     if ctx.nested || acked as i64 >= needed {

@@ -500,12 +500,7 @@ fn parse_read(args: &[Bytes], group_cmd: bool) -> Result<ReadArgs, CmdError> {
         let o = &args[i];
         if is(o, "block") && more > 0 {
             i += 1;
-            let ms = int(&args[i])
-                .map_err(|_| CmdError::Static("ERR timeout is not an integer or out of range"))?;
-            if ms < 0 {
-                return Err(CmdError::Static("ERR timeout is negative"));
-            }
-            parsed.block = Some(ms);
+            parsed.block = Some(super::args::timeout_ms(&args[i])?);
         } else if is(o, "count") && more > 0 {
             i += 1;
             parsed.count = int(&args[i])?.max(0) as usize;

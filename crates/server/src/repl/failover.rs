@@ -27,8 +27,8 @@ pub struct Failover {
 /// What FAILOVER asks for.
 #[derive(Debug, Default)]
 pub struct Request {
-    /// TO host port.
-    pub target: Option<(String, u16)>,
+    /// TO host port (a port out of range names no replica: Redis reads it as a long).
+    pub target: Option<(String, i64)>,
     /// TIMEOUT, in milliseconds.
     pub timeout_ms: Option<u64>,
     /// FORCE.
@@ -47,28 +47,30 @@ pub fn state_name(shared: &Shared) -> &'static str {
 /// FAILOVER [TO host port [FORCE]] [TIMEOUT ms]: checks it as Redis does, then pauses
 /// writes and starts waiting for the target.
 pub fn start(shared: &Shared, request: Request) -> Result<(), &'static str> {
-    if request.force && (request.timeout_ms.is_none() || request.target.is_none()) {
-        return Err(
-            "ERR FAILOVER with force option requires both a timeout and target HOST and IP.",
-        );
+    // Redis's order of checks: the state first, the FORCE rule last.
+    let mut failover = shared.repl.failover.lock();
+    if failover.is_some() {
+        return Err("ERR FAILOVER already in progress.");
     }
     if shared.repl.is_replica() {
         return Err("ERR FAILOVER is not valid when server is a replica.");
     }
-    let mut failover = shared.repl.failover.lock();
     let journal = &shared.repl.journal;
     {
         let stream = journal.stream();
         if stream.replicas().is_empty() {
             return Err("ERR FAILOVER requires connected replicas.");
         }
-        if failover.is_some() {
-            return Err("ERR FAILOVER already in progress.");
+        if request.force && (request.timeout_ms.is_none() || request.target.is_none()) {
+            return Err(
+                "ERR FAILOVER with force option requires both a timeout and target HOST and IP.",
+            );
         }
         if let Some((host, port)) = &request.target {
             let replica = stream.replicas().iter().find(|r| {
                 r.ip.to_string() == *host
-                    && r.listening_port.load(std::sync::atomic::Ordering::Relaxed) == *port
+                    && i64::from(r.listening_port.load(std::sync::atomic::Ordering::Relaxed))
+                        == *port
             });
             match replica {
                 None => return Err("ERR FAILOVER target HOST and PORT is not a replica."),
@@ -89,7 +91,10 @@ pub fn start(shared: &Shared, request: Request) -> Result<(), &'static str> {
     journal.request_acks();
     *failover = Some(Failover {
         in_progress: false,
-        target: request.target,
+        // Checked above: the port is a replica's.
+        target: request
+            .target
+            .and_then(|(host, port)| Some((host, u16::try_from(port).ok()?))),
         deadline: request
             .timeout_ms
             .map(|ms| Instant::now() + Duration::from_millis(ms)),
