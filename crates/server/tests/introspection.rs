@@ -1608,6 +1608,13 @@ fn replies_quote_client_bytes_as_redis_does() {
         &[b"CLIENT", b"UNBLOCK", b"s", odd],
         &[b"CLIENT", b"UNBLOCK", b"1", b"error", b"x"],
         &[b"SLOWLOG", b"GET", b"1", b"x"],
+        // CLIENT KILL checks each filter as it reads it.
+        &[b"CLIENT", b"KILL", b"USER", odd, b"ID"],
+        &[
+            b"CLIENT", b"KILL", b"ID", b"1", b"TYPE", odd, b"BOGUS", b"1",
+        ],
+        &[b"CLIENT", b"KILL", b"USER", b"nosuch", b"MAXAGE", b"1"],
+        &[b"CLIENT", b"KILL", b"ID", b"0", b"USER"],
     ];
     let replies = |addr| {
         let mut c = Conn::connect(addr);

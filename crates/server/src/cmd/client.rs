@@ -323,22 +323,46 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ok(ctx.out);
         return Ok(());
     }
-    if args.len() % 2 != 0 {
-        return Err(SYNTAX);
-    }
+    // Filters are read in order, each checked as it comes (an unknown user before a later
+    // syntax error), as Redis does.
     let (mut id, mut addr, mut laddr, mut skipme, mut user) = (None, None, None, true, None);
     let mut kind: Option<&str> = None;
     for pair in args[2..].chunks(2) {
-        let (name, value) = (&pair[0], &pair[1]);
+        let [name, value] = pair else {
+            return Err(SYNTAX);
+        };
         if is(name, "id") {
             match int(value) {
                 Ok(n) if n > 0 => id = Some(n as u64),
                 _ => return Err(CmdError::Static("ERR client-id should be greater than 0")),
             }
+        } else if is(name, "type") {
+            if !["normal", "master", "replica", "slave", "pubsub"]
+                .iter()
+                .any(|w| is(value, w))
+            {
+                return Err(super::reply::quoting(
+                    "ERR Unknown client type '",
+                    value,
+                    usize::MAX,
+                    "'",
+                ));
+            }
+            kind = Some(client_type_name(value));
         } else if is(name, "addr") {
             addr = Some(String::from_utf8_lossy(value).into_owned());
         } else if is(name, "laddr") {
             laddr = Some(String::from_utf8_lossy(value).into_owned());
+        } else if is(name, "user") {
+            if ctx.shared.acl.get(value).is_none() {
+                return Err(super::reply::quoting(
+                    "ERR No such user '",
+                    value,
+                    usize::MAX,
+                    "'",
+                ));
+            }
+            user = Some(value.to_vec());
         } else if is(name, "skipme") {
             skipme = if is(value, "yes") {
                 true
@@ -347,29 +371,8 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             } else {
                 return Err(SYNTAX);
             };
-        } else if is(name, "type") {
-            if !["normal", "master", "replica", "slave", "pubsub"]
-                .iter()
-                .any(|w| is(value, w))
-            {
-                return Err(CmdError::Owned(format!(
-                    "ERR Unknown client type '{}'",
-                    String::from_utf8_lossy(value)
-                )));
-            }
-            kind = Some(client_type_name(value));
-        } else if is(name, "user") {
-            user = Some(value.to_vec());
         } else {
             return Err(SYNTAX);
-        }
-    }
-    if let Some(name) = &user {
-        if ctx.shared.acl.get(name).is_none() {
-            return Err(CmdError::Owned(format!(
-                "ERR No such user '{}'",
-                String::from_utf8_lossy(name)
-            )));
         }
     }
     let mut killed = 0;
