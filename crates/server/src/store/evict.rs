@@ -323,14 +323,19 @@ impl Eviction {
     }
 
     /// The LFU counter with the decay since its last use applied (OBJECT FREQ).
+    ///
+    /// `access` may hold an LRU stamp (the key was last used under an LRU policy): its
+    /// bits are read as LFU data all the same, as Redis reads its shared field, the
+    /// minutes kept to their 16 bits.
     pub fn lfu_decayed(&self, access: u32) -> u32 {
         let counter = access & 0xFF;
-        let last = access >> 8;
+        let last = (access >> 8) & 0xFFFF;
         let now = minutes();
+        // Redis's `LFUTimeElapsed`, wrap-around included.
         let elapsed = if now >= last {
             now - last
         } else {
-            65536 - last + now
+            65535 - last + now
         };
         let decay = self.lfu_decay_time.load(Ordering::Relaxed);
         let periods = elapsed.checked_div(decay).unwrap_or(0);
@@ -581,4 +586,22 @@ fn measured(remove: impl FnOnce() -> bool) -> (bool, u64) {
     let removed = remove();
     let freed = before.saturating_sub(crate::alloc::thread_net());
     (removed, u64::try_from(freed).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Any access stamp, LRU or LFU, decays without overflow: a key used under an LRU
+    /// policy, then read by OBJECT FREQ or ranked for eviction under an LFU one.
+    #[test]
+    fn lfu_decay_takes_any_stamp() {
+        let eviction = Eviction::default();
+        eviction.configure(0, Policy::AllKeysLfu, 5, 10, 1);
+        for access in [0, 1, 0xFF, 0xFFFF_FF00, u32::MAX, clock(), eviction.fresh()] {
+            assert!(eviction.lfu_decayed(access) <= 255, "{access:#x}");
+        }
+        let fresh = eviction.fresh();
+        assert_eq!(eviction.lfu_decayed(fresh), LFU_INIT);
+    }
 }
