@@ -860,6 +860,39 @@ fn clients_over_maxmemory_clients_are_evicted_not_keys() {
     assert_eq!(info(&mut c, "evicted_clients"), 0);
 }
 
+/// A tiny `maxmemory-clients` (1 byte, or a percentage of `maxmemory` under 128 KiB)
+/// counts as 128 KiB, as in Redis: small clients stay connected, so the limit can be
+/// set back.
+#[test]
+fn a_tiny_maxmemory_clients_leaves_small_clients_connected_like_redis() {
+    let check = |port: u16| {
+        let mut c = conn(port);
+        let mut other = conn(port);
+        for setting in [("maxmemory", "1mb"), ("maxmemory-clients", "1%")] {
+            c.cmd(&["CONFIG", "SET", setting.0, setting.1]);
+        }
+        c.cmd(&["CONFIG", "SET", "maxmemory-clients", "1"]);
+        // Eviction runs between commands: give it a few.
+        for _ in 0..20 {
+            assert_eq!(text(&other.cmd(&["PING"])), "PONG");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(
+            text(&c.cmd(&["CONFIG", "SET", "maxmemory-clients", "0"])),
+            "OK"
+        );
+        assert_eq!(info(&mut c, "evicted_clients"), 0);
+    };
+    check(plain(&[]).port());
+    check(
+        RedisServer::builder()
+            .args(["--save", ""])
+            .start()
+            .unwrap()
+            .port(),
+    );
+}
+
 /// One field of the CLIENT LIST line of the client named `name`.
 fn client_field(c: &mut Conn, name: &str, field: &str) -> Option<u64> {
     let list = text(&c.cmd(&["CLIENT", "LIST"]));

@@ -132,16 +132,27 @@ impl ClientMemory {
     }
 
     /// Applies `maxmemory-clients` (and `maxmemory`, for a percentage).
+    ///
+    /// A limit that is on is never below 128 KiB, as in Redis
+    /// (`getClientEvictionLimit`): a tiny one would evict every client, the one that
+    /// could set it back included.
     pub fn configure(&self, config: &Config) {
+        const FLOOR: u64 = 128 * 1024;
         let setting = config.param("maxmemory-clients");
         let limit = match setting.strip_suffix('%') {
             Some(percent) => {
                 let maxmemory = u64::try_from(config.param_int("maxmemory")).unwrap_or(0);
-                percent
-                    .parse::<u64>()
-                    .map_or(0, |p| maxmemory.saturating_mul(p) / 100)
+                match percent.parse::<u64>() {
+                    Ok(p) if p > 0 && maxmemory > 0 => {
+                        (maxmemory.saturating_mul(p) / 100).max(FLOOR)
+                    }
+                    _ => 0,
+                }
             }
-            None => u64::try_from(config.param_int("maxmemory-clients")).unwrap_or(0),
+            None => match u64::try_from(config.param_int("maxmemory-clients")) {
+                Ok(bytes) if bytes > 0 => bytes.max(FLOOR),
+                _ => 0,
+            },
         };
         self.limit.store(limit, Ordering::Relaxed);
     }
