@@ -1783,6 +1783,63 @@ fn failover_and_wait_check_their_arguments_like_redis() {
     assert_eq!(ours, theirs);
 }
 
+/// A replica whose link is down, with `replica-serve-stale-data no`, decides on scripts
+/// as Redis: a script's own flags when it declared them (FCALL of a function without
+/// `allow-stale` is MASTERDOWN, with it runs), and otherwise after the lookup and the
+/// compilation (an unknown SHA is NOSCRIPT, an unknown function "not found", a bad
+/// shebang its error), a script without a shebang then MASTERDOWN, even inside EXEC.
+/// HELLO calls it a replica.
+#[test]
+fn a_stale_replica_runs_scripts_as_their_flags_say_like_redis() {
+    let library = "#!lua name=lib\n\
+                   redis.register_function('f', function() return 1 end)\n\
+                   redis.register_function{function_name='g', callback=function() return 2 end, flags={'allow-stale', 'no-writes'}}\n\
+                   redis.register_function{function_name='h', callback=function() return 7 end, flags={'no-writes'}}";
+    let script: [&[&str]; 16] = [
+        &["EVAL", "return 1", "0"],
+        &["EVAL", "return +", "0"],
+        &["EVAL", "return 1", "-1"],
+        &["EVALSHA", "0000000000000000000000000000000000000000", "0"],
+        &["EVALSHA", "abc", "0"],
+        &["FCALL", "nosuch", "0"],
+        &["FCALL", "f", "0"],
+        &["FCALL", "g", "0"],
+        &["FCALL", "h", "0"],
+        &["EVAL", "#!lua flags=allow-stale,no-writes\nreturn 3", "0"],
+        &["EVAL", "#!lua flags=no-writes\nreturn 4", "0"],
+        &["EVAL", "#!lua flags=bogus\nreturn 5", "0"],
+        &[
+            "EVAL",
+            "#!lua flags=allow-stale,no-writes\nreturn redis.pcall('get', 'k')",
+            "0",
+        ],
+        &["MULTI"],
+        &["EVAL", "return 6", "0"],
+        &["EXEC"],
+    ];
+    let dead = ClosedPort::new().unwrap();
+    let transcript = |port: u16| -> Vec<String> {
+        let mut c = conn(port);
+        c.cmd(&["FUNCTION", "LOAD", library]);
+        config_set(&mut c, &[("replica-serve-stale-data", "no")]);
+        c.cmd(&["REPLICAOF", "127.0.0.1", &dead.port().to_string()]);
+        let mut lines: Vec<String> = script
+            .iter()
+            .map(|args| format!("{args:?} -> {:?}", c.cmd(args)))
+            .collect();
+        let hello = c.cmd(&["HELLO", "3"]);
+        let Frame::Map(fields) = hello else {
+            panic!("HELLO: {hello:?}");
+        };
+        let role = fields.iter().find(|(k, _)| text(k) == "role");
+        lines.push(format!("HELLO role: {role:?}"));
+        lines
+    };
+    let ours = transcript(redline(&[]).port());
+    let theirs = transcript(redis(&[]).port());
+    assert_eq!(ours, theirs);
+}
+
 /// Reads from `socket` until the peer closes it (the server dropped the link).
 fn read_until_closed(socket: &mut TcpStream) {
     socket

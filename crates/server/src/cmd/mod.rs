@@ -478,9 +478,10 @@ fn effective_flags(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> (bool, 
         }
     }
     let mut write = spec.is_write();
-    // A script without a shebang may not run on a stale replica (redis-server answers
-    // MASTERDOWN to it, though EVAL itself is flagged `stale`).
-    let mut stale_ok = spec.flags.contains(CommandFlags::STALE) && !is_script(spec);
+    // A script without declared flags (no shebang, an unknown SHA or function, a shebang
+    // in error) keeps the command's `stale`, as in Redis: the script's own check
+    // (`RunState::check`) then refuses it after its lookup and compilation.
+    let mut stale_ok = spec.flags.contains(CommandFlags::STALE);
     if spec.name == "exec" {
         // A transaction writes if a queued command does (a queued script as it
         // declares), as Redis sums the queued commands' flags.
@@ -497,6 +498,21 @@ fn effective_flags(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> (bool, 
         }
     }
     (write, stale_ok)
+}
+
+/// Redis's `masterdownerr`.
+pub const MASTERDOWN: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+
+/// Whether this server is a replica whose link is down and `replica-serve-stale-data`
+/// is off: only commands flagged `stale` run.
+pub fn running_stale(shared: &crate::shared::Shared) -> bool {
+    shared.repl.is_replica()
+        && !shared.hot.replica_serve_stale_data()
+        && !shared
+            .repl
+            .with_link(crate::repl::replica::LinkStatus::is_up)
+            .unwrap_or(false)
 }
 
 /// NOREPLICAS (a write with fewer good replicas than `min-replicas-to-write`) and
@@ -516,15 +532,11 @@ fn replication_state_refusal(
     }
     let (write, stale_ok) = effective_flags(ctx, spec, args);
     if shared.repl.is_replica() {
-        let link_up = shared
-            .repl
-            .with_link(crate::repl::replica::LinkStatus::is_up)
-            .unwrap_or(false);
-        if !serve_stale && !link_up && !stale_ok {
+        if !stale_ok && running_stale(shared) {
             return Some(CmdError::Static(if ctx.client.in_script {
                 "ERR Can not execute the command on a stale replica"
             } else {
-                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+                MASTERDOWN
             }));
         }
         return None;

@@ -140,8 +140,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Cm
         }
     }
     let body = args[1].clone();
-    let over_limit = ctx.shared.store.events().eviction.over_limit();
-    let no_replicas = super::writes_refused(ctx.shared);
+    let state = RunState::of(ctx);
     let run_flags = ctx.shared.scripting.flags.clone();
     run_locked(
         ctx,
@@ -160,13 +159,9 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Cm
                     "NOSCRIPT No matching script. Please use EVAL.",
                 ));
             };
-            if ro && !flags.eval_compat && !flags.no_writes {
-                return Err(CmdError::Static(RO_WITH_WRITES));
-            }
-            check_oom(&flags, over_limit)?;
-            check_replicas(&flags, &no_replicas)?;
+            state.check(&flags, ro)?;
             run_flags.set_allows_oom(flags.allow_oom);
-            run_flags.set_replicas_short(no_replicas.is_some());
+            run_flags.set_replicas_short(state.no_replicas.is_some());
             Ok((sha, ro || flags.no_writes))
         },
         false,
@@ -176,24 +171,67 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Cm
     )
 }
 
-/// A script that declared its flags, may write and did not declare allow-oom does not
-/// start above `maxmemory` (Redis 7.0); one without a shebang is checked per command.
-fn check_oom(flags: &crate::scripting::ScriptFlags, over_limit: bool) -> Result<(), CmdError> {
-    if over_limit && !flags.eval_compat && !flags.allow_oom && !flags.no_writes {
-        return Err(CmdError::Static("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"));
-    }
-    Ok(())
+/// What decides whether a script may start, read before the interpreter is taken.
+struct RunState {
+    cluster: bool,
+    /// A replica whose link is down, with `replica-serve-stale-data no`.
+    stale: bool,
+    /// A read-only replica, and the caller is not its master.
+    read_only_replica: bool,
+    /// Used memory is over `maxmemory`.
+    over_limit: bool,
+    /// NOREPLICAS: fewer good replicas than `min-replicas-to-write`.
+    no_replicas: Option<CmdError>,
 }
 
-/// A script that declared its flags and may write does not start without enough good
-/// replicas (`min-replicas-to-write`); one without a shebang is checked per command.
-fn check_replicas(
-    flags: &crate::scripting::ScriptFlags,
-    refusal: &Option<CmdError>,
-) -> Result<(), CmdError> {
-    match refusal {
-        Some(e) if !flags.eval_compat && !flags.no_writes => Err(e.clone()),
-        _ => Ok(()),
+impl RunState {
+    fn of(ctx: &Ctx<'_>) -> RunState {
+        let shared = ctx.shared;
+        let replica = shared.repl.is_replica();
+        RunState {
+            cluster: shared.cluster.enabled(),
+            stale: super::running_stale(shared),
+            read_only_replica: replica && shared.hot.replica_read_only() && !ctx.client.is_master,
+            over_limit: shared.store.events().eviction.over_limit(),
+            no_replicas: super::writes_refused(shared),
+        }
+    }
+
+    /// Redis's `scriptPrepareForRun`, in its order. A script that declared its flags is
+    /// checked against them; one without a shebang only for a stale replica (its
+    /// commands are checked one by one).
+    fn check(&self, flags: &crate::scripting::ScriptFlags, ro: bool) -> Result<(), CmdError> {
+        if flags.eval_compat {
+            return match self.stale {
+                true => Err(CmdError::Static(super::MASTERDOWN)),
+                false => Ok(()),
+            };
+        }
+        if flags.no_cluster && self.cluster {
+            return Err(CmdError::Static(
+                "ERR Can not run script on cluster, 'no-cluster' flag is set.",
+            ));
+        }
+        if self.stale && !flags.allow_stale {
+            return Err(CmdError::Static("MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' and 'allow-stale' flag is not set on the script."));
+        }
+        if !flags.no_writes {
+            if self.read_only_replica {
+                return Err(CmdError::Static(
+                    "READONLY Can not run script with write flag on readonly replica",
+                ));
+            }
+            if ro {
+                return Err(CmdError::Static(RO_WITH_WRITES));
+            }
+            if let Some(refusal) = &self.no_replicas {
+                return Err(refusal.clone());
+            }
+        }
+        if self.over_limit && !flags.allow_oom && !flags.no_writes {
+            return Err(CmdError::Static("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"));
+        }
+        Ok(())
     }
 }
 
@@ -226,8 +264,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ro: bool) -> CmdResult {
             return Err(e);
         }
     };
-    let over_limit = ctx.shared.store.events().eviction.over_limit();
-    let no_replicas = super::writes_refused(ctx.shared);
+    let state = RunState::of(ctx);
     let run_flags = ctx.shared.scripting.flags.clone();
     run_locked(
         ctx,
@@ -235,13 +272,9 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ro: bool) -> CmdResult {
             let Some(f) = engine.function(&name) else {
                 return Err(CmdError::Static("ERR Function not found"));
             };
-            if ro && !f.flags.no_writes {
-                return Err(CmdError::Static(RO_WITH_WRITES));
-            }
-            check_oom(&f.flags, over_limit)?;
-            check_replicas(&f.flags, &no_replicas)?;
+            state.check(&f.flags, ro)?;
             run_flags.set_allows_oom(f.flags.allow_oom);
-            run_flags.set_replicas_short(no_replicas.is_some());
+            run_flags.set_replicas_short(state.no_replicas.is_some());
             let read_only = f.flags.no_writes;
             Ok((name.clone(), read_only))
         },

@@ -1289,13 +1289,6 @@ fn run_and_reply(
             return false;
         }
     };
-    if ctx.shared.cluster.enabled() && script_flags.no_cluster {
-        encode::write_error(
-            ctx.out,
-            b"ERR Can not run script on cluster, 'no-cluster' flag is set.",
-        );
-        return false;
-    }
     ctx.shared
         .scripting
         .flags
