@@ -893,6 +893,67 @@ fn a_tiny_maxmemory_clients_leaves_small_clients_connected_like_redis() {
     );
 }
 
+/// Above `maxmemory` with nothing to evict: a script is refused as its declared flags
+/// say, before its own checks (Redis's generic OOM error, even for FCALL_RO of a
+/// writing function), and inside MULTI every command but EXEC and DISCARD is refused,
+/// aborting the transaction, as in Redis.
+#[test]
+fn over_maxmemory_scripts_and_transactions_are_refused_like_redis() {
+    let library = "#!lua name=lib\n\
+                   redis.register_function('w', function(k) return redis.call('set', k[1], 'x') end)\n\
+                   redis.register_function{function_name='r', callback=function(k) return redis.call('get', k[1]) end, flags={'no-writes'}}\n\
+                   redis.register_function{function_name='o', callback=function(k) return redis.call('set', k[1], 'y') end, flags={'allow-oom'}}";
+    let script: [&[&str]; 20] = [
+        &["SET", "s", "2"],
+        &["GET", "s"],
+        &["EVAL", "return redis.pcall('set', 's', '3')", "0"],
+        &["EVAL", "#!lua\nreturn 1", "0"],
+        &[
+            "EVAL",
+            "#!lua flags=no-writes\nreturn redis.call('get', 's')",
+            "0",
+        ],
+        &[
+            "EVAL",
+            "#!lua flags=allow-oom\nreturn redis.call('set', 's', '4')",
+            "0",
+        ],
+        &["FCALL", "w", "1", "s"],
+        &["FCALL", "r", "1", "s"],
+        &["FCALL", "o", "1", "s"],
+        &["FCALL_RO", "w", "1", "s"],
+        &["MULTI"],
+        &["GET", "s"],
+        &["EXEC"],
+        &["MULTI"],
+        &["DEL", "s"],
+        &["DISCARD"],
+        &["MULTI"],
+        &["EXEC"],
+        &["DEL", "s"],
+        &["GET", "s"],
+    ];
+    let transcript = |port: u16| -> Vec<String> {
+        let mut c = conn(port);
+        c.cmd(&["SET", "s", "1"]);
+        c.cmd(&["FUNCTION", "LOAD", library]);
+        c.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
+        script
+            .iter()
+            .map(|args| format!("{args:?} -> {:?}", c.cmd(args)))
+            .collect()
+    };
+    let ours = transcript(plain(&[]).port());
+    let theirs = transcript(
+        RedisServer::builder()
+            .args(["--save", ""])
+            .start()
+            .unwrap()
+            .port(),
+    );
+    assert_eq!(ours, theirs);
+}
+
 /// One field of the CLIENT LIST line of the client named `name`.
 fn client_field(c: &mut Conn, name: &str, field: &str) -> Option<u64> {
     let list = text(&c.cmd(&["CLIENT", "LIST"]));

@@ -313,7 +313,7 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     if (!ctx.nested || ctx.client.in_script)
         && !ctx.client.is_master
         && ctx.shared.repl.is_replica()
-        && effective_flags(ctx, spec, args).0
+        && effective_flags(ctx, spec, args).write
         && ctx.shared.hot.replica_read_only()
     {
         return reject_spec(
@@ -327,7 +327,7 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
             return reject_spec(ctx, spec, refusal);
         }
     }
-    if out_of_memory(ctx, spec) {
+    if out_of_memory(ctx, spec, args) {
         return reject_spec(ctx, spec, CmdError::Static(OOM));
     }
     if let Some(queue) = ctx.client.multi.as_mut() {
@@ -464,40 +464,65 @@ fn denied_while_loading(ctx: &Ctx<'_>, spec: &CommandSpec, state: u8) -> bool {
 /// Whether a command writes: for EXEC, whether anything it queued does; for a script,
 /// what it declared (cluster mode's read-only checks).
 pub(crate) fn writes(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
-    effective_flags(ctx, spec, args).0
+    effective_flags(ctx, spec, args).write
+}
+
+/// The flags that decide whether a command may run now.
+#[derive(Debug, Clone, Copy)]
+struct Effective {
+    write: bool,
+    /// Runs on a stale replica.
+    stale_ok: bool,
+    /// Refused above `maxmemory`.
+    deny_oom: bool,
+}
+
+impl Effective {
+    fn of_spec(spec: &CommandSpec) -> Effective {
+        Effective {
+            write: spec.is_write(),
+            stale_ok: spec.flags.contains(CommandFlags::STALE),
+            deny_oom: spec.flags.contains(CommandFlags::DENYOOM),
+        }
+    }
 }
 
 /// The flags of a command, and for EXEC the union of what it queued (Redis checks a
 /// transaction's writes, deny-oom and staleness when EXEC arrives).
-fn effective_flags(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> (bool, bool) {
+fn effective_flags(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Effective {
     if is_script(spec) {
-        // A script that declared its flags writes and may run stale as they say
-        // (Redis's `scriptFlagsToCmdFlags`); one without a shebang is checked per call.
+        // A script that declared its flags writes, may run stale and is refused above
+        // `maxmemory` as they say (Redis's `scriptFlagsToCmdFlags`); one without a
+        // shebang is checked per call.
         if let Some(flags) = ctx.shared.scripting.declared_flags(args) {
-            return (!flags.no_writes, flags.allow_stale);
+            return Effective {
+                write: !flags.no_writes,
+                stale_ok: flags.allow_stale,
+                deny_oom: !flags.no_writes && !flags.allow_oom,
+            };
         }
     }
-    let mut write = spec.is_write();
     // A script without declared flags (no shebang, an unknown SHA or function, a shebang
     // in error) keeps the command's `stale`, as in Redis: the script's own check
     // (`RunState::check`) then refuses it after its lookup and compilation.
-    let mut stale_ok = spec.flags.contains(CommandFlags::STALE);
+    let mut effective = Effective::of_spec(spec);
     if spec.name == "exec" {
         // A transaction writes if a queued command does (a queued script as it
         // declares), as Redis sums the queued commands' flags.
         for queued in ctx.client.multi.iter().flatten() {
             if let Some(q) = ctx.shared.renamed.resolve(queued) {
-                let (w, stale) = if is_script(q) {
+                let one = if is_script(q) {
                     effective_flags(ctx, q, queued)
                 } else {
-                    (q.is_write(), q.flags.contains(CommandFlags::STALE))
+                    Effective::of_spec(q)
                 };
-                write |= w;
-                stale_ok &= stale;
+                effective.write |= one.write;
+                effective.stale_ok &= one.stale_ok;
+                effective.deny_oom |= one.deny_oom;
             }
         }
     }
-    (write, stale_ok)
+    effective
 }
 
 /// Redis's `masterdownerr`.
@@ -530,7 +555,9 @@ fn replication_state_refusal(
     if min_replicas <= 0 && serve_stale {
         return None;
     }
-    let (write, stale_ok) = effective_flags(ctx, spec, args);
+    let Effective {
+        write, stale_ok, ..
+    } = effective_flags(ctx, spec, args);
     if shared.repl.is_replica() {
         if !stale_ok && running_stale(shared) {
             return Some(CmdError::Static(if ctx.client.in_script {
@@ -566,7 +593,7 @@ const BGSAVE_ERR: &str = "MISCONF Redis is configured to save RDB snapshots, but
 /// (Redis would stop the replica).
 fn disk_error_refusal(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Option<CmdError> {
     let refusal = disk_error(ctx.shared)?;
-    (spec.name == "ping" || effective_flags(ctx, spec, args).0).then_some(refusal)
+    (spec.name == "ping" || effective_flags(ctx, spec, args).write).then_some(refusal)
 }
 
 /// A write from this server's master while the disk fails this server: as in Redis, the
@@ -577,7 +604,7 @@ fn master_write_despite_disk_error(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[By
     static LAST_LOG_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     if spec.name == "ping"
         || disk_error(ctx.shared).is_none()
-        || !effective_flags(ctx, spec, args).0
+        || !effective_flags(ctx, spec, args).write
     {
         return;
     }
@@ -646,9 +673,11 @@ pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// Over `maxmemory`, keys are evicted before a client's command (Redis's
 /// `performEvictions` in `processCommand`); true when memory stays above the limit and
-/// the command may grow it (deny-oom), which is then refused. Commands inside EXEC were
-/// checked when queued; a script's calls are checked unless it declared allow-oom.
-fn out_of_memory(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> bool {
+/// the command may grow it (deny-oom, a script as it declared), which is then refused.
+/// Inside MULTI every command but EXEC, DISCARD, QUIT and RESET is refused then, as in
+/// Redis: queuing takes memory too. Commands inside EXEC were checked when queued; a
+/// script's calls are checked unless it declared allow-oom.
+fn out_of_memory(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
     let eviction = &ctx.shared.store.events().eviction;
     if !eviction.check_limit() {
         return false;
@@ -662,15 +691,10 @@ fn out_of_memory(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> bool {
             && !ctx.shared.scripting.flags.allows_oom();
     }
     let outcome = evict_before_reply(ctx);
-    let deny_oom = spec.flags.contains(CommandFlags::DENYOOM)
-        || (spec.name == "exec"
-            && ctx.client.multi.iter().flatten().any(|queued| {
-                ctx.shared
-                    .renamed
-                    .resolve(queued)
-                    .is_some_and(|q| q.flags.contains(CommandFlags::DENYOOM))
-            }));
-    outcome == crate::store::evict::Outcome::Stuck && deny_oom
+    let queuing =
+        ctx.client.multi.is_some() && !matches!(spec.name, "exec" | "discard" | "quit" | "reset");
+    outcome == crate::store::evict::Outcome::Stuck
+        && (queuing || effective_flags(ctx, spec, args).deny_oom)
 }
 
 /// An eviction pass for this client's command. What the evictions caused
