@@ -1622,3 +1622,92 @@ fn replies_quote_client_bytes_as_redis_does() {
     };
     assert_eq!(replies(ours.addr), replies(redis.addr()));
 }
+
+/// DEBUG OBJECT describes a value as Redis does: its encoding, its size as saved
+/// (`serializedlength`, compression included), the idle time read from its access
+/// field, and a list's quicklist nodes. Addresses, reference counts and the clock's
+/// reading are left out of the comparison.
+#[test]
+fn debug_object_describes_values_like_redis() {
+    let redis = RedisServer::builder()
+        .args(["--enable-debug-command", "yes"])
+        .start()
+        .expect("redis-server");
+    let ours = Redline::start();
+    let long_list: Vec<String> = (0..3000).map(|i| format!("element-{i}")).collect();
+    let mut setup: Vec<Vec<String>> = vec![
+        vec!["SET".into(), "s".into(), "hello".into()],
+        vec!["SET".into(), "n".into(), "12345".into()],
+        vec!["SET".into(), "compressible".into(), "a".repeat(1000)],
+        vec![
+            "RPUSH".into(),
+            "short".into(),
+            "a".into(),
+            "1".into(),
+            "12345678901".into(),
+        ],
+        vec!["HSET".into(), "h".into(), "f".into(), "v".into()],
+        vec![
+            "HSET".into(),
+            "big_hash".into(),
+            "f".into(),
+            "x".repeat(100),
+        ],
+        vec!["SADD".into(), "ints".into(), "1".into(), "2".into()],
+        vec!["SADD".into(), "words".into(), "a".into(), "b".into()],
+        vec![
+            "ZADD".into(),
+            "z".into(),
+            "1".into(),
+            "a".into(),
+            "2.5".into(),
+            "b".into(),
+        ],
+        vec![
+            "XADD".into(),
+            "x".into(),
+            "1-1".into(),
+            "f".into(),
+            "v".into(),
+        ],
+        vec!["PFADD".into(), "hll".into(), "a".into(), "b".into()],
+    ];
+    let mut push = vec!["RPUSH".to_string(), "long".to_string()];
+    push.extend(long_list);
+    setup.push(push);
+    let keys = [
+        "s",
+        "n",
+        "compressible",
+        "short",
+        "h",
+        "big_hash",
+        "ints",
+        "words",
+        "z",
+        "x",
+        "hll",
+        "long",
+    ];
+    let describe = |addr| {
+        let mut c = Conn::connect(addr);
+        for args in &setup {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            c.cmd(&args);
+        }
+        keys.iter()
+            .map(|key| {
+                let line = text(&c.cmd(&["DEBUG", "OBJECT", key]));
+                line.split(' ')
+                    .filter(|f| {
+                        !["Value", "at:", "refcount:", "lru:"]
+                            .iter()
+                            .any(|p| f.starts_with(p))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(describe(ours.addr), describe(redis.addr()));
+}

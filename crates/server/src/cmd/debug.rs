@@ -98,10 +98,7 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let Some(e) = shard.peek_stored(key) else {
             return Err(CmdError::Static("ERR no such key"));
         };
-        let line = format!(
-            "Value at:0x0 refcount:1 encoding:{} serializedlength:0 lru:0 lru_seconds_idle:0",
-            super::keys::encoding_name(&e.value, &limits)
-        );
+        let line = object_line(ctx.shared, e, &limits);
         encode::write_simple(ctx.out, line.as_bytes());
         return Ok(());
     }
@@ -444,4 +441,42 @@ fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     ok(ctx.out);
     Ok(())
+}
+
+/// DEBUG OBJECT's line, as Redis builds it: the value's size as it is saved, the 24-bit
+/// access field and the idle time read from it, and for a list its quicklist's nodes.
+/// This server has no object addresses or reference counts to show: 0x0 and 1.
+fn object_line(
+    shared: &crate::shared::Shared,
+    e: &crate::store::Entry,
+    limits: &super::keys::EncodingLimits,
+) -> String {
+    use crate::persist::rdb::encode;
+    use crate::store::evict::Eviction;
+    use std::fmt::Write as _;
+    let mut saved = Vec::new();
+    encode::value(&mut saved, &e.value);
+    let eviction = &shared.store.events().eviction;
+    let lru = eviction.lru_field(e.access);
+    let mut line = format!(
+        "Value at:0x0 refcount:1 encoding:{} serializedlength:{} lru:{lru} lru_seconds_idle:{}",
+        super::keys::encoding_name(&e.value, limits),
+        // Without the type byte, as Redis's `rdbSavedObjectLen`.
+        saved.len().saturating_sub(1),
+        Eviction::field_idle_seconds(lru),
+    );
+    if let crate::store::Value::List(list) = &e.value {
+        let nodes = encode::list_nodes(list);
+        let config = shared.config.read();
+        let _ = write!(
+            line,
+            " ql_nodes:{} ql_avg_node:{:.2} ql_listpack_max:{} ql_compressed:{} ql_uncompressed_size:{}",
+            nodes.len(),
+            list.len() as f64 / nodes.len().max(1) as f64,
+            config.param_int("list-max-listpack-size"),
+            u8::from(config.param_int("list-compress-depth") != 0),
+            nodes.iter().map(Vec::len).sum::<usize>(),
+        );
+    }
+    line
 }

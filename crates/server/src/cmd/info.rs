@@ -154,7 +154,7 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
                 uptime / 86400,
                 config.hz,
                 config.hz,
-                now.as_secs() & ((1 << 24) - 1),
+                crate::store::evict::lru_clock(),
                 env!("CARGO_PKG_VERSION"),
                 config.effective_workers(),
             );

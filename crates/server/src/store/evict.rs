@@ -272,6 +272,14 @@ fn clock() -> u32 {
     cached_ms() as u32
 }
 
+/// The largest value of Redis's 24-bit per-object field (`LRU_CLOCK_MAX`).
+const LRU_FIELD_MAX: u32 = (1 << 24) - 1;
+
+/// Redis's LRU clock (`LRU_CLOCK`): wall-clock seconds in 24 bits (INFO's `lru_clock`).
+pub fn lru_clock() -> u32 {
+    ((cached_ms() / 1000) as u32) & LRU_FIELD_MAX
+}
+
 impl Eviction {
     /// Applies the configuration (`maxmemory`, `maxmemory-policy`, `maxmemory-samples`,
     /// `lfu-log-factor`, `lfu-decay-time`).
@@ -359,6 +367,27 @@ impl Eviction {
     /// Milliseconds since the last use.
     fn idle_ms(&self, access: u32) -> u64 {
         u64::from(clock().wrapping_sub(access))
+    }
+
+    /// The 24-bit field Redis keeps in each object (DEBUG OBJECT's `lru`): under an
+    /// LFU policy the minutes and counter of the last use, else the LRU clock then.
+    pub fn lru_field(&self, access: u32) -> u32 {
+        if self.policy().is_lfu() {
+            return access & LRU_FIELD_MAX;
+        }
+        let used_at = cached_ms().saturating_sub(self.idle_ms(access));
+        ((used_at / 1000) as u32) & LRU_FIELD_MAX
+    }
+
+    /// Seconds since `field` ([`Self::lru_field`]) read as an LRU clock, wrap-around
+    /// included (Redis's `estimateObjectIdleTime`, which reads an LFU field so too).
+    pub fn field_idle_seconds(field: u32) -> u64 {
+        let now = lru_clock();
+        u64::from(if now >= field {
+            now - field
+        } else {
+            now + (LRU_FIELD_MAX - field)
+        })
     }
 
     /// Seconds since the last use (OBJECT IDLETIME).

@@ -37,6 +37,23 @@ const MAX_INTSET_ENTRIES: usize = 512;
 /// `QUICKLIST_NODE_CONTAINER_PACKED`.
 const NODE_PACKED: u64 = 2;
 
+/// A list as the listpack nodes of a quicklist (Redis's default 8 KB nodes), as it is
+/// saved (and as DEBUG OBJECT describes it).
+pub fn list_nodes(list: &crate::store::ListValue) -> Vec<Vec<u8>> {
+    let mut nodes: Vec<Vec<u8>> = Vec::new();
+    let mut node = Writer::new();
+    for elem in list.iter() {
+        if !node.is_empty() && node.size() + elem.len() + NODE_ENTRY_OVERHEAD > LIST_NODE_BYTES {
+            nodes.push(std::mem::take(&mut node).finish());
+        }
+        node.push(elem);
+    }
+    if !node.is_empty() {
+        nodes.push(node.finish());
+    }
+    nodes
+}
+
 /// Appends `value`'s type byte and body to `out`.
 pub fn value(out: &mut Vec<u8>, value: &Value) {
     match value {
@@ -50,19 +67,7 @@ pub fn value(out: &mut Vec<u8>, value: &Value) {
         }
         Value::List(list) => {
             out.push(LIST_QUICKLIST_2);
-            let mut nodes: Vec<Vec<u8>> = Vec::new();
-            let mut node = Writer::new();
-            for elem in list.iter() {
-                if !node.is_empty()
-                    && node.size() + elem.len() + NODE_ENTRY_OVERHEAD > LIST_NODE_BYTES
-                {
-                    nodes.push(std::mem::take(&mut node).finish());
-                }
-                node.push(elem);
-            }
-            if !node.is_empty() {
-                nodes.push(node.finish());
-            }
+            let nodes = list_nodes(list);
             len(out, nodes.len() as u64);
             for node in nodes {
                 len(out, NODE_PACKED);
