@@ -1225,3 +1225,72 @@ fn the_interpreter_heap_stays_small_over_many_runs() {
     let heap = common::info(&mut c, "used_memory_lua");
     assert!(heap < 100 * 1024, "used_memory_lua {heap}");
 }
+
+/// While a script is BUSY, clients that WATCH keys it holds may EXEC (EXECABORT BUSY),
+/// DISCARD, UNWATCH or disconnect without stopping a worker thread on the script's
+/// locks: the server still answers BUSY and SCRIPT KILL, and their later WATCHes work.
+/// (Once 2 such clients could stop both workers of a 2-core machine, and with them the
+/// SCRIPT KILL that would have ended the script.) A WATCH sent meanwhile is answered
+/// once the script ends (Redis answers at once). FUNCTION STATS during an EVAL is BUSY.
+#[test]
+fn watching_clients_never_stop_the_server_during_a_busy_script() {
+    let run = |redline: bool| -> Vec<String> {
+        let server = if redline {
+            common::AnyServer::redline(&["--busy-reply-threshold", "10"])
+        } else {
+            common::AnyServer::redis(&["--busy-reply-threshold", "10"])
+        };
+        let port = server.port;
+        let mut transcript = Vec::new();
+        let mut admin = common::conn(port);
+        admin.cmd(&["SET", "k", "0"]);
+        // Watchers, set up before the script: each of the first four ends its watch
+        // differently during it.
+        let mut watchers: Vec<Conn> = (0..6).map(|_| common::conn(port)).collect();
+        for w in &mut watchers {
+            w.cmd(&["WATCH", "k"]);
+        }
+        for w in &mut watchers[..2] {
+            w.cmd(&["MULTI"]);
+            w.cmd(&["SET", "k", "1"]);
+        }
+        let mut looping = common::conn(port);
+        looping.send(&["EVAL", "while true do end", "0"]);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !matches!(admin.cmd(&["PING"]), Frame::Error(e) if e.starts_with(b"BUSY")) {
+            assert!(std::time::Instant::now() < deadline, "never BUSY");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        transcript.push(format!("EXEC: {}", show(&watchers[0].cmd(&["EXEC"]))));
+        transcript.push(format!("DISCARD: {}", show(&watchers[1].cmd(&["DISCARD"]))));
+        transcript.push(format!("UNWATCH: {}", show(&watchers[2].cmd(&["UNWATCH"]))));
+        transcript.push(format!("RESET: {}", show(&watchers[3].cmd(&["RESET"]))));
+        // Two watchers go away.
+        watchers.truncate(4);
+        let mut late = common::conn(port);
+        late.send(&["WATCH", "k"]);
+        transcript.push(format!(
+            "FUNCTION STATS: {}",
+            show(&admin.cmd(&["FUNCTION", "STATS"]))
+        ));
+        transcript.push(format!(
+            "PING: {}",
+            show(&common::conn(port).cmd(&["PING"]))
+        ));
+        transcript.push(format!("KILL: {}", show(&admin.cmd(&["SCRIPT", "KILL"]))));
+        assert!(matches!(looping.read(), Some(Frame::Error(_))));
+        transcript.push(format!("late WATCH: {:?}", late.read().map(|f| show(&f))));
+        // The watches that ended during the script are gone for good, and a new one
+        // (the same key, the same client) is not touched by their release, even once
+        // the background cycle has done it.
+        watchers[0].cmd(&["WATCH", "k"]);
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        for (name, c) in [("renewed", &mut watchers[0]), ("late", &mut late)] {
+            c.cmd(&["MULTI"]);
+            c.cmd(&["INCR", "k"]);
+            transcript.push(format!("{name} EXEC: {}", show(&c.cmd(&["EXEC"]))));
+        }
+        transcript
+    };
+    assert_eq!(run(true), run(false));
+}

@@ -508,6 +508,10 @@ fn function_stats(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     // Answered from the run flags, never the interpreter: it runs while a function is
     // BUSY, and that is when it matters.
     let flags = &ctx.shared.scripting.flags;
+    if flags.running() && flags.is_eval() {
+        // Redis: an EVAL running is BUSY to FUNCTION STATS, which reports functions.
+        return Err(CmdError::Static(crate::scripting::BUSY_EVAL));
+    }
     let (libraries, functions) = flags.counts();
     let proto = ctx.client.protocol;
     encode::write_map_len(ctx.out, proto, 2);

@@ -12,6 +12,7 @@
 //! SWAPDB, with Redis's exceptions for stale keys), so EXEC sees any change by anyone.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use redline_resp::command::CommandSpec;
@@ -66,6 +67,9 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::Static("ERR WATCH inside MULTI is not allowed"));
     }
     let db = ctx.client.db;
+    if ctx.client.watched.is_empty() {
+        ctx.client.watch_id = NEXT_WATCH_ID.fetch_add(1, Ordering::Relaxed);
+    }
     for key in &args[1..] {
         if ctx
             .client
@@ -75,7 +79,7 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         {
             continue;
         }
-        ctx.lock(key).watch(key, ctx.client.id);
+        ctx.lock(key).watch(key, ctx.client.watch_id);
         let turns = ctx.client.mailbox.input_turns();
         ctx.shared.watching.add(ctx.client.id, turns, key);
         ctx.client.watched.push(WatchedKey {
@@ -88,22 +92,30 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    // Queued UNWATCH runs inside EXEC, whose transaction holds the shards: go through
-    // the context rather than locking them again.
-    let client = ctx.client.id;
-    let watched = std::mem::take(&mut ctx.client.watched);
-    ctx.shared
-        .watching
-        .remove(client, watched.iter().map(|w| &w.key[..]));
-    for w in watched {
-        let index = ctx.shared.store.db(w.db).shard_index(&w.key);
-        ctx.lock_in(w.db, index).unwatch(&w.key, client);
+    if ctx.held.is_some() {
+        // Queued UNWATCH runs inside EXEC, whose transaction holds the shards: go
+        // through the context rather than locking them again.
+        let (client, watch_id) = (ctx.client.id, ctx.client.watch_id);
+        let watched = std::mem::take(&mut ctx.client.watched);
+        ctx.shared
+            .watching
+            .remove(client, watched.iter().map(|w| &w.key[..]));
+        for w in watched {
+            let index = ctx.shared.store.db(w.db).shard_index(&w.key);
+            ctx.lock_in(w.db, index).unwatch(&w.key, watch_id);
+        }
+    } else {
+        unwatch_all(ctx.shared, ctx.client);
     }
     ok(ctx.out);
     Ok(())
 }
 
-/// Forgets every WATCH of a client (EXEC, DISCARD, UNWATCH, RESET, disconnect).
+/// Where each client's run of WATCHes gets its id (see `ClientState::watch_id`).
+static NEXT_WATCH_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Forgets every WATCH of a client (EXEC, DISCARD, UNWATCH, RESET, disconnect), without
+/// waiting for a shard a script holds (see `Store::release_watch`).
 pub fn unwatch_all(shared: &Shared, client: &mut ClientState) {
     if client.watched.is_empty() {
         return;
@@ -112,11 +124,7 @@ pub fn unwatch_all(shared: &Shared, client: &mut ClientState) {
         .watching
         .remove(client.id, client.watched.iter().map(|w| &w.key[..]));
     for w in client.watched.drain(..) {
-        shared
-            .store
-            .db(w.db)
-            .lock(&w.key)
-            .unwatch(&w.key, client.id);
+        shared.store.release_watch(w.db, &w.key, client.watch_id);
     }
 }
 
@@ -265,12 +273,12 @@ fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         },
     );
     // A watched key changed, or expired since WATCH: the transaction does not run.
-    let client = ctx.client.id;
+    let watch_id = ctx.client.watch_id;
     let touched = ctx.client.watched.iter().any(|w| {
         let mut held = held.borrow_mut();
         let db = shared.store.db(w.db);
         held.get_or_first(w.db, db.shard_index(&w.key))
-            .watch_broken(&w.key, client)
+            .watch_broken(&w.key, watch_id)
     });
     if touched {
         drop(held);

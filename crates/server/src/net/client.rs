@@ -149,8 +149,12 @@ pub struct ClientState {
     pub multi: Option<Vec<Vec<Bytes>>>,
     /// A command was refused while queueing: EXEC will answer EXECABORT.
     pub multi_failed: bool,
-    /// Keys under WATCH, with their versions at WATCH time.
+    /// Keys under WATCH.
     pub watched: Vec<WatchedKey>,
+    /// What the shards know this client's WATCHes by: a fresh id for each run of
+    /// WATCHes (from the first WATCH to EXEC, DISCARD, UNWATCH...), so a release done
+    /// late (see `Store::release_watch`) never touches a later one.
+    pub watch_id: u64,
     /// Where other connections leave pub/sub messages and served blocking replies.
     pub mailbox: Arc<Mailbox>,
     /// Set by a blocking command that found nothing: the loop waits before going on.
@@ -315,6 +319,7 @@ impl ClientState {
             multi: None,
             multi_failed: false,
             watched: Vec::new(),
+            watch_id: 0,
             mailbox: Arc::default(),
             blocked: None,
             ready: Vec::new(),

@@ -1053,6 +1053,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> Connection<'_, S> {
                 self.client.script_turn = self.shared.scripting.turn.take().await;
             }
             Some(ScriptWait::End) => self.shared.scripting.flags.wait_end().await,
+            Some(ScriptWait::Finish) => self.shared.scripting.flags.wait_finish().await,
             None => {}
         }
     }

@@ -245,14 +245,28 @@ impl RunFlags {
         self.running.load(Ordering::Acquire) && !self.busy()
     }
 
+    /// A script is running, BUSY or not.
+    pub fn running(&self) -> bool {
+        self.running.load(Ordering::Acquire)
+    }
+
     /// Waits while [`Self::must_wait`], woken when the script ends or turns busy.
     pub async fn wait_end(&self) {
+        self.wait_while(Self::must_wait).await;
+    }
+
+    /// Waits while a script runs, BUSY or not.
+    pub async fn wait_finish(&self) {
+        self.wait_while(Self::running).await;
+    }
+
+    async fn wait_while(&self, condition: impl Fn(&Self) -> bool) {
         loop {
             let notified = self.ended.notified();
             tokio::pin!(notified);
             // Registered before the check, so an end between the two is not missed.
             notified.as_mut().enable();
-            if !self.must_wait() {
+            if !condition(self) {
                 return;
             }
             notified.await;

@@ -26,6 +26,9 @@ pub enum ScriptWait {
     Turn,
     /// The end of the running script (or its turning BUSY).
     End,
+    /// The end of the running script, BUSY or not (a WATCH while it is BUSY: it would
+    /// lock a shard the script holds).
+    Finish,
 }
 
 /// The script turn: one permit, handed out in request order.

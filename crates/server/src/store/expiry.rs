@@ -256,6 +256,7 @@ pub fn run(
         if pace == Pace::Slow {
             crate::store::evict::tick();
         }
+        store.release_deferred_watches();
         if store.cron_paused() {
             schedule.ran(pace, started, period, false);
             continue;

@@ -173,6 +173,11 @@ impl Db {
         self.shards[self.shard_index(key)].0.lock()
     }
 
+    /// Locks the shard of `key` if nobody holds it.
+    pub fn try_lock(&self, key: &[u8]) -> Option<MutexGuard<'_, Shard>> {
+        self.shards[self.shard_index(key)].0.try_lock()
+    }
+
     /// Locks shard number `index` (modulo the count).
     pub fn lock_index(&self, index: usize) -> MutexGuard<'_, Shard> {
         self.shards[index & self.mask].0.lock()
@@ -244,6 +249,9 @@ pub struct Store {
     pub lazyfree: lazyfree::LazyFree,
     /// What the active expiry cycles did (INFO's `expired_stale_perc` and the like).
     pub expire_cycles: expiry::CycleStats,
+    /// WATCHes released while their shard was held (db, key, watch id): see
+    /// [`Store::release_watch`].
+    deferred_unwatches: parking_lot::Mutex<Vec<(usize, Vec<u8>, u64)>>,
 }
 
 impl Store {
@@ -259,6 +267,30 @@ impl Store {
             events,
             lazyfree: lazyfree::LazyFree::default(),
             expire_cycles: expiry::CycleStats::default(),
+            deferred_unwatches: parking_lot::Mutex::default(),
+        }
+    }
+
+    /// Watch `watch_id` of `key` in database `db` ends. Never waits: when the shard is
+    /// held (a script running, perhaps past its busy threshold, or forever), the release
+    /// is left to the background cycle ([`Self::release_deferred_watches`]), as a client
+    /// that disconnects or whose EXEC gets BUSY must not stop a worker thread. A watch
+    /// id is never reused, so a late release touches no newer WATCH.
+    pub fn release_watch(&self, db: usize, key: &[u8], watch_id: u64) {
+        match self.db(db).try_lock(key) {
+            Some(mut shard) => shard.unwatch(key, watch_id),
+            None => self
+                .deferred_unwatches
+                .lock()
+                .push((db, key.to_vec(), watch_id)),
+        }
+    }
+
+    /// Does the releases [`Self::release_watch`] left (from a thread that may wait).
+    pub fn release_deferred_watches(&self) {
+        let deferred = std::mem::take(&mut *self.deferred_unwatches.lock());
+        for (db, key, watch_id) in deferred {
+            self.db(db).lock(&key).unwatch(&key, watch_id);
         }
     }
 

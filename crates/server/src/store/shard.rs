@@ -670,7 +670,7 @@ impl Shard {
         }
     }
 
-    /// `client` starts watching `key` (WATCH).
+    /// Watch `client` (a watch id, see `ClientState::watch_id`) starts on `key` (WATCH).
     pub fn watch(&mut self, key: &[u8], client: u64) {
         let stale = self.is_logically_expired(key);
         self.watched.watch(key, client, stale);
