@@ -105,6 +105,10 @@ fn one_node_answers_cluster_commands_like_redis() {
             vec!["MSET", "foo", "1", "bar", "2"],
             vec!["MSET", "{t}a", "1", "{t}b", "2"],
             vec!["MOVE", "foo", "1"],
+            // SORT's lookups could reach any slot.
+            vec!["SORT", "foo", "BY", "w_*"],
+            vec!["SORT_RO", "foo", "GET", "#"],
+            vec!["SORT", "foo", "BY", "nosort"],
             vec!["COPY", "foo", "foo2", "DB", "1"],
             vec!["CLUSTER", "COUNTKEYSINSLOT", &foo_slot],
             vec!["CLUSTER", "GETKEYSINSLOT", &foo_slot, "10"],

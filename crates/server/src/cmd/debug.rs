@@ -445,7 +445,7 @@ fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 /// DEBUG OBJECT's line, as Redis builds it: the value's size as it is saved, the 24-bit
 /// access field and the idle time read from it, and for a list its quicklist's nodes.
-/// This server has no object addresses or reference counts to show: 0x0 and 1.
+/// This server has no object addresses to show: 0x0.
 fn object_line(
     shared: &crate::shared::Shared,
     e: &crate::store::Entry,
@@ -459,7 +459,8 @@ fn object_line(
     let eviction = &shared.store.events().eviction;
     let lru = eviction.lru_field(e.access);
     let mut line = format!(
-        "Value at:0x0 refcount:1 encoding:{} serializedlength:{} lru:{lru} lru_seconds_idle:{}",
+        "Value at:0x0 refcount:{} encoding:{} serializedlength:{} lru:{lru} lru_seconds_idle:{}",
+        super::keys::refcount(eviction, &e.value),
         super::keys::encoding_name(&e.value, limits),
         // Without the type byte, as Redis's `rdbSavedObjectLen`.
         saved.len().saturating_sub(1),

@@ -607,17 +607,24 @@ fn object_idletime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn object_refcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    // Redis shares the objects of the integers 0..9999 (refcount INT_MAX), except under
-    // `maxmemory` with an LRU or LFU policy, where each key needs its own access field
-    // (redline keeps one per key anyway, so only the figure follows that rule).
     let eviction = &ctx.shared.store.events().eviction;
-    let policy = eviction.policy();
-    let sharing = eviction.maxmemory() == 0 || !policy.keeps_own_objects();
     with_object(ctx, args, |e, out| {
-        let shared =
-            sharing && matches!(e.value, crate::store::Value::Int(n) if (0..10000).contains(&n));
-        encode::write_integer(out, if shared { i64::from(i32::MAX) } else { 1 })
+        encode::write_integer(out, refcount(eviction, &e.value))
     })
+}
+
+/// The reference count Redis shows for a value (OBJECT REFCOUNT, DEBUG OBJECT): Redis
+/// shares the objects of the integers 0..9999 (refcount INT_MAX), except under
+/// `maxmemory` with an LRU or LFU policy, where each key needs its own access field
+/// (redline keeps one per key anyway, so only the figure follows that rule).
+pub fn refcount(eviction: &crate::store::evict::Eviction, value: &crate::store::Value) -> i64 {
+    let sharing = eviction.maxmemory() == 0 || !eviction.policy().keeps_own_objects();
+    let shared = sharing && matches!(value, crate::store::Value::Int(n) if (0..10000).contains(n));
+    if shared {
+        i64::from(i32::MAX)
+    } else {
+        1
+    }
 }
 
 fn object_help(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

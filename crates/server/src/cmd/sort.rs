@@ -120,9 +120,15 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
             j += 1;
         } else if is(a, "by") && left >= 1 {
             let pattern = &args[j + 1][..];
-            // A pattern without '*' means "do not sort" (but still LIMIT and GET).
-            if !pattern.contains(&b'*') {
+            // A pattern without '*' (as C's `strchr` sees it) means "do not sort" (but
+            // still LIMIT and GET).
+            if !crate::cstr::c_string(pattern).contains(&b'*') {
                 dont_sort = true;
+            } else if ctx.shared.cluster.enabled() {
+                // Its lookups would reach keys of any slot.
+                return Err(CmdError::Static(
+                    "ERR BY option of SORT denied in Cluster mode.",
+                ));
             } else if !full_key_access(ctx, args) {
                 return Err(CmdError::Static(
                     "ERR BY option of SORT denied due to insufficient ACL permissions.",
@@ -131,6 +137,11 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
             sort_by = Some(pattern);
             j += 1;
         } else if is(a, "get") && left >= 1 {
+            if ctx.shared.cluster.enabled() {
+                return Err(CmdError::Static(
+                    "ERR GET option of SORT denied in Cluster mode.",
+                ));
+            }
             if !full_key_access(ctx, args) {
                 return Err(CmdError::Static(
                     "ERR GET option of SORT denied due to insufficient ACL permissions.",
