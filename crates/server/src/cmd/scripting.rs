@@ -202,10 +202,10 @@ impl RunState {
     /// commands are checked one by one).
     fn check(&self, flags: &crate::scripting::ScriptFlags, ro: bool) -> Result<(), CmdError> {
         if flags.eval_compat {
-            return match self.stale {
-                true => Err(CmdError::Static(super::MASTERDOWN)),
-                false => Ok(()),
-            };
+            if self.stale {
+                return Err(CmdError::Static(super::MASTERDOWN));
+            }
+            return Ok(());
         }
         if flags.no_cluster && self.cluster {
             return Err(CmdError::Static(
