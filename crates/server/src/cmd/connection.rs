@@ -364,6 +364,11 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ok(ctx.out);
         return Ok(());
     }
+    // A BUSY script lets SHUTDOWN through, but only NOSAVE may stop the server then.
+    let scripting = &ctx.shared.scripting.flags;
+    if !flags.nosave && scripting.busy() {
+        return Err(CmdError::Static(scripting.busy_error()));
+    }
     tracing::warn!("User requested shutdown...");
     match graceful::request(ctx.shared, flags, flags.now) {
         // Like Redis: no reply, the connection just closes.

@@ -282,11 +282,7 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
         && ctx.shared.scripting.flags.busy()
         && !spec.flags.contains(CommandFlags::ALLOW_BUSY)
     {
-        let busy = if ctx.shared.scripting.flags.is_eval() {
-            crate::scripting::BUSY_EVAL
-        } else {
-            crate::scripting::BUSY_FUNCTION
-        };
+        let busy = ctx.shared.scripting.flags.busy_error();
         return reject_spec(ctx, spec, CmdError::Static(busy));
     }
     if ctx.client.protocol == Protocol::Resp2

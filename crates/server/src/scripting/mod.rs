@@ -278,6 +278,15 @@ impl RunFlags {
         self.eval.load(Ordering::Acquire)
     }
 
+    /// The BUSY error for the running script's kind.
+    pub fn busy_error(&self) -> &'static str {
+        if self.is_eval() {
+            BUSY_EVAL
+        } else {
+            BUSY_FUNCTION
+        }
+    }
+
     /// SCRIPT KILL / FUNCTION KILL (`eval` says which): Redis's checks and replies.
     pub fn kill(&self, eval: bool) -> Result<(), &'static str> {
         if !self.running.load(Ordering::Acquire) {
