@@ -1231,7 +1231,8 @@ fn the_interpreter_heap_stays_small_over_many_runs() {
 /// locks: the server still answers BUSY and SCRIPT KILL, and their later WATCHes work.
 /// (Once 2 such clients could stop both workers of a 2-core machine, and with them the
 /// SCRIPT KILL that would have ended the script.) A WATCH sent meanwhile is answered
-/// once the script ends (Redis answers at once). FUNCTION STATS during an EVAL is BUSY.
+/// once the script ends (Redis answers at once). FUNCTION STATS during an EVAL is BUSY,
+/// and so is a SHUTDOWN without NOSAVE.
 #[test]
 fn watching_clients_never_stop_the_server_during_a_busy_script() {
     let run = |redline: bool| -> Vec<String> {
@@ -1277,6 +1278,10 @@ fn watching_clients_never_stop_the_server_during_a_busy_script() {
             "PING: {}",
             show(&common::conn(port).cmd(&["PING"]))
         ));
+        // Only SHUTDOWN NOSAVE may stop a server whose script is BUSY.
+        for shutdown in [&["SHUTDOWN"][..], &["SHUTDOWN", "SAVE"]] {
+            transcript.push(format!("{shutdown:?}: {}", show(&admin.cmd(shutdown))));
+        }
         transcript.push(format!("KILL: {}", show(&admin.cmd(&["SCRIPT", "KILL"]))));
         assert!(matches!(looping.read(), Some(Frame::Error(_))));
         transcript.push(format!("late WATCH: {:?}", late.read().map(|f| show(&f))));
