@@ -97,6 +97,9 @@ pub struct Waiter {
     pub op: BlockOp,
     /// The client's protocol when it blocked.
     pub proto: Protocol,
+    /// CLIENT REPLY OFF or SKIP when it blocked: its reply is dropped (the wait still
+    /// ends), as Redis keeps a blocked client's reply flags until it is unblocked.
+    pub silent: bool,
     /// Where the reply goes.
     pub mailbox: Arc<Mailbox>,
     /// Whether the client is connected over TLS (which port a redirection names).
@@ -328,7 +331,9 @@ impl RegistryGuard<'_> {
             self.forget(waiter);
         }
         waiter.served.store(true, Ordering::Release);
-        waiter.mailbox.deliver(reply);
+        waiter
+            .mailbox
+            .deliver(if waiter.silent { &[] } else { reply });
     }
 
     /// Forgets `waiter` without a reply (timeout, disconnect). Returns false when it was
@@ -455,6 +460,7 @@ mod tests {
             keys: keys.iter().map(|k| Bytes::from_static(k)).collect(),
             op: BlockOp::Pop { left: true },
             proto: Protocol::Resp2,
+            silent: false,
             mailbox: Arc::new(Mailbox::default()),
             tls: false,
             served: AtomicBool::new(false),

@@ -411,3 +411,87 @@ fn many_channels_subscribed_and_dropped_match_redis() {
         many_channels(redis.addr(), n)
     );
 }
+
+/// The bytes a connection gets for `input`, until it has been quiet for 300 ms; a
+/// HELLO's reply (which holds the client's id) is left out.
+fn raw_exchange(addr: SocketAddr, input: &[&[&str]]) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut socket = std::net::TcpStream::connect(addr).unwrap();
+    let mut bytes = bytes::BytesMut::new();
+    for args in input {
+        redline_resp::encode::command(&mut bytes, args.iter().map(|a| a.as_bytes()));
+    }
+    socket.write_all(&bytes).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = socket.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    // HELLO's map ends with its empty `modules` array.
+    if out.starts_with(b"%7") {
+        if let Some(end) = out.windows(4).position(|w| w == b"*0\r\n") {
+            out.drain(..end + 4);
+        }
+    }
+    out
+}
+
+/// CLIENT REPLY as Redis applies it: a SKIP while skipped skips again; OFF and SKIP
+/// silence a blocking command's later answer (timeout, WAIT) too; RESET turns replies
+/// back on; pub/sub traffic to the client itself (a RESP3 PUBLISH to its own channel)
+/// goes out in its place even when replies are off.
+#[test]
+fn client_reply_modes_like_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let ours = Redline::start();
+    let cases: &[&[&[&str]]] = &[
+        &[
+            &["CLIENT", "REPLY", "SKIP"],
+            &["CLIENT", "REPLY", "SKIP"],
+            &["GET", "a"],
+            &["GET", "a"],
+        ],
+        &[
+            &["CLIENT", "REPLY", "OFF"],
+            &["BLPOP", "nolist", "0.05"],
+            &["CLIENT", "REPLY", "ON"],
+            &["PING"],
+        ],
+        &[
+            &["CLIENT", "REPLY", "SKIP"],
+            &["BLPOP", "nolist", "0.05"],
+            &["PING"],
+        ],
+        &[
+            &["CLIENT", "REPLY", "OFF"],
+            &["WAIT", "1", "50"],
+            &["CLIENT", "REPLY", "ON"],
+            &["PING"],
+        ],
+        &[&["CLIENT", "REPLY", "OFF"], &["RESET"], &["PING"]],
+        &[&["CLIENT", "REPLY", "SKIP"], &["RESET"], &["PING"]],
+    ];
+    let pushed: &[&[&str]] = &[
+        &["HELLO", "3"],
+        &["SUBSCRIBE", "ch"],
+        &["CLIENT", "REPLY", "OFF"],
+        &["PUBLISH", "ch", "x"],
+        &["CLIENT", "REPLY", "ON"],
+        &["PING"],
+    ];
+    let run = |addr| {
+        let mut all: Vec<String> = cases
+            .iter()
+            .map(|input| String::from_utf8_lossy(&raw_exchange(addr, input)).into_owned())
+            .collect();
+        all.push(String::from_utf8_lossy(&raw_exchange(addr, pushed)).into_owned());
+        all
+    };
+    assert_eq!(run(ours.addr), run(redis.addr()));
+}

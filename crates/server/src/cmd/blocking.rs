@@ -306,6 +306,7 @@ pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64
         keys: keys.to_vec(),
         op: BlockOp::Stream(Box::new(read)),
         proto,
+        silent: ctx.client.reply_silenced(),
         mailbox: ctx.client.mailbox.clone(),
         tls: ctx.client.tls,
         served: Default::default(),
@@ -701,6 +702,7 @@ fn block_on(
         keys: keys.to_vec(),
         op,
         proto,
+        silent: ctx.client.reply_silenced(),
         mailbox: ctx.client.mailbox.clone(),
         tls: ctx.client.tls,
         served: Default::default(),
@@ -890,7 +892,9 @@ pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) 
 pub fn time_out(shared: &Shared, waiter: &Arc<Waiter>, out: &mut BytesMut) -> bool {
     let mut registry = shared.blocking.lock();
     if registry.cancel(waiter) {
-        write_timeout(out, waiter.proto);
+        if !waiter.silent {
+            write_timeout(out, waiter.proto);
+        }
         true
     } else {
         false

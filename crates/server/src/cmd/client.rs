@@ -434,7 +434,9 @@ fn client_reply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         ctx.client.reply = ReplyMode::Off;
     } else if is(mode, "skip") {
-        if ctx.client.reply == ReplyMode::On {
+        // Unless replies are off, the next command is skipped, also when this SKIP is
+        // itself being skipped (Redis's `CLIENT_REPLY_SKIP_NEXT`).
+        if ctx.client.reply != ReplyMode::Off {
             ctx.client.reply = ReplyMode::SkipArmed;
         }
     } else {

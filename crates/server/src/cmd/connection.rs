@@ -136,6 +136,13 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
         ctx.shared.monitors.remove(ctx.client.id);
     }
     ctx.client.mailbox.set_protocol(Protocol::Resp2);
+    ctx.client.readonly = false;
+    ctx.client.asking = false;
+    // Replies come back on, this one included (a RESET being skipped stays skipped).
+    if ctx.client.reply == crate::net::client::ReplyMode::Off {
+        ctx.client.reply_switched_at = Some(ctx.out.len());
+        ctx.client.reply = crate::net::client::ReplyMode::On;
+    }
     ctx.out.put_slice(b"+RESET\r\n");
     Ok(())
 }

@@ -220,10 +220,18 @@ pub fn lets_listeners_run_first(
 
 fn publish_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult {
     let limit = ctx.shared.config.read().client_output_buffer_limit[2];
+    // A message to the publisher itself is pub/sub traffic, which CLIENT REPLY OFF/SKIP
+    // does not silence: past the reply filter, through the mailbox (as `confirm`).
+    let pushed = ctx.client.reply != ReplyMode::On;
+    let mut own = bytes::BytesMut::new();
+    let own_output = if pushed { &mut own } else { &mut *ctx.out };
     let published =
         ctx.shared
             .pubsub
-            .publish(kind, &args[1], &args[2], &limit, ctx.client.id, ctx.out);
+            .publish(kind, &args[1], &args[2], &limit, ctx.client.id, own_output);
+    if !own.is_empty() {
+        ctx.client.mailbox.deliver(&own);
+    }
     for id in published.overflowed {
         ctx.shared.clients.close_for_output_limit(id);
     }

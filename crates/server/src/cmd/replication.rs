@@ -349,6 +349,7 @@ fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         deadline: (timeout > 0).then(|| {
             tokio::time::Instant::now() + std::time::Duration::from_millis(timeout as u64)
         }),
+        silent: ctx.client.reply_silenced(),
     });
     Ok(())
 }

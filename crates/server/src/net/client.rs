@@ -31,6 +31,8 @@ pub struct WaitReplicas {
     pub needed: usize,
     /// When to answer anyway (`None`: never).
     pub deadline: Option<tokio::time::Instant>,
+    /// CLIENT REPLY OFF or SKIP when it began: the answer is dropped.
+    pub silent: bool,
 }
 
 /// Per-connection state, owned by the connection task (no locking).
@@ -251,6 +253,12 @@ pub struct WatchedKey {
 }
 
 impl ClientState {
+    /// Whether the reply of the command running now is dropped (CLIENT REPLY OFF, or
+    /// the command after SKIP): a blocking command's later answer is dropped too.
+    pub fn reply_silenced(&self) -> bool {
+        matches!(self.reply, ReplyMode::Off | ReplyMode::Skipping)
+    }
+
     /// The command waits first for `unsettled`, others' input to run before it (see
     /// [`crate::net::input_turns`]), added to `input_wait`; whether there was any.
     pub fn waits_for_inputs(

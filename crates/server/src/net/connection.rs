@@ -369,10 +369,19 @@ fn run_batch(
                     };
                 }
                 client.commands_since_flush += 1;
-                if let Some(at) = client.reply_switched_at.take() {
+                let filtered = if let Some(at) = client.reply_switched_at.take() {
                     apply_reply_switch(client, output, mark, at);
+                    true
                 } else if client.reply != ReplyMode::On {
                     apply_reply_mode(client, output, mark);
+                    true
+                } else {
+                    false
+                };
+                if filtered {
+                    // The pub/sub traffic the command sent itself past the filter goes
+                    // out now, in its place among the replies, as Redis writes it.
+                    client.mailbox.drain_into(output);
                 }
                 if over_output_limit(client, output) {
                     break;
@@ -935,7 +944,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> Connection<'_, S> {
         let timed = wait.deadline.is_some();
         let unblock = self.shared.blocking.begin_replica_wait(id, timed);
         self.publish_activity();
+        let mark = self.output.len();
         let waited = self.wait_for_acks(wait, unblock).await;
+        if wait.silent {
+            self.output.truncate(mark);
+        }
         self.shared.blocking.end_replica_wait(id);
         self.client.wait = None;
         waited
