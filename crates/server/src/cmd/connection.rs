@@ -235,25 +235,21 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     encode::write_integer(out, if protocol == Protocol::Resp3 { 3 } else { 2 });
     encode::write_bulk(out, b"id");
     encode::write_integer(out, ctx.client.id as i64);
-    encode::write_bulk(out, b"mode");
-    encode::write_bulk(
-        out,
-        if ctx.shared.cluster.enabled() {
-            b"cluster"
-        } else {
-            b"standalone"
-        },
-    );
+    let mode: &[u8] = if ctx.shared.cluster.enabled() {
+        b"cluster"
+    } else {
+        b"standalone"
+    };
     // A replica whatever its link's state, as Redis (which asks `masterhost`).
-    encode::write_bulk(out, b"role");
-    encode::write_bulk(
-        out,
-        if ctx.shared.repl.is_replica() {
-            b"replica"
-        } else {
-            b"master"
-        },
-    );
+    let role: &[u8] = if ctx.shared.repl.is_replica() {
+        b"replica"
+    } else {
+        b"master"
+    };
+    for (name, value) in [(&b"mode"[..], mode), (b"role", role)] {
+        encode::write_bulk(out, name);
+        encode::write_bulk(out, value);
+    }
     encode::write_bulk(out, b"modules");
     encode::write_array_len(out, 0);
     Ok(())
