@@ -443,9 +443,10 @@ fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// DEBUG OBJECT's line, as Redis builds it: the value's size as it is saved, the 24-bit
-/// access field and the idle time read from it, and for a list its quicklist's nodes.
-/// This server has no object addresses to show: 0x0.
+/// DEBUG OBJECT's line, as Redis builds it: the reference count (a shared integer's),
+/// the value's size as it is saved, the 24-bit access field and the idle time read from
+/// it, and for a list its quicklist's nodes. This server has no object addresses to
+/// show: 0x0.
 fn object_line(
     shared: &crate::shared::Shared,
     e: &crate::store::Entry,
