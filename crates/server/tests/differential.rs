@@ -2617,7 +2617,6 @@ fn client_reply_modes_match_redis() {
 /// they expect). Compared byte for byte.
 #[test]
 fn client_reply_inside_a_transaction_matches_redis() {
-    use std::io::{Read, Write};
     let redis = RedisServer::start().expect("redis-server");
     let redline = Redline::start();
     let script: &[&[&str]] = &[
@@ -2639,31 +2638,65 @@ fn client_reply_inside_a_transaction_matches_redis() {
         &["EXEC"],
         &["GET", "a"],
         &["GET", "b"],
-        &["PING", "end"],
     ];
-    let mut results = Vec::new();
-    for addr in [redis.addr(), redline.addr] {
-        let mut stream = std::net::TcpStream::connect(addr).unwrap();
-        stream
-            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
-            .unwrap();
-        for args in script {
-            let mut frame = format!("*{}\r\n", args.len());
-            for a in *args {
-                frame.push_str(&format!("${}\r\n{a}\r\n", a.len()));
-            }
-            stream.write_all(frame.as_bytes()).unwrap();
-        }
-        let mut got = Vec::new();
-        let mut buf = [0u8; 4096];
-        while !got.ends_with(b"$3\r\nend\r\n") {
-            let n = stream.read(&mut buf).unwrap();
-            assert!(n > 0, "closed after {:?}", String::from_utf8_lossy(&got));
-            got.extend_from_slice(&buf[..n]);
-        }
-        results.push(String::from_utf8_lossy(&got).into_owned());
-    }
+    let results: Vec<String> = [redis.addr(), redline.addr]
+        .into_iter()
+        .map(|addr| String::from_utf8_lossy(&common::raw_replies(addr, script)).into_owned())
+        .collect();
     assert_eq!(results[0], results[1]);
+}
+
+/// CLIENT REPLY as Redis applies it: a SKIP while skipped skips again; OFF and SKIP
+/// silence a blocking command's later answer (timeout, WAIT) too; RESET turns replies
+/// back on; pub/sub traffic to the client itself (a RESP3 PUBLISH to its own channel)
+/// goes out in its place even when replies are off.
+#[test]
+fn client_reply_modes_reach_late_and_pushed_replies_like_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let ours = Redline::start();
+    let cases: &[&[&[&str]]] = &[
+        &[
+            &["CLIENT", "REPLY", "SKIP"],
+            &["CLIENT", "REPLY", "SKIP"],
+            &["GET", "a"],
+            &["GET", "a"],
+        ],
+        &[
+            &["CLIENT", "REPLY", "OFF"],
+            &["BLPOP", "nolist", "0.05"],
+            &["CLIENT", "REPLY", "ON"],
+            &["PING"],
+        ],
+        &[
+            &["CLIENT", "REPLY", "SKIP"],
+            &["BLPOP", "nolist", "0.05"],
+            &["PING"],
+        ],
+        &[
+            &["CLIENT", "REPLY", "OFF"],
+            &["WAIT", "1", "50"],
+            &["CLIENT", "REPLY", "ON"],
+            &["PING"],
+        ],
+        &[&["CLIENT", "REPLY", "OFF"], &["RESET"], &["PING"]],
+        &[&["CLIENT", "REPLY", "SKIP"], &["RESET"], &["PING"]],
+    ];
+    let pushed: &[&[&str]] = &[
+        &["HELLO", "3"],
+        &["SUBSCRIBE", "ch"],
+        &["CLIENT", "REPLY", "OFF"],
+        &["PUBLISH", "ch", "x"],
+        &["CLIENT", "REPLY", "ON"],
+        &["PING"],
+    ];
+    let run = |addr| {
+        cases
+            .iter()
+            .chain([pushed].iter())
+            .map(|script| String::from_utf8_lossy(&common::raw_replies(addr, script)).into_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(run(ours.addr), run(redis.addr()));
 }
 
 /// `DEBUG POPULATE` (the Redis test suite's way of filling a database) against a Redis

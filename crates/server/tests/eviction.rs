@@ -938,10 +938,7 @@ fn over_maxmemory_scripts_and_transactions_are_refused_like_redis() {
         c.cmd(&["SET", "s", "1"]);
         c.cmd(&["FUNCTION", "LOAD", library]);
         c.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
-        script
-            .iter()
-            .map(|args| format!("{args:?} -> {:?}", c.cmd(args)))
-            .collect()
+        common::transcript(&mut c, &script)
     };
     let ours = transcript(plain(&[]).port());
     let theirs = transcript(

@@ -1771,13 +1771,7 @@ fn failover_and_wait_check_their_arguments_like_redis() {
         &["WAIT", "abc", "0"],
         &["WAIT", "0", "0"],
     ];
-    let transcript = |port: u16| -> Vec<String> {
-        let mut c = conn(port);
-        script
-            .iter()
-            .map(|args| format!("{args:?} -> {:?}", c.cmd(args)))
-            .collect()
-    };
+    let transcript = |port: u16| -> Vec<String> { common::transcript(&mut conn(port), &script) };
     let ours = transcript(redline(&[]).port());
     let theirs = transcript(redis(&[]).port());
     assert_eq!(ours, theirs);
@@ -1823,10 +1817,7 @@ fn a_stale_replica_runs_scripts_as_their_flags_say_like_redis() {
         c.cmd(&["FUNCTION", "LOAD", library]);
         config_set(&mut c, &[("replica-serve-stale-data", "no")]);
         c.cmd(&["REPLICAOF", "127.0.0.1", &dead.port().to_string()]);
-        let mut lines: Vec<String> = script
-            .iter()
-            .map(|args| format!("{args:?} -> {:?}", c.cmd(args)))
-            .collect();
+        let mut lines = common::transcript(&mut c, &script);
         let hello = c.cmd(&["HELLO", "3"]);
         let Frame::Map(fields) = hello else {
             panic!("HELLO: {hello:?}");

@@ -213,6 +213,45 @@ pub fn seeds_to_run(count: u64) -> (Vec<u64>, bool) {
     }
 }
 
+/// Each command of `script` on `c` with its reply, one line each, for comparing two
+/// servers' transcripts.
+pub fn transcript(c: &mut Conn, script: &[&[&str]]) -> Vec<String> {
+    script
+        .iter()
+        .map(|args| format!("{args:?} -> {:?}", c.cmd(args)))
+        .collect()
+}
+
+/// The bytes a fresh connection gets for `script` pipelined, up to the reply of a
+/// closing `PING end` (so what blocks or replies late is in), byte for byte; a HELLO's
+/// reply (which holds the client's id) is left out.
+pub fn raw_replies(addr: SocketAddr, script: &[&[&str]]) -> Vec<u8> {
+    const END: &[u8] = b"$3\r\nend\r\n";
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut request = BytesMut::new();
+    for args in script.iter().chain([&["PING", "end"][..]].iter()) {
+        encode::command(&mut request, args.iter().map(|a| a.as_bytes()));
+    }
+    stream.write_all(&request).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.ends_with(END) {
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "closed after {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    // HELLO's map ends with its empty `modules` array.
+    if got.starts_with(b"%7") {
+        if let Some(end) = got.windows(4).position(|w| w == b"*0\r\n") {
+            got.drain(..end + 4);
+        }
+    }
+    got
+}
+
 /// A reply as comparable text.
 pub fn show(frame: &Frame) -> String {
     format!("{frame:?}")
