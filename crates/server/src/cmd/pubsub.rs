@@ -77,30 +77,41 @@ fn count(client: &ClientState, kind: Kind) -> i64 {
 /// A confirmation's bytes besides the channel's name (its word, count and lengths).
 const CONFIRM_FRAMING: usize = 40;
 
+/// Writes pub/sub traffic for the client itself (a confirmation, a message it published
+/// to its own channel), which CLIENT REPLY OFF/SKIP does not silence (Redis's
+/// CLIENT_PUSHING): with replies on, among the replies; else through the mailbox, past
+/// the reply filter.
+fn write_pushed<R>(ctx: &mut Ctx<'_>, write: impl FnOnce(&mut bytes::BytesMut) -> R) -> R {
+    if ctx.client.reply == ReplyMode::On {
+        return write(ctx.out);
+    }
+    let mut own = bytes::BytesMut::new();
+    let result = write(&mut own);
+    if !own.is_empty() {
+        ctx.client.mailbox.deliver(&own);
+    }
+    result
+}
+
 fn confirm(ctx: &mut Ctx<'_>, word: &[u8], name: Option<&[u8]>, n: i64) {
     let proto = ctx.proto();
-    // A confirmation is pub/sub traffic, which CLIENT REPLY OFF/SKIP does not silence
-    // (Redis's CLIENT_PUSHING): it goes out through the mailbox, past the reply filter.
-    let pushed = ctx.client.reply != ReplyMode::On;
     // As Redis checks each reply it adds: past the hard limit of the client's class at
     // this point (pub/sub while it is subscribed), it is closed after the command and
     // the rest of a million confirmations is not built.
     let len = name.map_or(0, <[u8]>::len) + CONFIRM_FRAMING;
-    if !pushed && ctx.client.reply_passes_hard_limit(ctx.out.len(), len) {
+    if ctx.client.reply == ReplyMode::On && ctx.client.reply_passes_hard_limit(ctx.out.len(), len)
+    {
         return;
     }
-    let mut own = bytes::BytesMut::new();
-    let out = if pushed { &mut own } else { &mut *ctx.out };
-    encode::write_push_len(out, proto, 3);
-    encode::write_bulk(out, word);
-    match name {
-        Some(name) => encode::write_bulk(out, name),
-        None => encode::write_null_bulk(out, proto),
-    }
-    encode::write_integer(out, n);
-    if pushed {
-        ctx.client.mailbox.deliver(&own);
-    }
+    write_pushed(ctx, |out| {
+        encode::write_push_len(out, proto, 3);
+        encode::write_bulk(out, word);
+        match name {
+            Some(name) => encode::write_bulk(out, name),
+            None => encode::write_null_bulk(out, proto),
+        }
+        encode::write_integer(out, n);
+    });
 }
 
 fn subscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult {
@@ -220,18 +231,11 @@ pub fn lets_listeners_run_first(
 
 fn publish_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> CmdResult {
     let limit = ctx.shared.config.read().client_output_buffer_limit[2];
-    // A message to the publisher itself is pub/sub traffic, which CLIENT REPLY OFF/SKIP
-    // does not silence: past the reply filter, through the mailbox (as `confirm`).
-    let pushed = ctx.client.reply != ReplyMode::On;
-    let mut own = bytes::BytesMut::new();
-    let own_output = if pushed { &mut own } else { &mut *ctx.out };
-    let published =
-        ctx.shared
-            .pubsub
-            .publish(kind, &args[1], &args[2], &limit, ctx.client.id, own_output);
-    if !own.is_empty() {
-        ctx.client.mailbox.deliver(&own);
-    }
+    let (pubsub, me) = (&ctx.shared.pubsub, ctx.client.id);
+    // A message to the publisher itself is written as its own pub/sub traffic.
+    let published = write_pushed(ctx, |own_output| {
+        pubsub.publish(kind, &args[1], &args[2], &limit, me, own_output)
+    });
     for id in published.overflowed {
         ctx.shared.clients.close_for_output_limit(id);
     }
