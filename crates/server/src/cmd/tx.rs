@@ -92,21 +92,10 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
-    if ctx.held.is_some() {
-        // Queued UNWATCH runs inside EXEC, whose transaction holds the shards: go
-        // through the context rather than locking them again.
-        let (client, watch_id) = (ctx.client.id, ctx.client.watch_id);
-        let watched = std::mem::take(&mut ctx.client.watched);
-        ctx.shared
-            .watching
-            .remove(client, watched.iter().map(|w| &w.key[..]));
-        for w in watched {
-            let index = ctx.shared.store.db(w.db).shard_index(&w.key);
-            ctx.lock_in(w.db, index).unwatch(&w.key, watch_id);
-        }
-    } else {
-        unwatch_all(ctx.shared, ctx.client);
-    }
+    // Queued inside EXEC, whose transaction holds the shards, the releases are left to
+    // the background cycle (`Store::release_watch` never waits): EXEC has already
+    // checked the watches, and a watch id is never reused.
+    unwatch_all(ctx.shared, ctx.client);
     ok(ctx.out);
     Ok(())
 }
