@@ -191,13 +191,24 @@ fn client_line(
     );
 }
 
-/// A TYPE argument already checked to be one of Redis's names, canonical (`slave` is
-/// `replica`).
-fn client_type_name(arg: &[u8]) -> &'static str {
-    ["normal", "master", "pubsub"]
+/// A TYPE argument as Redis's `getClientTypeByName` reads it, canonical (`slave` is
+/// `replica`), or Redis's error for an unknown one.
+fn client_type_arg(arg: &[u8]) -> Result<&'static str, CmdError> {
+    if !["normal", "master", "replica", "slave", "pubsub"]
+        .iter()
+        .any(|w| is(arg, w))
+    {
+        return Err(reply::quoting(
+            "ERR Unknown client type '",
+            arg,
+            usize::MAX,
+            "'",
+        ));
+    }
+    Ok(["normal", "master", "pubsub"]
         .into_iter()
         .find(|w| is(arg, w))
-        .unwrap_or("replica")
+        .unwrap_or("replica"))
 }
 
 fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -206,19 +217,7 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut j = 2;
     while j < args.len() {
         if is(&args[j], "type") && j + 1 < args.len() {
-            let t = &args[j + 1];
-            if !["normal", "master", "replica", "slave", "pubsub"]
-                .iter()
-                .any(|w| is(t, w))
-            {
-                return Err(reply::quoting(
-                    "ERR Unknown client type '",
-                    t,
-                    usize::MAX,
-                    "'",
-                ));
-            }
-            kind = Some(client_type_name(t));
+            kind = Some(client_type_arg(&args[j + 1])?);
             j += 2;
         } else if is(&args[j], "id") && j + 1 < args.len() {
             let mut list = Vec::new();
@@ -337,18 +336,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 _ => return Err(CmdError::Static("ERR client-id should be greater than 0")),
             }
         } else if is(name, "type") {
-            if !["normal", "master", "replica", "slave", "pubsub"]
-                .iter()
-                .any(|w| is(value, w))
-            {
-                return Err(super::reply::quoting(
-                    "ERR Unknown client type '",
-                    value,
-                    usize::MAX,
-                    "'",
-                ));
-            }
-            kind = Some(client_type_name(value));
+            kind = Some(client_type_arg(value)?);
         } else if is(name, "addr") {
             addr = Some(String::from_utf8_lossy(value).into_owned());
         } else if is(name, "laddr") {

@@ -99,8 +99,7 @@ fn confirm(ctx: &mut Ctx<'_>, word: &[u8], name: Option<&[u8]>, n: i64) {
     // this point (pub/sub while it is subscribed), it is closed after the command and
     // the rest of a million confirmations is not built.
     let len = name.map_or(0, <[u8]>::len) + CONFIRM_FRAMING;
-    if ctx.client.reply == ReplyMode::On && ctx.client.reply_passes_hard_limit(ctx.out.len(), len)
-    {
+    if ctx.client.reply == ReplyMode::On && ctx.client.reply_passes_hard_limit(ctx.out.len(), len) {
         return;
     }
     write_pushed(ctx, |out| {
