@@ -22,10 +22,13 @@ pub fn timeout_ms(arg: &[u8]) -> Result<i64, CmdError> {
         "ERR timeout is not an integer or out of range",
     ))?;
     if ms < 0 {
-        return Err(CmdError::Static("ERR timeout is negative"));
+        return Err(TIMEOUT_NEGATIVE);
     }
     Ok(ms)
 }
+
+/// Redis's error for a negative timeout, in milliseconds or seconds.
+pub const TIMEOUT_NEGATIVE: CmdError = CmdError::Static("ERR timeout is negative");
 
 /// A SCAN cursor as Redis reads it (`strtoul`, whole): no leading space, an optional
 /// sign (a negative cursor wraps around, as unsigned arithmetic does), decimal digits,

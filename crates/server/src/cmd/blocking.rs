@@ -550,7 +550,7 @@ fn write_timeout(out: &mut BytesMut, proto: Protocol) {
 /// send `5e-324` for "do not wait"), waits at least 1 ms, and only 0 (or a negative
 /// fraction of a millisecond) waits forever.
 pub fn parse_timeout(arg: &[u8]) -> Result<Option<Duration>, CmdError> {
-    const NEGATIVE: CmdError = CmdError::Static("ERR timeout is negative");
+    const NEGATIVE: CmdError = super::args::TIMEOUT_NEGATIVE;
     let seconds = LongDouble::parse(arg).ok_or(CmdError::Static(
         "ERR timeout is not a float or out of range",
     ))?;
