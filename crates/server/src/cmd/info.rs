@@ -235,27 +235,25 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
             // A sync's cut is an RDB being written too, as Redis's child for it.
             let writing_rdb = running || p.sync_cuts.load(Relaxed) > 0;
             let aof_on = u8::from(crate::persist::aof::enabled(shared));
-            let current = if running {
-                crate::persist::snapshot::unix_secs().saturating_sub(p.bgsave_started.load(Relaxed))
-                    as i64
-            } else {
-                -1
-            };
+            let (bgsave, rewrite) = (&p.bgsave_clock, &shared.aof.rewrite_clock);
             let _ = write!(
                 text,
-                "# Persistence\r\nloading:{}\r\nasync_loading:{}\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{current}\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\naof_enabled:{aof_on}\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:{}\r\naof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_rewrites_consecutive_failures:0\r\naof_last_write_status:{}\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n",
+                "# Persistence\r\nloading:{}\r\nasync_loading:{}\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\naof_enabled:{aof_on}\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:{}\r\naof_last_rewrite_time_sec:{}\r\naof_current_rewrite_time_sec:{}\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_rewrites_consecutive_failures:0\r\naof_last_write_status:{}\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n",
                 u8::from(p.loading.is_active()),
                 u8::from(p.loading.is_async()),
                 p.dirty.load(Relaxed),
                 u8::from(writing_rdb),
                 p.lastsave.load(Relaxed),
                 if p.last_bgsave_ok.load(Relaxed) { "ok" } else { "err" },
-                p.last_bgsave_secs.load(Relaxed),
+                bgsave.last(),
+                bgsave.current(),
                 p.saves.load(Relaxed),
                 p.loading.keys_expired(),
                 p.loading.keys_loaded(),
                 u8::from(shared.aof.rewriting.load(Relaxed)),
                 u8::from(shared.aof.rewrite_scheduled.load(Relaxed)),
+                rewrite.last(),
+                rewrite.current(),
                 if shared.aof.rewrite_failed.load(Relaxed) { "err" } else { "ok" },
                 shared.aof.rewrites.load(Relaxed),
                 if crate::persist::aof::write_failed(shared) { "err" } else { "ok" },

@@ -1,6 +1,7 @@
 //! The append-only file, as Redis 7.0 writes it: a directory (`appenddirname`) holding a
-//! base file (an RDB image with `aof-use-rdb-preamble yes`, else commands), incremental
-//! files of commands in RESP, and a manifest listing them:
+//! base file (an RDB image with `aof-use-rdb-preamble yes`, else the commands Redis's rewrite
+//! writes, [`super::aof_commands`]), incremental files of commands in RESP, and a manifest
+//! listing them:
 //!
 //! ```text
 //! file appendonly.aof.1.base.rdb seq 1 type b
@@ -49,7 +50,7 @@ use super::aof_manifest::Manifest;
 use super::bgsave::CutFormat;
 use super::group_commit::{Pacing, Wants};
 use crate::shared::Shared;
-use crate::store::{Held, ShardMap};
+use crate::store::Held;
 
 /// When the incremental file is fsynced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -573,6 +574,8 @@ pub struct Aof {
     pub rewriting: AtomicBool,
     /// Rewrites done (`aof_rewrites`).
     pub rewrites: AtomicU64,
+    /// How long the running rewrite and the last one took.
+    pub rewrite_clock: super::run_clock::RunClock,
     /// Size of the base file at the last rewrite (`aof_base_size`).
     pub base_size: AtomicU64,
     /// The manifest: the files of the AOF and the last sequence numbers given out.
@@ -720,7 +723,7 @@ fn rewrite_in_background(shared: &Shared, preamble: bool) -> std::io::Result<()>
         let header = super::snapshot::image_start(shared, &[]).into_header();
         (header, CutFormat::Rdb)
     } else {
-        (commands_header(shared), CutFormat::Commands)
+        (super::aof_commands::header(shared), CutFormat::Commands)
     };
     let cut = super::bgsave::begin_cut_as(shared, &mut held, temp, &header, format, AOF_AUTOSYNC)?;
     let on = journal.stream().aof.is_some();
@@ -771,6 +774,7 @@ fn rewrite_in_background(shared: &Shared, preamble: bool) -> std::io::Result<()>
     drop(held);
     drop(writes);
     shared.aof.rewrite_abort.start(&cut);
+    shared.aof.rewrite_clock.start();
     tracing::info!("Background append only file rewriting started");
     let spawned = std::thread::Builder::new()
         .name("redline-aofrw".into())
@@ -782,6 +786,7 @@ fn rewrite_in_background(shared: &Shared, preamble: bool) -> std::io::Result<()>
                 .and_then(|(temp, size)| complete_rewrite(shared, &temp, size, stream, preamble));
             let aof = &shared.aof;
             aof.rewrite_abort.end();
+            aof.rewrite_clock.end();
             match &result {
                 Ok(()) => {
                     aof.rewrite_failed.store(false, Ordering::Relaxed);
@@ -809,6 +814,7 @@ fn rewrite_in_background(shared: &Shared, preamble: bool) -> std::io::Result<()>
     if let Err(e) = spawned {
         // The cut went with the closure: its drop discarded it.
         shared.aof.rewrite_abort.end();
+        shared.aof.rewrite_clock.end();
         if stream == Stream::TempIncr {
             stop_writing(shared);
             let _ = std::fs::remove_file(temp_incr_path(shared));
@@ -897,7 +903,7 @@ fn base_image(shared: &Shared, held: &mut Held<'_>, preamble: bool) -> Vec<u8> {
     if preamble {
         super::snapshot::capture(shared, held, &[])
     } else {
-        commands_image(shared, held)
+        super::aof_commands::image(shared, held)
     }
 }
 
@@ -928,79 +934,6 @@ fn attach(shared: &Shared, file: File, size: u64) {
         last_timestamp: 0,
         pending: BytesMut::new(),
     });
-}
-
-/// The dataset as commands (a base file without the RDB preamble): each key as one
-/// `RESTORE key deadline payload REPLACE [ABSTTL]`, which redis-server loads as well.
-fn commands_image(shared: &Shared, held: &mut dyn ShardMap) -> Vec<u8> {
-    let mut out = commands_header(shared);
-    for db in 0..shared.store.db_count() {
-        let mut selected = false;
-        for index in 0..shared.store.db(db).shard_count() {
-            held.shard(db, index).for_each_live(|key, entry| {
-                if !selected {
-                    write_select(&mut out, db);
-                    selected = true;
-                }
-                write_restore(&mut out, key.as_bytes(), entry);
-            });
-        }
-    }
-    out
-}
-
-/// The start of a base of commands: a `#TS` line with `aof-timestamp-enabled`, then
-/// the function libraries, a FUNCTION LOAD each, as Redis's rewrite writes them.
-fn commands_header(shared: &Shared) -> Vec<u8> {
-    use bytes::Bytes;
-    let mut out = BytesMut::new();
-    if shared.config.read().param_bool("aof-timestamp-enabled") {
-        out.extend_from_slice(format!("#TS:{}\r\n", super::snapshot::unix_secs()).as_bytes());
-    }
-    if let Ok(engine) = shared.scripting.engine() {
-        for library in engine.libraries.values() {
-            crate::repl::journal::write_command(
-                &mut out,
-                &[
-                    Bytes::from_static(b"FUNCTION"),
-                    Bytes::from_static(b"LOAD"),
-                    library.code.clone(),
-                ],
-            );
-        }
-    }
-    out.to_vec()
-}
-
-/// `SELECT db` in a base of commands.
-pub(super) fn write_select(out: &mut Vec<u8>, db: usize) {
-    use bytes::Bytes;
-    let mut command = BytesMut::new();
-    crate::repl::journal::write_command(
-        &mut command,
-        &[Bytes::from_static(b"SELECT"), Bytes::from(db.to_string())],
-    );
-    out.extend_from_slice(&command);
-}
-
-/// One key of a base of commands: a value the codec can carry is rebuilt with
-/// RESTORE's payload.
-pub(super) fn write_restore(out: &mut Vec<u8>, key: &[u8], entry: &crate::store::Entry) {
-    use bytes::Bytes;
-    let payload = super::rdb::dump_payload(&entry.value);
-    let mut args = vec![
-        Bytes::from_static(b"RESTORE"),
-        Bytes::copy_from_slice(key),
-        Bytes::from(entry.expires_at.to_string()),
-        Bytes::from(payload),
-        Bytes::from_static(b"REPLACE"),
-    ];
-    if entry.expires_at != 0 {
-        args.push(Bytes::from_static(b"ABSTTL"));
-    }
-    let mut command = BytesMut::new();
-    crate::repl::journal::write_command(&mut command, &args);
-    out.extend_from_slice(&command);
 }
 
 /// Writes the AOF to disk now (DEBUG LOADAOF, shutdown).

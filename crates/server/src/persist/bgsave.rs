@@ -40,7 +40,7 @@ use parking_lot::Mutex;
 use super::data_file::DataFile;
 use super::rdb::file::{write_entry, write_select_db, write_string_entry_start, EOF_OPCODE};
 use super::rdb::CRC64;
-use super::snapshot::{debug_delay_micros, dump_path, image_start, saved, unix_secs, RDB_AUTOSYNC};
+use super::snapshot::{debug_delay_micros, dump_path, image_start, saved, RDB_AUTOSYNC};
 use crate::alloc::{Counted, Gauge};
 use crate::shared::Shared;
 use crate::store::cut::walk;
@@ -162,7 +162,7 @@ impl CutOutput {
         let mut select = Vec::with_capacity(4);
         match self.format {
             CutFormat::Rdb => write_select_db(&mut select, db),
-            CutFormat::Commands => super::aof::write_select(&mut select, db),
+            CutFormat::Commands => super::aof_commands::select(&mut select, db),
         }
         self.db = Some(db);
         self.write(&select)
@@ -332,7 +332,7 @@ impl CutSink for CutFile {
                 let now = crate::store::now_ms();
                 for (key, entry) in entries {
                     if entry.expires_at == 0 || entry.expires_at > now {
-                        super::aof::write_restore(&mut bytes, key, entry);
+                        super::aof_commands::key_commands(&mut bytes, key, entry);
                     }
                 }
             }
@@ -700,8 +700,6 @@ pub fn start_bgsave<T>(
     if p.bgsave_running.swap(true, Ordering::AcqRel) {
         return Err(NotStarted::Running);
     }
-    p.bgsave_started.store(unix_secs(), Ordering::Relaxed);
-    let started = Instant::now();
     let path = dump_path(shared);
     let (begun, value) = match begin(temp_path(&path)) {
         Ok(begun) => begun,
@@ -718,6 +716,7 @@ pub fn start_bgsave<T>(
         generation,
     } = begun;
     p.bgsave_abort.start(&cut);
+    p.bgsave_clock.start();
     let p = shared.persistence.clone();
     let spawned = std::thread::Builder::new()
         .name("redline-bgsave".into())
@@ -725,6 +724,7 @@ pub fn start_bgsave<T>(
             crate::background::lower_this_thread();
             let p = &*p;
             let end = || {
+                p.bgsave_clock.end();
                 p.bgsave_abort.end();
                 p.bgsave_running.store(false, Ordering::Release);
             };
@@ -761,10 +761,6 @@ pub fn start_bgsave<T>(
                 other => other.map(|_| ()),
             };
             p.last_bgsave_ok.store(result.is_ok(), Ordering::Relaxed);
-            p.last_bgsave_secs.store(
-                i64::try_from(started.elapsed().as_secs()).unwrap_or(i64::MAX),
-                Ordering::Relaxed,
-            );
             saved(p, &result, dirty_before);
             if result.is_ok() {
                 tracing::info!("Background saving terminated with success");
@@ -777,6 +773,7 @@ pub fn start_bgsave<T>(
         tracing::warn!("Can't save in background: {e}");
         let p = &shared.persistence;
         p.last_bgsave_ok.store(false, Ordering::Relaxed);
+        p.bgsave_clock.end();
         p.bgsave_abort.end();
         p.bgsave_running.store(false, Ordering::Release);
         return Err(NotStarted::Failed(e));

@@ -16,6 +16,7 @@
 //!   start, the payload of a replication full sync.
 
 pub mod aof;
+pub mod aof_commands;
 pub mod aof_load;
 pub mod aof_manifest;
 pub mod bgsave;
@@ -26,5 +27,6 @@ pub mod graceful;
 mod group_commit;
 pub mod loading;
 pub mod rdb;
+pub mod run_clock;
 pub mod shutdown;
 pub mod snapshot;

@@ -22,7 +22,7 @@
 //! <changes>` schedules from.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::data_file;
@@ -46,10 +46,8 @@ pub struct Persistence {
     pub bgsave_running: AtomicBool,
     /// BGSAVE SCHEDULE asked for one after the running one.
     pub bgsave_scheduled: AtomicBool,
-    /// Seconds the last BGSAVE took, -1 before any.
-    pub last_bgsave_secs: AtomicI64,
-    /// Unix seconds when the running BGSAVE started.
-    pub bgsave_started: AtomicU64,
+    /// How long the running BGSAVE and the last one took.
+    pub bgsave_clock: super::run_clock::RunClock,
     /// Set to stop the running BGSAVE (FLUSHALL, SHUTDOWN), as Redis kills its child.
     pub bgsave_abort: super::bgsave::RunningCut,
     /// Disk-less syncs' cuts being written (INFO `rdb_bgsave_in_progress` counts them,
@@ -82,8 +80,7 @@ impl Default for Persistence {
             last_bgsave_ok: AtomicBool::new(true),
             bgsave_running: AtomicBool::new(false),
             bgsave_scheduled: AtomicBool::new(false),
-            last_bgsave_secs: AtomicI64::new(-1),
-            bgsave_started: AtomicU64::new(0),
+            bgsave_clock: super::run_clock::RunClock::default(),
             bgsave_abort: super::bgsave::RunningCut::default(),
             sync_cuts: std::sync::atomic::AtomicUsize::new(0),
             save_points: AtomicBool::new(false),

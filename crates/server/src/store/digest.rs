@@ -12,6 +12,7 @@ use sha1::{Digest as _, Sha1};
 use super::stream::StreamId;
 use super::value::{Entry, Value};
 use super::Shard;
+use crate::cmd::float::fmt_g17;
 
 /// A 20-byte digest.
 pub type Digest = [u8; 20];
@@ -41,14 +42,6 @@ fn type_code(value: &Value) -> u32 {
     }
 }
 
-/// The shortest text that reads back as `score` (Redis's `fpconv_dtoa`).
-fn score_text(score: f64) -> String {
-    if score.is_infinite() {
-        return if score > 0.0 { "inf" } else { "-inf" }.to_string();
-    }
-    format!("{score}")
-}
-
 /// The digest of one value (DIGEST-VALUE), expiry included.
 pub fn value_digest(entry: &Entry) -> Digest {
     value_digest_from([0u8; 20], entry)
@@ -76,7 +69,9 @@ fn value_digest_from(mut digest: Digest, entry: &Entry) -> Digest {
             for (member, score) in zset.iter() {
                 let mut element = [0u8; 20];
                 mix_digest(&mut element, member);
-                mix_digest(&mut element, score_text(score).as_bytes());
+                // Redis 7.0 writes the score with `%.17g` (7.2's shortest form is
+                // another text, so another digest).
+                mix_digest(&mut element, fmt_g17(score).as_bytes());
                 xor_digest(&mut digest, &element);
             }
         }
@@ -178,5 +173,27 @@ mod tests {
             access: 0,
         };
         assert_eq!(value_digest(&int), value_digest(&text));
+    }
+
+    #[test]
+    fn a_sorted_set_digests_as_redis_7_0_does() {
+        // DEBUG DIGEST-VALUE of `ZADD zt <score> m` on redis-server 7.0.15.
+        for (score, expected) in [
+            (0.1, "285a6e508750d13f749019c7cddbd43bf282cb72"),
+            (1e300, "fd852e7e97fef06dbd494354e8eade3a63f3d84e"),
+            (-2.25e-10, "2e9cf97b19678e434397cee137e3a790a5d4ff9c"),
+            (1.5, "0b67afcf657d7aa53a5226bcca2f55ea7f2fff48"),
+            (-0.0, "669bd9943b43e6b31f3ab60847ee6a38dd154aba"),
+            (f64::INFINITY, "61a9a206eaf26d298dc4d0f7c1b377be6038b61f"),
+        ] {
+            let mut zset = super::super::zset::ZSet::default();
+            zset.insert(b"m", score);
+            let entry = Entry {
+                value: Value::ZSet(zset),
+                expires_at: 0,
+                access: 0,
+            };
+            assert_eq!(hex(&value_digest(&entry)), expected, "score {score}");
+        }
     }
 }
