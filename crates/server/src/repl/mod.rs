@@ -159,6 +159,9 @@ impl SaveInfo {
             return None;
         }
         let stream = journal.stream();
+        // As Redis's `rdbPopulateSaveInfo`: a master records its history only once it
+        // has a backlog (a replica attached once), not for an AOF alone.
+        stream.backlog()?;
         Some(SaveInfo {
             db: stream.selected_db().unwrap_or(0).to_string(),
             id: stream.replid.clone(),
