@@ -146,13 +146,11 @@ fn zset_value(out: &mut Vec<u8>, zset: &ZSet) {
     }
 }
 
-/// A score as Redis's `d2string` writes it into a listpack: integers (within ±2^52)
-/// without a fraction, otherwise `%.17g`.
+/// A score as Redis's `zzlInsertAt` writes it into a listpack: an integer when
+/// `double2ll` takes it (whole, within ±`LLONG_MAX/2`, -0 as 0), otherwise `%.17g`.
 pub fn score_text(score: f64) -> String {
-    if score == 0.0 {
-        return if score.is_sign_negative() { "-0" } else { "0" }.into();
-    }
-    if score > -4503599627370495.0 && score < 4503599627370496.0 && score == score.trunc() {
+    const HALF: f64 = (i64::MAX / 2) as f64;
+    if (-HALF..=HALF).contains(&score) && (score as i64) as f64 == score {
         return itoa::Buffer::new().format(score as i64).to_owned();
     }
     crate::cmd::float::fmt_g17(score)

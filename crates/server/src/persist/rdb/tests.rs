@@ -533,6 +533,13 @@ fn score_text_matches_d2string() {
     assert_eq!(encode::score_text(f64::NEG_INFINITY), "-inf");
     assert_eq!(encode::score_text(1e20), "1e+20");
     assert_eq!(encode::score_text(4503599627370496.0), "4503599627370496");
+    assert_eq!(
+        encode::score_text(-4.3214862309338614e18),
+        "-4321486230933861376"
+    );
+    assert_eq!(encode::score_text(5e18), "5e+18");
+    assert_eq!(encode::score_text(-0.0), "0");
+    assert_eq!(encode::score_text(f64::NAN), "nan");
 }
 
 /// A one-entry stream payload (`XADD s 5-1 f v`) whose node listpack says `live`
