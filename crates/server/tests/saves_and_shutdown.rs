@@ -557,3 +557,50 @@ fn save_writes_the_image_as_it_makes_it() {
         assert!(grown < 12 << 10, "peak grew by {grown} kB during SAVE");
     });
 }
+
+/// INFO's save counters as Redis keeps them: `rdb_saves` counts SAVE and every BGSAVE
+/// started, not FLUSHALL's or DEBUG RELOAD's own saves; DEBUG POPULATE's keys and DEBUG
+/// RELOAD's emptying and loading are no changes, and its save resets the count;
+/// `aof_enabled` is 1 from `appendonly yes` on, while the first rewrite waits for a
+/// BGSAVE; a rewrite's duration is `aof_last_rewrite_time_sec`.
+#[test]
+fn save_counters_and_aof_state_read_as_redis() {
+    on_both(|server| {
+        let field = |name| persistence_field(server, name);
+        ok(server, &["FLUSHALL"]);
+        let changes = |server: &dyn Server| {
+            persistence_field(server, "rdb_changes_since_last_save")
+                .parse::<u64>()
+                .unwrap()
+        };
+        let before = changes(server);
+        ok(server, &["DEBUG", "POPULATE", "2000"]);
+        assert_eq!(changes(server), before, "DEBUG POPULATE");
+        assert_eq!(field("rdb_saves"), "0");
+        assert_eq!(field("aof_last_rewrite_time_sec"), "-1");
+        ok(server, &["CONFIG", "SET", "rdb-key-save-delay", "1000"]);
+        assert_eq!(
+            server.cmd(&["BGSAVE"]),
+            Reply::Simple("Background saving started".into())
+        );
+        assert_eq!(field("rdb_saves"), "1");
+        ok(server, &["CONFIG", "SET", "appendonly", "yes"]);
+        assert_eq!(field("aof_enabled"), "1");
+        assert_eq!(field("aof_rewrite_scheduled"), "1");
+        ok(server, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+        wait_for(20, "the first rewrite", || {
+            field("aof_rewrites") == "1" && field("aof_rewrite_in_progress") == "0"
+        });
+        assert_ne!(field("aof_last_rewrite_time_sec"), "-1");
+        ok(server, &["SAVE"]);
+        assert_eq!(field("rdb_saves"), "2");
+        ok(server, &["SET", "k", "v"]);
+        assert_eq!(changes(server), 1);
+        ok(server, &["DEBUG", "RELOAD"]);
+        assert_eq!(changes(server), 0, "DEBUG RELOAD");
+        ok(server, &["SET", "k", "v"]);
+        ok(server, &["DEBUG", "RELOAD", "NOSAVE"]);
+        assert_eq!(changes(server), 1, "DEBUG RELOAD NOSAVE");
+        assert_eq!(field("rdb_saves"), "2");
+    });
+}

@@ -423,6 +423,8 @@ fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if size as u64 > ctx.shared.config.read().proto_max_bulk_len {
         return Err(super::reply::STRING_TOO_LONG);
     }
+    // Redis adds the keys without counting them as changes: no save point fires.
+    let changes_before = crate::store::dirty::count();
     let mut key = Vec::with_capacity(prefix.len() + 21);
     for j in 0..count {
         key.clear();
@@ -439,6 +441,7 @@ fn debug_populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         shard.insert(&key, Value::string(&value), 0);
     }
+    crate::store::dirty::forget_since(changes_before);
     ok(ctx.out);
     Ok(())
 }

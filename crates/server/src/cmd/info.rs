@@ -234,7 +234,9 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
             let running = p.bgsave_running.load(Relaxed);
             // A sync's cut is an RDB being written too, as Redis's child for it.
             let writing_rdb = running || p.sync_cuts.load(Relaxed) > 0;
-            let aof_on = u8::from(crate::persist::aof::enabled(shared));
+            // On from `appendonly yes`, before the first rewrite has the file (Redis's
+            // `aof_state != AOF_OFF`, AOF_WAIT_REWRITE included).
+            let aof_on = u8::from(shared.config.read().appendonly);
             let (bgsave, rewrite) = (&p.bgsave_clock, &shared.aof.rewrite_clock);
             let _ = write!(
                 text,

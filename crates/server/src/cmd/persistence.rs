@@ -95,6 +95,7 @@ fn save(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     {
         return Err(CmdError::Static(BGSAVE_RUNNING));
     }
+    ctx.shared.persistence.saves.fetch_add(1, Ordering::Relaxed);
     snapshot::save(ctx.shared).map_err(|_| CmdError::Static("ERR"))?;
     ok(ctx.out);
     Ok(())
@@ -169,10 +170,16 @@ pub fn debug_reload(ctx: &mut Ctx<'_>, options: &[Bytes]) -> CmdResult {
     }
     let shared = ctx.shared;
     let path = snapshot::dump_path(shared);
+    // Emptying and loading are no changes to Redis; its save resets the count.
+    let changes_before = crate::store::dirty::count();
+    let mut saved = false;
     let result = with_all_shards(ctx, |held| {
         if save {
-            snapshot::write_image(shared, held, &path, &[])
-                .map_err(|_| CmdError::Static("ERR Error trying to save the DB"))?;
+            let dirty_before = shared.persistence.dirty.load(Ordering::Relaxed);
+            let written = snapshot::write_image(shared, held, &path, &[]);
+            snapshot::saved(&shared.persistence, &written, dirty_before);
+            written.map_err(|_| CmdError::Static("ERR Error trying to save the DB"))?;
+            saved = true;
         }
         // Read as it loads, as Redis's rdbLoad reads it: never whole in memory.
         let unreadable = |_| CmdError::Static("ERR Error trying to load the RDB dump");
@@ -193,6 +200,10 @@ pub fn debug_reload(ctx: &mut Ctx<'_>, options: &[Bytes]) -> CmdResult {
         crate::persist::dump_file::load_file(shared, &path, file, length, options, Some(held))
             .map_err(|_| CmdError::Static("ERR Error trying to load the RDB dump"))
     });
+    crate::store::dirty::forget_since(changes_before);
+    if saved {
+        super::connection::saved_now(ctx.client);
+    }
     result?;
     tracing::info!("DB reloaded by DEBUG RELOAD");
     ok(ctx.out);

@@ -700,6 +700,7 @@ pub fn start_bgsave<T>(
     if p.bgsave_running.swap(true, Ordering::AcqRel) {
         return Err(NotStarted::Running);
     }
+    p.saves.fetch_add(1, Ordering::Relaxed);
     let path = dump_path(shared);
     let (begun, value) = match begin(temp_path(&path)) {
         Ok(begun) => begun,

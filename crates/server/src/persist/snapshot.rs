@@ -57,7 +57,9 @@ pub struct Persistence {
     /// without the configuration at hand (a disk-based sync's save, when its last
     /// replica leaves).
     pub save_points: AtomicBool,
-    /// Successful saves since start (`rdb_saves`).
+    /// SAVE commands and BGSAVEs started since start, done well or not (`rdb_saves`,
+    /// counted as Redis counts it: not FLUSHALL's, SHUTDOWN's or DEBUG RELOAD's own
+    /// saves, nor a disk-less sync's image).
     pub saves: AtomicU64,
     /// The load at start (clients get LOADING meanwhile) and the last load's counts.
     pub loading: Loading,
@@ -740,7 +742,7 @@ pub fn replace_dump(
 }
 
 /// Records the outcome of a save.
-pub(super) fn saved(p: &Persistence, result: &std::io::Result<()>, dirty_before: u64) {
+pub fn saved(p: &Persistence, result: &std::io::Result<()>, dirty_before: u64) {
     let now = unix_secs();
     p.last_attempt.store(now, Ordering::Relaxed);
     match result {
@@ -750,7 +752,6 @@ pub(super) fn saved(p: &Persistence, result: &std::io::Result<()>, dirty_before:
                 Ordering::Relaxed,
             );
             p.lastsave.store(now, Ordering::Relaxed);
-            p.saves.fetch_add(1, Ordering::Relaxed);
         }
         Err(e) => tracing::warn!("Failed saving the DB: {e}"),
     }

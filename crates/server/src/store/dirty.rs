@@ -24,6 +24,13 @@ pub fn mark_n(n: u64) {
     CHANGES.with(|c| c.set(c.get().wrapping_add(n)));
 }
 
+/// Takes back the changes this thread counted since `before` (a reading of [`count`]):
+/// for a command whose changes Redis does not count (DEBUG POPULATE, DEBUG RELOAD).
+#[inline]
+pub fn forget_since(before: u64) {
+    CHANGES.with(|c| c.set(before));
+}
+
 /// Changes made on this thread so far (compare two readings).
 #[inline]
 pub fn count() -> u64 {
