@@ -915,6 +915,22 @@ fn info_stats_count_lookups_and_traffic_like_redis() {
             &["TYPE", "a"],
             &["TTL", "b"],
             &["HGET", "h", "f"],
+            // Counted as they run, as Redis's `call()`: a script's and a
+            // transaction's commands each, a refused, queued or unrun one not.
+            &["EVAL", "return redis.pcall('incr', 'a')", "0"],
+            &["NOSUCHCOMMAND"],
+            &["GET"],
+            &["WATCH", "a"],
+            &["SET", "a", "2"],
+            &["MULTI"],
+            &["GET", "a"],
+            &["EXEC"],
+            &["MULTI"],
+            &["SET"],
+            &["EXEC"],
+            // OBJECT looks the key up once.
+            &["OBJECT", "FREQ", "a"],
+            &["OBJECT", "IDLETIME", "b"],
             &["DEL", "a"],
         ];
         for command in script {

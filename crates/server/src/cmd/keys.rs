@@ -556,11 +556,12 @@ pub(crate) fn encoding_name(value: &crate::store::Value, limits: &EncodingLimits
     }
 }
 
-/// Runs `f` on the live entry of `args[2]`, or answers a null.
+/// Runs `f` on the live entry of `args[2]`, or answers a null: one lookup, counted in
+/// keyspace_hits/misses as Redis's OBJECT counts it.
 fn with_object(
     ctx: &mut Ctx<'_>,
     args: &[Bytes],
-    f: impl FnOnce(&Entry, &mut bytes::BytesMut),
+    f: impl FnOnce(&Entry, &mut bytes::BytesMut) -> CmdResult,
 ) -> CmdResult {
     let key = &args[2];
     let proto = ctx.proto();
@@ -568,48 +569,48 @@ fn with_object(
     // OBJECT looks without counting as a use, and a miss fires no `keymiss`.
     match shard.get_untouched_quietly(key) {
         Some(entry) => f(entry, ctx.out),
-        None => encode::write_null_bulk(ctx.out, proto),
+        None => {
+            encode::write_null_bulk(ctx.out, proto);
+            Ok(())
+        }
     }
-    Ok(())
 }
 
 fn object_encoding(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let limits = EncodingLimits::now(&ctx.shared.hot);
     with_object(ctx, args, |e, out| {
-        encode::write_bulk(out, encoding_name(&e.value, &limits).as_bytes())
+        encode::write_bulk(out, encoding_name(&e.value, &limits).as_bytes());
+        Ok(())
     })
 }
 
 fn object_freq(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let key = &args[2];
     let eviction = &ctx.shared.store.events().eviction;
-    if !ctx.lock(key).contains(key) {
-        encode::write_null_bulk(ctx.out, ctx.proto());
-        return Ok(());
-    }
-    if !eviction.policy().is_lfu() {
-        return Err(CmdError::Static("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
-    }
     with_object(ctx, args, |e, out| {
-        encode::write_integer(out, i64::from(eviction.lfu_decayed(e.access)))
+        if !eviction.policy().is_lfu() {
+            return Err(CmdError::Static("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
+        }
+        encode::write_integer(out, i64::from(eviction.lfu_decayed(e.access)));
+        Ok(())
     })
 }
 
 fn object_idletime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let eviction = &ctx.shared.store.events().eviction;
-    let key = &args[2];
-    if eviction.policy().is_lfu() && ctx.lock(key).contains(key) {
-        return Err(CmdError::Static("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
-    }
     with_object(ctx, args, |e, out| {
-        encode::write_integer(out, eviction.idle_seconds(e.access) as i64)
+        if eviction.policy().is_lfu() {
+            return Err(CmdError::Static("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
+        }
+        encode::write_integer(out, eviction.idle_seconds(e.access) as i64);
+        Ok(())
     })
 }
 
 fn object_refcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let eviction = &ctx.shared.store.events().eviction;
     with_object(ctx, args, |e, out| {
-        encode::write_integer(out, refcount(eviction, &e.value))
+        encode::write_integer(out, refcount(eviction, &e.value));
+        Ok(())
     })
 }
 

@@ -409,6 +409,9 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     }
     let usec = elapsed.as_micros() as u64;
     ctx.client.cmdstats.ran(spec.name, elapsed, failed);
+    // INFO's total_commands_processed counts what ran, as Redis's `call()` does: a
+    // script's and a transaction's commands each, a refused or queued one not.
+    ctx.client.commands_since_flush += 1;
     if ctx.client.blocked.is_some() {
         // Logged once served, with the time it waited (see `net::connection`).
         ctx.client.blocked_since = Some((args.to_vec(), started));

@@ -368,7 +368,6 @@ fn run_batch(
                         Progress::Paused
                     };
                 }
-                client.commands_since_flush += 1;
                 let filtered = if let Some(at) = client.reply_switched_at.take() {
                     apply_reply_switch(client, output, mark, at);
                     true
