@@ -1299,3 +1299,43 @@ fn watching_clients_never_stop_the_server_during_a_busy_script() {
     };
     assert_eq!(run(true), run(false));
 }
+
+/// `math.random` and `math.randomseed` are Redis's (`redisLrand48`): a fresh server gives
+/// scripts the same numbers as a fresh redis-server, with or without a seed, one
+/// sequence across runs and SCRIPT FLUSH, and Lua's errors for empty intervals.
+#[test]
+fn math_random_gives_redis_numbers() {
+    let script: &[&[&str]] = &[
+        &[
+            "EVAL",
+            "local t = {} for i=1,3 do t[i] = tostring(math.random()) end return t",
+            "0",
+        ],
+        &["EVAL", "return {math.random(10), math.random(-5, 5)}", "0"],
+        &["SCRIPT", "FLUSH"],
+        &["EVAL", "return tostring(math.random())", "0"],
+        &[
+            "EVAL",
+            "math.randomseed(-7) return {tostring(math.random()), math.random(100)}",
+            "0",
+        ],
+        &["EVAL", "return math.random(5, 1)", "0"],
+        &["EVAL", "return math.random(1, 2, 3)", "0"],
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=lib\nlocal x = math.random()\nredis.register_function('f', function() return 1 end)",
+        ],
+    ];
+    let transcripts: Vec<Vec<String>> = [
+        common::AnyServer::redis(&[]),
+        common::AnyServer::redline(&[]),
+    ]
+    .iter()
+    .map(|server| {
+        let mut c = Conn::connect(([127, 0, 0, 1], server.port).into());
+        common::transcript(&mut c, script)
+    })
+    .collect();
+    assert_eq!(transcripts[1], transcripts[0]);
+}

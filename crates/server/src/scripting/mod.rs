@@ -33,9 +33,9 @@
 //! `prelude.lua` builds what scripts see: the base library without `loadfile`/`dofile`/
 //! `debug`, `string`, `table`, `math`, `bit` and `cjson`, the `redis` table, all behind
 //! read-only proxies; reading a global that does not exist and writing any global are
-//! errors with Redis's texts. `math.random` is not reseeded per run: Redis 7 replicates
-//! a script's effects, so scripts need not be deterministic. Errors carry
-//! `script: <sha>, on @user_script:<line>.` as in Redis.
+//! errors with Redis's texts. `math.random` is Redis's generator (`random`), not
+//! reseeded per run: Redis 7 replicates a script's effects, so scripts need not be
+//! deterministic. Errors carry `script: <sha>, on @user_script:<line>.` as in Redis.
 
 mod active;
 mod args;
@@ -48,6 +48,7 @@ pub mod forked;
 mod libs;
 mod loaders;
 mod msgpack;
+mod random;
 mod readonly;
 mod sequences;
 mod structlib;
@@ -747,6 +748,7 @@ impl Engine {
         )?;
         g.set("redis", redis.clone())?;
         let json_settings = libs::install(&lua)?;
+        random::install(&lua, &g.get::<Table>("math")?)?;
         let state = lua.create_table()?;
         state.set("redis", redis.clone())?;
         let globals = lua.create_table()?;
