@@ -459,7 +459,7 @@ fn object_line(
     use crate::store::evict::Eviction;
     use std::fmt::Write as _;
     let mut saved = Vec::new();
-    encode::value(&mut saved, &e.value);
+    encode::value(&mut saved, &e.value, limits);
     let eviction = &shared.store.events().eviction;
     let lru = eviction.lru_field(e.access);
     let mut line = format!(
@@ -471,7 +471,7 @@ fn object_line(
         Eviction::field_idle_seconds(lru),
     );
     if let crate::store::Value::List(list) = &e.value {
-        let nodes = encode::list_nodes(list);
+        let nodes = encode::list_nodes(list, limits.list_fill);
         let config = shared.config.read();
         let _ = write!(
             line,

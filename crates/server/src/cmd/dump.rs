@@ -33,9 +33,10 @@ const BAD_FREQ: CmdError = CmdError::Static("ERR Invalid FREQ value, must be >= 
 fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let proto = ctx.proto();
+    let limits = crate::store::encoding::EncodingLimits::now(&ctx.shared.hot);
     let mut shard = ctx.lock(key);
     match shard.get(key) {
-        Some(entry) => encode::write_bulk(ctx.out, &rdb::dump_payload(&entry.value)),
+        Some(entry) => encode::write_bulk(ctx.out, &rdb::dump_payload(&entry.value, &limits)),
         None => encode::write_null_bulk(ctx.out, proto),
     }
     Ok(())

@@ -496,65 +496,7 @@ fn move_key(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// The sizes up to which Redis 7.0 keeps a collection in its compact encoding
-/// (`hash-max-listpack-*`, `set-max-intset-entries`, `zset-max-listpack-*`).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct EncodingLimits {
-    pub(crate) hash_entries: usize,
-    pub(crate) hash_value: usize,
-    pub(crate) set_entries: usize,
-    pub(crate) zset_entries: usize,
-    pub(crate) zset_value: usize,
-}
-
-impl EncodingLimits {
-    /// The limits as configured now.
-    pub(crate) fn now(hot: &crate::config::HotParams) -> EncodingLimits {
-        let limit = |n: i64| usize::try_from(n).unwrap_or(0);
-        EncodingLimits {
-            hash_entries: limit(hot.hash_max_listpack_entries()),
-            hash_value: limit(hot.hash_max_listpack_value()),
-            set_entries: limit(hot.set_max_intset_entries()),
-            zset_entries: limit(hot.zset_max_listpack_entries()),
-            zset_value: limit(hot.zset_max_listpack_value()),
-        }
-    }
-}
-
-/// Redis 7.0's name for how a value is stored, from its type and size and the
-/// configured limits of the compact encodings. Redis decides when a value is written (or
-/// loaded) and never converts back; the collections keep what they held for it.
-pub(crate) fn encoding_name(value: &crate::store::Value, limits: &EncodingLimits) -> &'static str {
-    use crate::store::Value;
-    match value {
-        Value::Int(_) => "int",
-        Value::Str(s) if s.len() <= 44 && !s.is_growable() => "embstr",
-        Value::Str(_) => "raw",
-        Value::List(_) => "quicklist",
-        Value::Hash(h) => {
-            if h.is_listpack(limits.hash_entries, limits.hash_value) {
-                "listpack"
-            } else {
-                "hashtable"
-            }
-        }
-        Value::Set(s) => {
-            if s.is_intset(limits.set_entries) {
-                "intset"
-            } else {
-                "hashtable"
-            }
-        }
-        Value::ZSet(z) => {
-            if z.is_listpack(limits.zset_entries, limits.zset_value) {
-                "listpack"
-            } else {
-                "skiplist"
-            }
-        }
-        Value::Stream(_) => "stream",
-    }
-}
+pub(crate) use crate::store::encoding::{encoding_name, EncodingLimits};
 
 /// Runs `f` on the live entry of `args[2]`, or answers a null: one lookup, counted in
 /// keyspace_hits/misses as Redis's OBJECT counts it.

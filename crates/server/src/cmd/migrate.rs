@@ -221,6 +221,7 @@ fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     } else {
         b"RESTORE"
     };
+    let limits = crate::store::encoding::EncodingLimits::now(&ctx.shared.hot);
     for key in names {
         let Some(entry) = locked.shard(key).get(key) else {
             continue;
@@ -234,7 +235,7 @@ fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             Bytes::from_static(restore_name),
             key.clone(),
             Bytes::from(ttl.to_string()),
-            Bytes::from(rdb::dump_payload(&entry.value)),
+            Bytes::from(rdb::dump_payload(&entry.value, &limits)),
         ];
         if opts.replace {
             restore.push(Bytes::from_static(b"REPLACE"));

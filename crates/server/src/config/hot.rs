@@ -64,6 +64,8 @@ hot_params! {
     zset_max_listpack_entries: AtomicI64 => i64 = param_int("zset-max-listpack-entries");
     /// `zset-max-listpack-value`.
     zset_max_listpack_value: AtomicI64 => i64 = param_int("zset-max-listpack-value");
+    /// `list-max-listpack-size`: a quicklist node's fill, as saved.
+    list_max_listpack_size: AtomicI64 => i64 = param_int("list-max-listpack-size");
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@ use super::snapshot::{debug_delay_micros, dump_path, image_start, saved, RDB_AUT
 use crate::alloc::{Counted, Gauge};
 use crate::shared::Shared;
 use crate::store::cut::walk;
+use crate::store::encoding::EncodingLimits;
 use crate::store::{CutSink, Entry, Held, ShardMap, Store};
 
 /// Entries the walker saves per lock of a shard: small enough that a command waiting
@@ -95,6 +96,8 @@ pub struct CutFile {
     /// Set when the cut is aborted: nothing more is serialised into it.
     abort: Arc<AtomicBool>,
     format: CutFormat,
+    /// The compact encodings' limits at the cut's instant, as a forked child has them.
+    limits: EncodingLimits,
 }
 
 /// The serialised bytes queued for the writer (allocated, not only used), also kept in
@@ -249,6 +252,7 @@ impl CutFile {
         format: CutFormat,
         checksum: bool,
         saving: &Arc<Gauge>,
+        limits: EncodingLimits,
     ) -> std::io::Result<CutFile> {
         let (tx, rx) = std::sync::mpsc::channel();
         let queued = Arc::new(Queued {
@@ -280,6 +284,7 @@ impl CutFile {
             writer: Mutex::new(Some(writer)),
             abort: Arc::new(AtomicBool::new(false)),
             format,
+            limits,
         })
     }
 
@@ -324,7 +329,7 @@ impl CutSink for CutFile {
                             self.queue(db, std::mem::take(&mut bytes));
                             self.queue_large(db, key, entry.expires_at, value.clone());
                         }
-                        None => write_entry(&mut bytes, key, entry),
+                        None => write_entry(&mut bytes, key, entry, &self.limits),
                     }
                 }
             }
@@ -449,8 +454,9 @@ pub fn begin_cut_into(
     let key_delay = shared.config.read().param_int("rdb-key-save-delay");
     let checksum = shared.config.read().param_bool("rdbchecksum");
     let saving = &shared.store.events().eviction.saving;
+    let limits = EncodingLimits::now(&shared.hot);
     let file = Arc::new(CutFile::new(
-        sink, buffer, header, format, checksum, saving,
+        sink, buffer, header, format, checksum, saving, limits,
     )?);
     for db in 0..shared.store.db_count() {
         for index in 0..shared.store.db(db).shard_count() {

@@ -192,7 +192,8 @@ fn capture_with(
 /// `aof-base`), and the function libraries. Must be called with every shard held, so
 /// the libraries belong to the same instant as the keys.
 pub fn image_start(shared: &Shared, extra_aux: &[(&str, &[u8])]) -> SnapshotWriter {
-    let mut writer = image_header(extra_aux);
+    let mut writer = image_header(extra_aux)
+        .with_limits(crate::store::encoding::EncodingLimits::now(&shared.hot));
     write_functions(shared, &mut writer);
     writer
 }

@@ -15,6 +15,7 @@ mod compact;
 pub mod cut;
 pub mod digest;
 pub mod dirty;
+pub mod encoding;
 pub mod events;
 pub mod evict;
 mod exact_buf;

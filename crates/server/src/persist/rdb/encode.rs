@@ -1,17 +1,13 @@
 //! Writing one value (type byte and body) as Redis 7.0's `rdbSaveObjectType` and
-//! `rdbSaveObject` would, choosing the encoding Redis 7.0 uses for the value's contents
-//! at its default thresholds:
+//! `rdbSaveObject` would, in the encoding Redis 7.0 would hold it in
+//! ([`crate::store::encoding`]: its history and the configured limits):
 //!
 //! - strings: integer encoding when the text is a canonical 32-bit integer, LZF when
 //!   longer than 20 bytes and that saves at least 4 bytes, raw otherwise;
 //! - lists: `QUICKLIST_2` of listpack nodes of up to 8 KB (`list-max-listpack-size -2`);
-//! - hashes: a listpack up to 512 fields of at most 64 bytes, otherwise field/value pairs;
-//! - sets: an intset up to 512 integer members, otherwise the members;
-//! - sorted sets: a listpack up to 128 members of at most 64 bytes, otherwise `ZSET_2`.
-//!
-//! Redis picks by the object's history (a hash converted to a hash table stays one) and
-//! here by its current contents, so a payload may use another (equally loadable)
-//! encoding than Redis's for the same data.
+//! - hashes: a listpack, otherwise field/value pairs;
+//! - sets: an intset, otherwise the members;
+//! - sorted sets: a listpack, otherwise `ZSET_2`.
 
 use super::listpack::Writer;
 use super::types::*;
@@ -19,31 +15,22 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{intset, lzf};
+use crate::store::encoding::EncodingLimits;
 use crate::store::{canonical_int, Value, ZSet};
 
-/// `list-max-listpack-size -2`: a list node holds up to 8 KB, as a list's chunk here.
-const LIST_NODE_BYTES: usize = crate::store::list::CHUNK_BYTES;
-/// What Redis adds to an element's size when it estimates a node's growth.
-const NODE_ENTRY_OVERHEAD: usize = 8;
-/// `hash-max-listpack-entries` (Redis 7.0's built-in default; its sample redis.conf
-/// says 128).
-const MAX_HASH_LISTPACK_ENTRIES: usize = 512;
-/// `zset-max-listpack-entries`.
-const MAX_ZSET_LISTPACK_ENTRIES: usize = 128;
-/// `hash-max-listpack-value` and `zset-max-listpack-value`.
-const MAX_LISTPACK_VALUE: usize = 64;
-/// `set-max-intset-entries`.
-const MAX_INTSET_ENTRIES: usize = 512;
 /// `QUICKLIST_NODE_CONTAINER_PACKED`.
 const NODE_PACKED: u64 = 2;
 
-/// A list as the listpack nodes of a quicklist (Redis's default 8 KB nodes), as it is
-/// saved (and as DEBUG OBJECT describes it).
-pub fn list_nodes(list: &crate::store::ListValue) -> Vec<Vec<u8>> {
+/// A list as the listpack nodes of a quicklist filled as `list-max-listpack-size`
+/// (`fill`) fills them when the list is pushed, as it is saved (and as DEBUG OBJECT
+/// describes it).
+pub fn list_nodes(list: &crate::store::ListValue, fill: i64) -> Vec<Vec<u8>> {
     let mut nodes: Vec<Vec<u8>> = Vec::new();
     let mut node = Writer::new();
     for elem in list.iter() {
-        if !node.is_empty() && node.size() + elem.len() + NODE_ENTRY_OVERHEAD > LIST_NODE_BYTES {
+        if !node.is_empty()
+            && !crate::store::encoding::list_node_takes(node.size(), node.len(), elem.len(), fill)
+        {
             nodes.push(std::mem::take(&mut node).finish());
         }
         node.push(elem);
@@ -54,8 +41,9 @@ pub fn list_nodes(list: &crate::store::ListValue) -> Vec<Vec<u8>> {
     nodes
 }
 
-/// Appends `value`'s type byte and body to `out`.
-pub fn value(out: &mut Vec<u8>, value: &Value) {
+/// Appends `value`'s type byte and body to `out`, in the encoding `limits` give it.
+pub fn value(out: &mut Vec<u8>, value: &Value, limits: &EncodingLimits) {
+    let compact = limits.compact(value);
     match value {
         Value::Int(n) => {
             out.push(STRING);
@@ -67,44 +55,38 @@ pub fn value(out: &mut Vec<u8>, value: &Value) {
         }
         Value::List(list) => {
             out.push(LIST_QUICKLIST_2);
-            let nodes = list_nodes(list);
+            let nodes = list_nodes(list, limits.list_fill);
             len(out, nodes.len() as u64);
             for node in nodes {
                 len(out, NODE_PACKED);
                 string(out, &node);
             }
         }
+        Value::Hash(hash) if compact => {
+            out.push(HASH_LISTPACK);
+            let mut lp = Writer::new();
+            for (f, v) in hash.iter() {
+                lp.push(f);
+                lp.push(v);
+            }
+            string(out, &lp.finish());
+        }
         Value::Hash(hash) => {
-            let small = hash.len() <= MAX_HASH_LISTPACK_ENTRIES
-                && hash
-                    .iter()
-                    .all(|(f, v)| f.len() <= MAX_LISTPACK_VALUE && v.len() <= MAX_LISTPACK_VALUE);
-            if small {
-                out.push(HASH_LISTPACK);
-                let mut lp = Writer::new();
-                for (f, v) in hash.iter() {
-                    lp.push(f);
-                    lp.push(v);
-                }
-                string(out, &lp.finish());
-            } else {
-                out.push(HASH);
-                len(out, hash.len() as u64);
-                for (f, v) in hash.iter() {
-                    string(out, f);
-                    string(out, v);
-                }
+            out.push(HASH);
+            len(out, hash.len() as u64);
+            for (f, v) in hash.iter() {
+                string(out, f);
+                string(out, v);
             }
         }
         Value::Set(set) => {
-            let ints: Option<Vec<i64>> = if set.len() <= MAX_INTSET_ENTRIES {
-                match set.ints() {
+            // An intset holds integers only: what had text is never compact.
+            let ints: Option<Vec<i64>> = compact
+                .then(|| match set.ints() {
                     Some(ints) => Some(ints.iter().collect()),
                     None => set.iter().map(|m| canonical_int(&m)).collect(),
-                }
-            } else {
-                None
-            };
+                })
+                .flatten();
             match ints {
                 Some(ints) => {
                     out.push(SET_INTSET);
@@ -119,15 +101,13 @@ pub fn value(out: &mut Vec<u8>, value: &Value) {
                 }
             }
         }
-        Value::ZSet(zset) => zset_value(out, zset),
+        Value::ZSet(zset) => zset_value(out, zset, compact),
         Value::Stream(s) => super::stream::encode(out, s),
     }
 }
 
-fn zset_value(out: &mut Vec<u8>, zset: &ZSet) {
-    let small = zset.len() <= MAX_ZSET_LISTPACK_ENTRIES
-        && zset.iter().all(|(m, _)| m.len() <= MAX_LISTPACK_VALUE);
-    if small {
+fn zset_value(out: &mut Vec<u8>, zset: &ZSet, compact: bool) {
+    if compact {
         out.push(ZSET_LISTPACK);
         let mut lp = Writer::new();
         for (member, score) in zset.iter() {

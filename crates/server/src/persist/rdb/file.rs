@@ -9,6 +9,7 @@
 
 use super::reader::Reader;
 use super::{decode, encode, Corrupt, Crc64Digest, CRC64, OPCODE_FUNCTION2, RDB_VERSION};
+use crate::store::encoding::EncodingLimits;
 use crate::store::{Entry, Value};
 
 /// Opcodes between entries (`RDB_OPCODE_*`).
@@ -52,6 +53,8 @@ pub struct SnapshotWriter {
     out: Vec<u8>,
     /// The checksum of what [`SnapshotWriter::write_out`] wrote out.
     crc: Crc64Digest,
+    /// The compact encodings' limits the values are written under.
+    limits: EncodingLimits,
 }
 
 impl SnapshotWriter {
@@ -67,7 +70,14 @@ impl SnapshotWriter {
         SnapshotWriter {
             out,
             crc: CRC64.digest(),
+            limits: EncodingLimits::default(),
         }
+    }
+
+    /// Writes values under `limits` (the configured ones) rather than Redis's defaults.
+    pub fn with_limits(mut self, limits: EncodingLimits) -> SnapshotWriter {
+        self.limits = limits;
+        self
     }
 
     /// A function library's code (written before the databases, as Redis does).
@@ -87,7 +97,7 @@ impl SnapshotWriter {
 
     /// One key of the current database.
     pub fn entry(&mut self, key: &[u8], entry: &Entry) {
-        write_entry(&mut self.out, key, entry);
+        write_entry(&mut self.out, key, entry, &self.limits);
     }
 
     /// One key of the current database, for an image written to `sink` as it is made:
@@ -168,8 +178,9 @@ impl SnapshotWriter {
     }
 }
 
-/// Appends one key (optional expiry, type byte, key, value) to `out`.
-pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
+/// Appends one key (optional expiry, type byte, key, value) to `out`, the value in the
+/// encoding `limits` give it.
+pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry, limits: &EncodingLimits) {
     write_expiry(out, entry.expires_at);
     // The type byte comes first, then the key, then the body, and the value codec writes
     // type and body as one piece: the key goes first, then type and body, then the type
@@ -178,7 +189,7 @@ pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry) {
     let start = out.len();
     encode::string(out, key);
     let key_end = out.len();
-    encode::value(out, &entry.value);
+    encode::value(out, &entry.value, limits);
     out[start..=key_end].rotate_right(1);
 }
 

@@ -108,9 +108,9 @@ pub fn crc64(bytes: &[u8]) -> u64 {
 }
 
 /// `value` as a DUMP payload.
-pub fn dump_payload(value: &Value) -> Vec<u8> {
+pub fn dump_payload(value: &Value, limits: &crate::store::encoding::EncodingLimits) -> Vec<u8> {
     let mut out = Vec::new();
-    encode::value(&mut out, value);
+    encode::value(&mut out, value, limits);
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = crc64(&out);
     out.extend_from_slice(&crc.to_le_bytes());

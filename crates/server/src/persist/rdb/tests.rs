@@ -6,6 +6,7 @@ use super::listpack::Writer;
 use super::types::*;
 use super::ziplist::tests::build as ziplist;
 use super::*;
+use crate::store::encoding::EncodingLimits;
 use crate::store::{HashValue, ListValue, SetValue, ZSet};
 
 fn hex(s: &str) -> Vec<u8> {
@@ -115,7 +116,7 @@ fn zset(members: &[(&[u8], f64)]) -> Value {
 }
 
 fn round_trip(value: &Value) -> Vec<u8> {
-    let bytes = dump_payload(value);
+    let bytes = dump_payload(value, &EncodingLimits::default());
     let back = restore_payload(&bytes).expect("our own payload loads");
     assert_eq!(canon(&back), canon(value));
     bytes
@@ -169,7 +170,12 @@ fn redis_payloads_load_and_small_values_encode_identically() {
         let redis = hex(redis);
         let loaded = restore_payload(&redis).expect("Redis's payload loads");
         assert_eq!(canon(&loaded), canon(&value));
-        assert_eq!(dump_payload(&value), redis, "{}", canon(&value));
+        assert_eq!(
+            dump_payload(&value, &EncodingLimits::default()),
+            redis,
+            "{}",
+            canon(&value)
+        );
     }
     // "ab" * 100, compressed by liblzf.
     let redis = hex("00c30a40c802616261e0ba010161620a0024a6e84170c0c68c");
@@ -348,7 +354,7 @@ fn legacy_encodings_load() {
 
 #[test]
 fn footer_errors() {
-    let good = dump_payload(&Value::string(b"hello"));
+    let good = dump_payload(&Value::string(b"hello"), &EncodingLimits::default());
     assert!(restore_payload(&good).is_ok());
     let version_or_checksum = Err(PayloadError::VersionOrChecksum);
     for short in 0..10 {
@@ -479,7 +485,7 @@ fn corrupted_payloads_never_panic() {
     ];
     let mut rng = fastrand::Rng::with_seed(42);
     for value in &values {
-        let good = dump_payload(value);
+        let good = dump_payload(value, &EncodingLimits::default());
         let body = &good[..good.len() - 10];
         for cut in 0..body.len() {
             // Truncated bodies may still read into the footer, as in Redis; they must not
