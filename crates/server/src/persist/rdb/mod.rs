@@ -7,8 +7,8 @@
 //! before it, 8 bytes little endian ([`dump_payload`], [`restore_payload`]).
 //!
 //! Reading accepts every encoding Redis 7.0 loads for strings, lists, hashes, sets and
-//! sorted sets (including the zipmap- and ziplist-based ones of older versions); writing picks
-//! the encoding Redis 7.0 would pick for the value's current contents. Input is never
+//! sorted sets (including the zipmap- and ziplist-based ones of older versions); writing
+//! uses the encoding Redis 7.0 holds the value in ([`crate::store::encoding`]). Input is never
 //! trusted: each length is checked against the bytes that remain, compact encodings are
 //! validated entry by entry, and any inconsistency is a [`Corrupt`] error.
 
