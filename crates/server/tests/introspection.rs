@@ -69,6 +69,39 @@ fn slowlog_logs_trims_and_redacts() {
     assert_eq!(text(&c.cmd(&["SLOWLOG", "LEN"])), "0");
 }
 
+/// A script's commands are logged as Redis logs them: under its script client, with no
+/// address (`?:0`) and no name; the script itself under the caller's.
+#[test]
+fn slowlog_logs_script_commands_under_the_script_client() {
+    let ours = Redline::start();
+    let theirs = RedisServer::start().unwrap();
+    let mut logs = Vec::new();
+    for addr in [ours.addr, theirs.addr()] {
+        let mut c = Conn::connect(addr);
+        c.cmd(&["CLIENT", "SETNAME", "caller"]);
+        c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+        c.cmd(&["SLOWLOG", "RESET"]);
+        c.cmd(&["EVAL", "return redis.call('SET', 'k', 'v')", "0"]);
+        c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "-1"]);
+        let peer = text(&c.cmd(&["CLIENT", "INFO"]))
+            .split(' ')
+            .find_map(|f| f.strip_prefix("addr=").map(str::to_string))
+            .unwrap();
+        let entries: Vec<String> = items(c.cmd(&["SLOWLOG", "GET", "-1"]))
+            .into_iter()
+            .map(|e| {
+                let e = items(e);
+                let args: Vec<String> = items(e[3].clone()).iter().map(text).collect();
+                let from = text(&e[4]).replace(&peer, "caller's address");
+                format!("{args:?} from {from} named {:?}", text(&e[5]))
+            })
+            .collect();
+        logs.push(entries);
+    }
+    assert_eq!(logs[0], logs[1]);
+    assert!(logs[0].iter().any(|l| l.contains("?:0")), "{:?}", logs[0]);
+}
+
 #[test]
 fn latency_events_and_histograms() {
     let server = Redline::start_with(&["--enable-debug-command", "yes"]);

@@ -854,9 +854,13 @@ pub fn observe_duration(
     };
     shared.latency.add_if_needed(event, usec / 1000);
     if shared.slowlog.wants(usec) {
-        shared
-            .slowlog
-            .push(args, usec, client.peer.to_string(), client.name.as_deref());
+        // A script's commands run on Redis's script client: no address, no name.
+        let (peer, name) = if client.in_script {
+            ("?:0".to_string(), None)
+        } else {
+            (client.peer.to_string(), client.name.as_deref())
+        };
+        shared.slowlog.push(args, usec, peer, name);
     }
 }
 
