@@ -771,6 +771,44 @@ fn acl_log_matches_redis() {
     compare(S);
 }
 
+/// A script's command the caller may not run is refused as Redis's `scriptVerifyACL`
+/// refuses it: "The user executing the script can't ...", before the script's own
+/// rules (a read-only script's write), and logged in ACL LOG with context `lua`.
+#[test]
+fn scripts_run_with_the_callers_rules_like_redis() {
+    const S: &[Step] = &[
+        (
+            0,
+            &[
+                "ACL", "SETUSER", "lim", "on", "nopass", "+eval", "+eval_ro", "+get", "+publish",
+                "~k*", "&ch*",
+            ],
+            One,
+        ),
+        (1, &["AUTH", "lim", "x"], One),
+        (1, &["EVAL", "return redis.call('set', 'k', 'v')", "0"], One),
+        (1, &["EVAL", "return redis.call('get', 'other')", "0"], One),
+        (
+            1,
+            &["EVAL", "return redis.pcall('publish', 'zz', 'x')", "0"],
+            One,
+        ),
+        (
+            1,
+            &["EVAL", "return redis.pcall('publish', 'ch1', 'x')", "0"],
+            One,
+        ),
+        (
+            1,
+            &["EVAL_RO", "return redis.call('set', 'k', 'v')", "0"],
+            One,
+        ),
+        (1, &["EVAL", "return redis.call('get', 'k1')", "0"], One),
+        (0, &["ACL", "LOG"], Log),
+    ];
+    compare(S);
+}
+
 #[test]
 fn exec_rechecks_keys_and_channels_like_redis() {
     const S: &[Step] = &[

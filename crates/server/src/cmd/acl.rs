@@ -65,6 +65,16 @@ pub fn denied_error(spec: &CommandSpec, denied: Denied, in_exec: bool) -> CmdErr
     }
 }
 
+/// The error a script's command refused by the caller's rules gets (Redis's
+/// `scriptVerifyACL`).
+pub fn script_denied_error(denied: Denied) -> &'static str {
+    match denied {
+        Denied::Command => "ERR The user executing the script can't run this command or subcommand",
+        Denied::Key(_) => "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments",
+        Denied::Channel(_) => "ERR The user executing the script can't publish to the channel mentioned in the command",
+    }
+}
+
 /// Records a refusal in ACL LOG: `reason` and `object` as Redis names them, the user
 /// (the name tried, for authentication), the context (`lua` in a script, `multi` while
 /// queueing or in EXEC).

@@ -380,6 +380,28 @@ fn run_call_traced(
         let text = "ERR This Redis command is not allowed from script";
         return refused(client, Some(spec), text);
     }
+    // The caller's ACL rules, checked here, before the script's own rules, as Redis's
+    // `scriptVerifyACL` (the dispatcher's check then passes).
+    let user = client
+        .user
+        .clone()
+        .unwrap_or_else(|| shared.acl.default_user().clone());
+    if !user.unrestricted() {
+        if let Err(denied) = crate::acl::check::check(&user.rules(), spec, args) {
+            client.in_script = true;
+            let ctx = Ctx {
+                shared,
+                client: &mut *client,
+                out: &mut *out,
+                held,
+                nested: true,
+            };
+            crate::cmd::acl::log_denied(&ctx, spec, denied, args);
+            client.in_script = false;
+            let text = crate::cmd::acl::script_denied_error(denied);
+            return refused(client, Some(spec), text);
+        }
+    }
     if read_only && (spec.is_write() || spec.may_replicate()) {
         let text = "ERR Write commands are not allowed from read-only scripts.";
         return refused(client, Some(spec), text);
