@@ -391,7 +391,7 @@ fn run_call_traced(
             client.in_script = true;
             let ctx = Ctx {
                 shared,
-                client: *client,
+                client,
                 out: &mut *out,
                 held,
                 nested: true,
