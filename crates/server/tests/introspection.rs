@@ -1758,3 +1758,36 @@ fn debug_object_describes_values_like_redis() {
     };
     assert_eq!(describe(ours.addr), describe(redis.addr()));
 }
+
+/// INFO keyspace's `avg_ttl` is the active expiry's estimate, as Redis's: near the
+/// keys' remaining TTL once a cycle has sampled them, 0 once no key has one.
+#[test]
+fn keyspace_avg_ttl_is_estimated_like_redis() {
+    let ours = Redline::start();
+    let theirs = RedisServer::start().unwrap();
+    for addr in [ours.addr, theirs.addr()] {
+        let mut c = Conn::connect(addr);
+        for i in 0..100 {
+            c.cmd(&["SET", &format!("k{i}"), "v", "EX", &(1000 + i).to_string()]);
+        }
+        let avg_ttl = |c: &mut Conn| -> u64 {
+            let line = info_field(c, "keyspace", "db0");
+            line.split(',')
+                .find_map(|f| f.strip_prefix("avg_ttl="))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        common::wait_until("an avg_ttl", || avg_ttl(&mut Conn::connect(addr)) > 0);
+        let avg = avg_ttl(&mut c);
+        assert!(
+            (950_000..=1_100_000).contains(&avg),
+            "{addr}: avg_ttl {avg}"
+        );
+        for i in 0..100 {
+            c.cmd(&["PERSIST", &format!("k{i}")]);
+        }
+        common::wait_until("avg_ttl back to 0", || {
+            avg_ttl(&mut Conn::connect(addr)) == 0
+        });
+    }
+}

@@ -403,8 +403,9 @@ fn write_section(ctx: &mut Ctx<'_>, section: &str, text: &mut String) {
                 if keys > 0 {
                     let _ = write!(
                         text,
-                        "db{i}:keys={keys},expires={},avg_ttl=0\r\n",
-                        sum_shards(ctx, i, |s| s.ttl_len() as u64)
+                        "db{i}:keys={keys},expires={},avg_ttl={}\r\n",
+                        sum_shards(ctx, i, |s| s.ttl_len() as u64),
+                        shared.store.db(i).avg_ttl(),
                     );
                 }
             }

@@ -137,10 +137,21 @@ pub fn run_cycle(
     let per_db = store.db(0).shard_count();
     let total = per_db * store.db_count();
     let mut cycle = Cycle::default();
+    // What this cycle saw of the database it is in, for its `avg_ttl`.
+    let mut seen = TtlSeen::default();
     for _ in 0..total {
         let position = cursor.next % total;
         cursor.next = (position + 1) % total;
-        let db = store.db(position / per_db);
+        let index = position / per_db;
+        if seen.db != Some(index) {
+            seen.fold_into(store);
+            seen = TtlSeen {
+                db: Some(index),
+                ..TtlSeen::default()
+            };
+        }
+        let db = store.db(index);
+        seen.shards += 1;
         loop {
             let result = {
                 let mut shard = db.lock_index(position % per_db);
@@ -152,12 +163,16 @@ pub fn run_cycle(
                 if shard.ttl_len() == 0 {
                     break;
                 }
+                seen.volatile_keys = true;
                 shard.expire_sample(effort.keys_per_round, now_ms())
             };
             cycle.expired += result.expired;
             cycle.sampled += result.sampled;
+            seen.sum = seen.sum.saturating_add(result.ttl_sum);
+            seen.samples += result.ttl_samples;
             if start.elapsed() >= budget {
                 cycle.capped = true;
+                seen.fold_into(store);
                 return cycle;
             }
             if result.sampled == 0
@@ -167,7 +182,31 @@ pub fn run_cycle(
             }
         }
     }
+    seen.fold_into(store);
     cycle
+}
+
+/// The remaining TTLs a cycle sampled in one database's shards (`shards` of them), and
+/// whether any of them held a key with a TTL.
+#[derive(Default)]
+struct TtlSeen {
+    db: Option<usize>,
+    shards: usize,
+    sum: u64,
+    samples: u64,
+    volatile_keys: bool,
+}
+
+impl TtlSeen {
+    /// Updates the database's `avg_ttl` with what was seen of it; only a cycle that
+    /// looked at every shard knows that no key has a TTL.
+    fn fold_into(&self, store: &Store) {
+        if let Some(index) = self.db {
+            let db = store.db(index);
+            let volatile_keys = self.volatile_keys || self.shards < db.shard_count();
+            db.note_ttl_samples(self.sum, self.samples, volatile_keys);
+        }
+    }
 }
 
 /// Which cycle runs when: a slow one every period; after any cycle that ran out of
@@ -308,6 +347,38 @@ mod tests {
             .db(db)
             .lock(key.as_bytes())
             .insert(key.as_bytes(), Value::Int(1), expires_at);
+    }
+
+    #[test]
+    fn cycles_estimate_avg_ttl_and_reset_it_without_volatile_keys() {
+        let store = Store::new(2, 4);
+        let now = crate::store::now_ms();
+        for i in 0..100 {
+            put(&store, 1, &i.to_string(), now + 100_000);
+        }
+        put(&store, 0, "persistent", 0);
+        let cycle = |cursor: &mut Cursor| {
+            run_cycle(
+                &store,
+                cursor,
+                Duration::from_secs(1),
+                Effort::default(),
+                &|| false,
+            )
+        };
+        let mut cursor = Cursor::default();
+        cycle(&mut cursor);
+        let avg = store.db(1).avg_ttl();
+        assert!((90_000..=100_000).contains(&avg), "avg_ttl {avg}");
+        assert_eq!(store.db(0).avg_ttl(), 0);
+        for i in 0..100 {
+            store
+                .db(1)
+                .lock(i.to_string().as_bytes())
+                .remove(i.to_string().as_bytes());
+        }
+        cycle(&mut cursor);
+        assert_eq!(store.db(1).avg_ttl(), 0);
     }
 
     #[test]

@@ -119,6 +119,8 @@ struct ShardSlot(Mutex<Shard>);
 pub struct Db {
     shards: Box<[ShardSlot]>,
     mask: usize,
+    /// INFO keyspace's `avg_ttl`, in milliseconds: the active expiry's running estimate.
+    avg_ttl: std::sync::atomic::AtomicU64,
 }
 
 /// The shards locked by a multi-key command, in ascending shard order.
@@ -148,6 +150,32 @@ impl Db {
                 .map(|_| ShardSlot(Mutex::new(Shard::new(index, events.clone()))))
                 .collect(),
             mask: shards - 1,
+            avg_ttl: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// INFO keyspace's `avg_ttl` (milliseconds; 0 before an estimate, or without keys
+    /// with a TTL).
+    pub fn avg_ttl(&self) -> u64 {
+        self.avg_ttl.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Folds what one active-expiry cycle saw of this database into `avg_ttl`, as
+    /// Redis's `activeExpireCycle` does: the remaining TTLs summed over the keys it
+    /// sampled and left (`samples` of them) give this cycle's average, weighed 2%
+    /// against the estimate so far (which it replaces when there is none);
+    /// `volatile_keys` false (no key has a TTL) resets it.
+    pub fn note_ttl_samples(&self, sum: u64, samples: u64, volatile_keys: bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if !volatile_keys {
+            self.avg_ttl.store(0, Relaxed);
+        } else if samples > 0 {
+            let now = sum / samples;
+            let mut avg = self.avg_ttl.load(Relaxed);
+            if avg == 0 {
+                avg = now;
+            }
+            self.avg_ttl.store((avg / 50) * 49 + now / 50, Relaxed);
         }
     }
 

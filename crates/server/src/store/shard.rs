@@ -107,6 +107,10 @@ pub struct SampleResult {
     pub sampled: usize,
     /// Keys found expired and removed.
     pub expired: usize,
+    /// The remaining TTLs of the keys looked at and left, in milliseconds, summed.
+    pub ttl_sum: u64,
+    /// How many keys `ttl_sum` adds up.
+    pub ttl_samples: u64,
 }
 
 /// What the pending `cuts` of database `db` do when the key table, compacting, moves
@@ -801,6 +805,9 @@ impl Shard {
                     self.report_expired(&key);
                 }
                 result.expired += 1;
+            } else if expires_at != 0 {
+                result.ttl_sum = result.ttl_sum.saturating_add(expires_at - now);
+                result.ttl_samples += 1;
             }
         }
         self.sampled += result.sampled as u64;
