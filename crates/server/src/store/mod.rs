@@ -169,8 +169,7 @@ impl Db {
         use std::sync::atomic::Ordering::Relaxed;
         if !volatile_keys {
             self.avg_ttl.store(0, Relaxed);
-        } else if samples > 0 {
-            let now = sum / samples;
+        } else if let Some(now) = sum.checked_div(samples) {
             let mut avg = self.avg_ttl.load(Relaxed);
             if avg == 0 {
                 avg = now;
