@@ -1791,3 +1791,41 @@ fn keyspace_avg_ttl_is_estimated_like_redis() {
         });
     }
 }
+
+/// CLIENT LIST's `cmd=` is the last command looked up, as Redis's `lastcmd`: NULL after
+/// an unknown command or subcommand, the command after a wrong arity, the script or
+/// EXEC rather than what ran inside them, the queued command inside MULTI.
+#[test]
+fn client_list_names_the_last_command_like_redis() {
+    let ours = Redline::start();
+    let theirs = RedisServer::start().unwrap();
+    let cases: &[&[&[&str]]] = &[
+        &[&["GET", "x"], &["NOSUCH"]],
+        &[&["GET", "x"], &["CLIENT", "NOSUCH"]],
+        &[&["GET"]],
+        &[&["EVAL", "return redis.call('get', 'x')", "0"]],
+        &[&["MULTI"], &["GET", "x"], &["EXEC"]],
+        &[&["MULTI"], &["GET", "x"]],
+    ];
+    let mut seen = Vec::new();
+    for addr in [ours.addr, theirs.addr()] {
+        let mut names = Vec::new();
+        for case in cases {
+            let mut c = Conn::connect(addr);
+            let id = text(&c.cmd(&["CLIENT", "ID"]));
+            for command in *case {
+                c.cmd(command);
+            }
+            let line = text(&Conn::connect(addr).cmd(&["CLIENT", "LIST", "ID", &id]));
+            names.push(
+                line.split(' ')
+                    .find(|f| f.starts_with("cmd="))
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+        }
+        seen.push(names);
+    }
+    assert_eq!(seen[0], seen[1]);
+    assert_eq!(seen[1][0], "cmd=NULL");
+}

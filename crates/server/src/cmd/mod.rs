@@ -200,7 +200,12 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     let Some(name) = args.first() else {
         return Ok(());
     };
+    // CLIENT LIST's `cmd=` names no command after one that does not exist (Redis's
+    // `lastcmd` is what the lookup found: NULL).
     let Some(mut spec) = ctx.shared.renamed.lookup(name) else {
+        if !ctx.nested {
+            ctx.client.last_cmd = "NULL";
+        }
         return reject(ctx, reply::unknown_command(args));
     };
     let top = spec.name;
@@ -211,7 +216,12 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
             None if spec.name == "client" && args::is(&args[1], "setinfo") => {
                 &client::CLIENT_SETINFO
             }
-            None => return reject(ctx, reply::unknown_subcommand(spec.name, &args[1])),
+            None => {
+                if !ctx.nested {
+                    ctx.client.last_cmd = "NULL";
+                }
+                return reject(ctx, reply::unknown_subcommand(spec.name, &args[1]));
+            }
         };
     }
     if !ctx.nested {
