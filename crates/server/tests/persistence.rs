@@ -846,3 +846,48 @@ fn a_replay_expires_nothing_that_later_writes_recreate() {
         assert_eq!(c.cmd(&["DBSIZE"]), Frame::Integer(KEYS as i64));
     }
 }
+
+/// A dump file keeps each key's last use as Redis's does: its LFU counter saved under an
+/// LFU policy, its idle time under an LRU one, applied on load by the policy then
+/// (`objectSetLRUOrLFU`); across DEBUG RELOAD, OBJECT FREQ and IDLETIME read as on
+/// redis-server.
+#[test]
+fn a_dump_keeps_each_keys_last_use_like_redis() {
+    fn steps(port: u16) -> Vec<String> {
+        let mut c = Conn::connect(([127, 0, 0, 1], port).into());
+        c.cmd(&["SET", "src", "hello"]);
+        let Frame::Bulk(payload) = c.cmd(&["DUMP", "src"]) else {
+            panic!("DUMP")
+        };
+        let payload = &payload[..];
+        let script: &[&[&[u8]]] = &[
+            &[b"CONFIG", b"SET", b"maxmemory-policy", b"allkeys-lfu"],
+            &[b"RESTORE", b"f", b"0", payload, b"FREQ", b"100"],
+            &[b"DEBUG", b"RELOAD"],
+            &[b"OBJECT", b"FREQ", b"f"],
+            &[b"CONFIG", b"SET", b"maxmemory-policy", b"volatile-lru"],
+            &[b"RESTORE", b"i", b"0", payload, b"IDLETIME", b"1000"],
+            &[b"DEBUG", b"RELOAD"],
+            &[b"OBJECT", b"IDLETIME", b"i"],
+            &[b"CONFIG", b"SET", b"maxmemory-policy", b"allkeys-lfu"],
+            &[b"DEBUG", b"RELOAD"],
+            &[b"OBJECT", b"FREQ", b"i"],
+            &[b"CONFIG", b"SET", b"maxmemory-policy", b"noeviction"],
+        ];
+        script
+            .iter()
+            .map(|args| match c.cmd(args) {
+                // Whole seconds, read a moment after the RESTORE: 1000 or just past.
+                Frame::Integer(idle) if args[1] == b"IDLETIME" => {
+                    assert!((1000..=1002).contains(&idle), "idle {idle}");
+                    "about 1000".to_string()
+                }
+                reply => format!("{reply:?}"),
+            })
+            .collect()
+    }
+    let (ours, theirs) = (redline(), redis());
+    let expected = steps(theirs.port());
+    assert_eq!(expected[3], "Integer(100)");
+    assert_eq!(steps(ours.port()), expected);
+}

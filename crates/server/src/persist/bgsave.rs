@@ -38,13 +38,14 @@ use std::time::Instant;
 use parking_lot::Mutex;
 
 use super::data_file::DataFile;
-use super::rdb::file::{write_entry, write_select_db, write_string_entry_start, EOF_OPCODE};
+use super::rdb::file::{
+    write_entry, write_select_db, write_string_entry_start, SaveRules, EOF_OPCODE,
+};
 use super::rdb::CRC64;
 use super::snapshot::{debug_delay_micros, dump_path, image_start, saved, RDB_AUTOSYNC};
 use crate::alloc::{Counted, Gauge};
 use crate::shared::Shared;
 use crate::store::cut::walk;
-use crate::store::encoding::EncodingLimits;
 use crate::store::{CutSink, Entry, Held, ShardMap, Store};
 
 /// Entries the walker saves per lock of a shard: small enough that a command waiting
@@ -96,8 +97,8 @@ pub struct CutFile {
     /// Set when the cut is aborted: nothing more is serialised into it.
     abort: Arc<AtomicBool>,
     format: CutFormat,
-    /// The compact encodings' limits at the cut's instant, as a forked child has them.
-    limits: EncodingLimits,
+    /// How keys are written, fixed at the cut's instant as a forked child has them.
+    rules: SaveRules,
 }
 
 /// The serialised bytes queued for the writer (allocated, not only used), also kept in
@@ -252,7 +253,7 @@ impl CutFile {
         format: CutFormat,
         checksum: bool,
         saving: &Arc<Gauge>,
-        limits: EncodingLimits,
+        rules: SaveRules,
     ) -> std::io::Result<CutFile> {
         let (tx, rx) = std::sync::mpsc::channel();
         let queued = Arc::new(Queued {
@@ -284,7 +285,7 @@ impl CutFile {
             writer: Mutex::new(Some(writer)),
             abort: Arc::new(AtomicBool::new(false)),
             format,
-            limits,
+            rules,
         })
     }
 
@@ -327,9 +328,9 @@ impl CutSink for CutFile {
                         Some(value) => {
                             // What came before it goes first, in order.
                             self.queue(db, std::mem::take(&mut bytes));
-                            self.queue_large(db, key, entry.expires_at, value.clone());
+                            self.queue_large(db, key, entry, value.clone());
                         }
-                        None => write_entry(&mut bytes, key, entry, &self.limits),
+                        None => write_entry(&mut bytes, key, entry, &self.rules),
                     }
                 }
             }
@@ -360,9 +361,10 @@ impl CutFile {
     }
 
     /// Hands a large string entry of `db` to the writer, its value by reference.
-    fn queue_large(&self, db: usize, key: &[u8], expires_at: u64, value: Arc<Vec<u8>>) {
+    fn queue_large(&self, db: usize, key: &[u8], entry: &Entry, value: Arc<Vec<u8>>) {
         let mut start = Vec::new();
-        write_string_entry_start(&mut start, key, expires_at);
+        let last_use = self.rules.last_use.of(entry.access);
+        write_string_entry_start(&mut start, key, entry.expires_at, last_use);
         let len = value.len();
         self.queued.add_shared(len);
         if self
@@ -454,9 +456,9 @@ pub fn begin_cut_into(
     let key_delay = shared.config.read().param_int("rdb-key-save-delay");
     let checksum = shared.config.read().param_bool("rdbchecksum");
     let saving = &shared.store.events().eviction.saving;
-    let limits = EncodingLimits::now(&shared.hot);
+    let rules = SaveRules::now(shared);
     let file = Arc::new(CutFile::new(
-        sink, buffer, header, format, checksum, saving, limits,
+        sink, buffer, header, format, checksum, saving, rules,
     )?);
     for db in 0..shared.store.db_count() {
         for index in 0..shared.store.db(db).shard_count() {

@@ -27,7 +27,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::data_file;
 use super::loading::Loading;
-use super::rdb::file::{Fed, Item, LoadError, SnapshotStream, SnapshotWriter};
+use super::rdb::file::{Fed, Item, LoadError, SaveRules, SnapshotStream, SnapshotWriter};
 use crate::shared::Shared;
 use crate::store::{Held, Shard, ShardMap, Store};
 
@@ -192,8 +192,7 @@ fn capture_with(
 /// `aof-base`), and the function libraries. Must be called with every shard held, so
 /// the libraries belong to the same instant as the keys.
 pub fn image_start(shared: &Shared, extra_aux: &[(&str, &[u8])]) -> SnapshotWriter {
-    let mut writer = image_header(extra_aux)
-        .with_limits(crate::store::encoding::EncodingLimits::now(&shared.hot));
+    let mut writer = image_header(extra_aux).with_rules(SaveRules::now(shared));
     write_functions(shared, &mut writer);
     writer
 }
@@ -545,6 +544,8 @@ impl Load {
                     key,
                     value,
                     expires_at,
+                    idle,
+                    freq,
                 } => {
                     if expires_at != 0 && expires_at <= *now && !options.keep_expired {
                         loaded.expired += 1;
@@ -554,11 +555,14 @@ impl Load {
                         }
                     } else {
                         let store = shared.store.db(db);
+                        let access = shared.store.events().eviction.loaded_access(idle, freq);
                         match held.as_deref_mut() {
                             Some(held) => held
                                 .shard(db, store.shard_index(key))
-                                .insert_loaded(key, value, expires_at),
-                            None => store.lock(key).insert_loaded(key, value, expires_at),
+                                .insert_loaded(key, value, expires_at, access),
+                            None => store
+                                .lock(key)
+                                .insert_loaded(key, value, expires_at, access),
                         }
                         loaded.keys += 1;
                         stats.key_loaded();

@@ -336,18 +336,30 @@ impl Eviction {
     /// bits are read as LFU data all the same, as Redis reads its shared field, the
     /// minutes kept to their 16 bits.
     pub fn lfu_decayed(&self, access: u32) -> u32 {
-        let counter = access & 0xFF;
-        let last = (access >> 8) & 0xFFFF;
-        let now = minutes();
-        // Redis's `LFUTimeElapsed`, wrap-around included.
-        let elapsed = if now >= last {
-            now - last
+        lfu_decayed_by(access, self.lfu_decay_time.load(Ordering::Relaxed))
+    }
+
+    /// What a dump file saved now records of each key's last use (see [`LastUseSaved`]).
+    pub fn last_use_saved(&self) -> LastUseSaved {
+        match self.policy() {
+            Policy::AllKeysLru | Policy::VolatileLru => LastUseSaved::IdleSeconds,
+            Policy::AllKeysLfu | Policy::VolatileLfu => LastUseSaved::Freq {
+                decay: self.lfu_decay_time.load(Ordering::Relaxed),
+            },
+            _ => LastUseSaved::Nothing,
+        }
+    }
+
+    /// Access data for a key loaded from a dump file that recorded its last use as
+    /// `idle` seconds or an LFU counter `freq`, as Redis's `objectSetLRUOrLFU` applies
+    /// them: the counter under an LFU policy, the idle time under any other; `None`
+    /// (a fresh key's) when the file has not the one the policy reads.
+    pub fn loaded_access(&self, idle: Option<u64>, freq: Option<u8>) -> Option<u32> {
+        if self.policy().is_lfu() {
+            freq.map(|f| self.with_freq(f))
         } else {
-            65535 - last + now
-        };
-        let decay = self.lfu_decay_time.load(Ordering::Relaxed);
-        let periods = elapsed.checked_div(decay).unwrap_or(0);
-        counter.saturating_sub(periods)
+            idle.map(|i| self.with_idle(i))
+        }
     }
 
     fn lfu_increment(&self, counter: u32) -> u32 {
@@ -615,6 +627,63 @@ fn measured(remove: impl FnOnce() -> bool) -> (bool, u64) {
     let removed = remove();
     let freed = before.saturating_sub(crate::alloc::thread_net());
     (removed, u64::try_from(freed).unwrap_or(0))
+}
+
+/// The LFU counter of `access` with the decay since its last use applied, one step per
+/// `decay` minutes (`lfu-decay-time`; 0: none).
+fn lfu_decayed_by(access: u32, decay: u32) -> u32 {
+    let counter = access & 0xFF;
+    let last = (access >> 8) & 0xFFFF;
+    let now = minutes();
+    // Redis's `LFUTimeElapsed`, wrap-around included.
+    let elapsed = if now >= last {
+        now - last
+    } else {
+        65535 - last + now
+    };
+    let periods = elapsed.checked_div(decay).unwrap_or(0);
+    counter.saturating_sub(periods)
+}
+
+/// What a dump file records of each key's last use, by the policy when it is saved
+/// (Redis's `RDB_OPCODE_IDLE` under an LRU policy, `RDB_OPCODE_FREQ` under an LFU one,
+/// nothing under the others).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LastUseSaved {
+    /// Nothing.
+    #[default]
+    Nothing,
+    /// The seconds since the last use.
+    IdleSeconds,
+    /// The LFU counter, decayed by `decay` (`lfu-decay-time`).
+    Freq {
+        /// `lfu-decay-time`, in minutes.
+        decay: u32,
+    },
+}
+
+/// A key's last use as a dump file records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LastUse {
+    /// Seconds since.
+    IdleSeconds(u64),
+    /// The LFU counter.
+    Freq(u8),
+}
+
+impl LastUseSaved {
+    /// What is recorded for a key with access data `access`.
+    pub fn of(self, access: u32) -> Option<LastUse> {
+        match self {
+            LastUseSaved::Nothing => None,
+            LastUseSaved::IdleSeconds => Some(LastUse::IdleSeconds(u64::from(
+                clock().wrapping_sub(access) / 1000,
+            ))),
+            LastUseSaved::Freq { decay } => Some(LastUse::Freq(
+                u8::try_from(lfu_decayed_by(access, decay)).unwrap_or(u8::MAX),
+            )),
+        }
+    }
 }
 
 #[cfg(test)]

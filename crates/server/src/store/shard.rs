@@ -341,8 +341,19 @@ impl Shard {
     /// [`Shard::insert`] of a key read from an RDB image (a start, DEBUG RELOAD, a
     /// replica's full sync): as Redis's `dbAddRDBLoad`, no `new` event fires and no
     /// change is counted; the load is not a write clients are told about.
-    pub fn insert_loaded(&mut self, key: &[u8], value: Value, expires_at: u64) {
+    pub fn insert_loaded(
+        &mut self,
+        key: &[u8],
+        value: Value,
+        expires_at: u64,
+        access: Option<u32>,
+    ) {
         self.store(key, value, expires_at, false);
+        if let Some(access) = access {
+            if let Some(index) = self.map.get_index_of(key) {
+                self.map[index].access = access;
+            }
+        }
     }
 
     fn store(&mut self, key: &[u8], value: Value, expires_at: u64, announce: bool) {

@@ -10,6 +10,7 @@
 use super::reader::Reader;
 use super::{decode, encode, Corrupt, Crc64Digest, CRC64, OPCODE_FUNCTION2, RDB_VERSION};
 use crate::store::encoding::EncodingLimits;
+use crate::store::evict::{LastUse, LastUseSaved};
 use crate::store::{Entry, Value};
 
 /// Opcodes between entries (`RDB_OPCODE_*`).
@@ -53,8 +54,29 @@ pub struct SnapshotWriter {
     out: Vec<u8>,
     /// The checksum of what [`SnapshotWriter::write_out`] wrote out.
     crc: Crc64Digest,
-    /// The compact encodings' limits the values are written under.
-    limits: EncodingLimits,
+    /// How keys are written (their encodings, their last use).
+    rules: SaveRules,
+}
+
+/// How a dump file writes each key, as fixed when the save begins (as a forked child
+/// has the configuration of its fork): values in the encodings `limits` give them, and
+/// the last use the maxmemory policy keeps.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SaveRules {
+    /// The compact encodings' limits.
+    pub limits: EncodingLimits,
+    /// What is recorded of each key's last use.
+    pub last_use: LastUseSaved,
+}
+
+impl SaveRules {
+    /// The rules of a save beginning now.
+    pub fn now(shared: &crate::shared::Shared) -> SaveRules {
+        SaveRules {
+            limits: EncodingLimits::now(&shared.hot),
+            last_use: shared.store.events().eviction.last_use_saved(),
+        }
+    }
 }
 
 impl SnapshotWriter {
@@ -70,13 +92,13 @@ impl SnapshotWriter {
         SnapshotWriter {
             out,
             crc: CRC64.digest(),
-            limits: EncodingLimits::default(),
+            rules: SaveRules::default(),
         }
     }
 
-    /// Writes values under `limits` (the configured ones) rather than Redis's defaults.
-    pub fn with_limits(mut self, limits: EncodingLimits) -> SnapshotWriter {
-        self.limits = limits;
+    /// Writes keys under `rules` (the configured ones) rather than Redis's defaults.
+    pub fn with_rules(mut self, rules: SaveRules) -> SnapshotWriter {
+        self.rules = rules;
         self
     }
 
@@ -97,7 +119,7 @@ impl SnapshotWriter {
 
     /// One key of the current database.
     pub fn entry(&mut self, key: &[u8], entry: &Entry) {
-        write_entry(&mut self.out, key, entry, &self.limits);
+        write_entry(&mut self.out, key, entry, &self.rules);
     }
 
     /// One key of the current database, for an image written to `sink` as it is made:
@@ -122,7 +144,8 @@ impl SnapshotWriter {
                 return Ok(());
             }
         };
-        write_string_entry_start(&mut self.out, key, entry.expires_at);
+        let last_use = self.rules.last_use.of(entry.access);
+        write_string_entry_start(&mut self.out, key, entry.expires_at, last_use);
         let body = encode::string_head(&mut self.out, value);
         self.write_out(sink, checksum)?;
         if checksum {
@@ -178,10 +201,10 @@ impl SnapshotWriter {
     }
 }
 
-/// Appends one key (optional expiry, type byte, key, value) to `out`, the value in the
-/// encoding `limits` give it.
-pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry, limits: &EncodingLimits) {
-    write_expiry(out, entry.expires_at);
+/// Appends one key (optional expiry and last use, type byte, key, value) to `out`, as
+/// `rules` write it.
+pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry, rules: &SaveRules) {
+    write_key_head(out, entry.expires_at, rules.last_use.of(entry.access));
     // The type byte comes first, then the key, then the body, and the value codec writes
     // type and body as one piece: the key goes first, then type and body, then the type
     // byte rotates in front of the key. The body stays where it was written (a large
@@ -189,23 +212,40 @@ pub fn write_entry(out: &mut Vec<u8>, key: &[u8], entry: &Entry, limits: &Encodi
     let start = out.len();
     encode::string(out, key);
     let key_end = out.len();
-    encode::value(out, &entry.value, limits);
+    encode::value(out, &entry.value, &rules.limits);
     out[start..=key_end].rotate_right(1);
 }
 
-/// The start of a string entry (expiry, type byte, key) whose value is written apart,
-/// after [`encode::string_head`]: a large value from where it is.
-pub fn write_string_entry_start(out: &mut Vec<u8>, key: &[u8], expires_at: u64) {
-    write_expiry(out, expires_at);
+/// The start of a string entry (expiry, last use, type byte, key) whose value is
+/// written apart, after [`encode::string_head`]: a large value from where it is.
+pub fn write_string_entry_start(
+    out: &mut Vec<u8>,
+    key: &[u8],
+    expires_at: u64,
+    last_use: Option<LastUse>,
+) {
+    write_key_head(out, expires_at, last_use);
     out.push(super::types::STRING);
     encode::string(out, key);
 }
 
-/// An entry's expiry opcode and deadline, when it has one.
-fn write_expiry(out: &mut Vec<u8>, expires_at: u64) {
+/// What comes before an entry's type byte: its deadline, then its last use, when it
+/// has them (Redis's order).
+fn write_key_head(out: &mut Vec<u8>, expires_at: u64, last_use: Option<LastUse>) {
     if expires_at != 0 {
         out.push(opcode::EXPIRETIME_MS);
         out.extend_from_slice(&expires_at.to_le_bytes());
+    }
+    match last_use {
+        Some(LastUse::IdleSeconds(seconds)) => {
+            out.push(opcode::IDLE);
+            encode::len(out, seconds);
+        }
+        Some(LastUse::Freq(freq)) => {
+            out.push(opcode::FREQ);
+            out.push(freq);
+        }
+        None => {}
     }
 }
 
@@ -251,6 +291,11 @@ pub enum Item<'a> {
         value: Value,
         /// Absolute expiry in unix milliseconds, 0 for none.
         expires_at: u64,
+        /// Seconds since its last use, when the file records them (saved under an LRU
+        /// policy).
+        idle: Option<u64>,
+        /// Its LFU counter, when the file records it (saved under an LFU policy).
+        freq: Option<u8>,
     },
 }
 
@@ -383,6 +428,9 @@ pub struct SnapshotStream {
     db: usize,
     /// An expiry opcode read, for the key that follows it.
     expires_at: u64,
+    /// An IDLE or FREQ opcode read, for the key that follows it.
+    idle: Option<u64>,
+    freq: Option<u8>,
     /// The checksum of what was read, when computed here (see
     /// [`SnapshotStream::deferred_checksum`]).
     crc: Option<super::Crc64Digest>,
@@ -401,6 +449,8 @@ impl SnapshotStream {
             version: None,
             db: 0,
             expires_at: 0,
+            idle: None,
+            freq: None,
             crc: Some(super::CRC64.digest()),
             trailer: None,
             read: 0,
@@ -536,11 +586,11 @@ impl SnapshotStream {
                 return Ok(());
             }
             opcode::IDLE => {
-                r.count()?;
+                self.idle = Some(r.count()?);
                 return Ok(());
             }
             opcode::FREQ => {
-                r.byte()?;
+                self.freq = Some(r.byte()?);
                 return Ok(());
             }
             OPCODE_FUNCTION2 => {
@@ -567,12 +617,15 @@ impl SnapshotStream {
                         key: &key,
                         value: value?,
                         expires_at: self.expires_at,
+                        idle: self.idle,
+                        freq: self.freq,
                     }),
                 }
                 .map_err(Stop::Sink)?;
             }
         }
         self.expires_at = 0;
+        (self.idle, self.freq) = (None, None);
         Ok(())
     }
 }
