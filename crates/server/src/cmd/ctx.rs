@@ -195,7 +195,10 @@ impl<'a> Ctx<'a> {
     pub fn swap_dbs(&self, a: usize, b: usize) {
         match self.held {
             None => self.shared.store.swap_dbs(a, b),
-            Some(held) => held.borrow_map().swap(a, b),
+            Some(held) => {
+                held.borrow_map().swap(a, b);
+                self.shared.store.swap_avg_ttl(a, b);
+            }
         }
         // One change, as Redis counts it (and so replicated).
         crate::store::dirty::mark();

@@ -371,6 +371,10 @@ mod tests {
         let avg = store.db(1).avg_ttl();
         assert!((90_000..=100_000).contains(&avg), "avg_ttl {avg}");
         assert_eq!(store.db(0).avg_ttl(), 0);
+        // SWAPDB takes the estimate along, as Redis's.
+        store.swap_dbs(0, 1);
+        assert_eq!((store.db(0).avg_ttl(), store.db(1).avg_ttl()), (avg, 0));
+        store.swap_dbs(0, 1);
         for i in 0..100 {
             store
                 .db(1)

@@ -421,6 +421,17 @@ impl Store {
         for (x, y) in first.iter_mut().zip(second.iter_mut()) {
             x.swap(y);
         }
+        self.swap_avg_ttl(lo, hi);
+    }
+
+    /// Exchanges the `avg_ttl` estimates of two databases whose keys were exchanged
+    /// (SWAPDB), as Redis swaps them with the dictionaries.
+    pub fn swap_avg_ttl(&self, a: usize, b: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if let (Some(x), Some(y)) = (self.dbs.get(a), self.dbs.get(b)) {
+            let mine = x.avg_ttl.load(Relaxed);
+            x.avg_ttl.store(y.avg_ttl.swap(mine, Relaxed), Relaxed);
+        }
     }
 }
 
