@@ -1419,3 +1419,89 @@ fn eviction_exceeded_time_matches_redis() {
         .unwrap();
     assert_eq!(exceeded_time(redline.addr()), exceeded_time(redis.addr()));
 }
+
+/// Which commands count as a use of a key, and what a key's last use becomes when it
+/// is written over, moved or restored, as in Redis (`lfu-log-factor 0` makes every use
+/// add one to the counter, so the counts compare exactly): a write over a key is a use
+/// of the old one (SET, the STORE commands), a renamed or moved key keeps its history,
+/// RESTORE REPLACE and COPY REPLACE make new keys, MEMORY USAGE and a write's own
+/// bookkeeping (ZADD, XADD, HINCRBY) use nothing more; under LRU, SET over a key long
+/// idle makes it fresh.
+#[test]
+fn uses_of_keys_count_like_redis() {
+    let script: &[&[&str]] = &[
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+        &["CONFIG", "SET", "lfu-log-factor", "0"],
+        &["SET", "a", "x"],
+        &["GET", "a"],
+        &["SET", "a", "y"],
+        &["OBJECT", "FREQ", "a"],
+        // Its reply is this server's own size: only that it uses nothing counts here.
+        &["MEMORY", "USAGE", "a", "SAMPLES", "0"],
+        &["OBJECT", "FREQ", "a"],
+        &["RENAME", "a", "b"],
+        &["OBJECT", "FREQ", "b"],
+        &["SADD", "s", "m"],
+        &["SUNIONSTORE", "b", "s"],
+        &["OBJECT", "FREQ", "b"],
+        &["MOVE", "b", "3"],
+        &["SELECT", "3"],
+        &["OBJECT", "FREQ", "b"],
+        &["SELECT", "0"],
+        &["ZADD", "z", "1", "m"],
+        &["ZADD", "z", "2", "n"],
+        &["OBJECT", "FREQ", "z"],
+        &["XADD", "x", "1-1", "f", "v"],
+        &["XADD", "x", "2-1", "f", "v"],
+        &["OBJECT", "FREQ", "x"],
+        &["HINCRBY", "h", "f", "1"],
+        &["HINCRBY", "h", "f", "1"],
+        &["OBJECT", "FREQ", "h"],
+        &["COPY", "z", "h", "REPLACE"],
+        &["OBJECT", "FREQ", "h"],
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+        &["SET", "old", "v"],
+        &["OBJECT", "IDLETIME", "old"],
+        &["CONFIG", "SET", "lfu-log-factor", "10"],
+        &["CONFIG", "SET", "maxmemory-policy", "noeviction"],
+    ];
+    let restore_over_an_idle_key = |c: &mut Conn| -> Vec<String> {
+        c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+        let Frame::Bulk(payload) = c.cmd(&["DUMP", "old"]) else {
+            panic!("DUMP")
+        };
+        let payload = &payload[..];
+        let steps: &[&[&[u8]]] = &[
+            &[b"RESTORE", b"idle", b"0", payload, b"IDLETIME", b"5000"],
+            &[b"OBJECT", b"IDLETIME", b"idle"],
+            &[b"SET", b"idle", b"w"],
+            &[b"OBJECT", b"IDLETIME", b"idle"],
+            &[
+                b"RESTORE",
+                b"idle",
+                b"0",
+                payload,
+                b"REPLACE",
+                b"IDLETIME",
+                b"5000",
+            ],
+            &[b"RESTORE", b"idle", b"0", payload, b"REPLACE"],
+            &[b"OBJECT", b"IDLETIME", b"idle"],
+            &[b"CONFIG", b"SET", b"maxmemory-policy", b"noeviction"],
+        ];
+        steps.iter().map(|a| format!("{:?}", c.cmd(a))).collect()
+    };
+    let ours = common::Redline::start();
+    let theirs = RedisServer::start().unwrap();
+    let mut seen = Vec::new();
+    for addr in [ours.addr, theirs.addr()] {
+        let mut c = Conn::connect(addr);
+        let mut lines: Vec<String> = common::transcript(&mut c, script)
+            .into_iter()
+            .filter(|l| !l.contains("\"MEMORY\""))
+            .collect();
+        lines.extend(restore_over_an_idle_key(&mut c));
+        seen.push(lines);
+    }
+    assert_eq!(seen[0], seen[1]);
+}

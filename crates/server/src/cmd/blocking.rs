@@ -111,7 +111,7 @@ pub fn try_pop(
             }
             shard.touch(key);
             shard.notify(List.bit(), if *left { "lpop" } else { "rpop" }, key);
-            if lists::drop_if_empty(shard, key) {
+            if shard.remove_if_empty(key) {
                 shard.notify(Generic.bit(), "del", key);
             }
             Ok(Outcome::Served(n))
@@ -137,7 +137,7 @@ pub fn try_pop(
                 return Ok(Outcome::Empty);
             };
             src.touch(key);
-            let emptied = lists::drop_if_empty(src, key);
+            let emptied = src.remove_if_empty(key);
             encode::write_bulk(out, &element);
             let dst_shard = shards.shard_of(dst);
             let entry = dst_shard.get_or_insert_with(dst, || Value::List(Box::default()));
@@ -185,7 +185,7 @@ pub fn try_pop(
             }
             shard.touch(key);
             shard.notify(Zset.bit(), if *max { "zpopmax" } else { "zpopmin" }, key);
-            if zsets::drop_if_empty(shard, key) {
+            if shard.remove_if_empty(key) {
                 shard.notify(Generic.bit(), "del", key);
             }
             match count {

@@ -141,11 +141,10 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             (_, Some(freq)) if eviction.policy().is_lfu() => {
                 Some(eviction.with_freq(u8::try_from(freq).unwrap_or(u8::MAX)))
             }
+            // A new object, as Redis's (its REPLACE deletes the old key first).
             _ => None,
         };
-        if let (Some(access), Some(entry)) = (access, shard.get_untouched(key)) {
-            entry.access = access;
-        }
+        shard.set_access(key, access.unwrap_or_else(|| eviction.fresh()));
         event(ctx, NotifyClass::Generic, "restore", key);
     }
     ok(ctx.out);

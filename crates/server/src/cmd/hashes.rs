@@ -226,32 +226,16 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         Some(v) => canonical_int(v).ok_or(CmdError::Static("ERR hash value is not an integer"))?,
         None => 0,
     };
-    let next = current.checked_add(delta).ok_or(OVERFLOW);
-    let next = match next {
-        Ok(n) => n,
-        Err(e) => {
-            // Created for this increment: it never existed as far as anyone knows.
-            drop_if_empty(&mut shard, key);
-            return Err(e);
-        }
+    let Some(next) = current.checked_add(delta) else {
+        // Created for this increment: it never existed as far as anyone knows.
+        shard.remove_if_empty(key);
+        return Err(OVERFLOW);
     };
-    let mut digits = itoa::Buffer::new();
-    if let Some(h) = hash(&mut shard, key)? {
-        h.insert(&args[2], digits.format(next).as_bytes());
-    }
+    h.insert(&args[2], itoa::Buffer::new().format(next).as_bytes());
     shard.touch(key);
     event(ctx, NotifyClass::Hash, "hincrby", key);
     encode::write_integer(ctx.out, next);
     Ok(())
-}
-
-/// Removes a hash left empty by a failed increment (it was created for it).
-fn drop_if_empty(shard: &mut Shard, key: &[u8]) -> bool {
-    let empty = matches!(hash(shard, key), Ok(Some(h)) if h.is_empty());
-    if empty {
-        shard.remove(key);
-    }
-    empty
 }
 
 fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -275,7 +259,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         Ok(text) => text,
         Err(e) => {
             // Created for this increment: it never existed as far as anyone knows.
-            drop_if_empty(&mut shard, key);
+            shard.remove_if_empty(key);
             return Err(e);
         }
     };

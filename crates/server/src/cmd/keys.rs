@@ -231,9 +231,12 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<bool, C
         return Ok(false);
     }
     if let Some(entry) = locked.shard(from).remove(from) {
-        locked
-            .shard(to)
-            .insert_anew(to, entry.value, entry.expires_at);
+        // The value moves with its last use, as Redis moves the object (used once more
+        // by the lookup that found it).
+        let access = ctx.shared.store.events().eviction.touched(entry.access);
+        let target = locked.shard(to);
+        target.insert_anew(to, entry.value, entry.expires_at);
+        target.set_access(to, access);
         event(ctx, NotifyClass::Generic, "rename_from", from);
         event(ctx, NotifyClass::Generic, "rename_to", to);
     }
@@ -474,6 +477,7 @@ fn move_key(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(SAME_OBJECT);
     }
     let key = &args[1][..];
+    let eviction = &ctx.shared.store.events().eviction;
     let moved = ctx
         .with_two_dbs((src_db, key), (dst_db, key), |from, to| {
             if !from.contains(key) || to.contains(key) {
@@ -482,6 +486,7 @@ fn move_key(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             match from.remove(key) {
                 Some(entry) => {
                     to.insert(key, entry.value, entry.expires_at);
+                    to.set_access(key, eviction.touched(entry.access));
                     1
                 }
                 None => 0,

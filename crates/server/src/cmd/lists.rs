@@ -46,15 +46,6 @@ pub(crate) fn list<'s>(
     }
 }
 
-/// Deletes `key` if its list is now empty.
-pub(crate) fn drop_if_empty(shard: &mut Shard, key: &[u8]) -> bool {
-    let empty = matches!(list(shard, key), Ok(Some(l)) if l.is_empty());
-    if empty {
-        shard.remove(key);
-    }
-    empty
-}
-
 fn push(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool, only_existing: bool) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.lock(key);
@@ -170,7 +161,7 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
             key,
         );
     }
-    if drop_if_empty(&mut shard, key) {
+    if shard.remove_if_empty(key) {
         event(ctx, NotifyClass::Generic, "del", key);
     }
     Ok(())
@@ -275,7 +266,7 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         shard.touch(key);
         event(ctx, NotifyClass::List, "ltrim", key);
     }
-    if drop_if_empty(&mut shard, key) {
+    if shard.remove_if_empty(key) {
         event(ctx, NotifyClass::Generic, "del", key);
     }
     ok(ctx.out);
@@ -301,7 +292,7 @@ fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         shard.touch(key);
         event(ctx, NotifyClass::List, "lrem", key);
     }
-    if drop_if_empty(&mut shard, key) {
+    if shard.remove_if_empty(key) {
         event(ctx, NotifyClass::Generic, "del", key);
     }
     encode::write_integer(ctx.out, removed as i64);
@@ -492,7 +483,7 @@ fn move_generic(
         if from_left { "lpop" } else { "rpop" },
         src,
     );
-    if drop_if_empty(locked.shard(src), src) {
+    if locked.shard(src).remove_if_empty(src) {
         event(ctx, NotifyClass::Generic, "del", src);
     }
     Ok(())
@@ -564,7 +555,7 @@ fn lmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             if left { "lpop" } else { "rpop" },
             key,
         );
-        if drop_if_empty(shard, key) {
+        if shard.remove_if_empty(key) {
             event(ctx, NotifyClass::Generic, "del", key);
         }
         return Ok(());

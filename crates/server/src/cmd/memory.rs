@@ -340,8 +340,10 @@ fn memory_usage(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let key = &args[2];
     let proto = ctx.proto();
-    let mut shard = ctx.lock(key);
-    match shard.get(key) {
+    let shard = ctx.lock(key);
+    // Redis's direct dictionary lookup: no use recorded, no hit counted, and a key past
+    // its deadline not yet reclaimed is still measured.
+    match shard.peek_stored(key) {
         Some(e) => {
             let size = value_size(&e.value, samples) + key.len();
             encode::write_integer(ctx.out, size as i64);

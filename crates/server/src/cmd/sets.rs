@@ -47,14 +47,6 @@ fn set<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<Option<&'s mut SetValue>,
     }
 }
 
-fn drop_if_empty(shard: &mut Shard, key: &[u8]) -> bool {
-    let empty = matches!(set(shard, key), Ok(Some(s)) if s.is_empty());
-    if empty {
-        shard.remove(key);
-    }
-    empty
-}
-
 fn write_members<'a>(
     out: &mut bytes::BytesMut,
     proto: Protocol,
@@ -94,7 +86,7 @@ fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         shard.touch(key);
         event(ctx, NotifyClass::Set, "srem", key);
     }
-    if drop_if_empty(&mut shard, key) {
+    if shard.remove_if_empty(key) {
         event(ctx, NotifyClass::Generic, "del", key);
     }
     encode::write_integer(ctx.out, removed as i64);
@@ -175,7 +167,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         shard.touch(key);
         event(ctx, NotifyClass::Set, "spop", key);
     }
-    if drop_if_empty(&mut shard, key) {
+    if shard.remove_if_empty(key) {
         event(ctx, NotifyClass::Generic, "del", key);
     }
     Ok(())
@@ -233,7 +225,7 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             from.remove(member);
         }
         event(ctx, NotifyClass::Set, "srem", src);
-        if drop_if_empty(locked.shard(src), src) {
+        if locked.shard(src).remove_if_empty(src) {
             event(ctx, NotifyClass::Generic, "del", src);
         }
         let entry = locked

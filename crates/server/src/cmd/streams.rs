@@ -300,15 +300,14 @@ fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let proto = ctx.proto();
     let mut shard = ctx.lock(key);
-    if stream_mut(&mut shard, key)?.is_none() {
-        if parsed.no_mkstream {
-            encode::write_null_bulk(ctx.out, proto);
-            return Ok(());
-        }
-        shard.insert(key, Value::Stream(Box::default()), 0);
-    }
-    let Some(stream) = stream_mut(&mut shard, key)? else {
+    if stream_mut(&mut shard, key)?.is_none() && parsed.no_mkstream {
+        encode::write_null_bulk(ctx.out, proto);
         return Ok(());
+    }
+    // Found above (one use recorded) or created now.
+    let entry = shard.get_or_insert_with(key, || Value::Stream(Box::default()));
+    let Value::Stream(stream) = &mut entry.value else {
+        return Err(WRONG_TYPE);
     };
     if stream.last_id == StreamId::MAX {
         drop_empty(&mut shard, key);

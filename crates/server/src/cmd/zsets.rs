@@ -56,14 +56,6 @@ pub(crate) fn zset<'s>(shard: &'s mut Shard, key: &[u8]) -> Result<Option<&'s mu
     }
 }
 
-pub(crate) fn drop_if_empty(shard: &mut Shard, key: &[u8]) -> bool {
-    let empty = matches!(zset(shard, key), Ok(Some(z)) if z.is_empty());
-    if empty {
-        shard.remove(key);
-    }
-    empty
-}
-
 // ---- ZADD / ZINCRBY ----
 
 #[derive(Default)]
@@ -184,7 +176,7 @@ fn zadd_generic(
             key,
         );
     }
-    if drop_if_empty(&mut shard, key) {
+    if shard.remove_if_empty(key) {
         event(ctx, NotifyClass::Generic, "del", key);
     }
     if flags.incr {
@@ -228,7 +220,7 @@ fn zrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         shard.touch(key);
         event(ctx, NotifyClass::Zset, "zrem", key);
     }
-    if drop_if_empty(&mut shard, key) {
+    if shard.remove_if_empty(key) {
         event(ctx, NotifyClass::Generic, "del", key);
     }
     encode::write_integer(ctx.out, removed as i64);
@@ -804,7 +796,7 @@ fn zremrange(ctx: &mut Ctx<'_>, args: &[Bytes], kind: RangeType) -> CmdResult {
         };
         event(ctx, NotifyClass::Zset, name, key);
     }
-    if drop_if_empty(&mut shard, key) {
+    if shard.remove_if_empty(key) {
         event(ctx, NotifyClass::Generic, "del", key);
     }
     encode::write_integer(ctx.out, removed as i64);
@@ -858,7 +850,7 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> CmdResult {
             key,
         );
     }
-    if drop_if_empty(&mut shard, key) {
+    if shard.remove_if_empty(key) {
         event(ctx, NotifyClass::Generic, "del", key);
     }
     if count.is_none() {

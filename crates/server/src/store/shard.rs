@@ -349,10 +349,17 @@ impl Shard {
         access: Option<u32>,
     ) {
         self.store(key, value, expires_at, false);
+        // Only when the file recorded it: a lookup per loaded key is not free.
         if let Some(access) = access {
-            if let Some(index) = self.map.get_index_of(key) {
-                self.map[index].access = access;
-            }
+            self.set_access(key, access);
+        }
+    }
+
+    /// Gives `key` the access data `access` (eviction's LRU/LFU data), without a lookup:
+    /// a key moved here keeps its history (RENAME, MOVE), a loaded one the file's.
+    pub fn set_access(&mut self, key: &[u8], access: u32) {
+        if let Some(index) = self.map.get_index_of(key) {
+            self.map[index].access = access;
         }
     }
 
@@ -378,10 +385,16 @@ impl Shard {
                     return;
                 }
                 self.before_change(index);
+                let events = self.events.clone();
                 if let Some((_, entry)) = self.map.get_index_mut(index) {
                     let had_ttl = entry.expires_at != 0;
                     entry.value = value;
                     entry.expires_at = expires_at;
+                    // Written over: a use, as Redis's `setKey` looks the key up for
+                    // writing and the new value keeps the old one's LFU data.
+                    if let Some(events) = events {
+                        entry.access = events.eviction.touched(entry.access);
+                    }
                     self.track_ttl(key, had_ttl, expires_at != 0);
                 }
             }
@@ -700,6 +713,19 @@ impl Shard {
     pub fn watch_broken(&self, key: &[u8], client: u64) -> bool {
         self.watched
             .broken(key, client, self.is_logically_expired(key))
+    }
+
+    /// Removes `key` when it holds a collection a write left empty, as Redis deletes it:
+    /// looked at as the server reads for itself ([`Shard::peek`]: no use recorded, no
+    /// lookup counted). True when it did.
+    pub fn remove_if_empty(&mut self, key: &[u8]) -> bool {
+        let empty = self
+            .peek(key)
+            .is_some_and(|e| e.value.is_empty_collection());
+        if empty {
+            self.remove(key);
+        }
+        empty
     }
 
     /// Whether `key` exists but its deadline has passed (not yet reclaimed).

@@ -222,6 +222,18 @@ impl Value {
         }
     }
 
+    /// Whether it is a list, hash, set or sorted set left without elements: a key
+    /// Redis deletes when a write takes its last element (a stream may stay empty).
+    pub fn is_empty_collection(&self) -> bool {
+        match self {
+            Value::List(l) => l.is_empty(),
+            Value::Hash(h) => h.is_empty(),
+            Value::Set(s) => s.is_empty(),
+            Value::ZSet(z) => z.is_empty(),
+            Value::Int(_) | Value::Str(_) | Value::Stream(_) => false,
+        }
+    }
+
     /// Whether this is a string (either encoding).
     pub fn is_string(&self) -> bool {
         matches!(self, Value::Int(_) | Value::Str(_))
