@@ -65,6 +65,8 @@ fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.lock(key);
     let mut updated = false;
+    // Redis's lookup for writing: a use of an existing key, of any type.
+    let _ = shard.get(key);
     let entry = shard.get_or_insert_with(key, || {
         updated = true;
         new_hll()
@@ -140,6 +142,8 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let dest = &args[1];
     let shard = locked.shard(dest);
+    // Then Redis looks the destination up for writing: one more use of it.
+    let _ = shard.get(dest);
     let entry = shard.get_or_insert_with(dest, new_hll);
     let bytes = hll_bytes_mut(&mut entry.value)?;
     if use_dense {

@@ -444,15 +444,20 @@ fn move_generic(
         return Ok(());
     }
     list(locked.shard(dst), dst)?;
-    let element = match list(locked.shard(src), src)? {
-        Some(l) => {
+    // Found above: Redis's two lookups (source, destination) are the uses it records.
+    let element = match locked
+        .shard(src)
+        .get_untouched_quietly(src)
+        .map(|e| &mut e.value)
+    {
+        Some(Value::List(l)) => {
             if from_left {
                 l.pop_front()
             } else {
                 l.pop_back()
             }
         }
-        None => None,
+        _ => None,
     };
     let Some(element) = element else {
         encode::write_null_bulk(ctx.out, proto);

@@ -221,7 +221,12 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(());
     }
     if src != dst {
-        if let Some(from) = set(locked.shard(src), src)? {
+        // Found above: no second use recorded.
+        if let Some(Value::Set(from)) = locked
+            .shard(src)
+            .get_untouched_quietly(src)
+            .map(|e| &mut e.value)
+        {
             from.remove(member);
         }
         event(ctx, NotifyClass::Set, "srem", src);

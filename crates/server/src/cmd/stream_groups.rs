@@ -110,7 +110,7 @@ fn xgroup_create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !exists {
         shard.insert(key, Value::Stream(Box::default()), 0);
     }
-    let Some(stream) = stream_mut(&mut shard, key)? else {
+    let Some(stream) = super::streams::stream_again(&mut shard, key) else {
         return Ok(());
     };
     // Redis 7.0 keeps ENTRIESREAD as given (unknown, -1, by default) whatever the id,
@@ -565,7 +565,7 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let created = !had_consumer && group.consumers.contains_key(&consumer[..]);
     super::streams::metadata_changed();
-    let Some(stream) = stream_mut(&mut shard, key)? else {
+    let Some(stream) = super::streams::stream_again(&mut shard, key) else {
         return Ok(());
     };
     encode::write_array_len(ctx.out, claimed.len());
@@ -619,7 +619,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !found? {
         return Err(no_group(key, &args[2]));
     }
-    let Some(stream) = stream_mut(&mut shard, key)? else {
+    let Some(stream) = super::streams::stream_again(&mut shard, key) else {
         return Ok(());
     };
     let now = now_ms();
@@ -695,7 +695,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let _ = cursor;
     let created = !had_consumer && group.consumers.contains_key(&consumer[..]);
     super::streams::metadata_changed();
-    let Some(stream) = stream_mut(&mut shard, key)? else {
+    let Some(stream) = super::streams::stream_again(&mut shard, key) else {
         return Ok(());
     };
     let out = &mut *ctx.out;

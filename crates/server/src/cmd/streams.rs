@@ -61,6 +61,15 @@ pub fn stream_mut<'s>(
     }
 }
 
+/// The stream at `key` a command has already looked up (its use recorded then): found
+/// again without recording another, as Redis keeps the object it found.
+pub fn stream_again<'s>(shard: &'s mut Shard, key: &[u8]) -> Option<&'s mut Stream> {
+    match &mut shard.get_untouched_quietly(key)?.value {
+        Value::Stream(s) => Some(s),
+        _ => None,
+    }
+}
+
 /// An id where `-` and `+` are not allowed (Redis's `streamParseStrictIDOrReply`).
 pub fn strict_id(arg: &[u8], missing_seq: u64) -> Result<StreamId, CmdError> {
     StreamId::parse(arg, missing_seq).ok_or(INVALID_ID)
@@ -854,8 +863,8 @@ pub fn has_consumer(
     key: &[u8],
     (group, consumer): &(Bytes, Bytes),
 ) -> bool {
-    matches!(stream_mut(shards.shard_of(key), key), Ok(Some(s))
-        if s.groups.get(group).is_some_and(|g| g.consumers.contains_key(&consumer[..])))
+    matches!(stream_again(shards.shard_of(key), key),
+        Some(s) if s.groups.get(group).is_some_and(|g| g.consumers.contains_key(&consumer[..])))
 }
 
 /// Whether `consumer` of `group` exists on each stream of `keys`.
@@ -863,8 +872,9 @@ fn consumers_exist(ctx: &Ctx<'_>, keys: &[Bytes], (group, consumer): &(Bytes, By
     keys.iter()
         .map(|key| {
             let mut shard = ctx.lock(key);
-            matches!(stream_mut(&mut shard, key), Ok(Some(s))
-                if s.groups.get(group).is_some_and(|g| g.consumers.contains_key(&consumer[..])))
+            // Bookkeeping, not a use of the key.
+            matches!(stream_again(&mut shard, key),
+                Some(s) if s.groups.get(group).is_some_and(|g| g.consumers.contains_key(&consumer[..])))
         })
         .collect()
 }

@@ -177,29 +177,31 @@ fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ok(ctx.out);
         return Ok(());
     }
-    // GET reads the old value as GET does (a miss counts, and fires `keymiss`).
-    let existing = if o.get {
-        as_read(|| shard.get(key))
-    } else {
-        shard.get(key)
-    };
+    // GET reads the old value as GET does (a miss counts, and fires `keymiss`): a use.
     if o.get {
-        match &existing {
+        match as_read(|| shard.get(key)) {
             Some(entry) if !entry.value.is_string() => return Err(WRONG_TYPE),
             Some(entry) => write_string(ctx, entry)?,
             None => encode::write_null_bulk(ctx.out, ctx.client.protocol),
         }
     }
-    let found = existing.is_some();
+    // Then Redis looks the key up for writing (another use) and writes over it without
+    // a third: the write below records that use, or the refusal does.
+    let found = shard.contains(key);
     if (o.nx && found) || (o.xx && !found) {
+        if found {
+            let _ = shard.get(key);
+        }
         if !o.get {
             encode::write_null_bulk(ctx.out, ctx.client.protocol);
         }
         return Ok(());
     }
-    match (o.keepttl, shard.get(key)) {
-        (true, Some(entry)) => {
-            entry.value = value;
+    match (o.keepttl, found) {
+        (true, true) => {
+            if let Some(entry) = shard.get(key) {
+                entry.value = value;
+            }
             shard.touch(key);
         }
         _ => shard.insert(key, value, expires_at),
@@ -222,7 +224,8 @@ fn notify_set(ctx: &Ctx<'_>, key: &[u8], expires: bool) {
 fn setnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.lock(key);
-    let created = !shard.contains(key);
+    // Redis's lookup for writing: a use of an existing key.
+    let created = shard.get(key).is_none();
     if created {
         shard.insert(key, Value::string(&args[2]), 0);
         event(ctx, NotifyClass::String, "set", key);
