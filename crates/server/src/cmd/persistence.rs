@@ -62,14 +62,16 @@ pub fn debug_loadaof(ctx: &mut Ctx<'_>) -> CmdResult {
         return Err(CmdError::Static("ERR DEBUG LOADAOF is not allowed here"));
     }
     crate::persist::aof::sync(shared);
+    // Loading from before the dataset is emptied: a rewrite whose cut comes after the
+    // emptying sees the load and waits for it (see `aof::cron`).
+    let loading = &shared.persistence.loading;
+    loading.begin(0);
     with_all_shards(ctx, |held| {
         snapshot::clear(shared, held);
         if let Ok(mut engine) = shared.scripting.engine() {
             engine.libraries.clear();
         }
     });
-    let loading = &shared.persistence.loading;
-    loading.begin(0);
     let loaded = crate::persist::aof::load(shared);
     loading.end();
     match loaded {

@@ -718,6 +718,13 @@ fn rewrite_in_background(shared: &Shared, preamble: bool) -> std::io::Result<()>
     // everything after.
     let writes = journal.hold_writes();
     let mut held = Held::all(&shared.store);
+    if shared.persistence.loading.is_active() {
+        // A load began since the cron looked: the cut would hold part of it. The cron
+        // starts the rewrite once the load is over.
+        shared.aof.rewrite_scheduled.store(true, Ordering::Release);
+        shared.aof.rewriting.store(false, Ordering::Release);
+        return Ok(());
+    }
     let temp = rewrite_temp_path(shared);
     let (header, format) = if preamble {
         let header = super::snapshot::image_start(shared, &[]).into_header();
@@ -1007,7 +1014,11 @@ fn stop_writing(shared: &Shared) {
 /// of the base (and `auto-aof-rewrite-min-size`).
 pub fn cron(shared: &Shared) {
     let saving = shared.persistence.bgsave_running.load(Ordering::Acquire);
-    if !saving && shared.aof.rewrite_scheduled.swap(false, Ordering::AcqRel) {
+    // No rewrite begins while a load fills the dataset (DEBUG LOADAOF, RELOAD, a
+    // replica's sync): its cut would take a half-loaded dataset as the new base, and
+    // the files the load is reading would be retired under it. Redis runs no cron then.
+    let loading = shared.persistence.loading.is_active();
+    if !saving && !loading && shared.aof.rewrite_scheduled.swap(false, Ordering::AcqRel) {
         if let Err(e) = rewrite(shared) {
             tracing::warn!("Can't rewrite the append only file: {e}");
         }
@@ -1037,7 +1048,11 @@ pub fn cron(shared: &Shared) {
         )
     };
     let base = shared.aof.base_size.load(Ordering::Relaxed).max(1);
-    if percentage > 0 && size >= min_size.max(0) as u64 && size * 100 / base >= percentage as u64 {
+    if !loading
+        && percentage > 0
+        && size >= min_size.max(0) as u64
+        && size * 100 / base >= percentage as u64
+    {
         tracing::info!(
             "Starting automatic rewriting of AOF on {}% growth",
             size * 100 / base
@@ -1126,7 +1141,9 @@ pub fn load(shared: &Shared) -> Result<u64, LoadError> {
         return Err(LoadError::Missing);
     }
     let files = manifest.loadable().cloned().collect::<Vec<_>>();
-    drop(manifest);
+    // Held until the files are read: a rewrite completing meanwhile (one begun before a
+    // DEBUG LOADAOF) would retire and delete them under the load.
+    let _manifest = manifest;
     let directory = dir(shared);
     let paths = files
         .iter()
