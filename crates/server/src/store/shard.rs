@@ -254,10 +254,9 @@ impl Shard {
         self.looked_up(key, index.is_some());
         let index = index?;
         self.before_change(index);
-        // Two fields borrowed apart: no clone of the shared `events` (an atomic count
-        // on a line every core's lookups would share).
+        let events = self.events.clone();
         let entry = self.map.get_index_mut(index).map(|(_, e)| e)?;
-        if let Some(events) = &self.events {
+        if let Some(events) = events {
             entry.access = events.eviction.touched(entry.access);
         }
         Some(entry)
@@ -386,13 +385,14 @@ impl Shard {
                     return;
                 }
                 self.before_change(index);
+                let events = self.events.clone();
                 if let Some((_, entry)) = self.map.get_index_mut(index) {
                     let had_ttl = entry.expires_at != 0;
                     entry.value = value;
                     entry.expires_at = expires_at;
                     // Written over: a use, as Redis's `setKey` looks the key up for
                     // writing and the new value keeps the old one's LFU data.
-                    if let Some(events) = &self.events {
+                    if let Some(events) = events {
                         entry.access = events.eviction.touched(entry.access);
                     }
                     self.track_ttl(key, had_ttl, expires_at != 0);
