@@ -66,8 +66,7 @@ fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut shard = ctx.lock(key);
     let mut updated = false;
     // Redis's lookup for writing: a use of an existing key, of any type.
-    let _ = shard.get(key);
-    let entry = shard.get_or_insert_with(key, || {
+    let entry = shard.get_or_insert_used(key, || {
         updated = true;
         new_hll()
     });
@@ -143,8 +142,7 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let dest = &args[1];
     let shard = locked.shard(dest);
     // Then Redis looks the destination up for writing: one more use of it.
-    let _ = shard.get(dest);
-    let entry = shard.get_or_insert_with(dest, new_hll);
+    let entry = shard.get_or_insert_used(dest, new_hll);
     let bytes = hll_bytes_mut(&mut entry.value)?;
     if use_dense {
         hll::to_dense(bytes).map_err(|_| CORRUPT)?;

@@ -251,8 +251,9 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     }
     let user = acl::current_user(ctx);
     // The fast path: a user allowed everything (the default user, normally) costs one
-    // atomic load per command.
-    if !user.unrestricted() {
+    // atomic load per command. A script's command was checked by the script's call
+    // already (`scripting::call`, in Redis's order).
+    if !user.unrestricted() && !ctx.client.in_script {
         let verdict = crate::acl::check::check(&user.rules(), spec, args);
         if let Err(denied) = verdict {
             acl::log_denied(ctx, spec, denied, args);

@@ -474,11 +474,31 @@ impl Shard {
         self.insert(key, value, expires_at);
     }
 
-    /// The entry of `key`, created with `make()` when missing (or expired).
+    /// The entry of `key`, created with `make()` when missing (or expired); an existing
+    /// one is not recorded as used (the command looked it up already).
     pub fn get_or_insert_with(&mut self, key: &[u8], make: impl FnOnce() -> Value) -> &mut Entry {
+        self.get_or_insert(key, make, false)
+    }
+
+    /// [`Shard::get_or_insert_with`] for a command whose only lookup this is: an
+    /// existing key is recorded as used, as Redis's lookup for writing records it.
+    pub fn get_or_insert_used(&mut self, key: &[u8], make: impl FnOnce() -> Value) -> &mut Entry {
+        self.get_or_insert(key, make, true)
+    }
+
+    fn get_or_insert(
+        &mut self,
+        key: &[u8],
+        make: impl FnOnce() -> Value,
+        used: bool,
+    ) -> &mut Entry {
         let index = match self.live_index(key) {
             Some(index) => {
                 self.before_change(index);
+                if let (true, Some(events)) = (used, &self.events) {
+                    let entry = &mut self.map[index];
+                    entry.access = events.eviction.touched(entry.access);
+                }
                 index
             }
             None => {
