@@ -5,7 +5,8 @@ measured in rotation with redis-benchmark, `EVALSHA <sha> 1 k` of the families s
 requests per second it gives the server's CPU time and context switches per request
 (every thread, including the ones that ended; startup and the script load included):
 figures that stay meaningful when the machine is loaded and throughput is not. Needs
-`perf` (Debian: linux-perf) and redis-benchmark.
+`perf` (Debian: linux-perf) and redis-benchmark. `--script loop` runs a Lua loop
+without calls instead (the interpreter, and how scripts queue for their turn).
 
     python3 bench/scripts/evalsha_ab.py --rounds 3 \\
         base=/path/redline-server.base new=target/release/redline-server redis=redis-server
@@ -20,8 +21,13 @@ import subprocess
 import tempfile
 import time
 
-SCRIPT = ("redis.call('incr', KEYS[1]) redis.call('get', KEYS[1]) "
-          "return redis.call('pexpire', KEYS[1], 100000)")
+SCRIPTS = {
+    # Three calls of short commands: the script path's fixed costs.
+    "families": ("redis.call('incr', KEYS[1]) redis.call('get', KEYS[1]) "
+                 "return redis.call('pexpire', KEYS[1], 100000)"),
+    # Lua work and no calls: the interpreter, and how scripts queue for their turn.
+    "loop": "local t = {} for i=1,200 do t[#t+1] = i end return #t",
+}
 
 
 def free_port():
@@ -35,7 +41,7 @@ def cli(port, *args):
                           text=True, timeout=60, check=True).stdout.strip()
 
 
-def measure(binary, workdir, pipeline, requests, clients):
+def measure(binary, workdir, pipeline, requests, clients, script):
     """One measurement on a fresh server started under `perf stat` (which counts every
     thread the server ever had): requests/s, CPU us and context switches per request."""
     port = free_port()
@@ -51,7 +57,7 @@ def measure(binary, workdir, pipeline, requests, clients):
             except subprocess.CalledProcessError:
                 pass
             time.sleep(0.05)
-        sha = cli(port, "SCRIPT", "LOAD", SCRIPT)
+        sha = cli(port, "SCRIPT", "LOAD", script)
         argv = ["redis-benchmark", "-p", str(port), "-n", str(requests), "-c", str(clients),
                 "-P", str(pipeline), "--csv", "EVALSHA", sha, "1", "k"]
         out = subprocess.run(argv, capture_output=True, text=True, timeout=900).stdout
@@ -81,6 +87,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--requests", type=int, default=50_000, help="at -P 1 (x6 at -P 16)")
+    ap.add_argument("--script", choices=sorted(SCRIPTS), default="families")
     args = ap.parse_args()
     servers = [s.split("=", 1) for s in args.servers]
     with tempfile.TemporaryDirectory() as workdir:
@@ -89,7 +96,8 @@ def main():
             for pipeline in (1, 16):
                 n = args.requests * (6 if pipeline == 16 else 1)
                 for name, binary in order:
-                    rps, cpu_us, sw = measure(binary, workdir, pipeline, n, args.clients)
+                    rps, cpu_us, sw = measure(binary, workdir, pipeline, n, args.clients,
+                                             SCRIPTS[args.script])
                     load = os.getloadavg()[0]
                     print(f"round {r} P={pipeline:<2} {name:<8} {rps:>10.0f} rps  "
                           f"{cpu_us:6.1f} us CPU/req  {sw:5.2f} switches/req  load {load:.1f}",

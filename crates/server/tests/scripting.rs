@@ -1339,3 +1339,84 @@ fn math_random_gives_redis_numbers() {
     .collect();
     assert_eq!(transcripts[1], transcripts[0]);
 }
+
+/// Clients that find the script turn taken queue their batches, and the holder runs
+/// them (see `scripting::turn`): 16 clients pipelining scripts between plain commands
+/// each get every reply, in their own order, and every script runs exactly once; the
+/// same on redis-server.
+#[test]
+fn pipelined_scripts_from_many_clients_each_run_once_in_order() {
+    const CLIENTS: usize = 16;
+    const ROUNDS: usize = 40;
+    let run = |addr: SocketAddr| {
+        Conn::connect(addr).cmd(&["DEL", "n"]);
+        let threads: Vec<_> = (0..CLIENTS)
+            .map(|id| {
+                std::thread::spawn(move || {
+                    let mut c = Conn::connect(addr);
+                    let own = format!("own{id}");
+                    for round in 0..ROUNDS {
+                        c.send(&["EVAL", "return redis.call('incr', KEYS[1])", "1", "n"]);
+                        c.send(&["SET", &own, &round.to_string()]);
+                        c.send(&["EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"]);
+                        c.send(&["EVAL", "return redis.call('get', KEYS[1])", "1", &own]);
+                    }
+                    let mut counted = Vec::new();
+                    for round in 0..ROUNDS {
+                        counted.push(int(&c.read().unwrap()));
+                        assert_eq!(c.read(), Some(Frame::Simple("OK".into())));
+                        assert!(
+                            matches!(c.read(), Some(Frame::Error(e)) if e.starts_with(b"NOSCRIPT"))
+                        );
+                        assert_eq!(c.read(), Some(Frame::Bulk(round.to_string().into())));
+                    }
+                    assert!(counted.windows(2).all(|w| w[0] < w[1]), "{counted:?}");
+                    counted
+                })
+            })
+            .collect();
+        let mut all: Vec<i64> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        all.sort_unstable();
+        let total = i64::try_from(CLIENTS * ROUNDS).unwrap();
+        assert_eq!(all, (1..=total).collect::<Vec<_>>());
+    };
+    let redis = RedisServer::start().unwrap();
+    let ours = Redline::start();
+    run(redis.addr());
+    run(ours.addr);
+}
+
+/// A debugging session holds the script turn across its prompts; scripts sent
+/// meanwhile queue behind it and run once its client leaves, as on redis-server (which
+/// serves nobody during a synchronous session).
+#[test]
+fn scripts_queued_behind_a_debugging_session_run_when_it_ends() {
+    let run = |addr: SocketAddr| {
+        Conn::connect(addr).cmd(&["DEL", "n"]);
+        let mut debugging = Conn::connect(addr);
+        debugging.cmd(&["SCRIPT", "DEBUG", "SYNC"]);
+        debugging.send(&["EVAL", "redis.call('incr', 'n')", "0"]);
+        // The session's first prompt: the turn is held from here on.
+        assert!(debugging.read().is_some());
+        let mut waiting: Vec<Conn> = (0..4).map(|_| Conn::connect(addr)).collect();
+        for c in &mut waiting {
+            c.send(&["EVAL", "return redis.call('incr', 'n')", "0"]);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        drop(debugging);
+        let mut replies: Vec<i64> = waiting
+            .iter_mut()
+            .map(|c| int(&c.read().unwrap()))
+            .collect();
+        replies.sort_unstable();
+        replies
+    };
+    let redis = RedisServer::start().unwrap();
+    let ours = Redline::start();
+    let expected = run(redis.addr());
+    assert_eq!(expected, vec![2, 3, 4, 5]);
+    assert_eq!(run(ours.addr), expected);
+}

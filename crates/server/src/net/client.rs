@@ -194,7 +194,7 @@ pub struct ClientState {
     pub input_waited: bool,
     /// The script turn, held from this client's first script of a batch of commands to
     /// the end of the batch.
-    pub script_turn: Option<tokio::sync::OwnedSemaphorePermit>,
+    pub script_turn: Option<crate::scripting::TurnPermit>,
     /// The batch just ended handed the script turn to a waiting client: this task yields
     /// once before writing its replies (see `Connection::run`).
     pub handed_turn: bool,

@@ -258,6 +258,30 @@ pub fn run_commands(
     input: &mut BytesMut,
     output: &mut BytesMut,
 ) -> Progress {
+    let progress = run_commands_in_turn(shared, client, decoder, input, output);
+    // The script turn lasts one batch (the caller may wait next), or a debugging
+    // session's EVAL.
+    if progress != Progress::Debug {
+        if let Some(turn) = client.script_turn.take() {
+            client.handed_turn = turn.pass();
+        }
+    }
+    progress
+}
+
+/// [`run_commands`], leaving the script turn, if the batch took it, to the caller.
+fn run_commands_in_turn(
+    shared: &Shared,
+    client: &mut ClientState,
+    decoder: &mut RequestDecoder,
+    input: &mut BytesMut,
+    output: &mut BytesMut,
+) -> Progress {
+    if !input.is_empty() {
+        client.last_interaction = std::time::Instant::now();
+        // The batch only consumes its input: its start is its peak.
+        client.qbuf_peak = client.qbuf_peak.max(input.len());
+    }
     let batch = crate::stall_watchdog::batch();
     client.in_batch = true;
     let progress = run_batch(shared, client, decoder, input, output);
@@ -267,12 +291,69 @@ pub fn run_commands(
     client.in_batch = false;
     client.batch_clock = None;
     drop(batch);
-    // The script turn lasts one batch (the caller may wait next), or a debugging
-    // session's EVAL.
-    if progress != Progress::Debug && client.script_turn.take().is_some() {
-        client.handed_turn = shared.scripting.turn.handed_on();
-    }
     progress
+}
+
+/// What a connection's batch runs on, lent to the client holding the script turn while
+/// the connection waits for it (see [`crate::scripting::turn`]).
+struct LentBatch {
+    client: ClientState,
+    decoder: RequestDecoder,
+    input: BytesMut,
+    output: BytesMut,
+}
+
+/// A lent batch coming back: run (with what it made of its input), or handed the
+/// script turn to run on its own task.
+struct ReturnedBatch {
+    lent: LentBatch,
+    progress: Option<Progress>,
+}
+
+/// The queued form of a lent batch: run by the turn's holder, or handed the turn, then
+/// sent back on `back`. A connection gone meanwhile (killed, shut down) is let go as its
+/// task would have let it go.
+fn queued_batch(
+    shared: Arc<Shared>,
+    lent: LentBatch,
+    back: tokio::sync::oneshot::Sender<ReturnedBatch>,
+) -> crate::scripting::Queued {
+    Box::new(move |turn, used| {
+        let mut lent = lent;
+        lent.client.script_turn = Some(turn);
+        let mut progress = None;
+        let mut turn_back = None;
+        if used == crate::scripting::Use::Run {
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_commands_in_turn(
+                    &shared,
+                    &mut lent.client,
+                    &mut lent.decoder,
+                    &mut lent.input,
+                    &mut lent.output,
+                )
+            }));
+            let Ok(ran) = ran else {
+                // As a panicking connection task ends alone, so does this client; the
+                // turn in it goes to the next queued batch as it drops.
+                tracing::warn!(
+                    "client id={} ended by a panic in its command",
+                    lent.client.id
+                );
+                forget_client(&shared, &mut lent.client);
+                return None;
+            };
+            if ran != Progress::Debug {
+                turn_back = lent.client.script_turn.take();
+            }
+            progress = Some(ran);
+        }
+        if let Err(returned) = back.send(ReturnedBatch { lent, progress }) {
+            let mut lent = returned.lent;
+            forget_client(&shared, &mut lent.client);
+        }
+        turn_back
+    })
 }
 
 /// Past the hard `client-output-buffer-limit` of its class (normal or pub/sub) a client
@@ -484,25 +565,31 @@ impl<S> Drop for Connection<'_, S> {
         // only once it is.
         self.input = BytesMut::new();
         self.output = BytesMut::new();
-        self.client.mailbox.freed();
-        self.client.mailbox.forget();
-        // Nobody waits for the turn of a connection that is gone.
-        self.client.mailbox.input_turns().end();
-        cmd::tx::unwatch_all(self.shared, &mut self.client);
-        if let Some(blocked) = self.client.blocked.take() {
-            cmd::blocking::cancel(self.shared, &blocked.waiter);
-        }
-        if self.client.wait.is_some() {
-            // Ended in WAIT (CLIENT KILL aborts the task mid-wait): no longer blocked.
-            self.shared.blocking.end_replica_wait(self.client.id);
-        }
-        cmd::pubsub::unsubscribe_all(self.shared, &mut self.client);
-        if self.client.monitor {
-            self.shared.monitors.remove(self.client.id);
-        }
-        if self.client.tracking {
-            self.shared.tracking.disable(self.shared, self.client.id);
-        }
+        forget_client(self.shared, &mut self.client);
+    }
+}
+
+/// Releases what a client holds beyond its task: its WATCHes, blocking registration,
+/// subscriptions, MONITOR and tracking state, and its place in the memory accounts.
+fn forget_client(shared: &Shared, client: &mut ClientState) {
+    client.mailbox.freed();
+    client.mailbox.forget();
+    // Nobody waits for the turn of a connection that is gone.
+    client.mailbox.input_turns().end();
+    cmd::tx::unwatch_all(shared, client);
+    if let Some(blocked) = client.blocked.take() {
+        cmd::blocking::cancel(shared, &blocked.waiter);
+    }
+    if client.wait.is_some() {
+        // Ended in WAIT (CLIENT KILL aborts the task mid-wait): no longer blocked.
+        shared.blocking.end_replica_wait(client.id);
+    }
+    cmd::pubsub::unsubscribe_all(shared, client);
+    if client.monitor {
+        shared.monitors.remove(client.id);
+    }
+    if client.tracking {
+        shared.tracking.disable(shared, client.id);
     }
 }
 
@@ -513,13 +600,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> Connection<'_, S> {
             // Settings changed since the last batch (on any connection) apply to this
             // one's input, read just now, as Redis reads them at each use.
             self.refresh_limits();
+            // A batch the script turn's holder ran for this client, not yet followed up.
+            let mut ran = None;
             loop {
                 // The rare waits are boxed: inline, the largest of them sized every
                 // connection's task (4.8 KB; 2.8 KB so, about Redis's cost per client).
                 if self.shared.freeze.stopped() {
                     Box::pin(self.shared.freeze.wait()).await;
                 }
-                match self.process_input() {
+                let progress = match ran.take() {
+                    Some(progress) => progress,
+                    None => self.process_input(),
+                };
+                match progress {
                     Progress::Drained => {
                         // The turn went to a client parked on it, woken onto this
                         // worker's queue: yielding lets this worker run that script now,
@@ -531,7 +624,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> Connection<'_, S> {
                         }
                         break;
                     }
-                    Progress::Script => Box::pin(self.wait_for_script()).await,
+                    Progress::Script => ran = Box::pin(self.wait_for_script()).await?,
                     Progress::OthersInput => Box::pin(self.wait_for_others_input()).await,
                     Progress::Debug => Box::pin(self.debug_session()).await?,
                     Progress::OutputFull => self.write_ready().await?,
@@ -1030,9 +1123,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> Connection<'_, S> {
     fn process_input(&mut self) -> Progress {
         if !self.input.is_empty() {
             self.input_at_rest = false;
-            self.client.last_interaction = std::time::Instant::now();
-            // The batch only consumes its input: its start is its peak.
-            self.client.qbuf_peak = self.client.qbuf_peak.max(self.input.len());
         }
         let progress = run_commands(
             self.shared,
@@ -1041,6 +1131,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> Connection<'_, S> {
             &mut self.input,
             &mut self.output,
         );
+        self.batch_ran(progress)
+    }
+
+    /// What follows a batch run, here or by the script turn's holder.
+    fn batch_ran(&mut self, progress: Progress) -> Progress {
         // A turn (see `poll_read_in_turn`) goes on until the connection finds its socket
         // empty: input that arrives before it waits on its socket again finds nobody to
         // mark it ready. (One whose commands ran with no read, after a wait, starts its
@@ -1059,15 +1154,53 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> Connection<'_, S> {
     /// Waits for what the postponed command needs (see `crate::scripting::turn`): the
     /// script turn, for the next batch (which starts with that command), or the end of
     /// the running script.
-    async fn wait_for_script(&mut self) {
+    async fn wait_for_script(&mut self) -> io::Result<Option<Progress>> {
         match self.client.script_wait.take() {
-            Some(ScriptWait::Turn) => {
-                self.client.script_turn = self.shared.scripting.turn.take().await;
-            }
+            Some(ScriptWait::Turn) => return self.lend_batch().await,
             Some(ScriptWait::End) => self.shared.scripting.flags.wait_end().await,
             Some(ScriptWait::Finish) => self.shared.scripting.flags.wait_finish().await,
             None => {}
         }
+        Ok(None)
+    }
+
+    /// Queues this connection's batch for the script turn and waits for it to come
+    /// back: run by the turn's holder (its progress returned), or handed the turn to run
+    /// here (`None`: the turn is in the client now).
+    async fn lend_batch(&mut self) -> io::Result<Option<Progress>> {
+        let Some(shared) = self.shared.arc() else {
+            return Err(io::Error::other("server state gone"));
+        };
+        let placeholder = ClientState::new(self.client.id, self.client.peer.clone(), false);
+        let lent = LentBatch {
+            client: std::mem::replace(&mut self.client, placeholder),
+            decoder: std::mem::take(&mut self.decoder),
+            input: std::mem::take(&mut self.input),
+            output: std::mem::take(&mut self.output),
+        };
+        let (back, returned) = tokio::sync::oneshot::channel();
+        let turn = &self.shared.scripting.turn;
+        turn.queue(queued_batch(shared, lent, back));
+        // The holder may have let go between this client's first try and its queueing.
+        if let Some(taken) = turn.try_take() {
+            self.client.handed_turn = taken.pass();
+        }
+        let returned = returned
+            .await
+            .map_err(|_| io::Error::other("client ended while waiting for the script turn"))?;
+        let LentBatch {
+            client,
+            decoder,
+            input,
+            output,
+        } = returned.lent;
+        let handed_turn = self.client.handed_turn;
+        self.client = client;
+        self.client.handed_turn |= handed_turn;
+        self.decoder = decoder;
+        self.input = input;
+        self.output = output;
+        Ok(returned.progress.map(|progress| self.batch_ran(progress)))
     }
 
     /// Waits (within [`SETTLE_LIMIT`]) until the connections the postponed command
@@ -1099,8 +1232,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> Connection<'_, S> {
             return Err(io::Error::other("server state gone"));
         };
         let forked = self.client.debug.mode == DebugMode::Forked;
-        if forked && self.client.script_turn.take().is_some() {
-            self.client.handed_turn = shared.scripting.turn.handed_on();
+        if forked {
+            if let Some(turn) = self.client.script_turn.take() {
+                self.client.handed_turn = turn.pass();
+            }
         }
         let (io, mut relay) = debugger::channel();
         let (done, result) = tokio::sync::oneshot::channel();

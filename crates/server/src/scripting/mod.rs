@@ -70,7 +70,7 @@ use sha1::{Digest, Sha1};
 use crate::cmd::Ctx;
 
 pub use flags::{eval_shebang, ScriptFlags};
-pub use turn::{ScriptWait, Turn};
+pub use turn::{Queued, ScriptWait, Turn, TurnPermit, Use};
 
 /// A compiled EVAL script. Held through the Lua registry, never as an mlua handle: each
 /// live handle takes a slot of mlua's auxiliary stack, which Lua 5.1 caps at about
