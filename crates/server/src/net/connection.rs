@@ -310,8 +310,8 @@ struct ReturnedBatch {
     progress: Option<Progress>,
 }
 
-/// The queued form of a lent batch: run by the turn's holder, or handed the turn, then
-/// sent back on `back`. A connection gone meanwhile (killed, shut down) is let go as its
+/// The queued form of a lent batch: run by the turn's holder, or handed the turn (to
+/// run on its own task), then sent back on `back`. A connection gone meanwhile (killed, shut down) is let go as its
 /// task would have let it go.
 fn queued_batch(
     shared: Arc<Shared>,
@@ -323,7 +323,8 @@ fn queued_batch(
         lent.client.script_turn = Some(turn);
         let mut progress = None;
         let mut turn_back = None;
-        if used == crate::scripting::Use::Run {
+        // DEBUG SLEEP stops the server: the batch's own task waits for the end first.
+        if used == crate::scripting::Use::Run && !shared.freeze.stopped() {
             let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 run_commands_in_turn(
                     &shared,

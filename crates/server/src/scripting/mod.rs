@@ -15,10 +15,10 @@
 //! half done, on any shard, and since every lock is taken up front in the global order a
 //! script can never deadlock with another script, a transaction or a plain command.
 //!
-//! Before taking the shards, a top-level script takes the **script turn** (`turn`): a
-//! FIFO async semaphore, so clients queued behind a script park their tasks and are woken
-//! one at a time instead of putting worker threads to sleep on shard locks. The script
-//! then runs inline on the connection's worker thread; only if it runs long does the
+//! Before taking the shards, a top-level script takes the **script turn** (`turn`).
+//! Clients that find it taken queue their batches instead of putting worker threads to
+//! sleep on shard locks, and the holder runs the queued batches, in order, before it lets
+//! go. A script runs inline on the worker thread of the connection that holds the turn; only if it runs long does the
 //! interpreter's hook hand the worker on to another thread (`watchdog`), so BUSY replies
 //! and SCRIPT KILL are still served.
 //!
