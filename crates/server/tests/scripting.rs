@@ -1420,3 +1420,53 @@ fn scripts_queued_behind_a_debugging_session_run_when_it_ends() {
     assert_eq!(expected, vec![2, 3, 4, 5]);
     assert_eq!(run(ours.addr), expected);
 }
+
+/// Clients that queue scripts behind a long one and leave before it ends lose nothing
+/// and leave nothing behind: their subscriptions and WATCHes are gone once their
+/// batches come back to nobody, and the clients still there get their replies.
+#[test]
+fn clients_leaving_while_their_scripts_wait_leave_nothing_behind() {
+    let ours = Redline::start();
+    let addr = ours.addr;
+    let mut admin = Conn::connect(addr);
+    let mut slow = Conn::connect(addr);
+    // About 300 ms of Lua, under the BUSY threshold.
+    slow.send(&[
+        "EVAL",
+        "local t = redis.call('time') local start = t[1] * 1000000 + t[2] \
+         local x = 0 while true do x = x + 1 if x % 10000 == 0 then \
+         local n = redis.call('time') if n[1] * 1000000 + n[2] - start > 300000 then break end end end \
+         return redis.call('incr', 'n')",
+        "0",
+    ]);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let mut leaving = Vec::new();
+    for _ in 0..4 {
+        let mut c = Conn::connect(addr);
+        c.cmd(&["HELLO", "3"]);
+        c.cmd(&["SUBSCRIBE", "ch"]);
+        c.cmd(&["WATCH", "w"]);
+        c.send(&["EVAL", "return redis.call('incr', 'n')", "0"]);
+        leaving.push(c);
+    }
+    let mut staying = Conn::connect(addr);
+    staying.send(&["EVAL", "return redis.call('incr', 'n')", "0"]);
+    drop(leaving);
+    assert_eq!(int(&slow.read().unwrap()), 1);
+    assert!(int(&staying.read().unwrap()) >= 2);
+    wait_until_numsub_zero(&mut admin);
+    assert_eq!(admin.cmd(&["GET", "n"]), Frame::Bulk("6".into()));
+    assert_eq!(admin.cmd(&["EVAL", "return 7", "0"]), Frame::Integer(7));
+}
+
+fn wait_until_numsub_zero(admin: &mut Conn) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let reply = admin.cmd(&["PUBSUB", "NUMSUB", "ch"]);
+        if reply == Frame::Array(vec![Frame::Bulk("ch".into()), Frame::Integer(0)]) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", show(&reply));
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
