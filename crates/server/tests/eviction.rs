@@ -1425,8 +1425,8 @@ fn eviction_exceeded_time_matches_redis() {
 /// add one to the counter, so the counts compare exactly): a write over a key is a use
 /// of the old one (SET, the STORE commands), a renamed or moved key keeps its history,
 /// RESTORE REPLACE and COPY REPLACE make new keys, MEMORY USAGE and a write's own
-/// bookkeeping (ZADD, XADD, HINCRBY) use nothing more; under LRU, SET over a key long
-/// idle makes it fresh.
+/// bookkeeping (ZADD, XADD, HINCRBY) use nothing more, the blocking pops use what the
+/// commands they fall back on use; under LRU, SET over a key long idle makes it fresh.
 #[test]
 fn uses_of_keys_count_like_redis() {
     let script: &[&[&str]] = &[
@@ -1474,6 +1474,21 @@ fn uses_of_keys_count_like_redis() {
         &["PFADD", "p", "b"],
         &["PFMERGE", "p", "p"],
         &["OBJECT", "FREQ", "p"],
+        // The blocking pops when they need not block: BLMOVE looks its source up, then
+        // LMOVE's lookups follow; BZPOPMIN's and BZMPOP's ZPOP looks the key up again.
+        &["RPUSH", "bl", "a", "b", "c", "d"],
+        &["BLMOVE", "bl", "bl2", "LEFT", "RIGHT", "0"],
+        &["BRPOPLPUSH", "bl", "bl2", "0"],
+        &["BLPOP", "bl", "0"],
+        &["OBJECT", "FREQ", "bl"],
+        &["OBJECT", "FREQ", "bl2"],
+        &["RPUSH", "one", "x"],
+        &["BLMOVE", "one", "one", "LEFT", "RIGHT", "0"],
+        &["OBJECT", "FREQ", "one"],
+        &["ZADD", "bz", "1", "a", "2", "b", "3", "c"],
+        &["BZPOPMIN", "bz", "0"],
+        &["BZMPOP", "0", "1", "bz", "MAX"],
+        &["OBJECT", "FREQ", "bz"],
         &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
         &["SET", "old", "v"],
         &["OBJECT", "IDLETIME", "old"],

@@ -30,7 +30,7 @@ use super::{Ctx, Handler, KeysRef};
 use crate::blocking::{BlockOp, StreamRead, Waiter};
 use crate::net::client::Blocked;
 use crate::shared::Shared;
-use crate::store::{Locked, Shard, Value};
+use crate::store::{Locked, Shard};
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
@@ -121,54 +121,28 @@ pub fn try_pop(
             from_left,
             to_left,
             ..
-        } => {
-            match lists::list(shards.shard_of(key), key)? {
-                Some(l) if !l.is_empty() => {}
-                _ => return Ok(Outcome::Empty),
+        } => match lists::move_one(shards, key, dst, *from_left, *to_left)? {
+            Some(element) => {
+                encode::write_bulk(out, &element);
+                Ok(Outcome::Served(1))
             }
-            lists::list(shards.shard_of(dst), dst)?;
-            let src = shards.shard_of(key);
-            let element = match lists::list(src, key)? {
-                Some(l) if *from_left => l.pop_front(),
-                Some(l) => l.pop_back(),
-                None => None,
-            };
-            let Some(element) = element else {
-                return Ok(Outcome::Empty);
-            };
-            src.touch(key);
-            let emptied = src.remove_if_empty(key);
-            encode::write_bulk(out, &element);
-            let dst_shard = shards.shard_of(dst);
-            let entry = dst_shard.get_or_insert_with(dst, || Value::List(Box::default()));
-            if let Value::List(l) = &mut entry.value {
-                if *to_left {
-                    l.push_front(&element);
-                } else {
-                    l.push_back(&element);
-                }
-            }
-            dst_shard.touch(dst);
-            dst_shard.notify(List.bit(), if *to_left { "lpush" } else { "rpush" }, dst);
-            let src = shards.shard_of(key);
-            src.notify(List.bit(), if *from_left { "lpop" } else { "rpop" }, key);
-            if emptied {
-                src.notify(Generic.bit(), "del", key);
-            }
-            Ok(Outcome::Served(1))
-        }
+            None => Ok(Outcome::Empty),
+        },
         BlockOp::ZPop { max } | BlockOp::ZMPop { max, .. } => {
             let count = match op {
                 BlockOp::ZMPop { count, .. } => Some(*count),
                 _ => None,
             };
             let shard = shards.shard_of(key);
+            match zsets::zset(shard, key)? {
+                Some(z) if !z.is_empty() => {}
+                _ => return Ok(Outcome::Empty),
+            }
+            // Found again: Redis's blocking pop looks the key up, then its ZPOP does, and
+            // each lookup is a use of the key (OBJECT FREQ, IDLETIME).
             let Some(z) = zsets::zset(shard, key)? else {
                 return Ok(Outcome::Empty);
             };
-            if z.is_empty() {
-                return Ok(Outcome::Empty);
-            }
             let n = count.unwrap_or(1).min(z.len());
             let mut popped = Vec::with_capacity(n);
             for _ in 0..n {

@@ -439,34 +439,44 @@ fn move_generic(
 ) -> CmdResult {
     let proto = ctx.proto();
     let mut locked = ctx.lock_keys([src, dst]);
-    if list(locked.shard(src), src)?.is_none() {
-        encode::write_null_bulk(ctx.out, proto);
-        return Ok(());
+    match move_one(&mut locked, src, dst, from_left, to_left)? {
+        Some(element) => encode::write_bulk(ctx.out, &element),
+        None => encode::write_null_bulk(ctx.out, proto),
     }
-    list(locked.shard(dst), dst)?;
-    // Found above: Redis's two lookups (source, destination) are the uses it records.
-    let element = match locked
-        .shard(src)
+    Ok(())
+}
+
+/// Moves one element from an end of `src` to an end of `dst`: LMOVE's work, and BLMOVE's
+/// once its source has one. Its lookups of the source and the destination are the uses
+/// Redis's records; its events are Redis's (`lpush`/`rpush` on the destination,
+/// `lpop`/`rpop` on the source, then `del` if that emptied it), and a list rotated onto
+/// itself keeps its key. `None` when the source is missing; WRONGTYPE when either key
+/// holds another type.
+pub(crate) fn move_one(
+    shards: &mut dyn super::blocking::KeyShards,
+    src: &[u8],
+    dst: &[u8],
+    from_left: bool,
+    to_left: bool,
+) -> Result<Option<crate::store::CompactBytes>, CmdError> {
+    if list(shards.shard_of(src), src)?.is_none() {
+        return Ok(None);
+    }
+    list(shards.shard_of(dst), dst)?;
+    let element = match shards
+        .shard_of(src)
         .get_untouched_quietly(src)
         .map(|e| &mut e.value)
     {
-        Some(Value::List(l)) => {
-            if from_left {
-                l.pop_front()
-            } else {
-                l.pop_back()
-            }
-        }
+        Some(Value::List(l)) if from_left => l.pop_front(),
+        Some(Value::List(l)) => l.pop_back(),
         _ => None,
     };
     let Some(element) = element else {
-        encode::write_null_bulk(ctx.out, proto);
-        return Ok(());
+        return Ok(None);
     };
-    encode::write_bulk(ctx.out, &element);
-    let entry = locked
-        .shard(dst)
-        .get_or_insert_with(dst, || Value::List(Box::default()));
+    let dst_shard = shards.shard_of(dst);
+    let entry = dst_shard.get_or_insert_with(dst, || Value::List(Box::default()));
     if let Value::List(l) = &mut entry.value {
         if to_left {
             l.push_front(&element);
@@ -474,24 +484,23 @@ fn move_generic(
             l.push_back(&element);
         }
     }
-    locked.shard(src).touch(src);
-    locked.shard(dst).touch(dst);
-    event(
-        ctx,
-        NotifyClass::List,
+    dst_shard.touch(dst);
+    dst_shard.notify(
+        NotifyClass::List.bit(),
         if to_left { "lpush" } else { "rpush" },
         dst,
     );
-    event(
-        ctx,
-        NotifyClass::List,
+    let src_shard = shards.shard_of(src);
+    src_shard.touch(src);
+    src_shard.notify(
+        NotifyClass::List.bit(),
         if from_left { "lpop" } else { "rpop" },
         src,
     );
-    if locked.shard(src).remove_if_empty(src) {
-        event(ctx, NotifyClass::Generic, "del", src);
+    if src_shard.remove_if_empty(src) {
+        src_shard.notify(NotifyClass::Generic.bit(), "del", src);
     }
-    Ok(())
+    Ok(Some(element))
 }
 
 fn lmove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
