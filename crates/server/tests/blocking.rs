@@ -226,6 +226,17 @@ fn blocking_scenarios_match_redis() {
             Cmd(0, &["BZMPOP", "0", "1", "none", "MIN"]),
             Cmd(0, &["EXEC"]),
         ],
+        // A one-element list rotated onto itself is the same key: its TTL stays.
+        &[
+            Cmd(0, &["RPUSH", "one", "x"]),
+            Cmd(0, &["EXPIRE", "one", "100"]),
+            Cmd(0, &["BLMOVE", "one", "one", "LEFT", "RIGHT", "0"]),
+            Cmd(0, &["TTL", "one"]),
+            Cmd(0, &["BRPOPLPUSH", "one", "one", "0"]),
+            Cmd(0, &["TTL", "one"]),
+            Cmd(0, &["LMOVE", "one", "one", "RIGHT", "LEFT"]),
+            Cmd(0, &["TTL", "one"]),
+        ],
         // BLMOVE chains: the moved element wakes a waiter of the destination.
         &[
             Block(0, &["BLMOVE", "src", "dst", "RIGHT", "LEFT", "0"], 1),
