@@ -143,20 +143,7 @@ pub fn try_pop(
             let Some(z) = zsets::zset(shard, key)? else {
                 return Ok(Outcome::Empty);
             };
-            let n = count.unwrap_or(1).min(z.len());
-            let mut popped = Vec::with_capacity(n);
-            for _ in 0..n {
-                let next = if *max {
-                    z.iter().next_back()
-                } else {
-                    z.iter().next()
-                };
-                let Some((m, s)) = next.map(|(m, s)| (m.to_vec(), s)) else {
-                    break;
-                };
-                z.remove(&m);
-                popped.push((m, s));
-            }
+            let popped = zsets::pop_end(z, count.unwrap_or(1), *max);
             shard.touch(key);
             shard.notify(Zset.bit(), if *max { "zpopmax" } else { "zpopmin" }, key);
             if shard.remove_if_empty(key) {

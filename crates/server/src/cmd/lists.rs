@@ -514,66 +514,10 @@ fn rpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 fn lmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let numkeys = match crate::store::canonical_int(&args[1]) {
-        Some(n) if n > 0 => n as usize,
-        _ => return Err(CmdError::Static("ERR numkeys should be greater than 0")),
+    let parsed = super::blocking::parse_mpop(args, 1, false)?;
+    let op = crate::blocking::BlockOp::MPop {
+        left: parsed.head,
+        count: parsed.count,
     };
-    let where_index = 1 + numkeys + 1;
-    if where_index >= args.len() {
-        return Err(SYNTAX);
-    }
-    let left = side(&args[where_index])?;
-    let mut count: Option<usize> = None;
-    let mut j = where_index + 1;
-    while j < args.len() {
-        if is(&args[j], "count") && j + 1 < args.len() && count.is_none() {
-            match crate::store::canonical_int(&args[j + 1]) {
-                Some(n) if n > 0 => count = Some(n as usize),
-                _ => return Err(CmdError::Static("ERR count should be greater than 0")),
-            }
-            j += 2;
-        } else {
-            return Err(SYNTAX);
-        }
-    }
-    let count = count.unwrap_or(1);
-    let keys = &args[2..2 + numkeys];
-    let proto = ctx.proto();
-    let mut locked = ctx.lock_keys(keys.iter().map(|k| &k[..]));
-    for key in keys {
-        let shard = locked.shard(key);
-        let Some(list) = list(shard, key)? else {
-            continue;
-        };
-        if list.is_empty() {
-            continue;
-        }
-        let n = count.min(list.len());
-        encode::write_array_len(ctx.out, 2);
-        encode::write_bulk(ctx.out, key);
-        encode::write_array_len(ctx.out, n);
-        for _ in 0..n {
-            let element = if left {
-                list.pop_front()
-            } else {
-                list.pop_back()
-            };
-            if let Some(e) = element {
-                encode::write_bulk(ctx.out, &e);
-            }
-        }
-        shard.touch(key);
-        event(
-            ctx,
-            NotifyClass::List,
-            if left { "lpop" } else { "rpop" },
-            key,
-        );
-        if shard.remove_if_empty(key) {
-            event(ctx, NotifyClass::Generic, "del", key);
-        }
-        return Ok(());
-    }
-    encode::write_null_array(ctx.out, proto);
-    Ok(())
+    super::blocking::pop_first(ctx, &args[parsed.first..parsed.first + parsed.numkeys], &op)
 }

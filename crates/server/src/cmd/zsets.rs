@@ -827,20 +827,7 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> CmdResult {
         encode::write_array_len(ctx.out, 0);
         return Ok(());
     };
-    let n = count.unwrap_or(1).min(z.len());
-    let mut popped = Vec::with_capacity(n);
-    for _ in 0..n {
-        let next = if max {
-            z.iter().next_back()
-        } else {
-            z.iter().next()
-        };
-        let Some((m, s)) = next.map(|(m, s)| (m.to_vec(), s)) else {
-            break;
-        };
-        z.remove(&m);
-        popped.push((m, s));
-    }
+    let popped = pop_end(z, count.unwrap_or(1), max);
     if !popped.is_empty() {
         shard.touch(key);
         event(
@@ -864,6 +851,26 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> CmdResult {
         write_range(ctx.out, proto, &popped, true);
     }
     Ok(())
+}
+
+/// Takes up to `n` members off the low end of `z` (the high end when `max`), with their
+/// scores, in the order they go.
+pub(crate) fn pop_end(z: &mut ZSet, n: usize, max: bool) -> Vec<(Vec<u8>, f64)> {
+    let n = n.min(z.len());
+    let mut popped = Vec::with_capacity(n);
+    for _ in 0..n {
+        let next = if max {
+            z.iter().next_back()
+        } else {
+            z.iter().next()
+        };
+        let Some((m, s)) = next.map(|(m, s)| (m.to_vec(), s)) else {
+            break;
+        };
+        z.remove(&m);
+        popped.push((m, s));
+    }
+    popped
 }
 
 fn zpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
