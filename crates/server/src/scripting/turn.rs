@@ -214,4 +214,21 @@ mod tests {
         assert_eq!(*log.lock().unwrap(), vec![(1, false), (2, false)]);
         assert!(turn.try_take().is_some());
     }
+
+    #[test]
+    fn letting_go_runs_a_budget_of_queued_batches_then_hands_the_turn_on() {
+        let turn = Turn::default();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let held = turn.try_take().unwrap();
+        for id in 0..20 {
+            turn.queue(recorder(&log, id));
+        }
+        // The 17th is handed the turn; a recorder drops it, which hands it on again.
+        assert!(held.pass());
+        let expected: Vec<(u32, bool)> = (0..20).map(|id| (id, id < 16)).collect();
+        assert_eq!(*log.lock().unwrap(), expected);
+        let again = turn.try_take().unwrap();
+        assert!(!again.pass());
+        assert!(turn.try_take().is_some());
+    }
 }
