@@ -1489,6 +1489,25 @@ fn uses_of_keys_count_like_redis() {
         &["BZPOPMIN", "bz", "0"],
         &["BZMPOP", "0", "1", "bz", "MAX"],
         &["OBJECT", "FREQ", "bz"],
+        // Counters (whole numbers past Redis's shared integers): INCR's one lookup is a
+        // use even when the value is no integer; INCRBYFLOAT's and HINCRBYFLOAT's too,
+        // once; MSETNX looks keys up until one exists; GETEX PERSIST once.
+        &["SET", "num", "100000"],
+        &["INCR", "num"],
+        &["INCRBY", "num", "5"],
+        &["DECR", "num"],
+        &["DECRBY", "num", "5"],
+        &["INCRBYFLOAT", "num", "1.5"],
+        &["OBJECT", "FREQ", "num"],
+        &["SET", "word", "abc"],
+        &["INCR", "word"],
+        &["INCRBYFLOAT", "word", "1"],
+        &["MSETNX", "word", "x", "other", "y"],
+        &["GETEX", "word", "PERSIST"],
+        &["OBJECT", "FREQ", "word"],
+        &["HINCRBYFLOAT", "hf", "f", "1.5"],
+        &["HINCRBYFLOAT", "hf", "f", "1.5"],
+        &["OBJECT", "FREQ", "hf"],
         &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
         &["SET", "old", "v"],
         &["OBJECT", "IDLETIME", "old"],
@@ -1501,6 +1520,11 @@ fn uses_of_keys_count_like_redis() {
             panic!("DUMP")
         };
         let payload = &payload[..];
+        c.cmd(&["SET", "whole", "100000"]);
+        let Frame::Bulk(counter) = c.cmd(&["DUMP", "whole"]) else {
+            panic!("DUMP")
+        };
+        let counter = &counter[..];
         let steps: &[&[&[u8]]] = &[
             &[b"RESTORE", b"idle", b"0", payload, b"IDLETIME", b"5000"],
             &[b"OBJECT", b"IDLETIME", b"idle"],
@@ -1517,6 +1541,12 @@ fn uses_of_keys_count_like_redis() {
             ],
             &[b"RESTORE", b"idle", b"0", payload, b"REPLACE"],
             &[b"OBJECT", b"IDLETIME", b"idle"],
+            // A counter long idle is fresh once incremented (it was not: INCR kept
+            // the old time, so LRU evicted hot counters first).
+            &[b"RESTORE", b"counter", b"0", counter, b"IDLETIME", b"5000"],
+            &[b"OBJECT", b"IDLETIME", b"counter"],
+            &[b"INCR", b"counter"],
+            &[b"OBJECT", b"IDLETIME", b"counter"],
             &[b"CONFIG", b"SET", b"maxmemory-policy", b"noeviction"],
         ];
         steps.iter().map(|a| format!("{:?}", c.cmd(a))).collect()

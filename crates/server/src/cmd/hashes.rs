@@ -263,9 +263,8 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(e);
         }
     };
-    if let Some(h) = hash(&mut shard, key)? {
-        h.insert(&args[2], text.as_bytes());
-    }
+    // The hash found above: Redis looks the key up once (one use of it).
+    h.insert(&args[2], text.as_bytes());
     shard.touch(key);
     event(ctx, NotifyClass::Hash, "hincrbyfloat", key);
     encode::write_bulk(ctx.out, text.as_bytes());

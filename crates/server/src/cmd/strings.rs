@@ -291,6 +291,8 @@ fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !entry.value.is_string() {
         return Err(WRONG_TYPE);
     }
+    // Read off this lookup: Redis's GETEX looks the key up once (one use of it).
+    let had_ttl = entry.expires_at != 0;
     // Redis validates the expire time only once it knows the key is a string.
     let expires_at = match o.expire {
         Some((unit, at)) => Some(deadline(&args[at], unit, "getex")?),
@@ -305,15 +307,11 @@ fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             shard.set_expires(key, at);
             event(ctx, NotifyClass::Generic, "expire", key);
         }
-    } else if o.persist && entry_has_ttl(&mut shard, key) {
+    } else if o.persist && had_ttl {
         shard.set_expires(key, 0);
         event(ctx, NotifyClass::Generic, "persist", key);
     }
     Ok(())
-}
-
-fn entry_has_ttl(shard: &mut crate::store::Shard, key: &[u8]) -> bool {
-    shard.get(key).is_some_and(|e| e.expires_at != 0)
 }
 
 fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -335,7 +333,13 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool, name: &str) -> Resu
     }
     let pairs = &args[1..];
     let mut locked = ctx.lock_keys(pairs.iter().step_by(2).map(|k| &k[..]));
-    if nx && pairs.chunks(2).any(|p| locked.shard(&p[0]).contains(&p[0])) {
+    // A lookup, not a membership test: Redis's MSETNX looks each key up until one
+    // exists, a use of that key.
+    if nx
+        && pairs
+            .chunks(2)
+            .any(|p| locked.shard(&p[0]).get(&p[0]).is_some())
+    {
         return Ok(false);
     }
     for pair in pairs.chunks(2) {
@@ -480,7 +484,9 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 fn incr_generic(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> CmdResult {
     let mut shard = ctx.lock(key);
-    let entry = shard.get_or_insert_with(key, || Value::Int(0));
+    // The command's one lookup: Redis's INCR looks the key up for writing before it
+    // checks its type and value, a use of it whatever follows.
+    let entry = shard.get_or_insert_used(key, || Value::Int(0));
     let current = match &entry.value {
         Value::Int(n) => *n,
         // A string changed in place may read as an integer.
@@ -530,7 +536,8 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             CmdError::Static("ERR increment would produce NaN or Infinity")
         }
     })?;
-    match shard.get(key) {
+    // Found above (Redis's one lookup, one use) or created now.
+    match shard.get_untouched_quietly(key) {
         Some(entry) => entry.value = Value::text(text.as_bytes()),
         None => shard.insert(key, Value::text(text.as_bytes()), 0),
     }
