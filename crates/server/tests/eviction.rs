@@ -1508,6 +1508,12 @@ fn uses_of_keys_count_like_redis() {
         &["HINCRBYFLOAT", "hf", "f", "1.5"],
         &["HINCRBYFLOAT", "hf", "f", "1.5"],
         &["OBJECT", "FREQ", "hf"],
+        // RENAME looks up the source, then the destination, whatever it answers.
+        &["RENAME", "hf", "hf"],
+        &["RENAMENX", "hf", "hf"],
+        &["RENAMENX", "hf", "word"],
+        &["OBJECT", "FREQ", "hf"],
+        &["OBJECT", "FREQ", "word"],
         &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
         &["SET", "old", "v"],
         &["OBJECT", "IDLETIME", "old"],

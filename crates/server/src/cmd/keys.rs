@@ -221,22 +221,22 @@ fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<bool, CmdError> {
     let (from, to) = (&args[1][..], &args[2][..]);
     let mut locked = ctx.lock_keys([from, to]);
-    if !locked.shard(from).contains(from) {
+    // Redis looks the source up, then the destination: a use of each that exists,
+    // whatever the answer (a key renamed to itself, RENAMENX onto a key).
+    if locked.shard(from).get(from).is_none() {
         return Err(NO_SUCH_KEY);
     }
     if from == to {
         return Ok(!nx);
     }
-    if nx && locked.shard(to).contains(to) {
+    if locked.shard(to).get(to).is_some() && nx {
         return Ok(false);
     }
     if let Some(entry) = locked.shard(from).remove(from) {
-        // The value moves with its last use, as Redis moves the object (used once more
-        // by the lookup that found it).
-        let access = ctx.shared.store.events().eviction.touched(entry.access);
+        // The value moves with its last use, as Redis moves the object.
         let target = locked.shard(to);
         target.insert_anew(to, entry.value, entry.expires_at);
-        target.set_access(to, access);
+        target.set_access(to, entry.access);
         event(ctx, NotifyClass::Generic, "rename_from", from);
         event(ctx, NotifyClass::Generic, "rename_to", to);
     }
