@@ -664,7 +664,11 @@ pub fn serve_read(
         };
         if wrote {
             served += 1;
-            metadata_changed();
+            // A group's read moves its cursor and pending entries (one change a stream,
+            // as Redis counts it); a plain XREAD changes nothing.
+            if group.is_some() {
+                metadata_changed();
+            }
         }
     }
     if served == 0 {
