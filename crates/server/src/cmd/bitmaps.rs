@@ -87,13 +87,16 @@ fn with_bits_mut<R>(
     let entry = shard.get_or_insert_with(key, || Value::raw(vec![0; len]));
     let bytes = entry.value.str_grown_mut(len).ok_or(WRONG_TYPE)?;
     let (result, changes) = f(bytes, dirty);
-    // Creating the key counted one change already.
-    let counted = u64::from(existing.is_none());
-    if changes > 0 && existing.is_some() {
+    // A created key is a change even when `f` wrote nothing (creating counts nothing
+    // by itself): it must reach the replicas and the AOF.
+    let counted = if existing.is_none() {
+        changes.max(1)
+    } else {
+        changes
+    };
+    if counted > 0 {
         shard.touch(key);
-    }
-    for _ in counted.max(1)..changes {
-        crate::store::dirty::mark();
+        crate::store::dirty::mark_n(counted - 1);
     }
     Ok((result, changes))
 }

@@ -110,6 +110,7 @@ pub fn try_pop(
                 }
             }
             shard.touch(key);
+            crate::store::dirty::mark_rest(n);
             shard.notify(List.bit(), if *left { "lpop" } else { "rpop" }, key);
             if shard.remove_if_empty(key) {
                 shard.notify(Generic.bit(), "del", key);
@@ -145,6 +146,7 @@ pub fn try_pop(
             };
             let popped = zsets::pop_end(z, count.unwrap_or(1), *max);
             shard.touch(key);
+            crate::store::dirty::mark_rest(popped.len());
             shard.notify(Zset.bit(), if *max { "zpopmax" } else { "zpopmin" }, key);
             if shard.remove_if_empty(key) {
                 shard.notify(Generic.bit(), "del", key);

@@ -86,7 +86,11 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         other => other,
     })?;
+    // One change, as Redis counts a swap, however many shards it took.
+    let changes = crate::store::dirty::count();
     ctx.swap_dbs(a, b);
+    crate::store::dirty::forget_since(changes);
+    crate::store::dirty::mark();
     ok(ctx.out);
     Ok(())
 }

@@ -72,6 +72,8 @@ fn set_fields(ctx: &mut Ctx<'_>, args: &[Bytes], name: &str) -> Result<usize, Cm
         }
     }
     shard.touch(key);
+    // A change a field given, new or not, as Redis counts them.
+    crate::store::dirty::mark_rest(args.len() / 2 - 1);
     event(ctx, NotifyClass::Hash, "hset", key);
     Ok(created)
 }
@@ -144,6 +146,7 @@ fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if removed > 0 {
         shard.touch(key);
+        crate::store::dirty::mark_rest(removed as usize);
         event(ctx, NotifyClass::Hash, "hdel", key);
     }
     if now_empty {

@@ -220,6 +220,7 @@ fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
 /// RENAME and RENAMENX; returns whether the rename happened.
 fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<bool, CmdError> {
     let (from, to) = (&args[1][..], &args[2][..]);
+    let changes = crate::store::dirty::count();
     let mut locked = ctx.lock_keys([from, to]);
     // Redis looks the source up, then the destination: a use of each that exists,
     // whatever the answer (a key renamed to itself, RENAMENX onto a key).
@@ -237,6 +238,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<bool, C
         let target = locked.shard(to);
         target.insert_anew(to, entry.value, entry.expires_at);
         target.set_access(to, entry.access);
+        crate::store::dirty::count_as_one(changes);
         event(ctx, NotifyClass::Generic, "rename_from", from);
         event(ctx, NotifyClass::Generic, "rename_to", to);
     }
@@ -431,6 +433,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if src_db == dst_db && src == dst {
         return Err(SAME_OBJECT);
     }
+    let changes = crate::store::dirty::count();
     // One step under both locks: look at the source, the destination, then write.
     let run = |from: &mut crate::store::Shard, to: &mut crate::store::Shard| -> i64 {
         let Some(entry) = as_read(|| from.get(src).cloned()) else {
@@ -461,6 +464,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             .unwrap_or(0)
     };
     if done == 1 {
+        crate::store::dirty::count_as_one(changes);
         event_on(ctx.shared, NotifyClass::Generic, "copy_to", dst_db, dst);
     }
     encode::write_integer(ctx.out, done);
@@ -478,6 +482,7 @@ fn move_key(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let key = &args[1][..];
     let eviction = &ctx.shared.store.events().eviction;
+    let changes = crate::store::dirty::count();
     let moved = ctx
         .with_two_dbs((src_db, key), (dst_db, key), |from, to| {
             if !from.contains(key) || to.contains(key) {
@@ -494,6 +499,7 @@ fn move_key(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         })
         .unwrap_or(0);
     if moved == 1 {
+        crate::store::dirty::count_as_one(changes);
         event_on(ctx.shared, NotifyClass::Generic, "move_from", src_db, key);
         event_on(ctx.shared, NotifyClass::Generic, "move_to", dst_db, key);
     }

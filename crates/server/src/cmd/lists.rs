@@ -71,6 +71,8 @@ fn push(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool, only_existing: bool) -> C
     }
     let len = list.len();
     shard.touch(key);
+    // One change an element, as Redis counts them.
+    crate::store::dirty::mark_rest(args.len() - 2);
     event(
         ctx,
         NotifyClass::List,
@@ -125,6 +127,7 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
         return Ok(());
     };
     let changed = count != Some(0);
+    let mut popped = 1;
     match count {
         None => {
             let element = if left {
@@ -139,6 +142,7 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
         }
         Some(count) => {
             let n = count.min(list.len());
+            popped = n;
             encode::write_array_len(ctx.out, n);
             for _ in 0..n {
                 let element = if left {
@@ -154,6 +158,7 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
     }
     if changed {
         shard.touch(key);
+        crate::store::dirty::mark_rest(popped);
         event(
             ctx,
             NotifyClass::List,
@@ -259,11 +264,16 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.lock(key);
     if let Some(list) = list(&mut shard, key)? {
+        let before = list.len();
         match range(start, end, list.len()) {
             None => list.clear(),
             Some((from, to)) => list.keep_range(from, to),
         }
-        shard.touch(key);
+        let removed = before - list.len();
+        // Signalled whatever it removed; a change an element removed (none: LTRIM
+        // counts, and so propagates, nothing), as Redis.
+        shard.signal(key);
+        crate::store::dirty::mark_n(removed as u64);
         event(ctx, NotifyClass::List, "ltrim", key);
     }
     if shard.remove_if_empty(key) {
@@ -290,6 +300,7 @@ fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let removed = list.remove_equal(target, limit, count < 0);
     if removed > 0 {
         shard.touch(key);
+        crate::store::dirty::mark_rest(removed);
         event(ctx, NotifyClass::List, "lrem", key);
     }
     if shard.remove_if_empty(key) {
@@ -484,7 +495,8 @@ pub(crate) fn move_one(
             l.push_back(&element);
         }
     }
-    dst_shard.touch(dst);
+    // One change for the whole move (Redis's count); the destination is signalled.
+    dst_shard.signal(dst);
     dst_shard.notify(
         NotifyClass::List.bit(),
         if to_left { "lpush" } else { "rpush" },

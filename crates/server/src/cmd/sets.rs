@@ -69,6 +69,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let added = args[2..].iter().filter(|m| s.insert(m)).count();
     if added > 0 {
         shard.touch(key);
+        crate::store::dirty::mark_rest(added);
         event(ctx, NotifyClass::Set, "sadd", key);
     }
     encode::write_integer(ctx.out, added as i64);
@@ -84,6 +85,7 @@ fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     if removed > 0 {
         shard.touch(key);
+        crate::store::dirty::mark_rest(removed);
         event(ctx, NotifyClass::Set, "srem", key);
     }
     if shard.remove_if_empty(key) {
@@ -147,6 +149,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         return Ok(());
     };
+    let mut popped = 1;
     match count {
         None => {
             if let Some(m) = s.random_index().and_then(|i| s.remove_index(i)) {
@@ -155,6 +158,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         Some(n) => {
             let n = n.min(s.len());
+            popped = n;
             encode::write_set_len(ctx.out, proto, n);
             for _ in 0..n {
                 if let Some(m) = s.random_index().and_then(|i| s.remove_index(i)) {
@@ -165,6 +169,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if count != Some(0) {
         shard.touch(key);
+        crate::store::dirty::mark_rest(popped);
         event(ctx, NotifyClass::Set, "spop", key);
     }
     if shard.remove_if_empty(key) {

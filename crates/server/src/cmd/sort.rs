@@ -261,6 +261,8 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly: bool) -> CmdResult 
                     .map(|v| v.as_deref().unwrap_or_default())
                     .collect();
                 shard.insert(dst, Value::List(Box::new(list)), 0);
+                // A change an element stored, as Redis counts them.
+                crate::store::dirty::mark_rest(n);
                 event(ctx, NotifyClass::List, "sortstore", dst);
             }
             encode::write_integer(ctx.out, n as i64);

@@ -444,6 +444,7 @@ fn xdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if deleted > 0 {
         shard.touch(key);
+        crate::store::dirty::mark_rest(deleted as usize);
     }
     drop(shard);
     encode::write_integer(ctx.out, deleted);
@@ -465,6 +466,7 @@ fn xtrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if removed > 0 {
         shard.touch(key);
+        crate::store::dirty::mark_rest(removed);
     }
     drop(shard);
     encode::write_integer(ctx.out, removed as i64);

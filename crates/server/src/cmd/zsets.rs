@@ -169,6 +169,7 @@ fn zadd_generic(
     }
     if added + updated > 0 {
         shard.touch(key);
+        crate::store::dirty::mark_rest((added + updated) as usize);
         event(
             ctx,
             NotifyClass::Zset,
@@ -218,6 +219,7 @@ fn zrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     if removed > 0 {
         shard.touch(key);
+        crate::store::dirty::mark_rest(removed);
         event(ctx, NotifyClass::Zset, "zrem", key);
     }
     if shard.remove_if_empty(key) {
@@ -789,6 +791,7 @@ fn zremrange(ctx: &mut Ctx<'_>, args: &[Bytes], kind: RangeType) -> CmdResult {
     };
     if removed > 0 {
         shard.touch(key);
+        crate::store::dirty::mark_rest(removed);
         let name = match kind {
             RangeType::Score => "zremrangebyscore",
             RangeType::Lex => "zremrangebylex",
@@ -829,7 +832,9 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> CmdResult {
     };
     let popped = pop_end(z, count.unwrap_or(1), max);
     if !popped.is_empty() {
+        // A change a member popped, as Redis counts them.
         shard.touch(key);
+        crate::store::dirty::mark_rest(popped.len());
         event(
             ctx,
             NotifyClass::Zset,

@@ -24,6 +24,24 @@ pub fn mark_n(n: u64) {
     CHANGES.with(|c| c.set(c.get().wrapping_add(n)));
 }
 
+/// A command whose key's touch counted one change made `total` (Redis counts one per
+/// element pushed, added, removed or set): counts the rest.
+#[inline]
+pub fn mark_rest(total: usize) {
+    mark_n((total as u64).saturating_sub(1));
+}
+
+/// The changes counted since `before` (a reading of [`count`]) count as one: a key
+/// moved or replaced whole (RENAME, MOVE, COPY), which Redis counts once however many
+/// removals and insertions it took here.
+#[inline]
+pub fn count_as_one(before: u64) {
+    if count() != before {
+        forget_since(before);
+        mark();
+    }
+}
+
 /// Takes back the changes this thread counted since `before` (a reading of [`count`]):
 /// for a command whose changes Redis does not count (DEBUG POPULATE, DEBUG RELOAD).
 #[inline]

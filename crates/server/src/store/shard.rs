@@ -502,7 +502,9 @@ impl Shard {
                 index
             }
             None => {
-                self.touch(key);
+                // No change counted: the command counts what it puts in (Redis's
+                // `dbAdd` counts nothing either), and every caller touches the key after.
+                self.signal(key);
                 self.report_created(key, true);
                 if let Some(counts) = &mut self.slot_counts {
                     counts.added(key);
@@ -711,6 +713,13 @@ impl Shard {
     #[inline]
     pub fn touch(&mut self, key: &[u8]) {
         super::dirty::mark();
+        self.signal(key);
+    }
+
+    /// [`Shard::touch`] without counting a change: WATCH and tracking only (Redis's
+    /// `signalModifiedKey`), for a key whose change its command counts elsewhere.
+    #[inline]
+    pub fn signal(&mut self, key: &[u8]) {
         super::changed_keys::record(key);
         if self.watched.is_watched(key) {
             let present = self.map.contains_key(key);
@@ -743,7 +752,11 @@ impl Shard {
             .peek(key)
             .is_some_and(|e| e.value.is_empty_collection());
         if empty {
+            // No change counted: the command counted what it took out, and Redis's
+            // `dbDelete` of an emptied key counts nothing more.
+            let changes = super::dirty::count();
             self.remove(key);
+            super::dirty::forget_since(changes);
         }
         empty
     }
