@@ -460,6 +460,7 @@ fn serve_stream_waiters(
             .as_ref()
             .is_some_and(|g| streams::has_consumer(&mut locked, key, g));
         reply.clear();
+        let changes = crate::store::dirty::count();
         let mut propagate = Vec::new();
         let record = crate::repl::serves_propagate(shared);
         let outcome = streams::serve_blocked(
@@ -480,7 +481,11 @@ fn serve_stream_waiters(
                 .as_ref()
                 .is_some_and(|g| streams::has_consumer(&mut locked, key, g));
         drop(locked);
+        // Serving a blocked reader, Redis counts the consumer it created and nothing
+        // else (the read itself counts only when the command runs at once).
+        crate::store::dirty::forget_since(changes);
         if created {
+            crate::store::dirty::mark();
             let class = crate::notify::NotifyClass::Stream;
             crate::notify::event_on(shared, class, "xgroup-createconsumer", db, key);
         }
@@ -796,6 +801,7 @@ pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) 
             }
             let mut locked = shared.store.db(db).lock_keys(keys);
             reply.clear();
+            let changes = crate::store::dirty::count();
             let outcome = match &waiter.op {
                 BlockOp::Move { dst, .. } => {
                     // Redis serves only a source of the right type; a wrong destination
@@ -820,6 +826,11 @@ pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) 
             };
             if let Ok(Outcome::Served(n)) = outcome {
                 crate::repl::append_served(shared, db, vec![stream_form(&waiter.op, &key, n)]);
+            }
+            if matches!(waiter.op, BlockOp::Pop { .. } | BlockOp::Move { .. }) {
+                // Redis's `serveClientBlockedOnList` counts no change for BLPOP, BRPOP
+                // and BLMOVE (BLMPOP's and the sorted set pops' elements it counts).
+                crate::store::dirty::forget_since(changes);
             }
             drop(locked);
             match outcome {

@@ -64,24 +64,29 @@ fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let sparse_max = sparse_max(ctx);
     let key = &args[1];
     let mut shard = ctx.lock(key);
-    let mut updated = false;
+    // Changes as Redis counts them: the key's creation and each element that raised
+    // a register.
+    let mut changes = 0;
     // Redis's lookup for writing: a use of an existing key, of any type.
     let entry = shard.get_or_insert_used(key, || {
-        updated = true;
+        changes += 1;
         new_hll()
     });
     hll_bytes(&entry.value)?;
     let bytes = hll_bytes_mut(&mut entry.value)?;
     for element in &args[2..] {
         // On a corrupt body Redis keeps the registers already raised: so do we.
-        updated |= hll::add(bytes, element, sparse_max).map_err(|_| CORRUPT)?;
+        if hll::add(bytes, element, sparse_max).map_err(|_| CORRUPT)? {
+            changes += 1;
+        }
     }
-    if updated {
+    if changes > 0 {
         hll::invalidate(bytes);
         shard.touch(key);
+        crate::store::dirty::mark_rest(changes);
         event(ctx, NotifyClass::String, "pfadd", key);
     }
-    encode::write_integer(ctx.out, i64::from(updated));
+    encode::write_integer(ctx.out, i64::from(changes > 0));
     Ok(())
 }
 

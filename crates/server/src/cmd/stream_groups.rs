@@ -13,9 +13,7 @@ use super::{Ctx, Handler};
 use crate::notify::{keyspace_event, NotifyClass};
 use crate::repl::rewrite;
 use crate::store::lookups::as_read;
-use crate::store::stream::{
-    Consumer, ConsumerName, Group, Nack, Stream, StreamId, ENTRIES_READ_INVALID,
-};
+use crate::store::stream::{Group, Nack, Stream, StreamId, ENTRIES_READ_INVALID};
 use crate::store::{now_ms, Value};
 
 /// This family's handlers.
@@ -108,7 +106,8 @@ fn xgroup_create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         given => Some(super::streams::strict_id(given, 0)?),
     };
     if !exists {
-        shard.insert(key, Value::Stream(Box::default()), 0);
+        // Counts no change: Redis counts the group's creation only.
+        shard.get_or_insert_with(key, || Value::Stream(Box::default()));
     }
     let Some(stream) = super::streams::stream_again(&mut shard, key) else {
         return Ok(());
@@ -131,7 +130,7 @@ fn xgroup_create(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ..Group::default()
         },
     );
-    super::streams::metadata_changed();
+    super::streams::metadata_changed(1);
     drop(shard);
     ok(ctx.out);
     let db = ctx.client.db;
@@ -163,7 +162,7 @@ fn xgroup_setid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     group.last_id = id;
     group.entries_read = entries_read;
-    super::streams::metadata_changed();
+    super::streams::metadata_changed(1);
     drop(shard);
     ok(ctx.out);
     let db = ctx.client.db;
@@ -179,7 +178,7 @@ fn xgroup_destroy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let removed = stream.groups.remove(&args[3][..]).is_some();
     if removed {
-        super::streams::metadata_changed();
+        super::streams::metadata_changed(1);
     }
     drop(shard);
     encode::write_integer(ctx.out, i64::from(removed));
@@ -199,18 +198,7 @@ fn xgroup_createconsumer(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(group) = stream.groups.get_mut(&args[3][..]) else {
         return Err(no_such_group_for_key(&args[3], key));
     };
-    let created = !group.consumers.contains_key(&args[4][..]);
-    if created {
-        group.consumers.insert(
-            // Copied: a view would keep the request's read buffer allocated.
-            ConsumerName::from(&args[4][..]),
-            Consumer {
-                seen_time: now_ms(),
-                ..Consumer::default()
-            },
-        );
-        super::streams::metadata_changed();
-    }
+    let (_, created) = group.consumer_named(&args[4], now_ms());
     drop(shard);
     encode::write_integer(ctx.out, i64::from(created));
     if created {
@@ -239,7 +227,7 @@ fn xgroup_delconsumer(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     };
     if pending.is_some() {
-        super::streams::metadata_changed();
+        super::streams::metadata_changed(1);
     }
     drop(shard);
     encode::write_integer(ctx.out, pending.unwrap_or(0) as i64);
@@ -300,9 +288,7 @@ fn xack(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             acked += 1;
         }
     }
-    if acked > 0 {
-        super::streams::metadata_changed();
-    }
+    super::streams::metadata_changed(acked as usize);
     drop(shard);
     encode::write_integer(ctx.out, acked);
     Ok(())
@@ -564,7 +550,9 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         propagate.push(rewrite::stream_group_position(key, &group_name, group));
     }
     let created = !had_consumer && group.consumers.contains_key(&consumer[..]);
-    super::streams::metadata_changed();
+    // One change an entry claimed or dropped, or the group's move alone, as Redis
+    // counts them (a consumer's creation counted itself).
+    super::streams::metadata_changed(propagate.len());
     let Some(stream) = super::streams::stream_again(&mut shard, key) else {
         return Ok(());
     };
@@ -694,7 +682,9 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let _ = cursor;
     let created = !had_consumer && group.consumers.contains_key(&consumer[..]);
-    super::streams::metadata_changed();
+    // One change an entry claimed or dropped, or the group's move alone, as Redis
+    // counts them (a consumer's creation counted itself).
+    super::streams::metadata_changed(propagate.len());
     let Some(stream) = super::streams::stream_again(&mut shard, key) else {
         return Ok(());
     };

@@ -39,12 +39,12 @@ pub const COMMANDS: &[(&str, Handler)] = &[
 pub const INVALID_ID: CmdError =
     CmdError::Static("ERR Invalid stream ID specified as stream command argument");
 
-/// A change to a stream's groups, consumers, pending entries or ids (XGROUP, XACK,
-/// XCLAIM, XREADGROUP, XSETID): Redis counts it in `dirty` but does not signal the key
-/// as modified, so it breaks no WATCH and invalidates no tracked key. Only XADD, XDEL,
-/// XTRIM and a stream's creation do.
-pub fn metadata_changed() {
-    crate::store::dirty::mark();
+/// `n` changes to a stream's groups, consumers, pending entries or ids (XGROUP, XACK,
+/// XCLAIM, XREADGROUP, XSETID): Redis counts them in `dirty` (one per entry acked or
+/// claimed) but does not signal the key as modified, so they break no WATCH and
+/// invalidate no tracked key. Only XADD, XDEL, XTRIM and a stream's creation do.
+pub fn metadata_changed(n: usize) {
+    crate::store::dirty::mark_n(n as u64);
 }
 
 /// The stream at `key`: `Ok(None)` when missing, WRONGTYPE when not a stream.
@@ -669,7 +669,7 @@ pub fn serve_read(
             // A group's read moves its cursor and pending entries (one change a stream,
             // as Redis counts it); a plain XREAD changes nothing.
             if group.is_some() {
-                metadata_changed();
+                metadata_changed(1);
             }
         }
     }
@@ -1026,7 +1026,7 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if let Some(m) = max_deleted {
         stream.max_deleted_id = m;
     }
-    metadata_changed();
+    metadata_changed(1);
     drop(shard);
     super::reply::ok(ctx.out);
     let db = ctx.client.db;

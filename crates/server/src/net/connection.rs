@@ -469,7 +469,11 @@ fn run_batch(
                 }
                 if !client.ready.is_empty() || client.ready_all {
                     let all = std::mem::take(&mut client.ready_all);
+                    // The waiters' changes count as this client's, as Redis counts
+                    // them in the command that made the key ready.
+                    let changes = crate::store::dirty::count();
                     cmd::blocking::serve_ready(shared, &mut client.ready, all);
+                    client.changes += crate::store::dirty::count().wrapping_sub(changes);
                 }
                 after_command(shared, client, output);
                 if client.blocked.is_some() {

@@ -146,7 +146,8 @@ pub struct Group {
 
 impl Group {
     /// The stored name of consumer `name`, and whether it was created now (with
-    /// `seen_time` set to `seen`). A new name is copied out of the request that
+    /// `seen_time` set to `seen`; a creation counts one change, as Redis's
+    /// `streamCreateConsumer` does). A new name is copied out of the request that
     /// carried it: kept as a view into it, the name (and every pending entry naming
     /// the consumer) would keep that request's whole read buffer allocated.
     pub fn consumer_named(&mut self, name: &[u8], seen: u64) -> (ConsumerName, bool) {
@@ -154,6 +155,7 @@ impl Group {
             return (stored.clone(), false);
         }
         let stored = ConsumerName::from(name);
+        super::dirty::mark();
         self.consumers.insert(
             stored.clone(),
             Consumer {
