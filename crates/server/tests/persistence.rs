@@ -982,6 +982,29 @@ fn commands_count_changes_like_redis() {
     assert_eq!(deltas(ours.port()), theirs);
 }
 
+/// A key that expires counts no change, removed by a read or by a write over it (Redis's
+/// `deleteExpiredKeyAndPropagate` counts none); it counted one before.
+#[test]
+fn an_expired_key_counts_no_change() {
+    let deltas = |port: u16| -> Vec<i64> {
+        let mut c = common::conn(port);
+        c.ok(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+        let mut out = Vec::new();
+        for write in [&["GET", "k"][..], &["SET", "k", "w"], &["EXISTS", "k"]] {
+            c.cmd(&["SET", "k", "v", "PX", "1"]);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let before = changes(&mut c);
+            c.cmd(write);
+            out.push(changes(&mut c) - before);
+        }
+        out
+    };
+    let (redis, ours) = (redis(), redline());
+    let theirs = deltas(redis.port());
+    assert_eq!(theirs, [0, 1, 0]);
+    assert_eq!(deltas(ours.port()), theirs);
+}
+
 /// `rdb_changes_since_last_save`: the change counter save points read.
 fn changes(c: &mut Conn) -> i64 {
     let Frame::Bulk(info) = c.cmd(&["INFO", "persistence"]) else {

@@ -563,7 +563,7 @@ impl Eviction {
                     if random {
                         let (key, _) = &picked[fastrand::usize(..picked.len())];
                         let key = key.clone();
-                        let (removed, freed) = measured(|| shard.remove(&key).is_some());
+                        let (removed, freed) = measured(|| shard.evict(&key));
                         if removed {
                             evicted(&mut shard, db_index, &key);
                             self.evicted.fetch_add(1, Ordering::Relaxed);
@@ -608,7 +608,7 @@ impl Eviction {
                 if !qualifies {
                     continue;
                 }
-                let (removed, freed) = measured(|| shard.remove_any(&best.key));
+                let (removed, freed) = measured(|| shard.evict(&best.key));
                 if removed {
                     evicted(&mut shard, best.db, &best.key);
                     self.evicted.fetch_add(1, Ordering::Relaxed);

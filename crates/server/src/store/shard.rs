@@ -221,9 +221,7 @@ impl Shard {
             if self.events.as_ref().is_some_and(|e| e.expiry_held(now)) {
                 return None;
             }
-            if let Some((key, _)) = self.remove_index_with_key(index) {
-                self.report_expired(&key);
-            }
+            self.expire_index(index);
             self.expired += 1;
             return None;
         }
@@ -315,11 +313,20 @@ impl Shard {
             .collect()
     }
 
-    /// Removes `key` whether or not it has expired (eviction; an emptied *STORE
-    /// destination, as Redis's `dbDelete`); true if it was there.
+    /// Removes `key` whether or not it has expired (an emptied *STORE destination, as
+    /// Redis's `dbDelete`); true if it was there.
     pub fn remove_any(&mut self, key: &[u8]) -> bool {
         match self.map.get_index_of(key) {
             Some(index) => self.remove_index(index).is_some(),
+            None => false,
+        }
+    }
+
+    /// Removes `key` for eviction, expired or not; true if it was there. No change is
+    /// counted: Redis's eviction counts none (the replicas and the AOF hear a DEL).
+    pub fn evict(&mut self, key: &[u8]) -> bool {
+        match self.map.get_index_of(key) {
+            Some(index) => self.vacate_index(index).is_some(),
             None => false,
         }
     }
@@ -592,18 +599,31 @@ impl Shard {
         self.remove_index(index)
     }
 
+    /// Removes the entry at `index`: a command's removal, one change counted.
     fn remove_index(&mut self, index: usize) -> Option<Entry> {
-        self.remove_index_with_key(index).map(|(_, entry)| entry)
+        let (_, entry) = self.vacate_index(index)?;
+        super::dirty::mark();
+        Some(entry)
     }
 
-    fn remove_index_with_key(&mut self, index: usize) -> Option<(CompactBytes, Entry)> {
+    /// Removes the expired entry at `index` and reports it. No change is counted, as
+    /// Redis's `deleteExpiredKeyAndPropagate` counts none: the key's TTL was the change.
+    fn expire_index(&mut self, index: usize) {
+        if let Some((key, _)) = self.vacate_index(index) {
+            self.report_expired(&key);
+        }
+    }
+
+    /// Removes the entry at `index` and signals its key, counting no change (the
+    /// callers above decide what counts).
+    fn vacate_index(&mut self, index: usize) -> Option<(CompactBytes, Entry)> {
         self.before_change(index);
         // The position is left vacant, so no other key moves under a SCAN cursor (but
         // while the table compacts: the cuts hear of those moves).
         let (key, entry) = self
             .map
             .vacate(index, cuts_hear_moves(&mut self.cuts, self.db))?;
-        self.touch(&key);
+        self.signal(&key);
         if entry.expires_at != 0 {
             self.ttl_keys.swap_remove(key.as_bytes());
         }
@@ -754,9 +774,9 @@ impl Shard {
         if empty {
             // No change counted: the command counted what it took out, and Redis's
             // `dbDelete` of an emptied key counts nothing more.
-            let changes = super::dirty::count();
-            self.remove(key);
-            super::dirty::forget_since(changes);
+            if let Some(index) = self.live_index(key) {
+                self.vacate_index(index);
+            }
         }
         empty
     }
@@ -783,9 +803,7 @@ impl Shard {
         while let Some(index) = self.map.random_index() {
             let (key, entry) = self.map.get_index(index)?;
             if entry.expires_at != 0 && entry.expires_at <= now_ms() {
-                if let Some((key, _)) = self.remove_index_with_key(index) {
-                    self.report_expired(&key);
-                }
+                self.expire_index(index);
                 self.expired += 1;
                 continue;
             }
@@ -871,9 +889,7 @@ impl Shard {
             };
             let expires_at = self.map.get_index(index).map_or(0, |(_, e)| e.expires_at);
             if expires_at != 0 && expires_at <= now {
-                if let Some((key, _)) = self.remove_index_with_key(index) {
-                    self.report_expired(&key);
-                }
+                self.expire_index(index);
                 result.expired += 1;
             } else if expires_at != 0 {
                 result.ttl_sum = result.ttl_sum.saturating_add(expires_at - now);
@@ -906,9 +922,7 @@ impl Shard {
                 self.replica_ttl_keys.insert(key);
                 continue;
             }
-            if let Some((key, _)) = self.remove_index_with_key(index) {
-                self.report_expired(&key);
-            }
+            self.expire_index(index);
             self.expired += 1;
             expired += 1;
         }
