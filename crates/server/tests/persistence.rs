@@ -962,6 +962,24 @@ fn commands_count_changes_like_redis() {
         &["XAUTOCLAIM", "x", "g", "c4", "0", "0"],
         &["XACK", "x", "g", "4-1", "5-1", "9-9"],
         &["XGROUP", "CREATECONSUMER", "x", "g", "c5"],
+        // A key's creation adds nothing to its write's one change.
+        &["APPEND", "new1", "x"],
+        &["INCRBYFLOAT", "new2", "1.5"],
+        // GEO*STORE: one change a member stored.
+        &[
+            "GEOADD", "geo", "13.36", "38.11", "a", "15.08", "37.50", "b",
+        ],
+        &[
+            "GEOSEARCHSTORE",
+            "gs",
+            "geo",
+            "FROMMEMBER",
+            "a",
+            "BYRADIUS",
+            "500",
+            "km",
+        ],
+        &["GEORADIUS", "geo", "15", "37", "200", "km", "STORE", "gr"],
     ];
     let deltas = |port: u16| -> Vec<i64> {
         let mut c = common::conn(port);

@@ -523,6 +523,10 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], variant: Variant) -> CmdRes
             })
             .collect();
         let stored = store_zset(locked.shard(dst), dst, items);
+        if stored == Some(true) {
+            // Redis counts a change a member stored (ZUNIONSTORE and the like, one).
+            crate::store::dirty::mark_rest(n);
+        }
         drop(locked);
         let event = if variant.is_search() {
             "geosearchstore"

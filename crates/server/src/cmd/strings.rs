@@ -373,7 +373,8 @@ fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut shard = ctx.lock(key);
     let new_len = match shard.get(key) {
         None => {
-            shard.insert(key, Value::string(&args[2]), 0);
+            // Created uncounted: the touch below is the one change Redis counts.
+            shard.get_or_insert_with(key, || Value::string(&args[2]));
             args[2].len()
         }
         Some(entry) => {
@@ -539,7 +540,10 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     // Found above (Redis's one lookup, one use) or created now.
     match shard.get_untouched_quietly(key) {
         Some(entry) => entry.value = Value::text(text.as_bytes()),
-        None => shard.insert(key, Value::text(text.as_bytes()), 0),
+        None => {
+            // Created uncounted: the touch below is the one change Redis counts.
+            shard.get_or_insert_with(key, || Value::text(text.as_bytes()));
+        }
     }
     shard.touch(key);
     event(ctx, NotifyClass::String, "incrbyfloat", key);
