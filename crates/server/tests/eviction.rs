@@ -1489,6 +1489,14 @@ fn uses_of_keys_count_like_redis() {
         &["BZPOPMIN", "bz", "0"],
         &["BZMPOP", "0", "1", "bz", "MAX"],
         &["OBJECT", "FREQ", "bz"],
+        // ZMPOP, not blocking, looks the key up once.
+        &["ZADD", "zm", "1", "a", "2", "b"],
+        &["ZMPOP", "1", "zm", "MIN"],
+        &["OBJECT", "FREQ", "zm"],
+        // COPY looks its destination up, whether or not it replaces it.
+        &["SET", "cdst", "v"],
+        &["COPY", "num", "cdst"],
+        &["OBJECT", "FREQ", "cdst"],
         // Counters (whole numbers past Redis's shared integers): INCR's one lookup is a
         // use even when the value is no integer; INCRBYFLOAT's and HINCRBYFLOAT's too,
         // once; MSETNX looks keys up until one exists; GETEX PERSIST once.
@@ -1570,4 +1578,78 @@ fn uses_of_keys_count_like_redis() {
         seen.push(lines);
     }
     assert_eq!(seen[0], seen[1]);
+}
+
+/// The uses a blocked client's serving records, as in Redis (`lfu-log-factor 0`): one
+/// lookup of the key the write made ready and the pop's or read's own, a blocked
+/// XREADGROUP's two when it blocks and one when served, BLMOVE's destination once. (A
+/// blocking read looked its stream up five times, BLMOVE its source and destination
+/// twice; a write that changed nothing marked its keys ready.)
+#[test]
+fn serving_blocked_clients_uses_keys_like_redis() {
+    let cases: &[(&[&str], &[&str], &[&str])] = &[
+        (&["BLPOP", "l", "0"], &["LPUSH", "l", "a", "b"], &["l"]),
+        (
+            &["BLMOVE", "l2", "d", "LEFT", "RIGHT", "0"],
+            &["LPUSH", "l2", "a", "b"],
+            &["l2", "d"],
+        ),
+        (
+            &["BZPOPMIN", "z", "0"],
+            &["ZADD", "z", "1", "a", "2", "b"],
+            &["z"],
+        ),
+        (
+            &[
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                "c",
+                "BLOCK",
+                "0",
+                "STREAMS",
+                "x",
+                ">",
+            ],
+            &["XADD", "x", "*", "f", "v"],
+            &["x"],
+        ),
+        (
+            &["XREAD", "BLOCK", "0", "STREAMS", "x", "$"],
+            &["XADD", "x", "*", "f", "v"],
+            &["x"],
+        ),
+    ];
+    let freqs = |port: u16| -> Vec<String> {
+        let (mut writer, mut waiter) = (common::conn(port), common::conn(port));
+        writer.ok(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]);
+        writer.ok(&["CONFIG", "SET", "lfu-log-factor", "0"]);
+        writer.ok(&["CONFIG", "SET", "lfu-decay-time", "0"]);
+        writer.ok(&["XGROUP", "CREATE", "x", "g", "$", "MKSTREAM"]);
+        writer.cmd(&["RPUSH", "d", "x"]);
+        let mut out = Vec::new();
+        for (block, write, keys) in cases {
+            waiter.send(block);
+            common::wait_until("the client blocks", || {
+                common::info(&mut common::conn(port), "blocked_clients") == 1
+            });
+            writer.cmd(write);
+            assert!(waiter.read().is_some(), "{block:?} is served");
+            for key in *keys {
+                out.push(format!("{key} {:?}", writer.cmd(&["OBJECT", "FREQ", key])));
+            }
+        }
+        let stats = common::text(&writer.cmd(&["INFO", "stats"]));
+        out.extend(
+            stats
+                .lines()
+                .filter(|l| l.starts_with("keyspace_"))
+                .map(str::to_string),
+        );
+        writer.ok(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+        out
+    };
+    let ours = common::Redline::start();
+    let theirs = RedisServer::start().unwrap();
+    assert_eq!(freqs(ours.addr.port()), freqs(theirs.port()));
 }

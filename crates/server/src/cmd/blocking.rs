@@ -71,10 +71,20 @@ pub enum Outcome {
     Empty,
 }
 
+/// Which command form runs a pop: Redis's blocking ones (BZPOPMIN, BZMPOP, and serving
+/// their waiters) look a sorted set up once more before the pop's own lookup, and each
+/// lookup is a use of the key (OBJECT FREQ, IDLETIME); ZMPOP looks it up once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PopBy {
+    Blocking,
+    Direct,
+}
+
 /// Tries `op` on `key`, writing the reply to `out` on success. WRONGTYPE when the key
 /// holds another type (or, for a move, when the destination does).
-pub fn try_pop(
+fn try_pop(
     op: &BlockOp,
+    by: PopBy,
     shards: &mut dyn KeyShards,
     key: &[u8],
     proto: Protocol,
@@ -135,13 +145,13 @@ pub fn try_pop(
                 _ => None,
             };
             let shard = shards.shard_of(key);
-            match zsets::zset(shard, key)? {
-                Some(z) if !z.is_empty() => {}
-                _ => return Ok(Outcome::Empty),
+            if by == PopBy::Blocking {
+                match zsets::zset(shard, key)? {
+                    Some(z) if !z.is_empty() => {}
+                    _ => return Ok(Outcome::Empty),
+                }
             }
-            // Found again: Redis's blocking pop looks the key up, then its ZPOP does, and
-            // each lookup is a use of the key (OBJECT FREQ, IDLETIME).
-            let Some(z) = zsets::zset(shard, key)? else {
+            let Some(z) = zsets::zset(shard, key)?.filter(|z| !z.is_empty()) else {
                 return Ok(Outcome::Empty);
             };
             let popped = zsets::pop_end(z, count.unwrap_or(1), *max);
@@ -236,9 +246,10 @@ fn propagate_pop(ctx: &mut Ctx<'_>, op: &BlockOp, key: &[u8], popped: usize) {
     crate::repl::propagate_instead(ctx, vec![form]);
 }
 
-/// Blocks an XREAD / XREADGROUP that found nothing (`ms` 0 = forever), after one more
-/// look under the registry lock so no XADD slips in between.
-pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64) -> CmdResult {
+/// Serves an XREAD / XREADGROUP with BLOCK (`ms` 0 = forever) at once if it can, else
+/// blocks it; true when served. It looks under the registry's lock, so no XADD slips
+/// in between the look and the wait.
+pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], mut read: StreamRead, ms: i64) -> bool {
     let proto = ctx.proto();
     let shared = ctx.shared;
     let mut registry = shared.blocking.lock();
@@ -259,10 +270,13 @@ pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64
             record.then_some(&mut propagate),
         ) {
             crate::repl::propagate_instead(ctx, propagate);
-            return Ok(());
+            return true;
         }
         shared.blocking.count_waiting(keys)
     };
+    if read.count == 0 {
+        read.count = streams::BLOCKED_DEFAULT_COUNT;
+    }
     let waiter = Arc::new(Waiter {
         client_id: ctx.client.id,
         db: ctx.client.db,
@@ -282,7 +296,7 @@ pub fn block_stream(ctx: &mut Ctx<'_>, keys: &[Bytes], read: StreamRead, ms: i64
         waiter,
         deadline: timeout.map(|t| tokio::time::Instant::now() + t),
     });
-    Ok(())
+    false
 }
 
 /// Up to how many open connections a write to a key clients are blocked on looks at
@@ -603,7 +617,7 @@ pub fn pop_first(ctx: &mut Ctx<'_>, keys: &[Bytes], op: &BlockOp) -> CmdResult {
     }
     let mut locked = ctx.lock_keys(all);
     for key in keys {
-        if let Outcome::Served(n) = try_pop(op, &mut locked, key, proto, ctx.out)? {
+        if let Outcome::Served(n) = try_pop(op, PopBy::Direct, &mut locked, key, proto, ctx.out)? {
             drop(locked);
             propagate_pop(ctx, op, key, n);
             return Ok(());
@@ -629,7 +643,9 @@ fn block_on(
         // Inside EXEC: the shards are the transaction's, and blocking is not allowed.
         let mut locked = ctx.lock_keys(all);
         for key in keys {
-            if let Outcome::Served(n) = try_pop(&op, &mut locked, key, proto, ctx.out)? {
+            if let Outcome::Served(n) =
+                try_pop(&op, PopBy::Blocking, &mut locked, key, proto, ctx.out)?
+            {
                 drop(locked);
                 propagate_pop(ctx, &op, key, n);
                 return Ok(());
@@ -649,10 +665,12 @@ fn block_on(
             let outcome = match &op {
                 // BLMOVE blocks on a missing source whatever the destination holds.
                 BlockOp::Move { .. } => match lists::list(locked.shard(key), key)? {
-                    Some(l) if !l.is_empty() => try_pop(&op, &mut locked, key, proto, ctx.out)?,
+                    Some(l) if !l.is_empty() => {
+                        try_pop(&op, PopBy::Blocking, &mut locked, key, proto, ctx.out)?
+                    }
                     _ => Outcome::Empty,
                 },
-                _ => try_pop(&op, &mut locked, key, proto, ctx.out)?,
+                _ => try_pop(&op, PopBy::Blocking, &mut locked, key, proto, ctx.out)?,
             };
             if let Outcome::Served(n) = outcome {
                 // Appended before the shards unlock, so the pop keeps its place among
@@ -805,20 +823,40 @@ pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) 
             let outcome = match &waiter.op {
                 BlockOp::Move { dst, .. } => {
                     // Redis serves only a source of the right type; a wrong destination
-                    // ends the wait with WRONGTYPE.
-                    match lists::list(locked.shard(&key), &key) {
-                        Ok(Some(l)) if !l.is_empty() => {
-                            if lists::list(locked.shard(dst), dst).is_ok() {
-                                try_pop(&waiter.op, &mut locked, &key, waiter.proto, &mut reply)
-                            } else {
-                                Err(WRONG_TYPE)
-                            }
-                        }
-                        Ok(_) => Ok(Outcome::Empty),
-                        Err(_) => continue,
+                    // ends the wait with WRONGTYPE. Both are looked at, not used: the
+                    // move's own lookups are Redis's.
+                    let source = match locked.shard(&key).peek(&key).map(|e| &e.value) {
+                        None => 0,
+                        Some(crate::store::Value::List(l)) => l.len(),
+                        Some(_) => continue,
+                    };
+                    if source == 0 {
+                        Ok(Outcome::Empty)
+                    } else if locked
+                        .shard(dst)
+                        .peek(dst)
+                        .is_none_or(|e| matches!(e.value, crate::store::Value::List(_)))
+                    {
+                        try_pop(
+                            &waiter.op,
+                            PopBy::Blocking,
+                            &mut locked,
+                            &key,
+                            waiter.proto,
+                            &mut reply,
+                        )
+                    } else {
+                        Err(WRONG_TYPE)
                     }
                 }
-                op => match try_pop(op, &mut locked, &key, waiter.proto, &mut reply) {
+                op => match try_pop(
+                    op,
+                    PopBy::Blocking,
+                    &mut locked,
+                    &key,
+                    waiter.proto,
+                    &mut reply,
+                ) {
                     // A key of another type does not serve, and does not fail, a waiter.
                     Err(_) => continue,
                     other => other,

@@ -439,7 +439,8 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let Some(entry) = as_read(|| from.get(src).cloned()) else {
             return 0;
         };
-        if to.contains(dst) && !replace {
+        // Redis's lookup for writing: a use of the destination, replaced or not.
+        if to.get(dst).is_some() && !replace {
             return 0;
         }
         place(to, dst, &entry);
@@ -451,7 +452,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             None => 0,
             Some(entry) => {
                 let to = locked.shard(dst);
-                if to.contains(dst) && !replace {
+                if to.get(dst).is_some() && !replace {
                     0
                 } else {
                     place(to, dst, &entry);

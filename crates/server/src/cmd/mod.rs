@@ -434,7 +434,8 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
             || ctx.shared.tracking.active()
             || spec.name.starts_with("flush"))
     {
-        note_written_keys(ctx, spec, args, result.is_ok());
+        let changed = crate::store::dirty::count() != changes_before;
+        note_written_keys(ctx, spec, args, result.is_ok(), changed);
     }
     if tracking_changes {
         invalidate_changed_keys(ctx, spec);
@@ -1009,11 +1010,18 @@ fn invalidate_changed_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec) {
 }
 
 /// Records the keys a write command touched that clients may be blocked on (Redis's
-/// `signalKeyAsReady`); commands that move keys across databases make every waiter
-/// look again.
+/// `signalKeyAsReady`), when it `changed` anything: a write that changed nothing (a
+/// blocking command that just blocked, among others) serves no waiter. Commands that
+/// move keys across databases make every waiter look again.
 ///
 /// FLUSHALL and FLUSHDB also empty the tracking table.
-fn note_written_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ok: bool) {
+fn note_written_keys(
+    ctx: &mut Ctx<'_>,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    ok: bool,
+    changed: bool,
+) {
     let blocking = ctx.shared.blocking.any();
     if matches!(spec.name, "flushall" | "flushdb") {
         // The tracking table is emptied even when nobody tracks any more.
@@ -1025,7 +1033,7 @@ fn note_written_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ok: 
     }
     let moves_dbs = matches!(spec.name, "swapdb" | "move" | "copy");
     ctx.client.ready_all |= blocking && moves_dbs;
-    if !blocking || moves_dbs {
+    if !blocking || moves_dbs || !changed {
         return;
     }
     // A key nobody waits on needs no look under the registry's lock.

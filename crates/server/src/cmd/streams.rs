@@ -20,7 +20,7 @@ use crate::store::stream::{
 use crate::store::{now_ms, Shard, Value};
 
 /// COUNT of a blocked read that gave none (Redis's `XREAD_BLOCKED_DEFAULT_COUNT`).
-const BLOCKED_DEFAULT_COUNT: usize = 1000;
+pub const BLOCKED_DEFAULT_COUNT: usize = 1000;
 
 /// This family's handlers.
 pub const COMMANDS: &[(&str, Handler)] = &[
@@ -701,9 +701,10 @@ pub fn serve_blocked(
     propagate: Option<&mut Vec<Vec<Bytes>>>,
 ) -> Result<bool, CmdError> {
     if let Some((name, _)) = group {
-        match stream_mut(shards.shard_of(key), key) {
-            Ok(Some(s)) if s.groups.contains_key(name) => {}
-            Ok(Some(_)) => {
+        // A check, not a use of the key: the read below is Redis's one lookup.
+        match stream_again(shards.shard_of(key), key) {
+            Some(s) if s.groups.contains_key(name) => {}
+            Some(_) => {
                 return Err(CmdError::Static(
                     "NOGROUP the consumer group this client was blocked on no longer exists",
                 ))
@@ -913,55 +914,49 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[Bytes], group_cmd: bool) -> CmdResult
         Some(group) => consumers_exist(ctx, &parsed.keys, group),
         None => Vec::new(),
     };
-    let served = {
-        let mut locked = ctx.lock_keys(parsed.keys.iter().map(|k| &k[..]));
-        let mut propagate = Vec::new();
-        let record = group_cmd && crate::repl::propagates(ctx);
-        let served = as_read(|| {
-            serve_read(
-                &mut locked,
-                proto,
-                ctx.out,
-                &parsed.keys,
-                &from,
-                parsed.group.as_ref(),
-                parsed.count,
-                parsed.noack,
-                record.then_some(&mut propagate),
-            )
-        });
-        if group_cmd {
-            // Still under the streams' locks: the stream sees these before any later
-            // change to them.
-            crate::repl::propagate_instead(ctx, propagate);
+    let blocking = parsed.block.filter(|_| !ctx.nested);
+    let served = match blocking {
+        Some(ms) => {
+            let read = StreamRead {
+                from,
+                group: parsed.group.clone(),
+                count: parsed.count,
+                noack: parsed.noack,
+            };
+            as_read(|| super::blocking::block_stream(ctx, &parsed.keys, read, ms))
         }
-        served
+        None => {
+            let mut locked = ctx.lock_keys(parsed.keys.iter().map(|k| &k[..]));
+            let mut propagate = Vec::new();
+            let record = group_cmd && crate::repl::propagates(ctx);
+            let served = as_read(|| {
+                serve_read(
+                    &mut locked,
+                    proto,
+                    ctx.out,
+                    &parsed.keys,
+                    &from,
+                    parsed.group.as_ref(),
+                    parsed.count,
+                    parsed.noack,
+                    record.then_some(&mut propagate),
+                )
+            });
+            if group_cmd {
+                // Still under the streams' locks: the stream sees these before any
+                // later change to them.
+                crate::repl::propagate_instead(ctx, propagate);
+            }
+            served
+        }
     };
     if let Some(group) = &parsed.group {
         notify_new_consumers(ctx, &parsed.keys, group, &existed);
     }
-    if served {
-        return Ok(());
+    if !served && blocking.is_none() {
+        encode::write_null_array(ctx.out, proto);
     }
-    match parsed.block {
-        Some(ms) if !ctx.nested => {
-            let read = StreamRead {
-                from,
-                group: parsed.group.clone(),
-                count: if parsed.count == 0 {
-                    BLOCKED_DEFAULT_COUNT
-                } else {
-                    parsed.count
-                },
-                noack: parsed.noack,
-            };
-            super::blocking::block_stream(ctx, &parsed.keys, read, ms)
-        }
-        _ => {
-            encode::write_null_array(ctx.out, proto);
-            Ok(())
-        }
-    }
+    Ok(())
 }
 
 fn xread(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
