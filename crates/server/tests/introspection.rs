@@ -961,6 +961,9 @@ fn info_stats_count_lookups_and_traffic_like_redis() {
             &["MULTI"],
             &["SET"],
             &["EXEC"],
+            // SPOP of the whole set answers it as SUNION of the key, a read.
+            &["SADD", "ints", "3", "1", "2"],
+            &["SPOP", "ints", "5"],
             // OBJECT looks the key up once.
             &["OBJECT", "FREQ", "a"],
             &["OBJECT", "IDLETIME", "b"],

@@ -156,8 +156,17 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 encode::write_bulk(ctx.out, &m);
             }
         }
+        Some(n) if n >= s.len() && n > 0 => {
+            // The whole set, as Redis answers it: SUNION of the one key (a read lookup:
+            // a hit, and a second use), in the order SMEMBERS gives.
+            popped = s.len();
+            let Some(s) = as_read(|| set(&mut shard, key))? else {
+                return Ok(());
+            };
+            write_members(ctx.out, proto, s.iter());
+            *s = SetValue::default();
+        }
         Some(n) => {
-            let n = n.min(s.len());
             popped = n;
             encode::write_set_len(ctx.out, proto, n);
             for _ in 0..n {
