@@ -1577,16 +1577,22 @@ fn notifications(addr: std::net::SocketAddr, commands: &[Vec<Vec<u8>>]) -> Vec<S
     assert_eq!(show(&active_off), "Simple(b\"OK\")");
     let mut subscriber = Conn::connect(addr);
     subscriber.cmd(&["PSUBSCRIBE", "*"]);
+    // No save point may reset the counter halfway (a BGSAVE runs when one is due).
+    writer.cmd(&["CONFIG", "SET", "save", ""]);
+    let changes_before = changes(&mut writer);
     for command in commands {
         writer.cmd(command);
     }
     // A transaction left open would queue the rest.
     writer.cmd(&["DISCARD"]);
-    // INFO's hits and misses count the same lookups as `keymiss`, and a few more.
+    // INFO's hits and misses count the same lookups as `keymiss`, and a few more; the
+    // change counter (save points) what the events announce, and a few more.
     let stats = text(&writer.cmd(&["INFO", "stats"]));
+    let changed = format!("changes:{}", changes(&mut writer) - changes_before);
     let counts: Vec<&str> = stats
         .lines()
         .filter(|l| l.starts_with("keyspace_hits:") || l.starts_with("keyspace_misses:"))
+        .chain([changed.as_str()])
         .collect();
     writer.cmd(&["CONFIG", "SET", "notify-keyspace-events", ""]);
     writer.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
@@ -1600,6 +1606,14 @@ fn notifications(addr: std::net::SocketAddr, commands: &[Vec<Vec<u8>>]) -> Vec<S
         }
         out.push(message);
     }
+}
+
+/// `rdb_changes_since_last_save`: what save points count (a save resets it).
+fn changes(c: &mut Conn) -> i64 {
+    let info = text(&c.cmd(&["INFO", "persistence"]));
+    common::field_of(&info, "rdb_changes_since_last_save")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(-1)
 }
 
 /// Generated sequences with keyspace notifications on: the messages (channels, events,

@@ -65,40 +65,32 @@ fn read_string(shard: &mut Shard, key: &[u8]) -> Result<Option<Vec<u8>>, CmdErro
     }
 }
 
-/// Runs `f` on the string at `key`, grown with zeros to at least `len` bytes (created
-/// when missing). Changes in place when no growth is needed.
-/// Runs `f` on the string at `key` grown to at least `len` bytes (created when
-/// missing). `f` gets whether the key was created or grown, and returns its result and
-/// how many changes it made, which the dataset counts (Redis's `server.dirty`: SETBIT
-/// and BITFIELD count only writes that changed something). Returns the result and the
-/// changes.
+/// Runs `f` on the string at `key` grown with zeros to at least `len` bytes (created
+/// when missing; changed in place when no growth is needed). `f` gets whether the key
+/// was created or grown, and returns its result and how many changes it made, which
+/// the dataset counts (Redis's `server.dirty`: SETBIT and BITFIELD count only writes
+/// that changed something). Returns the result, the changes, and whether the key was
+/// created or grown (a BITFIELD whose writes all failed still did that).
 fn with_bits_mut<R>(
     shard: &mut Shard,
     key: &[u8],
     len: usize,
     f: impl FnOnce(&mut [u8], bool) -> (R, u64),
-) -> Result<(R, u64), CmdError> {
+) -> Result<(R, u64, bool), CmdError> {
     let existing = match shard.get(key) {
         Some(e) => Some(e.value.with_str(<[u8]>::len).ok_or(WRONG_TYPE)?),
         None => None,
     };
-    let dirty = existing.is_none_or(|old_len| old_len < len);
+    let reshaped = existing.is_none_or(|old_len| old_len < len);
     // A new string is made its exact size, as Redis makes it.
     let entry = shard.get_or_insert_with(key, || Value::raw(vec![0; len]));
     let bytes = entry.value.str_grown_mut(len).ok_or(WRONG_TYPE)?;
-    let (result, changes) = f(bytes, dirty);
-    // A created key is a change even when `f` wrote nothing (creating counts nothing
-    // by itself): it must reach the replicas and the AOF.
-    let counted = if existing.is_none() {
-        changes.max(1)
-    } else {
-        changes
-    };
-    if counted > 0 {
+    let (result, changes) = f(bytes, reshaped);
+    if changes > 0 {
         shard.touch(key);
-        crate::store::dirty::mark_n(counted - 1);
+        crate::store::dirty::mark_rest(changes as usize);
     }
-    Ok((result, changes))
+    Ok((result, changes, reshaped))
 }
 
 fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -113,7 +105,7 @@ fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let byte = (offset >> 3) as usize;
     let mask = 1u8 << (7 - (offset & 7));
     let mut shard = ctx.lock(key);
-    let (old, changes) = with_bits_mut(&mut shard, key, byte + 1, |b, dirty| {
+    let (old, changes, _) = with_bits_mut(&mut shard, key, byte + 1, |b, dirty| {
         let old = b[byte] & mask != 0;
         if on {
             b[byte] |= mask;
@@ -647,60 +639,67 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], readonly_command: bool) -
         ));
     }
     let out = &mut *ctx.out;
-    let ((), changes) = with_bits_mut(&mut shard, key, (highest >> 3) as usize + 1, |p, dirty| {
-        let mut changes = 0;
-        encode::write_array_len(out, fields.len());
-        for f in &fields {
-            match (f.op, f.signed) {
-                (FieldOp::Get, true) => {
-                    encode::write_integer(out, get_signed(p, f.offset, f.bits));
-                }
-                (FieldOp::Get, false) => {
-                    encode::write_integer(out, get_unsigned(p, f.offset, f.bits) as i64);
-                }
-                (op, true) => {
-                    let old = get_signed(p, f.offset, f.bits);
-                    let (base, incr) = match op {
-                        FieldOp::Set => (f.value, 0),
-                        _ => (old, f.value),
-                    };
-                    let mut new = base.wrapping_add(incr);
-                    let (over, limit) = signed_overflow(base, incr, f.bits, f.overflow);
-                    if over {
-                        new = limit;
+    let ((), changes, reshaped) =
+        with_bits_mut(&mut shard, key, (highest >> 3) as usize + 1, |p, dirty| {
+            let mut changes = 0;
+            encode::write_array_len(out, fields.len());
+            for f in &fields {
+                match (f.op, f.signed) {
+                    (FieldOp::Get, true) => {
+                        encode::write_integer(out, get_signed(p, f.offset, f.bits));
                     }
-                    if over && f.overflow == Overflow::Fail {
-                        encode::write_null_bulk(out, proto);
-                    } else {
-                        set_bits(p, f.offset, f.bits, new as u64);
-                        changes += u64::from(dirty || old != new);
-                        encode::write_integer(out, if op == FieldOp::Set { old } else { new });
+                    (FieldOp::Get, false) => {
+                        encode::write_integer(out, get_unsigned(p, f.offset, f.bits) as i64);
                     }
-                }
-                (op, false) => {
-                    let old = get_unsigned(p, f.offset, f.bits);
-                    let (base, incr) = match op {
-                        FieldOp::Set => (f.value as u64, 0),
-                        _ => (old, f.value),
-                    };
-                    let mut new = base.wrapping_add(incr as u64);
-                    let (over, limit) = unsigned_overflow(base, incr, f.bits, f.overflow);
-                    if over {
-                        new = limit;
+                    (op, true) => {
+                        let old = get_signed(p, f.offset, f.bits);
+                        let (base, incr) = match op {
+                            FieldOp::Set => (f.value, 0),
+                            _ => (old, f.value),
+                        };
+                        let mut new = base.wrapping_add(incr);
+                        let (over, limit) = signed_overflow(base, incr, f.bits, f.overflow);
+                        if over {
+                            new = limit;
+                        }
+                        if over && f.overflow == Overflow::Fail {
+                            encode::write_null_bulk(out, proto);
+                        } else {
+                            set_bits(p, f.offset, f.bits, new as u64);
+                            changes += u64::from(dirty || old != new);
+                            encode::write_integer(out, if op == FieldOp::Set { old } else { new });
+                        }
                     }
-                    if over && f.overflow == Overflow::Fail {
-                        encode::write_null_bulk(out, proto);
-                    } else {
-                        set_bits(p, f.offset, f.bits, new);
-                        changes += u64::from(dirty || old != new);
-                        let shown = if op == FieldOp::Set { old } else { new };
-                        encode::write_integer(out, shown as i64);
+                    (op, false) => {
+                        let old = get_unsigned(p, f.offset, f.bits);
+                        let (base, incr) = match op {
+                            FieldOp::Set => (f.value as u64, 0),
+                            _ => (old, f.value),
+                        };
+                        let mut new = base.wrapping_add(incr as u64);
+                        let (over, limit) = unsigned_overflow(base, incr, f.bits, f.overflow);
+                        if over {
+                            new = limit;
+                        }
+                        if over && f.overflow == Overflow::Fail {
+                            encode::write_null_bulk(out, proto);
+                        } else {
+                            set_bits(p, f.offset, f.bits, new);
+                            changes += u64::from(dirty || old != new);
+                            let shown = if op == FieldOp::Set { old } else { new };
+                            encode::write_integer(out, shown as i64);
+                        }
                     }
                 }
             }
-        }
-        ((), changes)
-    })?;
+            ((), changes)
+        })?;
+    if changes == 0 && reshaped {
+        // Every write failed (OVERFLOW FAIL), so Redis counts no change and does not
+        // propagate; but the key was created or grown, and the replicas and the AOF
+        // must hold it too. Propagated before the key unlocks, in its place.
+        crate::repl::propagate_instead(ctx, vec![args.to_vec()]);
+    }
     drop(shard);
     if changes > 0 {
         event(ctx, NotifyClass::String, "setbit", key);

@@ -134,7 +134,6 @@ fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let mut shard = ctx.lock(key);
     let mut removed = 0;
-    let mut now_empty = false;
     if let Some(h) = hash(&mut shard, key)? {
         for field in &args[2..] {
             // Keep the order of the others, as a listpack does.
@@ -142,15 +141,13 @@ fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 removed += 1;
             }
         }
-        now_empty = h.is_empty();
     }
     if removed > 0 {
         shard.touch(key);
         crate::store::dirty::mark_rest(removed as usize);
         event(ctx, NotifyClass::Hash, "hdel", key);
     }
-    if now_empty {
-        shard.remove(key);
+    if shard.remove_if_empty(key) {
         event(ctx, NotifyClass::Generic, "del", key);
     }
     encode::write_integer(ctx.out, removed);

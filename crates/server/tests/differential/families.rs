@@ -547,17 +547,18 @@ impl Gen {
     }
 }
 
-/// Whether `command` is a SORT that looks keys up (BY and GET patterns) in the order
+/// Whether `command` is a SORT that may look keys up (BY and GET patterns) in the order
 /// of a set's or a sorted set's hash table: its `keymiss` events come in that order.
+/// Any key may hold one by then (COPY and RENAME move them), so every patterned SORT
+/// counts.
 pub(super) fn looks_up_in_hash_order(command: &[Vec<u8>]) -> bool {
     let sort =
         command[0].eq_ignore_ascii_case(b"sort") || command[0].eq_ignore_ascii_case(b"sort_ro");
-    let hashed = command.get(1).is_some_and(|k| k == b"ss" || k == b"sz");
     let patterned = command.windows(2).any(|w| {
         (w[0].eq_ignore_ascii_case(b"by") || w[0].eq_ignore_ascii_case(b"get"))
             && w[1].contains(&b'*')
     });
-    sort && hashed && patterned
+    sort && patterned
 }
 
 /// Replies whose numbers are clocks: XPENDING's extended form (idle time), XINFO
