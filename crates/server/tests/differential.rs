@@ -1635,6 +1635,94 @@ fn family_notifications_match_redis() {
     });
 }
 
+/// The LFU counter of every key after `commands` run one at a time, with every use
+/// counted (`lfu-log-factor 0`, no decay) and integers not shared (`maxmemory` set):
+/// each lookup a command makes of a key counts one, so the counts show how many
+/// lookups of each key the commands made, as Redis's `lookupKey` counts them.
+fn uses(addr: std::net::SocketAddr, commands: &[Vec<Vec<u8>>]) -> Vec<String> {
+    let mut c = Conn::connect(addr);
+    c.cmd(&["FLUSHALL"]);
+    for (name, value) in [
+        ("maxmemory", "1gb"),
+        ("maxmemory-policy", "allkeys-lfu"),
+        ("lfu-log-factor", "0"),
+        ("lfu-decay-time", "0"),
+    ] {
+        c.cmd(&["CONFIG", "SET", name, value]);
+    }
+    c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    for command in commands {
+        c.cmd(command);
+    }
+    c.cmd(&["DISCARD"]);
+    let mut out = Vec::new();
+    if let Frame::Array(keys) = c.cmd(&["KEYS", "*"]) {
+        let mut keys: Vec<Vec<u8>> = keys
+            .into_iter()
+            .filter_map(|k| match k {
+                Frame::Bulk(k) => Some(k.to_vec()),
+                _ => None,
+            })
+            .collect();
+        keys.sort();
+        for key in keys {
+            let freq = c.cmd(&[&b"OBJECT"[..], b"FREQ", &key]);
+            out.push(format!(
+                "{}: {}",
+                String::from_utf8_lossy(&key),
+                show(&freq)
+            ));
+        }
+    }
+    for (name, value) in [
+        ("maxmemory", "0"),
+        ("maxmemory-policy", "noeviction"),
+        ("lfu-log-factor", "10"),
+        ("lfu-decay-time", "1"),
+    ] {
+        c.cmd(&["CONFIG", "SET", name, value]);
+    }
+    c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
+    out
+}
+
+/// Generated sequences, then the LFU counter of every key (see [`uses`]): each
+/// command must look its keys up as many times as Redis does, which is what LRU and
+/// LFU eviction rank keys by. `DIFF_SEQUENCES` and `DIFF_SEED` as for
+/// [`compare_sequences`].
+#[test]
+fn uses_of_keys_match_redis() {
+    let redis = redis_with_debug();
+    let redline = own_process(&[]);
+    let (sequences, only) = sequences_to_run(300);
+    let mut failures = Vec::new();
+    for seed in (0..sequences).filter(|s| only.is_none_or(|o| o == *s)) {
+        let mut gen = Gen {
+            rng: fastrand::Rng::with_seed(seed ^ 0x05e5),
+        };
+        let commands: Vec<Vec<Vec<u8>>> = (0..30)
+            .map(|_| {
+                if gen.chance(50) {
+                    gen.command()
+                } else {
+                    gen.family_command()
+                }
+            })
+            .collect();
+        if only.is_some() {
+            for c in &commands {
+                eprintln!("{}", shown(c));
+            }
+        }
+        let want = uses(redis.addr(), &commands);
+        let got = uses(redline.addr, &commands);
+        if want != got {
+            failures.push(format!("seed {seed}: redis {want:?} / redline {got:?}"));
+        }
+    }
+    assert_none_differ(&failures, &format!("{sequences} sequences"));
+}
+
 /// Runs `count` generated sequences on both servers with notifications on and fails
 /// with the first messages that differ.
 fn notifications_as_redis(

@@ -224,12 +224,21 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (src, dst, member) = (&args[1][..], &args[2][..], &args[3][..]);
     let mut locked = ctx.lock_keys([src, dst]);
-    let Some(from) = set(locked.shard(src), src)? else {
+    // Redis looks both keys up (each a use) before it checks either.
+    let is_set = |e: &mut crate::store::Entry| matches!(e.value, Value::Set(_));
+    let src_is_set = locked.shard(src).get(src).map(is_set);
+    let dst_is_set = locked.shard(dst).get(dst).map(is_set);
+    let Some(src_is_set) = src_is_set else {
         encode::write_integer(ctx.out, 0);
         return Ok(());
     };
-    let present = from.contains(member);
-    set(locked.shard(dst), dst)?;
+    if !src_is_set || dst_is_set == Some(false) {
+        return Err(WRONG_TYPE);
+    }
+    let present = matches!(
+        locked.shard(src).get_untouched_quietly(src).map(|e| &e.value),
+        Some(Value::Set(from)) if from.contains(member)
+    );
     if !present {
         encode::write_integer(ctx.out, 0);
         return Ok(());

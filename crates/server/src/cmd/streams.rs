@@ -350,11 +350,12 @@ fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// Removes a stream this command created and then failed to fill.
+/// Removes a stream this command created and then failed to fill (Redis leaves it
+/// empty, unpropagated, so its replicas lack it): looked at, not used, and no change.
 fn drop_empty(shard: &mut Shard, key: &[u8]) {
-    if let Ok(Some(s)) = stream_mut(shard, key) {
+    if let Some(s) = stream_again(shard, key) {
         if s.entries_added == 0 && s.groups.is_empty() && s.last_id.is_zero() {
-            shard.remove(key);
+            shard.discard(key);
         }
     }
 }

@@ -774,11 +774,17 @@ impl Shard {
         if empty {
             // No change counted: the command counted what it took out, and Redis's
             // `dbDelete` of an emptied key counts nothing more.
-            if let Some(index) = self.live_index(key) {
-                self.vacate_index(index);
-            }
+            self.discard(key);
         }
         empty
+    }
+
+    /// Removes `key`, counting no change: a key this command made and could not fill
+    /// (nothing changed), or a collection it emptied (see [`Shard::remove_if_empty`]).
+    pub fn discard(&mut self, key: &[u8]) {
+        if let Some(index) = self.live_index(key) {
+            self.vacate_index(index);
+        }
     }
 
     /// Whether `key` exists but its deadline has passed (not yet reclaimed).
