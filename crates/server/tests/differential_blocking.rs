@@ -449,6 +449,16 @@ struct Side {
     ids: Vec<String>,
     watcher: Conn,
     last: Vec<String>,
+    /// The change counter (`rdb_changes_since_last_save`) when the sequence began.
+    changes_at_start: i64,
+}
+
+/// The change counter save points read.
+fn changes(c: &mut Conn) -> i64 {
+    let info = text(&c.cmd(&["INFO", "persistence"]));
+    common::field_of(&info, "rdb_changes_since_last_save")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(-1)
 }
 
 /// What a step did to the client that sent it.
@@ -462,6 +472,9 @@ impl Side {
     fn connect(addr: SocketAddr, resp3: bool) -> Side {
         let mut watcher = Conn::connect(addr);
         watcher.cmd(&["FLUSHALL"]);
+        // No save point may reset the change counter halfway.
+        watcher.cmd(&["CONFIG", "SET", "save", ""]);
+        let changes_at_start = changes(&mut watcher);
         let mut clients = Vec::new();
         let mut ids = Vec::new();
         for _ in 0..CLIENTS {
@@ -477,6 +490,7 @@ impl Side {
             ids,
             watcher,
             last: vec!["client|id".into(); CLIENTS],
+            changes_at_start,
         }
     }
 
@@ -546,9 +560,13 @@ impl Side {
         )
     }
 
-    /// The keyspace of databases 0 and 1, read by the watcher.
+    /// The keyspace of databases 0 and 1, read by the watcher, and the changes counted
+    /// (serving a blocked client counts what Redis counts: see `persistence.rs`).
     fn dump(&mut self) -> Vec<String> {
-        let mut out = Vec::new();
+        let mut out = vec![format!(
+            "changes: {}",
+            changes(&mut self.watcher) - self.changes_at_start
+        )];
         for db in ["0", "1"] {
             self.watcher.cmd(&["SELECT", db]);
             for key in KEYS.iter().chain([&STORE_KEY]) {
