@@ -1579,16 +1579,32 @@ fn notifications(addr: std::net::SocketAddr, commands: &[Vec<Vec<u8>>]) -> Vec<S
     subscriber.cmd(&["PSUBSCRIBE", "*"]);
     // No save point may reset the counter halfway (a BGSAVE runs when one is due).
     writer.cmd(&["CONFIG", "SET", "save", ""]);
-    let changes_before = changes(&mut writer);
+    // Each command's own count. A save (DEBUG RELOAD) resets the counter: shown as a
+    // reset, since the total before it includes FLUSHALLs of keys that active expiry
+    // may or may not have taken between sequences.
+    let mut counted = Vec::new();
+    let mut changes_before = changes(&mut writer);
     for command in commands {
         writer.cmd(command);
+        let now = changes(&mut writer);
+        if now < 0 {
+            // Inside MULTI: the INFO is queued; EXEC shows the transaction's count.
+            counted.push("queued".to_string());
+            continue;
+        }
+        counted.push(if now < changes_before {
+            format!("reset, {now}")
+        } else {
+            (now - changes_before).to_string()
+        });
+        changes_before = now;
     }
     // A transaction left open would queue the rest.
     writer.cmd(&["DISCARD"]);
     // INFO's hits and misses count the same lookups as `keymiss`, and a few more; the
     // change counter (save points) what the events announce, and a few more.
     let stats = text(&writer.cmd(&["INFO", "stats"]));
-    let changed = format!("changes:{}", changes(&mut writer) - changes_before);
+    let changed = format!("changes:{counted:?}");
     let counts: Vec<&str> = stats
         .lines()
         .filter(|l| l.starts_with("keyspace_hits:") || l.starts_with("keyspace_misses:"))
@@ -1631,6 +1647,32 @@ fn family_notifications_match_redis() {
         (0..30)
             .map(|_| gen.family_command())
             .filter(|c| !families::looks_up_in_hash_order(c))
+            .collect()
+    });
+}
+
+/// [`notifications_match_redis`] with one command in three run by a script
+/// (`redis.pcall`): a script's calls announce, count and look up as the commands do.
+#[test]
+fn scripted_notifications_match_redis() {
+    notifications_as_redis(200, 0x0e80, |gen| {
+        (0..30)
+            .filter_map(|_| {
+                let command = if gen.chance(50) {
+                    gen.command()
+                } else {
+                    gen.family_command()
+                };
+                if families::looks_up_in_hash_order(&command) {
+                    return None;
+                }
+                if !gen.chance(33) {
+                    return Some(command);
+                }
+                let mut c = vec![b"EVAL".to_vec(), SCRIPT_BODIES[1].to_vec(), b"0".to_vec()];
+                c.extend(command);
+                Some(c)
+            })
             .collect()
     });
 }
