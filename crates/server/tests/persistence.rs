@@ -991,13 +991,19 @@ fn commands_count_changes_like_redis() {
         }
         out
     };
-    let redis = RedisServer::start().unwrap();
-    let ours = RedlineServer::builder()
-        .args(["--save", ""])
-        .start()
-        .unwrap();
+    counts_like_redis(deltas);
+}
+
+/// Runs `deltas` on redis-server, then on redline-server (both with DEBUG and without
+/// save points, so nothing resets the counter), asserts they count alike, and returns
+/// redis-server's counts.
+fn counts_like_redis(deltas: impl Fn(u16) -> Vec<i64>) -> Vec<i64> {
+    let args = ["--save", "", "--enable-debug-command", "yes"];
+    let redis = RedisServer::builder().args(args).start().unwrap();
+    let ours = RedlineServer::builder().args(args).start().unwrap();
     let theirs = deltas(redis.port());
     assert_eq!(deltas(ours.port()), theirs);
+    theirs
 }
 
 /// A key that expires counts no change, removed by a read or by a write over it (Redis's
@@ -1017,10 +1023,7 @@ fn an_expired_key_counts_no_change() {
         }
         out
     };
-    let (redis, ours) = (redis(), redline());
-    let theirs = deltas(redis.port());
-    assert_eq!(theirs, [0, 1, 0]);
-    assert_eq!(deltas(ours.port()), theirs);
+    assert_eq!(counts_like_redis(deltas), [0, 1, 0]);
 }
 
 /// `rdb_changes_since_last_save`: the change counter save points read.
@@ -1102,12 +1105,5 @@ fn serving_blocked_clients_counts_changes_like_redis() {
         }
         out
     };
-    let redis = RedisServer::start().unwrap();
-    let ours = RedlineServer::builder()
-        .args(["--save", ""])
-        .start()
-        .unwrap();
-    let theirs = deltas(redis.port());
-    assert_eq!(theirs, [2, 2, 3, 6, 4, 2, 1]);
-    assert_eq!(deltas(ours.port()), theirs);
+    assert_eq!(counts_like_redis(deltas), [2, 2, 3, 6, 4, 2, 1]);
 }
