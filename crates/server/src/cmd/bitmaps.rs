@@ -82,8 +82,9 @@ fn with_bits_mut<R>(
         None => None,
     };
     let reshaped = existing.is_none_or(|old_len| old_len < len);
-    // A new string is made its exact size, as Redis makes it.
-    let entry = shard.get_or_insert_with(key, || Value::raw(vec![0; len]));
+    // A new string is made its exact size, as Redis makes it; signalled only if a
+    // write changes it (the touch below), as in Redis.
+    let entry = shard.get_or_insert_unsignalled(key, || Value::raw(vec![0; len]));
     let bytes = entry.value.str_grown_mut(len).ok_or(WRONG_TYPE)?;
     let (result, changes) = f(bytes, reshaped);
     if changes > 0 {

@@ -484,13 +484,25 @@ impl Shard {
     /// The entry of `key`, created with `make()` when missing (or expired); an existing
     /// one is not recorded as used (the command looked it up already).
     pub fn get_or_insert_with(&mut self, key: &[u8], make: impl FnOnce() -> Value) -> &mut Entry {
-        self.get_or_insert(key, make, false)
+        self.get_or_insert(key, make, false, true)
     }
 
     /// [`Shard::get_or_insert_with`] for a command whose only lookup this is: an
     /// existing key is recorded as used, as Redis's lookup for writing records it.
     pub fn get_or_insert_used(&mut self, key: &[u8], make: impl FnOnce() -> Value) -> &mut Entry {
-        self.get_or_insert(key, make, true)
+        self.get_or_insert(key, make, true, true)
+    }
+
+    /// [`Shard::get_or_insert_with`] that does not signal a key it creates (WATCH,
+    /// tracking), for a write that may end up changing nothing: Redis's BITFIELD creates
+    /// its string first and signals it only if a write then changed it (the caller's
+    /// [`Shard::touch`]).
+    pub fn get_or_insert_unsignalled(
+        &mut self,
+        key: &[u8],
+        make: impl FnOnce() -> Value,
+    ) -> &mut Entry {
+        self.get_or_insert(key, make, false, false)
     }
 
     fn get_or_insert(
@@ -498,6 +510,7 @@ impl Shard {
         key: &[u8],
         make: impl FnOnce() -> Value,
         used: bool,
+        signal: bool,
     ) -> &mut Entry {
         let index = match self.live_index(key) {
             Some(index) => {
@@ -511,7 +524,9 @@ impl Shard {
             None => {
                 // No change counted: the command counts what it puts in (Redis's
                 // `dbAdd` counts nothing either), and every caller touches the key after.
-                self.signal(key);
+                if signal {
+                    self.signal(key);
+                }
                 self.report_created(key, true);
                 if let Some(counts) = &mut self.slot_counts {
                     counts.added(key);
