@@ -132,6 +132,16 @@ impl Gen {
     fn chance(&mut self, percent: u32) -> bool {
         self.rng.u32(..100) < percent
     }
+
+    /// A command of either generator: the main one or the families' (streams, geo,
+    /// SORT).
+    fn any_command(&mut self) -> Vec<Vec<u8>> {
+        if self.chance(50) {
+            self.command()
+        } else {
+            self.family_command()
+        }
+    }
     fn keys(&mut self, at_least: usize) -> Vec<Vec<u8>> {
         let n = at_least + self.rng.usize(..3);
         (0..n).map(|_| self.key()).collect()
@@ -1658,11 +1668,7 @@ fn scripted_notifications_match_redis() {
     notifications_as_redis(200, 0x0e80, |gen| {
         (0..30)
             .filter_map(|_| {
-                let command = if gen.chance(50) {
-                    gen.command()
-                } else {
-                    gen.family_command()
-                };
+                let command = gen.any_command();
                 if families::looks_up_in_hash_order(&command) {
                     return None;
                 }
@@ -1738,37 +1744,15 @@ fn uses(addrs: [SocketAddr; 2], commands: &[Vec<Vec<u8>>]) -> [Vec<String>; 2] {
 /// [`compare_sequences`].
 #[test]
 fn uses_of_keys_match_redis() {
-    let redis = redis_with_debug();
-    let redline = own_process(&[]);
-    let (sequences, only) = sequences_to_run(300);
-    let mut failures = Vec::new();
-    for seed in (0..sequences).filter(|s| only.is_none_or(|o| o == *s)) {
-        let mut gen = Gen {
-            rng: fastrand::Rng::with_seed(seed ^ 0x05e5),
-        };
-        let commands: Vec<Vec<Vec<u8>>> = (0..30)
-            .map(|_| {
-                // Not inside scripts: Redis reuses the objects of a script's arguments
-                // (its Lua argument cache), so a value a script stores can start with
-                // the counter an earlier, since deleted, value had.
-                if gen.chance(50) {
-                    gen.command()
-                } else {
-                    gen.family_command()
-                }
-            })
-            .collect();
-        if only.is_some() {
-            for c in &commands {
-                eprintln!("{}", shown(c));
-            }
-        }
-        let [want, got] = uses([redis.addr(), redline.addr], &commands);
-        if want != got {
-            failures.push(format!("seed {seed}: redis {want:?} / redline {got:?}"));
-        }
-    }
-    assert_none_differ(&failures, &format!("{sequences} sequences"));
+    // Not inside scripts: Redis reuses the objects of a script's arguments (its Lua
+    // argument cache), so a value a script stores can start with the counter an
+    // earlier, since deleted, value had.
+    observed_as_redis(
+        300,
+        0x05e5,
+        |gen| (0..30).map(|_| gen.any_command()).collect(),
+        uses,
+    );
 }
 
 /// Runs `count` generated sequences on both servers with notifications on and fails
@@ -1776,7 +1760,25 @@ fn uses_of_keys_match_redis() {
 fn notifications_as_redis(
     count: u64,
     salt: u64,
+    generate: impl FnMut(&mut Gen) -> Vec<Vec<Vec<u8>>>,
+) {
+    observed_as_redis(count, salt, generate, |[redis, redline], commands| {
+        [
+            notifications(redis, commands),
+            notifications(redline, commands),
+        ]
+    });
+}
+
+/// Runs `count` generated sequences, each through `observe` (which runs it on both
+/// servers, redis-server's first, and returns what each showed), and fails with the
+/// first lines that differ. `DIFF_SEQUENCES` and `DIFF_SEED` as for
+/// [`compare_sequences`].
+fn observed_as_redis(
+    count: u64,
+    salt: u64,
     mut generate: impl FnMut(&mut Gen) -> Vec<Vec<Vec<u8>>>,
+    observe: impl Fn([SocketAddr; 2], &[Vec<Vec<u8>>]) -> [Vec<String>; 2],
 ) {
     let redis = redis_with_debug();
     let redline = own_process(&[]);
@@ -1787,8 +1789,7 @@ fn notifications_as_redis(
             rng: fastrand::Rng::with_seed(seed ^ salt),
         };
         let commands = generate(&mut gen);
-        let want = notifications(redis.addr(), &commands);
-        let got = notifications(redline.addr, &commands);
+        let [want, got] = observe([redis.addr(), redline.addr], &commands);
         if only.is_some() {
             for c in &commands {
                 eprintln!(
@@ -1803,7 +1804,7 @@ fn notifications_as_redis(
         if want != got {
             let at = want.iter().zip(&got).take_while(|(a, b)| a == b).count();
             failures.push(format!(
-                "seed {seed}: message {at} of {}: redis {:?} / redline {:?}",
+                "seed {seed}: line {at} of {}: redis {:?} / redline {:?}",
                 want.len(),
                 want.get(at),
                 got.get(at)

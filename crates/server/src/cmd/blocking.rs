@@ -13,6 +13,7 @@
 //! in arrival order, encoding each reply in the waiter's protocol into its mailbox.
 
 use crate::notify::NotifyClass::{Generic, List, Zset};
+use crate::store::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -827,7 +828,7 @@ pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) 
                     // move's own lookups are Redis's.
                     let source = match locked.shard(&key).peek(&key).map(|e| &e.value) {
                         None => 0,
-                        Some(crate::store::Value::List(l)) => l.len(),
+                        Some(Value::List(l)) => l.len(),
                         Some(_) => continue,
                     };
                     if source == 0 {
@@ -835,7 +836,7 @@ pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) 
                     } else if locked
                         .shard(dst)
                         .peek(dst)
-                        .is_none_or(|e| matches!(e.value, crate::store::Value::List(_)))
+                        .is_none_or(|e| matches!(e.value, Value::List(_)))
                     {
                         try_pop(
                             &waiter.op,

@@ -89,8 +89,7 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     // One change, as Redis counts a swap, however many shards it took.
     let changes = crate::store::dirty::count();
     ctx.swap_dbs(a, b);
-    crate::store::dirty::forget_since(changes);
-    crate::store::dirty::mark();
+    crate::store::dirty::count_as_one(changes);
     ok(ctx.out);
     Ok(())
 }

@@ -32,7 +32,7 @@ pub fn mark_rest(total: usize) {
 }
 
 /// The changes counted since `before` (a reading of [`count`]) count as one: a key
-/// moved or replaced whole (RENAME, MOVE, COPY), which Redis counts once however many
+/// moved or replaced whole (RENAME, MOVE, COPY, SWAPDB), which Redis counts once however many
 /// removals and insertions it took here.
 #[inline]
 pub fn count_as_one(before: u64) {
