@@ -1629,12 +1629,7 @@ fn serving_blocked_clients_uses_keys_like_redis() {
         writer.cmd(&["RPUSH", "d", "x"]);
         let mut out = Vec::new();
         for (block, write, keys) in cases {
-            waiter.send(block);
-            common::wait_until("the client blocks", || {
-                common::info(&mut common::conn(port), "blocked_clients") == 1
-            });
-            writer.cmd(write);
-            assert!(waiter.read().is_some(), "{block:?} is served");
+            common::serve_blocked(port, (&mut waiter, &mut writer), block, write);
             for key in *keys {
                 out.push(format!("{key} {:?}", writer.cmd(&["OBJECT", "FREQ", key])));
             }

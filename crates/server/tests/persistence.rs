@@ -1081,12 +1081,7 @@ fn serving_blocked_clients_counts_changes_like_redis() {
         let mut out = Vec::new();
         for (block, write) in cases {
             let before = changes(&mut writer);
-            waiter.send(block);
-            common::wait_until("the client blocks", || {
-                common::info(&mut common::conn(port), "blocked_clients") == 1
-            });
-            writer.cmd(write);
-            assert!(waiter.read().is_some(), "{block:?} is served");
+            common::serve_blocked(port, (&mut waiter, &mut writer), block, write);
             out.push(changes(&mut writer) - before);
         }
         out

@@ -338,6 +338,24 @@ pub fn wait_until(what: &str, check: impl Fn() -> bool) {
     }
 }
 
+/// Sends `block` on `waiter`, waits until the server on `port` counts it blocked, runs
+/// `write` on `writer`, and returns the reply the blocked command was served with.
+pub fn serve_blocked(
+    port: u16,
+    (waiter, writer): (&mut Conn, &mut Conn),
+    block: &[&str],
+    write: &[&str],
+) -> Frame {
+    waiter.send(block);
+    wait_until("the client blocks", || {
+        info(&mut conn(port), "blocked_clients") == 1
+    });
+    writer.cmd(write);
+    waiter
+        .read()
+        .unwrap_or_else(|| panic!("{block:?} is served"))
+}
+
 /// Field `name` of an INFO text, trimmed (`None` when absent).
 pub fn field_of<'a>(info: &'a str, name: &str) -> Option<&'a str> {
     info.lines()
