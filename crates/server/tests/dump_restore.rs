@@ -768,3 +768,68 @@ fn legacy_encodings_load_like_redis() {
         l.cmd(&["DEL", "k"]);
     }
 }
+
+/// Redis weighs a collection's encoding when it is written or loaded, under the limits
+/// in force then: a lower limit converts nothing until the next addition (a score's
+/// change is none), a higher one converts nothing back, and a listpack RESTOREd is
+/// weighed by its count alone, however long its elements.
+#[test]
+fn encodings_outlive_a_limit_change_like_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let mut r = Conn::connect(redis.addr());
+    let mut l = Conn::connect(redline.addr);
+    let steps: &[&[&str]] = &[
+        &["HSET", "h", "a", "1", "b", "2", "c", "3"],
+        &["ZADD", "z", "1", "a", "2", "b", "3", "c"],
+        &["SADD", "s", "1", "2", "3"],
+        &["SADD", "t", "1", "2", "3"],
+        &["CONFIG", "SET", "hash-max-listpack-entries", "2"],
+        &["CONFIG", "SET", "zset-max-listpack-entries", "1"],
+        &["CONFIG", "SET", "set-max-intset-entries", "2"],
+        &["OBJECT", "ENCODING", "h"],
+        &["OBJECT", "ENCODING", "z"],
+        &["OBJECT", "ENCODING", "s"],
+        // An update weighs a hash, not a sorted set.
+        &["ZADD", "z", "5", "a"],
+        &["OBJECT", "ENCODING", "z"],
+        &["HSET", "h", "a", "5"],
+        &["OBJECT", "ENCODING", "h"],
+        &["SREM", "s", "3"],
+        &["SADD", "s", "3"],
+        &["OBJECT", "ENCODING", "s"],
+        &["CONFIG", "SET", "hash-max-listpack-entries", "128"],
+        &["CONFIG", "SET", "zset-max-listpack-entries", "128"],
+        &["CONFIG", "SET", "set-max-intset-entries", "512"],
+        &["OBJECT", "ENCODING", "h"],
+        &["OBJECT", "ENCODING", "z"],
+        &["OBJECT", "ENCODING", "s"],
+        &["OBJECT", "ENCODING", "t"],
+        &["SADD", "t", "4"],
+        &["OBJECT", "ENCODING", "t"],
+        &["ZADD", "z", "9", "new"],
+        &["OBJECT", "ENCODING", "z"],
+    ];
+    for step in steps {
+        assert_eq!(show(&l.cmd(step)), show(&r.cmd(step)), "{step:?}");
+    }
+    // A listpack of long members, loaded under a value limit they pass.
+    let long = "m".repeat(40);
+    for c in [&mut r, &mut l] {
+        c.cmd(&["ZADD", "lz", "1", &long]);
+        c.cmd(&["HSET", "lh", &long, "v"]);
+    }
+    let payloads = [("lz", dump(&mut r, b"lz")), ("lh", dump(&mut r, b"lh"))];
+    for c in [&mut r, &mut l] {
+        c.cmd(&["CONFIG", "SET", "zset-max-listpack-value", "8"]);
+        c.cmd(&["CONFIG", "SET", "hash-max-listpack-value", "8"]);
+    }
+    for (key, payload) in &payloads {
+        for c in [&mut r, &mut l] {
+            c.cmd(&[&b"RESTORE"[..], key.as_bytes(), b"0", payload, b"REPLACE"]);
+        }
+        let ask: &[&str] = &["OBJECT", "ENCODING", key];
+        assert_eq!(show(&l.cmd(ask)), show(&r.cmd(ask)), "{key}");
+        assert_eq!(show(&r.cmd(ask)), "Bulk(b\"listpack\")", "{key}");
+    }
+}

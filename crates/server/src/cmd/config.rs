@@ -209,6 +209,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let aof_now = config.appendonly;
     let gc_was = ctx.shared.config.read().param_bool("aof-disable-auto-gc");
     let gc_now = config.param_bool("aof-disable-auto-gc");
+    settle_encodings(ctx, &config);
     ctx.shared.update_config(config);
     if ctx.shared.cluster.enabled() && seen.iter().any(|name| name.starts_with("cluster-")) {
         // The announced hostname and address, and the no-failover flag, apply now.
@@ -258,6 +259,26 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         maxmemory_set(ctx);
     }
     Ok(())
+}
+
+/// Before the compact encodings' limits change, every collection keeps the encoding
+/// Redis gave it under the old ones (see [`crate::store::encoding::settle`]). A walk
+/// of every key, only when one of those limits changes.
+fn settle_encodings(ctx: &Ctx<'_>, config: &crate::config::Config) {
+    use crate::store::encoding::EncodingLimits;
+    let old = EncodingLimits::now(&ctx.shared.hot);
+    let changed = crate::config::HotParams::default();
+    changed.load(config);
+    let new = EncodingLimits::now(&changed);
+    if !old.differ_for_collections(&new) {
+        return;
+    }
+    let store = &ctx.shared.store;
+    for db in 0..store.db_count() {
+        for i in 0..store.db(db).shard_count() {
+            ctx.lock_in(db, i).settle_encodings(&old, &new);
+        }
+    }
 }
 
 /// A new `maxmemory` evicts at once, as Redis's (its eviction time proc runs before the

@@ -64,6 +64,37 @@ impl EncodingLimits {
     }
 }
 
+/// Keeps the encoding Redis gave `value` under the limits `old`, which are becoming
+/// `new` (CONFIG SET): Redis weighs a conversion only when a collection is written or
+/// loaded, so a lower limit converts nothing until the next addition and a higher one
+/// converts nothing back. Nothing to do for a type whose limits stay.
+pub fn settle(value: &mut Value, old: &EncodingLimits, new: &EncodingLimits) {
+    match value {
+        Value::Hash(h)
+            if (old.hash_entries, old.hash_value) != (new.hash_entries, new.hash_value) =>
+        {
+            h.settle_encoding(old.hash_entries, old.hash_value);
+        }
+        Value::Set(s) if old.set_entries != new.set_entries => s.settle_encoding(old.set_entries),
+        Value::ZSet(z)
+            if (old.zset_entries, old.zset_value) != (new.zset_entries, new.zset_value) =>
+        {
+            z.settle_encoding(old.zset_entries, old.zset_value);
+        }
+        _ => {}
+    }
+}
+
+impl EncodingLimits {
+    /// Whether a collection's encoding may read differently under `other` (see
+    /// [`settle`]); the lists' fill names no encoding.
+    pub fn differ_for_collections(&self, other: &EncodingLimits) -> bool {
+        (self.hash_entries, self.hash_value, self.set_entries)
+            != (other.hash_entries, other.hash_value, other.set_entries)
+            || (self.zset_entries, self.zset_value) != (other.zset_entries, other.zset_value)
+    }
+}
+
 /// Whether a list node of `bytes` (its listpack's size) holding `count` entries takes
 /// one more of `len` bytes under `fill` (Redis's `_quicklistNodeAllowInsert`, its fill
 /// clamped to -5..=32767 as `quicklistSetFill` does).

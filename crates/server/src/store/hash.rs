@@ -259,10 +259,28 @@ impl HashValue {
         // Every addition passes `insert` (or `from_pairs`), so the peaks cover what it
         // holds now.
         let outgrew = matches!(&self.repr, Repr::Map(t) if t.bytes.outgrew_listpack());
-        !outgrew
-            && self
-                .peaks()
-                .within(Peaks::default(), max_entries, max_value)
+        !outgrew && self.peaks().within(max_entries, max_value)
+    }
+
+    /// Loaded from a listpack or ziplist: Redis weighs only its count against the
+    /// limits then, not its fields' and values' lengths (`rdbLoadObject`).
+    pub fn loaded_as_listpack(&mut self) {
+        let peaks = Peaks::new(self.len(), 0);
+        match &mut self.repr {
+            Repr::Packed(p) => p.set_peaks(peaks),
+            Repr::Map(t) => t.peaks = peaks,
+        }
+    }
+
+    /// Keeps the encoding Redis gave it under the limits in force until now, before
+    /// they change (see [`Peaks::settled`]).
+    pub fn settle_encoding(&mut self, max_entries: usize, max_value: usize) {
+        // A hash past a listpack's safety size stays converted by its bytes' own flag.
+        let settled = self.peaks().settled(max_entries, max_value);
+        match &mut self.repr {
+            Repr::Packed(p) => p.set_peaks(settled),
+            Repr::Map(t) => t.peaks = settled,
+        }
     }
 
     /// Bytes it holds on the heap, about (MEMORY USAGE), the pairs' own bytes estimated

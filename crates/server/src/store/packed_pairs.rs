@@ -75,6 +75,11 @@ impl PackedPairs {
         self.0.saw(entries, len);
     }
 
+    /// Replaces the owner's peaks (see [`Peaks::settled`]).
+    pub fn set_peaks(&mut self, peaks: Peaks) {
+        self.0.set_peaks(peaks);
+    }
+
     /// How many pairs it holds.
     #[inline]
     pub fn len(&self) -> usize {

@@ -4,8 +4,8 @@
 //! an intset's. A member that
 //! is not an integer in canonical form, or more than [`INTS_MAX`] of them, makes it a
 //! map of members for good (Redis converts an intset to a hashtable and never back).
-//! What Redis reports as the encoding follows Redis's configured limit (`had_text` and
-//! the most members it held), whichever form is held here.
+//! What Redis reports as the encoding follows Redis's configured limit (`converted` and
+//! the most members it held since the limit last changed), whichever form is held here.
 
 use std::ops::Deref;
 
@@ -45,8 +45,10 @@ struct Members {
     /// Removal leaves the member's position vacant and moves no other member (see
     /// [`IncrementalMap::vacate`]): SSCAN's cursors are positions.
     set: IncrementalMap<CompactBytes, (), Hasher>,
-    /// A member that is not an integer was added once.
-    had_text: bool,
+    /// Redis made it a hashtable for good: a member that is not an integer was added,
+    /// or it held more than the limit in force before a change (see
+    /// [`SetValue::settle_encoding`]).
+    converted: bool,
     /// The most members it held; in 32 bits, saturating.
     most_members: u32,
 }
@@ -55,7 +57,7 @@ impl Members {
     fn with_capacity(capacity: usize, most_members: u32) -> Box<Members> {
         Box::new(Members {
             set: IncrementalMap::with_capacity(capacity),
-            had_text: false,
+            converted: false,
             most_members,
         })
     }
@@ -211,9 +213,9 @@ impl SetValue {
 
     /// Adds `member`; true when it was not there.
     pub fn insert(&mut self, member: &[u8]) -> bool {
-        // Parsed only while the set may still be an intset: once it held text, its
+        // Parsed only while the set may still be an intset: once converted, its
         // encoding is settled and an addition costs no parse.
-        let int = if self.had_text() {
+        let int = if self.converted() {
             None
         } else {
             canonical_int(member)
@@ -221,18 +223,18 @@ impl SetValue {
         let added = self.put(member, int);
         if added {
             if let (Repr::Members(m), None) = (&mut self.repr, int) {
-                m.had_text = true;
+                m.converted = true;
             }
             self.saw_members(self.len());
         }
         added
     }
 
-    /// Whether a member that is not an integer was ever added.
-    fn had_text(&self) -> bool {
+    /// Whether Redis holds it as a hashtable for good (see [`Members::converted`]).
+    fn converted(&self) -> bool {
         match &self.repr {
             Repr::Ints(_) => false,
-            Repr::Members(m) => m.had_text,
+            Repr::Members(m) => m.converted,
         }
     }
 
@@ -326,13 +328,31 @@ impl SetValue {
     /// Whether Redis would still hold it as an `intset` under a limit of `max_entries`:
     /// integers only, now and always, never more than the limit.
     pub fn is_intset(&self, max_entries: usize) -> bool {
-        // Every addition passes `insert` (or `from_ints`), so `had_text` and the peaks
-        // cover what it holds now.
+        // Every addition passes `insert` (or `from_ints`), so `converted` and the peak
+        // cover what was added since the limit last changed; what it held before then
+        // was settled by `settle_encoding`.
         let most = match &self.repr {
             Repr::Ints(ints) => ints.most(),
             Repr::Members(m) => m.most_members as usize,
         };
-        !self.had_text() && most.max(self.len()) <= max_entries
+        !self.converted() && most <= max_entries
+    }
+
+    /// Keeps the encoding Redis gave it under the limit in force until now, before it
+    /// changes: past it, a hashtable for good; within it, an intset until an addition
+    /// passes the new limit, whatever it holds.
+    pub fn settle_encoding(&mut self, max_entries: usize) {
+        if self.is_intset(max_entries) {
+            match &mut self.repr {
+                Repr::Ints(ints) => ints.forget_most(),
+                Repr::Members(m) => m.most_members = 0,
+            }
+        } else {
+            self.unpack();
+            if let Repr::Members(m) = &mut self.repr {
+                m.converted = true;
+            }
+        }
     }
 
     /// Bytes it holds on the heap, about (MEMORY USAGE), the members' own bytes
@@ -389,6 +409,23 @@ impl ByPosition for SetValue {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A limit lowered converts nothing until an addition; one raised converts nothing
+    /// back, whichever form the set is held in.
+    #[test]
+    fn settled_sets_keep_the_old_limits_decision() {
+        let mut s: SetValue = [&b"1"[..], b"2", b"3"].into_iter().collect();
+        s.settle_encoding(512);
+        assert!(s.is_intset(2));
+        s.remove(b"3");
+        s.insert(b"3");
+        assert!(!s.is_intset(2));
+        s.settle_encoding(2);
+        assert!(!s.is_intset(512));
+        assert!(s.ints().is_none());
+        s.insert(b"4");
+        assert!(!s.is_intset(512));
+    }
 
     #[derive(Debug, Clone)]
     enum Op {

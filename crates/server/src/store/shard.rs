@@ -879,6 +879,21 @@ impl Shard {
         }
     }
 
+    /// Settles every collection's encoding before the limits change from `old` to `new`
+    /// (see [`super::encoding::settle`]): a walk of the shard, as CONFIG SET of an
+    /// encoding limit is rare.
+    pub fn settle_encodings(
+        &mut self,
+        old: &super::encoding::EncodingLimits,
+        new: &super::encoding::EncodingLimits,
+    ) {
+        for i in 0..self.map.positions() {
+            if let Some((_, entry)) = self.map.get_index_mut(i) {
+                super::encoding::settle(&mut entry.value, old, new);
+            }
+        }
+    }
+
     /// Every live key (KEYS, snapshots).
     pub fn for_each_live(&self, mut f: impl FnMut(&CompactBytes, &Entry)) {
         let now = now_ms();

@@ -196,6 +196,14 @@ impl SortedInts {
         }
     }
 
+    /// Forgets the most integers held (a limit changed: see
+    /// `super::set::SetValue::settle_encoding`).
+    pub fn forget_most(&mut self) {
+        if let Some(slot) = self.buf.get_mut(1..HEADER) {
+            slot.copy_from_slice(&[0, 0]);
+        }
+    }
+
     /// Bytes it holds on the heap.
     pub fn heap_size(&self) -> usize {
         self.buf.len()

@@ -145,6 +145,14 @@ impl TaggedEntries {
         }
     }
 
+    /// Replaces the owner's peaks.
+    pub fn set_peaks(&mut self, peaks: Peaks) {
+        let header = exact_buf::header_mut(&mut self.buf, &[0; HEADER]);
+        if let Some(slot) = header.get_mut(COUNT..HEADER) {
+            slot.copy_from_slice(&peaks.to_narrow_bytes());
+        }
+    }
+
     /// The entries, the tags and the offsets.
     #[inline]
     fn body(&self) -> &[u8] {

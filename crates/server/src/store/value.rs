@@ -7,7 +7,7 @@
 //!
 //! Hashes ([`super::hash`]) and sets ([`super::set`]) have modules of their own. Each
 //! collection whose encoding Redis converts once and never back keeps what decides it
-//! (the set's `had_text`, and every collection's [`Peaks`]).
+//! (the set's `converted`, and every collection's [`Peaks`]).
 
 pub use super::hash::HashValue;
 pub use super::set::SetValue;
@@ -62,12 +62,40 @@ impl Peaks {
         *bytes = peaks.to_narrow_bytes();
     }
 
-    /// Read back from [`Peaks::to_narrow_bytes`].
+    /// Read back from [`Peaks::to_narrow_bytes`]; a saturated `u16` reads as saturated
+    /// (what [`Peaks::CONVERTED`] leaves in a packed collection's header).
     pub fn from_narrow_bytes(bytes: [u8; Peaks::NARROW_BYTES]) -> Peaks {
         let [e0, e1, l0, l1] = bytes;
+        let wide = |n: u16| {
+            if n == u16::MAX {
+                u32::MAX
+            } else {
+                u32::from(n)
+            }
+        };
         Peaks {
-            entries: u32::from(u16::from_le_bytes([e0, e1])),
-            longest: u32::from(u16::from_le_bytes([l0, l1])),
+            entries: wide(u16::from_le_bytes([e0, e1])),
+            longest: wide(u16::from_le_bytes([l0, l1])),
+        }
+    }
+
+    /// A value Redis converted under limits since changed: no limit makes it compact
+    /// again, as Redis never converts back (saturated, which [`Peaks::within`] reads as
+    /// past every limit).
+    pub const CONVERTED: Peaks = Peaks {
+        entries: u32::MAX,
+        longest: u32::MAX,
+    };
+
+    /// The peaks to keep when the limits change from `max_entries` and `max_len`: Redis
+    /// decided the encoding under them at each addition and keeps it, so a value past
+    /// them stays [`Peaks::CONVERTED`] and one within them starts afresh (it stays
+    /// compact until an addition passes the new limits, whatever it holds).
+    pub fn settled(self, max_entries: usize, max_len: usize) -> Peaks {
+        if self.within(max_entries, max_len) {
+            Peaks::default()
+        } else {
+            Peaks::CONVERTED
         }
     }
 
@@ -86,10 +114,12 @@ impl Peaks {
     }
 
     /// Whether Redis would still hold the value in its compact encoding under these
-    /// limits, the value now being `now`.
-    pub fn within(&self, now: Peaks, max_entries: usize, max_len: usize) -> bool {
-        self.entries.max(now.entries) as usize <= max_entries
-            && self.longest.max(now.longest) as usize <= max_len
+    /// limits (never once saturated: see [`Peaks::CONVERTED`]).
+    pub fn within(&self, max_entries: usize, max_len: usize) -> bool {
+        self.entries != u32::MAX
+            && self.longest != u32::MAX
+            && self.entries as usize <= max_entries
+            && self.longest as usize <= max_len
     }
 }
 
@@ -294,6 +324,22 @@ mod tests {
         assert_eq!(canonical_int(b"-0"), None);
         assert_eq!(canonical_int(b" 1"), None);
         assert_eq!(canonical_int(b"9223372036854775808"), None);
+    }
+
+    /// Settled peaks: a value past the old limits stays converted under any new one,
+    /// in a packed header too; one within them starts afresh.
+    #[test]
+    fn settled_peaks_keep_the_old_limits_decision() {
+        let peaks = Peaks::new(3, 5);
+        assert!(!peaks.settled(2, 64).within(usize::MAX, usize::MAX));
+        assert!(!peaks.settled(128, 4).within(1000, 1000));
+        let fresh = peaks.settled(128, 64);
+        assert!(fresh.within(0, 0));
+        let narrow = Peaks::from_narrow_bytes(Peaks::CONVERTED.to_narrow_bytes());
+        assert!(!narrow.within(usize::MAX, usize::MAX));
+        let mut bytes = Peaks::CONVERTED.to_narrow_bytes();
+        Peaks::saw_narrow(&mut bytes, 1, 1);
+        assert!(!Peaks::from_narrow_bytes(bytes).within(usize::MAX, usize::MAX));
     }
 
     /// Redis converts once a listpack would pass 1 GiB, and never back.

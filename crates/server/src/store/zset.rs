@@ -265,8 +265,10 @@ impl ZSet {
                 old
             }
         };
+        // Redis weighs a conversion when a member is added, not when a score changes.
         let len = self.len();
         match &mut self.repr {
+            _ if old.is_some() => {}
             Repr::Small(p) => p.saw(len, member.len()),
             Repr::Large(ix) => ix.peaks.saw(len, member.len()),
         }
@@ -317,7 +319,7 @@ impl ZSet {
             Repr::Large(ix) if ix.bytes.outgrew_listpack() => return false,
             Repr::Large(ix) => ix.peaks,
         };
-        peaks.within(Peaks::default(), max_entries, max_value)
+        peaks.within(max_entries, max_value)
     }
 
     /// Removes a member; returns its score.
@@ -470,6 +472,26 @@ impl ZSet {
                 let score = *scores.get(member)?;
                 Some(order.rank(&(Score(score), CompactBytes::new(member))))
             }
+        }
+    }
+
+    /// Loaded from a listpack or ziplist: Redis weighs only its count against the
+    /// limits then, not its members' lengths (`rdbLoadObject`).
+    pub fn loaded_as_listpack(&mut self) {
+        let peaks = Peaks::new(self.len(), 0);
+        match &mut self.repr {
+            Repr::Small(p) => p.set_peaks(peaks),
+            Repr::Large(ix) => ix.peaks = peaks,
+        }
+    }
+
+    /// Keeps the encoding Redis gave it under the limits in force until now, before
+    /// they change (see [`Peaks::settled`]).
+    pub fn settle_encoding(&mut self, max_entries: usize, max_value: usize) {
+        match &mut self.repr {
+            Repr::Small(p) => p.set_peaks(p.peaks().settled(max_entries, max_value)),
+            // Past a listpack's safety size it stays converted by its bytes' own flag.
+            Repr::Large(ix) => ix.peaks = ix.peaks.settled(max_entries, max_value),
         }
     }
 

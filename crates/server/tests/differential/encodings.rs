@@ -1,7 +1,8 @@
 //! Sequences that ask OBJECT ENCODING after the collection commands, under small
 //! packing limits drawn per sequence, so that conversions (listpack to hashtable or
 //! skiplist, intset to hashtable) happen within a few commands: when a write converts,
-//! what a STORE command's result is encoded as, and that nothing converts back.
+//! what a STORE command's result is encoded as, that nothing converts back, and that
+//! a limit changed midway converts nothing until the next addition.
 
 use super::{normalise, show, Gen, KEYS};
 use redline_resp::Frame;
@@ -21,9 +22,13 @@ impl Gen {
         let mut c = vec![b"CONFIG".to_vec(), b"SET".to_vec()];
         for name in LIMITS {
             c.push(name.as_bytes().to_vec());
-            c.push(self.pick(&[b"0", b"1", b"2", b"3", b"4", b"8", b"128"]));
+            c.push(self.limit());
         }
         c
+    }
+
+    fn limit(&mut self) -> Vec<u8> {
+        self.pick(&[b"0", b"1", b"2", b"3", b"4", b"8", b"128"])
     }
 
     /// A collection command (lists, hashes, sets, sorted sets, their algebra and STORE
@@ -33,6 +38,17 @@ impl Gen {
         // Saved and loaded again: Redis picks each encoding afresh from the size.
         if self.chance(3) {
             return vec![b"DEBUG".to_vec(), b"RELOAD".to_vec()];
+        }
+        // One limit changed under collections already written: Redis keeps their
+        // encodings until an addition weighs the new limit.
+        if self.chance(4) {
+            let name = LIMITS[self.rng.usize(..LIMITS.len())];
+            return vec![
+                b"CONFIG".to_vec(),
+                b"SET".to_vec(),
+                name.as_bytes().to_vec(),
+                self.limit(),
+            ];
         }
         match self.rng.usize(..10) {
             0..=2 => vec![b"OBJECT".to_vec(), b"ENCODING".to_vec(), self.pick(KEYS)],

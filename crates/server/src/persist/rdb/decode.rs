@@ -185,7 +185,9 @@ fn compact_hash(blob: &[u8], zip: bool) -> Result<HashValue, Corrupt> {
         .map(|pair| (compact(pair[0]), compact(pair[1])))
         .collect();
     let pairs: Vec<(&[u8], &[u8])> = read.iter().map(|(f, v)| (&f[..], &v[..])).collect();
-    HashValue::from_pairs(&pairs).ok_or(Corrupt("duplicate hash fields"))
+    let mut hash = HashValue::from_pairs(&pairs).ok_or(Corrupt("duplicate hash fields"))?;
+    hash.loaded_as_listpack();
+    Ok(hash)
 }
 
 /// A sorted set from the member/score entries of a ziplist or listpack blob.
@@ -200,7 +202,9 @@ fn compact_zset(blob: &[u8], zip: bool) -> Result<ZSet, Corrupt> {
         };
         members.push(checked_member(compact(pair[0]), score)?);
     }
-    zset_of(members)
+    let mut zset = zset_of(members)?;
+    zset.loaded_as_listpack();
+    Ok(zset)
 }
 
 /// The entries of a ziplist or listpack blob.
