@@ -518,6 +518,39 @@ impl Gen {
 
     /// A sequence over streams, geo sets and SORT, with OBJECT ENCODING of the keys
     /// they wrote now and then.
+    /// CONFIG SET of both stream node limits, small (nodes of one entry, of a few
+    /// bytes) or Redis's defaults: where nodes are cut shows in XINFO STREAM FULL's
+    /// radix tree and in what `MAXLEN ~` and `MINID ~` trim.
+    pub(super) fn stream_node_limits(&mut self) -> Vec<Vec<u8>> {
+        let mut c = vec![b"CONFIG".to_vec(), b"SET".to_vec()];
+        for name in STREAM_NODE_LIMITS {
+            c.push(name.as_bytes().to_vec());
+            c.push(self.stream_node_value(name));
+        }
+        c
+    }
+
+    /// CONFIG SET of one stream node limit.
+    pub(super) fn stream_node_limit(&mut self) -> Vec<Vec<u8>> {
+        let name = STREAM_NODE_LIMITS[self.rng.usize(..STREAM_NODE_LIMITS.len())];
+        let value = self.stream_node_value(name);
+        vec![
+            b"CONFIG".to_vec(),
+            b"SET".to_vec(),
+            name.as_bytes().to_vec(),
+            value,
+        ]
+    }
+
+    fn stream_node_value(&mut self, name: &str) -> Vec<u8> {
+        if name == "stream-node-max-entries" {
+            self.pick(&[b"1", b"2", b"3", b"5", b"100"])
+        } else {
+            // 0: no byte limit.
+            self.pick(&[b"0", b"40", b"120", b"4096"])
+        }
+    }
+
     pub(super) fn family_command(&mut self) -> Vec<Vec<u8>> {
         let keys: &[&[u8]] = &[b"s1", b"s2", b"g1", b"gdst", b"sl", b"ss", b"sz", b"sdst"];
         if self.chance(8) {
@@ -634,6 +667,9 @@ fn without_clocks(frame: &Frame) -> Frame {
 }
 
 /// Reads of every key the families write: entries, groups, members with their scores.
+/// The limits Redis cuts a stream's listpack nodes at.
+const STREAM_NODE_LIMITS: &[&str] = &["stream-node-max-entries", "stream-node-max-bytes"];
+
 pub(super) fn dump() -> Vec<Vec<Vec<u8>>> {
     let read: &[&[&str]] = &[
         &["SELECT", "0"],
