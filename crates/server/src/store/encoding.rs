@@ -52,6 +52,14 @@ impl EncodingLimits {
         }
     }
 
+    /// Whether a collection's encoding may read differently under `other` (see
+    /// [`settle`]); the lists' fill names no encoding.
+    pub fn differ_for_collections(&self, other: &EncodingLimits) -> bool {
+        (self.hash_entries, self.hash_value, self.set_entries)
+            != (other.hash_entries, other.hash_value, other.set_entries)
+            || (self.zset_entries, self.zset_value) != (other.zset_entries, other.zset_value)
+    }
+
     /// Whether a hash, set or sorted set is in its compact encoding (a listpack, an
     /// intset); false for the other types.
     pub fn compact(&self, value: &Value) -> bool {
@@ -82,16 +90,6 @@ pub fn settle(value: &mut Value, old: &EncodingLimits, new: &EncodingLimits) {
             z.settle_encoding(old.zset_entries, old.zset_value);
         }
         _ => {}
-    }
-}
-
-impl EncodingLimits {
-    /// Whether a collection's encoding may read differently under `other` (see
-    /// [`settle`]); the lists' fill names no encoding.
-    pub fn differ_for_collections(&self, other: &EncodingLimits) -> bool {
-        (self.hash_entries, self.hash_value, self.set_entries)
-            != (other.hash_entries, other.hash_value, other.set_entries)
-            || (self.zset_entries, self.zset_value) != (other.zset_entries, other.zset_value)
     }
 }
 

@@ -256,8 +256,8 @@ impl HashValue {
 
     /// Whether Redis would still hold it as a `listpack` under these limits.
     pub fn is_listpack(&self, max_entries: usize, max_value: usize) -> bool {
-        // Every addition passes `insert` (or `from_pairs`), so the peaks cover what it
-        // holds now.
+        // Every addition passes `insert` (or `from_pairs`), so the peaks cover what was
+        // added since the limits last changed (`settle_encoding` kept the rest).
         let outgrew = matches!(&self.repr, Repr::Map(t) if t.bytes.outgrew_listpack());
         !outgrew && self.peaks().within(max_entries, max_value)
     }
@@ -265,21 +265,20 @@ impl HashValue {
     /// Loaded from a listpack or ziplist: Redis weighs only its count against the
     /// limits then, not its fields' and values' lengths (`rdbLoadObject`).
     pub fn loaded_as_listpack(&mut self) {
-        let peaks = Peaks::new(self.len(), 0);
-        match &mut self.repr {
-            Repr::Packed(p) => p.set_peaks(peaks),
-            Repr::Map(t) => t.peaks = peaks,
-        }
+        self.set_peaks(Peaks::new(self.len(), 0));
     }
 
     /// Keeps the encoding Redis gave it under the limits in force until now, before
     /// they change (see [`Peaks::settled`]).
     pub fn settle_encoding(&mut self, max_entries: usize, max_value: usize) {
         // A hash past a listpack's safety size stays converted by its bytes' own flag.
-        let settled = self.peaks().settled(max_entries, max_value);
+        self.set_peaks(self.peaks().settled(max_entries, max_value));
+    }
+
+    fn set_peaks(&mut self, peaks: Peaks) {
         match &mut self.repr {
-            Repr::Packed(p) => p.set_peaks(settled),
-            Repr::Map(t) => t.peaks = settled,
+            Repr::Packed(p) => p.set_peaks(peaks),
+            Repr::Map(t) => t.peaks = peaks,
         }
     }
 

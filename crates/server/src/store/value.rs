@@ -20,9 +20,10 @@ use super::zset::ZSet;
 /// aim collisions.
 pub type Hasher = foldhash::fast::RandomState;
 
-/// The most elements a collection held and its longest element: Redis converts a
-/// compact encoding (`listpack`) once either passes its limit and never back, so the
-/// encoding depends on what the value held, not only on what it holds.
+/// The most elements a collection held and its longest element, since the limits last
+/// changed: Redis converts a compact encoding (`listpack`) once either passes its limit
+/// and never back, so the encoding depends on what the value held, not only on what it
+/// holds. A change of the limits settles them ([`Peaks::settled`]).
 ///
 /// Both are kept in 32 bits (saturating: past 4 Gi the answer is the same for every
 /// limit that can matter), so that with a small collection's buffer they fit the

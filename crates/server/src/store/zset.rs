@@ -312,14 +312,11 @@ impl ZSet {
     /// Whether Redis would still hold it as a `listpack` under these limits: it converts
     /// to a skiplist once the set outgrows them, and never back.
     pub fn is_listpack(&self, max_entries: usize, max_value: usize) -> bool {
-        // Every addition passes `insert` (or `from_members`), so the peaks cover what it
-        // holds now: no walk over the members (OBJECT ENCODING and each ZSCAN page ask).
-        let peaks = match &self.repr {
-            Repr::Small(p) => p.peaks(),
-            Repr::Large(ix) if ix.bytes.outgrew_listpack() => return false,
-            Repr::Large(ix) => ix.peaks,
-        };
-        peaks.within(max_entries, max_value)
+        // Every addition passes `insert` (or `from_members`), so the peaks cover what was
+        // added since the limits last changed (`settle_encoding` kept the rest): no walk
+        // over the members (OBJECT ENCODING and each ZSCAN page ask).
+        let outgrew = matches!(&self.repr, Repr::Large(ix) if ix.bytes.outgrew_listpack());
+        !outgrew && self.peaks().within(max_entries, max_value)
     }
 
     /// Removes a member; returns its score.
@@ -478,20 +475,28 @@ impl ZSet {
     /// Loaded from a listpack or ziplist: Redis weighs only its count against the
     /// limits then, not its members' lengths (`rdbLoadObject`).
     pub fn loaded_as_listpack(&mut self) {
-        let peaks = Peaks::new(self.len(), 0);
-        match &mut self.repr {
-            Repr::Small(p) => p.set_peaks(peaks),
-            Repr::Large(ix) => ix.peaks = peaks,
-        }
+        self.set_peaks(Peaks::new(self.len(), 0));
     }
 
     /// Keeps the encoding Redis gave it under the limits in force until now, before
     /// they change (see [`Peaks::settled`]).
     pub fn settle_encoding(&mut self, max_entries: usize, max_value: usize) {
+        // Past a listpack's safety size it stays converted by its bytes' own flag.
+        self.set_peaks(self.peaks().settled(max_entries, max_value));
+    }
+
+    /// What Redis's encoding depends on (see [`Peaks`]).
+    fn peaks(&self) -> Peaks {
+        match &self.repr {
+            Repr::Small(p) => p.peaks(),
+            Repr::Large(ix) => ix.peaks,
+        }
+    }
+
+    fn set_peaks(&mut self, peaks: Peaks) {
         match &mut self.repr {
-            Repr::Small(p) => p.set_peaks(p.peaks().settled(max_entries, max_value)),
-            // Past a listpack's safety size it stays converted by its bytes' own flag.
-            Repr::Large(ix) => ix.peaks = ix.peaks.settled(max_entries, max_value),
+            Repr::Small(p) => p.set_peaks(peaks),
+            Repr::Large(ix) => ix.peaks = peaks,
         }
     }
 
