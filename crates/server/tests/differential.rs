@@ -1287,20 +1287,13 @@ fn keyspace_dump(pair: &mut Pair) -> Vec<Vec<Vec<u8>>> {
     commands
 }
 
-/// How many generated sequences to run (`DIFF_SEQUENCES`, else `count`) and the one seed
-/// to run alone, if any (`DIFF_SEED`).
-fn sequences_to_run(count: u64) -> (u64, Option<u64>) {
-    let var = |name: &str| std::env::var(name).ok().and_then(|s| s.parse().ok());
-    (var("DIFF_SEQUENCES").unwrap_or(count), var("DIFF_SEED"))
-}
-
 /// Runs generated command sequences on both servers and fails with the first that
 /// differ. Each sequence runs on fresh connections (RESP3 and SELECT must not leak
 /// across) after FLUSHALL, in one of four modes by its seed (0 request/reply,
 /// 1 pipelined, 2 RESP3, 3 inline commands where possible), and ends with a DISCARD (a
 /// transaction left open must not hold the dump) and a dump of the keyspace.
-/// `DIFF_SEQUENCES=n` runs n sequences instead of `count`; `DIFF_SEED=n` runs and prints
-/// sequence n only; `DIFF_TRACE=1` prints each sequence's number as it starts (a
+/// `DIFF_SEQUENCES=n` runs n sequences instead of `count` (from seed `DIFF_FROM`, 0
+/// unless set); `DIFF_SEED=n` runs and prints sequence n only; `DIFF_TRACE=1` prints each sequence's number as it starts (a
 /// server that closes the connection ends the test at once, without its number).
 fn compare_sequences(
     redis: &RedisServer,
@@ -1322,13 +1315,10 @@ fn compare_prepared_sequences(
     mut prepare: impl FnMut(&mut Pair),
     mut generate: impl FnMut(&mut Gen) -> Vec<Vec<Vec<u8>>>,
 ) {
-    let (sequences, only) = sequences_to_run(count);
+    let (seeds, print) = common::seeds_to_run(count);
     let mut failures = Vec::new();
     let mut total = 0;
-    for seed in 0..sequences {
-        if only.is_some_and(|o| o != seed) {
-            continue;
-        }
+    for &seed in &seeds {
         let mut gen = Gen {
             rng: fastrand::Rng::with_seed(seed ^ salt),
         };
@@ -1348,7 +1338,7 @@ fn compare_prepared_sequences(
         commands.push(vec![b"DISCARD".to_vec()]);
         commands.extend(keyspace_dump(&mut pair));
         total += commands.len();
-        if only.is_some() {
+        if print {
             for c in &commands {
                 eprintln!("{}", shown(c));
             }
@@ -1366,7 +1356,7 @@ fn compare_prepared_sequences(
     }
     assert_none_differ(
         &failures,
-        &format!("{sequences} sequences ({total} commands)"),
+        &format!("{} sequences ({total} commands)", seeds.len()),
     );
 }
 
@@ -1500,9 +1490,9 @@ fn stream_geo_and_sort_sequences_match_redis() {
 fn encodings_follow_redis() {
     let redis = redis_with_debug();
     let redline = own_process(&[]);
-    let (sequences, only) = sequences_to_run(600);
+    let (seeds, print) = common::seeds_to_run(600);
     let mut failures = Vec::new();
-    for seed in (0..sequences).filter(|s| only.is_none_or(|o| o == *s)) {
+    for &seed in &seeds {
         let mut gen = Gen {
             rng: fastrand::Rng::with_seed(seed ^ 0xe4c0),
         };
@@ -1517,7 +1507,7 @@ fn encodings_follow_redis() {
         for command in &commands {
             let want = encodings::unordered(command, pair.redis.cmd(command));
             let got = encodings::unordered(command, pair.redline.cmd(command));
-            if only.is_some() {
+            if print {
                 eprintln!(
                     "{:?}",
                     command
@@ -1538,7 +1528,7 @@ fn encodings_follow_redis() {
             }
         }
     }
-    assert_none_differ(&failures, &format!("{sequences} sequences"));
+    assert_none_differ(&failures, &format!("{} sequences", seeds.len()));
 }
 
 /// Script bodies that run one generated command: `redis.call` and `redis.pcall`, in the
@@ -1826,15 +1816,15 @@ fn observed_as_redis(
 ) {
     let redis = redis_with_debug();
     let redline = own_process(&[]);
-    let (sequences, only) = sequences_to_run(count);
+    let (seeds, print) = common::seeds_to_run(count);
     let mut failures = Vec::new();
-    for seed in (0..sequences).filter(|s| only.is_none_or(|o| o == *s)) {
+    for &seed in &seeds {
         let mut gen = Gen {
             rng: fastrand::Rng::with_seed(seed ^ salt),
         };
         let commands = generate(&mut gen);
         let [want, got] = observe([redis.addr(), redline.addr], &commands);
-        if only.is_some() {
+        if print {
             for c in &commands {
                 eprintln!(
                     "{:?}",
@@ -1855,7 +1845,7 @@ fn observed_as_redis(
             ));
         }
     }
-    assert_none_differ(&failures, &format!("{sequences} sequences"));
+    assert_none_differ(&failures, &format!("{} sequences", seeds.len()));
 }
 
 /// Generated commands, each run by one client while another WATCHes every key it names
@@ -1908,9 +1898,9 @@ fn watch_breaks_as_redis(
         "SELECT", "MULTI", "EXEC", "DISCARD", "RESET", "HELLO", "WATCH", "UNWATCH", "CLIENT",
         "QUIT", "SWAPDB", "MOVE",
     ];
-    let (sequences, only) = sequences_to_run(count);
+    let (seeds, print) = common::seeds_to_run(count);
     let mut failures = Vec::new();
-    for seed in (0..sequences).filter(|s| only.is_none_or(|o| o == *s)) {
+    for &seed in &seeds {
         let mut gen = Gen {
             rng: fastrand::Rng::with_seed(seed ^ salt),
         };
@@ -1962,7 +1952,7 @@ fn watch_breaks_as_redis(
                 .iter()
                 .map(|a| String::from_utf8_lossy(a).chars().take(60).collect())
                 .collect();
-            if only.is_some() {
+            if print {
                 eprintln!("{shown:?}: {}", seen[0]);
             }
             if seen[0] != seen[1] {
@@ -1975,7 +1965,7 @@ fn watch_breaks_as_redis(
             ran += 1;
         }
     }
-    assert_none_differ(&failures, &format!("{sequences} sequences"));
+    assert_none_differ(&failures, &format!("{} sequences", seeds.len()));
 }
 
 /// Generated sequences on a master, then its replica's keyspace read beside the master's:
@@ -2019,7 +2009,7 @@ fn replicas_hold_as_master(
     mut command: impl FnMut(&mut Gen) -> Vec<Vec<u8>>,
     extra: Vec<Vec<Vec<u8>>>,
 ) {
-    let (sequences, only) = sequences_to_run(count);
+    let (seeds, print) = common::seeds_to_run(count);
     for redline_is_master in [true, false] {
         let redis = RedisServer::start().expect("redis-server");
         // In process, the replica's directory is the test's: the image it keeps as its
@@ -2040,7 +2030,7 @@ fn replicas_hold_as_master(
             link_up(&mut Conn::connect(replica))
         });
         let mut failures = Vec::new();
-        for seed in (0..sequences).filter(|s| only.is_none_or(|o| o == *s)) {
+        for &seed in &seeds {
             let mut gen = Gen {
                 rng: fastrand::Rng::with_seed(seed ^ salt),
             };
@@ -2048,7 +2038,7 @@ fn replicas_hold_as_master(
             for _ in 0..30 {
                 let command = command(&mut gen);
                 let reply = to_master.cmd(&command);
-                if only.is_some() {
+                if print {
                     let shown: Vec<_> =
                         command.iter().map(|a| String::from_utf8_lossy(a)).collect();
                     eprintln!("{shown:?} -> {}", show(&reply));
@@ -2087,7 +2077,7 @@ fn replicas_hold_as_master(
             }
         }
         // In each failure, "redis" is the replica and "redline" the master.
-        assert_none_differ(&failures, &format!("{sequences} sequences' replicas"));
+        assert_none_differ(&failures, &format!("{} sequences' replicas", seeds.len()));
     }
 }
 

@@ -203,13 +203,18 @@ pub fn with_client_ids(args: &[String], ids: &[String]) -> Vec<String> {
 }
 
 /// The seeds a generated differential test runs: `DIFF_SEED=n` alone (then printed:
-/// the second value is true), else `0..DIFF_SEQUENCES` (default `count`).
+/// the second value is true), else `DIFF_SEQUENCES` of them (default `count`) from
+/// `DIFF_FROM` (default 0), so a long run can go on past the seeds already tried.
 #[allow(dead_code)]
 pub fn seeds_to_run(count: u64) -> (Vec<u64>, bool) {
     let var = |name: &str| std::env::var(name).ok().and_then(|s| s.parse::<u64>().ok());
     match var("DIFF_SEED") {
         Some(seed) => (vec![seed], true),
-        None => ((0..var("DIFF_SEQUENCES").unwrap_or(count)).collect(), false),
+        None => {
+            let from = var("DIFF_FROM").unwrap_or(0);
+            let n = var("DIFF_SEQUENCES").unwrap_or(count);
+            ((from..from.saturating_add(n)).collect(), false)
+        }
     }
 }
 
