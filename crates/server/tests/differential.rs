@@ -120,6 +120,24 @@ impl Gen {
     fn pick(&mut self, from: &[&[u8]]) -> Vec<u8> {
         from[self.rng.usize(..from.len())].to_vec()
     }
+    /// CONFIG SET of each of `names` to what `value` draws for it.
+    fn config_set(&mut self, names: &[&str], value: fn(&mut Gen, &str) -> Vec<u8>) -> Vec<Vec<u8>> {
+        let mut c = vec![b"CONFIG".to_vec(), b"SET".to_vec()];
+        for name in names {
+            c.push(name.as_bytes().to_vec());
+            c.push(value(self, name));
+        }
+        c
+    }
+    /// CONFIG SET of one of `names`, drawn, to what `value` draws for it.
+    fn config_set_one(
+        &mut self,
+        names: &[&str],
+        value: fn(&mut Gen, &str) -> Vec<u8>,
+    ) -> Vec<Vec<u8>> {
+        let name = names[self.rng.usize(..names.len())];
+        self.config_set(&[name], value)
+    }
     fn key(&mut self) -> Vec<u8> {
         self.pick(KEYS)
     }
@@ -1293,8 +1311,9 @@ fn keyspace_dump(pair: &mut Pair) -> Vec<Vec<Vec<u8>>> {
 /// 1 pipelined, 2 RESP3, 3 inline commands where possible), and ends with a DISCARD (a
 /// transaction left open must not hold the dump) and a dump of the keyspace.
 /// `DIFF_SEQUENCES=n` runs n sequences instead of `count` (from seed `DIFF_FROM`, 0
-/// unless set); `DIFF_SEED=n` runs and prints sequence n only; `DIFF_TRACE=1` prints each sequence's number as it starts (a
-/// server that closes the connection ends the test at once, without its number).
+/// unless set); `DIFF_SEED=n` runs and prints sequence n only; `DIFF_TRACE=1` prints
+/// each sequence's number as it starts (a server that closes the connection ends the
+/// test at once, without its number).
 fn compare_sequences(
     redis: &RedisServer,
     redline: SocketAddr,
@@ -1445,17 +1464,11 @@ fn aof_replays_keep_what_redis_keeps() {
 fn rewrite_aof(pair: &mut Pair) {
     for conn in [&mut pair.redis, &mut pair.redline] {
         conn.cmd(&["BGREWRITEAOF"]);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        loop {
+        common::wait_until("the AOF rewrite", || {
             let info = text(&conn.cmd(&["INFO", "persistence"]));
-            if common::field_of(&info, "aof_rewrite_in_progress") == Some("0")
+            common::field_of(&info, "aof_rewrite_in_progress") == Some("0")
                 && common::field_of(&info, "aof_rewrite_scheduled") == Some("0")
-            {
-                break;
-            }
-            assert!(std::time::Instant::now() < deadline, "the AOF rewrite");
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        });
     }
 }
 

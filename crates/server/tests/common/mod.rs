@@ -332,7 +332,7 @@ pub fn wait_exit(child: &mut std::process::Child) -> std::process::ExitStatus {
 }
 
 /// Polls `check` until it holds, for 30 s at most.
-pub fn wait_until(what: &str, check: impl Fn() -> bool) {
+pub fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !check() {
         assert!(

@@ -19,15 +19,10 @@ const LIMITS: &[&str] = &[
 impl Gen {
     /// CONFIG SET of every packing limit to a small value (0 included: nothing packs).
     pub(super) fn small_limits(&mut self) -> Vec<Vec<u8>> {
-        let mut c = vec![b"CONFIG".to_vec(), b"SET".to_vec()];
-        for name in LIMITS {
-            c.push(name.as_bytes().to_vec());
-            c.push(self.limit());
-        }
-        c
+        self.config_set(LIMITS, Gen::limit)
     }
 
-    fn limit(&mut self) -> Vec<u8> {
+    fn limit(&mut self, _name: &str) -> Vec<u8> {
         self.pick(&[b"0", b"1", b"2", b"3", b"4", b"8", b"128"])
     }
 
@@ -42,13 +37,7 @@ impl Gen {
         // One limit changed under collections already written: Redis keeps their
         // encodings until an addition weighs the new limit.
         if self.chance(4) {
-            let name = LIMITS[self.rng.usize(..LIMITS.len())];
-            return vec![
-                b"CONFIG".to_vec(),
-                b"SET".to_vec(),
-                name.as_bytes().to_vec(),
-                self.limit(),
-            ];
+            return self.config_set_one(LIMITS, Gen::limit);
         }
         match self.rng.usize(..10) {
             0..=2 => vec![b"OBJECT".to_vec(), b"ENCODING".to_vec(), self.pick(KEYS)],

@@ -519,30 +519,16 @@ impl Gen {
         }
     }
 
-    /// A sequence over streams, geo sets and SORT, with OBJECT ENCODING of the keys
-    /// they wrote now and then.
     /// CONFIG SET of both stream node limits, small (nodes of one entry, of a few
     /// bytes) or Redis's defaults: where nodes are cut shows in XINFO STREAM FULL's
     /// radix tree and in what `MAXLEN ~` and `MINID ~` trim.
     pub(super) fn stream_node_limits(&mut self) -> Vec<Vec<u8>> {
-        let mut c = vec![b"CONFIG".to_vec(), b"SET".to_vec()];
-        for name in STREAM_NODE_LIMITS {
-            c.push(name.as_bytes().to_vec());
-            c.push(self.stream_node_value(name));
-        }
-        c
+        self.config_set(STREAM_NODE_LIMITS, Gen::stream_node_value)
     }
 
     /// CONFIG SET of one stream node limit.
     pub(super) fn stream_node_limit(&mut self) -> Vec<Vec<u8>> {
-        let name = STREAM_NODE_LIMITS[self.rng.usize(..STREAM_NODE_LIMITS.len())];
-        let value = self.stream_node_value(name);
-        vec![
-            b"CONFIG".to_vec(),
-            b"SET".to_vec(),
-            name.as_bytes().to_vec(),
-            value,
-        ]
+        self.config_set_one(STREAM_NODE_LIMITS, Gen::stream_node_value)
     }
 
     fn stream_node_value(&mut self, name: &str) -> Vec<u8> {
@@ -554,6 +540,8 @@ impl Gen {
         }
     }
 
+    /// A sequence over streams, geo sets and SORT, with OBJECT ENCODING of the keys
+    /// they wrote now and then.
     pub(super) fn family_command(&mut self) -> Vec<Vec<u8>> {
         let keys: &[&[u8]] = &[b"s1", b"s2", b"g1", b"gdst", b"sl", b"ss", b"sz", b"sdst"];
         if self.chance(8) {
