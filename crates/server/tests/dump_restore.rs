@@ -16,7 +16,7 @@
 
 mod common;
 
-use common::{show, Conn, Redline};
+use common::{show, transcript, Conn, Redline};
 use redline_resp::Frame;
 use redline_server::persist::rdb::crc64;
 use redline_testkit::RedisServer;
@@ -810,9 +810,7 @@ fn encodings_outlive_a_limit_change_like_redis() {
         &["ZADD", "z", "9", "new"],
         &["OBJECT", "ENCODING", "z"],
     ];
-    for step in steps {
-        assert_eq!(show(&l.cmd(step)), show(&r.cmd(step)), "{step:?}");
-    }
+    assert_eq!(transcript(&mut l, steps), transcript(&mut r, steps));
     // A listpack of long members, loaded under a value limit they pass.
     let long = "m".repeat(40);
     for c in [&mut r, &mut l] {

@@ -55,9 +55,19 @@ impl EncodingLimits {
     /// Whether a collection's encoding may read differently under `other` (see
     /// [`settle`]); the lists' fill names no encoding.
     pub fn differ_for_collections(&self, other: &EncodingLimits) -> bool {
-        (self.hash_entries, self.hash_value, self.set_entries)
-            != (other.hash_entries, other.hash_value, other.set_entries)
-            || (self.zset_entries, self.zset_value) != (other.zset_entries, other.zset_value)
+        self.hash() != other.hash()
+            || self.set_entries != other.set_entries
+            || self.zset() != other.zset()
+    }
+
+    /// The hash limits: entries, then a field's or value's length.
+    fn hash(&self) -> (usize, usize) {
+        (self.hash_entries, self.hash_value)
+    }
+
+    /// The sorted-set limits: entries, then a member's length.
+    fn zset(&self) -> (usize, usize) {
+        (self.zset_entries, self.zset_value)
     }
 
     /// Whether a hash, set or sorted set is in its compact encoding (a listpack, an
@@ -78,15 +88,11 @@ impl EncodingLimits {
 /// converts nothing back. Nothing to do for a type whose limits stay.
 pub fn settle(value: &mut Value, old: &EncodingLimits, new: &EncodingLimits) {
     match value {
-        Value::Hash(h)
-            if (old.hash_entries, old.hash_value) != (new.hash_entries, new.hash_value) =>
-        {
+        Value::Hash(h) if old.hash() != new.hash() => {
             h.settle_encoding(old.hash_entries, old.hash_value);
         }
         Value::Set(s) if old.set_entries != new.set_entries => s.settle_encoding(old.set_entries),
-        Value::ZSet(z)
-            if (old.zset_entries, old.zset_value) != (new.zset_entries, new.zset_value) =>
-        {
+        Value::ZSet(z) if old.zset() != new.zset() => {
             z.settle_encoding(old.zset_entries, old.zset_value);
         }
         _ => {}

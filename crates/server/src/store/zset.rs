@@ -266,11 +266,12 @@ impl ZSet {
             }
         };
         // Redis weighs a conversion when a member is added, not when a score changes.
-        let len = self.len();
-        match &mut self.repr {
-            _ if old.is_some() => {}
-            Repr::Small(p) => p.saw(len, member.len()),
-            Repr::Large(ix) => ix.peaks.saw(len, member.len()),
+        if old.is_none() {
+            let len = self.len();
+            match &mut self.repr {
+                Repr::Small(p) => p.saw(len, member.len()),
+                Repr::Large(ix) => ix.peaks.saw(len, member.len()),
+            }
         }
         if self.len() > SMALL_MAX {
             self.take_indexes();
