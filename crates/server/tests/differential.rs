@@ -385,13 +385,13 @@ impl Gen {
     fn score(&mut self) -> Vec<u8> {
         self.pick(&[
             b"0", b"1", b"1.5", b"-2", b"1.1", b"0.1", b"1e3", b"inf", b"-inf", b"+inf", b"x",
-            b"nan", b"3",
+            b"nan", b"3", b"-0",
         ])
     }
 
     fn score_bound(&mut self) -> Vec<u8> {
         self.pick(&[
-            b"-inf", b"+inf", b"0", b"(1", b"1.5", b"(0", b"2", b"x", b"((1", b"-1",
+            b"-inf", b"+inf", b"0", b"(1", b"1.5", b"(0", b"2", b"x", b"((1", b"-1", b"-0", b"(-0",
         ])
     }
 

@@ -831,3 +831,80 @@ fn encodings_outlive_a_limit_change_like_redis() {
         assert_eq!(show(&r.cmd(ask)), "Bulk(b\"listpack\")", "{key}");
     }
 }
+
+/// A score of -0 as Redis 7.0 keeps it: a skiplist holds its sign (ZSCORE says `-0`),
+/// a listpack stores a whole score as an integer (`0`). So it depends on the encoding
+/// when the member is written: ZADD and ZINCRBY, the member that converts a set, a
+/// STORE command's result (built as a skiplist, converted when it fits), ZRANGESTORE
+/// (added one by one), ZUNION's reply (never converted), and a load (DEBUG RELOAD, a
+/// RESTORE of Redis's payload, which converts a small skiplist).
+#[test]
+fn negative_zero_scores_like_redis() {
+    let redis = common::redis_with_debug();
+    let redline = Redline::start();
+    let mut r = Conn::connect(redis.addr());
+    let mut l = Conn::connect(redline.addr);
+    let long = "m".repeat(70);
+    let steps: &[&[&str]] = &[
+        &["ZADD", "small", "-0", "a", "0", "b", "1", "c"],
+        &["ZRANGE", "small", "0", "-1", "WITHSCORES"],
+        &["ZADD", "small", "INCR", "-0", "d"],
+        &["ZSCORE", "small", "d"],
+        &["ZUNION", "1", "small", "WEIGHTS", "-1", "WITHSCORES"],
+        &["ZINTER", "1", "small", "WEIGHTS", "-1", "WITHSCORES"],
+        &["ZUNIONSTORE", "u", "1", "small", "WEIGHTS", "-1"],
+        &["ZRANGE", "u", "0", "-1", "WITHSCORES"],
+        &["CONFIG", "SET", "zset-max-listpack-entries", "2"],
+        &["ZADD", "big", "1", "b", "2", "c"],
+        // The third member converts the set before it is added: it keeps its sign.
+        &["ZADD", "big", "-0", "a"],
+        &["ZADD", "big", "-0", "x", "0", "y"],
+        &["ZINCRBY", "big", "-0", "a"],
+        &["ZINCRBY", "big", "-0", "y"],
+        &["ZADD", "big", "0", "a"],
+        &["ZRANGE", "big", "0", "-1", "WITHSCORES"],
+        &["ZRANGEBYSCORE", "big", "-0", "0", "WITHSCORES"],
+        &["ZRANGEBYSCORE", "big", "(-0", "+inf", "WITHSCORES"],
+        &["ZRANK", "big", "y"],
+        &["ZCOUNT", "big", "0", "(1"],
+        &["ZMSCORE", "big", "a", "x", "y"],
+        &["ZUNIONSTORE", "u2", "1", "big", "WEIGHTS", "-1"],
+        &["ZRANGE", "u2", "0", "-1", "WITHSCORES"],
+        &["ZUNIONSTORE", "u3", "1", "small", "WEIGHTS", "-1"],
+        &["ZRANGE", "u3", "0", "-1", "WITHSCORES"],
+        &["ZRANGESTORE", "r1", "big", "0", "1"],
+        &["ZRANGE", "r1", "0", "-1", "WITHSCORES"],
+        &["ZRANGESTORE", "r2", "big", "0", "-1"],
+        &["ZRANGE", "r2", "0", "-1", "WITHSCORES"],
+        &["ZADD", "pre", "-0", "a", "-0", &long],
+        &["ZRANGESTORE", "r3", "pre", "0", "-1"],
+        &["ZRANGE", "r3", "0", "-1", "WITHSCORES"],
+        &["DEBUG", "DIGEST-VALUE", "big", "small", "u2", "r3"],
+        &["CONFIG", "SET", "zset-max-listpack-entries", "128"],
+        &["DEBUG", "RELOAD"],
+        &["ZRANGE", "big", "0", "-1", "WITHSCORES"],
+        &["ZRANGE", "u2", "0", "-1", "WITHSCORES"],
+        &["ZRANGE", "r3", "0", "-1", "WITHSCORES"],
+        &["OBJECT", "ENCODING", "big"],
+        &["ZPOPMIN", "big", "2"],
+    ];
+    assert_eq!(transcript(&mut l, steps), transcript(&mut r, steps));
+    // Redis's payload of a skiplist holding -0, restored under limits it fits (converted
+    // to a listpack: the sign goes) and under limits it does not (it stays).
+    for c in [&mut r, &mut l] {
+        c.cmd(&["CONFIG", "SET", "zset-max-listpack-entries", "0"]);
+        c.cmd(&["ZADD", "sk", "-0", "a", "1", "b"]);
+    }
+    let payload = dump(&mut r, b"sk");
+    for entries in ["0", "128"] {
+        let restored: Vec<String> = [&mut r, &mut l]
+            .into_iter()
+            .map(|c| {
+                c.cmd(&["CONFIG", "SET", "zset-max-listpack-entries", entries]);
+                c.cmd(&[&b"RESTORE"[..], b"sk2", b"0", &payload, b"REPLACE"]);
+                show(&c.cmd(&["ZRANGE", "sk2", "0", "-1", "WITHSCORES"]))
+            })
+            .collect();
+        assert_eq!(restored[1], restored[0], "restored under {entries} entries");
+    }
+}

@@ -107,7 +107,7 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(BUSYKEY);
     }
     let ttl = ttl?;
-    let value = match value {
+    let mut value = match value {
         Some(Ok(value)) => value,
         Some(Err(e)) => {
             if let rdb::PayloadError::BadData(c) = e {
@@ -121,6 +121,8 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         None => return Err(BAD_TTL),
     };
+    let limits = crate::store::encoding::EncodingLimits::now(&ctx.shared.hot);
+    crate::store::encoding::settle_loaded(&mut value, &limits);
     let now = now_ms() as i64;
     // Redis adds without an overflow check; a wrapped deadline is in the past.
     let deadline = if ttl != 0 && !absttl {

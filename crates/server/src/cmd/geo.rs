@@ -522,7 +522,8 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], variant: Variant) -> CmdRes
                 (f.member.to_vec(), score)
             })
             .collect();
-        let stored = store_zset(locked.shard(dst), dst, items);
+        let limits = crate::store::encoding::EncodingLimits::now(&ctx.shared.hot);
+        let stored = store_zset(locked.shard(dst), dst, items, &limits);
         if stored == Some(true) {
             // Redis counts a change a member stored (ZUNIONSTORE and the like, one).
             crate::store::dirty::mark_rest(n);

@@ -305,7 +305,8 @@ fn generic(ctx: &mut Ctx<'_>, args: &[Bytes], op: Op, store: bool, name: &str) -
     if let (true, Some(locked)) = (store, locked.as_mut()) {
         let dst = &args[1];
         encode::write_integer(ctx.out, items.len() as i64);
-        let stored = store_zset(locked.shard(dst), dst, items);
+        let limits = crate::store::encoding::EncodingLimits::now(&ctx.shared.hot);
+        let stored = store_zset(locked.shard(dst), dst, items, &limits);
         let event = match op {
             Op::Union => "zunionstore",
             Op::Inter => "zinterstore",

@@ -15,6 +15,7 @@ use super::float::parse_f64;
 use super::reply::{double, CmdError, CmdResult, NOT_FLOAT, SYNTAX, WRONG_TYPE};
 use super::{Ctx, Handler};
 use crate::store::by_position::ByPosition;
+use crate::store::encoding::EncodingLimits;
 use crate::store::{ScoreBound, Shard, Value, ZSet};
 
 /// This family's handlers.
@@ -120,6 +121,7 @@ fn zadd_generic(
     }
     let key = &args[1];
     let proto = ctx.proto();
+    let limits = EncodingLimits::now(&ctx.shared.hot);
     let mut shard = ctx.lock(key);
     let exists = zset(&mut shard, key)?.is_some();
     let (mut added, mut updated, mut processed) = (0, 0, 0);
@@ -151,7 +153,7 @@ fn zadd_generic(
                     last_score = new;
                     processed += 1;
                     if new != current {
-                        z.insert(member, new);
+                        z.insert_under(member, new, limits.zset_entries, limits.zset_value);
                         updated += 1;
                     }
                 }
@@ -159,7 +161,7 @@ fn zadd_generic(
                     if flags.xx {
                         continue;
                     }
-                    z.insert(member, score);
+                    z.insert_under(member, score, limits.zset_entries, limits.zset_value);
                     last_score = score;
                     added += 1;
                     processed += 1;
@@ -582,9 +584,11 @@ fn zrange_into(
                 .collect(),
             None => Vec::new(),
         };
+        let limits = EncodingLimits::now(&ctx.shared.hot);
+        let items = added_one_by_one(items, &limits);
         let shard = locked.shard(dst);
         encode::write_integer(ctx.out, items.len() as i64);
-        let stored = store_zset(shard, dst, items);
+        let stored = store_zset(shard, dst, items, &limits);
         notify_store(ctx, stored, "zrangestore", dst);
         return Ok(());
     }
@@ -601,13 +605,15 @@ fn zrange_into(
 }
 
 /// Replaces `dst` with a sorted set of `items`, or deletes it when there are none (the
-/// *STORE commands).
+/// *STORE commands). Redis builds the set as a skiplist and converts it to a listpack
+/// when it fits `limits`, which drops the sign of a -0 score.
 /// Returns `Some(true)` when it stored a set, `Some(false)` when it deleted `dst`,
 /// `None` when there was nothing to store and nothing to delete.
 pub(crate) fn store_zset(
     shard: &mut Shard,
     dst: &[u8],
     items: Vec<(Vec<u8>, f64)>,
+    limits: &EncodingLimits,
 ) -> Option<bool> {
     if items.is_empty() {
         // As Redis's `dbDelete`: a stale destination goes too, as `del`, not `expired`.
@@ -617,8 +623,30 @@ pub(crate) fn store_zset(
     for (m, s) in items {
         z.insert(&m, s);
     }
+    z.settle_zero_signs(limits.zset_entries, limits.zset_value);
     shard.insert(dst, Value::ZSet(z), 0);
     Some(true)
+}
+
+/// ZRANGESTORE's `items`, in the order it adds them, with the scores Redis 7.0 keeps:
+/// it starts a listpack when they are few enough, so the -0 scores of members added
+/// before one too long for it (which converts the set) read back as 0.
+fn added_one_by_one(
+    mut items: Vec<(Vec<u8>, f64)>,
+    limits: &EncodingLimits,
+) -> Vec<(Vec<u8>, f64)> {
+    if items.len() <= limits.zset_entries {
+        let converted_at = items
+            .iter()
+            .position(|(m, _)| m.len() > limits.zset_value)
+            .unwrap_or(items.len());
+        for (_, score) in &mut items[..converted_at] {
+            if *score == 0.0 {
+                *score = 0.0;
+            }
+        }
+    }
+    items
 }
 
 /// The event of a *STORE command, given what [`store_zset`] did.
@@ -685,7 +713,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     use super::hashes::{scan_cursor, scan_options, scan_page, write_empty_scan};
     let cursor = scan_cursor(args)?;
-    let limits = super::keys::EncodingLimits::now(&ctx.shared.hot);
+    let limits = EncodingLimits::now(&ctx.shared.hot);
     let key = &args[1];
     let mut shard = ctx.lock(key);
     let Some(z) = zset(&mut shard, key)? else {

@@ -29,6 +29,7 @@ use super::data_file;
 use super::loading::Loading;
 use super::rdb::file::{Fed, Item, LoadError, SaveRules, SnapshotStream, SnapshotWriter};
 use crate::shared::Shared;
+use crate::store::encoding::{settle_loaded, EncodingLimits};
 use crate::store::{Held, Shard, ShardMap, Store};
 
 /// Save bookkeeping shared by every save path.
@@ -507,6 +508,7 @@ impl Load {
         let databases = shared.store.db_count();
         let stats = &shared.persistence.loading;
         let progress = |read: usize| stats.set_loaded_bytes(read as u64);
+        let limits = EncodingLimits::now(&shared.hot);
         stream.feed(bytes, last, progress, |item| {
             let is_key = matches!(item, Item::Entry { .. } | Item::EmptyKey { .. });
             match item {
@@ -542,7 +544,7 @@ impl Load {
                 Item::Entry {
                     db,
                     key,
-                    value,
+                    mut value,
                     expires_at,
                     idle,
                     freq,
@@ -554,6 +556,7 @@ impl Load {
                             loaded.expired_keys.push((db, key.to_vec()));
                         }
                     } else {
+                        settle_loaded(&mut value, &limits);
                         let store = shared.store.db(db);
                         let access = shared.store.events().eviction.loaded_access(idle, freq);
                         match held.as_deref_mut() {

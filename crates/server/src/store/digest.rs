@@ -177,7 +177,8 @@ mod tests {
 
     #[test]
     fn a_sorted_set_digests_as_redis_7_0_does() {
-        // DEBUG DIGEST-VALUE of `ZADD zt <score> m` on redis-server 7.0.15.
+        // DEBUG DIGEST-VALUE of `ZADD zt <score> m` on redis-server 7.0.15 (a listpack,
+        // so -0 is stored as 0).
         for (score, expected) in [
             (0.1, "285a6e508750d13f749019c7cddbd43bf282cb72"),
             (1e300, "fd852e7e97fef06dbd494354e8eade3a63f3d84e"),
@@ -187,7 +188,7 @@ mod tests {
             (f64::INFINITY, "61a9a206eaf26d298dc4d0f7c1b377be6038b61f"),
         ] {
             let mut zset = super::super::zset::ZSet::default();
-            zset.insert(b"m", score);
+            zset.insert_under(b"m", score, 128, 64);
             let entry = Entry {
                 value: Value::ZSet(zset),
                 expires_at: 0,

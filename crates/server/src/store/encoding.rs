@@ -99,6 +99,15 @@ pub fn settle(value: &mut Value, old: &EncodingLimits, new: &EncodingLimits) {
     }
 }
 
+/// What a load (an RDB file, RESTORE) keeps of a `value` just read, under the limits in
+/// force: Redis reads a sorted set saved as a skiplist into one and converts it to a
+/// listpack when it fits, which drops the sign of its -0 scores.
+pub fn settle_loaded(value: &mut Value, limits: &EncodingLimits) {
+    if let Value::ZSet(z) = value {
+        z.settle_zero_signs(limits.zset_entries, limits.zset_value);
+    }
+}
+
 /// Whether a list node of `bytes` (its listpack's size) holding `count` entries takes
 /// one more of `len` bytes under `fill` (Redis's `_quicklistNodeAllowInsert`, its fill
 /// clamped to -5..=32767 as `quicklistSetFill` does).

@@ -12,7 +12,8 @@ use super::packed_members::{self, PackedMembers};
 use super::sorted_blocks::SortedBlocks;
 use super::value::{ElementBytes, Hasher, Peaks};
 
-/// A score with the total order Redis uses (scores are never NaN).
+/// A score with the order Redis uses: by value, -0 and 0 equal (C's `<` in a
+/// skiplist's walk, so they tie and the member decides); scores are never NaN.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Score(pub f64);
 
@@ -26,7 +27,9 @@ impl PartialOrd for Score {
 
 impl Ord for Score {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.0.total_cmp(&other.0)
+        self.0
+            .partial_cmp(&other.0)
+            .unwrap_or_else(|| self.0.total_cmp(&other.0))
     }
 }
 
@@ -158,9 +161,15 @@ fn score_span(
 /// A large set's members in (score, member) order.
 type Order = SortedBlocks<(Score, CompactBytes)>;
 
-/// -0.0 and 0.0 are the same score to Redis; one spelling keeps the order agreeing.
+/// A bound's score with one spelling of zero, so the float after it is the one above 0.
 fn normal(score: f64) -> Score {
     Score(if score == 0.0 { 0.0 } else { score })
+}
+
+/// Whether `score` is -0: Redis keeps its sign in a skiplist and prints it, a listpack
+/// stores a whole score as an integer and reads it back as 0.
+fn is_negative_zero(score: f64) -> bool {
+    score == 0.0 && score.is_sign_negative()
 }
 
 impl ZSet {
@@ -173,7 +182,7 @@ impl ZSet {
         }
         let mut order: Vec<(Score, CompactBytes)> = members
             .into_iter()
-            .map(|(member, score)| (normal(score), member))
+            .map(|(member, score)| (Score(score), member))
             .collect();
         // Mostly in order already (Redis writes them sorted): the sort only checks.
         order.sort_unstable();
@@ -232,9 +241,10 @@ impl ZSet {
         }
     }
 
-    /// Adds or updates a member; returns the previous score.
+    /// Adds or updates a member; returns the previous score. The score is kept as
+    /// given, -0 included (see [`ZSet::insert_under`] for what Redis stores).
     pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
-        let score = normal(score);
+        let score = Score(score);
         if !packed_members::fits(member) {
             // A member too long to pack: the indexes, for good.
             self.take_indexes();
@@ -277,6 +287,45 @@ impl ZSet {
             self.take_indexes();
         }
         old
+    }
+
+    /// Adds or updates a member as Redis 7.0 stores it under these limits: a listpack
+    /// holds a whole score as an integer, so -0 becomes 0 there, while a skiplist keeps
+    /// the sign. Redis converts before adding the member that outgrows the listpack, so
+    /// that member keeps its sign too: what counts is the encoding after the addition.
+    pub fn insert_under(
+        &mut self,
+        member: &[u8],
+        score: f64,
+        max_entries: usize,
+        max_value: usize,
+    ) -> Option<f64> {
+        let old = self.insert(member, score);
+        if is_negative_zero(score) && self.is_listpack(max_entries, max_value) {
+            self.insert(member, 0.0);
+        }
+        old
+    }
+
+    /// What Redis keeps of a set it built or loaded as a skiplist and then converted to
+    /// a listpack when it fits these limits (the *STORE commands, loading a `ZSET_2`):
+    /// its -0 scores become 0. A set that stays a skiplist keeps them.
+    pub fn settle_zero_signs(&mut self, max_entries: usize, max_value: usize) {
+        if !self.is_listpack(max_entries, max_value) {
+            return;
+        }
+        let zero = ScoreBound {
+            value: 0.0,
+            exclusive: false,
+        };
+        let signed: Vec<Vec<u8>> = self
+            .by_score(zero, zero)
+            .filter(|(_, s)| is_negative_zero(*s))
+            .map(|(m, _)| m.to_vec())
+            .collect();
+        for member in signed {
+            self.insert(&member, 0.0);
+        }
     }
 
     /// Turns a small set into a large one (nothing when it is one already).
@@ -752,12 +801,80 @@ mod tests {
         }
     }
 
+    /// The sign of each member's score, in order.
+    fn zero_signs(z: &ZSet) -> Vec<(Vec<u8>, bool)> {
+        z.iter()
+            .map(|(m, s)| (m.to_vec(), s.is_sign_negative()))
+            .collect()
+    }
+
     #[test]
-    fn zero_has_one_spelling() {
+    fn zeros_tie_whatever_their_sign() {
+        for large in [false, true] {
+            let mut z = ZSet::default();
+            if large {
+                z.unpack();
+            }
+            z.insert(b"b", -0.0);
+            z.insert(b"a", 0.0);
+            z.insert(b"c", -0.0);
+            z.insert(b"m", -1.0);
+            let order: Vec<&[u8]> = z.iter().map(|(m, _)| m).collect();
+            assert_eq!(order, [&b"m"[..], b"a", b"b", b"c"]);
+            assert_eq!(z.score(b"b").map(f64::is_sign_negative), Some(true));
+            assert_eq!(z.rank(b"c"), Some(3));
+            let zero = ScoreBound {
+                value: -0.0,
+                exclusive: false,
+            };
+            assert_eq!(z.count_by_score(zero, zero), 3);
+            assert_eq!(z.remove(b"b"), Some(-0.0));
+            assert_eq!(z.len(), 3);
+        }
+    }
+
+    #[test]
+    fn a_listpack_drops_the_sign_of_zero() {
+        // Under the limits: a listpack, so -0 is stored as 0.
         let mut z = ZSet::default();
-        z.insert(b"a", -0.0);
-        z.insert(b"b", 0.0);
-        let scores: Vec<u64> = z.iter().map(|(_, s)| s.to_bits()).collect();
-        assert_eq!(scores, [0.0f64.to_bits(), 0.0f64.to_bits()]);
+        z.insert_under(b"a", -0.0, 2, 64);
+        z.insert_under(b"b", -0.0, 2, 64);
+        assert_eq!(
+            zero_signs(&z),
+            [(b"a".to_vec(), false), (b"b".to_vec(), false)]
+        );
+        // The member that outgrows it arrives in the skiplist, sign and all, as do
+        // later ones; the members converted keep their 0.
+        z.insert_under(b"c", -0.0, 2, 64);
+        z.insert_under(b"d", -0.0, 2, 64);
+        assert_eq!(
+            zero_signs(&z),
+            [
+                (b"a".to_vec(), false),
+                (b"b".to_vec(), false),
+                (b"c".to_vec(), true),
+                (b"d".to_vec(), true)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_set_converted_to_a_listpack_drops_the_sign_of_zero() {
+        let built = || {
+            let mut z = ZSet::default();
+            z.insert(b"a", -0.0);
+            z.insert(b"b", -0.0);
+            z.insert(b"c", 1.0);
+            z
+        };
+        let mut small = built();
+        small.settle_zero_signs(128, 64);
+        assert!(small.iter().all(|(_, s)| s.is_sign_positive()));
+        let mut large = built();
+        large.settle_zero_signs(2, 64);
+        assert_eq!(
+            large.iter().filter(|(_, s)| s.is_sign_negative()).count(),
+            2
+        );
     }
 }
