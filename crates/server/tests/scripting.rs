@@ -1300,6 +1300,79 @@ fn watching_clients_never_stop_the_server_during_a_busy_script() {
     assert_eq!(run(true), run(false));
 }
 
+/// A WATCH sent while a script is BUSY is answered at once, as Redis answers it between
+/// two steps of the script: the script's writes after it break the watcher's EXEC,
+/// its writes before it do not, and a WATCH after the script's last command still
+/// counts from the script's end.
+#[test]
+fn a_watch_sent_while_a_script_is_busy_counts_from_then() {
+    // Writes, then calls TIME for 1.5 s (BUSY after 10 ms), then writes again, in
+    // database 0 and in database 1.
+    let writes_around_a_wait = "redis.call('set', 'before', 1) \
+        local t = redis.call('time') local stop = t[1] * 1000000 + t[2] + 1500000 \
+        repeat t = redis.call('time') until t[1] * 1000000 + t[2] >= stop \
+        redis.call('set', 'after', 2) redis.call('select', 1) redis.call('set', 'after', 2) \
+        return 1";
+    let run = |redline: bool| -> Vec<String> {
+        let args = ["--busy-reply-threshold", "10"];
+        let server = if redline {
+            common::AnyServer::redline(&args)
+        } else {
+            common::AnyServer::redis(&args)
+        };
+        let port = server.port;
+        let mut admin = common::conn(port);
+        let busy = |admin: &mut Conn| {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while !matches!(admin.cmd(&["PING"]), Frame::Error(e) if e.starts_with(b"BUSY")) {
+                assert!(std::time::Instant::now() < deadline, "never BUSY");
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        };
+        let mut transcript = Vec::new();
+        let exec = |transcript: &mut Vec<String>, name: &str, w: &mut Conn| {
+            w.cmd(&["MULTI"]);
+            w.cmd(&["PING"]);
+            transcript.push(format!("{name}: {}", show(&w.cmd(&["EXEC"]))));
+        };
+        let mut script = common::conn(port);
+        script.send(&["EVAL", writes_around_a_wait, "0"]);
+        busy(&mut admin);
+        let mut watchers: Vec<Conn> = (0..4).map(|_| common::conn(port)).collect();
+        watchers[3].cmd(&["SELECT", "1"]);
+        for (w, key) in watchers
+            .iter_mut()
+            .zip(["before", "after", "untouched", "after"])
+        {
+            transcript.push(format!("WATCH {key}: {}", show(&w.cmd(&["WATCH", key]))));
+        }
+        transcript.push(format!("script: {:?}", script.read().map(|f| show(&f))));
+        for (w, name) in watchers
+            .iter_mut()
+            .zip(["before", "after", "untouched", "db 1"])
+        {
+            exec(&mut transcript, name, w);
+        }
+        // No command after the WATCH: the script's end registers it.
+        script.send(&["EVAL", "for i = 1, 300000000 do end return 1", "0"]);
+        busy(&mut admin);
+        let mut late: Vec<Conn> = (0..2).map(|_| common::conn(port)).collect();
+        for (w, key) in late.iter_mut().zip(["k", "j"]) {
+            transcript.push(format!(
+                "late WATCH {key}: {}",
+                show(&w.cmd(&["WATCH", key]))
+            ));
+        }
+        transcript.push(format!("loop: {:?}", script.read().map(|f| show(&f))));
+        admin.cmd(&["SET", "k", "changed"]);
+        for (w, name) in late.iter_mut().zip(["changed since", "unchanged"]) {
+            exec(&mut transcript, name, w);
+        }
+        transcript
+    };
+    assert_eq!(run(true), run(false));
+}
+
 /// `math.random` and `math.randomseed` are Redis's (`redisLrand48`): a fresh server gives
 /// scripts the same numbers as a fresh redis-server, with or without a seed, one
 /// sequence across runs and SCRIPT FLUSH, and Lua's errors for empty intervals.

@@ -955,10 +955,6 @@ fn script_wait(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> Option<crate::scripting
         None
     } else if scripting.flags.must_wait() {
         Some(crate::scripting::ScriptWait::End)
-    } else if spec.name == "watch" && scripting.flags.running() {
-        // Let through while a script is BUSY, WATCH registers in a shard the script
-        // holds: it waits for the script's end instead (Redis answers at once).
-        Some(crate::scripting::ScriptWait::Finish)
     } else {
         None
     }

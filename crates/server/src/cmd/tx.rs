@@ -79,7 +79,7 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         {
             continue;
         }
-        ctx.lock(key).watch(key, ctx.client.watch_id);
+        register_watch(ctx, db, key);
         let turns = ctx.client.mailbox.input_turns();
         ctx.shared.watching.add(ctx.client.id, turns, key);
         ctx.client.watched.push(WatchedKey {
@@ -89,6 +89,31 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     ok(ctx.out);
     Ok(())
+}
+
+/// Registers this client's WATCH of `key` in its shard. A BUSY script holding the shard
+/// registers it instead, before its next command, where Redis would run the WATCH
+/// (between two of the script's steps); waiting here for the shard would answer only
+/// once the script ended, after writes the WATCH must see.
+fn register_watch(ctx: &mut Ctx<'_>, db: usize, key: &[u8]) {
+    let watch_id = ctx.client.watch_id;
+    let store = ctx.shared.store.db(db);
+    if let Some(mut shard) = store.try_lock(key) {
+        shard.watch(key, watch_id);
+        return;
+    }
+    let flags = &ctx.shared.scripting.flags;
+    if flags.busy() {
+        let watch = crate::scripting::BusyWatch {
+            db,
+            key: key.to_vec(),
+            watch_id,
+        };
+        if flags.watches.defer(watch).is_ok() {
+            return;
+        }
+    }
+    ctx.lock(key).watch(key, watch_id);
 }
 
 fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {

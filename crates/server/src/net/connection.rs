@@ -1163,7 +1163,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> Connection<'_, S> {
         match self.client.script_wait.take() {
             Some(ScriptWait::Turn) => return self.lend_batch().await,
             Some(ScriptWait::End) => self.shared.scripting.flags.wait_end().await,
-            Some(ScriptWait::Finish) => self.shared.scripting.flags.wait_finish().await,
             None => {}
         }
         Ok(None)

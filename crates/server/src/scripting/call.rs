@@ -367,6 +367,12 @@ fn run_call_traced(
         repl,
         ..
     } = *run;
+    // WATCHes sent while the script was BUSY take effect before its next command.
+    shared
+        .scripting
+        .flags
+        .watches
+        .register_waiting(shared, held);
     let Some(spec) = shared.renamed.resolve(args) else {
         return refused(client, None, "ERR Unknown Redis command called from script");
     };

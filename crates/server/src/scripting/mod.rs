@@ -39,6 +39,7 @@
 
 mod active;
 mod args;
+mod busy_watches;
 mod call;
 mod cjson;
 mod convert;
@@ -69,6 +70,7 @@ use sha1::{Digest, Sha1};
 
 use crate::cmd::Ctx;
 
+pub use busy_watches::BusyWatch;
 pub use flags::{eval_shebang, ScriptFlags};
 pub use turn::{Queued, ScriptWait, Turn, TurnPermit, Use};
 
@@ -198,6 +200,8 @@ pub struct RunFlags {
     /// A kill switched the interpreter's hook to every line: the next run reinstalls the
     /// standard one.
     hook_changed: AtomicBool,
+    /// WATCHes other clients sent while the script was BUSY, for its thread to register.
+    pub watches: busy_watches::BusyWatches,
 }
 
 impl RunFlags {
@@ -254,11 +258,6 @@ impl RunFlags {
     /// Waits while [`Self::must_wait`], woken when the script ends or turns busy.
     pub async fn wait_end(&self) {
         self.wait_while(Self::must_wait).await;
-    }
-
-    /// Waits while a script runs, BUSY or not.
-    pub async fn wait_finish(&self) {
-        self.wait_while(Self::running).await;
     }
 
     async fn wait_while(&self, condition: impl Fn(&Self) -> bool) {
@@ -361,6 +360,7 @@ impl RunFlags {
             u64::MAX
         };
         self.release_at_ms.store(release_at, Ordering::Relaxed);
+        self.watches.open();
         self.running.store(true, Ordering::Release);
         Running(self)
     }
@@ -1384,6 +1384,8 @@ fn run_and_reply(
         let _ = engine.lua.gc_step_kbytes(GC_STEP_KB);
     }
     ctx.client.repl_targets = crate::repl::journal::Targets::ALL;
+    // Still holding the shards: the WATCHes sent while it was BUSY register now.
+    flags.watches.close(ctx.shared, ctx.held);
     drop(running);
     drop(frozen);
     ctx.client.protocol = caller_protocol;

@@ -31,9 +31,6 @@ pub enum ScriptWait {
     Turn,
     /// The end of the running script (or its turning BUSY).
     End,
-    /// The end of the running script, BUSY or not (a WATCH while it is BUSY: it would
-    /// lock a shard the script holds).
-    Finish,
 }
 
 /// How many queued batches the client letting the turn go runs before it hands the
