@@ -58,8 +58,7 @@ impl BusyWatches {
     #[inline]
     pub fn register_waiting(&self, shared: &Shared, held: Option<&dyn HeldShards>) {
         if self.any.load(Ordering::Acquire) {
-            let taken = self.waiting.lock().as_mut().map(std::mem::take);
-            self.any.store(false, Ordering::Release);
+            let taken = self.take(|waiting| waiting.as_mut().map(std::mem::take));
             register(shared, held, taken.unwrap_or_default());
         }
     }
@@ -67,9 +66,19 @@ impl BusyWatches {
     /// The script's thread, at its end and still holding its shards: registers what
     /// waits and refuses WATCHes from now on.
     pub fn close(&self, shared: &Shared, held: Option<&dyn HeldShards>) {
-        let taken = self.waiting.lock().take();
-        self.any.store(false, Ordering::Release);
+        let taken = self.take(Option::take);
         register(shared, held, taken.unwrap_or_default());
+    }
+
+    /// What `how` takes of the list, with the flag cleared under the same lock as
+    /// [`Self::defer`] sets it, so a WATCH deferred meanwhile keeps its flag.
+    fn take(
+        &self,
+        how: impl FnOnce(&mut Option<Vec<BusyWatch>>) -> Option<Vec<BusyWatch>>,
+    ) -> Option<Vec<BusyWatch>> {
+        let mut waiting = self.waiting.lock();
+        self.any.store(false, Ordering::Release);
+        how(&mut waiting)
     }
 }
 
