@@ -3098,6 +3098,65 @@ fn stream_cases_match_redis() {
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }
 
+/// XCLAIM FORCE of an entry nobody has pending creates it delivered once and then
+/// counts the claim, as Redis's `streamCreateNACK` and claim do: 2 deliveries, 1 with
+/// JUSTID, RETRYCOUNT's number with it. Compared by XPENDING's entries without their
+/// idle times.
+#[test]
+fn forced_claims_count_deliveries_like_redis() {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
+    let steps: &[&[&str]] = &[
+        &["XADD", "s", "1-0", "a", "1"],
+        &["XADD", "s", "2-0", "b", "2"],
+        &["XADD", "s", "3-0", "c", "3"],
+        &["XADD", "s", "4-0", "d", "4"],
+        &["XGROUP", "CREATE", "s", "g", "$"],
+        &["XCLAIM", "s", "g", "bob", "0", "1-5", "1", "FORCE"],
+        &["XCLAIM", "s", "g", "bob", "0", "2", "FORCE", "JUSTID"],
+        &[
+            "XCLAIM",
+            "s",
+            "g",
+            "bob",
+            "0",
+            "3",
+            "FORCE",
+            "RETRYCOUNT",
+            "7",
+        ],
+        &["XCLAIM", "s", "g", "carol", "0", "1", "FORCE"],
+        &[
+            "XCLAIM",
+            "s",
+            "g",
+            "carol",
+            "0",
+            "4",
+            "9-9",
+            "FORCE",
+            "JUSTID",
+            "RETRYCOUNT",
+            "0",
+        ],
+    ];
+    let pending = |addr: SocketAddr| -> Vec<String> {
+        let mut c = Conn::connect(addr);
+        let mut seen: Vec<String> = steps.iter().map(|s| show(&c.cmd(s))).collect();
+        if let Frame::Array(entries) = c.cmd(&["XPENDING", "s", "g", "-", "+", "10"]) {
+            for entry in entries {
+                if let Frame::Array(fields) = entry {
+                    // id, consumer, (idle time left out), deliveries
+                    let kept = [&fields[0], &fields[1], &fields[3]];
+                    seen.push(kept.iter().map(|f| show(f)).collect::<Vec<_>>().join(" "));
+                }
+            }
+        }
+        seen
+    };
+    assert_eq!(pending(redline.addr), pending(redis.addr()));
+}
+
 /// Stream nodes end where Redis's listpacks end (their size in Redis's encoding against
 /// `stream-node-max-bytes`, their entries against `stream-node-max-entries`), so an
 /// approximate trim drops the same entries and XINFO counts the same nodes: random

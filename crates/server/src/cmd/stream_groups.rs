@@ -517,11 +517,13 @@ fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             if let Some(c) = group.consumers.get_mut(&stored) {
                 c.pel.insert(id);
             }
+            // Created delivered once (Redis's `streamCreateNACK`), then counted again
+            // below as any claim is: FORCE alone leaves 2, with JUSTID 1.
             group.pel.insert(
                 id,
                 Nack {
                     delivery_time: 0,
-                    delivery_count: 0,
+                    delivery_count: 1,
                     consumer: stored,
                 },
             );
