@@ -224,24 +224,45 @@ impl NodeLimits {
     }
 }
 
-/// The entries of one node as an RDB load finds them, packed as they arrive.
+/// The entries of one node as an RDB load finds them, deleted ones included (Redis
+/// keeps them in the node until it empties, and they count towards its size), packed
+/// as they arrive.
 #[derive(Debug, Default)]
 pub struct NodeBuilder {
     node: Option<(StreamId, Node)>,
+    /// The master entry's names, until the first entry opens the node with them.
+    names: Option<Node>,
     last: Option<StreamId>,
 }
 
 impl NodeBuilder {
-    /// Adds the next entry (ids must increase: the loader checks).
-    pub fn push<'a, I>(&mut self, id: StreamId, fields: I)
+    /// A node whose master entry names `names` (else the first entry's names).
+    pub fn with_master_names<'a, I>(names: I) -> NodeBuilder
+    where
+        I: ExactSizeIterator<Item = &'a [u8]>,
+    {
+        NodeBuilder {
+            names: Some(Node::with_names(names)),
+            ..NodeBuilder::default()
+        }
+    }
+
+    /// Adds the next entry, flagged `deleted` or live (ids must increase: the loader
+    /// checks).
+    pub fn push<'a, I>(&mut self, id: StreamId, fields: I, deleted: bool)
     where
         I: ExactSizeIterator<Item = &'a [u8]> + Clone,
     {
-        let (master, node) = self
-            .node
-            .get_or_insert_with(|| (id, Node::new(fields.clone())));
-        node.push(*master, id, fields);
-        self.last = Some(id);
+        let NodeBuilder { node, names, last } = self;
+        let (master, node) = node.get_or_insert_with(|| {
+            let opened = names.take().unwrap_or_else(|| Node::new(fields.clone()));
+            (id, opened)
+        });
+        let at = node.push(*master, id, fields);
+        if deleted {
+            node.mark_deleted(at);
+        }
+        *last = Some(id);
     }
 
     /// The first id pushed.
@@ -253,6 +274,18 @@ impl NodeBuilder {
     pub fn last(&self) -> Option<StreamId> {
         self.last
     }
+}
+
+/// One node as [`Stream::node_images`] shows it.
+pub struct NodeImage<'a> {
+    /// The node's key, the id of the entry that opened it.
+    pub master: StreamId,
+    /// The master entry's field names.
+    pub names: Vec<&'a [u8]>,
+    /// How many entries are live.
+    pub live: usize,
+    /// Every entry in order: its id, whether it is deleted, its fields.
+    pub entries: Vec<(StreamId, bool, Entry<'a>)>,
 }
 
 /// Live entries in `[start, end]` from either end.
@@ -448,7 +481,25 @@ impl Stream {
         }
     }
 
-    /// Live entries node by node, in order (the RDB encoder writes one listpack each).
+    /// Each node as Redis's listpack holds it: its master id and names, and every
+    /// entry, deleted ones flagged (the RDB encoder writes one listpack each).
+    pub fn node_images(&self) -> impl Iterator<Item = NodeImage<'_>> {
+        self.nodes.iter().map(|(&master, node)| {
+            let mut cursor = node.cursor(master);
+            let mut entries = Vec::with_capacity(node.total);
+            while let Some(l) = cursor.next_front() {
+                entries.push((l.id, l.deleted, l.entry));
+            }
+            NodeImage {
+                master,
+                names: node.master_names(),
+                live: node.live,
+                entries,
+            }
+        })
+    }
+
+    /// Live entries node by node, in order.
     pub fn nodes(&self) -> impl Iterator<Item = Vec<(StreamId, Entry<'_>)>> {
         self.nodes.iter().map(|(master, node)| {
             let mut cursor = node.cursor(*master);
@@ -462,9 +513,10 @@ impl Stream {
         })
     }
 
-    /// Adds a loaded node of entries (RDB), keeping its boundary.
+    /// Adds a loaded node of entries (RDB), keeping its boundary and its deleted
+    /// entries; a node with none live is left out (nothing here keeps one).
     pub fn load_node(&mut self, built: NodeBuilder) {
-        if let Some((master, mut node)) = built.node {
+        if let Some((master, mut node)) = built.node.filter(|(_, node)| node.live > 0) {
             node.shrink();
             self.length += node.live;
             self.nodes.insert(master, node);

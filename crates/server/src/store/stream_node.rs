@@ -102,7 +102,16 @@ impl Node {
     where
         I: ExactSizeIterator<Item = &'a [u8]>,
     {
-        let names = fields.len() / 2;
+        Node::with_names(fields.step_by(2))
+    }
+
+    /// A node whose master names are `names` (a loaded node's master entry).
+    pub(super) fn with_names<'a, I>(names: I) -> Node
+    where
+        I: ExactSizeIterator<Item = &'a [u8]>,
+    {
+        let fields = names;
+        let names = fields.len();
         let mut buf = Vec::new();
         put_varint(&mut buf, names as u64);
         let names_at = buf.len();
@@ -110,7 +119,7 @@ impl Node {
         // number of names, the names, a 0 terminator.
         let mut redis_rest =
             listpack_size::EMPTY + listpack_size::int(names as i64) + listpack_size::int(0);
-        for name in fields.step_by(2) {
+        for name in fields {
             put_element(&mut buf, name);
             redis_rest += listpack_size::string(name);
         }
@@ -136,6 +145,15 @@ impl Node {
         &self.buf[self.names_at..self.entries_at]
     }
 
+    /// The master entry's field names (those of the entry that opened the node).
+    pub(super) fn master_names(&self) -> Vec<&[u8]> {
+        let region = self.names_region();
+        let mut at = 0;
+        (0..self.names)
+            .map(|_| get_element(region, &mut at))
+            .collect()
+    }
+
     /// Whether `fields`' names are the master names, in order.
     fn has_master_names<'a, I>(&self, fields: I) -> bool
     where
@@ -151,8 +169,9 @@ impl Node {
             .all(|name| get_element(names, &mut at) == name)
     }
 
-    /// Appends entry `id` (larger than every id here; `master` is the node's key).
-    pub(super) fn push<'a, I>(&mut self, master: StreamId, id: StreamId, fields: I)
+    /// Appends entry `id` (larger than every id here; `master` is the node's key);
+    /// returns where it starts (for [`Node::mark_deleted`]).
+    pub(super) fn push<'a, I>(&mut self, master: StreamId, id: StreamId, fields: I) -> usize
     where
         I: ExactSizeIterator<Item = &'a [u8]> + Clone,
     {
@@ -182,6 +201,7 @@ impl Node {
         varint::put_back(&mut self.buf, size as u64);
         self.total += 1;
         self.live += 1;
+        start
     }
 
     /// The entry whose flags byte is at `at`, and where the next one starts.

@@ -15,7 +15,9 @@ use super::listpack::{self, Elem, Writer};
 use super::reader::Reader;
 use super::types::STREAM_LISTPACKS_2;
 use super::Corrupt;
-use crate::store::stream::{Consumer, ConsumerName, Group, Nack, NodeBuilder, Stream, StreamId};
+use crate::store::stream::{
+    Consumer, ConsumerName, Group, Nack, NodeBuilder, NodeImage, Stream, StreamId,
+};
 use crate::store::Value;
 
 const FLAG_DELETED: i64 = 1;
@@ -38,23 +40,26 @@ fn id_from(raw: &[u8]) -> Result<StreamId, Corrupt> {
 pub fn encode(out: &mut Vec<u8>, stream: &Stream) {
     out.push(STREAM_LISTPACKS_2);
     len(out, stream.node_count() as u64);
-    for node in stream.nodes() {
-        let Some(&(master, master_fields)) = node.first() else {
-            continue;
-        };
-        let names: Vec<&[u8]> = master_fields.iter().step_by(2).collect();
+    for node in stream.node_images() {
+        let NodeImage {
+            master,
+            names,
+            live,
+            entries,
+        } = node;
         let mut lp = Writer::new();
-        lp.push_int(node.len() as i64);
-        lp.push_int(0);
+        lp.push_int(live as i64);
+        lp.push_int((entries.len() - live) as i64);
         lp.push_int(names.len() as i64);
         for name in &names {
             lp.push(name);
         }
         lp.push_int(0);
-        for &(id, fields) in &node {
+        for &(id, deleted, fields) in &entries {
             let same = fields.len() / 2 == names.len()
                 && fields.iter().step_by(2).zip(&names).all(|(a, b)| a == *b);
-            lp.push_int(if same { FLAG_SAMEFIELDS } else { 0 });
+            let flags = if same { FLAG_SAMEFIELDS } else { 0 };
+            lp.push_int(if deleted { flags | FLAG_DELETED } else { flags });
             lp.push_int(id.ms.wrapping_sub(master.ms) as i64);
             lp.push_int(id.seq.wrapping_sub(master.seq) as i64);
             let pairs = fields.len() / 2;
@@ -128,7 +133,7 @@ fn bytes_of<'a>(elem: Option<&Elem<'a>>) -> Result<Cow<'a, [u8]>, Corrupt> {
     }
 }
 
-/// The live entries of one node listpack, packed. When `deep`, as Redis's deep check, the
+/// The entries of one node listpack, deleted ones flagged, packed. When `deep`, as Redis's deep check, the
 /// header's live and deleted counts must add up to the entries there are, each
 /// entry's closing element count must match its own size, and the listpack's own
 /// back-lengths and count must hold (none of them is used here).
@@ -151,7 +156,7 @@ fn node_entries(master: StreamId, lp: &[u8], deep: bool) -> Result<NodeBuilder, 
     if int_of(it.next())? != 0 {
         return Err(Corrupt("master entry terminator"));
     }
-    let mut entries = NodeBuilder::default();
+    let mut entries = NodeBuilder::with_master_names(names.iter().map(|n| &n[..]));
     let mut fields = Vec::new();
     while let Some(flags) = it.next() {
         expected = expected.saturating_sub(1);
@@ -184,13 +189,11 @@ fn node_entries(master: StreamId, lp: &[u8], deep: bool) -> Result<NodeBuilder, 
         if usize::try_from(int_of(it.next())?).ok() != Some(span) && deep {
             return Err(Corrupt("stream entry element count"));
         }
-        if flags & FLAG_DELETED == 0 {
-            let id = StreamId::new(ms, seq);
-            if entries.last().is_some_and(|last| last >= id) {
-                return Err(Corrupt("stream ids out of order"));
-            }
-            entries.push(id, fields.iter().map(|f| &f[..]));
+        let id = StreamId::new(ms, seq);
+        if entries.last().is_some_and(|last| last >= id) {
+            return Err(Corrupt("stream ids out of order"));
         }
+        entries.push(id, fields.iter().map(|f| &f[..]), flags & FLAG_DELETED != 0);
     }
     if deep && expected != 0 {
         return Err(Corrupt("stream node entry count"));
