@@ -110,16 +110,15 @@ impl Node {
     where
         I: ExactSizeIterator<Item = &'a [u8]>,
     {
-        let fields = names;
-        let names = fields.len();
+        let count = names.len();
         let mut buf = Vec::new();
-        put_varint(&mut buf, names as u64);
+        put_varint(&mut buf, count as u64);
         let names_at = buf.len();
         // Redis's master entry: live count, deleted count (see `redis_bytes`), the
         // number of names, the names, a 0 terminator.
         let mut redis_rest =
-            listpack_size::EMPTY + listpack_size::int(names as i64) + listpack_size::int(0);
-        for name in fields {
+            listpack_size::EMPTY + listpack_size::int(count as i64) + listpack_size::int(0);
+        for name in names {
             put_element(&mut buf, name);
             redis_rest += listpack_size::string(name);
         }
@@ -127,7 +126,7 @@ impl Node {
             names_at,
             entries_at: buf.len(),
             buf,
-            names,
+            names: count,
             redis_rest,
             ..Node::default()
         }

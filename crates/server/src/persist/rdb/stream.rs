@@ -133,10 +133,10 @@ fn bytes_of<'a>(elem: Option<&Elem<'a>>) -> Result<Cow<'a, [u8]>, Corrupt> {
     }
 }
 
-/// The entries of one node listpack, deleted ones flagged, packed. When `deep`, as Redis's deep check, the
-/// header's live and deleted counts must add up to the entries there are, each
-/// entry's closing element count must match its own size, and the listpack's own
-/// back-lengths and count must hold (none of them is used here).
+/// The entries of one node listpack, deleted ones flagged, packed. When `deep`, as
+/// Redis's deep check, the header's live and deleted counts must add up to the entries
+/// there are, each entry's closing element count must match its own size, and the
+/// listpack's own back-lengths and count must hold (none of them is used here).
 fn node_entries(master: StreamId, lp: &[u8], deep: bool) -> Result<NodeBuilder, Corrupt> {
     let elems = listpack::entries_checked(lp, deep)?;
     let mut it = elems.iter();
