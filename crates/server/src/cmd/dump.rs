@@ -14,6 +14,7 @@ use super::reply::{ok, CmdError, CmdResult, SYNTAX};
 use super::{Ctx, Handler};
 use crate::acl::user::Sanitize;
 use crate::persist::rdb;
+use crate::store::encoding::{settle_loaded, EncodingLimits};
 use crate::store::now_ms;
 
 /// This family's handlers.
@@ -121,8 +122,7 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
         None => return Err(BAD_TTL),
     };
-    let limits = crate::store::encoding::EncodingLimits::now(&ctx.shared.hot);
-    crate::store::encoding::settle_loaded(&mut value, &limits);
+    settle_loaded(&mut value, &EncodingLimits::now(&ctx.shared.hot));
     let now = now_ms() as i64;
     // Redis adds without an overflow check; a wrapped deadline is in the past.
     let deadline = if ttl != 0 && !absttl {

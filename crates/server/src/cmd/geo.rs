@@ -14,6 +14,7 @@ use super::reply::{CmdError, CmdResult, NOT_FLOAT, SYNTAX};
 use super::zsets::{notify_store, store_zset, zset};
 use super::{Ctx, Handler};
 use crate::geohash::{self, Search, Shape};
+use crate::store::encoding::EncodingLimits;
 use crate::store::lookups::as_read;
 use crate::store::ZSet;
 
@@ -522,7 +523,7 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &[Bytes], variant: Variant) -> CmdRes
                 (f.member.to_vec(), score)
             })
             .collect();
-        let limits = crate::store::encoding::EncodingLimits::now(&ctx.shared.hot);
+        let limits = EncodingLimits::now(&ctx.shared.hot);
         let stored = store_zset(locked.shard(dst), dst, items, &limits);
         if stored == Some(true) {
             // Redis counts a change a member stored (ZUNIONSTORE and the like, one).

@@ -13,6 +13,7 @@ use super::args::{float, is};
 use super::reply::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use super::zsets::{notify_store, store_zset, write_range};
 use super::{Ctx, Handler, KeysRef};
+use crate::store::encoding::EncodingLimits;
 use crate::store::{canonical_int, Shard, Value, ZSet};
 
 /// This family's handlers.
@@ -305,7 +306,7 @@ fn generic(ctx: &mut Ctx<'_>, args: &[Bytes], op: Op, store: bool, name: &str) -
     if let (true, Some(locked)) = (store, locked.as_mut()) {
         let dst = &args[1];
         encode::write_integer(ctx.out, items.len() as i64);
-        let limits = crate::store::encoding::EncodingLimits::now(&ctx.shared.hot);
+        let limits = EncodingLimits::now(&ctx.shared.hot);
         let stored = store_zset(locked.shard(dst), dst, items, &limits);
         let event = match op {
             Op::Union => "zunionstore",

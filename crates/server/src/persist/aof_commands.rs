@@ -134,15 +134,14 @@ fn stream_commands(out: &mut Vec<u8>, key: &[u8], stream: &crate::store::stream:
     if stream.is_empty() {
         command(out, &[b"XADD", key, b"MAXLEN", b"0", b"0-1", b"x", b"y"]);
     }
-    for node in stream.nodes() {
-        for (id, fields) in node {
-            array_len(out, 3 + fields.len());
-            bulk(out, b"XADD");
-            bulk(out, key);
-            bulk(out, id.to_string().as_bytes());
-            for field in fields.iter() {
-                bulk(out, field);
-            }
+    use crate::store::stream::StreamId;
+    for (id, fields) in stream.range(StreamId::MIN, StreamId::MAX) {
+        array_len(out, 3 + fields.len());
+        bulk(out, b"XADD");
+        bulk(out, key);
+        bulk(out, id.to_string().as_bytes());
+        for field in fields.iter() {
+            bulk(out, field);
         }
     }
     command(

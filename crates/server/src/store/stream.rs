@@ -282,10 +282,18 @@ pub struct NodeImage<'a> {
     pub master: StreamId,
     /// The master entry's field names.
     pub names: Vec<&'a [u8]>,
-    /// How many entries are live.
-    pub live: usize,
     /// Every entry in order: its id, whether it is deleted, its fields.
     pub entries: Vec<(StreamId, bool, Entry<'a>)>,
+}
+
+impl NodeImage<'_> {
+    /// How many of its entries are live.
+    pub fn live(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|(_, deleted, _)| !deleted)
+            .count()
+    }
 }
 
 /// Live entries in `[start, end]` from either end.
@@ -493,23 +501,8 @@ impl Stream {
             NodeImage {
                 master,
                 names: node.master_names(),
-                live: node.live,
                 entries,
             }
-        })
-    }
-
-    /// Live entries node by node, in order.
-    pub fn nodes(&self) -> impl Iterator<Item = Vec<(StreamId, Entry<'_>)>> {
-        self.nodes.iter().map(|(master, node)| {
-            let mut cursor = node.cursor(*master);
-            let mut entries = Vec::with_capacity(node.live);
-            while let Some(l) = cursor.next_front() {
-                if !l.deleted {
-                    entries.push((l.id, l.entry));
-                }
-            }
-            entries
         })
     }
 
@@ -910,7 +903,7 @@ mod tests {
             stream.first_id(),
             model.keys().next().copied().unwrap_or_default()
         );
-        let node_live: usize = stream.nodes().map(|n| n.len()).sum();
+        let node_live: usize = stream.node_images().map(|n| n.live()).sum();
         prop_assert_eq!(node_live, model.len());
         Ok(())
     }

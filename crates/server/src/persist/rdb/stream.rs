@@ -41,10 +41,10 @@ pub fn encode(out: &mut Vec<u8>, stream: &Stream) {
     out.push(STREAM_LISTPACKS_2);
     len(out, stream.node_count() as u64);
     for node in stream.node_images() {
+        let live = node.live();
         let NodeImage {
             master,
             names,
-            live,
             entries,
         } = node;
         let mut lp = Writer::new();
