@@ -64,6 +64,30 @@ pub enum BlockOp {
     Stream(Box<StreamRead>),
 }
 
+/// A key a command made ready for the clients blocked on it (Redis's ready list).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadyKey {
+    /// Its database.
+    pub db: usize,
+    /// The key.
+    pub key: Bytes,
+    /// Whether it was signalled to blocked stream readers too (see
+    /// [`crate::store::stream_signals`]); list and sorted-set waiters look at every
+    /// ready key.
+    pub streams: bool,
+}
+
+impl ReadyKey {
+    /// A key of [`crate::store::stream_signals`]: ready for every waiter.
+    pub fn signalled((db, key): (usize, Bytes)) -> ReadyKey {
+        ReadyKey {
+            db,
+            key,
+            streams: true,
+        }
+    }
+}
+
 /// A blocked XREAD / XREADGROUP.
 #[derive(Debug, Clone)]
 pub struct StreamRead {

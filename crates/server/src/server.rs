@@ -281,6 +281,7 @@ impl Server {
                     let effort = || background.config.read().param_int("active-expire-effort");
                     let loading = || background.persistence.loading.is_active();
                     expiry::run(store, hz, stop_rx, effort, loading, |took, pace| {
+                        crate::cmd::blocking::serve_expired_streams(&background);
                         let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
                         background.latency.add_if_needed("expire-cycle", ms);
                         if pace == expiry::Pace::Fast {

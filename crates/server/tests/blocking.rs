@@ -180,8 +180,6 @@ fn run(addr: SocketAddr, steps: &[Step], resp3: bool) -> Vec<String> {
 
 #[test]
 fn blocking_scenarios_match_redis() {
-    let redis = RedisServer::start().expect("redis-server");
-    let redline = Redline::start();
     let scenarios: &[&[Step]] = &[
         // Served at once when there is data; key order decides.
         &[
@@ -328,6 +326,14 @@ fn blocking_scenarios_match_redis() {
             Cmd(0, &["BLPOP", "none"]),
         ],
     ];
+    assert_scenarios_match(scenarios);
+}
+
+/// Runs each scenario on redis-server and on redline-server, in RESP2 and RESP3, and
+/// compares what they answered.
+fn assert_scenarios_match(scenarios: &[&[Step]]) {
+    let redis = RedisServer::start().expect("redis-server");
+    let redline = Redline::start();
     for (n, steps) in scenarios.iter().enumerate() {
         for resp3 in [false, true] {
             let a = run(redis.addr(), steps, resp3);
@@ -335,6 +341,86 @@ fn blocking_scenarios_match_redis() {
             assert_eq!(a, b, "scenario {n} (resp3: {resp3})");
         }
     }
+}
+
+/// A blocked stream reader wakes only where Redis signals its key (XADD, XGROUP
+/// DESTROY, a stream added, written over or deleted), and is then served once the
+/// stream's last ID is past its own, even when the entries since are gone: its reply
+/// holds none. XSETID, XDEL, XTRIM and XGROUP SETID wake nobody.
+#[test]
+fn stream_readers_wake_where_redis_signals() {
+    const READ_AFTER_1: &[&str] = &["XREAD", "BLOCK", "0", "STREAMS", "k", "1-0"];
+    const READ_NEW: &[&str] = &[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "c",
+        "BLOCK",
+        "0",
+        "STREAMS",
+        "k",
+        ">",
+    ];
+    let scenarios: &[&[Step]] = &[
+        // An XADD whose entry its own MAXLEN trims away.
+        &[
+            Cmd(0, &["XADD", "k", "1-0", "f", "v"]),
+            Block(1, READ_AFTER_1, 1),
+            Cmd(0, &["XADD", "k", "MAXLEN", "0", "2-0", "f", "v"]),
+            Read(1),
+        ],
+        // An XADD and an XDEL of its entry in one transaction: the group reader's
+        // consumer is made, nothing is delivered.
+        &[
+            Cmd(0, &["XGROUP", "CREATE", "k", "g", "$", "MKSTREAM"]),
+            Block(1, READ_NEW, 1),
+            Cmd(0, &["MULTI"]),
+            Cmd(0, &["XADD", "k", "3-0", "f", "v"]),
+            Cmd(0, &["XDEL", "k", "3-0"]),
+            Cmd(0, &["EXEC"]),
+            Read(1),
+            Cmd(0, &["XINFO", "GROUPS", "k"]),
+        ],
+        // XGROUP SETID back to the start wakes nobody; the next XADD delivers all.
+        &[
+            Cmd(0, &["XADD", "k", "1-0", "f", "v"]),
+            Cmd(0, &["XGROUP", "CREATE", "k", "g", "$"]),
+            Block(1, READ_NEW, 1),
+            Cmd(0, &["XGROUP", "SETID", "k", "g", "0"]),
+            Cmd(0, &["XADD", "k", "3-0", "f", "v"]),
+            Read(1),
+        ],
+        // XSETID past the reader, XDEL and XTRIM wake nobody either.
+        &[
+            Cmd(0, &["XADD", "k", "1-0", "f", "v"]),
+            Block(1, READ_AFTER_1, 1),
+            Cmd(0, &["XSETID", "k", "5-0"]),
+            Cmd(0, &["XDEL", "k", "1-0"]),
+            Cmd(0, &["XTRIM", "k", "MAXLEN", "0"]),
+            Cmd(0, &["XADD", "k", "6-0", "f", "v"]),
+            Read(1),
+        ],
+        // XGROUP DESTROY signals: a reader past whose ID only deleted entries lie.
+        &[
+            Cmd(0, &["XADD", "k", "1-0", "f", "v"]),
+            Cmd(0, &["XADD", "k", "2-0", "f", "v"]),
+            Cmd(0, &["XDEL", "k", "2-0"]),
+            Cmd(0, &["XGROUP", "CREATE", "k", "g", "0"]),
+            Block(1, READ_AFTER_1, 1),
+            Cmd(0, &["XGROUP", "DESTROY", "k", "g"]),
+            Read(1),
+        ],
+        // A stream copied onto the key the reader waits on.
+        &[
+            Cmd(0, &["XADD", "s", "1-0", "f", "v"]),
+            Cmd(0, &["XADD", "s", "2-0", "f", "v"]),
+            Cmd(0, &["XDEL", "s", "2-0"]),
+            Block(1, READ_AFTER_1, 1),
+            Cmd(0, &["COPY", "s", "k"]),
+            Read(1),
+        ],
+    ];
+    assert_scenarios_match(scenarios);
 }
 
 /// WAIT for a replica there is not blocks as the key waiters do: CLIENT LIST shows `b`

@@ -28,7 +28,7 @@ use super::reply::{double, CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use super::streams;
 use super::zsets;
 use super::{Ctx, Handler, KeysRef};
-use crate::blocking::{BlockOp, StreamRead, Waiter};
+use crate::blocking::{BlockOp, ReadyKey, StreamRead, Waiter};
 use crate::net::client::Blocked;
 use crate::shared::Shared;
 use crate::store::{Locked, Shard};
@@ -794,20 +794,53 @@ fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     )
 }
 
+/// Signals every key clients wait on in the databases `dbs` picks to its stream
+/// readers ([`crate::store::stream_signals`]): SWAPDB, the flushes and the reloads
+/// replace or empty whole databases, and Redis signals each waited key there (a group
+/// reader whose stream went hears it). Takes the registry: no shard may be held.
+pub fn signal_waited_streams(shared: &Shared, dbs: impl Fn(usize) -> bool) {
+    if !shared.blocking.any() {
+        return;
+    }
+    for (db, key) in shared.blocking.lock().keys() {
+        if dbs(db) {
+            crate::store::stream_signals::record(db, &key);
+        }
+    }
+}
+
+/// Serves the stream readers of the streams the expiry cycle deleted (its deletes
+/// signal them as a command's do: see [`crate::store::stream_signals`]), as Redis
+/// serves its ready keys before it sleeps: a group reader hears that its stream went.
+pub fn serve_expired_streams(shared: &Shared) {
+    let signalled = crate::store::stream_signals::take();
+    if signalled.is_empty() || !shared.blocking.any() {
+        return;
+    }
+    let mut ready: Vec<ReadyKey> = signalled.into_iter().map(ReadyKey::signalled).collect();
+    serve_ready(shared, &mut ready, false);
+}
+
 /// Serves clients blocked on the keys `ready` (and on every key when `all`, after
 /// SWAPDB/MOVE and the like), oldest waiter first, until each key runs dry.
-pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) {
+pub fn serve_ready(shared: &Shared, ready: &mut Vec<ReadyKey>, all: bool) {
     let journal = &shared.repl.journal;
     // Nested: on a replica this runs inside the batch of our master's stream.
     let _gate = journal.enter_nested();
     let mut registry = shared.blocking.lock();
-    let mut queue: std::collections::VecDeque<(usize, Bytes)> = ready.drain(..).collect();
+    let mut queue: std::collections::VecDeque<ReadyKey> = ready.drain(..).collect();
     if all {
-        queue.extend(registry.keys());
+        queue.extend(registry.keys().into_iter().map(|(db, key)| ReadyKey {
+            db,
+            key,
+            streams: false,
+        }));
     }
     let mut reply = BytesMut::new();
-    while let Some((db, key)) = queue.pop_front() {
-        serve_stream_waiters(shared, &mut registry, db, &key, &mut reply);
+    while let Some(ReadyKey { db, key, streams }) = queue.pop_front() {
+        if streams {
+            serve_stream_waiters(shared, &mut registry, db, &key, &mut reply);
+        }
         // Redis serves the waiters of the type the key now holds, oldest first, and
         // passes over the others (a BRPOP on a key that became a sorted set waits on).
         for waiter in registry.all(db, &key) {
@@ -887,7 +920,11 @@ pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) 
                         }
                     }
                     if let BlockOp::Move { dst, .. } = &waiter.op {
-                        queue.push_back((db, dst.clone()));
+                        queue.push_back(ReadyKey {
+                            db,
+                            key: dst.clone(),
+                            streams: false,
+                        });
                     }
                 }
                 Err(e) => {
@@ -897,6 +934,10 @@ pub fn serve_ready(shared: &Shared, ready: &mut Vec<(usize, Bytes)>, all: bool) 
                 }
             }
         }
+        // A stream that expired as its readers looked at it is signalled in turn, as
+        // Redis's lookups while serving queue the keys they delete.
+        let signalled = crate::store::stream_signals::take();
+        queue.extend(signalled.into_iter().map(ReadyKey::signalled));
     }
 }
 

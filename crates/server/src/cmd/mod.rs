@@ -53,6 +53,7 @@ pub mod zsets;
 
 use std::sync::LazyLock;
 
+use crate::blocking::ReadyKey;
 use bytes::Bytes;
 use redline_resp::command::{self, CommandFlags, CommandSpec};
 use redline_resp::{encode, Protocol};
@@ -436,6 +437,11 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     {
         let changed = crate::store::dirty::count() != changes_before;
         note_written_keys(ctx, spec, args, result.is_ok(), changed);
+    }
+    // Taken after every command, so none pile up where nobody is blocked.
+    let stream_signals = crate::store::stream_signals::take();
+    if !stream_signals.is_empty() && ctx.shared.blocking.any() {
+        note_stream_signals(ctx, stream_signals);
     }
     if tracking_changes {
         invalidate_changed_keys(ctx, spec);
@@ -1025,10 +1031,25 @@ fn note_written_keys(
             ctx.shared.tracking.invalidate_all(ctx.shared);
         }
         ctx.client.ready_all |= blocking;
+        if blocking && ok {
+            let db = ctx.client.db;
+            let flushdb = spec.name == "flushdb";
+            crate::cmd::blocking::signal_waited_streams(ctx.shared, |of| !flushdb || of == db);
+        }
         return;
     }
     let moves_dbs = matches!(spec.name, "swapdb" | "move" | "copy");
     ctx.client.ready_all |= blocking && moves_dbs;
+    if blocking && ok && spec.name == "swapdb" {
+        let dbs: Vec<usize> = args[1..]
+            .iter()
+            .filter_map(|arg| std::str::from_utf8(arg).ok()?.parse().ok())
+            .collect();
+        // A database swapped with itself stays as it was: nothing is signalled.
+        if dbs.first() != dbs.get(1) {
+            crate::cmd::blocking::signal_waited_streams(ctx.shared, |db| dbs.contains(&db));
+        }
+    }
     if !blocking || moves_dbs || !changed {
         return;
     }
@@ -1036,7 +1057,31 @@ fn note_written_keys(
     let blocking = &ctx.shared.blocking;
     let db = ctx.client.db;
     for key in keys_where(spec, args, |key| blocking.may_be_waited_on(key)) {
-        ctx.client.ready.push((db, key.clone()));
+        let ready = &mut ctx.client.ready;
+        if !ready.iter().any(|r| r.db == db && r.key == key) {
+            ready.push(ReadyKey {
+                db,
+                key: key.clone(),
+                streams: false,
+            });
+        }
+    }
+}
+
+/// Marks the keys a command signalled to stream readers
+/// ([`crate::store::stream_signals`]) ready for them, each once, in the order
+/// signalled.
+fn note_stream_signals(ctx: &mut Ctx<'_>, signalled: Vec<(usize, Bytes)>) {
+    let blocking = &ctx.shared.blocking;
+    for (db, key) in signalled {
+        let ready = &mut ctx.client.ready;
+        match ready.iter_mut().find(|r| r.db == db && r.key == key) {
+            Some(known) => known.streams = true,
+            None if blocking.may_be_waited_on(&key) => {
+                ready.push(ReadyKey::signalled((db, key)));
+            }
+            None => {}
+        }
     }
 }
 

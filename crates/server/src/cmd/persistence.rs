@@ -81,6 +81,7 @@ pub fn debug_loadaof(ctx: &mut Ctx<'_>) -> CmdResult {
             return Err(CmdError::Static("ERR Error trying to load the AOF"));
         }
     }
+    super::blocking::signal_waited_streams(shared, |_| true);
     tracing::info!("Append Only File loaded by DEBUG LOADAOF");
     ok(ctx.out);
     Ok(())
@@ -205,6 +206,9 @@ pub fn debug_reload(ctx: &mut Ctx<'_>, options: &[Bytes]) -> CmdResult {
     crate::store::dirty::forget_since(changes_before);
     if saved {
         super::connection::saved_now(ctx.client);
+    }
+    if flush {
+        super::blocking::signal_waited_streams(ctx.shared, |_| true);
     }
     result?;
     tracing::info!("DB reloaded by DEBUG RELOAD");

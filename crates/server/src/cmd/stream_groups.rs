@@ -179,6 +179,8 @@ fn xgroup_destroy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let removed = stream.groups.remove(&args[3][..]).is_some();
     if removed {
         super::streams::metadata_changed(1);
+        // Its blocked readers hear that it is gone (Redis signals the key).
+        crate::store::stream_signals::record(ctx.client.db, key);
     }
     drop(shard);
     encode::write_integer(ctx.out, i64::from(removed));

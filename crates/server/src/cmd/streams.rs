@@ -340,6 +340,10 @@ fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         .strategy
         .is_some_and(|s| stream.trim(s, parsed.approx, parsed.limit as usize) > 0);
     shard.touch(key);
+    // Looked at while the shard is held: a reader that blocked before is counted.
+    if ctx.shared.blocking.may_be_waited_on(key) {
+        crate::store::stream_signals::record(ctx.client.db, key);
+    }
     drop(shard);
     write_id(ctx.out, id);
     let db = ctx.client.db;
@@ -632,36 +636,18 @@ pub fn serve_read(
         let Ok(Some(stream)) = stream_mut(shard, key) else {
             continue;
         };
-        let wrote = match group {
-            None => {
-                let ReadFrom::After(after) = *from else {
-                    continue;
-                };
-                let Some(start) = after.incr() else { continue };
-                let limit = if count == 0 { usize::MAX } else { count };
-                let mut items = Vec::with_capacity(entries_capacity(limit, stream));
-                items.extend(stream.range(start, StreamId::MAX).take(limit));
-                if items.is_empty() {
-                    continue;
-                }
-                if proto == Protocol::Resp2 {
-                    encode::write_array_len(&mut body, 2);
-                }
-                encode::write_bulk(&mut body, key);
-                encode::write_array_len(&mut body, items.len());
-                for (id, fields) in items {
-                    write_entry(&mut body, id, fields);
-                }
-                true
+        let wrote = match (group, *from) {
+            (None, ReadFrom::After(after)) => {
+                read_after(stream, &mut body, proto, key, after, count, false)
             }
-            Some((group, consumer)) => read_group(
+            (None, ReadFrom::New) => false,
+            (Some((group, consumer)), from) => read_group(
                 stream,
                 &mut body,
                 proto,
                 (key, group, consumer),
-                *from,
-                count,
-                noack,
+                from,
+                (count, noack, false),
                 propagate.as_deref_mut(),
             ),
         };
@@ -686,9 +672,43 @@ pub fn serve_read(
     true
 }
 
-/// Serves one blocked reader on `key` if the stream now has something for it:
-/// `Ok(true)` with the reply in `out`; an error ends the wait of a group reader whose
-/// stream or group went away, as Redis's `serveClientsBlockedOnStreamKey` does.
+/// One stream of XREAD: `[key, entries after `after`]` in `body`, and `true`; `false`
+/// (nothing written) when there are none, unless `even_none`.
+fn read_after(
+    stream: &Stream,
+    body: &mut BytesMut,
+    proto: Protocol,
+    key: &Bytes,
+    after: StreamId,
+    count: usize,
+    even_none: bool,
+) -> bool {
+    let limit = if count == 0 { usize::MAX } else { count };
+    let mut items = Vec::with_capacity(entries_capacity(limit, stream));
+    if let Some(start) = after.incr() {
+        items.extend(stream.range(start, StreamId::MAX).take(limit));
+    }
+    if items.is_empty() && !even_none {
+        return false;
+    }
+    if proto == Protocol::Resp2 {
+        encode::write_array_len(body, 2);
+    }
+    encode::write_bulk(body, key);
+    encode::write_array_len(body, items.len());
+    for (id, fields) in items {
+        write_entry(body, id, fields);
+    }
+    true
+}
+
+/// Serves one blocked reader on `key`, signalled (see
+/// [`crate::store::stream_signals`]), if the stream's last ID is past the one it waits
+/// after (a group reader: its group's last delivered): `Ok(true)` with the reply in
+/// `out`. As on Redis, the entries since may all be gone (an XADD then an XDEL in one
+/// transaction, XADD ... MAXLEN 0, a stream copied in): the reply then holds none. An
+/// error ends the wait of a group reader whose stream or group went away, as Redis's
+/// `serveClientsBlockedOnStreamKey` does.
 #[allow(clippy::too_many_arguments)]
 pub fn serve_blocked(
     shards: &mut dyn KeyShards,
@@ -717,33 +737,52 @@ pub fn serve_blocked(
             }
         }
     }
-    let keys = std::slice::from_ref(key);
-    Ok(serve_read(
-        shards,
-        proto,
-        out,
-        keys,
-        &[from],
-        group,
-        count,
-        noack,
-        propagate,
-    ))
+    let Ok(Some(stream)) = stream_mut(shards.shard_of(key), key) else {
+        return Ok(false);
+    };
+    let waits_after = match (group, from) {
+        (Some((name, _)), _) => stream.groups.get(name).map(|g| g.last_id),
+        (None, ReadFrom::After(after)) => Some(after),
+        (None, ReadFrom::New) => None,
+    };
+    if waits_after.is_none_or(|after| stream.last_id <= after) {
+        return Ok(false);
+    }
+    let mut body = BytesMut::new();
+    match (group, waits_after) {
+        (Some((name, consumer)), _) => read_group(
+            stream,
+            &mut body,
+            proto,
+            (key, name, consumer),
+            ReadFrom::New,
+            (count, noack, true),
+            propagate,
+        ),
+        (None, Some(after)) => read_after(stream, &mut body, proto, key, after, count, true),
+        (None, None) => return Ok(false),
+    };
+    if proto == Protocol::Resp2 {
+        encode::write_array_len(out, 1);
+    } else {
+        encode::write_map_len(out, proto, 1);
+    }
+    out.extend_from_slice(&body);
+    Ok(true)
 }
 
-/// One stream of XREADGROUP; `false` when it has nothing to give (and wrote nothing).
-/// New entries propagate as Redis 7.0 propagates them: an XCLAIM per delivered entry,
-/// or with NOACK the group's new position (and the consumer if the read created it).
-/// Re-reading history propagates nothing.
-#[allow(clippy::too_many_arguments)]
+/// One stream of XREADGROUP (`options`: COUNT, NOACK, and whether to answer a read of
+/// new entries that found none); `false` when it has nothing to give (and wrote
+/// nothing). New entries propagate as Redis 7.0 propagates them: an XCLAIM per
+/// delivered entry, or with NOACK the group's new position (and the consumer if the
+/// read created it). Re-reading history propagates nothing.
 fn read_group(
     stream: &mut Stream,
     body: &mut BytesMut,
     proto: Protocol,
     (key, group_name, consumer_name): (&Bytes, &Bytes, &Bytes),
     from: ReadFrom,
-    count: usize,
-    noack: bool,
+    (count, noack, even_none): (usize, bool, bool),
     mut propagate: Option<&mut Vec<Vec<Bytes>>>,
 ) -> bool {
     let now = now_ms();
@@ -795,12 +834,11 @@ fn read_group(
             true
         }
         ReadFrom::New => {
-            let Some(start) = last_id.incr() else {
-                return false;
-            };
             let mut entries = Vec::with_capacity(entries_capacity(limit, stream));
-            entries.extend(stream.range(start, StreamId::MAX).take(limit));
-            if entries.is_empty() {
+            if let Some(start) = last_id.incr() {
+                entries.extend(stream.range(start, StreamId::MAX).take(limit));
+            }
+            if entries.is_empty() && !even_none {
                 return false;
             }
             if proto == Protocol::Resp2 {
@@ -832,7 +870,7 @@ fn read_group(
                         ));
                     }
                 }
-                if let Some(propagate) = propagate {
+                if let (Some(propagate), false) = (propagate, items.is_empty()) {
                     propagate.push(rewrite::stream_group_position(key, group_name, group));
                 }
             } else {

@@ -161,8 +161,8 @@ pub struct ClientState {
     pub mailbox: Arc<Mailbox>,
     /// Set by a blocking command that found nothing: the loop waits before going on.
     pub blocked: Option<Blocked>,
-    /// Keys written since the last check, while some client is blocked (db, key).
-    pub ready: Vec<(usize, Bytes)>,
+    /// Keys written since the last check, while some client is blocked.
+    pub ready: Vec<crate::blocking::ReadyKey>,
     /// A command moved whole databases or keys between them: check every waiter.
     pub ready_all: bool,
     /// SUBSCRIBE channels.

@@ -39,6 +39,7 @@ mod sorted_blocks;
 pub mod sorted_ints;
 pub mod stream;
 mod stream_node;
+pub mod stream_signals;
 pub mod tagged_entries;
 mod value;
 mod varint;

@@ -63,6 +63,15 @@ pub fn as_master<R>(f: impl FnOnce() -> R) -> R {
     result
 }
 
+/// Signals blocked stream readers of `key` when `value`, added, written over or
+/// deleted, is a stream (see [`super::stream_signals`]).
+#[inline]
+fn signal_if_stream(db: usize, key: &[u8], value: &Value) {
+    if matches!(value, Value::Stream(_)) {
+        super::stream_signals::record(db, key);
+    }
+}
+
 /// Keys of one shard.
 #[derive(Debug, Default)]
 pub struct Shard {
@@ -382,6 +391,9 @@ impl Shard {
                 // then the new key's `new`. (A replica, or a paused expiry, keeps the key
                 // in place: it is written over then.)
                 if stale && self.live_index(key).is_none() && !self.map.contains_key(key) {
+                    if announce {
+                        signal_if_stream(self.db, key, &value);
+                    }
                     let entry = Entry {
                         value,
                         expires_at,
@@ -394,6 +406,10 @@ impl Shard {
                 self.before_change(index);
                 let events = self.events.clone();
                 if let Some((_, entry)) = self.map.get_index_mut(index) {
+                    if announce {
+                        signal_if_stream(self.db, key, &entry.value);
+                        signal_if_stream(self.db, key, &value);
+                    }
                     let had_ttl = entry.expires_at != 0;
                     entry.value = value;
                     entry.expires_at = expires_at;
@@ -406,6 +422,9 @@ impl Shard {
                 }
             }
             Err(hash) => {
+                if announce {
+                    signal_if_stream(self.db, key, &value);
+                }
                 self.map.add_new(
                     hash,
                     CompactBytes::new(key),
@@ -533,10 +552,12 @@ impl Shard {
                 }
                 let access = self.fresh_access();
                 self.room_for_one_key();
+                let value = make();
+                signal_if_stream(self.db, key, &value);
                 let (index, _) = self.map.insert_full(
                     CompactBytes::new(key),
                     Entry {
-                        value: make(),
+                        value,
                         expires_at: 0,
                         access,
                     },
@@ -639,6 +660,7 @@ impl Shard {
             .map
             .vacate(index, cuts_hear_moves(&mut self.cuts, self.db))?;
         self.signal(&key);
+        signal_if_stream(self.db, key.as_bytes(), &entry.value);
         if entry.expires_at != 0 {
             self.ttl_keys.swap_remove(key.as_bytes());
         }
