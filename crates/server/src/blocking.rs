@@ -12,7 +12,7 @@
 //! take the registry: they record ready keys in their own connection state.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,6 +21,7 @@ use parking_lot::{Mutex, MutexGuard};
 use redline_resp::Protocol;
 
 use crate::net::mailbox::Mailbox;
+use crate::store::ready::{key_class, WaitKind, WaitedKeys};
 
 /// What a blocked command does once one of its keys is ready.
 #[derive(Debug, Clone)]
@@ -64,30 +65,6 @@ pub enum BlockOp {
     Stream(Box<StreamRead>),
 }
 
-/// A key a command made ready for the clients blocked on it (Redis's ready list).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadyKey {
-    /// Its database.
-    pub db: usize,
-    /// The key.
-    pub key: Bytes,
-    /// Whether it was signalled to blocked stream readers too (see
-    /// [`crate::store::stream_signals`]); list and sorted-set waiters look at every
-    /// ready key.
-    pub streams: bool,
-}
-
-impl ReadyKey {
-    /// A key of [`crate::store::stream_signals`]: ready for every waiter.
-    pub fn signalled((db, key): (usize, Bytes)) -> ReadyKey {
-        ReadyKey {
-            db,
-            key,
-            streams: true,
-        }
-    }
-}
-
 /// A blocked XREAD / XREADGROUP.
 #[derive(Debug, Clone)]
 pub struct StreamRead {
@@ -105,6 +82,15 @@ impl BlockOp {
     /// Whether the op waits for a sorted set (else a list).
     pub fn wants_zset(&self) -> bool {
         matches!(self, BlockOp::ZPop { .. } | BlockOp::ZMPop { .. })
+    }
+
+    /// The type it waits for.
+    pub fn kind(&self) -> WaitKind {
+        match self {
+            BlockOp::Pop { .. } | BlockOp::Move { .. } | BlockOp::MPop { .. } => WaitKind::List,
+            BlockOp::ZPop { .. } | BlockOp::ZMPop { .. } => WaitKind::Zset,
+            BlockOp::Stream(_) => WaitKind::Stream,
+        }
     }
 }
 
@@ -151,6 +137,8 @@ pub struct Registry {
     /// Stream keys blocking reads named lately, and when last (see
     /// [`Blocking::may_have_stream_waits`]).
     stream_waits: HashMap<(usize, Bytes), Instant>,
+    /// How many waiters wait for each [`WaitKind`] (indexed by it).
+    kinds: [usize; 3],
 }
 
 impl Registry {
@@ -202,7 +190,14 @@ impl Registry {
             .is_some_and(|at| at.elapsed() < STREAM_WAITS_KEPT)
     }
 
+    /// Whether some client waits for a `kind` (Redis's `blocked_clients_by_type`): a
+    /// key signalled for a kind nobody waits for wakes nobody.
+    pub fn waits_for(&self, kind: WaitKind) -> bool {
+        self.kinds[kind as usize] > 0
+    }
+
     fn add(&mut self, waiter: &Arc<Waiter>) {
+        self.kinds[waiter.op.kind() as usize] += 1;
         for key in &waiter.keys {
             let queue = self.by_key.entry((waiter.db, key.clone())).or_default();
             // BLPOP k k: wait once per key.
@@ -234,6 +229,9 @@ impl Registry {
                 }
             }
         }
+        if found {
+            self.kinds[waiter.op.kind() as usize] -= 1;
+        }
         found
     }
 }
@@ -245,31 +243,9 @@ pub type ReplicaWaitEnd = tokio::sync::oneshot::Receiver<bool>;
 /// How long a stream key a blocking read named counts as one clients block on.
 pub const STREAM_WAITS_KEPT: Duration = Duration::from_secs(10);
 
-/// Which of 64 classes `key` falls in, for the lock-free filters of [`Blocking`]: its
-/// last 8 bytes and length, mixed, so keys told apart by a counter at their end fall in
-/// different classes.
-fn key_class(key: &[u8]) -> usize {
-    let mut tail = [0u8; 8];
-    let n = key.len().min(8);
-    tail[..n].copy_from_slice(&key[key.len() - n..]);
-    let mixed = (u64::from_le_bytes(tail) ^ key.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (mixed >> 58) as usize
-}
-
 /// The bit of [`Blocking::stream_wait_bits`] that stands for `key`.
 fn stream_wait_bit(key: &[u8]) -> u64 {
     1 << key_class(key)
-}
-
-/// Per key class ([`key_class`]), how many keys blocked clients wait on: a write
-/// signals its keys for waiters only when their classes count any.
-#[derive(Debug)]
-struct WaitedClasses([AtomicU32; 64]);
-
-impl Default for WaitedClasses {
-    fn default() -> Self {
-        WaitedClasses(std::array::from_fn(|_| AtomicU32::new(0)))
-    }
 }
 
 /// What [`Blocking::count_waiting`] returns: that a blocking command counted its keys as
@@ -286,7 +262,9 @@ pub struct Blocking {
     /// a write looks at its keys with one load and locks nothing while they are none of
     /// them.
     stream_wait_bits: AtomicU64,
-    waited: WaitedClasses,
+    /// Shared with the shards, which signal only the keys it may count
+    /// ([`crate::store::ready`]).
+    waited: Arc<WaitedKeys>,
     blocked: AtomicUsize,
     /// Blocked clients that blocked with a timeout, WAIT aside: Redis's timeout table.
     timed: AtomicUsize,
@@ -345,7 +323,7 @@ impl RegistryGuard<'_> {
             self.blocking.timed.fetch_sub(1, Ordering::Relaxed);
         }
         for key in &waiter.keys {
-            self.blocking.waited.0[key_class(key)].fetch_sub(1, Ordering::Relaxed);
+            self.blocking.waited.uncount(key);
         }
     }
 
@@ -374,6 +352,15 @@ impl RegistryGuard<'_> {
 }
 
 impl Blocking {
+    /// The registry of a server whose shards look at `waited` (the store's
+    /// [`crate::store::KeyEvents::waited`]) before they signal a key.
+    pub fn new(waited: Arc<WaitedKeys>) -> Blocking {
+        Blocking {
+            waited,
+            ..Blocking::default()
+        }
+    }
+
     /// Locks the registry (before any shard).
     pub fn lock(&self) -> RegistryGuard<'_> {
         RegistryGuard {
@@ -388,7 +375,7 @@ impl Blocking {
     /// sees the count when it ends, and signals the key ([`Blocking::may_be_waited_on`]).
     pub fn count_waiting(&self, keys: &[Bytes]) -> WaitCounted {
         for key in keys {
-            self.waited.0[key_class(key)].fetch_add(1, Ordering::Relaxed);
+            self.waited.count(key);
         }
         WaitCounted(())
     }
@@ -397,7 +384,7 @@ impl Blocking {
     /// blocked client waits on a key of its class, so a write need not signal it.
     #[inline]
     pub fn may_be_waited_on(&self, key: &[u8]) -> bool {
-        self.waited.0[key_class(key)].load(Ordering::Relaxed) != 0
+        self.waited.may_be_waited_on(key)
     }
 
     /// Whether a blocking stream read may have named `key` lately (any database): one
@@ -537,10 +524,6 @@ mod tests {
         assert!(!blocking.may_be_waited_on(b"k") && !blocking.may_be_waited_on(b"j"));
         // Gone already: nothing is counted out twice.
         registry.cancel(&two);
-        assert!(blocking
-            .waited
-            .0
-            .iter()
-            .all(|c| c.load(Ordering::Relaxed) == 0));
+        assert!(!blocking.may_be_waited_on(b"k") && !blocking.may_be_waited_on(b"j"));
     }
 }

@@ -181,6 +181,7 @@ impl Shared {
             crate::persist::snapshot::configured_save_points(&config.save),
             Ordering::Relaxed,
         );
+        let blocking = Blocking::new(store.events().waited.clone());
         let shared = Shared {
             store,
             renamed: config.renamed.clone(),
@@ -190,7 +191,7 @@ impl Shared {
             hot: crate::config::HotParams::default(),
             config_generation: AtomicU64::new(0),
             clients,
-            blocking: Blocking::default(),
+            blocking,
             pubsub: PubSub::default(),
             watching: Default::default(),
             pause: Pause::default(),

@@ -343,12 +343,15 @@ fn assert_scenarios_match(scenarios: &[&[Step]]) {
     }
 }
 
-/// A blocked stream reader wakes only where Redis signals its key (XADD, XGROUP
-/// DESTROY, a stream added, written over or deleted), and is then served once the
-/// stream's last ID is past its own, even when the entries since are gone: its reply
-/// holds none. XSETID, XDEL, XTRIM and XGROUP SETID wake nobody.
+/// A blocked client wakes only where Redis signals its key: when the key is added,
+/// and for stream readers on XADD, XGROUP DESTROY and a stream written over or deleted.
+/// A stream reader is then served once the stream's last ID is past its own, even when
+/// the entries since are gone: its reply holds none. XSETID, XDEL, XTRIM and XGROUP
+/// SETID wake nobody; nor do a SORT ... STORE or a ZUNIONSTORE that write a list or a
+/// sorted set over a string, or pushes onto what they wrote. A signal for a type no
+/// client waits for anywhere is dropped.
 #[test]
-fn stream_readers_wake_where_redis_signals() {
+fn waiters_wake_where_redis_signals() {
     const READ_AFTER_1: &[&str] = &["XREAD", "BLOCK", "0", "STREAMS", "k", "1-0"];
     const READ_NEW: &[&str] = &[
         "XREADGROUP",
@@ -417,6 +420,82 @@ fn stream_readers_wake_where_redis_signals() {
             Cmd(0, &["XDEL", "s", "2-0"]),
             Block(1, READ_AFTER_1, 1),
             Cmd(0, &["COPY", "s", "k"]),
+            Read(1),
+        ],
+        // A list written over a string, then pushed onto: only its deletion and
+        // creation again wake the BLPOP.
+        &[
+            Cmd(0, &["RPUSH", "src", "2", "1"]),
+            Block(1, &["BLPOP", "k", "0"], 1),
+            Cmd(0, &["SET", "k", "x"]),
+            Cmd(0, &["SORT", "src", "STORE", "k"]),
+            Cmd(0, &["LPUSH", "k", "3"]),
+            Cmd(0, &["DEL", "k"]),
+            Cmd(0, &["LPUSH", "k", "4"]),
+            Read(1),
+        ],
+        // The same for a sorted set and BZPOPMIN.
+        &[
+            Cmd(0, &["ZADD", "z", "1", "a"]),
+            Block(1, &["BZPOPMIN", "k", "0"], 1),
+            Cmd(0, &["SET", "k", "x"]),
+            Cmd(0, &["ZUNIONSTORE", "k", "1", "z"]),
+            Cmd(0, &["ZADD", "k", "2", "b"]),
+            Cmd(0, &["DEL", "k"]),
+            Cmd(0, &["ZADD", "k", "5", "c"]),
+            Read(1),
+        ],
+        // A stream written over by a sorted set signals stream readers only: with none
+        // blocked anywhere, the BZPOPMIN on the key waits on...
+        &[
+            Block(1, &["BZPOPMIN", "k", "0"], 1),
+            Cmd(0, &["XADD", "k", "1-1", "f", "v"]),
+            Cmd(0, &["ZADD", "z", "1", "a"]),
+            Cmd(0, &["ZUNIONSTORE", "k", "1", "z"]),
+            Cmd(0, &["DEL", "k"]),
+            Cmd(0, &["ZADD", "k", "5", "c"]),
+            Read(1),
+        ],
+        // ...and with one blocked on another key, the signal stands and serves it.
+        &[
+            Block(2, &["XREAD", "BLOCK", "0", "STREAMS", "other", "$"], 1),
+            Block(1, &["BZPOPMIN", "k", "0"], 2),
+            Cmd(0, &["XADD", "k", "1-1", "f", "v"]),
+            Cmd(0, &["ZADD", "z", "1", "a"]),
+            Cmd(0, &["ZUNIONSTORE", "k", "1", "z"]),
+            Read(1),
+            Cmd(0, &["XADD", "other", "1-1", "f", "v"]),
+            Read(2),
+        ],
+        // SWAPDB and FLUSHALL inside a transaction, which holds every shard: a list
+        // swapped in serves its BLPOP, a flushed stream ends its group reader's wait.
+        &[
+            Cmd(2, &["SELECT", "1"]),
+            Cmd(2, &["RPUSH", "k", "a"]),
+            Block(1, &["BLPOP", "k", "0"], 1),
+            Cmd(0, &["MULTI"]),
+            Cmd(0, &["SWAPDB", "0", "1"]),
+            Cmd(0, &["EXEC"]),
+            Read(1),
+            Cmd(0, &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]),
+            Block(
+                1,
+                &[
+                    "XREADGROUP",
+                    "GROUP",
+                    "g",
+                    "c",
+                    "BLOCK",
+                    "0",
+                    "STREAMS",
+                    "s",
+                    ">",
+                ],
+                1,
+            ),
+            Cmd(0, &["MULTI"]),
+            Cmd(0, &["FLUSHALL"]),
+            Cmd(0, &["EXEC"]),
             Read(1),
         ],
     ];

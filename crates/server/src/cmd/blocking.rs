@@ -8,9 +8,10 @@
 //! connection loop waits for its mailbox or its deadline. Inside MULTI/EXEC it never
 //! blocks: it answers the timeout reply at once, as Redis does.
 //!
-//! Serving happens in the writer's connection: after each top-level command that wrote
-//! keys somebody waits on, [`serve_ready`] hands elements to the waiters of each ready key
-//! in arrival order, encoding each reply in the waiter's protocol into its mailbox.
+//! Serving happens in the writer's connection: after each top-level command that
+//! signalled keys somebody waits on (as Redis signals them: see [`crate::store::ready`]),
+//! [`serve_ready`] hands elements to the waiters of each ready key in arrival order,
+//! encoding each reply in the waiter's protocol into its mailbox.
 
 use crate::notify::NotifyClass::{Generic, List, Zset};
 use crate::store::Value;
@@ -28,9 +29,10 @@ use super::reply::{double, CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use super::streams;
 use super::zsets;
 use super::{Ctx, Handler, KeysRef};
-use crate::blocking::{BlockOp, ReadyKey, StreamRead, Waiter};
+use crate::blocking::{BlockOp, Registry, StreamRead, Waiter};
 use crate::net::client::Blocked;
 use crate::shared::Shared;
+use crate::store::ready::{Replaced, Signal, WaitKind};
 use crate::store::{Locked, Shard};
 
 /// This family's handlers.
@@ -794,53 +796,80 @@ fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     )
 }
 
-/// Signals every key clients wait on in the databases `dbs` picks to its stream
-/// readers ([`crate::store::stream_signals`]): SWAPDB, the flushes and the reloads
-/// replace or empty whole databases, and Redis signals each waited key there (a group
-/// reader whose stream went hears it). Takes the registry: no shard may be held.
-pub fn signal_waited_streams(shared: &Shared, dbs: impl Fn(usize) -> bool) {
-    if !shared.blocking.any() {
-        return;
-    }
-    for (db, key) in shared.blocking.lock().keys() {
-        if dbs(db) {
-            crate::store::stream_signals::record(db, &key);
+/// The signals Redis sends for the keys clients wait on in databases a command
+/// `replaced` (see [`Replaced`]). Takes each key's shard: none may be held.
+fn signals_of_replaced(shared: &Shared, registry: &Registry, replaced: Replaced) -> Vec<Signal> {
+    let kind_in = |db: usize, key: &Bytes| {
+        let mut locked = shared.store.db(db).lock_keys([&key[..]]);
+        let value = locked.shard(key).peek(key).map(|e| &e.value);
+        value.and_then(WaitKind::of)
+    };
+    let mut signals = Vec::new();
+    for (db, key) in registry.keys() {
+        match replaced {
+            Replaced::Emptied(of) if of.is_none_or(|of| of == db) => signals.push(Signal {
+                db,
+                key,
+                kind: WaitKind::Stream,
+            }),
+            Replaced::Swapped(a, b) if db == a || db == b => {
+                // The other database holds what this one held before the swap.
+                let other = if db == a { b } else { a };
+                let (now, before) = (kind_in(db, &key), kind_in(other, &key));
+                if let Some(kind) = now {
+                    let key = key.clone();
+                    signals.push(Signal { db, key, kind });
+                }
+                if before == Some(WaitKind::Stream) && now != Some(WaitKind::Stream) {
+                    let kind = WaitKind::Stream;
+                    signals.push(Signal { db, key, kind });
+                }
+            }
+            _ => {}
         }
     }
+    signals
 }
 
-/// Serves the stream readers of the streams the expiry cycle deleted (its deletes
-/// signal them as a command's do: see [`crate::store::stream_signals`]), as Redis
-/// serves its ready keys before it sleeps: a group reader hears that its stream went.
+/// Serves the readers of the streams the expiry cycle deleted (its deletes signal them
+/// as a command's do: see [`crate::store::ready`]), as Redis serves its ready keys
+/// before it sleeps: a group reader hears that its stream went.
 pub fn serve_expired_streams(shared: &Shared) {
-    let signalled = crate::store::stream_signals::take();
-    if signalled.is_empty() || !shared.blocking.any() {
-        return;
+    let mut signalled = crate::store::ready::take();
+    if !signalled.is_empty() {
+        serve_ready(shared, &mut signalled, &mut Vec::new());
     }
-    let mut ready: Vec<ReadyKey> = signalled.into_iter().map(ReadyKey::signalled).collect();
-    serve_ready(shared, &mut ready, false);
 }
 
-/// Serves clients blocked on the keys `ready` (and on every key when `all`, after
-/// SWAPDB/MOVE and the like), oldest waiter first, until each key runs dry.
-pub fn serve_ready(shared: &Shared, ready: &mut Vec<ReadyKey>, all: bool) {
+/// Serves clients blocked on the keys `ready` (signalled: see [`crate::store::ready`]),
+/// then on those of the databases `replaced`, oldest waiter first, until each key runs
+/// dry; keys the serving signals in turn (a BLMOVE creating its destination) are served
+/// after them, as Redis's ready list grows while it is served.
+pub fn serve_ready(shared: &Shared, ready: &mut Vec<Signal>, replaced: &mut Vec<Replaced>) {
     let journal = &shared.repl.journal;
     // Nested: on a replica this runs inside the batch of our master's stream.
     let _gate = journal.enter_nested();
     let mut registry = shared.blocking.lock();
-    let mut queue: std::collections::VecDeque<ReadyKey> = ready.drain(..).collect();
-    if all {
-        queue.extend(registry.keys().into_iter().map(|(db, key)| ReadyKey {
-            db,
-            key,
-            streams: false,
-        }));
+    let mut queue: std::collections::VecDeque<(usize, Bytes)> = Default::default();
+    // A signal for a type nobody waits for is dropped, as Redis drops it.
+    let enqueue = |queue: &mut std::collections::VecDeque<(usize, Bytes)>,
+                   registry: &crate::blocking::RegistryGuard<'_>,
+                   Signal { db, key, kind }: Signal| {
+        if registry.waits_for(kind) && !queue.iter().any(|(d, k)| *d == db && *k == key) {
+            queue.push_back((db, key));
+        }
+    };
+    for signal in ready.drain(..) {
+        enqueue(&mut queue, &registry, signal);
+    }
+    for replaced in replaced.drain(..) {
+        for signal in signals_of_replaced(shared, &registry, replaced) {
+            enqueue(&mut queue, &registry, signal);
+        }
     }
     let mut reply = BytesMut::new();
-    while let Some(ReadyKey { db, key, streams }) = queue.pop_front() {
-        if streams {
-            serve_stream_waiters(shared, &mut registry, db, &key, &mut reply);
-        }
+    while let Some((db, key)) = queue.pop_front() {
+        serve_stream_waiters(shared, &mut registry, db, &key, &mut reply);
         // Redis serves the waiters of the type the key now holds, oldest first, and
         // passes over the others (a BRPOP on a key that became a sorted set waits on).
         for waiter in registry.all(db, &key) {
@@ -919,13 +948,6 @@ pub fn serve_ready(shared: &Shared, ready: &mut Vec<ReadyKey>, all: bool) {
                                 .invalidate_key(shared, dst, Some(waiter.client_id));
                         }
                     }
-                    if let BlockOp::Move { dst, .. } = &waiter.op {
-                        queue.push_back(ReadyKey {
-                            db,
-                            key: dst.clone(),
-                            streams: false,
-                        });
-                    }
                 }
                 Err(e) => {
                     reply.clear();
@@ -934,10 +956,11 @@ pub fn serve_ready(shared: &Shared, ready: &mut Vec<ReadyKey>, all: bool) {
                 }
             }
         }
-        // A stream that expired as its readers looked at it is signalled in turn, as
-        // Redis's lookups while serving queue the keys they delete.
-        let signalled = crate::store::stream_signals::take();
-        queue.extend(signalled.into_iter().map(ReadyKey::signalled));
+        // What serving this key signalled: a destination a BLMOVE created, a stream that
+        // expired as its readers looked at it.
+        for signal in crate::store::ready::take() {
+            enqueue(&mut queue, &registry, signal);
+        }
     }
 }
 

@@ -136,6 +136,8 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             event(ctx, NotifyClass::Generic, "del", key);
         }
     } else {
+        // Added anew even over an old value (Redis deletes it first): its waiters look.
+        shard.signal_ready(key, &value);
         shard.insert(key, value, deadline as u64);
         let eviction = &ctx.shared.store.events().eviction;
         let access = match (idle, freq) {

@@ -53,7 +53,6 @@ pub mod zsets;
 
 use std::sync::LazyLock;
 
-use crate::blocking::ReadyKey;
 use bytes::Bytes;
 use redline_resp::command::{self, CommandFlags, CommandSpec};
 use redline_resp::{encode, Protocol};
@@ -430,18 +429,12 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     } else {
         observe_duration(ctx.shared, ctx.client, spec, args, usec);
     }
-    if spec.is_write()
-        && (ctx.shared.blocking.any()
-            || ctx.shared.tracking.active()
-            || spec.name.starts_with("flush"))
-    {
-        let changed = crate::store::dirty::count() != changes_before;
-        note_written_keys(ctx, spec, args, result.is_ok(), changed);
+    if result.is_ok() && matches!(spec.name, "flushall" | "flushdb" | "swapdb") {
+        note_whole_database_writes(ctx, spec, args);
     }
-    // Taken after every command, so none pile up where nobody is blocked.
-    let stream_signals = crate::store::stream_signals::take();
-    if !stream_signals.is_empty() && ctx.shared.blocking.any() {
-        note_stream_signals(ctx, stream_signals);
+    let signalled = crate::store::ready::take();
+    if !signalled.is_empty() {
+        note_ready_keys(ctx, signalled);
     }
     if tracking_changes {
         invalidate_changed_keys(ctx, spec);
@@ -1011,76 +1004,40 @@ fn invalidate_changed_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec) {
         .invalidate_keys_written(ctx.shared, &keys, Some(id), bcast_by);
 }
 
-/// Records the keys a write command touched that clients may be blocked on (Redis's
-/// `signalKeyAsReady`), when it `changed` anything: a write that changed nothing (a
-/// blocking command that just blocked, among others) serves no waiter. Commands that
-/// move keys across databases make every waiter look again.
-///
-/// FLUSHALL and FLUSHDB also empty the tracking table.
-fn note_written_keys(
-    ctx: &mut Ctx<'_>,
-    spec: &CommandSpec,
-    args: &[Bytes],
-    ok: bool,
-    changed: bool,
-) {
-    let blocking = ctx.shared.blocking.any();
-    if matches!(spec.name, "flushall" | "flushdb") {
-        // The tracking table is emptied even when nobody tracks any more.
-        if ok {
+/// FLUSHALL and FLUSHDB empty the tracking table. They and SWAPDB replace whole
+/// databases, whose waited keys are signalled as Redis signals them once the command is
+/// over (see [`crate::store::ready::Replaced`]).
+fn note_whole_database_writes(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {
+    use crate::store::ready::Replaced;
+    let replaced = match spec.name {
+        "flushall" | "flushdb" => {
+            // The tracking table is emptied even when nobody tracks any more.
             ctx.shared.tracking.invalidate_all(ctx.shared);
+            Replaced::Emptied((spec.name == "flushdb").then_some(ctx.client.db))
         }
-        ctx.client.ready_all |= blocking;
-        if blocking && ok {
-            let db = ctx.client.db;
-            let flushdb = spec.name == "flushdb";
-            crate::cmd::blocking::signal_waited_streams(ctx.shared, |of| !flushdb || of == db);
+        _ => {
+            let db_at = |i: usize| -> Option<usize> {
+                std::str::from_utf8(args.get(i)?).ok()?.parse().ok()
+            };
+            match (db_at(1), db_at(2)) {
+                // A database swapped with itself stays as it was: nothing is signalled.
+                (Some(a), Some(b)) if a != b => Replaced::Swapped(a, b),
+                _ => return,
+            }
         }
-        return;
-    }
-    let moves_dbs = matches!(spec.name, "swapdb" | "move" | "copy");
-    ctx.client.ready_all |= blocking && moves_dbs;
-    if blocking && ok && spec.name == "swapdb" {
-        let dbs: Vec<usize> = args[1..]
-            .iter()
-            .filter_map(|arg| std::str::from_utf8(arg).ok()?.parse().ok())
-            .collect();
-        // A database swapped with itself stays as it was: nothing is signalled.
-        if dbs.first() != dbs.get(1) {
-            crate::cmd::blocking::signal_waited_streams(ctx.shared, |db| dbs.contains(&db));
-        }
-    }
-    if !blocking || moves_dbs || !changed {
-        return;
-    }
-    // A key nobody waits on needs no look under the registry's lock.
-    let blocking = &ctx.shared.blocking;
-    let db = ctx.client.db;
-    for key in keys_where(spec, args, |key| blocking.may_be_waited_on(key)) {
-        let ready = &mut ctx.client.ready;
-        if !ready.iter().any(|r| r.db == db && r.key == key) {
-            ready.push(ReadyKey {
-                db,
-                key: key.clone(),
-                streams: false,
-            });
-        }
+    };
+    if ctx.shared.blocking.any() {
+        ctx.client.replaced.push(replaced);
     }
 }
 
-/// Marks the keys a command signalled to stream readers
-/// ([`crate::store::stream_signals`]) ready for them, each once, in the order
-/// signalled.
-fn note_stream_signals(ctx: &mut Ctx<'_>, signalled: Vec<(usize, Bytes)>) {
-    let blocking = &ctx.shared.blocking;
-    for (db, key) in signalled {
-        let ready = &mut ctx.client.ready;
-        match ready.iter_mut().find(|r| r.db == db && r.key == key) {
-            Some(known) => known.streams = true,
-            None if blocking.may_be_waited_on(&key) => {
-                ready.push(ReadyKey::signalled((db, key)));
-            }
-            None => {}
+/// Adds the keys the command signalled ([`crate::store::ready`]) to the client's ready
+/// list, each once, in the order first signalled: served once the command is over.
+fn note_ready_keys(ctx: &mut Ctx<'_>, signalled: Vec<crate::store::ready::Signal>) {
+    let ready = &mut ctx.client.ready;
+    for signal in signalled {
+        if !ready.contains(&signal) {
+            ready.push(signal);
         }
     }
 }

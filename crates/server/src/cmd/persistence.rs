@@ -55,6 +55,15 @@ fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// A reload emptied every database: the streams clients wait on are signalled (see
+/// [`crate::store::ready::Replaced`]).
+fn note_emptied(ctx: &mut Ctx<'_>) {
+    if ctx.shared.blocking.any() {
+        let emptied = crate::store::ready::Replaced::Emptied(None);
+        ctx.client.replaced.push(emptied);
+    }
+}
+
 /// DEBUG LOADAOF: sync the AOF, empty the dataset and load it back from the AOF.
 pub fn debug_loadaof(ctx: &mut Ctx<'_>) -> CmdResult {
     let shared = ctx.shared;
@@ -81,7 +90,7 @@ pub fn debug_loadaof(ctx: &mut Ctx<'_>) -> CmdResult {
             return Err(CmdError::Static("ERR Error trying to load the AOF"));
         }
     }
-    super::blocking::signal_waited_streams(shared, |_| true);
+    note_emptied(ctx);
     tracing::info!("Append Only File loaded by DEBUG LOADAOF");
     ok(ctx.out);
     Ok(())
@@ -208,7 +217,7 @@ pub fn debug_reload(ctx: &mut Ctx<'_>, options: &[Bytes]) -> CmdResult {
         super::connection::saved_now(ctx.client);
     }
     if flush {
-        super::blocking::signal_waited_streams(ctx.shared, |_| true);
+        note_emptied(ctx);
     }
     result?;
     tracing::info!("DB reloaded by DEBUG RELOAD");

@@ -13,6 +13,7 @@ use super::{Ctx, Handler};
 use crate::notify::{keyspace_event, NotifyClass};
 use crate::repl::rewrite;
 use crate::store::lookups::as_read;
+use crate::store::ready::WaitKind;
 use crate::store::stream::{Group, Nack, Stream, StreamId, ENTRIES_READ_INVALID};
 use crate::store::{now_ms, Value};
 
@@ -180,7 +181,7 @@ fn xgroup_destroy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if removed {
         super::streams::metadata_changed(1);
         // Its blocked readers hear that it is gone (Redis signals the key).
-        crate::store::stream_signals::record(ctx.client.db, key);
+        crate::store::ready::record(ctx.client.db, key, WaitKind::Stream);
     }
     drop(shard);
     encode::write_integer(ctx.out, i64::from(removed));

@@ -14,6 +14,7 @@ use crate::blocking::StreamRead;
 use crate::notify::{keyspace_event, NotifyClass};
 use crate::repl::rewrite;
 use crate::store::lookups::as_read;
+use crate::store::ready::WaitKind;
 use crate::store::stream::{
     Entry, Nack, NodeLimits, Stream, StreamId, TrimStrategy, ENTRIES_READ_INVALID,
 };
@@ -342,7 +343,7 @@ fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     shard.touch(key);
     // Looked at while the shard is held: a reader that blocked before is counted.
     if ctx.shared.blocking.may_be_waited_on(key) {
-        crate::store::stream_signals::record(ctx.client.db, key);
+        crate::store::ready::record(ctx.client.db, key, WaitKind::Stream);
     }
     drop(shard);
     write_id(ctx.out, id);

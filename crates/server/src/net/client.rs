@@ -161,10 +161,11 @@ pub struct ClientState {
     pub mailbox: Arc<Mailbox>,
     /// Set by a blocking command that found nothing: the loop waits before going on.
     pub blocked: Option<Blocked>,
-    /// Keys written since the last check, while some client is blocked.
-    pub ready: Vec<crate::blocking::ReadyKey>,
-    /// A command moved whole databases or keys between them: check every waiter.
-    pub ready_all: bool,
+    /// Keys the commands since the last check signalled ready for blocked clients
+    /// (see `store::ready`).
+    pub ready: Vec<crate::store::ready::Signal>,
+    /// Databases the commands since the last check replaced (see `store::ready`).
+    pub replaced: Vec<crate::store::ready::Replaced>,
     /// SUBSCRIBE channels.
     pub channels: Subscriptions,
     /// PSUBSCRIBE patterns.
@@ -331,7 +332,7 @@ impl ClientState {
             mailbox: Arc::default(),
             blocked: None,
             ready: Vec::new(),
-            ready_all: false,
+            replaced: Vec::new(),
             channels: Subscriptions::default(),
             patterns: Subscriptions::default(),
             shard_channels: Subscriptions::default(),

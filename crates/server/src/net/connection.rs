@@ -467,12 +467,11 @@ fn run_batch(
                 if over_output_limit(client, output) {
                     break;
                 }
-                if !client.ready.is_empty() || client.ready_all {
-                    let all = std::mem::take(&mut client.ready_all);
+                if !client.ready.is_empty() || !client.replaced.is_empty() {
                     // The waiters' changes count as this client's, as Redis counts
                     // them in the command that made the key ready.
                     let changes = crate::store::dirty::count();
-                    cmd::blocking::serve_ready(shared, &mut client.ready, all);
+                    cmd::blocking::serve_ready(shared, &mut client.ready, &mut client.replaced);
                     client.changes += crate::store::dirty::count().wrapping_sub(changes);
                 }
                 after_command(shared, client, output);

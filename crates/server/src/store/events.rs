@@ -51,6 +51,9 @@ pub struct KeyEvents {
     deletions: std::sync::OnceLock<std::sync::Arc<dyn DeletionFeed>>,
     /// `maxmemory` and the access data every key keeps for it.
     pub eviction: super::evict::Eviction,
+    /// The keys clients may be blocked on: only those are signalled ready (see
+    /// [`super::ready`]).
+    pub waited: std::sync::Arc<super::ready::WaitedKeys>,
     /// This server replicates a master: keys expire when the master says so (its DEL),
     /// never locally (see [`super::Shard`]).
     replica: AtomicBool,

@@ -14,6 +14,7 @@ use super::events::KeyEvents;
 use super::free_slots::FreeSlots;
 use super::incremental_map::IncrementalMap;
 use super::now_ms;
+use super::ready::WaitKind;
 use super::slot_counts::SlotCounts;
 use super::value::{Entry, Hasher, Value};
 use super::watch::{Presence, Watches};
@@ -61,15 +62,6 @@ pub fn as_master<R>(f: impl FnOnce() -> R) -> R {
     let result = f();
     FROM_MASTER.with(|m| m.set(false));
     result
-}
-
-/// Signals blocked stream readers of `key` when `value`, added, written over or
-/// deleted, is a stream (see [`super::stream_signals`]).
-#[inline]
-fn signal_if_stream(db: usize, key: &[u8], value: &Value) {
-    if matches!(value, Value::Stream(_)) {
-        super::stream_signals::record(db, key);
-    }
 }
 
 /// Keys of one shard.
@@ -188,6 +180,30 @@ impl Shard {
         // Created after the pending cuts began: they must not save it.
         for cut in &mut self.cuts {
             cut.created(key);
+        }
+    }
+
+    /// Signals `key`, added with `value`, ready for the clients blocked on the type of
+    /// `value` (see [`super::ready`]; no type nobody blocks on). The shard does it
+    /// where a key is added and a stream written over or deleted; a command that adds a
+    /// key anew over an old one in place (RESTORE ... REPLACE, Redis's `dbDelete` then
+    /// `dbAdd`) calls it itself.
+    #[inline]
+    pub fn signal_ready(&self, key: &[u8], value: &Value) {
+        let (Some(events), Some(kind)) = (&self.events, WaitKind::of(value)) else {
+            return;
+        };
+        if events.waited.may_be_waited_on(key) {
+            super::ready::record(self.db, key, kind);
+        }
+    }
+
+    /// [`Shard::signal_ready`] when `value`, written over or deleted, is a stream: its
+    /// readers hear of it, as Redis signals a stream's `dbOverwrite` and `dbDelete`.
+    #[inline]
+    fn signal_ready_if_stream(&self, key: &[u8], value: &Value) {
+        if matches!(value, Value::Stream(_)) {
+            self.signal_ready(key, value);
         }
     }
 
@@ -392,7 +408,7 @@ impl Shard {
                 // in place: it is written over then.)
                 if stale && self.live_index(key).is_none() && !self.map.contains_key(key) {
                     if announce {
-                        signal_if_stream(self.db, key, &value);
+                        self.signal_ready(key, &value);
                     }
                     let entry = Entry {
                         value,
@@ -404,12 +420,11 @@ impl Shard {
                     return;
                 }
                 self.before_change(index);
+                if announce {
+                    self.signal_ready_if_stream(key, &self.map[index].value);
+                }
                 let events = self.events.clone();
                 if let Some((_, entry)) = self.map.get_index_mut(index) {
-                    if announce {
-                        signal_if_stream(self.db, key, &entry.value);
-                        signal_if_stream(self.db, key, &value);
-                    }
                     let had_ttl = entry.expires_at != 0;
                     entry.value = value;
                     entry.expires_at = expires_at;
@@ -423,7 +438,7 @@ impl Shard {
             }
             Err(hash) => {
                 if announce {
-                    signal_if_stream(self.db, key, &value);
+                    self.signal_ready(key, &value);
                 }
                 self.map.add_new(
                     hash,
@@ -553,7 +568,7 @@ impl Shard {
                 let access = self.fresh_access();
                 self.room_for_one_key();
                 let value = make();
-                signal_if_stream(self.db, key, &value);
+                self.signal_ready(key, &value);
                 let (index, _) = self.map.insert_full(
                     CompactBytes::new(key),
                     Entry {
@@ -660,7 +675,7 @@ impl Shard {
             .map
             .vacate(index, cuts_hear_moves(&mut self.cuts, self.db))?;
         self.signal(&key);
-        signal_if_stream(self.db, key.as_bytes(), &entry.value);
+        self.signal_ready_if_stream(key.as_bytes(), &entry.value);
         if entry.expires_at != 0 {
             self.ttl_keys.swap_remove(key.as_bytes());
         }
