@@ -432,9 +432,8 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     if result.is_ok() && matches!(spec.name, "flushall" | "flushdb" | "swapdb") {
         note_whole_database_writes(ctx, spec, args);
     }
-    let signalled = crate::store::ready::take();
-    if !signalled.is_empty() {
-        note_ready_keys(ctx, signalled);
+    if crate::store::ready::pending() {
+        note_ready_keys(ctx, crate::store::ready::take());
     }
     if tracking_changes {
         invalidate_changed_keys(ctx, spec);

@@ -83,9 +83,14 @@ pub fn record(db: usize, key: &[u8], kind: WaitKind) {
     SIGNALS.with(|s| s.borrow_mut().push(Signal { db, key, kind }));
 }
 
-/// The signals since the last take, in the order recorded (repeats included).
-/// Allocates nothing when there are none.
+/// Whether signals wait to be taken: asked after every command, so the common case
+/// (none) builds and drops no vector.
 #[inline]
+pub fn pending() -> bool {
+    SIGNALS.with(|s| !s.borrow().is_empty())
+}
+
+/// The signals since the last take, in the order recorded (repeats included).
 pub fn take() -> Vec<Signal> {
     SIGNALS.with(|s| std::mem::take(&mut *s.borrow_mut()))
 }
