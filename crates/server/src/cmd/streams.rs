@@ -685,22 +685,39 @@ fn read_after(
     even_none: bool,
 ) -> bool {
     let limit = if count == 0 { usize::MAX } else { count };
-    let mut items = Vec::with_capacity(entries_capacity(limit, stream));
-    if let Some(start) = after.incr() {
-        items.extend(stream.range(start, StreamId::MAX).take(limit));
-    }
-    if items.is_empty() && !even_none {
+    let entries = entries_after(stream, after, limit);
+    if entries.is_empty() && !even_none {
         return false;
     }
+    write_stream_read(body, proto, key, &entries);
+    true
+}
+
+/// The entries of `stream` after `after`, at most `limit`.
+fn entries_after(stream: &Stream, after: StreamId, limit: usize) -> Vec<(StreamId, Entry<'_>)> {
+    let mut entries = Vec::with_capacity(entries_capacity(limit, stream));
+    if let Some(start) = after.incr() {
+        entries.extend(stream.range(start, StreamId::MAX).take(limit));
+    }
+    entries
+}
+
+/// One stream's part of a read's reply: `[key, entries]` (in RESP3 a map's key and
+/// value).
+fn write_stream_read(
+    body: &mut BytesMut,
+    proto: Protocol,
+    key: &Bytes,
+    entries: &[(StreamId, Entry<'_>)],
+) {
     if proto == Protocol::Resp2 {
         encode::write_array_len(body, 2);
     }
     encode::write_bulk(body, key);
-    encode::write_array_len(body, items.len());
-    for (id, fields) in items {
+    encode::write_array_len(body, entries.len());
+    for &(id, fields) in entries {
         write_entry(body, id, fields);
     }
-    true
 }
 
 /// Serves one blocked reader on `key`, signalled (see
@@ -835,21 +852,11 @@ fn read_group(
             true
         }
         ReadFrom::New => {
-            let mut entries = Vec::with_capacity(entries_capacity(limit, stream));
-            if let Some(start) = last_id.incr() {
-                entries.extend(stream.range(start, StreamId::MAX).take(limit));
-            }
+            let entries = entries_after(stream, last_id, limit);
             if entries.is_empty() && !even_none {
                 return false;
             }
-            if proto == Protocol::Resp2 {
-                encode::write_array_len(body, 2);
-            }
-            encode::write_bulk(body, key);
-            encode::write_array_len(body, entries.len());
-            for &(id, fields) in &entries {
-                write_entry(body, id, fields);
-            }
+            write_stream_read(body, proto, key, &entries);
             let items: Vec<StreamId> = entries.into_iter().map(|(id, _)| id).collect();
             for &id in &items {
                 stream.advance_group(group_name, id);
