@@ -329,6 +329,44 @@ fn blocking_scenarios_match_redis() {
     assert_scenarios_match(scenarios);
 }
 
+/// SWAPDB signals the keys clients wait on that the swapped-in database holds, expired
+/// ones too (Redis finds them in its dictionary): serving then expires the key, so the
+/// BRPOP waits on and the key is gone. With no signal, the stale key stayed.
+fn swapped_in_expired_key(addr: SocketAddr) -> Vec<String> {
+    let mut c = Conn::connect(addr);
+    let mut waiter = Conn::connect(addr);
+    c.cmd(&["FLUSHALL"]);
+    c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    c.cmd(&["SELECT", "1"]);
+    c.cmd(&["RPUSH", "k", "hello"]);
+    c.cmd(&["PEXPIRE", "k", "100"]);
+    waiter.cmd(&["SELECT", "9"]);
+    waiter.send(&["BRPOP", "k", "0"]);
+    wait_blocked(addr, 1);
+    std::thread::sleep(Duration::from_millis(150));
+    let mut out = vec![show(&c.cmd(&["SWAPDB", "1", "9"]))];
+    c.cmd(&["SELECT", "9"]);
+    out.push(show(&c.cmd(&["DBSIZE"])));
+    let clients = text(&c.cmd(&["INFO", "clients"]));
+    out.push(format!(
+        "{:?}",
+        common::field_of(&clients, "blocked_clients")
+    ));
+    c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
+    c.cmd(&["FLUSHALL"]);
+    out
+}
+
+#[test]
+fn swapdb_expires_a_swapped_in_key_its_waiter_looks_at() {
+    let redis = common::redis_with_debug();
+    let redline = Redline::start();
+    assert_eq!(
+        swapped_in_expired_key(redline.addr),
+        swapped_in_expired_key(redis.addr())
+    );
+}
+
 /// Runs each scenario on redis-server and on redline-server, in RESP2 and RESP3, and
 /// compares what they answered.
 fn assert_scenarios_match(scenarios: &[&[Step]]) {

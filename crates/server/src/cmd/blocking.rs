@@ -799,9 +799,11 @@ fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// The signals Redis sends for the keys clients wait on in databases a command
 /// `replaced` (see [`Replaced`]). Takes each key's shard: none may be held.
 fn signals_of_replaced(shared: &Shared, registry: &Registry, replaced: Replaced) -> Vec<Signal> {
+    // Expired keys not yet reclaimed count, as Redis finds them in its dict: serving
+    // then expires them (and propagates their DEL).
     let kind_in = |db: usize, key: &Bytes| {
         let mut locked = shared.store.db(db).lock_keys([&key[..]]);
-        let value = locked.shard(key).peek(key).map(|e| &e.value);
+        let value = locked.shard(key).peek_stored(key).map(|e| &e.value);
         value.and_then(WaitKind::of)
     };
     let mut signals = Vec::new();
