@@ -15,6 +15,7 @@
 
 use crate::notify::NotifyClass::{Generic, List, Zset};
 use crate::store::Value;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -796,6 +797,15 @@ fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     )
 }
 
+/// Queues the key of `signal` to be served, once; a signal for a type nobody waits for
+/// is dropped, as Redis drops it.
+fn enqueue(queue: &mut VecDeque<(usize, Bytes)>, registry: &Registry, signal: Signal) {
+    let Signal { db, key, kind } = signal;
+    if registry.waits_for(kind) && !queue.iter().any(|(d, k)| *d == db && *k == key) {
+        queue.push_back((db, key));
+    }
+}
+
 /// The signals Redis sends for the keys clients wait on in databases a command
 /// `replaced` (see [`Replaced`]). Takes each key's shard: none may be held.
 fn signals_of_replaced(shared: &Shared, registry: &Registry, replaced: Replaced) -> Vec<Signal> {
@@ -852,15 +862,7 @@ pub fn serve_ready(shared: &Shared, ready: &mut Vec<Signal>, replaced: &mut Vec<
     // Nested: on a replica this runs inside the batch of our master's stream.
     let _gate = journal.enter_nested();
     let mut registry = shared.blocking.lock();
-    let mut queue: std::collections::VecDeque<(usize, Bytes)> = Default::default();
-    // A signal for a type nobody waits for is dropped, as Redis drops it.
-    let enqueue = |queue: &mut std::collections::VecDeque<(usize, Bytes)>,
-                   registry: &crate::blocking::RegistryGuard<'_>,
-                   Signal { db, key, kind }: Signal| {
-        if registry.waits_for(kind) && !queue.iter().any(|(d, k)| *d == db && *k == key) {
-            queue.push_back((db, key));
-        }
-    };
+    let mut queue = VecDeque::new();
     for signal in ready.drain(..) {
         enqueue(&mut queue, &registry, signal);
     }

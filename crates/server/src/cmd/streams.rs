@@ -720,8 +720,7 @@ fn write_stream_read(
     }
 }
 
-/// Serves one blocked reader on `key`, signalled (see
-/// [`crate::store::stream_signals`]), if the stream's last ID is past the one it waits
+/// Serves one blocked reader on `key`, signalled (see [`crate::store::ready`]), if the stream's last ID is past the one it waits
 /// after (a group reader: its group's last delivered): `Ok(true)` with the reply in
 /// `out`. As on Redis, the entries since may all be gone (an XADD then an XDEL in one
 /// transaction, XADD ... MAXLEN 0, a stream copied in): the reply then holds none. An
@@ -763,29 +762,28 @@ pub fn serve_blocked(
         (None, ReadFrom::After(after)) => Some(after),
         (None, ReadFrom::New) => None,
     };
-    if waits_after.is_none_or(|after| stream.last_id <= after) {
+    let Some(after) = waits_after.filter(|after| stream.last_id > *after) else {
         return Ok(false);
+    };
+    // Served for sure from here (the group is there, and an empty read answers too):
+    // the reply goes straight into `out`.
+    if proto == Protocol::Resp2 {
+        encode::write_array_len(out, 1);
+    } else {
+        encode::write_map_len(out, proto, 1);
     }
-    let mut body = BytesMut::new();
-    match (group, waits_after) {
-        (Some((name, consumer)), _) => read_group(
+    match group {
+        Some((name, consumer)) => read_group(
             stream,
-            &mut body,
+            out,
             proto,
             (key, name, consumer),
             ReadFrom::New,
             (count, noack, true),
             propagate,
         ),
-        (None, Some(after)) => read_after(stream, &mut body, proto, key, after, count, true),
-        (None, None) => return Ok(false),
+        None => read_after(stream, out, proto, key, after, count, true),
     };
-    if proto == Protocol::Resp2 {
-        encode::write_array_len(out, 1);
-    } else {
-        encode::write_map_len(out, proto, 1);
-    }
-    out.extend_from_slice(&body);
     Ok(true)
 }
 
