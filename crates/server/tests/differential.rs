@@ -3074,6 +3074,9 @@ fn stream_cases_match_redis() {
             "MAXDELETEDID",
             "5-0",
         ],
+        // MAXDELETEDID 0 keeps the recorded one (5-0).
+        &["XSETID", "s", "99-0", "MAXDELETEDID", "0"],
+        &["XINFO", "STREAM", "s"],
         &["XINFO", "GROUPS", "s"],
         &["XGROUP", "DESTROY", "s", "g"],
         &["XGROUP", "DESTROY", "s", "g"],

@@ -1063,7 +1063,9 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if let Some(n) = entries_added {
         stream.entries_added = n;
     }
-    if let Some(m) = max_deleted {
+    // MAXDELETEDID 0 leaves the recorded one as it is, as in Redis: 0-0 means "none
+    // given" there.
+    if let Some(m) = max_deleted.filter(|m| !m.is_zero()) {
         stream.max_deleted_id = m;
     }
     metadata_changed(1);
