@@ -370,7 +370,7 @@ fn swapdb_expires_a_swapped_in_key_its_waiter_looks_at() {
 /// Runs each scenario on redis-server and on redline-server, in RESP2 and RESP3, and
 /// compares what they answered.
 fn assert_scenarios_match(scenarios: &[&[Step]]) {
-    let redis = RedisServer::start().expect("redis-server");
+    let redis = common::redis_with_debug();
     let redline = Redline::start();
     for (n, steps) in scenarios.iter().enumerate() {
         for resp3 in [false, true] {
@@ -520,6 +520,27 @@ fn waiters_wake_where_redis_signals() {
             Cmd(0, &["MULTI"]),
             Cmd(0, &["FLUSHALL"]),
             Cmd(0, &["EXEC"]),
+            Read(1),
+        ],
+        // DEBUG RELOAD signals the streams clients wait on, as Redis's emptying does,
+        // and no other key: the reader of a stream the file holds more of is served,
+        // the BLPOP on a list written over a string waits on.
+        &[
+            Cmd(0, &["RPUSH", "src", "2", "1"]),
+            Block(1, &["BLPOP", "k", "0"], 1),
+            Cmd(0, &["SET", "k", "x"]),
+            Cmd(0, &["SORT", "src", "STORE", "k"]),
+            Cmd(0, &["XADD", "s", "1-0", "f", "v"]),
+            Cmd(0, &["XADD", "s", "2-0", "f", "v"]),
+            Cmd(0, &["SAVE"]),
+            Cmd(0, &["XDEL", "s", "2-0"]),
+            Cmd(0, &["XSETID", "s", "1-0"]),
+            Block(2, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"], 2),
+            Cmd(0, &["DEBUG", "RELOAD", "NOSAVE"]),
+            Read(2),
+            Cmd(0, &["LPUSH", "k", "3"]),
+            Cmd(0, &["DEL", "k"]),
+            Cmd(0, &["LPUSH", "k", "4"]),
             Read(1),
         ],
     ];

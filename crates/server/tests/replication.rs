@@ -1199,6 +1199,62 @@ fn a_chain_redis_to_redline_to_redis_keeps_one_dataset() {
     );
 }
 
+/// What clients blocked on a replica get when the replica's master moves to another
+/// master's history, which the replica then takes by a full sync (a REPLICAOF of its
+/// own would have ended their waits). Loaded from the file (`repl-diskless-load
+/// disabled`), the emptying signals the stream and nothing else: the XREAD is served
+/// the entry the new image holds past its ID at once, and the BLPOP waits on while its
+/// list exists. Loaded beside the dataset and swapped in (`swapdb`), as SWAPDB, a
+/// stream the swap keeps is not signalled (the XREAD waits for the next XADD), and a
+/// key swapped in is (the BLPOP is served from the loaded list).
+fn readers_across_a_full_sync(replica: u16, load: &str) -> [String; 2] {
+    let (other, master) = (redis(&[]), redis(&[]));
+    for (port, last) in [(other.port(), 3), (master.port(), 2)] {
+        for id in 1..=last {
+            conn(port).cmd(&["XADD", "s", &format!("{id}-0"), "f", "v"]);
+        }
+    }
+    conn(other.port()).cmd(&["RPUSH", "l", "loaded"]);
+    let mut r = conn(replica);
+    // BLPOP is a write: allowed on a writable replica only.
+    config_set(
+        &mut r,
+        &[("repl-diskless-load", load), ("replica-read-only", "no")],
+    );
+    r.cmd(&["REPLICAOF", "127.0.0.1", &master.port().to_string()]);
+    wait_caught_up(master.port(), replica);
+    let (mut xread, mut blpop) = (conn(replica), conn(replica));
+    xread.send(&["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+    blpop.send(&["BLPOP", "l", "0"]);
+    wait_until("both readers to block", || {
+        section_field(replica, "clients", "blocked_clients") == "2"
+    });
+    let syncs = stat(master.port(), "sync_full");
+    conn(master.port()).cmd(&["REPLICAOF", "127.0.0.1", &other.port().to_string()]);
+    wait_caught_up(other.port(), master.port());
+    wait_until("the replica's full sync", || {
+        stat(master.port(), "sync_full") > syncs
+    });
+    wait_caught_up(master.port(), replica);
+    let mut o = conn(other.port());
+    o.cmd(&["XADD", "s", "4-0", "f", "v"]);
+    o.cmd(&["DEL", "l"]);
+    o.cmd(&["RPUSH", "l", "pushed"]);
+    [xread, blpop].map(|mut c| common::show(&c.read().expect("a reader's reply")))
+}
+
+#[test]
+fn a_full_sync_wakes_blocked_clients_where_redis_does() {
+    for load in ["disabled", "swapdb"] {
+        let (ours, theirs) = (redline(&[]), redis(&[]));
+        assert_eq!(
+            readers_across_a_full_sync(ours.port(), load),
+            readers_across_a_full_sync(theirs.port(), load),
+            "repl-diskless-load {load}"
+        );
+    }
+}
+
 /// A replica of ours attached while our own master keeps writing: our master's stream is
 /// applied, then appended, a batch at a time, and a full sync taken between the two
 /// would put a batch in the image and send it again after it (lists grew twice). Several

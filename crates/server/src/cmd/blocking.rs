@@ -809,13 +809,7 @@ fn enqueue(queue: &mut VecDeque<(usize, Bytes)>, registry: &Registry, signal: Si
 /// The signals Redis sends for the keys clients wait on in databases a command
 /// `replaced` (see [`Replaced`]). Takes each key's shard: none may be held.
 fn signals_of_replaced(shared: &Shared, registry: &Registry, replaced: Replaced) -> Vec<Signal> {
-    // Expired keys not yet reclaimed count, as Redis finds them in its dict: serving
-    // then expires them (and propagates their DEL).
-    let kind_in = |db: usize, key: &Bytes| {
-        let mut locked = shared.store.db(db).lock_keys([&key[..]]);
-        let value = locked.shard(key).peek_stored(key).map(|e| &e.value);
-        value.and_then(WaitKind::of)
-    };
+    let kind_in = |db: usize, key: &Bytes| stored_kind(shared, db, key);
     let mut signals = Vec::new();
     for (db, key) in registry.keys() {
         match replaced {
@@ -843,14 +837,69 @@ fn signals_of_replaced(shared: &Shared, registry: &Registry, replaced: Replaced)
     signals
 }
 
+/// The kind of waiters what `key` of database `db` stores could serve. Expired keys not
+/// yet reclaimed count, as Redis finds them in its dict: serving then expires them (and
+/// propagates their DEL). Takes the key's shard: none may be held.
+fn stored_kind(shared: &Shared, db: usize, key: &[u8]) -> Option<WaitKind> {
+    let mut locked = shared.store.db(db).lock_keys([key]);
+    let value = locked.shard(key).peek_stored(key).map(|e| &e.value);
+    value.and_then(WaitKind::of)
+}
+
+/// The keys clients wait on that hold a stream now: what replacing the whole dataset
+/// (a reload, a replica's full sync) signals for their readers, as Redis's
+/// `scanDatabaseForDeletedStreams` does before it empties the databases. Takes each
+/// key's shard: none may be held.
+pub fn waited_streams(shared: &Shared) -> Vec<Signal> {
+    if !shared.blocking.any() {
+        return Vec::new();
+    }
+    let registry = shared.blocking.lock();
+    let mut signals = Vec::new();
+    for (db, key) in registry.keys() {
+        if stored_kind(shared, db, &key) == Some(WaitKind::Stream) {
+            let kind = WaitKind::Stream;
+            signals.push(Signal { db, key, kind });
+        }
+    }
+    signals
+}
+
+/// What swapping a loaded dataset in signals, as SWAPDB does (Redis's
+/// `swapMainDbWithTempDb`): of the `waited` streams found before it, those whose key
+/// holds no stream now, then every waited key for what it holds now. Takes the
+/// registry, then each key's shard: none may be held.
+pub fn signals_of_swap(shared: &Shared, waited: Vec<Signal>) -> Vec<Signal> {
+    if !shared.blocking.any() {
+        return Vec::new();
+    }
+    let registry = shared.blocking.lock();
+    let mut signals: Vec<Signal> = waited
+        .into_iter()
+        .filter(|s| stored_kind(shared, s.db, &s.key) != Some(WaitKind::Stream))
+        .collect();
+    for (db, key) in registry.keys() {
+        if let Some(kind) = stored_kind(shared, db, &key) {
+            signals.push(Signal { db, key, kind });
+        }
+    }
+    signals
+}
+
+/// Serves the clients blocked on the keys `signalled` by something other than a
+/// client's command (the expiry cycle, a replica's full sync), as Redis serves its
+/// ready keys before it sleeps. Takes the shards: none may be held.
+pub fn serve_signalled(shared: &Shared, mut signalled: Vec<Signal>) {
+    if !signalled.is_empty() {
+        serve_ready(shared, &mut signalled, &mut Vec::new());
+    }
+}
+
 /// Serves the readers of the streams the expiry cycle deleted (its deletes signal them
 /// as a command's do: see [`crate::store::ready`]), as Redis serves its ready keys
 /// before it sleeps: a group reader hears that its stream went.
 pub fn serve_expired_streams(shared: &Shared) {
-    let mut signalled = crate::store::ready::take();
-    if !signalled.is_empty() {
-        serve_ready(shared, &mut signalled, &mut Vec::new());
-    }
+    serve_signalled(shared, crate::store::ready::take());
 }
 
 /// Serves clients blocked on the keys `ready` (signalled: see [`crate::store::ready`]),

@@ -11,6 +11,7 @@ use super::args::is;
 use super::reply::{ok, CmdError, CmdResult, SYNTAX};
 use super::{Ctx, Handler};
 use crate::persist::snapshot;
+use crate::store::ready::Signal;
 use crate::store::{Held, ShardMap};
 
 /// This family's handlers.
@@ -55,12 +56,28 @@ fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// A reload emptied every database: the streams clients wait on are signalled (see
-/// [`crate::store::ready::Replaced`]).
-fn note_emptied(ctx: &mut Ctx<'_>) {
-    if ctx.shared.blocking.any() {
-        let emptied = crate::store::ready::Replaced::Emptied(None);
-        ctx.client.replaced.push(emptied);
+/// The waited keys a reload about to empty every database signals to their readers:
+/// those holding a stream now (see [`super::blocking::waited_streams`]), found before
+/// any shard is taken; inside a transaction, which holds the shards, `None`.
+fn streams_before_reload(ctx: &Ctx<'_>) -> Option<Vec<Signal>> {
+    (!ctx.nested).then(|| super::blocking::waited_streams(ctx.shared))
+}
+
+/// A reload emptied every database: the `streams` found before it are signalled, as
+/// Redis's emptying signals them. Inside a transaction every waited key is, once it is
+/// over (see [`crate::store::ready::Replaced`]).
+fn note_emptied(ctx: &mut Ctx<'_>, streams: Option<Vec<Signal>>) {
+    match streams {
+        Some(streams) => {
+            for Signal { db, key, kind } in streams {
+                crate::store::ready::record(db, &key, kind);
+            }
+        }
+        None if ctx.shared.blocking.any() => {
+            let emptied = crate::store::ready::Replaced::Emptied(None);
+            ctx.client.replaced.push(emptied);
+        }
+        None => {}
     }
 }
 
@@ -71,6 +88,7 @@ pub fn debug_loadaof(ctx: &mut Ctx<'_>) -> CmdResult {
         return Err(CmdError::Static("ERR DEBUG LOADAOF is not allowed here"));
     }
     crate::persist::aof::sync(shared);
+    let streams = streams_before_reload(ctx);
     // Loading from before the dataset is emptied: a rewrite whose cut comes after the
     // emptying sees the load and waits for it (see `aof::cron`).
     let loading = &shared.persistence.loading;
@@ -90,7 +108,7 @@ pub fn debug_loadaof(ctx: &mut Ctx<'_>) -> CmdResult {
             return Err(CmdError::Static("ERR Error trying to load the AOF"));
         }
     }
-    note_emptied(ctx);
+    note_emptied(ctx, streams);
     tracing::info!("Append Only File loaded by DEBUG LOADAOF");
     ok(ctx.out);
     Ok(())
@@ -185,6 +203,7 @@ pub fn debug_reload(ctx: &mut Ctx<'_>, options: &[Bytes]) -> CmdResult {
     // Emptying and loading are no changes to Redis; its save resets the count.
     let changes_before = crate::store::dirty::count();
     let mut saved = false;
+    let streams = flush.then(|| streams_before_reload(ctx)).flatten();
     let result = with_all_shards(ctx, |held| {
         if save {
             let dirty_before = shared.persistence.dirty.load(Ordering::Relaxed);
@@ -217,7 +236,7 @@ pub fn debug_reload(ctx: &mut Ctx<'_>, options: &[Bytes]) -> CmdResult {
         super::connection::saved_now(ctx.client);
     }
     if flush {
-        note_emptied(ctx);
+        note_emptied(ctx, streams);
     }
     result?;
     tracing::info!("DB reloaded by DEBUG RELOAD");

@@ -30,6 +30,7 @@ use redline_resp::RequestDecoder;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::synced_file::{self, SyncedFile};
+use crate::cmd::blocking;
 use crate::net::client::{ClientState, ReplyMode};
 use crate::net::client_memory::ClientFigures;
 use crate::net::connection::run_commands;
@@ -652,8 +653,11 @@ async fn session(
                     // gate keeps a new link's PSYNC until it ends.
                     let _gate = shared.repl.load_gate.lock().await;
                     crate::cmd::off_the_runtime(|| {
+                        // Redis's emptying signals the streams clients wait on.
+                        let emptied = blocking::waited_streams(shared);
                         let loaded = load_synced_file(shared, &path, id, offset, status);
                         forget_kept_image(shared);
+                        blocking::serve_signalled(shared, emptied);
                         loaded
                     })?;
                 }
@@ -987,6 +991,7 @@ async fn load_streamed(
         load, mut staging, ..
     } = *job;
     let (loaded, libraries) = load.finish();
+    let waited = blocking::waited_streams(shared);
     {
         let mut held = Held::all(&shared.store);
         let mut engine = shared.scripting.engine().map_err(other)?;
@@ -1005,6 +1010,7 @@ async fn load_streamed(
         .name("redline-free-old-db".into())
         .spawn(move || drop(staging));
     adopt_image(shared, &loaded, replid, offset, status);
+    blocking::serve_signalled(shared, blocking::signals_of_swap(shared, waited));
     Ok(())
 }
 
