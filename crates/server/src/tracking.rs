@@ -338,8 +338,8 @@ impl Tracking {
         }
     }
 
-    /// FLUSHALL / FLUSHDB: every tracking client gets a null invalidation and the table
-    /// is emptied.
+    /// FLUSHALL / FLUSHDB, a reload, a replica's full sync: every tracking client gets a
+    /// null invalidation and the table is emptied.
     pub fn invalidate_all(&self, shared: &Shared) {
         let mut state = self.state.lock();
         if !state.trackers.is_empty() {

@@ -6,7 +6,8 @@
 //! OPTIN, OPTOUT, BCAST with or without prefixes, NOLOOP); client 1 speaks RESP2 and
 //! sends its invalidations to client 2, a subscriber of `__redis__:invalidate`; client 3
 //! writes and reads without tracking. Steps are reads, writes of every type, flushes,
-//! transactions, scripts, CLIENT CACHING before a read, and tracking turned off and on.
+//! DEBUG RELOAD, transactions, scripts, CLIENT CACHING before a read, and tracking
+//! turned off and on.
 //! After each step every client sends PING and what arrived before its PONG is recorded,
 //! so a push is compared where it lands among the replies. No TTL is short enough to
 //! expire during a run.
@@ -114,11 +115,12 @@ impl Gen {
             10 => words(&["RENAME", &k, &self.pick(KEYS)]),
             11 => words(&["MSET", &k, &v, &self.pick(KEYS), &v]),
             12 => words(&["COPY", &k, &self.pick(KEYS), "REPLACE"]),
-            13 => words(&[if self.chance(50) {
-                "FLUSHDB"
-            } else {
-                "FLUSHALL"
-            }]),
+            // DEBUG RELOAD empties the dataset as the flushes do.
+            13 => match self.rng.usize(..3) {
+                0 => words(&["FLUSHDB"]),
+                1 => words(&["FLUSHALL"]),
+                _ => words(&["DEBUG", "RELOAD"]),
+            },
             14 => words(&["SELECT", if self.chance(70) { "0" } else { "1" }]),
             15 => words(&["SETRANGE", &k, "1", &v]),
             16 => words(&["GETDEL", &k]),
@@ -319,7 +321,7 @@ fn run_sequence(redis: SocketAddr, redline: SocketAddr, seed: u64, print: bool) 
 
 #[test]
 fn tracking_matches_redis() {
-    let redis = RedisServer::start().expect("redis-server");
+    let redis = common::redis_with_debug();
     let redline = Redline::start();
     let (seeds, print) = common::seeds_to_run(200);
     let mut failures = Vec::new();

@@ -8,6 +8,8 @@
 //!   with PSYNC (the master's `sync_partial_ok` rises, `sync_full` does not); a redline
 //!   replica of redis-server is promoted with REPLICAOF NO ONE;
 //! - a chain redis → redline → redis keeps one dataset and one history;
+//! - a replica's full sync wakes blocked clients and tells tracking clients to drop
+//!   every key, as Redis's does;
 //! - WAIT counts the replicas that acknowledged, and min-replicas-to-write refuses
 //!   writes with NOREPLICAS while a replica is stopped (SIGSTOP), with redline-server and
 //!   redis-server masters alike; the sync counters of INFO stats count as Redis's do.
@@ -1206,8 +1208,9 @@ fn a_chain_redis_to_redline_to_redis_keeps_one_dataset() {
 /// the entry the new image holds past its ID at once, and the BLPOP waits on while its
 /// list exists. Loaded beside the dataset and swapped in (`swapdb`), as SWAPDB, a
 /// stream the swap keeps is not signalled (the XREAD waits for the next XADD), and a
-/// key swapped in is (the BLPOP is served from the loaded list).
-fn readers_across_a_full_sync(replica: u16, load: &str) -> [String; 2] {
+/// key swapped in is (the BLPOP is served from the loaded list). Either way a client
+/// tracking a key it read is told to drop every key.
+fn readers_across_a_full_sync(replica: u16, load: &str) -> [String; 3] {
     let (other, master) = (redis(&[]), redis(&[]));
     for (port, last) in [(other.port(), 3), (master.port(), 2)] {
         for id in 1..=last {
@@ -1223,6 +1226,10 @@ fn readers_across_a_full_sync(replica: u16, load: &str) -> [String; 2] {
     );
     r.cmd(&["REPLICAOF", "127.0.0.1", &master.port().to_string()]);
     wait_caught_up(master.port(), replica);
+    let mut tracking = conn(replica);
+    tracking.cmd(&["HELLO", "3"]);
+    tracking.cmd(&["CLIENT", "TRACKING", "ON"]);
+    tracking.cmd(&["XLEN", "s"]);
     let (mut xread, mut blpop) = (conn(replica), conn(replica));
     xread.send(&["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
     blpop.send(&["BLPOP", "l", "0"]);
@@ -1240,11 +1247,11 @@ fn readers_across_a_full_sync(replica: u16, load: &str) -> [String; 2] {
     o.cmd(&["XADD", "s", "4-0", "f", "v"]);
     o.cmd(&["DEL", "l"]);
     o.cmd(&["RPUSH", "l", "pushed"]);
-    [xread, blpop].map(|mut c| common::show(&c.read().expect("a reader's reply")))
+    [xread, blpop, tracking].map(|mut c| common::show(&c.read().expect("a reply or a push")))
 }
 
 #[test]
-fn a_full_sync_wakes_blocked_clients_where_redis_does() {
+fn a_full_sync_tells_blocked_and_tracking_clients_what_redis_tells_them() {
     for load in ["disabled", "swapdb"] {
         let (ours, theirs) = (redline(&[]), redis(&[]));
         assert_eq!(

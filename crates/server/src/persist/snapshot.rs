@@ -275,13 +275,16 @@ pub struct Loaded {
     pub expired_keys: Vec<(usize, Vec<u8>)>,
 }
 
-/// Empties every database of `held` (which holds every shard).
+/// Empties every database of `held` (which holds every shard), for a reload or a
+/// replica's full sync. Tracking clients are told to drop every key, as Redis's
+/// `emptyData` tells them, before any client can read the dataset that follows.
 pub fn clear(shared: &Shared, held: &mut dyn ShardMap) {
     for db in 0..shared.store.db_count() {
         for index in 0..shared.store.db(db).shard_count() {
             held.shard(db, index).clear();
         }
     }
+    shared.tracking.invalidate_all(shared);
 }
 
 /// How [`load`] treats keys past their deadline and libraries already loaded.

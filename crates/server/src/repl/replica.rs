@@ -1004,6 +1004,9 @@ async fn load_streamed(
         }
         tracing::info!("MASTER <-> REPLICA sync: Swapping active DB with loaded DB");
         staging.swap_with(&mut held);
+        // Tracking clients drop every key, as Redis's swap of a loaded dataset tells
+        // them, before any client reads the new one.
+        shared.tracking.invalidate_all(shared);
     }
     tracing::info!("MASTER <-> REPLICA sync: Discarding old DB in background");
     let _ = std::thread::Builder::new()
