@@ -736,3 +736,36 @@ fn a_bus_message_announced_and_never_sent_costs_no_memory() {
         peers.len()
     );
 }
+
+/// CLUSTER RESET of a replica empties its dataset as Redis's `emptyData` does: a client
+/// tracking a key it read there is told to drop every key (a null invalidation).
+#[test]
+fn a_reset_replica_tells_tracking_clients_to_drop_every_key_like_redis() {
+    let pushes = [true, false].map(|redline| {
+        let (master, replica) = (cluster_node(redline), cluster_node(redline));
+        let mut m = conn(master.port);
+        m.ok(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+        m.ok(&["CLUSTER", "MEET", "127.0.0.1", &replica.port.to_string()]);
+        let master_id = text(&m.cmd(&["CLUSTER", "MYID"]));
+        let mut r = conn(replica.port);
+        wait_until("the replica to know its master", || {
+            text(&r.cmd(&["CLUSTER", "NODES"])).contains(&master_id)
+        });
+        r.ok(&["CLUSTER", "REPLICATE", &master_id]);
+        wait_until("the master to serve its slots", || {
+            m.cmd(&["SET", "k", "v"]) == Frame::Simple("OK".into())
+        });
+        r.ok(&["READONLY"]);
+        wait_until("the replica's copy", || {
+            r.cmd(&["GET", "k"]) == Frame::Bulk("v".into())
+        });
+        let mut tracking = conn(replica.port);
+        tracking.cmd(&["HELLO", "3"]);
+        tracking.ok(&["READONLY"]);
+        tracking.ok(&["CLIENT", "TRACKING", "ON"]);
+        assert_eq!(tracking.cmd(&["GET", "k"]), Frame::Bulk("v".into()));
+        r.ok(&["CLUSTER", "RESET", "SOFT"]);
+        common::show(&tracking.read().expect("the invalidation"))
+    });
+    assert_eq!(pushes[0], pushes[1]);
+}

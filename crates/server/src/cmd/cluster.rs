@@ -625,7 +625,7 @@ fn set_config_epoch(shared: &Shared, epoch: i64) -> Result<(), CmdError> {
 
 /// CLUSTER RESET: forget every other node and every slot; a replica becomes an empty
 /// master; HARD also zeroes the epochs and takes a new name.
-fn reset(ctx: &Ctx<'_>, hard: bool) -> Result<(), CmdError> {
+fn reset(ctx: &mut Ctx<'_>, hard: bool) -> Result<(), CmdError> {
     let shared = ctx.shared;
     let replica = shared.cluster.state.read().me().is_replica();
     if !replica && ctx.db_len(0) != 0 {
@@ -636,6 +636,13 @@ fn reset(ctx: &Ctx<'_>, hard: bool) -> Result<(), CmdError> {
     if replica {
         crate::repl::promote(shared);
         super::connection::clear_db(ctx, 0, false);
+        // Emptied as Redis's `emptyData` empties: tracking clients drop every key, and
+        // the streams clients wait on are signalled once the command is over.
+        shared.tracking.invalidate_all(shared);
+        if shared.blocking.any() {
+            let emptied = crate::store::ready::Replaced::Emptied(Some(0));
+            ctx.client.replaced.push(emptied);
+        }
     }
     let others = changed(shared, |state| {
         state.set_me_master();
