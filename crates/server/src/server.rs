@@ -80,6 +80,8 @@ fn background_events(shared: &Shared) {
     let pubsub_limit = shared.config.read().client_output_buffer_limit[2];
     shared.clients.close_over_output_limit(&pubsub_limit);
     crate::maxmemory::cron(shared);
+    // An eviction pass here signals the streams it deleted on this thread.
+    crate::cmd::blocking::serve_background_signals(shared);
     publish_expired(shared);
     if shared.tracking.active() {
         shared.tracking.broadcast(shared);
@@ -281,7 +283,7 @@ impl Server {
                     let effort = || background.config.read().param_int("active-expire-effort");
                     let loading = || background.persistence.loading.is_active();
                     expiry::run(store, hz, stop_rx, effort, loading, |took, pace| {
-                        crate::cmd::blocking::serve_expired_streams(&background);
+                        crate::cmd::blocking::serve_background_signals(&background);
                         let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
                         background.latency.add_if_needed("expire-cycle", ms);
                         if pace == expiry::Pace::Fast {

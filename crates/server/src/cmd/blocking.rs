@@ -895,10 +895,11 @@ pub fn serve_signalled(shared: &Shared, mut signalled: Vec<Signal>) {
     }
 }
 
-/// Serves the readers of the streams the expiry cycle deleted (its deletes signal them
-/// as a command's do: see [`crate::store::ready`]), as Redis serves its ready keys
-/// before it sleeps: a group reader hears that its stream went.
-pub fn serve_expired_streams(shared: &Shared) {
+/// Serves the readers of the streams this thread's background work deleted (the
+/// expiry cycle, the cron's eviction pass: their deletes signal as a command's do, see
+/// [`crate::store::ready`]), as Redis serves its ready keys before it sleeps: a group
+/// reader hears that its stream went.
+pub fn serve_background_signals(shared: &Shared) {
     serve_signalled(shared, crate::store::ready::take());
 }
 
