@@ -896,7 +896,8 @@ pub fn serve_signalled(shared: &Shared, mut signalled: Vec<Signal>) {
 }
 
 /// Serves the readers of the streams this thread's background work deleted (the
-/// expiry cycle, the cron's eviction pass: their deletes signal as a command's do, see
+/// expiry cycle, the cron's eviction pass, the keys of slots given to another cluster
+/// node: their deletes signal as a command's do, see
 /// [`crate::store::ready`]), as Redis serves its ready keys before it sleeps: a group
 /// reader hears that its stream went.
 pub fn serve_background_signals(shared: &Shared) {

@@ -385,6 +385,8 @@ pub fn drop_keys_in_slots(shared: &Shared, slots: &[usize]) {
             }
         }
     }
+    // The streams deleted signal their readers, as a command's deletes do.
+    crate::cmd::blocking::serve_background_signals(shared);
 }
 
 /// CLUSTER LINKS: every link with a known node, outbound ("to") and inbound ("from").
