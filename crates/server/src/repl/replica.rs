@@ -873,8 +873,9 @@ async fn load_streamed(
     offset: u64,
     status: &LinkStatus,
 ) -> std::io::Result<()> {
-    let same_history = shared.config.read().param("repl-diskless-load") == "swapdb"
-        && shared.repl.journal.stream().replid == replid;
+    // `on-empty-db` loads into the empty dataset as a load from a file would.
+    let swapdb = shared.config.read().param("repl-diskless-load") == "swapdb";
+    let same_history = swapdb && shared.repl.journal.stream().replid == replid;
     match &transfer {
         Transfer::Sized(len) => {
             tracing::info!("MASTER <-> REPLICA sync: receiving {len} bytes from master to parser")
@@ -1013,7 +1014,12 @@ async fn load_streamed(
         .name("redline-free-old-db".into())
         .spawn(move || drop(staging));
     adopt_image(shared, &loaded, replid, offset, status);
-    blocking::serve_signalled(shared, blocking::signals_of_swap(shared, waited));
+    let signalled = if swapdb {
+        blocking::signals_of_swap(shared, waited)
+    } else {
+        waited
+    };
+    blocking::serve_signalled(shared, signalled);
     Ok(())
 }
 
