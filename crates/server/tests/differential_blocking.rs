@@ -2,8 +2,9 @@
 //! redis-server 7.0 and to redline-server run the same generated steps in lockstep
 //! (BLPOP, BLMOVE, BLMPOP, BZPOPMIN, BZMPOP, XREAD and XREADGROUP with BLOCK, WAIT, on
 //! some connections; pushes, pops, type changes, renames, deletes, transactions, scripts,
-//! CLIENT UNBLOCK, SWAPDB and FLUSHALL on the others), and every reply, every "this client
-//! is now blocked" and every "this client was served" must be the same on both.
+//! CLIENT UNBLOCK, SWAPDB, FLUSHALL and DEBUG RELOAD on the others), and every reply,
+//! every "this client is now blocked" and every "this client was served" must be the
+//! same on both.
 //!
 //! Whether a client blocked is read from CLIENT LIST (flag `b`), by a connection of its
 //! own that watches the others: first until the client's `cmd=` names the command it was
@@ -22,7 +23,6 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::{show, text, Conn, Redline};
-use redline_testkit::RedisServer;
 
 /// Connections that run the steps, per server.
 const CLIENTS: usize = 4;
@@ -362,7 +362,7 @@ impl Gen {
                     words(&mut c, &["REPLACE"]);
                 }
             }
-            23 => match self.rng.usize(..4) {
+            23 => match self.rng.usize(..5) {
                 0 => {
                     words(&mut c, &["MOVE"]);
                     c.push(key);
@@ -370,6 +370,7 @@ impl Gen {
                 }
                 1 => words(&mut c, &["SWAPDB", "0", "1"]),
                 2 => words(&mut c, &["SELECT", if self.chance(70) { "0" } else { "1" }]),
+                3 => words(&mut c, &["DEBUG", "RELOAD"]),
                 _ => words(
                     &mut c,
                     &[if self.chance(50) {
@@ -730,7 +731,7 @@ fn run_sequence(
 
 #[test]
 fn blocked_clients_match_redis() {
-    let redis = RedisServer::start().expect("redis-server");
+    let redis = common::redis_with_debug();
     let redline = Redline::start();
     let (seeds, print) = common::seeds_to_run(200);
     let sequences = seeds.len();

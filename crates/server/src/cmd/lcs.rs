@@ -65,13 +65,20 @@ fn lcs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let width = blen + 1;
     let mut table = vec![0u32; (alen + 1) * width];
-    for i in 1..=alen {
-        for j in 1..=blen {
-            table[i * width + j] = if a[i - 1] == b[j - 1] {
-                table[(i - 1) * width + j - 1] + 1
-            } else {
-                table[(i - 1) * width + j].max(table[i * width + j - 1])
-            };
+    // Row by row, each from the one above, walked by iterators: no index arithmetic or
+    // bounds check per cell (this loop is the command's whole cost).
+    for (i, &ai) in a.iter().enumerate() {
+        let (above, below) = table.split_at_mut((i + 1) * width);
+        let prev = &above[i * width..];
+        let row = &mut below[..width];
+        let mut left = 0u32;
+        let cells = row[1..]
+            .iter_mut()
+            .zip(prev.iter().zip(&prev[1..]))
+            .zip(b.iter());
+        for ((cell, (&diagonal, &up)), &bj) in cells {
+            left = if ai == bj { diagonal + 1 } else { up.max(left) };
+            *cell = left;
         }
     }
     let total = table[alen * width + blen];
