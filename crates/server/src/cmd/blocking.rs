@@ -806,32 +806,62 @@ fn enqueue(queue: &mut VecDeque<(usize, Bytes)>, registry: &Registry, signal: Si
     }
 }
 
+/// Records that the command `replaced` whole databases, for [`serve_ready`] to signal
+/// their waited keys once it is over (the command may hold every shard, inside EXEC).
+pub(super) fn note_replaced(ctx: &mut Ctx<'_>, replaced: Replaced) {
+    if ctx.shared.blocking.any() {
+        ctx.client.replaced.push(replaced);
+    }
+}
+
 /// The signals Redis sends for the keys clients wait on in databases a command
 /// `replaced` (see [`Replaced`]). Takes each key's shard: none may be held.
 fn signals_of_replaced(shared: &Shared, registry: &Registry, replaced: Replaced) -> Vec<Signal> {
-    let kind_in = |db: usize, key: &Bytes| stored_kind(shared, db, key);
-    let mut signals = Vec::new();
-    for (db, key) in registry.keys() {
-        match replaced {
-            Replaced::Emptied(of) if of.is_none_or(|of| of == db) => signals.push(Signal {
+    let keys = registry.keys();
+    match replaced {
+        Replaced::Emptied(of) => keys
+            .into_iter()
+            .filter(|(db, _)| of.is_none_or(|of| of == *db))
+            .map(|(db, key)| Signal {
                 db,
                 key,
                 kind: WaitKind::Stream,
-            }),
-            Replaced::Swapped(a, b) if db == a || db == b => {
-                // The other database holds what this one held before the swap.
-                let other = if db == a { b } else { a };
-                let (now, before) = (kind_in(db, &key), kind_in(other, &key));
-                if let Some(kind) = now {
-                    let key = key.clone();
-                    signals.push(Signal { db, key, kind });
-                }
-                if before == Some(WaitKind::Stream) && now != Some(WaitKind::Stream) {
-                    let kind = WaitKind::Stream;
-                    signals.push(Signal { db, key, kind });
-                }
-            }
-            _ => {}
+            })
+            .collect(),
+        Replaced::Swapped(a, b) => {
+            // The other database holds what this one held before the swap.
+            let other = |db: usize| if db == a { b } else { a };
+            let keys = keys.into_iter().filter(|(db, _)| *db == a || *db == b);
+            swap_signals(
+                keys.collect(),
+                |db, key| stored_kind(shared, other(db), key) == Some(WaitKind::Stream),
+                |db, key| stored_kind(shared, db, key),
+            )
+        }
+    }
+}
+
+/// Redis's signals for waited `keys` when whole databases are swapped (SWAPDB's
+/// `dbSwapDatabases`, a disk-less load's `swapMainDbWithTempDb`): first, for stream
+/// readers, each key that `held_stream` before and `holds` none now
+/// (`scanDatabaseForDeletedStreams`), then each key for what it `holds` now
+/// (`scanDatabaseForReadyKeys`).
+fn swap_signals(
+    keys: Vec<(usize, Bytes)>,
+    held_stream: impl Fn(usize, &Bytes) -> bool,
+    holds: impl Fn(usize, &Bytes) -> Option<WaitKind>,
+) -> Vec<Signal> {
+    let now: Vec<Option<WaitKind>> = keys.iter().map(|(db, key)| holds(*db, key)).collect();
+    let mut signals = Vec::new();
+    for ((db, key), now) in keys.iter().zip(&now) {
+        if *now != Some(WaitKind::Stream) && held_stream(*db, key) {
+            let (db, key, kind) = (*db, key.clone(), WaitKind::Stream);
+            signals.push(Signal { db, key, kind });
+        }
+    }
+    for ((db, key), now) in keys.into_iter().zip(now) {
+        if let Some(kind) = now {
+            signals.push(Signal { db, key, kind });
         }
     }
     signals
@@ -865,25 +895,19 @@ pub fn waited_streams(shared: &Shared) -> Vec<Signal> {
     signals
 }
 
-/// What swapping a loaded dataset in signals, as SWAPDB does (Redis's
-/// `swapMainDbWithTempDb`): of the `waited` streams found before it, those whose key
-/// holds no stream now, then every waited key for what it holds now. Takes the
-/// registry, then each key's shard: none may be held.
+/// What swapping a loaded dataset in signals (see [`swap_signals`]), given the
+/// `waited` streams found before it. Takes the registry, then each key's shard: none
+/// may be held.
 pub fn signals_of_swap(shared: &Shared, waited: Vec<Signal>) -> Vec<Signal> {
     if !shared.blocking.any() {
         return Vec::new();
     }
     let registry = shared.blocking.lock();
-    let mut signals: Vec<Signal> = waited
-        .into_iter()
-        .filter(|s| stored_kind(shared, s.db, &s.key) != Some(WaitKind::Stream))
-        .collect();
-    for (db, key) in registry.keys() {
-        if let Some(kind) = stored_kind(shared, db, &key) {
-            signals.push(Signal { db, key, kind });
-        }
-    }
-    signals
+    swap_signals(
+        registry.keys(),
+        |db, key| waited.iter().any(|s| s.db == db && s.key == *key),
+        |db, key| stored_kind(shared, db, key),
+    )
 }
 
 /// Serves the clients blocked on the keys `signalled` by something other than a

@@ -639,10 +639,8 @@ fn reset(ctx: &mut Ctx<'_>, hard: bool) -> Result<(), CmdError> {
         // Emptied as Redis's `emptyData` empties: tracking clients drop every key, and
         // the streams clients wait on are signalled once the command is over.
         shared.tracking.invalidate_all(shared);
-        if shared.blocking.any() {
-            let emptied = crate::store::ready::Replaced::Emptied(Some(0));
-            ctx.client.replaced.push(emptied);
-        }
+        let emptied = crate::store::ready::Replaced::Emptied(Some(0));
+        super::blocking::note_replaced(ctx, emptied);
     }
     let others = changed(shared, |state| {
         state.set_me_master();

@@ -1025,9 +1025,7 @@ fn note_whole_database_writes(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Byt
             }
         }
     };
-    if ctx.shared.blocking.any() {
-        ctx.client.replaced.push(replaced);
-    }
+    blocking::note_replaced(ctx, replaced);
 }
 
 /// Adds the keys the command signalled ([`crate::store::ready`]) to the client's ready

@@ -68,16 +68,11 @@ fn streams_before_reload(ctx: &Ctx<'_>) -> Option<Vec<Signal>> {
 /// over (see [`crate::store::ready::Replaced`]).
 fn note_emptied(ctx: &mut Ctx<'_>, streams: Option<Vec<Signal>>) {
     match streams {
-        Some(streams) => {
-            for Signal { db, key, kind } in streams {
-                crate::store::ready::record(db, &key, kind);
-            }
-        }
-        None if ctx.shared.blocking.any() => {
+        Some(streams) => streams.into_iter().for_each(crate::store::ready::push),
+        None => {
             let emptied = crate::store::ready::Replaced::Emptied(None);
-            ctx.client.replaced.push(emptied);
+            super::blocking::note_replaced(ctx, emptied);
         }
-        None => {}
     }
 }
 

@@ -720,12 +720,12 @@ fn write_stream_read(
     }
 }
 
-/// Serves one blocked reader on `key`, signalled (see [`crate::store::ready`]), if the stream's last ID is past the one it waits
-/// after (a group reader: its group's last delivered): `Ok(true)` with the reply in
-/// `out`. As on Redis, the entries since may all be gone (an XADD then an XDEL in one
-/// transaction, XADD ... MAXLEN 0, a stream copied in): the reply then holds none. An
-/// error ends the wait of a group reader whose stream or group went away, as Redis's
-/// `serveClientsBlockedOnStreamKey` does.
+/// Serves one blocked reader on `key`, signalled (see [`crate::store::ready`]), if the
+/// stream's last ID is past the one it waits after (a group reader: its group's last
+/// delivered): `Ok(true)` with the reply in `out`. As on Redis, the entries since may
+/// all be gone (an XADD then an XDEL in one transaction, XADD ... MAXLEN 0, a stream
+/// copied in): the reply then holds none. An error ends the wait of a group reader
+/// whose stream or group went away, as Redis's `serveClientsBlockedOnStreamKey` does.
 #[allow(clippy::too_many_arguments)]
 pub fn serve_blocked(
     shards: &mut dyn KeyShards,

@@ -80,7 +80,13 @@ thread_local! {
 /// Records that `key` of database `db` was signalled for `kind`.
 pub fn record(db: usize, key: &[u8], kind: WaitKind) {
     let key = Bytes::copy_from_slice(key);
-    SIGNALS.with(|s| s.borrow_mut().push(Signal { db, key, kind }));
+    push(Signal { db, key, kind });
+}
+
+/// Records `signal`, made elsewhere (the streams a reload found before it emptied the
+/// databases).
+pub fn push(signal: Signal) {
+    SIGNALS.with(|s| s.borrow_mut().push(signal));
 }
 
 /// Whether signals wait to be taken: asked after every command, so the common case
