@@ -259,6 +259,68 @@ fn a_forked_debugging_session_meets_the_cluster_checks() {
     assert_eq!(transcripts[0], transcripts[1]);
 }
 
+/// Redis queues nothing more once a transaction is bound to fail (a command refused,
+/// a watched key changed), so EXEC's slot check sees only what came before: EXEC
+/// answers EXECABORT or a null reply, not CROSSSLOT; and CLIENT LIST counts only what
+/// was queued.
+#[test]
+fn a_doomed_transaction_queues_nothing_more_like_redis() {
+    let mut transcripts = Vec::new();
+    for redline in [true, false] {
+        let node = cluster_node(redline);
+        let mut c = conn(node.port);
+        c.ok(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+        wait_until("cluster_state:ok", || {
+            text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+        });
+        let mut other = conn(node.port);
+        let multi_count = |other: &mut common::Conn| {
+            let list = text(&other.cmd(&["CLIENT", "LIST"]));
+            let counts = list.split_whitespace().filter(|f| f.starts_with("multi="));
+            counts.map(str::to_owned).collect::<Vec<_>>().join(",")
+        };
+        let mut transcript = Vec::new();
+        let mut run = |c: &mut common::Conn, other: &mut common::Conn, script: &[&[&str]]| {
+            for args in script {
+                transcript.push(format!("{args:?} -> {}", text(&c.cmd(args))));
+            }
+            transcript.push(format!("CLIENT LIST: {}", multi_count(other)));
+        };
+        let script: &[&[&str]] = &[
+            &["MULTI"],
+            &["SET", "k1", "a"],
+            &["MGET", "k1", "k2"],
+            &["SET", "k2", "b"],
+            &["GET", "k3"],
+        ];
+        run(&mut c, &mut other, script);
+        run(&mut c, &mut other, &[&["EXEC"], &["MGET", "k1", "k2"]]);
+        let script: &[&[&str]] = &[
+            &["WATCH", "k1"],
+            &["SET", "k1", "x"],
+            &["MULTI"],
+            &["SET", "k2", "b"],
+            &["SET", "k3", "c"],
+        ];
+        run(&mut c, &mut other, script);
+        run(&mut c, &mut other, &[&["EXEC"], &["GET", "k1"]]);
+        // Changed by another client after the first queued command.
+        let script: &[&[&str]] = &[&["WATCH", "k1"], &["MULTI"], &["SET", "k2", "b"]];
+        run(&mut c, &mut other, script);
+        other.cmd(&["SET", "k1", "y"]);
+        run(&mut c, &mut other, &[&["SET", "k3", "c"], &["EXEC"]]);
+        // Nothing doomed: both queued, and their slots differ.
+        run(
+            &mut c,
+            &mut other,
+            &[&["MULTI"], &["SET", "k2", "b"], &["SET", "k3", "c"]],
+        );
+        run(&mut c, &mut other, &[&["EXEC"]]);
+        transcripts.push(transcript);
+    }
+    assert_eq!(transcripts[0], transcripts[1]);
+}
+
 #[test]
 fn nodes_conf_keeps_a_node_and_is_not_shared() {
     let mut node = RedlineServer::builder()

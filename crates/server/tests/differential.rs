@@ -1271,10 +1271,11 @@ fn keyspace_dump(pair: &mut Pair) -> Vec<Vec<Vec<u8>>> {
     for db in [b"0", b"1"] {
         commands.push(vec![b"SELECT".to_vec(), db.to_vec()]);
         commands.push(vec![b"KEYS".to_vec(), b"*".to_vec()]);
-        // Reading every key reclaims the expired ones on both servers first.
-        let mut touch = vec![b"EXISTS".to_vec(), b"zlex".to_vec()];
-        touch.extend(KEYS.iter().map(|k| k.to_vec()));
-        commands.push(touch);
+        // Reading every key reclaims the expired ones on both servers first: one at a
+        // time, as a cluster node refuses keys of different slots together.
+        for key in [&b"zlex"[..]].iter().chain(KEYS) {
+            commands.push(vec![b"EXISTS".to_vec(), key.to_vec()]);
+        }
         commands.push(vec![b"DBSIZE".to_vec()]);
         for key in KEYS {
             commands.push(vec![b"TYPE".to_vec(), key.to_vec()]);
@@ -1406,6 +1407,40 @@ fn same_replies_as_redis() {
     });
 }
 
+/// A redis-server and a redline-server (DEBUG on both), each a one-node cluster that
+/// serves every slot: the generators run there check which commands a node refuses in
+/// cluster mode (SELECT, MOVE, SWAPDB, ...) and with what words, and which keys of each
+/// command, transaction and script must share a slot (CROSSSLOT). The generators' keys
+/// `{t}x` and `{t}y` share a slot, the others do not.
+fn one_node_clusters() -> (RedisServer, OwnProcess) {
+    let args = ["--cluster-enabled", "yes", "--enable-debug-command", "yes"];
+    let redis = RedisServer::builder()
+        .args(args)
+        .start()
+        .expect("redis-server");
+    let redline = own_process(&args);
+    for addr in [redis.addr(), redline.addr] {
+        let mut c = Conn::connect(addr);
+        assert_eq!(
+            text(&c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"])),
+            "OK"
+        );
+        common::wait_until("the one-node cluster is up", || {
+            text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+        });
+    }
+    (redis, redline)
+}
+
+/// [`same_replies_as_redis`] on [`one_node_clusters`].
+#[test]
+fn same_replies_as_redis_in_cluster_mode() {
+    let (redis, redline) = one_node_clusters();
+    compare_sequences(&redis, redline.addr, 300, 0xc1u64 << 32, |gen| {
+        (0..30).map(|_| gen.command()).collect()
+    });
+}
+
 /// The main generator's sequences with DEBUG RELOAD now and then: what an RDB image
 /// keeps (values, TTLs, the expired keys dropped) and how each value reads back must be
 /// what redis-server keeps.
@@ -1479,9 +1514,19 @@ fn rewrite_aof(pair: &mut Pair) {
 /// keyspaces, must match.
 #[test]
 fn stream_geo_and_sort_sequences_match_redis() {
-    let redis = redis_with_debug();
-    let redline = own_process(&[]);
-    compare_sequences(&redis, redline.addr, 600, 0xfa31, |gen| {
+    let servers = (redis_with_debug(), own_process(&[]));
+    family_sequences_as_redis(servers, 600, 0xfa31);
+}
+
+/// [`stream_geo_and_sort_sequences_match_redis`] on [`one_node_clusters`]: SORT's BY
+/// and GET patterns, XREAD's streams, GEORADIUS's STORE keys must share a slot too.
+#[test]
+fn stream_geo_and_sort_sequences_match_redis_in_cluster_mode() {
+    family_sequences_as_redis(one_node_clusters(), 300, 0xc1fa);
+}
+
+fn family_sequences_as_redis((redis, redline): (RedisServer, OwnProcess), count: u64, salt: u64) {
+    compare_sequences(&redis, redline.addr, count, salt, |gen| {
         // Node limits drawn per sequence, and changed midway now and then: a stream's
         // nodes keep the sizes they were cut at.
         let mut sequence = vec![gen.stream_node_limits()];
@@ -1573,7 +1618,22 @@ const SCRIPT_BODIES: &[&[u8]] = &[
 /// in scripts, writes in EVAL_RO), must match redis-server's.
 #[test]
 fn scripted_commands_match_redis() {
-    scripted_as_redis(400, 0x5c41, Gen::command);
+    let servers = (redis_with_debug(), own_process(&[]));
+    scripted_as_redis(servers, 400, 0x5c41, Gen::command);
+}
+
+/// [`scripted_commands_match_redis`] and [`scripted_family_commands_match_redis`] on
+/// [`one_node_clusters`]: a script's commands may use keys it did not declare, but all
+/// in one slot, the first one's.
+#[test]
+fn scripted_commands_match_redis_in_cluster_mode() {
+    scripted_as_redis(one_node_clusters(), 300, 0xc1c5, |gen| {
+        if gen.chance(50) {
+            gen.command()
+        } else {
+            gen.family_command()
+        }
+    });
 }
 
 /// [`scripted_commands_match_redis`] over streams, geo sets and SORT (`families`): their
@@ -1581,13 +1641,17 @@ fn scripted_commands_match_redis() {
 /// SORT of a set sorted inside a script.
 #[test]
 fn scripted_family_commands_match_redis() {
-    scripted_as_redis(300, 0x5c42, Gen::family_command);
+    let servers = (redis_with_debug(), own_process(&[]));
+    scripted_as_redis(servers, 300, 0x5c42, Gen::family_command);
 }
 
-/// Sequences of `command`s, two in three run inside EVAL or EVAL_RO.
-fn scripted_as_redis(count: u64, salt: u64, mut command: impl FnMut(&mut Gen) -> Vec<Vec<u8>>) {
-    let redis = redis_with_debug();
-    let redline = own_process(&[]);
+/// Sequences of `command`s on `servers`, two in three run inside EVAL or EVAL_RO.
+fn scripted_as_redis(
+    (redis, redline): (RedisServer, OwnProcess),
+    count: u64,
+    salt: u64,
+    mut command: impl FnMut(&mut Gen) -> Vec<Vec<u8>>,
+) {
     compare_sequences(&redis, redline.addr, count, salt, |gen| {
         (0..30)
             .map(|_| {

@@ -337,13 +337,13 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     if out_of_memory(ctx, spec, args) {
         return reject_spec(ctx, spec, CmdError::Static(OOM));
     }
-    if let Some(queue) = ctx.client.multi.as_mut() {
-        if !tx::runs_inside_multi(top) {
-            queue.push(args.to_vec());
+    if ctx.client.multi.is_some() && !tx::runs_inside_multi(top) {
+        if !tx::bound_to_fail(ctx) {
+            ctx.client.multi.get_or_insert_default().push(args.to_vec());
             ctx.client.multi_bytes += args.iter().map(Bytes::len).sum::<usize>();
-            ctx.out.extend_from_slice(b"+QUEUED\r\n");
-            return Ok(());
         }
+        ctx.out.extend_from_slice(b"+QUEUED\r\n");
+        return Ok(());
     }
     if !ctx.nested && !ctx.client.is_master {
         if let Some(wait) = script_wait(ctx, spec) {

@@ -125,6 +125,27 @@ fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// Whether the transaction being queued is bound to fail: a command was refused while
+/// queueing, or a watched key changed since WATCH (Redis's `CLIENT_DIRTY_EXEC` and
+/// `CLIENT_DIRTY_CAS`). Redis queues nothing more then, so EXEC's checks (the cluster's
+/// slots among them) and CLIENT LIST's `multi=` see only what came before. A key whose
+/// shard a BUSY script holds counts as unchanged: EXEC finds it anyway.
+pub fn bound_to_fail(ctx: &Ctx<'_>) -> bool {
+    if ctx.client.multi_failed {
+        return true;
+    }
+    let watch_id = ctx.client.watch_id;
+    ctx.client.watched.iter().any(|w| {
+        let db = ctx.shared.store.db(w.db);
+        let shard = match db.try_lock(&w.key) {
+            Some(shard) => shard,
+            None if ctx.shared.scripting.flags.busy() => return false,
+            None => db.lock(&w.key),
+        };
+        shard.watch_changed(&w.key, watch_id)
+    })
+}
+
 /// Where each client's run of WATCHes gets its id (see `ClientState::watch_id`).
 static NEXT_WATCH_ID: AtomicU64 = AtomicU64::new(1);
 

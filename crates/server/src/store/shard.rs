@@ -816,6 +816,11 @@ impl Shard {
             .broken(key, client, self.is_logically_expired(key))
     }
 
+    /// Whether `key` changed since `client` watched it (see [`super::watch::Watches::changed`]).
+    pub fn watch_changed(&self, key: &[u8], client: u64) -> bool {
+        self.watched.changed(key, client)
+    }
+
     /// Removes `key` when it holds a collection a write left empty, as Redis deletes it:
     /// looked at as the server reads for itself ([`Shard::peek`]: no use recorded, no
     /// lookup counted). True when it did.

@@ -81,6 +81,16 @@ impl Watches {
             .is_none_or(|w| w.dirty || (!w.stale && stale_now))
     }
 
+    /// Whether `key` changed since `client` watched it: Redis's `CLIENT_DIRTY_CAS`, set
+    /// as the change happens (a key that merely expired is found at EXEC, by
+    /// [`Watches::broken`]). A key the client does not watch counts as changed.
+    pub fn changed(&self, key: &[u8], client: u64) -> bool {
+        self.keys
+            .get(key)
+            .and_then(|watchers| watchers.iter().find(|w| w.client == client))
+            .is_none_or(|w| w.dirty)
+    }
+
     /// `key` changed and is `present` afterwards. Removing a key that was stale when
     /// watched is no change; anything else is.
     pub fn touched(&mut self, key: &[u8], present: bool) {
