@@ -109,6 +109,31 @@ fn one_node_answers_cluster_commands_like_redis() {
             vec!["SORT", "foo", "BY", "w_*"],
             vec!["SORT_RO", "foo", "GET", "#"],
             vec!["SORT", "foo", "BY", "nosort"],
+            // A node finds keys with the command's key finder where it has one (Redis's
+            // getKeysFromCommand): none in an unbalanced XREAD, GEORADIUS's last STORE.
+            vec!["XREAD", "STREAMS", "foo", "bar", "0"],
+            vec![
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                "c",
+                "STREAMS",
+                "foo",
+                "bar",
+                "0",
+            ],
+            vec![
+                "GEORADIUS",
+                "foo",
+                "0",
+                "0",
+                "1",
+                "m",
+                "STORE",
+                "bar",
+                "STOREDIST",
+                "{foo}2",
+            ],
             vec!["COPY", "foo", "foo2", "DB", "1"],
             vec!["CLUSTER", "COUNTKEYSINSLOT", &foo_slot],
             vec!["CLUSTER", "GETKEYSINSLOT", &foo_slot, "10"],
@@ -521,6 +546,20 @@ fn publish_reaches_every_node_and_spublish_its_shard() {
         "the master itself has no shard subscriber"
     );
     assert_eq!(text(&shard_sub.read().unwrap()), "smessage news shard");
+    // Each node counts a message once per link it is queued on, as Redis does: a
+    // PUBLISH once per other node, an SPUBLISH once per replica of the shard.
+    for node in 0..cluster.len() {
+        let port = cluster.addr(node).port();
+        let before = messages_sent(port, "publish");
+        conn(port).cmd(&["PUBLISH", "news", "counted"]);
+        let after = messages_sent(port, "publish");
+        assert_eq!(after - before, cluster.len() as u64 - 1, "node {node}");
+    }
+    let port = cluster.addr(shard.master).port();
+    let before = messages_sent(port, "publishshard");
+    conn(port).cmd(&["SPUBLISH", "news", "counted"]);
+    let after = messages_sent(port, "publishshard");
+    assert_eq!(after - before, shard.replicas.len() as u64);
     // SPUBLISH elsewhere is redirected to the shard.
     let other = ranges
         .iter()
@@ -537,6 +576,15 @@ fn publish_reaches_every_node_and_spublish_its_shard() {
             links_in_pairs(&conn(port).cmd(&["CLUSTER", "LINKS"]))
         });
     }
+}
+
+/// CLUSTER INFO's count of bus messages of type `kind` the node at `port` sent.
+fn messages_sent(port: u16, kind: &str) -> u64 {
+    let info = text(&conn(port).cmd(&["CLUSTER", "INFO"]));
+    let field = format!("cluster_stats_messages_{kind}_sent:");
+    info.lines()
+        .find_map(|line| line.strip_prefix(&field))
+        .map_or(0, |n| n.trim().parse().unwrap())
 }
 
 /// Whether a CLUSTER LINKS reply lists a `to` link then a `from` link per node.

@@ -4342,6 +4342,20 @@ fn documented_commands_match_redis() {
     });
 }
 
+/// [`documented_commands_match_redis`] on [`one_node_clusters`]: every command's keys,
+/// however its key specs find them, must share a slot where Redis says they must.
+#[test]
+fn documented_commands_match_redis_in_cluster_mode() {
+    let (redis, redline) = one_node_clusters();
+    let mut commands = documented_commands(&mut Conn::connect(redis.addr()));
+    // CLUSTER's replies name the node (its id, its ports), which two servers never share;
+    // `cluster.rs` compares them with those replaced.
+    commands.retain(|c| !c.words[0].eq_ignore_ascii_case(b"cluster"));
+    compare_sequences(&redis, redline.addr, 300, 0xc1d0, |gen| {
+        gen.documented_sequence(&commands)
+    });
+}
+
 impl Gen {
     /// A key of every type, then 20 commands drawn from `commands`.
     fn documented_sequence(&mut self, commands: &[DocCommand]) -> Vec<Vec<Vec<u8>>> {

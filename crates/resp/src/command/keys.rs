@@ -201,6 +201,50 @@ fn argc_of<A>(args: &[A]) -> Result<i32, KeysError> {
     i32::try_from(args.len()).map_err(|_| KeysError::InvalidArguments)
 }
 
+/// The positions of the keys a cluster node checks the slots of before it runs the
+/// command, appended to `out`: Redis's `getKeysFromCommand`, which `getNodeByQuery`
+/// (cluster routing, a script's commands, EXEC's queue) and client-side tracking use.
+/// It differs from [`keys_into`] (`COMMAND GETKEYS`, which prefers key specs): a
+/// command with a key finder uses it alone (an unbalanced XREAD has no keys, a GEORADIUS
+/// only its last STORE target), and the others their legacy first/last/step range. The
+/// arity is not checked (a node checks it first); nothing is found for a malformed call.
+///
+/// ```
+/// use redline_resp::command;
+///
+/// let mut out = Vec::new();
+/// let args = ["XREAD", "STREAMS", "a", "b", "0"];
+/// command::routing_keys_into(command::resolve(&args).unwrap(), &args, &mut out);
+/// assert!(out.is_empty());
+/// let args = ["MSET", "a", "1", "b", "2"];
+/// command::routing_keys_into(command::resolve(&args).unwrap(), &args, &mut out);
+/// assert_eq!(out, [1, 3]);
+/// ```
+pub fn routing_keys_into<A: AsRef<[u8]>>(spec: &CommandSpec, args: &[A], out: &mut Vec<usize>) {
+    let Ok(argc) = argc_of(args) else {
+        return;
+    };
+    if let Some(proc) = spec.get_keys {
+        run_proc(proc, args, argc, &mut Positions(out));
+        return;
+    }
+    if spec.first_key <= 0 || spec.key_step <= 0 {
+        return;
+    }
+    let first = spec.first_key;
+    let last = if spec.last_key < 0 {
+        argc + spec.last_key
+    } else {
+        spec.last_key
+    };
+    // Redis skips positions past the arguments (a variadic command's short call).
+    let mut pos = first;
+    while pos <= last && pos < argc {
+        out.push(pos.unsigned_abs() as usize);
+        pos += spec.key_step;
+    }
+}
+
 /// `COMMAND GETKEYS` minus the lookup: arity, then specs or finder, then the empty check.
 fn find<A: AsRef<[u8]>, S: Sink>(
     spec: &CommandSpec,

@@ -35,7 +35,9 @@ mod table;
 
 pub use blocking::{blocking, blocking_with, may_block, Block};
 pub use flags::{AclCategories, CommandFlags, KeySpecFlags};
-pub use keys::{getkeys, keys, keys_and_flags, keys_into, shard_channels, KeysError};
+pub use keys::{
+    getkeys, keys, keys_and_flags, keys_into, routing_keys_into, shard_channels, KeysError,
+};
 pub use lookup::{all, lookup, lookup_subcommand, position_const, resolve, COMMANDS, ENTRY_COUNT};
 pub use per_entry::PerEntry;
 pub use spec::{BeginSearch, CommandDocs, CommandSpec, DocArg, FindKeys, GetKeysProc, KeySpec};

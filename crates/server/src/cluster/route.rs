@@ -37,7 +37,7 @@ fn add_keys<'a>(
     keys: &mut Vec<&'a Bytes>,
 ) {
     pos.clear();
-    let _ = command::keys_into(spec, args, pos);
+    command::routing_keys_into(spec, args, pos);
     if is_pubsubshard(spec) {
         if let Ok(channels) = command::shard_channels(args) {
             pos.extend(channels);

@@ -53,9 +53,7 @@ pub struct ClusterState {
     among_minority: u64,
     /// Nodes forgotten with CLUSTER FORGET, not re-added from gossip until the time given.
     pub forgotten: BTreeMap<NodeId, u64>,
-    /// Bus messages sent and received, by type (CLUSTER INFO).
-    pub messages_sent: [u64; super::bus::message::TYPES],
-    /// See `messages_sent`.
+    /// Bus messages received, by type (CLUSTER INFO; those sent are the bus's).
     pub messages_received: [u64; super::bus::message::TYPES],
     /// Elections and manual failovers.
     pub election: super::bus::failover::Election,
@@ -85,7 +83,6 @@ impl ClusterState {
             started: now,
             among_minority: 0,
             forgotten: BTreeMap::new(),
-            messages_sent: [0; super::bus::message::TYPES],
             messages_received: [0; super::bus::message::TYPES],
             election: super::bus::failover::Election::default(),
             lost_slots: Vec::new(),

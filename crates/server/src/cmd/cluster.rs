@@ -141,13 +141,8 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             encode::write_verbatim(ctx.out, ctx.client.protocol, b"txt", text.as_bytes());
         }
         b"info" => {
-            let limited = ctx
-                .shared
-                .cluster
-                .bus
-                .buffer_limit_exceeded
-                .load(Ordering::Relaxed);
-            let text = info(&ctx.shared.cluster.state.read(), limited);
+            let cluster = &ctx.shared.cluster;
+            let text = info(&cluster.state.read(), &cluster.bus);
             encode::write_verbatim(ctx.out, ctx.client.protocol, b"txt", text.as_bytes());
         }
         b"slots" => slots(ctx),
@@ -676,7 +671,7 @@ fn reset(ctx: &mut Ctx<'_>, hard: bool) -> Result<(), CmdError> {
 }
 
 /// CLUSTER INFO.
-fn info(state: &ClusterState, links_over_limit: u64) -> String {
+fn info(state: &ClusterState, bus: &crate::cluster::bus::Bus) -> String {
     use std::fmt::Write;
     let (mut assigned, mut ok, mut pfail, mut fail) = (0, 0, 0, 0);
     for owner in state.slots.iter().flatten() {
@@ -696,10 +691,11 @@ fn info(state: &ClusterState, links_over_limit: u64) -> String {
         state.my_epoch(),
     );
     let names = crate::cluster::bus::message::TYPE_NAMES;
-    for (counts, way) in [
-        (&state.messages_sent, "sent"),
-        (&state.messages_received, "received"),
-    ] {
+    let sent = bus
+        .sent
+        .each_ref()
+        .map(|count| count.load(Ordering::Relaxed));
+    for (counts, way) in [(&sent, "sent"), (&state.messages_received, "received")] {
         for (name, count) in names.iter().zip(counts.iter()).filter(|(_, c)| **c != 0) {
             let _ = write!(text, "cluster_stats_messages_{name}_{way}:{count}\r\n");
         }
@@ -711,7 +707,8 @@ fn info(state: &ClusterState, links_over_limit: u64) -> String {
     }
     let _ = write!(
         text,
-        "total_cluster_links_buffer_limit_exceeded:{links_over_limit}\r\n"
+        "total_cluster_links_buffer_limit_exceeded:{}\r\n",
+        bus.buffer_limit_exceeded.load(Ordering::Relaxed)
     );
     text
 }

@@ -877,16 +877,20 @@ pub fn observe_duration(
 /// Client-side caching after a command of a tracking client: remember the keys a
 /// read-only command fetched (Redis's `trackingRememberKeys`), and let CLIENT CACHING
 /// lapse after the command (or transaction) it applied to.
-/// Records the command's keys as read by this tracking client.
+/// Records the command's keys as read by this tracking client: found as a cluster node
+/// finds them ([`command::routing_keys_into`]), as Redis's tracking does.
 fn remember_keys(ctx: &Ctx<'_>, args: &[Bytes]) {
-    if let Ok(indexes) = command::keys(args) {
-        let keys = indexes
-            .into_iter()
-            .filter_map(|i| args.get(i).map(|k| &k[..]));
-        ctx.shared
-            .tracking
-            .remember(ctx.client.id, ctx.client.tracking_caching, keys);
-    }
+    let Some(spec) = command::resolve(args) else {
+        return;
+    };
+    let mut indexes = Vec::new();
+    command::routing_keys_into(spec, args, &mut indexes);
+    let keys = indexes
+        .into_iter()
+        .filter_map(|i| args.get(i).map(|k| &k[..]));
+    ctx.shared
+        .tracking
+        .remember(ctx.client.id, ctx.client.tracking_caching, keys);
 }
 
 fn after_tracked_command(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {

@@ -44,16 +44,6 @@ pub fn header(state: &ClusterState, kind: u16, ctx: Context) -> Header {
     }
 }
 
-fn finish(state: &mut ClusterState, message: &Message) -> Vec<u8> {
-    if let Some(count) = state
-        .messages_sent
-        .get_mut(usize::from(message.header.kind))
-    {
-        *count += 1;
-    }
-    message::encode(message)
-}
-
 fn gossip_entry(node: &Node) -> Gossip {
     Gossip {
         id: node.id,
@@ -102,7 +92,7 @@ pub fn ping(state: &mut ClusterState, kind: u16, ctx: Context, announced_ip: &st
         header,
         body: Body::Ping { gossip, hostname },
     };
-    finish(state, &message)
+    message::encode(&message)
 }
 
 /// FAIL about `failing`.
@@ -111,7 +101,7 @@ pub fn fail(state: &mut ClusterState, failing: NodeId, ctx: Context) -> Vec<u8> 
         header: header(state, message::FAIL, ctx),
         body: Body::Fail(failing),
     };
-    finish(state, &message)
+    message::encode(&message)
 }
 
 /// UPDATE telling a node with a stale view who serves `node`'s slots.
@@ -125,7 +115,7 @@ pub fn update(state: &mut ClusterState, node: NodeId, ctx: Context) -> Option<Ve
             slots: Box::new(state.slot_bitmap(&node)),
         },
     };
-    Some(finish(state, &message))
+    Some(message::encode(&message))
 }
 
 /// PUBLISH or PUBLISHSHARD.
@@ -148,7 +138,7 @@ pub fn publish(
             message: payload.to_vec(),
         },
     };
-    finish(state, &message)
+    message::encode(&message)
 }
 
 /// A message without a body: FAILOVER_AUTH_REQUEST, FAILOVER_AUTH_ACK, MFSTART.
@@ -159,5 +149,5 @@ pub fn bare(state: &mut ClusterState, kind: u16, ctx: Context, mflags0: u8) -> V
         header,
         body: Body::Empty,
     };
-    finish(state, &message)
+    message::encode(&message)
 }

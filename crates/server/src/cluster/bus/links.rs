@@ -166,7 +166,7 @@ pub fn connect(shared: &Arc<Shared>, node: NodeId, ip: String, cport: u16, timeo
                 }
                 super::build::ping(&mut state, kind, ctx, &announce_ip)
             };
-            let _ = tx.send(first);
+            shared.cluster.bus.queue(&tx, first);
             let link = LinkInfo {
                 inbound: false,
                 node: Some(node),
@@ -310,7 +310,7 @@ fn apply(
 ) {
     let bus = &shared.cluster.bus;
     for reply in outcome.reply {
-        let _ = tx.send(reply);
+        bus.queue(tx, reply);
     }
     if let Some((from, to)) = outcome.renamed {
         let mut links = bus.outbound.lock();

@@ -234,6 +234,12 @@ fn length_error(kind: u16, got: usize, expected: usize) -> DecodeError {
     }
 }
 
+/// The type of the encoded message `buf`, read from its header.
+pub fn kind_of(buf: &[u8]) -> Option<u16> {
+    let kind = buf.get(12..14)?;
+    Some(u16::from_be_bytes([kind[0], kind[1]]))
+}
+
 /// Decodes one whole message (`buf` is exactly the announced length).
 pub fn decode(buf: &[u8]) -> Result<Message, DecodeError> {
     if buf.len() < 8 || &buf[..4] != b"RCmb" {

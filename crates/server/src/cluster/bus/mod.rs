@@ -86,6 +86,9 @@ pub struct Bus {
     drop_filter: AtomicI64,
     /// Links closed for exceeding `cluster-link-sendbuf-limit` (CLUSTER INFO).
     pub buffer_limit_exceeded: AtomicU64,
+    /// Messages queued on a link, by type (CLUSTER INFO): one per link, as Redis's
+    /// `clusterSendMessage` counts, so a PUBLISH with no other node counts none.
+    pub sent: [AtomicU64; message::TYPES],
 }
 
 impl Default for Bus {
@@ -96,6 +99,7 @@ impl Default for Bus {
             next_id: AtomicU64::new(0),
             drop_filter: AtomicI64::new(-1),
             buffer_limit_exceeded: AtomicU64::new(0),
+            sent: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
 }
@@ -119,7 +123,7 @@ impl Bus {
     pub fn send(&self, node: &NodeId, bytes: Vec<u8>) {
         if let Some(link) = self.outbound.lock().get(node) {
             link.queued.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-            let _ = link.tx.send(bytes);
+            self.queue(&link.tx, bytes);
         }
     }
 
@@ -127,8 +131,16 @@ impl Bus {
     pub fn broadcast(&self, bytes: &[u8]) {
         for link in self.outbound.lock().values() {
             link.queued.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-            let _ = link.tx.send(bytes.to_vec());
+            self.queue(&link.tx, bytes.to_vec());
         }
+    }
+
+    /// Queues the encoded message `bytes` on a link's writer, counting it as sent.
+    pub(crate) fn queue(&self, tx: &mpsc::UnboundedSender<Vec<u8>>, bytes: Vec<u8>) {
+        if let Some(count) = message::kind_of(&bytes).and_then(|k| self.sent.get(usize::from(k))) {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+        let _ = tx.send(bytes);
     }
 
     /// Closes the outbound link to `node` (the cron opens a new one if it is still known).
