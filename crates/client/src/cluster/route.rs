@@ -5,7 +5,7 @@
 //! Fast path: a command whose keys sit at fixed positions (`first`/`last`/`step`, no
 //! `movablekeys`) is routed by reading just those arguments. Commands with movable keys
 //! (`EVAL` numkeys, `XREAD ... STREAMS`, `ZUNIONSTORE` numkeys, `MIGRATE`, `SORT`...) go
-//! through Redis's own key-spec rules (`redline_resp::command::keys_into`).
+//! through the rules a node routes by (`redline_resp::command::routing_keys_into`).
 
 use redline_resp::command::{self, CommandFlags, CommandSpec};
 use redline_resp::slot::key_slot;
@@ -231,17 +231,16 @@ pub(crate) fn common_slot<'k>(
     slot.get()
 }
 
-/// Keys found by Redis's key-spec rules on the whole argument list.
+/// Keys found on the whole argument list as a cluster node finds the keys it routes by
+/// (`routing_keys_into`: the command's key finder, e.g. GEORADIUS's last STORE target
+/// only). Arguments Redis would refuse have none: a node answers with its own error.
 fn movable_keys(spec: &CommandSpec, bytes: &[u8]) -> Target {
     let Some(args) = Args::new(bytes) else {
         return Target::Unknown;
     };
     let args: Vec<&[u8]> = args.collect();
     let mut positions = Vec::new();
-    // Arguments Redis would refuse: let a node answer with its own error.
-    if command::keys_into(spec, &args, &mut positions).is_err() {
-        return Target::Keyless(Fanout::Any);
-    }
+    command::routing_keys_into(spec, &args, &mut positions);
     match common_slot(positions.iter().filter_map(|&i| args.get(i).copied())) {
         Ok(None) => Target::Keyless(Fanout::Any),
         slot => keyed_target(spec, slot),
@@ -326,6 +325,20 @@ mod tests {
             target(&["XREAD", "COUNT", "1", "STREAMS", "k", "0"]),
             Target::Slot(s)
         );
+        // A node checks only GEORADIUS's last STORE target, as Redis's key finder does.
+        let radius = [
+            "GEORADIUS",
+            "k",
+            "0",
+            "0",
+            "1",
+            "m",
+            "STORE",
+            "a",
+            "STOREDIST",
+            "{k}b",
+        ];
+        assert_eq!(target(&radius), Target::Slot(s));
         assert_eq!(
             target(&["ZUNIONSTORE", "{k}d", "2", "{k}a", "{k}b"]),
             Target::Slot(key_slot(b"k"))
