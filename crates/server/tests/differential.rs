@@ -1407,29 +1407,18 @@ fn same_replies_as_redis() {
     });
 }
 
-/// A redis-server and a redline-server (DEBUG on both), each a one-node cluster that
-/// serves every slot: the generators run there check which commands a node refuses in
-/// cluster mode (SELECT, MOVE, SWAPDB, ...) and with what words, and which keys of each
-/// command, transaction and script must share a slot (CROSSSLOT). The generators' keys
-/// `{t}x` and `{t}y` share a slot, the others do not.
+/// [`common::one_node_clusters`], the redline-server as an [`OwnProcess`]. The
+/// generators' keys `{t}x` and `{t}y` share a slot, the others do not.
 fn one_node_clusters() -> (RedisServer, OwnProcess) {
-    let args = ["--cluster-enabled", "yes", "--enable-debug-command", "yes"];
-    let redis = RedisServer::builder()
-        .args(args)
-        .start()
-        .expect("redis-server");
-    let redline = own_process(&args);
-    for addr in [redis.addr(), redline.addr] {
-        let mut c = Conn::connect(addr);
-        assert_eq!(
-            text(&c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"])),
-            "OK"
-        );
-        common::wait_until("the one-node cluster is up", || {
-            text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
-        });
-    }
-    (redis, redline)
+    let (redis, redline) = common::one_node_clusters();
+    let addr = redline.addr();
+    (
+        redis,
+        OwnProcess {
+            addr,
+            _server: redline,
+        },
+    )
 }
 
 /// [`same_replies_as_redis`] on [`one_node_clusters`].

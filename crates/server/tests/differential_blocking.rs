@@ -733,13 +733,24 @@ fn run_sequence(
 fn blocked_clients_match_redis() {
     let redis = common::redis_with_debug();
     let redline = Redline::start();
-    let (seeds, print) = common::seeds_to_run(200);
+    blocked_clients_as_redis(redis.addr(), redline.addr, 200);
+}
+
+/// [`blocked_clients_match_redis`] on one-node clusters: the keys a blocking command
+/// names must share a slot, and so must a transaction's.
+#[test]
+fn blocked_clients_match_redis_in_cluster_mode() {
+    let (redis, redline) = common::one_node_clusters();
+    blocked_clients_as_redis(redis.addr(), redline.addr(), 100);
+}
+
+fn blocked_clients_as_redis(redis: SocketAddr, redline: SocketAddr, count: u64) {
+    let (seeds, print) = common::seeds_to_run(count);
     let sequences = seeds.len();
     let mut failures = Vec::new();
     let mut tally = Tally::default();
     for seed in seeds {
-        if let Some(difference) = run_sequence(redis.addr(), redline.addr, seed, print, &mut tally)
-        {
+        if let Some(difference) = run_sequence(redis, redline, seed, print, &mut tally) {
             failures.push(format!("seed {seed}:\n{difference}"));
         }
     }

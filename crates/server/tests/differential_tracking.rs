@@ -323,10 +323,22 @@ fn run_sequence(redis: SocketAddr, redline: SocketAddr, seed: u64, print: bool) 
 fn tracking_matches_redis() {
     let redis = common::redis_with_debug();
     let redline = Redline::start();
-    let (seeds, print) = common::seeds_to_run(200);
+    tracking_as_redis(redis.addr(), redline.addr, 200);
+}
+
+/// [`tracking_matches_redis`] on one-node clusters, where a command's keys must share a
+/// slot before any is read or remembered.
+#[test]
+fn tracking_matches_redis_in_cluster_mode() {
+    let (redis, redline) = common::one_node_clusters();
+    tracking_as_redis(redis.addr(), redline.addr(), 100);
+}
+
+fn tracking_as_redis(redis: SocketAddr, redline: SocketAddr, count: u64) {
+    let (seeds, print) = common::seeds_to_run(count);
     let mut failures = Vec::new();
     for &seed in &seeds {
-        if let Some(difference) = run_sequence(redis.addr(), redline.addr, seed, print) {
+        if let Some(difference) = run_sequence(redis, redline, seed, print) {
             failures.push(format!("seed {seed}:\n{difference}"));
         }
     }

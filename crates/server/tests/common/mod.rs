@@ -465,6 +465,34 @@ pub fn redis_with_debug() -> redline_testkit::RedisServer {
         .expect("redis-server")
 }
 
+/// A redis-server and a redline-server (DEBUG on both), each a one-node cluster that
+/// serves every slot: generators run there check which commands a node refuses in
+/// cluster mode (SELECT, MOVE, SWAPDB, ...) and with what words, and which keys of each
+/// command, transaction and script must share a slot (CROSSSLOT).
+#[allow(dead_code)]
+pub fn one_node_clusters() -> (redline_testkit::RedisServer, redline_testkit::RedlineServer) {
+    let args = ["--cluster-enabled", "yes", "--enable-debug-command", "yes"];
+    let redis = redline_testkit::RedisServer::builder()
+        .args(args)
+        .start()
+        .expect("redis-server");
+    let redline = redline_testkit::RedlineServer::builder()
+        .args(args)
+        .start()
+        .expect("redline-server");
+    for addr in [redis.addr(), redline.addr()] {
+        let mut c = Conn::connect(addr);
+        assert_eq!(
+            text(&c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"])),
+            "OK"
+        );
+        wait_until("the one-node cluster is up", || {
+            text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+        });
+    }
+    (redis, redline)
+}
+
 /// A master on a port of its own that answers a replica's handshake, then sends
 /// `+FULLRESYNC`, the line `announce` (`$<len>` or `$EOF:<mark>`), the first `sent`
 /// bytes of an image (`REDIS0010`, then zeros), and closes once `release` is dropped
