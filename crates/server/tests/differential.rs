@@ -1739,36 +1739,57 @@ fn scripted_as_redis(
     mut command: impl FnMut(&mut Gen) -> Vec<Vec<u8>>,
 ) {
     compare_sequences(&redis, redline.addr, count, salt, |gen| {
-        (0..30)
-            .map(|_| {
-                let command = command(gen);
-                // Replies `normalise` sorts or rounds are left outside: inside a
-                // script it cannot tell them.
-                let name = String::from_utf8_lossy(&command[0]).to_ascii_uppercase();
-                let compared_loosely = matches!(
-                    name.as_str(),
-                    "KEYS"
-                        | "SMEMBERS"
-                        | "SINTER"
-                        | "SUNION"
-                        | "SDIFF"
-                        | "COMMAND"
-                        | "TTL"
-                        | "PTTL"
-                        | "EXPIRETIME"
-                        | "PEXPIRETIME"
-                        | "XPENDING"
-                        | "XINFO"
-                );
-                if compared_loosely || gen.chance(33) {
-                    return command;
-                }
-                let eval: &[u8] = if gen.chance(15) { b"EVAL_RO" } else { b"EVAL" };
-                let mut c = vec![eval.to_vec(), gen.pick(SCRIPT_BODIES), b"0".to_vec()];
-                c.extend(command);
-                c
-            })
-            .collect()
+        scripted_sequence(gen, &mut command)
+    });
+}
+
+/// 30 `command`s, two in three run inside EVAL or EVAL_RO.
+fn scripted_sequence(
+    gen: &mut Gen,
+    command: &mut impl FnMut(&mut Gen) -> Vec<Vec<u8>>,
+) -> Vec<Vec<Vec<u8>>> {
+    (0..30)
+        .map(|_| {
+            let command = command(gen);
+            // Replies `normalise` sorts or rounds are left outside: inside a script it
+            // cannot tell them.
+            let name = String::from_utf8_lossy(&command[0]).to_ascii_uppercase();
+            let compared_loosely = matches!(
+                name.as_str(),
+                "KEYS"
+                    | "SMEMBERS"
+                    | "SINTER"
+                    | "SUNION"
+                    | "SDIFF"
+                    | "COMMAND"
+                    | "TTL"
+                    | "PTTL"
+                    | "EXPIRETIME"
+                    | "PEXPIRETIME"
+                    | "XPENDING"
+                    | "XINFO"
+            );
+            if compared_loosely || gen.chance(33) {
+                return command;
+            }
+            let eval: &[u8] = if gen.chance(15) { b"EVAL_RO" } else { b"EVAL" };
+            let mut c = vec![eval.to_vec(), gen.pick(SCRIPT_BODIES), b"0".to_vec()];
+            c.extend(command);
+            c
+        })
+        .collect()
+}
+
+/// [`scripted_commands_match_redis`] as restricted users (see
+/// [`same_replies_as_redis_for_restricted_users`]): a script's commands are checked
+/// against the caller's permissions, and refused in the words Redis uses in scripts.
+#[test]
+fn scripted_commands_match_redis_for_restricted_users() {
+    let redis = redis_with_debug();
+    let redline = own_process(&[]);
+    compare_sequences(&redis, redline.addr, 300, 0xac1e, |gen| {
+        let sequence = scripted_sequence(gen, &mut Gen::command);
+        gen.as_restricted_user(sequence)
     });
 }
 
