@@ -4476,6 +4476,59 @@ fn documented_commands_match_redis_for_restricted_users() {
     });
 }
 
+/// [`documented_commands_match_redis`]'s commands sent to two replicas of one
+/// redis-server master, a redis-server and a redline-server, once the master wrote a key
+/// of every type and both have it: which commands a replica refuses (READONLY), after
+/// which other checks (arity, unknown subcommands), and what its reads answer.
+#[test]
+fn documented_commands_on_replicas_match_redis() {
+    let master = redis_with_debug();
+    let commands = documented_commands(&mut Conn::connect(master.addr()));
+    on_replicas_as_redis(master, 300, 0x4ead, |gen| {
+        let mut sequence = gen.documented_sequence(&commands);
+        sequence.split_off(TYPED_KEYS.len())
+    });
+}
+
+/// [`same_replies_as_redis`]'s sequences on replicas, as
+/// [`documented_commands_on_replicas_match_redis`].
+#[test]
+fn same_replies_on_replicas_as_redis() {
+    on_replicas_as_redis(redis_with_debug(), 300, 0x4eae, |gen| {
+        (0..30).map(|_| gen.command()).collect()
+    });
+}
+
+/// Sequences `generate` draws, compared on a redis-server and a redline-server that
+/// replicate `master`, which writes [`TYPED_KEYS`] before each.
+fn on_replicas_as_redis(
+    master: RedisServer,
+    count: u64,
+    salt: u64,
+    generate: impl FnMut(&mut Gen) -> Vec<Vec<Vec<u8>>>,
+) {
+    let redis = redis_with_debug();
+    let redline = own_process(&[]);
+    let port = master.addr().port().to_string();
+    for addr in [redis.addr(), redline.addr] {
+        Conn::connect(addr).cmd(&["REPLICAOF", "127.0.0.1", &port]);
+        common::wait_until("the replica's link", || {
+            text(&Conn::connect(addr).cmd(&["INFO", "replication"]))
+                .contains("master_link_status:up")
+        });
+    }
+    let mut to_master = Conn::connect(master.addr());
+    let prepare = |_: &mut Pair| {
+        to_master.cmd(&["FLUSHALL"]);
+        for command in TYPED_KEYS {
+            to_master.cmd(command);
+        }
+        let acked = to_master.cmd(&["WAIT", "2", "10000"]);
+        assert_eq!(text(&acked), "2", "both replicas have the keys");
+    };
+    compare_prepared_sequences(&redis, redline.addr, count, salt, prepare, generate);
+}
+
 impl Gen {
     /// A key of every type, then 20 commands drawn from `commands`.
     fn documented_sequence(&mut self, commands: &[DocCommand]) -> Vec<Vec<Vec<u8>>> {
