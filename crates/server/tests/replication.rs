@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use common::{conn, text, wait_until, Conn};
+use common::{conn, text, wait_until, AnyServer, Conn};
 use redline_resp::Frame;
 use redline_testkit::{ClosedPort, RedisServer, RedlineServer};
 
@@ -1736,6 +1736,55 @@ fn a_writable_replica_expires_the_keys_written_on_it() {
         info_field(master.port(), "master_repl_offset"),
         info_field(replica.port(), "master_repl_offset")
     );
+}
+
+/// A deadline already passed deletes a key at once on a master, but not on a replica
+/// (Redis's `checkAlreadyExpired`): EXPIRE, GETEX ... PXAT and RESTORE with a past
+/// deadline leave the key there, hidden and counted, until the replica's own sweep (or
+/// its master's DEL) takes it, on a writable redis-server and redline-server replica of
+/// one master alike.
+#[test]
+fn a_replica_keeps_keys_whose_deadline_passed_until_they_are_swept_like_redis() {
+    let master = redis(&[]);
+    let mut transcripts = Vec::new();
+    for replica in [
+        AnyServer::redis(&["--replica-read-only", "no"]),
+        AnyServer::redline(&["--replica-read-only", "no", "--save", ""]),
+    ] {
+        let port = replica.port;
+        conn(port).cmd(&["REPLICAOF", "127.0.0.1", &master.port().to_string()]);
+        wait_link_up(port);
+        let mut r = conn(port);
+        r.cmd(&["SET", "src", "v"]);
+        let Frame::Bulk(payload) = r.cmd(&["DUMP", "src"]) else {
+            panic!("DUMP of a string");
+        };
+        let past = "1000";
+        let script: Vec<Vec<&[u8]>> = vec![
+            vec![b"SET", b"a", b"1"],
+            vec![b"EXPIRE", b"a", b"0"],
+            vec![b"SET", b"b", b"1"],
+            vec![b"GETEX", b"b", b"PXAT", past.as_bytes()],
+            vec![b"RESTORE", b"c", past.as_bytes(), &payload, b"ABSTTL"],
+            vec![b"DBSIZE"],
+            vec![b"EXISTS", b"a", b"b", b"c"],
+            vec![b"DBSIZE"],
+        ];
+        let mut transcript: Vec<String> = script
+            .iter()
+            .map(|args| {
+                let shown: Vec<_> = args.iter().map(|a| String::from_utf8_lossy(a)).collect();
+                format!("{shown:?} -> {}", text(&r.cmd(args)))
+            })
+            .collect();
+        wait_until("the replica's sweep", || {
+            r.cmd(&["DBSIZE"]) == Frame::Integer(1)
+        });
+        transcript.push(format!("swept: {}", text(&r.cmd(&["KEYS", "*"]))));
+        transcripts.push(transcript);
+        conn(port).cmd(&["REPLICAOF", "NO", "ONE"]);
+    }
+    assert_eq!(transcripts[0], transcripts[1]);
 }
 
 /// FAILOVER TO hands the master's role to a replica without a full sync, as Redis 6.2+:

@@ -130,7 +130,7 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     } else {
         ttl
     };
-    if deadline != 0 && deadline <= now {
+    if deadline != 0 && super::keys::already_expired(ctx, deadline) {
         // Already expired: the old value (with REPLACE) goes, nothing is created.
         if replace && shard.remove(key).is_some() {
             event(ctx, NotifyClass::Generic, "del", key);

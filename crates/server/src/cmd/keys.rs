@@ -257,6 +257,14 @@ fn renamenx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// Whether a deadline of `when_ms` deletes its key at once (Redis's
+/// `checkAlreadyExpired`): when it has passed, except while loading and on a replica,
+/// which keeps the key, hidden, until its master's DEL comes (or, for a key it gave the
+/// TTL itself, until its own sweep).
+pub(crate) fn already_expired(ctx: &Ctx<'_>, when_ms: i64) -> bool {
+    when_ms <= now_ms() as i64 && !crate::store::loading() && !ctx.shared.store.events().replica()
+}
+
 /// The EXPIRE family, as Redis's `expireGenericCommand`.
 fn expire_generic(
     ctx: &mut Ctx<'_>,
@@ -318,7 +326,7 @@ fn expire_generic(
         encode::write_integer(ctx.out, 0);
         return Ok(());
     }
-    if when <= now && !crate::store::loading() {
+    if already_expired(ctx, when) {
         shard.remove(key);
         event(ctx, NotifyClass::Generic, "del", key);
     } else {

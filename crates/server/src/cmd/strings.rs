@@ -300,7 +300,7 @@ fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     write_string(ctx, entry)?;
     if let Some(at) = expires_at {
-        if at <= now_ms() {
+        if super::keys::already_expired(ctx, at as i64) {
             shard.remove(key);
             event(ctx, NotifyClass::Generic, "del", key);
         } else {
