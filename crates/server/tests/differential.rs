@@ -4476,6 +4476,50 @@ fn documented_commands_match_redis_for_restricted_users() {
     });
 }
 
+/// Documented commands, then the main generator's inside scripts, on two servers that
+/// want a good replica for every write (`min-replicas-to-write 1`) and have none: which
+/// commands count as writes (a transaction's, a script's, by its flags and by what it
+/// runs) is found by NOREPLICAS, which must be where redis-server answers it. Nothing is
+/// ever written, so every sequence starts from the same empty keyspace.
+#[test]
+fn writes_are_refused_without_good_replicas_as_redis() {
+    let (redis, redline, mut pair) = start_pair();
+    let commands = documented_commands(&mut pair.redis);
+    for conn in [&mut pair.redis, &mut pair.redline] {
+        assert_eq!(
+            text(&conn.cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"])),
+            "OK"
+        );
+    }
+    compare_sequences(&redis, redline.addr, 300, 0x2e9, |gen| {
+        let mut sequence = gen.documented_sequence(&commands);
+        sequence.extend(scripted_sequence(gen, &mut Gen::command));
+        sequence
+    });
+}
+
+/// [`writes_are_refused_without_good_replicas_as_redis`]'s sequences on two replicas
+/// that lost their master and must not serve stale data (`replica-serve-stale-data
+/// no`): which commands still run there (Redis's `stale` flag, a transaction's and a
+/// script's by what they hold) is found by MASTERDOWN.
+#[test]
+fn commands_refused_by_a_stale_replica_as_redis() {
+    let (redis, redline, mut pair) = start_pair();
+    let commands = documented_commands(&mut pair.redis);
+    let closed = redline_testkit::ClosedPort::new().expect("a closed port");
+    let port = closed.addr().port().to_string();
+    for conn in [&mut pair.redis, &mut pair.redline] {
+        let stale = ["CONFIG", "SET", "replica-serve-stale-data", "no"];
+        assert_eq!(text(&conn.cmd(&stale)), "OK");
+        assert_eq!(text(&conn.cmd(&["REPLICAOF", "127.0.0.1", &port])), "OK");
+    }
+    compare_sequences(&redis, redline.addr, 300, 0x57a1e, |gen| {
+        let mut sequence = gen.documented_sequence(&commands);
+        sequence.extend(scripted_sequence(gen, &mut Gen::command));
+        sequence
+    });
+}
+
 /// [`documented_commands_match_redis`]'s commands sent to two replicas of one
 /// redis-server master, a redis-server and a redline-server, once the master wrote a key
 /// of every type and both have it: which commands a replica refuses (READONLY), after
