@@ -4498,6 +4498,32 @@ fn writes_are_refused_without_good_replicas_as_redis() {
     });
 }
 
+/// [`writes_are_refused_without_good_replicas_as_redis`]'s sequences on two servers
+/// always over `maxmemory` (1 byte, `noeviction`): which commands may grow memory
+/// (Redis's `denyoom` flag, a transaction's and a script's by what they run) is found by
+/// OOM.
+#[test]
+fn commands_refused_out_of_memory_as_redis() {
+    let (redis, redline, mut pair) = start_pair();
+    let commands = documented_commands(&mut pair.redis);
+    for conn in [&mut pair.redis, &mut pair.redline] {
+        let full = [
+            "CONFIG",
+            "SET",
+            "maxmemory-policy",
+            "noeviction",
+            "maxmemory",
+            "1",
+        ];
+        assert_eq!(text(&conn.cmd(&full)), "OK");
+    }
+    compare_sequences(&redis, redline.addr, 300, 0x00f, |gen| {
+        let mut sequence = gen.documented_sequence(&commands);
+        sequence.extend(scripted_sequence(gen, &mut Gen::command));
+        sequence
+    });
+}
+
 /// [`writes_are_refused_without_good_replicas_as_redis`]'s sequences on two replicas
 /// that lost their master and must not serve stale data (`replica-serve-stale-data
 /// no`): which commands still run there (Redis's `stale` flag, a transaction's and a
