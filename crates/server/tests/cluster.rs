@@ -66,6 +66,8 @@ fn one_node_answers_cluster_commands_like_redis() {
             vec!["CLUSTER", "SETSLOT", "0", "BOGUS"],
             vec!["CLUSTER", "FORGET", &id],
             vec!["CLUSTER", "FORGET", other],
+            // A name is printed as C prints it: up to its first NUL.
+            vec!["CLUSTER", "FORGET", "a\r\nb\0c"],
             vec!["CLUSTER", "REPLICATE", &id],
             vec!["CLUSTER", "REPLICAS", &id],
             vec!["CLUSTER", "COUNT-FAILURE-REPORTS", &id],
@@ -341,6 +343,43 @@ fn a_doomed_transaction_queues_nothing_more_like_redis() {
             &[&["MULTI"], &["SET", "k2", "b"], &["SET", "k3", "c"]],
         );
         run(&mut c, &mut other, &[&["EXEC"]]);
+        transcripts.push(transcript);
+    }
+    assert_eq!(transcripts[0], transcripts[1]);
+}
+
+/// A cluster that is down but serves reads judges EXEC by its own flags, as Redis does:
+/// each queued write was refused as it came (and doomed the transaction), and a write
+/// without keys, never checked, runs.
+#[test]
+fn a_down_cluster_lets_exec_run_what_it_queued_like_redis() {
+    let mut transcripts = Vec::new();
+    for redline in [true, false] {
+        let node = cluster_node(redline);
+        let mut c = conn(node.port);
+        c.ok(&["CONFIG", "SET", "cluster-allow-reads-when-down", "yes"]);
+        c.ok(&["CLUSTER", "ADDSLOTSRANGE", "0", "8191"]);
+        let script: &[&[&str]] = &[
+            &["SET", "k2", "v"],
+            &["GET", "k2"],
+            &["MULTI"],
+            &["GET", "k2"],
+            &["FLUSHALL"],
+            &["EXEC"],
+            &["MULTI"],
+            &["GET", "k2"],
+            &["SET", "k2", "v"],
+            &["EXEC"],
+            &["CLUSTER", "INFO"],
+        ];
+        let transcript: Vec<String> = script
+            .iter()
+            .map(|args| {
+                let reply = text(&c.cmd(args));
+                let reply = reply.lines().next().unwrap_or_default().to_owned();
+                format!("{args:?} -> {reply}")
+            })
+            .collect();
         transcripts.push(transcript);
     }
     assert_eq!(transcripts[0], transcripts[1]);

@@ -1445,6 +1445,37 @@ fn one_node_clusters() -> (RedisServer, OwnProcess) {
     )
 }
 
+/// Documented commands, then the main generator's (two in three inside scripts), on
+/// one-node clusters that serve slots 0-8191 only and stay up (`cluster-require-full-coverage no`): a key of
+/// an unserved slot is CLUSTERDOWN "Hash slot not served", found before CROSSSLOT when
+/// it is the command's first.
+#[test]
+fn same_replies_as_redis_in_a_cluster_serving_half_the_slots() {
+    let args = ["--cluster-require-full-coverage", "no"];
+    let (redis, redline) = common::one_node_clusters_serving("8191", &args);
+    let commands = documented_commands_but_cluster(&mut Conn::connect(redis.addr()));
+    compare_sequences(&redis, redline.addr(), 300, 0xc1a1f, |gen| {
+        let mut sequence = gen.documented_sequence(&commands);
+        sequence.extend(scripted_sequence(gen, &mut Gen::command));
+        sequence
+    });
+}
+
+/// [`same_replies_as_redis_in_a_cluster_serving_half_the_slots`] on clusters that are
+/// down (half the slots unserved) but serve reads (`cluster-allow-reads-when-down
+/// yes`): which commands and scripts count as reads there.
+#[test]
+fn same_replies_as_redis_in_a_cluster_that_is_down() {
+    let args = ["--cluster-allow-reads-when-down", "yes"];
+    let (redis, redline) = common::one_node_clusters_serving("8191", &args);
+    let commands = documented_commands_but_cluster(&mut Conn::connect(redis.addr()));
+    compare_sequences(&redis, redline.addr(), 300, 0xc1d0e, |gen| {
+        let mut sequence = gen.documented_sequence(&commands);
+        sequence.extend(scripted_sequence(gen, &mut Gen::command));
+        sequence
+    });
+}
+
 /// [`same_replies_as_redis`] on [`one_node_clusters`].
 #[test]
 fn same_replies_as_redis_in_cluster_mode() {
@@ -4454,10 +4485,7 @@ fn documented_commands_match_redis() {
 #[test]
 fn documented_commands_match_redis_in_cluster_mode() {
     let (redis, redline) = one_node_clusters();
-    let mut commands = documented_commands(&mut Conn::connect(redis.addr()));
-    // CLUSTER's replies name the node (its id, its ports), which two servers never share;
-    // `cluster.rs` compares them with those replaced.
-    commands.retain(|c| !c.words[0].eq_ignore_ascii_case(b"cluster"));
+    let commands = documented_commands_but_cluster(&mut Conn::connect(redis.addr()));
     compare_sequences(&redis, redline.addr, 300, 0xc1d0, |gen| {
         gen.documented_sequence(&commands)
     });
@@ -4637,6 +4665,15 @@ fn on_replicas_as_redis(
         assert_eq!(text(&acked), "2", "both replicas have the keys");
     };
     compare_prepared_sequences(&redis, redline.addr, count, salt, prepare, generate);
+}
+
+/// [`documented_commands`] but CLUSTER, for cluster nodes: its replies name the node
+/// (its id, its ports), which two servers never share; `cluster.rs` compares them with
+/// those replaced.
+fn documented_commands_but_cluster(redis: &mut Conn) -> Vec<DocCommand> {
+    let mut commands = documented_commands(redis);
+    commands.retain(|c| !c.words[0].eq_ignore_ascii_case(b"cluster"));
+    commands
 }
 
 impl Gen {

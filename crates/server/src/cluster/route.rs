@@ -192,7 +192,7 @@ pub fn check<'a>(
     }
     let runs_here = |slot| Ok(Routed { slot, gate });
     // Whether it writes matters only when the cluster is down or for a READONLY client
-    // (for EXEC and scripts it is worked out from what they queued or declared).
+    // (for a script it is worked out from what it declared, for EXEC from its queue).
     let writes = || crate::cmd::writes(ctx, spec, args);
     if !state.ok {
         let settings = Settings::from_config(&ctx.shared.config.read());
@@ -202,7 +202,9 @@ pub fn check<'a>(
             }
         } else if !settings.reads_when_down {
             return Err(refuse(RefusalKind::Down, CmdError::Static(DOWN)));
-        } else if writes() {
+        } else if !exec && writes() {
+            // EXEC is judged by its own flags here, not its queue's (Redis's
+            // `getCommandFlags`): each queued write was refused as it came.
             return Err(refuse(RefusalKind::DownReadOnly, CmdError::Static(DOWN_RO)));
         }
     }

@@ -303,12 +303,7 @@ fn cluster_command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ok(ctx.out);
         }
         b"links" => crate::cluster::bus::links::describe(ctx.shared, ctx.out, ctx.client.protocol),
-        _ => {
-            return Err(CmdError::Owned(format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLUSTER HELP.",
-                String::from_utf8_lossy(&args[1])
-            )))
-        }
+        _ => return Err(super::reply::subcommand_syntax("cluster", &args[1])),
     }
     Ok(())
 }
@@ -327,12 +322,9 @@ fn parse_slot(arg: &[u8]) -> Result<usize, CmdError> {
 
 /// The node a client named, or Redis's "Unknown node".
 fn known<'s>(state: &'s ClusterState, name: &[u8]) -> Result<&'s Node, CmdError> {
-    state.lookup(name).ok_or_else(|| {
-        CmdError::Owned(format!(
-            "ERR Unknown node {}",
-            String::from_utf8_lossy(name)
-        ))
-    })
+    state
+        .lookup(name)
+        .ok_or_else(|| super::reply::quoting("ERR Unknown node ", name, usize::MAX, ""))
 }
 
 /// Applies a change of configuration and recomputes the cluster's state; the change is
@@ -412,7 +404,7 @@ fn setslot(ctx: &Ctx<'_>, args: &[Bytes]) -> Result<(), CmdError> {
     let slot = parse_slot(&args[2])?;
     let action = args[3].to_ascii_lowercase();
     let unknown = |name: &[u8], words: &str| {
-        CmdError::Owned(format!("ERR {words} {}", String::from_utf8_lossy(name)))
+        super::reply::quoting(&format!("ERR {words} "), name, usize::MAX, "")
     };
     let master_named = |state: &ClusterState, name: &[u8], words: &str| {
         let node = state.lookup(name).ok_or_else(|| unknown(name, words))?;

@@ -78,10 +78,8 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut config = ctx.shared.config.read().clone();
     let mut seen: Vec<String> = Vec::new();
     let failed = |name: &[u8], why: &str| {
-        CmdError::Owned(format!(
-            "ERR CONFIG SET failed (possibly related to argument '{}') - {why}",
-            String::from_utf8_lossy(name)
-        ))
+        let prefix = "ERR CONFIG SET failed (possibly related to argument '";
+        reply::quoting(prefix, name, usize::MAX, &format!("') - {why}"))
     };
     let unknown = |given: &[u8]| {
         reply::quoting(

@@ -299,10 +299,12 @@ fn kill_cluster_link(ctx: &mut Ctx<'_>, direction: &[u8], name: &[u8]) -> CmdRes
         ));
     }
     let Some(node) = shared.cluster.state.read().lookup(name).map(|n| n.id) else {
-        return Err(CmdError::Owned(format!(
-            "ERR Unknown node {}",
-            String::from_utf8_lossy(name)
-        )));
+        return Err(super::reply::quoting(
+            "ERR Unknown node ",
+            name,
+            usize::MAX,
+            "",
+        ));
     };
     let (to, from) = if is(direction, "to") {
         (true, false)
@@ -311,10 +313,12 @@ fn kill_cluster_link(ctx: &mut Ctx<'_>, direction: &[u8], name: &[u8]) -> CmdRes
     } else if is(direction, "all") {
         (true, true)
     } else {
-        return Err(CmdError::Owned(format!(
-            "ERR Unknown direction {}",
-            String::from_utf8_lossy(direction)
-        )));
+        return Err(super::reply::quoting(
+            "ERR Unknown direction ",
+            direction,
+            usize::MAX,
+            "",
+        ));
     };
     if to {
         shared.cluster.bus.drop_link(&node);

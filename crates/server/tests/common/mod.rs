@@ -471,23 +471,40 @@ pub fn redis_with_debug() -> redline_testkit::RedisServer {
 /// command, transaction and script must share a slot (CROSSSLOT).
 #[allow(dead_code)]
 pub fn one_node_clusters() -> (redline_testkit::RedisServer, redline_testkit::RedlineServer) {
-    let args = ["--cluster-enabled", "yes", "--enable-debug-command", "yes"];
+    one_node_clusters_serving("16383", &[])
+}
+
+/// [`one_node_clusters`] that serve slots 0 to `last` only, started with `args` too
+/// (`cluster-require-full-coverage no` keeps such a cluster up).
+#[allow(dead_code)]
+pub fn one_node_clusters_serving(
+    last: &str,
+    args: &[&str],
+) -> (redline_testkit::RedisServer, redline_testkit::RedlineServer) {
+    let mut all = vec!["--cluster-enabled", "yes", "--enable-debug-command", "yes"];
+    all.extend_from_slice(args);
     let redis = redline_testkit::RedisServer::builder()
-        .args(args)
+        .args(all.iter().copied())
         .start()
         .expect("redis-server");
     let redline = redline_testkit::RedlineServer::builder()
-        .args(args)
+        .args(all.iter().copied())
         .start()
         .expect("redline-server");
+    let partial_is_up = all
+        .windows(2)
+        .any(|w| w == ["--cluster-require-full-coverage", "no"]);
+    let state = if last == "16383" || partial_is_up {
+        "ok"
+    } else {
+        "fail"
+    };
     for addr in [redis.addr(), redline.addr()] {
         let mut c = Conn::connect(addr);
-        assert_eq!(
-            text(&c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"])),
-            "OK"
-        );
-        wait_until("the one-node cluster is up", || {
-            text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+        let assigned = c.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", last]);
+        assert_eq!(text(&assigned), "OK");
+        wait_until("the one-node cluster's state", || {
+            text(&c.cmd(&["CLUSTER", "INFO"])).contains(&format!("cluster_state:{state}"))
         });
     }
     (redis, redline)
