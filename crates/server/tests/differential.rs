@@ -1029,6 +1029,13 @@ fn normalise(command: &[Vec<u8>], reply: Frame) -> String {
         lines.sort();
         return lines.join("\n");
     }
+    // A redirection names the node's address, which two servers never share.
+    if let Frame::Error(e) = &reply {
+        if e.starts_with(b"MOVED ") || e.starts_with(b"ASK ") {
+            let words: Vec<&[u8]> = e.splitn(3, |&b| b == b' ').take(2).collect();
+            return format!("{} <address>", String::from_utf8_lossy(&words.join(&b' ')));
+        }
+    }
     if let Some(text) = families::normalise(&name, command, &reply) {
         return text;
     }
@@ -1342,7 +1349,7 @@ fn keyspace_dump(pair: &mut Pair) -> Vec<Vec<Vec<u8>>> {
 /// each sequence's number as it starts (a server that closes the connection ends the
 /// test at once, without its number).
 fn compare_sequences(
-    redis: &RedisServer,
+    redis: SocketAddr,
     redline: SocketAddr,
     count: u64,
     salt: u64,
@@ -1354,7 +1361,7 @@ fn compare_sequences(
 /// [`compare_sequences`], with `prepare` run on both servers' connections after each
 /// sequence's FLUSHALL.
 fn compare_prepared_sequences(
-    redis: &RedisServer,
+    redis: SocketAddr,
     redline: SocketAddr,
     count: u64,
     salt: u64,
@@ -1370,7 +1377,7 @@ fn compare_prepared_sequences(
         };
         let mode = seed % 4;
         let mut pair = Pair {
-            redis: Conn::connect(redis.addr()),
+            redis: Conn::connect(redis),
             redline: Conn::connect(redline),
         };
         pair.redis.cmd(&["FLUSHALL"]);
@@ -1426,7 +1433,7 @@ fn assert_none_differ(failures: &[String], of: &str) {
 fn same_replies_as_redis() {
     let redis = RedisServer::start().expect("redis-server");
     let redline = Redline::start();
-    compare_sequences(&redis, redline.addr, 2_000, 0, |gen| {
+    compare_sequences(redis.addr(), redline.addr, 2_000, 0, |gen| {
         (0..30).map(|_| gen.command()).collect()
     });
 }
@@ -1454,7 +1461,7 @@ fn same_replies_as_redis_in_a_cluster_serving_half_the_slots() {
     let args = ["--cluster-require-full-coverage", "no"];
     let (redis, redline) = common::one_node_clusters_serving("8191", &args);
     let commands = documented_commands_but_cluster(&mut Conn::connect(redis.addr()));
-    compare_sequences(&redis, redline.addr(), 300, 0xc1a1f, |gen| {
+    compare_sequences(redis.addr(), redline.addr(), 300, 0xc1a1f, |gen| {
         let mut sequence = gen.documented_sequence(&commands);
         sequence.extend(scripted_sequence(gen, &mut Gen::command));
         sequence
@@ -1469,18 +1476,88 @@ fn same_replies_as_redis_in_a_cluster_that_is_down() {
     let args = ["--cluster-allow-reads-when-down", "yes"];
     let (redis, redline) = common::one_node_clusters_serving("8191", &args);
     let commands = documented_commands_but_cluster(&mut Conn::connect(redis.addr()));
-    compare_sequences(&redis, redline.addr(), 300, 0xc1d0e, |gen| {
+    compare_sequences(redis.addr(), redline.addr(), 300, 0xc1d0e, |gen| {
         let mut sequence = gen.documented_sequence(&commands);
         sequence.extend(scripted_sequence(gen, &mut Gen::command));
         sequence
     });
 }
 
+/// A one-node cluster serving every slot and a replica of it in the same cluster, both
+/// started by `start`.
+fn cluster_with_replica(start: fn(&[&str]) -> common::AnyServer) -> [common::AnyServer; 2] {
+    let args = [
+        "--cluster-enabled",
+        "yes",
+        "--enable-debug-command",
+        "yes",
+        "--save",
+        "",
+    ];
+    let (master, replica) = (start(&args), start(&args));
+    let (mut m, mut r) = (common::conn(master.port), common::conn(replica.port));
+    assert_eq!(
+        text(&m.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"])),
+        "OK"
+    );
+    let id = text(&m.cmd(&["CLUSTER", "MYID"]));
+    r.cmd(&["CLUSTER", "MEET", "127.0.0.1", &master.port.to_string()]);
+    common::wait_until("the replica to follow the master", || {
+        text(&r.cmd(&["CLUSTER", "REPLICATE", &id])) == "OK"
+    });
+    common::wait_until("the replica's link and the cluster up", || {
+        text(&r.cmd(&["INFO", "replication"])).contains("master_link_status:up")
+            && text(&r.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+    });
+    [master, replica]
+}
+
+/// Documented commands, then the main generator's (two in three inside scripts), from
+/// a READONLY client of a cluster replica whose master wrote a key of every type: reads
+/// are served there, writes redirected to the master (MOVED, its address aside) or
+/// refused (a keyless write), a transaction and a script by what they hold.
+#[test]
+fn same_replies_as_redis_on_a_cluster_replica() {
+    let [redis_master, redis] = cluster_with_replica(common::AnyServer::redis);
+    let [redline_master, redline] = cluster_with_replica(common::AnyServer::redline);
+    let commands = documented_commands_but_cluster(&mut common::conn(redis.port));
+    let mut masters = [
+        common::conn(redis_master.port),
+        common::conn(redline_master.port),
+    ];
+    let prepare = |pair: &mut Pair| {
+        for master in &mut masters {
+            master.cmd(&["FLUSHALL"]);
+            for command in TYPED_KEYS {
+                master.cmd(command);
+            }
+            assert_eq!(text(&master.cmd(&["WAIT", "1", "10000"])), "1");
+        }
+        pair.redis.cmd(&["READONLY"]);
+        pair.redline.cmd(&["READONLY"]);
+    };
+    let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
+    compare_prepared_sequences(
+        addr(redis.port),
+        addr(redline.port),
+        300,
+        0xc1e9,
+        prepare,
+        |gen| {
+            let mut sequence = gen
+                .documented_sequence(&commands)
+                .split_off(TYPED_KEYS.len());
+            sequence.extend(scripted_sequence(gen, &mut Gen::command));
+            sequence
+        },
+    );
+}
+
 /// [`same_replies_as_redis`] on [`one_node_clusters`].
 #[test]
 fn same_replies_as_redis_in_cluster_mode() {
     let (redis, redline) = one_node_clusters();
-    compare_sequences(&redis, redline.addr, 300, 0xc1u64 << 32, |gen| {
+    compare_sequences(redis.addr(), redline.addr, 300, 0xc1u64 << 32, |gen| {
         (0..30).map(|_| gen.command()).collect()
     });
 }
@@ -1552,7 +1629,7 @@ impl Gen {
 #[test]
 fn same_replies_as_redis_for_restricted_users() {
     let (redis, redline, _) = start_pair();
-    compare_sequences(&redis, redline.addr, 300, 0xac1u64 << 32, |gen| {
+    compare_sequences(redis.addr(), redline.addr, 300, 0xac1u64 << 32, |gen| {
         let sequence = (0..30).map(|_| gen.command()).collect();
         gen.as_restricted_user(sequence)
     });
@@ -1565,7 +1642,7 @@ fn same_replies_as_redis_for_restricted_users() {
 fn reloads_keep_what_redis_keeps() {
     let redis = redis_with_debug();
     let redline = own_process(&[]);
-    compare_sequences(&redis, redline.addr, 300, 0x2e10, |gen| {
+    compare_sequences(redis.addr(), redline.addr, 300, 0x2e10, |gen| {
         (0..30)
             .map(|_| {
                 if gen.chance(6) {
@@ -1593,25 +1670,32 @@ fn aof_replays_keep_what_redis_keeps() {
     // writes alone (and the rewrite's base file). Replaying every sequence before it
     // made each load longer than the generator's shortest TTLs (`PX 100`) on a debug
     // build, so a key could expire here during a load and not on Redis.
-    compare_prepared_sequences(&redis, redline.addr, 150, 0xa0f1, rewrite_aof, |gen| {
-        let mut in_transaction = false;
-        (0..30)
-            .map(|_| {
-                // Redis loads inside EXEC before the transaction's own writes reach the
-                // file; this server refuses it there. Not compared.
-                if !in_transaction && gen.chance(6) {
-                    return vec![b"DEBUG".to_vec(), b"LOADAOF".to_vec()];
-                }
-                let command = gen.propagated_command();
-                match &command[0].to_ascii_uppercase()[..] {
-                    b"MULTI" => in_transaction = true,
-                    b"EXEC" | b"DISCARD" => in_transaction = false,
-                    _ => {}
-                }
-                command
-            })
-            .collect()
-    });
+    compare_prepared_sequences(
+        redis.addr(),
+        redline.addr,
+        150,
+        0xa0f1,
+        rewrite_aof,
+        |gen| {
+            let mut in_transaction = false;
+            (0..30)
+                .map(|_| {
+                    // Redis loads inside EXEC before the transaction's own writes reach the
+                    // file; this server refuses it there. Not compared.
+                    if !in_transaction && gen.chance(6) {
+                        return vec![b"DEBUG".to_vec(), b"LOADAOF".to_vec()];
+                    }
+                    let command = gen.propagated_command();
+                    match &command[0].to_ascii_uppercase()[..] {
+                        b"MULTI" => in_transaction = true,
+                        b"EXEC" | b"DISCARD" => in_transaction = false,
+                        _ => {}
+                    }
+                    command
+                })
+                .collect()
+        },
+    );
 }
 
 /// Rewrites both servers' AOF (BGREWRITEAOF) and waits until both are done.
@@ -1643,7 +1727,7 @@ fn stream_geo_and_sort_sequences_match_redis_in_cluster_mode() {
 }
 
 fn family_sequences_as_redis((redis, redline): (RedisServer, OwnProcess), count: u64, salt: u64) {
-    compare_sequences(&redis, redline.addr, count, salt, |gen| {
+    compare_sequences(redis.addr(), redline.addr, count, salt, |gen| {
         // Node limits drawn per sequence, and changed midway now and then: a stream's
         // nodes keep the sizes they were cut at.
         let mut sequence = vec![gen.stream_node_limits()];
@@ -1769,7 +1853,7 @@ fn scripted_as_redis(
     salt: u64,
     mut command: impl FnMut(&mut Gen) -> Vec<Vec<u8>>,
 ) {
-    compare_sequences(&redis, redline.addr, count, salt, |gen| {
+    compare_sequences(redis.addr(), redline.addr, count, salt, |gen| {
         scripted_sequence(gen, &mut command)
     });
 }
@@ -1818,7 +1902,7 @@ fn scripted_sequence(
 fn scripted_commands_match_redis_for_restricted_users() {
     let redis = redis_with_debug();
     let redline = own_process(&[]);
-    compare_sequences(&redis, redline.addr, 300, 0xac1e, |gen| {
+    compare_sequences(redis.addr(), redline.addr, 300, 0xac1e, |gen| {
         let sequence = scripted_sequence(gen, &mut Gen::command);
         gen.as_restricted_user(sequence)
     });
@@ -2305,7 +2389,7 @@ fn replicas_hold_as_master(
 fn long_lists_match_redis() {
     let redis = RedisServer::start().expect("redis-server");
     let redline = Redline::start();
-    compare_sequences(&redis, redline.addr, 40, 0x1157, |gen| {
+    compare_sequences(redis.addr(), redline.addr, 40, 0x1157, |gen| {
         let w = |s: &str| s.as_bytes().to_vec();
         let key = |gen: &mut Gen| gen.pick(&[b"k1", b"k2"]);
         let element = |gen: &mut Gen| -> Vec<u8> {
@@ -3990,7 +4074,7 @@ fn fresh_sequences(
 ) {
     let redis = RedisServer::start().expect("redis-server");
     let redline = own_process(&[]);
-    compare_sequences(&redis, redline.addr, count, salt, |gen| {
+    compare_sequences(redis.addr(), redline.addr, count, salt, |gen| {
         let mut sequence = vec![reset.iter().map(|a| a.as_bytes().to_vec()).collect()];
         sequence.extend((0..length).map(|_| command(gen)));
         sequence
@@ -4475,7 +4559,7 @@ fn documented_commands_match_redis() {
         commands.len()
     );
     // Keys of every type first, then 20 documented commands.
-    compare_sequences(&redis, redline.addr, 300, 0xd0c5, |gen| {
+    compare_sequences(redis.addr(), redline.addr, 300, 0xd0c5, |gen| {
         gen.documented_sequence(&commands)
     });
 }
@@ -4486,7 +4570,7 @@ fn documented_commands_match_redis() {
 fn documented_commands_match_redis_in_cluster_mode() {
     let (redis, redline) = one_node_clusters();
     let commands = documented_commands_but_cluster(&mut Conn::connect(redis.addr()));
-    compare_sequences(&redis, redline.addr, 300, 0xc1d0, |gen| {
+    compare_sequences(redis.addr(), redline.addr, 300, 0xc1d0, |gen| {
         gen.documented_sequence(&commands)
     });
 }
@@ -4498,7 +4582,7 @@ fn documented_commands_match_redis_in_cluster_mode() {
 fn documented_commands_match_redis_for_restricted_users() {
     let (redis, redline, mut pair) = start_pair();
     let commands = documented_commands(&mut pair.redis);
-    compare_sequences(&redis, redline.addr, 300, 0xac1d, |gen| {
+    compare_sequences(redis.addr(), redline.addr, 300, 0xac1d, |gen| {
         let sequence = gen.documented_sequence(&commands);
         gen.as_restricted_user(sequence)
     });
@@ -4519,7 +4603,7 @@ fn writes_are_refused_without_good_replicas_as_redis() {
             "OK"
         );
     }
-    compare_sequences(&redis, redline.addr, 300, 0x2e9, |gen| {
+    compare_sequences(redis.addr(), redline.addr, 300, 0x2e9, |gen| {
         let mut sequence = gen.documented_sequence(&commands);
         sequence.extend(scripted_sequence(gen, &mut Gen::command));
         sequence
@@ -4545,7 +4629,7 @@ fn commands_refused_out_of_memory_as_redis() {
         ];
         assert_eq!(text(&conn.cmd(&full)), "OK");
     }
-    compare_sequences(&redis, redline.addr, 300, 0x00f, |gen| {
+    compare_sequences(redis.addr(), redline.addr, 300, 0x00f, |gen| {
         let mut sequence = gen.documented_sequence(&commands);
         sequence.extend(scripted_sequence(gen, &mut Gen::command));
         sequence
@@ -4567,7 +4651,7 @@ fn commands_refused_by_a_stale_replica_as_redis() {
         assert_eq!(text(&conn.cmd(&stale)), "OK");
         assert_eq!(text(&conn.cmd(&["REPLICAOF", "127.0.0.1", &port])), "OK");
     }
-    compare_sequences(&redis, redline.addr, 300, 0x57a1e, |gen| {
+    compare_sequences(redis.addr(), redline.addr, 300, 0x57a1e, |gen| {
         let mut sequence = gen.documented_sequence(&commands);
         sequence.extend(scripted_sequence(gen, &mut Gen::command));
         sequence
@@ -4664,7 +4748,7 @@ fn on_replicas_as_redis(
         let acked = to_master.cmd(&["WAIT", "2", "10000"]);
         assert_eq!(text(&acked), "2", "both replicas have the keys");
     };
-    compare_prepared_sequences(&redis, redline.addr, count, salt, prepare, generate);
+    compare_prepared_sequences(redis.addr(), redline.addr, count, salt, prepare, generate);
 }
 
 /// [`documented_commands`] but CLUSTER, for cluster nodes: its replies name the node

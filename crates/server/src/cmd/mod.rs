@@ -261,11 +261,11 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
             return reject_spec(ctx, spec, acl::denied_error(spec, denied, in_exec));
         }
     }
-    // Held until the command has run (see `route::SlotGate`).
-    let _slot_gate = if ctx.shared.cluster.enabled()
-        && (!ctx.nested || ctx.client.in_script)
-        && !ctx.client.is_master
-    {
+    // Held until the command has run (see `route::SlotGate`). A script's call is routed
+    // after the checks of its writes and memory (below), as Redis's `scriptCall` orders
+    // them: a write on a replica is READONLY there, not a key of another node.
+    let routed = ctx.shared.cluster.enabled() && !ctx.client.is_master;
+    let mut _slot_gate = if routed && !ctx.nested {
         cluster_route(ctx, spec, args)?
     } else {
         None
@@ -336,6 +336,9 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     }
     if out_of_memory(ctx, spec, args) {
         return reject_spec(ctx, spec, CmdError::Static(OOM));
+    }
+    if routed && ctx.nested && ctx.client.in_script {
+        _slot_gate = cluster_route(ctx, spec, args)?;
     }
     if ctx.client.multi.is_some() && !tx::runs_inside_multi(top) {
         if !tx::bound_to_fail(ctx) {
