@@ -1553,6 +1553,71 @@ fn same_replies_as_redis_on_a_cluster_replica() {
     );
 }
 
+/// Two masters of one cluster, both started by `start`: the first serves slots 0-8191
+/// and migrates slot 449 (`k2`'s) to the second, which serves the rest and migrates slot
+/// 12706 (`k1`'s) to the first.
+fn two_masters_migrating(start: fn(&[&str]) -> common::AnyServer) -> [common::AnyServer; 2] {
+    let args = [
+        "--cluster-enabled",
+        "yes",
+        "--enable-debug-command",
+        "yes",
+        "--save",
+        "",
+    ];
+    let (a, b) = (start(&args), start(&args));
+    let (mut ca, mut cb) = (common::conn(a.port), common::conn(b.port));
+    assert_eq!(
+        text(&ca.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "8191"])),
+        "OK"
+    );
+    assert_eq!(
+        text(&cb.cmd(&["CLUSTER", "ADDSLOTSRANGE", "8192", "16383"])),
+        "OK"
+    );
+    ca.cmd(&["CLUSTER", "MEET", "127.0.0.1", &b.port.to_string()]);
+    common::wait_until("both masters up", || {
+        [&mut ca, &mut cb].into_iter().all(|c| {
+            text(&c.cmd(&["CLUSTER", "INFO"])).contains("cluster_state:ok")
+                && text(&c.cmd(&["CLUSTER", "NODES"])).lines().count() == 2
+        })
+    });
+    let (ida, idb) = (
+        text(&ca.cmd(&["CLUSTER", "MYID"])),
+        text(&cb.cmd(&["CLUSTER", "MYID"])),
+    );
+    for (on_a, args) in [
+        (true, ["449", "MIGRATING", &idb]),
+        (false, ["449", "IMPORTING", &ida]),
+        (false, ["12706", "MIGRATING", &ida]),
+        (true, ["12706", "IMPORTING", &idb]),
+    ] {
+        let mut setslot = vec!["CLUSTER", "SETSLOT"];
+        setslot.extend(args);
+        let c = if on_a { &mut ca } else { &mut cb };
+        assert_eq!(text(&c.cmd(&setslot)), "OK");
+    }
+    [a, b]
+}
+
+/// Documented commands, then the main generator's (two in three inside scripts), on a
+/// cluster master that migrates one slot away and imports another
+/// ([`two_masters_migrating`]): a key of the migrating slot is served while it is here,
+/// else ASK (TRYAGAIN for several keys, some here); one of the importing slot is served
+/// after ASKING, else MOVED; the other master's keys are MOVED.
+#[test]
+fn same_replies_as_redis_on_a_master_migrating_slots() {
+    let [redis, _redis_b] = two_masters_migrating(common::AnyServer::redis);
+    let [redline, _redline_b] = two_masters_migrating(common::AnyServer::redline);
+    let commands = documented_commands_but_cluster(&mut common::conn(redis.port));
+    let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
+    compare_sequences(addr(redis.port), addr(redline.port), 300, 0xa5c, |gen| {
+        let mut sequence = gen.documented_sequence(&commands);
+        sequence.extend(scripted_sequence(gen, &mut Gen::command));
+        sequence
+    });
+}
+
 /// [`same_replies_as_redis`] on [`one_node_clusters`].
 #[test]
 fn same_replies_as_redis_in_cluster_mode() {
