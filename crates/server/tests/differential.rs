@@ -4861,6 +4861,52 @@ const TYPED_KEYS: &[&[&[u8]]] = &[
     &[b"PFADD", KEYS[7], b"a", b"b"],
 ];
 
+/// When several refusals apply, the first in Redis's order (`processCommand`) answers:
+/// memory and good replicas before the pub/sub context of a RESP2 subscriber.
+#[test]
+fn refusals_come_in_redis_order() {
+    let (_redis, _redline, mut pair) = start_pair();
+    let mut subscribers = Pair {
+        redis: Conn::connect(_redis.addr()),
+        redline: Conn::connect(_redline.addr),
+    };
+    let steps: &[(&[&str], bool)] = &[
+        (&["SUBSCRIBE", "ch"], true),
+        (&["CONFIG", "SET", "min-replicas-to-write", "1"], false),
+        (&["SET", "x", "1"], true),
+        (&["CONFIG", "SET", "min-replicas-to-write", "0"], false),
+        (
+            &[
+                "CONFIG",
+                "SET",
+                "maxmemory-policy",
+                "noeviction",
+                "maxmemory",
+                "1",
+            ],
+            false,
+        ),
+        (&["SET", "x", "1"], true),
+        (&["GET", "x"], true),
+        (&["CONFIG", "SET", "maxmemory", "0"], false),
+    ];
+    let mut differences = Vec::new();
+    for (command, by_subscriber) in steps {
+        let conns = if *by_subscriber {
+            &mut subscribers
+        } else {
+            &mut pair
+        };
+        let command: Vec<Vec<u8>> = command.iter().map(|w| w.as_bytes().to_vec()).collect();
+        let want = normalise(&command, conns.redis.cmd(&command));
+        let got = normalise(&command, conns.redline.cmd(&command));
+        if want != got {
+            differences.push(format!("{command:?}: redis {want} / redline {got}"));
+        }
+    }
+    assert_same(&differences, steps.len(), "refusals");
+}
+
 /// DEBUG ERROR (client libraries' tests use it to stand in for LOADING, READONLY,
 /// OOM...): the text as the error, newlines as spaces, kept out of errorstats.
 #[test]

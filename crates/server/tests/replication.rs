@@ -1762,7 +1762,9 @@ fn a_replica_keeps_keys_whose_deadline_passed_until_they_are_swept_like_redis() 
         let past = "1000";
         let script: Vec<Vec<&[u8]>> = vec![
             vec![b"SET", b"a", b"1"],
-            vec![b"EXPIRE", b"a", b"0"],
+            // A second ago: a deadline of now would hide the key only from the next
+            // millisecond.
+            vec![b"EXPIRE", b"a", b"-1"],
             vec![b"SET", b"b", b"1"],
             vec![b"GETEX", b"b", b"PXAT", past.as_bytes()],
             vec![b"RESTORE", b"c", past.as_bytes(), &payload, b"ABSTTL"],

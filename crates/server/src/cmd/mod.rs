@@ -273,6 +273,51 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     let Some(handler) = handler_of(spec) else {
         return reject_spec(ctx, spec, reply::unknown_command(args));
     };
+    // A client's command is checked in Redis's order (`processCommand`): memory, the
+    // disk, good replicas, a read-only replica, the pub/sub context, a stale replica,
+    // loading, a busy script, a pause. A script's call in `scriptCall`'s: staleness,
+    // a read-only replica, the disk, good replicas, memory, then its slot. EXEC's
+    // queued commands were checked as they were queued.
+    let checked = (!ctx.nested || ctx.client.in_script) && !ctx.client.is_master;
+    let script_call = ctx.nested && ctx.client.in_script;
+    if checked && script_call {
+        if let Some(refusal) = stale_refusal(ctx, spec, args) {
+            return reject_spec(ctx, spec, refusal);
+        }
+        if let Some(refusal) = readonly_refusal(ctx, spec, args) {
+            return reject_spec(ctx, spec, refusal);
+        }
+    }
+    if !ctx.nested && out_of_memory(ctx, spec, args) {
+        return reject_spec(ctx, spec, CmdError::Static(OOM));
+    }
+    if checked {
+        if let Some(refusal) = disk_error_refusal(ctx, spec, args) {
+            return reject_spec(ctx, spec, refusal);
+        }
+        if let Some(refusal) = noreplicas_refusal(ctx, spec, args) {
+            return reject_spec(ctx, spec, refusal);
+        }
+    } else if ctx.client.is_master && !ctx.nested {
+        master_write_despite_disk_error(ctx, spec, args);
+    }
+    if checked && !script_call {
+        if let Some(refusal) = readonly_refusal(ctx, spec, args) {
+            return reject_spec(ctx, spec, refusal);
+        }
+    }
+    if ctx.client.protocol == Protocol::Resp2
+        && !ctx.nested
+        && ctx.client.in_pubsub()
+        && !pubsub::allowed_in_pubsub(spec.name)
+    {
+        return reject_spec(ctx, spec, CmdError::Owned(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", spec.name)));
+    }
+    if checked && !script_call {
+        if let Some(refusal) = stale_refusal(ctx, spec, args) {
+            return reject_spec(ctx, spec, refusal);
+        }
+    }
     // While a dataset loads (at start, DEBUG LOADAOF, a replica's disk-less sync)
     // clients get LOADING, except for the commands allowed then; while a replica loads
     // asynchronously, only the commands flagged no-async-loading do. Before BUSY, as in
@@ -296,45 +341,12 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
         let busy = ctx.shared.scripting.flags.busy_error();
         return reject_spec(ctx, spec, CmdError::Static(busy));
     }
-    if ctx.client.protocol == Protocol::Resp2
-        && !ctx.nested
-        && ctx.client.in_pubsub()
-        && !pubsub::allowed_in_pubsub(spec.name)
-    {
-        return reject_spec(ctx, spec, CmdError::Owned(format!("ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", spec.name)));
-    }
     if !ctx.nested && !ctx.client.is_master && ctx.shared.pause.active() && paused(ctx, spec, args)
     {
         ctx.client.postpone = true;
         return Ok(());
     }
-    // Checked when the client sends the command (EXEC's queued commands were checked
-    // when queued), and for scripts' calls.
-    if (!ctx.nested || ctx.client.in_script) && !ctx.client.is_master {
-        if let Some(refusal) = disk_error_refusal(ctx, spec, args) {
-            return reject_spec(ctx, spec, refusal);
-        }
-    } else if ctx.client.is_master && !ctx.nested {
-        master_write_despite_disk_error(ctx, spec, args);
-    }
-    if (!ctx.nested || ctx.client.in_script)
-        && !ctx.client.is_master
-        && ctx.shared.repl.is_replica()
-        && effective_flags(ctx, spec, args).write
-        && ctx.shared.hot.replica_read_only()
-    {
-        return reject_spec(
-            ctx,
-            spec,
-            CmdError::Static("READONLY You can't write against a read only replica."),
-        );
-    }
-    if (!ctx.nested || ctx.client.in_script) && !ctx.client.is_master {
-        if let Some(refusal) = replication_state_refusal(ctx, spec, args) {
-            return reject_spec(ctx, spec, refusal);
-        }
-    }
-    if out_of_memory(ctx, spec, args) {
+    if script_call && out_of_memory(ctx, spec, args) {
         return reject_spec(ctx, spec, CmdError::Static(OOM));
     }
     if routed && ctx.nested && ctx.client.in_script {
@@ -552,45 +564,51 @@ pub fn running_stale(shared: &crate::shared::Shared) -> bool {
             .unwrap_or(false)
 }
 
-/// NOREPLICAS (a write with fewer good replicas than `min-replicas-to-write`) and
-/// MASTERDOWN (a replica whose link is down, with `replica-serve-stale-data no`).
-fn replication_state_refusal(
-    ctx: &Ctx<'_>,
-    spec: &CommandSpec,
-    args: &[Bytes],
-) -> Option<CmdError> {
+/// READONLY: a write on a replica that takes none from clients (`replica-read-only`).
+fn readonly_refusal(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Option<CmdError> {
+    let refused = ctx.shared.repl.is_replica()
+        && ctx.shared.hot.replica_read_only()
+        && effective_flags(ctx, spec, args).write;
+    refused.then_some(CmdError::Static(
+        "READONLY You can't write against a read only replica.",
+    ))
+}
+
+/// NOREPLICAS: a write on a master with fewer good replicas than
+/// `min-replicas-to-write` (a replica never counts its own).
+fn noreplicas_refusal(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Option<CmdError> {
     let shared = ctx.shared;
-    let (min_replicas, serve_stale) = (
-        shared.hot.min_replicas_to_write(),
-        shared.hot.replica_serve_stale_data(),
-    );
-    if min_replicas <= 0 && serve_stale {
+    if shared.hot.min_replicas_to_write() <= 0
+        || shared.repl.is_replica()
+        || !effective_flags(ctx, spec, args).write
+    {
         return None;
     }
-    let Effective {
-        write, stale_ok, ..
-    } = effective_flags(ctx, spec, args);
-    if shared.repl.is_replica() {
-        if !stale_ok && running_stale(shared) {
-            return Some(CmdError::Static(if ctx.client.in_script {
-                "ERR Can not execute the command on a stale replica"
-            } else {
-                MASTERDOWN
-            }));
-        }
+    if ctx.client.in_script {
+        return shared
+            .scripting
+            .flags
+            .replicas_short()
+            .then_some(CmdError::Static(NOREPLICAS));
+    }
+    writes_refused(shared)
+}
+
+/// MASTERDOWN: a command not flagged `stale` on a replica whose link is down, with
+/// `replica-serve-stale-data no`.
+fn stale_refusal(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Option<CmdError> {
+    let shared = ctx.shared;
+    if shared.hot.replica_serve_stale_data() || !shared.repl.is_replica() {
         return None;
     }
-    if write {
-        if ctx.client.in_script {
-            return shared
-                .scripting
-                .flags
-                .replicas_short()
-                .then_some(CmdError::Static(NOREPLICAS));
-        }
-        return writes_refused(shared);
+    if effective_flags(ctx, spec, args).stale_ok || !running_stale(shared) {
+        return None;
     }
-    None
+    Some(CmdError::Static(if ctx.client.in_script {
+        "ERR Can not execute the command on a stale replica"
+    } else {
+        MASTERDOWN
+    }))
 }
 
 const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
