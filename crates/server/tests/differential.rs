@@ -1462,9 +1462,7 @@ fn same_replies_as_redis_in_a_cluster_serving_half_the_slots() {
     let (redis, redline) = common::one_node_clusters_serving("8191", &args);
     let commands = documented_commands_but_cluster(&mut Conn::connect(redis.addr()));
     compare_sequences(redis.addr(), redline.addr(), 300, 0xc1a1f, |gen| {
-        let mut sequence = gen.documented_sequence(&commands);
-        sequence.extend(scripted_sequence(gen, &mut Gen::command));
-        sequence
+        gen.documented_then_scripted(&commands)
     });
 }
 
@@ -1477,15 +1475,16 @@ fn same_replies_as_redis_in_a_cluster_that_is_down() {
     let (redis, redline) = common::one_node_clusters_serving("8191", &args);
     let commands = documented_commands_but_cluster(&mut Conn::connect(redis.addr()));
     compare_sequences(redis.addr(), redline.addr(), 300, 0xc1d0e, |gen| {
-        let mut sequence = gen.documented_sequence(&commands);
-        sequence.extend(scripted_sequence(gen, &mut Gen::command));
-        sequence
+        gen.documented_then_scripted(&commands)
     });
 }
 
-/// A one-node cluster serving every slot and a replica of it in the same cluster, both
-/// started by `start`.
-fn cluster_with_replica(start: fn(&[&str]) -> common::AnyServer) -> [common::AnyServer; 2] {
+/// Two cluster nodes started by `start` (DEBUG on), and a connection to each; the first
+/// serves slots 0 to `first_last`.
+fn cluster_nodes(
+    start: fn(&[&str]) -> common::AnyServer,
+    first_last: &str,
+) -> ([common::AnyServer; 2], [Conn; 2]) {
     let args = [
         "--cluster-enabled",
         "yes",
@@ -1494,12 +1493,17 @@ fn cluster_with_replica(start: fn(&[&str]) -> common::AnyServer) -> [common::Any
         "--save",
         "",
     ];
-    let (master, replica) = (start(&args), start(&args));
-    let (mut m, mut r) = (common::conn(master.port), common::conn(replica.port));
-    assert_eq!(
-        text(&m.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"])),
-        "OK"
-    );
+    let nodes = [start(&args), start(&args)];
+    let mut conns = [common::conn(nodes[0].port), common::conn(nodes[1].port)];
+    let assigned = conns[0].cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", first_last]);
+    assert_eq!(text(&assigned), "OK");
+    (nodes, conns)
+}
+
+/// A one-node cluster serving every slot and a replica of it in the same cluster, both
+/// started by `start`.
+fn cluster_with_replica(start: fn(&[&str]) -> common::AnyServer) -> [common::AnyServer; 2] {
+    let ([master, replica], [mut m, mut r]) = cluster_nodes(start, "16383");
     let id = text(&m.cmd(&["CLUSTER", "MYID"]));
     r.cmd(&["CLUSTER", "MEET", "127.0.0.1", &master.port.to_string()]);
     common::wait_until("the replica to follow the master", || {
@@ -1557,20 +1561,7 @@ fn same_replies_as_redis_on_a_cluster_replica() {
 /// and migrates slot 449 (`k2`'s) to the second, which serves the rest and migrates slot
 /// 12706 (`k1`'s) to the first.
 fn two_masters_migrating(start: fn(&[&str]) -> common::AnyServer) -> [common::AnyServer; 2] {
-    let args = [
-        "--cluster-enabled",
-        "yes",
-        "--enable-debug-command",
-        "yes",
-        "--save",
-        "",
-    ];
-    let (a, b) = (start(&args), start(&args));
-    let (mut ca, mut cb) = (common::conn(a.port), common::conn(b.port));
-    assert_eq!(
-        text(&ca.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "8191"])),
-        "OK"
-    );
+    let ([a, b], [mut ca, mut cb]) = cluster_nodes(start, "8191");
     assert_eq!(
         text(&cb.cmd(&["CLUSTER", "ADDSLOTSRANGE", "8192", "16383"])),
         "OK"
@@ -1612,9 +1603,7 @@ fn same_replies_as_redis_on_a_master_migrating_slots() {
     let commands = documented_commands_but_cluster(&mut common::conn(redis.port));
     let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
     compare_sequences(addr(redis.port), addr(redline.port), 300, 0xa5c, |gen| {
-        let mut sequence = gen.documented_sequence(&commands);
-        sequence.extend(scripted_sequence(gen, &mut Gen::command));
-        sequence
+        gen.documented_then_scripted(&commands)
     });
 }
 
@@ -4669,9 +4658,7 @@ fn writes_are_refused_without_good_replicas_as_redis() {
         );
     }
     compare_sequences(redis.addr(), redline.addr, 300, 0x2e9, |gen| {
-        let mut sequence = gen.documented_sequence(&commands);
-        sequence.extend(scripted_sequence(gen, &mut Gen::command));
-        sequence
+        gen.documented_then_scripted(&commands)
     });
 }
 
@@ -4695,9 +4682,7 @@ fn commands_refused_out_of_memory_as_redis() {
         assert_eq!(text(&conn.cmd(&full)), "OK");
     }
     compare_sequences(redis.addr(), redline.addr, 300, 0x00f, |gen| {
-        let mut sequence = gen.documented_sequence(&commands);
-        sequence.extend(scripted_sequence(gen, &mut Gen::command));
-        sequence
+        gen.documented_then_scripted(&commands)
     });
 }
 
@@ -4717,9 +4702,7 @@ fn commands_refused_by_a_stale_replica_as_redis() {
         assert_eq!(text(&conn.cmd(&["REPLICAOF", "127.0.0.1", &port])), "OK");
     }
     compare_sequences(redis.addr(), redline.addr, 300, 0x57a1e, |gen| {
-        let mut sequence = gen.documented_sequence(&commands);
-        sequence.extend(scripted_sequence(gen, &mut Gen::command));
-        sequence
+        gen.documented_then_scripted(&commands)
     });
 }
 
@@ -4826,6 +4809,14 @@ fn documented_commands_but_cluster(redis: &mut Conn) -> Vec<DocCommand> {
 }
 
 impl Gen {
+    /// [`Gen::documented_sequence`], then the main generator's commands, two in three
+    /// inside scripts ([`scripted_sequence`]).
+    fn documented_then_scripted(&mut self, commands: &[DocCommand]) -> Vec<Vec<Vec<u8>>> {
+        let mut sequence = self.documented_sequence(commands);
+        sequence.extend(scripted_sequence(self, &mut Gen::command));
+        sequence
+    }
+
     /// A key of every type, then 20 commands drawn from `commands`.
     fn documented_sequence(&mut self, commands: &[DocCommand]) -> Vec<Vec<Vec<u8>>> {
         let mut sequence: Vec<Vec<Vec<u8>>> = TYPED_KEYS

@@ -349,7 +349,7 @@ fn dispatch<'a>(ctx: &mut Ctx<'a>, args: &[Bytes]) -> CmdResult {
     if script_call && out_of_memory(ctx, spec, args) {
         return reject_spec(ctx, spec, CmdError::Static(OOM));
     }
-    if routed && ctx.nested && ctx.client.in_script {
+    if routed && script_call {
         _slot_gate = cluster_route(ctx, spec, args)?;
     }
     if ctx.client.multi.is_some() && !tx::runs_inside_multi(top) {
@@ -895,11 +895,9 @@ pub fn observe_duration(
     }
 }
 
-/// Client-side caching after a command of a tracking client: remember the keys a
-/// read-only command fetched (Redis's `trackingRememberKeys`), and let CLIENT CACHING
-/// lapse after the command (or transaction) it applied to.
-/// Records the command's keys as read by this tracking client: found as a cluster node
-/// finds them ([`command::routing_keys_into`]), as Redis's tracking does.
+/// Records the command's keys as read by this tracking client (Redis's
+/// `trackingRememberKeys`): found as a cluster node finds them
+/// ([`command::routing_keys_into`]), as Redis's tracking does.
 fn remember_keys(ctx: &Ctx<'_>, args: &[Bytes]) {
     let Some(spec) = command::resolve(args) else {
         return;
@@ -914,6 +912,9 @@ fn remember_keys(ctx: &Ctx<'_>, args: &[Bytes]) {
         .remember(ctx.client.id, ctx.client.tracking_caching, keys);
 }
 
+/// Client-side caching after a command of a tracking client: remember the keys a
+/// read-only command fetched, and let CLIENT CACHING lapse after the command (or
+/// transaction) it applied to.
 fn after_tracked_command(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {
     if is_script(spec) {
         ctx.client.tracking_script = None;
