@@ -4649,17 +4649,7 @@ fn documented_commands_match_redis_for_restricted_users() {
 /// ever written, so every sequence starts from the same empty keyspace.
 #[test]
 fn writes_are_refused_without_good_replicas_as_redis() {
-    let (redis, redline, mut pair) = start_pair();
-    let commands = documented_commands(&mut pair.redis);
-    for conn in [&mut pair.redis, &mut pair.redline] {
-        assert_eq!(
-            text(&conn.cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"])),
-            "OK"
-        );
-    }
-    compare_sequences(redis.addr(), redline.addr, 300, 0x2e9, |gen| {
-        gen.documented_then_scripted(&commands)
-    });
+    refused_as_redis(0x2e9, &[&["CONFIG", "SET", "min-replicas-to-write", "1"]]);
 }
 
 /// [`writes_are_refused_without_good_replicas_as_redis`]'s sequences on two servers
@@ -4668,22 +4658,15 @@ fn writes_are_refused_without_good_replicas_as_redis() {
 /// OOM.
 #[test]
 fn commands_refused_out_of_memory_as_redis() {
-    let (redis, redline, mut pair) = start_pair();
-    let commands = documented_commands(&mut pair.redis);
-    for conn in [&mut pair.redis, &mut pair.redline] {
-        let full = [
-            "CONFIG",
-            "SET",
-            "maxmemory-policy",
-            "noeviction",
-            "maxmemory",
-            "1",
-        ];
-        assert_eq!(text(&conn.cmd(&full)), "OK");
-    }
-    compare_sequences(redis.addr(), redline.addr, 300, 0x00f, |gen| {
-        gen.documented_then_scripted(&commands)
-    });
+    let full = [
+        "CONFIG",
+        "SET",
+        "maxmemory-policy",
+        "noeviction",
+        "maxmemory",
+        "1",
+    ];
+    refused_as_redis(0x00f, &[&full]);
 }
 
 /// [`writes_are_refused_without_good_replicas_as_redis`]'s sequences on two replicas
@@ -4692,16 +4675,23 @@ fn commands_refused_out_of_memory_as_redis() {
 /// script's by what they hold) is found by MASTERDOWN.
 #[test]
 fn commands_refused_by_a_stale_replica_as_redis() {
-    let (redis, redline, mut pair) = start_pair();
-    let commands = documented_commands(&mut pair.redis);
     let closed = redline_testkit::ClosedPort::new().expect("a closed port");
     let port = closed.addr().port().to_string();
+    let stale = ["CONFIG", "SET", "replica-serve-stale-data", "no"];
+    refused_as_redis(0x57a1e, &[&stale, &["REPLICAOF", "127.0.0.1", &port]]);
+}
+
+/// Documented, then scripted, sequences on a fresh pair of servers put in a refusing
+/// state by `setup` (each command answered OK by both).
+fn refused_as_redis(salt: u64, setup: &[&[&str]]) {
+    let (redis, redline, mut pair) = start_pair();
+    let commands = documented_commands(&mut pair.redis);
     for conn in [&mut pair.redis, &mut pair.redline] {
-        let stale = ["CONFIG", "SET", "replica-serve-stale-data", "no"];
-        assert_eq!(text(&conn.cmd(&stale)), "OK");
-        assert_eq!(text(&conn.cmd(&["REPLICAOF", "127.0.0.1", &port])), "OK");
+        for command in setup {
+            assert_eq!(text(&conn.cmd(command)), "OK", "{command:?}");
+        }
     }
-    compare_sequences(redis.addr(), redline.addr, 300, 0x57a1e, |gen| {
+    compare_sequences(redis.addr(), redline.addr, 300, salt, |gen| {
         gen.documented_then_scripted(&commands)
     });
 }
